@@ -1,0 +1,113 @@
+# Build, test and install the ndz disk imaging suite (imagezip, imageunzip, frisbeed, frisbee).
+VERSION   = 0.1.0
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+DESTDIR  ?=
+CFLAGS   ?= -O2 -g
+LDFLAGS  ?=
+
+WARNINGS = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
+	   -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Wcast-align
+ALL_CPPFLAGS = -D_GNU_SOURCE -DNDZ_VERSION='"$(VERSION)"' -Ilib -Ifs $(CPPFLAGS)
+ALL_CFLAGS   = -std=gnu11 $(WARNINGS) -pthread -MMD -MP $(CFLAGS)
+LIBS = -lntfs-3g -lext2fs -lcom_err -lz -pthread
+
+# SANITIZE=address,undefined builds into build-san/ so both builds can coexist.
+ifneq ($(SANITIZE),)
+O ?= build-san
+ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=$(SANITIZE)
+else
+O ?= build
+endif
+
+ifneq ($(V),1)
+Q = @
+QCC = @printf '  CC      %s\n' $<;
+QLD = @printf '  LD      %s\n' $@;
+QAR = @printf '  AR      %s\n' $@;
+endif
+
+TOOLS    := imagezip imageunzip frisbeed frisbee
+PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
+LIB_SRC  := $(wildcard lib/*.c)
+FS_SRC   := $(wildcard fs/*.c)
+CLI_SRC  := $(wildcard lib/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+HELP_SRC := $(wildcard tests/helpers/*.c)
+
+obj = $(patsubst %.c,$(O)/%.o,$(1))
+LIBNDZ  := $(O)/libndz.a
+LIBFS   := $(O)/libndzfs.a
+LIBCLI  := $(O)/libndzcli.a
+BINS    := $(addprefix $(O)/bin/,$(PROGS))
+UNITS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
+HELPERS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELP_SRC))
+
+.PHONY: all tests check check-fast demo install uninstall clean fuzz bench
+all: $(BINS)
+tests: $(UNITS) $(HELPERS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIBNDZ): $(call obj,$(LIB_SRC))
+	$(QAR)rm -f $@ && ar rcs $@ $^
+$(LIBFS): $(call obj,$(FS_SRC))
+	$(QAR)rm -f $@ && ar rcs $@ $^
+$(LIBCLI): $(call obj,$(CLI_SRC))
+	$(QAR)rm -f $@ && ar rcs $@ $^
+
+define prog_rule
+$(O)/bin/$(1): $(call obj,$(wildcard $(1)/*.c)) $(LIBCLI) $(LIBFS) $(LIBNDZ)
+	@mkdir -p $$(dir $$@)
+	$$(QLD)$$(CC) $$(ALL_CFLAGS) $$(LDFLAGS) -o $$@ $$^ $$(LIBS)
+endef
+$(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
+
+$(O)/tests/test_%: $(O)/tests/unit/test_%.o $(LIBFS) $(LIBNDZ)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS)
+
+$(O)/tests/helpers/%: $(O)/tests/helpers/%.o $(LIBCLI) $(LIBFS) $(LIBNDZ)
+	@mkdir -p $(dir $@)
+	$(QLD)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# The whole suite from scratch: dependencies, a plain and a sanitized build, every test.
+check:
+	@sh tests/install-deps.sh
+	$(Q)rm -rf build build-san
+	$(Q)$(MAKE) --no-print-directory -j2 all tests
+	$(Q)$(MAKE) --no-print-directory -j2 SANITIZE=address,undefined all tests
+	$(Q)sh tests/run.sh build build-san
+
+# The plain build's suite only, without reinstalling or rebuilding from scratch.
+check-fast: all tests
+	$(Q)sh tests/run.sh $(O)
+
+demo: all
+	$(Q)sh tests/demo.sh $(O)
+
+bench: all
+	$(Q)sh bench/run.sh $(O)
+
+fuzz:
+	$(Q)sh tests/fuzz/build.sh
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
+	for m in doc/*.1; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man1/; done; true
+	for m in doc/*.8; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; true
+
+uninstall:
+	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
+	for m in doc/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#doc/}; done
+	for m in doc/*.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$${m#doc/}; done
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,188 @@
+/* Messages, number parsing and a progress line for the programs. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+const char *cli_progname = "ndz";
+int cli_verbose;
+int cli_quiet;
+
+void cli_init(const char *argv0)
+{
+	const char *s = argv0 ? strrchr(argv0, '/') : NULL;
+
+	cli_progname = s ? s + 1 : (argv0 ? argv0 : "ndz");
+}
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	fprintf(stderr, "%s: %s", cli_progname, prefix);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+void cli_die(int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	exit(code);
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void cli_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cli_quiet)
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void cli_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+	exit(EXIT_USAGE);
+}
+
+void cli_version(void)
+{
+	printf("%s (ndz) %s\n", cli_progname, NDZ_VERSION);
+	exit(EXIT_OK);
+}
+
+int cli_parse_u64(const char *s, int binary, uint64_t *out)
+{
+	uint64_t mult = 1, base = binary ? 1024 : 1000;
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case '\0':
+		break;
+	case 'k': case 'K':
+		mult = base;
+		end++;
+		break;
+	case 'm': case 'M':
+		mult = base * base;
+		end++;
+		break;
+	case 'g': case 'G':
+		mult = base * base * base;
+		end++;
+		break;
+	case 't': case 'T':
+		mult = base * base * base * base;
+		end++;
+		break;
+	default:
+		return -1;
+	}
+	if (*end != '\0' || (v && mult > UINT64_MAX / v))
+		return -1;
+	*out = (uint64_t)v * mult;
+	return 0;
+}
+
+int cli_parse_int(const char *s, const char *opt, int lo, int hi)
+{
+	long v;
+	char *end;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		cli_usage_error("option %s: '%s' is not a number from %d to %d", opt, s, lo, hi);
+	return (int)v;
+}
+
+double cli_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total, int enabled)
+{
+	p->what = what;
+	p->total = total;
+	p->start = cli_now();
+	p->last = 0;
+	p->enabled = enabled;
+	p->drawn = 0;
+}
+
+static void draw(struct cli_progress *p, uint64_t done, double now)
+{
+	double secs = now - p->start, mb = (double)done / 1e6;
+	double rate = secs > 0 ? mb / secs : 0;
+
+	if (p->total)
+		fprintf(stderr, "\r%s: %5.1f%%  %9.1f MB  %7.1f MB/s  %5.0f s ", p->what,
+			100.0 * (double)done / (double)p->total, mb, rate, secs);
+	else
+		fprintf(stderr, "\r%s: %9.1f MB  %7.1f MB/s  %5.0f s ", p->what, mb, rate, secs);
+	p->drawn = 1;
+}
+
+void cli_progress_update(struct cli_progress *p, uint64_t done)
+{
+	double now;
+
+	if (!p->enabled)
+		return;
+	now = cli_now();
+	if (now - p->last < 0.25)
+		return;
+	p->last = now;
+	draw(p, done, now);
+}
+
+void cli_progress_end(struct cli_progress *p, uint64_t done)
+{
+	if (!p->enabled)
+		return;
+	draw(p, done, cli_now());
+	fputc('\n', stderr);
+}

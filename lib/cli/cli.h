@@ -1,0 +1,51 @@
+/* Helpers for the programs only (they may print and exit): messages, numbers, progress. */
+#ifndef NDZ_CLI_H
+#define NDZ_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes shared by every program. */
+#define EXIT_OK       0
+#define EXIT_FAIL     1                /* the job failed (I/O, bad image, network) */
+#define EXIT_USAGE    2                /* bad command line */
+
+extern const char *cli_progname;
+extern int cli_verbose;                /* -v count */
+extern int cli_quiet;                  /* -q */
+
+void cli_init(const char *argv0);
+/* cli_die - print "prog: msg" to stderr and exit(code). */
+void cli_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_info - to stderr, unless quiet. */
+void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_usage_error - "prog: msg\nTry 'prog --help'." and exit 2. */
+void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+void cli_version(void) __attribute__((noreturn));
+
+/*
+ * cli_parse_u64 - a decimal number with an optional suffix: k, M, G, T (powers of
+ * 1024 when binary, else of 1000). Returns 0 or -1 when malformed or overflowing.
+ */
+int cli_parse_u64(const char *s, int binary, uint64_t *out);
+/* cli_parse_int - an int within [lo, hi]; usage error naming opt otherwise. */
+int cli_parse_int(const char *s, const char *opt, int lo, int hi);
+
+/* A progress line on stderr, redrawn at most a few times a second when it is a tty. */
+struct cli_progress {
+	const char *what;
+	uint64_t total;                /* 0 when unknown */
+	double start, last;
+	int enabled;
+	int drawn;
+};
+void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total, int enabled);
+void cli_progress_update(struct cli_progress *p, uint64_t done);
+void cli_progress_end(struct cli_progress *p, uint64_t done);
+
+/* cli_now - monotonic seconds. */
+double cli_now(void);
+
+#endif

@@ -1,0 +1,204 @@
+/* Chunk header encoding and validation: the only place that knows its byte layout. */
+#include <string.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "format.h"
+#include "le.h"
+
+const uint8_t ndz_magic[8] = { 0x89, 'N', 'D', 'Z', '\r', '\n', 0x1a, '\n' };
+
+/* Offsets in the fixed part; doc/FORMAT.md mirrors this table. */
+enum {
+	OFF_MAGIC = 0,
+	OFF_VERSION = 8,
+	OFF_HDR_SIZE = 10,
+	OFF_CHUNK_SIZE = 12,
+	OFF_COMPAT = 16,
+	OFF_INCOMPAT = 20,
+	OFF_INDEX = 24,
+	OFF_CHUNK_FLAGS = 28,
+	OFF_UUID = 32,
+	OFF_SECTOR_SIZE = 48,
+	OFF_CODEC = 52,
+	OFF_LEVEL = 54,
+	OFF_SRC_SECTORS = 56,
+	OFF_SRC_BYTES = 64,
+	OFF_FIRST = 72,
+	OFF_LAST = 80,
+	OFF_DATA_LEN = 88,
+	OFF_DATA_CRC = 92,
+	OFF_NREGIONS = 96,
+	OFF_HDR_CRC = 100,
+	OFF_KIND = 104,
+	OFF_PART_INDEX = 106,
+	OFF_PART_TYPE = 108,
+	OFF_PART_START = 112,
+	OFF_RESERVED = 120,
+};
+
+static uint32_t hdr_crc(const uint8_t *area)
+{
+	static const uint8_t zero[4];
+	uLong crc = crc32(0L, Z_NULL, 0);
+
+	crc = crc32(crc, area, OFF_HDR_CRC);
+	crc = crc32(crc, zero, 4);
+	crc = crc32(crc, area + OFF_HDR_CRC + 4, NDZ_HDR_SIZE - OFF_HDR_CRC - 4);
+	return (uint32_t)crc;
+}
+
+/* Invariants shared by encode and decode. */
+static int hdr_valid(const struct ndz_chunk_hdr *h)
+{
+	uint64_t prev_end;
+	uint32_t i;
+
+	if (h->sector_size != NDZ_SECTOR_SIZE || h->codec != NDZ_CODEC_ZLIB)
+		return h->codec != NDZ_CODEC_ZLIB ? NDZ_ECODEC : NDZ_EHEADER;
+	if (h->chunk_flags & ~NDZ_CHUNK_KNOWN)
+		return NDZ_EFEATURE;
+	if (h->data_len > NDZ_MAX_DATA || h->nregions > NDZ_MAX_REGIONS)
+		return NDZ_EHEADER;
+	if (h->image_kind > NDZ_KIND_PARTITION)
+		return NDZ_EHEADER;
+	if (h->source_sectors != (h->source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE)
+		return NDZ_EHEADER;
+	if (h->first > h->last || h->last > h->source_sectors)
+		return NDZ_EREGION;
+	if ((h->chunk_flags & NDZ_CHUNK_LAST) && h->last != h->source_sectors)
+		return NDZ_EREGION;
+	prev_end = h->first;
+	for (i = 0; i < h->nregions; i++) {
+		const struct ndz_region *r = &h->regions[i];
+
+		if (r->count == 0 || r->start < prev_end || r->start > h->last ||
+		    h->last - r->start < r->count)
+			return NDZ_EREGION;
+		prev_end = r->start + r->count;
+	}
+	return 0;
+}
+
+int ndz_hdr_encode(const struct ndz_chunk_hdr *h, uint8_t *a)
+{
+	uint32_t i;
+	int rc = hdr_valid(h);
+
+	if (rc < 0 || h->version != NDZ_VERSION_1 || (h->compat_flags & ~NDZ_COMPAT_KNOWN) ||
+	    (h->incompat_flags & ~NDZ_INCOMPAT_KNOWN))
+		return NDZ_EINVAL;
+	memset(a, 0, NDZ_HDR_SIZE);
+	memcpy(a + OFF_MAGIC, ndz_magic, sizeof(ndz_magic));
+	put_le16(a + OFF_VERSION, h->version);
+	put_le16(a + OFF_HDR_SIZE, NDZ_HDR_SIZE);
+	put_le32(a + OFF_CHUNK_SIZE, NDZ_CHUNK_SIZE);
+	put_le32(a + OFF_COMPAT, h->compat_flags);
+	put_le32(a + OFF_INCOMPAT, h->incompat_flags);
+	put_le32(a + OFF_INDEX, h->index);
+	put_le32(a + OFF_CHUNK_FLAGS, h->chunk_flags);
+	memcpy(a + OFF_UUID, h->uuid, 16);
+	put_le32(a + OFF_SECTOR_SIZE, h->sector_size);
+	put_le16(a + OFF_CODEC, h->codec);
+	put_le16(a + OFF_LEVEL, h->level);
+	put_le64(a + OFF_SRC_SECTORS, h->source_sectors);
+	put_le64(a + OFF_SRC_BYTES, h->source_bytes);
+	put_le64(a + OFF_FIRST, h->first);
+	put_le64(a + OFF_LAST, h->last);
+	put_le32(a + OFF_DATA_LEN, h->data_len);
+	put_le32(a + OFF_DATA_CRC, h->data_crc);
+	put_le32(a + OFF_NREGIONS, h->nregions);
+	put_le16(a + OFF_KIND, h->image_kind);
+	put_le16(a + OFF_PART_INDEX, h->part_index);
+	put_le32(a + OFF_PART_TYPE, h->part_type);
+	put_le64(a + OFF_PART_START, h->part_start);
+	for (i = 0; i < h->nregions; i++) {
+		uint8_t *r = a + NDZ_FIXED_HDR + (size_t)i * NDZ_REGION_SIZE;
+
+		put_le64(r, h->regions[i].start);
+		put_le32(r + 8, h->regions[i].count);
+	}
+	put_le32(a + OFF_HDR_CRC, hdr_crc(a));
+	return 0;
+}
+
+int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
+{
+	uint32_t i;
+
+	if (memcmp(a + OFF_MAGIC, ndz_magic, sizeof(ndz_magic)) != 0)
+		return NDZ_EBADMAGIC;
+	h->version = get_le16(a + OFF_VERSION);
+	if (h->version != NDZ_VERSION_1)
+		return NDZ_EVERSION;
+	if (get_le32(a + OFF_HDR_CRC) != hdr_crc(a))
+		return NDZ_EHDRCRC;
+	if (get_le16(a + OFF_HDR_SIZE) != NDZ_HDR_SIZE ||
+	    get_le32(a + OFF_CHUNK_SIZE) != NDZ_CHUNK_SIZE)
+		return NDZ_EHEADER;
+	h->compat_flags = get_le32(a + OFF_COMPAT);
+	h->incompat_flags = get_le32(a + OFF_INCOMPAT);
+	if (h->incompat_flags & ~NDZ_INCOMPAT_KNOWN)
+		return NDZ_EFEATURE;
+	h->index = get_le32(a + OFF_INDEX);
+	h->chunk_flags = get_le32(a + OFF_CHUNK_FLAGS);
+	memcpy(h->uuid, a + OFF_UUID, 16);
+	h->sector_size = get_le32(a + OFF_SECTOR_SIZE);
+	h->codec = get_le16(a + OFF_CODEC);
+	h->level = get_le16(a + OFF_LEVEL);
+	h->source_sectors = get_le64(a + OFF_SRC_SECTORS);
+	h->source_bytes = get_le64(a + OFF_SRC_BYTES);
+	h->first = get_le64(a + OFF_FIRST);
+	h->last = get_le64(a + OFF_LAST);
+	h->data_len = get_le32(a + OFF_DATA_LEN);
+	h->data_crc = get_le32(a + OFF_DATA_CRC);
+	h->nregions = get_le32(a + OFF_NREGIONS);
+	h->image_kind = get_le16(a + OFF_KIND);
+	h->part_index = get_le16(a + OFF_PART_INDEX);
+	h->part_type = get_le32(a + OFF_PART_TYPE);
+	h->part_start = get_le64(a + OFF_PART_START);
+	if (h->nregions > NDZ_MAX_REGIONS)
+		return NDZ_EHEADER;
+	for (i = 0; i < h->nregions; i++) {
+		const uint8_t *r = a + NDZ_FIXED_HDR + (size_t)i * NDZ_REGION_SIZE;
+
+		h->regions[i].start = get_le64(r);
+		h->regions[i].count = get_le32(r + 8);
+	}
+	return hdr_valid(h);
+}
+
+int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *h)
+{
+	const uint8_t *data = chunk + NDZ_HDR_SIZE;
+	size_t i;
+	int rc = ndz_hdr_decode(chunk, h);
+
+	if (rc < 0)
+		return rc;
+	if ((uint32_t)crc32(crc32(0L, Z_NULL, 0), data, h->data_len) != h->data_crc)
+		return NDZ_EDATACRC;
+	for (i = h->data_len; i < NDZ_MAX_DATA; i++)
+		if (data[i] != 0)
+			return NDZ_EPADDING;
+	return 0;
+}
+
+int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b)
+{
+	if (memcmp(a->uuid, b->uuid, 16) != 0 || a->source_bytes != b->source_bytes ||
+	    a->image_kind != b->image_kind || a->part_index != b->part_index ||
+	    a->part_start != b->part_start || a->part_type != b->part_type)
+		return NDZ_EMISMATCH;
+	return 0;
+}
+
+uint64_t ndz_hdr_data_bytes(const struct ndz_chunk_hdr *h)
+{
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < h->nregions; i++)
+		n += h->regions[i].count;
+	return n * NDZ_SECTOR_SIZE;
+}

@@ -1,0 +1,94 @@
+/* The image format: 1 MiB self-describing chunks (doc/FORMAT.md is the byte-level spec). */
+#ifndef NDZ_FORMAT_H
+#define NDZ_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NDZ_CHUNK_SIZE    (1u << 20)   /* every chunk, the last one too */
+#define NDZ_BLOCK_SIZE    1024u        /* network block; a chunk is 1024 of them */
+#define NDZ_BLOCKS_PER_CHUNK (NDZ_CHUNK_SIZE / NDZ_BLOCK_SIZE)
+#define NDZ_HDR_SIZE      4096u        /* header area: fixed part + region list */
+#define NDZ_FIXED_HDR     128u         /* fixed part of the header area */
+#define NDZ_REGION_SIZE   12u          /* u64 start sector + u32 sector count */
+#define NDZ_MAX_REGIONS   ((NDZ_HDR_SIZE - NDZ_FIXED_HDR) / NDZ_REGION_SIZE)
+#define NDZ_MAX_DATA      (NDZ_CHUNK_SIZE - NDZ_HDR_SIZE)
+#define NDZ_SECTOR_SIZE   512u
+#define NDZ_VERSION_1     1u
+
+extern const uint8_t ndz_magic[8];
+
+/* codec field */
+#define NDZ_CODEC_ZLIB    1u
+
+/* chunk_flags: per chunk */
+#define NDZ_CHUNK_LAST    0x1u         /* the final chunk of the image */
+#define NDZ_CHUNK_KNOWN   NDZ_CHUNK_LAST
+
+/* incompat flags: a reader must refuse an image with a bit it does not know */
+#define NDZ_INCOMPAT_KNOWN 0x0u
+/* compat flags: a reader may ignore bits it does not know */
+#define NDZ_COMPAT_KNOWN   0x0u
+
+/* image_kind */
+#define NDZ_KIND_WHOLE     0u          /* a whole disk or file */
+#define NDZ_KIND_PARTITION 1u          /* one partition of a disk (see part_*) */
+
+struct ndz_region {
+	uint64_t start;                /* first sector, relative to the image start */
+	uint32_t count;                /* sectors */
+};
+
+/* A decoded chunk header. Sectors are NDZ_SECTOR_SIZE bytes in version 1. */
+struct ndz_chunk_hdr {
+	uint16_t version;
+	uint32_t compat_flags;
+	uint32_t incompat_flags;
+	uint32_t index;                /* chunk number, from 0 */
+	uint32_t chunk_flags;          /* NDZ_CHUNK_* */
+	uint8_t uuid[16];              /* same in every chunk of one image */
+	uint32_t sector_size;
+	uint16_t codec;
+	uint16_t level;                /* informational */
+	uint64_t source_sectors;       /* size of the whole source, rounded up */
+	uint64_t source_bytes;         /* exact size of the whole source */
+	uint64_t first;                /* first sector covered (= previous chunk's last) */
+	uint64_t last;                 /* one past the last sector covered */
+	uint32_t data_len;             /* bytes of compressed data after the header area */
+	uint32_t data_crc;             /* CRC-32 of those bytes */
+	uint16_t image_kind;           /* NDZ_KIND_* */
+	uint16_t part_index;           /* partition number (1-based) or 0 */
+	uint32_t part_type;            /* MBR type byte, or 0 */
+	uint64_t part_start;           /* partition's start sector on its disk */
+	uint32_t nregions;
+	struct ndz_region regions[NDZ_MAX_REGIONS];
+};
+
+/*
+ * ndz_hdr_encode - write hdr into a NDZ_HDR_SIZE byte area, computing the header CRC
+ * (data_crc must already be set). The area's unused bytes are zeroed.
+ * Returns 0, or NDZ_EINVAL when hdr violates an invariant (see ndz_hdr_decode).
+ */
+int ndz_hdr_encode(const struct ndz_chunk_hdr *hdr, uint8_t *area);
+
+/*
+ * ndz_hdr_decode - parse and fully validate a NDZ_HDR_SIZE byte header area:
+ * magic, version, flags, header CRC, field bounds, regions sorted, non-overlapping
+ * and inside [first, last), last <= source_sectors. Does not check data_crc.
+ * Returns 0 or a negative NDZ_E* code; hdr is undefined on error.
+ */
+int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
+
+/*
+ * ndz_chunk_check - ndz_hdr_decode plus the data CRC and zero padding of a whole
+ * NDZ_CHUNK_SIZE chunk. Returns 0 or a negative NDZ_E* code.
+ */
+int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
+
+/* ndz_hdr_same_image - 0 when b belongs to the same image as a, else NDZ_EMISMATCH. */
+int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b);
+
+/* ndz_hdr_data_bytes - uncompressed bytes the regions hold (sum of counts * sector). */
+uint64_t ndz_hdr_data_bytes(const struct ndz_chunk_hdr *hdr);
+
+#endif

@@ -1,0 +1,384 @@
+/* File, block-device, memory and fault-injecting implementations of struct ndz_io. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "io.h"
+
+static struct ndz_io *io_new(const struct ndz_io_ops *ops, const char *name)
+{
+	struct ndz_io *io = calloc(1, sizeof(*io));
+
+	if (!io)
+		return NULL;
+	io->ops = ops;
+	io->name = strdup(name ? name : "");
+	if (!io->name) {
+		free(io);
+		return NULL;
+	}
+	return io;
+}
+
+/* ---- files and block devices ---- */
+
+struct file_priv {
+	int fd;
+};
+
+static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct file_priv *p = io->priv;
+	ssize_t n;
+
+	do
+		n = pread(p->fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		io->sys_errno = errno;
+		return NDZ_EIO;
+	}
+	return n;
+}
+
+static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	struct file_priv *p = io->priv;
+	ssize_t n;
+
+	do
+		n = pwrite(p->fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		io->sys_errno = errno;
+		return NDZ_EIO;
+	}
+	return n;
+}
+
+static int zero_by_writing(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	static const uint8_t zeros[65536];
+
+	while (len) {
+		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
+		int rc = ndz_io_write_full(io, zeros, n, off);
+
+		if (rc < 0)
+			return rc;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct file_priv *p = io->priv;
+
+	if (len == 0)
+		return 0;
+	if (io->is_regular) {
+		/* A punched hole reads back as zeros and costs no writes. */
+		if (fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+			      (off_t)len) == 0)
+			return 0;
+	} else if (io->is_blockdev) {
+		uint64_t range[2] = { off, len };
+
+		/* BLKZEROOUT lets the device zero without a data transfer. */
+		if ((off | len) % 512 == 0 && ioctl(p->fd, BLKZEROOUT, range) == 0)
+			return 0;
+	}
+	return zero_by_writing(io, off, len);
+}
+
+static int file_flush(struct ndz_io *io)
+{
+	struct file_priv *p = io->priv;
+
+	if (fsync(p->fd) < 0 && errno != EINVAL && errno != EROFS) {
+		io->sys_errno = errno;
+		return NDZ_EIO;
+	}
+	return 0;
+}
+
+static void file_close(struct ndz_io *io)
+{
+	struct file_priv *p = io->priv;
+
+	if (p->fd > 2)
+		close(p->fd);
+	free(p);
+}
+
+static const struct ndz_io_ops file_ops = {
+	file_pread, file_pwrite, file_zero, file_flush, file_close,
+};
+
+int ndz_io_open_file(const char *path, int flags, struct ndz_io **out)
+{
+	struct file_priv *p;
+	struct ndz_io *io;
+	struct stat st;
+	int oflags = (flags & NDZ_IO_WRITE) ? O_RDWR : O_RDONLY;
+	int fd, saved;
+
+	if (flags & NDZ_IO_CREATE)
+		oflags |= O_CREAT;
+	fd = open(path, oflags | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno == ENOENT ? NDZ_ENOENT : NDZ_EIO;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	p = malloc(sizeof(*p));
+	io = p ? io_new(&file_ops, path) : NULL;
+	if (!io) {
+		free(p);
+		close(fd);
+		return NDZ_ENOMEM;
+	}
+	p->fd = fd;
+	io->priv = p;
+	if (S_ISBLK(st.st_mode)) {
+		uint64_t size;
+
+		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
+			saved = errno;
+			ndz_io_close(io);
+			errno = saved;
+			return NDZ_EIO;
+		}
+		io->size = size;
+		io->is_blockdev = 1;
+	} else if (S_ISREG(st.st_mode)) {
+		io->size = (uint64_t)st.st_size;
+		io->is_regular = 1;
+	} else {
+		ndz_io_close(io);
+		errno = EINVAL;
+		return NDZ_ENOTSUP;
+	}
+	*out = io;
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return NDZ_EIO;
+}
+
+int ndz_io_set_size(struct ndz_io *io, uint64_t size)
+{
+	struct file_priv *p = io->priv;
+
+	if (io->ops != &file_ops || !io->is_regular)
+		return NDZ_ENOTSUP;
+	if (ftruncate(p->fd, (off_t)size) < 0) {
+		io->sys_errno = errno;
+		return NDZ_EIO;
+	}
+	io->size = size;
+	return 0;
+}
+
+/* ---- memory ---- */
+
+struct mem_priv {
+	uint8_t *buf;
+	int writable;
+};
+
+static ssize_t mem_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct mem_priv *p = io->priv;
+
+	if (off >= io->size)
+		return 0;
+	if (len > io->size - off)
+		len = (size_t)(io->size - off);
+	memcpy(buf, p->buf + off, len);
+	return (ssize_t)len;
+}
+
+static ssize_t mem_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	struct mem_priv *p = io->priv;
+
+	if (!p->writable || off > io->size || len > io->size - off)
+		return NDZ_EIO;
+	memcpy(p->buf + off, buf, len);
+	return (ssize_t)len;
+}
+
+static int mem_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct mem_priv *p = io->priv;
+
+	if (!p->writable || off > io->size || len > io->size - off)
+		return NDZ_EIO;
+	memset(p->buf + off, 0, (size_t)len);
+	return 0;
+}
+
+static int mem_flush(struct ndz_io *io)
+{
+	(void)io;
+	return 0;
+}
+
+static void mem_close(struct ndz_io *io)
+{
+	free(io->priv);
+}
+
+static const struct ndz_io_ops mem_ops = {
+	mem_pread, mem_pwrite, mem_zero, mem_flush, mem_close,
+};
+
+int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out)
+{
+	struct mem_priv *p = malloc(sizeof(*p));
+	struct ndz_io *io = p ? io_new(&mem_ops, "memory") : NULL;
+
+	if (!io) {
+		free(p);
+		return NDZ_ENOMEM;
+	}
+	p->buf = buf;
+	p->writable = writable;
+	io->priv = p;
+	io->size = len;
+	*out = io;
+	return 0;
+}
+
+/* ---- fault injection ---- */
+
+struct fault_priv {
+	struct ndz_io *inner;
+	unsigned reads, writes;
+	unsigned fail_read, fail_write;
+	uint64_t wlo, whi;
+};
+
+static ssize_t fault_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct fault_priv *p = io->priv;
+
+	if (++p->reads == p->fail_read)
+		return NDZ_EIO;
+	return p->inner->ops->pread(p->inner, buf, len, off);
+}
+
+static ssize_t fault_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	struct fault_priv *p = io->priv;
+
+	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
+		return NDZ_EIO;
+	return p->inner->ops->pwrite(p->inner, buf, len, off);
+}
+
+static int fault_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct fault_priv *p = io->priv;
+
+	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
+		return NDZ_EIO;
+	return p->inner->ops->zero(p->inner, off, len);
+}
+
+static int fault_flush(struct ndz_io *io)
+{
+	struct fault_priv *p = io->priv;
+
+	return p->inner->ops->flush(p->inner);
+}
+
+static void fault_close(struct ndz_io *io)
+{
+	struct fault_priv *p = io->priv;
+
+	ndz_io_close(p->inner);
+	free(p);
+}
+
+static const struct ndz_io_ops fault_ops = {
+	fault_pread, fault_pwrite, fault_zero, fault_flush, fault_close,
+};
+
+int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
+		      uint64_t wlo, uint64_t whi, struct ndz_io **out)
+{
+	struct fault_priv *p = calloc(1, sizeof(*p));
+	struct ndz_io *io = p ? io_new(&fault_ops, inner->name) : NULL;
+
+	if (!io) {
+		free(p);
+		return NDZ_ENOMEM;
+	}
+	p->inner = inner;
+	p->fail_read = fail_read_nth;
+	p->fail_write = fail_write_nth;
+	p->wlo = wlo;
+	p->whi = whi;
+	io->priv = p;
+	io->size = inner->size;
+	io->is_regular = inner->is_regular;
+	io->is_blockdev = inner->is_blockdev;
+	*out = io;
+	return 0;
+}
+
+void ndz_io_close(struct ndz_io *io)
+{
+	if (!io)
+		return;
+	io->ops->close(io);
+	free(io->name);
+	free(io);
+}
+
+int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = io->ops->pread(io, (uint8_t *)buf + done, len - done, off + done);
+
+		if (n < 0)
+			return (int)n;
+		if (n == 0) {
+			if (got)
+				*got = done;
+			return NDZ_ESHORTREAD;
+		}
+		done += (size_t)n;
+	}
+	if (got)
+		*got = done;
+	return 0;
+}
+
+int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = io->ops->pwrite(io, (const uint8_t *)buf + done, len - done,
+					    off + done);
+
+		if (n <= 0)
+			return n < 0 ? (int)n : NDZ_EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}

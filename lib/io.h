@@ -1,0 +1,78 @@
+/*
+ * Block I/O through a small function table (file or block device, memory,
+ * fault-injecting), so fs/ modules and the writer are testable without disks.
+ */
+#ifndef NDZ_IO_H
+#define NDZ_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct ndz_io;
+
+struct ndz_io_ops {
+	/* Like pread/pwrite: bytes moved, 0 at end, or a negative NDZ_E* code. */
+	ssize_t (*pread)(struct ndz_io *io, void *buf, size_t len, uint64_t off);
+	ssize_t (*pwrite)(struct ndz_io *io, const void *buf, size_t len, uint64_t off);
+	/* Make [off, off+len) read back as zeros (hole punch or zero writes). */
+	int (*zero)(struct ndz_io *io, uint64_t off, uint64_t len);
+	/* Flush written data to stable storage. 0 or NDZ_EIO. */
+	int (*flush)(struct ndz_io *io);
+	/* Release resources. */
+	void (*close)(struct ndz_io *io);
+};
+
+struct ndz_io {
+	const struct ndz_io_ops *ops;
+	uint64_t size;                 /* bytes (device size for block devices) */
+	int is_blockdev;
+	int is_regular;
+	int sys_errno;                 /* errno of the last failed system call, or 0 */
+	char *name;                    /* for messages */
+	void *priv;
+};
+
+/* ndz_io_open_file flags */
+#define NDZ_IO_READ    0x0
+#define NDZ_IO_WRITE   0x1             /* open read-write */
+#define NDZ_IO_CREATE  0x2             /* create a regular file if missing */
+
+/*
+ * ndz_io_open_file - open a regular file or block device (size via BLKGETSIZE64).
+ * With NDZ_IO_CREATE a missing file is created empty (size 0).
+ * Returns 0 and *out, or a negative code with errno set from the failing call.
+ */
+int ndz_io_open_file(const char *path, int flags, struct ndz_io **out);
+
+/*
+ * ndz_io_open_mem - an io over buf[0..len). Writes beyond len fail with NDZ_EIO.
+ * buf stays owned by the caller and must outlive the io.
+ */
+int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out);
+
+/*
+ * ndz_io_open_fault - wrap inner: the nth read or write call (1-based; 0 never)
+ * fails with NDZ_EIO, and writes outside [wlo, whi) fail too (a guard for
+ * tests that nothing is written outside the target's regions). Takes ownership
+ * of inner.
+ */
+int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
+		      uint64_t wlo, uint64_t whi, struct ndz_io **out);
+
+/* ndz_io_close - close and free; accepts NULL. */
+void ndz_io_close(struct ndz_io *io);
+
+/*
+ * ndz_io_read_full - read exactly len bytes at off. Returns 0, NDZ_ESHORTREAD when
+ * the end comes first (*got says how many were read if got is not NULL), or NDZ_EIO.
+ */
+int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got);
+
+/* ndz_io_write_full - write exactly len bytes at off. Returns 0 or NDZ_EIO. */
+int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off);
+
+/* ndz_io_set_size - grow or shrink a regular file (0 or NDZ_EIO/NDZ_ENOTSUP). */
+int ndz_io_set_size(struct ndz_io *io, uint64_t size);
+
+#endif

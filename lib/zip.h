@@ -1,0 +1,50 @@
+/* The compressor: an ordered list of allocated sector ranges -> 1 MiB image chunks. */
+#ifndef NDZ_ZIP_H
+#define NDZ_ZIP_H
+
+#include <stdint.h>
+
+#include "format.h"
+#include "io.h"
+#include "ranges.h"
+
+/* Receives each finished chunk in order; returns 0 or a negative code to stop. */
+typedef int (*ndz_chunk_fn)(void *ctx, const uint8_t *chunk, uint32_t index);
+/* Progress: input bytes consumed so far out of the total to read. */
+typedef void (*ndz_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+struct ndz_zip_opts {
+	int level;                     /* zlib level 0-9; default 4 */
+	int threads;                   /* compression workers; <= 0: online cores */
+	uint8_t uuid[16];              /* image UUID; all zero: a random one is made */
+	uint16_t image_kind;           /* NDZ_KIND_*, with the part_* fields below */
+	uint16_t part_index;
+	uint32_t part_type;
+	uint64_t part_start;
+	ndz_progress_fn progress;
+	void *progress_ctx;
+};
+
+struct ndz_zip_stats {
+	uint32_t chunks;
+	uint64_t in_bytes;             /* allocated bytes read and compressed */
+	uint64_t out_bytes;            /* image bytes (chunks * 1 MiB) */
+	uint64_t data_bytes;           /* compressed bytes in those chunks */
+};
+
+/* ndz_zip_opts_init - defaults: level 4, threads from the online cores. */
+void ndz_zip_opts_init(struct ndz_zip_opts *o);
+
+/*
+ * ndz_zip - read the sectors in alloc (normalized, within the source) from src,
+ * whose exact size is source_bytes, and emit chunks through out in order.
+ * Every chunk is independent and as full as the data allows; the output does not
+ * depend on the number of threads. Sectors past source_bytes read as zeros.
+ * Returns 0 or a negative code; errbuf (may be NULL) gets a message naming
+ * what failed.
+ */
+int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *alloc,
+	    const struct ndz_zip_opts *opts, ndz_chunk_fn out, void *out_ctx,
+	    struct ndz_zip_stats *stats, char *errbuf, size_t errlen);
+
+#endif

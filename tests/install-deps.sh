@@ -1,0 +1,22 @@
+#!/bin/sh
+# Installs the Debian packages the build and the tests need, when missing (root only).
+set -u
+PKGS="build-essential zlib1g-dev libcmocka-dev libext2fs-dev ntfs-3g ntfs-3g-dev
+      e2fsprogs makefs fdisk gdisk dosfstools util-linux pigz iproute2 nftables
+      valgrind time clang libclang-rt-14-dev partclone udpcast procps kmod"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages:$missing (run as root to install them)" >&2
+	exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+# shellcheck disable=SC2086
+apt-get install -y -qq $missing >/dev/null 2>&1 || {
+	apt-get update -qq && apt-get install -y -qq $missing >/dev/null
+} || { echo "install-deps: apt-get failed for:$missing" >&2; exit 1; }
