@@ -338,6 +338,80 @@ int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fai
 	return 0;
 }
 
+/* ---- a window onto another io ---- */
+
+struct sub_priv {
+	struct ndz_io *inner;
+	uint64_t off;
+};
+
+static ssize_t sub_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct sub_priv *p = io->priv;
+
+	if (off >= io->size)
+		return 0;
+	if (len > io->size - off)
+		len = (size_t)(io->size - off);
+	return p->inner->ops->pread(p->inner, buf, len, p->off + off);
+}
+
+static ssize_t sub_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	struct sub_priv *p = io->priv;
+
+	if (off > io->size || len > io->size - off)
+		return NDZ_EIO;
+	return p->inner->ops->pwrite(p->inner, buf, len, p->off + off);
+}
+
+static int sub_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct sub_priv *p = io->priv;
+
+	if (off > io->size || len > io->size - off)
+		return NDZ_EIO;
+	return p->inner->ops->zero(p->inner, p->off + off, len);
+}
+
+static int sub_flush(struct ndz_io *io)
+{
+	struct sub_priv *p = io->priv;
+
+	return p->inner->ops->flush(p->inner);
+}
+
+static void sub_close(struct ndz_io *io)
+{
+	free(io->priv);
+}
+
+static const struct ndz_io_ops sub_ops = {
+	sub_pread, sub_pwrite, sub_zero, sub_flush, sub_close,
+};
+
+int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out)
+{
+	struct sub_priv *p;
+	struct ndz_io *io;
+
+	if (offset > inner->size || len > inner->size - offset)
+		return NDZ_ERANGE;
+	p = malloc(sizeof(*p));
+	io = p ? io_new(&sub_ops, inner->name) : NULL;
+	if (!io) {
+		free(p);
+		return NDZ_ENOMEM;
+	}
+	p->inner = inner;
+	p->off = offset;
+	io->priv = p;
+	io->size = len;
+	io->is_blockdev = inner->is_blockdev;
+	*out = io;
+	return 0;
+}
+
 void ndz_io_close(struct ndz_io *io)
 {
 	if (!io)

@@ -60,6 +60,12 @@ int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out);
 int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
 		      uint64_t wlo, uint64_t whi, struct ndz_io **out);
 
+/*
+ * ndz_io_open_sub - a view of inner's [offset, offset+len): a partition of a disk.
+ * Does not own inner, which must outlive the view.
+ */
+int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out);
+
 /* ndz_io_close - close and free; accepts NULL. */
 void ndz_io_close(struct ndz_io *io);
 
