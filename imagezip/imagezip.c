@@ -23,6 +23,8 @@ static const char usage_text[] =
 	"  -z, --level N      zlib compression level 0-9 (default 4)\n"
 	"  -j, --threads N    compression threads (default: online cores)\n"
 	"  -r, --raw          take every sector, ignoring filesystems\n"
+	"      --uuid UUID    give the image this UUID (default: random), for\n"
+	"                     reproducible images\n"
 	"  -o, --progress     show progress on a terminal\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
@@ -84,10 +86,35 @@ static void scan_warn(void *ctx, const char *msg)
 	cli_warn("%s: %s", src, msg);
 }
 
+/* 32 hex digits, dashes anywhere; all zero is refused (it means "random"). */
+static int parse_uuid(const char *s, uint8_t *uuid)
+{
+	unsigned n = 0, nonzero = 0;
+
+	for (; *s; s++) {
+		int v;
+
+		if (*s == '-')
+			continue;
+		if (*s >= '0' && *s <= '9')
+			v = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			v = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			v = *s - 'A' + 10;
+		else
+			return -1;
+		if (n == 32)
+			return -1;
+		uuid[n / 2] = (uint8_t)(n % 2 ? uuid[n / 2] | v : v << 4);
+		nonzero |= (unsigned)v;
+		n++;
+	}
+	return n == 32 && nonzero ? 0 : -1;
+}
+
 static int open_output(const char *path, struct output *o)
 {
-	char dir[PATH_MAX];
-	const char *slash;
 	int fd;
 
 	o->name = path;
@@ -97,9 +124,6 @@ static int open_output(const char *path, struct output *o)
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
-	slash = strrchr(path, '/');
-	if (slash)
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp_path))
 		cli_die(EXIT_FAIL, "%s: name too long", path);
 	fd = mkstemp(tmp_path);
@@ -163,6 +187,7 @@ int main(int argc, char **argv)
 		{ "level", required_argument, NULL, 'z' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -194,6 +219,11 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			sopts.raw = 1;
+			break;
+		case 'U':
+			if (parse_uuid(optarg, zopts.uuid) < 0)
+				cli_usage_error("--uuid: '%s' is not a UUID (32 hex digits, dashes "
+						"allowed)", optarg);
 			break;
 		case 'o':
 			progress = 1;
