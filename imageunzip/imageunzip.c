@@ -120,6 +120,7 @@ int main(int argc, char **argv)
 	const char *tpath = NULL;
 	uint8_t *buf;
 	uint32_t expect = 0;
+	ssize_t got;
 	int progress = 0, created = 0, c, rc, frc, saw_last = 0, put_failed = 0, reported;
 	double t0;
 
@@ -186,14 +187,16 @@ int main(int argc, char **argv)
 	}
 
 	/* The first chunk says how big the target must be. */
-	rc = (int)read_chunk(&in, buf);
-	if (rc < 0)
+	got = read_chunk(&in, buf);
+	if (got < 0)
 		cli_die(EXIT_FAIL, "%s: read error: %s", in.name, strerror(errno));
-	if (rc == 0)
+	if (got == 0)
 		cli_die(EXIT_FAIL, "%s: empty input, not an image", in.name);
-	if (rc < (int)NDZ_HDR_SIZE || (rc = ndz_hdr_decode(buf, &h)) < 0)
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name,
-			rc < 0 ? ndz_strerror(rc) : ndz_strerror(NDZ_ETRUNC));
+	if (got >= (ssize_t)NDZ_HDR_SIZE && (rc = ndz_hdr_decode(buf, &h)) < 0)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(rc));
+	if (got < (ssize_t)NDZ_CHUNK_SIZE)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s (%zd of %u bytes)", in.name,
+			ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
@@ -230,8 +233,6 @@ int main(int argc, char **argv)
 
 	/* Chunks must come in order, each exactly once, the last one flagged. */
 	for (;;) {
-		ssize_t got;
-
 		if (expect > 0) {
 			got = read_chunk(&in, buf);
 			if (got < 0) {

@@ -145,6 +145,11 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out)
 
 	if (flags & NDZ_IO_CREATE)
 		oflags |= O_CREAT;
+	/* Refuse fifos and the like before open() could block on them. */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		errno = EINVAL;
+		return NDZ_ENOTSUP;
+	}
 	fd = open(path, oflags | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return errno == ENOENT ? NDZ_ENOENT : NDZ_EIO;
