@@ -87,7 +87,10 @@ check:
 check-fast: all tests
 	$(Q)sh tests/run.sh $(O)
 
-demo: all
+# The main job end to end on a built-in sample (installs what it needs first).
+demo:
+	@sh tests/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory -j2 all
 	$(Q)sh tests/demo.sh $(O)
 
 bench: all
