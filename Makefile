@@ -45,6 +45,9 @@ BINS    := $(addprefix $(O)/bin/,$(PROGS))
 UNITS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPERS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELP_SRC))
 
+# Keep objects of the test programs between builds.
+.SECONDARY:
+
 .PHONY: all tests check check-fast demo install uninstall clean fuzz bench
 all: $(BINS)
 tests: $(UNITS) $(HELPERS)
