@@ -62,7 +62,9 @@ static int hdr_valid(const struct ndz_chunk_hdr *h)
 		return NDZ_EHEADER;
 	if (h->image_kind > NDZ_KIND_PARTITION)
 		return NDZ_EHEADER;
-	if (h->source_sectors != (h->source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE)
+	/* rounded up without source_bytes + 511, which wraps near UINT64_MAX */
+	if (h->source_sectors != h->source_bytes / NDZ_SECTOR_SIZE +
+				 (h->source_bytes % NDZ_SECTOR_SIZE != 0))
 		return NDZ_EHEADER;
 	if (h->first > h->last || h->last > h->source_sectors)
 		return NDZ_EREGION;
