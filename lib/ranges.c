@@ -165,12 +165,12 @@ int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ran
 
 int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src)
 {
-	size_t i;
-	int rc = grow(dst, dst->n + src->n);
+	size_t i, n = src->n;        /* src may be dst: its n grows in the loop */
+	int rc = grow(dst, dst->n + n);
 
 	if (rc < 0)
 		return rc;
-	for (i = 0; i < src->n; i++)
+	for (i = 0; i < n; i++)
 		dst->v[dst->n++] = src->v[i];
 	ndz_ranges_normalize(dst);
 	return 0;
