@@ -178,7 +178,8 @@ int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src)
 
 int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count)
 {
-	uint64_t end = start + count;
+	/* a count past the end of the sector space means "to the end" */
+	uint64_t end = count > UINT64_MAX - start ? UINT64_MAX : start + count;
 	size_t i;
 
 	if (count == 0)
