@@ -182,7 +182,6 @@ static void test_sub(void **state)
 	assert_int_equal(sub->ops->flush(sub), 0);
 
 	/* a view of a view adds the offsets */
-	assert_int_equal(ndz_io_open_sub(sub, 10, 20, &sub2), 0);
 	assert_int_equal(ndz_io_open_sub(sub, 190, 11, &sub2), NDZ_ERANGE);
 	assert_int_equal(ndz_io_open_sub(sub, 10, 20, &sub2), 0);
 	assert_int_equal(ndz_io_write_full(sub2, src, 20, 0), 0);
