@@ -231,6 +231,7 @@ int main(int argc, char **argv)
 				  ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)target->size,
 				  (unsigned long long)h.source_bytes);
 			ndz_io_close(target);
+			free(buf);
 			return EXIT_FAIL;
 		}
 	}
