@@ -64,6 +64,13 @@ static void progress_cb(void *ctx, uint64_t bytes)
 	cli_progress_update(ctx, bytes);
 }
 
+/* The first min(len, 8) bytes match the magic. */
+static int looks_like_image(const uint8_t *buf, uint64_t len)
+{
+	return memcmp(buf, ndz_magic, len < sizeof(ndz_magic) ? (size_t)len :
+				      sizeof(ndz_magic)) == 0;
+}
+
 /* For a file image, look at its length and last header before writing anything. */
 static void precheck_file(struct input *in, uint8_t *buf)
 {
@@ -73,6 +80,11 @@ static void precheck_file(struct input *in, uint8_t *buf)
 
 	if (in->size == 0)
 		cli_die(EXIT_FAIL, "%s: empty file, not an image", in->name);
+	/* A short file that is not an image at all is not a "truncated chunk". */
+	if (pread(in->fd, buf, sizeof(ndz_magic), 0) < 0)
+		cli_die(EXIT_FAIL, "%s: read error: %s", in->name, strerror(errno));
+	if (!looks_like_image(buf, in->size))
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in->name, ndz_strerror(NDZ_EBADMAGIC));
 	if (in->size % NDZ_CHUNK_SIZE) {
 		if (n == 0)
 			cli_die(EXIT_FAIL, "%s: chunk 0: %s (%llu of %u bytes)", in->name,
@@ -192,6 +204,8 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s: read error: %s", in.name, strerror(errno));
 	if (got == 0)
 		cli_die(EXIT_FAIL, "%s: empty input, not an image", in.name);
+	if (!looks_like_image(buf, (uint64_t)got))
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(NDZ_EBADMAGIC));
 	if (got >= (ssize_t)NDZ_HDR_SIZE && (rc = ndz_hdr_decode(buf, &h)) < 0)
 		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(rc));
 	if (got < (ssize_t)NDZ_CHUNK_SIZE)
@@ -220,6 +234,7 @@ int main(int argc, char **argv)
 				  ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)target->size,
 				  (unsigned long long)h.source_bytes);
 			ndz_io_close(target);
+			free(buf);
 			return EXIT_FAIL;
 		}
 	}
