@@ -89,7 +89,8 @@ int cli_parse_u64(const char *s, int binary, uint64_t *out)
 	unsigned long long v;
 	char *end;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	/* strtoull would skip spaces and then accept a sign: " -5" is UINT64_MAX - 4 */
+	if (!s || *s < '0' || *s > '9')
 		return -1;
 	errno = 0;
 	v = strtoull(s, &end, 10);
