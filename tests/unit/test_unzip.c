@@ -609,6 +609,77 @@ static void test_abandon(void **state)
 	free(t);
 }
 
+struct wprogress {
+	uint64_t last;
+	int calls, backwards;
+};
+
+static void on_progress(void *ctx, uint64_t bytes)
+{
+	struct wprogress *w = ctx;
+
+	if (bytes < w->last)
+		w->backwards = 1;
+	w->last = bytes;
+	w->calls++;
+}
+
+/* Chunks delivered twice (as a multicast client may) change nothing; progress adds up. */
+static void test_duplicates_and_progress(void **state)
+{
+	const size_t len = 5 * MiB + 1536;
+	uint8_t *src = fix_data(FIX_MIXED, len, 31), *t = target_buf(len);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct wprogress w = { 0, 0, 0 };
+	struct ndz_unzip_opts o;
+	struct ndz_unzip_stats st;
+	struct fix_image img;
+	struct ndz_io *io;
+	size_t *order, i, n;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	order = calloc(3 * img.n, sizeof(*order));
+	assert_non_null(order);
+	/* every chunk, then every other chunk again, then the first once more */
+	for (n = 0, i = 0; i < img.n; i++)
+		order[n++] = i;
+	for (i = 0; i < img.n; i += 2)
+		order[n++] = img.n - 1 - i;
+	order[n++] = 0;
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	opts(&o, 2, 1);
+	o.progress = on_progress;
+	o.progress_ctx = &w;
+	{
+		struct fix_image dup = img;
+		uint8_t *data = malloc(n * NDZ_CHUNK_SIZE);
+
+		assert_non_null(data);
+		for (i = 0; i < n; i++)
+			memcpy(data + i * NDZ_CHUNK_SIZE, fix_chunk(&img, order[i]), NDZ_CHUNK_SIZE);
+		dup.data = data;
+		dup.n = n;
+		if (restore(io, &dup, NULL, &o, &st, err, sizeof(err)) < 0)
+			fail_msg("duplicates: %s", err);
+		free(data);
+	}
+	check_target(t, len, 0, src, len, &alloc, 1, "duplicates");
+	assert_int_equal(st.chunks, n);
+	assert_true(w.calls > 0);
+	assert_int_equal(w.backwards, 0);
+	assert_int_equal(w.last, st.bytes_written + st.bytes_zeroed);
+	ndz_io_close(io);
+	free(order);
+	fix_image_release(&img);
+	ndz_ranges_release(&alloc);
+	free(src);
+	free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -622,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_write_guard),
 		cmocka_unit_test(test_write_failure),
 		cmocka_unit_test(test_abandon),
+		cmocka_unit_test(test_duplicates_and_progress),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -458,6 +458,48 @@ static void test_errors(void **state)
 	free(src);
 }
 
+/* A partition image carries its partition fields in every chunk. */
+static void test_partition_fields(void **state)
+{
+	const size_t len = 2 * MiB + 4096;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 23);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_chunk_hdr h;
+	struct ndz_zip_opts o;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256];
+	size_t i;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	assert_int_equal(ndz_io_open_mem(src, len, 0, &io), 0);
+	ndz_zip_opts_init(&o);
+	o.threads = 2;
+	memcpy(o.uuid, "partition-uuid-1", 16);
+	o.image_kind = NDZ_KIND_PARTITION;
+	o.part_index = 3;
+	o.part_type = 0x83;
+	o.part_start = 2048;
+	memset(&img, 0, sizeof(img));
+	assert_int_equal(ndz_zip(io, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err)),
+			 0);
+	assert_int_equal(img.n, 3);
+	for (i = 0; i < img.n; i++) {
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, i), &h), 0);
+		assert_memory_equal(h.uuid, "partition-uuid-1", 16);
+		assert_int_equal(h.image_kind, NDZ_KIND_PARTITION);
+		assert_int_equal(h.part_index, 3);
+		assert_int_equal(h.part_type, 0x83);
+		assert_int_equal(h.part_start, 2048);
+	}
+	fix_image_release(&img);
+	ndz_io_close(io);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_region_limit),
 		cmocka_unit_test(test_partial_sector),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_partition_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
