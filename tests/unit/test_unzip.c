@@ -115,7 +115,7 @@ static void test_roundtrip_kinds(void **state)
 		enum fix_kind kind;
 		size_t len;
 	} cases[] = {
-		{ FIX_RANDOM, 1 }, { FIX_RANDOM, 511 }, { FIX_RANDOM, 513 },
+		{ FIX_RANDOM, 0 }, { FIX_RANDOM, 1 }, { FIX_RANDOM, 511 }, { FIX_RANDOM, 513 },
 		{ FIX_RANDOM, MiB + 1 }, { FIX_RANDOM, 3 * MiB + 7 },
 		{ FIX_ZEROS, 512 }, { FIX_ZEROS, 30 * MiB / FIX_SCALE },
 		{ FIX_TEXT, 9 * MiB / FIX_SCALE + 100 }, { FIX_MIXED, 7 * MiB / FIX_SCALE + 3 },
