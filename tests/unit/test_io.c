@@ -533,6 +533,76 @@ static void test_file_wrapped(void **state)
 	free(p);
 }
 
+/* ---- partial transfers: an io that moves at most 7 bytes per call ---- */
+
+struct trickle {
+	uint8_t *buf;
+	size_t len;
+	unsigned calls;
+};
+
+static ssize_t trickle_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct trickle *t = io->priv;
+
+	t->calls++;
+	if (off >= t->len)
+		return 0;
+	if (len > 7)
+		len = 7;
+	if (len > t->len - off)
+		len = (size_t)(t->len - off);
+	memcpy(buf, t->buf + off, len);
+	return (ssize_t)len;
+}
+
+static ssize_t trickle_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	struct trickle *t = io->priv;
+
+	t->calls++;
+	if (off >= t->len)
+		return 0;              /* no room: write_full must not loop forever */
+	if (len > 7)
+		len = 7;
+	if (len > t->len - off)
+		len = (size_t)(t->len - off);
+	memcpy(t->buf + off, buf, len);
+	return (ssize_t)len;
+}
+
+static void test_partial_transfers(void **state)
+{
+	static const struct ndz_io_ops ops = { trickle_pread, trickle_pwrite, NULL, NULL, NULL };
+	uint8_t buf[100], src[100], out[100];
+	struct trickle t = { buf, sizeof(buf), 0 };
+	struct ndz_io io;
+	size_t got;
+
+	(void)state;
+	memset(&io, 0, sizeof(io));
+	io.ops = &ops;
+	io.priv = &t;
+	io.size = sizeof(buf);
+	fill(src, sizeof(src), 42);
+	/* a write in many pieces lands whole */
+	assert_int_equal(ndz_io_write_full(&io, src, 100, 0), 0);
+	assert_memory_equal(buf, src, 100);
+	assert_int_equal(t.calls, 15);
+	/* a read in many pieces, and a short one counted exactly */
+	t.calls = 0;
+	assert_int_equal(ndz_io_read_full(&io, out, 100, 0, &got), 0);
+	assert_int_equal(got, 100);
+	assert_memory_equal(out, src, 100);
+	assert_int_equal(t.calls, 15);
+	assert_int_equal(ndz_io_read_full(&io, out, 50, 60, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 40);
+	assert_memory_equal(out, src + 60, 40);
+	/* a write that stops moving is an error, not a hang */
+	assert_int_equal(ndz_io_write_full(&io, src, 10, 95), NDZ_EIO);
+	assert_memory_equal(buf + 95, src, 5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -550,6 +620,7 @@ int main(void)
 		cmocka_unit_test(test_file_zero),
 		cmocka_unit_test(test_file_set_size),
 		cmocka_unit_test(test_file_wrapped),
+		cmocka_unit_test(test_partial_transfers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -500,6 +500,55 @@ static void test_partition_fields(void **state)
 	free(src);
 }
 
+/* A source that returns odd-sized partial reads gives the same image. */
+static ssize_t odd_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *src = io->priv;
+
+	if (off >= io->size)
+		return 0;
+	if (len > 4097)
+		len = 4097;
+	if (len > io->size - off)
+		len = (size_t)(io->size - off);
+	memcpy(buf, src + off, len);
+	return (ssize_t)len;
+}
+
+static void test_partial_reads(void **state)
+{
+	static const struct ndz_io_ops ops = { odd_pread, NULL, NULL, NULL, NULL };
+	const size_t len = 3 * MiB + 333;
+	uint8_t *src = fix_data(FIX_MIXED, len, 29);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_zip_opts o;
+	struct fix_image a, b;
+	struct ndz_io io;
+	char err[256], name[] = "odd";
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &a, NULL, err, sizeof(err)), 0);
+	memset(&io, 0, sizeof(io));
+	io.ops = &ops;
+	io.priv = src;
+	io.size = len;
+	io.name = name;
+	ndz_zip_opts_init(&o);
+	o.threads = 2;
+	memcpy(o.uuid, "fixed-test-uuid!", 16);
+	memset(&b, 0, sizeof(b));
+	assert_int_equal(ndz_zip(&io, len, &alloc, &o, fix_collect, &b, NULL, err, sizeof(err)),
+			 0);
+	assert_int_equal(a.n, b.n);
+	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);
+	fix_image_release(&a);
+	fix_image_release(&b);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -513,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_partial_sector),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_partition_fields),
+		cmocka_unit_test(test_partial_reads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
