@@ -441,6 +441,10 @@ int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, char *err, size_t e
 
 		if (i == BSD_RAW_PART || size == 0)
 			continue;
+		/* old labels may describe the whole disk ('d'): not ours unless in use */
+		if ((off < base || off - base >= sectors || size > sectors - (off - base)) &&
+		    e[12] == NDZ_BSD_UNUSED)
+			continue;
 		if (off < base || off - base >= sectors || size > sectors - (off - base)) {
 			ndz_ptable_release(t);
 			return fail(err, errlen, slice->name, "disklabel partition beyond the slice");

@@ -258,8 +258,8 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		e->how = "bsdlabel";
 		e->used_bytes = t.first_start * SEC;
 	}
-	/* boot blocks and the label itself */
-	rc = ndz_ranges_add(s->out, at, t.first_start);
+	/* boot blocks (8 KiB at least) and the label itself */
+	rc = ndz_ranges_add(s->out, at, t.first_start > 16 ? t.first_start : 16);
 	for (size_t i = 0; rc == 0 && i < t.n; i++) {
 		const struct ndz_part *p = &t.v[i];
 		struct ndz_scan_entry *se = new_entry(s);
