@@ -173,7 +173,8 @@ static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint3
  * (the volume is then taken raw with a warning). Returns 0 or NDZ_ENOMEM/NDZ_EIO.
  */
 static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const char *what,
-		       const struct ndz_fs_module *mod, int forced, struct ndz_scan_entry *e)
+		       const char *type_name, const struct ndz_fs_module *mod, int forced,
+		       struct ndz_scan_entry *e)
 {
 	uint64_t sectors = (io->size + SEC - 1) / SEC;
 	struct ndz_fs_opts fo = { s->o->keep_pagefile };
@@ -221,7 +222,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	return rc;
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
-	if (mod || (e && strcmp(e->type_name, "bios-boot") && strcmp(e->type_name, "freebsd-boot")))
+	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
 		warnf(s, "%s: %s; taking it raw", what, err[0] ? err : "unreadable");
 	if (e) {
 		e->how = "raw";
@@ -279,6 +280,7 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		if (rc < 0)
 			break;
 		rc = scan_volume(s, sub, at + p->start, name,
+				 ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
 				 module_for_type(NDZ_SCHEME_BSD, p->type), 0, se);
 		ndz_io_close(sub);
 	}
@@ -294,6 +296,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 	const struct ndz_scan_override *ov = find_override(s->o, index);
 	struct ndz_scan_entry *e = new_entry(s);
 	const struct ndz_fs_module *mod = NULL;
+	const char *type_name = p ? ndz_part_type_name(scheme, p->type) : "none";
 	char what[80];
 	int handled = 0, rc;
 
@@ -306,7 +309,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 		e->start = p ? p->start : 0;
 		e->count = p ? p->count : (io->size + SEC - 1) / SEC;
 		e->type = p ? p->type : 0;
-		e->type_name = p ? ndz_part_type_name(scheme, p->type) : "none";
+		e->type_name = type_name;
 	}
 	if (ov && ov->action == NDZ_SCAN_IGNORE) {
 		if (e) {
@@ -324,7 +327,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 		return ndz_ranges_add(s->out, at, (io->size + SEC - 1) / SEC);
 	}
 	if (ov && ov->action == NDZ_SCAN_FORCE)
-		return scan_volume(s, io, at, what, ndz_fs_by_name(ov->fstype), 1, e);
+		return scan_volume(s, io, at, what, type_name, ndz_fs_by_name(ov->fstype), 1, e);
 	if (p && ndz_part_holds_bsd(scheme, p->type)) {
 		rc = scan_bsd(s, io, at, p->start, index, what, e, &handled);
 		if (rc < 0 || handled)
@@ -332,7 +335,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 	}
 	if (p)
 		mod = module_for_type(scheme, p->type);
-	return scan_volume(s, io, at, what, mod, 0, e);
+	return scan_volume(s, io, at, what, type_name, mod, 0, e);
 }
 
 static int whole_raw(struct scan *s)
