@@ -247,10 +247,19 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
 		return rc;
 	if (rc < 0) {
-		warnf(s, "%s: %s; taking it raw", what, err);
-		if (e)
+		/* a label is there but broken: nothing in the slice can be trusted */
+		size_t nl = strlen(slice->name);
+		const char *why = !strncmp(err, slice->name, nl) && !strncmp(err + nl, ": ", 2) ?
+				  err + nl + 2 : err;
+
+		warnf(s, "%s: %s; taking it raw", what, why);
+		if (e) {
+			e->how = "raw";
 			snprintf(e->note, sizeof(e->note), "%s", err);
-		return 0;
+			e->used_bytes = slice->size;
+		}
+		*handled = 1;
+		return ndz_ranges_add(s->out, at, (slice->size + SEC - 1) / SEC);
 	}
 	if (t.scheme != NDZ_SCHEME_BSD)
 		return 0;
