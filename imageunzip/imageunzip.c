@@ -252,6 +252,8 @@ int main(int argc, char **argv)
 			if (rc == 0) {
 				created = 1;
 				rc = ndz_io_set_size(target, h.source_bytes);
+				/* A new file is all holes: zeros need not be written. */
+				uopts.target_zeroed = 1;
 			}
 		}
 		if (rc < 0)

@@ -33,6 +33,8 @@ static const char usage_text[] =
 	"  -z, --level N      zlib compression level 0-9 (default 4)\n"
 	"  -j, --threads N    compression threads (default: online cores)\n"
 	"  -r, --raw          take every sector, ignoring filesystems\n"
+	"      --uuid UUID    give the image this UUID (default: random), for\n"
+	"                     reproducible images\n"
 	"  -o, --progress     show progress on a terminal\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
@@ -149,10 +151,35 @@ static void print_report(const char *src, const struct ndz_scan_report *r,
 	       (unsigned long long)r->image_bytes, (unsigned long long)res->bytes);
 }
 
+/* 32 hex digits, dashes anywhere; all zero is refused (it means "random"). */
+static int parse_uuid(const char *s, uint8_t *uuid)
+{
+	unsigned n = 0, nonzero = 0;
+
+	for (; *s; s++) {
+		int v;
+
+		if (*s == '-')
+			continue;
+		if (*s >= '0' && *s <= '9')
+			v = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			v = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			v = *s - 'A' + 10;
+		else
+			return -1;
+		if (n == 32)
+			return -1;
+		uuid[n / 2] = (uint8_t)(n % 2 ? uuid[n / 2] | v : v << 4);
+		nonzero |= (unsigned)v;
+		n++;
+	}
+	return n == 32 && nonzero ? 0 : -1;
+}
+
 static int open_output(const char *path, struct output *o)
 {
-	char dir[PATH_MAX];
-	const char *slash;
 	int fd;
 
 	o->name = path;
@@ -162,9 +189,6 @@ static int open_output(const char *path, struct output *o)
 		o->fd = STDOUT_FILENO;
 		return 0;
 	}
-	slash = strrchr(path, '/');
-	if (slash)
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp_path))
 		cli_die(EXIT_FAIL, "%s: name too long", path);
 	fd = mkstemp(tmp_path);
@@ -232,6 +256,7 @@ int main(int argc, char **argv)
 		{ "min-free", required_argument, NULL, 'F' },
 		{ "info", no_argument, NULL, 'i' },
 		{ "keep-pagefile", no_argument, NULL, 'K' },
+		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -288,6 +313,11 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			sopts.keep_pagefile = 1;
+			break;
+		case 'U':
+			if (parse_uuid(optarg, zopts.uuid) < 0)
+				cli_usage_error("--uuid: '%s' is not a UUID (32 hex digits, dashes "
+						"allowed)", optarg);
 			break;
 		case 'o':
 			progress = 1;

@@ -99,6 +99,47 @@ int ndz_check_target(const struct ndz_chunk_hdr *hdr, uint64_t target_bytes)
 
 /* ---- writer ---- */
 
+#define ZBLOCK 65536u
+
+static int is_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t zeros[ZBLOCK];
+
+	return memcmp(p, zeros, n) == 0;
+}
+
+/* Write a segment to a target known to be zeros, leaving all-zero blocks as holes. */
+static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+{
+	uint64_t pos = 0;
+
+	while (pos < len) {
+		uint64_t start, n;
+		int rc;
+
+		while (pos < len) {
+			n = len - pos < ZBLOCK ? len - pos : ZBLOCK;
+			if (!is_zero(data + pos, (size_t)n))
+				break;
+			pos += n;
+		}
+		start = pos;
+		while (pos < len) {
+			n = len - pos < ZBLOCK ? len - pos : ZBLOCK;
+			if (is_zero(data + pos, (size_t)n))
+				break;
+			pos += n;
+		}
+		if (pos > start) {
+			rc = ndz_io_write_full(u->target, data + start, (size_t)(pos - start),
+					       off + start);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64_t *zeroed)
 {
 	unsigned i;
@@ -108,8 +149,12 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 		struct seg *s = &j->segs[i];
 
 		if (s->data < 0) {
-			rc = u->target->ops->zero(u->target, s->off, s->len);
+			rc = u->opts.target_zeroed ? 0 :
+			     u->target->ops->zero(u->target, s->off, s->len);
 			*zeroed += s->len;
+		} else if (u->opts.target_zeroed) {
+			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
+			*wrote += s->len;
 		} else {
 			rc = ndz_io_write_full(u->target, j->buf + s->data, (size_t)s->len, s->off);
 			*wrote += s->len;

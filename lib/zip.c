@@ -71,6 +71,10 @@ struct zip {
 	uint8_t uuid[16];
 	ndz_chunk_fn out;
 	void *out_ctx;
+	/* An all-zero piece after 32 KiB of zeros always deflates to these bytes. */
+	uint8_t *zero_out;
+	size_t zero_out_len;
+	uLong zero_adler;
 	struct ndz_zip_stats stats;
 };
 
@@ -206,10 +210,30 @@ static void *reader_main(void *arg)
 
 /* ---- workers ---- */
 
+static int all_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t zeros[4096];
+
+	while (n >= sizeof(zeros)) {
+		if (memcmp(p, zeros, sizeof(zeros)) != 0)
+			return 0;
+		p += sizeof(zeros);
+		n -= sizeof(zeros);
+	}
+	return memcmp(p, zeros, n) == 0;
+}
+
 static int compress_piece(struct zip *z, z_stream *s, struct piece *p)
 {
 	int rc;
 
+	if (z->zero_out && p->len == PIECE_SIZE && p->dict_len == DICT_SIZE &&
+	    all_zero(p->buf, DICT_SIZE + PIECE_SIZE)) {
+		memcpy(p->out, z->zero_out, z->zero_out_len);
+		p->out_len = z->zero_out_len;
+		p->adler = z->zero_adler;
+		return 0;
+	}
 	if (deflateReset(s) != Z_OK)
 		return NDZ_ECORRUPT;
 	if (p->dict_len &&
@@ -491,6 +515,34 @@ static int packer(struct zip *z)
 	return chunk_finish(z, 1);
 }
 
+/* Precompute the deflate of a zero piece that follows zeros (free space, holes). */
+static int make_zero_piece(struct zip *z)
+{
+	struct piece p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.buf = calloc(1, DICT_SIZE + PIECE_SIZE);
+	p.out = malloc(out_bound(PIECE_SIZE));
+	p.len = PIECE_SIZE;
+	p.dict_len = DICT_SIZE;
+	if (!p.buf || !p.out) {
+		free(p.buf);
+		free(p.out);
+		return NDZ_ENOMEM;
+	}
+	rc = compress_piece(z, &z->pz, &p);
+	free(p.buf);
+	if (rc < 0) {
+		free(p.out);
+		return rc;
+	}
+	z->zero_out = p.out;
+	z->zero_out_len = p.out_len;
+	z->zero_adler = p.adler;
+	return 0;
+}
+
 static int online_cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -574,6 +626,9 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 			goto out;
 		}
 	}
+	rc = make_zero_piece(z);
+	if (rc < 0)
+		goto out;
 
 	if (pthread_create(&reader, NULL, reader_main, z) != 0) {
 		rc = NDZ_ENOMEM;
@@ -616,6 +671,7 @@ out:
 	if (z->pz.state)
 		deflateEnd(&z->pz);
 	free(z->slots);
+	free(z->zero_out);
 	free(z->chunk);
 	free(z->base);
 	pthread_cond_destroy(&z->cv);
