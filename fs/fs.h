@@ -26,7 +26,7 @@ struct ndz_fs_stats {
 };
 
 struct ndz_fs_module {
-	const char *name;              /* "ext", "ntfs", "ufs", "swap", "bsdswap" */
+	const char *name;              /* "ext", "ntfs", "ufs", "swap", "bsdswap", "fat" */
 	/* probe - 1 when io looks like this filesystem, 0 when not, or a negative code. */
 	int (*probe)(struct ndz_io *io);
 	/*
@@ -52,6 +52,7 @@ extern const struct ndz_fs_module ndz_fs_ntfs;
 extern const struct ndz_fs_module ndz_fs_ufs;
 extern const struct ndz_fs_module ndz_fs_swap;
 extern const struct ndz_fs_module ndz_fs_bsdswap;
+extern const struct ndz_fs_module ndz_fs_fat;
 
 /* ndz_fs_modules - the table, NULL-terminated, in probe order. */
 extern const struct ndz_fs_module *const ndz_fs_modules[];

@@ -13,7 +13,7 @@
 #define SEC NDZ_SECTOR_SIZE
 
 const struct ndz_fs_module *const ndz_fs_modules[] = {
-	&ndz_fs_ext, &ndz_fs_ntfs, &ndz_fs_ufs, &ndz_fs_swap, NULL,
+	&ndz_fs_ext, &ndz_fs_ntfs, &ndz_fs_ufs, &ndz_fs_swap, &ndz_fs_fat, NULL,
 };
 
 static const struct {
@@ -24,7 +24,8 @@ static const struct {
 	{ "ext4", &ndz_fs_ext }, { "ntfs", &ndz_fs_ntfs }, { "ufs", &ndz_fs_ufs },
 	{ "ufs1", &ndz_fs_ufs }, { "ufs2", &ndz_fs_ufs }, { "ffs", &ndz_fs_ufs },
 	{ "swap", &ndz_fs_swap }, { "linux-swap", &ndz_fs_swap }, { "bsdswap", &ndz_fs_bsdswap },
-	{ "freebsd-swap", &ndz_fs_bsdswap },
+	{ "freebsd-swap", &ndz_fs_bsdswap }, { "fat", &ndz_fs_fat }, { "vfat", &ndz_fs_fat },
+	{ "fat12", &ndz_fs_fat }, { "fat16", &ndz_fs_fat }, { "fat32", &ndz_fs_fat },
 };
 
 const struct ndz_fs_module *ndz_fs_by_name(const char *name)

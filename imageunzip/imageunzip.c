@@ -103,6 +103,20 @@ static struct ndz_io *partition_view(struct ndz_io *disk, int index,
 	return view;
 }
 
+/* A partition image about to overwrite a disk's partition table deserves a word. */
+static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h)
+{
+	struct ndz_ptable t;
+	char err[400];
+
+	ndz_ptable_init(&t);
+	if (ndz_part_read(target, &t, err, sizeof(err)) == 0 && t.scheme != NDZ_SCHEME_NONE)
+		cli_warn("%s: holds a partition table; the image is of partition %u alone and "
+			 "goes to its start (imageunzip -s N restores into partition N)",
+			 target->name, h->part_index);
+	ndz_ptable_release(&t);
+}
+
 static void progress_cb(void *ctx, uint64_t bytes)
 {
 	cli_progress_update(ctx, bytes);
@@ -264,6 +278,8 @@ int main(int argc, char **argv)
 		if (slice) {
 			disk = target;
 			target = partition_view(disk, slice, &h);
+		} else if (h.image_kind == NDZ_KIND_PARTITION && !uopts.verify_only) {
+			warn_whole_disk(target, &h);
 		}
 		if (ndz_check_target(&h, target->size) < 0) {
 			cli_error("%s: %s (%llu bytes, the image needs %llu)", tpath,

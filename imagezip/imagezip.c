@@ -24,7 +24,7 @@ static const char usage_text[] =
 	"swap); the partition table and the boot code before the first partition too.\n"
 	"\n"
 	"  -s, --slice N      image partition N alone (restore with imageunzip -s)\n"
-	"  -S N=TYPE          read partition N as TYPE (ext4, ntfs, ufs, swap, bsdswap, raw)\n"
+	"  -S N=TYPE          read partition N as TYPE (ext4, ntfs, ufs, fat, swap, bsdswap, raw)\n"
 	"  -R N               take partition N raw\n"
 	"  -I N               leave partition N out of the image\n"
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
@@ -104,7 +104,7 @@ static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const 
 		cli_usage_error("too many partition options");
 	if (rc < 0)
 		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
-				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext4, ntfs, ufs, swap, "
+				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext4, ntfs, ufs, fat, swap, "
 						      "bsdswap, raw)" : "");
 }
 

@@ -3,7 +3,8 @@
 # unknown type; a single partition restored into another disk's partition.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
-need mke2fs e2fsck debugfs mkntfs ntfscp ntfscat ntfsfix makefs mkswap sfdisk sgdisk fdisk
+need mke2fs e2fsck debugfs mkntfs ntfscp ntfscat ntfsfix makefs mkswap sfdisk sgdisk fdisk \
+	mkfs.fat fsck.fat mcopy
 
 DISK=$((160 * MIB))
 P=$((32 * MIB))
@@ -19,6 +20,9 @@ for f in "$T"/src/*; do ntfscp -q "$T/ntfs.img" "$f" "$(basename "$f")" >/dev/nu
 makefs -t ffs -f 32 -o version=2 -s $P "$T/ufs.img" "$T/src" >/dev/null 2>&1
 dirty "$T/swap.img" $((16 * MIB))
 mkswap -q "$T/swap.img" >/dev/null 2>&1
+dirty "$T/esp.img" $((8 * MIB))
+mkfs.fat "$T/esp.img" >/dev/null 2>&1
+mcopy -i "$T/esp.img" "$T/src/f1" ::/BOOTX64.EFI
 
 check_ext() {	# check_ext DESC DISK START: e2fsck and every file
 	extract "$2" "$3" $((P / 512)) "$T/x.ext"
@@ -97,11 +101,12 @@ gpt="$T/gpt.disk"
 dirty "$gpt" $DISK
 sgdisk -n 1:2048:+32M -t 1:8300 -n 2:67584:+32M -t 2:0700 -n 3:133120:+32M -t 3:a503 \
 	-n 4:198656:+16M -t 4:8200 -n 5:231424:+16M -t 5:5e3f1c2a-44a2-4f6b-9f53-0d1c2b3a4f50 \
-	"$gpt" >/dev/null 2>&1
+	-n 6:264192:+8M -t 6:ef00 "$gpt" >/dev/null 2>&1
 put "$gpt" 2048 "$T/ext.img"
 put "$gpt" 67584 "$T/ntfs.img"
 put "$gpt" 133120 "$T/ufs.img"
 put "$gpt" 198656 "$T/swap.img"
+put "$gpt" 264192 "$T/esp.img"
 if "$IMAGEZIP" "$gpt" "$T/gpt.ndz" 2>"$T/err"; then ok "gpt: imagezip"; else not_ok "gpt: imagezip"; cat "$T/err"; fi
 pattern "$T/t.disk" $DISK
 check "gpt: imageunzip" "$IMAGEUNZIP" "$T/gpt.ndz" "$T/t.disk"
@@ -111,6 +116,10 @@ check_ext gpt "$T/t.disk" 2048
 check_ntfs gpt "$T/t.disk" 67584
 check_ufs gpt "$T/t.disk" 133120
 check "gpt: unknown partition identical" same_range "$gpt" "$T/t.disk" 231424 32768
+extract "$T/t.disk" 264192 16384 "$T/x.esp"
+check "gpt: EFI system partition checks clean" quiet fsck.fat -n "$T/x.esp"
+mcopy -i "$T/x.esp" ::/BOOTX64.EFI "$T/x.efi"
+check "gpt: EFI loader identical" cmp -s "$T/src/f1" "$T/x.efi"
 smaller "$T/gpt.ndz" "$gpt" "$(used_bytes "$gpt")" "gpt"
 
 # ---- one partition into another disk's partition, at another offset ----
@@ -134,4 +143,6 @@ cp "$T/t.disk" "$T/before"
 check "-s: a refusal writes nothing" cmp -s "$T/before" "$T/t.disk"
 "$IMAGEZIP" -s 4 "$mbr" "$T/ext.ndz" 2>"$T/err"
 check "imagezip -s 4 (extended) is refused" grep -q "partition 4: is an extended partition" "$T/err"
+"$IMAGEUNZIP" "$T/p1.ndz" "$T/t.disk" 2>"$T/err"
+check "a partition image onto a partitioned disk without -s: warned" grep -q "holds a partition table" "$T/err"
 done_testing
