@@ -577,7 +577,7 @@ int main(int argc, char **argv)
 	cli_progress_init(&c.prog, c.target_path, c.info.image_bytes, c.progress && !cli_quiet);
 	c.last_block_chunk = -1;
 	c.last_server_ns = c.last_block_ns = ndz_now_ns();
-	c.silence_wait_ns = 100 * MS;
+	c.silence_wait_ns = 40 * MS;
 	c.next_silence_ns = c.last_block_ns + c.silence_wait_ns;
 	send_requests(&c, ndz_now_ns(), 0);
 	for (;;) {
@@ -645,8 +645,8 @@ int main(int argc, char **argv)
 			c.kick = 0;
 			next_look = now + 5 * MS;
 		} else if (c.kick || now >= next_look) {
-			if (now - c.last_block_ns < 50 * MS)
-				c.silence_wait_ns = 100 * MS;
+			if (now - c.last_block_ns < 20 * MS)
+				c.silence_wait_ns = 40 * MS;
 			send_requests(&c, now, 0);
 			c.kick = 0;
 			next_look = now + 5 * MS;

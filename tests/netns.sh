@@ -79,3 +79,65 @@ netns_noloss() { in_ns "$1" nft delete table inet ndzloss 2>/dev/null; true; }
 # netns_tx_bytes NAME: bytes sent by NAME's interface so far.
 netns_tx_bytes() { in_ns "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
 netns_rx_packets() { in_ns "$1" cat /sys/class/net/eth0/statistics/rx_packets; }
+
+# ---- multicast test helpers ----
+MKFAKEIMG="${NDZ_BUILD:-}/tests/helpers/mkfakeimg"
+MCROGUE="${NDZ_BUILD:-}/tests/helpers/mcrogue"
+MC_RAW=""
+
+# mc_image NAME MIB SEED: make an image $T/NAME.ndz of about MIB MiB whose restored
+# content is $T/NAME.src. With imagezip built, a real image of compressible and random
+# data; otherwise a fake image received with --raw (then NAME.src is the image itself).
+mc_image() {
+	src="$T/$1.src" img="$T/$1.ndz"
+	if [ -x "$IMAGEZIP" ] && [ -z "${MC_FORCE_RAW:-}" ]; then
+		# half random, half text-like: each chunk is compressed to something real
+		head -c $(( $2 * 1024 * 512 )) /dev/urandom >"$src.r" &&
+			yes "ndz multicast test $3 line" | head -c $(( $2 * 1024 * 1024 )) >"$src.t" &&
+			cat "$src.r" "$src.t" "$src.r" >"$src" && rm -f "$src.r" "$src.t" &&
+			"$IMAGEZIP" -q "$src" "$img"
+	else
+		MC_RAW="--raw"
+		"$MKFAKEIMG" "$img" "$2" "$3" && ln -sf "$img" "$src"
+	fi
+}
+
+# mc_same SRC TARGET: the target holds exactly the source's bytes.
+mc_same() { cmp -s "$1" "$2"; }
+
+# mc_server NAME IMAGE [OPTIONS...]: start frisbeed in host NAME; sets MC_SRV_PID.
+mc_server() {
+	_h=$1 _i=$2; shift 2
+	# ip netns exec execs the program, so $! is frisbeed itself
+	ip netns exec "$NETNS_PFX$_h" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_i" \
+		2>>"$T/$_h.log" &
+	MC_SRV_PID=$!
+	# wait until it listens (its socket is bound to the group)
+	for _k in 1 2 3 4 5 6 7 8 9 10; do
+		in_ns "$_h" ss -lun 2>/dev/null | grep -q ":$MC_PORT " && return 0
+		sleep 0.1
+	done
+	return 0
+}
+
+# mc_client NAME TARGET [OPTIONS...]: start frisbee in host NAME in the background;
+# its pid is appended to MC_PIDS, its exit status goes to $T/NAME.rc.
+MC_PIDS=""
+mc_client() {
+	_h=$1 _t=$2; shift 2
+	( in_ns "$_h" "$FRISBEE" $MC_RAW -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_t" \
+		2>>"$T/$_h.log"; echo $? >"$T/$_h.rc" ) &
+	MC_PIDS="$MC_PIDS $!"
+}
+
+# mc_wait: wait for every client started so far.
+mc_wait() { for _p in $MC_PIDS; do wait "$_p"; done; MC_PIDS=""; }
+
+# mc_rc NAME: the exit status of client NAME (or "none").
+mc_rc() { cat "$T/$1.rc" 2>/dev/null || echo none; }
+
+# json_num FILE KEY: a number from frisbeed's --stats-json output.
+json_num() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1"; }
+
+# mc_scale: sizes and rates shrink under the sanitizers, which are several times slower.
+if [ "${NDZ_SANITIZED:-0}" = 1 ]; then MC_MIB=6 MC_RATE=150M; else MC_MIB=12 MC_RATE=300M; fi
