@@ -183,8 +183,8 @@ static void send_requests(struct client *c, uint64_t now, int silent)
 	for (uint32_t k = 0; k < c->next_order; k++) {
 		uint32_t ch = c->order[k];
 
-		if (c->cstate[ch] != C_NEED || !c->last_req[ch])
-			continue;
+		if (c->cstate[ch] != C_NEED)
+			continue;      /* (a chunk dropped after a bad checksum is NEED again) */
 		if (silent || now - c->last_req[ch] > c->redelay_ns) {
 			if (avail == 0)
 				continue;
@@ -398,7 +398,8 @@ static int accept_pkt(struct client *c, const uint8_t *buf, int len, uint32_t fr
 static void join(struct client *c, const char *group, unsigned port)
 {
 	uint8_t buf[2048];
-	uint64_t start = ndz_now_ns(), next = start, wait = 500 * MS;
+	uint64_t start = ndz_now_ns(), next = start, wait = 500 * MS, until;
+	uint64_t deadline = start + (uint64_t)c->give_up_s * 1000 * MS;
 	struct ndz_pkt p;
 	uint32_t from;
 
@@ -406,7 +407,7 @@ static void join(struct client *c, const char *group, unsigned port)
 		uint64_t now = ndz_now_ns();
 		int n;
 
-		if (now - start >= (uint64_t)c->give_up_s * 1000 * MS)
+		if (now >= deadline)
 			cli_die(EXIT_FAIL, "no server answered on %s port %u within %d s",
 				group, port, c->give_up_s);
 		if (now >= next) {
@@ -422,7 +423,8 @@ static void join(struct client *c, const char *group, unsigned port)
 			if (wait < 2000 * MS)
 				wait *= 2;
 		}
-		n = ndz_net_recv(c->net, buf, sizeof(buf), (int)((next - now) / MS) + 1, &from);
+		until = next < deadline ? next : deadline;
+		n = ndz_net_recv(c->net, buf, sizeof(buf), (int)((until - now) / MS) + 1, &from);
 		if (n < 0)
 			cli_die(EXIT_FAIL, "receive on %s port %u: %s", group, port, strerror(errno));
 		if (n > 0 && accept_pkt(c, buf, n, from, &p) && p.type == NDZ_PKT_JOIN_REPLY) {

@@ -1,6 +1,6 @@
 /*
- * mcrogue GROUP PORT SECONDS [SPOOF_ADDR]: a hostile host for the multicast tests.
- * Learns the image tag from a JOIN_REPLY on the group, then for SECONDS sends
+ * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR]: a hostile host for the multicast tests.
+ * Learns the image tag from a JOIN_REPLY on the group, then for SECONDS sends, PPS packets a second,
  * garbage, packets of another protocol version, out-of-range requests and forged
  * BLOCKs of random chunks; with SPOOF_ADDR the forged BLOCKs carry that source
  * address (a raw socket), so they pass the client's source check and must be
@@ -64,6 +64,7 @@ int main(int argc, char **argv)
 	struct ndz_net_opts o = { 0 };
 	struct ndz_net *net;
 	struct ndz_pkt p;
+	struct ndz_pace pace;
 	uint8_t buf[2048], data[1024];
 	uint32_t from, tag = 0, chunks = 1, group, src = 0;
 	uint64_t end;
@@ -71,8 +72,8 @@ int main(int argc, char **argv)
 	int raw = -1;
 	char err[256];
 
-	if (argc < 4) {
-		fprintf(stderr, "usage: mcrogue GROUP PORT SECONDS [SPOOF_ADDR]\n");
+	if (argc < 5) {
+		fprintf(stderr, "usage: mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR]\n");
 		return 2;
 	}
 	o.group = argv[1];
@@ -82,11 +83,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mcrogue: %s\n", err);
 		return 1;
 	}
-	if (argc > 4) {
+	if (argc > 5) {
 		int one = 1;
 
 		raw = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-		if (raw < 0 || ndz_net_addr(argv[4], &src) < 0 ||
+		if (raw < 0 || ndz_net_addr(argv[5], &src) < 0 ||
 		    setsockopt(raw, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one)) < 0) {
 			perror("mcrogue: raw socket");
 			return 1;
@@ -109,6 +110,8 @@ int main(int argc, char **argv)
 		p.type = NDZ_PKT_JOIN;
 	}
 	srandom((unsigned)getpid());
+	/* 1000 "bytes" a packet: the bucket paces packets, not bits */
+	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 	while (ndz_now_ns() < end) {
 		int len, kind = (int)(random() % 8);
@@ -146,8 +149,7 @@ int main(int argc, char **argv)
 		else
 			ndz_net_send(net, buf, (size_t)len);
 		sent++;
-		if (sent % 16 == 0)
-			usleep(1000);
+		ndz_pace_wait(&pace, 1000);
 	}
 	printf("mcrogue: sent %lu packets (tag %08x)\n", sent, tag);
 	if (raw >= 0)
