@@ -184,6 +184,11 @@ int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *h)
 	return 0;
 }
 
+uint32_t ndz_chunk_index_hint(const uint8_t *a)
+{
+	return get_le32(a + OFF_INDEX);
+}
+
 int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b)
 {
 	if (memcmp(a->uuid, b->uuid, 16) != 0 || a->source_bytes != b->source_bytes ||

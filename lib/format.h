@@ -85,6 +85,12 @@ int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
  */
 int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
 
+/*
+ * ndz_chunk_index_hint - the chunk index field as stored, unchecked: for naming a
+ * chunk in a message when its header did not decode.
+ */
+uint32_t ndz_chunk_index_hint(const uint8_t *area);
+
 /* ndz_hdr_same_image - 0 when b belongs to the same image as a, else NDZ_EMISMATCH. */
 int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b);
 

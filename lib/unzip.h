@@ -19,6 +19,8 @@ struct ndz_unzip_opts {
 	int zero_fill;                 /* write zeros between regions, lead and trail */
 	int verify_only;               /* decompress and check, write nothing */
 	uint64_t target_offset;        /* byte offset of sector 0 in the target */
+	int target_zeroed;             /* the target reads as zeros (a new sparse file):
+					  all-zero blocks are left as holes */
 	void (*progress)(void *ctx, uint64_t bytes_written);
 	void *progress_ctx;
 };

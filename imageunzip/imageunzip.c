@@ -1,0 +1,315 @@
+/* imageunzip: restore an image (file or stdin) onto a disk, partition or file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "err.h"
+#include "format.h"
+#include "io.h"
+#include "unzip.h"
+
+static const char usage_text[] =
+	"Usage: imageunzip [options] IMAGE TARGET\n"
+	"       imageunzip -n [options] IMAGE\n"
+	"Restore IMAGE ('-' for stdin) onto TARGET, a disk, partition or file.\n"
+	"A TARGET file that does not exist is created at the image's size.\n"
+	"\n"
+	"  -z, --zero         write zeros to the space the image skips (default: leave it)\n"
+	"  -n, --verify       read, check and decompress everything, write nothing\n"
+	"  -j, --threads N    decompression threads (default: online cores)\n"
+	"  -m, --memory MIB   buffer memory in MiB (default 128, at least 16)\n"
+	"  -o, --progress     show progress on a terminal\n"
+	"  -q, --quiet        print errors only\n"
+	"  -v, --verbose      print a summary at the end\n"
+	"  -h, --help         show this help and exit\n"
+	"  -V, --version      show the version and exit\n"
+	"\n"
+	"Exit status: 0 every chunk written and flushed, 1 failure, 2 bad usage.\n";
+
+struct input {
+	int fd;
+	const char *name;              /* for messages */
+	uint64_t size;                 /* regular file size, or 0 */
+	int seekable;
+};
+
+/* Read a whole chunk; returns bytes read (0 at a clean end) or -1 on error. */
+static ssize_t read_chunk(struct input *in, uint8_t *buf)
+{
+	size_t done = 0;
+
+	while (done < NDZ_CHUNK_SIZE) {
+		ssize_t n = read(in->fd, buf + done, NDZ_CHUNK_SIZE - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+static void progress_cb(void *ctx, uint64_t bytes)
+{
+	cli_progress_update(ctx, bytes);
+}
+
+/* For a file image, look at its length and last header before writing anything. */
+static void precheck_file(struct input *in, uint8_t *buf)
+{
+	static struct ndz_chunk_hdr h;
+	uint64_t n = in->size / NDZ_CHUNK_SIZE;
+	int rc;
+
+	if (in->size == 0)
+		cli_die(EXIT_FAIL, "%s: empty file, not an image", in->name);
+	if (in->size % NDZ_CHUNK_SIZE) {
+		if (n == 0)
+			cli_die(EXIT_FAIL, "%s: chunk 0: %s (%llu of %u bytes)", in->name,
+				ndz_strerror(NDZ_ETRUNC), (unsigned long long)in->size,
+				NDZ_CHUNK_SIZE);
+		cli_die(EXIT_FAIL, "%s: chunk %llu: %s (%llu of %u bytes)", in->name,
+			(unsigned long long)n, ndz_strerror(NDZ_ETRUNC),
+			(unsigned long long)(in->size % NDZ_CHUNK_SIZE), NDZ_CHUNK_SIZE);
+	}
+	if (pread(in->fd, buf, NDZ_HDR_SIZE, (off_t)((n - 1) * NDZ_CHUNK_SIZE)) != NDZ_HDR_SIZE)
+		cli_die(EXIT_FAIL, "%s: read error: %s", in->name, strerror(errno));
+	rc = ndz_hdr_decode(buf, &h);
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s: chunk %llu: %s", in->name, (unsigned long long)(n - 1),
+			ndz_strerror(rc));
+	if (h.index != n - 1 || !(h.chunk_flags & NDZ_CHUNK_LAST))
+		cli_die(EXIT_FAIL, "%s: %s: the file holds %llu chunks but its last one says "
+			"it is chunk %u%s", in->name, ndz_strerror(h.index < n - 1 ? NDZ_EDUP :
+								   NDZ_EMISSING),
+			(unsigned long long)n, h.index,
+			(h.chunk_flags & NDZ_CHUNK_LAST) ? "" : " and is not the image's last");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "zero", no_argument, NULL, 'z' },
+		{ "verify", no_argument, NULL, 'n' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "progress", no_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct ndz_chunk_hdr h, prev;
+	struct ndz_unzip_opts uopts;
+	struct ndz_unzip_stats stats;
+	struct ndz_unzip *u = NULL;
+	struct ndz_io *target = NULL;
+	struct input in = { STDIN_FILENO, "stdin", 0, 0 };
+	struct cli_progress prog;
+	const char *tpath = NULL;
+	uint8_t *buf;
+	uint32_t expect = 0;
+	int progress = 0, created = 0, c, rc, frc, saw_last = 0, put_failed = 0, reported;
+	double t0;
+
+	cli_init(argv[0]);
+	ndz_unzip_opts_init(&uopts);
+	while ((c = getopt_long(argc, argv, "znj:m:oqvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'z':
+			uopts.zero_fill = 1;
+			break;
+		case 'n':
+			uopts.verify_only = 1;
+			break;
+		case 'j':
+			uopts.threads = cli_parse_int(optarg, "-j", 1, 32);
+			break;
+		case 'm':
+			uopts.mem_limit = (size_t)cli_parse_int(optarg, "-m", 16, 1 << 20) << 20;
+			break;
+		case 'o':
+			progress = 1;
+			break;
+		case 'q':
+			cli_quiet = 1;
+			break;
+		case 'v':
+			cli_verbose++;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		case 'V':
+			cli_version();
+		default:
+			fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2 && !(uopts.verify_only && argc - optind == 1))
+		cli_usage_error(uopts.verify_only ? "expected IMAGE [TARGET]" :
+				"expected IMAGE and TARGET");
+	if (argc - optind == 2)
+		tpath = argv[optind + 1];
+	signal(SIGPIPE, SIG_IGN);
+
+	buf = malloc(NDZ_CHUNK_SIZE);
+	if (!buf)
+		cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
+	if (strcmp(argv[optind], "-") != 0) {
+		struct stat st;
+
+		in.name = argv[optind];
+		in.fd = open(in.name, O_RDONLY | O_CLOEXEC);
+		if (in.fd < 0 || fstat(in.fd, &st) < 0)
+			cli_die(EXIT_FAIL, "%s: %s", in.name, strerror(errno));
+		if (S_ISREG(st.st_mode)) {
+			in.size = (uint64_t)st.st_size;
+			in.seekable = 1;
+			precheck_file(&in, buf);
+			posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+		}
+	} else if (isatty(STDIN_FILENO)) {
+		cli_usage_error("refusing to read an image from a terminal");
+	}
+
+	/* The first chunk says how big the target must be. */
+	rc = (int)read_chunk(&in, buf);
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s: read error: %s", in.name, strerror(errno));
+	if (rc == 0)
+		cli_die(EXIT_FAIL, "%s: empty input, not an image", in.name);
+	if (rc < (int)NDZ_HDR_SIZE || (rc = ndz_hdr_decode(buf, &h)) < 0)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name,
+			rc < 0 ? ndz_strerror(rc) : ndz_strerror(NDZ_ETRUNC));
+	if (tpath) {
+		/* With -n a target is only measured, never written or created. */
+		rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
+				      &target);
+		if (rc == NDZ_ENOENT && !uopts.verify_only) {
+			rc = ndz_io_open_file(tpath, NDZ_IO_WRITE | NDZ_IO_CREATE, &target);
+			if (rc == 0) {
+				created = 1;
+				rc = ndz_io_set_size(target, h.source_bytes);
+				/* A new file is all holes: zeros need not be written. */
+				uopts.target_zeroed = 1;
+			}
+		}
+		if (rc < 0)
+			cli_die(EXIT_FAIL, "%s: %s", tpath,
+				rc == NDZ_ENOTSUP ? "not a regular file or block device" :
+				target && target->sys_errno ? strerror(target->sys_errno) :
+				strerror(errno));
+		if (ndz_check_target(&h, target->size) < 0) {
+			cli_error("%s: %s (%llu bytes, the image needs %llu)", tpath,
+				  ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)target->size,
+				  (unsigned long long)h.source_bytes);
+			ndz_io_close(target);
+			return EXIT_FAIL;
+		}
+	}
+	rc = ndz_unzip_create(target, &uopts, &u);
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
+	cli_progress_init(&prog, "imageunzip", h.source_bytes,
+			  progress && isatty(STDERR_FILENO) && !cli_quiet);
+	uopts.progress = progress_cb;
+	t0 = cli_now();
+
+	/* Chunks must come in order, each exactly once, the last one flagged. */
+	for (;;) {
+		ssize_t got;
+
+		if (expect > 0) {
+			got = read_chunk(&in, buf);
+			if (got < 0) {
+				cli_error("%s: read error: %s", in.name, strerror(errno));
+				rc = NDZ_EIO;
+				break;
+			}
+			if (got == 0) {
+				if (!saw_last) {
+					cli_error("%s: chunk %u: %s (the input ends before the "
+						  "image's last chunk)", in.name, expect,
+						  ndz_strerror(NDZ_EMISSING));
+					rc = NDZ_EMISSING;
+				}
+				break;
+			}
+			if (saw_last) {
+				cli_error("%s: data after the image's last chunk (chunk %u)",
+					  in.name, expect - 1);
+				rc = NDZ_EHEADER;
+				break;
+			}
+			if (got < (ssize_t)NDZ_CHUNK_SIZE) {
+				cli_error("%s: chunk %u: %s (%zd of %u bytes)", in.name, expect,
+					  ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
+				rc = NDZ_ETRUNC;
+				break;
+			}
+			rc = ndz_hdr_decode(buf, &h);
+			if (rc < 0) {
+				cli_error("%s: chunk %u: %s", in.name, expect, ndz_strerror(rc));
+				break;
+			}
+		}
+		if (h.index != expect) {
+			rc = h.index < expect ? NDZ_EDUP : NDZ_EMISSING;
+			cli_error("%s: chunk %u: %s (found chunk %u)", in.name,
+				  h.index < expect ? h.index : expect, ndz_strerror(rc), h.index);
+			break;
+		}
+		if ((expect == 0 && h.first != 0) || (expect > 0 && h.first != prev.last)) {
+			rc = NDZ_EREGION;
+			cli_error("%s: chunk %u: does not start where chunk %u ends", in.name,
+				  expect, expect ? expect - 1 : 0);
+			break;
+		}
+		rc = ndz_unzip_put(u, buf);
+		if (rc < 0) {
+			put_failed = 1;
+			break;
+		}
+		prev = h;
+		saw_last = !!(h.chunk_flags & NDZ_CHUNK_LAST);
+		expect++;
+	}
+	/* Errors found above were reported; the pipeline's own are reported here. */
+	reported = rc < 0 && !put_failed;
+	frc = ndz_unzip_finish(u, &stats);
+	if (rc == 0)
+		rc = frc;
+	if (frc < 0 && !reported)
+		cli_error("%s: %s", in.name, ndz_unzip_errmsg(u));
+	cli_progress_end(&prog, stats.bytes_written + stats.bytes_zeroed);
+	ndz_unzip_free(u);
+	if (rc < 0 && created)
+		unlink(tpath);
+	ndz_io_close(target);
+	if (in.fd != STDIN_FILENO)
+		close(in.fd);
+	free(buf);
+	if (rc == 0 && cli_verbose) {
+		double secs = cli_now() - t0;
+
+		cli_info("%s: %u chunks, %llu bytes written, %llu zeroed, %.2f s, %.1f MB/s%s",
+			 in.name, stats.chunks, (unsigned long long)stats.bytes_written,
+			 (unsigned long long)stats.bytes_zeroed, secs,
+			 secs > 0 ? (double)stats.bytes_written / 1e6 / secs : 0.0,
+			 uopts.verify_only ? " (verified, nothing written)" : "");
+	}
+	return rc < 0 ? EXIT_FAIL : EXIT_OK;
+}

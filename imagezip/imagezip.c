@@ -1,0 +1,307 @@
+/* imagezip: capture a disk, partition or file as an image of 1 MiB compressed chunks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "err.h"
+#include "io.h"
+#include "scan.h"
+#include "zip.h"
+
+static const char usage_text[] =
+	"Usage: imagezip [options] SOURCE IMAGE\n"
+	"Capture SOURCE (a disk, partition or file) as an image; IMAGE '-' is stdout.\n"
+	"\n"
+	"  -z, --level N      zlib compression level 0-9 (default 4)\n"
+	"  -j, --threads N    compression threads (default: online cores)\n"
+	"  -r, --raw          take every sector, ignoring filesystems\n"
+	"      --uuid UUID    give the image this UUID (default: random), for\n"
+	"                     reproducible images\n"
+	"  -o, --progress     show progress on a terminal\n"
+	"  -q, --quiet        print errors only\n"
+	"  -v, --verbose      print a summary at the end\n"
+	"  -h, --help         show this help and exit\n"
+	"  -V, --version      show the version and exit\n"
+	"\n"
+	"Exit status: 0 success, 1 failure, 2 bad usage.\n";
+
+/* The temporary output name, removed if we die before renaming it. */
+static char tmp_path[PATH_MAX];
+static volatile sig_atomic_t have_tmp;
+
+static void on_signal(int sig)
+{
+	if (have_tmp)
+		unlink(tmp_path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+struct output {
+	int fd;
+	const char *name;
+	uint64_t written;
+	int sys_errno;
+};
+
+static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index)
+{
+	struct output *o = ctx;
+	size_t done = 0;
+
+	(void)index;
+	while (done < NDZ_CHUNK_SIZE) {
+		ssize_t n = write(o->fd, chunk + done, NDZ_CHUNK_SIZE - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			o->sys_errno = n < 0 ? errno : EIO;
+			return NDZ_EIO;
+		}
+		done += (size_t)n;
+	}
+	o->written += NDZ_CHUNK_SIZE;
+	return 0;
+}
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	(void)total;
+	cli_progress_update(ctx, done);
+}
+
+static void scan_warn(void *ctx, const char *msg)
+{
+	const char *src = ctx;
+
+	cli_warn("%s: %s", src, msg);
+}
+
+/* 32 hex digits, dashes anywhere; all zero is refused (it means "random"). */
+static int parse_uuid(const char *s, uint8_t *uuid)
+{
+	unsigned n = 0, nonzero = 0;
+
+	for (; *s; s++) {
+		int v;
+
+		if (*s == '-')
+			continue;
+		if (*s >= '0' && *s <= '9')
+			v = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			v = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			v = *s - 'A' + 10;
+		else
+			return -1;
+		if (n == 32)
+			return -1;
+		uuid[n / 2] = (uint8_t)(n % 2 ? uuid[n / 2] | v : v << 4);
+		nonzero |= (unsigned)v;
+		n++;
+	}
+	return n == 32 && nonzero ? 0 : -1;
+}
+
+static int open_output(const char *path, struct output *o)
+{
+	int fd;
+
+	o->name = path;
+	if (strcmp(path, "-") == 0) {
+		if (isatty(STDOUT_FILENO))
+			cli_usage_error("refusing to write an image to a terminal");
+		o->fd = STDOUT_FILENO;
+		return 0;
+	}
+	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp_path))
+		cli_die(EXIT_FAIL, "%s: name too long", path);
+	fd = mkstemp(tmp_path);
+	if (fd < 0)
+		cli_die(EXIT_FAIL, "%s: cannot create a file beside it: %s", path, strerror(errno));
+	have_tmp = 1;
+	fchmod(fd, 0644);
+	o->fd = fd;
+	return 0;
+}
+
+/* Flush and move the finished image into place; the directory entry too. */
+static int commit_output(struct output *o)
+{
+	char dir[PATH_MAX];
+	const char *slash;
+	int dfd;
+
+	if (o->fd == STDOUT_FILENO) {
+		if (fsync(o->fd) < 0 && errno != EINVAL && errno != EROFS) {
+			cli_error("stdout: %s", strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	if (fsync(o->fd) < 0 || close(o->fd) < 0) {
+		cli_error("%s: %s", o->name, strerror(errno));
+		return -1;
+	}
+	o->fd = -1;
+	if (rename(tmp_path, o->name) < 0) {
+		cli_error("%s: cannot rename %s to it: %s", o->name, tmp_path, strerror(errno));
+		return -1;
+	}
+	have_tmp = 0;
+	slash = strrchr(o->name, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->name) : 1,
+		 slash ? o->name : ".");
+	if (slash == o->name)
+		snprintf(dir, sizeof(dir), "/");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+static void discard_output(struct output *o)
+{
+	if (o->fd >= 0 && o->fd != STDOUT_FILENO)
+		close(o->fd);
+	if (have_tmp)
+		unlink(tmp_path);
+	have_tmp = 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "level", required_argument, NULL, 'z' },
+		{ "threads", required_argument, NULL, 'j' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "uuid", required_argument, NULL, 'U' },
+		{ "progress", no_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ndz_scan_opts sopts;
+	struct ndz_scan_result scan;
+	struct ndz_zip_opts zopts;
+	struct ndz_zip_stats stats;
+	struct cli_progress prog;
+	struct output out = { -1, NULL, 0, 0 };
+	struct ndz_io *src = NULL, *view = NULL;
+	char err[512];
+	int progress = 0, c, rc;
+	double t0;
+
+	cli_init(argv[0]);
+	ndz_zip_opts_init(&zopts);
+	ndz_scan_opts_init(&sopts);
+	while ((c = getopt_long(argc, argv, "z:j:roqvhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'z':
+			zopts.level = cli_parse_int(optarg, "-z", 0, 9);
+			break;
+		case 'j':
+			zopts.threads = cli_parse_int(optarg, "-j", 1, 64);
+			break;
+		case 'r':
+			sopts.raw = 1;
+			break;
+		case 'U':
+			if (parse_uuid(optarg, zopts.uuid) < 0)
+				cli_usage_error("--uuid: '%s' is not a UUID (32 hex digits, dashes "
+						"allowed)", optarg);
+			break;
+		case 'o':
+			progress = 1;
+			break;
+		case 'q':
+			cli_quiet = 1;
+			break;
+		case 'v':
+			cli_verbose++;
+			break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return EXIT_OK;
+		case 'V':
+			cli_version();
+		default:
+			fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2)
+		cli_usage_error("expected SOURCE and IMAGE, got %d argument%s", argc - optind,
+				argc - optind == 1 ? "" : "s");
+
+	signal(SIGPIPE, SIG_IGN);
+	rc = ndz_io_open_file(argv[optind], NDZ_IO_READ, &src);
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s: %s", argv[optind],
+			rc == NDZ_ENOTSUP ? "not a regular file or block device" : strerror(errno));
+	sopts.warn = scan_warn;
+	sopts.warn_ctx = argv[optind];
+	rc = ndz_scan(src, &sopts, &scan, err, sizeof(err));
+	if (rc < 0) {
+		ndz_io_close(src);
+		cli_die(EXIT_FAIL, "%s", err);
+	}
+	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view);
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s: %s", argv[optind], ndz_strerror(rc));
+	zopts.image_kind = scan.image_kind;
+	zopts.part_index = scan.part_index;
+	zopts.part_type = scan.part_type;
+	zopts.part_start = scan.part_start;
+
+	open_output(argv[optind + 1], &out);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	cli_progress_init(&prog, "imagezip", ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE,
+			  progress && isatty(STDERR_FILENO) && !cli_quiet);
+	zopts.progress = show_progress;
+	zopts.progress_ctx = &prog;
+	t0 = cli_now();
+	rc = ndz_zip(view, scan.bytes, &scan.alloc, &zopts, write_chunk, &out, &stats, err,
+		     sizeof(err));
+	cli_progress_end(&prog, stats.in_bytes);
+	if (rc == NDZ_EIO && out.sys_errno) {
+		cli_error("%s: write error: %s", strcmp(out.name, "-") ? out.name : "stdout",
+			  strerror(out.sys_errno));
+	} else if (rc < 0) {
+		cli_error("%s", err);
+	}
+	if (rc == 0 && commit_output(&out) < 0)
+		rc = NDZ_EIO;
+	if (rc < 0)
+		discard_output(&out);
+	if (rc == 0 && cli_verbose) {
+		double secs = cli_now() - t0;
+
+		cli_info("%s: %llu bytes of %llu imaged into %u chunks (%.1f%% of the data), "
+			 "%.2f s, %.1f MB/s",
+			 argv[optind], (unsigned long long)stats.in_bytes,
+			 (unsigned long long)scan.bytes, stats.chunks,
+			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
+			 secs, secs > 0 ? (double)stats.in_bytes / 1e6 / secs : 0.0);
+	}
+	ndz_scan_result_release(&scan);
+	ndz_io_close(view);
+	ndz_io_close(src);
+	return rc < 0 ? EXIT_FAIL : EXIT_OK;
+}

@@ -1,0 +1,647 @@
+/*
+ * The restore pipeline: chunks are queued by the caller, inflated by one thread
+ * per core into write jobs (a 1 MiB buffer plus the target segments it fills),
+ * and a single writer thread turns jobs into large pwrite()s and zero fills.
+ * Memory is the chunk slots plus the job buffers, both fixed at creation.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "unzip.h"
+
+#define JOB_BUF      (1u << 20)
+#define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)
+#define MAX_DECODERS 32
+#define DEFAULT_MEM  (128u << 20)
+
+struct seg {
+	uint64_t off;                  /* target byte offset */
+	uint64_t len;
+	int64_t data;                  /* offset in the job buffer, or -1 for zeros */
+};
+
+struct job {
+	uint8_t *buf;
+	size_t used;
+	unsigned nsegs;
+	struct seg segs[MAX_SEGS];
+};
+
+struct ndz_unzip {
+	struct ndz_io *target;
+	struct ndz_unzip_opts opts;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cv;
+
+	/* chunk slots: free list and FIFO of queued ones */
+	uint8_t **slots;
+	unsigned nslots;
+	unsigned *free_slots, nfree;
+	unsigned *queue, qhead, qlen;
+	unsigned decoding;             /* chunks taken by decoders, not yet done */
+
+	/* jobs: free list and FIFO to the writer */
+	struct job *jobs;
+	unsigned njobs;
+	unsigned *free_jobs, nfree_jobs;
+	unsigned *wqueue, whead, wlen;
+	int writing;                   /* the writer holds a job */
+
+	pthread_t decoders[MAX_DECODERS];
+	unsigned ndecoders;
+	pthread_t writer;
+	int writer_started;
+	int closing;                   /* no more chunks will be put */
+
+	int have_first;
+	struct ndz_chunk_hdr first;    /* identity of the image */
+	struct ndz_chunk_hdr put_hdr;  /* scratch for put(), under the caller's thread */
+
+	int err;
+	char errmsg[256];
+	struct ndz_unzip_stats stats;
+};
+
+static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Record the first error (lock held by the caller). */
+static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!u->err) {
+		u->err = code;
+		va_start(ap, fmt);
+		vsnprintf(u->errmsg, sizeof(u->errmsg), fmt, ap);
+		va_end(ap);
+	}
+	pthread_cond_broadcast(&u->cv);
+}
+
+void ndz_unzip_opts_init(struct ndz_unzip_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mem_limit = DEFAULT_MEM;
+}
+
+int ndz_check_target(const struct ndz_chunk_hdr *hdr, uint64_t target_bytes)
+{
+	return target_bytes < hdr->source_bytes ? NDZ_ETOOSMALL : 0;
+}
+
+/* ---- writer ---- */
+
+#define ZBLOCK 65536u
+
+static int is_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t zeros[ZBLOCK];
+
+	return memcmp(p, zeros, n) == 0;
+}
+
+/* Write a segment to a target known to be zeros, leaving all-zero blocks as holes. */
+static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+{
+	uint64_t pos = 0;
+
+	while (pos < len) {
+		uint64_t start, n;
+		int rc;
+
+		while (pos < len) {
+			n = len - pos < ZBLOCK ? len - pos : ZBLOCK;
+			if (!is_zero(data + pos, (size_t)n))
+				break;
+			pos += n;
+		}
+		start = pos;
+		while (pos < len) {
+			n = len - pos < ZBLOCK ? len - pos : ZBLOCK;
+			if (is_zero(data + pos, (size_t)n))
+				break;
+			pos += n;
+		}
+		if (pos > start) {
+			rc = ndz_io_write_full(u->target, data + start, (size_t)(pos - start),
+					       off + start);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64_t *zeroed)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < j->nsegs; i++) {
+		struct seg *s = &j->segs[i];
+
+		if (s->data < 0) {
+			rc = u->opts.target_zeroed ? 0 :
+			     u->target->ops->zero(u->target, s->off, s->len);
+			*zeroed += s->len;
+		} else if (u->opts.target_zeroed) {
+			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
+			*wrote += s->len;
+		} else {
+			rc = ndz_io_write_full(u->target, j->buf + s->data, (size_t)s->len, s->off);
+			*wrote += s->len;
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	struct ndz_unzip *u = arg;
+
+	pthread_mutex_lock(&u->lock);
+	for (;;) {
+		uint64_t wrote = 0, zeroed = 0;
+		unsigned idx;
+		int rc = 0;
+
+		while (!u->wlen && !(u->closing && !u->qlen && !u->decoding))
+			pthread_cond_wait(&u->cv, &u->lock);
+		if (!u->wlen)
+			break;
+		idx = u->wqueue[u->whead];
+		u->whead = (u->whead + 1) % u->njobs;
+		u->wlen--;
+		u->writing = 1;
+		if (!u->err && !u->opts.verify_only) {
+			pthread_mutex_unlock(&u->lock);
+			rc = write_job(u, &u->jobs[idx], &wrote, &zeroed);
+			pthread_mutex_lock(&u->lock);
+			if (rc < 0)
+				fail(u, rc, "%s: write error: %s", u->target->name,
+				     u->target->sys_errno ? strerror(u->target->sys_errno) :
+							    ndz_strerror(rc));
+			u->stats.bytes_written += wrote;
+			u->stats.bytes_zeroed += zeroed;
+			if (u->opts.progress && wrote + zeroed)
+				u->opts.progress(u->opts.progress_ctx,
+						 u->stats.bytes_written + u->stats.bytes_zeroed);
+		}
+		u->writing = 0;
+		u->free_jobs[u->nfree_jobs++] = idx;
+		pthread_cond_broadcast(&u->cv);
+	}
+	pthread_mutex_unlock(&u->lock);
+	return NULL;
+}
+
+/* ---- decoders ---- */
+
+struct dec {
+	struct ndz_unzip *u;
+	z_stream z;
+	struct job *job;
+	unsigned job_idx;
+};
+
+static int get_job(struct dec *d)
+{
+	struct ndz_unzip *u = d->u;
+
+	pthread_mutex_lock(&u->lock);
+	while (!u->nfree_jobs && !u->err)
+		pthread_cond_wait(&u->cv, &u->lock);
+	if (u->err) {
+		pthread_mutex_unlock(&u->lock);
+		return u->err;
+	}
+	d->job_idx = u->free_jobs[--u->nfree_jobs];
+	pthread_mutex_unlock(&u->lock);
+	d->job = &u->jobs[d->job_idx];
+	d->job->used = 0;
+	d->job->nsegs = 0;
+	return 0;
+}
+
+static void put_job(struct dec *d)
+{
+	struct ndz_unzip *u = d->u;
+
+	if (!d->job)
+		return;
+	pthread_mutex_lock(&u->lock);
+	u->wqueue[(u->whead + u->wlen) % u->njobs] = d->job_idx;
+	u->wlen++;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->lock);
+	d->job = NULL;
+}
+
+static int add_seg(struct dec *d, uint64_t off, uint64_t len, int64_t data)
+{
+	struct seg *s;
+	int rc;
+
+	if (!d->job || d->job->nsegs == MAX_SEGS) {
+		put_job(d);
+		rc = get_job(d);
+		if (rc < 0)
+			return rc;
+	}
+	/* Extend the previous segment when it continues on the target and in memory. */
+	if (d->job->nsegs) {
+		s = &d->job->segs[d->job->nsegs - 1];
+		if (s->off + s->len == off && ((s->data < 0 && data < 0) ||
+		    (s->data >= 0 && data >= 0 && s->data + (int64_t)s->len == data))) {
+			s->len += len;
+			return 0;
+		}
+	}
+	s = &d->job->segs[d->job->nsegs++];
+	s->off = off;
+	s->len = len;
+	s->data = data;
+	return 0;
+}
+
+/* Zero-fill [from, to) sectors of the image, clipped to the source's bytes. */
+static int zero_gap(struct dec *d, const struct ndz_chunk_hdr *h, uint64_t from, uint64_t to)
+{
+	uint64_t a = from * NDZ_SECTOR_SIZE, b = to * NDZ_SECTOR_SIZE;
+
+	if (b > h->source_bytes)
+		b = h->source_bytes;
+	if (a >= b)
+		return 0;
+	return add_seg(d, d->u->opts.target_offset + a, b - a, -1);
+}
+
+static int decode_chunk(struct dec *d, const uint8_t *chunk, struct ndz_chunk_hdr *h,
+			char *why, size_t whylen)
+{
+	struct ndz_unzip *u = d->u;
+	z_stream *z = &d->z;
+	uint64_t gap;
+	uint8_t probe;
+	uint32_t r;
+	int rc, zrc;
+
+	rc = ndz_chunk_check(chunk, h);
+	if (rc < 0)
+		return rc;
+	gap = h->first;
+	if (inflateReset(z) != Z_OK)
+		return NDZ_ECORRUPT;
+	z->next_in = (Bytef *)(uintptr_t)(chunk + NDZ_HDR_SIZE);
+	z->avail_in = h->data_len;
+	for (r = 0; r < h->nregions; r++) {
+		uint64_t img = h->regions[r].start * NDZ_SECTOR_SIZE;
+		uint64_t left = (uint64_t)h->regions[r].count * NDZ_SECTOR_SIZE;
+
+		if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, h->regions[r].start)) < 0)
+			return rc;
+		gap = h->regions[r].start + h->regions[r].count;
+		while (left) {
+			size_t room, n;
+			uint64_t keep;
+
+			if (!d->job || d->job->used == JOB_BUF || d->job->nsegs == MAX_SEGS) {
+				put_job(d);
+				if ((rc = get_job(d)) < 0)
+					return rc;
+			}
+			room = JOB_BUF - d->job->used;
+			n = left < room ? (size_t)left : room;
+			z->next_out = d->job->buf + d->job->used;
+			z->avail_out = (uInt)n;
+			zrc = inflate(z, Z_SYNC_FLUSH);
+			n -= z->avail_out;
+			if (zrc == Z_STREAM_END && left > n) {
+				snprintf(why, whylen, "data ends %llu bytes before its regions do",
+					 (unsigned long long)(left - n));
+				return NDZ_ELENGTH;
+			}
+			if (zrc != Z_OK && zrc != Z_STREAM_END) {
+				snprintf(why, whylen, "%s", z->msg ? z->msg : "inflate failed");
+				return NDZ_ECORRUPT;
+			}
+			if (n == 0) {
+				snprintf(why, whylen, "compressed data ends early");
+				return NDZ_ECORRUPT;
+			}
+			/* The last sector of a source that is not a whole number of them. */
+			keep = n;
+			if (img >= h->source_bytes)
+				keep = 0;
+			else if (img + n > h->source_bytes)
+				keep = h->source_bytes - img;
+			if (keep && (rc = add_seg(d, u->opts.target_offset + img, keep,
+						  (int64_t)d->job->used)) < 0)
+				return rc;
+			d->job->used += n;
+			img += n;
+			left -= n;
+		}
+	}
+	if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, h->last)) < 0)
+		return rc;
+	/* The stream must end exactly here, checksum included, with nothing after it. */
+	z->next_out = &probe;
+	z->avail_out = 1;
+	zrc = inflate(z, Z_FINISH);
+	if (zrc != Z_STREAM_END) {
+		snprintf(why, whylen, "%s", zrc == Z_DATA_ERROR && z->msg ? z->msg :
+				    z->avail_out == 0 ? "more data than its regions hold" :
+				    "compressed data ends early");
+		return zrc == Z_DATA_ERROR ? NDZ_ECORRUPT :
+		       z->avail_out == 0 ? NDZ_ELENGTH : NDZ_ECORRUPT;
+	}
+	if (z->avail_in) {
+		snprintf(why, whylen, "%u bytes after the end of the stream", z->avail_in);
+		return NDZ_ECORRUPT;
+	}
+	return 0;
+}
+
+static void *decoder_main(void *arg)
+{
+	struct dec *d = arg;
+	struct ndz_unzip *u = d->u;
+	struct ndz_chunk_hdr *h = malloc(sizeof(*h));
+
+	pthread_mutex_lock(&u->lock);
+	if (!h)
+		fail(u, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
+	for (;;) {
+		char why[128] = "";
+		unsigned slot;
+		int rc;
+
+		while (!u->qlen && !u->closing && !u->err)
+			pthread_cond_wait(&u->cv, &u->lock);
+		if (u->err) {
+			/* Drain: nothing more is written, but the caller must not block. */
+			while (u->qlen) {
+				u->free_slots[u->nfree++] = u->queue[u->qhead];
+				u->qhead = (u->qhead + 1) % u->nslots;
+				u->qlen--;
+			}
+			pthread_cond_broadcast(&u->cv);
+			if (u->closing)
+				break;
+			pthread_cond_wait(&u->cv, &u->lock);
+			continue;
+		}
+		if (!u->qlen)
+			break;
+		slot = u->queue[u->qhead];
+		u->qhead = (u->qhead + 1) % u->nslots;
+		u->qlen--;
+		u->decoding++;
+		pthread_mutex_unlock(&u->lock);
+
+		rc = decode_chunk(d, u->slots[slot], h, why, sizeof(why));
+		if (rc == 0)
+			put_job(d);
+
+		pthread_mutex_lock(&u->lock);
+		if (rc < 0) {
+			/* Record the error before the job could reach the writer. */
+			fail(u, rc, "chunk %u: %s%s%s", ndz_chunk_index_hint(u->slots[slot]),
+			     ndz_strerror(rc), why[0] ? ": " : "", why);
+			if (d->job)
+				u->free_jobs[u->nfree_jobs++] = d->job_idx;
+			d->job = NULL;
+		} else {
+			u->stats.chunks++;
+		}
+		u->decoding--;
+		u->free_slots[u->nfree++] = slot;
+		pthread_cond_broadcast(&u->cv);
+	}
+	pthread_mutex_unlock(&u->lock);
+	free(h);
+	return NULL;
+}
+
+/* ---- life cycle ---- */
+
+static int online_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > MAX_DECODERS ? MAX_DECODERS : (int)n;
+}
+
+static struct dec *decs_of(struct ndz_unzip *u);
+
+int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
+		     struct ndz_unzip **out)
+{
+	struct ndz_unzip *u;
+	size_t mem, fixed;
+	unsigned i, threads;
+	struct dec *decs;
+
+	if (!target && !opts->verify_only)
+		return NDZ_EINVAL;
+	u = calloc(1, sizeof(*u) + MAX_DECODERS * sizeof(struct dec));
+	if (!u)
+		return NDZ_ENOMEM;
+	u->target = target;
+	u->opts = *opts;
+	mem = opts->mem_limit ? opts->mem_limit : DEFAULT_MEM;
+	threads = opts->threads > 0 ? (unsigned)opts->threads : (unsigned)online_cores();
+	if (threads > MAX_DECODERS)
+		threads = MAX_DECODERS;
+	/*
+	 * Budget: a chunk slot per decoder plus two, a job per decoder plus four,
+	 * then as many more jobs as fit (at most 64), leaving 4 MiB for the rest.
+	 */
+	u->nslots = threads + 2;
+	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
+	u->njobs = threads + 4;
+	if (mem > fixed + (size_t)u->njobs * JOB_BUF)
+		u->njobs = (unsigned)((mem - fixed) / JOB_BUF);
+	if (u->njobs > 64)
+		u->njobs = 64;
+	pthread_mutex_init(&u->lock, NULL);
+	pthread_cond_init(&u->cv, NULL);
+	u->slots = calloc(u->nslots, sizeof(*u->slots));
+	u->free_slots = calloc(u->nslots, sizeof(unsigned));
+	u->queue = calloc(u->nslots, sizeof(unsigned));
+	u->jobs = calloc(u->njobs, sizeof(*u->jobs));
+	u->free_jobs = calloc(u->njobs, sizeof(unsigned));
+	u->wqueue = calloc(u->njobs, sizeof(unsigned));
+	if (!u->slots || !u->free_slots || !u->queue || !u->jobs || !u->free_jobs || !u->wqueue)
+		goto nomem;
+	for (i = 0; i < u->nslots; i++) {
+		u->slots[i] = malloc(NDZ_CHUNK_SIZE);
+		if (!u->slots[i])
+			goto nomem;
+		u->free_slots[u->nfree++] = i;
+	}
+	for (i = 0; i < u->njobs; i++) {
+		u->jobs[i].buf = malloc(JOB_BUF);
+		if (!u->jobs[i].buf)
+			goto nomem;
+		u->free_jobs[u->nfree_jobs++] = i;
+	}
+	if (pthread_create(&u->writer, NULL, writer_main, u) != 0)
+		goto nomem;
+	u->writer_started = 1;
+	decs = decs_of(u);
+	for (i = 0; i < threads; i++) {
+		decs[i].u = u;
+		if (inflateInit(&decs[i].z) != Z_OK)
+			break;
+		if (pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
+			inflateEnd(&decs[i].z);
+			break;
+		}
+		u->ndecoders++;
+	}
+	if (!u->ndecoders)
+		goto nomem;
+	*out = u;
+	return 0;
+nomem:
+	ndz_unzip_free(u);
+	return NDZ_ENOMEM;
+}
+
+static struct dec *decs_of(struct ndz_unzip *u)
+{
+	return (struct dec *)(u + 1);
+}
+
+int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk)
+{
+	struct ndz_chunk_hdr *h = &u->put_hdr;
+	unsigned slot;
+	int rc;
+
+	/* Identity and size are checked here, before any decoder may write. */
+	rc = ndz_hdr_decode(chunk, h);
+	pthread_mutex_lock(&u->lock);
+	if (u->err)
+		goto out;
+	if (rc < 0) {
+		fail(u, rc, "chunk %u: %s", ndz_chunk_index_hint(chunk), ndz_strerror(rc));
+		goto out;
+	}
+	if (!u->have_first) {
+		if (!u->opts.verify_only && ndz_check_target(h, u->target->size -
+				(u->opts.target_offset < u->target->size ?
+				 u->opts.target_offset : u->target->size)) < 0) {
+			fail(u, NDZ_ETOOSMALL, "%s: %s (%llu bytes, the image needs %llu)",
+			     u->target->name, ndz_strerror(NDZ_ETOOSMALL),
+			     (unsigned long long)(u->target->size > u->opts.target_offset ?
+						  u->target->size - u->opts.target_offset : 0),
+			     (unsigned long long)h->source_bytes);
+			goto out;
+		}
+		u->first = *h;
+		u->have_first = 1;
+	} else if (ndz_hdr_same_image(&u->first, h) < 0) {
+		fail(u, NDZ_EMISMATCH, "chunk %u: %s", h->index, ndz_strerror(NDZ_EMISMATCH));
+		goto out;
+	}
+	while (!u->nfree && !u->err)
+		pthread_cond_wait(&u->cv, &u->lock);
+	if (u->err)
+		goto out;
+	slot = u->free_slots[--u->nfree];
+	pthread_mutex_unlock(&u->lock);
+	memcpy(u->slots[slot], chunk, NDZ_CHUNK_SIZE);
+	pthread_mutex_lock(&u->lock);
+	u->queue[(u->qhead + u->qlen) % u->nslots] = slot;
+	u->qlen++;
+	pthread_cond_broadcast(&u->cv);
+out:
+	rc = u->err;
+	pthread_mutex_unlock(&u->lock);
+	return rc;
+}
+
+static void stop_threads(struct ndz_unzip *u)
+{
+	struct dec *decs = decs_of(u);
+	unsigned i;
+
+	pthread_mutex_lock(&u->lock);
+	u->closing = 1;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->lock);
+	for (i = 0; i < u->ndecoders; i++) {
+		pthread_join(u->decoders[i], NULL);
+		inflateEnd(&decs[i].z);
+	}
+	u->ndecoders = 0;
+	/* Decoders are gone: wake the writer so it sees the end. */
+	pthread_mutex_lock(&u->lock);
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->lock);
+	if (u->writer_started)
+		pthread_join(u->writer, NULL);
+	u->writer_started = 0;
+}
+
+int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats)
+{
+	int rc;
+
+	stop_threads(u);
+	if (!u->err && !u->opts.verify_only && u->target) {
+		rc = u->target->ops->flush(u->target);
+		if (rc < 0)
+			fail(u, rc, "%s: flush failed: %s", u->target->name,
+			     u->target->sys_errno ? strerror(u->target->sys_errno) :
+						    ndz_strerror(rc));
+	}
+	if (stats)
+		*stats = u->stats;
+	return u->err;
+}
+
+const char *ndz_unzip_errmsg(const struct ndz_unzip *u)
+{
+	return u->errmsg[0] ? u->errmsg : ndz_strerror(u->err);
+}
+
+void ndz_unzip_free(struct ndz_unzip *u)
+{
+	unsigned i;
+
+	if (!u)
+		return;
+	pthread_mutex_lock(&u->lock);
+	fail(u, NDZ_ECANCELED, "%s", ndz_strerror(NDZ_ECANCELED));
+	pthread_mutex_unlock(&u->lock);
+	stop_threads(u);
+	if (u->slots)
+		for (i = 0; i < u->nslots; i++)
+			free(u->slots[i]);
+	if (u->jobs)
+		for (i = 0; i < u->njobs; i++)
+			free(u->jobs[i].buf);
+	free(u->slots);
+	free(u->free_slots);
+	free(u->queue);
+	free(u->jobs);
+	free(u->free_jobs);
+	free(u->wqueue);
+	pthread_cond_destroy(&u->cv);
+	pthread_mutex_destroy(&u->lock);
+	free(u);
+}

@@ -1,0 +1,681 @@
+/*
+ * The compressor. A reader thread cuts the allocated data into pieces, workers
+ * deflate each piece (with the 32 KiB before it as dictionary), and the packer
+ * (the calling thread) lays the pieces in order into 1 MiB chunks, each one zlib
+ * stream. Only a piece that straddles a chunk's end, or whose dictionary reaches
+ * before its chunk's start, is compressed again by the packer, in steps small
+ * enough to fill the chunk to within a sector. The packer's decisions depend
+ * only on the data, so the image is the same whatever the thread count.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "zip.h"
+
+#define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */
+#define DICT_SIZE   32768u             /* deflate window */
+#define DATA_CAP    (NDZ_CHUNK_SIZE - 6) /* room before the final block and adler32 */
+#define MAX_THREADS 64
+
+enum { SLOT_EMPTY, SLOT_READ, SLOT_DONE };
+
+struct piece {
+	uint64_t off;                  /* stream offset of the first input byte */
+	size_t len;                    /* input bytes, a multiple of the sector size */
+	size_t dict_len;               /* input bytes before off kept in front of in */
+	uint8_t *buf;                  /* DICT_SIZE of history, then PIECE_SIZE of input */
+	uint8_t *out;
+	size_t out_len;
+	uLong adler;
+	int state;
+};
+
+struct zip {
+	/* input */
+	struct ndz_io *src;
+	uint64_t source_bytes;
+	const struct ndz_ranges *alloc;
+	uint64_t *base;                /* stream offset where each range starts */
+	uint64_t total;                /* stream bytes */
+	uint64_t npieces;
+	const struct ndz_zip_opts *opts;
+	int level;
+
+	/* pipeline */
+	pthread_mutex_t lock;
+	pthread_cond_t cv;             /* any state change */
+	struct piece *slots;
+	unsigned nslots;
+	uint64_t nread;                /* pieces read */
+	uint64_t work_next;            /* next piece to claim for compression */
+	int stop;
+	int err;
+	char errmsg[256];
+
+	/* packer */
+	uint8_t *chunk;
+	size_t pos;
+	uLong adler;
+	uint64_t cin_start, cin_end;   /* stream bytes in the current chunk */
+	uint64_t prev_last;            /* sector */
+	uint32_t index;
+	z_stream pz;
+	uint8_t uuid[16];
+	ndz_chunk_fn out;
+	void *out_ctx;
+	/* An all-zero piece after 32 KiB of zeros always deflates to these bytes. */
+	uint8_t *zero_out;
+	size_t zero_out_len;
+	uLong zero_adler;
+	struct ndz_zip_stats stats;
+};
+
+static void set_err(struct zip *z, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(struct zip *z, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&z->lock);
+	if (!z->err) {
+		z->err = code;
+		va_start(ap, fmt);
+		vsnprintf(z->errmsg, sizeof(z->errmsg), fmt, ap);
+		va_end(ap);
+	}
+	z->stop = 1;
+	pthread_cond_broadcast(&z->cv);
+	pthread_mutex_unlock(&z->lock);
+}
+
+void ndz_zip_opts_init(struct ndz_zip_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->level = 4;
+	o->threads = 0;
+}
+
+static size_t out_bound(size_t n)
+{
+	return n + (n + 7) / 8 + (n + 63) / 64 + 64;
+}
+
+/* Index of the range holding stream offset off (off < total). */
+static size_t range_at(const struct zip *z, uint64_t off)
+{
+	size_t lo = 0, hi = z->alloc->n;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (z->base[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- reader ---- */
+
+static int read_piece(struct zip *z, struct piece *p)
+{
+	uint8_t *dst = p->buf + DICT_SIZE;
+	uint64_t off = p->off, end = p->off + p->len;
+	size_t k = range_at(z, off);
+
+	while (off < end) {
+		const struct ndz_range *r = &z->alloc->v[k];
+		uint64_t in_range = off - z->base[k];
+		uint64_t src_off = r->start * NDZ_SECTOR_SIZE + in_range;
+		uint64_t n = r->count * NDZ_SECTOR_SIZE - in_range;
+		size_t got = 0;
+		int rc;
+
+		if (n > end - off)
+			n = end - off;
+		if (src_off >= z->source_bytes) {
+			memset(dst, 0, (size_t)n);
+		} else {
+			size_t want = (size_t)n;
+
+			if (src_off + want > z->source_bytes)
+				want = (size_t)(z->source_bytes - src_off);
+			rc = ndz_io_read_full(z->src, dst, want, src_off, &got);
+			if (rc == NDZ_ESHORTREAD) {
+				set_err(z, rc, "%s: ends at byte %llu, before its stated size",
+					z->src->name, (unsigned long long)(src_off + got));
+				return rc;
+			}
+			if (rc < 0) {
+				set_err(z, rc, "%s: read error at byte %llu: %s", z->src->name,
+					(unsigned long long)src_off,
+					z->src->sys_errno ? strerror(z->src->sys_errno) :
+							    ndz_strerror(rc));
+				return rc;
+			}
+			memset(dst + want, 0, (size_t)n - want);
+		}
+		dst += n;
+		off += n;
+		k++;
+	}
+	return 0;
+}
+
+static void *reader_main(void *arg)
+{
+	struct zip *z = arg;
+	uint64_t i;
+
+	for (i = 0; i < z->npieces; i++) {
+		struct piece *p = &z->slots[i % z->nslots];
+		struct piece *prev = i ? &z->slots[(i - 1) % z->nslots] : NULL;
+
+		pthread_mutex_lock(&z->lock);
+		while (!z->stop && p->state != SLOT_EMPTY)
+			pthread_cond_wait(&z->cv, &z->lock);
+		pthread_mutex_unlock(&z->lock);
+		if (z->stop)
+			break;
+		p->off = i * PIECE_SIZE;
+		p->len = (size_t)(z->total - p->off < PIECE_SIZE ? z->total - p->off : PIECE_SIZE);
+		/*
+		 * History: the tail of the previous piece (always a whole PIECE_SIZE,
+		 * only the last piece is shorter), which only this thread rewrites.
+		 */
+		p->dict_len = prev ? DICT_SIZE : 0;
+		if (p->dict_len)
+			memmove(p->buf + DICT_SIZE - p->dict_len,
+				prev->buf + DICT_SIZE + prev->len - p->dict_len, p->dict_len);
+		if (read_piece(z, p) < 0)
+			break;
+		pthread_mutex_lock(&z->lock);
+		p->state = SLOT_READ;
+		z->nread = i + 1;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->lock);
+	}
+	return NULL;
+}
+
+/* ---- workers ---- */
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+	static const uint8_t zeros[4096];
+
+	while (n >= sizeof(zeros)) {
+		if (memcmp(p, zeros, sizeof(zeros)) != 0)
+			return 0;
+		p += sizeof(zeros);
+		n -= sizeof(zeros);
+	}
+	return memcmp(p, zeros, n) == 0;
+}
+
+static int compress_piece(struct zip *z, z_stream *s, struct piece *p)
+{
+	int rc;
+
+	if (z->zero_out && p->len == PIECE_SIZE && p->dict_len == DICT_SIZE &&
+	    all_zero(p->buf, DICT_SIZE + PIECE_SIZE)) {
+		memcpy(p->out, z->zero_out, z->zero_out_len);
+		p->out_len = z->zero_out_len;
+		p->adler = z->zero_adler;
+		return 0;
+	}
+	if (deflateReset(s) != Z_OK)
+		return NDZ_ECORRUPT;
+	if (p->dict_len &&
+	    deflateSetDictionary(s, p->buf + DICT_SIZE - p->dict_len, (uInt)p->dict_len) != Z_OK)
+		return NDZ_ECORRUPT;
+	s->next_in = p->buf + DICT_SIZE;
+	s->avail_in = (uInt)p->len;
+	s->next_out = p->out;
+	s->avail_out = (uInt)out_bound(PIECE_SIZE);
+	rc = deflate(s, Z_SYNC_FLUSH);
+	if (rc != Z_OK || s->avail_in != 0 || s->avail_out == 0)
+		return NDZ_ECORRUPT;
+	p->out_len = (size_t)(s->next_out - p->out);
+	p->adler = adler32(adler32(0L, Z_NULL, 0), p->buf + DICT_SIZE, (uInt)p->len);
+	(void)z;
+	return 0;
+}
+
+static int deflate_init(z_stream *s, int level)
+{
+	memset(s, 0, sizeof(*s));
+	return deflateInit2(s, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK ? 0 :
+									      NDZ_ENOMEM;
+}
+
+static void *worker_main(void *arg)
+{
+	struct zip *z = arg;
+	z_stream s;
+
+	if (deflate_init(&s, z->level) < 0) {
+		set_err(z, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
+		return NULL;
+	}
+	for (;;) {
+		struct piece *p;
+		uint64_t i;
+		int rc;
+
+		pthread_mutex_lock(&z->lock);
+		while (!z->stop && z->work_next >= z->nread && z->work_next < z->npieces)
+			pthread_cond_wait(&z->cv, &z->lock);
+		if (z->stop || z->work_next >= z->npieces) {
+			pthread_mutex_unlock(&z->lock);
+			break;
+		}
+		i = z->work_next++;
+		pthread_mutex_unlock(&z->lock);
+		p = &z->slots[i % z->nslots];
+		rc = compress_piece(z, &s, p);
+		if (rc < 0) {
+			set_err(z, rc, "deflate failed");
+			break;
+		}
+		pthread_mutex_lock(&z->lock);
+		p->state = SLOT_DONE;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->lock);
+	}
+	deflateEnd(&s);
+	return NULL;
+}
+
+/* ---- packer ---- */
+
+static void chunk_start(struct zip *z)
+{
+	memset(z->chunk, 0, NDZ_CHUNK_SIZE);
+	z->chunk[NDZ_HDR_SIZE] = 0x78;             /* zlib header: deflate, 32 KiB window */
+	z->chunk[NDZ_HDR_SIZE + 1] = 0x9c;
+	z->pos = NDZ_HDR_SIZE + 2;
+	z->adler = adler32(0L, Z_NULL, 0);
+	z->cin_start = z->cin_end;
+}
+
+static int chunk_finish(struct zip *z, int last)
+{
+	static struct ndz_chunk_hdr h;         /* packer-only; too big for the stack */
+	uint64_t off = z->cin_start;
+	uint8_t *p = z->chunk + z->pos;
+	int rc;
+
+	p[0] = 0x03;                               /* final, empty, fixed-Huffman block */
+	p[1] = 0x00;
+	p[2] = (uint8_t)(z->adler >> 24);          /* zlib's trailer is big-endian */
+	p[3] = (uint8_t)(z->adler >> 16);
+	p[4] = (uint8_t)(z->adler >> 8);
+	p[5] = (uint8_t)z->adler;
+	memset(&h, 0, sizeof(h));
+	h.version = NDZ_VERSION_1;
+	h.index = z->index;
+	h.chunk_flags = last ? NDZ_CHUNK_LAST : 0;
+	memcpy(h.uuid, z->uuid, 16);
+	h.sector_size = NDZ_SECTOR_SIZE;
+	h.codec = NDZ_CODEC_ZLIB;
+	h.level = (uint16_t)z->level;
+	h.source_bytes = z->source_bytes;
+	h.source_sectors = (z->source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE;
+	h.image_kind = z->opts->image_kind;
+	h.part_index = z->opts->part_index;
+	h.part_type = z->opts->part_type;
+	h.part_start = z->opts->part_start;
+	h.data_len = (uint32_t)(z->pos + 6 - NDZ_HDR_SIZE);
+	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), z->chunk + NDZ_HDR_SIZE, h.data_len);
+	h.first = z->prev_last;
+	while (off < z->cin_end) {
+		size_t k = range_at(z, off);
+		const struct ndz_range *r = &z->alloc->v[k];
+		uint64_t start = r->start + (off - z->base[k]) / NDZ_SECTOR_SIZE;
+		uint64_t end = r->start + r->count;
+		uint64_t lim = z->cin_end - off;
+
+		if ((end - start) * NDZ_SECTOR_SIZE > lim)
+			end = start + lim / NDZ_SECTOR_SIZE;
+		h.regions[h.nregions].start = start;
+		h.regions[h.nregions].count = (uint32_t)(end - start);
+		h.nregions++;
+		off += (end - start) * NDZ_SECTOR_SIZE;
+	}
+	h.last = last ? h.source_sectors :
+			h.nregions ? h.regions[h.nregions - 1].start + h.regions[h.nregions - 1].count :
+				     h.first;
+	rc = ndz_hdr_encode(&h, z->chunk);
+	if (rc < 0) {
+		set_err(z, rc, "chunk %u: internal error encoding the header", z->index);
+		return rc;
+	}
+	rc = z->out(z->out_ctx, z->chunk, z->index);
+	if (rc < 0) {
+		set_err(z, rc, "chunk %u: %s", z->index, ndz_strerror(rc));
+		return rc;
+	}
+	z->stats.chunks++;
+	z->stats.out_bytes += NDZ_CHUNK_SIZE;
+	z->stats.data_bytes += h.data_len;
+	z->prev_last = h.last;
+	z->index++;
+	return 0;
+}
+
+/* Stream offset the current chunk may not reach: its region list would overflow. */
+static uint64_t region_limit(const struct zip *z)
+{
+	size_t k;
+
+	if (z->cin_start >= z->total)
+		return z->total;
+	k = range_at(z, z->cin_start);
+	if (k + NDZ_MAX_REGIONS >= z->alloc->n)
+		return z->total;
+	return z->base[k + NDZ_MAX_REGIONS];
+}
+
+/*
+ * Deflate p's input from stream offset from up to to into the chunk, in steps
+ * whose worst-case output still fits, with the chunk's own history as dictionary.
+ * Returns the offset reached.
+ */
+static uint64_t deflate_part(struct zip *z, struct piece *p, uint64_t from, uint64_t to)
+{
+	const uint8_t *in = p->buf + DICT_SIZE;
+	uint64_t hist = from - z->cin_start;
+	z_stream *s = &z->pz;
+
+	if (hist > DICT_SIZE)
+		hist = DICT_SIZE;
+	deflateReset(s);
+	if (hist)
+		deflateSetDictionary(s, in + (from - p->off) - hist, (uInt)hist);
+	while (from < to) {
+		size_t avail = DATA_CAP - z->pos, n;
+
+		if (avail < 64 + NDZ_SECTOR_SIZE * 2)
+			break;
+		n = (avail - 64) * 64 / 73;
+		n -= n % NDZ_SECTOR_SIZE;
+		while (n && out_bound(n) > avail)
+			n -= NDZ_SECTOR_SIZE;
+		if (!n)
+			break;
+		if (n > to - from)
+			n = (size_t)(to - from);
+		s->next_in = (Bytef *)(uintptr_t)(in + (from - p->off));
+		s->avail_in = (uInt)n;
+		s->next_out = z->chunk + z->pos;
+		s->avail_out = (uInt)avail;
+		if (deflate(s, Z_SYNC_FLUSH) != Z_OK || s->avail_in || !s->avail_out) {
+			set_err(z, NDZ_ECORRUPT, "chunk %u: deflate failed", z->index);
+			return from;
+		}
+		z->pos = (size_t)(s->next_out - z->chunk);
+		z->adler = adler32(z->adler, in + (from - p->off), (uInt)n);
+		from += n;
+	}
+	return from;
+}
+
+static int pack_piece(struct zip *z, struct piece *p)
+{
+	uint64_t end = p->off + p->len, from = p->off;
+
+	/* Fast path: the worker's output fits and its dictionary lies inside this chunk. */
+	if (p->dict_len <= p->off - z->cin_start && z->pos + p->out_len <= DATA_CAP &&
+	    end <= region_limit(z)) {
+		memcpy(z->chunk + z->pos, p->out, p->out_len);
+		z->pos += p->out_len;
+		z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
+		z->cin_end = end;
+		return 0;
+	}
+	while (from < end) {
+		uint64_t lim = region_limit(z), to = end < lim ? end : lim;
+		uint64_t reached = deflate_part(z, p, from, to);
+
+		if (z->err)
+			return z->err;
+		z->cin_end = reached;
+		if (reached < end) {
+			if (reached == z->cin_start) {
+				set_err(z, NDZ_ECORRUPT, "chunk %u: no progress", z->index);
+				return z->err;
+			}
+			if (chunk_finish(z, 0) < 0)
+				return z->err;
+			chunk_start(z);
+		}
+		from = reached;
+	}
+	return 0;
+}
+
+static int compress_inline(struct zip *z, struct piece *p)
+{
+	int rc = compress_piece(z, &z->pz, p);
+
+	if (rc < 0)
+		set_err(z, rc, "deflate failed");
+	return rc;
+}
+
+static int packer(struct zip *z)
+{
+	uint64_t i;
+
+	chunk_start(z);
+	for (i = 0; i < z->npieces; i++) {
+		struct piece *p = &z->slots[i % z->nslots];
+		int mine = 0;
+
+		pthread_mutex_lock(&z->lock);
+		for (;;) {
+			if (z->stop)
+				break;
+			if (p->state == SLOT_DONE && i < z->nread)
+				break;
+			/* Nobody took it yet: compress it here rather than wait. */
+			if (i < z->nread && z->work_next == i) {
+				z->work_next++;
+				mine = 1;
+				break;
+			}
+			pthread_cond_wait(&z->cv, &z->lock);
+		}
+		pthread_mutex_unlock(&z->lock);
+		if (z->stop)
+			return z->err ? z->err : NDZ_ECANCELED;
+		if (mine && compress_inline(z, p) < 0)
+			return z->err;
+		if (pack_piece(z, p) < 0)
+			return z->err;
+		z->stats.in_bytes += p->len;
+		if (z->opts->progress)
+			z->opts->progress(z->opts->progress_ctx, z->cin_end, z->total);
+		pthread_mutex_lock(&z->lock);
+		p->state = SLOT_EMPTY;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->lock);
+	}
+	return chunk_finish(z, 1);
+}
+
+/* Precompute the deflate of a zero piece that follows zeros (free space, holes). */
+static int make_zero_piece(struct zip *z)
+{
+	struct piece p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	p.buf = calloc(1, DICT_SIZE + PIECE_SIZE);
+	p.out = malloc(out_bound(PIECE_SIZE));
+	p.len = PIECE_SIZE;
+	p.dict_len = DICT_SIZE;
+	if (!p.buf || !p.out) {
+		free(p.buf);
+		free(p.out);
+		return NDZ_ENOMEM;
+	}
+	rc = compress_piece(z, &z->pz, &p);
+	free(p.buf);
+	if (rc < 0) {
+		free(p.out);
+		return rc;
+	}
+	z->zero_out = p.out;
+	z->zero_out_len = p.out_len;
+	z->zero_adler = p.adler;
+	return 0;
+}
+
+static int online_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *alloc,
+	    const struct ndz_zip_opts *opts, ndz_chunk_fn out, void *out_ctx,
+	    struct ndz_zip_stats *stats, char *errbuf, size_t errlen)
+{
+	static const uint8_t nil[16];
+	uint64_t source_sectors = (source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE;
+	pthread_t reader, workers[MAX_THREADS];
+	int nworkers = 0, reader_started = 0, threads, rc = 0, t;
+	struct zip *z;
+	size_t i;
+
+	if (opts->level < 0 || opts->level > 9)
+		return NDZ_EINVAL;
+	z = calloc(1, sizeof(*z));
+	if (!z)
+		return NDZ_ENOMEM;
+	z->src = src;
+	z->source_bytes = source_bytes;
+	z->alloc = alloc;
+	z->opts = opts;
+	z->level = opts->level;
+	z->out = out;
+	z->out_ctx = out_ctx;
+	pthread_mutex_init(&z->lock, NULL);
+	pthread_cond_init(&z->cv, NULL);
+	threads = opts->threads > 0 ? opts->threads : online_cores();
+	if (threads > MAX_THREADS)
+		threads = MAX_THREADS;
+	memcpy(z->uuid, opts->uuid, 16);
+	if (!memcmp(z->uuid, nil, 16)) {
+		if (getrandom(z->uuid, 16, 0) != 16) {
+			rc = NDZ_EIO;
+			snprintf(z->errmsg, sizeof(z->errmsg), "cannot get random bytes for a uuid");
+			goto out;
+		}
+		z->uuid[6] = (uint8_t)((z->uuid[6] & 0x0f) | 0x40);      /* RFC 4122 v4 */
+		z->uuid[8] = (uint8_t)((z->uuid[8] & 0x3f) | 0x80);
+	}
+
+	/* Validate the ranges and lay them end to end as one stream. */
+	z->base = malloc((alloc->n + 1) * sizeof(*z->base));
+	if (!z->base) {
+		rc = NDZ_ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < alloc->n; i++) {
+		const struct ndz_range *r = &alloc->v[i];
+
+		if (r->count == 0 || r->start >= source_sectors ||
+		    r->count > source_sectors - r->start ||
+		    (i && r->start < alloc->v[i - 1].start + alloc->v[i - 1].count)) {
+			rc = NDZ_EINVAL;
+			snprintf(z->errmsg, sizeof(z->errmsg), "range %zu is outside the source or out of order", i);
+			goto out;
+		}
+		z->base[i] = z->total;
+		z->total += r->count * NDZ_SECTOR_SIZE;
+	}
+	z->base[alloc->n] = z->total;
+	z->npieces = (z->total + PIECE_SIZE - 1) / PIECE_SIZE;
+
+	z->nslots = (unsigned)(threads * 3 + 2);
+	z->slots = calloc(z->nslots, sizeof(*z->slots));
+	z->chunk = malloc(NDZ_CHUNK_SIZE);
+	if (!z->slots || !z->chunk || deflate_init(&z->pz, z->level) < 0) {
+		rc = NDZ_ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < z->nslots; i++) {
+		z->slots[i].buf = malloc(DICT_SIZE + PIECE_SIZE);
+		z->slots[i].out = malloc(out_bound(PIECE_SIZE));
+		if (!z->slots[i].buf || !z->slots[i].out) {
+			rc = NDZ_ENOMEM;
+			goto out;
+		}
+	}
+	rc = make_zero_piece(z);
+	if (rc < 0)
+		goto out;
+
+	if (pthread_create(&reader, NULL, reader_main, z) != 0) {
+		rc = NDZ_ENOMEM;
+		goto out;
+	}
+	reader_started = 1;
+	/* One thread: the packer compresses everything itself. */
+	for (t = 0; threads > 1 && t < threads; t++) {
+		if (pthread_create(&workers[t], NULL, worker_main, z) != 0)
+			break;
+		nworkers++;
+	}
+	rc = packer(z);
+	if (rc < 0) {
+		pthread_mutex_lock(&z->lock);
+		z->stop = 1;
+		pthread_cond_broadcast(&z->cv);
+		pthread_mutex_unlock(&z->lock);
+	}
+out:
+	if (reader_started)
+		pthread_join(reader, NULL);
+	for (t = 0; t < nworkers; t++)
+		pthread_join(workers[t], NULL);
+	if (z->err)
+		rc = z->err;
+	if (rc < 0 && errbuf) {
+		if (z->errmsg[0])
+			snprintf(errbuf, errlen, "%s", z->errmsg);
+		else
+			snprintf(errbuf, errlen, "%s", ndz_strerror(rc));
+	}
+	if (stats)
+		*stats = z->stats;
+	if (z->slots)
+		for (i = 0; i < z->nslots; i++) {
+			free(z->slots[i].buf);
+			free(z->slots[i].out);
+		}
+	if (z->pz.state)
+		deflateEnd(&z->pz);
+	free(z->slots);
+	free(z->zero_out);
+	free(z->chunk);
+	free(z->base);
+	pthread_cond_destroy(&z->cv);
+	pthread_mutex_destroy(&z->lock);
+	free(z);
+	return rc;
+}
