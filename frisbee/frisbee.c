@@ -471,24 +471,34 @@ static void setup(struct client *c)
 static void open_target(struct client *c)
 {
 	struct ndz_unzip_opts uo;
-	int r;
+	uint64_t need = c->raw ? c->info.image_bytes : c->info.source_bytes;
+	int r, created = 0;
 
-	r = ndz_io_open_file(c->target_path, NDZ_IO_WRITE | NDZ_IO_CREATE, &c->target);
-	if (r < 0)
-		cli_die(EXIT_FAIL, "%s: %s", c->target_path, strerror(errno));
-	if (c->raw) {
-		if (c->target->is_regular && ndz_io_set_size(c->target, c->info.image_bytes) < 0)
-			cli_die(EXIT_FAIL, "%s: %s", c->target_path, strerror(errno));
-		if (c->target->size < c->info.image_bytes)
-			cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(NDZ_ETOOSMALL));
-		return;
+	r = ndz_io_open_file(c->target_path, NDZ_IO_WRITE, &c->target);
+	if (r == NDZ_ENOENT) {
+		r = ndz_io_open_file(c->target_path, NDZ_IO_WRITE | NDZ_IO_CREATE, &c->target);
+		if (r == 0) {
+			created = 1;
+			r = ndz_io_set_size(c->target, need);
+		}
 	}
-	if (c->target->is_blockdev && c->target->size < c->info.source_bytes)
+	if (r < 0)
+		cli_die(EXIT_FAIL, "%s: %s", c->target_path,
+			r == NDZ_ENOTSUP ? "not a regular file or block device" :
+			c->target && c->target->sys_errno ? strerror(c->target->sys_errno) :
+			strerror(errno));
+	if (c->raw && c->target->is_regular && c->target->size != need &&
+	    ndz_io_set_size(c->target, need) < 0)
+		cli_die(EXIT_FAIL, "%s: %s", c->target_path, strerror(c->target->sys_errno));
+	if (c->target->size < need)
 		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu)", c->target_path,
 			ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)c->target->size,
-			(unsigned long long)c->info.source_bytes);
+			(unsigned long long)need);
+	if (c->raw)
+		return;
 	ndz_unzip_opts_init(&uo);
 	uo.zero_fill = c->zero_fill;
+	uo.target_zeroed = created;
 	r = ndz_unzip_create(c->target, &uo, &c->unzip);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
@@ -502,15 +512,10 @@ static int finish(struct client *c)
 	if (c->raw)
 		return c->target->ops->flush(c->target);
 	r = ndz_unzip_finish(c->unzip, &us);
-	if (r < 0) {
+	if (r < 0)
 		snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->target_path,
 			 ndz_unzip_errmsg(c->unzip));
-		return r;
-	}
-	if (c->target->is_regular && c->target->size < c->info.source_bytes &&
-	    ndz_io_set_size(c->target, c->info.source_bytes) < 0)
-		return NDZ_EIO;
-	return 0;
+	return r;
 }
 
 int main(int argc, char **argv)
