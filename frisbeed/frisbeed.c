@@ -96,7 +96,9 @@ static void open_image(struct server *s)
 		cli_die(EXIT_FAIL, "out of memory");
 	r = ndz_io_open_file(s->path, NDZ_IO_READ, &s->img);
 	if (r < 0)
-		cli_die(EXIT_FAIL, "%s: %s", s->path, strerror(errno));
+		cli_die(EXIT_FAIL, "%s: %s", s->path,
+			r == NDZ_ENOTSUP ? "not a regular file or block device" :
+			s->img && s->img->sys_errno ? strerror(s->img->sys_errno) : strerror(errno));
 	if (s->img->size == 0 || s->img->size % NDZ_CHUNK_SIZE ||
 	    s->img->size / NDZ_CHUNK_SIZE > UINT32_MAX)
 		cli_die(EXIT_FAIL, "%s: not an image (size %llu is not a whole number of chunks)",
