@@ -485,6 +485,8 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
 		cli_die(EXIT_FAIL, "cannot start threads");
+	/* Announce: clients already waiting start now instead of at their next JOIN. */
+	send_reply(&s, 0);
 	if (cli_verbose)
 		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", s.path, s.nchunks,
 			 no.group, no.port, (double)s.rate / 1e6);

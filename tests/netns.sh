@@ -12,9 +12,9 @@ MC_GROUP="239.$(( ($$ >> 16) % 200 + 20 )).$(( ($$ >> 8) % 256 )).$(( $$ % 250 +
 MC_PORT=$(( 3564 + $$ % 20000 ))
 
 netns_cleanup() {
-	for ns in $NETNS_LIST; do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
+	for _ns in $NETNS_LIST; do
+		ip netns pids "$_ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$_ns" 2>/dev/null
 	done
 	NETNS_LIST=""
 }
@@ -24,11 +24,11 @@ netns_usable() {
 	[ "$(id -u)" = 0 ] || return 1
 	command -v ip >/dev/null && command -v nft >/dev/null || return 1
 	ip netns add "${NETNS_PFX}probe" 2>/dev/null || return 1
-	ok=0
+	_ok=0
 	ip netns exec "${NETNS_PFX}probe" nft add table inet probe 2>/dev/null &&
-		ip -n "${NETNS_PFX}probe" link add probe0 type bridge 2>/dev/null || ok=1
+		ip -n "${NETNS_PFX}probe" link add probe0 type bridge 2>/dev/null || _ok=1
 	ip netns del "${NETNS_PFX}probe"
-	return $ok
+	return $_ok
 }
 
 # netns_lan: create the bridge namespace. Call once before netns_host.
@@ -43,31 +43,31 @@ netns_lan() {
 _netns_n=0
 # netns_host NAME ADDR: a namespace ${NETNS_PFX}NAME on the LAN with address 10.77.0.ADDR.
 netns_host() {
-	ns="$NETNS_PFX$1"
+	_ns="$NETNS_PFX$1"
 	_netns_n=$((_netns_n + 1))
-	ip netns add "$ns" || return 1
-	NETNS_LIST="$ns $NETNS_LIST"
-	ip link add "ndz$$h$_netns_n" netns "$ns" type veth peer name "p$_netns_n" \
+	ip netns add "$_ns" || return 1
+	NETNS_LIST="$_ns $NETNS_LIST"
+	ip link add "ndz$$h$_netns_n" netns "$_ns" type veth peer name "p$_netns_n" \
 		netns "$NETNS_BR" || return 1
-	ip -n "$ns" link set "ndz$$h$_netns_n" name eth0 &&
+	ip -n "$_ns" link set "ndz$$h$_netns_n" name eth0 &&
 		ip -n "$NETNS_BR" link set "p$_netns_n" master br0 up &&
-		ip -n "$ns" link set lo up &&
-		ip -n "$ns" addr add "10.77.0.$2/24" brd + dev eth0 &&
-		ip -n "$ns" link set eth0 up &&
-		ip -n "$ns" route add 224.0.0.0/4 dev eth0
+		ip -n "$_ns" link set lo up &&
+		ip -n "$_ns" addr add "10.77.0.$2/24" brd + dev eth0 &&
+		ip -n "$_ns" link set eth0 up &&
+		ip -n "$_ns" route add 224.0.0.0/4 dev eth0
 }
 
 # in_ns NAME CMD...: run CMD inside host NAME.
-in_ns() { n="$NETNS_PFX$1"; shift; ip netns exec "$n" "$@"; }
+in_ns() { _nsn="$NETNS_PFX$1"; shift; ip netns exec "$_nsn" "$@"; }
 
 # netns_loss NAME PERCENT: drop PERCENT% (may be fractional, e.g. 0.5) of UDP arriving at NAME.
 netns_loss() {
-	per_mille=$(awk -v p="$2" 'BEGIN { printf "%d", p * 10 }')
+	_per_mille=$(awk -v p="$2" 'BEGIN { printf "%d", p * 10 }')
 	in_ns "$1" nft -f - <<NFT
 table inet ndzloss {
 	chain input {
 		type filter hook input priority 0; policy accept;
-		meta l4proto udp numgen random mod 1000 < $per_mille drop
+		meta l4proto udp numgen random mod 1000 < $_per_mille drop
 	}
 }
 NFT
