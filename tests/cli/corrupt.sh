@@ -14,8 +14,8 @@ C=1048576
 	cat "$NDZ_TOP"/lib/*.c
 	head -c 700000 /dev/urandom
 } >"$T/src"
-"$IMAGEZIP" -q -j 1 "$T/src" "$T/good.ndz" || { not_ok "imagezip made the base image"; done_testing; }
-"$IMAGEZIP" -q -j 1 "$T/src" "$T/other.ndz"    # same data, another uuid
+"$IMAGEZIP" -q -r -j 1 "$T/src" "$T/good.ndz" || { not_ok "imagezip made the base image"; done_testing; }
+"$IMAGEZIP" -q -r -j 1 "$T/src" "$T/other.ndz"    # same data, another uuid
 nchunks=$(($(stat -c %s "$T/good.ndz") / C))
 check "the base image has 4 chunks" test "$nchunks" -eq 4
 srcsize=$(stat -c %s "$T/src")
@@ -119,6 +119,14 @@ while IFS=';' read -r name how pattern want guard <&3; do
 	"$IMAGEUNZIP" "$T/case.ndz" "$T/target" 2>"$T/err"
 	expect "$name" file $? "$T/err" "$pattern" "$want"
 	[ "$guard" = all ] || [ "$guard" = file ] && untouched "$name" file
+
+	if [ "$guard" = all ]; then
+		# zero fill writes the most, and earliest: still nothing
+		fresh_target "$how"
+		"$IMAGEUNZIP" -z "$T/case.ndz" "$T/target" 2>"$T/err"
+		expect "$name" "file, -z" $? "$T/err" "$pattern" "$want"
+		untouched "$name" "file, -z"
+	fi
 
 	fresh_target "$how"
 	"$IMAGEUNZIP" - "$T/target" <"$T/case.ndz" 2>"$T/err"
