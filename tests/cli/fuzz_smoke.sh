@@ -28,11 +28,13 @@ for f in "$NDZ_TOP"/tests/fuzz/fuzz_*.c; do
 	extra=""
 	[ -f "$NDZ_TOP/tests/fuzz/$n.flags" ] && extra=$(cat "$NDZ_TOP/tests/fuzz/$n.flags")
 	mkdir -p "$out/corpus-$n"
-	[ -d "$NDZ_TOP/tests/fuzz/corpus/$n" ] && cp -f "$NDZ_TOP/tests/fuzz/corpus/$n"/* "$out/corpus-$n"/ 2>/dev/null
+	seeds="$NDZ_TOP/tests/fuzz/corpus/$n"
+	[ -d "$seeds" ] && cp -f "$seeds"/* "$out/corpus-$n"/ 2>/dev/null
 	# shellcheck disable=SC2086
 	if nice "$out/$n" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
 		-artifact_prefix="$out/$n-" $extra "$out/corpus-$n" >"$out/$n.log" 2>&1; then
-		ok "$n: ${secs}s of fuzzing, $(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$out/$n.log" | tail -n 1) runs, no finding"
+		runs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$out/$n.log" | tail -n 1)
+		ok "$n: ${secs}s of fuzzing, $runs runs, no finding"
 	else
 		not_ok "$n: fuzzer found a problem"
 		grep -E 'ERROR|SUMMARY|#[0-9]+ in ' "$out/$n.log" | head -n 20 | sed 's/^/# /'

@@ -27,7 +27,7 @@ case $run in *[!0-9]*) usage ;; esac
 
 CC=${CC:-clang}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
-CFLAGS="-std=gnu11 -g -O1 -Wall -Wextra -pthread -D_GNU_SOURCE -DNDZ_VERSION=\"fuzz\""
+CFLAGS="-std=gnu11 -g -O1 -Wall -Wextra -pthread -D_GNU_SOURCE"
 CPPFLAGS="-I$top/lib -I$top/fs"
 LIBS="-lntfs-3g -lext2fs -lcom_err -lz -pthread"
 

@@ -4,9 +4,9 @@
  * data of the chunk (zero padded to 1 MiB). Mode 0 takes the bytes as they are;
  * mode 1 fixes both CRCs so the inflate path sees hostile streams; mode 2 builds a
  * valid header whose regions match a deflated payload (the input after 16 bytes
- * of parameters), may damage one bit of the stream, and fixes the CRCs. With mode bit 0x80 the chunk is restored into a
- * memory target guarded by the fault io, so a write outside the image turns into
- * NDZ_EIO, which must never happen.
+ * of parameters), may damage one bit of the stream, and fixes the CRCs. With mode
+ * bit 0x80 the chunk is restored into a memory target guarded by the fault io, so
+ * a write outside the image turns into NDZ_EIO, which must never happen.
  */
 #include <stddef.h>
 #include <stdint.h>
