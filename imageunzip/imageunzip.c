@@ -122,6 +122,13 @@ static void progress_cb(void *ctx, uint64_t bytes)
 	cli_progress_update(ctx, bytes);
 }
 
+/* The first min(len, 8) bytes match the magic. */
+static int looks_like_image(const uint8_t *buf, uint64_t len)
+{
+	return memcmp(buf, ndz_magic, len < sizeof(ndz_magic) ? (size_t)len :
+				      sizeof(ndz_magic)) == 0;
+}
+
 /* For a file image, look at its length and last header before writing anything. */
 static void precheck_file(struct input *in, uint8_t *buf)
 {
@@ -131,6 +138,11 @@ static void precheck_file(struct input *in, uint8_t *buf)
 
 	if (in->size == 0)
 		cli_die(EXIT_FAIL, "%s: empty file, not an image", in->name);
+	/* A short file that is not an image at all is not a "truncated chunk". */
+	if (pread(in->fd, buf, sizeof(ndz_magic), 0) < 0)
+		cli_die(EXIT_FAIL, "%s: read error: %s", in->name, strerror(errno));
+	if (!looks_like_image(buf, in->size))
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in->name, ndz_strerror(NDZ_EBADMAGIC));
 	if (in->size % NDZ_CHUNK_SIZE) {
 		if (n == 0)
 			cli_die(EXIT_FAIL, "%s: chunk 0: %s (%llu of %u bytes)", in->name,
@@ -180,6 +192,7 @@ int main(int argc, char **argv)
 	const char *tpath = NULL;
 	uint8_t *buf;
 	uint32_t expect = 0;
+	ssize_t got;
 	int progress = 0, created = 0, c, rc, frc, saw_last = 0, put_failed = 0, reported;
 	double t0;
 
@@ -249,14 +262,18 @@ int main(int argc, char **argv)
 	}
 
 	/* The first chunk says how big the target must be. */
-	rc = (int)read_chunk(&in, buf);
-	if (rc < 0)
+	got = read_chunk(&in, buf);
+	if (got < 0)
 		cli_die(EXIT_FAIL, "%s: read error: %s", in.name, strerror(errno));
-	if (rc == 0)
+	if (got == 0)
 		cli_die(EXIT_FAIL, "%s: empty input, not an image", in.name);
-	if (rc < (int)NDZ_HDR_SIZE || (rc = ndz_hdr_decode(buf, &h)) < 0)
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name,
-			rc < 0 ? ndz_strerror(rc) : ndz_strerror(NDZ_ETRUNC));
+	if (!looks_like_image(buf, (uint64_t)got))
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(NDZ_EBADMAGIC));
+	if (got >= (ssize_t)NDZ_HDR_SIZE && (rc = ndz_hdr_decode(buf, &h)) < 0)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(rc));
+	if (got < (ssize_t)NDZ_CHUNK_SIZE)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s (%zd of %u bytes)", in.name,
+			ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
@@ -286,6 +303,7 @@ int main(int argc, char **argv)
 				  ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)target->size,
 				  (unsigned long long)h.source_bytes);
 			ndz_io_close(target);
+			free(buf);
 			ndz_io_close(disk);
 			return EXIT_FAIL;
 		}
@@ -300,8 +318,6 @@ int main(int argc, char **argv)
 
 	/* Chunks must come in order, each exactly once, the last one flagged. */
 	for (;;) {
-		ssize_t got;
-
 		if (expect > 0) {
 			got = read_chunk(&in, buf);
 			if (got < 0) {

@@ -1,0 +1,108 @@
+#!/bin/sh
+# Benchmark: one image to 1, 4 and 8 clients in a namespace LAN, frisbeed/frisbee side by
+# side with udpcast (udp-sender/udp-receiver) at the same bandwidth cap, with and without
+# loss. Reports medians of: time until every client is done, bytes the server's interface
+# sent relative to the image (raw, and relative to the same tool's 1-client lossless run),
+# and packets the server's interface received (control traffic).
+# Usage: bench/multicast.sh BUILD [REPS]   (root; env BENCH_MIB, BENCH_RATES, BENCH_LOSSES,
+# BENCH_CLIENTS, BENCH_TOOLS override the defaults)
+set -u
+[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
+NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
+NDZ_BUILD=$(cd "$1" && pwd)
+NDZ_BIN="$NDZ_BUILD/bin"
+export NDZ_TOP NDZ_BIN NDZ_BUILD
+REPS=${2:-3}
+MIB=${BENCH_MIB:-32}
+RATES=${BENCH_RATES:-"100 500"}
+LOSSES=${BENCH_LOSSES:-"0 1"}
+CLIENTS=${BENCH_CLIENTS:-"1 4 8"}
+TOOLS=${BENCH_TOOLS:-"frisbee udpcast"}
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
+command -v udp-sender >/dev/null || TOOLS=$(echo "$TOOLS" | sed 's/udpcast//')
+maxc=0; for n in $CLIENTS; do [ "$n" -gt $maxc ] && maxc=$n; done
+netns_lan && netns_host srv 1 || exit 1
+i=1; while [ $i -le $maxc ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i + 1)); done
+OUT=/dev/shm/ndzbench.$$
+mkdir -p "$OUT"
+at_exit "rm -rf $OUT"
+
+# the image: incompressible data, so every tool moves the same bytes
+head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
+"$IMAGEZIP" -q "$T/src" "$T/img.ndz" || exit 1
+IMG="$T/img.ndz"
+IMGB=$(stat -c %s "$IMG")
+echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores"
+
+now() { date +%s.%N; }
+counters() { echo "$(netns_tx_bytes srv) $(netns_rx_packets srv)"; }
+
+# run TOOL RATE LOSS N: prints "seconds tx_bytes rx_packets failures"
+run() {
+	tool=$1 rate=$2 loss=$3 n=$4
+	rm -f "$OUT"/o* "$T"/c*.rc
+	i=1; while [ $i -le $n ]; do
+		netns_noloss "c$i"
+		[ "$loss" != 0 ] && netns_loss "c$i" "$loss"
+		i=$((i + 1))
+	done
+	set -- $(counters); tx0=$1 rx0=$2
+	pids=""
+	i=1; while [ $i -le $n ]; do
+		if [ "$tool" = frisbee ]; then
+			in_ns "c$i" "$FRISBEE" --raw -q -m "$MC_GROUP" -p "$MC_PORT" -T 30 \
+				"$OUT/o$i" 2>>"$T/c$i.log" &
+		else
+			in_ns "c$i" udp-receiver --file "$OUT/o$i" --portbase "$MC_PORT" \
+				--interface eth0 --nokbd --no-progress --mcast-rdv-address "$MC_GROUP" \
+				>/dev/null 2>>"$T/c$i.log" &
+		fi
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	sleep 0.5      # every client is waiting for the server
+	t0=$(now)
+	if [ "$tool" = frisbee ]; then
+		ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" \
+			-W "${rate}M" -T 60 "$IMG" 2>>"$T/srv.log" &
+		spid=$!
+	else
+		in_ns srv udp-sender --file "$IMG" --portbase "$MC_PORT" --interface eth0 \
+			--mcast-rdv-address "$MC_GROUP" --max-bitrate "${rate}m" \
+			--min-receivers "$n" --nokbd --no-progress >/dev/null 2>>"$T/srv.log" &
+		spid=$!
+	fi
+	for p in $pids; do wait "$p"; done
+	t1=$(now)
+	if [ "$tool" = frisbee ]; then kill -TERM "$spid"; fi
+	wait "$spid"
+	set -- $(counters)
+	bad=0
+	i=1; while [ $i -le $n ]; do cmp -s "$IMG" "$OUT/o$i" || bad=$((bad + 1)); i=$((i + 1)); done
+	echo "$(echo "$t1 - $t0" | bc) $(($1 - tx0)) $(($2 - rx0)) $bad"
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+printf '%-8s %5s %5s %3s %9s %8s %9s %9s %6s\n' tool Mbit loss n time_s tx/img tx/base ctrl_pkts failed
+for rate in $RATES; do
+for loss in $LOSSES; do
+for tool in $TOOLS; do
+for n in $CLIENTS; do
+	: >"$T/runs"
+	r=1; while [ $r -le "$REPS" ]; do run "$tool" "$rate" "$loss" "$n" >>"$T/runs"; r=$((r + 1)); done
+	tm=$(cut -d' ' -f1 "$T/runs" | median)
+	tx=$(cut -d' ' -f2 "$T/runs" | median)
+	rx=$(cut -d' ' -f3 "$T/runs" | median)
+	bad=$(awk '{ s += $4 } END { print s }' "$T/runs")
+	key="$tool-$rate"
+	[ "$loss" = 0 ] && [ "$n" = 1 ] && eval "base_$(echo "$key" | tr - _)=$tx"
+	base=$(eval "echo \${base_$(echo "$key" | tr - _):-$tx}")
+	printf '%-8s %5s %4s%% %3s %9.2f %8.3f %9.3f %9.0f %6s\n' "$tool" "$rate" "$loss" "$n" "$tm" \
+		"$(echo "$tx / $IMGB" | bc -l)" "$(echo "$tx / $base" | bc -l)" "$rx" "$bad"
+done
+done
+done
+done

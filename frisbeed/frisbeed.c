@@ -1,0 +1,558 @@
+/*
+ * frisbeed: serve one image to any number of frisbee clients over UDP multicast.
+ * One thread receives requests into a FIFO work queue (merging requests for the
+ * same chunk), one sends the requested blocks at a paced rate; the main thread
+ * handles signals, statistics and the idle timeout.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "err.h"
+#include "format.h"
+#include "io.h"
+#include "net.h"
+#include "pace.h"
+#include "proto.h"
+
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
+#define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
+#define MAX_CLIENTS 4096
+
+struct req {
+	uint32_t chunk;
+	uint8_t bits[NDZ_BITMAP_BYTES];
+	struct req *next;
+};
+
+struct stats {
+	uint64_t clients, joins, leaves, requests, merged, dropped_current;
+	uint64_t blocks_sent, distinct_sent, bytes_sent;
+	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
+	uint64_t first_ns, last_ns;
+};
+
+struct server {
+	struct ndz_io *img;
+	const char *path;
+	struct ndz_net *net;
+	struct ndz_join_info info;
+	uint32_t tag;
+	uint32_t nchunks;
+	uint64_t rate, burst;
+	int idle;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct req *head, *tail;
+	struct req **queued;           /* per chunk: its queue entry, or NULL */
+	int64_t cur;                   /* chunk being sent, -1: none */
+	unsigned cur_pos;              /* next block the sender looks at */
+	uint8_t cur_bits[NDZ_BITMAP_BYTES];
+	uint8_t *ever;                 /* one bit per block ever sent */
+	uint32_t *client_ids;
+	size_t nclients;
+	uint64_t last_activity_ns;
+	volatile int stop;
+	int fatal;
+	char fatal_msg[256];
+	struct stats st;
+};
+
+static void usage(void)
+{
+	printf("Usage: %s [options] IMAGE\n"
+	       "Serve IMAGE to frisbee clients over UDP multicast.\n\n"
+	       "  -m ADDR      multicast group (default 239.192.0.1)\n"
+	       "  -p PORT      UDP port (default 3564)\n"
+	       "  -i IFACE     interface name or address to use\n"
+	       "  -W RATE      bandwidth cap in bits/s, k/M/G suffixes (default 100M)\n"
+	       "  -b N         burst size in packets (with -g, instead of -W)\n"
+	       "  -g USEC      gap between bursts in microseconds (with -b)\n"
+	       "  -T SECONDS   exit after this long without a client (default 1800, 0: never)\n"
+	       "  -t TTL       multicast TTL (default 5)\n"
+	       "  -L           loopback: also deliver to clients on this host\n"
+	       "  --stats-json FILE  write the statistics as JSON at exit\n"
+	       "  -v           more messages (repeat for more)\n"
+	       "  -h, --help   this help\n"
+	       "  -V, --version\n", cli_progname);
+	exit(EXIT_OK);
+}
+
+/* Open IMAGE and check that it is a whole image: headers of first and last chunk. */
+static void open_image(struct server *s)
+{
+	uint8_t *area = malloc(NDZ_HDR_SIZE);
+	struct ndz_chunk_hdr *h0 = malloc(sizeof(*h0)), *hl = malloc(sizeof(*hl));
+	int r;
+
+	if (!area || !h0 || !hl)
+		cli_die(EXIT_FAIL, "out of memory");
+	r = ndz_io_open_file(s->path, NDZ_IO_READ, &s->img);
+	if (r < 0)
+		cli_die(EXIT_FAIL, "%s: %s", s->path,
+			r == NDZ_ENOTSUP ? "not a regular file or block device" :
+			s->img && s->img->sys_errno ? strerror(s->img->sys_errno) : strerror(errno));
+	if (s->img->size == 0 || s->img->size % NDZ_CHUNK_SIZE ||
+	    s->img->size / NDZ_CHUNK_SIZE > UINT32_MAX)
+		cli_die(EXIT_FAIL, "%s: not an image (size %llu is not a whole number of chunks)",
+			s->path, (unsigned long long)s->img->size);
+	s->nchunks = (uint32_t)(s->img->size / NDZ_CHUNK_SIZE);
+	r = ndz_io_read_full(s->img, area, NDZ_HDR_SIZE, 0, NULL);
+	if (r == 0)
+		r = ndz_hdr_decode(area, h0);
+	if (r == 0 && h0->index != 0)
+		r = NDZ_EHEADER;
+	if (r < 0)
+		cli_die(EXIT_FAIL, "chunk 0 of %s: %s", s->path, ndz_strerror(r));
+	r = ndz_io_read_full(s->img, area, NDZ_HDR_SIZE,
+			     (uint64_t)(s->nchunks - 1) * NDZ_CHUNK_SIZE, NULL);
+	if (r == 0)
+		r = ndz_hdr_decode(area, hl);
+	if (r == 0)
+		r = ndz_hdr_same_image(h0, hl);
+	if (r == 0 && (hl->index != s->nchunks - 1 || !(hl->chunk_flags & NDZ_CHUNK_LAST)))
+		r = NDZ_EMISSING;
+	if (r < 0)
+		cli_die(EXIT_FAIL, "chunk %u of %s: %s", s->nchunks - 1, s->path, ndz_strerror(r));
+	memcpy(s->info.uuid, h0->uuid, 16);
+	s->info.chunks = s->nchunks;
+	s->info.block_size = NDZ_BLOCK_SIZE;
+	s->info.blocks_per_chunk = BLOCKS;
+	s->info.image_bytes = s->img->size;
+	s->info.source_bytes = h0->source_bytes;
+	s->info.rate_bps = s->rate;
+	s->info.idle_timeout = (uint32_t)s->idle;
+	s->tag = ndz_image_tag(h0->uuid);
+	free(area);
+	free(h0);
+	free(hl);
+}
+
+static void note_client(struct server *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->nclients; i++)
+		if (s->client_ids[i] == id)
+			return;
+	s->st.clients++;
+	if (s->nclients < MAX_CLIENTS)
+		s->client_ids[s->nclients++] = id;
+}
+
+/* Queue the blocks in bits of chunk, merging with what is already going to be sent. */
+static void enqueue(struct server *s, uint32_t chunk, uint8_t *bits)
+{
+	struct req *q;
+	int merged = 0;
+
+	if ((int64_t)chunk == s->cur) {
+		/* Blocks still ahead of the sender join the chunk being sent. */
+		for (unsigned b = s->cur_pos; b < BLOCKS; b++)
+			if (ndz_bit_test(bits, b)) {
+				ndz_bit_set(s->cur_bits, b);
+				ndz_bit_clear(bits, b);
+				merged = 1;
+			}
+		if (ndz_bit_count(bits) == 0) {
+			s->st.dropped_current++;
+			return;
+		}
+	}
+	q = s->queued[chunk];
+	if (q) {
+		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+			q->bits[i] |= bits[i];
+		s->st.merged++;
+		return;
+	}
+	if (merged)
+		s->st.merged++;
+	q = malloc(sizeof(*q));
+	if (!q)
+		return;              /* the client will ask again */
+	q->chunk = chunk;
+	memcpy(q->bits, bits, NDZ_BITMAP_BYTES);
+	q->next = NULL;
+	if (s->tail)
+		s->tail->next = q;
+	else
+		s->head = q;
+	s->tail = q;
+	s->queued[chunk] = q;
+	pthread_cond_signal(&s->cond);
+}
+
+static void send_reply(struct server *s, uint32_t client_id)
+{
+	struct ndz_pkt p;
+	uint8_t buf[NDZ_PKT_JOIN_REPLY_LEN];
+	int len;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN_REPLY;
+	p.client_id = client_id;
+	p.tag = s->tag;
+	p.info = s->info;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf));
+	if (len > 0)
+		ndz_net_send(s->net, buf, (size_t)len);
+}
+
+static void *receiver(void *arg)
+{
+	struct server *s = arg;
+	uint8_t buf[2048];
+	struct ndz_pkt p;
+	uint32_t from;
+	char a[16];
+
+	while (!s->stop) {
+		int n = ndz_net_recv(s->net, buf, sizeof(buf), 200, &from), r;
+
+		if (n < 0) {
+			pthread_mutex_lock(&s->lock);
+			s->fatal = 1;
+			snprintf(s->fatal_msg, sizeof(s->fatal_msg), "receive: %s", strerror(errno));
+			pthread_mutex_unlock(&s->lock);
+			return NULL;
+		}
+		if (n == 0)
+			continue;
+		r = ndz_pkt_decode(buf, (size_t)n, &p);
+		pthread_mutex_lock(&s->lock);
+		if (r == NDZ_EPROTOVER) {
+			s->st.bad_version++;
+		} else if (r < 0) {
+			s->st.bad_packets++;
+		} else if (p.type == NDZ_PKT_BLOCK || p.type == NDZ_PKT_JOIN_REPLY) {
+			/* another server's traffic (or ours looped back): not for us */
+		} else if (p.type != NDZ_PKT_JOIN && p.tag != s->tag) {
+			s->st.wrong_image++;
+		} else if ((p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST) &&
+			   p.chunk >= s->nchunks) {
+			s->st.bad_chunk++;
+		} else {
+			s->last_activity_ns = ndz_now_ns();
+			note_client(s, p.client_id);
+			switch (p.type) {
+			case NDZ_PKT_JOIN:
+				s->st.joins++;
+				if (cli_verbose)
+					cli_info("join from %s (client %08x)", ndz_net_ntoa(from, a),
+						 p.client_id);
+				pthread_mutex_unlock(&s->lock);
+				send_reply(s, p.client_id);
+				pthread_mutex_lock(&s->lock);
+				break;
+			case NDZ_PKT_LEAVE:
+				s->st.leaves++;
+				if (cli_verbose)
+					cli_info("leave from %s (client %08x, %s): %u ms, %llu blocks, "
+						 "%llu duplicates, %llu requests", ndz_net_ntoa(from, a),
+						 p.client_id, p.leave.status ? "failed" : "complete",
+						 p.leave.elapsed_ms,
+						 (unsigned long long)p.leave.blocks_received,
+						 (unsigned long long)p.leave.duplicates,
+						 (unsigned long long)p.leave.requests_sent);
+				break;
+			case NDZ_PKT_REQUEST:
+				memset(p.bitmap, 0, sizeof(p.bitmap));
+				for (unsigned b = p.block; b < (unsigned)p.block + p.count; b++)
+					ndz_bit_set(p.bitmap, b);
+				/* fall through */
+			case NDZ_PKT_PREQUEST:
+				s->st.requests++;
+				if (cli_verbose > 2)
+					cli_info("request from %s: chunk %u, %u blocks",
+						 ndz_net_ntoa(from, a), p.chunk, ndz_bit_count(p.bitmap));
+				enqueue(s, p.chunk, p.bitmap);
+				break;
+			}
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;
+}
+
+static void *sender(void *arg)
+{
+	struct server *s = arg;
+	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE), pkt[NDZ_PKT_MAX];
+	int64_t loaded = -1;
+	struct ndz_pace pace;
+	struct ndz_pkt p;
+
+	if (!chunk) {
+		s->fatal = 1;
+		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "out of memory");
+		return NULL;
+	}
+	ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_BLOCK;
+	p.tag = s->tag;
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		struct req *q = s->head;
+		int r;
+
+		if (!q) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+			continue;
+		}
+		s->head = q->next;
+		if (!s->head)
+			s->tail = NULL;
+		s->queued[q->chunk] = NULL;
+		s->cur = q->chunk;
+		s->cur_pos = 0;
+		memcpy(s->cur_bits, q->bits, NDZ_BITMAP_BYTES);
+		pthread_mutex_unlock(&s->lock);
+		if (loaded != (int64_t)q->chunk) {
+			r = ndz_io_read_full(s->img, chunk, NDZ_CHUNK_SIZE,
+					     (uint64_t)q->chunk * NDZ_CHUNK_SIZE, NULL);
+			if (r < 0) {
+				pthread_mutex_lock(&s->lock);
+				s->fatal = 1;
+				snprintf(s->fatal_msg, sizeof(s->fatal_msg), "chunk %u of %s: %s",
+					 q->chunk, s->path, ndz_strerror(r));
+				free(q);
+				break;
+			}
+			loaded = q->chunk;
+		}
+		p.chunk = q->chunk;
+		for (unsigned b = 0; b < BLOCKS && !s->stop; b++) {
+			int want, len;
+			uint64_t bit = (uint64_t)q->chunk * BLOCKS + b;
+
+			pthread_mutex_lock(&s->lock);
+			s->cur_pos = b + 1;
+			want = ndz_bit_test(s->cur_bits, b);
+			pthread_mutex_unlock(&s->lock);
+			if (!want)
+				continue;
+			p.block = (uint16_t)b;
+			p.data = chunk + (size_t)b * NDZ_BLOCK_SIZE;
+			len = ndz_pkt_encode(&p, pkt, sizeof(pkt));
+			ndz_pace_wait(&pace, (uint64_t)len + WIRE_OVERHEAD);
+			if (ndz_net_send(s->net, pkt, (size_t)len) < 0 && cli_verbose)
+				cli_warn("send: %s", strerror(errno));
+			pthread_mutex_lock(&s->lock);
+			if (!s->st.first_ns)
+				s->st.first_ns = ndz_now_ns();
+			s->st.last_ns = ndz_now_ns();
+			s->st.blocks_sent++;
+			s->st.bytes_sent += (uint64_t)len;
+			if (!(s->ever[bit / 8] & (1u << (bit % 8)))) {
+				s->ever[bit / 8] = (uint8_t)(s->ever[bit / 8] | (1u << (bit % 8)));
+				s->st.distinct_sent++;
+			}
+			pthread_mutex_unlock(&s->lock);
+		}
+		free(q);
+		pthread_mutex_lock(&s->lock);
+		s->cur = -1;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(chunk);
+	return NULL;
+}
+
+static void print_stats(struct server *s, FILE *f, int json)
+{
+	struct stats st;
+	double secs, rate, resent;
+
+	pthread_mutex_lock(&s->lock);
+	st = s->st;
+	pthread_mutex_unlock(&s->lock);
+	secs = st.last_ns > st.first_ns ? (double)(st.last_ns - st.first_ns) / 1e9 : 0;
+	rate = secs > 0 ? (double)(st.bytes_sent + st.blocks_sent * WIRE_OVERHEAD) * 8 / secs : 0;
+	resent = st.blocks_sent ? (double)(st.blocks_sent - st.distinct_sent) / (double)st.blocks_sent : 0;
+	if (json) {
+		fprintf(f, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, \"joins\": %llu, "
+			"\"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
+			"\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
+			"\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
+			"\"rate_bps\": %.0f, \"bad_packets\": %llu, \"bad_version\": %llu, "
+			"\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
+			s->path, s->nchunks, (unsigned long long)st.clients,
+			(unsigned long long)st.joins, (unsigned long long)st.leaves,
+			(unsigned long long)st.requests, (unsigned long long)st.merged,
+			(unsigned long long)st.dropped_current, (unsigned long long)st.blocks_sent,
+			(unsigned long long)st.distinct_sent, resent,
+			(unsigned long long)st.bytes_sent, secs, rate,
+			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,
+			(unsigned long long)st.wrong_image, (unsigned long long)st.bad_chunk);
+		return;
+	}
+	fprintf(f, "%s: %llu clients, %llu requests (%llu merged), %llu blocks sent "
+		"(%.1f%% re-sent), %.1f Mbit/s over %.2f s, %llu bad packets dropped\n",
+		cli_progname, (unsigned long long)st.clients, (unsigned long long)st.requests,
+		(unsigned long long)(st.merged + st.dropped_current),
+		(unsigned long long)st.blocks_sent, resent * 100, rate / 1e6, secs,
+		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "stats-json", required_argument, NULL, 'J' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct server s;
+	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
+	const char *json = NULL;
+	uint64_t burst_pkts = 0, gap_us = 0, v;
+	char err[256];
+	pthread_t rt, stt;
+	sigset_t set;
+	int c, r, code = EXIT_OK;
+
+	cli_init(argv[0]);
+	memset(&s, 0, sizeof(s));
+	s.rate = 100000000;
+	s.idle = 1800;
+	s.cur = -1;
+	while ((c = getopt_long(argc, argv, "m:p:i:W:b:g:T:t:LvhV", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'm': no.group = optarg; break;
+		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
+		case 'i': no.iface = optarg; break;
+		case 'W':
+			if (cli_parse_u64(optarg, 0, &v) != 0 || v < 8000)
+				cli_usage_error("-W: bad bandwidth '%s' (bits/s, at least 8k)", optarg);
+			s.rate = v;
+			break;
+		case 'b': burst_pkts = (uint64_t)cli_parse_int(optarg, "-b", 1, 100000); break;
+		case 'g': gap_us = (uint64_t)cli_parse_int(optarg, "-g", 1, 10000000); break;
+		case 'T': s.idle = cli_parse_int(optarg, "-T", 0, 1000000000); break;
+		case 't': no.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
+		case 'L': no.loop = 1; break;
+		case 'J': json = optarg; break;
+		case 'v': cli_verbose++; break;
+		case 'h': usage(); break;
+		case 'V': cli_version(); break;
+		default: cli_usage_error("unknown option");
+		}
+	}
+	if (optind != argc - 1)
+		cli_usage_error("expected one IMAGE argument");
+	if (!!burst_pkts != !!gap_us)
+		cli_usage_error("-b and -g go together");
+	if (burst_pkts) {
+		s.rate = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 * 1000000 / gap_us;
+		s.burst = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
+	} else {
+		s.burst = s.rate / 8 / 1000;   /* a millisecond's worth */
+	}
+	s.path = argv[optind];
+	open_image(&s);
+	s.queued = calloc(s.nchunks, sizeof(*s.queued));
+	s.ever = calloc((size_t)s.nchunks * BLOCKS / 8, 1);
+	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
+	if (!s.queued || !s.ever || !s.client_ids)
+		cli_die(EXIT_FAIL, "out of memory");
+	r = ndz_net_open(&no, &s.net, err, sizeof(err));
+	if (r < 0)
+		cli_die(EXIT_FAIL, "%s", err);
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	s.last_activity_ns = ndz_now_ns();
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
+		cli_die(EXIT_FAIL, "cannot start threads");
+	/* Announce: clients already waiting start now instead of at their next JOIN. */
+	send_reply(&s, 0);
+	if (cli_verbose)
+		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", s.path, s.nchunks,
+			 no.group, no.port, (double)s.rate / 1e6);
+	for (;;) {
+		struct timespec ts = { 0, 200000000 };
+		int sig = sigtimedwait(&set, NULL, &ts);
+		int idle_now;
+
+		if (sig == SIGUSR1) {
+			print_stats(&s, stderr, 0);
+			continue;
+		}
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+			if (cli_verbose)
+				cli_info("stopping on signal %d", sig);
+			break;
+		}
+		pthread_mutex_lock(&s.lock);
+		idle_now = s.idle && !s.head && s.cur < 0 &&
+			   ndz_now_ns() - s.last_activity_ns > (uint64_t)s.idle * 1000000000u;
+		r = s.fatal;
+		pthread_mutex_unlock(&s.lock);
+		if (r) {
+			cli_error("%s", s.fatal_msg);
+			code = EXIT_FAIL;
+			break;
+		}
+		if (idle_now) {
+			if (cli_verbose)
+				cli_info("no client for %d s; exiting", s.idle);
+			break;
+		}
+	}
+	s.stop = 1;
+	pthread_mutex_lock(&s.lock);
+	pthread_cond_broadcast(&s.cond);
+	pthread_mutex_unlock(&s.lock);
+	pthread_join(rt, NULL);
+	pthread_join(stt, NULL);
+	print_stats(&s, stderr, 0);
+	if (json) {
+		FILE *f = fopen(json, "w");
+
+		if (!f) {
+			cli_error("%s: %s", json, strerror(errno));
+			code = EXIT_FAIL;
+		} else {
+			print_stats(&s, f, 1);
+			if (fclose(f) != 0) {
+				cli_error("%s: %s", json, strerror(errno));
+				code = EXIT_FAIL;
+			}
+		}
+	}
+	while (s.head) {
+		struct req *q = s.head;
+
+		s.head = q->next;
+		free(q);
+	}
+	ndz_net_free(s.net);
+	ndz_io_close(s.img);
+	free(s.queued);
+	free(s.ever);
+	free(s.client_ids);
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
+	return code;
+}

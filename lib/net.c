@@ -1,0 +1,204 @@
+/* Multicast socket setup and datagram send/receive. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "net.h"
+
+struct ndz_net {
+	int fd;
+	struct sockaddr_in group;
+	uint32_t local;
+	int rcvbuf;
+};
+
+static int fail(char *eb, size_t el, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *eb, size_t el, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (eb && el) {
+		va_start(ap, fmt);
+		vsnprintf(eb, el, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+int ndz_net_addr(const char *s, uint32_t *out)
+{
+	struct in_addr a;
+
+	if (!s || inet_pton(AF_INET, s, &a) != 1)
+		return NDZ_EINVAL;
+	*out = a.s_addr;
+	return 0;
+}
+
+const char *ndz_net_ntoa(uint32_t a, char *buf)
+{
+	struct in_addr ia = { .s_addr = a };
+
+	if (!inet_ntop(AF_INET, &ia, buf, 16))
+		strcpy(buf, "?");
+	return buf;
+}
+
+/* Resolve an interface name or address into its index and IPv4 address. */
+static int find_iface(const char *spec, int *index, uint32_t *addr)
+{
+	struct ifaddrs *ifa, *i;
+	uint32_t want = 0;
+	int by_addr = ndz_net_addr(spec, &want) == 0;
+	int found = 0;
+
+	if (getifaddrs(&ifa) != 0)
+		return NDZ_ENET;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)(const void *)i->ifa_addr;
+
+		if (!sin || sin->sin_family != AF_INET)
+			continue;
+		if (by_addr ? sin->sin_addr.s_addr == want : strcmp(i->ifa_name, spec) == 0) {
+			*index = (int)if_nametoindex(i->ifa_name);
+			*addr = sin->sin_addr.s_addr;
+			found = *index > 0;
+		}
+	}
+	freeifaddrs(ifa);
+	return found ? 0 : NDZ_EINVAL;
+}
+
+int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, char *eb, size_t el)
+{
+	struct ndz_net *n;
+	struct ip_mreqn mr;
+	uint32_t g;
+	int one = 1, zero = 0, ttl = o->ttl > 0 ? o->ttl : 5;
+	int loop = !!o->loop, rb = o->rcvbuf > 0 ? o->rcvbuf : 4 << 20, ifindex = 0, r;
+	socklen_t sl = sizeof(n->rcvbuf);
+
+	*out = NULL;
+	if (ndz_net_addr(o->group, &g) != 0 || !IN_MULTICAST(ntohl(g)))
+		return fail(eb, el, NDZ_EINVAL, "%s: not an IPv4 multicast address",
+			    o->group ? o->group : "(none)");
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return fail(eb, el, NDZ_ENOMEM, "out of memory");
+	if (o->iface && find_iface(o->iface, &ifindex, &n->local) != 0) {
+		free(n);
+		return fail(eb, el, NDZ_EINVAL, "%s: no such interface with an IPv4 address",
+			    o->iface);
+	}
+	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (n->fd < 0) {
+		free(n);
+		return fail(eb, el, NDZ_ENET, "socket: %s", strerror(errno));
+	}
+	n->group.sin_family = AF_INET;
+	n->group.sin_port = htons(o->port);
+	n->group.sin_addr.s_addr = g;
+	memset(&mr, 0, sizeof(mr));
+	mr.imr_multiaddr.s_addr = g;
+	mr.imr_address.s_addr = n->local;
+	mr.imr_ifindex = ifindex;
+	setsockopt(n->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* As root, exceed rmem_max; otherwise take what the system allows. */
+	if (setsockopt(n->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb)) != 0)
+		setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
+	if (o->sndbuf > 0 &&
+	    setsockopt(n->fd, SOL_SOCKET, SO_SNDBUFFORCE, &o->sndbuf, sizeof(o->sndbuf)) != 0)
+		setsockopt(n->fd, SOL_SOCKET, SO_SNDBUF, &o->sndbuf, sizeof(o->sndbuf));
+	getsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &n->rcvbuf, &sl);
+	/* Only this group's datagrams, even when other sockets joined other groups. */
+	setsockopt(n->fd, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero));
+	r = bind(n->fd, (const struct sockaddr *)&n->group, sizeof(n->group));
+	if (r != 0)
+		goto err;
+	r = setsockopt(n->fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mr, sizeof(mr));
+	if (r != 0)
+		goto err;
+	if (ifindex) {
+		r = setsockopt(n->fd, IPPROTO_IP, IP_MULTICAST_IF, &mr, sizeof(mr));
+		if (r != 0)
+			goto err;
+	}
+	if (setsockopt(n->fd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof(ttl)) != 0 ||
+	    setsockopt(n->fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof(loop)) != 0)
+		goto err;
+	*out = n;
+	return 0;
+err:
+	r = fail(eb, el, NDZ_ENET, "multicast group %s port %u%s%s: %s", o->group, o->port,
+		 o->iface ? " on " : "", o->iface ? o->iface : "", strerror(errno));
+	close(n->fd);
+	free(n);
+	return r;
+}
+
+int ndz_net_send(struct ndz_net *n, const void *buf, size_t len)
+{
+	ssize_t r;
+
+	do {
+		r = sendto(n->fd, buf, len, 0, (const struct sockaddr *)&n->group,
+			   sizeof(n->group));
+	} while (r < 0 && errno == EINTR);
+	/* A full send queue is a drop on a lossy medium, not a failure. */
+	if (r < 0 && (errno == ENOBUFS || errno == EAGAIN))
+		return 0;
+	return r == (ssize_t)len ? 0 : NDZ_ENET;
+}
+
+int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from)
+{
+	struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	ssize_t r;
+	int pr;
+
+	pr = poll(&pfd, 1, timeout_ms);
+	if (pr < 0)
+		return errno == EINTR ? 0 : NDZ_ENET;
+	if (pr == 0)
+		return 0;
+	r = recvfrom(n->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&sin, &sl);
+	if (r < 0)
+		return (errno == EAGAIN || errno == EINTR) ? 0 : NDZ_ENET;
+	*from = sin.sin_addr.s_addr;
+	if (r == 0 || (size_t)r > cap)
+		return (int)(cap + 1 > 0x7fffffff ? 0x7fffffff : cap + 1); /* caller sees oversize */
+	return (int)r;
+}
+
+uint32_t ndz_net_local(const struct ndz_net *n)
+{
+	return n->local;
+}
+
+int ndz_net_rcvbuf(const struct ndz_net *n)
+{
+	return n->rcvbuf;
+}
+
+void ndz_net_free(struct ndz_net *n)
+{
+	if (!n)
+		return;
+	close(n->fd);
+	free(n);
+}

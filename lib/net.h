@@ -1,0 +1,52 @@
+/* UDP multicast sockets: join a group on an interface, send to it, receive with a timeout. */
+#ifndef NDZ_NET_H
+#define NDZ_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ndz_net;
+
+struct ndz_net_opts {
+	const char *group;             /* dotted IPv4 multicast address */
+	uint16_t port;
+	const char *iface;             /* interface name or one of its addresses; NULL: by route */
+	int ttl;                       /* multicast TTL; 0: 5 */
+	int loop;                      /* deliver our own sends to sockets on this host */
+	int rcvbuf;                    /* socket receive buffer bytes; 0: 1 MiB + */
+	int sndbuf;                    /* socket send buffer bytes; 0: system default */
+};
+
+/*
+ * ndz_net_open - a socket bound to group:port, member of group on the interface,
+ * sending to group:port from it. errbuf (may be NULL) gets a message naming
+ * what failed. Returns 0 and *out or NDZ_EINVAL (bad address or interface) or NDZ_ENET.
+ */
+int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, char *errbuf, size_t errlen);
+
+/* ndz_net_send - one datagram to the group. 0 or NDZ_ENET (errno set). */
+int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);
+
+/*
+ * ndz_net_recv - one datagram, waiting at most timeout_ms (< 0: forever).
+ * Returns its length (> 0), 0 on timeout, or NDZ_ENET; *from gets the sender's
+ * IPv4 address in network byte order.
+ */
+int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from);
+
+/* ndz_net_local - the sending interface's IPv4 address (network order), 0 if unknown. */
+uint32_t ndz_net_local(const struct ndz_net *n);
+
+/* ndz_net_rcvbuf - the receive buffer size the kernel granted. */
+int ndz_net_rcvbuf(const struct ndz_net *n);
+
+/* ndz_net_addr - parse a dotted IPv4 address into network order. 0 or NDZ_EINVAL. */
+int ndz_net_addr(const char *s, uint32_t *out);
+
+/* ndz_net_ntoa - format a network-order address into buf (>= 16 bytes); returns buf. */
+const char *ndz_net_ntoa(uint32_t a, char *buf);
+
+/* ndz_net_free - close and free; NULL ok. */
+void ndz_net_free(struct ndz_net *n);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * The multicast wire protocol (doc/PROTOCOL.md): the only code that knows the
+ * byte layout of a packet. Every field is checked on decode.
+ */
+#ifndef NDZ_PROTO_H
+#define NDZ_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NDZ_PROTO_VERSION   1u
+#define NDZ_PROTO_HDR       8u          /* magic, version, type, flags */
+#define NDZ_BITMAP_BYTES    128u        /* one bit per block of a chunk */
+#define NDZ_PKT_MAX         1044u       /* the largest packet: a BLOCK */
+
+enum ndz_pkt_type {
+	NDZ_PKT_JOIN = 1,              /* client -> group: who serves here? */
+	NDZ_PKT_JOIN_REPLY = 2,        /* server -> group: image parameters */
+	NDZ_PKT_LEAVE = 3,             /* client -> group: done, with statistics */
+	NDZ_PKT_BLOCK = 4,             /* server -> group: 1 KiB of a chunk */
+	NDZ_PKT_REQUEST = 5,           /* client -> group: a block range of a chunk */
+	NDZ_PKT_PREQUEST = 6,          /* client -> group: a bitmap of blocks of a chunk */
+};
+
+/* Sizes of each packet type on the wire; every packet has exactly its size. */
+#define NDZ_PKT_JOIN_LEN       16u
+#define NDZ_PKT_JOIN_REPLY_LEN 80u
+#define NDZ_PKT_LEAVE_LEN      64u
+#define NDZ_PKT_BLOCK_LEN      (20u + 1024u)
+#define NDZ_PKT_REQUEST_LEN    24u
+#define NDZ_PKT_PREQUEST_LEN   (24u + NDZ_BITMAP_BYTES)
+
+/* What the server tells a joining client (JOIN_REPLY). */
+struct ndz_join_info {
+	uint8_t uuid[16];              /* image UUID (from the chunk headers) */
+	uint32_t chunks;               /* image size in chunks, >= 1 */
+	uint32_t block_size;           /* 1024 */
+	uint32_t blocks_per_chunk;     /* 1024 */
+	uint64_t image_bytes;          /* chunks * chunk size */
+	uint64_t source_bytes;         /* bytes the image restores to */
+	uint64_t rate_bps;             /* server bandwidth cap, bits/s; 0: none */
+	uint32_t idle_timeout;         /* server exits after this many idle seconds; 0: never */
+};
+
+/* What a leaving client reports (LEAVE). */
+struct ndz_leave_stats {
+	uint32_t elapsed_ms;
+	uint32_t status;               /* 0: image complete, 1: failed */
+	uint64_t blocks_received;
+	uint64_t duplicates;
+	uint64_t requests_sent;
+	uint64_t bytes_written;
+	uint32_t chunks_done;
+};
+
+/* A decoded packet; which fields are meaningful depends on type. */
+struct ndz_pkt {
+	uint8_t type;                  /* enum ndz_pkt_type */
+	uint32_t client_id;            /* JOIN, JOIN_REPLY (the asker), LEAVE, REQUEST, PREQUEST */
+	uint32_t tag;                  /* image tag: all but JOIN */
+	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST */
+	uint16_t block;                /* BLOCK: block; REQUEST: first block */
+	uint16_t count;                /* REQUEST: number of blocks, >= 1 */
+	const uint8_t *data;           /* BLOCK: 1024 bytes (points into the buffer) */
+	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
+	struct ndz_join_info info;     /* JOIN_REPLY */
+	struct ndz_leave_stats leave;  /* LEAVE */
+};
+
+/* ndz_image_tag - the 32-bit tag of an image carried in packets (from its UUID). */
+uint32_t ndz_image_tag(const uint8_t uuid[16]);
+
+/*
+ * ndz_pkt_encode - write p into buf (cap bytes). Returns the packet length, or
+ * NDZ_EINVAL when a field is out of range or cap is too small.
+ */
+int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap);
+
+/*
+ * ndz_pkt_decode - parse and validate len bytes: magic, version, type, exact
+ * length, reserved bytes zero, field ranges. Returns 0 with *p filled (p->data
+ * points into buf), NDZ_EPROTOVER for another protocol version, or NDZ_EPROTO.
+ * Does not know the image: the caller checks tag and chunk against it.
+ */
+int ndz_pkt_decode(const uint8_t *buf, size_t len, struct ndz_pkt *p);
+
+/* Bitmap helpers over NDZ_BITMAP_BYTES bytes. */
+static inline int ndz_bit_test(const uint8_t *bm, unsigned b)
+{
+	return (bm[b >> 3] >> (b & 7)) & 1;
+}
+
+static inline void ndz_bit_set(uint8_t *bm, unsigned b)
+{
+	bm[b >> 3] = (uint8_t)(bm[b >> 3] | (1u << (b & 7)));
+}
+
+static inline void ndz_bit_clear(uint8_t *bm, unsigned b)
+{
+	bm[b >> 3] = (uint8_t)(bm[b >> 3] & ~(1u << (b & 7)));
+}
+
+/* ndz_bit_count - the number of set bits in a block bitmap. */
+unsigned ndz_bit_count(const uint8_t *bm);
+
+#endif

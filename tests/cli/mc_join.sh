@@ -1,0 +1,27 @@
+#!/bin/sh
+# Multicast: clients joining 0-5 s apart, some mid-transfer, some after the others are done.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
+for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+mc_image a "$MC_MIB" 3 || { not_ok "make image"; done_testing; }
+
+# slow enough that one image takes about 3 s, so the second and third join mid-way
+rate=$(( MC_MIB * 8 * 1100 / 3 ))k
+mc_server srv "$T/a.ndz" -W "$rate" -T 30 --stats-json "$T/stats.json"
+mc_client c1 "$T/out1" -T 10
+sleep 1
+mc_client c2 "$T/out2" -T 10
+sleep 1.5
+mc_client c3 "$T/out3" -T 10
+sleep 2.5
+mc_client c4 "$T/out4" -T 10
+mc_wait
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+for i in 1 2 3 4; do
+	check "client $i (joined at its own time) completes byte-identical" \
+		sh -c "[ \"$(mc_rc "c$i")\" = 0 ] && cmp -s '$T/a.src' '$T/out$i'"
+done
+check "server counted 4 clients" [ "$(json_num "$T/stats.json" clients)" = 4 ]
+done_testing

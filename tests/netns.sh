@@ -1,0 +1,143 @@
+# A private LAN of network namespaces for the multicast tests; sourced after tests/lib.sh.
+# A bridge in a namespace of its own; each host (server, clients, a rogue) is a
+# namespace joined to it by a veth pair, with an address in 10.77.0.0/24 and the
+# multicast route on its veth. Everything is removed at exit, even on failure.
+# shellcheck shell=sh
+
+NETNS_PFX="ndz$$-"
+NETNS_BR="${NETNS_PFX}br"
+NETNS_LIST=""
+# a group and port of our own, so concurrent runs never meet
+MC_GROUP="239.$(( ($$ >> 16) % 200 + 20 )).$(( ($$ >> 8) % 256 )).$(( $$ % 250 + 1 ))"
+MC_PORT=$(( 3564 + $$ % 20000 ))
+
+netns_cleanup() {
+	for _ns in $NETNS_LIST; do
+		ip netns pids "$_ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$_ns" 2>/dev/null
+	done
+	NETNS_LIST=""
+}
+
+# netns_usable: 0 when namespaces, veths, bridges and nftables work here.
+netns_usable() {
+	[ "$(id -u)" = 0 ] || return 1
+	command -v ip >/dev/null && command -v nft >/dev/null || return 1
+	ip netns add "${NETNS_PFX}probe" 2>/dev/null || return 1
+	_ok=0
+	ip netns exec "${NETNS_PFX}probe" nft add table inet probe 2>/dev/null &&
+		ip -n "${NETNS_PFX}probe" link add probe0 type bridge 2>/dev/null || _ok=1
+	ip netns del "${NETNS_PFX}probe"
+	return $_ok
+}
+
+# netns_lan: create the bridge namespace. Call once before netns_host.
+netns_lan() {
+	at_exit netns_cleanup
+	ip netns add "$NETNS_BR" || return 1
+	NETNS_LIST="$NETNS_LIST $NETNS_BR"
+	ip -n "$NETNS_BR" link add br0 type bridge mcast_snooping 0 &&
+		ip -n "$NETNS_BR" link set br0 up
+}
+
+_netns_n=0
+# netns_host NAME ADDR: a namespace ${NETNS_PFX}NAME on the LAN with address 10.77.0.ADDR.
+netns_host() {
+	_ns="$NETNS_PFX$1"
+	_netns_n=$((_netns_n + 1))
+	ip netns add "$_ns" || return 1
+	NETNS_LIST="$_ns $NETNS_LIST"
+	ip link add "ndz$$h$_netns_n" netns "$_ns" type veth peer name "p$_netns_n" \
+		netns "$NETNS_BR" || return 1
+	ip -n "$_ns" link set "ndz$$h$_netns_n" name eth0 &&
+		ip -n "$NETNS_BR" link set "p$_netns_n" master br0 up &&
+		ip -n "$_ns" link set lo up &&
+		ip -n "$_ns" addr add "10.77.0.$2/24" brd + dev eth0 &&
+		ip -n "$_ns" link set eth0 up &&
+		ip -n "$_ns" route add 224.0.0.0/4 dev eth0
+}
+
+# in_ns NAME CMD...: run CMD inside host NAME.
+in_ns() { _nsn="$NETNS_PFX$1"; shift; ip netns exec "$_nsn" "$@"; }
+
+# netns_loss NAME PERCENT: drop PERCENT% (may be fractional, e.g. 0.5) of UDP arriving at NAME.
+netns_loss() {
+	_per_mille=$(awk -v p="$2" 'BEGIN { printf "%d", p * 10 }')
+	in_ns "$1" nft -f - <<NFT
+table inet ndzloss {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		meta l4proto udp numgen random mod 1000 < $_per_mille drop
+	}
+}
+NFT
+}
+
+# netns_noloss NAME: remove the loss rules of NAME.
+netns_noloss() { in_ns "$1" nft delete table inet ndzloss 2>/dev/null; true; }
+
+# netns_tx_bytes NAME: bytes sent by NAME's interface so far.
+netns_tx_bytes() { in_ns "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
+netns_rx_packets() { in_ns "$1" cat /sys/class/net/eth0/statistics/rx_packets; }
+
+# ---- multicast test helpers ----
+MKFAKEIMG="${NDZ_BUILD:-}/tests/helpers/mkfakeimg"
+MCROGUE="${NDZ_BUILD:-}/tests/helpers/mcrogue"
+MC_RAW=""
+
+# mc_image NAME MIB SEED: make an image $T/NAME.ndz of about MIB MiB whose restored
+# content is $T/NAME.src. With imagezip built, a real image of compressible and random
+# data; otherwise a fake image received with --raw (then NAME.src is the image itself).
+mc_image() {
+	src="$T/$1.src" img="$T/$1.ndz"
+	if [ -x "$IMAGEZIP" ] && [ -z "${MC_FORCE_RAW:-}" ]; then
+		# half random, half text-like: each chunk is compressed to something real
+		head -c $(( $2 * 1024 * 512 )) /dev/urandom >"$src.r" &&
+			yes "ndz multicast test $3 line" | head -c $(( $2 * 1024 * 1024 )) >"$src.t" &&
+			cat "$src.r" "$src.t" "$src.r" >"$src" && rm -f "$src.r" "$src.t" &&
+			"$IMAGEZIP" -q "$src" "$img"
+	else
+		MC_RAW="--raw"
+		"$MKFAKEIMG" "$img" "$2" "$3" && ln -sf "$img" "$src"
+	fi
+}
+
+# mc_same SRC TARGET: the target holds exactly the source's bytes.
+mc_same() { cmp -s "$1" "$2"; }
+
+# mc_server NAME IMAGE [OPTIONS...]: start frisbeed in host NAME; sets MC_SRV_PID.
+mc_server() {
+	_h=$1 _i=$2; shift 2
+	# ip netns exec execs the program, so $! is frisbeed itself
+	ip netns exec "$NETNS_PFX$_h" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_i" \
+		2>>"$T/$_h.log" &
+	MC_SRV_PID=$!
+	# wait until it listens (its socket is bound to the group)
+	for _k in 1 2 3 4 5 6 7 8 9 10; do
+		in_ns "$_h" ss -lun 2>/dev/null | grep -q ":$MC_PORT " && return 0
+		sleep 0.1
+	done
+	return 0
+}
+
+# mc_client NAME TARGET [OPTIONS...]: start frisbee in host NAME in the background;
+# its pid is appended to MC_PIDS, its exit status goes to $T/NAME.rc.
+MC_PIDS=""
+mc_client() {
+	_h=$1 _t=$2; shift 2
+	( in_ns "$_h" "$FRISBEE" $MC_RAW -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_t" \
+		2>>"$T/$_h.log"; echo $? >"$T/$_h.rc" ) &
+	MC_PIDS="$MC_PIDS $!"
+}
+
+# mc_wait: wait for every client started so far.
+mc_wait() { for _p in $MC_PIDS; do wait "$_p"; done; MC_PIDS=""; }
+
+# mc_rc NAME: the exit status of client NAME (or "none").
+mc_rc() { cat "$T/$1.rc" 2>/dev/null || echo none; }
+
+# json_num FILE KEY: a number from frisbeed's --stats-json output.
+json_num() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1"; }
+
+# mc_scale: sizes and rates shrink under the sanitizers, which are several times slower.
+if [ "${NDZ_SANITIZED:-0}" = 1 ]; then MC_MIB=6 MC_RATE=150M; else MC_MIB=12 MC_RATE=300M; fi

@@ -1,0 +1,204 @@
+/* Unit tests for lib/proto: every packet type round-trips; every field is checked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "proto.h"
+
+static uint8_t data[1024];
+
+static struct ndz_pkt make(int type)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = (uint8_t)type;
+	p.client_id = 0x11223344;
+	p.tag = 0x55667788;
+	switch (type) {
+	case NDZ_PKT_JOIN_REPLY:
+		for (int i = 0; i < 16; i++)
+			p.info.uuid[i] = (uint8_t)(i * 7 + 1);
+		p.tag = ndz_image_tag(p.info.uuid);
+		p.info.chunks = 3;
+		p.info.block_size = 1024;
+		p.info.blocks_per_chunk = 1024;
+		p.info.image_bytes = 3ull << 20;
+		p.info.source_bytes = 123456789;
+		p.info.rate_bps = 100000000;
+		p.info.idle_timeout = 1800;
+		break;
+	case NDZ_PKT_LEAVE:
+		p.leave.elapsed_ms = 4321;
+		p.leave.status = 1;
+		p.leave.blocks_received = 1ull << 40;
+		p.leave.duplicates = 5;
+		p.leave.requests_sent = 6;
+		p.leave.bytes_written = 7;
+		p.leave.chunks_done = 8;
+		break;
+	case NDZ_PKT_BLOCK:
+		p.chunk = 0xfffffffe;
+		p.block = 1023;
+		p.data = data;
+		break;
+	case NDZ_PKT_REQUEST:
+		p.chunk = 9;
+		p.block = 1000;
+		p.count = 24;
+		break;
+	case NDZ_PKT_PREQUEST:
+		p.chunk = 10;
+		ndz_bit_set(p.bitmap, 0);
+		ndz_bit_set(p.bitmap, 1023);
+		break;
+	}
+	return p;
+}
+
+static const int types[] = { NDZ_PKT_JOIN, NDZ_PKT_JOIN_REPLY, NDZ_PKT_LEAVE,
+			     NDZ_PKT_BLOCK, NDZ_PKT_REQUEST, NDZ_PKT_PREQUEST };
+static const size_t lens[] = { NDZ_PKT_JOIN_LEN, NDZ_PKT_JOIN_REPLY_LEN, NDZ_PKT_LEAVE_LEN,
+			       NDZ_PKT_BLOCK_LEN, NDZ_PKT_REQUEST_LEN, NDZ_PKT_PREQUEST_LEN };
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < 1024; i++)
+		data[i] = (uint8_t)(i * 31);
+	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+		struct ndz_pkt p = make(types[t]), q;
+		uint8_t buf[NDZ_PKT_MAX], buf2[NDZ_PKT_MAX];
+		int len = ndz_pkt_encode(&p, buf, sizeof(buf));
+
+		assert_int_equal(len, (int)lens[t]);
+		assert_true(len <= 1472);       /* one datagram in a 1500-byte MTU */
+		assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q), 0);
+		assert_int_equal(q.type, p.type);
+		if (p.type == NDZ_PKT_BLOCK) {
+			assert_memory_equal(q.data, data, 1024);
+			assert_int_equal(q.chunk, p.chunk);
+			assert_int_equal(q.block, p.block);
+		}
+		if (p.type == NDZ_PKT_JOIN_REPLY)
+			assert_memory_equal(&q.info, &p.info, sizeof(p.info));
+		if (p.type == NDZ_PKT_LEAVE)
+			assert_memory_equal(&q.leave, &p.leave, sizeof(p.leave));
+		if (p.type == NDZ_PKT_PREQUEST)
+			assert_memory_equal(q.bitmap, p.bitmap, sizeof(p.bitmap));
+		/* re-encoding the decoded packet gives the same bytes */
+		assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2)), len);
+		assert_memory_equal(buf, buf2, (size_t)len);
+		/* one byte more or less is malformed */
+		assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1, &q), NDZ_EPROTO);
+		buf[len] = 0;
+		assert_int_equal(ndz_pkt_decode(buf, (size_t)len + 1, &q), NDZ_EPROTO);
+		/* too small a buffer is refused */
+		assert_int_equal(ndz_pkt_encode(&p, buf, (size_t)len - 1), NDZ_EINVAL);
+	}
+}
+
+static void test_layout(void **state)
+{
+	struct ndz_pkt p = make(NDZ_PKT_REQUEST);
+	uint8_t b[64];
+
+	(void)state;
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 24);
+	assert_memory_equal(b, "NDZP\x01\x05\x00\x00", 8);
+	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x09\x00\x00\x00\xe8\x03\x18\x00", 16);
+}
+
+static void expect_bad(int type, size_t off, uint8_t val, int code)
+{
+	struct ndz_pkt p = make(type), q;
+	uint8_t buf[NDZ_PKT_MAX];
+	int len = ndz_pkt_encode(&p, buf, sizeof(buf));
+
+	assert_true(len > 0);
+	buf[off] = val;
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q), code);
+}
+
+static void test_validation(void **state)
+{
+	(void)state;
+	expect_bad(NDZ_PKT_JOIN, 0, 'X', NDZ_EPROTO);               /* magic */
+	expect_bad(NDZ_PKT_JOIN, 4, 2, NDZ_EPROTOVER);              /* version */
+	expect_bad(NDZ_PKT_JOIN, 5, 0, NDZ_EPROTO);                 /* type 0 */
+	expect_bad(NDZ_PKT_JOIN, 5, 7, NDZ_EPROTO);                 /* unknown type */
+	expect_bad(NDZ_PKT_JOIN, 6, 1, NDZ_EPROTO);                 /* flags */
+	expect_bad(NDZ_PKT_JOIN, 12, 1, NDZ_EPROTO);                /* reserved */
+	expect_bad(NDZ_PKT_JOIN_REPLY, 12, 0, NDZ_EPROTO);          /* tag not from uuid */
+	expect_bad(NDZ_PKT_JOIN_REPLY, 32, 0, NDZ_EPROTO);          /* chunks vs bytes */
+	expect_bad(NDZ_PKT_JOIN_REPLY, 37, 0x08, NDZ_EPROTO);       /* block size 2048 */
+	expect_bad(NDZ_PKT_JOIN_REPLY, 41, 0x02, NDZ_EPROTO);       /* blocks per chunk */
+	expect_bad(NDZ_PKT_JOIN_REPLY, 75, 1, NDZ_EPROTO);          /* reserved */
+	expect_bad(NDZ_PKT_LEAVE, 20, 2, NDZ_EPROTO);               /* status */
+	expect_bad(NDZ_PKT_LEAVE, 63, 1, NDZ_EPROTO);               /* reserved */
+	expect_bad(NDZ_PKT_BLOCK, 17, 0x04, NDZ_EPROTO);            /* block 1024+ */
+	expect_bad(NDZ_PKT_BLOCK, 18, 1, NDZ_EPROTO);               /* reserved */
+	expect_bad(NDZ_PKT_REQUEST, 22, 0, NDZ_EPROTO);             /* count 0 */
+	expect_bad(NDZ_PKT_REQUEST, 22, 25, NDZ_EPROTO);            /* past the chunk */
+	expect_bad(NDZ_PKT_REQUEST, 21, 4, NDZ_EPROTO);             /* first block */
+	expect_bad(NDZ_PKT_PREQUEST, 20, 1, NDZ_EPROTO);            /* reserved */
+	{
+		struct ndz_pkt p = make(NDZ_PKT_PREQUEST), q;
+		uint8_t buf[NDZ_PKT_MAX];
+
+		memset(p.bitmap, 0, sizeof(p.bitmap));
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		p = make(NDZ_PKT_PREQUEST);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_PREQUEST_LEN);
+		memset(buf + 24, 0, NDZ_BITMAP_BYTES);           /* empty bitmap */
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_PREQUEST_LEN, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, 0, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, 7, &q), NDZ_EPROTO);
+	}
+	{
+		struct ndz_pkt p = make(NDZ_PKT_BLOCK);
+		uint8_t buf[NDZ_PKT_MAX];
+
+		p.data = NULL;
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		p.type = 99;
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+	}
+}
+
+static void test_bits(void **state)
+{
+	uint8_t bm[NDZ_BITMAP_BYTES];
+
+	(void)state;
+	memset(bm, 0, sizeof(bm));
+	assert_int_equal(ndz_bit_count(bm), 0);
+	ndz_bit_set(bm, 0);
+	ndz_bit_set(bm, 9);
+	ndz_bit_set(bm, 1023);
+	assert_int_equal(bm[0], 1);
+	assert_int_equal(bm[1], 2);
+	assert_int_equal(bm[127], 0x80);
+	assert_int_equal(ndz_bit_count(bm), 3);
+	assert_true(ndz_bit_test(bm, 9));
+	ndz_bit_clear(bm, 9);
+	assert_false(ndz_bit_test(bm, 9));
+	assert_int_equal(ndz_bit_count(bm), 2);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_validation),
+		cmocka_unit_test(test_bits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
