@@ -69,7 +69,13 @@ run_once() {
 	t2=$(now)
 	case $fs in
 	ext4) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
-	ntfs) ntfsfix -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	ntfs) if ! ntfsfix -n "$tgt" >"$T/fix" 2>&1; then
+		if grep -q "alternate boot sector... BAD" "$T/fix"; then
+			echo "bench/fs.sh: $m on $fs: backup boot sector not restored" >&2
+		else
+			echo "bench/fs.sh: $m on $fs: restore not clean" >&2
+		fi
+	      fi ;;
 	esac
 	awk -v a="$t0" -v b="$t1" -v c="$t2" -v s="$(stat -c %s "$img")" \
 		'BEGIN { printf "%.3f %.3f %d\n", b - a, c - b, s }'

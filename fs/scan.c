@@ -114,6 +114,14 @@ static void warnf(struct scan *s, const char *fmt, ...)
 	s->o->warn(s->o->warn_ctx, msg);
 }
 
+/* Module messages start with the volume's name, which `what` already gives. */
+static const char *strip_name(const char *err, const char *name)
+{
+	size_t nl = strlen(name);
+
+	return !strncmp(err, name, nl) && !strncmp(err + nl, ": ", 2) ? err + nl + 2 : err;
+}
+
 static struct ndz_scan_entry *new_entry(struct scan *s)
 {
 	struct ndz_scan_entry *nv;
@@ -224,10 +232,11 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
 	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
-		warnf(s, "%s: %s; taking it raw", what, err[0] ? err : "unreadable");
+		warnf(s, "%s: %s; taking it raw", what, err[0] ? strip_name(err, io->name) :
+			  "unreadable");
 	if (e) {
 		e->how = "raw";
-		snprintf(e->note, sizeof(e->note), "%s", err);
+		snprintf(e->note, sizeof(e->note), "%s", strip_name(err, io->name));
 		e->used_bytes = io->size;
 		e->free_bytes = 0;
 	}
@@ -249,14 +258,10 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		return rc;
 	if (rc < 0) {
 		/* a label is there but broken: nothing in the slice can be trusted */
-		size_t nl = strlen(slice->name);
-		const char *why = !strncmp(err, slice->name, nl) && !strncmp(err + nl, ": ", 2) ?
-				  err + nl + 2 : err;
-
-		warnf(s, "%s: %s; taking it raw", what, why);
+		warnf(s, "%s: %s; taking it raw", what, strip_name(err, slice->name));
 		if (e) {
 			e->how = "raw";
-			snprintf(e->note, sizeof(e->note), "%s", err);
+			snprintf(e->note, sizeof(e->note), "%s", strip_name(err, slice->name));
 			e->used_bytes = slice->size;
 		}
 		*handled = 1;

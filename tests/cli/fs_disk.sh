@@ -96,17 +96,22 @@ used=$(used_bytes "$mbr")
 smaller "$T/mbr.ndz" "$mbr" "$used" "mbr"
 rm -f "$T/t.disk"
 
-# ---- GPT ----
+# ---- GPT: a FreeBSD partition holding the same disklabel (its offsets are
+# absolute, so it sits where the MBR slice did), an EFI system partition ----
 gpt="$T/gpt.disk"
 dirty "$gpt" $DISK
-sgdisk -n 1:2048:+32M -t 1:8300 -n 2:67584:+32M -t 2:0700 -n 3:133120:+32M -t 3:a503 \
-	-n 4:198656:+16M -t 4:8200 -n 5:231424:+16M -t 5:5e3f1c2a-44a2-4f6b-9f53-0d1c2b3a4f50 \
-	-n 6:264192:+8M -t 6:ef00 "$gpt" >/dev/null 2>&1
+sgdisk -n 1:2048:+32M -t 1:8300 -n 2:67584:+32M -t 2:0700 -n 3:133120:215039 -t 3:a500 \
+	-n 4:215040:+16M -t 4:8200 -n 5:247808:+16M -t 5:5e3f1c2a-44a2-4f6b-9f53-0d1c2b3a4f50 \
+	-n 6:280576:+8M -t 6:ef00 "$gpt" >/dev/null 2>&1
 put "$gpt" 2048 "$T/ext.img"
 put "$gpt" 67584 "$T/ntfs.img"
-put "$gpt" 133120 "$T/ufs.img"
-put "$gpt" 198656 "$T/swap.img"
-put "$gpt" 264192 "$T/esp.img"
+dd if="$mbr" of="$gpt" bs=512 skip=133120 seek=133120 count=16 conv=notrunc status=none
+put "$gpt" 133136 "$T/ufs.img"
+put "$gpt" 215040 "$T/swap.img"
+put "$gpt" 280576 "$T/esp.img"
+"$IMAGEZIP" -i "$gpt" >"$T/info" 2>&1
+check "gpt: -i sees the FreeBSD partition's disklabel" \
+	sh -c "grep -q '3a: .*ufs \[UFS2' '$T/info' && grep -q '3b: .*freebsd-swap' '$T/info'"
 if "$IMAGEZIP" "$gpt" "$T/gpt.ndz" 2>"$T/err"; then ok "gpt: imagezip"; else not_ok "gpt: imagezip"; cat "$T/err"; fi
 pattern "$T/t.disk" $DISK
 check "gpt: imageunzip" "$IMAGEUNZIP" "$T/gpt.ndz" "$T/t.disk"
@@ -114,9 +119,10 @@ check "gpt: sgdisk -v finds no problems" sh -c "sgdisk -v '$T/t.disk' | grep -q 
 check "gpt: backup table identical" same_range "$gpt" "$T/t.disk" $((DISK / 512 - 33)) 33
 check_ext gpt "$T/t.disk" 2048
 check_ntfs gpt "$T/t.disk" 67584
-check_ufs gpt "$T/t.disk" 133120
-check "gpt: unknown partition identical" same_range "$gpt" "$T/t.disk" 231424 32768
-extract "$T/t.disk" 264192 16384 "$T/x.esp"
+check "gpt: BSD boot area and label identical" same_range "$gpt" "$T/t.disk" 133120 16
+check_ufs gpt "$T/t.disk" 133136
+check "gpt: unknown partition identical" same_range "$gpt" "$T/t.disk" 247808 32768
+extract "$T/t.disk" 280576 16384 "$T/x.esp"
 check "gpt: EFI system partition checks clean" quiet fsck.fat -n "$T/x.esp"
 mcopy -i "$T/x.esp" ::/BOOTX64.EFI "$T/x.efi"
 check "gpt: EFI loader identical" cmp -s "$T/src/f1" "$T/x.efi"
