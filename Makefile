@@ -70,7 +70,7 @@ $(O)/bin/$(1): $(call obj,$(wildcard $(1)/*.c)) $(LIBCLI) $(LIBFS) $(LIBNDZ)
 endef
 $(foreach p,$(PROGS),$(eval $(call prog_rule,$(p))))
 
-$(O)/tests/test_%: $(O)/tests/unit/test_%.o $(LIBFS) $(LIBNDZ)
+$(O)/tests/test_%: $(O)/tests/unit/test_%.o $(LIBCLI) $(LIBFS) $(LIBNDZ)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS)
 
