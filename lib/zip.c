@@ -104,6 +104,12 @@ void ndz_zip_opts_init(struct ndz_zip_opts *o)
 	o->threads = 0;
 }
 
+/* Sectors holding n bytes, without the overflow of (n + 511) / 512 near 2^64. */
+static uint64_t sectors_of(uint64_t n)
+{
+	return n / NDZ_SECTOR_SIZE + (n % NDZ_SECTOR_SIZE != 0);
+}
+
 static size_t out_bound(size_t n)
 {
 	return n + (n + 7) / 8 + (n + 63) / 64 + 64;
@@ -331,7 +337,7 @@ static int chunk_finish(struct zip *z, int last)
 	h.codec = NDZ_CODEC_ZLIB;
 	h.level = (uint16_t)z->level;
 	h.source_bytes = z->source_bytes;
-	h.source_sectors = (z->source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE;
+	h.source_sectors = sectors_of(z->source_bytes);
 	h.image_kind = z->opts->image_kind;
 	h.part_index = z->opts->part_index;
 	h.part_type = z->opts->part_type;
@@ -555,7 +561,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	    struct ndz_zip_stats *stats, char *errbuf, size_t errlen)
 {
 	static const uint8_t nil[16];
-	uint64_t source_sectors = (source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE;
+	uint64_t source_sectors = sectors_of(source_bytes);
 	pthread_t reader, workers[MAX_THREADS];
 	int nworkers = 0, reader_started = 0, threads, rc = 0, t;
 	struct zip *z;

@@ -49,6 +49,8 @@ void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
 
+	if (cli_quiet)
+		return;
 	va_start(ap, fmt);
 	vmsg("warning: ", fmt, ap);
 	va_end(ap);

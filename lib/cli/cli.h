@@ -18,6 +18,7 @@ void cli_init(const char *argv0);
 /* cli_die - print "prog: msg" to stderr and exit(code). */
 void cli_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_warn - "prog: warning: msg" to stderr, unless quiet. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_info - to stderr, unless quiet. */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
