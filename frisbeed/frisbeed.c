@@ -461,7 +461,11 @@ int main(int argc, char **argv)
 		s.rate = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 * 1000000 / gap_us;
 		s.burst = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
 	} else {
-		s.burst = s.rate / 8 / 1000;   /* a millisecond's worth */
+		/* two milliseconds at the cap, at least 16 packets: scheduling delays
+		 * are made up for without bursting far above the cap */
+		s.burst = s.rate / 8 / 500;
+		if (s.burst < 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD))
+			s.burst = 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
 	}
 	s.path = argv[optind];
 	open_image(&s);

@@ -47,6 +47,7 @@ netns_host() {
 	_netns_n=$((_netns_n + 1))
 	ip netns add "$_ns" || return 1
 	NETNS_LIST="$_ns $NETNS_LIST"
+	eval "_port_$1=p$_netns_n"
 	ip link add "ndz$$h$_netns_n" netns "$_ns" type veth peer name "p$_netns_n" \
 		netns "$NETNS_BR" || return 1
 	ip -n "$_ns" link set "ndz$$h$_netns_n" name eth0 &&
@@ -75,6 +76,13 @@ NFT
 
 # netns_noloss NAME: remove the loss rules of NAME.
 netns_noloss() { in_ns "$1" nft delete table inet ndzloss 2>/dev/null; true; }
+
+# netns_shape NAME RATE: the LAN delivers to NAME at most RATE (tc syntax, e.g. 20mbit).
+netns_shape() {
+	eval "_p=\$_port_$1"
+	ip netns exec "$NETNS_BR" tc qdisc replace dev "$_p" root tbf rate "$2" burst 32k \
+		latency 50ms
+}
 
 # netns_tx_bytes NAME: bytes sent by NAME's interface so far.
 netns_tx_bytes() { in_ns "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
