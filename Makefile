@@ -45,6 +45,9 @@ BINS    := $(addprefix $(O)/bin/,$(PROGS))
 UNITS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPERS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELP_SRC))
 
+# Keep objects of the test programs between builds.
+.SECONDARY:
+
 .PHONY: all tests check check-fast demo install uninstall clean fuzz bench
 all: $(BINS)
 tests: $(UNITS) $(HELPERS)
@@ -87,7 +90,10 @@ check:
 check-fast: all tests
 	$(Q)sh tests/run.sh $(O)
 
-demo: all
+# The main job end to end on a built-in sample (installs what it needs first).
+demo:
+	@sh tests/install-deps.sh
+	$(Q)$(MAKE) --no-print-directory -j2 all
 	$(Q)sh tests/demo.sh $(O)
 
 bench: all

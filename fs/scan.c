@@ -1,10 +1,48 @@
-/* Deciding what to image. Until filesystems are understood, everything is raw. */
+/* Deciding what to image: partition tables and filesystems -> allocated sectors. */
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "format.h"
+#include "fs.h"
+#include "part.h"
 #include "scan.h"
+
+#define SEC NDZ_SECTOR_SIZE
+
+const struct ndz_fs_module *const ndz_fs_modules[] = {
+	&ndz_fs_ext, &ndz_fs_ntfs, &ndz_fs_ufs, &ndz_fs_swap, &ndz_fs_fat, NULL,
+};
+
+static const struct {
+	const char *alias;
+	const struct ndz_fs_module *mod;
+} fs_aliases[] = {
+	{ "ext", &ndz_fs_ext }, { "ext2", &ndz_fs_ext }, { "ext3", &ndz_fs_ext },
+	{ "ext4", &ndz_fs_ext }, { "ntfs", &ndz_fs_ntfs }, { "ufs", &ndz_fs_ufs },
+	{ "ufs1", &ndz_fs_ufs }, { "ufs2", &ndz_fs_ufs }, { "ffs", &ndz_fs_ufs },
+	{ "swap", &ndz_fs_swap }, { "linux-swap", &ndz_fs_swap }, { "bsdswap", &ndz_fs_bsdswap },
+	{ "freebsd-swap", &ndz_fs_bsdswap }, { "fat", &ndz_fs_fat }, { "vfat", &ndz_fs_fat },
+	{ "fat12", &ndz_fs_fat }, { "fat16", &ndz_fs_fat }, { "fat32", &ndz_fs_fat },
+};
+
+const struct ndz_fs_module *ndz_fs_by_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(fs_aliases) / sizeof(fs_aliases[0]); i++)
+		if (!strcmp(name, fs_aliases[i].alias))
+			return fs_aliases[i].mod;
+	return NULL;
+}
+
+const struct ndz_fs_module *ndz_fs_probe_all(struct ndz_io *io)
+{
+	for (size_t i = 0; ndz_fs_modules[i]; i++)
+		if (ndz_fs_modules[i]->probe(io) > 0)
+			return ndz_fs_modules[i];
+	return NULL;
+}
 
 void ndz_scan_opts_init(struct ndz_scan_opts *o)
 {
@@ -12,24 +50,436 @@ void ndz_scan_opts_init(struct ndz_scan_opts *o)
 	o->min_free = 32 * 1024;
 }
 
+int ndz_scan_override_parse(struct ndz_scan_opts *o, enum ndz_scan_action action,
+			    const char *arg)
+{
+	struct ndz_scan_override *ov;
+	const char *type = NULL;
+	char *end;
+	long n;
+
+	if (o->noverrides >= NDZ_SCAN_MAX_OVERRIDES)
+		return NDZ_ERANGE;
+	n = strtol(arg, &end, 10);
+	if (end == arg || n < 0 || n > 65535)
+		return NDZ_EINVAL;
+	if (action == NDZ_SCAN_FORCE) {
+		if (*end != '=')
+			return NDZ_EINVAL;
+		type = end + 1;
+		if (strcmp(type, "raw") && !ndz_fs_by_name(type))
+			return NDZ_EINVAL;
+		if (!strcmp(type, "raw"))
+			action = NDZ_SCAN_RAW;
+	} else if (*end) {
+		return NDZ_EINVAL;
+	}
+	ov = &o->overrides[o->noverrides++];
+	memset(ov, 0, sizeof(*ov));
+	ov->index = (int)n;
+	ov->action = action;
+	if (type)
+		snprintf(ov->fstype, sizeof(ov->fstype), "%s", type);
+	return 0;
+}
+
+void ndz_scan_report_release(struct ndz_scan_report *r)
+{
+	if (!r)
+		return;
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- state of one scan ---- */
+
+struct scan {
+	struct ndz_io *src;
+	const struct ndz_scan_opts *o;
+	struct ndz_ranges *out;        /* result ranges, relative to the image base */
+	struct ndz_scan_report *rep;
+};
+
+static void warnf(struct scan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warnf(struct scan *s, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+
+	if (!s->o->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->o->warn(s->o->warn_ctx, msg);
+}
+
+static struct ndz_scan_entry *new_entry(struct scan *s)
+{
+	struct ndz_scan_entry *nv;
+
+	if (!s->rep)
+		return NULL;
+	nv = realloc(s->rep->v, (s->rep->n + 1) * sizeof(*nv));
+	if (!nv)
+		return NULL;
+	s->rep->v = nv;
+	memset(&nv[s->rep->n], 0, sizeof(*nv));
+	return &nv[s->rep->n++];
+}
+
+static const struct ndz_scan_override *find_override(const struct ndz_scan_opts *o, int index)
+{
+	const struct ndz_scan_override *found = NULL;
+
+	for (int i = 0; i < o->noverrides; i++)
+		if (o->overrides[i].index == index)
+			found = &o->overrides[i];
+	return found;
+}
+
+struct collect {
+	struct ndz_ranges *r;
+	uint64_t base;                 /* sectors added to every extent */
+	uint64_t limit;                /* bytes of the volume */
+};
+
+static int collect_extent(void *ctx, uint64_t off, uint64_t len)
+{
+	struct collect *c = ctx;
+	uint64_t a, b;
+
+	if (off >= c->limit || len == 0)
+		return 0;
+	if (len > c->limit - off)
+		len = c->limit - off;
+	a = off / SEC;
+	b = (off + len + SEC - 1) / SEC;
+	return ndz_ranges_add(c->r, c->base + a, b - a);
+}
+
+/* How a volume is to be read before any override: by probing, or a fixed module. */
+static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint32_t type)
+{
+	if (scheme == NDZ_SCHEME_BSD)
+		return type == NDZ_BSD_SWAP ? &ndz_fs_bsdswap : NULL;
+	if (scheme == NDZ_SCHEME_GPT && type == NDZ_GPT_FREEBSD_SWAP)
+		return &ndz_fs_bsdswap;
+	return NULL;
+}
+
+/*
+ * Scan one volume: io (a view of the source) whose sector 0 is sector `at` of
+ * the image. Adds its ranges to s->out; never fails for filesystem reasons
+ * (the volume is then taken raw with a warning). Returns 0 or NDZ_ENOMEM/NDZ_EIO.
+ */
+static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const char *what,
+		       const char *type_name, const struct ndz_fs_module *mod, int forced,
+		       struct ndz_scan_entry *e)
+{
+	uint64_t sectors = (io->size + SEC - 1) / SEC;
+	struct ndz_fs_opts fo = { s->o->keep_pagefile };
+	struct ndz_ranges tmp = NDZ_RANGES_INIT;
+	struct ndz_fs_stats st;
+	struct collect c = { &tmp, at, io->size };
+	char err[300] = "";
+	void *fs = NULL;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	if (!mod && !forced)
+		mod = ndz_fs_probe_all(io);
+	if (!mod) {
+		snprintf(err, sizeof(err), "no filesystem recognized");
+		goto raw;
+	}
+	rc = mod->open(io, &fo, &fs, err, sizeof(err));
+	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
+		return rc;
+	if (rc < 0)
+		goto raw;
+	rc = mod->walk(fs, collect_extent, &c, &st, err, sizeof(err));
+	mod->close(fs);
+	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
+		ndz_ranges_release(&tmp);
+		return rc;
+	}
+	if (rc < 0) {
+		ndz_ranges_release(&tmp);
+		goto raw;
+	}
+	ndz_ranges_normalize(&tmp);
+	if (e) {
+		e->how = "fs";
+		snprintf(e->fs, sizeof(e->fs), "%s", mod->name);
+		snprintf(e->detail, sizeof(e->detail), "%s", st.detail);
+		e->used_bytes = ndz_ranges_total(&tmp) * SEC;
+		if (e->used_bytes > io->size)
+			e->used_bytes = io->size;
+		e->free_bytes = io->size - e->used_bytes;
+	}
+	rc = ndz_ranges_union(s->out, &tmp);
+	ndz_ranges_release(&tmp);
+	return rc;
+raw:
+	/* a partition type that is plainly not a filesystem is no cause for alarm */
+	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
+		warnf(s, "%s: %s; taking it raw", what, err[0] ? err : "unreadable");
+	if (e) {
+		e->how = "raw";
+		snprintf(e->note, sizeof(e->note), "%s", err);
+		e->used_bytes = io->size;
+		e->free_bytes = 0;
+	}
+	return ndz_ranges_add(s->out, at, sectors);
+}
+
+/* A FreeBSD slice: its disklabel, its boot area and each BSD partition. */
+static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t disk_start,
+		    int index, const char *what, struct ndz_scan_entry *e, int *handled)
+{
+	struct ndz_ptable t;
+	char err[300];
+	int rc;
+
+	*handled = 0;
+	ndz_ptable_init(&t);
+	rc = ndz_bsd_read(slice, &t, err, sizeof(err));
+	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
+		return rc;
+	if (rc < 0) {
+		/* a label is there but broken: nothing in the slice can be trusted */
+		size_t nl = strlen(slice->name);
+		const char *why = !strncmp(err, slice->name, nl) && !strncmp(err + nl, ": ", 2) ?
+				  err + nl + 2 : err;
+
+		warnf(s, "%s: %s; taking it raw", what, why);
+		if (e) {
+			e->how = "raw";
+			snprintf(e->note, sizeof(e->note), "%s", err);
+			e->used_bytes = slice->size;
+		}
+		*handled = 1;
+		return ndz_ranges_add(s->out, at, (slice->size + SEC - 1) / SEC);
+	}
+	if (t.scheme != NDZ_SCHEME_BSD)
+		return 0;
+	*handled = 1;
+	if (e) {
+		e->how = "bsdlabel";
+		e->used_bytes = t.first_start * SEC;
+	}
+	/* boot blocks (8 KiB at least) and the label itself */
+	rc = ndz_ranges_add(s->out, at, t.first_start > 16 ? t.first_start : 16);
+	for (size_t i = 0; rc == 0 && i < t.n; i++) {
+		const struct ndz_part *p = &t.v[i];
+		struct ndz_scan_entry *se = new_entry(s);
+		struct ndz_io *sub;
+		char name[96];
+
+		snprintf(name, sizeof(name), "%s%c", what, 'a' + p->index - 1);
+		if (se) {
+			se->index = index;
+			se->sub = p->index;
+			se->start = disk_start + p->start;
+			se->count = p->count;
+			se->type = p->type;
+			se->type_name = ndz_part_type_name(NDZ_SCHEME_BSD, p->type);
+		}
+		rc = ndz_io_open_sub(slice, p->start * SEC, p->count * SEC, &sub);
+		if (rc < 0)
+			break;
+		rc = scan_volume(s, sub, at + p->start, name,
+				 ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
+				 module_for_type(NDZ_SCHEME_BSD, p->type), 0, se);
+		ndz_io_close(sub);
+	}
+	ndz_ptable_release(&t);
+	return rc;
+}
+
+/* One partition of the table (or the whole table-less source: p NULL). */
+static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_part *p,
+		     struct ndz_io *io, uint64_t at)
+{
+	int index = p ? p->index : 0;
+	const struct ndz_scan_override *ov = find_override(s->o, index);
+	struct ndz_scan_entry *e = new_entry(s);
+	const struct ndz_fs_module *mod = NULL;
+	const char *type_name = p ? ndz_part_type_name(scheme, p->type) : "none";
+	char what[80];
+	int handled = 0, rc;
+
+	if (p)
+		snprintf(what, sizeof(what), "%s: partition %d", s->src->name, index);
+	else
+		snprintf(what, sizeof(what), "%s", s->src->name);
+	if (e) {
+		e->index = index;
+		e->start = p ? p->start : 0;
+		e->count = p ? p->count : (io->size + SEC - 1) / SEC;
+		e->type = p ? p->type : 0;
+		e->type_name = type_name;
+	}
+	if (ov && ov->action == NDZ_SCAN_IGNORE) {
+		if (e) {
+			e->how = "ignored";
+			e->free_bytes = io->size;
+		}
+		return 0;
+	}
+	if (s->o->raw || (ov && ov->action == NDZ_SCAN_RAW)) {
+		if (e) {
+			e->how = "raw";
+			e->used_bytes = io->size;
+			snprintf(e->note, sizeof(e->note), "raw as asked");
+		}
+		return ndz_ranges_add(s->out, at, (io->size + SEC - 1) / SEC);
+	}
+	if (ov && ov->action == NDZ_SCAN_FORCE)
+		return scan_volume(s, io, at, what, type_name, ndz_fs_by_name(ov->fstype), 1, e);
+	if (p && ndz_part_holds_bsd(scheme, p->type)) {
+		rc = scan_bsd(s, io, at, p->start, index, what, e, &handled);
+		if (rc < 0 || handled)
+			return rc;
+	}
+	if (p)
+		mod = module_for_type(scheme, p->type);
+	return scan_volume(s, io, at, what, type_name, mod, 0, e);
+}
+
+static int whole_raw(struct scan *s)
+{
+	struct ndz_scan_entry *e = new_entry(s);
+	uint64_t sectors = (s->src->size + SEC - 1) / SEC;
+
+	if (e) {
+		e->count = sectors;
+		e->type_name = "none";
+		e->how = "raw";
+		e->used_bytes = s->src->size;
+	}
+	return ndz_ranges_add(s->out, 0, sectors);
+}
+
+static const char *scheme_name(enum ndz_scheme sc)
+{
+	return sc == NDZ_SCHEME_MBR ? "mbr" : sc == NDZ_SCHEME_GPT ? "gpt" : "none";
+}
+
+static int scan_disk(struct scan *s, struct ndz_ptable *t)
+{
+	int rc;
+
+	/* the table, boot code and whatever else sits before the first partition */
+	rc = ndz_ranges_add(s->out, 0, t->n ? t->first_start : 2048);
+	if (rc == 0)
+		rc = ndz_ranges_union(s->out, &t->meta);
+	for (size_t i = 0; rc == 0 && i < t->n; i++) {
+		const struct ndz_part *p = &t->v[i];
+		struct ndz_io *sub;
+
+		if (p->container) {
+			struct ndz_scan_entry *e = new_entry(s);
+
+			if (e) {
+				e->index = p->index;
+				e->start = p->start;
+				e->count = p->count;
+				e->type = p->type;
+				e->type_name = ndz_part_type_name(t->scheme, p->type);
+				e->how = "extended";
+			}
+			continue;
+		}
+		rc = ndz_io_open_sub(s->src, p->start * SEC, p->count * SEC, &sub);
+		if (rc < 0)
+			break;
+		rc = scan_part(s, t->scheme, p, sub, p->start);
+		ndz_io_close(sub);
+	}
+	return rc;
+}
+
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
 	     char *err, size_t errlen)
 {
-	uint64_t sectors = (src->size + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE;
+	uint64_t sectors = (src->size + SEC - 1) / SEC;
+	struct scan s = { src, o, &res->alloc, o->report };
+	struct ndz_ptable t;
+	char perr[300] = "";
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	ndz_ranges_init(&res->alloc);
-	if (o->partition) {
-		snprintf(err, errlen, "%s: partition %d: %s", src->name, o->partition,
-			 ndz_strerror(NDZ_ENOENT));
-		return NDZ_ENOENT;
+	if (o->report) {
+		memset(o->report, 0, sizeof(*o->report));
+		o->report->source_bytes = src->size;
+		o->report->scheme = "none";
 	}
+	ndz_ptable_init(&t);
 	res->bytes = src->size;
 	res->image_kind = NDZ_KIND_WHOLE;
-	rc = ndz_ranges_add(&res->alloc, 0, sectors);
-	if (rc < 0)
-		snprintf(err, errlen, "%s", ndz_strerror(rc));
+	rc = ndz_part_read(src, &t, perr, sizeof(perr));
+	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
+		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
+		return rc;
+	}
+	if (o->report) {
+		o->report->scheme = scheme_name(t.scheme);
+		snprintf(o->report->note, sizeof(o->report->note), "%s", rc < 0 ? perr : t.note);
+	}
+	if (t.note[0])
+		warnf(&s, "%s: %s", src->name, t.note);
+	if (o->partition) {
+		const struct ndz_part *p = rc < 0 ? NULL : ndz_part_find(&t, o->partition);
+		struct ndz_io *sub;
+
+		if (rc < 0) {
+			snprintf(err, errlen, "%s", perr);
+			goto out;
+		}
+		if (!p || p->container) {
+			rc = NDZ_ENOENT;
+			snprintf(err, errlen, "%s: partition %d: %s", src->name, o->partition,
+				 p ? "is an extended partition" : ndz_strerror(NDZ_ENOENT));
+			goto out;
+		}
+		res->base = p->start * SEC;
+		res->bytes = p->count * SEC;
+		res->image_kind = NDZ_KIND_PARTITION;
+		res->part_index = (uint16_t)p->index;
+		res->part_type = p->type;
+		res->part_start = p->start;
+		rc = ndz_io_open_sub(src, res->base, res->bytes, &sub);
+		if (rc == 0) {
+			rc = scan_part(&s, t.scheme, p, sub, 0);
+			ndz_io_close(sub);
+		}
+		sectors = p->count;
+	} else if (rc < 0) {
+		warnf(&s, "%s; taking the whole disk raw", perr);
+		rc = whole_raw(&s);
+	} else if (t.scheme == NDZ_SCHEME_NONE) {
+		rc = scan_part(&s, t.scheme, NULL, src, 0);
+	} else {
+		rc = scan_disk(&s, &t);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
+		goto out;
+	}
+	ndz_ranges_normalize(&res->alloc);
+	ndz_ranges_clip(&res->alloc, sectors);
+	ndz_ranges_fill_gaps(&res->alloc, o->min_free / SEC);
+	if (o->report)
+		o->report->image_bytes = ndz_ranges_total(&res->alloc) * SEC;
+out:
+	ndz_ptable_release(&t);
+	if (rc < 0) {
+		ndz_ranges_release(&res->alloc);
+		ndz_scan_report_release(o->report);
+	}
 	return rc;
 }
 

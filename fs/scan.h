@@ -10,6 +10,23 @@
 #include "io.h"
 #include "ranges.h"
 
+/* What to do with one partition instead of probing it (-S N=TYPE, -R N, -I N). */
+enum ndz_scan_action {
+	NDZ_SCAN_FORCE = 1,            /* treat as filesystem fstype */
+	NDZ_SCAN_RAW,                  /* image every sector */
+	NDZ_SCAN_IGNORE,               /* leave out of the image */
+};
+
+#define NDZ_SCAN_MAX_OVERRIDES 32
+
+struct ndz_scan_override {
+	int index;                     /* partition number; 0: a source without a table */
+	enum ndz_scan_action action;
+	char fstype[16];               /* module name for NDZ_SCAN_FORCE (ndz_fs_by_name) */
+};
+
+struct ndz_scan_report;
+
 struct ndz_scan_opts {
 	int partition;                 /* -s N: image partition N alone; 0: whole source */
 	int raw;                       /* take the whole source raw, no filesystem awareness */
@@ -17,7 +34,48 @@ struct ndz_scan_opts {
 	/* a warning for the user (raw fallback and the like); may be NULL */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
+	int keep_pagefile;             /* NTFS: keep pagefile.sys/hiberfil.sys contents */
+	struct ndz_scan_override overrides[NDZ_SCAN_MAX_OVERRIDES];
+	int noverrides;
+	/* when not NULL, filled with what was found (-i); release with ndz_scan_report_release */
+	struct ndz_scan_report *report;
 };
+
+/* One line of the -i report: a partition, a BSD partition inside one, or the whole source. */
+struct ndz_scan_entry {
+	int index;                     /* partition number; 0: the source had no table */
+	int sub;                       /* BSD partition inside it: 1 = 'a', ...; else 0 */
+	uint64_t start;                /* first sector on the source */
+	uint64_t count;                /* sectors */
+	uint32_t type;                 /* MBR type byte, NDZ_GPT_* code or BSD fstype */
+	const char *type_name;         /* static string */
+	const char *how;               /* "fs", "raw", "ignored", "extended", "free" (static) */
+	char fs[16];                   /* module name, or "" */
+	char detail[96];               /* from the module ("ext4, 4096-byte blocks") */
+	uint64_t used_bytes;           /* bytes of this partition that go into the image */
+	uint64_t free_bytes;           /* bytes left out */
+	char note[320];                /* why it was taken raw, and the like */
+};
+
+struct ndz_scan_report {
+	const char *scheme;            /* "none", "mbr", "gpt" */
+	uint64_t source_bytes;
+	uint64_t image_bytes;          /* bytes the image will hold, before compression */
+	char note[320];                /* about the table itself (backup GPT used, ...) */
+	struct ndz_scan_entry *v;
+	size_t n;
+};
+
+/* ndz_scan_report_release - free what r holds; accepts a zeroed report. */
+void ndz_scan_report_release(struct ndz_scan_report *r);
+
+/*
+ * ndz_scan_override_parse - add one -S N=TYPE (action FORCE, arg "N=TYPE"),
+ * -R N or -I N (arg "N") to o. Returns 0, NDZ_EINVAL for a malformed argument
+ * or an unknown filesystem type, NDZ_ERANGE when the list is full.
+ */
+int ndz_scan_override_parse(struct ndz_scan_opts *o, enum ndz_scan_action action,
+			    const char *arg);
 
 struct ndz_scan_result {
 	struct ndz_ranges alloc;       /* sectors to image, relative to base */
@@ -33,8 +91,13 @@ struct ndz_scan_result {
 void ndz_scan_opts_init(struct ndz_scan_opts *o);
 
 /*
- * ndz_scan - decide what of src to image. Returns 0 and fills res (release with
- * ndz_scan_result_release), or a negative code with a message in err.
+ * ndz_scan - decide what of src to image. Whole source: the partition table
+ * sectors, the gap before the first partition, every partition's allocated
+ * sectors (unknown or inconsistent ones raw, with a warning). With o->partition
+ * the image is that partition alone (base = its start). A source without a
+ * table is probed as one filesystem. Returns 0 and fills res (release with
+ * ndz_scan_result_release), or a negative code with a message in err: NDZ_ENOENT
+ * (no such partition), NDZ_EPART (-s N with a malformed table), NDZ_EIO, NDZ_ENOMEM.
  */
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
 	     char *err, size_t errlen);

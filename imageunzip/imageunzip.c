@@ -13,6 +13,7 @@
 #include "err.h"
 #include "format.h"
 #include "io.h"
+#include "part.h"
 #include "unzip.h"
 
 static const char usage_text[] =
@@ -21,6 +22,7 @@ static const char usage_text[] =
 	"Restore IMAGE ('-' for stdin) onto TARGET, a disk, partition or file.\n"
 	"A TARGET file that does not exist is created at the image's size.\n"
 	"\n"
+	"  -s, --slice N      restore into partition N of TARGET (a partition image)\n"
 	"  -z, --zero         write zeros to the space the image skips (default: leave it)\n"
 	"  -n, --verify       read, check and decompress everything, write nothing\n"
 	"  -j, --threads N    decompression threads (default: online cores)\n"
@@ -59,9 +61,72 @@ static ssize_t read_chunk(struct input *in, uint8_t *buf)
 	return (ssize_t)done;
 }
 
+/*
+ * -s N: a view of partition N of disk, so nothing outside it can be written.
+ * Dies with a message naming the disk when there is no such partition or the
+ * image does not fit.
+ */
+static struct ndz_io *partition_view(struct ndz_io *disk, int index,
+				     const struct ndz_chunk_hdr *h)
+{
+	const struct ndz_part *p;
+	struct ndz_ptable t;
+	struct ndz_io *view;
+	char err[400];
+	uint64_t bytes;
+	int rc;
+
+	ndz_ptable_init(&t);
+	rc = ndz_part_read(disk, &t, err, sizeof(err));
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s", rc == NDZ_EPART ? err : ndz_strerror(rc));
+	p = ndz_part_find(&t, index);
+	if (!p || p->container)
+		cli_die(EXIT_FAIL, "%s: partition %d: %s", disk->name, index,
+			t.scheme == NDZ_SCHEME_NONE ? "no partition table" :
+			p ? "is an extended partition" : ndz_strerror(NDZ_ENOENT));
+	bytes = p->count * NDZ_SECTOR_SIZE;
+	if (h->source_bytes > bytes)
+		cli_die(EXIT_FAIL, "%s: partition %d: %s (%llu bytes, the image needs %llu)",
+			disk->name, index, ndz_strerror(NDZ_ETOOSMALL),
+			(unsigned long long)bytes, (unsigned long long)h->source_bytes);
+	if (h->image_kind != NDZ_KIND_PARTITION)
+		cli_warn("%s: not a partition image; restoring it into partition %d anyway",
+			 disk->name, index);
+	else if (h->part_type != p->type)
+		cli_warn("%s: partition %d has type 0x%x, the image came from type 0x%x",
+			 disk->name, index, p->type, h->part_type);
+	rc = ndz_io_open_sub(disk, p->start * NDZ_SECTOR_SIZE, bytes, &view);
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s: %s", disk->name, ndz_strerror(rc));
+	ndz_ptable_release(&t);
+	return view;
+}
+
+/* A partition image about to overwrite a disk's partition table deserves a word. */
+static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h)
+{
+	struct ndz_ptable t;
+	char err[400];
+
+	ndz_ptable_init(&t);
+	if (ndz_part_read(target, &t, err, sizeof(err)) == 0 && t.scheme != NDZ_SCHEME_NONE)
+		cli_warn("%s: holds a partition table; the image is of partition %u alone and "
+			 "goes to its start (imageunzip -s N restores into partition N)",
+			 target->name, h->part_index);
+	ndz_ptable_release(&t);
+}
+
 static void progress_cb(void *ctx, uint64_t bytes)
 {
 	cli_progress_update(ctx, bytes);
+}
+
+/* The first min(len, 8) bytes match the magic. */
+static int looks_like_image(const uint8_t *buf, uint64_t len)
+{
+	return memcmp(buf, ndz_magic, len < sizeof(ndz_magic) ? (size_t)len :
+				      sizeof(ndz_magic)) == 0;
 }
 
 /* For a file image, look at its length and last header before writing anything. */
@@ -73,6 +138,11 @@ static void precheck_file(struct input *in, uint8_t *buf)
 
 	if (in->size == 0)
 		cli_die(EXIT_FAIL, "%s: empty file, not an image", in->name);
+	/* A short file that is not an image at all is not a "truncated chunk". */
+	if (pread(in->fd, buf, sizeof(ndz_magic), 0) < 0)
+		cli_die(EXIT_FAIL, "%s: read error: %s", in->name, strerror(errno));
+	if (!looks_like_image(buf, in->size))
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in->name, ndz_strerror(NDZ_EBADMAGIC));
 	if (in->size % NDZ_CHUNK_SIZE) {
 		if (n == 0)
 			cli_die(EXIT_FAIL, "%s: chunk 0: %s (%llu of %u bytes)", in->name,
@@ -100,6 +170,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "zero", no_argument, NULL, 'z' },
+		{ "slice", required_argument, NULL, 's' },
 		{ "verify", no_argument, NULL, 'n' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "memory", required_argument, NULL, 'm' },
@@ -114,21 +185,26 @@ int main(int argc, char **argv)
 	struct ndz_unzip_opts uopts;
 	struct ndz_unzip_stats stats;
 	struct ndz_unzip *u = NULL;
-	struct ndz_io *target = NULL;
+	struct ndz_io *target = NULL, *disk = NULL;
+	int slice = 0;
 	struct input in = { STDIN_FILENO, "stdin", 0, 0 };
 	struct cli_progress prog;
 	const char *tpath = NULL;
 	uint8_t *buf;
 	uint32_t expect = 0;
+	ssize_t got;
 	int progress = 0, created = 0, c, rc, frc, saw_last = 0, put_failed = 0, reported;
 	double t0;
 
 	cli_init(argv[0]);
 	ndz_unzip_opts_init(&uopts);
-	while ((c = getopt_long(argc, argv, "znj:m:oqvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "zs:nj:m:oqvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
 			uopts.zero_fill = 1;
+			break;
+		case 's':
+			slice = cli_parse_int(optarg, "-s", 1, 65535);
 			break;
 		case 'n':
 			uopts.verify_only = 1;
@@ -186,19 +262,23 @@ int main(int argc, char **argv)
 	}
 
 	/* The first chunk says how big the target must be. */
-	rc = (int)read_chunk(&in, buf);
-	if (rc < 0)
+	got = read_chunk(&in, buf);
+	if (got < 0)
 		cli_die(EXIT_FAIL, "%s: read error: %s", in.name, strerror(errno));
-	if (rc == 0)
+	if (got == 0)
 		cli_die(EXIT_FAIL, "%s: empty input, not an image", in.name);
-	if (rc < (int)NDZ_HDR_SIZE || (rc = ndz_hdr_decode(buf, &h)) < 0)
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name,
-			rc < 0 ? ndz_strerror(rc) : ndz_strerror(NDZ_ETRUNC));
+	if (!looks_like_image(buf, (uint64_t)got))
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(NDZ_EBADMAGIC));
+	if (got >= (ssize_t)NDZ_HDR_SIZE && (rc = ndz_hdr_decode(buf, &h)) < 0)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(rc));
+	if (got < (ssize_t)NDZ_CHUNK_SIZE)
+		cli_die(EXIT_FAIL, "%s: chunk 0: %s (%zd of %u bytes)", in.name,
+			ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
 				      &target);
-		if (rc == NDZ_ENOENT && !uopts.verify_only) {
+		if (rc == NDZ_ENOENT && !uopts.verify_only && !slice) {
 			rc = ndz_io_open_file(tpath, NDZ_IO_WRITE | NDZ_IO_CREATE, &target);
 			if (rc == 0) {
 				created = 1;
@@ -212,11 +292,19 @@ int main(int argc, char **argv)
 				rc == NDZ_ENOTSUP ? "not a regular file or block device" :
 				target && target->sys_errno ? strerror(target->sys_errno) :
 				strerror(errno));
+		if (slice) {
+			disk = target;
+			target = partition_view(disk, slice, &h);
+		} else if (h.image_kind == NDZ_KIND_PARTITION && !uopts.verify_only) {
+			warn_whole_disk(target, &h);
+		}
 		if (ndz_check_target(&h, target->size) < 0) {
 			cli_error("%s: %s (%llu bytes, the image needs %llu)", tpath,
 				  ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)target->size,
 				  (unsigned long long)h.source_bytes);
 			ndz_io_close(target);
+			free(buf);
+			ndz_io_close(disk);
 			return EXIT_FAIL;
 		}
 	}
@@ -230,8 +318,6 @@ int main(int argc, char **argv)
 
 	/* Chunks must come in order, each exactly once, the last one flagged. */
 	for (;;) {
-		ssize_t got;
-
 		if (expect > 0) {
 			got = read_chunk(&in, buf);
 			if (got < 0) {
@@ -299,6 +385,7 @@ int main(int argc, char **argv)
 	if (rc < 0 && created)
 		unlink(tpath);
 	ndz_io_close(target);
+	ndz_io_close(disk);
 	if (in.fd != STDIN_FILENO)
 		close(in.fd);
 	free(buf);

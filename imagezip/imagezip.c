@@ -18,8 +18,18 @@
 
 static const char usage_text[] =
 	"Usage: imagezip [options] SOURCE IMAGE\n"
+	"       imagezip -i [options] SOURCE\n"
 	"Capture SOURCE (a disk, partition or file) as an image; IMAGE '-' is stdout.\n"
+	"Only allocated sectors of known filesystems are taken (ext2/3/4, NTFS, UFS,\n"
+	"swap); the partition table and the boot code before the first partition too.\n"
 	"\n"
+	"  -s, --slice N      image partition N alone (restore with imageunzip -s)\n"
+	"  -S N=TYPE          read partition N as TYPE (ext4, ntfs, ufs, fat, swap, bsdswap, raw)\n"
+	"  -R N               take partition N raw\n"
+	"  -I N               leave partition N out of the image\n"
+	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
+	"  -i, --info         print the partitions and filesystems found; write no image\n"
+	"      --keep-pagefile  keep the contents of NTFS pagefile.sys and hiberfil.sys\n"
 	"  -z, --level N      zlib compression level 0-9 (default 4)\n"
 	"  -j, --threads N    compression threads (default: online cores)\n"
 	"  -r, --raw          take every sector, ignoring filesystems\n"
@@ -81,9 +91,64 @@ static void show_progress(void *ctx, uint64_t done, uint64_t total)
 
 static void scan_warn(void *ctx, const char *msg)
 {
-	const char *src = ctx;
+	(void)ctx;
+	cli_warn("%s", msg);            /* fs/ messages name the source and partition */
+}
 
-	cli_warn("%s: %s", src, msg);
+static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const char *opt,
+			 const char *arg)
+{
+	int rc = ndz_scan_override_parse(o, a, arg);
+
+	if (rc == NDZ_ERANGE)
+		cli_usage_error("too many partition options");
+	if (rc < 0)
+		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
+				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext4, ntfs, ufs, fat, swap, "
+						      "bsdswap, raw)" : "");
+}
+
+static void print_size(const char *label, uint64_t bytes)
+{
+	printf(" %s %llu (%.1f MiB)", label, (unsigned long long)bytes,
+	       (double)bytes / (1024.0 * 1024.0));
+}
+
+/* -i: what the scan found, one partition a line. */
+static void print_report(const char *src, const struct ndz_scan_report *r,
+			 const struct ndz_scan_result *res)
+{
+	printf("%s: %llu bytes, partition table: %s\n", src,
+	       (unsigned long long)r->source_bytes, r->scheme);
+	if (r->note[0])
+		printf("  note: %s\n", r->note);
+	if (res->image_kind == NDZ_KIND_PARTITION)
+		printf("  imaging partition %u alone (start sector %llu, %llu bytes)\n",
+		       res->part_index, (unsigned long long)res->part_start,
+		       (unsigned long long)res->bytes);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct ndz_scan_entry *e = &r->v[i];
+
+		if (e->sub)
+			printf("  %d%c:", e->index, 'a' + e->sub - 1);
+		else
+			printf("  %d:", e->index);
+		printf(" start %llu sectors %llu type %s (0x%x):", (unsigned long long)e->start,
+		       (unsigned long long)e->count, e->type_name, e->type);
+		if (!strcmp(e->how, "fs"))
+			printf(" %s [%s]", e->fs, e->detail);
+		else
+			printf(" %s", e->how);
+		if (strcmp(e->how, "extended") && strcmp(e->how, "bsdlabel")) {
+			print_size("used", e->used_bytes);
+			print_size("free", e->free_bytes);
+		}
+		if (e->note[0])
+			printf(" (%s)", e->note);
+		putchar('\n');
+	}
+	printf("  image holds %llu of %llu bytes before compression\n",
+	       (unsigned long long)r->image_bytes, (unsigned long long)res->bytes);
 }
 
 /* 32 hex digits, dashes anywhere; all zero is refused (it means "random"). */
@@ -187,6 +252,10 @@ int main(int argc, char **argv)
 		{ "level", required_argument, NULL, 'z' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "slice", required_argument, NULL, 's' },
+		{ "min-free", required_argument, NULL, 'F' },
+		{ "info", no_argument, NULL, 'i' },
+		{ "keep-pagefile", no_argument, NULL, 'K' },
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -203,13 +272,15 @@ int main(int argc, char **argv)
 	struct output out = { -1, NULL, 0, 0 };
 	struct ndz_io *src = NULL, *view = NULL;
 	char err[512];
-	int progress = 0, c, rc;
+	int progress = 0, info = 0, c, rc;
+	struct ndz_scan_report report;
+	uint64_t u64;
 	double t0;
 
 	cli_init(argv[0]);
 	ndz_zip_opts_init(&zopts);
 	ndz_scan_opts_init(&sopts);
-	while ((c = getopt_long(argc, argv, "z:j:roqvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ioqvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
 			zopts.level = cli_parse_int(optarg, "-z", 0, 9);
@@ -219,6 +290,29 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			sopts.raw = 1;
+			break;
+		case 's':
+			sopts.partition = cli_parse_int(optarg, "-s", 1, 65535);
+			break;
+		case 'S':
+			add_override(&sopts, NDZ_SCAN_FORCE, "-S", optarg);
+			break;
+		case 'R':
+			add_override(&sopts, NDZ_SCAN_RAW, "-R", optarg);
+			break;
+		case 'I':
+			add_override(&sopts, NDZ_SCAN_IGNORE, "-I", optarg);
+			break;
+		case 'F':
+			if (cli_parse_u64(optarg, 1, &u64) < 0)
+				cli_usage_error("-F: bad size '%s'", optarg);
+			sopts.min_free = u64;
+			break;
+		case 'i':
+			info = 1;
+			break;
+		case 'K':
+			sopts.keep_pagefile = 1;
 			break;
 		case 'U':
 			if (parse_uuid(optarg, zopts.uuid) < 0)
@@ -244,7 +338,9 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 2)
+	if (info && argc - optind != 1)
+		cli_usage_error("-i: expected SOURCE only");
+	if (!info && argc - optind != 2)
 		cli_usage_error("expected SOURCE and IMAGE, got %d argument%s", argc - optind,
 				argc - optind == 1 ? "" : "s");
 
@@ -255,10 +351,19 @@ int main(int argc, char **argv)
 			rc == NDZ_ENOTSUP ? "not a regular file or block device" : strerror(errno));
 	sopts.warn = scan_warn;
 	sopts.warn_ctx = argv[optind];
+	if (info)
+		sopts.report = &report;
 	rc = ndz_scan(src, &sopts, &scan, err, sizeof(err));
 	if (rc < 0) {
 		ndz_io_close(src);
 		cli_die(EXIT_FAIL, "%s", err);
+	}
+	if (info) {
+		print_report(argv[optind], &report, &scan);
+		ndz_scan_report_release(&report);
+		ndz_scan_result_release(&scan);
+		ndz_io_close(src);
+		return EXIT_OK;
 	}
 	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view);
 	if (rc < 0)

@@ -62,7 +62,9 @@ static int hdr_valid(const struct ndz_chunk_hdr *h)
 		return NDZ_EHEADER;
 	if (h->image_kind > NDZ_KIND_PARTITION)
 		return NDZ_EHEADER;
-	if (h->source_sectors != (h->source_bytes + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE)
+	/* rounded up without source_bytes + 511, which wraps near UINT64_MAX */
+	if (h->source_sectors != h->source_bytes / NDZ_SECTOR_SIZE +
+				 (h->source_bytes % NDZ_SECTOR_SIZE != 0))
 		return NDZ_EHEADER;
 	if (h->first > h->last || h->last > h->source_sectors)
 		return NDZ_EREGION;
@@ -170,17 +172,21 @@ int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
 
 int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *h)
 {
+	static const uint8_t zeros[4096];
 	const uint8_t *data = chunk + NDZ_HDR_SIZE;
-	size_t i;
+	size_t i, n;
 	int rc = ndz_hdr_decode(chunk, h);
 
 	if (rc < 0)
 		return rc;
 	if ((uint32_t)crc32(crc32(0L, Z_NULL, 0), data, h->data_len) != h->data_crc)
 		return NDZ_EDATACRC;
-	for (i = h->data_len; i < NDZ_MAX_DATA; i++)
-		if (data[i] != 0)
+	/* memcmp in blocks: a byte loop costs ~0.5 ms on a nearly empty chunk */
+	for (i = h->data_len; i < NDZ_MAX_DATA; i += n) {
+		n = NDZ_MAX_DATA - i < sizeof(zeros) ? NDZ_MAX_DATA - i : sizeof(zeros);
+		if (memcmp(data + i, zeros, n) != 0)
 			return NDZ_EPADDING;
+	}
 	return 0;
 }
 

@@ -97,10 +97,21 @@ static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 	if (len == 0)
 		return 0;
 	if (io->is_regular) {
-		/* A punched hole reads back as zeros and costs no writes. */
+		struct stat st;
+
+		/*
+		 * A punched hole reads back as zeros and costs no writes. It does not
+		 * grow the file, so extend it as writing zeros would.
+		 */
 		if (fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
-			      (off_t)len) == 0)
-			return 0;
+			      (off_t)len) == 0) {
+			if (fstat(p->fd, &st) == 0 &&
+			    ((uint64_t)st.st_size >= off + len ||
+			     ftruncate(p->fd, (off_t)(off + len)) == 0))
+				return 0;
+			io->sys_errno = errno;
+			return NDZ_EIO;
+		}
 	} else if (io->is_blockdev) {
 		uint64_t range[2] = { off, len };
 
@@ -145,6 +156,11 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out)
 
 	if (flags & NDZ_IO_CREATE)
 		oflags |= O_CREAT;
+	/* Refuse fifos and the like before open() could block on them. */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		errno = EINVAL;
+		return NDZ_ENOTSUP;
+	}
 	fd = open(path, oflags | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return errno == ENOENT ? NDZ_ENOENT : NDZ_EIO;

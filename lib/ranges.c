@@ -165,12 +165,12 @@ int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ran
 
 int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src)
 {
-	size_t i;
-	int rc = grow(dst, dst->n + src->n);
+	size_t i, n = src->n;        /* src may be dst: its n grows in the loop */
+	int rc = grow(dst, dst->n + n);
 
 	if (rc < 0)
 		return rc;
-	for (i = 0; i < src->n; i++)
+	for (i = 0; i < n; i++)
 		dst->v[dst->n++] = src->v[i];
 	ndz_ranges_normalize(dst);
 	return 0;
@@ -178,7 +178,8 @@ int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src)
 
 int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count)
 {
-	uint64_t end = start + count;
+	/* a count past the end of the sector space means "to the end" */
+	uint64_t end = count > UINT64_MAX - start ? UINT64_MAX : start + count;
 	size_t i;
 
 	if (count == 0)

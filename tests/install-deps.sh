@@ -2,8 +2,8 @@
 # Installs the Debian packages the build and the tests need, when missing (root only).
 set -u
 PKGS="build-essential zlib1g-dev libcmocka-dev libext2fs-dev ntfs-3g ntfs-3g-dev
-      e2fsprogs makefs fdisk gdisk dosfstools util-linux pigz iproute2 nftables
-      valgrind time clang libclang-rt-14-dev partclone udpcast procps kmod"
+      e2fsprogs makefs fdisk gdisk dosfstools mtools util-linux pigz iproute2 nftables
+      valgrind time bc clang libclang-rt-14-dev partclone udpcast procps kmod"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

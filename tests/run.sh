@@ -22,11 +22,11 @@ count() {	# count TAP lines of one log; a non-zero exit without "not ok" is a fa
 	pass=$((pass + p)); fail=$((fail + f))
 	if [ "$f" != 0 ]; then
 		failed_names="$failed_names $name"
-		printf 'FAIL %s (%s passed, %s failed; log %s)\n' "$name" "$p" "$f" "$log"
+		printf 'FAIL %s (%s passed, %s failed, %ss; log %s)\n' "$name" "$p" "$f" "$secs" "$log"
 		grep -E '^not ok ' "$log" | head -n 20
 		tail -n 25 "$log" | sed 's/^/    | /'
 	else
-		printf 'PASS %s (%s)\n' "$name" "$p"
+		printf 'PASS %s (%s, %ss)\n' "$name" "$p" "$secs"
 	fi
 }
 
@@ -37,14 +37,18 @@ for b in "$@"; do
 	for t in "$bdir"/tests/test_*; do
 		[ -x "$t" ] || continue
 		name="$b/$(basename "$t")"; log="$logdir/$(echo "$name" | tr / _).log"
+		t0=$(date +%s)
 		CMOCKA_MESSAGE_OUTPUT=TAP timeout 300 "$t" >"$log" 2>&1; rc=$?
+		secs=$(($(date +%s) - t0))
 		count "$name" "$log" "$rc"
 	done
 	for s in "$top"/tests/cli/*.sh; do
 		[ -f "$s" ] || continue
 		name="$b/$(basename "$s" .sh)"; log="$logdir/$(echo "$name" | tr / _).log"
+		t0=$(date +%s)
 		NDZ_TOP="$top" NDZ_BIN="$bdir/bin" NDZ_BUILD="$bdir" NDZ_SANITIZED=$san \
 			timeout 900 sh "$s" </dev/null >"$log" 2>&1; rc=$?
+		secs=$(($(date +%s) - t0))
 		count "$name" "$log" "$rc"
 	done
 done

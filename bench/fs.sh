@@ -1,0 +1,100 @@
+#!/bin/sh
+# Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4) on the
+# same ext4 and NTFS filesystems, made here: 256 MiB each (NDZ_BENCH_MIB), about
+# half full of real files (blobs of /usr), free space dirty (random bytes).
+# Time and image size, medians of 3 runs, ratios to partclone|gzip -4.
+# Usage: sh bench/fs.sh [BUILD_DIR]   (default build)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin="$top/${1:-build}/bin"
+export PATH="$PATH:/usr/sbin:/sbin"
+for c in "$bin/imagezip" "$bin/imageunzip" mke2fs mkntfs ntfscp partclone.ext4 \
+	 partclone.ntfs gzip pigz e2fsck ntfsfix; do
+	command -v "$c" >/dev/null 2>&1 || { echo "bench/fs.sh: $c missing" >&2; exit 1; }
+done
+MIB=$((${NDZ_BENCH_MIB:-256}))
+RUNS=${NDZ_BENCH_RUNS:-3}
+T=$(mktemp -d "${TMPDIR:-/var/tmp}/ndz-bench.XXXXXX")
+trap 'rm -rf "$T"' EXIT INT TERM
+
+now() { date +%s.%N; }
+# median of the numbers on stdin
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# ---- test data: blobs of real files, about 45% of the filesystem ----
+want=$((MIB * 1024 * 1024 * 45 / 100))
+mkdir -p "$T/data"
+find /usr/lib /usr/share /usr/bin -type f -size +4k 2>/dev/null | sort >"$T/list"
+i=0 total=0
+while [ $total -lt $want ]; do
+	i=$((i + 1))
+	# 8 MiB blobs, each the concatenation of consecutive files
+	sed -n "$(( (i - 1) * 300 + 1 )),$(( i * 300 ))p" "$T/list" | tr '\n' '\0' |
+		xargs -0 cat 2>/dev/null | head -c $((8 * 1048576)) >"$T/data/blob$i"
+	s=$(stat -c %s "$T/data/blob$i")
+	[ "$s" -gt 0 ] || { rm -f "$T/data/blob$i"; break; }
+	total=$((total + s))
+done
+
+make_ext() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/ext4.img"
+	mke2fs -q -F -E nodiscard -t ext4 -d "$T/data" "$T/ext4.img" >/dev/null 2>&1
+}
+make_ntfs() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/ntfs.img"
+	mkntfs -q -F -f "$T/ntfs.img" >/dev/null 2>&1
+	for f in "$T"/data/*; do ntfscp -q "$T/ntfs.img" "$f" "$(basename "$f")" >/dev/null 2>&1; done
+}
+make_ext
+make_ntfs
+
+# one METHOD on filesystem FS: prints "zip_seconds unzip_seconds image_bytes"
+run_once() {
+	fs=$1 m=$2 src="$T/$1.img" img="$T/img" tgt="$T/tgt"
+	pc=partclone.$fs
+	head -c $((MIB * 1048576)) /dev/zero | tr '\000' '\245' >"$tgt"
+	sync
+	t0=$(now)
+	case $m in
+	ndz) "$bin/imagezip" -q "$src" "$img" ;;
+	pc-gzip) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | gzip -4 >"$img" ;;
+	pc-pigz) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | pigz -4 >"$img" ;;
+	esac
+	t1=$(now)
+	case $m in
+	ndz) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	pc-gzip) gzip -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
+	pc-pigz) pigz -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
+	esac
+	t2=$(now)
+	case $fs in
+	ext4) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	ntfs) ntfsfix -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	esac
+	awk -v a="$t0" -v b="$t1" -v c="$t2" -v s="$(stat -c %s "$img")" \
+		'BEGIN { printf "%.3f %.3f %d\n", b - a, c - b, s }'
+	rm -f "$img" "$tgt"
+}
+
+echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files, free space random;" \
+     "$(nproc) cores; medians of $RUNS runs"
+printf '%-5s %-18s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
+for fs in ext4 ntfs; do
+	for m in pc-gzip pc-pigz ndz; do
+		: >"$T/res"
+		r=0
+		while [ $r -lt "$RUNS" ]; do run_once $fs $m >>"$T/res"; r=$((r + 1)); done
+		z=$(awk '{ print $1 }' "$T/res" | median)
+		u=$(awk '{ print $2 }' "$T/res" | median)
+		s=$(awk '{ print $3 }' "$T/res" | median)
+		if [ $m = pc-gzip ]; then bz=$z bu=$u bs=$s; fi
+		name=$m
+		case $m in pc-gzip) name="partclone|gzip-4" ;; pc-pigz) name="partclone|pigz-4" ;;
+			   ndz) name="imagezip" ;; esac
+		printf '%-5s %-18s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
+			"$(awk -v a="$s" -v b="$bs" 'BEGIN { print a / b }')" \
+			"$(awk -v a="$z" -v b="$bz" 'BEGIN { print a / b }')" \
+			"$(awk -v a="$u" -v b="$bu" 'BEGIN { print a / b }')"
+	done
+done
+echo "size_x, zip_x, unzip_x: relative to partclone|gzip-4 on the same filesystem (lower is better)"

@@ -1,0 +1,217 @@
+/*
+ * FAT12/16/32 (and so the EFI system partition): the file allocation table
+ * decides; a cluster counts as used when any copy of the table says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "fs.h"
+#include "le.h"
+
+struct fat {
+	struct ndz_io *io;
+	uint32_t bps, spc, nfats, bits;
+	uint64_t fatsz;                /* sectors per FAT copy */
+	uint64_t data_start;           /* sector of cluster 2 */
+	uint64_t clusters;
+	uint64_t totsec;
+	uint32_t root_cluster;         /* FAT32 */
+	uint8_t media;
+	uint8_t *used;                 /* one bit per cluster number, union of the copies */
+};
+
+static int is_pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+struct bpb {
+	uint32_t bps, spc, reserved, nfats, root_entries, media;
+	uint64_t totsec, fatsz;
+	uint32_t root_cluster;
+};
+
+static int read_bpb(struct ndz_io *io, struct bpb *b)
+{
+	uint8_t s[512];
+
+	if (io->size < 64 * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
+		return 0;
+	if (s[510] != 0x55 || s[511] != 0xaa || (s[0] != 0xeb && s[0] != 0xe9))
+		return 0;
+	b->bps = get_le16(s + 11);
+	b->spc = s[13];
+	b->reserved = get_le16(s + 14);
+	b->nfats = s[16];
+	b->root_entries = get_le16(s + 17);
+	b->totsec = get_le16(s + 19) ? get_le16(s + 19) : get_le32(s + 32);
+	b->media = s[21];
+	b->fatsz = get_le16(s + 22) ? get_le16(s + 22) : get_le32(s + 36);
+	b->root_cluster = get_le32(s + 44);
+	if (!is_pow2(b->bps) || b->bps < 512 || b->bps > 4096 || !is_pow2(b->spc) ||
+	    b->reserved == 0 || b->nfats == 0 || b->nfats > 4 || b->fatsz == 0 ||
+	    b->totsec == 0 || (b->media != 0xf0 && b->media < 0xf8))
+		return 0;
+	return 1;
+}
+
+static int fat_probe(struct ndz_io *io)
+{
+	struct bpb b;
+
+	return read_bpb(io, &b);
+}
+
+static int bad(char *err, size_t errlen, struct ndz_io *io, const char *what)
+{
+	snprintf(err, errlen, "%s: fat: %s", io->name, what);
+	return NDZ_EFS;
+}
+
+static uint32_t entry(const struct fat *f, const uint8_t *t, uint64_t c)
+{
+	if (f->bits == 12) {
+		uint32_t v = get_le16(t + c + c / 2);
+
+		return c & 1 ? v >> 4 : v & 0xfff;
+	}
+	if (f->bits == 16)
+		return get_le16(t + 2 * c);
+	return get_le32(t + 4 * c) & 0x0fffffff;
+}
+
+static void fat_close(void *h)
+{
+	struct fat *f = h;
+
+	if (!f)
+		return;
+	free(f->used);
+	free(f);
+}
+
+static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
+		    size_t errlen)
+{
+	struct fat *f;
+	struct bpb b;
+	uint64_t rootsec, fatbytes, need;
+	uint8_t *t = NULL;
+	int rc = NDZ_EFS;
+
+	(void)o;
+	if (!read_bpb(io, &b))
+		return bad(err, errlen, io, "no boot sector");
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NDZ_ENOMEM;
+	f->io = io;
+	f->bps = b.bps;
+	f->spc = b.spc;
+	f->nfats = b.nfats;
+	f->fatsz = b.fatsz;
+	f->totsec = b.totsec;
+	f->media = (uint8_t)b.media;
+	f->root_cluster = b.root_cluster;
+	rootsec = ((uint64_t)b.root_entries * 32 + b.bps - 1) / b.bps;
+	f->data_start = b.reserved + (uint64_t)b.nfats * b.fatsz + rootsec;
+	if (f->data_start >= f->totsec || f->totsec > io->size / f->bps) {
+		bad(err, errlen, io, "filesystem larger than its partition");
+		goto fail;
+	}
+	f->clusters = (f->totsec - f->data_start) / f->spc;
+	f->bits = f->clusters < 4085 ? 12 : f->clusters < 65525 ? 16 : 32;
+	if ((f->bits == 32) != (b.root_entries == 0)) {
+		bad(err, errlen, io, "root directory does not match the FAT type");
+		goto fail;
+	}
+	fatbytes = f->fatsz * f->bps;
+	need = f->bits == 12 ? (f->clusters + 2) * 3 / 2 + 1 : (f->clusters + 2) * (f->bits / 8);
+	if (need > fatbytes) {
+		bad(err, errlen, io, "allocation table too small for the clusters");
+		goto fail;
+	}
+	if (f->bits == 32 && (f->root_cluster < 2 || f->root_cluster >= f->clusters + 2)) {
+		bad(err, errlen, io, "root cluster out of range");
+		goto fail;
+	}
+	t = malloc(need);
+	f->used = calloc(1, (f->clusters + 2 + 7) / 8);
+	if (!t || !f->used) {
+		rc = NDZ_ENOMEM;
+		goto fail;
+	}
+	for (uint32_t k = 0; k < f->nfats; k++) {
+		uint64_t off = ((uint64_t)b.reserved + k * f->fatsz) * f->bps;
+
+		rc = ndz_io_read_full(io, t, need, off, NULL);
+		if (rc < 0)
+			goto fail;
+		rc = NDZ_EFS;
+		if ((entry(f, t, 0) & 0xff) != f->media) {
+			bad(err, errlen, io, "allocation table does not start with the media byte");
+			goto fail;
+		}
+		for (uint64_t c = 2; c < f->clusters + 2; c++)
+			if (entry(f, t, c))
+				f->used[c / 8] |= (uint8_t)(1u << (c % 8));
+	}
+	if (f->bits == 32 && !(f->used[f->root_cluster / 8] & (1u << (f->root_cluster % 8)))) {
+		bad(err, errlen, io, "root directory cluster is free");
+		goto fail;
+	}
+	free(t);
+	*out = f;
+	return 0;
+fail:
+	free(t);
+	fat_close(f);
+	return rc;
+}
+
+static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
+		    size_t errlen)
+{
+	struct fat *f = h;
+	uint64_t csize = (uint64_t)f->spc * f->bps, base = f->data_start * f->bps;
+	uint64_t end = f->clusters + 2, used = 0, c = 2, tail;
+	int rc;
+
+	(void)err;
+	(void)errlen;
+	st->fs_bytes = f->totsec * f->bps;
+	st->block_size = (uint32_t)csize;
+	snprintf(st->detail, sizeof(st->detail), "FAT%u, %llu-byte clusters", f->bits,
+		 (unsigned long long)csize);
+	/* boot sector, reserved sectors, the tables, FAT12/16's root directory */
+	rc = fn(ctx, 0, base);
+	if (rc)
+		return rc;
+	while (c < end) {
+		uint64_t d;
+
+		if (!(f->used[c / 8] & (1u << (c % 8)))) {
+			c++;
+			continue;
+		}
+		for (d = c; d < end && (f->used[d / 8] & (1u << (d % 8))); d++)
+			;
+		used += (d - c) * csize;
+		rc = fn(ctx, base + (c - 2) * csize, (d - c) * csize);
+		if (rc)
+			return rc;
+		c = d;
+	}
+	st->used_bytes = used + base;
+	/* sectors after the last whole cluster, and after the filesystem */
+	tail = base + f->clusters * csize;
+	if (f->io->size > tail)
+		return fn(ctx, tail, f->io->size - tail);
+	return 0;
+}
+
+const struct ndz_fs_module ndz_fs_fat = {
+	"fat", fat_probe, fat_open, fat_walk, fat_close,
+};

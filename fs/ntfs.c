@@ -1,0 +1,394 @@
+/*
+ * NTFS through libntfs-3g: free clusters from $Bitmap, the contents of
+ * pagefile.sys, swapfile.sys and hiberfil.sys left out unless asked, and the
+ * backup boot sector past the last cluster kept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <ntfs-3g/types.h>
+#include <ntfs-3g/attrib.h>
+#include <ntfs-3g/device.h>
+#include <ntfs-3g/dir.h>
+#include <ntfs-3g/inode.h>
+#include <ntfs-3g/layout.h>
+#include <ntfs-3g/logging.h>
+#include <ntfs-3g/runlist.h>
+#include <ntfs-3g/volume.h>
+
+#include "err.h"
+#include "fs.h"
+#include "ranges.h"
+
+/* ---- device operations over struct ndz_io ---- */
+
+struct dev_priv {
+	struct ndz_io *io;
+	int64_t pos;
+};
+
+static int dev_open(struct ntfs_device *dev, int flags)
+{
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		errno = EROFS;
+		return -1;
+	}
+	NDevSetOpen(dev);
+	NDevSetReadOnly(dev);
+	return 0;
+}
+
+static int dev_close(struct ntfs_device *dev)
+{
+	NDevClearOpen(dev);
+	return 0;
+}
+
+static s64 dev_seek(struct ntfs_device *dev, s64 off, int whence)
+{
+	struct dev_priv *p = dev->d_private;
+	s64 base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? p->pos : (s64)p->io->size;
+
+	if (base + off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	p->pos = base + off;
+	return p->pos;
+}
+
+static s64 dev_pread(struct ntfs_device *dev, void *buf, s64 count, s64 off)
+{
+	struct dev_priv *p = dev->d_private;
+	size_t got = 0;
+	int rc;
+
+	if (count < 0 || off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	rc = ndz_io_read_full(p->io, buf, (size_t)count, (uint64_t)off, &got);
+	if (rc == NDZ_ESHORTREAD)
+		return (s64)got;
+	if (rc < 0) {
+		errno = EIO;
+		return -1;
+	}
+	return count;
+}
+
+static s64 dev_read(struct ntfs_device *dev, void *buf, s64 count)
+{
+	struct dev_priv *p = dev->d_private;
+	s64 n = dev_pread(dev, buf, count, p->pos);
+
+	if (n > 0)
+		p->pos += n;
+	return n;
+}
+
+static s64 dev_write(struct ntfs_device *dev, const void *buf, s64 count)
+{
+	(void)dev;
+	(void)buf;
+	(void)count;
+	errno = EROFS;
+	return -1;
+}
+
+static s64 dev_pwrite(struct ntfs_device *dev, const void *buf, s64 count, s64 off)
+{
+	(void)off;
+	return dev_write(dev, buf, count);
+}
+
+static int dev_sync(struct ntfs_device *dev)
+{
+	(void)dev;
+	return 0;
+}
+
+static int dev_stat(struct ntfs_device *dev, struct stat *st)
+{
+	struct dev_priv *p = dev->d_private;
+
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFREG | 0400;
+	st->st_size = (off_t)p->io->size;
+	return 0;
+}
+
+static int dev_ioctl(struct ntfs_device *dev, unsigned long req, void *arg)
+{
+	(void)dev;
+	(void)req;
+	(void)arg;
+	errno = ENOTTY;
+	return -1;
+}
+
+static struct ntfs_device_operations dev_ops = {
+	.open = dev_open,
+	.close = dev_close,
+	.seek = dev_seek,
+	.read = dev_read,
+	.write = dev_write,
+	.pread = dev_pread,
+	.pwrite = dev_pwrite,
+	.sync = dev_sync,
+	.stat = dev_stat,
+	.ioctl = dev_ioctl,
+};
+
+/* ---- the module ---- */
+
+struct ntfs {
+	struct ndz_io *io;
+	struct dev_priv priv;
+	ntfs_volume *vol;
+	uint8_t *bitmap;               /* one bit per cluster, set: in use */
+	uint64_t nclusters;
+	uint32_t csize;
+	struct ndz_ranges skip;        /* clusters of pagefile.sys and the like */
+	uint64_t skipped;
+	int hib_kept;
+};
+
+static int ntfs_probe(struct ndz_io *io)
+{
+	uint8_t s[512];
+
+	if (io->size < 8192 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
+		return 0;
+	return !memcmp(s + 3, "NTFS    ", 8) && s[510] == 0x55 && s[511] == 0xaa;
+}
+
+static int cl_used(const uint8_t *map, uint64_t i)
+{
+	return map[i >> 3] & (1u << (i & 7));
+}
+
+/* Clusters of inode mref's unnamed $DATA, or -1 when it has none we can read. */
+typedef int (*run_fn)(struct ntfs *n, int64_t lcn, int64_t len);
+
+static int for_runs(struct ntfs *n, ntfs_inode *ni, run_fn fn)
+{
+	ntfs_attr *na = ntfs_attr_open(ni, AT_DATA, AT_UNNAMED, 0);
+	int rc = 0;
+
+	if (!na)
+		return -1;
+	if (!NAttrNonResident(na) || ntfs_attr_map_whole_runlist(na)) {
+		ntfs_attr_close(na);
+		return -1;
+	}
+	for (runlist_element *rl = na->rl; rl && rl->length; rl++)
+		if (rl->lcn >= 0 && (rc = fn(n, rl->lcn, rl->length)) != 0)
+			break;
+	ntfs_attr_close(na);
+	return rc;
+}
+
+static int check_run(struct ntfs *n, int64_t lcn, int64_t len)
+{
+	if ((uint64_t)lcn > n->nclusters || (uint64_t)len > n->nclusters - (uint64_t)lcn)
+		return 1;
+	for (int64_t i = 0; i < len; i++)
+		if (!cl_used(n->bitmap, (uint64_t)(lcn + i)))
+			return 1;
+	return 0;
+}
+
+static int skip_run(struct ntfs *n, int64_t lcn, int64_t len)
+{
+	n->skipped += (uint64_t)len;
+	return ndz_ranges_add(&n->skip, (uint64_t)lcn, (uint64_t)len) < 0 ? 1 : 0;
+}
+
+/* hiberfil.sys of a hibernated system starts with one of these. */
+static int hibernated(ntfs_inode *ni)
+{
+	ntfs_attr *na = ntfs_attr_open(ni, AT_DATA, AT_UNNAMED, 0);
+	char sig[4] = { 0 };
+
+	if (!na)
+		return 0;
+	if (ntfs_attr_pread(na, 0, 4, sig) != 4)
+		memset(sig, 0, sizeof(sig));
+	ntfs_attr_close(na);
+	return !memcmp(sig, "hibr", 4) || !memcmp(sig, "HIBR", 4) || !memcmp(sig, "wake", 4) ||
+	       !memcmp(sig, "WAKE", 4) || !memcmp(sig, "RSTR", 4);
+}
+
+static void ntfs_close_fs(void *h)
+{
+	struct ntfs *n = h;
+
+	if (!n)
+		return;
+	if (n->vol)
+		ntfs_umount(n->vol, FALSE);
+	free(n->bitmap);
+	ndz_ranges_release(&n->skip);
+	free(n);
+}
+
+static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
+			size_t errlen)
+{
+	static const char *const skippable[] = { "/pagefile.sys", "/swapfile.sys",
+						 "/hiberfil.sys" };
+	static const MFT_REF sys_files[] = { FILE_MFT, FILE_MFTMirr, FILE_LogFile, FILE_Bitmap };
+	struct ntfs_device *dev;
+	struct ntfs *n;
+	uint64_t mapbytes;
+	int rc = NDZ_EFS;
+
+	ntfs_log_set_handler(ntfs_log_handler_null);
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NDZ_ENOMEM;
+	n->io = io;
+	n->priv.io = io;
+	ndz_ranges_init(&n->skip);
+	dev = ntfs_device_alloc(io->name, 0, &dev_ops, &n->priv);
+	if (!dev) {
+		free(n);
+		return NDZ_ENOMEM;
+	}
+	n->vol = ntfs_device_mount(dev, NTFS_MNT_RDONLY);
+	if (!n->vol) {
+		snprintf(err, errlen, "%s: ntfs: cannot read the volume: %s", io->name,
+			 strerror(errno));
+		ntfs_device_free(dev);
+		free(n);
+		return NDZ_EFS;
+	}
+	n->csize = n->vol->cluster_size;
+	n->nclusters = (uint64_t)n->vol->nr_clusters;
+	if (n->nclusters == 0 || n->csize == 0 || n->nclusters > io->size / n->csize) {
+		snprintf(err, errlen, "%s: ntfs: volume larger than its partition", io->name);
+		goto fail;
+	}
+	if (n->vol->flags & VOLUME_IS_DIRTY) {
+		snprintf(err, errlen, "%s: ntfs: volume marked dirty (run chkdsk)", io->name);
+		goto fail;
+	}
+	mapbytes = (n->nclusters + 7) / 8;
+	n->bitmap = malloc(mapbytes);
+	if (!n->bitmap) {
+		rc = NDZ_ENOMEM;
+		goto fail;
+	}
+	if (!n->vol->lcnbmp_na ||
+	    ntfs_attr_pread(n->vol->lcnbmp_na, 0, (s64)mapbytes, n->bitmap) != (s64)mapbytes) {
+		snprintf(err, errlen, "%s: ntfs: cannot read $Bitmap", io->name);
+		goto fail;
+	}
+	/* the system files must be in use according to $Bitmap, or it is not trusted */
+	for (size_t i = 0; i < sizeof(sys_files) / sizeof(sys_files[0]); i++) {
+		ntfs_inode *ni = ntfs_inode_open(n->vol, sys_files[i]);
+		int bad = !ni || for_runs(n, ni, check_run) != 0;
+
+		if (ni)
+			ntfs_inode_close(ni);
+		if (bad) {
+			snprintf(err, errlen, "%s: ntfs: $Bitmap disagrees with system file %u",
+				 io->name, (unsigned)sys_files[i]);
+			goto fail;
+		}
+	}
+	for (size_t i = 0; !o->keep_pagefile && i < sizeof(skippable) / sizeof(skippable[0]);
+	     i++) {
+		ntfs_inode *ni = ntfs_pathname_to_inode(n->vol, NULL, skippable[i]);
+
+		if (!ni)
+			continue;
+		if (i == 2 && hibernated(ni))
+			n->hib_kept = 1;
+		else if (for_runs(n, ni, skip_run) > 0) {
+			ntfs_inode_close(ni);
+			rc = NDZ_ENOMEM;
+			goto fail;
+		}
+		ntfs_inode_close(ni);
+	}
+	ndz_ranges_normalize(&n->skip);
+	*out = n;
+	return 0;
+fail:
+	ntfs_close_fs(n);
+	return rc;
+}
+
+static int emit(struct ntfs *n, uint64_t a, uint64_t b, size_t *k, ndz_extent_fn fn, void *ctx,
+		uint64_t *used)
+{
+	const struct ndz_ranges *s = &n->skip;
+
+	/* clusters [a, b) minus the sorted skip list, whose cursor is *k */
+	while (a < b) {
+		uint64_t e = b;
+		int rc;
+
+		while (*k < s->n && s->v[*k].start + s->v[*k].count <= a)
+			(*k)++;
+		if (*k < s->n && s->v[*k].start <= a) {
+			a = s->v[*k].start + s->v[*k].count;
+			continue;
+		}
+		if (*k < s->n && s->v[*k].start < e)
+			e = s->v[*k].start;
+		*used += (e - a) * n->csize;
+		rc = fn(ctx, a * n->csize, (e - a) * n->csize);
+		if (rc)
+			return rc;
+		a = e;
+	}
+	return 0;
+}
+
+static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
+		     size_t errlen)
+{
+	struct ntfs *n = h;
+	uint64_t fsbytes = n->nclusters * n->csize, used = 0, i = 0;
+	size_t k = 0;
+	int rc;
+
+	(void)err;
+	(void)errlen;
+	st->fs_bytes = fsbytes;
+	st->block_size = n->csize;
+	snprintf(st->detail, sizeof(st->detail), "NTFS %u.%u, %u-byte clusters%s%s",
+		 n->vol->major_ver, n->vol->minor_ver, n->csize,
+		 n->skipped ? ", page/hibernation files skipped" : "",
+		 n->hib_kept ? ", hibernated (hiberfil.sys kept)" : "");
+	while (i < n->nclusters) {
+		uint64_t j;
+
+		if (!cl_used(n->bitmap, i)) {
+			i++;
+			continue;
+		}
+		for (j = i; j < n->nclusters && cl_used(n->bitmap, j); j++)
+			;
+		rc = emit(n, i, j, &k, fn, ctx, &used);
+		if (rc)
+			return rc;
+		i = j;
+	}
+	st->used_bytes = used;
+	/* the backup boot sector sits past the last cluster */
+	if (n->io->size > fsbytes)
+		return fn(ctx, fsbytes, n->io->size - fsbytes);
+	return 0;
+}
+
+const struct ndz_fs_module ndz_fs_ntfs = {
+	"ntfs", ntfs_probe, ntfs_open_fs, ntfs_walk, ntfs_close_fs,
+};

@@ -1,0 +1,160 @@
+/*
+ * libFuzzer target for the restore pipeline (lib/unzip.c): one chunk, built from
+ * the input, is decoded by ndz_unzip. Input: a mode byte, then the header area and
+ * data of the chunk (zero padded to 1 MiB). Mode 0 takes the bytes as they are;
+ * mode 1 fixes both CRCs so the inflate path sees hostile streams; mode 2 builds a
+ * valid header whose regions match a deflated payload (the input after 16 bytes
+ * of parameters), may damage one bit of the stream, and fixes the CRCs. With mode bit 0x80 the chunk is restored into a
+ * memory target guarded by the fault io, so a write outside the image turns into
+ * NDZ_EIO, which must never happen.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "format.h"
+#include "io.h"
+#include "le.h"
+#include "unzip.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define OFF_DATA_LEN 88
+#define OFF_DATA_CRC 92
+#define OFF_HDR_CRC 100
+#define MAX_TARGET (4u << 20)
+
+static uint8_t *chunk, *target;
+
+static uint32_t crc(const uint8_t *p, size_t n)
+{
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
+}
+
+static void fix_crcs(uint8_t *c)
+{
+	uint32_t len = get_le32(c + OFF_DATA_LEN);
+
+	if (len <= NDZ_MAX_DATA)
+		put_le32(c + OFF_DATA_CRC, crc(c + NDZ_HDR_SIZE, len));
+	put_le32(c + OFF_HDR_CRC, 0);
+	put_le32(c + OFF_HDR_CRC, crc(c, NDZ_HDR_SIZE));
+}
+
+/* Mode 2: payload sectors in up to 8 regions with gaps, deflated, one byte damaged. */
+static void build(const uint8_t *d, size_t n)
+{
+	static struct ndz_chunk_hdr h;
+	static uint8_t payload[64 * NDZ_SECTOR_SIZE];
+	uint8_t b[16] = { 0 };
+	size_t used = n < sizeof(b) ? n : sizeof(b), plen;
+	uLongf zlen = NDZ_MAX_DATA;
+	uint64_t pos, sectors;
+	uint32_t i, nr;
+
+	memcpy(b, d, used);
+	d += used;
+	n -= used;
+	/* the payload: the rest of the input, zero padded to whole sectors */
+	if (n > sizeof(payload))
+		n = sizeof(payload);
+	memset(payload, 0, sizeof(payload));
+	memcpy(payload, d, n);
+	plen = (n + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE * NDZ_SECTOR_SIZE;
+	sectors = plen / NDZ_SECTOR_SIZE;
+	memset(&h, 0, sizeof(h));
+	h.version = NDZ_VERSION_1;
+	h.chunk_flags = NDZ_CHUNK_LAST;
+	h.sector_size = NDZ_SECTOR_SIZE;
+	h.codec = NDZ_CODEC_ZLIB;
+	nr = sectors ? 1 + b[0] % 8 : 0;
+	if (nr > sectors)
+		nr = (uint32_t)sectors;
+	pos = b[1] % 4;
+	for (i = 0; i < nr; i++) {
+		uint64_t each = sectors / nr;
+
+		h.regions[i].start = pos;
+		h.regions[i].count = (uint32_t)(i + 1 < nr ? each : sectors - each * i);
+		pos += h.regions[i].count + b[2 + i] % 3;
+	}
+	h.nregions = nr;
+	h.source_bytes = pos * NDZ_SECTOR_SIZE - (b[10] % NDZ_SECTOR_SIZE) * (pos > 0);
+	h.source_sectors = pos;
+	h.first = 0;
+	h.last = pos;
+	if (compress2(chunk + NDZ_HDR_SIZE, &zlen, payload, (uLong)plen, b[11] % 10) != Z_OK)
+		return;
+	h.data_len = (uint32_t)zlen;
+	if (zlen && (b[12] & 1))
+		chunk[NDZ_HDR_SIZE + get_le16(b + 13) % zlen] ^= (uint8_t)(1u << (b[15] % 8));
+	h.data_crc = crc(chunk + NDZ_HDR_SIZE, h.data_len);
+	if (ndz_hdr_encode(&h, chunk) != 0)
+		memset(chunk, 0, NDZ_HDR_SIZE);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ndz_unzip_opts o;
+	struct ndz_chunk_hdr h;
+	struct ndz_io *mem = NULL, *io = NULL;
+	struct ndz_unzip *u;
+	uint8_t mode;
+	int rc, put_rc, write;
+
+	if (!chunk) {
+		chunk = malloc(NDZ_CHUNK_SIZE);
+		target = malloc(MAX_TARGET);
+		if (!chunk || !target)
+			abort();
+	}
+	if (size < 1)
+		return 0;
+	memset(chunk, 0, NDZ_CHUNK_SIZE);
+	mode = data[0];
+	write = !!(mode & 0x80);
+	data++;
+	size--;
+	switch (mode % 3) {
+	case 0:
+	case 1:
+		memcpy(chunk, data, size < NDZ_CHUNK_SIZE ? size : NDZ_CHUNK_SIZE);
+		if (mode % 3 == 1)
+			fix_crcs(chunk);
+		break;
+	default:
+		build(data, size);
+		break;
+	}
+
+	ndz_unzip_opts_init(&o);
+	o.threads = 1;
+	o.mem_limit = 1;
+	o.zero_fill = !!(mode & 0x40);
+	o.verify_only = 1;
+	if (write && ndz_hdr_decode(chunk, &h) == 0 && h.source_bytes <= MAX_TARGET) {
+		o.verify_only = 0;
+		memset(target, 0xa5, (size_t)h.source_bytes);
+		if (ndz_io_open_mem(target, (size_t)h.source_bytes, 1, &mem) < 0 ||
+		    ndz_io_open_fault(mem, 0, 0, 0, h.source_bytes, &io) < 0)
+			abort();
+	}
+	if (ndz_unzip_create(io, &o, &u) < 0)
+		abort();
+	put_rc = ndz_unzip_put(u, chunk);
+	rc = ndz_unzip_finish(u, NULL);
+	if (put_rc < 0 && rc != put_rc)
+		abort();               /* finish reports the first error */
+	if (rc == NDZ_EIO || rc > 0)
+		abort();               /* a write outside the image, or a bogus code */
+	if (rc < 0 && strcmp(ndz_strerror(rc), "unknown error") == 0)
+		abort();
+	if (rc < 0 && !ndz_unzip_errmsg(u)[0])
+		abort();
+	ndz_unzip_free(u);
+	ndz_io_close(io);
+	return 0;
+}

@@ -1,0 +1,174 @@
+/*
+ * mkcorrupt: derive a damaged image from a good one, for the must-fail corpus
+ * (tests/cli/corrupt.sh). Works on raw bytes so it can make headers the library
+ * would refuse to encode; "fix" variants recompute the header CRC afterwards.
+ *
+ *   mkcorrupt IN OUT flip CHUNK OFFSET            xor 0x40 into one byte
+ *   mkcorrupt IN OUT set16|set32|set64 CHUNK OFFSET VALUE   store, fix the CRC
+ *   mkcorrupt IN OUT region CHUNK I START COUNT   rewrite region I, fix the CRC
+ *   mkcorrupt IN OUT truncate BYTES               keep the first BYTES bytes
+ *   mkcorrupt IN OUT drop CHUNK                   leave a chunk out
+ *   mkcorrupt IN OUT dup CHUNK                    repeat a chunk right after itself
+ *   mkcorrupt IN OUT splice CHUNK OTHER OCHUNK    put OTHER's chunk OCHUNK in its place
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "format.h"
+#include "le.h"
+
+#define OFF_HDR_CRC 100
+
+static const char *prog = "mkcorrupt";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	size_t n = 0, alloc = 0, got;
+
+	if (!f)
+		die("cannot open %s", path);
+	for (;;) {
+		if (n == alloc) {
+			alloc = alloc ? alloc * 2 : NDZ_CHUNK_SIZE;
+			buf = realloc(buf, alloc);
+			if (!buf)
+				die("out of memory reading %s", path);
+		}
+		got = fread(buf + n, 1, alloc - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f))
+		die("cannot read %s", path);
+	fclose(f);
+	*len = n;
+	return buf;
+}
+
+static unsigned long long num(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end)
+		die("bad number %s", s);
+	return v;
+}
+
+static uint8_t *chunk_at(uint8_t *img, size_t len, unsigned long long i)
+{
+	if (i >= len / NDZ_CHUNK_SIZE)
+		die("no chunk %llu in the input", i);
+	return img + i * NDZ_CHUNK_SIZE;
+}
+
+static void fix_crc(uint8_t *c)
+{
+	put_le32(c + OFF_HDR_CRC, 0);
+	put_le32(c + OFF_HDR_CRC, (uint32_t)crc32(crc32(0L, Z_NULL, 0), c, NDZ_HDR_SIZE));
+}
+
+int main(int argc, char **argv)
+{
+	const char *op;
+	uint8_t *img, *out;
+	size_t len, olen;
+	FILE *f;
+
+	if (argc < 4)
+		die("usage: mkcorrupt IN OUT OP ARGS...");
+	img = slurp(argv[1], &len);
+	op = argv[3];
+	out = img;
+	olen = len;
+	if (!strcmp(op, "flip") && argc == 6) {
+		uint64_t off = num(argv[5]);
+
+		if (off >= NDZ_CHUNK_SIZE)
+			die("offset %s past the chunk", argv[5]);
+		chunk_at(img, len, num(argv[4]))[off] ^= 0x40;
+	} else if (!strncmp(op, "set", 3) && argc == 7) {
+		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		uint64_t off = num(argv[5]), v = num(argv[6]);
+
+		if (off + 8 > NDZ_HDR_SIZE)
+			die("offset %s outside the header", argv[5]);
+		if (!strcmp(op, "set16"))
+			put_le16(c + off, (uint16_t)v);
+		else if (!strcmp(op, "set32"))
+			put_le32(c + off, (uint32_t)v);
+		else if (!strcmp(op, "set64"))
+			put_le64(c + off, v);
+		else
+			die("unknown operation %s", op);
+		fix_crc(c);
+	} else if (!strcmp(op, "region") && argc == 8) {
+		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		uint64_t i = num(argv[5]);
+
+		if (i >= NDZ_MAX_REGIONS)
+			die("region %s out of range", argv[5]);
+		put_le64(c + NDZ_FIXED_HDR + i * NDZ_REGION_SIZE, num(argv[6]));
+		put_le32(c + NDZ_FIXED_HDR + i * NDZ_REGION_SIZE + 8, (uint32_t)num(argv[7]));
+		fix_crc(c);
+	} else if (!strcmp(op, "truncate") && argc == 5) {
+		olen = (size_t)num(argv[4]);
+		if (olen > len)
+			die("%s is longer than the input", argv[4]);
+	} else if (!strcmp(op, "drop") && argc == 5) {
+		uint8_t *c = chunk_at(img, len, num(argv[4]));
+
+		memmove(c, c + NDZ_CHUNK_SIZE, (size_t)(img + len - c - NDZ_CHUNK_SIZE));
+		olen = len - NDZ_CHUNK_SIZE;
+	} else if (!strcmp(op, "dup") && argc == 5) {
+		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		size_t at = (size_t)(c - img) + NDZ_CHUNK_SIZE;
+
+		out = malloc(len + NDZ_CHUNK_SIZE);
+		if (!out)
+			die("out of memory");
+		memcpy(out, img, at);
+		memcpy(out + at, c, NDZ_CHUNK_SIZE);
+		memcpy(out + at + NDZ_CHUNK_SIZE, img + at, len - at);
+		olen = len + NDZ_CHUNK_SIZE;
+	} else if (!strcmp(op, "splice") && argc == 7) {
+		size_t olen2;
+		uint8_t *other = slurp(argv[5], &olen2);
+
+		memcpy(chunk_at(img, len, num(argv[4])), chunk_at(other, olen2, num(argv[6])),
+		       NDZ_CHUNK_SIZE);
+		free(other);
+	} else {
+		die("bad operation or arguments: %s", op);
+	}
+	f = fopen(argv[2], "wb");
+	if (!f || fwrite(out, 1, olen, f) != olen || fclose(f) != 0)
+		die("cannot write %s", argv[2]);
+	if (out != img)
+		free(out);
+	free(img);
+	return 0;
+}

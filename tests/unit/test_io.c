@@ -1,0 +1,556 @@
+/* Unit tests for lib/io.c: memory, sub-range, fault-injecting and file implementations. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "io.h"
+
+static void fill(uint8_t *p, size_t n, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+static int all_equal(const uint8_t *p, size_t n, uint8_t v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != v)
+			return 0;
+	return 1;
+}
+
+/* ---- memory ---- */
+
+static void test_mem_read(void **state)
+{
+	uint8_t buf[100], out[200];
+	struct ndz_io *io;
+	size_t got = 12345;
+
+	(void)state;
+	fill(buf, sizeof(buf), 1);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &io), 0);
+	assert_int_equal(io->size, 100);
+	assert_non_null(io->name);
+	assert_int_equal(io->is_regular, 0);
+	assert_int_equal(io->is_blockdev, 0);
+	assert_int_equal(io->ops->pread(io, out, 10, 5), 10);
+	assert_memory_equal(out, buf + 5, 10);
+	assert_int_equal(io->ops->pread(io, out, 50, 90), 10);   /* clipped at the end */
+	assert_memory_equal(out, buf + 90, 10);
+	assert_int_equal(io->ops->pread(io, out, 10, 100), 0);   /* at the end */
+	assert_int_equal(io->ops->pread(io, out, 10, 1000), 0);  /* beyond */
+	assert_int_equal(io->ops->pread(io, out, 10, UINT64_MAX), 0);
+	assert_int_equal(io->ops->pread(io, out, 0, 0), 0);
+	/* read_full: exact, short with the count, nothing */
+	assert_int_equal(ndz_io_read_full(io, out, 100, 0, &got), 0);
+	assert_int_equal(got, 100);
+	assert_memory_equal(out, buf, 100);
+	assert_int_equal(ndz_io_read_full(io, out, 100, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 60, 50, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 50);
+	assert_memory_equal(out, buf + 50, 50);
+	assert_int_equal(ndz_io_read_full(io, out, 1, 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 0);
+	assert_int_equal(ndz_io_read_full(io, out, 1, 100, NULL), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 0, 100, &got), 0);
+	assert_int_equal(got, 0);
+	assert_int_equal(io->ops->flush(io), 0);
+	ndz_io_close(io);
+	ndz_io_close(NULL);
+}
+
+static void test_mem_write(void **state)
+{
+	uint8_t buf[100], src[100], copy[100];
+	struct ndz_io *ro, *rw;
+
+	(void)state;
+	memset(buf, 0xee, sizeof(buf));
+	fill(src, sizeof(src), 3);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &ro), 0);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &rw), 0);
+	/* read-only: every write and zero refused, nothing changes */
+	assert_int_equal(ro->ops->pwrite(ro, src, 10, 0), NDZ_EIO);
+	assert_int_equal(ro->ops->zero(ro, 0, 10), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(ro, src, 10, 0), NDZ_EIO);
+	assert_true(all_equal(buf, sizeof(buf), 0xee));
+	/* writable: inside ok, touching the end ok, crossing it refused whole */
+	assert_int_equal(rw->ops->pwrite(rw, src, 10, 0), 10);
+	assert_int_equal(ndz_io_write_full(rw, src + 10, 10, 90), 0);
+	memcpy(copy, buf, sizeof(buf));
+	assert_int_equal(rw->ops->pwrite(rw, src, 11, 90), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(rw, src, 2, 99), NDZ_EIO);
+	assert_int_equal(rw->ops->pwrite(rw, src, 1, 100), NDZ_EIO);
+	assert_int_equal(rw->ops->pwrite(rw, src, 1, UINT64_MAX), NDZ_EIO);
+	assert_int_equal(rw->ops->pwrite(rw, src, 0, 100), 0);
+	assert_memory_equal(buf, copy, sizeof(buf));
+	assert_memory_equal(buf, src, 10);
+	assert_memory_equal(buf + 90, src + 10, 10);
+	assert_true(all_equal(buf + 10, 80, 0xee));
+	/* zero: inside, and refused past the end */
+	assert_int_equal(rw->ops->zero(rw, 20, 30), 0);
+	assert_true(all_equal(buf + 20, 30, 0));
+	assert_int_equal(buf[19], 0xee);
+	assert_int_equal(buf[50], 0xee);
+	assert_int_equal(rw->ops->zero(rw, 95, 6), NDZ_EIO);
+	assert_int_equal(rw->ops->zero(rw, 101, 0), NDZ_EIO);
+	assert_int_equal(rw->ops->zero(rw, 50, UINT64_MAX), NDZ_EIO);
+	assert_int_equal(buf[95], src[15]);
+	assert_int_equal(rw->ops->zero(rw, 100, 0), 0);
+	ndz_io_close(ro);
+	ndz_io_close(rw);
+}
+
+static void test_mem_empty(void **state)
+{
+	struct ndz_io *io;
+	uint8_t b[4];
+	size_t got = 99;
+
+	(void)state;
+	assert_int_equal(ndz_io_open_mem(b, 0, 1, &io), 0);
+	assert_int_equal(io->size, 0);
+	assert_int_equal(ndz_io_read_full(io, b, 1, 0, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 0);
+	assert_int_equal(ndz_io_write_full(io, b, 1, 0), NDZ_EIO);
+	ndz_io_close(io);
+}
+
+/* ---- sub-range view ---- */
+
+static void test_sub(void **state)
+{
+	uint8_t buf[1000], src[100], out[100];
+	struct ndz_io *mem, *sub, *sub2;
+	size_t got;
+
+	(void)state;
+	fill(buf, sizeof(buf), 9);
+	fill(src, sizeof(src), 200);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem), 0);
+	/* the window must lie inside the inner io */
+	assert_int_equal(ndz_io_open_sub(mem, 1001, 0, &sub), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, 900, 101, &sub), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, 1, UINT64_MAX, &sub), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, UINT64_MAX, 2, &sub), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, 1000, 0, &sub), 0);
+	assert_int_equal(sub->size, 0);
+	assert_int_equal(ndz_io_read_full(sub, out, 1, 0, &got), NDZ_ESHORTREAD);
+	ndz_io_close(sub);
+	assert_int_equal(ndz_io_open_sub(mem, 0, 1000, &sub), 0);
+	ndz_io_close(sub);
+
+	assert_int_equal(ndz_io_open_sub(mem, 300, 200, &sub), 0);
+	assert_int_equal(sub->size, 200);
+	assert_int_equal(ndz_io_read_full(sub, out, 50, 0, NULL), 0);
+	assert_memory_equal(out, buf + 300, 50);
+	/* reads stop at the view's end, not the inner io's */
+	assert_int_equal(ndz_io_read_full(sub, out, 100, 150, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 50);
+	assert_memory_equal(out, buf + 450, 50);
+	assert_int_equal(sub->ops->pread(sub, out, 10, 200), 0);
+	assert_int_equal(sub->ops->pread(sub, out, 10, UINT64_MAX), 0);
+	/* writes land at the offset; crossing the view's end is refused */
+	assert_int_equal(ndz_io_write_full(sub, src, 100, 100), 0);
+	assert_memory_equal(buf + 400, src, 100);
+	assert_int_equal(sub->ops->pwrite(sub, src, 2, 199), NDZ_EIO);
+	assert_int_equal(sub->ops->pwrite(sub, src, 1, 200), NDZ_EIO);
+	assert_int_equal(sub->ops->pwrite(sub, src, 1, UINT64_MAX), NDZ_EIO);
+	assert_int_equal(buf[500], (uint8_t)(9 + 500 * 7));
+	assert_int_equal(sub->ops->zero(sub, 0, 10), 0);
+	assert_true(all_equal(buf + 300, 10, 0));
+	assert_int_equal(buf[299], (uint8_t)(9 + 299 * 7));
+	assert_int_equal(buf[310], (uint8_t)(9 + 310 * 7));
+	assert_int_equal(sub->ops->zero(sub, 190, 11), NDZ_EIO);
+	assert_int_equal(buf[500], (uint8_t)(9 + 500 * 7));
+	assert_int_equal(sub->ops->flush(sub), 0);
+
+	/* a view of a view adds the offsets */
+	assert_int_equal(ndz_io_open_sub(sub, 190, 11, &sub2), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(sub, 10, 20, &sub2), 0);
+	assert_int_equal(ndz_io_write_full(sub2, src, 20, 0), 0);
+	assert_memory_equal(buf + 310, src, 20);
+	assert_int_equal(ndz_io_write_full(sub2, src, 1, 20), NDZ_EIO);
+	ndz_io_close(sub2);
+	/* closing the view leaves the inner io usable */
+	ndz_io_close(sub);
+	assert_int_equal(ndz_io_read_full(mem, out, 10, 990, NULL), 0);
+	ndz_io_close(mem);
+}
+
+/* ---- fault injection ---- */
+
+static struct ndz_io *fault_over(uint8_t *buf, size_t len, unsigned rn, unsigned wn,
+				 uint64_t wlo, uint64_t whi)
+{
+	struct ndz_io *mem, *f;
+
+	assert_int_equal(ndz_io_open_mem(buf, len, 1, &mem), 0);
+	assert_int_equal(ndz_io_open_fault(mem, rn, wn, wlo, whi, &f), 0);
+	assert_int_equal(f->size, len);
+	return f;
+}
+
+static void test_fault_nth_read(void **state)
+{
+	uint8_t buf[64], out[64];
+	struct ndz_io *f;
+	unsigned i;
+
+	(void)state;
+	fill(buf, sizeof(buf), 5);
+	f = fault_over(buf, sizeof(buf), 3, 0, 0, UINT64_MAX);
+	for (i = 1; i <= 6; i++) {
+		ssize_t n = f->ops->pread(f, out, 8, 8 * i);
+
+		if (i == 3)
+			assert_int_equal(n, NDZ_EIO);
+		else
+			assert_int_equal(n, 8);
+	}
+	/* writes are counted separately and never fail here */
+	for (i = 0; i < 5; i++)
+		assert_int_equal(f->ops->pwrite(f, out, 8, 0), 8);
+	ndz_io_close(f);
+
+	/* read_full passes the error on instead of a short read */
+	f = fault_over(buf, sizeof(buf), 1, 0, 0, UINT64_MAX);
+	assert_int_equal(ndz_io_read_full(f, out, 10, 0, NULL), NDZ_EIO);
+	assert_int_equal(ndz_io_read_full(f, out, 10, 0, NULL), 0);
+	assert_memory_equal(out, buf, 10);
+	ndz_io_close(f);
+
+	/* 0: never */
+	f = fault_over(buf, sizeof(buf), 0, 0, 0, UINT64_MAX);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(f->ops->pread(f, out, 1, i % 64), 1);
+	assert_int_equal(f->ops->flush(f), 0);
+	ndz_io_close(f);
+}
+
+static void test_fault_nth_write(void **state)
+{
+	uint8_t buf[64], src[64], out[8];
+	struct ndz_io *f;
+	unsigned i;
+
+	(void)state;
+	memset(buf, 0, sizeof(buf));
+	fill(src, sizeof(src), 11);
+	f = fault_over(buf, sizeof(buf), 0, 2, 0, UINT64_MAX);
+	assert_int_equal(f->ops->pwrite(f, src, 8, 0), 8);
+	assert_int_equal(ndz_io_write_full(f, src + 8, 8, 8), NDZ_EIO);    /* 2nd */
+	assert_true(all_equal(buf + 8, 8, 0));
+	assert_int_equal(ndz_io_write_full(f, src + 8, 8, 8), 0);          /* 3rd */
+	assert_memory_equal(buf, src, 16);
+	for (i = 0; i < 5; i++)
+		assert_int_equal(f->ops->pread(f, out, 8, 0), 8);
+	ndz_io_close(f);
+
+	/* zero counts as a write */
+	memset(buf, 0xff, sizeof(buf));
+	f = fault_over(buf, sizeof(buf), 0, 2, 0, UINT64_MAX);
+	assert_int_equal(f->ops->zero(f, 0, 8), 0);
+	assert_int_equal(f->ops->zero(f, 8, 8), NDZ_EIO);
+	assert_true(all_equal(buf, 8, 0));
+	assert_true(all_equal(buf + 8, 8, 0xff));
+	assert_int_equal(f->ops->pwrite(f, src, 8, 8), 8);
+	ndz_io_close(f);
+}
+
+static void test_fault_guard(void **state)
+{
+	uint8_t buf[100], src[100];
+	struct ndz_io *f;
+
+	(void)state;
+	memset(buf, 0xaa, sizeof(buf));
+	fill(src, sizeof(src), 1);
+	f = fault_over(buf, sizeof(buf), 0, 0, 20, 50);
+	/* inside the window */
+	assert_int_equal(f->ops->pwrite(f, src, 30, 20), 30);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 49), 1);
+	assert_int_equal(f->ops->zero(f, 20, 30), 0);
+	assert_int_equal(f->ops->pwrite(f, src, 0, 50), 0);
+	/* outside or straddling: refused, and nothing reaches the buffer */
+	assert_int_equal(f->ops->pwrite(f, src, 1, 19), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 2, 19), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 50), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 31, 20), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 100, 0), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 0, 21), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 49, 2), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 60, 10), NDZ_EIO);
+	assert_true(all_equal(buf, 20, 0xaa));
+	assert_true(all_equal(buf + 20, 30, 0));
+	assert_true(all_equal(buf + 50, 50, 0xaa));
+	/* reads are not guarded */
+	assert_int_equal(ndz_io_read_full(f, src, 100, 0, NULL), 0);
+	ndz_io_close(f);
+
+	/* an empty window refuses every write */
+	f = fault_over(buf, sizeof(buf), 0, 0, 0, 0);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 0), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 0, 1), NDZ_EIO);
+	ndz_io_close(f);
+}
+
+/* The fault io forwards to the inner io's own checks. */
+static void test_fault_inner_errors(void **state)
+{
+	uint8_t buf[10], src[20] = { 0 };
+	struct ndz_io *f;
+
+	(void)state;
+	f = fault_over(buf, sizeof(buf), 0, 0, 0, UINT64_MAX);
+	assert_int_equal(f->ops->pwrite(f, src, 20, 0), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 5, 6), NDZ_EIO);
+	assert_int_equal(f->ops->pread(f, src, 20, 0), 10);
+	ndz_io_close(f);
+}
+
+/* ---- files ---- */
+
+static char *temp_path(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char *p;
+	int fd;
+
+	if (!dir || !*dir)
+		dir = "/tmp";
+	assert_true(asprintf(&p, "%s/ndz-test-io.XXXXXX", dir) > 0);
+	fd = mkstemp(p);
+	assert_true(fd >= 0);
+	close(fd);
+	return p;
+}
+
+static void test_file_missing(void **state)
+{
+	struct ndz_io *io = NULL;
+	char *p = temp_path();
+
+	(void)state;
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io), NDZ_ENOENT);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), NDZ_ENOENT);
+	assert_null(io);
+	/* created empty on request */
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE | NDZ_IO_CREATE, &io), 0);
+	assert_int_equal(io->size, 0);
+	assert_int_equal(io->is_regular, 1);
+	assert_int_equal(io->is_blockdev, 0);
+	assert_string_equal(io->name, p);
+	ndz_io_close(io);
+	assert_int_equal(access(p, F_OK), 0);
+	unlink(p);
+	free(p);
+}
+
+static void test_file_not_regular(void **state)
+{
+	struct ndz_io *io = NULL;
+	const char *dir = getenv("TMPDIR");
+
+	(void)state;
+	if (!dir || !*dir)
+		dir = "/tmp";
+	assert_int_equal(ndz_io_open_file(dir, NDZ_IO_READ, &io), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_open_file("/dev/null", NDZ_IO_READ, &io), NDZ_ENOTSUP);
+	assert_null(io);
+}
+
+static void test_file_rw(void **state)
+{
+	enum { N = 3 * 65536 + 123 };
+	uint8_t *src = malloc(N), *out = malloc(N);
+	struct ndz_io *io, *ro;
+	char *p = temp_path();
+	struct stat st;
+	size_t got;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(out);
+	fill(src, N, 77);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), 0);
+	assert_int_equal(io->size, 0);
+	assert_int_equal(ndz_io_write_full(io, src, N, 0), 0);
+	assert_int_equal(io->ops->flush(io), 0);
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, &got), 0);
+	assert_int_equal(got, N);
+	assert_memory_equal(out, src, N);
+	assert_int_equal(ndz_io_read_full(io, out, 200, N - 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 100);
+	assert_memory_equal(out, src + N - 100, 100);
+	ndz_io_close(io);
+
+	/* reopened read-only: size from the file, writes fail with errno kept */
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &ro), 0);
+	assert_int_equal(ro->size, N);
+	assert_int_equal(ro->sys_errno, 0);
+	assert_int_equal(ndz_io_write_full(ro, src, 10, 0), NDZ_EIO);
+	assert_int_equal(ro->sys_errno, EBADF);
+	assert_int_equal(ndz_io_set_size(ro, 10), NDZ_EIO);
+	assert_int_equal(ndz_io_read_full(ro, out, N, 0, NULL), 0);
+	assert_memory_equal(out, src, N);
+	ndz_io_close(ro);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, N);
+	unlink(p);
+	free(p);
+	free(src);
+	free(out);
+}
+
+static void test_file_zero(void **state)
+{
+	enum { N = 1 << 20 };
+	uint8_t *src = malloc(N), *out = malloc(N);
+	struct ndz_io *io;
+	char *p = temp_path();
+	struct stat st;
+	size_t got;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(out);
+	fill(src, N, 1);
+	memset(src, 0xff, 4096);        /* no zero bytes where we zero */
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), 0);
+	assert_int_equal(ndz_io_write_full(io, src, N, 0), 0);
+	/* aligned, unaligned, one byte, zero bytes */
+	assert_int_equal(io->ops->zero(io, 65536, 131072), 0);
+	assert_int_equal(io->ops->zero(io, 1000, 3000), 0);
+	assert_int_equal(io->ops->zero(io, 4095, 1), 0);
+	assert_int_equal(io->ops->zero(io, 500000, 0), 0);
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL), 0);
+	assert_memory_equal(out, src, 1000);
+	assert_true(all_equal(out + 1000, 3000, 0));
+	assert_memory_equal(out + 4000, src + 4000, 95);
+	assert_int_equal(out[4095], 0);
+	assert_memory_equal(out + 4096, src + 4096, 65536 - 4096);
+	assert_true(all_equal(out + 65536, 131072, 0));
+	assert_memory_equal(out + 196608, src + 196608, N - 196608);
+	/* zeroing keeps the size */
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, N);
+	/* zeroing up to and past the end reads back as zeros too */
+	assert_int_equal(io->ops->zero(io, N - 10, 10), 0);
+	assert_int_equal(io->ops->zero(io, N - 5, 105), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 110, N - 10, &got), 0);
+	assert_true(all_equal(out, 110, 0));
+	assert_int_equal(io->ops->flush(io), 0);
+	ndz_io_close(io);
+	unlink(p);
+	free(p);
+	free(src);
+	free(out);
+}
+
+static void test_file_set_size(void **state)
+{
+	uint8_t buf[8192], out[8192];
+	struct ndz_io *io, *mem;
+	char *p = temp_path();
+	struct stat st;
+	size_t got;
+
+	(void)state;
+	fill(buf, sizeof(buf), 4);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), 0);
+	assert_int_equal(ndz_io_write_full(io, buf, 100, 0), 0);
+	/* grow: the new part reads as zeros */
+	assert_int_equal(ndz_io_set_size(io, 8192), 0);
+	assert_int_equal(io->size, 8192);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 8192);
+	assert_int_equal(ndz_io_read_full(io, out, 8192, 0, NULL), 0);
+	assert_memory_equal(out, buf, 100);
+	assert_true(all_equal(out + 100, 8092, 0));
+	/* shrink: reads stop at the new end */
+	assert_int_equal(ndz_io_set_size(io, 50), 0);
+	assert_int_equal(io->size, 50);
+	assert_int_equal(ndz_io_read_full(io, out, 100, 0, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 50);
+	assert_memory_equal(out, buf, 50);
+	assert_int_equal(ndz_io_set_size(io, 0), 0);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, 0);
+	ndz_io_close(io);
+	/* only files can change size */
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem), 0);
+	assert_int_equal(ndz_io_set_size(mem, 10), NDZ_ENOTSUP);
+	assert_int_equal(mem->size, sizeof(buf));
+	ndz_io_close(mem);
+	unlink(p);
+	free(p);
+}
+
+/* A fault io and a sub view over a file behave as over memory. */
+static void test_file_wrapped(void **state)
+{
+	uint8_t buf[4096], out[4096];
+	struct ndz_io *file, *f, *sub;
+	char *p = temp_path();
+
+	(void)state;
+	fill(buf, sizeof(buf), 8);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &file), 0);
+	assert_int_equal(ndz_io_write_full(file, buf, sizeof(buf), 0), 0);
+	assert_int_equal(ndz_io_set_size(file, sizeof(buf)), 0);
+	assert_int_equal(ndz_io_open_fault(file, 0, 0, 1024, 2048, &f), 0);
+	assert_int_equal(f->size, 4096);
+	assert_int_equal(f->is_regular, 1);
+	assert_int_equal(ndz_io_open_sub(f, 1024, 1024, &sub), 0);
+	assert_int_equal(sub->ops->zero(sub, 0, 1024), 0);
+	assert_int_equal(sub->ops->flush(sub), 0);
+	ndz_io_close(sub);
+	assert_int_equal(f->ops->zero(f, 0, 1024), NDZ_EIO);
+	assert_int_equal(ndz_io_read_full(f, out, sizeof(out), 0, NULL), 0);
+	assert_memory_equal(out, buf, 1024);
+	assert_true(all_equal(out + 1024, 1024, 0));
+	assert_memory_equal(out + 2048, buf + 2048, 2048);
+	ndz_io_close(f);                /* closes the file too */
+	unlink(p);
+	free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mem_read),
+		cmocka_unit_test(test_mem_write),
+		cmocka_unit_test(test_mem_empty),
+		cmocka_unit_test(test_sub),
+		cmocka_unit_test(test_fault_nth_read),
+		cmocka_unit_test(test_fault_nth_write),
+		cmocka_unit_test(test_fault_guard),
+		cmocka_unit_test(test_fault_inner_errors),
+		cmocka_unit_test(test_file_missing),
+		cmocka_unit_test(test_file_not_regular),
+		cmocka_unit_test(test_file_rw),
+		cmocka_unit_test(test_file_zero),
+		cmocka_unit_test(test_file_set_size),
+		cmocka_unit_test(test_file_wrapped),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

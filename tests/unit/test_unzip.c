@@ -1,0 +1,628 @@
+/* Unit tests for lib/unzip.c: images made by ndz_zip restored into memory and compared. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "format.h"
+#include "io.h"
+#include "le.h"
+#include "ranges.h"
+#include "unzip.h"
+#include "zip.h"
+#include "zipfix.h"
+
+#define MiB (1024u * 1024u)
+#define PATTERN 0xa5
+
+/* Restore every chunk of img (in the order given by order[], or 0..n-1) into io. */
+static int restore(struct ndz_io *io, const struct fix_image *img, const size_t *order,
+		   const struct ndz_unzip_opts *o, struct ndz_unzip_stats *st, char *msg,
+		   size_t msglen)
+{
+	struct ndz_unzip *u;
+	size_t i;
+	int rc = ndz_unzip_create(io, o, &u), frc;
+
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < img->n && rc == 0; i++)
+		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i));
+	frc = ndz_unzip_finish(u, st);
+	if (msg)
+		snprintf(msg, msglen, "%s", frc < 0 ? ndz_unzip_errmsg(u) : "");
+	ndz_unzip_free(u);
+	if (rc < 0 && frc < 0 && rc != frc)
+		fail_msg("put said %d, finish %d", rc, frc);
+	return frc < 0 ? frc : rc;
+}
+
+/* A target of tlen bytes filled with PATTERN. */
+static uint8_t *target_buf(size_t tlen)
+{
+	uint8_t *t = malloc(tlen ? tlen : 1);
+
+	assert_non_null(t);
+	memset(t, PATTERN, tlen);
+	return t;
+}
+
+static int all_equal(const uint8_t *p, size_t n, uint8_t v)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != v)
+			return 0;
+	return 1;
+}
+
+/*
+ * After a restore of src (len bytes, sectors alloc) at offset toff into t (tlen):
+ * allocated bytes equal src, gaps are zero (zero_fill) or untouched, and nothing
+ * outside [toff, toff + len) changed.
+ */
+static void check_target(const uint8_t *t, size_t tlen, size_t toff, const uint8_t *src,
+			 size_t len, const struct ndz_ranges *alloc, int zero_fill,
+			 const char *what)
+{
+	uint64_t pos = 0;
+	size_t i;
+
+	if (!all_equal(t, toff, PATTERN))
+		fail_msg("%s: bytes before the target offset changed", what);
+	if (!all_equal(t + toff + len, tlen - toff - len, PATTERN))
+		fail_msg("%s: bytes after the image's end changed", what);
+	for (i = 0; i <= alloc->n; i++) {
+		uint64_t gs = pos, ge = i < alloc->n ? alloc->v[i].start * 512 : len;
+		uint64_t rs, re;
+
+		if (ge > len)
+			ge = len;
+		if (ge > gs && !all_equal(t + toff + gs, (size_t)(ge - gs), zero_fill ? 0 : PATTERN))
+			fail_msg("%s: gap [%llu, %llu) is wrong", what, (unsigned long long)gs,
+				 (unsigned long long)ge);
+		if (i == alloc->n)
+			break;
+		rs = alloc->v[i].start * 512;
+		re = rs + alloc->v[i].count * 512;
+		if (re > len)
+			re = len;
+		if (re > rs && memcmp(t + toff + rs, src + rs, (size_t)(re - rs)) != 0)
+			fail_msg("%s: range %zu differs", what, i);
+		pos = re;
+	}
+}
+
+static void opts(struct ndz_unzip_opts *o, int threads, int zero_fill)
+{
+	ndz_unzip_opts_init(o);
+	o->threads = threads;
+	o->zero_fill = zero_fill;
+}
+
+/* Whole inputs of each kind, restored with 1 and 2 threads. */
+static void test_roundtrip_kinds(void **state)
+{
+	static const struct {
+		enum fix_kind kind;
+		size_t len;
+	} cases[] = {
+		{ FIX_RANDOM, 1 }, { FIX_RANDOM, 511 }, { FIX_RANDOM, 513 },
+		{ FIX_RANDOM, MiB + 1 }, { FIX_RANDOM, 3 * MiB + 7 },
+		{ FIX_ZEROS, 512 }, { FIX_ZEROS, 30 * MiB / FIX_SCALE },
+		{ FIX_TEXT, 9 * MiB / FIX_SCALE + 100 }, { FIX_MIXED, 7 * MiB / FIX_SCALE + 3 },
+	};
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_unzip_opts o;
+	struct ndz_unzip_stats st;
+	size_t k;
+
+	(void)state;
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		size_t len = cases[k].len, tlen = len + 4096;
+		uint8_t *src = fix_data(cases[k].kind, len, k), *t;
+		struct fix_image img;
+		struct ndz_io *io;
+		char err[256], what[64];
+		int threads;
+
+		assert_non_null(src);
+		assert_int_equal(fix_whole(&alloc, len), 0);
+		assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+		for (threads = 1; threads <= 2; threads++) {
+			snprintf(what, sizeof(what), "kind %d, %zu bytes, %d threads",
+				 cases[k].kind, len, threads);
+			t = target_buf(tlen);
+			assert_int_equal(ndz_io_open_mem(t, tlen, 1, &io), 0);
+			opts(&o, threads, 0);
+			if (restore(io, &img, NULL, &o, &st, err, sizeof(err)) < 0)
+				fail_msg("%s: %s", what, err);
+			check_target(t, tlen, 0, src, len, &alloc, 0, what);
+			assert_int_equal(st.chunks, img.n);
+			assert_int_equal(st.bytes_written, len);
+			assert_int_equal(st.bytes_zeroed, 0);
+			ndz_io_close(io);
+			free(t);
+		}
+		fix_image_release(&img);
+		free(src);
+	}
+	ndz_ranges_release(&alloc);
+}
+
+/* Scattered ranges: with and without zero fill, chunks in reverse order, an offset. */
+static void test_gaps_and_order(void **state)
+{
+	const size_t len = 6 * MiB + 1000, toff = 8192, tlen = len + toff + 5000;
+	uint8_t *src = fix_data(FIX_MIXED, len, 99), *t;
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_unzip_opts o;
+	struct ndz_unzip_stats st;
+	struct fix_image img;
+	struct ndz_io *mem, *sub;
+	uint64_t s = 7, seed = 1, sectors = len / 512 + 1, gaps;
+	size_t *rev, i;
+	char err[256];
+	int zf;
+
+	(void)state;
+	assert_non_null(src);
+	while (s < sectors) {
+		uint64_t c = 1 + fix_rnd(&seed) % 2500;
+
+		if (c > sectors - s)
+			c = sectors - s;
+		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		s += c + 1 + fix_rnd(&seed) % 1500;
+	}
+	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_true(img.n >= 2);
+	rev = calloc(img.n, sizeof(*rev));
+	assert_non_null(rev);
+	for (i = 0; i < img.n; i++)
+		rev[i] = img.n - 1 - i;
+	for (zf = 0; zf <= 1; zf++) {
+		/* a view at an offset of a larger buffer, like a partition */
+		t = target_buf(tlen);
+		assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
+		assert_int_equal(ndz_io_open_sub(mem, toff, len + 2000, &sub), 0);
+		opts(&o, 2, zf);
+		if (restore(sub, &img, rev, &o, &st, err, sizeof(err)) < 0)
+			fail_msg("reverse order, zero fill %d: %s", zf, err);
+		check_target(t, tlen, toff, src, len, &alloc, zf, "reverse order");
+		gaps = len - (uint64_t)st.bytes_written;
+		assert_int_equal(st.bytes_zeroed, zf ? gaps : 0);
+		ndz_io_close(sub);
+		ndz_io_close(mem);
+		/* the same through target_offset on the whole buffer */
+		memset(t, PATTERN, tlen);
+		assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
+		opts(&o, 1, zf);
+		o.target_offset = toff;
+		if (restore(mem, &img, NULL, &o, &st, err, sizeof(err)) < 0)
+			fail_msg("target offset, zero fill %d: %s", zf, err);
+		check_target(t, tlen, toff, src, len, &alloc, zf, "target offset");
+		ndz_io_close(mem);
+		free(t);
+	}
+	free(rev);
+	fix_image_release(&img);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
+/* Small memory budget, many chunks: the pipeline still drains without deadlock. */
+static void test_small_memory(void **state)
+{
+	const size_t len = 12 * MiB / FIX_SCALE + 512;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 5), *t = target_buf(len);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_unzip_opts o;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	opts(&o, 2, 1);
+	o.mem_limit = 1;
+	if (restore(io, &img, NULL, &o, NULL, err, sizeof(err)) < 0)
+		fail_msg("%s", err);
+	check_target(t, len, 0, src, len, &alloc, 1, "small memory");
+	ndz_io_close(io);
+	fix_image_release(&img);
+	ndz_ranges_release(&alloc);
+	free(src);
+	free(t);
+}
+
+/* Verify mode needs no target and writes nothing. */
+static void test_verify_only(void **state)
+{
+	const size_t len = 3 * MiB + 100;
+	uint8_t *src = fix_data(FIX_MIXED, len, 8), *t = target_buf(len);
+	struct ndz_unzip_opts o;
+	struct ndz_unzip_stats st;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	opts(&o, 2, 1);
+	o.verify_only = 1;
+	assert_int_equal(restore(NULL, &img, NULL, &o, &st, err, sizeof(err)), 0);
+	assert_int_equal(st.chunks, img.n);
+	/* with a target given it is left alone */
+	assert_int_equal(ndz_io_open_mem(t, 100, 0, &io), 0);   /* too small, read-only */
+	assert_int_equal(restore(io, &img, NULL, &o, &st, err, sizeof(err)), 0);
+	assert_true(all_equal(t, len, PATTERN));
+	ndz_io_close(io);
+	/* without verify_only a target is required */
+	o.verify_only = 0;
+	{
+		struct ndz_unzip *u = NULL;
+
+		assert_int_equal(ndz_unzip_create(NULL, &o, &u), NDZ_EINVAL);
+		assert_null(u);
+	}
+	/* a corrupt chunk fails verification too */
+	fix_chunk(&img, 1)[NDZ_HDR_SIZE + 100] ^= 1;
+	o.verify_only = 1;
+	assert_int_equal(restore(NULL, &img, NULL, &o, NULL, err, sizeof(err)), NDZ_EDATACRC);
+	assert_non_null(strstr(err, "chunk 1"));
+	fix_image_release(&img);
+	free(src);
+	free(t);
+}
+
+/* A chunk whose header CRC is right but whose data disagrees with its regions. */
+static void reheader(uint8_t *chunk, void (*edit)(struct ndz_chunk_hdr *))
+{
+	struct ndz_chunk_hdr h;
+
+	assert_int_equal(ndz_chunk_check(chunk, &h), 0);
+	edit(&h);
+	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), chunk + NDZ_HDR_SIZE, h.data_len);
+	assert_int_equal(ndz_hdr_encode(&h, chunk), 0);
+	assert_int_equal(ndz_chunk_check(chunk, &h), 0);
+}
+
+static void grow_region(struct ndz_chunk_hdr *h)
+{
+	h->regions[h->nregions - 1].count++;
+	if (h->regions[h->nregions - 1].start + h->regions[h->nregions - 1].count > h->last) {
+		h->last++;
+		h->source_bytes += 512;
+		h->source_sectors++;
+	}
+}
+
+static void shrink_region(struct ndz_chunk_hdr *h)
+{
+	h->regions[h->nregions - 1].count--;
+}
+
+static void drop_region(struct ndz_chunk_hdr *h)
+{
+	h->nregions = 0;
+}
+
+/* Each corruption is reported with the chunk named, and nothing is written after it. */
+static void test_corrupt_chunks(void **state)
+{
+	const size_t len = 3 * MiB + 512;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 21), *t = target_buf(len + 512);
+	struct ndz_unzip_opts o;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256];
+	static const struct {
+		const char *what;
+		size_t chunk, off;
+		int rc;
+		const char *msg;
+	} flips[] = {
+		{ "header crc", 1, 100, NDZ_EHDRCRC, "chunk 1: bad header checksum" },
+		{ "header field", 2, 80, NDZ_EHDRCRC, "chunk 2: bad header checksum" },
+		{ "magic", 0, 1, NDZ_EBADMAGIC, "chunk 0: not an image" },
+		{ "data", 2, NDZ_HDR_SIZE + 5000, NDZ_EDATACRC, "chunk 2: bad data checksum" },
+		{ "padding", 3, NDZ_CHUNK_SIZE - 1, NDZ_EPADDING, "chunk 3: non-zero bytes" },
+	};
+	size_t k;
+	int rc;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(img.n, 4);
+	assert_int_equal(ndz_io_open_mem(t, len + 512, 1, &io), 0);
+	for (k = 0; k < sizeof(flips) / sizeof(flips[0]); k++) {
+		uint8_t *c = fix_chunk(&img, flips[k].chunk);
+
+		c[flips[k].off] ^= 0x40;
+		opts(&o, 2, 0);
+		rc = restore(io, &img, NULL, &o, NULL, err, sizeof(err));
+		if (rc != flips[k].rc || !strstr(err, flips[k].msg))
+			fail_msg("%s: got %d \"%s\", want %d \"%s\"", flips[k].what, rc, err,
+				 flips[k].rc, flips[k].msg);
+		c[flips[k].off] ^= 0x40;
+	}
+	/* valid CRCs, but the stream holds fewer or more bytes than the regions */
+	{
+		void (*edits[])(struct ndz_chunk_hdr *) = { grow_region, shrink_region,
+							     drop_region };
+		uint8_t *save = malloc(NDZ_CHUNK_SIZE);
+
+		assert_non_null(save);
+		for (k = 0; k < 3; k++) {
+			uint8_t *c = fix_chunk(&img, 3);
+
+			memcpy(save, c, NDZ_CHUNK_SIZE);
+			reheader(c, edits[k]);
+			opts(&o, 1, 0);
+			o.verify_only = 1;
+			/* the grown image's size differs from chunk 0's: restore chunk 3 alone */
+			{
+				struct fix_image one = { c, 1, 1 };
+
+				rc = restore(NULL, &one, NULL, &o, NULL, err, sizeof(err));
+			}
+			if (rc != NDZ_ELENGTH || !strstr(err, "chunk 3"))
+				fail_msg("edit %zu: got %d \"%s\"", k, rc, err);
+			memcpy(c, save, NDZ_CHUNK_SIZE);
+		}
+		free(save);
+	}
+	/* compressed bytes that are not deflate, with matching CRCs */
+	{
+		uint8_t *c = fix_chunk(&img, 2), *save = malloc(NDZ_CHUNK_SIZE);
+		struct fix_image one = { c, 1, 1 };
+		struct ndz_chunk_hdr h;
+
+		assert_non_null(save);
+		memcpy(save, c, NDZ_CHUNK_SIZE);
+		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		memset(c + NDZ_HDR_SIZE + 2, 0xff, 64);
+		h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
+		assert_int_equal(ndz_hdr_encode(&h, c), 0);
+		opts(&o, 1, 0);
+		o.verify_only = 1;
+		rc = restore(NULL, &one, NULL, &o, NULL, err, sizeof(err));
+		if (rc != NDZ_ECORRUPT || !strstr(err, "chunk 2"))
+			fail_msg("garbage deflate: got %d \"%s\"", rc, err);
+		memcpy(c, save, NDZ_CHUNK_SIZE);
+		free(save);
+	}
+	/* the untouched image still restores */
+	opts(&o, 2, 0);
+	assert_int_equal(restore(io, &img, NULL, &o, NULL, err, sizeof(err)), 0);
+	assert_memory_equal(t, src, len);
+	ndz_io_close(io);
+	fix_image_release(&img);
+	free(src);
+	free(t);
+}
+
+/* A chunk of another image is refused. */
+static void test_mismatch(void **state)
+{
+	const size_t len = MiB + 512 * 3;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 2), *t = target_buf(len);
+	struct fix_image a, b;
+	struct ndz_unzip_opts o;
+	struct ndz_unzip *u;
+	struct ndz_io *io;
+	char err[256];
+	int rc;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 1, 4, &a, NULL, err, sizeof(err)), 0);
+	assert_int_equal(fix_zip(src, len - 512, NULL, 1, 4, &b, NULL, err, sizeof(err)), 0);
+	assert_int_equal(a.n, 2);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	opts(&o, 2, 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0)), 0);
+	rc = ndz_unzip_put(u, fix_chunk(&b, 1));
+	if (rc == 0)
+		rc = ndz_unzip_finish(u, NULL);
+	else
+		assert_int_equal(ndz_unzip_finish(u, NULL), rc);
+	assert_int_equal(rc, NDZ_EMISMATCH);
+	assert_non_null(strstr(ndz_unzip_errmsg(u), "another image"));
+	/* once failed, put keeps failing */
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1)), NDZ_EMISMATCH);
+	ndz_unzip_free(u);
+	ndz_io_close(io);
+	fix_image_release(&a);
+	fix_image_release(&b);
+	free(src);
+	free(t);
+}
+
+/* A target smaller than the image is refused before any write reaches it. */
+static void test_target_too_small(void **state)
+{
+	const size_t len = 2 * MiB + 1000;
+	uint8_t *src = fix_data(FIX_TEXT, len, 4), *t = target_buf(len);
+	struct ndz_chunk_hdr h;
+	struct ndz_unzip_opts o;
+	struct fix_image img;
+	struct ndz_io *mem, *f;
+	char err[256];
+	int rc;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(ndz_check_target(&h, len), 0);
+	assert_int_equal(ndz_check_target(&h, len + 1), 0);
+	assert_int_equal(ndz_check_target(&h, len - 1), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_check_target(&h, 0), NDZ_ETOOSMALL);
+	/* one byte short; any write outside [0, len - 1) would also fail loudly */
+	assert_int_equal(ndz_io_open_mem(t, len - 1, 1, &mem), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len - 1, &f), 0);
+	opts(&o, 2, 1);
+	rc = restore(f, &img, NULL, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_ETOOSMALL);
+	assert_non_null(strstr(err, "target too small"));
+	assert_true(all_equal(t, len, PATTERN));
+	ndz_io_close(f);
+	/* the target offset counts too */
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &mem), 0);
+	opts(&o, 2, 0);
+	o.target_offset = 512;
+	rc = restore(mem, &img, NULL, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_ETOOSMALL);
+	assert_true(all_equal(t, len, PATTERN));
+	o.target_offset = (uint64_t)len * 2;
+	rc = restore(mem, &img, NULL, &o, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_ETOOSMALL);
+	assert_true(all_equal(t, len, PATTERN));
+	ndz_io_close(mem);
+	fix_image_release(&img);
+	free(src);
+	free(t);
+}
+
+/* Writes stay inside the regions (no zero fill) and inside the image (zero fill). */
+static void test_write_guard(void **state)
+{
+	const size_t len = 2 * MiB, tlen = len + MiB;
+	uint8_t *src = fix_data(FIX_MIXED, len, 6), *t = target_buf(tlen);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_unzip_opts o;
+	struct fix_image img;
+	struct ndz_io *mem, *f;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	/* one range in the middle of the source */
+	assert_int_equal(ndz_ranges_add(&alloc, 1000, 1500), 0);
+	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 1000 * 512, 2500 * 512, &f), 0);
+	opts(&o, 2, 0);
+	if (restore(f, &img, NULL, &o, NULL, err, sizeof(err)) < 0)
+		fail_msg("guarded restore: %s", err);
+	check_target(t, tlen, 0, src, len, &alloc, 0, "guarded");
+	ndz_io_close(f);
+	/* zero fill writes the whole image, not a byte past it */
+	memset(t, PATTERN, tlen);
+	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len, &f), 0);
+	opts(&o, 2, 1);
+	if (restore(f, &img, NULL, &o, NULL, err, sizeof(err)) < 0)
+		fail_msg("guarded zero-filled restore: %s", err);
+	check_target(t, tlen, 0, src, len, &alloc, 1, "guarded, zero fill");
+	ndz_io_close(f);
+	fix_image_release(&img);
+	ndz_ranges_release(&alloc);
+	free(src);
+	free(t);
+}
+
+/* A failing write is reported by finish, naming the target. */
+static void test_write_failure(void **state)
+{
+	const size_t len = 4 * MiB + 512;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 12), *t = target_buf(len);
+	struct ndz_unzip_opts o;
+	struct fix_image img;
+	struct ndz_io *mem, *f;
+	char err[256];
+	unsigned nth;
+	int rc;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	for (nth = 1; nth <= 3; nth++) {
+		struct ndz_unzip *u;
+		size_t i;
+
+		assert_int_equal(ndz_io_open_mem(t, len, 1, &mem), 0);
+		assert_int_equal(ndz_io_open_fault(mem, 0, nth, 0, UINT64_MAX, &f), 0);
+		opts(&o, 2, 0);
+		assert_int_equal(ndz_unzip_create(f, &o, &u), 0);
+		rc = 0;
+		for (i = 0; i < img.n && rc == 0; i++)
+			rc = ndz_unzip_put(u, fix_chunk(&img, i));
+		/* put may or may not have seen it yet; finish must */
+		assert_true(rc == 0 || rc == NDZ_EIO);
+		assert_int_equal(ndz_unzip_finish(u, NULL), NDZ_EIO);
+		if (!strstr(ndz_unzip_errmsg(u), "write error"))
+			fail_msg("write %u failing: \"%s\"", nth, ndz_unzip_errmsg(u));
+		ndz_unzip_free(u);
+		ndz_io_close(f);
+	}
+	fix_image_release(&img);
+	free(src);
+	free(t);
+}
+
+/* Freeing a handle without finishing abandons the work cleanly. */
+static void test_abandon(void **state)
+{
+	const size_t len = 4 * MiB;
+	uint8_t *src = fix_data(FIX_TEXT, len, 3), *t = target_buf(len);
+	struct ndz_unzip_opts o;
+	struct ndz_unzip *u;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	opts(&o, 2, 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	ndz_unzip_free(u);
+	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0)), 0);
+	ndz_unzip_free(u);
+	ndz_unzip_free(NULL);
+	/* finishing with nothing put is fine */
+	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_finish(u, NULL), 0);
+	ndz_unzip_free(u);
+	ndz_io_close(io);
+	fix_image_release(&img);
+	free(src);
+	free(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_kinds),
+		cmocka_unit_test(test_gaps_and_order),
+		cmocka_unit_test(test_small_memory),
+		cmocka_unit_test(test_verify_only),
+		cmocka_unit_test(test_corrupt_chunks),
+		cmocka_unit_test(test_mismatch),
+		cmocka_unit_test(test_target_too_small),
+		cmocka_unit_test(test_write_guard),
+		cmocka_unit_test(test_write_failure),
+		cmocka_unit_test(test_abandon),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,476 @@
+/*
+ * Unit tests for lib/zip.c: images of memory inputs are checked chunk by chunk
+ * with lib/format.c and decoded with plain zlib, independently of lib/unzip.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "format.h"
+#include "io.h"
+#include "le.h"
+#include "ranges.h"
+#include "zip.h"
+#include "zipfix.h"
+
+#define MiB (1024u * 1024u)
+
+/*
+ * Everything an image must satisfy: every chunk checks, the chunks are chained
+ * and numbered, the regions are exactly alloc, and each chunk's zlib stream
+ * inflates to exactly its regions' bytes of src (zeros past len).
+ */
+static void verify_image(const struct fix_image *img, const uint8_t *src, uint64_t len,
+			 const struct ndz_ranges *alloc, const char *what)
+{
+	struct ndz_chunk_hdr *h = malloc(sizeof(*h)), *first = malloc(sizeof(*first));
+	struct ndz_ranges got = NDZ_RANGES_INIT;
+	uint64_t prev_last = 0, sectors = len / 512 + (len % 512 != 0);
+	size_t i;
+
+	assert_non_null(h);
+	assert_non_null(first);
+	if (img->n == 0)
+		fail_msg("%s: no chunks", what);
+	for (i = 0; i < img->n; i++) {
+		const uint8_t *c = fix_chunk(img, i);
+		uint64_t want, pos = 0;
+		uLongf outlen;
+		uint8_t *out;
+		uint32_t r;
+		int rc = ndz_chunk_check(c, h);
+
+		if (rc < 0)
+			fail_msg("%s: chunk %zu: %s", what, i, ndz_strerror(rc));
+		if (i == 0)
+			*first = *h;
+		assert_int_equal(ndz_hdr_same_image(first, h), 0);
+		assert_memory_equal(h->uuid, "fixed-test-uuid!", 16);
+		assert_int_equal(h->index, i);
+		assert_int_equal(h->source_bytes, len);
+		assert_int_equal(h->source_sectors, sectors);
+		assert_int_equal(h->image_kind, NDZ_KIND_WHOLE);
+		if (h->first != prev_last)
+			fail_msg("%s: chunk %zu starts at %llu, chunk %zu ended at %llu", what, i,
+				 (unsigned long long)h->first, i - 1,
+				 (unsigned long long)prev_last);
+		if (!!(h->chunk_flags & NDZ_CHUNK_LAST) != (i == img->n - 1))
+			fail_msg("%s: chunk %zu of %zu: last flag %u", what, i, img->n,
+				 h->chunk_flags);
+		prev_last = h->last;
+		for (r = 0; r < h->nregions; r++)
+			assert_int_equal(ndz_ranges_add(&got, h->regions[r].start,
+							h->regions[r].count), 0);
+		/* the data is one zlib stream holding exactly the regions' sectors */
+		want = ndz_hdr_data_bytes(h);
+		out = malloc(want + 1);
+		assert_non_null(out);
+		outlen = (uLongf)(want + 1);
+		rc = uncompress(out, &outlen, c + NDZ_HDR_SIZE, h->data_len);
+		if (rc != Z_OK || outlen != want)
+			fail_msg("%s: chunk %zu: inflate %d, %lu bytes, want %llu", what, i, rc,
+				 (unsigned long)outlen, (unsigned long long)want);
+		for (r = 0; r < h->nregions; r++) {
+			uint64_t off = h->regions[r].start * 512, n = h->regions[r].count * 512ull;
+			uint64_t in_src = off >= len ? 0 : len - off < n ? len - off : n;
+			uint64_t k;
+
+			if (in_src && memcmp(out + pos, src + off, in_src) != 0)
+				fail_msg("%s: chunk %zu region %u: data differs", what, i, r);
+			for (k = in_src; k < n; k++)
+				if (out[pos + k] != 0)
+					fail_msg("%s: chunk %zu: byte past the source not zero", what,
+						 i);
+			pos += n;
+		}
+		free(out);
+	}
+	if (prev_last != sectors)
+		fail_msg("%s: last chunk ends at %llu, source has %llu sectors", what,
+			 (unsigned long long)prev_last, (unsigned long long)sectors);
+	ndz_ranges_normalize(&got);
+	if (got.n != alloc->n)
+		fail_msg("%s: regions make %zu ranges, input had %zu", what, got.n, alloc->n);
+	for (i = 0; i < got.n; i++)
+		if (got.v[i].start != alloc->v[i].start || got.v[i].count != alloc->v[i].count)
+			fail_msg("%s: range %zu differs", what, i);
+	ndz_ranges_release(&got);
+	free(h);
+	free(first);
+}
+
+/* Every chunk but the last (and those closed by the region limit) at least 98% full. */
+static void verify_fill(const struct fix_image *img, const char *what)
+{
+	struct ndz_chunk_hdr *h = malloc(sizeof(*h));
+	size_t i;
+
+	assert_non_null(h);
+	for (i = 0; i + 1 < img->n; i++) {
+		assert_int_equal(ndz_chunk_check(fix_chunk(img, i), h), 0);
+		if (h->nregions == NDZ_MAX_REGIONS)
+			continue;
+		if (h->data_len < NDZ_MAX_DATA / 100 * 98)
+			fail_msg("%s: chunk %zu only %.1f%% full", what, i,
+				 100.0 * h->data_len / NDZ_MAX_DATA);
+	}
+	free(h);
+}
+
+static void roundtrip(enum fix_kind kind, size_t len, const char *what)
+{
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct fix_image a, b;
+	struct ndz_zip_stats st;
+	uint8_t *src = fix_data(kind, len, len * 31 + kind);
+	char err[256] = "";
+	uint64_t data = 0;
+	size_t i;
+	int rc;
+
+	assert_non_null(src);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	rc = fix_zip(src, len, NULL, 1, 4, &a, &st, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("%s: %s", what, err);
+	verify_image(&a, src, len, &alloc, what);
+	verify_fill(&a, what);
+	assert_int_equal(st.chunks, a.n);
+	assert_int_equal(st.out_bytes, (uint64_t)a.n * NDZ_CHUNK_SIZE);
+	assert_int_equal(st.in_bytes, ndz_ranges_total(&alloc) * 512);
+	for (i = 0; i < a.n; i++)
+		data += get_le32(fix_chunk(&a, i) + 88);
+	assert_int_equal(st.data_bytes, data);
+	/* the same bytes whatever the thread count */
+	rc = fix_zip(src, len, NULL, 2, 4, &b, NULL, err, sizeof(err));
+	if (rc < 0)
+		fail_msg("%s, 2 threads: %s", what, err);
+	assert_int_equal(a.n, b.n);
+	if (memcmp(a.data, b.data, a.n * NDZ_CHUNK_SIZE) != 0)
+		fail_msg("%s: image differs between 1 and 2 threads", what);
+	fix_image_release(&a);
+	fix_image_release(&b);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
+static void test_sizes_random(void **state)
+{
+	static const size_t sizes[] = { 1, 511, 512, 513, 4096, MiB - 1, MiB, MiB + 1,
+					3 * MiB + 7 };
+	char what[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(what, sizeof(what), "%zu random bytes", sizes[i]);
+		roundtrip(FIX_RANDOM, sizes[i], what);
+	}
+}
+
+static void test_kinds(void **state)
+{
+	(void)state;
+	roundtrip(FIX_ZEROS, 512, "one zero sector");
+	roundtrip(FIX_ZEROS, 40 * MiB / FIX_SCALE + 300, "zeros");
+	roundtrip(FIX_TEXT, 12 * MiB / FIX_SCALE + 1000, "text");
+	roundtrip(FIX_MIXED, 10 * MiB / FIX_SCALE + 17, "mixed");
+	roundtrip(FIX_RANDOM, 6 * MiB / FIX_SCALE + 5, "random");
+}
+
+/* Compressible data spreads over several chunks, each filled to at least 98%. */
+static void test_fill_compressible(void **state)
+{
+	const size_t len = 24 * MiB / (FIX_SCALE > 1 ? 2 : 1);
+	uint8_t *src = fix_data(FIX_TEXT, len, 7);
+	struct fix_image img;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 6, &img, NULL, err, sizeof(err)), 0);
+	assert_true(img.n >= 2);
+	verify_fill(&img, "text, level 6");
+	fix_image_release(&img);
+	free(src);
+}
+
+static void test_levels(void **state)
+{
+	uint8_t *src = fix_data(FIX_MIXED, 2 * MiB + 512, 3);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_chunk_hdr h;
+	struct fix_image img;
+	char err[256], what[32];
+	int level;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_whole(&alloc, 2 * MiB + 512), 0);
+	for (level = 0; level <= 9; level += 3) {
+		snprintf(what, sizeof(what), "level %d", level);
+		assert_int_equal(fix_zip(src, 2 * MiB + 512, NULL, 2, level, &img, NULL, err,
+					 sizeof(err)), 0);
+		verify_image(&img, src, 2 * MiB + 512, &alloc, what);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+		assert_int_equal(h.level, level);
+		fix_image_release(&img);
+	}
+	assert_int_equal(fix_zip(src, 1024, NULL, 1, 10, &img, NULL, err, sizeof(err)),
+			 NDZ_EINVAL);
+	fix_image_release(&img);
+	assert_int_equal(fix_zip(src, 1024, NULL, 1, -1, &img, NULL, err, sizeof(err)),
+			 NDZ_EINVAL);
+	fix_image_release(&img);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
+/* An empty source, and a source with nothing allocated: one chunk, no regions. */
+static void test_empty(void **state)
+{
+	struct ndz_ranges none = NDZ_RANGES_INIT;
+	struct ndz_chunk_hdr h;
+	struct fix_image img;
+	uint8_t src[4096] = { 0 };
+	char err[256];
+
+	(void)state;
+	assert_int_equal(fix_zip(src, 0, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(img.n, 1);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(h.nregions, 0);
+	assert_int_equal(h.source_bytes, 0);
+	assert_int_equal(h.last, 0);
+	assert_true(h.chunk_flags & NDZ_CHUNK_LAST);
+	verify_image(&img, src, 0, &none, "empty source");
+	fix_image_release(&img);
+
+	assert_int_equal(fix_zip(src, 4000, &none, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(img.n, 1);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(h.nregions, 0);
+	assert_int_equal(h.first, 0);
+	assert_int_equal(h.last, 8);
+	verify_image(&img, src, 4000, &none, "nothing allocated");
+	fix_image_release(&img);
+}
+
+/* Scattered ranges: exactly those sectors, in order, whatever the threads. */
+static void test_ranges_scattered(void **state)
+{
+	const size_t len = 8 * MiB / FIX_SCALE + 100;
+	uint8_t *src = fix_data(FIX_MIXED, len, 11);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct fix_image a, b;
+	uint64_t s = 0, seed = 5, sectors = len / 512 + 1;
+	char err[256];
+
+	(void)state;
+	assert_non_null(src);
+	while (s < sectors) {
+		uint64_t c = 1 + fix_rnd(&seed) % 3000;
+
+		if (c > sectors - s)
+			c = sectors - s;
+		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		s += c + 1 + fix_rnd(&seed) % 2000;
+	}
+	assert_int_equal(fix_zip(src, len, &alloc, 1, 4, &a, NULL, err, sizeof(err)), 0);
+	verify_image(&a, src, len, &alloc, "scattered ranges");
+	verify_fill(&a, "scattered ranges");
+	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &b, NULL, err, sizeof(err)), 0);
+	assert_int_equal(a.n, b.n);
+	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);
+	fix_image_release(&a);
+	fix_image_release(&b);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
+/* More ranges than one header can list: chunks close at the region limit. */
+static void test_region_limit(void **state)
+{
+	const size_t nr = 3 * NDZ_MAX_REGIONS + 17, len = (2 * nr + 5) * 512;
+	uint8_t *src = fix_data(FIX_TEXT, len, 13);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_chunk_hdr h;
+	struct fix_image a, b;
+	char err[256];
+	size_t i, full = 0;
+
+	(void)state;
+	assert_non_null(src);
+	for (i = 0; i < nr; i++)
+		assert_int_equal(ndz_ranges_add(&alloc, 2 * i + 1, 1), 0);
+	assert_int_equal(fix_zip(src, len, &alloc, 1, 4, &a, NULL, err, sizeof(err)), 0);
+	verify_image(&a, src, len, &alloc, "many small ranges");
+	assert_int_equal(a.n, 4);
+	for (i = 0; i < a.n; i++) {
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h), 0);
+		assert_true(h.nregions <= NDZ_MAX_REGIONS);
+		full += h.nregions == NDZ_MAX_REGIONS;
+	}
+	assert_int_equal(full, 3);
+	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &b, NULL, err, sizeof(err)), 0);
+	assert_int_equal(a.n, b.n);
+	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);
+	fix_image_release(&a);
+	fix_image_release(&b);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
+/* Sectors past source_bytes (the tail of the last sector) are stored as zeros. */
+static void test_partial_sector(void **state)
+{
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct fix_image img;
+	uint8_t src[1300];
+	char err[256];
+
+	(void)state;
+	memset(src, 0xab, sizeof(src));
+	assert_int_equal(fix_whole(&alloc, 1000), 0);
+	assert_int_equal(alloc.v[0].count, 2);
+	/* the io holds 1300 bytes but the source is said to be 1000 */
+	assert_int_equal(fix_zip(src, 1000, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
+	verify_image(&img, src, 1000, &alloc, "1000-byte source");
+	fix_image_release(&img);
+	ndz_ranges_release(&alloc);
+}
+
+static int fail_third(void *ctx, const uint8_t *chunk, uint32_t index)
+{
+	int *calls = ctx;
+
+	(void)chunk;
+	(*calls)++;
+	return index == 2 ? NDZ_ENOTSUP : 0;
+}
+
+struct progress_log {
+	uint64_t last, total;
+	int calls, backwards;
+};
+
+static void progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct progress_log *p = ctx;
+
+	if (done < p->last)
+		p->backwards = 1;
+	p->last = done;
+	p->total = total;
+	p->calls++;
+}
+
+static void test_errors(void **state)
+{
+	const size_t len = 6 * MiB;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 17);
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_zip_opts o;
+	struct ndz_io *mem, *f;
+	struct fix_image img;
+	struct progress_log pl = { 0, 0, 0, 0 };
+	char err[256];
+	int calls = 0, rc;
+
+	(void)state;
+	assert_non_null(src);
+	ndz_zip_opts_init(&o);
+	assert_int_equal(o.level, 4);
+	o.threads = 2;
+
+	/* the output callback's error stops everything and comes back */
+	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem), 0);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	err[0] = 0;
+	rc = ndz_zip(mem, len, &alloc, &o, fail_third, &calls, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_ENOTSUP);
+	assert_int_equal(calls, 3);
+	assert_non_null(strstr(err, "chunk 2"));
+
+	/* a read error names the source */
+	assert_int_equal(ndz_io_open_fault(mem, 3, 0, 0, 0, &f), 0);
+	memset(&img, 0, sizeof(img));
+	err[0] = 0;
+	rc = ndz_zip(f, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_EIO);
+	assert_non_null(strstr(err, "memory"));
+	assert_non_null(strstr(err, "read error"));
+	fix_image_release(&img);
+	ndz_io_close(f);                /* closes mem too */
+
+	/* a source shorter than it claims */
+	assert_int_equal(ndz_io_open_mem(src, len - 1000, 0, &mem), 0);
+	err[0] = 0;
+	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_ESHORTREAD);
+	assert_true(strlen(err) > 0);
+	fix_image_release(&img);
+
+	/* ranges outside the source are refused before anything is read */
+	ndz_ranges_clear(&alloc);
+	assert_int_equal(ndz_ranges_add(&alloc, len / 512 - 1, 2), 0);
+	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_EINVAL);
+	assert_int_equal(img.n, 0);
+	ndz_ranges_clear(&alloc);
+	assert_int_equal(ndz_ranges_add(&alloc, 100, 10), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, 50, 10), 0);  /* not normalized */
+	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	assert_int_equal(rc, NDZ_EINVAL);
+	assert_int_equal(img.n, 0);
+	ndz_io_close(mem);
+
+	/* progress moves forward and ends at the total */
+	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem), 0);
+	assert_int_equal(fix_whole(&alloc, len), 0);
+	o.progress = progress;
+	o.progress_ctx = &pl;
+	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_true(pl.calls > 0);
+	assert_int_equal(pl.backwards, 0);
+	assert_int_equal(pl.total, len / 512 * 512 + (len % 512 ? 512 : 0));
+	assert_int_equal(pl.last, pl.total);
+	/* a random uuid when none is given */
+	{
+		static const uint8_t nil[16];
+		struct ndz_chunk_hdr h;
+
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+		assert_memory_not_equal(h.uuid, nil, 16);
+	}
+	fix_image_release(&img);
+	ndz_io_close(mem);
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sizes_random),
+		cmocka_unit_test(test_kinds),
+		cmocka_unit_test(test_fill_compressible),
+		cmocka_unit_test(test_levels),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_ranges_scattered),
+		cmocka_unit_test(test_region_limit),
+		cmocka_unit_test(test_partial_sector),
+		cmocka_unit_test(test_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
