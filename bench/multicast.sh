@@ -32,7 +32,7 @@ at_exit "rm -rf $OUT"
 
 # the image: incompressible data, so every tool moves the same bytes
 head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
-"$IMAGEZIP" -q "$T/src" "$T/img.ndz" || exit 1
+"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
 IMG="$T/img.ndz"
 IMGB=$(stat -c %s "$IMG")
 echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores"
