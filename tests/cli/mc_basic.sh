@@ -13,7 +13,11 @@ for n in 1 4 8; do
 	i=1
 	while [ $i -le $n ]; do mc_client "c$i" "$T/out$i" -T 10; i=$((i + 1)); done
 	mc_wait
+	kill -USR1 "$MC_SRV_PID"; sleep 0.5
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"; src=$?
+	check "$n client(s): statistics on SIGUSR1 and at exit" \
+		[ "$(grep -c "^frisbeed: $n clients, .* blocks sent (.* re-sent), .* Mbit/s" "$T/srv.log")" = 2 ]
+	: >"$T/srv.log"
 	good=0 i=1
 	while [ $i -le $n ]; do
 		[ "$(mc_rc "c$i")" = 0 ] && mc_same "$T/a.src" "$T/out$i" && good=$((good + 1))
