@@ -10,8 +10,9 @@ mc_image a "$MC_MIB" 2 || { not_ok "make image"; done_testing; }
 for loss in 1 10; do
 	rm -f "$T"/c*.rc "$T"/out*
 	for i in 1 2 3 4; do netns_noloss "c$i"; netns_loss "c$i" "$loss"; done
-	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/stats$loss.json"
 	for i in 1 2 3 4; do mc_client "c$i" "$T/out$i" -T 10; done
+	sleep 0.3
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/stats$loss.json"
 	mc_wait
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 	good=0
