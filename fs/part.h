@@ -21,7 +21,7 @@ enum ndz_scheme {
 /*
  * Partition type codes stored in part_type (and in chunk headers of partition
  * images): an MBR partition's type byte as is (0x00-0xff); a GPT partition's
- * type GUID mapped to NDZ_GPT_BASE + a small code (doc/FORMAT-partition.md).
+ * type GUID mapped to NDZ_GPT_BASE + a small code (doc/FORMAT.md, "Partition images").
  */
 #define NDZ_GPT_BASE         0x10000u
 #define NDZ_GPT_OTHER        (NDZ_GPT_BASE + 0x00)  /* a GUID not in this list */

@@ -15,7 +15,7 @@ C
 clang -fsanitize=fuzzer,address,undefined -o "$T/probe" "$T/probe.c" >/dev/null 2>&1 ||
 	skip_all "clang cannot link libFuzzer (install libclang-rt-14-dev)"
 
-secs=${NDZ_FUZZ_SECONDS:-10}
+secs=${NDZ_FUZZ_SECONDS:-5}
 out="$T/fuzz"
 check "fuzzers build" sh "$NDZ_TOP/tests/fuzz/build.sh" --out "$out"
 for f in "$NDZ_TOP"/tests/fuzz/fuzz_*.c; do

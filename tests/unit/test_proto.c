@@ -73,7 +73,7 @@ static void test_roundtrip(void **state)
 		data[i] = (uint8_t)(i * 31);
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		struct ndz_pkt p = make(types[t]), q;
-		uint8_t buf[NDZ_PKT_MAX + 1], buf2[NDZ_PKT_MAX];
+		uint8_t buf[NDZ_PKT_MAX + 1], buf2[NDZ_PKT_MAX];	/* +1: the one-byte-too-long case */
 		int len = ndz_pkt_encode(&p, buf, sizeof(buf));
 
 		assert_int_equal(len, (int)lens[t]);
