@@ -138,6 +138,17 @@ mc_client() {
 	MC_PIDS="$MC_PIDS $!"
 }
 
+# mc_joined NAME...: wait (up to 10 s) until each client NAME, started with -vv, has sent
+# a JOIN: it is then listening, and the server's announcement will reach it.
+mc_joined() {
+	for _h in "$@"; do
+		_k=0
+		while ! grep -q 'join sent' "$T/$_h.log" 2>/dev/null && [ $_k -lt 100 ]; do
+			sleep 0.1; _k=$((_k + 1))
+		done
+	done
+}
+
 # mc_wait: wait for every client started so far.
 mc_wait() { for _p in $MC_PIDS; do wait "$_p"; done; MC_PIDS=""; }
 

@@ -8,11 +8,12 @@ for i in 1 2 3 4 5 6 7 8; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; 
 mc_image a "$MC_MIB" 1 || { not_ok "make image"; done_testing; }
 
 for n in 1 4 8; do
-	rm -f "$T"/c*.rc "$T"/out*
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 	# clients first: they wait for the server, whose announcement starts them together
 	i=1
-	while [ $i -le $n ]; do mc_client "c$i" "$T/out$i" -T 10; i=$((i + 1)); done
-	sleep 0.3
+	while [ $i -le $n ]; do mc_client "c$i" "$T/out$i" -T 10 -vv; i=$((i + 1)); done
+	i=1
+	while [ $i -le $n ]; do mc_joined "c$i"; i=$((i + 1)); done
 	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/stats$n.json"
 	mc_wait
 	kill -USR1 "$MC_SRV_PID"; sleep 0.5
@@ -37,7 +38,7 @@ check "8 clients, no loss: server sends each block about once ($sent sent, $dist
 	[ "$sent" -le $(( distinct * 105 / 100 )) ]   # (bench/multicast.sh measures the 1.03x target)
 
 # pacing: bursts of 8 packets every millisecond are 8 * 1072 * 8 bits/ms = 68.6 Mbit/s
-rm -f "$T"/c*.rc "$T"/out*
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/a.ndz" -b 8 -g 1000 -T 30 --stats-json "$T/statsb.json"
 mc_client c1 "$T/out1" -T 10
 mc_wait
