@@ -18,6 +18,7 @@ RATES=${BENCH_RATES:-"100 500"}
 LOSSES=${BENCH_LOSSES:-"0 1"}
 CLIENTS=${BENCH_CLIENTS:-"1 4 8"}
 TOOLS=${BENCH_TOOLS:-"frisbee udpcast"}
+TMO=${BENCH_TIMEOUT:-60}       # a run not done by then counts as failed (udpcast can hang)
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
@@ -31,7 +32,7 @@ at_exit "rm -rf $OUT"
 
 # the image: incompressible data, so every tool moves the same bytes
 head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
-"$IMAGEZIP" -q "$T/src" "$T/img.ndz" || exit 1
+"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
 IMG="$T/img.ndz"
 IMGB=$(stat -c %s "$IMG")
 echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores"
@@ -52,10 +53,10 @@ run() {
 	pids=""
 	i=1; while [ $i -le $n ]; do
 		if [ "$tool" = frisbee ]; then
-			in_ns "c$i" "$FRISBEE" --raw -q -m "$MC_GROUP" -p "$MC_PORT" -T 30 \
+			in_ns "c$i" timeout "$TMO" "$FRISBEE" --raw -q -m "$MC_GROUP" -p "$MC_PORT" -T 30 \
 				"$OUT/o$i" 2>>"$T/c$i.log" &
 		else
-			in_ns "c$i" udp-receiver --file "$OUT/o$i" --portbase "$MC_PORT" \
+			in_ns "c$i" timeout "$TMO" udp-receiver --file "$OUT/o$i" --portbase "$MC_PORT" \
 				--interface eth0 --nokbd --no-progress --mcast-rdv-address "$MC_GROUP" \
 				>/dev/null 2>>"$T/c$i.log" &
 		fi
@@ -69,7 +70,7 @@ run() {
 			-W "${rate}M" -T 60 "$IMG" 2>>"$T/srv.log" &
 		spid=$!
 	else
-		in_ns srv udp-sender --file "$IMG" --portbase "$MC_PORT" --interface eth0 \
+		in_ns srv timeout "$TMO" udp-sender --file "$IMG" --portbase "$MC_PORT" --interface eth0 \
 			--mcast-rdv-address "$MC_GROUP" --max-bitrate "${rate}m" \
 			--min-receivers "$n" --nokbd --no-progress >/dev/null 2>>"$T/srv.log" &
 		spid=$!

@@ -67,7 +67,7 @@ struct client {
 	uint32_t done;                 /* chunks handed to the writer */
 	uint32_t complete;             /* chunks checked and queued for the writer */
 	int kick;                      /* something changed: look at requests now */
-	int failed, stop;
+	int failed, stop, abandon;
 	char errmsg[512];
 
 	struct ndz_io *target;
@@ -179,12 +179,10 @@ static void send_requests(struct client *c, uint64_t now, int silent)
 			inflight++;
 	}
 	avail = free_slots(c);
-	/* chunks requested by anyone and not started yet are on their way too */
-	for (uint32_t k = 0; k < c->next_order; k++) {
-		uint32_t ch = c->order[k];
-
-		if (c->cstate[ch] != C_NEED)
-			continue;      /* (a chunk dropped after a bad checksum is NEED again) */
+	/* chunks requested by anyone (us or others) and not started yet are on their way too */
+	for (uint32_t ch = 0; ch < c->n; ch++) {
+		if (c->cstate[ch] != C_NEED || !c->last_req[ch])
+			continue;      /* (a chunk dropped after a bad checksum has last_req 1) */
 		if (silent || now - c->last_req[ch] > c->redelay_ns) {
 			if (avail == 0)
 				continue;
@@ -197,10 +195,9 @@ static void send_requests(struct client *c, uint64_t now, int silent)
 	while (inflight < (size_t)c->request_ahead && avail > 0 && c->next_order < c->n) {
 		uint32_t ch = c->order[c->next_order++];
 
-		if (c->cstate[ch] != C_NEED)
-			continue;
-		if (!c->last_req[ch] || now - c->last_req[ch] > c->redelay_ns)
-			request_full(c, ch, now);
+		if (c->cstate[ch] != C_NEED || c->last_req[ch])
+			continue;      /* being received, done, or counted above */
+		request_full(c, ch, now);
 		inflight++;
 		avail--;
 	}
@@ -246,7 +243,7 @@ static void chunk_complete(struct client *c, struct slot *s)
 		if (cli_verbose)
 			cli_warn("chunk %u: %s; requesting it again", s->chunk, ndz_strerror(r));
 		c->cstate[s->chunk] = C_NEED;
-		c->last_req[s->chunk] = 0;
+		c->last_req[s->chunk] = 1;  /* long ago: ask again now */
 		s->state = S_FREE;
 		return;
 	}
@@ -325,7 +322,7 @@ static void *feeder(void *arg)
 
 		while (!c->fifo_len && !c->stop)
 			pthread_cond_wait(&c->cond, &c->lock);
-		if (!c->fifo_len)
+		if (!c->fifo_len || c->abandon)
 			break;
 		s = &c->slots[c->fifo[c->fifo_head]];
 		pthread_mutex_unlock(&c->lock);
@@ -663,7 +660,7 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&c.lock);
 	c.stop = 1;
 	if (code != EXIT_OK)
-		c.fifo_len = 0;        /* abandon what is not written yet */
+		c.abandon = 1;         /* what is not written yet stays unwritten */
 	pthread_cond_broadcast(&c.cond);
 	pthread_mutex_unlock(&c.lock);
 	pthread_join(ft, NULL);

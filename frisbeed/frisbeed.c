@@ -145,8 +145,14 @@ static void note_client(struct server *s, uint32_t id)
 		s->client_ids[s->nclients++] = id;
 }
 
-/* Queue the blocks in bits of chunk, merging with what is already going to be sent. */
-static void enqueue(struct server *s, uint32_t chunk, uint8_t *bits)
+/*
+ * Queue the blocks in bits of chunk, merging with what is already going to be sent.
+ * A whole-chunk REQUEST (full) for the chunk being sent only adds the blocks still
+ * ahead of the sender: the requester gets those now and asks for the part it
+ * missed with a PREQUEST when the server moves on; usually it is a client lagging
+ * behind its own socket buffer, which holds the earlier blocks already.
+ */
+static void enqueue(struct server *s, uint32_t chunk, uint8_t *bits, int full)
 {
 	struct req *q;
 	int merged = 0;
@@ -159,7 +165,7 @@ static void enqueue(struct server *s, uint32_t chunk, uint8_t *bits)
 				ndz_bit_clear(bits, b);
 				merged = 1;
 			}
-		if (ndz_bit_count(bits) == 0) {
+		if (full || ndz_bit_count(bits) == 0) {
 			s->st.dropped_current++;
 			return;
 		}
@@ -271,7 +277,8 @@ static void *receiver(void *arg)
 				if (cli_verbose > 2)
 					cli_info("request from %s: chunk %u, %u blocks",
 						 ndz_net_ntoa(from, a), p.chunk, ndz_bit_count(p.bitmap));
-				enqueue(s, p.chunk, p.bitmap);
+				enqueue(s, p.chunk, p.bitmap,
+					p.type == NDZ_PKT_REQUEST && p.count == BLOCKS);
 				break;
 			}
 		}
@@ -461,7 +468,11 @@ int main(int argc, char **argv)
 		s.rate = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 * 1000000 / gap_us;
 		s.burst = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
 	} else {
-		s.burst = s.rate / 8 / 1000;   /* a millisecond's worth */
+		/* two milliseconds at the cap, at least 16 packets: scheduling delays
+		 * are made up for without bursting far above the cap */
+		s.burst = s.rate / 8 / 500;
+		if (s.burst < 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD))
+			s.burst = 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
 	}
 	s.path = argv[optind];
 	open_image(&s);

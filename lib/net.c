@@ -167,18 +167,27 @@ int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint3
 {
 	struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
 	struct sockaddr_in sin;
-	socklen_t sl = sizeof(sin);
+	socklen_t sl;
 	ssize_t r;
-	int pr;
+	int pr, waited = 0;
 
-	pr = poll(&pfd, 1, timeout_ms);
-	if (pr < 0)
-		return errno == EINTR ? 0 : NDZ_ENET;
-	if (pr == 0)
-		return 0;
-	r = recvfrom(n->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&sin, &sl);
-	if (r < 0)
-		return (errno == EAGAIN || errno == EINTR) ? 0 : NDZ_ENET;
+	for (;;) {
+		/* Try first: under load a datagram is usually waiting, and poll costs a call. */
+		sl = sizeof(sin);
+		r = recvfrom(n->fd, buf, cap, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&sin, &sl);
+		if (r >= 0)
+			break;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return NDZ_ENET;
+		if (waited)
+			return 0;
+		pr = poll(&pfd, 1, timeout_ms);
+		if (pr < 0 && errno != EINTR)
+			return NDZ_ENET;
+		if (pr <= 0)
+			return 0;
+		waited = 1;
+	}
 	*from = sin.sin_addr.s_addr;
 	if (r == 0 || (size_t)r > cap)
 		return (int)(cap + 1 > 0x7fffffff ? 0x7fffffff : cap + 1); /* caller sees oversize */

@@ -21,10 +21,12 @@ for i in 1 2 3; do netns_host "client$i" $((10 + i)) || exit 1; done
 netns_loss client3 2
 echo "== multicast: $(basename "$img") ($(( $(stat -c %s "$img") / 1048576 )) chunks)" \
 	"served on $MC_GROUP:$MC_PORT to 3 clients in namespaces; client3 loses 2% of packets"
-mc_server server "$img" -W 200M -T 30 -v --stats-json "$T/stats.json"
+# the clients wait for the server; its announcement starts them together
 mc_client client1 "$T/target1" -T 10
 mc_client client2 "$T/target2" -T 10
 mc_client client3 "$T/target3" -T 10
+sleep 0.3
+mc_server server "$img" -W 200M -T 30 -v --stats-json "$T/stats.json"
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 fail=0

@@ -47,6 +47,7 @@ netns_host() {
 	_netns_n=$((_netns_n + 1))
 	ip netns add "$_ns" || return 1
 	NETNS_LIST="$_ns $NETNS_LIST"
+	eval "_port_$1=p$_netns_n"
 	ip link add "ndz$$h$_netns_n" netns "$_ns" type veth peer name "p$_netns_n" \
 		netns "$NETNS_BR" || return 1
 	ip -n "$_ns" link set "ndz$$h$_netns_n" name eth0 &&
@@ -76,6 +77,13 @@ NFT
 # netns_noloss NAME: remove the loss rules of NAME.
 netns_noloss() { in_ns "$1" nft delete table inet ndzloss 2>/dev/null; true; }
 
+# netns_shape NAME RATE: the LAN delivers to NAME at most RATE (tc syntax, e.g. 20mbit).
+netns_shape() {
+	eval "_p=\$_port_$1"
+	ip netns exec "$NETNS_BR" tc qdisc replace dev "$_p" root tbf rate "$2" burst 32k \
+		latency 50ms
+}
+
 # netns_tx_bytes NAME: bytes sent by NAME's interface so far.
 netns_tx_bytes() { in_ns "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
 netns_rx_packets() { in_ns "$1" cat /sys/class/net/eth0/statistics/rx_packets; }
@@ -95,7 +103,7 @@ mc_image() {
 		head -c $(( $2 * 1024 * 512 )) /dev/urandom >"$src.r" &&
 			yes "ndz multicast test $3 line" | head -c $(( $2 * 1024 * 1024 )) >"$src.t" &&
 			cat "$src.r" "$src.t" "$src.r" >"$src" && rm -f "$src.r" "$src.t" &&
-			"$IMAGEZIP" -q "$src" "$img"
+			"$IMAGEZIP" -q -r "$src" "$img"
 	else
 		MC_RAW="--raw"
 		"$MKFAKEIMG" "$img" "$2" "$3" && ln -sf "$img" "$src"
@@ -128,6 +136,17 @@ mc_client() {
 	( in_ns "$_h" "$FRISBEE" $MC_RAW -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_t" \
 		2>>"$T/$_h.log"; echo $? >"$T/$_h.rc" ) &
 	MC_PIDS="$MC_PIDS $!"
+}
+
+# mc_joined NAME...: wait (up to 10 s) until each client NAME, started with -vv, has sent
+# a JOIN: it is then listening, and the server's announcement will reach it.
+mc_joined() {
+	for _h in "$@"; do
+		_k=0
+		while ! grep -q 'join sent' "$T/$_h.log" 2>/dev/null && [ $_k -lt 100 ]; do
+			sleep 0.1; _k=$((_k + 1))
+		done
+	done
 }
 
 # mc_wait: wait for every client started so far.

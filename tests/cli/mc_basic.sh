@@ -8,12 +8,19 @@ for i in 1 2 3 4 5 6 7 8; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; 
 mc_image a "$MC_MIB" 1 || { not_ok "make image"; done_testing; }
 
 for n in 1 4 8; do
-	rm -f "$T"/c*.rc "$T"/out*
-	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/stats$n.json"
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+	# clients first: they wait for the server, whose announcement starts them together
 	i=1
-	while [ $i -le $n ]; do mc_client "c$i" "$T/out$i" -T 10; i=$((i + 1)); done
+	while [ $i -le $n ]; do mc_client "c$i" "$T/out$i" -T 10 -vv; i=$((i + 1)); done
+	i=1
+	while [ $i -le $n ]; do mc_joined "c$i"; i=$((i + 1)); done
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/stats$n.json"
 	mc_wait
+	kill -USR1 "$MC_SRV_PID"; sleep 0.5
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"; src=$?
+	check "$n client(s): statistics on SIGUSR1 and at exit" \
+		[ "$(grep -c "^frisbeed: $n clients, .* blocks sent (.* re-sent), .* Mbit/s" "$T/srv.log")" = 2 ]
+	: >"$T/srv.log"
 	good=0 i=1
 	while [ $i -le $n ]; do
 		[ "$(mc_rc "c$i")" = 0 ] && mc_same "$T/a.src" "$T/out$i" && good=$((good + 1))
@@ -25,8 +32,26 @@ for n in 1 4 8; do
 	check "$n client(s): no bad packets" [ "$(json_num "$T/stats$n.json" bad_packets)" = 0 ]
 done
 check "client prints a one-line summary" grep -q 'chunks in .* s (.* MB/s), .* blocks received, .* duplicates, .* requests sent' "$T/c1.log"
-# at 0% loss each block goes out about once whatever the number of clients
+# at 0% loss each block goes out once whatever the number of clients
 sent=$(json_num "$T/stats8.json" blocks_sent) distinct=$(json_num "$T/stats8.json" distinct_blocks)
 check "8 clients, no loss: server sends each block about once ($sent sent, $distinct distinct)" \
-	[ "$sent" -le $(( distinct * 110 / 100 )) ]
+	[ "$sent" -le $(( distinct * 105 / 100 )) ]   # (bench/multicast.sh measures the 1.03x target)
+
+# pacing: bursts of 8 packets every millisecond are 8 * 1072 * 8 bits/ms = 68.6 Mbit/s
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+mc_server srv "$T/a.ndz" -b 8 -g 1000 -T 30 --stats-json "$T/statsb.json"
+mc_client c1 "$T/out1" -T 10
+mc_wait
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+rate=$(json_num "$T/statsb.json" rate_bps); rate=${rate%.*}
+check "-b 8 -g 1000: correct target" sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/a.src' '$T/out1'"
+check "-b 8 -g 1000: achieved $rate bit/s, at most the cap (68.6M) and not far below" \
+	[ "$rate" -le 70000000 ] && [ "$rate" -ge $(( NDZ_SANITIZED ? 40000000 : 55000000 )) ]
+
+# the idle timeout: nobody comes, the server leaves after -T
+t0=$(date +%s)
+in_ns srv "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -T 1 "$T/a.ndz" 2>"$T/idle.log"
+rc=$? t1=$(date +%s)
+check "idle timeout: frisbeed exits 0 after -T 1 without clients ($((t1 - t0)) s)" \
+	[ "$rc" = 0 ] && [ $((t1 - t0)) -le 3 ]
 done_testing

@@ -28,6 +28,10 @@ expect "frisbee non-multicast group" 1 "10.1.2.3: not an IPv4 multicast address"
 "$NDZ_BUILD/tests/helpers/mkfakeimg" "$T/img" 3 1
 expect "frisbeed non-multicast group" 1 "10.1.2.3: not an IPv4 multicast address" \
 	"$FRISBEED" -m 10.1.2.3 "$T/img"
+expect "frisbeed unknown interface" 1 "nosuchif0: no such interface" \
+	"$FRISBEED" -m 239.1.2.3 -i nosuchif0 "$T/img"
+expect "frisbee unknown interface address" 1 "192.0.2.77: no such interface" \
+	"$FRISBEE" -m 239.1.2.3 -p 4000 -i 192.0.2.77 "$T/t"
 expect "frisbeed missing image" 1 "$T/nope" "$FRISBEED" "$T/nope"
 head -c 1048576 /dev/urandom >"$T/junk"
 expect "frisbeed refuses a non-image" 1 "chunk 0 of $T/junk: not an image" "$FRISBEED" "$T/junk"

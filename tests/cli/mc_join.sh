@@ -9,8 +9,9 @@ mc_image a "$MC_MIB" 3 || { not_ok "make image"; done_testing; }
 
 # slow enough that one image takes about 3 s, so the second and third join mid-way
 rate=$(( MC_MIB * 8 * 1100 / 3 ))k
-mc_server srv "$T/a.ndz" -W "$rate" -T 30 --stats-json "$T/stats.json"
-mc_client c1 "$T/out1" -T 10
+# (the server names its interface, client 1 gives its address)
+mc_server srv "$T/a.ndz" -W "$rate" -T 30 -i eth0 --stats-json "$T/stats.json"
+mc_client c1 "$T/out1" -T 10 -i 10.77.0.11
 sleep 1
 mc_client c2 "$T/out2" -T 10
 sleep 1.5

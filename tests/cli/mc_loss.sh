@@ -8,10 +8,11 @@ for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
 mc_image a "$MC_MIB" 2 || { not_ok "make image"; done_testing; }
 
 for loss in 1 10; do
-	rm -f "$T"/c*.rc "$T"/out*
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 	for i in 1 2 3 4; do netns_noloss "c$i"; netns_loss "c$i" "$loss"; done
+	for i in 1 2 3 4; do mc_client "c$i" "$T/out$i" -T 10 -vv; done
+	mc_joined c1 c2 c3 c4
 	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/stats$loss.json"
-	for i in 1 2 3 4; do mc_client "c$i" "$T/out$i" -T 10; done
 	mc_wait
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 	good=0

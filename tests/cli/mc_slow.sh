@@ -1,0 +1,37 @@
+#!/bin/sh
+# Multicast: a client on a link eight times slower than the server's rate and two fast
+# clients: everybody finishes, the fast ones are not held back by the slow one.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+command -v tc >/dev/null || skip_all "tc missing"
+netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
+for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+mc_image a "$MC_MIB" 7 || { not_ok "make image"; done_testing; }
+rate_m=${MC_RATE%M}
+netns_shape c3 "$((rate_m / 8))mbit" || skip_all "tc tbf unavailable"
+
+chunks=$(( $(stat -c %s "$T/a.ndz") / 1048576 ))
+solo_ms=$(( chunks * 1048576 * 8 / rate_m / 1000 * 1072 / 1024 ))
+mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30
+t0=$(date +%s%N)
+mc_client c3 "$T/out3" -T 20
+mc_client c1 "$T/out1" -T 20
+mc_client c2 "$T/out2" -T 20
+wait_fast() {	# wait for c1 and c2 only
+	while [ ! -f "$T/c1.rc" ] || [ ! -f "$T/c2.rc" ]; do sleep 0.05; done
+}
+wait_fast
+t1=$(date +%s%N)
+mc_wait
+t2=$(date +%s%N)
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+fast_ms=$(( (t1 - t0) / 1000000 )) slow_ms=$(( (t2 - t0) / 1000000 ))
+for i in 1 2 3; do
+	check "client $i completes byte-identical" \
+		sh -c "[ \"$(mc_rc "c$i")\" = 0 ] && cmp -s '$T/a.src' '$T/out$i'"
+done
+check "fast clients done in ${fast_ms} ms, within 4x a lone transfer (${solo_ms} ms) + 1 s" \
+	[ "$fast_ms" -le $(( solo_ms * 4 + 1000 )) ]
+check "slow client done too (${slow_ms} ms), after the fast ones" [ "$slow_ms" -ge "$fast_ms" ]
+done_testing
