@@ -79,26 +79,23 @@ struct client {
 	uint64_t start_ns;
 };
 
-static void usage(void)
-{
-	printf("Usage: %s [options] -m ADDR -p PORT TARGET\n"
-	       "Receive an image from frisbeed over UDP multicast and restore it to TARGET.\n\n"
-	       "  -m ADDR      multicast group\n"
-	       "  -p PORT      UDP port\n"
-	       "  -i IFACE     interface name or address to use\n"
-	       "  -S ADDR      accept blocks only from this server address\n"
-	       "  -z           zero-fill the parts of TARGET the image does not cover\n"
-	       "  -C MIB       chunk cache size in MiB (default 64)\n"
-	       "  -R N         chunks to request ahead (default 2)\n"
-	       "  -T SECONDS   give up after this long without the server (default 30)\n"
-	       "  -r, --raw    store the image itself in TARGET instead of restoring it\n"
-	       "  -o           show progress\n"
-	       "  -q           quiet: no summary line\n"
-	       "  -v           more messages\n"
-	       "  -h, --help   this help\n"
-	       "  -V, --version\n", cli_progname);
-	exit(EXIT_OK);
-}
+static const char usage_text[] =
+	"Usage: frisbee [options] -m ADDR -p PORT TARGET\n"
+	"Receive an image from frisbeed over UDP multicast and restore it to TARGET.\n\n"
+	"  -m ADDR      multicast group\n"
+	"  -p PORT      UDP port\n"
+	"  -i IFACE     interface name or address to use\n"
+	"  -S ADDR      accept blocks only from this server address\n"
+	"  -z           zero-fill the parts of TARGET the image does not cover\n"
+	"  -C MIB       chunk cache size in MiB (default 64)\n"
+	"  -R N         chunks to request ahead (default 2)\n"
+	"  -T SECONDS   give up after this long without the server (default 30)\n"
+	"  -r, --raw    store the image itself in TARGET instead of restoring it\n"
+	"  -o           show progress\n"
+	"  -q           quiet: no summary line\n"
+	"  -v           more messages\n"
+	"  -h, --help   this help\n"
+	"  -V, --version\n";
 
 static int send_pkt(struct client *c, struct ndz_pkt *p)
 {
@@ -551,11 +548,7 @@ int main(int argc, char **argv)
 		case 'T': c.give_up_s = cli_parse_int(optarg, "-T", 1, 1000000); break;
 		case 'r': c.raw = 1; break;
 		case 'o': c.progress = 1; break;
-		case 'q': cli_quiet = 1; break;
-		case 'v': cli_verbose++; break;
-		case 'h': usage(); break;
-		case 'V': cli_version(); break;
-		default: cli_usage_error("unknown option");
+		default: cli_common_option(opt, usage_text); break;
 		}
 	}
 	if (!no.group || !no.port)

@@ -65,25 +65,22 @@ struct server {
 	struct stats st;
 };
 
-static void usage(void)
-{
-	printf("Usage: %s [options] IMAGE\n"
-	       "Serve IMAGE to frisbee clients over UDP multicast.\n\n"
-	       "  -m ADDR      multicast group (default 239.192.0.1)\n"
-	       "  -p PORT      UDP port (default 3564)\n"
-	       "  -i IFACE     interface name or address to use\n"
-	       "  -W RATE      bandwidth cap in bits/s, k/M/G suffixes (default 100M)\n"
-	       "  -b N         burst size in packets (with -g, instead of -W)\n"
-	       "  -g USEC      gap between bursts in microseconds (with -b)\n"
-	       "  -T SECONDS   exit after this long without a client (default 1800, 0: never)\n"
-	       "  -t TTL       multicast TTL (default 5)\n"
-	       "  -L           loopback: also deliver to clients on this host\n"
-	       "  --stats-json FILE  write the statistics as JSON at exit\n"
-	       "  -v           more messages (repeat for more)\n"
-	       "  -h, --help   this help\n"
-	       "  -V, --version\n", cli_progname);
-	exit(EXIT_OK);
-}
+static const char usage_text[] =
+	"Usage: frisbeed [options] IMAGE\n"
+	"Serve IMAGE to frisbee clients over UDP multicast.\n\n"
+	"  -m ADDR      multicast group (default 239.192.0.1)\n"
+	"  -p PORT      UDP port (default 3564)\n"
+	"  -i IFACE     interface name or address to use\n"
+	"  -W RATE      bandwidth cap in bits/s, k/M/G suffixes (default 100M)\n"
+	"  -b N         burst size in packets (with -g, instead of -W)\n"
+	"  -g USEC      gap between bursts in microseconds (with -b)\n"
+	"  -T SECONDS   exit after this long without a client (default 1800, 0: never)\n"
+	"  -t TTL       multicast TTL (default 5)\n"
+	"  -L           loopback: also deliver to clients on this host\n"
+	"  --stats-json FILE  write the statistics as JSON at exit\n"
+	"  -v           more messages (repeat for more)\n"
+	"  -h, --help   this help\n"
+	"  -V, --version\n";
 
 /* Open IMAGE and check that it is a whole image: headers of first and last chunk. */
 static void open_image(struct server *s)
@@ -454,10 +451,7 @@ int main(int argc, char **argv)
 		case 't': no.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': no.loop = 1; break;
 		case 'J': json = optarg; break;
-		case 'v': cli_verbose++; break;
-		case 'h': usage(); break;
-		case 'V': cli_version(); break;
-		default: cli_usage_error("unknown option");
+		default: cli_common_option(c, usage_text); break;
 		}
 	}
 	if (optind != argc - 1)

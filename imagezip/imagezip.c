@@ -322,20 +322,9 @@ int main(int argc, char **argv)
 		case 'o':
 			progress = 1;
 			break;
-		case 'q':
-			cli_quiet = 1;
-			break;
-		case 'v':
-			cli_verbose++;
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return EXIT_OK;
-		case 'V':
-			cli_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
-			return EXIT_USAGE;
+			cli_common_option(c, usage_text);
+			break;
 		}
 	}
 	if (info && argc - optind != 1)

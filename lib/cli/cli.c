@@ -85,6 +85,26 @@ void cli_version(void)
 	exit(EXIT_OK);
 }
 
+void cli_common_option(int c, const char *help)
+{
+	switch (c) {
+	case 'q':
+		cli_quiet = 1;
+		return;
+	case 'v':
+		cli_verbose++;
+		return;
+	case 'h':
+		fputs(help, stdout);
+		exit(EXIT_OK);
+	case 'V':
+		cli_version();
+	default:
+		fprintf(stderr, "Try '%s --help' for more information.\n", cli_progname);
+		exit(EXIT_USAGE);
+	}
+}
+
 int cli_parse_u64(const char *s, int binary, uint64_t *out)
 {
 	uint64_t mult = 1, base = binary ? 1024 : 1000;

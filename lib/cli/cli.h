@@ -27,6 +27,14 @@ void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), 
 void cli_version(void) __attribute__((noreturn));
 
 /*
+ * cli_common_option - the options every program shares, for getopt's switch default:
+ * -q quiet, -v verbose (repeatable), -h/--help (prints help, exits 0), -V/--version
+ * (exits 0); anything else is an unknown option getopt has already named: a hint
+ * and exit 2.
+ */
+void cli_common_option(int c, const char *help);
+
+/*
  * cli_parse_u64 - a decimal number with an optional suffix: k, M, G, T (powers of
  * 1024 when binary, else of 1000). Returns 0 or -1 when malformed or overflowing.
  */
