@@ -51,7 +51,9 @@ struct zip {
 
 	/* pipeline */
 	pthread_mutex_t lock;
-	pthread_cond_t cv;             /* any state change */
+	pthread_cond_t slot_cv;        /* a slot was freed: the reader may go on */
+	pthread_cond_t work_cv;        /* a piece was read: a worker may take it */
+	pthread_cond_t done_cv;        /* a piece is ready, or read: the packer may go on */
 	struct piece *slots;
 	unsigned nslots;
 	uint64_t nread;                /* pieces read */
@@ -78,6 +80,14 @@ struct zip {
 	struct ndz_zip_stats stats;
 };
 
+/* Wake every waiting thread, to see an error or the end (lock held). */
+static void wake_all(struct zip *z)
+{
+	pthread_cond_broadcast(&z->slot_cv);
+	pthread_cond_broadcast(&z->work_cv);
+	pthread_cond_broadcast(&z->done_cv);
+}
+
 static void set_err(struct zip *z, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -93,8 +103,19 @@ static void set_err(struct zip *z, int code, const char *fmt, ...)
 		va_end(ap);
 	}
 	z->stop = 1;
-	pthread_cond_broadcast(&z->cv);
+	wake_all(z);
 	pthread_mutex_unlock(&z->lock);
+}
+
+/* The first error, read under the lock: other threads may be setting it. */
+static int zip_err(struct zip *z)
+{
+	int rc;
+
+	pthread_mutex_lock(&z->lock);
+	rc = z->err ? z->err : z->stop ? NDZ_ECANCELED : 0;
+	pthread_mutex_unlock(&z->lock);
+	return rc;
 }
 
 void ndz_zip_opts_init(struct ndz_zip_opts *o)
@@ -182,6 +203,7 @@ static void *reader_main(void *arg)
 {
 	struct zip *z = arg;
 	uint64_t i;
+	int stop;
 
 	for (i = 0; i < z->npieces; i++) {
 		struct piece *p = &z->slots[i % z->nslots];
@@ -189,9 +211,10 @@ static void *reader_main(void *arg)
 
 		pthread_mutex_lock(&z->lock);
 		while (!z->stop && p->state != SLOT_EMPTY)
-			pthread_cond_wait(&z->cv, &z->lock);
+			pthread_cond_wait(&z->slot_cv, &z->lock);
+		stop = z->stop;
 		pthread_mutex_unlock(&z->lock);
-		if (z->stop)
+		if (stop)
 			break;
 		p->off = i * PIECE_SIZE;
 		p->len = (size_t)(z->total - p->off < PIECE_SIZE ? z->total - p->off : PIECE_SIZE);
@@ -208,7 +231,8 @@ static void *reader_main(void *arg)
 		pthread_mutex_lock(&z->lock);
 		p->state = SLOT_READ;
 		z->nread = i + 1;
-		pthread_cond_broadcast(&z->cv);
+		pthread_cond_signal(&z->work_cv);
+		pthread_cond_signal(&z->done_cv);
 		pthread_mutex_unlock(&z->lock);
 	}
 	return NULL;
@@ -281,12 +305,14 @@ static void *worker_main(void *arg)
 
 		pthread_mutex_lock(&z->lock);
 		while (!z->stop && z->work_next >= z->nread && z->work_next < z->npieces)
-			pthread_cond_wait(&z->cv, &z->lock);
+			pthread_cond_wait(&z->work_cv, &z->lock);
 		if (z->stop || z->work_next >= z->npieces) {
 			pthread_mutex_unlock(&z->lock);
 			break;
 		}
 		i = z->work_next++;
+		if (z->work_next >= z->npieces)          /* nothing left: let the others exit */
+			pthread_cond_broadcast(&z->work_cv);
 		pthread_mutex_unlock(&z->lock);
 		p = &z->slots[i % z->nslots];
 		rc = compress_piece(z, &s, p);
@@ -296,7 +322,7 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_lock(&z->lock);
 		p->state = SLOT_DONE;
-		pthread_cond_broadcast(&z->cv);
+		pthread_cond_signal(&z->done_cv);
 		pthread_mutex_unlock(&z->lock);
 	}
 	deflateEnd(&s);
@@ -453,17 +479,18 @@ static int pack_piece(struct zip *z, struct piece *p)
 	while (from < end) {
 		uint64_t lim = region_limit(z), to = end < lim ? end : lim;
 		uint64_t reached = deflate_part(z, p, from, to);
+		int rc = zip_err(z);
 
-		if (z->err)
-			return z->err;
+		if (rc < 0)
+			return rc;
 		z->cin_end = reached;
 		if (reached < end) {
 			if (reached == z->cin_start) {
 				set_err(z, NDZ_ECORRUPT, "chunk %u: no progress", z->index);
-				return z->err;
+				return zip_err(z);
 			}
 			if (chunk_finish(z, 0) < 0)
-				return z->err;
+				return zip_err(z);
 			chunk_start(z);
 		}
 		from = reached;
@@ -487,7 +514,7 @@ static int packer(struct zip *z)
 	chunk_start(z);
 	for (i = 0; i < z->npieces; i++) {
 		struct piece *p = &z->slots[i % z->nslots];
-		int mine = 0;
+		int mine = 0, stop;
 
 		pthread_mutex_lock(&z->lock);
 		for (;;) {
@@ -497,25 +524,27 @@ static int packer(struct zip *z)
 				break;
 			/* Nobody took it yet: compress it here rather than wait. */
 			if (i < z->nread && z->work_next == i) {
-				z->work_next++;
+				if (++z->work_next >= z->npieces)
+					pthread_cond_broadcast(&z->work_cv);
 				mine = 1;
 				break;
 			}
-			pthread_cond_wait(&z->cv, &z->lock);
+			pthread_cond_wait(&z->done_cv, &z->lock);
 		}
+		stop = z->stop;
 		pthread_mutex_unlock(&z->lock);
-		if (z->stop)
-			return z->err ? z->err : NDZ_ECANCELED;
+		if (stop)
+			return zip_err(z);
 		if (mine && compress_inline(z, p) < 0)
-			return z->err;
+			return zip_err(z);
 		if (pack_piece(z, p) < 0)
-			return z->err;
+			return zip_err(z);
 		z->stats.in_bytes += p->len;
 		if (z->opts->progress)
 			z->opts->progress(z->opts->progress_ctx, z->cin_end, z->total);
 		pthread_mutex_lock(&z->lock);
 		p->state = SLOT_EMPTY;
-		pthread_cond_broadcast(&z->cv);
+		pthread_cond_signal(&z->slot_cv);
 		pthread_mutex_unlock(&z->lock);
 	}
 	return chunk_finish(z, 1);
@@ -580,7 +609,9 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->out = out;
 	z->out_ctx = out_ctx;
 	pthread_mutex_init(&z->lock, NULL);
-	pthread_cond_init(&z->cv, NULL);
+	pthread_cond_init(&z->slot_cv, NULL);
+	pthread_cond_init(&z->work_cv, NULL);
+	pthread_cond_init(&z->done_cv, NULL);
 	threads = opts->threads > 0 ? opts->threads : online_cores();
 	if (threads > MAX_THREADS)
 		threads = MAX_THREADS;
@@ -617,7 +648,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->base[alloc->n] = z->total;
 	z->npieces = (z->total + PIECE_SIZE - 1) / PIECE_SIZE;
 
-	z->nslots = (unsigned)(threads * 3 + 2);
+	z->nslots = (unsigned)(threads * 8 + 4);
 	z->slots = calloc(z->nslots, sizeof(*z->slots));
 	z->chunk = malloc(NDZ_CHUNK_SIZE);
 	if (!z->slots || !z->chunk || deflate_init(&z->pz, z->level) < 0) {
@@ -651,7 +682,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	if (rc < 0) {
 		pthread_mutex_lock(&z->lock);
 		z->stop = 1;
-		pthread_cond_broadcast(&z->cv);
+		wake_all(z);
 		pthread_mutex_unlock(&z->lock);
 	}
 out:
@@ -680,7 +711,9 @@ out:
 	free(z->zero_out);
 	free(z->chunk);
 	free(z->base);
-	pthread_cond_destroy(&z->cv);
+	pthread_cond_destroy(&z->slot_cv);
+	pthread_cond_destroy(&z->work_cv);
+	pthread_cond_destroy(&z->done_cv);
 	pthread_mutex_destroy(&z->lock);
 	free(z);
 	return rc;
