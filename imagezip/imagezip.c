@@ -387,8 +387,8 @@ int main(int argc, char **argv)
 	if (rc == 0 && cli_verbose) {
 		double secs = cli_now() - t0;
 
-		cli_info("%s: %llu bytes of %llu imaged into %u chunks (%.1f%% of the data), "
-			 "%.2f s, %.1f MB/s",
+		cli_info("%s: %llu of %llu bytes in use, imaged into %u chunks (%.1f%% of the "
+			 "bytes in use), %.2f s, %.1f MB/s",
 			 argv[optind], (unsigned long long)stats.in_bytes,
 			 (unsigned long long)scan.bytes, stats.chunks,
 			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
