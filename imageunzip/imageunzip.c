@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	struct input in = { STDIN_FILENO, "stdin", 0, 0 };
 	struct cli_progress prog;
 	const char *tpath = NULL;
-	uint8_t *buf;
+	static uint8_t *buf;           /* static: still reachable when we die() */
 	uint32_t expect = 0;
 	ssize_t got;
 	int progress = 0, created = 0, c, rc, frc, saw_last = 0, put_failed = 0, reported;

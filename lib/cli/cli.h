@@ -15,7 +15,7 @@ extern int cli_verbose;                /* -v count */
 extern int cli_quiet;                  /* -q */
 
 void cli_init(const char *argv0);
-/* cli_die - print "prog: msg" to stderr and exit(code). */
+/* cli_die - print "prog: msg" to stderr, flush stdio and _exit(code). */
 void cli_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_warn - "prog: warning: msg" to stderr, unless quiet. */
