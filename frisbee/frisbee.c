@@ -468,19 +468,10 @@ static void open_target(struct client *c)
 	uint64_t need = c->raw ? c->info.image_bytes : c->info.source_bytes;
 	int r, created = 0;
 
-	r = ndz_io_open_file(c->target_path, NDZ_IO_WRITE, &c->target);
-	if (r == NDZ_ENOENT) {
-		r = ndz_io_open_file(c->target_path, NDZ_IO_WRITE | NDZ_IO_CREATE, &c->target);
-		if (r == 0) {
-			created = 1;
-			r = ndz_io_set_size(c->target, need);
-		}
-	}
+	r = ndz_io_open_target(c->target_path, need, &created, &c->target);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path,
-			r == NDZ_ENOTSUP ? "not a regular file or block device" :
-			c->target && c->target->sys_errno ? strerror(c->target->sys_errno) :
-			strerror(errno));
+			r == NDZ_ENOTSUP ? "not a regular file or block device" : strerror(errno));
 	if (c->raw && c->target->is_regular && c->target->size != need &&
 	    ndz_io_set_size(c->target, need) < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, strerror(c->target->sys_errno));

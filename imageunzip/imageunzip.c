@@ -265,22 +265,18 @@ int main(int argc, char **argv)
 			ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
-		rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
-				      &target);
-		if (rc == NDZ_ENOENT && !uopts.verify_only && !slice) {
-			rc = ndz_io_open_file(tpath, NDZ_IO_WRITE | NDZ_IO_CREATE, &target);
-			if (rc == 0) {
-				created = 1;
-				rc = ndz_io_set_size(target, h.source_bytes);
-				/* A new file is all holes: zeros need not be written. */
-				uopts.target_zeroed = 1;
-			}
-		}
+		/* A partition's disk must exist; a whole-image target file may be created. */
+		if (uopts.verify_only || slice)
+			rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
+					      &target);
+		else
+			rc = ndz_io_open_target(tpath, h.source_bytes, &created, &target);
 		if (rc < 0)
 			cli_die(EXIT_FAIL, "%s: %s", tpath,
 				rc == NDZ_ENOTSUP ? "not a regular file or block device" :
-				target && target->sys_errno ? strerror(target->sys_errno) :
 				strerror(errno));
+		/* A new file is all holes: zeros need not be written. */
+		uopts.target_zeroed = created;
 		if (slice) {
 			disk = target;
 			target = partition_view(disk, slice, &h);

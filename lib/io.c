@@ -203,6 +203,31 @@ fail:
 	return NDZ_EIO;
 }
 
+int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out)
+{
+	int rc, saved;
+
+	*created = 0;
+	*out = NULL;
+	rc = ndz_io_open_file(path, NDZ_IO_WRITE, out);
+	if (rc != NDZ_ENOENT)
+		return rc;
+	rc = ndz_io_open_file(path, NDZ_IO_WRITE | NDZ_IO_CREATE, out);
+	if (rc < 0)
+		return rc;
+	rc = ndz_io_set_size(*out, size);
+	if (rc < 0) {
+		saved = (*out)->sys_errno;
+		ndz_io_close(*out);
+		*out = NULL;
+		unlink(path);
+		errno = saved;
+		return rc;
+	}
+	*created = 1;
+	return 0;
+}
+
 int ndz_io_set_size(struct ndz_io *io, uint64_t size)
 {
 	struct file_priv *p = io->priv;

@@ -46,6 +46,14 @@ struct ndz_io {
 int ndz_io_open_file(const char *path, int flags, struct ndz_io **out);
 
 /*
+ * ndz_io_open_target - open a restore target read-write; when the path does not
+ * exist, create a regular file of size bytes (sparse: it reads as zeros, and
+ * *created is set to 1, else 0). Returns 0 and *out, or a negative code with
+ * errno (or the io's sys_errno) from the failing call; *out is NULL then.
+ */
+int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out);
+
+/*
  * ndz_io_open_mem - an io over buf[0..len). Writes beyond len fail with NDZ_EIO.
  * buf stays owned by the caller and must outlive the io.
  */

@@ -443,7 +443,11 @@ static int online_cores(void)
 	return n < 1 ? 1 : n > MAX_DECODERS ? MAX_DECODERS : (int)n;
 }
 
-static struct dec *decs_of(struct ndz_unzip *u);
+/* The decoders' state lives right after the handle (one allocation). */
+static struct dec *decs_of(struct ndz_unzip *u)
+{
+	return (struct dec *)(u + 1);
+}
 
 int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		     struct ndz_unzip **out)
@@ -520,10 +524,6 @@ nomem:
 	return NDZ_ENOMEM;
 }
 
-static struct dec *decs_of(struct ndz_unzip *u)
-{
-	return (struct dec *)(u + 1);
-}
 
 int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk)
 {

@@ -278,7 +278,6 @@ static int compress_piece(struct zip *z, z_stream *s, struct piece *p)
 		return NDZ_ECORRUPT;
 	p->out_len = (size_t)(s->next_out - p->out);
 	p->adler = adler32(adler32(0L, Z_NULL, 0), p->buf + DICT_SIZE, (uInt)p->len);
-	(void)z;
 	return 0;
 }
 

@@ -603,6 +603,36 @@ static void test_partial_transfers(void **state)
 	assert_memory_equal(buf + 95, src, 5);
 }
 
+/* A missing target is created sparse at the size asked; an existing one is kept. */
+static void test_open_target(void **state)
+{
+	char dir[] = "/tmp/ndz-io-target.XXXXXX", path[64];
+	struct ndz_io *io;
+	struct stat st;
+	int created = -1;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t", dir);
+	assert_int_equal(ndz_io_open_target(path, 5000000, &created, &io), 0);
+	assert_int_equal(created, 1);
+	assert_int_equal(io->size, 5000000);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_size, 5000000);
+	assert_true(st.st_blocks * 512 < 5000000);          /* sparse */
+	ndz_io_close(io);
+	assert_int_equal(ndz_io_open_target(path, 9000000, &created, &io), 0);
+	assert_int_equal(created, 0);
+	assert_int_equal(io->size, 5000000);                /* an existing file is not resized */
+	ndz_io_close(io);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/no/such/dir", dir);
+	assert_true(ndz_io_open_target(path, 1, &created, &io) < 0);
+	assert_null(io);
+	assert_int_equal(created, 0);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -621,6 +651,7 @@ int main(void)
 		cmocka_unit_test(test_file_set_size),
 		cmocka_unit_test(test_file_wrapped),
 		cmocka_unit_test(test_partial_transfers),
+		cmocka_unit_test(test_open_target),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
