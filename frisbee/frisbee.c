@@ -388,12 +388,31 @@ static int accept_pkt(struct client *c, const uint8_t *buf, int len, uint32_t fr
 	return 1;
 }
 
-/* Join: ask until a server answers, backing off from 0.5 s to 2 s; give up after -T. */
+static void send_join(struct client *c, const char *group, unsigned port)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN;
+	if (send_pkt(c, &p) < 0)
+		cli_die(EXIT_FAIL, "send to %s port %u: %s", group, port, strerror(errno));
+	c->joins++;
+	if (cli_verbose > 1)
+		cli_info("join sent");
+}
+
+/*
+ * Join: ask until a server answers, backing off from 0.5 s to 2 s; give up after -T.
+ * Traffic of a transfer already under way (blocks, other clients' requests) means a
+ * server is there and our JOIN or its reply was lost: ask again at once (at most every
+ * 50 ms) rather than at the next back-off step, so as to miss as little as possible.
+ */
 static void join(struct client *c, const char *group, unsigned port)
 {
 	uint8_t buf[2048];
-	uint64_t start = ndz_now_ns(), next = start, wait = 500 * MS, until;
+	uint64_t start = ndz_now_ns(), next = start, wait = 500 * MS, last = 0, until;
 	uint64_t deadline = start + (uint64_t)c->give_up_s * 1000 * MS;
+	int traffic = 0;
 	struct ndz_pkt p;
 	uint32_t from;
 
@@ -404,24 +423,25 @@ static void join(struct client *c, const char *group, unsigned port)
 		if (now >= deadline)
 			cli_die(EXIT_FAIL, "no server answered on %s port %u within %d s",
 				group, port, c->give_up_s);
-		if (now >= next) {
-			memset(&p, 0, sizeof(p));
-			p.type = NDZ_PKT_JOIN;
-			if (send_pkt(c, &p) < 0)
-				cli_die(EXIT_FAIL, "send to %s port %u: %s", group, port,
-					strerror(errno));
-			c->joins++;
-			if (cli_verbose > 1)
-				cli_info("join sent");
-			next = now + wait;
-			if (wait < 2000 * MS)
-				wait *= 2;
+		if (now >= next || (traffic && now - last >= 50 * MS)) {
+			send_join(c, group, port);
+			last = now;
+			traffic = 0;
+			if (now >= next) {
+				next = now + wait;
+				if (wait < 2000 * MS)
+					wait *= 2;
+			}
 		}
 		until = next < deadline ? next : deadline;
+		if (traffic && last + 50 * MS < until)
+			until = last + 50 * MS;
 		n = ndz_net_recv(c->net, buf, sizeof(buf), (int)((until - now) / MS) + 1, &from);
 		if (n < 0)
 			cli_die(EXIT_FAIL, "receive on %s port %u: %s", group, port, strerror(errno));
-		if (n > 0 && accept_pkt(c, buf, n, from, &p) && p.type == NDZ_PKT_JOIN_REPLY) {
+		if (n <= 0 || !accept_pkt(c, buf, n, from, &p))
+			continue;
+		if (p.type == NDZ_PKT_JOIN_REPLY) {
 			char a[16];
 
 			c->info = p.info;
@@ -432,6 +452,12 @@ static void join(struct client *c, const char *group, unsigned port)
 				cli_info("server %s: %u chunks, image %s", ndz_net_ntoa(from, a),
 					 p.info.chunks, "joined");
 			return;
+		}
+		if (p.type == NDZ_PKT_BLOCK || p.type == NDZ_PKT_REQUEST ||
+		    p.type == NDZ_PKT_PREQUEST) {
+			if (!traffic && cli_verbose > 1)
+				cli_info("a transfer is under way; asking to join now");
+			traffic = 1;
 		}
 	}
 }

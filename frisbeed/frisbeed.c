@@ -425,7 +425,7 @@ int main(int argc, char **argv)
 	char err[256];
 	pthread_t rt, stt;
 	sigset_t set;
-	int c, r, code = EXIT_OK;
+	int c, r, code = EXIT_OK, announce = 3;
 
 	cli_init(argv[0]);
 	memset(&s, 0, sizeof(s));
@@ -487,15 +487,23 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
 		cli_die(EXIT_FAIL, "cannot start threads");
-	/* Announce: clients already waiting start now instead of at their next JOIN. */
-	send_reply(&s, 0);
 	if (cli_verbose)
 		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", s.path, s.nchunks,
 			 no.group, no.port, (double)s.rate / 1e6);
 	for (;;) {
-		struct timespec ts = { 0, 200000000 };
-		int sig = sigtimedwait(&set, NULL, &ts);
-		int idle_now;
+		/*
+		 * Announce, three times 100 ms apart so that one lost datagram does not
+		 * matter: clients already waiting start now and together instead of at
+		 * their next JOIN.
+		 */
+		struct timespec ts = { 0, announce ? 100000000 : 200000000 };
+		int sig, idle_now;
+
+		if (announce) {
+			send_reply(&s, 0);
+			announce--;
+		}
+		sig = sigtimedwait(&set, NULL, &ts);
 
 		if (sig == SIGUSR1) {
 			print_stats(&s, stderr, 0);

@@ -61,7 +61,38 @@ check "join reply lost: client retries and completes" \
 check "join reply lost: the JOIN was sent more than once" \
 	[ "$(grep -c 'join sent' "$T/c1.log")" -ge 2 ]
 
-# 4. nobody serves: the client gives up after -T, not later
+# 4. the announcement lost for one waiting client: it joins as soon as it sees the
+# transfer the others started, rather than at its next JOIN, so little is sent twice
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+in_ns c2 nft -f - <<NFT
+table inet ndzannounce {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		udp length $((80 + 8)) @th,128,32 0 counter drop
+	}
+}
+NFT
+mc_client c1 "$T/out1" -T 10 -vv
+mc_client c2 "$T/out2" -T 10 -vv
+mc_joined c1 c2
+mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/announce.json"
+mc_wait
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+dropped=$(in_ns c2 nft list table inet ndzannounce | sed -n 's/.*packets \([0-9]*\).*/\1/p')
+in_ns c2 nft delete table inet ndzannounce
+for i in 1 2; do
+	check "announcement lost: client $i completes" \
+		sh -c "[ \"$(mc_rc "c$i")\" = 0 ] && cmp -s '$T/a.src' '$T/out$i'"
+done
+check "announcement lost: all three announcements were dropped ($dropped)" [ "$dropped" = 3 ]
+check "announcement lost: client 2 joined on the traffic it saw" \
+	grep -q 'a transfer is under way; asking to join now' "$T/c2.log"
+sent=$(json_num "$T/announce.json" blocks_sent)
+distinct=$(json_num "$T/announce.json" distinct_blocks)
+check "announcement lost: server sent $sent blocks for $distinct (at most 110%)" \
+	[ "$sent" -le $(( distinct * 110 / 100 )) ]
+
+# 5. nobody serves: the client gives up after -T, not later
 t0=$(date +%s)
 in_ns c2 "$FRISBEE" -m "$MC_GROUP" -p "$MC_PORT" -T 2 "$T/none" 2>"$T/none.log"
 rc=$? t1=$(date +%s)
