@@ -82,20 +82,21 @@ struct client {
 static const char usage_text[] =
 	"Usage: frisbee [options] -m ADDR -p PORT TARGET\n"
 	"Receive an image from frisbeed over UDP multicast and restore it to TARGET.\n\n"
-	"  -m ADDR      multicast group\n"
-	"  -p PORT      UDP port\n"
-	"  -i IFACE     interface name or address to use\n"
-	"  -S ADDR      accept blocks only from this server address\n"
-	"  -z           zero-fill the parts of TARGET the image does not cover\n"
-	"  -C MIB       chunk cache size in MiB (default 64)\n"
-	"  -R N         chunks to request ahead (default 2)\n"
-	"  -T SECONDS   give up after this long without the server (default 30)\n"
-	"  -r, --raw    store the image itself in TARGET instead of restoring it\n"
-	"  -o           show progress\n"
-	"  -q           quiet: no summary line\n"
-	"  -v           more messages\n"
-	"  -h, --help   this help\n"
-	"  -V, --version\n";
+	"  -m, --group ADDR       multicast group\n"
+	"  -p, --port PORT        UDP port\n"
+	"  -i, --interface IFACE  interface name or address to use\n"
+	"  -S, --server ADDR      accept blocks only from this server address\n"
+	"  -z, --zero             zero-fill the parts of TARGET the image does not cover\n"
+	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
+	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
+	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
+	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
+	"  -o, --progress         show progress\n"
+	"  -q, --quiet            no summary line\n"
+	"  -v, --verbose          more messages\n"
+	"  -h, --help             this help\n"
+	"  -V, --version          show the version and exit\n"
+	"\nExit status: 0 every chunk checked, written and flushed; 1 failure; 2 bad usage.\n";
 
 static int send_pkt(struct client *c, struct ndz_pkt *p)
 {
@@ -532,9 +533,17 @@ static int finish(struct client *c)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		{ "group", required_argument, NULL, 'm' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "interface", required_argument, NULL, 'i' },
+		{ "server", required_argument, NULL, 'S' },
+		{ "zero", no_argument, NULL, 'z' },
+		{ "cache", required_argument, NULL, 'C' },
+		{ "request-ahead", required_argument, NULL, 'R' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "progress", no_argument, NULL, 'o' },
+		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct client c;

@@ -68,19 +68,22 @@ struct server {
 static const char usage_text[] =
 	"Usage: frisbeed [options] IMAGE\n"
 	"Serve IMAGE to frisbee clients over UDP multicast.\n\n"
-	"  -m ADDR      multicast group (default 239.192.0.1)\n"
-	"  -p PORT      UDP port (default 3564)\n"
-	"  -i IFACE     interface name or address to use\n"
-	"  -W RATE      bandwidth cap in bits/s, k/M/G suffixes (default 100M)\n"
-	"  -b N         burst size in packets (with -g, instead of -W)\n"
-	"  -g USEC      gap between bursts in microseconds (with -b)\n"
-	"  -T SECONDS   exit after this long without a client (default 1800, 0: never)\n"
-	"  -t TTL       multicast TTL (default 5)\n"
-	"  -L           loopback: also deliver to clients on this host\n"
-	"  --stats-json FILE  write the statistics as JSON at exit\n"
-	"  -v           more messages (repeat for more)\n"
-	"  -h, --help   this help\n"
-	"  -V, --version\n";
+	"  -m, --group ADDR         multicast group (default 239.192.0.1)\n"
+	"  -p, --port PORT          UDP port (default 3564)\n"
+	"  -i, --interface IFACE    interface name or address to use\n"
+	"  -W, --bandwidth RATE     bandwidth cap in bits/s, k/M/G suffixes (default 100M)\n"
+	"  -b, --burst N            burst size in packets (with -g, instead of -W)\n"
+	"  -g, --gap USEC           gap between bursts in microseconds (with -b)\n"
+	"  -T, --idle-timeout SECONDS  exit after this long without a client\n"
+	"                           (default 1800, 0: never)\n"
+	"  -t, --ttl TTL            multicast TTL (default 5)\n"
+	"  -L, --loopback           also deliver to clients on this host\n"
+	"  --stats-json FILE        write the statistics as JSON at exit\n"
+	"  -q, --quiet              no statistics line at exit\n"
+	"  -v, --verbose            more messages (repeat for more)\n"
+	"  -h, --help               this help\n"
+	"  -V, --version          show the version and exit\n"
+	"\nExit status: 0 after the idle timeout or a signal; 1 failure; 2 bad usage.\n";
 
 /* Open IMAGE and check that it is a whole image: headers of first and last chunk. */
 static void open_image(struct server *s)
@@ -413,9 +416,17 @@ static void print_stats(struct server *s, FILE *f, int json)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		{ "group", required_argument, NULL, 'm' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "interface", required_argument, NULL, 'i' },
+		{ "bandwidth", required_argument, NULL, 'W' },
+		{ "burst", required_argument, NULL, 'b' },
+		{ "gap", required_argument, NULL, 'g' },
+		{ "idle-timeout", required_argument, NULL, 'T' },
+		{ "ttl", required_argument, NULL, 't' },
+		{ "loopback", no_argument, NULL, 'L' },
 		{ "stats-json", required_argument, NULL, 'J' },
+		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct server s;
@@ -432,7 +443,7 @@ int main(int argc, char **argv)
 	s.rate = 100000000;
 	s.idle = 1800;
 	s.cur = -1;
-	while ((c = getopt_long(argc, argv, "m:p:i:W:b:g:T:t:LvhV", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:p:i:W:b:g:T:t:LqvhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': no.group = optarg; break;
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
@@ -536,7 +547,8 @@ int main(int argc, char **argv)
 	pthread_mutex_unlock(&s.lock);
 	pthread_join(rt, NULL);
 	pthread_join(stt, NULL);
-	print_stats(&s, stderr, 0);
+	if (!cli_quiet)
+		print_stats(&s, stderr, 0);
 	if (json) {
 		FILE *f = fopen(json, "w");
 

@@ -175,10 +175,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "memory", required_argument, NULL, 'm' },
 		{ "progress", no_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct ndz_chunk_hdr h, prev;

@@ -258,10 +258,7 @@ int main(int argc, char **argv)
 		{ "keep-pagefile", no_argument, NULL, 'K' },
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ndz_scan_opts sopts;

@@ -33,6 +33,12 @@ void cli_version(void) __attribute__((noreturn));
  * and exit 2.
  */
 void cli_common_option(int c, const char *help);
+/* The long names of those options, for the end of each program's getopt_long table. */
+#define CLI_COMMON_LONGOPTS                                   \
+	{ "quiet", no_argument, NULL, 'q' },                  \
+	{ "verbose", no_argument, NULL, 'v' },                \
+	{ "help", no_argument, NULL, 'h' },                   \
+	{ "version", no_argument, NULL, 'V' }
 
 /*
  * cli_parse_u64 - a decimal number with an optional suffix: k, M, G, T (powers of

@@ -40,7 +40,7 @@ check "8 clients, no loss: server sends each block about once ($sent sent, $dist
 # pacing: bursts of 8 packets every millisecond are 8 * 1072 * 8 bits/ms = 68.6 Mbit/s
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/a.ndz" -b 8 -g 1000 -T 30 --stats-json "$T/statsb.json"
-mc_client c1 "$T/out1" -T 10
+mc_client c1 "$T/out1" --timeout 10 --request-ahead 3 --cache 8
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 rate=$(json_num "$T/statsb.json" rate_bps); rate=${rate%.*}
@@ -54,4 +54,10 @@ in_ns srv "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -T 1 "$T/a.ndz" 2>"$T/idle.lo
 rc=$? t1=$(date +%s)
 check "idle timeout: frisbeed exits 0 after -T 1 without clients ($((t1 - t0)) s)" \
 	[ "$rc" = 0 ] && [ $((t1 - t0)) -le 3 ]
+check "idle timeout: statistics at exit" grep -q '^frisbeed: 0 clients, ' "$T/idle.log"
+# the same by long option names, quiet: nothing on stderr at all
+in_ns srv "$FRISBEED" --group "$MC_GROUP" --port "$MC_PORT" --idle-timeout 1 --quiet \
+	"$T/a.ndz" 2>"$T/idleq.log"
+rc=$?
+check "--quiet --idle-timeout 1: exit 0 and no output" [ "$rc" = 0 ] && [ ! -s "$T/idleq.log" ]
 done_testing

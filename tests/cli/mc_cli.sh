@@ -22,6 +22,10 @@ expect "frisbee without -m/-p" 2 "required" "$FRISBEE" "$T/t"
 expect "frisbee bad -S" 2 "bad IPv4 address" "$FRISBEE" -m 239.1.2.3 -p 4000 -S foo "$T/t"
 expect "frisbee -C too small" 2 "-C" "$FRISBEE" -m 239.1.2.3 -p 4000 -C 0 "$T/t"
 expect "frisbee unknown option" 2 "Try" "$FRISBEE" --bogus
+expect "frisbee --group/--port are -m/-p" 1 "10.1.2.3: not an IPv4 multicast address" \
+	"$FRISBEE" --group 10.1.2.3 --port 4000 "$T/t"
+expect "frisbee --cache checked like -C" 2 "-C" "$FRISBEE" -m 239.1.2.3 -p 4000 --cache 0 "$T/t"
+expect "frisbeed --bandwidth checked like -W" 2 "bad bandwidth" "$FRISBEED" --bandwidth 12q x
 expect "frisbee non-multicast group" 1 "10.1.2.3: not an IPv4 multicast address" \
 	"$FRISBEE" -m 10.1.2.3 -p 4000 "$T/t"
 
