@@ -13,7 +13,8 @@ ALL_CPPFLAGS = -D_GNU_SOURCE -DNDZ_VERSION='"$(VERSION)"' -Ilib -Ifs $(CPPFLAGS)
 ALL_CFLAGS   = -std=gnu11 $(WARNINGS) -pthread -MMD -MP $(CFLAGS)
 LIBS = -lntfs-3g -lext2fs -lcom_err -lz -pthread
 
-# SANITIZE=address,undefined builds into build-san/ so both builds can coexist.
+# SANITIZE=address,undefined builds into build-san/ so both builds can coexist;
+# `make check` also builds O=build-tsan SANITIZE=thread.
 ifneq ($(SANITIZE),)
 O ?= build-san
 ALL_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -78,13 +79,15 @@ $(O)/tests/helpers/%: $(O)/tests/helpers/%.o $(LIBCLI) $(LIBFS) $(LIBNDZ)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-# The whole suite from scratch: dependencies, a plain and a sanitized build, every test.
+# The whole suite from scratch: dependencies, a plain and a sanitized build, every test;
+# then ThreadSanitizer on the tests that exercise the threaded code.
 check:
 	@sh tests/install-deps.sh
-	$(Q)rm -rf build build-san
+	$(Q)rm -rf build build-san build-tsan
 	$(Q)$(MAKE) --no-print-directory -j2 all tests
 	$(Q)$(MAKE) --no-print-directory -j2 SANITIZE=address,undefined all tests
-	$(Q)sh tests/run.sh build build-san
+	$(Q)$(MAKE) --no-print-directory -j2 O=build-tsan SANITIZE=thread all tests
+	$(Q)sh tests/run.sh build build-san build-tsan
 
 # The plain build's suite only, without reinstalling or rebuilding from scratch.
 check-fast: all tests
@@ -114,6 +117,6 @@ uninstall:
 	for m in doc/*.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$${m#doc/}; done
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-tsan
 
 -include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,7 @@ struct server {
 	uint32_t *client_ids;
 	size_t nclients;
 	uint64_t last_activity_ns;
-	volatile int stop;
+	atomic_int stop;               /* set by main, read by both threads */
 	int fatal;
 	char fatal_msg[256];
 	struct stats st;
@@ -215,7 +216,7 @@ static void *receiver(void *arg)
 	uint32_t from;
 	char a[16];
 
-	while (!s->stop) {
+	while (!atomic_load(&s->stop)) {
 		int n = ndz_net_recv(s->net, buf, sizeof(buf), 200, &from), r;
 
 		if (n < 0) {
@@ -293,8 +294,10 @@ static void *sender(void *arg)
 	struct ndz_pkt p;
 
 	if (!chunk) {
+		pthread_mutex_lock(&s->lock);
 		s->fatal = 1;
 		snprintf(s->fatal_msg, sizeof(s->fatal_msg), "out of memory");
+		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
 	ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
@@ -302,7 +305,7 @@ static void *sender(void *arg)
 	p.type = NDZ_PKT_BLOCK;
 	p.tag = s->tag;
 	pthread_mutex_lock(&s->lock);
-	while (!s->stop) {
+	while (!atomic_load(&s->stop)) {
 		struct req *q = s->head;
 		int r;
 
@@ -340,7 +343,7 @@ static void *sender(void *arg)
 			loaded = q->chunk;
 		}
 		p.chunk = q->chunk;
-		for (unsigned b = 0; b < BLOCKS && !s->stop; b++) {
+		for (unsigned b = 0; b < BLOCKS && !atomic_load(&s->stop); b++) {
 			int want, len;
 			uint64_t bit = (uint64_t)q->chunk * BLOCKS + b;
 
@@ -541,7 +544,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	s.stop = 1;
+	atomic_store(&s.stop, 1);
 	pthread_mutex_lock(&s.lock);
 	pthread_cond_broadcast(&s.cond);
 	pthread_mutex_unlock(&s.lock);
