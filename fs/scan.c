@@ -57,12 +57,15 @@ int ndz_scan_override_parse(struct ndz_scan_opts *o, enum ndz_scan_action action
 	const char *type = NULL;
 	char *end;
 	long n;
+	int sub = 0;
 
 	if (o->noverrides >= NDZ_SCAN_MAX_OVERRIDES)
 		return NDZ_ERANGE;
 	n = strtol(arg, &end, 10);
 	if (end == arg || n < 0 || n > 65535)
 		return NDZ_EINVAL;
+	if (*end >= 'a' && *end <= 'z' && n > 0)
+		sub = *end++ - 'a' + 1;
 	if (action == NDZ_SCAN_FORCE) {
 		if (*end != '=')
 			return NDZ_EINVAL;
@@ -77,6 +80,7 @@ int ndz_scan_override_parse(struct ndz_scan_opts *o, enum ndz_scan_action action
 	ov = &o->overrides[o->noverrides++];
 	memset(ov, 0, sizeof(*ov));
 	ov->index = (int)n;
+	ov->sub = sub;
 	ov->action = action;
 	if (type)
 		snprintf(ov->fstype, sizeof(ov->fstype), "%s", type);
@@ -98,6 +102,7 @@ struct scan {
 	const struct ndz_scan_opts *o;
 	struct ndz_ranges *out;        /* result ranges, relative to the image base */
 	struct ndz_scan_report *rep;
+	uint8_t matched[NDZ_SCAN_MAX_OVERRIDES];  /* the override named a partition found */
 };
 
 static void warnf(struct scan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -136,14 +141,60 @@ static struct ndz_scan_entry *new_entry(struct scan *s)
 	return &nv[s->rep->n++];
 }
 
-static const struct ndz_scan_override *find_override(const struct ndz_scan_opts *o, int index)
+/* The last override naming partition index (sub: its BSD partition, or 0), if any. */
+static const struct ndz_scan_override *find_override(struct scan *s, int index, int sub)
 {
 	const struct ndz_scan_override *found = NULL;
 
-	for (int i = 0; i < o->noverrides; i++)
-		if (o->overrides[i].index == index)
-			found = &o->overrides[i];
+	for (int i = 0; i < s->o->noverrides; i++)
+		if (s->o->overrides[i].index == index && s->o->overrides[i].sub == sub) {
+			found = &s->o->overrides[i];
+			s->matched[i] = 1;
+		}
 	return found;
+}
+
+/* An override that named no partition of the source did nothing: say so. */
+static void warn_unmatched(struct scan *s)
+{
+	static const char opt[] = { [NDZ_SCAN_FORCE] = 'S', [NDZ_SCAN_RAW] = 'R',
+				    [NDZ_SCAN_IGNORE] = 'I' };
+
+	for (int i = 0; i < s->o->noverrides; i++) {
+		const struct ndz_scan_override *ov = &s->o->overrides[i];
+		char sub[2] = { ov->sub ? (char)('a' + ov->sub - 1) : 0, 0 };
+
+		if (!s->matched[i])
+			warnf(s, "%s: -%c %d%s: no such partition here; ignored", s->src->name,
+			      opt[ov->action], ov->index, sub);
+	}
+}
+
+/*
+ * Apply an ignore or raw override to a volume: returns 1 with *rc set when it
+ * did, 0 when the volume is to be read (probed, or forced to a type).
+ */
+static int apply_override(struct scan *s, const struct ndz_scan_override *ov,
+			  struct ndz_io *io, uint64_t at, struct ndz_scan_entry *e, int *rc)
+{
+	if (ov && ov->action == NDZ_SCAN_IGNORE) {
+		if (e) {
+			e->how = "ignored";
+			e->free_bytes = io->size;
+		}
+		*rc = 0;
+		return 1;
+	}
+	if (s->o->raw || (ov && ov->action == NDZ_SCAN_RAW)) {
+		if (e) {
+			e->how = "raw";
+			e->used_bytes = io->size;
+			snprintf(e->note, sizeof(e->note), "raw as asked");
+		}
+		*rc = ndz_ranges_add(s->out, at, (io->size + SEC - 1) / SEC);
+		return 1;
+	}
+	return 0;
 }
 
 struct collect {
@@ -278,6 +329,7 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 	rc = ndz_ranges_add(s->out, at, t.first_start > 16 ? t.first_start : 16);
 	for (size_t i = 0; rc == 0 && i < t.n; i++) {
 		const struct ndz_part *p = &t.v[i];
+		const struct ndz_scan_override *ov;
 		struct ndz_scan_entry *se = new_entry(s);
 		struct ndz_io *sub;
 		char name[96];
@@ -294,9 +346,14 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		rc = ndz_io_open_sub(slice, p->start * SEC, p->count * SEC, &sub);
 		if (rc < 0)
 			break;
-		rc = scan_volume(s, sub, at + p->start, name,
-				 ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
-				 module_for_type(NDZ_SCHEME_BSD, p->type), 0, se);
+		ov = find_override(s, index, p->index);
+		if (!apply_override(s, ov, sub, at + p->start, se, &rc))
+			rc = ov ? scan_volume(s, sub, at + p->start, name,
+					      ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
+					      ndz_fs_by_name(ov->fstype), 1, se)
+				: scan_volume(s, sub, at + p->start, name,
+					      ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
+					      module_for_type(NDZ_SCHEME_BSD, p->type), 0, se);
 		ndz_io_close(sub);
 	}
 	ndz_ptable_release(&t);
@@ -308,7 +365,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 		     struct ndz_io *io, uint64_t at)
 {
 	int index = p ? p->index : 0;
-	const struct ndz_scan_override *ov = find_override(s->o, index);
+	const struct ndz_scan_override *ov = find_override(s, index, 0);
 	struct ndz_scan_entry *e = new_entry(s);
 	const struct ndz_fs_module *mod = NULL;
 	const char *type_name = p ? ndz_part_type_name(scheme, p->type) : "none";
@@ -326,21 +383,8 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 		e->type = p ? p->type : 0;
 		e->type_name = type_name;
 	}
-	if (ov && ov->action == NDZ_SCAN_IGNORE) {
-		if (e) {
-			e->how = "ignored";
-			e->free_bytes = io->size;
-		}
-		return 0;
-	}
-	if (s->o->raw || (ov && ov->action == NDZ_SCAN_RAW)) {
-		if (e) {
-			e->how = "raw";
-			e->used_bytes = io->size;
-			snprintf(e->note, sizeof(e->note), "raw as asked");
-		}
-		return ndz_ranges_add(s->out, at, (io->size + SEC - 1) / SEC);
-	}
+	if (apply_override(s, ov, io, at, e, &rc))
+		return rc;
 	if (ov && ov->action == NDZ_SCAN_FORCE)
 		return scan_volume(s, io, at, what, type_name, ndz_fs_by_name(ov->fstype), 1, e);
 	if (p && ndz_part_holds_bsd(scheme, p->type)) {
@@ -410,7 +454,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 	     char *err, size_t errlen)
 {
 	uint64_t sectors = (src->size + SEC - 1) / SEC;
-	struct scan s = { src, o, &res->alloc, o->report };
+	struct scan s = { .src = src, .o = o, .out = &res->alloc, .rep = o->report };
 	struct ndz_ptable t;
 	char perr[300] = "";
 	int rc;
@@ -474,6 +518,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
 		goto out;
 	}
+	warn_unmatched(&s);
 	ndz_ranges_normalize(&res->alloc);
 	ndz_ranges_clip(&res->alloc, sectors);
 	ndz_ranges_fill_gaps(&res->alloc, o->min_free / SEC);

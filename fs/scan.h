@@ -10,7 +10,10 @@
 #include "io.h"
 #include "ranges.h"
 
-/* What to do with one partition instead of probing it (-S N=TYPE, -R N, -I N). */
+/*
+ * What to do with one partition instead of probing it (-S N=TYPE, -R N, -I N);
+ * N may name a BSD partition inside slice N by its letter: 3a, 3d.
+ */
 enum ndz_scan_action {
 	NDZ_SCAN_FORCE = 1,            /* treat as filesystem fstype */
 	NDZ_SCAN_RAW,                  /* image every sector */
@@ -21,6 +24,7 @@ enum ndz_scan_action {
 
 struct ndz_scan_override {
 	int index;                     /* partition number; 0: a source without a table */
+	int sub;                       /* BSD partition in it: 1 = 'a', ...; 0: the partition */
 	enum ndz_scan_action action;
 	char fstype[16];               /* module name for NDZ_SCAN_FORCE (ndz_fs_by_name) */
 };
@@ -71,7 +75,8 @@ void ndz_scan_report_release(struct ndz_scan_report *r);
 
 /*
  * ndz_scan_override_parse - add one -S N=TYPE (action FORCE, arg "N=TYPE"),
- * -R N or -I N (arg "N") to o. Returns 0, NDZ_EINVAL for a malformed argument
+ * -R N or -I N (arg "N") to o; N is a number, or a number and a BSD partition
+ * letter ("3a"). Returns 0, NDZ_EINVAL for a malformed argument
  * or an unknown filesystem type, NDZ_ERANGE when the list is full.
  */
 int ndz_scan_override_parse(struct ndz_scan_opts *o, enum ndz_scan_action action,

@@ -27,6 +27,7 @@ static const char usage_text[] =
 	"  -S N=TYPE          read partition N as TYPE (ext4, ntfs, ufs, fat, swap, bsdswap, raw)\n"
 	"  -R N               take partition N raw\n"
 	"  -I N               leave partition N out of the image\n"
+	"                     (N as -i prints it; 3a: BSD partition a of slice 3)\n"
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
 	"      --keep-pagefile  keep the contents of NTFS pagefile.sys and hiberfil.sys\n"

@@ -96,6 +96,21 @@ used=$(used_bytes "$mbr")
 smaller "$T/mbr.ndz" "$mbr" "$used" "mbr"
 rm -f "$T/t.disk"
 
+# BSD partitions inside the slice addressed by letter: 3a left out, 3b taken raw
+"$IMAGEZIP" -i -I 3a -R 3b -R 3c "$mbr" >"$T/info" 2>"$T/err"
+check "mbr: -I 3a and -R 3b show in -i" \
+	sh -c "grep -q '3a: .*ignored' '$T/info' && grep -q '3b: .*raw' '$T/info'"
+check "mbr: -R 3c names nothing: a warning" grep -q -- '-R 3c: no such partition here; ignored' "$T/err"
+if "$IMAGEZIP" -q -I 3a -R 3b "$mbr" "$T/bsd.ndz"; then ok "mbr: imagezip -I 3a -R 3b"; else not_ok "mbr: imagezip -I 3a -R 3b"; fi
+pattern "$T/t.disk" $DISK
+check "mbr: imageunzip -I 3a -R 3b image" "$IMAGEUNZIP" "$T/bsd.ndz" "$T/t.disk"
+check "mbr: with -R 3b the BSD swap is restored" same_range "$mbr" "$T/t.disk" 198672 16368
+check "mbr: with -I 3a the UFS is not written" \
+	sh -c "! cmp -s -i $((133136 * 512)) -n 65536 '$mbr' '$T/t.disk' &&
+	       [ \"\$(dd if='$T/t.disk' bs=512 skip=133136 count=128 2>/dev/null | tr -d '\\245' | wc -c)\" = 0 ]"
+check_ext "mbr -I 3a" "$T/t.disk" 2048
+rm -f "$T/t.disk" "$T/bsd.ndz"
+
 # ---- GPT: a FreeBSD partition holding the same disklabel (its offsets are
 # absolute, so it sits where the MBR slice did), an EFI system partition ----
 gpt="$T/gpt.disk"

@@ -244,6 +244,26 @@ static void test_scan_disk(void **state)
 	ndz_scan_result_release(&res);
 	ndz_scan_report_release(&rep);
 
+	/* BSD partitions inside a slice are named by number and letter */
+	{
+		struct ndz_scan_opts po;
+
+		ndz_scan_opts_init(&po);
+		assert_int_equal(ndz_scan_override_parse(&po, NDZ_SCAN_RAW, "3a"), 0);
+		assert_int_equal(ndz_scan_override_parse(&po, NDZ_SCAN_FORCE, "12d=ufs"), 0);
+		assert_int_equal(po.noverrides, 2);
+		assert_int_equal(po.overrides[0].index, 3);
+		assert_int_equal(po.overrides[0].sub, 1);
+		assert_int_equal(po.overrides[1].index, 12);
+		assert_int_equal(po.overrides[1].sub, 4);
+		assert_string_equal(po.overrides[1].fstype, "ufs");
+		assert_int_equal(ndz_scan_override_parse(&po, NDZ_SCAN_RAW, "0a"), NDZ_EINVAL);
+		assert_int_equal(ndz_scan_override_parse(&po, NDZ_SCAN_RAW, "3A"), NDZ_EINVAL);
+		assert_int_equal(ndz_scan_override_parse(&po, NDZ_SCAN_RAW, "3ab"), NDZ_EINVAL);
+		assert_int_equal(ndz_scan_override_parse(&po, NDZ_SCAN_FORCE, "3a"), NDZ_EINVAL);
+		assert_int_equal(po.noverrides, 2);
+	}
+
 	/* -s 2: the UFS alone, relative to its start */
 	ndz_scan_opts_init(&o);
 	o.min_free = 0;
