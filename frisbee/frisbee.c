@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "err.h"
+#include "fetch.h"
 #include "format.h"
 #include "io.h"
 #include "net.h"
@@ -24,19 +25,6 @@
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MS 1000000ull
-
-enum { C_NEED, C_FILL, C_QUEUED, C_DONE };
-enum { S_FREE, S_FILL, S_QUEUED };
-
-struct slot {
-	uint8_t *buf;                  /* NDZ_CHUNK_SIZE, allocated on first use */
-	uint32_t chunk;
-	int state;
-	unsigned nhave;
-	uint8_t have[NDZ_BITMAP_BYTES];
-	uint64_t last_block_ns;        /* when a block of it last arrived */
-	int moved_on;                  /* the server went on to another chunk */
-};
 
 struct client {
 	/* options */
@@ -50,23 +38,14 @@ struct client {
 	uint32_t id, tag;
 	struct ndz_join_info info;
 	uint32_t n;                    /* chunks */
-	uint8_t *cstate;
-	int32_t *cslot;                /* per chunk: its slot when C_FILL */
-	uint64_t *last_req;            /* per chunk: last covering request seen or sent */
-	uint32_t *order;               /* random request order */
-	uint32_t next_order;           /* order[] before this are requested at least once */
-	struct slot *slots;
-	int64_t last_block_chunk;
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns;
 
 	/* shared with the feeder thread, under lock */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	uint32_t *fifo;                /* slot indices waiting to be written */
+	struct ndz_fetch *fetch;       /* chunk cache and request scheduling */
+	uint32_t *fifo;                /* slots waiting to be written */
 	size_t fifo_head, fifo_len;
-	uint32_t done;                 /* chunks handed to the writer */
-	uint32_t complete;             /* chunks checked and queued for the writer */
-	int kick;                      /* something changed: look at requests now */
 	int failed, stop, abandon;
 	char errmsg[512];
 
@@ -75,7 +54,7 @@ struct client {
 	struct cli_progress prog;
 
 	/* statistics */
-	uint64_t blocks, dups, requests, bad, bad_version, foreign, no_room, crc_fail, joins;
+	uint64_t requests, bad, bad_version, foreign, crc_fail, joins;
 	uint64_t start_ns;
 };
 
@@ -111,93 +90,30 @@ static int send_pkt(struct client *c, struct ndz_pkt *p)
 	return ndz_net_send(c->net, buf, (size_t)len);
 }
 
-static void request_full(struct client *c, uint32_t chunk, uint64_t now)
+/* ndz_fetch_emit: send one request to the group. */
+static void send_request(void *ctx, uint32_t chunk, const uint8_t *missing)
 {
+	struct client *c = ctx;
 	struct ndz_pkt p;
 
 	memset(&p, 0, sizeof(p));
-	p.type = NDZ_PKT_REQUEST;
 	p.chunk = chunk;
-	p.block = 0;
-	p.count = BLOCKS;
+	if (missing) {
+		p.type = NDZ_PKT_PREQUEST;
+		memcpy(p.bitmap, missing, sizeof(p.bitmap));
+	} else {
+		p.type = NDZ_PKT_REQUEST;
+		p.block = 0;
+		p.count = BLOCKS;
+	}
 	if (send_pkt(c, &p) == 0)
 		c->requests++;
-	c->last_req[chunk] = now;
-	if (cli_verbose > 2)
-		cli_info("request chunk %u", chunk);
-}
-
-static void request_missing(struct client *c, struct slot *s, uint64_t now)
-{
-	struct ndz_pkt p;
-
-	memset(&p, 0, sizeof(p));
-	p.type = NDZ_PKT_PREQUEST;
-	p.chunk = s->chunk;
-	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
-		p.bitmap[i] = (uint8_t)~s->have[i];
-	if (send_pkt(c, &p) == 0)
-		c->requests++;
-	c->last_req[s->chunk] = now;
-	s->moved_on = 0;
-	if (cli_verbose > 2)
-		cli_info("request %u missing blocks of chunk %u", BLOCKS - s->nhave, s->chunk);
-}
-
-/* Free slots not yet promised to a chunk someone requested. */
-static size_t free_slots(struct client *c)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < c->nslots; i++)
-		n += c->slots[i].state == S_FREE;
-	return n;
-}
-
-/*
- * Send the requests due now: missing blocks of partial chunks first, then new
- * chunks in random order until request_ahead chunks are on their way. A chunk
- * someone (we or another client) asked for within the re-request delay is not
- * asked for again: that is the NAK suppression.
- */
-static void send_requests(struct client *c, uint64_t now, int silent)
-{
-	size_t inflight = 0, avail;
-
-	for (size_t i = 0; i < c->nslots; i++) {
-		struct slot *s = &c->slots[i];
-
-		if (s->state != S_FILL)
-			continue;
-		if (silent || (s->moved_on && now - c->last_req[s->chunk] > 20 * MS) ||
-		    (now - s->last_block_ns > c->redelay_ns &&
-		     now - c->last_req[s->chunk] > c->redelay_ns))
-			request_missing(c, s, now);
-		else if (!s->moved_on)
-			inflight++;
-	}
-	avail = free_slots(c);
-	/* chunks requested by anyone (us or others) and not started yet are on their way too */
-	for (uint32_t ch = 0; ch < c->n; ch++) {
-		if (c->cstate[ch] != C_NEED || !c->last_req[ch])
-			continue;      /* (a chunk dropped after a bad checksum has last_req 1) */
-		if (silent || now - c->last_req[ch] > c->redelay_ns) {
-			if (avail == 0)
-				continue;
-			request_full(c, ch, now);
-		}
-		inflight++;
-		if (avail)
-			avail--;
-	}
-	while (inflight < (size_t)c->request_ahead && avail > 0 && c->next_order < c->n) {
-		uint32_t ch = c->order[c->next_order++];
-
-		if (c->cstate[ch] != C_NEED || c->last_req[ch])
-			continue;      /* being received, done, or counted above */
-		request_full(c, ch, now);
-		inflight++;
-		avail--;
+	if (cli_verbose > 2) {
+		if (missing)
+			cli_info("request %u missing blocks of chunk %u", ndz_bit_count(missing),
+				 chunk);
+		else
+			cli_info("request chunk %u", chunk);
 	}
 }
 
@@ -205,107 +121,51 @@ static void send_requests(struct client *c, uint64_t now, int silent)
 static void snoop_request(struct client *c, const struct ndz_pkt *p, uint64_t now)
 {
 	uint8_t bm[NDZ_BITMAP_BYTES];
-	int st = c->cstate[p->chunk];
 
-	if (st == C_QUEUED || st == C_DONE)
-		return;
 	if (p->type == NDZ_PKT_REQUEST) {
 		memset(bm, 0, sizeof(bm));
 		for (unsigned b = p->block; b < (unsigned)p->block + p->count; b++)
 			ndz_bit_set(bm, b);
+		ndz_fetch_snoop(c->fetch, p->chunk, bm, now);
 	} else {
-		memcpy(bm, p->bitmap, sizeof(bm));
+		ndz_fetch_snoop(c->fetch, p->chunk, p->bitmap, now);
 	}
-	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
-		uint8_t missing = st == C_FILL ? (uint8_t)~c->slots[c->cslot[p->chunk]].have[i] : 0xff;
-
-		if (missing & ~bm[i])
-			return;        /* does not cover all we lack */
-	}
-	c->last_req[p->chunk] = now;
-	if (st == C_FILL)
-		c->slots[c->cslot[p->chunk]].moved_on = 0;
 }
 
-static void chunk_complete(struct client *c, struct slot *s)
+/* A chunk is complete: check it and queue it for the writer, or fetch it again. */
+static void chunk_complete(struct client *c, int slot)
 {
 	struct ndz_chunk_hdr *h = malloc(sizeof(*h));
-	int r = h ? ndz_chunk_check(s->buf, h) : NDZ_ENOMEM;
+	uint32_t chunk = ndz_fetch_slot_chunk(c->fetch, slot);
+	int r = h ? ndz_chunk_check(ndz_fetch_buf(c->fetch, slot), h) : NDZ_ENOMEM;
 
-	if (r == 0 && (h->index != s->chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
+	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
 	free(h);
 	if (r < 0) {
 		/* Forged or corrupted blocks got in: drop the chunk and fetch it again. */
 		c->crc_fail++;
 		if (cli_verbose)
-			cli_warn("chunk %u: %s; requesting it again", s->chunk, ndz_strerror(r));
-		c->cstate[s->chunk] = C_NEED;
-		c->last_req[s->chunk] = 1;  /* long ago: ask again now */
-		s->state = S_FREE;
+			cli_warn("chunk %u: %s; requesting it again", chunk, ndz_strerror(r));
+		ndz_fetch_reject(c->fetch, slot);
 		return;
 	}
 	/* the caller holds c->lock */
-	s->state = S_QUEUED;
-	c->cstate[s->chunk] = C_QUEUED;
-	c->complete++;
-	c->fifo[(c->fifo_head + c->fifo_len) % c->nslots] = (uint32_t)(s - c->slots);
+	ndz_fetch_accept(c->fetch, slot);
+	c->fifo[(c->fifo_head + c->fifo_len) % c->nslots] = (uint32_t)slot;
 	c->fifo_len++;
-	c->kick = 1;
 	pthread_cond_broadcast(&c->cond);
 }
 
 static void got_block(struct client *c, const struct ndz_pkt *p, uint64_t now)
 {
-	struct slot *s = NULL;
-	int st = c->cstate[p->chunk];
+	int slot;
 
 	c->last_server_ns = now;
 	c->last_block_ns = now;
-	if (c->last_block_chunk >= 0 && c->last_block_chunk != (int64_t)p->chunk &&
-	    c->cstate[c->last_block_chunk] == C_FILL) {
-		c->slots[c->cslot[c->last_block_chunk]].moved_on = 1;
-		c->kick = 1;
-	}
-	c->last_block_chunk = p->chunk;
-	if (st == C_QUEUED || st == C_DONE) {
-		c->dups++;
-		return;
-	}
-	if (st == C_NEED) {
-		for (size_t i = 0; i < c->nslots; i++)
-			if (c->slots[i].state == S_FREE) {
-				s = &c->slots[i];
-				break;
-			}
-		if (!s) {
-			c->no_room++;
-			return;
-		}
-		if (!s->buf && !(s->buf = malloc(NDZ_CHUNK_SIZE))) {
-			c->no_room++;
-			return;
-		}
-		s->state = S_FILL;
-		s->chunk = p->chunk;
-		s->nhave = 0;
-		s->moved_on = 0;
-		memset(s->have, 0, sizeof(s->have));
-		c->cstate[p->chunk] = C_FILL;
-		c->cslot[p->chunk] = (int32_t)(s - c->slots);
-	} else {
-		s = &c->slots[c->cslot[p->chunk]];
-	}
-	s->last_block_ns = now;
-	if (ndz_bit_test(s->have, p->block)) {
-		c->dups++;
-		return;
-	}
-	c->blocks++;
-	memcpy(s->buf + (size_t)p->block * NDZ_BLOCK_SIZE, p->data, NDZ_BLOCK_SIZE);
-	ndz_bit_set(s->have, p->block);
-	if (++s->nhave == BLOCKS)
-		chunk_complete(c, s);
+	slot = ndz_fetch_block(c->fetch, p->chunk, p->block, p->data, now);
+	if (slot >= 0)
+		chunk_complete(c, slot);
 }
 
 /* Hands complete chunks to the restore pipeline (which may block) off the network thread. */
@@ -315,20 +175,23 @@ static void *feeder(void *arg)
 
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
-		struct slot *s;
-		int r;
+		uint32_t chunk;
+		uint8_t *buf;
+		int r, slot;
 
 		while (!c->fifo_len && !c->stop)
 			pthread_cond_wait(&c->cond, &c->lock);
 		if (!c->fifo_len || c->abandon)
 			break;
-		s = &c->slots[c->fifo[c->fifo_head]];
+		slot = (int)c->fifo[c->fifo_head];
+		chunk = ndz_fetch_slot_chunk(c->fetch, slot);
+		buf = ndz_fetch_buf(c->fetch, slot);
 		pthread_mutex_unlock(&c->lock);
 		if (c->raw)
-			r = ndz_io_write_full(c->target, s->buf, NDZ_CHUNK_SIZE,
-					      (uint64_t)s->chunk * NDZ_CHUNK_SIZE);
+			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
+					      (uint64_t)chunk * NDZ_CHUNK_SIZE);
 		else
-			r = ndz_unzip_put(c->unzip, s->buf);
+			r = ndz_unzip_put(c->unzip, buf);
 		pthread_mutex_lock(&c->lock);
 		c->fifo_head = (c->fifo_head + 1) % c->nslots;
 		c->fifo_len--;
@@ -342,9 +205,7 @@ static void *feeder(void *arg)
 				snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->target_path,
 					 ndz_unzip_errmsg(c->unzip));
 		}
-		c->cstate[s->chunk] = C_DONE;
-		s->state = S_FREE;
-		c->done++;
+		ndz_fetch_done(c->fetch, slot);
 		pthread_cond_broadcast(&c->cond);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -353,17 +214,19 @@ static void *feeder(void *arg)
 
 static void send_leave(struct client *c, int status)
 {
+	struct ndz_fetch_stats st;
 	struct ndz_pkt p;
 
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_LEAVE;
 	p.leave.elapsed_ms = (uint32_t)((ndz_now_ns() - c->start_ns) / MS);
 	p.leave.status = (uint32_t)status;
-	p.leave.blocks_received = c->blocks;
-	p.leave.duplicates = c->dups;
+	ndz_fetch_get_stats(c->fetch, &st);
+	p.leave.blocks_received = st.blocks;
+	p.leave.duplicates = st.dups;
 	p.leave.requests_sent = c->requests;
-	p.leave.bytes_written = (uint64_t)c->done * NDZ_CHUNK_SIZE;
-	p.leave.chunks_done = c->done;
+	p.leave.bytes_written = (uint64_t)st.done * NDZ_CHUNK_SIZE;
+	p.leave.chunks_done = st.done;
 	send_pkt(c, &p);
 }
 
@@ -465,28 +328,20 @@ static void join(struct client *c, const char *group, unsigned port)
 
 static void setup(struct client *c)
 {
+	struct ndz_fetch_opts fo = { 0 };
 	uint32_t seed;
 
-	c->n = c->info.chunks;
-	c->cstate = calloc(c->n, 1);
-	c->cslot = calloc(c->n, sizeof(*c->cslot));
-	c->last_req = calloc(c->n, sizeof(*c->last_req));
-	c->order = calloc(c->n, sizeof(*c->order));
-	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	c->fifo = calloc(c->nslots, sizeof(*c->fifo));
-	if (!c->cstate || !c->cslot || !c->last_req || !c->order || !c->slots || !c->fifo)
-		cli_die(EXIT_FAIL, "out of memory for %u chunks", c->n);
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		seed = (uint32_t)ndz_now_ns();
-	srandom(seed ^ c->id);
-	for (uint32_t i = 0; i < c->n; i++)
-		c->order[i] = i;
-	for (uint32_t i = c->n; i > 1; i--) {
-		uint32_t j = (uint32_t)random() % i, t = c->order[i - 1];
-
-		c->order[i - 1] = c->order[j];
-		c->order[j] = t;
-	}
+	c->n = c->info.chunks;
+	fo.chunks = c->n;
+	fo.slots = c->nslots;
+	fo.request_ahead = (unsigned)c->request_ahead;
+	fo.redelay_ns = c->redelay_ns;
+	fo.seed = seed ^ c->id;
+	c->fifo = calloc(c->nslots, sizeof(*c->fifo));
+	if (!c->fifo || ndz_fetch_create(&fo, &c->fetch) < 0)
+		cli_die(EXIT_FAIL, "out of memory for %u chunks", c->n);
 }
 
 static void open_target(struct client *c)
@@ -546,6 +401,7 @@ int main(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
+	struct ndz_fetch_stats fst;
 	struct client c;
 	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1 };
 	uint8_t buf[2048];
@@ -598,26 +454,25 @@ int main(int argc, char **argv)
 	if (pthread_create(&ft, NULL, feeder, &c))
 		cli_die(EXIT_FAIL, "cannot start a thread");
 	cli_progress_init(&c.prog, c.target_path, c.info.image_bytes, c.progress && !cli_quiet);
-	c.last_block_chunk = -1;
 	c.last_server_ns = c.last_block_ns = ndz_now_ns();
 	c.silence_wait_ns = 40 * MS;
 	c.next_silence_ns = c.last_block_ns + c.silence_wait_ns;
-	send_requests(&c, ndz_now_ns(), 0);
+	ndz_fetch_requests(c.fetch, ndz_now_ns(), 0, send_request, &c);
 	for (;;) {
+		struct ndz_fetch_stats st;
 		struct ndz_pkt p;
-		uint32_t from, complete, done;
+		uint32_t from;
 		uint64_t now;
 		int n, failed;
 
 		pthread_mutex_lock(&c.lock);
-		done = c.done;
+		ndz_fetch_get_stats(c.fetch, &st);
 		failed = c.failed;
-		complete = c.complete;
 		pthread_mutex_unlock(&c.lock);
-		if (failed || complete == c.n)
+		if (failed || st.complete == c.n)
 			break;
 		if (c.progress)
-			cli_progress_update(&c.prog, (uint64_t)done * NDZ_CHUNK_SIZE);
+			cli_progress_update(&c.prog, (uint64_t)st.done * NDZ_CHUNK_SIZE);
 		n = ndz_net_recv(c.net, buf, sizeof(buf), 20, &from);
 		if (n < 0) {
 			snprintf(c.errmsg, sizeof(c.errmsg), "receive: %s", strerror(errno));
@@ -661,17 +516,16 @@ int main(int argc, char **argv)
 			if (cli_verbose > 1)
 				cli_info("server silent for %llu ms; asking again",
 					 (unsigned long long)((now - c.last_block_ns) / MS));
-			send_requests(&c, now, 1);
+			ndz_fetch_requests(c.fetch, now, 1, send_request, &c);
 			if (c.silence_wait_ns < 2000 * MS)
 				c.silence_wait_ns *= 2;
 			c.next_silence_ns = now + c.silence_wait_ns;
-			c.kick = 0;
+			ndz_fetch_kicked(c.fetch);
 			next_look = now + 5 * MS;
-		} else if (c.kick || now >= next_look) {
+		} else if (ndz_fetch_kicked(c.fetch) || now >= next_look) {
 			if (now - c.last_block_ns < 20 * MS)
 				c.silence_wait_ns = 40 * MS;
-			send_requests(&c, now, 0);
-			c.kick = 0;
+			ndz_fetch_requests(c.fetch, now, 0, send_request, &c);
 			next_look = now + 5 * MS;
 		}
 		pthread_mutex_unlock(&c.lock);
@@ -691,8 +545,9 @@ int main(int argc, char **argv)
 		code = EXIT_FAIL;
 	}
 	send_leave(&c, code != EXIT_OK);
+	ndz_fetch_get_stats(c.fetch, &fst);
 	if (c.progress)
-		cli_progress_end(&c.prog, (uint64_t)c.done * NDZ_CHUNK_SIZE);
+		cli_progress_end(&c.prog, (uint64_t)fst.done * NDZ_CHUNK_SIZE);
 	if (code != EXIT_OK) {
 		cli_error("%s", c.errmsg);
 	} else if (!cli_quiet) {
@@ -701,24 +556,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: %u chunks in %.2f s (%.1f MB/s), %llu blocks received, "
 			"%llu duplicates, %llu requests sent\n", cli_progname, c.n, secs,
 			secs > 0 ? (double)c.info.image_bytes / 1e6 / secs : 0.0,
-			(unsigned long long)c.blocks, (unsigned long long)c.dups,
+			(unsigned long long)fst.blocks, (unsigned long long)fst.dups,
 			(unsigned long long)c.requests);
 	}
 	if (cli_verbose)
 		cli_info("dropped: %llu malformed, %llu other version, %llu foreign, %llu no room, "
 			 "%llu chunks failed their checksum", (unsigned long long)c.bad,
 			 (unsigned long long)c.bad_version, (unsigned long long)c.foreign,
-			 (unsigned long long)c.no_room, (unsigned long long)c.crc_fail);
+			 (unsigned long long)fst.no_room, (unsigned long long)c.crc_fail);
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
 	ndz_net_free(c.net);
-	for (size_t i = 0; i < c.nslots && c.slots; i++)
-		free(c.slots[i].buf);
-	free(c.slots);
+	ndz_fetch_free(c.fetch);
 	free(c.fifo);
-	free(c.cstate);
-	free(c.cslot);
-	free(c.last_req);
-	free(c.order);
 	return code;
 }

@@ -1,0 +1,288 @@
+/* The client's chunk cache and request scheduling (see fetch.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "fetch.h"
+#include "format.h"
+#include "proto.h"
+
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
+#define MOVED_ON_WAIT_NS 20000000ull   /* after the server moved on, before asking */
+
+enum { C_NEED, C_FILL, C_QUEUED, C_DONE };
+enum { S_FREE, S_FILL, S_QUEUED };
+
+struct slot {
+	uint8_t *buf;                  /* NDZ_CHUNK_SIZE, allocated on first use */
+	uint32_t chunk;
+	int state;
+	unsigned nhave;
+	uint8_t have[NDZ_BITMAP_BYTES];
+	uint64_t last_block_ns;        /* when a block of it last arrived */
+	int moved_on;                  /* the server went on to another chunk */
+};
+
+struct ndz_fetch {
+	struct ndz_fetch_opts o;
+	uint8_t *cstate;
+	int32_t *cslot;                /* per chunk: its slot when C_FILL */
+	uint64_t *last_req;            /* per chunk: last covering request seen or sent; 0 never */
+	uint32_t *order;               /* random request order */
+	uint32_t next_order;           /* order[] before this were requested at least once */
+	struct slot *slots;
+	int64_t last_block_chunk;
+	int kick;
+	struct ndz_fetch_stats st;
+};
+
+/* xorshift32: a private generator, so the order does not touch random()'s state */
+static uint32_t next_rand(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
+{
+	struct ndz_fetch *f;
+	uint32_t x = o->seed ? o->seed : 0x9e3779b9u;
+
+	*out = NULL;
+	if (!o->chunks || !o->slots || !o->request_ahead)
+		return NDZ_EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NDZ_ENOMEM;
+	f->o = *o;
+	f->cstate = calloc(o->chunks, 1);
+	f->cslot = calloc(o->chunks, sizeof(*f->cslot));
+	f->last_req = calloc(o->chunks, sizeof(*f->last_req));
+	f->order = calloc(o->chunks, sizeof(*f->order));
+	f->slots = calloc(o->slots, sizeof(*f->slots));
+	if (!f->cstate || !f->cslot || !f->last_req || !f->order || !f->slots) {
+		ndz_fetch_free(f);
+		return NDZ_ENOMEM;
+	}
+	for (uint32_t i = 0; i < o->chunks; i++)
+		f->order[i] = i;
+	for (uint32_t i = o->chunks; i > 1; i--) {
+		uint32_t j = next_rand(&x) % i, t = f->order[i - 1];
+
+		f->order[i - 1] = f->order[j];
+		f->order[j] = t;
+	}
+	f->last_block_chunk = -1;
+	*out = f;
+	return 0;
+}
+
+void ndz_fetch_free(struct ndz_fetch *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; f->slots && i < f->o.slots; i++)
+		free(f->slots[i].buf);
+	free(f->slots);
+	free(f->cstate);
+	free(f->cslot);
+	free(f->last_req);
+	free(f->order);
+	free(f);
+}
+
+static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk)
+{
+	struct slot *s = NULL;
+
+	for (size_t i = 0; i < f->o.slots; i++)
+		if (f->slots[i].state == S_FREE) {
+			s = &f->slots[i];
+			break;
+		}
+	if (!s || (!s->buf && !(s->buf = malloc(NDZ_CHUNK_SIZE))))
+		return NULL;
+	s->state = S_FILL;
+	s->chunk = chunk;
+	s->nhave = 0;
+	s->moved_on = 0;
+	memset(s->have, 0, sizeof(s->have));
+	f->cstate[chunk] = C_FILL;
+	f->cslot[chunk] = (int32_t)(s - f->slots);
+	return s;
+}
+
+int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
+		    uint64_t now_ns)
+{
+	struct slot *s;
+	int st;
+
+	if (chunk >= f->o.chunks || block >= BLOCKS)
+		return -1;
+	st = f->cstate[chunk];
+	if (f->last_block_chunk >= 0 && f->last_block_chunk != (int64_t)chunk &&
+	    f->cstate[f->last_block_chunk] == C_FILL) {
+		f->slots[f->cslot[f->last_block_chunk]].moved_on = 1;
+		f->kick = 1;
+	}
+	f->last_block_chunk = chunk;
+	if (st == C_QUEUED || st == C_DONE) {
+		f->st.dups++;
+		return -1;
+	}
+	if (st == C_NEED) {
+		s = take_slot(f, chunk);
+		if (!s) {
+			f->st.no_room++;
+			return -1;
+		}
+	} else {
+		s = &f->slots[f->cslot[chunk]];
+	}
+	s->last_block_ns = now_ns;
+	if (ndz_bit_test(s->have, block)) {
+		f->st.dups++;
+		return -1;
+	}
+	f->st.blocks++;
+	memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
+	ndz_bit_set(s->have, block);
+	if (++s->nhave < BLOCKS)
+		return -1;
+	return (int)(s - f->slots);
+}
+
+uint8_t *ndz_fetch_buf(struct ndz_fetch *f, int slot)
+{
+	return f->slots[slot].buf;
+}
+
+uint32_t ndz_fetch_slot_chunk(const struct ndz_fetch *f, int slot)
+{
+	return f->slots[slot].chunk;
+}
+
+void ndz_fetch_accept(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+
+	s->state = S_QUEUED;
+	f->cstate[s->chunk] = C_QUEUED;
+	f->st.complete++;
+	f->kick = 1;
+}
+
+void ndz_fetch_reject(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+
+	f->cstate[s->chunk] = C_NEED;
+	f->last_req[s->chunk] = 1;     /* long ago: ask again now */
+	s->state = S_FREE;
+	f->kick = 1;
+}
+
+void ndz_fetch_done(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+
+	f->cstate[s->chunk] = C_DONE;
+	s->state = S_FREE;
+	f->st.done++;
+	f->kick = 1;
+}
+
+void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
+		     uint64_t now_ns)
+{
+	int st;
+
+	if (chunk >= f->o.chunks)
+		return;
+	st = f->cstate[chunk];
+	if (st == C_QUEUED || st == C_DONE)
+		return;
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+		uint8_t missing = st == C_FILL ? (uint8_t)~f->slots[f->cslot[chunk]].have[i] : 0xff;
+
+		if (missing & ~bitmap[i])
+			return;        /* does not cover all we lack */
+	}
+	f->last_req[chunk] = now_ns;
+	if (st == C_FILL)
+		f->slots[f->cslot[chunk]].moved_on = 0;
+}
+
+unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
+			    ndz_fetch_emit emit, void *ctx)
+{
+	uint64_t redelay = f->o.redelay_ns;
+	size_t inflight = 0, avail = 0;
+	unsigned sent = 0;
+
+	/* missing blocks of partly received chunks */
+	for (size_t i = 0; i < f->o.slots; i++) {
+		struct slot *s = &f->slots[i];
+
+		avail += s->state == S_FREE;
+		if (s->state != S_FILL)
+			continue;
+		if (silent || (s->moved_on && now - f->last_req[s->chunk] > MOVED_ON_WAIT_NS) ||
+		    (now - s->last_block_ns > redelay && now - f->last_req[s->chunk] > redelay)) {
+			uint8_t missing[NDZ_BITMAP_BYTES];
+
+			for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)
+				missing[b] = (uint8_t)~s->have[b];
+			emit(ctx, s->chunk, missing);
+			f->last_req[s->chunk] = now;
+			s->moved_on = 0;
+			sent++;
+		} else if (!s->moved_on) {
+			inflight++;
+		}
+	}
+	/* chunks asked for by anyone (us or others) and not started yet are on their way too */
+	for (uint32_t ch = 0; ch < f->o.chunks; ch++) {
+		if (f->cstate[ch] != C_NEED || !f->last_req[ch])
+			continue;
+		if (silent || now - f->last_req[ch] > redelay) {
+			if (avail == 0)
+				continue;
+			emit(ctx, ch, NULL);
+			f->last_req[ch] = now;
+			sent++;
+		}
+		inflight++;
+		if (avail)
+			avail--;
+	}
+	/* new chunks, in random order */
+	while (inflight < f->o.request_ahead && avail > 0 && f->next_order < f->o.chunks) {
+		uint32_t ch = f->order[f->next_order++];
+
+		if (f->cstate[ch] != C_NEED || f->last_req[ch])
+			continue;      /* being received, done, or counted above */
+		emit(ctx, ch, NULL);
+		f->last_req[ch] = now;
+		sent++;
+		inflight++;
+		avail--;
+	}
+	return sent;
+}
+
+int ndz_fetch_kicked(struct ndz_fetch *f)
+{
+	int k = f->kick;
+
+	f->kick = 0;
+	return k;
+}
+
+void ndz_fetch_get_stats(const struct ndz_fetch *f, struct ndz_fetch_stats *st)
+{
+	*st = f->st;
+}

@@ -1,0 +1,87 @@
+/*
+ * The receiving side of the multicast protocol without the network: a cache of
+ * partly received chunks and the choice of what to request, and when. frisbee
+ * feeds it the BLOCKs and requests it hears and sends the requests it emits.
+ * Not thread-safe: the caller serializes every call.
+ */
+#ifndef NDZ_FETCH_H
+#define NDZ_FETCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct ndz_fetch;
+
+struct ndz_fetch_opts {
+	uint32_t chunks;               /* chunks in the image, at least 1 */
+	size_t slots;                  /* chunk buffers (1 MiB each), at least 1 */
+	unsigned request_ahead;        /* new chunks kept requested, at least 1 */
+	uint64_t redelay_ns;           /* no request for a chunk anyone asked for this recently */
+	uint32_t seed;                 /* of the random order new chunks are requested in */
+};
+
+struct ndz_fetch_stats {
+	uint64_t blocks;               /* blocks stored */
+	uint64_t dups;                 /* blocks already held (or of chunks done) */
+	uint64_t no_room;              /* blocks dropped: every slot taken */
+	uint32_t complete;             /* chunks accepted (handed on for writing) */
+	uint32_t done;                 /* chunks written (slots given back) */
+};
+
+/*
+ * emit - called by ndz_fetch_requests for each request to send: missing is NULL
+ * for the whole chunk, else the bitmap (NDZ_BITMAP_BYTES) of blocks still lacking.
+ */
+typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing);
+
+/* ndz_fetch_create - a cache per o; NDZ_EINVAL for bad options, NDZ_ENOMEM. */
+int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out);
+/* ndz_fetch_free - free f and every chunk buffer; accepts NULL. */
+void ndz_fetch_free(struct ndz_fetch *f);
+
+/*
+ * ndz_fetch_block - a BLOCK of chunk (block < 1024, data NDZ_BLOCK_SIZE bytes)
+ * arrived at now_ns. Returns the slot now holding the whole chunk, which the caller
+ * must check and pass to ndz_fetch_accept or ndz_fetch_reject; -1 otherwise (a new
+ * block of an incomplete chunk, a duplicate, or no free slot).
+ */
+int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
+		    uint64_t now_ns);
+
+/* ndz_fetch_buf, ndz_fetch_slot_chunk - a slot's 1 MiB buffer and its chunk. */
+uint8_t *ndz_fetch_buf(struct ndz_fetch *f, int slot);
+uint32_t ndz_fetch_slot_chunk(const struct ndz_fetch *f, int slot);
+
+/* ndz_fetch_accept - the complete chunk in slot checked out: it goes to be written. */
+void ndz_fetch_accept(struct ndz_fetch *f, int slot);
+/* ndz_fetch_reject - it did not (forged or corrupt blocks): drop it, ask again at once. */
+void ndz_fetch_reject(struct ndz_fetch *f, int slot);
+/* ndz_fetch_done - the accepted chunk in slot is written: the slot is free again. */
+void ndz_fetch_done(struct ndz_fetch *f, int slot);
+
+/*
+ * ndz_fetch_snoop - a request for the blocks in bitmap of chunk was seen on the
+ * group at now_ns (ours looped back, or another client's). When it covers all we
+ * lack of that chunk we do not ask for it ourselves within the re-request delay:
+ * that is the NAK suppression.
+ */
+void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
+		     uint64_t now_ns);
+
+/*
+ * ndz_fetch_requests - emit the requests due at now_ns: the missing blocks of
+ * partly received chunks first (when the server went on to another chunk, or
+ * nothing came for the re-request delay), then chunks someone asked for that
+ * never came, then new chunks in random order until request_ahead are on their
+ * way, never more than free slots. silent: the server has been silent, so ask
+ * again for everything on its way. Returns the number of requests emitted.
+ */
+unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
+			    ndz_fetch_emit emit, void *ctx);
+
+/* ndz_fetch_kicked - whether requests are due at once (the server moved on); clears it. */
+int ndz_fetch_kicked(struct ndz_fetch *f);
+
+void ndz_fetch_get_stats(const struct ndz_fetch *f, struct ndz_fetch_stats *st);
+
+#endif

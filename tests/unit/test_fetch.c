@@ -1,0 +1,385 @@
+/*
+ * Unit tests for lib/fetch: the client's chunk cache and request scheduling on a
+ * simulated clock: request-ahead, NAK suppression by snooping, partial requests,
+ * re-requests after silence or a bad chunk, and a full cache.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "fetch.h"
+#include "format.h"
+#include "proto.h"
+
+#define MS 1000000ull
+#define REDELAY (100 * MS)
+#define T0 (1000 * MS)
+
+struct sent {
+	unsigned n;
+	uint32_t chunk[4096];
+	int partial[4096];
+	uint8_t missing[4096][NDZ_BITMAP_BYTES];
+};
+
+static void record(void *ctx, uint32_t chunk, const uint8_t *missing)
+{
+	struct sent *s = ctx;
+
+	assert_true(s->n < 4096);
+	s->chunk[s->n] = chunk;
+	s->partial[s->n] = missing != NULL;
+	if (missing)
+		memcpy(s->missing[s->n], missing, NDZ_BITMAP_BYTES);
+	s->n++;
+}
+
+static struct ndz_fetch *make(uint32_t chunks, size_t slots, unsigned ahead, uint32_t seed)
+{
+	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed };
+	struct ndz_fetch *f;
+
+	assert_int_equal(ndz_fetch_create(&o, &f), 0);
+	return f;
+}
+
+/* The block data: its chunk and block numbers, so misplaced copies show. */
+static const uint8_t *data_of(uint32_t chunk, unsigned block)
+{
+	static uint8_t d[NDZ_BLOCK_SIZE];
+
+	memset(d, 0, sizeof(d));
+	memcpy(d, &chunk, sizeof(chunk));
+	memcpy(d + 4, &block, sizeof(block));
+	return d;
+}
+
+/* Deliver blocks [from, to) of chunk except those in skip (may be NULL); returns the
+ * slot ndz_fetch_block reported complete, or -1. */
+static int deliver(struct ndz_fetch *f, uint32_t chunk, unsigned from, unsigned to,
+		   const uint8_t *skip, uint64_t now)
+{
+	int slot = -1;
+
+	for (unsigned b = from; b < to; b++) {
+		int r;
+
+		if (skip && ndz_bit_test(skip, b))
+			continue;
+		r = ndz_fetch_block(f, chunk, b, data_of(chunk, b), now);
+		if (r >= 0)
+			slot = r;
+	}
+	return slot;
+}
+
+static void test_bad_options(void **state)
+{
+	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1 };
+	struct ndz_fetch *f = (struct ndz_fetch *)1;
+
+	(void)state;
+	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_null(f);
+	o.chunks = 3;
+	o.slots = 0;
+	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	o.slots = 2;
+	o.request_ahead = 0;
+	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	ndz_fetch_free(NULL);
+}
+
+/* request_ahead new chunks at first; each chunk requested once over the whole run. */
+static void test_request_ahead_and_order(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(50, 8, 3, 12345);
+	uint32_t seen[50] = { 0 };
+	struct ndz_fetch_stats st;
+	uint64_t now = T0;
+	int sorted = 1;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 3);
+	assert_int_equal(s.n, 3);
+	/* nothing more while those are on their way, within the re-request delay */
+	assert_int_equal(ndz_fetch_requests(f, now + REDELAY / 2, 0, record, &s), 0);
+	/* serve every request completely, as the server would */
+	for (unsigned i = 0; i < s.n; i++) {
+		int slot;
+
+		assert_false(s.partial[i]);
+		assert_true(s.chunk[i] < 50);
+		seen[s.chunk[i]]++;
+		if (i && s.chunk[i] < s.chunk[i - 1])
+			sorted = 0;
+		now += MS;
+		slot = deliver(f, s.chunk[i], 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+		assert_true(slot >= 0);
+		assert_int_equal(ndz_fetch_slot_chunk(f, slot), s.chunk[i]);
+		assert_memory_equal(ndz_fetch_buf(f, slot) + 77 * NDZ_BLOCK_SIZE,
+				    data_of(s.chunk[i], 77), NDZ_BLOCK_SIZE);
+		ndz_fetch_accept(f, slot);
+		ndz_fetch_done(f, slot);
+		ndz_fetch_requests(f, now, 0, record, &s);
+	}
+	for (unsigned c = 0; c < 50; c++)
+		assert_int_equal(seen[c], 1);
+	assert_false(sorted);                  /* a random order, not 0, 1, 2, ... */
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.complete, 50);
+	assert_int_equal(st.done, 50);
+	assert_int_equal(st.blocks, 50ull * NDZ_BLOCKS_PER_CHUNK);
+	assert_int_equal(st.dups, 0);
+	ndz_fetch_free(f);
+}
+
+/* Another client's request covers ours: we keep quiet until the delay runs out. */
+static void test_snoop_suppresses(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(4, 8, 4, 7);
+	uint8_t all[NDZ_BITMAP_BYTES], some[NDZ_BITMAP_BYTES];
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(all, 0xff, sizeof(all));
+	memset(some, 0, sizeof(some));
+	ndz_bit_set(some, 3);
+	/* others asked for chunks 0 and 2 whole, and for one block of chunk 1 */
+	ndz_fetch_snoop(f, 0, all, T0);
+	ndz_fetch_snoop(f, 2, all, T0);
+	ndz_fetch_snoop(f, 1, some, T0);
+	ndz_fetch_snoop(f, 99, all, T0);       /* beyond the image: ignored */
+	assert_int_equal(ndz_fetch_requests(f, T0 + MS, 0, record, &s), 2);
+	assert_true((s.chunk[0] == 1 && s.chunk[1] == 3) || (s.chunk[0] == 3 && s.chunk[1] == 1));
+	/* the snooped chunks never came: asked for once the delay has passed */
+	s.n = 0;
+	assert_int_equal(ndz_fetch_requests(f, T0 + REDELAY / 2, 0, record, &s), 0);
+	/* (1 and 3, asked for 1 ms later, are still within it) */
+	assert_int_equal(ndz_fetch_requests(f, T0 + REDELAY + MS / 2, 0, record, &s), 2);
+	assert_true((s.chunk[0] == 0 && s.chunk[1] == 2));
+	assert_false(s.partial[0] || s.partial[1]);
+	ndz_fetch_free(f);
+}
+
+/* The server went on with blocks missing: a PREQUEST for exactly those, unless someone
+ * else's covers them. */
+static void test_partial_request(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 99);
+	uint8_t lost[NDZ_BITMAP_BYTES], theirs[NDZ_BITMAP_BYTES];
+	uint32_t a, b;
+	uint64_t now = T0;
+	int slot;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
+	a = s.chunk[0];
+	b = 1 - a;
+	memset(lost, 0, sizeof(lost));
+	ndz_bit_set(lost, 0);
+	ndz_bit_set(lost, 500);
+	ndz_bit_set(lost, 1023);
+	assert_int_equal(deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now), -1);
+	assert_int_equal(ndz_fetch_kicked(f), 0);
+	/* a block of another chunk: the server moved on */
+	now += MS;
+	assert_int_equal(ndz_fetch_block(f, b, 0, data_of(b, 0), now), -1);
+	assert_int_equal(ndz_fetch_kicked(f), 1);
+	assert_int_equal(ndz_fetch_kicked(f), 0);
+	/* not at once: our own request went out 1 ms ago, the rest may still be coming */
+	s.n = 0;
+	ndz_fetch_requests(f, now, 0, record, &s);
+	assert_int_equal(s.n, 0);
+	/* another client asks for a part of what we lack: not enough to keep quiet */
+	memset(theirs, 0, sizeof(theirs));
+	ndz_bit_set(theirs, 0);
+	ndz_fetch_snoop(f, a, theirs, now);
+	s.n = 0;
+	now += 25 * MS;
+	ndz_fetch_requests(f, now, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.chunk[0], a);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), 3);
+	assert_memory_equal(s.missing[0], lost, NDZ_BITMAP_BYTES);
+	/* asked: not again within the delay, even though b's blocks keep coming */
+	s.n = 0;
+	now += 30 * MS;
+	ndz_fetch_block(f, b, 1, data_of(b, 1), now);
+	ndz_fetch_requests(f, now, 0, record, &s);
+	assert_int_equal(s.n, 0);
+	/* someone else's request covering all three: we stay quiet past the delay */
+	ndz_fetch_block(f, b, 2, data_of(b, 2), now + REDELAY);
+	ndz_fetch_snoop(f, a, lost, now + REDELAY);
+	ndz_fetch_requests(f, now + REDELAY + MS, 0, record, &s);
+	assert_int_equal(s.n, 0);
+	/* the missing blocks arrive; duplicates are counted, the chunk completes */
+	assert_int_equal(ndz_fetch_block(f, a, 1, data_of(a, 1), now), -1);
+	slot = deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+	assert_true(slot >= 0);
+	{
+		struct ndz_fetch_stats st;
+
+		ndz_fetch_get_stats(f, &st);
+		assert_int_equal(st.dups, 1 + NDZ_BLOCKS_PER_CHUNK - 3);
+		assert_int_equal(st.blocks, NDZ_BLOCKS_PER_CHUNK + 3);   /* and b's 3 */
+	}
+	ndz_fetch_free(f);
+}
+
+/* A partly received chunk that stops arriving is asked for after the delay. */
+static void test_stalled_chunk(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(1, 2, 1, 5);
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_requests(f, T0, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	deliver(f, 0, 0, 600, NULL, T0 + MS);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + MS + REDELAY / 2, 0, record, &s);
+	assert_int_equal(s.n, 0);
+	ndz_fetch_requests(f, T0 + 2 * MS + REDELAY, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK - 600);
+	ndz_fetch_free(f);
+}
+
+/* A silent server: everything on its way is asked for again at once. */
+static void test_silent(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(10, 8, 3, 77);
+	uint32_t first[3];
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_requests(f, T0, 0, record, &s);
+	assert_int_equal(s.n, 3);
+	deliver(f, s.chunk[0], 0, 10, NULL, T0 + MS);
+	first[0] = s.chunk[0];
+	first[1] = s.chunk[1];
+	first[2] = s.chunk[2];
+	s.n = 0;
+	/* the partial one by its bitmap, the two others whole, and (the partial one no
+	 * longer counting as on its way) one new chunk */
+	assert_int_equal(ndz_fetch_requests(f, T0 + 2 * MS, 1, record, &s), 4);
+	assert_int_equal(s.chunk[0], first[0]);
+	assert_int_equal(s.partial[0], 1);
+	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK - 10);
+	assert_false(s.partial[1] || s.partial[2] || s.partial[3]);
+	assert_true((s.chunk[1] == first[1] && s.chunk[2] == first[2]) ||
+		    (s.chunk[1] == first[2] && s.chunk[2] == first[1]));
+	assert_true(s.chunk[3] != first[0] && s.chunk[3] != first[1] && s.chunk[3] != first[2]);
+	ndz_fetch_free(f);
+}
+
+/* A chunk that fails its checks is dropped and fetched again at once. */
+static void test_reject(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3, 4, 1, 3);
+	struct ndz_fetch_stats st;
+	uint32_t c;
+	int slot;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_requests(f, T0, 0, record, &s);
+	c = s.chunk[0];
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	assert_true(slot >= 0);
+	ndz_fetch_reject(f, slot);
+	assert_int_equal(ndz_fetch_kicked(f), 1);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 2 * MS, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_false(s.partial[0]);
+	/* it comes again, now good */
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 3 * MS);
+	assert_true(slot >= 0);
+	ndz_fetch_accept(f, slot);
+	/* accepted but not yet written: blocks of it are duplicates, no new slot */
+	assert_int_equal(ndz_fetch_block(f, c, 5, data_of(c, 5), T0 + 4 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.complete, 1);
+	assert_int_equal(st.done, 0);
+	assert_int_equal(st.dups, 1);
+	ndz_fetch_free(f);
+}
+
+/* A full cache: blocks of a further chunk are dropped, and no request is made that
+ * could not be stored. */
+static void test_full_cache(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(5, 2, 4, 11);
+	struct ndz_fetch_stats st;
+	int s0, s1;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ndz_fetch_requests(f, T0, 0, record, &s), 2);   /* 2 slots */
+	s0 = deliver(f, 0, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	s1 = deliver(f, 1, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	assert_true(s0 >= 0 && s1 >= 0 && s0 != s1);
+	ndz_fetch_accept(f, s0);
+	ndz_fetch_accept(f, s1);
+	/* both slots wait for the writer: nothing to store more in */
+	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), T0 + 2 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 1);
+	s.n = 0;
+	assert_int_equal(ndz_fetch_requests(f, T0 + 3 * MS + REDELAY, 1, record, &s), 0);
+	/* one is written: room for one more request */
+	ndz_fetch_done(f, s0);
+	assert_true(ndz_fetch_requests(f, T0 + 4 * MS + REDELAY, 0, record, &s) >= 1);
+	ndz_fetch_free(f);
+}
+
+/* Out-of-range blocks are refused without touching anything. */
+static void test_out_of_range(void **state)
+{
+	struct ndz_fetch *f = make(2, 2, 1, 1);
+	struct ndz_fetch_stats st;
+
+	(void)state;
+	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 0, NDZ_BLOCKS_PER_CHUNK, data_of(0, 0), T0), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks + st.dups + st.no_room, 0);
+	ndz_fetch_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_request_ahead_and_order),
+		cmocka_unit_test(test_snoop_suppresses),
+		cmocka_unit_test(test_partial_request),
+		cmocka_unit_test(test_stalled_chunk),
+		cmocka_unit_test(test_silent),
+		cmocka_unit_test(test_reject),
+		cmocka_unit_test(test_full_cache),
+		cmocka_unit_test(test_out_of_range),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
