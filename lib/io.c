@@ -28,6 +28,22 @@ static struct ndz_io *io_new(const struct ndz_io_ops *ops, const char *name)
 
 /* ---- files and block devices ---- */
 
+/* Bounds of a backend's own extent, shared by the memory and window backends. */
+
+/* in_bounds - [off, off + len) lies within io. */
+static int in_bounds(const struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	return off <= io->size && len <= io->size - off;
+}
+
+/* clamp_read - len cut to what io holds from off on (0 at or past its end). */
+static size_t clamp_read(const struct ndz_io *io, uint64_t off, size_t len)
+{
+	if (off >= io->size)
+		return 0;
+	return len > io->size - off ? (size_t)(io->size - off) : len;
+}
+
 struct file_priv {
 	int fd;
 };
@@ -253,11 +269,9 @@ static ssize_t mem_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
 {
 	struct mem_priv *p = io->priv;
 
-	if (off >= io->size)
-		return 0;
-	if (len > io->size - off)
-		len = (size_t)(io->size - off);
-	memcpy(buf, p->buf + off, len);
+	len = clamp_read(io, off, len);
+	if (len)
+		memcpy(buf, p->buf + off, len);
 	return (ssize_t)len;
 }
 
@@ -265,7 +279,7 @@ static ssize_t mem_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64
 {
 	struct mem_priv *p = io->priv;
 
-	if (!p->writable || off > io->size || len > io->size - off)
+	if (!p->writable || !in_bounds(io, off, len))
 		return NDZ_EIO;
 	memcpy(p->buf + off, buf, len);
 	return (ssize_t)len;
@@ -275,7 +289,7 @@ static int mem_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 {
 	struct mem_priv *p = io->priv;
 
-	if (!p->writable || off > io->size || len > io->size - off)
+	if (!p->writable || !in_bounds(io, off, len))
 		return NDZ_EIO;
 	memset(p->buf + off, 0, (size_t)len);
 	return 0;
@@ -402,10 +416,9 @@ static ssize_t sub_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
 {
 	struct sub_priv *p = io->priv;
 
-	if (off >= io->size)
+	len = clamp_read(io, off, len);
+	if (!len)
 		return 0;
-	if (len > io->size - off)
-		len = (size_t)(io->size - off);
 	return p->inner->ops->pread(p->inner, buf, len, p->off + off);
 }
 
@@ -413,7 +426,7 @@ static ssize_t sub_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64
 {
 	struct sub_priv *p = io->priv;
 
-	if (off > io->size || len > io->size - off)
+	if (!in_bounds(io, off, len))
 		return NDZ_EIO;
 	return p->inner->ops->pwrite(p->inner, buf, len, p->off + off);
 }
@@ -422,7 +435,7 @@ static int sub_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 {
 	struct sub_priv *p = io->priv;
 
-	if (off > io->size || len > io->size - off)
+	if (!in_bounds(io, off, len))
 		return NDZ_EIO;
 	return p->inner->ops->zero(p->inner, p->off + off, len);
 }
