@@ -286,8 +286,6 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 		b = z;
 	}
 	st->used_bytes = used;
-	if (e->io->size > fsbytes)
-		return fn(ctx, fsbytes, e->io->size - fsbytes);
 	return 0;
 }
 

@@ -205,10 +205,10 @@ static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 		c = d;
 	}
 	st->used_bytes = used + base;
-	/* sectors after the last whole cluster, and after the filesystem */
+	/* sectors after the last whole cluster (the caller keeps what follows fs_bytes) */
 	tail = base + f->clusters * csize;
-	if (f->io->size > tail)
-		return fn(ctx, tail, f->io->size - tail);
+	if (st->fs_bytes > tail)
+		return fn(ctx, tail, st->fs_bytes - tail);
 	return 0;
 }
 

@@ -282,13 +282,7 @@ static int ufs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	}
 	st->used_bytes = used;
 	/* newfs writes its last sector to prove the size (a piece of the superblock) */
-	rc = fn(ctx, fsbytes - 512, 512);
-	if (rc)
-		return rc;
-	/* whatever follows the filesystem in its partition is not ours to judge */
-	if (u->io->size > fsbytes)
-		return fn(ctx, fsbytes, u->io->size - fsbytes);
-	return 0;
+	return fn(ctx, fsbytes - 512, 512);
 }
 
 static void ufs_close(void *h)

@@ -36,8 +36,10 @@ struct ndz_fs_module {
 	int (*open)(struct ndz_io *io, const struct ndz_fs_opts *o, void **fs, char *err,
 		    size_t errlen);
 	/*
-	 * walk - report every byte range that may hold data (a superset of what is
-	 * allocated: when unsure a block counts as allocated). Stops at the first
+	 * walk - report every byte range of the filesystem that may hold data (a
+	 * superset of what is allocated: when unsure a block counts as allocated) and
+	 * set st->fs_bytes; the caller keeps whatever follows fs_bytes in the volume,
+	 * which is not the module's to judge. Stops at the first
 	 * non-zero return of fn and returns it; NDZ_EFS with a message when the
 	 * metadata turns out inconsistent half-way.
 	 */

@@ -383,9 +383,8 @@ static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 		i = j;
 	}
 	st->used_bytes = used;
-	/* the backup boot sector sits past the last cluster */
-	if (n->io->size > fsbytes)
-		return fn(ctx, fsbytes, n->io->size - fsbytes);
+	/* the backup boot sector sits past the last cluster, beyond fs_bytes: kept by
+	 * the caller with the rest of the volume's tail */
 	return 0;
 }
 

@@ -267,6 +267,14 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		ndz_ranges_release(&tmp);
 		goto raw;
 	}
+	/* whatever follows the filesystem in its volume is kept: nobody vouched for it */
+	if (st.fs_bytes < io->size) {
+		rc = collect_extent(&c, st.fs_bytes, io->size - st.fs_bytes);
+		if (rc < 0) {
+			ndz_ranges_release(&tmp);
+			return rc;
+		}
+	}
 	ndz_ranges_normalize(&tmp);
 	if (e) {
 		e->how = "fs";
@@ -346,14 +354,13 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		rc = ndz_io_open_sub(slice, p->start * SEC, p->count * SEC, &sub);
 		if (rc < 0)
 			break;
+		/* an override left over after apply_override forces a filesystem type */
 		ov = find_override(s, index, p->index);
 		if (!apply_override(s, ov, sub, at + p->start, se, &rc))
-			rc = ov ? scan_volume(s, sub, at + p->start, name,
-					      ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
-					      ndz_fs_by_name(ov->fstype), 1, se)
-				: scan_volume(s, sub, at + p->start, name,
-					      ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
-					      module_for_type(NDZ_SCHEME_BSD, p->type), 0, se);
+			rc = scan_volume(s, sub, at + p->start, name,
+					 ndz_part_type_name(NDZ_SCHEME_BSD, p->type),
+					 ov ? ndz_fs_by_name(ov->fstype) :
+					      module_for_type(NDZ_SCHEME_BSD, p->type), ov != NULL, se);
 		ndz_io_close(sub);
 	}
 	ndz_ptable_release(&t);

@@ -284,12 +284,48 @@ static void test_scan_disk(void **state)
 	free(d);
 }
 
+/* Space a partition holds after its filesystem is kept: nobody vouched for it. */
+static void test_scan_keeps_tail(void **state)
+{
+	size_t dsize = 8u << 20;
+	uint32_t start = 2048, extra = 64;
+	uint8_t *d = calloc(1, dsize);
+	struct ndz_scan_opts o;
+	struct ndz_scan_result res;
+	struct ndz_io *io;
+	char err[300];
+
+	(void)state;
+	assert_non_null(d);
+	make_ufs();
+	memcpy(d + (size_t)start * 512, vol, VOL);
+	d[446 + 4] = 0xa9;
+	put_le32(d + 446 + 8, start);
+	put_le32(d + 446 + 12, VOL / 512 + extra);
+	d[510] = 0x55;
+	d[511] = 0xaa;
+	assert_int_equal(ndz_io_open_mem(d, dsize, 0, &io), 0);
+	ndz_scan_opts_init(&o);
+	o.min_free = 0;
+	nwarn = 0;
+	o.warn = count_warn;
+	assert_int_equal(ndz_scan(io, &o, &res, err, sizeof(err)), 0);
+	assert_int_equal(nwarn, 0);
+	/* newfs' last sector, then the partition's tail after the filesystem */
+	assert_int_equal(res.alloc.v[res.alloc.n - 1].start, start + VOL / 512 - 1);
+	assert_int_equal(res.alloc.v[res.alloc.n - 1].count, 1 + extra);
+	ndz_scan_result_release(&res);
+	ndz_io_close(io);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walk),
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_scan_disk),
+		cmocka_unit_test(test_scan_keeps_tail),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
