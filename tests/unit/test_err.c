@@ -1,5 +1,6 @@
-/* Unit tests for lib/err.c: every error code has its own well-formed message. */
+/* Unit tests for lib/err.c: every error code has its own well-formed message; the error context. */
 #include <ctype.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -112,6 +113,60 @@ static void test_strerror_other_values(void **state)
 	assert_string_equal(ndz_strerror(v - 1), unknown);
 }
 
+static void test_error_context(void **state)
+{
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_string_equal(ndz_error_msg(&e), "success");
+	ndz_error_prefix(&e, "ignored");
+	assert_int_equal(e.code, 0);
+	assert_int_equal(ndz_error_set(&e, NDZ_EHDRCRC, 0, "chunk %u: %s", 17u,
+				       ndz_strerror(NDZ_EHDRCRC)), NDZ_EHDRCRC);
+	assert_string_equal(ndz_error_msg(&e), "chunk 17: bad header checksum");
+	/* the first error wins */
+	assert_int_equal(ndz_error_set(&e, NDZ_EIO, 5, "later"), NDZ_EIO);
+	assert_int_equal(e.code, NDZ_EHDRCRC);
+	ndz_error_prefix(&e, "%s", "img.ndz");
+	assert_string_equal(ndz_error_msg(&e), "img.ndz: chunk 17: bad header checksum");
+	ndz_error_clear(&e);
+	assert_int_equal(e.code, 0);
+	/* errno's text is appended; no format: the code's own message */
+	ndz_error_set(&e, NDZ_EIO, ENOSPC, "t.img: write at byte %d", 4096);
+	assert_int_equal(e.sys, ENOSPC);
+	assert_string_equal(ndz_error_msg(&e), "t.img: write at byte 4096: No space left on device");
+	ndz_error_clear(&e);
+	ndz_error_set(&e, NDZ_EMISSING, 0, NULL);
+	assert_string_equal(ndz_error_msg(&e), "missing chunk");
+	ndz_error_clear(&e);
+	ndz_error_set(&e, NDZ_EIO, EIO, NULL);
+	assert_string_equal(ndz_error_msg(&e), "input/output error: Input/output error");
+	/* a NULL context only passes the code through */
+	assert_int_equal(ndz_error_set(NULL, NDZ_ETRUNC, 0, "x"), NDZ_ETRUNC);
+}
+
+static void test_error_copy_and_long_messages(void **state)
+{
+	struct ndz_error a = { 0 }, b = { 0 };
+	char longname[2 * NDZ_ERRMSG_MAX];
+
+	(void)state;
+	assert_int_equal(ndz_error_copy(&a, &b), 0);
+	assert_int_equal(a.code, 0);
+	ndz_error_set(&b, NDZ_EDUP, 0, "chunk 3: duplicate");
+	assert_int_equal(ndz_error_copy(&a, &b), NDZ_EDUP);
+	assert_string_equal(ndz_error_msg(&a), "chunk 3: duplicate");
+	assert_int_equal(ndz_error_copy(NULL, &b), NDZ_EDUP);
+	/* overlong names are cut, never overrun */
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	ndz_error_prefix(&a, "%s", longname);
+	assert_int_equal(strlen(ndz_error_msg(&a)), NDZ_ERRMSG_MAX - 1);
+	ndz_error_clear(&a);
+	ndz_error_set(&a, NDZ_EIO, EIO, "%s", longname);
+	assert_int_equal(strlen(ndz_error_msg(&a)), NDZ_ERRMSG_MAX - 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -120,6 +175,8 @@ int main(void)
 		cmocka_unit_test(test_messages_well_formed),
 		cmocka_unit_test(test_strerror_maps_each_code),
 		cmocka_unit_test(test_strerror_other_values),
+		cmocka_unit_test(test_error_context),
+		cmocka_unit_test(test_error_copy_and_long_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
