@@ -44,10 +44,12 @@ struct client {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct ndz_fetch *fetch;       /* chunk cache and request scheduling */
+	struct ndz_chunk_hdr *hdrs;    /* per slot: the checked header of its chunk */
 	uint32_t *fifo;                /* slots waiting to be written */
 	size_t fifo_head, fifo_len;
 	int failed, stop, abandon;
-	char errmsg[512];
+	struct ndz_error err;          /* why the load failed */
+	char source[40];               /* "server ADDR": the image, in messages */
 
 	struct ndz_io *target;
 	struct ndz_unzip *unzip;
@@ -132,16 +134,19 @@ static void snoop_request(struct client *c, const struct ndz_pkt *p, uint64_t no
 	}
 }
 
-/* A chunk is complete: check it and queue it for the writer, or fetch it again. */
+/*
+ * A chunk is complete: check it (decoded and checksummed here, once) and queue it
+ * for the writer, or fetch it again. The image's own rules are the pipeline's.
+ */
 static void chunk_complete(struct client *c, int slot)
 {
-	struct ndz_chunk_hdr *h = malloc(sizeof(*h));
+	struct ndz_chunk_hdr *h = &c->hdrs[slot];
 	uint32_t chunk = ndz_fetch_slot_chunk(c->fetch, slot);
-	int r = h ? ndz_chunk_check(ndz_fetch_buf(c->fetch, slot), h) : NDZ_ENOMEM;
+	int r = ndz_chunk_check(ndz_fetch_buf(c->fetch, slot), h);
 
+	/* blocks sent for this chunk number and this image, else spoofed or stray */
 	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
-	free(h);
 	if (r < 0) {
 		/* Forged or corrupted blocks got in: drop the chunk and fetch it again. */
 		c->crc_fail++;
@@ -191,19 +196,15 @@ static void *feeder(void *arg)
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
 					      (uint64_t)chunk * NDZ_CHUNK_SIZE);
 		else
-			r = ndz_unzip_put(c->unzip, buf);
+			r = ndz_unzip_put(c->unzip, buf, &c->hdrs[slot], NDZ_UNZIP_CHECKED);
 		pthread_mutex_lock(&c->lock);
 		c->fifo_head = (c->fifo_head + 1) % c->nslots;
 		c->fifo_len--;
 		if (r < 0 && !c->failed) {
 			c->failed = 1;
+			/* the pipeline's message comes from ndz_unzip_finish */
 			if (c->raw)
-				snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->target_path,
-					 c->target->sys_errno ? strerror(c->target->sys_errno)
-							      : ndz_strerror(r));
-			else
-				snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->target_path,
-					 ndz_unzip_errmsg(c->unzip));
+				ndz_io_fail(c->target, r, &c->err, "write error");
 		}
 		ndz_fetch_done(c->fetch, slot);
 		pthread_cond_broadcast(&c->cond);
@@ -340,7 +341,8 @@ static void setup(struct client *c)
 	fo.redelay_ns = c->redelay_ns;
 	fo.seed = seed ^ c->id;
 	c->fifo = calloc(c->nslots, sizeof(*c->fifo));
-	if (!c->fifo || ndz_fetch_create(&fo, &c->fetch) < 0)
+	c->hdrs = calloc(c->nslots, sizeof(*c->hdrs));
+	if (!c->fifo || !c->hdrs || ndz_fetch_create(&fo, &c->fetch) < 0)
 		cli_die(EXIT_FAIL, "out of memory for %u chunks", c->n);
 }
 
@@ -350,13 +352,16 @@ static void open_target(struct client *c)
 	uint64_t need = c->raw ? c->info.image_bytes : c->info.source_bytes;
 	int r, created = 0;
 
-	r = ndz_io_open_target(c->target_path, need, &created, &c->target);
+	struct ndz_error e = { 0 };
+
+	r = ndz_io_open_target(c->target_path, need, &created, &c->target, &e);
 	if (r < 0)
-		cli_die(EXIT_FAIL, "%s: %s", c->target_path,
-			r == NDZ_ENOTSUP ? "not a regular file or block device" : strerror(errno));
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (c->raw && c->target->is_regular && c->target->size != need &&
-	    ndz_io_set_size(c->target, need) < 0)
-		cli_die(EXIT_FAIL, "%s: %s", c->target_path, strerror(c->target->sys_errno));
+	    (r = ndz_io_set_size(c->target, need)) < 0) {
+		ndz_io_fail(c->target, r, &e, "cannot size it as the image");
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	}
 	if (c->target->size < need)
 		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu)", c->target_path,
 			ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)c->target->size,
@@ -366,6 +371,10 @@ static void open_target(struct client *c)
 	ndz_unzip_opts_init(&uo);
 	uo.zero_fill = c->zero_fill;
 	uo.target_zeroed = created;
+	uo.name = c->source;
+	uo.expect_chunks = c->n;
+	uo.expect_uuid_set = 1;
+	memcpy(uo.expect_uuid, c->info.uuid, 16);
 	r = ndz_unzip_create(c->target, &uo, &c->unzip);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
@@ -376,13 +385,11 @@ static int finish(struct client *c)
 	struct ndz_unzip_stats us;
 	int r;
 
-	if (c->raw)
-		return c->target->ops->flush(c->target);
-	r = ndz_unzip_finish(c->unzip, &us);
-	if (r < 0)
-		snprintf(c->errmsg, sizeof(c->errmsg), "%s: %s", c->target_path,
-			 ndz_unzip_errmsg(c->unzip));
-	return r;
+	if (c->raw) {
+		r = ndz_io_flush(c->target);
+		return r < 0 ? ndz_io_fail(c->target, r, &c->err, "flush failed") : 0;
+	}
+	return ndz_unzip_finish(c->unzip, &us, &c->err);
 }
 
 int main(int argc, char **argv)
@@ -447,6 +454,11 @@ int main(int argc, char **argv)
 		c.id = (uint32_t)ndz_now_ns();
 	c.start_ns = start = ndz_now_ns();
 	join(&c, no.group, no.port);
+	{
+		char a[16];
+
+		snprintf(c.source, sizeof(c.source), "server %s", ndz_net_ntoa(c.server, a));
+	}
 	setup(&c);
 	open_target(&c);
 	pthread_mutex_init(&c.lock, NULL);
@@ -475,7 +487,7 @@ int main(int argc, char **argv)
 			cli_progress_update(&c.prog, (uint64_t)st.done * NDZ_CHUNK_SIZE);
 		n = ndz_net_recv(c.net, buf, sizeof(buf), 20, &from);
 		if (n < 0) {
-			snprintf(c.errmsg, sizeof(c.errmsg), "receive: %s", strerror(errno));
+			ndz_error_set(&c.err, NDZ_ENET, errno, "receive");
 			code = EXIT_FAIL;
 			break;
 		}
@@ -504,9 +516,9 @@ int main(int argc, char **argv)
 		if (now - c.last_server_ns > (uint64_t)c.give_up_s * 1000 * MS) {
 			char a[16];
 
-			snprintf(c.errmsg, sizeof(c.errmsg),
-				 "no data from server %s for %d s; giving up",
-				 ndz_net_ntoa(c.server, a), c.give_up_s);
+			ndz_error_set(&c.err, NDZ_ETIMEDOUT, 0,
+				      "no data from server %s for %d s; giving up",
+				      ndz_net_ntoa(c.server, a), c.give_up_s);
 			code = EXIT_FAIL;
 			break;
 		}
@@ -537,19 +549,15 @@ int main(int argc, char **argv)
 	pthread_cond_broadcast(&c.cond);
 	pthread_mutex_unlock(&c.lock);
 	pthread_join(ft, NULL);
-	if (code == EXIT_OK && c.failed)
+	/* after a failed put, finishing the pipeline brings out its reason */
+	if (code == EXIT_OK && (finish(&c) < 0 || c.failed))
 		code = EXIT_FAIL;
-	if (code == EXIT_OK && finish(&c) < 0) {
-		if (!c.errmsg[0])
-			snprintf(c.errmsg, sizeof(c.errmsg), "%s: cannot flush", c.target_path);
-		code = EXIT_FAIL;
-	}
 	send_leave(&c, code != EXIT_OK);
 	ndz_fetch_get_stats(c.fetch, &fst);
 	if (c.progress)
 		cli_progress_end(&c.prog, (uint64_t)fst.done * NDZ_CHUNK_SIZE);
 	if (code != EXIT_OK) {
-		cli_error("%s", c.errmsg);
+		cli_error("%s", ndz_error_msg(&c.err));
 	} else if (!cli_quiet) {
 		double secs = (double)(ndz_now_ns() - start) / 1e9;
 
@@ -569,5 +577,6 @@ int main(int argc, char **argv)
 	ndz_net_free(c.net);
 	ndz_fetch_free(c.fetch);
 	free(c.fifo);
+	free(c.hdrs);
 	return code;
 }

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "err.h"
 #include "format.h"
+#include "image.h"
 #include "io.h"
 #include "net.h"
 #include "pace.h"
@@ -86,42 +87,18 @@ static const char usage_text[] =
 	"  -V, --version          show the version and exit\n"
 	"\nExit status: 0 after the idle timeout or a signal; 1 failure; 2 bad usage.\n";
 
-/* Open IMAGE and check that it is a whole image: headers of first and last chunk. */
+/* Open IMAGE and check that it is a whole image (lib/image.h: size, first and last chunk). */
 static void open_image(struct server *s)
 {
-	/* Static, not on the heap: nothing to free on the die() paths below. */
-	static uint8_t area[NDZ_HDR_SIZE];
-	static struct ndz_chunk_hdr hdr0, hdrl;
-	struct ndz_chunk_hdr *h0 = &hdr0, *hl = &hdrl;
-	int r;
+	struct ndz_image_reader *r;
+	struct ndz_error e = { 0 };
+	const struct ndz_chunk_hdr *h0;
 
-	r = ndz_io_open_file(s->path, NDZ_IO_READ, &s->img);
-	if (r < 0)
-		cli_die(EXIT_FAIL, "%s: %s", s->path,
-			r == NDZ_ENOTSUP ? "not a regular file or block device" :
-			s->img && s->img->sys_errno ? strerror(s->img->sys_errno) : strerror(errno));
-	if (s->img->size == 0 || s->img->size % NDZ_CHUNK_SIZE ||
-	    s->img->size / NDZ_CHUNK_SIZE > UINT32_MAX)
-		cli_die(EXIT_FAIL, "%s: not an image (size %llu is not a whole number of chunks)",
-			s->path, (unsigned long long)s->img->size);
-	s->nchunks = (uint32_t)(s->img->size / NDZ_CHUNK_SIZE);
-	r = ndz_io_read_full(s->img, area, NDZ_HDR_SIZE, 0, NULL);
-	if (r == 0)
-		r = ndz_hdr_decode(area, h0);
-	if (r == 0 && h0->index != 0)
-		r = NDZ_EHEADER;
-	if (r < 0)
-		cli_die(EXIT_FAIL, "chunk 0 of %s: %s", s->path, ndz_strerror(r));
-	r = ndz_io_read_full(s->img, area, NDZ_HDR_SIZE,
-			     (uint64_t)(s->nchunks - 1) * NDZ_CHUNK_SIZE, NULL);
-	if (r == 0)
-		r = ndz_hdr_decode(area, hl);
-	if (r == 0)
-		r = ndz_hdr_same_image(h0, hl);
-	if (r == 0 && (hl->index != s->nchunks - 1 || !(hl->chunk_flags & NDZ_CHUNK_LAST)))
-		r = NDZ_EMISSING;
-	if (r < 0)
-		cli_die(EXIT_FAIL, "chunk %u of %s: %s", s->nchunks - 1, s->path, ndz_strerror(r));
+	if (ndz_io_open_file(s->path, NDZ_IO_READ, &s->img, &e) < 0 ||
+	    ndz_image_reader_open(s->img, &r, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	h0 = ndz_image_reader_first(r);
+	s->nchunks = ndz_image_reader_chunks(r);
 	memcpy(s->info.uuid, h0->uuid, 16);
 	s->info.chunks = s->nchunks;
 	s->info.block_size = NDZ_BLOCK_SIZE;
@@ -131,6 +108,7 @@ static void open_image(struct server *s)
 	s->info.rate_bps = s->rate;
 	s->info.idle_timeout = (uint32_t)s->idle;
 	s->tag = ndz_image_tag(h0->uuid);
+	ndz_image_reader_free(r);
 }
 
 static void note_client(struct server *s, uint32_t id)

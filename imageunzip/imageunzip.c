@@ -1,17 +1,15 @@
 /* imageunzip: restore an image (file or stdin) onto a disk, partition or file. */
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "err.h"
 #include "format.h"
+#include "image.h"
 #include "io.h"
 #include "part.h"
 #include "unzip.h"
@@ -34,32 +32,6 @@ static const char usage_text[] =
 	"  -V, --version      show the version and exit\n"
 	"\n"
 	"Exit status: 0 every chunk written and flushed, 1 failure, 2 bad usage.\n";
-
-struct input {
-	int fd;
-	const char *name;              /* for messages */
-	uint64_t size;                 /* regular file size, or 0 */
-	int seekable;
-};
-
-/* Read a whole chunk; returns bytes read (0 at a clean end) or -1 on error. */
-static ssize_t read_chunk(struct input *in, uint8_t *buf)
-{
-	size_t done = 0;
-
-	while (done < NDZ_CHUNK_SIZE) {
-		ssize_t n = read(in->fd, buf + done, NDZ_CHUNK_SIZE - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			break;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
 
 /*
  * -s N: a view of partition N of disk, so nothing outside it can be written.
@@ -117,53 +89,29 @@ static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h
 	ndz_ptable_release(&t);
 }
 
-static void progress_cb(void *ctx, uint64_t bytes)
+/* Progress counts the image's chunks done, as frisbee's does. */
+static void progress_cb(void *ctx, uint64_t bytes, uint32_t chunks)
 {
-	cli_progress_update(ctx, bytes);
+	(void)bytes;
+	cli_progress_update(ctx, (uint64_t)chunks * NDZ_CHUNK_SIZE);
 }
 
-/* The first min(len, 8) bytes match the magic. */
-static int looks_like_image(const uint8_t *buf, uint64_t len)
+/* Open IMAGE ('-': stdin) for reading chunk by chunk; dies with the reason. */
+static struct ndz_io *open_input(const char *path)
 {
-	return memcmp(buf, ndz_magic, len < sizeof(ndz_magic) ? (size_t)len :
-				      sizeof(ndz_magic)) == 0;
-}
+	struct ndz_error e = { 0 };
+	struct ndz_io *in;
 
-/* For a file image, look at its length and last header before writing anything. */
-static void precheck_file(struct input *in, uint8_t *buf)
-{
-	static struct ndz_chunk_hdr h;
-	uint64_t n = in->size / NDZ_CHUNK_SIZE;
-	int rc;
-
-	if (in->size == 0)
-		cli_die(EXIT_FAIL, "%s: empty file, not an image", in->name);
-	/* A short file that is not an image at all is not a "truncated chunk". */
-	if (pread(in->fd, buf, sizeof(ndz_magic), 0) < 0)
-		cli_die(EXIT_FAIL, "%s: read error: %s", in->name, strerror(errno));
-	if (!looks_like_image(buf, in->size))
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in->name, ndz_strerror(NDZ_EBADMAGIC));
-	if (in->size % NDZ_CHUNK_SIZE) {
-		if (n == 0)
-			cli_die(EXIT_FAIL, "%s: chunk 0: %s (%llu of %u bytes)", in->name,
-				ndz_strerror(NDZ_ETRUNC), (unsigned long long)in->size,
-				NDZ_CHUNK_SIZE);
-		cli_die(EXIT_FAIL, "%s: chunk %llu: %s (%llu of %u bytes)", in->name,
-			(unsigned long long)n, ndz_strerror(NDZ_ETRUNC),
-			(unsigned long long)(in->size % NDZ_CHUNK_SIZE), NDZ_CHUNK_SIZE);
+	if (strcmp(path, "-") == 0) {
+		if (isatty(STDIN_FILENO))
+			cli_usage_error("refusing to read an image from a terminal");
+		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
+		return in;
 	}
-	if (pread(in->fd, buf, NDZ_HDR_SIZE, (off_t)((n - 1) * NDZ_CHUNK_SIZE)) != NDZ_HDR_SIZE)
-		cli_die(EXIT_FAIL, "%s: read error: %s", in->name, strerror(errno));
-	rc = ndz_hdr_decode(buf, &h);
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s: chunk %llu: %s", in->name, (unsigned long long)(n - 1),
-			ndz_strerror(rc));
-	if (h.index != n - 1 || !(h.chunk_flags & NDZ_CHUNK_LAST))
-		cli_die(EXIT_FAIL, "%s: %s: the file holds %llu chunks but its last one says "
-			"it is chunk %u%s", in->name, ndz_strerror(h.index < n - 1 ? NDZ_EDUP :
-								   NDZ_EMISSING),
-			(unsigned long long)n, h.index,
-			(h.chunk_flags & NDZ_CHUNK_LAST) ? "" : " and is not the image's last");
+	if (ndz_io_open_file(path, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &in, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	return in;
 }
 
 int main(int argc, char **argv)
@@ -178,19 +126,17 @@ int main(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct ndz_chunk_hdr h, prev;
+	const struct ndz_chunk_hdr *h0;
+	struct ndz_chunk_hdr h;
 	struct ndz_unzip_opts uopts;
 	struct ndz_unzip_stats stats;
+	struct ndz_image_reader *reader;
 	struct ndz_unzip *u = NULL;
-	struct ndz_io *target = NULL, *disk = NULL;
-	int slice = 0;
-	struct input in = { STDIN_FILENO, "stdin", 0, 0 };
+	struct ndz_io *in, *target = NULL, *disk = NULL;
+	struct ndz_error err = { 0 };
 	struct cli_progress prog;
 	const char *tpath = NULL;
-	static uint8_t *buf;           /* static: still reachable when we die() */
-	uint32_t expect = 0;
-	ssize_t got;
-	int progress = 0, created = 0, c, rc, frc, saw_last = 0, put_failed = 0, reported;
+	int slice = 0, progress = 0, created = 0, c, rc;
 	double t0;
 
 	cli_init(argv[0]);
@@ -227,155 +173,77 @@ int main(int argc, char **argv)
 		tpath = argv[optind + 1];
 	signal(SIGPIPE, SIG_IGN);
 
-	buf = malloc(NDZ_CHUNK_SIZE);
-	if (!buf)
-		cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
-	if (strcmp(argv[optind], "-") != 0) {
-		struct stat st;
-
-		in.name = argv[optind];
-		in.fd = open(in.name, O_RDONLY | O_CLOEXEC);
-		if (in.fd < 0 || fstat(in.fd, &st) < 0)
-			cli_die(EXIT_FAIL, "%s: %s", in.name, strerror(errno));
-		if (S_ISREG(st.st_mode)) {
-			in.size = (uint64_t)st.st_size;
-			in.seekable = 1;
-			precheck_file(&in, buf);
-			posix_fadvise(in.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-		}
-	} else if (isatty(STDIN_FILENO)) {
-		cli_usage_error("refusing to read an image from a terminal");
-	}
-
-	/* The first chunk says how big the target must be. */
-	got = read_chunk(&in, buf);
-	if (got < 0)
-		cli_die(EXIT_FAIL, "%s: read error: %s", in.name, strerror(errno));
-	if (got == 0)
-		cli_die(EXIT_FAIL, "%s: empty input, not an image", in.name);
-	if (!looks_like_image(buf, (uint64_t)got))
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(NDZ_EBADMAGIC));
-	if (got >= (ssize_t)NDZ_HDR_SIZE && (rc = ndz_hdr_decode(buf, &h)) < 0)
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s", in.name, ndz_strerror(rc));
-	if (got < (ssize_t)NDZ_CHUNK_SIZE)
-		cli_die(EXIT_FAIL, "%s: chunk 0: %s (%zd of %u bytes)", in.name,
-			ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
+	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
+	in = open_input(argv[optind]);
+	if (ndz_image_reader_open(in, &reader, &err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
+	h0 = ndz_image_reader_first(reader);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		/* A partition's disk must exist; a whole-image target file may be created. */
 		if (uopts.verify_only || slice)
 			rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
-					      &target);
+					      &target, &err);
 		else
-			rc = ndz_io_open_target(tpath, h.source_bytes, &created, &target);
+			rc = ndz_io_open_target(tpath, h0->source_bytes, &created, &target, &err);
 		if (rc < 0)
-			cli_die(EXIT_FAIL, "%s: %s", tpath,
-				rc == NDZ_ENOTSUP ? "not a regular file or block device" :
-				strerror(errno));
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 		/* A new file is all holes: zeros need not be written. */
 		uopts.target_zeroed = created;
 		if (slice) {
 			disk = target;
-			target = partition_view(disk, slice, &h);
-		} else if (h.image_kind == NDZ_KIND_PARTITION && !uopts.verify_only) {
-			warn_whole_disk(target, &h);
+			target = partition_view(disk, slice, h0);
+		} else if (h0->image_kind == NDZ_KIND_PARTITION && !uopts.verify_only) {
+			warn_whole_disk(target, h0);
 		}
-		if (ndz_check_target(&h, target->size) < 0) {
-			cli_error("%s: %s (%llu bytes, the image needs %llu)", tpath,
-				  ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)target->size,
-				  (unsigned long long)h.source_bytes);
-			ndz_io_close(target);
-			free(buf);
-			ndz_io_close(disk);
-			return EXIT_FAIL;
-		}
+		if (ndz_image_fits(h0, tpath, target->size, &err) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 	}
+	cli_progress_init(&prog, "imageunzip",
+			  (uint64_t)ndz_image_reader_chunks(reader) * NDZ_CHUNK_SIZE,
+			  progress && isatty(STDERR_FILENO) && !cli_quiet);
+	uopts.progress = progress_cb;
+	uopts.progress_ctx = &prog;
+	uopts.name = in->name;
+	uopts.expect_chunks = ndz_image_reader_chunks(reader);
 	rc = ndz_unzip_create(target, &uopts, &u);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
-	cli_progress_init(&prog, "imageunzip", h.source_bytes,
-			  progress && isatty(STDERR_FILENO) && !cli_quiet);
-	uopts.progress = progress_cb;
 	t0 = cli_now();
 
-	/* Chunks must come in order, each exactly once, the last one flagged. */
+	/* Each chunk is read straight into a buffer of the pipeline. */
 	for (;;) {
-		if (expect > 0) {
-			got = read_chunk(&in, buf);
-			if (got < 0) {
-				cli_error("%s: read error: %s", in.name, strerror(errno));
-				rc = NDZ_EIO;
-				break;
-			}
-			if (got == 0) {
-				if (!saw_last) {
-					cli_error("%s: chunk %u: %s (the input ends before the "
-						  "image's last chunk)", in.name, expect,
-						  ndz_strerror(NDZ_EMISSING));
-					rc = NDZ_EMISSING;
-				}
-				break;
-			}
-			if (saw_last) {
-				cli_error("%s: data after the image's last chunk (chunk %u)",
-					  in.name, expect - 1);
-				rc = NDZ_EHEADER;
-				break;
-			}
-			if (got < (ssize_t)NDZ_CHUNK_SIZE) {
-				cli_error("%s: chunk %u: %s (%zd of %u bytes)", in.name, expect,
-					  ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
-				rc = NDZ_ETRUNC;
-				break;
-			}
-			rc = ndz_hdr_decode(buf, &h);
-			if (rc < 0) {
-				cli_error("%s: chunk %u: %s", in.name, expect, ndz_strerror(rc));
-				break;
-			}
-		}
-		if (h.index != expect) {
-			rc = h.index < expect ? NDZ_EDUP : NDZ_EMISSING;
-			cli_error("%s: chunk %u: %s (found chunk %u)", in.name,
-				  h.index < expect ? h.index : expect, ndz_strerror(rc), h.index);
+		uint8_t *buf = ndz_unzip_get_buf(u);
+
+		if (!buf)
+			break;
+		rc = ndz_image_reader_next(reader, buf, &h, &err);
+		if (rc <= 0) {
+			ndz_unzip_put_buf(u, buf, NULL, 0);
 			break;
 		}
-		if ((expect == 0 && h.first != 0) || (expect > 0 && h.first != prev.last)) {
-			rc = NDZ_EREGION;
-			cli_error("%s: chunk %u: does not start where chunk %u ends", in.name,
-				  expect, expect ? expect - 1 : 0);
+		if (ndz_unzip_put_buf(u, buf, &h, 0) < 0)
 			break;
-		}
-		rc = ndz_unzip_put(u, buf);
-		if (rc < 0) {
-			put_failed = 1;
-			break;
-		}
-		prev = h;
-		saw_last = !!(h.chunk_flags & NDZ_CHUNK_LAST);
-		expect++;
 	}
-	/* Errors found above were reported; the pipeline's own are reported here. */
-	reported = rc < 0 && !put_failed;
-	frc = ndz_unzip_finish(u, &stats);
-	if (rc == 0)
-		rc = frc;
-	if (frc < 0 && !reported)
-		cli_error("%s: %s", in.name, ndz_unzip_errmsg(u));
-	cli_progress_end(&prog, stats.bytes_written + stats.bytes_zeroed);
+	/* The first error wins: the reader's above, or the pipeline's. */
+	rc = ndz_unzip_finish(u, &stats, &err);
+	if (err.code)
+		rc = err.code;
+	cli_progress_end(&prog, (uint64_t)stats.chunks * NDZ_CHUNK_SIZE);
+	if (rc < 0)
+		cli_error("%s", ndz_error_msg(&err));
 	ndz_unzip_free(u);
+	ndz_image_reader_free(reader);
 	if (rc < 0 && created)
 		unlink(tpath);
 	ndz_io_close(target);
 	ndz_io_close(disk);
-	if (in.fd != STDIN_FILENO)
-		close(in.fd);
-	free(buf);
+	ndz_io_close(in);
 	if (rc == 0 && cli_verbose) {
 		double secs = cli_now() - t0;
 
 		cli_info("%s: %u chunks, %llu bytes written, %llu zeroed, %.2f s, %.1f MB/s%s",
-			 in.name, stats.chunks, (unsigned long long)stats.bytes_written,
+			 argv[optind], stats.chunks, (unsigned long long)stats.bytes_written,
 			 (unsigned long long)stats.bytes_zeroed, secs,
 			 secs > 0 ? (double)stats.bytes_written / 1e6 / secs : 0.0,
 			 uopts.verify_only ? " (verified, nothing written)" : "");

@@ -59,27 +59,18 @@ static void on_signal(int sig)
 struct output {
 	int fd;
 	const char *name;
+	struct ndz_io *io;             /* the image written in order */
 	uint64_t written;
-	int sys_errno;
 };
 
-static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index)
+static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
 {
 	struct output *o = ctx;
-	size_t done = 0;
+	int rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written);
 
 	(void)index;
-	while (done < NDZ_CHUNK_SIZE) {
-		ssize_t n = write(o->fd, chunk + done, NDZ_CHUNK_SIZE - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			o->sys_errno = n < 0 ? errno : EIO;
-			return NDZ_EIO;
-		}
-		done += (size_t)n;
-	}
+	if (rc < 0)
+		return ndz_io_fail(o->io, rc, e, "write error");
 	o->written += NDZ_CHUNK_SIZE;
 	return 0;
 }
@@ -188,6 +179,8 @@ static int open_output(const char *path, struct output *o)
 		if (isatty(STDOUT_FILENO))
 			cli_usage_error("refusing to write an image to a terminal");
 		o->fd = STDOUT_FILENO;
+		if (ndz_io_open_stream(o->fd, "stdout", &o->io) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 		return 0;
 	}
 	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp_path))
@@ -198,24 +191,27 @@ static int open_output(const char *path, struct output *o)
 	have_tmp = 1;
 	fchmod(fd, 0644);
 	o->fd = fd;
+	if (ndz_io_open_stream(fd, path, &o->io) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 	return 0;
 }
 
 /* Flush and move the finished image into place; the directory entry too. */
 static int commit_output(struct output *o)
 {
+	struct ndz_error e = { 0 };
 	char dir[PATH_MAX];
 	const char *slash;
-	int dfd;
+	int dfd, rc = ndz_io_flush(o->io);
 
-	if (o->fd == STDOUT_FILENO) {
-		if (fsync(o->fd) < 0 && errno != EINVAL && errno != EROFS) {
-			cli_error("stdout: %s", strerror(errno));
-			return -1;
-		}
-		return 0;
+	if (rc < 0) {
+		ndz_io_fail(o->io, rc, &e, "flush failed");
+		cli_error("%s", ndz_error_msg(&e));
+		return -1;
 	}
-	if (fsync(o->fd) < 0 || close(o->fd) < 0) {
+	if (o->fd == STDOUT_FILENO)
+		return 0;
+	if (close(o->fd) < 0) {
 		cli_error("%s: %s", o->name, strerror(errno));
 		return -1;
 	}
@@ -267,7 +263,8 @@ int main(int argc, char **argv)
 	struct ndz_zip_opts zopts;
 	struct ndz_zip_stats stats;
 	struct cli_progress prog;
-	struct output out = { -1, NULL, 0, 0 };
+	struct output out = { -1, NULL, NULL, 0 };
+	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL;
 	char err[512];
 	int progress = 0, info = 0, c, rc;
@@ -332,10 +329,8 @@ int main(int argc, char **argv)
 				argc - optind == 1 ? "" : "s");
 
 	signal(SIGPIPE, SIG_IGN);
-	rc = ndz_io_open_file(argv[optind], NDZ_IO_READ, &src);
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s: %s", argv[optind],
-			rc == NDZ_ENOTSUP ? "not a regular file or block device" : strerror(errno));
+	if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	sopts.warn = scan_warn;
 	sopts.warn_ctx = argv[optind];
 	if (info)
@@ -369,15 +364,10 @@ int main(int argc, char **argv)
 	zopts.progress = show_progress;
 	zopts.progress_ctx = &prog;
 	t0 = cli_now();
-	rc = ndz_zip(view, scan.bytes, &scan.alloc, &zopts, write_chunk, &out, &stats, err,
-		     sizeof(err));
+	rc = ndz_zip(view, scan.bytes, &scan.alloc, &zopts, write_chunk, &out, &stats, &zerr);
 	cli_progress_end(&prog, stats.in_bytes);
-	if (rc == NDZ_EIO && out.sys_errno) {
-		cli_error("%s: write error: %s", strcmp(out.name, "-") ? out.name : "stdout",
-			  strerror(out.sys_errno));
-	} else if (rc < 0) {
-		cli_error("%s", err);
-	}
+	if (rc < 0)
+		cli_error("%s", ndz_error_msg(&zerr));
 	if (rc == 0 && commit_output(&out) < 0)
 		rc = NDZ_EIO;
 	if (rc < 0)
@@ -393,6 +383,7 @@ int main(int argc, char **argv)
 			 secs, secs > 0 ? (double)stats.in_bytes / 1e6 / secs : 0.0);
 	}
 	ndz_scan_result_release(&scan);
+	ndz_io_close(out.io);
 	ndz_io_close(view);
 	ndz_io_close(src);
 	return rc < 0 ? EXIT_FAIL : EXIT_OK;

@@ -39,7 +39,11 @@ struct ndz_region {
 	uint32_t count;                /* sectors */
 };
 
-/* A decoded chunk header. Sectors are NDZ_SECTOR_SIZE bytes in version 1. */
+/*
+ * A decoded chunk header: the fixed fields only, small enough for the stack. The
+ * region list stays in the header area it came from (ndz_hdr_region reads one).
+ * Sectors are NDZ_SECTOR_SIZE bytes in version 1.
+ */
 struct ndz_chunk_hdr {
 	uint16_t version;
 	uint32_t compat_flags;
@@ -60,14 +64,33 @@ struct ndz_chunk_hdr {
 	uint16_t part_index;           /* partition number (1-based) or 0 */
 	uint32_t part_type;            /* MBR type byte, or 0 */
 	uint64_t part_start;           /* partition's start sector on its disk */
-	uint32_t nregions;
-	struct ndz_region regions[NDZ_MAX_REGIONS];
+	uint32_t nregions;             /* regions in the area: read with ndz_hdr_region */
 };
 
+/* ndz_sectors_of - sectors holding n bytes, without the overflow of (n + 511) / 512. */
+static inline uint64_t ndz_sectors_of(uint64_t n)
+{
+	return n / NDZ_SECTOR_SIZE + (n % NDZ_SECTOR_SIZE != 0);
+}
+
 /*
- * ndz_hdr_encode - write hdr into a NDZ_HDR_SIZE byte area, computing the header CRC
- * (data_crc must already be set). The area's unused bytes are zeroed.
- * Returns 0, or NDZ_EINVAL when hdr violates an invariant (see ndz_hdr_decode).
+ * ndz_hdr_set_region - store region i (< NDZ_MAX_REGIONS) in a header area;
+ * the region list is written this way before ndz_hdr_encode.
+ */
+void ndz_hdr_set_region(uint8_t *area, uint32_t i, struct ndz_region r);
+
+/*
+ * ndz_hdr_region - region i (< nregions) of a header area that ndz_hdr_decode
+ * accepted or ndz_hdr_encode wrote.
+ */
+struct ndz_region ndz_hdr_region(const uint8_t *area, uint32_t i);
+
+/*
+ * ndz_hdr_encode - write hdr's fixed fields into a NDZ_HDR_SIZE byte area whose
+ * first hdr->nregions regions are already set (ndz_hdr_set_region), zero the rest
+ * and compute the header CRC (data_crc must already be set).
+ * Returns 0, or NDZ_EINVAL when hdr or its regions violate an invariant (see
+ * ndz_hdr_decode).
  */
 int ndz_hdr_encode(const struct ndz_chunk_hdr *hdr, uint8_t *area);
 
@@ -80,9 +103,13 @@ int ndz_hdr_encode(const struct ndz_chunk_hdr *hdr, uint8_t *area);
 int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
 
 /*
- * ndz_chunk_check - ndz_hdr_decode plus the data CRC and zero padding of a whole
- * NDZ_CHUNK_SIZE chunk. Returns 0 or a negative NDZ_E* code.
+ * ndz_chunk_check_data - the data CRC and the zero padding of a whole
+ * NDZ_CHUNK_SIZE chunk whose header hdr was decoded from it.
+ * Returns 0, NDZ_EDATACRC or NDZ_EPADDING.
  */
+int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
+
+/* ndz_chunk_check - ndz_hdr_decode then ndz_chunk_check_data. 0 or NDZ_E*. */
 int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
 
 /*
@@ -94,7 +121,7 @@ uint32_t ndz_chunk_index_hint(const uint8_t *area);
 /* ndz_hdr_same_image - 0 when b belongs to the same image as a, else NDZ_EMISMATCH. */
 int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b);
 
-/* ndz_hdr_data_bytes - uncompressed bytes the regions hold (sum of counts * sector). */
-uint64_t ndz_hdr_data_bytes(const struct ndz_chunk_hdr *hdr);
+/* ndz_hdr_data_bytes - uncompressed bytes the regions of a decoded area hold. */
+uint64_t ndz_hdr_data_bytes(const uint8_t *area, const struct ndz_chunk_hdr *hdr);
 
 #endif

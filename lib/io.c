@@ -26,6 +26,21 @@ static struct ndz_io *io_new(const struct ndz_io_ops *ops, const char *name)
 	return io;
 }
 
+/* A system call on io failed with errno sys: keep why, for ndz_io_fail. */
+static int sys_fail(struct ndz_io *io, int sys)
+{
+	ndz_error_clear(&io->err);
+	return ndz_error_set(&io->err, NDZ_EIO, sys, "%s", "");
+}
+
+/* A call on a wrapped io failed: what the inner one knows becomes ours. */
+static int inner_fail(struct ndz_io *io, const struct ndz_io *inner, int rc)
+{
+	if (inner->err.code)
+		io->err = inner->err;
+	return rc;
+}
+
 /* ---- files and block devices ---- */
 
 /* Bounds of a backend's own extent, shared by the memory and window backends. */
@@ -68,11 +83,7 @@ static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off
 	do
 		n = pread(p->fd, buf, len, (off_t)off);
 	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		io->sys_errno = errno;
-		return NDZ_EIO;
-	}
-	return n;
+	return n < 0 ? sys_fail(io, errno) : n;
 }
 
 static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
@@ -83,11 +94,7 @@ static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint6
 	do
 		n = pwrite(p->fd, buf, len, (off_t)off);
 	while (n < 0 && errno == EINTR);
-	if (n < 0) {
-		io->sys_errno = errno;
-		return NDZ_EIO;
-	}
-	return n;
+	return n < 0 ? sys_fail(io, errno) : n;
 }
 
 static int zero_by_writing(struct ndz_io *io, uint64_t off, uint64_t len)
@@ -125,8 +132,7 @@ static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 			    ((uint64_t)st.st_size >= off + len ||
 			     ftruncate(p->fd, (off_t)(off + len)) == 0))
 				return 0;
-			io->sys_errno = errno;
-			return NDZ_EIO;
+			return sys_fail(io, errno);
 		}
 	} else if (io->is_blockdev) {
 		uint64_t range[2] = { off, len };
@@ -142,10 +148,8 @@ static int file_flush(struct ndz_io *io)
 {
 	struct file_priv *p = io->priv;
 
-	if (fsync(p->fd) < 0 && errno != EINVAL && errno != EROFS) {
-		io->sys_errno = errno;
-		return NDZ_EIO;
-	}
+	if (fsync(p->fd) < 0 && errno != EINVAL && errno != EROFS)
+		return sys_fail(io, errno);
 	return 0;
 }
 
@@ -162,7 +166,7 @@ static const struct ndz_io_ops file_ops = {
 	file_pread, file_pwrite, file_zero, file_flush, file_close,
 };
 
-int ndz_io_open_file(const char *path, int flags, struct ndz_io **out)
+int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct ndz_error *e)
 {
 	struct file_priv *p;
 	struct ndz_io *io;
@@ -170,24 +174,27 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out)
 	int oflags = (flags & NDZ_IO_WRITE) ? O_RDWR : O_RDONLY;
 	int fd, saved;
 
+	*out = NULL;
 	if (flags & NDZ_IO_CREATE)
 		oflags |= O_CREAT;
 	/* Refuse fifos and the like before open() could block on them. */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		errno = EINVAL;
-		return NDZ_ENOTSUP;
-	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: not a regular file or block device",
+				     path);
 	fd = open(path, oflags | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return errno == ENOENT ? NDZ_ENOENT : NDZ_EIO;
-	if (fstat(fd, &st) < 0)
-		goto fail;
+		return ndz_error_set(e, errno == ENOENT ? NDZ_ENOENT : NDZ_EIO, errno, "%s", path);
+	if (fstat(fd, &st) < 0) {
+		saved = errno;
+		close(fd);
+		return ndz_error_set(e, NDZ_EIO, saved, "%s", path);
+	}
 	p = malloc(sizeof(*p));
 	io = p ? io_new(&file_ops, path) : NULL;
 	if (!io) {
 		free(p);
 		close(fd);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
 	}
 	p->fd = fd;
 	io->priv = p;
@@ -197,47 +204,45 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out)
 		if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
 			saved = errno;
 			ndz_io_close(io);
-			errno = saved;
-			return NDZ_EIO;
+			return ndz_error_set(e, NDZ_EIO, saved, "%s: cannot get the device size",
+					     path);
 		}
 		io->size = size;
 		io->is_blockdev = 1;
 	} else if (S_ISREG(st.st_mode)) {
 		io->size = (uint64_t)st.st_size;
 		io->is_regular = 1;
+		if (flags & NDZ_IO_SEQUENTIAL)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	} else {
 		ndz_io_close(io);
-		errno = EINVAL;
-		return NDZ_ENOTSUP;
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: not a regular file or block device",
+				     path);
 	}
 	*out = io;
 	return 0;
-fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return NDZ_EIO;
 }
 
-int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out)
+int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out,
+		       struct ndz_error *e)
 {
-	int rc, saved;
+	struct ndz_error mine = { 0 };
+	int rc;
 
 	*created = 0;
-	*out = NULL;
-	rc = ndz_io_open_file(path, NDZ_IO_WRITE, out);
+	rc = ndz_io_open_file(path, NDZ_IO_WRITE, out, &mine);
 	if (rc != NDZ_ENOENT)
-		return rc;
-	rc = ndz_io_open_file(path, NDZ_IO_WRITE | NDZ_IO_CREATE, out);
+		return rc < 0 ? ndz_error_copy(e, &mine) : 0;
+	ndz_error_clear(&mine);
+	rc = ndz_io_open_file(path, NDZ_IO_WRITE | NDZ_IO_CREATE, out, e);
 	if (rc < 0)
 		return rc;
 	rc = ndz_io_set_size(*out, size);
 	if (rc < 0) {
-		saved = (*out)->sys_errno;
+		ndz_io_fail(*out, rc, e, "cannot create it at the image's size");
 		ndz_io_close(*out);
 		*out = NULL;
 		unlink(path);
-		errno = saved;
 		return rc;
 	}
 	*created = 1;
@@ -248,12 +253,11 @@ int ndz_io_set_size(struct ndz_io *io, uint64_t size)
 {
 	struct file_priv *p = io->priv;
 
+	io->err.code = 0;
 	if (io->ops != &file_ops || !io->is_regular)
 		return NDZ_ENOTSUP;
-	if (ftruncate(p->fd, (off_t)size) < 0) {
-		io->sys_errno = errno;
-		return NDZ_EIO;
-	}
+	if (ftruncate(p->fd, (off_t)size) < 0)
+		return sys_fail(io, errno);
 	io->size = size;
 	return 0;
 }
@@ -327,6 +331,85 @@ int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out)
 	return 0;
 }
 
+/* ---- streams: pipes, stdin, stdout ---- */
+
+struct stream_priv {
+	int fd;
+	uint64_t pos;                  /* bytes read or written so far */
+};
+
+static ssize_t stream_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct stream_priv *p = io->priv;
+	ssize_t n;
+
+	if (off != p->pos)
+		return NDZ_ENOTSUP;
+	do
+		n = read(p->fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return sys_fail(io, errno);
+	p->pos += (uint64_t)n;
+	return n;
+}
+
+static ssize_t stream_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	struct stream_priv *p = io->priv;
+	ssize_t n;
+
+	if (off != p->pos)
+		return NDZ_ENOTSUP;
+	do
+		n = write(p->fd, buf, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return sys_fail(io, errno);
+	p->pos += (uint64_t)n;
+	return n;
+}
+
+static int stream_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	return zero_by_writing(io, off, len);
+}
+
+static int stream_flush(struct ndz_io *io)
+{
+	struct stream_priv *p = io->priv;
+
+	/* a pipe or a terminal has nothing to sync */
+	if (fsync(p->fd) < 0 && errno != EINVAL && errno != EROFS)
+		return sys_fail(io, errno);
+	return 0;
+}
+
+static void stream_close(struct ndz_io *io)
+{
+	free(io->priv);
+}
+
+static const struct ndz_io_ops stream_ops = {
+	stream_pread, stream_pwrite, stream_zero, stream_flush, stream_close,
+};
+
+int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out)
+{
+	struct stream_priv *p = calloc(1, sizeof(*p));
+	struct ndz_io *io = p ? io_new(&stream_ops, name) : NULL;
+
+	if (!io) {
+		free(p);
+		return NDZ_ENOMEM;
+	}
+	p->fd = fd;
+	io->priv = p;
+	io->is_stream = 1;
+	*out = io;
+	return 0;
+}
+
 /* ---- fault injection ---- */
 
 struct fault_priv {
@@ -340,18 +423,24 @@ static ssize_t fault_pread(struct ndz_io *io, void *buf, size_t len, uint64_t of
 {
 	struct fault_priv *p = io->priv;
 
+	ssize_t n;
+
 	if (++p->reads == p->fail_read)
 		return NDZ_EIO;
-	return p->inner->ops->pread(p->inner, buf, len, off);
+	n = p->inner->ops->pread(p->inner, buf, len, off);
+	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
 }
 
 static ssize_t fault_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
 {
 	struct fault_priv *p = io->priv;
 
+	ssize_t n;
+
 	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
 		return NDZ_EIO;
-	return p->inner->ops->pwrite(p->inner, buf, len, off);
+	n = p->inner->ops->pwrite(p->inner, buf, len, off);
+	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
 }
 
 static int fault_zero(struct ndz_io *io, uint64_t off, uint64_t len)
@@ -360,14 +449,14 @@ static int fault_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 
 	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
 		return NDZ_EIO;
-	return p->inner->ops->zero(p->inner, off, len);
+	return inner_fail(io, p->inner, p->inner->ops->zero(p->inner, off, len));
 }
 
 static int fault_flush(struct ndz_io *io)
 {
 	struct fault_priv *p = io->priv;
 
-	return p->inner->ops->flush(p->inner);
+	return inner_fail(io, p->inner, p->inner->ops->flush(p->inner));
 }
 
 static void fault_close(struct ndz_io *io)
@@ -416,19 +505,25 @@ static ssize_t sub_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
 {
 	struct sub_priv *p = io->priv;
 
+	ssize_t n;
+
 	len = clamp_read(io, off, len);
 	if (!len)
 		return 0;
-	return p->inner->ops->pread(p->inner, buf, len, p->off + off);
+	n = p->inner->ops->pread(p->inner, buf, len, p->off + off);
+	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
 }
 
 static ssize_t sub_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
 {
 	struct sub_priv *p = io->priv;
 
+	ssize_t n;
+
 	if (!in_bounds(io, off, len))
 		return NDZ_EIO;
-	return p->inner->ops->pwrite(p->inner, buf, len, p->off + off);
+	n = p->inner->ops->pwrite(p->inner, buf, len, p->off + off);
+	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
 }
 
 static int sub_zero(struct ndz_io *io, uint64_t off, uint64_t len)
@@ -437,14 +532,14 @@ static int sub_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 
 	if (!in_bounds(io, off, len))
 		return NDZ_EIO;
-	return p->inner->ops->zero(p->inner, p->off + off, len);
+	return inner_fail(io, p->inner, p->inner->ops->zero(p->inner, p->off + off, len));
 }
 
 static int sub_flush(struct ndz_io *io)
 {
 	struct sub_priv *p = io->priv;
 
-	return p->inner->ops->flush(p->inner);
+	return inner_fail(io, p->inner, p->inner->ops->flush(p->inner));
 }
 
 static void sub_close(struct ndz_io *io)
@@ -491,6 +586,7 @@ int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, siz
 {
 	size_t done = 0;
 
+	io->err.code = 0;
 	while (done < len) {
 		ssize_t n = io->ops->pread(io, (uint8_t *)buf + done, len - done, off + done);
 
@@ -512,6 +608,7 @@ int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t o
 {
 	size_t done = 0;
 
+	io->err.code = 0;
 	while (done < len) {
 		ssize_t n = io->ops->pwrite(io, (const uint8_t *)buf + done, len - done,
 					    off + done);
@@ -521,4 +618,23 @@ int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t o
 		done += (size_t)n;
 	}
 	return 0;
+}
+
+int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	io->err.code = 0;
+	return io->ops->zero(io, off, len);
+}
+
+int ndz_io_flush(struct ndz_io *io)
+{
+	io->err.code = 0;
+	return io->ops->flush(io);
+}
+
+int ndz_io_fail(struct ndz_io *io, int rc, struct ndz_error *e, const char *what)
+{
+	if (io->err.code == rc && io->err.sys)
+		return ndz_error_set(e, rc, io->err.sys, "%s: %s", io->name, what);
+	return ndz_error_set(e, rc, 0, "%s: %s: %s", io->name, what, ndz_strerror(rc));
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
+
 struct ndz_io;
 
 struct ndz_io_ops {
@@ -28,7 +30,8 @@ struct ndz_io {
 	uint64_t size;                 /* bytes (device size for block devices) */
 	int is_blockdev;
 	int is_regular;
-	int sys_errno;                 /* errno of the last failed system call, or 0 */
+	int is_stream;                 /* sequential only (a pipe, stdin, stdout) */
+	struct ndz_error err;          /* the last failed call on this io, naming it */
 	char *name;                    /* for messages */
 	void *priv;
 };
@@ -37,21 +40,32 @@ struct ndz_io {
 #define NDZ_IO_READ    0x0
 #define NDZ_IO_WRITE   0x1             /* open read-write */
 #define NDZ_IO_CREATE  0x2             /* create a regular file if missing */
+#define NDZ_IO_SEQUENTIAL 0x4          /* will be read from start to end (read-ahead hint) */
 
 /*
  * ndz_io_open_file - open a regular file or block device (size via BLKGETSIZE64).
  * With NDZ_IO_CREATE a missing file is created empty (size 0).
- * Returns 0 and *out, or a negative code with errno set from the failing call.
+ * Returns 0 and *out, or a negative code (NDZ_ENOENT, NDZ_ENOTSUP for anything
+ * but a file or block device, NDZ_EIO, NDZ_ENOMEM) with e naming path.
  */
-int ndz_io_open_file(const char *path, int flags, struct ndz_io **out);
+int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct ndz_error *e);
 
 /*
  * ndz_io_open_target - open a restore target read-write; when the path does not
  * exist, create a regular file of size bytes (sparse: it reads as zeros, and
- * *created is set to 1, else 0). Returns 0 and *out, or a negative code with
- * errno (or the io's sys_errno) from the failing call; *out is NULL then.
+ * *created is set to 1, else 0). Returns 0 and *out, or a negative code with e
+ * set; *out is NULL then and nothing is left behind.
  */
-int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out);
+int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out,
+		       struct ndz_error *e);
+
+/*
+ * ndz_io_open_stream - an io over a file descriptor read or written in order from
+ * its current position (a pipe, stdin, stdout): reads and writes must start where
+ * the last one ended (else NDZ_ENOTSUP); size is 0. The descriptor stays the
+ * caller's (not closed). name is for messages.
+ */
+int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out);
 
 /*
  * ndz_io_open_mem - an io over buf[0..len). Writes beyond len fail with NDZ_EIO.
@@ -79,14 +93,28 @@ void ndz_io_close(struct ndz_io *io);
 
 /*
  * ndz_io_read_full - read exactly len bytes at off. Returns 0, NDZ_ESHORTREAD when
- * the end comes first (*got says how many were read if got is not NULL), or NDZ_EIO.
+ * the end comes first (*got says how many were read if got is not NULL), or NDZ_EIO
+ * (io->err says why).
  */
 int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got);
 
-/* ndz_io_write_full - write exactly len bytes at off. Returns 0 or NDZ_EIO. */
+/* ndz_io_write_full - write exactly len bytes at off. Returns 0 or NDZ_EIO (io->err). */
 int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off);
+
+/* ndz_io_zero - make [off, off+len) read back as zeros. 0 or NDZ_EIO (io->err). */
+int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len);
+
+/* ndz_io_flush - written data to stable storage. 0 or NDZ_EIO (io->err). */
+int ndz_io_flush(struct ndz_io *io);
 
 /* ndz_io_set_size - grow or shrink a regular file (0 or NDZ_EIO/NDZ_ENOTSUP). */
 int ndz_io_set_size(struct ndz_io *io, uint64_t size);
+
+/*
+ * ndz_io_fail - record in e why a call on io failed with code rc while doing what
+ * ("write at byte 4096"): the system's reason when io->err holds one for it, else
+ * the code's message, as "NAME: what: reason". Returns rc.
+ */
+int ndz_io_fail(struct ndz_io *io, int rc, struct ndz_error *e, const char *what);
 
 #endif

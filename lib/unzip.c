@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "err.h"
+#include "image.h"
 #include "unzip.h"
 
 #define JOB_BUF      (1u << 20)
@@ -42,6 +43,8 @@ struct ndz_unzip {
 
 	/* chunk slots: free list and FIFO of queued ones */
 	uint8_t **slots;
+	struct ndz_chunk_hdr *hdrs;    /* per slot: the queued chunk's header */
+	uint8_t *checked;              /* per slot: its data was checked by the caller */
 	unsigned nslots;
 	unsigned *free_slots, nfree;
 	unsigned *queue, qhead, qlen;
@@ -60,41 +63,40 @@ struct ndz_unzip {
 	int writer_started;
 	int closing;                   /* no more chunks will be put */
 
-	int have_first;
-	struct ndz_chunk_hdr first;    /* identity of the image */
-	struct ndz_chunk_hdr put_hdr;  /* scratch for put(), under the caller's thread */
+	struct ndz_image *image;       /* the whole image's rules, under lock */
+	const char *name;              /* the image in messages */
 
-	int err;
-	char errmsg[256];
+	struct ndz_error err;          /* the first failure */
 	struct ndz_unzip_stats stats;
 };
+
+/* Record the first error and wake everyone (lock held by the caller). */
+static void fail_with(struct ndz_unzip *u, const struct ndz_error *e)
+{
+	ndz_error_copy(&u->err, e);
+	pthread_cond_broadcast(&u->cv);
+}
 
 static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Record the first error (lock held by the caller). */
 static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
 {
+	struct ndz_error e = { 0 };
+	char msg[NDZ_ERRMSG_MAX];
 	va_list ap;
 
-	if (!u->err) {
-		u->err = code;
-		va_start(ap, fmt);
-		vsnprintf(u->errmsg, sizeof(u->errmsg), fmt, ap);
-		va_end(ap);
-	}
-	pthread_cond_broadcast(&u->cv);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ndz_error_set(&e, code, 0, "%s", msg);
+	fail_with(u, &e);
 }
 
 void ndz_unzip_opts_init(struct ndz_unzip_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->mem_limit = DEFAULT_MEM;
-}
-
-int ndz_check_target(const struct ndz_chunk_hdr *hdr, uint64_t target_bytes)
-{
-	return target_bytes < hdr->source_bytes ? NDZ_ETOOSMALL : 0;
 }
 
 /* ---- writer ---- */
@@ -140,7 +142,8 @@ static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 	return 0;
 }
 
-static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64_t *zeroed)
+static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64_t *zeroed,
+		     struct ndz_error *e)
 {
 	unsigned i;
 	int rc;
@@ -149,8 +152,7 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 		struct seg *s = &j->segs[i];
 
 		if (s->data < 0) {
-			rc = u->opts.target_zeroed ? 0 :
-			     u->target->ops->zero(u->target, s->off, s->len);
+			rc = u->opts.target_zeroed ? 0 : ndz_io_zero(u->target, s->off, s->len);
 			*zeroed += s->len;
 		} else if (u->opts.target_zeroed) {
 			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
@@ -159,8 +161,13 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 			rc = ndz_io_write_full(u->target, j->buf + s->data, (size_t)s->len, s->off);
 			*wrote += s->len;
 		}
-		if (rc < 0)
-			return rc;
+		if (rc < 0) {
+			char what[80];
+
+			snprintf(what, sizeof(what), "write error at byte %llu",
+				 (unsigned long long)s->off);
+			return ndz_io_fail(u->target, rc, e, what);
+		}
 	}
 	return 0;
 }
@@ -171,6 +178,7 @@ static void *writer_main(void *arg)
 
 	pthread_mutex_lock(&u->lock);
 	for (;;) {
+		struct ndz_error e = { 0 };
 		uint64_t wrote = 0, zeroed = 0;
 		unsigned idx;
 		int rc = 0;
@@ -183,19 +191,18 @@ static void *writer_main(void *arg)
 		u->whead = (u->whead + 1) % u->njobs;
 		u->wlen--;
 		u->writing = 1;
-		if (!u->err && !u->opts.verify_only) {
+		if (!u->err.code && !u->opts.verify_only) {
 			pthread_mutex_unlock(&u->lock);
-			rc = write_job(u, &u->jobs[idx], &wrote, &zeroed);
+			rc = write_job(u, &u->jobs[idx], &wrote, &zeroed, &e);
 			pthread_mutex_lock(&u->lock);
 			if (rc < 0)
-				fail(u, rc, "%s: write error: %s", u->target->name,
-				     u->target->sys_errno ? strerror(u->target->sys_errno) :
-							    ndz_strerror(rc));
+				fail_with(u, &e);
 			u->stats.bytes_written += wrote;
 			u->stats.bytes_zeroed += zeroed;
 			if (u->opts.progress && wrote + zeroed)
 				u->opts.progress(u->opts.progress_ctx,
-						 u->stats.bytes_written + u->stats.bytes_zeroed);
+						 u->stats.bytes_written + u->stats.bytes_zeroed,
+						 u->stats.chunks);
 		}
 		u->writing = 0;
 		u->free_jobs[u->nfree_jobs++] = idx;
@@ -219,11 +226,11 @@ static int get_job(struct dec *d)
 	struct ndz_unzip *u = d->u;
 
 	pthread_mutex_lock(&u->lock);
-	while (!u->nfree_jobs && !u->err)
+	while (!u->nfree_jobs && !u->err.code)
 		pthread_cond_wait(&u->cv, &u->lock);
-	if (u->err) {
+	if (u->err.code) {
 		pthread_mutex_unlock(&u->lock);
-		return u->err;
+		return u->err.code;
 	}
 	d->job_idx = u->free_jobs[--u->nfree_jobs];
 	pthread_mutex_unlock(&u->lock);
@@ -286,8 +293,8 @@ static int zero_gap(struct dec *d, const struct ndz_chunk_hdr *h, uint64_t from,
 	return add_seg(d, d->u->opts.target_offset + a, b - a, -1);
 }
 
-static int decode_chunk(struct dec *d, const uint8_t *chunk, struct ndz_chunk_hdr *h,
-			char *why, size_t whylen)
+static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			int checked, char *why, size_t whylen)
 {
 	struct ndz_unzip *u = d->u;
 	z_stream *z = &d->z;
@@ -296,8 +303,7 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, struct ndz_chunk_hd
 	uint32_t r;
 	int rc, zrc;
 
-	rc = ndz_chunk_check(chunk, h);
-	if (rc < 0)
+	if (!checked && (rc = ndz_chunk_check_data(chunk, h)) < 0)
 		return rc;
 	gap = h->first;
 	if (inflateReset(z) != Z_OK)
@@ -305,12 +311,13 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, struct ndz_chunk_hd
 	z->next_in = (Bytef *)(uintptr_t)(chunk + NDZ_HDR_SIZE);
 	z->avail_in = h->data_len;
 	for (r = 0; r < h->nregions; r++) {
-		uint64_t img = h->regions[r].start * NDZ_SECTOR_SIZE;
-		uint64_t left = (uint64_t)h->regions[r].count * NDZ_SECTOR_SIZE;
+		struct ndz_region reg = ndz_hdr_region(chunk, r);
+		uint64_t img = reg.start * NDZ_SECTOR_SIZE;
+		uint64_t left = (uint64_t)reg.count * NDZ_SECTOR_SIZE;
 
-		if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, h->regions[r].start)) < 0)
+		if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, reg.start)) < 0)
 			return rc;
-		gap = h->regions[r].start + h->regions[r].count;
+		gap = reg.start + reg.count;
 		while (left) {
 			size_t room, n;
 			uint64_t keep;
@@ -377,19 +384,16 @@ static void *decoder_main(void *arg)
 {
 	struct dec *d = arg;
 	struct ndz_unzip *u = d->u;
-	struct ndz_chunk_hdr *h = malloc(sizeof(*h));
 
 	pthread_mutex_lock(&u->lock);
-	if (!h)
-		fail(u, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
 	for (;;) {
 		char why[128] = "";
 		unsigned slot;
 		int rc;
 
-		while (!u->qlen && !u->closing && !u->err)
+		while (!u->qlen && !u->closing && !u->err.code)
 			pthread_cond_wait(&u->cv, &u->lock);
-		if (u->err) {
+		if (u->err.code) {
 			/* Drain: nothing more is written, but the caller must not block. */
 			while (u->qlen) {
 				u->free_slots[u->nfree++] = u->queue[u->qhead];
@@ -410,27 +414,30 @@ static void *decoder_main(void *arg)
 		u->decoding++;
 		pthread_mutex_unlock(&u->lock);
 
-		rc = decode_chunk(d, u->slots[slot], h, why, sizeof(why));
-		if (rc == 0)
+		rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why,
+				  sizeof(why));
+		if (rc == 0) {
+			/* counted before its last job can be written: progress sees it */
+			pthread_mutex_lock(&u->lock);
+			u->stats.chunks++;
+			pthread_mutex_unlock(&u->lock);
 			put_job(d);
+		}
 
 		pthread_mutex_lock(&u->lock);
 		if (rc < 0) {
 			/* Record the error before the job could reach the writer. */
-			fail(u, rc, "chunk %u: %s%s%s", ndz_chunk_index_hint(u->slots[slot]),
+			fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
 			     ndz_strerror(rc), why[0] ? ": " : "", why);
 			if (d->job)
 				u->free_jobs[u->nfree_jobs++] = d->job_idx;
 			d->job = NULL;
-		} else {
-			u->stats.chunks++;
 		}
 		u->decoding--;
 		u->free_slots[u->nfree++] = slot;
 		pthread_cond_broadcast(&u->cv);
 	}
 	pthread_mutex_unlock(&u->lock);
-	free(h);
 	return NULL;
 }
 
@@ -464,6 +471,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		return NDZ_ENOMEM;
 	u->target = target;
 	u->opts = *opts;
+	u->name = opts->name ? opts->name : "image";
 	mem = opts->mem_limit ? opts->mem_limit : DEFAULT_MEM;
 	threads = opts->threads > 0 ? (unsigned)opts->threads : (unsigned)online_cores();
 	if (threads > MAX_DECODERS)
@@ -482,13 +490,18 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cv, NULL);
 	u->slots = calloc(u->nslots, sizeof(*u->slots));
+	u->hdrs = calloc(u->nslots, sizeof(*u->hdrs));
+	u->checked = calloc(u->nslots, 1);
 	u->free_slots = calloc(u->nslots, sizeof(unsigned));
 	u->queue = calloc(u->nslots, sizeof(unsigned));
 	u->jobs = calloc(u->njobs, sizeof(*u->jobs));
 	u->free_jobs = calloc(u->njobs, sizeof(unsigned));
 	u->wqueue = calloc(u->njobs, sizeof(unsigned));
-	if (!u->slots || !u->free_slots || !u->queue || !u->jobs || !u->free_jobs || !u->wqueue)
+	if (!u->slots || !u->hdrs || !u->checked || !u->free_slots || !u->queue || !u->jobs ||
+	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image) < 0)
 		goto nomem;
+	ndz_image_expect(u->image, opts->expect_chunks,
+			 opts->expect_uuid_set ? opts->expect_uuid : NULL);
 	for (i = 0; i < u->nslots; i++) {
 		u->slots[i] = malloc(NDZ_CHUNK_SIZE);
 		if (!u->slots[i])
@@ -525,53 +538,99 @@ nomem:
 }
 
 
-int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk)
+uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
 {
-	struct ndz_chunk_hdr *h = &u->put_hdr;
-	unsigned slot;
+	uint8_t *buf = NULL;
+
+	pthread_mutex_lock(&u->lock);
+	while (!u->nfree && !u->err.code)
+		pthread_cond_wait(&u->cv, &u->lock);
+	if (!u->err.code)
+		buf = u->slots[u->free_slots[--u->nfree]];
+	pthread_mutex_unlock(&u->lock);
+	return buf;
+}
+
+static unsigned slot_of(const struct ndz_unzip *u, const uint8_t *buf)
+{
+	unsigned i;
+
+	for (i = 0; i < u->nslots && u->slots[i] != buf; i++)
+		;
+	return i;
+}
+
+int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
+		      unsigned flags)
+{
+	unsigned slot = slot_of(u, buf);
+	struct ndz_error e = { 0 };
 	int rc;
 
-	/* Identity and size are checked here, before any decoder may write. */
-	rc = ndz_hdr_decode(chunk, h);
 	pthread_mutex_lock(&u->lock);
-	if (u->err)
-		goto out;
-	if (rc < 0) {
-		fail(u, rc, "chunk %u: %s", ndz_chunk_index_hint(chunk), ndz_strerror(rc));
+	if (slot == u->nslots) {
+		fail(u, NDZ_EINVAL, "%s: a buffer that is not the pipeline's", u->name);
 		goto out;
 	}
-	if (!u->have_first) {
-		if (!u->opts.verify_only && ndz_check_target(h, u->target->size -
-				(u->opts.target_offset < u->target->size ?
-				 u->opts.target_offset : u->target->size)) < 0) {
-			fail(u, NDZ_ETOOSMALL, "%s: %s (%llu bytes, the image needs %llu)",
-			     u->target->name, ndz_strerror(NDZ_ETOOSMALL),
-			     (unsigned long long)(u->target->size > u->opts.target_offset ?
-						  u->target->size - u->opts.target_offset : 0),
-			     (unsigned long long)h->source_bytes);
-			goto out;
-		}
-		u->first = *h;
-		u->have_first = 1;
-	} else if (ndz_hdr_same_image(&u->first, h) < 0) {
-		fail(u, NDZ_EMISMATCH, "chunk %u: %s", h->index, ndz_strerror(NDZ_EMISMATCH));
-		goto out;
+	if (!h || u->err.code)
+		goto give_back;
+	/* The image's rules and the target's size, before any decoder may write. */
+	if (!ndz_image_added(u->image) && !u->opts.verify_only &&
+	    ndz_image_fits(h, u->target->name, u->target->size -
+			   (u->opts.target_offset < u->target->size ?
+			    u->opts.target_offset : u->target->size), &e) < 0) {
+		fail_with(u, &e);
+		goto give_back;
 	}
-	while (!u->nfree && !u->err)
-		pthread_cond_wait(&u->cv, &u->lock);
-	if (u->err)
-		goto out;
-	slot = u->free_slots[--u->nfree];
-	pthread_mutex_unlock(&u->lock);
-	memcpy(u->slots[slot], chunk, NDZ_CHUNK_SIZE);
-	pthread_mutex_lock(&u->lock);
+	if (ndz_image_add(u->image, h, &e) < 0) {
+		ndz_error_prefix(&e, "%s", u->name);
+		fail_with(u, &e);
+		goto give_back;
+	}
+	u->hdrs[slot] = *h;
+	u->checked[slot] = !!(flags & NDZ_UNZIP_CHECKED);
 	u->queue[(u->qhead + u->qlen) % u->nslots] = slot;
 	u->qlen++;
 	pthread_cond_broadcast(&u->cv);
+	goto out;
+give_back:
+	u->free_slots[u->nfree++] = slot;
+	pthread_cond_broadcast(&u->cv);
 out:
-	rc = u->err;
+	rc = u->err.code;
 	pthread_mutex_unlock(&u->lock);
 	return rc;
+}
+
+int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+		  unsigned flags)
+{
+	struct ndz_chunk_hdr mine;
+	uint8_t *buf;
+	int rc;
+
+	if (!h) {
+		rc = ndz_hdr_decode(chunk, &mine);
+		if (rc < 0) {
+			pthread_mutex_lock(&u->lock);
+			fail(u, rc, "%s: chunk %u: %s", u->name, ndz_chunk_index_hint(chunk),
+			     ndz_strerror(rc));
+			rc = u->err.code;
+			pthread_mutex_unlock(&u->lock);
+			return rc;
+		}
+		h = &mine;
+		flags &= ~(unsigned)NDZ_UNZIP_CHECKED;
+	}
+	buf = ndz_unzip_get_buf(u);
+	if (!buf) {
+		pthread_mutex_lock(&u->lock);
+		rc = u->err.code;
+		pthread_mutex_unlock(&u->lock);
+		return rc;
+	}
+	memcpy(buf, chunk, NDZ_CHUNK_SIZE);
+	return ndz_unzip_put_buf(u, buf, h, flags);
 }
 
 static void stop_threads(struct ndz_unzip *u)
@@ -597,26 +656,26 @@ static void stop_threads(struct ndz_unzip *u)
 	u->writer_started = 0;
 }
 
-int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats)
+int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct ndz_error *e)
 {
+	struct ndz_error mine = { 0 };
 	int rc;
 
 	stop_threads(u);
-	if (!u->err && !u->opts.verify_only && u->target) {
-		rc = u->target->ops->flush(u->target);
+	/* Threads are gone: u is the caller's alone. */
+	if (!u->err.code && ndz_image_complete(u->image, &mine) < 0) {
+		ndz_error_prefix(&mine, "%s", u->name);
+		ndz_error_copy(&u->err, &mine);
+	}
+	if (!u->err.code && !u->opts.verify_only && u->target) {
+		rc = ndz_io_flush(u->target);
 		if (rc < 0)
-			fail(u, rc, "%s: flush failed: %s", u->target->name,
-			     u->target->sys_errno ? strerror(u->target->sys_errno) :
-						    ndz_strerror(rc));
+			ndz_io_fail(u->target, rc, &u->err, "flush failed");
 	}
 	if (stats)
 		*stats = u->stats;
-	return u->err;
-}
-
-const char *ndz_unzip_errmsg(const struct ndz_unzip *u)
-{
-	return u->errmsg[0] ? u->errmsg : ndz_strerror(u->err);
+	ndz_error_copy(e, &u->err);
+	return u->err.code;
 }
 
 void ndz_unzip_free(struct ndz_unzip *u)
@@ -636,6 +695,9 @@ void ndz_unzip_free(struct ndz_unzip *u)
 		for (i = 0; i < u->njobs; i++)
 			free(u->jobs[i].buf);
 	free(u->slots);
+	free(u->hdrs);
+	free(u->checked);
+	ndz_image_free(u->image);
 	free(u->free_slots);
 	free(u->queue);
 	free(u->jobs);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "format.h"
 #include "io.h"
 
@@ -21,8 +22,13 @@ struct ndz_unzip_opts {
 	uint64_t target_offset;        /* byte offset of sector 0 in the target */
 	int target_zeroed;             /* the target reads as zeros (a new sparse file):
 					  all-zero blocks are left as holes */
-	void (*progress)(void *ctx, uint64_t bytes_written);
+	/* called by the writer after each write: bytes written or zeroed, chunks decoded */
+	void (*progress)(void *ctx, uint64_t bytes_done, uint32_t chunks_done);
 	void *progress_ctx;
+	const char *name;              /* the image, in messages ("img.ndz: chunk 3: ..."); may be NULL */
+	uint32_t expect_chunks;        /* the image has this many chunks; 0: not known */
+	int expect_uuid_set;           /* the image has expect_uuid */
+	uint8_t expect_uuid[16];
 };
 
 struct ndz_unzip_stats {
@@ -41,32 +47,45 @@ void ndz_unzip_opts_init(struct ndz_unzip_opts *o);
 int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		     struct ndz_unzip **out);
 
-/*
- * ndz_unzip_put - hand over one whole chunk (NDZ_CHUNK_SIZE bytes, copied).
- * The chunk is checked (ndz_chunk_check) and must belong to the same image as
- * the first one put; regions beyond the target are refused before anything is
- * written. Blocks while the buffers are full. Returns 0, or the first error of
- * the pipeline (the chunk's or an earlier one's); after an error nothing more is
- * written.
- */
-int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk);
+/* ndz_unzip_put flags */
+#define NDZ_UNZIP_CHECKED 0x1          /* ndz_chunk_check passed on these very bytes */
 
 /*
- * ndz_unzip_finish - wait for everything put to be written, then flush the target.
- * Returns 0 only when every chunk was decompressed, written and flushed.
+ * ndz_unzip_get_buf - a free chunk buffer (NDZ_CHUNK_SIZE bytes) of the pipeline
+ * to fill, so that a chunk read or received goes in without a copy; blocks while
+ * every buffer is in use. NULL after an error (ndz_unzip_finish says which).
+ * Hand it back with ndz_unzip_put_buf, filled or not (h NULL: unused).
  */
-int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats);
+uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u);
 
-/* ndz_unzip_errmsg - a message naming what failed ("chunk 17: bad data checksum"). */
-const char *ndz_unzip_errmsg(const struct ndz_unzip *u);
+/*
+ * ndz_unzip_put_buf - queue the chunk in buf (from ndz_unzip_get_buf) whose header
+ * h was decoded from it; the buffer is the pipeline's again. The chunk takes its
+ * place in the image (lib/image.h: one image, each index once, the chain), the
+ * first one's size is checked against the target, all before anything of it is
+ * written; the data checksum and padding are checked by a decoder unless flags
+ * has NDZ_UNZIP_CHECKED. Returns 0, or the first error of the pipeline (this
+ * chunk's or an earlier one's); after an error nothing more is written.
+ */
+int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
+		      unsigned flags);
+
+/*
+ * ndz_unzip_put - queue a copy of chunk; h is its decoded header, or NULL to have
+ * it decoded here. As ndz_unzip_put_buf otherwise.
+ */
+int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+		  unsigned flags);
+
+/*
+ * ndz_unzip_finish - wait for everything put to be written, check that the image
+ * is whole (every chunk up to the LAST one), then flush the target. Returns 0
+ * only when every chunk was decompressed, written and flushed; else the first
+ * error, with e (may be NULL) saying what failed.
+ */
+int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct ndz_error *e);
 
 /* ndz_unzip_free - stop the threads (abandoning queued work) and free; NULL ok. */
 void ndz_unzip_free(struct ndz_unzip *u);
-
-/*
- * ndz_check_target - 0 when a target of target_bytes (after target_offset)
- * can hold the image described by hdr, else NDZ_ETOOSMALL.
- */
-int ndz_check_target(const struct ndz_chunk_hdr *hdr, uint64_t target_bytes);
 
 #endif

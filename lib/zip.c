@@ -59,8 +59,7 @@ struct zip {
 	uint64_t nread;                /* pieces read */
 	uint64_t work_next;            /* next piece to claim for compression */
 	int stop;
-	int err;
-	char errmsg[256];
+	struct ndz_error err;          /* the first failure, under lock */
 
 	/* packer */
 	uint8_t *chunk;
@@ -88,23 +87,30 @@ static void wake_all(struct zip *z)
 	pthread_cond_broadcast(&z->done_cv);
 }
 
+/* Stop everything for an error; the first one is kept. */
+static void stop_with(struct zip *z, const struct ndz_error *e)
+{
+	pthread_mutex_lock(&z->lock);
+	ndz_error_copy(&z->err, e);
+	z->stop = 1;
+	wake_all(z);
+	pthread_mutex_unlock(&z->lock);
+}
+
 static void set_err(struct zip *z, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static void set_err(struct zip *z, int code, const char *fmt, ...)
 {
+	struct ndz_error e = { 0 };
+	char msg[NDZ_ERRMSG_MAX];
 	va_list ap;
 
-	pthread_mutex_lock(&z->lock);
-	if (!z->err) {
-		z->err = code;
-		va_start(ap, fmt);
-		vsnprintf(z->errmsg, sizeof(z->errmsg), fmt, ap);
-		va_end(ap);
-	}
-	z->stop = 1;
-	wake_all(z);
-	pthread_mutex_unlock(&z->lock);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ndz_error_set(&e, code, 0, "%s", msg);
+	stop_with(z, &e);
 }
 
 /* The first error, read under the lock: other threads may be setting it. */
@@ -113,7 +119,7 @@ static int zip_err(struct zip *z)
 	int rc;
 
 	pthread_mutex_lock(&z->lock);
-	rc = z->err ? z->err : z->stop ? NDZ_ECANCELED : 0;
+	rc = z->err.code ? z->err.code : z->stop ? NDZ_ECANCELED : 0;
 	pthread_mutex_unlock(&z->lock);
 	return rc;
 }
@@ -123,12 +129,6 @@ void ndz_zip_opts_init(struct ndz_zip_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->level = 4;
 	o->threads = 0;
-}
-
-/* Sectors holding n bytes, without the overflow of (n + 511) / 512 near 2^64. */
-static uint64_t sectors_of(uint64_t n)
-{
-	return n / NDZ_SECTOR_SIZE + (n % NDZ_SECTOR_SIZE != 0);
 }
 
 static size_t out_bound(size_t n)
@@ -184,10 +184,13 @@ static int read_piece(struct zip *z, struct piece *p)
 				return rc;
 			}
 			if (rc < 0) {
-				set_err(z, rc, "%s: read error at byte %llu: %s", z->src->name,
-					(unsigned long long)src_off,
-					z->src->sys_errno ? strerror(z->src->sys_errno) :
-							    ndz_strerror(rc));
+				struct ndz_error e = { 0 };
+				char what[64];
+
+				snprintf(what, sizeof(what), "read error at byte %llu",
+					 (unsigned long long)src_off);
+				ndz_io_fail(z->src, rc, &e, what);
+				stop_with(z, &e);
 				return rc;
 			}
 			memset(dst + want, 0, (size_t)n - want);
@@ -342,7 +345,7 @@ static void chunk_start(struct zip *z)
 
 static int chunk_finish(struct zip *z, int last)
 {
-	static struct ndz_chunk_hdr h;         /* packer-only; too big for the stack */
+	struct ndz_chunk_hdr h;
 	uint64_t off = z->cin_start;
 	uint8_t *p = z->chunk + z->pos;
 	int rc;
@@ -362,7 +365,7 @@ static int chunk_finish(struct zip *z, int last)
 	h.codec = NDZ_CODEC_ZLIB;
 	h.level = (uint16_t)z->level;
 	h.source_bytes = z->source_bytes;
-	h.source_sectors = sectors_of(z->source_bytes);
+	h.source_sectors = ndz_sectors_of(z->source_bytes);
 	h.image_kind = z->opts->image_kind;
 	h.part_index = z->opts->part_index;
 	h.part_type = z->opts->part_type;
@@ -379,23 +382,30 @@ static int chunk_finish(struct zip *z, int last)
 
 		if ((end - start) * NDZ_SECTOR_SIZE > lim)
 			end = start + lim / NDZ_SECTOR_SIZE;
-		h.regions[h.nregions].start = start;
-		h.regions[h.nregions].count = (uint32_t)(end - start);
-		h.nregions++;
+		ndz_hdr_set_region(z->chunk, h.nregions++,
+				   (struct ndz_region){ start, (uint32_t)(end - start) });
+		h.last = end;
 		off += (end - start) * NDZ_SECTOR_SIZE;
 	}
-	h.last = last ? h.source_sectors :
-			h.nregions ? h.regions[h.nregions - 1].start + h.regions[h.nregions - 1].count :
-				     h.first;
+	if (last)
+		h.last = h.source_sectors;
+	else if (!h.nregions)
+		h.last = h.first;
 	rc = ndz_hdr_encode(&h, z->chunk);
 	if (rc < 0) {
 		set_err(z, rc, "chunk %u: internal error encoding the header", z->index);
 		return rc;
 	}
-	rc = z->out(z->out_ctx, z->chunk, z->index);
-	if (rc < 0) {
-		set_err(z, rc, "chunk %u: %s", z->index, ndz_strerror(rc));
-		return rc;
+	{
+		struct ndz_error e = { 0 };
+
+		rc = z->out(z->out_ctx, z->chunk, z->index, &e);
+		if (rc < 0) {
+			if (!e.code)
+				ndz_error_set(&e, rc, 0, "chunk %u: %s", z->index, ndz_strerror(rc));
+			stop_with(z, &e);
+			return rc;
+		}
 	}
 	z->stats.chunks++;
 	z->stats.out_bytes += NDZ_CHUNK_SIZE;
@@ -586,10 +596,10 @@ static int online_cores(void)
 
 int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *alloc,
 	    const struct ndz_zip_opts *opts, ndz_chunk_fn out, void *out_ctx,
-	    struct ndz_zip_stats *stats, char *errbuf, size_t errlen)
+	    struct ndz_zip_stats *stats, struct ndz_error *e)
 {
 	static const uint8_t nil[16];
-	uint64_t source_sectors = sectors_of(source_bytes);
+	uint64_t source_sectors = ndz_sectors_of(source_bytes);
 	pthread_t reader, workers[MAX_THREADS];
 	int nworkers = 0, reader_started = 0, threads, rc = 0, t;
 	struct zip *z;
@@ -617,8 +627,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	memcpy(z->uuid, opts->uuid, 16);
 	if (!memcmp(z->uuid, nil, 16)) {
 		if (getrandom(z->uuid, 16, 0) != 16) {
-			rc = NDZ_EIO;
-			snprintf(z->errmsg, sizeof(z->errmsg), "cannot get random bytes for a uuid");
+			rc = ndz_error_set(&z->err, NDZ_EIO, errno, "cannot get random bytes for a uuid");
 			goto out;
 		}
 		z->uuid[6] = (uint8_t)((z->uuid[6] & 0x0f) | 0x40);      /* RFC 4122 v4 */
@@ -637,8 +646,8 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 		if (r->count == 0 || r->start >= source_sectors ||
 		    r->count > source_sectors - r->start ||
 		    (i && r->start < alloc->v[i - 1].start + alloc->v[i - 1].count)) {
-			rc = NDZ_EINVAL;
-			snprintf(z->errmsg, sizeof(z->errmsg), "range %zu is outside the source or out of order", i);
+			rc = ndz_error_set(&z->err, NDZ_EINVAL, 0,
+					   "range %zu is outside the source or out of order", i);
 			goto out;
 		}
 		z->base[i] = z->total;
@@ -689,13 +698,11 @@ out:
 		pthread_join(reader, NULL);
 	for (t = 0; t < nworkers; t++)
 		pthread_join(workers[t], NULL);
-	if (z->err)
-		rc = z->err;
-	if (rc < 0 && errbuf) {
-		if (z->errmsg[0])
-			snprintf(errbuf, errlen, "%s", z->errmsg);
-		else
-			snprintf(errbuf, errlen, "%s", ndz_strerror(rc));
+	if (z->err.code)
+		rc = z->err.code;
+	if (rc < 0) {
+		ndz_error_set(&z->err, rc, 0, NULL);
+		ndz_error_copy(e, &z->err);
 	}
 	if (stats)
 		*stats = z->stats;

@@ -4,12 +4,17 @@
 
 #include <stdint.h>
 
+#include "err.h"
 #include "format.h"
 #include "io.h"
 #include "ranges.h"
 
-/* Receives each finished chunk in order; returns 0 or a negative code to stop. */
-typedef int (*ndz_chunk_fn)(void *ctx, const uint8_t *chunk, uint32_t index);
+/*
+ * Receives each finished chunk in order; returns 0, or a negative code to stop
+ * with e saying why (naming the output).
+ */
+typedef int (*ndz_chunk_fn)(void *ctx, const uint8_t *chunk, uint32_t index,
+			    struct ndz_error *e);
 /* Progress: input bytes consumed so far out of the total to read. */
 typedef void (*ndz_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
@@ -40,11 +45,11 @@ void ndz_zip_opts_init(struct ndz_zip_opts *o);
  * whose exact size is source_bytes, and emit chunks through out in order.
  * Every chunk is independent and as full as the data allows; the output does not
  * depend on the number of threads. Sectors past source_bytes read as zeros.
- * Returns 0 or a negative code; errbuf (may be NULL) gets a message naming
- * what failed.
+ * Reentrant: nothing is shared between calls. Returns 0 or a negative code with
+ * e (may be NULL) naming what failed.
  */
 int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *alloc,
 	    const struct ndz_zip_opts *opts, ndz_chunk_fn out, void *out_ctx,
-	    struct ndz_zip_stats *stats, char *errbuf, size_t errlen);
+	    struct ndz_zip_stats *stats, struct ndz_error *e);
 
 #endif

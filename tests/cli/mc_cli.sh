@@ -38,10 +38,10 @@ expect "frisbee unknown interface address" 1 "192.0.2.77: no such interface" \
 	"$FRISBEE" -m 239.1.2.3 -p 4000 -i 192.0.2.77 "$T/t"
 expect "frisbeed missing image" 1 "$T/nope" "$FRISBEED" "$T/nope"
 head -c 1048576 /dev/urandom >"$T/junk"
-expect "frisbeed refuses a non-image" 1 "chunk 0 of $T/junk: not an image" "$FRISBEED" "$T/junk"
-head -c 1000 /dev/urandom >"$T/short"
-expect "frisbeed refuses a partial chunk" 1 "not a whole number of chunks" "$FRISBEED" "$T/short"
+expect "frisbeed refuses a non-image" 1 "$T/junk: chunk 0: not an image" "$FRISBEED" "$T/junk"
+head -c 1000 "$T/img" >"$T/short"
+expect "frisbeed refuses a partial chunk" 1 "$T/short: chunk 0: truncated chunk" "$FRISBEED" "$T/short"
 head -c 2097152 "$T/img" >"$T/cut"
-expect "frisbeed refuses an image missing its last chunk" 1 "chunk 1 of $T/cut: missing chunk" \
+expect "frisbeed refuses an image missing its last chunk" 1 "$T/cut: missing chunk" \
 	"$FRISBEED" "$T/cut"
 done_testing

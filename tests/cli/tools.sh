@@ -65,6 +65,27 @@ cat "$T/trunc.ndz" | "$IMAGEUNZIP" - "$T/new" 2>"$T/e"; rc=$?
 check "imageunzip from a truncated stdin: exit 1, chunk named, no target left" \
 	sh -c "[ $rc -eq 1 ] && grep -q 'chunk 0: truncated chunk' '$T/e' && [ ! -e '$T/new' ]"
 
+# Progress on a terminal (script(1) gives stderr a pty): imageunzip -o redraws as the
+# restore goes, not once at the end. The image comes in two parts a second apart, so
+# a redraw must fall between them; from a file the last line says 100%.
+if command -v script >/dev/null 2>&1; then
+	head -c 4000000 /dev/urandom >"$T/p.src"
+	"$IMAGEZIP" -r "$T/p.src" "$T/p.ndz"
+	cat >"$T/p.sh" <<EOF
+{ head -c 2097152 '$T/p.ndz'; sleep 1; tail -c +2097153 '$T/p.ndz'; } |
+	'$IMAGEUNZIP' -o - '$T/p.out'
+EOF
+	script -qfec "sh '$T/p.sh'" /dev/null >"$T/p.tty" 2>&1 </dev/null
+	draws=$(tr '\r' '\n' <"$T/p.tty" | grep -c 'imageunzip:')
+	check "imageunzip -o redraws its progress line during a restore ($draws draws)" \
+		test "$draws" -ge 3
+	check "imageunzip -o from stdin restored the image" cmp -s "$T/p.src" "$T/p.out"
+	rm -f "$T/p.out"
+	script -qfec "'$IMAGEUNZIP' -o '$T/p.ndz' '$T/p.out'" /dev/null >"$T/p.tty" 2>&1 </dev/null
+	check "imageunzip -o from a file ends at 100%" \
+		sh -c "tr '\r' '\n' <'$T/p.tty' | grep 'imageunzip:' | tail -n 1 | grep -q '100.0%'"
+fi
+
 # Peak memory stays under -m (measured by the kernel: getrusage via time -f %M).
 if [ "$NDZ_SANITIZED" != 1 ] && [ -x /usr/bin/time ]; then
 	{ head -c 40000000 /dev/urandom; head -c 60000000 /dev/zero; } >"$T/m.src"

@@ -77,9 +77,10 @@ static void build(const uint8_t *d, size_t n)
 	for (i = 0; i < nr; i++) {
 		uint64_t each = sectors / nr;
 
-		h.regions[i].start = pos;
-		h.regions[i].count = (uint32_t)(i + 1 < nr ? each : sectors - each * i);
-		pos += h.regions[i].count + b[2 + i] % 3;
+		struct ndz_region r = { pos, (uint32_t)(i + 1 < nr ? each : sectors - each * i) };
+
+		ndz_hdr_set_region(chunk, i, r);
+		pos += r.count + b[2 + i] % 3;
 	}
 	h.nregions = nr;
 	h.source_bytes = pos * NDZ_SECTOR_SIZE - (b[10] % NDZ_SECTOR_SIZE) * (pos > 0);
@@ -100,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ndz_unzip_opts o;
 	struct ndz_chunk_hdr h;
+	struct ndz_error e = { 0 };
 	struct ndz_io *mem = NULL, *io = NULL;
 	struct ndz_unzip *u;
 	uint8_t mode;
@@ -151,16 +153,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (ndz_unzip_create(io, &o, &u) < 0)
 		abort();
-	put_rc = ndz_unzip_put(u, chunk);
-	rc = ndz_unzip_finish(u, NULL);
+	put_rc = ndz_unzip_put(u, chunk, NULL, 0);
+	rc = ndz_unzip_finish(u, NULL, &e);
 	if (put_rc < 0 && rc != put_rc)
 		abort();               /* finish reports the first error */
 	if (rc == NDZ_EIO || rc > 0)
 		abort();               /* a write outside the image, or a bogus code */
 	if (rc < 0 && strcmp(ndz_strerror(rc), "unknown error") == 0)
 		abort();
-	if (rc < 0 && !ndz_unzip_errmsg(u)[0])
-		abort();
+	if (rc < 0 && (e.code != rc || !e.msg[0]))
+		abort();               /* every failure comes with its message */
 	ndz_unzip_free(u);
 	ndz_io_close(io);
 	return 0;

@@ -48,8 +48,7 @@ int main(int argc, char **argv)
 		h->first = (uint64_t)i * per;
 		h->last = h->first + per;
 		h->nregions = 1;
-		h->regions[0].start = h->first;
-		h->regions[0].count = per;
+		ndz_hdr_set_region(chunk, 0, (struct ndz_region){ h->first, per });
 		h->data_len = NDZ_MAX_DATA - (uint32_t)(random() % 4096);
 		for (uint32_t k = 0; k < h->data_len; k++)
 			d[k] = (uint8_t)(random() >> 7);

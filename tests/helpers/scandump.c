@@ -92,7 +92,7 @@ ov:
 		fprintf(stderr, "usage: scandump [-l] [-Z] [-X OTHER] [-s N] [-S N=T] [-R N] [-I N] [-F B] [-r] [-k] SRC\n");
 		return 2;
 	}
-	rc = ndz_io_open_file(argv[optind], NDZ_IO_READ, &io);
+	rc = ndz_io_open_file(argv[optind], NDZ_IO_READ, &io, NULL);
 	if (rc < 0) {
 		fprintf(stderr, "scandump: %s: %s\n", argv[optind], ndz_strerror(rc));
 		return 1;
@@ -126,7 +126,7 @@ ov:
 	if (xfile) {
 		struct ndz_io *other;
 
-		if (ndz_io_open_file(xfile, NDZ_IO_READ, &other) < 0) {
+		if (ndz_io_open_file(xfile, NDZ_IO_READ, &other, NULL) < 0) {
 			fprintf(stderr, "scandump: %s: cannot open\n", xfile);
 			return 1;
 		}

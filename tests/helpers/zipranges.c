@@ -14,10 +14,11 @@
 
 static int out_fd;
 
-static int put(void *ctx, const uint8_t *chunk, uint32_t index)
+static int put(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
 {
 	(void)ctx;
 	(void)index;
+	(void)e;
 	return write(out_fd, chunk, NDZ_CHUNK_SIZE) == NDZ_CHUNK_SIZE ? 0 : NDZ_EIO;
 }
 
@@ -26,15 +27,15 @@ int main(int argc, char **argv)
 	struct ndz_ranges r = NDZ_RANGES_INIT;
 	struct ndz_zip_opts o;
 	struct ndz_io *src;
-	char err[256];
+	struct ndz_error err = { 0 };
 	int i, rc;
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: zipranges SOURCE IMAGE START:COUNT...\n");
 		return 2;
 	}
-	if (ndz_io_open_file(argv[1], NDZ_IO_READ, &src) < 0) {
-		perror(argv[1]);
+	if (ndz_io_open_file(argv[1], NDZ_IO_READ, &src, &err) < 0) {
+		fprintf(stderr, "zipranges: %s\n", ndz_error_msg(&err));
 		return 1;
 	}
 	for (i = 3; i < argc; i++) {
@@ -50,9 +51,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ndz_zip_opts_init(&o);
-	rc = ndz_zip(src, src->size, &r, &o, put, NULL, NULL, err, sizeof(err));
+	rc = ndz_zip(src, src->size, &r, &o, put, NULL, NULL, &err);
 	if (rc < 0)
-		fprintf(stderr, "zipranges: %s\n", err);
+		fprintf(stderr, "zipranges: %s\n", ndz_error_msg(&err));
 	close(out_fd);
 	ndz_ranges_release(&r);
 	ndz_io_close(src);

@@ -349,11 +349,11 @@ static void test_file_missing(void **state)
 
 	(void)state;
 	assert_int_equal(unlink(p), 0);
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io), NDZ_ENOENT);
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), NDZ_ENOENT);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), NDZ_ENOENT);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), NDZ_ENOENT);
 	assert_null(io);
 	/* created empty on request */
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE | NDZ_IO_CREATE, &io), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE | NDZ_IO_CREATE, &io, NULL), 0);
 	assert_int_equal(io->size, 0);
 	assert_int_equal(io->is_regular, 1);
 	assert_int_equal(io->is_blockdev, 0);
@@ -372,8 +372,8 @@ static void test_file_not_regular(void **state)
 	(void)state;
 	if (!dir || !*dir)
 		dir = "/tmp";
-	assert_int_equal(ndz_io_open_file(dir, NDZ_IO_READ, &io), NDZ_ENOTSUP);
-	assert_int_equal(ndz_io_open_file("/dev/null", NDZ_IO_READ, &io), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_open_file(dir, NDZ_IO_READ, &io, NULL), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_open_file("/dev/null", NDZ_IO_READ, &io, NULL), NDZ_ENOTSUP);
 	assert_null(io);
 }
 
@@ -390,7 +390,7 @@ static void test_file_rw(void **state)
 	assert_non_null(src);
 	assert_non_null(out);
 	fill(src, N, 77);
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
 	assert_int_equal(io->size, 0);
 	assert_int_equal(ndz_io_write_full(io, src, N, 0), 0);
 	assert_int_equal(io->ops->flush(io), 0);
@@ -403,11 +403,11 @@ static void test_file_rw(void **state)
 	ndz_io_close(io);
 
 	/* reopened read-only: size from the file, writes fail with errno kept */
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &ro), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &ro, NULL), 0);
 	assert_int_equal(ro->size, N);
-	assert_int_equal(ro->sys_errno, 0);
+	assert_int_equal(ro->err.code, 0);
 	assert_int_equal(ndz_io_write_full(ro, src, 10, 0), NDZ_EIO);
-	assert_int_equal(ro->sys_errno, EBADF);
+	assert_int_equal(ro->err.sys, EBADF);
 	assert_int_equal(ndz_io_set_size(ro, 10), NDZ_EIO);
 	assert_int_equal(ndz_io_read_full(ro, out, N, 0, NULL), 0);
 	assert_memory_equal(out, src, N);
@@ -434,7 +434,7 @@ static void test_file_zero(void **state)
 	assert_non_null(out);
 	fill(src, N, 1);
 	memset(src, 0xff, 4096);        /* no zero bytes where we zero */
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
 	assert_int_equal(ndz_io_write_full(io, src, N, 0), 0);
 	/* aligned, unaligned, one byte, zero bytes */
 	assert_int_equal(io->ops->zero(io, 65536, 131072), 0);
@@ -475,7 +475,7 @@ static void test_file_set_size(void **state)
 
 	(void)state;
 	fill(buf, sizeof(buf), 4);
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
 	assert_int_equal(ndz_io_write_full(io, buf, 100, 0), 0);
 	/* grow: the new part reads as zeros */
 	assert_int_equal(ndz_io_set_size(io, 8192), 0);
@@ -513,7 +513,7 @@ static void test_file_wrapped(void **state)
 
 	(void)state;
 	fill(buf, sizeof(buf), 8);
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &file), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &file, NULL), 0);
 	assert_int_equal(ndz_io_write_full(file, buf, sizeof(buf), 0), 0);
 	assert_int_equal(ndz_io_set_size(file, sizeof(buf)), 0);
 	assert_int_equal(ndz_io_open_fault(file, 0, 0, 1024, 2048, &f), 0);
@@ -614,20 +614,20 @@ static void test_open_target(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/t", dir);
-	assert_int_equal(ndz_io_open_target(path, 5000000, &created, &io), 0);
+	assert_int_equal(ndz_io_open_target(path, 5000000, &created, &io, NULL), 0);
 	assert_int_equal(created, 1);
 	assert_int_equal(io->size, 5000000);
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_size, 5000000);
 	assert_true(st.st_blocks * 512 < 5000000);          /* sparse */
 	ndz_io_close(io);
-	assert_int_equal(ndz_io_open_target(path, 9000000, &created, &io), 0);
+	assert_int_equal(ndz_io_open_target(path, 9000000, &created, &io, NULL), 0);
 	assert_int_equal(created, 0);
 	assert_int_equal(io->size, 5000000);                /* an existing file is not resized */
 	ndz_io_close(io);
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/no/such/dir", dir);
-	assert_true(ndz_io_open_target(path, 1, &created, &io) < 0);
+	assert_true(ndz_io_open_target(path, 1, &created, &io, NULL) < 0);
 	assert_null(io);
 	assert_int_equal(created, 0);
 	rmdir(dir);

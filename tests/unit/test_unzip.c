@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "format.h"
+#include "image.h"
 #include "io.h"
 #include "le.h"
 #include "ranges.h"
@@ -27,17 +28,19 @@ static int restore(struct ndz_io *io, const struct fix_image *img, const size_t 
 		   const struct ndz_unzip_opts *o, struct ndz_unzip_stats *st, char *msg,
 		   size_t msglen)
 {
+	struct ndz_error e = { 0 };
 	struct ndz_unzip *u;
 	size_t i;
 	int rc = ndz_unzip_create(io, o, &u), frc;
 
 	if (rc < 0)
 		return rc;
+
 	for (i = 0; i < img->n && rc == 0; i++)
-		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i));
-	frc = ndz_unzip_finish(u, st);
+		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i), NULL, 0);
+	frc = ndz_unzip_finish(u, st, &e);
 	if (msg)
-		snprintf(msg, msglen, "%s", frc < 0 ? ndz_unzip_errmsg(u) : "");
+		snprintf(msg, msglen, "%s", frc < 0 ? ndz_error_msg(&e) : "");
 	ndz_unzip_free(u);
 	if (rc < 0 && frc < 0 && rc != frc)
 		fail_msg("put said %d, finish %d", rc, frc);
@@ -289,34 +292,41 @@ static void test_verify_only(void **state)
 }
 
 /* A chunk whose header CRC is right but whose data disagrees with its regions. */
-static void reheader(uint8_t *chunk, void (*edit)(struct ndz_chunk_hdr *))
+static void reheader(uint8_t *chunk, void (*edit)(uint8_t *, struct ndz_chunk_hdr *))
 {
 	struct ndz_chunk_hdr h;
 
 	assert_int_equal(ndz_chunk_check(chunk, &h), 0);
-	edit(&h);
+	edit(chunk, &h);
 	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), chunk + NDZ_HDR_SIZE, h.data_len);
 	assert_int_equal(ndz_hdr_encode(&h, chunk), 0);
 	assert_int_equal(ndz_chunk_check(chunk, &h), 0);
 }
 
-static void grow_region(struct ndz_chunk_hdr *h)
+static void grow_region(uint8_t *area, struct ndz_chunk_hdr *h)
 {
-	h->regions[h->nregions - 1].count++;
-	if (h->regions[h->nregions - 1].start + h->regions[h->nregions - 1].count > h->last) {
+	struct ndz_region r = ndz_hdr_region(area, h->nregions - 1);
+
+	r.count++;
+	ndz_hdr_set_region(area, h->nregions - 1, r);
+	if (r.start + r.count > h->last) {
 		h->last++;
 		h->source_bytes += 512;
 		h->source_sectors++;
 	}
 }
 
-static void shrink_region(struct ndz_chunk_hdr *h)
+static void shrink_region(uint8_t *area, struct ndz_chunk_hdr *h)
 {
-	h->regions[h->nregions - 1].count--;
+	struct ndz_region r = ndz_hdr_region(area, h->nregions - 1);
+
+	r.count--;
+	ndz_hdr_set_region(area, h->nregions - 1, r);
 }
 
-static void drop_region(struct ndz_chunk_hdr *h)
+static void drop_region(uint8_t *area, struct ndz_chunk_hdr *h)
 {
+	(void)area;
 	h->nregions = 0;
 }
 
@@ -362,8 +372,9 @@ static void test_corrupt_chunks(void **state)
 	}
 	/* valid CRCs, but the stream holds fewer or more bytes than the regions */
 	{
-		void (*edits[])(struct ndz_chunk_hdr *) = { grow_region, shrink_region,
-							     drop_region };
+		void (*edits[])(uint8_t *, struct ndz_chunk_hdr *) = { grow_region,
+									shrink_region,
+									drop_region };
 		uint8_t *save = malloc(NDZ_CHUNK_SIZE);
 
 		assert_non_null(save);
@@ -423,6 +434,7 @@ static void test_mismatch(void **state)
 	uint8_t *src = fix_data(FIX_RANDOM, len, 2), *t = target_buf(len);
 	struct fix_image a, b;
 	struct ndz_unzip_opts o;
+	struct ndz_error e = { 0 };
 	struct ndz_unzip *u;
 	struct ndz_io *io;
 	char err[256];
@@ -436,16 +448,16 @@ static void test_mismatch(void **state)
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
 	opts(&o, 2, 0);
 	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0)), 0);
-	rc = ndz_unzip_put(u, fix_chunk(&b, 1));
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0), NULL, 0), 0);
+	rc = ndz_unzip_put(u, fix_chunk(&b, 1), NULL, 0);
 	if (rc == 0)
-		rc = ndz_unzip_finish(u, NULL);
+		rc = ndz_unzip_finish(u, NULL, &e);
 	else
-		assert_int_equal(ndz_unzip_finish(u, NULL), rc);
+		assert_int_equal(ndz_unzip_finish(u, NULL, &e), rc);
 	assert_int_equal(rc, NDZ_EMISMATCH);
-	assert_non_null(strstr(ndz_unzip_errmsg(u), "another image"));
+	assert_non_null(strstr(ndz_error_msg(&e), "another image"));
 	/* once failed, put keeps failing */
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1)), NDZ_EMISMATCH);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1), NULL, 0), NDZ_EMISMATCH);
 	ndz_unzip_free(u);
 	ndz_io_close(io);
 	fix_image_release(&a);
@@ -470,10 +482,16 @@ static void test_target_too_small(void **state)
 	assert_non_null(src);
 	assert_int_equal(fix_zip(src, len, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
-	assert_int_equal(ndz_check_target(&h, len), 0);
-	assert_int_equal(ndz_check_target(&h, len + 1), 0);
-	assert_int_equal(ndz_check_target(&h, len - 1), NDZ_ETOOSMALL);
-	assert_int_equal(ndz_check_target(&h, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_image_fits(&h, "t", len, NULL), 0);
+	assert_int_equal(ndz_image_fits(&h, "t", len + 1, NULL), 0);
+	assert_int_equal(ndz_image_fits(&h, "t", len - 1, NULL), NDZ_ETOOSMALL);
+	{
+		struct ndz_error e = { 0 };
+
+		assert_int_equal(ndz_image_fits(&h, "t.img", 0, &e), NDZ_ETOOSMALL);
+		assert_string_equal(ndz_error_msg(&e), "t.img: target too small for the image "
+				    "(0 bytes, the image needs 2098152)");
+	}
 	/* one byte short; any write outside [0, len - 1) would also fail loudly */
 	assert_int_equal(ndz_io_open_mem(t, len - 1, 1, &mem), 0);
 	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len - 1, &f), 0);
@@ -544,6 +562,7 @@ static void test_write_failure(void **state)
 	const size_t len = 4 * MiB + 512;
 	uint8_t *src = fix_data(FIX_RANDOM, len, 12), *t = target_buf(len);
 	struct ndz_unzip_opts o;
+	struct ndz_error e = { 0 };
 	struct fix_image img;
 	struct ndz_io *mem, *f;
 	char err[256];
@@ -563,12 +582,13 @@ static void test_write_failure(void **state)
 		assert_int_equal(ndz_unzip_create(f, &o, &u), 0);
 		rc = 0;
 		for (i = 0; i < img.n && rc == 0; i++)
-			rc = ndz_unzip_put(u, fix_chunk(&img, i));
+			rc = ndz_unzip_put(u, fix_chunk(&img, i), NULL, 0);
 		/* put may or may not have seen it yet; finish must */
 		assert_true(rc == 0 || rc == NDZ_EIO);
-		assert_int_equal(ndz_unzip_finish(u, NULL), NDZ_EIO);
-		if (!strstr(ndz_unzip_errmsg(u), "write error"))
-			fail_msg("write %u failing: \"%s\"", nth, ndz_unzip_errmsg(u));
+		ndz_error_clear(&e);
+		assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EIO);
+		if (!strstr(ndz_error_msg(&e), "write error"))
+			fail_msg("write %u failing: \"%s\"", nth, ndz_error_msg(&e));
 		ndz_unzip_free(u);
 		ndz_io_close(f);
 	}
@@ -583,6 +603,7 @@ static void test_abandon(void **state)
 	const size_t len = 4 * MiB;
 	uint8_t *src = fix_data(FIX_TEXT, len, 3), *t = target_buf(len);
 	struct ndz_unzip_opts o;
+	struct ndz_error e = { 0 };
 	struct ndz_unzip *u;
 	struct fix_image img;
 	struct ndz_io *io;
@@ -596,12 +617,27 @@ static void test_abandon(void **state)
 	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
 	ndz_unzip_free(u);
 	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0)), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0), 0);
 	ndz_unzip_free(u);
 	ndz_unzip_free(NULL);
-	/* finishing with nothing put is fine */
+	/* finishing with nothing put is not a whole image */
 	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_finish(u, NULL), 0);
+	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EMISSING);
+	assert_string_equal(ndz_error_msg(&e), "image: chunk 0: missing chunk");
+	ndz_unzip_free(u);
+	/* nor is a prefix of one (random data: a chunk per MiB) */
+	fix_image_release(&img);
+	free(src);
+	src = fix_data(FIX_RANDOM, len, 3);
+	assert_non_null(src);
+	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
+	assert_true(img.n >= 3);
+	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 1), NULL, 0), 0);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EMISSING);
+	assert_string_equal(ndz_error_msg(&e), "image: chunk 2: missing chunk");
 	ndz_unzip_free(u);
 	ndz_io_close(io);
 	fix_image_release(&img);
@@ -611,26 +647,31 @@ static void test_abandon(void **state)
 
 struct wprogress {
 	uint64_t last;
+	uint32_t chunks;
 	int calls, backwards;
 };
 
-static void on_progress(void *ctx, uint64_t bytes)
+static void on_progress(void *ctx, uint64_t bytes, uint32_t chunks)
 {
 	struct wprogress *w = ctx;
 
-	if (bytes < w->last)
+	if (bytes < w->last || chunks < w->chunks)
 		w->backwards = 1;
 	w->last = bytes;
+	w->chunks = chunks;
 	w->calls++;
 }
 
-/* Chunks delivered twice (as a multicast client may) change nothing; progress adds up. */
+/*
+ * Progress adds up, in bytes and in chunks, out of order too. A chunk delivered
+ * twice is refused, named, before its second copy is written.
+ */
 static void test_duplicates_and_progress(void **state)
 {
 	const size_t len = 5 * MiB + 1536;
 	uint8_t *src = fix_data(FIX_MIXED, len, 31), *t = target_buf(len);
 	struct ndz_ranges alloc = NDZ_RANGES_INIT;
-	struct wprogress w = { 0, 0, 0 };
+	struct wprogress w = { 0, 0, 0, 0 };
 	struct ndz_unzip_opts o;
 	struct ndz_unzip_stats st;
 	struct fix_image img;
@@ -642,18 +683,28 @@ static void test_duplicates_and_progress(void **state)
 	assert_non_null(src);
 	assert_int_equal(fix_whole(&alloc, len), 0);
 	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
-	order = calloc(3 * img.n, sizeof(*order));
+	order = calloc(img.n + 1, sizeof(*order));
 	assert_non_null(order);
-	/* every chunk, then every other chunk again, then the first once more */
-	for (n = 0, i = 0; i < img.n; i++)
+	/* every chunk, odd ones first */
+	for (n = 0, i = 1; i < img.n; i += 2)
 		order[n++] = i;
 	for (i = 0; i < img.n; i += 2)
-		order[n++] = img.n - 1 - i;
-	order[n++] = 0;
+		order[n++] = i;
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
 	opts(&o, 2, 1);
 	o.progress = on_progress;
 	o.progress_ctx = &w;
+	if (restore(io, &img, order, &o, &st, err, sizeof(err)) < 0)
+		fail_msg("out of order: %s", err);
+	check_target(t, len, 0, src, len, &alloc, 1, "out of order");
+	assert_int_equal(st.chunks, img.n);
+	assert_true(w.calls > 0);
+	assert_int_equal(w.backwards, 0);
+	assert_int_equal(w.last, st.bytes_written + st.bytes_zeroed);
+	assert_int_equal(w.chunks, img.n);
+
+	/* chunk 1 again after the others: the duplicate is named */
+	order[n++] = 1;
 	{
 		struct fix_image dup = img;
 		uint8_t *data = malloc(n * NDZ_CHUNK_SIZE);
@@ -663,15 +714,11 @@ static void test_duplicates_and_progress(void **state)
 			memcpy(data + i * NDZ_CHUNK_SIZE, fix_chunk(&img, order[i]), NDZ_CHUNK_SIZE);
 		dup.data = data;
 		dup.n = n;
-		if (restore(io, &dup, NULL, &o, &st, err, sizeof(err)) < 0)
-			fail_msg("duplicates: %s", err);
+		opts(&o, 2, 1);
+		assert_int_equal(restore(io, &dup, NULL, &o, &st, err, sizeof(err)), NDZ_EDUP);
+		assert_string_equal(err, "image: chunk 1: duplicate chunk");
 		free(data);
 	}
-	check_target(t, len, 0, src, len, &alloc, 1, "duplicates");
-	assert_int_equal(st.chunks, n);
-	assert_true(w.calls > 0);
-	assert_int_equal(w.backwards, 0);
-	assert_int_equal(w.last, st.bytes_written + st.bytes_zeroed);
 	ndz_io_close(io);
 	free(order);
 	fix_image_release(&img);

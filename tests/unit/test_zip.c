@@ -21,6 +21,18 @@
 #include "zip.h"
 #include "zipfix.h"
 
+/* ndz_zip with the error context's message in err, as the fixtures take it. */
+static int zip_e(struct ndz_io *src, uint64_t len, const struct ndz_ranges *alloc,
+		 const struct ndz_zip_opts *o, ndz_chunk_fn out, void *ctx,
+		 struct ndz_zip_stats *stats, char *err, size_t errlen)
+{
+	struct ndz_error e = { 0 };
+	int rc = ndz_zip(src, len, alloc, o, out, ctx, stats, &e);
+
+	snprintf(err, errlen, "%s", rc < 0 ? ndz_error_msg(&e) : "");
+	return rc;
+}
+
 #define MiB (1024u * 1024u)
 
 /*
@@ -67,10 +79,10 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 				 h->chunk_flags);
 		prev_last = h->last;
 		for (r = 0; r < h->nregions; r++)
-			assert_int_equal(ndz_ranges_add(&got, h->regions[r].start,
-							h->regions[r].count), 0);
+			assert_int_equal(ndz_ranges_add(&got, ndz_hdr_region(c, r).start,
+							ndz_hdr_region(c, r).count), 0);
 		/* the data is one zlib stream holding exactly the regions' sectors */
-		want = ndz_hdr_data_bytes(h);
+		want = ndz_hdr_data_bytes(c, h);
 		out = malloc(want + 1);
 		assert_non_null(out);
 		outlen = (uLongf)(want + 1);
@@ -79,7 +91,8 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 			fail_msg("%s: chunk %zu: inflate %d, %lu bytes, want %llu", what, i, rc,
 				 (unsigned long)outlen, (unsigned long long)want);
 		for (r = 0; r < h->nregions; r++) {
-			uint64_t off = h->regions[r].start * 512, n = h->regions[r].count * 512ull;
+			struct ndz_region reg = ndz_hdr_region(c, r);
+			uint64_t off = reg.start * 512, n = reg.count * 512ull;
 			uint64_t in_src = off >= len ? 0 : len - off < n ? len - off : n;
 			uint64_t k;
 
@@ -348,11 +361,12 @@ static void test_partial_sector(void **state)
 	ndz_ranges_release(&alloc);
 }
 
-static int fail_third(void *ctx, const uint8_t *chunk, uint32_t index)
+static int fail_third(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
 {
 	int *calls = ctx;
 
 	(void)chunk;
+	(void)e;
 	(*calls)++;
 	return index == 2 ? NDZ_ENOTSUP : 0;
 }
@@ -395,7 +409,7 @@ static void test_errors(void **state)
 	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem), 0);
 	assert_int_equal(fix_whole(&alloc, len), 0);
 	err[0] = 0;
-	rc = ndz_zip(mem, len, &alloc, &o, fail_third, &calls, NULL, err, sizeof(err));
+	rc = zip_e(mem, len, &alloc, &o, fail_third, &calls, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_ENOTSUP);
 	assert_int_equal(calls, 3);
 	assert_non_null(strstr(err, "chunk 2"));
@@ -404,7 +418,7 @@ static void test_errors(void **state)
 	assert_int_equal(ndz_io_open_fault(mem, 3, 0, 0, 0, &f), 0);
 	memset(&img, 0, sizeof(img));
 	err[0] = 0;
-	rc = ndz_zip(f, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	rc = zip_e(f, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_EIO);
 	assert_non_null(strstr(err, "memory"));
 	assert_non_null(strstr(err, "read error"));
@@ -414,7 +428,7 @@ static void test_errors(void **state)
 	/* a source shorter than it claims */
 	assert_int_equal(ndz_io_open_mem(src, len - 1000, 0, &mem), 0);
 	err[0] = 0;
-	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_ESHORTREAD);
 	assert_true(strlen(err) > 0);
 	fix_image_release(&img);
@@ -422,13 +436,13 @@ static void test_errors(void **state)
 	/* ranges outside the source are refused before anything is read */
 	ndz_ranges_clear(&alloc);
 	assert_int_equal(ndz_ranges_add(&alloc, len / 512 - 1, 2), 0);
-	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_EINVAL);
 	assert_int_equal(img.n, 0);
 	ndz_ranges_clear(&alloc);
 	assert_int_equal(ndz_ranges_add(&alloc, 100, 10), 0);
 	assert_int_equal(ndz_ranges_add(&alloc, 50, 10), 0);  /* not normalized */
-	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_EINVAL);
 	assert_int_equal(img.n, 0);
 	ndz_io_close(mem);
@@ -438,7 +452,7 @@ static void test_errors(void **state)
 	assert_int_equal(fix_whole(&alloc, len), 0);
 	o.progress = progress;
 	o.progress_ctx = &pl;
-	rc = ndz_zip(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
+	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, 0);
 	assert_true(pl.calls > 0);
 	assert_int_equal(pl.backwards, 0);
@@ -483,7 +497,7 @@ static void test_partition_fields(void **state)
 	o.part_type = 0x83;
 	o.part_start = 2048;
 	memset(&img, 0, sizeof(img));
-	assert_int_equal(ndz_zip(io, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err)),
+	assert_int_equal(zip_e(io, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err)),
 			 0);
 	assert_int_equal(img.n, 3);
 	for (i = 0; i < img.n; i++) {
@@ -539,7 +553,7 @@ static void test_partial_reads(void **state)
 	o.threads = 2;
 	memcpy(o.uuid, "fixed-test-uuid!", 16);
 	memset(&b, 0, sizeof(b));
-	assert_int_equal(ndz_zip(&io, len, &alloc, &o, fix_collect, &b, NULL, err, sizeof(err)),
+	assert_int_equal(zip_e(&io, len, &alloc, &o, fix_collect, &b, NULL, err, sizeof(err)),
 			 0);
 	assert_int_equal(a.n, b.n);
 	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);

@@ -3,6 +3,7 @@
 #define NDZ_TEST_ZIPFIX_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,10 +84,12 @@ struct fix_image {
 	size_t alloc;
 };
 
-static inline int fix_collect(void *ctx, const uint8_t *chunk, uint32_t index)
+static inline int fix_collect(void *ctx, const uint8_t *chunk, uint32_t index,
+			      struct ndz_error *e)
 {
 	struct fix_image *img = ctx;
 
+	(void)e;
 	if (index != img->n)
 		return NDZ_EINVAL;
 	if (img->n == img->alloc) {
@@ -118,7 +121,7 @@ static inline void fix_image_release(struct fix_image *img)
 static inline int fix_whole(struct ndz_ranges *r, uint64_t len)
 {
 	ndz_ranges_clear(r);
-	return ndz_ranges_add(r, 0, (len + NDZ_SECTOR_SIZE - 1) / NDZ_SECTOR_SIZE);
+	return ndz_ranges_add(r, 0, ndz_sectors_of(len));
 }
 
 /*
@@ -130,6 +133,7 @@ static inline int fix_zip(const uint8_t *src, size_t len, const struct ndz_range
 			  struct ndz_zip_stats *stats, char *err, size_t errlen)
 {
 	struct ndz_ranges whole = NDZ_RANGES_INIT;
+	struct ndz_error e = { 0 };
 	struct ndz_zip_opts o;
 	struct ndz_io *io;
 	int rc;
@@ -150,7 +154,9 @@ static inline int fix_zip(const uint8_t *src, size_t len, const struct ndz_range
 	o.threads = threads;
 	o.level = level;
 	memcpy(o.uuid, "fixed-test-uuid!", 16);
-	rc = ndz_zip(io, len, alloc, &o, fix_collect, img, stats, err, errlen);
+	rc = ndz_zip(io, len, alloc, &o, fix_collect, img, stats, &e);
+	if (rc < 0 && err)
+		snprintf(err, errlen, "%s", ndz_error_msg(&e));
 	ndz_ranges_release(&whole);
 	ndz_io_close(io);
 	return rc;

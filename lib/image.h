@@ -1,0 +1,94 @@
+/*
+ * A whole image: the rules its chunks obey together, whatever order they arrive in,
+ * and the reading of a stored image (a file, or a stream such as stdin) chunk by
+ * chunk. The restorer, the server and anything that receives images stand on it.
+ */
+#ifndef NDZ_IMAGE_H
+#define NDZ_IMAGE_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "format.h"
+#include "io.h"
+
+struct ndz_image;
+
+/* ndz_image_create - an empty image: nothing expected, nothing added. */
+int ndz_image_create(struct ndz_image **out);
+/* ndz_image_free - accepts NULL. */
+void ndz_image_free(struct ndz_image *im);
+
+/*
+ * ndz_image_expect - what is known before any chunk: the image has chunks chunks
+ * (0: not known) and, when uuid is not NULL, that UUID (16 bytes, copied).
+ */
+void ndz_image_expect(struct ndz_image *im, uint32_t chunks, const uint8_t *uuid);
+
+/*
+ * ndz_image_add - chunk h takes its place in the image. It must belong to the same
+ * image as every chunk before it (UUID, source size, kind, partition) and to the
+ * expected UUID; its index must be new, below the expected count and not past the
+ * chunk flagged LAST (of which there is one, the highest); and it must chain with
+ * the neighbours added so far: chunk 0 starts at sector 0, every other chunk where
+ * the one before it ends (a neighbour that comes later is checked then). Returns 0,
+ * or NDZ_EMISMATCH, NDZ_EDUP, NDZ_EREGION, NDZ_ERANGE (an index past the image)
+ * or NDZ_ENOMEM, with e naming the chunk; the image is unchanged then.
+ */
+int ndz_image_add(struct ndz_image *im, const struct ndz_chunk_hdr *h, struct ndz_error *e);
+
+/*
+ * ndz_image_complete - every chunk from 0 to the LAST one was added, and it is
+ * the expected count. 0, or NDZ_EMISSING naming the first chunk missing.
+ */
+int ndz_image_complete(const struct ndz_image *im, struct ndz_error *e);
+
+/* ndz_image_added - how many chunks were added. */
+uint32_t ndz_image_added(const struct ndz_image *im);
+
+/*
+ * ndz_image_fits - 0 when a target of target_bytes can hold the image h belongs
+ * to, else NDZ_ETOOSMALL with e naming target_name and both sizes.
+ */
+int ndz_image_fits(const struct ndz_chunk_hdr *h, const char *target_name,
+		   uint64_t target_bytes, struct ndz_error *e);
+
+/*
+ * Reading a stored image: its chunks one after another from a file or a stream.
+ * A file is looked at whole before anything is read: a whole number of chunks, the
+ * first and last headers sound and of one image, the last flagged LAST with the
+ * index its place says. A stream can only be judged as it goes: a short chunk is
+ * truncated, input after the LAST chunk is an error, and so is an end before it.
+ */
+struct ndz_image_reader;
+
+/*
+ * ndz_image_reader_open - start reading in (not owned; it must outlive the reader),
+ * a regular file or block device read by offset, or a stream (io->is_stream).
+ * Reads chunk 0's header (for a stream: the whole of chunk 0, handed out by the
+ * first ndz_image_reader_next). Returns 0 and *out, or a negative code with e
+ * naming in and the chunk.
+ */
+int ndz_image_reader_open(struct ndz_io *in, struct ndz_image_reader **out,
+			  struct ndz_error *e);
+/* ndz_image_reader_free - accepts NULL; does not close the io. */
+void ndz_image_reader_free(struct ndz_image_reader *r);
+
+/* ndz_image_reader_first - chunk 0's header: the image's identity and sizes. */
+const struct ndz_chunk_hdr *ndz_image_reader_first(const struct ndz_image_reader *r);
+
+/* ndz_image_reader_chunks - the image's chunk count for a file; 0 for a stream. */
+uint32_t ndz_image_reader_chunks(const struct ndz_image_reader *r);
+
+/*
+ * ndz_image_reader_next - the next chunk into buf (NDZ_CHUNK_SIZE bytes) with its
+ * header decoded into h (data checksum not checked). Returns 1 with a chunk, 0 at
+ * the end of a sound image (the chunk before was flagged LAST and nothing follows),
+ * or a negative code with e naming the input and the chunk: NDZ_ETRUNC, a header's
+ * own code, NDZ_EMISSING (the input ends before the LAST chunk), NDZ_EHEADER (data
+ * after it), NDZ_EIO.
+ */
+int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_chunk_hdr *h,
+			  struct ndz_error *e);
+
+#endif
