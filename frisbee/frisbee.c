@@ -412,9 +412,8 @@ int main(int argc, char **argv)
 	struct client c;
 	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1 };
 	uint8_t buf[2048];
-	char err[256];
 	pthread_t ft;
-	int opt, r, code = EXIT_OK, cache_mib = 64;
+	int opt, code = EXIT_OK, cache_mib = 64;
 	uint64_t start, next_look = 0;
 
 	cli_init(argv[0]);
@@ -447,9 +446,8 @@ int main(int argc, char **argv)
 	c.target_path = argv[optind];
 	c.nslots = (size_t)cache_mib;
 	signal(SIGPIPE, SIG_IGN);
-	r = ndz_net_open(&no, &c.net, err, sizeof(err));
-	if (r < 0)
-		cli_die(EXIT_FAIL, "%s", err);
+	if (ndz_net_open(&no, &c.net, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	if (getrandom(&c.id, sizeof(c.id), 0) != sizeof(c.id))
 		c.id = (uint32_t)ndz_now_ns();
 	c.start_ns = start = ndz_now_ns();

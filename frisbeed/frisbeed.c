@@ -414,7 +414,7 @@ int main(int argc, char **argv)
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
 	const char *json = NULL;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
-	char err[256];
+	struct ndz_error e = { 0 };
 	pthread_t rt, stt;
 	sigset_t set;
 	int c, r, code = EXIT_OK, announce = 3;
@@ -464,9 +464,8 @@ int main(int argc, char **argv)
 	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
 	if (!s.queued || !s.ever || !s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
-	r = ndz_net_open(&no, &s.net, err, sizeof(err));
-	if (r < 0)
-		cli_die(EXIT_FAIL, "%s", err);
+	if (ndz_net_open(&no, &s.net, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
 	s.last_activity_ns = ndz_now_ns();

@@ -5,7 +5,6 @@
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,21 +21,6 @@ struct ndz_net {
 	uint32_t local;
 	int rcvbuf;
 };
-
-static int fail(char *eb, size_t el, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *eb, size_t el, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (eb && el) {
-		va_start(ap, fmt);
-		vsnprintf(eb, el, fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 int ndz_net_addr(const char *s, uint32_t *out)
 {
@@ -82,7 +66,7 @@ static int find_iface(const char *spec, int *index, uint32_t *addr)
 	return found ? 0 : NDZ_EINVAL;
 }
 
-int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, char *eb, size_t el)
+int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_error *e)
 {
 	struct ndz_net *n;
 	struct ip_mreqn mr;
@@ -93,20 +77,20 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, char *eb, s
 
 	*out = NULL;
 	if (ndz_net_addr(o->group, &g) != 0 || !IN_MULTICAST(ntohl(g)))
-		return fail(eb, el, NDZ_EINVAL, "%s: not an IPv4 multicast address",
-			    o->group ? o->group : "(none)");
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: not an IPv4 multicast address",
+				     o->group ? o->group : "(none)");
 	n = calloc(1, sizeof(*n));
 	if (!n)
-		return fail(eb, el, NDZ_ENOMEM, "out of memory");
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
 	if (o->iface && find_iface(o->iface, &ifindex, &n->local) != 0) {
 		free(n);
-		return fail(eb, el, NDZ_EINVAL, "%s: no such interface with an IPv4 address",
-			    o->iface);
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: no such interface with an IPv4 address",
+				     o->iface);
 	}
 	n->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (n->fd < 0) {
 		free(n);
-		return fail(eb, el, NDZ_ENET, "socket: %s", strerror(errno));
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
 	}
 	n->group.sin_family = AF_INET;
 	n->group.sin_port = htons(o->port);
@@ -142,8 +126,8 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, char *eb, s
 	*out = n;
 	return 0;
 err:
-	r = fail(eb, el, NDZ_ENET, "multicast group %s port %u%s%s: %s", o->group, o->port,
-		 o->iface ? " on " : "", o->iface ? o->iface : "", strerror(errno));
+	r = ndz_error_set(e, NDZ_ENET, errno, "multicast group %s port %u%s%s", o->group, o->port,
+			  o->iface ? " on " : "", o->iface ? o->iface : "");
 	close(n->fd);
 	free(n);
 	return r;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 struct ndz_net;
 
 struct ndz_net_opts {
@@ -19,10 +21,10 @@ struct ndz_net_opts {
 
 /*
  * ndz_net_open - a socket bound to group:port, member of group on the interface,
- * sending to group:port from it. errbuf (may be NULL) gets a message naming
- * what failed. Returns 0 and *out or NDZ_EINVAL (bad address or interface) or NDZ_ENET.
+ * sending to group:port from it. Returns 0 and *out, or NDZ_EINVAL (bad address or
+ * interface), NDZ_ENET or NDZ_ENOMEM with e (may be NULL) naming what failed.
  */
-int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, char *errbuf, size_t errlen);
+int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_error *e);
 
 /* ndz_net_send - one datagram to the group. 0 or NDZ_ENET (errno set). */
 int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);

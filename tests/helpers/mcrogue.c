@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 	uint64_t end;
 	unsigned long sent = 0;
 	int raw = -1;
-	char err[256];
+	struct ndz_error err = { 0 };
 
 	if (argc < 5) {
 		fprintf(stderr, "usage: mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR]\n");
@@ -79,8 +79,8 @@ int main(int argc, char **argv)
 	o.group = argv[1];
 	o.port = (uint16_t)atoi(argv[2]);
 	o.loop = 0;
-	if (ndz_net_open(&o, &net, err, sizeof(err)) < 0 || ndz_net_addr(argv[1], &group) < 0) {
-		fprintf(stderr, "mcrogue: %s\n", err);
+	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group) < 0) {
+		fprintf(stderr, "mcrogue: %s\n", ndz_error_msg(&err));
 		return 1;
 	}
 	if (argc > 5) {
