@@ -144,13 +144,19 @@ static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 	return zero_by_writing(io, off, len);
 }
 
+/* fsync fd; a pipe, a terminal or a read-only file system has nothing to sync. */
+static int sync_fd(struct ndz_io *io, int fd)
+{
+	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
+		return sys_fail(io, errno);
+	return 0;
+}
+
 static int file_flush(struct ndz_io *io)
 {
 	struct file_priv *p = io->priv;
 
-	if (fsync(p->fd) < 0 && errno != EINVAL && errno != EROFS)
-		return sys_fail(io, errno);
-	return 0;
+	return sync_fd(io, p->fd);
 }
 
 static void file_close(struct ndz_io *io)
@@ -379,10 +385,7 @@ static int stream_flush(struct ndz_io *io)
 {
 	struct stream_priv *p = io->priv;
 
-	/* a pipe or a terminal has nothing to sync */
-	if (fsync(p->fd) < 0 && errno != EINVAL && errno != EROFS)
-		return sys_fail(io, errno);
-	return 0;
+	return sync_fd(io, p->fd);
 }
 
 static void stream_close(struct ndz_io *io)

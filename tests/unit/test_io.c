@@ -633,9 +633,93 @@ static void test_open_target(void **state)
 	rmdir(dir);
 }
 
+/* A pipe read and written in order; anything else is refused, not guessed at. */
+static void test_stream(void **state)
+{
+	struct ndz_io *w, *r;
+	uint8_t buf[8];
+	size_t got;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(ndz_io_open_stream(fds[1], "pipe-in", &w), 0);
+	assert_int_equal(ndz_io_open_stream(fds[0], "pipe-out", &r), 0);
+	assert_int_equal(w->is_stream, 1);
+	assert_int_equal(w->size, 0);
+	assert_int_equal(ndz_io_write_full(w, "abc", 3, 0), 0);
+	assert_int_equal(ndz_io_write_full(w, "def", 3, 3), 0);
+	assert_int_equal(w->ops->pwrite(w, "x", 1, 0), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_zero(w, 6, 2), 0);
+	assert_int_equal(ndz_io_flush(w), 0);         /* nothing to sync on a pipe */
+	ndz_io_close(w);                              /* the descriptor stays open */
+	assert_int_equal(close(fds[1]), 0);
+	assert_int_equal(ndz_io_read_full(r, buf, 8, 0, NULL), 0);
+	assert_memory_equal(buf, "abcdef\0\0", 8);
+	assert_int_equal(r->ops->pread(r, buf, 1, 3), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_read_full(r, buf, 4, 8, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 0);
+	ndz_io_close(r);
+	close(fds[0]);
+}
+
+/* A failed call is named: the io, what was done, and the system's reason. */
+static void test_fail_messages(void **state)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_io *io, *sub;
+	char *p = temp_path();
+	uint8_t buf[4] = { 0 };
+	int rc;
+
+	(void)state;
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
+	assert_int_equal(ndz_io_set_size(io, 0), NDZ_EIO);
+	rc = ndz_io_write_full(io, buf, 4, 0);
+	assert_int_equal(rc, NDZ_EIO);
+	assert_int_equal(ndz_io_fail(io, rc, &e, "write at byte 0"), NDZ_EIO);
+	assert_int_equal(e.sys, EBADF);
+	{
+		char want[300];
+
+		snprintf(want, sizeof(want), "%s: write at byte 0: %s", p, strerror(EBADF));
+		assert_string_equal(ndz_error_msg(&e), want);
+	}
+	ndz_io_close(io);
+	/* through a window, the file's reason comes along */
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
+	assert_int_equal(ndz_io_write_full(io, "abcd", 4, 0), 0);
+	ndz_io_close(io);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
+	assert_int_equal(ndz_io_open_sub(io, 1, 3, &sub), 0);
+	assert_int_equal(ndz_io_write_full(sub, buf, 2, 0), NDZ_EIO);
+	assert_int_equal(sub->err.sys, EBADF);
+	ndz_io_close(sub);
+	ndz_io_close(io);
+	/* no system reason: the code's message */
+	assert_int_equal(ndz_io_open_mem(buf, 4, 0, &io), 0);
+	rc = ndz_io_write_full(io, buf, 4, 0);
+	ndz_error_clear(&e);
+	ndz_io_fail(io, rc, &e, "write at byte 0");
+	assert_string_equal(ndz_error_msg(&e), "memory: write at byte 0: input/output error");
+	ndz_io_close(io);
+	/* opening: the path and the reason */
+	ndz_error_clear(&e);
+	unlink(p);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, &e), NDZ_ENOENT);
+	assert_non_null(strstr(ndz_error_msg(&e), "No such file or directory"));
+	assert_non_null(strstr(ndz_error_msg(&e), p));
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_io_open_file("/dev/null", NDZ_IO_READ, &io, &e), NDZ_ENOTSUP);
+	assert_string_equal(ndz_error_msg(&e), "/dev/null: not a regular file or block device");
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream),
+		cmocka_unit_test(test_fail_messages),
 		cmocka_unit_test(test_mem_read),
 		cmocka_unit_test(test_mem_write),
 		cmocka_unit_test(test_mem_empty),
