@@ -30,7 +30,7 @@ QLD = @printf '  LD      %s\n' $@;
 QAR = @printf '  AR      %s\n' $@;
 endif
 
-TOOLS    := imagezip imageunzip frisbeed frisbee
+TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed
 PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
 LIB_SRC  := $(wildcard lib/*.c)
 FS_SRC   := $(wildcard fs/*.c)
