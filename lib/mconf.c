@@ -234,11 +234,13 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		c->pool_base = cidr.addr;
 		c->pool_size = ~cidr.mask + 1;
 	} else if (strcmp(k, "ports") == 0) {
-		char *dash = strchr(tok[1], '-');
+		char lo[16], *dash;
 
+		snprintf(lo, sizeof(lo), "%s", tok[1]);
+		dash = strchr(lo, '-');
 		if (dash)
 			*dash++ = 0;
-		if (parse_uint(tok[1], 1, 65535, &v) || parse_uint(dash ? dash : tok[1], v, 65535, &w))
+		if (parse_uint(lo, 1, 65535, &v) || parse_uint(dash ? dash : lo, v, 65535, &w))
 			return perr(p, "bad port range (LOW-HIGH)", tok[1]);
 		c->port_lo = (uint16_t)v;
 		c->port_hi = (uint16_t)w;
