@@ -221,8 +221,16 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	const char *k = tok[0];
 	unsigned long v, w;
 
+	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
+					    "rate", "total-rate" };
+	size_t i;
+
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
 		return parse_image(p, tok, ntok, k[5] == 'd');
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && strcmp(k, keys[i]) != 0; i++)
+		;
+	if (i == sizeof(keys) / sizeof(keys[0]))
+		return perr(p, "unknown keyword", k);
 	if (ntok != 2)
 		return perr(p, ntok == 1 ? "missing value after" : "too many values after", k);
 	if (strcmp(k, "pool") == 0) {
@@ -255,11 +263,9 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	} else if (strcmp(k, "rate") == 0) {
 		if (ndz_parse_rate(tok[1], &c->rate) != 0 || c->rate < 8000)
 			return perr(p, "bad rate (bits/s, at least 8k)", tok[1]);
-	} else if (strcmp(k, "total-rate") == 0) {
+	} else {                       /* total-rate */
 		if (ndz_parse_rate(tok[1], &c->total_rate) != 0 || c->total_rate < 8000)
 			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
-	} else {
-		return perr(p, "unknown keyword", k);
 	}
 	return 0;
 }

@@ -654,6 +654,39 @@ static const char *find_frisbeed(char *buf, size_t cap)
 	return buf;
 }
 
+/*
+ * The address the sessions will send from: the interface's (-i), else that of the
+ * route to the pool. 0 when unknown: clients then learn it from the JOIN_REPLY.
+ */
+static uint32_t source_address(const struct master *m)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(m->conf->port_lo) };
+	socklen_t len = sizeof(sa);
+	uint32_t a = 0;
+	int fd;
+
+	if (m->iface) {
+		struct ndz_net_opts no = { .iface = m->iface, .port = m->conf->port_lo };
+		struct ndz_net *net;
+		char g[16];
+
+		no.group = ndz_net_ntoa(htonl(m->conf->pool_base), g);
+		if (ndz_net_open(&no, &net, NULL) == 0) {
+			a = ndz_net_local(net);
+			ndz_net_free(net);
+		}
+		return a;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sa.sin_addr.s_addr = htonl(m->conf->pool_base);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		a = sa.sin_addr.s_addr;
+	if (fd >= 0)
+		close(fd);
+	return a;
+}
+
 static int query_status(const char *target)
 {
 	static uint8_t buf[NDZ_CTL_REP_MAX];
@@ -745,18 +778,8 @@ int main(int argc, char **argv)
 	m.fd = open_control(listen, &e);
 	if (m.fd < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (!m.server) {
-		/* the address the sessions will send from: that of the route to the pool */
-		struct ndz_net_opts no = { .iface = m.iface, .port = m.conf->port_lo };
-		struct ndz_net *net;
-		char g[16];
-
-		no.group = ndz_net_ntoa(htonl(m.conf->pool_base), g);
-		if (ndz_net_open(&no, &net, NULL) == 0) {
-			m.server = ndz_net_local(net);
-			ndz_net_free(net);
-		}
-	}
+	if (!m.server)
+		m.server = source_address(&m);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

@@ -98,7 +98,8 @@ sed 's|^pool .*|pool 239.192.3.0/29|; s|^max-sessions .*|max-sessions 1|' "$T/m.
 mpid=$MPID
 MPORT=:3600 master pool "$T/pool.conf" -r "$T/run-pool" -l 0.0.0.0:3600
 r1=$(in_ns c1 "$CTLASK" "$SRV" 3600 a) r2=$(in_ns c1 "$CTLASK" "$SRV" 3600 b)
-check "pool of one: the first image gets it ($r1)" [ "$r1" = "ok 239.192.2.0 5000" ]
+check "pool of one: the first image gets it, from the server's address ($r1)" \
+	[ "$r1" = "ok 239.192.2.0 5000 $SRV" ]
 check "pool of one: the second image finds it exhausted" [ "$r2" = "multicast address pool exhausted" ]
 mpid2=$MPID
 MPORT=:3601 master one "$T/one.conf" -r "$T/run-one" -l 0.0.0.0:3601

@@ -2,7 +2,7 @@
  * ctlask HOST PORT NAME[,NAME...] [COUNT]: ask a master for images over the control
  * protocol. With COUNT (a burst), send COUNT GET requests back to back cycling through
  * the names, then print how many replies came within a second; without, ask for NAME
- * once and print "ok GROUP PORT" or the refusal's message.
+ * once and print "ok GROUP PORT SERVER" or the refusal's message.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	struct ndz_ctl_req req = { .type = NDZ_CTL_GET };
 	struct ndz_ctl_rep rep;
 	struct ndz_error e = { 0 };
-	char g[16];
+	char g[16], a[16];
 	int port = argc > 2 ? atoi(argv[2]) : 0;
 
 	if (argc < 4 || argc > 5 || port <= 0 || port > 65535) {
@@ -77,6 +77,6 @@ int main(int argc, char **argv)
 		printf("%s\n", ndz_ctl_strstatus(rep.status));
 		return 1;
 	}
-	printf("ok %s %u\n", ndz_net_ntoa(rep.group, g), rep.port);
+	printf("ok %s %u %s\n", ndz_net_ntoa(rep.group, g), rep.port, ndz_net_ntoa(rep.server, a));
 	return 0;
 }

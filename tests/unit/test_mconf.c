@@ -113,6 +113,7 @@ static void test_errors(void **state)
 	refused("max-sessions 0\n", "m.conf:1: bad max-sessions (1 to 1024) '0'");
 	refused("max-sessions\n", "m.conf:1: missing value after 'max-sessions'");
 	refused("rate 1 2\n", "m.conf:1: too many values after 'rate'");
+	refused("bogus\n", "m.conf:1: unknown keyword 'bogus'");
 	refused("rate 7k\n", "m.conf:1: bad rate (bits/s, at least 8k) '7k'");
 	refused("total-rate 1X\n", "m.conf:1: bad total-rate (bits/s, at least 8k) '1X'");
 	refused("idle-timeout -1\n", "m.conf:1: bad idle-timeout (1 to 86400 seconds) '-1'");
