@@ -246,3 +246,24 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 		ndz_error_set(e, rc, 0, "no answer from master %s:%u", host, port);
 	return rc;
 }
+
+int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, size_t cap,
+		struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	char host[256];
+	uint16_t port;
+	int rc;
+
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
+	if (rc == 0 && rep->status != NDZ_CTL_OK) {
+		if (req->type == NDZ_CTL_GET)
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s", host,
+					   port, req->name, ndz_ctl_strstatus(rep->status));
+		else
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s", host, port,
+					   ndz_ctl_strstatus(rep->status));
+	}
+	return rc;
+}

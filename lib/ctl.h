@@ -97,6 +97,16 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 		  struct ndz_error *e);
 
 /*
+ * ndz_ctl_ask - ndz_ctl_query to the master at spec ("HOST[:PORT]", port
+ * NDZ_CTL_PORT by default): four tries 700 ms apart, about 2.8 s in all. Returns 0
+ * with rep (status OK); NDZ_EINVAL (a bad spec or host); NDZ_EREFUSED with e saying
+ * "master HOST:PORT: image 'NAME': unknown image" (GET) or "master HOST:PORT: access
+ * denied" (STATUS); or what ndz_ctl_query returns.
+ */
+int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, size_t cap,
+		struct ndz_ctl_rep *rep, struct ndz_error *e);
+
+/*
  * ndz_ctl_hostport - split "HOST[:PORT]" into host (copied into h, hcap bytes) and
  * port (defport when absent). 0 or NDZ_EINVAL.
  */

@@ -693,15 +693,9 @@ static int query_status(const char *target)
 	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS };
 	struct ndz_ctl_rep rep;
 	struct ndz_error e = { 0 };
-	char host[256];
-	uint16_t port;
 
-	if (ndz_ctl_hostport(target, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
-		cli_usage_error("--status: bad HOST[:PORT] '%s'", target);
-	if (ndz_ctl_query(host, port, &req, 4, 700, buf, sizeof(buf), &rep, &e) != 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (rep.status != NDZ_CTL_OK)
-		cli_die(EXIT_FAIL, "master %s:%u: %s", host, port, ndz_ctl_strstatus(rep.status));
+	if (ndz_ctl_ask(target, &req, buf, sizeof(buf), &rep, &e) != 0)
+		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : EXIT_FAIL, "%s", ndz_error_msg(&e));
 	printf("%.*s\n", (int)rep.json_len, rep.json);
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }

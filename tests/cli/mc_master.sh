@@ -92,6 +92,9 @@ t1=$(date +%s)
 in_ns c1 "$FRISBEE" -M "$SRV:9" -I a "$T/x" 2>"$T/err"; rc=$?
 check "no master: exit 1 after $(( $(date +%s) - t1 )) s, and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = 'frisbee: no answer from master $SRV:9' ] && [ $(( $(date +%s) - t1 )) -le 4 ]"
 
+in_ns c1 "$FRISBEE" -M "$SRV:0" -I a "$T/x" 2>"$T/err"; rc=$?
+check "a bad master address: exit 2 and says so" sh -c "[ $rc = 2 ] && [ \"\$(cat '$T/err')\" = \"frisbee: bad master address '$SRV:0' (HOST[:PORT])\" ]"
+
 # a second master with a pool of one address, a third allowing one session
 sed 's|^pool .*|pool 239.192.2.0/32|; s|^max-sessions .*|max-sessions 4|' "$T/m.conf" >"$T/pool.conf"
 sed 's|^pool .*|pool 239.192.3.0/29|; s|^max-sessions .*|max-sessions 1|' "$T/m.conf" >"$T/one.conf"

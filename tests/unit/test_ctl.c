@@ -143,6 +143,18 @@ static void test_hostport(void **state)
 	assert_int_equal(ndz_ctl_hostport(":5", 1, h, sizeof(h), &p), NDZ_EINVAL);
 }
 
+static void test_ask_bad_address(void **state)
+{
+	static uint8_t b[NDZ_CTL_REP_MAX];
+	struct ndz_ctl_req r = { .type = NDZ_CTL_STATUS };
+	struct ndz_ctl_rep rep;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_ctl_ask("m:99999", &r, b, sizeof(b), &rep, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "bad master address 'm:99999' (HOST[:PORT])");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +162,7 @@ int main(void)
 		cmocka_unit_test(test_get_reply),
 		cmocka_unit_test(test_status_reply),
 		cmocka_unit_test(test_hostport),
+		cmocka_unit_test(test_ask_bad_address),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
