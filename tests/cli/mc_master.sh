@@ -30,6 +30,7 @@ image a $T/a.ndz allow 10.77.0.0/27
 image b $T/b.ndz allow 10.77.0.0/27,10.77.0.99/32
 imagedir $T/dir allow 10.77.0.0/27
 image slow $T/slow.ndz allow 10.77.0.0/27 rate 16M
+image gone $T/gone.ndz allow 10.77.0.0/27
 CONF
 
 # master NAME CONF [OPTIONS...]: start mfrisbeed in srv; its pid in MPID
@@ -88,6 +89,9 @@ status stranger >"$T/out" 2>"$T/err"; rc=$?
 check "a host no image allows is refused" sh -c "[ $rc = 1 ] && [ ! -s '$T/out' ] && [ \"\$(cat '$T/err')\" = 'mfrisbeed: master $SRV:3563: access denied' ]"
 status c1 >"$T/stx.json"
 check "refusals are counted (2 denied, 1 unknown)" sh -c "grep -q '\"unknown\": 1, \"denied\": 2,' '$T/stx.json'"
+in_ns c1 "$FRISBEE" -M "$SRV" -I gone "$T/x" 2>"$T/err"; rc=$?
+check "an image that cannot be opened: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'gone': the server could not start a session\" ]"
+check "... and the master's log names the file" grep -q "^mfrisbeed: $T/gone.ndz: " "$T/m.log"
 t1=$(date +%s)
 in_ns c1 "$FRISBEE" -M "$SRV:9" -I a "$T/x" 2>"$T/err"; rc=$?
 check "no master: exit 1 after $(( $(date +%s) - t1 )) s, and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = 'frisbee: no answer from master $SRV:9' ] && [ $(( $(date +%s) - t1 )) -le 4 ]"
@@ -160,7 +164,7 @@ cp "$T/m.conf" "$T/m.conf.good"
 echo "rate fast" >>"$T/m.conf"
 kill -HUP "$MPID"; sleep 0.3
 r1=$(in_ns c1 "$CTLASK" "$SRV" 3563 a)
-check "SIGHUP with a broken file: reported" grep -q "^mfrisbeed: $T/m.conf:11: bad rate (bits/s, at least 8k) 'fast'; keeping the old configuration$" "$T/m2.log"
+check "SIGHUP with a broken file: reported" grep -q "^mfrisbeed: $T/m.conf:12: bad rate (bits/s, at least 8k) 'fast'; keeping the old configuration$" "$T/m2.log"
 check "SIGHUP with a broken file: the old configuration still serves ($r1)" sh -c "echo '$r1' | grep -q '^ok '"
 sed 's/^max-sessions 3$/max-sessions 8/' "$T/m.conf.good" >"$T/m.conf"
 echo "image e $T/b.ndz allow 10.77.0.0/27" >>"$T/m.conf"
