@@ -3,6 +3,15 @@
 # a master killed mid-transfer and restarted, a request flood, configuration errors.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
+# the master as a Unix tool (these need no network)
+out=$("$NDZ_BIN/mfrisbeed" --help); rc=$?
+check "mfrisbeed --help: exit 0, usage on stdout" sh -c "[ $rc = 0 ] && echo \"\$1\" | grep -q '^Usage: mfrisbeed'" _ "$out"
+out=$("$NDZ_BIN/mfrisbeed" --version); rc=$?
+check "mfrisbeed --version: exit 0, names the version" sh -c "[ $rc = 0 ] && echo \"\$1\" | grep -Eq '^mfrisbeed \(ndz\) [0-9]+\.'" _ "$out"
+"$NDZ_BIN/mfrisbeed" --no-such-option 2>/dev/null; rc1=$?
+"$NDZ_BIN/mfrisbeed" 2>"$T/err"; rc2=$?
+check "mfrisbeed: unknown option or no -c: exit 2 ($rc1, $rc2)" \
+	sh -c "[ $rc1 = 2 ] && [ $rc2 = 2 ] && grep -q '^mfrisbeed: -c CONFIG is required' '$T/err'"
 netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 CTLASK="$NDZ_BUILD/tests/helpers/ctlask"
@@ -36,7 +45,7 @@ CONF
 # master NAME CONF [OPTIONS...]: start mfrisbeed in srv; its pid in MPID
 master() {
 	_m=$1 _c=$2; shift 2
-	ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$_c" -v "$@" 2>>"$T/$_m.log" &
+	ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$_c" "$@" 2>>"$T/$_m.log" &
 	MPID=$!
 	for _k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 		in_ns srv ss -lun 2>/dev/null | grep -q "${MPORT:-:3563} " && return 0
@@ -55,7 +64,7 @@ fclient() {
 	MC_PIDS="$MC_PIDS $!"
 }
 
-master m "$T/m.conf" -r "$T/run"
+master m "$T/m.conf" -r "$T/run" -v
 t0=$(date +%s)
 fclient c1 a "$T/out1"; fclient c2 a "$T/out2"
 fclient c3 b "$T/out3"; fclient c4 b "$T/out4"
@@ -113,14 +122,16 @@ MPORT=:3601 master one "$T/one.conf" -r "$T/run-one" -l 0.0.0.0:3601
 in_ns c1 "$CTLASK" "$SRV" 3601 a >/dev/null
 in_ns c1 "$FRISBEE" -M "$SRV:3601" -I b "$T/x" 2>"$T/err"; rc=$?
 check "too many sessions: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3601: image 'b': too many sessions\" ]"
-kill -TERM $MPID; kill -TERM $mpid2; MPID=$mpid
+kill -TERM $MPID; kill -TERM $mpid2; wait $MPID $mpid2
+check "a master without -v prints nothing when all goes well" sh -c "[ ! -s '$T/pool.log' ] && [ ! -s '$T/one.log' ]"
+MPID=$mpid
 
 # the master killed mid-transfer: its session goes on; restarted, it adopts it
 rm -f "$T"/c*.rc
 fclient c1 slow "$T/slow1"; fclient c2 slow "$T/slow2"
 sleep 0.7
 kill -9 "$MPID"; wait "$MPID" 2>/dev/null
-master m2 "$T/m.conf" -r "$T/run"
+master m2 "$T/m.conf" -r "$T/run" -v
 status c3 >"$T/st3.json"
 check "restarted master adopts the running session" grep -q '"image": "slow", .*"adopted": true' "$T/st3.json"
 fclient c3 a "$T/out7"
