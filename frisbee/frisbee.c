@@ -31,6 +31,7 @@ struct client {
 	/* options */
 	const char *target_path;
 	uint32_t server;               /* required BLOCK source; 0: learn from JOIN_REPLY */
+	const uint8_t *want_uuid;      /* the image the master named (-M); NULL: any */
 	int zero_fill, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
@@ -310,6 +311,11 @@ static void join(struct client *c, const char *group, unsigned port)
 			cli_die(EXIT_FAIL, "receive on %s port %u: %s", group, port, strerror(errno));
 		if (n <= 0 || !accept_pkt(c, buf, n, from, &p))
 			continue;
+		if (p.type == NDZ_PKT_JOIN_REPLY && c->want_uuid &&
+		    memcmp(p.info.uuid, c->want_uuid, 16) != 0) {
+			c->foreign++;          /* another image's server on our group */
+			continue;
+		}
 		if (p.type == NDZ_PKT_JOIN_REPLY) {
 			char a[16];
 
@@ -461,6 +467,7 @@ int main(int argc, char **argv)
 		no.port = ma.port;
 		if (!c.server)
 			c.server = ma.server;
+		c.want_uuid = ma.uuid;
 	}
 	if (!no.group || !no.port)
 		cli_usage_error("-m ADDR and -p PORT are required");

@@ -1,5 +1,6 @@
 /* frisbee -M: ask an image master (mfrisbeed) where the image NAME is being served. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "ctl.h"
@@ -20,6 +21,7 @@ void ask_master(const char *spec, const char *name, struct master_answer *a)
 	ndz_net_ntoa(rep.group, a->group);
 	a->port = rep.port;
 	a->server = rep.server;
+	memcpy(a->uuid, rep.uuid, 16);
 	if (cli_verbose) {
 		char s[16];
 

@@ -8,6 +8,7 @@ struct master_answer {
 	char group[16];                /* dotted multicast address */
 	uint16_t port;
 	uint32_t server;               /* network order; 0: not known */
+	uint8_t uuid[16];              /* the image's */
 };
 
 /*

@@ -56,10 +56,10 @@ master() {
 status() { in_ns "$1" "$MFRISBEED" --status "$SRV${2:+:$2}"; }
 # nsessions JSON: how many sessions it lists
 nsessions() { grep -o '"pid": ' "$1" | wc -l; }
-# fclient HOST IMAGE TARGET [OPTIONS...]: frisbee -M in the background
+# fclient HOST IMAGE TARGET [MASTER]: frisbee -M in the background
 fclient() {
 	_h=$1 _i=$2 _t=$3; shift 3
-	( in_ns "$_h" "$FRISBEE" $MC_RAW -M "$SRV" -I "$_i" -T 10 "$@" "$_t" \
+	( in_ns "$_h" "$FRISBEE" $MC_RAW -M "${1:-$SRV}" -I "$_i" -T 10 "$_t" \
 		2>>"$T/$_h.log"; echo $? >"$T/$_h.rc" ) &
 	MC_PIDS="$MC_PIDS $!"
 }
@@ -112,11 +112,19 @@ check "a bad master address: exit 2 and says so" sh -c "[ $rc = 2 ] && [ \"\$(ca
 sed 's|^pool .*|pool 239.192.2.0/32|; s|^max-sessions .*|max-sessions 4|' "$T/m.conf" >"$T/pool.conf"
 sed 's|^pool .*|pool 239.192.3.0/29|; s|^max-sessions .*|max-sessions 1|' "$T/m.conf" >"$T/one.conf"
 mpid=$MPID
+# a decoy on the address the pool will hand out, serving another image from the
+# same host: a client sent there by the master must still load the image it asked for
+in_ns srv "$FRISBEED" -m 239.192.2.0 -p 5000 -T 6 -q "$T/b.ndz" &
 MPORT=:3600 master pool "$T/pool.conf" -r "$T/run-pool" -l 0.0.0.0:3600
 r1=$(in_ns c1 "$CTLASK" "$SRV" 3600 a) r2=$(in_ns c1 "$CTLASK" "$SRV" 3600 b)
 check "pool of one: the first image gets it, from the server's address ($r1)" \
 	[ "$r1" = "ok 239.192.2.0 5000 $SRV" ]
 check "pool of one: the second image finds it exhausted" [ "$r2" = "multicast address pool exhausted" ]
+rm -f "$T/c2.rc"
+fclient c2 a "$T/out8" "$SRV:3600"
+mc_wait
+check "a client ignores another image's server on its group" \
+	sh -c "[ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out8'"
 mpid2=$MPID
 MPORT=:3601 master one "$T/one.conf" -r "$T/run-one" -l 0.0.0.0:3601
 in_ns c1 "$CTLASK" "$SRV" 3601 a >/dev/null
@@ -130,7 +138,7 @@ MPID=$mpid
 rm -f "$T"/c*.rc
 fclient c1 slow "$T/slow1"; fclient c2 slow "$T/slow2"
 sleep 0.7
-kill -9 "$MPID"; wait "$MPID" 2>/dev/null
+{ kill -9 "$MPID"; wait "$MPID"; } 2>/dev/null
 master m2 "$T/m.conf" -r "$T/run" -v
 status c3 >"$T/st3.json"
 check "restarted master adopts the running session" grep -q '"image": "slow", .*"adopted": true' "$T/st3.json"
