@@ -115,6 +115,7 @@ mpid=$MPID
 # a decoy on the address the pool will hand out, serving another image from the
 # same host: a client sent there by the master must still load the image it asked for
 in_ns srv "$FRISBEED" -m 239.192.2.0 -p 5000 -T 6 -q "$T/b.ndz" &
+decoy=$!
 MPORT=:3600 master pool "$T/pool.conf" -r "$T/run-pool" -l 0.0.0.0:3600
 r1=$(in_ns c1 "$CTLASK" "$SRV" 3600 a) r2=$(in_ns c1 "$CTLASK" "$SRV" 3600 b)
 check "pool of one: the first image gets it, from the server's address ($r1)" \
@@ -125,6 +126,7 @@ fclient c2 a "$T/out8" "$SRV:3600"
 mc_wait
 check "a client ignores another image's server on its group" \
 	sh -c "[ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out8'"
+kill -TERM $decoy; wait $decoy
 mpid2=$MPID
 MPORT=:3601 master one "$T/one.conf" -r "$T/run-one" -l 0.0.0.0:3601
 in_ns c1 "$CTLASK" "$SRV" 3601 a >/dev/null
