@@ -114,7 +114,7 @@ sed 's|^pool .*|pool 239.192.3.0/29|; s|^max-sessions .*|max-sessions 1|' "$T/m.
 mpid=$MPID
 # a decoy on the address the pool will hand out, serving another image from the
 # same host: a client sent there by the master must still load the image it asked for
-in_ns srv "$FRISBEED" -m 239.192.2.0 -p 5000 -T 6 -q "$T/b.ndz" &
+ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m 239.192.2.0 -p 5000 -T 6 -q "$T/b.ndz" &
 decoy=$!
 MPORT=:3600 master pool "$T/pool.conf" -r "$T/run-pool" -l 0.0.0.0:3600
 r1=$(in_ns c1 "$CTLASK" "$SRV" 3600 a) r2=$(in_ns c1 "$CTLASK" "$SRV" 3600 b)
