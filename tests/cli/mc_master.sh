@@ -35,6 +35,7 @@ ports 5000-5007
 max-sessions 3
 idle-timeout 2
 rate $MC_RATE
+total-rate $(( ${MC_RATE%M} * 2 ))M
 image a $T/a.ndz allow 10.77.0.0/27
 image b $T/b.ndz allow 10.77.0.0/27,10.77.0.99/32
 imagedir $T/dir allow 10.77.0.0/27
@@ -79,6 +80,11 @@ check "six clients, three images, all at once: 6 byte-identical targets ($good)"
 status c1 >"$T/st1.json"
 check "exactly three sessions were started" grep -q '"sessions_started": 3,' "$T/st1.json"
 check "status lists clients of the sessions" grep -q '"image": "a", .*"clients": 2' "$T/st1.json"
+# the total cap: a session starting while K run gets at most total / (K + 1)
+r=${MC_RATE%M}000000
+rates=$(grep -o '"rate_bps": [0-9]*, "clients"' "$T/st1.json" | tr -dc '0-9\n' | sort -n | tr '\n' ' ')
+check "per-image rate and total cap: sessions at $rates" \
+	[ "$rates" = "$(( r * 2 / 3 )) $r $r " ]
 # every session leaves after its idle timeout and gives its address back
 k=0
 while [ $k -lt 80 ]; do
@@ -185,7 +191,7 @@ cp "$T/m.conf" "$T/m.conf.good"
 echo "rate fast" >>"$T/m.conf"
 kill -HUP "$MPID"; sleep 0.3
 r1=$(in_ns c1 "$CTLASK" "$SRV" 3563 a)
-check "SIGHUP with a broken file: reported" grep -q "^mfrisbeed: $T/m.conf:12: bad rate (bits/s, at least 8k) 'fast'; keeping the old configuration$" "$T/m2.log"
+check "SIGHUP with a broken file: reported" grep -q "^mfrisbeed: $T/m.conf:13: bad rate (bits/s, at least 8k) 'fast'; keeping the old configuration$" "$T/m2.log"
 check "SIGHUP with a broken file: the old configuration still serves ($r1)" sh -c "echo '$r1' | grep -q '^ok '"
 sed 's/^max-sessions 3$/max-sessions 8/' "$T/m.conf.good" >"$T/m.conf"
 echo "image e $T/b.ndz allow 10.77.0.0/27" >>"$T/m.conf"
