@@ -102,7 +102,12 @@ in_ns far "$FRISBEE" -M "$SRV" -I a "$T/x" 2>"$T/err"; rc=$?
 check "denied image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'a': access denied\" ]"
 status stranger >"$T/out" 2>"$T/err"; rc=$?
 check "a host no image allows is refused" sh -c "[ $rc = 1 ] && [ ! -s '$T/out' ] && [ \"\$(cat '$T/err')\" = 'mfrisbeed: master $SRV:3563: access denied' ]"
+junk=$(in_ns c1 "$CTLASK" "$SRV" 3563 --junk | tr '\n' ' ')
+check "junk is dropped unanswered, a bad request answered malformed ($junk)" \
+	[ "$junk" = "none malformed request " ]
 status c1 >"$T/stx.json"
+check "junk and malformed requests are counted" \
+	grep -q '"malformed": 1, "dropped": 1,' "$T/stx.json"
 check "refusals are counted (2 denied, 1 unknown)" sh -c "grep -q '\"unknown\": 1, \"denied\": 2,' '$T/stx.json'"
 in_ns c1 "$FRISBEE" -M "$SRV" -I gone "$T/x" 2>"$T/err"; rc=$?
 check "an image that cannot be opened: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'gone': the server could not start a session\" ]"
