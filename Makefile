@@ -1,8 +1,9 @@
-# Build, test and install the ndz disk imaging suite (imagezip, imageunzip, frisbeed, frisbee).
+# Build, test and install the ndz disk imaging suite (imagezip, imageunzip, frisbeed, frisbee, mfrisbeed).
 VERSION   = 0.1.0
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
+DOCDIR   ?= $(PREFIX)/share/doc/ndz
 DESTDIR  ?=
 CFLAGS   ?= -O2 -g
 LDFLAGS  ?=
@@ -30,7 +31,7 @@ QLD = @printf '  LD      %s\n' $@;
 QAR = @printf '  AR      %s\n' $@;
 endif
 
-TOOLS    := imagezip imageunzip frisbeed frisbee
+TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed
 PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
 LIB_SRC  := $(wildcard lib/*.c)
 FS_SRC   := $(wildcard fs/*.c)
@@ -105,16 +106,25 @@ bench: all
 fuzz:
 	$(Q)sh tests/fuzz/build.sh
 
+# The master's sample configuration and systemd unit go to DOCDIR: configuring and
+# enabling it is the administrator's choice.
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
 	for m in doc/*.1; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man1/; done; true
+	for m in doc/*.5; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man5/; done; true
 	for m in doc/*.8; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; true
+	install -m 644 doc/mfrisbeed.conf.example $(DESTDIR)$(DOCDIR)/
+	sed 's|@BINDIR@|$(BINDIR)|g' doc/mfrisbeed.service.in >$(DESTDIR)$(DOCDIR)/mfrisbeed.service
+	chmod 644 $(DESTDIR)$(DOCDIR)/mfrisbeed.service
 
 uninstall:
 	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
 	for m in doc/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#doc/}; done
+	for m in doc/*.5; do rm -f $(DESTDIR)$(MANDIR)/man5/$${m#doc/}; done
 	for m in doc/*.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$${m#doc/}; done
+	rm -f $(DESTDIR)$(DOCDIR)/mfrisbeed.conf.example $(DESTDIR)$(DOCDIR)/mfrisbeed.service
 
 clean:
 	rm -rf build build-san build-tsan

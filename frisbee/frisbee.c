@@ -18,6 +18,7 @@
 #include "fetch.h"
 #include "format.h"
 #include "io.h"
+#include "master.h"
 #include "net.h"
 #include "pace.h"
 #include "proto.h"
@@ -30,6 +31,7 @@ struct client {
 	/* options */
 	const char *target_path;
 	uint32_t server;               /* required BLOCK source; 0: learn from JOIN_REPLY */
+	const uint8_t *want_uuid;      /* the image the master named (-M); NULL: any */
 	int zero_fill, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
@@ -62,11 +64,14 @@ struct client {
 
 static const char usage_text[] =
 	"Usage: frisbee [options] -m ADDR -p PORT TARGET\n"
+	"       frisbee [options] -M HOST[:PORT] -I NAME TARGET\n"
 	"Receive an image from frisbeed over UDP multicast and restore it to TARGET.\n\n"
 	"  -m, --group ADDR       multicast group\n"
 	"  -p, --port PORT        UDP port\n"
 	"  -i, --interface IFACE  interface name or address to use\n"
 	"  -S, --server ADDR      accept blocks only from this server address\n"
+	"  -M, --master HOST[:PORT]  ask this image master (mfrisbeed) where image -I is\n"
+	"  -I, --image NAME       the image to ask the master for\n"
 	"  -z, --zero             zero-fill the parts of TARGET the image does not cover\n"
 	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
@@ -306,6 +311,11 @@ static void join(struct client *c, const char *group, unsigned port)
 			cli_die(EXIT_FAIL, "receive on %s port %u: %s", group, port, strerror(errno));
 		if (n <= 0 || !accept_pkt(c, buf, n, from, &p))
 			continue;
+		if (p.type == NDZ_PKT_JOIN_REPLY && c->want_uuid &&
+		    memcmp(p.info.uuid, c->want_uuid, 16) != 0) {
+			c->foreign++;          /* another image's server on our group */
+			continue;
+		}
 		if (p.type == NDZ_PKT_JOIN_REPLY) {
 			char a[16];
 
@@ -399,6 +409,8 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "interface", required_argument, NULL, 'i' },
 		{ "server", required_argument, NULL, 'S' },
+		{ "master", required_argument, NULL, 'M' },
+		{ "image", required_argument, NULL, 'I' },
 		{ "zero", no_argument, NULL, 'z' },
 		{ "cache", required_argument, NULL, 'C' },
 		{ "request-ahead", required_argument, NULL, 'R' },
@@ -415,13 +427,15 @@ int main(int argc, char **argv)
 	pthread_t ft;
 	int opt, code = EXIT_OK, cache_mib = 64;
 	uint64_t start, next_look = 0;
+	const char *master = NULL, *image = NULL;
+	struct master_answer ma;
 
 	cli_init(argv[0]);
 	memset(&c, 0, sizeof(c));
 	c.request_ahead = 2;
 	c.give_up_s = 30;
 	c.redelay_ns = 1000 * MS;
-	while ((opt = getopt_long(argc, argv, "m:p:i:S:zC:R:T:roqvhV", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:roqvhV", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': no.group = optarg; break;
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
@@ -430,6 +444,8 @@ int main(int argc, char **argv)
 			if (ndz_net_addr(optarg, &c.server) != 0)
 				cli_usage_error("-S: bad IPv4 address '%s'", optarg);
 			break;
+		case 'M': master = optarg; break;
+		case 'I': image = optarg; break;
 		case 'z': c.zero_fill = 1; break;
 		case 'C': cache_mib = cli_parse_int(optarg, "-C", 2, 65536); break;
 		case 'R': c.request_ahead = cli_parse_int(optarg, "-R", 1, 1024); break;
@@ -438,6 +454,20 @@ int main(int argc, char **argv)
 		case 'o': c.progress = 1; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
+	}
+	if (!master != !image)
+		cli_usage_error("-M HOST and -I NAME go together");
+	if (master && (no.group || no.port))
+		cli_usage_error("-M replaces -m and -p");
+	if (master) {
+		if (optind != argc - 1)
+			cli_usage_error("expected one TARGET argument");
+		ask_master(master, image, &ma);
+		no.group = ma.group;
+		no.port = ma.port;
+		if (!c.server)
+			c.server = ma.server;
+		c.want_uuid = ma.uuid;
 	}
 	if (!no.group || !no.port)
 		cli_usage_error("-m ADDR and -p PORT are required");

@@ -1,0 +1,269 @@
+/* The master's control protocol: encode and decode its datagrams; one client exchange. */
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include "ctl.h"
+#include "le.h"
+
+#define REPLY_FLAG 0x80
+
+static void put_hdr(uint8_t *b, uint8_t type, uint16_t v16, uint32_t id)
+{
+	put_le32(b, NDZ_CTL_MAGIC);
+	b[4] = NDZ_CTL_VERSION;
+	b[5] = type;
+	put_le16(b + 6, v16);
+	put_le32(b + 8, id);
+}
+
+static int check_hdr(const uint8_t *b, size_t len)
+{
+	if (len < NDZ_CTL_REQ_HDR || get_le32(b) != NDZ_CTL_MAGIC)
+		return NDZ_EPROTO;
+	if (b[4] != NDZ_CTL_VERSION)
+		return NDZ_EPROTOVER;
+	return 0;
+}
+
+int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap)
+{
+	size_t n = strnlen(r->name, sizeof(r->name));
+
+	if ((r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS) || n > NDZ_CTL_NAME_MAX ||
+	    (r->type == NDZ_CTL_GET) != (n > 0))
+		return NDZ_EINVAL;
+	if (cap < NDZ_CTL_REQ_HDR + n)
+		return NDZ_ERANGE;
+	put_hdr(buf, r->type, (uint16_t)n, r->id);
+	memcpy(buf + NDZ_CTL_REQ_HDR, r->name, n);
+	return (int)(NDZ_CTL_REQ_HDR + n);
+}
+
+int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r)
+{
+	size_t n;
+	int rc = check_hdr(buf, len);
+
+	memset(r, 0, sizeof(*r));
+	if (rc)
+		return rc;
+	r->type = buf[5];
+	r->id = get_le32(buf + 8);
+	n = get_le16(buf + 6);
+	if (buf[5] & REPLY_FLAG)
+		return NDZ_EPROTO;     /* a reply sent to us: not a request at all */
+	if ((r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS) || n > NDZ_CTL_NAME_MAX ||
+	    len != NDZ_CTL_REQ_HDR + n || (r->type == NDZ_CTL_GET) != (n > 0) ||
+	    memchr(buf + NDZ_CTL_REQ_HDR, 0, n))
+		return NDZ_EINVAL;
+	memcpy(r->name, buf + NDZ_CTL_REQ_HDR, n);
+	return 0;
+}
+
+int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap)
+{
+	size_t len = NDZ_CTL_REP_HDR;
+
+	if (r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS)
+		return NDZ_EINVAL;
+	if (r->status == NDZ_CTL_OK)
+		len = r->type == NDZ_CTL_GET ? NDZ_CTL_GET_LEN : NDZ_CTL_REP_HDR + 2 + r->json_len;
+	if (r->status == NDZ_CTL_OK && r->type == NDZ_CTL_STATUS && r->json_len > NDZ_CTL_JSON_MAX)
+		return NDZ_EINVAL;
+	if (cap < len)
+		return NDZ_ERANGE;
+	put_hdr(buf, (uint8_t)(r->type | REPLY_FLAG), r->status, r->id);
+	if (r->status != NDZ_CTL_OK)
+		return (int)len;
+	if (r->type == NDZ_CTL_GET) {
+		uint8_t *p = buf + NDZ_CTL_REP_HDR;
+
+		put_le32(p, ntohl(r->group));
+		put_le32(p + 4, ntohl(r->server));
+		put_le16(p + 8, r->port);
+		put_le16(p + 10, 0);
+		memcpy(p + 12, r->uuid, 16);
+		put_le32(p + 28, r->chunks);
+		put_le64(p + 32, r->source_bytes);
+		put_le64(p + 40, r->rate_bps);
+	} else {
+		put_le16(buf + NDZ_CTL_REP_HDR, (uint16_t)r->json_len);
+		if (r->json_len)
+			memcpy(buf + NDZ_CTL_REP_HDR + 2, r->json, r->json_len);
+	}
+	return (int)len;
+}
+
+int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r)
+{
+	int rc = check_hdr(buf, len);
+
+	memset(r, 0, sizeof(*r));
+	if (rc)
+		return rc;
+	if (!(buf[5] & REPLY_FLAG))
+		return NDZ_EPROTO;
+	r->type = buf[5] & ~REPLY_FLAG;
+	r->status = get_le16(buf + 6);
+	r->id = get_le32(buf + 8);
+	if (r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS)
+		return NDZ_EPROTO;
+	if (r->status != NDZ_CTL_OK)
+		return len == NDZ_CTL_REP_HDR ? 0 : NDZ_EPROTO;
+	if (r->type == NDZ_CTL_GET) {
+		const uint8_t *p = buf + NDZ_CTL_REP_HDR;
+
+		if (len != NDZ_CTL_GET_LEN || get_le16(p + 10) != 0)
+			return NDZ_EPROTO;
+		r->group = htonl(get_le32(p));
+		r->server = htonl(get_le32(p + 4));
+		r->port = get_le16(p + 8);
+		memcpy(r->uuid, p + 12, 16);
+		r->chunks = get_le32(p + 28);
+		r->source_bytes = get_le64(p + 32);
+		r->rate_bps = get_le64(p + 40);
+		return 0;
+	}
+	if (len < NDZ_CTL_REP_HDR + 2)
+		return NDZ_EPROTO;
+	r->json_len = get_le16(buf + NDZ_CTL_REP_HDR);
+	if (r->json_len > NDZ_CTL_JSON_MAX || len != NDZ_CTL_REP_HDR + 2 + r->json_len)
+		return NDZ_EPROTO;
+	r->json = (const char *)buf + NDZ_CTL_REP_HDR + 2;
+	return 0;
+}
+
+const char *ndz_ctl_strstatus(unsigned status)
+{
+	static const char *const msg[] = {
+		[NDZ_CTL_OK] = "ok",
+		[NDZ_CTL_UNKNOWN] = "unknown image",
+		[NDZ_CTL_DENIED] = "access denied",
+		[NDZ_CTL_POOL] = "multicast address pool exhausted",
+		[NDZ_CTL_TOO_MANY] = "too many sessions",
+		[NDZ_CTL_MALFORMED] = "malformed request",
+		[NDZ_CTL_FAILED] = "the server could not start a session",
+	};
+
+	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";
+}
+
+int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+	*port = defport;
+	if (n == 0 || n >= hcap)
+		return NDZ_EINVAL;
+	memcpy(h, s, n);
+	h[n] = 0;
+	if (colon) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(colon + 1, &end, 10);
+		if (!colon[1] || *end || errno || v == 0 || v > 65535)
+			return NDZ_EINVAL;
+		*port = (uint16_t)v;
+	}
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req, int tries,
+		  int wait_ms, uint8_t *buf, size_t cap, struct ndz_ctl_rep *rep,
+		  struct ndz_error *e)
+{
+	struct addrinfo hints, *ai = NULL;
+	struct sockaddr_in to;
+	struct ndz_ctl_req r = *req;
+	uint8_t out[NDZ_CTL_REQ_MAX];
+	int fd, len, rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_DGRAM;
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
+	memcpy(&to, ai->ai_addr, sizeof(to));
+	freeaddrinfo(ai);
+	to.sin_port = htons(port);
+	if (!r.id && getrandom(&r.id, sizeof(r.id), 0) != sizeof(r.id))
+		r.id = (uint32_t)now_ms() | 1;
+	len = ndz_ctl_req_encode(&r, out, sizeof(out));
+	if (len < 0)
+		return ndz_error_set(e, len, 0, "master %s: bad request", host);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
+	rc = NDZ_ETIMEDOUT;
+	for (int t = 0; t < tries && rc == NDZ_ETIMEDOUT; t++) {
+		uint64_t end = now_ms() + (uint64_t)wait_ms;
+
+		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
+		    errno != ECONNREFUSED) {
+			rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+			break;
+		}
+		for (uint64_t now = now_ms(); now < end && rc == NDZ_ETIMEDOUT; now = now_ms()) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t n;
+
+			if (poll(&pfd, 1, (int)(end - now)) <= 0)
+				continue;
+			n = recvfrom(fd, buf, cap, 0, (struct sockaddr *)&from, &fl);
+			/* only the master's reply to this request counts */
+			if (n < 0 || from.sin_addr.s_addr != to.sin_addr.s_addr ||
+			    from.sin_port != to.sin_port ||
+			    ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 || rep->id != r.id ||
+			    rep->type != r.type)
+				continue;
+			rc = 0;
+		}
+	}
+	close(fd);
+	if (rc == NDZ_ETIMEDOUT)
+		ndz_error_set(e, rc, 0, "no answer from master %s:%u", host, port);
+	return rc;
+}
+
+int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, size_t cap,
+		struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	char host[256];
+	uint16_t port;
+	int rc;
+
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
+	if (rc == 0 && rep->status != NDZ_CTL_OK) {
+		if (req->type == NDZ_CTL_GET)
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s", host,
+					   port, req->name, ndz_ctl_strstatus(rep->status));
+		else
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s", host, port,
+					   ndz_ctl_strstatus(rep->status));
+	}
+	return rc;
+}

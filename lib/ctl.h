@@ -1,0 +1,115 @@
+/*
+ * The master's control protocol (doc/PROTOCOL.md, "Control protocol"): one UDP
+ * request, one reply, fixed little-endian layouts encoded and decoded only here;
+ * and the client side of one exchange (ask, wait, retry).
+ */
+#ifndef NDZ_CTL_H
+#define NDZ_CTL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define NDZ_CTL_MAGIC      0x435a444eu /* "NDZC" */
+#define NDZ_CTL_VERSION    1
+#define NDZ_CTL_PORT       3563        /* the master's default UDP port */
+#define NDZ_CTL_NAME_MAX   64          /* image name bytes */
+#define NDZ_CTL_REQ_HDR    12
+#define NDZ_CTL_REQ_MAX    (NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX)
+#define NDZ_CTL_REP_HDR    12
+#define NDZ_CTL_GET_LEN    (NDZ_CTL_REP_HDR + 48)
+#define NDZ_CTL_JSON_MAX   16000       /* STATUS replies are cut to this */
+#define NDZ_CTL_REP_MAX    (NDZ_CTL_REP_HDR + 2 + NDZ_CTL_JSON_MAX)
+
+enum ndz_ctl_type {
+	NDZ_CTL_GET = 1,                 /* image name -> session */
+	NDZ_CTL_STATUS = 2,              /* -> JSON */
+};
+
+/* Reply status codes; on the wire as they are. */
+enum ndz_ctl_status {
+	NDZ_CTL_OK = 0,
+	NDZ_CTL_UNKNOWN = 1,             /* no such image */
+	NDZ_CTL_DENIED = 2,              /* the requester may not have it */
+	NDZ_CTL_POOL = 3,                /* no multicast address free */
+	NDZ_CTL_TOO_MANY = 4,            /* the session limit is reached */
+	NDZ_CTL_MALFORMED = 5,           /* the request made no sense */
+	NDZ_CTL_FAILED = 6,              /* the session could not be started */
+};
+
+struct ndz_ctl_req {
+	uint8_t type;                    /* enum ndz_ctl_type */
+	uint32_t id;                     /* echoed in the reply */
+	char name[NDZ_CTL_NAME_MAX + 1]; /* GET: NUL-terminated image name; STATUS: "" */
+};
+
+struct ndz_ctl_rep {
+	uint8_t type;                    /* the request's type */
+	uint16_t status;                 /* enum ndz_ctl_status */
+	uint32_t id;
+	/* GET, status OK */
+	uint32_t group, server;          /* IPv4 addresses, network byte order */
+	uint16_t port;
+	uint8_t uuid[16];
+	uint32_t chunks;
+	uint64_t source_bytes, rate_bps;
+	/* STATUS: json_len bytes at json (decode points into the datagram) */
+	const char *json;
+	size_t json_len;
+};
+
+/*
+ * ndz_ctl_req_encode / ndz_ctl_rep_encode - the datagram for r into buf (cap bytes).
+ * Return its length, or NDZ_EINVAL (a name too long or with a NUL, a bad type, a
+ * reply JSON too long) or NDZ_ERANGE (cap too small).
+ */
+int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap);
+int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap);
+
+/*
+ * ndz_ctl_req_decode - a request from len bytes. 0; NDZ_EPROTO when it is not one
+ * of ours (short, bad magic: drop it silently); NDZ_EPROTOVER for another
+ * version; NDZ_EINVAL when the header is ours but the rest is not (unknown type,
+ * bad name length, a NUL in the name, trailing bytes): r->type and r->id are set
+ * then, so that the master can answer MALFORMED.
+ */
+int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r);
+
+/*
+ * ndz_ctl_rep_decode - a reply from len bytes. 0 or NDZ_EPROTO / NDZ_EPROTOVER.
+ * For STATUS, r->json points into buf (not NUL-terminated).
+ */
+int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r);
+
+/* ndz_ctl_strstatus - the message for a reply status ("unknown image", ...). */
+const char *ndz_ctl_strstatus(unsigned status);
+
+/*
+ * ndz_ctl_query - send req to host:port (a dotted IPv4 address or a name) over
+ * UDP and wait for the reply with its id: tries attempts, each waiting wait_ms.
+ * The reply is decoded into rep, its bytes kept in buf (cap >= NDZ_CTL_REP_MAX).
+ * Returns 0 (whatever the reply's status), NDZ_ETIMEDOUT (no reply), NDZ_EINVAL
+ * (host unknown) or NDZ_ENET, with e naming the master.
+ */
+int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req, int tries,
+		  int wait_ms, uint8_t *buf, size_t cap, struct ndz_ctl_rep *rep,
+		  struct ndz_error *e);
+
+/*
+ * ndz_ctl_ask - ndz_ctl_query to the master at spec ("HOST[:PORT]", port
+ * NDZ_CTL_PORT by default): four tries 700 ms apart, about 2.8 s in all. Returns 0
+ * with rep (status OK); NDZ_EINVAL (a bad spec or host); NDZ_EREFUSED with e saying
+ * "master HOST:PORT: image 'NAME': unknown image" (GET) or "master HOST:PORT: access
+ * denied" (STATUS); or what ndz_ctl_query returns.
+ */
+int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, size_t cap,
+		struct ndz_ctl_rep *rep, struct ndz_error *e);
+
+/*
+ * ndz_ctl_hostport - split "HOST[:PORT]" into host (copied into h, hcap bytes) and
+ * port (defport when absent). 0 or NDZ_EINVAL.
+ */
+int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port);
+
+#endif

@@ -1,0 +1,399 @@
+/* The master's configuration file: one parser, every error named by file and line. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "io.h"
+#include "mconf.h"
+
+#define MAX_TOKENS 8
+#define CONF_MAX (1u << 20)
+
+struct parser {
+	struct ndz_mconf *c;
+	const char *fname;
+	unsigned line;
+	struct ndz_error *e;
+};
+
+static int perr(struct parser *p, const char *what, const char *arg)
+{
+	return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s%s%s%s", p->fname, p->line, what,
+			     arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
+}
+
+int ndz_parse_rate(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (*s < '0' || *s > '9')
+		return NDZ_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return NDZ_EINVAL;
+	switch (*end) {
+	case 0: break;
+	case 'k': mul = 1000ull; end++; break;
+	case 'M': mul = 1000000ull; end++; break;
+	case 'G': mul = 1000000000ull; end++; break;
+	case 'T': mul = 1000000000000ull; end++; break;
+	default: return NDZ_EINVAL;
+	}
+	if (*end || v == 0 || v > UINT64_MAX / mul)
+		return NDZ_EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+static int parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*out = strtoul(s, &end, 10);
+	return *end || errno || *out < lo || *out > hi ? -1 : 0;
+}
+
+/* "a.b.c.d" or "a.b.c.d/len" into host-order address and mask. */
+static int parse_cidr(const char *s, struct ndz_cidr *out)
+{
+	char a[16];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned long bits = 32;
+	struct in_addr in;
+
+	if (n >= sizeof(a))
+		return -1;
+	memcpy(a, s, n);
+	a[n] = 0;
+	if (inet_pton(AF_INET, a, &in) != 1 || (slash && parse_uint(slash + 1, 0, 32, &bits)))
+		return -1;
+	out->mask = bits ? ~0u << (32 - bits) : 0;
+	out->addr = ntohl(in.s_addr) & out->mask;
+	return 0;
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NDZ_CTL_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+			return 0;
+	return 1;
+}
+
+static int add_image(struct parser *p, const char *name, const char *path,
+		     const struct ndz_cidr *allow, size_t nallow, uint64_t rate)
+{
+	struct ndz_mconf *c = p->c;
+	struct ndz_mconf_image *im, *grown;
+
+	if (!valid_name(name))
+		return perr(p, "bad image name (letters, digits, '.', '_', '-'; at most 64)", name);
+	if (ndz_mconf_find(c, name))
+		return perr(p, "image defined twice", name);
+	grown = realloc(c->images, (c->nimages + 1) * sizeof(*grown));
+	if (!grown)
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	c->images = grown;
+	im = &c->images[c->nimages];
+	memset(im, 0, sizeof(*im));
+	im->name = strdup(name);
+	im->path = strdup(path);
+	im->allow = nallow ? malloc(nallow * sizeof(*allow)) : NULL;
+	c->nimages++;                  /* freed with the rest, whole or not */
+	if (!im->name || !im->path || (nallow && !im->allow))
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	if (nallow)
+		memcpy(im->allow, allow, nallow * sizeof(*allow));
+	im->nallow = nallow;
+	im->rate = rate;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every DIR/NAME.ndz as image NAME, in name order so that errors are stable. */
+static int add_dir(struct parser *p, const char *dir, const struct ndz_cidr *allow,
+		   size_t nallow, uint64_t rate)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (!d)
+		return ndz_error_set(p->e, NDZ_EINVAL, errno, "%s:%u: imagedir '%s'", p->fname,
+				     p->line, dir);
+	while (rc == 0 && (de = readdir(d))) {
+		size_t l = strlen(de->d_name);
+		char **grown;
+
+		if (l <= 4 || strcmp(de->d_name + l - 4, ".ndz") != 0)
+			continue;
+		grown = realloc(names, (n + 1) * sizeof(*names));
+		if (!grown || !(grown[n] = strdup(de->d_name)))
+			rc = ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+		if (grown)
+			names = grown;
+		if (rc == 0)
+			n++;
+	}
+	closedir(d);
+	if (names)
+		qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+		char *path = malloc(strlen(dir) + l + 2);
+
+		if (rc == 0 && !path)
+			rc = ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+		if (rc == 0) {
+			sprintf(path, "%s/%s", dir, names[i]);
+			names[i][l - 4] = 0;
+			rc = add_image(p, names[i], path, allow, nallow, rate);
+		}
+		free(path);
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+/* "image NAME PATH [allow CIDR,...] [rate RATE]" and "imagedir DIR [...]". */
+static int parse_image(struct parser *p, char **tok, int ntok, int dir)
+{
+	struct ndz_cidr allow[64];
+	size_t nallow = 0;
+	uint64_t rate = 0;
+	int first = dir ? 2 : 3;
+
+	if (ntok < first)
+		return perr(p, dir ? "imagedir needs a directory" : "image needs a name and a path",
+			    NULL);
+	for (int i = first; i < ntok; i += 2) {
+		if (i + 1 >= ntok)
+			return perr(p, "missing value after", tok[i]);
+		if (strcmp(tok[i], "allow") == 0) {
+			for (char *s = tok[i + 1], *comma; s; s = comma) {
+				comma = strchr(s, ',');
+				if (comma)
+					*comma++ = 0;
+				if (nallow == sizeof(allow) / sizeof(allow[0]))
+					return perr(p, "more than 64 allowed prefixes", NULL);
+				if (parse_cidr(s, &allow[nallow]) != 0)
+					return perr(p, "bad address or prefix", s);
+				nallow++;
+			}
+		} else if (strcmp(tok[i], "rate") == 0) {
+			if (ndz_parse_rate(tok[i + 1], &rate) != 0 || rate < 8000)
+				return perr(p, "bad rate (bits/s, at least 8k)", tok[i + 1]);
+		} else {
+			return perr(p, "unknown image option", tok[i]);
+		}
+	}
+	if (dir)
+		return add_dir(p, tok[1], allow, nallow, rate);
+	return add_image(p, tok[1], tok[2], allow, nallow, rate);
+}
+
+static int parse_line(struct parser *p, char **tok, int ntok)
+{
+	struct ndz_mconf *c = p->c;
+	const char *k = tok[0];
+	unsigned long v, w;
+
+	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
+					    "rate", "total-rate" };
+	size_t i;
+
+	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
+		return parse_image(p, tok, ntok, k[5] == 'd');
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && strcmp(k, keys[i]) != 0; i++)
+		;
+	if (i == sizeof(keys) / sizeof(keys[0]))
+		return perr(p, "unknown keyword", k);
+	if (ntok != 2)
+		return perr(p, ntok == 1 ? "missing value after" : "too many values after", k);
+	if (strcmp(k, "pool") == 0) {
+		struct ndz_cidr cidr;
+
+		if (parse_cidr(tok[1], &cidr) != 0 || (cidr.addr >> 28) != 0xe ||
+		    cidr.mask < 0xffff0000u)
+			return perr(p, "bad pool (a multicast prefix, /16 to /32)", tok[1]);
+		c->pool_base = cidr.addr;
+		c->pool_size = ~cidr.mask + 1;
+	} else if (strcmp(k, "ports") == 0) {
+		char lo[16], *dash;
+
+		snprintf(lo, sizeof(lo), "%s", tok[1]);
+		dash = strchr(lo, '-');
+		if (dash)
+			*dash++ = 0;
+		if (parse_uint(lo, 1, 65535, &v) || parse_uint(dash ? dash : lo, v, 65535, &w))
+			return perr(p, "bad port range (LOW-HIGH)", tok[1]);
+		c->port_lo = (uint16_t)v;
+		c->port_hi = (uint16_t)w;
+	} else if (strcmp(k, "max-sessions") == 0) {
+		if (parse_uint(tok[1], 1, 1024, &v))
+			return perr(p, "bad max-sessions (1 to 1024)", tok[1]);
+		c->max_sessions = (unsigned)v;
+	} else if (strcmp(k, "idle-timeout") == 0) {
+		if (parse_uint(tok[1], 1, 86400, &v))
+			return perr(p, "bad idle-timeout (1 to 86400 seconds)", tok[1]);
+		c->idle_timeout = (unsigned)v;
+	} else if (strcmp(k, "rate") == 0) {
+		if (ndz_parse_rate(tok[1], &c->rate) != 0 || c->rate < 8000)
+			return perr(p, "bad rate (bits/s, at least 8k)", tok[1]);
+	} else {                       /* total-rate */
+		if (ndz_parse_rate(tok[1], &c->total_rate) != 0 || c->total_rate < 8000)
+			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
+	}
+	return 0;
+}
+
+int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_mconf **out,
+		    struct ndz_error *e)
+{
+	struct parser p = { .fname = fname, .e = e };
+	struct ndz_mconf *c = calloc(1, sizeof(*c));
+	const char *s = text, *end = text + len;
+	int rc = 0;
+
+	*out = NULL;
+	if (!c)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	p.c = c;
+	c->pool_base = 0xefc00100u;    /* 239.192.1.0/24 */
+	c->pool_size = 256;
+	c->port_lo = 3564;
+	c->port_hi = 3564 + 99;
+	c->max_sessions = 8;
+	c->rate = 100000000;
+	c->idle_timeout = 60;
+	while (rc == 0 && s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		char buf[1024], *tok[MAX_TOKENS + 1], *save = NULL;
+		int ntok = 0;
+
+		p.line++;
+		if (n >= sizeof(buf)) {
+			rc = perr(&p, "line too long", NULL);
+			break;
+		}
+		memcpy(buf, s, n);
+		buf[n] = 0;
+		s += n + 1;
+		if (memchr(buf, 0, n)) {
+			rc = perr(&p, "NUL byte in line", NULL);
+			break;
+		}
+		if (strchr(buf, '#'))
+			*strchr(buf, '#') = 0;
+		for (char *t = strtok_r(buf, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
+			if (ntok == MAX_TOKENS) {
+				rc = perr(&p, "too many words", NULL);
+				break;
+			}
+			tok[ntok++] = t;
+		}
+		if (rc == 0 && ntok)
+			rc = parse_line(&p, tok, ntok);
+	}
+	if (rc == 0 && c->nimages == 0)
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: no images", fname);
+	if (rc) {
+		ndz_mconf_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int ndz_mconf_load(const char *path, struct ndz_mconf **out, struct ndz_error *e)
+{
+	struct ndz_io *io;
+	char *text;
+	size_t size;
+	int rc;
+
+	*out = NULL;
+	if ((rc = ndz_io_open_file(path, NDZ_IO_READ, &io, e)) < 0)
+		return rc;
+	size = (size_t)io->size;
+	if (io->size > CONF_MAX) {
+		ndz_io_close(io);
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: larger than 1 MiB", path);
+	}
+	text = malloc(size + 1);
+	if (!text) {
+		ndz_io_close(io);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	}
+	rc = ndz_io_read_full(io, text, size, 0, NULL);
+	ndz_io_close(io);
+	if (rc < 0)
+		rc = ndz_error_set(e, rc, 0, "%s: cannot read", path);
+	else
+		rc = ndz_mconf_parse(text, size, path, out, e);
+	free(text);
+	return rc;
+}
+
+void ndz_mconf_free(struct ndz_mconf *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nimages; i++) {
+		free(c->images[i].name);
+		free(c->images[i].path);
+		free(c->images[i].allow);
+	}
+	free(c->images);
+	free(c);
+}
+
+const struct ndz_mconf_image *ndz_mconf_find(const struct ndz_mconf *c, const char *name)
+{
+	for (size_t i = 0; i < c->nimages; i++)
+		if (strcmp(c->images[i].name, name) == 0)
+			return &c->images[i];
+	return NULL;
+}
+
+int ndz_mconf_allows(const struct ndz_mconf_image *im, uint32_t addr)
+{
+	uint32_t a = ntohl(addr);
+
+	for (size_t i = 0; i < im->nallow; i++)
+		if ((a & im->allow[i].mask) == im->allow[i].addr)
+			return 1;
+	return 0;
+}
+
+int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)
+{
+	for (size_t i = 0; i < c->nimages; i++)
+		if (ndz_mconf_allows(&c->images[i], addr))
+			return 1;
+	return 0;
+}

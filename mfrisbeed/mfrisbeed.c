@@ -1,0 +1,821 @@
+/*
+ * mfrisbeed: the image master. Clients ask it over UDP (lib/ctl) for an image by
+ * name; it checks the configuration (lib/mconf), starts one frisbeed per image on
+ * demand as a detached child and tells every client asking for that image where
+ * the session is. A session ends when its frisbeed leaves on its idle timeout.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "cli/cli.h"
+#include "ctl.h"
+#include "err.h"
+#include "image.h"
+#include "io.h"
+#include "mconf.h"
+#include "net.h"
+
+#define MAX_SESSIONS 1024
+#define HOSTS 1024                     /* rate limiter slots */
+#define HOST_RATE 10.0                 /* requests per second per host ... */
+#define HOST_BURST 10.0                /* ... with bursts of this many */
+
+struct session {
+	pid_t pid;                     /* 0: slot free */
+	int adopted;                   /* left by an earlier master: watched, not reaped */
+	char image[NDZ_CTL_NAME_MAX + 1];
+	uint32_t group;                /* network order */
+	uint16_t port;
+	uint64_t rate, source_bytes;
+	uint32_t chunks;
+	uint8_t uuid[16];
+	uint64_t clients;              /* GET replies that named it */
+	double started;
+};
+
+struct host {
+	uint32_t addr;
+	double tokens, last;
+};
+
+struct counters {
+	uint64_t requests, get, status, ok, unknown, denied, pool, too_many, failed;
+	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
+};
+
+struct master {
+	struct ndz_mconf *conf;
+	const char *conf_path, *frisbeed, *run_dir, *iface;
+	char state_path[PATH_MAX];
+	int fd, ttl, loop, idle_override;
+	uint32_t server;               /* the sessions' source address, network order */
+	struct session s[MAX_SESSIONS];
+	struct host hosts[HOSTS];
+	struct counters n;
+};
+
+static volatile sig_atomic_t got_hup, got_stop, got_chld;
+
+static const char usage_text[] =
+	"Usage: mfrisbeed [options] -c CONFIG\n"
+	"       mfrisbeed --status HOST[:PORT]\n"
+	"Hand out images by name, starting one frisbeed per image on demand.\n\n"
+	"  -c, --config FILE        the configuration (see mfrisbeed.conf(5))\n"
+	"  -n, --check              check the configuration and exit\n"
+	"  -l, --listen ADDR[:PORT] control address (default 0.0.0.0:3563)\n"
+	"  -r, --run-dir DIR        where the session state lives (default /run/mfrisbeed)\n"
+	"  -F, --frisbeed PATH      the frisbeed to run (default: next to mfrisbeed)\n"
+	"  -i, --interface IFACE    interface for the sessions (frisbeed -i)\n"
+	"  -S, --server ADDR        the sessions' address told to clients (default: found)\n"
+	"  -T, --idle-timeout SECONDS  overrides the configuration's idle-timeout\n"
+	"  -t, --ttl TTL            multicast TTL for the sessions (default 5)\n"
+	"  -L, --loopback           sessions also deliver to clients on this host\n"
+	"  -s, --status HOST[:PORT] print a master's status as JSON and exit\n"
+	"  -q, --quiet              only errors\n"
+	"  -v, --verbose            say what happens (sessions, reloads; repeat for more)\n"
+	"  -h, --help               this help\n"
+	"  -V, --version            show the version and exit\n"
+	"\nSIGHUP rereads the configuration; SIGTERM stops the master, not its sessions.\n"
+	"Exit status: 0 stopped by a signal, or --check/--status succeeded; 1 failure\n"
+	"(a bad configuration, no answer); 2 bad usage.\n";
+
+static void on_signal(int sig)
+{
+	if (sig == SIGHUP)
+		got_hup = 1;
+	else if (sig == SIGCHLD)
+		got_chld = 1;
+	else
+		got_stop = 1;
+}
+
+static double now_s(void)
+{
+	return cli_now();
+}
+
+static size_t live_sessions(const struct master *m)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < MAX_SESSIONS; i++)
+		k += m->s[i].pid != 0;
+	return k;
+}
+
+/* The state file: one line per session, so that a restarted master skips or adopts it. */
+static void save_state(struct master *m)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", m->state_path);
+	f = fopen(tmp, "w");
+	if (!f) {
+		cli_error("%s: %s", tmp, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < MAX_SESSIONS; i++) {
+		const struct session *s = &m->s[i];
+		char a[16];
+
+		if (!s->pid)
+			continue;
+		fprintf(f, "%ld %s %s %u %llu %u %llu ", (long)s->pid, s->image,
+			ndz_net_ntoa(s->group, a), s->port, (unsigned long long)s->rate,
+			s->chunks, (unsigned long long)s->source_bytes);
+		for (int k = 0; k < 16; k++)
+			fprintf(f, "%02x", s->uuid[k]);
+		fputc('\n', f);
+	}
+	if (fclose(f) != 0 || rename(tmp, m->state_path) != 0)
+		cli_error("%s: %s", m->state_path, strerror(errno));
+}
+
+/* pid is still a frisbeed (not gone, not reused by something else). */
+static int is_frisbeed(pid_t pid)
+{
+	char path[64], cmd[256];
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) != 0 && errno == ESRCH)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, cmd, sizeof(cmd) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;                      /* a zombie has no command line */
+	cmd[n] = 0;
+	return strstr(cmd, "frisbeed") != NULL;
+}
+
+static void adopt_state(struct master *m)
+{
+	FILE *f = fopen(m->state_path, "r");
+	char line[512];
+	size_t k = 0;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f) && k < MAX_SESSIONS) {
+		struct session *s = &m->s[k];
+		char img[NDZ_CTL_NAME_MAX + 1], grp[16], uuid[33];
+		long pid;
+		unsigned port;
+		unsigned long long rate, src;
+
+		memset(s, 0, sizeof(*s));
+		if (sscanf(line, "%ld %64s %15s %u %llu %u %llu %32s", &pid, img, grp, &port, &rate,
+			   &s->chunks, &src, uuid) != 8 || pid <= 0 || port > 65535 ||
+		    ndz_net_addr(grp, &s->group) != 0 || strlen(uuid) != 32 || !is_frisbeed((pid_t)pid))
+			continue;
+		for (int b = 0; b < 16; b++) {
+			unsigned v;
+
+			sscanf(uuid + 2 * b, "%2x", &v);
+			s->uuid[b] = (uint8_t)v;
+		}
+		s->pid = (pid_t)pid;
+		s->adopted = 1;
+		snprintf(s->image, sizeof(s->image), "%s", img);
+		s->port = (uint16_t)port;
+		s->rate = rate;
+		s->source_bytes = src;
+		s->started = now_s();
+		if (cli_verbose)
+			cli_info("adopted session of %s: frisbeed %ld on %s port %u", img, pid, grp,
+				 port);
+		k++;
+	}
+	fclose(f);
+	save_state(m);
+}
+
+/* Sessions whose frisbeed has left: reap ours, notice adopted ones gone. */
+static void reap(struct master *m)
+{
+	int changed = 0, st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (size_t i = 0; i < MAX_SESSIONS; i++) {
+			struct session *s = &m->s[i];
+
+			if (s->pid != pid || s->adopted)
+				continue;
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+				if (cli_verbose)
+					cli_info("session of %s ended (%.0f s, %llu clients)",
+						 s->image, now_s() - s->started,
+						 (unsigned long long)s->clients);
+			} else {
+				cli_error("session of %s: frisbeed %ld %s %d", s->image, (long)pid,
+					  WIFEXITED(st) ? "exited with status" : "killed by signal",
+					  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			}
+			s->pid = 0;
+			m->n.ended++;
+			changed = 1;
+		}
+	}
+	for (size_t i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &m->s[i];
+
+		if (s->pid && s->adopted && !is_frisbeed(s->pid)) {
+			if (cli_verbose)
+				cli_info("adopted session of %s ended", s->image);
+			s->pid = 0;
+			m->n.ended++;
+			changed = 1;
+		}
+	}
+	if (changed)
+		save_state(m);
+}
+
+/* A per-host token bucket: a flood from one host costs it, not the others. */
+static int rate_ok(struct master *m, uint32_t addr)
+{
+	struct host *h = &m->hosts[(ntohl(addr) * 2654435761u) % HOSTS];
+	double t = now_s();
+
+	if (h->addr != addr) {
+		h->addr = addr;
+		h->tokens = HOST_BURST;
+		h->last = t;
+	}
+	h->tokens += (t - h->last) * HOST_RATE;
+	if (h->tokens > HOST_BURST)
+		h->tokens = HOST_BURST;
+	h->last = t;
+	if (h->tokens < 1.0)
+		return 0;
+	h->tokens -= 1.0;
+	return 1;
+}
+
+static int read_identity(const char *path, struct session *s)
+{
+	struct ndz_io *io = NULL;
+	struct ndz_image_reader *r = NULL;
+	struct ndz_error e = { 0 };
+	const struct ndz_chunk_hdr *h;
+
+	if (ndz_io_open_file(path, NDZ_IO_READ, &io, &e) < 0 ||
+	    ndz_image_reader_open(io, &r, &e) < 0) {
+		cli_error("%s", ndz_error_msg(&e));
+		ndz_io_close(io);
+		return -1;
+	}
+	h = ndz_image_reader_first(r);
+	memcpy(s->uuid, h->uuid, 16);
+	s->chunks = ndz_image_reader_chunks(r);
+	s->source_bytes = h->source_bytes;
+	ndz_image_reader_free(r);
+	ndz_io_close(io);
+	return 0;
+}
+
+/*
+ * Start frisbeed for im in a session of its own (setsid: a master killed or stopped
+ * leaves it running). An exec failure comes back through a close-on-exec pipe.
+ */
+static int start_session(struct master *m, struct session *s, const struct ndz_mconf_image *im)
+{
+	const struct ndz_mconf *c = m->conf;
+	char grp[16], port[8], rate[24], idle[16], ttl[8];
+	const char *argv[20];
+	int argc = 0, pfd[2], err = 0;
+	size_t running = live_sessions(m);
+	pid_t pid;
+
+	if (read_identity(im->path, s) != 0)
+		return -1;
+	s->rate = im->rate ? im->rate : c->rate;
+	if (c->total_rate && s->rate > c->total_rate / (running + 1))
+		s->rate = c->total_rate / (running + 1);
+	if (s->rate < 8000)
+		s->rate = 8000;
+	snprintf(s->image, sizeof(s->image), "%s", im->name);
+	ndz_net_ntoa(s->group, grp);
+	snprintf(port, sizeof(port), "%u", s->port);
+	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)s->rate);
+	snprintf(idle, sizeof(idle), "%d", m->idle_override ? m->idle_override : (int)c->idle_timeout);
+	snprintf(ttl, sizeof(ttl), "%d", m->ttl);
+	argv[argc++] = m->frisbeed;
+	argv[argc++] = "-m"; argv[argc++] = grp;
+	argv[argc++] = "-p"; argv[argc++] = port;
+	argv[argc++] = "-W"; argv[argc++] = rate;
+	argv[argc++] = "-T"; argv[argc++] = idle;
+	argv[argc++] = "-t"; argv[argc++] = ttl;
+	if (m->iface) {
+		argv[argc++] = "-i";
+		argv[argc++] = m->iface;
+	}
+	if (m->loop)
+		argv[argc++] = "-L";
+	if (cli_verbose < 2)
+		argv[argc++] = "-q";
+	argv[argc++] = "--";
+	argv[argc++] = im->path;
+	argv[argc] = NULL;
+	if (pipe2(pfd, O_CLOEXEC) != 0) {
+		cli_error("pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		int fd = open("/dev/null", O_RDONLY);
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid();
+		if (fd >= 0 && fd != 0) {
+			dup2(fd, 0);
+			close(fd);
+		}
+		execv(m->frisbeed, (char *const *)argv);
+		err = errno;
+		if (write(pfd[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (pid < 0) {
+		close(pfd[0]);
+		cli_error("fork: %s", strerror(errno));
+		return -1;
+	}
+	while (read(pfd[0], &err, sizeof(err)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	if (err) {
+		cli_error("cannot run %s: %s", m->frisbeed, strerror(err));
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	s->pid = pid;
+	s->adopted = 0;
+	s->clients = 0;
+	s->started = now_s();
+	m->n.started++;
+	if (cli_verbose)
+		cli_info("session of %s: frisbeed %ld on %s port %u at %.1f Mbit/s", im->name,
+			 (long)pid, grp, s->port, (double)s->rate / 1e6);
+	save_state(m);
+	return 0;
+}
+
+/* The session serving name, or a new one; sets *status when there is none. */
+static struct session *session_for(struct master *m, const struct ndz_mconf_image *im,
+				   unsigned *status)
+{
+	const struct ndz_mconf *c = m->conf;
+	struct session *slot = NULL;
+	uint32_t idx;
+
+	for (size_t i = 0; i < MAX_SESSIONS; i++)
+		if (m->s[i].pid && strcmp(m->s[i].image, im->name) == 0)
+			return &m->s[i];
+	if (live_sessions(m) >= c->max_sessions) {
+		*status = NDZ_CTL_TOO_MANY;
+		return NULL;
+	}
+	/* the lowest pool address no session (ours or adopted) holds */
+	for (idx = 0; idx < c->pool_size; idx++) {
+		uint32_t g = htonl(c->pool_base + idx);
+		size_t i;
+
+		for (i = 0; i < MAX_SESSIONS; i++)
+			if (m->s[i].pid && m->s[i].group == g)
+				break;
+		if (i == MAX_SESSIONS)
+			break;
+	}
+	if (idx == c->pool_size) {
+		*status = NDZ_CTL_POOL;
+		return NULL;
+	}
+	for (size_t i = 0; i < MAX_SESSIONS && !slot; i++)
+		if (!m->s[i].pid)
+			slot = &m->s[i];
+	if (!slot) {
+		*status = NDZ_CTL_TOO_MANY;
+		return NULL;
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->group = htonl(c->pool_base + idx);
+	slot->port = (uint16_t)(c->port_lo + idx % ((unsigned)c->port_hi - c->port_lo + 1));
+	if (start_session(m, slot, im) != 0) {
+		slot->pid = 0;
+		*status = NDZ_CTL_FAILED;
+		return NULL;
+	}
+	return slot;
+}
+
+/* A bounded JSON writer: past the end it only notes the overflow. */
+struct jbuf {
+	char *p;
+	size_t len, cap;
+	int over;
+};
+
+static void jprintf(struct jbuf *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jprintf(struct jbuf *j, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (j->over)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(j->p + j->len, j->cap - j->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= j->cap - j->len)
+		j->over = 1;
+	else
+		j->len += (size_t)n;
+}
+
+/* Names are [A-Za-z0-9._-] (lib/mconf), paths are written with JSON escapes. */
+static void jstring(struct jbuf *j, const char *s)
+{
+	jprintf(j, "\"");
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			jprintf(j, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			jprintf(j, "\\u%04x", (unsigned char)*s);
+		else
+			jprintf(j, "%c", *s);
+	}
+	jprintf(j, "\"");
+}
+
+static size_t status_json(struct master *m, char *buf, size_t cap)
+{
+	struct jbuf j = { buf, 0, cap, 0 };
+	const struct counters *n = &m->n;
+	int first = 1;
+
+	jprintf(&j, "{\"sessions\": [");
+	for (size_t i = 0; i < MAX_SESSIONS; i++) {
+		const struct session *s = &m->s[i];
+		char a[16];
+
+		if (!s->pid)
+			continue;
+		jprintf(&j, "%s{\"image\": \"%s\", \"pid\": %ld, \"group\": \"%s\", \"port\": %u, "
+			"\"rate_bps\": %llu, \"clients\": %llu, \"age_s\": %.0f, \"adopted\": %s}",
+			first ? "" : ", ", s->image, (long)s->pid, ndz_net_ntoa(s->group, a),
+			s->port, (unsigned long long)s->rate, (unsigned long long)s->clients,
+			now_s() - s->started, s->adopted ? "true" : "false");
+		first = 0;
+	}
+	jprintf(&j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, \"status\": %llu, "
+		"\"ok\": %llu, \"unknown\": %llu, \"denied\": %llu, \"pool_exhausted\": %llu, "
+		"\"too_many\": %llu, \"failed\": %llu, \"malformed\": %llu, \"dropped\": %llu, "
+		"\"rate_limited\": %llu, \"sessions_started\": %llu, \"sessions_ended\": %llu, "
+		"\"reloads\": %llu, \"bad_reloads\": %llu}, \"max_sessions\": %u, "
+		"\"pool_size\": %u, \"images\": [",
+		(unsigned long long)n->requests, (unsigned long long)n->get,
+		(unsigned long long)n->status, (unsigned long long)n->ok,
+		(unsigned long long)n->unknown, (unsigned long long)n->denied,
+		(unsigned long long)n->pool, (unsigned long long)n->too_many,
+		(unsigned long long)n->failed, (unsigned long long)n->malformed,
+		(unsigned long long)n->dropped, (unsigned long long)n->rate_limited,
+		(unsigned long long)n->started, (unsigned long long)n->ended,
+		(unsigned long long)n->reloads, (unsigned long long)n->bad_reloads,
+		m->conf->max_sessions, m->conf->pool_size);
+	for (size_t i = 0; i < m->conf->nimages; i++) {
+		const struct ndz_mconf_image *im = &m->conf->images[i];
+
+		jprintf(&j, "%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", im->name);
+		jstring(&j, im->path);
+		jprintf(&j, ", \"rate_bps\": %llu}",
+			(unsigned long long)(im->rate ? im->rate : m->conf->rate));
+	}
+	jprintf(&j, "]}");
+	if (j.over) {
+		j.over = 0;
+		j.len = 0;
+		jprintf(&j, "{\"error\": \"status longer than %u bytes\"}", NDZ_CTL_JSON_MAX);
+	}
+	return j.len;
+}
+
+/* One request: bounded work (a table look-up, at most one frisbeed started). */
+static void handle(struct master *m, const uint8_t *buf, size_t len, struct sockaddr_in *from)
+{
+	static char json[NDZ_CTL_JSON_MAX];
+	static uint8_t out[NDZ_CTL_REP_MAX];
+	struct ndz_ctl_req req;
+	struct ndz_ctl_rep rep;
+	uint32_t addr = from->sin_addr.s_addr;
+	char a[16];
+	int rc, n;
+
+	m->n.requests++;
+	rc = ndz_ctl_req_decode(buf, len, &req);
+	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER) {
+		m->n.dropped++;
+		return;
+	}
+	if (!rate_ok(m, addr)) {
+		m->n.rate_limited++;
+		return;
+	}
+	memset(&rep, 0, sizeof(rep));
+	rep.type = req.type == NDZ_CTL_STATUS ? NDZ_CTL_STATUS : NDZ_CTL_GET;
+	rep.id = req.id;
+	if (rc != 0) {
+		rep.status = NDZ_CTL_MALFORMED;
+		m->n.malformed++;
+	} else if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
+		rep.status = NDZ_CTL_DENIED;
+		m->n.denied++;
+	} else if (req.type == NDZ_CTL_STATUS) {
+		m->n.status++;
+		rep.json = json;
+		rep.json_len = status_json(m, json, sizeof(json));
+	} else {
+		const struct ndz_mconf_image *im = ndz_mconf_find(m->conf, req.name);
+		struct session *s = NULL;
+		unsigned st = NDZ_CTL_OK;
+
+		m->n.get++;
+		if (!im)
+			st = NDZ_CTL_UNKNOWN;
+		else if (!ndz_mconf_allows(im, addr))
+			st = NDZ_CTL_DENIED;
+		else
+			s = session_for(m, im, &st);
+		rep.status = (uint16_t)st;
+		switch (st) {
+		case NDZ_CTL_OK: m->n.ok++; break;
+		case NDZ_CTL_UNKNOWN: m->n.unknown++; break;
+		case NDZ_CTL_DENIED: m->n.denied++; break;
+		case NDZ_CTL_POOL: m->n.pool++; break;
+		case NDZ_CTL_TOO_MANY: m->n.too_many++; break;
+		default: m->n.failed++; break;
+		}
+		if (s) {
+			s->clients++;
+			rep.group = s->group;
+			rep.port = s->port;
+			rep.server = m->server;
+			memcpy(rep.uuid, s->uuid, 16);
+			rep.chunks = s->chunks;
+			rep.source_bytes = s->source_bytes;
+			rep.rate_bps = s->rate;
+		}
+		if (cli_verbose > 1)
+			cli_info("%s asks for %s: %s", ndz_net_ntoa(addr, a), req.name,
+				 ndz_ctl_strstatus(st));
+	}
+	n = ndz_ctl_rep_encode(&rep, out, sizeof(out));
+	if (n > 0)
+		sendto(m->fd, out, (size_t)n, 0, (struct sockaddr *)from, sizeof(*from));
+}
+
+static void reload(struct master *m)
+{
+	struct ndz_mconf *c;
+	struct ndz_error e = { 0 };
+
+	if (ndz_mconf_load(m->conf_path, &c, &e) != 0) {
+		m->n.bad_reloads++;
+		cli_error("%s; keeping the old configuration", ndz_error_msg(&e));
+		return;
+	}
+	ndz_mconf_free(m->conf);
+	m->conf = c;
+	m->n.reloads++;
+	if (cli_verbose)
+		cli_info("%s reloaded: %zu images", m->conf_path, c->nimages);
+}
+
+static int open_control(const char *listen, struct ndz_error *e)
+{
+	char host[64];
+	uint16_t port;
+	struct sockaddr_in sa;
+	int fd, one = 1, rb = 1 << 20;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	if (ndz_ctl_hostport(listen, NDZ_CTL_PORT, host, sizeof(host), &port) != 0 ||
+	    ndz_net_addr(host, &sa.sin_addr.s_addr) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "--listen: bad address '%s'", listen);
+	sa.sin_port = htons(port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		close(fd);
+		return ndz_error_set(e, NDZ_ENET, errno, "bind %s", listen);
+	}
+	return fd;
+}
+
+/* Where frisbeed is: next to our own binary. */
+static const char *find_frisbeed(char *buf, size_t cap)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, cap - 16);
+	char *slash;
+
+	if (n <= 0)
+		return "frisbeed";
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	strcpy(slash ? slash + 1 : buf, "frisbeed");
+	return buf;
+}
+
+/*
+ * The address the sessions will send from: the interface's (-i), else that of the
+ * route to the pool. 0 when unknown: clients then learn it from the JOIN_REPLY.
+ */
+static uint32_t source_address(const struct master *m)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(m->conf->port_lo) };
+	socklen_t len = sizeof(sa);
+	uint32_t a = 0;
+	int fd;
+
+	if (m->iface) {
+		struct ndz_net_opts no = { .iface = m->iface, .port = m->conf->port_lo };
+		struct ndz_net *net;
+		char g[16];
+
+		no.group = ndz_net_ntoa(htonl(m->conf->pool_base), g);
+		if (ndz_net_open(&no, &net, NULL) == 0) {
+			a = ndz_net_local(net);
+			ndz_net_free(net);
+		}
+		return a;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	sa.sin_addr.s_addr = htonl(m->conf->pool_base);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		a = sa.sin_addr.s_addr;
+	if (fd >= 0)
+		close(fd);
+	return a;
+}
+
+static int query_status(const char *target)
+{
+	static uint8_t buf[NDZ_CTL_REP_MAX];
+	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS };
+	struct ndz_ctl_rep rep;
+	struct ndz_error e = { 0 };
+
+	if (ndz_ctl_ask(target, &req, buf, sizeof(buf), &rep, &e) != 0)
+		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : EXIT_FAIL, "%s", ndz_error_msg(&e));
+	printf("%.*s\n", (int)rep.json_len, rep.json);
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", no_argument, NULL, 'n' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "run-dir", required_argument, NULL, 'r' },
+		{ "frisbeed", required_argument, NULL, 'F' },
+		{ "interface", required_argument, NULL, 'i' },
+		{ "server", required_argument, NULL, 'S' },
+		{ "idle-timeout", required_argument, NULL, 'T' },
+		{ "ttl", required_argument, NULL, 't' },
+		{ "loopback", no_argument, NULL, 'L' },
+		{ "status", required_argument, NULL, 's' },
+		CLI_COMMON_LONGOPTS,
+		{ NULL, 0, NULL, 0 }
+	};
+	static struct master m;
+	static char exe[PATH_MAX];
+	const char *listen = "0.0.0.0", *status = NULL;
+	struct ndz_error e = { 0 };
+	struct sigaction sa;
+	int c, check = 0;
+
+	cli_init(argv[0]);
+	m.run_dir = "/run/mfrisbeed";
+	m.ttl = 5;
+	while ((c = getopt_long(argc, argv, "c:nl:r:F:i:S:T:t:Ls:qvhV", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'c': m.conf_path = optarg; break;
+		case 'n': check = 1; break;
+		case 'l': listen = optarg; break;
+		case 'r': m.run_dir = optarg; break;
+		case 'F': m.frisbeed = optarg; break;
+		case 'i': m.iface = optarg; break;
+		case 'S':
+			if (ndz_net_addr(optarg, &m.server) != 0)
+				cli_usage_error("-S: bad IPv4 address '%s'", optarg);
+			break;
+		case 'T': m.idle_override = cli_parse_int(optarg, "-T", 1, 86400); break;
+		case 't': m.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
+		case 'L': m.loop = 1; break;
+		case 's': status = optarg; break;
+		default: cli_common_option(c, usage_text); break;
+		}
+	}
+	if (optind != argc)
+		cli_usage_error("unexpected argument '%s'", argv[optind]);
+	if (status)
+		return query_status(status);
+	if (!m.conf_path)
+		cli_usage_error("-c CONFIG is required");
+	if (ndz_mconf_load(m.conf_path, &m.conf, &e) != 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (check) {
+		if (cli_verbose)
+			cli_info("%s: %zu images", m.conf_path, m.conf->nimages);
+		ndz_mconf_free(m.conf);
+		return EXIT_OK;
+	}
+	if (!m.frisbeed)
+		m.frisbeed = find_frisbeed(exe, sizeof(exe));
+	if (access(m.frisbeed, X_OK) != 0)
+		cli_die(EXIT_FAIL, "%s: %s", m.frisbeed, strerror(errno));
+	if (mkdir(m.run_dir, 0755) != 0 && errno != EEXIST)
+		cli_die(EXIT_FAIL, "%s: %s", m.run_dir, strerror(errno));
+	if ((size_t)snprintf(m.state_path, sizeof(m.state_path), "%s/sessions", m.run_dir) >=
+	    sizeof(m.state_path))
+		cli_die(EXIT_FAIL, "%s: path too long", m.run_dir);
+	m.fd = open_control(listen, &e);
+	if (m.fd < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (!m.server)
+		m.server = source_address(&m);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NOCLDSTOP;
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGCHLD, &sa, NULL);
+	adopt_state(&m);
+	if (cli_verbose) {
+		char a[16];
+
+		cli_info("listening on %s, %zu images, sessions from %s", listen,
+			 m.conf->nimages, ndz_net_ntoa(m.server, a));
+	}
+	while (!got_stop) {
+		struct pollfd p = { .fd = m.fd, .events = POLLIN };
+		uint8_t buf[NDZ_CTL_REQ_MAX + 1];
+
+		if (got_hup) {
+			got_hup = 0;
+			reload(&m);
+		}
+		got_chld = 0;
+		reap(&m);
+		if (poll(&p, 1, 200) <= 0)
+			continue;
+		/* a bounded batch, then the signals and the reaping again */
+		for (int k = 0; k < 256; k++) {
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t n = recvfrom(m.fd, buf, sizeof(buf), MSG_DONTWAIT,
+					     (struct sockaddr *)&from, &fl);
+
+			if (n < 0)
+				break;
+			handle(&m, buf, (size_t)n, &from);
+		}
+	}
+	if (cli_verbose)
+		cli_info("stopping; %zu sessions keep running", live_sessions(&m));
+	close(m.fd);
+	ndz_mconf_free(m.conf);
+	return EXIT_OK;
+}

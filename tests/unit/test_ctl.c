@@ -1,0 +1,169 @@
+/* Unit tests for lib/ctl: requests and replies round-trip; the layout is fixed; bad input is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <cmocka.h>
+
+#include "ctl.h"
+#include "err.h"
+
+static void test_request(void **state)
+{
+	struct ndz_ctl_req r = { .type = NDZ_CTL_GET, .id = 0x01020304 }, d;
+	uint8_t b[NDZ_CTL_REQ_MAX + 1];
+	static const uint8_t want[] = { 'N', 'D', 'Z', 'C', 1, 1, 3, 0, 4, 3, 2, 1, 'w', 'e', 'b' };
+	int n;
+
+	(void)state;
+	strcpy(r.name, "web");
+	n = ndz_ctl_req_encode(&r, b, sizeof(b));
+	assert_int_equal(n, sizeof(want));
+	assert_memory_equal(b, want, sizeof(want));
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(d.type, NDZ_CTL_GET);
+	assert_int_equal(d.id, 0x01020304);
+	assert_string_equal(d.name, "web");
+	/* trailing byte, short, bad magic, other version, a NUL in the name */
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n + 1, &d), NDZ_EINVAL);
+	assert_int_equal(d.id, 0x01020304);
+	assert_int_equal(ndz_ctl_req_decode(b, 11, &d), NDZ_EPROTO);
+	b[0] = 'X';
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), NDZ_EPROTO);
+	b[0] = 'N';
+	b[4] = 2;
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), NDZ_EPROTOVER);
+	b[4] = 1;
+	b[13] = 0;
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), NDZ_EINVAL);
+	/* GET needs a name, STATUS has none; unknown types */
+	r.name[0] = 0;
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_EINVAL);
+	r.type = NDZ_CTL_STATUS;
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_HDR);
+	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d), 0);
+	b[5] = 9;
+	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d), NDZ_EINVAL);
+	b[5] = 0x81;                   /* a reply is not a request */
+	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d), NDZ_EPROTO);
+	/* a name of 64 bytes fits, the cap is checked */
+	r.type = NDZ_CTL_GET;
+	memset(r.name, 'x', NDZ_CTL_NAME_MAX);
+	r.name[NDZ_CTL_NAME_MAX] = 0;
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_MAX);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_MAX - 1), NDZ_ERANGE);
+}
+
+static void test_get_reply(void **state)
+{
+	struct ndz_ctl_rep r, d;
+	uint8_t b[NDZ_CTL_REP_MAX];
+	int n;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	r.type = NDZ_CTL_GET;
+	r.id = 7;
+	r.group = htonl(0xefc00102);   /* 239.192.1.2 */
+	r.server = htonl(0x0a4d0001);
+	r.port = 5001;
+	for (int i = 0; i < 16; i++)
+		r.uuid[i] = (uint8_t)(i + 1);
+	r.chunks = 12;
+	r.source_bytes = 0x123456789aull;
+	r.rate_bps = 100000000;
+	n = ndz_ctl_rep_encode(&r, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_GET_LEN);
+	assert_int_equal(b[5], 0x81);
+	/* addresses as little-endian numbers: 239.192.1.2 is 0xefc00102 */
+	assert_int_equal(b[12], 0x02);
+	assert_int_equal(b[15], 0xef);
+	assert_int_equal(b[20] | b[21] << 8, 5001);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(d.group, r.group);
+	assert_int_equal(d.server, r.server);
+	assert_int_equal(d.port, 5001);
+	assert_memory_equal(d.uuid, r.uuid, 16);
+	assert_int_equal(d.chunks, 12);
+	assert_int_equal(d.source_bytes, r.source_bytes);
+	assert_int_equal(d.rate_bps, r.rate_bps);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n - 1, &d), NDZ_EPROTO);
+	b[22] = 1;                     /* reserved */
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), NDZ_EPROTO);
+	/* refusals are a bare header */
+	r.status = NDZ_CTL_POOL;
+	n = ndz_ctl_rep_encode(&r, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_REP_HDR);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(d.status, NDZ_CTL_POOL);
+	assert_string_equal(ndz_ctl_strstatus(d.status), "multicast address pool exhausted");
+	assert_string_equal(ndz_ctl_strstatus(99), "unknown reply status");
+}
+
+static void test_status_reply(void **state)
+{
+	static uint8_t b[NDZ_CTL_REP_MAX + 1];
+	static char big[NDZ_CTL_JSON_MAX + 1];
+	struct ndz_ctl_rep r = { .type = NDZ_CTL_STATUS, .id = 9, .json = "{}", .json_len = 2 }, d;
+	int n;
+
+	(void)state;
+	n = ndz_ctl_rep_encode(&r, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_REP_HDR + 4);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(d.json_len, 2);
+	assert_memory_equal(d.json, "{}", 2);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &d), NDZ_EPROTO);
+	memset(big, ' ', sizeof(big));
+	r.json = big;
+	r.json_len = NDZ_CTL_JSON_MAX + 1;
+	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b)), NDZ_EINVAL);
+	r.json_len = NDZ_CTL_JSON_MAX;
+	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b)), NDZ_CTL_REP_MAX);
+}
+
+static void test_hostport(void **state)
+{
+	char h[32];
+	uint16_t p;
+
+	(void)state;
+	assert_int_equal(ndz_ctl_hostport("10.0.0.1", 3563, h, sizeof(h), &p), 0);
+	assert_string_equal(h, "10.0.0.1");
+	assert_int_equal(p, 3563);
+	assert_int_equal(ndz_ctl_hostport("master:99", 3563, h, sizeof(h), &p), 0);
+	assert_string_equal(h, "master");
+	assert_int_equal(p, 99);
+	assert_int_equal(ndz_ctl_hostport("m:0", 1, h, sizeof(h), &p), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport("m:70000", 1, h, sizeof(h), &p), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport("m:", 1, h, sizeof(h), &p), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport(":5", 1, h, sizeof(h), &p), NDZ_EINVAL);
+}
+
+static void test_ask_bad_address(void **state)
+{
+	static uint8_t b[NDZ_CTL_REP_MAX];
+	struct ndz_ctl_req r = { .type = NDZ_CTL_STATUS };
+	struct ndz_ctl_rep rep;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_ctl_ask("m:99999", &r, b, sizeof(b), &rep, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "bad master address 'm:99999' (HOST[:PORT])");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_request),
+		cmocka_unit_test(test_get_reply),
+		cmocka_unit_test(test_status_reply),
+		cmocka_unit_test(test_hostport),
+		cmocka_unit_test(test_ask_bad_address),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

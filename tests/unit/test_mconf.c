@@ -1,0 +1,219 @@
+/* Unit tests for lib/mconf: every keyword, defaults, image directories, and errors by file:line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "mconf.h"
+
+static struct ndz_mconf *parse(const char *text, struct ndz_error *e)
+{
+	struct ndz_mconf *c = (struct ndz_mconf *)1;
+
+	ndz_error_clear(e);
+	if (ndz_mconf_parse(text, strlen(text), "m.conf", &c, e) != 0) {
+		assert_null(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* text must fail with exactly msg */
+static void refused(const char *text, const char *msg)
+{
+	struct ndz_error e;
+
+	assert_null(parse(text, &e));
+	assert_int_equal(e.code, NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), msg);
+}
+
+static uint32_t ip(const char *s)
+{
+	return inet_addr(s);
+}
+
+static void test_full(void **state)
+{
+	struct ndz_error e;
+	struct ndz_mconf *c;
+	const struct ndz_mconf_image *a, *b;
+
+	(void)state;
+	c = parse("# a comment\n"
+		  "pool 239.192.7.0/30   # four addresses\n"
+		  "\n"
+		  "ports 5000-5003\n"
+		  "max-sessions 3\n"
+		  "rate 50M\n"
+		  "total-rate 1G\n"
+		  "idle-timeout 20\r\n"
+		  "image a /img/a.ndz allow 10.0.0.0/8,192.168.1.5 rate 10M\n"
+		  "\timage  b  /img/b.ndz\n", &e);
+	assert_non_null(c);
+	assert_int_equal(c->pool_base, 0xefc00700u);
+	assert_int_equal(c->pool_size, 4);
+	assert_int_equal(c->port_lo, 5000);
+	assert_int_equal(c->port_hi, 5003);
+	assert_int_equal(c->max_sessions, 3);
+	assert_int_equal(c->rate, 50000000);
+	assert_int_equal(c->total_rate, 1000000000);
+	assert_int_equal(c->idle_timeout, 20);
+	assert_int_equal(c->nimages, 2);
+	a = ndz_mconf_find(c, "a");
+	b = ndz_mconf_find(c, "b");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_null(ndz_mconf_find(c, "c"));
+	assert_string_equal(a->path, "/img/a.ndz");
+	assert_int_equal(a->rate, 10000000);
+	assert_int_equal(b->rate, 0);
+	assert_true(ndz_mconf_allows(a, ip("10.1.2.3")));
+	assert_true(ndz_mconf_allows(a, ip("192.168.1.5")));
+	assert_false(ndz_mconf_allows(a, ip("192.168.1.6")));
+	assert_false(ndz_mconf_allows(b, ip("10.1.2.3")));   /* no allow: nobody */
+	assert_true(ndz_mconf_allows_any(c, ip("10.9.9.9")));
+	assert_false(ndz_mconf_allows_any(c, ip("11.0.0.1")));
+	ndz_mconf_free(c);
+}
+
+static void test_defaults(void **state)
+{
+	struct ndz_error e;
+	struct ndz_mconf *c = parse("image x /x.ndz allow 0.0.0.0/0", &e);
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->pool_base, 0xefc00100u);
+	assert_int_equal(c->pool_size, 256);
+	assert_int_equal(c->max_sessions, 8);
+	assert_int_equal(c->rate, 100000000);
+	assert_int_equal(c->total_rate, 0);
+	assert_int_equal(c->idle_timeout, 60);
+	assert_true(ndz_mconf_allows(&c->images[0], ip("1.2.3.4")));
+	ndz_mconf_free(c);
+	ndz_mconf_free(NULL);
+}
+
+static void test_errors(void **state)
+{
+	(void)state;
+	refused("pool 239.1.1.0/24\nbogus 1\n", "m.conf:2: unknown keyword 'bogus'");
+	refused("pool 10.0.0.0/24\n", "m.conf:1: bad pool (a multicast prefix, /16 to /32) '10.0.0.0/24'");
+	refused("pool 239.0.0.0/8\n", "m.conf:1: bad pool (a multicast prefix, /16 to /32) '239.0.0.0/8'");
+	refused("\n\nports 5000-4000\n", "m.conf:3: bad port range (LOW-HIGH) '5000-4000'");
+	refused("max-sessions 0\n", "m.conf:1: bad max-sessions (1 to 1024) '0'");
+	refused("max-sessions\n", "m.conf:1: missing value after 'max-sessions'");
+	refused("rate 1 2\n", "m.conf:1: too many values after 'rate'");
+	refused("bogus\n", "m.conf:1: unknown keyword 'bogus'");
+	refused("rate 7k\n", "m.conf:1: bad rate (bits/s, at least 8k) '7k'");
+	refused("total-rate 1X\n", "m.conf:1: bad total-rate (bits/s, at least 8k) '1X'");
+	refused("idle-timeout -1\n", "m.conf:1: bad idle-timeout (1 to 86400 seconds) '-1'");
+	refused("image a\n", "m.conf:1: image needs a name and a path");
+	refused("image a/b /x\n",
+		"m.conf:1: bad image name (letters, digits, '.', '_', '-'; at most 64) 'a/b'");
+	refused("image a /x allow\n", "m.conf:1: missing value after 'allow'");
+	refused("image a /x allow 10.0.0.0/33\n", "m.conf:1: bad address or prefix '10.0.0.0/33'");
+	refused("image a /x allow 10.0.0.1,nope\n", "m.conf:1: bad address or prefix 'nope'");
+	refused("image a /x color red\n", "m.conf:1: unknown image option 'color'");
+	refused("image a /x\nimage a /y\n", "m.conf:2: image defined twice 'a'");
+	refused("imagedir\n", "m.conf:1: imagedir needs a directory");
+	refused("# nothing\n", "m.conf: no images");
+	refused("a b c d e f g h i\n", "m.conf:1: too many words");
+}
+
+static void test_imagedir(void **state)
+{
+	char dir[] = "/tmp/test_mconf.XXXXXX", path[128], text[256];
+	struct ndz_error e;
+	struct ndz_mconf *c;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[] = { "b.ndz", "a.ndz", "notes.txt" };
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		fclose(f);
+	}
+	snprintf(text, sizeof(text), "imagedir %s allow 10.0.0.0/8 rate 1M\n", dir);
+	c = parse(text, &e);
+	assert_non_null(c);
+	assert_int_equal(c->nimages, 2);
+	assert_string_equal(c->images[0].name, "a");
+	assert_string_equal(c->images[1].name, "b");
+	snprintf(path, sizeof(path), "%s/b.ndz", dir);
+	assert_string_equal(c->images[1].path, path);
+	assert_int_equal(c->images[1].rate, 1000000);
+	assert_true(ndz_mconf_allows(&c->images[0], ip("10.0.0.1")));
+	ndz_mconf_free(c);
+	/* an image of the directory named twice; a directory that is not there */
+	snprintf(text, sizeof(text), "image a /x\nimagedir %s\n", dir);
+	assert_null(parse(text, &e));
+	assert_string_equal(ndz_error_msg(&e), "m.conf:2: image defined twice 'a'");
+	snprintf(path, sizeof(path), "%s/config", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("image x /x.ndz\nports 1-2-3\n", f);
+	fclose(f);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_mconf_load(path, &c, &e), NDZ_EINVAL);
+	snprintf(text, sizeof(text), "%s:2: bad port range (LOW-HIGH) '1-2-3'", path);
+	assert_string_equal(ndz_error_msg(&e), text);
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[] = { "b.ndz", "a.ndz", "notes.txt" };
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/config", dir);
+	unlink(path);
+	rmdir(dir);
+	snprintf(text, sizeof(text), "imagedir %s\n", dir);
+	assert_null(parse(text, &e));
+	assert_true(strncmp(ndz_error_msg(&e), "m.conf:1: imagedir '", 20) == 0);
+	ndz_error_clear(&e);
+	assert_true(ndz_mconf_load("/nonexistent/mfrisbeed.conf", &c, &e) < 0);
+	assert_null(c);
+	assert_true(strncmp(ndz_error_msg(&e), "/nonexistent/mfrisbeed.conf", 27) == 0);
+}
+
+static void test_rate(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(ndz_parse_rate("8000", &v), 0);
+	assert_int_equal(v, 8000);
+	assert_int_equal(ndz_parse_rate("2T", &v), 0);
+	assert_int_equal(v, 2000000000000ull);
+	assert_int_equal(ndz_parse_rate("0", &v), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("", &v), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("-1", &v), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("5Mb", &v), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("99999999999999999T", &v), NDZ_EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_imagedir),
+		cmocka_unit_test(test_rate),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
