@@ -2,7 +2,10 @@
  * The restore pipeline: chunks are queued by the caller, inflated by one thread
  * per core into write jobs (a 1 MiB buffer plus the target segments it fills),
  * and a single writer thread turns jobs into large pwrite()s and zero fills.
- * Memory is the chunk slots plus the job buffers, both fixed at creation.
+ * Memory is the chunk slots, the job buffers and (budget permitting) one flat
+ * buffer per decoder, all fixed at creation. A zlib chunk whose data fits the
+ * flat buffer is decoded there in one libdeflate call (its size is known from
+ * the regions), then copied into jobs; others are inflated piecewise by zlib.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -21,6 +25,7 @@
 #define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
+#define FLAT_BUF     (8u << 20)        /* whole-chunk zlib output, per decoder */
 
 struct seg {
 	uint64_t off;                  /* target byte offset */
@@ -221,6 +226,9 @@ struct dec {
 	ZSTD_DCtx *zd;
 	ZSTD_inBuffer zin;             /* the chunk's zstd data and how far it was read */
 	size_t zret;                   /* last ZSTD_decompressStream result: 0 at a frame end */
+	struct libdeflate_decompressor *ld;
+	uint8_t *flat;                 /* FLAT_BUF bytes, or NULL: stream with zlib */
+	size_t flat_pos;               /* bytes of flat handed out */
 	struct job *job;
 	unsigned job_idx;
 };
@@ -295,6 +303,37 @@ static int zero_gap(struct dec *d, const struct ndz_chunk_hdr *h, uint64_t from,
 	if (a >= b)
 		return 0;
 	return add_seg(d, d->u->opts.target_offset + a, b - a, -1);
+}
+
+/*
+ * zlib, all at once: the stream must hold exactly want bytes, checksum right,
+ * and end at data_len. Nothing of the chunk reaches a job before this passes.
+ */
+static int flat_decode(struct dec *d, const uint8_t *data, size_t len, size_t want,
+		       char *why, size_t whylen)
+{
+	size_t in_n = 0, out_n = 0;
+	enum libdeflate_result r;
+
+	r = libdeflate_zlib_decompress_ex(d->ld, data, len, d->flat, want, &in_n, &out_n);
+	if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+		snprintf(why, whylen, "more data than its regions hold");
+		return NDZ_ELENGTH;
+	}
+	if (r != LIBDEFLATE_SUCCESS) {
+		snprintf(why, whylen, "invalid deflate data or checksum");
+		return NDZ_ECORRUPT;
+	}
+	if (out_n < want) {
+		snprintf(why, whylen, "data ends %zu bytes before its regions do", want - out_n);
+		return NDZ_ELENGTH;
+	}
+	if (in_n < len) {
+		snprintf(why, whylen, "%zu bytes after the end of the stream", len - in_n);
+		return NDZ_ECORRUPT;
+	}
+	d->flat_pos = 0;
+	return 0;
 }
 
 /* zlib: inflate up to n bytes of the region data (left bytes remain) into out. */
@@ -442,8 +481,8 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 			int checked, char *why, size_t whylen)
 {
 	struct ndz_unzip *u = d->u;
-	int zstd = h->codec == NDZ_CODEC_ZSTD;
-	uint64_t gap;
+	int zstd = h->codec == NDZ_CODEC_ZSTD, flat = 0;
+	uint64_t gap, want = ndz_hdr_data_bytes(chunk, h);
 	uint32_t r;
 	int rc;
 
@@ -451,14 +490,18 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 		return rc;
 	gap = h->first;
 	if (zstd) {
-		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len,
-			       ndz_hdr_data_bytes(chunk, h), why, whylen);
+		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
 		if (rc < 0)
 			return rc;
 		if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)))
 			return NDZ_ECORRUPT;
 		d->zin = (ZSTD_inBuffer){ chunk + NDZ_HDR_SIZE, h->data_len, 0 };
 		d->zret = 0;
+	} else if (d->flat && want <= FLAT_BUF) {
+		flat = 1;
+		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
+		if (rc < 0)
+			return rc;
 	} else {
 		if (inflateReset(&d->z) != Z_OK)
 			return NDZ_ECORRUPT;
@@ -486,8 +529,14 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 			room = JOB_BUF - d->job->used;
 			n = left < room ? (size_t)left : room;
 			out = d->job->buf + d->job->used;
-			rc = zstd ? zstd_read(d, out, n, &n, why, whylen) :
-				    zlib_read(d, out, n, left, &n, why, whylen);
+			if (flat) {
+				memcpy(out, d->flat + d->flat_pos, n);
+				d->flat_pos += n;
+				rc = 0;
+			} else {
+				rc = zstd ? zstd_read(d, out, n, &n, why, whylen) :
+					    zlib_read(d, out, n, left, &n, why, whylen);
+			}
 			if (rc < 0)
 				return rc;
 			if (n == 0) {
@@ -510,7 +559,7 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 	}
 	if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, h->last)) < 0)
 		return rc;
-	return zstd ? zstd_end(d, why, whylen) : zlib_end(d, why, whylen);
+	return flat ? 0 : zstd ? zstd_end(d, why, whylen) : zlib_end(d, why, whylen);
 }
 
 static void *decoder_main(void *arg)
@@ -583,6 +632,19 @@ static int online_cores(void)
 	return n < 1 ? 1 : n > MAX_DECODERS ? MAX_DECODERS : (int)n;
 }
 
+/* Free a decoder's codec state (its thread is gone or never started). */
+static void dec_release(struct dec *d)
+{
+	inflateEnd(&d->z);
+	ZSTD_freeDCtx(d->zd);
+	d->zd = NULL;
+	if (d->ld)
+		libdeflate_free_decompressor(d->ld);
+	d->ld = NULL;
+	free(d->flat);
+	d->flat = NULL;
+}
+
 /* The decoders' state lives right after the handle (one allocation). */
 static struct dec *decs_of(struct ndz_unzip *u)
 {
@@ -595,6 +657,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	struct ndz_unzip *u;
 	size_t mem, fixed;
 	unsigned i, threads;
+	int flat;
 	struct dec *decs;
 
 	if (!target && !opts->verify_only)
@@ -616,6 +679,10 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->nslots = threads + 2;
 	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
 	u->njobs = threads + 4;
+	/* Flat buffers only when the minimum of jobs still fits beside them. */
+	flat = mem >= fixed + (size_t)threads * FLAT_BUF + (size_t)u->njobs * JOB_BUF;
+	if (flat)
+		fixed += (size_t)threads * FLAT_BUF;
 	if (mem > fixed + (size_t)u->njobs * JOB_BUF)
 		u->njobs = (unsigned)((mem - fixed) / JOB_BUF);
 	if (u->njobs > 64)
@@ -656,10 +723,11 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		if (inflateInit(&decs[i].z) != Z_OK)
 			break;
 		decs[i].zd = ZSTD_createDCtx();
-		if (!decs[i].zd ||
+		decs[i].ld = libdeflate_alloc_decompressor();
+		decs[i].flat = flat ? malloc(FLAT_BUF) : NULL;
+		if (!decs[i].zd || !decs[i].ld || (flat && !decs[i].flat) ||
 		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
-			inflateEnd(&decs[i].z);
-			ZSTD_freeDCtx(decs[i].zd);
+			dec_release(&decs[i]);
 			break;
 		}
 		u->ndecoders++;
@@ -780,9 +848,7 @@ static void stop_threads(struct ndz_unzip *u)
 	pthread_mutex_unlock(&u->lock);
 	for (i = 0; i < u->ndecoders; i++) {
 		pthread_join(u->decoders[i], NULL);
-		inflateEnd(&decs[i].z);
-		ZSTD_freeDCtx(decs[i].zd);
-		decs[i].zd = NULL;
+		dec_release(&decs[i]);
 	}
 	u->ndecoders = 0;
 	/* Decoders are gone: wake the writer so it sees the end. */
