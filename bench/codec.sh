@@ -26,20 +26,7 @@ find /usr/bin /usr/lib /usr/share/doc /usr/include -type f -size +1k 2>/dev/null
 bytes=$(stat -c %s "$dir/in")
 [ "$bytes" -ge $((size_mb * 1048576)) ] || echo "note: only $bytes bytes of input found"
 
-now() { date +%s.%N; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-# time_it CMD: runs CMD $runs times, prints the median seconds
-time_it() {
-	: >"$dir/t"
-	i=0
-	while [ $i -lt "$runs" ]; do
-		t0=$(now); sh -c "$*"; t1=$(now)
-		echo "$t1 - $t0" | bc -l >>"$dir/t"
-		i=$((i + 1))
-	done
-	median <"$dir/t"
-}
-mbs() { echo "scale=1; $bytes / 1000000 / $1" | bc -l; }
+. "$top/bench/timing.sh"
 row() { printf '%-36s %8.2f s %9s MB/s %12s bytes\n' "$1" "$2" "$(mbs "$2")" "$3"; }
 r() { echo "scale=2; $1 / $2" | bc -l; }
 
@@ -47,18 +34,18 @@ sync
 cat "$dir/in" >/dev/null	# every run reads from the page cache
 echo
 echo "== compression, -j 2 (median of $runs runs)"
-zl=$(time_it "'$bin/imagezip' -q -r -j 2 --codec zlib -z 4 '$dir/in' '$dir/zlib.ndz'")
+zl=$(time_it zl "'$bin/imagezip' -q -r -j 2 --codec zlib -z 4 '$dir/in' '$dir/zlib.ndz'")
 s_zl=$(stat -c %s "$dir/zlib.ndz")
-zs=$(time_it "'$bin/imagezip' -q -r -j 2 --codec zstd '$dir/in' '$dir/zstd.ndz'")
+zs=$(time_it zs "'$bin/imagezip' -q -r -j 2 --codec zstd '$dir/in' '$dir/zstd.ndz'")
 s_zs=$(stat -c %s "$dir/zstd.ndz")
 row "imagezip --codec zlib -z 4" "$zl" "$s_zl"
 row "imagezip --codec zstd (level 3)" "$zs" "$s_zs"
 
 echo
 echo "== imageunzip -n, verify only, -j 2 (median of $runs runs)"
-ul=$(time_it "'$bin/imageunzip' -n '$dir/zlib.ndz'")
-us=$(time_it "'$bin/imageunzip' -n '$dir/zstd.ndz'")
-uo=$(time_it "'$old/imageunzip' -n '$dir/zlib.ndz'")
+ul=$(time_it ul "'$bin/imageunzip' -n '$dir/zlib.ndz'")
+us=$(time_it us "'$bin/imageunzip' -n '$dir/zstd.ndz'")
+uo=$(time_it uo "'$old/imageunzip' -n '$dir/zlib.ndz'")
 row "zlib image, libdeflate decoder" "$ul" "-"
 row "zstd image" "$us" "-"
 row "zlib image, old decoder ($base)" "$uo" "-"
