@@ -20,13 +20,9 @@ git -C "$top" archive "$base" | tar -x -C "$dir/old"
 make -C "$dir/old" -j2 all >/dev/null 2>&1 || { echo "bench: building $base failed" >&2; exit 1; }
 old="$dir/old/build/bin"
 
-echo "input: ${size_mb} MiB of binaries and text from /usr (ELF, .so, docs, headers)"
-find /usr/bin /usr/lib /usr/share/doc /usr/include -type f -size +1k 2>/dev/null |
-	sort | xargs cat 2>/dev/null | head -c "$((size_mb * 1048576))" >"$dir/in"
-bytes=$(stat -c %s "$dir/in")
-[ "$bytes" -ge $((size_mb * 1048576)) ] || echo "note: only $bytes bytes of input found"
+. "$top/bench/common.sh"
+make_input
 
-. "$top/bench/timing.sh"
 row() { printf '%-36s %8.2f s %9s MB/s %12s bytes\n' "$1" "$2" "$(mbs "$2")" "$3"; }
 r() { echo "scale=2; $1 / $2" | bc -l; }
 
