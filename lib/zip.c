@@ -577,7 +577,8 @@ static int pack_piece(struct zip *z, struct piece *p)
 	    end <= region_limit(z)) {
 		memcpy(z->chunk + z->pos, p->out, p->out_len);
 		z->pos += p->out_len;
-		z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
+		if (!z->zstd)
+			z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
 		z->cin_end = end;
 		return 0;
 	}
