@@ -11,27 +11,9 @@ dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 command -v pigz >/dev/null || { echo "bench: pigz missing (apt-get install pigz)" >&2; exit 1; }
 
-echo "input: ${size_mb} MiB of binaries and text from /usr (ELF, .so, docs, headers)"
-find /usr/bin /usr/lib /usr/share/doc /usr/include -type f -size +1k 2>/dev/null |
-	sort | xargs cat 2>/dev/null | head -c "$((size_mb * 1048576))" >"$dir/in"
-bytes=$(stat -c %s "$dir/in")
-[ "$bytes" -ge $((size_mb * 1048576)) ] || echo "note: only $bytes bytes of input found"
+. "$top/bench/common.sh"
+make_input
 
-now() { date +%s.%N; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-# time_it NAME CMD: runs CMD $runs times, prints the median seconds
-time_it() {
-	name=$1; shift
-	: >"$dir/t"
-	i=0
-	while [ $i -lt "$runs" ]; do
-		t0=$(now); sh -c "$*"; t1=$(now)
-		echo "$t1 - $t0" | bc -l >>"$dir/t"
-		i=$((i + 1))
-	done
-	median <"$dir/t"
-}
-mbs() { echo "scale=1; $bytes / 1000000 / $1" | bc -l; }
 row() { printf '%-34s %8.2f s %9s MB/s %12s bytes\n' "$1" "$2" "$(mbs "$2")" "$3"; }
 
 sync

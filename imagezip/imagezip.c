@@ -31,7 +31,8 @@ static const char usage_text[] =
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
 	"      --keep-pagefile  keep the contents of NTFS pagefile.sys and hiberfil.sys\n"
-	"  -z, --level N      zlib compression level 0-9 (default 4)\n"
+	"      --codec C      compress with zlib (default) or zstd\n"
+	"  -z, --level N      compression level: zlib 0-9 (default 4), zstd 1-19 (default 3)\n"
 	"  -j, --threads N    compression threads (default: online cores)\n"
 	"  -r, --raw          take every sector, ignoring filesystems\n"
 	"      --uuid UUID    give the image this UUID (default: random), for\n"
@@ -255,6 +256,7 @@ int main(int argc, char **argv)
 		{ "keep-pagefile", no_argument, NULL, 'K' },
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
+		{ "codec", required_argument, NULL, 'C' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -267,7 +269,7 @@ int main(int argc, char **argv)
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL;
 	char err[512];
-	int progress = 0, info = 0, c, rc;
+	int progress = 0, info = 0, level = -1, c, rc;
 	struct ndz_scan_report report;
 	uint64_t u64;
 	double t0;
@@ -278,7 +280,15 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ioqvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
-			zopts.level = cli_parse_int(optarg, "-z", 0, 9);
+			level = cli_parse_int(optarg, "-z", 0, 19);
+			break;
+		case 'C':
+			if (!strcmp(optarg, "zlib"))
+				zopts.codec = NDZ_CODEC_ZLIB;
+			else if (!strcmp(optarg, "zstd"))
+				zopts.codec = NDZ_CODEC_ZSTD;
+			else
+				cli_usage_error("--codec: '%s' is not zlib or zstd", optarg);
 			break;
 		case 'j':
 			zopts.threads = cli_parse_int(optarg, "-j", 1, 64);
@@ -322,6 +332,14 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	if (zopts.codec == NDZ_CODEC_ZSTD)
+		zopts.level = level < 0 ? NDZ_ZSTD_DEFAULT_LEVEL : level;
+	else if (level >= 0)
+		zopts.level = level;
+	if (zopts.codec == NDZ_CODEC_ZSTD ? zopts.level < 1 : zopts.level > 9)
+		cli_usage_error("-z: level %d is outside %s for %s", zopts.level,
+				zopts.codec == NDZ_CODEC_ZSTD ? "1-19" : "0-9",
+				zopts.codec == NDZ_CODEC_ZSTD ? "zstd" : "zlib");
 	if (info && argc - optind != 1)
 		cli_usage_error("-i: expected SOURCE only");
 	if (!info && argc - optind != 2)

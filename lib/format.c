@@ -70,8 +70,10 @@ static int hdr_valid(const struct ndz_chunk_hdr *h, const uint8_t *a)
 	uint64_t prev_end;
 	uint32_t i;
 
-	if (h->sector_size != NDZ_SECTOR_SIZE || h->codec != NDZ_CODEC_ZLIB)
-		return h->codec != NDZ_CODEC_ZLIB ? NDZ_ECODEC : NDZ_EHEADER;
+	if (h->codec != NDZ_CODEC_ZLIB && h->codec != NDZ_CODEC_ZSTD)
+		return NDZ_ECODEC;
+	if (h->sector_size != NDZ_SECTOR_SIZE)
+		return NDZ_EHEADER;
 	if (h->chunk_flags & ~NDZ_CHUNK_KNOWN)
 		return NDZ_EFEATURE;
 	if (h->data_len > NDZ_MAX_DATA || h->nregions > NDZ_MAX_REGIONS)
@@ -210,7 +212,8 @@ int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr
 {
 	if (memcmp(a->uuid, b->uuid, 16) != 0 || a->source_bytes != b->source_bytes ||
 	    a->image_kind != b->image_kind || a->part_index != b->part_index ||
-	    a->part_start != b->part_start || a->part_type != b->part_type)
+	    a->part_start != b->part_start || a->part_type != b->part_type ||
+	    a->codec != b->codec)
 		return NDZ_EMISMATCH;
 	return 0;
 }

@@ -19,7 +19,8 @@
 extern const uint8_t ndz_magic[8];
 
 /* codec field */
-#define NDZ_CODEC_ZLIB    1u
+#define NDZ_CODEC_ZLIB    1u           /* one zlib stream */
+#define NDZ_CODEC_ZSTD    2u           /* zstd frames, one after another */
 
 /* chunk_flags: per chunk */
 #define NDZ_CHUNK_LAST    0x1u         /* the final chunk of the image */

@@ -2,7 +2,10 @@
  * The restore pipeline: chunks are queued by the caller, inflated by one thread
  * per core into write jobs (a 1 MiB buffer plus the target segments it fills),
  * and a single writer thread turns jobs into large pwrite()s and zero fills.
- * Memory is the chunk slots plus the job buffers, both fixed at creation.
+ * Memory is the chunk slots, the job buffers and (budget permitting) one flat
+ * buffer per decoder, all fixed at creation. A zlib chunk whose data fits the
+ * flat buffer is decoded there in one libdeflate call (its size is known from
+ * the regions), then copied into jobs; others are inflated piecewise by zlib.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -10,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "err.h"
 #include "image.h"
@@ -20,6 +25,7 @@
 #define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
+#define FLAT_BUF     (8u << 20)        /* whole-chunk zlib output, per decoder */
 
 struct seg {
 	uint64_t off;                  /* target byte offset */
@@ -217,6 +223,12 @@ static void *writer_main(void *arg)
 struct dec {
 	struct ndz_unzip *u;
 	z_stream z;
+	ZSTD_DCtx *zd;
+	ZSTD_inBuffer zin;             /* the chunk's zstd data and how far it was read */
+	size_t zret;                   /* last ZSTD_decompressStream result: 0 at a frame end */
+	struct libdeflate_decompressor *ld;
+	uint8_t *flat;                 /* FLAT_BUF bytes, or NULL: stream with zlib */
+	size_t flat_pos;               /* bytes of flat handed out */
 	struct job *job;
 	unsigned job_idx;
 };
@@ -293,23 +305,209 @@ static int zero_gap(struct dec *d, const struct ndz_chunk_hdr *h, uint64_t from,
 	return add_seg(d, d->u->opts.target_offset + a, b - a, -1);
 }
 
+/*
+ * zlib, all at once: the stream must hold exactly want bytes, checksum right,
+ * and end at data_len. Nothing of the chunk reaches a job before this passes.
+ */
+static int flat_decode(struct dec *d, const uint8_t *data, size_t len, size_t want,
+		       char *why, size_t whylen)
+{
+	size_t in_n = 0, out_n = 0;
+	enum libdeflate_result r;
+
+	r = libdeflate_zlib_decompress_ex(d->ld, data, len, d->flat, want, &in_n, &out_n);
+	if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+		snprintf(why, whylen, "more data than its regions hold");
+		return NDZ_ELENGTH;
+	}
+	if (r != LIBDEFLATE_SUCCESS) {
+		snprintf(why, whylen, "invalid deflate data or checksum");
+		return NDZ_ECORRUPT;
+	}
+	if (out_n < want) {
+		snprintf(why, whylen, "data ends %zu bytes before its regions do", want - out_n);
+		return NDZ_ELENGTH;
+	}
+	if (in_n < len) {
+		snprintf(why, whylen, "%zu bytes after the end of the stream", len - in_n);
+		return NDZ_ECORRUPT;
+	}
+	d->flat_pos = 0;
+	return 0;
+}
+
+/* zlib: inflate up to n bytes of the region data (left bytes remain) into out. */
+static int zlib_read(struct dec *d, uint8_t *out, size_t n, uint64_t left, size_t *got,
+		     char *why, size_t whylen)
+{
+	z_stream *z = &d->z;
+	int zrc;
+
+	z->next_out = out;
+	z->avail_out = (uInt)n;
+	zrc = inflate(z, Z_SYNC_FLUSH);
+	*got = n - z->avail_out;
+	if (zrc == Z_STREAM_END && left > *got) {
+		snprintf(why, whylen, "data ends %llu bytes before its regions do",
+			 (unsigned long long)(left - *got));
+		return NDZ_ELENGTH;
+	}
+	if (zrc != Z_OK && zrc != Z_STREAM_END) {
+		snprintf(why, whylen, "%s", z->msg ? z->msg : "inflate failed");
+		return NDZ_ECORRUPT;
+	}
+	return 0;
+}
+
+/* zlib: the stream must end exactly here, checksum included, with nothing after it. */
+static int zlib_end(struct dec *d, char *why, size_t whylen)
+{
+	z_stream *z = &d->z;
+	uint8_t probe;
+	int zrc;
+
+	z->next_out = &probe;
+	z->avail_out = 1;
+	zrc = inflate(z, Z_FINISH);
+	if (zrc != Z_STREAM_END) {
+		snprintf(why, whylen, "%s", zrc == Z_DATA_ERROR && z->msg ? z->msg :
+				    z->avail_out == 0 ? "more data than its regions hold" :
+				    "compressed data ends early");
+		return zrc == Z_DATA_ERROR ? NDZ_ECORRUPT :
+		       z->avail_out == 0 ? NDZ_ELENGTH : NDZ_ECORRUPT;
+	}
+	if (z->avail_in) {
+		snprintf(why, whylen, "%u bytes after the end of the stream", z->avail_in);
+		return NDZ_ECORRUPT;
+	}
+	return 0;
+}
+
+/*
+ * zstd, before anything is decoded: the data must be whole zstd frames, end to
+ * end, each stating its content size, which add up to exactly want bytes.
+ */
+static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, size_t whylen)
+{
+	uint64_t total = 0;
+	size_t pos = 0;
+
+	while (pos < len) {
+		size_t fsz;
+		unsigned long long csz;
+
+		if (len - pos < 4 || data[pos] != 0x28 || data[pos + 1] != 0xb5 ||
+		    data[pos + 2] != 0x2f || data[pos + 3] != 0xfd) {
+			snprintf(why, whylen, "no zstd frame at data byte %zu", pos);
+			return NDZ_ECORRUPT;
+		}
+		fsz = ZSTD_findFrameCompressedSize(data + pos, len - pos);
+		if (ZSTD_isError(fsz)) {
+			snprintf(why, whylen, "zstd frame at data byte %zu: %s", pos,
+				 ZSTD_getErrorName(fsz));
+			return NDZ_ECORRUPT;
+		}
+		csz = ZSTD_getFrameContentSize(data + pos, fsz);
+		if (csz == ZSTD_CONTENTSIZE_UNKNOWN || csz == ZSTD_CONTENTSIZE_ERROR) {
+			snprintf(why, whylen, "zstd frame at data byte %zu does not state its size",
+				 pos);
+			return NDZ_ECORRUPT;
+		}
+		if (csz > want - total) {
+			snprintf(why, whylen, "zstd frames hold more data than its regions");
+			return NDZ_ELENGTH;
+		}
+		total += csz;
+		pos += fsz;
+	}
+	if (total < want) {
+		snprintf(why, whylen, "data ends %llu bytes before its regions do",
+			 (unsigned long long)(want - total));
+		return NDZ_ELENGTH;
+	}
+	return 0;
+}
+
+/* zstd: decode exactly n bytes of the frames into out. */
+static int zstd_read(struct dec *d, uint8_t *out, size_t n, size_t *got, char *why,
+		     size_t whylen)
+{
+	ZSTD_outBuffer o = { out, n, 0 };
+
+	while (o.pos < n) {
+		size_t in_was = d->zin.pos, out_was = o.pos;
+
+		d->zret = ZSTD_decompressStream(d->zd, &o, &d->zin);
+		if (ZSTD_isError(d->zret)) {
+			snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
+			return NDZ_ECORRUPT;
+		}
+		if (d->zin.pos == in_was && o.pos == out_was) {
+			snprintf(why, whylen, "compressed data ends early");
+			return NDZ_ECORRUPT;
+		}
+	}
+	*got = o.pos;
+	return 0;
+}
+
+/* zstd: the last frame must be complete (checksum checked) and all data read. */
+static int zstd_end(struct dec *d, char *why, size_t whylen)
+{
+	uint8_t probe;
+
+	while (d->zret != 0 || d->zin.pos < d->zin.size) {
+		ZSTD_outBuffer o = { &probe, 1, 0 };
+		size_t in_was = d->zin.pos;
+
+		d->zret = ZSTD_decompressStream(d->zd, &o, &d->zin);
+		if (ZSTD_isError(d->zret)) {
+			snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
+			return NDZ_ECORRUPT;
+		}
+		if (o.pos) {
+			snprintf(why, whylen, "more data than its regions hold");
+			return NDZ_ELENGTH;
+		}
+		if (d->zin.pos == in_was && d->zret != 0) {
+			snprintf(why, whylen, "compressed data ends early");
+			return NDZ_ECORRUPT;
+		}
+	}
+	return 0;
+}
+
 static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
 			int checked, char *why, size_t whylen)
 {
 	struct ndz_unzip *u = d->u;
-	z_stream *z = &d->z;
-	uint64_t gap;
-	uint8_t probe;
+	int zstd = h->codec == NDZ_CODEC_ZSTD, flat = 0;
+	uint64_t gap, want = ndz_hdr_data_bytes(chunk, h);
 	uint32_t r;
-	int rc, zrc;
+	int rc;
 
 	if (!checked && (rc = ndz_chunk_check_data(chunk, h)) < 0)
 		return rc;
 	gap = h->first;
-	if (inflateReset(z) != Z_OK)
-		return NDZ_ECORRUPT;
-	z->next_in = (Bytef *)(uintptr_t)(chunk + NDZ_HDR_SIZE);
-	z->avail_in = h->data_len;
+	if (zstd) {
+		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
+		if (rc < 0)
+			return rc;
+		if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)))
+			return NDZ_ECORRUPT;
+		d->zin = (ZSTD_inBuffer){ chunk + NDZ_HDR_SIZE, h->data_len, 0 };
+		d->zret = 0;
+	} else if (d->flat && want <= FLAT_BUF) {
+		flat = 1;
+		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
+		if (rc < 0)
+			return rc;
+	} else {
+		if (inflateReset(&d->z) != Z_OK)
+			return NDZ_ECORRUPT;
+		d->z.next_in = (Bytef *)(uintptr_t)(chunk + NDZ_HDR_SIZE);
+		d->z.avail_in = h->data_len;
+	}
 	for (r = 0; r < h->nregions; r++) {
 		struct ndz_region reg = ndz_hdr_region(chunk, r);
 		uint64_t img = reg.start * NDZ_SECTOR_SIZE;
@@ -321,6 +519,7 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 		while (left) {
 			size_t room, n;
 			uint64_t keep;
+			uint8_t *out;
 
 			if (!d->job || d->job->used == JOB_BUF || d->job->nsegs == MAX_SEGS) {
 				put_job(d);
@@ -329,19 +528,17 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 			}
 			room = JOB_BUF - d->job->used;
 			n = left < room ? (size_t)left : room;
-			z->next_out = d->job->buf + d->job->used;
-			z->avail_out = (uInt)n;
-			zrc = inflate(z, Z_SYNC_FLUSH);
-			n -= z->avail_out;
-			if (zrc == Z_STREAM_END && left > n) {
-				snprintf(why, whylen, "data ends %llu bytes before its regions do",
-					 (unsigned long long)(left - n));
-				return NDZ_ELENGTH;
+			out = d->job->buf + d->job->used;
+			if (flat) {
+				memcpy(out, d->flat + d->flat_pos, n);
+				d->flat_pos += n;
+				rc = 0;
+			} else {
+				rc = zstd ? zstd_read(d, out, n, &n, why, whylen) :
+					    zlib_read(d, out, n, left, &n, why, whylen);
 			}
-			if (zrc != Z_OK && zrc != Z_STREAM_END) {
-				snprintf(why, whylen, "%s", z->msg ? z->msg : "inflate failed");
-				return NDZ_ECORRUPT;
-			}
+			if (rc < 0)
+				return rc;
 			if (n == 0) {
 				snprintf(why, whylen, "compressed data ends early");
 				return NDZ_ECORRUPT;
@@ -362,22 +559,7 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 	}
 	if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, h->last)) < 0)
 		return rc;
-	/* The stream must end exactly here, checksum included, with nothing after it. */
-	z->next_out = &probe;
-	z->avail_out = 1;
-	zrc = inflate(z, Z_FINISH);
-	if (zrc != Z_STREAM_END) {
-		snprintf(why, whylen, "%s", zrc == Z_DATA_ERROR && z->msg ? z->msg :
-				    z->avail_out == 0 ? "more data than its regions hold" :
-				    "compressed data ends early");
-		return zrc == Z_DATA_ERROR ? NDZ_ECORRUPT :
-		       z->avail_out == 0 ? NDZ_ELENGTH : NDZ_ECORRUPT;
-	}
-	if (z->avail_in) {
-		snprintf(why, whylen, "%u bytes after the end of the stream", z->avail_in);
-		return NDZ_ECORRUPT;
-	}
-	return 0;
+	return flat ? 0 : zstd ? zstd_end(d, why, whylen) : zlib_end(d, why, whylen);
 }
 
 static void *decoder_main(void *arg)
@@ -450,6 +632,19 @@ static int online_cores(void)
 	return n < 1 ? 1 : n > MAX_DECODERS ? MAX_DECODERS : (int)n;
 }
 
+/* Free a decoder's codec state (its thread is gone or never started). */
+static void dec_release(struct dec *d)
+{
+	inflateEnd(&d->z);
+	ZSTD_freeDCtx(d->zd);
+	d->zd = NULL;
+	if (d->ld)
+		libdeflate_free_decompressor(d->ld);
+	d->ld = NULL;
+	free(d->flat);
+	d->flat = NULL;
+}
+
 /* The decoders' state lives right after the handle (one allocation). */
 static struct dec *decs_of(struct ndz_unzip *u)
 {
@@ -462,6 +657,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	struct ndz_unzip *u;
 	size_t mem, fixed;
 	unsigned i, threads;
+	int flat;
 	struct dec *decs;
 
 	if (!target && !opts->verify_only)
@@ -483,6 +679,10 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->nslots = threads + 2;
 	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
 	u->njobs = threads + 4;
+	/* Flat buffers only when the minimum of jobs still fits beside them. */
+	flat = mem >= fixed + (size_t)threads * FLAT_BUF + (size_t)u->njobs * JOB_BUF;
+	if (flat)
+		fixed += (size_t)threads * FLAT_BUF;
 	if (mem > fixed + (size_t)u->njobs * JOB_BUF)
 		u->njobs = (unsigned)((mem - fixed) / JOB_BUF);
 	if (u->njobs > 64)
@@ -522,8 +722,12 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		decs[i].u = u;
 		if (inflateInit(&decs[i].z) != Z_OK)
 			break;
-		if (pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
-			inflateEnd(&decs[i].z);
+		decs[i].zd = ZSTD_createDCtx();
+		decs[i].ld = libdeflate_alloc_decompressor();
+		decs[i].flat = flat ? malloc(FLAT_BUF) : NULL;
+		if (!decs[i].zd || !decs[i].ld || (flat && !decs[i].flat) ||
+		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
+			dec_release(&decs[i]);
 			break;
 		}
 		u->ndecoders++;
@@ -644,7 +848,7 @@ static void stop_threads(struct ndz_unzip *u)
 	pthread_mutex_unlock(&u->lock);
 	for (i = 0; i < u->ndecoders; i++) {
 		pthread_join(u->decoders[i], NULL);
-		inflateEnd(&decs[i].z);
+		dec_release(&decs[i]);
 	}
 	u->ndecoders = 0;
 	/* Decoders are gone: wake the writer so it sees the end. */

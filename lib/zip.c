@@ -6,6 +6,8 @@
  * before its chunk's start, is compressed again by the packer, in steps small
  * enough to fill the chunk to within a sector. The packer's decisions depend
  * only on the data, so the image is the same whatever the thread count.
+ * With zstd each piece is its own frame (no dictionary) and a chunk is the
+ * frames laid end to end; a piece that does not fit is split into smaller frames.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,16 +18,23 @@
 #include <sys/random.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "err.h"
 #include "zip.h"
 
 #define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */
 #define DICT_SIZE   32768u             /* deflate window */
-#define DATA_CAP    (NDZ_CHUNK_SIZE - 6) /* room before the final block and adler32 */
+#define DATA_CAP    (NDZ_CHUNK_SIZE - 6) /* zlib: room before the final block and adler32 */
 #define MAX_THREADS 64
 
 enum { SLOT_EMPTY, SLOT_READ, SLOT_DONE };
+
+/* A compressor of either codec, one per thread. */
+struct coder {
+	z_stream zs;
+	ZSTD_CCtx *zc;
+};
 
 struct piece {
 	uint64_t off;                  /* stream offset of the first input byte */
@@ -48,6 +57,8 @@ struct zip {
 	uint64_t npieces;
 	const struct ndz_zip_opts *opts;
 	int level;
+	int zstd;                      /* codec is NDZ_CODEC_ZSTD */
+	size_t cap;                    /* chunk offset the data may not pass */
 
 	/* pipeline */
 	pthread_mutex_t lock;
@@ -68,7 +79,7 @@ struct zip {
 	uint64_t cin_start, cin_end;   /* stream bytes in the current chunk */
 	uint64_t prev_last;            /* sector */
 	uint32_t index;
-	z_stream pz;
+	struct coder pc;
 	uint8_t uuid[16];
 	ndz_chunk_fn out;
 	void *out_ctx;
@@ -127,13 +138,17 @@ static int zip_err(struct zip *z)
 void ndz_zip_opts_init(struct ndz_zip_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->level = 4;
+	o->codec = NDZ_CODEC_ZLIB;
+	o->level = NDZ_ZLIB_DEFAULT_LEVEL;
 	o->threads = 0;
 }
 
+/* Worst-case output of n input bytes: zlib's sync-flushed deflate, or a zstd frame. */
 static size_t out_bound(size_t n)
 {
-	return n + (n + 7) / 8 + (n + 63) / 64 + 64;
+	size_t zb = ZSTD_compressBound(n), db = n + (n + 7) / 8 + (n + 63) / 64 + 64;
+
+	return zb > db ? zb : db;
 }
 
 /* Index of the range holding stream offset off (off < total). */
@@ -256,16 +271,32 @@ static int all_zero(const uint8_t *p, size_t n)
 	return memcmp(p, zeros, n) == 0;
 }
 
-static int compress_piece(struct zip *z, z_stream *s, struct piece *p)
+/* One whole zstd frame of in[0, n) at out, at most cap bytes; its length or 0. */
+static size_t zstd_frame(ZSTD_CCtx *zc, uint8_t *out, size_t cap, const uint8_t *in, size_t n)
 {
+	size_t r = ZSTD_compress2(zc, out, cap, in, n);
+
+	return ZSTD_isError(r) ? 0 : r;
+}
+
+static int compress_piece(struct zip *z, struct coder *c, struct piece *p)
+{
+	z_stream *s = &c->zs;
 	int rc;
 
-	if (z->zero_out && p->len == PIECE_SIZE && p->dict_len == DICT_SIZE &&
-	    all_zero(p->buf, DICT_SIZE + PIECE_SIZE)) {
+	/* zlib's output depends on the dictionary, zstd's does not. */
+	if (z->zero_out && p->len == PIECE_SIZE && (z->zstd || p->dict_len == DICT_SIZE) &&
+	    all_zero(z->zstd ? p->buf + DICT_SIZE : p->buf,
+		     z->zstd ? PIECE_SIZE : DICT_SIZE + PIECE_SIZE)) {
 		memcpy(p->out, z->zero_out, z->zero_out_len);
 		p->out_len = z->zero_out_len;
 		p->adler = z->zero_adler;
 		return 0;
+	}
+	if (z->zstd) {
+		p->out_len = zstd_frame(c->zc, p->out, out_bound(PIECE_SIZE), p->buf + DICT_SIZE,
+					p->len);
+		return p->out_len ? 0 : NDZ_ECORRUPT;
 	}
 	if (deflateReset(s) != Z_OK)
 		return NDZ_ECORRUPT;
@@ -284,19 +315,39 @@ static int compress_piece(struct zip *z, z_stream *s, struct piece *p)
 	return 0;
 }
 
-static int deflate_init(z_stream *s, int level)
+/* Frames carry their content size (readers check it first) and a checksum. */
+static int coder_init(struct coder *c, const struct zip *z)
 {
-	memset(s, 0, sizeof(*s));
-	return deflateInit2(s, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK ? 0 :
-									      NDZ_ENOMEM;
+	memset(c, 0, sizeof(*c));
+	if (!z->zstd)
+		return deflateInit2(&c->zs, z->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) ==
+		       Z_OK ? 0 : NDZ_ENOMEM;
+	c->zc = ZSTD_createCCtx();
+	if (!c->zc ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, z->level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 1)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 1))) {
+		ZSTD_freeCCtx(c->zc);
+		c->zc = NULL;
+		return NDZ_ENOMEM;
+	}
+	return 0;
+}
+
+static void coder_end(struct coder *c)
+{
+	if (c->zs.state)
+		deflateEnd(&c->zs);
+	ZSTD_freeCCtx(c->zc);
+	c->zc = NULL;
 }
 
 static void *worker_main(void *arg)
 {
 	struct zip *z = arg;
-	z_stream s;
+	struct coder s;
 
-	if (deflate_init(&s, z->level) < 0) {
+	if (coder_init(&s, z) < 0) {
 		set_err(z, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
 		return NULL;
 	}
@@ -319,7 +370,7 @@ static void *worker_main(void *arg)
 		p = &z->slots[i % z->nslots];
 		rc = compress_piece(z, &s, p);
 		if (rc < 0) {
-			set_err(z, rc, "deflate failed");
+			set_err(z, rc, "compression failed");
 			break;
 		}
 		pthread_mutex_lock(&z->lock);
@@ -327,7 +378,7 @@ static void *worker_main(void *arg)
 		pthread_cond_signal(&z->done_cv);
 		pthread_mutex_unlock(&z->lock);
 	}
-	deflateEnd(&s);
+	coder_end(&s);
 	return NULL;
 }
 
@@ -336,11 +387,15 @@ static void *worker_main(void *arg)
 static void chunk_start(struct zip *z)
 {
 	memset(z->chunk, 0, NDZ_CHUNK_SIZE);
+	z->cin_start = z->cin_end;
+	if (z->zstd) {
+		z->pos = NDZ_HDR_SIZE;
+		return;
+	}
 	z->chunk[NDZ_HDR_SIZE] = 0x78;             /* zlib header: deflate, 32 KiB window */
 	z->chunk[NDZ_HDR_SIZE + 1] = 0x9c;
 	z->pos = NDZ_HDR_SIZE + 2;
 	z->adler = adler32(0L, Z_NULL, 0);
-	z->cin_start = z->cin_end;
 }
 
 static int chunk_finish(struct zip *z, int last)
@@ -348,21 +403,26 @@ static int chunk_finish(struct zip *z, int last)
 	struct ndz_chunk_hdr h;
 	uint64_t off = z->cin_start;
 	uint8_t *p = z->chunk + z->pos;
+	size_t tail = z->zstd ? 0 : 6;
 	int rc;
 
-	p[0] = 0x03;                               /* final, empty, fixed-Huffman block */
-	p[1] = 0x00;
-	p[2] = (uint8_t)(z->adler >> 24);          /* zlib's trailer is big-endian */
-	p[3] = (uint8_t)(z->adler >> 16);
-	p[4] = (uint8_t)(z->adler >> 8);
-	p[5] = (uint8_t)z->adler;
+	if (!z->zstd) {
+		p[0] = 0x03;                       /* final, empty, fixed-Huffman block */
+		p[1] = 0x00;
+		p[2] = (uint8_t)(z->adler >> 24);  /* zlib's trailer is big-endian */
+		p[3] = (uint8_t)(z->adler >> 16);
+		p[4] = (uint8_t)(z->adler >> 8);
+		p[5] = (uint8_t)z->adler;
+	}
+	/* A zstd attempt that did not fit may have left bytes past the data. */
+	memset(p + tail, 0, NDZ_CHUNK_SIZE - z->pos - tail);
 	memset(&h, 0, sizeof(h));
 	h.version = NDZ_VERSION_1;
 	h.index = z->index;
 	h.chunk_flags = last ? NDZ_CHUNK_LAST : 0;
 	memcpy(h.uuid, z->uuid, 16);
 	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
+	h.codec = z->zstd ? NDZ_CODEC_ZSTD : NDZ_CODEC_ZLIB;
 	h.level = (uint16_t)z->level;
 	h.source_bytes = z->source_bytes;
 	h.source_sectors = ndz_sectors_of(z->source_bytes);
@@ -370,7 +430,7 @@ static int chunk_finish(struct zip *z, int last)
 	h.part_index = z->opts->part_index;
 	h.part_type = z->opts->part_type;
 	h.part_start = z->opts->part_start;
-	h.data_len = (uint32_t)(z->pos + 6 - NDZ_HDR_SIZE);
+	h.data_len = (uint32_t)(z->pos + tail - NDZ_HDR_SIZE);
 	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), z->chunk + NDZ_HDR_SIZE, h.data_len);
 	h.first = z->prev_last;
 	while (off < z->cin_end) {
@@ -437,7 +497,7 @@ static uint64_t deflate_part(struct zip *z, struct piece *p, uint64_t from, uint
 {
 	const uint8_t *in = p->buf + DICT_SIZE;
 	uint64_t hist = from - z->cin_start;
-	z_stream *s = &z->pz;
+	z_stream *s = &z->pc.zs;
 
 	if (hist > DICT_SIZE)
 		hist = DICT_SIZE;
@@ -472,22 +532,60 @@ static uint64_t deflate_part(struct zip *z, struct piece *p, uint64_t from, uint
 	return from;
 }
 
+/*
+ * zstd: compress p's input from from up to to into the chunk as frames: the rest
+ * in one frame when it fits, else the most sectors whose worst case still fits.
+ * Returns the offset reached.
+ */
+static uint64_t zstd_part(struct zip *z, struct piece *p, uint64_t from, uint64_t to)
+{
+	const uint8_t *in = p->buf + DICT_SIZE;
+
+	while (from < to) {
+		size_t avail = z->cap - z->pos, n = (size_t)(to - from), got;
+
+		if (out_bound(NDZ_SECTOR_SIZE) > avail)
+			break;
+		got = zstd_frame(z->pc.zc, z->chunk + z->pos, avail, in + (from - p->off), n);
+		if (!got) {
+			n = avail - avail / 64;
+			if (n > to - from)
+				n = (size_t)(to - from);
+			n -= n % NDZ_SECTOR_SIZE;
+			while (n && out_bound(n) > avail)
+				n -= NDZ_SECTOR_SIZE;
+			if (!n)
+				break;
+			got = zstd_frame(z->pc.zc, z->chunk + z->pos, avail, in + (from - p->off), n);
+			if (!got) {
+				set_err(z, NDZ_ECORRUPT, "chunk %u: zstd compression failed", z->index);
+				return from;
+			}
+		}
+		z->pos += got;
+		from += n;
+	}
+	return from;
+}
+
 static int pack_piece(struct zip *z, struct piece *p)
 {
 	uint64_t end = p->off + p->len, from = p->off;
 
 	/* Fast path: the worker's output fits and its dictionary lies inside this chunk. */
-	if (p->dict_len <= p->off - z->cin_start && z->pos + p->out_len <= DATA_CAP &&
+	if ((z->zstd || p->dict_len <= p->off - z->cin_start) && z->pos + p->out_len <= z->cap &&
 	    end <= region_limit(z)) {
 		memcpy(z->chunk + z->pos, p->out, p->out_len);
 		z->pos += p->out_len;
-		z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
+		if (!z->zstd)
+			z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
 		z->cin_end = end;
 		return 0;
 	}
 	while (from < end) {
 		uint64_t lim = region_limit(z), to = end < lim ? end : lim;
-		uint64_t reached = deflate_part(z, p, from, to);
+		uint64_t reached = z->zstd ? zstd_part(z, p, from, to) :
+					     deflate_part(z, p, from, to);
 		int rc = zip_err(z);
 
 		if (rc < 0)
@@ -509,10 +607,10 @@ static int pack_piece(struct zip *z, struct piece *p)
 
 static int compress_inline(struct zip *z, struct piece *p)
 {
-	int rc = compress_piece(z, &z->pz, p);
+	int rc = compress_piece(z, &z->pc, p);
 
 	if (rc < 0)
-		set_err(z, rc, "deflate failed");
+		set_err(z, rc, "compression failed");
 	return rc;
 }
 
@@ -575,7 +673,7 @@ static int make_zero_piece(struct zip *z)
 		free(p.out);
 		return NDZ_ENOMEM;
 	}
-	rc = compress_piece(z, &z->pz, &p);
+	rc = compress_piece(z, &z->pc, &p);
 	free(p.buf);
 	if (rc < 0) {
 		free(p.out);
@@ -605,7 +703,8 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	struct zip *z;
 	size_t i;
 
-	if (opts->level < 0 || opts->level > 9)
+	if (opts->codec == NDZ_CODEC_ZSTD ? opts->level < 1 || opts->level > 19 :
+	    opts->codec != NDZ_CODEC_ZLIB || opts->level < 0 || opts->level > 9)
 		return NDZ_EINVAL;
 	z = calloc(1, sizeof(*z));
 	if (!z)
@@ -615,6 +714,8 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->alloc = alloc;
 	z->opts = opts;
 	z->level = opts->level;
+	z->zstd = opts->codec == NDZ_CODEC_ZSTD;
+	z->cap = z->zstd ? NDZ_CHUNK_SIZE : DATA_CAP;
 	z->out = out;
 	z->out_ctx = out_ctx;
 	pthread_mutex_init(&z->lock, NULL);
@@ -659,7 +760,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->nslots = (unsigned)(threads * 8 + 4);
 	z->slots = calloc(z->nslots, sizeof(*z->slots));
 	z->chunk = malloc(NDZ_CHUNK_SIZE);
-	if (!z->slots || !z->chunk || deflate_init(&z->pz, z->level) < 0) {
+	if (!z->slots || !z->chunk || coder_init(&z->pc, z) < 0) {
 		rc = NDZ_ENOMEM;
 		goto out;
 	}
@@ -711,8 +812,7 @@ out:
 			free(z->slots[i].buf);
 			free(z->slots[i].out);
 		}
-	if (z->pz.state)
-		deflateEnd(&z->pz);
+	coder_end(&z->pc);
 	free(z->slots);
 	free(z->zero_out);
 	free(z->chunk);

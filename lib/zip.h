@@ -19,7 +19,8 @@ typedef int (*ndz_chunk_fn)(void *ctx, const uint8_t *chunk, uint32_t index,
 typedef void (*ndz_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 struct ndz_zip_opts {
-	int level;                     /* zlib level 0-9; default 4 */
+	int codec;                     /* NDZ_CODEC_ZLIB (default) or NDZ_CODEC_ZSTD */
+	int level;                     /* zlib 0-9 (default 4), zstd 1-19 (default 3) */
 	int threads;                   /* compression workers; <= 0: online cores */
 	uint8_t uuid[16];              /* image UUID; all zero: a random one is made */
 	uint16_t image_kind;           /* NDZ_KIND_*, with the part_* fields below */
@@ -37,7 +38,10 @@ struct ndz_zip_stats {
 	uint64_t data_bytes;           /* compressed bytes in those chunks */
 };
 
-/* ndz_zip_opts_init - defaults: level 4, threads from the online cores. */
+#define NDZ_ZLIB_DEFAULT_LEVEL 4
+#define NDZ_ZSTD_DEFAULT_LEVEL 3       /* zstd's own default: fast, better than zlib -4 */
+
+/* ndz_zip_opts_init - defaults: zlib level 4, threads from the online cores. */
 void ndz_zip_opts_init(struct ndz_zip_opts *o);
 
 /*

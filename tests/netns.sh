@@ -103,7 +103,7 @@ mc_image() {
 		head -c $(( $2 * 1024 * 512 )) /dev/urandom >"$src.r" &&
 			yes "ndz multicast test $3 line" | head -c $(( $2 * 1024 * 1024 )) >"$src.t" &&
 			cat "$src.r" "$src.t" "$src.r" >"$src" && rm -f "$src.r" "$src.t" &&
-			"$IMAGEZIP" -q -r "$src" "$img"
+			"$IMAGEZIP" -q -r ${MC_ZIP_OPTS:-} "$src" "$img"
 	else
 		MC_RAW="--raw"
 		"$MKFAKEIMG" "$img" "$2" "$3" && ln -sf "$img" "$src"

@@ -59,13 +59,13 @@ make_case() {
 	case $1 in
 	EMPTY) : >"$T/case.ndz" ;;
 	TEXT) printf 'This is a text file.\nIt is not a disk image.\n' >"$T/case.ndz" ;;
-	SMALLTARGET) cp "$T/good.ndz" "$T/case.ndz" ;;
+	SMALLTARGET) cp "$GOOD" "$T/case.ndz" ;;
 	*)
 		# shellcheck disable=SC2086
 		set -- $1
 		op=$1; shift
 		# shellcheck disable=SC2046
-		"$MK" "$T/good.ndz" "$T/case.ndz" "$op" $(echo "$@" | sed "s|OTHER|$T/other.ndz|")
+		"$MK" "$GOOD" "$T/case.ndz" "$op" $(echo "$@" | sed "s|OTHER|$T/other.ndz|")
 		;;
 	esac
 }
@@ -102,7 +102,8 @@ untouched() {	# NAME MODE
 	fi
 }
 
-echo "$cases" >"$T/cases"
+run_table() {	# CASES: run each case of the table against $GOOD
+echo "$1" >"$T/cases"
 while IFS=';' read -r name how pattern want guard <&3; do
 	name=$(echo "$name" | trim)
 	[ -n "$name" ] || continue
@@ -148,12 +149,44 @@ while IFS=';' read -r name how pattern want guard <&3; do
 		expect "$name" verify $? "$T/err" "$pattern" "$want"
 	fi
 done 3<"$T/cases"
+}
+GOOD=$T/good.ndz
+run_table "$cases"
 
 # The good image still restores, so the failures above are the damage's doing.
 fresh_target good
 "$IMAGEUNZIP" "$T/good.ndz" "$T/target" 2>"$T/err"
 check "the undamaged image restores" test $? -eq 0
 check "the undamaged image's bytes are right" cmp -s -n "$srcsize" "$T/src" "$T/target"
+
+# zstd: one chunk of random and text data, damaged below the data checksum (fixed
+# up after the damage) so that the zstd reader itself must notice. With one chunk
+# nothing is written before it fails, except that damage inside a frame is found
+# while decoding, which is not asserted.
+{
+	head -c 300000 /dev/urandom
+	cat "$NDZ_TOP"/lib/*.h
+} >"$T/src"
+srcsize=$(stat -c %s "$T/src")
+"$IMAGEZIP" -q -r --codec zstd "$T/src" "$T/zstd.ndz" || not_ok "imagezip --codec zstd"
+check "the zstd image has 1 chunk" test "$(stat -c %s "$T/zstd.ndz")" -eq $C
+dlen=$(od -An -tu4 -j88 -N4 "$T/zstd.ndz" | tr -d ' ')
+sectors=$(((srcsize + 511) / 512))
+zcases="
+zstd_data_crc    ; flip 0 5000               ; chunk 0: bad data checksum                 ; 1; all
+zstd_no_frame    ; dataflip 0 1              ; chunk 0: corrupt compressed data: no zstd frame at data byte 0 ; 1; all
+zstd_bad_block   ; dataflip 0 $((dlen - 3000)) ; chunk 0: corrupt compressed data           ; 1; -
+zstd_checksum    ; dataflip 0 $((dlen - 2))  ; chunk 0: corrupt compressed data: .*checksum ; 1; -
+zstd_truncated   ; datalen 0 $((dlen - 100)) ; chunk 0: corrupt compressed data: zstd frame at data byte [0-9]+: ; 1; all
+zstd_trailing    ; datalen 0 $((dlen + 7))   ; chunk 0: corrupt compressed data: no zstd frame at data byte $dlen ; 1; all
+zstd_oversized   ; region 0 0 0 $((sectors - 1)) ; chunk 0: decompressed length does not match the regions: zstd frames hold more ; 1; all
+zstd_short       ; region 0 0 0 $((sectors + 1)) ; chunk 0: (decompressed length|region outside) ; 1; all
+"
+GOOD=$T/zstd.ndz
+run_table "$zcases"
+fresh_target good
+"$IMAGEUNZIP" "$T/zstd.ndz" "$T/target" 2>"$T/err"
+check "the undamaged zstd image restores" cmp -s -n "$srcsize" "$T/src" "$T/target"
 
 # Bad usage: exit 2 with a hint.
 usage() {	# DESC ARGS...

@@ -37,6 +37,20 @@ sent=$(json_num "$T/stats8.json" blocks_sent) distinct=$(json_num "$T/stats8.jso
 check "8 clients, no loss: server sends each block about once ($sent sent, $distinct distinct)" \
 	[ "$sent" -le $(( distinct * 105 / 100 )) ]   # (bench/multicast.sh measures the 1.03x target)
 
+# a zstd image goes through frisbeed and frisbee like a zlib one
+if [ -z "${MC_FORCE_RAW:-}" ]; then
+	MC_ZIP_OPTS="--codec zstd" mc_image z "$MC_MIB" 2 || not_ok "make zstd image"
+	check "the zstd image has codec 2" [ "$(od -An -tu2 -j52 -N2 "$T/z.ndz" | tr -d ' ')" = 2 ]
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+	mc_client c1 "$T/out1" -T 10 -vv
+	mc_joined c1
+	mc_server srv "$T/z.ndz" -W "$MC_RATE" -T 30
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "zstd image: the client exits 0 with a byte-identical target" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/z.src' '$T/out1'"
+fi
+
 # pacing: bursts of 8 packets every millisecond are 8 * 1072 * 8 bits/ms = 68.6 Mbit/s
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/a.ndz" -b 8 -g 1000 -T 30 --stats-json "$T/statsb.json"

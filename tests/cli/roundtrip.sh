@@ -23,29 +23,46 @@ roundtrip() {	# name file [imagezip options]
 }
 
 mk_mixed "$T/mixed"
-roundtrip "mixed input" "$T/mixed"
-roundtrip "mixed input, level 9" "$T/mixed" -z 9
-roundtrip "mixed input, level 0" "$T/mixed" -z 0
-
-# The image does not depend on the thread count.
-"$IMAGEZIP" -j 1 --uuid 0123456789abcdef0123456789abcdef "$T/mixed" "$T/j1.ndz"
-"$IMAGEZIP" -j 2 --uuid 0123456789abcdef0123456789abcdef "$T/mixed" "$T/j2.ndz"
-"$IMAGEZIP" -j 5 --uuid 0123456789abcdef0123456789abcdef "$T/mixed" "$T/j5.ndz"
-check "same image with 1, 2 and 5 threads" sh -c "cmp -s '$T/j1.ndz' '$T/j2.ndz' && cmp -s '$T/j1.ndz' '$T/j5.ndz'"
-check "image size is a whole number of 1 MiB chunks" \
-	test $(($(stat -c %s "$T/j1.ndz") % 1048576)) -eq 0
-
-# Sizes around the sector and chunk boundaries, empty and one sector.
+head -c 6000000 /dev/urandom >"$T/rand"
 for n in 0 1 511 512 513 4096 1048575 1048576 1048577 3145735; do
 	head -c "$n" /dev/urandom >"$T/s$n"
-	roundtrip "random input of $n bytes" "$T/s$n"
 done
 head -c 512 /dev/zero >"$T/onesector"
-roundtrip "one zero sector" "$T/onesector"
 
-# Incompressible data spills over many chunks and still fills them.
-head -c 6000000 /dev/urandom >"$T/rand"
-roundtrip "6 MB of random data" "$T/rand"
+# Every codec over the same inputs.
+for codec in zlib zstd; do
+	C="--codec $codec"
+	if [ $codec = zlib ]; then lo=0 hi=9; else lo=1 hi=19; fi
+	roundtrip "$codec: mixed input" "$T/mixed" $C
+	roundtrip "$codec: mixed input, level $hi" "$T/mixed" $C -z $hi
+	roundtrip "$codec: mixed input, level $lo" "$T/mixed" $C -z $lo
+
+	# The image does not depend on the thread count.
+	for j in 1 2 5; do
+		"$IMAGEZIP" $C -j $j --uuid 0123456789abcdef0123456789abcdef "$T/mixed" "$T/j$j.ndz"
+	done
+	check "$codec: same image with 1, 2 and 5 threads" \
+		sh -c "cmp -s '$T/j1.ndz' '$T/j2.ndz' && cmp -s '$T/j1.ndz' '$T/j5.ndz'"
+	check "$codec: image size is a whole number of 1 MiB chunks" \
+		test $(($(stat -c %s "$T/j1.ndz") % 1048576)) -eq 0
+
+	# Sizes around the sector and chunk boundaries, empty and one sector.
+	for n in 0 1 511 512 513 4096 1048575 1048576 1048577 3145735; do
+		roundtrip "$codec: random input of $n bytes" "$T/s$n" $C
+	done
+	roundtrip "$codec: one zero sector" "$T/onesector" $C
+
+	# Incompressible data spills over many chunks and still fills them.
+	roundtrip "$codec: 6 MB of random data" "$T/rand" $C
+done
+"$IMAGEZIP" -q --codec zstd "$T/mixed" - | "$IMAGEUNZIP" - "$T/p.out"
+check "zstd: imagezip to stdout piped into imageunzip from stdin" cmp -s "$T/mixed" "$T/p.out"
+"$IMAGEZIP" -q --codec zstd -z 0 "$T/mixed" "$T/bad.ndz" 2>/dev/null
+check "zstd: level 0 is a usage error" test $? -eq 2
+"$IMAGEZIP" -q --codec zlib -z 10 "$T/mixed" "$T/bad.ndz" 2>/dev/null
+check "zlib: level 10 is a usage error" test $? -eq 2
+"$IMAGEZIP" -q --codec lz4 "$T/mixed" "$T/bad.ndz" 2>/dev/null
+check "an unknown codec is a usage error" test $? -eq 2
 
 # stdout and stdin.
 rm -f "$T/p.out"

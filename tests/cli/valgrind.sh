@@ -29,4 +29,10 @@ VG_IN="$T/trunc" vg "imageunzip of a truncated image from stdin" 1 "$IMAGEUNZIP"
 VG_IN="$T/img1" vg "imageunzip from stdin" 0 "$IMAGEUNZIP" - "$T/out4"
 check "valgrind run from stdin restored the data" cmp -s "$T/src" "$T/out4"
 vg "imagezip of a missing source" 1 "$IMAGEZIP" "$T/missing" "$T/x"
+vg "imagezip --codec zstd -j 2" 0 "$IMAGEZIP" --codec zstd -j 2 "$T/src" "$T/zimg"
+vg "imageunzip of a zstd image" 0 "$IMAGEUNZIP" "$T/zimg" "$T/zout"
+check "valgrind run restored the zstd image's data" cmp -s "$T/src" "$T/zout"
+cat "$T/zimg" >"$T/zbad"
+printf 'X' | dd of="$T/zbad" bs=1 seek=$((1048576 + 5000)) conv=notrunc 2>/dev/null
+vg "imageunzip of a corrupt zstd image (error path)" 1 "$IMAGEUNZIP" "$T/zbad" "$T/zout2"
 done_testing

@@ -48,7 +48,8 @@ static void check_invariants(const struct ndz_chunk_hdr *h, const uint8_t *area)
 
 	if (h->version != NDZ_VERSION_1 || (h->incompat_flags & ~NDZ_INCOMPAT_KNOWN) ||
 	    (h->chunk_flags & ~NDZ_CHUNK_KNOWN) || h->sector_size != NDZ_SECTOR_SIZE ||
-	    h->codec != NDZ_CODEC_ZLIB || h->data_len > NDZ_MAX_DATA ||
+	    (h->codec != NDZ_CODEC_ZLIB && h->codec != NDZ_CODEC_ZSTD) ||
+	    h->data_len > NDZ_MAX_DATA ||
 	    h->nregions > NDZ_MAX_REGIONS || h->first > h->last ||
 	    h->last > h->source_sectors)
 		abort();
@@ -108,7 +109,7 @@ static size_t build(const uint8_t *d, size_t n, uint8_t *c)
 	h.chunk_flags = b[4] & 3u;
 	memcpy(h.uuid, b + 5, 16);
 	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
+	h.codec = b[4] & 4 ? NDZ_CODEC_ZSTD : NDZ_CODEC_ZLIB;
 	h.level = b[21];
 	h.source_bytes = get_le64(b + 22) >> (b[30] & 63);
 	h.source_sectors = h.source_bytes / 512 + (h.source_bytes % 512 != 0);

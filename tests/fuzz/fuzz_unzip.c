@@ -2,17 +2,20 @@
  * libFuzzer target for the restore pipeline (lib/unzip.c): one chunk, built from
  * the input, is decoded by ndz_unzip. Input: a mode byte, then the header area and
  * data of the chunk (zero padded to 1 MiB). Mode 0 takes the bytes as they are;
- * mode 1 fixes both CRCs so the inflate path sees hostile streams; mode 2 builds a
- * valid header whose regions match a deflated payload (the input after 16 bytes
- * of parameters), may damage one bit of the stream, and fixes the CRCs. With mode
+ * mode 1 fixes both CRCs so the decoders see hostile data; mode 2 builds a valid
+ * header whose regions match a payload (the input after 16 bytes of parameters)
+ * deflated, or compressed into one or two zstd frames, may damage one bit of the
+ * data, and fixes the CRCs. With mode
  * bit 0x80 the chunk is restored into a memory target guarded by the fault io, so
- * a write outside the image turns into NDZ_EIO, which must never happen.
+ * a write outside the image turns into NDZ_EIO, which must never happen; with bit
+ * 0x20 the default memory budget lets zlib chunks take the libdeflate path.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "err.h"
 #include "format.h"
@@ -44,7 +47,7 @@ static void fix_crcs(uint8_t *c)
 	put_le32(c + OFF_HDR_CRC, crc(c, NDZ_HDR_SIZE));
 }
 
-/* Mode 2: payload sectors in up to 8 regions with gaps, deflated, one byte damaged. */
+/* Mode 2: payload sectors in up to 8 regions with gaps, compressed, one byte damaged. */
 static void build(const uint8_t *d, size_t n)
 {
 	static struct ndz_chunk_hdr h;
@@ -69,7 +72,7 @@ static void build(const uint8_t *d, size_t n)
 	h.version = NDZ_VERSION_1;
 	h.chunk_flags = NDZ_CHUNK_LAST;
 	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
+	h.codec = b[12] & 2 ? NDZ_CODEC_ZSTD : NDZ_CODEC_ZLIB;
 	nr = sectors ? 1 + b[0] % 8 : 0;
 	if (nr > sectors)
 		nr = (uint32_t)sectors;
@@ -87,8 +90,23 @@ static void build(const uint8_t *d, size_t n)
 	h.source_sectors = pos;
 	h.first = 0;
 	h.last = pos;
-	if (compress2(chunk + NDZ_HDR_SIZE, &zlen, payload, (uLong)plen, b[11] % 10) != Z_OK)
+	if (h.codec == NDZ_CODEC_ZSTD) {
+		/* one frame, or two split at a sector */
+		size_t cut = b[12] & 4 ? (size_t)(sectors / 2) * NDZ_SECTOR_SIZE : plen, z1, z2;
+
+		z1 = ZSTD_compress(chunk + NDZ_HDR_SIZE, NDZ_MAX_DATA, payload, cut,
+				   1 + b[11] % 19);
+		if (ZSTD_isError(z1))
+			return;
+		z2 = cut < plen ? ZSTD_compress(chunk + NDZ_HDR_SIZE + z1, NDZ_MAX_DATA - z1,
+						payload + cut, plen - cut, 1 + b[11] % 19) : 0;
+		if (ZSTD_isError(z2))
+			return;
+		zlen = (uLongf)(z1 + z2);
+	} else if (compress2(chunk + NDZ_HDR_SIZE, &zlen, payload, (uLong)plen, b[11] % 10) !=
+		   Z_OK) {
 		return;
+	}
 	h.data_len = (uint32_t)zlen;
 	if (zlen && (b[12] & 1))
 		chunk[NDZ_HDR_SIZE + get_le16(b + 13) % zlen] ^= (uint8_t)(1u << (b[15] % 8));
@@ -141,7 +159,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	ndz_unzip_opts_init(&o);
 	o.threads = 1;
-	o.mem_limit = 1;
+	o.mem_limit = mode & 0x20 ? 0 : 1;   /* the default budget decodes zlib flat */
 	o.zero_fill = !!(mode & 0x40);
 	o.verify_only = 1;
 	if (write && h.source_bytes <= MAX_TARGET) {

@@ -10,6 +10,10 @@
  *   mkcorrupt IN OUT drop CHUNK                   leave a chunk out
  *   mkcorrupt IN OUT dup CHUNK                    repeat a chunk right after itself
  *   mkcorrupt IN OUT splice CHUNK OTHER OCHUNK    put OTHER's chunk OCHUNK in its place
+ *   mkcorrupt IN OUT dataflip CHUNK OFFSET        xor 0x40 into compressed byte OFFSET,
+ *                                                 then fix both CRCs (the codec must see it)
+ *   mkcorrupt IN OUT datalen CHUNK LEN            cut the compressed data to LEN bytes
+ *                                                 (or add LEN - data_len bytes 0xa5), fix CRCs
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -21,6 +25,8 @@
 #include "format.h"
 #include "le.h"
 
+#define OFF_DATA_LEN 88
+#define OFF_DATA_CRC 92
 #define OFF_HDR_CRC 100
 
 static const char *prog = "mkcorrupt";
@@ -89,6 +95,14 @@ static void fix_crc(uint8_t *c)
 {
 	put_le32(c + OFF_HDR_CRC, 0);
 	put_le32(c + OFF_HDR_CRC, (uint32_t)crc32(crc32(0L, Z_NULL, 0), c, NDZ_HDR_SIZE));
+}
+
+/* The data CRC of a chunk whose data_len is set, then the header CRC. */
+static void fix_crcs(uint8_t *c)
+{
+	put_le32(c + OFF_DATA_CRC, (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE,
+						   get_le32(c + OFF_DATA_LEN)));
+	fix_crc(c);
 }
 
 int main(int argc, char **argv)
@@ -161,6 +175,26 @@ int main(int argc, char **argv)
 		memcpy(chunk_at(img, len, num(argv[4])), chunk_at(other, olen2, num(argv[6])),
 		       NDZ_CHUNK_SIZE);
 		free(other);
+	} else if (!strcmp(op, "dataflip") && argc == 6) {
+		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		uint64_t off = num(argv[5]);
+
+		if (off >= get_le32(c + OFF_DATA_LEN))
+			die("offset %s past the data", argv[5]);
+		c[NDZ_HDR_SIZE + off] ^= 0x40;
+		fix_crcs(c);
+	} else if (!strcmp(op, "datalen") && argc == 6) {
+		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		uint64_t n = num(argv[5]), was = get_le32(c + OFF_DATA_LEN);
+
+		if (n > NDZ_MAX_DATA)
+			die("length %s too long", argv[5]);
+		if (n < was)
+			memset(c + NDZ_HDR_SIZE + n, 0, (size_t)(was - n));
+		else
+			memset(c + NDZ_HDR_SIZE + was, 0xa5, (size_t)(n - was));
+		put_le32(c + OFF_DATA_LEN, (uint32_t)n);
+		fix_crcs(c);
 	} else {
 		die("bad operation or arguments: %s", op);
 	}

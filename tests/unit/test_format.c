@@ -239,7 +239,7 @@ static void test_encode_rejects(void **state)
 	REJECT(h->chunk_flags = 2);
 	REJECT(h->sector_size = 4096);
 	REJECT(h->codec = 0);
-	REJECT(h->codec = 2);
+	REJECT(h->codec = 3);
 	REJECT(h->data_len = NDZ_MAX_DATA + 1);
 	REJECT(h->nregions = NDZ_MAX_REGIONS + 1);
 	REJECT(h->image_kind = 2);
@@ -325,7 +325,8 @@ static void test_decode_version_sizes(void **state)
 	PATCH32(O_SECTOR, 4096, NDZ_EHEADER);
 	PATCH32(O_SECTOR, 511, NDZ_EHEADER);
 	PATCH16(O_CODEC, 0, NDZ_ECODEC);
-	PATCH16(O_CODEC, 2, NDZ_ECODEC);
+	PATCH16(O_CODEC, 2, 0);
+	PATCH16(O_CODEC, 3, NDZ_ECODEC);
 	PATCH16(O_CODEC, 0xffff, NDZ_ECODEC);
 	PATCH16(O_LEVEL, 0, 0);
 	PATCH16(O_LEVEL, 0xffff, 0);          /* informational only */
@@ -700,6 +701,7 @@ static void test_same_image(void **state)
 	DIFFERS(b->part_index = 1);
 	DIFFERS(b->part_start = 63);
 	DIFFERS(b->part_type = 0x7);
+	DIFFERS(b->codec = NDZ_CODEC_ZSTD);      /* an image never mixes codecs */
 #undef DIFFERS
 	free(a);
 	free(b);

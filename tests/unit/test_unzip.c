@@ -111,8 +111,8 @@ static void opts(struct ndz_unzip_opts *o, int threads, int zero_fill)
 	o->zero_fill = zero_fill;
 }
 
-/* Whole inputs of each kind, restored with 1 and 2 threads. */
-static void test_roundtrip_kinds(void **state)
+/* Whole inputs of each kind in codec, restored with 1 and 2 threads. */
+static void roundtrip_kinds(int codec, int level)
 {
 	static const struct {
 		enum fix_kind kind;
@@ -128,7 +128,6 @@ static void test_roundtrip_kinds(void **state)
 	struct ndz_unzip_stats st;
 	size_t k;
 
-	(void)state;
 	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		size_t len = cases[k].len, tlen = len + 4096;
 		uint8_t *src = fix_data(cases[k].kind, len, k), *t;
@@ -139,10 +138,11 @@ static void test_roundtrip_kinds(void **state)
 
 		assert_non_null(src);
 		assert_int_equal(fix_whole(&alloc, len), 0);
-		assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+		assert_int_equal(fix_zip_codec(src, len, NULL, 2, codec, level, &img, NULL, err,
+					       sizeof(err)), 0);
 		for (threads = 1; threads <= 2; threads++) {
-			snprintf(what, sizeof(what), "kind %d, %zu bytes, %d threads",
-				 cases[k].kind, len, threads);
+			snprintf(what, sizeof(what), "codec %d, kind %d, %zu bytes, %d threads",
+				 codec, cases[k].kind, len, threads);
 			t = target_buf(tlen);
 			assert_int_equal(ndz_io_open_mem(t, tlen, 1, &io), 0);
 			opts(&o, threads, 0);
@@ -159,6 +159,18 @@ static void test_roundtrip_kinds(void **state)
 		free(src);
 	}
 	ndz_ranges_release(&alloc);
+}
+
+static void test_roundtrip_kinds(void **state)
+{
+	(void)state;
+	roundtrip_kinds(NDZ_CODEC_ZLIB, 4);
+}
+
+static void test_roundtrip_zstd(void **state)
+{
+	(void)state;
+	roundtrip_kinds(NDZ_CODEC_ZSTD, 3);
 }
 
 /* Scattered ranges: with and without zero fill, chunks in reverse order, an offset. */
@@ -330,8 +342,11 @@ static void drop_region(uint8_t *area, struct ndz_chunk_hdr *h)
 	h->nregions = 0;
 }
 
-/* Each corruption is reported with the chunk named, and nothing is written after it. */
-static void test_corrupt_chunks(void **state)
+/*
+ * Each corruption of a codec's image is reported with the chunk named, and
+ * nothing is written after it.
+ */
+static void corrupt_chunks(int codec)
 {
 	const size_t len = 3 * MiB + 512;
 	uint8_t *src = fix_data(FIX_RANDOM, len, 21), *t = target_buf(len + 512);
@@ -354,9 +369,9 @@ static void test_corrupt_chunks(void **state)
 	size_t k;
 	int rc;
 
-	(void)state;
 	assert_non_null(src);
-	assert_int_equal(fix_zip(src, len, NULL, 2, 4, &img, NULL, err, sizeof(err)), 0);
+	assert_int_equal(fix_zip_codec(src, len, NULL, 2, codec, codec == NDZ_CODEC_ZSTD ? 3 : 4,
+				       &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(img.n, 4);
 	assert_int_equal(ndz_io_open_mem(t, len + 512, 1, &io), 0);
 	for (k = 0; k < sizeof(flips) / sizeof(flips[0]); k++) {
@@ -397,7 +412,7 @@ static void test_corrupt_chunks(void **state)
 		}
 		free(save);
 	}
-	/* compressed bytes that are not deflate, with matching CRCs */
+	/* compressed bytes that are not the codec's, with matching CRCs */
 	{
 		uint8_t *c = fix_chunk(&img, 2), *save = malloc(NDZ_CHUNK_SIZE);
 		struct fix_image one = { c, 1, 1 };
@@ -413,7 +428,7 @@ static void test_corrupt_chunks(void **state)
 		o.verify_only = 1;
 		rc = restore(NULL, &one, NULL, &o, NULL, err, sizeof(err));
 		if (rc != NDZ_ECORRUPT || !strstr(err, "chunk 2"))
-			fail_msg("garbage deflate: got %d \"%s\"", rc, err);
+			fail_msg("garbage data: got %d \"%s\"", rc, err);
 		memcpy(c, save, NDZ_CHUNK_SIZE);
 		free(save);
 	}
@@ -423,6 +438,87 @@ static void test_corrupt_chunks(void **state)
 	assert_memory_equal(t, src, len);
 	ndz_io_close(io);
 	fix_image_release(&img);
+	free(src);
+	free(t);
+}
+
+static void test_corrupt_chunks(void **state)
+{
+	(void)state;
+	corrupt_chunks(NDZ_CODEC_ZLIB);
+}
+
+static void test_corrupt_zstd(void **state)
+{
+	(void)state;
+	corrupt_chunks(NDZ_CODEC_ZSTD);
+}
+
+/*
+ * zstd frames that state more (or less) than the regions hold, data after the
+ * last frame and a frame cut short: each refused before anything is written,
+ * even with zero fill (which writes first).
+ */
+static void test_zstd_claims(void **state)
+{
+	const size_t len = 600 * 1024;
+	uint8_t *src = fix_data(FIX_TEXT, len, 5), *t = target_buf(len);
+	struct ndz_unzip_opts o;
+	struct ndz_chunk_hdr h;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256];
+	uint8_t *save = malloc(NDZ_CHUNK_SIZE);
+	int k, rc;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(save);
+	assert_int_equal(fix_zip_codec(src, len, NULL, 1, NDZ_CODEC_ZSTD, 3, &img, NULL, err,
+				       sizeof(err)), 0);
+	assert_int_equal(img.n, 1);
+	memcpy(save, img.data, NDZ_CHUNK_SIZE);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	for (k = 0; k < 4; k++) {
+		uint8_t *c = img.data;
+		static const struct {
+			int rc;
+			const char *msg;
+		} want[] = {
+			{ NDZ_ELENGTH, "zstd frames hold more data than its regions" },
+			{ NDZ_ECORRUPT, "no zstd frame at data byte" },
+			{ NDZ_ECORRUPT, "zstd frame at data byte" },
+			{ NDZ_ELENGTH, "data ends 512 bytes before its regions do" },
+		};
+
+		memcpy(c, save, NDZ_CHUNK_SIZE);
+		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		if (k == 0)
+			shrink_region(c, &h);
+		else if (k == 1)
+			c[NDZ_HDR_SIZE + h.data_len++] = 0x28;        /* a stray byte */
+		else if (k == 2)
+			c[NDZ_HDR_SIZE + --h.data_len] = 0;           /* the last byte cut */
+		else
+			grow_region(c, &h);
+		h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
+		assert_int_equal(ndz_hdr_encode(&h, c), 0);
+		opts(&o, 1, 1);
+		o.verify_only = k == 3;   /* grown: larger than the target, verify alone */
+		rc = restore(k == 3 ? NULL : io, &img, NULL, &o, NULL, err, sizeof(err));
+		if (rc != want[k].rc || !strstr(err, want[k].msg) || !strstr(err, "chunk 0"))
+			fail_msg("case %d: got %d \"%s\", want %d \"%s\"", k, rc, err,
+				 want[k].rc, want[k].msg);
+		if (!all_equal(t, len, PATTERN))
+			fail_msg("case %d: the target was written", k);
+	}
+	memcpy(img.data, save, NDZ_CHUNK_SIZE);
+	opts(&o, 1, 1);
+	assert_int_equal(restore(io, &img, NULL, &o, NULL, err, sizeof(err)), 0);
+	assert_memory_equal(t, src, len);
+	ndz_io_close(io);
+	fix_image_release(&img);
+	free(save);
 	free(src);
 	free(t);
 }
@@ -731,10 +827,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_kinds),
+		cmocka_unit_test(test_roundtrip_zstd),
 		cmocka_unit_test(test_gaps_and_order),
 		cmocka_unit_test(test_small_memory),
 		cmocka_unit_test(test_verify_only),
 		cmocka_unit_test(test_corrupt_chunks),
+		cmocka_unit_test(test_corrupt_zstd),
+		cmocka_unit_test(test_zstd_claims),
 		cmocka_unit_test(test_mismatch),
 		cmocka_unit_test(test_target_too_small),
 		cmocka_unit_test(test_write_guard),

@@ -1,6 +1,7 @@
 /*
  * Unit tests for lib/zip.c: images of memory inputs are checked chunk by chunk
- * with lib/format.c and decoded with plain zlib, independently of lib/unzip.c.
+ * with lib/format.c and decoded with plain zlib or libzstd, independently of
+ * lib/unzip.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cmocka.h>
 
@@ -37,8 +39,8 @@ static int zip_e(struct ndz_io *src, uint64_t len, const struct ndz_ranges *allo
 
 /*
  * Everything an image must satisfy: every chunk checks, the chunks are chained
- * and numbered, the regions are exactly alloc, and each chunk's zlib stream
- * inflates to exactly its regions' bytes of src (zeros past len).
+ * and numbered, the regions are exactly alloc, and each chunk's zlib stream (or
+ * zstd frames) decompress to exactly its regions' bytes of src (zeros past len).
  */
 static void verify_image(const struct fix_image *img, const uint8_t *src, uint64_t len,
 			 const struct ndz_ranges *alloc, const char *what)
@@ -86,7 +88,14 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 		out = malloc(want + 1);
 		assert_non_null(out);
 		outlen = (uLongf)(want + 1);
-		rc = uncompress(out, &outlen, c + NDZ_HDR_SIZE, h->data_len);
+		if (h->codec == NDZ_CODEC_ZSTD) {
+			size_t zr = ZSTD_decompress(out, want + 1, c + NDZ_HDR_SIZE, h->data_len);
+
+			rc = ZSTD_isError(zr) ? -1 : Z_OK;
+			outlen = ZSTD_isError(zr) ? 0 : (uLongf)zr;
+		} else {
+			rc = uncompress(out, &outlen, c + NDZ_HDR_SIZE, h->data_len);
+		}
 		if (rc != Z_OK || outlen != want)
 			fail_msg("%s: chunk %zu: inflate %d, %lu bytes, want %llu", what, i, rc,
 				 (unsigned long)outlen, (unsigned long long)want);
@@ -138,7 +147,8 @@ static void verify_fill(const struct fix_image *img, const char *what)
 	free(h);
 }
 
-static void roundtrip(enum fix_kind kind, size_t len, const char *what)
+static void roundtrip_codec(int codec, int level, enum fix_kind kind, size_t len,
+			    const char *what)
 {
 	struct ndz_ranges alloc = NDZ_RANGES_INIT;
 	struct fix_image a, b;
@@ -151,7 +161,7 @@ static void roundtrip(enum fix_kind kind, size_t len, const char *what)
 
 	assert_non_null(src);
 	assert_int_equal(fix_whole(&alloc, len), 0);
-	rc = fix_zip(src, len, NULL, 1, 4, &a, &st, err, sizeof(err));
+	rc = fix_zip_codec(src, len, NULL, 1, codec, level, &a, &st, err, sizeof(err));
 	if (rc < 0)
 		fail_msg("%s: %s", what, err);
 	verify_image(&a, src, len, &alloc, what);
@@ -163,7 +173,8 @@ static void roundtrip(enum fix_kind kind, size_t len, const char *what)
 		data += get_le32(fix_chunk(&a, i) + 88);
 	assert_int_equal(st.data_bytes, data);
 	/* the same bytes whatever the thread count */
-	rc = fix_zip(src, len, NULL, 2, 4, &b, NULL, err, sizeof(err));
+	assert_int_equal(get_le16(fix_chunk(&a, 0) + 52), codec);
+	rc = fix_zip_codec(src, len, NULL, 2, codec, level, &b, NULL, err, sizeof(err));
 	if (rc < 0)
 		fail_msg("%s, 2 threads: %s", what, err);
 	assert_int_equal(a.n, b.n);
@@ -173,6 +184,11 @@ static void roundtrip(enum fix_kind kind, size_t len, const char *what)
 	fix_image_release(&b);
 	ndz_ranges_release(&alloc);
 	free(src);
+}
+
+static void roundtrip(enum fix_kind kind, size_t len, const char *what)
+{
+	roundtrip_codec(NDZ_CODEC_ZLIB, 4, kind, len, what);
 }
 
 static void test_sizes_random(void **state)
@@ -197,6 +213,92 @@ static void test_kinds(void **state)
 	roundtrip(FIX_TEXT, 12 * MiB / FIX_SCALE + 1000, "text");
 	roundtrip(FIX_MIXED, 10 * MiB / FIX_SCALE + 17, "mixed");
 	roundtrip(FIX_RANDOM, 6 * MiB / FIX_SCALE + 5, "random");
+}
+
+static void test_zstd_kinds(void **state)
+{
+	static const size_t sizes[] = { 1, 513, MiB + 1, 3 * MiB + 7 };
+	char what[64];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		snprintf(what, sizeof(what), "zstd: %zu random bytes", sizes[i]);
+		roundtrip_codec(NDZ_CODEC_ZSTD, 3, FIX_RANDOM, sizes[i], what);
+	}
+	roundtrip_codec(NDZ_CODEC_ZSTD, 3, FIX_ZEROS, 40 * MiB / FIX_SCALE + 300, "zstd: zeros");
+	roundtrip_codec(NDZ_CODEC_ZSTD, 3, FIX_TEXT, 12 * MiB / FIX_SCALE + 1000, "zstd: text");
+	roundtrip_codec(NDZ_CODEC_ZSTD, 19, FIX_MIXED, 4 * MiB / FIX_SCALE + 17, "zstd: mixed, 19");
+}
+
+/*
+ * zstd chunks are as full as zlib's: every chunk but the last within 1 KiB of
+ * full on compressible data; and the image is the same with 1, 2 and 5 threads.
+ */
+static void test_zstd_fill(void **state)
+{
+	const size_t len = 24 * MiB / (FIX_SCALE > 1 ? 2 : 1);
+	uint8_t *src = fix_data(FIX_MIXED, len, 9);
+	struct ndz_chunk_hdr h;
+	struct fix_image a, b;
+	char err[256];
+	size_t i;
+	int threads;
+
+	(void)state;
+	assert_non_null(src);
+	assert_int_equal(fix_zip_codec(src, len, NULL, 1, NDZ_CODEC_ZSTD, 3, &a, NULL, err,
+				       sizeof(err)), 0);
+	assert_true(a.n >= 3);
+	for (i = 0; i + 1 < a.n; i++) {
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h), 0);
+		assert_int_equal(h.codec, NDZ_CODEC_ZSTD);
+		assert_int_equal(h.level, 3);
+		if (h.data_len < NDZ_MAX_DATA - 1024)
+			fail_msg("zstd chunk %zu only %u of %u bytes", i, h.data_len,
+				 NDZ_MAX_DATA);
+	}
+	for (threads = 2; threads <= 5; threads += 3) {
+		assert_int_equal(fix_zip_codec(src, len, NULL, threads, NDZ_CODEC_ZSTD, 3, &b,
+					       NULL, err, sizeof(err)), 0);
+		assert_int_equal(a.n, b.n);
+		if (memcmp(a.data, b.data, a.n * NDZ_CHUNK_SIZE) != 0)
+			fail_msg("zstd image differs between 1 and %d threads", threads);
+		fix_image_release(&b);
+	}
+	fix_image_release(&a);
+	free(src);
+}
+
+/* Levels each codec takes, and the codecs ndz_zip knows. */
+static void test_zstd_levels(void **state)
+{
+	static const struct {
+		int codec, level, rc;
+	} cases[] = {
+		{ NDZ_CODEC_ZSTD, 1, 0 }, { NDZ_CODEC_ZSTD, 19, 0 },
+		{ NDZ_CODEC_ZSTD, 0, NDZ_EINVAL }, { NDZ_CODEC_ZSTD, 20, NDZ_EINVAL },
+		{ 0, 4, NDZ_EINVAL }, { 3, 4, NDZ_EINVAL },
+	};
+	uint8_t *src = fix_data(FIX_TEXT, 8192, 1);
+	struct fix_image img;
+	char err[256];
+	size_t k;
+
+	(void)state;
+	assert_non_null(src);
+	for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int rc = fix_zip_codec(src, 8192, NULL, 1, cases[k].codec, cases[k].level, &img,
+				       NULL, err, sizeof(err));
+
+		if (rc != cases[k].rc)
+			fail_msg("codec %d level %d: got %d, want %d", cases[k].codec,
+				 cases[k].level, rc, cases[k].rc);
+		if (rc == 0)
+			assert_int_equal(get_le16(fix_chunk(&img, 0) + 54), cases[k].level);
+		fix_image_release(&img);
+	}
+	free(src);
 }
 
 /* Compressible data spreads over several chunks, each filled to at least 98%. */
@@ -569,6 +671,9 @@ int main(void)
 		cmocka_unit_test(test_sizes_random),
 		cmocka_unit_test(test_kinds),
 		cmocka_unit_test(test_fill_compressible),
+		cmocka_unit_test(test_zstd_kinds),
+		cmocka_unit_test(test_zstd_fill),
+		cmocka_unit_test(test_zstd_levels),
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_ranges_scattered),

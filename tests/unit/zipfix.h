@@ -126,11 +126,11 @@ static inline int fix_whole(struct ndz_ranges *r, uint64_t len)
 
 /*
  * Compress src[0..len) (the sectors in alloc, or all of it when alloc is NULL)
- * into img with a fixed uuid. Returns ndz_zip's answer.
+ * into img with codec (NDZ_CODEC_*) and a fixed uuid. Returns ndz_zip's answer.
  */
-static inline int fix_zip(const uint8_t *src, size_t len, const struct ndz_ranges *alloc,
-			  int threads, int level, struct fix_image *img,
-			  struct ndz_zip_stats *stats, char *err, size_t errlen)
+static inline int fix_zip_codec(const uint8_t *src, size_t len, const struct ndz_ranges *alloc,
+				int threads, int codec, int level, struct fix_image *img,
+				struct ndz_zip_stats *stats, char *err, size_t errlen)
 {
 	struct ndz_ranges whole = NDZ_RANGES_INIT;
 	struct ndz_error e = { 0 };
@@ -152,6 +152,7 @@ static inline int fix_zip(const uint8_t *src, size_t len, const struct ndz_range
 	}
 	ndz_zip_opts_init(&o);
 	o.threads = threads;
+	o.codec = codec;
 	o.level = level;
 	memcpy(o.uuid, "fixed-test-uuid!", 16);
 	rc = ndz_zip(io, len, alloc, &o, fix_collect, img, stats, &e);
@@ -160,6 +161,15 @@ static inline int fix_zip(const uint8_t *src, size_t len, const struct ndz_range
 	ndz_ranges_release(&whole);
 	ndz_io_close(io);
 	return rc;
+}
+
+/* fix_zip_codec with zlib. */
+static inline int fix_zip(const uint8_t *src, size_t len, const struct ndz_ranges *alloc,
+			  int threads, int level, struct fix_image *img,
+			  struct ndz_zip_stats *stats, char *err, size_t errlen)
+{
+	return fix_zip_codec(src, len, alloc, threads, NDZ_CODEC_ZLIB, level, img, stats, err,
+			     errlen);
 }
 
 #endif
