@@ -96,6 +96,7 @@ int ndz_serve_busy(const struct ndz_serve *s);
 /* ndz_serve_ever - whether block of chunk was ever sent (0 out of range). */
 int ndz_serve_ever(const struct ndz_serve *s, uint32_t chunk, unsigned block);
 
+/* ndz_serve_get_stats - the counters so far into *st. */
 void ndz_serve_get_stats(const struct ndz_serve *s, struct ndz_serve_stats *st);
 
 #endif
