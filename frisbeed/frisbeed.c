@@ -2,7 +2,8 @@
  * frisbeed: serve one image to any number of frisbee clients over UDP multicast.
  * One thread receives requests into a FIFO work queue (merging requests for the
  * same chunk), one sends the requested blocks at a paced rate; the main thread
- * handles signals, statistics and the idle timeout.
+ * handles signals, statistics and the idle timeout. What to queue and send is
+ * decided by lib/serve.c, called under the lock.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -22,20 +23,13 @@
 #include "net.h"
 #include "pace.h"
 #include "proto.h"
+#include "serve.h"
 
-#define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096
 
-struct req {
-	uint32_t chunk;
-	uint8_t bits[NDZ_BITMAP_BYTES];
-	struct req *next;
-};
-
 struct stats {
-	uint64_t clients, joins, leaves, requests, merged, dropped_current;
-	uint64_t blocks_sent, distinct_sent, bytes_sent;
+	uint64_t clients, joins, leaves, bytes_sent;
 	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
 	uint64_t first_ns, last_ns;
 };
@@ -52,12 +46,7 @@ struct server {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	struct req *head, *tail;
-	struct req **queued;           /* per chunk: its queue entry, or NULL */
-	int64_t cur;                   /* chunk being sent, -1: none */
-	unsigned cur_pos;              /* next block the sender looks at */
-	uint8_t cur_bits[NDZ_BITMAP_BYTES];
-	uint8_t *ever;                 /* one bit per block ever sent */
+	struct ndz_serve *serve;       /* the queue and what was sent, under lock */
 	uint32_t *client_ids;
 	size_t nclients;
 	uint64_t last_activity_ns;
@@ -102,7 +91,7 @@ static void open_image(struct server *s)
 	memcpy(s->info.uuid, h0->uuid, 16);
 	s->info.chunks = s->nchunks;
 	s->info.block_size = NDZ_BLOCK_SIZE;
-	s->info.blocks_per_chunk = BLOCKS;
+	s->info.blocks_per_chunk = NDZ_BLOCKS_PER_CHUNK;
 	s->info.image_bytes = s->img->size;
 	s->info.source_bytes = h0->source_bytes;
 	s->info.rate_bps = s->rate;
@@ -119,55 +108,6 @@ static void note_client(struct server *s, uint32_t id)
 	s->st.clients++;
 	if (s->nclients < MAX_CLIENTS)
 		s->client_ids[s->nclients++] = id;
-}
-
-/*
- * Queue the blocks in bits of chunk, merging with what is already going to be sent.
- * A whole-chunk REQUEST (full) for the chunk being sent only adds the blocks still
- * ahead of the sender: the requester gets those now and asks for the part it
- * missed with a PREQUEST when the server moves on; usually it is a client lagging
- * behind its own socket buffer, which holds the earlier blocks already.
- */
-static void enqueue(struct server *s, uint32_t chunk, uint8_t *bits, int full)
-{
-	struct req *q;
-	int merged = 0;
-
-	if ((int64_t)chunk == s->cur) {
-		/* Blocks still ahead of the sender join the chunk being sent. */
-		for (unsigned b = s->cur_pos; b < BLOCKS; b++)
-			if (ndz_bit_test(bits, b)) {
-				ndz_bit_set(s->cur_bits, b);
-				ndz_bit_clear(bits, b);
-				merged = 1;
-			}
-		if (full || ndz_bit_count(bits) == 0) {
-			s->st.dropped_current++;
-			return;
-		}
-	}
-	q = s->queued[chunk];
-	if (q) {
-		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
-			q->bits[i] |= bits[i];
-		s->st.merged++;
-		return;
-	}
-	if (merged)
-		s->st.merged++;
-	q = malloc(sizeof(*q));
-	if (!q)
-		return;              /* the client will ask again */
-	q->chunk = chunk;
-	memcpy(q->bits, bits, NDZ_BITMAP_BYTES);
-	q->next = NULL;
-	if (s->tail)
-		s->tail->next = q;
-	else
-		s->head = q;
-	s->tail = q;
-	s->queued[chunk] = q;
-	pthread_cond_signal(&s->cond);
 }
 
 static void send_reply(struct server *s, uint32_t client_id)
@@ -244,17 +184,16 @@ static void *receiver(void *arg)
 						 (unsigned long long)p.leave.requests_sent);
 				break;
 			case NDZ_PKT_REQUEST:
-				memset(p.bitmap, 0, sizeof(p.bitmap));
-				for (unsigned b = p.block; b < (unsigned)p.block + p.count; b++)
-					ndz_bit_set(p.bitmap, b);
-				/* fall through */
 			case NDZ_PKT_PREQUEST:
-				s->st.requests++;
 				if (cli_verbose > 2)
 					cli_info("request from %s: chunk %u, %u blocks",
-						 ndz_net_ntoa(from, a), p.chunk, ndz_bit_count(p.bitmap));
-				enqueue(s, p.chunk, p.bitmap,
-					p.type == NDZ_PKT_REQUEST && p.count == BLOCKS);
+						 ndz_net_ntoa(from, a), p.chunk,
+						 p.type == NDZ_PKT_REQUEST ? p.count :
+						 ndz_bit_count(p.bitmap));
+				if ((p.type == NDZ_PKT_REQUEST ?
+				     ndz_serve_request(s->serve, p.chunk, p.block, p.count) :
+				     ndz_serve_prequest(s->serve, p.chunk, p.bitmap)) > 0)
+					pthread_cond_signal(&s->cond);
 				break;
 			}
 		}
@@ -284,10 +223,10 @@ static void *sender(void *arg)
 	p.tag = s->tag;
 	pthread_mutex_lock(&s->lock);
 	while (!atomic_load(&s->stop)) {
-		struct req *q = s->head;
-		int r;
+		int64_t c = ndz_serve_next_chunk(s->serve);
+		int b, r;
 
-		if (!q) {
+		if (c < 0) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -299,38 +238,27 @@ static void *sender(void *arg)
 			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 			continue;
 		}
-		s->head = q->next;
-		if (!s->head)
-			s->tail = NULL;
-		s->queued[q->chunk] = NULL;
-		s->cur = q->chunk;
-		s->cur_pos = 0;
-		memcpy(s->cur_bits, q->bits, NDZ_BITMAP_BYTES);
 		pthread_mutex_unlock(&s->lock);
-		if (loaded != (int64_t)q->chunk) {
+		p.chunk = (uint32_t)c;
+		if (loaded != c) {
 			r = ndz_io_read_full(s->img, chunk, NDZ_CHUNK_SIZE,
-					     (uint64_t)q->chunk * NDZ_CHUNK_SIZE, NULL);
+					     (uint64_t)p.chunk * NDZ_CHUNK_SIZE, NULL);
 			if (r < 0) {
 				pthread_mutex_lock(&s->lock);
 				s->fatal = 1;
 				snprintf(s->fatal_msg, sizeof(s->fatal_msg), "chunk %u of %s: %s",
-					 q->chunk, s->path, ndz_strerror(r));
-				free(q);
+					 p.chunk, s->path, ndz_strerror(r));
 				break;
 			}
-			loaded = q->chunk;
+			loaded = c;
 		}
-		p.chunk = q->chunk;
-		for (unsigned b = 0; b < BLOCKS && !atomic_load(&s->stop); b++) {
-			int want, len;
-			uint64_t bit = (uint64_t)q->chunk * BLOCKS + b;
+		/* the blocks lib/serve chooses, until the chunk is done; the lock is held
+		 * while choosing and counting, not while pacing and sending */
+		pthread_mutex_lock(&s->lock);
+		while (!atomic_load(&s->stop) && (b = ndz_serve_next_block(s->serve)) >= 0) {
+			int len;
 
-			pthread_mutex_lock(&s->lock);
-			s->cur_pos = b + 1;
-			want = ndz_bit_test(s->cur_bits, b);
 			pthread_mutex_unlock(&s->lock);
-			if (!want)
-				continue;
 			p.block = (uint16_t)b;
 			p.data = chunk + (size_t)b * NDZ_BLOCK_SIZE;
 			len = ndz_pkt_encode(&p, pkt, sizeof(pkt));
@@ -341,17 +269,9 @@ static void *sender(void *arg)
 			if (!s->st.first_ns)
 				s->st.first_ns = ndz_now_ns();
 			s->st.last_ns = ndz_now_ns();
-			s->st.blocks_sent++;
 			s->st.bytes_sent += (uint64_t)len;
-			if (!(s->ever[bit / 8] & (1u << (bit % 8)))) {
-				s->ever[bit / 8] = (uint8_t)(s->ever[bit / 8] | (1u << (bit % 8)));
-				s->st.distinct_sent++;
-			}
-			pthread_mutex_unlock(&s->lock);
+			ndz_serve_sent(s->serve, p.chunk, (unsigned)b);
 		}
-		free(q);
-		pthread_mutex_lock(&s->lock);
-		s->cur = -1;
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(chunk);
@@ -361,14 +281,16 @@ static void *sender(void *arg)
 static void print_stats(struct server *s, FILE *f, int json)
 {
 	struct stats st;
+	struct ndz_serve_stats ss;
 	double secs, rate, resent;
 
 	pthread_mutex_lock(&s->lock);
 	st = s->st;
+	ndz_serve_get_stats(s->serve, &ss);
 	pthread_mutex_unlock(&s->lock);
 	secs = st.last_ns > st.first_ns ? (double)(st.last_ns - st.first_ns) / 1e9 : 0;
-	rate = secs > 0 ? (double)(st.bytes_sent + st.blocks_sent * WIRE_OVERHEAD) * 8 / secs : 0;
-	resent = st.blocks_sent ? (double)(st.blocks_sent - st.distinct_sent) / (double)st.blocks_sent : 0;
+	rate = secs > 0 ? (double)(st.bytes_sent + ss.blocks_sent * WIRE_OVERHEAD) * 8 / secs : 0;
+	resent = ss.blocks_sent ? (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	if (json) {
 		fprintf(f, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, \"joins\": %llu, "
 			"\"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
@@ -378,9 +300,9 @@ static void print_stats(struct server *s, FILE *f, int json)
 			"\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
 			s->path, s->nchunks, (unsigned long long)st.clients,
 			(unsigned long long)st.joins, (unsigned long long)st.leaves,
-			(unsigned long long)st.requests, (unsigned long long)st.merged,
-			(unsigned long long)st.dropped_current, (unsigned long long)st.blocks_sent,
-			(unsigned long long)st.distinct_sent, resent,
+			(unsigned long long)ss.requests, (unsigned long long)ss.merged,
+			(unsigned long long)ss.dropped_current, (unsigned long long)ss.blocks_sent,
+			(unsigned long long)ss.distinct_sent, resent,
 			(unsigned long long)st.bytes_sent, secs, rate,
 			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,
 			(unsigned long long)st.wrong_image, (unsigned long long)st.bad_chunk);
@@ -388,9 +310,9 @@ static void print_stats(struct server *s, FILE *f, int json)
 	}
 	fprintf(f, "%s: %llu clients, %llu requests (%llu merged), %llu blocks sent "
 		"(%.1f%% re-sent), %.1f Mbit/s over %.2f s, %llu bad packets dropped\n",
-		cli_progname, (unsigned long long)st.clients, (unsigned long long)st.requests,
-		(unsigned long long)(st.merged + st.dropped_current),
-		(unsigned long long)st.blocks_sent, resent * 100, rate / 1e6, secs,
+		cli_progname, (unsigned long long)st.clients, (unsigned long long)ss.requests,
+		(unsigned long long)(ss.merged + ss.dropped_current),
+		(unsigned long long)ss.blocks_sent, resent * 100, rate / 1e6, secs,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
@@ -423,7 +345,6 @@ int main(int argc, char **argv)
 	memset(&s, 0, sizeof(s));
 	s.rate = 100000000;
 	s.idle = 1800;
-	s.cur = -1;
 	while ((c = getopt_long(argc, argv, "m:p:i:W:b:g:T:t:LqvhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': no.group = optarg; break;
@@ -459,11 +380,11 @@ int main(int argc, char **argv)
 	}
 	s.path = argv[optind];
 	open_image(&s);
-	s.queued = calloc(s.nchunks, sizeof(*s.queued));
-	s.ever = calloc((size_t)s.nchunks * BLOCKS / 8, 1);
 	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
-	if (!s.queued || !s.ever || !s.client_ids)
+	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
+	if ((r = ndz_serve_create(s.nchunks, &s.serve)) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	if (ndz_net_open(&no, &s.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	pthread_mutex_init(&s.lock, NULL);
@@ -506,7 +427,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		pthread_mutex_lock(&s.lock);
-		idle_now = s.idle && !s.head && s.cur < 0 &&
+		idle_now = s.idle && !ndz_serve_busy(s.serve) &&
 			   ndz_now_ns() - s.last_activity_ns > (uint64_t)s.idle * 1000000000u;
 		r = s.fatal;
 		pthread_mutex_unlock(&s.lock);
@@ -543,16 +464,9 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	while (s.head) {
-		struct req *q = s.head;
-
-		s.head = q->next;
-		free(q);
-	}
+	ndz_serve_free(s.serve);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
-	free(s.queued);
-	free(s.ever);
 	free(s.client_ids);
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.cond);

@@ -7,7 +7,7 @@
 
 static const uint8_t proto_magic[4] = { 'N', 'D', 'Z', 'P' };
 
-#define BLOCKS 1024u
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
 
 uint32_t ndz_image_tag(const uint8_t uuid[16])
 {
@@ -51,9 +51,9 @@ static int fields_valid(const struct ndz_pkt *p)
 
 	switch (p->type) {
 	case NDZ_PKT_JOIN_REPLY:
-		return i->chunks >= 1 && i->block_size == BLOCKS &&
+		return i->chunks >= 1 && i->block_size == NDZ_BLOCK_SIZE &&
 		       i->blocks_per_chunk == BLOCKS &&
-		       i->image_bytes == (uint64_t)i->chunks * BLOCKS * BLOCKS;
+		       i->image_bytes == (uint64_t)i->chunks * NDZ_CHUNK_SIZE;
 	case NDZ_PKT_LEAVE:
 		return p->leave.status <= 1;
 	case NDZ_PKT_BLOCK:
@@ -113,7 +113,7 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 		put_le32(b + 8, p->tag);
 		put_le32(b + 12, p->chunk);
 		put_le16(b + 16, p->block);
-		memcpy(b + 20, p->data, BLOCKS);
+		memcpy(b + 20, p->data, NDZ_BLOCK_SIZE);
 		break;
 	case NDZ_PKT_REQUEST:
 		put_le32(b + 8, p->client_id);

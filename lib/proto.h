@@ -8,10 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format.h"
+
 #define NDZ_PROTO_VERSION   1u
 #define NDZ_PROTO_HDR       8u          /* magic, version, type, flags */
-#define NDZ_BITMAP_BYTES    128u        /* one bit per block of a chunk */
-#define NDZ_PKT_MAX         1044u       /* the largest packet: a BLOCK */
+#define NDZ_BITMAP_BYTES    (NDZ_BLOCKS_PER_CHUNK / 8u) /* one bit per block of a chunk */
 
 enum ndz_pkt_type {
 	NDZ_PKT_JOIN = 1,              /* client -> group: who serves here? */
@@ -26,17 +27,30 @@ enum ndz_pkt_type {
 #define NDZ_PKT_JOIN_LEN       16u
 #define NDZ_PKT_JOIN_REPLY_LEN 80u
 #define NDZ_PKT_LEAVE_LEN      64u
-#define NDZ_PKT_BLOCK_LEN      (20u + 1024u)
+#define NDZ_PKT_BLOCK_LEN      (20u + NDZ_BLOCK_SIZE)
 #define NDZ_PKT_REQUEST_LEN    24u
 #define NDZ_PKT_PREQUEST_LEN   (24u + NDZ_BITMAP_BYTES)
+#define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet: a BLOCK */
+
+/*
+ * The block size is lib/format.h's; the wire sizes derived from it are fixed by
+ * doc/PROTOCOL.md (version 1), so a change there must not change them unseen.
+ */
+_Static_assert(NDZ_BLOCKS_PER_CHUNK % 8u == 0, "a chunk's bitmap is whole bytes");
+_Static_assert(NDZ_BLOCKS_PER_CHUNK <= 65535u, "REQUEST block and count are 16 bits");
+_Static_assert(NDZ_BITMAP_BYTES == 128u, "PREQUEST: 128-byte bitmap on the wire");
+_Static_assert(NDZ_PKT_BLOCK_LEN == 1044u, "BLOCK: 1044 bytes on the wire");
+_Static_assert(NDZ_PKT_PREQUEST_LEN == 152u, "PREQUEST: 152 bytes on the wire");
+_Static_assert(NDZ_PKT_MAX >= NDZ_PKT_JOIN_REPLY_LEN && NDZ_PKT_MAX >= NDZ_PKT_LEAVE_LEN &&
+	       NDZ_PKT_MAX >= NDZ_PKT_PREQUEST_LEN, "NDZ_PKT_MAX is the largest packet");
 
 /* What the server tells a joining client (JOIN_REPLY). */
 struct ndz_join_info {
 	uint8_t uuid[16];              /* image UUID (from the chunk headers) */
 	uint32_t chunks;               /* image size in chunks, >= 1 */
-	uint32_t block_size;           /* 1024 */
-	uint32_t blocks_per_chunk;     /* 1024 */
-	uint64_t image_bytes;          /* chunks * chunk size */
+	uint32_t block_size;           /* NDZ_BLOCK_SIZE */
+	uint32_t blocks_per_chunk;     /* NDZ_BLOCKS_PER_CHUNK */
+	uint64_t image_bytes;          /* chunks * NDZ_CHUNK_SIZE */
 	uint64_t source_bytes;         /* bytes the image restores to */
 	uint64_t rate_bps;             /* server bandwidth cap, bits/s; 0: none */
 	uint32_t idle_timeout;         /* server exits after this many idle seconds; 0: never */
@@ -61,7 +75,7 @@ struct ndz_pkt {
 	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST */
 	uint16_t block;                /* BLOCK: block; REQUEST: first block */
 	uint16_t count;                /* REQUEST: number of blocks, >= 1 */
-	const uint8_t *data;           /* BLOCK: 1024 bytes (points into the buffer) */
+	const uint8_t *data;           /* BLOCK: NDZ_BLOCK_SIZE bytes (points into the buffer) */
 	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
 	struct ndz_join_info info;     /* JOIN_REPLY */
 	struct ndz_leave_stats leave;  /* LEAVE */

@@ -1,0 +1,222 @@
+/* The server's work queue, merging and send bookkeeping (see serve.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "err.h"
+#include "format.h"
+#include "proto.h"
+#include "serve.h"
+
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
+#define NONE UINT32_MAX                /* end of the queue */
+
+struct entry {
+	uint8_t bits[NDZ_BITMAP_BYTES];
+	uint32_t next;                 /* next entry in the queue, or NONE */
+	uint8_t queued;
+};
+
+struct ndz_serve {
+	uint32_t chunks;
+	struct entry *e;               /* per chunk: its queue entry */
+	uint32_t head, tail;           /* NONE: empty */
+	int64_t cur;                   /* chunk being sent, -1: none */
+	unsigned cur_pos;              /* next block the sender looks at */
+	uint8_t cur_bits[NDZ_BITMAP_BYTES];
+	uint8_t *ever;                 /* one bit per block ever sent */
+	struct ndz_serve_stats st;
+};
+
+int ndz_serve_create(uint32_t chunks, struct ndz_serve **out)
+{
+	struct ndz_serve *s;
+
+	*out = NULL;
+	if (!chunks)
+		return NDZ_EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NDZ_ENOMEM;
+	s->chunks = chunks;
+	s->e = calloc(chunks, sizeof(*s->e));      /* calloc checks the products */
+	s->ever = calloc(chunks, NDZ_BITMAP_BYTES);
+	if (!s->e || !s->ever) {
+		ndz_serve_free(s);
+		return NDZ_ENOMEM;
+	}
+	s->head = s->tail = NONE;
+	s->cur = -1;
+	*out = s;
+	return 0;
+}
+
+void ndz_serve_free(struct ndz_serve *s)
+{
+	if (!s)
+		return;
+	free(s->e);
+	free(s->ever);
+	free(s);
+}
+
+static int is_empty(const uint8_t *bits)
+{
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		if (bits[i])
+			return 0;
+	return 1;
+}
+
+/* The merge rules (serve.h); bits is the caller's copy and may be changed. */
+static int enqueue(struct ndz_serve *s, uint32_t chunk, uint8_t *bits, int full)
+{
+	struct entry *q = &s->e[chunk];
+	int merged = 0;
+
+	s->st.requests++;
+	if ((int64_t)chunk == s->cur) {
+		/* Blocks still ahead of the sender join the chunk being sent. */
+		for (unsigned b = s->cur_pos; b < BLOCKS; b++)
+			if (ndz_bit_test(bits, b)) {
+				ndz_bit_set(s->cur_bits, b);
+				ndz_bit_clear(bits, b);
+				merged = 1;
+			}
+		if (full || is_empty(bits)) {
+			s->st.dropped_current++;
+			return 0;
+		}
+	}
+	if (q->queued) {
+		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+			q->bits[i] |= bits[i];
+		s->st.merged++;
+		return 0;
+	}
+	if (merged)
+		s->st.merged++;
+	memcpy(q->bits, bits, NDZ_BITMAP_BYTES);
+	q->queued = 1;
+	q->next = NONE;
+	if (s->tail != NONE)
+		s->e[s->tail].next = chunk;
+	else
+		s->head = chunk;
+	s->tail = chunk;
+	return 1;
+}
+
+int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count)
+{
+	uint8_t bits[NDZ_BITMAP_BYTES];
+
+	if (chunk >= s->chunks || first >= BLOCKS || count < 1 || count > BLOCKS - first)
+		return NDZ_EINVAL;
+	memset(bits, 0, sizeof(bits));
+	for (unsigned b = first; b < first + count; b++)
+		ndz_bit_set(bits, b);
+	return enqueue(s, chunk, bits, count == BLOCKS);
+}
+
+int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits)
+{
+	uint8_t copy[NDZ_BITMAP_BYTES];
+
+	if (chunk >= s->chunks)
+		return NDZ_EINVAL;
+	memcpy(copy, bits, sizeof(copy));
+	return enqueue(s, chunk, copy, 0);
+}
+
+int64_t ndz_serve_next_chunk(struct ndz_serve *s)
+{
+	struct entry *q;
+	uint32_t chunk = s->head;
+
+	if (chunk == NONE) {
+		s->cur = -1;
+		return -1;
+	}
+	q = &s->e[chunk];
+	s->head = q->next;
+	if (s->head == NONE)
+		s->tail = NONE;
+	q->queued = 0;
+	s->cur = chunk;
+	s->cur_pos = 0;
+	memcpy(s->cur_bits, q->bits, NDZ_BITMAP_BYTES);
+	return chunk;
+}
+
+int ndz_serve_next_block(struct ndz_serve *s)
+{
+	if (s->cur < 0)
+		return -1;
+	while (s->cur_pos < BLOCKS) {
+		unsigned b = s->cur_pos++;
+
+		if (ndz_bit_test(s->cur_bits, b))
+			return (int)b;
+	}
+	s->cur = -1;
+	return -1;
+}
+
+int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block)
+{
+	uint8_t *ever;
+
+	if (chunk >= s->chunks || block >= BLOCKS)
+		return NDZ_EINVAL;
+	ever = s->ever + (size_t)chunk * NDZ_BITMAP_BYTES;
+	s->st.blocks_sent++;
+	if (ndz_bit_test(ever, block))
+		return 0;
+	ndz_bit_set(ever, block);
+	s->st.distinct_sent++;
+	return 1;
+}
+
+int64_t ndz_serve_current(const struct ndz_serve *s, unsigned *pos, uint8_t *bits)
+{
+	if (s->cur >= 0) {
+		if (pos)
+			*pos = s->cur_pos;
+		if (bits)
+			memcpy(bits, s->cur_bits, NDZ_BITMAP_BYTES);
+	}
+	return s->cur;
+}
+
+int ndz_serve_queued(const struct ndz_serve *s, size_t i, uint32_t *chunk, uint8_t *bits)
+{
+	uint32_t c = s->head;
+
+	while (c != NONE && i > 0) {
+		c = s->e[c].next;
+		i--;
+	}
+	if (c == NONE)
+		return NDZ_ENOENT;
+	*chunk = c;
+	if (bits)
+		memcpy(bits, s->e[c].bits, NDZ_BITMAP_BYTES);
+	return 0;
+}
+
+int ndz_serve_busy(const struct ndz_serve *s)
+{
+	return s->head != NONE || s->cur >= 0;
+}
+
+int ndz_serve_ever(const struct ndz_serve *s, uint32_t chunk, unsigned block)
+{
+	if (chunk >= s->chunks || block >= BLOCKS)
+		return 0;
+	return ndz_bit_test(s->ever + (size_t)chunk * NDZ_BITMAP_BYTES, block);
+}
+
+void ndz_serve_get_stats(const struct ndz_serve *s, struct ndz_serve_stats *st)
+{
+	*st = s->st;
+}
