@@ -44,6 +44,17 @@ const struct ndz_fs_module *ndz_fs_probe_all(struct ndz_io *io)
 	return NULL;
 }
 
+const char *ndz_scan_how_name(enum ndz_scan_how how)
+{
+	static const char *const names[] = {
+		[NDZ_HOW_NONE] = "?", [NDZ_HOW_FS] = "fs", [NDZ_HOW_RAW] = "raw",
+		[NDZ_HOW_IGNORED] = "ignored", [NDZ_HOW_EXTENDED] = "extended",
+		[NDZ_HOW_BSDLABEL] = "bsdlabel",
+	};
+
+	return (unsigned)how < sizeof(names) / sizeof(names[0]) ? names[how] : "?";
+}
+
 void ndz_scan_opts_init(struct ndz_scan_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -179,7 +190,7 @@ static int apply_override(struct scan *s, const struct ndz_scan_override *ov,
 {
 	if (ov && ov->action == NDZ_SCAN_IGNORE) {
 		if (e) {
-			e->how = "ignored";
+			e->how = NDZ_HOW_IGNORED;
 			e->free_bytes = io->size;
 		}
 		*rc = 0;
@@ -187,11 +198,11 @@ static int apply_override(struct scan *s, const struct ndz_scan_override *ov,
 	}
 	if (s->o->raw || (ov && ov->action == NDZ_SCAN_RAW)) {
 		if (e) {
-			e->how = "raw";
+			e->how = NDZ_HOW_RAW;
 			e->used_bytes = io->size;
 			snprintf(e->note, sizeof(e->note), "raw as asked");
 		}
-		*rc = ndz_ranges_add(s->out, at, (io->size + SEC - 1) / SEC);
+		*rc = ndz_ranges_add(s->out, at, ndz_sectors_of(io->size));
 		return 1;
 	}
 	return 0;
@@ -213,7 +224,7 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 	if (len > c->limit - off)
 		len = c->limit - off;
 	a = off / SEC;
-	b = (off + len + SEC - 1) / SEC;
+	b = ndz_sectors_of(off + len);
 	return ndz_ranges_add(c->r, c->base + a, b - a);
 }
 
@@ -236,7 +247,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		       const char *type_name, const struct ndz_fs_module *mod, int forced,
 		       struct ndz_scan_entry *e)
 {
-	uint64_t sectors = (io->size + SEC - 1) / SEC;
+	uint64_t sectors = ndz_sectors_of(io->size);
 	struct ndz_fs_opts fo = { s->o->keep_pagefile };
 	struct ndz_ranges tmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
@@ -277,7 +288,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	}
 	ndz_ranges_normalize(&tmp);
 	if (e) {
-		e->how = "fs";
+		e->how = NDZ_HOW_FS;
 		snprintf(e->fs, sizeof(e->fs), "%s", mod->name);
 		snprintf(e->detail, sizeof(e->detail), "%s", st.detail);
 		e->used_bytes = ndz_ranges_total(&tmp) * SEC;
@@ -294,7 +305,7 @@ raw:
 		warnf(s, "%s: %s; taking it raw", what, err[0] ? strip_name(err, io->name) :
 			  "unreadable");
 	if (e) {
-		e->how = "raw";
+		e->how = NDZ_HOW_RAW;
 		snprintf(e->note, sizeof(e->note), "%s", strip_name(err, io->name));
 		e->used_bytes = io->size;
 		e->free_bytes = 0;
@@ -319,18 +330,18 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		/* a label is there but broken: nothing in the slice can be trusted */
 		warnf(s, "%s: %s; taking it raw", what, strip_name(err, slice->name));
 		if (e) {
-			e->how = "raw";
+			e->how = NDZ_HOW_RAW;
 			snprintf(e->note, sizeof(e->note), "%s", strip_name(err, slice->name));
 			e->used_bytes = slice->size;
 		}
 		*handled = 1;
-		return ndz_ranges_add(s->out, at, (slice->size + SEC - 1) / SEC);
+		return ndz_ranges_add(s->out, at, ndz_sectors_of(slice->size));
 	}
 	if (t.scheme != NDZ_SCHEME_BSD)
 		return 0;
 	*handled = 1;
 	if (e) {
-		e->how = "bsdlabel";
+		e->how = NDZ_HOW_BSDLABEL;
 		e->used_bytes = t.first_start * SEC;
 	}
 	/* boot blocks (8 KiB at least) and the label itself */
@@ -386,7 +397,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 	if (e) {
 		e->index = index;
 		e->start = p ? p->start : 0;
-		e->count = p ? p->count : (io->size + SEC - 1) / SEC;
+		e->count = p ? p->count : ndz_sectors_of(io->size);
 		e->type = p ? p->type : 0;
 		e->type_name = type_name;
 	}
@@ -407,12 +418,12 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 static int whole_raw(struct scan *s)
 {
 	struct ndz_scan_entry *e = new_entry(s);
-	uint64_t sectors = (s->src->size + SEC - 1) / SEC;
+	uint64_t sectors = ndz_sectors_of(s->src->size);
 
 	if (e) {
 		e->count = sectors;
 		e->type_name = "none";
-		e->how = "raw";
+		e->how = NDZ_HOW_RAW;
 		e->used_bytes = s->src->size;
 	}
 	return ndz_ranges_add(s->out, 0, sectors);
@@ -444,7 +455,7 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 				e->count = p->count;
 				e->type = p->type;
 				e->type_name = ndz_part_type_name(t->scheme, p->type);
-				e->how = "extended";
+				e->how = NDZ_HOW_EXTENDED;
 			}
 			continue;
 		}
@@ -460,7 +471,7 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
 	     char *err, size_t errlen)
 {
-	uint64_t sectors = (src->size + SEC - 1) / SEC;
+	uint64_t sectors = ndz_sectors_of(src->size);
 	struct scan s = { .src = src, .o = o, .out = &res->alloc, .rep = o->report };
 	struct ndz_ptable t;
 	char perr[300] = "";

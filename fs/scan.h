@@ -45,6 +45,19 @@ struct ndz_scan_opts {
 	struct ndz_scan_report *report;
 };
 
+/* What the scan did with one entry of the report. */
+enum ndz_scan_how {
+	NDZ_HOW_NONE = 0,              /* not decided (the scan stopped on an error) */
+	NDZ_HOW_FS,                    /* read through a filesystem module */
+	NDZ_HOW_RAW,                   /* every sector kept */
+	NDZ_HOW_IGNORED,               /* left out (-I) */
+	NDZ_HOW_EXTENDED,              /* an MBR extended partition, holding logical ones */
+	NDZ_HOW_BSDLABEL,              /* a slice with a BSD disklabel, its partitions follow */
+};
+
+/* ndz_scan_how_name - the name -i prints for how ("fs", "raw", ...); "?" for NONE. */
+const char *ndz_scan_how_name(enum ndz_scan_how how);
+
 /* One line of the -i report: a partition, a BSD partition inside one, or the whole source. */
 struct ndz_scan_entry {
 	int index;                     /* partition number; 0: the source had no table */
@@ -53,7 +66,7 @@ struct ndz_scan_entry {
 	uint64_t count;                /* sectors */
 	uint32_t type;                 /* MBR type byte, NDZ_GPT_* code or BSD fstype */
 	const char *type_name;         /* static string */
-	const char *how;               /* "fs", "raw", "ignored", "extended", "free" (static) */
+	enum ndz_scan_how how;
 	char fs[16];                   /* module name, or "" */
 	char detail[96];               /* from the module ("ext4, 4096-byte blocks") */
 	uint64_t used_bytes;           /* bytes of this partition that go into the image */

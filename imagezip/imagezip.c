@@ -127,11 +127,11 @@ static void print_report(const char *src, const struct ndz_scan_report *r,
 			printf("  %d:", e->index);
 		printf(" start %llu sectors %llu type %s (0x%x):", (unsigned long long)e->start,
 		       (unsigned long long)e->count, e->type_name, e->type);
-		if (!strcmp(e->how, "fs"))
+		if (e->how == NDZ_HOW_FS)
 			printf(" %s [%s]", e->fs, e->detail);
 		else
-			printf(" %s", e->how);
-		if (strcmp(e->how, "extended") && strcmp(e->how, "bsdlabel")) {
+			printf(" %s", ndz_scan_how_name(e->how));
+		if (e->how != NDZ_HOW_EXTENDED && e->how != NDZ_HOW_BSDLABEL) {
 			print_size("used", e->used_bytes);
 			print_size("free", e->free_bytes);
 		}

@@ -113,7 +113,7 @@ ov:
 		       " detail '%s' note '%s'\n",
 		       e->index, e->sub ? "." : "", e->sub ? 'a' + e->sub - 1 : ' ',
 		       (unsigned long long)e->start, (unsigned long long)e->count, e->type_name,
-		       e->how ? e->how : "?", e->fs, (unsigned long long)e->used_bytes,
+		       ndz_scan_how_name(e->how), e->fs, (unsigned long long)e->used_bytes,
 		       (unsigned long long)e->free_bytes, e->detail, e->note);
 	}
 	printf("image %llu\n", (unsigned long long)rep.image_bytes);
