@@ -21,12 +21,14 @@ static const char usage_text[] =
 	"       imagezip -i [options] SOURCE\n"
 	"Capture SOURCE (a disk, partition or file) as an image; IMAGE '-' is stdout.\n"
 	"Only allocated sectors of known filesystems are taken (ext2/3/4, NTFS, UFS,\n"
-	"swap); the partition table and the boot code before the first partition too.\n"
+	"FAT, swap); the partition table and the boot code before the first partition\n"
+	"too.\n"
 	"\n"
 	"  -s, --slice N      image partition N alone (restore with imageunzip -s)\n"
-	"  -S N=TYPE          read partition N as TYPE (ext4, ntfs, ufs, fat, swap, bsdswap, raw)\n"
-	"  -R N               take partition N raw\n"
-	"  -I N               leave partition N out of the image\n"
+	"  -S, --fs N=TYPE    read partition N as TYPE: ext2/3/4, ntfs, ufs, fat, swap,\n"
+	"                     bsdswap or raw\n"
+	"  -R, --raw-part N   take partition N raw\n"
+	"  -I, --ignore-part N  leave partition N out of the image\n"
 	"                     (N as -i prints it; 3a: BSD partition a of slice 3)\n"
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
@@ -96,8 +98,8 @@ static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const 
 		cli_usage_error("too many partition options");
 	if (rc < 0)
 		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
-				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext4, ntfs, ufs, fat, swap, "
-						      "bsdswap, raw)" : "");
+				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext2/3/4, ntfs, ufs, fat, "
+						      "swap, bsdswap, raw)" : "");
 }
 
 static void print_size(const char *label, uint64_t bytes)
@@ -250,6 +252,9 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "slice", required_argument, NULL, 's' },
+		{ "fs", required_argument, NULL, 'S' },
+		{ "raw-part", required_argument, NULL, 'R' },
+		{ "ignore-part", required_argument, NULL, 'I' },
 		{ "min-free", required_argument, NULL, 'F' },
 		{ "info", no_argument, NULL, 'i' },
 		{ "keep-pagefile", no_argument, NULL, 'K' },
