@@ -130,14 +130,6 @@ static void warnf(struct scan *s, const char *fmt, ...)
 	s->o->warn(s->o->warn_ctx, msg);
 }
 
-/* Module messages start with the volume's name, which `what` already gives. */
-static const char *strip_name(const char *err, const char *name)
-{
-	size_t nl = strlen(name);
-
-	return !strncmp(err, name, nl) && !strncmp(err + nl, ": ", 2) ? err + nl + 2 : err;
-}
-
 static struct ndz_scan_entry *new_entry(struct scan *s)
 {
 	struct ndz_scan_entry *nv;
@@ -252,7 +244,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	struct ndz_ranges tmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
 	struct collect c = { &tmp, at, io->size };
-	char err[300] = "";
+	struct ndz_error err = { 0 };
 	void *fs = NULL;
 	int rc;
 
@@ -260,15 +252,15 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	if (!mod && !forced)
 		mod = ndz_fs_probe_all(io);
 	if (!mod) {
-		snprintf(err, sizeof(err), "no filesystem recognized");
+		ndz_error_set(&err, NDZ_EFS, 0, "no filesystem recognized");
 		goto raw;
 	}
-	rc = mod->open(io, &fo, &fs, err, sizeof(err));
+	rc = mod->open(io, &fo, &fs, &err);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
 		return rc;
 	if (rc < 0)
 		goto raw;
-	rc = mod->walk(fs, collect_extent, &c, &st, err, sizeof(err));
+	rc = mod->walk(fs, collect_extent, &c, &st, &err);
 	mod->close(fs);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
 		ndz_ranges_release(&tmp);
@@ -302,11 +294,10 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
 	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
-		warnf(s, "%s: %s; taking it raw", what, err[0] ? strip_name(err, io->name) :
-			  "unreadable");
+		warnf(s, "%s: %s; taking it raw", what, err.code ? ndz_error_msg(&err) : "unreadable");
 	if (e) {
 		e->how = NDZ_HOW_RAW;
-		snprintf(e->note, sizeof(e->note), "%s", strip_name(err, io->name));
+		snprintf(e->note, sizeof(e->note), "%s", err.code ? ndz_error_msg(&err) : "");
 		e->used_bytes = io->size;
 		e->free_bytes = 0;
 	}
@@ -318,20 +309,20 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		    int index, const char *what, struct ndz_scan_entry *e, int *handled)
 {
 	struct ndz_ptable t;
-	char err[300];
+	struct ndz_error err = { 0 };
 	int rc;
 
 	*handled = 0;
 	ndz_ptable_init(&t);
-	rc = ndz_bsd_read(slice, &t, err, sizeof(err));
+	rc = ndz_bsd_read(slice, &t, &err);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
 		return rc;
 	if (rc < 0) {
 		/* a label is there but broken: nothing in the slice can be trusted */
-		warnf(s, "%s: %s; taking it raw", what, strip_name(err, slice->name));
+		warnf(s, "%s: %s; taking it raw", what, ndz_error_msg(&err));
 		if (e) {
 			e->how = NDZ_HOW_RAW;
-			snprintf(e->note, sizeof(e->note), "%s", strip_name(err, slice->name));
+			snprintf(e->note, sizeof(e->note), "%s", ndz_error_msg(&err));
 			e->used_bytes = slice->size;
 		}
 		*handled = 1;
@@ -469,12 +460,12 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 }
 
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
-	     char *err, size_t errlen)
+	     struct ndz_error *err)
 {
 	uint64_t sectors = ndz_sectors_of(src->size);
 	struct scan s = { .src = src, .o = o, .out = &res->alloc, .rep = o->report };
 	struct ndz_ptable t;
-	char perr[300] = "";
+	struct ndz_error perr = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -487,14 +478,13 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 	ndz_ptable_init(&t);
 	res->bytes = src->size;
 	res->image_kind = NDZ_KIND_WHOLE;
-	rc = ndz_part_read(src, &t, perr, sizeof(perr));
-	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
-		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
-		return rc;
-	}
+	rc = ndz_part_read(src, &t, &perr);
+	ndz_error_prefix(&perr, "%s", src->name);
+	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
+		return ndz_error_copy(err, &perr);
 	if (o->report) {
 		o->report->scheme = scheme_name(t.scheme);
-		snprintf(o->report->note, sizeof(o->report->note), "%s", rc < 0 ? perr : t.note);
+		snprintf(o->report->note, sizeof(o->report->note), "%s", rc < 0 ? ndz_error_msg(&perr) : t.note);
 	}
 	if (t.note[0])
 		warnf(&s, "%s: %s", src->name, t.note);
@@ -503,13 +493,13 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		struct ndz_io *sub;
 
 		if (rc < 0) {
-			snprintf(err, errlen, "%s", perr);
+			ndz_error_copy(err, &perr);
 			goto out;
 		}
 		if (!p || p->container) {
 			rc = NDZ_ENOENT;
-			snprintf(err, errlen, "%s: partition %d: %s", src->name, o->partition,
-				 p ? "is an extended partition" : ndz_strerror(NDZ_ENOENT));
+			ndz_error_set(err, rc, 0, "%s: partition %d: %s", src->name, o->partition,
+				      p ? "is an extended partition" : ndz_strerror(NDZ_ENOENT));
 			goto out;
 		}
 		res->base = p->start * SEC;
@@ -525,7 +515,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		}
 		sectors = p->count;
 	} else if (rc < 0) {
-		warnf(&s, "%s; taking the whole disk raw", perr);
+		warnf(&s, "%s; taking the whole disk raw", ndz_error_msg(&perr));
 		rc = whole_raw(&s);
 	} else if (t.scheme == NDZ_SCHEME_NONE) {
 		rc = scan_part(&s, t.scheme, NULL, src, 0);
@@ -533,7 +523,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		rc = scan_disk(&s, &t);
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
+		ndz_error_set(err, rc, 0, "%s: %s", src->name, ndz_strerror(rc));
 		goto out;
 	}
 	warn_unmatched(&s);

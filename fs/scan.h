@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "err.h"
 #include "io.h"
 #include "ranges.h"
 
@@ -114,11 +115,11 @@ void ndz_scan_opts_init(struct ndz_scan_opts *o);
  * sectors (unknown or inconsistent ones raw, with a warning). With o->partition
  * the image is that partition alone (base = its start). A source without a
  * table is probed as one filesystem. Returns 0 and fills res (release with
- * ndz_scan_result_release), or a negative code with a message in err: NDZ_ENOENT
+ * ndz_scan_result_release), or a negative code with err naming src: NDZ_ENOENT
  * (no such partition), NDZ_EPART (-s N with a malformed table), NDZ_EIO, NDZ_ENOMEM.
  */
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
-	     char *err, size_t errlen);
+	     struct ndz_error *err);
 
 /* ndz_scan_result_release - free what res holds; accepts a zeroed res. */
 void ndz_scan_result_release(struct ndz_scan_result *res);

@@ -271,7 +271,6 @@ int main(int argc, char **argv)
 	struct output out = { -1, NULL, NULL, 0 };
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL;
-	char err[512];
 	int progress = 0, info = 0, c, rc;
 	struct ndz_scan_report report;
 	uint64_t u64;
@@ -340,10 +339,10 @@ int main(int argc, char **argv)
 	sopts.warn_ctx = argv[optind];
 	if (info)
 		sopts.report = &report;
-	rc = ndz_scan(src, &sopts, &scan, err, sizeof(err));
+	rc = ndz_scan(src, &sopts, &scan, &zerr);
 	if (rc < 0) {
 		ndz_io_close(src);
-		cli_die(EXIT_FAIL, "%s", err);
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	}
 	if (info) {
 		print_report(argv[optind], &report, &scan);
