@@ -296,7 +296,8 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 		if (ni)
 			ntfs_inode_close(ni);
 		if (bad) {
-			ndz_error_set(err, NDZ_EFS, 0, "ntfs: $Bitmap disagrees with system file %u",
+			ndz_error_set(err, NDZ_EFS, 0,
+				      "ntfs: $Bitmap disagrees with system file %u",
 				      (unsigned)sys_files[i]);
 			goto fail;
 		}

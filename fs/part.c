@@ -104,7 +104,8 @@ static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct 
 		int rc = read_sector(disk, ebr, buf);
 
 		if (rc < 0)
-			return rc == NDZ_ESHORTREAD ? fail(err, "extended boot record beyond the disk") : rc;
+			return rc == NDZ_ESHORTREAD ?
+				fail(err, "extended boot record beyond the disk") : rc;
 		if (buf[510] != 0x55 || buf[511] != 0xaa)
 			return fail(err, "extended boot record without signature");
 		rc = ndz_ranges_add(&t->meta, ebr, 1);

@@ -294,7 +294,8 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
 	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
-		warnf(s, "%s: %s; taking it raw", what, err.code ? ndz_error_msg(&err) : "unreadable");
+		warnf(s, "%s: %s; taking it raw", what,
+		      err.code ? ndz_error_msg(&err) : "unreadable");
 	if (e) {
 		e->how = NDZ_HOW_RAW;
 		snprintf(e->note, sizeof(e->note), "%s", err.code ? ndz_error_msg(&err) : "");
@@ -484,7 +485,8 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		return ndz_error_copy(err, &perr);
 	if (o->report) {
 		o->report->scheme = scheme_name(t.scheme);
-		snprintf(o->report->note, sizeof(o->report->note), "%s", rc < 0 ? ndz_error_msg(&perr) : t.note);
+		snprintf(o->report->note, sizeof(o->report->note), "%s",
+			 rc < 0 ? ndz_error_msg(&perr) : t.note);
 	}
 	if (t.note[0])
 		warnf(&s, "%s: %s", src->name, t.note);
