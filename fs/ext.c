@@ -163,8 +163,8 @@ static int ext_probe(struct ndz_io *io)
 	return get_le16(sb) == EXT2_SUPER_MAGIC;
 }
 
-static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
-		    size_t errlen)
+static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
+		    struct ndz_error *err)
 {
 	struct ext *e;
 	char name[64];
@@ -179,25 +179,25 @@ static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 	snprintf(name, sizeof(name), "ndz:%p", (void *)io);
 	ec = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS, 0, 0, &ndz_io_manager, &e->fs);
 	if (ec) {
-		snprintf(err, errlen, "%s: ext: %s", io->name, error_message(ec));
+		ndz_error_set(err, NDZ_EFS, 0, "ext: %s", error_message(ec));
 		free(e);
 		return NDZ_EFS;
 	}
 	if (ext2fs_has_feature_journal_needs_recovery(e->fs->super)) {
-		snprintf(err, errlen, "%s: ext: journal needs recovery", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "ext: journal needs recovery");
 		goto inconsistent;
 	}
 	if (e->fs->super->s_state & EXT2_ERROR_FS) {
-		snprintf(err, errlen, "%s: ext: filesystem marked as having errors", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "ext: filesystem marked as having errors");
 		goto inconsistent;
 	}
 	if (ext2fs_blocks_count(e->fs->super) > io->size / e->fs->blocksize) {
-		snprintf(err, errlen, "%s: ext: filesystem larger than its partition", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "ext: filesystem larger than its partition");
 		goto inconsistent;
 	}
 	ec = ext2fs_read_block_bitmap(e->fs);
 	if (ec) {
-		snprintf(err, errlen, "%s: ext: block bitmap: %s", io->name, error_message(ec));
+		ndz_error_set(err, NDZ_EFS, 0, "ext: block bitmap: %s", error_message(ec));
 		goto inconsistent;
 	}
 	*out = e;
@@ -242,8 +242,8 @@ static const char *ext_version(ext2_filsys fs)
 	return ext2fs_has_feature_journal(s) ? "ext3" : "ext2";
 }
 
-static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
-		    size_t errlen)
+static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
+		    struct ndz_error *err)
 {
 	struct ext *e = h;
 	ext2_filsys fs = e->fs;
@@ -261,9 +261,8 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 		 (unsigned)bs, fs->cluster_ratio_bits ? ", bigalloc" : "");
 	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
 		if (group_free(fs, g) != ext2fs_bg_free_blocks_count(fs, g)) {
-			snprintf(err, errlen,
-				 "%s: ext: group %u: free count disagrees with the bitmap",
-				 e->io->name, g);
+			ndz_error_set(err, NDZ_EFS, 0,
+				      "ext: group %u: free count disagrees with the bitmap", g);
 			return NDZ_EFS;
 		}
 	}

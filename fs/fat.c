@@ -64,9 +64,9 @@ static int fat_probe(struct ndz_io *io)
 	return read_bpb(io, &b);
 }
 
-static int bad(char *err, size_t errlen, struct ndz_io *io, const char *what)
+static int bad(struct ndz_error *err, const char *what)
 {
-	snprintf(err, errlen, "%s: fat: %s", io->name, what);
+	ndz_error_set(err, NDZ_EFS, 0, "fat: %s", what);
 	return NDZ_EFS;
 }
 
@@ -92,8 +92,8 @@ static void fat_close(void *h)
 	free(f);
 }
 
-static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
-		    size_t errlen)
+static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
+		    struct ndz_error *err)
 {
 	struct fat *f;
 	struct bpb b;
@@ -103,7 +103,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 
 	(void)o;
 	if (!read_bpb(io, &b))
-		return bad(err, errlen, io, "no boot sector");
+		return bad(err, "no boot sector");
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NDZ_ENOMEM;
@@ -118,23 +118,23 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 	rootsec = ((uint64_t)b.root_entries * 32 + b.bps - 1) / b.bps;
 	f->data_start = b.reserved + (uint64_t)b.nfats * b.fatsz + rootsec;
 	if (f->data_start >= f->totsec || f->totsec > io->size / f->bps) {
-		bad(err, errlen, io, "filesystem larger than its partition");
+		bad(err, "filesystem larger than its partition");
 		goto fail;
 	}
 	f->clusters = (f->totsec - f->data_start) / f->spc;
 	f->bits = f->clusters < 4085 ? 12 : f->clusters < 65525 ? 16 : 32;
 	if ((f->bits == 32) != (b.root_entries == 0)) {
-		bad(err, errlen, io, "root directory does not match the FAT type");
+		bad(err, "root directory does not match the FAT type");
 		goto fail;
 	}
 	fatbytes = f->fatsz * f->bps;
 	need = f->bits == 12 ? (f->clusters + 2) * 3 / 2 + 1 : (f->clusters + 2) * (f->bits / 8);
 	if (need > fatbytes) {
-		bad(err, errlen, io, "allocation table too small for the clusters");
+		bad(err, "allocation table too small for the clusters");
 		goto fail;
 	}
 	if (f->bits == 32 && (f->root_cluster < 2 || f->root_cluster >= f->clusters + 2)) {
-		bad(err, errlen, io, "root cluster out of range");
+		bad(err, "root cluster out of range");
 		goto fail;
 	}
 	t = malloc(need);
@@ -151,7 +151,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 			goto fail;
 		rc = NDZ_EFS;
 		if ((entry(f, t, 0) & 0xff) != f->media) {
-			bad(err, errlen, io, "allocation table does not start with the media byte");
+			bad(err, "allocation table does not start with the media byte");
 			goto fail;
 		}
 		for (uint64_t c = 2; c < f->clusters + 2; c++)
@@ -159,7 +159,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 				f->used[c / 8] |= (uint8_t)(1u << (c % 8));
 	}
 	if (f->bits == 32 && !(f->used[f->root_cluster / 8] & (1u << (f->root_cluster % 8)))) {
-		bad(err, errlen, io, "root directory cluster is free");
+		bad(err, "root directory cluster is free");
 		goto fail;
 	}
 	free(t);
@@ -171,8 +171,8 @@ fail:
 	return rc;
 }
 
-static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
-		    size_t errlen)
+static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
+		    struct ndz_error *err)
 {
 	struct fat *f = h;
 	uint64_t csize = (uint64_t)f->spc * f->bps, base = f->data_start * f->bps;
@@ -180,7 +180,6 @@ static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	int rc;
 
 	(void)err;
-	(void)errlen;
 	st->fs_bytes = f->totsec * f->bps;
 	st->block_size = (uint32_t)csize;
 	snprintf(st->detail, sizeof(st->detail), "FAT%u, %llu-byte clusters", f->bits,

@@ -104,9 +104,9 @@ static int is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-static int bad(char *err, size_t errlen, struct ndz_io *io, const char *what)
+static int bad(struct ndz_error *err, const char *what)
 {
-	snprintf(err, errlen, "%s: ufs: %s", io->name, what);
+	ndz_error_set(err, NDZ_EFS, 0, "ufs: %s", what);
 	return NDZ_EFS;
 }
 
@@ -119,8 +119,8 @@ static uint64_t cgstart(const struct ufs *u, uint32_t c)
 	return base + (uint64_t)u->cgoffset * (c & ~u->cgmask);
 }
 
-static int ufs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
-		    size_t errlen)
+static int ufs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
+		    struct ndz_error *err)
 {
 	struct ufs *u;
 	uint8_t *sb;
@@ -136,7 +136,7 @@ static int ufs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 	}
 	u->io = io;
 	if (!find_sb(io, sb, &u->sbloc, &u->ufs2)) {
-		rc = bad(err, errlen, io, "no superblock");
+		rc = bad(err, "no superblock");
 		goto fail;
 	}
 	u->sbsize = get_le32(sb + FS_SBSIZE);
@@ -157,26 +157,26 @@ static int ufs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, 
 	if (!is_pow2(u->bsize) || u->bsize < 4096 || u->bsize > MAXBSIZE ||
 	    (u->frag != 1 && u->frag != 2 && u->frag != 4 && u->frag != 8) ||
 	    u->fsize != u->bsize / u->frag || u->fsize < 512) {
-		bad(err, errlen, io, "bad block or fragment size in the superblock");
+		bad(err, "bad block or fragment size in the superblock");
 		goto fail;
 	}
 	if (u->sbsize < FS_MAGIC + 4 || u->sbsize > SBSIZE || u->ncg == 0 || u->fpg == 0 ||
 	    u->fpg % u->frag || u->cgsize < CG_FREEOFF + 4 || u->cgsize > MAXBSIZE) {
-		bad(err, errlen, io, "bad sizes in the superblock");
+		bad(err, "bad sizes in the superblock");
 		goto fail;
 	}
 	if (u->size == 0 || u->size > (uint64_t)u->ncg * u->fpg ||
 	    u->size <= (uint64_t)(u->ncg - 1) * u->fpg) {
-		bad(err, errlen, io, "filesystem size does not match its cylinder groups");
+		bad(err, "filesystem size does not match its cylinder groups");
 		goto fail;
 	}
 	if (u->size > io->size / u->fsize) {
-		bad(err, errlen, io, "filesystem larger than its partition");
+		bad(err, "filesystem larger than its partition");
 		goto fail;
 	}
 	if (!(u->sblkno < u->cblkno && u->cblkno < u->iblkno && u->iblkno < u->dblkno &&
 	      u->dblkno < u->fpg)) {
-		bad(err, errlen, io, "bad cylinder group layout in the superblock");
+		bad(err, "bad cylinder group layout in the superblock");
 		goto fail;
 	}
 	u->cg = malloc(u->cgsize);
@@ -198,49 +198,45 @@ static int test_bit(const uint8_t *map, uint64_t i)
 	return map[i >> 3] & (1u << (i & 7));
 }
 
-static int read_cg(struct ufs *u, uint32_t c, uint32_t *ndblk, char *err, size_t errlen)
+static int bad_cg(struct ndz_error *err, uint32_t c, const char *what)
+{
+	ndz_error_set(err, NDZ_EFS, 0, "ufs: cylinder group %u%s", c, what);
+	return NDZ_EFS;
+}
+
+static int read_cg(struct ufs *u, uint32_t c, uint32_t *ndblk, struct ndz_error *err)
 {
 	uint64_t frag = cgstart(u, c) + u->cblkno;
 	uint64_t want = u->size - (uint64_t)u->fpg * c;
 	uint32_t freeoff, nbfree, nffree;
 	uint64_t nfree = 0;
-	char msg[96];
 	int rc;
 
 	if (want > u->fpg)
 		want = u->fpg;
-	if (frag > u->io->size / u->fsize || frag * u->fsize + u->cgsize > u->io->size) {
-		snprintf(msg, sizeof(msg), "cylinder group %u beyond the partition", c);
-		return bad(err, errlen, u->io, msg);
-	}
+	if (frag > u->io->size / u->fsize || frag * u->fsize + u->cgsize > u->io->size)
+		return bad_cg(err, c, " beyond the partition");
 	rc = ndz_io_read_full(u->io, u->cg, u->cgsize, frag * u->fsize, NULL);
 	if (rc < 0)
 		return rc;
 	*ndblk = get_le32(u->cg + CG_NDBLK);
 	freeoff = get_le32(u->cg + CG_FREEOFF);
-	if (get_le32(u->cg + CG_MAGIC_OFF) != CG_MAGIC || get_le32(u->cg + CG_CGX) != c) {
-		snprintf(msg, sizeof(msg), "cylinder group %u: bad magic or index", c);
-		return bad(err, errlen, u->io, msg);
-	}
-	if (*ndblk != want || freeoff > u->cgsize || (*ndblk + 7) / 8 > u->cgsize - freeoff) {
-		snprintf(msg, sizeof(msg), "cylinder group %u: bad size or bitmap offset", c);
-		return bad(err, errlen, u->io, msg);
-	}
+	if (get_le32(u->cg + CG_MAGIC_OFF) != CG_MAGIC || get_le32(u->cg + CG_CGX) != c)
+		return bad_cg(err, c, ": bad magic or index");
+	if (*ndblk != want || freeoff > u->cgsize || (*ndblk + 7) / 8 > u->cgsize - freeoff)
+		return bad_cg(err, c, ": bad size or bitmap offset");
 	/* the free counts must agree with the bitmap, or the bitmap is not to be trusted */
 	for (uint32_t i = 0; i < *ndblk; i++)
 		nfree += test_bit(u->cg + freeoff, i) != 0;
 	nbfree = get_le32(u->cg + CG_NBFREE);
 	nffree = get_le32(u->cg + CG_NFFREE);
-	if (nfree != (uint64_t)nbfree * u->frag + nffree) {
-		snprintf(msg, sizeof(msg), "cylinder group %u: free counts disagree with the bitmap",
-			 c);
-		return bad(err, errlen, u->io, msg);
-	}
+	if (nfree != (uint64_t)nbfree * u->frag + nffree)
+		return bad_cg(err, c, ": free counts disagree with the bitmap");
 	return 0;
 }
 
-static int ufs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
-		    size_t errlen)
+static int ufs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
+		    struct ndz_error *err)
 {
 	struct ufs *u = h;
 	uint64_t fsbytes = u->size * u->fsize;
@@ -260,7 +256,7 @@ static int ufs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 		const uint8_t *map;
 		uint32_t ndblk, i = 0;
 
-		rc = read_cg(u, c, &ndblk, err, errlen);
+		rc = read_cg(u, c, &ndblk, err);
 		if (rc)
 			return rc;
 		map = u->cg + get_le32(u->cg + CG_FREEOFF);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "io.h"
 
 /* Receives allocated [off, off+len) in bytes relative to the volume, in any order. */
@@ -30,21 +31,23 @@ struct ndz_fs_module {
 	/* probe - 1 when io looks like this filesystem, 0 when not, or a negative code. */
 	int (*probe)(struct ndz_io *io);
 	/*
-	 * open - read the metadata. Returns 0 and *fs, or NDZ_EFS (inconsistent,
-	 * message in err), NDZ_EIO, NDZ_ENOMEM. io must outlive the handle.
+	 * open - read the metadata. Returns 0 and *fs, or NDZ_EFS (inconsistent),
+	 * NDZ_EIO, NDZ_ENOMEM. With NDZ_EFS, err says what, starting with the module
+	 * ("ext: journal needs recovery"); the caller adds the volume's name. io must
+	 * outlive the handle.
 	 */
-	int (*open)(struct ndz_io *io, const struct ndz_fs_opts *o, void **fs, char *err,
-		    size_t errlen);
+	int (*open)(struct ndz_io *io, const struct ndz_fs_opts *o, void **fs,
+		    struct ndz_error *err);
 	/*
 	 * walk - report every byte range of the filesystem that may hold data (a
 	 * superset of what is allocated: when unsure a block counts as allocated) and
 	 * set st->fs_bytes; the caller keeps whatever follows fs_bytes in the volume,
 	 * which is not the module's to judge. Stops at the first
-	 * non-zero return of fn and returns it; NDZ_EFS with a message when the
-	 * metadata turns out inconsistent half-way.
+	 * non-zero return of fn and returns it; NDZ_EFS with err filled as by open
+	 * when the metadata turns out inconsistent half-way.
 	 */
-	int (*walk)(void *fs, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
-		    size_t errlen);
+	int (*walk)(void *fs, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
+		    struct ndz_error *err);
 	/* close - free the handle; accepts NULL. */
 	void (*close)(void *fs);
 };

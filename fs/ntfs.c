@@ -237,8 +237,8 @@ static void ntfs_close_fs(void *h)
 	free(n);
 }
 
-static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
-			size_t errlen)
+static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
+			struct ndz_error *err)
 {
 	static const char *const skippable[] = { "/pagefile.sys", "/swapfile.sys",
 						 "/hiberfil.sys" };
@@ -262,8 +262,7 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 	}
 	n->vol = ntfs_device_mount(dev, NTFS_MNT_RDONLY);
 	if (!n->vol) {
-		snprintf(err, errlen, "%s: ntfs: cannot read the volume: %s", io->name,
-			 strerror(errno));
+		ndz_error_set(err, NDZ_EFS, errno, "ntfs: cannot read the volume");
 		ntfs_device_free(dev);
 		free(n);
 		return NDZ_EFS;
@@ -271,11 +270,11 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 	n->csize = n->vol->cluster_size;
 	n->nclusters = (uint64_t)n->vol->nr_clusters;
 	if (n->nclusters == 0 || n->csize == 0 || n->nclusters > io->size / n->csize) {
-		snprintf(err, errlen, "%s: ntfs: volume larger than its partition", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "ntfs: volume larger than its partition");
 		goto fail;
 	}
 	if (n->vol->flags & VOLUME_IS_DIRTY) {
-		snprintf(err, errlen, "%s: ntfs: volume marked dirty (run chkdsk)", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "ntfs: volume marked dirty (run chkdsk)");
 		goto fail;
 	}
 	mapbytes = (n->nclusters + 7) / 8;
@@ -286,7 +285,7 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 	}
 	if (!n->vol->lcnbmp_na ||
 	    ntfs_attr_pread(n->vol->lcnbmp_na, 0, (s64)mapbytes, n->bitmap) != (s64)mapbytes) {
-		snprintf(err, errlen, "%s: ntfs: cannot read $Bitmap", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "ntfs: cannot read $Bitmap");
 		goto fail;
 	}
 	/* the system files must be in use according to $Bitmap, or it is not trusted */
@@ -297,8 +296,9 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 		if (ni)
 			ntfs_inode_close(ni);
 		if (bad) {
-			snprintf(err, errlen, "%s: ntfs: $Bitmap disagrees with system file %u",
-				 io->name, (unsigned)sys_files[i]);
+			ndz_error_set(err, NDZ_EFS, 0,
+				      "ntfs: $Bitmap disagrees with system file %u",
+				      (unsigned)sys_files[i]);
 			goto fail;
 		}
 	}
@@ -352,8 +352,8 @@ static int emit(struct ntfs *n, uint64_t a, uint64_t b, size_t *k, ndz_extent_fn
 	return 0;
 }
 
-static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
-		     size_t errlen)
+static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
+		     struct ndz_error *err)
 {
 	struct ntfs *n = h;
 	uint64_t fsbytes = n->nclusters * n->csize, used = 0, i = 0;
@@ -361,7 +361,6 @@ static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 	int rc;
 
 	(void)err;
-	(void)errlen;
 	st->fs_bytes = fsbytes;
 	st->block_size = n->csize;
 	snprintf(st->detail, sizeof(st->detail), "NTFS %u.%u, %u-byte clusters%s%s",

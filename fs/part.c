@@ -45,10 +45,10 @@ const struct ndz_part *ndz_part_find(const struct ndz_ptable *t, int index)
 	return NULL;
 }
 
-static int fail(char *err, size_t errlen, const char *name, const char *what)
+/* The table is malformed: what says how; the caller names the disk. */
+static int fail(struct ndz_error *e, const char *what)
 {
-	snprintf(err, errlen, "%s: %s: %s", name, ndz_strerror(NDZ_EPART), what);
-	return NDZ_EPART;
+	return ndz_error_set(e, NDZ_EPART, 0, "%s: %s", ndz_strerror(NDZ_EPART), what);
 }
 
 static int read_sector(struct ndz_io *io, uint64_t lba, uint8_t *buf)
@@ -93,7 +93,7 @@ static void mbr_entry(const uint8_t *e, uint8_t *boot, uint8_t *type, uint64_t *
 }
 
 static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct ndz_part *ext,
-			uint8_t *buf, char *err, size_t errlen)
+			uint8_t *buf, struct ndz_error *err)
 {
 	uint64_t ebr = ext->start;
 	int index = 5;
@@ -104,10 +104,10 @@ static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct 
 		int rc = read_sector(disk, ebr, buf);
 
 		if (rc < 0)
-			return rc == NDZ_ESHORTREAD ? fail(err, errlen, disk->name,
-							   "extended boot record beyond the disk") : rc;
+			return rc == NDZ_ESHORTREAD ?
+				fail(err, "extended boot record beyond the disk") : rc;
 		if (buf[510] != 0x55 || buf[511] != 0xaa)
-			return fail(err, errlen, disk->name, "extended boot record without signature");
+			return fail(err, "extended boot record without signature");
 		rc = ndz_ranges_add(&t->meta, ebr, 1);
 		if (rc < 0)
 			return rc;
@@ -122,8 +122,7 @@ static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct 
 			p.count = count;
 			p.type = type;
 			if (start == 0 || p.start + p.count > ext->start + ext->count)
-				return fail(err, errlen, disk->name,
-					    "logical partition outside its extended partition");
+				return fail(err, "logical partition outside its extended partition");
 			rc = add_part(t, &p);
 			if (rc < 0)
 				return rc;
@@ -132,14 +131,14 @@ static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct 
 			return 0;
 		if (!is_extended(ntype) || ext->start + nstart <= ebr ||
 		    nstart >= ext->count)
-			return fail(err, errlen, disk->name, "broken chain of logical partitions");
+			return fail(err, "broken chain of logical partitions");
 		ebr = ext->start + nstart;
 	}
-	return fail(err, errlen, disk->name, "too many logical partitions");
+	return fail(err, "too many logical partitions");
 }
 
-static int read_mbr(struct ndz_io *disk, struct ndz_ptable *t, uint8_t *buf, char *err,
-		    size_t errlen)
+static int read_mbr(struct ndz_io *disk, struct ndz_ptable *t, uint8_t *buf,
+		    struct ndz_error *err)
 {
 	uint64_t sectors = disk->size / SEC;
 	struct ndz_part ext = { 0 };
@@ -160,14 +159,14 @@ static int read_mbr(struct ndz_io *disk, struct ndz_ptable *t, uint8_t *buf, cha
 		p.count = count;
 		p.type = type;
 		if (start == 0 || start + count > sectors)
-			return fail(err, errlen, disk->name, "partition beyond the disk");
+			return fail(err, "partition beyond the disk");
 		for (size_t j = 0; j < t->n; j++)
 			if (p.start < t->v[j].start + t->v[j].count &&
 			    t->v[j].start < p.start + p.count)
-				return fail(err, errlen, disk->name, "overlapping partitions");
+				return fail(err, "overlapping partitions");
 		if (is_extended(type)) {
 			if (have_ext)
-				return fail(err, errlen, disk->name, "two extended partitions");
+				return fail(err, "two extended partitions");
 			p.container = 1;
 			ext = p;
 			have_ext = 1;
@@ -178,7 +177,7 @@ static int read_mbr(struct ndz_io *disk, struct ndz_ptable *t, uint8_t *buf, cha
 	}
 	t->scheme = NDZ_SCHEME_MBR;
 	if (have_ext) {
-		rc = read_logical(disk, t, &ext, buf, err, errlen);
+		rc = read_logical(disk, t, &ext, buf, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -304,7 +303,7 @@ static int gpt_load(struct ndz_io *disk, uint64_t lba, struct gpt_hdr *h, uint8_
 	return 0;
 }
 
-static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t errlen)
+static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error *err)
 {
 	uint64_t sectors = disk->size / SEC;
 	struct gpt_hdr h;
@@ -324,7 +323,7 @@ static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t
 			char msg[160];
 
 			snprintf(msg, sizeof(msg), "GPT primary: %s; backup: %s", why, why2);
-			return fail(err, errlen, disk->name, msg);
+			return fail(err, msg);
 		}
 		t->used_backup = 1;
 		snprintf(t->note, sizeof(t->note), "primary GPT damaged (%s), backup used", why);
@@ -340,7 +339,7 @@ static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t
 			continue;
 		if (first > last || last >= sectors) {
 			free(a);
-			return fail(err, errlen, disk->name, "GPT partition beyond the disk");
+			return fail(err, "GPT partition beyond the disk");
 		}
 		memset(&p, 0, sizeof(p));
 		p.index = (int)i + 1;
@@ -359,7 +358,7 @@ static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t
 	return ndz_ranges_add(&t->meta, h.last_usable + 1, sectors - (h.last_usable + 1));
 }
 
-int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t errlen)
+static int read_table(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error *err)
 {
 	uint8_t buf[SEC];
 	int gpt = 0, valid = 1, any = 0;
@@ -385,7 +384,7 @@ int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t e
 	}
 	if (!valid || !any)
 		return 0;
-	rc = gpt ? read_gpt(disk, t, err, errlen) : read_mbr(disk, t, buf, err, errlen);
+	rc = gpt ? read_gpt(disk, t, err) : read_mbr(disk, t, buf, err);
 	if (rc < 0) {
 		ndz_ptable_release(t);
 		return rc;
@@ -393,6 +392,13 @@ int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t e
 	set_first_start(t);
 	ndz_ranges_normalize(&t->meta);
 	return 0;
+}
+
+int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error *err)
+{
+	int rc = read_table(disk, t, err);
+
+	return rc < 0 ? ndz_error_set(err, rc, 0, NULL) : 0;
 }
 
 /* ---- BSD disklabel ---- */
@@ -405,7 +411,7 @@ int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t e
 #define BSD_MAXPART ((SEC - BSD_OFF_PARTS) / 16)
 #define BSD_RAW_PART 2                 /* 'c': the whole slice */
 
-int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, char *err, size_t errlen)
+static int read_label(struct ndz_io *slice, struct ndz_ptable *t, struct ndz_error *err)
 {
 	uint64_t sectors = slice->size / SEC;
 	uint8_t s[SEC];
@@ -424,12 +430,12 @@ int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, char *err, size_t e
 		return 0;
 	npart = get_le16(s + BSD_OFF_NPART);
 	if (npart == 0 || npart > BSD_MAXPART)
-		return fail(err, errlen, slice->name, "disklabel partition count out of range");
+		return fail(err, "disklabel partition count out of range");
 	len = BSD_OFF_PARTS + 16 * npart;
 	for (unsigned i = 0; i < len; i += 2)
 		csum ^= get_le16(s + i);
 	if (csum)
-		return fail(err, errlen, slice->name, "bad disklabel checksum");
+		return fail(err, "bad disklabel checksum");
 	/* offsets are absolute on older labels: 'c' starts where the slice does */
 	if (npart > BSD_RAW_PART)
 		base = get_le32(s + BSD_OFF_PARTS + 16 * BSD_RAW_PART + 4);
@@ -447,7 +453,7 @@ int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, char *err, size_t e
 			continue;
 		if (off < base || off - base >= sectors || size > sectors - (off - base)) {
 			ndz_ptable_release(t);
-			return fail(err, errlen, slice->name, "disklabel partition beyond the slice");
+			return fail(err, "disklabel partition beyond the slice");
 		}
 		memset(&p, 0, sizeof(p));
 		p.index = (int)i + 1;
@@ -462,6 +468,13 @@ int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, char *err, size_t e
 	}
 	set_first_start(t);
 	return 0;
+}
+
+int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, struct ndz_error *err)
+{
+	int rc = read_label(slice, t, err);
+
+	return rc < 0 ? ndz_error_set(err, rc, 0, NULL) : 0;
 }
 
 /* ---- names ---- */

@@ -68,19 +68,20 @@ void ndz_ptable_release(struct ndz_ptable *t);
  * ndz_part_read - decode the partition table of disk: GPT when a protective
  * MBR entry (0xee) is present, else MBR. Returns 0 and fills t (scheme NONE
  * when there is no table: no 0x55aa signature or an MBR that is not one),
- * NDZ_EPART with a message in err when a table is present but malformed
- * (entries beyond the disk, overlapping primaries, a broken logical chain,
- * both GPT headers damaged), NDZ_EIO or NDZ_ENOMEM.
+ * NDZ_EPART when a table is present but malformed (entries beyond the disk,
+ * overlapping primaries, a broken logical chain, both GPT headers damaged),
+ * NDZ_EIO or NDZ_ENOMEM; err says what (without the disk's name, which the
+ * caller adds with ndz_error_prefix).
  */
-int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, char *err, size_t errlen);
+int ndz_part_read(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error *err);
 
 /*
  * ndz_bsd_read - decode a BSD disklabel at sector 1 of slice. Partition starts
  * are made relative to the slice; the raw partition 'c' is left out.
  * Returns 0 with scheme BSD, 0 with scheme NONE when there is no label, or
- * NDZ_EPART/NDZ_EIO/NDZ_ENOMEM.
+ * NDZ_EPART/NDZ_EIO/NDZ_ENOMEM with err filled as by ndz_part_read.
  */
-int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, char *err, size_t errlen);
+int ndz_bsd_read(struct ndz_io *slice, struct ndz_ptable *t, struct ndz_error *err);
 
 /* ndz_part_find - the partition with that index, or NULL. */
 const struct ndz_part *ndz_part_find(const struct ndz_ptable *t, int index);

@@ -44,6 +44,17 @@ const struct ndz_fs_module *ndz_fs_probe_all(struct ndz_io *io)
 	return NULL;
 }
 
+const char *ndz_scan_how_name(enum ndz_scan_how how)
+{
+	static const char *const names[] = {
+		[NDZ_HOW_NONE] = "?", [NDZ_HOW_FS] = "fs", [NDZ_HOW_RAW] = "raw",
+		[NDZ_HOW_IGNORED] = "ignored", [NDZ_HOW_EXTENDED] = "extended",
+		[NDZ_HOW_BSDLABEL] = "bsdlabel",
+	};
+
+	return (unsigned)how < sizeof(names) / sizeof(names[0]) ? names[how] : "?";
+}
+
 void ndz_scan_opts_init(struct ndz_scan_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -119,14 +130,6 @@ static void warnf(struct scan *s, const char *fmt, ...)
 	s->o->warn(s->o->warn_ctx, msg);
 }
 
-/* Module messages start with the volume's name, which `what` already gives. */
-static const char *strip_name(const char *err, const char *name)
-{
-	size_t nl = strlen(name);
-
-	return !strncmp(err, name, nl) && !strncmp(err + nl, ": ", 2) ? err + nl + 2 : err;
-}
-
 static struct ndz_scan_entry *new_entry(struct scan *s)
 {
 	struct ndz_scan_entry *nv;
@@ -179,7 +182,7 @@ static int apply_override(struct scan *s, const struct ndz_scan_override *ov,
 {
 	if (ov && ov->action == NDZ_SCAN_IGNORE) {
 		if (e) {
-			e->how = "ignored";
+			e->how = NDZ_HOW_IGNORED;
 			e->free_bytes = io->size;
 		}
 		*rc = 0;
@@ -187,11 +190,11 @@ static int apply_override(struct scan *s, const struct ndz_scan_override *ov,
 	}
 	if (s->o->raw || (ov && ov->action == NDZ_SCAN_RAW)) {
 		if (e) {
-			e->how = "raw";
+			e->how = NDZ_HOW_RAW;
 			e->used_bytes = io->size;
 			snprintf(e->note, sizeof(e->note), "raw as asked");
 		}
-		*rc = ndz_ranges_add(s->out, at, (io->size + SEC - 1) / SEC);
+		*rc = ndz_ranges_add(s->out, at, ndz_sectors_of(io->size));
 		return 1;
 	}
 	return 0;
@@ -213,7 +216,7 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 	if (len > c->limit - off)
 		len = c->limit - off;
 	a = off / SEC;
-	b = (off + len + SEC - 1) / SEC;
+	b = ndz_sectors_of(off + len);
 	return ndz_ranges_add(c->r, c->base + a, b - a);
 }
 
@@ -236,12 +239,12 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		       const char *type_name, const struct ndz_fs_module *mod, int forced,
 		       struct ndz_scan_entry *e)
 {
-	uint64_t sectors = (io->size + SEC - 1) / SEC;
+	uint64_t sectors = ndz_sectors_of(io->size);
 	struct ndz_fs_opts fo = { s->o->keep_pagefile };
 	struct ndz_ranges tmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
 	struct collect c = { &tmp, at, io->size };
-	char err[300] = "";
+	struct ndz_error err = { 0 };
 	void *fs = NULL;
 	int rc;
 
@@ -249,15 +252,15 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	if (!mod && !forced)
 		mod = ndz_fs_probe_all(io);
 	if (!mod) {
-		snprintf(err, sizeof(err), "no filesystem recognized");
+		ndz_error_set(&err, NDZ_EFS, 0, "no filesystem recognized");
 		goto raw;
 	}
-	rc = mod->open(io, &fo, &fs, err, sizeof(err));
+	rc = mod->open(io, &fo, &fs, &err);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
 		return rc;
 	if (rc < 0)
 		goto raw;
-	rc = mod->walk(fs, collect_extent, &c, &st, err, sizeof(err));
+	rc = mod->walk(fs, collect_extent, &c, &st, &err);
 	mod->close(fs);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
 		ndz_ranges_release(&tmp);
@@ -277,7 +280,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	}
 	ndz_ranges_normalize(&tmp);
 	if (e) {
-		e->how = "fs";
+		e->how = NDZ_HOW_FS;
 		snprintf(e->fs, sizeof(e->fs), "%s", mod->name);
 		snprintf(e->detail, sizeof(e->detail), "%s", st.detail);
 		e->used_bytes = ndz_ranges_total(&tmp) * SEC;
@@ -291,11 +294,11 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
 	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
-		warnf(s, "%s: %s; taking it raw", what, err[0] ? strip_name(err, io->name) :
-			  "unreadable");
+		warnf(s, "%s: %s; taking it raw", what,
+		      err.code ? ndz_error_msg(&err) : "unreadable");
 	if (e) {
-		e->how = "raw";
-		snprintf(e->note, sizeof(e->note), "%s", strip_name(err, io->name));
+		e->how = NDZ_HOW_RAW;
+		snprintf(e->note, sizeof(e->note), "%s", err.code ? ndz_error_msg(&err) : "");
 		e->used_bytes = io->size;
 		e->free_bytes = 0;
 	}
@@ -307,30 +310,30 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		    int index, const char *what, struct ndz_scan_entry *e, int *handled)
 {
 	struct ndz_ptable t;
-	char err[300];
+	struct ndz_error err = { 0 };
 	int rc;
 
 	*handled = 0;
 	ndz_ptable_init(&t);
-	rc = ndz_bsd_read(slice, &t, err, sizeof(err));
+	rc = ndz_bsd_read(slice, &t, &err);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
 		return rc;
 	if (rc < 0) {
 		/* a label is there but broken: nothing in the slice can be trusted */
-		warnf(s, "%s: %s; taking it raw", what, strip_name(err, slice->name));
+		warnf(s, "%s: %s; taking it raw", what, ndz_error_msg(&err));
 		if (e) {
-			e->how = "raw";
-			snprintf(e->note, sizeof(e->note), "%s", strip_name(err, slice->name));
+			e->how = NDZ_HOW_RAW;
+			snprintf(e->note, sizeof(e->note), "%s", ndz_error_msg(&err));
 			e->used_bytes = slice->size;
 		}
 		*handled = 1;
-		return ndz_ranges_add(s->out, at, (slice->size + SEC - 1) / SEC);
+		return ndz_ranges_add(s->out, at, ndz_sectors_of(slice->size));
 	}
 	if (t.scheme != NDZ_SCHEME_BSD)
 		return 0;
 	*handled = 1;
 	if (e) {
-		e->how = "bsdlabel";
+		e->how = NDZ_HOW_BSDLABEL;
 		e->used_bytes = t.first_start * SEC;
 	}
 	/* boot blocks (8 KiB at least) and the label itself */
@@ -386,7 +389,7 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 	if (e) {
 		e->index = index;
 		e->start = p ? p->start : 0;
-		e->count = p ? p->count : (io->size + SEC - 1) / SEC;
+		e->count = p ? p->count : ndz_sectors_of(io->size);
 		e->type = p ? p->type : 0;
 		e->type_name = type_name;
 	}
@@ -407,12 +410,12 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 static int whole_raw(struct scan *s)
 {
 	struct ndz_scan_entry *e = new_entry(s);
-	uint64_t sectors = (s->src->size + SEC - 1) / SEC;
+	uint64_t sectors = ndz_sectors_of(s->src->size);
 
 	if (e) {
 		e->count = sectors;
 		e->type_name = "none";
-		e->how = "raw";
+		e->how = NDZ_HOW_RAW;
 		e->used_bytes = s->src->size;
 	}
 	return ndz_ranges_add(s->out, 0, sectors);
@@ -444,7 +447,7 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 				e->count = p->count;
 				e->type = p->type;
 				e->type_name = ndz_part_type_name(t->scheme, p->type);
-				e->how = "extended";
+				e->how = NDZ_HOW_EXTENDED;
 			}
 			continue;
 		}
@@ -458,12 +461,12 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 }
 
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
-	     char *err, size_t errlen)
+	     struct ndz_error *err)
 {
-	uint64_t sectors = (src->size + SEC - 1) / SEC;
+	uint64_t sectors = ndz_sectors_of(src->size);
 	struct scan s = { .src = src, .o = o, .out = &res->alloc, .rep = o->report };
 	struct ndz_ptable t;
-	char perr[300] = "";
+	struct ndz_error perr = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
@@ -476,14 +479,14 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 	ndz_ptable_init(&t);
 	res->bytes = src->size;
 	res->image_kind = NDZ_KIND_WHOLE;
-	rc = ndz_part_read(src, &t, perr, sizeof(perr));
-	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
-		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
-		return rc;
-	}
+	rc = ndz_part_read(src, &t, &perr);
+	ndz_error_prefix(&perr, "%s", src->name);
+	if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
+		return ndz_error_copy(err, &perr);
 	if (o->report) {
 		o->report->scheme = scheme_name(t.scheme);
-		snprintf(o->report->note, sizeof(o->report->note), "%s", rc < 0 ? perr : t.note);
+		snprintf(o->report->note, sizeof(o->report->note), "%s",
+			 rc < 0 ? ndz_error_msg(&perr) : t.note);
 	}
 	if (t.note[0])
 		warnf(&s, "%s: %s", src->name, t.note);
@@ -492,13 +495,13 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		struct ndz_io *sub;
 
 		if (rc < 0) {
-			snprintf(err, errlen, "%s", perr);
+			ndz_error_copy(err, &perr);
 			goto out;
 		}
 		if (!p || p->container) {
 			rc = NDZ_ENOENT;
-			snprintf(err, errlen, "%s: partition %d: %s", src->name, o->partition,
-				 p ? "is an extended partition" : ndz_strerror(NDZ_ENOENT));
+			ndz_error_set(err, rc, 0, "%s: partition %d: %s", src->name, o->partition,
+				      p ? "is an extended partition" : ndz_strerror(NDZ_ENOENT));
 			goto out;
 		}
 		res->base = p->start * SEC;
@@ -514,7 +517,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		}
 		sectors = p->count;
 	} else if (rc < 0) {
-		warnf(&s, "%s; taking the whole disk raw", perr);
+		warnf(&s, "%s; taking the whole disk raw", ndz_error_msg(&perr));
 		rc = whole_raw(&s);
 	} else if (t.scheme == NDZ_SCHEME_NONE) {
 		rc = scan_part(&s, t.scheme, NULL, src, 0);
@@ -522,7 +525,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		rc = scan_disk(&s, &t);
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: %s", src->name, ndz_strerror(rc));
+		ndz_error_set(err, rc, 0, "%s: %s", src->name, ndz_strerror(rc));
 		goto out;
 	}
 	warn_unmatched(&s);

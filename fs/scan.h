@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "err.h"
 #include "io.h"
 #include "ranges.h"
 
@@ -45,6 +46,19 @@ struct ndz_scan_opts {
 	struct ndz_scan_report *report;
 };
 
+/* What the scan did with one entry of the report. */
+enum ndz_scan_how {
+	NDZ_HOW_NONE = 0,              /* not decided (the scan stopped on an error) */
+	NDZ_HOW_FS,                    /* read through a filesystem module */
+	NDZ_HOW_RAW,                   /* every sector kept */
+	NDZ_HOW_IGNORED,               /* left out (-I) */
+	NDZ_HOW_EXTENDED,              /* an MBR extended partition, holding logical ones */
+	NDZ_HOW_BSDLABEL,              /* a slice with a BSD disklabel, its partitions follow */
+};
+
+/* ndz_scan_how_name - the name -i prints for how ("fs", "raw", ...); "?" for NONE. */
+const char *ndz_scan_how_name(enum ndz_scan_how how);
+
 /* One line of the -i report: a partition, a BSD partition inside one, or the whole source. */
 struct ndz_scan_entry {
 	int index;                     /* partition number; 0: the source had no table */
@@ -53,7 +67,7 @@ struct ndz_scan_entry {
 	uint64_t count;                /* sectors */
 	uint32_t type;                 /* MBR type byte, NDZ_GPT_* code or BSD fstype */
 	const char *type_name;         /* static string */
-	const char *how;               /* "fs", "raw", "ignored", "extended", "free" (static) */
+	enum ndz_scan_how how;
 	char fs[16];                   /* module name, or "" */
 	char detail[96];               /* from the module ("ext4, 4096-byte blocks") */
 	uint64_t used_bytes;           /* bytes of this partition that go into the image */
@@ -101,11 +115,11 @@ void ndz_scan_opts_init(struct ndz_scan_opts *o);
  * sectors (unknown or inconsistent ones raw, with a warning). With o->partition
  * the image is that partition alone (base = its start). A source without a
  * table is probed as one filesystem. Returns 0 and fills res (release with
- * ndz_scan_result_release), or a negative code with a message in err: NDZ_ENOENT
+ * ndz_scan_result_release), or a negative code with err naming src: NDZ_ENOENT
  * (no such partition), NDZ_EPART (-s N with a malformed table), NDZ_EIO, NDZ_ENOMEM.
  */
 int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_result *res,
-	     char *err, size_t errlen);
+	     struct ndz_error *err);
 
 /* ndz_scan_result_release - free what res holds; accepts a zeroed res. */
 void ndz_scan_result_release(struct ndz_scan_result *res);

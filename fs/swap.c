@@ -46,8 +46,8 @@ static int swap_probe(struct ndz_io *io)
 	return swap_sig(io, &ps) > 0;
 }
 
-static int swap_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
-		     size_t errlen)
+static int swap_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
+		     struct ndz_error *err)
 {
 	struct swap *s;
 	int kind;
@@ -60,7 +60,7 @@ static int swap_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	kind = swap_sig(io, &s->page);
 	if (!kind) {
 		free(s);
-		snprintf(err, errlen, "%s: no swap signature", io->name);
+		ndz_error_set(err, NDZ_EFS, 0, "no swap signature");
 		return NDZ_EFS;
 	}
 	s->hibernated = kind == 2;
@@ -68,14 +68,13 @@ static int swap_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	return 0;
 }
 
-static int swap_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st, char *err,
-		     size_t errlen)
+static int swap_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
+		     struct ndz_error *err)
 {
 	struct swap *s = h;
 	uint64_t keep = s->hibernated ? s->io->size : s->page;
 
 	(void)err;
-	(void)errlen;
 	st->fs_bytes = s->io->size;
 	st->used_bytes = keep;
 	st->block_size = s->page;
@@ -100,25 +99,23 @@ static int bsdswap_probe(struct ndz_io *io)
 	return 0;
 }
 
-static int bsdswap_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out, char *err,
-			size_t errlen)
+static int bsdswap_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
+			struct ndz_error *err)
 {
 	(void)o;
 	(void)err;
-	(void)errlen;
 	*out = io;
 	return 0;
 }
 
 static int bsdswap_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
-			char *err, size_t errlen)
+			struct ndz_error *err)
 {
 	struct ndz_io *io = h;
 
 	(void)fn;
 	(void)ctx;
 	(void)err;
-	(void)errlen;
 	st->fs_bytes = io->size;
 	st->used_bytes = 0;
 	snprintf(st->detail, sizeof(st->detail), "freebsd swap (skipped)");

@@ -44,14 +44,16 @@ static struct ndz_io *partition_view(struct ndz_io *disk, int index,
 	const struct ndz_part *p;
 	struct ndz_ptable t;
 	struct ndz_io *view;
-	char err[400];
+	struct ndz_error err = { 0 };
 	uint64_t bytes;
 	int rc;
 
 	ndz_ptable_init(&t);
-	rc = ndz_part_read(disk, &t, err, sizeof(err));
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s", rc == NDZ_EPART ? err : ndz_strerror(rc));
+	rc = ndz_part_read(disk, &t, &err);
+	if (rc < 0) {
+		ndz_error_prefix(&err, "%s", disk->name);
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
+	}
 	p = ndz_part_find(&t, index);
 	if (!p || p->container)
 		cli_die(EXIT_FAIL, "%s: partition %d: %s", disk->name, index,
@@ -79,10 +81,9 @@ static struct ndz_io *partition_view(struct ndz_io *disk, int index,
 static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h)
 {
 	struct ndz_ptable t;
-	char err[400];
 
 	ndz_ptable_init(&t);
-	if (ndz_part_read(target, &t, err, sizeof(err)) == 0 && t.scheme != NDZ_SCHEME_NONE)
+	if (ndz_part_read(target, &t, NULL) == 0 && t.scheme != NDZ_SCHEME_NONE)
 		cli_warn("%s: holds a partition table; the image is of partition %u alone and "
 			 "goes to its start (imageunzip -s N restores into partition N)",
 			 target->name, h->part_index);

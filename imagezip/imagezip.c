@@ -21,12 +21,14 @@ static const char usage_text[] =
 	"       imagezip -i [options] SOURCE\n"
 	"Capture SOURCE (a disk, partition or file) as an image; IMAGE '-' is stdout.\n"
 	"Only allocated sectors of known filesystems are taken (ext2/3/4, NTFS, UFS,\n"
-	"swap); the partition table and the boot code before the first partition too.\n"
+	"FAT, swap); the partition table and the boot code before the first partition\n"
+	"too.\n"
 	"\n"
 	"  -s, --slice N      image partition N alone (restore with imageunzip -s)\n"
-	"  -S N=TYPE          read partition N as TYPE (ext4, ntfs, ufs, fat, swap, bsdswap, raw)\n"
-	"  -R N               take partition N raw\n"
-	"  -I N               leave partition N out of the image\n"
+	"  -S, --fs N=TYPE    read partition N as TYPE: ext2/3/4, ntfs, ufs, fat, swap,\n"
+	"                     bsdswap or raw\n"
+	"  -R, --raw-part N   take partition N raw\n"
+	"  -I, --ignore-part N  leave partition N out of the image\n"
 	"                     (N as -i prints it; 3a: BSD partition a of slice 3)\n"
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
@@ -97,8 +99,8 @@ static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const 
 		cli_usage_error("too many partition options");
 	if (rc < 0)
 		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
-				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext4, ntfs, ufs, fat, swap, "
-						      "bsdswap, raw)" : "");
+				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext2/3/4, ntfs, ufs, fat, "
+						      "swap, bsdswap, raw)" : "");
 }
 
 static void print_size(const char *label, uint64_t bytes)
@@ -128,11 +130,11 @@ static void print_report(const char *src, const struct ndz_scan_report *r,
 			printf("  %d:", e->index);
 		printf(" start %llu sectors %llu type %s (0x%x):", (unsigned long long)e->start,
 		       (unsigned long long)e->count, e->type_name, e->type);
-		if (!strcmp(e->how, "fs"))
+		if (e->how == NDZ_HOW_FS)
 			printf(" %s [%s]", e->fs, e->detail);
 		else
-			printf(" %s", e->how);
-		if (strcmp(e->how, "extended") && strcmp(e->how, "bsdlabel")) {
+			printf(" %s", ndz_scan_how_name(e->how));
+		if (e->how != NDZ_HOW_EXTENDED && e->how != NDZ_HOW_BSDLABEL) {
 			print_size("used", e->used_bytes);
 			print_size("free", e->free_bytes);
 		}
@@ -251,6 +253,9 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "slice", required_argument, NULL, 's' },
+		{ "fs", required_argument, NULL, 'S' },
+		{ "raw-part", required_argument, NULL, 'R' },
+		{ "ignore-part", required_argument, NULL, 'I' },
 		{ "min-free", required_argument, NULL, 'F' },
 		{ "info", no_argument, NULL, 'i' },
 		{ "keep-pagefile", no_argument, NULL, 'K' },
@@ -268,7 +273,6 @@ int main(int argc, char **argv)
 	struct output out = { -1, NULL, NULL, 0 };
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL;
-	char err[512];
 	int progress = 0, info = 0, level = -1, c, rc;
 	struct ndz_scan_report report;
 	uint64_t u64;
@@ -353,10 +357,10 @@ int main(int argc, char **argv)
 	sopts.warn_ctx = argv[optind];
 	if (info)
 		sopts.report = &report;
-	rc = ndz_scan(src, &sopts, &scan, err, sizeof(err));
+	rc = ndz_scan(src, &sopts, &scan, &zerr);
 	if (rc < 0) {
 		ndz_io_close(src);
-		cli_die(EXIT_FAIL, "%s", err);
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	}
 	if (info) {
 		print_report(argv[optind], &report, &scan);

@@ -111,6 +111,26 @@ check "mbr: with -I 3a the UFS is not written" \
 check_ext "mbr -I 3a" "$T/t.disk" 2048
 rm -f "$T/t.disk" "$T/bsd.ndz"
 
+# the long names: --fs forces a type (ext read as FAT fails, so it goes raw, and
+# nothing else is probed), --raw-part keeps every byte, --ignore-part writes nothing
+"$IMAGEZIP" -i --fs 1=fat --raw-part 5 --ignore-part 2 "$mbr" >"$T/info" 2>"$T/err"
+check "mbr: --fs 1=fat: partition 1 is not read as ext" \
+	sh -c "grep -q '^  1: .* raw ' '$T/info' && grep -q 'partition 1: .*taking it raw' '$T/err'"
+check "mbr: --raw-part 5 and --ignore-part 2 show in -i" \
+	sh -c "grep -q '^  5: .* raw .*(raw as asked)' '$T/info' && grep -q '^  2: .* ignored ' '$T/info'"
+if "$IMAGEZIP" -q --raw-part 5 --ignore-part 2 "$mbr" "$T/long.ndz"; then
+	ok "mbr: imagezip --raw-part 5 --ignore-part 2"
+else
+	not_ok "mbr: imagezip --raw-part 5 --ignore-part 2"
+fi
+pattern "$T/t.disk" $DISK
+check "mbr: imageunzip --raw-part/--ignore-part image" "$IMAGEUNZIP" "$T/long.ndz" "$T/t.disk"
+check "mbr: with --raw-part 5 all of the swap is restored" same_range "$mbr" "$T/t.disk" 217088 32768
+check "mbr: with --ignore-part 2 the NTFS is not written" \
+	sh -c "[ \"\$(dd if='$T/t.disk' bs=512 skip=67584 count=65536 2>/dev/null | tr -d '\\245' | wc -c)\" = 0 ]"
+check_ext "mbr --ignore-part 2" "$T/t.disk" 2048
+rm -f "$T/t.disk" "$T/long.ndz"
+
 # ---- GPT: a FreeBSD partition holding the same disklabel (its offsets are
 # absolute, so it sits where the MBR slice did), an EFI system partition ----
 gpt="$T/gpt.disk"

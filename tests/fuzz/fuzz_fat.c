@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ndz_fs_stats st;
 	struct ndz_io *io;
 	uint8_t *buf;
-	char err[256];
+	struct ndz_error err = { 0 };
 	void *fs;
 
 	if (size > vol)
@@ -34,8 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	if (ndz_io_open_mem(buf, vol, 0, &io) == 0) {
 		if (ndz_fs_fat.probe(io) > 0 &&
-		    ndz_fs_fat.open(io, &o, &fs, err, sizeof(err)) == 0) {
-			ndz_fs_fat.walk(fs, sink, NULL, &st, err, sizeof(err));
+		    ndz_fs_fat.open(io, &o, &fs, &err) == 0) {
+			ndz_fs_fat.walk(fs, sink, NULL, &st, &err);
 			ndz_fs_fat.close(fs);
 		}
 		ndz_io_close(io);

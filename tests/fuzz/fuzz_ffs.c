@@ -20,12 +20,12 @@ static void run(const struct ndz_fs_module *m, struct ndz_io *io)
 {
 	struct ndz_fs_opts o = { 0 };
 	struct ndz_fs_stats st;
-	char err[256];
+	struct ndz_error err = { 0 };
 	void *fs;
 
-	if (m->probe(io) <= 0 || m->open(io, &o, &fs, err, sizeof(err)) < 0)
+	if (m->probe(io) <= 0 || m->open(io, &o, &fs, &err) < 0)
 		return;
-	m->walk(fs, sink, NULL, &st, err, sizeof(err));
+	m->walk(fs, sink, NULL, &st, &err);
 	m->close(fs);
 }
 

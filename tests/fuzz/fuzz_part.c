@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf;
 	struct ndz_io *io;
 	struct ndz_ptable t;
-	char err[256];
+	struct ndz_error err = { 0 };
 
 	if (size > disk)
 		size = disk;
@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(buf + disk - 512, data + size - 512, 512);
 	if (ndz_io_open_mem(buf, disk, 0, &io) == 0) {
 		ndz_ptable_init(&t);
-		if (ndz_part_read(io, &t, err, sizeof(err)) == 0) {
+		if (ndz_part_read(io, &t, &err) == 0) {
 			for (size_t i = 0; i < t.n; i++) {
 				struct ndz_io *sub;
 				struct ndz_ptable b;
@@ -36,14 +36,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						    &sub) < 0)
 					continue;
 				ndz_ptable_init(&b);
-				ndz_bsd_read(sub, &b, err, sizeof(err));
+				ndz_bsd_read(sub, &b, &err);
 				ndz_ptable_release(&b);
 				ndz_io_close(sub);
 			}
 		}
 		ndz_ptable_release(&t);
 		/* the input as a slice holding a disklabel */
-		ndz_bsd_read(io, &t, err, sizeof(err));
+		ndz_bsd_read(io, &t, &err);
 		ndz_ptable_release(&t);
 		ndz_io_close(io);
 	}

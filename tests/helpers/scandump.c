@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	struct ndz_scan_report rep;
 	struct ndz_scan_result res;
 	struct ndz_io *io;
-	char err[512];
+	struct ndz_error err = { 0 };
 	int c, rc, ranges = 0, zcheck = 0;
 	const char *xfile = NULL;
 
@@ -97,9 +97,9 @@ ov:
 		fprintf(stderr, "scandump: %s: %s\n", argv[optind], ndz_strerror(rc));
 		return 1;
 	}
-	rc = ndz_scan(io, &o, &res, err, sizeof(err));
+	rc = ndz_scan(io, &o, &res, &err);
 	if (rc < 0) {
-		fprintf(stderr, "scandump: %s\n", err);
+		fprintf(stderr, "scandump: %s\n", ndz_error_msg(&err));
 		ndz_io_close(io);
 		return 1;
 	}
@@ -113,7 +113,7 @@ ov:
 		       " detail '%s' note '%s'\n",
 		       e->index, e->sub ? "." : "", e->sub ? 'a' + e->sub - 1 : ' ',
 		       (unsigned long long)e->start, (unsigned long long)e->count, e->type_name,
-		       e->how ? e->how : "?", e->fs, (unsigned long long)e->used_bytes,
+		       ndz_scan_how_name(e->how), e->fs, (unsigned long long)e->used_bytes,
 		       (unsigned long long)e->free_bytes, e->detail, e->note);
 	}
 	printf("image %llu\n", (unsigned long long)rep.image_bytes);

@@ -94,7 +94,7 @@ static int collect(void *ctx, uint64_t off, uint64_t len)
 	return ndz_ranges_add(&g->r, off / 512, len / 512);
 }
 
-static int walk_ufs(struct got *g, char *err, size_t errlen)
+static int walk_ufs(struct got *g, struct ndz_error *err)
 {
 	struct ndz_fs_opts o = { 0 };
 	struct ndz_fs_stats st;
@@ -103,14 +103,15 @@ static int walk_ufs(struct got *g, char *err, size_t errlen)
 	int rc;
 
 	ndz_ranges_init(&g->r);
+	ndz_error_clear(err);           /* the first error wins: each walk starts clear */
 	assert_int_equal(ndz_io_open_mem(vol, VOL, 0, &io), 0);
 	rc = ndz_fs_ufs.probe(io);
 	if (rc == 1)
-		rc = ndz_fs_ufs.open(io, &o, &fs, err, errlen);
+		rc = ndz_fs_ufs.open(io, &o, &fs, err);
 	else
 		rc = -100;
 	if (rc == 0) {
-		rc = ndz_fs_ufs.walk(fs, collect, g, &st, err, errlen);
+		rc = ndz_fs_ufs.walk(fs, collect, g, &st, err);
 		ndz_fs_ufs.close(fs);
 		ndz_ranges_normalize(&g->r);
 	}
@@ -121,11 +122,11 @@ static int walk_ufs(struct got *g, char *err, size_t errlen)
 static void test_walk(void **state)
 {
 	struct got g;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	make_ufs();
-	assert_int_equal(walk_ufs(&g, err, sizeof(err)), 0);
+	assert_int_equal(walk_ufs(&g, &err), 0);
 	assert_int_equal(g.r.n, 4);
 	assert_int_equal(g.r.v[0].start, 0);
 	assert_int_equal(g.r.v[0].count, 400);       /* fragments 0-199 */
@@ -140,29 +141,29 @@ static void test_walk(void **state)
 static void test_damage(void **state)
 {
 	struct got g;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	make_ufs();
 	vol[(FPG + CBLKNO) * 1024 + 4] = 0;
-	assert_int_equal(walk_ufs(&g, err, sizeof(err)), NDZ_EFS);
-	assert_non_null(strstr(err, "cylinder group 1: bad magic"));
+	assert_int_equal(walk_ufs(&g, &err), NDZ_EFS);
+	assert_non_null(strstr(ndz_error_msg(&err), "cylinder group 1: bad magic"));
 	ndz_ranges_release(&g.r);
 
 	make_ufs();
 	vol[CBLKNO * 1024 + FREEOFF + 100] = 0;      /* free fragments marked in use */
-	assert_int_equal(walk_ufs(&g, err, sizeof(err)), NDZ_EFS);
-	assert_non_null(strstr(err, "free counts disagree"));
+	assert_int_equal(walk_ufs(&g, &err), NDZ_EFS);
+	assert_non_null(strstr(ndz_error_msg(&err), "free counts disagree"));
 	ndz_ranges_release(&g.r);
 
 	make_ufs();
 	put_le32(vol + 65536 + 52, 2048);            /* fsize != bsize / frag */
-	assert_int_equal(walk_ufs(&g, err, sizeof(err)), NDZ_EFS);
+	assert_int_equal(walk_ufs(&g, &err), NDZ_EFS);
 	ndz_ranges_release(&g.r);
 
 	make_ufs();
 	put_le64(vol + 65536 + 1000, 8192);          /* UFS2 not where it says it is */
-	assert_int_equal(walk_ufs(&g, err, sizeof(err)), -100);
+	assert_int_equal(walk_ufs(&g, &err), -100);
 	ndz_ranges_release(&g.r);
 }
 
@@ -184,7 +185,7 @@ static void test_scan_disk(void **state)
 	struct ndz_scan_result res;
 	struct ndz_scan_report rep;
 	struct ndz_io *io;
-	char err[300];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	assert_non_null(d);
@@ -209,13 +210,13 @@ static void test_scan_disk(void **state)
 	o.warn = count_warn;
 	o.report = &rep;
 	nwarn = 0;
-	assert_int_equal(ndz_scan(io, &o, &res, err, sizeof(err)), 0);
+	assert_int_equal(ndz_scan(io, &o, &res, &err), 0);
 	assert_int_equal(nwarn, 1);                  /* partition 3 is unknown */
 	assert_int_equal(rep.n, 3);
 	assert_string_equal(rep.v[0].fs, "swap");
 	assert_int_equal(rep.v[0].used_bytes, 4096);
 	assert_string_equal(rep.v[1].fs, "ufs");
-	assert_string_equal(rep.v[2].how, "raw");
+	assert_int_equal(rep.v[2].how, NDZ_HOW_RAW);
 	/* gap + swap page, UFS ranges at 8192, partition 3 whole */
 	assert_int_equal(res.alloc.v[0].start, 0);
 	assert_int_equal(res.alloc.v[0].count, 2048 + 8);
@@ -233,14 +234,14 @@ static void test_scan_disk(void **state)
 	assert_int_equal(ndz_scan_override_parse(&o, NDZ_SCAN_FORCE, "2=zfs"), NDZ_EINVAL);
 	assert_int_equal(ndz_scan_override_parse(&o, NDZ_SCAN_RAW, "x"), NDZ_EINVAL);
 	nwarn = 0;
-	assert_int_equal(ndz_scan(io, &o, &res, err, sizeof(err)), 0);
+	assert_int_equal(ndz_scan(io, &o, &res, &err), 0);
 	assert_int_equal(nwarn, 1);
 	assert_int_equal(res.alloc.n, 2);            /* free space between partitions left out */
 	assert_int_equal(res.alloc.v[0].start, 0);
 	assert_int_equal(res.alloc.v[0].count, 2048 + 4096);
 	assert_int_equal(res.alloc.v[1].start, 8192);
 	assert_int_equal(res.alloc.v[1].count, VOL / 512);
-	assert_string_equal(rep.v[2].how, "ignored");
+	assert_int_equal(rep.v[2].how, NDZ_HOW_IGNORED);
 	ndz_scan_result_release(&res);
 	ndz_scan_report_release(&rep);
 
@@ -268,7 +269,7 @@ static void test_scan_disk(void **state)
 	ndz_scan_opts_init(&o);
 	o.min_free = 0;
 	o.partition = 2;
-	assert_int_equal(ndz_scan(io, &o, &res, err, sizeof(err)), 0);
+	assert_int_equal(ndz_scan(io, &o, &res, &err), 0);
 	assert_int_equal(res.base, 8192 * 512);
 	assert_int_equal(res.bytes, VOL);
 	assert_int_equal(res.part_index, 2);
@@ -278,8 +279,8 @@ static void test_scan_disk(void **state)
 	assert_int_equal(res.alloc.v[0].count, 400);
 	ndz_scan_result_release(&res);
 	o.partition = 4;
-	assert_int_equal(ndz_scan(io, &o, &res, err, sizeof(err)), NDZ_ENOENT);
-	assert_non_null(strstr(err, "partition 4: no such partition"));
+	assert_int_equal(ndz_scan(io, &o, &res, &err), NDZ_ENOENT);
+	assert_non_null(strstr(ndz_error_msg(&err), "partition 4: no such partition"));
 	ndz_io_close(io);
 	free(d);
 }
@@ -293,7 +294,7 @@ static void test_scan_keeps_tail(void **state)
 	struct ndz_scan_opts o;
 	struct ndz_scan_result res;
 	struct ndz_io *io;
-	char err[300];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	assert_non_null(d);
@@ -309,7 +310,7 @@ static void test_scan_keeps_tail(void **state)
 	o.min_free = 0;
 	nwarn = 0;
 	o.warn = count_warn;
-	assert_int_equal(ndz_scan(io, &o, &res, err, sizeof(err)), 0);
+	assert_int_equal(ndz_scan(io, &o, &res, &err), 0);
 	assert_int_equal(nwarn, 0);
 	/* newfs' last sector, then the partition's tail after the filesystem */
 	assert_int_equal(res.alloc.v[res.alloc.n - 1].start, start + VOL / 512 - 1);

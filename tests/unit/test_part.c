@@ -42,14 +42,15 @@ static void mbr_entry(uint8_t *sec, int i, uint8_t type, uint32_t start, uint32_
 	sec[511] = 0xaa;
 }
 
-static int read_table(struct ndz_ptable *t, char *err, size_t errlen)
+static int read_table(struct ndz_ptable *t, struct ndz_error *err)
 {
 	struct ndz_io *io;
 	int rc;
 
 	assert_int_equal(ndz_io_open_mem(disk, (size_t)DISK_SECTORS * 512, 0, &io), 0);
 	ndz_ptable_init(t);
-	rc = ndz_part_read(io, t, err, errlen);
+	ndz_error_clear(err);           /* the first error wins: each read starts clear */
+	rc = ndz_part_read(io, t, err);
 	ndz_io_close(io);
 	return rc;
 }
@@ -57,23 +58,23 @@ static int read_table(struct ndz_ptable *t, char *err, size_t errlen)
 static void test_no_table(void **state)
 {
 	struct ndz_ptable t;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	memset(disk, 0, (size_t)DISK_SECTORS * 512);
-	assert_int_equal(read_table(&t, err, sizeof(err)), 0);
+	assert_int_equal(read_table(&t, &err), 0);
 	assert_int_equal(t.scheme, NDZ_SCHEME_NONE);
 	/* an NTFS boot sector ends in 55 aa too, and is not a table */
 	memcpy(disk + 3, "NTFS    ", 8);
 	mbr_entry(disk, 0, 0x07, 63, 100);
-	assert_int_equal(read_table(&t, err, sizeof(err)), 0);
+	assert_int_equal(read_table(&t, &err), 0);
 	assert_int_equal(t.scheme, NDZ_SCHEME_NONE);
 }
 
 static void test_mbr_logical(void **state)
 {
 	struct ndz_ptable t;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	memset(disk, 0, (size_t)DISK_SECTORS * 512);
@@ -84,7 +85,7 @@ static void test_mbr_logical(void **state)
 	mbr_entry(disk + 4096 * 512, 1, 0x05, 2048, 1024);
 	/* EBR 2 at 6144: logical at +64, end of chain */
 	mbr_entry(disk + 6144 * 512, 0, 0xda, 64, 256);
-	assert_int_equal(read_table(&t, err, sizeof(err)), 0);
+	assert_int_equal(read_table(&t, &err), 0);
 	assert_int_equal(t.scheme, NDZ_SCHEME_MBR);
 	assert_int_equal(t.n, 4);
 	assert_int_equal(t.first_start, 2048);
@@ -103,24 +104,26 @@ static void test_mbr_logical(void **state)
 
 	/* a chain pointing back at itself is refused */
 	mbr_entry(disk + 6144 * 512, 1, 0x05, 2048, 1024);
-	assert_int_equal(read_table(&t, err, sizeof(err)), NDZ_EPART);
-	assert_non_null(strstr(err, "broken chain"));
+	assert_int_equal(read_table(&t, &err), NDZ_EPART);
+	assert_non_null(strstr(ndz_error_msg(&err), "broken chain"));
 }
 
 static void test_mbr_bad(void **state)
 {
 	struct ndz_ptable t;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	memset(disk, 0, (size_t)DISK_SECTORS * 512);
 	mbr_entry(disk, 0, 0x83, 2048, DISK_SECTORS);
-	assert_int_equal(read_table(&t, err, sizeof(err)), NDZ_EPART);
-	assert_non_null(strstr(err, "beyond the disk"));
+	assert_int_equal(read_table(&t, &err), NDZ_EPART);
+	assert_non_null(strstr(ndz_error_msg(&err), "beyond the disk"));
 	mbr_entry(disk, 0, 0x83, 2048, 1024);
 	mbr_entry(disk, 1, 0x83, 3000, 1024);
-	assert_int_equal(read_table(&t, err, sizeof(err)), NDZ_EPART);
-	assert_non_null(strstr(err, "overlapping"));
+	assert_int_equal(read_table(&t, &err), NDZ_EPART);
+	/* the code and the reason; the disk's name is the caller's to add */
+	assert_int_equal(err.code, NDZ_EPART);
+	assert_string_equal(ndz_error_msg(&err), "malformed partition table: overlapping partitions");
 }
 
 /* A GPT with one Linux partition at 2048..4095; header at lba, array at alba. */
@@ -153,14 +156,14 @@ static void gpt_write(uint64_t lba, uint64_t alt, uint64_t alba)
 static void test_gpt(void **state)
 {
 	struct ndz_ptable t;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	memset(disk, 0, (size_t)DISK_SECTORS * 512);
 	mbr_entry(disk, 0, 0xee, 1, DISK_SECTORS - 1);
 	gpt_write(1, DISK_SECTORS - 1, 2);
 	gpt_write(DISK_SECTORS - 1, 1, DISK_SECTORS - 33);
-	assert_int_equal(read_table(&t, err, sizeof(err)), 0);
+	assert_int_equal(read_table(&t, &err), 0);
 	assert_int_equal(t.scheme, NDZ_SCHEME_GPT);
 	assert_int_equal(t.n, 1);
 	assert_int_equal(t.v[0].index, 1);
@@ -176,7 +179,7 @@ static void test_gpt(void **state)
 
 	/* damaged primary array: the backup is used and said so */
 	disk[2 * 512 + 40] ^= 1;
-	assert_int_equal(read_table(&t, err, sizeof(err)), 0);
+	assert_int_equal(read_table(&t, &err), 0);
 	assert_true(t.used_backup);
 	assert_non_null(strstr(t.note, "array checksum"));
 	assert_int_equal(t.v[0].start, 2048);
@@ -184,8 +187,8 @@ static void test_gpt(void **state)
 
 	/* both damaged: a clear error */
 	disk[(DISK_SECTORS - 1) * 512 + 20] ^= 1;
-	assert_int_equal(read_table(&t, err, sizeof(err)), NDZ_EPART);
-	assert_non_null(strstr(err, "backup: bad header checksum"));
+	assert_int_equal(read_table(&t, &err), NDZ_EPART);
+	assert_non_null(strstr(ndz_error_msg(&err), "backup: bad header checksum"));
 }
 
 static void bsd_label(uint8_t *sec, uint32_t base)
@@ -214,14 +217,14 @@ static void test_bsd(void **state)
 {
 	struct ndz_ptable t;
 	struct ndz_io *io;
-	char err[200];
+	struct ndz_error err = { 0 };
 
 	(void)state;
 	memset(disk, 0, 4096 * 512);
 	bsd_label(disk + 512, 63);       /* absolute offsets: the slice starts at 63 */
 	assert_int_equal(ndz_io_open_mem(disk, 2048 * 512, 0, &io), 0);
 	ndz_ptable_init(&t);
-	assert_int_equal(ndz_bsd_read(io, &t, err, sizeof(err)), 0);
+	assert_int_equal(ndz_bsd_read(io, &t, &err), 0);
 	assert_int_equal(t.scheme, NDZ_SCHEME_BSD);
 	assert_int_equal(t.n, 2);
 	assert_int_equal(t.v[0].index, 1);
@@ -231,8 +234,8 @@ static void test_bsd(void **state)
 	assert_int_equal(t.first_start, 16);
 	ndz_ptable_release(&t);
 	disk[512 + 150] ^= 4;
-	assert_int_equal(ndz_bsd_read(io, &t, err, sizeof(err)), NDZ_EPART);
-	assert_non_null(strstr(err, "checksum"));
+	assert_int_equal(ndz_bsd_read(io, &t, &err), NDZ_EPART);
+	assert_non_null(strstr(ndz_error_msg(&err), "checksum"));
 	ndz_io_close(io);
 }
 
