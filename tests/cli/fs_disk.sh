@@ -114,8 +114,9 @@ rm -f "$T/t.disk" "$T/bsd.ndz"
 # the long names: --fs forces a type (ext read as FAT fails, so it goes raw, and
 # nothing else is probed), --raw-part keeps every byte, --ignore-part writes nothing
 "$IMAGEZIP" -i --fs 1=fat --raw-part 5 --ignore-part 2 "$mbr" >"$T/info" 2>"$T/err"
-check "mbr: --fs 1=fat: partition 1 is not read as ext" \
-	sh -c "grep -q '^  1: .* raw ' '$T/info' && grep -q 'partition 1: .*taking it raw' '$T/err'"
+check "mbr: --fs 1=fat: partition 1 is read as FAT, not probed as ext" \
+	sh -c "grep -q '^  1: .* raw .*(fat: no boot sector)\$' '$T/info' &&
+	       grep -q 'partition 1: fat: no boot sector; taking it raw' '$T/err'"
 check "mbr: --raw-part 5 and --ignore-part 2 show in -i" \
 	sh -c "grep -q '^  5: .* raw .*(raw as asked)' '$T/info' && grep -q '^  2: .* ignored ' '$T/info'"
 if "$IMAGEZIP" -q --raw-part 5 --ignore-part 2 "$mbr" "$T/long.ndz"; then

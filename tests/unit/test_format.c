@@ -732,6 +732,24 @@ static void test_data_bytes(void **state)
 	free(a);
 }
 
+/* scan.c rounds sizes with this; (n + 511) / 512 would give 0 near UINT64_MAX */
+static void test_sectors_of(void **state)
+{
+	const uint64_t last = UINT64_MAX / NDZ_SECTOR_SIZE; /* whole sectors in UINT64_MAX */
+
+	(void)state;
+	assert_true(ndz_sectors_of(0) == 0);
+	assert_true(ndz_sectors_of(1) == 1);
+	assert_true(ndz_sectors_of(NDZ_SECTOR_SIZE - 1) == 1);
+	assert_true(ndz_sectors_of(NDZ_SECTOR_SIZE) == 1);
+	assert_true(ndz_sectors_of(NDZ_SECTOR_SIZE + 1) == 2);
+	assert_true(ndz_sectors_of(last * NDZ_SECTOR_SIZE) == last);
+	assert_true(ndz_sectors_of(last * NDZ_SECTOR_SIZE + 1) == last + 1);
+	assert_true(ndz_sectors_of(UINT64_MAX - 1) == last + 1);
+	assert_true(ndz_sectors_of(UINT64_MAX) == last + 1);
+	assert_true(last + 1 == (uint64_t)1 << 55);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -751,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_chunk_check),
 		cmocka_unit_test(test_same_image),
 		cmocka_unit_test(test_data_bytes),
+		cmocka_unit_test(test_sectors_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
