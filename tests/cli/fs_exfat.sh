@@ -1,0 +1,114 @@
+#!/bin/sh
+# exFAT made by mkfs.exfat over random bytes, filled through exfat-fuse on a loop
+# device (this kernel may have no exfat module; FUSE works where root, /dev/fuse
+# and loop devices do): only the boot regions, the FAT and clusters the
+# allocation bitmap marks are imaged; fsck.exfat -n and every file after a
+# restore. Damaged metadata or a dirty volume goes raw with a warning.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/fs-lib.sh"
+need mkfs.exfat fsck.exfat od dd
+
+# fmount IMG DIR [ro]: mount IMG on DIR through a loop device and exfat-fuse
+fmount() {
+	command -v mount.exfat-fuse >/dev/null 2>&1 || return 1
+	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || return 1
+	_l=$(losetup -f --show "$1" 2>/dev/null) || return 1
+	mkdir -p "$2"
+	if ! mount.exfat-fuse ${3:+-o "$3"} "$_l" "$2" >/dev/null 2>&1; then
+		losetup -d "$_l"
+		return 1
+	fi
+	at_exit "umount '$2'; losetup -d $_l"
+	eval "LOOP_$(basename "$2")=$_l"
+}
+# fumount DIR
+fumount() {
+	umount "$1" && eval "losetup -d \"\$LOOP_$(basename "$1")\""
+}
+
+size=$((64 * MIB))
+img="$T/x.img"
+mkfiles "$T/src" 12 400
+dirty "$img" "$size"
+check "mkfs.exfat" quiet mkfs.exfat "$img"
+if fmount "$img" "$T/m"; then
+	filled=1
+	for f in "$T"/src/*; do cp "$f" "$T/m/"; done
+	rm -f "$T/m/f3" "$T/m/f6" "$T/m/f9"
+	fumount "$T/m"
+	names="f1 f2 f4 f5 f7 f8 f10 f11 f12"
+else
+	filled=0
+	echo "# cannot mount exFAT here (no kernel exfat, no usable exfat-fuse): mkfs-only volume"
+	names=""
+fi
+check "source is clean" quiet fsck.exfat -n "$img"
+check "imagezip" "$IMAGEZIP" "$img" "$T/x.ndz"
+pattern "$T/t.img" "$size"
+check "imageunzip" "$IMAGEUNZIP" "$T/x.ndz" "$T/t.img"
+check "fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
+if [ $filled = 1 ]; then
+	if fmount "$T/t.img" "$T/r" ro; then
+		# shellcheck disable=SC2086
+		check "every file reads back identical" same_files "$T/src" "$T/r" $names
+		check "deleted files stay deleted" test ! -e "$T/r/f3"
+		fumount "$T/r"
+	else
+		not_ok "restored volume mounts"
+	fi
+fi
+smaller "$T/x.ndz" "$img" "$(used_bytes "$img")" "exfat"
+"$IMAGEZIP" -i "$img" >"$T/info"
+check "-i names it" grep -q "exfat \[exfat, 4096-byte clusters\]" "$T/info"
+"$IMAGEZIP" -S 0=exfat -i "$img" >"$T/info" 2>&1
+check "-S 0=exfat works" grep -q "exfat \[exfat," "$T/info"
+
+# an empty (mkfs-only) small volume
+e="$T/e.img"
+dirty "$e" $((8 * MIB))
+mkfs.exfat "$e" >/dev/null 2>&1
+check "empty: imagezip" "$IMAGEZIP" "$e" "$T/e.ndz"
+pattern "$T/t.img" $((8 * MIB))
+"$IMAGEUNZIP" "$T/e.ndz" "$T/t.img"
+check "empty: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
+smaller "$T/e.ndz" "$e" "$(used_bytes "$e")" "empty"
+
+# le32 FILE OFFSET
+le32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
+# poke FILE OFFSET OCTAL-BYTE
+poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+
+# damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
+damaged() {
+	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
+	check "$2: raw with a warning" grep -q "$3.*taking it raw" "$T/err"
+	pattern "$T/t.img" "$(fsize "$1")"
+	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
+	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
+}
+
+cp "$img" "$T/b.img"
+poke "$T/b.img" 600 '001'      # inside sector 1: covered by the checksum
+damaged "$T/b.img" "damaged boot checksum" "checksum mismatch"
+
+cp "$img" "$T/b.img"
+poke "$T/b.img" 106 '002'      # VolumeFlags: dirty (outside the checksum)
+damaged "$T/b.img" "dirty volume" "dirty"
+
+# the root directory's bitmap entry: its first cluster made out of range
+cp "$img" "$T/b.img"
+heap=$(le32 "$img" 88) root=$(le32 "$img" 96) spc=$(od -An -t u1 -j 109 -N 1 "$img" | tr -d ' ')
+roff=$(( (heap + ((root - 2) << spc)) * 512 ))
+i=0 boff=""
+while [ $i -lt 16 ]; do
+	t=$(od -An -t u1 -j $((roff + 32 * i)) -N 1 "$img" | tr -d ' ')
+	[ "$t" = 129 ] && { boff=$((roff + 32 * i)); break; }
+	i=$((i + 1))
+done
+if [ -n "$boff" ]; then
+	printf '\377\377\377\177' | dd of="$T/b.img" bs=1 seek=$((boff + 20)) conv=notrunc status=none
+	damaged "$T/b.img" "damaged bitmap entry" "bitmap cluster out of range"
+else
+	not_ok "bitmap entry found in the root directory"
+fi
+done_testing
