@@ -18,12 +18,14 @@ fmount() {
 		losetup -d "$_l"
 		return 1
 	fi
-	at_exit "umount '$2'; losetup -d $_l"
-	eval "LOOP_$(basename "$2")=$_l"
+	# at exit only what still backs IMG: a loop device freed by fumount may be
+	# someone else's by then
+	at_exit "umount '$2'; for l in \$(losetup -n -O NAME -j '$1'); do losetup -d \$l; done"
 }
-# fumount DIR
+# fumount IMG DIR: unmount (exfat-fuse has written everything back) and detach
 fumount() {
-	umount "$1" && eval "losetup -d \"\$LOOP_$(basename "$1")\""
+	umount "$2" || return 1
+	for _l in $(losetup -n -O NAME -j "$1"); do losetup -d "$_l"; done
 }
 
 size=$((64 * MIB))
@@ -35,7 +37,7 @@ if fmount "$img" "$T/m"; then
 	filled=1
 	for f in "$T"/src/*; do cp "$f" "$T/m/"; done
 	rm -f "$T/m/f3" "$T/m/f6" "$T/m/f9"
-	fumount "$T/m"
+	fumount "$img" "$T/m"
 	names="f1 f2 f4 f5 f7 f8 f10 f11 f12"
 else
 	filled=0
@@ -52,7 +54,7 @@ if [ $filled = 1 ]; then
 		# shellcheck disable=SC2086
 		check "every file reads back identical" same_files "$T/src" "$T/r" $names
 		check "deleted files stay deleted" test ! -e "$T/r/f3"
-		fumount "$T/r"
+		fumount "$T/t.img" "$T/r"
 	else
 		not_ok "restored volume mounts"
 	fi
