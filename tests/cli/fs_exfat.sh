@@ -75,6 +75,24 @@ pattern "$T/t.img" $((8 * MIB))
 check "empty: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
 smaller "$T/e.ndz" "$e" "$(used_bytes "$e")" "empty"
 
+# inside an MBR disk, partition type 0x07 (NTFS/exFAT): found by probing
+if command -v sfdisk >/dev/null 2>&1; then
+	dk="$T/d.img"
+	dirty "$dk" $((MIB + size))
+	printf 'start=2048, size=%d, type=7\n' $((size / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
+	put "$dk" 2048 "$img"
+	"$IMAGEZIP" -i "$dk" >"$T/info"
+	check "MBR partition: -i names it" grep -q "^ *1: .*exfat \[exfat, 4096-byte clusters\]" "$T/info"
+	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/d.ndz"
+	pattern "$T/t.img" $((MIB + size))
+	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/d.ndz" "$T/t.img"
+	extract "$T/t.img" 2048 $((size / 512)) "$T/p.img"
+	check "MBR partition: fsck.exfat -n clean" quiet fsck.exfat -n "$T/p.img"
+	rm -f "$dk" "$T/d.ndz" "$T/p.img"
+else
+	echo "# sfdisk not installed: no MBR-partition check"
+fi
+
 # le32 FILE OFFSET
 le32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
 # poke FILE OFFSET OCTAL-BYTE
