@@ -96,6 +96,7 @@ fi
 # le32 FILE OFFSET
 le32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
 # poke FILE OFFSET OCTAL-BYTE
+# shellcheck disable=SC2059 # the byte is an octal escape, given as the format
 poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
 
 # damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
