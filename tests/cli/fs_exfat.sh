@@ -75,6 +75,38 @@ pattern "$T/t.img" $((8 * MIB))
 check "empty: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
 smaller "$T/e.ndz" "$e" "$(used_bytes "$e")" "empty"
 
+# 512-byte clusters: the bitmap (31 clusters) and a root directory of 60 files
+# (12 clusters) are followed through FAT chains
+if [ $filled = 1 ]; then
+	c="$T/c.img"
+	dirty "$c" "$size"
+	mkfs.exfat -c 512 "$c" >/dev/null 2>&1
+	mkdir -p "$T/many"
+	i=1
+	while [ $i -le 60 ]; do head -c $((i * 700)) /dev/urandom >"$T/many/g$i"; i=$((i + 1)); done
+	if fmount "$c" "$T/m"; then
+		cp "$T"/many/* "$T/m/"
+		rm -f "$T/m/g7" "$T/m/g30"
+		fumount "$c" "$T/m"
+		rm -f "$T/many/g7" "$T/many/g30"
+		check "chains: imagezip" "$IMAGEZIP" "$c" "$T/c.ndz"
+		"$IMAGEZIP" -i "$c" >"$T/info"
+		check "chains: taken as exfat" grep -q "exfat \[exfat, 512-byte" "$T/info"
+		pattern "$T/t.img" "$size"
+		"$IMAGEUNZIP" "$T/c.ndz" "$T/t.img"
+		check "chains: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
+		if fmount "$T/t.img" "$T/r" ro; then
+			check "chains: every file reads back identical" diff -r "$T/many" "$T/r"
+			fumount "$T/t.img" "$T/r"
+		else
+			not_ok "chains: restored volume mounts"
+		fi
+	else
+		not_ok "chains: mount"
+	fi
+	rm -f "$c" "$T/c.ndz"
+fi
+
 # inside an MBR disk, partition type 0x07 (NTFS/exFAT): found by probing
 if command -v sfdisk >/dev/null 2>&1; then
 	dk="$T/d.img"
