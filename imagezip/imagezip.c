@@ -25,8 +25,8 @@ static const char usage_text[] =
 	"too.\n"
 	"\n"
 	"  -s, --slice N      image partition N alone (restore with imageunzip -s)\n"
-	"  -S, --fs N=TYPE    read partition N as TYPE: ext2/3/4, ntfs, ufs, fat, swap,\n"
-	"                     bsdswap or raw\n"
+	"  -S, --fs N=TYPE    read partition N as TYPE: ext2/3/4, ntfs, ufs, fat,\n"
+	"                     exfat, swap, bsdswap or raw\n"
 	"  -R, --raw-part N   take partition N raw\n"
 	"  -I, --ignore-part N  leave partition N out of the image\n"
 	"                     (N as -i prints it; 3a: BSD partition a of slice 3)\n"
@@ -100,7 +100,7 @@ static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const 
 	if (rc < 0)
 		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
 				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext2/3/4, ntfs, ufs, fat, "
-						      "swap, bsdswap, raw)" : "");
+						      "exfat, swap, bsdswap, raw)" : "");
 }
 
 static void print_size(const char *label, uint64_t bytes)

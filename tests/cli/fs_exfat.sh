@@ -1,0 +1,167 @@
+#!/bin/sh
+# exFAT made by mkfs.exfat over random bytes, filled through exfat-fuse on a loop
+# device (this kernel may have no exfat module; FUSE works where root, /dev/fuse
+# and loop devices do): only the boot regions, the FAT and clusters the
+# allocation bitmap marks are imaged; fsck.exfat -n and every file after a
+# restore. Damaged metadata or a dirty volume goes raw with a warning.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/fs-lib.sh"
+need mkfs.exfat fsck.exfat od dd
+
+# fmount IMG DIR [ro]: mount IMG on DIR through a loop device and exfat-fuse
+fmount() {
+	command -v mount.exfat-fuse >/dev/null 2>&1 || return 1
+	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || return 1
+	_l=$(losetup -f --show "$1" 2>/dev/null) || return 1
+	mkdir -p "$2"
+	if ! mount.exfat-fuse ${3:+-o "$3"} "$_l" "$2" >/dev/null 2>&1; then
+		losetup -d "$_l"
+		return 1
+	fi
+	# at exit only what still backs IMG: a loop device freed by fumount may be
+	# someone else's by then
+	at_exit "umount '$2'; for l in \$(losetup -n -O NAME -j '$1'); do losetup -d \$l; done"
+}
+# fumount IMG DIR: unmount (exfat-fuse has written everything back) and detach
+fumount() {
+	umount "$2" || return 1
+	for _l in $(losetup -n -O NAME -j "$1"); do losetup -d "$_l"; done
+}
+
+size=$((64 * MIB))
+img="$T/x.img"
+mkfiles "$T/src" 12 400
+dirty "$img" "$size"
+check "mkfs.exfat" quiet mkfs.exfat "$img"
+if fmount "$img" "$T/m"; then
+	filled=1
+	for f in "$T"/src/*; do cp "$f" "$T/m/"; done
+	rm -f "$T/m/f3" "$T/m/f6" "$T/m/f9"
+	fumount "$img" "$T/m"
+	names="f1 f2 f4 f5 f7 f8 f10 f11 f12"
+else
+	filled=0
+	echo "# cannot mount exFAT here (no kernel exfat, no usable exfat-fuse): mkfs-only volume"
+	names=""
+fi
+check "source is clean" quiet fsck.exfat -n "$img"
+check "imagezip" "$IMAGEZIP" "$img" "$T/x.ndz"
+pattern "$T/t.img" "$size"
+check "imageunzip" "$IMAGEUNZIP" "$T/x.ndz" "$T/t.img"
+check "fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
+if [ $filled = 1 ]; then
+	if fmount "$T/t.img" "$T/r" ro; then
+		# shellcheck disable=SC2086
+		check "every file reads back identical" same_files "$T/src" "$T/r" $names
+		check "deleted files stay deleted" test ! -e "$T/r/f3"
+		fumount "$T/t.img" "$T/r"
+	else
+		not_ok "restored volume mounts"
+	fi
+fi
+smaller "$T/x.ndz" "$img" "$(used_bytes "$img")" "exfat"
+"$IMAGEZIP" -i "$img" >"$T/info"
+check "-i names it" grep -q "exfat \[exfat, 4096-byte clusters\]" "$T/info"
+"$IMAGEZIP" -S 0=exfat -i "$img" >"$T/info" 2>&1
+check "-S 0=exfat works" grep -q "exfat \[exfat," "$T/info"
+
+# an empty (mkfs-only) small volume
+e="$T/e.img"
+dirty "$e" $((8 * MIB))
+mkfs.exfat "$e" >/dev/null 2>&1
+check "empty: imagezip" "$IMAGEZIP" "$e" "$T/e.ndz"
+pattern "$T/t.img" $((8 * MIB))
+"$IMAGEUNZIP" "$T/e.ndz" "$T/t.img"
+check "empty: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
+smaller "$T/e.ndz" "$e" "$(used_bytes "$e")" "empty"
+
+# 512-byte clusters: the bitmap (31 clusters) and a root directory of 60 files
+# (12 clusters) are followed through FAT chains
+if [ $filled = 1 ]; then
+	c="$T/c.img"
+	dirty "$c" "$size"
+	mkfs.exfat -c 512 "$c" >/dev/null 2>&1
+	mkdir -p "$T/many"
+	i=1
+	while [ $i -le 60 ]; do head -c $((i * 700)) /dev/urandom >"$T/many/g$i"; i=$((i + 1)); done
+	if fmount "$c" "$T/m"; then
+		cp "$T"/many/* "$T/m/"
+		rm -f "$T/m/g7" "$T/m/g30"
+		fumount "$c" "$T/m"
+		rm -f "$T/many/g7" "$T/many/g30"
+		check "chains: imagezip" "$IMAGEZIP" "$c" "$T/c.ndz"
+		"$IMAGEZIP" -i "$c" >"$T/info"
+		check "chains: taken as exfat" grep -q "exfat \[exfat, 512-byte" "$T/info"
+		pattern "$T/t.img" "$size"
+		"$IMAGEUNZIP" "$T/c.ndz" "$T/t.img"
+		check "chains: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
+		if fmount "$T/t.img" "$T/r" ro; then
+			check "chains: every file reads back identical" diff -r "$T/many" "$T/r"
+			fumount "$T/t.img" "$T/r"
+		else
+			not_ok "chains: restored volume mounts"
+		fi
+	else
+		not_ok "chains: mount"
+	fi
+	rm -f "$c" "$T/c.ndz"
+fi
+
+# inside an MBR disk, partition type 0x07 (NTFS/exFAT): found by probing
+if command -v sfdisk >/dev/null 2>&1; then
+	dk="$T/d.img"
+	dirty "$dk" $((MIB + size))
+	printf 'start=2048, size=%d, type=7\n' $((size / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
+	put "$dk" 2048 "$img"
+	"$IMAGEZIP" -i "$dk" >"$T/info"
+	check "MBR partition: -i names it" grep -q "^ *1: .*exfat \[exfat, 4096-byte clusters\]" "$T/info"
+	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/d.ndz"
+	pattern "$T/t.img" $((MIB + size))
+	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/d.ndz" "$T/t.img"
+	extract "$T/t.img" 2048 $((size / 512)) "$T/p.img"
+	check "MBR partition: fsck.exfat -n clean" quiet fsck.exfat -n "$T/p.img"
+	rm -f "$dk" "$T/d.ndz" "$T/p.img"
+else
+	echo "# sfdisk not installed: no MBR-partition check"
+fi
+
+# le32 FILE OFFSET
+le32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
+# poke FILE OFFSET OCTAL-BYTE
+# shellcheck disable=SC2059 # the byte is an octal escape, given as the format
+poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
+
+# damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
+damaged() {
+	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
+	check "$2: raw with a warning" grep -q "$3.*taking it raw" "$T/err"
+	pattern "$T/t.img" "$(fsize "$1")"
+	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
+	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
+}
+
+cp "$img" "$T/b.img"
+poke "$T/b.img" 600 '001'      # inside sector 1: covered by the checksum
+damaged "$T/b.img" "damaged boot checksum" "checksum mismatch"
+
+cp "$img" "$T/b.img"
+poke "$T/b.img" 106 '002'      # VolumeFlags: dirty (outside the checksum)
+damaged "$T/b.img" "dirty volume" "dirty"
+
+# the root directory's bitmap entry: its first cluster made out of range
+cp "$img" "$T/b.img"
+heap=$(le32 "$img" 88) root=$(le32 "$img" 96) spc=$(od -An -t u1 -j 109 -N 1 "$img" | tr -d ' ')
+roff=$(( (heap + ((root - 2) << spc)) * 512 ))
+i=0 boff=""
+while [ $i -lt 16 ]; do
+	t=$(od -An -t u1 -j $((roff + 32 * i)) -N 1 "$img" | tr -d ' ')
+	[ "$t" = 129 ] && { boff=$((roff + 32 * i)); break; }
+	i=$((i + 1))
+done
+if [ -n "$boff" ]; then
+	printf '\377\377\377\177' | dd of="$T/b.img" bs=1 seek=$((boff + 20)) conv=notrunc status=none
+	damaged "$T/b.img" "damaged bitmap entry" "bitmap cluster out of range"
+else
+	not_ok "bitmap entry found in the root directory"
+fi
+done_testing
