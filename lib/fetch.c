@@ -93,7 +93,8 @@ void ndz_fetch_free(struct ndz_fetch *f)
 	free(f);
 }
 
-static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk)
+/* A free slot for chunk; its buffer is allocated on first use unless store is 0. */
+static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, int store)
 {
 	struct slot *s = NULL;
 
@@ -102,7 +103,7 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk)
 			s = &f->slots[i];
 			break;
 		}
-	if (!s || (!s->buf && !(s->buf = malloc(NDZ_CHUNK_SIZE))))
+	if (!s || (store && !s->buf && !(s->buf = malloc(NDZ_CHUNK_SIZE))))
 		return NULL;
 	s->state = S_FILL;
 	s->chunk = chunk;
@@ -134,7 +135,7 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		return -1;
 	}
 	if (st == C_NEED) {
-		s = take_slot(f, chunk);
+		s = take_slot(f, chunk, data != NULL);
 		if (!s) {
 			f->st.no_room++;
 			return -1;
@@ -148,7 +149,8 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		return -1;
 	}
 	f->st.blocks++;
-	memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
+	if (data && s->buf)
+		memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
 	ndz_bit_set(s->have, block);
 	if (++s->nhave < BLOCKS)
 		return -1;

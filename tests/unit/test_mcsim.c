@@ -1,0 +1,349 @@
+/*
+ * A simulation of the whole multicast system on a simulated clock: one server
+ * (lib/serve: its queue and merging), many clients (lib/fetch: their caches,
+ * request scheduling and NAK suppression, driven the way frisbee drives them),
+ * and a LAN that loses each block and each request independently at each client.
+ * It counts what the server sends against a clean transfer (every block once),
+ * for client counts a host cannot run for real (100, 500).
+ *
+ * The clients' timing (look every 5 ms, "server silent" backoff from 40 ms) is
+ * frisbee's main loop; keep the two in step. Disk writes are instant.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "fetch.h"
+#include "format.h"
+#include "proto.h"
+#include "serve.h"
+
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
+#define MS 1000000ull
+#define WIRE_BYTES (NDZ_PKT_BLOCK_LEN + 28u + 14u)    /* BLOCK + IPv4/UDP + Ethernet */
+
+struct sim_opts {
+	unsigned clients;
+	double loss;                   /* per block and per request, at each client */
+	double server_loss;            /* per request, at the server */
+	uint32_t chunks;
+	uint64_t rate_bps;             /* the server's cap */
+	uint64_t delay_ns;             /* a request's way to the server and the others */
+	uint64_t jitter_ns;            /* clients start at random times in [0, jitter) */
+	uint32_t seed;
+};
+
+struct sim_result {
+	uint64_t sent;                 /* blocks the server sent */
+	uint64_t requests;             /* requests the clients sent */
+	uint64_t elapsed_ns;
+	unsigned finished;             /* clients holding every chunk */
+};
+
+struct req {
+	uint64_t at;
+	unsigned from;
+	uint32_t chunk;
+	int whole;
+	uint8_t bm[NDZ_BITMAP_BYTES];
+};
+
+struct client {
+	struct ndz_fetch *f;
+	uint64_t start, last_block, silence_wait, next_silence, next_look;
+	int started, finished;
+};
+
+struct sim {
+	struct sim_opts o;
+	struct ndz_serve *serve;
+	struct client *c;
+	struct req *q;                 /* requests on their way, in time order */
+	size_t qhead, qlen, qcap;
+	uint64_t rng, now, requests;
+	unsigned emitter, finished;
+};
+
+static uint64_t rnd(struct sim *s)
+{
+	s->rng ^= s->rng >> 12;
+	s->rng ^= s->rng << 25;
+	s->rng ^= s->rng >> 27;
+	return s->rng * 2685821657736338717ull;
+}
+
+/* whether one packet is lost on its way to a receiver losing p of them */
+static int lost_at(struct sim *s, double p)
+{
+	return (double)(rnd(s) >> 11) * (1.0 / 9007199254740992.0) < p;
+}
+
+/* whether one packet is lost on its way to one client */
+static int lost(struct sim *s)
+{
+	return s->o.loss > 0 && lost_at(s, s->o.loss);
+}
+
+static void emit(void *ctx, uint32_t chunk, const uint8_t *missing)
+{
+	struct sim *s = ctx;
+	struct req *r;
+
+	if (s->qhead + s->qlen == s->qcap) {
+		if (s->qhead) {
+			memmove(s->q, s->q + s->qhead, s->qlen * sizeof(*s->q));
+			s->qhead = 0;
+		} else {
+			s->qcap = s->qcap ? 2 * s->qcap : 1024;
+			s->q = realloc(s->q, s->qcap * sizeof(*s->q));
+			assert_non_null(s->q);
+		}
+	}
+	r = &s->q[s->qhead + s->qlen++];
+	r->at = s->now + s->o.delay_ns;
+	r->from = s->emitter;
+	r->chunk = chunk;
+	r->whole = missing == NULL;
+	if (missing)
+		memcpy(r->bm, missing, NDZ_BITMAP_BYTES);
+	else
+		memset(r->bm, 0xff, NDZ_BITMAP_BYTES);
+	s->requests++;
+}
+
+/* Requests that arrived by now: at the server and at every other client, each maybe lost. */
+static void deliver_requests(struct sim *s)
+{
+	while (s->qlen && s->q[s->qhead].at <= s->now) {
+		struct req *r = &s->q[s->qhead];
+
+		if (!(s->o.server_loss > 0 && lost_at(s, s->o.server_loss))) {
+			if (r->whole)
+				assert_true(ndz_serve_request(s->serve, r->chunk, 0, BLOCKS) >= 0);
+			else
+				assert_true(ndz_serve_prequest(s->serve, r->chunk, r->bm) >= 0);
+		}
+		for (unsigned i = 0; i < s->o.clients; i++) {
+			struct client *c = &s->c[i];
+
+			/* a client hears its own request looped back, without loss */
+			if (c->started && !c->finished && (i == r->from || !lost(s)))
+				ndz_fetch_snoop(c->f, r->chunk, r->bm, s->now);
+		}
+		s->qhead++;
+		s->qlen--;
+	}
+}
+
+/* frisbee's main loop after each packet or timeout: when to ask, and for what. */
+static void client_look(struct sim *s, unsigned i)
+{
+	struct client *c = &s->c[i];
+	uint64_t now = s->now;
+
+	s->emitter = i;
+	if (now - c->last_block > c->silence_wait && now >= c->next_silence) {
+		ndz_fetch_requests(c->f, now, 1, emit, s);
+		if (c->silence_wait < 2000 * MS)
+			c->silence_wait *= 2;
+		c->next_silence = now + c->silence_wait;
+		ndz_fetch_kicked(c->f);
+		c->next_look = now + 5 * MS;
+	} else if (ndz_fetch_kicked(c->f) || now >= c->next_look) {
+		if (now - c->last_block < 20 * MS)
+			c->silence_wait = 40 * MS;
+		ndz_fetch_requests(c->f, now, 0, emit, s);
+		c->next_look = now + 5 * MS;
+	}
+}
+
+static void client_block(struct sim *s, unsigned i, uint32_t chunk, unsigned block)
+{
+	struct client *c = &s->c[i];
+	struct ndz_fetch_stats st;
+	int slot = ndz_fetch_block(c->f, chunk, block, NULL, s->now);
+
+	c->last_block = s->now;
+	if (slot >= 0) {
+		assert_int_equal(ndz_fetch_slot_chunk(c->f, slot), chunk);
+		ndz_fetch_accept(c->f, slot);
+		ndz_fetch_done(c->f, slot);
+		ndz_fetch_get_stats(c->f, &st);
+		if (st.done == s->o.chunks) {
+			c->finished = 1;
+			s->finished++;
+		}
+	}
+}
+
+static void run(const struct sim_opts *o, struct sim_result *res)
+{
+	struct sim s;
+	uint64_t step = WIRE_BYTES * 8ull * 1000000000ull / o->rate_bps;
+	uint64_t clean = (uint64_t)o->chunks * BLOCKS;
+	uint64_t limit = 20 * clean * step + 30000 * MS;
+	struct ndz_serve_stats ss;
+	int busy = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.o = *o;
+	s.rng = 0x9e3779b97f4a7c15ull ^ o->seed;
+	assert_int_equal(ndz_serve_create(o->chunks, &s.serve), 0);
+	s.c = calloc(o->clients, sizeof(*s.c));
+	assert_non_null(s.c);
+	for (unsigned i = 0; i < o->clients; i++) {
+		struct ndz_fetch_opts fo = {
+			.chunks = o->chunks, .slots = 64, .request_ahead = 2,
+			.redelay_ns = 1000 * MS, .seed = o->seed * 7919u + i + 1,
+		};
+
+		assert_int_equal(ndz_fetch_create(&fo, &s.c[i].f), 0);
+		s.c[i].start = o->jitter_ns ? rnd(&s) % o->jitter_ns : 0;
+	}
+	for (s.now = 0; s.finished < o->clients && s.now < limit; s.now += step) {
+		deliver_requests(&s);
+		for (unsigned i = 0; i < o->clients; i++) {
+			struct client *c = &s.c[i];
+
+			if (c->finished)
+				continue;
+			if (!c->started) {
+				if (s.now < c->start)
+					continue;
+				c->started = 1;
+				c->last_block = s.now;
+				c->silence_wait = 40 * MS;
+				c->next_silence = s.now + c->silence_wait;
+				c->next_look = s.now + 5 * MS;
+				s.emitter = i;
+				ndz_fetch_requests(c->f, s.now, 0, emit, &s);
+				continue;
+			}
+			client_look(&s, i);
+		}
+		/* the server: one block a step while it has work */
+		if (!busy)
+			busy = ndz_serve_next_chunk(s.serve) >= 0;
+		if (busy) {
+			int64_t chunk = ndz_serve_current(s.serve, NULL, NULL);
+			int b = ndz_serve_next_block(s.serve);
+
+			if (b < 0) {
+				busy = 0;
+				continue;
+			}
+			assert_int_equal(ndz_serve_sent(s.serve, (uint32_t)chunk, (unsigned)b) >= 0, 1);
+			for (unsigned i = 0; i < o->clients; i++)
+				if (s.c[i].started && !s.c[i].finished && !lost(&s))
+					client_block(&s, i, (uint32_t)chunk, (unsigned)b);
+		}
+	}
+	ndz_serve_get_stats(s.serve, &ss);
+	res->sent = ss.blocks_sent;
+	res->requests = s.requests;
+	res->elapsed_ns = s.now;
+	res->finished = s.finished;
+	/* every block went out at least once: the clients were served the whole image */
+	assert_int_equal(ss.distinct_sent, clean);
+	for (unsigned i = 0; i < o->clients; i++)
+		ndz_fetch_free(s.c[i].f);
+	free(s.c);
+	free(s.q);
+	ndz_serve_free(s.serve);
+}
+
+/* Runs one configuration, prints its figures as a TAP comment, returns the ratio. */
+static double ratio_of(unsigned clients, double loss, uint32_t chunks, uint64_t jitter_ns,
+		       uint32_t seed)
+{
+	struct sim_opts o = {
+		.clients = clients, .loss = loss, .chunks = chunks, .rate_bps = 100000000,
+		.delay_ns = 200000, .jitter_ns = jitter_ns, .seed = seed,
+	};
+	struct sim_result r;
+	double ratio;
+
+	run(&o, &r);
+	assert_int_equal(r.finished, clients);
+	ratio = (double)r.sent / ((double)chunks * BLOCKS);
+	printf("# sim: %u clients, %.0f%% loss, %u chunks: server sent %.3fx a clean transfer, "
+	       "%llu requests, %.2f s simulated\n", clients, loss * 100, chunks, ratio,
+	       (unsigned long long)r.requests, (double)r.elapsed_ns / 1e9);
+	return ratio;
+}
+
+/*
+ * Without loss every block goes out exactly once, however many clients, when they
+ * start together; one that starts while a chunk is on its way asks for the part it
+ * missed, which costs a little.
+ */
+static void test_no_loss(void **state)
+{
+	double r;
+
+	(void)state;
+	assert_true(ratio_of(1, 0, 16, 0, 1) == 1.0);
+	assert_true(ratio_of(50, 0, 16, 0, 2) == 1.0);
+	r = ratio_of(50, 0, 16, 10 * MS, 2);
+	assert_true(r > 1.0 && r < 1.02);
+}
+
+/*
+ * Today's protocol re-sends the union of what the clients lost: with n clients
+ * and loss p about 1 - (1 - p)^n of the blocks go out again, and a little more
+ * for re-sends lost in turn. The measured figures on the namespace LAN were
+ * 1.085 (8 clients) and 1.17 (16); the simulation must agree within a margin.
+ */
+static void test_union_of_losses(void **state)
+{
+	static const unsigned n[] = { 8, 16 };
+	static const double measured[] = { 1.085, 1.17 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(n) / sizeof(n[0]); i++) {
+		double r = ratio_of(n[i], 0.01, 32, 10 * MS, 3 + (uint32_t)i);
+		double u = 1.0;
+
+		for (unsigned k = 0; k < n[i]; k++)
+			u *= 0.99;
+		u = 1.0 - u;
+
+		assert_true(r >= 1.0 + 0.8 * u);
+		assert_true(r <= 1.0 + 1.3 * u + 0.01);
+		assert_true(r >= measured[i] - 0.04 && r <= measured[i] + 0.04);
+	}
+}
+
+/* The scale the host cannot run: every client finishes; the cost is printed. */
+static void test_many_clients(void **state)
+{
+	double r100, r500, r10;
+
+	(void)state;
+	r100 = ratio_of(100, 0.01, 16, 10 * MS, 5);
+	r500 = ratio_of(500, 0.01, 8, 10 * MS, 6);
+	r10 = ratio_of(8, 0.10, 32, 10 * MS, 7);
+	/* the union of 100 (500) clients' losses is 63% (99%) of the blocks */
+	assert_true(r100 > 1.5 && r100 < 2.2);
+	assert_true(r500 > 1.8 && r500 < 2.6);
+	/* 8 clients at 10%: the union is 57%, and re-sends are lost in turn */
+	assert_true(r10 > 1.5 && r10 < 1.8);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_loss),
+		cmocka_unit_test(test_union_of_losses),
+		cmocka_unit_test(test_many_clients),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
