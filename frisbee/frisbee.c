@@ -98,11 +98,12 @@ static int send_pkt(struct client *c, struct ndz_pkt *p)
 }
 
 /* ndz_fetch_emit: send one request to the group. */
-static void send_request(void *ctx, uint32_t chunk, const uint8_t *missing)
+static void send_request(void *ctx, uint32_t chunk, const uint8_t *missing, const uint8_t *need)
 {
 	struct client *c = ctx;
 	struct ndz_pkt p;
 
+	(void)need;                    /* repairs are not asked for yet */
 	memset(&p, 0, sizeof(p));
 	p.chunk = chunk;
 	if (missing) {

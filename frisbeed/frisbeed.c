@@ -224,7 +224,8 @@ static void *sender(void *arg)
 	pthread_mutex_lock(&s->lock);
 	while (!atomic_load(&s->stop)) {
 		int64_t c = ndz_serve_next_chunk(s->serve);
-		int b, r;
+		struct ndz_serve_item it;
+		int r;
 
 		if (c < 0) {
 			struct timespec ts;
@@ -255,12 +256,14 @@ static void *sender(void *arg)
 		/* the blocks lib/serve chooses, until the chunk is done; the lock is held
 		 * while choosing and counting, not while pacing and sending */
 		pthread_mutex_lock(&s->lock);
-		while (!atomic_load(&s->stop) && (b = ndz_serve_next_block(s->serve)) >= 0) {
+		while (!atomic_load(&s->stop) && ndz_serve_next(s->serve, &it)) {
 			int len;
 
+			if (it.repair)
+				continue;      /* no RREQUEST is accepted yet */
 			pthread_mutex_unlock(&s->lock);
-			p.block = (uint16_t)b;
-			p.data = chunk + (size_t)b * NDZ_BLOCK_SIZE;
+			p.block = (uint16_t)it.block;
+			p.data = chunk + (size_t)it.block * NDZ_BLOCK_SIZE;
 			len = ndz_pkt_encode(&p, pkt, sizeof(pkt));
 			ndz_pace_wait(&pace, (uint64_t)len + WIRE_OVERHEAD);
 			if (ndz_net_send(s->net, pkt, (size_t)len) < 0 && cli_verbose)
@@ -270,7 +273,7 @@ static void *sender(void *arg)
 				s->st.first_ns = ndz_now_ns();
 			s->st.last_ns = ndz_now_ns();
 			s->st.bytes_sent += (uint64_t)len;
-			ndz_serve_sent(s->serve, p.chunk, (unsigned)b);
+			ndz_serve_sent(s->serve, p.chunk, it.block);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -3,12 +3,19 @@
 #include <string.h>
 
 #include "err.h"
+#include "fec.h"
 #include "fetch.h"
 #include "format.h"
 #include "proto.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MOVED_ON_WAIT_NS 20000000ull   /* after the server moved on, before asking */
+#define STRIPES NDZ_FEC_STRIPES
+#define K NDZ_FEC_K
+/* Repairs cost the server a 128-block product each and the client a decode that
+ * grows with the square of the losses: ask for them for scattered losses, and
+ * for the blocks themselves when a stripe lacks more than this. */
+#define MAX_ASK_REPAIRS 32u
 
 enum { C_NEED, C_FILL, C_QUEUED, C_DONE };
 enum { S_FREE, S_FILL, S_QUEUED };
@@ -21,6 +28,12 @@ struct slot {
 	uint8_t have[NDZ_BITMAP_BYTES];
 	uint64_t last_block_ns;        /* when a block of it last arrived */
 	int moved_on;                  /* the server went on to another chunk */
+	uint8_t sdata[STRIPES];        /* data blocks held (or decoded), per stripe */
+	uint8_t srep[STRIPES];         /* repairs held, per stripe (only while incomplete) */
+	uint8_t repbits[STRIPES][(NDZ_FEC_REPAIRS + 7) / 8]; /* which repair indexes */
+	uint8_t *rbuf;                 /* repairs held: rcount blocks, their stripe and index */
+	uint8_t *rmeta;                /* 2 bytes a repair: stripe, index */
+	unsigned rcount, rcap;
 };
 
 struct ndz_fetch {
@@ -33,6 +46,8 @@ struct ndz_fetch {
 	struct slot *slots;
 	int64_t last_block_chunk;
 	int kick;
+	int repair;                    /* the server sends repairs: ask for them */
+	struct ndz_fec *fec;           /* made on the first decode with data */
 	struct ndz_fetch_stats st;
 };
 
@@ -83,8 +98,12 @@ void ndz_fetch_free(struct ndz_fetch *f)
 {
 	if (!f)
 		return;
-	for (size_t i = 0; f->slots && i < f->o.slots; i++)
+	for (size_t i = 0; f->slots && i < f->o.slots; i++) {
 		free(f->slots[i].buf);
+		free(f->slots[i].rbuf);
+		free(f->slots[i].rmeta);
+	}
+	ndz_fec_free(f->fec);
 	free(f->slots);
 	free(f->cstate);
 	free(f->cslot);
@@ -110,20 +129,53 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, int store)
 	s->nhave = 0;
 	s->moved_on = 0;
 	memset(s->have, 0, sizeof(s->have));
+	memset(s->sdata, 0, sizeof(s->sdata));
+	memset(s->srep, 0, sizeof(s->srep));
+	memset(s->repbits, 0, sizeof(s->repbits));
+	s->rcount = 0;
 	f->cstate[chunk] = C_FILL;
 	f->cslot[chunk] = (int32_t)(s - f->slots);
 	return s;
 }
 
-int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
-		    uint64_t now_ns)
+/*
+ * Stripe st of s has as many blocks and repairs as it has data blocks: decode
+ * its missing blocks (or, without stored data, count them as held).
+ */
+static void decode_stripe(struct ndz_fetch *f, struct slot *s, unsigned st)
+{
+	unsigned missing = K - s->sdata[st];
+
+	if (s->buf) {
+		uint8_t idx[K];
+		const uint8_t *rp[K];
+		unsigned n = 0;
+
+		if (!f->fec && ndz_fec_create(&f->fec) < 0)
+			return;        /* no memory now: a later block or repair tries again */
+		for (unsigned i = 0; i < s->rcount && n < K; i++)
+			if (s->rmeta[2 * i] == st) {
+				idx[n] = s->rmeta[2 * i + 1];
+				rp[n++] = s->rbuf + (size_t)i * NDZ_BLOCK_SIZE;
+			}
+		if (ndz_fec_decode(f->fec, s->buf, s->have, st, idx, rp, n) < 0)
+			return;
+	} else {
+		for (unsigned j = 0; j < K; j++)
+			ndz_bit_set(s->have, ndz_fec_block(st, j));
+	}
+	s->nhave += missing;
+	s->sdata[st] = K;
+	s->srep[st] = 0;
+	f->st.decoded += missing;
+}
+
+/* The slot for a block or repair of chunk arriving at now (NULL: not wanted). */
+static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, uint64_t now_ns)
 {
 	struct slot *s;
-	int st;
+	int st = f->cstate[chunk];
 
-	if (chunk >= f->o.chunks || block >= BLOCKS)
-		return -1;
-	st = f->cstate[chunk];
 	if (f->last_block_chunk >= 0 && f->last_block_chunk != (int64_t)chunk &&
 	    f->cstate[f->last_block_chunk] == C_FILL) {
 		f->slots[f->cslot[f->last_block_chunk]].moved_on = 1;
@@ -132,18 +184,31 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	f->last_block_chunk = chunk;
 	if (st == C_QUEUED || st == C_DONE) {
 		f->st.dups++;
-		return -1;
+		return NULL;
 	}
 	if (st == C_NEED) {
-		s = take_slot(f, chunk, data != NULL);
+		s = take_slot(f, chunk, store);
 		if (!s) {
 			f->st.no_room++;
-			return -1;
+			return NULL;
 		}
 	} else {
 		s = &f->slots[f->cslot[chunk]];
 	}
 	s->last_block_ns = now_ns;
+	return s;
+}
+
+int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
+		    uint64_t now_ns)
+{
+	struct slot *s;
+	unsigned st;
+
+	if (chunk >= f->o.chunks || block >= BLOCKS)
+		return -1;
+	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
+		return -1;
 	if (ndz_bit_test(s->have, block)) {
 		f->st.dups++;
 		return -1;
@@ -152,7 +217,55 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	if (data && s->buf)
 		memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
 	ndz_bit_set(s->have, block);
-	if (++s->nhave < BLOCKS)
+	s->nhave++;
+	st = ndz_fec_stripe(block);
+	s->sdata[st]++;
+	if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)
+		decode_stripe(f, s, st);
+	if (s->nhave < BLOCKS)
+		return -1;
+	return (int)(s - f->slots);
+}
+
+int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned stripe, unsigned index,
+		     const uint8_t *data, uint64_t now_ns)
+{
+	struct slot *s;
+
+	if (chunk >= f->o.chunks || stripe >= STRIPES || index >= NDZ_FEC_REPAIRS)
+		return -1;
+	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
+		return -1;
+	if (s->sdata[stripe] == K || ndz_bit_test(s->repbits[stripe], index)) {
+		f->st.dups++;
+		return -1;
+	}
+	if (data && s->buf) {
+		if (s->rcount == s->rcap) {
+			unsigned cap = s->rcap ? 2 * s->rcap : 16;
+			uint8_t *b = realloc(s->rbuf, (size_t)cap * NDZ_BLOCK_SIZE);
+			uint8_t *m = b ? realloc(s->rmeta, (size_t)cap * 2) : NULL;
+
+			if (b)
+				s->rbuf = b;
+			if (!m) {
+				f->st.no_room++;
+				return -1;
+			}
+			s->rmeta = m;
+			s->rcap = cap;
+		}
+		memcpy(s->rbuf + (size_t)s->rcount * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
+		s->rmeta[2 * s->rcount] = (uint8_t)stripe;
+		s->rmeta[2 * s->rcount + 1] = (uint8_t)index;
+		s->rcount++;
+	}
+	f->st.repairs++;
+	ndz_bit_set(s->repbits[stripe], index);
+	s->srep[stripe]++;
+	if (s->sdata[stripe] + s->srep[stripe] >= K)
+		decode_stripe(f, s, stripe);
+	if (s->nhave < BLOCKS)
 		return -1;
 	return (int)(s - f->slots);
 }
@@ -218,6 +331,43 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		f->slots[f->cslot[chunk]].moved_on = 0;
 }
 
+/* How many more repairs each stripe of s needs; returns the largest count. */
+static unsigned repairs_needed(const struct slot *s, uint8_t *need)
+{
+	unsigned most = 0;
+
+	for (unsigned st = 0; st < STRIPES; st++) {
+		unsigned held = (unsigned)s->sdata[st] + s->srep[st];
+
+		need[st] = (uint8_t)(held >= K ? 0 : K - held);
+		if (need[st] > most)
+			most = need[st];
+	}
+	return most;
+}
+
+void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t *need,
+			     uint64_t now_ns)
+{
+	uint8_t mine[STRIPES];
+	struct slot *s;
+
+	if (chunk >= f->o.chunks || f->cstate[chunk] != C_FILL)
+		return;        /* repairs heal a chunk only once some of it is here */
+	s = &f->slots[f->cslot[chunk]];
+	repairs_needed(s, mine);
+	for (unsigned st = 0; st < STRIPES; st++)
+		if (need[st] < mine[st])
+			return;
+	f->last_req[chunk] = now_ns;
+	s->moved_on = 0;
+}
+
+void ndz_fetch_set_repair(struct ndz_fetch *f, int on)
+{
+	f->repair = on;
+}
+
 unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 			    ndz_fetch_emit emit, void *ctx)
 {
@@ -234,11 +384,15 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 			continue;
 		if (silent || (s->moved_on && now - f->last_req[s->chunk] > MOVED_ON_WAIT_NS) ||
 		    (now - s->last_block_ns > redelay && now - f->last_req[s->chunk] > redelay)) {
-			uint8_t missing[NDZ_BITMAP_BYTES];
+			uint8_t missing[NDZ_BITMAP_BYTES], need[STRIPES];
 
-			for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)
-				missing[b] = (uint8_t)~s->have[b];
-			emit(ctx, s->chunk, missing);
+			if (f->repair && repairs_needed(s, need) <= MAX_ASK_REPAIRS) {
+				emit(ctx, s->chunk, NULL, need);
+			} else {
+				for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)
+					missing[b] = (uint8_t)~s->have[b];
+				emit(ctx, s->chunk, missing, NULL);
+			}
 			f->last_req[s->chunk] = now;
 			s->moved_on = 0;
 			sent++;
@@ -253,7 +407,7 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		if (silent || now - f->last_req[ch] > redelay) {
 			if (avail == 0)
 				continue;
-			emit(ctx, ch, NULL);
+			emit(ctx, ch, NULL, NULL);
 			f->last_req[ch] = now;
 			sent++;
 		}
@@ -267,7 +421,7 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 
 		if (f->cstate[ch] != C_NEED || f->last_req[ch])
 			continue;      /* being received, done, or counted above */
-		emit(ctx, ch, NULL);
+		emit(ctx, ch, NULL, NULL);
 		f->last_req[ch] = now;
 		sent++;
 		inflight++;

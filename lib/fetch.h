@@ -24,15 +24,20 @@ struct ndz_fetch_stats {
 	uint64_t blocks;               /* blocks stored */
 	uint64_t dups;                 /* blocks already held (or of chunks done) */
 	uint64_t no_room;              /* blocks dropped: every slot taken */
+	uint64_t repairs;              /* repair blocks stored */
+	uint64_t decoded;              /* blocks rebuilt from repairs */
 	uint32_t complete;             /* chunks accepted (handed on for writing) */
 	uint32_t done;                 /* chunks written (slots given back) */
 };
 
 /*
- * emit - called by ndz_fetch_requests for each request to send: missing is NULL
- * for the whole chunk, else the bitmap (NDZ_BITMAP_BYTES) of blocks still lacking.
+ * emit - called by ndz_fetch_requests for each request to send: the whole chunk
+ * when missing and need are NULL; else missing is the bitmap (NDZ_BITMAP_BYTES)
+ * of blocks still lacking (PREQUEST), or need the number of repairs each stripe
+ * still lacks (NDZ_FEC_STRIPES counts, RREQUEST).
  */
-typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing);
+typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing,
+			       const uint8_t *need);
 
 /* ndz_fetch_create - a cache per o; NDZ_EINVAL for bad options, NDZ_ENOMEM. */
 int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out);
@@ -49,6 +54,15 @@ void ndz_fetch_free(struct ndz_fetch *f);
  */
 int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
 		    uint64_t now_ns);
+
+/*
+ * ndz_fetch_repair - repair index (< NDZ_FEC_REPAIRS) of stripe of chunk arrived
+ * (data as for ndz_fetch_block). Once a stripe holds as many blocks and repairs as
+ * it has data blocks its missing blocks are decoded (lib/fec). Returns as
+ * ndz_fetch_block.
+ */
+int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned stripe, unsigned index,
+		     const uint8_t *data, uint64_t now_ns);
 
 /* ndz_fetch_buf, ndz_fetch_slot_chunk - a slot's 1 MiB buffer and its chunk. */
 uint8_t *ndz_fetch_buf(struct ndz_fetch *f, int slot);
@@ -69,6 +83,21 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot);
  */
 void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns);
+
+/*
+ * ndz_fetch_snoop_repairs - a request for need[s] repairs of each stripe of chunk
+ * was seen at now_ns: when it asks for at least what we lack in every stripe (any
+ * repair heals any loss), we do not ask ourselves within the re-request delay.
+ */
+void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t *need,
+			     uint64_t now_ns);
+
+/*
+ * ndz_fetch_set_repair - whether the server sends repairs: then a partly received
+ * chunk is asked for by repair counts (RREQUEST) while no stripe lacks more than 32
+ * blocks, and by its missing blocks (PREQUEST) otherwise. Off at creation.
+ */
+void ndz_fetch_set_repair(struct ndz_fetch *f, int on);
 
 /*
  * ndz_fetch_requests - emit the requests due at now_ns: the missing blocks of

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "fec.h"
 #include "format.h"
 #include "proto.h"
 #include "serve.h"
@@ -12,6 +13,8 @@
 
 struct entry {
 	uint8_t bits[NDZ_BITMAP_BYTES];
+	uint8_t reps[NDZ_FEC_STRIPES]; /* repairs wanted, per stripe */
+	uint8_t next_rep[NDZ_FEC_STRIPES]; /* per stripe: the next repair index to send */
 	uint32_t next;                 /* next entry in the queue, or NONE */
 	uint8_t queued;
 };
@@ -23,6 +26,8 @@ struct ndz_serve {
 	int64_t cur;                   /* chunk being sent, -1: none */
 	unsigned cur_pos;              /* next block the sender looks at */
 	uint8_t cur_bits[NDZ_BITMAP_BYTES];
+	uint8_t cur_reps[NDZ_FEC_STRIPES];
+	unsigned cur_rr;               /* the stripe whose repair goes next, round robin */
 	uint8_t *ever;                 /* one bit per block ever sent */
 	struct ndz_serve_stats st;
 };
@@ -67,9 +72,33 @@ static int is_empty(const uint8_t *bits)
 	return 1;
 }
 
+static void max_reps(uint8_t *to, const uint8_t *reps)
+{
+	for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
+		if (reps[i] > to[i])
+			to[i] = reps[i];
+}
+
+/* Adds a new entry for chunk at the queue's tail. */
+static void append(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits, const uint8_t *reps)
+{
+	struct entry *q = &s->e[chunk];
+
+	memcpy(q->bits, bits, NDZ_BITMAP_BYTES);
+	memcpy(q->reps, reps, NDZ_FEC_STRIPES);
+	q->queued = 1;
+	q->next = NONE;
+	if (s->tail != NONE)
+		s->e[s->tail].next = chunk;
+	else
+		s->head = chunk;
+	s->tail = chunk;
+}
+
 /* The merge rules (serve.h); bits is the caller's copy and may be changed. */
 static int enqueue(struct ndz_serve *s, uint32_t chunk, uint8_t *bits, int full)
 {
+	static const uint8_t no_reps[NDZ_FEC_STRIPES];
 	struct entry *q = &s->e[chunk];
 	int merged = 0;
 
@@ -95,14 +124,7 @@ static int enqueue(struct ndz_serve *s, uint32_t chunk, uint8_t *bits, int full)
 	}
 	if (merged)
 		s->st.merged++;
-	memcpy(q->bits, bits, NDZ_BITMAP_BYTES);
-	q->queued = 1;
-	q->next = NONE;
-	if (s->tail != NONE)
-		s->e[s->tail].next = chunk;
-	else
-		s->head = chunk;
-	s->tail = chunk;
+	append(s, chunk, bits, no_reps);
 	return 1;
 }
 
@@ -128,6 +150,38 @@ int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits)
 	return enqueue(s, chunk, copy, 0);
 }
 
+int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need)
+{
+	static const uint8_t no_bits[NDZ_BITMAP_BYTES];
+	struct entry *q;
+	int any = 0;
+
+	if (chunk >= s->chunks)
+		return NDZ_EINVAL;
+	for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++) {
+		if (need[i] > NDZ_FEC_K)
+			return NDZ_EINVAL;
+		any |= need[i];
+	}
+	if (!any)
+		return NDZ_EINVAL;
+	q = &s->e[chunk];
+	s->st.requests++;
+	if ((int64_t)chunk == s->cur) {
+		/* every repair still to come is new to everyone: the most asked for is enough */
+		max_reps(s->cur_reps, need);
+		s->st.merged++;
+		return 0;
+	}
+	if (q->queued) {
+		max_reps(q->reps, need);
+		s->st.merged++;
+		return 0;
+	}
+	append(s, chunk, no_bits, need);
+	return 1;
+}
+
 int64_t ndz_serve_next_chunk(struct ndz_serve *s)
 {
 	struct entry *q;
@@ -145,21 +199,45 @@ int64_t ndz_serve_next_chunk(struct ndz_serve *s)
 	s->cur = chunk;
 	s->cur_pos = 0;
 	memcpy(s->cur_bits, q->bits, NDZ_BITMAP_BYTES);
+	memcpy(s->cur_reps, q->reps, NDZ_FEC_STRIPES);
+	s->cur_rr = 0;
 	return chunk;
 }
 
-int ndz_serve_next_block(struct ndz_serve *s)
+int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it)
 {
+	struct entry *q;
+
 	if (s->cur < 0)
-		return -1;
+		return 0;
 	while (s->cur_pos < BLOCKS) {
 		unsigned b = s->cur_pos++;
 
-		if (ndz_bit_test(s->cur_bits, b))
-			return (int)b;
+		if (ndz_bit_test(s->cur_bits, b)) {
+			it->repair = 0;
+			it->block = b;
+			it->stripe = it->index = 0;
+			return 1;
+		}
+	}
+	q = &s->e[s->cur];
+	for (unsigned n = 0; n < NDZ_FEC_STRIPES; n++) {
+		unsigned st = (s->cur_rr + n) % NDZ_FEC_STRIPES;
+
+		if (!s->cur_reps[st])
+			continue;
+		s->cur_reps[st]--;
+		s->cur_rr = (st + 1) % NDZ_FEC_STRIPES;
+		it->repair = 1;
+		it->block = 0;
+		it->stripe = st;
+		/* after the last index the first ones again: new to those who missed them */
+		it->index = q->next_rep[st];
+		q->next_rep[st] = (uint8_t)((q->next_rep[st] + 1) % NDZ_FEC_REPAIRS);
+		return 1;
 	}
 	s->cur = -1;
-	return -1;
+	return 0;
 }
 
 int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block)
@@ -175,6 +253,14 @@ int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block)
 	ndz_bit_set(ever, block);
 	s->st.distinct_sent++;
 	return 1;
+}
+
+int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe)
+{
+	if (chunk >= s->chunks || stripe >= NDZ_FEC_STRIPES)
+		return NDZ_EINVAL;
+	s->st.repairs_sent++;
+	return 0;
 }
 
 int64_t ndz_serve_current(const struct ndz_serve *s, unsigned *pos, uint8_t *bits)

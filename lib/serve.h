@@ -9,6 +9,12 @@
  * entry per chunk is allocated up front, so a request is never lost for memory.
  * The chunk being sent (the current chunk) has its own bitmap and a position: the
  * next block the sender looks at. Blocks at or past the position are "ahead".
+ *
+ * Repair blocks (lib/fec.h): a queue entry also holds how many repairs of each
+ * stripe are wanted, sent after the chunk's data blocks, round robin over the
+ * stripes. Any repair heals any one loss in its stripe, so requests for repairs
+ * merge by taking the largest count per stripe, and each repair sent is one no
+ * client has seen: the server keeps, per chunk and stripe, the next index.
  */
 #ifndef NDZ_SERVE_H
 #define NDZ_SERVE_H
@@ -23,6 +29,7 @@ struct ndz_serve_stats {
 	uint64_t merged;               /* requests merged into a queued or the current chunk */
 	uint64_t dropped_current;      /* requests for the current chunk not queued (see request) */
 	uint64_t blocks_sent;          /* blocks sent, re-sends included */
+	uint64_t repairs_sent;         /* repair blocks sent */
 	uint64_t distinct_sent;        /* blocks sent at least once */
 };
 
@@ -58,25 +65,45 @@ int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsig
 int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits);
 
 /*
+ * ndz_serve_repairs - a request (RREQUEST) for need[s] (<= NDZ_FEC_K) more repairs
+ * of each stripe s of chunk (NDZ_FEC_STRIPES counts, not all 0). For the current
+ * chunk the counts still to send become at least need (merged; every repair still
+ * to come is new to the requester); for a queued chunk likewise (merged); else the
+ * chunk is queued at the tail with only these repairs. Returns as ndz_serve_request.
+ */
+int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need);
+
+/*
  * ndz_serve_next_chunk - the current chunk is done: take the queue's head as the
  * current chunk, its position at block 0. Returns that chunk (>= 0), or -1 when the
  * queue is empty (nothing current then).
  */
 int64_t ndz_serve_next_chunk(struct ndz_serve *s);
 
+/* What to send next: a data block, or repair index of stripe. */
+struct ndz_serve_item {
+	int repair;
+	unsigned block;                /* data: the block */
+	unsigned stripe, index;        /* repair */
+};
+
 /*
- * ndz_serve_next_block - the next wanted block of the current chunk at or past the
- * position; the position moves past it, so a request for it from now on is
- * behind the sender. Returns the block, or -1 when none is left: the current
- * chunk is done (nothing current; call ndz_serve_next_chunk).
+ * ndz_serve_next - what to send next of the current chunk: its next wanted block
+ * at or past the position (the position moves past it, so a request for it from
+ * now on is behind the sender), and when no block is left, its wanted repairs,
+ * one stripe after another. Returns 1 with *it filled, or 0 when nothing is left:
+ * the current chunk is done (nothing current; call ndz_serve_next_chunk).
  */
-int ndz_serve_next_block(struct ndz_serve *s);
+int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it);
 
 /*
  * ndz_serve_sent - block of chunk went out: counts blocks_sent, and distinct_sent
  * the first time. Returns 1 the first time, 0 for a re-send, NDZ_EINVAL out of range.
  */
 int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block);
+
+/* ndz_serve_repair_sent - a repair of stripe of chunk went out: counts repairs_sent. */
+int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe);
 
 /*
  * ndz_serve_current - the current chunk, or -1; when there is one, *pos (if not

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "fec.h"
 #include "fetch.h"
 #include "format.h"
 #include "proto.h"
@@ -26,9 +27,11 @@ struct sent {
 	uint32_t chunk[4096];
 	int partial[4096];
 	uint8_t missing[4096][NDZ_BITMAP_BYTES];
+	int repair[4096];              /* an RREQUEST: need holds its counts */
+	uint8_t need[4096][NDZ_FEC_STRIPES];
 };
 
-static void record(void *ctx, uint32_t chunk, const uint8_t *missing)
+static void record(void *ctx, uint32_t chunk, const uint8_t *missing, const uint8_t *need)
 {
 	struct sent *s = ctx;
 
@@ -37,6 +40,10 @@ static void record(void *ctx, uint32_t chunk, const uint8_t *missing)
 	s->partial[s->n] = missing != NULL;
 	if (missing)
 		memcpy(s->missing[s->n], missing, NDZ_BITMAP_BYTES);
+	assert_false(missing && need);
+	s->repair[s->n] = need != NULL;
+	if (need)
+		memcpy(s->need[s->n], need, NDZ_FEC_STRIPES);
 	s->n++;
 }
 

@@ -29,6 +29,17 @@ static struct ndz_serve *make(uint32_t chunks)
 	return s;
 }
 
+/* The next data block to send, -1 when the chunk is done; no repairs expected. */
+static int next_block(struct ndz_serve *s)
+{
+	struct ndz_serve_item it;
+
+	if (!ndz_serve_next(s, &it))
+		return -1;
+	assert_false(it.repair);
+	return (int)it.block;
+}
+
 /* A bitmap of the blocks listed, ending with -1. */
 static void bits_of(uint8_t *bm, ...)
 {
@@ -99,12 +110,12 @@ static void drain_expect(struct ndz_serve *s, const uint8_t *bm)
 	for (unsigned i = 0; i < BLOCKS; i++) {
 		if (!ndz_bit_test(bm, i))
 			continue;
-		b = ndz_serve_next_block(s);
+		b = next_block(s);
 		assert_int_equal(b, i);
 		assert_true(b > prev);
 		prev = b;
 	}
-	assert_int_equal(ndz_serve_next_block(s), -1);
+	assert_int_equal(next_block(s), -1);
 	assert_int_equal(ndz_serve_current(s, NULL, NULL), -1);
 }
 
@@ -136,7 +147,7 @@ static void test_bad_args(void **state)
 	assert_int_equal(ndz_serve_queued(s, 0, &c, NULL), NDZ_ENOENT);
 	assert_false(ndz_serve_busy(s));
 	assert_int_equal(ndz_serve_next_chunk(s), -1);
-	assert_int_equal(ndz_serve_next_block(s), -1);
+	assert_int_equal(next_block(s), -1);
 	check_stats(s, 0, 0, 0, 0, 0);
 	/* the last chunk and block are in range */
 	assert_int_equal(ndz_serve_request(s, 3, BLOCKS - 1, 1), 1);
@@ -221,7 +232,7 @@ static void test_merge_into_current(void **state)
 	assert_int_equal(ndz_serve_prequest(s, 2, bm), 1);
 	assert_int_equal(ndz_serve_request(s, 0, 0, 1), 1);
 	assert_int_equal(ndz_serve_next_chunk(s), 2);
-	assert_int_equal(ndz_serve_next_block(s), 10);
+	assert_int_equal(next_block(s), 10);
 	check_current(s, 2, 11, bm);
 
 	/* 11 and 40 are ahead and join; 5 and 10 (just sent) are behind: a new entry */
@@ -257,8 +268,8 @@ static void test_merge_into_current(void **state)
 	check_stats(s, 6, 3, 1, 0, 0);
 
 	/* the sender goes on with the blocks that joined */
-	assert_int_equal(ndz_serve_next_block(s), 11);
-	assert_int_equal(ndz_serve_next_block(s), 12);
+	assert_int_equal(next_block(s), 11);
+	assert_int_equal(next_block(s), 12);
 	bits_of(bm, 13, -1);
 	assert_int_equal(ndz_serve_prequest(s, 2, bm), 0);
 	bits_of(cur, 13, 20, 30, 40, 1023, -1);
@@ -287,7 +298,7 @@ static void test_whole_vs_partial(void **state)
 	bits_of(bm, 500, -1);
 	assert_int_equal(ndz_serve_prequest(s, 6, bm), 1);
 	assert_int_equal(ndz_serve_next_chunk(s), 6);
-	assert_int_equal(ndz_serve_next_block(s), 500);
+	assert_int_equal(next_block(s), 500);
 
 	/* whole: 501..1023 join, 0..500 are not queued */
 	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS), 0);
@@ -353,7 +364,7 @@ static void test_sent_accounting(void **state)
 		assert_true(ndz_serve_busy(s));
 		assert_int_equal(ndz_serve_next_chunk(s), 1);
 		assert_true(ndz_serve_busy(s));
-		while ((b = ndz_serve_next_block(s)) >= 0)
+		while ((b = next_block(s)) >= 0)
 			assert_int_equal(ndz_serve_sent(s, 1, (unsigned)b), round == 0 && b != 5);
 		assert_false(ndz_serve_busy(s));
 	}
@@ -565,7 +576,7 @@ static void test_random_against_model(void **state)
 			/* a few blocks (the sender is faster than one request a block) */
 			c = m.cur;
 			for (unsigned k = 1 + rnd(32); k > 0; k--) {
-				b = ndz_serve_next_block(s);
+				b = next_block(s);
 				assert_int_equal(b, model_next_block(&m));
 				if (b < 0)
 					break;
