@@ -374,9 +374,141 @@ static void test_out_of_range(void **state)
 	ndz_fetch_free(f);
 }
 
+/* The chunk data_of() makes, whole, for computing repairs. */
+static uint8_t *whole_chunk(uint32_t chunk)
+{
+	uint8_t *c = malloc(NDZ_CHUNK_SIZE);
+
+	assert_non_null(c);
+	for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		memcpy(c + (size_t)b * NDZ_BLOCK_SIZE, data_of(chunk, b), NDZ_BLOCK_SIZE);
+	return c;
+}
+
+/*
+ * With repair on, the losses of a chunk are asked for as repair counts per stripe,
+ * other clients' repair requests that cover ours silence us, and repairs (any
+ * indexes) rebuild exactly the lost blocks.
+ */
+static void test_repair_request_and_decode(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 99);
+	struct ndz_fec *fec;
+	uint8_t lost[NDZ_BITMAP_BYTES], rep[NDZ_BLOCK_SIZE], cover[NDZ_FEC_STRIPES];
+	uint8_t *whole;
+	struct ndz_fetch_stats st;
+	uint32_t a, b;
+	uint64_t now = T0;
+	int slot;
+
+	(void)state;
+	assert_int_equal(ndz_fec_create(&fec), 0);
+	ndz_fetch_set_repair(f, 1);
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
+	assert_false(s.repair[0] || s.partial[0]);     /* a new chunk: the whole of it */
+	a = s.chunk[0];
+	b = 1 - a;
+	whole = whole_chunk(a);
+	/* lost: blocks 0, 8 and 16 (stripe 0), 3 (stripe 3), 1023 (stripe 7) */
+	memset(lost, 0, sizeof(lost));
+	ndz_bit_set(lost, 0);
+	ndz_bit_set(lost, 8);
+	ndz_bit_set(lost, 16);
+	ndz_bit_set(lost, 3);
+	ndz_bit_set(lost, 1023);
+	assert_int_equal(deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now), -1);
+	ndz_fetch_block(f, b, 0, data_of(b, 0), now);  /* the server moved on */
+	s.n = 0;
+	now += 25 * MS;
+	ndz_fetch_requests(f, now, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.chunk[0], a);
+	assert_true(s.repair[0]);
+	{
+		static const uint8_t want[NDZ_FEC_STRIPES] = { 3, 0, 0, 1, 0, 0, 0, 1 };
+
+		assert_memory_equal(s.need[0], want, NDZ_FEC_STRIPES);
+	}
+	/* another client's request that asks for less in stripe 0 does not silence us */
+	memset(cover, 4, sizeof(cover));
+	cover[0] = 2;
+	ndz_fetch_block(f, b, 1, data_of(b, 1), now + REDELAY);
+	ndz_fetch_snoop_repairs(f, a, cover, now + REDELAY);
+	s.n = 0;
+	ndz_fetch_requests(f, now + REDELAY + MS, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	assert_true(s.repair[0]);
+	/* one that asks for at least our needs in every stripe does, past the delay */
+	now += REDELAY + MS;
+	cover[0] = 3;
+	ndz_fetch_snoop_repairs(f, a, cover, now + REDELAY);
+	ndz_fetch_block(f, b, 2, data_of(b, 2), now + REDELAY);
+	s.n = 0;
+	ndz_fetch_requests(f, now + REDELAY + MS, 0, record, &s);
+	assert_int_equal(s.n, 0);
+	/* repairs 5, 9 and 77 of stripe 0 (any 3), 0 of stripe 3, 126 of stripe 7 */
+	ndz_fec_encode(fec, whole, 0, 5, rep);
+	assert_int_equal(ndz_fetch_repair(f, a, 0, 5, rep, now), -1);
+	assert_int_equal(ndz_fetch_repair(f, a, 0, 5, rep, now), -1);       /* a duplicate */
+	ndz_fec_encode(fec, whole, 0, 9, rep);
+	assert_int_equal(ndz_fetch_repair(f, a, 0, 9, rep, now), -1);
+	ndz_fec_encode(fec, whole, 0, 77, rep);
+	assert_int_equal(ndz_fetch_repair(f, a, 0, 77, rep, now), -1);     /* stripe 0 rebuilt */
+	ndz_fec_encode(fec, whole, 0, 78, rep);
+	assert_int_equal(ndz_fetch_repair(f, a, 0, 78, rep, now), -1);     /* not needed now */
+	ndz_fec_encode(fec, whole, 3, 0, rep);
+	assert_int_equal(ndz_fetch_repair(f, a, 3, 0, rep, now), -1);
+	assert_int_equal(ndz_fetch_repair(f, a, 8, 0, rep, now), -1);      /* no such stripe */
+	assert_int_equal(ndz_fetch_repair(f, a, 7, NDZ_FEC_REPAIRS, rep, now), -1);
+	ndz_fec_encode(fec, whole, 7, 126, rep);
+	slot = ndz_fetch_repair(f, a, 7, 126, rep, now);
+	assert_true(slot >= 0);
+	assert_int_equal(ndz_fetch_slot_chunk(f, slot), a);
+	assert_memory_equal(ndz_fetch_buf(f, slot), whole, NDZ_CHUNK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.repairs, 5);
+	assert_int_equal(st.decoded, 5);
+	assert_int_equal(st.dups, 2);
+	free(whole);
+	ndz_fec_free(fec);
+	ndz_fetch_free(f);
+}
+
+/* More than 32 lost in a stripe: the blocks themselves are asked for. */
+static void test_repair_many_lost(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 7);
+	uint8_t lost[NDZ_BITMAP_BYTES];
+	uint32_t a;
+	uint64_t now = T0;
+
+	(void)state;
+	ndz_fetch_set_repair(f, 1);
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_requests(f, now, 0, record, &s);
+	a = s.chunk[0];
+	memset(lost, 0, sizeof(lost));
+	for (unsigned j = 0; j < 33; j++)
+		ndz_bit_set(lost, ndz_fec_block(2, j));
+	deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now);
+	ndz_fetch_block(f, 1 - a, 0, data_of(1 - a, 0), now);
+	s.n = 0;
+	ndz_fetch_requests(f, now + 25 * MS, 0, record, &s);
+	assert_int_equal(s.n, 1);
+	assert_false(s.repair[0]);
+	assert_true(s.partial[0]);
+	assert_memory_equal(s.missing[0], lost, NDZ_BITMAP_BYTES);
+	ndz_fetch_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_repair_request_and_decode),
+		cmocka_unit_test(test_repair_many_lost),
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_request_ahead_and_order),
 		cmocka_unit_test(test_snoop_suppresses),

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "fec.h"
 #include "format.h"
 #include "proto.h"
 #include "serve.h"
@@ -603,6 +604,106 @@ static void test_random_against_model(void **state)
 	ndz_serve_free(s);
 }
 
+/* Takes every item of the current chunk: data blocks into bits, repairs as (stripe, index). */
+static unsigned drain(struct ndz_serve *s, uint8_t *bits, unsigned (*reps)[2], unsigned cap)
+{
+	struct ndz_serve_item it;
+	unsigned n = 0;
+
+	if (bits)
+		memset(bits, 0, NDZ_BITMAP_BYTES);
+	while (ndz_serve_next(s, &it)) {
+		if (!it.repair) {
+			assert_non_null(bits);
+			assert_int_equal(n, 0);        /* data blocks come before repairs */
+			ndz_bit_set(bits, it.block);
+			continue;
+		}
+		assert_true(n < cap);
+		reps[n][0] = it.stripe;
+		reps[n][1] = it.index;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Repair requests: queued with their counts, merged by the largest count per
+ * stripe (queued or current), sent after the data blocks one stripe after another,
+ * each with a new index, wrapping after the last.
+ */
+static void test_repairs(void **state)
+{
+	struct ndz_serve *s = make(4);
+	uint8_t need[NDZ_FEC_STRIPES], bits[NDZ_BITMAP_BYTES], want[NDZ_BITMAP_BYTES];
+	unsigned reps[600][2], n;
+	struct ndz_serve_stats st;
+
+	(void)state;
+	memset(need, 0, sizeof(need));
+	assert_int_equal(ndz_serve_repairs(s, 1, need), NDZ_EINVAL);          /* asks nothing */
+	need[2] = NDZ_FEC_K + 1;
+	assert_int_equal(ndz_serve_repairs(s, 1, need), NDZ_EINVAL);
+	need[2] = 2;
+	assert_int_equal(ndz_serve_repairs(s, 4, need), NDZ_EINVAL);
+	assert_false(ndz_serve_busy(s));
+	/* queued, then merged: stripe 2 wants max(2, 1) = 2, stripe 5 wants 3 */
+	assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+	memset(need, 0, sizeof(need));
+	need[2] = 1;
+	need[5] = 3;
+	assert_int_equal(ndz_serve_repairs(s, 1, need), 0);
+	/* data blocks for the same chunk join the entry and go first */
+	bits_of(want, 7, 900, -1);
+	assert_int_equal(ndz_serve_prequest(s, 1, want), 0);
+	assert_int_equal(ndz_serve_next_chunk(s), 1);
+	n = drain(s, bits, reps, 600);
+	assert_memory_equal(bits, want, NDZ_BITMAP_BYTES);
+	assert_int_equal(n, 5);
+	/* round robin: 2, 5, 2, 5, 5 with indexes 0, 0, 1, 1, 2 */
+	assert_int_equal(reps[0][0], 2);
+	assert_int_equal(reps[0][1], 0);
+	assert_int_equal(reps[1][0], 5);
+	assert_int_equal(reps[1][1], 0);
+	assert_int_equal(reps[2][0], 2);
+	assert_int_equal(reps[2][1], 1);
+	assert_int_equal(reps[3][0], 5);
+	assert_int_equal(reps[3][1], 1);
+	assert_int_equal(reps[4][0], 5);
+	assert_int_equal(reps[4][1], 2);
+	/* a second round: new indexes; a request while it is current raises the count */
+	memset(need, 0, sizeof(need));
+	need[2] = 1;
+	assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+	assert_int_equal(ndz_serve_next_chunk(s), 1);
+	need[2] = 3;
+	assert_int_equal(ndz_serve_repairs(s, 1, need), 0);
+	n = drain(s, NULL, reps, 600);
+	assert_int_equal(n, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(reps[i][0], 2);
+		assert_int_equal(reps[i][1], 2 + i);
+	}
+	/* after the last index the first again */
+	memset(need, 0, sizeof(need));
+	need[2] = NDZ_FEC_K;
+	assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+	assert_int_equal(ndz_serve_next_chunk(s), 1);
+	n = drain(s, NULL, reps, 600);
+	assert_int_equal(n, NDZ_FEC_K);
+	assert_int_equal(reps[NDZ_FEC_REPAIRS - 6][1], NDZ_FEC_REPAIRS - 1);
+	assert_int_equal(reps[NDZ_FEC_REPAIRS - 5][1], 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(ndz_serve_repair_sent(s, 1, reps[i][0]), 0);
+	assert_int_equal(ndz_serve_repair_sent(s, 1, NDZ_FEC_STRIPES), NDZ_EINVAL);
+	ndz_serve_get_stats(s, &st);
+	assert_int_equal(st.repairs_sent, NDZ_FEC_K);
+	assert_int_equal(st.requests, 6);
+	assert_int_equal(st.merged, 3);
+	assert_false(ndz_serve_busy(s));
+	ndz_serve_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -613,6 +714,7 @@ int main(void)
 		cmocka_unit_test(test_whole_vs_partial),
 		cmocka_unit_test(test_sent_accounting),
 		cmocka_unit_test(test_random_against_model),
+		cmocka_unit_test(test_repairs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
