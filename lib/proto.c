@@ -40,6 +40,9 @@ static size_t type_len(unsigned type)
 	case NDZ_PKT_BLOCK:      return NDZ_PKT_BLOCK_LEN;
 	case NDZ_PKT_REQUEST:    return NDZ_PKT_REQUEST_LEN;
 	case NDZ_PKT_PREQUEST:   return NDZ_PKT_PREQUEST_LEN;
+	case NDZ_PKT_FEATURES:   return NDZ_PKT_FEATURES_LEN;
+	case NDZ_PKT_REPAIR:     return NDZ_PKT_REPAIR_LEN;
+	case NDZ_PKT_RREQUEST:   return NDZ_PKT_RREQUEST_LEN;
 	default:                 return 0;
 	}
 }
@@ -62,7 +65,20 @@ static int fields_valid(const struct ndz_pkt *p)
 		return p->block < BLOCKS && p->count >= 1 && p->count <= BLOCKS - p->block;
 	case NDZ_PKT_PREQUEST:
 		return !bitmap_empty(p->bitmap);
+	case NDZ_PKT_REPAIR:
+		return p->stripe < NDZ_FEC_STRIPES && p->index < NDZ_FEC_REPAIRS;
+	case NDZ_PKT_RREQUEST: {
+		unsigned any = 0;
+
+		for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++) {
+			if (p->need[st] > NDZ_FEC_K)
+				return 0;
+			any |= p->need[st];
+		}
+		return any != 0;
+	}
 	case NDZ_PKT_JOIN:
+	case NDZ_PKT_FEATURES:
 		return 1;
 	default:
 		return 0;
@@ -75,7 +91,7 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 
 	if (!len || cap < len || !fields_valid(p))
 		return NDZ_EINVAL;
-	if (p->type == NDZ_PKT_BLOCK && !p->data)
+	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REPAIR) && !p->data)
 		return NDZ_EINVAL;
 	memset(b, 0, len);
 	memcpy(b, proto_magic, 4);
@@ -127,6 +143,23 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 		put_le32(b + 12, p->tag);
 		put_le32(b + 16, p->chunk);
 		memcpy(b + 24, p->bitmap, NDZ_BITMAP_BYTES);
+		break;
+	case NDZ_PKT_FEATURES:
+		put_le32(b + 8, p->tag);
+		put_le32(b + 12, p->features);
+		break;
+	case NDZ_PKT_REPAIR:
+		put_le32(b + 8, p->tag);
+		put_le32(b + 12, p->chunk);
+		b[16] = p->stripe;
+		b[17] = p->index;
+		memcpy(b + 20, p->data, NDZ_BLOCK_SIZE);
+		break;
+	case NDZ_PKT_RREQUEST:
+		put_le32(b + 8, p->client_id);
+		put_le32(b + 12, p->tag);
+		put_le32(b + 16, p->chunk);
+		memcpy(b + 20, p->need, NDZ_FEC_STRIPES);
 		break;
 	}
 	return (int)len;
@@ -208,6 +241,27 @@ int ndz_pkt_decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 		if (!zero(b + 20, 4))
 			return NDZ_EPROTO;
 		memcpy(p->bitmap, b + 24, NDZ_BITMAP_BYTES);
+		break;
+	case NDZ_PKT_FEATURES:
+		p->tag = get_le32(b + 8);
+		p->features = get_le32(b + 12);
+		break;
+	case NDZ_PKT_REPAIR:
+		p->tag = get_le32(b + 8);
+		p->chunk = get_le32(b + 12);
+		p->stripe = b[16];
+		p->index = b[17];
+		if (!zero(b + 18, 2))
+			return NDZ_EPROTO;
+		p->data = b + 20;
+		break;
+	case NDZ_PKT_RREQUEST:
+		p->client_id = get_le32(b + 8);
+		p->tag = get_le32(b + 12);
+		p->chunk = get_le32(b + 16);
+		memcpy(p->need, b + 20, NDZ_FEC_STRIPES);
+		if (!zero(b + 28, 4))
+			return NDZ_EPROTO;
 		break;
 	}
 	return fields_valid(p) ? 0 : NDZ_EPROTO;

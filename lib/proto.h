@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fec.h"
 #include "format.h"
 
 #define NDZ_PROTO_VERSION   1u
@@ -21,7 +22,13 @@ enum ndz_pkt_type {
 	NDZ_PKT_BLOCK = 4,             /* server -> group: 1 KiB of a chunk */
 	NDZ_PKT_REQUEST = 5,           /* client -> group: a block range of a chunk */
 	NDZ_PKT_PREQUEST = 6,          /* client -> group: a bitmap of blocks of a chunk */
+	NDZ_PKT_FEATURES = 7,          /* server -> group: what else it speaks */
+	NDZ_PKT_REPAIR = 8,            /* server -> group: a repair block of a chunk's stripe */
+	NDZ_PKT_RREQUEST = 9,          /* client -> group: repair counts per stripe of a chunk */
 };
+
+/* FEATURES bits; a receiver ignores bits it does not know. */
+#define NDZ_FEAT_REPAIR 0x1u           /* REPAIR and RREQUEST (lib/fec.h's code) */
 
 /* Sizes of each packet type on the wire; every packet has exactly its size. */
 #define NDZ_PKT_JOIN_LEN       16u
@@ -30,6 +37,9 @@ enum ndz_pkt_type {
 #define NDZ_PKT_BLOCK_LEN      (20u + NDZ_BLOCK_SIZE)
 #define NDZ_PKT_REQUEST_LEN    24u
 #define NDZ_PKT_PREQUEST_LEN   (24u + NDZ_BITMAP_BYTES)
+#define NDZ_PKT_FEATURES_LEN   16u
+#define NDZ_PKT_REPAIR_LEN     (20u + NDZ_BLOCK_SIZE)
+#define NDZ_PKT_RREQUEST_LEN   32u
 #define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet: a BLOCK */
 
 /*
@@ -41,6 +51,8 @@ _Static_assert(NDZ_BLOCKS_PER_CHUNK <= 65535u, "REQUEST block and count are 16 b
 _Static_assert(NDZ_BITMAP_BYTES == 128u, "PREQUEST: 128-byte bitmap on the wire");
 _Static_assert(NDZ_PKT_BLOCK_LEN == 1044u, "BLOCK: 1044 bytes on the wire");
 _Static_assert(NDZ_PKT_PREQUEST_LEN == 152u, "PREQUEST: 152 bytes on the wire");
+_Static_assert(NDZ_FEC_STRIPES == 8u, "RREQUEST: 8 counts on the wire");
+_Static_assert(NDZ_PKT_MAX >= NDZ_PKT_REPAIR_LEN, "a REPAIR is no larger than a BLOCK");
 _Static_assert(NDZ_PKT_MAX >= NDZ_PKT_JOIN_REPLY_LEN && NDZ_PKT_MAX >= NDZ_PKT_LEAVE_LEN &&
 	       NDZ_PKT_MAX >= NDZ_PKT_PREQUEST_LEN, "NDZ_PKT_MAX is the largest packet");
 
@@ -70,12 +82,15 @@ struct ndz_leave_stats {
 /* A decoded packet; which fields are meaningful depends on type. */
 struct ndz_pkt {
 	uint8_t type;                  /* enum ndz_pkt_type */
-	uint32_t client_id;            /* JOIN, JOIN_REPLY (the asker), LEAVE, REQUEST, PREQUEST */
+	uint32_t client_id;            /* JOIN, JOIN_REPLY (the asker), LEAVE, requests */
 	uint32_t tag;                  /* image tag: all but JOIN */
-	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST */
+	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST, REPAIR, RREQUEST */
 	uint16_t block;                /* BLOCK: block; REQUEST: first block */
 	uint16_t count;                /* REQUEST: number of blocks, >= 1 */
-	const uint8_t *data;           /* BLOCK: NDZ_BLOCK_SIZE bytes (points into the buffer) */
+	const uint8_t *data;           /* BLOCK, REPAIR: NDZ_BLOCK_SIZE bytes (into the buffer) */
+	uint8_t stripe, index;         /* REPAIR: which repair of which stripe */
+	uint8_t need[NDZ_FEC_STRIPES]; /* RREQUEST: repairs wanted per stripe, <= NDZ_FEC_K */
+	uint32_t features;             /* FEATURES: NDZ_FEAT_* bits */
 	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
 	struct ndz_join_info info;     /* JOIN_REPLY */
 	struct ndz_leave_stats leave;  /* LEAVE */

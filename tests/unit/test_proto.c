@@ -57,14 +57,30 @@ static struct ndz_pkt make(int type)
 		ndz_bit_set(p.bitmap, 0);
 		ndz_bit_set(p.bitmap, 1023);
 		break;
+	case NDZ_PKT_FEATURES:
+		p.features = NDZ_FEAT_REPAIR | 0x80000000u;    /* unknown bits pass */
+		break;
+	case NDZ_PKT_REPAIR:
+		p.chunk = 77;
+		p.stripe = 7;
+		p.index = 126;
+		p.data = data;
+		break;
+	case NDZ_PKT_RREQUEST:
+		p.chunk = 78;
+		p.need[0] = 1;
+		p.need[7] = 128;
+		break;
 	}
 	return p;
 }
 
 static const int types[] = { NDZ_PKT_JOIN, NDZ_PKT_JOIN_REPLY, NDZ_PKT_LEAVE,
-			     NDZ_PKT_BLOCK, NDZ_PKT_REQUEST, NDZ_PKT_PREQUEST };
+			     NDZ_PKT_BLOCK, NDZ_PKT_REQUEST, NDZ_PKT_PREQUEST,
+			     NDZ_PKT_FEATURES, NDZ_PKT_REPAIR, NDZ_PKT_RREQUEST };
 static const size_t lens[] = { NDZ_PKT_JOIN_LEN, NDZ_PKT_JOIN_REPLY_LEN, NDZ_PKT_LEAVE_LEN,
-			       NDZ_PKT_BLOCK_LEN, NDZ_PKT_REQUEST_LEN, NDZ_PKT_PREQUEST_LEN };
+			       NDZ_PKT_BLOCK_LEN, NDZ_PKT_REQUEST_LEN, NDZ_PKT_PREQUEST_LEN,
+			       NDZ_PKT_FEATURES_LEN, NDZ_PKT_REPAIR_LEN, NDZ_PKT_RREQUEST_LEN };
 
 static void test_roundtrip(void **state)
 {
@@ -91,6 +107,18 @@ static void test_roundtrip(void **state)
 			assert_memory_equal(&q.leave, &p.leave, sizeof(p.leave));
 		if (p.type == NDZ_PKT_PREQUEST)
 			assert_memory_equal(q.bitmap, p.bitmap, sizeof(p.bitmap));
+		if (p.type == NDZ_PKT_FEATURES)
+			assert_int_equal(q.features, p.features);
+		if (p.type == NDZ_PKT_REPAIR) {
+			assert_memory_equal(q.data, data, 1024);
+			assert_int_equal(q.chunk, p.chunk);
+			assert_int_equal(q.stripe, p.stripe);
+			assert_int_equal(q.index, p.index);
+		}
+		if (p.type == NDZ_PKT_RREQUEST) {
+			assert_int_equal(q.chunk, p.chunk);
+			assert_memory_equal(q.need, p.need, sizeof(p.need));
+		}
 		/* re-encoding the decoded packet gives the same bytes */
 		assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2)), len);
 		assert_memory_equal(buf, buf2, (size_t)len);
@@ -112,6 +140,14 @@ static void test_layout(void **state)
 	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 24);
 	assert_memory_equal(b, "NDZP\x01\x05\x00\x00", 8);
 	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x09\x00\x00\x00\xe8\x03\x18\x00", 16);
+	p = make(NDZ_PKT_RREQUEST);
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 32);
+	assert_memory_equal(b, "NDZP\x01\x09\x00\x00", 8);
+	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x4e\x00\x00\x00"
+			    "\x01\x00\x00\x00\x00\x00\x00\x80\x00\x00\x00\x00", 24);
+	p = make(NDZ_PKT_FEATURES);
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 16);
+	assert_memory_equal(b, "NDZP\x01\x07\x00\x00\x88\x77\x66\x55\x01\x00\x00\x80", 16);
 }
 
 static void expect_bad(int type, size_t off, uint8_t val, int code)
@@ -131,7 +167,7 @@ static void test_validation(void **state)
 	expect_bad(NDZ_PKT_JOIN, 0, 'X', NDZ_EPROTO);               /* magic */
 	expect_bad(NDZ_PKT_JOIN, 4, 2, NDZ_EPROTOVER);              /* version */
 	expect_bad(NDZ_PKT_JOIN, 5, 0, NDZ_EPROTO);                 /* type 0 */
-	expect_bad(NDZ_PKT_JOIN, 5, 7, NDZ_EPROTO);                 /* unknown type */
+	expect_bad(NDZ_PKT_JOIN, 5, 10, NDZ_EPROTO);                /* unknown type */
 	expect_bad(NDZ_PKT_JOIN, 6, 1, NDZ_EPROTO);                 /* flags */
 	expect_bad(NDZ_PKT_JOIN, 12, 1, NDZ_EPROTO);                /* reserved */
 	expect_bad(NDZ_PKT_JOIN_REPLY, 12, 0, NDZ_EPROTO);          /* tag not from uuid */
@@ -147,6 +183,24 @@ static void test_validation(void **state)
 	expect_bad(NDZ_PKT_REQUEST, 22, 25, NDZ_EPROTO);            /* past the chunk */
 	expect_bad(NDZ_PKT_REQUEST, 21, 4, NDZ_EPROTO);             /* first block */
 	expect_bad(NDZ_PKT_PREQUEST, 20, 1, NDZ_EPROTO);            /* reserved */
+	expect_bad(NDZ_PKT_REPAIR, 16, 8, NDZ_EPROTO);              /* stripe 8 */
+	expect_bad(NDZ_PKT_REPAIR, 17, 127, NDZ_EPROTO);            /* repair index 127 */
+	expect_bad(NDZ_PKT_REPAIR, 19, 1, NDZ_EPROTO);              /* reserved */
+	expect_bad(NDZ_PKT_RREQUEST, 27, 129, NDZ_EPROTO);          /* more than a stripe */
+	expect_bad(NDZ_PKT_RREQUEST, 31, 1, NDZ_EPROTO);            /* reserved */
+	{
+		struct ndz_pkt p = make(NDZ_PKT_RREQUEST), q;
+		uint8_t buf[NDZ_PKT_MAX];
+
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_RREQUEST_LEN);
+		memset(buf + 20, 0, 8);                          /* asks for nothing */
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q), NDZ_EPROTO);
+		memset(p.need, 0, sizeof(p.need));
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		p = make(NDZ_PKT_REPAIR);
+		p.data = NULL;
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+	}
 	{
 		struct ndz_pkt p = make(NDZ_PKT_PREQUEST), q;
 		uint8_t buf[NDZ_PKT_MAX];
