@@ -32,6 +32,8 @@ struct client {
 	const char *target_path;
 	uint32_t server;               /* required BLOCK source; 0: learn from JOIN_REPLY */
 	const uint8_t *want_uuid;      /* the image the master named (-M); NULL: any */
+	int no_repair;                 /* --no-repair: behave as a client without repairs */
+	int repair;                    /* the server announced repairs: we ask for them */
 	int zero_fill, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
@@ -77,6 +79,7 @@ static const char usage_text[] =
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
+	"  --no-repair            ask for lost blocks, never for repair blocks\n"
 	"  -o, --progress         show progress\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
@@ -103,10 +106,12 @@ static void send_request(void *ctx, uint32_t chunk, const uint8_t *missing, cons
 	struct client *c = ctx;
 	struct ndz_pkt p;
 
-	(void)need;                    /* repairs are not asked for yet */
 	memset(&p, 0, sizeof(p));
 	p.chunk = chunk;
-	if (missing) {
+	if (need) {
+		p.type = NDZ_PKT_RREQUEST;
+		memcpy(p.need, need, sizeof(p.need));
+	} else if (missing) {
 		p.type = NDZ_PKT_PREQUEST;
 		memcpy(p.bitmap, missing, sizeof(p.bitmap));
 	} else {
@@ -117,7 +122,9 @@ static void send_request(void *ctx, uint32_t chunk, const uint8_t *missing, cons
 	if (send_pkt(c, &p) == 0)
 		c->requests++;
 	if (cli_verbose > 2) {
-		if (missing)
+		if (need)
+			cli_info("request repairs of chunk %u", chunk);
+		else if (missing)
 			cli_info("request %u missing blocks of chunk %u", ndz_bit_count(missing),
 				 chunk);
 		else
@@ -174,7 +181,10 @@ static void got_block(struct client *c, const struct ndz_pkt *p, uint64_t now)
 
 	c->last_server_ns = now;
 	c->last_block_ns = now;
-	slot = ndz_fetch_block(c->fetch, p->chunk, p->block, p->data, now);
+	if (p->type == NDZ_PKT_REPAIR)
+		slot = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index, p->data, now);
+	else
+		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, p->data, now);
 	if (slot >= 0)
 		chunk_complete(c, slot);
 }
@@ -247,11 +257,13 @@ static int accept_pkt(struct client *c, const uint8_t *buf, int len, uint32_t fr
 		c->bad_version++;
 		return 0;
 	}
-	if (r < 0) {
-		c->bad++;
+	if (r < 0 || (c->no_repair && (p->type == NDZ_PKT_FEATURES ||
+				       p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST))) {
+		c->bad++;              /* (what a client without repairs makes of those) */
 		return 0;
 	}
-	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY) && c->server &&
+	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
+	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES) && c->server &&
 	    from != c->server) {
 		c->foreign++;
 		return 0;
@@ -330,7 +342,8 @@ static void join(struct client *c, const char *group, unsigned port)
 			return;
 		}
 		if (p.type == NDZ_PKT_BLOCK || p.type == NDZ_PKT_REQUEST ||
-		    p.type == NDZ_PKT_PREQUEST) {
+		    p.type == NDZ_PKT_PREQUEST || p.type == NDZ_PKT_REPAIR ||
+		    p.type == NDZ_PKT_RREQUEST) {
 			if (!traffic && cli_verbose > 1)
 				cli_info("a transfer is under way; asking to join now");
 			traffic = 1;
@@ -418,6 +431,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "progress", no_argument, NULL, 'o' },
+		{ "no-repair", no_argument, NULL, 0x100 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -452,6 +466,7 @@ int main(int argc, char **argv)
 		case 'R': c.request_ahead = cli_parse_int(optarg, "-R", 1, 1024); break;
 		case 'T': c.give_up_s = cli_parse_int(optarg, "-T", 1, 1000000); break;
 		case 'r': c.raw = 1; break;
+		case 0x100: c.no_repair = 1; break;
 		case 'o': c.progress = 1; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
@@ -525,6 +540,7 @@ int main(int argc, char **argv)
 			pthread_mutex_lock(&c.lock);
 			switch (p.type) {
 			case NDZ_PKT_BLOCK:
+			case NDZ_PKT_REPAIR:
 				if (p.tag != c.tag || p.chunk >= c.n)
 					c.foreign++;
 				else
@@ -534,6 +550,18 @@ int main(int argc, char **argv)
 			case NDZ_PKT_PREQUEST:
 				if (p.tag == c.tag && p.chunk < c.n)
 					snoop_request(&c, &p, now);
+				break;
+			case NDZ_PKT_RREQUEST:
+				if (p.tag == c.tag && p.chunk < c.n)
+					ndz_fetch_snoop_repairs(c.fetch, p.chunk, p.need, now);
+				break;
+			case NDZ_PKT_FEATURES:
+				if (p.tag == c.tag && (p.features & NDZ_FEAT_REPAIR) && !c.repair) {
+					c.repair = 1;
+					ndz_fetch_set_repair(c.fetch, 1);
+					if (cli_verbose > 1)
+						cli_info("the server sends repair blocks");
+				}
 				break;
 			case NDZ_PKT_JOIN_REPLY:
 				if (p.tag == c.tag)
@@ -591,9 +619,11 @@ int main(int argc, char **argv)
 		double secs = (double)(ndz_now_ns() - start) / 1e9;
 
 		fprintf(stderr, "%s: %u chunks in %.2f s (%.1f MB/s), %llu blocks received, "
-			"%llu duplicates, %llu requests sent\n", cli_progname, c.n, secs,
+			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent\n",
+			cli_progname, c.n, secs,
 			secs > 0 ? (double)c.info.image_bytes / 1e6 / secs : 0.0,
-			(unsigned long long)fst.blocks, (unsigned long long)fst.dups,
+			(unsigned long long)fst.blocks, (unsigned long long)fst.repairs,
+			(unsigned long long)fst.decoded, (unsigned long long)fst.dups,
 			(unsigned long long)c.requests);
 	}
 	if (cli_verbose)

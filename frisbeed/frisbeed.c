@@ -17,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "err.h"
+#include "fec.h"
 #include "format.h"
 #include "image.h"
 #include "io.h"
@@ -43,6 +44,8 @@ struct server {
 	uint32_t nchunks;
 	uint64_t rate, burst;
 	int idle;
+	int repair;                    /* announce repairs and answer RREQUESTs */
+	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -69,6 +72,7 @@ static const char usage_text[] =
 	"                           (default 1800, 0: never)\n"
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
+	"  --no-repair              send no repair blocks (clients ask for blocks)\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
@@ -110,6 +114,22 @@ static void note_client(struct server *s, uint32_t id)
 		s->client_ids[s->nclients++] = id;
 }
 
+/* FEATURES: what this server speaks beyond version 1's packets. */
+static void send_features(struct server *s)
+{
+	struct ndz_pkt p;
+	uint8_t buf[NDZ_PKT_FEATURES_LEN];
+	int len;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_FEATURES;
+	p.tag = s->tag;
+	p.features = NDZ_FEAT_REPAIR;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf));
+	if (len > 0)
+		ndz_net_send(s->net, buf, (size_t)len);
+}
+
 static void send_reply(struct server *s, uint32_t client_id)
 {
 	struct ndz_pkt p;
@@ -124,6 +144,9 @@ static void send_reply(struct server *s, uint32_t client_id)
 	len = ndz_pkt_encode(&p, buf, sizeof(buf));
 	if (len > 0)
 		ndz_net_send(s->net, buf, (size_t)len);
+	/* beside the reply, not in it: clients without repairs refuse unknown fields */
+	if (s->repair)
+		send_features(s);
 }
 
 static void *receiver(void *arg)
@@ -152,12 +175,15 @@ static void *receiver(void *arg)
 			s->st.bad_version++;
 		} else if (r < 0) {
 			s->st.bad_packets++;
-		} else if (p.type == NDZ_PKT_BLOCK || p.type == NDZ_PKT_JOIN_REPLY) {
+		} else if (p.type == NDZ_PKT_BLOCK || p.type == NDZ_PKT_JOIN_REPLY ||
+			   p.type == NDZ_PKT_REPAIR || p.type == NDZ_PKT_FEATURES) {
 			/* another server's traffic (or ours looped back): not for us */
+		} else if (p.type == NDZ_PKT_RREQUEST && !s->repair) {
+			s->st.bad_packets++;   /* as a server without repairs would */
 		} else if (p.type != NDZ_PKT_JOIN && p.tag != s->tag) {
 			s->st.wrong_image++;
-		} else if ((p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST) &&
-			   p.chunk >= s->nchunks) {
+		} else if ((p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST ||
+			    p.type == NDZ_PKT_RREQUEST) && p.chunk >= s->nchunks) {
 			s->st.bad_chunk++;
 		} else {
 			s->last_activity_ns = ndz_now_ns();
@@ -195,6 +221,13 @@ static void *receiver(void *arg)
 				     ndz_serve_prequest(s->serve, p.chunk, p.bitmap)) > 0)
 					pthread_cond_signal(&s->cond);
 				break;
+			case NDZ_PKT_RREQUEST:
+				if (cli_verbose > 2)
+					cli_info("repair request from %s: chunk %u",
+						 ndz_net_ntoa(from, a), p.chunk);
+				if (ndz_serve_repairs(s->serve, p.chunk, p.need) > 0)
+					pthread_cond_signal(&s->cond);
+				break;
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
@@ -205,8 +238,9 @@ static void *receiver(void *arg)
 static void *sender(void *arg)
 {
 	struct server *s = arg;
-	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE), pkt[NDZ_PKT_MAX];
+	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE), pkt[NDZ_PKT_MAX], rep[NDZ_BLOCK_SIZE];
 	int64_t loaded = -1;
+	uint64_t features_ns = 0;
 	struct ndz_pace pace;
 	struct ndz_pkt p;
 
@@ -240,6 +274,11 @@ static void *sender(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&s->lock);
+		/* a client that missed the announcement learns of repairs within a second */
+		if (s->repair && ndz_now_ns() - features_ns > 1000000000ull) {
+			send_features(s);
+			features_ns = ndz_now_ns();
+		}
 		p.chunk = (uint32_t)c;
 		if (loaded != c) {
 			r = ndz_io_read_full(s->img, chunk, NDZ_CHUNK_SIZE,
@@ -259,11 +298,19 @@ static void *sender(void *arg)
 		while (!atomic_load(&s->stop) && ndz_serve_next(s->serve, &it)) {
 			int len;
 
-			if (it.repair)
-				continue;      /* no RREQUEST is accepted yet */
 			pthread_mutex_unlock(&s->lock);
-			p.block = (uint16_t)it.block;
-			p.data = chunk + (size_t)it.block * NDZ_BLOCK_SIZE;
+			if (it.repair) {
+				ndz_fec_encode(s->fec, chunk, it.stripe, it.index, rep);
+				p.type = NDZ_PKT_REPAIR;
+				p.block = 0;
+				p.stripe = (uint8_t)it.stripe;
+				p.index = (uint8_t)it.index;
+				p.data = rep;
+			} else {
+				p.type = NDZ_PKT_BLOCK;
+				p.block = (uint16_t)it.block;
+				p.data = chunk + (size_t)it.block * NDZ_BLOCK_SIZE;
+			}
 			len = ndz_pkt_encode(&p, pkt, sizeof(pkt));
 			ndz_pace_wait(&pace, (uint64_t)len + WIRE_OVERHEAD);
 			if (ndz_net_send(s->net, pkt, (size_t)len) < 0 && cli_verbose)
@@ -273,7 +320,10 @@ static void *sender(void *arg)
 				s->st.first_ns = ndz_now_ns();
 			s->st.last_ns = ndz_now_ns();
 			s->st.bytes_sent += (uint64_t)len;
-			ndz_serve_sent(s->serve, p.chunk, it.block);
+			if (it.repair)
+				ndz_serve_repair_sent(s->serve, p.chunk, it.stripe);
+			else
+				ndz_serve_sent(s->serve, p.chunk, it.block);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -292,12 +342,14 @@ static void print_stats(struct server *s, FILE *f, int json)
 	ndz_serve_get_stats(s->serve, &ss);
 	pthread_mutex_unlock(&s->lock);
 	secs = st.last_ns > st.first_ns ? (double)(st.last_ns - st.first_ns) / 1e9 : 0;
-	rate = secs > 0 ? (double)(st.bytes_sent + ss.blocks_sent * WIRE_OVERHEAD) * 8 / secs : 0;
+	rate = secs > 0 ? (double)(st.bytes_sent + (ss.blocks_sent + ss.repairs_sent) *
+				   WIRE_OVERHEAD) * 8 / secs : 0;
 	resent = ss.blocks_sent ? (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	if (json) {
 		fprintf(f, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, \"joins\": %llu, "
 			"\"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 			"\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
+			"\"repairs_sent\": %llu, "
 			"\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
 			"\"rate_bps\": %.0f, \"bad_packets\": %llu, \"bad_version\": %llu, "
 			"\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
@@ -305,17 +357,19 @@ static void print_stats(struct server *s, FILE *f, int json)
 			(unsigned long long)st.joins, (unsigned long long)st.leaves,
 			(unsigned long long)ss.requests, (unsigned long long)ss.merged,
 			(unsigned long long)ss.dropped_current, (unsigned long long)ss.blocks_sent,
-			(unsigned long long)ss.distinct_sent, resent,
+			(unsigned long long)ss.distinct_sent, (unsigned long long)ss.repairs_sent,
+			resent,
 			(unsigned long long)st.bytes_sent, secs, rate,
 			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,
 			(unsigned long long)st.wrong_image, (unsigned long long)st.bad_chunk);
 		return;
 	}
 	fprintf(f, "%s: %llu clients, %llu requests (%llu merged), %llu blocks sent "
-		"(%.1f%% re-sent), %.1f Mbit/s over %.2f s, %llu bad packets dropped\n",
+		"(%.1f%% re-sent), %llu repairs, %.1f Mbit/s over %.2f s, %llu bad packets dropped\n",
 		cli_progname, (unsigned long long)st.clients, (unsigned long long)ss.requests,
 		(unsigned long long)(ss.merged + ss.dropped_current),
-		(unsigned long long)ss.blocks_sent, resent * 100, rate / 1e6, secs,
+		(unsigned long long)ss.blocks_sent, resent * 100,
+		(unsigned long long)ss.repairs_sent, rate / 1e6, secs,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
@@ -332,6 +386,7 @@ int main(int argc, char **argv)
 		{ "ttl", required_argument, NULL, 't' },
 		{ "loopback", no_argument, NULL, 'L' },
 		{ "stats-json", required_argument, NULL, 'J' },
+		{ "no-repair", no_argument, NULL, 'R' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -348,6 +403,7 @@ int main(int argc, char **argv)
 	memset(&s, 0, sizeof(s));
 	s.rate = 100000000;
 	s.idle = 1800;
+	s.repair = 1;
 	while ((c = getopt_long(argc, argv, "m:p:i:W:b:g:T:t:LqvhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': no.group = optarg; break;
@@ -364,6 +420,7 @@ int main(int argc, char **argv)
 		case 't': no.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': no.loop = 1; break;
 		case 'J': json = optarg; break;
+		case 'R': s.repair = 0; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -386,7 +443,8 @@ int main(int argc, char **argv)
 	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
 	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
-	if ((r = ndz_serve_create(s.nchunks, &s.serve)) < 0)
+	if ((r = ndz_serve_create(s.nchunks, &s.serve)) < 0 ||
+	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0))
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	if (ndz_net_open(&no, &s.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
@@ -468,6 +526,7 @@ int main(int argc, char **argv)
 		}
 	}
 	ndz_serve_free(s.serve);
+	ndz_fec_free(s.fec);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);
