@@ -1,7 +1,7 @@
 #!/bin/sh
 # Benchmark: one image to 1, 4 and 8 clients in a namespace LAN, frisbeed/frisbee side by
 # side with udpcast (udp-sender/udp-receiver) at the same bandwidth cap, with and without
-# loss. Reports medians of: time until every client is done, bytes the server's interface
+# loss. Tool "frisbee-nr" is frisbeed --no-repair (re-sends only, as before repair blocks). Reports medians of: time until every client is done, bytes the server's interface
 # sent relative to the image (raw, and relative to the same tool's 1-client lossless run),
 # and packets the server's interface received (control traffic).
 # Usage: bench/multicast.sh BUILD [REPS]   (root; env BENCH_MIB, BENCH_RATES, BENCH_LOSSES,
@@ -52,7 +52,7 @@ run() {
 	set -- $(counters); tx0=$1 rx0=$2
 	pids=""
 	i=1; while [ $i -le $n ]; do
-		if [ "$tool" = frisbee ]; then
+		if [ "$tool" != udpcast ]; then
 			in_ns "c$i" timeout "$TMO" "$FRISBEE" --raw -q -m "$MC_GROUP" -p "$MC_PORT" -T 30 \
 				"$OUT/o$i" 2>>"$T/c$i.log" &
 		else
@@ -65,9 +65,12 @@ run() {
 	done
 	sleep 0.5      # every client is waiting for the server
 	t0=$(now)
-	if [ "$tool" = frisbee ]; then
+	if [ "$tool" != udpcast ]; then
+		nr=""
+		[ "$tool" = frisbee-nr ] && nr=--no-repair
+		# shellcheck disable=SC2086
 		ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" \
-			-W "${rate}M" -T 60 "$IMG" 2>>"$T/srv.log" &
+			-W "${rate}M" -T 60 $nr "$IMG" 2>>"$T/srv.log" &
 		spid=$!
 	else
 		in_ns srv timeout "$TMO" udp-sender --file "$IMG" --portbase "$MC_PORT" --interface eth0 \
@@ -77,7 +80,7 @@ run() {
 	fi
 	for p in $pids; do wait "$p"; done
 	t1=$(now)
-	if [ "$tool" = frisbee ]; then kill -TERM "$spid"; fi
+	if [ "$tool" != udpcast ]; then kill -TERM "$spid"; fi
 	wait "$spid"
 	set -- $(counters)
 	bad=0
@@ -87,7 +90,7 @@ run() {
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-printf '%-8s %5s %5s %3s %9s %8s %9s %9s %6s\n' tool Mbit loss n time_s tx/img tx/base ctrl_pkts failed
+printf '%-10s %5s %5s %3s %9s %8s %9s %9s %6s\n' tool Mbit loss n time_s tx/img tx/base ctrl_pkts failed
 for rate in $RATES; do
 for loss in $LOSSES; do
 for tool in $TOOLS; do
@@ -101,7 +104,7 @@ for n in $CLIENTS; do
 	key="$tool-$rate"
 	[ "$loss" = 0 ] && [ "$n" = 1 ] && eval "base_$(echo "$key" | tr - _)=$tx"
 	base=$(eval "echo \${base_$(echo "$key" | tr - _):-$tx}")
-	printf '%-8s %5s %4s%% %3s %9.2f %8.3f %9.3f %9.0f %6s\n' "$tool" "$rate" "$loss" "$n" "$tm" \
+	printf '%-10s %5s %4s%% %3s %9.2f %8.3f %9.3f %9.0f %6s\n' "$tool" "$rate" "$loss" "$n" "$tm" \
 		"$(echo "$tx / $IMGB" | bc -l)" "$(echo "$tx / $base" | bc -l)" "$rx" "$bad"
 done
 done
