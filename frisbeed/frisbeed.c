@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "adapt.h"
 #include "err.h"
 #include "fec.h"
 #include "format.h"
@@ -33,6 +34,7 @@ struct stats {
 	uint64_t clients, joins, leaves, bytes_sent;
 	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
 	uint64_t first_ns, last_ns;
+	uint64_t last_rate;            /* -W auto: the rate last chosen */
 };
 
 struct server {
@@ -45,6 +47,7 @@ struct server {
 	uint64_t rate, burst;
 	int idle;
 	int repair;                    /* announce repairs and answer RREQUESTs */
+	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
@@ -65,7 +68,9 @@ static const char usage_text[] =
 	"  -m, --group ADDR         multicast group (default 239.192.0.1)\n"
 	"  -p, --port PORT          UDP port (default 3564)\n"
 	"  -i, --interface IFACE    interface name or address to use\n"
-	"  -W, --bandwidth RATE     bandwidth cap in bits/s, k/M/G suffixes (default 100M)\n"
+	"  -W, --bandwidth RATE     bandwidth cap in bits/s, k/M/G suffixes (default 100M);\n"
+	"                           auto[:MAX]: find the rate the network and clients take,\n"
+	"                           at most MAX (default 1G)\n"
 	"  -b, --burst N            burst size in packets (with -g, instead of -W)\n"
 	"  -g, --gap USEC           gap between bursts in microseconds (with -b)\n"
 	"  -T, --idle-timeout SECONDS  exit after this long without a client\n"
@@ -112,6 +117,18 @@ static void note_client(struct server *s, uint32_t id)
 	s->st.clients++;
 	if (s->nclients < MAX_CLIENTS)
 		s->client_ids[s->nclients++] = id;
+}
+
+/*
+ * The bucket for a rate: two milliseconds at it, at least 16 packets: scheduling
+ * delays are made up for without bursting far above it.
+ */
+static uint64_t burst_for(uint64_t rate)
+{
+	uint64_t b = rate / 8 / 500;
+
+	return b < 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) ?
+	       16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) : b;
 }
 
 /* FEATURES: what this server speaks beyond version 1's packets. */
@@ -216,6 +233,15 @@ static void *receiver(void *arg)
 						 ndz_net_ntoa(from, a), p.chunk,
 						 p.type == NDZ_PKT_REQUEST ? p.count :
 						 ndz_bit_count(p.bitmap));
+				if (s->adapt && p.type == NDZ_PKT_PREQUEST) {
+					/* blocks sent before and asked for again: lost */
+					unsigned lost = 0;
+
+					for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+						lost += ndz_bit_test(p.bitmap, b) &&
+							ndz_serve_ever(s->serve, p.chunk, b);
+					ndz_adapt_lost(s->adapt, p.client_id, lost);
+				}
 				if ((p.type == NDZ_PKT_REQUEST ?
 				     ndz_serve_request(s->serve, p.chunk, p.block, p.count) :
 				     ndz_serve_prequest(s->serve, p.chunk, p.bitmap)) > 0)
@@ -225,6 +251,13 @@ static void *receiver(void *arg)
 				if (cli_verbose > 2)
 					cli_info("repair request from %s: chunk %u",
 						 ndz_net_ntoa(from, a), p.chunk);
+				if (s->adapt) {
+					unsigned lost = 0;
+
+					for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
+						lost += p.need[i];
+					ndz_adapt_lost(s->adapt, p.client_id, lost);
+				}
 				if (ndz_serve_repairs(s->serve, p.chunk, p.need) > 0)
 					pthread_cond_signal(&s->cond);
 				break;
@@ -240,7 +273,7 @@ static void *sender(void *arg)
 	struct server *s = arg;
 	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE), pkt[NDZ_PKT_MAX], rep[NDZ_BLOCK_SIZE];
 	int64_t loaded = -1;
-	uint64_t features_ns = 0;
+	uint64_t features_ns = 0, rate = 0;
 	struct ndz_pace pace;
 	struct ndz_pkt p;
 
@@ -251,7 +284,14 @@ static void *sender(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
-	ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
+	if (s->adapt) {
+		pthread_mutex_lock(&s->lock);
+		rate = ndz_adapt_rate(s->adapt, ndz_now_ns());
+		pthread_mutex_unlock(&s->lock);
+		ndz_pace_init(&pace, rate, burst_for(rate), ndz_now_ns());
+	} else {
+		ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
+	}
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_BLOCK;
 	p.tag = s->tag;
@@ -324,6 +364,19 @@ static void *sender(void *arg)
 				ndz_serve_repair_sent(s->serve, p.chunk, it.stripe);
 			else
 				ndz_serve_sent(s->serve, p.chunk, it.block);
+			if (s->adapt) {
+				uint64_t now = ndz_now_ns(), nr;
+
+				ndz_adapt_sent(s->adapt, 1);
+				nr = ndz_adapt_rate(s->adapt, now);
+				if (nr != rate) {
+					ndz_pace_set_rate(&pace, nr, burst_for(nr), now);
+					if (cli_verbose > 1)
+						cli_info("rate %.1f Mbit/s", (double)nr / 1e6);
+					rate = nr;
+				}
+				s->st.last_rate = rate;
+			}
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -351,7 +404,8 @@ static void print_stats(struct server *s, FILE *f, int json)
 			"\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 			"\"repairs_sent\": %llu, "
 			"\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
-			"\"rate_bps\": %.0f, \"bad_packets\": %llu, \"bad_version\": %llu, "
+			"\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
+			"\"bad_version\": %llu, "
 			"\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
 			s->path, s->nchunks, (unsigned long long)st.clients,
 			(unsigned long long)st.joins, (unsigned long long)st.leaves,
@@ -360,6 +414,7 @@ static void print_stats(struct server *s, FILE *f, int json)
 			(unsigned long long)ss.distinct_sent, (unsigned long long)ss.repairs_sent,
 			resent,
 			(unsigned long long)st.bytes_sent, secs, rate,
+			(unsigned long long)st.last_rate,
 			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,
 			(unsigned long long)st.wrong_image, (unsigned long long)st.bad_chunk);
 		return;
@@ -394,6 +449,7 @@ int main(int argc, char **argv)
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
 	const char *json = NULL;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
+	int auto_rate = 0;
 	struct ndz_error e = { 0 };
 	pthread_t rt, stt;
 	sigset_t set;
@@ -410,8 +466,13 @@ int main(int argc, char **argv)
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
 		case 'i': no.iface = optarg; break;
 		case 'W':
-			if (cli_parse_u64(optarg, 0, &v) != 0 || v < 8000)
-				cli_usage_error("-W: bad bandwidth '%s' (bits/s, at least 8k)", optarg);
+			auto_rate = strncmp(optarg, "auto", 4) == 0 &&
+				    (optarg[4] == 0 || optarg[4] == ':');
+			v = 1000000000;
+			if ((auto_rate && optarg[4] && cli_parse_u64(optarg + 5, 0, &v) != 0) ||
+			    (!auto_rate && cli_parse_u64(optarg, 0, &v) != 0) || v < 8000)
+				cli_usage_error("-W: bad bandwidth '%s' (bits/s, at least 8k, or "
+						"auto[:MAX])", optarg);
 			s.rate = v;
 			break;
 		case 'b': burst_pkts = (uint64_t)cli_parse_int(optarg, "-b", 1, 100000); break;
@@ -428,21 +489,30 @@ int main(int argc, char **argv)
 		cli_usage_error("expected one IMAGE argument");
 	if (!!burst_pkts != !!gap_us)
 		cli_usage_error("-b and -g go together");
+	if (burst_pkts && auto_rate)
+		cli_usage_error("-W auto and -b/-g exclude each other");
 	if (burst_pkts) {
 		s.rate = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 * 1000000 / gap_us;
 		s.burst = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
 	} else {
-		/* two milliseconds at the cap, at least 16 packets: scheduling delays
-		 * are made up for without bursting far above the cap */
-		s.burst = s.rate / 8 / 500;
-		if (s.burst < 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD))
-			s.burst = 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
+		s.burst = burst_for(s.rate);
 	}
 	s.path = argv[optind];
 	open_image(&s);
 	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
 	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
+	if (auto_rate) {
+		/* from 20 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
+		struct ndz_adapt_opts ao = { 1000000, s.rate, 20000000, 0 };
+
+		if (ao.min_bps > s.rate)
+			ao.min_bps = s.rate;
+		if (ao.start_bps > s.rate)
+			ao.start_bps = s.rate;
+		if ((r = ndz_adapt_create(&ao, ndz_now_ns(), &s.adapt)) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
+	}
 	if ((r = ndz_serve_create(s.nchunks, &s.serve)) < 0 ||
 	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0))
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
@@ -527,6 +597,7 @@ int main(int argc, char **argv)
 	}
 	ndz_serve_free(s.serve);
 	ndz_fec_free(s.fec);
+	ndz_adapt_free(s.adapt);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);

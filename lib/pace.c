@@ -32,6 +32,18 @@ static void refill(struct ndz_pace *p, uint64_t now_ns)
 	p->last_ns = now_ns;
 }
 
+void ndz_pace_set_rate(struct ndz_pace *p, uint64_t rate_bps, uint64_t burst_bytes,
+		       uint64_t now_ns)
+{
+	refill(p, now_ns);
+	if (burst_bytes < 3000)
+		burst_bytes = 3000;
+	p->rate_bps = rate_bps;
+	p->depth = (double)burst_bytes * 8;
+	if (p->tokens > p->depth)
+		p->tokens = p->depth;
+}
+
 uint64_t ndz_pace_delay(struct ndz_pace *p, uint64_t bytes, uint64_t now_ns)
 {
 	double need;

@@ -23,6 +23,14 @@ uint64_t ndz_now_ns(void);
  */
 void ndz_pace_init(struct ndz_pace *p, uint64_t rate_bps, uint64_t burst_bytes, uint64_t now_ns);
 
+/*
+ * ndz_pace_set_rate - from now_ns on, fill at rate_bps into a bucket of burst_bytes
+ * (raised as in ndz_pace_init); what was earned until now at the old rate is kept,
+ * up to the new depth.
+ */
+void ndz_pace_set_rate(struct ndz_pace *p, uint64_t rate_bps, uint64_t burst_bytes,
+		       uint64_t now_ns);
+
 /* ndz_pace_delay - nanoseconds from now_ns until bytes may be sent (0: now). */
 uint64_t ndz_pace_delay(struct ndz_pace *p, uint64_t bytes, uint64_t now_ns);
 

@@ -1,0 +1,188 @@
+/*
+ * Unit tests for lib/adapt: the rate controller on a simulated clock, against a
+ * simulated link of a capacity it is not told (a token-bucket queue that drops what
+ * does not fit, as tc's tbf does) and clients that report what they lost a little
+ * later, as frisbee's requests do.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "adapt.h"
+#include "err.h"
+
+#define MS 1000000ull
+#define PKT_BITS (1072u * 8u)
+
+static uint32_t rng = 777;
+
+static double uniform(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 17;
+	rng ^= rng << 5;
+	return (double)rng / 4294967296.0;
+}
+
+struct result {
+	double goodput;                /* delivered / link capacity, after the first 2 s */
+	double lost;                   /* dropped / sent, after the first 2 s */
+	uint64_t final_bps;
+};
+
+/*
+ * link_bps capacity with a queue of queue_pkts; clients each also lose random_loss
+ * of what gets through; a loss is reported delay_ms later. seconds simulated.
+ */
+static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
+		     double random_loss, unsigned delay_ms, unsigned seconds, struct result *res)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 20000000, 0 };
+	struct ndz_adapt *a;
+	double credit = 0, queue = 0, drain_per_ms = (double)link_bps / PKT_BITS / 1000;
+	uint64_t sent = 0, delivered, dropped = 0;
+	static uint32_t pending[40000][8];          /* losses due, per ms, per client */
+
+	assert_true(clients <= 8 && delay_ms + seconds * 1000 < 40000);
+	memset(pending, 0, sizeof(pending));
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	for (unsigned ms = 0; ms < seconds * 1000; ms++) {
+		uint64_t now = (uint64_t)ms * MS;
+		uint64_t rate = ndz_adapt_rate(a, now);
+		unsigned n;
+
+		for (unsigned c = 0; c < clients; c++)
+			if (pending[ms][c])
+				ndz_adapt_lost(a, c + 1, pending[ms][c]);
+		credit += (double)rate / PKT_BITS / 1000;
+		n = (unsigned)credit;
+		credit -= n;
+		ndz_adapt_sent(a, n);
+		for (unsigned i = 0; i < n; i++) {
+			int drop = queue + 1 > queue_pkts;
+
+			if (!drop)
+				queue += 1;
+			for (unsigned c = 0; c < clients; c++)
+				if (drop || uniform() < random_loss)
+					pending[ms + delay_ms][c]++;
+			if (ms >= 2000) {
+				sent++;
+				dropped += drop;
+			}
+		}
+		queue -= queue < drain_per_ms ? queue : drain_per_ms;
+	}
+	res->final_bps = ndz_adapt_rate(a, (uint64_t)seconds * 1000 * MS);
+	delivered = sent - dropped;
+	res->goodput = (double)delivered * PKT_BITS / ((double)link_bps * (seconds - 2));
+	res->lost = sent ? (double)dropped / (double)sent : 0;
+	printf("# link %llu Mbit/s, %u clients, %.1f%% random loss: goodput %.3f of the link, "
+	       "%.2f%% dropped, ends at %.1f Mbit/s\n", (unsigned long long)(link_bps / 1000000),
+	       clients, random_loss * 100, res->goodput, res->lost * 100,
+	       (double)res->final_bps / 1e6);
+	ndz_adapt_free(a);
+}
+
+static void test_bad_options(void **state)
+{
+	struct ndz_adapt_opts o = { 0, 100, 50, 0 };
+	struct ndz_adapt *a = (struct ndz_adapt *)1;
+
+	(void)state;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), NDZ_EINVAL);
+	assert_null(a);
+	o.min_bps = 10;
+	o.start_bps = 200;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), NDZ_EINVAL);
+	o.start_bps = 5;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), NDZ_EINVAL);
+	ndz_adapt_free(NULL);
+}
+
+/*
+ * The steps: grow by a quarter while lossless; drop by 15%, or to what got through
+ * when that is less, and hold; then grow by 3%.
+ */
+static void test_steps(void **state)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 10000000, 100 * MS };
+	struct ndz_adapt *a;
+	uint64_t t = 0;
+
+	(void)state;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_rate(a, t), 10000000);
+	ndz_adapt_sent(a, 1000);
+	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 10000000);  /* mid-interval */
+	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 12500000);
+	ndz_adapt_sent(a, 10);                                         /* too few to tell */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12500000);
+	ndz_adapt_sent(a, 1000);
+	ndz_adapt_lost(a, 7, 20);
+	ndz_adapt_lost(a, 8, 40);                                      /* the worst */
+	ndz_adapt_lost(a, 7, 5);
+	/* 40 of (1000 + 10) / 2 = 7.9%: 12.5 * 0.85 (92.1% of 12.5 * 0.97 is more) */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10625000);
+	ndz_adapt_sent(a, 1000);
+	ndz_adapt_lost(a, 8, 100);                                     /* held: no change */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10625000);
+	ndz_adapt_sent(a, 1000);
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10943750);  /* now only 3% */
+	ndz_adapt_sent(a, 1000);
+	ndz_adapt_lost(a, 9, 20);                                      /* 2%: hold */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10943750);
+	ndz_adapt_sent(a, 1000);
+	ndz_adapt_lost(a, 9, 500);                                     /* 50%: what got through */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 5307718);
+	ndz_adapt_free(a);
+}
+
+/*
+ * Behind a link of unknown rate, with tc tbf's 50 ms queue: at least 90% of it used,
+ * at most 5% dropped.
+ */
+static void test_finds_the_link(void **state)
+{
+	static const uint64_t links[] = { 20000000, 100000000, 400000000 };
+	struct result r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		simulate(links[i], (unsigned)(links[i] / 20 / PKT_BITS), 1, 0, 60, 30, &r);
+		assert_true(r.goodput >= 0.9);
+		assert_true(r.lost <= 0.05);
+	}
+	/* eight clients, each also losing 0.5% at random, behind 100 Mbit/s */
+	simulate(100000000, 100000000 / 20 / PKT_BITS, 8, 0.005, 60, 30, &r);
+	assert_true(r.goodput >= 0.85);
+	assert_true(r.lost <= 0.05);
+}
+
+/* Random loss alone (2%, no link limit below the cap) does not drive the rate down. */
+static void test_random_loss_alone(void **state)
+{
+	struct result r;
+
+	(void)state;
+	simulate(1000000000, 1000, 4, 0.02, 60, 10, &r);
+	assert_true(r.final_bps >= 20000000);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_finds_the_link),
+		cmocka_unit_test(test_random_loss_alone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
