@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -176,6 +177,63 @@ int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint3
 	if (r == 0 || (size_t)r > cap)
 		return (int)(cap + 1 > 0x7fffffff ? 0x7fffffff : cap + 1); /* caller sees oversize */
 	return (int)r;
+}
+
+/* What is waiting now, without blocking: the count, or -1 with errno. */
+static int drain(struct ndz_net *n, struct ndz_dgram *d, unsigned max)
+{
+	struct mmsghdr mh[64];
+	struct iovec iov[64];
+	struct sockaddr_in sin[64];
+	int r;
+
+	if (max > 64)
+		max = 64;
+	memset(mh, 0, sizeof(mh[0]) * max);
+	for (unsigned i = 0; i < max; i++) {
+		iov[i].iov_base = d[i].buf;
+		iov[i].iov_len = sizeof(d[i].buf);
+		mh[i].msg_hdr.msg_iov = &iov[i];
+		mh[i].msg_hdr.msg_iovlen = 1;
+		mh[i].msg_hdr.msg_name = &sin[i];
+		mh[i].msg_hdr.msg_namelen = sizeof(sin[i]);
+	}
+	do {
+		r = recvmmsg(n->fd, mh, max, MSG_DONTWAIT, NULL);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	for (int i = 0; i < r; i++) {
+		d[i].from = sin[i].sin_addr.s_addr;
+		/* a truncated datagram (or an empty one) is reported as oversize */
+		d[i].len = (mh[i].msg_hdr.msg_flags & MSG_TRUNC) || mh[i].msg_len == 0 ?
+			   NDZ_NET_DGRAM_MAX + 1 : (int)mh[i].msg_len;
+	}
+	return r;
+}
+
+int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
+		      unsigned nap_us)
+{
+	struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
+	int r, pr;
+
+	if (!max)
+		return 0;
+	if ((r = drain(n, d, max)) != 0)
+		return r < 0 ? NDZ_ENET : r;
+	pr = poll(&pfd, 1, timeout_ms);
+	if (pr < 0 && errno != EINTR)
+		return NDZ_ENET;
+	if (pr <= 0)
+		return 0;
+	if (nap_us) {
+		struct timespec ts = { 0, (long)nap_us * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	r = drain(n, d, max);
+	return r < 0 ? NDZ_ENET : r;
 }
 
 uint32_t ndz_net_local(const struct ndz_net *n)

@@ -36,6 +36,26 @@ int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);
  */
 int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from);
 
+/* One received datagram of a batch (ndz_net_recv_many). */
+#define NDZ_NET_DGRAM_MAX 2048         /* larger datagrams are reported as oversize */
+struct ndz_dgram {
+	int len;                       /* its length; > NDZ_NET_DGRAM_MAX: it was larger */
+	uint32_t from;                 /* sender's IPv4 address, network byte order */
+	uint8_t buf[NDZ_NET_DGRAM_MAX];
+};
+
+/*
+ * ndz_net_recv_many - up to max datagrams into d[]: those already waiting, else
+ * the first to arrive within timeout_ms (< 0: forever) and, after a pause of
+ * nap_us (0: none) so that more can gather, all that are waiting then. One wake-up
+ * and one call for many datagrams: at hundreds of Mbit/s a receiver that takes
+ * them one at a time spends most of its time being woken. Returns how many (0 on
+ * timeout) or NDZ_ENET. The pause must stay well below what the socket buffer
+ * holds (ndz_net_rcvbuf) at the sender's rate.
+ */
+int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
+		      unsigned nap_us);
+
 /* ndz_net_local - the sending interface's IPv4 address (network order), 0 if unknown. */
 uint32_t ndz_net_local(const struct ndz_net *n);
 

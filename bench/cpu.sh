@@ -1,0 +1,55 @@
+#!/bin/sh
+# Benchmark: CPU seconds per GiB received (frisbee --raw, the protocol's own cost without
+# decompression or disk writes) and sent (frisbeed), one client in a namespace LAN, at a
+# fixed rate so that both runs move the same packets at the same pace. Medians of REPS.
+# Usage: bench/cpu.sh BUILD [REPS]   (root; env BENCH_MIB (default 128), BENCH_RATE (500M);
+# BENCH_OLD_FRISBEE=PATH also measures that frisbee binary, in turn with BUILD's, same run)
+set -u
+[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
+NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
+NDZ_BUILD=$(cd "$1" && pwd)
+NDZ_BIN="$NDZ_BUILD/bin"
+export NDZ_TOP NDZ_BIN NDZ_BUILD
+REPS=${2:-3}
+MIB=${BENCH_MIB:-128}
+RATE=${BENCH_RATE:-500M}
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
+netns_lan && netns_host srv 1 && netns_host c1 11 || exit 1
+OUT=/dev/shm/ndzcpu.$$
+mkdir -p "$OUT"
+at_exit "rm -rf $OUT"
+head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
+"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
+GIB=$(echo "$(stat -c %s "$T/img.ndz") / 1073741824" | bc -l)
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+: >"$T/runs"
+: >"$T/runs-old"
+# one RUNS-FILE FRISBEE
+one() {
+	rm -f "$OUT/o"
+	in_ns c1 /usr/bin/time -f '%U %S' -o "$T/ctime" "$2" --raw -q -m "$MC_GROUP" \
+		-p "$MC_PORT" -T 30 "$OUT/o" 2>>"$T/c1.log" &
+	cpid=$!
+	sleep 0.3
+	ip netns exec "${NETNS_PFX}srv" /usr/bin/time -f '%U %S' -o "$T/stime" "$FRISBEED" \
+		-m "$MC_GROUP" -p "$MC_PORT" -W "$RATE" -T 1 -q "$T/img.ndz" 2>>"$T/srv.log" &
+	spid=$!
+	wait "$cpid"
+	wait "$spid"           # it exits 1 s after the client left
+	cmp -s "$T/img.ndz" "$OUT/o" || echo "bench: run $r: the copy differs" >&2
+	c=$(awk '{ print $1 + $2 }' "$T/ctime") s=$(awk '{ print $1 + $2 }' "$T/stime")
+	echo "$(echo "$c / $GIB" | bc -l) $(echo "$s / $GIB" | bc -l)" >>"$1"
+}
+r=1; while [ $r -le "$REPS" ]; do
+	one "$T/runs" "$FRISBEE"
+	[ -n "${BENCH_OLD_FRISBEE:-}" ] && one "$T/runs-old" "$BENCH_OLD_FRISBEE"
+	r=$((r + 1))
+done
+[ -n "${BENCH_OLD_FRISBEE:-}" ] &&
+	printf 'old frisbee --raw receive: %.2f CPU s/GiB (%s)\n' \
+		"$(cut -d' ' -f1 "$T/runs-old" | median)" "$BENCH_OLD_FRISBEE"
+printf 'frisbee --raw receive: %.2f CPU s/GiB; frisbeed send: %.2f CPU s/GiB (%s, %s MiB, median of %s; load %s)\n' \
+	"$(cut -d' ' -f1 "$T/runs" | median)" "$(cut -d' ' -f2 "$T/runs" | median)" "$RATE" "$MIB" \
+	"$REPS" "$(cut -d' ' -f1 /proc/loadavg)"
