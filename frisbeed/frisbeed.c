@@ -29,6 +29,7 @@
 
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096
+#define SEND_BATCH 8                   /* datagrams sent with one call */
 
 struct stats {
 	uint64_t clients, joins, leaves, bytes_sent;
@@ -271,7 +272,10 @@ static void *receiver(void *arg)
 static void *sender(void *arg)
 {
 	struct server *s = arg;
-	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE), pkt[NDZ_PKT_MAX], rep[NDZ_BLOCK_SIZE];
+	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE);
+	uint8_t pkt[SEND_BATCH][NDZ_PKT_MAX], rep[SEND_BATCH][NDZ_BLOCK_SIZE];
+	/* as many as the bucket holds, so a burst of -b packets stays one */
+	unsigned batch = (unsigned)(s->burst / (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD));
 	int64_t loaded = -1;
 	uint64_t features_ns = 0, rate = 0;
 	struct ndz_pace pace;
@@ -284,6 +288,10 @@ static void *sender(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
+	if (batch > SEND_BATCH)
+		batch = SEND_BATCH;
+	if (batch < 1)
+		batch = 1;
 	if (s->adapt) {
 		pthread_mutex_lock(&s->lock);
 		rate = ndz_adapt_rate(s->adapt, ndz_now_ns());
@@ -298,7 +306,6 @@ static void *sender(void *arg)
 	pthread_mutex_lock(&s->lock);
 	while (!atomic_load(&s->stop)) {
 		int64_t c = ndz_serve_next_chunk(s->serve);
-		struct ndz_serve_item it;
 		int r;
 
 		if (c < 0) {
@@ -332,42 +339,59 @@ static void *sender(void *arg)
 			}
 			loaded = c;
 		}
-		/* the blocks lib/serve chooses, until the chunk is done; the lock is held
-		 * while choosing and counting, not while pacing and sending */
+		/* the blocks lib/serve chooses, until the chunk is done, a few at a time
+		 * (one call sends them); the lock is held while choosing and counting, not
+		 * while pacing and sending */
 		pthread_mutex_lock(&s->lock);
-		while (!atomic_load(&s->stop) && ndz_serve_next(s->serve, &it)) {
-			int len;
+		for (;;) {
+			struct ndz_serve_item its[SEND_BATCH];
+			const uint8_t *bufs[SEND_BATCH];
+			size_t lens[SEND_BATCH];
+			uint64_t bytes = 0, now;
+			unsigned k = 0;
 
+			while (k < batch && !atomic_load(&s->stop) && ndz_serve_next(s->serve, &its[k]))
+				k++;
+			if (!k)
+				break;
 			pthread_mutex_unlock(&s->lock);
-			if (it.repair) {
-				ndz_fec_encode(s->fec, chunk, it.stripe, it.index, rep);
-				p.type = NDZ_PKT_REPAIR;
-				p.block = 0;
-				p.stripe = (uint8_t)it.stripe;
-				p.index = (uint8_t)it.index;
-				p.data = rep;
-			} else {
-				p.type = NDZ_PKT_BLOCK;
-				p.block = (uint16_t)it.block;
-				p.data = chunk + (size_t)it.block * NDZ_BLOCK_SIZE;
+			for (unsigned i = 0; i < k; i++) {
+				if (its[i].repair) {
+					ndz_fec_encode(s->fec, chunk, its[i].stripe, its[i].index,
+						       rep[i]);
+					p.type = NDZ_PKT_REPAIR;
+					p.block = 0;
+					p.stripe = (uint8_t)its[i].stripe;
+					p.index = (uint8_t)its[i].index;
+					p.data = rep[i];
+				} else {
+					p.type = NDZ_PKT_BLOCK;
+					p.block = (uint16_t)its[i].block;
+					p.data = chunk + (size_t)its[i].block * NDZ_BLOCK_SIZE;
+				}
+				lens[i] = (size_t)ndz_pkt_encode(&p, pkt[i], sizeof(pkt[i]));
+				bufs[i] = pkt[i];
+				bytes += lens[i] + WIRE_OVERHEAD;
 			}
-			len = ndz_pkt_encode(&p, pkt, sizeof(pkt));
-			ndz_pace_wait(&pace, (uint64_t)len + WIRE_OVERHEAD);
-			if (ndz_net_send(s->net, pkt, (size_t)len) < 0 && cli_verbose)
+			ndz_pace_wait(&pace, bytes);
+			if (ndz_net_send_many(s->net, bufs, lens, k) < 0 && cli_verbose)
 				cli_warn("send: %s", strerror(errno));
+			now = ndz_now_ns();
 			pthread_mutex_lock(&s->lock);
 			if (!s->st.first_ns)
-				s->st.first_ns = ndz_now_ns();
-			s->st.last_ns = ndz_now_ns();
-			s->st.bytes_sent += (uint64_t)len;
-			if (it.repair)
-				ndz_serve_repair_sent(s->serve, p.chunk, it.stripe);
-			else
-				ndz_serve_sent(s->serve, p.chunk, it.block);
+				s->st.first_ns = now;
+			s->st.last_ns = now;
+			for (unsigned i = 0; i < k; i++) {
+				s->st.bytes_sent += lens[i];
+				if (its[i].repair)
+					ndz_serve_repair_sent(s->serve, p.chunk, its[i].stripe);
+				else
+					ndz_serve_sent(s->serve, p.chunk, its[i].block);
+			}
 			if (s->adapt) {
-				uint64_t now = ndz_now_ns(), nr;
+				uint64_t nr;
 
-				ndz_adapt_sent(s->adapt, 1);
+				ndz_adapt_sent(s->adapt, k);
 				nr = ndz_adapt_rate(s->adapt, now);
 				if (nr != rate) {
 					ndz_pace_set_rate(&pace, nr, burst_for(nr), now);

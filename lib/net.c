@@ -148,6 +148,41 @@ int ndz_net_send(struct ndz_net *n, const void *buf, size_t len)
 	return r == (ssize_t)len ? 0 : NDZ_ENET;
 }
 
+int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
+		      unsigned count)
+{
+	struct mmsghdr mh[64];
+	struct iovec iov[64];
+	unsigned done = 0;
+
+	if (count > 64)
+		count = 64;
+	memset(mh, 0, sizeof(mh[0]) * count);
+	for (unsigned i = 0; i < count; i++) {
+		iov[i].iov_base = (void *)bufs[i];
+		iov[i].iov_len = lens[i];
+		mh[i].msg_hdr.msg_iov = &iov[i];
+		mh[i].msg_hdr.msg_iovlen = 1;
+		mh[i].msg_hdr.msg_name = &n->group;
+		mh[i].msg_hdr.msg_namelen = sizeof(n->group);
+	}
+	while (done < count) {
+		int r = sendmmsg(n->fd, mh + done, count - done, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == ENOBUFS || errno == EAGAIN))
+			return 0;      /* a drop on a lossy medium, not a failure */
+		if (r <= 0)
+			return NDZ_ENET;
+		for (int i = 0; i < r; i++)
+			if (mh[done + (unsigned)i].msg_len != lens[done + (unsigned)i])
+				return NDZ_ENET;
+		done += (unsigned)r;
+	}
+	return 0;
+}
+
 int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from)
 {
 	struct pollfd pfd = { .fd = n->fd, .events = POLLIN };

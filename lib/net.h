@@ -30,6 +30,14 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_
 int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);
 
 /*
+ * ndz_net_send_many - count datagrams (bufs[i], lens[i] bytes) to the group, in
+ * one call where the kernel takes them all. 0 or NDZ_ENET (errno set); as with
+ * ndz_net_send, a full send queue drops the rest rather than failing.
+ */
+int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
+		      unsigned count);
+
+/*
  * ndz_net_recv - one datagram, waiting at most timeout_ms (< 0: forever).
  * Returns its length (> 0), 0 on timeout, or NDZ_ENET; *from gets the sender's
  * IPv4 address in network byte order.
