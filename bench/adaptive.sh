@@ -1,0 +1,68 @@
+#!/bin/sh
+# Benchmark: frisbeed -W auto behind links of a rate it is not told (tc tbf on every
+# client's port), against fixed caps just under the link and twice over it. Reports
+# medians of: time, goodput (image bytes / time) over the link rate, and what the
+# server sent (blocks and repairs) over the image's blocks.
+# Usage: bench/adaptive.sh BUILD [REPS]   (root; env BENCH_MIB (default 64),
+# BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4))
+set -u
+[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
+NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
+NDZ_BUILD=$(cd "$1" && pwd)
+NDZ_BIN="$NDZ_BUILD/bin"
+export NDZ_TOP NDZ_BIN NDZ_BUILD
+REPS=${2:-3}
+MIB=${BENCH_MIB:-64}
+LINK=${BENCH_LINK:-100}
+N=${BENCH_CLIENTS:-4}
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
+netns_lan && netns_host srv 1 || exit 1
+i=1; while [ $i -le "$N" ]; do
+	netns_host "c$i" $((10 + i)) && netns_shape "c$i" "${LINK}mbit" || exit 1
+	i=$((i + 1))
+done
+OUT=/dev/shm/ndzadapt.$$
+mkdir -p "$OUT"
+at_exit "rm -rf $OUT"
+head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
+"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
+IMGB=$(stat -c %s "$T/img.ndz")
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# run RATE: prints "seconds goodput/link sent/image"
+run() {
+	rm -f "$OUT"/o* "$T/s.json"
+	pids=""
+	i=1; while [ $i -le "$N" ]; do
+		in_ns "c$i" "$FRISBEE" --raw -q -m "$MC_GROUP" -p "$MC_PORT" -T 30 "$OUT/o$i" \
+			2>>"$T/c$i.log" &
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	sleep 0.5
+	t0=$(date +%s.%N)
+	ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -W "$1" -T 1 -q \
+		--stats-json "$T/s.json" "$T/img.ndz" 2>>"$T/srv.log" &
+	spid=$!
+	for p in $pids; do wait "$p"; done
+	t1=$(date +%s.%N)
+	wait "$spid"
+	i=1; while [ $i -le "$N" ]; do
+		cmp -s "$T/img.ndz" "$OUT/o$i" || echo "bench: client $i differs" >&2
+		i=$((i + 1))
+	done
+	sent=$(( $(json_num "$T/s.json" blocks_sent) + $(json_num "$T/s.json" repairs_sent) ))
+	secs=$(echo "$t1 - $t0" | bc -l)
+	echo "$secs $(echo "$IMGB * 8 / $secs / ($LINK * 1000000)" | bc -l) $(echo "$sent * 1024 / $IMGB" | bc -l)"
+}
+
+echo "# $N clients behind ${LINK} Mbit/s tbf links; image $((IMGB / 1048576)) MiB; medians of $REPS; load $(cut -d' ' -f1 /proc/loadavg)"
+printf '%-12s %8s %12s %11s\n' rate time_s goodput/link sent/image
+for rate in auto "$((LINK * 95 / 100))M" "$((LINK * 2))M"; do
+	: >"$T/runs"
+	r=1; while [ $r -le "$REPS" ]; do run "$rate" >>"$T/runs"; r=$((r + 1)); done
+	printf '%-12s %8.2f %12.3f %11.3f\n' "$rate" "$(cut -d' ' -f1 "$T/runs" | median)" \
+		"$(cut -d' ' -f2 "$T/runs" | median)" "$(cut -d' ' -f3 "$T/runs" | median)"
+done
