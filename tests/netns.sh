@@ -113,11 +113,17 @@ mc_image() {
 # mc_same SRC TARGET: the target holds exactly the source's bytes.
 mc_same() { cmp -s "$1" "$2"; }
 
+# NDZ_MC_NOREPAIR=1: every server and client of the mc_* tests runs --no-repair, so
+# the suite also covers the protocol without repair blocks (tests/cli/mc_norepair.sh).
+MC_NOREPAIR=""
+[ "${NDZ_MC_NOREPAIR:-0}" = 1 ] && MC_NOREPAIR=--no-repair
+
 # mc_server NAME IMAGE [OPTIONS...]: start frisbeed in host NAME; sets MC_SRV_PID.
 mc_server() {
 	_h=$1 _i=$2; shift 2
 	# ip netns exec execs the program, so $! is frisbeed itself
-	ip netns exec "$NETNS_PFX$_h" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_i" \
+	# shellcheck disable=SC2086
+	ip netns exec "$NETNS_PFX$_h" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" $MC_NOREPAIR "$@" "$_i" \
 		2>>"$T/$_h.log" &
 	MC_SRV_PID=$!
 	# wait until it listens (its socket is bound to the group)
@@ -133,7 +139,8 @@ mc_server() {
 MC_PIDS=""
 mc_client() {
 	_h=$1 _t=$2; shift 2
-	( in_ns "$_h" "$FRISBEE" $MC_RAW -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_t" \
+	# shellcheck disable=SC2086
+	( in_ns "$_h" "$FRISBEE" $MC_RAW $MC_NOREPAIR -m "$MC_GROUP" -p "$MC_PORT" "$@" "$_t" \
 		2>>"$T/$_h.log"; echo $? >"$T/$_h.rc" ) &
 	MC_PIDS="$MC_PIDS $!"
 }
