@@ -6,18 +6,10 @@
 # Usage: bench/adaptive.sh BUILD [REPS]   (root; env BENCH_MIB (default 64),
 # BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4))
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
-NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
-NDZ_BUILD=$(cd "$1" && pwd)
-NDZ_BIN="$NDZ_BUILD/bin"
-export NDZ_TOP NDZ_BIN NDZ_BUILD
-REPS=${2:-3}
+. "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-64}
 LINK=${BENCH_LINK:-100}
 N=${BENCH_CLIENTS:-4}
-. "$NDZ_TOP/tests/lib.sh"
-. "$NDZ_TOP/tests/netns.sh"
-netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
 netns_lan && netns_host srv 1 || exit 1
 i=1; while [ $i -le "$N" ]; do
 	netns_host "c$i" $((10 + i)) && netns_shape "c$i" "${LINK}mbit" || exit 1
@@ -29,7 +21,6 @@ at_exit "rm -rf $OUT"
 head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
 IMGB=$(stat -c %s "$T/img.ndz")
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # run RATE: prints "seconds goodput/link sent/image"
 run() {

@@ -6,17 +6,9 @@
 # BENCH_OLD_FRISBEE=PATH and BENCH_OLD_FRISBEED=PATH also measure those binaries, in turn
 # with BUILD's, in the same run)
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
-NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
-NDZ_BUILD=$(cd "$1" && pwd)
-NDZ_BIN="$NDZ_BUILD/bin"
-export NDZ_TOP NDZ_BIN NDZ_BUILD
-REPS=${2:-3}
+. "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-128}
 RATE=${BENCH_RATE:-500M}
-. "$NDZ_TOP/tests/lib.sh"
-. "$NDZ_TOP/tests/netns.sh"
-netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
 netns_lan && netns_host srv 1 && netns_host c1 11 || exit 1
 OUT=/dev/shm/ndzcpu.$$
 mkdir -p "$OUT"
@@ -24,7 +16,6 @@ at_exit "rm -rf $OUT"
 head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
 GIB=$(echo "$(stat -c %s "$T/img.ndz") / 1073741824" | bc -l)
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 : >"$T/runs"
 : >"$T/runs-old"
 # one RUNS-FILE FRISBEE FRISBEED

@@ -1,27 +1,20 @@
 #!/bin/sh
 # Benchmark: one image to 1, 4 and 8 clients in a namespace LAN, frisbeed/frisbee side by
 # side with udpcast (udp-sender/udp-receiver) at the same bandwidth cap, with and without
-# loss. Tool "frisbee-nr" is frisbeed --no-repair (re-sends only, as before repair blocks). Reports medians of: time until every client is done, bytes the server's interface
+# loss. Tool "frisbee-nr" is frisbeed --no-repair (re-sends only, as before repair
+# blocks). Reports medians of: time until every client is done, bytes the server's interface
 # sent relative to the image (raw, and relative to the same tool's 1-client lossless run),
 # and packets the server's interface received (control traffic).
 # Usage: bench/multicast.sh BUILD [REPS]   (root; env BENCH_MIB, BENCH_RATES, BENCH_LOSSES,
 # BENCH_CLIENTS, BENCH_TOOLS override the defaults)
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
-NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
-NDZ_BUILD=$(cd "$1" && pwd)
-NDZ_BIN="$NDZ_BUILD/bin"
-export NDZ_TOP NDZ_BIN NDZ_BUILD
-REPS=${2:-3}
+. "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-32}
 RATES=${BENCH_RATES:-"100 500"}
 LOSSES=${BENCH_LOSSES:-"0 1"}
 CLIENTS=${BENCH_CLIENTS:-"1 4 8"}
 TOOLS=${BENCH_TOOLS:-"frisbee udpcast"}
 TMO=${BENCH_TIMEOUT:-60}       # a run not done by then counts as failed (udpcast can hang)
-. "$NDZ_TOP/tests/lib.sh"
-. "$NDZ_TOP/tests/netns.sh"
-netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
 command -v udp-sender >/dev/null || TOOLS=$(echo "$TOOLS" | sed 's/udpcast//')
 maxc=0; for n in $CLIENTS; do [ "$n" -gt $maxc ] && maxc=$n; done
 netns_lan && netns_host srv 1 || exit 1
@@ -88,7 +81,6 @@ run() {
 	echo "$(echo "$t1 - $t0" | bc) $(($1 - tx0)) $(($2 - rx0)) $bad"
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 printf '%-10s %5s %5s %3s %9s %8s %9s %9s %6s\n' tool Mbit loss n time_s tx/img tx/base ctrl_pkts failed
 for rate in $RATES; do
