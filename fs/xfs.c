@@ -25,7 +25,8 @@
 /* superblock version and feature bits this parser knows */
 #define V_NUMBITS 0x000fu
 #define V_MOREBITS 0x8000u
-#define V4_FEAT2_OK (0x0002u | 0x0008u | 0x0080u | 0x0200u)  /* lazy count, attr2, projid32, ftype */
+/* v4 features2: lazy counters, attr2, 32-bit project ids, file types in directories */
+#define V4_FEAT2_OK (0x0002u | 0x0008u | 0x0080u | 0x0200u)
 #define INCOMPAT_NEEDSREPAIR 0x10u
 #define INCOMPAT_META_UUID 0x04u
 #define INCOMPAT_OK (0x01u | 0x02u | 0x04u | 0x08u | 0x20u | 0x40u | 0x80u)
@@ -160,6 +161,7 @@ static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 	x->agblklog = s[124];
 	x->inopblog = s[123];
 	x->rootino = be64(s + 56);
+	memcpy(x->sb_uuid, s + 32, 16);
 	if (blog < 9 || blog > 16 || x->bsize != 1u << blog)
 		return bad(err, "block size out of range");
 	if (slog < 9 || slog > 15 || x->ssize != 1u << slog || x->ssize > x->bsize)
@@ -179,7 +181,6 @@ static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 				   (unsigned)(ro & ~RO_COMPAT_OK));
 		if (be32(s + 220))
 			return bad(err, "log holds incompatible items (not cleanly unmounted)");
-		memcpy(x->sb_uuid, s + 32, 16);
 		memcpy(x->uuid, (incompat & INCOMPAT_META_UUID) ? s + 248 : s + 32, 16);
 	} else if ((ver & V_MOREBITS) && (f2 & ~V4_FEAT2_OK)) {
 		return bad(err, "unknown v4 features 0x%x", (unsigned)(f2 & ~V4_FEAT2_OK));
@@ -198,6 +199,8 @@ static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 	last = x->dblocks - (uint64_t)(x->agcount - 1) * x->agblocks;
 	if (last <= x->hdr_blocks + 1)
 		return bad(err, "last allocation group too small");
+	if ((x->rootino >> (x->agblklog + x->inopblog)) >= x->agcount)
+		return bad(err, "root inode number out of range");
 	if (logstart == 0)
 		return bad(err, "external log device: cannot tell whether the log is clean");
 	{
@@ -274,7 +277,7 @@ static int check_log(struct xfs *x, struct ndz_error *err)
 	hblks = (ver & 2) && size > LOG_HDR_CYCLE_SIZE ?
 		(size + LOG_HDR_CYCLE_SIZE - 1) / LOG_HDR_CYCLE_SIZE : 1;
 	if ((ver != 1 && ver != 2) || hblks > 8 || len > n * BB ||
-	    be64(h + 16) != ((uint64_t)be32(h + 4) << 32 | rec) || (x->v5 && memcmp(h + 304, x->sb_uuid, 16)))
+	    be64(h + 16) != ((uint64_t)be32(h + 4) << 32 | rec) || memcmp(h + 304, x->sb_uuid, 16))
 		return bad(err, "last log record header is malformed (log not clean)");
 	if ((rec + hblks + (len + BB - 1) / BB) % n != head % n || be32(h + 40) != 1)
 		return bad(err, "log is dirty (not cleanly unmounted; mount it or run xfs_repair)");
@@ -395,8 +398,8 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 		}
 		return 0;
 	}
+	/* children use the next level's buffer, so b's pointers stay put */
 	for (uint32_t i = 0; i < n; i++) {
-		/* b is this level's buffer: re-read nothing, the pointers stay put */
 		rc = walk_block(x, w, be32(b + hdr + 8 * max + 4 * i), level - 1, 0, err);
 		if (rc)
 			return rc;
@@ -444,7 +447,7 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 	if (levels == 0 || levels >= MAX_LEVELS || be32(a + 48) > flmax ||
 	    be32(a + 52) > w.aglen || be32(a + 56) > be32(a + 52))
 		return bad(err, "AG %u: AGF counts out of range", agno);
-	/* the AGF's own buffer is the last level's: copy what is still needed */
+	/* a is the last level's buffer, which no walk reaches; still, keep the counts */
 	{
 		uint32_t freeblks = be32(a + 52), longest = be32(a + 56);
 
@@ -474,8 +477,8 @@ static int xfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 
 	st->fs_bytes = x->dblocks * x->bsize;
 	st->block_size = x->bsize;
-	snprintf(st->detail, sizeof(st->detail), "xfs v%d, %u-byte blocks, %u AGs",
-		 x->v5 ? 5 : 4, x->bsize, x->agcount);
+	snprintf(st->detail, sizeof(st->detail), "xfs v%d, %u-byte blocks, %u AG%s",
+		 x->v5 ? 5 : 4, x->bsize, x->agcount, x->agcount == 1 ? "" : "s");
 	for (uint32_t ag = 0; ag < x->agcount; ag++) {
 		rc = walk_ag(x, ag, fn, ctx, &used, err);
 		if (rc)
