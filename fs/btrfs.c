@@ -133,12 +133,29 @@ static void btrfs_close(void *h)
 	free(b);
 }
 
+/* The index of the first chunk starting above logical (b->chunks is sorted). */
+static size_t upper(const struct btrfs *b, uint64_t logical)
+{
+	size_t lo = 0, hi = b->nchunks;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->chunks[mid].logical <= logical)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* Add one chunk item (data: its 48-byte head and stripes, size bytes) at logical. */
 static int add_chunk(struct btrfs *b, uint64_t logical, const uint8_t *d, uint32_t size,
 		     struct ndz_error *err)
 {
-	uint64_t length, type;
+	uint64_t length, type, phys[2] = { 0, 0 };
 	uint16_t n;
+	size_t pos;
 	struct chunk *c;
 
 	if (size < 48)
@@ -156,14 +173,29 @@ static int add_chunk(struct btrfs *b, uint64_t logical, const uint8_t *d, uint32
 			   (unsigned long long)logical);
 	if (length == 0 || length > b->total_bytes || logical + length < logical)
 		return bad(err, "chunk at %llu: bad length", (unsigned long long)logical);
-	for (size_t i = 0; i < b->nchunks; i++) {
-		struct chunk *o = &b->chunks[i];
+	for (int i = 0; i < n; i++) {
+		const uint8_t *st = d + 48 + 32 * i;
+
+		phys[i] = get_le64(st + 8);
+		if (get_le64(st) != b->devid)
+			return bad(err, "chunk at %llu lives on another device",
+				   (unsigned long long)logical);
+		if (phys[i] > b->total_bytes || length > b->total_bytes - phys[i])
+			return bad(err, "chunk at %llu: stripe beyond the device",
+				   (unsigned long long)logical);
+	}
+	/* kept sorted by logical address: the neighbours are all that can overlap */
+	pos = upper(b, logical);
+	if (pos > 0) {
+		const struct chunk *o = &b->chunks[pos - 1];
 
 		if (o->logical == logical && o->length == length)
 			return 0;      /* a system chunk seen in the superblock and the tree */
-		if (logical < o->logical + o->length && o->logical < logical + length)
+		if (logical - o->logical < o->length)
 			return bad(err, "chunks overlap at %llu", (unsigned long long)logical);
 	}
+	if (pos < b->nchunks && b->chunks[pos].logical - logical < length)
+		return bad(err, "chunks overlap at %llu", (unsigned long long)logical);
 	if (b->nchunks >= MAX_CHUNKS)
 		return bad(err, "too many chunks");
 	if (b->nchunks % 64 == 0) {
@@ -173,21 +205,13 @@ static int add_chunk(struct btrfs *b, uint64_t logical, const uint8_t *d, uint32
 			return NDZ_ENOMEM;
 		b->chunks = nc;
 	}
-	c = &b->chunks[b->nchunks];
+	memmove(&b->chunks[pos + 1], &b->chunks[pos], (b->nchunks - pos) * sizeof(*c));
+	c = &b->chunks[pos];
 	c->logical = logical;
 	c->length = length;
 	c->nstripes = n;
-	for (int i = 0; i < n; i++) {
-		const uint8_t *st = d + 48 + 32 * i;
-
-		c->phys[i] = get_le64(st + 8);
-		if (get_le64(st) != b->devid)
-			return bad(err, "chunk at %llu lives on another device",
-				   (unsigned long long)logical);
-		if (c->phys[i] > b->total_bytes || length > b->total_bytes - c->phys[i])
-			return bad(err, "chunk at %llu: stripe beyond the device",
-				   (unsigned long long)logical);
-	}
+	c->phys[0] = phys[0];
+	c->phys[1] = phys[1];
 	b->nchunks++;
 	return 0;
 }
@@ -195,12 +219,14 @@ static int add_chunk(struct btrfs *b, uint64_t logical, const uint8_t *d, uint32
 /* The chunk holding logical [l, l+len) whole, or NULL. */
 static const struct chunk *find_chunk(const struct btrfs *b, uint64_t l, uint64_t len)
 {
-	for (size_t i = 0; i < b->nchunks; i++) {
-		const struct chunk *c = &b->chunks[i];
+	size_t i = upper(b, l);
+	const struct chunk *c;
 
-		if (l >= c->logical && l - c->logical < c->length && len <= c->length - (l - c->logical))
-			return c;
-	}
+	if (i == 0)
+		return NULL;
+	c = &b->chunks[i - 1];
+	if (l - c->logical < c->length && len <= c->length - (l - c->logical))
+		return c;
 	return NULL;
 }
 

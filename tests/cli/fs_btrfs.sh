@@ -5,6 +5,13 @@
 # copies and what the extent tree allocates (at each DUP stripe) are imaged;
 # after a restore onto 0xa5, btrfs check --readonly and every file read back (a
 # read-only mount, or btrfs restore). Damaged metadata or a second device: raw.
+# Mount in a mount namespace of our own: a mount made in the shared one is
+# copied into namespaces other programs create meanwhile, and its filesystem
+# then lives on (log not yet closed) after our umount.
+if [ -z "${NDZ_MNTNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
+   unshare -m --propagation private true 2>/dev/null; then
+	NDZ_MNTNS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
 need mkfs.btrfs btrfs od dd
@@ -151,7 +158,7 @@ damaged "$T/b.img" "damaged superblock" "btrfs: superblock checksum"
 cr=$(od -An -t u8 -j $((65536 + 0x58)) -N 8 "$base" | tr -d ' ')
 # map the chunk root through the system chunk of the superblock dump
 sys=$(btrfs inspect-internal dump-super -f "$base" 2>/dev/null |
-	awk '/SYSTEM/ { f = 1 } f && /stripe 0 devid/ { for (i = 1; i <= NF; i++) if ($i == "offset") { print $(i + 1); exit } }')
+	awk '/SYSTEM/ { f = 1 } f && $1 == "stripe" && $2 == 0 { print $6; exit }')
 slog=$(btrfs inspect-internal dump-super -f "$base" 2>/dev/null |
 	awk '/item [0-9]+ key \(FIRST_CHUNK_TREE CHUNK_ITEM/ { gsub(/\)/, "", $6); print $6; exit }')
 if [ -n "$sys" ] && [ -n "$slog" ]; then

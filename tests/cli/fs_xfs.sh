@@ -5,6 +5,13 @@
 # xfs_repair -n and every file read back (a read-only mount for v5; xfs_db's
 # block maps for v4, which this kernel no longer mounts). A dirty log or damaged
 # metadata goes raw with a warning and restores byte for byte.
+# Mount in a mount namespace of our own: a mount made in the shared one is
+# copied into namespaces other programs create meanwhile, and its filesystem
+# then lives on (log not yet closed) after our umount.
+if [ -z "${NDZ_MNTNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
+   unshare -m --propagation private true 2>/dev/null; then
+	NDZ_MNTNS=1 exec unshare -m --propagation private sh "$0" "$@"
+fi
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
 need mkfs.xfs xfs_repair xfs_db od dd
