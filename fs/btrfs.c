@@ -40,6 +40,8 @@
 #define INCOMPAT_OK (0x1ull | 0x2ull | 0x4ull | 0x8ull | 0x10ull | 0x20ull | 0x40ull | \
 		     0x100ull | 0x200ull | 0x400ull)
 #define INCOMPAT_METADATA_UUID 0x400ull
+/* superblock flags: written, and a seed device (read-only, otherwise ordinary) */
+#define FLAGS_OK (0x1ull | (1ull << 32))
 /* free space tree (+ valid), verity, block group tree */
 #define COMPAT_RO_OK (0x1ull | 0x2ull | 0x4ull | 0x8ull)
 
@@ -385,6 +387,9 @@ static int check_sb(struct btrfs *b, const uint8_t *s, struct ndz_error *err)
 		return bad(err, "superblock checksum mismatch");
 	if (get_le64(s + 0x30) != SB_OFF)
 		return bad(err, "superblock names another location");
+	if (get_le64(s + 0x38) & ~FLAGS_OK)
+		return bad(err, "superblock flags 0x%llx (errors, a metadata dump or a change "
+			   "in progress)", (unsigned long long)get_le64(s + 0x38));
 	if (incompat & ~INCOMPAT_OK)
 		return bad(err, "unknown incompatible features 0x%llx",
 			   (unsigned long long)(incompat & ~INCOMPAT_OK));

@@ -130,6 +130,7 @@ static void make_btrfs(const struct geo *g, uint32_t fs_size)
 	memcpy(s + 0x20, fsid, 16);
 	put_le64(s + 0x30, SB);
 	memcpy(s + 0x40, "_BHRfS_M", 8);
+	put_le64(s + 0x38, 1);                 /* written */
 	put_le64(s + 0x48, 7);
 	put_le64(s + 0x50, LOG_A + NODE);      /* root tree */
 	put_le64(s + 0x58, LOG_A);             /* chunk tree */
@@ -259,6 +260,10 @@ static void test_damage(void **state)
 	put_le64(vol + SB + 0x60, LOG_A);
 	resign_sb();
 	expect_bad("log tree");
+	make_btrfs(&big, VOL);
+	put_le64(vol + SB + 0x38, 0x5);        /* written, error */
+	resign_sb();
+	expect_bad("superblock flags");
 	make_btrfs(&big, VOL);
 	put_le64(vol + SB + 0xbc, 0x2000);     /* extent tree v2 */
 	resign_sb();
