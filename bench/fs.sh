@@ -1,6 +1,6 @@
 #!/bin/sh
 # Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4) on the
-# same ext4, NTFS and XFS filesystems, made here (NDZ_BENCH_FS="ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about
+# same ext4, NTFS, XFS and btrfs filesystems, made here (NDZ_BENCH_FS="ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about
 # half full of real files (blobs of /usr), free space dirty (random bytes).
 # Time and image size, medians of 3 runs, ratios to partclone|gzip -4.
 # Usage: sh bench/fs.sh [BUILD_DIR]   (default build)
@@ -9,7 +9,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 export PATH="$PATH:/usr/sbin:/sbin"
 for c in "$bin/imagezip" "$bin/imageunzip" mke2fs mkntfs ntfscp partclone.ext4 \
-	 partclone.ntfs gzip pigz e2fsck ntfsfix mkfs.xfs partclone.xfs xfs_repair; do
+	 partclone.ntfs gzip pigz e2fsck ntfsfix mkfs.xfs partclone.xfs xfs_repair \
+	 mkfs.btrfs partclone.btrfs btrfs; do
 	command -v "$c" >/dev/null 2>&1 || { echo "bench/fs.sh: $c missing" >&2; exit 1; }
 done
 MIB=$((${NDZ_BENCH_MIB:-256}))
@@ -54,9 +55,13 @@ make_xfs() {
 	TEST_DIR="$T" TEST_DEV=none QA_CHECK_FS=1 \
 		mkfs.xfs -q -f -K -p "$T/proto" "$T/xfs.img" >/dev/null 2>&1
 }
-FSES=${NDZ_BENCH_FS:-ext4 ntfs xfs}
+make_btrfs() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/btrfs.img"
+	mkfs.btrfs -q -f -K --rootdir "$T/data" "$T/btrfs.img" >/dev/null 2>&1
+}
+FSES=${NDZ_BENCH_FS:-ext4 ntfs xfs btrfs}
 for fs in $FSES; do
-	case $fs in ext4) make_ext ;; ntfs) make_ntfs ;; xfs) make_xfs ;; esac
+	case $fs in ext4) make_ext ;; ntfs) make_ntfs ;; xfs) make_xfs ;; btrfs) make_btrfs ;; esac
 done
 
 # one METHOD on filesystem FS: prints "zip_seconds unzip_seconds image_bytes"
@@ -82,6 +87,8 @@ run_once() {
 	case $fs in
 	ext4) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	xfs) xfs_repair -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	btrfs) btrfs check --readonly "$tgt" >/dev/null 2>&1 ||
+		echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	ntfs) if ! ntfsfix -n "$tgt" >"$T/fix" 2>&1; then
 		if grep -q "alternate boot sector... BAD" "$T/fix"; then
 			echo "bench/fs.sh: $m on $fs: backup boot sector not restored" >&2
@@ -99,9 +106,9 @@ echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files,
      "$(nproc) cores; medians of $RUNS runs"
 printf '%-5s %-18s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
 for fs in $FSES; do
-	# XFS also against imagezip -r, which is how XFS was imaged before fs/xfs.c
+	# XFS and btrfs also against imagezip -r, which is how they were imaged before
 	ms="pc-gzip pc-pigz ndz"
-	[ $fs = xfs ] && ms="$ms ndz-raw"
+	case $fs in xfs|btrfs) ms="$ms ndz-raw" ;; esac
 	for m in $ms; do
 		: >"$T/res"
 		r=0
