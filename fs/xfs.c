@@ -16,6 +16,8 @@
 #define AGF_MAGIC 0x58414746u          /* "XAGF" */
 #define BNO_MAGIC_V4 0x41425442u       /* "ABTB" */
 #define BNO_MAGIC_V5 0x41423342u       /* "AB3B" */
+#define CNT_MAGIC_V4 0x41425443u       /* "ABTC" */
+#define CNT_MAGIC_V5 0x41423343u       /* "AB3C" */
 #define LOG_MAGIC 0xfeedbabeu
 #define LOG_UNMOUNT_TRANS 0x20u        /* op header flag of an unmount record */
 #define LOG_HDR_CYCLE_SIZE 32768u      /* a v2 record header block covers this much */
@@ -56,6 +58,8 @@ struct agwalk {
 	ndz_extent_fn fn;
 	void *ctx;
 	uint64_t used;
+	int by_size;                   /* walking the cntbt: only count, in (length, start) order */
+	uint32_t last_len, last_start;
 };
 
 static uint16_t be16(const uint8_t *p)
@@ -360,8 +364,26 @@ static int free_rec(struct xfs *x, struct agwalk *w, uint32_t start, uint32_t le
 	return 0;
 }
 
+/* One record of the by-size tree: only counted, in strictly rising (length, start) order. */
+static int size_rec(struct xfs *x, struct agwalk *w, uint32_t start, uint32_t len,
+		    struct ndz_error *err)
+{
+	if (len == 0 || start < x->hdr_blocks || start > w->aglen || len > w->aglen - start)
+		return bad(err, "AG %u: by-size free extent %u+%u out of range", w->agno, start,
+			   len);
+	if (w->nrecs && (len < w->last_len || (len == w->last_len && start <= w->last_start)))
+		return bad(err, "AG %u: by-size free extents out of order", w->agno);
+	w->last_len = len;
+	w->last_start = start;
+	w->free += len;
+	w->nrecs++;
+	if (len > w->longest)
+		w->longest = len;
+	return 0;
+}
+
 /*
- * Walk the bnobt block agbno, expected at level (the root's level comes from
+ * Walk the bnobt (or cntbt) block agbno, expected at level (the root's level comes from
  * the AGF). Levels strictly decrease, so the recursion is bounded; a block
  * reached twice repeats free extents, which free_rec's ordering check refuses.
  */
@@ -378,7 +400,9 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 	rc = ndz_io_read_full(x->io, b, x->bsize, off, NULL);
 	if (rc < 0)
 		return rc;
-	if (be32(b) != (x->v5 ? BNO_MAGIC_V5 : BNO_MAGIC_V4) || be16(b + 4) != level)
+	if (be32(b) != (w->by_size ? (x->v5 ? CNT_MAGIC_V5 : CNT_MAGIC_V4) :
+				     (x->v5 ? BNO_MAGIC_V5 : BNO_MAGIC_V4)) ||
+	    be16(b + 4) != level)
 		return bad(err, "AG %u: free-space btree block %u: bad magic or level", w->agno,
 			   agbno);
 	if (x->v5 && (be64(b + 16) != off / BB || memcmp(b + 32, x->uuid, 16) ||
@@ -392,7 +416,8 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 			   agbno);
 	if (level == 0) {
 		for (uint32_t i = 0; i < n; i++) {
-			rc = free_rec(x, w, be32(b + hdr + 8 * i), be32(b + hdr + 8 * i + 4), err);
+			rc = (w->by_size ? size_rec : free_rec)(x, w, be32(b + hdr + 8 * i),
+								be32(b + hdr + 8 * i + 4), err);
 			if (rc)
 				return rc;
 		}
@@ -413,7 +438,7 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 {
 	struct agwalk w;
 	uint8_t *a = x->blk[MAX_LEVELS - 1];
-	uint32_t levels, root, flmax, inoag;
+	uint32_t levels, root, flmax, inoag, cnt_levels, cnt_root;
 	int rc;
 
 	memset(&w, 0, sizeof(w));
@@ -438,13 +463,15 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 		return rc;
 	levels = be32(a + 28);
 	root = be32(a + 16);
+	cnt_levels = be32(a + 32);
+	cnt_root = be32(a + 20);
 	flmax = x->v5 ? (x->ssize - 36) / 4 : x->ssize / 4;
 	if (be32(a) != AGF_MAGIC || be32(a + 4) != 1 || be32(a + 8) != agno ||
 	    be32(a + 12) != w.aglen)
 		return bad(err, "AG %u: bad AGF header", agno);
 	if (x->v5 && (memcmp(a + 64, x->uuid, 16) || !crc_ok(x->crctab, a, x->ssize, 216)))
 		return bad(err, "AG %u: AGF checksum or UUID mismatch", agno);
-	if (levels == 0 || levels >= MAX_LEVELS || be32(a + 48) > flmax ||
+	if (levels == 0 || levels >= MAX_LEVELS || cnt_levels == 0 || cnt_levels >= MAX_LEVELS || be32(a + 48) > flmax ||
 	    be32(a + 52) > w.aglen || be32(a + 56) > be32(a + 52))
 		return bad(err, "AG %u: AGF counts out of range", agno);
 	/* a is the last level's buffer, which no walk reaches; still, keep the counts */
@@ -463,6 +490,20 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 		if (w.longest != longest)
 			return bad(err, "AG %u: longest free extent %u, the AGF says %u", agno,
 				   w.longest, longest);
+		/* the by-size tree must hold the same extents: same count, sum, longest */
+		{
+			struct agwalk c = w;
+
+			c.by_size = 1;
+			c.free = c.nrecs = 0;
+			c.longest = 0;
+			rc = walk_block(x, &c, cnt_root, cnt_levels - 1, 1, err);
+			if (rc)
+				return rc;
+			if (c.free != w.free || c.nrecs != w.nrecs || c.longest != w.longest)
+				return bad(err, "AG %u: the by-size free-space btree disagrees "
+					   "with the by-block one", agno);
+		}
 	}
 	*used += w.used;
 	return 0;

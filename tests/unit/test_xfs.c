@@ -108,6 +108,17 @@ static void btree_block(const struct shape *s, uint32_t agno, uint32_t agbno, ui
 	}
 }
 
+/* The by-size tree: one leaf at block 5 with the same records (already in size order). */
+static void cnt_leaf(const struct shape *s, uint32_t agno, const uint32_t *v, uint32_t n)
+{
+	uint8_t *b = blk(s, agno, 5);
+
+	btree_block(s, agno, 5, 0, v, n);
+	pbe32(b, s->v5 ? 0x41423343u : 0x41425443u);
+	if (s->v5)
+		set_crc(b, BS, 52);
+}
+
 static void agf(const struct shape *s, uint32_t agno, uint32_t levels, uint32_t freeblks,
 		uint32_t longest)
 {
@@ -199,12 +210,14 @@ static void make_xfs(const struct shape *s)
 	} else {
 		btree_block(s, 0, 4, 0, recs, 2);
 	}
+	cnt_leaf(s, 0, recs, 2);
 	agf(s, 0, s->two_level ? 2 : 1, 36 + agb - 120, agb - 120);
 	if (s->agcount == 2) {
 		uint32_t r1[2] = { 8, agb - 8 };
 
 		memcpy(blk(s, 1, 0), vol, BS);
 		btree_block(s, 1, 4, 0, r1, 1);
+		cnt_leaf(s, 1, r1, 1);
 		agf(s, 1, 1, agb - 8, agb - 8);
 	}
 }
@@ -314,6 +327,12 @@ static void test_damage(void **state)
 	uint32_t over_log[2] = { 20, 4 }, over_root[2] = { 50, 10 };
 
 	(void)state;
+	make_xfs(&v4);
+	pbe32(blk(&v4, 0, 5) + 16 + 4, 37);    /* cntbt: one extent a block longer */
+	expect_bad("by-size free-space btree disagrees");
+	make_xfs(&v4);
+	cnt_leaf(&v4, 0, recs, 2);             /* cntbt out of (length, start) order */
+	expect_bad("by-size free extents out of order");
 	make_xfs(&v4);
 	pbe32(blk(&v4, 1, 1) + 52, 1017);      /* AG 1 freeblks one too many */
 	expect_bad("AG 1: free-space btree holds");
