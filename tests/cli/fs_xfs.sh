@@ -201,6 +201,10 @@ be32() { od -An -t x1 -j "$2" -N 4 "$1" | tr -d ' \n' | { read -r h; echo $((0x$
 poke() { _f=$1 _o=$2; shift 2; printf "$(printf '\\%s' "$@")" |
 	dd of="$_f" bs=1 seek="$_o" conv=notrunc status=none; }
 
+# put32 FILE OFFSET VALUE: a big-endian 32-bit value
+put32() { poke "$1" "$2" "$(printf '%03o' $((($3 >> 24) & 255)))" "$(printf '%03o' $((($3 >> 16) & 255)))" \
+	"$(printf '%03o' $((($3 >> 8) & 255)))" "$(printf '%03o' $(($3 & 255)))"; }
+
 # damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
 damaged() {
 	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
@@ -237,6 +241,21 @@ for v in 5 4; do
 	n=$(be32 "$base" $((rec + 4)))
 	poke "$T/b.img" $((rec + 7)) "$(printf '%03o' $(((n + 1) & 255)))"
 	damaged "$T/b.img" "v$v: damaged free-space btree block" "xfs: AG 1"
+	if [ $v = 4 ]; then
+		# AG 0's first free extent grown one block down over an allocated one,
+		# the AGF's free count (and longest extent) grown to match: only the
+		# by-size tree still tells the truth, and it is read
+		cp "$base" "$T/b.img"
+		agf0=$ss
+		r0=$(( $(be32 "$base" $((agf0 + 16))) * bs + hdr ))
+		st=$(be32 "$base" "$r0") n=$(be32 "$base" $((r0 + 4)))
+		fb=$(be32 "$base" $((agf0 + 52))) lg=$(be32 "$base" $((agf0 + 56)))
+		put32 "$T/b.img" "$r0" $((st - 1))
+		put32 "$T/b.img" $((r0 + 4)) $((n + 1))
+		put32 "$T/b.img" $((agf0 + 52)) $((fb + 1))
+		[ "$n" = "$lg" ] && put32 "$T/b.img" $((agf0 + 56)) $((lg + 1))
+		damaged "$T/b.img" "v4: bnobt and AGF agree on a grown extent" "by-size"
+	fi
 	rm -f "$base" "$T/b.img"
 done
 
