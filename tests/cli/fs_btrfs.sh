@@ -169,6 +169,29 @@ else
 fi
 rm -f "$base" "$T/b.img"
 
+# inside an MBR disk, partition type 0x83: found by probing; -S 1=btrfs too
+if command -v sfdisk >/dev/null 2>&1; then
+	p="$T/p.img" dk="$T/dk.img"
+	dirty "$p" "$SIZE"
+	mkfs.btrfs -q -f -K --rootdir "$T/src" "$p" >/dev/null 2>&1
+	psz=$(fsize "$p")
+	truncate -s $((MIB + psz)) "$dk"
+	printf 'start=2048, size=%d, type=83\n' $((psz / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
+	put "$dk" 2048 "$p"
+	"$IMAGEZIP" -i "$dk" >"$T/info"
+	check "MBR partition: -i names it" grep -q "^ *1: .*btrfs \[btrfs, " "$T/info"
+	"$IMAGEZIP" -S 1=btrfs -i "$dk" >"$T/info" 2>&1
+	check "-S 1=btrfs works" grep -q "btrfs \[btrfs, " "$T/info"
+	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/dk.ndz"
+	pattern "$T/t.img" $((MIB + psz))
+	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/dk.ndz" "$T/t.img"
+	extract "$T/t.img" 2048 $((psz / 512)) "$T/p2.img"
+	check "MBR partition: btrfs check clean" quiet btrfs check --readonly "$T/p2.img"
+	rm -f "$p" "$dk" "$T/dk.ndz" "$T/t.img" "$T/p2.img"
+else
+	echo "# sfdisk not installed: no MBR-partition check"
+fi
+
 # two devices: raw with a warning
 truncate -s "$SIZE" "$T/a.img" "$T/c.img"
 if mkfs.btrfs -q -f -K -d single -m single "$T/a.img" "$T/c.img" >/dev/null 2>&1; then
