@@ -46,7 +46,7 @@ struct xfs {
 	uint8_t *blk[MAX_LEVELS];      /* one block buffer per btree level */
 };
 
-/* what one AG's bnobt walk keeps track of */
+/* what one walk of an AG's free-space btree (bnobt, or cntbt with by_size) keeps */
 struct agwalk {
 	uint32_t agno, aglen;
 	uint64_t ag_off;               /* bytes */
