@@ -1,6 +1,6 @@
 #!/bin/sh
 # Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4) on the
-# same ext4 and NTFS filesystems, made here: 256 MiB each (NDZ_BENCH_MIB), about
+# same ext4, NTFS, XFS and btrfs filesystems, made here (NDZ_BENCH_FS="ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about
 # half full of real files (blobs of /usr), free space dirty (random bytes).
 # Time and image size, medians of 3 runs, ratios to partclone|gzip -4.
 # Usage: sh bench/fs.sh [BUILD_DIR]   (default build)
@@ -9,7 +9,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 export PATH="$PATH:/usr/sbin:/sbin"
 for c in "$bin/imagezip" "$bin/imageunzip" mke2fs mkntfs ntfscp partclone.ext4 \
-	 partclone.ntfs gzip pigz e2fsck ntfsfix; do
+	 partclone.ntfs gzip pigz e2fsck ntfsfix mkfs.xfs partclone.xfs xfs_repair \
+	 mkfs.btrfs partclone.btrfs btrfs; do
 	command -v "$c" >/dev/null 2>&1 || { echo "bench/fs.sh: $c missing" >&2; exit 1; }
 done
 MIB=$((${NDZ_BENCH_MIB:-256}))
@@ -45,8 +46,23 @@ make_ntfs() {
 	mkntfs -q -F -f "$T/ntfs.img" >/dev/null 2>&1
 	for f in "$T"/data/*; do ntfscp -q "$T/ntfs.img" "$f" "$(basename "$f")" >/dev/null 2>&1; done
 }
-make_ext
-make_ntfs
+# XFS filled at mkfs time (-p protofile); the fstests variables let mkfs.xfs make
+# one under its 300 MB minimum when NDZ_BENCH_MIB asks for that
+make_xfs() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/xfs.img"
+	{ echo /dev/null; echo 0 0; echo "d--755 0 0"
+	  for f in "$T"/data/*; do echo "${f##*/} ---644 0 0 $f"; done; echo '$'; } >"$T/proto"
+	TEST_DIR="$T" TEST_DEV=none QA_CHECK_FS=1 \
+		mkfs.xfs -q -f -K -p "$T/proto" "$T/xfs.img" >/dev/null 2>&1
+}
+make_btrfs() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/btrfs.img"
+	mkfs.btrfs -q -f -K --rootdir "$T/data" "$T/btrfs.img" >/dev/null 2>&1
+}
+FSES=${NDZ_BENCH_FS:-ext4 ntfs xfs btrfs}
+for fs in $FSES; do
+	case $fs in ext4) make_ext ;; ntfs) make_ntfs ;; xfs) make_xfs ;; btrfs) make_btrfs ;; esac
+done
 
 # one METHOD on filesystem FS: prints "zip_seconds unzip_seconds image_bytes"
 run_once() {
@@ -57,18 +73,22 @@ run_once() {
 	t0=$(now)
 	case $m in
 	ndz) "$bin/imagezip" -q "$src" "$img" ;;
+	ndz-raw) "$bin/imagezip" -q -r "$src" "$img" ;;
 	pc-gzip) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | gzip -4 >"$img" ;;
 	pc-pigz) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | pigz -4 >"$img" ;;
 	esac
 	t1=$(now)
 	case $m in
-	ndz) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	ndz|ndz-raw) "$bin/imageunzip" -q "$img" "$tgt" ;;
 	pc-gzip) gzip -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-pigz) pigz -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	esac
 	t2=$(now)
 	case $fs in
 	ext4) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	xfs) xfs_repair -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	btrfs) btrfs check --readonly "$tgt" >/dev/null 2>&1 ||
+		echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	ntfs) if ! ntfsfix -n "$tgt" >"$T/fix" 2>&1; then
 		if grep -q "alternate boot sector... BAD" "$T/fix"; then
 			echo "bench/fs.sh: $m on $fs: backup boot sector not restored" >&2
@@ -85,8 +105,11 @@ run_once() {
 echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files, free space random;" \
      "$(nproc) cores; medians of $RUNS runs"
 printf '%-5s %-18s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
-for fs in ext4 ntfs; do
-	for m in pc-gzip pc-pigz ndz; do
+for fs in $FSES; do
+	# XFS and btrfs also against imagezip -r, which is how they were imaged before
+	ms="pc-gzip pc-pigz ndz"
+	case $fs in xfs|btrfs) ms="$ms ndz-raw" ;; esac
+	for m in $ms; do
 		: >"$T/res"
 		r=0
 		while [ $r -lt "$RUNS" ]; do run_once $fs $m >>"$T/res"; r=$((r + 1)); done
@@ -96,7 +119,7 @@ for fs in ext4 ntfs; do
 		if [ $m = pc-gzip ]; then bz=$z bu=$u bs=$s; fi
 		name=$m
 		case $m in pc-gzip) name="partclone|gzip-4" ;; pc-pigz) name="partclone|pigz-4" ;;
-			   ndz) name="imagezip" ;; esac
+			   ndz) name="imagezip" ;; ndz-raw) name="imagezip -r" ;; esac
 		printf '%-5s %-18s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
 			"$(awk -v a="$s" -v b="$bs" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$z" -v b="$bz" 'BEGIN { print a / b }')" \

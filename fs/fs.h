@@ -27,7 +27,8 @@ struct ndz_fs_stats {
 };
 
 struct ndz_fs_module {
-	const char *name;              /* "ext", "ntfs", "ufs", "swap", "bsdswap", "fat", "exfat" */
+	const char *name;              /* "ext", "ntfs", "ufs", "swap", "bsdswap", "fat", "exfat",
+					  "xfs", "btrfs" */
 	/* probe - 1 when io looks like this filesystem, 0 when not, or a negative code. */
 	int (*probe)(struct ndz_io *io);
 	/*
@@ -59,6 +60,8 @@ extern const struct ndz_fs_module ndz_fs_swap;
 extern const struct ndz_fs_module ndz_fs_bsdswap;
 extern const struct ndz_fs_module ndz_fs_fat;
 extern const struct ndz_fs_module ndz_fs_exfat;
+extern const struct ndz_fs_module ndz_fs_xfs;
+extern const struct ndz_fs_module ndz_fs_btrfs;
 
 /* ndz_fs_modules - the table, NULL-terminated, in probe order. */
 extern const struct ndz_fs_module *const ndz_fs_modules[];
