@@ -27,7 +27,8 @@ extern const uint8_t ndz_magic[8];
 #define NDZ_CHUNK_KNOWN   NDZ_CHUNK_LAST
 
 /* incompat flags: a reader must refuse an image with a bit it does not know */
-#define NDZ_INCOMPAT_KNOWN 0x0u
+#define NDZ_INCOMPAT_ENCRYPTED 0x1u   /* data is XChaCha20-Poly1305 ciphertext (lib/trust.h) */
+#define NDZ_INCOMPAT_KNOWN NDZ_INCOMPAT_ENCRYPTED
 /* compat flags: a reader may ignore bits it does not know */
 #define NDZ_COMPAT_KNOWN   0x0u
 
@@ -66,6 +67,7 @@ struct ndz_chunk_hdr {
 	uint32_t part_type;            /* MBR type byte, or 0 */
 	uint64_t part_start;           /* partition's start sector on its disk */
 	uint32_t nregions;             /* regions in the area: read with ndz_hdr_region */
+	uint8_t key_id[8];             /* encrypted chunk: its key's id; else ignored */
 };
 
 /* ndz_sectors_of - sectors holding n bytes, without the overflow of (n + 511) / 512. */
@@ -121,6 +123,13 @@ uint32_t ndz_chunk_index_hint(const uint8_t *area);
 
 /* ndz_hdr_same_image - 0 when b belongs to the same image as a, else NDZ_EMISMATCH. */
 int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b);
+
+/*
+ * ndz_hdr_auth_data - the bytes an encrypted chunk's AEAD authenticates: a copy of
+ * the NDZ_HDR_SIZE header area into ad with data_crc and header_crc taken as zero
+ * (they are computed over the ciphertext, after it).
+ */
+void ndz_hdr_auth_data(const uint8_t *area, uint8_t *ad);
 
 /* ndz_hdr_data_bytes - uncompressed bytes the regions of a decoded area hold. */
 uint64_t ndz_hdr_data_bytes(const uint8_t *area, const struct ndz_chunk_hdr *hdr);
