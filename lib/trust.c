@@ -9,6 +9,7 @@
 #include <sodium.h>
 #include <zlib.h>
 
+#include "image.h"
 #include "le.h"
 #include "trust.h"
 
@@ -489,6 +490,218 @@ int ndz_manifest_check_chunk(const struct ndz_manifest *m, const uint8_t *chunk,
 		return NDZ_ERANGE;
 	ndz_chunk_hash(chunk, got);
 	return sodium_memcmp(got, m->hash[h->index], NDZ_HASH_LEN) == 0 ? 0 : NDZ_EFORGED;
+}
+
+int ndz_manifest_path(const char *image, char *out, size_t len)
+{
+	int n = snprintf(out, len, "%s.sig", image);
+
+	return n < 0 || (size_t)n >= len ? NDZ_EINVAL : 0;
+}
+
+int ndz_manifest_save(const char *path, const uint8_t *buf, size_t len, struct ndz_error *e)
+{
+	size_t plen = strlen(path) + 16, off = 0;
+	char *tmp = malloc(plen);
+	int fd, rc = 0;
+
+	if (!tmp)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
+	snprintf(tmp, plen, "%s.tmp.XXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+		free(tmp);
+		return rc;
+	}
+	while (off < len && rc == 0) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
+		else
+			off += (size_t)n;
+	}
+	if (rc == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
+	if (close(fd) < 0 && rc == 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+/* A chunk of a stored image at position pos failed with rc. */
+static int image_fail(struct ndz_io *in, uint32_t pos, int rc, struct ndz_error *e)
+{
+	return ndz_error_set(e, rc, 0, "%s: chunk %u: %s", in->name, pos, ndz_strerror(rc));
+}
+
+/*
+ * Read in whole, chunk by chunk in order (the index of each must be its place),
+ * with the image's rules; call fn on each. Returns the count, or a code.
+ */
+static int64_t walk_image(struct ndz_io *in, int (*fn)(void *ctx, const uint8_t *chunk,
+		const struct ndz_chunk_hdr *h, struct ndz_error *e), void *ctx,
+		struct ndz_error *e)
+{
+	struct ndz_image_reader *r = NULL;
+	struct ndz_image *im = NULL;
+	struct ndz_chunk_hdr h;
+	uint8_t *buf = malloc(NDZ_CHUNK_SIZE);
+	uint32_t pos = 0;
+	int64_t rc;
+
+	if (!buf || ndz_image_create(&im) < 0) {
+		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", in->name, ndz_strerror(NDZ_ENOMEM));
+		goto out;
+	}
+	rc = ndz_image_reader_open(in, &r, e);
+	if (rc < 0)
+		goto out;
+	ndz_image_expect(im, ndz_image_reader_chunks(r), NULL);
+	for (;;) {
+		rc = ndz_image_reader_next(r, buf, &h, e);
+		if (rc < 0)
+			goto out;
+		if (rc == 0)
+			break;
+		if (h.index != pos) {
+			rc = ndz_error_set(e, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
+					   "chunks out of order", in->name, h.index, pos);
+			goto out;
+		}
+		rc = ndz_image_add(im, &h, e);
+		if (rc < 0) {
+			ndz_error_prefix(e, "%s", in->name);
+			goto out;
+		}
+		rc = fn(ctx, buf, &h, e);
+		if (rc < 0)
+			goto out;
+		pos++;
+	}
+	rc = ndz_image_complete(im, e);
+	if (rc < 0)
+		ndz_error_prefix(e, "%s", in->name);
+	else
+		rc = pos;
+out:
+	ndz_image_reader_free(r);
+	ndz_image_free(im);
+	free(buf);
+	return rc;
+}
+
+static int build_one(void *ctx, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+		     struct ndz_error *e)
+{
+	struct ndz_manifest *m = ctx;	/* chunks: the hashes' room while building */
+	int rc;
+
+	rc = ndz_chunk_check_data(chunk, h);
+	if (rc < 0)
+		return rc;
+	if (h->index == 0) {
+		memcpy(m->uuid, h->uuid, 16);
+		m->codec = h->codec;
+		m->source_bytes = h->source_bytes;
+		m->flags = h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED ? NDZ_MANIFEST_ENCRYPTED : 0;
+	} else if (!(m->flags & NDZ_MANIFEST_ENCRYPTED) !=
+		   !(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)) {
+		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: %s (encrypted and plain "
+				     "chunks)", h->index, ndz_strerror(NDZ_EMISMATCH));
+	}
+	if (h->index >= m->chunks) {
+		uint64_t want = (uint64_t)m->chunks * 2 + 64;
+		uint8_t (*more)[NDZ_HASH_LEN];
+
+		if (h->index >= NDZ_MANIFEST_MAX_CHUNKS)
+			return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: more chunks than a "
+					     "manifest holds", h->index);
+		if (want > NDZ_MANIFEST_MAX_CHUNKS)
+			want = NDZ_MANIFEST_MAX_CHUNKS;
+		more = realloc(m->hash, (size_t)want * NDZ_HASH_LEN);
+		if (!more)
+			return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", ndz_strerror(NDZ_ENOMEM));
+		m->hash = more;
+		m->chunks = (uint32_t)want;
+	}
+	ndz_chunk_hash(chunk, m->hash[h->index]);
+	return 0;
+}
+
+static int build_chunk(void *ctx, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+		       struct ndz_error *e)
+{
+	int rc = build_one(ctx, chunk, h, e);
+
+	if (rc < 0 && !e->code)
+		ndz_error_set(e, rc, 0, "chunk %u: %s", h->index, ndz_strerror(rc));
+	return rc;
+}
+
+int ndz_manifest_build(struct ndz_io *in, struct ndz_manifest *m, struct ndz_error *e)
+{
+	struct ndz_error mine = { 0 };
+	int64_t n;
+
+	memset(m, 0, sizeof(*m));
+	if (ndz_trust_init() < 0)
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "libsodium failed to start");
+	n = walk_image(in, build_chunk, m, &mine);
+	if (n < 0) {
+		if (!strncmp(mine.msg, "chunk ", 6))
+			ndz_error_prefix(&mine, "%s", in->name);
+		ndz_manifest_release(m);
+		return ndz_error_copy(e, &mine);
+	}
+	m->chunks = (uint32_t)n;
+	return 0;
+}
+
+struct verify_ctx {
+	const struct ndz_manifest *m;
+	struct ndz_io *in;
+};
+
+static int verify_chunk(void *ctx, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			struct ndz_error *e)
+{
+	struct verify_ctx *v = ctx;
+	int rc;
+
+	if (h->index == 0 && ndz_manifest_match(v->m, h, e) < 0) {
+		ndz_error_prefix(e, "%s", v->in->name);
+		return e->code;
+	}
+	rc = ndz_manifest_check_chunk(v->m, chunk, h);
+	if (rc == NDZ_ERANGE)
+		return ndz_error_set(e, rc, 0, "%s: chunk %u: past the manifest's %u chunks",
+				     v->in->name, h->index, v->m->chunks);
+	if (rc < 0)
+		return image_fail(v->in, h->index, rc, e);
+	return 0;
+}
+
+int ndz_manifest_verify_image(struct ndz_io *in, const struct ndz_manifest *m,
+			      struct ndz_error *e)
+{
+	struct verify_ctx v = { m, in };
+	int64_t n = walk_image(in, verify_chunk, &v, e);
+
+	if (n < 0)
+		return (int)n;
+	if ((uint64_t)n != m->chunks)
+		return ndz_error_set(e, NDZ_EMISMATCH, 0, "%s: %lld chunks, the manifest signs "
+				     "%u: %s", in->name, (long long)n, m->chunks,
+				     ndz_strerror(NDZ_EMISMATCH));
+	return 0;
 }
 
 /* ---- encryption ---- */

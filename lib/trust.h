@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "format.h"
+#include "io.h"
 
 #define NDZ_KEY_ID_LEN     8
 #define NDZ_HASH_LEN       32           /* BLAKE2b-256 */
@@ -150,6 +151,35 @@ int ndz_manifest_match(const struct ndz_manifest *m, const struct ndz_chunk_hdr 
  */
 int ndz_manifest_check_chunk(const struct ndz_manifest *m, const uint8_t *chunk,
 			     const struct ndz_chunk_hdr *h);
+
+/*
+ * ndz_manifest_path - the detached manifest's default name for image: "IMAGE.sig"
+ * into out (len bytes). 0, or NDZ_EINVAL when it does not fit.
+ */
+int ndz_manifest_path(const char *image, char *out, size_t len);
+
+/*
+ * ndz_manifest_save - write an encoded manifest to path, through a temporary file
+ * renamed over it (a reader never sees half of one). 0 or a code with e naming path.
+ */
+int ndz_manifest_save(const char *path, const uint8_t *buf, size_t len, struct ndz_error *e);
+
+/*
+ * ndz_manifest_build - read the stored image in (a file or a stream) whole and
+ * fill m (ndz_manifest_init'ed here; the caller releases it) with its identity and
+ * the hash of every chunk. Every chunk is checked first, as a restore would (header,
+ * data CRC, padding, the image's rules, its place): what gets signed is sound.
+ * Returns 0 or a negative code with e naming in and the chunk.
+ */
+int ndz_manifest_build(struct ndz_io *in, struct ndz_manifest *m, struct ndz_error *e);
+
+/*
+ * ndz_manifest_verify_image - read the stored image in whole: m must be of it and
+ * every chunk, in order, must be the one m signs for its place (NDZ_EFORGED), and
+ * the image whole. Returns 0 or a negative code with e naming in and the chunk.
+ */
+int ndz_manifest_verify_image(struct ndz_io *in, const struct ndz_manifest *m,
+			      struct ndz_error *e);
 
 /*
  * ndz_chunk_encrypt - encrypt a finished plain chunk in place: a random nonce and
