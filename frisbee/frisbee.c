@@ -22,6 +22,7 @@
 #include "net.h"
 #include "pace.h"
 #include "proto.h"
+#include "trust.h"
 #include "unzip.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
@@ -35,6 +36,9 @@ struct client {
 	int zero_fill, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
+	const char *manifest_path;     /* --manifest */
+	struct ndz_key pub, crypt;     /* --key: type NDZ_KEY_NONE when not given */
+	struct ndz_manifest m;         /* with pub: every chunk must be the one it signs */
 
 	struct ndz_net *net;
 	uint32_t id, tag;
@@ -58,7 +62,7 @@ struct client {
 	struct cli_progress prog;
 
 	/* statistics */
-	uint64_t requests, bad, bad_version, foreign, crc_fail, joins;
+	uint64_t requests, bad, bad_version, foreign, crc_fail, forged, joins;
 	uint64_t start_ns;
 };
 
@@ -77,6 +81,10 @@ static const char usage_text[] =
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
+	"  -k, --key FILE         a public key: accept only chunks the image's signed\n"
+	"                         manifest names (needs --manifest); an encryption key:\n"
+	"                         decrypt the image (give both if need be)\n"
+	"      --manifest FILE    the image's signed manifest (imagezip --sign)\n"
 	"  -o, --progress         show progress\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
@@ -147,11 +155,22 @@ static void chunk_complete(struct client *c, int slot)
 {
 	struct ndz_chunk_hdr *h = &c->hdrs[slot];
 	uint32_t chunk = ndz_fetch_slot_chunk(c->fetch, slot);
-	int r = ndz_chunk_check(ndz_fetch_buf(c->fetch, slot), h);
+	const uint8_t *buf = ndz_fetch_buf(c->fetch, slot);
+	int r;
 
+	/* signed: the hash replaces the data CRC (the signer checked it) */
+	r = c->m.hash ? ndz_hdr_decode(buf, h) : ndz_chunk_check(buf, h);
 	/* blocks sent for this chunk number and this image, else spoofed or stray */
 	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
+	if (r == 0 && c->m.hash && ndz_manifest_check_chunk(&c->m, buf, h) < 0) {
+		c->forged++;
+		if (cli_verbose)
+			cli_warn("chunk %u: %s (forged); requesting it again", chunk,
+				 ndz_strerror(NDZ_EFORGED));
+		ndz_fetch_reject(c->fetch, slot);
+		return;
+	}
 	if (r < 0) {
 		/* Forged or corrupted blocks got in: drop the chunk and fetch it again. */
 		c->crc_fail++;
@@ -337,6 +356,35 @@ static void join(struct client *c, const char *group, unsigned port)
 	}
 }
 
+/* -k: a public or an encryption key, at most one of each. */
+static void add_key(struct client *c, const char *path)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_key k;
+
+	if (ndz_key_load(path, &k, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (k.type == NDZ_KEY_SIGN_SECRET)
+		cli_die(EXIT_FAIL, "%s: a secret signing key; --key wants the public one (.pub)",
+			path);
+	if ((k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt)->type != NDZ_KEY_NONE)
+		cli_usage_error("--key: two %s keys", ndz_key_type_name(k.type));
+	*(k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt) = k;
+}
+
+/* The manifest is the served image's, before the target is opened. */
+static void check_trust(struct client *c)
+{
+	if (!c->m.hash)
+		return;
+	if (memcmp(c->m.uuid, c->info.uuid, 16) != 0 ||
+	    c->m.source_bytes != c->info.source_bytes || c->m.chunks != c->info.chunks)
+		cli_die(EXIT_FAIL, "%s: the manifest is of another image than the one %s serves "
+			"(%s differs)", c->manifest_path, c->source,
+			memcmp(c->m.uuid, c->info.uuid, 16) ? "uuid" :
+			c->m.chunks != c->info.chunks ? "chunk count" : "source size");
+}
+
 static void setup(struct client *c)
 {
 	struct ndz_fetch_opts fo = { 0 };
@@ -385,6 +433,8 @@ static void open_target(struct client *c)
 	uo.expect_chunks = c->n;
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
+	if (c->crypt.type != NDZ_KEY_NONE)
+		uo.crypt_key = &c->crypt;
 	r = ndz_unzip_create(c->target, &uo, &c->unzip);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
@@ -417,6 +467,8 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "progress", no_argument, NULL, 'o' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "manifest", required_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -435,7 +487,7 @@ int main(int argc, char **argv)
 	c.request_ahead = 2;
 	c.give_up_s = 30;
 	c.redelay_ns = 1000 * MS;
-	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:roqvhV", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:rok:qvhV", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': no.group = optarg; break;
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
@@ -452,6 +504,8 @@ int main(int argc, char **argv)
 		case 'T': c.give_up_s = cli_parse_int(optarg, "-T", 1, 1000000); break;
 		case 'r': c.raw = 1; break;
 		case 'o': c.progress = 1; break;
+		case 'k': add_key(&c, optarg); break;
+		case 'F': c.manifest_path = optarg; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
@@ -475,6 +529,10 @@ int main(int argc, char **argv)
 		cli_usage_error("expected one TARGET argument");
 	c.target_path = argv[optind];
 	c.nslots = (size_t)cache_mib;
+	if (!c.manifest_path != (c.pub.type == NDZ_KEY_NONE))
+		cli_usage_error("a public --key and --manifest FILE go together");
+	if (c.manifest_path && ndz_manifest_load(c.manifest_path, &c.pub, &c.m, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	signal(SIGPIPE, SIG_IGN);
 	if (ndz_net_open(&no, &c.net, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
@@ -487,6 +545,7 @@ int main(int argc, char **argv)
 
 		snprintf(c.source, sizeof(c.source), "server %s", ndz_net_ntoa(c.server, a));
 	}
+	check_trust(&c);
 	setup(&c);
 	open_target(&c);
 	pthread_mutex_init(&c.lock, NULL);
@@ -597,9 +656,15 @@ int main(int argc, char **argv)
 	}
 	if (cli_verbose)
 		cli_info("dropped: %llu malformed, %llu other version, %llu foreign, %llu no room, "
-			 "%llu chunks failed their checksum", (unsigned long long)c.bad,
+			 "%llu chunks failed their checksum, %llu forged", (unsigned long long)c.bad,
 			 (unsigned long long)c.bad_version, (unsigned long long)c.foreign,
-			 (unsigned long long)fst.no_room, (unsigned long long)c.crc_fail);
+			 (unsigned long long)fst.no_room, (unsigned long long)c.crc_fail,
+			 (unsigned long long)c.forged);
+	else if (c.forged && !cli_quiet)
+		cli_warn("%llu forged chunks discarded and fetched again",
+			 (unsigned long long)c.forged);
+	ndz_manifest_release(&c.m);
+	ndz_key_wipe(&c.crypt);
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
 	ndz_net_free(c.net);
