@@ -82,9 +82,9 @@ static const char usage_text[] =
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
 	"  -k, --key FILE         a public key: accept only chunks the image's signed\n"
-	"                         manifest names (needs --manifest); an encryption key:\n"
-	"                         decrypt the image (give both if need be)\n"
-	"      --manifest FILE    the image's signed manifest (imagezip --sign)\n"
+	"                         manifest names (fetched from the server first);\n"
+	"                         an encryption key: decrypt (give both if need be)\n"
+	"      --manifest FILE    use this signed manifest, not the server's\n"
 	"  -o, --progress         show progress\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
@@ -372,9 +372,103 @@ static void add_key(struct client *c, const char *path)
 	*(k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt) = k;
 }
 
+/* fetch_manifest's ndz_fetch_emit: the manifest's chunks follow the image's. */
+static void send_manifest_request(void *ctx, uint32_t chunk, const uint8_t *missing)
+{
+	struct client *c = ctx;
+
+	send_request(c, c->info.chunks + chunk, missing);
+}
+
+/*
+ * With a public key and no --manifest: fetch the image's signed manifest from the
+ * server first, as the chunks numbered from the image's chunk count on (doc/
+ * PROTOCOL.md), and check its signature. A server that does not serve one (an older
+ * frisbeed, or no manifest beside the image) never answers: give up after -T
+ * (at most 10 s) with a message that says so.
+ */
+static void fetch_manifest(struct client *c)
+{
+	size_t len = ndz_manifest_size(c->info.chunks), got_chunks = 0;
+	uint32_t m = (uint32_t)((len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
+	uint64_t now = ndz_now_ns(), last = now, next = 0;
+	uint64_t wait = (uint64_t)(c->give_up_s < 10 ? c->give_up_s : 10) * 1000 * MS;
+	uint64_t deadline = now + (uint64_t)c->give_up_s * 1000 * MS;
+	struct ndz_fetch_opts fo = { 0 };
+	struct ndz_fetch *f;
+	uint8_t *bytes, buf[2048];
+
+	if (c->info.chunks > NDZ_MANIFEST_MAX_CHUNKS)
+		cli_die(EXIT_FAIL, "%s: %u chunks, more than a manifest holds", c->source,
+			c->info.chunks);
+	fo.chunks = m;
+	fo.slots = m < 4 ? m : 4;
+	fo.request_ahead = (unsigned)fo.slots;
+	fo.redelay_ns = 200 * MS;
+	fo.seed = c->id;
+	bytes = calloc(m, NDZ_CHUNK_SIZE);
+	if (!bytes || ndz_fetch_create(&fo, &f) < 0)
+		cli_die(EXIT_FAIL, "out of memory");
+	for (;;) {
+		struct ndz_pkt p;
+		uint32_t from;
+		int n, slot;
+
+		now = ndz_now_ns();
+		if (got_chunks == m) {
+			/* forged bytes got in (blocks spoofed): throw it all away, ask again */
+			if (ndz_manifest_open(bytes, len, &c->pub, &c->m, &c->err) == 0)
+				break;
+			c->forged++;
+			if (now >= deadline)
+				cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
+					ndz_error_msg(&c->err));
+			if (cli_verbose)
+				cli_warn("the manifest from %s: %s; fetching it again", c->source,
+					 ndz_error_msg(&c->err));
+			ndz_error_clear(&c->err);
+			ndz_fetch_free(f);
+			if (ndz_fetch_create(&fo, &f) < 0)
+				cli_die(EXIT_FAIL, "out of memory");
+			got_chunks = 0;
+			next = 0;
+		}
+		if (now - last > wait || now >= deadline)
+			cli_die(EXIT_FAIL, "%s sent no signed manifest of the image within %llu s "
+				"(an older frisbeed, or none beside the image): give --manifest FILE",
+				c->source, (unsigned long long)((now - last) / 1000 / MS));
+		if (now >= next) {
+			ndz_fetch_requests(f, now, now - last > 200 * MS, send_manifest_request, c);
+			next = now + 50 * MS;
+		}
+		n = ndz_net_recv(c->net, buf, sizeof(buf), 20, &from);
+		if (n < 0)
+			cli_die(EXIT_FAIL, "receive: %s", strerror(errno));
+		if (n <= 0 || !accept_pkt(c, buf, n, from, &p) || p.type != NDZ_PKT_BLOCK ||
+		    p.tag != c->tag || p.chunk < c->info.chunks || p.chunk - c->info.chunks >= m)
+			continue;
+		last = now;
+		slot = ndz_fetch_block(f, p.chunk - c->info.chunks, p.block, p.data, now);
+		if (slot < 0)
+			continue;
+		memcpy(bytes + (size_t)ndz_fetch_slot_chunk(f, slot) * NDZ_CHUNK_SIZE,
+		       ndz_fetch_buf(f, slot), NDZ_CHUNK_SIZE);
+		ndz_fetch_accept(f, slot);
+		ndz_fetch_done(f, slot);
+		got_chunks++;
+	}
+	ndz_fetch_free(f);
+	free(bytes);
+	if (cli_verbose)
+		cli_info("signed manifest of %u chunks from %s: signature good", c->m.chunks,
+			 c->source);
+}
+
 /* The manifest is the served image's, before the target is opened. */
 static void check_trust(struct client *c)
 {
+	if (c->pub.type != NDZ_KEY_NONE && !c->m.hash)
+		fetch_manifest(c);
 	if (!c->m.hash)
 		return;
 	if (memcmp(c->m.uuid, c->info.uuid, 16) != 0 ||
@@ -529,8 +623,8 @@ int main(int argc, char **argv)
 		cli_usage_error("expected one TARGET argument");
 	c.target_path = argv[optind];
 	c.nslots = (size_t)cache_mib;
-	if (!c.manifest_path != (c.pub.type == NDZ_KEY_NONE))
-		cli_usage_error("a public --key and --manifest FILE go together");
+	if (c.manifest_path && c.pub.type == NDZ_KEY_NONE)
+		cli_usage_error("--manifest: only with a public --key");
 	if (c.manifest_path && ndz_manifest_load(c.manifest_path, &c.pub, &c.m, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	signal(SIGPIPE, SIG_IGN);

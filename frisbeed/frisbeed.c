@@ -24,6 +24,7 @@
 #include "pace.h"
 #include "proto.h"
 #include "serve.h"
+#include "trust.h"
 
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096
@@ -41,6 +42,8 @@ struct server {
 	struct ndz_join_info info;
 	uint32_t tag;
 	uint32_t nchunks;
+	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
+	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
 	uint64_t rate, burst;
 	int idle;
 
@@ -69,6 +72,8 @@ static const char usage_text[] =
 	"                           (default 1800, 0: never)\n"
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
+	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
+	"                           IMAGE.sig when it exists), for frisbee --key\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
@@ -98,6 +103,45 @@ static void open_image(struct server *s)
 	s->info.idle_timeout = (uint32_t)s->idle;
 	s->tag = ndz_image_tag(h0->uuid);
 	ndz_image_reader_free(r);
+}
+
+/*
+ * The image's signed manifest, served as the chunks after the image's own: path
+ * NULL looks for IMAGE.sig and is content without one. The server has no key: it
+ * checks the shape only, clients check the signature.
+ */
+static void open_manifest(struct server *s, const char *path)
+{
+	struct ndz_error e = { 0 };
+	char def[4096];
+	uint8_t *b;
+	size_t len;
+	int r;
+
+	if (!path) {
+		if (ndz_manifest_path(s->path, def, sizeof(def)) < 0)
+			return;
+		path = def;
+		r = ndz_manifest_read(path, &b, &len, &e);
+		if (r == NDZ_EUNSIGNED)
+			return;
+	} else {
+		r = ndz_manifest_read(path, &b, &len, &e);
+	}
+	if (r < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (ndz_manifest_check_shape(b, len, s->nchunks) < 0)
+		cli_die(EXIT_FAIL, "%s: %s: not the manifest of an image of %u chunks", path,
+			ndz_strerror(NDZ_EMANIFEST), s->nchunks);
+	s->mchunks = (uint32_t)((len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
+	s->manifest = calloc(s->mchunks, NDZ_CHUNK_SIZE);
+	if (!s->manifest)
+		cli_die(EXIT_FAIL, "out of memory");
+	memcpy(s->manifest, b, len);
+	free(b);
+	if (cli_verbose)
+		cli_info("serving the manifest %s as chunks %u-%u", path, s->nchunks,
+			 s->nchunks + s->mchunks - 1);
 }
 
 static void note_client(struct server *s, uint32_t id)
@@ -157,7 +201,7 @@ static void *receiver(void *arg)
 		} else if (p.type != NDZ_PKT_JOIN && p.tag != s->tag) {
 			s->st.wrong_image++;
 		} else if ((p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST) &&
-			   p.chunk >= s->nchunks) {
+			   p.chunk >= s->nchunks + s->mchunks) {
 			s->st.bad_chunk++;
 		} else {
 			s->last_activity_ns = ndz_now_ns();
@@ -240,6 +284,11 @@ static void *sender(void *arg)
 		}
 		pthread_mutex_unlock(&s->lock);
 		p.chunk = (uint32_t)c;
+		if (loaded != c && p.chunk >= s->nchunks) {
+			memcpy(chunk, s->manifest + (size_t)(p.chunk - s->nchunks) * NDZ_CHUNK_SIZE,
+			       NDZ_CHUNK_SIZE);
+			loaded = c;
+		}
 		if (loaded != c) {
 			r = ndz_io_read_full(s->img, chunk, NDZ_CHUNK_SIZE,
 					     (uint64_t)p.chunk * NDZ_CHUNK_SIZE, NULL);
@@ -329,12 +378,13 @@ int main(int argc, char **argv)
 		{ "ttl", required_argument, NULL, 't' },
 		{ "loopback", no_argument, NULL, 'L' },
 		{ "stats-json", required_argument, NULL, 'J' },
+		{ "manifest", required_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct server s;
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
-	const char *json = NULL;
+	const char *json = NULL, *manifest = NULL;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
 	struct ndz_error e = { 0 };
 	pthread_t rt, stt;
@@ -361,6 +411,7 @@ int main(int argc, char **argv)
 		case 't': no.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': no.loop = 1; break;
 		case 'J': json = optarg; break;
+		case 'F': manifest = optarg; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -380,10 +431,11 @@ int main(int argc, char **argv)
 	}
 	s.path = argv[optind];
 	open_image(&s);
+	open_manifest(&s, manifest);
 	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
 	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
-	if ((r = ndz_serve_create(s.nchunks, &s.serve)) < 0)
+	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	if (ndz_net_open(&no, &s.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
@@ -468,6 +520,7 @@ int main(int argc, char **argv)
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);
+	free(s.manifest);
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.cond);
 	return code;

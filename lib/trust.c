@@ -421,15 +421,23 @@ int ndz_manifest_open(const uint8_t *b, size_t len, const struct ndz_key *pub,
 	return 0;
 }
 
-int ndz_manifest_load(const char *path, const struct ndz_key *pub, struct ndz_manifest *m,
-		      struct ndz_error *e)
+int ndz_manifest_check_shape(const uint8_t *b, size_t len, uint32_t chunks)
+{
+	if (chunks == 0 || chunks > NDZ_MANIFEST_MAX_CHUNKS || len != ndz_manifest_size(chunks) ||
+	    memcmp(b + M_MAGIC, manifest_magic, sizeof(manifest_magic)) != 0 ||
+	    get_le16(b + M_VERSION) != MANIFEST_VERSION || get_le32(b + M_CHUNKS) != chunks)
+		return NDZ_EMANIFEST;
+	return 0;
+}
+
+int ndz_manifest_read(const char *path, uint8_t **out, size_t *len, struct ndz_error *e)
 {
 	size_t max = ndz_manifest_size(NDZ_MANIFEST_MAX_CHUNKS), got = 0;
 	uint8_t *b = NULL;
 	struct stat st;
 	int fd, rc;
 
-	memset(m, 0, sizeof(*m));
+	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return ndz_error_set(e, errno == ENOENT ? NDZ_EUNSIGNED : NDZ_EIO, errno,
@@ -460,7 +468,28 @@ int ndz_manifest_load(const char *path, const struct ndz_key *pub, struct ndz_ma
 		got += (size_t)n;
 	}
 	close(fd);
-	rc = ndz_manifest_open(b, got, pub, m, e);
+	if (got > max) {
+		free(b);
+		return ndz_error_set(e, NDZ_EMANIFEST, 0, "%s: %s (grew while read)", path,
+				     ndz_strerror(NDZ_EMANIFEST));
+	}
+	*out = b;
+	*len = got;
+	return 0;
+}
+
+int ndz_manifest_load(const char *path, const struct ndz_key *pub, struct ndz_manifest *m,
+		      struct ndz_error *e)
+{
+	uint8_t *b;
+	size_t len;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	rc = ndz_manifest_read(path, &b, &len, e);
+	if (rc < 0)
+		return rc;
+	rc = ndz_manifest_open(b, len, pub, m, e);
 	free(b);
 	if (rc < 0)
 		ndz_error_prefix(e, "%s", path);

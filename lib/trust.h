@@ -130,6 +130,20 @@ int ndz_manifest_open(const uint8_t *buf, size_t len, const struct ndz_key *pub,
 		      struct ndz_manifest *m, struct ndz_error *e);
 
 /*
+ * ndz_manifest_check_shape - without a key (a server): buf is shaped like the
+ * manifest of an image of chunks chunks (magic, version, size). 0 or NDZ_EMANIFEST.
+ * Says nothing of its signature.
+ */
+int ndz_manifest_check_shape(const uint8_t *buf, size_t len, uint32_t chunks);
+
+/*
+ * ndz_manifest_read - the bytes of the manifest file at path into *out (malloc'ed,
+ * the caller frees), *len bytes, at most a manifest's largest size. 0, or
+ * NDZ_EUNSIGNED (no such file), NDZ_EMANIFEST or NDZ_EIO with e naming path.
+ */
+int ndz_manifest_read(const char *path, uint8_t **out, size_t *len, struct ndz_error *e);
+
+/*
  * ndz_manifest_load - read the manifest file at path and open it with pub, as
  * ndz_manifest_open; e names path.
  */

@@ -56,7 +56,7 @@ in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz" 
 rpid=$!
 sleep 0.5
 mc_client c1 "$T/out1" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.sig"
-mc_client c2 "$T/out2" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.sig" -S 10.77.0.1
+mc_client c2 "$T/out2" -T 20 -v --key "$T/k.pub" -S 10.77.0.1
 mc_wait
 wait "$rpid"
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
@@ -68,8 +68,20 @@ done
 check "with --key: forged chunks were counted and fetched again" \
 	sh -c "cat '$T/c1.log' '$T/c2.log' | grep -q 'chunks failed their checksum, [0-9]* forged' &&
 	       cat '$T/c1.log' '$T/c2.log' | grep -q 'does not match the signed manifest (forged); requesting it again'"
+check "with --key and no --manifest: the manifest came from frisbeed" \
+	grep -q 'signed manifest of [0-9]* chunks from server 10.77.0.1: signature good' "$T/c2.log"
 
-# 3. an encrypted image: frisbeed serves ciphertext without the key
+# 3. a server with no manifest to serve: a clear error, nothing written
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+cp "$T/a.ndz" "$T/nosig.ndz"
+mc_server srv "$T/nosig.ndz" -W "$MC_RATE" -T 30
+mc_client c1 "$T/out1" -T 3 --key "$T/k.pub"
+mc_wait
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "no manifest served: a clear error" sh -c "[ \"$(mc_rc c1)\" = 1 ] &&
+	grep -q 'sent no signed manifest of the image within 3 s' '$T/c1.log' && [ ! -e '$T/out1' ]"
+
+# 4. an encrypted image: frisbeed serves ciphertext without the key
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 "$IMAGEZIP" -q -r --encrypt "$T/ek.key" "$T/a.src" "$T/enc.ndz" || not_ok "imagezip --encrypt"
 mc_server srv "$T/enc.ndz" -W "$MC_RATE" -T 30
