@@ -139,6 +139,8 @@ static void check_trust(const char *image, const char *mpath, const struct ndz_k
 		if (memcmp(crypt->id, h0->key_id, NDZ_KEY_ID_LEN) != 0)
 			cli_die(EXIT_FAIL, "%s: %s: encrypted with key %s, not with key %s", image,
 				ndz_strerror(NDZ_EWRONGKEY), want, got);
+	} else if (crypt->type != NDZ_KEY_NONE) {
+		cli_die(EXIT_FAIL, "%s: %s", image, ndz_strerror(NDZ_ENOTENC));
 	}
 	if (pub->type == NDZ_KEY_NONE)
 		return;

@@ -112,6 +112,13 @@ int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
  */
 int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
 
+/*
+ * ndz_chunk_check_padding - the zero padding alone: for a chunk whose data is
+ * authenticated otherwise (an AEAD tag), where the CRC adds nothing.
+ * Returns 0 or NDZ_EPADDING.
+ */
+int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
+
 /* ndz_chunk_check - ndz_hdr_decode then ndz_chunk_check_data. 0 or NDZ_E*. */
 int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
 

@@ -489,11 +489,18 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	uint32_t r;
 	int rc;
 
-	/* A chunk the signed manifest vouches for had its CRC and padding checked. */
+	/*
+	 * A chunk the signed manifest vouches for had its CRC and padding checked; an
+	 * encrypted one's data is authenticated by its tag, so its CRC adds nothing.
+	 */
 	if (u->opts.manifest)
 		rc = ndz_manifest_check_chunk(u->opts.manifest, chunk, h);
+	else if (checked)
+		rc = 0;
+	else if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)
+		rc = ndz_chunk_check_padding(chunk, h);
 	else
-		rc = checked ? 0 : ndz_chunk_check_data(chunk, h);
+		rc = ndz_chunk_check_data(chunk, h);
 	if (rc < 0)
 		return rc;
 	if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
@@ -808,6 +815,12 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	if ((h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && !u->opts.crypt_key) {
 		fail(u, NDZ_ENEEDKEY, "%s: chunk %u: %s", u->name, h->index,
 		     ndz_strerror(NDZ_ENEEDKEY));
+		goto give_back;
+	}
+	/* with a key, a plain chunk would be one nobody authenticated: refused */
+	if (!(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && u->opts.crypt_key) {
+		fail(u, NDZ_ENOTENC, "%s: chunk %u: %s", u->name, h->index,
+		     ndz_strerror(NDZ_ENOTENC));
 		goto give_back;
 	}
 	if (u->opts.manifest && ndz_manifest_match(u->opts.manifest, h, &e) < 0) {

@@ -34,7 +34,8 @@ struct ndz_unzip_opts {
 	/* lib/trust.h; both stay the caller's and must outlive the handle */
 	const struct ndz_manifest *manifest; /* each chunk must be the one it signs, before
 						anything of it is written; NULL: CRCs only */
-	const struct ndz_key *crypt_key;     /* decrypts encrypted chunks; NULL: refused */
+	const struct ndz_key *crypt_key;     /* decrypts encrypted chunks, and then plain
+						ones are refused; NULL: encrypted ones are */
 };
 
 struct ndz_unzip_stats {

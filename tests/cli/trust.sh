@@ -152,6 +152,9 @@ fails "encrypted, no key" "ea.ndz: image is encrypted and no key was given \(it 
 fails "encrypted, the wrong key" "encrypted with key [0-9a-f]{16}, not with key" \
 	"$IMAGEUNZIP" --key ek2.key ea.ndz tgt
 fails "encrypted, -n without a key" "no key was given" "$IMAGEUNZIP" -n ea.ndz
+fails "a plain image where an encrypted one is expected" \
+	"plain.ndz: image is not encrypted, but an encryption key was given" \
+	"$IMAGEUNZIP" --key ek.key plain.ndz tgt
 check "... and nothing was written" cmp -s ref tgt
 "$MK" eb.ndz mixed.ndz splice 1 ea.ndz 1 2>/dev/null
 fails "a chunk of image A inside image B" "mixed.ndz: chunk 1: chunk belongs to another image" \
