@@ -14,6 +14,7 @@
 
 #include "err.h"
 #include "format.h"
+#include "io.h"
 #include "le.h"
 #include "trust.h"
 
@@ -286,6 +287,66 @@ static void test_encrypt(void **state)
 	free(c);
 }
 
+/* A sound two-chunk image in memory: chunk 1 is the last, up to sector 100. */
+static uint8_t *two_chunk_image(void)
+{
+	uint8_t *img = calloc(2, NDZ_CHUNK_SIZE), *c;
+	struct ndz_chunk_hdr h;
+
+	assert_non_null(img);
+	c = make_chunk(0, 0x42, 3000);
+	memcpy(img, c, NDZ_CHUNK_SIZE);
+	free(c);
+	c = make_chunk(1, 0x42, 2000);
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	h.chunk_flags = NDZ_CHUNK_LAST;
+	h.last = 100;
+	assert_int_equal(ndz_hdr_encode(&h, c), 0);
+	memcpy(img + NDZ_CHUNK_SIZE, c, NDZ_CHUNK_SIZE);
+	free(c);
+	return img;
+}
+
+static void test_image_build_verify(void **state)
+{
+	struct ndz_key k, pub;
+	struct ndz_manifest m, back;
+	struct ndz_error e = { 0 };
+	struct ndz_io *io;
+	uint8_t *img = two_chunk_image(), *buf, h1[NDZ_HASH_LEN];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	assert_int_equal(ndz_key_public(&k, &pub), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_build(io, &m, &e), 0);
+	ndz_io_close(io);
+	assert_int_equal(m.chunks, 2);
+	ndz_chunk_hash(img + NDZ_CHUNK_SIZE, h1);
+	assert_memory_equal(m.hash[1], h1, NDZ_HASH_LEN);
+	assert_int_equal(ndz_manifest_sign(&m, &k, &buf, &len), 0);
+	ndz_manifest_release(&m);
+	assert_int_equal(ndz_manifest_open(buf, len, &pub, &back, &e), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_verify_image(io, &back, &e), 0);
+	ndz_io_close(io);
+	/* a changed padding byte: not signable, and no longer the signed image */
+	img[NDZ_CHUNK_SIZE + NDZ_CHUNK_SIZE - 5] = 1;
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_build(io, &m, &e), NDZ_EPADDING);
+	assert_null(m.hash);
+	ndz_io_close(io);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_verify_image(io, &back, &e), NDZ_EFORGED);
+	assert_non_null(strstr(ndz_error_msg(&e), "chunk 1: does not match the signed manifest"));
+	ndz_io_close(io);
+	ndz_manifest_release(&back);
+	free(buf);
+	free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -294,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_key_files),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_encrypt),
+		cmocka_unit_test(test_image_build_verify),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
