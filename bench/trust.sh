@@ -2,16 +2,17 @@
 # Signed and encrypted images against plain, on the same input in one run: imageunzip
 # -n and a restore to a file (plain, --key with the signed manifest, an encrypted image
 # with its key, both), then frisbee to one client in a namespace LAN (plain, --key,
-# encrypted) when run as root. Medians of N runs. Goal (issue 8): at most 5% slower
-# signed, 10% encrypted.
-# Usage: bench/trust.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=256, BENCH_DIR=scratch dir,
+# encrypted) when run as root. The variants run in turn, so that other load on the
+# machine falls on all alike; medians of N runs of wall and CPU (user + system)
+# seconds. Goal (issue 8): at most 5% slower signed, 10% encrypted.
+# Usage: bench/trust.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=128, BENCH_DIR=scratch dir,
 #        BENCH_MIB=64 and BENCH_RATE=500M for frisbee, BENCH_NET=0 to skip it)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$top/${1:-build}" && pwd)
 bin="$build/bin"
 runs=${RUNS:-3}
-size_mb=${SIZE_MB:-256}
+size_mb=${SIZE_MB:-128}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 . "$top/bench/common.sh"
@@ -20,6 +21,19 @@ pct() { echo "scale=1; ($1 - $2) * 100 / $2" | bc -l; }
 row() { printf '%-40s %7.3f s %8s MB/s %7s%%\n' "$1" "$2" "$(mbs "$2")" "$(pct "$2" "$3")"; }
 
 "$bin/imagekey" -q generate -o "$dir/k" && "$bin/imagekey" -q generate -e -o "$dir/ek" || exit 1
+command -v /usr/bin/time >/dev/null || { echo "bench: needs /usr/bin/time" >&2; exit 1; }
+# measure NAME CMD: one run; appends wall and CPU (user + system) seconds to $dir/NAME
+measure() {
+	n=$1; shift
+	/usr/bin/time -f '%e %U %S' -o "$dir/tm" sh -c "$*" || echo "bench: $n failed" >&2
+	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$dir/tm" >>"$dir/m.$n"
+}
+col() { awk -v c="$2" '{ print $c }' "$dir/m.$1" | median; }
+line() {	# LABEL NAME BASE: wall and CPU medians, and their change against BASE's
+	printf '%-38s %7.3f s %7s%%   cpu %7.2f s %7s%%\n' "$1" "$(col "$2" 1)" \
+		"$(pct "$(col "$2" 1)" "$(col "$3" 1)")" "$(col "$2" 2)" \
+		"$(pct "$(col "$2" 2)" "$(col "$3" 2)")"
+}
 for codec in zlib zstd; do
 	z="$bin/imagezip -q -r -j 2 --codec $codec"
 	$z "$dir/in" "$dir/plain.ndz" && $z --sign "$dir/k.sec" "$dir/in" "$dir/signed.ndz" &&
@@ -27,26 +41,33 @@ for codec in zlib zstd; do
 		$z --encrypt "$dir/ek.key" --sign "$dir/k.sec" "$dir/in" "$dir/both.ndz" || exit 1
 	echo
 	echo "== $codec: $(($(stat -c %s "$dir/plain.ndz") / 1048576)) chunks plain," \
-	     "$(($(stat -c %s "$dir/enc.ndz") / 1048576)) encrypted; median of $runs runs; %: vs plain"
+	     "$(($(stat -c %s "$dir/enc.ndz") / 1048576)) encrypted; the variants in turn," \
+	     "median of $runs runs; %: against plain"
 	cat "$dir"/*.ndz >/dev/null
+	rm -f "$dir"/m.*
 	u="$bin/imageunzip -q -j 2"
-	p=$(time_it p "$u -n '$dir/plain.ndz'")
-	s=$(time_it s "$u -n --key '$dir/k.pub' '$dir/signed.ndz'")
-	e=$(time_it e "$u -n --key '$dir/ek.key' '$dir/enc.ndz'")
-	b=$(time_it b "$u -n --key '$dir/k.pub' --key '$dir/ek.key' '$dir/both.ndz'")
-	row "imageunzip -n, plain" "$p" "$p"
-	row "imageunzip -n --key PUB, signed" "$s" "$p"
-	row "imageunzip -n --key KEY, encrypted" "$e" "$p"
-	row "imageunzip -n, signed and encrypted" "$b" "$p"
-	p=$(time_it p "rm -f '$dir/out'; $u '$dir/plain.ndz' '$dir/out'")
-	s=$(time_it s "rm -f '$dir/out'; $u --key '$dir/k.pub' '$dir/signed.ndz' '$dir/out'")
-	e=$(time_it e "rm -f '$dir/out'; $u --key '$dir/ek.key' '$dir/enc.ndz' '$dir/out'")
-	b=$(time_it b "rm -f '$dir/out'; $u --key '$dir/k.pub' --key '$dir/ek.key' '$dir/both.ndz' '$dir/out'")
+	sp="--key '$dir/k.pub'" ek="--key '$dir/ek.key'"
+	i=0
+	while [ $i -lt "$runs" ]; do
+		measure np "$u -n '$dir/plain.ndz'"
+		measure ns "$u -n $sp '$dir/signed.ndz'"
+		measure ne "$u -n $ek '$dir/enc.ndz'"
+		measure nb "$u -n $sp $ek '$dir/both.ndz'"
+		measure fp "rm -f '$dir/out'; $u '$dir/plain.ndz' '$dir/out'"
+		measure fs "rm -f '$dir/out'; $u $sp '$dir/signed.ndz' '$dir/out'"
+		measure fe "rm -f '$dir/out'; $u $ek '$dir/enc.ndz' '$dir/out'"
+		measure fb "rm -f '$dir/out'; $u $sp $ek '$dir/both.ndz' '$dir/out'"
+		i=$((i + 1))
+	done
 	cmp -s "$dir/in" "$dir/out" || { echo "bench: restore differs!" >&2; exit 1; }
-	row "imageunzip to a file, plain" "$p" "$p"
-	row "imageunzip to a file, signed" "$s" "$p"
-	row "imageunzip to a file, encrypted" "$e" "$p"
-	row "imageunzip to a file, signed and encrypted" "$b" "$p"
+	line "imageunzip -n, plain" np np
+	line "imageunzip -n --key PUB, signed" ns np
+	line "imageunzip -n --key KEY, encrypted" ne np
+	line "imageunzip -n, signed and encrypted" nb np
+	line "imageunzip to a file, plain" fp fp
+	line "imageunzip to a file, signed" fs fp
+	line "imageunzip to a file, encrypted" fe fp
+	line "imageunzip to a file, signed+encrypted" fb fp
 done
 
 [ "${BENCH_NET:-1}" = 0 ] && exit 0
@@ -55,6 +76,7 @@ NDZ_TOP=$top NDZ_BIN=$bin NDZ_BUILD=$build
 export NDZ_TOP NDZ_BIN NDZ_BUILD
 . "$top/tests/lib.sh"
 . "$top/tests/netns.sh"
+at_exit "rm -rf '$dir'"
 netns_usable && netns_lan && netns_host srv 1 && netns_host c1 11 ||
 	{ echo "frisbee part skipped: no namespace LAN"; exit 0; }
 mib=${BENCH_MIB:-64}
@@ -75,12 +97,18 @@ one() {	# IMAGE [frisbee options]: seconds for one client, start to finish
 	rm -f "$T/out"
 	echo "$t1 - $t0" | bc -l
 }
-med() { i=0; while [ $i -lt "$runs" ]; do one "$@"; i=$((i + 1)); done | median; }
 echo
-echo "== frisbee, one client, ${mib} MiB at $rate (median of $runs runs; %: vs plain)"
-p=$(med "$T/p.ndz")
-s=$(med "$T/s.ndz" --key "$dir/k.pub")
-e=$(med "$T/e.ndz" --key "$dir/ek.key")
+echo "== frisbee, one client, ${mib} MiB at $rate (the variants in turn, median of $runs runs;"
+echo "   %: against plain; --key PUB includes fetching the manifest from frisbeed)"
+i=0
+: >"$dir/w.p"; : >"$dir/w.s"; : >"$dir/w.e"
+while [ $i -lt "$runs" ]; do
+	one "$T/p.ndz" >>"$dir/w.p"
+	one "$T/s.ndz" --key "$dir/k.pub" >>"$dir/w.s"
+	one "$T/e.ndz" --key "$dir/ek.key" >>"$dir/w.e"
+	i=$((i + 1))
+done
+p=$(median <"$dir/w.p") s=$(median <"$dir/w.s") e=$(median <"$dir/w.e")
 row "frisbee, plain" "$p" "$p"
-row "frisbee --key PUB (manifest from frisbeed)" "$s" "$p"
+row "frisbee --key PUB" "$s" "$p"
 row "frisbee --key KEY, encrypted" "$e" "$p"
