@@ -73,7 +73,7 @@ static const char usage_text[] =
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
-	"                           IMAGE.sig when it exists), for frisbee --key\n"
+	"                           IMAGE.manifest when it exists), for frisbee --key\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
@@ -107,7 +107,7 @@ static void open_image(struct server *s)
 
 /*
  * The image's signed manifest, served as the chunks after the image's own: path
- * NULL looks for IMAGE.sig and is content without one. The server has no key: it
+ * NULL looks for IMAGE.manifest and is content without one. The server has no key: it
  * checks the shape only, clients check the signature.
  */
 static void open_manifest(struct server *s, const char *path)
@@ -118,21 +118,28 @@ static void open_manifest(struct server *s, const char *path)
 	size_t len;
 	int r;
 
-	if (!path) {
+	int given = path != NULL;
+
+	if (!given) {
 		if (ndz_manifest_path(s->path, def, sizeof(def)) < 0)
 			return;
 		path = def;
-		r = ndz_manifest_read(path, &b, &len, &e);
-		if (r == NDZ_EUNSIGNED)
-			return;
-	} else {
-		r = ndz_manifest_read(path, &b, &len, &e);
+	}
+	r = ndz_manifest_read(path, &b, &len, &e);
+	if (r == NDZ_EUNSIGNED && !given)
+		return;
+	if (r == 0 && ndz_manifest_check_shape(b, len, s->nchunks) < 0) {
+		free(b);
+		r = ndz_error_set(&e, NDZ_EMANIFEST, 0, "%s: %s: not the manifest of an image "
+				  "of %u chunks", path, ndz_strerror(NDZ_EMANIFEST), s->nchunks);
+	}
+	/* a file found beside the image that is not its manifest: serve none, say why */
+	if (r < 0 && !given) {
+		cli_warn("%s; serving no manifest", ndz_error_msg(&e));
+		return;
 	}
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (ndz_manifest_check_shape(b, len, s->nchunks) < 0)
-		cli_die(EXIT_FAIL, "%s: %s: not the manifest of an image of %u chunks", path,
-			ndz_strerror(NDZ_EMANIFEST), s->nchunks);
 	s->mchunks = (uint32_t)((len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
 	s->manifest = calloc(s->mchunks, NDZ_CHUNK_SIZE);
 	if (!s->manifest)

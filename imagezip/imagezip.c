@@ -40,7 +40,7 @@ static const char usage_text[] =
 	"  -r, --raw          take every sector, ignoring filesystems\n"
 	"      --uuid UUID    give the image this UUID (default: random), for\n"
 	"                     reproducible images\n"
-	"      --sign SECKEY  sign the image: write its manifest (default IMAGE.sig)\n"
+	"      --sign SECKEY  sign the image: write its manifest, IMAGE.manifest\n"
 	"      --manifest FILE  write the manifest there (needed for IMAGE '-')\n"
 	"      --encrypt KEY  encrypt every chunk with KEY (imagekey generate -e)\n"
 	"  -o, --progress     show progress on a terminal\n"

@@ -523,7 +523,7 @@ int ndz_manifest_check_chunk(const struct ndz_manifest *m, const uint8_t *chunk,
 
 int ndz_manifest_path(const char *image, char *out, size_t len)
 {
-	int n = snprintf(out, len, "%s.sig", image);
+	int n = snprintf(out, len, "%s.manifest", image);
 
 	return n < 0 || (size_t)n >= len ? NDZ_EINVAL : 0;
 }

@@ -167,7 +167,7 @@ int ndz_manifest_check_chunk(const struct ndz_manifest *m, const uint8_t *chunk,
 			     const struct ndz_chunk_hdr *h);
 
 /*
- * ndz_manifest_path - the detached manifest's default name for image: "IMAGE.sig"
+ * ndz_manifest_path - the detached manifest's default name for image: "IMAGE.manifest"
  * into out (len bytes). 0, or NDZ_EINVAL when it does not fit.
  */
 int ndz_manifest_path(const char *image, char *out, size_t len);

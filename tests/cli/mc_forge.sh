@@ -55,7 +55,7 @@ in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz" 
 	>"$T/rogue2.out" 2>&1 &
 rpid=$!
 sleep 0.5
-mc_client c1 "$T/out1" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.sig"
+mc_client c1 "$T/out1" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
 mc_client c2 "$T/out2" -T 20 -v --key "$T/k.pub" -S 10.77.0.1
 mc_wait
 wait "$rpid"
@@ -78,10 +78,13 @@ check "with --key and no --manifest: the manifest came from frisbeed" \
 # 3. a server with no manifest to serve: a clear error, nothing written
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 cp "$T/a.ndz" "$T/nosig.ndz"
+echo "not a manifest" >"$T/nosig.ndz.manifest"     # frisbeed: a warning, not a failure
 mc_server srv "$T/nosig.ndz" -W "$MC_RATE" -T 30
 mc_client c1 "$T/out1" -T 3 --key "$T/k.pub"
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "frisbeed ignores a file beside the image that is not its manifest" \
+	grep -q 'nosig.ndz.manifest: malformed manifest.*serving no manifest' "$T/srv.log"
 check "no manifest served: a clear error" sh -c "[ \"$(mc_rc c1)\" = 1 ] &&
 	grep -q 'sent no signed manifest of the image within 3 s' '$T/c1.log' && [ ! -e '$T/out1' ]"
 
@@ -91,7 +94,7 @@ rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/enc.ndz" -W "$MC_RATE" -T 30
 mc_client c1 "$T/out1" -T 10 --key "$T/ek.key"
 mc_client c2 "$T/out2" -T 10
-mc_client c3 "$T/out3" -T 10 --key "$T/k.pub" --manifest "$T/a.ndz.sig"
+mc_client c3 "$T/out3" -T 10 --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 check "encrypted: frisbee --key decrypts" sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/a.src' '$T/out1'"

@@ -48,23 +48,23 @@ U=0123456789abcdef0123456789abcdef
 	{ not_ok "imagezip --sign"; done_testing; }
 check "a one-chunk and two three-chunk images" \
 	test "$(stat -c %s s1.ndz):$(stat -c %s a.ndz):$(stat -c %s b.ndz)" = $C:$((3 * C)):$((3 * C))
-check "imagezip --sign writes IMAGE.sig of 64 + 32 x chunks + 64 bytes" \
-	test "$(stat -c %s a.ndz.sig)" -eq $((64 + 3 * 32 + 64))
+check "imagezip --sign writes IMAGE.manifest of 64 + 32 x chunks + 64 bytes" \
+	test "$(stat -c %s a.ndz.manifest)" -eq $((64 + 3 * 32 + 64))
 
 # ---- signed: the good paths ----
 check "imageunzip --key restores a signed image" sh -c \
 	"'$IMAGEUNZIP' -q --key k.pub a.ndz out && cmp -s big out"
 check "imageunzip -n --key verifies offline" "$IMAGEUNZIP" -q -n --key k.pub a.ndz
 check "a stream with --manifest" sh -c \
-	"'$IMAGEUNZIP' -q --key k.pub --manifest a.ndz.sig - out2 <a.ndz && cmp -s big out2"
+	"'$IMAGEUNZIP' -q --key k.pub --manifest a.ndz.manifest - out2 <a.ndz && cmp -s big out2"
 check "without --key a signed image restores as before" sh -c \
 	"'$IMAGEUNZIP' -q a.ndz out3 && cmp -s big out3"
 check "imagekey verify" "$IMAGEKEY" -q verify -k k.pub a.ndz
 cp a.ndz late.ndz
 check "imagekey sign after the fact gives the same manifest" sh -c \
-	"'$IMAGEKEY' sign -k k.sec late.ndz && cmp -s late.ndz.sig a.ndz.sig"
+	"'$IMAGEKEY' sign -k k.sec late.ndz && cmp -s late.ndz.manifest a.ndz.manifest"
 check "imagekey sign -m from stdin" sh -c \
-	"'$IMAGEKEY' sign -k k.sec -m st.sig - <a.ndz && cmp -s st.sig a.ndz.sig"
+	"'$IMAGEKEY' sign -k k.sec -m st.sig - <a.ndz && cmp -s st.sig a.ndz.manifest"
 check "zstd images are signed too" sh -c \
 	"'$IMAGEZIP' -q -r --codec zstd --sign k.sec big z.ndz && '$IMAGEUNZIP' -q --key k.pub z.ndz zout && cmp -s big zout"
 
@@ -75,42 +75,42 @@ fails "an unsigned image" "plain.ndz: image is not signed" "$IMAGEUNZIP" --key k
 fails "another key" "signed or encrypted with another key: manifest signed by key" \
 	"$IMAGEUNZIP" --key k2.pub a.ndz tgt
 fails "a secret key is not a public one" "wants the public one" "$IMAGEUNZIP" --key k.sec a.ndz tgt
-cp a.ndz.sig sig.bak
-head -c $((64 + 3 * 32 + 63)) sig.bak >a.ndz.sig
+cp a.ndz.manifest sig.bak
+head -c $((64 + 3 * 32 + 63)) sig.bak >a.ndz.manifest
 fails "a truncated manifest" "malformed manifest: 223 bytes, 224 expected" \
 	"$IMAGEUNZIP" --key k.pub a.ndz tgt
-head -c 100 sig.bak >a.ndz.sig
+head -c 100 sig.bak >a.ndz.manifest
 fails "a manifest cut in its hashes" "malformed manifest" "$IMAGEUNZIP" --key k.pub a.ndz tgt
-: >a.ndz.sig
+: >a.ndz.manifest
 fails "an empty manifest" "malformed manifest: too short" "$IMAGEUNZIP" --key k.pub a.ndz tgt
-"$FORGE" sig.bak a.ndz.sig flip 70
+"$FORGE" sig.bak a.ndz.manifest flip 70
 fails "a changed chunk hash" "bad manifest signature" "$IMAGEUNZIP" --key k.pub a.ndz tgt
-"$FORGE" sig.bak a.ndz.sig flip 200
+"$FORGE" sig.bak a.ndz.manifest flip 200
 fails "a changed signature" "bad manifest signature" "$IMAGEUNZIP" --key k.pub a.ndz tgt
-cp sig.bak a.ndz.sig
+cp sig.bak a.ndz.manifest
 fails "a replayed manifest of another image" "manifest is of another image \(uuid differs\)" \
-	"$IMAGEUNZIP" --key k.pub --manifest s1.ndz.sig a.ndz tgt
+	"$IMAGEUNZIP" --key k.pub --manifest s1.ndz.manifest a.ndz tgt
 fails "a replayed manifest of an image with the same uuid" \
 	"a.ndz: chunk [0-2]: does not match the signed manifest" \
-	"$IMAGEUNZIP" --key k.pub --manifest b.ndz.sig a.ndz tgt
+	"$IMAGEUNZIP" --key k.pub --manifest b.ndz.manifest a.ndz tgt
 check "... and nothing was written" cmp -s ref tgt
 "$MK" a.ndz swapped.ndz splice 1 b.ndz 1 2>/dev/null
-cp a.ndz.sig swapped.ndz.sig
+cp a.ndz.manifest swapped.ndz.manifest
 fails "a chunk swapped in from another image signed by the same key" \
 	"swapped.ndz: chunk 1: does not match the signed manifest" \
 	"$IMAGEUNZIP" --key k.pub swapped.ndz tgt
 fails "... also with -n" "chunk 1: does not match the signed manifest" \
 	"$IMAGEUNZIP" -n --key k.pub swapped.ndz
 "$FORGE" a.ndz reordered.ndz swap 1 2
-cp a.ndz.sig reordered.ndz.sig
+cp a.ndz.manifest reordered.ndz.manifest
 fails "reordered chunks (a file: its last chunk is out of place)" \
 	"reordered.ndz: duplicate chunk: the file holds 3 chunks but its last one says it is chunk 1" \
 	"$IMAGEUNZIP" --key k.pub reordered.ndz tgt
 fails "reordered chunks (a stream)" "stdin: chunk 2: found at place 1: chunks out of order" \
-	sh -c "'$IMAGEUNZIP' --key k.pub --manifest a.ndz.sig - tgt <reordered.ndz"
+	sh -c "'$IMAGEUNZIP' --key k.pub --manifest a.ndz.manifest - tgt <reordered.ndz"
 fails "imagekey verify: reordered chunks" "chunks out of order" \
-	sh -c "'$IMAGEKEY' verify -k k.pub -m a.ndz.sig - <reordered.ndz"
-cp a.ndz.sig dropped.ndz.sig
+	sh -c "'$IMAGEKEY' verify -k k.pub -m a.ndz.manifest - <reordered.ndz"
+cp a.ndz.manifest dropped.ndz.manifest
 "$MK" a.ndz dropped.ndz drop 1 2>/dev/null
 fails "a dropped chunk" "." "$IMAGEUNZIP" --key k.pub dropped.ndz tgt
 
@@ -124,7 +124,7 @@ offs=$(seq 0 $STEP 4095; seq 4096 1723 $((4096 + dlen - 1)); echo $((4096 + dlen
 bad=0 n=0
 for o in $offs; do
 	"$FORGE" s1.ndz f.ndz flip "$o" || { bad=$((bad + 1)); continue; }
-	cp s1.ndz.sig f.ndz.sig
+	cp s1.ndz.manifest f.ndz.manifest
 	n=$((n + 1))
 	if "$IMAGEUNZIP" -q --key k.pub f.ndz stgt 2>/dev/null || ! cmp -s sref stgt; then
 		bad=$((bad + 1))
