@@ -288,7 +288,7 @@ int ndz_key_save(const char *path, const struct ndz_key *k, struct ndz_error *e)
 		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
 		goto out;
 	}
-	/* the umask may have taken bits a public key file should have; never adds any */
+	/* exactly this mode, whatever the umask took away from open's */
 	if (fchmod(fd, mode) < 0 || write(fd, buf, (size_t)n) != n || fsync(fd) < 0)
 		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
 	if (close(fd) < 0 && rc == 0)
