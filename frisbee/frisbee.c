@@ -22,6 +22,7 @@
 #include "net.h"
 #include "pace.h"
 #include "proto.h"
+#include "trust.h"
 #include "unzip.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
@@ -38,6 +39,9 @@ struct client {
 	int zero_fill, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
+	const char *manifest_path;     /* --manifest */
+	struct ndz_key pub, crypt;     /* --key: type NDZ_KEY_NONE when not given */
+	struct ndz_manifest m;         /* with pub: every chunk must be the one it signs */
 
 	struct ndz_net *net;
 	uint32_t id, tag;
@@ -61,7 +65,7 @@ struct client {
 	struct cli_progress prog;
 
 	/* statistics */
-	uint64_t requests, bad, bad_version, foreign, crc_fail, joins;
+	uint64_t requests, bad, bad_version, foreign, crc_fail, forged, joins;
 	uint64_t start_ns;
 };
 
@@ -81,6 +85,10 @@ static const char usage_text[] =
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
 	"  --no-repair            ask for lost blocks, never for repair blocks\n"
+	"  -k, --key FILE         a public key: accept only chunks the image's signed\n"
+	"                         manifest names (fetched from the server first);\n"
+	"                         an encryption key: decrypt (give both if need be)\n"
+	"      --manifest FILE    use this signed manifest, not the server's\n"
 	"  -o, --progress         show progress\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
@@ -156,11 +164,22 @@ static void chunk_complete(struct client *c, int slot)
 {
 	struct ndz_chunk_hdr *h = &c->hdrs[slot];
 	uint32_t chunk = ndz_fetch_slot_chunk(c->fetch, slot);
-	int r = ndz_chunk_check(ndz_fetch_buf(c->fetch, slot), h);
+	const uint8_t *buf = ndz_fetch_buf(c->fetch, slot);
+	int r;
 
+	/* signed: the hash replaces the data CRC (the signer checked it) */
+	r = c->m.hash ? ndz_hdr_decode(buf, h) : ndz_chunk_check(buf, h);
 	/* blocks sent for this chunk number and this image, else spoofed or stray */
 	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
+	if (r == 0 && c->m.hash && ndz_manifest_check_chunk(&c->m, buf, h) < 0) {
+		c->forged++;
+		if (cli_verbose)
+			cli_warn("chunk %u: %s (forged); requesting it again", chunk,
+				 ndz_strerror(NDZ_EFORGED));
+		ndz_fetch_reject(c->fetch, slot);
+		return;
+	}
 	if (r < 0) {
 		/* Forged or corrupted blocks got in: drop the chunk and fetch it again. */
 		c->crc_fail++;
@@ -387,6 +406,130 @@ static void join(struct client *c, const char *group, unsigned port)
 	}
 }
 
+/* -k: a public or an encryption key, at most one of each. */
+static void add_key(struct client *c, const char *path)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_key k;
+
+	if (ndz_key_load(path, &k, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (k.type == NDZ_KEY_SIGN_SECRET)
+		cli_die(EXIT_FAIL, "%s: a secret signing key; --key wants the public one (.pub)",
+			path);
+	if ((k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt)->type != NDZ_KEY_NONE)
+		cli_usage_error("--key: two %s keys", ndz_key_type_name(k.type));
+	*(k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt) = k;
+}
+
+/* fetch_manifest's ndz_fetch_emit: the manifest's chunks follow the image's. */
+static void send_manifest_request(void *ctx, uint32_t chunk, const uint8_t *missing,
+				  const uint8_t *need)
+{
+	struct client *c = ctx;
+
+	send_request(c, c->info.chunks + chunk, missing, need);
+}
+
+/*
+ * With a public key and no --manifest: fetch the image's signed manifest from the
+ * server first, as the chunks numbered from the image's chunk count on (doc/
+ * PROTOCOL.md), and check its signature. A server that does not serve one (an older
+ * frisbeed, or no manifest beside the image) never answers: give up after -T
+ * (at most 10 s) with a message that says so.
+ */
+static void fetch_manifest(struct client *c)
+{
+	size_t len = ndz_manifest_size(c->info.chunks), got_chunks = 0;
+	uint32_t m = (uint32_t)((len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
+	uint64_t now = ndz_now_ns(), last = now, next = 0;
+	uint64_t wait = (uint64_t)(c->give_up_s < 10 ? c->give_up_s : 10) * 1000 * MS;
+	uint64_t deadline = now + (uint64_t)c->give_up_s * 1000 * MS;
+	struct ndz_fetch_opts fo = { 0 };
+	struct ndz_fetch *f;
+	uint8_t *bytes, buf[2048];
+
+	if (c->info.chunks > NDZ_MANIFEST_MAX_CHUNKS)
+		cli_die(EXIT_FAIL, "%s: %u chunks, more than a manifest holds", c->source,
+			c->info.chunks);
+	fo.chunks = m;
+	fo.slots = m < 4 ? m : 4;
+	fo.request_ahead = (unsigned)fo.slots;
+	fo.redelay_ns = 200 * MS;
+	fo.seed = c->id;
+	bytes = calloc(m, NDZ_CHUNK_SIZE);
+	if (!bytes || ndz_fetch_create(&fo, &f) < 0)
+		cli_die(EXIT_FAIL, "out of memory");
+	for (;;) {
+		struct ndz_pkt p;
+		uint32_t from;
+		int n, slot;
+
+		now = ndz_now_ns();
+		if (got_chunks == m) {
+			/* forged bytes got in (blocks spoofed): throw it all away, ask again */
+			if (ndz_manifest_open(bytes, len, &c->pub, &c->m, &c->err) == 0)
+				break;
+			c->forged++;
+			if (now >= deadline)
+				cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
+					ndz_error_msg(&c->err));
+			if (cli_verbose)
+				cli_warn("the manifest from %s: %s; fetching it again", c->source,
+					 ndz_error_msg(&c->err));
+			ndz_error_clear(&c->err);
+			ndz_fetch_free(f);
+			if (ndz_fetch_create(&fo, &f) < 0)
+				cli_die(EXIT_FAIL, "out of memory");
+			got_chunks = 0;
+			next = 0;
+		}
+		if (now - last > wait || now >= deadline)
+			cli_die(EXIT_FAIL, "%s sent no signed manifest of the image within %llu s "
+				"(an older frisbeed, or none beside the image): give --manifest FILE",
+				c->source, (unsigned long long)((now - last) / 1000 / MS));
+		if (now >= next) {
+			ndz_fetch_requests(f, now, now - last > 200 * MS, send_manifest_request, c);
+			next = now + 50 * MS;
+		}
+		n = ndz_net_recv(c->net, buf, sizeof(buf), 20, &from);
+		if (n < 0)
+			cli_die(EXIT_FAIL, "receive: %s", strerror(errno));
+		if (n <= 0 || !accept_pkt(c, buf, n, from, &p) || p.type != NDZ_PKT_BLOCK ||
+		    p.tag != c->tag || p.chunk < c->info.chunks || p.chunk - c->info.chunks >= m)
+			continue;
+		last = now;
+		slot = ndz_fetch_block(f, p.chunk - c->info.chunks, p.block, p.data, now);
+		if (slot < 0)
+			continue;
+		memcpy(bytes + (size_t)ndz_fetch_slot_chunk(f, slot) * NDZ_CHUNK_SIZE,
+		       ndz_fetch_buf(f, slot), NDZ_CHUNK_SIZE);
+		ndz_fetch_accept(f, slot);
+		ndz_fetch_done(f, slot);
+		got_chunks++;
+	}
+	ndz_fetch_free(f);
+	free(bytes);
+	if (cli_verbose)
+		cli_info("signed manifest of %u chunks from %s: signature good", c->m.chunks,
+			 c->source);
+}
+
+/* The manifest is the served image's, before the target is opened. */
+static void check_trust(struct client *c)
+{
+	if (c->pub.type != NDZ_KEY_NONE && !c->m.hash)
+		fetch_manifest(c);
+	if (!c->m.hash)
+		return;
+	if (memcmp(c->m.uuid, c->info.uuid, 16) != 0 ||
+	    c->m.source_bytes != c->info.source_bytes || c->m.chunks != c->info.chunks)
+		cli_die(EXIT_FAIL, "%s: the manifest is of another image than the one %s serves "
+			"(%s differs)", c->manifest_path, c->source,
+			memcmp(c->m.uuid, c->info.uuid, 16) ? "uuid" :
+			c->m.chunks != c->info.chunks ? "chunk count" : "source size");
+}
+
 static void setup(struct client *c)
 {
 	struct ndz_fetch_opts fo = { 0 };
@@ -435,6 +578,8 @@ static void open_target(struct client *c)
 	uo.expect_chunks = c->n;
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
+	if (c->crypt.type != NDZ_KEY_NONE)
+		uo.crypt_key = &c->crypt;
 	r = ndz_unzip_create(c->target, &uo, &c->unzip);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
@@ -468,6 +613,8 @@ int main(int argc, char **argv)
 		{ "raw", no_argument, NULL, 'r' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "no-repair", no_argument, NULL, 0x100 },
+		{ "key", required_argument, NULL, 'k' },
+		{ "manifest", required_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -487,7 +634,7 @@ int main(int argc, char **argv)
 	c.request_ahead = 2;
 	c.give_up_s = 30;
 	c.redelay_ns = 1000 * MS;
-	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:roqvhV", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:rok:qvhV", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': no.group = optarg; break;
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
@@ -505,6 +652,8 @@ int main(int argc, char **argv)
 		case 'r': c.raw = 1; break;
 		case 0x100: c.no_repair = 1; break;
 		case 'o': c.progress = 1; break;
+		case 'k': add_key(&c, optarg); break;
+		case 'F': c.manifest_path = optarg; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
@@ -528,6 +677,10 @@ int main(int argc, char **argv)
 		cli_usage_error("expected one TARGET argument");
 	c.target_path = argv[optind];
 	c.nslots = (size_t)cache_mib;
+	if (c.manifest_path && c.pub.type == NDZ_KEY_NONE)
+		cli_usage_error("--manifest: only with a public --key");
+	if (c.manifest_path && ndz_manifest_load(c.manifest_path, &c.pub, &c.m, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	signal(SIGPIPE, SIG_IGN);
 	if (ndz_net_open(&no, &c.net, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
@@ -540,6 +693,7 @@ int main(int argc, char **argv)
 
 		snprintf(c.source, sizeof(c.source), "server %s", ndz_net_ntoa(c.server, a));
 	}
+	check_trust(&c);
 	setup(&c);
 	open_target(&c);
 	pthread_mutex_init(&c.lock, NULL);
@@ -650,9 +804,15 @@ int main(int argc, char **argv)
 	}
 	if (cli_verbose)
 		cli_info("dropped: %llu malformed, %llu other version, %llu foreign, %llu no room, "
-			 "%llu chunks failed their checksum", (unsigned long long)c.bad,
+			 "%llu chunks failed their checksum, %llu forged", (unsigned long long)c.bad,
 			 (unsigned long long)c.bad_version, (unsigned long long)c.foreign,
-			 (unsigned long long)fst.no_room, (unsigned long long)c.crc_fail);
+			 (unsigned long long)fst.no_room, (unsigned long long)c.crc_fail,
+			 (unsigned long long)c.forged);
+	else if (c.forged && !cli_quiet)
+		cli_warn("%llu forged chunks discarded and fetched again",
+			 (unsigned long long)c.forged);
+	ndz_manifest_release(&c.m);
+	ndz_key_wipe(&c.crypt);
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
 	ndz_net_free(c.net);

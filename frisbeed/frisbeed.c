@@ -26,6 +26,7 @@
 #include "pace.h"
 #include "proto.h"
 #include "serve.h"
+#include "trust.h"
 
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096
@@ -45,6 +46,8 @@ struct server {
 	struct ndz_join_info info;
 	uint32_t tag;
 	uint32_t nchunks;
+	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
+	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
 	uint64_t rate, burst;
 	int idle;
 	int repair;                    /* announce repairs and answer RREQUESTs */
@@ -79,6 +82,8 @@ static const char usage_text[] =
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
 	"  --no-repair              send no repair blocks (clients ask for blocks)\n"
+	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
+	"                           IMAGE.manifest when it exists), for frisbee --key\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
@@ -108,6 +113,52 @@ static void open_image(struct server *s)
 	s->info.idle_timeout = (uint32_t)s->idle;
 	s->tag = ndz_image_tag(h0->uuid);
 	ndz_image_reader_free(r);
+}
+
+/*
+ * The image's signed manifest, served as the chunks after the image's own: path
+ * NULL looks for IMAGE.manifest and is content without one. The server has no key: it
+ * checks the shape only, clients check the signature.
+ */
+static void open_manifest(struct server *s, const char *path)
+{
+	struct ndz_error e = { 0 };
+	char def[4096];
+	uint8_t *b;
+	size_t len;
+	int r;
+
+	int given = path != NULL;
+
+	if (!given) {
+		if (ndz_manifest_path(s->path, def, sizeof(def)) < 0)
+			return;
+		path = def;
+	}
+	r = ndz_manifest_read(path, &b, &len, &e);
+	if (r == NDZ_EUNSIGNED && !given)
+		return;
+	if (r == 0 && ndz_manifest_check_shape(b, len, s->nchunks) < 0) {
+		free(b);
+		r = ndz_error_set(&e, NDZ_EMANIFEST, 0, "%s: %s: not the manifest of an image "
+				  "of %u chunks", path, ndz_strerror(NDZ_EMANIFEST), s->nchunks);
+	}
+	/* a file found beside the image that is not its manifest: serve none, say why */
+	if (r < 0 && !given) {
+		cli_warn("%s; serving no manifest", ndz_error_msg(&e));
+		return;
+	}
+	if (r < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	s->mchunks = (uint32_t)((len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
+	s->manifest = calloc(s->mchunks, NDZ_CHUNK_SIZE);
+	if (!s->manifest)
+		cli_die(EXIT_FAIL, "out of memory");
+	memcpy(s->manifest, b, len);
+	free(b);
+	if (cli_verbose)
+		cli_info("serving the manifest %s as chunks %u-%u", path, s->nchunks,
+			 s->nchunks + s->mchunks - 1);
 }
 
 static void note_client(struct server *s, uint32_t id)
@@ -201,7 +252,7 @@ static void *receiver(void *arg)
 		} else if (p.type != NDZ_PKT_JOIN && p.tag != s->tag) {
 			s->st.wrong_image++;
 		} else if ((p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST ||
-			    p.type == NDZ_PKT_RREQUEST) && p.chunk >= s->nchunks) {
+			    p.type == NDZ_PKT_RREQUEST) && p.chunk >= s->nchunks + s->mchunks) {
 			s->st.bad_chunk++;
 		} else {
 			s->last_activity_ns = ndz_now_ns();
@@ -327,6 +378,11 @@ static void *sender(void *arg)
 			features_ns = ndz_now_ns();
 		}
 		p.chunk = (uint32_t)c;
+		if (loaded != c && p.chunk >= s->nchunks) {
+			memcpy(chunk, s->manifest + (size_t)(p.chunk - s->nchunks) * NDZ_CHUNK_SIZE,
+			       NDZ_CHUNK_SIZE);
+			loaded = c;
+		}
 		if (loaded != c) {
 			r = ndz_io_read_full(s->img, chunk, NDZ_CHUNK_SIZE,
 					     (uint64_t)p.chunk * NDZ_CHUNK_SIZE, NULL);
@@ -466,12 +522,13 @@ int main(int argc, char **argv)
 		{ "loopback", no_argument, NULL, 'L' },
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "no-repair", no_argument, NULL, 'R' },
+		{ "manifest", required_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct server s;
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
-	const char *json = NULL;
+	const char *json = NULL, *manifest = NULL;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
 	int auto_rate = 0;
 	struct ndz_error e = { 0 };
@@ -506,6 +563,7 @@ int main(int argc, char **argv)
 		case 'L': no.loop = 1; break;
 		case 'J': json = optarg; break;
 		case 'R': s.repair = 0; break;
+		case 'F': manifest = optarg; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -523,6 +581,7 @@ int main(int argc, char **argv)
 	}
 	s.path = argv[optind];
 	open_image(&s);
+	open_manifest(&s, manifest);
 	s.client_ids = calloc(MAX_CLIENTS, sizeof(*s.client_ids));
 	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
@@ -537,7 +596,7 @@ int main(int argc, char **argv)
 		if ((r = ndz_adapt_create(&ao, ndz_now_ns(), &s.adapt)) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	}
-	if ((r = ndz_serve_create(s.nchunks, &s.serve)) < 0 ||
+	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
 	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0))
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	if (ndz_net_open(&no, &s.net, &e) < 0)
@@ -625,6 +684,7 @@ int main(int argc, char **argv)
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);
+	free(s.manifest);
 	pthread_mutex_destroy(&s.lock);
 	pthread_cond_destroy(&s.cond);
 	return code;

@@ -12,6 +12,7 @@
 #include "image.h"
 #include "io.h"
 #include "part.h"
+#include "trust.h"
 #include "unzip.h"
 
 static const char usage_text[] =
@@ -26,6 +27,11 @@ static const char usage_text[] =
 	"  -j, --threads N    decompression threads (default: online cores)\n"
 	"  -m, --memory MIB   buffer memory in MiB (default 128, at least 16)\n"
 	"  -o, --progress     show progress on a terminal\n"
+	"  -k, --key FILE     a public key: every chunk must be the one the image's\n"
+	"                     signed manifest names, else nothing of it is written;\n"
+	"                     an encryption key: decrypt the image (both may be given)\n"
+	"      --manifest FILE  the signed manifest (default IMAGE.manifest; needed\n"
+	"                     when IMAGE is '-')\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
 	"  -h, --help         show this help and exit\n"
@@ -97,6 +103,69 @@ static void progress_cb(void *ctx, uint64_t bytes, uint32_t chunks)
 	cli_progress_update(ctx, (uint64_t)chunks * NDZ_CHUNK_SIZE);
 }
 
+/* -k: a public or an encryption key, at most one of each. */
+static void add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_key k;
+
+	if (ndz_key_load(path, &k, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (k.type == NDZ_KEY_SIGN_SECRET)
+		cli_die(EXIT_FAIL, "%s: a secret signing key; --key wants the public one (.pub)",
+			path);
+	if ((k.type == NDZ_KEY_SIGN_PUBLIC ? pub : crypt)->type != NDZ_KEY_NONE)
+		cli_usage_error("--key: two %s keys", ndz_key_type_name(k.type));
+	*(k.type == NDZ_KEY_SIGN_PUBLIC ? pub : crypt) = k;
+}
+
+/*
+ * Before anything is written: the image's encryption key, and with a public key the
+ * manifest's signature and that it is this image's. Dies with the reason.
+ */
+static void check_trust(const char *image, const char *mpath, const struct ndz_key *pub,
+			const struct ndz_key *crypt, struct ndz_image_reader *reader,
+			struct ndz_manifest *m)
+{
+	const struct ndz_chunk_hdr *h0 = ndz_image_reader_first(reader);
+	struct ndz_error e = { 0 };
+	char buf[4096], want[17], got[17];
+
+	if (h0->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
+		ndz_key_id_hex(h0->key_id, want);
+		if (crypt->type == NDZ_KEY_NONE)
+			cli_die(EXIT_FAIL, "%s: %s (it needs encryption key %s: --key FILE)",
+				image, ndz_strerror(NDZ_ENEEDKEY), want);
+		ndz_key_id_hex(crypt->id, got);
+		if (memcmp(crypt->id, h0->key_id, NDZ_KEY_ID_LEN) != 0)
+			cli_die(EXIT_FAIL, "%s: %s: encrypted with key %s, not with key %s", image,
+				ndz_strerror(NDZ_EWRONGKEY), want, got);
+	} else if (crypt->type != NDZ_KEY_NONE) {
+		cli_die(EXIT_FAIL, "%s: %s", image, ndz_strerror(NDZ_ENOTENC));
+	}
+	if (pub->type == NDZ_KEY_NONE)
+		return;
+	if (!mpath) {
+		if (strcmp(image, "-") == 0)
+			cli_usage_error("--key: an image from stdin needs --manifest FILE");
+		if (ndz_manifest_path(image, buf, sizeof(buf)) < 0)
+			cli_usage_error("%s: name too long", image);
+		mpath = buf;
+	}
+	if (ndz_manifest_load(mpath, pub, m, &e) < 0) {
+		if (e.code == NDZ_EUNSIGNED)
+			cli_die(EXIT_FAIL, "%s: %s (%s)", image, ndz_strerror(NDZ_EUNSIGNED),
+				ndz_error_msg(&e));
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	}
+	if (ndz_manifest_match(m, h0, &e) < 0)
+		cli_die(EXIT_FAIL, "%s: %s", mpath, ndz_error_msg(&e));
+	if (ndz_image_reader_chunks(reader) && ndz_image_reader_chunks(reader) != m->chunks)
+		cli_die(EXIT_FAIL, "%s: %s: %u chunks, the manifest %s signs %u", image,
+			ndz_strerror(NDZ_EMISMATCH), ndz_image_reader_chunks(reader), mpath,
+			m->chunks);
+}
+
 /* Open IMAGE ('-': stdin) for reading chunk by chunk; dies with the reason. */
 static struct ndz_io *open_input(const char *path)
 {
@@ -124,6 +193,8 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "memory", required_argument, NULL, 'm' },
 		{ "progress", no_argument, NULL, 'o' },
+		{ "key", required_argument, NULL, 'k' },
+		{ "manifest", required_argument, NULL, 'M' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -136,13 +207,16 @@ int main(int argc, char **argv)
 	struct ndz_io *in, *target = NULL, *disk = NULL;
 	struct ndz_error err = { 0 };
 	struct cli_progress prog;
-	const char *tpath = NULL;
+	const char *tpath = NULL, *mpath = NULL;
+	struct ndz_key pub = { 0 }, crypt = { 0 };
+	struct ndz_manifest m = { 0 };
+	uint32_t pos = 0;
 	int slice = 0, progress = 0, created = 0, c, rc;
 	double t0;
 
 	cli_init(argv[0]);
 	ndz_unzip_opts_init(&uopts);
-	while ((c = getopt_long(argc, argv, "zs:nj:m:oqvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "zs:nj:m:ok:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
 			uopts.zero_fill = 1;
@@ -162,6 +236,12 @@ int main(int argc, char **argv)
 		case 'o':
 			progress = 1;
 			break;
+		case 'k':
+			add_key(optarg, &pub, &crypt);
+			break;
+		case 'M':
+			mpath = optarg;
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -179,6 +259,9 @@ int main(int argc, char **argv)
 	if (ndz_image_reader_open(in, &reader, &err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 	h0 = ndz_image_reader_first(reader);
+	if (mpath && pub.type == NDZ_KEY_NONE)
+		cli_usage_error("--manifest: only with a public --key");
+	check_trust(argv[optind], mpath, &pub, &crypt, reader, &m);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		/* A partition's disk must exist; a whole-image target file may be created. */
@@ -207,6 +290,14 @@ int main(int argc, char **argv)
 	uopts.progress_ctx = &prog;
 	uopts.name = in->name;
 	uopts.expect_chunks = ndz_image_reader_chunks(reader);
+	if (m.hash) {
+		uopts.manifest = &m;
+		uopts.expect_chunks = m.chunks;
+		uopts.expect_uuid_set = 1;
+		memcpy(uopts.expect_uuid, m.uuid, 16);
+	}
+	if (crypt.type != NDZ_KEY_NONE)
+		uopts.crypt_key = &crypt;
 	rc = ndz_unzip_create(target, &uopts, &u);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
@@ -223,6 +314,14 @@ int main(int argc, char **argv)
 			ndz_unzip_put_buf(u, buf, NULL, 0);
 			break;
 		}
+		/* A signed image is stored in order: a chunk out of place is refused. */
+		if (m.hash && h.index != pos) {
+			ndz_error_set(&err, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
+				      "chunks out of order", in->name, h.index, pos);
+			ndz_unzip_put_buf(u, buf, NULL, 0);
+			break;
+		}
+		pos++;
 		if (ndz_unzip_put_buf(u, buf, &h, 0) < 0)
 			break;
 	}
@@ -235,6 +334,8 @@ int main(int argc, char **argv)
 		cli_error("%s", ndz_error_msg(&err));
 	ndz_unzip_free(u);
 	ndz_image_reader_free(reader);
+	ndz_manifest_release(&m);
+	ndz_key_wipe(&crypt);
 	if (rc < 0 && created)
 		unlink(tpath);
 	ndz_io_close(target);

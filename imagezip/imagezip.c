@@ -14,6 +14,7 @@
 #include "err.h"
 #include "io.h"
 #include "scan.h"
+#include "trust.h"
 #include "zip.h"
 
 static const char usage_text[] =
@@ -39,6 +40,9 @@ static const char usage_text[] =
 	"  -r, --raw          take every sector, ignoring filesystems\n"
 	"      --uuid UUID    give the image this UUID (default: random), for\n"
 	"                     reproducible images\n"
+	"      --sign SECKEY  sign the image: write its manifest, IMAGE.manifest\n"
+	"      --manifest FILE  write the manifest there (needed for IMAGE '-')\n"
+	"      --encrypt KEY  encrypt every chunk with KEY (imagekey generate -e)\n"
 	"  -o, --progress     show progress on a terminal\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
@@ -64,18 +68,90 @@ struct output {
 	const char *name;
 	struct ndz_io *io;             /* the image written in order */
 	uint64_t written;
+	const struct ndz_key *crypt;   /* --encrypt: each chunk encrypted with it */
+	uint8_t *buf;                  /* with crypt: the chunk being encrypted */
+	struct ndz_manifest *m;        /* --sign: the hashes of the chunks so far */
 };
 
+/* The chunk as stored: encrypted (--encrypt), then hashed for the manifest (--sign). */
 static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
 {
 	struct output *o = ctx;
-	int rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written);
+	int rc;
 
-	(void)index;
+	if (o->crypt) {
+		memcpy(o->buf, chunk, NDZ_CHUNK_SIZE);
+		rc = ndz_chunk_encrypt(o->crypt, o->buf);
+		if (rc < 0)
+			return ndz_error_set(e, rc, 0, "chunk %u: encryption failed: %s", index,
+					     ndz_strerror(rc));
+		chunk = o->buf;
+	}
+	if (o->m) {
+		if (index >= o->m->chunks) {
+			uint32_t want = o->m->chunks * 2;
+			uint8_t (*more)[NDZ_HASH_LEN];
+
+			if (index >= NDZ_MANIFEST_MAX_CHUNKS)
+				return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: more chunks than "
+						     "a manifest holds", index);
+			more = realloc(o->m->hash, (size_t)want * NDZ_HASH_LEN);
+			if (!more)
+				return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", ndz_strerror(NDZ_ENOMEM));
+			o->m->hash = more;
+			o->m->chunks = want;
+		}
+		ndz_chunk_hash(chunk, o->m->hash[index]);
+		if (index == 0) {
+			struct ndz_chunk_hdr h;
+
+			rc = ndz_hdr_decode(chunk, &h);
+			if (rc < 0)
+				return ndz_error_set(e, rc, 0, "chunk 0: %s", ndz_strerror(rc));
+			memcpy(o->m->uuid, h.uuid, 16);
+			o->m->codec = h.codec;
+			o->m->source_bytes = h.source_bytes;
+			o->m->flags = o->crypt ? NDZ_MANIFEST_ENCRYPTED : 0;
+		}
+	}
+	rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written);
 	if (rc < 0)
 		return ndz_io_fail(o->io, rc, e, "write error");
 	o->written += NDZ_CHUNK_SIZE;
 	return 0;
+}
+
+static void load_key(const char *path, enum ndz_key_type want, struct ndz_key *k)
+{
+	struct ndz_error e = { 0 };
+
+	if (ndz_key_load(path, k, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (k->type != want)
+		cli_die(EXIT_FAIL, "%s: a %s key, not the %s key wanted", path,
+			ndz_key_type_name(k->type), ndz_key_type_name(want));
+}
+
+/* --sign: the manifest of the chunks written, signed, into path. */
+static int write_manifest(struct ndz_manifest *m, uint32_t chunks, const struct ndz_key *k,
+			  const char *path)
+{
+	struct ndz_error e = { 0 };
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	m->chunks = chunks;
+	rc = ndz_manifest_sign(m, k, &buf, &len);
+	if (rc < 0) {
+		cli_error("%s: %s", path, ndz_strerror(rc));
+		return rc;
+	}
+	rc = ndz_manifest_save(path, buf, len, &e);
+	free(buf);
+	if (rc < 0)
+		cli_error("%s", ndz_error_msg(&e));
+	return rc;
 }
 
 static void show_progress(void *ctx, uint64_t done, uint64_t total)
@@ -262,6 +338,9 @@ int main(int argc, char **argv)
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "codec", required_argument, NULL, 'C' },
+		{ "sign", required_argument, NULL, 'G' },
+		{ "manifest", required_argument, NULL, 'M' },
+		{ "encrypt", required_argument, NULL, 'E' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -270,7 +349,11 @@ int main(int argc, char **argv)
 	struct ndz_zip_opts zopts;
 	struct ndz_zip_stats stats;
 	struct cli_progress prog;
-	struct output out = { -1, NULL, NULL, 0 };
+	struct output out = { -1, NULL, NULL, 0, NULL, NULL, NULL };
+	const char *sign_path = NULL, *crypt_path = NULL, *manifest = NULL;
+	struct ndz_key sign_key = { 0 }, crypt_key = { 0 };
+	struct ndz_manifest m = { 0 };
+	char mbuf[PATH_MAX];
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL;
 	int progress = 0, info = 0, level = -1, c, rc;
@@ -331,6 +414,15 @@ int main(int argc, char **argv)
 		case 'o':
 			progress = 1;
 			break;
+		case 'G':
+			sign_path = optarg;
+			break;
+		case 'M':
+			manifest = optarg;
+			break;
+		case 'E':
+			crypt_path = optarg;
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -349,6 +441,28 @@ int main(int argc, char **argv)
 	if (!info && argc - optind != 2)
 		cli_usage_error("expected SOURCE and IMAGE, got %d argument%s", argc - optind,
 				argc - optind == 1 ? "" : "s");
+
+	if (manifest && !sign_path)
+		cli_usage_error("--manifest: only with --sign");
+	if (sign_path && !info) {
+		if (!manifest && strcmp(argv[optind + 1], "-") == 0)
+			cli_usage_error("--sign: an image to stdout needs --manifest FILE");
+		if (!manifest && ndz_manifest_path(argv[optind + 1], mbuf, sizeof(mbuf)) < 0)
+			cli_usage_error("%s: name too long", argv[optind + 1]);
+		manifest = manifest ? manifest : mbuf;
+		load_key(sign_path, NDZ_KEY_SIGN_SECRET, &sign_key);
+		if (ndz_manifest_init(&m, 64) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
+		out.m = &m;
+	}
+	if (crypt_path && !info) {
+		load_key(crypt_path, NDZ_KEY_CRYPT, &crypt_key);
+		out.crypt = &crypt_key;
+		out.buf = malloc(NDZ_CHUNK_SIZE);
+		if (!out.buf)
+			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
+		zopts.reserve = NDZ_CRYPT_OVERHEAD;
+	}
 
 	signal(SIGPIPE, SIG_IGN);
 	if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
@@ -390,10 +504,19 @@ int main(int argc, char **argv)
 	cli_progress_end(&prog, stats.in_bytes);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&zerr));
+	/* The manifest is in place before the image is: a signed image never lacks it. */
+	if (rc == 0 && out.m && (rc = write_manifest(&m, stats.chunks, &sign_key, manifest)) < 0)
+		manifest = NULL;
 	if (rc == 0 && commit_output(&out) < 0)
 		rc = NDZ_EIO;
 	if (rc < 0)
 		discard_output(&out);
+	if (rc < 0 && out.m && manifest)
+		unlink(manifest);
+	ndz_key_wipe(&sign_key);
+	ndz_key_wipe(&crypt_key);
+	ndz_manifest_release(&m);
+	free(out.buf);
 	if (rc == 0 && cli_verbose) {
 		double secs = cli_now() - t0;
 

@@ -34,7 +34,7 @@ enum {
 	OFF_PART_INDEX = 106,
 	OFF_PART_TYPE = 108,
 	OFF_PART_START = 112,
-	OFF_RESERVED = 120,
+	OFF_KEY_ID = 120,
 };
 
 static uint32_t hdr_crc(const uint8_t *area)
@@ -79,6 +79,9 @@ static int hdr_valid(const struct ndz_chunk_hdr *h, const uint8_t *a)
 	if (h->data_len > NDZ_MAX_DATA || h->nregions > NDZ_MAX_REGIONS)
 		return NDZ_EHEADER;
 	if (h->image_kind > NDZ_KIND_PARTITION)
+		return NDZ_EHEADER;
+	/* nonce and tag: see lib/trust.h */
+	if ((h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && h->data_len < 40)
 		return NDZ_EHEADER;
 	/* rounded up without source_bytes + 511, which wraps near UINT64_MAX */
 	if (h->source_sectors != h->source_bytes / NDZ_SECTOR_SIZE +
@@ -137,6 +140,8 @@ int ndz_hdr_encode(const struct ndz_chunk_hdr *h, uint8_t *a)
 	put_le16(a + OFF_PART_INDEX, h->part_index);
 	put_le32(a + OFF_PART_TYPE, h->part_type);
 	put_le64(a + OFF_PART_START, h->part_start);
+	if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)
+		memcpy(a + OFF_KEY_ID, h->key_id, 8);
 	put_le32(a + OFF_HDR_CRC, hdr_crc(a));
 	return 0;
 }
@@ -174,6 +179,7 @@ int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
 	h->part_index = get_le16(a + OFF_PART_INDEX);
 	h->part_type = get_le32(a + OFF_PART_TYPE);
 	h->part_start = get_le64(a + OFF_PART_START);
+	memcpy(h->key_id, a + OFF_KEY_ID, 8);
 	if (h->nregions > NDZ_MAX_REGIONS)
 		return NDZ_EHEADER;
 	return hdr_valid(h, a);
@@ -181,12 +187,18 @@ int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
 
 int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *h)
 {
+	if ((uint32_t)crc32(crc32(0L, Z_NULL, 0), chunk + NDZ_HDR_SIZE, h->data_len) !=
+	    h->data_crc)
+		return NDZ_EDATACRC;
+	return ndz_chunk_check_padding(chunk, h);
+}
+
+int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *h)
+{
 	static const uint8_t zeros[4096];
 	const uint8_t *data = chunk + NDZ_HDR_SIZE;
 	size_t i, n;
 
-	if ((uint32_t)crc32(crc32(0L, Z_NULL, 0), data, h->data_len) != h->data_crc)
-		return NDZ_EDATACRC;
 	/* memcmp in blocks: a byte loop costs ~0.5 ms on a nearly empty chunk */
 	for (i = h->data_len; i < NDZ_MAX_DATA; i += n) {
 		n = NDZ_MAX_DATA - i < sizeof(zeros) ? NDZ_MAX_DATA - i : sizeof(zeros);
@@ -216,6 +228,13 @@ int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr
 	    a->codec != b->codec)
 		return NDZ_EMISMATCH;
 	return 0;
+}
+
+void ndz_hdr_auth_data(const uint8_t *a, uint8_t *ad)
+{
+	memcpy(ad, a, NDZ_HDR_SIZE);
+	put_le32(ad + OFF_DATA_CRC, 0);
+	put_le32(ad + OFF_HDR_CRC, 0);
 }
 
 uint64_t ndz_hdr_data_bytes(const uint8_t *a, const struct ndz_chunk_hdr *h)

@@ -27,7 +27,8 @@ extern const uint8_t ndz_magic[8];
 #define NDZ_CHUNK_KNOWN   NDZ_CHUNK_LAST
 
 /* incompat flags: a reader must refuse an image with a bit it does not know */
-#define NDZ_INCOMPAT_KNOWN 0x0u
+#define NDZ_INCOMPAT_ENCRYPTED 0x1u   /* data is XChaCha20-Poly1305 ciphertext (lib/trust.h) */
+#define NDZ_INCOMPAT_KNOWN NDZ_INCOMPAT_ENCRYPTED
 /* compat flags: a reader may ignore bits it does not know */
 #define NDZ_COMPAT_KNOWN   0x0u
 
@@ -66,6 +67,7 @@ struct ndz_chunk_hdr {
 	uint32_t part_type;            /* MBR type byte, or 0 */
 	uint64_t part_start;           /* partition's start sector on its disk */
 	uint32_t nregions;             /* regions in the area: read with ndz_hdr_region */
+	uint8_t key_id[8];             /* encrypted chunk: its key's id; else ignored */
 };
 
 /* ndz_sectors_of - sectors holding n bytes, without the overflow of (n + 511) / 512. */
@@ -110,6 +112,13 @@ int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
  */
 int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
 
+/*
+ * ndz_chunk_check_padding - the zero padding alone: for a chunk whose data is
+ * authenticated otherwise (an AEAD tag), where the CRC adds nothing.
+ * Returns 0 or NDZ_EPADDING.
+ */
+int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
+
 /* ndz_chunk_check - ndz_hdr_decode then ndz_chunk_check_data. 0 or NDZ_E*. */
 int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
 
@@ -121,6 +130,13 @@ uint32_t ndz_chunk_index_hint(const uint8_t *area);
 
 /* ndz_hdr_same_image - 0 when b belongs to the same image as a, else NDZ_EMISMATCH. */
 int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b);
+
+/*
+ * ndz_hdr_auth_data - the bytes an encrypted chunk's AEAD authenticates: a copy of
+ * the NDZ_HDR_SIZE header area into ad with data_crc and header_crc taken as zero
+ * (they are computed over the ciphertext, after it).
+ */
+void ndz_hdr_auth_data(const uint8_t *area, uint8_t *ad);
 
 /* ndz_hdr_data_bytes - uncompressed bytes the regions of a decoded area hold. */
 uint64_t ndz_hdr_data_bytes(const uint8_t *area, const struct ndz_chunk_hdr *hdr);

@@ -19,6 +19,7 @@
 
 #include "err.h"
 #include "image.h"
+#include "trust.h"
 #include "unzip.h"
 
 #define JOB_BUF      (1u << 20)
@@ -477,17 +478,37 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
 	return 0;
 }
 
-static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *hdr,
 			int checked, char *why, size_t whylen)
 {
 	struct ndz_unzip *u = d->u;
+	const struct ndz_chunk_hdr *h = hdr;
+	struct ndz_chunk_hdr plain;
 	int zstd = h->codec == NDZ_CODEC_ZSTD, flat = 0;
 	uint64_t gap, want = ndz_hdr_data_bytes(chunk, h);
 	uint32_t r;
 	int rc;
 
-	if (!checked && (rc = ndz_chunk_check_data(chunk, h)) < 0)
+	/*
+	 * A chunk the signed manifest vouches for had its CRC and padding checked; an
+	 * encrypted one's data is authenticated by its tag, so its CRC adds nothing.
+	 */
+	if (u->opts.manifest)
+		rc = ndz_manifest_check_chunk(u->opts.manifest, chunk, h);
+	else if (checked)
+		rc = 0;
+	else if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)
+		rc = ndz_chunk_check_padding(chunk, h);
+	else
+		rc = ndz_chunk_check_data(chunk, h);
+	if (rc < 0)
 		return rc;
+	if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
+		plain = *h;
+		if ((rc = ndz_chunk_decrypt(u->opts.crypt_key, chunk, &plain)) < 0)
+			return rc;
+		h = &plain;
+	}
 	gap = h->first;
 	if (zstd) {
 		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
@@ -788,6 +809,22 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	}
 	if (ndz_image_add(u->image, h, &e) < 0) {
 		ndz_error_prefix(&e, "%s", u->name);
+		fail_with(u, &e);
+		goto give_back;
+	}
+	if ((h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && !u->opts.crypt_key) {
+		fail(u, NDZ_ENEEDKEY, "%s: chunk %u: %s", u->name, h->index,
+		     ndz_strerror(NDZ_ENEEDKEY));
+		goto give_back;
+	}
+	/* with a key, a plain chunk would be one nobody authenticated: refused */
+	if (!(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && u->opts.crypt_key) {
+		fail(u, NDZ_ENOTENC, "%s: chunk %u: %s", u->name, h->index,
+		     ndz_strerror(NDZ_ENOTENC));
+		goto give_back;
+	}
+	if (u->opts.manifest && ndz_manifest_match(u->opts.manifest, h, &e) < 0) {
+		ndz_error_prefix(&e, "%s: chunk %u", u->name, h->index);
 		fail_with(u, &e);
 		goto give_back;
 	}

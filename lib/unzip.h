@@ -13,6 +13,8 @@
 #include "io.h"
 
 struct ndz_unzip;
+struct ndz_manifest;
+struct ndz_key;
 
 struct ndz_unzip_opts {
 	int threads;                   /* decompressors; <= 0: online cores */
@@ -29,6 +31,11 @@ struct ndz_unzip_opts {
 	uint32_t expect_chunks;        /* the image has this many chunks; 0: not known */
 	int expect_uuid_set;           /* the image has expect_uuid */
 	uint8_t expect_uuid[16];
+	/* lib/trust.h; both stay the caller's and must outlive the handle */
+	const struct ndz_manifest *manifest; /* each chunk must be the one it signs, before
+						anything of it is written; NULL: CRCs only */
+	const struct ndz_key *crypt_key;     /* decrypts encrypted chunks, and then plain
+						ones are refused; NULL: encrypted ones are */
 };
 
 struct ndz_unzip_stats {

@@ -505,7 +505,7 @@ static uint64_t deflate_part(struct zip *z, struct piece *p, uint64_t from, uint
 	if (hist)
 		deflateSetDictionary(s, in + (from - p->off) - hist, (uInt)hist);
 	while (from < to) {
-		size_t avail = DATA_CAP - z->pos, n;
+		size_t avail = z->cap - z->pos, n;
 
 		if (avail < 64 + NDZ_SECTOR_SIZE * 2)
 			break;
@@ -706,6 +706,8 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	if (opts->codec == NDZ_CODEC_ZSTD ? opts->level < 1 || opts->level > 19 :
 	    opts->codec != NDZ_CODEC_ZLIB || opts->level < 0 || opts->level > 9)
 		return NDZ_EINVAL;
+	if (opts->reserve > 4096)
+		return NDZ_EINVAL;
 	z = calloc(1, sizeof(*z));
 	if (!z)
 		return NDZ_ENOMEM;
@@ -715,7 +717,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->opts = opts;
 	z->level = opts->level;
 	z->zstd = opts->codec == NDZ_CODEC_ZSTD;
-	z->cap = z->zstd ? NDZ_CHUNK_SIZE : DATA_CAP;
+	z->cap = (z->zstd ? NDZ_CHUNK_SIZE : DATA_CAP) - opts->reserve;
 	z->out = out;
 	z->out_ctx = out_ctx;
 	pthread_mutex_init(&z->lock, NULL);

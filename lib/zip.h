@@ -27,6 +27,7 @@ struct ndz_zip_opts {
 	uint16_t part_index;
 	uint32_t part_type;
 	uint64_t part_start;
+	uint32_t reserve;              /* data bytes each chunk leaves free (encryption) */
 	ndz_progress_fn progress;
 	void *progress_ctx;
 };

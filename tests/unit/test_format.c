@@ -235,7 +235,7 @@ static void test_encode_rejects(void **state)
 	REJECT(h->version = 0);
 	REJECT(h->version = 2);
 	REJECT(h->compat_flags = 0x80000000u);
-	REJECT(h->incompat_flags = 1);
+	REJECT(h->incompat_flags = 2);
 	REJECT(h->chunk_flags = 2);
 	REJECT(h->sector_size = 4096);
 	REJECT(h->codec = 0);

@@ -1,0 +1,217 @@
+/*
+ * Trust: key files, the signed manifest of an image (doc/FORMAT.md, "Signed and
+ * encrypted images") and the encryption of chunk payloads. Built on libsodium:
+ * Ed25519 signatures, BLAKE2b-256 hashes, XChaCha20-Poly1305.
+ */
+#ifndef NDZ_TRUST_H
+#define NDZ_TRUST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "format.h"
+#include "io.h"
+
+#define NDZ_KEY_ID_LEN     8
+#define NDZ_HASH_LEN       32           /* BLAKE2b-256 */
+#define NDZ_SIG_LEN        64           /* Ed25519 */
+#define NDZ_MANIFEST_FIXED 64           /* manifest bytes before the chunk hashes */
+#define NDZ_MANIFEST_MAX_CHUNKS (1u << 24)
+#define NDZ_CRYPT_NONCE    24           /* XChaCha20-Poly1305 nonce, first in the data */
+#define NDZ_CRYPT_TAG      16           /* Poly1305 tag, last in the data */
+#define NDZ_CRYPT_OVERHEAD (NDZ_CRYPT_NONCE + NDZ_CRYPT_TAG)
+
+enum ndz_key_type {
+	NDZ_KEY_NONE = 0,
+	NDZ_KEY_SIGN_SECRET,            /* Ed25519 secret key: signs manifests */
+	NDZ_KEY_SIGN_PUBLIC,            /* Ed25519 public key: verifies them */
+	NDZ_KEY_CRYPT,                  /* XChaCha20-Poly1305 key: encrypts chunks */
+};
+
+/*
+ * A key of one type. id names it in files and messages: for a signing pair, the
+ * first 8 bytes of BLAKE2b-256("ndz-key-id" || public key); for an encryption key,
+ * of BLAKE2b-256 keyed with the key over "ndz-key-id" (so it tells nothing of it).
+ */
+struct ndz_key {
+	enum ndz_key_type type;
+	uint8_t id[NDZ_KEY_ID_LEN];
+	uint8_t pk[32];                 /* signing keys: the public key */
+	uint8_t sk[64];                 /* secret signing key (seed || pk), or the
+					   encryption key in its first 32 bytes */
+};
+
+/* ndz_trust_init - initialise libsodium once; 0 or NDZ_ENOTSUP. Thread-safe. */
+int ndz_trust_init(void);
+
+/* ndz_key_generate - a new random key of type NDZ_KEY_SIGN_SECRET or NDZ_KEY_CRYPT. */
+int ndz_key_generate(enum ndz_key_type type, struct ndz_key *k);
+
+/* ndz_key_public - the public half of a secret signing key. 0 or NDZ_EINVAL. */
+int ndz_key_public(const struct ndz_key *sec, struct ndz_key *pub);
+
+/* ndz_key_wipe - clear a key's secret bytes from memory. */
+void ndz_key_wipe(struct ndz_key *k);
+
+/* ndz_key_type_name - "ed25519-secret", "ed25519-public", "xchacha20poly1305". */
+const char *ndz_key_type_name(enum ndz_key_type type);
+
+/* ndz_key_id_hex - the id as 16 lower-case hex digits and a NUL, in out[17]. */
+void ndz_key_id_hex(const uint8_t id[NDZ_KEY_ID_LEN], char out[17]);
+
+/*
+ * ndz_key_format - the key file text of k (four lines, doc/FORMAT.md) into buf of
+ * len bytes. Returns the text's length, or NDZ_EINVAL when it does not fit.
+ */
+int ndz_key_format(const struct ndz_key *k, char *buf, size_t len);
+
+/*
+ * ndz_key_parse - a key file's text (untrusted): exactly the four lines, the key's
+ * bytes consistent with its id. 0, or NDZ_EKEY with k wiped.
+ */
+int ndz_key_parse(const char *text, size_t len, struct ndz_key *k);
+
+/*
+ * ndz_key_load - read and parse the key file at path. A secret or encryption key
+ * in a file that group or others may read or write is refused (NDZ_EKEYPERM).
+ * Returns 0, or a negative code with e naming path.
+ */
+int ndz_key_load(const char *path, struct ndz_key *k, struct ndz_error *e);
+
+/*
+ * ndz_key_save - write k to a new file path (never over an existing one), mode
+ * 0600 for secret keys and 0644 for public ones. 0, or a code with e naming path.
+ */
+int ndz_key_save(const char *path, const struct ndz_key *k, struct ndz_error *e);
+
+/* ndz_chunk_hash - BLAKE2b-256 of a whole NDZ_CHUNK_SIZE chunk, as stored. */
+void ndz_chunk_hash(const uint8_t *chunk, uint8_t out[NDZ_HASH_LEN]);
+
+/*
+ * What a manifest says about one image: its identity and the hash of every chunk,
+ * index by index. hash is owned by the manifest (ndz_manifest_release).
+ */
+struct ndz_manifest {
+	uint8_t uuid[16];
+	uint8_t key_id[NDZ_KEY_ID_LEN]; /* the signing key's */
+	uint32_t chunks;
+	uint16_t codec;
+	uint32_t flags;                 /* NDZ_MANIFEST_ENCRYPTED */
+	uint64_t source_bytes;
+	uint8_t (*hash)[NDZ_HASH_LEN];  /* chunks entries */
+};
+
+#define NDZ_MANIFEST_ENCRYPTED 0x1u   /* the image's chunks are encrypted */
+
+/* ndz_manifest_init - an empty manifest for chunks chunks (hashes zero). */
+int ndz_manifest_init(struct ndz_manifest *m, uint32_t chunks);
+/* ndz_manifest_release - free the hashes; m may be zeroed or released already. */
+void ndz_manifest_release(struct ndz_manifest *m);
+
+/* ndz_manifest_size - bytes of an encoded manifest of chunks chunks. */
+size_t ndz_manifest_size(uint32_t chunks);
+
+/*
+ * ndz_manifest_sign - encode m (its key_id is set from sec) and sign it with sec
+ * into *out (malloc'ed, ndz_manifest_size bytes, the caller frees). 0 or a code.
+ */
+int ndz_manifest_sign(struct ndz_manifest *m, const struct ndz_key *sec, uint8_t **out,
+		      size_t *len);
+
+/*
+ * ndz_manifest_open - parse an encoded manifest (untrusted bytes) and check its
+ * signature with pub: size, magic, version, algorithms, then the key id (another
+ * key's: NDZ_EWRONGKEY), then the signature (NDZ_ESIGNATURE); NDZ_EMANIFEST for
+ * anything malformed. On 0, m holds it (release it); else m is empty and e says
+ * why.
+ */
+int ndz_manifest_open(const uint8_t *buf, size_t len, const struct ndz_key *pub,
+		      struct ndz_manifest *m, struct ndz_error *e);
+
+/*
+ * ndz_manifest_check_shape - without a key (a server): buf is shaped like the
+ * manifest of an image of chunks chunks (magic, version, size). 0 or NDZ_EMANIFEST.
+ * Says nothing of its signature.
+ */
+int ndz_manifest_check_shape(const uint8_t *buf, size_t len, uint32_t chunks);
+
+/*
+ * ndz_manifest_read - the bytes of the manifest file at path into *out (malloc'ed,
+ * the caller frees), *len bytes, at most a manifest's largest size. 0, or
+ * NDZ_EUNSIGNED (no such file), NDZ_EMANIFEST or NDZ_EIO with e naming path.
+ */
+int ndz_manifest_read(const char *path, uint8_t **out, size_t *len, struct ndz_error *e);
+
+/*
+ * ndz_manifest_load - read the manifest file at path and open it with pub, as
+ * ndz_manifest_open; e names path.
+ */
+int ndz_manifest_load(const char *path, const struct ndz_key *pub, struct ndz_manifest *m,
+		      struct ndz_error *e);
+
+/*
+ * ndz_manifest_match - 0 when the image whose chunk header h is belongs to m (uuid,
+ * source size, codec), else NDZ_EMISMATCH with e saying what differs.
+ */
+int ndz_manifest_match(const struct ndz_manifest *m, const struct ndz_chunk_hdr *h,
+		       struct ndz_error *e);
+
+/*
+ * ndz_manifest_check_chunk - the whole chunk (header h decoded from it) is the one
+ * the manifest signs for its index: 0, NDZ_ERANGE (index past the manifest) or
+ * NDZ_EFORGED. A chunk that passes needs no data CRC or padding check: the signer
+ * checked those.
+ */
+int ndz_manifest_check_chunk(const struct ndz_manifest *m, const uint8_t *chunk,
+			     const struct ndz_chunk_hdr *h);
+
+/*
+ * ndz_manifest_path - the detached manifest's default name for image: "IMAGE.manifest"
+ * into out (len bytes). 0, or NDZ_EINVAL when it does not fit.
+ */
+int ndz_manifest_path(const char *image, char *out, size_t len);
+
+/*
+ * ndz_manifest_save - write an encoded manifest to path, through a temporary file
+ * renamed over it (a reader never sees half of one). 0 or a code with e naming path.
+ */
+int ndz_manifest_save(const char *path, const uint8_t *buf, size_t len, struct ndz_error *e);
+
+/*
+ * ndz_manifest_build - read the stored image in (a file or a stream) whole and
+ * fill m (ndz_manifest_init'ed here; the caller releases it) with its identity and
+ * the hash of every chunk. Every chunk is checked first, as a restore would (header,
+ * data CRC, padding, the image's rules, its place): what gets signed is sound.
+ * Returns 0 or a negative code with e naming in and the chunk.
+ */
+int ndz_manifest_build(struct ndz_io *in, struct ndz_manifest *m, struct ndz_error *e);
+
+/*
+ * ndz_manifest_verify_image - read the stored image in whole: m must be of it and
+ * every chunk, in order, must be the one m signs for its place (NDZ_EFORGED), and
+ * the image whole. Returns 0 or a negative code with e naming in and the chunk.
+ */
+int ndz_manifest_verify_image(struct ndz_io *in, const struct ndz_manifest *m,
+			      struct ndz_error *e);
+
+/*
+ * ndz_chunk_encrypt - encrypt a finished plain chunk in place: a random nonce and
+ * the XChaCha20-Poly1305 ciphertext of its data, authenticated with the header area
+ * (ndz_hdr_auth_data); the header gets NDZ_INCOMPAT_ENCRYPTED, the key's id, the
+ * new data_len and CRCs. The data must leave NDZ_CRYPT_OVERHEAD bytes free.
+ * Returns 0, NDZ_EINVAL (not a crypt key, already encrypted, no room) or a header
+ * code.
+ */
+int ndz_chunk_encrypt(const struct ndz_key *k, uint8_t *chunk);
+
+/*
+ * ndz_chunk_decrypt - decrypt the checked encrypted chunk whose header h was
+ * decoded from it, in place: afterwards the data holds the compressed bytes and h
+ * says so (data_len, no NDZ_INCOMPAT_ENCRYPTED); the header area is unchanged.
+ * Returns 0, NDZ_ENEEDKEY (k NULL), NDZ_EWRONGKEY (another key's id) or
+ * NDZ_EDECRYPT (altered, moved or from another image); the data is undefined then.
+ */
+int ndz_chunk_decrypt(const struct ndz_key *k, uint8_t *chunk, struct ndz_chunk_hdr *h);
+
+#endif

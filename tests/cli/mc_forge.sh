@@ -1,0 +1,106 @@
+#!/bin/sh
+# Multicast: the attack CRC-32 cannot stop. A rogue host spoofing the server's address
+# answers every request with whole, CRC-valid chunks of a forged image with the served
+# image's UUID and layout (tests/helpers/mcforge). Without --key frisbee takes them
+# (today's behaviour, reported below); with --key every forged chunk is discarded,
+# counted and fetched again, and the targets are the signed image. Also an encrypted
+# image served by frisbeed without its key.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+MCFORGE="$NDZ_BUILD/tests/helpers/mcforge"
+IMAGEKEY="$NDZ_BIN/imagekey"
+[ -x "$MCFORGE" ] && [ -x "$IMAGEZIP" ] || skip_all "mcforge helper or imagezip not built"
+netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_lan && netns_host srv 1 && netns_host rogue 66 ||
+	{ not_ok "namespace LAN"; done_testing; }
+for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+"$IMAGEKEY" -q generate -o "$T/k" && "$IMAGEKEY" -q generate -e -o "$T/ek" ||
+	{ not_ok "imagekey generate"; done_testing; }
+
+# Stored (-z 0) so that the forgery has exactly the real image's chunk layout.
+U=5a1e0c2b9d3f47a8b6c1e2f3a4b5c6d7
+MC_ZIP_OPTS="-z 0 --uuid $U --sign $T/k.sec" mc_image a 4 7 ||
+	{ not_ok "make image"; done_testing; }
+tr 'a-z' 'A-Z' <"$T/a.src" >"$T/forged.src"
+"$IMAGEZIP" -q -r -z 0 --uuid $U "$T/forged.src" "$T/forged.ndz" ||
+	{ not_ok "make the forged image"; done_testing; }
+check "the forgery has the image's size" \
+	test "$(stat -c %s "$T/forged.ndz")" -eq "$(stat -c %s "$T/a.ndz")"
+rate=30M
+if [ "${NDZ_SANITIZED:-0}" = 1 ]; then rate=15M; fi
+
+# 1. without --key: what happens today
+mc_server srv "$T/a.ndz" -W $rate -T 30
+in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz" \
+	>"$T/rogue1.out" 2>&1 &
+rpid=$!
+sleep 0.5
+mc_client c1 "$T/out1" -T 15 -v -S 10.77.0.1
+mc_wait
+wait "$rpid"
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "without --key: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue1.out"
+check "without --key: the client ended (exit $(mc_rc c1))" \
+	sh -c "[ \"$(mc_rc c1)\" = 0 ] || [ \"$(mc_rc c1)\" = 1 ]"
+if [ "$(mc_rc c1)" = 0 ] && ! cmp -s "$T/a.src" "$T/out1"; then
+	echo "# without --key: frisbee exited 0 with forged data on its target (the attack works)"
+else
+	echo "# without --key: frisbee exit $(mc_rc c1), target $(cmp -s "$T/a.src" "$T/out1" && echo intact || echo damaged)"
+fi
+
+# 2. with --key: forged chunks discarded, counted, fetched again
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+mc_server srv "$T/a.ndz" -W $rate -T 30
+in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz" \
+	>"$T/rogue2.out" 2>&1 &
+rpid=$!
+sleep 0.5
+mc_client c1 "$T/out1" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
+mc_client c2 "$T/out2" -T 20 -v --key "$T/k.pub" -S 10.77.0.1
+mc_wait
+wait "$rpid"
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "with --key: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue2.out"
+for i in 1 2; do
+	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
+		ok "with --key: client $i byte-identical"
+	else
+		not_ok "with --key: client $i byte-identical (exit $(mc_rc "c$i"))"
+		grep -v 'requesting it again' "$T/c$i.log" | sed 's/^/# /'
+	fi
+done
+check "with --key: forged chunks were counted and fetched again" \
+	sh -c "cat '$T/c1.log' '$T/c2.log' | grep -q 'chunks failed their checksum, [0-9]* forged' &&
+	       cat '$T/c1.log' '$T/c2.log' | grep -q 'does not match the signed manifest (forged); requesting it again'"
+check "with --key and no --manifest: the manifest came from frisbeed" \
+	grep -q 'signed manifest of [0-9]* chunks from server 10.77.0.1: signature good' "$T/c2.log"
+
+# 3. a server with no manifest to serve: a clear error, nothing written
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+cp "$T/a.ndz" "$T/nosig.ndz"
+echo "not a manifest" >"$T/nosig.ndz.manifest"     # frisbeed: a warning, not a failure
+mc_server srv "$T/nosig.ndz" -W "$MC_RATE" -T 30
+mc_client c1 "$T/out1" -T 3 --key "$T/k.pub"
+mc_wait
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "frisbeed ignores a file beside the image that is not its manifest" \
+	grep -q 'nosig.ndz.manifest: malformed manifest.*serving no manifest' "$T/srv.log"
+check "no manifest served: a clear error" sh -c "[ \"$(mc_rc c1)\" = 1 ] &&
+	grep -q 'sent no signed manifest of the image within 3 s' '$T/c1.log' && [ ! -e '$T/out1' ]"
+
+# 4. an encrypted image: frisbeed serves ciphertext without the key
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+"$IMAGEZIP" -q -r --encrypt "$T/ek.key" "$T/a.src" "$T/enc.ndz" || not_ok "imagezip --encrypt"
+mc_server srv "$T/enc.ndz" -W "$MC_RATE" -T 30
+mc_client c1 "$T/out1" -T 10 --key "$T/ek.key"
+mc_client c2 "$T/out2" -T 10
+mc_client c3 "$T/out3" -T 10 --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
+mc_wait
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "encrypted: frisbee --key decrypts" sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/a.src' '$T/out1'"
+check "encrypted: without the key, a clear error" \
+	sh -c "[ \"$(mc_rc c2)\" = 1 ] && grep -q 'image is encrypted and no key was given' '$T/c2.log'"
+check "a manifest of another image is refused before writing" \
+	sh -c "[ \"$(mc_rc c3)\" = 1 ] && grep -q 'the manifest is of another image' '$T/c3.log'"
+sed "s/^/# /" "$T"/rogue*.out
+done_testing

@@ -1,0 +1,362 @@
+/* Unit tests for lib/trust.c: key files, signed manifests, chunk encryption. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "format.h"
+#include "io.h"
+#include "le.h"
+#include "trust.h"
+
+/* A sound plain chunk of index i of the image uuid, with len bytes of data. */
+static uint8_t *make_chunk(uint32_t i, uint8_t uuid_byte, uint32_t len)
+{
+	uint8_t *c = calloc(1, NDZ_CHUNK_SIZE);
+	struct ndz_chunk_hdr h;
+	uint32_t k;
+
+	assert_non_null(c);
+	memset(&h, 0, sizeof(h));
+	h.version = NDZ_VERSION_1;
+	h.index = i;
+	memset(h.uuid, uuid_byte, 16);
+	h.sector_size = NDZ_SECTOR_SIZE;
+	h.codec = NDZ_CODEC_ZLIB;
+	h.source_bytes = 100 * 512;
+	h.source_sectors = 100;
+	h.first = i * 10;
+	h.last = i * 10 + 10;
+	h.nregions = 1;
+	ndz_hdr_set_region(c, 0, (struct ndz_region){ i * 10, 10 });
+	for (k = 0; k < len; k++)
+		c[NDZ_HDR_SIZE + k] = (uint8_t)(k * 7 + i);
+	h.data_len = len;
+	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, len);
+	assert_int_equal(ndz_hdr_encode(&h, c), 0);
+	return c;
+}
+
+static void test_key_roundtrip(void **state)
+{
+	static const enum ndz_key_type types[] = { NDZ_KEY_SIGN_SECRET, NDZ_KEY_CRYPT };
+	struct ndz_key k, back, pub;
+	char text[512];
+	size_t i;
+	int n;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		assert_int_equal(ndz_key_generate(types[i], &k), 0);
+		n = ndz_key_format(&k, text, sizeof(text));
+		assert_true(n > 0);
+		assert_int_equal(ndz_key_parse(text, (size_t)n, &back), 0);
+		assert_int_equal(back.type, k.type);
+		assert_memory_equal(back.id, k.id, NDZ_KEY_ID_LEN);
+		assert_memory_equal(back.sk, k.sk, sizeof(k.sk));
+		assert_memory_equal(back.pk, k.pk, sizeof(k.pk));
+	}
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	assert_int_equal(ndz_key_public(&k, &pub), 0);
+	n = ndz_key_format(&pub, text, sizeof(text));
+	assert_true(n > 0);
+	assert_non_null(strstr(text, "type ed25519-public\n"));
+	assert_int_equal(ndz_key_parse(text, (size_t)n, &back), 0);
+	assert_int_equal(back.type, NDZ_KEY_SIGN_PUBLIC);
+	assert_memory_equal(back.pk, k.pk, 32);
+	assert_memory_equal(back.id, k.id, NDZ_KEY_ID_LEN);
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_PUBLIC, &k), NDZ_EINVAL);
+}
+
+/* Every single-byte change of a key file is refused or changes nothing it means. */
+static void test_key_parse_rejects(void **state)
+{
+	struct ndz_key k, back;
+	char text[512], bad[512];
+	int n, i;
+
+	(void)state;
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	n = ndz_key_format(&k, text, sizeof(text));
+	for (i = 0; i < n; i++) {
+		memcpy(bad, text, (size_t)n);
+		bad[i] ^= 0x01;
+		assert_int_equal(ndz_key_parse(bad, (size_t)n, &back), NDZ_EKEY);
+	}
+	for (i = 0; i < n; i++)
+		assert_int_equal(ndz_key_parse(text, (size_t)i, &back), NDZ_EKEY);
+	memcpy(bad, text, (size_t)n);
+	bad[n] = '\n';
+	assert_int_equal(ndz_key_parse(bad, (size_t)n + 1, &back), NDZ_EKEY);
+	assert_int_equal(ndz_key_parse("", 0, &back), NDZ_EKEY);
+}
+
+static void test_key_files(void **state)
+{
+	char dir[] = "/tmp/test_trust.XXXXXX", sec[64], pubp[64];
+	struct ndz_error e = { 0 };
+	struct ndz_key k, pub, back;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(sec, sizeof(sec), "%s/k.sec", dir);
+	snprintf(pubp, sizeof(pubp), "%s/k.pub", dir);
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	assert_int_equal(ndz_key_public(&k, &pub), 0);
+	assert_int_equal(ndz_key_save(sec, &k, &e), 0);
+	assert_int_equal(ndz_key_save(pubp, &pub, &e), 0);
+	/* never over an existing file */
+	assert_int_equal(ndz_key_save(sec, &k, &e), NDZ_EIO);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_key_load(sec, &back, &e), 0);
+	assert_memory_equal(back.sk, k.sk, 64);
+	assert_int_equal(ndz_key_load(pubp, &back, &e), 0);
+	assert_int_equal(back.type, NDZ_KEY_SIGN_PUBLIC);
+	/* a secret key others can read is refused; a public one is fine */
+	assert_int_equal(chmod(sec, 0640), 0);
+	assert_int_equal(ndz_key_load(sec, &back, &e), NDZ_EKEYPERM);
+	assert_non_null(strstr(ndz_error_msg(&e), sec));
+	ndz_error_clear(&e);
+	assert_int_equal(chmod(sec, 0602), 0);
+	assert_int_equal(ndz_key_load(sec, &back, &e), NDZ_EKEYPERM);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_key_load(dir, &back, &e), NDZ_EKEY);
+	ndz_error_clear(&e);
+	unlink(sec);
+	unlink(pubp);
+	assert_int_equal(ndz_key_load(sec, &back, &e), NDZ_EIO);
+	rmdir(dir);
+}
+
+static uint8_t *signed_manifest(const struct ndz_key *k, uint32_t chunks, size_t *len)
+{
+	struct ndz_manifest m;
+	uint8_t *buf;
+	uint32_t i;
+
+	assert_int_equal(ndz_manifest_init(&m, chunks), 0);
+	memset(m.uuid, 0x42, 16);
+	m.codec = NDZ_CODEC_ZLIB;
+	m.source_bytes = 100 * 512;
+	for (i = 0; i < chunks; i++) {
+		uint8_t *c = make_chunk(i, 0x42, 1000 + i);
+
+		ndz_chunk_hash(c, m.hash[i]);
+		free(c);
+	}
+	assert_int_equal(ndz_manifest_sign(&m, k, &buf, len), 0);
+	ndz_manifest_release(&m);
+	return buf;
+}
+
+static void test_manifest(void **state)
+{
+	struct ndz_key k, pub, other, opub;
+	struct ndz_manifest m;
+	struct ndz_chunk_hdr h;
+	struct ndz_error e = { 0 };
+	uint8_t *buf, *c;
+	size_t len, i;
+
+	(void)state;
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	assert_int_equal(ndz_key_public(&k, &pub), 0);
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &other), 0);
+	assert_int_equal(ndz_key_public(&other, &opub), 0);
+	buf = signed_manifest(&k, 3, &len);
+	assert_int_equal(len, ndz_manifest_size(3));
+	assert_int_equal(len, 64 + 3 * 32 + 64);
+	assert_int_equal(get_le32(buf + 40), 3);
+	assert_int_equal(ndz_manifest_open(buf, len, &pub, &m, &e), 0);
+	assert_int_equal(m.chunks, 3);
+	assert_memory_equal(m.key_id, pub.id, NDZ_KEY_ID_LEN);
+	/* chunks: the signed ones pass, any other does not */
+	for (i = 0; i < 3; i++) {
+		c = make_chunk((uint32_t)i, 0x42, 1000 + (uint32_t)i);
+		assert_int_equal(ndz_hdr_decode(c, &h), 0);
+		assert_int_equal(ndz_manifest_match(&m, &h, &e), 0);
+		assert_int_equal(ndz_manifest_check_chunk(&m, c, &h), 0);
+		c[NDZ_CHUNK_SIZE - 1] ^= 1;
+		assert_int_equal(ndz_manifest_check_chunk(&m, c, &h), NDZ_EFORGED);
+		free(c);
+	}
+	c = make_chunk(1, 0x42, 1000);          /* chunk 0's data under index 1 */
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	assert_int_equal(ndz_manifest_check_chunk(&m, c, &h), NDZ_EFORGED);
+	free(c);
+	c = make_chunk(0, 0x43, 1000);          /* another image */
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	assert_int_equal(ndz_manifest_match(&m, &h, &e), NDZ_EMISMATCH);
+	ndz_error_clear(&e);
+	h.index = 3;
+	assert_int_equal(ndz_manifest_check_chunk(&m, c, &h), NDZ_ERANGE);
+	free(c);
+	ndz_manifest_release(&m);
+
+	/* another key, every flipped bit, every truncation: refused, with a reason */
+	assert_int_equal(ndz_manifest_open(buf, len, &opub, &m, &e), NDZ_EWRONGKEY);
+	ndz_error_clear(&e);
+	for (i = 0; i < len * 8; i++) {
+		int rc;
+
+		buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+		rc = ndz_manifest_open(buf, len, &pub, &m, &e);
+		assert_true(rc == NDZ_EMANIFEST || rc == NDZ_EWRONGKEY || rc == NDZ_ESIGNATURE);
+		assert_null(m.hash);
+		ndz_error_clear(&e);
+		buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+	}
+	for (i = 0; i < len; i++) {
+		assert_int_equal(ndz_manifest_open(buf, i, &pub, &m, &e), NDZ_EMANIFEST);
+		ndz_error_clear(&e);
+	}
+	assert_int_equal(ndz_manifest_open(buf, len, NULL, &m, &e), NDZ_EINVAL);
+	ndz_error_clear(&e);
+	free(buf);
+}
+
+static void test_encrypt(void **state)
+{
+	struct ndz_key k, other, sign;
+	struct ndz_chunk_hdr h, h2;
+	uint8_t *c = make_chunk(2, 0x42, 5000), *plain = malloc(NDZ_CHUNK_SIZE), *work;
+	size_t i;
+
+	(void)state;
+	assert_non_null(plain);
+	memcpy(plain, c, NDZ_CHUNK_SIZE);
+	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &k), 0);
+	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &other), 0);
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sign), 0);
+	assert_int_equal(ndz_chunk_encrypt(&sign, c), NDZ_EINVAL);
+	assert_int_equal(ndz_chunk_encrypt(&k, c), 0);
+	assert_int_equal(ndz_chunk_check(c, &h), 0);     /* a server can check it */
+	assert_true(h.incompat_flags & NDZ_INCOMPAT_ENCRYPTED);
+	assert_int_equal(h.data_len, 5000 + NDZ_CRYPT_OVERHEAD);
+	assert_memory_equal(h.key_id, k.id, NDZ_KEY_ID_LEN);
+	assert_memory_not_equal(c + NDZ_HDR_SIZE + NDZ_CRYPT_NONCE, plain + NDZ_HDR_SIZE, 64);
+	assert_int_equal(ndz_chunk_encrypt(&k, c), NDZ_EINVAL);  /* not twice */
+
+	work = malloc(NDZ_CHUNK_SIZE);
+	assert_non_null(work);
+	memcpy(work, c, NDZ_CHUNK_SIZE);
+	h2 = h;
+	assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), 0);
+	assert_int_equal(h2.data_len, 5000);
+	assert_false(h2.incompat_flags & NDZ_INCOMPAT_ENCRYPTED);
+	assert_memory_equal(work + NDZ_HDR_SIZE, plain + NDZ_HDR_SIZE, 5000);
+
+	h2 = h;
+	assert_int_equal(ndz_chunk_decrypt(NULL, work, &h2), NDZ_ENEEDKEY);
+	assert_int_equal(ndz_chunk_decrypt(&other, c, &h2), NDZ_EWRONGKEY);
+	/* the same key id but not the key: it cannot be forged; a changed byte fails */
+	memcpy(other.id, k.id, NDZ_KEY_ID_LEN);
+	memcpy(work, c, NDZ_CHUNK_SIZE);
+	assert_int_equal(ndz_chunk_decrypt(&other, work, &h2), NDZ_EDECRYPT);
+	for (i = 0; i < h.data_len; i += 97) {
+		memcpy(work, c, NDZ_CHUNK_SIZE);
+		work[NDZ_HDR_SIZE + i] ^= 0x80;
+		h2 = h;
+		assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), NDZ_EDECRYPT);
+	}
+	/* the header is authenticated: another index, CRC made right, fails */
+	memcpy(work, c, NDZ_CHUNK_SIZE);
+	h2 = h;
+	h2.index = 3;
+	h2.first = 30;
+	h2.last = 40;
+	ndz_hdr_set_region(work, 0, (struct ndz_region){ 30, 10 });
+	assert_int_equal(ndz_hdr_encode(&h2, work), 0);
+	assert_int_equal(ndz_chunk_check(work, &h2), 0);
+	assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), NDZ_EDECRYPT);
+	free(work);
+	free(plain);
+	free(c);
+	/* no room for the nonce and tag */
+	c = make_chunk(0, 1, NDZ_MAX_DATA - NDZ_CRYPT_OVERHEAD + 1);
+	assert_int_equal(ndz_chunk_encrypt(&k, c), NDZ_EINVAL);
+	free(c);
+}
+
+/* A sound two-chunk image in memory: chunk 1 is the last, up to sector 100. */
+static uint8_t *two_chunk_image(void)
+{
+	uint8_t *img = calloc(2, NDZ_CHUNK_SIZE), *c;
+	struct ndz_chunk_hdr h;
+
+	assert_non_null(img);
+	c = make_chunk(0, 0x42, 3000);
+	memcpy(img, c, NDZ_CHUNK_SIZE);
+	free(c);
+	c = make_chunk(1, 0x42, 2000);
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	h.chunk_flags = NDZ_CHUNK_LAST;
+	h.last = 100;
+	assert_int_equal(ndz_hdr_encode(&h, c), 0);
+	memcpy(img + NDZ_CHUNK_SIZE, c, NDZ_CHUNK_SIZE);
+	free(c);
+	return img;
+}
+
+static void test_image_build_verify(void **state)
+{
+	struct ndz_key k, pub;
+	struct ndz_manifest m, back;
+	struct ndz_error e = { 0 };
+	struct ndz_io *io;
+	uint8_t *img = two_chunk_image(), *buf, h1[NDZ_HASH_LEN];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	assert_int_equal(ndz_key_public(&k, &pub), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_build(io, &m, &e), 0);
+	ndz_io_close(io);
+	assert_int_equal(m.chunks, 2);
+	ndz_chunk_hash(img + NDZ_CHUNK_SIZE, h1);
+	assert_memory_equal(m.hash[1], h1, NDZ_HASH_LEN);
+	assert_int_equal(ndz_manifest_sign(&m, &k, &buf, &len), 0);
+	ndz_manifest_release(&m);
+	assert_int_equal(ndz_manifest_open(buf, len, &pub, &back, &e), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_verify_image(io, &back, &e), 0);
+	ndz_io_close(io);
+	/* a changed padding byte: not signable, and no longer the signed image */
+	img[NDZ_CHUNK_SIZE + NDZ_CHUNK_SIZE - 5] = 1;
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_build(io, &m, &e), NDZ_EPADDING);
+	assert_null(m.hash);
+	ndz_io_close(io);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_manifest_verify_image(io, &back, &e), NDZ_EFORGED);
+	assert_non_null(strstr(ndz_error_msg(&e), "chunk 1: does not match the signed manifest"));
+	ndz_io_close(io);
+	ndz_manifest_release(&back);
+	free(buf);
+	free(img);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_key_roundtrip),
+		cmocka_unit_test(test_key_parse_rejects),
+		cmocka_unit_test(test_key_files),
+		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_encrypt),
+		cmocka_unit_test(test_image_build_verify),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
