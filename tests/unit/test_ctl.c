@@ -53,8 +53,8 @@ static void test_request(void **state)
 	r.type = NDZ_CTL_GET;
 	memset(r.name, 'x', NDZ_CTL_NAME_MAX);
 	r.name[NDZ_CTL_NAME_MAX] = 0;
-	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_MAX);
-	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_MAX - 1), NDZ_ERANGE);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX - 1), NDZ_ERANGE);
 }
 
 static void test_get_reply(void **state)
