@@ -253,20 +253,27 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 		goto out;
 	}
 	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t got = read(in_fd, buf, NDZ_CHUNK_SIZE);
+		/* the master answering now means it has rejected the image: hear why */
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = in_fd, .events = POLLIN } };
+		ssize_t got;
 
-		if (got < 0 && errno == EINTR)
+		if (poll(p, 2, -1) < 0 && errno != EINTR) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "poll");
+			goto out;
+		}
+		if (p[0].revents)
+			break;
+		if (!p[1].revents)
+			continue;
+		got = read(in_fd, buf, NDZ_CHUNK_SIZE);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (got < 0) {
 			/* closing without the rest: the master sees an image cut short */
 			rc = ndz_error_set(e, NDZ_EIO, errno, "reading the image");
 			goto out;
 		}
-		if (got == 0)
-			break;
-		/* the master answering now means it has rejected the image: hear why */
-		if (poll(&p, 1, 0) > 0 || write_all(fd, buf, (size_t)got) != 0)
+		if (got == 0 || write_all(fd, buf, (size_t)got) != 0)
 			break;
 	}
 	shutdown(fd, SHUT_WR);

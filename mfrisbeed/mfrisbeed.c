@@ -1200,6 +1200,10 @@ int main(int argc, char **argv)
 		if (poll(p, 2, 200) <= 0)
 			continue;
 		pthread_mutex_lock(&m.lock);
+		if (m.reload_wanted) {         /* a new image answers at once */
+			m.reload_wanted = 0;
+			reload(&m);
+		}
 		if (p[1].revents & POLLIN)
 			accept_upload(&m);
 		/* a bounded batch, then the signals and the reaping again */
