@@ -33,7 +33,7 @@ static const char usage_text[] =
 	"\nExit status: 0 the master checked, synced and stored the image; 1 failure (the\n"
 	"image was rejected, the input or the network failed, no answer); 2 bad usage;\n"
 	"3 the master refused the upload before it began (unknown image, access denied,\n"
-	"another upload to NAME running, quota, too many uploads).\n";
+	"another upload to NAME running, quota, too many uploads at once).\n";
 
 int main(int argc, char **argv)
 {

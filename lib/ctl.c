@@ -230,6 +230,7 @@ const char *ndz_ctl_strstatus(unsigned status)
 		[NDZ_CTL_QUOTA] = "upload quota exceeded",
 		[NDZ_CTL_BADIMAGE] = "not a sound image",
 		[NDZ_CTL_TIMEOUT] = "the upload went quiet for too long",
+		[NDZ_CTL_UPLOADS] = "too many uploads at once",
 	};
 
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";

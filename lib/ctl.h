@@ -44,6 +44,7 @@ enum ndz_ctl_status {
 	NDZ_CTL_QUOTA = 8,               /* the upload would exceed the quota */
 	NDZ_CTL_BADIMAGE = 9,            /* the uploaded bytes are not a sound image */
 	NDZ_CTL_TIMEOUT = 10,            /* the uploader went quiet */
+	NDZ_CTL_UPLOADS = 11,            /* max-uploads are running */
 };
 
 struct ndz_ctl_req {

@@ -722,7 +722,7 @@ static unsigned upload_begin(struct master *m, const struct ndz_ctl_req *req, ui
 			u = &m->up[i];
 	}
 	if (!u)
-		return NDZ_CTL_TOO_MANY;
+		return NDZ_CTL_UPLOADS;
 	*limit = 0;
 	if (c->quota) {
 		uint64_t used = dir_usage(c->upload_dir, final);
@@ -928,7 +928,7 @@ static void accept_upload(struct master *m)
 		return;
 	}
 	if (m->nthreads >= m->conf->max_uploads || !(j = malloc(sizeof(*j)))) {
-		struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = NDZ_CTL_TOO_MANY };
+		struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = NDZ_CTL_UPLOADS };
 		uint8_t out[NDZ_CTL_REQ_MAX];
 
 		/* the request, if here, is read first: unread data would reset the connection */
