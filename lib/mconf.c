@@ -266,7 +266,7 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 
 	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
 					    "rate", "total-rate", "quota", "upload-timeout",
-					    "max-uploads" };
+					    "max-uploads", "host-rate", "host-burst" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -320,6 +320,11 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		if (parse_uint(tok[1], 1, 64, &v))
 			return perr(p, "bad max-uploads (1 to 64)", tok[1]);
 		c->max_uploads = (unsigned)v;
+	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
+		if (parse_uint(tok[1], 1, 100000, &v))
+			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
+				    "bad host-burst (1 to 100000)", tok[1]);
+		*(k[5] == 'r' ? &c->host_rate : &c->host_burst) = (unsigned)v;
 	} else {                       /* total-rate */
 		if (ndz_parse_rate(tok[1], &c->total_rate) != 0 || c->total_rate < 8000)
 			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
@@ -348,6 +353,8 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->idle_timeout = 60;
 	c->upload_timeout = 30;
 	c->max_uploads = 2;
+	c->host_rate = 10;
+	c->host_burst = 10;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);

@@ -40,6 +40,7 @@ struct ndz_mconf {
 	uint64_t quota;                /* bytes upload_dir may hold; 0: no quota */
 	unsigned upload_timeout;       /* seconds an upload may stay quiet */
 	unsigned max_uploads;          /* uploads at once */
+	unsigned host_rate, host_burst; /* control requests per second per host, burst */
 };
 
 /*

@@ -38,8 +38,6 @@
 
 #define MAX_SESSIONS 1024
 #define HOSTS 1024                     /* rate limiter slots */
-#define HOST_RATE 10.0                 /* requests per second per host ... */
-#define HOST_BURST 10.0                /* ... with bursts of this many */
 #define MAX_UPLOADS 64                 /* the configuration's max-uploads is at most this */
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
 #define TMP_PREFIX ".upload-"          /* temporary files in the upload directory */
@@ -279,16 +277,16 @@ static void reap(struct master *m)
 static int rate_ok(struct master *m, uint32_t addr)
 {
 	struct host *h = &m->hosts[(ntohl(addr) * 2654435761u) % HOSTS];
-	double t = now_s();
+	double t = now_s(), burst = m->conf->host_burst;
 
 	if (h->addr != addr) {
 		h->addr = addr;
-		h->tokens = HOST_BURST;
+		h->tokens = burst;
 		h->last = t;
 	}
-	h->tokens += (t - h->last) * HOST_RATE;
-	if (h->tokens > HOST_BURST)
-		h->tokens = HOST_BURST;
+	h->tokens += (t - h->last) * m->conf->host_rate;
+	if (h->tokens > burst)
+		h->tokens = burst;
 	h->last = t;
 	if (h->tokens < 1.0)
 		return 0;

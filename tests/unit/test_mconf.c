@@ -210,6 +210,8 @@ static void test_upload(void **state)
 	assert_int_equal(c->upload_timeout, 30);
 	assert_int_equal(c->max_uploads, 2);
 	assert_int_equal(c->quota, 0);
+	assert_int_equal(c->host_rate, 10);
+	assert_int_equal(c->host_burst, 10);
 	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.1"), out, sizeof(out)),
 			 NDZ_CTL_DENIED);
 	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.0.1"), out, sizeof(out)),
@@ -258,6 +260,13 @@ static void test_upload(void **state)
 	refused("image a /a.ndz\nupload-timeout 0\n", "m.conf:2: bad upload-timeout (1 to 3600 seconds) '0'");
 	refused("image a /a.ndz\nmax-uploads 65\n", "m.conf:2: bad max-uploads (1 to 64) '65'");
 	refused("upload-dir\n", "m.conf:1: upload-dir needs a directory");
+	refused("image a /a.ndz\nhost-rate 0\n", "m.conf:2: bad host-rate (1 to 100000 a second) '0'");
+	refused("image a /a.ndz\nhost-burst x\n", "m.conf:2: bad host-burst (1 to 100000) 'x'");
+	c = parse("image a /a.ndz\nhost-rate 50\nhost-burst 200\n", &e);
+	assert_non_null(c);
+	assert_int_equal(c->host_rate, 50);
+	assert_int_equal(c->host_burst, 200);
+	ndz_mconf_free(c);
 	snprintf(text, sizeof(text), "upload-dir %s\nupload-dir %s\n", dir, dir);
 	refused(text, "m.conf:2: upload-dir given twice");
 	unlink(path);
