@@ -110,6 +110,14 @@ int ndz_ctl_rep_need(const uint8_t *buf, size_t have)
 	switch (buf[5] & ~REPLY_FLAG) {
 	case NDZ_CTL_UPLOAD:
 		return NDZ_CTL_REP_HDR;
+	case NDZ_CTL_STATUS:
+		if (get_le16(buf + 6) != NDZ_CTL_OK)
+			return NDZ_CTL_REP_HDR;
+		if (have < NDZ_CTL_REP_HDR + 2)
+			return NDZ_CTL_REP_HDR + 2;
+		if (get_le16(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_JSON_MAX)
+			return NDZ_EINVAL;
+		return NDZ_CTL_REP_HDR + 2 + get_le16(buf + NDZ_CTL_REP_HDR);
 	case NDZ_CTL_DONE:
 		if (have < NDZ_CTL_REP_HDR + 2)
 			return NDZ_CTL_REP_HDR + 2;
@@ -117,7 +125,7 @@ int ndz_ctl_rep_need(const uint8_t *buf, size_t have)
 			return NDZ_EINVAL;
 		return NDZ_CTL_REP_HDR + 2 + get_le16(buf + NDZ_CTL_REP_HDR);
 	default:
-		return NDZ_EINVAL;     /* GET and STATUS replies come by UDP only */
+		return NDZ_EINVAL;     /* GET replies come by UDP only */
 	}
 }
 
@@ -231,6 +239,7 @@ const char *ndz_ctl_strstatus(unsigned status)
 		[NDZ_CTL_BADIMAGE] = "not a sound image",
 		[NDZ_CTL_TIMEOUT] = "the upload went quiet for too long",
 		[NDZ_CTL_UPLOADS] = "too many uploads at once",
+		[NDZ_CTL_USE_TCP] = "status is answered over TCP only",
 	};
 
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";

@@ -26,7 +26,7 @@
 
 enum ndz_ctl_type {
 	NDZ_CTL_GET = 1,                 /* image name -> session */
-	NDZ_CTL_STATUS = 2,              /* -> JSON */
+	NDZ_CTL_STATUS = 2,              /* -> JSON; TCP only (a UDP reply would amplify) */
 	NDZ_CTL_UPLOAD = 3,              /* TCP: name, size -> go ahead, then DONE */
 	NDZ_CTL_DONE = 4,                /* TCP, reply only: the upload's outcome */
 };
@@ -45,6 +45,7 @@ enum ndz_ctl_status {
 	NDZ_CTL_BADIMAGE = 9,            /* the uploaded bytes are not a sound image */
 	NDZ_CTL_TIMEOUT = 10,            /* the uploader went quiet */
 	NDZ_CTL_UPLOADS = 11,            /* max-uploads are running */
+	NDZ_CTL_USE_TCP = 12,            /* STATUS is answered over TCP only */
 };
 
 struct ndz_ctl_req {

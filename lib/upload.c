@@ -283,3 +283,37 @@ out:
 	close(fd);
 	return rc;
 }
+
+int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
+		      struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS, .id = 1 };
+	uint8_t msg[NDZ_CTL_REQ_MAX];
+	char host[256];
+	uint16_t port;
+	int fd, n, rc = 0;
+
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	if (n < 0)
+		return ndz_error_set(e, n, 0, "status request");
+	if ((fd = dial(host, port, wait_s, e)) < 0)
+		return fd;
+	if (write_all(fd, msg, (size_t)n) != 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+		goto out;
+	}
+	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need);
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 || rep->type != NDZ_CTL_STATUS) {
+		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0, "master %s:%u: %s", host,
+				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");
+		goto out;
+	}
+	if (rep->status != NDZ_CTL_OK)
+		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s", host, port,
+				   ndz_ctl_strstatus(rep->status));
+out:
+	close(fd);
+	return rc;
+}

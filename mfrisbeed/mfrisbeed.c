@@ -41,6 +41,7 @@
 #define MAX_UPLOADS 64                 /* the configuration's max-uploads is at most this */
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
 #define TMP_PREFIX ".upload-"          /* temporary files in the upload directory */
+#define STATUS_CONNS 4                 /* TCP connections beyond max-uploads: for STATUS */
 
 struct session {
 	pid_t pid;                     /* 0: slot free */
@@ -71,7 +72,7 @@ struct host {
 struct counters {
 	uint64_t requests, get, status, ok, unknown, denied, pool, too_many, failed;
 	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
-	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused;
+	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
 };
 
 struct master {
@@ -520,7 +521,7 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 		"\"ok\": %llu, \"unknown\": %llu, \"denied\": %llu, \"pool_exhausted\": %llu, "
 		"\"too_many\": %llu, \"failed\": %llu, \"malformed\": %llu, \"dropped\": %llu, "
 		"\"rate_limited\": %llu, \"sessions_started\": %llu, \"sessions_ended\": %llu, "
-		"\"reloads\": %llu, \"bad_reloads\": %llu, \"uploads\": %llu, "
+		"\"reloads\": %llu, \"bad_reloads\": %llu, \"status_udp\": %llu, \"uploads\": %llu, "
 		"\"uploads_stored\": %llu, \"uploads_rejected\": %llu, \"uploads_refused\": %llu}, "
 		"\"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
 		(unsigned long long)n->requests, (unsigned long long)n->get,
@@ -531,7 +532,7 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 		(unsigned long long)n->dropped, (unsigned long long)n->rate_limited,
 		(unsigned long long)n->started, (unsigned long long)n->ended,
 		(unsigned long long)n->reloads, (unsigned long long)n->bad_reloads,
-		(unsigned long long)n->uploads, (unsigned long long)n->uploads_stored,
+		(unsigned long long)n->status_udp, (unsigned long long)n->uploads, (unsigned long long)n->uploads_stored,
 		(unsigned long long)n->uploads_rejected, (unsigned long long)n->uploads_refused,
 		m->conf->max_sessions, m->conf->pool_size);
 	first = 1;
@@ -565,7 +566,6 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 /* One request: bounded work (a table look-up, at most one frisbeed started). */
 static void handle(struct master *m, const uint8_t *buf, size_t len, struct sockaddr_in *from)
 {
-	static char json[NDZ_CTL_JSON_MAX];
 	static uint8_t out[NDZ_CTL_REP_MAX];
 	struct ndz_ctl_req req;
 	struct ndz_ctl_rep rep;
@@ -593,9 +593,8 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 		rep.status = NDZ_CTL_DENIED;
 		m->n.denied++;
 	} else if (req.type == NDZ_CTL_STATUS) {
-		m->n.status++;
-		rep.json = json;
-		rep.json_len = status_json(m, json, sizeof(json));
+		rep.status = NDZ_CTL_USE_TCP;  /* a 12-byte datagram must not buy 16 KB */
+		m->n.status_udp++;
 	} else {
 		const struct ndz_mconf_image *im = ndz_mconf_find(m->conf, req.name);
 		struct session *s = NULL;
@@ -713,13 +712,16 @@ static unsigned upload_begin(struct master *m, const struct ndz_ctl_req *req, ui
 
 	if (st != NDZ_CTL_OK)
 		return st;
+	size_t running = 0;
+
 	for (size_t i = 0; i < MAX_UPLOADS; i++) {
 		if (m->up[i].used && strcmp(m->up[i].name, req->name) == 0)
 			return NDZ_CTL_BUSY;
+		running += m->up[i].used != 0;
 		if (!m->up[i].used && !u)
 			u = &m->up[i];
 	}
-	if (!u)
+	if (!u || running >= c->max_uploads)
 		return NDZ_CTL_UPLOADS;
 	*limit = 0;
 	if (c->quota) {
@@ -790,6 +792,32 @@ static void drain(int fd)
 		;
 }
 
+/* Under the lock, which it releases: STATUS over TCP, the same rules as by UDP. */
+static void tcp_status(struct master *m, int fd, uint32_t id, uint32_t addr)
+{
+	static char json[NDZ_CTL_JSON_MAX];
+	static uint8_t out[NDZ_CTL_REP_MAX];
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_STATUS, .id = id };
+	int n;
+
+	m->n.requests++;
+	if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
+		rep.status = NDZ_CTL_DENIED;
+		m->n.denied++;
+	} else {
+		m->n.status++;
+		rep.json = json;
+		rep.json_len = status_json(m, json, sizeof(json));
+	}
+	/* encoded under the lock: json and out are shared by the threads */
+	n = ndz_ctl_rep_encode(&rep, out, sizeof(out));
+	if (n > 0)
+		n = send(fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n ? 0 : -1;
+	pthread_mutex_unlock(&m->lock);
+	if (n != 0 && cli_verbose)
+		cli_info("status reply not sent whole");
+}
+
 static void run_upload(struct master *m, int fd, uint32_t addr)
 {
 	uint8_t buf[NDZ_CTL_REQ_MAX];
@@ -815,6 +843,10 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 	n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need);
 	rc = n < 0 ? n : ndz_ctl_req_decode(buf, (size_t)n, &req);
 	pthread_mutex_lock(&m->lock);
+	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
+		tcp_status(m, fd, req.id, addr);
+		return;                /* unlocked there */
+	}
 	m->n.uploads++;
 	if (rc == NDZ_EINVAL || (rc == 0 && req.type != NDZ_CTL_UPLOAD)) {
 		st = NDZ_CTL_MALFORMED;
@@ -925,7 +957,7 @@ static void accept_upload(struct master *m)
 		close(fd);
 		return;
 	}
-	if (m->nthreads >= m->conf->max_uploads || !(j = malloc(sizeof(*j)))) {
+	if (m->nthreads >= m->conf->max_uploads + STATUS_CONNS || !(j = malloc(sizeof(*j)))) {
 		struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = NDZ_CTL_UPLOADS };
 		uint8_t out[NDZ_CTL_REQ_MAX];
 
@@ -1077,11 +1109,10 @@ static uint32_t source_address(const struct master *m)
 static int query_status(const char *target)
 {
 	static uint8_t buf[NDZ_CTL_REP_MAX];
-	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS };
 	struct ndz_ctl_rep rep;
 	struct ndz_error e = { 0 };
 
-	if (ndz_ctl_ask(target, &req, buf, sizeof(buf), &rep, &e) != 0)
+	if (ndz_upload_status(target, 3, buf, sizeof(buf), &rep, &e) != 0)
 		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : EXIT_FAIL, "%s", ndz_error_msg(&e));
 	printf("%.*s\n", (int)rep.json_len, rep.json);
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;

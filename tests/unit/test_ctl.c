@@ -180,7 +180,19 @@ static void test_upload(void **state)
 	rep.json = msg;
 	rep.json_len = NDZ_CTL_MSG_MAX + 1;
 	assert_int_equal(ndz_ctl_rep_encode(&rep, b, sizeof(b)), NDZ_EINVAL);
-	/* GET and STATUS replies do not come over a stream */
+	/* STATUS replies come over a stream: framed by their JSON length */
+	rep.type = NDZ_CTL_STATUS;
+	rep.status = NDZ_CTL_OK;
+	rep.json = "{}";
+	rep.json_len = 2;
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), n);
+	rep.status = NDZ_CTL_USE_TCP;
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_REP_HDR);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
+	/* GET replies do not */
 	rep.type = NDZ_CTL_GET;
 	rep.status = NDZ_CTL_UNKNOWN;
 	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
