@@ -42,6 +42,7 @@ struct server {
 	uint32_t tag;
 	uint32_t nchunks;
 	uint64_t rate, burst;
+	int rate_changed;              /* SIGUSR2 set a new rate: the sender re-paces (lock) */
 	int idle;
 
 	pthread_mutex_t lock;
@@ -226,6 +227,11 @@ static void *sender(void *arg)
 		int64_t c = ndz_serve_next_chunk(s->serve);
 		int b, r;
 
+		if (s->rate_changed) {
+			s->rate_changed = 0;
+			ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
+		}
+
 		if (c < 0) {
 			struct timespec ts;
 
@@ -339,6 +345,7 @@ int main(int argc, char **argv)
 	struct ndz_error e = { 0 };
 	pthread_t rt, stt;
 	sigset_t set;
+	siginfo_t si;
 	int c, r, code = EXIT_OK, announce = 3;
 
 	cli_init(argv[0]);
@@ -393,6 +400,7 @@ int main(int argc, char **argv)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
@@ -415,10 +423,23 @@ int main(int argc, char **argv)
 			send_reply(&s, 0);
 			announce--;
 		}
-		sig = sigtimedwait(&set, NULL, &ts);
+		sig = sigtimedwait(&set, &si, &ts);
 
 		if (sig == SIGUSR1) {
 			print_stats(&s, stderr, 0);
+			continue;
+		}
+		/* a new rate in kbit/s, from sigqueue (the image master dividing its cap) */
+		if (sig == SIGUSR2) {
+			if (si.si_code == SI_QUEUE && si.si_value.sival_int >= 8) {
+				pthread_mutex_lock(&s.lock);
+				s.rate = (uint64_t)si.si_value.sival_int * 1000;
+				s.info.rate_bps = s.rate;
+				s.rate_changed = 1;
+				pthread_mutex_unlock(&s.lock);
+				if (cli_verbose)
+					cli_info("rate now %.1f Mbit/s", (double)s.rate / 1e6);
+			}
 			continue;
 		}
 		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {

@@ -232,6 +232,45 @@ static void adopt_state(struct master *m)
 	save_state(m);
 }
 
+/*
+ * Under a total cap every running session gets an equal share (at most its image's
+ * own rate), divided again whenever a session starts or ends: frisbeed takes a new
+ * rate in kbit/s from sigqueue(SIGUSR2), without a restart.
+ */
+static void redivide(struct master *m)
+{
+	const struct ndz_mconf *c = m->conf;
+	size_t k = live_sessions(m);
+	int changed = 0;
+
+	if (!c->total_rate || !k)
+		return;
+	for (size_t i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &m->s[i];
+		const struct ndz_mconf_image *im = s->pid ? ndz_mconf_find(c, s->image) : NULL;
+		uint64_t want = im && im->rate ? im->rate : c->rate;
+		union sigval v;
+
+		if (!s->pid)
+			continue;
+		if (want > c->total_rate / k)
+			want = c->total_rate / k;
+		want = want < 8000 ? 8 : want / 1000;
+		if (want == s->rate / 1000 || want > INT_MAX)
+			continue;
+		v.sival_int = (int)want;
+		if (sigqueue(s->pid, SIGUSR2, v) == 0) {
+			s->rate = want * 1000;
+			changed = 1;
+			if (cli_verbose > 1)
+				cli_info("session of %s: now %.1f Mbit/s", s->image,
+					 (double)s->rate / 1e6);
+		}
+	}
+	if (changed)
+		save_state(m);
+}
+
 /* Sessions whose frisbeed has left: reap ours, notice adopted ones gone. */
 static void reap(struct master *m)
 {
@@ -270,8 +309,10 @@ static void reap(struct master *m)
 			changed = 1;
 		}
 	}
-	if (changed)
+	if (changed) {
 		save_state(m);
+		redivide(m);
+	}
 }
 
 /* A per-host token bucket: a flood from one host costs it, not the others. */
@@ -335,8 +376,7 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 	s->rate = im->rate ? im->rate : c->rate;
 	if (c->total_rate && s->rate > c->total_rate / (running + 1))
 		s->rate = c->total_rate / (running + 1);
-	if (s->rate < 8000)
-		s->rate = 8000;
+	s->rate = s->rate < 8000 ? 8000 : s->rate / 1000 * 1000;
 	snprintf(s->image, sizeof(s->image), "%s", im->name);
 	ndz_net_ntoa(s->group, grp);
 	snprintf(port, sizeof(port), "%u", s->port);
@@ -369,7 +409,9 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 		sigset_t none;
 		int fd = open("/dev/null", O_RDONLY);
 
+		/* SIGUSR2 (a new rate) stays blocked: one may come before frisbeed waits for it */
 		sigemptyset(&none);
+		sigaddset(&none, SIGUSR2);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setsid();
 		if (fd >= 0 && fd != 0) {
@@ -405,6 +447,7 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 		cli_info("session of %s: frisbeed %ld on %s port %u at %.1f Mbit/s", im->name,
 			 (long)pid, grp, s->port, (double)s->rate / 1e6);
 	save_state(m);
+	redivide(m);
 	return 0;
 }
 
