@@ -227,11 +227,6 @@ static void *sender(void *arg)
 		int64_t c = ndz_serve_next_chunk(s->serve);
 		int b, r;
 
-		if (s->rate_changed) {
-			s->rate_changed = 0;
-			ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
-		}
-
 		if (c < 0) {
 			struct timespec ts;
 
@@ -264,6 +259,10 @@ static void *sender(void *arg)
 		while (!atomic_load(&s->stop) && (b = ndz_serve_next_block(s->serve)) >= 0) {
 			int len;
 
+			if (s->rate_changed) {
+				s->rate_changed = 0;
+				ndz_pace_init(&pace, s->rate, s->burst, ndz_now_ns());
+			}
 			pthread_mutex_unlock(&s->lock);
 			p.block = (uint16_t)b;
 			p.data = chunk + (size_t)b * NDZ_BLOCK_SIZE;
