@@ -71,6 +71,7 @@ static const char usage_text[] =
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
+	"  --stats-live FILE        rewrite FILE with them once a second while running\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -321,6 +322,20 @@ static void print_stats(struct server *s, FILE *f, int json)
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
+/* The statistics so far into path, replaced whole (readers never see half a file). */
+static void write_live(struct server *s, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp) ||
+	    !(f = fopen(tmp, "w")))
+		return;
+	print_stats(s, f, 1);
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -334,12 +349,14 @@ int main(int argc, char **argv)
 		{ "ttl", required_argument, NULL, 't' },
 		{ "loopback", no_argument, NULL, 'L' },
 		{ "stats-json", required_argument, NULL, 'J' },
+		{ "stats-live", required_argument, NULL, 'K' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct server s;
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
-	const char *json = NULL;
+	const char *json = NULL, *live = NULL;
+	uint64_t live_ns = 0;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
 	struct ndz_error e = { 0 };
 	pthread_t rt, stt;
@@ -367,6 +384,7 @@ int main(int argc, char **argv)
 		case 't': no.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': no.loop = 1; break;
 		case 'J': json = optarg; break;
+		case 'K': live = optarg; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -423,6 +441,10 @@ int main(int argc, char **argv)
 			announce--;
 		}
 		sig = sigtimedwait(&set, &si, &ts);
+		if (live && ndz_now_ns() - live_ns >= 1000000000u) {
+			live_ns = ndz_now_ns();
+			write_live(&s, live);
+		}
 
 		if (sig == SIGUSR1) {
 			print_stats(&s, stderr, 0);

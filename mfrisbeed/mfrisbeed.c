@@ -140,6 +140,41 @@ static size_t live_sessions(const struct master *m)
 	return k;
 }
 
+/* Where a session's frisbeed keeps its statistics (--stats-live): by group and port. */
+static void stats_path(const struct master *m, const struct session *s, char *buf, size_t cap)
+{
+	char a[16];
+
+	snprintf(buf, cap, "%s/stats-%s-%u.json", m->run_dir, ndz_net_ntoa(s->group, a), s->port);
+}
+
+/*
+ * What frisbeed last wrote: the clients it has seen and the bytes it has sent
+ * (0 when it has written nothing yet). Our own child's file, read whole.
+ */
+static void session_stats(const struct master *m, const struct session *s, uint64_t *clients,
+			  uint64_t *bytes)
+{
+	char path[PATH_MAX], text[2048], *p;
+	ssize_t n;
+	int fd;
+
+	*clients = *bytes = 0;
+	stats_path(m, s, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	text[n] = 0;
+	if ((p = strstr(text, "\"clients\": ")))
+		*clients = strtoull(p + 11, NULL, 10);
+	if ((p = strstr(text, "\"bytes_sent\": ")))
+		*bytes = strtoull(p + 14, NULL, 10);
+}
+
 /* The state file: one line per session, so that a restarted master skips or adopts it. */
 static void save_state(struct master *m)
 {
@@ -274,6 +309,7 @@ static void redivide(struct master *m)
 /* Sessions whose frisbeed has left: reap ours, notice adopted ones gone. */
 static void reap(struct master *m)
 {
+	char path[PATH_MAX];
 	int changed = 0, st;
 	pid_t pid;
 
@@ -293,6 +329,8 @@ static void reap(struct master *m)
 					  WIFEXITED(st) ? "exited with status" : "killed by signal",
 					  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 			}
+			stats_path(m, s, path, sizeof(path));
+			unlink(path);
 			s->pid = 0;
 			m->n.ended++;
 			changed = 1;
@@ -304,6 +342,8 @@ static void reap(struct master *m)
 		if (s->pid && s->adopted && !is_frisbeed(s->pid)) {
 			if (cli_verbose)
 				cli_info("adopted session of %s ended", s->image);
+			stats_path(m, s, path, sizeof(path));
+			unlink(path);
 			s->pid = 0;
 			m->n.ended++;
 			changed = 1;
@@ -365,8 +405,8 @@ static int read_identity(const char *path, struct session *s)
 static int start_session(struct master *m, struct session *s, const struct ndz_mconf_image *im)
 {
 	const struct ndz_mconf *c = m->conf;
-	char grp[16], port[8], rate[24], idle[16], ttl[8];
-	const char *argv[20];
+	char grp[16], port[8], rate[24], idle[16], ttl[8], stats[PATH_MAX];
+	const char *argv[24];
 	int argc = 0, pfd[2], err = 0;
 	size_t running = live_sessions(m);
 	pid_t pid;
@@ -395,6 +435,9 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 	}
 	if (m->loop)
 		argv[argc++] = "-L";
+	stats_path(m, s, stats, sizeof(stats));
+	argv[argc++] = "--stats-live";
+	argv[argc++] = stats;
 	if (cli_verbose < 2)
 		argv[argc++] = "-q";
 	argv[argc++] = "--";
@@ -547,17 +590,20 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 	jprintf(&j, "{\"sessions\": [");
 	for (size_t i = 0; i < MAX_SESSIONS; i++) {
 		const struct session *s = &m->s[i];
+		uint64_t receivers, bytes;
 		char a[16];
 
 		if (!s->pid)
 			continue;
+		session_stats(m, s, &receivers, &bytes);
 		jprintf(&j, "%s{\"image\": \"%s\", \"pid\": %ld, \"group\": \"%s\", \"port\": %u, "
 			"\"rate_bps\": %llu, \"clients\": %llu, \"age_s\": %.0f, \"adopted\": %s, "
-			"\"replaced\": %s}",
+			"\"replaced\": %s, \"receivers\": %llu, \"bytes_sent\": %llu}",
 			first ? "" : ", ", s->image, (long)s->pid, ndz_net_ntoa(s->group, a),
 			s->port, (unsigned long long)s->rate, (unsigned long long)s->clients,
 			now_s() - s->started, s->adopted ? "true" : "false",
-			s->replaced ? "true" : "false");
+			s->replaced ? "true" : "false", (unsigned long long)receivers,
+			(unsigned long long)bytes);
 		first = 0;
 	}
 	jprintf(&j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, \"status\": %llu, "
