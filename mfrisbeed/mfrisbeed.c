@@ -225,8 +225,12 @@ static int is_frisbeed(pid_t pid)
 	return strstr(cmd, "frisbeed") != NULL;
 }
 
+static int read_identity(const char *path, struct session *s);
+
 static void adopt_state(struct master *m)
 {
+	const struct ndz_mconf_image *im;
+	struct session now;
 	FILE *f = fopen(m->state_path, "r");
 	char line[512];
 	size_t k = 0;
@@ -254,6 +258,10 @@ static void adopt_state(struct master *m)
 		s->pid = (pid_t)pid;
 		s->adopted = 1;
 		snprintf(s->image, sizeof(s->image), "%s", img);
+		/* uploaded anew while no master ran: it keeps its clients, gets no new ones */
+		im = ndz_mconf_find(m->conf, img);
+		if (im && read_identity(im->path, &now) == 0 && memcmp(now.uuid, s->uuid, 16) != 0)
+			s->replaced = 1;
 		s->port = (uint16_t)port;
 		s->rate = rate;
 		s->source_bytes = src;
@@ -889,7 +897,6 @@ static void tcp_status(struct master *m, int fd, uint32_t id, uint32_t addr)
 	struct ndz_ctl_rep rep = { .type = NDZ_CTL_STATUS, .id = id };
 	int n;
 
-	m->n.requests++;
 	if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
 		rep.status = NDZ_CTL_DENIED;
 		m->n.denied++;
