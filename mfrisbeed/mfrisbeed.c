@@ -919,7 +919,7 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 	uint8_t buf[NDZ_CTL_REQ_MAX];
 	struct ndz_ctl_req req;
 	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD };
-	struct ndz_upload_stats stats;
+	struct ndz_upload_stats stats = { 0 };
 	struct ndz_error e = { 0 };
 	struct upload *u = NULL;
 	struct ndz_io *io = NULL;
@@ -1007,6 +1007,11 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 				 now_s() - t0);
 		reply_done(fd, req.id, st, msg);
 		return;
+	}
+	if (st == NDZ_CTL_TIMEOUT) {   /* "read error: Resource temporarily unavailable" */
+		ndz_error_clear(&e);
+		ndz_error_set(&e, NDZ_ETIMEDOUT, 0, "nothing received for %ld s, after %llu bytes",
+			      (long)tv.tv_sec, (unsigned long long)stats.bytes);
 	}
 	cli_error("upload of %s from %s rejected: %s", req.name, a, ndz_error_msg(&e));
 	reply_done(fd, req.id, st, ndz_error_msg(&e));
