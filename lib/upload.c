@@ -14,6 +14,8 @@
 #include "image.h"
 #include "upload.h"
 
+#define VERDICT_S 600                  /* the least wait for the verdict, seconds */
+
 static int write_all(int fd, const uint8_t *p, size_t len)
 {
 	while (len) {
@@ -277,6 +279,8 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 			break;
 	}
 	shutdown(fd, SHUT_WR);
+	/* the verdict follows the master's fsync of the whole image: allow for slow disks */
+	set_timeouts(fd, wait_s < VERDICT_S ? VERDICT_S : wait_s);
 	rc = read_done(fd, host, port, name, e);
 out:
 	free(buf);

@@ -52,7 +52,8 @@ int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
  * ndz_upload_send - upload the image read from in_fd (a file or a pipe, read to
  * its end; size bytes when known, else 0) as image name to the master at spec
  * ("HOST[:PORT]", TCP, port NDZ_CTL_PORT by default), waiting at most wait_s
- * seconds for the connection, each answer and each write. Returns 0 once the
+ * seconds for the connection, each answer and each write, and at least 600 s for
+ * the verdict after the last byte (the master syncs the image first). Returns 0 once the
  * master said the image is stored (checked, synced, renamed into place). Else a
  * negative code with e saying why: NDZ_EREFUSED when the master refused before
  * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many)

@@ -96,10 +96,12 @@ static volatile sig_atomic_t got_hup, got_stop, got_chld;
 static const char usage_text[] =
 	"Usage: mfrisbeed [options] -c CONFIG\n"
 	"       mfrisbeed --status HOST[:PORT]\n"
-	"Hand out images by name, starting one frisbeed per image on demand.\n\n"
+	"Hand out images by name, starting one frisbeed per image on demand; take\n"
+	"uploads from frisbee-upload.\n\n"
 	"  -c, --config FILE        the configuration (see mfrisbeed.conf(5))\n"
 	"  -n, --check              check the configuration and exit\n"
-	"  -l, --listen ADDR[:PORT] control address (default 0.0.0.0:3563)\n"
+	"  -l, --listen ADDR[:PORT] control address: UDP, and TCP for uploads and status\n"
+	"                           (default 0.0.0.0:3563)\n"
 	"  -r, --run-dir DIR        where the session state lives (default /run/mfrisbeed)\n"
 	"  -F, --frisbeed PATH      the frisbeed to run (default: next to mfrisbeed)\n"
 	"  -i, --interface IFACE    interface for the sessions (frisbeed -i)\n"
@@ -629,7 +631,8 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 		(unsigned long long)n->dropped, (unsigned long long)n->rate_limited,
 		(unsigned long long)n->started, (unsigned long long)n->ended,
 		(unsigned long long)n->reloads, (unsigned long long)n->bad_reloads,
-		(unsigned long long)n->status_udp, (unsigned long long)n->uploads, (unsigned long long)n->uploads_stored,
+		(unsigned long long)n->status_udp, (unsigned long long)n->uploads,
+		(unsigned long long)n->uploads_stored,
 		(unsigned long long)n->uploads_rejected, (unsigned long long)n->uploads_refused,
 		m->conf->max_sessions, m->conf->pool_size);
 	first = 1;

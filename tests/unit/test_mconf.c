@@ -256,8 +256,10 @@ static void test_upload(void **state)
 	refused("image a /a.ndz upload 10.0.0.1\nrate 1M\n",
 		"m.conf:1: 'upload' needs an upload-dir line (where uploads are written)");
 	refused("image a /a.ndz upload 10.0.0.300\n", "m.conf:1: bad address or prefix '10.0.0.300'");
-	refused("image a /a.ndz\nquota lots\n", "m.conf:2: bad quota (bytes, k/M/G/T: powers of 1000) 'lots'");
-	refused("image a /a.ndz\nupload-timeout 0\n", "m.conf:2: bad upload-timeout (1 to 3600 seconds) '0'");
+	refused("image a /a.ndz\nquota lots\n",
+		"m.conf:2: bad quota (bytes, k/M/G/T: powers of 1000) 'lots'");
+	refused("image a /a.ndz\nupload-timeout 0\n",
+		"m.conf:2: bad upload-timeout (1 to 3600 seconds) '0'");
 	refused("image a /a.ndz\nmax-uploads 65\n", "m.conf:2: bad max-uploads (1 to 64) '65'");
 	refused("upload-dir\n", "m.conf:1: upload-dir needs a directory");
 	refused("image a /a.ndz\nhost-rate 0\n", "m.conf:2: bad host-rate (1 to 100000 a second) '0'");
