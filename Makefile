@@ -31,7 +31,7 @@ QLD = @printf '  LD      %s\n' $@;
 QAR = @printf '  AR      %s\n' $@;
 endif
 
-TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey
+TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload
 PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
 LIB_SRC  := $(wildcard lib/*.c)
 FS_SRC   := $(wildcard fs/*.c)

@@ -49,6 +49,7 @@ struct server {
 	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
 	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
 	uint64_t rate, burst;
+	int rate_changed;              /* SIGUSR2 set a new rate: the sender re-paces (lock) */
 	int idle;
 	int repair;                    /* announce repairs and answer RREQUESTs */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
@@ -85,6 +86,7 @@ static const char usage_text[] =
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
 	"                           IMAGE.manifest when it exists), for frisbee --key\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
+	"  --stats-live FILE        rewrite FILE with them once a second while running\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -406,6 +408,13 @@ static void *sender(void *arg)
 			uint64_t bytes = 0, now;
 			unsigned k = 0;
 
+			if (s->rate_changed) {
+				/* a new cap from the master (SIGUSR2): fixed from now on */
+				s->rate_changed = 0;
+				ndz_adapt_free(s->adapt);
+				s->adapt = NULL;
+				ndz_pace_set_rate(&pace, s->rate, s->burst, ndz_now_ns());
+			}
 			while (k < batch && !atomic_load(&s->stop) && ndz_serve_next(s->serve, &its[k]))
 				k++;
 			if (!k)
@@ -508,6 +517,20 @@ static void print_stats(struct server *s, FILE *f, int json)
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
+/* The statistics so far into path, replaced whole (readers never see half a file). */
+static void write_live(struct server *s, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp) ||
+	    !(f = fopen(tmp, "w")))
+		return;
+	print_stats(s, f, 1);
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -523,17 +546,20 @@ int main(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "no-repair", no_argument, NULL, 'R' },
 		{ "manifest", required_argument, NULL, 'F' },
+		{ "stats-live", required_argument, NULL, 'K' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct server s;
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
-	const char *json = NULL, *manifest = NULL;
+	const char *json = NULL, *manifest = NULL, *live = NULL;
+	uint64_t live_ns = 0;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
 	int auto_rate = 0;
 	struct ndz_error e = { 0 };
 	pthread_t rt, stt;
 	sigset_t set;
+	siginfo_t si;
 	int c, r, code = EXIT_OK, announce = 3;
 
 	cli_init(argv[0]);
@@ -564,6 +590,7 @@ int main(int argc, char **argv)
 		case 'J': json = optarg; break;
 		case 'R': s.repair = 0; break;
 		case 'F': manifest = optarg; break;
+		case 'K': live = optarg; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -607,6 +634,7 @@ int main(int argc, char **argv)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
@@ -629,10 +657,28 @@ int main(int argc, char **argv)
 			send_reply(&s, 0);
 			announce--;
 		}
-		sig = sigtimedwait(&set, NULL, &ts);
+		sig = sigtimedwait(&set, &si, &ts);
+		if (live && ndz_now_ns() - live_ns >= 1000000000u) {
+			live_ns = ndz_now_ns();
+			write_live(&s, live);
+		}
 
 		if (sig == SIGUSR1) {
 			print_stats(&s, stderr, 0);
+			continue;
+		}
+		/* a new rate in kbit/s, from sigqueue (the image master dividing its cap) */
+		if (sig == SIGUSR2) {
+			if (si.si_code == SI_QUEUE && si.si_value.sival_int >= 8) {
+				pthread_mutex_lock(&s.lock);
+				s.rate = (uint64_t)si.si_value.sival_int * 1000;
+				s.burst = burst_for(s.rate);
+				s.info.rate_bps = s.rate;
+				s.rate_changed = 1;
+				pthread_mutex_unlock(&s.lock);
+				if (cli_verbose)
+					cli_info("rate now %.1f Mbit/s", (double)s.rate / 1e6);
+			}
 			continue;
 		}
 		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {

@@ -34,23 +34,36 @@ static int check_hdr(const uint8_t *b, size_t len)
 	return 0;
 }
 
+/* The body after the header: UPLOAD has the size before the name. */
+static size_t req_body(uint8_t type)
+{
+	return type == NDZ_CTL_UPLOAD ? 8 : 0;
+}
+
+static int req_type_ok(unsigned type)
+{
+	return type == NDZ_CTL_GET || type == NDZ_CTL_STATUS || type == NDZ_CTL_UPLOAD;
+}
+
 int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap)
 {
-	size_t n = strnlen(r->name, sizeof(r->name));
+	size_t n = strnlen(r->name, sizeof(r->name)), b = req_body(r->type);
 
-	if ((r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS) || n > NDZ_CTL_NAME_MAX ||
-	    (r->type == NDZ_CTL_GET) != (n > 0))
+	if (!req_type_ok(r->type) || n > NDZ_CTL_NAME_MAX ||
+	    (r->type != NDZ_CTL_STATUS) != (n > 0))
 		return NDZ_EINVAL;
-	if (cap < NDZ_CTL_REQ_HDR + n)
+	if (cap < NDZ_CTL_REQ_HDR + b + n)
 		return NDZ_ERANGE;
 	put_hdr(buf, r->type, (uint16_t)n, r->id);
-	memcpy(buf + NDZ_CTL_REQ_HDR, r->name, n);
-	return (int)(NDZ_CTL_REQ_HDR + n);
+	if (b)
+		put_le64(buf + NDZ_CTL_REQ_HDR, r->size);
+	memcpy(buf + NDZ_CTL_REQ_HDR + b, r->name, n);
+	return (int)(NDZ_CTL_REQ_HDR + b + n);
 }
 
 int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r)
 {
-	size_t n;
+	size_t n, b;
 	int rc = check_hdr(buf, len);
 
 	memset(r, 0, sizeof(*r));
@@ -59,30 +72,90 @@ int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r)
 	r->type = buf[5];
 	r->id = get_le32(buf + 8);
 	n = get_le16(buf + 6);
+	b = req_body(r->type);
 	if (buf[5] & REPLY_FLAG)
 		return NDZ_EPROTO;     /* a reply sent to us: not a request at all */
-	if ((r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS) || n > NDZ_CTL_NAME_MAX ||
-	    len != NDZ_CTL_REQ_HDR + n || (r->type == NDZ_CTL_GET) != (n > 0) ||
-	    memchr(buf + NDZ_CTL_REQ_HDR, 0, n))
+	if (!req_type_ok(r->type) || n > NDZ_CTL_NAME_MAX || len != NDZ_CTL_REQ_HDR + b + n ||
+	    (r->type != NDZ_CTL_STATUS) != (n > 0) || memchr(buf + NDZ_CTL_REQ_HDR + b, 0, n))
 		return NDZ_EINVAL;
-	memcpy(r->name, buf + NDZ_CTL_REQ_HDR, n);
+	if (b)
+		r->size = get_le64(buf + NDZ_CTL_REQ_HDR);
+	memcpy(r->name, buf + NDZ_CTL_REQ_HDR + b, n);
 	return 0;
+}
+
+int ndz_ctl_req_need(const uint8_t *buf, size_t have)
+{
+	int rc;
+
+	if (have < NDZ_CTL_REQ_HDR)
+		return NDZ_CTL_REQ_HDR;
+	if ((rc = check_hdr(buf, have)) != 0)
+		return rc;
+	if ((buf[5] & REPLY_FLAG) || !req_type_ok(buf[5]) || get_le16(buf + 6) > NDZ_CTL_NAME_MAX)
+		return NDZ_EINVAL;
+	return (int)(NDZ_CTL_REQ_HDR + req_body(buf[5]) + get_le16(buf + 6));
+}
+
+int ndz_ctl_rep_need(const uint8_t *buf, size_t have)
+{
+	int rc;
+
+	if (have < NDZ_CTL_REP_HDR)
+		return NDZ_CTL_REP_HDR;
+	if ((rc = check_hdr(buf, have)) != 0)
+		return rc;
+	if (!(buf[5] & REPLY_FLAG))
+		return NDZ_EPROTO;
+	switch (buf[5] & ~REPLY_FLAG) {
+	case NDZ_CTL_UPLOAD:
+		return NDZ_CTL_REP_HDR;
+	case NDZ_CTL_STATUS:
+		if (get_le16(buf + 6) != NDZ_CTL_OK)
+			return NDZ_CTL_REP_HDR;
+		if (have < NDZ_CTL_REP_HDR + 2)
+			return NDZ_CTL_REP_HDR + 2;
+		if (get_le16(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_JSON_MAX)
+			return NDZ_EINVAL;
+		return NDZ_CTL_REP_HDR + 2 + get_le16(buf + NDZ_CTL_REP_HDR);
+	case NDZ_CTL_DONE:
+		if (have < NDZ_CTL_REP_HDR + 2)
+			return NDZ_CTL_REP_HDR + 2;
+		if (get_le16(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_MSG_MAX)
+			return NDZ_EINVAL;
+		return NDZ_CTL_REP_HDR + 2 + get_le16(buf + NDZ_CTL_REP_HDR);
+	default:
+		return NDZ_EINVAL;     /* GET replies come by UDP only */
+	}
 }
 
 int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap)
 {
 	size_t len = NDZ_CTL_REP_HDR;
 
-	if (r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS)
+	if (r->type < NDZ_CTL_GET || r->type > NDZ_CTL_DONE)
 		return NDZ_EINVAL;
-	if (r->status == NDZ_CTL_OK)
+	if (r->type == NDZ_CTL_DONE) {
+		if (r->json_len > NDZ_CTL_MSG_MAX)
+			return NDZ_EINVAL;
+		if (cap < NDZ_CTL_REP_HDR + 2 + r->json_len)
+			return NDZ_ERANGE;
+		put_hdr(buf, NDZ_CTL_DONE | REPLY_FLAG, r->status, r->id);
+		put_le16(buf + NDZ_CTL_REP_HDR, (uint16_t)r->json_len);
+		if (r->json_len)
+			memcpy(buf + NDZ_CTL_REP_HDR + 2, r->json, r->json_len);
+		return (int)(NDZ_CTL_REP_HDR + 2 + r->json_len);
+	}
+	if (r->status == NDZ_CTL_OK && r->type == NDZ_CTL_UPLOAD)
+		len = NDZ_CTL_REP_HDR;
+	else if (r->status == NDZ_CTL_OK)
 		len = r->type == NDZ_CTL_GET ? NDZ_CTL_GET_LEN : NDZ_CTL_REP_HDR + 2 + r->json_len;
 	if (r->status == NDZ_CTL_OK && r->type == NDZ_CTL_STATUS && r->json_len > NDZ_CTL_JSON_MAX)
 		return NDZ_EINVAL;
 	if (cap < len)
 		return NDZ_ERANGE;
 	put_hdr(buf, (uint8_t)(r->type | REPLY_FLAG), r->status, r->id);
-	if (r->status != NDZ_CTL_OK)
+	if (r->status != NDZ_CTL_OK || r->type == NDZ_CTL_UPLOAD)
 		return (int)len;
 	if (r->type == NDZ_CTL_GET) {
 		uint8_t *p = buf + NDZ_CTL_REP_HDR;
@@ -115,9 +188,18 @@ int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r)
 	r->type = buf[5] & ~REPLY_FLAG;
 	r->status = get_le16(buf + 6);
 	r->id = get_le32(buf + 8);
-	if (r->type != NDZ_CTL_GET && r->type != NDZ_CTL_STATUS)
+	if (r->type < NDZ_CTL_GET || r->type > NDZ_CTL_DONE)
 		return NDZ_EPROTO;
-	if (r->status != NDZ_CTL_OK)
+	if (r->type == NDZ_CTL_DONE) {
+		if (len < NDZ_CTL_REP_HDR + 2)
+			return NDZ_EPROTO;
+		r->json_len = get_le16(buf + NDZ_CTL_REP_HDR);
+		if (r->json_len > NDZ_CTL_MSG_MAX || len != NDZ_CTL_REP_HDR + 2 + r->json_len)
+			return NDZ_EPROTO;
+		r->json = (const char *)buf + NDZ_CTL_REP_HDR + 2;
+		return 0;
+	}
+	if (r->status != NDZ_CTL_OK || r->type == NDZ_CTL_UPLOAD)
 		return len == NDZ_CTL_REP_HDR ? 0 : NDZ_EPROTO;
 	if (r->type == NDZ_CTL_GET) {
 		const uint8_t *p = buf + NDZ_CTL_REP_HDR;
@@ -152,6 +234,12 @@ const char *ndz_ctl_strstatus(unsigned status)
 		[NDZ_CTL_TOO_MANY] = "too many sessions",
 		[NDZ_CTL_MALFORMED] = "malformed request",
 		[NDZ_CTL_FAILED] = "the server could not start a session",
+		[NDZ_CTL_BUSY] = "another upload to that image is running",
+		[NDZ_CTL_QUOTA] = "upload quota exceeded",
+		[NDZ_CTL_BADIMAGE] = "not a sound image",
+		[NDZ_CTL_TIMEOUT] = "the upload went quiet for too long",
+		[NDZ_CTL_UPLOADS] = "too many uploads at once",
+		[NDZ_CTL_USE_TCP] = "status is answered over TCP only",
 	};
 
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";

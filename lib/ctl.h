@@ -1,7 +1,8 @@
 /*
  * The master's control protocol (doc/PROTOCOL.md, "Control protocol"): one UDP
  * request, one reply, fixed little-endian layouts encoded and decoded only here;
- * and the client side of one exchange (ask, wait, retry).
+ * and the client side of one exchange (ask, wait, retry). Uploads use the same
+ * messages over TCP (lib/upload).
  */
 #ifndef NDZ_CTL_H
 #define NDZ_CTL_H
@@ -16,15 +17,18 @@
 #define NDZ_CTL_PORT       3563        /* the master's default UDP port */
 #define NDZ_CTL_NAME_MAX   64          /* image name bytes */
 #define NDZ_CTL_REQ_HDR    12
-#define NDZ_CTL_REQ_MAX    (NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX)
+#define NDZ_CTL_REQ_MAX    (NDZ_CTL_REQ_HDR + 8 + NDZ_CTL_NAME_MAX)
 #define NDZ_CTL_REP_HDR    12
 #define NDZ_CTL_GET_LEN    (NDZ_CTL_REP_HDR + 48)
 #define NDZ_CTL_JSON_MAX   16000       /* STATUS replies are cut to this */
 #define NDZ_CTL_REP_MAX    (NDZ_CTL_REP_HDR + 2 + NDZ_CTL_JSON_MAX)
+#define NDZ_CTL_MSG_MAX    512         /* DONE messages are cut to this */
 
 enum ndz_ctl_type {
 	NDZ_CTL_GET = 1,                 /* image name -> session */
-	NDZ_CTL_STATUS = 2,              /* -> JSON */
+	NDZ_CTL_STATUS = 2,              /* -> JSON; TCP only (a UDP reply would amplify) */
+	NDZ_CTL_UPLOAD = 3,              /* TCP: name, size -> go ahead, then DONE */
+	NDZ_CTL_DONE = 4,                /* TCP, reply only: the upload's outcome */
 };
 
 /* Reply status codes; on the wire as they are. */
@@ -35,13 +39,20 @@ enum ndz_ctl_status {
 	NDZ_CTL_POOL = 3,                /* no multicast address free */
 	NDZ_CTL_TOO_MANY = 4,            /* the session limit is reached */
 	NDZ_CTL_MALFORMED = 5,           /* the request made no sense */
-	NDZ_CTL_FAILED = 6,              /* the session could not be started */
+	NDZ_CTL_FAILED = 6,              /* the session (or upload) could not be started */
+	NDZ_CTL_BUSY = 7,                /* another upload to that name is running */
+	NDZ_CTL_QUOTA = 8,               /* the upload would exceed the quota */
+	NDZ_CTL_BADIMAGE = 9,            /* the uploaded bytes are not a sound image */
+	NDZ_CTL_TIMEOUT = 10,            /* the uploader went quiet */
+	NDZ_CTL_UPLOADS = 11,            /* max-uploads are running */
+	NDZ_CTL_USE_TCP = 12,            /* STATUS is answered over TCP only */
 };
 
 struct ndz_ctl_req {
 	uint8_t type;                    /* enum ndz_ctl_type */
 	uint32_t id;                     /* echoed in the reply */
-	char name[NDZ_CTL_NAME_MAX + 1]; /* GET: NUL-terminated image name; STATUS: "" */
+	char name[NDZ_CTL_NAME_MAX + 1]; /* GET, UPLOAD: NUL-terminated image name; STATUS: "" */
+	uint64_t size;                   /* UPLOAD: the image's bytes; 0: not known */
 };
 
 struct ndz_ctl_rep {
@@ -54,7 +65,8 @@ struct ndz_ctl_rep {
 	uint8_t uuid[16];
 	uint32_t chunks;
 	uint64_t source_bytes, rate_bps;
-	/* STATUS: json_len bytes at json (decode points into the datagram) */
+	/* STATUS: json_len bytes of JSON at json; DONE (any status): a message for
+	 * people (decode points into the datagram) */
 	const char *json;
 	size_t json_len;
 };
@@ -81,6 +93,15 @@ int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r);
  * For STATUS, r->json points into buf (not NUL-terminated).
  */
 int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r);
+
+/*
+ * ndz_ctl_req_need / ndz_ctl_rep_need - for reading from a stream (TCP): given the
+ * have bytes read so far, the whole message's length (more than have: read on).
+ * NDZ_EPROTO / NDZ_EPROTOVER when the header is not ours, NDZ_EINVAL for a length
+ * no message has.
+ */
+int ndz_ctl_req_need(const uint8_t *buf, size_t have);
+int ndz_ctl_rep_need(const uint8_t *buf, size_t have);
 
 /* ndz_ctl_strstatus - the message for a reply status ("unknown image", ...). */
 const char *ndz_ctl_strstatus(unsigned status);

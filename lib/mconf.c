@@ -17,6 +17,7 @@ struct parser {
 	struct ndz_mconf *c;
 	const char *fname;
 	unsigned line;
+	unsigned upload_line;          /* the first line saying "upload" */
 	struct ndz_error *e;
 };
 
@@ -96,8 +97,25 @@ static int valid_name(const char *s)
 	return 1;
 }
 
+/* What an image or directory line says besides its name and path. */
+struct opts {
+	struct ndz_cidr allow[64], upload[64];
+	size_t nallow, nupload;
+	uint64_t rate;
+};
+
+static int copy_cidrs(struct ndz_cidr **to, const struct ndz_cidr *from, size_t n)
+{
+	*to = n ? malloc(n * sizeof(*from)) : NULL;
+	if (n && !*to)
+		return -1;
+	if (n)
+		memcpy(*to, from, n * sizeof(*from));
+	return 0;
+}
+
 static int add_image(struct parser *p, const char *name, const char *path,
-		     const struct ndz_cidr *allow, size_t nallow, uint64_t rate)
+		     const struct opts *o)
 {
 	struct ndz_mconf *c = p->c;
 	struct ndz_mconf_image *im, *grown;
@@ -114,14 +132,13 @@ static int add_image(struct parser *p, const char *name, const char *path,
 	memset(im, 0, sizeof(*im));
 	im->name = strdup(name);
 	im->path = strdup(path);
-	im->allow = nallow ? malloc(nallow * sizeof(*allow)) : NULL;
 	c->nimages++;                  /* freed with the rest, whole or not */
-	if (!im->name || !im->path || (nallow && !im->allow))
+	if (!im->name || !im->path || copy_cidrs(&im->allow, o->allow, o->nallow) ||
+	    copy_cidrs(&im->upload, o->upload, o->nupload))
 		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
-	if (nallow)
-		memcpy(im->allow, allow, nallow * sizeof(*allow));
-	im->nallow = nallow;
-	im->rate = rate;
+	im->nallow = o->nallow;
+	im->nupload = o->nupload;
+	im->rate = o->rate;
 	return 0;
 }
 
@@ -131,8 +148,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Every DIR/NAME.ndz as image NAME, in name order so that errors are stable. */
-static int add_dir(struct parser *p, const char *dir, const struct ndz_cidr *allow,
-		   size_t nallow, uint64_t rate)
+static int add_dir(struct parser *p, const char *dir, const struct opts *o)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -169,7 +185,7 @@ static int add_dir(struct parser *p, const char *dir, const struct ndz_cidr *all
 		if (rc == 0) {
 			sprintf(path, "%s/%s", dir, names[i]);
 			names[i][l - 4] = 0;
-			rc = add_image(p, names[i], path, allow, nallow, rate);
+			rc = add_image(p, names[i], path, o);
 		}
 		free(path);
 		free(names[i]);
@@ -178,41 +194,68 @@ static int add_dir(struct parser *p, const char *dir, const struct ndz_cidr *all
 	return rc;
 }
 
-/* "image NAME PATH [allow CIDR,...] [rate RATE]" and "imagedir DIR [...]". */
-static int parse_image(struct parser *p, char **tok, int ntok, int dir)
+/* "a.b.c.d/n,..." onto list (at most 64). */
+static int parse_list(struct parser *p, char *arg, struct ndz_cidr *list, size_t *n)
 {
-	struct ndz_cidr allow[64];
-	size_t nallow = 0;
-	uint64_t rate = 0;
-	int first = dir ? 2 : 3;
+	for (char *s = arg, *comma; s; s = comma) {
+		comma = strchr(s, ',');
+		if (comma)
+			*comma++ = 0;
+		if (*n == 64)
+			return perr(p, "more than 64 prefixes", NULL);
+		if (parse_cidr(s, &list[*n]) != 0)
+			return perr(p, "bad address or prefix", s);
+		(*n)++;
+	}
+	return 0;
+}
 
+/*
+ * "image NAME PATH [allow CIDR,...] [upload CIDR,...] [rate RATE]", "imagedir DIR
+ * [...]" and "upload-dir DIR [...]" (an imagedir that uploads go to). kind: 0, 1, 2.
+ */
+static int parse_image(struct parser *p, char **tok, int ntok, int kind)
+{
+	struct opts o;
+	struct ndz_mconf *c = p->c;
+	int first = kind ? 2 : 3;
+
+	memset(&o, 0, sizeof(o));
 	if (ntok < first)
-		return perr(p, dir ? "imagedir needs a directory" : "image needs a name and a path",
+		return perr(p, kind == 2 ? "upload-dir needs a directory" :
+			    kind ? "imagedir needs a directory" : "image needs a name and a path",
 			    NULL);
 	for (int i = first; i < ntok; i += 2) {
+		int rc = 0;
+
 		if (i + 1 >= ntok)
 			return perr(p, "missing value after", tok[i]);
 		if (strcmp(tok[i], "allow") == 0) {
-			for (char *s = tok[i + 1], *comma; s; s = comma) {
-				comma = strchr(s, ',');
-				if (comma)
-					*comma++ = 0;
-				if (nallow == sizeof(allow) / sizeof(allow[0]))
-					return perr(p, "more than 64 allowed prefixes", NULL);
-				if (parse_cidr(s, &allow[nallow]) != 0)
-					return perr(p, "bad address or prefix", s);
-				nallow++;
-			}
+			rc = parse_list(p, tok[i + 1], o.allow, &o.nallow);
+		} else if (strcmp(tok[i], "upload") == 0) {
+			rc = parse_list(p, tok[i + 1], o.upload, &o.nupload);
 		} else if (strcmp(tok[i], "rate") == 0) {
-			if (ndz_parse_rate(tok[i + 1], &rate) != 0 || rate < 8000)
+			if (ndz_parse_rate(tok[i + 1], &o.rate) != 0 || o.rate < 8000)
 				return perr(p, "bad rate (bits/s, at least 8k)", tok[i + 1]);
 		} else {
 			return perr(p, "unknown image option", tok[i]);
 		}
+		if (rc)
+			return rc;
 	}
-	if (dir)
-		return add_dir(p, tok[1], allow, nallow, rate);
-	return add_image(p, tok[1], tok[2], allow, nallow, rate);
+	if (o.nupload && !p->upload_line)
+		p->upload_line = p->line;
+	if (kind == 2) {
+		if (c->upload_dir)
+			return perr(p, "upload-dir given twice", NULL);
+		if (!(c->upload_dir = strdup(tok[1])) ||
+		    copy_cidrs(&c->dir_upload, o.upload, o.nupload))
+			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+		c->ndir_upload = o.nupload;
+	}
+	if (kind)
+		return add_dir(p, tok[1], &o);
+	return add_image(p, tok[1], tok[2], &o);
 }
 
 static int parse_line(struct parser *p, char **tok, int ntok)
@@ -222,11 +265,14 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	unsigned long v, w;
 
 	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
-					    "rate", "total-rate" };
+					    "rate", "total-rate", "quota", "upload-timeout",
+					    "max-uploads", "host-rate", "host-burst" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
 		return parse_image(p, tok, ntok, k[5] == 'd');
+	if (strcmp(k, "upload-dir") == 0)
+		return parse_image(p, tok, ntok, 2);
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && strcmp(k, keys[i]) != 0; i++)
 		;
 	if (i == sizeof(keys) / sizeof(keys[0]))
@@ -263,6 +309,22 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	} else if (strcmp(k, "rate") == 0) {
 		if (ndz_parse_rate(tok[1], &c->rate) != 0 || c->rate < 8000)
 			return perr(p, "bad rate (bits/s, at least 8k)", tok[1]);
+	} else if (strcmp(k, "quota") == 0) {
+		if (ndz_parse_rate(tok[1], &c->quota) != 0)
+			return perr(p, "bad quota (bytes, k/M/G/T: powers of 1000)", tok[1]);
+	} else if (strcmp(k, "upload-timeout") == 0) {
+		if (parse_uint(tok[1], 1, 3600, &v))
+			return perr(p, "bad upload-timeout (1 to 3600 seconds)", tok[1]);
+		c->upload_timeout = (unsigned)v;
+	} else if (strcmp(k, "max-uploads") == 0) {
+		if (parse_uint(tok[1], 1, 64, &v))
+			return perr(p, "bad max-uploads (1 to 64)", tok[1]);
+		c->max_uploads = (unsigned)v;
+	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
+		if (parse_uint(tok[1], 1, 100000, &v))
+			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
+				    "bad host-burst (1 to 100000)", tok[1]);
+		*(k[5] == 'r' ? &c->host_rate : &c->host_burst) = (unsigned)v;
 	} else {                       /* total-rate */
 		if (ndz_parse_rate(tok[1], &c->total_rate) != 0 || c->total_rate < 8000)
 			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
@@ -289,6 +351,10 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->max_sessions = 8;
 	c->rate = 100000000;
 	c->idle_timeout = 60;
+	c->upload_timeout = 30;
+	c->max_uploads = 2;
+	c->host_rate = 10;
+	c->host_burst = 10;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -319,7 +385,11 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 		if (rc == 0 && ntok)
 			rc = parse_line(&p, tok, ntok);
 	}
-	if (rc == 0 && c->nimages == 0)
+	if (rc == 0 && p.upload_line && !c->upload_dir) {
+		p.line = p.upload_line;
+		rc = perr(&p, "'upload' needs an upload-dir line (where uploads are written)", NULL);
+	}
+	if (rc == 0 && c->nimages == 0 && !c->upload_dir)
 		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: no images", fname);
 	if (rc) {
 		ndz_mconf_free(c);
@@ -367,8 +437,11 @@ void ndz_mconf_free(struct ndz_mconf *c)
 		free(c->images[i].name);
 		free(c->images[i].path);
 		free(c->images[i].allow);
+		free(c->images[i].upload);
 	}
 	free(c->images);
+	free(c->upload_dir);
+	free(c->dir_upload);
 	free(c);
 }
 
@@ -388,6 +461,37 @@ int ndz_mconf_allows(const struct ndz_mconf_image *im, uint32_t addr)
 		if ((a & im->allow[i].mask) == im->allow[i].addr)
 			return 1;
 	return 0;
+}
+
+static int in_list(const struct ndz_cidr *l, size_t n, uint32_t addr)
+{
+	uint32_t a = ntohl(addr);
+
+	for (size_t i = 0; i < n; i++)
+		if ((a & l[i].mask) == l[i].addr)
+			return 1;
+	return 0;
+}
+
+unsigned ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
+				 char *path, size_t cap)
+{
+	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
+	int n;
+
+	if (im) {
+		if (!in_list(im->upload, im->nupload, addr))
+			return NDZ_CTL_DENIED;
+		n = snprintf(path, cap, "%s", im->path);
+	} else {
+		/* a new image: its file name is its name, so no dot first (hidden, "..") */
+		if (!c->upload_dir || !valid_name(name) || name[0] == '.')
+			return NDZ_CTL_UNKNOWN;
+		if (!in_list(c->dir_upload, c->ndir_upload, addr))
+			return NDZ_CTL_DENIED;
+		n = snprintf(path, cap, "%s/%s.ndz", c->upload_dir, name);
+	}
+	return n < 0 || (size_t)n >= cap ? NDZ_CTL_FAILED : NDZ_CTL_OK;
 }
 
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)

@@ -1,6 +1,7 @@
 /*
- * The master's configuration (doc/mfrisbeed.conf.5): images, who may have them,
- * bandwidth, the multicast address pool and ports, limits. Parsed only here.
+ * The master's configuration (doc/mfrisbeed.conf.5): images, who may have them
+ * and who may upload them, bandwidth, the multicast address pool and ports, the
+ * upload directory and quota, limits. Parsed only here.
  */
 #ifndef NDZ_MCONF_H
 #define NDZ_MCONF_H
@@ -20,6 +21,8 @@ struct ndz_mconf_image {
 	struct ndz_cidr *allow;        /* nallow prefixes; none: nobody may have it */
 	size_t nallow;
 	uint64_t rate;                 /* bits/s; 0: the default rate */
+	struct ndz_cidr *upload;       /* nupload prefixes that may upload it */
+	size_t nupload;
 };
 
 struct ndz_mconf {
@@ -31,6 +34,13 @@ struct ndz_mconf {
 	uint64_t rate;                 /* default per-image rate, bits/s */
 	uint64_t total_rate;           /* 0: no total cap */
 	unsigned idle_timeout;         /* seconds, passed to frisbeed -T */
+	char *upload_dir;              /* NULL: no uploads at all */
+	struct ndz_cidr *dir_upload;   /* who may upload new names into upload_dir */
+	size_t ndir_upload;
+	uint64_t quota;                /* bytes upload_dir may hold; 0: no quota */
+	unsigned upload_timeout;       /* seconds an upload may stay quiet */
+	unsigned max_uploads;          /* uploads at once */
+	unsigned host_rate, host_burst; /* control requests per second per host, burst */
 };
 
 /*
@@ -56,6 +66,16 @@ int ndz_mconf_allows(const struct ndz_mconf_image *im, uint32_t addr);
 
 /* ndz_mconf_allows_any - 1 when some image allows addr (network order). */
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr);
+
+/*
+ * ndz_mconf_upload_target - where an upload of name from addr (network order)
+ * goes: NDZ_CTL_OK with the final path in path (cap bytes; NDZ_CTL_FAILED when it
+ * does not fit), NDZ_CTL_UNKNOWN (no such image and no upload-dir, or a name an
+ * image cannot have) or NDZ_CTL_DENIED. A configured image's upload list decides;
+ * a new name goes to upload_dir/NAME.ndz when the upload-dir line's list allows.
+ */
+unsigned ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
+				 char *path, size_t cap);
 
 /*
  * ndz_parse_rate - "100M", "1G", "8000": bits/s, k/M/G/T powers of 1000.

@@ -3,12 +3,18 @@
  * name; it checks the configuration (lib/mconf), starts one frisbeed per image on
  * demand as a detached child and tells every client asking for that image where
  * the session is. A session ends when its frisbeed leaves on its idle timeout.
+ * Uploads come over TCP on the same port, one thread each (a bounded number): the
+ * thread checks every chunk as it arrives (lib/upload), writes a temporary file in
+ * the upload directory and renames only a whole, sound, synced image into place.
+ * One lock guards the configuration, the sessions and the uploads' table.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,11 +34,14 @@
 #include "io.h"
 #include "mconf.h"
 #include "net.h"
+#include "upload.h"
 
 #define MAX_SESSIONS 1024
 #define HOSTS 1024                     /* rate limiter slots */
-#define HOST_RATE 10.0                 /* requests per second per host ... */
-#define HOST_BURST 10.0                /* ... with bursts of this many */
+#define MAX_UPLOADS 64                 /* the configuration's max-uploads is at most this */
+#define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
+#define TMP_PREFIX ".upload-"          /* temporary files in the upload directory */
+#define STATUS_CONNS 4                 /* TCP connections beyond max-uploads: for STATUS */
 
 struct session {
 	pid_t pid;                     /* 0: slot free */
@@ -45,6 +54,14 @@ struct session {
 	uint8_t uuid[16];
 	uint64_t clients;              /* GET replies that named it */
 	double started;
+	int replaced;                  /* its image was uploaded anew: no new clients */
+};
+
+struct upload {
+	int used;
+	char name[NDZ_CTL_NAME_MAX + 1];
+	char tmp[PATH_MAX];            /* the temporary file; "" once renamed or removed */
+	uint32_t from;
 };
 
 struct host {
@@ -55,6 +72,7 @@ struct host {
 struct counters {
 	uint64_t requests, get, status, ok, unknown, denied, pool, too_many, failed;
 	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
+	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
 };
 
 struct master {
@@ -66,6 +84,11 @@ struct master {
 	struct session s[MAX_SESSIONS];
 	struct host hosts[HOSTS];
 	struct counters n;
+	int tfd;                       /* TCP: uploads */
+	pthread_mutex_t lock;
+	struct upload up[MAX_UPLOADS];
+	unsigned nthreads;             /* upload threads running */
+	int reload_wanted;             /* an upload added an image to the upload directory */
 };
 
 static volatile sig_atomic_t got_hup, got_stop, got_chld;
@@ -73,10 +96,12 @@ static volatile sig_atomic_t got_hup, got_stop, got_chld;
 static const char usage_text[] =
 	"Usage: mfrisbeed [options] -c CONFIG\n"
 	"       mfrisbeed --status HOST[:PORT]\n"
-	"Hand out images by name, starting one frisbeed per image on demand.\n\n"
+	"Hand out images by name, starting one frisbeed per image on demand; take\n"
+	"uploads from frisbee-upload.\n\n"
 	"  -c, --config FILE        the configuration (see mfrisbeed.conf(5))\n"
 	"  -n, --check              check the configuration and exit\n"
-	"  -l, --listen ADDR[:PORT] control address (default 0.0.0.0:3563)\n"
+	"  -l, --listen ADDR[:PORT] control address: UDP, and TCP for uploads and status\n"
+	"                           (default 0.0.0.0:3563)\n"
 	"  -r, --run-dir DIR        where the session state lives (default /run/mfrisbeed)\n"
 	"  -F, --frisbeed PATH      the frisbeed to run (default: next to mfrisbeed)\n"
 	"  -i, --interface IFACE    interface for the sessions (frisbeed -i)\n"
@@ -115,6 +140,41 @@ static size_t live_sessions(const struct master *m)
 	for (size_t i = 0; i < MAX_SESSIONS; i++)
 		k += m->s[i].pid != 0;
 	return k;
+}
+
+/* Where a session's frisbeed keeps its statistics (--stats-live): by group and port. */
+static void stats_path(const struct master *m, const struct session *s, char *buf, size_t cap)
+{
+	char a[16];
+
+	snprintf(buf, cap, "%s/stats-%s-%u.json", m->run_dir, ndz_net_ntoa(s->group, a), s->port);
+}
+
+/*
+ * What frisbeed last wrote: the clients it has seen and the bytes it has sent
+ * (0 when it has written nothing yet). Our own child's file, read whole.
+ */
+static void session_stats(const struct master *m, const struct session *s, uint64_t *clients,
+			  uint64_t *bytes)
+{
+	char path[PATH_MAX], text[2048], *p;
+	ssize_t n;
+	int fd;
+
+	*clients = *bytes = 0;
+	stats_path(m, s, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	text[n] = 0;
+	if ((p = strstr(text, "\"clients\": ")))
+		*clients = strtoull(p + 11, NULL, 10);
+	if ((p = strstr(text, "\"bytes_sent\": ")))
+		*bytes = strtoull(p + 14, NULL, 10);
 }
 
 /* The state file: one line per session, so that a restarted master skips or adopts it. */
@@ -167,8 +227,12 @@ static int is_frisbeed(pid_t pid)
 	return strstr(cmd, "frisbeed") != NULL;
 }
 
+static int read_identity(const char *path, struct session *s);
+
 static void adopt_state(struct master *m)
 {
+	const struct ndz_mconf_image *im;
+	struct session now;
 	FILE *f = fopen(m->state_path, "r");
 	char line[512];
 	size_t k = 0;
@@ -196,6 +260,10 @@ static void adopt_state(struct master *m)
 		s->pid = (pid_t)pid;
 		s->adopted = 1;
 		snprintf(s->image, sizeof(s->image), "%s", img);
+		/* uploaded anew while no master ran: it keeps its clients, gets no new ones */
+		im = ndz_mconf_find(m->conf, img);
+		if (im && read_identity(im->path, &now) == 0 && memcmp(now.uuid, s->uuid, 16) != 0)
+			s->replaced = 1;
 		s->port = (uint16_t)port;
 		s->rate = rate;
 		s->source_bytes = src;
@@ -209,9 +277,49 @@ static void adopt_state(struct master *m)
 	save_state(m);
 }
 
+/*
+ * Under a total cap every running session gets an equal share (at most its image's
+ * own rate), divided again whenever a session starts or ends: frisbeed takes a new
+ * rate in kbit/s from sigqueue(SIGUSR2), without a restart.
+ */
+static void redivide(struct master *m)
+{
+	const struct ndz_mconf *c = m->conf;
+	size_t k = live_sessions(m);
+	int changed = 0;
+
+	if (!c->total_rate || !k)
+		return;
+	for (size_t i = 0; i < MAX_SESSIONS; i++) {
+		struct session *s = &m->s[i];
+		const struct ndz_mconf_image *im = s->pid ? ndz_mconf_find(c, s->image) : NULL;
+		uint64_t want = im && im->rate ? im->rate : c->rate;
+		union sigval v;
+
+		if (!s->pid)
+			continue;
+		if (want > c->total_rate / k)
+			want = c->total_rate / k;
+		want = want < 8000 ? 8 : want / 1000;
+		if (want == s->rate / 1000 || want > INT_MAX)
+			continue;
+		v.sival_int = (int)want;
+		if (sigqueue(s->pid, SIGUSR2, v) == 0) {
+			s->rate = want * 1000;
+			changed = 1;
+			if (cli_verbose > 1)
+				cli_info("session of %s: now %.1f Mbit/s", s->image,
+					 (double)s->rate / 1e6);
+		}
+	}
+	if (changed)
+		save_state(m);
+}
+
 /* Sessions whose frisbeed has left: reap ours, notice adopted ones gone. */
 static void reap(struct master *m)
 {
+	char path[PATH_MAX];
 	int changed = 0, st;
 	pid_t pid;
 
@@ -231,6 +339,8 @@ static void reap(struct master *m)
 					  WIFEXITED(st) ? "exited with status" : "killed by signal",
 					  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 			}
+			stats_path(m, s, path, sizeof(path));
+			unlink(path);
 			s->pid = 0;
 			m->n.ended++;
 			changed = 1;
@@ -242,29 +352,33 @@ static void reap(struct master *m)
 		if (s->pid && s->adopted && !is_frisbeed(s->pid)) {
 			if (cli_verbose)
 				cli_info("adopted session of %s ended", s->image);
+			stats_path(m, s, path, sizeof(path));
+			unlink(path);
 			s->pid = 0;
 			m->n.ended++;
 			changed = 1;
 		}
 	}
-	if (changed)
+	if (changed) {
 		save_state(m);
+		redivide(m);
+	}
 }
 
 /* A per-host token bucket: a flood from one host costs it, not the others. */
 static int rate_ok(struct master *m, uint32_t addr)
 {
 	struct host *h = &m->hosts[(ntohl(addr) * 2654435761u) % HOSTS];
-	double t = now_s();
+	double t = now_s(), burst = m->conf->host_burst;
 
 	if (h->addr != addr) {
 		h->addr = addr;
-		h->tokens = HOST_BURST;
+		h->tokens = burst;
 		h->last = t;
 	}
-	h->tokens += (t - h->last) * HOST_RATE;
-	if (h->tokens > HOST_BURST)
-		h->tokens = HOST_BURST;
+	h->tokens += (t - h->last) * m->conf->host_rate;
+	if (h->tokens > burst)
+		h->tokens = burst;
 	h->last = t;
 	if (h->tokens < 1.0)
 		return 0;
@@ -301,8 +415,8 @@ static int read_identity(const char *path, struct session *s)
 static int start_session(struct master *m, struct session *s, const struct ndz_mconf_image *im)
 {
 	const struct ndz_mconf *c = m->conf;
-	char grp[16], port[8], rate[24], idle[16], ttl[8];
-	const char *argv[20];
+	char grp[16], port[8], rate[24], idle[16], ttl[8], stats[PATH_MAX];
+	const char *argv[24];
 	int argc = 0, pfd[2], err = 0;
 	size_t running = live_sessions(m);
 	pid_t pid;
@@ -312,8 +426,7 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 	s->rate = im->rate ? im->rate : c->rate;
 	if (c->total_rate && s->rate > c->total_rate / (running + 1))
 		s->rate = c->total_rate / (running + 1);
-	if (s->rate < 8000)
-		s->rate = 8000;
+	s->rate = s->rate < 8000 ? 8000 : s->rate / 1000 * 1000;
 	snprintf(s->image, sizeof(s->image), "%s", im->name);
 	ndz_net_ntoa(s->group, grp);
 	snprintf(port, sizeof(port), "%u", s->port);
@@ -332,6 +445,9 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 	}
 	if (m->loop)
 		argv[argc++] = "-L";
+	stats_path(m, s, stats, sizeof(stats));
+	argv[argc++] = "--stats-live";
+	argv[argc++] = stats;
 	if (cli_verbose < 2)
 		argv[argc++] = "-q";
 	argv[argc++] = "--";
@@ -346,7 +462,9 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 		sigset_t none;
 		int fd = open("/dev/null", O_RDONLY);
 
+		/* SIGUSR2 (a new rate) stays blocked: one may come before frisbeed waits for it */
 		sigemptyset(&none);
+		sigaddset(&none, SIGUSR2);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		setsid();
 		if (fd >= 0 && fd != 0) {
@@ -382,6 +500,7 @@ static int start_session(struct master *m, struct session *s, const struct ndz_m
 		cli_info("session of %s: frisbeed %ld on %s port %u at %.1f Mbit/s", im->name,
 			 (long)pid, grp, s->port, (double)s->rate / 1e6);
 	save_state(m);
+	redivide(m);
 	return 0;
 }
 
@@ -394,7 +513,7 @@ static struct session *session_for(struct master *m, const struct ndz_mconf_imag
 	uint32_t idx;
 
 	for (size_t i = 0; i < MAX_SESSIONS; i++)
-		if (m->s[i].pid && strcmp(m->s[i].image, im->name) == 0)
+		if (m->s[i].pid && !m->s[i].replaced && strcmp(m->s[i].image, im->name) == 0)
 			return &m->s[i];
 	if (live_sessions(m) >= c->max_sessions) {
 		*status = NDZ_CTL_TOO_MANY;
@@ -481,23 +600,29 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 	jprintf(&j, "{\"sessions\": [");
 	for (size_t i = 0; i < MAX_SESSIONS; i++) {
 		const struct session *s = &m->s[i];
+		uint64_t receivers, bytes;
 		char a[16];
 
 		if (!s->pid)
 			continue;
+		session_stats(m, s, &receivers, &bytes);
 		jprintf(&j, "%s{\"image\": \"%s\", \"pid\": %ld, \"group\": \"%s\", \"port\": %u, "
-			"\"rate_bps\": %llu, \"clients\": %llu, \"age_s\": %.0f, \"adopted\": %s}",
+			"\"rate_bps\": %llu, \"clients\": %llu, \"age_s\": %.0f, \"adopted\": %s, "
+			"\"replaced\": %s, \"receivers\": %llu, \"bytes_sent\": %llu}",
 			first ? "" : ", ", s->image, (long)s->pid, ndz_net_ntoa(s->group, a),
 			s->port, (unsigned long long)s->rate, (unsigned long long)s->clients,
-			now_s() - s->started, s->adopted ? "true" : "false");
+			now_s() - s->started, s->adopted ? "true" : "false",
+			s->replaced ? "true" : "false", (unsigned long long)receivers,
+			(unsigned long long)bytes);
 		first = 0;
 	}
 	jprintf(&j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, \"status\": %llu, "
 		"\"ok\": %llu, \"unknown\": %llu, \"denied\": %llu, \"pool_exhausted\": %llu, "
 		"\"too_many\": %llu, \"failed\": %llu, \"malformed\": %llu, \"dropped\": %llu, "
 		"\"rate_limited\": %llu, \"sessions_started\": %llu, \"sessions_ended\": %llu, "
-		"\"reloads\": %llu, \"bad_reloads\": %llu}, \"max_sessions\": %u, "
-		"\"pool_size\": %u, \"images\": [",
+		"\"reloads\": %llu, \"bad_reloads\": %llu, \"status_udp\": %llu, \"uploads\": %llu, "
+		"\"uploads_stored\": %llu, \"uploads_rejected\": %llu, \"uploads_refused\": %llu}, "
+		"\"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
 		(unsigned long long)n->requests, (unsigned long long)n->get,
 		(unsigned long long)n->status, (unsigned long long)n->ok,
 		(unsigned long long)n->unknown, (unsigned long long)n->denied,
@@ -506,7 +631,21 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 		(unsigned long long)n->dropped, (unsigned long long)n->rate_limited,
 		(unsigned long long)n->started, (unsigned long long)n->ended,
 		(unsigned long long)n->reloads, (unsigned long long)n->bad_reloads,
+		(unsigned long long)n->status_udp, (unsigned long long)n->uploads,
+		(unsigned long long)n->uploads_stored,
+		(unsigned long long)n->uploads_rejected, (unsigned long long)n->uploads_refused,
 		m->conf->max_sessions, m->conf->pool_size);
+	first = 1;
+	for (size_t i = 0; i < MAX_UPLOADS; i++) {
+		char a[16];
+
+		if (!m->up[i].used)
+			continue;
+		jprintf(&j, "%s{\"image\": \"%s\", \"from\": \"%s\"}", first ? "" : ", ",
+			m->up[i].name, ndz_net_ntoa(m->up[i].from, a));
+		first = 0;
+	}
+	jprintf(&j, "], \"images\": [");
 	for (size_t i = 0; i < m->conf->nimages; i++) {
 		const struct ndz_mconf_image *im = &m->conf->images[i];
 
@@ -527,7 +666,6 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 /* One request: bounded work (a table look-up, at most one frisbeed started). */
 static void handle(struct master *m, const uint8_t *buf, size_t len, struct sockaddr_in *from)
 {
-	static char json[NDZ_CTL_JSON_MAX];
 	static uint8_t out[NDZ_CTL_REP_MAX];
 	struct ndz_ctl_req req;
 	struct ndz_ctl_rep rep;
@@ -546,18 +684,17 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 		return;
 	}
 	memset(&rep, 0, sizeof(rep));
-	rep.type = req.type == NDZ_CTL_STATUS ? NDZ_CTL_STATUS : NDZ_CTL_GET;
+	rep.type = req.type == NDZ_CTL_STATUS || req.type == NDZ_CTL_UPLOAD ? req.type : NDZ_CTL_GET;
 	rep.id = req.id;
-	if (rc != 0) {
+	if (rc != 0 || req.type == NDZ_CTL_UPLOAD) {   /* uploads come by TCP */
 		rep.status = NDZ_CTL_MALFORMED;
 		m->n.malformed++;
 	} else if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
 		rep.status = NDZ_CTL_DENIED;
 		m->n.denied++;
 	} else if (req.type == NDZ_CTL_STATUS) {
-		m->n.status++;
-		rep.json = json;
-		rep.json_len = status_json(m, json, sizeof(json));
+		rep.status = NDZ_CTL_USE_TCP;  /* a 12-byte datagram must not buy 16 KB */
+		m->n.status_udp++;
 	} else {
 		const struct ndz_mconf_image *im = ndz_mconf_find(m->conf, req.name);
 		struct session *s = NULL;
@@ -598,6 +735,367 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 		sendto(m->fd, out, (size_t)n, 0, (struct sockaddr *)from, sizeof(*from));
 }
 
+/* ---- uploads: one thread per connection ---- */
+
+/* Bytes in the upload directory, but for the file an upload is about to replace. */
+static uint64_t dir_usage(const char *dir, const char *replaced)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t sum = 0;
+	struct stat st, rst;
+	int have_r = stat(replaced, &rst) == 0;
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		if (have_r && st.st_dev == rst.st_dev && st.st_ino == rst.st_ino)
+			continue;
+		sum += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return sum;
+}
+
+/* Make the rename durable: sync the directory path's file lives in. */
+static int sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, rc;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		strcpy(dir, ".");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/* Temporary files a master killed mid-upload left behind: nobody else writes them. */
+static void remove_stale(const char *dir)
+{
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0 &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0 && cli_verbose)
+			cli_info("%s/%s: removed, left by an earlier master", dir, de->d_name);
+	closedir(d);
+}
+
+/*
+ * Under the lock: may name be uploaded from addr now? Takes an uploads' table slot
+ * and creates the temporary file (*tfd) when it may; sets *limit (0: none).
+ */
+static unsigned upload_begin(struct master *m, const struct ndz_ctl_req *req, uint32_t addr,
+			     char *final, size_t cap, struct upload **slot, int *tfd,
+			     uint64_t *limit)
+{
+	const struct ndz_mconf *c = m->conf;
+	struct upload *u = NULL;
+	unsigned st = ndz_mconf_upload_target(c, req->name, addr, final, cap);
+
+	if (st != NDZ_CTL_OK)
+		return st;
+	size_t running = 0;
+
+	for (size_t i = 0; i < MAX_UPLOADS; i++) {
+		if (m->up[i].used && strcmp(m->up[i].name, req->name) == 0)
+			return NDZ_CTL_BUSY;
+		running += m->up[i].used != 0;
+		if (!m->up[i].used && !u)
+			u = &m->up[i];
+	}
+	if (!u || running >= c->max_uploads)
+		return NDZ_CTL_UPLOADS;
+	*limit = 0;
+	if (c->quota) {
+		uint64_t used = dir_usage(c->upload_dir, final);
+
+		if (used >= c->quota || (req->size && req->size > c->quota - used))
+			return NDZ_CTL_QUOTA;
+		*limit = c->quota - used;
+	}
+	memset(u, 0, sizeof(*u));
+	snprintf(u->name, sizeof(u->name), "%s", req->name);
+	if ((size_t)snprintf(u->tmp, sizeof(u->tmp), "%s/" TMP_PREFIX "%s.XXXXXX", c->upload_dir,
+			     req->name) >= sizeof(u->tmp) ||
+	    (*tfd = mkostemp(u->tmp, O_CLOEXEC)) < 0) {
+		cli_error("%s: %s", u->tmp, strerror(errno));
+		return NDZ_CTL_FAILED;
+	}
+	fchmod(*tfd, 0644);            /* as imagezip would have made it */
+	u->used = 1;
+	u->from = addr;
+	*slot = u;
+	return NDZ_CTL_OK;
+}
+
+/* Under the lock: the checked, synced file takes the name; the old sessions keep theirs. */
+static int upload_commit(struct master *m, struct upload *u, const char *final,
+			 struct ndz_error *e)
+{
+	if (rename(u->tmp, final) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "renaming into %s", final);
+	u->tmp[0] = 0;
+	for (size_t i = 0; i < MAX_SESSIONS; i++)
+		if (m->s[i].pid && strcmp(m->s[i].image, u->name) == 0)
+			m->s[i].replaced = 1;
+	if (!ndz_mconf_find(m->conf, u->name))
+		m->reload_wanted = 1;  /* a new image in the upload directory */
+	return 0;
+}
+
+static void upload_end(struct master *m, struct upload *u)
+{
+	pthread_mutex_lock(&m->lock);
+	if (u->tmp[0])
+		unlink(u->tmp);
+	u->used = 0;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static void reply_done(int fd, uint32_t id, unsigned status, const char *msg)
+{
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_DONE, .status = (uint16_t)status, .id = id };
+
+	rep.json = msg;
+	rep.json_len = strnlen(msg, NDZ_CTL_MSG_MAX);
+	ndz_upload_write_msg(fd, &rep);
+}
+
+/* After a rejection: let the uploader read the verdict before the connection goes. */
+static void drain(int fd)
+{
+	static uint8_t sink[65536];
+	double end = now_s() + DRAIN_S;
+	struct timeval tv = { .tv_sec = 1 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	shutdown(fd, SHUT_WR);
+	while (now_s() < end && read(fd, sink, sizeof(sink)) > 0)
+		;
+}
+
+/* Under the lock, which it releases: STATUS over TCP, the same rules as by UDP. */
+static void tcp_status(struct master *m, int fd, uint32_t id, uint32_t addr)
+{
+	static char json[NDZ_CTL_JSON_MAX];
+	static uint8_t out[NDZ_CTL_REP_MAX];
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_STATUS, .id = id };
+	int n;
+
+	if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
+		rep.status = NDZ_CTL_DENIED;
+		m->n.denied++;
+	} else {
+		m->n.status++;
+		rep.json = json;
+		rep.json_len = status_json(m, json, sizeof(json));
+	}
+	/* encoded under the lock: json and out are shared by the threads */
+	n = ndz_ctl_rep_encode(&rep, out, sizeof(out));
+	if (n > 0)
+		n = send(fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n ? 0 : -1;
+	pthread_mutex_unlock(&m->lock);
+	if (n != 0 && cli_verbose)
+		cli_info("status reply not sent whole");
+}
+
+static void run_upload(struct master *m, int fd, uint32_t addr)
+{
+	uint8_t buf[NDZ_CTL_REQ_MAX];
+	struct ndz_ctl_req req;
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD };
+	struct ndz_upload_stats stats = { 0 };
+	struct ndz_error e = { 0 };
+	struct upload *u = NULL;
+	struct ndz_io *io = NULL;
+	struct timeval tv = { 0 };
+	char final[PATH_MAX], a[16], msg[NDZ_CTL_MSG_MAX + 1];
+	uint64_t limit = 0;
+	unsigned st;
+	int n, tfd = -1, rc;
+	double t0 = now_s();
+
+	ndz_net_ntoa(addr, a);
+	pthread_mutex_lock(&m->lock);
+	tv.tv_sec = m->conf->upload_timeout;
+	pthread_mutex_unlock(&m->lock);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need);
+	rc = n < 0 ? n : ndz_ctl_req_decode(buf, (size_t)n, &req);
+	pthread_mutex_lock(&m->lock);
+	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
+		tcp_status(m, fd, req.id, addr);
+		return;                /* unlocked there */
+	}
+	m->n.uploads++;
+	if (rc == NDZ_EINVAL || (rc == 0 && req.type != NDZ_CTL_UPLOAD)) {
+		st = NDZ_CTL_MALFORMED;
+		m->n.malformed++;
+	} else if (rc < 0) {
+		m->n.dropped++;        /* not ours, or gone quiet before asking */
+		pthread_mutex_unlock(&m->lock);
+		return;
+	} else {
+		st = upload_begin(m, &req, addr, final, sizeof(final), &u, &tfd, &limit);
+	}
+	if (st != NDZ_CTL_OK)
+		m->n.uploads_refused++;
+	pthread_mutex_unlock(&m->lock);
+	rep.id = rc == 0 ? req.id : 0;
+	rep.status = (uint16_t)st;
+	if (st != NDZ_CTL_OK) {
+		if (cli_verbose)
+			cli_info("%s may not upload %s: %s", a, rc == 0 ? req.name : "?",
+				 ndz_ctl_strstatus(st));
+		ndz_upload_write_msg(fd, &rep);
+		drain(fd);
+		return;
+	}
+	if (cli_verbose)
+		cli_info("%s uploads %s (%llu bytes declared)", a, req.name,
+			 (unsigned long long)req.size);
+	if (ndz_upload_write_msg(fd, &rep) != 0 || ndz_io_open_stream(fd, "upload", &io) != 0) {
+		st = NDZ_CTL_FAILED;
+		ndz_error_set(&e, NDZ_ENET, errno, "%s: connection lost", a);
+	} else {
+		rc = ndz_upload_receive(io, tfd, limit, req.size, &stats, &st, &e);
+		if (rc == 0 && fsync(tfd) != 0) {
+			st = NDZ_CTL_FAILED;
+			rc = ndz_error_set(&e, NDZ_EIO, errno, "syncing %s", u->tmp);
+		}
+		if (rc == 0) {
+			pthread_mutex_lock(&m->lock);
+			rc = upload_commit(m, u, final, &e);
+			pthread_mutex_unlock(&m->lock);
+			if (rc == 0 && sync_dir_of(final) != 0)
+				rc = ndz_error_set(&e, NDZ_EIO, errno, "syncing the directory of %s",
+						   final);
+			if (rc != 0)
+				st = NDZ_CTL_FAILED;
+		}
+	}
+	ndz_io_close(io);
+	close(tfd);
+	upload_end(m, u);
+	pthread_mutex_lock(&m->lock);
+	if (st == NDZ_CTL_OK)
+		m->n.uploads_stored++;
+	else
+		m->n.uploads_rejected++;
+	pthread_mutex_unlock(&m->lock);
+	if (st == NDZ_CTL_OK) {
+		snprintf(msg, sizeof(msg), "stored: %u chunks, %llu bytes", stats.chunks,
+			 (unsigned long long)stats.bytes);
+		if (cli_verbose)
+			cli_info("%s from %s %s as %s (%.1f s)", req.name, a, msg, final,
+				 now_s() - t0);
+		reply_done(fd, req.id, st, msg);
+		return;
+	}
+	if (st == NDZ_CTL_TIMEOUT) {   /* "read error: Resource temporarily unavailable" */
+		ndz_error_clear(&e);
+		ndz_error_set(&e, NDZ_ETIMEDOUT, 0, "nothing received for %ld s, after %llu bytes",
+			      (long)tv.tv_sec, (unsigned long long)stats.bytes);
+	}
+	cli_error("upload of %s from %s rejected: %s", req.name, a, ndz_error_msg(&e));
+	reply_done(fd, req.id, st, ndz_error_msg(&e));
+	drain(fd);
+}
+
+struct job {
+	struct master *m;
+	int fd;
+	uint32_t addr;
+};
+
+static void *upload_thread(void *arg)
+{
+	struct job *j = arg;
+	struct master *m = j->m;
+
+	run_upload(m, j->fd, j->addr);
+	close(j->fd);
+	free(j);
+	pthread_mutex_lock(&m->lock);
+	m->nthreads--;
+	pthread_mutex_unlock(&m->lock);
+	return NULL;
+}
+
+/* Under the lock: a new upload connection gets a thread, or a refusal at once. */
+static void accept_upload(struct master *m)
+{
+	struct sockaddr_in from;
+	socklen_t fl = sizeof(from);
+	int fd = accept4(m->tfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC);
+	struct job *j;
+	pthread_attr_t at;
+	pthread_t t;
+	sigset_t all, old;
+	int rc;
+
+	if (fd < 0)
+		return;
+	m->n.requests++;
+	if (!rate_ok(m, from.sin_addr.s_addr)) {
+		m->n.rate_limited++;
+		close(fd);
+		return;
+	}
+	if (m->nthreads >= m->conf->max_uploads + STATUS_CONNS || !(j = malloc(sizeof(*j)))) {
+		struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = NDZ_CTL_UPLOADS };
+		uint8_t out[NDZ_CTL_REQ_MAX];
+
+		/* the request, if here, is read first: unread data would reset the connection */
+		(void)!recv(fd, out, sizeof(out), MSG_DONTWAIT);
+		m->n.uploads++;
+		m->n.uploads_refused++;
+		if (ndz_ctl_rep_encode(&rep, out, sizeof(out)) > 0 &&
+		    send(fd, out, NDZ_CTL_REP_HDR, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && cli_verbose)
+			cli_info("refusing an upload: %s", strerror(errno));
+		shutdown(fd, SHUT_WR);
+		close(fd);
+		return;
+	}
+	j->m = m;
+	j->fd = fd;
+	j->addr = from.sin_addr.s_addr;
+	/* signals are the main thread's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &at, upload_thread, j);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		cli_error("pthread_create: %s", strerror(rc));
+		close(fd);
+		free(j);
+		return;
+	}
+	m->nthreads++;
+}
+
 static void reload(struct master *m)
 {
 	struct ndz_mconf *c;
@@ -636,6 +1134,31 @@ static int open_control(const char *listen, struct ndz_error *e)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		close(fd);
 		return ndz_error_set(e, NDZ_ENET, errno, "bind %s", listen);
+	}
+	return fd;
+}
+
+/* The upload listener: TCP on the control address and port. */
+static int open_upload(const char *addr, struct ndz_error *e)
+{
+	char host[64];
+	uint16_t port;
+	struct sockaddr_in sa;
+	int fd, one = 1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	if (ndz_ctl_hostport(addr, NDZ_CTL_PORT, host, sizeof(host), &port) != 0 ||
+	    ndz_net_addr(host, &sa.sin_addr.s_addr) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "--listen: bad address '%s'", addr);
+	sa.sin_port = htons(port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0) {
+		close(fd);
+		return ndz_error_set(e, NDZ_ENET, errno, "bind %s (TCP)", addr);
 	}
 	return fd;
 }
@@ -690,11 +1213,10 @@ static uint32_t source_address(const struct master *m)
 static int query_status(const char *target)
 {
 	static uint8_t buf[NDZ_CTL_REP_MAX];
-	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS };
 	struct ndz_ctl_rep rep;
 	struct ndz_error e = { 0 };
 
-	if (ndz_ctl_ask(target, &req, buf, sizeof(buf), &rep, &e) != 0)
+	if (ndz_upload_status(target, 3, buf, sizeof(buf), &rep, &e) != 0)
 		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : EXIT_FAIL, "%s", ndz_error_msg(&e));
 	printf("%.*s\n", (int)rep.json_len, rep.json);
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
@@ -772,6 +1294,11 @@ int main(int argc, char **argv)
 	m.fd = open_control(listen, &e);
 	if (m.fd < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	m.tfd = open_upload(listen, &e);
+	if (m.tfd < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	pthread_mutex_init(&m.lock, NULL);
+	remove_stale(m.conf->upload_dir);
 	if (!m.server)
 		m.server = source_address(&m);
 	memset(&sa, 0, sizeof(sa));
@@ -790,19 +1317,30 @@ int main(int argc, char **argv)
 			 m.conf->nimages, ndz_net_ntoa(m.server, a));
 	}
 	while (!got_stop) {
-		struct pollfd p = { .fd = m.fd, .events = POLLIN };
+		struct pollfd p[2] = { { .fd = m.fd, .events = POLLIN },
+				       { .fd = m.tfd, .events = POLLIN } };
 		uint8_t buf[NDZ_CTL_REQ_MAX + 1];
 
-		if (got_hup) {
+		pthread_mutex_lock(&m.lock);
+		if (got_hup || m.reload_wanted) {
 			got_hup = 0;
+			m.reload_wanted = 0;
 			reload(&m);
 		}
 		got_chld = 0;
 		reap(&m);
-		if (poll(&p, 1, 200) <= 0)
+		pthread_mutex_unlock(&m.lock);
+		if (poll(p, 2, 200) <= 0)
 			continue;
+		pthread_mutex_lock(&m.lock);
+		if (m.reload_wanted) {         /* a new image answers at once */
+			m.reload_wanted = 0;
+			reload(&m);
+		}
+		if (p[1].revents & POLLIN)
+			accept_upload(&m);
 		/* a bounded batch, then the signals and the reaping again */
-		for (int k = 0; k < 256; k++) {
+		for (int k = 0; k < 256 && (p[0].revents & POLLIN); k++) {
 			struct sockaddr_in from;
 			socklen_t fl = sizeof(from);
 			ssize_t n = recvfrom(m.fd, buf, sizeof(buf), MSG_DONTWAIT,
@@ -812,10 +1350,17 @@ int main(int argc, char **argv)
 				break;
 			handle(&m, buf, (size_t)n, &from);
 		}
+		pthread_mutex_unlock(&m.lock);
 	}
+	/* uploads still running leave nothing behind; their uploaders see the end */
+	pthread_mutex_lock(&m.lock);
+	for (size_t i = 0; i < MAX_UPLOADS; i++)
+		if (m.up[i].used && m.up[i].tmp[0])
+			unlink(m.up[i].tmp);
 	if (cli_verbose)
 		cli_info("stopping; %zu sessions keep running", live_sessions(&m));
 	close(m.fd);
-	ndz_mconf_free(m.conf);
+	close(m.tfd);
+	/* still locked: upload threads stop where they are when the process exits */
 	return EXIT_OK;
 }

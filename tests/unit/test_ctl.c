@@ -53,8 +53,8 @@ static void test_request(void **state)
 	r.type = NDZ_CTL_GET;
 	memset(r.name, 'x', NDZ_CTL_NAME_MAX);
 	r.name[NDZ_CTL_NAME_MAX] = 0;
-	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_MAX);
-	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_MAX - 1), NDZ_ERANGE);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX - 1), NDZ_ERANGE);
 }
 
 static void test_get_reply(void **state)
@@ -125,6 +125,80 @@ static void test_status_reply(void **state)
 	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b)), NDZ_CTL_REP_MAX);
 }
 
+static void test_upload(void **state)
+{
+	struct ndz_ctl_req r = { .type = NDZ_CTL_UPLOAD, .id = 7, .size = 0x0102030405060708ull }, d;
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .id = 7 }, dr;
+	static const uint8_t want[] = { 'N', 'D', 'Z', 'C', 1, 3, 2, 0, 7, 0, 0, 0,
+					8, 7, 6, 5, 4, 3, 2, 1, 'g', 'o' };
+	uint8_t b[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX + 1];
+	char msg[NDZ_CTL_MSG_MAX + 1];
+	int n;
+
+	(void)state;
+	strcpy(r.name, "go");
+	n = ndz_ctl_req_encode(&r, b, sizeof(b));
+	assert_int_equal(n, sizeof(want));
+	assert_memory_equal(b, want, sizeof(want));
+	/* read from a stream: the header says how long the request is */
+	assert_int_equal(ndz_ctl_req_need(b, 0), NDZ_CTL_REQ_HDR);
+	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), sizeof(want));
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(d.type, NDZ_CTL_UPLOAD);
+	assert_true(d.size == 0x0102030405060708ull);
+	assert_string_equal(d.name, "go");
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n - 1, &d), NDZ_EINVAL);
+	b[6] = 65;
+	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), NDZ_EINVAL);
+	b[0] = 'X';
+	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), NDZ_EPROTO);
+	/* the go-ahead is the header alone, whatever the status */
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_REP_HDR);
+	assert_int_equal(b[5], 0x83);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr), 0);
+	assert_int_equal(dr.type, NDZ_CTL_UPLOAD);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &dr), NDZ_EPROTO);
+	/* the verdict carries a message, also with status 0 */
+	rep.type = NDZ_CTL_DONE;
+	rep.status = NDZ_CTL_BADIMAGE;
+	rep.json = "upload: chunk 6: bad data checksum";
+	rep.json_len = strlen(rep.json);
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_REP_HDR + 2 + rep.json_len);
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR + 2), n);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr), 0);
+	assert_int_equal(dr.status, NDZ_CTL_BADIMAGE);
+	assert_int_equal(dr.json_len, rep.json_len);
+	assert_memory_equal(dr.json, rep.json, rep.json_len);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n - 1, &dr), NDZ_EPROTO);
+	assert_string_equal(ndz_ctl_strstatus(NDZ_CTL_BUSY), "another upload to that image is running");
+	assert_string_equal(ndz_ctl_strstatus(NDZ_CTL_UPLOADS), "too many uploads at once");
+	memset(msg, 'x', sizeof(msg));
+	rep.json = msg;
+	rep.json_len = NDZ_CTL_MSG_MAX + 1;
+	assert_int_equal(ndz_ctl_rep_encode(&rep, b, sizeof(b)), NDZ_EINVAL);
+	/* STATUS replies come over a stream: framed by their JSON length */
+	rep.type = NDZ_CTL_STATUS;
+	rep.status = NDZ_CTL_OK;
+	rep.json = "{}";
+	rep.json_len = 2;
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), n);
+	rep.status = NDZ_CTL_USE_TCP;
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(n, NDZ_CTL_REP_HDR);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
+	/* GET replies do not */
+	rep.type = NDZ_CTL_GET;
+	rep.status = NDZ_CTL_UNKNOWN;
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_EINVAL);
+}
+
 static void test_hostport(void **state)
 {
 	char h[32];
@@ -161,6 +235,7 @@ int main(void)
 		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_get_reply),
 		cmocka_unit_test(test_status_reply),
+		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_ask_bad_address),
 	};

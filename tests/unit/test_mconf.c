@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "ctl.h"
 #include "mconf.h"
 
 static struct ndz_mconf *parse(const char *text, struct ndz_error *e)
@@ -189,6 +190,91 @@ static void test_imagedir(void **state)
 	assert_true(strncmp(ndz_error_msg(&e), "/nonexistent/mfrisbeed.conf", 27) == 0);
 }
 
+static void test_upload(void **state)
+{
+	char dir[] = "/tmp/test_mconf.XXXXXX", path[128], text[512], out[160];
+	struct ndz_error e;
+	struct ndz_mconf *c;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/old.ndz", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fclose(f);
+	/* defaults: no upload directory, 30 s, 2 uploads, no quota */
+	c = parse("image a /a.ndz\n", &e);
+	assert_non_null(c);
+	assert_null(c->upload_dir);
+	assert_int_equal(c->upload_timeout, 30);
+	assert_int_equal(c->max_uploads, 2);
+	assert_int_equal(c->quota, 0);
+	assert_int_equal(c->host_rate, 10);
+	assert_int_equal(c->host_burst, 10);
+	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.1"), out, sizeof(out)),
+			 NDZ_CTL_DENIED);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.0.1"), out, sizeof(out)),
+			 NDZ_CTL_UNKNOWN);
+	ndz_mconf_free(c);
+	snprintf(text, sizeof(text), "upload-dir %s allow 10.0.0.0/8 upload 10.0.9.0/24\n"
+		 "image a /a.ndz upload 10.0.0.7\nquota 2G\nupload-timeout 5\nmax-uploads 9\n",
+		 dir);
+	c = parse(text, &e);
+	assert_non_null(c);
+	assert_string_equal(c->upload_dir, dir);
+	assert_int_equal(c->quota, 2000000000ull);
+	assert_int_equal(c->upload_timeout, 5);
+	assert_int_equal(c->max_uploads, 9);
+	assert_int_equal(c->nimages, 2);        /* the directory's old.ndz and a */
+	assert_non_null(ndz_mconf_find(c, "old"));
+	/* a configured image: its own list decides, the file is its path */
+	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.7"), out, sizeof(out)),
+			 NDZ_CTL_OK);
+	assert_string_equal(out, "/a.ndz");
+	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.9.1"), out, sizeof(out)),
+			 NDZ_CTL_DENIED);
+	/* the directory's images and new names: the upload-dir line's list */
+	assert_int_equal(ndz_mconf_upload_target(c, "old", ip("10.0.9.1"), out, sizeof(out)),
+			 NDZ_CTL_OK);
+	assert_string_equal(out, path);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.9.1"), out, sizeof(out)),
+			 NDZ_CTL_OK);
+	snprintf(text, sizeof(text), "%s/new.ndz", dir);
+	assert_string_equal(out, text);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.8.1"), out, sizeof(out)),
+			 NDZ_CTL_DENIED);
+	/* names that are no file name of ours */
+	assert_int_equal(ndz_mconf_upload_target(c, "..", ip("10.0.9.1"), out, sizeof(out)),
+			 NDZ_CTL_UNKNOWN);
+	assert_int_equal(ndz_mconf_upload_target(c, "a/b", ip("10.0.9.1"), out, sizeof(out)),
+			 NDZ_CTL_UNKNOWN);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.9.1"), out, 8),
+			 NDZ_CTL_FAILED);
+	ndz_mconf_free(c);
+	/* errors */
+	refused("image a /a.ndz upload 10.0.0.1\nrate 1M\n",
+		"m.conf:1: 'upload' needs an upload-dir line (where uploads are written)");
+	refused("image a /a.ndz upload 10.0.0.300\n", "m.conf:1: bad address or prefix '10.0.0.300'");
+	refused("image a /a.ndz\nquota lots\n",
+		"m.conf:2: bad quota (bytes, k/M/G/T: powers of 1000) 'lots'");
+	refused("image a /a.ndz\nupload-timeout 0\n",
+		"m.conf:2: bad upload-timeout (1 to 3600 seconds) '0'");
+	refused("image a /a.ndz\nmax-uploads 65\n", "m.conf:2: bad max-uploads (1 to 64) '65'");
+	refused("upload-dir\n", "m.conf:1: upload-dir needs a directory");
+	refused("image a /a.ndz\nhost-rate 0\n", "m.conf:2: bad host-rate (1 to 100000 a second) '0'");
+	refused("image a /a.ndz\nhost-burst x\n", "m.conf:2: bad host-burst (1 to 100000) 'x'");
+	c = parse("image a /a.ndz\nhost-rate 50\nhost-burst 200\n", &e);
+	assert_non_null(c);
+	assert_int_equal(c->host_rate, 50);
+	assert_int_equal(c->host_burst, 200);
+	ndz_mconf_free(c);
+	snprintf(text, sizeof(text), "upload-dir %s\nupload-dir %s\n", dir, dir);
+	refused(text, "m.conf:2: upload-dir given twice");
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_rate(void **state)
 {
 	uint64_t v;
@@ -213,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_imagedir),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_upload),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,323 @@
+/* Uploads over TCP: the master checks and writes chunks; the uploader streams and waits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+
+#include "format.h"
+#include "image.h"
+#include "upload.h"
+
+#define VERDICT_S 600                  /* the least wait for the verdict, seconds */
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == ENOTSOCK)
+			n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
+		       struct ndz_upload_stats *st, unsigned *status, struct ndz_error *e)
+{
+	struct ndz_image_reader *r = NULL;
+	struct ndz_image *im = NULL;
+	struct ndz_chunk_hdr h;
+	uint8_t *buf = malloc(NDZ_CHUNK_SIZE);
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	*status = NDZ_CTL_BADIMAGE;
+	if (!buf || ndz_image_create(&im) < 0) {
+		rc = ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+		*status = NDZ_CTL_FAILED;
+		goto out;
+	}
+	rc = ndz_image_reader_open(in, &r, e);
+	while (rc >= 0 && (rc = ndz_image_reader_next(r, buf, &h, e)) == 1) {
+		if (h.index != st->chunks) {
+			rc = ndz_error_set(e, NDZ_EHEADER, 0, "%s: chunk %u: says it is chunk %u",
+					   in->name, st->chunks, h.index);
+			break;
+		}
+		if ((rc = ndz_chunk_check_data(buf, &h)) < 0) {
+			ndz_error_set(e, rc, 0, "%s: chunk %u: %s", in->name, h.index,
+				      ndz_strerror(rc));
+			break;
+		}
+		if ((rc = ndz_image_add(im, &h, e)) < 0) {
+			ndz_error_prefix(e, "%s", in->name);
+			break;
+		}
+		if (limit && st->bytes + NDZ_CHUNK_SIZE > limit) {
+			*status = NDZ_CTL_QUOTA;
+			rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: past the quota (%llu "
+					   "bytes left)", in->name, h.index,
+					   (unsigned long long)limit);
+			break;
+		}
+		if (declared && st->bytes + NDZ_CHUNK_SIZE > declared) {
+			rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: more than the %llu bytes "
+					   "declared", in->name, h.index,
+					   (unsigned long long)declared);
+			break;
+		}
+		if (write_all(out_fd, buf, NDZ_CHUNK_SIZE) != 0) {
+			*status = NDZ_CTL_FAILED;
+			rc = ndz_error_set(e, NDZ_EIO, errno, "writing chunk %u", h.index);
+			break;
+		}
+		if (st->chunks == 0)
+			memcpy(st->uuid, h.uuid, 16);
+		st->bytes += NDZ_CHUNK_SIZE;
+		st->chunks++;
+		rc = 0;
+	}
+	if (rc < 0 && (e->sys == EAGAIN || e->sys == EWOULDBLOCK))
+		*status = NDZ_CTL_TIMEOUT;
+	if (rc == 0)
+		rc = ndz_image_complete(im, e);
+	if (rc == 0 && declared && st->bytes != declared)
+		rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: %llu bytes, not the %llu declared",
+				   in->name, (unsigned long long)st->bytes,
+				   (unsigned long long)declared);
+	if (rc >= 0)
+		*status = NDZ_CTL_OK;
+out:
+	ndz_image_reader_free(r);
+	ndz_image_free(im);
+	free(buf);
+	return rc < 0 ? rc : 0;
+}
+
+int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
+			int (*need)(const uint8_t *buf, size_t have))
+{
+	size_t have = 0;
+	int want;
+
+	while ((want = need(buf, have)) > 0 && (size_t)want > have) {
+		ssize_t n;
+
+		if ((size_t)want > cap)
+			return NDZ_EINVAL;
+		n = read(fd, buf + have, (size_t)want - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return NDZ_ETIMEDOUT;
+		if (n < 0)
+			return NDZ_ENET;
+		if (n == 0)
+			return NDZ_ESHORTREAD;
+		have += (size_t)n;
+	}
+	return want;
+}
+
+int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r)
+{
+	uint8_t out[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX];
+	int n = ndz_ctl_rep_encode(r, out, sizeof(out));
+
+	if (n < 0)
+		return n;
+	return write_all(fd, out, (size_t)n) == 0 ? 0 : NDZ_ENET;
+}
+
+static void set_timeouts(int fd, int wait_s)
+{
+	struct timeval tv = { .tv_sec = wait_s };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* A TCP connection to host:port within wait_s seconds; the fd or a negative code. */
+static int dial(const char *host, uint16_t port, int wait_s, struct ndz_error *e)
+{
+	struct addrinfo hints, *ai = NULL;
+	struct sockaddr_in to;
+	struct pollfd p;
+	int fd, err = 0;
+	socklen_t el = sizeof(err);
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
+	memcpy(&to, ai->ai_addr, sizeof(to));
+	freeaddrinfo(ai);
+	to.sin_port = htons(port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
+	if (connect(fd, (struct sockaddr *)&to, sizeof(to)) != 0 && errno != EINPROGRESS) {
+		err = errno;
+	} else {
+		p.fd = fd;
+		p.events = POLLOUT;
+		if (poll(&p, 1, wait_s * 1000) <= 0)
+			err = ETIMEDOUT;
+		else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0)
+			err = errno;
+	}
+	if (err) {
+		close(fd);
+		return ndz_error_set(e, err == ETIMEDOUT ? NDZ_ETIMEDOUT : NDZ_ENET, err,
+				     "master %s:%u: connect", host, port);
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	set_timeouts(fd, wait_s);
+	return fd;
+}
+
+/* The master's verdict after (or instead of) the image. */
+static int read_done(int fd, const char *host, uint16_t port, const char *name,
+		     struct ndz_error *e)
+{
+	uint8_t buf[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX];
+	struct ndz_ctl_rep rep;
+	int n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_rep_need);
+
+	if (n == NDZ_ETIMEDOUT)
+		return ndz_error_set(e, n, 0, "master %s:%u: image '%s': no verdict in time", host,
+				     port, name);
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, &rep) != 0 || rep.type != NDZ_CTL_DONE)
+		return ndz_error_set(e, NDZ_ENET, 0, "master %s:%u: image '%s': connection lost "
+				     "before the master's verdict", host, port, name);
+	if (rep.status == NDZ_CTL_OK)
+		return 0;
+	return ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s%s%.*s", host, port,
+			     name, ndz_ctl_strstatus(rep.status), rep.json_len ? ": " : "",
+			     (int)rep.json_len, rep.json);
+}
+
+int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
+		    int *refused, struct ndz_error *e)
+{
+	struct ndz_ctl_req req = { .type = NDZ_CTL_UPLOAD, .size = size };
+	struct ndz_ctl_rep rep;
+	uint8_t msg[NDZ_CTL_REQ_MAX], *buf = NULL;
+	char host[256];
+	uint16_t port;
+	int fd, n, rc = 0;
+
+	*refused = 0;
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	if (!*name || strlen(name) > NDZ_CTL_NAME_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad image name '%s'", name);
+	strcpy(req.name, name);
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	if (n < 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad image name '%s'", name);
+	if ((fd = dial(host, port, wait_s, e)) < 0)
+		return fd;
+	if (write_all(fd, msg, (size_t)n) != 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+		goto out;
+	}
+	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_rep_need);
+	if (n < 0 || ndz_ctl_rep_decode(msg, (size_t)n, &rep) != 0 ||
+	    (rep.type != NDZ_CTL_UPLOAD && rep.type != NDZ_CTL_DONE)) {
+		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0,
+				   "master %s:%u: %s", host, port,
+				   n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");
+		goto out;
+	}
+	if (rep.status != NDZ_CTL_OK) {
+		*refused = 1;
+		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s", host, port,
+				   name, ndz_ctl_strstatus(rep.status));
+		goto out;
+	}
+	buf = malloc(NDZ_CHUNK_SIZE);
+	if (!buf) {
+		rc = ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+		goto out;
+	}
+	for (;;) {
+		/* the master answering now means it has rejected the image: hear why */
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = in_fd, .events = POLLIN } };
+		ssize_t got;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "poll");
+			goto out;
+		}
+		if (p[0].revents)
+			break;
+		if (!p[1].revents)
+			continue;
+		got = read(in_fd, buf, NDZ_CHUNK_SIZE);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got < 0) {
+			/* closing without the rest: the master sees an image cut short */
+			rc = ndz_error_set(e, NDZ_EIO, errno, "reading the image");
+			goto out;
+		}
+		if (got == 0 || write_all(fd, buf, (size_t)got) != 0)
+			break;
+	}
+	shutdown(fd, SHUT_WR);
+	/* the verdict follows the master's fsync of the whole image: allow for slow disks */
+	set_timeouts(fd, wait_s < VERDICT_S ? VERDICT_S : wait_s);
+	rc = read_done(fd, host, port, name, e);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
+		      struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS, .id = 1 };
+	uint8_t msg[NDZ_CTL_REQ_MAX];
+	char host[256];
+	uint16_t port;
+	int fd, n, rc = 0;
+
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	if (n < 0)
+		return ndz_error_set(e, n, 0, "status request");
+	if ((fd = dial(host, port, wait_s, e)) < 0)
+		return fd;
+	if (write_all(fd, msg, (size_t)n) != 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+		goto out;
+	}
+	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need);
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 || rep->type != NDZ_CTL_STATUS) {
+		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0, "master %s:%u: %s", host,
+				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");
+		goto out;
+	}
+	if (rep->status != NDZ_CTL_OK)
+		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s", host, port,
+				   ndz_ctl_strstatus(rep->status));
+out:
+	close(fd);
+	return rc;
+}

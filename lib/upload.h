@@ -1,0 +1,77 @@
+/*
+ * Uploading an image to the master over TCP (doc/PROTOCOL.md, "Uploads"): the
+ * master's side checks every chunk as it arrives before writing it out; the
+ * uploader's side streams a file or a pipe and waits for the master's verdict.
+ */
+#ifndef NDZ_UPLOAD_H
+#define NDZ_UPLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "err.h"
+#include "io.h"
+
+struct ndz_upload_stats {
+	uint64_t bytes;                /* written */
+	uint32_t chunks;
+	uint8_t uuid[16];
+};
+
+/*
+ * ndz_upload_receive - read an image from in (a stream) and append it to out_fd,
+ * checking each chunk before it is written: header and data checksums and padding,
+ * one image (UUID, sizes, kind), the index its place says, regions chained from
+ * sector 0, one LAST chunk and nothing after it. At most limit bytes (0: no limit);
+ * exactly declared bytes when declared is not 0. Returns 0 with *st, or a negative
+ * code with e saying why and *status what to tell the uploader: NDZ_CTL_BADIMAGE,
+ * NDZ_CTL_QUOTA (past limit), NDZ_CTL_TIMEOUT (a read on in timed out: EAGAIN) or
+ * NDZ_CTL_FAILED (writing out_fd failed). Nothing is synced; out_fd stays the caller's.
+ */
+int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
+		       struct ndz_upload_stats *st, unsigned *status, struct ndz_error *e);
+
+/*
+ * ndz_upload_read_msg - one control message from the stream fd into buf (cap
+ * bytes), its length found with need (ndz_ctl_req_need or ndz_ctl_rep_need).
+ * Returns the length, NDZ_ESHORTREAD (the peer closed first), NDZ_ETIMEDOUT (the
+ * socket's receive timeout), NDZ_EPROTO / NDZ_EPROTOVER / NDZ_EINVAL (not one of
+ * ours, or longer than cap) or NDZ_ENET. e is not set.
+ */
+int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
+			int (*need)(const uint8_t *buf, size_t have));
+
+/*
+ * ndz_upload_write_msg - the reply r, encoded, onto the stream fd (no SIGPIPE).
+ * 0 or NDZ_ENET / the encoder's code.
+ */
+int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
+
+/*
+ * ndz_upload_send - upload the image read from in_fd (a file or a pipe, read to
+ * its end; size bytes when known, else 0) as image name to the master at spec
+ * ("HOST[:PORT]", TCP, port NDZ_CTL_PORT by default), waiting at most wait_s
+ * seconds for the connection, each answer and each write, and at least 600 s for
+ * the verdict after the last byte (the master syncs the image first). Returns 0 once the
+ * master said the image is stored (checked, synced, renamed into place). Else a
+ * negative code with e saying why: NDZ_EREFUSED when the master refused before
+ * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many)
+ * or rejected the image after it (the master's reason); NDZ_ETIMEDOUT, NDZ_ENET,
+ * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec or name).
+ */
+int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
+		    int *refused, struct ndz_error *e);
+
+/*
+ * ndz_upload_status - ask the master at spec ("HOST[:PORT]") for its status over
+ * TCP (the uploads' port: a STATUS reply is large, and TCP's handshake keeps it
+ * from being sent to a forged address). The reply is decoded into rep, its bytes
+ * kept in buf (cap >= NDZ_CTL_REP_MAX). Returns 0 (status OK), NDZ_EREFUSED with
+ * e saying "master HOST:PORT: access denied", NDZ_EINVAL (a bad spec or host),
+ * NDZ_ETIMEDOUT or NDZ_ENET, within about wait_s seconds.
+ */
+int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
+		      struct ndz_ctl_rep *rep, struct ndz_error *e);
+
+#endif
