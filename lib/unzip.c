@@ -20,6 +20,7 @@
 #include "err.h"
 #include "image.h"
 #include "unzip.h"
+#include "zip.h"
 
 #define JOB_BUF      (1u << 20)
 #define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)
@@ -224,8 +225,19 @@ struct dec {
 	struct ndz_unzip *u;
 	z_stream z;
 	ZSTD_DCtx *zd;
-	ZSTD_inBuffer zin;             /* the chunk's zstd data and how far it was read */
+	ZSTD_inBuffer zin;             /* the current frame (size: its end), how far read */
+	size_t zlen;                   /* the chunk's zstd data: zin.src[0, zlen) */
 	size_t zret;                   /* last ZSTD_decompressStream result: 0 at a frame end */
+	/*
+	 * zstd history, for the next frame's prefix: the chunk's output so far is
+	 * hist[0, hend) (its last NDZ_ZSTD_PREFIX bytes at least) until a frame outgrows
+	 * hist; from then on the frame's last NDZ_ZSTD_PREFIX bytes are in the ring.
+	 */
+	uint8_t *hist;                 /* 2 * NDZ_ZSTD_PREFIX */
+	uint8_t *ring;                 /* NDZ_ZSTD_PREFIX */
+	size_t hend, fstart;           /* end of history; where the current frame's began */
+	size_t rpos;                   /* next ring byte to write */
+	int in_ring;                   /* the current frame's output went to the ring */
 	struct libdeflate_decompressor *ld;
 	uint8_t *flat;                 /* FLAT_BUF bytes, or NULL: stream with zlib */
 	size_t flat_pos;               /* bytes of flat handed out */
@@ -385,7 +397,8 @@ static int zlib_end(struct dec *d, char *why, size_t whylen)
 
 /*
  * zstd, before anything is decoded: the data must be whole zstd frames, end to
- * end, each stating its content size, which add up to exactly want bytes.
+ * end; the sizes that frames state must not add up to more than want bytes (the
+ * window limit is the decoder's, ZSTD_d_windowLogMax).
  */
 static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, size_t whylen)
 {
@@ -393,8 +406,8 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 	size_t pos = 0;
 
 	while (pos < len) {
-		size_t fsz;
 		unsigned long long csz;
+		size_t fsz;
 
 		if (len - pos < 4 || data[pos] != 0x28 || data[pos + 1] != 0xb5 ||
 		    data[pos + 2] != 0x2f || data[pos + 3] != 0xfd) {
@@ -408,22 +421,119 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 			return NDZ_ECORRUPT;
 		}
 		csz = ZSTD_getFrameContentSize(data + pos, fsz);
-		if (csz == ZSTD_CONTENTSIZE_UNKNOWN || csz == ZSTD_CONTENTSIZE_ERROR) {
-			snprintf(why, whylen, "zstd frame at data byte %zu does not state its size",
-				 pos);
+		if (csz == ZSTD_CONTENTSIZE_ERROR) {
+			snprintf(why, whylen, "zstd frame at data byte %zu: bad frame header", pos);
 			return NDZ_ECORRUPT;
 		}
-		if (csz > want - total) {
-			snprintf(why, whylen, "zstd frames hold more data than its regions");
-			return NDZ_ELENGTH;
+		if (csz != ZSTD_CONTENTSIZE_UNKNOWN) {
+			if (csz > want - total) {
+				snprintf(why, whylen, "zstd frames hold more data than its regions");
+				return NDZ_ELENGTH;
+			}
+			total += csz;
 		}
-		total += csz;
 		pos += fsz;
 	}
-	if (total < want) {
-		snprintf(why, whylen, "data ends %llu bytes before its regions do",
-			 (unsigned long long)(want - total));
-		return NDZ_ELENGTH;
+	return 0;
+}
+
+/* zstd: the ring's bytes, oldest first, to hist[0, NDZ_ZSTD_PREFIX). */
+static void ring_add(struct dec *d, const uint8_t *p, size_t n)
+{
+	size_t k;
+
+	if (n >= NDZ_ZSTD_PREFIX) {
+		memcpy(d->ring, p + n - NDZ_ZSTD_PREFIX, NDZ_ZSTD_PREFIX);
+		d->rpos = 0;
+		return;
+	}
+	k = NDZ_ZSTD_PREFIX - d->rpos < n ? NDZ_ZSTD_PREFIX - d->rpos : n;
+	memcpy(d->ring + d->rpos, p, k);
+	memcpy(d->ring, p + k, n - k);
+	d->rpos = (d->rpos + n) % NDZ_ZSTD_PREFIX;
+}
+
+/* zstd: n more bytes of output, kept for the frames after this one. */
+static void hist_add(struct dec *d, const uint8_t *p, size_t n)
+{
+	if (!d->in_ring && d->hend + n <= 2 * NDZ_ZSTD_PREFIX) {
+		memcpy(d->hist + d->hend, p, n);
+		d->hend += n;
+		return;
+	}
+	if (!d->in_ring) {
+		/* hist had NDZ_ZSTD_PREFIX free: the frame alone fills the history */
+		d->in_ring = 1;
+		d->rpos = 0;
+		ring_add(d, d->hist + d->fstart, d->hend - d->fstart);
+	}
+	ring_add(d, p, n);
+}
+
+/*
+ * zstd: start the frame at the current input position, with the chunk's last
+ * NDZ_ZSTD_PREFIX bytes of output (or all of it) as its prefix.
+ */
+static int zstd_frame_start(struct dec *d, char *why, size_t whylen)
+{
+	size_t pos = d->zin.pos, fsz;
+	size_t plen;
+
+	if (d->in_ring) {
+		memcpy(d->hist, d->ring + d->rpos, NDZ_ZSTD_PREFIX - d->rpos);
+		memcpy(d->hist + NDZ_ZSTD_PREFIX - d->rpos, d->ring, d->rpos);
+		d->hend = NDZ_ZSTD_PREFIX;
+		d->in_ring = 0;
+	} else if (d->hend > NDZ_ZSTD_PREFIX) {
+		memmove(d->hist, d->hist + d->hend - NDZ_ZSTD_PREFIX, NDZ_ZSTD_PREFIX);
+		d->hend = NDZ_ZSTD_PREFIX;
+	}
+	plen = d->hend;
+	d->fstart = d->hend;
+	fsz = ZSTD_findFrameCompressedSize((const uint8_t *)d->zin.src + pos, d->zlen - pos);
+	if (ZSTD_isError(fsz)) {
+		snprintf(why, whylen, "zstd frame at data byte %zu: %s", pos, ZSTD_getErrorName(fsz));
+		return NDZ_ECORRUPT;
+	}
+	d->zin.size = pos + fsz;
+	if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_DCtx_refPrefix(d->zd, plen ? d->hist : NULL, plen))) {
+		snprintf(why, whylen, "cannot start a zstd frame");
+		return NDZ_ECORRUPT;
+	}
+	d->zret = 1;
+	return 0;
+}
+
+/* zstd: one ZSTD_decompressStream step into o, starting the next frame first if due. */
+static int zstd_step(struct dec *d, ZSTD_outBuffer *o, char *why, size_t whylen)
+{
+	size_t in_was, out_was = o->pos;
+	int rc;
+
+	if (d->zret == 0) {
+		if (d->zin.pos >= d->zlen) {
+			snprintf(why, whylen, "compressed data ends early");
+			return NDZ_ECORRUPT;
+		}
+		if ((rc = zstd_frame_start(d, why, whylen)) < 0)
+			return rc;
+	}
+	in_was = d->zin.pos;
+	d->zret = ZSTD_decompressStream(d->zd, o, &d->zin);
+	if (ZSTD_isError(d->zret)) {
+		snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
+		return NDZ_ECORRUPT;
+	}
+	hist_add(d, (uint8_t *)o->dst + out_was, o->pos - out_was);
+	if (d->zret != 0 && d->zin.pos == d->zin.size && o->pos < o->size) {
+		snprintf(why, whylen, "zstd frame ending at data byte %zu is cut short",
+			 d->zin.size);
+		return NDZ_ECORRUPT;
+	}
+	if (d->zin.pos == in_was && o->pos == out_was && d->zret != 0) {
+		snprintf(why, whylen, "compressed data ends early");
+		return NDZ_ECORRUPT;
 	}
 	return 0;
 }
@@ -433,45 +543,29 @@ static int zstd_read(struct dec *d, uint8_t *out, size_t n, size_t *got, char *w
 		     size_t whylen)
 {
 	ZSTD_outBuffer o = { out, n, 0 };
+	int rc;
 
-	while (o.pos < n) {
-		size_t in_was = d->zin.pos, out_was = o.pos;
-
-		d->zret = ZSTD_decompressStream(d->zd, &o, &d->zin);
-		if (ZSTD_isError(d->zret)) {
-			snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
-			return NDZ_ECORRUPT;
-		}
-		if (d->zin.pos == in_was && o.pos == out_was) {
-			snprintf(why, whylen, "compressed data ends early");
-			return NDZ_ECORRUPT;
-		}
-	}
+	while (o.pos < n)
+		if ((rc = zstd_step(d, &o, why, whylen)) < 0)
+			return rc;
 	*got = o.pos;
 	return 0;
 }
 
-/* zstd: the last frame must be complete (checksum checked) and all data read. */
+/* zstd: the last frame must be complete and all data read, without more output. */
 static int zstd_end(struct dec *d, char *why, size_t whylen)
 {
 	uint8_t probe;
+	int rc;
 
-	while (d->zret != 0 || d->zin.pos < d->zin.size) {
+	while (d->zret != 0 || d->zin.pos < d->zlen) {
 		ZSTD_outBuffer o = { &probe, 1, 0 };
-		size_t in_was = d->zin.pos;
 
-		d->zret = ZSTD_decompressStream(d->zd, &o, &d->zin);
-		if (ZSTD_isError(d->zret)) {
-			snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
-			return NDZ_ECORRUPT;
-		}
+		if ((rc = zstd_step(d, &o, why, whylen)) < 0)
+			return rc;
 		if (o.pos) {
 			snprintf(why, whylen, "more data than its regions hold");
 			return NDZ_ELENGTH;
-		}
-		if (d->zin.pos == in_was && d->zret != 0) {
-			snprintf(why, whylen, "compressed data ends early");
-			return NDZ_ECORRUPT;
 		}
 	}
 	return 0;
@@ -493,10 +587,17 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
 		if (rc < 0)
 			return rc;
-		if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)))
-			return NDZ_ECORRUPT;
-		d->zin = (ZSTD_inBuffer){ chunk + NDZ_HDR_SIZE, h->data_len, 0 };
+		if (!d->hist) {
+			d->hist = malloc(2 * NDZ_ZSTD_PREFIX);
+			d->ring = malloc(NDZ_ZSTD_PREFIX);
+			if (!d->hist || !d->ring)
+				return NDZ_ENOMEM;
+		}
+		d->zin = (ZSTD_inBuffer){ chunk + NDZ_HDR_SIZE, 0, 0 };
+		d->zlen = h->data_len;
 		d->zret = 0;
+		d->hend = 0;
+		d->in_ring = 0;
 	} else if (d->flat && want <= FLAT_BUF) {
 		flat = 1;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
@@ -643,6 +744,9 @@ static void dec_release(struct dec *d)
 	d->ld = NULL;
 	free(d->flat);
 	d->flat = NULL;
+	free(d->hist);
+	free(d->ring);
+	d->hist = d->ring = NULL;
 }
 
 /* The decoders' state lives right after the handle (one allocation). */
@@ -726,6 +830,8 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		decs[i].ld = libdeflate_alloc_decompressor();
 		decs[i].flat = flat ? malloc(FLAT_BUF) : NULL;
 		if (!decs[i].zd || !decs[i].ld || (flat && !decs[i].flat) ||
+		    ZSTD_isError(ZSTD_DCtx_setParameter(decs[i].zd, ZSTD_d_windowLogMax,
+							NDZ_ZSTD_WINDOW_LOG)) ||
 		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
 			dec_release(&decs[i]);
 			break;

@@ -41,6 +41,15 @@ struct ndz_zip_stats {
 #define NDZ_ZLIB_DEFAULT_LEVEL 4
 #define NDZ_ZSTD_DEFAULT_LEVEL 3       /* zstd's own default: fast, better than zlib -4 */
 
+/*
+ * The zstd codec's limits (doc/FORMAT.md, codec 2), the same for writer and reader:
+ * each frame of a chunk is decoded with up to NDZ_ZSTD_PREFIX bytes of the chunk's
+ * output before it as a raw-content prefix, and no frame's window may exceed
+ * 1 << NDZ_ZSTD_WINDOW_LOG bytes.
+ */
+#define NDZ_ZSTD_PREFIX     (1u << 20)
+#define NDZ_ZSTD_WINDOW_LOG 21
+
 /* ndz_zip_opts_init - defaults: zlib level 4, threads from the online cores. */
 void ndz_zip_opts_init(struct ndz_zip_opts *o);
 
