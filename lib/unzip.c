@@ -397,7 +397,7 @@ static int zlib_end(struct dec *d, char *why, size_t whylen)
 
 /*
  * zstd, before anything is decoded: the data must be whole zstd frames, end to
- * end; the sizes that frames state must not add up to more than want bytes (the
+ * end, each stating its content size, which add up to exactly want bytes (the
  * window limit is the decoder's, ZSTD_d_windowLogMax).
  */
 static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, size_t whylen)
@@ -406,8 +406,8 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 	size_t pos = 0;
 
 	while (pos < len) {
-		unsigned long long csz;
 		size_t fsz;
+		unsigned long long csz;
 
 		if (len - pos < 4 || data[pos] != 0x28 || data[pos + 1] != 0xb5 ||
 		    data[pos + 2] != 0x2f || data[pos + 3] != 0xfd) {
@@ -421,18 +421,22 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 			return NDZ_ECORRUPT;
 		}
 		csz = ZSTD_getFrameContentSize(data + pos, fsz);
-		if (csz == ZSTD_CONTENTSIZE_ERROR) {
-			snprintf(why, whylen, "zstd frame at data byte %zu: bad frame header", pos);
+		if (csz == ZSTD_CONTENTSIZE_UNKNOWN || csz == ZSTD_CONTENTSIZE_ERROR) {
+			snprintf(why, whylen, "zstd frame at data byte %zu does not state its size",
+				 pos);
 			return NDZ_ECORRUPT;
 		}
-		if (csz != ZSTD_CONTENTSIZE_UNKNOWN) {
-			if (csz > want - total) {
-				snprintf(why, whylen, "zstd frames hold more data than its regions");
-				return NDZ_ELENGTH;
-			}
-			total += csz;
+		if (csz > want - total) {
+			snprintf(why, whylen, "zstd frames hold more data than its regions");
+			return NDZ_ELENGTH;
 		}
+		total += csz;
 		pos += fsz;
+	}
+	if (total < want) {
+		snprintf(why, whylen, "data ends %llu bytes before its regions do",
+			 (unsigned long long)(want - total));
+		return NDZ_ELENGTH;
 	}
 	return 0;
 }
@@ -512,10 +516,8 @@ static int zstd_step(struct dec *d, ZSTD_outBuffer *o, char *why, size_t whylen)
 	int rc;
 
 	if (d->zret == 0) {
-		if (d->zin.pos >= d->zlen) {
-			snprintf(why, whylen, "compressed data ends early");
-			return NDZ_ECORRUPT;
-		}
+		if (d->zin.pos >= d->zlen)
+			return 1;                      /* no frame left: the caller says why */
 		if ((rc = zstd_frame_start(d, why, whylen)) < 0)
 			return rc;
 	}
@@ -538,16 +540,23 @@ static int zstd_step(struct dec *d, ZSTD_outBuffer *o, char *why, size_t whylen)
 	return 0;
 }
 
-/* zstd: decode exactly n bytes of the frames into out. */
-static int zstd_read(struct dec *d, uint8_t *out, size_t n, size_t *got, char *why,
-		     size_t whylen)
+/* zstd: decode exactly n bytes of the frames (left bytes remain) into out. */
+static int zstd_read(struct dec *d, uint8_t *out, size_t n, uint64_t left, size_t *got,
+		     char *why, size_t whylen)
 {
 	ZSTD_outBuffer o = { out, n, 0 };
 	int rc;
 
-	while (o.pos < n)
-		if ((rc = zstd_step(d, &o, why, whylen)) < 0)
+	while (o.pos < n) {
+		rc = zstd_step(d, &o, why, whylen);
+		if (rc < 0)
 			return rc;
+		if (rc > 0) {
+			snprintf(why, whylen, "data ends %llu bytes before its regions do",
+				 (unsigned long long)(left - o.pos));
+			return NDZ_ELENGTH;
+		}
+	}
 	*got = o.pos;
 	return 0;
 }
@@ -561,8 +570,8 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
 	while (d->zret != 0 || d->zin.pos < d->zlen) {
 		ZSTD_outBuffer o = { &probe, 1, 0 };
 
-		if ((rc = zstd_step(d, &o, why, whylen)) < 0)
-			return rc;
+		if ((rc = zstd_step(d, &o, why, whylen)) != 0)
+			return rc < 0 ? rc : 0;
 		if (o.pos) {
 			snprintf(why, whylen, "more data than its regions hold");
 			return NDZ_ELENGTH;
@@ -635,7 +644,7 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 				d->flat_pos += n;
 				rc = 0;
 			} else {
-				rc = zstd ? zstd_read(d, out, n, &n, why, whylen) :
+				rc = zstd ? zstd_read(d, out, n, left, &n, why, whylen) :
 					    zlib_read(d, out, n, left, &n, why, whylen);
 			}
 			if (rc < 0)

@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "err.h"
+#include "le.h"
 #include "zip.h"
 
 #define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */
@@ -740,6 +741,27 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
 	return from;
 }
 
+/*
+ * Make the header of the frame at f state size as its content size, in the field
+ * zstd wrote there (RFC 8878 3.1.1.1): a segment's frame is begun with its whole
+ * length pledged and may be ended sooner. Only 4- and 8-byte fields are patched,
+ * which is what a pledge over 64 KiB gets. Returns 0, or -1 if not representable.
+ */
+static int zstd_set_size(uint8_t *f, uint64_t size)
+{
+	unsigned fhd = f[4], flag = fhd >> 6, single = (fhd >> 5) & 1;
+	static const unsigned did_len[4] = { 0, 1, 2, 4 };
+	size_t at = 5 + !single + did_len[fhd & 3];
+
+	if (flag == 2 && size <= UINT32_MAX)
+		put_le32(f + at, (uint32_t)size);
+	else if (flag == 3)
+		put_le64(f + at, size);
+	else
+		return -1;
+	return 0;
+}
+
 /* The segment with sequence number i (lock held or owner). */
 static struct zseg *zseg_of(struct zip *z, uint64_t i)
 {
@@ -769,6 +791,7 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
 	if (rc < 0)
 		return rc;
 	if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(zc, len)) ||
 	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? g->buf + SEG_PREFIX - g->plen : NULL,
 					     g->plen)))
 		goto fail;
@@ -925,6 +948,10 @@ static int zseg_place(struct zip *z, struct zseg *g, uint64_t lim)
 	}
 	while (k && g->cp[k] + ZSTD_LAST_EMPTY > room)
 		k--;
+	if (k && zstd_set_size(g->out, (uint64_t)k * SEG_STEP) < 0) {
+		set_err(z, NDZ_ECORRUPT, "chunk %u: unexpected zstd frame header", z->index);
+		return NDZ_ECORRUPT;
+	}
 	if (k) {
 		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
 		memcpy(z->chunk + z->pos + g->cp[k], "\x01\x00\x00", ZSTD_LAST_EMPTY);
