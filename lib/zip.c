@@ -352,10 +352,7 @@ static int compress_piece(struct zip *z, struct coder *c, struct piece *p)
 	return 0;
 }
 
-/*
- * zstd frames: a window of at most the format's limit; no checksum (a segment's
- * frame may be cut short, and the chunk's data_crc covers the bytes anyway).
- */
+/* zstd frames: a window of at most the format's limit, a content checksum. */
 static int coder_init(struct coder *c, const struct zip *z)
 {
 	memset(c, 0, sizeof(*c));
@@ -367,7 +364,7 @@ static int coder_init(struct coder *c, const struct zip *z)
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, z->level)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_windowLog, SEG_WLOG)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_stableInBuffer, 1)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 0)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 1))) {
 		ZSTD_freeCCtx(c->zc);
 		c->zc = NULL;
@@ -742,12 +739,14 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
 }
 
 /*
- * Make the header of the frame at f state size as its content size, in the field
- * zstd wrote there (RFC 8878 3.1.1.1): a segment's frame is begun with its whole
- * length pledged and may be ended sooner. Only 4- and 8-byte fields are patched,
- * which is what a pledge over 64 KiB gets. Returns 0, or -1 if not representable.
+ * End the frame at f early, after size bytes of content: its header is made to
+ * state that size, in the field zstd wrote (RFC 8878 3.1.1.1; a segment's frame
+ * is begun with its whole length pledged), and to promise no checksum, which
+ * only zstd's own end would add; the caller appends an empty last block. Only
+ * 4- and 8-byte fields are patched, which is what a pledge over 64 KiB gets.
+ * Returns 0, or -1 if size cannot be written there.
  */
-static int zstd_set_size(uint8_t *f, uint64_t size)
+static int zstd_cut_header(uint8_t *f, uint64_t size)
 {
 	unsigned fhd = f[4], flag = fhd >> 6, single = (fhd >> 5) & 1;
 	static const unsigned did_len[4] = { 0, 1, 2, 4 };
@@ -759,6 +758,7 @@ static int zstd_set_size(uint8_t *f, uint64_t size)
 		put_le64(f + at, size);
 	else
 		return -1;
+	f[4] = (uint8_t)(fhd & ~4u);
 	return 0;
 }
 
@@ -810,7 +810,8 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
 
 		in.size += n;
 		do {
-			left = ZSTD_compressStream2(zc, &o, &in, ZSTD_e_flush);
+			left = ZSTD_compressStream2(zc, &o, &in, in.size == len ? ZSTD_e_end :
+									      ZSTD_e_flush);
 			if (ZSTD_isError(left) || (left && o.pos == o.size))
 				goto fail;
 		} while (left || in.pos < in.size);
@@ -939,16 +940,17 @@ static int zseg_place(struct zip *z, struct zseg *g, uint64_t lim)
 	unsigned k = g->ncp;
 	uint64_t reached;
 
-	if (k == full && g->cp[k] + ZSTD_LAST_EMPTY <= room) {
+	if (k == full && g->cp[k] <= room) {       /* a whole frame, ended by zstd */
 		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
-		memcpy(z->chunk + z->pos + g->cp[k], "\x01\x00\x00", ZSTD_LAST_EMPTY);
-		z->pos += g->cp[k] + ZSTD_LAST_EMPTY;
+		z->pos += g->cp[k];
 		z->cin_end = g->end;
 		return 0;
 	}
+	if (k == full)                             /* its end is not a flush point */
+		k--;
 	while (k && g->cp[k] + ZSTD_LAST_EMPTY > room)
 		k--;
-	if (k && zstd_set_size(g->out, (uint64_t)k * SEG_STEP) < 0) {
+	if (k && zstd_cut_header(g->out, (uint64_t)k * SEG_STEP) < 0) {
 		set_err(z, NDZ_ECORRUPT, "chunk %u: unexpected zstd frame header", z->index);
 		return NDZ_ECORRUPT;
 	}
