@@ -166,7 +166,7 @@ check "the undamaged image's bytes are right" cmp -s -n "$srcsize" "$T/src" "$T/
 # second frame that uses the first one's data as its prefix.
 {
 	head -c 300000 /dev/urandom
-	for i in 1 2 3 4 5 6; do cat "$NDZ_TOP"/lib/*.h; done
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do cat "$NDZ_TOP"/lib/*.h; done
 } >"$T/src"
 srcsize=$(stat -c %s "$T/src")
 "$IMAGEZIP" -q -r --codec zstd "$T/src" "$T/zstd.ndz" || not_ok "imagezip --codec zstd"
