@@ -1,15 +1,17 @@
 #!/bin/sh
-# Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4) on the
-# same ext4 and NTFS filesystems, made here: 256 MiB each (NDZ_BENCH_MIB), about
-# half full of real files (blobs of /usr), free space dirty (random bytes).
-# Time and image size, medians of 3 runs, ratios to partclone|gzip -4.
-# Usage: sh bench/fs.sh [BUILD_DIR]   (default build)
+# Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4, + zstd -3
+# -T2) on the same ext4 and NTFS filesystems, made here: 256 MiB each (NDZ_BENCH_MIB),
+# about half full of real files (blobs of /usr), free space dirty (random bytes).
+# Time and image size, medians of 3 runs, ratios to the first method (partclone|gzip -4).
+# Usage: sh bench/fs.sh [BUILD_DIR]   (default build; NDZ_BENCH_METHODS: a subset of
+#        "pc-gzip pc-pigz ndz pc-zstd ndz-zstd", in order, the first the base)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 export PATH="$PATH:/usr/sbin:/sbin"
+METHODS=${NDZ_BENCH_METHODS:-pc-gzip pc-pigz ndz pc-zstd ndz-zstd}
 for c in "$bin/imagezip" "$bin/imageunzip" mke2fs mkntfs ntfscp partclone.ext4 \
-	 partclone.ntfs gzip pigz e2fsck ntfsfix; do
+	 partclone.ntfs gzip pigz zstd e2fsck ntfsfix; do
 	command -v "$c" >/dev/null 2>&1 || { echo "bench/fs.sh: $c missing" >&2; exit 1; }
 done
 MIB=$((${NDZ_BENCH_MIB:-256}))
@@ -56,13 +58,16 @@ run_once() {
 	sync
 	t0=$(now)
 	case $m in
-	ndz) "$bin/imagezip" -q "$src" "$img" ;;
+	ndz) "$bin/imagezip" -q --codec zlib "$src" "$img" ;;
+	ndz-zstd) "$bin/imagezip" -q --codec zstd "$src" "$img" ;;
+	pc-zstd) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | zstd -q -3 -T2 >"$img" ;;
 	pc-gzip) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | gzip -4 >"$img" ;;
 	pc-pigz) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | pigz -4 >"$img" ;;
 	esac
 	t1=$(now)
 	case $m in
-	ndz) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	ndz | ndz-zstd) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	pc-zstd) zstd -q -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-gzip) gzip -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-pigz) pigz -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	esac
@@ -84,23 +89,25 @@ run_once() {
 
 echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files, free space random;" \
      "$(nproc) cores; medians of $RUNS runs"
-printf '%-5s %-18s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
+printf '%-5s %-22s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
 for fs in ext4 ntfs; do
-	for m in pc-gzip pc-pigz ndz; do
+	first=1
+	for m in $METHODS; do
 		: >"$T/res"
 		r=0
 		while [ $r -lt "$RUNS" ]; do run_once $fs $m >>"$T/res"; r=$((r + 1)); done
 		z=$(awk '{ print $1 }' "$T/res" | median)
 		u=$(awk '{ print $2 }' "$T/res" | median)
 		s=$(awk '{ print $3 }' "$T/res" | median)
-		if [ $m = pc-gzip ]; then bz=$z bu=$u bs=$s; fi
+		if [ $first = 1 ]; then bz=$z bu=$u bs=$s first=0; fi
 		name=$m
 		case $m in pc-gzip) name="partclone|gzip-4" ;; pc-pigz) name="partclone|pigz-4" ;;
-			   ndz) name="imagezip" ;; esac
-		printf '%-5s %-18s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
+			   ndz) name="imagezip --codec zlib" ;; pc-zstd) name="partclone|zstd-3-T2" ;;
+			   ndz-zstd) name="imagezip --codec zstd" ;; esac
+		printf '%-5s %-22s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
 			"$(awk -v a="$s" -v b="$bs" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$z" -v b="$bz" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$u" -v b="$bu" 'BEGIN { print a / b }')"
 	done
 done
-echo "size_x, zip_x, unzip_x: relative to partclone|gzip-4 on the same filesystem (lower is better)"
+echo "size_x, zip_x, unzip_x: relative to ${METHODS%% *} on the same filesystem (lower is better)"
