@@ -7,8 +7,8 @@
  * enough to fill the chunk to within a sector. The packer's decisions depend
  * only on the data, so the image is the same whatever the thread count.
  * zstd works chunk by chunk instead (see zstd_run): a chunk's input is cut into
- * 1 MiB segments counted from the chunk's start, each one streamed into a frame
- * whose history is the MiB before it in the same chunk, so the segments of one
+ * 2 MiB segments counted from the chunk's start, each one streamed into a frame
+ * whose history is the 2 MiB before it in the same chunk, so the segments of one
  * chunk compress in parallel; the segment that crosses the chunk's end is cut at
  * a 128 KiB flush point and the rest of the room filled with small frames.
  */
@@ -34,7 +34,7 @@
 #define MAX_THREADS 64
 
 /* zstd (doc/FORMAT.md, codec 2) */
-#define SEG_SIZE    (1u << 20)         /* input per segment frame */
+#define SEG_SIZE    (2u << 20)         /* input per segment frame */
 #define SEG_PREFIX  NDZ_ZSTD_PREFIX    /* history a frame may use: the format's limit */
 #define SEG_STEP    (128u * 1024)      /* input between flush points, where a frame may end */
 #define SEG_STEPS   (SEG_SIZE / SEG_STEP)
@@ -769,6 +769,24 @@ static struct zseg *zseg_of(struct zip *z, uint64_t i)
 }
 
 /*
+ * The least of the chunk segment i will find used (lock held): what is placed,
+ * and what the segments before it have produced so far, which only grows. Once
+ * its own frame overflows the rest, the chunk certainly ends before that point.
+ */
+static size_t zseg_used(struct zip *z, uint64_t i)
+{
+	size_t used = z->pos;
+	uint64_t j;
+
+	for (j = z->zs_pack; j < i; j++) {
+		struct zseg *g = zseg_of(z, j);
+
+		used += g->cp[g->ncp];
+	}
+	return used;
+}
+
+/*
  * Stream segment i into one frame: the chunk's input up to SEG_PREFIX before it as
  * prefix, a flush every SEG_STEP so that the packer may end the frame there. Stops
  * early when told to, or once it is the next to pack and already overflows the room.
@@ -800,7 +818,6 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
 	 * time: zstd then reads it in place and sees prefix and input as one window
 	 * (copied into its own buffer, the prefix would be a separate, slower dict).
 	 */
-	g->cp[0] = 0;
 	in = (ZSTD_inBuffer){ g->buf + SEG_PREFIX, 0, 0 };
 	for (k = 0; k * (size_t)SEG_STEP < len; k++) {
 		size_t n = len - k * (size_t)SEG_STEP < SEG_STEP ? len - k * (size_t)SEG_STEP :
@@ -816,10 +833,9 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
 				goto fail;
 		} while (left || in.pos < in.size);
 		g->cp[k + 1] = o.pos;
-		g->ncp = k + 1;
 		pthread_mutex_lock(&z->lock);
-		stop = z->stop || g->stop ||
-		       (z->zs_pack == i && o.pos + ZSTD_LAST_EMPTY > z->cap - z->pos);
+		g->ncp = k + 1;
+		stop = z->stop || g->stop || o.pos + ZSTD_LAST_EMPTY > z->cap - zseg_used(z, i);
 		pthread_mutex_unlock(&z->lock);
 		if (stop)
 			break;
@@ -886,19 +902,20 @@ static void zseg_dispatch(struct zip *z, uint64_t lim, double ratio)
 		if (start >= lim)
 			return;
 		for (i = z->zs_pack; i < z->zs_disp; i++) {
+			double est;
+
 			g = zseg_of(z, i);
-			need += g->state == SEG_DONE ? (double)g->cp[g->ncp] :
-				(double)(g->end - g->start) * ratio;
+			est = (double)(g->end - g->start) * ratio;
+			need += g->state == SEG_DONE || (double)g->cp[g->ncp] > est ?
+				(double)g->cp[g->ncp] : est;
 		}
-		/* Most of it must be likely to fit: a segment past the end is wasted work. */
-		if (z->zs_disp > z->zs_pack &&
-		    need + (double)(lim - start < SEG_SIZE ? lim - start : SEG_SIZE) * ratio / 2 >=
-		    (double)z->cap)
+		if (z->zs_disp > z->zs_pack && need >= (double)z->cap)
 			return;
 		g = zseg_of(z, z->zs_disp);
 		g->start = start;
 		g->end = lim - start < SEG_SIZE ? lim : start + SEG_SIZE;
 		g->ncp = 0;
+		g->cp[0] = 0;
 		g->stop = 0;
 		g->state = SEG_QUEUED;
 		z->zs_disp++;

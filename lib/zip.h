@@ -47,8 +47,8 @@ struct ndz_zip_stats {
  * output before it as a raw-content prefix, and no frame's window may exceed
  * 1 << NDZ_ZSTD_WINDOW_LOG bytes.
  */
-#define NDZ_ZSTD_PREFIX     (1u << 20)
-#define NDZ_ZSTD_WINDOW_LOG 21
+#define NDZ_ZSTD_PREFIX     (2u << 20)
+#define NDZ_ZSTD_WINDOW_LOG 22
 
 /* ndz_zip_opts_init - defaults: zlib level 4, threads from the online cores. */
 void ndz_zip_opts_init(struct ndz_zip_opts *o);

@@ -23,6 +23,7 @@
 #include "io.h"
 #include "le.h"
 #include "unzip.h"
+#include "zip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -103,7 +104,7 @@ static void build(const uint8_t *d, size_t n)
 		if (cut < plen) {
 			/* the second frame uses the first's data as its prefix, as imagezip's do */
 			ZSTD_CCtx *zc = ZSTD_createCCtx();
-			size_t pl = cut < (1u << 20) ? cut : (1u << 20);
+			size_t pl = cut < NDZ_ZSTD_PREFIX ? cut : NDZ_ZSTD_PREFIX;
 
 			if (!zc)
 				return;

@@ -505,12 +505,12 @@ static size_t frame_of(uint8_t *out, size_t cap, const uint8_t *in, size_t n, in
  * Bad zstd chunks, each refused (all but the last before anything is written,
  * even with zero fill, which writes first): a frame that states more than the regions hold (one
  * frame, or imagezip's several), less, data after the last frame, a frame cut
- * short, a window over 2 MiB, and a frame that reaches further back than the
- * 1 MiB prefix the format gives it (it would decode with a longer one).
+ * short, a window over the limit, and a frame that reaches further back than
+ * the prefix the format gives it (it would decode with a longer one).
  */
 static void test_zstd_claims(void **state)
 {
-	const size_t len = 1536 * 1024, part = 1280 * 1024;
+	const size_t part = NDZ_ZSTD_PREFIX + 256 * 1024, len = part + 256 * 1024;
 	uint8_t *src = fix_data(FIX_RANDOM, len, 5), *t = target_buf(len);
 	uint8_t *frames = malloc(2 * MiB);
 	struct ndz_unzip_opts o;
@@ -526,7 +526,7 @@ static void test_zstd_claims(void **state)
 	assert_non_null(src);
 	assert_non_null(save);
 	assert_non_null(frames);
-	/* 256 KiB random, zeros, then the same 256 KiB again: 1.25 MiB back */
+	/* 256 KiB random, zeros, then the same 256 KiB again: 256 KiB beyond the prefix */
 	memset(src + 256 * 1024, 0, part - 256 * 1024);
 	memcpy(src + part, src, len - part);
 	assert_int_equal(fix_zip_codec(src, len, NULL, 1, NDZ_CODEC_ZSTD, 3, &img, NULL, err,
@@ -567,12 +567,12 @@ static void test_zstd_claims(void **state)
 		} else if (k == 5) {
 			continue;                              /* below: needs more data */
 		} else {
-			/* the second frame made with all 1.25 MiB before it as prefix (6) */
-			a = frame_of(frames, 2 * MiB, src, part, 21, NULL, 0, 0);
-			size_t plen = k == 6 ? part : MiB;
+			/* the second frame made with all of the data before it as prefix (6) */
+			a = frame_of(frames, 2 * MiB, src, part, NDZ_ZSTD_WINDOW_LOG, NULL, 0, 0);
+			size_t plen = k == 6 ? part : NDZ_ZSTD_PREFIX;
 
-			b = frame_of(frames + a, 2 * MiB - a, src + part, len - part, 21,
-				     src + part - plen, plen, 0);
+			b = frame_of(frames + a, 2 * MiB - a, src + part, len - part,
+				     NDZ_ZSTD_WINDOW_LOG, src + part - plen, plen, 0);
 			set_data(c, frames, a + b);
 		}
 		opts(&o, 1, 1);
@@ -599,20 +599,22 @@ static void test_zstd_claims(void **state)
 	assert_memory_equal(t, src, len);
 	ndz_io_close(io);
 	fix_image_release(&img);
-	/* 4 MiB of zeros in one frame: its window (its size) is over the 2 MiB */
+	/* zeros in one frame whose window (its size) is twice the limit */
 	{
-		uint8_t *z = calloc(1, 4 * MiB);
+		size_t zn = (size_t)2 << NDZ_ZSTD_WINDOW_LOG;
+		uint8_t *z = calloc(1, zn);
 
 		assert_non_null(z);
-		assert_int_equal(fix_zip_codec(z, 4 * MiB, NULL, 1, NDZ_CODEC_ZSTD, 3, &img, NULL,
+		assert_int_equal(fix_zip_codec(z, zn, NULL, 1, NDZ_CODEC_ZSTD, 3, &img, NULL,
 					       err, sizeof(err)), 0);
 		assert_int_equal(img.n, 1);
-		set_data(img.data, frames, frame_of(frames, 2 * MiB, z, 4 * MiB, 23, NULL, 0, 0));
+		set_data(img.data, frames, frame_of(frames, 2 * MiB, z, zn,
+						    NDZ_ZSTD_WINDOW_LOG + 1, NULL, 0, 0));
 		opts(&o, 1, 0);
 		o.verify_only = 1;
 		rc = restore(NULL, &img, NULL, &o, NULL, err, sizeof(err));
 		if (rc != NDZ_ECORRUPT || !strstr(err, "too much memory"))
-			fail_msg("4 MiB window: got %d \"%s\"", rc, err);
+			fail_msg("large window: got %d \"%s\"", rc, err);
 		fix_image_release(&img);
 		free(z);
 	}

@@ -39,8 +39,8 @@ static int zip_e(struct ndz_io *src, uint64_t len, const struct ndz_ranges *allo
 
 /*
  * The format's zstd rule, written out independently of lib/unzip.c: the frames
- * end to end, each decoded with the chunk's last (up to) 1 MiB of output before
- * it as prefix and a window of at most 2 MiB. Returns the bytes decoded or -1.
+ * end to end, each decoded with the chunk's last (up to) 2 MiB of output before
+ * it as prefix and a window of at most 4 MiB. Returns the bytes decoded or -1.
  */
 static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data, size_t len)
 {
@@ -48,13 +48,13 @@ static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data
 	size_t pos = 0, in = 0;
 
 	assert_non_null(d);
-	assert_false(ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 21)));
+	assert_false(ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 22)));
 	while (in < len) {
 		size_t fsz = ZSTD_findFrameCompressedSize(data + in, len - in), plen, r;
 
 		if (ZSTD_isError(fsz))
 			break;
-		plen = pos < (1u << 20) ? pos : (1u << 20);
+		plen = pos < (2u << 20) ? pos : (2u << 20);
 		ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
 		ZSTD_DCtx_refPrefix(d, plen ? out + pos - plen : NULL, plen);
 		r = ZSTD_decompressDCtx(d, out + pos, cap - pos, data + in, fsz);
