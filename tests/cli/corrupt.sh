@@ -162,11 +162,11 @@ check "the undamaged image's bytes are right" cmp -s -n "$srcsize" "$T/src" "$T/
 # zstd: one chunk of random and text data, damaged below the data checksum (fixed
 # up after the damage) so that the zstd reader itself must notice. With one chunk
 # nothing is written before it fails, except that damage inside a frame is found
-# while decoding, which is not asserted. Over 1 MiB of input: the chunk has a
+# while decoding, which is not asserted. Over 2 MiB of input: the chunk has a
 # second frame that uses the first one's data as its prefix.
 {
 	head -c 300000 /dev/urandom
-	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do cat "$NDZ_TOP"/lib/*.h; done
+	for i in $(seq 40); do cat "$NDZ_TOP"/lib/*.h; done
 } >"$T/src"
 srcsize=$(stat -c %s "$T/src")
 "$IMAGEZIP" -q -r --codec zstd "$T/src" "$T/zstd.ndz" || not_ok "imagezip --codec zstd"
