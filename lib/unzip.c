@@ -3,9 +3,11 @@
  * per core into write jobs (a 1 MiB buffer plus the target segments it fills),
  * and a single writer thread turns jobs into large pwrite()s and zero fills.
  * Memory is the chunk slots, the job buffers and (budget permitting) one flat
- * buffer per decoder, all fixed at creation. A zlib chunk whose data fits the
- * flat buffer is decoded there in one libdeflate call (its size is known from
- * the regions), then copied into jobs; others are inflated piecewise by zlib.
+ * buffer per decoder, all fixed at creation, and 4 MiB per decoder once it meets
+ * a zstd chunk. A zlib chunk whose data fits the flat buffer is decoded there in
+ * one libdeflate call (its size is known from the regions), then copied into
+ * jobs; others are inflated piecewise by zlib. zstd frames (2 MiB at most) are
+ * decoded one by one right after their prefix, then copied into jobs.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -225,19 +227,15 @@ struct dec {
 	struct ndz_unzip *u;
 	z_stream z;
 	ZSTD_DCtx *zd;
-	ZSTD_inBuffer zin;             /* the current frame (size: its end), how far read */
-	size_t zlen;                   /* the chunk's zstd data: zin.src[0, zlen) */
-	size_t zret;                   /* last ZSTD_decompressStream result: 0 at a frame end */
+	const uint8_t *zdata;          /* the chunk's zstd data */
+	size_t zlen, zpos;             /* its length; the next frame's offset */
 	/*
-	 * zstd history, for the next frame's prefix: the chunk's output so far is
-	 * hist[0, hend) (its last NDZ_ZSTD_PREFIX bytes at least) until a frame outgrows
-	 * hist; from then on the frame's last NDZ_ZSTD_PREFIX bytes are in the ring.
+	 * zstd output, whole frames: hist[0, hend) ends with the chunk's last (up to)
+	 * NDZ_ZSTD_PREFIX bytes decoded, the next frame's prefix; [hpos, hend) is
+	 * still to be handed out.
 	 */
 	uint8_t *hist;                 /* 2 * NDZ_ZSTD_PREFIX */
-	uint8_t *ring;                 /* NDZ_ZSTD_PREFIX */
-	size_t hend, fstart;           /* end of history; where the current frame's began */
-	size_t rpos;                   /* next ring byte to write */
-	int in_ring;                   /* the current frame's output went to the ring */
+	size_t hend, hpos;
 	struct libdeflate_decompressor *ld;
 	uint8_t *flat;                 /* FLAT_BUF bytes, or NULL: stream with zlib */
 	size_t flat_pos;               /* bytes of flat handed out */
@@ -397,8 +395,8 @@ static int zlib_end(struct dec *d, char *why, size_t whylen)
 
 /*
  * zstd, before anything is decoded: the data must be whole zstd frames, end to
- * end, each stating its content size, which add up to exactly want bytes (the
- * window limit is the decoder's, ZSTD_d_windowLogMax).
+ * end, each stating its content size, at most NDZ_ZSTD_PREFIX, which add up to
+ * exactly want bytes.
  */
 static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, size_t whylen)
 {
@@ -430,6 +428,11 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 			snprintf(why, whylen, "zstd frames hold more data than its regions");
 			return NDZ_ELENGTH;
 		}
+		if (csz > NDZ_ZSTD_PREFIX) {
+			snprintf(why, whylen, "zstd frame at data byte %zu holds %llu bytes, over %u",
+				 pos, csz, NDZ_ZSTD_PREFIX);
+			return NDZ_ECORRUPT;
+		}
 		total += csz;
 		pos += fsz;
 	}
@@ -441,102 +444,38 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 	return 0;
 }
 
-/* zstd: the ring's bytes, oldest first, to hist[0, NDZ_ZSTD_PREFIX). */
-static void ring_add(struct dec *d, const uint8_t *p, size_t n)
-{
-	size_t k;
-
-	if (n >= NDZ_ZSTD_PREFIX) {
-		memcpy(d->ring, p + n - NDZ_ZSTD_PREFIX, NDZ_ZSTD_PREFIX);
-		d->rpos = 0;
-		return;
-	}
-	k = NDZ_ZSTD_PREFIX - d->rpos < n ? NDZ_ZSTD_PREFIX - d->rpos : n;
-	memcpy(d->ring + d->rpos, p, k);
-	memcpy(d->ring, p + k, n - k);
-	d->rpos = (d->rpos + n) % NDZ_ZSTD_PREFIX;
-}
-
-/* zstd: n more bytes of output, kept for the frames after this one. */
-static void hist_add(struct dec *d, const uint8_t *p, size_t n)
-{
-	if (!d->in_ring && d->hend + n <= 2 * NDZ_ZSTD_PREFIX) {
-		memcpy(d->hist + d->hend, p, n);
-		d->hend += n;
-		return;
-	}
-	if (!d->in_ring) {
-		/* hist had NDZ_ZSTD_PREFIX free: the frame alone fills the history */
-		d->in_ring = 1;
-		d->rpos = 0;
-		ring_add(d, d->hist + d->fstart, d->hend - d->fstart);
-	}
-	ring_add(d, p, n);
-}
-
 /*
- * zstd: start the frame at the current input position, with the chunk's last
- * NDZ_ZSTD_PREFIX bytes of output (or all of it) as its prefix.
+ * zstd: decode the next frame whole into hist, right after its prefix (the
+ * chunk's last NDZ_ZSTD_PREFIX bytes of output, or all of it). Every byte before
+ * hend was handed out. Returns 0, 1 when no frame is left, or a negative code.
  */
-static int zstd_frame_start(struct dec *d, char *why, size_t whylen)
+static int zstd_frame(struct dec *d, char *why, size_t whylen)
 {
-	size_t pos = d->zin.pos, fsz;
-	size_t plen;
+	size_t fsz, r;
 
-	if (d->in_ring) {
-		memcpy(d->hist, d->ring + d->rpos, NDZ_ZSTD_PREFIX - d->rpos);
-		memcpy(d->hist + NDZ_ZSTD_PREFIX - d->rpos, d->ring, d->rpos);
-		d->hend = NDZ_ZSTD_PREFIX;
-		d->in_ring = 0;
-	} else if (d->hend > NDZ_ZSTD_PREFIX) {
+	if (d->zpos >= d->zlen)
+		return 1;
+	if (d->hend > NDZ_ZSTD_PREFIX) {
 		memmove(d->hist, d->hist + d->hend - NDZ_ZSTD_PREFIX, NDZ_ZSTD_PREFIX);
-		d->hend = NDZ_ZSTD_PREFIX;
+		d->hend = d->hpos = NDZ_ZSTD_PREFIX;
 	}
-	plen = d->hend;
-	d->fstart = d->hend;
-	fsz = ZSTD_findFrameCompressedSize((const uint8_t *)d->zin.src + pos, d->zlen - pos);
-	if (ZSTD_isError(fsz)) {
-		snprintf(why, whylen, "zstd frame at data byte %zu: %s", pos, ZSTD_getErrorName(fsz));
+	fsz = ZSTD_findFrameCompressedSize(d->zdata + d->zpos, d->zlen - d->zpos);
+	if (ZSTD_isError(fsz) ||
+	    ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_DCtx_refPrefix(d->zd, d->hend ? d->hist : NULL, d->hend))) {
+		snprintf(why, whylen, "zstd frame at data byte %zu: cannot start it", d->zpos);
 		return NDZ_ECORRUPT;
 	}
-	d->zin.size = pos + fsz;
-	if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)) ||
-	    ZSTD_isError(ZSTD_DCtx_refPrefix(d->zd, plen ? d->hist : NULL, plen))) {
-		snprintf(why, whylen, "cannot start a zstd frame");
+	/* the scan let no frame state more than NDZ_ZSTD_PREFIX bytes: it fits */
+	r = ZSTD_decompressDCtx(d->zd, d->hist + d->hend, 2 * NDZ_ZSTD_PREFIX - d->hend,
+				d->zdata + d->zpos, fsz);
+	if (ZSTD_isError(r)) {
+		snprintf(why, whylen, "zstd frame at data byte %zu: %s", d->zpos,
+			 ZSTD_getErrorName(r));
 		return NDZ_ECORRUPT;
 	}
-	d->zret = 1;
-	return 0;
-}
-
-/* zstd: one ZSTD_decompressStream step into o, starting the next frame first if due. */
-static int zstd_step(struct dec *d, ZSTD_outBuffer *o, char *why, size_t whylen)
-{
-	size_t in_was, out_was = o->pos;
-	int rc;
-
-	if (d->zret == 0) {
-		if (d->zin.pos >= d->zlen)
-			return 1;                      /* no frame left: the caller says why */
-		if ((rc = zstd_frame_start(d, why, whylen)) < 0)
-			return rc;
-	}
-	in_was = d->zin.pos;
-	d->zret = ZSTD_decompressStream(d->zd, o, &d->zin);
-	if (ZSTD_isError(d->zret)) {
-		snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
-		return NDZ_ECORRUPT;
-	}
-	hist_add(d, (uint8_t *)o->dst + out_was, o->pos - out_was);
-	if (d->zret != 0 && d->zin.pos == d->zin.size && o->pos < o->size) {
-		snprintf(why, whylen, "zstd frame ending at data byte %zu is cut short",
-			 d->zin.size);
-		return NDZ_ECORRUPT;
-	}
-	if (d->zin.pos == in_was && o->pos == out_was && d->zret != 0) {
-		snprintf(why, whylen, "compressed data ends early");
-		return NDZ_ECORRUPT;
-	}
+	d->hend += r;
+	d->zpos += fsz;
 	return 0;
 }
 
@@ -544,40 +483,44 @@ static int zstd_step(struct dec *d, ZSTD_outBuffer *o, char *why, size_t whylen)
 static int zstd_read(struct dec *d, uint8_t *out, size_t n, uint64_t left, size_t *got,
 		     char *why, size_t whylen)
 {
-	ZSTD_outBuffer o = { out, n, 0 };
+	size_t done = 0;
 	int rc;
 
-	while (o.pos < n) {
-		rc = zstd_step(d, &o, why, whylen);
-		if (rc < 0)
-			return rc;
-		if (rc > 0) {
-			snprintf(why, whylen, "data ends %llu bytes before its regions do",
-				 (unsigned long long)(left - o.pos));
-			return NDZ_ELENGTH;
+	while (done < n) {
+		size_t k;
+
+		if (d->hpos == d->hend) {
+			rc = zstd_frame(d, why, whylen);
+			if (rc < 0)
+				return rc;
+			if (rc > 0) {
+				snprintf(why, whylen, "data ends %llu bytes before its regions do",
+					 (unsigned long long)(left - done));
+				return NDZ_ELENGTH;
+			}
+			continue;
 		}
+		k = d->hend - d->hpos < n - done ? d->hend - d->hpos : n - done;
+		memcpy(out + done, d->hist + d->hpos, k);
+		d->hpos += k;
+		done += k;
 	}
-	*got = o.pos;
+	*got = done;
 	return 0;
 }
 
-/* zstd: the last frame must be complete and all data read, without more output. */
+/* zstd: every frame decoded, and nothing more than the regions. */
 static int zstd_end(struct dec *d, char *why, size_t whylen)
 {
-	uint8_t probe;
-	int rc;
+	int rc = 0;
 
-	while (d->zret != 0 || d->zin.pos < d->zlen) {
-		ZSTD_outBuffer o = { &probe, 1, 0 };
-
-		if ((rc = zstd_step(d, &o, why, whylen)) != 0)
-			return rc < 0 ? rc : 0;
-		if (o.pos) {
-			snprintf(why, whylen, "more data than its regions hold");
-			return NDZ_ELENGTH;
-		}
+	while (d->hpos == d->hend && (rc = zstd_frame(d, why, whylen)) == 0)
+		;
+	if (d->hpos < d->hend) {
+		snprintf(why, whylen, "more data than its regions hold");
+		return NDZ_ELENGTH;
 	}
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
@@ -596,17 +539,11 @@ static int decode_chunk(struct dec *d, const uint8_t *chunk, const struct ndz_ch
 		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
 		if (rc < 0)
 			return rc;
-		if (!d->hist) {
-			d->hist = malloc(2 * NDZ_ZSTD_PREFIX);
-			d->ring = malloc(NDZ_ZSTD_PREFIX);
-			if (!d->hist || !d->ring)
-				return NDZ_ENOMEM;
-		}
-		d->zin = (ZSTD_inBuffer){ chunk + NDZ_HDR_SIZE, 0, 0 };
+		if (!d->hist && !(d->hist = malloc(2 * NDZ_ZSTD_PREFIX)))
+			return NDZ_ENOMEM;
+		d->zdata = chunk + NDZ_HDR_SIZE;
 		d->zlen = h->data_len;
-		d->zret = 0;
-		d->hend = 0;
-		d->in_ring = 0;
+		d->zpos = d->hend = d->hpos = 0;
 	} else if (d->flat && want <= FLAT_BUF) {
 		flat = 1;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
@@ -754,8 +691,7 @@ static void dec_release(struct dec *d)
 	free(d->flat);
 	d->flat = NULL;
 	free(d->hist);
-	free(d->ring);
-	d->hist = d->ring = NULL;
+	d->hist = NULL;
 }
 
 /* The decoders' state lives right after the handle (one allocation). */
@@ -791,6 +727,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	 */
 	u->nslots = threads + 2;
 	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
+	fixed += (size_t)threads * 2 * NDZ_ZSTD_PREFIX;   /* zstd output, on first use */
 	u->njobs = threads + 4;
 	/* Flat buffers only when the minimum of jobs still fits beside them. */
 	flat = mem >= fixed + (size_t)threads * FLAT_BUF + (size_t)u->njobs * JOB_BUF;
@@ -839,8 +776,6 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		decs[i].ld = libdeflate_alloc_decompressor();
 		decs[i].flat = flat ? malloc(FLAT_BUF) : NULL;
 		if (!decs[i].zd || !decs[i].ld || (flat && !decs[i].flat) ||
-		    ZSTD_isError(ZSTD_DCtx_setParameter(decs[i].zd, ZSTD_d_windowLogMax,
-							NDZ_ZSTD_WINDOW_LOG)) ||
 		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
 			dec_release(&decs[i]);
 			break;
