@@ -6,14 +6,14 @@
 # medians of RUNS runs: seconds, the ratio dd time / restore time (1.0 = the disk's
 # speed), and CPU seconds (user+sys, from /usr/bin/time) per restored GiB.
 # Usage: bench/restore.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=1024, BENCH_DIR=/var/tmp
-#        (where the target is written), FRISBEE=1 (0: imageunzip only), RATE=2G (frisbeed -W))
+#        (where the target is written), FRISBEE=1 (0: imageunzip only), RATE=1G (frisbeed -W))
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 runs=${RUNS:-3}
 size_mb=${SIZE_MB:-1024}
 frisbee=${FRISBEE:-1}
-rate=${RATE:-2G}
+rate=${RATE:-1G}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-restore.XXXXXX")
 srv=
 trap '[ -z "$srv" ] || kill "$srv" 2>/dev/null; rm -rf "$dir"' EXIT
