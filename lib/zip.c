@@ -7,7 +7,7 @@
  * enough to fill the chunk to within a sector. The packer's decisions depend
  * only on the data, so the image is the same whatever the thread count.
  * zstd works chunk by chunk instead (see zstd_run): a chunk's input is cut into
- * 2 MiB segments counted from the chunk's start, each one streamed into a frame
+ * 1 MiB segments counted from the chunk's start, each one streamed into a frame
  * whose history is the 2 MiB before it in the same chunk, so the segments of one
  * chunk compress in parallel; the segment that crosses the chunk's end is cut at
  * a 128 KiB flush point and the rest of the room filled with small frames.
@@ -34,7 +34,7 @@
 #define MAX_THREADS 64
 
 /* zstd (doc/FORMAT.md, codec 2) */
-#define SEG_SIZE    (2u << 20)         /* input per segment frame */
+#define SEG_SIZE    (1u << 20)         /* input per segment frame */
 #define SEG_PREFIX  NDZ_ZSTD_PREFIX    /* history a frame may use: the format's limit */
 #define SEG_STEP    (128u * 1024)      /* input between flush points, where a frame may end */
 #define SEG_STEPS   (SEG_SIZE / SEG_STEP)
