@@ -2,15 +2,16 @@
 # The two codecs side by side on the same input (>= 512 MiB of this machine's
 # binaries and text): imagezip zlib -4 against zstd -3 (time, size), imageunzip -n
 # of each, and the zlib decoder against the one before libdeflate, which is the
-# main branch's imageunzip built in a scratch directory. Medians of N runs.
+# imageunzip of BASE (the main branch before zstd and libdeflate came in) built in
+# a scratch directory. Medians of N runs.
 # Usage: bench/codec.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=512, BENCH_DIR=scratch dir,
-#        BASE=main: the git revision of the old decoder)
+#        BASE=547fcf3^1: the git revision of the old decoder)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 runs=${RUNS:-3}
 size_mb=${SIZE_MB:-512}
-base=${BASE:-main}
+base=${BASE:-547fcf3^1}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 

@@ -1,15 +1,19 @@
 #!/bin/sh
-# Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4) on the
-# same ext4, NTFS, XFS and btrfs filesystems, made here (NDZ_BENCH_FS="ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about
-# half full of real files (blobs of /usr), free space dirty (random bytes).
-# Time and image size, medians of 3 runs, ratios to partclone|gzip -4.
-# Usage: sh bench/fs.sh [BUILD_DIR]   (default build)
+# Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4, + zstd -3
+# -T2) on the same ext4, NTFS, XFS and btrfs filesystems, made here (NDZ_BENCH_FS="ext4 xfs"
+# picks some): 256 MiB each (NDZ_BENCH_MIB), about half full of real files (blobs of /usr),
+# free space dirty (random bytes). XFS and btrfs also against imagezip -r (how they were
+# imaged before).
+# Time and image size, medians of 3 runs, ratios to the first method (partclone|gzip -4).
+# Usage: sh bench/fs.sh [BUILD_DIR]   (default build; NDZ_BENCH_METHODS: a subset of
+#        "pc-gzip pc-pigz ndz pc-zstd ndz-zstd", in order, the first the base)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 export PATH="$PATH:/usr/sbin:/sbin"
+METHODS=${NDZ_BENCH_METHODS:-pc-gzip pc-pigz ndz pc-zstd ndz-zstd}
 for c in "$bin/imagezip" "$bin/imageunzip" mke2fs mkntfs ntfscp partclone.ext4 \
-	 partclone.ntfs gzip pigz e2fsck ntfsfix mkfs.xfs partclone.xfs xfs_repair \
+	 partclone.ntfs gzip pigz zstd e2fsck ntfsfix mkfs.xfs partclone.xfs xfs_repair \
 	 mkfs.btrfs partclone.btrfs btrfs; do
 	command -v "$c" >/dev/null 2>&1 || { echo "bench/fs.sh: $c missing" >&2; exit 1; }
 done
@@ -72,14 +76,17 @@ run_once() {
 	sync
 	t0=$(now)
 	case $m in
-	ndz) "$bin/imagezip" -q "$src" "$img" ;;
+	ndz) "$bin/imagezip" -q --codec zlib "$src" "$img" ;;
+	ndz-zstd) "$bin/imagezip" -q --codec zstd "$src" "$img" ;;
 	ndz-raw) "$bin/imagezip" -q -r "$src" "$img" ;;
+	pc-zstd) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | zstd -q -3 -T2 >"$img" ;;
 	pc-gzip) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | gzip -4 >"$img" ;;
 	pc-pigz) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | pigz -4 >"$img" ;;
 	esac
 	t1=$(now)
 	case $m in
-	ndz|ndz-raw) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	ndz | ndz-zstd | ndz-raw) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	pc-zstd) zstd -q -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-gzip) gzip -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-pigz) pigz -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	esac
@@ -104,10 +111,10 @@ run_once() {
 
 echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files, free space random;" \
      "$(nproc) cores; medians of $RUNS runs"
-printf '%-5s %-18s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
+printf '%-5s %-22s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
 for fs in $FSES; do
-	# XFS and btrfs also against imagezip -r, which is how they were imaged before
-	ms="pc-gzip pc-pigz ndz"
+	first=1
+	ms=$METHODS
 	case $fs in xfs|btrfs) ms="$ms ndz-raw" ;; esac
 	for m in $ms; do
 		: >"$T/res"
@@ -116,14 +123,15 @@ for fs in $FSES; do
 		z=$(awk '{ print $1 }' "$T/res" | median)
 		u=$(awk '{ print $2 }' "$T/res" | median)
 		s=$(awk '{ print $3 }' "$T/res" | median)
-		if [ $m = pc-gzip ]; then bz=$z bu=$u bs=$s; fi
+		if [ $first = 1 ]; then bz=$z bu=$u bs=$s first=0; fi
 		name=$m
 		case $m in pc-gzip) name="partclone|gzip-4" ;; pc-pigz) name="partclone|pigz-4" ;;
-			   ndz) name="imagezip" ;; ndz-raw) name="imagezip -r" ;; esac
-		printf '%-5s %-18s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
+			   ndz) name="imagezip --codec zlib" ;; pc-zstd) name="partclone|zstd-3-T2" ;;
+			   ndz-zstd) name="imagezip --codec zstd" ;; ndz-raw) name="imagezip -r" ;; esac
+		printf '%-5s %-22s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
 			"$(awk -v a="$s" -v b="$bs" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$z" -v b="$bz" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$u" -v b="$bu" 'BEGIN { print a / b }')"
 	done
 done
-echo "size_x, zip_x, unzip_x: relative to partclone|gzip-4 on the same filesystem (lower is better)"
+echo "size_x, zip_x, unzip_x: relative to ${METHODS%% *} on the same filesystem (lower is better)"

@@ -34,7 +34,7 @@ static const char usage_text[] =
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
 	"      --keep-pagefile  keep the contents of NTFS pagefile.sys and hiberfil.sys\n"
-	"      --codec C      compress with zlib (default) or zstd\n"
+	"      --codec C      compress with zstd (default) or zlib\n"
 	"  -z, --level N      compression level: zlib 0-9 (default 4), zstd 1-19 (default 3)\n"
 	"  -j, --threads N    compression threads (default: online cores)\n"
 	"  -r, --raw          take every sector, ignoring filesystems\n"
@@ -363,6 +363,7 @@ int main(int argc, char **argv)
 
 	cli_init(argv[0]);
 	ndz_zip_opts_init(&zopts);
+	zopts.codec = NDZ_CODEC_ZSTD;          /* README: why zstd is the default */
 	ndz_scan_opts_init(&sopts);
 	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ioqvhV", longopts, NULL)) != -1) {
 		switch (c) {

@@ -3,9 +3,11 @@
  * per core into write jobs (a 1 MiB buffer plus the target segments it fills),
  * and a single writer thread turns jobs into large pwrite()s and zero fills.
  * Memory is the chunk slots, the job buffers and (budget permitting) one flat
- * buffer per decoder, all fixed at creation. A zlib chunk whose data fits the
- * flat buffer is decoded there in one libdeflate call (its size is known from
- * the regions), then copied into jobs; others are inflated piecewise by zlib.
+ * buffer per decoder, all fixed at creation, and 4 MiB per decoder once it meets
+ * a zstd chunk. A zlib chunk whose data fits the flat buffer is decoded there in
+ * one libdeflate call (its size is known from the regions), then copied into
+ * jobs; others are inflated piecewise by zlib. zstd frames (2 MiB at most) are
+ * decoded one by one right after their prefix, then copied into jobs.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 #include "image.h"
 #include "trust.h"
 #include "unzip.h"
+#include "zip.h"
 
 #define JOB_BUF      (1u << 20)
 #define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)
@@ -225,8 +228,15 @@ struct dec {
 	struct ndz_unzip *u;
 	z_stream z;
 	ZSTD_DCtx *zd;
-	ZSTD_inBuffer zin;             /* the chunk's zstd data and how far it was read */
-	size_t zret;                   /* last ZSTD_decompressStream result: 0 at a frame end */
+	const uint8_t *zdata;          /* the chunk's zstd data */
+	size_t zlen, zpos;             /* its length; the next frame's offset */
+	/*
+	 * zstd output, whole frames: hist[0, hend) ends with the chunk's last (up to)
+	 * NDZ_ZSTD_PREFIX bytes decoded, the next frame's prefix; [hpos, hend) is
+	 * still to be handed out.
+	 */
+	uint8_t *hist;                 /* 2 * NDZ_ZSTD_PREFIX */
+	size_t hend, hpos;
 	struct libdeflate_decompressor *ld;
 	uint8_t *flat;                 /* FLAT_BUF bytes, or NULL: stream with zlib */
 	size_t flat_pos;               /* bytes of flat handed out */
@@ -386,7 +396,8 @@ static int zlib_end(struct dec *d, char *why, size_t whylen)
 
 /*
  * zstd, before anything is decoded: the data must be whole zstd frames, end to
- * end, each stating its content size, which add up to exactly want bytes.
+ * end, each stating its content size, at most NDZ_ZSTD_PREFIX, which add up to
+ * exactly want bytes.
  */
 static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, size_t whylen)
 {
@@ -418,6 +429,11 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 			snprintf(why, whylen, "zstd frames hold more data than its regions");
 			return NDZ_ELENGTH;
 		}
+		if (csz > NDZ_ZSTD_PREFIX) {
+			snprintf(why, whylen, "zstd frame at data byte %zu holds %llu bytes, over %u",
+				 pos, csz, NDZ_ZSTD_PREFIX);
+			return NDZ_ECORRUPT;
+		}
 		total += csz;
 		pos += fsz;
 	}
@@ -429,53 +445,83 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 	return 0;
 }
 
-/* zstd: decode exactly n bytes of the frames into out. */
-static int zstd_read(struct dec *d, uint8_t *out, size_t n, size_t *got, char *why,
-		     size_t whylen)
+/*
+ * zstd: decode the next frame whole into hist, right after its prefix (the
+ * chunk's last NDZ_ZSTD_PREFIX bytes of output, or all of it). Every byte before
+ * hend was handed out. Returns 0, 1 when no frame is left, or a negative code.
+ */
+static int zstd_frame(struct dec *d, char *why, size_t whylen)
 {
-	ZSTD_outBuffer o = { out, n, 0 };
+	size_t fsz, r;
 
-	while (o.pos < n) {
-		size_t in_was = d->zin.pos, out_was = o.pos;
-
-		d->zret = ZSTD_decompressStream(d->zd, &o, &d->zin);
-		if (ZSTD_isError(d->zret)) {
-			snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
-			return NDZ_ECORRUPT;
-		}
-		if (d->zin.pos == in_was && o.pos == out_was) {
-			snprintf(why, whylen, "compressed data ends early");
-			return NDZ_ECORRUPT;
-		}
+	if (d->zpos >= d->zlen)
+		return 1;
+	if (d->hend > NDZ_ZSTD_PREFIX) {
+		memmove(d->hist, d->hist + d->hend - NDZ_ZSTD_PREFIX, NDZ_ZSTD_PREFIX);
+		d->hend = d->hpos = NDZ_ZSTD_PREFIX;
 	}
-	*got = o.pos;
+	fsz = ZSTD_findFrameCompressedSize(d->zdata + d->zpos, d->zlen - d->zpos);
+	if (ZSTD_isError(fsz) ||
+	    ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_DCtx_refPrefix(d->zd, d->hend ? d->hist : NULL, d->hend))) {
+		snprintf(why, whylen, "zstd frame at data byte %zu: cannot start it", d->zpos);
+		return NDZ_ECORRUPT;
+	}
+	/* the scan let no frame state more than NDZ_ZSTD_PREFIX bytes: it fits */
+	r = ZSTD_decompressDCtx(d->zd, d->hist + d->hend, 2 * NDZ_ZSTD_PREFIX - d->hend,
+				d->zdata + d->zpos, fsz);
+	if (ZSTD_isError(r)) {
+		snprintf(why, whylen, "zstd frame at data byte %zu: %s", d->zpos,
+			 ZSTD_getErrorName(r));
+		return NDZ_ECORRUPT;
+	}
+	d->hend += r;
+	d->zpos += fsz;
 	return 0;
 }
 
-/* zstd: the last frame must be complete (checksum checked) and all data read. */
+/* zstd: decode exactly n bytes of the frames (left bytes remain) into out. */
+static int zstd_read(struct dec *d, uint8_t *out, size_t n, uint64_t left, size_t *got,
+		     char *why, size_t whylen)
+{
+	size_t done = 0;
+	int rc;
+
+	while (done < n) {
+		size_t k;
+
+		if (d->hpos == d->hend) {
+			rc = zstd_frame(d, why, whylen);
+			if (rc < 0)
+				return rc;
+			if (rc > 0) {
+				snprintf(why, whylen, "data ends %llu bytes before its regions do",
+					 (unsigned long long)(left - done));
+				return NDZ_ELENGTH;
+			}
+			continue;
+		}
+		k = d->hend - d->hpos < n - done ? d->hend - d->hpos : n - done;
+		memcpy(out + done, d->hist + d->hpos, k);
+		d->hpos += k;
+		done += k;
+	}
+	*got = done;
+	return 0;
+}
+
+/* zstd: every frame decoded, and nothing more than the regions. */
 static int zstd_end(struct dec *d, char *why, size_t whylen)
 {
-	uint8_t probe;
+	int rc = 0;
 
-	while (d->zret != 0 || d->zin.pos < d->zin.size) {
-		ZSTD_outBuffer o = { &probe, 1, 0 };
-		size_t in_was = d->zin.pos;
-
-		d->zret = ZSTD_decompressStream(d->zd, &o, &d->zin);
-		if (ZSTD_isError(d->zret)) {
-			snprintf(why, whylen, "%s", ZSTD_getErrorName(d->zret));
-			return NDZ_ECORRUPT;
-		}
-		if (o.pos) {
-			snprintf(why, whylen, "more data than its regions hold");
-			return NDZ_ELENGTH;
-		}
-		if (d->zin.pos == in_was && d->zret != 0) {
-			snprintf(why, whylen, "compressed data ends early");
-			return NDZ_ECORRUPT;
-		}
+	while (d->hpos == d->hend && (rc = zstd_frame(d, why, whylen)) == 0)
+		;
+	if (d->hpos < d->hend) {
+		snprintf(why, whylen, "more data than its regions hold");
+		return NDZ_ELENGTH;
 	}
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *hdr,
@@ -514,10 +560,11 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
 		if (rc < 0)
 			return rc;
-		if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)))
-			return NDZ_ECORRUPT;
-		d->zin = (ZSTD_inBuffer){ chunk + NDZ_HDR_SIZE, h->data_len, 0 };
-		d->zret = 0;
+		if (!d->hist && !(d->hist = malloc(2 * NDZ_ZSTD_PREFIX)))
+			return NDZ_ENOMEM;
+		d->zdata = chunk + NDZ_HDR_SIZE;
+		d->zlen = h->data_len;
+		d->zpos = d->hend = d->hpos = 0;
 	} else if (d->flat && want <= FLAT_BUF) {
 		flat = 1;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
@@ -555,7 +602,7 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 				d->flat_pos += n;
 				rc = 0;
 			} else {
-				rc = zstd ? zstd_read(d, out, n, &n, why, whylen) :
+				rc = zstd ? zstd_read(d, out, n, left, &n, why, whylen) :
 					    zlib_read(d, out, n, left, &n, why, whylen);
 			}
 			if (rc < 0)
@@ -664,6 +711,8 @@ static void dec_release(struct dec *d)
 	d->ld = NULL;
 	free(d->flat);
 	d->flat = NULL;
+	free(d->hist);
+	d->hist = NULL;
 }
 
 /* The decoders' state lives right after the handle (one allocation). */
@@ -699,6 +748,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	 */
 	u->nslots = threads + 2;
 	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
+	fixed += (size_t)threads * 2 * NDZ_ZSTD_PREFIX;   /* zstd output, on first use */
 	u->njobs = threads + 4;
 	/* Flat buffers only when the minimum of jobs still fits beside them. */
 	flat = mem >= fixed + (size_t)threads * FLAT_BUF + (size_t)u->njobs * JOB_BUF;

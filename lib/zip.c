@@ -6,8 +6,11 @@
  * before its chunk's start, is compressed again by the packer, in steps small
  * enough to fill the chunk to within a sector. The packer's decisions depend
  * only on the data, so the image is the same whatever the thread count.
- * With zstd each piece is its own frame (no dictionary) and a chunk is the
- * frames laid end to end; a piece that does not fit is split into smaller frames.
+ * zstd works chunk by chunk instead (see zstd_run): a chunk's input is cut into
+ * 1 MiB segments counted from the chunk's start, each one streamed into a frame
+ * whose history is the 2 MiB before it in the same chunk, so the segments of one
+ * chunk compress in parallel; the segment that crosses the chunk's end is cut at
+ * a 128 KiB flush point and the rest of the room filled with small frames.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,15 +21,41 @@
 #include <sys/random.h>
 #include <unistd.h>
 #include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY       /* ZSTD_c_stableInBuffer: see zseg_compress */
 #include <zstd.h>
 
 #include "err.h"
+#include "le.h"
 #include "zip.h"
 
 #define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */
 #define DICT_SIZE   32768u             /* deflate window */
 #define DATA_CAP    (NDZ_CHUNK_SIZE - 6) /* zlib: room before the final block and adler32 */
 #define MAX_THREADS 64
+
+/* zstd (doc/FORMAT.md, codec 2) */
+#define SEG_SIZE    (1u << 20)         /* input per segment frame */
+#define SEG_PREFIX  NDZ_ZSTD_PREFIX    /* history a frame may use: the format's limit */
+#define SEG_STEP    (128u * 1024)      /* input between flush points, where a frame may end */
+#define SEG_STEPS   (SEG_SIZE / SEG_STEP)
+#define SEG_WLOG    NDZ_ZSTD_WINDOW_LOG
+#define SEG_SLOTS   16                 /* segments in flight at most */
+#define FILL_BUF    (2 * SEG_STEP)     /* input read at a time to fill a chunk's end */
+#define ZSTD_LAST_EMPTY 3              /* an empty last raw block: 01 00 00 ends a frame */
+
+enum { SEG_FREE, SEG_QUEUED, SEG_BUSY, SEG_DONE };
+
+/* A zstd segment: input [start, end) of the stream, streamed into out as one frame. */
+struct zseg {
+	uint64_t start, end;
+	size_t plen;                   /* prefix bytes in front of the input in buf */
+	uint8_t *buf;                  /* SEG_PREFIX + SEG_SIZE */
+	uint8_t *out;
+	size_t cp[SEG_STEPS + 1];      /* frame bytes after each flush point; cp[0] = 0 */
+	unsigned ncp;                  /* flush points reached */
+	int state;
+	int stop;                      /* the chunk ends before it: give up */
+};
 
 enum { SLOT_EMPTY, SLOT_READ, SLOT_DONE };
 
@@ -88,6 +117,15 @@ struct zip {
 	size_t zero_out_len;
 	uLong zero_adler;
 	struct ndz_zip_stats stats;
+
+	/* zstd, under lock: the segments of the chunk being filled */
+	struct zseg *zs;
+	unsigned nzs;
+	uint64_t zs_disp;              /* segments handed out so far (all chunks) */
+	uint64_t zs_take;              /* next one a worker may take */
+	uint64_t zs_pack;              /* next one to pack: all before it are placed */
+	uint64_t zs_first;             /* the chunk's first segment */
+	uint8_t *fill;                 /* FILL_BUF of input for fill frames */
 };
 
 /* Wake every waiting thread, to see an error or the end (lock held). */
@@ -169,10 +207,10 @@ static size_t range_at(const struct zip *z, uint64_t off)
 
 /* ---- reader ---- */
 
-static int read_piece(struct zip *z, struct piece *p)
+/* Read stream bytes [off, off + len) of the allocated data into dst. */
+static int read_stream(struct zip *z, uint8_t *dst, uint64_t off, size_t len)
 {
-	uint8_t *dst = p->buf + DICT_SIZE;
-	uint64_t off = p->off, end = p->off + p->len;
+	uint64_t end = off + len;
 	size_t k = range_at(z, off);
 
 	while (off < end) {
@@ -215,6 +253,11 @@ static int read_piece(struct zip *z, struct piece *p)
 		k++;
 	}
 	return 0;
+}
+
+static int read_piece(struct zip *z, struct piece *p)
+{
+	return read_stream(z, p->buf + DICT_SIZE, p->off, p->len);
 }
 
 static void *reader_main(void *arg)
@@ -284,19 +327,13 @@ static int compress_piece(struct zip *z, struct coder *c, struct piece *p)
 	z_stream *s = &c->zs;
 	int rc;
 
-	/* zlib's output depends on the dictionary, zstd's does not. */
-	if (z->zero_out && p->len == PIECE_SIZE && (z->zstd || p->dict_len == DICT_SIZE) &&
-	    all_zero(z->zstd ? p->buf + DICT_SIZE : p->buf,
-		     z->zstd ? PIECE_SIZE : DICT_SIZE + PIECE_SIZE)) {
+	/* Zeros after zeros deflate to the same bytes every time. */
+	if (z->zero_out && p->len == PIECE_SIZE && p->dict_len == DICT_SIZE &&
+	    all_zero(p->buf, DICT_SIZE + PIECE_SIZE)) {
 		memcpy(p->out, z->zero_out, z->zero_out_len);
 		p->out_len = z->zero_out_len;
 		p->adler = z->zero_adler;
 		return 0;
-	}
-	if (z->zstd) {
-		p->out_len = zstd_frame(c->zc, p->out, out_bound(PIECE_SIZE), p->buf + DICT_SIZE,
-					p->len);
-		return p->out_len ? 0 : NDZ_ECORRUPT;
 	}
 	if (deflateReset(s) != Z_OK)
 		return NDZ_ECORRUPT;
@@ -315,7 +352,7 @@ static int compress_piece(struct zip *z, struct coder *c, struct piece *p)
 	return 0;
 }
 
-/* Frames carry their content size (readers check it first) and a checksum. */
+/* zstd frames: a window of at most the format's limit, a content checksum. */
 static int coder_init(struct coder *c, const struct zip *z)
 {
 	memset(c, 0, sizeof(*c));
@@ -325,6 +362,8 @@ static int coder_init(struct coder *c, const struct zip *z)
 	c->zc = ZSTD_createCCtx();
 	if (!c->zc ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_compressionLevel, z->level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_windowLog, SEG_WLOG)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_stableInBuffer, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_checksumFlag, 1)) ||
 	    ZSTD_isError(ZSTD_CCtx_setParameter(c->zc, ZSTD_c_contentSizeFlag, 1))) {
 		ZSTD_freeCCtx(c->zc);
@@ -532,60 +571,22 @@ static uint64_t deflate_part(struct zip *z, struct piece *p, uint64_t from, uint
 	return from;
 }
 
-/*
- * zstd: compress p's input from from up to to into the chunk as frames: the rest
- * in one frame when it fits, else the most sectors whose worst case still fits.
- * Returns the offset reached.
- */
-static uint64_t zstd_part(struct zip *z, struct piece *p, uint64_t from, uint64_t to)
-{
-	const uint8_t *in = p->buf + DICT_SIZE;
-
-	while (from < to) {
-		size_t avail = z->cap - z->pos, n = (size_t)(to - from), got;
-
-		if (out_bound(NDZ_SECTOR_SIZE) > avail)
-			break;
-		got = zstd_frame(z->pc.zc, z->chunk + z->pos, avail, in + (from - p->off), n);
-		if (!got) {
-			n = avail - avail / 64;
-			if (n > to - from)
-				n = (size_t)(to - from);
-			n -= n % NDZ_SECTOR_SIZE;
-			while (n && out_bound(n) > avail)
-				n -= NDZ_SECTOR_SIZE;
-			if (!n)
-				break;
-			got = zstd_frame(z->pc.zc, z->chunk + z->pos, avail, in + (from - p->off), n);
-			if (!got) {
-				set_err(z, NDZ_ECORRUPT, "chunk %u: zstd compression failed", z->index);
-				return from;
-			}
-		}
-		z->pos += got;
-		from += n;
-	}
-	return from;
-}
-
 static int pack_piece(struct zip *z, struct piece *p)
 {
 	uint64_t end = p->off + p->len, from = p->off;
 
 	/* Fast path: the worker's output fits and its dictionary lies inside this chunk. */
-	if ((z->zstd || p->dict_len <= p->off - z->cin_start) && z->pos + p->out_len <= z->cap &&
+	if (p->dict_len <= p->off - z->cin_start && z->pos + p->out_len <= z->cap &&
 	    end <= region_limit(z)) {
 		memcpy(z->chunk + z->pos, p->out, p->out_len);
 		z->pos += p->out_len;
-		if (!z->zstd)
-			z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
+		z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
 		z->cin_end = end;
 		return 0;
 	}
 	while (from < end) {
 		uint64_t lim = region_limit(z), to = end < lim ? end : lim;
-		uint64_t reached = z->zstd ? zstd_part(z, p, from, to) :
-					     deflate_part(z, p, from, to);
+		uint64_t reached = deflate_part(z, p, from, to);
 		int rc = zip_err(z);
 
 		if (rc < 0)
@@ -685,6 +686,397 @@ static int make_zero_piece(struct zip *z)
 	return 0;
 }
 
+/* ---- zstd ---- */
+
+/*
+ * Fill the current chunk's room with stand-alone frames (no prefix used) of the
+ * input from from up to to. Each frame takes as many sectors as ratio (output per
+ * input byte, from the last frame) says will fit; when that overflows, the most
+ * sectors whose worst case still fits. Returns the offset reached.
+ */
+static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double ratio)
+{
+	while (from < to) {
+		size_t win = to - from < FILL_BUF ? (size_t)(to - from) : FILL_BUF, done = 0;
+
+		if (out_bound(NDZ_SECTOR_SIZE) > z->cap - z->pos)
+			break;
+		if (read_stream(z, z->fill, from, win) < 0)
+			return from;
+		while (done < win) {
+			size_t avail = z->cap - z->pos, n, got = 0;
+			double guess = (double)(avail - 64) / (ratio * 1.1 + 0.001);
+
+			if (out_bound(NDZ_SECTOR_SIZE) > avail)
+				return from + done;
+			n = guess < (double)(win - done) ? (size_t)guess : win - done;
+			n -= n % NDZ_SECTOR_SIZE;
+			if (n)
+				got = zstd_frame(z->pc.zc, z->chunk + z->pos, avail, z->fill + done, n);
+			if (!got) {
+				size_t m = avail - avail / 64;
+
+				n = m < win - done ? m : win - done;
+				n -= n % NDZ_SECTOR_SIZE;
+				while (n && out_bound(n) > avail)
+					n -= NDZ_SECTOR_SIZE;
+				if (!n)
+					return from + done;
+				got = zstd_frame(z->pc.zc, z->chunk + z->pos, avail, z->fill + done, n);
+				if (!got) {
+					set_err(z, NDZ_ECORRUPT, "chunk %u: zstd compression failed",
+						z->index);
+					return from + done;
+				}
+			}
+			ratio = (double)got / (double)n;
+			z->pos += got;
+			done += n;
+		}
+		from += win;
+	}
+	return from;
+}
+
+/*
+ * End the frame at f early, after size bytes of content: its header is made to
+ * state that size, in the field zstd wrote (RFC 8878 3.1.1.1; a segment's frame
+ * is begun with its whole length pledged), and to promise no checksum, which
+ * only zstd's own end would add; the caller appends an empty last block. Only
+ * 4- and 8-byte fields are patched, which is what a pledge over 64 KiB gets.
+ * Returns 0, or -1 if size cannot be written there.
+ */
+static int zstd_cut_header(uint8_t *f, uint64_t size)
+{
+	unsigned fhd = f[4], flag = fhd >> 6, single = (fhd >> 5) & 1;
+	static const unsigned did_len[4] = { 0, 1, 2, 4 };
+	size_t at = 5 + !single + did_len[fhd & 3];
+
+	if (flag == 2 && size <= UINT32_MAX)
+		put_le32(f + at, (uint32_t)size);
+	else if (flag == 3)
+		put_le64(f + at, size);
+	else
+		return -1;
+	f[4] = (uint8_t)(fhd & ~4u);
+	return 0;
+}
+
+/* The segment with sequence number i (lock held or owner). */
+static struct zseg *zseg_of(struct zip *z, uint64_t i)
+{
+	return &z->zs[i % z->nzs];
+}
+
+/*
+ * The least of the chunk segment i will find used (lock held): what is placed,
+ * and what the segments before it have produced so far, which only grows. Once
+ * its own frame overflows the rest, the chunk certainly ends before that point.
+ */
+static size_t zseg_used(struct zip *z, uint64_t i)
+{
+	size_t used = z->pos;
+	uint64_t j;
+
+	for (j = z->zs_pack; j < i; j++) {
+		struct zseg *g = zseg_of(z, j);
+
+		used += g->cp[g->ncp];
+	}
+	return used;
+}
+
+/*
+ * Stream segment i into one frame: the chunk's input up to SEG_PREFIX before it as
+ * prefix, a flush every SEG_STEP so that the packer may end the frame there. Stops
+ * early when told to, or once it is the next to pack and already overflows the room.
+ */
+static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
+{
+	struct zseg *g = zseg_of(z, i);
+	uint64_t first;
+	size_t len = (size_t)(g->end - g->start), cap = out_bound(SEG_SIZE) + 64 * SEG_STEPS;
+	ZSTD_outBuffer o = { g->out, cap, 0 };
+	ZSTD_inBuffer in;
+	unsigned k;
+	int rc;
+
+	pthread_mutex_lock(&z->lock);
+	first = z->cin_start;                      /* the chunk's, not to change under us */
+	pthread_mutex_unlock(&z->lock);
+	g->plen = g->start - first < SEG_PREFIX ? (size_t)(g->start - first) : SEG_PREFIX;
+	rc = read_stream(z, g->buf + SEG_PREFIX - g->plen, g->start - g->plen, g->plen + len);
+	if (rc < 0)
+		return rc;
+	if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(zc, len)) ||
+	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? g->buf + SEG_PREFIX - g->plen : NULL,
+					     g->plen)))
+		goto fail;
+	/*
+	 * The input stays where it is, right after its prefix, and grows a step at a
+	 * time: zstd then reads it in place and sees prefix and input as one window
+	 * (copied into its own buffer, the prefix would be a separate, slower dict).
+	 */
+	in = (ZSTD_inBuffer){ g->buf + SEG_PREFIX, 0, 0 };
+	for (k = 0; k * (size_t)SEG_STEP < len; k++) {
+		size_t n = len - k * (size_t)SEG_STEP < SEG_STEP ? len - k * (size_t)SEG_STEP :
+								    SEG_STEP;
+		size_t left;
+		int stop;
+
+		in.size += n;
+		do {
+			left = ZSTD_compressStream2(zc, &o, &in, in.size == len ? ZSTD_e_end :
+									      ZSTD_e_flush);
+			if (ZSTD_isError(left) || (left && o.pos == o.size))
+				goto fail;
+		} while (left || in.pos < in.size);
+		g->cp[k + 1] = o.pos;
+		pthread_mutex_lock(&z->lock);
+		g->ncp = k + 1;
+		stop = z->stop || g->stop || o.pos + ZSTD_LAST_EMPTY > z->cap - zseg_used(z, i);
+		pthread_mutex_unlock(&z->lock);
+		if (stop)
+			break;
+	}
+	return 0;
+fail:
+	set_err(z, NDZ_ECORRUPT, "chunk %u: zstd compression failed", z->index);
+	return NDZ_ECORRUPT;
+}
+
+/* Take the next queued segment, if any (lock held); its number or UINT64_MAX. */
+static uint64_t zseg_take(struct zip *z)
+{
+	uint64_t i;
+
+	if (z->zs_take >= z->zs_disp)
+		return UINT64_MAX;
+	i = z->zs_take++;
+	zseg_of(z, i)->state = SEG_BUSY;
+	return i;
+}
+
+static void *zseg_worker(void *arg)
+{
+	struct zip *z = arg;
+	struct coder c;
+
+	if (coder_init(&c, z) < 0) {
+		set_err(z, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
+		return NULL;
+	}
+	pthread_mutex_lock(&z->lock);
+	while (!z->stop) {
+		uint64_t i = zseg_take(z);
+
+		if (i == UINT64_MAX) {
+			pthread_cond_wait(&z->work_cv, &z->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&z->lock);
+		zseg_compress(z, c.zc, i);
+		pthread_mutex_lock(&z->lock);
+		zseg_of(z, i)->state = SEG_DONE;
+		pthread_cond_broadcast(&z->done_cv);
+	}
+	pthread_mutex_unlock(&z->lock);
+	coder_end(&c);
+	return NULL;
+}
+
+/*
+ * Hand out the chunk's next segments while the room they are likely to need
+ * (at the previous chunk's ratio) is still free (lock held). Where segments start
+ * is the format's business only through the prefix rule; this is just speed.
+ */
+static void zseg_dispatch(struct zip *z, uint64_t lim, double ratio)
+{
+	while (z->zs_disp - z->zs_pack < z->nzs) {
+		uint64_t j = z->zs_disp - z->zs_first, i;
+		uint64_t start = z->cin_start + j * SEG_SIZE;
+		double need = (double)z->pos;
+		struct zseg *g;
+
+		if (start >= lim)
+			return;
+		for (i = z->zs_pack; i < z->zs_disp; i++) {
+			double est;
+
+			g = zseg_of(z, i);
+			est = (double)(g->end - g->start) * ratio;
+			need += g->state == SEG_DONE || (double)g->cp[g->ncp] > est ?
+				(double)g->cp[g->ncp] : est;
+		}
+		if (z->zs_disp > z->zs_pack && need >= (double)z->cap)
+			return;
+		g = zseg_of(z, z->zs_disp);
+		g->start = start;
+		g->end = lim - start < SEG_SIZE ? lim : start + SEG_SIZE;
+		g->ncp = 0;
+		g->cp[0] = 0;
+		g->stop = 0;
+		g->state = SEG_QUEUED;
+		z->zs_disp++;
+		pthread_cond_signal(&z->work_cv);
+	}
+}
+
+/* Let the segments after the one packed last go: the chunk ended (lock held). */
+static void zseg_cancel(struct zip *z)
+{
+	uint64_t i;
+
+	z->zs_take = z->zs_disp;                   /* queued ones are never started */
+	for (;;) {
+		int busy = 0;
+
+		for (i = z->zs_pack; i < z->zs_disp; i++)
+			if (zseg_of(z, i)->state == SEG_BUSY) {
+				zseg_of(z, i)->stop = 1;
+				busy = 1;
+			}
+		if (!busy || z->stop)
+			break;
+		pthread_cond_wait(&z->done_cv, &z->lock);
+	}
+	for (i = z->zs_pack; i < z->zs_disp; i++)
+		zseg_of(z, i)->state = SEG_FREE;
+	z->zs_pack = z->zs_disp;
+}
+
+/*
+ * Place segment g in the chunk: whole when it fits, else cut at its last flush
+ * point that fits and the room filled (the chunk is then full). Returns 1 when the
+ * chunk is full, 0 when not, or a negative code.
+ */
+static int zseg_place(struct zip *z, struct zseg *g, uint64_t lim)
+{
+	size_t room = z->cap - z->pos, full = (size_t)((g->end - g->start + SEG_STEP - 1) / SEG_STEP);
+	unsigned k = g->ncp;
+	uint64_t reached;
+
+	if (k == full && g->cp[k] <= room) {       /* a whole frame, ended by zstd */
+		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
+		z->pos += g->cp[k];
+		z->cin_end = g->end;
+		return 0;
+	}
+	if (k == full)                             /* its end is not a flush point */
+		k--;
+	while (k && g->cp[k] + ZSTD_LAST_EMPTY > room)
+		k--;
+	if (k && zstd_cut_header(g->out, (uint64_t)k * SEG_STEP) < 0) {
+		set_err(z, NDZ_ECORRUPT, "chunk %u: unexpected zstd frame header", z->index);
+		return NDZ_ECORRUPT;
+	}
+	if (k) {
+		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
+		memcpy(z->chunk + z->pos + g->cp[k], "\x01\x00\x00", ZSTD_LAST_EMPTY);
+		z->pos += g->cp[k] + ZSTD_LAST_EMPTY;
+	}
+	z->cin_end = g->start + (uint64_t)k * SEG_STEP;
+	reached = zstd_fill(z, z->cin_end, lim, k < g->ncp ? (double)(g->cp[k + 1] - g->cp[k]) /
+				SEG_STEP : 0.5);
+	if (zip_err(z) < 0)
+		return zip_err(z);
+	z->cin_end = reached;
+	if (reached == z->cin_start) {
+		set_err(z, NDZ_ECORRUPT, "chunk %u: no progress", z->index);
+		return NDZ_ECORRUPT;
+	}
+	return reached < lim;
+}
+
+/* The zstd compressor: chunk after chunk, each one's segments in parallel. */
+static int zstd_run(struct zip *z, int threads)
+{
+	pthread_t workers[MAX_THREADS];
+	int nworkers = 0, rc = 0, t;
+	double ratio = 0.35;
+	unsigned i;
+
+	z->nzs = threads + 1 < SEG_SLOTS ? (unsigned)threads + 1 : SEG_SLOTS;
+	z->zs = calloc(z->nzs, sizeof(*z->zs));
+	z->fill = malloc(FILL_BUF);
+	if (!z->zs || !z->fill)
+		return NDZ_ENOMEM;
+	for (i = 0; i < z->nzs; i++) {
+		z->zs[i].buf = malloc(SEG_PREFIX + SEG_SIZE);
+		z->zs[i].out = malloc(out_bound(SEG_SIZE) + 64 * SEG_STEPS);
+		if (!z->zs[i].buf || !z->zs[i].out)
+			return NDZ_ENOMEM;
+	}
+	/* One thread: the packer compresses everything itself. */
+	for (t = 0; threads > 1 && t < threads; t++) {
+		if (pthread_create(&workers[t], NULL, zseg_worker, z) != 0)
+			break;
+		nworkers++;
+	}
+	chunk_start(z);
+	pthread_mutex_lock(&z->lock);
+	while (!z->stop) {
+		uint64_t lim = region_limit(z);
+		struct zseg *g;
+		uint64_t in_was = z->cin_start;
+		int full = 0;
+
+		z->zs_first = z->zs_disp;
+		while (!z->stop && !full && z->cin_end < lim) {
+			zseg_dispatch(z, lim, ratio);
+			g = zseg_of(z, z->zs_pack);
+			if (g->state == SEG_QUEUED && z->zs_take == z->zs_pack) {
+				uint64_t n = zseg_take(z);
+
+				pthread_mutex_unlock(&z->lock);
+				zseg_compress(z, z->pc.zc, n);
+				pthread_mutex_lock(&z->lock);
+				g->state = SEG_DONE;
+			}
+			if (g->state != SEG_DONE) {
+				pthread_cond_wait(&z->done_cv, &z->lock);
+				continue;
+			}
+			if (z->stop)
+				break;
+			pthread_mutex_unlock(&z->lock);
+			full = zseg_place(z, g, lim);
+			pthread_mutex_lock(&z->lock);
+			if (full < 0)
+				break;
+			g->state = SEG_FREE;
+			z->zs_pack++;
+			if (z->opts->progress) {
+				pthread_mutex_unlock(&z->lock);
+				z->opts->progress(z->opts->progress_ctx, z->cin_end, z->total);
+				pthread_mutex_lock(&z->lock);
+			}
+		}
+		if (z->stop || full < 0)
+			break;
+		zseg_cancel(z);
+		if (z->stop)
+			break;
+		z->stats.in_bytes += z->cin_end - in_was;
+		if (z->cin_end > in_was)
+			ratio = (double)(z->pos - NDZ_HDR_SIZE) / (double)(z->cin_end - in_was);
+		pthread_mutex_unlock(&z->lock);
+		rc = chunk_finish(z, z->cin_end >= z->total);
+		pthread_mutex_lock(&z->lock);
+		if (rc < 0 || z->cin_end >= z->total)
+			break;
+		chunk_start(z);
+	}
+	rc = z->err.code ? z->err.code : z->stop ? NDZ_ECANCELED : rc;
+	z->stop = 1;
+	wake_all(z);
+	pthread_mutex_unlock(&z->lock);
+	for (t = 0; t < nworkers; t++)
+		pthread_join(workers[t], NULL);
+	return rc;
+}
+
 static int online_cores(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -759,6 +1151,13 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->base[alloc->n] = z->total;
 	z->npieces = (z->total + PIECE_SIZE - 1) / PIECE_SIZE;
 
+	if (z->zstd) {
+		if (coder_init(&z->pc, z) < 0 || !(z->chunk = malloc(NDZ_CHUNK_SIZE)))
+			rc = NDZ_ENOMEM;
+		else
+			rc = zstd_run(z, threads);
+		goto out;
+	}
 	z->nslots = (unsigned)(threads * 8 + 4);
 	z->slots = calloc(z->nslots, sizeof(*z->slots));
 	z->chunk = malloc(NDZ_CHUNK_SIZE);
@@ -814,6 +1213,13 @@ out:
 			free(z->slots[i].buf);
 			free(z->slots[i].out);
 		}
+	if (z->zs)
+		for (i = 0; i < z->nzs; i++) {
+			free(z->zs[i].buf);
+			free(z->zs[i].out);
+		}
+	free(z->zs);
+	free(z->fill);
 	coder_end(&z->pc);
 	free(z->slots);
 	free(z->zero_out);

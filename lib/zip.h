@@ -42,6 +42,15 @@ struct ndz_zip_stats {
 #define NDZ_ZLIB_DEFAULT_LEVEL 4
 #define NDZ_ZSTD_DEFAULT_LEVEL 3       /* zstd's own default: fast, better than zlib -4 */
 
+/*
+ * The zstd codec's limit (doc/FORMAT.md, codec 2), the same for writer and reader:
+ * each frame of a chunk is decoded with up to NDZ_ZSTD_PREFIX bytes of the chunk's
+ * output before it as a raw-content prefix, and holds at most that much itself.
+ * The writer's window covers both.
+ */
+#define NDZ_ZSTD_PREFIX     (2u << 20)
+#define NDZ_ZSTD_WINDOW_LOG 22
+
 /* ndz_zip_opts_init - defaults: zlib level 4, threads from the online cores. */
 void ndz_zip_opts_init(struct ndz_zip_opts *o);
 

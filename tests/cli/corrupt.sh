@@ -14,8 +14,9 @@ C=1048576
 	cat "$NDZ_TOP"/lib/*.c
 	head -c 700000 /dev/urandom
 } >"$T/src"
-"$IMAGEZIP" -q -r -j 1 "$T/src" "$T/good.ndz" || { not_ok "imagezip made the base image"; done_testing; }
-"$IMAGEZIP" -q -r -j 1 "$T/src" "$T/other.ndz"    # same data, another uuid
+"$IMAGEZIP" -q -r -j 1 --codec zlib "$T/src" "$T/good.ndz" ||
+	{ not_ok "imagezip made the base image"; done_testing; }
+"$IMAGEZIP" -q -r -j 1 --codec zlib "$T/src" "$T/other.ndz"    # same data, another uuid
 nchunks=$(($(stat -c %s "$T/good.ndz") / C))
 check "the base image has 4 chunks" test "$nchunks" -eq 4
 srcsize=$(stat -c %s "$T/src")
@@ -162,10 +163,11 @@ check "the undamaged image's bytes are right" cmp -s -n "$srcsize" "$T/src" "$T/
 # zstd: one chunk of random and text data, damaged below the data checksum (fixed
 # up after the damage) so that the zstd reader itself must notice. With one chunk
 # nothing is written before it fails, except that damage inside a frame is found
-# while decoding, which is not asserted.
+# while decoding, which is not asserted. Over 2 MiB of input: the chunk has a
+# second frame that uses the first one's data as its prefix.
 {
 	head -c 300000 /dev/urandom
-	cat "$NDZ_TOP"/lib/*.h
+	for i in $(seq 40); do cat "$NDZ_TOP"/lib/*.h; done
 } >"$T/src"
 srcsize=$(stat -c %s "$T/src")
 "$IMAGEZIP" -q -r --codec zstd "$T/src" "$T/zstd.ndz" || not_ok "imagezip --codec zstd"

@@ -4,8 +4,9 @@
  * data of the chunk (zero padded to 1 MiB). Mode 0 takes the bytes as they are;
  * mode 1 fixes both CRCs so the decoders see hostile data; mode 2 builds a valid
  * header whose regions match a payload (the input after 16 bytes of parameters)
- * deflated, or compressed into one or two zstd frames, may damage one bit of the
- * data, and fixes the CRCs. With mode
+ * deflated, or compressed into one or two zstd frames (the second with the first's
+ * data as prefix, as the format allows), may damage one bit of the data, and
+ * fixes the CRCs. With mode
  * bit 0x80 the chunk is restored into a memory target guarded by the fault io, so
  * a write outside the image turns into NDZ_EIO, which must never happen; with bit
  * 0x20 the default memory budget lets zlib chunks take the libdeflate path.
@@ -22,6 +23,7 @@
 #include "io.h"
 #include "le.h"
 #include "unzip.h"
+#include "zip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -98,8 +100,21 @@ static void build(const uint8_t *d, size_t n)
 				   1 + b[11] % 19);
 		if (ZSTD_isError(z1))
 			return;
-		z2 = cut < plen ? ZSTD_compress(chunk + NDZ_HDR_SIZE + z1, NDZ_MAX_DATA - z1,
-						payload + cut, plen - cut, 1 + b[11] % 19) : 0;
+		z2 = 0;
+		if (cut < plen) {
+			/* the second frame uses the first's data as its prefix, as imagezip's do */
+			ZSTD_CCtx *zc = ZSTD_createCCtx();
+			size_t pl = cut < NDZ_ZSTD_PREFIX ? cut : NDZ_ZSTD_PREFIX;
+
+			if (!zc)
+				return;
+			ZSTD_CCtx_setParameter(zc, ZSTD_c_compressionLevel, 1 + b[11] % 19);
+			ZSTD_CCtx_setParameter(zc, ZSTD_c_checksumFlag, b[12] >> 3 & 1);
+			ZSTD_CCtx_refPrefix(zc, payload + cut - pl, pl);
+			z2 = ZSTD_compress2(zc, chunk + NDZ_HDR_SIZE + z1, NDZ_MAX_DATA - z1,
+					    payload + cut, plen - cut);
+			ZSTD_freeCCtx(zc);
+		}
 		if (ZSTD_isError(z2))
 			return;
 		zlen = (uLongf)(z1 + z2);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cmocka.h>
 
@@ -454,32 +455,86 @@ static void test_corrupt_zstd(void **state)
 	corrupt_chunks(NDZ_CODEC_ZSTD);
 }
 
+/* Replace chunk c's data with n bytes of d, keeping its regions; checksums made good. */
+static void set_data(uint8_t *c, const uint8_t *d, size_t n)
+{
+	struct ndz_chunk_hdr h;
+	uint8_t *copy = malloc(n);
+
+	assert_non_null(copy);
+	memcpy(copy, d, n);                    /* d may be c's own data */
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	assert_true(n <= NDZ_MAX_DATA);
+	memset(c + NDZ_HDR_SIZE, 0, NDZ_MAX_DATA);
+	memcpy(c + NDZ_HDR_SIZE, copy, n);
+	free(copy);
+	h.data_len = (uint32_t)n;
+	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
+	assert_int_equal(ndz_hdr_encode(&h, c), 0);
+}
+
+/* One zstd frame of n bytes of in at out (cap bytes): window 1 << wlog, prefix p of plen. */
+static size_t frame_of(uint8_t *out, size_t cap, const uint8_t *in, size_t n, int wlog,
+		       const uint8_t *p, size_t plen, int stream)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	size_t r;
+
+	assert_non_null(c);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 3);
+	ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, wlog);
+	if (plen)
+		ZSTD_CCtx_refPrefix(c, p, plen);
+	if (stream) {                  /* size unknown: a window descriptor in the header */
+		ZSTD_outBuffer o = { out, cap, 0 };
+		ZSTD_inBuffer i = { in, n, 0 };
+
+		do
+			r = ZSTD_compressStream2(c, &o, &i, ZSTD_e_end);
+		while (!ZSTD_isError(r) && r);
+		r = ZSTD_isError(r) ? r : o.pos;
+	} else {
+		r = ZSTD_compress2(c, out, cap, in, n);
+	}
+	assert_false(ZSTD_isError(r));
+	ZSTD_freeCCtx(c);
+	return r;
+}
+
 /*
- * zstd frames that state more (or less) than the regions hold, data after the
- * last frame and a frame cut short: each refused before anything is written,
- * even with zero fill (which writes first).
+ * Bad zstd chunks, each refused (all but the last before anything is written,
+ * even with zero fill, which writes first): a frame that states more than the regions hold (one
+ * frame, or imagezip's several), less, data after the last frame, a frame cut
+ * short, a frame over 2 MiB, and a frame that reaches further back than the
+ * prefix the format gives it (it would decode with a longer one).
  */
 static void test_zstd_claims(void **state)
 {
-	const size_t len = 600 * 1024;
-	uint8_t *src = fix_data(FIX_TEXT, len, 5), *t = target_buf(len);
+	const size_t part = NDZ_ZSTD_PREFIX + 256 * 1024, len = part + 256 * 1024;
+	uint8_t *src = fix_data(FIX_RANDOM, len, 5), *t = target_buf(len);
+	uint8_t *frames = malloc(2 * MiB);
 	struct ndz_unzip_opts o;
 	struct ndz_chunk_hdr h;
 	struct fix_image img;
 	struct ndz_io *io;
 	char err[256];
 	uint8_t *save = malloc(NDZ_CHUNK_SIZE);
+	size_t a, b;
 	int k, rc;
 
 	(void)state;
 	assert_non_null(src);
 	assert_non_null(save);
+	assert_non_null(frames);
+	/* 256 KiB random, zeros, then the same 256 KiB again: 256 KiB beyond the prefix */
+	memset(src + 256 * 1024, 0, part - 256 * 1024);
+	memcpy(src + part, src, len - part);
 	assert_int_equal(fix_zip_codec(src, len, NULL, 1, NDZ_CODEC_ZSTD, 3, &img, NULL, err,
 				       sizeof(err)), 0);
 	assert_int_equal(img.n, 1);
 	memcpy(save, img.data, NDZ_CHUNK_SIZE);
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < 8; k++) {
 		uint8_t *c = img.data;
 		static const struct {
 			int rc;
@@ -489,35 +544,83 @@ static void test_zstd_claims(void **state)
 			{ NDZ_ECORRUPT, "no zstd frame at data byte" },
 			{ NDZ_ECORRUPT, "zstd frame at data byte" },
 			{ NDZ_ELENGTH, "data ends 512 bytes before its regions do" },
+			{ NDZ_ELENGTH, "zstd frames hold more data than its regions" },
+			{ 0, "" },                             /* below */
+			{ NDZ_ECORRUPT, "orrupt" },
+			{ 0, "" },
 		};
 
 		memcpy(c, save, NDZ_CHUNK_SIZE);
 		assert_int_equal(ndz_chunk_check(c, &h), 0);
-		if (k == 0)
-			shrink_region(c, &h);
-		else if (k == 1)
-			c[NDZ_HDR_SIZE + h.data_len++] = 0x28;        /* a stray byte */
-		else if (k == 2)
-			c[NDZ_HDR_SIZE + --h.data_len] = 0;           /* the last byte cut */
-		else
-			grow_region(c, &h);
-		h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
-		assert_int_equal(ndz_hdr_encode(&h, c), 0);
+		if (k == 0) {                                  /* states its size: 1 sector over */
+			set_data(c, frames, frame_of(frames, 2 * MiB, src, len, 21, NULL, 0, 0));
+			reheader(c, shrink_region);
+		} else if (k == 1) {
+			c[NDZ_HDR_SIZE + h.data_len] = 0x28;   /* a stray byte */
+			set_data(c, c + NDZ_HDR_SIZE, h.data_len + 1);
+		} else if (k == 2) {
+			set_data(c, c + NDZ_HDR_SIZE, h.data_len - 1);  /* the last byte cut */
+		} else if (k == 3) {
+			reheader(c, grow_region);
+		} else if (k == 4) {
+			reheader(c, shrink_region);
+		} else if (k == 5) {
+			continue;                              /* below: needs more data */
+		} else {
+			/* the third frame made with all of the data before it as prefix (6) */
+			a = frame_of(frames, 2 * MiB, src, MiB, NDZ_ZSTD_WINDOW_LOG, NULL, 0, 0);
+			a += frame_of(frames + a, 2 * MiB - a, src + MiB, part - MiB,
+				      NDZ_ZSTD_WINDOW_LOG, NULL, 0, 0);
+			size_t plen = k == 6 ? part : NDZ_ZSTD_PREFIX;
+
+			b = frame_of(frames + a, 2 * MiB - a, src + part, len - part,
+				     NDZ_ZSTD_WINDOW_LOG, src + part - plen, plen, 0);
+			set_data(c, frames, a + b);
+		}
 		opts(&o, 1, 1);
 		o.verify_only = k == 3;   /* grown: larger than the target, verify alone */
+		memset(t, PATTERN, len);
 		rc = restore(k == 3 ? NULL : io, &img, NULL, &o, NULL, err, sizeof(err));
+		if (k == 7) {                                  /* the same, within the 1 MiB */
+			if (rc != 0)
+				fail_msg("case 7: %s", err);
+			assert_memory_equal(t, src, len);
+			continue;
+		}
 		if (rc != want[k].rc || !strstr(err, want[k].msg) || !strstr(err, "chunk 0"))
 			fail_msg("case %d: got %d \"%s\", want %d \"%s\"", k, rc, err,
 				 want[k].rc, want[k].msg);
-		if (!all_equal(t, len, PATTERN))
+		/* (a frame found bad while decoding may follow data already written) */
+		if (k != 6 && !all_equal(t, len, PATTERN))
 			fail_msg("case %d: the target was written", k);
 	}
 	memcpy(img.data, save, NDZ_CHUNK_SIZE);
 	opts(&o, 1, 1);
+	memset(t, PATTERN, len);
 	assert_int_equal(restore(io, &img, NULL, &o, NULL, err, sizeof(err)), 0);
 	assert_memory_equal(t, src, len);
 	ndz_io_close(io);
 	fix_image_release(&img);
+	/* zeros in one frame that holds twice what a frame may */
+	{
+		size_t zn = (size_t)2 << NDZ_ZSTD_WINDOW_LOG;
+		uint8_t *z = calloc(1, zn);
+
+		assert_non_null(z);
+		assert_int_equal(fix_zip_codec(z, zn, NULL, 1, NDZ_CODEC_ZSTD, 3, &img, NULL,
+					       err, sizeof(err)), 0);
+		assert_int_equal(img.n, 1);
+		set_data(img.data, frames, frame_of(frames, 2 * MiB, z, zn,
+						    NDZ_ZSTD_WINDOW_LOG + 1, NULL, 0, 0));
+		opts(&o, 1, 0);
+		o.verify_only = 1;
+		rc = restore(NULL, &img, NULL, &o, NULL, err, sizeof(err));
+		if (rc != NDZ_ECORRUPT || !strstr(err, "over 2097152"))
+			fail_msg("large frame: got %d \"%s\"", rc, err);
+		fix_image_release(&img);
+		free(z);
+	}
+	free(frames);
 	free(save);
 	free(src);
 	free(t);

@@ -38,6 +38,36 @@ static int zip_e(struct ndz_io *src, uint64_t len, const struct ndz_ranges *allo
 #define MiB (1024u * 1024u)
 
 /*
+ * The format's zstd rule, written out independently of lib/unzip.c: the frames
+ * end to end, each decoded with the chunk's last (up to) 2 MiB of output before
+ * it as prefix and a window of at most 4 MiB. Returns the bytes decoded or -1.
+ */
+static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data, size_t len)
+{
+	ZSTD_DCtx *d = ZSTD_createDCtx();
+	size_t pos = 0, in = 0;
+
+	assert_non_null(d);
+	assert_false(ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, 22)));
+	while (in < len) {
+		size_t fsz = ZSTD_findFrameCompressedSize(data + in, len - in), plen, r;
+
+		if (ZSTD_isError(fsz))
+			break;
+		plen = pos < (2u << 20) ? pos : (2u << 20);
+		ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+		ZSTD_DCtx_refPrefix(d, plen ? out + pos - plen : NULL, plen);
+		r = ZSTD_decompressDCtx(d, out + pos, cap - pos, data + in, fsz);
+		if (ZSTD_isError(r))
+			break;
+		pos += r;
+		in += fsz;
+	}
+	ZSTD_freeDCtx(d);
+	return in == len ? (long long)pos : -1;
+}
+
+/*
  * Everything an image must satisfy: every chunk checks, the chunks are chained
  * and numbered, the regions are exactly alloc, and each chunk's zlib stream (or
  * zstd frames) decompress to exactly its regions' bytes of src (zeros past len).
@@ -89,10 +119,10 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 		assert_non_null(out);
 		outlen = (uLongf)(want + 1);
 		if (h->codec == NDZ_CODEC_ZSTD) {
-			size_t zr = ZSTD_decompress(out, want + 1, c + NDZ_HDR_SIZE, h->data_len);
+			long long zr = zstd_chunk_decode(out, want + 1, c + NDZ_HDR_SIZE, h->data_len);
 
-			rc = ZSTD_isError(zr) ? -1 : Z_OK;
-			outlen = ZSTD_isError(zr) ? 0 : (uLongf)zr;
+			rc = zr < 0 ? -1 : Z_OK;
+			outlen = zr < 0 ? 0 : (uLongf)zr;
 		} else {
 			rc = uncompress(out, &outlen, c + NDZ_HDR_SIZE, h->data_len);
 		}
@@ -257,6 +287,17 @@ static void test_zstd_fill(void **state)
 		if (h.data_len < NDZ_MAX_DATA - 1024)
 			fail_msg("zstd chunk %zu only %u of %u bytes", i, h.data_len,
 				 NDZ_MAX_DATA);
+	}
+	/* its later frames lean on the earlier ones: no prefix, no decoding */
+	{
+		uint8_t *out = malloc(64 * MiB);
+
+		assert_non_null(out);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, 0), &h), 0);
+		assert_true(ZSTD_isError(ZSTD_decompress(out, 64 * MiB,
+							 fix_chunk(&a, 0) + NDZ_HDR_SIZE,
+							 h.data_len)));
+		free(out);
 	}
 	for (threads = 2; threads <= 5; threads += 3) {
 		assert_int_equal(fix_zip_codec(src, len, NULL, threads, NDZ_CODEC_ZSTD, 3, &b,
