@@ -17,12 +17,12 @@ for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
 "$IMAGEKEY" -q generate -o "$T/k" && "$IMAGEKEY" -q generate -e -o "$T/ek" ||
 	{ not_ok "imagekey generate"; done_testing; }
 
-# Stored (-z 0) so that the forgery has exactly the real image's chunk layout.
+# Stored (zlib -z 0) so that the forgery has exactly the real image's chunk layout.
 U=5a1e0c2b9d3f47a8b6c1e2f3a4b5c6d7
-MC_ZIP_OPTS="-z 0 --uuid $U --sign $T/k.sec" mc_image a 4 7 ||
+MC_ZIP_OPTS="--codec zlib -z 0 --uuid $U --sign $T/k.sec" mc_image a 4 7 ||
 	{ not_ok "make image"; done_testing; }
 tr 'a-z' 'A-Z' <"$T/a.src" >"$T/forged.src"
-"$IMAGEZIP" -q -r -z 0 --uuid $U "$T/forged.src" "$T/forged.ndz" ||
+"$IMAGEZIP" -q -r --codec zlib -z 0 --uuid $U "$T/forged.src" "$T/forged.ndz" ||
 	{ not_ok "make the forged image"; done_testing; }
 check "the forgery has the image's size" \
 	test "$(stat -c %s "$T/forged.ndz")" -eq "$(stat -c %s "$T/a.ndz")"

@@ -142,7 +142,7 @@ check "signed: $n CRC-valid single-byte forgeries all refused before a write" te
 check "an encrypted image restores with its key" sh -c \
 	"'$IMAGEUNZIP' -q --key ek.key ea.ndz eout && cmp -s big eout"
 check "... from a stream" sh -c "'$IMAGEUNZIP' -q --key ek.key - eout2 <ea.ndz && cmp -s big eout2"
-"$IMAGEZIP" -q -r -z 0 small p0.ndz && "$IMAGEZIP" -q -r -z 0 --encrypt ek.key small e0.ndz
+"$IMAGEZIP" -q -r --codec zlib -z 0 small p0.ndz && "$IMAGEZIP" -q -r --codec zlib -z 0 --encrypt ek.key small e0.ndz
 check "stored (-z 0), the text is in a plain image" grep -q 'ndz_unzip_put_buf' p0.ndz
 check "... and not in an encrypted one" sh -c "! grep -q 'ndz_unzip_put_buf' e0.ndz"
 check "... which restores" sh -c "'$IMAGEUNZIP' -q --key ek.key e0.ndz e0out && cmp -s small e0out"
