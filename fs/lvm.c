@@ -301,9 +301,24 @@ static int add_seg(struct ndz_lvm_vg *vg, const struct ndz_lvm_seg *sg)
 	return 0;
 }
 
-/* The segments of LV l (section lvs child) on this PV (pv_name) into vg. */
-static int read_lv(struct parser *ps, uint32_t l, const char *pv_name, struct ndz_lvm_vg *vg,
-		   struct ndz_error *err)
+/* A string equal to name anywhere under node i, leaving out node skip's subtree. */
+static int names_lv(const struct parser *ps, uint32_t i, uint32_t skip, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (i == skip)
+		return 0;
+	if (ps->n[i].type == N_STR)
+		return ps->n[i].str_len == len && !memcmp(ps->n[i].str, name, len);
+	for (uint32_t c = ps->n[i].first; c; c = ps->n[c].next)
+		if (names_lv(ps, c, skip, name))
+			return 1;
+	return 0;
+}
+
+/* The segments of LV l (a child of section lvs) on this PV (pv_name) into vg. */
+static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_name,
+		   struct ndz_lvm_vg *vg, struct ndz_error *err)
 {
 	struct ndz_lvm_lv *lv, *nl;
 	uint64_t lv_ext = 0, here = 0;
@@ -338,48 +353,74 @@ static int read_lv(struct parser *ps, uint32_t l, const char *pv_name, struct nd
 					     lv->name);
 		if (start + count > lv_ext)
 			lv_ext = start + count;
-		arr = child(ps, s, "stripes", N_ARRAY);
 		get_int(ps, s, "stripe_count", &stripes);
 		if (strcmp(type, "striped") || stripes != 1)
 			linear = 0;
-		if (!arr) {
-			/* thin, snapshot, raid, cache...: its extents are named elsewhere (an
-			   internal LV with stripes), or not on this PV at all */
-			linear = 0;
-			continue;
-		}
-		/* stripes = [ "pv0", first, "pv1", first, ... ] */
-		for (uint32_t a = ps->n[arr].first; a; a = ps->n[a].next) {
-			uint32_t b = ps->n[a].next, pvn = a;
-			struct ndz_lvm_seg sg;
+		/* areas: stripes = [ "pv0", first, ... ] (each count / stripe_count long),
+		   mirrors = [ "pv0", first, ... ] (pvmove; each count long); any other
+		   array naming this PV is not understood, so nothing here is trusted */
+		for (arr = ps->n[s].first; arr; arr = ps->n[arr].next) {
+			int is_stripes, is_mirrors;
 
-			if (!b || ps->n[a].type != N_STR || ps->n[b].type != N_INT)
-				return ndz_error_set(err, NDZ_EFS, 0,
-						     "lvm: LV %s: bad stripes list", lv->name);
-			a = b;
-			if (ps->n[pvn].str_len != strlen(pv_name) ||
-			    memcmp(ps->n[pvn].str, pv_name, strlen(pv_name))) {
-				linear = 0;  /* a piece lies on another PV */
+			if (ps->n[arr].type != N_ARRAY)
 				continue;
+			is_stripes = ps->n[arr].name_len == 7 && !memcmp(ps->n[arr].name, "stripes", 7);
+			is_mirrors = ps->n[arr].name_len == 7 && !memcmp(ps->n[arr].name, "mirrors", 7);
+			for (uint32_t a = ps->n[arr].first; a; a = ps->n[a].next) {
+				uint32_t b = ps->n[a].next, pvn = a;
+				struct ndz_lvm_seg sg;
+
+				if (is_stripes && (!b || ps->n[a].type != N_STR || ps->n[b].type != N_INT))
+					return ndz_error_set(err, NDZ_EFS, 0,
+							     "lvm: LV %s: bad stripes list", lv->name);
+				if (ps->n[a].type != N_STR || !b || ps->n[b].type != N_INT)
+					continue;
+				a = b;
+				if (ps->n[pvn].str_len != strlen(pv_name) ||
+				    memcmp(ps->n[pvn].str, pv_name, strlen(pv_name))) {
+					linear = 0;  /* a piece lies on another PV (or LV) */
+					continue;
+				}
+				if (!is_stripes && !is_mirrors)
+					return ndz_error_set(err, NDZ_EFS, 0,
+							     "lvm: LV %s: segment of type %s places "
+							     "extents in '%.*s', not understood",
+							     lv->name, type, (int)ps->n[arr].name_len,
+							     ps->n[arr].name);
+				if (is_stripes && (!stripes || count % stripes))
+					return ndz_error_set(err, NDZ_EFS, 0,
+							     "lvm: LV %s: %" PRIu64 " extents in %"
+							     PRIu64 " stripes", lv->name, count, stripes);
+				memset(&sg, 0, sizeof(sg));
+				sg.lv = (int)vg->nlv;
+				sg.lv_extent = start;
+				sg.pv_extent = ps->n[b].num;
+				sg.count = is_stripes ? count / stripes : count;
+				sg.linear = is_stripes && stripes == 1 && !strcmp(type, "striped");
+				if (!sg.linear)
+					linear = 0;
+				if ((rc = add_seg(vg, &sg)) == NDZ_ENOMEM)
+					return rc;
+				if (rc < 0)
+					return ndz_error_set(err, NDZ_EFS, 0,
+							     "lvm: more than %d segments on this PV",
+							     NDZ_LVM_MAX_SEGS);
+				here += sg.count;
 			}
-			if (!stripes || count % stripes)
-				return ndz_error_set(err, NDZ_EFS, 0,
-						     "lvm: LV %s: %" PRIu64 " extents in %" PRIu64
-						     " stripes", lv->name, count, stripes);
-			memset(&sg, 0, sizeof(sg));
-			sg.lv = (int)vg->nlv;
-			sg.lv_extent = start;
-			sg.pv_extent = ps->n[b].num;
-			sg.count = count / stripes;
-			sg.linear = stripes == 1 && !strcmp(type, "striped");
-			if ((rc = add_seg(vg, &sg)) == NDZ_ENOMEM)
-				return rc;
-			if (rc < 0)
-				return ndz_error_set(err, NDZ_EFS, 0,
-						     "lvm: more than %d segments on this PV",
-						     NDZ_LVM_MAX_SEGS);
-			here += sg.count;
 		}
+	}
+	/* read an LV only when a user sees it and no other LV builds on it (thin pool
+	   data, snapshot origins and COW, raid and mirror images, cache pools...) */
+	if (linear) {
+		uint32_t st = child(ps, l, "status", N_ARRAY);
+		int visible = 0;
+
+		for (uint32_t a = st ? ps->n[st].first : 0; a; a = ps->n[a].next)
+			if (ps->n[a].type == N_STR && ps->n[a].str_len == 7 &&
+			    !memcmp(ps->n[a].str, "VISIBLE", 7))
+				visible = 1;
+		if (!visible || names_lv(ps, lvs, l, lv->name))
+			linear = 0;
 	}
 	lv->extents = lv_ext;
 	/* linear and wholly here: its segments then cover 0..extents once (checked
@@ -468,7 +509,7 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 	}
 	lvs = child(&ps, vgs, "logical_volumes", N_SECTION);
 	for (uint32_t l = lvs ? ps.n[lvs].first : 0; l; l = ps.n[l].next)
-		if (ps.n[l].type == N_SECTION && (rc = read_lv(&ps, l, pv_name, vg, err)) < 0)
+		if (ps.n[l].type == N_SECTION && (rc = read_lv(&ps, lvs, l, pv_name, vg, err)) < 0)
 			goto out;
 	/* segments on this PV: inside it and apart from each other */
 	qsort(vg->seg, vg->nseg, sizeof(vg->seg[0]), cmp_pv);
