@@ -512,7 +512,8 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 		if (ps.n[l].type == N_SECTION && (rc = read_lv(&ps, lvs, l, pv_name, vg, err)) < 0)
 			goto out;
 	/* segments on this PV: inside it and apart from each other */
-	qsort(vg->seg, vg->nseg, sizeof(vg->seg[0]), cmp_pv);
+	if (vg->nseg)
+		qsort(vg->seg, vg->nseg, sizeof(vg->seg[0]), cmp_pv);
 	rc = NDZ_EFS;
 	for (size_t i = 0; i < vg->nseg; i++) {
 		const struct ndz_lvm_seg *sg = &vg->seg[i];
