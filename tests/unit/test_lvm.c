@@ -266,13 +266,36 @@ static uint32_t crc(const uint8_t *p, size_t n)
 }
 
 #define MDA 4096u
-#define MDA_SIZE (PE_START - MDA)
+#define MDA_SIZE (28 * 1024u)
+#define MDA2 (32 * 1024u)
+#define MDA2_SIZE (32 * 1024u)
 
-/* label in sector 1, one data area, one metadata area holding text at 512 */
-static void build_pv(uint8_t *d, const char *text)
+/* A metadata area at off holding text at raw offset at (wrapping round the ring). */
+static void put_mda(uint8_t *d, uint64_t off, uint64_t size, uint64_t at, const char *text)
 {
-	uint8_t *l = d + 512, *h = l + 32, *m = d + MDA;
-	size_t tl = strlen(text);
+	uint8_t *m = d + off;
+	size_t tl = strlen(text), first = tl < size - at ? tl : (size_t)(size - at);
+
+	memcpy(m + 4, " LVM2 x[5A%r0N*>", 16);
+	put_le32(m + 20, 1);
+	put_le64(m + 24, off);
+	put_le64(m + 32, size);
+	put_le64(m + 40, at);
+	put_le64(m + 48, tl);
+	memcpy(m + at, text, first);
+	memcpy(m + 512, text + first, tl - first);
+	put_le32(m + 56, crc((const uint8_t *)text, tl));
+	put_le32(m, crc(m + 4, 512 - 4));
+}
+
+/*
+ * label in sector 1, one data area, one metadata area holding text at 512;
+ * how 1: the text wraps round the ring; 2: a second area with the same text;
+ * 3: a second area whose text differs
+ */
+static void build_pv_how(uint8_t *d, const char *text, int how)
+{
+	uint8_t *l = d + 512, *h = l + 32;
 	char id[33];
 	size_t k = 0;
 
@@ -291,16 +314,23 @@ static void build_pv(uint8_t *d, const char *text)
 	put_le64(h + 48, 0);
 	put_le64(h + 72, MDA);            /* metadata area (after the zero entry) */
 	put_le64(h + 80, MDA_SIZE);
+	if (how >= 2) {
+		put_le64(h + 88, MDA2);
+		put_le64(h + 96, MDA2_SIZE);
+		put_mda(d, MDA2, MDA2_SIZE, 1024, text);
+		if (how == 3) {
+			d[MDA2 + 1024 + 10] ^= 1;
+			put_le32(d + MDA2 + 56, crc(d + MDA2 + 1024, strlen(text)));
+			put_le32(d + MDA2, crc(d + MDA2 + 4, 512 - 4));
+		}
+	}
 	put_le32(l + 16, crc(l + 20, 512 - 20));
-	memcpy(m + 4, " LVM2 x[5A%r0N*>", 16);
-	put_le32(m + 20, 1);
-	put_le64(m + 24, MDA);
-	put_le64(m + 32, MDA_SIZE);
-	put_le64(m + 40, 512);
-	put_le64(m + 48, tl);
-	memcpy(m + 512, text, tl);
-	put_le32(m + 56, crc((const uint8_t *)text, tl));
-	put_le32(m, crc(m + 4, 512 - 4));
+	put_mda(d, MDA, MDA_SIZE, how == 1 ? MDA_SIZE - 100 : 512, text);
+}
+
+static void build_pv(uint8_t *d, const char *text)
+{
+	build_pv_how(d, text, 0);
 }
 
 static int run_module(uint8_t *d, struct calls *c, struct ndz_fs_stats *st,
@@ -378,6 +408,20 @@ static void test_module(void **state)
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(run_module(d, &c, &st, &err), NDZ_EFS);
 	assert_non_null(strstr(ndz_error_msg(&err), "do not fit"));
+	/* the text wrapping round the ring; two copies that agree, that do not */
+	build_pv_how(d, good, 1);
+	c.n = 0;
+	assert_int_equal(run_module(d, &c, &st, &err), 0);
+	assert_int_equal(c.n, 8);
+	build_pv_how(d, good, 2);
+	c.n = 0;
+	assert_int_equal(run_module(d, &c, &st, &err), 0);
+	assert_int_equal(c.n, 9);
+	assert_int_equal(c.off[2], MDA2);
+	build_pv_how(d, good, 3);
+	memset(&err, 0, sizeof(err));
+	assert_int_equal(run_module(d, &c, &st, &err), NDZ_EFS);
+	assert_non_null(strstr(ndz_error_msg(&err), "hold different metadata"));
 	free(d);
 }
 
