@@ -130,7 +130,8 @@ int ndz_lvm_open_lv(struct ndz_io *pv, const struct ndz_lvm_vg *vg, int lv,
 /*
  * ndz_lvm_map_back - hand LV lv's bytes [off, off+len) to fn as PV bytes, split
  * where they cross pieces (cut at the LV's end). Returns 0, fn's first non-zero
- * return, or NDZ_EFS for bytes of no piece.
+ * return, NDZ_EINVAL when the LV is not linear here, or NDZ_EFS for bytes of no
+ * piece.
  */
 int ndz_lvm_map_back(const struct ndz_lvm_vg *vg, int lv, uint64_t off, uint64_t len,
 		     ndz_extent_fn fn, void *ctx);

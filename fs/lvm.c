@@ -292,7 +292,7 @@ static int add_seg(struct ndz_lvm_vg *vg, const struct ndz_lvm_seg *sg)
 	struct ndz_lvm_seg *ns;
 
 	if (vg->nseg >= NDZ_LVM_MAX_SEGS)
-		return ndz_error_set(NULL, NDZ_EFS, 0, NULL);
+		return NDZ_EFS;
 	ns = realloc(vg->seg, (vg->nseg + 1) * sizeof(*ns));
 	if (!ns)
 		return NDZ_ENOMEM;
@@ -684,6 +684,7 @@ struct map_back {
 	ndz_extent_fn fn;
 	void *ctx;
 	uint64_t used;
+	int fn_rc;                     /* fn's own failure, to tell from the module's */
 };
 
 /* An LV range, split where it crosses segments, handed on in PV bytes. */
@@ -703,8 +704,10 @@ static int map_back_fn(void *ctx, uint64_t off, uint64_t len)
 			return NDZ_EFS;  /* cannot be: the LV is tiled */
 		if (run > len)
 			run = len;
-		if ((rc = m->fn(m->ctx, pv_off, run)) != 0)
+		if ((rc = m->fn(m->ctx, pv_off, run)) != 0) {
+			m->fn_rc = rc;
 			return rc;
+		}
 		m->used += run;
 		off += run;
 		len -= run;
@@ -715,8 +718,11 @@ static int map_back_fn(void *ctx, uint64_t off, uint64_t len)
 int ndz_lvm_map_back(const struct ndz_lvm_vg *vg, int lv, uint64_t off, uint64_t len,
 		     ndz_extent_fn fn, void *ctx)
 {
-	struct map_back m = { vg, lv, vg->lv[lv].extents * vg->extent_bytes, fn, ctx, 0 };
+	struct map_back m;
 
+	if (lv < 0 || (size_t)lv >= vg->nlv || !vg->lv[lv].linear)
+		return NDZ_EINVAL;
+	m = (struct map_back){ vg, lv, vg->lv[lv].extents * vg->extent_bytes, fn, ctx, 0, 0 };
 	return map_back_fn(&m, off, len);
 }
 
@@ -956,9 +962,13 @@ static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *wha
 		snprintf(what, what_size, "%s", e.code ? ndz_error_msg(&e) : mod->name);
 		goto out;
 	}
-	m = (struct map_back){ &l->vg, lv, io->size, fn, ctx, 0 };
+	m = (struct map_back){ &l->vg, lv, io->size, fn, ctx, 0, 0 };
 	rc = mod->walk(fs, map_back_fn, &m, &st, &e);
 	mod->close(fs);
+	if (m.fn_rc) {
+		rc = m.fn_rc;  /* the caller's failure, not the filesystem's */
+		goto out;
+	}
 	if (rc < 0) {
 		snprintf(what, what_size, "%s", e.code ? ndz_error_msg(&e) : mod->name);
 		goto out;
@@ -999,10 +1009,8 @@ static int lvm_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 
 		if (vg->lv[v].linear) {
 			rc = scan_lv(l, (int)v, fn, ctx, what, sizeof(what));
-			if (rc == NDZ_ENOMEM || rc == NDZ_EIO)
-				return rc;
-			if (rc > 0)
-				return rc;
+			if (rc != 0 && rc != NDZ_EFS)
+				return rc;  /* out of memory, a read error, fn's own */
 			scanned = rc == 0;
 		} else {
 			snprintf(what, sizeof(what), "not linear or not wholly here");
