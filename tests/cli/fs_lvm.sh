@@ -6,7 +6,8 @@
 # the filesystems are built in files and copied to the LVs' extents:
 #   lva  XFS, one segment        lvb  ext4, two segments, out of order on the PV
 #   lvc  swap, one segment       lvd  no filesystem (kept whole)
-# Free extents and the free space inside lva/lvb/lvc are skipped; after a
+#   lve  btrfs (mixed block groups), one segment
+# Free extents and the free space inside lva/lvb/lvc/lve are skipped; after a
 # restore onto 0xa5 the LVs are put together again from the target and checked
 # with xfs_repair -n / e2fsck -fn, their files compared. Damaged metadata takes
 # the PV raw with a warning and restores byte for byte.
@@ -19,14 +20,14 @@ fi
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
 need pvcreate vgcreate vgcfgbackup vgcfgrestore losetup mkfs.xfs xfs_repair mke2fs e2fsck \
-	debugfs mkswap od dd gzip
+	debugfs mkswap mkfs.btrfs btrfs od dd gzip
 [ "$(id -u)" = 0 ] || skip_all "pvcreate needs root (a loop device)"
 export LVM_SUPPRESS_FD_WARNINGS=1
 # mkfs.xfs makes small filesystems only when run the way fstests runs it
 export TEST_DIR="$T" TEST_DEV=none QA_CHECK_FS=1
 
 EXT=$MIB                               # vgcreate -s 1M
-PV=$((160 * MIB))
+PV=$((200 * MIB))
 PESTART=$MIB                           # LVM's default data alignment
 mkfiles "$T/src" 30 700
 keep=""; i=1; while [ $i -le 30 ]; do keep="$keep f$i"; i=$((i + 1)); done
@@ -56,7 +57,7 @@ lv() {
 	printf '\t\t\tsegment_count = %s\n' "$2"
 }
 # layout in 1 MiB extents: lvb(16..31) at 5, lva at 30, lvc at 100, lvb(0..15) at 120,
-# lvd at 140; free: 0-4, 21-29, 94-99, 104-119, 136-139, 146-158
+# lvd at 140, lve at 150; free: 0-4, 21-29, 94-99, 104-119, 136-139, 146-149, 190-198
 {
 	sed '$d' "$T/vg.txt" | sed '/^}$/,$d'
 	printf '\tlogical_volumes {\n'
@@ -64,6 +65,7 @@ lv() {
 	lv lvb 2; seg 1 0 16 120; seg 2 16 16 5; printf '\t\t}\n'
 	lv lvc 1; seg 1 0 4 100; printf '\t\t}\n'
 	lv lvd 1; seg 1 0 6 140; printf '\t\t}\n'
+	lv lve 1; seg 1 0 40 150; printf '\t\t}\n'
 	printf '\t}\n}\n'
 } >"$T/vg2.txt"
 check "vgcfgrestore takes the LVs (no --force)" lvm_ vgcfgrestore -f "$T/vg2.txt" ndzvg
@@ -102,6 +104,10 @@ copy "$T/lva" 0 64 30
 copy "$T/lvb" 0 16 120
 copy "$T/lvb" 16 16 5
 copy "$T/lvc" 0 4 100
+dirty "$T/lve" $((40 * MIB))
+mkfs.btrfs -q -f -K -M --rootdir "$T/src" "$T/lve" >"$T/mk.log" 2>&1 ||
+	{ cat "$T/mk.log"; not_ok "mkfs.btrfs"; }
+copy "$T/lve" 0 40 150
 
 # the scan
 "$IMAGEZIP" -i "$T/pv.img" >"$T/info" 2>&1
@@ -111,6 +117,7 @@ check "-i: lva holds XFS" grep -q "LV lva: xfs" "$T/info"
 check "-i: lvb holds ext4" grep -q "LV lvb: ext4" "$T/info"
 check "-i: lvc holds swap" grep -q "LV lvc: linux swap" "$T/info"
 check "-i: lvd kept whole" grep -q "LV lvd: kept whole: no filesystem" "$T/info"
+check "-i: lve holds btrfs" grep -q "LV lve: btrfs" "$T/info"
 used=$(used_bytes "$T/pv.img")
 check "free extents and free space in the LVs skipped ($used bytes of $PV)" \
 	test "$used" -lt $((PV / 3))
@@ -126,6 +133,7 @@ gather "$T/tgt" "$T/lvb.out" 0,16,120 16,16,5
 gather "$T/tgt" "$T/lvc.out" 0,4,100
 gather "$T/tgt" "$T/lvd.out" 0,6,140
 gather "$T/pv.img" "$T/lvd.in" 0,6,140
+gather "$T/tgt" "$T/lve.out" 0,40,150
 if xfs_repair -n "$T/lva.out" >"$T/fsck" 2>&1; then ok "lva: xfs_repair -n clean"
 else not_ok "lva: xfs_repair -n"; head -20 "$T/fsck"; fi
 # lva's files through a read-only mount, when this machine mounts XFS v5
@@ -149,11 +157,17 @@ debugfs -R "rdump / $T/out" "$T/lvb.out" >/dev/null 2>&1
 check "lvb: every file reads back identical" same_files "$T/src" "$T/out" $keep
 check "lvc: swap header restored" cmp -s -n 4096 "$T/lvc" "$T/lvc.out"
 check "lvd (no filesystem) restored whole" cmp -s "$T/lvd.in" "$T/lvd.out"
+if btrfs check --readonly "$T/lve.out" >"$T/fsck" 2>&1; then ok "lve: btrfs check clean"
+else not_ok "lve: btrfs check"; head -20 "$T/fsck"; fi
+rm -rf "$T/out"; mkdir "$T/out"
+btrfs restore "$T/lve.out" "$T/out" >/dev/null 2>&1
+# shellcheck disable=SC2086
+check "lve: every file reads back identical (btrfs restore)" same_files "$T/src" "$T/out" $keep
 check "a free extent was not written" \
 	sh -c "dd if='$T/tgt' bs=$MIB skip=$(($(at 110) / MIB)) count=1 status=none |
 	       tr -d '\245' | wc -c | grep -qx 0"
 smaller "$T/pv.ndz" "$T/pv.img" "$used" "PV"
-rm -f "$T/tgt" "$T/pv.ndz" "$T"/*.out "$T/lva" "$T/lvb" "$T/lvd.in"
+rm -rf "$T/tgt" "$T/pv.ndz" "$T"/*.out "$T/lva" "$T/lvb" "$T/lve" "$T/lvd.in" "$T/out"
 
 # the PV as MBR partition 1 (type 0x8e): found by probing, -S 1=lvm too
 if command -v sfdisk >/dev/null 2>&1; then
