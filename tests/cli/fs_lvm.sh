@@ -38,11 +38,13 @@ L=$(losetup -f --show "$T/pv.img") || skip_all "no loop device"
 # detach by file: the number may belong to someone else once we let it go
 at_exit "for l in \$(losetup -n -O NAME -j '$T/pv.img'); do losetup -d \$l; done"
 lvm_() { "$@" --devices "$L" >"$T/lvm.log" 2>&1 || { cat "$T/lvm.log"; return 1; }; }
-if ! lvm_ pvcreate -ff -y "$L" || ! lvm_ vgcreate -s 1M ndzvg "$L" ||
+if ! lvm_ pvcreate -ff -y --metadatacopies 2 "$L" || ! lvm_ vgcreate -s 1M ndzvg "$L" ||
    ! lvm_ vgcfgbackup -f "$T/vg.txt" ndzvg; then
 	not_ok "pvcreate, vgcreate, vgcfgbackup"; done_testing
 fi
 grep -q "pe_start = $((PESTART / 512))\$" "$T/vg.txt" || { not_ok "pe_start is 1 MiB"; done_testing; }
+# two metadata copies: the second one after the last extent
+pecount=$(sed -n 's/^[[:space:]]*pe_count = \([0-9]*\).*/\1/p' "$T/vg.txt")
 
 # seg N LV_EXTENT COUNT PV_EXTENT / lv NAME SEGMENTS
 seg() {
@@ -56,7 +58,7 @@ lv() {
 	printf '\t\t\tstatus = ["READ", "WRITE", "VISIBLE"]\n\t\t\tflags = []\n'
 	printf '\t\t\tsegment_count = %s\n' "$2"
 }
-# layout in 1 MiB extents: lvb(16..31) at 5, lva at 30, lvc at 100, lvb(0..15) at 120,
+# layout in 1 MiB extents (198 of them): lvb(16..31) at 5, lva at 30, lvc at 100, lvb(0..15) at 120,
 # lvd at 140, lve at 150; free: 0-4, 21-29, 94-99, 104-119, 136-139, 146-149, 190-198
 {
 	sed '$d' "$T/vg.txt" | sed '/^}$/,$d'
@@ -128,6 +130,8 @@ pattern "$T/tgt" $PV
 check "imageunzip" "$IMAGEUNZIP" "$T/pv.ndz" "$T/tgt"
 check "label, metadata and all before pe_start restored" \
 	cmp -s -n $PESTART "$T/pv.img" "$T/tgt"
+check "the second metadata area, after extent $pecount, restored" \
+	cmp -s -i $((PESTART + pecount * EXT)) "$T/pv.img" "$T/tgt"
 gather "$T/tgt" "$T/lva.out" 0,64,30
 gather "$T/tgt" "$T/lvb.out" 0,16,120 16,16,5
 gather "$T/tgt" "$T/lvc.out" 0,4,100
