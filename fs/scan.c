@@ -14,7 +14,7 @@
 
 const struct ndz_fs_module *const ndz_fs_modules[] = {
 	&ndz_fs_ext, &ndz_fs_ntfs, &ndz_fs_ufs, &ndz_fs_swap, &ndz_fs_exfat, &ndz_fs_xfs,
-	&ndz_fs_btrfs, &ndz_fs_fat,
+	&ndz_fs_btrfs, &ndz_fs_lvm, &ndz_fs_fat,
 	NULL,
 };
 
@@ -29,7 +29,7 @@ static const struct {
 	{ "freebsd-swap", &ndz_fs_bsdswap }, { "fat", &ndz_fs_fat }, { "vfat", &ndz_fs_fat },
 	{ "fat12", &ndz_fs_fat }, { "fat16", &ndz_fs_fat }, { "fat32", &ndz_fs_fat },
 	{ "exfat", &ndz_fs_exfat }, { "xfs", &ndz_fs_xfs },
-	{ "btrfs", &ndz_fs_btrfs },
+	{ "btrfs", &ndz_fs_btrfs }, { "lvm", &ndz_fs_lvm }, { "lvm2", &ndz_fs_lvm },
 };
 
 const struct ndz_fs_module *ndz_fs_by_name(const char *name)

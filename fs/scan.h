@@ -69,7 +69,7 @@ struct ndz_scan_entry {
 	const char *type_name;         /* static string */
 	enum ndz_scan_how how;
 	char fs[16];                   /* module name, or "" */
-	char detail[96];               /* from the module ("ext4, 4096-byte blocks") */
+	char detail[256];              /* from the module ("ext4, 4096-byte blocks") */
 	uint64_t used_bytes;           /* bytes of this partition that go into the image */
 	uint64_t free_bytes;           /* bytes left out */
 	char note[320];                /* why it was taken raw, and the like */

@@ -22,12 +22,12 @@ static const char usage_text[] =
 	"       imagezip -i [options] SOURCE\n"
 	"Capture SOURCE (a disk, partition or file) as an image; IMAGE '-' is stdout.\n"
 	"Only allocated sectors of known filesystems are taken (ext2/3/4, NTFS, UFS,\n"
-	"FAT, exFAT, XFS, btrfs, swap); the partition table and the boot code before\n"
-	"the first partition too.\n"
+	"FAT, exFAT, XFS, btrfs, swap, and these inside the linear LVs of an LVM2\n"
+	"PV); the partition table and the boot code before the first partition too.\n"
 	"\n"
 	"  -s, --slice N      image partition N alone (restore with imageunzip -s)\n"
 	"  -S, --fs N=TYPE    read partition N as TYPE: ext2/3/4, ntfs, ufs, fat,\n"
-	"                     exfat, xfs, btrfs, swap, bsdswap or raw\n"
+	"                     exfat, xfs, btrfs, lvm, swap, bsdswap or raw\n"
 	"  -R, --raw-part N   take partition N raw\n"
 	"  -I, --ignore-part N  leave partition N out of the image\n"
 	"                     (N as -i prints it; 3a: BSD partition a of slice 3)\n"
@@ -176,7 +176,7 @@ static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const 
 	if (rc < 0)
 		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
 				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext2/3/4, ntfs, ufs, fat, "
-						      "exfat, xfs, btrfs, swap, bsdswap, raw)" : "");
+						      "exfat, xfs, btrfs, lvm, swap, bsdswap, raw)" : "");
 }
 
 static void print_size(const char *label, uint64_t bytes)
