@@ -49,14 +49,20 @@ vm_accel() {
 	return 0
 }
 
-# vm_lan: the bridge, a server host "srv" (10.77.0.1) and dnsmasq giving 10.77.0.100-199
+# vm_lan [CONF]: the bridge, a server host "srv" (10.77.0.1) and dnsmasq giving
+# 10.77.0.100-199 (or configured by CONF)
 vm_lan() {
 	netns_lan && netns_host srv 1 || return 1
 	at_exit vm_kill
-	in_ns srv dnsmasq --conf-file=/dev/null --keep-in-foreground --port=0 --user=root \
-		--interface=eth0 --bind-interfaces --dhcp-range=10.77.0.100,10.77.0.199,255.255.255.0,1h \
-		--dhcp-leasefile="$T/leases" --pid-file="$T/dnsmasq.pid" --log-facility="$T/dnsmasq.log" \
-		--log-dhcp >/dev/null 2>&1 &
+	if [ $# = 1 ]; then
+		set -- --conf-file="$1"
+	else
+		set -- --conf-file=/dev/null --port=0 --interface=eth0 --bind-interfaces \
+			--dhcp-range=10.77.0.100,10.77.0.199,255.255.255.0,1h
+	fi
+	in_ns srv dnsmasq "$@" --keep-in-foreground --user=root --dhcp-leasefile="$T/leases" \
+		--pid-file="$T/dnsmasq.pid" --log-facility="$T/dnsmasq.log" --log-dhcp \
+		>"$T/dnsmasq.out" 2>&1 &
 	VM_PIDS="$VM_PIDS $!"
 }
 
@@ -71,12 +77,17 @@ vm_start() {
 	ip -n "$NETNS_BR" tuntap add "$_tap" mode tap &&
 		ip -n "$NETNS_BR" link set "$_tap" master br0 up || return 1
 	: >"$T/$_name.con"
+	# VM_PXE=1: boot from the NIC (QEMU's iPXE ROM) instead of our kernel
+	if [ -n "${VM_PXE:-}" ]; then
+		set -- -boot order=n "$@"
+	else
+		set -- -kernel "$VM_MFS/vmlinuz" -initrd "$VM_MFS/initramfs.cpio.gz" \
+			-append "console=ttyS0 panic=-1 $_app" "$@"
+	fi
 	(
 		ip netns exec "$NETNS_BR" timeout -s KILL "${VM_TIMEOUT:-90}" qemu-system-x86_64 \
 			-accel "$VM_ACCEL" -m "${VM_MEM:-512}" -smp 1 -nodefaults -display none \
 			-no-reboot -monitor none -serial "file:$T/$_name.con" \
-			-kernel "$VM_MFS/vmlinuz" -initrd "$VM_MFS/initramfs.cpio.gz" \
-			-append "console=ttyS0 panic=-1 $_app" \
 			-drive "file=$_disk,format=raw,if=virtio" \
 			-netdev "tap,id=n0,ifname=$_tap,script=no,downscript=no" \
 			-device "virtio-net-pci,netdev=n0,mac=52:54:00:77:01:$(printf %02x $_vm_n)" \
