@@ -85,6 +85,7 @@ vm_start() {
 			-append "console=ttyS0 panic=-1 $_app" "$@"
 	fi
 	(
+		date +%s.%N >"$T/$_name.start"
 		ip netns exec "$NETNS_BR" timeout -s KILL "${VM_TIMEOUT:-90}" qemu-system-x86_64 \
 			-accel "$VM_ACCEL" -m "${VM_MEM:-512}" -smp 1 -nodefaults -display none \
 			-no-reboot -monitor none -serial "file:$T/$_name.con" \
@@ -93,6 +94,7 @@ vm_start() {
 			-device "virtio-net-pci,netdev=n0,mac=52:54:00:77:01:$(printf %02x $_vm_n)" \
 			"$@" </dev/null >"$T/$_name.qemu" 2>&1
 		echo $? >"$T/$_name.qrc"
+		date +%s.%N >"$T/$_name.end"
 	) &
 	VM_PIDS="$VM_PIDS $!"
 	eval "_vmpid_$_name=$!"
