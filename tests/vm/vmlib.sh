@@ -40,6 +40,7 @@ vm_accel() {
 		-serial "file:$T/kvm-probe.log" -kernel "$VM_MFS/vmlinuz" \
 		-append "console=ttyS0 panic=-1" </dev/null >/dev/null 2>&1 &
 	_pp=$!
+	at_exit "kill -9 $_pp 2>/dev/null"
 	_k=0
 	while [ $_k -lt 30 ] && ! grep -q 'Linux version' "$T/kvm-probe.log"; do
 		sleep 0.1; _k=$((_k + 1))
