@@ -91,15 +91,18 @@ if [ ! -f "$kdir/.done" ]; then
 		mkdir -p "$kdir/modules/$(dirname "$f")"
 		cp "$ksrc/$mdir/$f" "$kdir/modules/$f"
 	done
-	rm -rf "$kdir.full"
+	rm -rf "$kdir.full" "$cache"/debs/linux-image-*.deb   # 70 MB no longer needed
 	touch "$kdir/.done"
 fi
 
 bb=$cache/busybox
 if [ ! -x "$bb/bin/busybox" ]; then
-	rm -rf "$bb"
+	rm -rf "$bb" "$bb.full"
 	if deb=$(fetch busybox-static); then
-		dpkg-deb -x "$deb" "$bb"
+		# only the binary: the Makefile includes every *.d under the build directory
+		dpkg-deb -x "$deb" "$bb.full"
+		mkdir -p "$bb/bin" && mv "$bb.full/bin/busybox" "$bb/bin/busybox"
+		rm -rf "$bb.full"
 	elif dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'ok installed'; then
 		mkdir -p "$bb/bin" && cp /bin/busybox "$bb/bin/busybox"
 	fi
