@@ -50,7 +50,7 @@ HELPERS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELP_SRC))
 # Keep objects of the test programs between builds.
 .SECONDARY:
 
-.PHONY: all tests check check-fast demo install uninstall clean fuzz bench
+.PHONY: all tests check check-fast demo install uninstall clean fuzz bench mfs check-vm
 all: $(BINS)
 tests: $(UNITS) $(HELPERS)
 
@@ -99,6 +99,15 @@ demo:
 	@sh tests/install-deps.sh
 	$(Q)$(MAKE) --no-print-directory -j2 all
 	$(Q)sh tests/demo.sh $(O)
+
+# The boot environment (doc/ndz-mfs.7): $(O)/mfs/vmlinuz and initramfs.cpio.gz, from
+# Debian's kernel and busybox-static (fetched with apt-get download) and our programs.
+mfs: all
+	$(Q)sh mfs/build.sh $(O)/bin $(O)/mfs
+
+# The slow virtual-machine cases (several VMs, failures); vm_reload.sh is in `make check`.
+check-vm: all tests
+	$(Q)sh tests/vm/run.sh $(O)
 
 bench: all
 	$(Q)sh bench/run.sh $(O)
