@@ -119,11 +119,12 @@ fuzz:
 # enabling it is the administrator's choice.
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
 	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
 	for m in doc/*.1; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man1/; done; true
 	for m in doc/*.5; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man5/; done; true
 	for m in doc/*.8; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; true
+	for m in doc/*.7; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man7/; done; true
 	install -m 644 doc/mfrisbeed.conf.example $(DESTDIR)$(DOCDIR)/
 	sed 's|@BINDIR@|$(BINDIR)|g' doc/mfrisbeed.service.in >$(DESTDIR)$(DOCDIR)/mfrisbeed.service
 	chmod 644 $(DESTDIR)$(DOCDIR)/mfrisbeed.service
@@ -133,6 +134,7 @@ uninstall:
 	for m in doc/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#doc/}; done
 	for m in doc/*.5; do rm -f $(DESTDIR)$(MANDIR)/man5/$${m#doc/}; done
 	for m in doc/*.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$${m#doc/}; done
+	for m in doc/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$${m#doc/}; done
 	rm -f $(DESTDIR)$(DOCDIR)/mfrisbeed.conf.example $(DESTDIR)$(DOCDIR)/mfrisbeed.service
 
 clean:
