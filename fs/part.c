@@ -215,6 +215,8 @@ static const struct {
 				  0xbe, 0x0b, 0x00, 0x15, 0x60, 0xb8, 0x4f, 0x0f } },
 	{ NDZ_GPT_MSRESERVED, { 0x16, 0xe3, 0xc9, 0xe3, 0x5c, 0x0b, 0xb8, 0x4d,
 				0x81, 0x7d, 0xf9, 0x2d, 0xf0, 0x02, 0x15, 0xae } },
+	{ NDZ_GPT_LINUX_LVM, { 0x79, 0xd3, 0xd6, 0xe6, 0x07, 0xf5, 0xc2, 0x44,
+			       0xa2, 0x3c, 0x23, 0x8f, 0x2a, 0x3d, 0xf9, 0x28 } },
 };
 
 static uint32_t gpt_code(const uint8_t *guid)
@@ -494,6 +496,7 @@ const char *ndz_part_type_name(enum ndz_scheme scheme, uint32_t type)
 	case 0x07: return "ntfs/exfat";
 	case 0x82: return "linux-swap";
 	case 0x83: return "linux";
+	case 0x8e: return "linux-lvm";
 	case 0xa5: return "freebsd";
 	case 0xa6: return "openbsd";
 	case 0xa9: return "netbsd";
@@ -508,6 +511,7 @@ const char *ndz_part_type_name(enum ndz_scheme scheme, uint32_t type)
 	case NDZ_GPT_FREEBSD_UFS: return "freebsd-ufs";
 	case NDZ_GPT_FREEBSD_BOOT: return "freebsd-boot";
 	case NDZ_GPT_MSRESERVED: return "ms-reserved";
+	case NDZ_GPT_LINUX_LVM: return "linux-lvm";
 	default: return "other";
 	}
 }

@@ -35,6 +35,7 @@ enum ndz_scheme {
 #define NDZ_GPT_FREEBSD_UFS  (NDZ_GPT_BASE + 0x08)  /* 516e7cb6-... */
 #define NDZ_GPT_FREEBSD_BOOT (NDZ_GPT_BASE + 0x09)  /* 83bd6b9d-7f41-11dc-be0b-001560b84f0f */
 #define NDZ_GPT_MSRESERVED   (NDZ_GPT_BASE + 0x0a)  /* e3c9e316-0b5c-4db8-817d-f92df00215ae */
+#define NDZ_GPT_LINUX_LVM    (NDZ_GPT_BASE + 0x0b)  /* e6d6d379-f507-44c2-a23c-238f2a3df928 */
 
 /* BSD disklabel fstypes (p_fstype) used here */
 #define NDZ_BSD_UNUSED 0
