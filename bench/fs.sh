@@ -1,9 +1,9 @@
 #!/bin/sh
 # Benchmark: imagezip/imageunzip against partclone (+ gzip -4, + pigz -4, + zstd -3
-# -T2) on the same ext4, NTFS, XFS and btrfs filesystems, made here (NDZ_BENCH_FS="ext4 xfs"
-# picks some): 256 MiB each (NDZ_BENCH_MIB), about half full of real files (blobs of /usr),
-# free space dirty (random bytes). XFS and btrfs also against imagezip -r (how they were
-# imaged before).
+# -T2) on the same ext4, NTFS, XFS, btrfs and exFAT filesystems, made here (NDZ_BENCH_FS=
+# "ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about half full of real files (blobs
+# of /usr), free space dirty (random bytes). XFS, btrfs and exFAT also against imagezip -r
+# (how they were imaged before).
 # Time and image size, medians of 3 runs, ratios to the first method (partclone|gzip -4).
 # Usage: sh bench/fs.sh [BUILD_DIR]   (default build; NDZ_BENCH_METHODS: a subset of
 #        "pc-gzip pc-pigz ndz pc-zstd ndz-zstd", in order, the first the base)
@@ -14,7 +14,7 @@ export PATH="$PATH:/usr/sbin:/sbin"
 METHODS=${NDZ_BENCH_METHODS:-pc-gzip pc-pigz ndz pc-zstd ndz-zstd}
 for c in "$bin/imagezip" "$bin/imageunzip" mke2fs mkntfs ntfscp partclone.ext4 \
 	 partclone.ntfs gzip pigz zstd e2fsck ntfsfix mkfs.xfs partclone.xfs xfs_repair \
-	 mkfs.btrfs partclone.btrfs btrfs; do
+	 mkfs.btrfs partclone.btrfs btrfs mkfs.exfat partclone.exfat mount.exfat-fuse fsck.exfat; do
 	command -v "$c" >/dev/null 2>&1 || { echo "bench/fs.sh: $c missing" >&2; exit 1; }
 done
 MIB=$((${NDZ_BENCH_MIB:-256}))
@@ -63,9 +63,24 @@ make_btrfs() {
 	head -c $((MIB * 1048576)) /dev/urandom >"$T/btrfs.img"
 	mkfs.btrfs -q -f -K --rootdir "$T/data" "$T/btrfs.img" >/dev/null 2>&1
 }
-FSES=${NDZ_BENCH_FS:-ext4 ntfs xfs btrfs}
+# exFAT filled through exfat-fuse on a loop device (this kernel may have no exfat module)
+make_exfat() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/exfat.img"
+	mkfs.exfat "$T/exfat.img" >/dev/null 2>&1
+	_l=$(losetup -f --show "$T/exfat.img") || return 1
+	mkdir -p "$T/mnt"
+	if mount.exfat-fuse "$_l" "$T/mnt" >/dev/null 2>&1; then
+		cp "$T"/data/* "$T/mnt/" 2>/dev/null
+		umount "$T/mnt"
+	else
+		echo "bench/fs.sh: cannot mount exFAT through FUSE: its files are missing" >&2
+	fi
+	losetup -d "$_l"
+}
+FSES=${NDZ_BENCH_FS:-ext4 ntfs xfs btrfs exfat}
 for fs in $FSES; do
-	case $fs in ext4) make_ext ;; ntfs) make_ntfs ;; xfs) make_xfs ;; btrfs) make_btrfs ;; esac
+	case $fs in ext4) make_ext ;; ntfs) make_ntfs ;; xfs) make_xfs ;; btrfs) make_btrfs ;;
+	exfat) make_exfat ;; esac
 done
 
 # one METHOD on filesystem FS: prints "zip_seconds unzip_seconds image_bytes"
@@ -94,6 +109,7 @@ run_once() {
 	case $fs in
 	ext4) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	xfs) xfs_repair -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	exfat) fsck.exfat -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	btrfs) btrfs check --readonly "$tgt" >/dev/null 2>&1 ||
 		echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	ntfs) if ! ntfsfix -n "$tgt" >"$T/fix" 2>&1; then
@@ -115,7 +131,7 @@ printf '%-5s %-22s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip
 for fs in $FSES; do
 	first=1
 	ms=$METHODS
-	case $fs in xfs|btrfs) ms="$ms ndz-raw" ;; esac
+	case $fs in xfs|btrfs|exfat) ms="$ms ndz-raw" ;; esac
 	for m in $ms; do
 		: >"$T/res"
 		r=0
