@@ -3,8 +3,8 @@
 # an ext4 made here boots with ndz.mode=capture, images its disk with imagezip and
 # uploads it to mfrisbeed in the namespace; the stored image must restore to the disk
 # byte for byte, and a second VM reloads it through the master. Meanwhile another VM
-# captures to a name it may not upload to: refused with the master's reason, powered
-# off, nothing stored.
+# captures to a name it may not upload to (refused with the master's reason, powered
+# off, nothing stored) and a third's imagezip fails (its upload is cut, nothing stored).
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
@@ -12,7 +12,7 @@ vm_prepare
 vm_lan || { not_ok "namespace LAN"; done_testing; }
 # a 48 MiB ext4 with 12 MiB of files; its free space is zeros
 vm_fs fs1 48 || { not_ok "make the source file system and its image"; done_testing; }
-cp "$T/fs1.src" "$T/cap.disk" && cp "$T/fs1.src" "$T/deny.disk" && cp "$T/fs1.ndz" "$T/fixed.ndz" ||
+cp "$T/fs1.src" "$T/cap.disk" && cp "$T/fs1.src" "$T/deny.disk" && cp "$T/fs1.src" "$T/bad.disk" && cp "$T/fs1.ndz" "$T/fixed.ndz" ||
 	{ not_ok "copy the disks"; done_testing; }
 mkdir -p "$T/up" "$T/run"
 # uploads of new names from the LAN into $T/up; "fixed" has no upload list: nobody may
@@ -31,7 +31,9 @@ common="ndz.mode=capture ndz.master=$VM_SRV ndz.after=poweroff ndz.onfail=powero
 t0=$(date +%s)
 VM_TIMEOUT=150 vm_start cap "$T/cap.disk" "ndz.image=cap $common"
 VM_TIMEOUT=150 vm_start deny "$T/deny.disk" "ndz.image=fixed $common"
-vm_wait cap; vm_wait deny
+# imagezip fails at once (an option it does not know): the upload must be cut
+VM_TIMEOUT=150 vm_start bad "$T/bad.disk" "ndz.image=bad ndz.opts=--no-such-option $common"
+vm_wait cap; vm_wait deny; vm_wait bad
 secs=$(( $(date +%s) - t0 ))
 
 res=$(vm_result cap)
@@ -66,6 +68,12 @@ check "... powered off (ndz.onfail), no success line" \
 check "... nothing stored, the served image unchanged" \
 	sh -c "cmp -s '$T/fs1.ndz' '$T/fixed.ndz' && ! ls -A '$T/up' | grep -qv '^cap.ndz$'"
 
+res=$(vm_result bad)
+check "imagezip failing: its own error is the reason ($res)" \
+	sh -c "echo \"\$1\" | grep -q '^failed: imagezip: '" _ "$res"
+check "... powered off, nothing stored under its name" \
+	sh -c "[ \"$(cat "$T/bad.qrc")\" = 0 ] && grep -q 'reboot: Power down' '$T/bad.con' && [ ! -e '$T/up/bad.ndz' ]"
+
 # (b) a second VM with a garbage disk reloads the captured image from the master
 vm_disk "$T/re.disk" 48
 t1=$(date +%s)
@@ -82,7 +90,7 @@ b=$(vm_time cap 'capturing') d=$(sed -n 's/^NDZ-RESULT: ok: .* in \([0-9.]*\) s.
 echo "# capture: boot to imagezip ${b:-?} s, imagezip + upload ${d:-?} s (guest clock); $VM_ACCEL"
 if [ "$_failed" != 0 ]; then
 	tail -n 5 "$T/master.log" 2>/dev/null | sed 's/^/# master: /'
-	for v in cap deny re; do
+	for v in cap deny bad re; do
 		echo "# console of $v:"; tr -d '\r' <"$T/$v.con" | grep -v '^\[' | tail -n 20 | sed 's/^/#   /'
 	done
 fi
