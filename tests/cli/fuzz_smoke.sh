@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds every libFuzzer target (tests/fuzz/build.sh) and runs each ~10 s: the
+# Builds every libFuzzer target (tests/fuzz/build.sh) and runs each 3 s: the
 # parsers of untrusted bytes must survive a short fuzzing run. Plain build only.
 . "$NDZ_TOP/tests/lib.sh"
 
@@ -15,7 +15,7 @@ C
 clang -fsanitize=fuzzer,address,undefined -o "$T/probe" "$T/probe.c" >/dev/null 2>&1 ||
 	skip_all "clang cannot link libFuzzer (install libclang-rt-14-dev)"
 
-secs=${NDZ_FUZZ_SECONDS:-5}
+secs=${NDZ_FUZZ_SECONDS:-3}
 out="$T/fuzz"
 check "fuzzers build" sh "$NDZ_TOP/tests/fuzz/build.sh" --out "$out"
 for f in "$NDZ_TOP"/tests/fuzz/fuzz_*.c; do
