@@ -36,7 +36,7 @@ struct client {
 	const uint8_t *want_uuid;      /* the image the master named (-M); NULL: any */
 	int no_repair;                 /* --no-repair: behave as a client without repairs */
 	int repair;                    /* the server announced repairs: we ask for them */
-	int zero_fill, raw, progress, request_ahead, give_up_s;
+	int zero_fill, discard, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
 	const char *manifest_path;     /* --manifest */
@@ -80,6 +80,7 @@ static const char usage_text[] =
 	"  -M, --master HOST[:PORT]  ask this image master (mfrisbeed) where image -I is\n"
 	"  -I, --image NAME       the image to ask the master for\n"
 	"  -z, --zero             zero-fill the parts of TARGET the image does not cover\n"
+	"      --discard          discard those parts instead (BLKDISCARD; a hole in a file)\n"
 	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
@@ -573,6 +574,7 @@ static void open_target(struct client *c)
 		return;
 	ndz_unzip_opts_init(&uo);
 	uo.zero_fill = c->zero_fill;
+	uo.discard = c->discard;
 	uo.target_zeroed = created;
 	uo.name = c->source;
 	uo.expect_chunks = c->n;
@@ -607,6 +609,7 @@ int main(int argc, char **argv)
 		{ "master", required_argument, NULL, 'M' },
 		{ "image", required_argument, NULL, 'I' },
 		{ "zero", no_argument, NULL, 'z' },
+		{ "discard", no_argument, NULL, 0x101 },
 		{ "cache", required_argument, NULL, 'C' },
 		{ "request-ahead", required_argument, NULL, 'R' },
 		{ "timeout", required_argument, NULL, 'T' },
@@ -646,6 +649,7 @@ int main(int argc, char **argv)
 		case 'M': master = optarg; break;
 		case 'I': image = optarg; break;
 		case 'z': c.zero_fill = 1; break;
+		case 0x101: c.discard = 1; break;
 		case 'C': cache_mib = cli_parse_int(optarg, "-C", 2, 65536); break;
 		case 'R': c.request_ahead = cli_parse_int(optarg, "-R", 1, 1024); break;
 		case 'T': c.give_up_s = cli_parse_int(optarg, "-T", 1, 1000000); break;
@@ -677,6 +681,8 @@ int main(int argc, char **argv)
 		cli_usage_error("expected one TARGET argument");
 	c.target_path = argv[optind];
 	c.nslots = (size_t)cache_mib;
+	if (c.zero_fill && c.discard)
+		cli_usage_error("-z and --discard exclude each other");
 	if (c.manifest_path && c.pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
 	if (c.manifest_path && ndz_manifest_load(c.manifest_path, &c.pub, &c.m, &c.err) < 0)

@@ -23,6 +23,8 @@ static const char usage_text[] =
 	"\n"
 	"  -s, --slice N      restore into partition N of TARGET (a partition image)\n"
 	"  -z, --zero         write zeros to the space the image skips (default: leave it)\n"
+	"  --discard          discard that space instead (BLKDISCARD; a hole in a file):\n"
+	"                     quick on solid state disks, what it reads back is not promised\n"
 	"  -n, --verify       read, check and decompress everything, write nothing\n"
 	"  -j, --threads N    decompression threads (default: online cores)\n"
 	"  -m, --memory MIB   buffer memory in MiB (default 128, at least 16)\n"
@@ -188,6 +190,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "zero", no_argument, NULL, 'z' },
+		{ "discard", no_argument, NULL, 0x100 },
 		{ "slice", required_argument, NULL, 's' },
 		{ "verify", no_argument, NULL, 'n' },
 		{ "threads", required_argument, NULL, 'j' },
@@ -221,6 +224,9 @@ int main(int argc, char **argv)
 		case 'z':
 			uopts.zero_fill = 1;
 			break;
+		case 0x100:
+			uopts.discard = 1;
+			break;
 		case 's':
 			slice = cli_parse_int(optarg, "-s", 1, 65535);
 			break;
@@ -247,6 +253,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	if (uopts.zero_fill && uopts.discard)
+		cli_usage_error("-z and --discard exclude each other");
 	if (argc - optind != 2 && !(uopts.verify_only && argc - optind == 1))
 		cli_usage_error(uopts.verify_only ? "expected IMAGE [TARGET]" :
 				"expected IMAGE and TARGET");

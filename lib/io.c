@@ -144,6 +144,20 @@ static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 	return zero_by_writing(io, off, len);
 }
 
+static int file_discard(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct file_priv *p = io->priv;
+	uint64_t range[2] = { off, len };
+
+	if (io->is_regular)
+		return file_zero(io, off, len);
+	/* a device that cannot discard (EOPNOTSUPP) is left as it is */
+	if (len && io->is_blockdev && (off | len) % 512 == 0 &&
+	    ioctl(p->fd, BLKDISCARD, range) != 0 && errno != EOPNOTSUPP && errno != ENOTTY)
+		return sys_fail(io, errno);
+	return 0;
+}
+
 /* fsync fd; a pipe, a terminal or a read-only file system has nothing to sync. */
 static int sync_fd(struct ndz_io *io, int fd)
 {
@@ -169,7 +183,7 @@ static void file_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops file_ops = {
-	file_pread, file_pwrite, file_zero, file_flush, file_close,
+	file_pread, file_pwrite, file_zero, file_flush, file_close, file_discard,
 };
 
 int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct ndz_error *e)
@@ -317,7 +331,7 @@ static void mem_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops mem_ops = {
-	mem_pread, mem_pwrite, mem_zero, mem_flush, mem_close,
+	mem_pread, mem_pwrite, mem_zero, mem_flush, mem_close, NULL,
 };
 
 int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out)
@@ -394,7 +408,7 @@ static void stream_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops stream_ops = {
-	stream_pread, stream_pwrite, stream_zero, stream_flush, stream_close,
+	stream_pread, stream_pwrite, stream_zero, stream_flush, stream_close, NULL,
 };
 
 int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out)
@@ -471,7 +485,7 @@ static void fault_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops fault_ops = {
-	fault_pread, fault_pwrite, fault_zero, fault_flush, fault_close,
+	fault_pread, fault_pwrite, fault_zero, fault_flush, fault_close, NULL,
 };
 
 int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
@@ -550,8 +564,19 @@ static void sub_close(struct ndz_io *io)
 	free(io->priv);
 }
 
+static int sub_discard(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct sub_priv *p = io->priv;
+
+	if (!in_bounds(io, off, len))
+		return NDZ_EIO;
+	if (!p->inner->ops->discard)
+		return 0;
+	return inner_fail(io, p->inner, p->inner->ops->discard(p->inner, p->off + off, len));
+}
+
 static const struct ndz_io_ops sub_ops = {
-	sub_pread, sub_pwrite, sub_zero, sub_flush, sub_close,
+	sub_pread, sub_pwrite, sub_zero, sub_flush, sub_close, sub_discard,
 };
 
 int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out)
@@ -627,6 +652,12 @@ int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 {
 	io->err.code = 0;
 	return io->ops->zero(io, off, len);
+}
+
+int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	io->err.code = 0;
+	return io->ops->discard ? io->ops->discard(io, off, len) : 0;
 }
 
 int ndz_io_flush(struct ndz_io *io)

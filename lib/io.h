@@ -23,6 +23,8 @@ struct ndz_io_ops {
 	int (*flush)(struct ndz_io *io);
 	/* Release resources. */
 	void (*close)(struct ndz_io *io);
+	/* Tell the device [off, off+len) is unused; NULL: it cannot be told. */
+	int (*discard)(struct ndz_io *io, uint64_t off, uint64_t len);
 };
 
 struct ndz_io {
@@ -103,6 +105,15 @@ int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t o
 
 /* ndz_io_zero - make [off, off+len) read back as zeros. 0 or NDZ_EIO (io->err). */
 int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len);
+
+/*
+ * ndz_io_discard - tell the target [off, off+len) holds nothing of value (a solid
+ * state disk can then erase it in the background): BLKDISCARD on a block device,
+ * a punched hole in a regular file. What it reads back afterwards is not promised
+ * (a file's hole reads as zeros, a device's discarded blocks may not). A target
+ * that cannot discard is left as it is. 0 or NDZ_EIO (io->err).
+ */
+int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len);
 
 /* ndz_io_flush - written data to stable storage. 0 or NDZ_EIO (io->err). */
 int ndz_io_flush(struct ndz_io *io);

@@ -162,7 +162,9 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 		struct seg *s = &j->segs[i];
 
 		if (s->data < 0) {
-			rc = u->opts.target_zeroed ? 0 : ndz_io_zero(u->target, s->off, s->len);
+			rc = u->opts.target_zeroed ? 0 :
+			     u->opts.discard ? ndz_io_discard(u->target, s->off, s->len) :
+			     ndz_io_zero(u->target, s->off, s->len);
 			*zeroed += s->len;
 		} else if (u->opts.target_zeroed) {
 			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
@@ -581,7 +583,8 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 		uint64_t img = reg.start * NDZ_SECTOR_SIZE;
 		uint64_t left = (uint64_t)reg.count * NDZ_SECTOR_SIZE;
 
-		if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, reg.start)) < 0)
+		if ((u->opts.zero_fill || u->opts.discard) &&
+		    (rc = zero_gap(d, h, gap, reg.start)) < 0)
 			return rc;
 		gap = reg.start + reg.count;
 		while (left) {
@@ -625,7 +628,7 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 			left -= n;
 		}
 	}
-	if (u->opts.zero_fill && (rc = zero_gap(d, h, gap, h->last)) < 0)
+	if ((u->opts.zero_fill || u->opts.discard) && (rc = zero_gap(d, h, gap, h->last)) < 0)
 		return rc;
 	return flat ? 0 : zstd ? zstd_end(d, why, whylen) : zlib_end(d, why, whylen);
 }

@@ -20,6 +20,7 @@ struct ndz_unzip_opts {
 	int threads;                   /* decompressors; <= 0: online cores */
 	size_t mem_limit;              /* bytes of buffers at most; 0: 128 MiB */
 	int zero_fill;                 /* write zeros between regions, lead and trail */
+	int discard;                   /* discard them instead (ndz_io_discard) */
 	int verify_only;               /* decompress and check, write nothing */
 	uint64_t target_offset;        /* byte offset of sector 0 in the target */
 	int target_zeroed;             /* the target reads as zeros (a new sparse file):
@@ -41,7 +42,7 @@ struct ndz_unzip_opts {
 struct ndz_unzip_stats {
 	uint32_t chunks;
 	uint64_t bytes_written;        /* region bytes written */
-	uint64_t bytes_zeroed;         /* gap bytes zero-filled */
+	uint64_t bytes_zeroed;         /* gap bytes zero-filled (or discarded) */
 };
 
 void ndz_unzip_opts_init(struct ndz_unzip_opts *o);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Block devices (loop devices over test files): size from BLKGETSIZE64, restores onto
-# a device, zero-fill with BLKZEROOUT, a device too small refused before any write.
+# a device, zero-fill with BLKZEROOUT, --discard with BLKDISCARD, a device too small
+# refused before any write.
 . "$NDZ_TOP/tests/lib.sh"
 command -v losetup >/dev/null || skip_all "losetup missing"
 [ "$(id -u)" = 0 ] || skip_all "needs root for loop devices"
@@ -33,6 +34,16 @@ dd if="$T/src" of="$T/want" bs=512 skip=100 seek=100 count=200 conv=notrunc 2>/d
 dd if="$T/src" of="$T/want" bs=512 skip=5000 seek=5000 count=1000 conv=notrunc 2>/dev/null
 check "restore onto a block device with -z: regions written, the rest zeroed" \
 	cmp -s "$T/want" "$T/got"
+
+# --discard: a loop device passes BLKDISCARD on as holes in its file
+head -c 8388608 /dev/zero | tr '\0' '\125' >"$T/dtgt"
+loop "$T/dtgt"; L4=$L
+"$IMAGEUNZIP" --discard "$T/gaps.ndz" "$L4"
+check "--discard onto a block device: exit 0" test $? = 0
+check "--discard: the regions are written" sh -c \
+	"cmp -s -n 51200 -i 51200 '$T/src' '$T/dtgt' && cmp -s -n 512000 -i 2560000 '$T/src' '$T/dtgt'"
+check "--discard: the rest was discarded (the loop device's file has holes: $(du -k "$T/dtgt" | cut -f1) KiB)" \
+	test "$(du -k "$T/dtgt" | cut -f1)" -lt 4096
 
 head -c 4194304 /dev/zero | tr '\0' '\125' >"$T/small"
 cp "$T/small" "$T/small.orig"

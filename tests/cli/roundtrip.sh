@@ -98,6 +98,16 @@ for r in 0:100 1000:3000 9000:50 16000:384; do
 done
 check "gaps are skipped by default (old data stays)" cmp -s "$T/skip.want" "$T/skip.out"
 check "-z zero-fills the gaps, lead and trail included" cmp -s "$T/zero.want" "$T/zero.out"
+# --discard punches the gaps out of a file: they read as zeros and take no space
+cp "$T/pattern" "$T/discard.out"
+"$IMAGEUNZIP" --discard "$T/gaps.ndz" "$T/discard.out"
+check "--discard: the gaps of a file become holes that read as zeros" \
+	cmp -s "$T/zero.want" "$T/discard.out"
+check "--discard: the file takes less space than its size ($(du -k "$T/discard.out" | cut -f1) KiB)" \
+	test "$(du -k "$T/discard.out" | cut -f1)" -lt 7000
+"$IMAGEUNZIP" -z --discard "$T/gaps.ndz" "$T/discard.out" 2>"$T/err"
+check "-z with --discard: exit 2 and says why" \
+	sh -c "test $? = 2 && grep -q 'exclude each other' '$T/err'"
 rm -f "$T/new.out"
 "$IMAGEUNZIP" "$T/gaps.ndz" "$T/new.out"
 check "a new target file is created at the image's size with zeros in the gaps" \

@@ -573,7 +573,7 @@ static ssize_t trickle_pwrite(struct ndz_io *io, const void *buf, size_t len, ui
 
 static void test_partial_transfers(void **state)
 {
-	static const struct ndz_io_ops ops = { trickle_pread, trickle_pwrite, NULL, NULL, NULL };
+	static const struct ndz_io_ops ops = { trickle_pread, trickle_pwrite, NULL, NULL, NULL, NULL };
 	uint8_t buf[100], src[100], out[100];
 	struct trickle t = { buf, sizeof(buf), 0 };
 	struct ndz_io io;
