@@ -91,6 +91,7 @@ struct zip {
 
 	/* pipeline */
 	pthread_mutex_t lock;
+	pthread_mutex_t read_lock;     /* one read of the source at a time (its io->err is shared) */
 	pthread_cond_t slot_cv;        /* a slot was freed: the reader may go on */
 	pthread_cond_t work_cv;        /* a piece was read: a worker may take it */
 	pthread_cond_t done_cv;        /* a piece is ready, or read: the packer may go on */
@@ -124,6 +125,7 @@ struct zip {
 	uint64_t zs_disp;              /* segments handed out so far (all chunks) */
 	uint64_t zs_take;              /* next one a worker may take */
 	uint64_t zs_pack;              /* next one to pack: all before it are placed */
+	size_t zs_placed;              /* z->pos as of zs_pack (lock): the workers' view */
 	uint64_t zs_first;             /* the chunk's first segment */
 	uint8_t *fill;                 /* FILL_BUF of input for fill frames */
 };
@@ -227,22 +229,27 @@ static int read_stream(struct zip *z, uint8_t *dst, uint64_t off, size_t len)
 			memset(dst, 0, (size_t)n);
 		} else {
 			size_t want = (size_t)n;
+			struct ndz_error e = { 0 };
 
 			if (src_off + want > z->source_bytes)
 				want = (size_t)(z->source_bytes - src_off);
+
+			pthread_mutex_lock(&z->read_lock);
 			rc = ndz_io_read_full(z->src, dst, want, src_off, &got);
+			if (rc < 0 && rc != NDZ_ESHORTREAD) {
+				char what[64];
+
+				snprintf(what, sizeof(what), "read error at byte %llu",
+					 (unsigned long long)src_off);
+				ndz_io_fail(z->src, rc, &e, what);
+			}
+			pthread_mutex_unlock(&z->read_lock);
 			if (rc == NDZ_ESHORTREAD) {
 				set_err(z, rc, "%s: ends at byte %llu, before its stated size",
 					z->src->name, (unsigned long long)(src_off + got));
 				return rc;
 			}
 			if (rc < 0) {
-				struct ndz_error e = { 0 };
-				char what[64];
-
-				snprintf(what, sizeof(what), "read error at byte %llu",
-					 (unsigned long long)src_off);
-				ndz_io_fail(z->src, rc, &e, what);
 				stop_with(z, &e);
 				return rc;
 			}
@@ -775,7 +782,7 @@ static struct zseg *zseg_of(struct zip *z, uint64_t i)
  */
 static size_t zseg_used(struct zip *z, uint64_t i)
 {
-	size_t used = z->pos;
+	size_t used = z->zs_placed;
 	uint64_t j;
 
 	for (j = z->zs_pack; j < i; j++) {
@@ -1016,6 +1023,7 @@ static int zstd_run(struct zip *z, int threads)
 	}
 	chunk_start(z);
 	pthread_mutex_lock(&z->lock);
+	z->zs_placed = z->pos;
 	while (!z->stop) {
 		uint64_t lim = region_limit(z);
 		struct zseg *g;
@@ -1047,6 +1055,7 @@ static int zstd_run(struct zip *z, int threads)
 				break;
 			g->state = SEG_FREE;
 			z->zs_pack++;
+			z->zs_placed = z->pos;
 			if (z->opts->progress) {
 				pthread_mutex_unlock(&z->lock);
 				z->opts->progress(z->opts->progress_ctx, z->cin_end, z->total);
@@ -1067,6 +1076,7 @@ static int zstd_run(struct zip *z, int threads)
 		if (rc < 0 || z->cin_end >= z->total)
 			break;
 		chunk_start(z);
+		z->zs_placed = z->pos;
 	}
 	rc = z->err.code ? z->err.code : z->stop ? NDZ_ECANCELED : rc;
 	z->stop = 1;
@@ -1113,6 +1123,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->out = out;
 	z->out_ctx = out_ctx;
 	pthread_mutex_init(&z->lock, NULL);
+	pthread_mutex_init(&z->read_lock, NULL);
 	pthread_cond_init(&z->slot_cv, NULL);
 	pthread_cond_init(&z->work_cv, NULL);
 	pthread_cond_init(&z->done_cv, NULL);
@@ -1229,6 +1240,7 @@ out:
 	pthread_cond_destroy(&z->work_cv);
 	pthread_cond_destroy(&z->done_cv);
 	pthread_mutex_destroy(&z->lock);
+	pthread_mutex_destroy(&z->read_lock);
 	free(z);
 	return rc;
 }
