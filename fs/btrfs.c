@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "err.h"
 #include "fs.h"
 #include "le.h"
@@ -60,7 +61,6 @@ struct btrfs {
 	uint8_t root_level, chunk_level;
 	struct chunk *chunks;
 	size_t nchunks;
-	uint32_t crctab[256];
 	uint8_t *blk[MAX_LEVEL];
 };
 
@@ -93,25 +93,10 @@ static int bad(struct ndz_error *err, const char *fmt, ...)
 	return NDZ_EFS;
 }
 
-static void crc_init(uint32_t *t)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		t[i] = c;
-	}
-}
-
 /* CRC32C of p[32..len) against the little-endian value at p[0] */
-static int csum_ok(const uint32_t *t, const uint8_t *p, size_t len)
+static int csum_ok(const uint8_t *p, size_t len)
 {
-	uint32_t c = 0xffffffffu;
-
-	for (size_t i = 32; i < len; i++)
-		c = t[(c ^ p[i]) & 0xff] ^ (c >> 8);
-	return ~c == get_le32(p);
+	return ndz_crc32c(p + 32, len - 32) == get_le32(p);
 }
 
 static int btrfs_probe(struct ndz_io *io)
@@ -244,7 +229,7 @@ static int read_block(struct btrfs *b, uint64_t logical, uint32_t level, struct 
 	rc = ndz_io_read_full(b->io, p, b->nodesize, c->phys[0] + (logical - c->logical), NULL);
 	if (rc < 0)
 		return rc;
-	if (!csum_ok(b->crctab, p, b->nodesize))
+	if (!csum_ok(p, b->nodesize))
 		return bad(err, "tree block %llu: checksum mismatch", (unsigned long long)logical);
 	if (get_le64(p + 0x30) != logical || memcmp(p + 0x20, b->fsid, 16) || p[0x64] != level)
 		return bad(err, "tree block %llu: bad header", (unsigned long long)logical);
@@ -383,7 +368,7 @@ static int check_sb(struct btrfs *b, const uint8_t *s, struct ndz_error *err)
 
 	if (get_le16(s + 0xc4) != 0)
 		return bad(err, "checksum type %u not supported (only crc32c)", get_le16(s + 0xc4));
-	if (!csum_ok(b->crctab, s, SB_SIZE))
+	if (!csum_ok(s, SB_SIZE))
 		return bad(err, "superblock checksum mismatch");
 	if (get_le64(s + 0x30) != SB_OFF)
 		return bad(err, "superblock names another location");
@@ -460,7 +445,6 @@ static int btrfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 		return NDZ_ENOMEM;
 	}
 	b->io = io;
-	crc_init(b->crctab);
 	rc = ndz_io_read_full(io, s, SB_SIZE, SB_OFF, NULL);
 	if (rc == 0)
 		rc = check_sb(b, s, err);

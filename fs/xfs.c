@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crc32c.h"
 #include "err.h"
 #include "fs.h"
 
@@ -42,7 +43,6 @@ struct xfs {
 	uint64_t log_off, log_len;     /* internal log, bytes */
 	uint8_t uuid[16];              /* what v5 metadata blocks carry */
 	uint8_t sb_uuid[16];           /* what log records carry */
-	uint32_t crctab[256];
 	uint8_t *blk[MAX_LEVELS];      /* one block buffer per btree level */
 };
 
@@ -90,28 +90,15 @@ static int bad(struct ndz_error *err, const char *fmt, ...)
 	return NDZ_EFS;
 }
 
-static void crc_init(uint32_t *t)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		t[i] = c;
-	}
-}
-
 /* v5 metadata: CRC32C of len bytes with the 4-byte field at off taken as zero, stored LE */
-static int crc_ok(const uint32_t *t, const uint8_t *p, size_t len, size_t off)
+static int crc_ok(const uint8_t *p, size_t len, size_t off)
 {
-	uint32_t c = 0xffffffffu, want;
+	static const uint8_t zero[4];
+	uint32_t c, want;
 
-	for (size_t i = 0; i < len; i++) {
-		uint8_t b = (i >= off && i < off + 4) ? 0 : p[i];
-
-		c = t[(c ^ b) & 0xff] ^ (c >> 8);
-	}
-	c = ~c;
+	c = ndz_crc32c_update(0xffffffffu, p, off);
+	c = ndz_crc32c_update(c, zero, 4);
+	c = ~ndz_crc32c_update(c, p + off + 4, len - off - 4);
 	want = (uint32_t)p[off] | (uint32_t)p[off + 1] << 8 | (uint32_t)p[off + 2] << 16 |
 	       (uint32_t)p[off + 3] << 24;
 	return c == want;
@@ -173,7 +160,7 @@ static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 	if (s[126])
 		return bad(err, "mkfs did not finish (sb_inprogress set)");
 	if (x->v5) {
-		if (!crc_ok(x->crctab, s, x->ssize, 224))
+		if (!crc_ok(s, x->ssize, 224))
 			return bad(err, "superblock checksum mismatch");
 		if (incompat & INCOMPAT_NEEDSREPAIR)
 			return bad(err, "filesystem needs repair (run xfs_repair)");
@@ -311,7 +298,6 @@ static int xfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		return NDZ_ENOMEM;
 	}
 	x->io = io;
-	crc_init(x->crctab);
 	rc = ndz_io_read_full(io, s, 32768 < io->size ? 32768 : (size_t)io->size, 0, NULL);
 	if (rc == 0)
 		rc = check_sb(x, s, err);
@@ -406,7 +392,7 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 		return bad(err, "AG %u: free-space btree block %u: bad magic or level", w->agno,
 			   agbno);
 	if (x->v5 && (be64(b + 16) != off / BB || memcmp(b + 32, x->uuid, 16) ||
-		      be32(b + 48) != w->agno || !crc_ok(x->crctab, b, x->bsize, 52)))
+		      be32(b + 48) != w->agno || !crc_ok(b, x->bsize, 52)))
 		return bad(err, "AG %u: free-space btree block %u: bad header or checksum",
 			   w->agno, agbno);
 	n = be16(b + 6);
@@ -469,7 +455,7 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 	if (be32(a) != AGF_MAGIC || be32(a + 4) != 1 || be32(a + 8) != agno ||
 	    be32(a + 12) != w.aglen)
 		return bad(err, "AG %u: bad AGF header", agno);
-	if (x->v5 && (memcmp(a + 64, x->uuid, 16) || !crc_ok(x->crctab, a, x->ssize, 216)))
+	if (x->v5 && (memcmp(a + 64, x->uuid, 16) || !crc_ok(a, x->ssize, 216)))
 		return bad(err, "AG %u: AGF checksum or UUID mismatch", agno);
 	if (levels == 0 || levels >= MAX_LEVELS || cnt_levels == 0 || cnt_levels >= MAX_LEVELS || be32(a + 48) > flmax ||
 	    be32(a + 52) > w.aglen || be32(a + 56) > be32(a + 52))
