@@ -411,16 +411,12 @@ static void join(struct client *c, const char *group, unsigned port)
 static void add_key(struct client *c, const char *path)
 {
 	struct ndz_error e = { 0 };
-	struct ndz_key k;
+	int rc = ndz_key_add(path, &c->pub, &c->crypt, &e);
 
-	if (ndz_key_load(path, &k, &e) < 0)
+	if (rc == NDZ_EINVAL)
+		cli_usage_error("--key %s", ndz_error_msg(&e));
+	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (k.type == NDZ_KEY_SIGN_SECRET)
-		cli_die(EXIT_FAIL, "%s: a secret signing key; --key wants the public one (.pub)",
-			path);
-	if ((k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt)->type != NDZ_KEY_NONE)
-		cli_usage_error("--key: two %s keys", ndz_key_type_name(k.type));
-	*(k.type == NDZ_KEY_SIGN_PUBLIC ? &c->pub : &c->crypt) = k;
 }
 
 /* fetch_manifest's ndz_fetch_emit: the manifest's chunks follow the image's. */

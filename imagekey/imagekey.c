@@ -49,11 +49,8 @@ static struct ndz_key load_key(const char *path, enum ndz_key_type want)
 	struct ndz_error e = { 0 };
 	struct ndz_key k;
 
-	if (ndz_key_load(path, &k, &e) < 0)
+	if (ndz_key_load_as(path, NDZ_KEY_BIT(want), &k, &e) < 0)
 		die_err(&e);
-	if (k.type != want)
-		cli_die(EXIT_FAIL, "%s: a %s key, not the %s key wanted", path,
-			ndz_key_type_name(k.type), ndz_key_type_name(want));
 	return k;
 }
 

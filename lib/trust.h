@@ -1,7 +1,8 @@
 /*
  * Trust: key files, the signed manifest of an image (doc/FORMAT.md, "Signed and
- * encrypted images") and the encryption of chunk payloads. Built on libsodium:
- * Ed25519 signatures, BLAKE2b-256 hashes, XChaCha20-Poly1305.
+ * encrypted images") and the encryption of chunk payloads. Built on libsodium
+ * (Ed25519 signatures, XChaCha20-Poly1305, BLAKE2b-256 key ids) and OpenSSL's
+ * libcrypto (SHA-256 chunk hashes: it uses the CPU's SHA instructions).
  */
 #ifndef NDZ_TRUST_H
 #define NDZ_TRUST_H
@@ -14,7 +15,7 @@
 #include "io.h"
 
 #define NDZ_KEY_ID_LEN     8
-#define NDZ_HASH_LEN       32           /* BLAKE2b-256 */
+#define NDZ_HASH_LEN       32           /* SHA-256 or BLAKE2b-256 */
 #define NDZ_SIG_LEN        64           /* Ed25519 */
 #define NDZ_MANIFEST_FIXED 64           /* manifest bytes before the chunk hashes */
 #define NDZ_MANIFEST_MAX_CHUNKS (1u << 24)
@@ -79,14 +80,42 @@ int ndz_key_parse(const char *text, size_t len, struct ndz_key *k);
  */
 int ndz_key_load(const char *path, struct ndz_key *k, struct ndz_error *e);
 
+/* NDZ_KEY_BIT - a key type's bit in the want mask of ndz_key_load_as. */
+#define NDZ_KEY_BIT(type) (1u << (type))
+
+/*
+ * ndz_key_load_as - ndz_key_load, and the key must be of a type in want (a mask of
+ * NDZ_KEY_BIT): else NDZ_EKEY, the key wiped, e naming path, the type it is and the
+ * one wanted (a secret signing key where its public half is wanted: "use the .pub").
+ * The one key file loader of the programs.
+ */
+int ndz_key_load_as(const char *path, unsigned want, struct ndz_key *k, struct ndz_error *e);
+
+/*
+ * ndz_key_add - a restore's --key FILE: a public signing key into *pub or an
+ * encryption key into *crypt (each NDZ_KEY_NONE until given). Returns 0, a code of
+ * ndz_key_load_as, or NDZ_EINVAL when a key of that type was given already (a usage
+ * error); e says why.
+ */
+int ndz_key_add(const char *path, struct ndz_key *pub, struct ndz_key *crypt,
+		struct ndz_error *e);
+
 /*
  * ndz_key_save - write k to a new file path (never over an existing one), mode
  * 0600 for secret keys and 0644 for public ones. 0, or a code with e naming path.
  */
 int ndz_key_save(const char *path, const struct ndz_key *k, struct ndz_error *e);
 
-/* ndz_chunk_hash - BLAKE2b-256 of a whole NDZ_CHUNK_SIZE chunk, as stored. */
-void ndz_chunk_hash(const uint8_t *chunk, uint8_t out[NDZ_HASH_LEN]);
+/* Chunk hash algorithms, as the manifest names them (doc/FORMAT.md) */
+#define NDZ_HASH_BLAKE2B_256 1u         /* manifests before SHA-256: still read */
+#define NDZ_HASH_SHA256      2u         /* what manifests are signed with */
+
+/*
+ * ndz_chunk_hash - the SHA-256 of a whole NDZ_CHUNK_SIZE chunk, as stored: the
+ * hash new manifests carry. Thread-safe. 0, or NDZ_ENOMEM with out zeroed (which
+ * no chunk matches).
+ */
+int ndz_chunk_hash(const uint8_t *chunk, uint8_t out[NDZ_HASH_LEN]);
 
 /*
  * What a manifest says about one image: its identity and the hash of every chunk,
@@ -97,6 +126,7 @@ struct ndz_manifest {
 	uint8_t key_id[NDZ_KEY_ID_LEN]; /* the signing key's */
 	uint32_t chunks;
 	uint16_t codec;
+	uint16_t hash_alg;              /* NDZ_HASH_*; 0: NDZ_HASH_SHA256 */
 	uint32_t flags;                 /* NDZ_MANIFEST_ENCRYPTED */
 	uint64_t source_bytes;
 	uint8_t (*hash)[NDZ_HASH_LEN];  /* chunks entries */
@@ -113,7 +143,8 @@ void ndz_manifest_release(struct ndz_manifest *m);
 size_t ndz_manifest_size(uint32_t chunks);
 
 /*
- * ndz_manifest_sign - encode m (its key_id is set from sec) and sign it with sec
+ * ndz_manifest_sign - encode m (its key_id is set from sec, its hash_alg to
+ * NDZ_HASH_SHA256 when 0; the hashes must be of that algorithm) and sign it with sec
  * into *out (malloc'ed, ndz_manifest_size bytes, the caller frees). 0 or a code.
  */
 int ndz_manifest_sign(struct ndz_manifest *m, const struct ndz_key *sec, uint8_t **out,
@@ -160,8 +191,9 @@ int ndz_manifest_match(const struct ndz_manifest *m, const struct ndz_chunk_hdr 
 /*
  * ndz_manifest_check_chunk - the whole chunk (header h decoded from it) is the one
  * the manifest signs for its index: 0, NDZ_ERANGE (index past the manifest) or
- * NDZ_EFORGED. A chunk that passes needs no data CRC or padding check: the signer
- * checked those.
+ * NDZ_EFORGED (or NDZ_ENOMEM). The hash is of the manifest's algorithm. A chunk
+ * that passes needs no data CRC or padding check: the signer checked those.
+ * Thread-safe (m is only read).
  */
 int ndz_manifest_check_chunk(const struct ndz_manifest *m, const uint8_t *chunk,
 			     const struct ndz_chunk_hdr *h);

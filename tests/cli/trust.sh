@@ -74,7 +74,7 @@ cp ref tgt
 fails "an unsigned image" "plain.ndz: image is not signed" "$IMAGEUNZIP" --key k.pub plain.ndz tgt
 fails "another key" "signed or encrypted with another key: manifest signed by key" \
 	"$IMAGEUNZIP" --key k2.pub a.ndz tgt
-fails "a secret key is not a public one" "wants the public one" "$IMAGEUNZIP" --key k.sec a.ndz tgt
+fails "a secret key is not a public one" "public half is wanted" "$IMAGEUNZIP" --key k.sec a.ndz tgt
 cp a.ndz.manifest sig.bak
 head -c $((64 + 3 * 32 + 63)) sig.bak >a.ndz.manifest
 fails "a truncated manifest" "malformed manifest: 223 bytes, 224 expected" \

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sodium.h>
 #include <zlib.h>
 
 #include <cmocka.h>
@@ -131,6 +132,29 @@ static void test_key_files(void **state)
 	ndz_error_clear(&e);
 	assert_int_equal(ndz_key_load(dir, &back, &e), NDZ_EKEY);
 	ndz_error_clear(&e);
+	assert_int_equal(chmod(sec, 0600), 0);
+	/* the one loader of the programs: the type wanted, else a reason */
+	assert_int_equal(ndz_key_load_as(sec, NDZ_KEY_BIT(NDZ_KEY_SIGN_SECRET), &back, &e), 0);
+	assert_int_equal(ndz_key_load_as(sec, NDZ_KEY_BIT(NDZ_KEY_SIGN_PUBLIC), &back, &e),
+			 NDZ_EKEY);
+	assert_non_null(strstr(ndz_error_msg(&e), "public half is wanted"));
+	assert_int_equal(back.type, NDZ_KEY_NONE);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_key_load_as(pubp, NDZ_KEY_BIT(NDZ_KEY_CRYPT), &back, &e), NDZ_EKEY);
+	assert_non_null(strstr(ndz_error_msg(&e), "not the xchacha20poly1305 key wanted"));
+	ndz_error_clear(&e);
+	{
+		struct ndz_key p2 = { 0 }, c2 = { 0 };
+
+		assert_int_equal(ndz_key_add(pubp, &p2, &c2, &e), 0);
+		assert_int_equal(p2.type, NDZ_KEY_SIGN_PUBLIC);
+		assert_int_equal(c2.type, NDZ_KEY_NONE);
+		assert_int_equal(ndz_key_add(pubp, &p2, &c2, &e), NDZ_EINVAL);
+		assert_non_null(strstr(ndz_error_msg(&e), "a second ed25519-public key"));
+		ndz_error_clear(&e);
+		assert_int_equal(ndz_key_add(sec, &p2, &c2, &e), NDZ_EKEY);
+		ndz_error_clear(&e);
+	}
 	unlink(sec);
 	unlink(pubp);
 	assert_int_equal(ndz_key_load(sec, &back, &e), NDZ_EIO);
@@ -222,6 +246,77 @@ static void test_manifest(void **state)
 	assert_int_equal(ndz_manifest_open(buf, len, NULL, &m, &e), NDZ_EINVAL);
 	ndz_error_clear(&e);
 	free(buf);
+}
+
+/* The chunk hash is SHA-256 of the whole chunk. */
+static void test_chunk_hash(void **state)
+{
+	uint8_t *c = malloc(NDZ_CHUNK_SIZE), got[NDZ_HASH_LEN], ref[NDZ_HASH_LEN];
+
+	(void)state;
+	assert_non_null(c);
+	memset(c, 'a', NDZ_CHUNK_SIZE);
+	assert_int_equal(ndz_chunk_hash(c, got), 0);
+	/* libsodium's SHA-256 as the reference: a second, independent implementation */
+	crypto_hash_sha256(ref, c, NDZ_CHUNK_SIZE);
+	assert_memory_equal(got, ref, NDZ_HASH_LEN);
+	c[12345] ^= 1;
+	assert_int_equal(ndz_chunk_hash(c, ref), 0);
+	assert_memory_not_equal(got, ref, NDZ_HASH_LEN);
+	free(c);
+}
+
+/*
+ * A manifest of the first version's hash (BLAKE2b-256, algorithm 1) still opens
+ * and checks chunks; an unknown algorithm is refused as malformed.
+ */
+static void test_manifest_blake2b(void **state)
+{
+	struct ndz_key k, pub;
+	struct ndz_manifest m;
+	struct ndz_chunk_hdr h;
+	struct ndz_error e = { 0 };
+	uint8_t *buf, *c;
+	size_t len;
+	uint32_t i;
+
+	(void)state;
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
+	assert_int_equal(ndz_key_public(&k, &pub), 0);
+	assert_int_equal(ndz_manifest_init(&m, 2), 0);
+	memset(m.uuid, 0x42, 16);
+	m.codec = NDZ_CODEC_ZLIB;
+	m.source_bytes = 100 * 512;
+	m.hash_alg = NDZ_HASH_BLAKE2B_256;
+	for (i = 0; i < 2; i++) {
+		c = make_chunk(i, 0x42, 1000 + i);
+		crypto_generichash(m.hash[i], NDZ_HASH_LEN, c, NDZ_CHUNK_SIZE, NULL, 0);
+		free(c);
+	}
+	assert_int_equal(ndz_manifest_sign(&m, &k, &buf, &len), 0);
+	ndz_manifest_release(&m);
+	assert_int_equal(get_le16(buf + 10), NDZ_HASH_BLAKE2B_256);
+	assert_int_equal(ndz_manifest_open(buf, len, &pub, &m, &e), 0);
+	assert_int_equal(m.hash_alg, NDZ_HASH_BLAKE2B_256);
+	for (i = 0; i < 2; i++) {
+		c = make_chunk(i, 0x42, 1000 + i);
+		assert_int_equal(ndz_hdr_decode(c, &h), 0);
+		assert_int_equal(ndz_manifest_check_chunk(&m, c, &h), 0);
+		c[NDZ_HDR_SIZE] ^= 1;
+		assert_int_equal(ndz_manifest_check_chunk(&m, c, &h), NDZ_EFORGED);
+		free(c);
+	}
+	ndz_manifest_release(&m);
+	free(buf);
+	/* new manifests say SHA-256; an algorithm 3 is refused before the signature */
+	buf = signed_manifest(&k, 1, &len);
+	assert_int_equal(get_le16(buf + 10), NDZ_HASH_SHA256);
+	put_le16(buf + 10, 3);
+	assert_int_equal(ndz_manifest_open(buf, len, &pub, &m, &e), NDZ_EMANIFEST);
+	assert_non_null(strstr(ndz_error_msg(&e), "unsupported hash"));
+	ndz_error_clear(&e);
+	free(buf);
+	ndz_key_wipe(&k);
 }
 
 static void test_encrypt(void **state)
@@ -354,6 +449,8 @@ int main(void)
 		cmocka_unit_test(test_key_parse_rejects),
 		cmocka_unit_test(test_key_files),
 		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_chunk_hash),
+		cmocka_unit_test(test_manifest_blake2b),
 		cmocka_unit_test(test_encrypt),
 		cmocka_unit_test(test_image_build_verify),
 	};
