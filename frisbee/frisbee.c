@@ -58,6 +58,8 @@ struct client {
 	size_t fifo_head, fifo_len;
 	int failed, stop, abandon;
 	struct ndz_error err;          /* why the load failed */
+	struct ndz_error ferr;         /* the feeder's reason to stop (a key that cannot open
+					  an authentic chunk); err takes it after the join */
 	char source[40];               /* "server ADDR": the image, in messages */
 
 	struct ndz_io *target;
@@ -158,39 +160,13 @@ static void snoop_request(struct client *c, const struct ndz_pkt *p, uint64_t no
 }
 
 /*
- * A chunk is complete: check it (decoded and checksummed here, once) and queue it
- * for the writer, or fetch it again. The image's own rules are the pipeline's.
+ * A chunk is complete: hold it and queue it for the feeder, which checks it off
+ * this thread and without the lock (a hash or a decryption costs about a
+ * millisecond, which the socket must not wait for). The caller holds c->lock.
  */
 static void chunk_complete(struct client *c, int slot)
 {
-	struct ndz_chunk_hdr *h = &c->hdrs[slot];
-	uint32_t chunk = ndz_fetch_slot_chunk(c->fetch, slot);
-	const uint8_t *buf = ndz_fetch_buf(c->fetch, slot);
-	int r;
-
-	/* signed: the hash replaces the data CRC (the signer checked it) */
-	r = c->m.hash ? ndz_hdr_decode(buf, h) : ndz_chunk_check(buf, h);
-	/* blocks sent for this chunk number and this image, else spoofed or stray */
-	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
-		r = NDZ_EMISMATCH;
-	if (r == 0 && c->m.hash && ndz_manifest_check_chunk(&c->m, buf, h) < 0) {
-		c->forged++;
-		if (cli_verbose)
-			cli_warn("chunk %u: %s (forged); requesting it again", chunk,
-				 ndz_strerror(NDZ_EFORGED));
-		ndz_fetch_reject(c->fetch, slot);
-		return;
-	}
-	if (r < 0) {
-		/* Forged or corrupted blocks got in: drop the chunk and fetch it again. */
-		c->crc_fail++;
-		if (cli_verbose)
-			cli_warn("chunk %u: %s; requesting it again", chunk, ndz_strerror(r));
-		ndz_fetch_reject(c->fetch, slot);
-		return;
-	}
-	/* the caller holds c->lock */
-	ndz_fetch_accept(c->fetch, slot);
+	ndz_fetch_hold(c->fetch, slot);
 	c->fifo[(c->fifo_head + c->fifo_len) % c->nslots] = (uint32_t)slot;
 	c->fifo_len++;
 	pthread_cond_broadcast(&c->cond);
@@ -245,24 +221,108 @@ static void handle_pkt(struct client *c, const struct ndz_pkt *p, uint64_t now)
 	}
 }
 
-/* Hands complete chunks to the restore pipeline (which may block) off the network thread. */
+/* How a received chunk fared in check_chunk. */
+enum { CHUNK_OK, CHUNK_CRC, CHUNK_FORGED, CHUNK_FATAL };
+
+/* Chunks in a row that carry another key's id or none before that is fatal. */
+#define KEY_STREAK_MAX 8
+
+/*
+ * Check a complete chunk (feeder thread, without the lock): its header, its data
+ * CRC or with a manifest its signed hash (the signer checked the CRC), that it is
+ * of this image and this place; then, with an encryption key, decrypt it in place
+ * so that a chunk whose tag fails is fetched again rather than stopping the
+ * restore. *h gets its header (the plain one after decryption). CHUNK_FATAL: an
+ * authentic chunk the key cannot open (or without a manifest, KEY_STREAK_MAX in a
+ * row of another key or none), with c->ferr saying why.
+ */
+static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
+		       struct ndz_chunk_hdr *h, int *key_streak, int *why)
+{
+	int r = c->m.hash ? ndz_hdr_decode(buf, h) : ndz_chunk_check(buf, h);
+
+	/* blocks sent for this chunk number and this image, else spoofed or stray */
+	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
+		r = NDZ_EMISMATCH;
+	*why = r;
+	if (r < 0)
+		return CHUNK_CRC;
+	if (c->m.hash && (*why = r = ndz_manifest_check_chunk(&c->m, buf, h)) < 0)
+		return r == NDZ_ENOMEM ? CHUNK_CRC : CHUNK_FORGED;
+	if (c->raw || c->crypt.type == NDZ_KEY_NONE)
+		return CHUNK_OK;       /* without a key the pipeline refuses encrypted ones */
+	*why = r = (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ?
+		   ndz_chunk_decrypt(&c->crypt, buf, h) : NDZ_ENOTENC;
+	if (r == 0) {
+		*key_streak = 0;
+		return CHUNK_OK;
+	}
+	/*
+	 * Signed: the chunk is authentic, the key is the wrong one. Unsigned: a bad
+	 * tag is a forger's; another key's id or a plain chunk is likelier the image
+	 * itself than a forger when it comes KEY_STREAK_MAX times in a row.
+	 */
+	if (c->m.hash || (r != NDZ_EDECRYPT && ++*key_streak >= KEY_STREAK_MAX)) {
+		char id[17];
+
+		ndz_key_id_hex(h->key_id, id);
+		if (r == NDZ_EWRONGKEY)
+			ndz_error_set(&c->ferr, r, 0, "%s: chunk %u: %s (encrypted with key %s)",
+				      c->source, chunk, ndz_strerror(r), id);
+		else
+			ndz_error_set(&c->ferr, r, 0, "%s: chunk %u: %s", c->source, chunk,
+				      ndz_strerror(r));
+		return CHUNK_FATAL;
+	}
+	return CHUNK_FORGED;
+}
+
+/*
+ * Checks complete chunks and hands the good ones to the restore pipeline (which may
+ * block), off the network thread; a chunk that fails is dropped and fetched again.
+ */
 static void *feeder(void *arg)
 {
 	struct client *c = arg;
+	int key_streak = 0;
 
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		uint32_t chunk;
 		uint8_t *buf;
-		int r, slot;
+		int r, slot, how, why = 0;
 
 		while (!c->fifo_len && !c->stop)
 			pthread_cond_wait(&c->cond, &c->lock);
-		if (!c->fifo_len || c->abandon)
+		/* (ferr is the feeder's own: after it, nothing more is written) */
+		if (!c->fifo_len || c->abandon || c->ferr.code)
 			break;
 		slot = (int)c->fifo[c->fifo_head];
 		chunk = ndz_fetch_slot_chunk(c->fetch, slot);
 		buf = ndz_fetch_buf(c->fetch, slot);
+		pthread_mutex_unlock(&c->lock);
+		how = check_chunk(c, buf, chunk, &c->hdrs[slot], &key_streak, &why);
+		pthread_mutex_lock(&c->lock);
+		if (how != CHUNK_OK) {
+			c->fifo_head = (c->fifo_head + 1) % c->nslots;
+			c->fifo_len--;
+			if (how == CHUNK_FATAL) {
+				c->failed = 1;
+			} else {
+				if (how == CHUNK_FORGED)
+					c->forged++;
+				else
+					c->crc_fail++;
+				if (cli_verbose)
+					cli_warn("chunk %u: %s%s; requesting it again", chunk,
+						 ndz_strerror(why),
+						 how == CHUNK_FORGED ? " (forged)" : "");
+			}
+			ndz_fetch_reject(c->fetch, slot);
+			pthread_cond_broadcast(&c->cond);
+			continue;
+		}
+		ndz_fetch_accept(c->fetch, slot);
 		pthread_mutex_unlock(&c->lock);
 		if (c->raw)
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
@@ -576,8 +636,7 @@ static void open_target(struct client *c)
 	uo.expect_chunks = c->n;
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
-	if (c->crypt.type != NDZ_KEY_NONE)
-		uo.crypt_key = &c->crypt;
+	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
 	r = ndz_unzip_create(c->target, &uo, &c->unzip);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
@@ -588,6 +647,13 @@ static int finish(struct client *c)
 	struct ndz_unzip_stats us;
 	int r;
 
+	if (c->ferr.code) {
+		struct ndz_error pe = { 0 };
+
+		if (!c->raw)
+			ndz_unzip_finish(c->unzip, &us, &pe);
+		return ndz_error_copy(&c->err, &c->ferr);
+	}
 	if (c->raw) {
 		r = ndz_io_flush(c->target);
 		return r < 0 ? ndz_io_fail(c->target, r, &c->err, "flush failed") : 0;

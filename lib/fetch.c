@@ -280,6 +280,14 @@ uint32_t ndz_fetch_slot_chunk(const struct ndz_fetch *f, int slot)
 	return f->slots[slot].chunk;
 }
 
+void ndz_fetch_hold(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+
+	s->state = S_QUEUED;           /* neither free nor filling: not asked for */
+	f->cstate[s->chunk] = C_QUEUED; /* further blocks of it are duplicates */
+}
+
 void ndz_fetch_accept(struct ndz_fetch *f, int slot)
 {
 	struct slot *s = &f->slots[slot];

@@ -68,6 +68,12 @@ int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned stripe, unsig
 uint8_t *ndz_fetch_buf(struct ndz_fetch *f, int slot);
 uint32_t ndz_fetch_slot_chunk(const struct ndz_fetch *f, int slot);
 
+/*
+ * ndz_fetch_hold - the complete chunk in slot is being checked off the caller's
+ * thread: nothing more of it is stored or asked for, and it does not count as
+ * complete until ndz_fetch_accept; ndz_fetch_reject gives it up.
+ */
+void ndz_fetch_hold(struct ndz_fetch *f, int slot);
 /* ndz_fetch_accept - the complete chunk in slot checked out: it goes to be written. */
 void ndz_fetch_accept(struct ndz_fetch *f, int slot);
 /* ndz_fetch_reject - it did not (forged or corrupt blocks): drop it, ask again at once. */

@@ -102,5 +102,33 @@ check "encrypted: without the key, a clear error" \
 	sh -c "[ \"$(mc_rc c2)\" = 1 ] && grep -q 'image is encrypted and no key was given' '$T/c2.log'"
 check "a manifest of another image is refused before writing" \
 	sh -c "[ \"$(mc_rc c3)\" = 1 ] && grep -q 'the manifest is of another image' '$T/c3.log'"
+
+# 5. encrypted, no manifest: the forger flips a byte of each chunk's ciphertext and
+#    makes its CRC right (right UUID, right key id, bad tag): frisbee --key KEY must
+#    discard those, count them as forged and fetch them again
+rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
+mc_server srv "$T/enc.ndz" -W $rate -T 30
+in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/enc.ndz" flip \
+	>"$T/rogue5.out" 2>&1 &
+rpid=$!
+sleep 0.5
+mc_client c1 "$T/out1" -T 20 -v --key "$T/ek.key"
+mc_client c2 "$T/out2" -T 20 -v --key "$T/ek.key" -S 10.77.0.1
+mc_wait
+wait "$rpid"
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+check "encrypted: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue5.out"
+for i in 1 2; do
+	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
+		ok "encrypted, forged tags: client $i byte-identical"
+	else
+		not_ok "encrypted, forged tags: client $i byte-identical (exit $(mc_rc "c$i"))"
+		grep -v 'requesting it again' "$T/c$i.log" | sed 's/^/# /'
+	fi
+done
+check "encrypted: chunks failing their tag were counted as forged and fetched again" \
+	sh -c "cat '$T/c1.log' '$T/c2.log' | grep -q 'chunks failed their checksum, [1-9][0-9]* forged' &&
+	       cat '$T/c1.log' '$T/c2.log' |
+	       grep -q 'chunk fails authenticated decryption (forged); requesting it again'"
 sed "s/^/# /" "$T"/rogue*.out
 done_testing

@@ -4,6 +4,9 @@
  * answers every REQUEST or PREQUEST it hears on the group with all 1024 BLOCKs of
  * that chunk of FORGED_IMAGE (a sound image with the served image's UUID and size:
  * whole chunks with right CRCs), from SPOOF_ADDR (a raw socket), racing the server.
+ * A seventh argument "flip": FORGED_IMAGE is the served image itself, and a byte of
+ * each chunk's data is flipped and its data CRC made right again (for an encrypted
+ * image: CRC-valid chunks of the right key id whose tag fails).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,7 +17,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "format.h"
 #include "net.h"
 #include "pace.h"
 #include "proto.h"
@@ -72,8 +77,9 @@ int main(int argc, char **argv)
 	int raw, one = 1, have_tag = 0;
 	FILE *f;
 
-	if (argc != 7) {
-		fprintf(stderr, "usage: mcforge GROUP PORT SECONDS PPS SPOOF_ADDR FORGED_IMAGE\n");
+	if (argc != 7 && !(argc == 8 && !strcmp(argv[7], "flip"))) {
+		fprintf(stderr, "usage: mcforge GROUP PORT SECONDS PPS SPOOF_ADDR FORGED_IMAGE "
+			"[flip]\n");
 		return 2;
 	}
 	f = fopen(argv[6], "rb");
@@ -89,6 +95,19 @@ int main(int argc, char **argv)
 	}
 	fclose(f);
 	nchunks = (uint32_t)(len / NDZ_CHUNK_SIZE);
+	for (uint32_t i = 0; argc == 8 && i < nchunks; i++) {
+		uint8_t *c = img + (size_t)i * NDZ_CHUNK_SIZE;
+		struct ndz_chunk_hdr h;
+
+		if (ndz_hdr_decode(c, &h) < 0 || h.data_len < 64) {
+			fprintf(stderr, "mcforge: %s: chunk %u: cannot flip\n", argv[6], i);
+			return 1;
+		}
+		c[NDZ_HDR_SIZE + h.data_len / 2] ^= 0x20;
+		h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
+		if (ndz_hdr_encode(&h, c) < 0)
+			return 1;
+	}
 	o.group = argv[1];
 	o.port = (uint16_t)atoi(argv[2]);
 	o.loop = 0;

@@ -331,6 +331,49 @@ static void test_reject(void **state)
 	ndz_fetch_free(f);
 }
 
+/*
+ * A chunk held while it is checked elsewhere: its blocks are duplicates, it is not
+ * asked for, and it is not complete until accepted; rejected, it is asked for again.
+ */
+static void test_hold(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3, 4, 1, 3);
+	struct ndz_fetch_stats st;
+	uint32_t c;
+	int slot;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_requests(f, T0, 0, record, &s);
+	c = s.chunk[0];
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	assert_true(slot >= 0);
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_block(f, c, 5, data_of(c, 5), T0 + 2 * MS), -1);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 10000 * MS, 1, record, &s);
+	for (unsigned i = 0; i < s.n; i++)
+		assert_true(s.chunk[i] != c);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.complete, 0);
+	ndz_fetch_reject(f, slot);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 10000 * MS + MS, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 11000 * MS);
+	assert_true(slot >= 0);
+	ndz_fetch_hold(f, slot);
+	ndz_fetch_accept(f, slot);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.complete, 1);
+	ndz_fetch_done(f, slot);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.done, 1);
+	ndz_fetch_free(f);
+}
+
 /* A full cache: blocks of a further chunk are dropped, and no request is made that
  * could not be stored. */
 static void test_full_cache(void **state)
@@ -516,6 +559,7 @@ int main(void)
 		cmocka_unit_test(test_stalled_chunk),
 		cmocka_unit_test(test_silent),
 		cmocka_unit_test(test_reject),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_full_cache),
 		cmocka_unit_test(test_out_of_range),
 	};
