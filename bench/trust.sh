@@ -4,7 +4,9 @@
 # with its key, both), then frisbee to one client in a namespace LAN (plain, --key,
 # encrypted) when run as root. The variants run in turn, so that other load on the
 # machine falls on all alike; medians of N runs of wall and CPU (user + system)
-# seconds. Goal (issue 8): at most 5% slower signed, 10% encrypted.
+# seconds. Goal (issue 8): at most 5% slower signed, 10% encrypted. First the cost of
+# one 1 MiB chunk's hash and decryption on one thread (bench/trust-hash.c).
+# Prints the date and the load average before and after.
 # Usage: bench/trust.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=128, BENCH_DIR=scratch dir,
 #        BENCH_MIB=64 and BENCH_RATE=500M for frisbee, BENCH_NET=0 to skip it)
 set -u
@@ -16,7 +18,14 @@ size_mb=${SIZE_MB:-128}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 . "$top/bench/common.sh"
+echo "bench/trust.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average before:" \
+	"$(cut -d' ' -f1-3 /proc/loadavg)"
 make_input
+if cc -O2 -o "$dir/trust-hash" "$top/bench/trust-hash.c" -lsodium -lcrypto 2>/dev/null; then
+	echo
+	echo "== one thread, 300 chunks of 1 MiB (CPU time)"
+	"$dir/trust-hash" 300
+fi
 pct() { echo "scale=1; ($1 - $2) * 100 / $2" | bc -l; }
 row() { printf '%-40s %7.3f s %8s MB/s %7s%%\n' "$1" "$2" "$(mbs "$2")" "$(pct "$2" "$3")"; }
 
@@ -70,7 +79,8 @@ for codec in zlib zstd; do
 	line "imageunzip to a file, signed+encrypted" fb fp
 done
 
-[ "${BENCH_NET:-1}" = 0 ] && exit 0
+loadavg_after() { echo; echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"; }
+[ "${BENCH_NET:-1}" = 0 ] && { loadavg_after; exit 0; }
 [ "$(id -u)" = 0 ] || { echo "frisbee part skipped: needs root"; exit 0; }
 NDZ_TOP=$top NDZ_BIN=$bin NDZ_BUILD=$build
 export NDZ_TOP NDZ_BIN NDZ_BUILD
@@ -85,17 +95,22 @@ head -c $((mib * 1048576)) "$dir/in" >"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/p.ndz" && "$IMAGEZIP" -q -r --sign "$dir/k.sec" "$T/src" "$T/s.ndz" &&
 	"$IMAGEZIP" -q -r --encrypt "$dir/ek.key" "$T/src" "$T/e.ndz" || exit 1
 bytes=$(stat -c %s "$T/src")
-one() {	# IMAGE [frisbee options]: seconds for one client, start to finish
-	img=$1; shift
+one() {	# NAME IMAGE [frisbee options]: wall and CPU seconds of one client into $dir/w.NAME
+	n=$1 img=$2; shift 2
 	mc_server srv "$img" -W "$rate" -T 30
-	t0=$(now)
-	in_ns c1 "$FRISBEE" -q -m "$MC_GROUP" -p "$MC_PORT" -T 10 "$@" "$T/out" 2>>"$T/c1.log" ||
+	in_ns c1 /usr/bin/time -f '%e %U %S' -o "$dir/ft" "$FRISBEE" -q -m "$MC_GROUP" \
+		-p "$MC_PORT" -T 10 "$@" "$T/out" 2>>"$T/c1.log" ||
 		echo "bench: frisbee failed: $(tail -1 "$T/c1.log")" >&2
-	t1=$(now)
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 	cmp -s "$T/src" "$T/out" || echo "bench: frisbee target differs!" >&2
 	rm -f "$T/out"
-	echo "$t1 - $t0" | bc -l
+	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$dir/ft" >>"$dir/w.$n"
+}
+fcol() { awk -v c="$2" '{ print $c }' "$dir/w.$1" | median; }
+frow() {	# LABEL NAME: wall, MB/s and CPU medians against plain's
+	printf '%-32s %7.3f s %6s MB/s %6s%%   cpu %6.2f s %6s%%\n' "$1" "$(fcol "$2" 1)" \
+		"$(mbs "$(fcol "$2" 1)")" "$(pct "$(fcol "$2" 1)" "$(fcol p 1)")" \
+		"$(fcol "$2" 2)" "$(pct "$(fcol "$2" 2)" "$(fcol p 2)")"
 }
 echo
 echo "== frisbee, one client, ${mib} MiB at $rate (the variants in turn, median of $runs runs;"
@@ -103,12 +118,12 @@ echo "   %: against plain; --key PUB includes fetching the manifest from frisbee
 i=0
 : >"$dir/w.p"; : >"$dir/w.s"; : >"$dir/w.e"
 while [ $i -lt "$runs" ]; do
-	one "$T/p.ndz" >>"$dir/w.p"
-	one "$T/s.ndz" --key "$dir/k.pub" >>"$dir/w.s"
-	one "$T/e.ndz" --key "$dir/ek.key" >>"$dir/w.e"
+	one p "$T/p.ndz"
+	one s "$T/s.ndz" --key "$dir/k.pub"
+	one e "$T/e.ndz" --key "$dir/ek.key"
 	i=$((i + 1))
 done
-p=$(median <"$dir/w.p") s=$(median <"$dir/w.s") e=$(median <"$dir/w.e")
-row "frisbee, plain" "$p" "$p"
-row "frisbee --key PUB" "$s" "$p"
-row "frisbee --key KEY, encrypted" "$e" "$p"
+frow "frisbee, plain" p
+frow "frisbee --key PUB" s
+frow "frisbee --key KEY, encrypted" e
+loadavg_after

@@ -72,7 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rc == 0) {
 			if (m.chunks == 0 || m.chunks > NDZ_MANIFEST_MAX_CHUNKS ||
 			    ndz_manifest_size(m.chunks) != size || !m.hash ||
-			    memcmp(m.key_id, pub.id, NDZ_KEY_ID_LEN) != 0)
+			    memcmp(m.key_id, pub.id, NDZ_KEY_ID_LEN) != 0 ||
+			    (m.hash_alg != NDZ_HASH_SHA256 && m.hash_alg != NDZ_HASH_BLAKE2B_256))
 				abort();
 			ndz_manifest_release(&m);
 		} else if (m.hash || !e.code) {
