@@ -1,8 +1,9 @@
 /*
  * frisbee: receive an image from frisbeed over UDP multicast and restore it.
  * The network thread (main) fills a cache of partly received chunks and sends
- * requests; a feeder thread hands each complete, CRC-checked chunk to the shared
- * restore pipeline (lib/unzip: decompression threads and one writer thread).
+ * requests; a feeder thread checks each complete chunk (CRC or signed hash, and
+ * decrypts it) and hands it to the shared restore pipeline (lib/unzip:
+ * decompression threads and one writer thread), or has it fetched again.
  */
 #include <errno.h>
 #include <getopt.h>

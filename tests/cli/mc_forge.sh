@@ -13,7 +13,7 @@ IMAGEKEY="$NDZ_BIN/imagekey"
 netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
 netns_lan && netns_host srv 1 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
 "$IMAGEKEY" -q generate -o "$T/k" && "$IMAGEKEY" -q generate -e -o "$T/ek" ||
 	{ not_ok "imagekey generate"; done_testing; }
 
@@ -95,11 +95,16 @@ mc_server srv "$T/enc.ndz" -W "$MC_RATE" -T 30
 mc_client c1 "$T/out1" -T 10 --key "$T/ek.key"
 mc_client c2 "$T/out2" -T 10
 mc_client c3 "$T/out3" -T 10 --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
+"$IMAGEKEY" -q generate -e -o "$T/ek2" || not_ok "imagekey generate -e"
+mc_client c4 "$T/out4" -T 10 --key "$T/ek2.key"
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 check "encrypted: frisbee --key decrypts" sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/a.src' '$T/out1'"
 check "encrypted: without the key, a clear error" \
 	sh -c "[ \"$(mc_rc c2)\" = 1 ] && grep -q 'image is encrypted and no key was given' '$T/c2.log'"
+check "encrypted: another key, a clear error naming the image's key" \
+	sh -c "[ \"$(mc_rc c4)\" = 1 ] &&
+	       grep -q 'signed or encrypted with another key (encrypted with key $(sed -n 's/^id //p' "$T/ek.key"))' '$T/c4.log'"
 check "a manifest of another image is refused before writing" \
 	sh -c "[ \"$(mc_rc c3)\" = 1 ] && grep -q 'the manifest is of another image' '$T/c3.log'"
 
