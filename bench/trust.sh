@@ -113,7 +113,7 @@ frow() {	# LABEL NAME: wall, MB/s and CPU medians against plain's
 		"$(fcol "$2" 2)" "$(pct "$(fcol "$2" 2)" "$(fcol p 2)")"
 }
 echo
-echo "== frisbee, one client, ${mib} MiB at $rate (the variants in turn, median of $runs runs;"
+echo "== frisbee, one client, $((bytes / 1048576)) MiB at $rate (the variants in turn, median of $runs runs;"
 echo "   %: against plain; --key PUB includes fetching the manifest from frisbeed)"
 i=0
 : >"$dir/w.p"; : >"$dir/w.s"; : >"$dir/w.e"
