@@ -322,6 +322,21 @@ static void *receiver(void *arg)
 	return NULL;
 }
 
+/* -W auto at -vv: each interval's decision, once. */
+static void trace_rate(const struct ndz_adapt *a, uint64_t *traced)
+{
+	struct ndz_adapt_step st;
+
+	ndz_adapt_last(a, &st);
+	if (st.seq == *traced)
+		return;
+	*traced = st.seq;
+	cli_info("rate %.1f Mbit/s at %.3f s: %s, %llu sent, worst client lost %llu "
+		 "(%.2f%%, medium %.2f%%)", (double)st.rate_bps / 1e6, (double)st.t_ns / 1e9,
+		 ndz_adapt_action_name(st.action), (unsigned long long)st.sent,
+		 (unsigned long long)st.worst, st.loss * 100, st.base * 100);
+}
+
 static void *sender(void *arg)
 {
 	struct server *s = arg;
@@ -330,7 +345,7 @@ static void *sender(void *arg)
 	/* as many as the bucket holds, so a burst of -b packets stays one */
 	unsigned batch = (unsigned)(s->burst / (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD));
 	int64_t loaded = -1;
-	uint64_t features_ns = 0, rate = 0;
+	uint64_t features_ns = 0, rate = 0, traced = 0;
 	struct ndz_pace pace;
 	struct ndz_pkt p;
 
@@ -458,10 +473,10 @@ static void *sender(void *arg)
 
 				ndz_adapt_sent(s->adapt, k);
 				nr = ndz_adapt_rate(s->adapt, now);
+				if (cli_verbose > 1)
+					trace_rate(s->adapt, &traced);
 				if (nr != rate) {
 					ndz_pace_set_rate(&pace, nr, burst_for(nr), now);
-					if (cli_verbose > 1)
-						cli_info("rate %.1f Mbit/s", (double)nr / 1e6);
 					rate = nr;
 				}
 				s->st.last_rate = rate;
@@ -613,8 +628,9 @@ int main(int argc, char **argv)
 	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
 	if (auto_rate) {
-		/* from 20 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
-		struct ndz_adapt_opts ao = { 1000000, s.rate, 20000000, 0 };
+		/* from 50 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
+		struct ndz_adapt_opts ao = { 1000000, s.rate, 50000000, 0,
+					     (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 };
 
 		if (ao.min_bps > s.rate)
 			ao.min_bps = s.rate;

@@ -10,8 +10,16 @@
 #define LOW_LOSS    0.01               /* excess below: grow slowly */
 #define HIGH_LOSS   0.02               /* excess above: back off */
 #define MAX_BASE    0.05               /* loss above this is never taken as the medium's */
-#define BASE_WINDOW 10                 /* intervals the baseline is the least loss of */
+#define BASE_WINDOW 20                 /* intervals the baseline is the least loss of */
 #define MIN_SAMPLE  32                 /* packets an interval needs to tell anything */
+#define START_GROW  1.2                /* a lossless interval's growth, until the first drop */
+#define PROBE_GROW  1.01               /* a nearly lossless interval's growth after it */
+#define EASE        0.99               /* a little lost after the first drop: this much */
+#define DROP_KEEP   0.95               /* after a drop: this much of what got through */
+#define MAX_DROP    0.75               /* the most one drop takes off */
+#define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
+#define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
+#define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 
 struct lost {
 	uint32_t client;
@@ -31,8 +39,24 @@ struct ndz_adapt {
 	double recent[BASE_WINDOW];    /* the last intervals' losses, for the baseline */
 	unsigned nrecent;
 	int hold;                      /* intervals to wait after a drop */
+	double drop_excess;            /* the loss the last drop was for */
 	int found;                     /* a drop happened: grow slowly from now on */
+	unsigned clean;                /* intervals in a row grown since the last loss */
+	uint64_t t0;                   /* creation time, for the trace */
+	struct ndz_adapt_step last;
 };
+
+/* The square root of x >= 0 (Newton's method; keeps libm out of the library's users). */
+static double root(double x)
+{
+	double r = x > 1 ? x : 1;
+
+	if (x <= 0)
+		return 0;
+	for (int i = 0; i < 40; i++)
+		r = (r + x / r) / 2;
+	return r;
+}
 
 /*
  * The loss the medium has anyway (a lossy link, a busy client): the least of the
@@ -62,9 +86,11 @@ int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz
 		return NDZ_ENOMEM;
 	a->o = *o;
 	if (!a->o.interval_ns)
-		a->o.interval_ns = 200000000;
+		a->o.interval_ns = 100000000;
 	a->rate = a->prev_rate = (double)o->start_bps;
 	a->next_ns = now_ns + a->o.interval_ns;
+	a->t0 = now_ns;
+	a->last.rate_bps = o->start_bps;
 	*out = a;
 	return 0;
 }
@@ -94,13 +120,39 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
 	}
 }
 
+/*
+ * Backs off to what got through: the loss is of packets sent over about the last two
+ * intervals, at their mean rate; then waits for the requests about packets sent
+ * before.
+ */
+static void drop(struct ndz_adapt *a, double used, double excess)
+{
+	a->drop_excess = excess;
+	if (excess > MAX_DROP)
+		excess = MAX_DROP;     /* requests bunched up: not all of this */
+	a->rate = (a->prev_rate + used) / 2 * (1 - excess) * DROP_KEEP;
+	a->found = 1;
+	a->hold = DROP_WAIT;
+}
+
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 {
 	uint64_t worst = a->pooled, basis;
-	double loss, excess, used = a->rate;
+	double loss, base, excess, used = a->rate;
+	int limited = 0;
+	enum ndz_adapt_action act;
 
 	if (now_ns < a->next_ns)
 		return (uint64_t)a->rate;
+	if (a->o.packet_bits && now_ns > a->next_ns - a->o.interval_ns) {
+		/* what went out, when that is less than the rate allowed (nothing to send) */
+		double actual = (double)a->sent * (double)a->o.packet_bits * 1e9 /
+				(double)(now_ns - (a->next_ns - a->o.interval_ns));
+
+		if (actual < used)
+			used = actual;
+		limited = actual < a->rate * APP_LIMITED;
+	}
 	for (unsigned i = 0; i < a->nlost; i++)
 		if (a->lost[i].n > worst)
 			worst = a->lost[i].n;
@@ -108,25 +160,46 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	basis = (a->sent + a->prev_sent) / 2;
 	if (basis < a->sent / 2)
 		basis = a->sent / 2;
+	act = NDZ_ADAPT_IDLE;
+	loss = base = 0;
 	if (a->sent < MIN_SAMPLE || !basis) {
 		/* idle or nearly: nothing to learn from */
 	} else {
 		loss = (double)worst / (double)basis;
-		excess = loss - baseline(a, loss);
-		if (a->hold) {
+		base = baseline(a, loss);
+		/*
+		 * On a lossy medium the worst client's share of a small sample varies
+		 * by itself: only loss beyond two standard deviations of it counts.
+		 */
+		excess = loss - base - 2 * root(base / (double)basis);
+		act = NDZ_ADAPT_EASE;
+		if (a->hold && excess > 2 * a->drop_excess && excess > WORSE_LOSS) {
+			/* far more lost than the drop was for: its first reports were partial */
+			drop(a, used, excess);
+			act = NDZ_ADAPT_DROP;
+		} else if (a->hold) {
 			a->hold--;
+			act = NDZ_ADAPT_WAIT;
 		} else if (excess > HIGH_LOSS) {
-			/* what got through of the interval before is what the path takes */
-			double through = a->prev_rate * (1 - excess) * 0.97;
-
-			a->rate = through < a->rate * 0.85 ? through : a->rate * 0.85;
-			a->found = 1;
-			a->hold = 1;
+			drop(a, used, excess);
+			act = NDZ_ADAPT_DROP;
+		} else if (limited && excess < LOW_LOSS) {
+			/* the rate was not used up: nothing learnt about more */
+			act = NDZ_ADAPT_HELD;
 		} else if (excess < NO_LOSS && !a->found) {
-			a->rate *= 1.25;
-		} else if (excess < LOW_LOSS) {
-			a->rate *= 1.03;
+			a->rate *= START_GROW;
+			act = NDZ_ADAPT_START;
+		} else if (excess >= LOW_LOSS) {
+			/* a little lost: ease off, so lasting loss is not taken as the medium's */
+			a->rate *= EASE;
+		} else {
+			/* the longer nothing is lost, the faster: the path may have grown */
+			a->rate *= 1 + (PROBE_GROW - 1) * (1 + a->clean / 8);
+			a->clean++;
+			act = NDZ_ADAPT_GROW;
 		}
+		if (act != NDZ_ADAPT_GROW)
+			a->clean = 0;
 	}
 	a->prev_sent = a->sent;
 	a->prev_rate = used;
@@ -134,9 +207,29 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		a->rate = (double)a->o.min_bps;
 	if (a->rate > (double)a->o.max_bps)
 		a->rate = (double)a->o.max_bps;
+	a->last.seq++;
+	a->last.t_ns = now_ns - a->t0;
+	a->last.sent = a->sent;
+	a->last.worst = worst;
+	a->last.loss = loss;
+	a->last.base = base;
+	a->last.rate_bps = (uint64_t)a->rate;
+	a->last.action = act;
 	a->sent = 0;
 	a->nlost = 0;
 	a->pooled = 0;
 	a->next_ns = now_ns + a->o.interval_ns;
 	return (uint64_t)a->rate;
+}
+
+void ndz_adapt_last(const struct ndz_adapt *a, struct ndz_adapt_step *st)
+{
+	*st = a->last;
+}
+
+const char *ndz_adapt_action_name(enum ndz_adapt_action action)
+{
+	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held" };
+
+	return (unsigned)action < sizeof(names) / sizeof(names[0]) ? names[action] : "?";
 }
