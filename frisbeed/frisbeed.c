@@ -53,6 +53,7 @@ struct server {
 	int idle;
 	int repair;                    /* announce repairs and answer RREQUESTs */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
+	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out (lock) */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
@@ -220,6 +221,16 @@ static void send_reply(struct server *s, uint32_t client_id)
 		send_features(s);
 }
 
+/*
+ * -W auto: whether chunk went out lately, so that a request for it tells of losses
+ * just now; one asked for again much later (the client's re-request delay, or a
+ * client that has just joined) repeats losses counted before, or none (lock).
+ */
+static int recent(const struct server *s, uint32_t chunk)
+{
+	return ndz_now_ns() - s->sent_ns[chunk] < 250000000ull;
+}
+
 static void *receiver(void *arg)
 {
 	struct server *s = arg;
@@ -287,7 +298,7 @@ static void *receiver(void *arg)
 						 ndz_net_ntoa(from, a), p.chunk,
 						 p.type == NDZ_PKT_REQUEST ? p.count :
 						 ndz_bit_count(p.bitmap));
-				if (s->adapt && p.type == NDZ_PKT_PREQUEST) {
+				if (s->adapt && p.type == NDZ_PKT_PREQUEST && recent(s, p.chunk)) {
 					/* blocks sent before and asked for again: lost */
 					unsigned lost = 0;
 
@@ -305,7 +316,7 @@ static void *receiver(void *arg)
 				if (cli_verbose > 2)
 					cli_info("repair request from %s: chunk %u",
 						 ndz_net_ntoa(from, a), p.chunk);
-				if (s->adapt) {
+				if (s->adapt && recent(s, p.chunk)) {
 					unsigned lost = 0;
 
 					for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
@@ -471,6 +482,7 @@ static void *sender(void *arg)
 			if (s->adapt) {
 				uint64_t nr;
 
+				s->sent_ns[p.chunk] = now;
 				ndz_adapt_sent(s->adapt, k);
 				nr = ndz_adapt_rate(s->adapt, now);
 				if (cli_verbose > 1)
@@ -638,6 +650,9 @@ int main(int argc, char **argv)
 			ao.start_bps = s.rate;
 		if ((r = ndz_adapt_create(&ao, ndz_now_ns(), &s.adapt)) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
+		s.sent_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.sent_ns));
+		if (!s.sent_ns)
+			cli_die(EXIT_FAIL, "out of memory");
 	}
 	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
 	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0))
@@ -743,6 +758,7 @@ int main(int argc, char **argv)
 	ndz_serve_free(s.serve);
 	ndz_fec_free(s.fec);
 	ndz_adapt_free(s.adapt);
+	free(s.sent_ns);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);

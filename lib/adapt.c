@@ -12,12 +12,15 @@
 #define MAX_BASE    0.05               /* loss above this is never taken as the medium's */
 #define BASE_WINDOW 20                 /* intervals the baseline is the least loss of */
 #define MIN_SAMPLE  32                 /* packets an interval needs to tell anything */
+#define LONGEST     20                 /* intervals one lasts at most to get them */
 #define START_GROW  1.2                /* a lossless interval's growth, until the first drop */
 #define PROBE_GROW  1.01               /* a nearly lossless interval's growth after it */
 #define EASE        0.99               /* a little lost after the first drop: this much */
 #define DROP_KEEP   0.95               /* after a drop: this much of what got through */
 #define MAX_DROP    0.75               /* the most one drop takes off */
 #define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
+#define WINDOW      10                 /* intervals of what got through, for a drop's floor */
+#define FLOOR_KEEP  0.92               /* a drop keeps this much of what got through in them */
 #define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 
@@ -29,7 +32,7 @@ struct lost {
 struct ndz_adapt {
 	struct ndz_adapt_opts o;
 	double rate;
-	uint64_t next_ns;
+	uint64_t start_ns, next_ns;    /* this interval's start and planned end */
 	uint64_t sent;
 	struct lost lost[MAX_TRACKED];
 	unsigned nlost;
@@ -39,6 +42,8 @@ struct ndz_adapt {
 	double recent[BASE_WINDOW];    /* the last intervals' losses, for the baseline */
 	unsigned nrecent;
 	int hold;                      /* intervals to wait after a drop */
+	uint64_t win_sent[WINDOW], win_lost[WINDOW], win_ns[WINDOW]; /* the last intervals' */
+	unsigned nwin;
 	double drop_excess;            /* the loss the last drop was for */
 	int found;                     /* a drop happened: grow slowly from now on */
 	unsigned clean;                /* intervals in a row grown since the last loss */
@@ -89,7 +94,7 @@ int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz
 		a->o.interval_ns = 100000000;
 	a->rate = a->prev_rate = (double)o->start_bps;
 	a->next_ns = now_ns + a->o.interval_ns;
-	a->t0 = now_ns;
+	a->start_ns = a->t0 = now_ns;
 	a->last.rate_bps = o->start_bps;
 	*out = a;
 	return 0;
@@ -131,6 +136,27 @@ static void drop(struct ndz_adapt *a, double used, double excess)
 	if (excess > MAX_DROP)
 		excess = MAX_DROP;     /* requests bunched up: not all of this */
 	a->rate = (a->prev_rate + used) / 2 * (1 - excess) * DROP_KEEP;
+	if (a->found && a->o.packet_bits) {
+		/*
+		 * A burst's requests can come bunched into one interval; what got
+		 * through over the last second is steadier: keep most of that. Not at
+		 * the start, when the losses of the fastest intervals are not all in.
+		 */
+		uint64_t sent = 0, lost = 0, ns = 0;
+		double floor;
+
+		for (unsigned i = 0; i < WINDOW && i < a->nwin; i++) {
+			sent += a->win_sent[i];
+			lost += a->win_lost[i];
+			ns += a->win_ns[i];
+		}
+		floor = ns && sent > lost ? (double)(sent - lost) * (double)a->o.packet_bits *
+					    1e9 / (double)ns * FLOOR_KEEP : 0;
+		if (floor > used)
+			floor = used;
+		if (a->rate < floor)
+			a->rate = floor;
+	}
 	a->found = 1;
 	a->hold = DROP_WAIT;
 }
@@ -144,10 +170,15 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 
 	if (now_ns < a->next_ns)
 		return (uint64_t)a->rate;
+	if (a->sent && a->sent < MIN_SAMPLE && now_ns - a->start_ns < LONGEST * a->o.interval_ns) {
+		/* too few to tell, but sending: at a low rate an interval lasts longer */
+		a->next_ns = now_ns + a->o.interval_ns / 4;
+		return (uint64_t)a->rate;
+	}
 	if (a->o.packet_bits && now_ns > a->next_ns - a->o.interval_ns) {
 		/* what went out, when that is less than the rate allowed (nothing to send) */
 		double actual = (double)a->sent * (double)a->o.packet_bits * 1e9 /
-				(double)(now_ns - (a->next_ns - a->o.interval_ns));
+				(double)(now_ns - a->start_ns);
 
 		if (actual < used)
 			used = actual;
@@ -160,12 +191,17 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	basis = (a->sent + a->prev_sent) / 2;
 	if (basis < a->sent / 2)
 		basis = a->sent / 2;
+	a->win_sent[a->nwin % WINDOW] = a->sent;
+	a->win_lost[a->nwin % WINDOW] = worst < a->sent ? worst : a->sent;
+	a->win_ns[a->nwin++ % WINDOW] = now_ns - a->start_ns;
 	act = NDZ_ADAPT_IDLE;
 	loss = base = 0;
 	if (a->sent < MIN_SAMPLE || !basis) {
 		/* idle or nearly: nothing to learn from */
 	} else {
 		loss = (double)worst / (double)basis;
+		if (loss > 1)
+			loss = 1;      /* requests of older losses bunched up */
 		base = baseline(a, loss);
 		/*
 		 * On a lossy medium the worst client's share of a small sample varies
@@ -195,7 +231,8 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else {
 			/* the longer nothing is lost, the faster: the path may have grown */
 			a->rate *= 1 + (PROBE_GROW - 1) * (1 + a->clean / 8);
-			a->clean++;
+			if (a->clean < 7 * 8)
+				a->clean++;    /* at most 8 times as fast */
 			act = NDZ_ADAPT_GROW;
 		}
 		if (act != NDZ_ADAPT_GROW)
@@ -219,6 +256,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	a->nlost = 0;
 	a->pooled = 0;
 	a->next_ns = now_ns + a->o.interval_ns;
+	a->start_ns = now_ns;
 	return (uint64_t)a->rate;
 }
 

@@ -152,10 +152,13 @@ static void test_steps(void **state)
 	assert_int_equal(st.seq, 1);
 	assert_int_equal(st.action, NDZ_ADAPT_START);
 	assert_string_equal(ndz_adapt_action_name(st.action), "start");
-	ndz_adapt_sent(a, 10);                                         /* too few to tell */
+	ndz_adapt_sent(a, 10);                                         /* too few to tell: */
 	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12000000);
 	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_IDLE);
+	assert_int_equal(st.seq, 1);                                   /* the interval goes on */
+	assert_int_equal(ndz_adapt_rate(a, t += 1900 * MS), 12000000);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_IDLE);                   /* for 2 s at most */
 	ndz_adapt_sent(a, 1000);
 	ndz_adapt_lost(a, 7, 20);
 	ndz_adapt_lost(a, 8, 40);                                      /* the worst */
