@@ -139,19 +139,30 @@ static void drop(struct ndz_adapt *a, double used, double excess)
 	if (a->found && a->o.packet_bits) {
 		/*
 		 * A burst's requests can come bunched into one interval; what got
-		 * through over the last second is steadier: keep most of that. Not at
-		 * the start, when the losses of the fastest intervals are not all in.
+		 * through in the last second's intervals, their median, is steadier:
+		 * keep most of that. Not at the start, when the losses of the fastest
+		 * intervals are not all in.
 		 */
-		uint64_t sent = 0, lost = 0, ns = 0;
-		double floor;
+		double got[WINDOW], floor;
+		unsigned n = 0;
 
 		for (unsigned i = 0; i < WINDOW && i < a->nwin; i++) {
-			sent += a->win_sent[i];
-			lost += a->win_lost[i];
-			ns += a->win_ns[i];
+			unsigned j = n;
+			double g;
+
+			if (a->win_sent[i] < MIN_SAMPLE || !a->win_ns[i])
+				continue;      /* idle */
+			g = (double)(a->win_sent[i] - a->win_lost[i]) * (double)a->o.packet_bits *
+			    1e9 / (double)a->win_ns[i];
+			n++;
+
+			while (j > 0 && got[j - 1] > g) {       /* insertion sort */
+				got[j] = got[j - 1];
+				j--;
+			}
+			got[j] = g;
 		}
-		floor = ns && sent > lost ? (double)(sent - lost) * (double)a->o.packet_bits *
-					    1e9 / (double)ns * FLOOR_KEEP : 0;
+		floor = n ? got[n / 2] * FLOOR_KEEP : 0;
 		if (floor > used)
 			floor = used;
 		if (a->rate < floor)
