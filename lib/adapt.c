@@ -21,6 +21,7 @@
 #define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
 #define WINDOW      10                 /* intervals of what got through, for a drop's floor */
 #define FLOOR_KEEP  0.92               /* a drop keeps this much of what got through in them */
+#define RECENT_KEEP 0.7                /* a drop soon after another keeps this much */
 #define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 
@@ -45,6 +46,7 @@ struct ndz_adapt {
 	uint64_t win_sent[WINDOW], win_lost[WINDOW], win_ns[WINDOW]; /* the last intervals' */
 	unsigned nwin;
 	double drop_excess;            /* the loss the last drop was for */
+	unsigned since_drop;           /* intervals since the last drop (up to WINDOW) */
 	int found;                     /* a drop happened: grow slowly from now on */
 	unsigned clean;                /* intervals in a row grown since the last loss */
 	uint64_t t0;                   /* creation time, for the trace */
@@ -95,6 +97,7 @@ int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz
 	a->rate = a->prev_rate = (double)o->start_bps;
 	a->next_ns = now_ns + a->o.interval_ns;
 	a->start_ns = a->t0 = now_ns;
+	a->since_drop = WINDOW;
 	a->last.rate_bps = o->start_bps;
 	*out = a;
 	return 0;
@@ -128,10 +131,14 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
 /*
  * Backs off to what got through: the loss is of packets sent over about the last two
  * intervals, at their mean rate; then waits for the requests about packets sent
- * before.
+ * before. Within a second of the last drop, unless again (the wait saw far more
+ * lost than that drop was for), it takes off at most 30%: those are mostly late
+ * requests about the same losses.
  */
-static void drop(struct ndz_adapt *a, double used, double excess)
+static void drop(struct ndz_adapt *a, double used, double excess, int again)
 {
+	double was = a->rate;
+
 	a->drop_excess = excess;
 	if (excess > MAX_DROP)
 		excess = MAX_DROP;     /* requests bunched up: not all of this */
@@ -168,6 +175,9 @@ static void drop(struct ndz_adapt *a, double used, double excess)
 		if (a->rate < floor)
 			a->rate = floor;
 	}
+	if (!again && a->since_drop < WINDOW && a->rate < was * RECENT_KEEP)
+		a->rate = was * RECENT_KEEP;   /* late requests of the last drop's losses */
+	a->since_drop = 0;
 	a->found = 1;
 	a->hold = DROP_WAIT;
 }
@@ -222,13 +232,13 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		act = NDZ_ADAPT_EASE;
 		if (a->hold && excess > 2 * a->drop_excess && excess > WORSE_LOSS) {
 			/* far more lost than the drop was for: its first reports were partial */
-			drop(a, used, excess);
+			drop(a, used, excess, 1);
 			act = NDZ_ADAPT_DROP;
 		} else if (a->hold) {
 			a->hold--;
 			act = NDZ_ADAPT_WAIT;
 		} else if (excess > HIGH_LOSS) {
-			drop(a, used, excess);
+			drop(a, used, excess, 0);
 			act = NDZ_ADAPT_DROP;
 		} else if (limited && excess < LOW_LOSS) {
 			/* the rate was not used up: nothing learnt about more */
@@ -249,6 +259,8 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		if (act != NDZ_ADAPT_GROW)
 			a->clean = 0;
 	}
+	if (a->since_drop < WINDOW)
+		a->since_drop++;
 	a->prev_sent = a->sent;
 	a->prev_rate = used;
 	if (a->rate < (double)a->o.min_bps)

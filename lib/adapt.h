@@ -4,8 +4,10 @@
  * most (the blocks and repairs it asked for again, over what was sent) decides.
  * Until the first real loss the rate grows by a fifth an interval (the start). When
  * more than 2% is lost it drops to 95% of what got through (the rate of the last
- * two intervals less the loss) and waits two intervals for the requests about
- * packets sent before, dropping again at once only if far more is lost meanwhile.
+ * two intervals less the loss, but at least 92% of the median of what got through
+ * in the last second's intervals) and waits two intervals for the requests about
+ * packets sent before, dropping again at once only if far more is lost meanwhile;
+ * another drop within a second takes off at most 30%.
  * After that it grows by 1% an interval while (nearly) nothing is lost, faster the
  * longer that lasts, and eases off by 1% while a little is. An interval in which
  * less went out than the rate allowed (the clients asked for little) teaches
