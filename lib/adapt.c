@@ -17,7 +17,7 @@
 #define PROBE_GROW  1.01               /* a nearly lossless interval's growth after it */
 #define EASE        0.99               /* a little lost after the first drop: this much */
 #define DROP_KEEP   0.95               /* after a drop: this much of what got through */
-#define MAX_DROP    0.75               /* the most one drop takes off */
+#define MAX_DROP    0.75               /* the most one drop takes off (loss, and rate) */
 #define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
 #define WINDOW      10                 /* intervals of what got through, for a drop's floor */
 #define FLOOR_KEEP  0.92               /* a drop keeps this much of what got through in them */
@@ -177,6 +177,8 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again)
 	}
 	if (!again && a->since_drop < WINDOW && a->rate < was * RECENT_KEEP)
 		a->rate = was * RECENT_KEEP;   /* late requests of the last drop's losses */
+	if (a->rate < was * (1 - MAX_DROP))
+		a->rate = was * (1 - MAX_DROP); /* a stalled sender's intervals say little */
 	a->since_drop = 0;
 	a->found = 1;
 	a->hold = DROP_WAIT;

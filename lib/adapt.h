@@ -7,7 +7,7 @@
  * two intervals less the loss, but at least 92% of the median of what got through
  * in the last second's intervals) and waits two intervals for the requests about
  * packets sent before, dropping again at once only if far more is lost meanwhile;
- * another drop within a second takes off at most 30%.
+ * another drop within a second takes off at most 30%, and none more than 75%.
  * After that it grows by 1% an interval while (nearly) nothing is lost, faster the
  * longer that lasts, and eases off by 1% while a little is. An interval in which
  * less went out than the rate allowed (the clients asked for little) teaches
