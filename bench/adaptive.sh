@@ -4,7 +4,8 @@
 # medians of: time, goodput (image bytes / time) over the link rate, and what the
 # server sent (blocks and repairs) over the image's blocks.
 # Usage: bench/adaptive.sh BUILD [REPS]   (root; env BENCH_MIB (default 64),
-# BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4))
+# BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4), BENCH_RATES (default
+# "auto 95%-of-link 2x-link"), BENCH_TRACE=FILE: append -W auto's per-interval decisions)
 set -u
 . "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-64}
@@ -15,6 +16,8 @@ i=1; while [ $i -le "$N" ]; do
 	netns_host "c$i" $((10 + i)) && netns_shape "c$i" "${LINK}mbit" || exit 1
 	i=$((i + 1))
 done
+VV=-q
+[ -n "${BENCH_TRACE:-}" ] && VV=-vv
 OUT=/dev/shm/ndzadapt.$$
 mkdir -p "$OUT"
 at_exit "rm -rf $OUT"
@@ -22,9 +25,9 @@ head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
 IMGB=$(stat -c %s "$T/img.ndz")
 
-# run RATE: prints "seconds goodput/link sent/image"
+# run RATE: prints "seconds goodput/link sent/image goodput-while-sending/link"
 run() {
-	rm -f "$OUT"/o* "$T/s.json"
+	rm -f "$OUT"/o* "$T/s.json" "$T/srv.log"
 	pids=""
 	i=1; while [ $i -le "$N" ]; do
 		in_ns "c$i" "$FRISBEE" --raw -q -m "$MC_GROUP" -p "$MC_PORT" -T 30 "$OUT/o$i" \
@@ -34,26 +37,34 @@ run() {
 	done
 	sleep 0.5
 	t0=$(date +%s.%N)
-	ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -W "$1" -T 1 -q \
+	ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -W "$1" -T 1 $VV \
 		--stats-json "$T/s.json" "$T/img.ndz" 2>>"$T/srv.log" &
 	spid=$!
 	for p in $pids; do wait "$p"; done
 	t1=$(date +%s.%N)
 	wait "$spid"
+	[ -n "${BENCH_TRACE:-}" ] && { echo "## -W $1"; grep 'rate .* at' "$T/srv.log"; } >>"$BENCH_TRACE"
 	i=1; while [ $i -le "$N" ]; do
 		cmp -s "$T/img.ndz" "$OUT/o$i" || echo "bench: client $i differs" >&2
 		i=$((i + 1))
 	done
 	sent=$(( $(json_num "$T/s.json" blocks_sent) + $(json_num "$T/s.json" repairs_sent) ))
 	secs=$(echo "$t1 - $t0" | bc -l)
-	echo "$secs $(echo "$IMGB * 8 / $secs / ($LINK * 1000000)" | bc -l) $(echo "$sent * 1024 / $IMGB" | bc -l)"
+	ssend=$(json_num "$T/s.json" seconds_sending)
+	echo "$secs $(echo "$IMGB * 8 / $secs / ($LINK * 1000000)" | bc -l) $(echo "$sent * 1024 / $IMGB" | bc -l)" \
+		"$(echo "$IMGB * 8 / $ssend / ($LINK * 1000000)" | bc -l)"
 }
 
 echo "# $N clients behind ${LINK} Mbit/s tbf links; image $((IMGB / 1048576)) MiB; medians of $REPS; load $(cut -d' ' -f1 /proc/loadavg)"
-printf '%-12s %8s %12s %11s\n' rate time_s goodput/link sent/image
-for rate in auto "$((LINK * 95 / 100))M" "$((LINK * 2))M"; do
+# goodput/link: image bytes over the time from the server's start to the last client's
+# end (join and start-up included); send/link: the same over the server's sending time
+# (first to last packet). The image is 1024/1082 of what the link carries (headers), so
+# 0.946 is a full link.
+printf '%-12s %8s %12s %10s %11s\n' rate time_s goodput/link send/link sent/image
+for rate in ${BENCH_RATES:-auto "$((LINK * 95 / 100))M" "$((LINK * 2))M"}; do
 	: >"$T/runs"
 	r=1; while [ $r -le "$REPS" ]; do run "$rate" >>"$T/runs"; r=$((r + 1)); done
-	printf '%-12s %8.2f %12.3f %11.3f\n' "$rate" "$(cut -d' ' -f1 "$T/runs" | median)" \
-		"$(cut -d' ' -f2 "$T/runs" | median)" "$(cut -d' ' -f3 "$T/runs" | median)"
+	printf '%-12s %8.2f %12.3f %10.3f %11.3f\n' "$rate" "$(cut -d' ' -f1 "$T/runs" | median)" \
+		"$(cut -d' ' -f2 "$T/runs" | median)" "$(cut -d' ' -f4 "$T/runs" | median)" \
+		"$(cut -d' ' -f3 "$T/runs" | median)"
 done

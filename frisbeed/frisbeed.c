@@ -53,6 +53,7 @@ struct server {
 	int idle;
 	int repair;                    /* announce repairs and answer RREQUESTs */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
+	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out (lock) */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
@@ -220,6 +221,16 @@ static void send_reply(struct server *s, uint32_t client_id)
 		send_features(s);
 }
 
+/*
+ * -W auto: whether chunk went out lately, so that a request for it tells of losses
+ * just now; one asked for again much later (the client's re-request delay, or a
+ * client that has just joined) repeats losses counted before, or none (lock).
+ */
+static int recent(const struct server *s, uint32_t chunk)
+{
+	return ndz_now_ns() - s->sent_ns[chunk] < 250000000ull;
+}
+
 static void *receiver(void *arg)
 {
 	struct server *s = arg;
@@ -287,7 +298,7 @@ static void *receiver(void *arg)
 						 ndz_net_ntoa(from, a), p.chunk,
 						 p.type == NDZ_PKT_REQUEST ? p.count :
 						 ndz_bit_count(p.bitmap));
-				if (s->adapt && p.type == NDZ_PKT_PREQUEST) {
+				if (s->adapt && p.type == NDZ_PKT_PREQUEST && recent(s, p.chunk)) {
 					/* blocks sent before and asked for again: lost */
 					unsigned lost = 0;
 
@@ -305,7 +316,7 @@ static void *receiver(void *arg)
 				if (cli_verbose > 2)
 					cli_info("repair request from %s: chunk %u",
 						 ndz_net_ntoa(from, a), p.chunk);
-				if (s->adapt) {
+				if (s->adapt && recent(s, p.chunk)) {
 					unsigned lost = 0;
 
 					for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
@@ -322,6 +333,21 @@ static void *receiver(void *arg)
 	return NULL;
 }
 
+/* -W auto at -vv: each interval's decision, once. */
+static void trace_rate(const struct ndz_adapt *a, uint64_t *traced)
+{
+	struct ndz_adapt_step st;
+
+	ndz_adapt_last(a, &st);
+	if (st.seq == *traced)
+		return;
+	*traced = st.seq;
+	cli_info("rate %.1f Mbit/s at %.3f s: %s, %llu sent, worst client lost %llu "
+		 "(%.2f%%, medium %.2f%%)", (double)st.rate_bps / 1e6, (double)st.t_ns / 1e9,
+		 ndz_adapt_action_name(st.action), (unsigned long long)st.sent,
+		 (unsigned long long)st.worst, st.loss * 100, st.base * 100);
+}
+
 static void *sender(void *arg)
 {
 	struct server *s = arg;
@@ -330,7 +356,7 @@ static void *sender(void *arg)
 	/* as many as the bucket holds, so a burst of -b packets stays one */
 	unsigned batch = (unsigned)(s->burst / (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD));
 	int64_t loaded = -1;
-	uint64_t features_ns = 0, rate = 0;
+	uint64_t features_ns = 0, rate = 0, traced = 0;
 	struct ndz_pace pace;
 	struct ndz_pkt p;
 
@@ -456,12 +482,13 @@ static void *sender(void *arg)
 			if (s->adapt) {
 				uint64_t nr;
 
+				s->sent_ns[p.chunk] = now;
 				ndz_adapt_sent(s->adapt, k);
 				nr = ndz_adapt_rate(s->adapt, now);
+				if (cli_verbose > 1)
+					trace_rate(s->adapt, &traced);
 				if (nr != rate) {
 					ndz_pace_set_rate(&pace, nr, burst_for(nr), now);
-					if (cli_verbose > 1)
-						cli_info("rate %.1f Mbit/s", (double)nr / 1e6);
 					rate = nr;
 				}
 				s->st.last_rate = rate;
@@ -613,8 +640,9 @@ int main(int argc, char **argv)
 	if (!s.client_ids)
 		cli_die(EXIT_FAIL, "out of memory");
 	if (auto_rate) {
-		/* from 20 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
-		struct ndz_adapt_opts ao = { 1000000, s.rate, 20000000, 0 };
+		/* from 50 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
+		struct ndz_adapt_opts ao = { 1000000, s.rate, 50000000, 0,
+					     (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 };
 
 		if (ao.min_bps > s.rate)
 			ao.min_bps = s.rate;
@@ -622,6 +650,9 @@ int main(int argc, char **argv)
 			ao.start_bps = s.rate;
 		if ((r = ndz_adapt_create(&ao, ndz_now_ns(), &s.adapt)) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
+		s.sent_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.sent_ns));
+		if (!s.sent_ns)
+			cli_die(EXIT_FAIL, "out of memory");
 	}
 	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
 	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0))
@@ -727,6 +758,7 @@ int main(int argc, char **argv)
 	ndz_serve_free(s.serve);
 	ndz_fec_free(s.fec);
 	ndz_adapt_free(s.adapt);
+	free(s.sent_ns);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);

@@ -10,8 +10,20 @@
 #define LOW_LOSS    0.01               /* excess below: grow slowly */
 #define HIGH_LOSS   0.02               /* excess above: back off */
 #define MAX_BASE    0.05               /* loss above this is never taken as the medium's */
-#define BASE_WINDOW 10                 /* intervals the baseline is the least loss of */
+#define BASE_WINDOW 20                 /* intervals the baseline is the least loss of */
 #define MIN_SAMPLE  32                 /* packets an interval needs to tell anything */
+#define LONGEST     20                 /* intervals one lasts at most to get them */
+#define START_GROW  1.2                /* a lossless interval's growth, until the first drop */
+#define PROBE_GROW  1.01               /* a nearly lossless interval's growth after it */
+#define EASE        0.99               /* a little lost after the first drop: this much */
+#define DROP_KEEP   0.95               /* after a drop: this much of what got through */
+#define MAX_DROP    0.75               /* the most one drop takes off (loss, and rate) */
+#define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
+#define WINDOW      10                 /* intervals of what got through, for a drop's floor */
+#define FLOOR_KEEP  0.92               /* a drop keeps this much of what got through in them */
+#define RECENT_KEEP 0.7                /* a drop soon after another keeps this much */
+#define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
+#define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 
 struct lost {
 	uint32_t client;
@@ -21,7 +33,7 @@ struct lost {
 struct ndz_adapt {
 	struct ndz_adapt_opts o;
 	double rate;
-	uint64_t next_ns;
+	uint64_t start_ns, next_ns;    /* this interval's start and planned end */
 	uint64_t sent;
 	struct lost lost[MAX_TRACKED];
 	unsigned nlost;
@@ -31,8 +43,27 @@ struct ndz_adapt {
 	double recent[BASE_WINDOW];    /* the last intervals' losses, for the baseline */
 	unsigned nrecent;
 	int hold;                      /* intervals to wait after a drop */
+	uint64_t win_sent[WINDOW], win_lost[WINDOW], win_ns[WINDOW]; /* the last intervals' */
+	unsigned nwin;
+	double drop_excess;            /* the loss the last drop was for */
+	unsigned since_drop;           /* intervals since the last drop (up to WINDOW) */
 	int found;                     /* a drop happened: grow slowly from now on */
+	unsigned clean;                /* intervals in a row grown since the last loss */
+	uint64_t t0;                   /* creation time, for the trace */
+	struct ndz_adapt_step last;
 };
+
+/* The square root of x >= 0 (Newton's method; keeps libm out of the library's users). */
+static double root(double x)
+{
+	double r = x > 1 ? x : 1;
+
+	if (x <= 0)
+		return 0;
+	for (int i = 0; i < 40; i++)
+		r = (r + x / r) / 2;
+	return r;
+}
 
 /*
  * The loss the medium has anyway (a lossy link, a busy client): the least of the
@@ -62,9 +93,12 @@ int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz
 		return NDZ_ENOMEM;
 	a->o = *o;
 	if (!a->o.interval_ns)
-		a->o.interval_ns = 200000000;
+		a->o.interval_ns = 100000000;
 	a->rate = a->prev_rate = (double)o->start_bps;
 	a->next_ns = now_ns + a->o.interval_ns;
+	a->start_ns = a->t0 = now_ns;
+	a->since_drop = WINDOW;
+	a->last.rate_bps = o->start_bps;
 	*out = a;
 	return 0;
 }
@@ -94,13 +128,85 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
 	}
 }
 
+/*
+ * Backs off to what got through: the loss is of packets sent over about the last two
+ * intervals, at their mean rate; then waits for the requests about packets sent
+ * before. Within a second of the last drop, unless again (the wait saw far more
+ * lost than that drop was for), it takes off at most 30%: those are mostly late
+ * requests about the same losses.
+ */
+static void drop(struct ndz_adapt *a, double used, double excess, int again)
+{
+	double was = a->rate;
+
+	a->drop_excess = excess;
+	if (excess > MAX_DROP)
+		excess = MAX_DROP;     /* requests bunched up: not all of this */
+	a->rate = (a->prev_rate + used) / 2 * (1 - excess) * DROP_KEEP;
+	if (a->found && a->o.packet_bits) {
+		/*
+		 * A burst's requests can come bunched into one interval; what got
+		 * through in the last second's intervals, their median, is steadier:
+		 * keep most of that. Not at the start, when the losses of the fastest
+		 * intervals are not all in.
+		 */
+		double got[WINDOW], floor;
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < WINDOW && i < a->nwin; i++) {
+			unsigned j = n;
+			double g;
+
+			if (a->win_sent[i] < MIN_SAMPLE || !a->win_ns[i])
+				continue;      /* idle */
+			g = (double)(a->win_sent[i] - a->win_lost[i]) * (double)a->o.packet_bits *
+			    1e9 / (double)a->win_ns[i];
+			n++;
+
+			while (j > 0 && got[j - 1] > g) {       /* insertion sort */
+				got[j] = got[j - 1];
+				j--;
+			}
+			got[j] = g;
+		}
+		floor = n ? got[n / 2] * FLOOR_KEEP : 0;
+		if (floor > used)
+			floor = used;
+		if (a->rate < floor)
+			a->rate = floor;
+	}
+	if (!again && a->since_drop < WINDOW && a->rate < was * RECENT_KEEP)
+		a->rate = was * RECENT_KEEP;   /* late requests of the last drop's losses */
+	if (a->rate < was * (1 - MAX_DROP))
+		a->rate = was * (1 - MAX_DROP); /* a stalled sender's intervals say little */
+	a->since_drop = 0;
+	a->found = 1;
+	a->hold = DROP_WAIT;
+}
+
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 {
 	uint64_t worst = a->pooled, basis;
-	double loss, excess, used = a->rate;
+	double loss, base, excess, used = a->rate;
+	int limited = 0;
+	enum ndz_adapt_action act;
 
 	if (now_ns < a->next_ns)
 		return (uint64_t)a->rate;
+	if (a->sent && a->sent < MIN_SAMPLE && now_ns - a->start_ns < LONGEST * a->o.interval_ns) {
+		/* too few to tell, but sending: at a low rate an interval lasts longer */
+		a->next_ns = now_ns + a->o.interval_ns / 4;
+		return (uint64_t)a->rate;
+	}
+	if (a->o.packet_bits && now_ns > a->next_ns - a->o.interval_ns) {
+		/* what went out, when that is less than the rate allowed (nothing to send) */
+		double actual = (double)a->sent * (double)a->o.packet_bits * 1e9 /
+				(double)(now_ns - a->start_ns);
+
+		if (actual < used)
+			used = actual;
+		limited = actual < a->rate * APP_LIMITED;
+	}
 	for (unsigned i = 0; i < a->nlost; i++)
 		if (a->lost[i].n > worst)
 			worst = a->lost[i].n;
@@ -108,35 +214,85 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	basis = (a->sent + a->prev_sent) / 2;
 	if (basis < a->sent / 2)
 		basis = a->sent / 2;
+	a->win_sent[a->nwin % WINDOW] = a->sent;
+	a->win_lost[a->nwin % WINDOW] = worst < a->sent ? worst : a->sent;
+	a->win_ns[a->nwin++ % WINDOW] = now_ns - a->start_ns;
+	act = NDZ_ADAPT_IDLE;
+	loss = base = 0;
 	if (a->sent < MIN_SAMPLE || !basis) {
 		/* idle or nearly: nothing to learn from */
 	} else {
 		loss = (double)worst / (double)basis;
-		excess = loss - baseline(a, loss);
-		if (a->hold) {
+		if (loss > 1)
+			loss = 1;      /* requests of older losses bunched up */
+		base = baseline(a, loss);
+		/*
+		 * On a lossy medium the worst client's share of a small sample varies
+		 * by itself: only loss beyond two standard deviations of it counts.
+		 */
+		excess = loss - base - 2 * root(base / (double)basis);
+		act = NDZ_ADAPT_EASE;
+		if (a->hold && excess > 2 * a->drop_excess && excess > WORSE_LOSS) {
+			/* far more lost than the drop was for: its first reports were partial */
+			drop(a, used, excess, 1);
+			act = NDZ_ADAPT_DROP;
+		} else if (a->hold) {
 			a->hold--;
+			act = NDZ_ADAPT_WAIT;
 		} else if (excess > HIGH_LOSS) {
-			/* what got through of the interval before is what the path takes */
-			double through = a->prev_rate * (1 - excess) * 0.97;
-
-			a->rate = through < a->rate * 0.85 ? through : a->rate * 0.85;
-			a->found = 1;
-			a->hold = 1;
+			drop(a, used, excess, 0);
+			act = NDZ_ADAPT_DROP;
+		} else if (limited && excess < LOW_LOSS) {
+			/* the rate was not used up: nothing learnt about more */
+			act = NDZ_ADAPT_HELD;
 		} else if (excess < NO_LOSS && !a->found) {
-			a->rate *= 1.25;
-		} else if (excess < LOW_LOSS) {
-			a->rate *= 1.03;
+			a->rate *= START_GROW;
+			act = NDZ_ADAPT_START;
+		} else if (excess >= LOW_LOSS) {
+			/* a little lost: ease off, so lasting loss is not taken as the medium's */
+			a->rate *= EASE;
+		} else {
+			/* the longer nothing is lost, the faster: the path may have grown */
+			a->rate *= 1 + (PROBE_GROW - 1) * (1 + a->clean / 8);
+			if (a->clean < 7 * 8)
+				a->clean++;    /* at most 8 times as fast */
+			act = NDZ_ADAPT_GROW;
 		}
+		if (act != NDZ_ADAPT_GROW)
+			a->clean = 0;
 	}
+	if (a->since_drop < WINDOW)
+		a->since_drop++;
 	a->prev_sent = a->sent;
 	a->prev_rate = used;
 	if (a->rate < (double)a->o.min_bps)
 		a->rate = (double)a->o.min_bps;
 	if (a->rate > (double)a->o.max_bps)
 		a->rate = (double)a->o.max_bps;
+	a->last.seq++;
+	a->last.t_ns = now_ns - a->t0;
+	a->last.sent = a->sent;
+	a->last.worst = worst;
+	a->last.loss = loss;
+	a->last.base = base;
+	a->last.rate_bps = (uint64_t)a->rate;
+	a->last.action = act;
 	a->sent = 0;
 	a->nlost = 0;
 	a->pooled = 0;
 	a->next_ns = now_ns + a->o.interval_ns;
+	a->start_ns = now_ns;
 	return (uint64_t)a->rate;
+}
+
+void ndz_adapt_last(const struct ndz_adapt *a, struct ndz_adapt_step *st)
+{
+	*st = a->last;
+}
+
+const char *ndz_adapt_action_name(enum ndz_adapt_action action)
+{
+	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held" };
+
+	return (unsigned)action < sizeof(names) / sizeof(names[0]) ? names[action] : "?";
 }

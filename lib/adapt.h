@@ -1,13 +1,20 @@
 /*
  * The server's send rate when none is given (frisbeed -W auto): found from what
- * the clients report lost. Every interval the loss of the client that lost most
- * (the blocks and repairs it asked for again, over what was sent) decides: the rate
- * grows by a quarter while nobody loses, by 3% while losses stay small, holds while
- * they are moderate, and when they are not drops by 15%, or to what got through of
- * the interval before when that is less, then waits an interval for requests about
- * packets sent before the drop. Loss the medium has anyway (the least of the last
- * intervals', up to 5%) is not counted against the rate. No clock is read here: the
- * caller passes the time, so the controller runs on a simulated clock in tests.
+ * the clients report lost. Every interval (100 ms) the loss of the client that lost
+ * most (the blocks and repairs it asked for again, over what was sent) decides.
+ * Until the first real loss the rate grows by a fifth an interval (the start). When
+ * more than 2% is lost it drops to 95% of what got through (the rate of the last
+ * two intervals less the loss, but at least 92% of the median of what got through
+ * in the last second's intervals) and waits two intervals for the requests about
+ * packets sent before, dropping again at once only if far more is lost meanwhile;
+ * another drop within a second takes off at most 30%, and none more than 75%.
+ * After that it grows by 1% an interval while (nearly) nothing is lost, faster the
+ * longer that lasts, and eases off by 1% while a little is. An interval in which
+ * less went out than the rate allowed (the clients asked for little) teaches
+ * nothing about more and the rate holds. Loss the medium has anyway (the least of
+ * the last intervals', up to 5%) is not counted against the rate. No clock is read
+ * here: the caller passes the time, so the controller runs on a simulated clock in
+ * tests.
  */
 #ifndef NDZ_ADAPT_H
 #define NDZ_ADAPT_H
@@ -19,7 +26,8 @@ struct ndz_adapt;
 struct ndz_adapt_opts {
 	uint64_t min_bps, max_bps;     /* bounds, min >= 1 */
 	uint64_t start_bps;            /* first rate, within the bounds */
-	uint64_t interval_ns;          /* how often the rate changes; 0: 200 ms */
+	uint64_t interval_ns;          /* how often the rate changes; 0: 100 ms */
+	uint64_t packet_bits;          /* a packet's size on the wire; 0: unknown */
 };
 
 /* ndz_adapt_create - a controller at start_bps from now_ns; NDZ_EINVAL, NDZ_ENOMEM. */
@@ -38,5 +46,31 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets);
 
 /* ndz_adapt_rate - the rate to send at, at now_ns (ends an interval when one is due). */
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns);
+
+/* What the last interval's end decided, for a trace (frisbeed -vv). */
+enum ndz_adapt_action {
+	NDZ_ADAPT_IDLE,                /* too little sent to tell */
+	NDZ_ADAPT_START,               /* no loss yet: grow fast */
+	NDZ_ADAPT_GROW,                /* small loss: grow slowly */
+	NDZ_ADAPT_EASE,                /* moderate loss: ease off a little */
+	NDZ_ADAPT_DROP,                /* back off */
+	NDZ_ADAPT_WAIT,                /* after a drop: wait for the requests it caused */
+	NDZ_ADAPT_HELD,                /* less sent than the rate allows: hold */
+};
+
+struct ndz_adapt_step {
+	uint64_t seq;                  /* intervals ended so far (0: none yet) */
+	uint64_t t_ns;                 /* when it ended, since the controller's creation */
+	uint64_t sent, worst;          /* packets sent, and the most one client reported lost */
+	double loss, base;             /* worst over what was sent; the medium's own loss */
+	uint64_t rate_bps;             /* the rate from now on */
+	enum ndz_adapt_action action;
+};
+
+/* ndz_adapt_last - the last interval's decision into *st. */
+void ndz_adapt_last(const struct ndz_adapt *a, struct ndz_adapt_step *st);
+
+/* ndz_adapt_action_name - a word for action ("grow", "drop", ...). */
+const char *ndz_adapt_action_name(enum ndz_adapt_action action);
 
 #endif

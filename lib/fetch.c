@@ -10,6 +10,9 @@
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MOVED_ON_WAIT_NS 20000000ull   /* after the server moved on, before asking */
+/* With repairs, each client waits a random part of this longer, so the first to ask
+ * is heard by the others before they ask: their losses are often covered by then. */
+#define STAGGER_NS 16000000u
 #define STRIPES NDZ_FEC_STRIPES
 #define K NDZ_FEC_K
 /* Repairs cost the server a 128-block product each and the client a decode that
@@ -28,6 +31,9 @@ struct slot {
 	uint8_t have[NDZ_BITMAP_BYTES];
 	uint64_t last_block_ns;        /* when a block of it last arrived */
 	int moved_on;                  /* the server went on to another chunk */
+	uint64_t ask_ns;               /* moved on: ask not before (staggered) */
+	uint8_t seen[STRIPES];         /* repairs others asked for since seen_ns, per stripe */
+	uint64_t seen_ns;
 	uint8_t sdata[STRIPES];        /* data blocks held (or decoded), per stripe */
 	uint8_t srep[STRIPES];         /* repairs held, per stripe (only while incomplete) */
 	uint8_t repbits[STRIPES][(NDZ_FEC_REPAIRS + 7) / 8]; /* which repair indexes */
@@ -47,6 +53,7 @@ struct ndz_fetch {
 	int64_t last_block_chunk;
 	int kick;
 	int repair;                    /* the server sends repairs: ask for them */
+	uint32_t stagger;              /* the generator of the stagger */
 	struct ndz_fec *fec;           /* made on the first decode with data */
 	struct ndz_fetch_stats st;
 };
@@ -72,6 +79,9 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
 	if (!f)
 		return NDZ_ENOMEM;
 	f->o = *o;
+	f->stagger = x ^ 0x5bd1e995u;
+	if (!f->stagger)
+		f->stagger = 1;
 	f->cstate = calloc(o->chunks, 1);
 	f->cslot = calloc(o->chunks, sizeof(*f->cslot));
 	f->last_req = calloc(o->chunks, sizeof(*f->last_req));
@@ -128,6 +138,8 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, int store)
 	s->chunk = chunk;
 	s->nhave = 0;
 	s->moved_on = 0;
+	s->seen_ns = 0;
+	memset(s->seen, 0, sizeof(s->seen));
 	memset(s->have, 0, sizeof(s->have));
 	memset(s->sdata, 0, sizeof(s->sdata));
 	memset(s->srep, 0, sizeof(s->srep));
@@ -178,7 +190,11 @@ static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, uint
 
 	if (f->last_block_chunk >= 0 && f->last_block_chunk != (int64_t)chunk &&
 	    f->cstate[f->last_block_chunk] == C_FILL) {
-		f->slots[f->cslot[f->last_block_chunk]].moved_on = 1;
+		struct slot *m = &f->slots[f->cslot[f->last_block_chunk]];
+
+		if (!m->moved_on)
+			m->ask_ns = now_ns + (f->repair ? next_rand(&f->stagger) % STAGGER_NS : 0);
+		m->moved_on = 1;
 		f->kick = 1;
 	}
 	f->last_block_chunk = chunk;
@@ -364,8 +380,16 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
 		return;        /* repairs heal a chunk only once some of it is here */
 	s = &f->slots[f->cslot[chunk]];
 	repairs_needed(s, mine);
+	/* the server sends the most asked for per stripe: what all those heard ask for */
+	if (!s->seen_ns || now_ns - s->seen_ns > f->o.redelay_ns) {
+		memset(s->seen, 0, sizeof(s->seen));
+		s->seen_ns = now_ns;
+	}
 	for (unsigned st = 0; st < STRIPES; st++)
-		if (need[st] < mine[st])
+		if (need[st] > s->seen[st])
+			s->seen[st] = need[st];
+	for (unsigned st = 0; st < STRIPES; st++)
+		if (s->seen[st] < mine[st])
 			return;
 	f->last_req[chunk] = now_ns;
 	s->moved_on = 0;
@@ -390,7 +414,8 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		avail += s->state == S_FREE;
 		if (s->state != S_FILL)
 			continue;
-		if (silent || (s->moved_on && now - f->last_req[s->chunk] > MOVED_ON_WAIT_NS) ||
+		if (silent || (s->moved_on && now >= s->ask_ns &&
+			       now - f->last_req[s->chunk] > MOVED_ON_WAIT_NS) ||
 		    (now - s->last_block_ns > redelay && now - f->last_req[s->chunk] > redelay)) {
 			uint8_t missing[NDZ_BITMAP_BYTES], need[STRIPES];
 

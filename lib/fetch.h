@@ -92,8 +92,11 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 
 /*
  * ndz_fetch_snoop_repairs - a request for need[s] repairs of each stripe of chunk
- * was seen at now_ns: when it asks for at least what we lack in every stripe (any
- * repair heals any loss), we do not ask ourselves within the re-request delay.
+ * was seen at now_ns. The server sends, per stripe, the most asked for, so the
+ * requests seen within the re-request delay count together: when per stripe one of
+ * them asks for at least what we lack (any repair heals any loss), we do not ask
+ * ourselves within the delay. With repairs on, a client asks for a chunk the server
+ * moved on from a random 0-16 ms after it sees that, so the others hear it first.
  */
 void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t *need,
 			     uint64_t now_ns);

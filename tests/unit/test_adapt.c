@@ -21,6 +21,7 @@
 #define PKT_BITS (1072u * 8u)
 
 static uint32_t rng = 777;
+static uint64_t start_bps = 20000000;  /* the controller's first rate */
 
 static double uniform(void)
 {
@@ -31,23 +32,27 @@ static double uniform(void)
 }
 
 struct result {
-	double goodput;                /* delivered / link capacity, after the first 2 s */
-	double lost;                   /* dropped / sent, after the first 2 s */
+	double goodput;                /* delivered / link capacity, after the first from_s */
+	double lost;                   /* dropped / sent, after the first from_s */
 	uint64_t final_bps;
 };
 
 /*
  * link_bps capacity with a queue of queue_pkts; clients each also lose random_loss
- * of what gets through; a loss is reported delay_ms later. seconds simulated.
+ * of what gets through; a loss is reported delay_ms later. seconds simulated, the
+ * result counted from from_s on.
  */
-static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
-		     double random_loss, unsigned delay_ms, unsigned seconds, struct result *res)
+static void simulate_from(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
+			  double random_loss, unsigned delay_ms, unsigned seconds, unsigned from_s,
+			  struct result *res)
 {
-	struct ndz_adapt_opts o = { 1000000, 1000000000, 20000000, 0 };
+	struct ndz_adapt_opts o = { 1000000, 1000000000, start_bps, 0, PKT_BITS };
 	struct ndz_adapt *a;
 	double credit = 0, queue = 0, drain_per_ms = (double)link_bps / PKT_BITS / 1000;
 	uint64_t sent = 0, delivered, dropped = 0;
 	static uint32_t pending[40000][8];          /* losses due, per ms, per client */
+	int trace = getenv("NDZ_ADAPT_TRACE") != NULL;  /* print each interval's decision */
+	uint64_t traced = 0;
 
 	assert_true(clients <= 8 && delay_ms + seconds * 1000 < 40000);
 	memset(pending, 0, sizeof(pending));
@@ -55,7 +60,17 @@ static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
 	for (unsigned ms = 0; ms < seconds * 1000; ms++) {
 		uint64_t now = (uint64_t)ms * MS;
 		uint64_t rate = ndz_adapt_rate(a, now);
+		struct ndz_adapt_step st;
 		unsigned n;
+
+		ndz_adapt_last(a, &st);
+		if (trace && st.seq != traced) {
+			traced = st.seq;
+			printf("#   %6.3f s %-5s rate %6.1f sent %5llu lost %5llu (%.3f) queue %.0f\n",
+			       (double)st.t_ns / 1e9, ndz_adapt_action_name(st.action),
+			       (double)st.rate_bps / 1e6, (unsigned long long)st.sent,
+			       (unsigned long long)st.worst, st.loss, queue);
+		}
 
 		for (unsigned c = 0; c < clients; c++)
 			if (pending[ms][c])
@@ -72,7 +87,7 @@ static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
 			for (unsigned c = 0; c < clients; c++)
 				if (drop || uniform() < random_loss)
 					pending[ms + delay_ms][c]++;
-			if (ms >= 2000) {
+			if (ms >= from_s * 1000) {
 				sent++;
 				dropped += drop;
 			}
@@ -81,18 +96,25 @@ static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
 	}
 	res->final_bps = ndz_adapt_rate(a, (uint64_t)seconds * 1000 * MS);
 	delivered = sent - dropped;
-	res->goodput = (double)delivered * PKT_BITS / ((double)link_bps * (seconds - 2));
+	res->goodput = (double)delivered * PKT_BITS / ((double)link_bps * (seconds - from_s));
 	res->lost = sent ? (double)dropped / (double)sent : 0;
-	printf("# link %llu Mbit/s, %u clients, %.1f%% random loss: goodput %.3f of the link, "
-	       "%.2f%% dropped, ends at %.1f Mbit/s\n", (unsigned long long)(link_bps / 1000000),
-	       clients, random_loss * 100, res->goodput, res->lost * 100,
+	printf("# link %llu Mbit/s, %u clients, %.1f%% random loss, losses known after %u ms; "
+	       "from %u s to %u s: goodput %.3f of the link, %.2f%% dropped, ends at %.1f Mbit/s\n",
+	       (unsigned long long)(link_bps / 1000000), clients, random_loss * 100, delay_ms,
+	       from_s, seconds, res->goodput, res->lost * 100,
 	       (double)res->final_bps / 1e6);
 	ndz_adapt_free(a);
 }
 
+static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
+		     double random_loss, unsigned delay_ms, unsigned seconds, struct result *res)
+{
+	simulate_from(link_bps, queue_pkts, clients, random_loss, delay_ms, seconds, 2, res);
+}
+
 static void test_bad_options(void **state)
 {
-	struct ndz_adapt_opts o = { 0, 100, 50, 0 };
+	struct ndz_adapt_opts o = { 0, 100, 50, 0, 0 };
 	struct ndz_adapt *a = (struct ndz_adapt *)1;
 
 	(void)state;
@@ -107,40 +129,94 @@ static void test_bad_options(void **state)
 }
 
 /*
- * The steps: grow by a quarter while lossless; drop by 15%, or to what got through
- * when that is less, and hold; then grow by 3%.
+ * The steps: grow by a fifth while lossless; drop to what got through and wait two
+ * intervals, unless far more is lost meanwhile; then grow by 1%, faster the longer
+ * nothing is lost, and ease off by 1% when a little is.
  */
 static void test_steps(void **state)
 {
-	struct ndz_adapt_opts o = { 1000000, 1000000000, 10000000, 100 * MS };
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 10000000, 100 * MS, 0 };
+	struct ndz_adapt_step st;
 	struct ndz_adapt *a;
 	uint64_t t = 0;
 
 	(void)state;
 	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
 	assert_int_equal(ndz_adapt_rate(a, t), 10000000);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.seq, 0);
 	ndz_adapt_sent(a, 1000);
 	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 10000000);  /* mid-interval */
-	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 12500000);
-	ndz_adapt_sent(a, 10);                                         /* too few to tell */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12500000);
+	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 12000000);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.seq, 1);
+	assert_int_equal(st.action, NDZ_ADAPT_START);
+	assert_string_equal(ndz_adapt_action_name(st.action), "start");
+	ndz_adapt_sent(a, 10);                                         /* too few to tell: */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12000000);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.seq, 1);                                   /* the interval goes on */
+	assert_int_equal(ndz_adapt_rate(a, t += 1900 * MS), 12000000);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_IDLE);                   /* for 2 s at most */
 	ndz_adapt_sent(a, 1000);
 	ndz_adapt_lost(a, 7, 20);
 	ndz_adapt_lost(a, 8, 40);                                      /* the worst */
 	ndz_adapt_lost(a, 7, 5);
-	/* 40 of (1000 + 10) / 2 = 7.9%: 12.5 * 0.85 (92.1% of 12.5 * 0.97 is more) */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10625000);
+	/* 40 of (1000 + 10) / 2 = 7.92% lost: 12 * 92.08% * 0.95 */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10497029);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_DROP);
+	assert_int_equal(st.worst, 40);
 	ndz_adapt_sent(a, 1000);
-	ndz_adapt_lost(a, 8, 100);                                     /* held: no change */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10625000);
+	ndz_adapt_lost(a, 8, 100);                                     /* waiting: no change */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10497029);
 	ndz_adapt_sent(a, 1000);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10943750);  /* now only 3% */
+	ndz_adapt_lost(a, 8, 400);                     /* 40%: far more than 7.9%, drop again */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 5983306);
+	for (int i = 0; i < 2; i++) {                                  /* wait */
+		ndz_adapt_sent(a, 1000);
+		ndz_adapt_rate(a, t += 100 * MS);
+	}
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_WAIT);
 	ndz_adapt_sent(a, 1000);
-	ndz_adapt_lost(a, 9, 20);                                      /* 2%: hold */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10943750);
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 6043139);    /* now only 1% */
 	ndz_adapt_sent(a, 1000);
-	ndz_adapt_lost(a, 9, 500);                                     /* 50%: what got through */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 5307718);
+	ndz_adapt_lost(a, 9, 15);                                      /* 1.5%: ease off */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 5982708);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_EASE);
+	for (int i = 0; i < 8; i++) {                                  /* 1%, then 2% */
+		ndz_adapt_sent(a, 1000);
+		ndz_adapt_rate(a, t += 100 * MS);
+	}
+	ndz_adapt_sent(a, 1000);
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 6607984);
+	ndz_adapt_free(a);
+}
+
+/* Sending less than the rate allows (the clients asked for little) holds the rate. */
+static void test_app_limited(void **state)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 10000000, 100 * MS, 8000 };
+	struct ndz_adapt_step st;
+	struct ndz_adapt *a;
+	uint64_t t = 0;
+
+	(void)state;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	ndz_adapt_sent(a, 50);                 /* 4 Mbit/s of the 10 allowed */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10000000);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_HELD);
+	ndz_adapt_sent(a, 125);                /* all of it */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12000000);
+	ndz_adapt_sent(a, 60);                 /* 4.8 Mbit/s, 50% lost: drop from that */
+	ndz_adapt_lost(a, 1, 60);
+	/* basis (60 + 125) / 2 = 92: 65.2% lost, of the mean of 10 and 4.8 Mbit/s is
+	 * 2.4 Mbit/s, but one drop takes off at most 75% of 12 */
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 3000000);
 	ndz_adapt_free(a);
 }
 
@@ -165,6 +241,28 @@ static void test_finds_the_link(void **state)
 	assert_true(r.lost <= 0.05);
 }
 
+/*
+ * A whole transfer, start included (64 MiB takes 28 s at 20 Mbit/s, 6 s at 100; 6 s
+ * at 300 is 192 MiB), started as frisbeed starts: at least 90% of the link from the first packet, at most
+ * 5% dropped, with losses known only 150 ms later (frisbee asks once the server has
+ * moved on to another chunk, and tbf's queue holds 50 ms).
+ */
+static void test_fast_start(void **state)
+{
+	static const uint64_t links[] = { 20000000, 100000000, 300000000 };
+	struct result r;
+
+	(void)state;
+	start_bps = 50000000;           /* as frisbeed starts */
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		simulate_from(links[i], (unsigned)(links[i] / 20 / PKT_BITS), 4, 0, 150,
+			      links[i] < 50000000 ? 28 : 6, 0, &r);
+		assert_true(r.goodput >= 0.9);
+		assert_true(r.lost <= 0.05);
+	}
+	start_bps = 20000000;
+}
+
 /* Random loss alone (2%, no link limit below the cap) does not drive the rate down. */
 static void test_random_loss_alone(void **state)
 {
@@ -180,7 +278,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_app_limited),
 		cmocka_unit_test(test_finds_the_link),
+		cmocka_unit_test(test_fast_start),
 		cmocka_unit_test(test_random_loss_alone),
 	};
 

@@ -519,6 +519,64 @@ static void test_repair_request_and_decode(void **state)
 	ndz_fetch_free(f);
 }
 
+/*
+ * Repair requests heard from others count together per stripe (the server sends
+ * the most asked for in each), and with repair on a client asks a random 0-16 ms
+ * after it sees the server move on.
+ */
+static void test_repair_requests_add_up(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 5);
+	uint8_t lost[NDZ_BITMAP_BYTES], one[NDZ_FEC_STRIPES], other[NDZ_FEC_STRIPES];
+	uint32_t a, b;
+	uint64_t now = T0, asked = 0;
+
+	(void)state;
+	ndz_fetch_set_repair(f, 1);
+	s.n = 0;
+	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
+	a = s.chunk[0];
+	b = 1 - a;
+	memset(lost, 0, sizeof(lost));
+	ndz_bit_set(lost, 0);                  /* stripe 0 */
+	ndz_bit_set(lost, 5);                  /* stripe 5 */
+	deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now);
+	ndz_fetch_block(f, b, 0, data_of(b, 0), now);  /* the server moved on */
+	memset(one, 0, sizeof(one));
+	memset(other, 0, sizeof(other));
+	one[0] = 2;
+	other[5] = 1;
+	other[2] = 3;
+	ndz_fetch_snoop_repairs(f, a, one, now + MS);
+	s.n = 0;
+	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
+	assert_int_equal(s.n, 1);              /* stripe 5 not covered yet: we ask */
+	/* later, past the delay, two requests together cover us: we stay quiet */
+	now += 40 * MS + REDELAY + MS;
+	ndz_fetch_block(f, a, 0, data_of(a, 0), now);
+	ndz_fetch_block(f, b, 1, data_of(b, 1), now);  /* moved on again */
+	ndz_fetch_snoop_repairs(f, a, one, now);
+	ndz_fetch_snoop_repairs(f, a, other, now + MS);
+	s.n = 0;
+	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
+	for (unsigned i = 0; i < s.n; i++)
+		assert_int_not_equal(s.chunk[i], a);   /* (b, which we moved off, is asked for) */
+	/* the stagger: once the server moves on, we ask up to 16 ms later (seed 5: not at once) */
+	now += REDELAY + 50 * MS;
+	ndz_fetch_block(f, a, 1, data_of(a, 1), now);
+	ndz_fetch_block(f, b, 2, data_of(b, 2), now);
+	for (uint64_t t = now; t <= now + 40 * MS && !asked; t += MS) {
+		s.n = 0;
+		ndz_fetch_requests(f, t, 0, record, &s);
+		for (unsigned i = 0; i < s.n; i++)
+			if (s.chunk[i] == a)
+				asked = t - now;
+	}
+	assert_true(asked >= 1 * MS && asked <= 16 * MS);
+	ndz_fetch_free(f);
+}
+
 /* More than 32 lost in a stripe: the blocks themselves are asked for. */
 static void test_repair_many_lost(void **state)
 {
@@ -551,6 +609,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_repair_request_and_decode),
+		cmocka_unit_test(test_repair_requests_add_up),
 		cmocka_unit_test(test_repair_many_lost),
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_request_ahead_and_order),
