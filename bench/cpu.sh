@@ -10,6 +10,8 @@ set -u
 MIB=${BENCH_MIB:-128}
 RATE=${BENCH_RATE:-500M}
 netns_lan && netns_host srv 1 && netns_host c1 11 || exit 1
+# cut the server's GSO batches into datagrams at its interface, as a NIC would
+in_ns srv ip link set dev eth0 gso_max_segs 1 || exit 1
 OUT=/dev/shm/ndzcpu.$$
 mkdir -p "$OUT"
 at_exit "rm -rf $OUT"

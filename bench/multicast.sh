@@ -6,7 +6,8 @@
 # sent relative to the image (raw, and relative to the same tool's 1-client lossless run),
 # and packets the server's interface received (control traffic).
 # Usage: bench/multicast.sh BUILD [REPS]   (root; env BENCH_MIB, BENCH_RATES, BENCH_LOSSES,
-# BENCH_CLIENTS, BENCH_TOOLS override the defaults)
+# BENCH_CLIENTS, BENCH_TOOLS override the defaults; a rate of 0 is uncapped: frisbeed -W 100G,
+# udp-sender without --max-bitrate)
 set -u
 . "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-32}
@@ -19,6 +20,10 @@ command -v udp-sender >/dev/null || TOOLS=$(echo "$TOOLS" | sed 's/udpcast//')
 maxc=0; for n in $CLIENTS; do [ "$n" -gt $maxc ] && maxc=$n; done
 netns_lan && netns_host srv 1 || exit 1
 i=1; while [ $i -le $maxc ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i + 1)); done
+# frisbeed sends a batch as one UDP_SEGMENT buffer; a NIC cuts it into datagrams, but
+# veth and the bridge would carry it whole, and a client's loss rule would drop all of
+# its datagrams at once: cut it at the server's interface, so loss stays per datagram.
+in_ns srv ip link set dev eth0 gso_max_segs 1 || exit 1
 OUT=/dev/shm/ndzbench.$$
 mkdir -p "$OUT"
 at_exit "rm -rf $OUT"
@@ -62,12 +67,17 @@ run() {
 		nr=""
 		[ "$tool" = frisbee-nr ] && nr=--no-repair
 		# shellcheck disable=SC2086
+		w=${rate}M
+		[ "$rate" = 0 ] && w=100G
 		ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" \
-			-W "${rate}M" -T 60 $nr "$IMG" 2>>"$T/srv.log" &
+			-W "$w" -T 60 $nr "$IMG" 2>>"$T/srv.log" &
 		spid=$!
 	else
+		cap="--max-bitrate ${rate}m"
+		[ "$rate" = 0 ] && cap=
+		# shellcheck disable=SC2086
 		in_ns srv timeout "$TMO" udp-sender --file "$IMG" --portbase "$MC_PORT" --interface eth0 \
-			--mcast-rdv-address "$MC_GROUP" --max-bitrate "${rate}m" \
+			--mcast-rdv-address "$MC_GROUP" $cap \
 			--min-receivers "$n" --nokbd --no-progress >/dev/null 2>>"$T/srv.log" &
 		spid=$!
 	fi

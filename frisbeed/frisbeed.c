@@ -30,7 +30,7 @@
 
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096
-#define SEND_BATCH 8                   /* datagrams sent with one call */
+#define SEND_BATCH 32                  /* datagrams sent with one call (one GSO send) */
 
 struct stats {
 	uint64_t clients, joins, leaves, bytes_sent;
@@ -49,6 +49,7 @@ struct server {
 	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
 	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
 	uint64_t rate, burst;
+	int bursts;                    /* -b/-g: send each burst with one call (lock) */
 	int rate_changed;              /* SIGUSR2 set a new rate: the sender re-paces (lock) */
 	int idle;
 	int repair;                    /* announce repairs and answer RREQUESTs */
@@ -184,6 +185,20 @@ static uint64_t burst_for(uint64_t rate)
 
 	return b < 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) ?
 	       16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) : b;
+}
+
+/*
+ * Datagrams to send with one call: half the bucket, so that a late wake-up is made
+ * up for (a batch of the whole bucket would wait for it to be full, and time slept
+ * past that is lost), or a whole -b burst; never more than the bucket holds.
+ */
+static unsigned batch_for(const struct server *s, const struct ndz_pace *p)
+{
+	uint64_t b = (uint64_t)(p->depth / 8) / (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
+
+	if (!s->bursts)
+		b /= 2;
+	return b < 1 ? 1 : b > SEND_BATCH ? SEND_BATCH : (unsigned)b;
 }
 
 /* FEATURES: what this server speaks beyond version 1's packets. */
@@ -353,8 +368,7 @@ static void *sender(void *arg)
 	struct server *s = arg;
 	uint8_t *chunk = malloc(NDZ_CHUNK_SIZE);
 	uint8_t pkt[SEND_BATCH][NDZ_PKT_MAX], rep[SEND_BATCH][NDZ_BLOCK_SIZE];
-	/* as many as the bucket holds, so a burst of -b packets stays one */
-	unsigned batch = (unsigned)(s->burst / (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD));
+	unsigned batch;
 	int64_t loaded = -1;
 	uint64_t features_ns = 0, rate = 0, traced = 0;
 	struct ndz_pace pace;
@@ -367,10 +381,6 @@ static void *sender(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		return NULL;
 	}
-	if (batch > SEND_BATCH)
-		batch = SEND_BATCH;
-	if (batch < 1)
-		batch = 1;
 	if (s->adapt) {
 		pthread_mutex_lock(&s->lock);
 		rate = ndz_adapt_rate(s->adapt, ndz_now_ns());
@@ -441,6 +451,7 @@ static void *sender(void *arg)
 				s->adapt = NULL;
 				ndz_pace_set_rate(&pace, s->rate, s->burst, ndz_now_ns());
 			}
+			batch = batch_for(s, &pace);
 			while (k < batch && !atomic_load(&s->stop) && ndz_serve_next(s->serve, &its[k]))
 				k++;
 			if (!k)
@@ -630,6 +641,7 @@ int main(int argc, char **argv)
 	if (burst_pkts) {
 		s.rate = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) * 8 * 1000000 / gap_us;
 		s.burst = burst_pkts * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
+		s.bursts = 1;
 	} else {
 		s.burst = burst_for(s.rate);
 	}
@@ -659,6 +671,14 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	if (ndz_net_open(&no, &s.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	{
+		/* our own blocks, looped back (-L) or another server's, are never read:
+		 * dropping them in the kernel spares the receiver a wake-up each */
+		static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR };
+
+		if (ndz_net_ignore(s.net, NDZ_PKT_TYPE_OFFSET, data_types, 2) < 0 && cli_verbose)
+			cli_warn("no socket filter (%s): reading every block back", strerror(errno));
+	}
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_cond_init(&s.cond, NULL);
 	s.last_activity_ns = ndz_now_ns();
@@ -706,6 +726,7 @@ int main(int argc, char **argv)
 				s.burst = burst_for(s.rate);
 				s.info.rate_bps = s.rate;
 				s.rate_changed = 1;
+				s.bursts = 0;
 				pthread_mutex_unlock(&s.lock);
 				if (cli_verbose)
 					cli_info("rate now %.1f Mbit/s", (double)s.rate / 1e6);

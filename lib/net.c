@@ -2,8 +2,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/filter.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +23,13 @@ struct ndz_net {
 	struct sockaddr_in group;
 	uint32_t local;
 	int rcvbuf;
+	int no_gso;                    /* the kernel refused UDP_SEGMENT: sendmmsg only */
 };
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#define GSO_MAX 60                     /* segments in one send: 60 BLOCKs stay under 64 KiB */
 
 int ndz_net_addr(const char *s, uint32_t *out)
 {
@@ -148,17 +156,79 @@ int ndz_net_send(struct ndz_net *n, const void *buf, size_t len)
 	return r == (ssize_t)len ? 0 : NDZ_ENET;
 }
 
+/*
+ * count datagrams of len bytes each as one UDP_SEGMENT send: the kernel builds
+ * one large buffer and cuts it into the datagrams only at the device (or the NIC
+ * does), so a batch costs one trip through the stack and one device kick instead
+ * of one each. 0, 1 (not supported here: use sendmmsg) or NDZ_ENET.
+ */
+static int send_gso(struct ndz_net *n, const uint8_t *const *bufs, size_t len, unsigned count)
+{
+	struct iovec iov[GSO_MAX];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr mh;
+	struct cmsghdr *cm;
+	uint16_t seg = (uint16_t)len;
+	ssize_t r;
+
+	memset(&mh, 0, sizeof(mh));
+	memset(&ctl, 0, sizeof(ctl));
+	for (unsigned i = 0; i < count; i++) {
+		iov[i].iov_base = (void *)bufs[i];
+		iov[i].iov_len = len;
+	}
+	mh.msg_name = &n->group;
+	mh.msg_namelen = sizeof(n->group);
+	mh.msg_iov = iov;
+	mh.msg_iovlen = count;
+	mh.msg_control = ctl.buf;
+	mh.msg_controllen = sizeof(ctl.buf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = IPPROTO_UDP;
+	cm->cmsg_type = UDP_SEGMENT;
+	cm->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	do {
+		r = sendmsg(n->fd, &mh, 0);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0 && (errno == ENOBUFS || errno == EAGAIN))
+		return 0;              /* a drop on a lossy medium, not a failure */
+	if (r < 0 && (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT ||
+		      errno == EOPNOTSUPP || errno == EMSGSIZE)) {
+		n->no_gso = 1;         /* an old kernel, or a device that cannot */
+		return 1;
+	}
+	return r == (ssize_t)(len * count) ? 0 : NDZ_ENET;
+}
+
 int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
 		      unsigned count)
 {
 	struct mmsghdr mh[64];
 	struct iovec iov[64];
-	unsigned done = 0;
+	unsigned done = 0, same = 1;
 
 	if (count > 64)
 		count = 64;
+	for (unsigned i = 1; i < count && same; i++)
+		same = lens[i] == lens[0];
+	while (same && count > 1 && !n->no_gso && done < count) {
+		unsigned k = count - done > GSO_MAX ? GSO_MAX : count - done;
+		int r = send_gso(n, bufs + done, lens[0], k);
+
+		if (r < 0)
+			return r;
+		if (r > 0)
+			break;         /* unsupported: the rest goes by sendmmsg */
+		done += k;
+	}
+	if (done == count)
+		return 0;
 	memset(mh, 0, sizeof(mh[0]) * count);
-	for (unsigned i = 0; i < count; i++) {
+	for (unsigned i = done; i < count; i++) {
 		iov[i].iov_base = (void *)bufs[i];
 		iov[i].iov_len = lens[i];
 		mh[i].msg_hdr.msg_iov = &iov[i];
@@ -180,6 +250,32 @@ int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_
 				return NDZ_ENET;
 		done += (unsigned)r;
 	}
+	return 0;
+}
+
+int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count)
+{
+	struct sock_filter code[4 + 16];
+	struct sock_fprog prog;
+	unsigned k = 0;
+
+	if (count > 16 || offset > 65000)
+		return NDZ_EINVAL;
+	/* the program sees the UDP header first (8 bytes), then the payload */
+	code[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_LEN, 0);
+	/* too short to hold the byte: keep it (the reader reports it as malformed) */
+	code[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 8 + offset + 1, 0,
+						 (uint8_t)(count + 1));
+	code[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 8 + offset);
+	for (unsigned i = 0; i < count; i++)
+		code[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, values[i],
+							 (uint8_t)(count - i), 0);
+	code[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
+	code[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, 0);
+	prog.len = (unsigned short)k;
+	prog.filter = code;
+	if (setsockopt(n->fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) != 0)
+		return NDZ_ENET;
 	return 0;
 }
 

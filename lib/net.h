@@ -30,12 +30,23 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_
 int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);
 
 /*
- * ndz_net_send_many - count datagrams (bufs[i], lens[i] bytes) to the group, in
- * one call where the kernel takes them all. 0 or NDZ_ENET (errno set); as with
- * ndz_net_send, a full send queue drops the rest rather than failing.
+ * ndz_net_send_many - count (at most 64) datagrams (bufs[i], lens[i] bytes) to the
+ * group. Datagrams all of one length go as UDP segmentation offload sends (one
+ * buffer the kernel or the NIC cuts into datagrams: one trip through the stack per
+ * batch), others, and all on a kernel without it, with sendmmsg. The receivers see
+ * the same datagrams either way. 0 or NDZ_ENET (errno set); as with ndz_net_send,
+ * a full send queue drops the rest rather than failing.
  */
 int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
 		      unsigned count);
+
+/*
+ * ndz_net_ignore - have the kernel drop, before they are queued, datagrams whose
+ * payload byte at offset is one of values (count <= 16): a server need not read
+ * back its own looped-back blocks. Datagrams too short to hold that byte are kept.
+ * 0, NDZ_EINVAL or NDZ_ENET (errno set).
+ */
+int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count);
 
 /*
  * ndz_net_recv - one datagram, waiting at most timeout_ms (< 0: forever).

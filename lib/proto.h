@@ -12,6 +12,7 @@
 #include "format.h"
 
 #define NDZ_PROTO_VERSION   1u
+#define NDZ_PKT_TYPE_OFFSET 5u          /* where the common header holds the type */
 #define NDZ_PROTO_HDR       8u          /* magic, version, type, flags */
 #define NDZ_BITMAP_BYTES    (NDZ_BLOCKS_PER_CHUNK / 8u) /* one bit per block of a chunk */
 
