@@ -55,7 +55,10 @@ netns_host() {
 		ip -n "$_ns" link set lo up &&
 		ip -n "$_ns" addr add "10.77.0.$2/24" brd + dev eth0 &&
 		ip -n "$_ns" link set eth0 up &&
-		ip -n "$_ns" route add 224.0.0.0/4 dev eth0
+		ip -n "$_ns" route add 224.0.0.0/4 dev eth0 || return 1
+	# Cut a sender's GSO batch into datagrams here, as a NIC would, so a loss rule drops
+	# single datagrams, not whole batches (best effort: old kernels lack the setting).
+	ip -n "$_ns" link set dev eth0 gso_max_segs 1 2>/dev/null || true
 }
 
 # in_ns NAME CMD...: run CMD inside host NAME.
