@@ -329,8 +329,7 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 	int linear = 1, rc;
 
 	if (vg->nlv >= NDZ_LVM_MAX_LVS)
-		return bad(err, "more than %d logical volumes",
-			   NDZ_LVM_MAX_LVS);
+		return bad(err, "more than %d logical volumes", NDZ_LVM_MAX_LVS);
 	nl = realloc(vg->lv, (vg->nlv + 1) * sizeof(*nl));
 	if (!nl)
 		return NDZ_ENOMEM;
@@ -352,8 +351,7 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 				   "extent_count or type", lv->name,
 				   (int)ps->n[s].name_len, ps->n[s].name);
 		if (count > UINT64_MAX / 2 || start > UINT64_MAX / 2)
-			return bad(err, "LV %s: segment too large",
-				   lv->name);
+			return bad(err, "LV %s: segment too large", lv->name);
 		if (start + count > lv_ext)
 			lv_ext = start + count;
 		get_int(ps, s, "stripe_count", &stripes);
@@ -446,8 +444,7 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 
 	memset(vg, 0, sizeof(*vg));
 	if (len > MAX_TEXT)
-		return bad(err, "metadata of %zu bytes is too large",
-			   len);
+		return bad(err, "metadata of %zu bytes is too large", len);
 	if (memchr(text, 0, len))
 		len = (size_t)((const char *)memchr(text, 0, len) - text);
 	ps.p = malloc(len + 1);
@@ -495,8 +492,7 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 		    !get_int(&ps, p, "pe_count", &vg->pe_count) ||
 		    vg->pe_start > (UINT64_MAX >> 10) ||
 		    vg->pe_count > UINT64_MAX / 2 / vg->extent_bytes) {
-			bad(err, "PV %s: no valid pe_start or pe_count",
-			    pv_name);
+			bad(err, "PV %s: no valid pe_start or pe_count", pv_name);
 			goto out;
 		}
 		vg->pe_start *= SEC;
@@ -801,8 +797,7 @@ static int read_mda(struct lvm *l, uint64_t off, uint64_t size, char **text, siz
 	}
 	if (lvm_crc(CRC_INIT, (uint8_t *)t, (size_t)rsize) != rcrc) {
 		free(t);
-		return bad(err, "metadata at byte %" PRIu64 ": checksum mismatch",
-			   off + roff);
+		return bad(err, "metadata at byte %" PRIu64 ": checksum mismatch", off + roff);
 	}
 	*text = t;
 	*len = (size_t)rsize;
@@ -905,8 +900,7 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	}
 	if (l->vg.pe_start > io->size ||
 	    l->vg.pe_count > (io->size - l->vg.pe_start) / l->vg.extent_bytes) {
-		rc = bad(err, "%" PRIu64 " extents do not fit the PV",
-			 l->vg.pe_count);
+		rc = bad(err, "%" PRIu64 " extents do not fit the PV", l->vg.pe_count);
 		goto fail;
 	}
 	free(text);
