@@ -37,12 +37,15 @@ LIB_SRC  := $(wildcard lib/*.c)
 FS_SRC   := $(wildcard fs/*.c)
 CLI_SRC  := $(wildcard lib/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
-HELP_SRC := $(wildcard tests/helpers/*.c)
+# tests/helpers/*.c: one program each, but for the code they share (HLIB_SRC)
+HLIB_SRC := tests/helpers/pktbuild.c
+HELP_SRC := $(filter-out $(HLIB_SRC),$(wildcard tests/helpers/*.c))
 
 obj = $(patsubst %.c,$(O)/%.o,$(1))
 LIBNDZ  := $(O)/libndz.a
 LIBFS   := $(O)/libndzfs.a
 LIBCLI  := $(O)/libndzcli.a
+LIBHELP := $(O)/libndzhelp.a
 BINS    := $(addprefix $(O)/bin/,$(PROGS))
 UNITS   := $(patsubst tests/unit/%.c,$(O)/tests/%,$(UNIT_SRC))
 HELPERS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELP_SRC))
@@ -64,6 +67,8 @@ $(LIBFS): $(call obj,$(FS_SRC))
 	$(QAR)rm -f $@ && ar rcs $@ $^
 $(LIBCLI): $(call obj,$(CLI_SRC))
 	$(QAR)rm -f $@ && ar rcs $@ $^
+$(LIBHELP): $(call obj,$(HLIB_SRC))
+	$(QAR)rm -f $@ && ar rcs $@ $^
 
 define prog_rule
 $(O)/bin/$(1): $(call obj,$(wildcard $(1)/*.c)) $(LIBCLI) $(LIBFS) $(LIBNDZ)
@@ -76,7 +81,7 @@ $(O)/tests/test_%: $(O)/tests/unit/test_%.o $(LIBCLI) $(LIBFS) $(LIBNDZ)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ -lcmocka $(LIBS)
 
-$(O)/tests/helpers/%: $(O)/tests/helpers/%.o $(LIBCLI) $(LIBFS) $(LIBNDZ)
+$(O)/tests/helpers/%: $(O)/tests/helpers/%.o $(LIBHELP) $(LIBCLI) $(LIBFS) $(LIBNDZ)
 	@mkdir -p $(dir $@)
 	$(QLD)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 

@@ -4,7 +4,6 @@
  * use. Kept: the first MiB (boot loaders and the primary superblock), every
  * superblock copy, every allocated extent at each of its stripes.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "crc32c.h"
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "le.h"
 
 #define SB_OFF 65536u
@@ -80,18 +80,8 @@ struct walk {
 	int found;
 };
 
-static int bad(struct ndz_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct ndz_error *err, const char *fmt, ...)
-{
-	char msg[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	ndz_error_set(err, NDZ_EFS, 0, "btrfs: %s", msg);
-	return NDZ_EFS;
-}
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "btrfs", __VA_ARGS__)
 
 /* CRC32C of p[32..len) against the little-endian value at p[0] */
 static int csum_ok(const uint8_t *p, size_t len)

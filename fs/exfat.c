@@ -11,6 +11,7 @@
 
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "le.h"
 
 #define BOOT_SECTORS 12u                /* a boot region: 11 sectors + checksum sector */
@@ -64,11 +65,8 @@ static int exfat_probe(struct ndz_io *io)
 	return read_boot(io, s, &b);
 }
 
-static int bad(struct ndz_error *err, const char *what)
-{
-	ndz_error_set(err, NDZ_EFS, 0, "exfat: %s", what);
-	return NDZ_EFS;
-}
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "exfat", __VA_ARGS__)
 
 static void exfat_close(void *h)
 {
@@ -227,7 +225,7 @@ static int read_bitmap(struct exfat *x, uint32_t first, uint64_t len, struct ndz
 
 static int is_used(const struct exfat *x, uint64_t c)
 {
-	return (x->used[(c - 2) / 8] >> ((c - 2) % 8)) & 1;
+	return ndz_fs_bit(x->used, c - 2);
 }
 
 /* Walk the root directory for its bitmap entries (one, or two with TexFAT). */
@@ -284,7 +282,7 @@ static int exfat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 		return bad(err, "no boot sector");
 	why = check_geometry(&b, io->size);
 	if (why)
-		return bad(err, why);
+		return bad(err, "%s", why);
 	rc = check_sum(io, 1u << b.bps_shift, &ok);
 	if (rc < 0)
 		return rc == NDZ_ESHORTREAD ? bad(err, "boot region cut short") : rc;
@@ -326,7 +324,7 @@ static int exfat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats 
 	struct exfat *x = h;
 	uint32_t bps = 1u << x->bps_shift;
 	uint64_t csize = (uint64_t)1 << (x->spc_shift + x->bps_shift);
-	uint64_t end = (uint64_t)x->clusters + 2, c = 2, used, tail;
+	uint64_t pos = 0, a, b, used, tail;
 	uint64_t fat_bytes = x->fat_len * x->nfats * bps;
 	int rc;
 
@@ -342,20 +340,12 @@ static int exfat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats 
 		rc = fn(ctx, x->fat_off * bps, fat_bytes);
 	if (rc)
 		return rc;
-	while (c < end) {
-		uint64_t d;
-
-		if (!is_used(x, c)) {
-			c++;
-			continue;
-		}
-		for (d = c; d < end && is_used(x, d); d++)
-			;
-		used += (d - c) * csize;
-		rc = fn(ctx, cluster_off(x, (uint32_t)c), (d - c) * csize);
+	/* bit i of the bitmap is cluster i + 2 */
+	while (ndz_fs_next_run(x->used, &pos, x->clusters, 1, &a, &b)) {
+		used += (b - a) * csize;
+		rc = fn(ctx, cluster_off(x, (uint32_t)(a + 2)), (b - a) * csize);
 		if (rc)
 			return rc;
-		c = d;
 	}
 	st->used_bytes = used;
 	/* sectors after the last whole cluster (the caller keeps what follows fs_bytes) */

@@ -13,7 +13,11 @@
 
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "le.h"
+
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "ext", __VA_ARGS__)
 
 /* ---- io_manager over struct ndz_io; the channel name carries the pointer ---- */
 
@@ -179,25 +183,25 @@ static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	snprintf(name, sizeof(name), "ndz:%p", (void *)io);
 	ec = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS, 0, 0, &ndz_io_manager, &e->fs);
 	if (ec) {
-		ndz_error_set(err, NDZ_EFS, 0, "ext: %s", error_message(ec));
+		bad(err, "%s", error_message(ec));
 		free(e);
 		return NDZ_EFS;
 	}
 	if (ext2fs_has_feature_journal_needs_recovery(e->fs->super)) {
-		ndz_error_set(err, NDZ_EFS, 0, "ext: journal needs recovery");
+		bad(err, "journal needs recovery");
 		goto inconsistent;
 	}
 	if (e->fs->super->s_state & EXT2_ERROR_FS) {
-		ndz_error_set(err, NDZ_EFS, 0, "ext: filesystem marked as having errors");
+		bad(err, "filesystem marked as having errors");
 		goto inconsistent;
 	}
 	if (ext2fs_blocks_count(e->fs->super) > io->size / e->fs->blocksize) {
-		ndz_error_set(err, NDZ_EFS, 0, "ext: filesystem larger than its partition");
+		bad(err, "filesystem larger than its partition");
 		goto inconsistent;
 	}
 	ec = ext2fs_read_block_bitmap(e->fs);
 	if (ec) {
-		ndz_error_set(err, NDZ_EFS, 0, "ext: block bitmap: %s", error_message(ec));
+		bad(err, "block bitmap: %s", error_message(ec));
 		goto inconsistent;
 	}
 	*out = e;
@@ -261,8 +265,7 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 		 (unsigned)bs, fs->cluster_ratio_bits ? ", bigalloc" : "");
 	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
 		if (group_free(fs, g) != ext2fs_bg_free_blocks_count(fs, g)) {
-			ndz_error_set(err, NDZ_EFS, 0,
-				      "ext: group %u: free count disagrees with the bitmap", g);
+			bad(err, "group %u: free count disagrees with the bitmap", g);
 			return NDZ_EFS;
 		}
 	}

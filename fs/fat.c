@@ -8,6 +8,7 @@
 
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "le.h"
 
 struct fat {
@@ -64,11 +65,8 @@ static int fat_probe(struct ndz_io *io)
 	return read_bpb(io, &b);
 }
 
-static int bad(struct ndz_error *err, const char *what)
-{
-	ndz_error_set(err, NDZ_EFS, 0, "fat: %s", what);
-	return NDZ_EFS;
-}
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "fat", __VA_ARGS__)
 
 static uint32_t entry(const struct fat *f, const uint8_t *t, uint64_t c)
 {
@@ -158,7 +156,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 			if (entry(f, t, c))
 				f->used[c / 8] |= (uint8_t)(1u << (c % 8));
 	}
-	if (f->bits == 32 && !(f->used[f->root_cluster / 8] & (1u << (f->root_cluster % 8)))) {
+	if (f->bits == 32 && !ndz_fs_bit(f->used, f->root_cluster)) {
 		bad(err, "root directory cluster is free");
 		goto fail;
 	}
@@ -176,7 +174,7 @@ static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 {
 	struct fat *f = h;
 	uint64_t csize = (uint64_t)f->spc * f->bps, base = f->data_start * f->bps;
-	uint64_t end = f->clusters + 2, used = 0, c = 2, tail;
+	uint64_t pos = 2, a, b, used = 0, tail;
 	int rc;
 
 	(void)err;
@@ -188,20 +186,11 @@ static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	rc = fn(ctx, 0, base);
 	if (rc)
 		return rc;
-	while (c < end) {
-		uint64_t d;
-
-		if (!(f->used[c / 8] & (1u << (c % 8)))) {
-			c++;
-			continue;
-		}
-		for (d = c; d < end && (f->used[d / 8] & (1u << (d % 8))); d++)
-			;
-		used += (d - c) * csize;
-		rc = fn(ctx, base + (c - 2) * csize, (d - c) * csize);
+	while (ndz_fs_next_run(f->used, &pos, f->clusters + 2, 1, &a, &b)) {
+		used += (b - a) * csize;
+		rc = fn(ctx, base + (a - 2) * csize, (b - a) * csize);
 		if (rc)
 			return rc;
-		c = d;
 	}
 	st->used_bytes = used + base;
 	/* sectors after the last whole cluster (the caller keeps what follows fs_bytes) */

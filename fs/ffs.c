@@ -9,6 +9,7 @@
 
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "le.h"
 
 #define UFS1_MAGIC 0x011954u
@@ -104,11 +105,8 @@ static int is_pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-static int bad(struct ndz_error *err, const char *what)
-{
-	ndz_error_set(err, NDZ_EFS, 0, "ufs: %s", what);
-	return NDZ_EFS;
-}
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "ufs", __VA_ARGS__)
 
 static uint64_t cgstart(const struct ufs *u, uint32_t c)
 {
@@ -193,15 +191,9 @@ fail:
 	return rc;
 }
 
-static int test_bit(const uint8_t *map, uint64_t i)
-{
-	return map[i >> 3] & (1u << (i & 7));
-}
-
 static int bad_cg(struct ndz_error *err, uint32_t c, const char *what)
 {
-	ndz_error_set(err, NDZ_EFS, 0, "ufs: cylinder group %u%s", c, what);
-	return NDZ_EFS;
+	return bad(err, "cylinder group %u%s", c, what);
 }
 
 static int read_cg(struct ufs *u, uint32_t c, uint32_t *ndblk, struct ndz_error *err)
@@ -227,7 +219,7 @@ static int read_cg(struct ufs *u, uint32_t c, uint32_t *ndblk, struct ndz_error 
 		return bad_cg(err, c, ": bad size or bitmap offset");
 	/* the free counts must agree with the bitmap, or the bitmap is not to be trusted */
 	for (uint32_t i = 0; i < *ndblk; i++)
-		nfree += test_bit(u->cg + freeoff, i) != 0;
+		nfree += ndz_fs_bit(u->cg + freeoff, i);
 	nbfree = get_le32(u->cg + CG_NBFREE);
 	nffree = get_le32(u->cg + CG_NFFREE);
 	if (nfree != (uint64_t)nbfree * u->frag + nffree)
@@ -254,26 +246,19 @@ static int ufs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	for (uint32_t c = 0; c < u->ncg; c++) {
 		uint64_t base = (uint64_t)u->fpg * c;
 		const uint8_t *map;
-		uint32_t ndblk, i = 0;
+		uint32_t ndblk = 0;
+		uint64_t pos = 0, i, j;
 
 		rc = read_cg(u, c, &ndblk, err);
 		if (rc)
 			return rc;
 		map = u->cg + get_le32(u->cg + CG_FREEOFF);
-		while (i < ndblk) {
-			uint32_t j;
-
-			if (test_bit(map, i)) {
-				i++;
-				continue;
-			}
-			for (j = i; j < ndblk && !test_bit(map, j); j++)
-				;
-			used += (uint64_t)(j - i) * u->fsize;
-			rc = fn(ctx, (base + i) * u->fsize, (uint64_t)(j - i) * u->fsize);
+		/* the map marks free fragments: runs of clear bits are in use */
+		while (ndz_fs_next_run(map, &pos, ndblk, 0, &i, &j)) {
+			used += (j - i) * u->fsize;
+			rc = fn(ctx, (base + i) * u->fsize, (j - i) * u->fsize);
 			if (rc)
 				return rc;
-			i = j;
 		}
 	}
 	st->used_bytes = used;

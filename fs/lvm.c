@@ -11,7 +11,11 @@
 
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "le.h"
+
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "lvm", __VA_ARGS__)
 
 #define SEC 512u
 #define LABEL_SECTORS 4                /* the label is in one of the first four */
@@ -57,7 +61,7 @@ struct parser {
 
 static int perr(struct parser *ps, const char *what)
 {
-	return ndz_error_set(ps->err, NDZ_EFS, 0, "lvm: metadata line %u: %s", ps->line, what);
+	return bad(ps->err, "metadata line %u: %s", ps->line, what);
 }
 
 static void skip_space(struct parser *ps)
@@ -325,8 +329,7 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 	int linear = 1, rc;
 
 	if (vg->nlv >= NDZ_LVM_MAX_LVS)
-		return ndz_error_set(err, NDZ_EFS, 0, "lvm: more than %d logical volumes",
-				     NDZ_LVM_MAX_LVS);
+		return bad(err, "more than %d logical volumes", NDZ_LVM_MAX_LVS);
 	nl = realloc(vg->lv, (vg->nlv + 1) * sizeof(*nl));
 	if (!nl)
 		return NDZ_ENOMEM;
@@ -344,13 +347,11 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 		if (!get_int(ps, s, "start_extent", &start) ||
 		    !get_int(ps, s, "extent_count", &count) ||
 		    !get_str(ps, s, "type", type, sizeof(type)))
-			return ndz_error_set(err, NDZ_EFS, 0,
-					     "lvm: LV %s: segment %.*s lacks start_extent, "
-					     "extent_count or type", lv->name,
-					     (int)ps->n[s].name_len, ps->n[s].name);
+			return bad(err, "LV %s: segment %.*s lacks start_extent, "
+				   "extent_count or type", lv->name,
+				   (int)ps->n[s].name_len, ps->n[s].name);
 		if (count > UINT64_MAX / 2 || start > UINT64_MAX / 2)
-			return ndz_error_set(err, NDZ_EFS, 0, "lvm: LV %s: segment too large",
-					     lv->name);
+			return bad(err, "LV %s: segment too large", lv->name);
 		if (start + count > lv_ext)
 			lv_ext = start + count;
 		get_int(ps, s, "stripe_count", &stripes);
@@ -371,8 +372,7 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 				struct ndz_lvm_seg sg;
 
 				if (is_stripes && (!b || ps->n[a].type != N_STR || ps->n[b].type != N_INT))
-					return ndz_error_set(err, NDZ_EFS, 0,
-							     "lvm: LV %s: bad stripes list", lv->name);
+					return bad(err, "LV %s: bad stripes list", lv->name);
 				if (ps->n[a].type != N_STR || !b || ps->n[b].type != N_INT)
 					continue;
 				a = b;
@@ -382,15 +382,13 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 					continue;
 				}
 				if (!is_stripes && !is_mirrors)
-					return ndz_error_set(err, NDZ_EFS, 0,
-							     "lvm: LV %s: segment of type %s places "
-							     "extents in '%.*s', not understood",
-							     lv->name, type, (int)ps->n[arr].name_len,
-							     ps->n[arr].name);
+					return bad(err, "LV %s: segment of type %s places "
+						   "extents in '%.*s', not understood",
+						   lv->name, type, (int)ps->n[arr].name_len,
+						   ps->n[arr].name);
 				if (is_stripes && (!stripes || count % stripes))
-					return ndz_error_set(err, NDZ_EFS, 0,
-							     "lvm: LV %s: %" PRIu64 " extents in %"
-							     PRIu64 " stripes", lv->name, count, stripes);
+					return bad(err, "LV %s: %" PRIu64 " extents in %"
+						   PRIu64 " stripes", lv->name, count, stripes);
 				memset(&sg, 0, sizeof(sg));
 				sg.lv = (int)vg->nlv;
 				sg.lv_extent = start;
@@ -402,9 +400,8 @@ static int read_lv(struct parser *ps, uint32_t lvs, uint32_t l, const char *pv_n
 				if ((rc = add_seg(vg, &sg)) == NDZ_ENOMEM)
 					return rc;
 				if (rc < 0)
-					return ndz_error_set(err, NDZ_EFS, 0,
-							     "lvm: more than %d segments on this PV",
-							     NDZ_LVM_MAX_SEGS);
+					return bad(err, "more than %d segments on this PV",
+						   NDZ_LVM_MAX_SEGS);
 				here += sg.count;
 			}
 		}
@@ -447,8 +444,7 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 
 	memset(vg, 0, sizeof(*vg));
 	if (len > MAX_TEXT)
-		return ndz_error_set(err, NDZ_EFS, 0, "lvm: metadata of %zu bytes is too large",
-				     len);
+		return bad(err, "metadata of %zu bytes is too large", len);
 	if (memchr(text, 0, len))
 		len = (size_t)((const char *)memchr(text, 0, len) - text);
 	ps.p = malloc(len + 1);
@@ -467,20 +463,20 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 	for (uint32_t i = ps.n[0].first; i; i = ps.n[i].next)
 		if (ps.n[i].type == N_SECTION) {
 			if (vgs) {
-				rc = ndz_error_set(err, NDZ_EFS, 0, "lvm: more than one VG section");
+				rc = bad(err, "more than one VG section");
 				goto out;
 			}
 			vgs = i;
 		}
 	rc = NDZ_EFS;
 	if (!vgs) {
-		ndz_error_set(err, NDZ_EFS, 0, "lvm: no VG section in the metadata");
+		bad(err, "no VG section in the metadata");
 		goto out;
 	}
 	copy_name(vg->name, sizeof(vg->name), &ps.n[vgs]);
 	if (!get_int(&ps, vgs, "extent_size", &vg->extent_bytes) || !vg->extent_bytes ||
 	    vg->extent_bytes > (UINT64_MAX >> 20)) {
-		ndz_error_set(err, NDZ_EFS, 0, "lvm: VG %s: no valid extent_size", vg->name);
+		bad(err, "VG %s: no valid extent_size", vg->name);
 		goto out;
 	}
 	vg->extent_bytes *= SEC;
@@ -496,15 +492,14 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 		    !get_int(&ps, p, "pe_count", &vg->pe_count) ||
 		    vg->pe_start > (UINT64_MAX >> 10) ||
 		    vg->pe_count > UINT64_MAX / 2 / vg->extent_bytes) {
-			ndz_error_set(err, NDZ_EFS, 0, "lvm: PV %s: no valid pe_start or pe_count",
-				      pv_name);
+			bad(err, "PV %s: no valid pe_start or pe_count", pv_name);
 			goto out;
 		}
 		vg->pe_start *= SEC;
 		break;
 	}
 	if (!pv_name[0]) {
-		ndz_error_set(err, NDZ_EFS, 0, "lvm: VG %s does not list this PV", vg->name);
+		bad(err, "VG %s does not list this PV", vg->name);
 		goto out;
 	}
 	lvs = child(&ps, vgs, "logical_volumes", N_SECTION);
@@ -519,16 +514,15 @@ int ndz_lvm_parse(const char *text, size_t len, const char *pv_uuid, struct ndz_
 		const struct ndz_lvm_seg *sg = &vg->seg[i];
 
 		if (sg->pv_extent > vg->pe_count || sg->count > vg->pe_count - sg->pv_extent) {
-			ndz_error_set(err, NDZ_EFS, 0,
-				      "lvm: LV %s: extents %" PRIu64 "+%" PRIu64
-				      " beyond the PV's %" PRIu64, vg->lv[sg->lv].name,
-				      sg->pv_extent, sg->count, vg->pe_count);
+			bad(err, "LV %s: extents %" PRIu64 "+%" PRIu64
+			    " beyond the PV's %" PRIu64, vg->lv[sg->lv].name,
+			    sg->pv_extent, sg->count, vg->pe_count);
 			goto out;
 		}
 		if (i && vg->seg[i - 1].pv_extent + vg->seg[i - 1].count > sg->pv_extent) {
-			ndz_error_set(err, NDZ_EFS, 0, "lvm: LVs %s and %s share extent %" PRIu64,
-				      vg->lv[vg->seg[i - 1].lv].name, vg->lv[sg->lv].name,
-				      sg->pv_extent);
+			bad(err, "LVs %s and %s share extent %" PRIu64,
+			    vg->lv[vg->seg[i - 1].lv].name, vg->lv[sg->lv].name,
+			    sg->pv_extent);
 			goto out;
 		}
 	}
@@ -770,21 +764,17 @@ static int read_mda(struct lvm *l, uint64_t off, uint64_t size, char **text, siz
 
 	*text = NULL;
 	if (size < 2 * SEC || off > l->io->size || size > l->io->size - off)
-		return ndz_error_set(err, NDZ_EFS, 0,
-				     "lvm: metadata area at %" PRIu64 " outside the PV", off);
+		return bad(err, "metadata area at %" PRIu64 " outside the PV", off);
 	if ((rc = ndz_io_read_full(l->io, h, SEC, off, NULL)) < 0)
 		return rc == NDZ_ESHORTREAD ? NDZ_EFS : rc;
 	if (memcmp(h + 4, MDA_MAGIC, 16) || get_le32(h + 20) != 1)
-		return ndz_error_set(err, NDZ_EFS, 0,
-				     "lvm: no metadata area header at byte %" PRIu64, off);
+		return bad(err, "no metadata area header at byte %" PRIu64, off);
 	if (get_le32(h) != lvm_crc(CRC_INIT, h + 4, SEC - 4))
-		return ndz_error_set(err, NDZ_EFS, 0,
-				     "lvm: metadata area header at byte %" PRIu64
-				     ": checksum mismatch", off);
+		return bad(err, "metadata area header at byte %" PRIu64
+			   ": checksum mismatch", off);
 	if (get_le64(h + 24) != off || get_le64(h + 32) != size)
-		return ndz_error_set(err, NDZ_EFS, 0,
-				     "lvm: metadata area header at byte %" PRIu64
-				     " names another place", off);
+		return bad(err, "metadata area header at byte %" PRIu64
+			   " names another place", off);
 	/* the first raw_locn is the committed metadata */
 	roff = get_le64(h + 40);
 	rsize = get_le64(h + 48);
@@ -792,8 +782,7 @@ static int read_mda(struct lvm *l, uint64_t off, uint64_t size, char **text, siz
 	if (!roff && !rsize)
 		return 0;  /* an empty area */
 	if (roff < SEC || roff >= size || !rsize || rsize > size - SEC || rsize > MAX_TEXT)
-		return ndz_error_set(err, NDZ_EFS, 0,
-				     "lvm: metadata at byte %" PRIu64 ": bad location", off);
+		return bad(err, "metadata at byte %" PRIu64 ": bad location", off);
 	t = malloc((size_t)rsize);
 	if (!t)
 		return NDZ_ENOMEM;
@@ -808,9 +797,7 @@ static int read_mda(struct lvm *l, uint64_t off, uint64_t size, char **text, siz
 	}
 	if (lvm_crc(CRC_INIT, (uint8_t *)t, (size_t)rsize) != rcrc) {
 		free(t);
-		return ndz_error_set(err, NDZ_EFS, 0,
-				     "lvm: metadata at byte %" PRIu64 ": checksum mismatch",
-				     off + roff);
+		return bad(err, "metadata at byte %" PRIu64 ": checksum mismatch", off + roff);
 	}
 	*text = t;
 	*len = (size_t)rsize;
@@ -833,12 +820,12 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	(void)o;
 	lab = find_label(io, sec);
 	if (lab < 0)
-		return ndz_error_set(err, NDZ_EFS, 0, "lvm: no LABELONE in the first sectors");
+		return bad(err, "no LABELONE in the first sectors");
 	hoff = get_le32(sec + 20);
 	if (get_le32(sec + 16) != lvm_crc(CRC_INIT, sec + 20, SEC - 20))
-		return ndz_error_set(err, NDZ_EFS, 0, "lvm: label checksum mismatch");
+		return bad(err, "label checksum mismatch");
 	if (hoff < 32 || hoff > SEC - 32 - 8 - 16)
-		return ndz_error_set(err, NDZ_EFS, 0, "lvm: bad PV header offset %u", hoff);
+		return bad(err, "bad PV header offset %u", hoff);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NDZ_ENOMEM;
@@ -855,7 +842,7 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 			uint64_t off, size;
 
 			if (p + 16 > end) {
-				ndz_error_set(err, NDZ_EFS, 0, "lvm: PV header runs off its sector");
+				bad(err, "PV header runs off its sector");
 				goto fail;
 			}
 			off = get_le64(p);
@@ -869,7 +856,7 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 				continue;
 			}
 			if (l->nmda == MAX_AREAS) {
-				ndz_error_set(err, NDZ_EFS, 0, "lvm: too many metadata areas");
+				bad(err, "too many metadata areas");
 				goto fail;
 			}
 			l->mda[l->nmda][0] = off;
@@ -878,7 +865,7 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		}
 	}
 	if (ndata != 1) {
-		ndz_error_set(err, NDZ_EFS, 0, "lvm: %d data areas (1 expected)", ndata);
+		bad(err, "%d data areas (1 expected)", ndata);
 		goto fail;
 	}
 	/* every copy of the metadata must be readable, and all must agree */
@@ -892,8 +879,7 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 			continue;
 		if (text && (tl != text_len || memcmp(t, text, tl))) {
 			free(t);
-			rc = ndz_error_set(err, NDZ_EFS, 0,
-					   "lvm: the metadata areas hold different metadata");
+			rc = bad(err, "the metadata areas hold different metadata");
 			goto fail;
 		}
 		free(text);
@@ -901,23 +887,20 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		text_len = tl;
 	}
 	if (!text) {
-		rc = ndz_error_set(err, NDZ_EFS, 0,
-				   "lvm: no VG metadata on this PV (not in a VG, or "
-				   "its metadata is kept elsewhere)");
+		rc = bad(err, "no VG metadata on this PV (not in a VG, or "
+			 "its metadata is kept elsewhere)");
 		goto fail;
 	}
 	if ((rc = ndz_lvm_parse(text, text_len, uuid, &l->vg, err)) < 0)
 		goto fail;
 	if (l->vg.pe_start != data_off) {
-		rc = ndz_error_set(err, NDZ_EFS, 0,
-				   "lvm: pe_start %" PRIu64 " differs from the PV header's %" PRIu64,
-				   l->vg.pe_start, data_off);
+		rc = bad(err, "pe_start %" PRIu64 " differs from the PV header's %" PRIu64,
+			 l->vg.pe_start, data_off);
 		goto fail;
 	}
 	if (l->vg.pe_start > io->size ||
 	    l->vg.pe_count > (io->size - l->vg.pe_start) / l->vg.extent_bytes) {
-		rc = ndz_error_set(err, NDZ_EFS, 0, "lvm: %" PRIu64 " extents do not fit the PV",
-				   l->vg.pe_count);
+		rc = bad(err, "%" PRIu64 " extents do not fit the PV", l->vg.pe_count);
 		goto fail;
 	}
 	free(text);

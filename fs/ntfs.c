@@ -22,7 +22,11 @@
 
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 #include "ranges.h"
+
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "ntfs", __VA_ARGS__)
 
 /* ---- device operations over struct ndz_io ---- */
 
@@ -167,11 +171,6 @@ static int ntfs_probe(struct ndz_io *io)
 	return !memcmp(s + 3, "NTFS    ", 8) && s[510] == 0x55 && s[511] == 0xaa;
 }
 
-static int cl_used(const uint8_t *map, uint64_t i)
-{
-	return map[i >> 3] & (1u << (i & 7));
-}
-
 /* Clusters of inode mref's unnamed $DATA, or -1 when it has none we can read. */
 typedef int (*run_fn)(struct ntfs *n, int64_t lcn, int64_t len);
 
@@ -198,7 +197,7 @@ static int check_run(struct ntfs *n, int64_t lcn, int64_t len)
 	if ((uint64_t)lcn > n->nclusters || (uint64_t)len > n->nclusters - (uint64_t)lcn)
 		return 1;
 	for (int64_t i = 0; i < len; i++)
-		if (!cl_used(n->bitmap, (uint64_t)(lcn + i)))
+		if (!ndz_fs_bit(n->bitmap, (uint64_t)(lcn + i)))
 			return 1;
 	return 0;
 }
@@ -270,11 +269,11 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 	n->csize = n->vol->cluster_size;
 	n->nclusters = (uint64_t)n->vol->nr_clusters;
 	if (n->nclusters == 0 || n->csize == 0 || n->nclusters > io->size / n->csize) {
-		ndz_error_set(err, NDZ_EFS, 0, "ntfs: volume larger than its partition");
+		bad(err, "volume larger than its partition");
 		goto fail;
 	}
 	if (n->vol->flags & VOLUME_IS_DIRTY) {
-		ndz_error_set(err, NDZ_EFS, 0, "ntfs: volume marked dirty (run chkdsk)");
+		bad(err, "volume marked dirty (run chkdsk)");
 		goto fail;
 	}
 	mapbytes = (n->nclusters + 7) / 8;
@@ -285,7 +284,7 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 	}
 	if (!n->vol->lcnbmp_na ||
 	    ntfs_attr_pread(n->vol->lcnbmp_na, 0, (s64)mapbytes, n->bitmap) != (s64)mapbytes) {
-		ndz_error_set(err, NDZ_EFS, 0, "ntfs: cannot read $Bitmap");
+		bad(err, "cannot read $Bitmap");
 		goto fail;
 	}
 	/* the system files must be in use according to $Bitmap, or it is not trusted */
@@ -296,9 +295,8 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 		if (ni)
 			ntfs_inode_close(ni);
 		if (bad) {
-			ndz_error_set(err, NDZ_EFS, 0,
-				      "ntfs: $Bitmap disagrees with system file %u",
-				      (unsigned)sys_files[i]);
+			bad(err, "$Bitmap disagrees with system file %u",
+			    (unsigned)sys_files[i]);
 			goto fail;
 		}
 	}
@@ -356,7 +354,7 @@ static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 		     struct ndz_error *err)
 {
 	struct ntfs *n = h;
-	uint64_t fsbytes = n->nclusters * n->csize, used = 0, i = 0;
+	uint64_t fsbytes = n->nclusters * n->csize, used = 0, pos = 0, i, j;
 	size_t k = 0;
 	int rc;
 
@@ -367,19 +365,10 @@ static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 		 n->vol->major_ver, n->vol->minor_ver, n->csize,
 		 n->skipped ? ", page/hibernation files skipped" : "",
 		 n->hib_kept ? ", hibernated (hiberfil.sys kept)" : "");
-	while (i < n->nclusters) {
-		uint64_t j;
-
-		if (!cl_used(n->bitmap, i)) {
-			i++;
-			continue;
-		}
-		for (j = i; j < n->nclusters && cl_used(n->bitmap, j); j++)
-			;
+	while (ndz_fs_next_run(n->bitmap, &pos, n->nclusters, 1, &i, &j)) {
 		rc = emit(n, i, j, &k, fn, ctx, &used);
 		if (rc)
 			return rc;
-		i = j;
 	}
 	st->used_bytes = used;
 	/* the backup boot sector sits past the last cluster, beyond fs_bytes: kept by

@@ -37,6 +37,19 @@ static int add_part(struct ndz_ptable *t, const struct ndz_part *p)
 	return 0;
 }
 
+/* A partition entry with nothing but where it is and its type set. */
+static struct ndz_part new_part(int index, uint64_t start, uint64_t count, uint32_t type)
+{
+	struct ndz_part p;
+
+	memset(&p, 0, sizeof(p));
+	p.index = index;
+	p.start = start;
+	p.count = count;
+	p.type = type;
+	return p;
+}
+
 const struct ndz_part *ndz_part_find(const struct ndz_ptable *t, int index)
 {
 	for (size_t i = 0; i < t->n; i++)
@@ -114,13 +127,8 @@ static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct 
 		mbr_entry(buf + 446, &boot, &type, &start, &count);
 		mbr_entry(buf + 446 + 16, &boot, &ntype, &nstart, &ncount);
 		if (type && count) {
-			struct ndz_part p;
+			struct ndz_part p = new_part(index++, ebr + start, count, type);
 
-			memset(&p, 0, sizeof(p));
-			p.index = index++;
-			p.start = ebr + start;
-			p.count = count;
-			p.type = type;
 			if (start == 0 || p.start + p.count > ext->start + ext->count)
 				return fail(err, "logical partition outside its extended partition");
 			rc = add_part(t, &p);
@@ -153,11 +161,7 @@ static int read_mbr(struct ndz_io *disk, struct ndz_ptable *t, uint8_t *buf,
 		mbr_entry(buf + 446 + 16 * i, &boot, &type, &start, &count);
 		if (!type || !count)
 			continue;
-		memset(&p, 0, sizeof(p));
-		p.index = i + 1;
-		p.start = start;
-		p.count = count;
-		p.type = type;
+		p = new_part(i + 1, start, count, type);
 		if (start == 0 || start + count > sectors)
 			return fail(err, "partition beyond the disk");
 		for (size_t j = 0; j < t->n; j++)
@@ -343,12 +347,8 @@ static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error 
 			free(a);
 			return fail(err, "GPT partition beyond the disk");
 		}
-		memset(&p, 0, sizeof(p));
-		p.index = (int)i + 1;
-		p.start = first;
-		p.count = last - first + 1;
+		p = new_part((int)i + 1, first, last - first + 1, gpt_code(e));
 		memcpy(p.guid, e, 16);
-		p.type = gpt_code(e);
 		rc = add_part(t, &p);
 		if (rc < 0) {
 			free(a);
@@ -457,11 +457,7 @@ static int read_label(struct ndz_io *slice, struct ndz_ptable *t, struct ndz_err
 			ndz_ptable_release(t);
 			return fail(err, "disklabel partition beyond the slice");
 		}
-		memset(&p, 0, sizeof(p));
-		p.index = (int)i + 1;
-		p.start = off - base;
-		p.count = size;
-		p.type = e[12];
+		p = new_part((int)i + 1, off - base, size, e[12]);
 		rc = add_part(t, &p);
 		if (rc < 0) {
 			ndz_ptable_release(t);

@@ -4,7 +4,6 @@
  * internal log and the AG free lists included. A log that is not provably
  * clean, or any check that fails, sends the filesystem raw.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "crc32c.h"
 #include "err.h"
 #include "fs.h"
+#include "fsutil.h"
 
 #define SB_MAGIC 0x58465342u           /* "XFSB" */
 #define AGF_MAGIC 0x58414746u          /* "XAGF" */
@@ -77,18 +77,8 @@ static uint64_t be64(const uint8_t *p)
 	return (uint64_t)be32(p) << 32 | be32(p + 4);
 }
 
-static int bad(struct ndz_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct ndz_error *err, const char *fmt, ...)
-{
-	char msg[200];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	ndz_error_set(err, NDZ_EFS, 0, "xfs: %s", msg);
-	return NDZ_EFS;
-}
+/* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
+#define bad(err, ...) ndz_fs_bad(err, "xfs", __VA_ARGS__)
 
 /* v5 metadata: CRC32C of len bytes with the 4-byte field at off taken as zero, stored LE */
 static int crc_ok(const uint8_t *p, size_t len, size_t off)
@@ -324,6 +314,15 @@ static int keep(struct agwalk *w, struct xfs *x, uint32_t a, uint32_t b)
 	return w->fn(w->ctx, w->ag_off + (uint64_t)a * x->bsize, (uint64_t)(b - a) * x->bsize);
 }
 
+/* One more free extent of len blocks in the AG's totals. */
+static void count_free(struct agwalk *w, uint32_t len)
+{
+	w->free += len;
+	w->nrecs++;
+	if (len > w->longest)
+		w->longest = len;
+}
+
 /* One free extent, in bnobt order: everything between it and the previous one is kept. */
 static int free_rec(struct xfs *x, struct agwalk *w, uint32_t start, uint32_t len,
 		    struct ndz_error *err)
@@ -343,10 +342,7 @@ static int free_rec(struct xfs *x, struct agwalk *w, uint32_t start, uint32_t le
 	if (rc)
 		return rc;
 	w->cursor = start + len;
-	w->free += len;
-	w->nrecs++;
-	if (len > w->longest)
-		w->longest = len;
+	count_free(w, len);
 	return 0;
 }
 
@@ -361,10 +357,7 @@ static int size_rec(struct xfs *x, struct agwalk *w, uint32_t start, uint32_t le
 		return bad(err, "AG %u: by-size free extents out of order", w->agno);
 	w->last_len = len;
 	w->last_start = start;
-	w->free += len;
-	w->nrecs++;
-	if (len > w->longest)
-		w->longest = len;
+	count_free(w, len);
 	return 0;
 }
 

@@ -66,3 +66,52 @@ same_files() {
 
 # quiet CMD...: run CMD without output (for check)
 quiet() { "$@" >/dev/null 2>&1; }
+
+# can_loop_mount TYPE SIZE MKFS...: true when we (root) can make a TYPE filesystem
+# with MKFS (given the image file last) and mount it through a loop device here
+can_loop_mount() {
+	_t=$1 _s=$2
+	shift 2
+	[ "$(id -u)" = 0 ] && command -v losetup >/dev/null 2>&1 || return 1
+	_ok=1
+	truncate -s "$_s" "$T/probe.img"
+	if "$@" "$T/probe.img" >/dev/null 2>&1 &&
+	   _l=$(losetup -f --show "$T/probe.img" 2>/dev/null); then
+		mkdir -p "$T/m"
+		if mount -t "$_t" "$_l" "$T/m" 2>/dev/null; then
+			_ok=0
+			umount "$T/m"
+		fi
+		losetup -d "$_l"
+	fi
+	rm -f "$T/probe.img"
+	return $_ok
+}
+
+# loop_mount TYPE IMG DIR [OPTIONS]: mount IMG on DIR through a loop device; at
+# exit it is unmounted and whatever still backs IMG detached, should the test
+# stop before loop_umount
+loop_mount() {
+	_l=$(losetup -f --show "$2" 2>/dev/null) || return 1
+	mkdir -p "$3"
+	if ! mount -t "$1" ${4:+-o "$4"} "$_l" "$3" 2>/dev/null; then
+		losetup -d "$_l"
+		return 1
+	fi
+	at_exit "umount '$3' 2>/dev/null; for l in \$(losetup -n -O NAME -j '$2'); do losetup -d \$l; done"
+}
+
+# loop_umount IMG DIR: unmount and detach. umount can return before the
+# filesystem lets go of its device (a copy of the mount in another mount
+# namespace is released later): wait until the loop device is gone, which is
+# when the filesystem's last write is surely on IMG
+loop_umount() {
+	umount "$2" || return 1
+	for _l in $(losetup -n -O NAME -j "$1"); do losetup -d "$_l"; done
+	_w=0
+	while [ -n "$(losetup -n -O NAME -j "$1")" ]; do
+		[ $_w -ge 200 ] && { echo "# $1: loop device still busy"; return 1; }
+		sleep 0.1
+		_w=$((_w + 1))
+	done
+}

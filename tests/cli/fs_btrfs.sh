@@ -22,42 +22,12 @@ mkfiles "$T/more" 6 900
 for f in "$T"/more/f*; do mv "$f" "$T/more/g${f##*/f}"; done
 
 can_mount=0
-if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null 2>&1; then
-	truncate -s "$SIZE" "$T/probe.img"
-	if mkfs.btrfs -q -f "$T/probe.img" >/dev/null 2>&1 &&
-	   _l=$(losetup -f --show "$T/probe.img" 2>/dev/null); then
-		mkdir -p "$T/m"
-		if mount -t btrfs "$_l" "$T/m" 2>/dev/null; then
-			can_mount=1
-			umount "$T/m"
-		fi
-		losetup -d "$_l"
-	fi
-	rm -f "$T/probe.img"
-fi
+can_loop_mount btrfs "$SIZE" mkfs.btrfs -q -f && can_mount=1
 [ $can_mount = 1 ] || echo "# cannot mount btrfs here: files checked through btrfs restore only"
 
-bmount() {
-	_l=$(losetup -f --show "$1" 2>/dev/null) || return 1
-	mkdir -p "$2"
-	if ! mount -t btrfs ${3:+-o "$3"} "$_l" "$2" 2>/dev/null; then
-		losetup -d "$_l"
-		return 1
-	fi
-	at_exit "umount '$2' 2>/dev/null; for l in \$(losetup -n -O NAME -j '$1'); do losetup -d \$l; done"
-}
-# umount can return before the filesystem lets go of its device (a copy of the
-# mount in another mount namespace is released later): wait for the loop device
-bumount() {
-	umount "$2" || return 1
-	for _l in $(losetup -n -O NAME -j "$1"); do losetup -d "$_l"; done
-	_w=0
-	while [ -n "$(losetup -n -O NAME -j "$1")" ]; do
-		[ $_w -ge 200 ] && { echo "# $1: loop device still busy"; return 1; }
-		sleep 0.1
-		_w=$((_w + 1))
-	done
-}
+# bmount IMG DIR [ro] / bumount IMG DIR: through a loop device, detached after
+bmount() { loop_mount btrfs "$@"; }
+bumount() { loop_umount "$@"; }
 
 all=$(cd "$T/src" && ls)
 

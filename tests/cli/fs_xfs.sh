@@ -30,44 +30,12 @@ mkfiles "$T/src" 24 500
 
 # can this machine mount XFS v5 through a loop device?
 can_mount=0
-if [ "$(id -u)" = 0 ] && command -v losetup >/dev/null 2>&1; then
-	dirty "$T/probe.img" "$SIZE"
-	if mkfs.xfs -q -f -K "$T/probe.img" >/dev/null 2>&1 &&
-	   _l=$(losetup -f --show "$T/probe.img" 2>/dev/null); then
-		mkdir -p "$T/m"
-		if mount -t xfs "$_l" "$T/m" 2>/dev/null; then
-			can_mount=1
-			umount "$T/m"
-		fi
-		losetup -d "$_l"
-	fi
-	rm -f "$T/probe.img"
-fi
+can_loop_mount xfs "$SIZE" mkfs.xfs -q -f -K && can_mount=1
 [ $can_mount = 1 ] || echo "# cannot mount XFS here: files checked through xfs_db only"
 
 # xmount IMG DIR [ro] / xumount IMG DIR: through a loop device, detached after
-xmount() {
-	_l=$(losetup -f --show "$1" 2>/dev/null) || return 1
-	mkdir -p "$2"
-	if ! mount -t xfs ${3:+-o "$3"} "$_l" "$2" 2>/dev/null; then
-		losetup -d "$_l"
-		return 1
-	fi
-	at_exit "umount '$2' 2>/dev/null; for l in \$(losetup -n -O NAME -j '$1'); do losetup -d \$l; done"
-}
-# umount can return before the filesystem lets go of its device (a copy of the
-# mount in another mount namespace is released later): wait until the loop
-# device is gone, which is when the unmount record is surely on the file
-xumount() {
-	umount "$2" || return 1
-	for _l in $(losetup -n -O NAME -j "$1"); do losetup -d "$_l"; done
-	_w=0
-	while [ -n "$(losetup -n -O NAME -j "$1")" ]; do
-		[ $_w -ge 200 ] && { echo "# $1: loop device still busy"; return 1; }
-		sleep 0.1
-		_w=$((_w + 1))
-	done
-}
+xmount() { loop_mount xfs "$@"; }
+xumount() { loop_umount "$@"; }
 
 # dbcat IMG NAME OUT: a file of the root directory rebuilt from xfs_db's block map
 dbcat() {

@@ -8,59 +8,17 @@
  * each chunk's data is flipped and its data CRC made right again (for an encrypted
  * image: CRC-valid chunks of the right key id whose tag fails).
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/ip.h>
-#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "format.h"
 #include "net.h"
 #include "pace.h"
+#include "pktbuild.h"
 #include "proto.h"
-
-static uint16_t csum(const uint8_t *p, size_t n)
-{
-	uint32_t s = 0;
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-/* One UDP datagram with a forged source address, checksum left 0 (allowed for IPv4). */
-static void spoof(int fd, uint32_t src, uint32_t dst, uint16_t port, const uint8_t *d, size_t n)
-{
-	uint8_t pkt[1600];
-	struct iphdr *ip = (struct iphdr *)(void *)pkt;
-	struct udphdr *u = (struct udphdr *)(void *)(pkt + sizeof(*ip));
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = dst };
-
-	memset(pkt, 0, sizeof(*ip) + sizeof(*u));
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->ttl = 5;
-	ip->protocol = IPPROTO_UDP;
-	ip->saddr = src;
-	ip->daddr = dst;
-	ip->tot_len = htons((uint16_t)(sizeof(*ip) + sizeof(*u) + n));
-	ip->check = 0;
-	ip->check = htons(csum(pkt, sizeof(*ip)));
-	u->source = htons(port);
-	u->dest = htons(port);
-	u->len = htons((uint16_t)(sizeof(*u) + n));
-	memcpy(pkt + sizeof(*ip) + sizeof(*u), d, n);
-	sendto(fd, pkt, sizeof(*ip) + sizeof(*u) + n, 0, (struct sockaddr *)&to, sizeof(to));
-}
 
 int main(int argc, char **argv)
 {
@@ -74,7 +32,7 @@ int main(int argc, char **argv)
 	uint64_t end;
 	unsigned long sent = 0, answered = 0;
 	long len;
-	int raw, one = 1, have_tag = 0;
+	int raw, have_tag;
 	FILE *f;
 
 	if (argc != 7 && !(argc == 8 && !strcmp(argv[7], "flip"))) {
@@ -115,29 +73,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mcforge: %s\n", ndz_error_msg(&err));
 		return 1;
 	}
-	raw = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-	if (raw < 0 || ndz_net_addr(argv[5], &src) < 0 ||
-	    setsockopt(raw, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one)) < 0) {
+	raw = pkt_raw_open(argv[5], &src);
+	if (raw < 0) {
 		perror("mcforge: raw socket");
 		return 1;
 	}
 	/* learn the image from a JOIN_REPLY (ask for one ourselves) */
-	end = ndz_now_ns() + 5000000000ull;
-	while (!have_tag && ndz_now_ns() < end) {
-		int n, l;
-
-		memset(&p, 0, sizeof(p));
-		p.type = NDZ_PKT_JOIN;
-		p.client_id = 0xf0f0f0f;
-		l = ndz_pkt_encode(&p, buf, sizeof(buf));
-		ndz_net_send(net, buf, (size_t)l);
-		n = ndz_net_recv(net, buf, sizeof(buf), 300, &from);
-		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &p) == 0 &&
-		    p.type == NDZ_PKT_JOIN_REPLY) {
-			tag = p.tag;
-			have_tag = 1;
-		}
-	}
+	have_tag = pkt_learn(net, 0xf0f0f0f, 5000, &p);
+	if (have_tag)
+		tag = p.tag;
 	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 	while (have_tag && ndz_now_ns() < end) {
@@ -160,7 +104,7 @@ int main(int argc, char **argv)
 			p.data = img + (size_t)chunk * NDZ_CHUNK_SIZE + (size_t)b * NDZ_BLOCK_SIZE;
 			l = ndz_pkt_encode(&p, buf, sizeof(buf));
 			if (l > 0)
-				spoof(raw, src, group, o.port, buf, (size_t)l);
+				pkt_spoof(raw, src, group, o.port, buf, (size_t)l);
 			sent++;
 			ndz_pace_wait(&pace, 1000);
 		}

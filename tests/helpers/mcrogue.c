@@ -6,58 +6,16 @@
  * address (a raw socket), so they pass the client's source check and must be
  * caught by the chunk checksum.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/ip.h>
-#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "net.h"
 #include "pace.h"
+#include "pktbuild.h"
 #include "proto.h"
-
-static uint16_t csum(const uint8_t *p, size_t n)
-{
-	uint32_t s = 0;
-
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-/* One UDP datagram with a forged source address, checksum left 0 (allowed for IPv4). */
-static void spoof(int fd, uint32_t src, uint32_t dst, uint16_t port, const uint8_t *d, size_t n)
-{
-	uint8_t pkt[1600];
-	struct iphdr *ip = (struct iphdr *)(void *)pkt;
-	struct udphdr *u = (struct udphdr *)(void *)(pkt + sizeof(*ip));
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr.s_addr = dst };
-
-	memset(pkt, 0, sizeof(*ip) + sizeof(*u));
-	ip->version = 4;
-	ip->ihl = 5;
-	ip->ttl = 5;
-	ip->protocol = IPPROTO_UDP;
-	ip->saddr = src;
-	ip->daddr = dst;
-	ip->tot_len = htons((uint16_t)(sizeof(*ip) + sizeof(*u) + n));
-	ip->check = 0;
-	ip->check = htons(csum(pkt, sizeof(*ip)));
-	u->source = htons(port);
-	u->dest = htons(port);
-	u->len = htons((uint16_t)(sizeof(*u) + n));
-	memcpy(pkt + sizeof(*ip) + sizeof(*u), d, n);
-	sendto(fd, pkt, sizeof(*ip) + sizeof(*u) + n, 0, (struct sockaddr *)&to, sizeof(to));
-}
 
 int main(int argc, char **argv)
 {
@@ -66,7 +24,7 @@ int main(int argc, char **argv)
 	struct ndz_pkt p;
 	struct ndz_pace pace;
 	uint8_t buf[2048], data[1024];
-	uint32_t from, tag = 0, chunks = 1, group, src = 0;
+	uint32_t tag = 0, chunks = 1, group, src = 0;
 	uint64_t end;
 	unsigned long sent = 0;
 	int raw = -1;
@@ -84,30 +42,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc > 5) {
-		int one = 1;
-
-		raw = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-		if (raw < 0 || ndz_net_addr(argv[5], &src) < 0 ||
-		    setsockopt(raw, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one)) < 0) {
+		raw = pkt_raw_open(argv[5], &src);
+		if (raw < 0) {
 			perror("mcrogue: raw socket");
 			return 1;
 		}
 	}
 	/* learn the image from a JOIN_REPLY (ask for one ourselves) */
-	memset(&p, 0, sizeof(p));
-	p.type = NDZ_PKT_JOIN;
-	p.client_id = 0xbadc0de;
-	end = ndz_now_ns() + 5000000000ull;
-	while (!tag && ndz_now_ns() < end) {
-		int n, len = ndz_pkt_encode(&p, buf, sizeof(buf));
-
-		ndz_net_send(net, buf, (size_t)len);
-		n = ndz_net_recv(net, buf, sizeof(buf), 300, &from);
-		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &p) == 0 && p.type == NDZ_PKT_JOIN_REPLY) {
-			tag = p.tag;
-			chunks = p.info.chunks;
-		}
-		p.type = NDZ_PKT_JOIN;
+	if (pkt_learn(net, 0xbadc0de, 5000, &p)) {
+		tag = p.tag;
+		chunks = p.info.chunks;
 	}
 	srandom((unsigned)getpid());
 	/* 1000 "bytes" a packet: the bucket paces packets, not bits */
@@ -145,7 +89,7 @@ int main(int argc, char **argv)
 		if (len <= 0)
 			continue;
 		if (raw >= 0 && kind < 5)
-			spoof(raw, src, group, o.port, buf, (size_t)len);
+			pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 		else
 			ndz_net_send(net, buf, (size_t)len);
 		sent++;

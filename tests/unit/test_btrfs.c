@@ -17,6 +17,7 @@
 #include "err.h"
 #include "fs.h"
 #include "io.h"
+#include "fswalk.h"
 #include "le.h"
 
 #define VOL (4u << 20)
@@ -175,41 +176,11 @@ static void make_btrfs(const struct geo *g, uint32_t fs_size)
 
 static const struct geo big = { 1u << 20, 2u << 20, 3u << 20, 1u << 20 };
 
-struct got {
-	uint64_t off[16], len[16];
-	int n;
-};
-
-static int collect(void *ctx, uint64_t off, uint64_t len)
-{
-	struct got *g = ctx;
-
-	if (g->n < 16) {
-		g->off[g->n] = off;
-		g->len[g->n] = len;
-	}
-	g->n++;
-	return 0;
-}
-
 static int run(struct got *g, struct ndz_error *err)
 {
-	struct ndz_fs_opts o = { 0 };
 	struct ndz_fs_stats st;
-	struct ndz_io *io;
-	void *fs = NULL;
-	int rc;
 
-	memset(g, 0, sizeof(*g));
-	memset(&st, 0, sizeof(st));
-	assert_int_equal(ndz_io_open_mem(vol, size, 0, &io), 0);
-	rc = ndz_fs_btrfs.open(io, &o, &fs, err);
-	if (rc == 0) {
-		rc = ndz_fs_btrfs.walk(fs, collect, g, &st, err);
-		ndz_fs_btrfs.close(fs);
-	}
-	ndz_io_close(io);
-	return rc;
+	return fs_walk_mem(&ndz_fs_btrfs, vol, size, g, &st, err);
 }
 
 /* kept: each tree block at both DUP copies, the data extent, the first MiB */

@@ -16,6 +16,7 @@
 #include "err.h"
 #include "fs.h"
 #include "io.h"
+#include "fswalk.h"
 
 #define VOL (1u << 20)
 #define BS 512u
@@ -222,43 +223,14 @@ static void make_xfs(const struct shape *s)
 	}
 }
 
-struct got {
-	uint64_t off[16], len[16];
-	int n;
-};
-
-static int collect(void *ctx, uint64_t off, uint64_t len)
-{
-	struct got *g = ctx;
-
-	if (g->n < 16) {
-		g->off[g->n] = off;
-		g->len[g->n] = len;
-	}
-	g->n++;
-	return 0;
-}
-
 /* open and walk vol; returns the first error, or 0 with g filled */
 static int run(struct got *g, struct ndz_error *err)
 {
-	struct ndz_fs_opts o = { 0 };
 	struct ndz_fs_stats st;
-	struct ndz_io *io;
-	void *fs = NULL;
-	int rc;
+	int rc = fs_walk_mem(&ndz_fs_xfs, vol, VOL, g, &st, err);
 
-	memset(g, 0, sizeof(*g));
-	memset(&st, 0, sizeof(st));
-	assert_int_equal(ndz_io_open_mem(vol, VOL, 0, &io), 0);
-	rc = ndz_fs_xfs.open(io, &o, &fs, err);
-	if (rc == 0) {
-		rc = ndz_fs_xfs.walk(fs, collect, g, &st, err);
-		ndz_fs_xfs.close(fs);
-		if (rc == 0)
-			assert_int_equal(st.fs_bytes, (uint64_t)DBLOCKS * BS);
-	}
-	ndz_io_close(io);
+	if (rc == 0)
+		assert_int_equal(st.fs_bytes, (uint64_t)DBLOCKS * BS);
 	return rc;
 }
 
