@@ -1015,8 +1015,12 @@ static int zstd_run(struct zip *z, int threads)
 		if (!z->zs[i].buf || !z->zs[i].out)
 			return NDZ_ENOMEM;
 	}
-	/* One thread: the packer compresses everything itself. */
-	for (t = 0; threads > 1 && t < threads; t++) {
+	/*
+	 * The packer compresses too, so threads - 1 workers make threads compressors:
+	 * one more than the cores only time-sliced them and slowed the segment the
+	 * packer waited for. One thread: the packer compresses everything itself.
+	 */
+	for (t = 0; t < threads - 1; t++) {
 		if (pthread_create(&workers[t], NULL, zseg_worker, z) != 0)
 			break;
 		nworkers++;
@@ -1034,13 +1038,18 @@ static int zstd_run(struct zip *z, int threads)
 		while (!z->stop && !full && z->cin_end < lim) {
 			zseg_dispatch(z, lim, ratio);
 			g = zseg_of(z, z->zs_pack);
-			if (g->state == SEG_QUEUED && z->zs_take == z->zs_pack) {
+			/*
+			 * Rather than wait for the next segment to place, compress any one
+			 * still queued: waiting here left a core idle for much of the run.
+			 */
+			if (g->state != SEG_DONE && z->zs_take < z->zs_disp) {
 				uint64_t n = zseg_take(z);
 
 				pthread_mutex_unlock(&z->lock);
 				zseg_compress(z, z->pc.zc, n);
 				pthread_mutex_lock(&z->lock);
-				g->state = SEG_DONE;
+				zseg_of(z, n)->state = SEG_DONE;
+				continue;
 			}
 			if (g->state != SEG_DONE) {
 				pthread_cond_wait(&z->done_cv, &z->lock);

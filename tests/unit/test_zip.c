@@ -452,6 +452,67 @@ static void test_ranges_scattered(void **state)
 	free(src);
 }
 
+/*
+ * Awkward boundaries: ranges of odd lengths with gaps, on data whose ratio
+ * changes (so chunks end mid-range and mid-segment at uneven places), and one
+ * input with more ranges than a header lists: each codec makes the same image
+ * with 1, 2 and 4 threads, and that image holds exactly the input.
+ */
+static void test_threads_awkward(void **state)
+{
+	static const struct { int codec, level; } cs[] = {
+		{ NDZ_CODEC_ZSTD, 3 }, { NDZ_CODEC_ZSTD, 1 }, { NDZ_CODEC_ZLIB, 4 },
+	};
+	const size_t len = 20 * MiB / FIX_SCALE + 4000;
+	uint8_t *src = fix_data(FIX_MIXED, len, 23);
+	struct ndz_ranges scat = NDZ_RANGES_INIT, many = NDZ_RANGES_INIT;
+	uint64_t s = 3, seed = 17, sectors = len / 512 + 1;
+	char err[256], what[96];
+	size_t c, r;
+
+	(void)state;
+	assert_non_null(src);
+	while (s < sectors) {
+		uint64_t n = 1 + fix_rnd(&seed) % 5001;
+
+		if (n > sectors - s)
+			n = sectors - s;
+		assert_int_equal(ndz_ranges_add(&scat, s, n), 0);
+		s += n + 1 + fix_rnd(&seed) % 7;
+	}
+	for (s = 0; s < 3 * NDZ_MAX_REGIONS + 5 && 3 * s + 40 < sectors; s++)
+		assert_int_equal(ndz_ranges_add(&many, 3 * s, 1 + s % 2), 0);
+	for (c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
+		for (r = 0; r < 2; r++) {
+			const struct ndz_ranges *alloc = r ? &many : &scat;
+			struct fix_image a, b;
+			int threads;
+
+			snprintf(what, sizeof(what), "codec %d level %d, %s", cs[c].codec,
+				 cs[c].level, r ? "many ranges" : "scattered ranges");
+			if (fix_zip_codec(src, len, alloc, 1, cs[c].codec, cs[c].level, &a, NULL,
+					  err, sizeof(err)) < 0)
+				fail_msg("%s: %s", what, err);
+			verify_image(&a, src, len, alloc, what);
+			assert_true(a.n >= 2);
+			for (threads = 2; threads <= 4; threads += 2) {
+				if (fix_zip_codec(src, len, alloc, threads, cs[c].codec, cs[c].level,
+						  &b, NULL, err, sizeof(err)) < 0)
+					fail_msg("%s, %d threads: %s", what, threads, err);
+				assert_int_equal(a.n, b.n);
+				if (memcmp(a.data, b.data, a.n * NDZ_CHUNK_SIZE) != 0)
+					fail_msg("%s: image differs between 1 and %d threads",
+						 what, threads);
+				fix_image_release(&b);
+			}
+			fix_image_release(&a);
+		}
+	}
+	ndz_ranges_release(&scat);
+	ndz_ranges_release(&many);
+	free(src);
+}
+
 /* More ranges than one header can list: chunks close at the region limit. */
 static void test_region_limit(void **state)
 {
@@ -719,6 +780,7 @@ int main(void)
 		cmocka_unit_test(test_empty),
 		cmocka_unit_test(test_ranges_scattered),
 		cmocka_unit_test(test_region_limit),
+		cmocka_unit_test(test_threads_awkward),
 		cmocka_unit_test(test_partial_sector),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_partition_fields),
