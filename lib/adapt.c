@@ -1,4 +1,5 @@
 /* The send rate from the clients' losses (see adapt.h). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,18 +53,6 @@ struct ndz_adapt {
 	uint64_t t0;                   /* creation time, for the trace */
 	struct ndz_adapt_step last;
 };
-
-/* The square root of x >= 0 (Newton's method; keeps libm out of the library's users). */
-static double root(double x)
-{
-	double r = x > 1 ? x : 1;
-
-	if (x <= 0)
-		return 0;
-	for (int i = 0; i < 40; i++)
-		r = (r + x / r) / 2;
-	return r;
-}
 
 /*
  * The loss the medium has anyway (a lossy link, a busy client): the least of the
@@ -230,7 +219,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		 * On a lossy medium the worst client's share of a small sample varies
 		 * by itself: only loss beyond two standard deviations of it counts.
 		 */
-		excess = loss - base - 2 * root(base / (double)basis);
+		excess = loss - base - 2 * sqrt(base / (double)basis);
 		act = NDZ_ADAPT_EASE;
 		if (a->hold && excess > 2 * a->drop_excess && excess > WORSE_LOSS) {
 			/* far more lost than the drop was for: its first reports were partial */
