@@ -4,7 +4,8 @@
 # "ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about half full of real files (blobs
 # of /usr), free space dirty (random bytes). XFS, btrfs and exFAT also against imagezip -r
 # (how they were imaged before).
-# Time and image size, medians of 3 runs, ratios to the first method (partclone|gzip -4).
+# Time and image size (and, for ndz images, the bytes used: without the last chunk's padding),
+# medians of 3 runs, ratios to the first method (partclone|gzip -4).
 # Usage: sh bench/fs.sh [BUILD_DIR]   (default build; NDZ_BENCH_METHODS: a subset of
 #        "pc-gzip pc-pigz ndz pc-zstd ndz-zstd", in order, the first the base)
 set -u
@@ -120,14 +121,23 @@ run_once() {
 		fi
 	      fi ;;
 	esac
-	awk -v a="$t0" -v b="$t1" -v c="$t2" -v s="$(stat -c %s "$img")" \
-		'BEGIN { printf "%.3f %.3f %d\n", b - a, c - b, s }'
+	size=$(stat -c %s "$img") used=$size
+	case $m in
+	# an ndz image's last chunk is padded to 1 MiB: "used" leaves that padding out
+	# (its header area plus data_len, the little-endian field at offset 88, are kept)
+	ndz | ndz-zstd | ndz-raw)
+		dl=$(od -An -tu4 -j $((size - 1048576 + 88)) -N4 "$img" | tr -d ' ')
+		used=$((size - 1048576 + 4096 + dl)) ;;
+	esac
+	awk -v a="$t0" -v b="$t1" -v c="$t2" -v s="$size" -v u="$used" \
+		'BEGIN { printf "%.3f %.3f %d %d\n", b - a, c - b, s, u }'
 	rm -f "$img" "$tgt"
 }
 
 echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files, free space random;" \
      "$(nproc) cores; medians of $RUNS runs"
-printf '%-5s %-22s %12s %9s %9s %8s %8s %8s\n' fs method image_bytes zip_s unzip_s size_x zip_x unzip_x
+printf '%-5s %-22s %12s %12s %9s %9s %8s %8s %8s %8s\n' fs method image_bytes used_bytes zip_s unzip_s \
+	size_x used_x zip_x unzip_x
 for fs in $FSES; do
 	first=1
 	ms=$METHODS
@@ -139,15 +149,18 @@ for fs in $FSES; do
 		z=$(awk '{ print $1 }' "$T/res" | median)
 		u=$(awk '{ print $2 }' "$T/res" | median)
 		s=$(awk '{ print $3 }' "$T/res" | median)
-		if [ $first = 1 ]; then bz=$z bu=$u bs=$s first=0; fi
+		us=$(awk '{ print $4 }' "$T/res" | median)
+		if [ $first = 1 ]; then bz=$z bu=$u bs=$s bus=$us first=0; fi
 		name=$m
 		case $m in pc-gzip) name="partclone|gzip-4" ;; pc-pigz) name="partclone|pigz-4" ;;
 			   ndz) name="imagezip --codec zlib" ;; pc-zstd) name="partclone|zstd-3-T2" ;;
 			   ndz-zstd) name="imagezip --codec zstd" ;; ndz-raw) name="imagezip -r" ;; esac
-		printf '%-5s %-22s %12s %9.2f %9.2f %8.2f %8.2f %8.2f\n' $fs "$name" "$s" "$z" "$u" \
+		printf '%-5s %-22s %12s %12s %9.2f %9.2f %8.3f %8.3f %8.2f %8.2f\n' $fs "$name" "$s" "$us" \
+			"$z" "$u" \
 			"$(awk -v a="$s" -v b="$bs" 'BEGIN { print a / b }')" \
+			"$(awk -v a="$us" -v b="$bus" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$z" -v b="$bz" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$u" -v b="$bu" 'BEGIN { print a / b }')"
 	done
 done
-echo "size_x, zip_x, unzip_x: relative to ${METHODS%% *} on the same filesystem (lower is better)"
+echo "used_bytes: an ndz image without its last chunk's padding to 1 MiB; size_x, used_x, zip_x, unzip_x: relative to ${METHODS%% *} on the same filesystem (lower is better)"
