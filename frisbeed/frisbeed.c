@@ -536,7 +536,7 @@ static void print_stats(struct server *s, FILE *f, int json)
 		fprintf(f, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, \"joins\": %llu, "
 			"\"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 			"\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
-			"\"repairs_sent\": %llu, "
+			"\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 			"\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
 			"\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 			"\"bad_version\": %llu, "
@@ -546,7 +546,7 @@ static void print_stats(struct server *s, FILE *f, int json)
 			(unsigned long long)ss.requests, (unsigned long long)ss.merged,
 			(unsigned long long)ss.dropped_current, (unsigned long long)ss.blocks_sent,
 			(unsigned long long)ss.distinct_sent, (unsigned long long)ss.repairs_sent,
-			resent,
+			(unsigned long long)ss.whole_sent, resent,
 			(unsigned long long)st.bytes_sent, secs, rate,
 			(unsigned long long)st.last_rate,
 			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,

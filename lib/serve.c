@@ -260,6 +260,7 @@ int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe)
 	if (chunk >= s->chunks || stripe >= NDZ_FEC_SETS)
 		return NDZ_EINVAL;
 	s->st.repairs_sent++;
+	s->st.whole_sent += stripe == NDZ_FEC_WHOLE;
 	return 0;
 }
 

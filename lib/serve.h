@@ -31,6 +31,7 @@ struct ndz_serve_stats {
 	uint64_t dropped_current;      /* requests for the current chunk not queued (see request) */
 	uint64_t blocks_sent;          /* blocks sent, re-sends included */
 	uint64_t repairs_sent;         /* repair blocks sent */
+	uint64_t whole_sent;           /* of which whole-chunk repairs */
 	uint64_t distinct_sent;        /* blocks sent at least once */
 };
 
@@ -103,7 +104,10 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it);
  */
 int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block);
 
-/* ndz_serve_repair_sent - a repair of set (stripe) of chunk went out: counts repairs_sent. */
+/*
+ * ndz_serve_repair_sent - a repair of set (stripe or NDZ_FEC_WHOLE) of chunk went
+ * out: counts repairs_sent (and whole_sent).
+ */
 int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe);
 
 /*

@@ -739,6 +739,14 @@ static void test_whole_repairs(void **state)
 	assert_int_equal(reps[250][1], 0);
 	for (unsigned i = 0; i < n; i++)
 		assert_int_equal(ndz_serve_repair_sent(s, 2, reps[i][0]), 0);
+	assert_int_equal(ndz_serve_repair_sent(s, 2, 1), 0);
+	{
+		struct ndz_serve_stats st;
+
+		ndz_serve_get_stats(s, &st);
+		assert_int_equal(st.repairs_sent, 256);
+		assert_int_equal(st.whole_sent, 255);
+	}
 	ndz_serve_free(s);
 }
 
