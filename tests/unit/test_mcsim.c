@@ -382,7 +382,8 @@ static void test_many_clients(void **state)
  * about the most any client lost in a stripe, not the union. Issue 10's goals:
  * 100 clients <= 1.05, 500 <= 1.08, 8 clients at 10% <= 1.2. For 8 and 16 clients
  * at 1% (goals 1.02, 1.03) the most lost in a stripe of 128 by one of 8 clients is
- * about 3 on average, 2.4% of the chunk: stripes are bounded by GF(2^8).
+ * about 3 on average, 2.4% of the chunk: stripes are bounded by GF(2^8)'s 255
+ * blocks and repairs (test_whole: repairs over the whole chunk do better).
  */
 static void test_repair(void **state)
 {
