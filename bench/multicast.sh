@@ -1,7 +1,8 @@
 #!/bin/sh
 # Benchmark: one image to 1, 4 and 8 clients in a namespace LAN, frisbeed/frisbee side by
 # side with udpcast (udp-sender/udp-receiver) at the same bandwidth cap, with and without
-# loss. Tool "frisbee-nr" is frisbeed --no-repair (re-sends only, as before repair
+# loss. Tool "frisbee-st" is frisbeed --no-whole-repair (repairs of stripes only, as before
+# whole-chunk repairs). Tool "frisbee-nr" is frisbeed --no-repair (re-sends only, as before repair
 # blocks). Reports medians of: time until every client is done, bytes the server's interface
 # sent relative to the image (raw, and relative to the same tool's 1-client lossless run),
 # and packets the server's interface received (control traffic).
@@ -66,6 +67,7 @@ run() {
 	if [ "$tool" != udpcast ]; then
 		nr=""
 		[ "$tool" = frisbee-nr ] && nr=--no-repair
+		[ "$tool" = frisbee-st ] && nr=--no-whole-repair
 		# shellcheck disable=SC2086
 		w=${rate}M
 		[ "$rate" = 0 ] && w=100G

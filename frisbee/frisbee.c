@@ -36,7 +36,8 @@ struct client {
 	uint32_t server;               /* required BLOCK source; 0: learn from JOIN_REPLY */
 	const uint8_t *want_uuid;      /* the image the master named (-M); NULL: any */
 	int no_repair;                 /* --no-repair: behave as a client without repairs */
-	int repair;                    /* the server announced repairs: we ask for them */
+	int no_whole;                  /* --no-whole-repair: as a client with stripe repairs only */
+	unsigned repair;               /* NDZ_FEAT_* repairs the server announced: we ask for them */
 	int zero_fill, discard, raw, progress, request_ahead, give_up_s;
 	size_t nslots;
 	uint64_t redelay_ns;
@@ -89,6 +90,7 @@ static const char usage_text[] =
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
 	"  --no-repair            ask for lost blocks, never for repair blocks\n"
+	"  --no-whole-repair      ask for repairs of stripes only, not of whole chunks\n"
 	"  -k, --key FILE         a public key: accept only chunks the image's signed\n"
 	"                         manifest names (fetched from the server first);\n"
 	"                         an encryption key: decrypt (give both if need be)\n"
@@ -208,11 +210,16 @@ static void handle_pkt(struct client *c, const struct ndz_pkt *p, uint64_t now)
 			ndz_fetch_snoop_repairs(c->fetch, p->chunk, p->need, now);
 		break;
 	case NDZ_PKT_FEATURES:
-		if (p->tag == c->tag && (p->features & NDZ_FEAT_REPAIR) && !c->repair && !c->no_repair) {
-			c->repair = 1;
-			ndz_fetch_set_repair(c->fetch, 1);
-			if (cli_verbose > 1)
-				cli_info("the server sends repair blocks");
+		if (p->tag == c->tag && (p->features & NDZ_FEAT_REPAIR) && !c->no_repair) {
+			unsigned f = p->features & (NDZ_FEAT_REPAIR | (c->no_whole ? 0 : NDZ_FEAT_WHOLE));
+
+			if (f != c->repair) {
+				c->repair = f;
+				ndz_fetch_set_repair(c->fetch, f);
+				if (cli_verbose > 1)
+					cli_info("the server sends repair blocks%s",
+						 f & NDZ_FEAT_WHOLE ? " of stripes and whole chunks" : "");
+			}
 		}
 		break;
 	case NDZ_PKT_JOIN_REPLY:
@@ -375,8 +382,10 @@ static int accept_pkt(struct client *c, const uint8_t *buf, int len, uint32_t fr
 		return 0;
 	}
 	if (r < 0 || (c->no_repair && (p->type == NDZ_PKT_FEATURES ||
-				       p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST))) {
-		c->bad++;              /* (what a client without repairs makes of those) */
+				       p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST)) ||
+	    (c->no_whole && ((p->type == NDZ_PKT_REPAIR && p->stripe == NDZ_FEC_WHOLE) ||
+			     (p->type == NDZ_PKT_RREQUEST && p->need[NDZ_FEC_WHOLE])))) {
+		c->bad++;              /* (what a client without (whole-chunk) repairs makes of those) */
 		return 0;
 	}
 	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
@@ -679,6 +688,7 @@ int main(int argc, char **argv)
 		{ "raw", no_argument, NULL, 'r' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "no-repair", no_argument, NULL, 0x100 },
+		{ "no-whole-repair", no_argument, NULL, 0x10a },
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'F' },
 		CLI_COMMON_LONGOPTS,
@@ -718,6 +728,7 @@ int main(int argc, char **argv)
 		case 'T': c.give_up_s = cli_parse_int(optarg, "-T", 1, 1000000); break;
 		case 'r': c.raw = 1; break;
 		case 0x100: c.no_repair = 1; break;
+		case 0x10a: c.no_whole = 1; break;
 		case 'o': c.progress = 1; break;
 		case 'k': add_key(&c, optarg); break;
 		case 'F': c.manifest_path = optarg; break;

@@ -52,7 +52,7 @@ struct server {
 	int bursts;                    /* -b/-g: send each burst with one call (lock) */
 	int rate_changed;              /* SIGUSR2 set a new rate: the sender re-paces (lock) */
 	int idle;
-	int repair;                    /* announce repairs and answer RREQUESTs */
+	unsigned repair;               /* NDZ_FEAT_* repairs announced and sent; 0 none */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
 	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out (lock) */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
@@ -85,6 +85,7 @@ static const char usage_text[] =
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
 	"  --no-repair              send no repair blocks (clients ask for blocks)\n"
+	"  --no-whole-repair        send repairs of stripes only, none of whole chunks\n"
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
 	"                           IMAGE.manifest when it exists), for frisbee --key\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
@@ -211,7 +212,7 @@ static void send_features(struct server *s)
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_FEATURES;
 	p.tag = s->tag;
-	p.features = NDZ_FEAT_REPAIR;
+	p.features = s->repair;
 	len = ndz_pkt_encode(&p, buf, sizeof(buf));
 	if (len > 0)
 		ndz_net_send(s->net, buf, (size_t)len);
@@ -275,8 +276,9 @@ static void *receiver(void *arg)
 		} else if (p.type == NDZ_PKT_BLOCK || p.type == NDZ_PKT_JOIN_REPLY ||
 			   p.type == NDZ_PKT_REPAIR || p.type == NDZ_PKT_FEATURES) {
 			/* another server's traffic (or ours looped back): not for us */
-		} else if (p.type == NDZ_PKT_RREQUEST && !s->repair) {
-			s->st.bad_packets++;   /* as a server without repairs would */
+		} else if (p.type == NDZ_PKT_RREQUEST &&
+			   (!s->repair || (p.need[NDZ_FEC_WHOLE] && !(s->repair & NDZ_FEAT_WHOLE)))) {
+			s->st.bad_packets++;   /* as a server without (whole-chunk) repairs would */
 		} else if (p.type != NDZ_PKT_JOIN && p.tag != s->tag) {
 			s->st.wrong_image++;
 		} else if ((p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST ||
@@ -334,7 +336,7 @@ static void *receiver(void *arg)
 				if (s->adapt && recent(s, p.chunk)) {
 					unsigned lost = 0;
 
-					for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
+					for (unsigned i = 0; i < NDZ_FEC_SETS; i++)
 						lost += p.need[i];
 					ndz_adapt_lost(s->adapt, p.client_id, lost);
 				}
@@ -459,8 +461,13 @@ static void *sender(void *arg)
 			pthread_mutex_unlock(&s->lock);
 			for (unsigned i = 0; i < k; i++) {
 				if (its[i].repair) {
-					ndz_fec_encode(s->fec, chunk, its[i].stripe, its[i].index,
-						       rep[i]);
+					if (its[i].stripe == NDZ_FEC_WHOLE)
+						/* cannot fail: prepared at start, index in range */
+						(void)ndz_fec_wencode(s->fec, chunk, its[i].index,
+								      rep[i]);
+					else
+						ndz_fec_encode(s->fec, chunk, its[i].stripe,
+							       its[i].index, rep[i]);
 					p.type = NDZ_PKT_REPAIR;
 					p.block = 0;
 					p.stripe = (uint8_t)its[i].stripe;
@@ -529,7 +536,7 @@ static void print_stats(struct server *s, FILE *f, int json)
 		fprintf(f, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, \"joins\": %llu, "
 			"\"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 			"\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
-			"\"repairs_sent\": %llu, "
+			"\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 			"\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
 			"\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 			"\"bad_version\": %llu, "
@@ -539,7 +546,7 @@ static void print_stats(struct server *s, FILE *f, int json)
 			(unsigned long long)ss.requests, (unsigned long long)ss.merged,
 			(unsigned long long)ss.dropped_current, (unsigned long long)ss.blocks_sent,
 			(unsigned long long)ss.distinct_sent, (unsigned long long)ss.repairs_sent,
-			resent,
+			(unsigned long long)ss.whole_sent, resent,
 			(unsigned long long)st.bytes_sent, secs, rate,
 			(unsigned long long)st.last_rate,
 			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,
@@ -583,6 +590,7 @@ int main(int argc, char **argv)
 		{ "loopback", no_argument, NULL, 'L' },
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "no-repair", no_argument, NULL, 'R' },
+		{ "no-whole-repair", no_argument, NULL, 0x101 },
 		{ "manifest", required_argument, NULL, 'F' },
 		{ "stats-live", required_argument, NULL, 'K' },
 		CLI_COMMON_LONGOPTS,
@@ -604,7 +612,7 @@ int main(int argc, char **argv)
 	memset(&s, 0, sizeof(s));
 	s.rate = 100000000;
 	s.idle = 1800;
-	s.repair = 1;
+	s.repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE;
 	while ((c = getopt_long(argc, argv, "m:p:i:W:b:g:T:t:LqvhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'm': no.group = optarg; break;
@@ -627,6 +635,7 @@ int main(int argc, char **argv)
 		case 'L': no.loop = 1; break;
 		case 'J': json = optarg; break;
 		case 'R': s.repair = 0; break;
+		case 0x101: s.repair &= ~NDZ_FEAT_WHOLE; break;
 		case 'F': manifest = optarg; break;
 		case 'K': live = optarg; break;
 		default: cli_common_option(c, usage_text); break;
@@ -667,7 +676,8 @@ int main(int argc, char **argv)
 			cli_die(EXIT_FAIL, "out of memory");
 	}
 	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
-	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0))
+	    (s.repair && (r = ndz_fec_create(&s.fec)) < 0) ||
+	    ((s.repair & NDZ_FEAT_WHOLE) && (r = ndz_fec_wprepare(s.fec)) < 0))
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 	if (ndz_net_open(&no, &s.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));

@@ -14,11 +14,13 @@
 struct ndz_fec {
 	uint8_t coef[R][K];            /* repair r = sum over j of coef[r][j] * data j */
 	uint8_t tbls[R][32 * K];       /* ISA-L's expanded tables, one row per repair */
+	uint8_t *wtbls;                /* whole-chunk repairs' tables, made as they are used */
+	uint8_t wready[(NDZ_FEC_WREPAIRS + 7) / 8]; /* which of them are made */
 };
 
 int ndz_fec_create(struct ndz_fec **out)
 {
-	struct ndz_fec *c = malloc(sizeof(*c));
+	struct ndz_fec *c = calloc(1, sizeof(*c));
 
 	*out = NULL;
 	if (!c)
@@ -35,6 +37,8 @@ int ndz_fec_create(struct ndz_fec **out)
 
 void ndz_fec_free(struct ndz_fec *c)
 {
+	if (c)
+		free(c->wtbls);
 	free(c);
 }
 
@@ -128,5 +132,217 @@ out:
 	free(b);
 	free(d);
 	free(tbls);
+	return rc;
+}
+
+/*
+ * Whole-chunk repairs. Coefficient of block j in repair r: the top byte of a
+ * 32-bit mix of r * 1024 + j + 1 (a multiplicative hash and two xor-shift
+ * multiply rounds), 1 where that byte is 0.
+ */
+uint8_t ndz_fec_wcoef(unsigned r, unsigned j)
+{
+	uint32_t x = (uint32_t)(r * NDZ_BLOCKS_PER_CHUNK + j + 1u) * 0x9e3779b1u;
+
+	x ^= x >> 16;
+	x *= 0x85ebca6bu;
+	x ^= x >> 13;
+	x *= 0xc2b2ae35u;
+	x ^= x >> 16;
+	return (uint8_t)(x >> 24) ? (uint8_t)(x >> 24) : 1u;
+}
+
+#define N NDZ_BLOCKS_PER_CHUNK
+#define W NDZ_FEC_WREPAIRS
+
+/* The coefficient of block j in repair r of set (a stripe's are 0 off the stripe). */
+static uint8_t coef_of(unsigned set, unsigned r, unsigned j)
+{
+	if (set == NDZ_FEC_WHOLE)
+		return ndz_fec_wcoef(r, j);
+	if (ndz_fec_stripe(j) != set)
+		return 0;
+	return gf_inv((unsigned char)((K + r) ^ (j / NDZ_FEC_STRIPES)));
+}
+
+int ndz_fec_wprepare(struct ndz_fec *c)
+{
+	if (!c->wtbls && !(c->wtbls = calloc(W, (size_t)32 * N)))
+		return NDZ_ENOMEM;
+	return 0;
+}
+
+int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out)
+{
+	uint8_t *src[N];
+
+	if (index >= W)
+		return NDZ_EINVAL;
+	if (ndz_fec_wprepare(c) < 0)
+		return NDZ_ENOMEM;
+	if (!ndz_bit_test(c->wready, index)) {
+		uint8_t row[N];
+
+		for (unsigned j = 0; j < N; j++)
+			row[j] = ndz_fec_wcoef(index, j);
+		ec_init_tables(N, 1, row, c->wtbls + (size_t)index * 32 * N);
+		ndz_bit_set(c->wready, index);
+	}
+	for (unsigned j = 0; j < N; j++)
+		src[j] = (uint8_t *)chunk + (size_t)j * NDZ_BLOCK_SIZE;
+	gf_vect_dot_prod(NDZ_BLOCK_SIZE, N, c->wtbls + (size_t)index * 32 * N, src, out);
+	return 0;
+}
+
+/*
+ * Pick e of the nrep repairs whose coefficients on the e missing blocks are
+ * independent (Gaussian elimination over GF(2^8) on copies of their rows); their
+ * positions go to pick[]. Returns 1 when there are e, else 0.
+ */
+static int pick_rows(const uint8_t *set, const uint8_t *idx, unsigned nrep, const unsigned *miss,
+		     unsigned e, unsigned *pick, uint8_t *basis, unsigned *lead)
+{
+	unsigned got = 0;
+	uint8_t *row = basis + (size_t)e * e;   /* scratch after the e basis rows */
+
+	for (unsigned i = 0; i < nrep && got < e; i++) {
+		unsigned p = e;
+
+		for (unsigned l = 0; l < e; l++)
+			row[l] = coef_of(set ? set[i] : NDZ_FEC_WHOLE, idx[i], miss[l]);
+		/* reduce by the basis rows, each normalized to 1 at its lead column */
+		for (unsigned b = 0; b < got; b++) {
+			uint8_t f = row[lead[b]];
+
+			if (!f)
+				continue;
+			for (unsigned l = 0; l < e; l++)
+				row[l] ^= gf_mul(f, basis[(size_t)b * e + l]);
+		}
+		for (unsigned l = 0; l < e; l++)
+			if (row[l]) {
+				p = l;
+				break;
+			}
+		if (p == e)
+			continue;      /* dependent on those picked: of no use */
+		{
+			uint8_t inv = gf_inv(row[p]);
+
+			for (unsigned l = 0; l < e; l++)
+				basis[(size_t)got * e + l] = gf_mul(inv, row[l]);
+		}
+		lead[got] = p;
+		pick[got++] = i;
+	}
+	return got == e;
+}
+
+int ndz_fec_wdecode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, const uint8_t *set,
+		    const uint8_t *idx, const uint8_t *const *rep, unsigned nrep)
+{
+	unsigned miss[N], e = 0, nsrc = 0;
+	uint8_t used[NDZ_FEC_SETS][(W + 7) / 8];
+	unsigned *pick = NULL, *lead = NULL;
+	uint8_t *basis = NULL, *a = NULL, *b = NULL, *d = NULL, *tbls = NULL;
+	uint8_t **src = NULL, **dst = NULL, **cp = NULL, **dp = NULL, *crow = NULL, *full = NULL;
+	int rc = NDZ_ENOMEM;
+
+	(void)c;
+	memset(used, 0, sizeof(used));
+	for (unsigned i = 0; i < nrep; i++) {
+		unsigned st = set ? set[i] : NDZ_FEC_WHOLE;
+
+		if (st >= NDZ_FEC_SETS || idx[i] >= ndz_fec_repairs(st) ||
+		    ndz_bit_test(used[st], idx[i]))
+			return NDZ_EINVAL;
+		ndz_bit_set(used[st], idx[i]);
+	}
+	for (unsigned j = 0; j < N; j++)
+		if (!ndz_bit_test(have, j))
+			miss[e++] = j;
+	if (e == 0)
+		return 0;
+	if (nrep < e)
+		return 1;
+	pick = malloc(sizeof(*pick) * e);
+	lead = malloc(sizeof(*lead) * e);
+	basis = malloc((size_t)(e + 1) * e);
+	if (!pick || !lead || !basis)
+		goto out;
+	if (!pick_rows(set, idx, nrep, miss, e, pick, basis, lead)) {
+		rc = 1;
+		goto out;
+	}
+	if (chunk) {
+		/*
+		 * As for a stripe: with A = (coef[pick_i][miss_l]) and B its inverse,
+		 * d_miss_l = sum_i B[l][i] rep_i + sum_{j at hand} (sum_i B[l][i] coef[pick_i][j]) d_j:
+		 * one e x 1024 product over the blocks at hand and the e repairs.
+		 */
+		a = malloc((size_t)e * e);
+		b = malloc((size_t)e * e);
+		d = malloc((size_t)e * N);
+		tbls = malloc((size_t)32 * N * e);
+		src = malloc(sizeof(*src) * N);
+		dst = malloc(sizeof(*dst) * e);
+		cp = malloc(sizeof(*cp) * e);
+		dp = malloc(sizeof(*dp) * e);
+		crow = malloc((size_t)e * N);
+		full = malloc((size_t)e * N);
+		if (!a || !b || !d || !tbls || !src || !dst || !cp || !dp || !crow || !full)
+			goto out;
+		for (unsigned i = 0; i < e; i++)
+			for (unsigned l = 0; l < e; l++)
+				a[i * e + l] = coef_of(set ? set[pick[i]] : NDZ_FEC_WHOLE,
+						       idx[pick[i]], miss[l]);
+		if (gf_invert_matrix(a, b, (int)e) != 0) {
+			rc = NDZ_EINVAL;       /* cannot happen: the rows were picked independent */
+			goto out;
+		}
+		/* D = B x C, C the picked repairs' coefficient rows: an e x e product of rows */
+		for (unsigned i = 0; i < e; i++) {
+			for (unsigned j = 0; j < N; j++)
+				crow[(size_t)i * N + j] =
+					coef_of(set ? set[pick[i]] : NDZ_FEC_WHOLE, idx[pick[i]], j);
+			cp[i] = crow + (size_t)i * N;
+			dp[i] = full + (size_t)i * N;
+		}
+		ec_init_tables((int)e, (int)e, b, tbls);
+		ec_encode_data(N, (int)e, (int)e, tbls, cp, dp);
+		for (unsigned j = 0, m = 0; j < N; j++) {
+			if (m < e && miss[m] == j) {
+				dst[m++] = chunk + (size_t)j * NDZ_BLOCK_SIZE;
+				continue;
+			}
+			for (unsigned l = 0; l < e; l++)
+				d[(size_t)l * N + nsrc] = full[(size_t)l * N + j];
+			src[nsrc++] = chunk + (size_t)j * NDZ_BLOCK_SIZE;
+		}
+		for (unsigned i = 0; i < e; i++) {
+			for (unsigned l = 0; l < e; l++)
+				d[(size_t)l * N + nsrc] = b[l * e + i];
+			src[nsrc++] = (uint8_t *)rep[pick[i]];
+		}
+		ec_init_tables(N, (int)e, d, tbls);
+		ec_encode_data(NDZ_BLOCK_SIZE, N, (int)e, tbls, src, dst);
+	}
+	for (unsigned l = 0; l < e; l++)
+		ndz_bit_set(have, miss[l]);
+	rc = 0;
+out:
+	free(pick);
+	free(lead);
+	free(basis);
+	free(a);
+	free(b);
+	free(d);
+	free(tbls);
+	free(src);
+	free(dst);
+	free(cp);
+	free(dp);
+	free(crow);
+	free(full);
 	return rc;
 }

@@ -1,10 +1,16 @@
 /*
- * Repair blocks: a systematic erasure code over each stripe of a chunk
- * (doc/PROTOCOL.md, "Repair blocks"). A chunk's 1024 blocks form 8 stripes,
- * stripe s holding blocks s, s + 8, s + 16, ...: 128 data blocks. Repair r
- * (0..126) of a stripe is a fixed linear combination of its data blocks over
- * GF(2^8), row 128 + r of a Cauchy matrix, so any 128 distinct blocks and
- * repairs of a stripe give back all of its data blocks.
+ * Repair blocks: erasure codes over a chunk (doc/PROTOCOL.md, "Repair blocks").
+ * Two kinds, told apart by a "set" number:
+ * - sets 0-7, stripes: a chunk's 1024 blocks form 8 stripes, stripe s holding
+ *   blocks s, s + 8, s + 16, ...: 128 data blocks. Repair r (0..126) of a stripe
+ *   is a fixed linear combination of its data blocks over GF(2^8), row 128 + r
+ *   of a Cauchy matrix, so any 128 distinct blocks and repairs of a stripe give
+ *   back all of its data blocks.
+ * - set 8, the whole chunk: repair r (0..254) is a combination of all 1024
+ *   blocks with pseudo-random coefficients (ndz_fec_wcoef). With e blocks lost,
+ *   e such repairs almost always (about 99.6%) give them back, one more nearly
+ *   always: the most any one client lost, not the sum over stripes of the most
+ *   lost in each.
  */
 #ifndef NDZ_FEC_H
 #define NDZ_FEC_H
@@ -16,6 +22,10 @@
 #define NDZ_FEC_STRIPES 8u
 #define NDZ_FEC_K       (NDZ_BLOCKS_PER_CHUNK / NDZ_FEC_STRIPES)  /* data blocks a stripe */
 #define NDZ_FEC_REPAIRS (255u - NDZ_FEC_K)                       /* distinct repairs a stripe */
+
+#define NDZ_FEC_WHOLE   NDZ_FEC_STRIPES   /* the set of whole-chunk repairs */
+#define NDZ_FEC_SETS    (NDZ_FEC_STRIPES + 1u)
+#define NDZ_FEC_WREPAIRS 255u                                    /* distinct whole-chunk repairs */
 
 _Static_assert(NDZ_FEC_K * NDZ_FEC_STRIPES == NDZ_BLOCKS_PER_CHUNK, "stripes cover a chunk");
 _Static_assert(NDZ_FEC_K + NDZ_FEC_REPAIRS <= 255u, "a Cauchy code over GF(2^8)");
@@ -30,6 +40,19 @@ static inline unsigned ndz_fec_block(unsigned s, unsigned j)
 {
 	return s + j * NDZ_FEC_STRIPES;
 }
+
+/* The number of distinct repairs of set (a stripe, or NDZ_FEC_WHOLE). */
+static inline unsigned ndz_fec_repairs(unsigned set)
+{
+	return set == NDZ_FEC_WHOLE ? NDZ_FEC_WREPAIRS : NDZ_FEC_REPAIRS;
+}
+
+/*
+ * ndz_fec_wcoef - the coefficient of block j (< 1024) in whole-chunk repair r
+ * (< NDZ_FEC_WREPAIRS): a byte of a 32-bit hash of r and j, never 0
+ * (doc/PROTOCOL.md gives the formula).
+ */
+uint8_t ndz_fec_wcoef(unsigned r, unsigned j);
 
 struct ndz_fec;
 
@@ -55,5 +78,32 @@ void ndz_fec_encode(const struct ndz_fec *c, const uint8_t *chunk, unsigned stri
  */
 int ndz_fec_decode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, unsigned stripe,
 		   const uint8_t *idx, const uint8_t *const *rep, unsigned nrep);
+
+/*
+ * ndz_fec_wprepare - room for the whole-chunk repairs' encoding tables (32 KiB a
+ * repair index, each filled on its first use): 0 or NDZ_ENOMEM. A server calls it
+ * once, so that encoding cannot fail later; a client that only decodes need not.
+ */
+int ndz_fec_wprepare(struct ndz_fec *c);
+
+/*
+ * ndz_fec_wencode - whole-chunk repair index (< NDZ_FEC_WREPAIRS) of chunk into
+ * out (NDZ_BLOCK_SIZE bytes). Returns 0, NDZ_EINVAL for a bad index, NDZ_ENOMEM
+ * when ndz_fec_wprepare was not called and the tables cannot be had.
+ */
+int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out);
+
+/*
+ * ndz_fec_wdecode - fill in every missing block of chunk (bitmap have, as for
+ * ndz_fec_decode) from repairs idx[0..nrep) of sets set[0..nrep) (NULL: all
+ * whole-chunk ones; stripe repairs count too, as equations over their stripe's
+ * blocks), with their blocks rep[]; chunk NULL: only find out whether they would
+ * (a client that keeps no data). Returns 0 with every bit of have set (also when nothing
+ * was missing), 1 when the repairs do not determine the missing blocks yet
+ * (fewer repairs than missing blocks, or dependent ones: one more repair will
+ * do, almost always), NDZ_EINVAL for a bad or repeated index, NDZ_ENOMEM.
+ */
+int ndz_fec_wdecode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, const uint8_t *set,
+		    const uint8_t *idx, const uint8_t *const *rep, unsigned nrep);
 
 #endif

@@ -33,8 +33,8 @@ struct ndz_fetch_stats {
 /*
  * emit - called by ndz_fetch_requests for each request to send: the whole chunk
  * when missing and need are NULL; else missing is the bitmap (NDZ_BITMAP_BYTES)
- * of blocks still lacking (PREQUEST), or need the number of repairs each stripe
- * still lacks (NDZ_FEC_STRIPES counts, RREQUEST).
+ * of blocks still lacking (PREQUEST), or need the number of repairs each set
+ * still lacks (NDZ_FEC_SETS counts: the stripes', then the whole chunk's; RREQUEST).
  */
 typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing,
 			       const uint8_t *need);
@@ -56,12 +56,14 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		    uint64_t now_ns);
 
 /*
- * ndz_fetch_repair - repair index (< NDZ_FEC_REPAIRS) of stripe of chunk arrived
- * (data as for ndz_fetch_block). Once a stripe holds as many blocks and repairs as
- * it has data blocks its missing blocks are decoded (lib/fec). Returns as
- * ndz_fetch_block.
+ * ndz_fetch_repair - repair index (< ndz_fec_repairs(set)) of set (a stripe, or
+ * NDZ_FEC_WHOLE) of chunk arrived (data as for ndz_fetch_block). Once a stripe
+ * holds as many blocks and repairs as it has data blocks its missing blocks are
+ * decoded (lib/fec); once the chunk holds as many blocks and whole-chunk repairs
+ * as it has blocks, all of its missing blocks are, if those repairs determine
+ * them. Returns as ndz_fetch_block.
  */
-int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned stripe, unsigned index,
+int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned index,
 		     const uint8_t *data, uint64_t now_ns);
 
 /* ndz_fetch_buf, ndz_fetch_slot_chunk - a slot's 1 MiB buffer and its chunk. */
@@ -91,10 +93,11 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns);
 
 /*
- * ndz_fetch_snoop_repairs - a request for need[s] repairs of each stripe of chunk
- * was seen at now_ns. The server sends, per stripe, the most asked for, so the
- * requests seen within the re-request delay count together: when per stripe one of
- * them asks for at least what we lack (any repair heals any loss), we do not ask
+ * ndz_fetch_snoop_repairs - a request for need[s] repairs of each set of chunk
+ * (NDZ_FEC_SETS counts) was seen at now_ns. The server sends, per set, the most
+ * asked for, so the requests seen within the re-request delay count together: when
+ * per set one of them asks for at least what we lack (any repair heals any loss of
+ * its set), we do not ask
  * ourselves within the delay. With repairs on, a client asks for a chunk the server
  * moved on from a random 0-16 ms after it sees that, so the others hear it first.
  */
@@ -102,11 +105,13 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
 			     uint64_t now_ns);
 
 /*
- * ndz_fetch_set_repair - whether the server sends repairs: then a partly received
- * chunk is asked for by repair counts (RREQUEST) while no stripe lacks more than 32
- * blocks, and by its missing blocks (PREQUEST) otherwise. Off at creation.
+ * ndz_fetch_set_repair - which repairs the server sends (NDZ_FEAT_REPAIR: stripes,
+ * NDZ_FEAT_WHOLE: whole-chunk ones too; 0 none, as at creation). With whole-chunk
+ * repairs a partly received chunk is asked for by a count of them (RREQUEST) while
+ * it lacks no more than 128 blocks; with stripe repairs (or past 128) by a count per
+ * stripe while no stripe lacks more than 32; else by its missing blocks (PREQUEST).
  */
-void ndz_fetch_set_repair(struct ndz_fetch *f, int on);
+void ndz_fetch_set_repair(struct ndz_fetch *f, unsigned features);
 
 /*
  * ndz_fetch_requests - emit the requests due at now_ns: the missing blocks of

@@ -66,7 +66,7 @@ static int fields_valid(const struct ndz_pkt *p)
 	case NDZ_PKT_PREQUEST:
 		return !bitmap_empty(p->bitmap);
 	case NDZ_PKT_REPAIR:
-		return p->stripe < NDZ_FEC_STRIPES && p->index < NDZ_FEC_REPAIRS;
+		return p->stripe < NDZ_FEC_SETS && p->index < ndz_fec_repairs(p->stripe);
 	case NDZ_PKT_RREQUEST: {
 		unsigned any = 0;
 
@@ -75,7 +75,7 @@ static int fields_valid(const struct ndz_pkt *p)
 				return 0;
 			any |= p->need[st];
 		}
-		return any != 0;
+		return (any | p->need[NDZ_FEC_WHOLE]) != 0;
 	}
 	case NDZ_PKT_JOIN:
 	case NDZ_PKT_FEATURES:
@@ -159,7 +159,7 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 		put_le32(b + 8, p->client_id);
 		put_le32(b + 12, p->tag);
 		put_le32(b + 16, p->chunk);
-		memcpy(b + 20, p->need, NDZ_FEC_STRIPES);
+		memcpy(b + 20, p->need, NDZ_FEC_SETS);
 		break;
 	}
 	return (int)len;
@@ -259,8 +259,8 @@ int ndz_pkt_decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 		p->client_id = get_le32(b + 8);
 		p->tag = get_le32(b + 12);
 		p->chunk = get_le32(b + 16);
-		memcpy(p->need, b + 20, NDZ_FEC_STRIPES);
-		if (!zero(b + 28, 4))
+		memcpy(p->need, b + 20, NDZ_FEC_SETS);
+		if (!zero(b + 29, 3))
 			return NDZ_EPROTO;
 		break;
 	}

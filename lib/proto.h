@@ -30,6 +30,7 @@ enum ndz_pkt_type {
 
 /* FEATURES bits; a receiver ignores bits it does not know. */
 #define NDZ_FEAT_REPAIR 0x1u           /* REPAIR and RREQUEST (lib/fec.h's code) */
+#define NDZ_FEAT_WHOLE  0x2u           /* whole-chunk repairs (set 8) too */
 
 /* Sizes of each packet type on the wire; every packet has exactly its size. */
 #define NDZ_PKT_JOIN_LEN       16u
@@ -52,7 +53,7 @@ _Static_assert(NDZ_BLOCKS_PER_CHUNK <= 65535u, "REQUEST block and count are 16 b
 _Static_assert(NDZ_BITMAP_BYTES == 128u, "PREQUEST: 128-byte bitmap on the wire");
 _Static_assert(NDZ_PKT_BLOCK_LEN == 1044u, "BLOCK: 1044 bytes on the wire");
 _Static_assert(NDZ_PKT_PREQUEST_LEN == 152u, "PREQUEST: 152 bytes on the wire");
-_Static_assert(NDZ_FEC_STRIPES == 8u, "RREQUEST: 8 counts on the wire");
+_Static_assert(NDZ_FEC_STRIPES == 8u && NDZ_FEC_SETS == 9u, "RREQUEST: 9 counts on the wire");
 _Static_assert(NDZ_PKT_MAX >= NDZ_PKT_REPAIR_LEN, "a REPAIR is no larger than a BLOCK");
 _Static_assert(NDZ_PKT_MAX >= NDZ_PKT_JOIN_REPLY_LEN && NDZ_PKT_MAX >= NDZ_PKT_LEAVE_LEN &&
 	       NDZ_PKT_MAX >= NDZ_PKT_PREQUEST_LEN, "NDZ_PKT_MAX is the largest packet");
@@ -89,8 +90,9 @@ struct ndz_pkt {
 	uint16_t block;                /* BLOCK: block; REQUEST: first block */
 	uint16_t count;                /* REQUEST: number of blocks, >= 1 */
 	const uint8_t *data;           /* BLOCK, REPAIR: NDZ_BLOCK_SIZE bytes (into the buffer) */
-	uint8_t stripe, index;         /* REPAIR: which repair of which stripe */
-	uint8_t need[NDZ_FEC_STRIPES]; /* RREQUEST: repairs wanted per stripe, <= NDZ_FEC_K */
+	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h) */
+	uint8_t need[NDZ_FEC_SETS];    /* RREQUEST: repairs wanted per stripe (<= NDZ_FEC_K),
+					* then of the whole chunk */
 	uint32_t features;             /* FEATURES: NDZ_FEAT_* bits */
 	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
 	struct ndz_join_info info;     /* JOIN_REPLY */

@@ -13,8 +13,8 @@
 
 struct entry {
 	uint8_t bits[NDZ_BITMAP_BYTES];
-	uint8_t reps[NDZ_FEC_STRIPES]; /* repairs wanted, per stripe */
-	uint8_t next_rep[NDZ_FEC_STRIPES]; /* per stripe: the next repair index to send */
+	uint8_t reps[NDZ_FEC_SETS];    /* repairs wanted, per set (stripes, whole chunk) */
+	uint8_t next_rep[NDZ_FEC_SETS]; /* per set: the next repair index to send */
 	uint32_t next;                 /* next entry in the queue, or NONE */
 	uint8_t queued;
 };
@@ -26,8 +26,8 @@ struct ndz_serve {
 	int64_t cur;                   /* chunk being sent, -1: none */
 	unsigned cur_pos;              /* next block the sender looks at */
 	uint8_t cur_bits[NDZ_BITMAP_BYTES];
-	uint8_t cur_reps[NDZ_FEC_STRIPES];
-	unsigned cur_rr;               /* the stripe whose repair goes next, round robin */
+	uint8_t cur_reps[NDZ_FEC_SETS];
+	unsigned cur_rr;               /* the set whose repair goes next, round robin */
 	uint8_t *ever;                 /* one bit per block ever sent */
 	struct ndz_serve_stats st;
 };
@@ -74,7 +74,7 @@ static int is_empty(const uint8_t *bits)
 
 static void max_reps(uint8_t *to, const uint8_t *reps)
 {
-	for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
+	for (unsigned i = 0; i < NDZ_FEC_SETS; i++)
 		if (reps[i] > to[i])
 			to[i] = reps[i];
 }
@@ -85,7 +85,7 @@ static void append(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits, con
 	struct entry *q = &s->e[chunk];
 
 	memcpy(q->bits, bits, NDZ_BITMAP_BYTES);
-	memcpy(q->reps, reps, NDZ_FEC_STRIPES);
+	memcpy(q->reps, reps, NDZ_FEC_SETS);
 	q->queued = 1;
 	q->next = NONE;
 	if (s->tail != NONE)
@@ -98,7 +98,7 @@ static void append(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits, con
 /* The merge rules (serve.h); bits is the caller's copy and may be changed. */
 static int enqueue(struct ndz_serve *s, uint32_t chunk, uint8_t *bits, int full)
 {
-	static const uint8_t no_reps[NDZ_FEC_STRIPES];
+	static const uint8_t no_reps[NDZ_FEC_SETS];
 	struct entry *q = &s->e[chunk];
 	int merged = 0;
 
@@ -158,8 +158,8 @@ int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need)
 
 	if (chunk >= s->chunks)
 		return NDZ_EINVAL;
-	for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++) {
-		if (need[i] > NDZ_FEC_K)
+	for (unsigned i = 0; i < NDZ_FEC_SETS; i++) {
+		if (i < NDZ_FEC_STRIPES && need[i] > NDZ_FEC_K)
 			return NDZ_EINVAL;
 		any |= need[i];
 	}
@@ -199,7 +199,7 @@ int64_t ndz_serve_next_chunk(struct ndz_serve *s)
 	s->cur = chunk;
 	s->cur_pos = 0;
 	memcpy(s->cur_bits, q->bits, NDZ_BITMAP_BYTES);
-	memcpy(s->cur_reps, q->reps, NDZ_FEC_STRIPES);
+	memcpy(s->cur_reps, q->reps, NDZ_FEC_SETS);
 	s->cur_rr = 0;
 	return chunk;
 }
@@ -221,19 +221,19 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it)
 		}
 	}
 	q = &s->e[s->cur];
-	for (unsigned n = 0; n < NDZ_FEC_STRIPES; n++) {
-		unsigned st = (s->cur_rr + n) % NDZ_FEC_STRIPES;
+	for (unsigned n = 0; n < NDZ_FEC_SETS; n++) {
+		unsigned st = (s->cur_rr + n) % NDZ_FEC_SETS;
 
 		if (!s->cur_reps[st])
 			continue;
 		s->cur_reps[st]--;
-		s->cur_rr = (st + 1) % NDZ_FEC_STRIPES;
+		s->cur_rr = (st + 1) % NDZ_FEC_SETS;
 		it->repair = 1;
 		it->block = 0;
 		it->stripe = st;
 		/* after the last index the first ones again: new to those who missed them */
 		it->index = q->next_rep[st];
-		q->next_rep[st] = (uint8_t)((q->next_rep[st] + 1) % NDZ_FEC_REPAIRS);
+		q->next_rep[st] = (uint8_t)((q->next_rep[st] + 1u) % ndz_fec_repairs(st));
 		return 1;
 	}
 	s->cur = -1;
@@ -257,9 +257,10 @@ int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block)
 
 int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe)
 {
-	if (chunk >= s->chunks || stripe >= NDZ_FEC_STRIPES)
+	if (chunk >= s->chunks || stripe >= NDZ_FEC_SETS)
 		return NDZ_EINVAL;
 	s->st.repairs_sent++;
+	s->st.whole_sent += stripe == NDZ_FEC_WHOLE;
 	return 0;
 }
 

@@ -11,10 +11,11 @@
  * next block the sender looks at. Blocks at or past the position are "ahead".
  *
  * Repair blocks (lib/fec.h): a queue entry also holds how many repairs of each
- * stripe are wanted, sent after the chunk's data blocks, round robin over the
- * stripes. Any repair heals any one loss in its stripe, so requests for repairs
- * merge by taking the largest count per stripe, and each repair sent is one no
- * client has seen: the server keeps, per chunk and stripe, the next index.
+ * set (the 8 stripes and the whole chunk) are wanted, sent after the chunk's data
+ * blocks, round robin over the sets. Any repair heals any one loss in its set, so
+ * requests for repairs merge by taking the largest count per set, and each repair
+ * sent is one no client has seen: the server keeps, per chunk and set, the next
+ * index.
  */
 #ifndef NDZ_SERVE_H
 #define NDZ_SERVE_H
@@ -30,6 +31,7 @@ struct ndz_serve_stats {
 	uint64_t dropped_current;      /* requests for the current chunk not queued (see request) */
 	uint64_t blocks_sent;          /* blocks sent, re-sends included */
 	uint64_t repairs_sent;         /* repair blocks sent */
+	uint64_t whole_sent;           /* of which whole-chunk repairs */
 	uint64_t distinct_sent;        /* blocks sent at least once */
 };
 
@@ -65,8 +67,8 @@ int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsig
 int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits);
 
 /*
- * ndz_serve_repairs - a request (RREQUEST) for need[s] (<= NDZ_FEC_K) more repairs
- * of each stripe s of chunk (NDZ_FEC_STRIPES counts, not all 0). For the current
+ * ndz_serve_repairs - a request (RREQUEST) for need[s] more repairs of each set s
+ * of chunk (NDZ_FEC_SETS counts, not all 0; a stripe's at most NDZ_FEC_K). For the current
  * chunk the counts still to send become at least need (merged; every repair still
  * to come is new to the requester); for a queued chunk likewise (merged); else the
  * chunk is queued at the tail with only these repairs. Returns as ndz_serve_request.
@@ -80,18 +82,18 @@ int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need);
  */
 int64_t ndz_serve_next_chunk(struct ndz_serve *s);
 
-/* What to send next: a data block, or repair index of stripe. */
+/* What to send next: a data block, or repair index of set (stripe or NDZ_FEC_WHOLE). */
 struct ndz_serve_item {
 	int repair;
 	unsigned block;                /* data: the block */
-	unsigned stripe, index;        /* repair */
+	unsigned stripe, index;        /* repair: its set and index */
 };
 
 /*
  * ndz_serve_next - what to send next of the current chunk: its next wanted block
  * at or past the position (the position moves past it, so a request for it from
  * now on is behind the sender), and when no block is left, its wanted repairs,
- * one stripe after another. Returns 1 with *it filled, or 0 when nothing is left:
+ * one set after another. Returns 1 with *it filled, or 0 when nothing is left:
  * the current chunk is done (nothing current; call ndz_serve_next_chunk).
  */
 int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it);
@@ -102,7 +104,10 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it);
  */
 int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block);
 
-/* ndz_serve_repair_sent - a repair of stripe of chunk went out: counts repairs_sent. */
+/*
+ * ndz_serve_repair_sent - a repair of set (stripe or NDZ_FEC_WHOLE) of chunk went
+ * out: counts repairs_sent (and whole_sent).
+ */
 int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe);
 
 /*

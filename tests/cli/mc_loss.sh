@@ -45,6 +45,8 @@ run() {
 
 run "1% loss" 1 "" ""
 check "1% loss: repairs sent and used" [ "$repairs" -gt 0 ]
+check "1% loss: whole-chunk repairs among them" \
+	[ "$(json_num "$T/1% loss.json" whole_repairs_sent)" -gt 0 ]
 check "1% loss: a client rebuilt blocks from repairs" \
 	grep -q '[1-9][0-9]* repairs ([1-9][0-9]* blocks rebuilt)' "$T/c1.log" "$T/c2.log" \
 	"$T/c3.log" "$T/c4.log"
@@ -54,6 +56,13 @@ run "30% loss" 30 "" ""
 run "1% loss, 2 clients --no-repair" 1 "" --no-repair
 check "1% loss, mixed: those without repairs got none" \
 	grep -q ' 0 repairs (0 blocks rebuilt)' "$T/c1.log"
+run "1% loss, 2 clients --no-whole-repair" 1 "" --no-whole-repair
+check "1% loss, stripes only beside whole: those rebuilt blocks too" \
+	grep -q '[1-9][0-9]* repairs ([1-9][0-9]* blocks rebuilt)' "$T/c1.log" "$T/c2.log"
+run "1% loss, frisbeed --no-whole-repair" 1 --no-whole-repair ""
+w=$(json_num "$T/1% loss, frisbeed --no-whole-repair.json" whole_repairs_sent)
+check "frisbeed --no-whole-repair: stripe repairs only ($repairs, $w whole)" \
+	[ "$repairs" -gt 0 -a "$w" = 0 ]
 run "1% loss, frisbeed --no-repair" 1 --no-repair ""
 check "frisbeed --no-repair: no repairs sent" [ "$repairs" = 0 ]
 done_testing

@@ -70,6 +70,7 @@ static struct ndz_pkt make(int type)
 		p.chunk = 78;
 		p.need[0] = 1;
 		p.need[7] = 128;
+		p.need[NDZ_FEC_WHOLE] = 255;
 		break;
 	}
 	return p;
@@ -144,7 +145,7 @@ static void test_layout(void **state)
 	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 32);
 	assert_memory_equal(b, "NDZP\x01\x09\x00\x00", 8);
 	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x4e\x00\x00\x00"
-			    "\x01\x00\x00\x00\x00\x00\x00\x80\x00\x00\x00\x00", 24);
+			    "\x01\x00\x00\x00\x00\x00\x00\x80\xff\x00\x00\x00", 24);
 	p = make(NDZ_PKT_FEATURES);
 	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 16);
 	assert_memory_equal(b, "NDZP\x01\x07\x00\x00\x88\x77\x66\x55\x01\x00\x00\x80", 16);
@@ -183,17 +184,43 @@ static void test_validation(void **state)
 	expect_bad(NDZ_PKT_REQUEST, 22, 25, NDZ_EPROTO);            /* past the chunk */
 	expect_bad(NDZ_PKT_REQUEST, 21, 4, NDZ_EPROTO);             /* first block */
 	expect_bad(NDZ_PKT_PREQUEST, 20, 1, NDZ_EPROTO);            /* reserved */
-	expect_bad(NDZ_PKT_REPAIR, 16, 8, NDZ_EPROTO);              /* stripe 8 */
-	expect_bad(NDZ_PKT_REPAIR, 17, 127, NDZ_EPROTO);            /* repair index 127 */
+	expect_bad(NDZ_PKT_REPAIR, 16, 9, NDZ_EPROTO);              /* set 9 */
+	expect_bad(NDZ_PKT_REPAIR, 17, 127, NDZ_EPROTO);            /* stripe repair index 127 */
 	expect_bad(NDZ_PKT_REPAIR, 19, 1, NDZ_EPROTO);              /* reserved */
 	expect_bad(NDZ_PKT_RREQUEST, 27, 129, NDZ_EPROTO);          /* more than a stripe */
 	expect_bad(NDZ_PKT_RREQUEST, 31, 1, NDZ_EPROTO);            /* reserved */
+	expect_bad(NDZ_PKT_RREQUEST, 29, 1, NDZ_EPROTO);            /* reserved */
+	{
+		/* set 8, the whole chunk: indexes 0-254 */
+		struct ndz_pkt p = make(NDZ_PKT_REPAIR), q;
+		uint8_t buf[NDZ_PKT_MAX];
+
+		p.stripe = NDZ_FEC_WHOLE;
+		p.index = 254;
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_REPAIR_LEN);
+		assert_int_equal(buf[16], 8);
+		assert_int_equal(buf[17], 254);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIR_LEN, &q), 0);
+		assert_int_equal(q.stripe, NDZ_FEC_WHOLE);
+		assert_int_equal(q.index, 254);
+		buf[17] = 255;
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIR_LEN, &q), NDZ_EPROTO);
+		/* an RREQUEST for whole-chunk repairs only */
+		p = make(NDZ_PKT_RREQUEST);
+		memset(p.need, 0, sizeof(p.need));
+		p.need[NDZ_FEC_WHOLE] = 3;
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_RREQUEST_LEN);
+		assert_int_equal(buf[28], 3);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q), 0);
+		assert_int_equal(q.need[NDZ_FEC_WHOLE], 3);
+		assert_int_equal(q.need[0] | q.need[7], 0);
+	}
 	{
 		struct ndz_pkt p = make(NDZ_PKT_RREQUEST), q;
 		uint8_t buf[NDZ_PKT_MAX];
 
 		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_RREQUEST_LEN);
-		memset(buf + 20, 0, 8);                          /* asks for nothing */
+		memset(buf + 20, 0, 9);                          /* asks for nothing */
 		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q), NDZ_EPROTO);
 		memset(p.need, 0, sizeof(p.need));
 		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);

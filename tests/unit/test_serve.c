@@ -635,7 +635,7 @@ static unsigned drain(struct ndz_serve *s, uint8_t *bits, unsigned (*reps)[2], u
 static void test_repairs(void **state)
 {
 	struct ndz_serve *s = make(4);
-	uint8_t need[NDZ_FEC_STRIPES], bits[NDZ_BITMAP_BYTES], want[NDZ_BITMAP_BYTES];
+	uint8_t need[NDZ_FEC_SETS], bits[NDZ_BITMAP_BYTES], want[NDZ_BITMAP_BYTES];
 	unsigned reps[600][2], n;
 	struct ndz_serve_stats st;
 
@@ -695,12 +695,58 @@ static void test_repairs(void **state)
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 5][1], 0);
 	for (unsigned i = 0; i < n; i++)
 		assert_int_equal(ndz_serve_repair_sent(s, 1, reps[i][0]), 0);
-	assert_int_equal(ndz_serve_repair_sent(s, 1, NDZ_FEC_STRIPES), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_repair_sent(s, 1, NDZ_FEC_SETS), NDZ_EINVAL);
 	ndz_serve_get_stats(s, &st);
 	assert_int_equal(st.repairs_sent, NDZ_FEC_K);
 	assert_int_equal(st.requests, 6);
 	assert_int_equal(st.merged, 3);
 	assert_false(ndz_serve_busy(s));
+	ndz_serve_free(s);
+}
+
+/* Whole-chunk repairs (set 8): merged by the largest count, indexes 0-254 then 0 again. */
+static void test_whole_repairs(void **state)
+{
+	struct ndz_serve *s;
+	uint8_t need[NDZ_FEC_SETS];
+	unsigned reps[600][2], n;
+
+	(void)state;
+	assert_int_equal(ndz_serve_create(3, &s), 0);
+	memset(need, 0, sizeof(need));
+	need[NDZ_FEC_WHOLE] = 3;
+	assert_int_equal(ndz_serve_repairs(s, 2, need), 1);
+	need[NDZ_FEC_WHOLE] = 5;
+	need[1] = 1;
+	assert_int_equal(ndz_serve_repairs(s, 2, need), 0);
+	assert_int_equal(ndz_serve_next_chunk(s), 2);
+	n = drain(s, NULL, reps, 600);
+	/* round robin over the sets: 1, 8, then set 8 alone */
+	assert_int_equal(n, 6);
+	assert_int_equal(reps[0][0], 1);
+	for (unsigned i = 1; i < n; i++) {
+		assert_int_equal(reps[i][0], NDZ_FEC_WHOLE);
+		assert_int_equal(reps[i][1], i - 1);
+	}
+	/* 255 distinct, then index 0 again */
+	memset(need, 0, sizeof(need));
+	need[NDZ_FEC_WHOLE] = 255;
+	assert_int_equal(ndz_serve_repairs(s, 2, need), 1);
+	assert_int_equal(ndz_serve_next_chunk(s), 2);
+	n = drain(s, NULL, reps, 600);
+	assert_int_equal(n, 255);
+	assert_int_equal(reps[249][1], 254);
+	assert_int_equal(reps[250][1], 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(ndz_serve_repair_sent(s, 2, reps[i][0]), 0);
+	assert_int_equal(ndz_serve_repair_sent(s, 2, 1), 0);
+	{
+		struct ndz_serve_stats st;
+
+		ndz_serve_get_stats(s, &st);
+		assert_int_equal(st.repairs_sent, 256);
+		assert_int_equal(st.whole_sent, 255);
+	}
 	ndz_serve_free(s);
 }
 
@@ -715,6 +761,7 @@ int main(void)
 		cmocka_unit_test(test_sent_accounting),
 		cmocka_unit_test(test_random_against_model),
 		cmocka_unit_test(test_repairs),
+		cmocka_unit_test(test_whole_repairs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
