@@ -54,6 +54,20 @@ static uint8_t inv(uint8_t a)
 	return 0;
 }
 
+/* perm[0..n) = a random order of 0..n-1 (repair indexes) */
+static void shuffle(uint8_t *perm, unsigned n)
+{
+	for (unsigned r = 0; r < n; r++)
+		perm[r] = (uint8_t)r;
+	for (unsigned r = n; r > 1; r--) {
+		unsigned j = rnd() % r;
+		uint8_t t = perm[r - 1];
+
+		perm[r - 1] = perm[j];
+		perm[j] = t;
+	}
+}
+
 static uint8_t *random_chunk(void)
 {
 	uint8_t *c = malloc(NDZ_CHUNK_SIZE);
@@ -125,15 +139,7 @@ static void test_decode_random(void **state)
 			memset(copy + (size_t)b * NDZ_BLOCK_SIZE, 0xa5, NDZ_BLOCK_SIZE);
 			lost++;
 		}
-		for (unsigned r = 0; r < R; r++)
-			perm[r] = (uint8_t)r;
-		for (unsigned r = R; r > 1; r--) {
-			unsigned j = rnd() % r;
-			uint8_t t = perm[r - 1];
-
-			perm[r - 1] = perm[j];
-			perm[j] = t;
-		}
+		shuffle(perm, R);
 		for (unsigned i = 0; i < e; i++) {
 			idx[i] = perm[i];
 			ndz_fec_encode(c, chunk, s, idx[i], reps[i]);
@@ -247,15 +253,7 @@ static void test_wdecode_random(void **state)
 			memset(copy + (size_t)b * NDZ_BLOCK_SIZE, 0x5a, NDZ_BLOCK_SIZE);
 			lost++;
 		}
-		for (unsigned r = 0; r < NDZ_FEC_WREPAIRS; r++)
-			perm[r] = (uint8_t)r;
-		for (unsigned r = NDZ_FEC_WREPAIRS; r > 1; r--) {
-			unsigned j = rnd() % r;
-			uint8_t t = perm[r - 1];
-
-			perm[r - 1] = perm[j];
-			perm[j] = t;
-		}
+		shuffle(perm, NDZ_FEC_WREPAIRS);
 		for (unsigned i = 0; i < NDZ_FEC_WREPAIRS; i++) {
 			idx[i] = perm[i];
 			rp[i] = reps[i];

@@ -429,6 +429,46 @@ static uint8_t *whole_chunk(uint32_t chunk)
 }
 
 /*
+ * The first chunk asked for (returned) arrives but for blocks 0, 8 and 16 (stripe
+ * 0), 3 (stripe 3) and 1023 (stripe 7); then a block of the other chunk: the
+ * server moved on. s is left empty.
+ */
+static uint32_t five_lost(struct ndz_fetch *f, struct sent *s, uint64_t now)
+{
+	uint8_t lost[NDZ_BITMAP_BYTES];
+	uint32_t a;
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(ndz_fetch_requests(f, now, 0, record, s), 1);
+	assert_false(s->repair[0] || s->partial[0]);   /* a new chunk: the whole of it */
+	a = s->chunk[0];
+	memset(lost, 0, sizeof(lost));
+	ndz_bit_set(lost, 0);
+	ndz_bit_set(lost, 8);
+	ndz_bit_set(lost, 16);
+	ndz_bit_set(lost, 3);
+	ndz_bit_set(lost, 1023);
+	assert_int_equal(deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now), -1);
+	ndz_fetch_block(f, 1 - a, 0, data_of(1 - a, 0), now);
+	s->n = 0;
+	return a;
+}
+
+/* five_lost's chunk a is whole in slot, its 5 blocks rebuilt; frees whole. */
+static void rebuilt(struct ndz_fetch *f, int slot, uint32_t a, uint8_t *whole, uint64_t dups)
+{
+	struct ndz_fetch_stats st;
+
+	assert_true(slot >= 0);
+	assert_int_equal(ndz_fetch_slot_chunk(f, slot), a);
+	assert_memory_equal(ndz_fetch_buf(f, slot), whole, NDZ_CHUNK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.decoded, 5);
+	assert_int_equal(st.dups, dups);
+	free(whole);
+}
+
+/*
  * With repair on, the losses of a chunk are asked for as repair counts per stripe,
  * other clients' repair requests that cover ours silence us, and repairs (any
  * indexes) rebuild exactly the lost blocks.
@@ -438,7 +478,7 @@ static void test_repair_request_and_decode(void **state)
 	static struct sent s;
 	struct ndz_fetch *f = make(2, 4, 1, 99);
 	struct ndz_fec *fec;
-	uint8_t lost[NDZ_BITMAP_BYTES], rep[NDZ_BLOCK_SIZE], cover[NDZ_FEC_SETS];
+	uint8_t rep[NDZ_BLOCK_SIZE], cover[NDZ_FEC_SETS];
 	uint8_t *whole;
 	struct ndz_fetch_stats st;
 	uint32_t a, b;
@@ -448,22 +488,9 @@ static void test_repair_request_and_decode(void **state)
 	(void)state;
 	assert_int_equal(ndz_fec_create(&fec), 0);
 	ndz_fetch_set_repair(f, 1);
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
-	assert_false(s.repair[0] || s.partial[0]);     /* a new chunk: the whole of it */
-	a = s.chunk[0];
+	a = five_lost(f, &s, now);
 	b = 1 - a;
 	whole = whole_chunk(a);
-	/* lost: blocks 0, 8 and 16 (stripe 0), 3 (stripe 3), 1023 (stripe 7) */
-	memset(lost, 0, sizeof(lost));
-	ndz_bit_set(lost, 0);
-	ndz_bit_set(lost, 8);
-	ndz_bit_set(lost, 16);
-	ndz_bit_set(lost, 3);
-	ndz_bit_set(lost, 1023);
-	assert_int_equal(deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now), -1);
-	ndz_fetch_block(f, b, 0, data_of(b, 0), now);  /* the server moved on */
-	s.n = 0;
 	now += 25 * MS;
 	ndz_fetch_requests(f, now, 0, record, &s);
 	assert_int_equal(s.n, 1);
@@ -508,14 +535,9 @@ static void test_repair_request_and_decode(void **state)
 	assert_int_equal(ndz_fetch_repair(f, a, 7, NDZ_FEC_REPAIRS, rep, now), -1);
 	ndz_fec_encode(fec, whole, 7, 126, rep);
 	slot = ndz_fetch_repair(f, a, 7, 126, rep, now);
-	assert_true(slot >= 0);
-	assert_int_equal(ndz_fetch_slot_chunk(f, slot), a);
-	assert_memory_equal(ndz_fetch_buf(f, slot), whole, NDZ_CHUNK_SIZE);
+	rebuilt(f, slot, a, whole, 2);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.repairs, 5);
-	assert_int_equal(st.decoded, 5);
-	assert_int_equal(st.dups, 2);
-	free(whole);
 	ndz_fec_free(fec);
 	ndz_fetch_free(f);
 }
@@ -616,9 +638,8 @@ static void test_whole_repairs(void **state)
 	static struct sent s;
 	struct ndz_fetch *f = make(2, 4, 1, 3);
 	struct ndz_fec *fec;
-	uint8_t lost[NDZ_BITMAP_BYTES], rep[NDZ_BLOCK_SIZE], cover[NDZ_FEC_SETS];
+	uint8_t rep[NDZ_BLOCK_SIZE], cover[NDZ_FEC_SETS];
 	uint8_t *whole;
-	struct ndz_fetch_stats st;
 	uint32_t a, b;
 	uint64_t now = T0;
 	int slot = -1;
@@ -626,21 +647,9 @@ static void test_whole_repairs(void **state)
 	(void)state;
 	assert_int_equal(ndz_fec_create(&fec), 0);
 	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
-	a = s.chunk[0];
+	a = five_lost(f, &s, now);
 	b = 1 - a;
 	whole = whole_chunk(a);
-	/* lost: 0, 8, 16 (stripe 0), 3 (stripe 3), 1023 (stripe 7) */
-	memset(lost, 0, sizeof(lost));
-	ndz_bit_set(lost, 0);
-	ndz_bit_set(lost, 8);
-	ndz_bit_set(lost, 16);
-	ndz_bit_set(lost, 3);
-	ndz_bit_set(lost, 1023);
-	assert_int_equal(deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now), -1);
-	ndz_fetch_block(f, b, 0, data_of(b, 0), now);  /* the server moved on */
-	s.n = 0;
 	now += 40 * MS;
 	ndz_fetch_requests(f, now, 0, record, &s);
 	assert_int_equal(s.n, 1);
@@ -698,13 +707,7 @@ static void test_whole_repairs(void **state)
 		ndz_fec_wencode(fec, whole, 13, rep);
 		slot = ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 13, rep, now);
 	}
-	assert_true(slot >= 0);
-	assert_int_equal(ndz_fetch_slot_chunk(f, slot), a);
-	assert_memory_equal(ndz_fetch_buf(f, slot), whole, NDZ_CHUNK_SIZE);
-	ndz_fetch_get_stats(f, &st);
-	assert_int_equal(st.decoded, 5);
-	assert_int_equal(st.dups, 1);
-	free(whole);
+	rebuilt(f, slot, a, whole, 1);
 	ndz_fec_free(fec);
 	ndz_fetch_free(f);
 }
