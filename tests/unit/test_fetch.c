@@ -600,32 +600,43 @@ static void test_repair_requests_add_up(void **state)
 	ndz_fetch_free(f);
 }
 
+/*
+ * A client with repairs features loses the blocks in lost of the first chunk it
+ * asks for; the server moves on. Its next request goes to s (one, checked).
+ */
+static void ask_after_losses(unsigned features, const uint8_t *lost, struct sent *s)
+{
+	struct ndz_fetch *f = make(2, 4, 1, 7);
+	uint64_t now = T0;
+	uint32_t a;
+
+	ndz_fetch_set_repair(f, features);
+	memset(s, 0, sizeof(*s));
+	ndz_fetch_requests(f, now, 0, record, s);
+	a = s->chunk[0];
+	deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now);
+	ndz_fetch_block(f, 1 - a, 0, data_of(1 - a, 0), now);
+	s->n = 0;
+	ndz_fetch_requests(f, now + 40 * MS, 0, record, s);
+	assert_int_equal(s->n, 1);
+	assert_int_equal(s->chunk[0], a);
+	ndz_fetch_free(f);
+}
+
 /* More than 32 lost in a stripe: the blocks themselves are asked for. */
 static void test_repair_many_lost(void **state)
 {
 	static struct sent s;
-	struct ndz_fetch *f = make(2, 4, 1, 7);
 	uint8_t lost[NDZ_BITMAP_BYTES];
-	uint32_t a;
-	uint64_t now = T0;
 
 	(void)state;
-	ndz_fetch_set_repair(f, 1);
-	memset(&s, 0, sizeof(s));
-	ndz_fetch_requests(f, now, 0, record, &s);
-	a = s.chunk[0];
 	memset(lost, 0, sizeof(lost));
 	for (unsigned j = 0; j < 33; j++)
 		ndz_bit_set(lost, ndz_fec_block(2, j));
-	deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now);
-	ndz_fetch_block(f, 1 - a, 0, data_of(1 - a, 0), now);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 25 * MS, 0, record, &s);
-	assert_int_equal(s.n, 1);
+	ask_after_losses(NDZ_FEAT_REPAIR, lost, &s);
 	assert_false(s.repair[0]);
 	assert_true(s.partial[0]);
 	assert_memory_equal(s.missing[0], lost, NDZ_BITMAP_BYTES);
-	ndz_fetch_free(f);
 }
 
 /*
@@ -716,29 +727,17 @@ static void test_whole_repairs(void **state)
 static void test_whole_many_lost(void **state)
 {
 	static struct sent s;
-	struct ndz_fetch *f = make(2, 4, 1, 7);
 	uint8_t lost[NDZ_BITMAP_BYTES];
-	uint32_t a;
-	uint64_t now = T0;
 
 	(void)state;
-	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
-	memset(&s, 0, sizeof(s));
-	ndz_fetch_requests(f, now, 0, record, &s);
-	a = s.chunk[0];
 	memset(lost, 0, sizeof(lost));
 	for (unsigned j = 0; j < 129; j++)
 		ndz_bit_set(lost, j * 7);      /* about 16 a stripe */
-	deliver(f, a, 0, NDZ_BLOCKS_PER_CHUNK, lost, now);
-	ndz_fetch_block(f, 1 - a, 0, data_of(1 - a, 0), now);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
-	assert_int_equal(s.n, 1);
+	ask_after_losses(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, lost, &s);
 	assert_true(s.repair[0]);
 	assert_int_equal(s.need[0][NDZ_FEC_WHOLE], 0);
 	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++)
 		assert_true(s.need[0][st] >= 15 && s.need[0][st] <= 18);
-	ndz_fetch_free(f);
 }
 
 int main(void)
