@@ -166,7 +166,10 @@ fails "$CI: a plain image where an encrypted one is expected" \
 fails "$CI: a chunk whose cipher bit was flipped" \
 	"flipc.ndz: chunk 0: chunk fails authenticated decryption" \
 	"$IMAGEUNZIP" --key ek.key flipc.ndz tgt
-check "$CI: ... and nothing was written" cmp -s ref tgt
+# (chunks after it may be restored in parallel; none of chunk 0's sectors may be)
+last0=$(od -An -tu8 -j 80 -N8 ea.ndz | tr -d ' ')
+check "$CI: ... and nothing of it was written" cmp -s -n $((last0 * 512)) ref tgt
+cp ref tgt
 "$MK" eb.ndz mixed.ndz splice 1 ea.ndz 1 2>/dev/null
 fails "$CI: a chunk of image A inside image B" "mixed.ndz: chunk 1: chunk belongs to another image" \
 	"$IMAGEUNZIP" --key ek.key mixed.ndz tgt
