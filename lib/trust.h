@@ -262,8 +262,9 @@ int ndz_manifest_verify_image(struct ndz_io *in, const struct ndz_manifest *m,
  * the header area (ndz_hdr_auth_data); the header gets NDZ_INCOMPAT_ENCRYPTED (and
  * NDZ_INCOMPAT_AES256GCM for AES-256-GCM), the key's id, the new data_len and CRCs.
  * The data must leave NDZ_CRYPT_OVERHEAD bytes free. Thread-safe. Returns 0,
- * NDZ_EINVAL (not a crypt key, unknown cipher, already encrypted, no room),
- * NDZ_ENOMEM (libcrypto failed) or a header code.
+ * NDZ_EINVAL (not a crypt key, unknown cipher, already encrypted, no room; the
+ * chunk unchanged), a header code, or NDZ_ENOMEM (libcrypto failed; the chunk is
+ * undefined then).
  */
 int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk);
 
