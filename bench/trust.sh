@@ -1,11 +1,12 @@
 #!/bin/sh
 # Signed and encrypted images against plain, on the same input in one run: imageunzip
 # -n and a restore to a file (plain, --key with the signed manifest, an encrypted image
-# with its key, both), then frisbee to one client in a namespace LAN (plain, --key,
-# encrypted) when run as root. The variants run in turn, so that other load on the
+# with its key (AES-256-GCM, the default, and XChaCha20-Poly1305), both), then frisbee
+# to one client in a namespace LAN (plain, --key, encrypted with each cipher) when run
+# as root. The variants run in turn, so that other load on the
 # machine falls on all alike; medians of N runs of wall and CPU (user + system)
 # seconds. Goal (issue 8): at most 5% slower signed, 10% encrypted. First the cost of
-# one 1 MiB chunk's hash and decryption on one thread (bench/trust-hash.c).
+# one 1 MiB chunk's hash, CRC and decryption on one thread (bench/trust-hash.c).
 # Prints the date and the load average before and after.
 # Usage: bench/trust.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=128, BENCH_DIR=scratch dir,
 #        BENCH_MIB=64 and BENCH_RATE=500M for frisbee, BENCH_NET=0 to skip it)
@@ -21,7 +22,7 @@ trap 'rm -rf "$dir"' EXIT
 echo "bench/trust.sh, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average before:" \
 	"$(cut -d' ' -f1-3 /proc/loadavg)"
 make_input
-if cc -O2 -o "$dir/trust-hash" "$top/bench/trust-hash.c" -lsodium -lcrypto 2>/dev/null; then
+if cc -O2 -o "$dir/trust-hash" "$top/bench/trust-hash.c" -lsodium -lcrypto -lz 2>/dev/null; then
 	echo
 	echo "== one thread, 300 chunks of 1 MiB (CPU time)"
 	"$dir/trust-hash" 300
@@ -47,6 +48,7 @@ for codec in zlib zstd; do
 	z="$bin/imagezip -q -r -j 2 --codec $codec"
 	$z "$dir/in" "$dir/plain.ndz" && $z --sign "$dir/k.sec" "$dir/in" "$dir/signed.ndz" &&
 		$z --encrypt "$dir/ek.key" "$dir/in" "$dir/enc.ndz" &&
+		$z --cipher xchacha20 --encrypt "$dir/ek.key" "$dir/in" "$dir/encx.ndz" &&
 		$z --encrypt "$dir/ek.key" --sign "$dir/k.sec" "$dir/in" "$dir/both.ndz" || exit 1
 	echo
 	echo "== $codec: $(($(stat -c %s "$dir/plain.ndz") / 1048576)) chunks plain," \
@@ -61,22 +63,26 @@ for codec in zlib zstd; do
 		measure np "$u -n '$dir/plain.ndz'"
 		measure ns "$u -n $sp '$dir/signed.ndz'"
 		measure ne "$u -n $ek '$dir/enc.ndz'"
+		measure nx "$u -n $ek '$dir/encx.ndz'"
 		measure nb "$u -n $sp $ek '$dir/both.ndz'"
 		measure fp "rm -f '$dir/out'; $u '$dir/plain.ndz' '$dir/out'"
 		measure fs "rm -f '$dir/out'; $u $sp '$dir/signed.ndz' '$dir/out'"
 		measure fe "rm -f '$dir/out'; $u $ek '$dir/enc.ndz' '$dir/out'"
+		measure fx "rm -f '$dir/out'; $u $ek '$dir/encx.ndz' '$dir/out'"
 		measure fb "rm -f '$dir/out'; $u $sp $ek '$dir/both.ndz' '$dir/out'"
 		i=$((i + 1))
 	done
 	cmp -s "$dir/in" "$dir/out" || { echo "bench: restore differs!" >&2; exit 1; }
 	line "imageunzip -n, plain" np np
 	line "imageunzip -n --key PUB, signed" ns np
-	line "imageunzip -n --key KEY, encrypted" ne np
-	line "imageunzip -n, signed and encrypted" nb np
+	line "imageunzip -n --key KEY, AES-256-GCM" ne np
+	line "imageunzip -n --key KEY, XChaCha20" nx np
+	line "imageunzip -n, signed+AES-GCM" nb np
 	line "imageunzip to a file, plain" fp fp
 	line "imageunzip to a file, signed" fs fp
-	line "imageunzip to a file, encrypted" fe fp
-	line "imageunzip to a file, signed+encrypted" fb fp
+	line "imageunzip to a file, AES-256-GCM" fe fp
+	line "imageunzip to a file, XChaCha20" fx fp
+	line "imageunzip to a file, signed+AES-GCM" fb fp
 done
 
 loadavg_after() { echo; echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"; }
@@ -93,7 +99,8 @@ mib=${BENCH_MIB:-64}
 rate=${BENCH_RATE:-500M}
 head -c $((mib * 1048576)) "$dir/in" >"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/p.ndz" && "$IMAGEZIP" -q -r --sign "$dir/k.sec" "$T/src" "$T/s.ndz" &&
-	"$IMAGEZIP" -q -r --encrypt "$dir/ek.key" "$T/src" "$T/e.ndz" || exit 1
+	"$IMAGEZIP" -q -r --encrypt "$dir/ek.key" "$T/src" "$T/e.ndz" &&
+	"$IMAGEZIP" -q -r --cipher xchacha20 --encrypt "$dir/ek.key" "$T/src" "$T/x.ndz" || exit 1
 bytes=$(stat -c %s "$T/src")
 one() {	# NAME IMAGE [frisbee options]: wall and CPU seconds of one client into $dir/w.NAME
 	n=$1 img=$2; shift 2
@@ -116,14 +123,16 @@ echo
 echo "== frisbee, one client, $((bytes / 1048576)) MiB at $rate (the variants in turn, median of $runs runs;"
 echo "   %: against plain; --key PUB includes fetching the manifest from frisbeed)"
 i=0
-: >"$dir/w.p"; : >"$dir/w.s"; : >"$dir/w.e"
+: >"$dir/w.p"; : >"$dir/w.s"; : >"$dir/w.e"; : >"$dir/w.x"
 while [ $i -lt "$runs" ]; do
 	one p "$T/p.ndz"
 	one s "$T/s.ndz" --key "$dir/k.pub"
 	one e "$T/e.ndz" --key "$dir/ek.key"
+	one x "$T/x.ndz" --key "$dir/ek.key"
 	i=$((i + 1))
 done
 frow "frisbee, plain" p
 frow "frisbee --key PUB" s
-frow "frisbee --key KEY, encrypted" e
+frow "frisbee --key KEY, AES-256-GCM" e
+frow "frisbee --key KEY, XChaCha20" x
 loadavg_after

@@ -43,6 +43,7 @@ static const char usage_text[] =
 	"      --sign SECKEY  sign the image: write its manifest, IMAGE.manifest\n"
 	"      --manifest FILE  write the manifest there (needed for IMAGE '-')\n"
 	"      --encrypt KEY  encrypt every chunk with KEY (imagekey generate -e)\n"
+	"      --cipher C     with --encrypt: aes256gcm (default) or xchacha20\n"
 	"  -o, --progress     show progress on a terminal\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
@@ -71,6 +72,7 @@ struct output {
 	const struct ndz_key *crypt;   /* --encrypt: each chunk encrypted with it */
 	uint8_t *buf;                  /* with crypt: the chunk being encrypted */
 	struct ndz_manifest *m;        /* --sign: the hashes of the chunks so far */
+	int cipher;                    /* --cipher: enum ndz_cipher */
 };
 
 /* The chunk as stored: encrypted (--encrypt), then hashed for the manifest (--sign). */
@@ -81,7 +83,7 @@ static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct n
 
 	if (o->crypt) {
 		memcpy(o->buf, chunk, NDZ_CHUNK_SIZE);
-		rc = ndz_chunk_encrypt(o->crypt, o->buf);
+		rc = ndz_chunk_encrypt(o->crypt, o->cipher, o->buf);
 		if (rc < 0)
 			return ndz_error_set(e, rc, 0, "chunk %u: encryption failed: %s", index,
 					     ndz_strerror(rc));
@@ -338,6 +340,7 @@ int main(int argc, char **argv)
 		{ "sign", required_argument, NULL, 'G' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "encrypt", required_argument, NULL, 'E' },
+		{ "cipher", required_argument, NULL, 'Y' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -346,14 +349,14 @@ int main(int argc, char **argv)
 	struct ndz_zip_opts zopts;
 	struct ndz_zip_stats stats;
 	struct cli_progress prog;
-	struct output out = { -1, NULL, NULL, 0, NULL, NULL, NULL };
+	struct output out = { -1, NULL, NULL, 0, NULL, NULL, NULL, 0 };
 	const char *sign_path = NULL, *crypt_path = NULL, *manifest = NULL;
 	struct ndz_key sign_key = { 0 }, crypt_key = { 0 };
 	struct ndz_manifest m = { 0 };
 	char mbuf[PATH_MAX];
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL;
-	int progress = 0, info = 0, level = -1, c, rc;
+	int progress = 0, info = 0, level = -1, cipher = 0, c, rc;
 	struct ndz_scan_report report;
 	uint64_t u64;
 	double t0;
@@ -421,6 +424,11 @@ int main(int argc, char **argv)
 		case 'E':
 			crypt_path = optarg;
 			break;
+		case 'Y':
+			cipher = ndz_cipher_parse(optarg);
+			if (cipher < 0)
+				cli_usage_error("--cipher: '%s': aes256gcm or xchacha20", optarg);
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -453,6 +461,9 @@ int main(int argc, char **argv)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 		out.m = &m;
 	}
+	if (cipher && !crypt_path)
+		cli_usage_error("--cipher: only with --encrypt");
+	out.cipher = cipher ? cipher : NDZ_CIPHER_DEFAULT;
 	if (crypt_path && !info) {
 		load_key(crypt_path, NDZ_KEY_CRYPT, &crypt_key);
 		out.crypt = &crypt_key;

@@ -83,6 +83,9 @@ static int hdr_valid(const struct ndz_chunk_hdr *h, const uint8_t *a)
 	/* nonce and tag: see lib/trust.h */
 	if ((h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && h->data_len < 40)
 		return NDZ_EHEADER;
+	if ((h->incompat_flags & NDZ_INCOMPAT_AES256GCM) &&
+	    !(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED))
+		return NDZ_EFEATURE;
 	/* rounded up without source_bytes + 511, which wraps near UINT64_MAX */
 	if (h->source_sectors != h->source_bytes / NDZ_SECTOR_SIZE +
 				 (h->source_bytes % NDZ_SECTOR_SIZE != 0))

@@ -27,8 +27,9 @@ extern const uint8_t ndz_magic[8];
 #define NDZ_CHUNK_KNOWN   NDZ_CHUNK_LAST
 
 /* incompat flags: a reader must refuse an image with a bit it does not know */
-#define NDZ_INCOMPAT_ENCRYPTED 0x1u   /* data is XChaCha20-Poly1305 ciphertext (lib/trust.h) */
-#define NDZ_INCOMPAT_KNOWN NDZ_INCOMPAT_ENCRYPTED
+#define NDZ_INCOMPAT_ENCRYPTED 0x1u   /* data is AEAD ciphertext (lib/trust.h) */
+#define NDZ_INCOMPAT_AES256GCM 0x2u   /* with ENCRYPTED: AES-256-GCM, else XChaCha20-Poly1305 */
+#define NDZ_INCOMPAT_KNOWN (NDZ_INCOMPAT_ENCRYPTED | NDZ_INCOMPAT_AES256GCM)
 /* compat flags: a reader may ignore bits it does not know */
 #define NDZ_COMPAT_KNOWN   0x0u
 

@@ -803,7 +803,83 @@ int ndz_manifest_verify_image(struct ndz_io *in, const struct ndz_manifest *m,
 
 /* ---- encryption ---- */
 
-int ndz_chunk_encrypt(const struct ndz_key *k, uint8_t *chunk)
+int ndz_cipher_parse(const char *name)
+{
+	if (!strcmp(name, "aes256gcm") || !strcmp(name, "aes-256-gcm"))
+		return NDZ_CIPHER_AES256GCM;
+	if (!strcmp(name, "xchacha20") || !strcmp(name, "xchacha20poly1305"))
+		return NDZ_CIPHER_XCHACHA20;
+	return NDZ_EINVAL;
+}
+
+const char *ndz_cipher_name(int cipher)
+{
+	return cipher == NDZ_CIPHER_AES256GCM ? "aes256gcm" :
+	       cipher == NDZ_CIPHER_XCHACHA20 ? "xchacha20" : "none";
+}
+
+int ndz_chunk_cipher(const struct ndz_chunk_hdr *h)
+{
+	if (!(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED))
+		return 0;
+	return h->incompat_flags & NDZ_INCOMPAT_AES256GCM ? NDZ_CIPHER_AES256GCM :
+	       NDZ_CIPHER_XCHACHA20;
+}
+
+/* The AES-256-GCM subkey's label: no other use of the key hashes these bytes. */
+static const char gcm_label[16] = "ndz aes-256-gcm";
+
+#define GCM_KDF_NONCE 12               /* nonce bytes that go into the subkey... */
+#define GCM_IV (NDZ_CRYPT_NONCE - GCM_KDF_NONCE)  /* ...and the 12 that are the IV */
+
+/*
+ * AES-256-GCM over len bytes at buf, in place, with the chunk's header area ad:
+ * the key is BLAKE2b-256 keyed with the file's key over label || uuid || the first
+ * 12 nonce bytes, the IV the last 12 (doc/FORMAT.md). enc: 1 encrypt (tag out),
+ * 0 decrypt (tag in, checked). 0, NDZ_EDECRYPT (bad tag) or NDZ_ENOMEM.
+ */
+static int gcm(int enc, const struct ndz_key *k, const uint8_t *uuid,
+	       const uint8_t nonce[NDZ_CRYPT_NONCE], const uint8_t *ad, uint8_t *buf,
+	       size_t len, uint8_t tag[NDZ_CRYPT_TAG])
+{
+	uint8_t sub[32];
+	crypto_generichash_state st;
+	EVP_CIPHER_CTX *c;
+	int n = 0, ok;
+
+	if (len > INT32_MAX)
+		return NDZ_EINVAL;
+	c = EVP_CIPHER_CTX_new();
+	if (!c)
+		return NDZ_ENOMEM;
+	crypto_generichash_init(&st, k->sk, 32, sizeof(sub));
+	crypto_generichash_update(&st, (const uint8_t *)gcm_label, sizeof(gcm_label));
+	crypto_generichash_update(&st, uuid, 16);
+	crypto_generichash_update(&st, nonce, GCM_KDF_NONCE);
+	crypto_generichash_final(&st, sub, sizeof(sub));
+	sodium_memzero(&st, sizeof(st));
+	ok = EVP_CipherInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, GCM_IV, NULL) == 1 &&
+	     EVP_CipherInit_ex(c, NULL, NULL, sub, nonce + GCM_KDF_NONCE, enc) == 1 &&
+	     EVP_CipherUpdate(c, NULL, &n, ad, NDZ_HDR_SIZE) == 1 &&
+	     EVP_CipherUpdate(c, buf, &n, buf, (int)len) == 1 && (size_t)n == len;
+	sodium_memzero(sub, sizeof(sub));
+	if (ok && !enc)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, NDZ_CRYPT_TAG, tag) == 1;
+	if (ok) {
+		/* decrypting, this is where the tag is checked */
+		if (EVP_CipherFinal_ex(c, buf + len, &n) != 1) {
+			EVP_CIPHER_CTX_free(c);
+			return enc ? NDZ_ENOMEM : NDZ_EDECRYPT;
+		}
+	}
+	if (ok && enc)
+		ok = EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, NDZ_CRYPT_TAG, tag) == 1;
+	EVP_CIPHER_CTX_free(c);
+	return ok ? 0 : NDZ_ENOMEM;
+}
+
+int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk)
 {
 	uint8_t *data = chunk + NDZ_HDR_SIZE, nonce[NDZ_CRYPT_NONCE], ad[NDZ_HDR_SIZE];
 	struct ndz_chunk_hdr h;
@@ -811,8 +887,11 @@ int ndz_chunk_encrypt(const struct ndz_key *k, uint8_t *chunk)
 	uint32_t plain;
 	int rc;
 
-	if (k->type != NDZ_KEY_CRYPT)
+	if (k->type != NDZ_KEY_CRYPT ||
+	    (cipher != NDZ_CIPHER_XCHACHA20 && cipher != NDZ_CIPHER_AES256GCM))
 		return NDZ_EINVAL;
+	if (ndz_trust_init() < 0)
+		return NDZ_ENOTSUP;
 	rc = ndz_hdr_decode(chunk, &h);
 	if (rc < 0)
 		return rc;
@@ -821,6 +900,8 @@ int ndz_chunk_encrypt(const struct ndz_key *k, uint8_t *chunk)
 		return NDZ_EINVAL;
 	plain = h.data_len;
 	h.incompat_flags |= NDZ_INCOMPAT_ENCRYPTED;
+	if (cipher == NDZ_CIPHER_AES256GCM)
+		h.incompat_flags |= NDZ_INCOMPAT_AES256GCM;
 	memcpy(h.key_id, k->id, NDZ_KEY_ID_LEN);
 	h.data_len = plain + NDZ_CRYPT_OVERHEAD;
 	h.data_crc = 0;
@@ -831,9 +912,16 @@ int ndz_chunk_encrypt(const struct ndz_key *k, uint8_t *chunk)
 	randombytes_buf(nonce, sizeof(nonce));
 	memmove(data + NDZ_CRYPT_NONCE, data, plain);
 	memcpy(data, nonce, sizeof(nonce));
-	crypto_aead_xchacha20poly1305_ietf_encrypt(data + NDZ_CRYPT_NONCE, &clen,
-						   data + NDZ_CRYPT_NONCE, plain, ad,
-						   NDZ_HDR_SIZE, NULL, nonce, k->sk);
+	if (cipher == NDZ_CIPHER_AES256GCM) {
+		rc = gcm(1, k, h.uuid, nonce, ad, data + NDZ_CRYPT_NONCE, plain,
+			 data + NDZ_CRYPT_NONCE + plain);
+		if (rc < 0)
+			return rc;
+	} else {
+		crypto_aead_xchacha20poly1305_ietf_encrypt(data + NDZ_CRYPT_NONCE, &clen,
+							   data + NDZ_CRYPT_NONCE, plain, ad,
+							   NDZ_HDR_SIZE, NULL, nonce, k->sk);
+	}
 	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, h.data_len);
 	return ndz_hdr_encode(&h, chunk);
 }
@@ -842,6 +930,8 @@ int ndz_chunk_decrypt(const struct ndz_key *k, uint8_t *chunk, struct ndz_chunk_
 {
 	uint8_t *data = chunk + NDZ_HDR_SIZE, nonce[NDZ_CRYPT_NONCE], ad[NDZ_HDR_SIZE];
 	unsigned long long mlen = 0;
+	size_t clen;
+	int rc;
 
 	if (!(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED))
 		return 0;
@@ -849,17 +939,27 @@ int ndz_chunk_decrypt(const struct ndz_key *k, uint8_t *chunk, struct ndz_chunk_
 		return NDZ_ENEEDKEY;
 	if (memcmp(k->id, h->key_id, NDZ_KEY_ID_LEN) != 0)
 		return NDZ_EWRONGKEY;
-	if (h->data_len < NDZ_CRYPT_OVERHEAD)
+	if (h->data_len < NDZ_CRYPT_OVERHEAD || h->data_len > NDZ_MAX_DATA)
 		return NDZ_EDECRYPT;
+	if (ndz_trust_init() < 0)
+		return NDZ_ENOTSUP;
 	ndz_hdr_auth_data(chunk, ad);
 	memcpy(nonce, data, sizeof(nonce));
-	if (crypto_aead_xchacha20poly1305_ietf_decrypt(data + NDZ_CRYPT_NONCE, &mlen, NULL,
-						       data + NDZ_CRYPT_NONCE,
-						       h->data_len - NDZ_CRYPT_NONCE, ad,
-						       NDZ_HDR_SIZE, nonce, k->sk) != 0)
+	clen = h->data_len - NDZ_CRYPT_OVERHEAD;
+	if (h->incompat_flags & NDZ_INCOMPAT_AES256GCM) {
+		rc = gcm(0, k, h->uuid, nonce, ad, data + NDZ_CRYPT_NONCE, clen,
+			 data + NDZ_CRYPT_NONCE + clen);
+		if (rc < 0)
+			return rc;
+		mlen = clen;
+	} else if (crypto_aead_xchacha20poly1305_ietf_decrypt(data + NDZ_CRYPT_NONCE, &mlen,
+							      NULL, data + NDZ_CRYPT_NONCE,
+							      clen + NDZ_CRYPT_TAG, ad,
+							      NDZ_HDR_SIZE, nonce, k->sk) != 0) {
 		return NDZ_EDECRYPT;
+	}
 	memmove(data, data + NDZ_CRYPT_NONCE, (size_t)mlen);
 	h->data_len = (uint32_t)mlen;
-	h->incompat_flags &= ~NDZ_INCOMPAT_ENCRYPTED;
+	h->incompat_flags &= ~(NDZ_INCOMPAT_ENCRYPTED | NDZ_INCOMPAT_AES256GCM);
 	return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * Trust: key files, the signed manifest of an image (doc/FORMAT.md, "Signed and
  * encrypted images") and the encryption of chunk payloads. Built on libsodium
- * (Ed25519 signatures, XChaCha20-Poly1305, BLAKE2b-256 key ids) and OpenSSL's
- * libcrypto (SHA-256 chunk hashes: it uses the CPU's SHA instructions).
+ * (Ed25519 signatures, XChaCha20-Poly1305, BLAKE2b-256 key ids and subkeys) and
+ * OpenSSL's libcrypto (SHA-256 chunk hashes and AES-256-GCM: it uses the CPU's SHA
+ * and AES instructions).
  */
 #ifndef NDZ_TRUST_H
 #define NDZ_TRUST_H
@@ -19,16 +20,41 @@
 #define NDZ_SIG_LEN        64           /* Ed25519 */
 #define NDZ_MANIFEST_FIXED 64           /* manifest bytes before the chunk hashes */
 #define NDZ_MANIFEST_MAX_CHUNKS (1u << 24)
-#define NDZ_CRYPT_NONCE    24           /* XChaCha20-Poly1305 nonce, first in the data */
-#define NDZ_CRYPT_TAG      16           /* Poly1305 tag, last in the data */
+#define NDZ_CRYPT_NONCE    24           /* random nonce, first in the data (any cipher) */
+#define NDZ_CRYPT_TAG      16           /* Poly1305 or GCM tag, last in the data */
 #define NDZ_CRYPT_OVERHEAD (NDZ_CRYPT_NONCE + NDZ_CRYPT_TAG)
 
 enum ndz_key_type {
 	NDZ_KEY_NONE = 0,
 	NDZ_KEY_SIGN_SECRET,            /* Ed25519 secret key: signs manifests */
 	NDZ_KEY_SIGN_PUBLIC,            /* Ed25519 public key: verifies them */
-	NDZ_KEY_CRYPT,                  /* XChaCha20-Poly1305 key: encrypts chunks */
+	NDZ_KEY_CRYPT,                  /* encryption key: encrypts chunks, any cipher */
 };
+
+/*
+ * Chunk ciphers (doc/FORMAT.md, "Encrypted chunks"). One key file serves both:
+ * XChaCha20-Poly1305 takes the key as is (as the first encrypted images did),
+ * AES-256-GCM only ever sees subkeys derived from it per image and chunk.
+ */
+enum ndz_cipher {
+	NDZ_CIPHER_XCHACHA20 = 1,       /* XChaCha20-Poly1305 (IETF) */
+	NDZ_CIPHER_AES256GCM = 2,       /* AES-256-GCM: NDZ_INCOMPAT_AES256GCM */
+};
+
+/* What imagezip --encrypt uses unless told: the faster one on CPUs with AES-NI */
+#define NDZ_CIPHER_DEFAULT NDZ_CIPHER_AES256GCM
+
+/*
+ * ndz_cipher_parse - a cipher's name ("aes256gcm", "xchacha20", or the long forms
+ * "aes-256-gcm", "xchacha20poly1305") to its enum ndz_cipher; NDZ_EINVAL if none.
+ */
+int ndz_cipher_parse(const char *name);
+
+/* ndz_cipher_name - "aes256gcm", "xchacha20", or "none" for anything else. */
+const char *ndz_cipher_name(int cipher);
+
+/* ndz_chunk_cipher - the cipher of an encrypted chunk's header h; 0 for a plain one. */
+int ndz_chunk_cipher(const struct ndz_chunk_hdr *h);
 
 /*
  * A key of one type. id names it in files and messages: for a signing pair, the
@@ -55,7 +81,10 @@ int ndz_key_public(const struct ndz_key *sec, struct ndz_key *pub);
 /* ndz_key_wipe - clear a key's secret bytes from memory. */
 void ndz_key_wipe(struct ndz_key *k);
 
-/* ndz_key_type_name - "ed25519-secret", "ed25519-public", "xchacha20poly1305". */
+/*
+ * ndz_key_type_name - "ed25519-secret", "ed25519-public", "xchacha20poly1305" (the
+ * encryption key's type in key files, named before there was a second cipher).
+ */
 const char *ndz_key_type_name(enum ndz_key_type type);
 
 /* ndz_key_id_hex - the id as 16 lower-case hex digits and a NUL, in out[17]. */
@@ -228,21 +257,25 @@ int ndz_manifest_verify_image(struct ndz_io *in, const struct ndz_manifest *m,
 			      struct ndz_error *e);
 
 /*
- * ndz_chunk_encrypt - encrypt a finished plain chunk in place: a random nonce and
- * the XChaCha20-Poly1305 ciphertext of its data, authenticated with the header area
- * (ndz_hdr_auth_data); the header gets NDZ_INCOMPAT_ENCRYPTED, the key's id, the
- * new data_len and CRCs. The data must leave NDZ_CRYPT_OVERHEAD bytes free.
- * Returns 0, NDZ_EINVAL (not a crypt key, already encrypted, no room) or a header
- * code.
+ * ndz_chunk_encrypt - encrypt a finished plain chunk in place with cipher (enum
+ * ndz_cipher): a random nonce and the ciphertext of its data, authenticated with
+ * the header area (ndz_hdr_auth_data); the header gets NDZ_INCOMPAT_ENCRYPTED (and
+ * NDZ_INCOMPAT_AES256GCM for AES-256-GCM), the key's id, the new data_len and CRCs.
+ * The data must leave NDZ_CRYPT_OVERHEAD bytes free. Thread-safe. Returns 0,
+ * NDZ_EINVAL (not a crypt key, unknown cipher, already encrypted, no room; the
+ * chunk unchanged), a header code, or NDZ_ENOMEM (libcrypto failed; the chunk is
+ * undefined then).
  */
-int ndz_chunk_encrypt(const struct ndz_key *k, uint8_t *chunk);
+int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk);
 
 /*
  * ndz_chunk_decrypt - decrypt the checked encrypted chunk whose header h was
- * decoded from it, in place: afterwards the data holds the compressed bytes and h
- * says so (data_len, no NDZ_INCOMPAT_ENCRYPTED); the header area is unchanged.
- * Returns 0, NDZ_ENEEDKEY (k NULL), NDZ_EWRONGKEY (another key's id) or
- * NDZ_EDECRYPT (altered, moved or from another image); the data is undefined then.
+ * decoded from it, in place, with the cipher its header names: afterwards the
+ * data holds the compressed bytes and h says so (data_len, no NDZ_INCOMPAT_ENCRYPTED
+ * or NDZ_INCOMPAT_AES256GCM); the header area is unchanged. Thread-safe. Returns
+ * 0, NDZ_ENEEDKEY (k NULL), NDZ_EWRONGKEY (another key's id) or NDZ_EDECRYPT
+ * (altered, moved, from another image, or its cipher bit flipped); the data is
+ * undefined then.
  */
 int ndz_chunk_decrypt(const struct ndz_key *k, uint8_t *chunk, struct ndz_chunk_hdr *h);
 

@@ -4,7 +4,7 @@
 # image's UUID and layout (tests/helpers/mcforge). Without --key frisbee takes them
 # (today's behaviour, reported below); with --key every forged chunk is discarded,
 # counted and fetched again, and the targets are the signed image. Also an encrypted
-# image served by frisbeed without its key.
+# image served by frisbeed without its key, with each cipher.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 MCFORGE="$NDZ_BUILD/tests/helpers/mcforge"
@@ -88,24 +88,27 @@ check "frisbeed ignores a file beside the image that is not its manifest" \
 check "no manifest served: a clear error" sh -c "[ \"$(mc_rc c1)\" = 1 ] &&
 	grep -q 'sent no signed manifest of the image within 3 s' '$T/c1.log' && [ ! -e '$T/out1' ]"
 
+"$IMAGEKEY" -q generate -e -o "$T/ek2" || not_ok "imagekey generate -e"
+# 4 and 5, with each cipher
+for CI in aes256gcm xchacha20; do
 # 4. an encrypted image: frisbeed serves ciphertext without the key
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
-"$IMAGEZIP" -q -r --encrypt "$T/ek.key" "$T/a.src" "$T/enc.ndz" || not_ok "imagezip --encrypt"
+"$IMAGEZIP" -q -r --cipher $CI --encrypt "$T/ek.key" "$T/a.src" "$T/enc.ndz" ||
+	not_ok "$CI: imagezip --encrypt"
 mc_server srv "$T/enc.ndz" -W "$MC_RATE" -T 30
 mc_client c1 "$T/out1" -T 10 --key "$T/ek.key"
 mc_client c2 "$T/out2" -T 10
 mc_client c3 "$T/out3" -T 10 --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
-"$IMAGEKEY" -q generate -e -o "$T/ek2" || not_ok "imagekey generate -e"
 mc_client c4 "$T/out4" -T 10 --key "$T/ek2.key"
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
-check "encrypted: frisbee --key decrypts" sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/a.src' '$T/out1'"
-check "encrypted: without the key, a clear error" \
+check "$CI: encrypted: frisbee --key decrypts" sh -c "[ \"$(mc_rc c1)\" = 0 ] && cmp -s '$T/a.src' '$T/out1'"
+check "$CI: encrypted: without the key, a clear error" \
 	sh -c "[ \"$(mc_rc c2)\" = 1 ] && grep -q 'image is encrypted and no key was given' '$T/c2.log'"
-check "encrypted: another key, a clear error naming the image's key" \
+check "$CI: encrypted: another key, a clear error naming the image's key" \
 	sh -c "[ \"$(mc_rc c4)\" = 1 ] &&
 	       grep -q 'signed or encrypted with another key (encrypted with key $(sed -n 's/^id //p' "$T/ek.key"))' '$T/c4.log'"
-check "a manifest of another image is refused before writing" \
+check "$CI: a manifest of another image is refused before writing" \
 	sh -c "[ \"$(mc_rc c3)\" = 1 ] && grep -q 'the manifest is of another image' '$T/c3.log'"
 
 # 5. encrypted, no manifest: the forger flips a byte of each chunk's ciphertext and
@@ -114,7 +117,7 @@ check "a manifest of another image is refused before writing" \
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/enc.ndz" -W $rate -T 30
 in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/enc.ndz" flip \
-	>"$T/rogue5.out" 2>&1 &
+	>"$T/rogue5$CI.out" 2>&1 &
 rpid=$!
 sleep 0.5
 mc_client c1 "$T/out1" -T 20 -v --key "$T/ek.key"
@@ -122,18 +125,19 @@ mc_client c2 "$T/out2" -T 20 -v --key "$T/ek.key" -S 10.77.0.1
 mc_wait
 wait "$rpid"
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
-check "encrypted: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue5.out"
+check "$CI: encrypted: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue5$CI.out"
 for i in 1 2; do
 	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
-		ok "encrypted, forged tags: client $i byte-identical"
+		ok "$CI: encrypted, forged tags: client $i byte-identical"
 	else
-		not_ok "encrypted, forged tags: client $i byte-identical (exit $(mc_rc "c$i"))"
+		not_ok "$CI: encrypted, forged tags: client $i byte-identical (exit $(mc_rc "c$i"))"
 		grep -v 'requesting it again' "$T/c$i.log" | sed 's/^/# /'
 	fi
 done
-check "encrypted: chunks failing their tag were counted as forged and fetched again" \
+check "$CI: encrypted: chunks failing their tag were counted as forged and fetched again" \
 	sh -c "cat '$T/c1.log' '$T/c2.log' | grep -q 'chunks failed their checksum, [1-9][0-9]* forged' &&
 	       cat '$T/c1.log' '$T/c2.log' |
 	       grep -q 'chunk fails authenticated decryption (forged); requesting it again'"
+done
 sed "s/^/# /" "$T"/rogue*.out
 done_testing

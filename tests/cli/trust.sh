@@ -134,30 +134,44 @@ for o in $offs; do
 done
 check "signed: $n CRC-valid single-byte forgeries all refused before a write" test "$bad" -eq 0
 
-# ---- encrypted ----
-"$IMAGEZIP" -q -r --encrypt ek.key small e1.ndz &&
-	"$IMAGEZIP" -q -r --encrypt ek.key big ea.ndz &&
-	"$IMAGEZIP" -q -r --encrypt ek.key big2 eb.ndz ||
-	{ not_ok "imagezip --encrypt"; done_testing; }
-check "an encrypted image restores with its key" sh -c \
+# ---- encrypted, with each cipher ----
+for CI in xchacha20 aes256gcm; do
+"$IMAGEZIP" -q -r --cipher $CI --encrypt ek.key small e1.ndz &&
+	"$IMAGEZIP" -q -r --cipher $CI --encrypt ek.key big ea.ndz &&
+	"$IMAGEZIP" -q -r --cipher $CI --encrypt ek.key big2 eb.ndz ||
+	{ not_ok "$CI: imagezip --encrypt"; done_testing; }
+want=1
+[ $CI = aes256gcm ] && want=3
+check "$CI: incompat_flags $want in every chunk" test \
+	"$(od -An -tu4 -j 20 -N4 ea.ndz | tr -d ' '):$(od -An -tu4 -j $((2 * C + 20)) -N4 ea.ndz | tr -d ' ')" = $want:$want
+check "$CI: an encrypted image restores with its key" sh -c \
 	"'$IMAGEUNZIP' -q --key ek.key ea.ndz eout && cmp -s big eout"
-check "... from a stream" sh -c "'$IMAGEUNZIP' -q --key ek.key - eout2 <ea.ndz && cmp -s big eout2"
-"$IMAGEZIP" -q -r --codec zlib -z 0 small p0.ndz && "$IMAGEZIP" -q -r --codec zlib -z 0 --encrypt ek.key small e0.ndz
-check "stored (-z 0), the text is in a plain image" grep -q 'ndz_unzip_put_buf' p0.ndz
-check "... and not in an encrypted one" sh -c "! grep -q 'ndz_unzip_put_buf' e0.ndz"
-check "... which restores" sh -c "'$IMAGEUNZIP' -q --key ek.key e0.ndz e0out && cmp -s small e0out"
+check "$CI: ... from a stream" sh -c "'$IMAGEUNZIP' -q --key ek.key - eout2 <ea.ndz && cmp -s big eout2"
+"$IMAGEZIP" -q -r --codec zlib -z 0 small p0.ndz &&
+	"$IMAGEZIP" -q -r --codec zlib -z 0 --cipher $CI --encrypt ek.key small e0.ndz
+check "$CI: stored (-z 0), the text is in a plain image" grep -q 'ndz_unzip_put_buf' p0.ndz
+check "$CI: ... and not in an encrypted one" sh -c "! grep -q 'ndz_unzip_put_buf' e0.ndz"
+check "$CI: ... which restores" sh -c "'$IMAGEUNZIP' -q --key ek.key e0.ndz e0out && cmp -s small e0out"
 cp ref tgt
-fails "encrypted, no key" "ea.ndz: image is encrypted and no key was given \(it needs encryption key [0-9a-f]{16}" \
+fails "$CI: encrypted, no key" "ea.ndz: image is encrypted and no key was given \(it needs encryption key [0-9a-f]{16}" \
 	"$IMAGEUNZIP" ea.ndz tgt
-fails "encrypted, the wrong key" "encrypted with key [0-9a-f]{16}, not with key" \
+fails "$CI: encrypted, the wrong key" "encrypted with key [0-9a-f]{16}, not with key" \
 	"$IMAGEUNZIP" --key ek2.key ea.ndz tgt
-fails "encrypted, -n without a key" "no key was given" "$IMAGEUNZIP" -n ea.ndz
-fails "a plain image where an encrypted one is expected" \
+fails "$CI: encrypted, -n without a key" "no key was given" "$IMAGEUNZIP" -n ea.ndz
+fails "$CI: a plain image where an encrypted one is expected" \
 	"plain.ndz: image is not encrypted, but an encryption key was given" \
 	"$IMAGEUNZIP" --key ek.key plain.ndz tgt
-check "... and nothing was written" cmp -s ref tgt
+# The cipher bit flipped, CRC made right: read with the other cipher, the tag fails.
+"$MK" ea.ndz flipc.ndz set32 0 20 $((want ^ 2)) 2>/dev/null
+fails "$CI: a chunk whose cipher bit was flipped" \
+	"flipc.ndz: chunk 0: chunk fails authenticated decryption" \
+	"$IMAGEUNZIP" --key ek.key flipc.ndz tgt
+# (chunks after it may be restored in parallel; none of chunk 0's sectors may be)
+last0=$(od -An -tu8 -j 80 -N8 ea.ndz | tr -d ' ')
+check "$CI: ... and nothing of it was written" cmp -s -n $((last0 * 512)) ref tgt
+cp ref tgt
 "$MK" eb.ndz mixed.ndz splice 1 ea.ndz 1 2>/dev/null
-fails "a chunk of image A inside image B" "mixed.ndz: chunk 1: chunk belongs to another image" \
+fails "$CI: a chunk of image A inside image B" "mixed.ndz: chunk 1: chunk belongs to another image" \
 	"$IMAGEUNZIP" --key ek.key mixed.ndz tgt
 # A's chunk 1 given B's uuid: CRC-valid, but its AEAD fails.
 ub=$(od -An -tx1 -j 32 -N16 eb.ndz | tr -d ' \n')
@@ -166,10 +180,10 @@ hi=$(echo "$ub" | cut -c1-16) lo=$(echo "$ub" | cut -c17-32)
 "$MK" ea.ndz t1.ndz set64 1 32 "$(le64 "$hi")" 2>/dev/null &&
 	"$MK" t1.ndz t2.ndz set64 1 40 "$(le64 "$lo")" 2>/dev/null &&
 	"$MK" eb.ndz posed.ndz splice 1 t2.ndz 1 2>/dev/null
-fails "... posing as B's (uuid rewritten)" "posed.ndz: chunk 1: chunk fails authenticated decryption" \
+fails "$CI: ... posing as B's (uuid rewritten)" "posed.ndz: chunk 1: chunk fails authenticated decryption" \
 	"$IMAGEUNZIP" --key ek.key posed.ndz tgt
 "$FORGE" ea.ndz ereord.ndz swap 1 2
-fails "encrypted, reordered and the chain mended? no: refused" "." \
+fails "$CI: encrypted, reordered and the chain mended? no: refused" "." \
 	"$IMAGEUNZIP" --key ek.key ereord.ndz tgt
 fill_a5 "$(stat -c %s small)" sref
 cp sref stgt
@@ -182,19 +196,28 @@ for o in $offs; do
 	n=$((n + 1))
 	if "$IMAGEUNZIP" -q --key ek.key f.ndz stgt 2>/dev/null || ! cmp -s sref stgt; then
 		bad=$((bad + 1))
-		echo "# encrypted: byte $o accepted or target written" >&2
+		echo "# $CI: byte $o accepted or target written" >&2
 		cp sref stgt
 	fi
 done
-check "encrypted: $n CRC-valid single-byte forgeries all refused before a write" test "$bad" -eq 0
+check "$CI: $n CRC-valid single-byte forgeries all refused before a write" test "$bad" -eq 0
 
 # Signed and encrypted together: both keys.
-check "signed and encrypted: both keys" sh -c \
-	"'$IMAGEZIP' -q -r --encrypt ek.key --sign k.sec big se.ndz &&
+check "$CI: signed and encrypted: both keys" sh -c \
+	"'$IMAGEZIP' -q -r --cipher $CI --encrypt ek.key --sign k.sec big se.ndz &&
 	 '$IMAGEUNZIP' -q --key k.pub --key ek.key se.ndz seout && cmp -s big seout &&
 	 '$IMAGEKEY' -q verify -k k.pub se.ndz"
-fails "signed and encrypted, the public key alone" "no key was given" \
+fails "$CI: signed and encrypted, the public key alone" "no key was given" \
 	"$IMAGEUNZIP" --key k.pub se.ndz tgt
+done
+check "aes256gcm is the default cipher" sh -c \
+	"'$IMAGEZIP' -q -r --encrypt ek.key small ed.ndz && test \"\$(od -An -tu4 -j 20 -N4 ed.ndz | tr -d ' ')\" = 3"
+"$IMAGEZIP" -q -r --cipher xchacha20 small never.ndz 2>err
+check "imagezip: --cipher without --encrypt is a usage error" \
+	sh -c "test $? -eq 2 && grep -q 'only with --encrypt' err && ! ls never.ndz* 2>/dev/null"
+"$IMAGEZIP" -q -r --cipher aes128 --encrypt ek.key small never.ndz 2>err
+check "imagezip: an unknown --cipher is a usage error" \
+	sh -c "test $? -eq 2 && grep -q 'aes256gcm or xchacha20' err && ! ls never.ndz* 2>/dev/null"
 
 # ---- key files ----
 cp k.sec open.sec && chmod 644 open.sec

@@ -319,27 +319,59 @@ static void test_manifest_blake2b(void **state)
 	ndz_key_wipe(&k);
 }
 
-static void test_encrypt(void **state)
+static const int ciphers[] = { NDZ_CIPHER_XCHACHA20, NDZ_CIPHER_AES256GCM };
+
+/* A header field changed, the CRC made right: the tag still refuses the chunk. */
+static void refuse_changed(const struct ndz_key *k, const uint8_t *c,
+			   const struct ndz_chunk_hdr *h, void (*change)(struct ndz_chunk_hdr *))
+{
+	uint8_t *work = malloc(NDZ_CHUNK_SIZE);
+	struct ndz_chunk_hdr h2 = *h;
+
+	assert_non_null(work);
+	memcpy(work, c, NDZ_CHUNK_SIZE);
+	change(&h2);
+	assert_int_equal(ndz_hdr_encode(&h2, work), 0);
+	assert_int_equal(ndz_chunk_check(work, &h2), 0);
+	assert_int_equal(ndz_chunk_decrypt(k, work, &h2), NDZ_EDECRYPT);
+	free(work);
+}
+
+static void flip_cipher(struct ndz_chunk_hdr *h)
+{
+	h->incompat_flags ^= NDZ_INCOMPAT_AES256GCM;
+}
+
+static void other_image(struct ndz_chunk_hdr *h)
+{
+	h->uuid[15] ^= 1;
+}
+
+static void encrypt_with(int cipher)
 {
 	struct ndz_key k, other, sign;
 	struct ndz_chunk_hdr h, h2;
 	uint8_t *c = make_chunk(2, 0x42, 5000), *plain = malloc(NDZ_CHUNK_SIZE), *work;
 	size_t i;
 
-	(void)state;
 	assert_non_null(plain);
 	memcpy(plain, c, NDZ_CHUNK_SIZE);
 	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &k), 0);
 	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &other), 0);
 	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sign), 0);
-	assert_int_equal(ndz_chunk_encrypt(&sign, c), NDZ_EINVAL);
-	assert_int_equal(ndz_chunk_encrypt(&k, c), 0);
+	assert_int_equal(ndz_chunk_encrypt(&sign, cipher, c), NDZ_EINVAL);
+	assert_int_equal(ndz_chunk_encrypt(&k, 0, c), NDZ_EINVAL);
+	assert_int_equal(ndz_chunk_encrypt(&k, 3, c), NDZ_EINVAL);
+	assert_int_equal(ndz_chunk_encrypt(&k, cipher, c), 0);
 	assert_int_equal(ndz_chunk_check(c, &h), 0);     /* a server can check it */
 	assert_true(h.incompat_flags & NDZ_INCOMPAT_ENCRYPTED);
+	assert_int_equal(ndz_chunk_cipher(&h), cipher);
+	assert_int_equal(!!(h.incompat_flags & NDZ_INCOMPAT_AES256GCM),
+			 cipher == NDZ_CIPHER_AES256GCM);
 	assert_int_equal(h.data_len, 5000 + NDZ_CRYPT_OVERHEAD);
 	assert_memory_equal(h.key_id, k.id, NDZ_KEY_ID_LEN);
 	assert_memory_not_equal(c + NDZ_HDR_SIZE + NDZ_CRYPT_NONCE, plain + NDZ_HDR_SIZE, 64);
-	assert_int_equal(ndz_chunk_encrypt(&k, c), NDZ_EINVAL);  /* not twice */
+	assert_int_equal(ndz_chunk_encrypt(&k, cipher, c), NDZ_EINVAL);  /* not twice */
 
 	work = malloc(NDZ_CHUNK_SIZE);
 	assert_non_null(work);
@@ -347,7 +379,8 @@ static void test_encrypt(void **state)
 	h2 = h;
 	assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), 0);
 	assert_int_equal(h2.data_len, 5000);
-	assert_false(h2.incompat_flags & NDZ_INCOMPAT_ENCRYPTED);
+	assert_int_equal(h2.incompat_flags, 0);
+	assert_int_equal(ndz_chunk_cipher(&h2), 0);
 	assert_memory_equal(work + NDZ_HDR_SIZE, plain + NDZ_HDR_SIZE, 5000);
 
 	h2 = h;
@@ -363,6 +396,11 @@ static void test_encrypt(void **state)
 		h2 = h;
 		assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), NDZ_EDECRYPT);
 	}
+	/* the last byte of the tag, too */
+	memcpy(work, c, NDZ_CHUNK_SIZE);
+	work[NDZ_HDR_SIZE + h.data_len - 1] ^= 1;
+	h2 = h;
+	assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), NDZ_EDECRYPT);
 	/* the header is authenticated: another index, CRC made right, fails */
 	memcpy(work, c, NDZ_CHUNK_SIZE);
 	h2 = h;
@@ -373,13 +411,109 @@ static void test_encrypt(void **state)
 	assert_int_equal(ndz_hdr_encode(&h2, work), 0);
 	assert_int_equal(ndz_chunk_check(work, &h2), 0);
 	assert_int_equal(ndz_chunk_decrypt(&k, work, &h2), NDZ_EDECRYPT);
+	/* the cipher bit flipped (CRC made right): read with the other cipher, refused */
+	refuse_changed(&k, c, &h, flip_cipher);
+	/* the chunk carried into another image (its UUID), CRC made right: refused */
+	refuse_changed(&k, c, &h, other_image);
+	/* the cipher bit flipped without the CRC: a bad header checksum */
+	memcpy(work, c, NDZ_CHUNK_SIZE);
+	work[20] ^= NDZ_INCOMPAT_AES256GCM;
+	assert_int_equal(ndz_hdr_decode(work, &h2), NDZ_EHDRCRC);
 	free(work);
 	free(plain);
 	free(c);
 	/* no room for the nonce and tag */
 	c = make_chunk(0, 1, NDZ_MAX_DATA - NDZ_CRYPT_OVERHEAD + 1);
-	assert_int_equal(ndz_chunk_encrypt(&k, c), NDZ_EINVAL);
+	assert_int_equal(ndz_chunk_encrypt(&k, cipher, c), NDZ_EINVAL);
 	free(c);
+	ndz_key_wipe(&k);
+	ndz_key_wipe(&other);
+	ndz_key_wipe(&sign);
+}
+
+static void test_encrypt(void **state)
+{
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(ciphers) / sizeof(ciphers[0]); i++)
+		encrypt_with(ciphers[i]);
+}
+
+static void test_cipher_names(void **state)
+{
+	(void)state;
+	assert_int_equal(ndz_cipher_parse("aes256gcm"), NDZ_CIPHER_AES256GCM);
+	assert_int_equal(ndz_cipher_parse("aes-256-gcm"), NDZ_CIPHER_AES256GCM);
+	assert_int_equal(ndz_cipher_parse("xchacha20"), NDZ_CIPHER_XCHACHA20);
+	assert_int_equal(ndz_cipher_parse("xchacha20poly1305"), NDZ_CIPHER_XCHACHA20);
+	assert_int_equal(ndz_cipher_parse("aes128gcm"), NDZ_EINVAL);
+	assert_int_equal(ndz_cipher_parse(""), NDZ_EINVAL);
+	assert_string_equal(ndz_cipher_name(NDZ_CIPHER_AES256GCM), "aes256gcm");
+	assert_string_equal(ndz_cipher_name(NDZ_CIPHER_XCHACHA20), "xchacha20");
+	assert_string_equal(ndz_cipher_name(0), "none");
+}
+
+/* The AES-256-GCM bit means nothing without the ENCRYPTED bit: refused. */
+static void test_cipher_bit_alone(void **state)
+{
+	uint8_t *c = make_chunk(0, 1, 100);
+	struct ndz_chunk_hdr h;
+
+	(void)state;
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	h.incompat_flags = NDZ_INCOMPAT_AES256GCM;
+	assert_int_equal(ndz_hdr_encode(&h, c), NDZ_EINVAL);
+	put_le32(c + 20, NDZ_INCOMPAT_AES256GCM);
+	put_le32(c + 100, 0);
+	put_le32(c + 100, (uint32_t)crc32(crc32(0L, Z_NULL, 0), c, NDZ_HDR_SIZE));
+	assert_int_equal(ndz_hdr_decode(c, &h), NDZ_EFEATURE);
+	free(c);
+}
+
+/*
+ * The AES-256-GCM construction as doc/FORMAT.md states it, checked with another
+ * implementation (libsodium's, where the CPU has AES-NI): the subkey is
+ * BLAKE2b-256 keyed with the key over "ndz aes-256-gcm\0" || uuid || nonce[0..12),
+ * the IV nonce[12..24), the associated data the header area.
+ */
+static void test_aes_gcm_construction(void **state)
+{
+	static const char label[16] = "ndz aes-256-gcm";
+	struct ndz_key k;
+	struct ndz_chunk_hdr h;
+	crypto_generichash_state st;
+	uint8_t *c = make_chunk(1, 0x42, 3000), *plain = malloc(3000), sub[32], ad[NDZ_HDR_SIZE];
+	const uint8_t *n;
+	size_t clen = 3000;
+
+	(void)state;
+	assert_non_null(plain);
+	assert_int_equal(sodium_init() < 0, 0);
+	if (!crypto_aead_aes256gcm_is_available()) {
+		free(plain);
+		free(c);
+		skip();
+	}
+	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &k), 0);
+	assert_int_equal(ndz_chunk_encrypt(&k, NDZ_CIPHER_AES256GCM, c), 0);
+	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	n = c + NDZ_HDR_SIZE;
+	crypto_generichash_init(&st, k.sk, 32, sizeof(sub));
+	crypto_generichash_update(&st, (const uint8_t *)label, sizeof(label));
+	crypto_generichash_update(&st, h.uuid, 16);
+	crypto_generichash_update(&st, n, 12);
+	crypto_generichash_final(&st, sub, sizeof(sub));
+	ndz_hdr_auth_data(c, ad);
+	assert_int_equal(crypto_aead_aes256gcm_decrypt_detached(plain, NULL, n + 24, clen,
+								n + 24 + clen, ad, sizeof(ad),
+								n + 12, sub), 0);
+	free(c);
+	c = make_chunk(1, 0x42, 3000);
+	assert_memory_equal(plain, c + NDZ_HDR_SIZE, 3000);
+	free(plain);
+	free(c);
+	ndz_key_wipe(&k);
 }
 
 /* A sound two-chunk image in memory: chunk 1 is the last, up to sector 100. */
@@ -452,6 +586,9 @@ int main(void)
 		cmocka_unit_test(test_chunk_hash),
 		cmocka_unit_test(test_manifest_blake2b),
 		cmocka_unit_test(test_encrypt),
+		cmocka_unit_test(test_cipher_names),
+		cmocka_unit_test(test_cipher_bit_alone),
+		cmocka_unit_test(test_aes_gcm_construction),
 		cmocka_unit_test(test_image_build_verify),
 	};
 
