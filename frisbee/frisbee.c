@@ -237,7 +237,8 @@ enum { CHUNK_OK, CHUNK_CRC, CHUNK_FORGED, CHUNK_FATAL };
 
 /*
  * Check a complete chunk (feeder thread, without the lock): its header, its data
- * CRC or with a manifest its signed hash (the signer checked the CRC), that it is
+ * CRC, or with a manifest its signed hash (the signer checked the CRC), or when we
+ * decrypt it its AEAD tag (checked by the decryption below), that it is
  * of this image and this place; then, with an encryption key, decrypt it in place
  * so that a chunk whose tag fails is fetched again rather than stopping the
  * restore. *h gets its header (the plain one after decryption). CHUNK_FATAL: an
@@ -247,7 +248,13 @@ enum { CHUNK_OK, CHUNK_CRC, CHUNK_FORGED, CHUNK_FATAL };
 static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
 		       struct ndz_chunk_hdr *h, int *key_streak, int *why)
 {
-	int r = c->m.hash ? ndz_hdr_decode(buf, h) : ndz_chunk_check(buf, h);
+	int decrypt = !c->raw && c->crypt.type != NDZ_KEY_NONE;
+	int r = ndz_hdr_decode(buf, h);
+
+	/* the signed hash, or the tag of a chunk we decrypt, stands for the data CRC */
+	if (r == 0 && !c->m.hash)
+		r = decrypt && (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ?
+		    ndz_chunk_check_padding(buf, h) : ndz_chunk_check_data(buf, h);
 
 	/* blocks sent for this chunk number and this image, else spoofed or stray */
 	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
@@ -257,7 +264,7 @@ static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
 		return CHUNK_CRC;
 	if (c->m.hash && (*why = r = ndz_manifest_check_chunk(&c->m, buf, h)) < 0)
 		return r == NDZ_ENOMEM ? CHUNK_CRC : CHUNK_FORGED;
-	if (c->raw || c->crypt.type == NDZ_KEY_NONE)
+	if (!decrypt)
 		return CHUNK_OK;       /* without a key the pipeline refuses encrypted ones */
 	*why = r = (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ?
 		   ndz_chunk_decrypt(&c->crypt, buf, h) : NDZ_ENOTENC;
