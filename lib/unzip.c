@@ -50,8 +50,15 @@ struct ndz_unzip {
 	struct ndz_io *target;
 	struct ndz_unzip_opts opts;
 
+	/*
+	 * One lock; a condition per kind of waiter, each signalled for one waiter
+	 * when one thing it waits for appears, all broadcast on error and at close.
+	 */
 	pthread_mutex_t lock;
-	pthread_cond_t cv;
+	pthread_cond_t slot_cv;        /* the caller: a free chunk slot */
+	pthread_cond_t work_cv;        /* decoders: a queued chunk */
+	pthread_cond_t job_cv;         /* decoders: a free job */
+	pthread_cond_t write_cv;       /* the writer: a queued job, or the end */
 
 	/* chunk slots: free list and FIFO of queued ones */
 	uint8_t **slots;
@@ -84,11 +91,20 @@ struct ndz_unzip {
 	struct ndz_unzip_stats stats;
 };
 
+/* Wake every waiter: on error and at close (lock held by the caller). */
+static void wake_all(struct ndz_unzip *u)
+{
+	pthread_cond_broadcast(&u->slot_cv);
+	pthread_cond_broadcast(&u->work_cv);
+	pthread_cond_broadcast(&u->job_cv);
+	pthread_cond_broadcast(&u->write_cv);
+}
+
 /* Record the first error and wake everyone (lock held by the caller). */
 static void fail_with(struct ndz_unzip *u, const struct ndz_error *e)
 {
 	ndz_error_copy(&u->err, e);
-	pthread_cond_broadcast(&u->cv);
+	wake_all(u);
 }
 
 static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
@@ -200,7 +216,7 @@ static void *writer_main(void *arg)
 		int rc = 0;
 
 		while (!u->wlen && !(u->closing && !u->qlen && !u->decoding))
-			pthread_cond_wait(&u->cv, &u->lock);
+			pthread_cond_wait(&u->write_cv, &u->lock);
 		if (!u->wlen)
 			break;
 		idx = u->wqueue[u->whead];
@@ -222,7 +238,7 @@ static void *writer_main(void *arg)
 		}
 		u->writing = 0;
 		u->free_jobs[u->nfree_jobs++] = idx;
-		pthread_cond_broadcast(&u->cv);
+		pthread_cond_signal(&u->job_cv);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
@@ -256,7 +272,7 @@ static int get_job(struct dec *d)
 
 	pthread_mutex_lock(&u->lock);
 	while (!u->nfree_jobs && !u->err.code)
-		pthread_cond_wait(&u->cv, &u->lock);
+		pthread_cond_wait(&u->job_cv, &u->lock);
 	if (u->err.code) {
 		pthread_mutex_unlock(&u->lock);
 		return u->err.code;
@@ -274,7 +290,7 @@ static void queue_job(struct ndz_unzip *u, unsigned idx)
 {
 	u->wqueue[(u->whead + u->wlen) % u->njobs] = idx;
 	u->wlen++;
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_signal(&u->write_cv);
 }
 
 static void put_job(struct dec *d)
@@ -666,7 +682,7 @@ static void *decoder_main(void *arg)
 		int rc;
 
 		while (!u->qlen && !u->closing && !u->err.code)
-			pthread_cond_wait(&u->cv, &u->lock);
+			pthread_cond_wait(&u->work_cv, &u->lock);
 		if (u->err.code) {
 			/* Drain: nothing more is written, but the caller must not block. */
 			while (u->qlen) {
@@ -674,10 +690,11 @@ static void *decoder_main(void *arg)
 				u->qhead = (u->qhead + 1) % u->nslots;
 				u->qlen--;
 			}
-			pthread_cond_broadcast(&u->cv);
+			pthread_cond_broadcast(&u->slot_cv);
+			pthread_cond_broadcast(&u->write_cv);
 			if (u->closing)
 				break;
-			pthread_cond_wait(&u->cv, &u->lock);
+			pthread_cond_wait(&u->work_cv, &u->lock);
 			continue;
 		}
 		if (!u->qlen)
@@ -690,16 +707,16 @@ static void *decoder_main(void *arg)
 
 		rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why,
 				  sizeof(why));
+
+		/* The chunk's end in one hand-off: its count, last job and slot. */
+		pthread_mutex_lock(&u->lock);
 		if (rc == 0) {
 			/* counted before its last job can be written: progress sees it */
-			pthread_mutex_lock(&u->lock);
 			u->stats.chunks++;
-			pthread_mutex_unlock(&u->lock);
-			put_job(d);
-		}
-
-		pthread_mutex_lock(&u->lock);
-		if (rc < 0) {
+			if (d->job)
+				queue_job(u, d->job_idx);
+			d->job = NULL;
+		} else {
 			/* Record the error before the job could reach the writer. */
 			fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
 			     ndz_strerror(rc), why[0] ? ": " : "", why);
@@ -709,7 +726,10 @@ static void *decoder_main(void *arg)
 		}
 		u->decoding--;
 		u->free_slots[u->nfree++] = slot;
-		pthread_cond_broadcast(&u->cv);
+		pthread_cond_signal(&u->slot_cv);
+		/* the writer's end: nothing queued or being decoded after close */
+		if (u->closing && !u->qlen && !u->decoding)
+			pthread_cond_signal(&u->write_cv);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
@@ -779,7 +799,10 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	if (u->njobs > 64)
 		u->njobs = 64;
 	pthread_mutex_init(&u->lock, NULL);
-	pthread_cond_init(&u->cv, NULL);
+	pthread_cond_init(&u->slot_cv, NULL);
+	pthread_cond_init(&u->work_cv, NULL);
+	pthread_cond_init(&u->job_cv, NULL);
+	pthread_cond_init(&u->write_cv, NULL);
 	u->slots = calloc(u->nslots, sizeof(*u->slots));
 	u->hdrs = calloc(u->nslots, sizeof(*u->hdrs));
 	u->checked = calloc(u->nslots, 1);
@@ -838,7 +861,7 @@ uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
 
 	pthread_mutex_lock(&u->lock);
 	while (!u->nfree && !u->err.code)
-		pthread_cond_wait(&u->cv, &u->lock);
+		pthread_cond_wait(&u->slot_cv, &u->lock);
 	if (!u->err.code)
 		buf = u->slots[u->free_slots[--u->nfree]];
 	pthread_mutex_unlock(&u->lock);
@@ -901,11 +924,11 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	u->checked[slot] = !!(flags & NDZ_UNZIP_CHECKED);
 	u->queue[(u->qhead + u->qlen) % u->nslots] = slot;
 	u->qlen++;
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_signal(&u->work_cv);
 	goto out;
 give_back:
 	u->free_slots[u->nfree++] = slot;
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_signal(&u->slot_cv);
 out:
 	rc = u->err.code;
 	pthread_mutex_unlock(&u->lock);
@@ -950,7 +973,7 @@ static void stop_threads(struct ndz_unzip *u)
 
 	pthread_mutex_lock(&u->lock);
 	u->closing = 1;
-	pthread_cond_broadcast(&u->cv);
+	wake_all(u);
 	pthread_mutex_unlock(&u->lock);
 	for (i = 0; i < u->ndecoders; i++) {
 		pthread_join(u->decoders[i], NULL);
@@ -959,7 +982,7 @@ static void stop_threads(struct ndz_unzip *u)
 	u->ndecoders = 0;
 	/* Decoders are gone: wake the writer so it sees the end. */
 	pthread_mutex_lock(&u->lock);
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_broadcast(&u->write_cv);
 	pthread_mutex_unlock(&u->lock);
 	if (u->writer_started)
 		pthread_join(u->writer, NULL);
@@ -1013,7 +1036,10 @@ void ndz_unzip_free(struct ndz_unzip *u)
 	free(u->jobs);
 	free(u->free_jobs);
 	free(u->wqueue);
-	pthread_cond_destroy(&u->cv);
+	pthread_cond_destroy(&u->slot_cv);
+	pthread_cond_destroy(&u->work_cv);
+	pthread_cond_destroy(&u->job_cv);
+	pthread_cond_destroy(&u->write_cv);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
