@@ -32,6 +32,7 @@
 #define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)   /* a whole chunk's */
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
+#define MAX_JOB_MEM  (64u << 20)
 
 struct seg {
 	uint64_t off;                  /* target byte offset */
@@ -783,7 +784,8 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		threads = MAX_DECODERS;
 	/*
 	 * Budget: a chunk slot per decoder plus two and 4 MiB for the rest, then as
-	 * many 8 MiB jobs as fit, at least four more than decoders, up to 64. On a
+	 * many 8 MiB jobs as fit, at least four more than decoders, up to 64 MiB of
+	 * them (a writer that keeps up needs few; more only add page faults). On a
 	 * tighter budget, 4 MiB jobs, never fewer than one more than decoders (a
 	 * decoder holds two at most, while it carries a prefix over, and waits
 	 * holding one); zlib then goes piecewise through the first 1 MiB of each,
@@ -796,6 +798,8 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->job_stream = u->job_buf == JOB_BIG ? JOB_BIG : JOB_STREAM;
 	if (u->njobs < threads + 1)
 		u->njobs = threads + 1;
+	if (u->job_buf == JOB_BIG && u->njobs > MAX_JOB_MEM / JOB_BIG)
+		u->njobs = MAX_JOB_MEM / JOB_BIG > threads + 4 ? MAX_JOB_MEM / JOB_BIG : threads + 4;
 	if (u->njobs > 64)
 		u->njobs = 64;
 	pthread_mutex_init(&u->lock, NULL);
