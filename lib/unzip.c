@@ -33,6 +33,7 @@
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
 #define MAX_JOB_MEM  (64u << 20)
+#define WRITE_PIECE  (1u << 20)
 
 struct seg {
 	uint64_t off;                  /* target byte offset */
@@ -173,6 +174,26 @@ static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 	return 0;
 }
 
+/*
+ * A segment in writes of at most WRITE_PIECE: measured here, 8 MiB write()s to a
+ * file in the page cache cost up to 4x the system time of 1 MiB ones and made
+ * restores slower than with the old 1 MiB jobs.
+ */
+static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+{
+	uint64_t pos;
+	int rc;
+
+	for (pos = 0; pos < len; pos += WRITE_PIECE) {
+		size_t n = len - pos < WRITE_PIECE ? (size_t)(len - pos) : WRITE_PIECE;
+
+		rc = ndz_io_write_full(u->target, data + pos, n, off + pos);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64_t *zeroed,
 		     struct ndz_error *e)
 {
@@ -191,7 +212,7 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
 			*wrote += s->len;
 		} else {
-			rc = ndz_io_write_full(u->target, j->buf + s->data, (size_t)s->len, s->off);
+			rc = write_pieces(u, j->buf + s->data, s->off, s->len);
 			*wrote += s->len;
 		}
 		if (rc < 0) {
