@@ -8,7 +8,8 @@
 # restores to a file, with wall and CPU seconds (user+sys) and the load average.
 # Usage: bench/codec.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=512, BENCH_DIR=scratch dir,
 #        BASE=547fcf3^1: the git revision of the old decoder, PREV=503661d: the
-#        decoder before decode-in-place, ONLY=decode: skip the compression timing)
+#        decoder before decode-in-place, ONLY=decode: skip the compression timing,
+#        OUT_DIR=where the timed restores write, e.g. /dev/shm: CPU without the disk)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
@@ -17,7 +18,7 @@ size_mb=${SIZE_MB:-512}
 base=${BASE:-547fcf3^1}
 prev=${PREV:-503661d}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-bench.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir"; rm -f "${out:-}"' EXIT
 
 echo "old zlib decoder: imageunzip of $base ($(git -C "$top" rev-parse --short "$base")), built in $dir/old"
 mkdir "$dir/old"
@@ -92,18 +93,19 @@ drow "zstd image, previous decoder ($prev)" "$w_ps" "$c_ps"
 drow "zlib image, old decoder ($base)" "$w_ol" "$c_ol"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
 echo
-echo "== imageunzip to a file on $(df --output=fstype "$dir" | tail -1 | tr -d ' '), no fsync, -j 2 (median of $runs interleaved runs)"
+out=${OUT_DIR:-$dir}/ndz-bench-out.$$
+echo "== imageunzip to a file on $(df --output=fstype "$(dirname "$out")" | tail -1 | tr -d ' '), no fsync, -j 2 (median of $runs interleaved runs)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
-cpu_runs "fl=rm -f '$dir/out'; '$bin/imageunzip' -q '$dir/zlib.ndz' '$dir/out'" \
-	"fs=rm -f '$dir/out'; '$bin/imageunzip' -q '$dir/zstd.ndz' '$dir/out'" \
-	"gl=rm -f '$dir/out'; '$pbin/imageunzip' -q '$dir/zlib.ndz' '$dir/out'" \
-	"gs=rm -f '$dir/out'; '$pbin/imageunzip' -q '$dir/zstd.ndz' '$dir/out'"
+cpu_runs "fl=rm -f '$out'; '$bin/imageunzip' -q '$dir/zlib.ndz' '$out'" \
+	"fs=rm -f '$out'; '$bin/imageunzip' -q '$dir/zstd.ndz' '$out'" \
+	"gl=rm -f '$out'; '$pbin/imageunzip' -q '$dir/zlib.ndz' '$out'" \
+	"gs=rm -f '$out'; '$pbin/imageunzip' -q '$dir/zstd.ndz' '$out'"
 drow "zlib image" "$w_fl" "$c_fl"
 drow "zstd image" "$w_fs" "$c_fs"
 drow "zlib image, previous decoder ($prev)" "$w_gl" "$c_gl"
 drow "zstd image, previous decoder ($prev)" "$w_gs" "$c_gs"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
-rm -f "$dir/out"
+rm -f "$out" "$dir/out"
 "$bin/imageunzip" -q "$dir/zstd.ndz" "$dir/out"
 cmp -s "$dir/in" "$dir/out" || { echo "bench: zstd restore differs!" >&2; exit 1; }
 rm -f "$dir/out"
