@@ -94,7 +94,7 @@ drow "zlib image, old decoder ($base)" "$w_ol" "$c_ol"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
 echo
 out=${OUT_DIR:-$dir}/ndz-bench-out.$$
-echo "== imageunzip to a file on $(df --output=fstype "$(dirname "$out")" | tail -1 | tr -d ' '), no fsync, -j 2 (median of $runs interleaved runs)"
+echo "== imageunzip to a file on $(df --output=fstype "$(dirname "$out")" | tail -1 | tr -d ' ') (imageunzip fsyncs it at the end), -j 2 (median of $runs interleaved runs)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
 cpu_runs "fl=rm -f '$out'; '$bin/imageunzip' -q '$dir/zlib.ndz' '$out'" \
 	"fs=rm -f '$out'; '$bin/imageunzip' -q '$dir/zstd.ndz' '$out'" \
