@@ -3,23 +3,33 @@
 # binaries and text): imagezip zlib -4 against zstd -3 (time, size), imageunzip -n
 # of each, and the zlib decoder against the one before libdeflate, which is the
 # imageunzip of BASE (the main branch before zstd and libdeflate came in) built in
-# a scratch directory. Medians of N runs.
+# a scratch directory. Medians of N runs. The decode section also runs PREV's
+# imageunzip (the decoder before the copy-free pipeline, built the same way) and
+# restores to a file, with wall and CPU seconds (user+sys) and the load average.
 # Usage: bench/codec.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=512, BENCH_DIR=scratch dir,
-#        BASE=547fcf3^1: the git revision of the old decoder)
+#        BASE=547fcf3^1: the git revision of the old decoder, PREV=503661d: the
+#        decoder before decode-in-place, ONLY=decode: skip the compression timing,
+#        OUT_DIR=where the timed restores write, e.g. /dev/shm: CPU without the disk)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
 runs=${RUNS:-3}
 size_mb=${SIZE_MB:-512}
 base=${BASE:-547fcf3^1}
+prev=${PREV:-503661d}
 dir=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-bench.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+trap 'rm -rf "$dir"; rm -f "${out:-}"' EXIT
 
 echo "old zlib decoder: imageunzip of $base ($(git -C "$top" rev-parse --short "$base")), built in $dir/old"
 mkdir "$dir/old"
 git -C "$top" archive "$base" | tar -x -C "$dir/old"
 make -C "$dir/old" -j2 all >/dev/null 2>&1 || { echo "bench: building $base failed" >&2; exit 1; }
 old="$dir/old/build/bin"
+echo "previous decoder: imageunzip of $prev ($(git -C "$top" rev-parse --short "$prev")), built in $dir/prev"
+mkdir "$dir/prev"
+git -C "$top" archive "$prev" | tar -x -C "$dir/prev"
+make -C "$dir/prev" -j2 all >/dev/null 2>&1 || { echo "bench: building $prev failed" >&2; exit 1; }
+pbin="$dir/prev/build/bin"
 
 . "$top/bench/common.sh"
 make_input
@@ -30,29 +40,86 @@ r() { echo "scale=2; $1 / $2" | bc -l; }
 sync
 cat "$dir/in" >/dev/null	# every run reads from the page cache
 echo
+if [ "${ONLY:-}" = decode ]; then
+	"$bin/imagezip" -q -r -j 2 --codec zlib -z 4 "$dir/in" "$dir/zlib.ndz"
+	"$bin/imagezip" -q -r -j 2 --codec zstd "$dir/in" "$dir/zstd.ndz"
+else
 echo "== compression, -j 2 (median of $runs runs)"
 zl=$(time_it zl "'$bin/imagezip' -q -r -j 2 --codec zlib -z 4 '$dir/in' '$dir/zlib.ndz'")
-s_zl=$(stat -c %s "$dir/zlib.ndz")
 zs=$(time_it zs "'$bin/imagezip' -q -r -j 2 --codec zstd '$dir/in' '$dir/zstd.ndz'")
+fi
+s_zl=$(stat -c %s "$dir/zlib.ndz")
 s_zs=$(stat -c %s "$dir/zstd.ndz")
-row "imagezip --codec zlib -z 4" "$zl" "$s_zl"
-row "imagezip --codec zstd (level 3)" "$zs" "$s_zs"
+if [ "${ONLY:-}" != decode ]; then
+	row "imagezip --codec zlib -z 4" "$zl" "$s_zl"
+	row "imagezip --codec zstd (level 3)" "$zs" "$s_zs"
+fi
 
+# cpu_runs NAME=CMD ...: runs every CMD once per round, $runs rounds (so load
+# changes hit all alike); then $w_NAME and $c_NAME hold the median wall and CPU
+# (user+sys) seconds
+cpu_runs() {
+	for nc in "$@"; do : >"$dir/w.${nc%%=*}"; : >"$dir/c.${nc%%=*}"; done
+	i=0
+	while [ $i -lt "$runs" ]; do
+		for nc in "$@"; do
+			n=${nc%%=*}
+			/usr/bin/time -f '%e %U %S' -o "$dir/tt" sh -c "${nc#*=}"
+			awk -v w="$dir/w.$n" -v c="$dir/c.$n" '{ print $1 >>w; print $2 + $3 >>c }' \
+				"$dir/tt"
+		done
+		i=$((i + 1))
+	done
+	for nc in "$@"; do
+		n=${nc%%=*}
+		eval "w_$n=\$(median <\"\$dir/w.$n\") c_$n=\$(median <\"\$dir/c.$n\")"
+	done
+}
+drow() { printf '%-40s %6.2f s %7s MB/s %6.2f s CPU\n' "$1" "$2" "$(mbs "$2")" "$3"; }
+
+sync	# no writeback of the new images under the first timed runs
+cat "$dir/zlib.ndz" "$dir/zstd.ndz" >/dev/null
 echo
-echo "== imageunzip -n, verify only, -j 2 (median of $runs runs)"
-ul=$(time_it ul "'$bin/imageunzip' -n '$dir/zlib.ndz'")
-us=$(time_it us "'$bin/imageunzip' -n '$dir/zstd.ndz'")
-uo=$(time_it uo "'$old/imageunzip' -n '$dir/zlib.ndz'")
-row "zlib image, libdeflate decoder" "$ul" "-"
-row "zstd image" "$us" "-"
-row "zlib image, old decoder ($base)" "$uo" "-"
-rm -f "$dir/out"
+echo "== imageunzip -n, verify only, -j 2 (median of $runs interleaved runs; wall, MB/s of output, CPU user+sys)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
+cpu_runs "nl='$bin/imageunzip' -n '$dir/zlib.ndz'" "ns='$bin/imageunzip' -n '$dir/zstd.ndz'" \
+	"pl='$pbin/imageunzip' -n '$dir/zlib.ndz'" "ps='$pbin/imageunzip' -n '$dir/zstd.ndz'" \
+	"ol='$old/imageunzip' -n '$dir/zlib.ndz'"
+ul=$w_nl us=$w_ns uo=$w_ol
+drow "zlib image, libdeflate decoder" "$w_nl" "$c_nl"
+drow "zstd image" "$w_ns" "$c_ns"
+drow "zlib image, previous decoder ($prev)" "$w_pl" "$c_pl"
+drow "zstd image, previous decoder ($prev)" "$w_ps" "$c_ps"
+drow "zlib image, old decoder ($base)" "$w_ol" "$c_ol"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
+echo
+out=${OUT_DIR:-$dir}/ndz-bench-out.$$
+echo "== imageunzip to a file on $(df --output=fstype "$(dirname "$out")" | tail -1 | tr -d ' ') (imageunzip fsyncs it at the end), -j 2 (median of $runs interleaved runs)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
+cpu_runs "fl=rm -f '$out'; '$bin/imageunzip' -q '$dir/zlib.ndz' '$out'" \
+	"fs=rm -f '$out'; '$bin/imageunzip' -q '$dir/zstd.ndz' '$out'" \
+	"gl=rm -f '$out'; '$pbin/imageunzip' -q '$dir/zlib.ndz' '$out'" \
+	"gs=rm -f '$out'; '$pbin/imageunzip' -q '$dir/zstd.ndz' '$out'"
+drow "zlib image" "$w_fl" "$c_fl"
+drow "zstd image" "$w_fs" "$c_fs"
+drow "zlib image, previous decoder ($prev)" "$w_gl" "$c_gl"
+drow "zstd image, previous decoder ($prev)" "$w_gs" "$c_gs"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%H:%M) UTC"
+rm -f "$out" "$dir/out"
 "$bin/imageunzip" -q "$dir/zstd.ndz" "$dir/out"
 cmp -s "$dir/in" "$dir/out" || { echo "bench: zstd restore differs!" >&2; exit 1; }
+rm -f "$dir/out"
+"$bin/imageunzip" -q "$dir/zlib.ndz" "$dir/out"
+cmp -s "$dir/in" "$dir/out" || { echo "bench: zlib restore differs!" >&2; exit 1; }
 
 echo
 echo "== ratios"
-echo "zstd compression speed vs zlib -4:           $(r "$zl" "$zs")x"
+[ "${ONLY:-}" = decode ] ||
+	echo "zstd compression speed vs zlib -4:           $(r "$zl" "$zs")x"
 echo "zstd image size vs zlib -4:                  $(r "$s_zs" "$s_zl")"
 echo "imageunzip -n zstd speed vs zlib (new):      $(r "$ul" "$us")x"
 echo "imageunzip -n zlib new decoder vs old:       $(r "$uo" "$ul")x"
+echo "imageunzip -n zstd vs zlib, CPU seconds:     $(r "$c_nl" "$c_ns")x less"
+echo "imageunzip -n vs previous ($prev), CPU:    zlib $(r "$c_pl" "$c_nl")x less, zstd $(r "$c_ps" "$c_ns")x less"
+echo "imageunzip -n vs previous ($prev), wall:   zlib $(r "$w_pl" "$w_nl")x, zstd $(r "$w_ps" "$w_ns")x"
+echo "restore to a file vs previous, CPU:          zlib $(r "$c_gl" "$c_fl")x less, zstd $(r "$c_gs" "$c_fs")x less"

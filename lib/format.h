@@ -107,6 +107,13 @@ int ndz_hdr_encode(const struct ndz_chunk_hdr *hdr, uint8_t *area);
 int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
 
 /*
+ * ndz_crc32 - the CRC-32 of zlib's crc32() (ISO-HDLC, reflected 0x04c11db7):
+ * start with crc 0, pass the previous result to continue over more bytes.
+ * Equals crc32(crc, buf, len) for every input; len 0 returns crc.
+ */
+uint32_t ndz_crc32(uint32_t crc, const void *buf, size_t len);
+
+/*
  * ndz_chunk_check_data - the data CRC and the zero padding of a whole
  * NDZ_CHUNK_SIZE chunk whose header hdr was decoded from it.
  * Returns 0, NDZ_EDATACRC or NDZ_EPADDING.

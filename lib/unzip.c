@@ -1,13 +1,14 @@
 /*
- * The restore pipeline: chunks are queued by the caller, inflated by one thread
- * per core into write jobs (a 1 MiB buffer plus the target segments it fills),
- * and a single writer thread turns jobs into large pwrite()s and zero fills.
- * Memory is the chunk slots, the job buffers and (budget permitting) one flat
- * buffer per decoder, all fixed at creation, and 4 MiB per decoder once it meets
- * a zstd chunk. A zlib chunk whose data fits the flat buffer is decoded there in
- * one libdeflate call (its size is known from the regions), then copied into
- * jobs; others are inflated piecewise by zlib. zstd frames (2 MiB at most) are
- * decoded one by one right after their prefix, then copied into jobs.
+ * The restore pipeline: chunks are queued by the caller, decoded by one thread
+ * per core into write jobs (an 8 MiB buffer, 4 MiB on a tight budget, plus the
+ * target segments it fills), and a single writer thread turns jobs into large
+ * pwrite()s and zero fills. Memory is the chunk slots and the job buffers, all
+ * fixed at creation. Each chunk starts a job of its own and is decoded straight
+ * into it, never copied: a zlib chunk whose data fits (its size is known from the
+ * regions) in one libdeflate call, others piecewise by zlib; zstd frames (2 MiB
+ * at most) one by one right after their prefix, which is the chunk's output just
+ * before them in the same buffer. Only when a chunk's output outgrows a job does
+ * the next job start with a copy of the last NDZ_ZSTD_PREFIX bytes.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -25,11 +26,14 @@
 #include "unzip.h"
 #include "zip.h"
 
-#define JOB_BUF      (1u << 20)
-#define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)
+#define JOB_BIG      (8u << 20)        /* most chunks' whole output */
+#define JOB_SMALL    (2 * NDZ_ZSTD_PREFIX)   /* a zstd frame after its prefix */
+#define JOB_STREAM   (1u << 20)        /* of a small job, what piecewise zlib fills */
+#define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)   /* a whole chunk's */
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
-#define FLAT_BUF     (8u << 20)        /* whole-chunk zlib output, per decoder */
+#define MAX_JOB_MEM  (64u << 20)
+#define WRITE_PIECE  (1u << 20)
 
 struct seg {
 	uint64_t off;                  /* target byte offset */
@@ -48,8 +52,15 @@ struct ndz_unzip {
 	struct ndz_io *target;
 	struct ndz_unzip_opts opts;
 
+	/*
+	 * One lock; a condition per kind of waiter, each signalled for one waiter
+	 * when one thing it waits for appears, all broadcast on error and at close.
+	 */
 	pthread_mutex_t lock;
-	pthread_cond_t cv;
+	pthread_cond_t slot_cv;        /* the caller: a free chunk slot */
+	pthread_cond_t work_cv;        /* decoders: a queued chunk */
+	pthread_cond_t job_cv;         /* decoders: a free job */
+	pthread_cond_t write_cv;       /* the writer: a queued job, or the end */
 
 	/* chunk slots: free list and FIFO of queued ones */
 	uint8_t **slots;
@@ -63,6 +74,8 @@ struct ndz_unzip {
 	/* jobs: free list and FIFO to the writer */
 	struct job *jobs;
 	unsigned njobs;
+	size_t job_buf;                /* bytes of each job's buffer */
+	size_t job_stream;             /* of which piecewise zlib fills (and touches) */
 	unsigned *free_jobs, nfree_jobs;
 	unsigned *wqueue, whead, wlen;
 	int writing;                   /* the writer holds a job */
@@ -80,11 +93,20 @@ struct ndz_unzip {
 	struct ndz_unzip_stats stats;
 };
 
+/* Wake every waiter: on error and at close (lock held by the caller). */
+static void wake_all(struct ndz_unzip *u)
+{
+	pthread_cond_broadcast(&u->slot_cv);
+	pthread_cond_broadcast(&u->work_cv);
+	pthread_cond_broadcast(&u->job_cv);
+	pthread_cond_broadcast(&u->write_cv);
+}
+
 /* Record the first error and wake everyone (lock held by the caller). */
 static void fail_with(struct ndz_unzip *u, const struct ndz_error *e)
 {
 	ndz_error_copy(&u->err, e);
-	pthread_cond_broadcast(&u->cv);
+	wake_all(u);
 }
 
 static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
@@ -120,6 +142,27 @@ static int is_zero(const uint8_t *p, size_t n)
 	return memcmp(p, zeros, n) == 0;
 }
 
+/*
+ * Data in writes of at most WRITE_PIECE, sparse or not: with a chunk's whole
+ * output (3-8 MiB) in one pwrite() to a new ext4 file, the kernel's copy into the
+ * page cache (copy_folio_from_iter_atomic) took 7-12x the CPU of 1 MiB writes
+ * (perf, Linux 6.18 here), making restores slower than with the old 1 MiB jobs.
+ */
+static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+{
+	uint64_t pos;
+	int rc;
+
+	for (pos = 0; pos < len; pos += WRITE_PIECE) {
+		size_t n = len - pos < WRITE_PIECE ? (size_t)(len - pos) : WRITE_PIECE;
+
+		rc = ndz_io_write_full(u->target, data + pos, n, off + pos);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* Write a segment to a target known to be zeros, leaving all-zero blocks as holes. */
 static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
 {
@@ -143,8 +186,7 @@ static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 			pos += n;
 		}
 		if (pos > start) {
-			rc = ndz_io_write_full(u->target, data + start, (size_t)(pos - start),
-					       off + start);
+			rc = write_pieces(u, data + start, off + start, pos - start);
 			if (rc < 0)
 				return rc;
 		}
@@ -170,7 +212,7 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
 			*wrote += s->len;
 		} else {
-			rc = ndz_io_write_full(u->target, j->buf + s->data, (size_t)s->len, s->off);
+			rc = write_pieces(u, j->buf + s->data, s->off, s->len);
 			*wrote += s->len;
 		}
 		if (rc < 0) {
@@ -196,7 +238,7 @@ static void *writer_main(void *arg)
 		int rc = 0;
 
 		while (!u->wlen && !(u->closing && !u->qlen && !u->decoding))
-			pthread_cond_wait(&u->cv, &u->lock);
+			pthread_cond_wait(&u->write_cv, &u->lock);
 		if (!u->wlen)
 			break;
 		idx = u->wqueue[u->whead];
@@ -218,7 +260,7 @@ static void *writer_main(void *arg)
 		}
 		u->writing = 0;
 		u->free_jobs[u->nfree_jobs++] = idx;
-		pthread_cond_broadcast(&u->cv);
+		pthread_cond_signal(&u->job_cv);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
@@ -226,22 +268,22 @@ static void *writer_main(void *arg)
 
 /* ---- decoders ---- */
 
+/* How a decoder fills its job: whole (libdeflate), frame by frame, or piecewise. */
+enum dec_mode { DEC_FLAT, DEC_ZSTD, DEC_STREAM };
+
 struct dec {
 	struct ndz_unzip *u;
 	z_stream z;
 	ZSTD_DCtx *zd;
+	struct libdeflate_decompressor *ld;
 	const uint8_t *zdata;          /* the chunk's zstd data */
 	size_t zlen, zpos;             /* its length; the next frame's offset */
 	/*
-	 * zstd output, whole frames: hist[0, hend) ends with the chunk's last (up to)
-	 * NDZ_ZSTD_PREFIX bytes decoded, the next frame's prefix; [hpos, hend) is
-	 * still to be handed out.
+	 * The chunk's output is decoded into job->buf from offset 0; [0, used) went
+	 * to segments (or is the prefix copied from the job before), the avail bytes
+	 * after it are decoded and wait for their region.
 	 */
-	uint8_t *hist;                 /* 2 * NDZ_ZSTD_PREFIX */
-	size_t hend, hpos;
-	struct libdeflate_decompressor *ld;
-	uint8_t *flat;                 /* FLAT_BUF bytes, or NULL: stream with zlib */
-	size_t flat_pos;               /* bytes of flat handed out */
+	size_t avail;
 	struct job *job;
 	unsigned job_idx;
 };
@@ -252,7 +294,7 @@ static int get_job(struct dec *d)
 
 	pthread_mutex_lock(&u->lock);
 	while (!u->nfree_jobs && !u->err.code)
-		pthread_cond_wait(&u->cv, &u->lock);
+		pthread_cond_wait(&u->job_cv, &u->lock);
 	if (u->err.code) {
 		pthread_mutex_unlock(&u->lock);
 		return u->err.code;
@@ -265,6 +307,14 @@ static int get_job(struct dec *d)
 	return 0;
 }
 
+/* Queue job idx for the writer (lock held by the caller). */
+static void queue_job(struct ndz_unzip *u, unsigned idx)
+{
+	u->wqueue[(u->whead + u->wlen) % u->njobs] = idx;
+	u->wlen++;
+	pthread_cond_signal(&u->write_cv);
+}
+
 static void put_job(struct dec *d)
 {
 	struct ndz_unzip *u = d->u;
@@ -272,9 +322,7 @@ static void put_job(struct dec *d)
 	if (!d->job)
 		return;
 	pthread_mutex_lock(&u->lock);
-	u->wqueue[(u->whead + u->wlen) % u->njobs] = d->job_idx;
-	u->wlen++;
-	pthread_cond_broadcast(&u->cv);
+	queue_job(u, d->job_idx);
 	pthread_mutex_unlock(&u->lock);
 	d->job = NULL;
 }
@@ -285,6 +333,8 @@ static int add_seg(struct dec *d, uint64_t off, uint64_t len, int64_t data)
 	int rc;
 
 	if (!d->job || d->job->nsegs == MAX_SEGS) {
+		if (d->avail)
+			return NDZ_EINVAL;     /* decoded data in the job: a chunk fits one */
 		put_job(d);
 		rc = get_job(d);
 		if (rc < 0)
@@ -328,7 +378,7 @@ static int flat_decode(struct dec *d, const uint8_t *data, size_t len, size_t wa
 	size_t in_n = 0, out_n = 0;
 	enum libdeflate_result r;
 
-	r = libdeflate_zlib_decompress_ex(d->ld, data, len, d->flat, want, &in_n, &out_n);
+	r = libdeflate_zlib_decompress_ex(d->ld, data, len, d->job->buf, want, &in_n, &out_n);
 	if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
 		snprintf(why, whylen, "more data than its regions hold");
 		return NDZ_ELENGTH;
@@ -345,7 +395,7 @@ static int flat_decode(struct dec *d, const uint8_t *data, size_t len, size_t wa
 		snprintf(why, whylen, "%zu bytes after the end of the stream", len - in_n);
 		return NDZ_ECORRUPT;
 	}
-	d->flat_pos = 0;
+	d->avail = want;
 	return 0;
 }
 
@@ -448,67 +498,62 @@ static int zstd_scan(const uint8_t *data, size_t len, uint64_t want, char *why, 
 }
 
 /*
- * zstd: decode the next frame whole into hist, right after its prefix (the
- * chunk's last NDZ_ZSTD_PREFIX bytes of output, or all of it). Every byte before
- * hend was handed out. Returns 0, 1 when no frame is left, or a negative code.
+ * zstd: decode the next frame whole into the job, right after its prefix (the
+ * chunk's last NDZ_ZSTD_PREFIX bytes of output, or all of it, which end at
+ * job->used). When it does not fit, the job goes to the writer and a fresh one
+ * starts with a copy of the prefix. Returns 0, 1 when no frame is left, or a
+ * negative code.
  */
 static int zstd_frame(struct dec *d, char *why, size_t whylen)
 {
-	size_t fsz, r;
+	struct ndz_unzip *u = d->u;
+	unsigned long long csz;
+	size_t fsz, r, plen;
 
 	if (d->zpos >= d->zlen)
 		return 1;
-	if (d->hend > NDZ_ZSTD_PREFIX) {
-		memmove(d->hist, d->hist + d->hend - NDZ_ZSTD_PREFIX, NDZ_ZSTD_PREFIX);
-		d->hend = d->hpos = NDZ_ZSTD_PREFIX;
-	}
 	fsz = ZSTD_findFrameCompressedSize(d->zdata + d->zpos, d->zlen - d->zpos);
-	if (ZSTD_isError(fsz) ||
-	    ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)) ||
-	    ZSTD_isError(ZSTD_DCtx_refPrefix(d->zd, d->hend ? d->hist : NULL, d->hend))) {
+	csz = ZSTD_isError(fsz) ? ZSTD_CONTENTSIZE_ERROR :
+	      ZSTD_getFrameContentSize(d->zdata + d->zpos, fsz);
+	/* the scan let no frame state more than NDZ_ZSTD_PREFIX bytes */
+	if (csz > NDZ_ZSTD_PREFIX) {
 		snprintf(why, whylen, "zstd frame at data byte %zu: cannot start it", d->zpos);
 		return NDZ_ECORRUPT;
 	}
-	/* the scan let no frame state more than NDZ_ZSTD_PREFIX bytes: it fits */
-	r = ZSTD_decompressDCtx(d->zd, d->hist + d->hend, 2 * NDZ_ZSTD_PREFIX - d->hend,
+	plen = d->job->used < NDZ_ZSTD_PREFIX ? d->job->used : NDZ_ZSTD_PREFIX;
+	if (d->job->used + csz > u->job_buf) {
+		struct job *old = d->job;
+		unsigned old_idx = d->job_idx;
+		int rc;
+
+		d->job = NULL;
+		rc = get_job(d);
+		if (rc < 0) {
+			d->job = old;      /* the caller gives it back */
+			d->job_idx = old_idx;
+			return rc;
+		}
+		memcpy(d->job->buf, old->buf + old->used - plen, plen);
+		d->job->used = plen;   /* not in any segment: written with the job before */
+		pthread_mutex_lock(&u->lock);
+		queue_job(u, old_idx);
+		pthread_mutex_unlock(&u->lock);
+	}
+	if (ZSTD_isError(ZSTD_DCtx_reset(d->zd, ZSTD_reset_session_only)) ||
+	    ZSTD_isError(ZSTD_DCtx_refPrefix(d->zd, plen ? d->job->buf + d->job->used - plen :
+					     NULL, plen))) {
+		snprintf(why, whylen, "zstd frame at data byte %zu: cannot start it", d->zpos);
+		return NDZ_ECORRUPT;
+	}
+	r = ZSTD_decompressDCtx(d->zd, d->job->buf + d->job->used, u->job_buf - d->job->used,
 				d->zdata + d->zpos, fsz);
 	if (ZSTD_isError(r)) {
 		snprintf(why, whylen, "zstd frame at data byte %zu: %s", d->zpos,
 			 ZSTD_getErrorName(r));
 		return NDZ_ECORRUPT;
 	}
-	d->hend += r;
+	d->avail = r;
 	d->zpos += fsz;
-	return 0;
-}
-
-/* zstd: decode exactly n bytes of the frames (left bytes remain) into out. */
-static int zstd_read(struct dec *d, uint8_t *out, size_t n, uint64_t left, size_t *got,
-		     char *why, size_t whylen)
-{
-	size_t done = 0;
-	int rc;
-
-	while (done < n) {
-		size_t k;
-
-		if (d->hpos == d->hend) {
-			rc = zstd_frame(d, why, whylen);
-			if (rc < 0)
-				return rc;
-			if (rc > 0) {
-				snprintf(why, whylen, "data ends %llu bytes before its regions do",
-					 (unsigned long long)(left - done));
-				return NDZ_ELENGTH;
-			}
-			continue;
-		}
-		k = d->hend - d->hpos < n - done ? d->hend - d->hpos : n - done;
-		memcpy(out + done, d->hist + d->hpos, k);
-		d->hpos += k;
-		done += k;
-	}
-	*got = done;
 	return 0;
 }
 
@@ -517,9 +562,9 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
 {
 	int rc = 0;
 
-	while (d->hpos == d->hend && (rc = zstd_frame(d, why, whylen)) == 0)
+	while (!d->avail && (rc = zstd_frame(d, why, whylen)) == 0)
 		;
-	if (d->hpos < d->hend) {
+	if (d->avail) {
 		snprintf(why, whylen, "more data than its regions hold");
 		return NDZ_ELENGTH;
 	}
@@ -532,7 +577,8 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	struct ndz_unzip *u = d->u;
 	const struct ndz_chunk_hdr *h = hdr;
 	struct ndz_chunk_hdr plain;
-	int zstd = h->codec == NDZ_CODEC_ZSTD, flat = 0;
+	int zstd = h->codec == NDZ_CODEC_ZSTD;
+	enum dec_mode mode;
 	uint64_t gap, want = ndz_hdr_data_bytes(chunk, h);
 	uint32_t r;
 	int rc;
@@ -558,21 +604,26 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 		h = &plain;
 	}
 	gap = h->first;
+	/* Every chunk starts a job of its own: its output begins at offset 0. */
+	put_job(d);
+	if ((rc = get_job(d)) < 0)
+		return rc;
+	d->avail = 0;
 	if (zstd) {
+		mode = DEC_ZSTD;
 		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
 		if (rc < 0)
 			return rc;
-		if (!d->hist && !(d->hist = malloc(2 * NDZ_ZSTD_PREFIX)))
-			return NDZ_ENOMEM;
 		d->zdata = chunk + NDZ_HDR_SIZE;
 		d->zlen = h->data_len;
-		d->zpos = d->hend = d->hpos = 0;
-	} else if (d->flat && want <= FLAT_BUF) {
-		flat = 1;
+		d->zpos = 0;
+	} else if (u->job_buf == JOB_BIG && want <= u->job_buf) {
+		mode = DEC_FLAT;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
 		if (rc < 0)
 			return rc;
 	} else {
+		mode = DEC_STREAM;
 		if (inflateReset(&d->z) != Z_OK)
 			return NDZ_ECORRUPT;
 		d->z.next_in = (Bytef *)(uintptr_t)(chunk + NDZ_HDR_SIZE);
@@ -588,32 +639,38 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 			return rc;
 		gap = reg.start + reg.count;
 		while (left) {
-			size_t room, n;
 			uint64_t keep;
-			uint8_t *out;
+			size_t n;
 
-			if (!d->job || d->job->used == JOB_BUF || d->job->nsegs == MAX_SEGS) {
-				put_job(d);
-				if ((rc = get_job(d)) < 0)
+			if (mode == DEC_STREAM) {
+				if (d->job->used == u->job_stream || d->job->nsegs == MAX_SEGS) {
+					put_job(d);
+					if ((rc = get_job(d)) < 0)
+						return rc;
+				}
+				n = u->job_stream - d->job->used;
+				n = left < n ? (size_t)left : n;
+				rc = zlib_read(d, d->job->buf + d->job->used, n, left, &n, why,
+					       whylen);
+				if (rc < 0)
 					return rc;
+				if (n == 0) {
+					snprintf(why, whylen, "compressed data ends early");
+					return NDZ_ECORRUPT;
+				}
+				d->avail = n;
+			} else if (!d->avail) {
+				rc = mode == DEC_ZSTD ? zstd_frame(d, why, whylen) : 1;
+				if (rc < 0)
+					return rc;
+				if (rc > 0) {
+					snprintf(why, whylen, "data ends %llu bytes before its "
+						 "regions do", (unsigned long long)left);
+					return NDZ_ELENGTH;
+				}
+				continue;
 			}
-			room = JOB_BUF - d->job->used;
-			n = left < room ? (size_t)left : room;
-			out = d->job->buf + d->job->used;
-			if (flat) {
-				memcpy(out, d->flat + d->flat_pos, n);
-				d->flat_pos += n;
-				rc = 0;
-			} else {
-				rc = zstd ? zstd_read(d, out, n, left, &n, why, whylen) :
-					    zlib_read(d, out, n, left, &n, why, whylen);
-			}
-			if (rc < 0)
-				return rc;
-			if (n == 0) {
-				snprintf(why, whylen, "compressed data ends early");
-				return NDZ_ECORRUPT;
-			}
+			n = left < d->avail ? (size_t)left : d->avail;
 			/* The last sector of a source that is not a whole number of them. */
 			keep = n;
 			if (img >= h->source_bytes)
@@ -624,13 +681,15 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 						  (int64_t)d->job->used)) < 0)
 				return rc;
 			d->job->used += n;
+			d->avail -= n;
 			img += n;
 			left -= n;
 		}
 	}
 	if ((u->opts.zero_fill || u->opts.discard) && (rc = zero_gap(d, h, gap, h->last)) < 0)
 		return rc;
-	return flat ? 0 : zstd ? zstd_end(d, why, whylen) : zlib_end(d, why, whylen);
+	return mode == DEC_FLAT ? 0 : mode == DEC_ZSTD ? zstd_end(d, why, whylen) :
+	       zlib_end(d, why, whylen);
 }
 
 static void *decoder_main(void *arg)
@@ -645,7 +704,7 @@ static void *decoder_main(void *arg)
 		int rc;
 
 		while (!u->qlen && !u->closing && !u->err.code)
-			pthread_cond_wait(&u->cv, &u->lock);
+			pthread_cond_wait(&u->work_cv, &u->lock);
 		if (u->err.code) {
 			/* Drain: nothing more is written, but the caller must not block. */
 			while (u->qlen) {
@@ -653,10 +712,11 @@ static void *decoder_main(void *arg)
 				u->qhead = (u->qhead + 1) % u->nslots;
 				u->qlen--;
 			}
-			pthread_cond_broadcast(&u->cv);
+			pthread_cond_broadcast(&u->slot_cv);
+			pthread_cond_broadcast(&u->write_cv);
 			if (u->closing)
 				break;
-			pthread_cond_wait(&u->cv, &u->lock);
+			pthread_cond_wait(&u->work_cv, &u->lock);
 			continue;
 		}
 		if (!u->qlen)
@@ -669,16 +729,16 @@ static void *decoder_main(void *arg)
 
 		rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why,
 				  sizeof(why));
+
+		/* The chunk's end in one hand-off: its count, last job and slot. */
+		pthread_mutex_lock(&u->lock);
 		if (rc == 0) {
 			/* counted before its last job can be written: progress sees it */
-			pthread_mutex_lock(&u->lock);
 			u->stats.chunks++;
-			pthread_mutex_unlock(&u->lock);
-			put_job(d);
-		}
-
-		pthread_mutex_lock(&u->lock);
-		if (rc < 0) {
+			if (d->job)
+				queue_job(u, d->job_idx);
+			d->job = NULL;
+		} else {
 			/* Record the error before the job could reach the writer. */
 			fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
 			     ndz_strerror(rc), why[0] ? ": " : "", why);
@@ -688,7 +748,10 @@ static void *decoder_main(void *arg)
 		}
 		u->decoding--;
 		u->free_slots[u->nfree++] = slot;
-		pthread_cond_broadcast(&u->cv);
+		pthread_cond_signal(&u->slot_cv);
+		/* the writer's end: nothing queued or being decoded after close */
+		if (u->closing && !u->qlen && !u->decoding)
+			pthread_cond_signal(&u->write_cv);
 	}
 	pthread_mutex_unlock(&u->lock);
 	return NULL;
@@ -712,10 +775,6 @@ static void dec_release(struct dec *d)
 	if (d->ld)
 		libdeflate_free_decompressor(d->ld);
 	d->ld = NULL;
-	free(d->flat);
-	d->flat = NULL;
-	free(d->hist);
-	d->hist = NULL;
 }
 
 /* The decoders' state lives right after the handle (one allocation). */
@@ -730,7 +789,6 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	struct ndz_unzip *u;
 	size_t mem, fixed;
 	unsigned i, threads;
-	int flat;
 	struct dec *decs;
 
 	if (!target && !opts->verify_only)
@@ -746,23 +804,30 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	if (threads > MAX_DECODERS)
 		threads = MAX_DECODERS;
 	/*
-	 * Budget: a chunk slot per decoder plus two, a job per decoder plus four,
-	 * then as many more jobs as fit (at most 64), leaving 4 MiB for the rest.
+	 * Budget: a chunk slot per decoder plus two and 4 MiB for the rest, then as
+	 * many 8 MiB jobs as fit, at least four more than decoders, up to 64 MiB of
+	 * them (a writer that keeps up needs few; more only add page faults). On a
+	 * tighter budget, 4 MiB jobs, never fewer than one more than decoders (a
+	 * decoder holds two at most, while it carries a prefix over, and waits
+	 * holding one); zlib then goes piecewise through the first 1 MiB of each,
+	 * leaving the rest untouched (not resident): only zstd touches it all.
 	 */
 	u->nslots = threads + 2;
 	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
-	fixed += (size_t)threads * 2 * NDZ_ZSTD_PREFIX;   /* zstd output, on first use */
-	u->njobs = threads + 4;
-	/* Flat buffers only when the minimum of jobs still fits beside them. */
-	flat = mem >= fixed + (size_t)threads * FLAT_BUF + (size_t)u->njobs * JOB_BUF;
-	if (flat)
-		fixed += (size_t)threads * FLAT_BUF;
-	if (mem > fixed + (size_t)u->njobs * JOB_BUF)
-		u->njobs = (unsigned)((mem - fixed) / JOB_BUF);
+	u->job_buf = mem >= fixed + (size_t)(threads + 4) * JOB_BIG ? JOB_BIG : JOB_SMALL;
+	u->njobs = mem > fixed ? (unsigned)((mem - fixed) / u->job_buf) : 0;
+	u->job_stream = u->job_buf == JOB_BIG ? JOB_BIG : JOB_STREAM;
+	if (u->njobs < threads + 1)
+		u->njobs = threads + 1;
+	if (u->job_buf == JOB_BIG && u->njobs > MAX_JOB_MEM / JOB_BIG)
+		u->njobs = MAX_JOB_MEM / JOB_BIG > threads + 4 ? MAX_JOB_MEM / JOB_BIG : threads + 4;
 	if (u->njobs > 64)
 		u->njobs = 64;
 	pthread_mutex_init(&u->lock, NULL);
-	pthread_cond_init(&u->cv, NULL);
+	pthread_cond_init(&u->slot_cv, NULL);
+	pthread_cond_init(&u->work_cv, NULL);
+	pthread_cond_init(&u->job_cv, NULL);
+	pthread_cond_init(&u->write_cv, NULL);
 	u->slots = calloc(u->nslots, sizeof(*u->slots));
 	u->hdrs = calloc(u->nslots, sizeof(*u->hdrs));
 	u->checked = calloc(u->nslots, 1);
@@ -783,7 +848,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		u->free_slots[u->nfree++] = i;
 	}
 	for (i = 0; i < u->njobs; i++) {
-		u->jobs[i].buf = malloc(JOB_BUF);
+		u->jobs[i].buf = malloc(u->job_buf);
 		if (!u->jobs[i].buf)
 			goto nomem;
 		u->free_jobs[u->nfree_jobs++] = i;
@@ -798,8 +863,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 			break;
 		decs[i].zd = ZSTD_createDCtx();
 		decs[i].ld = libdeflate_alloc_decompressor();
-		decs[i].flat = flat ? malloc(FLAT_BUF) : NULL;
-		if (!decs[i].zd || !decs[i].ld || (flat && !decs[i].flat) ||
+		if (!decs[i].zd || !decs[i].ld ||
 		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
 			dec_release(&decs[i]);
 			break;
@@ -822,7 +886,7 @@ uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
 
 	pthread_mutex_lock(&u->lock);
 	while (!u->nfree && !u->err.code)
-		pthread_cond_wait(&u->cv, &u->lock);
+		pthread_cond_wait(&u->slot_cv, &u->lock);
 	if (!u->err.code)
 		buf = u->slots[u->free_slots[--u->nfree]];
 	pthread_mutex_unlock(&u->lock);
@@ -885,11 +949,11 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	u->checked[slot] = !!(flags & NDZ_UNZIP_CHECKED);
 	u->queue[(u->qhead + u->qlen) % u->nslots] = slot;
 	u->qlen++;
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_signal(&u->work_cv);
 	goto out;
 give_back:
 	u->free_slots[u->nfree++] = slot;
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_signal(&u->slot_cv);
 out:
 	rc = u->err.code;
 	pthread_mutex_unlock(&u->lock);
@@ -934,7 +998,7 @@ static void stop_threads(struct ndz_unzip *u)
 
 	pthread_mutex_lock(&u->lock);
 	u->closing = 1;
-	pthread_cond_broadcast(&u->cv);
+	wake_all(u);
 	pthread_mutex_unlock(&u->lock);
 	for (i = 0; i < u->ndecoders; i++) {
 		pthread_join(u->decoders[i], NULL);
@@ -943,7 +1007,7 @@ static void stop_threads(struct ndz_unzip *u)
 	u->ndecoders = 0;
 	/* Decoders are gone: wake the writer so it sees the end. */
 	pthread_mutex_lock(&u->lock);
-	pthread_cond_broadcast(&u->cv);
+	pthread_cond_broadcast(&u->write_cv);
 	pthread_mutex_unlock(&u->lock);
 	if (u->writer_started)
 		pthread_join(u->writer, NULL);
@@ -997,7 +1061,10 @@ void ndz_unzip_free(struct ndz_unzip *u)
 	free(u->jobs);
 	free(u->free_jobs);
 	free(u->wqueue);
-	pthread_cond_destroy(&u->cv);
+	pthread_cond_destroy(&u->slot_cv);
+	pthread_cond_destroy(&u->work_cv);
+	pthread_cond_destroy(&u->job_cv);
+	pthread_cond_destroy(&u->write_cv);
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }

@@ -750,6 +750,43 @@ static void test_sectors_of(void **state)
 	assert_true(last + 1 == (uint64_t)1 << 55);
 }
 
+/*
+ * ndz_crc32 against zlib's crc32: random lengths (0 to past 64 KiB, around the
+ * folding code's 16/64/256 byte steps) at every alignment, and continued in pieces.
+ */
+static void test_crc32_is_zlib(void **state)
+{
+	static const size_t edges[] = { 0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65,
+					127, 128, 129, 255, 256, 257, 1023, 1024, 4095, 4097 };
+	const size_t max = 70000;
+	uint8_t *buf = malloc(max + 64);
+	unsigned i, k;
+
+	(void)state;
+	assert_non_null(buf);
+	srand(9);
+	for (i = 0; i < max + 64; i++)
+		buf[i] = (uint8_t)rand();
+	for (i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
+		for (k = 0; k < 64; k++)
+			assert_int_equal(ndz_crc32(0, buf + k, edges[i]),
+					 (uint32_t)crc32(0L, buf + k, (uInt)edges[i]));
+	for (i = 0; i < 2000; i++) {
+		size_t off = (size_t)rand() % 64, len = (size_t)rand() % max;
+		size_t cut = len ? (size_t)rand() % len : 0;
+		uint32_t want = (uint32_t)crc32(0L, buf + off, (uInt)len);
+		uint32_t seed = (uint32_t)rand();
+
+		assert_int_equal(ndz_crc32(0, buf + off, len), want);
+		assert_int_equal(ndz_crc32(ndz_crc32(0, buf + off, cut), buf + off + cut, len - cut),
+				 want);
+		assert_int_equal(ndz_crc32(seed, buf + off, len),
+				 (uint32_t)crc32(seed, buf + off, (uInt)len));
+	}
+	assert_int_equal(ndz_crc32(0, "123456789", 9), 0xcbf43926u);   /* the check value */
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -770,6 +807,7 @@ int main(void)
 		cmocka_unit_test(test_same_image),
 		cmocka_unit_test(test_data_bytes),
 		cmocka_unit_test(test_sectors_of),
+		cmocka_unit_test(test_crc32_is_zlib),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -263,6 +263,69 @@ static void test_small_memory(void **state)
 	free(t);
 }
 
+/*
+ * Chunks whose output outgrows a job (8 MiB, 4 MiB on a small budget): zstd carries
+ * each frame's prefix into the next job, zlib goes piecewise. Sparse text in
+ * zeros, scattered ranges, zero fill on and off, 1 and 2 threads.
+ */
+static void test_outgrow_job(void **state)
+{
+	const size_t len = 40 * MiB / FIX_SCALE + 3000;
+	uint8_t *src = fix_data(FIX_TEXT, len, 17), *t;
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	uint64_t s = 3, seed = 5, sectors = len / 512 + 1;
+	struct ndz_unzip_opts o;
+	struct ndz_unzip_stats st;
+	struct fix_image img;
+	struct ndz_io *io;
+	char err[256], what[96];
+	size_t i;
+	int codec, mem, zf, big;
+
+	(void)state;
+	assert_non_null(src);
+	for (i = 0; i + 3072 < len; i += 65536)   /* 3 KiB of text in every 64 KiB */
+		memset(src + i + 3072, 0, len - i < 65536 ? len - i - 3072 : 65536 - 3072);
+	while (s < sectors) {
+		uint64_t c = 1 + fix_rnd(&seed) % 20000;
+
+		if (c > sectors - s)
+			c = sectors - s;
+		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		s += c + 1 + fix_rnd(&seed) % 300;
+	}
+	for (codec = NDZ_CODEC_ZLIB; codec <= (int)NDZ_CODEC_ZSTD; codec++) {
+		assert_int_equal(fix_zip_codec(src, len, &alloc, 2, codec, codec == NDZ_CODEC_ZSTD ?
+					       3 : 4, &img, NULL, err, sizeof(err)), 0);
+		for (i = 0, big = 0; i < img.n; i++) {
+			struct ndz_chunk_hdr h;
+
+			assert_int_equal(ndz_hdr_decode(fix_chunk(&img, i), &h), 0);
+			if (ndz_hdr_data_bytes(fix_chunk(&img, i), &h) > 8 * MiB)
+				big++;
+		}
+		assert_true(big > 0);      /* the test is about these */
+		for (mem = 0; mem <= 1; mem++)
+			for (zf = 0; zf <= 1; zf++) {
+				snprintf(what, sizeof(what), "codec %d, memory %s, zero fill %d",
+					 codec, mem ? "small" : "default", zf);
+				t = target_buf(len);
+				assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+				opts(&o, 1 + zf, zf);
+				o.mem_limit = (size_t)mem;
+				if (restore(io, &img, NULL, &o, &st, err, sizeof(err)) < 0)
+					fail_msg("%s: %s", what, err);
+				check_target(t, len, 0, src, len, &alloc, zf, what);
+				assert_int_equal(st.chunks, img.n);
+				ndz_io_close(io);
+				free(t);
+			}
+		fix_image_release(&img);
+	}
+	ndz_ranges_release(&alloc);
+	free(src);
+}
+
 /* Verify mode needs no target and writes nothing. */
 static void test_verify_only(void **state)
 {
@@ -933,6 +996,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip_zstd),
 		cmocka_unit_test(test_gaps_and_order),
 		cmocka_unit_test(test_small_memory),
+		cmocka_unit_test(test_outgrow_job),
 		cmocka_unit_test(test_verify_only),
 		cmocka_unit_test(test_corrupt_chunks),
 		cmocka_unit_test(test_corrupt_zstd),
