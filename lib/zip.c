@@ -50,6 +50,7 @@
 #define ZSTD_LAST_EMPTY 3              /* an empty last raw block: 01 00 00 ends a frame */
 
 enum { SEG_FREE, SEG_QUEUED, SEG_BUSY, SEG_DONE };
+enum { CD_EMPTY, CD_LOADING, CD_READY };
 
 /*
  * A zstd segment frame, in the slot of its grid cell: input [start, end) of the
@@ -59,8 +60,7 @@ enum { SEG_FREE, SEG_QUEUED, SEG_BUSY, SEG_DONE };
 struct zseg {
 	uint64_t cell;                 /* start / SEG_SIZE */
 	uint64_t start, end;
-	size_t plen;                   /* prefix bytes in front of the input in buf */
-	uint8_t *buf;                  /* SEG_PREFIX + SEG_SIZE */
+	size_t plen;                   /* prefix bytes right before the input */
 	uint8_t *out;
 	size_t cp[SEG_STEPS + 1];      /* frame bytes after each flush point; cp[0] = 0 */
 	unsigned ncp;                  /* flush points reached */
@@ -135,6 +135,14 @@ struct zip {
 	/* zstd, under lock: the grid cells' frames, and the chunk being filled */
 	struct zseg *zs;
 	unsigned nzs;                  /* slots: cell c's frame is in zs[c % nzs] */
+	/*
+	 * The input, each cell read once: cell c at cells + SEG_SIZE * (1 + c % ncd),
+	 * right after cell c - 1 (for c % ncd == 0, after a copy of it in front).
+	 */
+	uint8_t *cells;
+	unsigned ncd;
+	uint64_t *cd_cell;             /* the cell each place holds, or UINT64_MAX */
+	int *cd_state;                 /* CD_EMPTY, CD_LOADING, CD_READY */
 	uint64_t zc_start, zc_lim;     /* the chunk's first input byte, and its limit */
 	uint32_t zc_index;
 	uint64_t zs_pack;              /* the cell of the next frame to place */
@@ -896,6 +904,46 @@ static size_t zseg_exact(struct zip *z, uint64_t c)
 	return used;
 }
 
+/* Where cell c's input is (or goes) in memory. */
+static uint8_t *cell_data(const struct zip *z, uint64_t c)
+{
+	return z->cells + SEG_SIZE * (1 + c % z->ncd);
+}
+
+/*
+ * Have cell c's input in memory (lock held, released to read): read it unless
+ * it is there or being read. Its place held a cell no frame in flight uses: the
+ * frames in flight are those of the ncd - 2 cells from the next to place, which
+ * use their own cells and the one before. Returns 0 or a negative code.
+ */
+static int cell_load(struct zip *z, uint64_t c)
+{
+	unsigned i = (unsigned)(c % z->ncd);
+	uint64_t off = c * SEG_SIZE;
+	size_t n = z->total - off < SEG_SIZE ? (size_t)(z->total - off) : SEG_SIZE;
+	int rc;
+
+	for (;;) {
+		if (z->stop)
+			return NDZ_ECANCELED;
+		if (z->cd_cell[i] == c && z->cd_state[i] == CD_READY)
+			return 0;
+		if (z->cd_cell[i] != c || z->cd_state[i] != CD_LOADING)
+			break;
+		pthread_cond_wait(&z->done_cv, &z->lock);
+	}
+	z->cd_cell[i] = c;
+	z->cd_state[i] = CD_LOADING;
+	pthread_mutex_unlock(&z->lock);
+	rc = read_stream(z, cell_data(z, c), off, n);
+	if (rc == 0 && i == z->ncd - 1)            /* the one before cell 0's place */
+		memcpy(z->cells, cell_data(z, c), n);
+	pthread_mutex_lock(&z->lock);
+	z->cd_state[i] = rc < 0 ? CD_EMPTY : CD_READY;
+	pthread_cond_broadcast(&z->done_cv);
+	return rc;
+}
+
 /*
  * Stream slot g's input into one frame, with its prefix, a flush every SEG_STEP
  * so that the packer may end the frame there. Stops early when told to, or when
@@ -907,24 +955,28 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
 	size_t len = (size_t)(g->end - g->start), cap = out_bound(SEG_SIZE) + 64 * SEG_STEPS;
 	size_t steps = (len + SEG_STEP - 1) / SEG_STEP;
 	ZSTD_outBuffer o = { g->out, cap, 0 };
+	uint8_t *at = cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE);
 	ZSTD_inBuffer in;
 	unsigned k;
 	int rc;
 
-	rc = read_stream(z, g->buf + SEG_PREFIX - g->plen, g->start - g->plen, g->plen + len);
+	pthread_mutex_lock(&z->lock);
+	rc = g->start - g->plen < g->cell * SEG_SIZE ? cell_load(z, g->cell - 1) : 0;
+	if (rc == 0)
+		rc = cell_load(z, g->cell);
+	pthread_mutex_unlock(&z->lock);
 	if (rc < 0)
 		return rc;
 	if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
 	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(zc, len)) ||
-	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? g->buf + SEG_PREFIX - g->plen : NULL,
-					     g->plen)))
+	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? at - g->plen : NULL, g->plen)))
 		goto fail;
 	/*
 	 * The input stays where it is, right after its prefix, and grows a step at a
 	 * time: zstd then reads it in place and sees prefix and input as one window
 	 * (copied into its own buffer, the prefix would be a separate, slower dict).
 	 */
-	in = (ZSTD_inBuffer){ g->buf + SEG_PREFIX, 0, 0 };
+	in = (ZSTD_inBuffer){ at, 0, 0 };
 	for (k = 0; k < steps; k++) {
 		size_t n = len - k * (size_t)SEG_STEP < SEG_STEP ? len - k * (size_t)SEG_STEP :
 								    SEG_STEP;
@@ -1168,11 +1220,18 @@ static int zstd_run(struct zip *z, int threads)
 	if (!z->zs || !z->fill)
 		return NDZ_ENOMEM;
 	for (i = 0; i < z->nzs; i++) {
-		z->zs[i].buf = malloc(SEG_PREFIX + SEG_SIZE);
 		z->zs[i].out = malloc(out_bound(SEG_SIZE) + 64 * SEG_STEPS);
-		if (!z->zs[i].buf || !z->zs[i].out)
+		if (!z->zs[i].out)
 			return NDZ_ENOMEM;
 	}
+	z->ncd = z->nzs + 2;
+	z->cells = malloc(SEG_SIZE * (size_t)(z->ncd + 1));
+	z->cd_cell = malloc(z->ncd * sizeof(*z->cd_cell));
+	z->cd_state = calloc(z->ncd, sizeof(*z->cd_state));
+	if (!z->cells || !z->cd_cell || !z->cd_state)
+		return NDZ_ENOMEM;
+	for (i = 0; i < z->ncd; i++)
+		z->cd_cell[i] = UINT64_MAX;
 	z->zs_ratio = 0.35;
 	/*
 	 * The packer compresses too, so threads - 1 workers make threads compressors:
@@ -1386,10 +1445,12 @@ out:
 		}
 	if (z->zs)
 		for (i = 0; i < z->nzs; i++) {
-			free(z->zs[i].buf);
 			free(z->zs[i].out);
 		}
 	free(z->zs);
+	free(z->cells);
+	free(z->cd_cell);
+	free(z->cd_state);
 	free(z->fill);
 	coder_end(&z->pc);
 	free(z->slots);
