@@ -945,6 +945,25 @@ static int cell_load(struct zip *z, uint64_t c)
 }
 
 /*
+ * Read ahead, when there is nothing to compress (lock held): the first cell a
+ * frame in flight may need that is not in memory yet. Returns 1 if it read one.
+ */
+static int cell_prefetch(struct zip *z)
+{
+	uint64_t c, ncells = (z->total + SEG_SIZE - 1) / SEG_SIZE;
+
+	for (c = z->zs_pack; c + 1 < z->zs_pack + z->nzs && c < ncells; c++) {
+		unsigned i = (unsigned)(c % z->ncd);
+
+		if (z->cd_cell[i] != c || z->cd_state[i] == CD_EMPTY) {
+			cell_load(z, c);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
  * Stream slot g's input into one frame, with its prefix, a flush every SEG_STEP
  * so that the packer may end the frame there. Stops early when told to, or when
  * the chunk being filled, if it reaches this frame, will certainly be cut inside
@@ -1061,6 +1080,8 @@ static void *zseg_worker(void *arg)
 		}
 		if (g) {
 			zseg_make(z, c.zc, g);
+		} else if (z->zc_open && cell_prefetch(z)) {
+			continue;
 		} else {
 			z->idle++;
 			pthread_cond_wait(&z->work_cv, &z->lock);
@@ -1263,6 +1284,8 @@ static int zstd_run(struct zip *z, int threads)
 
 				if (q)
 					zseg_make(z, z->pc.zc, q);
+				else if (cell_prefetch(z))
+					continue;
 				else
 					pthread_cond_wait(&z->done_cv, &z->lock);
 				continue;
