@@ -38,15 +38,15 @@
 
 /* zstd (doc/FORMAT.md, codec 2) */
 #define SEG_SIZE    (1u << 20)         /* input per segment frame */
-#define SEG_PREFIX  SEG_SIZE          /* history a frame uses (the format allows 2 MiB) */
+#define SEG_PREFIX  SEG_SIZE           /* history a frame uses (the format allows 2 MiB) */
 #define SEG_STEP    (128u * 1024)      /* input between flush points, where a frame may end */
 #define SEG_STEPS   (SEG_SIZE / SEG_STEP)
 #define SEG_WLOG    NDZ_ZSTD_WINDOW_LOG
 #define SEG_SLOTS   32                 /* grid cells in flight at most */
 #define FILL_BUF    (2 * SEG_STEP)     /* input read at a time to fill a chunk's end */
 
-#define SEG_FIT     0.25
-#define SEG_AHEAD   -1.0
+#define SEG_FIT     0.25               /* a cell is handed out once this much is likely to fit */
+#define SEG_AHEAD   -1.0               /* next chunk's early frames: to its span + this, in cells */
 #define ZSTD_LAST_EMPTY 3              /* an empty last raw block: 01 00 00 ends a frame */
 
 enum { SEG_FREE, SEG_QUEUED, SEG_BUSY, SEG_DONE };
@@ -888,7 +888,10 @@ static size_t zseg_lower(struct zip *z, uint64_t c)
 
 static void zseg_dispatch(struct zip *z);
 
-/* The room used before cell c when every frame before it is made whole, else SIZE_MAX (lock held). */
+/*
+ * The room the chunk being filled uses before cell c, when every frame from the
+ * next to place up to c is made whole (lock held); else SIZE_MAX.
+ */
 static size_t zseg_exact(struct zip *z, uint64_t c)
 {
 	size_t used = z->zs_placed;
