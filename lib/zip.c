@@ -12,7 +12,7 @@
  * frame to the cell's end and no history. From its second whole cell on, a
  * chunk's frames do not depend on where it starts, so they are made early, in
  * parallel, while the chunks before are filled. The frame that crosses a chunk's
- * end is cut at a 128 KiB flush point and the rest of the room filled with small
+ * end is cut at a 64 KiB flush point and the rest of the room filled with small
  * frames, up to the cell's end.
  */
 #include <errno.h>
@@ -39,7 +39,7 @@
 /* zstd (doc/FORMAT.md, codec 2) */
 #define SEG_SIZE    (1u << 20)         /* input per segment frame */
 #define SEG_PREFIX  SEG_SIZE           /* history a frame uses (the format allows 2 MiB) */
-#define SEG_STEP    (128u * 1024)      /* input between flush points, where a frame may end */
+#define SEG_STEP    (64u * 1024)       /* input between flush points, where a frame may end */
 #define SEG_STEPS   (SEG_SIZE / SEG_STEP)
 #define SEG_WLOG    NDZ_ZSTD_WINDOW_LOG
 #define SEG_SLOTS   32                 /* grid cells in flight at most */
@@ -777,9 +777,10 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
  * End the frame at f early, after size bytes of content: its header is made to
  * state that size, in the field zstd wrote (RFC 8878 3.1.1.1; a segment's frame
  * is begun with its whole length pledged), and to promise no checksum, which
- * only zstd's own end would add; the caller appends an empty last block. Only
- * 4- and 8-byte fields are patched, which is what a pledge over 64 KiB gets.
- * Returns 0, or -1 if size cannot be written there.
+ * only zstd's own end would add; the caller appends an empty last block. A frame
+ * is cut after a whole flush step, so size is at least SEG_STEP: the field is
+ * one of 2 (size less 256), 4 or 8 bytes. Returns 0, or -1 if size cannot be
+ * written there.
  */
 static int zstd_cut_header(uint8_t *f, uint64_t size)
 {
@@ -787,7 +788,9 @@ static int zstd_cut_header(uint8_t *f, uint64_t size)
 	static const unsigned did_len[4] = { 0, 1, 2, 4 };
 	size_t at = 5 + !single + did_len[fhd & 3];
 
-	if (flag == 2 && size <= UINT32_MAX)
+	if (flag == 1 && size >= 256 && size - 256 <= UINT16_MAX)
+		put_le16(f + at, (uint16_t)(size - 256));    /* stored less 256 */
+	else if (flag == 2 && size <= UINT32_MAX)
 		put_le32(f + at, (uint32_t)size);
 	else if (flag == 3)
 		put_le64(f + at, size);
