@@ -3,13 +3,20 @@
 # binaries and text): imagezip zlib -4 against zstd -3 (time, size), imageunzip -n
 # of each, and the zlib decoder against the one before libdeflate, which is the
 # imageunzip of BASE (the main branch before zstd and libdeflate came in) built in
-# a scratch directory. Medians of N runs. The decode section also runs PREV's
-# imageunzip (the decoder before the copy-free pipeline, built the same way) and
-# restores to a file, with wall and CPU seconds (user+sys) and the load average.
+# a scratch directory. Medians of N runs. Compression is timed with /usr/bin/time
+# too: on a shared machine CPU seconds (user + sys) say more than wall time, so
+# both are given, with the load average before and after. ZBASE=<rev> also times
+# the imagezip of that revision, built in the scratch directory, runs interleaved.
+# BENCH_RT=1 runs the timed compressions (only those) at real-time priority
+# (chrt -f 1) so that other jobs on a loaded machine do not count in their wall
+# time; the kernel still leaves others 5% of each second. The decode section also
+# runs PREV's imageunzip (the decoder before the copy-free pipeline, built the same
+# way) and restores to a file, with wall and CPU seconds and the load average.
 # Usage: bench/codec.sh [BUILD_DIR] (env: RUNS=3, SIZE_MB=512, BENCH_DIR=scratch dir,
-#        BASE=547fcf3^1: the git revision of the old decoder, PREV=503661d: the
-#        decoder before decode-in-place, ONLY=decode: skip the compression timing,
-#        OUT_DIR=where the timed restores write, e.g. /dev/shm: CPU without the disk)
+#        BASE=547fcf3^1: the git revision of the old decoder, ZBASE=: see above,
+#        PREV=503661d: the decoder before decode-in-place, ONLY=decode: skip the
+#        compression timing, OUT_DIR=where the timed restores write, e.g. /dev/shm:
+#        CPU without the disk)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
@@ -30,6 +37,13 @@ mkdir "$dir/prev"
 git -C "$top" archive "$prev" | tar -x -C "$dir/prev"
 make -C "$dir/prev" -j2 all >/dev/null 2>&1 || { echo "bench: building $prev failed" >&2; exit 1; }
 pbin="$dir/prev/build/bin"
+zbase=${ZBASE:-}
+if [ -n "$zbase" ]; then
+	echo "imagezip before: $zbase ($(git -C "$top" rev-parse --short "$zbase")), built in $dir/zbase"
+	mkdir "$dir/zbase"
+	git -C "$top" archive "$zbase" | tar -x -C "$dir/zbase"
+	make -C "$dir/zbase" -j2 all >/dev/null 2>&1 || { echo "bench: building $zbase failed" >&2; exit 1; }
+fi
 
 . "$top/bench/common.sh"
 make_input
@@ -43,16 +57,54 @@ echo
 if [ "${ONLY:-}" = decode ]; then
 	"$bin/imagezip" -q -r -j 2 --codec zlib -z 4 "$dir/in" "$dir/zlib.ndz"
 	"$bin/imagezip" -q -r -j 2 --codec zstd "$dir/in" "$dir/zstd.ndz"
+	s_zl=$(stat -c %s "$dir/zlib.ndz")
+	s_zs=$(stat -c %s "$dir/zstd.ndz")
 else
-echo "== compression, -j 2 (median of $runs runs)"
-zl=$(time_it zl "'$bin/imagezip' -q -r -j 2 --codec zlib -z 4 '$dir/in' '$dir/zlib.ndz'")
-zs=$(time_it zs "'$bin/imagezip' -q -r -j 2 --codec zstd '$dir/in' '$dir/zstd.ndz'")
+echo "== compression (median of $runs runs, interleaved): wall s, CPU s (user + sys)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# zcase NAME BIN ARGS: one run, appending "wall cpu" to $dir/NAME.t
+zcase() {
+	n=$1 b=$2
+	shift 2
+	$rt /usr/bin/time -f '%e %U %S' -o "$dir/time" "$b" -q -r "$@" "$dir/in" "$dir/$n.ndz"
+	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$dir/time" >>"$dir/$n.t"
+	stat -c %s "$dir/$n.ndz" >"$dir/$n.size"
+}
+rt=
+[ "${BENCH_RT:-0}" = 1 ] && rt="chrt -f 1" && echo "timed at real-time priority (BENCH_RT=1)"
+i=0
+while [ $i -lt "$runs" ]; do
+	zcase zl2 "$bin/imagezip" -j 2 --codec zlib -z 4
+	zcase zs2 "$bin/imagezip" -j 2 --codec zstd
+	zcase zs1 "$bin/imagezip" -j 1 --codec zstd
+	if [ -n "$zbase" ]; then
+		zcase bs2 "$dir/zbase/build/bin/imagezip" -j 2 --codec zstd
+		zcase bs1 "$dir/zbase/build/bin/imagezip" -j 1 --codec zstd
+	fi
+	i=$((i + 1))
+done
+echo "load average after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+zrow() {
+	w=$(cut -d' ' -f1 "$dir/$2.t" | median) c=$(cut -d' ' -f2 "$dir/$2.t" | median)
+	printf '%-38s %7.2f s %7.2f s CPU %12s bytes   runs: %s\n' "$1" "$w" "$c" \
+		"$(cat "$dir/$2.size")" "$(tr '\n' ' ' <"$dir/$2.t")"
+	eval "w_$2=$w c_$2=$c s_$2=$(cat "$dir/$2.size")"
+}
+zrow "imagezip -j 2 --codec zlib -z 4" zl2
+zrow "imagezip -j 2 --codec zstd (level 3)" zs2
+zrow "imagezip -j 1 --codec zstd" zs1
+if [ -n "$zbase" ]; then
+	zrow "imagezip -j 2 --codec zstd, $zbase" bs2
+	zrow "imagezip -j 1 --codec zstd, $zbase" bs1
 fi
-s_zl=$(stat -c %s "$dir/zlib.ndz")
-s_zs=$(stat -c %s "$dir/zstd.ndz")
-if [ "${ONLY:-}" != decode ]; then
-	row "imagezip --codec zlib -z 4" "$zl" "$s_zl"
-	row "imagezip --codec zstd (level 3)" "$zs" "$s_zs"
+zl=$w_zl2 zs=$w_zs2 s_zl=$s_zl2 s_zs=$s_zs2
+cmp_zstd() { "$bin/imagezip" -q -r -j "$1" --codec zstd --uuid "$u" "$dir/in" "$dir/j$1.ndz"; }
+u=0a1b2c3d-4e5f-4a6b-8c7d-8e9fa0b1c2d3
+cmp_zstd 1 && cmp_zstd 2 && cmp -s "$dir/j1.ndz" "$dir/j2.ndz" ||
+	{ echo "bench: zstd image differs between -j 1 and -j 2!" >&2; exit 1; }
+rm -f "$dir/j1.ndz" "$dir/j2.ndz"
+cp "$dir/zl2.ndz" "$dir/zlib.ndz"
+cp "$dir/zs2.ndz" "$dir/zstd.ndz"
 fi
 
 # cpu_runs NAME=CMD ...: runs every CMD once per round, $runs rounds (so load
@@ -114,8 +166,11 @@ cmp -s "$dir/in" "$dir/out" || { echo "bench: zlib restore differs!" >&2; exit 1
 
 echo
 echo "== ratios"
-[ "${ONLY:-}" = decode ] ||
-	echo "zstd compression speed vs zlib -4:           $(r "$zl" "$zs")x"
+if [ "${ONLY:-}" != decode ]; then
+	echo "zstd compression speed vs zlib -4 (-j 2):    $(r "$zl" "$zs")x wall, $(r "$c_zl2" "$c_zs2")x less CPU"
+	echo "zstd -j 1 -> -j 2:                           $(r "$w_zs1" "$w_zs2")x wall"
+	[ -z "$zbase" ] || echo "zstd -j 2 vs $zbase:     $(r "$w_bs2" "$w_zs2")x wall, $(r "$c_bs2" "$c_zs2")x less CPU, size $(r "$s_zs2" "$s_bs2")"
+fi
 echo "zstd image size vs zlib -4:                  $(r "$s_zs" "$s_zl")"
 echo "imageunzip -n zstd speed vs zlib (new):      $(r "$ul" "$us")x"
 echo "imageunzip -n zlib new decoder vs old:       $(r "$uo" "$ul")x"

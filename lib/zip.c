@@ -6,11 +6,14 @@
  * before its chunk's start, is compressed again by the packer, in steps small
  * enough to fill the chunk to within a sector. The packer's decisions depend
  * only on the data, so the image is the same whatever the thread count.
- * zstd works chunk by chunk instead (see zstd_run): a chunk's input is cut into
- * 1 MiB segments counted from the chunk's start, each one streamed into a frame
- * whose history is the 2 MiB before it in the same chunk, so the segments of one
- * chunk compress in parallel; the segment that crosses the chunk's end is cut at
- * a 128 KiB flush point and the rest of the room filled with small frames.
+ * zstd works on a fixed grid of 1 MiB cells of the stream instead (see zstd_run):
+ * each cell of a chunk is streamed into one frame whose history is the 1 MiB
+ * before it in the same chunk; a chunk that starts inside a cell opens with a
+ * frame to the cell's end and no history. From its second whole cell on, a
+ * chunk's frames do not depend on where it starts, so they are made early, in
+ * parallel, while the chunks before are filled. The frame that crosses a chunk's
+ * end is cut at a 64 KiB flush point and the rest of the room filled with small
+ * frames, up to the cell's end.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -35,26 +38,36 @@
 
 /* zstd (doc/FORMAT.md, codec 2) */
 #define SEG_SIZE    (1u << 20)         /* input per segment frame */
-#define SEG_PREFIX  NDZ_ZSTD_PREFIX    /* history a frame may use: the format's limit */
-#define SEG_STEP    (128u * 1024)      /* input between flush points, where a frame may end */
+#define SEG_PREFIX  SEG_SIZE           /* history a frame uses (the format allows 2 MiB) */
+#define SEG_STEP    (64u * 1024)       /* input between flush points, where a frame may end */
 #define SEG_STEPS   (SEG_SIZE / SEG_STEP)
 #define SEG_WLOG    NDZ_ZSTD_WINDOW_LOG
-#define SEG_SLOTS   16                 /* segments in flight at most */
+#define SEG_SLOTS   32                 /* grid cells in flight at most */
 #define FILL_BUF    (2 * SEG_STEP)     /* input read at a time to fill a chunk's end */
+
+#define SEG_FIT     0.25               /* a cell is handed out once this much is likely to fit */
+#define SEG_AHEAD   -1.0               /* next chunk's early frames: to its span + this, in cells */
 #define ZSTD_LAST_EMPTY 3              /* an empty last raw block: 01 00 00 ends a frame */
 
 enum { SEG_FREE, SEG_QUEUED, SEG_BUSY, SEG_DONE };
+enum { CD_EMPTY, CD_LOADING, CD_READY };
 
-/* A zstd segment: input [start, end) of the stream, streamed into out as one frame. */
+/*
+ * A zstd segment frame, in the slot of its grid cell: input [start, end) of the
+ * stream, with plen bytes before it as prefix, streamed into out as one frame.
+ * Those three decide its bytes (struct zkey).
+ */
 struct zseg {
+	uint64_t cell;                 /* start / SEG_SIZE */
 	uint64_t start, end;
-	size_t plen;                   /* prefix bytes in front of the input in buf */
-	uint8_t *buf;                  /* SEG_PREFIX + SEG_SIZE */
+	size_t plen;                   /* prefix bytes right before the input */
 	uint8_t *out;
 	size_t cp[SEG_STEPS + 1];      /* frame bytes after each flush point; cp[0] = 0 */
 	unsigned ncp;                  /* flush points reached */
 	int state;
-	int stop;                      /* the chunk ends before it: give up */
+	int stop;                      /* no longer wanted: give up */
+	int whole;                     /* made to its end */
+	uint32_t cut_for;              /* stopped early: the chunk that ends inside it */
 };
 
 enum { SLOT_EMPTY, SLOT_READ, SLOT_DONE };
@@ -119,14 +132,24 @@ struct zip {
 	uLong zero_adler;
 	struct ndz_zip_stats stats;
 
-	/* zstd, under lock: the segments of the chunk being filled */
+	/* zstd, under lock: the grid cells' frames, and the chunk being filled */
 	struct zseg *zs;
-	unsigned nzs;
-	uint64_t zs_disp;              /* segments handed out so far (all chunks) */
-	uint64_t zs_take;              /* next one a worker may take */
-	uint64_t zs_pack;              /* next one to pack: all before it are placed */
-	size_t zs_placed;              /* z->pos as of zs_pack (lock): the workers' view */
-	uint64_t zs_first;             /* the chunk's first segment */
+	unsigned nzs;                  /* slots: cell c's frame is in zs[c % nzs] */
+	/*
+	 * The input, each cell read once: cell c at cells + SEG_SIZE * (1 + c % ncd),
+	 * right after cell c - 1 (for c % ncd == 0, after a copy of it in front).
+	 */
+	uint8_t *cells;
+	unsigned ncd;
+	uint64_t *cd_cell;             /* the cell each place holds, or UINT64_MAX */
+	int *cd_state;                 /* CD_EMPTY, CD_LOADING, CD_READY */
+	uint64_t zc_start, zc_lim;     /* the chunk's first input byte, and its limit */
+	uint32_t zc_index;
+	uint64_t zs_pack;              /* the cell of the next frame to place */
+	size_t zs_placed;              /* z->pos as of zs_pack: the workers' view */
+	double zs_ratio;               /* output per input byte of the last chunk */
+	int zc_open;                   /* the zc_ and zs_ fields describe a chunk being filled */
+	int idle;                      /* workers waiting for work */
 	uint8_t *fill;                 /* FILL_BUF of input for fill frames */
 };
 
@@ -521,17 +544,22 @@ static int chunk_finish(struct zip *z, int last)
 	return 0;
 }
 
-/* Stream offset the current chunk may not reach: its region list would overflow. */
-static uint64_t region_limit(const struct zip *z)
+/* Stream offset a chunk starting at start may not reach: its region list would overflow. */
+static uint64_t region_limit_at(const struct zip *z, uint64_t start)
 {
 	size_t k;
 
-	if (z->cin_start >= z->total)
+	if (start >= z->total)
 		return z->total;
-	k = range_at(z, z->cin_start);
+	k = range_at(z, start);
 	if (k + NDZ_MAX_REGIONS >= z->alloc->n)
 		return z->total;
 	return z->base[k + NDZ_MAX_REGIONS];
+}
+
+static uint64_t region_limit(const struct zip *z)
+{
+	return region_limit_at(z, z->cin_start);
 }
 
 /*
@@ -749,9 +777,10 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
  * End the frame at f early, after size bytes of content: its header is made to
  * state that size, in the field zstd wrote (RFC 8878 3.1.1.1; a segment's frame
  * is begun with its whole length pledged), and to promise no checksum, which
- * only zstd's own end would add; the caller appends an empty last block. Only
- * 4- and 8-byte fields are patched, which is what a pledge over 64 KiB gets.
- * Returns 0, or -1 if size cannot be written there.
+ * only zstd's own end would add; the caller appends an empty last block. A frame
+ * is cut after a whole flush step, so size is at least SEG_STEP: the field is
+ * one of 2 (size less 256), 4 or 8 bytes. Returns 0, or -1 if size cannot be
+ * written there.
  */
 static int zstd_cut_header(uint8_t *f, uint64_t size)
 {
@@ -759,7 +788,9 @@ static int zstd_cut_header(uint8_t *f, uint64_t size)
 	static const unsigned did_len[4] = { 0, 1, 2, 4 };
 	size_t at = 5 + !single + did_len[fhd & 3];
 
-	if (flag == 2 && size <= UINT32_MAX)
+	if (flag == 1 && size >= 256 && size - 256 <= UINT16_MAX)
+		put_le16(f + at, (uint16_t)(size - 256));    /* stored less 256 */
+	else if (flag == 2 && size <= UINT32_MAX)
 		put_le32(f + at, (uint32_t)size);
 	else if (flag == 3)
 		put_le64(f + at, size);
@@ -769,67 +800,212 @@ static int zstd_cut_header(uint8_t *f, uint64_t size)
 	return 0;
 }
 
-/* The segment with sequence number i (lock held or owner). */
-static struct zseg *zseg_of(struct zip *z, uint64_t i)
+/* ---- zstd: segments on a fixed grid ---- */
+
+/* What decides a segment frame's bytes: its input and how much prefix it uses. */
+struct zkey {
+	uint64_t start, end;
+	size_t plen;
+};
+
+/* The slot of grid cell c (lock held, or its compressing thread). */
+static struct zseg *zseg_of(struct zip *z, uint64_t c)
 {
-	return &z->zs[i % z->nzs];
+	return &z->zs[c % z->nzs];
 }
 
 /*
- * The least of the chunk segment i will find used (lock held): what is placed,
- * and what the segments before it have produced so far, which only grows. Once
- * its own frame overflows the rest, the chunk certainly ends before that point.
+ * The frame the chunk being filled wants at cell c (lock held; c starts before
+ * the chunk's limit, at or after its first cell): the cell's input inside the
+ * chunk, with up to SEG_PREFIX of the chunk's input before it as prefix.
  */
-static size_t zseg_used(struct zip *z, uint64_t i)
+static struct zkey want_key(const struct zip *z, uint64_t c)
+{
+	uint64_t a = c * SEG_SIZE, b = a + SEG_SIZE;
+	struct zkey k;
+
+	if (a < z->zc_start)
+		a = z->zc_start;
+	if (b > z->zc_lim)
+		b = z->zc_lim;
+	k.start = a;
+	k.end = b;
+	k.plen = a - z->zc_start < SEG_PREFIX ? (size_t)(a - z->zc_start) : SEG_PREFIX;
+	return k;
+}
+
+/*
+ * Cell c's frame in every chunk that starts a cell or more before it and does not
+ * end inside it: the same whatever the chunk's start, so it may be made early.
+ */
+static struct zkey grid_key(const struct zip *z, uint64_t c)
+{
+	struct zkey k;
+
+	k.start = c * SEG_SIZE;
+	k.end = z->total - k.start < SEG_SIZE ? z->total : k.start + SEG_SIZE;
+	k.plen = k.start < SEG_PREFIX ? (size_t)k.start : SEG_PREFIX;
+	return k;
+}
+
+/* Slot g holds (or is making) cell c's frame of key k (lock held). */
+static int key_is(const struct zseg *g, uint64_t c, struct zkey k)
+{
+	return g->state != SEG_FREE && g->cell == c && g->start == k.start && g->end == k.end &&
+	       g->plen == k.plen;
+}
+
+static void zseg_queue(struct zip *z, struct zseg *g, uint64_t c, struct zkey k)
+{
+	g->cell = c;
+	g->start = k.start;
+	g->end = k.end;
+	g->plen = k.plen;
+	g->ncp = 0;
+	g->cp[0] = 0;
+	g->stop = 0;
+	g->whole = 0;
+	g->cut_for = UINT32_MAX;
+	g->state = SEG_QUEUED;
+	pthread_cond_signal(&z->work_cv);
+}
+
+/*
+ * The least room the chunk being filled will have used before cell c (lock held):
+ * what is placed, and what the frames between have made so far for this chunk,
+ * which only grows.
+ */
+static size_t zseg_lower(struct zip *z, uint64_t c)
 {
 	size_t used = z->zs_placed;
 	uint64_t j;
 
-	for (j = z->zs_pack; j < i; j++) {
+	for (j = z->zs_pack; j < c && j * SEG_SIZE < z->zc_lim; j++) {
 		struct zseg *g = zseg_of(z, j);
 
+		if (key_is(g, j, want_key(z, j)))
+			used += g->cp[g->ncp];
+	}
+	return used;
+}
+
+static void zseg_dispatch(struct zip *z);
+
+/*
+ * The room the chunk being filled uses before cell c, when every frame from the
+ * next to place up to c is made whole (lock held); else SIZE_MAX.
+ */
+static size_t zseg_exact(struct zip *z, uint64_t c)
+{
+	size_t used = z->zs_placed;
+	uint64_t j;
+
+	for (j = z->zs_pack; j < c; j++) {
+		struct zseg *g = zseg_of(z, j);
+
+		if (!key_is(g, j, want_key(z, j)) || g->state != SEG_DONE || !g->whole)
+			return SIZE_MAX;
 		used += g->cp[g->ncp];
 	}
 	return used;
 }
 
-/*
- * Stream segment i into one frame: the chunk's input up to SEG_PREFIX before it as
- * prefix, a flush every SEG_STEP so that the packer may end the frame there. Stops
- * early when told to, or once it is the next to pack and already overflows the room.
- */
-static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
+/* Where cell c's input is (or goes) in memory. */
+static uint8_t *cell_data(const struct zip *z, uint64_t c)
 {
-	struct zseg *g = zseg_of(z, i);
-	uint64_t first;
+	return z->cells + SEG_SIZE * (1 + c % z->ncd);
+}
+
+/*
+ * Have cell c's input in memory (lock held, released to read): read it unless
+ * it is there or being read. Its place held a cell no frame in flight uses: the
+ * frames in flight are those of the ncd - 2 cells from the next to place, which
+ * use their own cells and the one before. Returns 0 or a negative code.
+ */
+static int cell_load(struct zip *z, uint64_t c)
+{
+	unsigned i = (unsigned)(c % z->ncd);
+	uint64_t off = c * SEG_SIZE;
+	size_t n = z->total - off < SEG_SIZE ? (size_t)(z->total - off) : SEG_SIZE;
+	int rc;
+
+	for (;;) {
+		if (z->stop)
+			return NDZ_ECANCELED;
+		if (z->cd_cell[i] == c && z->cd_state[i] == CD_READY)
+			return 0;
+		if (z->cd_cell[i] != c || z->cd_state[i] != CD_LOADING)
+			break;
+		pthread_cond_wait(&z->done_cv, &z->lock);
+	}
+	z->cd_cell[i] = c;
+	z->cd_state[i] = CD_LOADING;
+	pthread_mutex_unlock(&z->lock);
+	rc = read_stream(z, cell_data(z, c), off, n);
+	if (rc == 0 && i == z->ncd - 1)            /* the one before cell 0's place */
+		memcpy(z->cells, cell_data(z, c), n);
+	pthread_mutex_lock(&z->lock);
+	z->cd_state[i] = rc < 0 ? CD_EMPTY : CD_READY;
+	pthread_cond_broadcast(&z->done_cv);
+	return rc;
+}
+
+/*
+ * Read ahead, when there is nothing to compress (lock held): the first cell a
+ * frame in flight may need that is not in memory yet. Returns 1 if it read one.
+ */
+static int cell_prefetch(struct zip *z)
+{
+	uint64_t c, ncells = (z->total + SEG_SIZE - 1) / SEG_SIZE;
+
+	for (c = z->zs_pack; c + 1 < z->zs_pack + z->nzs && c < ncells; c++) {
+		unsigned i = (unsigned)(c % z->ncd);
+
+		if (z->cd_cell[i] != c || z->cd_state[i] == CD_EMPTY) {
+			cell_load(z, c);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Stream slot g's input into one frame, with its prefix, a flush every SEG_STEP
+ * so that the packer may end the frame there. Stops early when told to, or when
+ * the chunk being filled, if it reaches this frame, will certainly be cut inside
+ * it: it is then only good for that chunk (cut_for).
+ */
+static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
+{
 	size_t len = (size_t)(g->end - g->start), cap = out_bound(SEG_SIZE) + 64 * SEG_STEPS;
+	size_t steps = (len + SEG_STEP - 1) / SEG_STEP;
 	ZSTD_outBuffer o = { g->out, cap, 0 };
+	uint8_t *at = cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE);
 	ZSTD_inBuffer in;
 	unsigned k;
 	int rc;
 
 	pthread_mutex_lock(&z->lock);
-	first = z->cin_start;                      /* the chunk's, not to change under us */
+	rc = g->start - g->plen < g->cell * SEG_SIZE ? cell_load(z, g->cell - 1) : 0;
+	if (rc == 0)
+		rc = cell_load(z, g->cell);
 	pthread_mutex_unlock(&z->lock);
-	g->plen = g->start - first < SEG_PREFIX ? (size_t)(g->start - first) : SEG_PREFIX;
-	rc = read_stream(z, g->buf + SEG_PREFIX - g->plen, g->start - g->plen, g->plen + len);
 	if (rc < 0)
 		return rc;
 	if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
 	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(zc, len)) ||
-	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? g->buf + SEG_PREFIX - g->plen : NULL,
-					     g->plen)))
+	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? at - g->plen : NULL, g->plen)))
 		goto fail;
 	/*
 	 * The input stays where it is, right after its prefix, and grows a step at a
 	 * time: zstd then reads it in place and sees prefix and input as one window
 	 * (copied into its own buffer, the prefix would be a separate, slower dict).
 	 */
-	in = (ZSTD_inBuffer){ g->buf + SEG_PREFIX, 0, 0 };
-	for (k = 0; k * (size_t)SEG_STEP < len; k++) {
+	in = (ZSTD_inBuffer){ at, 0, 0 };
+	for (k = 0; k < steps; k++) {
 		size_t n = len - k * (size_t)SEG_STEP < SEG_STEP ? len - k * (size_t)SEG_STEP :
 								    SEG_STEP;
-		size_t left;
+		size_t left, used;
 		int stop;
 
 		in.size += n;
@@ -842,7 +1018,18 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, uint64_t i)
 		g->cp[k + 1] = o.pos;
 		pthread_mutex_lock(&z->lock);
 		g->ncp = k + 1;
-		stop = z->stop || g->stop || o.pos + ZSTD_LAST_EMPTY > z->cap - zseg_used(z, i);
+		g->whole = k + 1 == steps;
+		stop = z->stop || g->stop;
+		if (!stop && !g->whole && z->zc_open && g->cell >= z->zs_pack &&
+		    g->start < z->zc_lim && key_is(g, g->cell, want_key(z, g->cell))) {
+			used = zseg_lower(z, g->cell);
+			if (used <= z->cap && used + o.pos + ZSTD_LAST_EMPTY > z->cap) {
+				g->cut_for = z->zc_index;
+				stop = 1;
+			}
+		}
+		if (z->idle && z->zc_open)
+			zseg_dispatch(z);           /* what it made may tell where the chunk ends */
 		pthread_mutex_unlock(&z->lock);
 		if (stop)
 			break;
@@ -853,16 +1040,31 @@ fail:
 	return NDZ_ECORRUPT;
 }
 
-/* Take the next queued segment, if any (lock held); its number or UINT64_MAX. */
-static uint64_t zseg_take(struct zip *z)
+/* Take the queued segment of the lowest cell, if any (lock held). */
+static struct zseg *zseg_take(struct zip *z)
 {
-	uint64_t i;
+	struct zseg *best = NULL;
+	unsigned i;
 
-	if (z->zs_take >= z->zs_disp)
-		return UINT64_MAX;
-	i = z->zs_take++;
-	zseg_of(z, i)->state = SEG_BUSY;
-	return i;
+	for (i = 0; i < z->nzs; i++) {
+		struct zseg *g = &z->zs[i];
+
+		if (g->state == SEG_QUEUED && (!best || g->cell < best->cell))
+			best = g;
+	}
+	if (best)
+		best->state = SEG_BUSY;
+	return best;
+}
+
+/* Compress a taken segment (lock held, released meanwhile). */
+static void zseg_make(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
+{
+	pthread_mutex_unlock(&z->lock);
+	zseg_compress(z, zc, g);
+	pthread_mutex_lock(&z->lock);
+	g->state = SEG_DONE;
+	pthread_cond_broadcast(&z->done_cv);
 }
 
 static void *zseg_worker(void *arg)
@@ -876,17 +1078,21 @@ static void *zseg_worker(void *arg)
 	}
 	pthread_mutex_lock(&z->lock);
 	while (!z->stop) {
-		uint64_t i = zseg_take(z);
+		struct zseg *g = zseg_take(z);
 
-		if (i == UINT64_MAX) {
-			pthread_cond_wait(&z->work_cv, &z->lock);
-			continue;
+		if (!g && z->zc_open) {
+			zseg_dispatch(z);
+			g = zseg_take(z);
 		}
-		pthread_mutex_unlock(&z->lock);
-		zseg_compress(z, c.zc, i);
-		pthread_mutex_lock(&z->lock);
-		zseg_of(z, i)->state = SEG_DONE;
-		pthread_cond_broadcast(&z->done_cv);
+		if (g) {
+			zseg_make(z, c.zc, g);
+		} else if (z->zc_open && cell_prefetch(z)) {
+			continue;
+		} else {
+			z->idle++;
+			pthread_cond_wait(&z->work_cv, &z->lock);
+			z->idle--;
+		}
 	}
 	pthread_mutex_unlock(&z->lock);
 	coder_end(&c);
@@ -894,63 +1100,73 @@ static void *zseg_worker(void *arg)
 }
 
 /*
- * Hand out the chunk's next segments while the room they are likely to need
- * (at the previous chunk's ratio) is still free (lock held). Where segments start
- * is the format's business only through the prefix rule; this is just speed.
+ * Make sure cell c's frame for the chunk being filled is made or on its way
+ * (lock held): a frame made for another key is remade, one in the making for
+ * another key told to stop. Returns 1 when it is ready to place.
  */
-static void zseg_dispatch(struct zip *z, uint64_t lim, double ratio)
+static int zseg_want(struct zip *z, uint64_t c)
 {
-	while (z->zs_disp - z->zs_pack < z->nzs) {
-		uint64_t j = z->zs_disp - z->zs_first, i;
-		uint64_t start = z->cin_start + j * SEG_SIZE;
-		double need = (double)z->pos;
-		struct zseg *g;
+	struct zseg *g = zseg_of(z, c);
+	struct zkey k = want_key(z, c);
 
-		if (start >= lim)
-			return;
-		for (i = z->zs_pack; i < z->zs_disp; i++) {
-			double est;
-
-			g = zseg_of(z, i);
-			est = (double)(g->end - g->start) * ratio;
-			need += g->state == SEG_DONE || (double)g->cp[g->ncp] > est ?
-				(double)g->cp[g->ncp] : est;
-		}
-		if (z->zs_disp > z->zs_pack && need >= (double)z->cap)
-			return;
-		g = zseg_of(z, z->zs_disp);
-		g->start = start;
-		g->end = lim - start < SEG_SIZE ? lim : start + SEG_SIZE;
-		g->ncp = 0;
-		g->cp[0] = 0;
-		g->stop = 0;
-		g->state = SEG_QUEUED;
-		z->zs_disp++;
-		pthread_cond_signal(&z->work_cv);
+	if (key_is(g, c, k)) {
+		if (g->state == SEG_QUEUED || (g->state == SEG_BUSY && !g->stop))
+			return 0;
+		/* Stopped early for another chunk's end: its cut points may differ here. */
+		if (g->state == SEG_DONE && (g->whole || g->cut_for == z->zc_index))
+			return 1;
 	}
+	if (g->state == SEG_BUSY) {
+		g->stop = 1;
+		return 0;
+	}
+	zseg_queue(z, g, c, k);
+	return 0;
 }
 
-/* Let the segments after the one packed last go: the chunk ended (lock held). */
-static void zseg_cancel(struct zip *z)
+/*
+ * Hand out the frames of the chunk being filled while the room they are likely to
+ * need (at the previous chunk's ratio) is still free, then, early, grid frames of
+ * the next chunk (lock held). Where the next chunk starts is known only when this
+ * one is full; but once what is made overflows the room at cell h, the next chunk
+ * starts in h or before, and its cells from h + 2 on are grid frames. The last
+ * one it is expected to reach is left for later: a frame made for the chunk that
+ * is being filled stops where the chunk ends. Where frames start is the format's
+ * business only through the prefix rule; this is just speed.
+ */
+static void zseg_dispatch(struct zip *z)
 {
-	uint64_t i;
+	double need = (double)z->zs_placed, span;
+	uint64_t c, ncells = (z->total + SEG_SIZE - 1) / SEG_SIZE, hmax;
+	uint64_t win = z->zs_pack + z->nzs - 1;    /* the next chunk may start a cell back */
 
-	z->zs_take = z->zs_disp;                   /* queued ones are never started */
-	for (;;) {
-		int busy = 0;
+	for (c = z->zs_pack; c < win && c * SEG_SIZE < z->zc_lim; c++) {
+		struct zseg *g = zseg_of(z, c);
+		struct zkey k = want_key(z, c);
+		double est = (double)(k.end - k.start) * z->zs_ratio;
+		size_t before = zseg_exact(z, c);
 
-		for (i = z->zs_pack; i < z->zs_disp; i++)
-			if (zseg_of(z, i)->state == SEG_BUSY) {
-				zseg_of(z, i)->stop = 1;
-				busy = 1;
-			}
-		if (!busy || z->stop)
+		/* Likely to fit in part, or certain to start in this chunk. */
+		if (c > z->zs_pack && need + est * SEG_FIT >= (double)z->cap &&
+		    (before == SIZE_MAX || before + ZSTD_LAST_EMPTY >= z->cap))
 			break;
-		pthread_cond_wait(&z->done_cv, &z->lock);
+		zseg_want(z, c);
+		if (key_is(g, c, k) && (g->whole || (double)g->cp[g->ncp] > est))
+			est = (double)g->cp[g->ncp];
+		need += est;
 	}
-	for (i = z->zs_pack; i < z->zs_disp; i++)
-		zseg_of(z, i)->state = SEG_FREE;
-	z->zs_pack = z->zs_disp;
+	for (hmax = z->zs_pack; hmax < z->zc_lim / SEG_SIZE && hmax < win; hmax++)
+		if (zseg_lower(z, hmax + 1) + ZSTD_LAST_EMPTY > z->cap)
+			break;
+	if (hmax >= win)
+		return;
+	span = (double)z->cap / (z->zs_ratio * SEG_SIZE + 1);     /* cells per chunk */
+	for (c = hmax + 2; c < win && c < ncells && (double)(c - hmax) < span + SEG_AHEAD; c++) {
+		struct zseg *g = zseg_of(z, c);
+
+		if (g->state == SEG_FREE || (g->cell < z->zs_pack && g->state != SEG_BUSY))
+			zseg_queue(z, g, c, grid_key(z, c));
+	}
 }
 
 /*
@@ -958,7 +1174,7 @@ static void zseg_cancel(struct zip *z)
  * point that fits and the room filled (the chunk is then full). Returns 1 when the
  * chunk is full, 0 when not, or a negative code.
  */
-static int zseg_place(struct zip *z, struct zseg *g, uint64_t lim)
+static int zseg_place(struct zip *z, struct zseg *g)
 {
 	size_t room = z->cap - z->pos, full = (size_t)((g->end - g->start + SEG_STEP - 1) / SEG_STEP);
 	unsigned k = g->ncp;
@@ -983,9 +1199,13 @@ static int zseg_place(struct zip *z, struct zseg *g, uint64_t lim)
 		memcpy(z->chunk + z->pos + g->cp[k], "\x01\x00\x00", ZSTD_LAST_EMPTY);
 		z->pos += g->cp[k] + ZSTD_LAST_EMPTY;
 	}
+	/*
+	 * The fill stops at the cell's end, so that the next chunk starts in this
+	 * cell or on the grid line after it, which zseg_dispatch counts on.
+	 */
 	z->cin_end = g->start + (uint64_t)k * SEG_STEP;
-	reached = zstd_fill(z, z->cin_end, lim, k < g->ncp ? (double)(g->cp[k + 1] - g->cp[k]) /
-				SEG_STEP : 0.5);
+	reached = zstd_fill(z, z->cin_end, g->end, k < g->ncp ?
+			    (double)(g->cp[k + 1] - g->cp[k]) / SEG_STEP : 0.5);
 	if (zip_err(z) < 0)
 		return zip_err(z);
 	z->cin_end = reached;
@@ -993,28 +1213,53 @@ static int zseg_place(struct zip *z, struct zseg *g, uint64_t lim)
 		set_err(z, NDZ_ECORRUPT, "chunk %u: no progress", z->index);
 		return NDZ_ECORRUPT;
 	}
-	return reached < lim;
+	return 1;
 }
 
-/* The zstd compressor: chunk after chunk, each one's segments in parallel. */
+/*
+ * Begin filling the chunk whose input starts at start (lock held): tell the
+ * workers, and hand out its first frames.
+ */
+static void zchunk_open(struct zip *z, uint64_t start, uint32_t index)
+{
+	z->zc_start = start;
+	z->zc_lim = region_limit_at(z, start);
+	z->zc_index = index;
+	z->zs_pack = start / SEG_SIZE;
+	z->zs_placed = NDZ_HDR_SIZE;
+	z->zc_open = 1;
+	zseg_dispatch(z);
+}
+
+/*
+ * The zstd compressor: chunk after chunk, each one's frames, and the next one's
+ * grid frames, made in parallel by the workers and the packer.
+ */
 static int zstd_run(struct zip *z, int threads)
 {
 	pthread_t workers[MAX_THREADS];
 	int nworkers = 0, rc = 0, t;
-	double ratio = 0.35;
 	unsigned i;
 
-	z->nzs = threads + 1 < SEG_SLOTS ? (unsigned)threads + 1 : SEG_SLOTS;
+	z->nzs = threads * 2 + 6 < SEG_SLOTS ? (unsigned)threads * 2 + 6 : SEG_SLOTS;
 	z->zs = calloc(z->nzs, sizeof(*z->zs));
 	z->fill = malloc(FILL_BUF);
 	if (!z->zs || !z->fill)
 		return NDZ_ENOMEM;
 	for (i = 0; i < z->nzs; i++) {
-		z->zs[i].buf = malloc(SEG_PREFIX + SEG_SIZE);
 		z->zs[i].out = malloc(out_bound(SEG_SIZE) + 64 * SEG_STEPS);
-		if (!z->zs[i].buf || !z->zs[i].out)
+		if (!z->zs[i].out)
 			return NDZ_ENOMEM;
 	}
+	z->ncd = z->nzs + 2;
+	z->cells = malloc(SEG_SIZE * (size_t)(z->ncd + 1));
+	z->cd_cell = malloc(z->ncd * sizeof(*z->cd_cell));
+	z->cd_state = calloc(z->ncd, sizeof(*z->cd_state));
+	if (!z->cells || !z->cd_cell || !z->cd_state)
+		return NDZ_ENOMEM;
+	for (i = 0; i < z->ncd; i++)
+		z->cd_cell[i] = UINT64_MAX;
+	z->zs_ratio = 0.35;
 	/*
 	 * The packer compresses too, so threads - 1 workers make threads compressors:
 	 * one more than the cores only time-sliced them and slowed the segment the
@@ -1025,45 +1270,39 @@ static int zstd_run(struct zip *z, int threads)
 			break;
 		nworkers++;
 	}
-	chunk_start(z);
 	pthread_mutex_lock(&z->lock);
-	z->zs_placed = z->pos;
+	chunk_start(z);
+	zchunk_open(z, z->cin_start, z->index);
 	while (!z->stop) {
-		uint64_t lim = region_limit(z);
-		struct zseg *g;
 		uint64_t in_was = z->cin_start;
-		int full = 0;
+		int full = 0, last;
 
-		z->zs_first = z->zs_disp;
-		while (!z->stop && !full && z->cin_end < lim) {
-			zseg_dispatch(z, lim, ratio);
-			g = zseg_of(z, z->zs_pack);
-			/*
-			 * Rather than wait for the next segment to place, compress any one
-			 * still queued: waiting here left a core idle for much of the run.
-			 */
-			if (g->state != SEG_DONE && z->zs_take < z->zs_disp) {
-				uint64_t n = zseg_take(z);
+		while (!z->stop && !full && z->cin_end < z->zc_lim) {
+			struct zseg *g = zseg_of(z, z->zs_pack);
 
-				pthread_mutex_unlock(&z->lock);
-				zseg_compress(z, z->pc.zc, n);
-				pthread_mutex_lock(&z->lock);
-				zseg_of(z, n)->state = SEG_DONE;
+			zseg_dispatch(z);
+			if (!zseg_want(z, z->zs_pack)) {
+				/*
+				 * Rather than wait for the frame to place, make any one still
+				 * queued: waiting here left a core idle for much of the run.
+				 */
+				struct zseg *q = zseg_take(z);
+
+				if (q)
+					zseg_make(z, z->pc.zc, q);
+				else if (cell_prefetch(z))
+					continue;
+				else
+					pthread_cond_wait(&z->done_cv, &z->lock);
 				continue;
 			}
-			if (g->state != SEG_DONE) {
-				pthread_cond_wait(&z->done_cv, &z->lock);
-				continue;
-			}
-			if (z->stop)
-				break;
 			pthread_mutex_unlock(&z->lock);
-			full = zseg_place(z, g, lim);
+			full = zseg_place(z, g);
 			pthread_mutex_lock(&z->lock);
 			if (full < 0)
 				break;
-			g->state = SEG_FREE;
-			z->zs_pack++;
+			g->state = SEG_FREE;               /* its header may be cut: never reused */
+			z->zs_pack = z->cin_end / SEG_SIZE;
 			z->zs_placed = z->pos;
 			if (z->opts->progress) {
 				pthread_mutex_unlock(&z->lock);
@@ -1071,21 +1310,21 @@ static int zstd_run(struct zip *z, int threads)
 				pthread_mutex_lock(&z->lock);
 			}
 		}
+		z->zc_open = 0;
 		if (z->stop || full < 0)
-			break;
-		zseg_cancel(z);
-		if (z->stop)
 			break;
 		z->stats.in_bytes += z->cin_end - in_was;
 		if (z->cin_end > in_was)
-			ratio = (double)(z->pos - NDZ_HDR_SIZE) / (double)(z->cin_end - in_was);
+			z->zs_ratio = (double)(z->pos - NDZ_HDR_SIZE) / (double)(z->cin_end - in_was);
+		last = z->cin_end >= z->total;
+		if (!last)                                 /* the workers need not wait for the write */
+			zchunk_open(z, z->cin_end, z->index + 1);
 		pthread_mutex_unlock(&z->lock);
-		rc = chunk_finish(z, z->cin_end >= z->total);
+		rc = chunk_finish(z, last);
 		pthread_mutex_lock(&z->lock);
-		if (rc < 0 || z->cin_end >= z->total)
+		if (rc < 0 || last)
 			break;
 		chunk_start(z);
-		z->zs_placed = z->pos;
 	}
 	rc = z->err.code ? z->err.code : z->stop ? NDZ_ECANCELED : rc;
 	z->stop = 1;
@@ -1235,10 +1474,12 @@ out:
 		}
 	if (z->zs)
 		for (i = 0; i < z->nzs; i++) {
-			free(z->zs[i].buf);
 			free(z->zs[i].out);
 		}
 	free(z->zs);
+	free(z->cells);
+	free(z->cd_cell);
+	free(z->cd_state);
 	free(z->fill);
 	coder_end(&z->pc);
 	free(z->slots);

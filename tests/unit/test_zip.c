@@ -41,8 +41,10 @@ static int zip_e(struct ndz_io *src, uint64_t len, const struct ndz_ranges *allo
  * The format's zstd rule, written out independently of lib/unzip.c: the frames
  * end to end, each decoded with the chunk's last (up to) 2 MiB of output before
  * it as prefix and a window of at most 4 MiB. Returns the bytes decoded or -1.
+ * zstd_chunk_decode_prefix offers at most plimit bytes of prefix instead.
  */
-static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data, size_t len)
+static long long zstd_chunk_decode_prefix(uint8_t *out, size_t cap, const uint8_t *data,
+					  size_t len, size_t plimit)
 {
 	ZSTD_DCtx *d = ZSTD_createDCtx();
 	size_t pos = 0, in = 0;
@@ -54,7 +56,7 @@ static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data
 
 		if (ZSTD_isError(fsz))
 			break;
-		plen = pos < (2u << 20) ? pos : (2u << 20);
+		plen = pos < plimit ? pos : plimit;
 		ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
 		ZSTD_DCtx_refPrefix(d, plen ? out + pos - plen : NULL, plen);
 		r = ZSTD_decompressDCtx(d, out + pos, cap - pos, data + in, fsz);
@@ -65,6 +67,11 @@ static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data
 	}
 	ZSTD_freeDCtx(d);
 	return in == len ? (long long)pos : -1;
+}
+
+static long long zstd_chunk_decode(uint8_t *out, size_t cap, const uint8_t *data, size_t len)
+{
+	return zstd_chunk_decode_prefix(out, cap, data, len, 2u << 20);
 }
 
 /*
@@ -308,6 +315,68 @@ static void test_zstd_fill(void **state)
 		fix_image_release(&b);
 	}
 	fix_image_release(&a);
+	free(src);
+}
+
+/*
+ * How imagezip lays out zstd frames (doc/FORMAT.md, codec 2), which lets it make
+ * most of them before their chunk starts: no frame crosses a 1 MiB line of the
+ * input, none leans on more than 1 MiB before it, and the image is the same with
+ * 1, 3 and 8 threads.
+ */
+static void test_zstd_grid(void **state)
+{
+	const size_t len = 40 * MiB / FIX_SCALE + 7 * 512;
+	uint8_t *src = fix_data(FIX_MIXED, len, 31), *out = malloc(16 * MiB);
+	struct ndz_chunk_hdr h;
+	struct fix_image a, b;
+	uint64_t at = 0;
+	size_t i, mid = 0;
+	char err[256];
+	int threads;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(out);
+	assert_int_equal(fix_zip_codec(src, len, NULL, 1, NDZ_CODEC_ZSTD, 3, &a, NULL, err,
+				       sizeof(err)), 0);
+	assert_true(a.n >= 3);
+	for (i = 0; i < a.n; i++) {
+		const uint8_t *c = fix_chunk(&a, i), *d = c + NDZ_HDR_SIZE;
+		size_t in = 0;
+		uint64_t f0 = at;
+
+		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		mid += at % MiB != 0;
+		while (in < h.data_len) {
+			size_t fsz = ZSTD_findFrameCompressedSize(d + in, h.data_len - in);
+			unsigned long long n = ZSTD_getFrameContentSize(d + in, h.data_len - in);
+
+			assert_false(ZSTD_isError(fsz));
+			assert_true(n > 0 && n <= MiB);
+			if (f0 / MiB != (f0 + n - 1) / MiB)
+				fail_msg("chunk %zu: a frame at %llu of %llu bytes crosses a 1 MiB line",
+					 i, (unsigned long long)f0, n);
+			f0 += n;
+			in += fsz;
+		}
+		assert_int_equal(f0 - at, ndz_hdr_data_bytes(c, &h));
+		assert_int_equal(zstd_chunk_decode_prefix(out, 16 * MiB, d, h.data_len, MiB),
+				 (long long)(f0 - at));
+		at = f0;
+	}
+	assert_int_equal(at, (len + 511) / 512 * 512);
+	assert_true(mid >= a.n / 2);               /* most chunks start inside a cell */
+	for (threads = 3; threads <= 8; threads += 5) {
+		assert_int_equal(fix_zip_codec(src, len, NULL, threads, NDZ_CODEC_ZSTD, 3, &b,
+					       NULL, err, sizeof(err)), 0);
+		assert_int_equal(a.n, b.n);
+		if (memcmp(a.data, b.data, a.n * NDZ_CHUNK_SIZE) != 0)
+			fail_msg("zstd image differs between 1 and %d threads", threads);
+		fix_image_release(&b);
+	}
+	fix_image_release(&a);
+	free(out);
 	free(src);
 }
 
@@ -775,6 +844,7 @@ int main(void)
 		cmocka_unit_test(test_fill_compressible),
 		cmocka_unit_test(test_zstd_kinds),
 		cmocka_unit_test(test_zstd_fill),
+		cmocka_unit_test(test_zstd_grid),
 		cmocka_unit_test(test_zstd_levels),
 		cmocka_unit_test(test_levels),
 		cmocka_unit_test(test_empty),
