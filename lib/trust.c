@@ -8,7 +8,6 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include <sodium.h>
-#include <zlib.h>
 
 #include "image.h"
 #include "le.h"
@@ -922,7 +921,7 @@ int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk)
 							   data + NDZ_CRYPT_NONCE, plain, ad,
 							   NDZ_HDR_SIZE, NULL, nonce, k->sk);
 	}
-	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, h.data_len);
+	h.data_crc = ndz_crc32(0, data, h.data_len);
 	return ndz_hdr_encode(&h, chunk);
 }
 

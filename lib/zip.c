@@ -500,7 +500,7 @@ static int chunk_finish(struct zip *z, int last)
 	h.part_type = z->opts->part_type;
 	h.part_start = z->opts->part_start;
 	h.data_len = (uint32_t)(z->pos + tail - NDZ_HDR_SIZE);
-	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), z->chunk + NDZ_HDR_SIZE, h.data_len);
+	h.data_crc = ndz_crc32(0, z->chunk + NDZ_HDR_SIZE, h.data_len);
 	h.first = z->prev_last;
 	while (off < z->cin_end) {
 		size_t k = range_at(z, off);
