@@ -484,18 +484,6 @@ static void join(struct client *c, const char *group, unsigned port)
 	}
 }
 
-/* -k: a public or an encryption key, at most one of each. */
-static void add_key(struct client *c, const char *path)
-{
-	struct ndz_error e = { 0 };
-	int rc = ndz_key_add(path, &c->pub, &c->crypt, &e);
-
-	if (rc == NDZ_EINVAL)
-		cli_usage_error("--key %s", ndz_error_msg(&e));
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-}
-
 /* fetch_manifest's ndz_fetch_emit: the manifest's chunks follow the image's. */
 static void send_manifest_request(void *ctx, uint32_t chunk, const uint8_t *missing,
 				  const uint8_t *need)
@@ -737,7 +725,7 @@ int main(int argc, char **argv)
 		case 0x100: c.no_repair = 1; break;
 		case 0x10a: c.no_whole = 1; break;
 		case 'o': c.progress = 1; break;
-		case 'k': add_key(&c, optarg); break;
+		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;
 		default: cli_common_option(opt, usage_text); break;
 		}

@@ -105,18 +105,6 @@ static void progress_cb(void *ctx, uint64_t bytes, uint32_t chunks)
 	cli_progress_update(ctx, (uint64_t)chunks * NDZ_CHUNK_SIZE);
 }
 
-/* -k: a public or an encryption key, at most one of each. */
-static void add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt)
-{
-	struct ndz_error e = { 0 };
-	int rc = ndz_key_add(path, pub, crypt, &e);
-
-	if (rc == NDZ_EINVAL)
-		cli_usage_error("--key %s", ndz_error_msg(&e));
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-}
-
 /*
  * Before anything is written: the image's encryption key, and with a public key the
  * manifest's signature and that it is this image's. Dies with the reason.
@@ -239,7 +227,7 @@ int main(int argc, char **argv)
 			progress = 1;
 			break;
 		case 'k':
-			add_key(optarg, &pub, &crypt);
+			cli_add_key(optarg, &pub, &crypt);
 			break;
 		case 'M':
 			mpath = optarg;

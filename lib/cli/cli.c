@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "err.h"
+#include "trust.h"
 
 const char *cli_progname = "ndz";
 int cli_verbose;
@@ -213,4 +215,15 @@ void cli_progress_end(struct cli_progress *p, uint64_t done)
 		return;
 	draw(p, done, cli_now());
 	fputc('\n', stderr);
+}
+
+void cli_add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt)
+{
+	struct ndz_error e = { 0 };
+	int rc = ndz_key_add(path, pub, crypt, &e);
+
+	if (rc == NDZ_EINVAL)
+		cli_usage_error("--key %s", ndz_error_msg(&e));
+	if (rc < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 }

@@ -14,6 +14,8 @@ extern const char *cli_progname;
 extern int cli_verbose;                /* -v count */
 extern int cli_quiet;                  /* -q */
 
+struct ndz_key;
+
 void cli_init(const char *argv0);
 /* cli_die - print "prog: msg" to stderr, flush stdio and _exit(code). */
 void cli_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
@@ -62,5 +64,12 @@ void cli_progress_end(struct cli_progress *p, uint64_t done);
 
 /* cli_now - monotonic seconds. */
 double cli_now(void);
+
+/*
+ * cli_add_key - --key FILE: a public key into *pub or an encryption key into
+ * *crypt, by what the file holds (ndz_key_add); a bad file or a second key of a
+ * kind is a usage error, an unreadable one a failure.
+ */
+void cli_add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt);
 
 #endif
