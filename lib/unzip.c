@@ -33,6 +33,9 @@
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
 #define MAX_JOB_MEM  (64u << 20)
+/* what the budget leaves for the rest: code, libraries, codec contexts, stacks
+ * (about 4.5 MiB measured with one decoder, 5 with two) */
+#define RESERVE      (6u << 20)
 #define WRITE_PIECE  (1u << 20)
 
 struct seg {
@@ -804,16 +807,22 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	if (threads > MAX_DECODERS)
 		threads = MAX_DECODERS;
 	/*
-	 * Budget: a chunk slot per decoder plus two and 4 MiB for the rest, then as
+	 * Budget: a chunk slot per decoder plus two and RESERVE for the rest, then as
 	 * many 8 MiB jobs as fit, at least four more than decoders, up to 64 MiB of
 	 * them (a writer that keeps up needs few; more only add page faults). On a
 	 * tighter budget, 4 MiB jobs, never fewer than one more than decoders (a
 	 * decoder holds two at most, while it carries a prefix over, and waits
 	 * holding one); zlib then goes piecewise through the first 1 MiB of each,
-	 * leaving the rest untouched (not resident): only zstd touches it all.
+	 * leaving the rest untouched (not resident): only zstd touches it all. A
+	 * budget that cannot hold that for every decoder gets fewer decoders (at
+	 * 16 MiB, one).
 	 */
+	/* a budget too tight for every decoder's slot and jobs: fewer decoders */
+	while (threads > 1 && (size_t)(threads + 2) * NDZ_CHUNK_SIZE + RESERVE +
+			      (size_t)(threads + 1) * JOB_SMALL > mem)
+		threads--;
 	u->nslots = threads + 2;
-	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + (4u << 20);
+	fixed = (size_t)u->nslots * NDZ_CHUNK_SIZE + RESERVE;
 	u->job_buf = mem >= fixed + (size_t)(threads + 4) * JOB_BIG ? JOB_BIG : JOB_SMALL;
 	u->njobs = mem > fixed ? (unsigned)((mem - fixed) / u->job_buf) : 0;
 	u->job_stream = u->job_buf == JOB_BIG ? JOB_BIG : JOB_STREAM;
