@@ -57,6 +57,7 @@ struct server {
 	int repair;                    /* announce repairs and answer RREQUESTs */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
 	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out (lock) */
+	uint64_t *pass_ns;             /* -W auto: per chunk, when its last sending began (lock) */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
@@ -251,6 +252,19 @@ static int recent(const struct server *s, uint32_t chunk)
 	return ndz_now_ns() - s->sent_ns[chunk] < 250000000ull;
 }
 
+/*
+ * -W auto: client lost packets of chunk, and the controller learns how late that is
+ * known: since the chunk's sending began (a client asks once the server has moved on)
+ * (lock).
+ */
+static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsigned lost)
+{
+	if (!lost)
+		return;
+	ndz_adapt_delay(s->adapt, ndz_now_ns() - s->pass_ns[chunk]);
+	ndz_adapt_lost(s->adapt, client, lost);
+}
+
 static void *receiver(void *arg)
 {
 	struct server *s = arg;
@@ -325,7 +339,7 @@ static void *receiver(void *arg)
 					for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
 						lost += ndz_bit_test(p.bitmap, b) &&
 							ndz_serve_ever(s->serve, p.chunk, b);
-					ndz_adapt_lost(s->adapt, p.client_id, lost);
+					report_lost(s, p.client_id, p.chunk, lost);
 				}
 				if ((p.type == NDZ_PKT_REQUEST ?
 				     ndz_serve_request(s->serve, p.chunk, p.block, p.count) :
@@ -341,7 +355,7 @@ static void *receiver(void *arg)
 
 					for (unsigned i = 0; i < NDZ_FEC_STRIPES; i++)
 						lost += p.need[i];
-					ndz_adapt_lost(s->adapt, p.client_id, lost);
+					report_lost(s, p.client_id, p.chunk, lost);
 				}
 				if (ndz_serve_repairs(s->serve, p.chunk, p.need) > 0)
 					pthread_cond_signal(&s->cond);
@@ -363,9 +377,10 @@ static void trace_rate(const struct ndz_adapt *a, uint64_t *traced)
 		return;
 	*traced = st.seq;
 	cli_info("rate %.1f Mbit/s at %.3f s: %s, %llu sent, worst client lost %llu "
-		 "(%.2f%%, medium %.2f%%)", (double)st.rate_bps / 1e6, (double)st.t_ns / 1e9,
-		 ndz_adapt_action_name(st.action), (unsigned long long)st.sent,
-		 (unsigned long long)st.worst, st.loss * 100, st.base * 100);
+		 "(%.2f%%, medium %.2f%%), losses known %.0f ms late", (double)st.rate_bps / 1e6,
+		 (double)st.t_ns / 1e9, ndz_adapt_action_name(st.action),
+		 (unsigned long long)st.sent, (unsigned long long)st.worst, st.loss * 100,
+		 st.base * 100, (double)st.delay_ns / 1e6);
 }
 
 static void *sender(void *arg)
@@ -417,6 +432,8 @@ static void *sender(void *arg)
 				s->st.wait_ns += ndz_now_ns() - w0;
 			continue;
 		}
+		if (s->adapt)
+			s->pass_ns[c] = ndz_now_ns();
 		pthread_mutex_unlock(&s->lock);
 		/* a client that missed the announcement learns of repairs within a second */
 		if (s->repair && ndz_now_ns() - features_ns > 1000000000ull) {
@@ -677,7 +694,8 @@ int main(int argc, char **argv)
 		if ((r = ndz_adapt_create(&ao, ndz_now_ns(), &s.adapt)) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 		s.sent_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.sent_ns));
-		if (!s.sent_ns)
+		s.pass_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.pass_ns));
+		if (!s.sent_ns || !s.pass_ns)
 			cli_die(EXIT_FAIL, "out of memory");
 	}
 	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
@@ -794,6 +812,7 @@ int main(int argc, char **argv)
 	ndz_fec_free(s.fec);
 	ndz_adapt_free(s.adapt);
 	free(s.sent_ns);
+	free(s.pass_ns);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);

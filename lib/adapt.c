@@ -18,6 +18,7 @@
 #define PROBE_GROW  1.01               /* a nearly lossless interval's growth after it */
 #define EASE        0.99               /* a little lost after the first drop: this much */
 #define DROP_KEEP   0.95               /* after a drop: this much of what got through */
+#define EARLY_LOSS  0.25               /* during the start, this much lost ends an interval early */
 #define MAX_DROP    0.75               /* the most one drop takes off (loss, and rate) */
 #define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
 #define WINDOW      10                 /* intervals of what got through, for a drop's floor */
@@ -25,6 +26,7 @@
 #define RECENT_KEEP 0.7                /* a drop soon after another keeps this much */
 #define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
+#define DELAY_DECAY 0.98               /* the report delay's estimate, kept per interval */
 
 struct lost {
 	uint32_t client;
@@ -50,6 +52,8 @@ struct ndz_adapt {
 	unsigned since_drop;           /* intervals since the last drop (up to WINDOW) */
 	int found;                     /* a drop happened: grow slowly from now on */
 	unsigned clean;                /* intervals in a row grown since the last loss */
+	double delay;                  /* how late losses are reported (ns), a decaying maximum */
+	uint64_t change_ns;            /* when the rate last changed after the start */
 	uint64_t t0;                   /* creation time, for the trace */
 	struct ndz_adapt_step last;
 };
@@ -117,6 +121,16 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
 	}
 }
 
+void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns)
+{
+	double d = (double)delay_ns;
+
+	if (d > (double)(LONGEST * a->o.interval_ns))
+		d = (double)(LONGEST * a->o.interval_ns);
+	if (d > a->delay)
+		a->delay = d;
+}
+
 /*
  * Backs off to what got through: the loss is of packets sent over about the last two
  * intervals, at their mean rate; then waits for the requests about packets sent
@@ -127,6 +141,7 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
 static void drop(struct ndz_adapt *a, double used, double excess, int again)
 {
 	double was = a->rate;
+	int late = (int)ceil(a->delay / (double)a->o.interval_ns);
 
 	a->drop_excess = excess;
 	if (excess > MAX_DROP)
@@ -170,7 +185,25 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again)
 		a->rate = was * (1 - MAX_DROP); /* a stalled sender's intervals say little */
 	a->since_drop = 0;
 	a->found = 1;
-	a->hold = DROP_WAIT;
+	/* the requests about packets sent before the drop come for as long as reports lag */
+	a->hold = late > DROP_WAIT ? late : DROP_WAIT;
+}
+
+/*
+ * During the start, whether what a client has reported lost in this interval so far is
+ * already far more than a drop needs: every interval more at the start's rate loses
+ * most of what is sent above the link.
+ */
+static int early_loss(const struct ndz_adapt *a)
+{
+	uint64_t worst = a->pooled;
+
+	if (a->found || a->sent < MIN_SAMPLE)
+		return 0;
+	for (unsigned i = 0; i < a->nlost; i++)
+		if (a->lost[i].n > worst)
+			worst = a->lost[i].n;
+	return (double)worst > EARLY_LOSS * (double)(a->sent + a->prev_sent);
 }
 
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
@@ -180,7 +213,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	int limited = 0;
 	enum ndz_adapt_action act;
 
-	if (now_ns < a->next_ns)
+	if (now_ns < a->next_ns && !early_loss(a))
 		return (uint64_t)a->rate;
 	if (a->sent && a->sent < MIN_SAMPLE && now_ns - a->start_ns < LONGEST * a->o.interval_ns) {
 		/* too few to tell, but sending: at a low rate an interval lasts longer */
@@ -237,6 +270,13 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess < NO_LOSS && !a->found) {
 			a->rate *= START_GROW;
 			act = NDZ_ADAPT_START;
+		} else if ((double)(now_ns - a->change_ns) < a->delay) {
+			/*
+			 * What the last change did is not known yet: losses are reported this
+			 * late (a chunk's sending and the queue; 0.5 s at 20 Mbit/s), and growing
+			 * on meanwhile overshoots by the time they come.
+			 */
+			act = NDZ_ADAPT_LATE;
 		} else if (excess >= LOW_LOSS) {
 			/* a little lost: ease off, so lasting loss is not taken as the medium's */
 			a->rate *= EASE;
@@ -247,9 +287,12 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 				a->clean++;    /* at most 8 times as fast */
 			act = NDZ_ADAPT_GROW;
 		}
-		if (act != NDZ_ADAPT_GROW)
+		if (act != NDZ_ADAPT_GROW && act != NDZ_ADAPT_LATE)
 			a->clean = 0;
+		if (act == NDZ_ADAPT_GROW || act == NDZ_ADAPT_EASE || act == NDZ_ADAPT_DROP)
+			a->change_ns = now_ns;
 	}
+	a->delay *= DELAY_DECAY;
 	if (a->since_drop < WINDOW)
 		a->since_drop++;
 	a->prev_sent = a->sent;
@@ -265,6 +308,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	a->last.loss = loss;
 	a->last.base = base;
 	a->last.rate_bps = (uint64_t)a->rate;
+	a->last.delay_ns = (uint64_t)a->delay;
 	a->last.action = act;
 	a->sent = 0;
 	a->nlost = 0;
@@ -281,7 +325,8 @@ void ndz_adapt_last(const struct ndz_adapt *a, struct ndz_adapt_step *st)
 
 const char *ndz_adapt_action_name(enum ndz_adapt_action action)
 {
-	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held" };
+	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held",
+						   "late" };
 
 	return (unsigned)action < sizeof(names) / sizeof(names[0]) ? names[action] : "?";
 }
