@@ -27,6 +27,7 @@
 #define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 #define DELAY_DECAY 0.98               /* the report delay's estimate, kept per interval */
+#define NEAR_GOT    0.97               /* from this much of what got through, grow once a delay */
 
 struct lost {
 	uint32_t client;
@@ -53,6 +54,7 @@ struct ndz_adapt {
 	int found;                     /* a drop happened: grow slowly from now on */
 	unsigned clean;                /* intervals in a row grown since the last loss */
 	double delay;                  /* how late losses are reported (ns), a decaying maximum */
+	double got;                    /* what got through at the last drop (bit/s) */
 	uint64_t change_ns;            /* when the rate last changed after the start */
 	uint64_t t0;                   /* creation time, for the trace */
 	struct ndz_adapt_step last;
@@ -183,6 +185,7 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again)
 		a->rate = was * RECENT_KEEP;   /* late requests of the last drop's losses */
 	if (a->rate < was * (1 - MAX_DROP))
 		a->rate = was * (1 - MAX_DROP); /* a stalled sender's intervals say little */
+	a->got = a->rate / DROP_KEEP;
 	a->since_drop = 0;
 	a->found = 1;
 	/* the requests about packets sent before the drop come for as long as reports lag */
@@ -270,11 +273,13 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess < NO_LOSS && !a->found) {
 			a->rate *= START_GROW;
 			act = NDZ_ADAPT_START;
-		} else if ((double)(now_ns - a->change_ns) < a->delay) {
+		} else if ((double)(now_ns - a->change_ns) < a->delay &&
+			   a->rate * PROBE_GROW > a->got * NEAR_GOT) {
 			/*
-			 * What the last change did is not known yet: losses are reported this
-			 * late (a chunk's sending and the queue; 0.5 s at 20 Mbit/s), and growing
-			 * on meanwhile overshoots by the time they come.
+			 * Near what got through at the last drop, what the last change did is
+			 * not known yet: losses are reported this late (a chunk's sending and
+			 * the queue; 0.5 s at 20 Mbit/s), and growing on meanwhile overshoots by
+			 * the time they come. Further below, growing every interval is safe.
 			 */
 			act = NDZ_ADAPT_LATE;
 		} else if (excess >= LOW_LOSS) {

@@ -11,10 +11,11 @@
  * at once only if far more is lost meanwhile; another drop within a second takes
  * off at most 30%, and none more than 75%. After that it grows by 1% while
  * (nearly) nothing is lost, faster the longer that lasts, and eases off by 1% while
- * a little is; but after each change it waits as long as losses are reported late
- * (the caller measures that: a request comes once the server has moved on from the
- * chunk, so up to a chunk's sending time, 0.45 s at 20 Mbit/s, after its packets),
- * so as not to grow on before the last step's losses are known. An interval in which
+ * a little is; but from 97% of what got through at the last drop on, after each
+ * change it waits as long as losses are reported late (the caller measures that: a
+ * request comes once the server has moved on from the chunk, so up to a chunk's
+ * sending time, 0.45 s at 20 Mbit/s, after its packets), so as not to grow on
+ * before the last step's losses are known. An interval in which
  * less went out than the rate allowed (the clients asked for little) teaches
  * nothing about more and the rate holds. Loss the medium has anyway (the least of
  * the last intervals', up to 5%) is not counted against the rate. No clock is read
