@@ -242,6 +242,27 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	a->win_sent[a->nwin % WINDOW] = a->sent;
 	a->win_lost[a->nwin % WINDOW] = worst < a->sent ? worst : a->sent;
 	a->win_ns[a->nwin++ % WINDOW] = now_ns - a->start_ns;
+	if (a->found) {
+		/*
+		 * Reported this late, a client's requests are about a whole chunk's
+		 * sending (it asks once the server moved on) and come bunched: about the
+		 * packets of the last delay's intervals, not of this one alone (at a low
+		 * rate an interval holds a few dozen packets, and one chunk's 15 lost would
+		 * read as 40%, dropping the rate again and again). Not at the first drop,
+		 * which the start's heavy loss must make deep.
+		 */
+		unsigned k = (unsigned)(a->delay / (double)a->o.interval_ns);
+		uint64_t sum = 0;
+
+		if (k > WINDOW)
+			k = WINDOW;
+		if (k > a->nwin)
+			k = a->nwin;
+		for (unsigned i = 1; k >= 2 && i <= k; i++)
+			sum += a->win_sent[(a->nwin - i) % WINDOW];
+		if (sum > basis)
+			basis = sum;
+	}
 	act = NDZ_ADAPT_IDLE;
 	loss = base = 0;
 	if (a->sent < MIN_SAMPLE || !basis) {

@@ -15,7 +15,9 @@
  * change it waits as long as losses are reported late (the caller measures that: a
  * request comes once the server has moved on from the chunk, so up to a chunk's
  * sending time, 0.45 s at 20 Mbit/s, after its packets), so as not to grow on
- * before the last step's losses are known. An interval in which
+ * before the last step's losses are known. After the first drop, losses reported
+ * that late count against what was sent over that delay, not over the interval they
+ * arrive in (they come bunched, a chunk's at once). An interval in which
  * less went out than the rate allowed (the clients asked for little) teaches
  * nothing about more and the rate holds. Loss the medium has anyway (the least of
  * the last intervals', up to 5%) is not counted against the rate. No clock is read

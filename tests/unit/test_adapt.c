@@ -366,6 +366,15 @@ static void test_report_delay(void **state)
 	ndz_adapt_last(a, &st);
 	assert_int_equal(st.action, NDZ_ADAPT_GROW);
 	assert_true(st.rate_bps > r);
+	/* one chunk's 15 lost (1.5%), bunched into an interval of 40 sent: about the
+	 * last delay's packets, not these 40 (37%): no drop */
+	ndz_adapt_sent(a, 40);
+	ndz_adapt_delay(a, 450 * MS);
+	ndz_adapt_lost(a, 2, 15);
+	ndz_adapt_rate(a, t += 100 * MS);
+	ndz_adapt_last(a, &st);
+	assert_true(st.action != NDZ_ADAPT_DROP);
+	assert_true(st.loss < 0.02);
 	ndz_adapt_free(a);
 }
 
