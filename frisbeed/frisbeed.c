@@ -58,6 +58,7 @@ struct server {
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
 	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out (lock) */
 	uint64_t *pass_ns;             /* -W auto: per chunk, when its last sending began (lock) */
+	uint32_t *pass_sent;           /* -W auto: per chunk, packets sent since then (lock) */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
@@ -259,6 +260,10 @@ static int recent(const struct server *s, uint32_t chunk)
  */
 static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsigned lost)
 {
+	/* blocks lost in an earlier sending (another client's request brought the chunk
+	 * back) were counted then, or are old: at most what this one sent is lost now */
+	if (lost > s->pass_sent[chunk])
+		lost = s->pass_sent[chunk];
 	if (!lost)
 		return;
 	ndz_adapt_delay(s->adapt, ndz_now_ns() - s->pass_ns[chunk]);
@@ -432,8 +437,10 @@ static void *sender(void *arg)
 				s->st.wait_ns += ndz_now_ns() - w0;
 			continue;
 		}
-		if (s->adapt)
+		if (s->adapt) {
 			s->pass_ns[c] = ndz_now_ns();
+			s->pass_sent[c] = 0;
+		}
 		pthread_mutex_unlock(&s->lock);
 		/* a client that missed the announcement learns of repairs within a second */
 		if (s->repair && ndz_now_ns() - features_ns > 1000000000ull) {
@@ -521,6 +528,7 @@ static void *sender(void *arg)
 				uint64_t nr;
 
 				s->sent_ns[p.chunk] = now;
+				s->pass_sent[p.chunk] += k;
 				ndz_adapt_sent(s->adapt, k);
 				nr = ndz_adapt_rate(s->adapt, now);
 				if (cli_verbose > 1)
@@ -695,7 +703,8 @@ int main(int argc, char **argv)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 		s.sent_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.sent_ns));
 		s.pass_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.pass_ns));
-		if (!s.sent_ns || !s.pass_ns)
+		s.pass_sent = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.pass_sent));
+		if (!s.sent_ns || !s.pass_ns || !s.pass_sent)
 			cli_die(EXIT_FAIL, "out of memory");
 	}
 	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
@@ -813,6 +822,7 @@ int main(int argc, char **argv)
 	ndz_adapt_free(s.adapt);
 	free(s.sent_ns);
 	free(s.pass_ns);
+	free(s.pass_sent);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);

@@ -140,7 +140,7 @@ void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns)
  * lost than that drop was for), it takes off at most 30%: those are mostly late
  * requests about the same losses.
  */
-static void drop(struct ndz_adapt *a, double used, double excess, int again)
+static void drop(struct ndz_adapt *a, double used, double excess, int again, int limited)
 {
 	double was = a->rate;
 	int late = (int)ceil(a->delay / (double)a->o.interval_ns);
@@ -176,8 +176,8 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again)
 			got[j] = g;
 		}
 		floor = n ? got[n / 2] * FLOOR_KEEP : 0;
-		if (floor > used)
-			floor = used;
+		if (floor > used && !limited)
+			floor = used;  /* (an interval the clients asked little in says nothing) */
 		if (a->rate < floor)
 			a->rate = floor;
 	}
@@ -280,13 +280,13 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		act = NDZ_ADAPT_EASE;
 		if (a->hold && excess > 2 * a->drop_excess && excess > WORSE_LOSS) {
 			/* far more lost than the drop was for: its first reports were partial */
-			drop(a, used, excess, 1);
+			drop(a, used, excess, 1, limited);
 			act = NDZ_ADAPT_DROP;
 		} else if (a->hold) {
 			a->hold--;
 			act = NDZ_ADAPT_WAIT;
 		} else if (excess > HIGH_LOSS) {
-			drop(a, used, excess, 0);
+			drop(a, used, excess, 0, limited);
 			act = NDZ_ADAPT_DROP;
 		} else if (limited && excess < LOW_LOSS) {
 			/* the rate was not used up: nothing learnt about more */

@@ -379,6 +379,41 @@ static void test_report_delay(void **state)
 }
 
 /*
+ * A drop in an interval the clients asked little in (the sender used a fifth of the
+ * rate) keeps most of what got through in the last second, not that fifth: the
+ * losses are of packets sent earlier, at the rate.
+ */
+static void test_drop_when_limited(void **state)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 50000000, 100 * MS, 8000 };
+	struct ndz_adapt_step st;
+	struct ndz_adapt *a;
+	uint64_t t = 0;
+
+	(void)state;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	ndz_adapt_sent(a, 625);
+	ndz_adapt_lost(a, 1, 40);              /* a first drop: 50 Mbit/s -> 44 */
+	ndz_adapt_rate(a, t += 100 * MS);
+	for (int i = 0; i < 12; i++) {         /* a second at what it allows, lossless */
+		uint64_t r = ndz_adapt_rate(a, t);
+
+		ndz_adapt_sent(a, r / 8000 / 10);
+		ndz_adapt_rate(a, t += 100 * MS);
+	}
+	ndz_adapt_last(a, &st);
+	assert_true(st.rate_bps > 40000000);
+	ndz_adapt_sent(a, st.rate_bps / 8000 / 50);   /* a fifth */
+	ndz_adapt_lost(a, 1, 30);
+	ndz_adapt_rate(a, t += 100 * MS);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_DROP);
+	/* 92% of what got through (about 41 Mbit/s), not from a fifth (about 11) */
+	assert_true(st.rate_bps > 30000000);
+	ndz_adapt_free(a);
+}
+
+/*
  * Behind a link of unknown rate, with tc tbf's 50 ms queue: at least 90% of it used,
  * at most 5% dropped.
  */
@@ -458,6 +493,7 @@ int main(void)
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_app_limited),
 		cmocka_unit_test(test_report_delay),
+		cmocka_unit_test(test_drop_when_limited),
 		cmocka_unit_test(test_finds_the_link),
 		cmocka_unit_test(test_fast_start),
 		cmocka_unit_test(test_chunk_delay),
