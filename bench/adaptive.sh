@@ -2,7 +2,8 @@
 # Benchmark: frisbeed -W auto behind links of a rate it is not told (tc tbf on every
 # client's port), against fixed caps just under the link and twice over it. Reports
 # medians of: time, goodput (image bytes / time) over the link rate, and what the
-# server sent (blocks and repairs) over the image's blocks.
+# server sent (blocks and repairs) over the image's blocks, and where the time went
+# (server start to first packet, empty queue, tail, the rate the pacer held).
 # Usage: bench/adaptive.sh BUILD [REPS]   (root; env BENCH_MIB (default 64),
 # BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4), BENCH_RATES (default
 # "auto 95%-of-link 2x-link"), BENCH_TRACE=FILE: append -W auto's per-interval decisions)
