@@ -2,7 +2,8 @@
 # Benchmark: frisbeed -W auto behind links of a rate it is not told (tc tbf on every
 # client's port), against fixed caps just under the link and twice over it. Reports
 # medians of: time, goodput (image bytes / time) over the link rate, and what the
-# server sent (blocks and repairs) over the image's blocks.
+# server sent (blocks and repairs) over the image's blocks, and where the time went
+# (server start to first packet, empty queue, tail, the rate the pacer held).
 # Usage: bench/adaptive.sh BUILD [REPS]   (root; env BENCH_MIB (default 64),
 # BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4), BENCH_RATES (default
 # "auto 95%-of-link 2x-link"), BENCH_TRACE=FILE: append -W auto's per-interval decisions)
@@ -25,7 +26,12 @@ head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
 IMGB=$(stat -c %s "$T/img.ndz")
 
-# run RATE: prints "seconds goodput/link sent/image goodput-while-sending/link"
+# run RATE: prints "seconds goodput/link sent/image goodput-while-sending/link start_s
+# empty_s tail_s paced_mbit"
+# (start: server start to its first packet; empty: seconds of the sending time the
+# server had nothing queued; tail: last packet to the last client done; paced: what the
+# server sent, IP and UDP headers counted as its cap counts them, over the sending time
+# less the empty time)
 run() {
 	rm -f "$OUT"/o* "$T/s.json" "$T/srv.log"
 	pids=""
@@ -51,8 +57,12 @@ run() {
 	sent=$(( $(json_num "$T/s.json" blocks_sent) + $(json_num "$T/s.json" repairs_sent) ))
 	secs=$(echo "$t1 - $t0" | bc -l)
 	ssend=$(json_num "$T/s.json" seconds_sending)
+	first=$(json_num "$T/s.json" seconds_to_first)
+	empty=$(json_num "$T/s.json" seconds_empty)
+	bps=$(json_num "$T/s.json" rate_bps)
 	echo "$secs $(echo "$IMGB * 8 / $secs / ($LINK * 1000000)" | bc -l) $(echo "$sent * 1024 / $IMGB" | bc -l)" \
-		"$(echo "$IMGB * 8 / $ssend / ($LINK * 1000000)" | bc -l)"
+		"$(echo "$IMGB * 8 / $ssend / ($LINK * 1000000)" | bc -l) $first $empty" \
+		"$(echo "$secs - $first - $ssend" | bc -l) $(echo "$bps * $ssend / ($ssend - $empty) / 1000000" | bc -l)"
 }
 
 echo "# $N clients behind ${LINK} Mbit/s tbf links; image $((IMGB / 1048576)) MiB; medians of $REPS; load $(cut -d' ' -f1 /proc/loadavg)"
@@ -60,11 +70,15 @@ echo "# $N clients behind ${LINK} Mbit/s tbf links; image $((IMGB / 1048576)) Mi
 # end (join and start-up included); send/link: the same over the server's sending time
 # (first to last packet). The image is 1024/1082 of what the link carries (headers), so
 # 0.946 is a full link.
-printf '%-12s %8s %12s %10s %11s\n' rate time_s goodput/link send/link sent/image
+printf '%-12s %8s %12s %10s %11s %7s %7s %7s %7s\n' rate time_s goodput/link send/link sent/image \
+	start_s empty_s tail_s paced
 for rate in ${BENCH_RATES:-auto "$((LINK * 95 / 100))M" "$((LINK * 2))M"}; do
 	: >"$T/runs"
 	r=1; while [ $r -le "$REPS" ]; do run "$rate" >>"$T/runs"; r=$((r + 1)); done
-	printf '%-12s %8.2f %12.3f %10.3f %11.3f\n' "$rate" "$(cut -d' ' -f1 "$T/runs" | median)" \
+	printf '%-12s %8.2f %12.3f %10.3f %11.3f %7.2f %7.2f %7.2f %7.1f\n' "$rate" \
+		"$(cut -d' ' -f1 "$T/runs" | median)" \
 		"$(cut -d' ' -f2 "$T/runs" | median)" "$(cut -d' ' -f4 "$T/runs" | median)" \
-		"$(cut -d' ' -f3 "$T/runs" | median)"
+		"$(cut -d' ' -f3 "$T/runs" | median)" "$(cut -d' ' -f5 "$T/runs" | median)" \
+		"$(cut -d' ' -f6 "$T/runs" | median)" "$(cut -d' ' -f7 "$T/runs" | median)" \
+		"$(cut -d' ' -f8 "$T/runs" | median)"
 done

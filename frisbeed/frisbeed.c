@@ -35,7 +35,9 @@
 struct stats {
 	uint64_t clients, joins, leaves, bytes_sent;
 	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
-	uint64_t first_ns, last_ns;
+	uint64_t start_ns, first_ns, last_ns; /* start, first and last packet sent */
+	uint64_t empty_ns;             /* between them, the queue empty (waiting for requests) */
+	uint64_t wait_ns;              /* the queue empty since the last packet, so far */
 	uint64_t last_rate;            /* -W auto: the rate last chosen */
 };
 
@@ -55,6 +57,8 @@ struct server {
 	unsigned repair;               /* NDZ_FEAT_* repairs announced and sent; 0 none */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
 	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out (lock) */
+	uint64_t *pass_ns;             /* -W auto: per chunk, when its last sending began (lock) */
+	uint32_t *pass_sent;           /* -W auto: per chunk, packets sent since then (lock) */
 	struct ndz_fec *fec;           /* the repair code's tables (sender thread) */
 
 	pthread_mutex_t lock;
@@ -177,28 +181,31 @@ static void note_client(struct server *s, uint32_t id)
 }
 
 /*
- * The bucket for a rate: two milliseconds at it, at least 16 packets: scheduling
- * delays are made up for without bursting far above it.
+ * The bucket for a rate: five milliseconds at it, at least 16 packets: a sender woken
+ * a few milliseconds late (a busy host) makes the time up and so sends at its cap
+ * (with two, 2-4% of the cap was lost on a loaded host), and a burst stays as short as
+ * a switch or a tbf queue takes without loss.
  */
 static uint64_t burst_for(uint64_t rate)
 {
-	uint64_t b = rate / 8 / 500;
+	uint64_t b = rate / 8 / 200;
 
 	return b < 16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) ?
 	       16 * (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD) : b;
 }
 
 /*
- * Datagrams to send with one call: half the bucket, so that a late wake-up is made
- * up for (a batch of the whole bucket would wait for it to be full, and time slept
- * past that is lost), or a whole -b burst; never more than the bucket holds.
+ * Datagrams to send with one call: a fifth of the bucket (a millisecond), so that a
+ * wake-up up to four milliseconds late is made up for (a batch of the whole bucket
+ * would wait for it to be full, and time slept past that is lost), or a whole -b
+ * burst; never more than the bucket holds.
  */
 static unsigned batch_for(const struct server *s, const struct ndz_pace *p)
 {
 	uint64_t b = (uint64_t)(p->depth / 8) / (NDZ_PKT_BLOCK_LEN + WIRE_OVERHEAD);
 
 	if (!s->bursts)
-		b /= 2;
+		b /= 5;
 	return b < 1 ? 1 : b > SEND_BATCH ? SEND_BATCH : (unsigned)b;
 }
 
@@ -245,6 +252,23 @@ static void send_reply(struct server *s, uint32_t client_id)
 static int recent(const struct server *s, uint32_t chunk)
 {
 	return ndz_now_ns() - s->sent_ns[chunk] < 250000000ull;
+}
+
+/*
+ * -W auto: client lost packets of chunk, and the controller learns how late that is
+ * known: since the chunk's sending began (a client asks once the server has moved on)
+ * (lock).
+ */
+static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsigned lost)
+{
+	/* blocks lost in an earlier sending (another client's request brought the chunk
+	 * back) were counted then, or are old: at most what this one sent is lost now */
+	if (lost > s->pass_sent[chunk])
+		lost = s->pass_sent[chunk];
+	if (!lost)
+		return;
+	ndz_adapt_delay(s->adapt, ndz_now_ns() - s->pass_ns[chunk]);
+	ndz_adapt_lost(s->adapt, client, lost);
 }
 
 static void *receiver(void *arg)
@@ -322,7 +346,7 @@ static void *receiver(void *arg)
 					for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
 						lost += ndz_bit_test(p.bitmap, b) &&
 							ndz_serve_ever(s->serve, p.chunk, b);
-					ndz_adapt_lost(s->adapt, p.client_id, lost);
+					report_lost(s, p.client_id, p.chunk, lost);
 				}
 				if ((p.type == NDZ_PKT_REQUEST ?
 				     ndz_serve_request(s->serve, p.chunk, p.block, p.count) :
@@ -338,7 +362,7 @@ static void *receiver(void *arg)
 
 					for (unsigned i = 0; i < NDZ_FEC_SETS; i++)
 						lost += p.need[i];
-					ndz_adapt_lost(s->adapt, p.client_id, lost);
+					report_lost(s, p.client_id, p.chunk, lost);
 				}
 				if (ndz_serve_repairs(s->serve, p.chunk, p.need) > 0)
 					pthread_cond_signal(&s->cond);
@@ -360,9 +384,10 @@ static void trace_rate(const struct ndz_adapt *a, uint64_t *traced)
 		return;
 	*traced = st.seq;
 	cli_info("rate %.1f Mbit/s at %.3f s: %s, %llu sent, worst client lost %llu "
-		 "(%.2f%%, medium %.2f%%)", (double)st.rate_bps / 1e6, (double)st.t_ns / 1e9,
-		 ndz_adapt_action_name(st.action), (unsigned long long)st.sent,
-		 (unsigned long long)st.worst, st.loss * 100, st.base * 100);
+		 "(%.2f%%, medium %.2f%%), losses known %.0f ms late", (double)st.rate_bps / 1e6,
+		 (double)st.t_ns / 1e9, ndz_adapt_action_name(st.action),
+		 (unsigned long long)st.sent, (unsigned long long)st.worst, st.loss * 100,
+		 st.base * 100, (double)st.delay_ns / 1e6);
 }
 
 static void *sender(void *arg)
@@ -401,6 +426,7 @@ static void *sender(void *arg)
 
 		if (c < 0) {
 			struct timespec ts;
+			uint64_t w0 = ndz_now_ns();
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += 200000000;
@@ -409,7 +435,13 @@ static void *sender(void *arg)
 				ts.tv_nsec -= 1000000000;
 			}
 			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+			if (s->st.first_ns)
+				s->st.wait_ns += ndz_now_ns() - w0;
 			continue;
+		}
+		if (s->adapt) {
+			s->pass_ns[c] = ndz_now_ns();
+			s->pass_sent[c] = 0;
 		}
 		pthread_mutex_unlock(&s->lock);
 		/* a client that missed the announcement learns of repairs within a second */
@@ -489,6 +521,8 @@ static void *sender(void *arg)
 			pthread_mutex_lock(&s->lock);
 			if (!s->st.first_ns)
 				s->st.first_ns = now;
+			s->st.empty_ns += s->st.wait_ns;
+			s->st.wait_ns = 0;
 			s->st.last_ns = now;
 			for (unsigned i = 0; i < k; i++) {
 				s->st.bytes_sent += lens[i];
@@ -501,6 +535,7 @@ static void *sender(void *arg)
 				uint64_t nr;
 
 				s->sent_ns[p.chunk] = now;
+				s->pass_sent[p.chunk] += k;
 				ndz_adapt_sent(s->adapt, k);
 				nr = ndz_adapt_rate(s->adapt, now);
 				if (cli_verbose > 1)
@@ -538,6 +573,7 @@ static void print_stats(struct server *s, FILE *f, int json)
 			"\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 			"\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 			"\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
+			"\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 			"\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 			"\"bad_version\": %llu, "
 			"\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
@@ -547,7 +583,9 @@ static void print_stats(struct server *s, FILE *f, int json)
 			(unsigned long long)ss.dropped_current, (unsigned long long)ss.blocks_sent,
 			(unsigned long long)ss.distinct_sent, (unsigned long long)ss.repairs_sent,
 			(unsigned long long)ss.whole_sent, resent,
-			(unsigned long long)st.bytes_sent, secs, rate,
+			(unsigned long long)st.bytes_sent, secs,
+			st.first_ns ? (double)(st.first_ns - st.start_ns) / 1e9 : 0,
+			(double)st.empty_ns / 1e9, rate,
 			(unsigned long long)st.last_rate,
 			(unsigned long long)st.bad_packets, (unsigned long long)st.bad_version,
 			(unsigned long long)st.wrong_image, (unsigned long long)st.bad_chunk);
@@ -610,6 +648,7 @@ int main(int argc, char **argv)
 
 	cli_init(argv[0]);
 	memset(&s, 0, sizeof(s));
+	s.st.start_ns = ndz_now_ns();
 	s.rate = 100000000;
 	s.idle = 1800;
 	s.repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE;
@@ -672,7 +711,9 @@ int main(int argc, char **argv)
 		if ((r = ndz_adapt_create(&ao, ndz_now_ns(), &s.adapt)) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(r));
 		s.sent_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.sent_ns));
-		if (!s.sent_ns)
+		s.pass_ns = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.pass_ns));
+		s.pass_sent = calloc((size_t)s.nchunks + s.mchunks, sizeof(*s.pass_sent));
+		if (!s.sent_ns || !s.pass_ns || !s.pass_sent)
 			cli_die(EXIT_FAIL, "out of memory");
 	}
 	if ((r = ndz_serve_create(s.nchunks + s.mchunks, &s.serve)) < 0 ||
@@ -790,6 +831,8 @@ int main(int argc, char **argv)
 	ndz_fec_free(s.fec);
 	ndz_adapt_free(s.adapt);
 	free(s.sent_ns);
+	free(s.pass_ns);
+	free(s.pass_sent);
 	ndz_net_free(s.net);
 	ndz_io_close(s.img);
 	free(s.client_ids);

@@ -18,6 +18,7 @@
 #define PROBE_GROW  1.01               /* a nearly lossless interval's growth after it */
 #define EASE        0.99               /* a little lost after the first drop: this much */
 #define DROP_KEEP   0.95               /* after a drop: this much of what got through */
+#define EARLY_LOSS  0.25               /* during the start, this much lost ends an interval early */
 #define MAX_DROP    0.75               /* the most one drop takes off (loss, and rate) */
 #define APP_LIMITED 0.8                /* sent less than this of the rate: not the path's limit */
 #define WINDOW      10                 /* intervals of what got through, for a drop's floor */
@@ -25,6 +26,8 @@
 #define RECENT_KEEP 0.7                /* a drop soon after another keeps this much */
 #define WORSE_LOSS  0.1                /* while waiting, drop again for this much more */
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
+#define DELAY_DECAY 0.98               /* the report delay's estimate, kept per interval */
+#define NEAR_GOT    0.97               /* from this much of what got through, grow once a delay */
 
 struct lost {
 	uint32_t client;
@@ -50,6 +53,9 @@ struct ndz_adapt {
 	unsigned since_drop;           /* intervals since the last drop (up to WINDOW) */
 	int found;                     /* a drop happened: grow slowly from now on */
 	unsigned clean;                /* intervals in a row grown since the last loss */
+	double delay;                  /* how late losses are reported (ns), a decaying maximum */
+	double got;                    /* what got through at the last drop (bit/s) */
+	uint64_t change_ns;            /* when the rate last changed after the start */
 	uint64_t t0;                   /* creation time, for the trace */
 	struct ndz_adapt_step last;
 };
@@ -117,6 +123,16 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
 	}
 }
 
+void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns)
+{
+	double d = (double)delay_ns;
+
+	if (d > (double)(LONGEST * a->o.interval_ns))
+		d = (double)(LONGEST * a->o.interval_ns);
+	if (d > a->delay)
+		a->delay = d;
+}
+
 /*
  * Backs off to what got through: the loss is of packets sent over about the last two
  * intervals, at their mean rate; then waits for the requests about packets sent
@@ -124,9 +140,10 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets)
  * lost than that drop was for), it takes off at most 30%: those are mostly late
  * requests about the same losses.
  */
-static void drop(struct ndz_adapt *a, double used, double excess, int again)
+static void drop(struct ndz_adapt *a, double used, double excess, int again, int limited)
 {
 	double was = a->rate;
+	int late = (int)ceil(a->delay / (double)a->o.interval_ns);
 
 	a->drop_excess = excess;
 	if (excess > MAX_DROP)
@@ -159,8 +176,8 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again)
 			got[j] = g;
 		}
 		floor = n ? got[n / 2] * FLOOR_KEEP : 0;
-		if (floor > used)
-			floor = used;
+		if (floor > used && !limited)
+			floor = used;  /* (an interval the clients asked little in says nothing) */
 		if (a->rate < floor)
 			a->rate = floor;
 	}
@@ -168,9 +185,28 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again)
 		a->rate = was * RECENT_KEEP;   /* late requests of the last drop's losses */
 	if (a->rate < was * (1 - MAX_DROP))
 		a->rate = was * (1 - MAX_DROP); /* a stalled sender's intervals say little */
+	a->got = a->rate / DROP_KEEP;
 	a->since_drop = 0;
 	a->found = 1;
-	a->hold = DROP_WAIT;
+	/* the requests about packets sent before the drop come for as long as reports lag */
+	a->hold = late > DROP_WAIT ? late : DROP_WAIT;
+}
+
+/*
+ * During the start, whether what a client has reported lost in this interval so far is
+ * already far more than a drop needs: every interval more at the start's rate loses
+ * most of what is sent above the link.
+ */
+static int early_loss(const struct ndz_adapt *a)
+{
+	uint64_t worst = a->pooled;
+
+	if (a->found || a->sent < MIN_SAMPLE)
+		return 0;
+	for (unsigned i = 0; i < a->nlost; i++)
+		if (a->lost[i].n > worst)
+			worst = a->lost[i].n;
+	return (double)worst > EARLY_LOSS * (double)(a->sent + a->prev_sent);
 }
 
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
@@ -180,7 +216,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	int limited = 0;
 	enum ndz_adapt_action act;
 
-	if (now_ns < a->next_ns)
+	if (now_ns < a->next_ns && !early_loss(a))
 		return (uint64_t)a->rate;
 	if (a->sent && a->sent < MIN_SAMPLE && now_ns - a->start_ns < LONGEST * a->o.interval_ns) {
 		/* too few to tell, but sending: at a low rate an interval lasts longer */
@@ -206,6 +242,27 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	a->win_sent[a->nwin % WINDOW] = a->sent;
 	a->win_lost[a->nwin % WINDOW] = worst < a->sent ? worst : a->sent;
 	a->win_ns[a->nwin++ % WINDOW] = now_ns - a->start_ns;
+	if (a->found) {
+		/*
+		 * Reported this late, a client's requests are about a whole chunk's
+		 * sending (it asks once the server moved on) and come bunched: about the
+		 * packets of the last delay's intervals, not of this one alone (at a low
+		 * rate an interval holds a few dozen packets, and one chunk's 15 lost would
+		 * read as 40%, dropping the rate again and again). Not at the first drop,
+		 * which the start's heavy loss must make deep.
+		 */
+		unsigned k = (unsigned)(a->delay / (double)a->o.interval_ns);
+		uint64_t sum = 0;
+
+		if (k > WINDOW)
+			k = WINDOW;
+		if (k > a->nwin)
+			k = a->nwin;
+		for (unsigned i = 1; k >= 2 && i <= k; i++)
+			sum += a->win_sent[(a->nwin - i) % WINDOW];
+		if (sum > basis)
+			basis = sum;
+	}
 	act = NDZ_ADAPT_IDLE;
 	loss = base = 0;
 	if (a->sent < MIN_SAMPLE || !basis) {
@@ -223,13 +280,13 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		act = NDZ_ADAPT_EASE;
 		if (a->hold && excess > 2 * a->drop_excess && excess > WORSE_LOSS) {
 			/* far more lost than the drop was for: its first reports were partial */
-			drop(a, used, excess, 1);
+			drop(a, used, excess, 1, limited);
 			act = NDZ_ADAPT_DROP;
 		} else if (a->hold) {
 			a->hold--;
 			act = NDZ_ADAPT_WAIT;
 		} else if (excess > HIGH_LOSS) {
-			drop(a, used, excess, 0);
+			drop(a, used, excess, 0, limited);
 			act = NDZ_ADAPT_DROP;
 		} else if (limited && excess < LOW_LOSS) {
 			/* the rate was not used up: nothing learnt about more */
@@ -237,6 +294,15 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess < NO_LOSS && !a->found) {
 			a->rate *= START_GROW;
 			act = NDZ_ADAPT_START;
+		} else if ((double)(now_ns - a->change_ns) < a->delay &&
+			   a->rate * PROBE_GROW > a->got * NEAR_GOT) {
+			/*
+			 * Near what got through at the last drop, what the last change did is
+			 * not known yet: losses are reported this late (a chunk's sending and
+			 * the queue; 0.5 s at 20 Mbit/s), and growing on meanwhile overshoots by
+			 * the time they come. Further below, growing every interval is safe.
+			 */
+			act = NDZ_ADAPT_LATE;
 		} else if (excess >= LOW_LOSS) {
 			/* a little lost: ease off, so lasting loss is not taken as the medium's */
 			a->rate *= EASE;
@@ -247,9 +313,12 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 				a->clean++;    /* at most 8 times as fast */
 			act = NDZ_ADAPT_GROW;
 		}
-		if (act != NDZ_ADAPT_GROW)
+		if (act != NDZ_ADAPT_GROW && act != NDZ_ADAPT_LATE)
 			a->clean = 0;
+		if (act == NDZ_ADAPT_GROW || act == NDZ_ADAPT_EASE || act == NDZ_ADAPT_DROP)
+			a->change_ns = now_ns;
 	}
+	a->delay *= DELAY_DECAY;
 	if (a->since_drop < WINDOW)
 		a->since_drop++;
 	a->prev_sent = a->sent;
@@ -265,6 +334,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 	a->last.loss = loss;
 	a->last.base = base;
 	a->last.rate_bps = (uint64_t)a->rate;
+	a->last.delay_ns = (uint64_t)a->delay;
 	a->last.action = act;
 	a->sent = 0;
 	a->nlost = 0;
@@ -281,7 +351,8 @@ void ndz_adapt_last(const struct ndz_adapt *a, struct ndz_adapt_step *st)
 
 const char *ndz_adapt_action_name(enum ndz_adapt_action action)
 {
-	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held" };
+	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held",
+						   "late" };
 
 	return (unsigned)action < sizeof(names) / sizeof(names[0]) ? names[action] : "?";
 }

@@ -2,14 +2,22 @@
  * The server's send rate when none is given (frisbeed -W auto): found from what
  * the clients report lost. Every interval (100 ms) the loss of the client that lost
  * most (the blocks and repairs it asked for again, over what was sent) decides.
- * Until the first real loss the rate grows by a fifth an interval (the start). When
+ * Until the first real loss the rate grows by a fifth an interval (the start; a
+ * client reporting more than a quarter lost ends the interval at once). When
  * more than 2% is lost it drops to 95% of what got through (the rate of the last
  * two intervals less the loss, but at least 92% of the median of what got through
- * in the last second's intervals) and waits two intervals for the requests about
- * packets sent before, dropping again at once only if far more is lost meanwhile;
- * another drop within a second takes off at most 30%, and none more than 75%.
- * After that it grows by 1% an interval while (nearly) nothing is lost, faster the
- * longer that lasts, and eases off by 1% while a little is. An interval in which
+ * in the last second's intervals) and waits for the requests about packets sent
+ * before (two intervals, or as long as losses are reported late), dropping again
+ * at once only if far more is lost meanwhile; another drop within a second takes
+ * off at most 30%, and none more than 75%. After that it grows by 1% while
+ * (nearly) nothing is lost, faster the longer that lasts, and eases off by 1% while
+ * a little is; but from 97% of what got through at the last drop on, after each
+ * change it waits as long as losses are reported late (the caller measures that: a
+ * request comes once the server has moved on from the chunk, so up to a chunk's
+ * sending time, 0.45 s at 20 Mbit/s, after its packets), so as not to grow on
+ * before the last step's losses are known. After the first drop, losses reported
+ * that late count against what was sent over that delay, not over the interval they
+ * arrive in (they come bunched, a chunk's at once). An interval in which
  * less went out than the rate allowed (the clients asked for little) teaches
  * nothing about more and the rate holds. Loss the medium has anyway (the least of
  * the last intervals', up to 5%) is not counted against the rate. No clock is read
@@ -44,6 +52,13 @@ void ndz_adapt_sent(struct ndz_adapt *a, uint64_t packets);
  */
 void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets);
 
+/*
+ * ndz_adapt_delay - a request about lost packets came delay_ns after the first of the
+ * packets it is about went out (the start of that chunk's sending): how late losses
+ * are known, so that a change waits that long before the next.
+ */
+void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns);
+
 /* ndz_adapt_rate - the rate to send at, at now_ns (ends an interval when one is due). */
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns);
 
@@ -56,6 +71,7 @@ enum ndz_adapt_action {
 	NDZ_ADAPT_DROP,                /* back off */
 	NDZ_ADAPT_WAIT,                /* after a drop: wait for the requests it caused */
 	NDZ_ADAPT_HELD,                /* less sent than the rate allows: hold */
+	NDZ_ADAPT_LATE,                /* the last change's losses are not all reported yet */
 };
 
 struct ndz_adapt_step {
@@ -64,6 +80,7 @@ struct ndz_adapt_step {
 	uint64_t sent, worst;          /* packets sent, and the most one client reported lost */
 	double loss, base;             /* worst over what was sent; the medium's own loss */
 	uint64_t rate_bps;             /* the rate from now on */
+	uint64_t delay_ns;             /* how late losses are reported, as estimated */
 	enum ndz_adapt_action action;
 };
 

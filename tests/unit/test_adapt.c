@@ -112,6 +112,93 @@ static void simulate(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
 	simulate_from(link_bps, queue_pkts, clients, random_loss, delay_ms, seconds, 2, res);
 }
 
+/*
+ * As frisbee reports: the server sends chunks of 1024 packets one after another, and
+ * a client asks for what it lost of a chunk only once the server has moved on to the
+ * next one and that has come through the queue (20 ms more, and the 0-16 ms stagger);
+ * the server tells the controller how long after the chunk's start each request came.
+ * link_bps capacity, a queue of queue_pkts, image_pkts sent (a whole transfer, from
+ * the first packet; no re-sends modelled).
+ */
+static void simulate_chunks(uint64_t link_bps, unsigned queue_pkts, unsigned clients,
+			    uint64_t image_pkts, struct result *res)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, start_bps, 0, PKT_BITS };
+	struct ndz_adapt *a;
+	double credit = 0, queue = 0, drain_per_ms = (double)link_bps / PKT_BITS / 1000;
+	uint64_t sent = 0, dropped = 0, chunk_ms = 0;
+	static uint32_t pending[200000][8];        /* losses due, per ms, per client */
+	static uint32_t age[200000];               /* and how long after their chunk's start */
+	uint32_t lost[8] = { 0 };
+	int trace = getenv("NDZ_ADAPT_TRACE") != NULL;
+	uint64_t traced = 0;
+	unsigned ms;
+
+	assert_true(clients <= 8);
+	memset(pending, 0, sizeof(pending));
+	memset(age, 0, sizeof(age));
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	for (ms = 0; sent < image_pkts || queue > 0; ms++) {
+		uint64_t now = (uint64_t)ms * MS;
+		uint64_t rate = ndz_adapt_rate(a, now);
+		struct ndz_adapt_step st;
+		unsigned n;
+
+		assert_true(ms + 1000 < 200000);
+		ndz_adapt_last(a, &st);
+		if (trace && st.seq != traced) {
+			traced = st.seq;
+			printf("#   %6.3f s %-5s rate %6.1f sent %5llu lost %5llu (%.3f) queue %.0f\n",
+			       (double)st.t_ns / 1e9, ndz_adapt_action_name(st.action),
+			       (double)st.rate_bps / 1e6, (unsigned long long)st.sent,
+			       (unsigned long long)st.worst, st.loss, queue);
+		}
+		for (unsigned c = 0; c < clients; c++)
+			if (pending[ms][c]) {
+				ndz_adapt_delay(a, (uint64_t)age[ms] * MS);
+				ndz_adapt_lost(a, c + 1, pending[ms][c]);
+			}
+		credit += (double)rate / PKT_BITS / 1000;
+		n = (unsigned)credit;
+		credit -= n;
+		if (sent + n > image_pkts)
+			n = (unsigned)(image_pkts - sent);
+		ndz_adapt_sent(a, n);
+		for (unsigned i = 0; i < n; i++) {
+			int drop = queue + 1 > queue_pkts;
+
+			if (sent % 1024 == 0 && sent) {
+				/* moved on: the reports come once this packet is through */
+				unsigned due = ms + (unsigned)(queue / drain_per_ms) + 20 +
+					       (unsigned)(uniform() * 16);
+
+				for (unsigned c = 0; c < clients; c++) {
+					pending[due][c] += lost[c];
+					lost[c] = 0;
+				}
+				age[due] = (uint32_t)(due - chunk_ms);
+			}
+			if (sent % 1024 == 0)
+				chunk_ms = ms;
+			if (!drop)
+				queue += 1;
+			for (unsigned c = 0; c < clients; c++)
+				lost[c] += drop;
+			sent++;
+			dropped += drop;
+		}
+		queue -= queue < drain_per_ms ? queue : drain_per_ms;
+	}
+	res->final_bps = ndz_adapt_rate(a, (uint64_t)ms * MS);
+	res->goodput = (double)(sent - dropped) * PKT_BITS / ((double)link_bps * ms / 1000);
+	res->lost = (double)dropped / (double)sent;
+	printf("# link %llu Mbit/s, %u clients, losses known when the server moves on; %llu "
+	       "packets in %.2f s: goodput %.3f of the link, %.2f%% dropped, ends at %.1f Mbit/s\n",
+	       (unsigned long long)(link_bps / 1000000), clients, (unsigned long long)image_pkts,
+	       ms / 1000.0, res->goodput, res->lost * 100, (double)res->final_bps / 1e6);
+	ndz_adapt_free(a);
+}
+
 static void test_bad_options(void **state)
 {
 	struct ndz_adapt_opts o = { 0, 100, 50, 0, 0 };
@@ -221,6 +308,112 @@ static void test_app_limited(void **state)
 }
 
 /*
+ * Losses known late (frisbee asks once the server has moved on from a chunk, 0.45 s
+ * after its start at 20 Mbit/s): after a drop the controller waits that long for the
+ * requests about what was sent before it, and near what got through then it does not
+ * grow again until that long has passed after a change. During the start, heavy loss
+ * ends an interval at once.
+ */
+static void test_report_delay(void **state)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 50000000, 100 * MS, 0 };
+	struct ndz_adapt_step st;
+	struct ndz_adapt *a;
+	uint64_t t = 0, r;
+	int i;
+
+	(void)state;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	ndz_adapt_sent(a, 500);
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 60000000);    /* start */
+	ndz_adapt_sent(a, 200);
+	ndz_adapt_delay(a, 450 * MS);
+	ndz_adapt_lost(a, 1, 300);             /* 300 of 700 lost, known 40 ms in: */
+	r = ndz_adapt_rate(a, t += 40 * MS);   /* ends the interval now */
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.seq, 2);
+	assert_int_equal(st.action, NDZ_ADAPT_DROP);
+	assert_true(r < 40000000);
+	assert_int_equal(st.delay_ns, (uint64_t)(450 * MS * 0.98));
+	/* the wait lasts as long as reports lag: 5 intervals, not the usual 2 */
+	for (i = 0; i < 5; i++) {
+		ndz_adapt_sent(a, 300);
+		assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), r);
+		ndz_adapt_last(a, &st);
+		assert_int_equal(st.action, NDZ_ADAPT_WAIT);
+	}
+	ndz_adapt_sent(a, 300);
+	assert_true(ndz_adapt_rate(a, t += 100 * MS) > r);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_GROW);
+	/* below 97% of what got through (the drop kept 95%) every interval */
+	ndz_adapt_sent(a, 300);
+	assert_true(ndz_adapt_rate(a, t += 100 * MS) > st.rate_bps);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_GROW);
+	r = st.rate_bps;
+	/* then, near it, one change per report delay (still about 400 ms, decaying 2% an
+	 * interval) */
+	ndz_adapt_sent(a, 300);
+	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), r);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_LATE);
+	assert_string_equal(ndz_adapt_action_name(st.action), "late");
+	for (i = 0; i < 3; i++) {
+		ndz_adapt_sent(a, 300);
+		ndz_adapt_rate(a, t += 100 * MS);
+	}
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_GROW);
+	assert_true(st.rate_bps > r);
+	/* one chunk's 15 lost (1.5%), bunched into an interval of 40 sent: about the
+	 * last delay's packets, not these 40 (37%): no drop */
+	ndz_adapt_sent(a, 40);
+	ndz_adapt_delay(a, 450 * MS);
+	ndz_adapt_lost(a, 2, 15);
+	ndz_adapt_rate(a, t += 100 * MS);
+	ndz_adapt_last(a, &st);
+	assert_true(st.action != NDZ_ADAPT_DROP);
+	assert_true(st.loss < 0.02);
+	ndz_adapt_free(a);
+}
+
+/*
+ * A drop in an interval the clients asked little in (the sender used a fifth of the
+ * rate) keeps most of what got through in the last second, not that fifth: the
+ * losses are of packets sent earlier, at the rate.
+ */
+static void test_drop_when_limited(void **state)
+{
+	struct ndz_adapt_opts o = { 1000000, 1000000000, 50000000, 100 * MS, 8000 };
+	struct ndz_adapt_step st;
+	struct ndz_adapt *a;
+	uint64_t t = 0;
+
+	(void)state;
+	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	ndz_adapt_sent(a, 625);
+	ndz_adapt_lost(a, 1, 40);              /* a first drop: 50 Mbit/s -> 44 */
+	ndz_adapt_rate(a, t += 100 * MS);
+	for (int i = 0; i < 12; i++) {         /* a second at what it allows, lossless */
+		uint64_t r = ndz_adapt_rate(a, t);
+
+		ndz_adapt_sent(a, r / 8000 / 10);
+		ndz_adapt_rate(a, t += 100 * MS);
+	}
+	ndz_adapt_last(a, &st);
+	assert_true(st.rate_bps > 40000000);
+	ndz_adapt_sent(a, st.rate_bps / 8000 / 50);   /* a fifth */
+	ndz_adapt_lost(a, 1, 30);
+	ndz_adapt_rate(a, t += 100 * MS);
+	ndz_adapt_last(a, &st);
+	assert_int_equal(st.action, NDZ_ADAPT_DROP);
+	/* 92% of what got through (about 41 Mbit/s), not from a fifth (about 11) */
+	assert_true(st.rate_bps > 30000000);
+	ndz_adapt_free(a);
+}
+
+/*
  * Behind a link of unknown rate, with tc tbf's 50 ms queue: at least 90% of it used,
  * at most 5% dropped.
  */
@@ -263,6 +456,26 @@ static void test_fast_start(void **state)
 	start_bps = 20000000;
 }
 
+/*
+ * Losses known only when the server moves on to the next chunk, as frisbee asks: 0.44 s
+ * a chunk at 20 Mbit/s. 32 / 64 / 192 MiB images, as bench/adaptive.sh sends them.
+ */
+static void test_chunk_delay(void **state)
+{
+	static const uint64_t links[] = { 20000000, 100000000, 300000000 };
+	static const uint64_t mib[] = { 32, 64, 192 };
+	struct result r;
+
+	(void)state;
+	start_bps = 50000000;
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		simulate_chunks(links[i], (unsigned)(links[i] / 20 / PKT_BITS), 4, mib[i] * 1024, &r);
+		assert_true(r.goodput >= 0.85);
+		assert_true(r.lost <= 0.05);
+	}
+	start_bps = 20000000;
+}
+
 /* Random loss alone (2%, no link limit below the cap) does not drive the rate down. */
 static void test_random_loss_alone(void **state)
 {
@@ -279,8 +492,11 @@ int main(void)
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_app_limited),
+		cmocka_unit_test(test_report_delay),
+		cmocka_unit_test(test_drop_when_limited),
 		cmocka_unit_test(test_finds_the_link),
 		cmocka_unit_test(test_fast_start),
+		cmocka_unit_test(test_chunk_delay),
 		cmocka_unit_test(test_random_loss_alone),
 	};
 
