@@ -12,33 +12,16 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "chunkfix.h"
 #include "err.h"
 #include "format.h"
 #include "le.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define OFF_DATA_LEN 88
-#define OFF_DATA_CRC 92
-#define OFF_HDR_CRC 100
 
 static uint8_t *chunk;
 static size_t dirty;                   /* bytes of chunk the last input set */
-
-static uint32_t crc(const uint8_t *p, size_t n)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
-}
-
-static void fix_crcs(uint8_t *c)
-{
-	uint32_t len = get_le32(c + OFF_DATA_LEN);
-
-	if (len <= NDZ_MAX_DATA)
-		put_le32(c + OFF_DATA_CRC, crc(c + NDZ_HDR_SIZE, len));
-	put_le32(c + OFF_HDR_CRC, 0);
-	put_le32(c + OFF_HDR_CRC, crc(c, NDZ_HDR_SIZE));
-}
 
 /* What ndz_hdr_decode promises about a header it accepts. */
 static void check_invariants(const struct ndz_chunk_hdr *h, const uint8_t *area)

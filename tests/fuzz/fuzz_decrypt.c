@@ -14,6 +14,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "chunkfix.h"
 #include "err.h"
 #include "format.h"
 #include "le.h"
@@ -22,29 +23,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define OFF_INCOMPAT 20
-#define OFF_DATA_LEN 88
-#define OFF_DATA_CRC 92
-#define OFF_HDR_CRC 100
 #define OFF_KEY_ID 120
 #define MAX_PLAIN 16384
 
 static uint8_t *chunk, *copy;
 static struct ndz_key key;
-
-static uint32_t crc(const uint8_t *p, size_t n)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
-}
-
-static void fix_crcs(uint8_t *c)
-{
-	uint32_t len = get_le32(c + OFF_DATA_LEN);
-
-	if (len <= NDZ_MAX_DATA)
-		put_le32(c + OFF_DATA_CRC, crc(c + NDZ_HDR_SIZE, len));
-	put_le32(c + OFF_HDR_CRC, 0);
-	put_le32(c + OFF_HDR_CRC, crc(c, NDZ_HDR_SIZE));
-}
 
 static void setup(void)
 {

@@ -18,6 +18,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "chunkfix.h"
 #include "err.h"
 #include "format.h"
 #include "io.h"
@@ -27,27 +28,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define OFF_DATA_LEN 88
-#define OFF_DATA_CRC 92
-#define OFF_HDR_CRC 100
 #define MAX_TARGET (4u << 20)
 
 static uint8_t *chunk, *target;
-
-static uint32_t crc(const uint8_t *p, size_t n)
-{
-	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), p, (uInt)n);
-}
-
-static void fix_crcs(uint8_t *c)
-{
-	uint32_t len = get_le32(c + OFF_DATA_LEN);
-
-	if (len <= NDZ_MAX_DATA)
-		put_le32(c + OFF_DATA_CRC, crc(c + NDZ_HDR_SIZE, len));
-	put_le32(c + OFF_HDR_CRC, 0);
-	put_le32(c + OFF_HDR_CRC, crc(c, NDZ_HDR_SIZE));
-}
 
 /* Mode 2: payload sectors in up to 8 regions with gaps, compressed, one byte damaged. */
 static void build(const uint8_t *d, size_t n)
