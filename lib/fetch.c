@@ -20,9 +20,10 @@
  * for the blocks themselves when a stripe lacks more than this. */
 #define MAX_ASK_REPAIRS 32u
 /* Whole-chunk repairs: a product over 1024 blocks each at the server (0.15 ms
- * here), and a decode of about 0.25 ms a lost block at the client (34 ms for 128):
- * past this, stripe repairs (which cost an eighth) or the blocks themselves. */
-#define MAX_ASK_WHOLE 128u
+ * here: a server sending nothing else can make only about 55 Mbit/s of them), and
+ * a decode of about 0.25 ms a lost block at the client. They pay for small holes
+ * that many clients have; past this, stripe repairs (an eighth the cost). */
+#define MAX_ASK_WHOLE 32u
 #define SETS NDZ_FEC_SETS
 #define WHOLE NDZ_FEC_WHOLE
 

@@ -108,7 +108,7 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
  * ndz_fetch_set_repair - which repairs the server sends (NDZ_FEAT_REPAIR: stripes,
  * NDZ_FEAT_WHOLE: whole-chunk ones too; 0 none, as at creation). With whole-chunk
  * repairs a partly received chunk is asked for by a count of them (RREQUEST) while
- * it lacks no more than 128 blocks; with stripe repairs (or past 128) by a count per
+ * it lacks no more than 32 blocks; with stripe repairs (or past 32) by a count per
  * stripe while no stripe lacks more than 32; else by its missing blocks (PREQUEST).
  */
 void ndz_fetch_set_repair(struct ndz_fetch *f, unsigned features);

@@ -723,21 +723,27 @@ static void test_whole_repairs(void **state)
 	ndz_fetch_free(f);
 }
 
-/* Past 128 lost blocks, whole-chunk repairs are not asked for: stripes' or blocks. */
+/* Past 32 lost blocks, whole-chunk repairs are not asked for: stripes' (or blocks). */
 static void test_whole_many_lost(void **state)
 {
 	static struct sent s;
 	uint8_t lost[NDZ_BITMAP_BYTES];
+	unsigned sum = 0;
 
 	(void)state;
 	memset(lost, 0, sizeof(lost));
-	for (unsigned j = 0; j < 129; j++)
-		ndz_bit_set(lost, j * 7);      /* about 16 a stripe */
+	for (unsigned j = 0; j < 32; j++)
+		ndz_bit_set(lost, j * 31);
+	ask_after_losses(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, lost, &s);
+	assert_true(s.repair[0]);
+	assert_int_equal(s.need[0][NDZ_FEC_WHOLE], 32);
+	ndz_bit_set(lost, 1023);               /* 33 */
 	ask_after_losses(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, lost, &s);
 	assert_true(s.repair[0]);
 	assert_int_equal(s.need[0][NDZ_FEC_WHOLE], 0);
 	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++)
-		assert_true(s.need[0][st] >= 15 && s.need[0][st] <= 18);
+		sum += s.need[0][st];
+	assert_int_equal(sum, 33);
 }
 
 int main(void)
