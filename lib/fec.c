@@ -18,6 +18,12 @@ struct ndz_fec {
 	uint8_t wready[(NDZ_FEC_WREPAIRS + 7) / 8]; /* which of them are made */
 };
 
+/* Row K + r, column j of the stripes' Cauchy matrix: 1 / ((K + r) xor j) in GF(2^8). */
+static uint8_t cauchy(unsigned r, unsigned j)
+{
+	return gf_inv((unsigned char)((K + r) ^ j));
+}
+
 int ndz_fec_create(struct ndz_fec **out)
 {
 	struct ndz_fec *c = calloc(1, sizeof(*c));
@@ -28,7 +34,7 @@ int ndz_fec_create(struct ndz_fec **out)
 	/* Cauchy rows K..K+R-1: coef = 1 / (row xor column) in GF(2^8) mod 0x11d */
 	for (unsigned r = 0; r < R; r++)
 		for (unsigned j = 0; j < K; j++)
-			c->coef[r][j] = gf_inv((unsigned char)((K + r) ^ j));
+			c->coef[r][j] = cauchy(r, j);
 	for (unsigned r = 0; r < R; r++)
 		ec_init_tables(K, 1, c->coef[r], c->tbls[r]);
 	*out = c;
@@ -162,7 +168,7 @@ static uint8_t coef_of(unsigned set, unsigned r, unsigned j)
 		return ndz_fec_wcoef(r, j);
 	if (ndz_fec_stripe(j) != set)
 		return 0;
-	return gf_inv((unsigned char)((K + r) ^ (j / NDZ_FEC_STRIPES)));
+	return cauchy(r, j / NDZ_FEC_STRIPES);
 }
 
 int ndz_fec_wprepare(struct ndz_fec *c)
@@ -238,8 +244,8 @@ static int pick_rows(const uint8_t *set, const uint8_t *idx, unsigned nrep, cons
 	return got == e;
 }
 
-int ndz_fec_wdecode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, const uint8_t *set,
-		    const uint8_t *idx, const uint8_t *const *rep, unsigned nrep)
+int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
+		    const uint8_t *const *rep, unsigned nrep)
 {
 	unsigned miss[N], e = 0, nsrc = 0;
 	uint8_t used[NDZ_FEC_SETS][(W + 7) / 8];
@@ -248,7 +254,6 @@ int ndz_fec_wdecode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, cons
 	uint8_t **src = NULL, **dst = NULL, **cp = NULL, **dp = NULL, *crow = NULL, *full = NULL;
 	int rc = NDZ_ENOMEM;
 
-	(void)c;
 	memset(used, 0, sizeof(used));
 	for (unsigned i = 0; i < nrep; i++) {
 		unsigned st = set ? set[i] : NDZ_FEC_WHOLE;

@@ -103,7 +103,7 @@ int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uin
  * (fewer repairs than missing blocks, or dependent ones: one more repair will
  * do, almost always), NDZ_EINVAL for a bad or repeated index, NDZ_ENOMEM.
  */
-int ndz_fec_wdecode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, const uint8_t *set,
-		    const uint8_t *idx, const uint8_t *const *rep, unsigned nrep);
+int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
+		    const uint8_t *const *rep, unsigned nrep);
 
 #endif

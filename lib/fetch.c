@@ -245,7 +245,7 @@ static void decode_whole(struct ndz_fetch *f, struct slot *s)
 					rp[n++] = NULL;
 				}
 	}
-	if (ndz_fec_wdecode(f->fec, s->buf, s->have, set, idx, rp, n) != 0)
+	if (ndz_fec_wdecode(s->buf, s->have, set, idx, rp, n) != 0)
 		goto out;      /* not determined yet (or no memory): a later arrival tries again */
 	s->nhave = BLOCKS;
 	memset(s->sdata, K, sizeof(s->sdata));
