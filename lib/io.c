@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "err.h"
+#include "format.h"
 #include "io.h"
+#include "ranges.h"
 
 static struct ndz_io *io_new(const struct ndz_io_ops *ops, const char *name)
 {
@@ -596,6 +598,91 @@ int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct 
 	p->off = offset;
 	io->priv = p;
 	io->size = len;
+	io->is_blockdev = inner->is_blockdev;
+	*out = io;
+	return 0;
+}
+
+/* ---- a read-only view that reads given sectors as zeros ---- */
+
+struct zeroed_priv {
+	struct ndz_io *inner;
+	const struct ndz_ranges *zero;
+};
+
+static ssize_t zeroed_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+{
+	struct zeroed_priv *p = io->priv;
+	const struct ndz_ranges *z = p->zero;
+	uint64_t end;
+	size_t lo = 0, hi = z->n;
+	ssize_t n;
+
+	n = p->inner->ops->pread(p->inner, buf, len, off);
+	if (n <= 0)
+		return n < 0 ? inner_fail(io, p->inner, (int)n) : 0;
+	end = off + (uint64_t)n;
+	/* the first range that ends after off (ranges are sorted and disjoint) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((z->v[mid].start + z->v[mid].count) * NDZ_SECTOR_SIZE <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < z->n && z->v[lo].start * NDZ_SECTOR_SIZE < end; lo++) {
+		uint64_t a = z->v[lo].start * NDZ_SECTOR_SIZE;
+		uint64_t b = (z->v[lo].start + z->v[lo].count) * NDZ_SECTOR_SIZE;
+
+		a = a > off ? a : off;
+		b = b < end ? b : end;
+		memset((uint8_t *)buf + (a - off), 0, (size_t)(b - a));
+	}
+	return n;
+}
+
+static ssize_t zeroed_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+{
+	(void)buf, (void)len, (void)off;
+	ndz_error_set(&io->err, NDZ_EIO, 0, "%s: read-only view", io->name);
+	return NDZ_EIO;
+}
+
+static int zeroed_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	return (int)zeroed_pwrite(io, NULL, (size_t)len, off);
+}
+
+static int zeroed_flush(struct ndz_io *io)
+{
+	(void)io;
+	return 0;
+}
+
+static void zeroed_close(struct ndz_io *io)
+{
+	free(io->priv);
+}
+
+static const struct ndz_io_ops zeroed_ops = {
+	zeroed_pread, zeroed_pwrite, zeroed_zero, zeroed_flush, zeroed_close, NULL,
+};
+
+int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out)
+{
+	struct zeroed_priv *p = malloc(sizeof(*p));
+	struct ndz_io *io = p ? io_new(&zeroed_ops, inner->name) : NULL;
+
+	if (!io) {
+		free(p);
+		return NDZ_ENOMEM;
+	}
+	p->inner = inner;
+	p->zero = zero;
+	io->priv = p;
+	io->size = inner->size;
+	io->is_regular = inner->is_regular;
 	io->is_blockdev = inner->is_blockdev;
 	*out = io;
 	return 0;

@@ -90,6 +90,16 @@ int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fai
  */
 int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out);
 
+struct ndz_ranges;
+
+/*
+ * ndz_io_open_zeroed - a read-only view of inner in which the sectors of zero
+ * (sorted and disjoint, lib/ranges.h) read as zeros: an image holds blocks the
+ * filesystem never reads as they are (a clean journal's body) as zeros. Does not
+ * own inner or zero, which must outlive the view.
+ */
+int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out);
+
 /* ndz_io_close - close and free; accepts NULL. */
 void ndz_io_close(struct ndz_io *io);
 

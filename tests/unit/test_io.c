@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "io.h"
+#include "ranges.h"
 
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
@@ -192,6 +193,53 @@ static void test_sub(void **state)
 	ndz_io_close(sub);
 	assert_int_equal(ndz_io_read_full(mem, out, 10, 990, NULL), 0);
 	ndz_io_close(mem);
+}
+
+/* Reads through the zeroing view: the given sectors as zeros, the rest as inner's. */
+static void test_zeroed(void **state)
+{
+	static uint8_t buf[16 * 512], out[16 * 512], want[16 * 512];
+	struct ndz_ranges z = NDZ_RANGES_INIT;
+	struct ndz_io *mem, *zv;
+	static const struct { uint64_t off, len; } reads[] = {
+		{ 0, sizeof(buf) }, { 100, 1000 }, { 512, 512 }, { 1023, 2 }, { 2000, 3000 },
+		{ 5 * 512 - 1, 2 }, { 6 * 512, 4 * 512 }, { 15 * 512 + 7, 505 },
+	};
+
+	(void)state;
+	fill(buf, sizeof(buf), 3);
+	memcpy(want, buf, sizeof(buf));
+	/* sectors 1-2, 5, 9-11 read as zeros */
+	assert_int_equal(ndz_ranges_add(&z, 1, 2), 0);
+	assert_int_equal(ndz_ranges_add(&z, 5, 1), 0);
+	assert_int_equal(ndz_ranges_add(&z, 9, 3), 0);
+	memset(want + 512, 0, 2 * 512);
+	memset(want + 5 * 512, 0, 512);
+	memset(want + 9 * 512, 0, 3 * 512);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem), 0);
+	assert_int_equal(ndz_io_open_zeroed(mem, &z, &zv), 0);
+	assert_int_equal(zv->size, sizeof(buf));
+	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
+		memset(out, 0x5a, sizeof(out));
+		assert_int_equal(ndz_io_read_full(zv, out, reads[i].len, reads[i].off, NULL), 0);
+		assert_memory_equal(out, want + reads[i].off, reads[i].len);
+	}
+	/* the inner io is untouched, the view writes nothing */
+	fill(want, sizeof(want), 3);
+	assert_memory_equal(buf, want, sizeof(buf));
+	assert_int_equal(zv->ops->pwrite(zv, out, 10, 0), NDZ_EIO);
+	assert_int_equal(zv->ops->zero(zv, 0, 10), NDZ_EIO);
+	assert_memory_equal(buf, want, sizeof(buf));
+	assert_int_equal(zv->ops->pread(zv, out, 10, sizeof(buf)), 0);
+	ndz_io_close(zv);
+	/* no ranges: inner as it is */
+	ndz_ranges_clear(&z);
+	assert_int_equal(ndz_io_open_zeroed(mem, &z, &zv), 0);
+	assert_int_equal(ndz_io_read_full(zv, out, sizeof(buf), 0, NULL), 0);
+	assert_memory_equal(out, want, sizeof(buf));
+	ndz_io_close(zv);
+	ndz_io_close(mem);
+	ndz_ranges_release(&z);
 }
 
 /* ---- fault injection ---- */
@@ -724,6 +772,7 @@ int main(void)
 		cmocka_unit_test(test_mem_write),
 		cmocka_unit_test(test_mem_empty),
 		cmocka_unit_test(test_sub),
+		cmocka_unit_test(test_zeroed),
 		cmocka_unit_test(test_fault_nth_read),
 		cmocka_unit_test(test_fault_nth_write),
 		cmocka_unit_test(test_fault_guard),
