@@ -154,6 +154,7 @@ static struct struct_io_manager ndz_io_manager = {
 struct ext {
 	struct ndz_io *io;
 	ext2_filsys fs;
+	int keep_journal;
 };
 
 static int ext_probe(struct ndz_io *io)
@@ -174,12 +175,12 @@ static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	char name[64];
 	errcode_t ec;
 
-	(void)o;
 	initialize_ext2_error_table();
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NDZ_ENOMEM;
 	e->io = io;
+	e->keep_journal = o && o->keep_journal;
 	snprintf(name, sizeof(name), "ndz:%p", (void *)io);
 	ec = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS, 0, 0, &ndz_io_manager, &e->fs);
 	if (ec) {
@@ -291,6 +292,92 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	return 0;
 }
 
+/* ---- a clean journal's body, imaged as zeros ---- */
+
+#define JBD2_MAGIC 0xC03B3998u         /* the journal superblock's header, big-endian */
+#define JBD2_SB_V1 3u
+#define JBD2_SB_V2 4u
+
+struct jrun {
+	ndz_extent_fn fn;
+	void *ctx;
+	uint64_t bs;
+	blk64_t start, len;            /* the run of physical blocks being gathered */
+	int rc;
+};
+
+static int jrun_flush(struct jrun *j)
+{
+	if (j->len && !j->rc)
+		j->rc = j->fn(j->ctx, j->start * j->bs, j->len * j->bs);
+	j->len = 0;
+	return j->rc;
+}
+
+static int journal_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
+			 blk64_t ref_blk, int ref_offset, void *priv)
+{
+	struct jrun *j = priv;
+
+	(void)fs, (void)ref_blk, (void)ref_offset;
+	if (blockcnt < 1)              /* the journal's superblock is imaged as it is */
+		return 0;
+	if (j->len && *blocknr == j->start + j->len) {
+		j->len++;
+		return 0;
+	}
+	if (jrun_flush(j))
+		return BLOCK_ABORT;
+	j->start = *blocknr;
+	j->len = 1;
+	return 0;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * The journal of a cleanly closed ext3/4 (its superblock's s_start is 0) is never
+ * replayed: the kernel and e2fsck read its superblock and begin the next
+ * transaction at s_first, so the rest holds only history, often many MiB of it.
+ * That rest goes into the image as zeros (which compress to nothing), as mke2fs
+ * leaves a new journal. Leaving it out instead would not do: a restored disk would
+ * keep the journal blocks of its previous life, written under the same journal
+ * and sequence numbers by the same image, and after a crash recovery could take
+ * them for the transactions that follow. Anything unexpected (an external
+ * journal, a superblock that does not look right) leaves the journal as it is.
+ */
+static int ext_zeros(void *h, ndz_extent_fn fn, void *ctx)
+{
+	struct ext *e = h;
+	ext2_filsys fs = e->fs;
+	ext2_ino_t ino = fs->super->s_journal_inum;
+	struct jrun j = { fn, ctx, fs->blocksize, 0, 0, 0 };
+	uint8_t jsb[1024];
+	blk64_t first = 0;
+	errcode_t ec;
+
+	if (e->keep_journal || !ext2fs_has_feature_journal(fs->super) || ino == 0 ||
+	    ino >= fs->super->s_inodes_count || fs->blocksize < sizeof(jsb))
+		return 0;
+	ec = ext2fs_bmap2(fs, ino, NULL, NULL, 0, 0, NULL, &first);
+	if (ec || first == 0 || first >= ext2fs_blocks_count(fs->super))
+		return 0;
+	if (ndz_io_read_full(e->io, jsb, sizeof(jsb), first * fs->blocksize, NULL) < 0)
+		return NDZ_EIO;
+	if (get_be32(jsb) != JBD2_MAGIC ||
+	    (get_be32(jsb + 4) != JBD2_SB_V1 && get_be32(jsb + 4) != JBD2_SB_V2) ||
+	    get_be32(jsb + 12) != fs->blocksize || get_be32(jsb + 28) != 0)
+		return 0;
+	ec = ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY, NULL,
+				   journal_block, &j);
+	if (ec)
+		return j.rc ? j.rc : NDZ_EIO;
+	return jrun_flush(&j);
+}
+
 static void ext_close(void *h)
 {
 	struct ext *e = h;
@@ -302,5 +389,5 @@ static void ext_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_ext = {
-	"ext", ext_probe, ext_open, ext_walk, ext_close,
+	"ext", ext_probe, ext_open, ext_walk, ext_close, ext_zeros,
 };

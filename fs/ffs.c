@@ -277,5 +277,5 @@ static void ufs_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_ufs = {
-	"ufs", ufs_probe, ufs_open, ufs_walk, ufs_close,
+	"ufs", ufs_probe, ufs_open, ufs_walk, ufs_close, NULL,
 };

@@ -16,6 +16,7 @@ typedef int (*ndz_extent_fn)(void *ctx, uint64_t off, uint64_t len);
 
 struct ndz_fs_opts {
 	int keep_pagefile;             /* NTFS: image pagefile.sys and hiberfil.sys contents */
+	int keep_journal;              /* ext3/4: image a clean journal's body as it is */
 };
 
 /* What walk learned, for the -i report. */
@@ -51,6 +52,14 @@ struct ndz_fs_module {
 		    struct ndz_error *err);
 	/* close - free the handle; accepts NULL. */
 	void (*close)(void *fs);
+	/*
+	 * zeros - NULL, or report (after walk) allocated byte ranges that the image is
+	 * to hold as zeros: blocks the filesystem never reads as they are, and which
+	 * must not keep a restored disk's old contents either (a cleanly closed ext3/4
+	 * journal's body). A subset of what walk reported. Returns 0, fn's non-zero
+	 * return, or NDZ_EIO; on any error the caller images the blocks as they are.
+	 */
+	int (*zeros)(void *fs, ndz_extent_fn fn, void *ctx);
 };
 
 extern const struct ndz_fs_module ndz_fs_ext;

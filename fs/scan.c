@@ -116,6 +116,7 @@ struct scan {
 	struct ndz_io *src;
 	const struct ndz_scan_opts *o;
 	struct ndz_ranges *out;        /* result ranges, relative to the image base */
+	struct ndz_ranges *zero;       /* of those, the ones to image as zeros */
 	struct ndz_scan_report *rep;
 	uint8_t matched[NDZ_SCAN_MAX_OVERRIDES];  /* the override named a partition found */
 };
@@ -224,6 +225,21 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 	return ndz_ranges_add(c->r, c->base + a, b - a);
 }
 
+/* Like collect_extent, but only the sectors wholly inside: zeros must not spill. */
+static int collect_zero(void *ctx, uint64_t off, uint64_t len)
+{
+	struct collect *c = ctx;
+	uint64_t a, b;
+
+	if (off >= c->limit || len == 0)
+		return 0;
+	if (len > c->limit - off)
+		len = c->limit - off;
+	a = ndz_sectors_of(off);
+	b = (off + len) / SEC;
+	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a) : 0;
+}
+
 /* How a volume is to be read before any override: by probing, or a fixed module. */
 static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint32_t type)
 {
@@ -244,10 +260,10 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		       struct ndz_scan_entry *e)
 {
 	uint64_t sectors = ndz_sectors_of(io->size);
-	struct ndz_fs_opts fo = { s->o->keep_pagefile };
-	struct ndz_ranges tmp = NDZ_RANGES_INIT;
+	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal };
+	struct ndz_ranges tmp = NDZ_RANGES_INIT, ztmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
-	struct collect c = { &tmp, at, io->size };
+	struct collect c = { &tmp, at, io->size }, zc = { &ztmp, at, io->size };
 	struct ndz_error err = { 0 };
 	void *fs = NULL;
 	int rc;
@@ -265,13 +281,23 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	if (rc < 0)
 		goto raw;
 	rc = mod->walk(fs, collect_extent, &c, &st, &err);
+	if (rc == 0 && mod->zeros) {
+		int zr = mod->zeros(fs, collect_zero, &zc);
+
+		if (zr == NDZ_ENOMEM)
+			rc = zr;
+		else if (zr < 0)       /* then the blocks are imaged as they are: never wrong */
+			ndz_ranges_release(&ztmp);
+	}
 	mod->close(fs);
 	if (rc == NDZ_ENOMEM || rc == NDZ_EIO) {
 		ndz_ranges_release(&tmp);
+		ndz_ranges_release(&ztmp);
 		return rc;
 	}
 	if (rc < 0) {
 		ndz_ranges_release(&tmp);
+		ndz_ranges_release(&ztmp);
 		goto raw;
 	}
 	/* whatever follows the filesystem in its volume is kept: nobody vouched for it */
@@ -291,9 +317,13 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		if (e->used_bytes > io->size)
 			e->used_bytes = io->size;
 		e->free_bytes = io->size - e->used_bytes;
+		e->zero_bytes = ndz_ranges_total(&ztmp) * SEC;
 	}
 	rc = ndz_ranges_union(s->out, &tmp);
+	if (rc == 0)
+		rc = ndz_ranges_union(s->zero, &ztmp);
 	ndz_ranges_release(&tmp);
+	ndz_ranges_release(&ztmp);
 	return rc;
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
@@ -468,13 +498,15 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 	     struct ndz_error *err)
 {
 	uint64_t sectors = ndz_sectors_of(src->size);
-	struct scan s = { .src = src, .o = o, .out = &res->alloc, .rep = o->report };
+	struct scan s = { .src = src, .o = o, .out = &res->alloc, .zero = &res->zero,
+			  .rep = o->report };
 	struct ndz_ptable t;
 	struct ndz_error perr = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	ndz_ranges_init(&res->alloc);
+	ndz_ranges_init(&res->zero);
 	if (o->report) {
 		memset(o->report, 0, sizeof(*o->report));
 		o->report->source_bytes = src->size;
@@ -536,12 +568,15 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 	ndz_ranges_normalize(&res->alloc);
 	ndz_ranges_clip(&res->alloc, sectors);
 	ndz_ranges_fill_gaps(&res->alloc, o->min_free / SEC);
+	ndz_ranges_normalize(&res->zero);
+	ndz_ranges_clip(&res->zero, sectors);
 	if (o->report)
 		o->report->image_bytes = ndz_ranges_total(&res->alloc) * SEC;
 out:
 	ndz_ptable_release(&t);
 	if (rc < 0) {
 		ndz_ranges_release(&res->alloc);
+		ndz_ranges_release(&res->zero);
 		ndz_scan_report_release(o->report);
 	}
 	return rc;
@@ -550,4 +585,5 @@ out:
 void ndz_scan_result_release(struct ndz_scan_result *res)
 {
 	ndz_ranges_release(&res->alloc);
+	ndz_ranges_release(&res->zero);
 }

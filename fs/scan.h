@@ -40,6 +40,7 @@ struct ndz_scan_opts {
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 	int keep_pagefile;             /* NTFS: keep pagefile.sys/hiberfil.sys contents */
+	int keep_journal;              /* ext3/4: keep a clean journal's body, not zeros */
 	struct ndz_scan_override overrides[NDZ_SCAN_MAX_OVERRIDES];
 	int noverrides;
 	/* when not NULL, filled with what was found (-i); release with ndz_scan_report_release */
@@ -72,6 +73,7 @@ struct ndz_scan_entry {
 	char detail[256];              /* from the module ("ext4, 4096-byte blocks") */
 	uint64_t used_bytes;           /* bytes of this partition that go into the image */
 	uint64_t free_bytes;           /* bytes left out */
+	uint64_t zero_bytes;           /* of used_bytes, imaged as zeros (a clean journal) */
 	char note[320];                /* why it was taken raw, and the like */
 };
 
@@ -98,6 +100,7 @@ int ndz_scan_override_parse(struct ndz_scan_opts *o, enum ndz_scan_action action
 
 struct ndz_scan_result {
 	struct ndz_ranges alloc;       /* sectors to image, relative to base */
+	struct ndz_ranges zero;        /* of those, sectors to image as zeros (fs.h "zeros") */
 	uint64_t base;                 /* byte offset of the image's sector 0 in the source */
 	uint64_t bytes;                /* bytes the image covers from base */
 	uint16_t image_kind;           /* NDZ_KIND_* (lib/format.h) */

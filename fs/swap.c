@@ -89,7 +89,7 @@ static void swap_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_swap = {
-	"swap", swap_probe, swap_open, swap_walk, swap_close,
+	"swap", swap_probe, swap_open, swap_walk, swap_close, NULL,
 };
 
 /* FreeBSD swap has no signature: never probed, only chosen by partition type. */
@@ -128,5 +128,5 @@ static void bsdswap_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_bsdswap = {
-	"bsdswap", bsdswap_probe, bsdswap_open, bsdswap_walk, bsdswap_close,
+	"bsdswap", bsdswap_probe, bsdswap_open, bsdswap_walk, bsdswap_close, NULL,
 };

@@ -34,6 +34,7 @@ static const char usage_text[] =
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
 	"      --keep-pagefile  keep the contents of NTFS pagefile.sys and hiberfil.sys\n"
+	"      --keep-journal  keep the body of a clean ext3/4 journal (default: zeros)\n"
 	"      --codec C      compress with zstd (default) or zlib\n"
 	"  -z, --level N      compression level: zlib 0-9 (default 4), zstd 1-19 (default 3)\n"
 	"  -j, --threads N    compression threads (default: online cores)\n"
@@ -213,6 +214,8 @@ static void print_report(const char *src, const struct ndz_scan_report *r,
 			print_size("used", e->used_bytes);
 			print_size("free", e->free_bytes);
 		}
+		if (e->zero_bytes)
+			print_size("zeroed", e->zero_bytes);
 		if (e->note[0])
 			printf(" (%s)", e->note);
 		putchar('\n');
@@ -334,6 +337,7 @@ int main(int argc, char **argv)
 		{ "min-free", required_argument, NULL, 'F' },
 		{ "info", no_argument, NULL, 'i' },
 		{ "keep-pagefile", no_argument, NULL, 'K' },
+		{ "keep-journal", no_argument, NULL, 'L' },
 		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "codec", required_argument, NULL, 'C' },
@@ -355,7 +359,7 @@ int main(int argc, char **argv)
 	struct ndz_manifest m = { 0 };
 	char mbuf[PATH_MAX];
 	struct ndz_error zerr = { 0 };
-	struct ndz_io *src = NULL, *view = NULL;
+	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
 	int progress = 0, info = 0, level = -1, cipher = 0, c, rc;
 	struct ndz_scan_report report;
 	uint64_t u64;
@@ -406,6 +410,9 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			sopts.keep_pagefile = 1;
+			break;
+		case 'L':
+			sopts.keep_journal = 1;
 			break;
 		case 'U':
 			if (parse_uuid(optarg, zopts.uuid) < 0)
@@ -493,6 +500,9 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view);
+	/* blocks to be imaged as zeros (a clean journal's body) read as zeros */
+	if (rc == 0 && scan.zero.n)
+		rc = ndz_io_open_zeroed(view, &scan.zero, &zview);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s: %s", argv[optind], ndz_strerror(rc));
 	zopts.image_kind = scan.image_kind;
@@ -509,7 +519,8 @@ int main(int argc, char **argv)
 	zopts.progress = show_progress;
 	zopts.progress_ctx = &prog;
 	t0 = cli_now();
-	rc = ndz_zip(view, scan.bytes, &scan.alloc, &zopts, write_chunk, &out, &stats, &zerr);
+	rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, write_chunk, &out,
+		     &stats, &zerr);
 	cli_progress_end(&prog, stats.in_bytes);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&zerr));
@@ -536,6 +547,7 @@ int main(int argc, char **argv)
 			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
 			 secs, secs > 0 ? (double)stats.in_bytes / 1e6 / secs : 0.0);
 	}
+	ndz_io_close(zview);
 	ndz_scan_result_release(&scan);
 	ndz_io_close(out.io);
 	ndz_io_close(view);
