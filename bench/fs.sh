@@ -3,11 +3,13 @@
 # -T2) on the same ext4, NTFS, XFS, btrfs and exFAT filesystems, made here (NDZ_BENCH_FS=
 # "ext4 xfs" picks some): 256 MiB each (NDZ_BENCH_MIB), about half full of real files (blobs
 # of /usr), free space dirty (random bytes). XFS, btrfs and exFAT also against imagezip -r
-# (how they were imaged before).
+# (how they were imaged before). "ext4used" (not in the default set): an ext4 filled
+# through a loop mount, as a system that ran leaves it, its journal holding the history.
 # Time and image size (and, for ndz images, the bytes used: without the last chunk's padding),
 # medians of 3 runs, ratios to the first method (partclone|gzip -4).
 # Usage: sh bench/fs.sh [BUILD_DIR]   (default build; NDZ_BENCH_METHODS: a subset of
-#        "pc-gzip pc-pigz ndz pc-zstd ndz-zstd", in order, the first the base)
+#        "pc-gzip pc-pigz ndz pc-zstd ndz-zstd ndz-zstd-kj", in order, the first the base;
+#        ndz-zstd-kj: zstd with --keep-journal)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin="$top/${1:-build}/bin"
@@ -46,6 +48,15 @@ make_ext() {
 	head -c $((MIB * 1048576)) /dev/urandom >"$T/ext4.img"
 	mke2fs -q -F -E nodiscard -t ext4 -d "$T/data" "$T/ext4.img" >/dev/null 2>&1
 }
+# the same files copied in through a mount: the journal body holds their metadata
+make_ext4used() {
+	head -c $((MIB * 1048576)) /dev/urandom >"$T/ext4used.img"
+	mke2fs -q -F -E nodiscard -t ext4 "$T/ext4used.img" >/dev/null 2>&1
+	mkdir -p "$T/mnt"
+	mount -o loop "$T/ext4used.img" "$T/mnt" || return 1
+	cp "$T"/data/* "$T/mnt/"
+	umount "$T/mnt"
+}
 make_ntfs() {
 	head -c $((MIB * 1048576)) /dev/urandom >"$T/ntfs.img"
 	mkntfs -q -F -f "$T/ntfs.img" >/dev/null 2>&1
@@ -80,20 +91,21 @@ make_exfat() {
 }
 FSES=${NDZ_BENCH_FS:-ext4 ntfs xfs btrfs exfat}
 for fs in $FSES; do
-	case $fs in ext4) make_ext ;; ntfs) make_ntfs ;; xfs) make_xfs ;; btrfs) make_btrfs ;;
+	case $fs in ext4) make_ext ;; ext4used) make_ext4used ;; ntfs) make_ntfs ;; xfs) make_xfs ;; btrfs) make_btrfs ;;
 	exfat) make_exfat ;; esac
 done
 
 # one METHOD on filesystem FS: prints "zip_seconds unzip_seconds image_bytes"
 run_once() {
 	fs=$1 m=$2 src="$T/$1.img" img="$T/img" tgt="$T/tgt"
-	pc=partclone.$fs
+	pc=partclone.${fs%used}
 	head -c $((MIB * 1048576)) /dev/zero | tr '\000' '\245' >"$tgt"
 	sync
 	t0=$(now)
 	case $m in
 	ndz) "$bin/imagezip" -q --codec zlib "$src" "$img" ;;
 	ndz-zstd) "$bin/imagezip" -q --codec zstd "$src" "$img" ;;
+	ndz-zstd-kj) "$bin/imagezip" -q --codec zstd --keep-journal "$src" "$img" ;;
 	ndz-raw) "$bin/imagezip" -q -r "$src" "$img" ;;
 	pc-zstd) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | zstd -q -3 -T2 >"$img" ;;
 	pc-gzip) $pc -q -c -s "$src" -o - -L "$T/pc.log" 2>/dev/null | gzip -4 >"$img" ;;
@@ -101,14 +113,14 @@ run_once() {
 	esac
 	t1=$(now)
 	case $m in
-	ndz | ndz-zstd | ndz-raw) "$bin/imageunzip" -q "$img" "$tgt" ;;
+	ndz | ndz-zstd | ndz-zstd-kj | ndz-raw) "$bin/imageunzip" -q "$img" "$tgt" ;;
 	pc-zstd) zstd -q -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-gzip) gzip -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	pc-pigz) pigz -dc "$img" | $pc -q -r -s - -O "$tgt" -L "$T/pc.log" >/dev/null 2>&1 ;;
 	esac
 	t2=$(now)
 	case $fs in
-	ext4) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
+	ext4 | ext4used) e2fsck -fn "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	xfs) xfs_repair -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	exfat) fsck.exfat -n "$tgt" >/dev/null 2>&1 || echo "bench/fs.sh: $m on $fs: restore not clean" >&2 ;;
 	btrfs) btrfs check --readonly "$tgt" >/dev/null 2>&1 ||
@@ -125,7 +137,7 @@ run_once() {
 	case $m in
 	# an ndz image's last chunk is padded to 1 MiB: "used" leaves that padding out
 	# (its header area plus data_len, the little-endian field at offset 88, are kept)
-	ndz | ndz-zstd | ndz-raw)
+	ndz | ndz-zstd | ndz-zstd-kj | ndz-raw)
 		dl=$(od -An -tu4 -j $((size - 1048576 + 88)) -N4 "$img" | tr -d ' ')
 		used=$((size - 1048576 + 4096 + dl)) ;;
 	esac
@@ -136,7 +148,7 @@ run_once() {
 
 echo "filesystems: ${MIB} MiB each, data $((total / 1048576)) MiB of /usr files, free space random;" \
      "$(nproc) cores; medians of $RUNS runs"
-printf '%-5s %-22s %12s %12s %9s %9s %8s %8s %8s %8s\n' fs method image_bytes used_bytes zip_s unzip_s \
+printf '%-8s %-22s %12s %12s %9s %9s %8s %8s %8s %8s\n' fs method image_bytes used_bytes zip_s unzip_s \
 	size_x used_x zip_x unzip_x
 for fs in $FSES; do
 	first=1
@@ -154,8 +166,9 @@ for fs in $FSES; do
 		name=$m
 		case $m in pc-gzip) name="partclone|gzip-4" ;; pc-pigz) name="partclone|pigz-4" ;;
 			   ndz) name="imagezip --codec zlib" ;; pc-zstd) name="partclone|zstd-3-T2" ;;
-			   ndz-zstd) name="imagezip --codec zstd" ;; ndz-raw) name="imagezip -r" ;; esac
-		printf '%-5s %-22s %12s %12s %9.2f %9.2f %8.3f %8.3f %8.2f %8.2f\n' $fs "$name" "$s" "$us" \
+			   ndz-zstd) name="imagezip --codec zstd" ;;
+			   ndz-zstd-kj) name="imagezip --keep-journal" ;; ndz-raw) name="imagezip -r" ;; esac
+		printf '%-8s %-22s %12s %12s %9.2f %9.2f %8.3f %8.3f %8.2f %8.2f\n' $fs "$name" "$s" "$us" \
 			"$z" "$u" \
 			"$(awk -v a="$s" -v b="$bs" 'BEGIN { print a / b }')" \
 			"$(awk -v a="$us" -v b="$bus" 'BEGIN { print a / b }')" \
