@@ -56,6 +56,12 @@ make_ext4used() {
 	mount -o loop "$T/ext4used.img" "$T/mnt" || return 1
 	cp "$T"/data/* "$T/mnt/"
 	umount "$T/mnt"
+	# a copy of the mount in another mount namespace (ip netns exec) keeps the
+	# filesystem, and its last writes, until released: wait for the loop device to go
+	_w=0
+	while [ -n "$(losetup -n -O NAME -j "$T/ext4used.img")" ] && [ $_w -lt 300 ]; do
+		sleep 0.1; _w=$((_w + 1))
+	done
 }
 make_ntfs() {
 	head -c $((MIB * 1048576)) /dev/urandom >"$T/ntfs.img"
