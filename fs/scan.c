@@ -209,8 +209,10 @@ struct collect {
 	struct ndz_ranges *r;
 	uint64_t base;                 /* sectors added to every extent */
 	uint64_t limit;                /* bytes of the volume */
+	int inward;                    /* only the sectors wholly inside (zeros must not spill) */
 };
 
+/* An extent as sectors: every sector it touches, or with inward those it covers. */
 static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 {
 	struct collect *c = ctx;
@@ -220,23 +222,8 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 		return 0;
 	if (len > c->limit - off)
 		len = c->limit - off;
-	a = off / SEC;
-	b = ndz_sectors_of(off + len);
-	return ndz_ranges_add(c->r, c->base + a, b - a);
-}
-
-/* Like collect_extent, but only the sectors wholly inside: zeros must not spill. */
-static int collect_zero(void *ctx, uint64_t off, uint64_t len)
-{
-	struct collect *c = ctx;
-	uint64_t a, b;
-
-	if (off >= c->limit || len == 0)
-		return 0;
-	if (len > c->limit - off)
-		len = c->limit - off;
-	a = ndz_sectors_of(off);
-	b = (off + len) / SEC;
+	a = c->inward ? ndz_sectors_of(off) : off / SEC;
+	b = c->inward ? (off + len) / SEC : ndz_sectors_of(off + len);
 	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a) : 0;
 }
 
@@ -263,7 +250,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal };
 	struct ndz_ranges tmp = NDZ_RANGES_INIT, ztmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
-	struct collect c = { &tmp, at, io->size }, zc = { &ztmp, at, io->size };
+	struct collect c = { &tmp, at, io->size, 0 }, zc = { &ztmp, at, io->size, 1 };
 	struct ndz_error err = { 0 };
 	void *fs = NULL;
 	int rc;
@@ -282,7 +269,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		goto raw;
 	rc = mod->walk(fs, collect_extent, &c, &st, &err);
 	if (rc == 0 && mod->zeros) {
-		int zr = mod->zeros(fs, collect_zero, &zc);
+		int zr = mod->zeros(fs, collect_extent, &zc);
 
 		if (zr == NDZ_ENOMEM)
 			rc = zr;
