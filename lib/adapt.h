@@ -59,6 +59,13 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets);
  */
 void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns);
 
+/*
+ * ndz_adapt_through - a client lost lost of the sent packets of one sending that took
+ * ns (a chunk's, first to last packet): what got through it, a sample of the path's
+ * rate when the loss is of a full queue. Ignored below 1% lost.
+ */
+void ndz_adapt_through(struct ndz_adapt *a, uint64_t sent, uint64_t lost, uint64_t ns);
+
 /* ndz_adapt_rate - the rate to send at, at now_ns (ends an interval when one is due). */
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns);
 
@@ -72,6 +79,7 @@ enum ndz_adapt_action {
 	NDZ_ADAPT_WAIT,                /* after a drop: wait for the requests it caused */
 	NDZ_ADAPT_HELD,                /* less sent than the rate allows: hold */
 	NDZ_ADAPT_LATE,                /* the last change's losses are not all reported yet */
+	NDZ_ADAPT_TOP,                 /* held just under what got through at the last drop */
 };
 
 struct ndz_adapt_step {
