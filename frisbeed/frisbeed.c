@@ -269,9 +269,8 @@ static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsig
 		return;
 	ndz_adapt_delay(s->adapt, ndz_now_ns() - s->pass_ns[chunk]);
 	ndz_adapt_lost(s->adapt, client, lost);
-	if (s->sent_ns[chunk] > s->pass_ns[chunk])
-		ndz_adapt_through(s->adapt, s->pass_sent[chunk], lost,
-				  s->sent_ns[chunk] - s->pass_ns[chunk]);
+	ndz_adapt_through(s->adapt, s->pass_sent[chunk], lost, s->pass_ns[chunk],
+			  s->sent_ns[chunk]);
 }
 
 static void *receiver(void *arg)

@@ -15,7 +15,12 @@
  * change it waits as long as losses are reported late (the caller measures that: a
  * request comes once the server has moved on from the chunk, so up to a chunk's
  * sending time, 0.45 s at 20 Mbit/s, after its packets), so as not to grow on
- * before the last step's losses are known. After the first drop, losses reported
+ * before the last step's losses are known. It grows no further than 99% of what got
+ * through at the last drop, measured once the drop's waiting is over from the
+ * caller's samples (ndz_adapt_through: each sending that lost, its packets less the
+ * loss over its time; a tbf's queue hides an overshoot for a second or more, then
+ * loses it all), and only after 2 s there without loss tries 1% more; a drop with
+ * such samples at hand drops to 95% of their least. After the first drop, losses reported
  * that late count against what was sent over that delay, not over the interval they
  * arrive in (they come bunched, a chunk's at once). An interval in which
  * less went out than the rate allowed (the clients asked for little) teaches
@@ -60,11 +65,14 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets);
 void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns);
 
 /*
- * ndz_adapt_through - a client lost lost of the sent packets of one sending that took
- * ns (a chunk's, first to last packet): what got through it, a sample of the path's
- * rate when the loss is of a full queue. Ignored below 1% lost.
+ * ndz_adapt_through - a client lost lost of the sent packets of one sending (a
+ * chunk's, its first packet at start_ns, its last at end_ns, on the clock passed to
+ * ndz_adapt_rate): what got through it is a sample of the path's rate, exact when
+ * the bottleneck's queue was full all along. Ignored below 1% lost, and when the
+ * rate changed by more than 2% during it.
  */
-void ndz_adapt_through(struct ndz_adapt *a, uint64_t sent, uint64_t lost, uint64_t ns);
+void ndz_adapt_through(struct ndz_adapt *a, uint64_t sent, uint64_t lost, uint64_t start_ns,
+		       uint64_t end_ns);
 
 /* ndz_adapt_rate - the rate to send at, at now_ns (ends an interval when one is due). */
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns);
