@@ -256,8 +256,8 @@ static int recent(const struct server *s, uint32_t chunk)
 
 /*
  * -W auto: client lost packets of chunk, and the controller learns how late that is
- * known: since the chunk's sending began (a client asks once the server has moved on)
- * (lock).
+ * known: since the chunk's sending began (a client asks once the server has moved on),
+ * and what got through that sending (lock).
  */
 static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsigned lost)
 {

@@ -15,15 +15,15 @@
  * change it waits as long as losses are reported late (the caller measures that: a
  * request comes once the server has moved on from the chunk, so up to a chunk's
  * sending time, 0.45 s at 20 Mbit/s, after its packets), so as not to grow on
- * before the last step's losses are known. It grows no further than 99% of what got
- * through at the last drop, measured once the drop's waiting is over from the
- * caller's samples (ndz_adapt_through: each sending that lost, its packets less the
- * loss over its time; a tbf's queue hides an overshoot for a second or more, then
- * loses it all), and only after 2 s there without loss tries 1% more; a drop with
- * such samples at hand drops to 95% of their least. After the first drop, losses reported
- * that late count against what was sent over that delay, not over the interval they
- * arrive in (they come bunched, a chunk's at once). An interval in which
- * less went out than the rate allowed (the clients asked for little) teaches
+ * before the last step's losses are known. When the caller gives delivery samples
+ * (ndz_adapt_through: what got through a sending that lost, sent at one rate), it
+ * measures the path: a drop goes to 95% of the least recent sample, and once the
+ * drop's wait is over the rate holds at 99% of it (a tbf's queue hides an overshoot
+ * for a second or more, then loses it all), easing off lowers that hold, and only
+ * after 2 s there without loss does it try 1% more. After the first drop, losses
+ * reported that late count against what was sent over that delay, not over the
+ * interval they arrive in (they come bunched, a chunk's at once). An interval in
+ * which less went out than the rate allowed (the clients asked for little) teaches
  * nothing about more and the rate holds. Loss the medium has anyway (the least of
  * the last intervals', up to 5%) is not counted against the rate. No clock is read
  * here: the caller passes the time, so the controller runs on a simulated clock in
