@@ -28,13 +28,13 @@
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 #define DELAY_DECAY 0.98               /* the report delay's estimate, kept per interval */
 #define NEAR_GOT    0.97               /* from this much of what got through, grow once a delay */
-#define HOLD_AT     0.99               /* after a drop, grow to this much of what got through */
+#define HOLD_AT     1.0                /* after a drop, grow to this much of what got through */
 #define THRU_N      32                 /* delivery samples kept */
 #define THRU_AGE    15                 /* intervals a sample counts for */
 #define THRU_MIN    2                  /* sendings needed to hold from them */
 #define CHANGES     32                 /* rate changes remembered */
 #define THRU_LOSS   0.01               /* a sample needs this much lost (a full queue) */
-#define PROBE_AFTER 20                 /* intervals held there, lossless, before growing 1% above */
+#define PROBE_AFTER 50                 /* intervals held there, lossless, before growing 1% above */
 
 struct lost {
 	uint32_t client;
@@ -370,7 +370,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (a->measured && excess < LOW_LOSS && a->rate >= a->got * HOLD_AT * 0.999 &&
 			   now_ns - a->change_ns < PROBE_AFTER * a->o.interval_ns) {
 			/*
-			 * Held just under what got through at the last drop: above it a tbf's
+			 * Held at what got through at the last drop: above it a tbf's
 			 * queue hides the overshoot for a second or more and then loses it all
 			 * at once (a sawtooth). Only after long without loss is a step above
 			 * tried, in case the path has grown.

@@ -18,9 +18,9 @@
  * before the last step's losses are known. When the caller gives delivery samples
  * (ndz_adapt_through: what got through a sending that lost, sent at one rate), it
  * measures the path: a drop goes to 95% of the least recent sample, and once the
- * drop's wait is over the rate holds at 99% of it (a tbf's queue hides an overshoot
- * for a second or more, then loses it all), easing off lowers that hold, and only
- * after 2 s there without loss does it try 1% more. After the first drop, losses
+ * drop's wait is over the rate holds at it (a tbf's queue hides an overshoot for a
+ * second or more, then loses it all), easing off lowers that hold, and only after
+ * 5 s there without loss does it try 1% more. After the first drop, losses
  * reported that late count against what was sent over that delay, not over the
  * interval they arrive in (they come bunched, a chunk's at once). An interval in
  * which less went out than the rate allowed (the clients asked for little) teaches
@@ -87,7 +87,7 @@ enum ndz_adapt_action {
 	NDZ_ADAPT_WAIT,                /* after a drop: wait for the requests it caused */
 	NDZ_ADAPT_HELD,                /* less sent than the rate allows: hold */
 	NDZ_ADAPT_LATE,                /* the last change's losses are not all reported yet */
-	NDZ_ADAPT_TOP,                 /* held just under what got through at the last drop */
+	NDZ_ADAPT_TOP,                 /* held at what got through at the last drop */
 };
 
 struct ndz_adapt_step {
