@@ -6,10 +6,13 @@
 # (server start to first packet, empty queue, tail, the rate the pacer held).
 # Usage: bench/adaptive.sh BUILD [REPS]   (root; env BENCH_MIB (default 64),
 # BENCH_LINK (Mbit/s, default 100), BENCH_CLIENTS (default 4), BENCH_RATES (default
-# "auto 95%-of-link 2x-link"), BENCH_TRACE=FILE: append -W auto's per-interval decisions)
+# "auto 95%-of-link 2x-link"), BENCH_TRACE=FILE: append -W auto's per-interval decisions,
+# BENCH_MAIN=FILE: another frisbeed (e.g. main's) run first as "auto (main)", interleaved
+# run by run with this build's -W auto for an A/B on a shared host)
 set -u
 . "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-64}
+SRV=
 LINK=${BENCH_LINK:-100}
 N=${BENCH_CLIENTS:-4}
 netns_lan && netns_host srv 1 || exit 1
@@ -43,7 +46,7 @@ run() {
 	done
 	sleep 0.5
 	t0=$(date +%s.%N)
-	ip netns exec "${NETNS_PFX}srv" "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -W "$1" -T 1 $VV \
+	ip netns exec "${NETNS_PFX}srv" "${SRV:-$FRISBEED}" -m "$MC_GROUP" -p "$MC_PORT" -W "$1" -T 1 $VV \
 		--stats-json "$T/s.json" "$T/img.ndz" 2>>"$T/srv.log" &
 	spid=$!
 	for p in $pids; do wait "$p"; done
@@ -72,13 +75,34 @@ echo "# $N clients behind ${LINK} Mbit/s tbf links; image $((IMGB / 1048576)) Mi
 # 0.946 is a full link.
 printf '%-12s %8s %12s %10s %11s %7s %7s %7s %7s\n' rate time_s goodput/link send/link sent/image \
 	start_s empty_s tail_s paced
-for rate in ${BENCH_RATES:-auto "$((LINK * 95 / 100))M" "$((LINK * 2))M"}; do
-	: >"$T/runs"
-	r=1; while [ $r -le "$REPS" ]; do run "$rate" >>"$T/runs"; r=$((r + 1)); done
-	printf '%-12s %8.2f %12.3f %10.3f %11.3f %7.2f %7.2f %7.2f %7.1f\n' "$rate" \
+row() {
+	printf '%-12s %8.2f %12.3f %10.3f %11.3f %7.2f %7.2f %7.2f %7.1f\n' "$1" \
 		"$(cut -d' ' -f1 "$T/runs" | median)" \
 		"$(cut -d' ' -f2 "$T/runs" | median)" "$(cut -d' ' -f4 "$T/runs" | median)" \
 		"$(cut -d' ' -f3 "$T/runs" | median)" "$(cut -d' ' -f5 "$T/runs" | median)" \
 		"$(cut -d' ' -f6 "$T/runs" | median)" "$(cut -d' ' -f7 "$T/runs" | median)" \
 		"$(cut -d' ' -f8 "$T/runs" | median)"
+}
+if [ -n "${BENCH_MAIN:-}" ]; then
+	# A/B: main's -W auto and this build's, one run of each in turn
+	: >"$T/runs.main"
+	: >"$T/runs"
+	r=1; while [ $r -le "$REPS" ]; do
+		SRV=$BENCH_MAIN
+		run auto >>"$T/runs.main"
+		SRV=
+		run auto >>"$T/runs"
+		r=$((r + 1))
+	done
+	mv "$T/runs" "$T/runs.auto"
+	mv "$T/runs.main" "$T/runs"
+	row "auto (main)"
+	mv "$T/runs.auto" "$T/runs"
+	row auto
+fi
+for rate in ${BENCH_RATES:-auto "$((LINK * 95 / 100))M" "$((LINK * 2))M"}; do
+	[ -n "${BENCH_MAIN:-}" ] && [ "$rate" = auto ] && continue
+	: >"$T/runs"
+	r=1; while [ $r -le "$REPS" ]; do run "$rate" >>"$T/runs"; r=$((r + 1)); done
+	row "$rate"
 done

@@ -256,8 +256,8 @@ static int recent(const struct server *s, uint32_t chunk)
 
 /*
  * -W auto: client lost packets of chunk, and the controller learns how late that is
- * known: since the chunk's sending began (a client asks once the server has moved on)
- * (lock).
+ * known: since the chunk's sending began (a client asks once the server has moved on),
+ * and what got through that sending (lock).
  */
 static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsigned lost)
 {
@@ -269,6 +269,8 @@ static void report_lost(struct server *s, uint32_t client, uint32_t chunk, unsig
 		return;
 	ndz_adapt_delay(s->adapt, ndz_now_ns() - s->pass_ns[chunk]);
 	ndz_adapt_lost(s->adapt, client, lost);
+	ndz_adapt_through(s->adapt, s->pass_sent[chunk], lost, s->pass_ns[chunk],
+			  s->sent_ns[chunk]);
 }
 
 static void *receiver(void *arg)

@@ -28,6 +28,13 @@
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 #define DELAY_DECAY 0.98               /* the report delay's estimate, kept per interval */
 #define NEAR_GOT    0.97               /* from this much of what got through, grow once a delay */
+#define HOLD_AT     1.0                /* after a drop, grow to this much of what got through */
+#define THRU_N      32                 /* delivery samples kept */
+#define THRU_AGE    15                 /* intervals a sample counts for */
+#define THRU_MIN    2                  /* sendings needed to hold from them */
+#define CHANGES     32                 /* rate changes remembered */
+#define THRU_LOSS   0.01               /* a sample needs this much lost (a full queue) */
+#define PROBE_AFTER 50                 /* intervals held there, lossless, before growing 1% above */
 
 struct lost {
 	uint32_t client;
@@ -55,7 +62,15 @@ struct ndz_adapt {
 	unsigned clean;                /* intervals in a row grown since the last loss */
 	double delay;                  /* how late losses are reported (ns), a decaying maximum */
 	double got;                    /* what got through at the last drop (bit/s) */
+	int measured;                  /* got is from the caller's samples, not a guess */
 	uint64_t change_ns;            /* when the rate last changed after the start */
+	double thru[THRU_N];           /* delivery samples (bit/s) of sendings that lost */
+	uint64_t thru_ns[THRU_N];      /* when each came */
+	uint64_t thru_start[THRU_N];   /* when its sending began */
+	unsigned nthru;
+	uint64_t changes[CHANGES];     /* when the rate last changed by more than 2% */
+	unsigned nchanges;
+	uint64_t now_ns;               /* the latest time the caller passed */
 	uint64_t t0;                   /* creation time, for the trace */
 	struct ndz_adapt_step last;
 };
@@ -133,6 +148,46 @@ void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns)
 		a->delay = d;
 }
 
+void ndz_adapt_through(struct ndz_adapt *a, uint64_t sent, uint64_t lost, uint64_t start_ns,
+		       uint64_t end_ns)
+{
+	if (!a->o.packet_bits || end_ns <= start_ns || sent < MIN_SAMPLE || lost > sent ||
+	    (double)lost < THRU_LOSS * (double)sent)
+		return;
+	for (unsigned i = 0; i < CHANGES && i < a->nchanges; i++)
+		if (a->changes[i] > start_ns && a->changes[i] <= end_ns)
+			return;        /* sent at two rates: says little */
+	a->thru[a->nthru % THRU_N] = (double)(sent - lost) * (double)a->o.packet_bits * 1e9 /
+				     (double)(end_ns - start_ns);
+	a->thru_start[a->nthru % THRU_N] = start_ns;
+	a->thru_ns[a->nthru++ % THRU_N] = a->now_ns;
+}
+
+/*
+ * What got through while the path lost: the least of the recent samples of sendings
+ * at one rate (one that began with the bottleneck's queue filling reads high, by what
+ * the queue took; one sent with it full all along reads the path's rate); 0 unless
+ * two sendings or more gave samples.
+ */
+static double through(const struct ndz_adapt *a, uint64_t now_ns)
+{
+	double least = 0;
+	uint64_t first = 0;
+	int two = 0;
+
+	for (unsigned i = 0; i < THRU_N && i < a->nthru; i++) {
+		if (now_ns - a->thru_ns[i] > THRU_AGE * a->o.interval_ns)
+			continue;
+		if (!least || a->thru[i] < least)
+			least = a->thru[i];
+		if (!first)
+			first = a->thru_start[i];
+		else if (a->thru_start[i] != first)
+			two = 1;
+	}
+	return two ? least : 0;
+}
+
 /*
  * Backs off to what got through: the loss is of packets sent over about the last two
  * intervals, at their mean rate; then waits for the requests about packets sent
@@ -142,7 +197,7 @@ void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns)
  */
 static void drop(struct ndz_adapt *a, double used, double excess, int again, int limited)
 {
-	double was = a->rate;
+	double was = a->rate, t;
 	int late = (int)ceil(a->delay / (double)a->o.interval_ns);
 
 	a->drop_excess = excess;
@@ -181,6 +236,9 @@ static void drop(struct ndz_adapt *a, double used, double excess, int again, int
 		if (a->rate < floor)
 			a->rate = floor;
 	}
+	a->measured = (t = through(a, a->now_ns)) > 0;
+	if (a->measured)
+		a->rate = t * DROP_KEEP;       /* measured: better than any guess */
 	if (!again && a->since_drop < WINDOW && a->rate < was * RECENT_KEEP)
 		a->rate = was * RECENT_KEEP;   /* late requests of the last drop's losses */
 	if (a->rate < was * (1 - MAX_DROP))
@@ -212,10 +270,11 @@ static int early_loss(const struct ndz_adapt *a)
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 {
 	uint64_t worst = a->pooled, basis;
-	double loss, base, excess, used = a->rate;
+	double loss, base, excess, used = a->rate, was = a->rate;
 	int limited = 0;
 	enum ndz_adapt_action act;
 
+	a->now_ns = now_ns;
 	if (now_ns < a->next_ns && !early_loss(a))
 		return (uint64_t)a->rate;
 	if (a->sent && a->sent < MIN_SAMPLE && now_ns - a->start_ns < LONGEST * a->o.interval_ns) {
@@ -283,8 +342,22 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 			drop(a, used, excess, 1, limited);
 			act = NDZ_ADAPT_DROP;
 		} else if (a->hold) {
+			double t;
+
 			a->hold--;
 			act = NDZ_ADAPT_WAIT;
+			if (!a->hold && (t = through(a, now_ns)) > 0) {
+				/*
+				 * All the drop's losses are in: hold just under what got
+				 * through meanwhile, measured, rather than the drop's guess
+				 * (too deep after the start's bunched reports, too shallow
+				 * when they came late).
+				 */
+				a->got = t;
+				a->measured = 1;
+				a->rate = t * HOLD_AT;
+				a->change_ns = now_ns;
+			}
 		} else if (excess > HIGH_LOSS) {
 			drop(a, used, excess, 0, limited);
 			act = NDZ_ADAPT_DROP;
@@ -294,6 +367,15 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess < NO_LOSS && !a->found) {
 			a->rate *= START_GROW;
 			act = NDZ_ADAPT_START;
+		} else if (a->measured && excess < LOW_LOSS && a->rate >= a->got * HOLD_AT * 0.999 &&
+			   now_ns - a->change_ns < PROBE_AFTER * a->o.interval_ns) {
+			/*
+			 * Held at what got through at the last drop: above it a tbf's
+			 * queue hides the overshoot for a second or more and then loses it all
+			 * at once (a sawtooth). Only after long without loss is a step above
+			 * tried, in case the path has grown.
+			 */
+			act = NDZ_ADAPT_TOP;
 		} else if ((double)(now_ns - a->change_ns) < a->delay &&
 			   a->rate * PROBE_GROW > a->got * NEAR_GOT) {
 			/*
@@ -306,9 +388,22 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess >= LOW_LOSS) {
 			/* a little lost: ease off, so lasting loss is not taken as the medium's */
 			a->rate *= EASE;
+			if (a->measured && a->got * HOLD_AT > a->rate)
+				a->got = a->rate / HOLD_AT;    /* and hold lower from now on */
 		} else {
+			double top = a->got * HOLD_AT;
+
+
 			/* the longer nothing is lost, the faster: the path may have grown */
-			a->rate *= 1 + (PROBE_GROW - 1) * (1 + a->clean / 8);
+			if (a->measured && a->rate >= top * 0.999) {
+				/* a rare probe above (see NDZ_ADAPT_TOP) */
+				a->rate *= PROBE_GROW;
+				a->got = a->rate / HOLD_AT;
+			} else {
+				a->rate *= 1 + (PROBE_GROW - 1) * (1 + a->clean / 8);
+				if (a->measured && a->rate > top)
+					a->rate = top;
+			}
 			if (a->clean < 7 * 8)
 				a->clean++;    /* at most 8 times as fast */
 			act = NDZ_ADAPT_GROW;
@@ -327,6 +422,8 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		a->rate = (double)a->o.min_bps;
 	if (a->rate > (double)a->o.max_bps)
 		a->rate = (double)a->o.max_bps;
+	if (a->rate > was * 1.02 || a->rate < was * 0.98)
+		a->changes[a->nchanges++ % CHANGES] = now_ns;
 	a->last.seq++;
 	a->last.t_ns = now_ns - a->t0;
 	a->last.sent = a->sent;
@@ -352,7 +449,7 @@ void ndz_adapt_last(const struct ndz_adapt *a, struct ndz_adapt_step *st)
 const char *ndz_adapt_action_name(enum ndz_adapt_action action)
 {
 	static const char *const names[] = { "idle", "start", "grow", "ease", "drop", "wait", "held",
-						   "late" };
+						   "late", "top" };
 
 	return (unsigned)action < sizeof(names) / sizeof(names[0]) ? names[action] : "?";
 }

@@ -15,10 +15,15 @@
  * change it waits as long as losses are reported late (the caller measures that: a
  * request comes once the server has moved on from the chunk, so up to a chunk's
  * sending time, 0.45 s at 20 Mbit/s, after its packets), so as not to grow on
- * before the last step's losses are known. After the first drop, losses reported
- * that late count against what was sent over that delay, not over the interval they
- * arrive in (they come bunched, a chunk's at once). An interval in which
- * less went out than the rate allowed (the clients asked for little) teaches
+ * before the last step's losses are known. When the caller gives delivery samples
+ * (ndz_adapt_through: what got through a sending that lost, sent at one rate), it
+ * measures the path: a drop goes to 95% of the least recent sample, and once the
+ * drop's wait is over the rate holds at it (a tbf's queue hides an overshoot for a
+ * second or more, then loses it all), easing off lowers that hold, and only after
+ * 5 s there without loss does it try 1% more. After the first drop, losses
+ * reported that late count against what was sent over that delay, not over the
+ * interval they arrive in (they come bunched, a chunk's at once). An interval in
+ * which less went out than the rate allowed (the clients asked for little) teaches
  * nothing about more and the rate holds. Loss the medium has anyway (the least of
  * the last intervals', up to 5%) is not counted against the rate. No clock is read
  * here: the caller passes the time, so the controller runs on a simulated clock in
@@ -59,6 +64,16 @@ void ndz_adapt_lost(struct ndz_adapt *a, uint32_t client, uint64_t packets);
  */
 void ndz_adapt_delay(struct ndz_adapt *a, uint64_t delay_ns);
 
+/*
+ * ndz_adapt_through - a client lost lost of the sent packets of one sending (a
+ * chunk's, its first packet at start_ns, its last at end_ns, on the clock passed to
+ * ndz_adapt_rate): what got through it is a sample of the path's rate, exact when
+ * the bottleneck's queue was full all along. Ignored below 1% lost, and when the
+ * rate changed by more than 2% during it.
+ */
+void ndz_adapt_through(struct ndz_adapt *a, uint64_t sent, uint64_t lost, uint64_t start_ns,
+		       uint64_t end_ns);
+
 /* ndz_adapt_rate - the rate to send at, at now_ns (ends an interval when one is due). */
 uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns);
 
@@ -72,6 +87,7 @@ enum ndz_adapt_action {
 	NDZ_ADAPT_WAIT,                /* after a drop: wait for the requests it caused */
 	NDZ_ADAPT_HELD,                /* less sent than the rate allows: hold */
 	NDZ_ADAPT_LATE,                /* the last change's losses are not all reported yet */
+	NDZ_ADAPT_TOP,                 /* held at what got through at the last drop */
 };
 
 struct ndz_adapt_step {
