@@ -393,7 +393,6 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else {
 			double top = a->got * HOLD_AT;
 
-
 			/* the longer nothing is lost, the faster: the path may have grown */
 			if (a->measured && a->rate >= top * 0.999) {
 				/* a rare probe above (see NDZ_ADAPT_TOP) */
