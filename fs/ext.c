@@ -333,11 +333,6 @@ static int journal_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 	return 0;
 }
 
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /*
  * The journal of a cleanly closed ext3/4 (its superblock's s_start is 0) is never
  * replayed: the kernel and e2fsck read its superblock and begin the next

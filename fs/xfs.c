@@ -12,6 +12,7 @@
 #include "err.h"
 #include "fs.h"
 #include "fsutil.h"
+#include "le.h"
 
 #define SB_MAGIC 0x58465342u           /* "XFSB" */
 #define AGF_MAGIC 0x58414746u          /* "XAGF" */
@@ -62,21 +63,6 @@ struct agwalk {
 	uint32_t last_len, last_start;
 };
 
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
 /* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
 #define bad(err, ...) ndz_fs_bad(err, "xfs", __VA_ARGS__)
 
@@ -101,8 +87,8 @@ static int xfs_probe(struct ndz_io *io)
 
 	if (io->size < 1024 * 1024 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
 		return 0;
-	v = be16(s + 100) & V_NUMBITS;
-	return be32(s) == SB_MAGIC && (v == 4 || v == 5);
+	v = get_be16(s + 100) & V_NUMBITS;
+	return get_be32(s) == SB_MAGIC && (v == 4 || v == 5);
 }
 
 static void xfs_close(void *h)
@@ -128,20 +114,20 @@ static unsigned ilog2_up(uint64_t v)
 /* Superblock fields sane and inside the volume; the handle's geometry filled. */
 static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 {
-	uint32_t ver = be16(s + 100), blog = s[120], slog = s[121];
-	uint32_t incompat = be32(s + 216), ro = be32(s + 212), f2 = be32(s + 200);
-	uint64_t logstart = be64(s + 48), last;
-	uint32_t logblocks = be32(s + 96);
+	uint32_t ver = get_be16(s + 100), blog = s[120], slog = s[121];
+	uint32_t incompat = get_be32(s + 216), ro = get_be32(s + 212), f2 = get_be32(s + 200);
+	uint64_t logstart = get_be64(s + 48), last;
+	uint32_t logblocks = get_be32(s + 96);
 
 	x->v5 = (ver & V_NUMBITS) == 5;
-	x->bsize = be32(s + 4);
-	x->ssize = be16(s + 102);
-	x->dblocks = be64(s + 8);
-	x->agblocks = be32(s + 84);
-	x->agcount = be32(s + 88);
+	x->bsize = get_be32(s + 4);
+	x->ssize = get_be16(s + 102);
+	x->dblocks = get_be64(s + 8);
+	x->agblocks = get_be32(s + 84);
+	x->agcount = get_be32(s + 88);
 	x->agblklog = s[124];
 	x->inopblog = s[123];
-	x->rootino = be64(s + 56);
+	x->rootino = get_be64(s + 56);
 	memcpy(x->sb_uuid, s + 32, 16);
 	if (blog < 9 || blog > 16 || x->bsize != 1u << blog)
 		return bad(err, "block size out of range");
@@ -160,7 +146,7 @@ static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 		if (ro & ~RO_COMPAT_OK)
 			return bad(err, "unknown read-only-compatible features 0x%x",
 				   (unsigned)(ro & ~RO_COMPAT_OK));
-		if (be32(s + 220))
+		if (get_be32(s + 220))
 			return bad(err, "log holds incompatible items (not cleanly unmounted)");
 		memcpy(x->uuid, (incompat & INCOMPAT_META_UUID) ? s + 248 : s + 32, 16);
 	} else if ((ver & V_MOREBITS) && (f2 & ~V4_FEAT2_OK)) {
@@ -201,7 +187,7 @@ static int check_sb(struct xfs *x, const uint8_t *s, struct ndz_error *err)
 /* The cycle number a log basic block carries: a record header's, or the stamped first word. */
 static uint32_t bb_cycle(const uint8_t *p)
 {
-	return be32(p) == LOG_MAGIC ? be32(p + 4) : be32(p);
+	return get_be32(p) == LOG_MAGIC ? get_be32(p + 4) : get_be32(p);
 }
 
 /*
@@ -237,7 +223,7 @@ static int check_log(struct xfs *x, struct ndz_error *err)
 			}
 			if ((seg == 1 && c != c0) || (seg == 2 && c != c0 - 1))
 				rc = bad(err, "log cycle numbers out of order (log not clean)");
-			else if (be32(p) == LOG_MAGIC)
+			else if (get_be32(p) == LOG_MAGIC)
 				*(seg == 1 ? &hdr1 : &hdr2) = b + i;
 		}
 	}
@@ -252,15 +238,15 @@ static int check_log(struct xfs *x, struct ndz_error *err)
 	rc = ndz_io_read_full(x->io, h, sizeof(h), x->log_off + rec * BB, NULL);
 	if (rc < 0)
 		return rc;
-	ver = be32(h + 8);
-	len = be32(h + 12);
-	size = be32(h + 320);
+	ver = get_be32(h + 8);
+	len = get_be32(h + 12);
+	size = get_be32(h + 320);
 	hblks = (ver & 2) && size > LOG_HDR_CYCLE_SIZE ?
 		(size + LOG_HDR_CYCLE_SIZE - 1) / LOG_HDR_CYCLE_SIZE : 1;
 	if ((ver != 1 && ver != 2) || hblks > 8 || len > n * BB ||
-	    be64(h + 16) != ((uint64_t)be32(h + 4) << 32 | rec) || memcmp(h + 304, x->sb_uuid, 16))
+	    get_be64(h + 16) != ((uint64_t)get_be32(h + 4) << 32 | rec) || memcmp(h + 304, x->sb_uuid, 16))
 		return bad(err, "last log record header is malformed (log not clean)");
-	if ((rec + hblks + (len + BB - 1) / BB) % n != head % n || be32(h + 40) != 1)
+	if ((rec + hblks + (len + BB - 1) / BB) % n != head % n || get_be32(h + 40) != 1)
 		return bad(err, "log is dirty (not cleanly unmounted; mount it or run xfs_repair)");
 	rc = ndz_io_read_full(x->io, h, sizeof(h), x->log_off + ((rec + hblks) % n) * BB, NULL);
 	if (rc < 0)
@@ -379,24 +365,24 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 	rc = ndz_io_read_full(x->io, b, x->bsize, off, NULL);
 	if (rc < 0)
 		return rc;
-	if (be32(b) != (w->by_size ? (x->v5 ? CNT_MAGIC_V5 : CNT_MAGIC_V4) :
+	if (get_be32(b) != (w->by_size ? (x->v5 ? CNT_MAGIC_V5 : CNT_MAGIC_V4) :
 				     (x->v5 ? BNO_MAGIC_V5 : BNO_MAGIC_V4)) ||
-	    be16(b + 4) != level)
+	    get_be16(b + 4) != level)
 		return bad(err, "AG %u: free-space btree block %u: bad magic or level", w->agno,
 			   agbno);
-	if (x->v5 && (be64(b + 16) != off / BB || memcmp(b + 32, x->uuid, 16) ||
-		      be32(b + 48) != w->agno || !crc_ok(b, x->bsize, 52)))
+	if (x->v5 && (get_be64(b + 16) != off / BB || memcmp(b + 32, x->uuid, 16) ||
+		      get_be32(b + 48) != w->agno || !crc_ok(b, x->bsize, 52)))
 		return bad(err, "AG %u: free-space btree block %u: bad header or checksum",
 			   w->agno, agbno);
-	n = be16(b + 6);
+	n = get_be16(b + 6);
 	max = (x->bsize - hdr) / (level ? 12 : 8);
 	if (n > max || (n == 0 && (!is_root || level)))
 		return bad(err, "AG %u: free-space btree block %u: bad record count", w->agno,
 			   agbno);
 	if (level == 0) {
 		for (uint32_t i = 0; i < n; i++) {
-			rc = (w->by_size ? size_rec : free_rec)(x, w, be32(b + hdr + 8 * i),
-								be32(b + hdr + 8 * i + 4), err);
+			rc = (w->by_size ? size_rec : free_rec)(x, w, get_be32(b + hdr + 8 * i),
+								get_be32(b + hdr + 8 * i + 4), err);
 			if (rc)
 				return rc;
 		}
@@ -404,7 +390,7 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 	}
 	/* children use the next level's buffer, so b's pointers stay put */
 	for (uint32_t i = 0; i < n; i++) {
-		rc = walk_block(x, w, be32(b + hdr + 8 * max + 4 * i), level - 1, 0, err);
+		rc = walk_block(x, w, get_be32(b + hdr + 8 * max + 4 * i), level - 1, 0, err);
 		if (rc)
 			return rc;
 	}
@@ -440,22 +426,22 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 	rc = ndz_io_read_full(x->io, a, x->ssize, w.ag_off + x->ssize, NULL);
 	if (rc < 0)
 		return rc;
-	levels = be32(a + 28);
-	root = be32(a + 16);
-	cnt_levels = be32(a + 32);
-	cnt_root = be32(a + 20);
+	levels = get_be32(a + 28);
+	root = get_be32(a + 16);
+	cnt_levels = get_be32(a + 32);
+	cnt_root = get_be32(a + 20);
 	flmax = x->v5 ? (x->ssize - 36) / 4 : x->ssize / 4;
-	if (be32(a) != AGF_MAGIC || be32(a + 4) != 1 || be32(a + 8) != agno ||
-	    be32(a + 12) != w.aglen)
+	if (get_be32(a) != AGF_MAGIC || get_be32(a + 4) != 1 || get_be32(a + 8) != agno ||
+	    get_be32(a + 12) != w.aglen)
 		return bad(err, "AG %u: bad AGF header", agno);
 	if (x->v5 && (memcmp(a + 64, x->uuid, 16) || !crc_ok(a, x->ssize, 216)))
 		return bad(err, "AG %u: AGF checksum or UUID mismatch", agno);
-	if (levels == 0 || levels >= MAX_LEVELS || cnt_levels == 0 || cnt_levels >= MAX_LEVELS || be32(a + 48) > flmax ||
-	    be32(a + 52) > w.aglen || be32(a + 56) > be32(a + 52))
+	if (levels == 0 || levels >= MAX_LEVELS || cnt_levels == 0 || cnt_levels >= MAX_LEVELS || get_be32(a + 48) > flmax ||
+	    get_be32(a + 52) > w.aglen || get_be32(a + 56) > get_be32(a + 52))
 		return bad(err, "AG %u: AGF counts out of range", agno);
 	/* a is the last level's buffer, which no walk reaches; still, keep the counts */
 	{
-		uint32_t freeblks = be32(a + 52), longest = be32(a + 56);
+		uint32_t freeblks = get_be32(a + 52), longest = get_be32(a + 56);
 
 		rc = walk_block(x, &w, root, levels - 1, 1, err);
 		if (rc)

@@ -1,4 +1,7 @@
-/* Fixed-width little-endian load/store: the only byte-order code in the project. */
+/*
+ * Fixed-width little-endian load/store, and the big-endian loads that reading other
+ * formats needs (XFS, the ext3/4 journal): the only byte-order code in the project.
+ */
 #ifndef NDZ_LE_H
 #define NDZ_LE_H
 
@@ -38,6 +41,21 @@ static inline uint32_t get_le32(const uint8_t *p)
 static inline uint64_t get_le64(const uint8_t *p)
 {
 	return (uint64_t)get_le32(p) | ((uint64_t)get_le32(p + 4) << 32);
+}
+
+static inline uint16_t get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
 }
 
 #endif
