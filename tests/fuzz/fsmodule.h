@@ -1,4 +1,4 @@
-/* The one way the filesystem fuzz targets drive a module: probe, open, walk, close. */
+/* The one way the filesystem fuzz targets drive a module: probe, open, walk, zeros, close. */
 #ifndef NDZ_FUZZ_FSMODULE_H
 #define NDZ_FUZZ_FSMODULE_H
 
@@ -41,7 +41,8 @@ static inline void fuzz_module(const struct ndz_fs_module *m, const uint8_t *dat
 	memcpy(buf + at, data, size);
 	if (ndz_io_open_mem(buf, FUZZ_VOL_BYTES, 0, &io) == 0) {
 		if (m->probe(io) > 0 && m->open(io, &o, &fs, &err) == 0) {
-			m->walk(fs, fuzz_sink, NULL, &st, &err);
+			if (m->walk(fs, fuzz_sink, NULL, &st, &err) == 0 && m->zeros)
+				m->zeros(fs, fuzz_sink, NULL);
 			m->close(fs);
 		}
 		ndz_io_close(io);
