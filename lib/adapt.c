@@ -28,7 +28,6 @@
 #define DROP_WAIT   2                  /* intervals to wait after a drop (requests lag) */
 #define DELAY_DECAY 0.98               /* the report delay's estimate, kept per interval */
 #define NEAR_GOT    0.97               /* from this much of what got through, grow once a delay */
-#define HOLD_AT     1.0                /* after a drop, grow to this much of what got through */
 #define THRU_N      32                 /* delivery samples kept */
 #define THRU_AGE    15                 /* intervals a sample counts for */
 #define THRU_MIN    2                  /* sendings needed to hold from them */
@@ -355,7 +354,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 				 */
 				a->got = t;
 				a->measured = 1;
-				a->rate = t * HOLD_AT;
+				a->rate = t;
 				a->change_ns = now_ns;
 			}
 		} else if (excess > HIGH_LOSS) {
@@ -367,7 +366,7 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess < NO_LOSS && !a->found) {
 			a->rate *= START_GROW;
 			act = NDZ_ADAPT_START;
-		} else if (a->measured && excess < LOW_LOSS && a->rate >= a->got * HOLD_AT * 0.999 &&
+		} else if (a->measured && excess < LOW_LOSS && a->rate >= a->got * 0.999 &&
 			   now_ns - a->change_ns < PROBE_AFTER * a->o.interval_ns) {
 			/*
 			 * Held at what got through at the last drop: above it a tbf's
@@ -388,20 +387,18 @@ uint64_t ndz_adapt_rate(struct ndz_adapt *a, uint64_t now_ns)
 		} else if (excess >= LOW_LOSS) {
 			/* a little lost: ease off, so lasting loss is not taken as the medium's */
 			a->rate *= EASE;
-			if (a->measured && a->got * HOLD_AT > a->rate)
-				a->got = a->rate / HOLD_AT;    /* and hold lower from now on */
+			if (a->measured && a->got > a->rate)
+				a->got = a->rate;      /* and hold lower from now on */
 		} else {
-			double top = a->got * HOLD_AT;
-
 			/* the longer nothing is lost, the faster: the path may have grown */
-			if (a->measured && a->rate >= top * 0.999) {
+			if (a->measured && a->rate >= a->got * 0.999) {
 				/* a rare probe above (see NDZ_ADAPT_TOP) */
 				a->rate *= PROBE_GROW;
-				a->got = a->rate / HOLD_AT;
+				a->got = a->rate;
 			} else {
 				a->rate *= 1 + (PROBE_GROW - 1) * (1 + a->clean / 8);
-				if (a->measured && a->rate > top)
-					a->rate = top;
+				if (a->measured && a->rate > a->got)
+					a->rate = a->got;
 			}
 			if (a->clean < 7 * 8)
 				a->clean++;    /* at most 8 times as fast */
