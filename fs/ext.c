@@ -355,7 +355,7 @@ static int ext_zeros(void *h, ndz_extent_fn fn, void *ctx)
 	errcode_t ec;
 
 	if (e->keep_journal || !ext2fs_has_feature_journal(fs->super) || ino == 0 ||
-	    ino >= fs->super->s_inodes_count || fs->blocksize < sizeof(jsb))
+	    ino > fs->super->s_inodes_count || fs->blocksize < sizeof(jsb))
 		return 0;
 	ec = ext2fs_bmap2(fs, ino, NULL, NULL, 0, 0, NULL, &first);
 	if (ec || first == 0 || first >= ext2fs_blocks_count(fs->super))
