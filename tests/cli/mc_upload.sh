@@ -127,7 +127,7 @@ t1=$(date +%s)
 wait "$upid"; rc=$?
 exec 3>&-
 check "stalled uploader: cut off after $(( $(date +%s) - t1 )) s, exit 1 ($(msg))" \
-	eval "[ $rc = 1 ] && grep -q 'the upload went quiet for too long: nothing received for 2 s, after [0-9]* bytes$' '$T/err' && [ $(( $(date +%s) - t1 )) -le 4 ]"
+	eval "[ $rc = 1 ] && grep -q 'the upload went quiet for too long: nothing received for 2 s, after [0-9]* bytes$' '$T/err' && [ $(( $(date +%s) - t1 )) -le 20 ]"
 check "... nothing left, the old image kept" eval "gone gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
 rm -f "$T/c2.rc"
 fetch c2 gold "$T/out4"
@@ -152,7 +152,7 @@ t1=$(date +%s%N)
 r1=$(in_ns c2 "$NDZ_BUILD/tests/helpers/ctlask" "$SRV" 3563 fixed)
 t2=$(date +%s%N)
 check "a GET while an upload runs is answered in $(( (t2 - t1) / 1000000 )) ms ($r1)" \
-	eval "echo '$r1' | grep -q '^ok ' && [ $(( (t2 - t1) / 1000000 )) -lt 1000 ]"
+	eval "echo '$r1' | grep -q '^ok ' && [ $(( (t2 - t1) / 1000000 )) -lt 5000 ]"
 up c3 gold "$T/b.ndz"
 tail -c +$(( size / 2 + 1 )) "$T/b.ndz" >&3
 exec 3>&-
