@@ -974,6 +974,41 @@ static void tcp_status(struct master *m, int fd, uint32_t id, uint32_t addr)
 		cli_info("status reply not sent whole");
 }
 
+/*
+ * The first message on a new connection, whole within secs seconds however it is
+ * dribbled: the length, or ndz_upload_read_msg's codes (NDZ_ETIMEDOUT at the end).
+ */
+static int read_first(int fd, uint8_t *buf, size_t cap, unsigned secs)
+{
+	double end = now_s() + secs;
+	size_t have = 0;
+	int want;
+
+	while ((want = ndz_ctl_req_need(buf, have)) > 0 && (size_t)want > have) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		double left = end - now_s();
+		ssize_t n;
+
+		if ((size_t)want > cap)
+			return NDZ_EINVAL;
+		if (left <= 0)
+			return NDZ_ETIMEDOUT;
+		if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return NDZ_ENET;
+		if (!p.revents)
+			continue;
+		n = recv(fd, buf + have, (size_t)want - have, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (n < 0)
+			return NDZ_ENET;
+		if (n == 0)
+			return NDZ_ESHORTREAD;
+		have += (size_t)n;
+	}
+	return want;
+}
+
 /* One TCP connection, accepted with a place in m->admit (admitted). */
 struct job {
 	struct master *m;
@@ -1005,9 +1040,8 @@ static void run_upload(struct master *m, struct job *j)
 	quiet = m->conf->upload_timeout;
 	pthread_mutex_unlock(&m->lock);
 	/* the first message comes at once or never: a few seconds, not upload-timeout */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need);
+	n = read_first(fd, buf, sizeof(buf), (unsigned)tv.tv_sec);
 	rc = n < 0 ? n : ndz_ctl_req_decode(buf, (size_t)n, &req);
 	pthread_mutex_lock(&m->lock);
 	if (rc == 0 && req.type == NDZ_CTL_STATUS) {

@@ -51,7 +51,7 @@ connected() { for _k in $(seq 100); do grep -q '^connected' "$1" 2>/dev/null && 
 master || { not_ok "the master starts"; done_testing; }
 
 # idle connections: 8 from far (nothing allows it), 6 from c2 (allowed, holds 4 at most)
-"$TCPIDLE" >/dev/null 2>&1; [ -x "$TCPIDLE" ] || { not_ok "tcpidle helper"; done_testing; }
+[ -x "$TCPIDLE" ] || { not_ok "tcpidle helper"; done_testing; }
 in_ns far "$TCPIDLE" "$SRV" 3563 8 15 >"$T/far.idle" &
 fpid=$!
 connected "$T/far.idle"
@@ -84,6 +84,9 @@ check "status counts them: 8 denied, 2 busy, 4 quiet" \
 out=$(in_ns far "$MFRISBEED" --status "$SRV" 2>&1); rc=$?
 check "--status from far: exit 1, access denied ($out)" \
 	eval "[ $rc = 1 ] && [ \"\$out\" = 'mfrisbeed: master $SRV:3563: access denied' ]"
+in_ns c2 "$TCPIDLE" "$SRV" 3563 1 20 dribble >"$T/drip.idle"
+check "a request dribbled a byte a second is cut off at request-timeout ($(tail -1 "$T/drip.idle"))" \
+	grep -Eq '^conn 1: closed after [4-9]\.[0-9] s, status -$' "$T/drip.idle"
 
 # a file of a bad name appears, the configuration is reloaded: later uploads are still served
 cp "$T/b.ndz" "$T/up/Win 10.ndz"

@@ -1,6 +1,7 @@
 /*
- * tcpidle HOST PORT N WAIT_S: open N TCP connections to a master one after another,
- * send nothing on any, and watch them for up to WAIT_S seconds. One line each:
+ * tcpidle HOST PORT N WAIT_S [dribble]: open N TCP connections to a master one
+ * after another, send nothing on any (dribble: a STATUS request a byte a second on
+ * each), and watch them for up to WAIT_S seconds. One line each:
  * "conn K: closed after S s, status X" (the master's refusal status, "-" when it
  * closed without one), "conn K: open" (still open at the end) or "conn K: no connection";
  * before them "connected" once every connection is made.
@@ -33,12 +34,15 @@ int main(int argc, char **argv)
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	int fd[MAXC], n, wait_s, status[MAXC];
 	double t0[MAXC], gone[MAXC], end;
-	uint8_t buf[MAXC][64];
-	size_t have[MAXC];
+	uint8_t buf[MAXC][64], req[NDZ_CTL_REQ_MAX];
+	size_t have[MAXC], sent = 0;
+	struct ndz_ctl_req sr = { .type = NDZ_CTL_STATUS, .id = 1 };
+	int reqlen = ndz_ctl_req_encode(&sr, req, sizeof(req)), dribble = argc == 6;
+	double next;
 
-	if (argc != 5 || inet_pton(AF_INET, argv[1], &to.sin_addr) != 1 ||
+	if ((argc != 5 && (argc != 6 || strcmp(argv[5], "dribble") != 0)) || reqlen < 0 || inet_pton(AF_INET, argv[1], &to.sin_addr) != 1 ||
 	    (n = atoi(argv[3])) < 1 || n > MAXC || (wait_s = atoi(argv[4])) < 0) {
-		fprintf(stderr, "usage: tcpidle HOST PORT N WAIT_S\n");
+		fprintf(stderr, "usage: tcpidle HOST PORT N WAIT_S [dribble]\n");
 		return 2;
 	}
 	to.sin_port = htons((uint16_t)atoi(argv[2]));
@@ -60,6 +64,7 @@ int main(int argc, char **argv)
 	printf("connected\n");       /* a test waits for this before it goes on */
 	fflush(stdout);
 	end = now() + wait_s;
+	next = now();
 	for (;;) {
 		struct pollfd p[MAXC];
 		int open = 0;
@@ -73,6 +78,15 @@ int main(int argc, char **argv)
 		}
 		if (!open || left <= 0)
 			break;
+		if (dribble && now() >= next && sent < (size_t)reqlen) {
+			for (int k = 0; k < n; k++)
+				if (p[k].fd >= 0)
+					(void)!send(fd[k], req + sent, 1, MSG_NOSIGNAL);
+			sent++;
+			next += 1.0;
+		}
+		if (dribble && sent < (size_t)reqlen && next - now() < left)
+			left = next - now();
 		if (poll(p, (nfds_t)n, (int)(left * 1000) + 1) < 0 && errno != EINTR)
 			return 2;
 		for (int k = 0; k < n; k++) {
