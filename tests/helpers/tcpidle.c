@@ -40,7 +40,8 @@ int main(int argc, char **argv)
 	int reqlen = ndz_ctl_req_encode(&sr, req, sizeof(req)), dribble = argc == 6;
 	double next;
 
-	if ((argc != 5 && (argc != 6 || strcmp(argv[5], "dribble") != 0)) || reqlen < 0 || inet_pton(AF_INET, argv[1], &to.sin_addr) != 1 ||
+	if ((argc != 5 && (argc != 6 || strcmp(argv[5], "dribble") != 0)) || reqlen < 0 ||
+	    inet_pton(AF_INET, argv[1], &to.sin_addr) != 1 ||
 	    (n = atoi(argv[3])) < 1 || n > MAXC || (wait_s = atoi(argv[4])) < 0) {
 		fprintf(stderr, "usage: tcpidle HOST PORT N WAIT_S [dribble]\n");
 		return 2;
