@@ -240,6 +240,7 @@ const char *ndz_ctl_strstatus(unsigned status)
 		[NDZ_CTL_TIMEOUT] = "the upload went quiet for too long",
 		[NDZ_CTL_UPLOADS] = "too many uploads at once",
 		[NDZ_CTL_USE_TCP] = "status is answered over TCP only",
+		[NDZ_CTL_CONNS] = "too many connections waiting to be heard",
 	};
 
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";

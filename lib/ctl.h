@@ -46,6 +46,7 @@ enum ndz_ctl_status {
 	NDZ_CTL_TIMEOUT = 10,            /* the uploader went quiet */
 	NDZ_CTL_UPLOADS = 11,            /* max-uploads are running */
 	NDZ_CTL_USE_TCP = 12,            /* STATUS is answered over TCP only */
+	NDZ_CTL_CONNS = 13,              /* TCP: too many connections not yet heard */
 };
 
 struct ndz_ctl_req {

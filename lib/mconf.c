@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "ctl.h"
 #include "io.h"
 #include "mconf.h"
@@ -147,6 +148,20 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Note *path as skipped; takes it over. */
+static int skip(struct parser *p, char **path)
+{
+	struct ndz_mconf *c = p->c;
+	char **grown = realloc(c->skipped, (c->nskipped + 1) * sizeof(*grown));
+
+	if (!grown)
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	c->skipped = grown;
+	c->skipped[c->nskipped++] = *path;
+	*path = NULL;
+	return 0;
+}
+
 /* Every DIR/NAME.ndz as image NAME, in name order so that errors are stable. */
 static int add_dir(struct parser *p, const char *dir, const struct opts *o)
 {
@@ -185,7 +200,11 @@ static int add_dir(struct parser *p, const char *dir, const struct opts *o)
 		if (rc == 0) {
 			sprintf(path, "%s/%s", dir, names[i]);
 			names[i][l - 4] = 0;
-			rc = add_image(p, names[i], path, o);
+			/* a file someone put there ("Win 10.ndz") must not stop the others */
+			if (!valid_name(names[i]))
+				rc = skip(p, &path);
+			else
+				rc = add_image(p, names[i], path, o);
 		}
 		free(path);
 		free(names[i]);
@@ -266,7 +285,8 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 
 	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
 					    "rate", "total-rate", "quota", "upload-timeout",
-					    "max-uploads", "host-rate", "host-burst" };
+					    "max-uploads", "host-rate", "host-burst",
+					    "request-timeout", "max-pending", "max-pending-host" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -320,6 +340,15 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		if (parse_uint(tok[1], 1, 64, &v))
 			return perr(p, "bad max-uploads (1 to 64)", tok[1]);
 		c->max_uploads = (unsigned)v;
+	} else if (strcmp(k, "request-timeout") == 0) {
+		if (parse_uint(tok[1], 1, 60, &v))
+			return perr(p, "bad request-timeout (1 to 60 seconds)", tok[1]);
+		c->request_timeout = (unsigned)v;
+	} else if (strcmp(k, "max-pending") == 0 || strcmp(k, "max-pending-host") == 0) {
+		if (parse_uint(tok[1], 1, NDZ_ADMIT_MAX, &v))
+			return perr(p, k[11] ? "bad max-pending-host (1 to 256)" :
+				    "bad max-pending (1 to 256)", tok[1]);
+		*(k[11] ? &c->max_pending_host : &c->max_pending) = (unsigned)v;
 	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
 		if (parse_uint(tok[1], 1, 100000, &v))
 			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
@@ -355,6 +384,9 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->max_uploads = 2;
 	c->host_rate = 10;
 	c->host_burst = 10;
+	c->request_timeout = 5;
+	c->max_pending = 16;
+	c->max_pending_host = 4;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -440,6 +472,9 @@ void ndz_mconf_free(struct ndz_mconf *c)
 		free(c->images[i].upload);
 	}
 	free(c->images);
+	for (size_t i = 0; i < c->nskipped; i++)
+		free(c->skipped[i]);
+	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
 	free(c);
@@ -498,6 +533,24 @@ int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)
 {
 	for (size_t i = 0; i < c->nimages; i++)
 		if (ndz_mconf_allows(&c->images[i], addr))
+			return 1;
+	return 0;
+}
+
+int ndz_mconf_may_connect(const struct ndz_mconf *c, uint32_t addr)
+{
+	if (ndz_mconf_allows_any(c, addr) || in_list(c->dir_upload, c->ndir_upload, addr))
+		return 1;
+	for (size_t i = 0; i < c->nimages; i++)
+		if (in_list(c->images[i].upload, c->images[i].nupload, addr))
+			return 1;
+	return 0;
+}
+
+int ndz_mconf_skipped(const struct ndz_mconf *c, const char *path)
+{
+	for (size_t i = 0; c && i < c->nskipped; i++)
+		if (strcmp(c->skipped[i], path) == 0)
 			return 1;
 	return 0;
 }

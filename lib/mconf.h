@@ -41,11 +41,18 @@ struct ndz_mconf {
 	unsigned upload_timeout;       /* seconds an upload may stay quiet */
 	unsigned max_uploads;          /* uploads at once */
 	unsigned host_rate, host_burst; /* control requests per second per host, burst */
+	unsigned request_timeout;      /* seconds a TCP connection may take to its first message */
+	unsigned max_pending;          /* TCP connections before their first message, in all */
+	unsigned max_pending_host;     /* ... and per host */
+	char **skipped;                /* files in an image directory whose name is no image */
+	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };
 
 /*
  * ndz_mconf_parse - the configuration in text (len bytes; fname names it in
- * messages). "imagedir" lines are read from the filesystem now. Returns 0 and *out
+ * messages). "imagedir" lines are read from the filesystem now; a NAME.ndz there
+ * whose NAME is no image name is skipped and listed in skipped (its path), not an
+ * error. Returns 0 and *out
  * (free with ndz_mconf_free), or NDZ_EINVAL / NDZ_ENOMEM with e saying
  * "fname:line: what is wrong" for the first error.
  */
@@ -66,6 +73,18 @@ int ndz_mconf_allows(const struct ndz_mconf_image *im, uint32_t addr);
 
 /* ndz_mconf_allows_any - 1 when some image allows addr (network order). */
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr);
+
+/*
+ * ndz_mconf_may_connect - 1 when addr (network order) may talk to the master at all:
+ * some image allows it, or some upload list (an image's, the upload-dir's) names it.
+ */
+int ndz_mconf_may_connect(const struct ndz_mconf *c, uint32_t addr);
+
+/*
+ * ndz_mconf_skipped - 1 when c skipped the file path (an image directory's file
+ * whose name is no image name), else 0. c may be NULL.
+ */
+int ndz_mconf_skipped(const struct ndz_mconf *c, const char *path);
 
 /*
  * ndz_mconf_upload_target - where an upload of name from addr (network order)

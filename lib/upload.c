@@ -309,7 +309,9 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 		goto out;
 	}
 	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need);
-	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 || rep->type != NDZ_CTL_STATUS) {
+	/* a refusal before the master read the request comes as an UPLOAD reply */
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 ||
+	    (rep->type != NDZ_CTL_STATUS && (rep->type != NDZ_CTL_UPLOAD || rep->status == NDZ_CTL_OK))) {
 		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0, "master %s:%u: %s", host,
 				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");
 		goto out;

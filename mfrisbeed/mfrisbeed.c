@@ -3,10 +3,15 @@
  * name; it checks the configuration (lib/mconf), starts one frisbeed per image on
  * demand as a detached child and tells every client asking for that image where
  * the session is. A session ends when its frisbeed leaves on its idle timeout.
- * Uploads come over TCP on the same port, one thread each (a bounded number): the
- * thread checks every chunk as it arrives (lib/upload), writes a temporary file in
- * the upload directory and renames only a whole, sound, synced image into place.
- * One lock guards the configuration, the sessions and the uploads' table.
+ * Uploads and STATUS come over TCP on the same port, one thread each. A host that
+ * nothing allows is refused at accept; until its first message a connection holds
+ * one of a few places per host and in all (lib/admit) and has a few seconds to
+ * speak; an upload slot is taken only once that message names an image the peer
+ * may upload. The thread checks every chunk as it arrives (lib/upload), writes a
+ * temporary file in the upload directory and renames only a whole, sound, synced
+ * image into place; a new image is reported stored once the reload that serves it
+ * succeeded. One lock guards the configuration, the sessions and the uploads' and
+ * admissions' tables.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +32,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "admit.h"
 #include "cli/cli.h"
 #include "ctl.h"
 #include "err.h"
@@ -41,7 +47,6 @@
 #define MAX_UPLOADS 64                 /* the configuration's max-uploads is at most this */
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
 #define TMP_PREFIX ".upload-"          /* temporary files in the upload directory */
-#define STATUS_CONNS 4                 /* TCP connections beyond max-uploads: for STATUS */
 
 struct session {
 	pid_t pid;                     /* 0: slot free */
@@ -73,6 +78,7 @@ struct counters {
 	uint64_t requests, get, status, ok, unknown, denied, pool, too_many, failed;
 	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
 	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
+	uint64_t tcp_denied, tcp_busy, tcp_quiet;
 };
 
 struct master {
@@ -87,8 +93,8 @@ struct master {
 	int tfd;                       /* TCP: uploads */
 	pthread_mutex_t lock;
 	struct upload up[MAX_UPLOADS];
-	unsigned nthreads;             /* upload threads running */
-	int reload_wanted;             /* an upload added an image to the upload directory */
+	unsigned nthreads;             /* connection threads running */
+	struct ndz_admit admit;        /* connections not yet past their first message */
 };
 
 static volatile sig_atomic_t got_hup, got_stop, got_chld;
@@ -621,7 +627,8 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 		"\"too_many\": %llu, \"failed\": %llu, \"malformed\": %llu, \"dropped\": %llu, "
 		"\"rate_limited\": %llu, \"sessions_started\": %llu, \"sessions_ended\": %llu, "
 		"\"reloads\": %llu, \"bad_reloads\": %llu, \"status_udp\": %llu, \"uploads\": %llu, "
-		"\"uploads_stored\": %llu, \"uploads_rejected\": %llu, \"uploads_refused\": %llu}, "
+		"\"uploads_stored\": %llu, \"uploads_rejected\": %llu, \"uploads_refused\": %llu, "
+		"\"tcp_denied\": %llu, \"tcp_busy\": %llu, \"tcp_quiet\": %llu}, "
 		"\"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
 		(unsigned long long)n->requests, (unsigned long long)n->get,
 		(unsigned long long)n->status, (unsigned long long)n->ok,
@@ -634,7 +641,8 @@ static size_t status_json(struct master *m, char *buf, size_t cap)
 		(unsigned long long)n->status_udp, (unsigned long long)n->uploads,
 		(unsigned long long)n->uploads_stored,
 		(unsigned long long)n->uploads_rejected, (unsigned long long)n->uploads_refused,
-		m->conf->max_sessions, m->conf->pool_size);
+		(unsigned long long)n->tcp_denied, (unsigned long long)n->tcp_busy,
+		(unsigned long long)n->tcp_quiet, m->conf->max_sessions, m->conf->pool_size);
 	first = 1;
 	for (size_t i = 0; i < MAX_UPLOADS; i++) {
 		char a[16];
@@ -846,6 +854,35 @@ static unsigned upload_begin(struct master *m, const struct ndz_ctl_req *req, ui
 	return NDZ_CTL_OK;
 }
 
+/* Files an image directory holds whose name is no image name: told once, when first skipped. */
+static void tell_skipped(const struct ndz_mconf *old, const struct ndz_mconf *c)
+{
+	for (size_t i = 0; i < c->nskipped; i++)
+		if (!ndz_mconf_skipped(old, c->skipped[i]))
+			cli_warn("%s: skipped: not an image name (letters, digits, '.', '_', '-'; "
+				 "at most 64)", c->skipped[i]);
+}
+
+/* Under the lock: read the configuration anew; 0, or e says why the old one stays. */
+static int reload(struct master *m, struct ndz_error *e)
+{
+	struct ndz_mconf *c;
+	int rc = ndz_mconf_load(m->conf_path, &c, e);
+
+	if (rc != 0) {
+		m->n.bad_reloads++;
+		cli_error("%s; keeping the old configuration", ndz_error_msg(e));
+		return rc;
+	}
+	tell_skipped(m->conf, c);
+	ndz_mconf_free(m->conf);
+	m->conf = c;
+	m->n.reloads++;
+	if (cli_verbose)
+		cli_info("%s reloaded: %zu images", m->conf_path, c->nimages);
+	return 0;
+}
+
 /* Under the lock: the checked, synced file takes the name; the old sessions keep theirs. */
 static int upload_commit(struct master *m, struct upload *u, const char *final,
 			 struct ndz_error *e)
@@ -856,8 +893,28 @@ static int upload_commit(struct master *m, struct upload *u, const char *final,
 	for (size_t i = 0; i < MAX_SESSIONS; i++)
 		if (m->s[i].pid && strcmp(m->s[i].image, u->name) == 0)
 			m->s[i].replaced = 1;
-	if (!ndz_mconf_find(m->conf, u->name))
-		m->reload_wanted = 1;  /* a new image in the upload directory */
+	return 0;
+}
+
+/*
+ * Under the lock: a stored image is reported stored only once a GET would serve
+ * it: a new name in the upload directory needs a reload that picks it up.
+ */
+static int upload_served(struct master *m, const char *name, const char *final,
+			 struct ndz_error *e)
+{
+	const struct ndz_mconf_image *im = ndz_mconf_find(m->conf, name);
+	struct ndz_error why = { 0 };
+
+	if (im && strcmp(im->path, final) == 0)
+		return 0;
+	if (reload(m, &why) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "stored as %s, but not served: the "
+				     "configuration does not load: %s", final, ndz_error_msg(&why));
+	im = ndz_mconf_find(m->conf, name);
+	if (!im || strcmp(im->path, final) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "stored as %s, but not served: the "
+				     "configuration has no image '%s' there", final, name);
 	return 0;
 }
 
@@ -917,7 +974,50 @@ static void tcp_status(struct master *m, int fd, uint32_t id, uint32_t addr)
 		cli_info("status reply not sent whole");
 }
 
-static void run_upload(struct master *m, int fd, uint32_t addr)
+/*
+ * The first message on a new connection, whole within secs seconds however it is
+ * dribbled: the length, or ndz_upload_read_msg's codes (NDZ_ETIMEDOUT at the end).
+ */
+static int read_first(int fd, uint8_t *buf, size_t cap, unsigned secs)
+{
+	double end = now_s() + secs;
+	size_t have = 0;
+	int want;
+
+	while ((want = ndz_ctl_req_need(buf, have)) > 0 && (size_t)want > have) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		double left = end - now_s();
+		ssize_t n;
+
+		if ((size_t)want > cap)
+			return NDZ_EINVAL;
+		if (left <= 0)
+			return NDZ_ETIMEDOUT;
+		if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			return NDZ_ENET;
+		if (!p.revents)
+			continue;
+		n = recv(fd, buf + have, (size_t)want - have, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+			continue;
+		if (n < 0)
+			return NDZ_ENET;
+		if (n == 0)
+			return NDZ_ESHORTREAD;
+		have += (size_t)n;
+	}
+	return want;
+}
+
+/* One TCP connection, accepted with a place in m->admit (admitted). */
+struct job {
+	struct master *m;
+	int fd;
+	uint32_t addr;
+	int admitted;
+};
+
+static void run_upload(struct master *m, struct job *j)
 {
 	uint8_t buf[NDZ_CTL_REQ_MAX];
 	struct ndz_ctl_req req;
@@ -929,36 +1029,48 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 	struct timeval tv = { 0 };
 	char final[PATH_MAX], a[16], msg[NDZ_CTL_MSG_MAX + 1];
 	uint64_t limit = 0;
-	unsigned st;
-	int n, tfd = -1, rc;
+	unsigned st, quiet;
+	int n, tfd = -1, rc, fd = j->fd;
+	uint32_t addr = j->addr;
 	double t0 = now_s();
 
 	ndz_net_ntoa(addr, a);
 	pthread_mutex_lock(&m->lock);
-	tv.tv_sec = m->conf->upload_timeout;
+	tv.tv_sec = m->conf->request_timeout;
+	quiet = m->conf->upload_timeout;
 	pthread_mutex_unlock(&m->lock);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* the first message comes at once or never: a few seconds, not upload-timeout */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need);
+	n = read_first(fd, buf, sizeof(buf), (unsigned)tv.tv_sec);
 	rc = n < 0 ? n : ndz_ctl_req_decode(buf, (size_t)n, &req);
 	pthread_mutex_lock(&m->lock);
 	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
 		tcp_status(m, fd, req.id, addr);
 		return;                /* unlocked there */
 	}
-	m->n.uploads++;
 	if (rc == NDZ_EINVAL || (rc == 0 && req.type != NDZ_CTL_UPLOAD)) {
 		st = NDZ_CTL_MALFORMED;
+		m->n.uploads++;
 		m->n.malformed++;
 	} else if (rc < 0) {
 		m->n.dropped++;        /* not ours, or gone quiet before asking */
+		if (rc == NDZ_ETIMEDOUT)
+			m->n.tcp_quiet++;
 		pthread_mutex_unlock(&m->lock);
+		if (cli_verbose > 1 && rc == NDZ_ETIMEDOUT)
+			cli_info("%s said nothing for %ld s; closed", a, (long)tv.tv_sec);
 		return;
 	} else {
+		m->n.uploads++;
 		st = upload_begin(m, &req, addr, final, sizeof(final), &u, &tfd, &limit);
 	}
-	if (st != NDZ_CTL_OK)
+	if (st != NDZ_CTL_OK) {
 		m->n.uploads_refused++;
+	} else if (j->admitted) {
+		/* past its first message, it holds an upload slot instead of a place */
+		ndz_admit_release(&m->admit, addr);
+		j->admitted = 0;
+	}
 	pthread_mutex_unlock(&m->lock);
 	rep.id = rc == 0 ? req.id : 0;
 	rep.status = (uint16_t)st;
@@ -973,6 +1085,9 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 	if (cli_verbose)
 		cli_info("%s uploads %s (%llu bytes declared)", a, req.name,
 			 (unsigned long long)req.size);
+	tv.tv_sec = quiet;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (ndz_upload_write_msg(fd, &rep) != 0 || ndz_io_open_stream(fd, "upload", &io) != 0) {
 		st = NDZ_CTL_FAILED;
 		ndz_error_set(&e, NDZ_ENET, errno, "%s: connection lost", a);
@@ -989,6 +1104,11 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 			if (rc == 0 && sync_dir_of(final) != 0)
 				rc = ndz_error_set(&e, NDZ_EIO, errno, "syncing the directory of %s",
 						   final);
+			if (rc == 0) {
+				pthread_mutex_lock(&m->lock);
+				rc = upload_served(m, req.name, final, &e);
+				pthread_mutex_unlock(&m->lock);
+			}
 			if (rc != 0)
 				st = NDZ_CTL_FAILED;
 		}
@@ -1021,64 +1141,92 @@ static void run_upload(struct master *m, int fd, uint32_t addr)
 	drain(fd);
 }
 
-struct job {
-	struct master *m;
-	int fd;
-	uint32_t addr;
-};
-
 static void *upload_thread(void *arg)
 {
 	struct job *j = arg;
 	struct master *m = j->m;
 
-	run_upload(m, j->fd, j->addr);
+	run_upload(m, j);
 	close(j->fd);
-	free(j);
 	pthread_mutex_lock(&m->lock);
+	if (j->admitted)
+		ndz_admit_release(&m->admit, j->addr);
 	m->nthreads--;
 	pthread_mutex_unlock(&m->lock);
+	free(j);
 	return NULL;
 }
 
-/* Under the lock: a new upload connection gets a thread, or a refusal at once. */
+/* A refusal before the first message: an UPLOAD reply header alone, then close. */
+static void refuse_conn(int fd, unsigned status)
+{
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = (uint16_t)status };
+	uint8_t out[NDZ_CTL_REQ_MAX];
+
+	/* the request, if here, is read first: unread data would reset the connection */
+	(void)!recv(fd, out, sizeof(out), MSG_DONTWAIT);
+	if (ndz_ctl_rep_encode(&rep, out, sizeof(out)) > 0 &&
+	    send(fd, out, NDZ_CTL_REP_HDR, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && cli_verbose > 1)
+		cli_info("refusing a connection: %s", strerror(errno));
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+/*
+ * Under the lock: a new TCP connection gets a thread, or a refusal at once: from a
+ * host that nothing allows (neither an image nor an upload list, nor 127.0.0.1),
+ * or when max-pending-host connections from its host, or max-pending in all, have
+ * not yet sent their first message. Upload slots are taken later, by the request.
+ */
 static void accept_upload(struct master *m)
 {
 	struct sockaddr_in from;
 	socklen_t fl = sizeof(from);
 	int fd = accept4(m->tfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC);
-	struct job *j;
+	const struct ndz_mconf *c = m->conf;
+	struct job *j = NULL;
 	pthread_attr_t at;
 	pthread_t t;
 	sigset_t all, old;
+	uint32_t addr;
+	char a[16];
 	int rc;
 
 	if (fd < 0)
 		return;
+	addr = from.sin_addr.s_addr;
 	m->n.requests++;
-	if (!rate_ok(m, from.sin_addr.s_addr)) {
+	if (!rate_ok(m, addr)) {
 		m->n.rate_limited++;
 		close(fd);
 		return;
 	}
-	if (m->nthreads >= m->conf->max_uploads + STATUS_CONNS || !(j = malloc(sizeof(*j)))) {
-		struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = NDZ_CTL_UPLOADS };
-		uint8_t out[NDZ_CTL_REQ_MAX];
-
-		/* the request, if here, is read first: unread data would reset the connection */
-		(void)!recv(fd, out, sizeof(out), MSG_DONTWAIT);
-		m->n.uploads++;
-		m->n.uploads_refused++;
-		if (ndz_ctl_rep_encode(&rep, out, sizeof(out)) > 0 &&
-		    send(fd, out, NDZ_CTL_REP_HDR, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && cli_verbose)
-			cli_info("refusing an upload: %s", strerror(errno));
-		shutdown(fd, SHUT_WR);
-		close(fd);
+	if (!ndz_mconf_may_connect(c, addr) && ntohl(addr) != INADDR_LOOPBACK) {
+		m->n.denied++;
+		m->n.tcp_denied++;
+		if (cli_verbose > 1)
+			cli_info("%s: connection refused: no image allows it", ndz_net_ntoa(addr, a));
+		refuse_conn(fd, NDZ_CTL_DENIED);
+		return;
+	}
+	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host);
+	/* threads past their first message are bounded by max-uploads, twice (draining) */
+	if (rc != NDZ_ADMIT_OK || m->nthreads >= 2 * c->max_uploads + c->max_pending ||
+	    !(j = malloc(sizeof(*j)))) {
+		if (rc == NDZ_ADMIT_OK)
+			ndz_admit_release(&m->admit, addr);
+		m->n.tcp_busy++;
+		if (cli_verbose > 1)
+			cli_info("%s: connection refused: %s", ndz_net_ntoa(addr, a),
+				 rc == NDZ_ADMIT_HOST ? "max-pending-host of its connections wait" :
+				 "max-pending connections wait");
+		refuse_conn(fd, NDZ_CTL_CONNS);
 		return;
 	}
 	j->m = m;
 	j->fd = fd;
-	j->addr = from.sin_addr.s_addr;
+	j->addr = addr;
+	j->admitted = 1;
 	/* signals are the main thread's */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1089,28 +1237,12 @@ static void accept_upload(struct master *m)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		cli_error("pthread_create: %s", strerror(rc));
+		ndz_admit_release(&m->admit, addr);
 		close(fd);
 		free(j);
 		return;
 	}
 	m->nthreads++;
-}
-
-static void reload(struct master *m)
-{
-	struct ndz_mconf *c;
-	struct ndz_error e = { 0 };
-
-	if (ndz_mconf_load(m->conf_path, &c, &e) != 0) {
-		m->n.bad_reloads++;
-		cli_error("%s; keeping the old configuration", ndz_error_msg(&e));
-		return;
-	}
-	ndz_mconf_free(m->conf);
-	m->conf = c;
-	m->n.reloads++;
-	if (cli_verbose)
-		cli_info("%s reloaded: %zu images", m->conf_path, c->nimages);
 }
 
 static int open_control(const char *listen, struct ndz_error *e)
@@ -1276,6 +1408,7 @@ int main(int argc, char **argv)
 		cli_usage_error("-c CONFIG is required");
 	if (ndz_mconf_load(m.conf_path, &m.conf, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	tell_skipped(NULL, m.conf);
 	if (check) {
 		if (cli_verbose)
 			cli_info("%s: %zu images", m.conf_path, m.conf->nimages);
@@ -1298,6 +1431,7 @@ int main(int argc, char **argv)
 	if (m.tfd < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	pthread_mutex_init(&m.lock, NULL);
+	ndz_admit_init(&m.admit);
 	remove_stale(m.conf->upload_dir);
 	if (!m.server)
 		m.server = source_address(&m);
@@ -1322,10 +1456,10 @@ int main(int argc, char **argv)
 		uint8_t buf[NDZ_CTL_REQ_MAX + 1];
 
 		pthread_mutex_lock(&m.lock);
-		if (got_hup || m.reload_wanted) {
+		if (got_hup) {
 			got_hup = 0;
-			m.reload_wanted = 0;
-			reload(&m);
+			ndz_error_clear(&e);
+			reload(&m, &e);
 		}
 		got_chld = 0;
 		reap(&m);
@@ -1333,10 +1467,6 @@ int main(int argc, char **argv)
 		if (poll(p, 2, 200) <= 0)
 			continue;
 		pthread_mutex_lock(&m.lock);
-		if (m.reload_wanted) {         /* a new image answers at once */
-			m.reload_wanted = 0;
-			reload(&m);
-		}
 		if (p[1].revents & POLLIN)
 			accept_upload(&m);
 		/* a bounded batch, then the signals and the reaping again */

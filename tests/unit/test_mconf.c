@@ -275,6 +275,64 @@ static void test_upload(void **state)
 	rmdir(dir);
 }
 
+/* a file whose name is no image name is skipped, not an error; the TCP admission keys */
+static void test_skip_and_admission(void **state)
+{
+	char dir[] = "/tmp/test_mconf.XXXXXX", path[3][128], text[512];
+	const char *files[3] = { "Win 10.ndz", "good.ndz", "a+b.ndz" };
+	struct ndz_error e;
+	struct ndz_mconf *c;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	for (int i = 0; i < 3; i++) {
+		FILE *f;
+
+		snprintf(path[i], sizeof(path[i]), "%s/%s", dir, files[i]);
+		f = fopen(path[i], "w");
+		assert_non_null(f);
+		fclose(f);
+	}
+	snprintf(text, sizeof(text), "upload-dir %s allow 10.1.0.0/16 upload 10.2.0.0/16\n"
+		 "image a /a.ndz allow 10.3.0.1 upload 10.4.0.1\n", dir);
+	c = parse(text, &e);
+	assert_non_null(c);
+	assert_int_equal(c->nimages, 2);
+	assert_non_null(ndz_mconf_find(c, "good"));
+	assert_int_equal(c->nskipped, 2);
+	assert_true(ndz_mconf_skipped(c, path[0]));
+	assert_true(ndz_mconf_skipped(c, path[2]));
+	assert_false(ndz_mconf_skipped(c, path[1]));
+	assert_false(ndz_mconf_skipped(NULL, path[0]));
+	/* defaults */
+	assert_int_equal(c->request_timeout, 5);
+	assert_int_equal(c->max_pending, 16);
+	assert_int_equal(c->max_pending_host, 4);
+	/* who may connect: any allow list or any upload list */
+	assert_true(ndz_mconf_may_connect(c, ip("10.1.2.3")));
+	assert_true(ndz_mconf_may_connect(c, ip("10.2.2.3")));
+	assert_true(ndz_mconf_may_connect(c, ip("10.3.0.1")));
+	assert_true(ndz_mconf_may_connect(c, ip("10.4.0.1")));
+	assert_false(ndz_mconf_may_connect(c, ip("10.4.0.2")));
+	assert_false(ndz_mconf_may_connect(c, ip("192.168.0.1")));
+	ndz_mconf_free(c);
+	c = parse("image a /a.ndz\nrequest-timeout 2\nmax-pending 256\nmax-pending-host 1\n", &e);
+	assert_non_null(c);
+	assert_int_equal(c->request_timeout, 2);
+	assert_int_equal(c->max_pending, 256);
+	assert_int_equal(c->max_pending_host, 1);
+	assert_int_equal(c->nskipped, 0);
+	ndz_mconf_free(c);
+	refused("image a /a.ndz\nrequest-timeout 61\n",
+		"m.conf:2: bad request-timeout (1 to 60 seconds) '61'");
+	refused("image a /a.ndz\nmax-pending 0\n", "m.conf:2: bad max-pending (1 to 256) '0'");
+	refused("image a /a.ndz\nmax-pending-host 257\n",
+		"m.conf:2: bad max-pending-host (1 to 256) '257'");
+	for (int i = 0; i < 3; i++)
+		unlink(path[i]);
+	rmdir(dir);
+}
+
 static void test_rate(void **state)
 {
 	uint64_t v;
@@ -300,6 +358,7 @@ int main(void)
 		cmocka_unit_test(test_imagedir),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_upload),
+		cmocka_unit_test(test_skip_and_admission),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
