@@ -199,11 +199,11 @@ if netns_usable && netns_lan && netns_host srv 1 && netns_host c1 2; then
 	mc_server srv "$T/img.ndz" -T 60
 	cp "$T/fsf.img" "$T/fbefore"
 	rm -f "$T/c1.rc" "$T/c1.log"
-	mc_client c1 "$L1" -T 20
+	mc_client c1 "$L1" -T 20 -vv
 	mc_wait
 	check "frisbee onto a mounted loop device: exit 1, named, before joining" \
 		sh -c "[ '$(mc_rc c1)' = 1 ] && grep -q -F '$L1 is mounted on $T/mf; use --force' \
-			'$T/c1.log' && ! grep -q 'join' '$T/c1.log'"
+			'$T/c1.log' && ! grep -q 'join sent' '$T/c1.log'"
 	check "frisbee onto a mounted loop device: nothing written" cmp -s "$T/fsf.img" "$T/fbefore"
 	rm -f "$T/c1.rc" "$T/c1.log"
 	mc_client c1 "$T/fsf.img" -T 20
