@@ -104,7 +104,7 @@ attach "$T/fs3.img"; L3=$L
 unshare -m --propagation private sh -c \
 	"mount -o ro '$L3' '$T/m3' && touch '$T/ns.up' && exec sleep 300" 2>/dev/null &
 nspid=$!
-at_exit "kill $nspid"
+at_exit "[ -e '$T/ns.done' ] || kill $nspid"
 k=0
 while [ ! -e "$T/ns.up" ] && kill -0 $nspid 2>/dev/null && [ $k -lt 100 ]; do
 	sleep 0.1; k=$((k + 1))
@@ -116,11 +116,12 @@ if [ -e "$T/ns.up" ]; then
 else
 	echo "# cannot mount in a mount namespace of our own: exclusive open not checked"
 fi
-kill $nspid 2>/dev/null; wait $nspid 2>/dev/null
+kill $nspid 2>/dev/null; wait $nspid 2>/dev/null; : >"$T/ns.done"
 
 # ---- imagezip onto what is not an image ----
 # /dev/full: in a mount namespace of our own with a /dev of our own, so that even a
 # build without the check replaces nothing of the machine's
+# shellcheck disable=SC2016
 unshare -m --propagation private sh -c '
 	mount -t tmpfs ndzdev /dev && mknod -m 666 /dev/null c 1 3 &&
 	mknod -m 666 /dev/full c 1 7 && mknod -m 444 /dev/urandom c 1 9 || exit 9
@@ -142,7 +143,7 @@ check "imagezip --force onto a device node made here: exit 1, named" \
 check "the node is still a character device 1:7" \
 	[ "$(stat -c '%F %t:%T' "$T/node")" = "character special file 1:7" ]
 # arguments swapped: an image as the source, a disk as the image
-eval "$(stat -c 'maj=$((0x%t)) min=$((0x%T))' "$L1")"
+maj=$((0x$(stat -c %t "$L1"))) min=$((0x$(stat -c %T "$L1")))
 mknod "$T/sda" b "$maj" "$min"
 cp "$T/fs.img" "$T/before"
 "$IMAGEZIP" "$T/img.ndz" "$T/sda" 2>"$T/err"; rc=$?
