@@ -31,10 +31,10 @@ struct backing {
 	const struct devset *set;          /* is_blk: the device or one of its partitions */
 	dev_t dev;                         /* else: this file */
 	ino_t ino;
-	dev_t skip;                        /* the loop device that is the target itself */
+	dev_t skip;                        /* a loop device not looked at: where we came from */
 };
 
-static int check_dev(const char *path, dev_t rdev, int siblings, int depth, char *tail);
+static int check_dev(const char *path, dev_t rdev, int up, dev_t skip, int depth, char *tail);
 
 /* Read a small sysfs or proc file into buf, without its trailing newline. */
 static int read_small(const char *path, char *buf, size_t len)
@@ -278,24 +278,37 @@ static int find_loop(const struct backing *b, const char *how, int depth, char *
 		if (!backing_matches(b, file))
 			continue;
 		snprintf(lpath, sizeof(lpath), "/dev/%s", de->d_name);
-		/* a long chain of names is cut short: the message stays a message */
-		if (check_dev(lpath, ld, b->is_blk, depth + 1, inner))
-			found = snprintf(tail, TAIL_MAX, "%s %s, which %s", how, lpath, inner) != 0;
+		/* (a chain of names longer than TAIL_MAX is cut short, still a message) */
+		if (check_dev(lpath, ld, 0, 0, depth + 1, inner))
+			found = snprintf(tail, TAIL_MAX, "%s %s, which %s", how, lpath, inner) >= 0;
 	}
 	closedir(d);
 	return found;
 }
 
 /*
- * Block device rdev (path: a node for it, may not exist) in use: 1 and tail says
- * how, else 0. siblings: a loop device's siblings over the same file count (not
- * when the caller is already going through every loop device of that file).
+ * The regular file dev/ino in use, but for loop device skip (a target's own):
+ * active swap, or a loop device over it in use ("how /dev/loop5, which ...").
  */
-static int check_dev(const char *path, dev_t rdev, int siblings, int depth, char *tail)
+static int check_file(dev_t dev, ino_t ino, dev_t skip, const char *how, int depth, char *tail)
+{
+	struct backing b = { 0, NULL, dev, ino, skip };
+
+	return find_swap(NULL, dev, ino, tail) || find_loop(&b, how, depth, tail);
+}
+
+/*
+ * Block device rdev (path: a node for it, may not exist) in use: 1 and tail says
+ * how, else 0. Looked at: its mounts, swap, holders and loop devices over it (all
+ * with its partitions), except loop device skip, then an exclusive open. With up,
+ * a loop device's backing file or device too, which it writes through to; a loop
+ * device reached from its backing is not looked at upwards again.
+ */
+static int check_dev(const char *path, dev_t rdev, int up, dev_t skip, int depth, char *tail)
 {
 	struct devset *s = malloc(sizeof(*s));
-	struct backing b = { 1, NULL, 0, 0, rdev };
-	char p[96], file[4096];
+	struct backing b = { 1, NULL, 0, 0, skip };
+	char p[96], file[4096], inner[TAIL_MAX];
 	struct stat st;
 	int fd, busy = 0;
 
@@ -306,21 +319,19 @@ static int check_dev(const char *path, dev_t rdev, int siblings, int depth, char
 	if (find_mount(s, tail) || find_swap(s, 0, 0, tail) || find_holder(s, tail) ||
 	    find_loop(&b, "backs", depth, tail))
 		busy = 1;
-	/* a loop device: another one over the same file writes the same bytes */
+	free(s);
 	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/loop/backing_file", major(rdev),
 		 minor(rdev));
-	if (!busy && siblings && read_small(p, file, sizeof(file)) == 0 && stat(file, &st) == 0) {
-		struct devset fs;
-		struct backing fb = { 0, NULL, st.st_dev, st.st_ino, rdev };
-
-		if (S_ISBLK(st.st_mode)) {
-			devset_fill(st.st_rdev, &fs);
-			fb.is_blk = 1;
-			fb.set = &fs;
-		}
-		busy = find_loop(&fb, "shares its backing file with", depth, tail);
+	if (!busy && up && depth < MAX_DEPTH && read_small(p, file, sizeof(file)) == 0 &&
+	    stat(file, &st) == 0) {
+		if (S_ISREG(st.st_mode))
+			busy = check_file(st.st_dev, st.st_ino, rdev, "shares its backing file with",
+					  depth, tail);
+		else if (S_ISBLK(st.st_mode) && check_dev(file, st.st_rdev, 1, rdev, depth + 1,
+							  inner))
+			busy = snprintf(tail, TAIL_MAX, "is backed by %s, which %s", file,
+					inner) >= 0;
 	}
-	free(s);
 	if (busy)
 		return 1;
 	/* the kernel knows of holders we cannot see (other mount namespaces) */
@@ -342,16 +353,9 @@ int ndz_target_check(const char *path, struct ndz_error *e)
 
 	if (stat(path, &st) < 0)
 		return 0;
-	if (S_ISBLK(st.st_mode)) {
-		if (check_dev(path, st.st_rdev, 1, 0, tail))
-			return ndz_error_set(e, NDZ_EBUSY, 0, "%s %s", path, tail);
-	} else if (S_ISREG(st.st_mode)) {
-		struct backing b = { 0, NULL, st.st_dev, st.st_ino, 0 };
-
-		if (find_swap(NULL, st.st_dev, st.st_ino, tail) ||
-		    find_loop(&b, "backs", 0, tail))
-			return ndz_error_set(e, NDZ_EBUSY, 0, "%s %s", path, tail);
-	}
+	if ((S_ISBLK(st.st_mode) && check_dev(path, st.st_rdev, 1, 0, 0, tail)) ||
+	    (S_ISREG(st.st_mode) && check_file(st.st_dev, st.st_ino, 0, "backs", 0, tail)))
+		return ndz_error_set(e, NDZ_EBUSY, 0, "%s %s", path, tail);
 	return 0;
 }
 

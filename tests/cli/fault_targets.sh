@@ -93,6 +93,16 @@ refused "imageunzip -s 1 into the disk file itself: refused" \
 	"$IMAGEUNZIP" -s 1 "$T/p1.ndz" "$T/disk"
 umount "$T/m2"
 losetup -d "$LP"
+# loop devices over the disk's loop device: one the target, one the mounted partition
+attach "$LD"; LQ=$L
+attach "$LD" -o 1048576 --sizelimit 16777216; LR=$L
+mnt "$LR" "$T/m2" || not_ok "mount the partition through a loop device over a loop device"
+refused "imageunzip -s 1 into a loop device over the disk's, partition mounted: refused" \
+	"$LQ is backed by $LD, which backs $LR, which is mounted on $T/m2" "$T/disk" \
+	"$IMAGEUNZIP" -s 1 "$T/p1.ndz" "$LQ"
+umount "$T/m2"
+losetup -d "$LR"
+losetup -d "$LQ"
 "$IMAGEUNZIP" -s 1 "$T/p1.ndz" "$LD" 2>"$T/err"; rc=$?
 check "imageunzip -s 1 once the partition is unmounted: exit 0 ($(head -c 200 "$T/err"))" \
 	[ $rc = 0 ]
