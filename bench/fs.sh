@@ -104,6 +104,7 @@ done
 # one METHOD on filesystem FS: prints "zip_seconds unzip_seconds image_bytes"
 run_once() {
 	fs=$1 m=$2 src="$T/$1.img" img="$T/img" tgt="$T/tgt"
+	rm -f "$img"	# the last method's image: imagezip replaces only an image
 	pc=partclone.${fs%used}
 	head -c $((MIB * 1048576)) /dev/zero | tr '\000' '\245' >"$tgt"
 	sync

@@ -23,6 +23,7 @@
 #include "net.h"
 #include "pace.h"
 #include "proto.h"
+#include "target.h"
 #include "trust.h"
 #include "unzip.h"
 
@@ -89,6 +90,8 @@ static const char usage_text[] =
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
 	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
+	"  -f, --force            write to TARGET even while it is in use (mounted, swap,\n"
+	"                         held, or the file behind a loop device in use)\n"
 	"  --no-repair            ask for lost blocks, never for repair blocks\n"
 	"  --no-whole-repair      ask for repairs of stripes only, not of whole chunks\n"
 	"  -k, --key FILE         a public key: accept only chunks the image's signed\n"
@@ -681,6 +684,7 @@ int main(int argc, char **argv)
 		{ "request-ahead", required_argument, NULL, 'R' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "raw", no_argument, NULL, 'r' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "progress", no_argument, NULL, 'o' },
 		{ "no-repair", no_argument, NULL, 0x100 },
 		{ "no-whole-repair", no_argument, NULL, 0x10a },
@@ -695,7 +699,7 @@ int main(int argc, char **argv)
 	struct ndz_dgram *dg;
 	unsigned nap_us;
 	pthread_t ft;
-	int opt, code = EXIT_OK, cache_mib = 64;
+	int opt, code = EXIT_OK, cache_mib = 64, force = 0;
 	uint64_t start, next_look = 0;
 	const char *master = NULL, *image = NULL;
 	struct master_answer ma;
@@ -705,7 +709,7 @@ int main(int argc, char **argv)
 	c.request_ahead = 2;
 	c.give_up_s = 30;
 	c.redelay_ns = 1000 * MS;
-	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:rok:qvhV", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:p:i:S:M:I:zC:R:T:rfok:qvhV", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': no.group = optarg; break;
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
@@ -722,6 +726,7 @@ int main(int argc, char **argv)
 		case 'R': c.request_ahead = cli_parse_int(optarg, "-R", 1, 1024); break;
 		case 'T': c.give_up_s = cli_parse_int(optarg, "-T", 1, 1000000); break;
 		case 'r': c.raw = 1; break;
+		case 'f': force = 1; break;
 		case 0x100: c.no_repair = 1; break;
 		case 0x10a: c.no_whole = 1; break;
 		case 'o': c.progress = 1; break;
@@ -757,6 +762,9 @@ int main(int argc, char **argv)
 	if (c.manifest_path && ndz_manifest_load(c.manifest_path, &c.pub, &c.m, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	signal(SIGPIPE, SIG_IGN);
+	/* before joining: a target in use is refused without disturbing the session */
+	if (!force && ndz_target_check(c.target_path, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s; use --force to write anyway", ndz_error_msg(&c.err));
 	if (ndz_net_open(&no, &c.net, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	if (getrandom(&c.id, sizeof(c.id), 0) != sizeof(c.id))

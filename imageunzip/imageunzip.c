@@ -12,6 +12,7 @@
 #include "image.h"
 #include "io.h"
 #include "part.h"
+#include "target.h"
 #include "trust.h"
 #include "unzip.h"
 
@@ -26,6 +27,8 @@ static const char usage_text[] =
 	"  --discard          discard that space instead (BLKDISCARD; a hole in a file):\n"
 	"                     quick on solid state disks, what it reads back is not promised\n"
 	"  -n, --verify       read, check and decompress everything, write nothing\n"
+	"  -f, --force        write to TARGET even while it is in use (mounted, swap,\n"
+	"                     held, or the file behind a loop device in use)\n"
 	"  -j, --threads N    decompression threads (default: online cores)\n"
 	"  -m, --memory MIB   buffer memory in MiB (default 128, at least 16)\n"
 	"  -o, --progress     show progress on a terminal\n"
@@ -175,6 +178,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "zero", no_argument, NULL, 'z' },
 		{ "discard", no_argument, NULL, 0x100 },
+		{ "force", no_argument, NULL, 'f' },
 		{ "slice", required_argument, NULL, 's' },
 		{ "verify", no_argument, NULL, 'n' },
 		{ "threads", required_argument, NULL, 'j' },
@@ -198,18 +202,21 @@ int main(int argc, char **argv)
 	struct ndz_key pub = { 0 }, crypt = { 0 };
 	struct ndz_manifest m = { 0 };
 	uint32_t pos = 0;
-	int slice = 0, progress = 0, created = 0, c, rc;
+	int slice = 0, progress = 0, created = 0, force = 0, c, rc;
 	double t0;
 
 	cli_init(argv[0]);
 	ndz_unzip_opts_init(&uopts);
-	while ((c = getopt_long(argc, argv, "zs:nj:m:ok:qvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "zs:nfj:m:ok:qvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
 			uopts.zero_fill = 1;
 			break;
 		case 0x100:
 			uopts.discard = 1;
+			break;
+		case 'f':
+			force = 1;
 			break;
 		case 's':
 			slice = cli_parse_int(optarg, "-s", 1, 65535);
@@ -245,6 +252,9 @@ int main(int argc, char **argv)
 	if (argc - optind == 2)
 		tpath = argv[optind + 1];
 	signal(SIGPIPE, SIG_IGN);
+	/* Nothing in use is written to, and nothing is read before that is known. */
+	if (tpath && !uopts.verify_only && !force && ndz_target_check(tpath, &err) < 0)
+		cli_die(EXIT_FAIL, "%s; use --force to write anyway", ndz_error_msg(&err));
 
 	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
 	in = open_input(argv[optind]);

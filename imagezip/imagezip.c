@@ -14,6 +14,7 @@
 #include "err.h"
 #include "io.h"
 #include "scan.h"
+#include "target.h"
 #include "trust.h"
 #include "zip.h"
 
@@ -33,6 +34,8 @@ static const char usage_text[] =
 	"                     (N as -i prints it; 3a: BSD partition a of slice 3)\n"
 	"  -F, --min-free SIZE  free runs shorter than SIZE are compressed (default 32k)\n"
 	"  -i, --info         print the partitions and filesystems found; write no image\n"
+	"  -f, --force        replace IMAGE even when it is not an image, or is a\n"
+	"                     symbolic link (the link is replaced); never a device\n"
 	"      --keep-pagefile  keep the contents of NTFS pagefile.sys and hiberfil.sys\n"
 	"      --keep-journal  keep the body of a clean ext3/4 journal (default: zeros)\n"
 	"      --codec C      compress with zstd (default) or zlib\n"
@@ -336,6 +339,7 @@ int main(int argc, char **argv)
 		{ "ignore-part", required_argument, NULL, 'I' },
 		{ "min-free", required_argument, NULL, 'F' },
 		{ "info", no_argument, NULL, 'i' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "keep-pagefile", no_argument, NULL, 'K' },
 		{ "keep-journal", no_argument, NULL, 'L' },
 		{ "uuid", required_argument, NULL, 'U' },
@@ -360,7 +364,7 @@ int main(int argc, char **argv)
 	char mbuf[PATH_MAX];
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
-	int progress = 0, info = 0, level = -1, cipher = 0, c, rc;
+	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
 	struct ndz_scan_report report;
 	uint64_t u64;
 	double t0;
@@ -369,7 +373,7 @@ int main(int argc, char **argv)
 	ndz_zip_opts_init(&zopts);
 	zopts.codec = NDZ_CODEC_ZSTD;          /* README: why zstd is the default */
 	ndz_scan_opts_init(&sopts);
-	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ioqvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ifoqvhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'z':
 			level = cli_parse_int(optarg, "-z", 0, 19);
@@ -407,6 +411,9 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			info = 1;
+			break;
+		case 'f':
+			force = 1;
 			break;
 		case 'K':
 			sopts.keep_pagefile = 1;
@@ -455,6 +462,11 @@ int main(int argc, char **argv)
 		cli_usage_error("expected SOURCE and IMAGE, got %d argument%s", argc - optind,
 				argc - optind == 1 ? "" : "s");
 
+	/* Before anything is read: IMAGE is not a device, nor a file of other worth. */
+	if (!info && strcmp(argv[optind + 1], "-") != 0 &&
+	    (rc = ndz_output_check(argv[optind + 1], force, &zerr)) < 0)
+		cli_die(EXIT_FAIL, "%s%s", ndz_error_msg(&zerr),
+			rc == NDZ_ENOTFILE ? "" : "; use --force to replace it");
 	if (manifest && !sign_path)
 		cli_usage_error("--manifest: only with --sign");
 	if (sign_path && !info) {

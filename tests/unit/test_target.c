@@ -1,0 +1,169 @@
+/* Unit tests for lib/target.c: what an image may replace; a target nothing uses passes. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "err.h"
+#include "format.h"
+#include "target.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	strcpy(dir, "/tmp/ndz-target.XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static const char *at(const char *name)
+{
+	static char p[4][128];
+	static unsigned n;
+	char *s = p[n++ % 4];
+
+	snprintf(s, sizeof(p[0]), "%s/%s", dir, name);
+	return s;
+}
+
+static void put(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+	close(fd);
+}
+
+/* The header area of a valid one-chunk image. */
+static void image_header(uint8_t *area)
+{
+	struct ndz_chunk_hdr h;
+	struct ndz_region r = { 0, 8 };
+
+	memset(&h, 0, sizeof(h));
+	memset(area, 0, NDZ_HDR_SIZE);
+	h.version = NDZ_VERSION_1;
+	h.chunk_flags = NDZ_CHUNK_LAST;
+	memcpy(h.uuid, "0123456789abcdef", 16);
+	h.sector_size = NDZ_SECTOR_SIZE;
+	h.codec = NDZ_CODEC_ZLIB;
+	h.source_bytes = 8 * NDZ_SECTOR_SIZE;
+	h.source_sectors = 8;
+	h.last = 8;
+	h.data_len = 16;
+	h.image_kind = NDZ_KIND_WHOLE;
+	h.nregions = 1;
+	ndz_hdr_set_region(area, 0, r);
+	assert_int_equal(ndz_hdr_encode(&h, area), 0);
+}
+
+static void test_output_missing_empty_image(void **state)
+{
+	struct ndz_error e = { 0 };
+	uint8_t *area = calloc(1, NDZ_HDR_SIZE);
+
+	(void)state;
+	assert_int_equal(ndz_output_check(at("none.ndz"), 0, &e), 0);
+	put(at("empty"), "", 0);
+	assert_int_equal(ndz_output_check(at("empty"), 0, &e), 0);
+	image_header(area);
+	put(at("a.ndz"), area, NDZ_HDR_SIZE);
+	assert_int_equal(ndz_output_check(at("a.ndz"), 0, &e), 0);
+	assert_int_equal(e.code, 0);
+	free(area);
+}
+
+static void test_output_not_an_image(void **state)
+{
+	struct ndz_error e = { 0 };
+	uint8_t *area = calloc(1, NDZ_HDR_SIZE);
+
+	(void)state;
+	put(at("notes"), "keep me\n", 8);
+	assert_int_equal(ndz_output_check(at("notes"), 0, &e), NDZ_EBADMAGIC);
+	assert_non_null(strstr(e.msg, "notes exists and is not an image"));
+	assert_int_equal(ndz_output_check(at("notes"), 1, NULL), 0);
+	/* a valid header with one bit flipped: named by the header's own check */
+	image_header(area);
+	area[40] ^= 1;
+	put(at("bent.ndz"), area, NDZ_HDR_SIZE);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_output_check(at("bent.ndz"), 0, &e), NDZ_EBADMAGIC);
+	assert_non_null(strstr(e.msg, "its first chunk header"));
+	free(area);
+}
+
+static void test_output_not_a_file(void **state)
+{
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_output_check("/dev/null", 1, &e), NDZ_ENOTFILE);
+	assert_string_equal(e.msg, "/dev/null is a character device, not an image file");
+	assert_int_equal(mkdir(at("d"), 0755), 0);
+	assert_int_equal(ndz_output_check(at("d"), 1, NULL), NDZ_ENOTFILE);
+	assert_int_equal(symlink("/dev/null", at("ln")), 0);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_output_check(at("ln"), 1, &e), NDZ_ENOTFILE);
+	assert_non_null(strstr(e.msg, "is a link to a character device"));
+}
+
+static void test_output_links(void **state)
+{
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	put(at("f.ndz"), "", 0);
+	assert_int_equal(symlink(at("f.ndz"), at("l.ndz")), 0);
+	assert_int_equal(ndz_output_check(at("l.ndz"), 0, &e), NDZ_EEXIST);
+	assert_non_null(strstr(e.msg, "is a symbolic link"));
+	assert_int_equal(ndz_output_check(at("l.ndz"), 1, NULL), 0);
+	/* a link to nothing is a link too */
+	assert_int_equal(symlink(at("nothing"), at("dangling")), 0);
+	assert_int_equal(ndz_output_check(at("dangling"), 0, NULL), NDZ_EEXIST);
+	assert_int_equal(ndz_output_check(at("dangling"), 1, NULL), 0);
+}
+
+static void test_target_unused(void **state)
+{
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_target_check(at("new.img"), &e), 0);
+	put(at("old.img"), "x", 1);
+	assert_int_equal(ndz_target_check(at("old.img"), &e), 0);
+	assert_int_equal(ndz_target_check("/dev/null", &e), 0);
+	assert_int_equal(e.code, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_output_missing_empty_image),
+		cmocka_unit_test(test_output_not_an_image),
+		cmocka_unit_test(test_output_not_a_file),
+		cmocka_unit_test(test_output_links),
+		cmocka_unit_test(test_target_unused),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
