@@ -1,0 +1,90 @@
+#!/bin/sh
+# The master's systemd unit: it verifies, rates at most 3.0 in systemd-analyze security,
+# and mfrisbeed serves, takes uploads and starts sessions under the same constraints
+# where this host can emulate them without systemd as PID 1: an unprivileged user with
+# no capabilities and no_new_privs, the file system read-only but for the run and the
+# upload directory.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+command -v systemd-analyze >/dev/null || skip_all "systemd-analyze missing (apt-get install systemd)"
+MFRISBEED="$NDZ_BIN/mfrisbeed"
+UPLOAD="$NDZ_BIN/frisbee-upload"
+mkdir -p "$T/u" "$T/man/man5" "$T/man/man8"
+sed -e "s|@BINDIR@|$NDZ_BIN|g" -e "s|@SYSCONFDIR@|/etc|g" "$NDZ_TOP/doc/mfrisbeed.service.in" \
+	>"$T/u/mfrisbeed.service"
+# Documentation= names man pages: verify runs man on them, so ours are on MANPATH
+cp "$NDZ_TOP"/doc/*.8 "$T/man/man8/" && cp "$NDZ_TOP"/doc/*.5 "$T/man/man5/"
+(cd "$T/u" && MANPATH="$T/man" systemd-analyze verify ./mfrisbeed.service) >"$T/verify" 2>&1
+check "systemd-analyze verify accepts the unit" sh -c "[ $? = 0 ] && [ ! -s '$T/verify' ]" ||
+	cat "$T/verify"
+(cd "$T/u" && systemd-analyze security --offline=yes ./mfrisbeed.service) >"$T/sec" 2>&1
+x=$(sed -n 's/.*Overall exposure level for mfrisbeed.service: \([0-9.]*\) .*/\1/p' "$T/sec")
+check "systemd-analyze security --offline: exposure $x, at most 3.0" \
+	sh -c "[ -n '$x' ] && awk -v x='$x' 'BEGIN { exit !(x <= 3.0) }'"
+(cd "$T/u" && systemd-analyze security --offline=yes --threshold=30 ./mfrisbeed.service) \
+	>/dev/null 2>&1
+check "systemd-analyze security --threshold=30 passes" test $? = 0
+check "the unit runs the master as the system user ndz, whom sysusers.d creates" \
+	sh -c "grep -q '^User=ndz$' '$T/u/mfrisbeed.service' && grep -q '^u ndz ' '$NDZ_TOP/doc/ndz.sysusers'"
+check "the unit reads the configuration in /etc/ndz" \
+	grep -q "^ExecStart=$NDZ_BIN/mfrisbeed -c /etc/ndz/mfrisbeed.conf " "$T/u/mfrisbeed.service"
+check "the unit makes the upload directory of the shipped configuration writable" \
+	sh -c "grep -q '^StateDirectory=ndz/images$' '$T/u/mfrisbeed.service' &&
+		grep -q '^upload-dir /var/lib/ndz/images' '$NDZ_TOP/doc/mfrisbeed.conf'"
+
+# The emulation: what the unit allows mfrisbeed and its frisbeed children.
+netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+command -v setpriv >/dev/null && command -v unshare >/dev/null ||
+	skip_all "setpriv or unshare missing (util-linux)"
+SRV=10.77.0.1 NOBODY=65534
+netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host c2 12 ||
+	{ not_ok "namespace LAN"; done_testing; }
+mkdir -p "$T/up" "$T/run"
+chown "$NOBODY:$NOBODY" "$T/up" "$T/run" && chmod 755 "$T"
+for n in a b; do mc_image "$n" "$MC_MIB" "$n" || { not_ok "make image $n"; done_testing; }; done
+chmod 644 "$T"/*.ndz
+cat >"$T/m.conf" <<CONF
+pool 239.192.6.0/29
+ports 5300-5307
+idle-timeout 2
+upload-dir $T/up allow 10.77.0.0/24 upload 10.77.0.12
+image a $T/a.ndz allow 10.77.0.0/24
+CONF
+# sandbox HOST CMD...: CMD in namespace HOST as uid/gid 65534 without capabilities,
+# / read-only but for the run and upload directories (the unit's User=,
+# CapabilityBoundingSet=, NoNewPrivileges=, ProtectSystem=strict and its writable paths)
+sandbox() {
+	_sb=$NETNS_PFX$1; shift
+	unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" "$1" &&
+		mount --bind "$2" "$2" && mount -o remount,bind,ro / && shift 2 &&
+		exec ip netns exec "$0" setpriv --reuid=65534 --regid=65534 --clear-groups \
+			--no-new-privs --inh-caps=-all --bounding-set=-all "$@"' \
+		"$_sb" "$T/run" "$T/up" "$@"
+}
+sandbox srv sh -c "touch '$T/x'; touch '$T/run/x'" 2>/dev/null
+check "the sandbox is real: only the run and upload directories can be written" \
+	sh -c "[ ! -e '$T/x' ] && [ -e '$T/run/x' ]"
+rm -f "$T/run/x"
+sandbox srv "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
+MPID=$!
+at_exit "kill $MPID"
+for k in $(seq 50); do
+	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
+	sleep 0.1
+done
+( in_ns c1 "$FRISBEE" $MC_RAW -M "$SRV" -I a -T 20 "$T/out1" 2>"$T/c1.log"; echo $? >"$T/c1.rc" ) &
+wait $!
+check "a client fetches an image from the sandboxed master byte-identical" \
+	sh -c "[ \"\$(cat '$T/c1.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/out1'" || cat "$T/c1.log" "$T/m.log"
+uid=$(in_ns srv ps -o uid= -C frisbeed | head -n 1 | tr -d ' ')
+check "the session's frisbeed runs unprivileged too (uid $uid)" [ "$uid" = "$NOBODY" ]
+in_ns c2 "$UPLOAD" -w 20 -M "$SRV" -I up1 "$T/b.ndz" 2>"$T/up.log"
+rc=$?
+check "an upload into the writable upload directory is stored" \
+	sh -c "[ $rc = 0 ] && cmp -s '$T/b.ndz' '$T/up/up1.ndz'" || cat "$T/up.log" "$T/m.log"
+( in_ns c1 "$FRISBEE" $MC_RAW -M "$SRV" -I up1 -T 20 "$T/out2" 2>"$T/c1b.log"; echo $? >"$T/c1b.rc" ) &
+wait $!
+check "the uploaded image is served by a new session" \
+	sh -c "[ \"\$(cat '$T/c1b.rc')\" = 0 ] && cmp -s '$T/b.src' '$T/out2'" || cat "$T/c1b.log"
+kill "$MPID" 2>/dev/null
+done_testing
