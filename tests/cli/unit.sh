@@ -46,7 +46,7 @@ chmod 644 "$T"/*.ndz
 cat >"$T/m.conf" <<CONF
 pool 239.192.6.0/29
 ports 5300-5307
-idle-timeout 2
+idle-timeout 30
 upload-dir $T/up allow 10.77.0.0/24 upload 10.77.0.12
 image a $T/a.ndz allow 10.77.0.0/24
 CONF
@@ -68,7 +68,7 @@ rm -f "$T/run/x"
 sandbox srv "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
 at_exit "kill $MPID"
-for k in $(seq 50); do
+for _ in $(seq 50); do
 	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
 	sleep 0.1
 done
@@ -76,7 +76,9 @@ done
 wait $!
 check "a client fetches an image from the sandboxed master byte-identical" \
 	sh -c "[ \"\$(cat '$T/c1.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/out1'" || cat "$T/c1.log" "$T/m.log"
-uid=$(in_ns srv ps -o uid= -C frisbeed | head -n 1 | tr -d ' ')
+# the session this master started (its pid in the run directory's state file)
+spid=$(awk 'NR == 1 { print $1 }' "$T/run/sessions" 2>/dev/null)
+uid=$(ps -o uid= -p "${spid:-0}" 2>/dev/null | tr -d ' ')
 check "the session's frisbeed runs unprivileged too (uid $uid)" [ "$uid" = "$NOBODY" ]
 in_ns c2 "$UPLOAD" -w 20 -M "$SRV" -I up1 "$T/b.ndz" 2>"$T/up.log"
 rc=$?
