@@ -3,7 +3,8 @@
 # and mfrisbeed serves, takes uploads and starts sessions under the same constraints
 # where this host can emulate them without systemd as PID 1: an unprivileged user with
 # no capabilities and no_new_privs, the file system read-only but for the run and the
-# upload directory.
+# upload directory; under strace, every system call and socket family the master and
+# its sessions use is one the unit's filters allow.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 command -v systemd-analyze >/dev/null || skip_all "systemd-analyze missing (apt-get install systemd)"
@@ -39,8 +40,8 @@ command -v setpriv >/dev/null && command -v unshare >/dev/null ||
 SRV=10.77.0.1 NOBODY=65534
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host c2 12 ||
 	{ not_ok "namespace LAN"; done_testing; }
-mkdir -p "$T/up" "$T/run"
-chown "$NOBODY:$NOBODY" "$T/up" "$T/run" && chmod 755 "$T"
+mkdir -p "$T/up" "$T/run" "$T/trace"
+chown "$NOBODY:$NOBODY" "$T/up" "$T/run" "$T/trace" && chmod 755 "$T"
 for n in a b; do mc_image "$n" "$MC_MIB" "$n" || { not_ok "make image $n"; done_testing; }; done
 chmod 644 "$T"/*.ndz
 cat >"$T/m.conf" <<CONF
@@ -56,16 +57,20 @@ CONF
 sandbox() {
 	_sb=$NETNS_PFX$1; shift
 	unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" "$1" &&
-		mount --bind "$2" "$2" && mount -o remount,bind,ro / && shift 2 &&
-		exec ip netns exec "$0" setpriv --reuid=65534 --regid=65534 --clear-groups \
-			--no-new-privs --inh-caps=-all --bounding-set=-all "$@"' \
-		"$_sb" "$T/run" "$T/up" "$@"
+		mount --bind "$2" "$2" && mount --bind "$3" "$3" && mount -o remount,bind,ro / &&
+		shift 3 && exec ip netns exec "$0" setpriv --reuid=65534 --regid=65534 \
+			--clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all "$@"' \
+		"$_sb" "$T/run" "$T/up" "$T/trace" "$@"
 }
 sandbox srv sh -c "touch '$T/x'; touch '$T/run/x'" 2>/dev/null
 check "the sandbox is real: only the run and upload directories can be written" \
 	sh -c "[ ! -e '$T/x' ] && [ -e '$T/run/x' ]"
 rm -f "$T/run/x"
-sandbox srv "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
+# under strace (when there is one), to compare its system calls with the unit's filter
+STRACE=""
+command -v strace >/dev/null && STRACE="strace -f -qq -o $T/trace/log"
+# shellcheck disable=SC2086
+sandbox srv $STRACE "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -i eth0 -v 2>"$T/m.log" &
 MPID=$!
 at_exit "kill $MPID"
 for _ in $(seq 50); do
@@ -88,5 +93,32 @@ check "an upload into the writable upload directory is stored" \
 wait $!
 check "the uploaded image is served by a new session" \
 	sh -c "[ \"\$(cat '$T/c1b.rc')\" = 0 ] && cmp -s '$T/b.src' '$T/out2'" || cat "$T/c1b.log"
-kill "$MPID" 2>/dev/null
+# stop the master, its sessions and strace (which then writes out all it saw)
+ip netns pids "${NETNS_PFX}srv" | xargs -r kill -TERM
+wait "$MPID"
+if [ -n "$STRACE" ]; then
+	# what the unit's SystemCallFilter= lets through: @system-service minus the groups
+	# it denies, nested groups expanded
+	expand() {
+		for _g in "$@"; do
+			case $_g in
+			@*) expand $(systemd-analyze syscall-filter "$_g" |
+				sed -n 's/^    \([@a-z0-9_-]*\)$/\1/p') ;;
+			*) echo "$_g" ;;
+			esac
+		done
+	}
+	# shellcheck disable=SC2046
+	expand $(sed -n 's/^SystemCallFilter=~//p' "$T/u/mfrisbeed.service") | sort -u >"$T/deny"
+	# shellcheck disable=SC2046
+	expand $(sed -n 's/^SystemCallFilter=\([^~].*\)/\1/p' "$T/u/mfrisbeed.service") |
+		sort -u | comm -23 - "$T/deny" >"$T/allow"
+	sed -n 's/^[0-9]* *\([a-z0-9_]*\)(.*/\1/p' "$T/trace/log" | sort -u >"$T/used"
+	out=$(comm -23 "$T/used" "$T/allow" | tr '\n' ' ')
+	check "the master and its sessions made $(wc -l <"$T/used") kinds of system call, all allowed by SystemCallFilter=${out:+; not: $out}" \
+		sh -c "[ -s '$T/used' ] && [ -z '$out' ]"
+	fams=$(sed -n 's/.* socket(\(AF_[A-Z0-9]*\),.*/\1/p' "$T/trace/log" | sort -u | tr '\n' ' ')
+	check "their sockets are of the families RestrictAddressFamilies= allows ($fams)" \
+		sh -c "[ -n '$fams' ] && for f in $fams; do grep -q \"^RestrictAddressFamilies=.*\$f\" '$T/u/mfrisbeed.service' || exit 1; done"
+fi
 done_testing
