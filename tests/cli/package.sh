@@ -83,7 +83,8 @@ mc_image a 4 1 || not_ok "the installed imagezip makes an image"
 "$IMAGEUNZIP" -q "$T/a.ndz" "$T/a.out"
 check "the installed imageunzip restores it byte-identical" \
 	sh -c "[ $? = 0 ] && cmp -s '$T/a.src' '$T/a.out'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+# without namespaces the checks above still count
+netns_usable || { echo "# multicast part skipped: network namespaces, veth, bridge or nft unavailable (needs root)"; done_testing; }
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host c2 12 ||
 	{ not_ok "namespace LAN"; done_testing; }
 mc_client c1 "$T/out1" -T 20 -vv

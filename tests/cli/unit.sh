@@ -34,9 +34,10 @@ check "the unit makes the upload directory of the shipped configuration writable
 		grep -q '^upload-dir /var/lib/ndz/images' '$NDZ_TOP/doc/mfrisbeed.conf'"
 
 # The emulation: what the unit allows mfrisbeed and its frisbeed children.
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+# without namespaces the checks above still count
+netns_usable || { echo "# emulation part skipped: network namespaces, veth, bridge or nft unavailable (needs root)"; done_testing; }
 command -v setpriv >/dev/null && command -v unshare >/dev/null ||
-	skip_all "setpriv or unshare missing (util-linux)"
+	{ echo "# emulation part skipped: setpriv or unshare missing (util-linux)"; done_testing; }
 SRV=10.77.0.1 NOBODY=65534
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host c2 12 ||
 	{ not_ok "namespace LAN"; done_testing; }
