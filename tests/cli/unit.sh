@@ -54,11 +54,13 @@ image a $T/a.ndz allow 10.77.0.0/24
 CONF
 # sandbox HOST CMD...: CMD in namespace HOST as uid/gid 65534 without capabilities,
 # / read-only but for the run and upload directories (the unit's User=,
-# CapabilityBoundingSet=, NoNewPrivileges=, ProtectSystem=strict and its writable paths)
+# CapabilityBoundingSet=, NoNewPrivileges=, ProtectSystem=strict and its writable paths,
+# ProtectProc=invisible and ProcSubset=pid)
 sandbox() {
 	_sb=$NETNS_PFX$1; shift
 	unshare -m sh -c 'mount --make-rprivate / && mount --bind "$1" "$1" &&
 		mount --bind "$2" "$2" && mount --bind "$3" "$3" && mount -o remount,bind,ro / &&
+		mount -t proc -o hidepid=invisible,subset=pid proc /proc &&
 		shift 3 && exec ip netns exec "$0" setpriv --reuid=65534 --regid=65534 \
 			--clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all "$@"' \
 		"$_sb" "$T/run" "$T/up" "$T/trace" "$@"
@@ -94,9 +96,25 @@ check "an upload into the writable upload directory is stored" \
 wait $!
 check "the uploaded image is served by a new session" \
 	sh -c "[ \"\$(cat '$T/c1b.rc')\" = 0 ] && cmp -s '$T/b.src' '$T/out2'" || cat "$T/c1b.log"
-# stop the master, its sessions and strace (which then writes out all it saw)
+# a restarted master (the unit's Restart=, or systemctl restart) adopts the sessions
+mpid=""
+for p in $(ip netns pids "${NETNS_PFX}srv"); do
+	[ "$(cat /proc/"$p"/comm 2>/dev/null)" = mfrisbeed ] && mpid=$p
+done
+kill -TERM "$mpid" 2>/dev/null
+for _ in $(seq 50); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
+sandbox srv "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -i eth0 -v 2>"$T/m2.log" &
+M2PID=$!
+for _ in $(seq 50); do
+	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
+	sleep 0.1
+done
+in_ns c1 "$MFRISBEED" --status "$SRV" >"$T/st.json" 2>&1
+check "a master restarted in the same sandbox adopts the running sessions" \
+	grep -q '"adopted": true' "$T/st.json" || cat "$T/st.json" "$T/m2.log"
+# stop the masters, the sessions and strace (which then writes out all it saw)
 ip netns pids "${NETNS_PFX}srv" | xargs -r kill -TERM
-wait "$MPID"
+wait "$MPID" "$M2PID"
 if [ -n "$STRACE" ]; then
 	# what the unit's SystemCallFilter= lets through: @system-service minus the groups
 	# it denies, nested groups expanded
