@@ -4,6 +4,13 @@ PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
 DOCDIR   ?= $(PREFIX)/share/doc/ndz
+# /etc for PREFIX=/usr (a package), PREFIX/etc otherwise
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+# the boot environment's builder (mfs/build.sh BINDIR OUTDIR, doc/ndz-mfs.7)
+MFSDIR   ?= $(PREFIX)/share/ndz/mfs
 DESTDIR  ?=
 CFLAGS   ?= -O2 -g
 LDFLAGS  ?=
@@ -120,27 +127,45 @@ bench: all
 fuzz:
 	$(Q)sh tests/fuzz/build.sh
 
-# The master's sample configuration and systemd unit go to DOCDIR: configuring and
-# enabling it is the administrator's choice.
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR)
-	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
-	for m in doc/*.1; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man1/; done; true
-	for m in doc/*.5; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man5/; done; true
-	for m in doc/*.8; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man8/; done; true
-	for m in doc/*.7; do [ -f "$$m" ] && install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man7/; done; true
-	install -m 644 doc/mfrisbeed.conf.example $(DESTDIR)$(DOCDIR)/
-	sed 's|@BINDIR@|$(BINDIR)|g' doc/mfrisbeed.service.in >$(DESTDIR)$(DOCDIR)/mfrisbeed.service
-	chmod 644 $(DESTDIR)$(DOCDIR)/mfrisbeed.service
+# Everything the man pages refer to: the programs, their man pages and bash completions,
+# the documents (FORMAT.md, PROTOCOL.md, PXE.md and doc/pxe/), the boot environment's
+# builder, the master's systemd unit and system user, and SYSCONFDIR/ndz with a commented
+# configuration (never overwritten: an administrator's edits stay). Enabling the unit is
+# the administrator's choice.
+DOCS   := README.md doc/FORMAT.md doc/PROTOCOL.md doc/PXE.md doc/FILESYSTEMS.md \
+	  doc/mfrisbeed.conf.example
+MFS    := mfs/build.sh mfs/init mfs/udhcpc.script
+MANS   := $(wildcard doc/*.[1-8])
+unit_subst = sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g'
 
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR)/pxe/pxelinux.cfg \
+		$(DESTDIR)$(SYSCONFDIR)/ndz $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(MFSDIR)
+	install -m 755 $(BINS) $(DESTDIR)$(BINDIR)/
+	for m in $(MANS); do s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s && \
+		install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 644 doc/pxe/boot.ipxe doc/pxe/dnsmasq.conf $(DESTDIR)$(DOCDIR)/pxe/
+	install -m 644 doc/pxe/pxelinux.cfg/default $(DESTDIR)$(DOCDIR)/pxe/pxelinux.cfg/
+	install -m 755 $(MFS) $(DESTDIR)$(MFSDIR)/
+	for p in $(PROGS); do install -m 644 completion/ndz $(DESTDIR)$(COMPLETIONDIR)/$$p || exit 1; done
+	$(unit_subst) doc/mfrisbeed.service.in >$(DESTDIR)$(SYSTEMDUNITDIR)/mfrisbeed.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/mfrisbeed.service
+	install -m 644 doc/ndz.sysusers $(DESTDIR)$(SYSUSERSDIR)/ndz.conf
+	[ -e $(DESTDIR)$(SYSCONFDIR)/ndz/mfrisbeed.conf ] || \
+		install -m 644 doc/mfrisbeed.conf $(DESTDIR)$(SYSCONFDIR)/ndz/mfrisbeed.conf
+
+# Leaves SYSCONFDIR/ndz/mfrisbeed.conf when it was edited (it differs from ours).
 uninstall:
-	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p; done
-	for m in doc/*.1; do rm -f $(DESTDIR)$(MANDIR)/man1/$${m#doc/}; done
-	for m in doc/*.5; do rm -f $(DESTDIR)$(MANDIR)/man5/$${m#doc/}; done
-	for m in doc/*.8; do rm -f $(DESTDIR)$(MANDIR)/man8/$${m#doc/}; done
-	for m in doc/*.7; do rm -f $(DESTDIR)$(MANDIR)/man7/$${m#doc/}; done
-	rm -f $(DESTDIR)$(DOCDIR)/mfrisbeed.conf.example $(DESTDIR)$(DOCDIR)/mfrisbeed.service
+	for p in $(PROGS); do rm -f $(DESTDIR)$(BINDIR)/$$p $(DESTDIR)$(COMPLETIONDIR)/$$p; done
+	for m in $(MANS); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m#doc/}; done
+	for d in $(DOCS) $(MFS); do rm -f $(DESTDIR)$(DOCDIR)/$${d##*/} $(DESTDIR)$(MFSDIR)/$${d##*/}; done
+	rm -rf $(DESTDIR)$(DOCDIR)/pxe
+	rm -f $(DESTDIR)$(SYSTEMDUNITDIR)/mfrisbeed.service $(DESTDIR)$(SYSUSERSDIR)/ndz.conf
+	cmp -s doc/mfrisbeed.conf $(DESTDIR)$(SYSCONFDIR)/ndz/mfrisbeed.conf && \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/ndz/mfrisbeed.conf; true
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/ndz $(DESTDIR)$(MFSDIR) $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 clean:
 	rm -rf build build-san build-tsan

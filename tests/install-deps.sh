@@ -5,7 +5,8 @@ PKGS="build-essential zlib1g-dev libzstd-dev libdeflate-dev libisal-dev libsodiu
       ntfs-3g ntfs-3g-dev e2fsprogs makefs fdisk gdisk dosfstools exfatprogs exfat-fuse xfsprogs btrfs-progs lvm2 mtools
       util-linux pigz iproute2 nftables
       valgrind time bc clang libclang-rt-14-dev partclone udpcast procps kmod
-      qemu-system-x86 ipxe-qemu dnsmasq-base cpio"
+      qemu-system-x86 ipxe-qemu dnsmasq-base cpio
+      dpkg-dev debhelper fakeroot lintian bash-completion systemd"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

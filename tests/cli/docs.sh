@@ -1,0 +1,64 @@
+#!/bin/sh
+# The docs agree with the code: every option a program's --help lists is in its man
+# page, every option a man page documents (its OPTIONS section) is in --help; the
+# README names every program; all docs name the same configuration path; the bash
+# completion offers every option.
+. "$NDZ_TOP/tests/lib.sh"
+D=$NDZ_TOP/doc
+# man_text PAGE: the page as text without roff escapes (\-, \fB...)
+man_text() { sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\(em/-/g' "$1"; }
+# help_opts PROG: the options --help lists at the start of its lines (-x and --long)
+help_opts() {
+	"$NDZ_BIN/$1" --help 2>&1 | grep -E '^ +-' |
+		awk '{ for (i = 1; i <= 2 && i <= NF; i++) { w = $i; sub(/,$/, "", w); sub(/=.*/, "", w)
+			if (w ~ /^--?[A-Za-z0-9]/) print w } }' | sort -u
+}
+# man_opts PAGE: the options the OPTIONS section's tags (the line after .TP) define
+man_opts() {
+	man_text "$1" | awk '/^\.SH/ { opt = ($0 ~ /OPTIONS|COMMANDS/) } opt && tag { print } { tag = opt && /^\.TP/ }' |
+		grep -oE '(^|[ ,"])--?[A-Za-z0-9][a-z0-9-]*' | sed 's/^[ ,"]//' | sort -u
+}
+for pm in imagezip.1 imageunzip.1 imagekey.1 frisbee.8 frisbeed.8 mfrisbeed.8 frisbee-upload.8; do
+	p=${pm%.*}
+	[ -x "$NDZ_BIN/$p" ] || { not_ok "$p not built"; continue; }
+	help_opts "$p" >"$T/$p.help"
+	man_text "$D/$pm" >"$T/$p.man"
+	man_opts "$D/$pm" >"$T/$p.manopts"
+	missing=""
+	while read -r o; do
+		grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" "$T/$p.man" || missing="$missing $o"
+	done <"$T/$p.help"
+	check "$p: every option of --help ($(wc -l <"$T/$p.help")) is in $pm${missing:+; missing:$missing}" \
+		[ -z "$missing" ]
+	extra=""
+	while read -r o; do
+		grep -qx -- "$o" "$T/$p.help" || extra="$extra $o"
+	done <"$T/$p.manopts"
+	check "$p: every option $pm documents ($(wc -l <"$T/$p.manopts")) is in --help${extra:+; not there:$extra}" \
+		[ -z "$extra" ]
+done
+
+for p in imagezip imageunzip frisbeed frisbee mfrisbeed frisbee-upload imagekey; do
+	check "README's program table has $p" grep -q "^| \`$p\` | " "$NDZ_TOP/README.md"
+done
+bad=$(grep -rln '/etc/mfrisbeed\.conf' "$NDZ_TOP/README.md" "$D" "$NDZ_TOP/mfs" 2>/dev/null | tr '\n' ' ')
+check "no doc names /etc/mfrisbeed.conf: the configuration is /etc/ndz/mfrisbeed.conf${bad:+ ($bad)}" \
+	[ -z "$bad" ]
+check "PXE.md, mfrisbeed(8), the unit and README agree on /etc/ndz/mfrisbeed.conf" \
+	sh -c "grep -q /etc/ndz/mfrisbeed.conf '$D/PXE.md' && grep -q '/etc/ndz/mfrisbeed.conf' '$D/mfrisbeed.8' &&
+		grep -q '@SYSCONFDIR@/ndz/mfrisbeed.conf' '$D/mfrisbeed.service.in' &&
+		grep -q /etc/ndz/mfrisbeed.conf '$NDZ_TOP/README.md'"
+
+# the completion offers each program's long options (from its --help)
+if command -v bash >/dev/null; then
+	for p in imagezip imageunzip frisbeed frisbee mfrisbeed frisbee-upload imagekey; do
+		got=$(PATH="$NDZ_BIN:$PATH" bash -c '. "$1/completion/ndz"
+			if [ "$2" = imagekey ]; then COMP_WORDS=("$2" sign --); else COMP_WORDS=("$2" --); fi
+			COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _ndz "$2"; printf "%s\n" "${COMPREPLY[@]}"' \
+			_ "$NDZ_TOP" "$p" | sort -u)
+		want=$(grep -- '^--' "$T/$p.help" 2>/dev/null || help_opts "$p" | grep -- '^--')
+		check "bash completion of $p -- offers its $(echo "$want" | wc -l) long options" \
+			[ "$got" = "$want" ]
+	done
+fi
+done_testing
