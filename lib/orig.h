@@ -20,7 +20,7 @@
 #define NDZ_ORIG_HDR_V1      24u
 #define NDZ_ORIG_HDR_V2      36u           /* V2 and V3 */
 #define NDZ_ORIG_HDR_V4      344u
-#define NDZ_ORIG_MAX_REGIONS ((NDZ_ORIG_HDR_AREA - NDZ_ORIG_HDR_V2) / 8)
+#define NDZ_ORIG_MAX_REGIONS ((NDZ_ORIG_HDR_AREA - NDZ_ORIG_HDR_V1) / 8)   /* V1 */
 
 /* ndz_chunk_hdr.version of a chunk in the original format: above every version of ours */
 #define NDZ_ORIG_HVERSION(v) (0x100u + (v))

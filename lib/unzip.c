@@ -30,7 +30,8 @@
 #define JOB_BIG      (8u << 20)        /* most chunks' whole output */
 #define JOB_SMALL    (2 * NDZ_ZSTD_PREFIX)   /* a zstd frame after its prefix */
 #define JOB_STREAM   (1u << 20)        /* of a small job, what piecewise zlib fills */
-#define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)   /* a whole chunk's */
+#define MAX_SEGS     (2 * NDZ_ORIG_MAX_REGIONS + 2)   /* a whole chunk's, of either format */
+_Static_assert(NDZ_ORIG_MAX_REGIONS >= NDZ_MAX_REGIONS, "MAX_SEGS holds a chunk of ours too");
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
 #define MAX_JOB_MEM  (64u << 20)
