@@ -177,4 +177,45 @@ if [ -f mixed6m.v4.ndz ]; then
 	check "v4 signed: the RSA-512 warning" grep -q "RSA-512" err
 fi
 
+# 5. conversion: original -> ours (signed) -> original V3, each restoring the same
+IMAGEKEY="$NDZ_BIN/imagekey"
+"$IMAGEKEY" -q generate -o sk || not_ok "imagekey generate"
+for name in $(tail -n +2 corpus.tsv | cut -f1); do
+	[ -f "$name.ndz" ] || continue
+	case $name in *enc*) ok_key="--orig-key enc.key" ;; *) ok_key="" ;; esac
+	want=$(field "$name" 14)
+	rm -f ours.ndz ours.ndz.manifest v3.ndz r1.bin r2.bin
+	# shellcheck disable=SC2086
+	if "$IMAGEZIP" -q --from-image $ok_key --sign sk.sec "$name.ndz" ours.ndz 2>err &&
+	   "$IMAGEUNZIP" -k sk.pub ours.ndz r1.bin 2>>err && [ "$(sha r1.bin)" = "$want" ]; then
+		ok "$name: converted to ours and signed, the same restore"
+	else
+		not_ok "$name: converted to ours and signed, the same restore ($(cat err))"
+	fi
+	if "$IMAGEZIP" -q --from-image --to-orig ours.ndz v3.ndz 2>err &&
+	   "$IMAGEUNZIP" v3.ndz r2.bin 2>>err && [ "$(sha r2.bin)" = "$want" ] &&
+	   [ "$(get32 v3.ndz 0)" = $((0x6969696b)) ] && [ "$(get32 v3.ndz 16)" = 4096 ]; then
+		ok "$name: back to original V3, the same restore"
+	else
+		not_ok "$name: back to original V3, the same restore ($(cat err))"
+	fi
+done
+# the original imagezip's own layout: chunk 0 of a 469-region image byte for byte
+rm -f v3.ndz
+"$IMAGEZIP" -q --from-image --to-orig ext2-frag.F0.v3.ndz v3.ndz
+check "V3 writer: chunk 0 of ext2-frag is the original imagezip's, byte for byte" \
+	sh -c "head -c $C v3.ndz | cmp -s - ext2-frag.F0.v3.ndz -n $C"
+# every chunk zero padded past its data
+sz=$(get32 v3.ndz $((C + 4)))
+check "V3 writer: zero padding after the data" \
+	test "$(tail -c +$((C + 4096 + sz + 1)) v3.ndz | tr -d '\0' | wc -c)" = 0
+# what V3 cannot address is refused before anything is written
+truncate -s $((4294967296 * 512 + 512)) big.bin
+rm -f big.ndz
+"$IMAGEZIP" -q -r --to-orig big.bin big.ndz 2>err
+check "V3 writer: a source past 2^32 sectors refused" \
+	sh -c "[ $? = 1 ] && grep -q 'addresses 2^32 sectors' err && [ ! -e big.ndz ]"
+rm -f big.bin
+check "--to-orig refuses --sign" sh -c "! '$IMAGEZIP' -q --to-orig --sign sk.sec odd.f.v3.ndz x.ndz 2>/dev/null"
+
 done_testing
