@@ -683,3 +683,22 @@ void ndz_orig_reader_free(struct ndz_orig_reader *r)
 	free(r->chunk0);
 	free(r);
 }
+
+int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_bytes,
+		       struct ndz_chunk_hdr *h, char *why, size_t whylen)
+{
+	struct ndz_orig_hdr oh;
+	int rc = ndz_orig_decode(chunk, &oh, why, whylen);
+
+	if (rc < 0)
+		return rc;
+	/* V1 chunks chain through their neighbours' regions, unknown out of order */
+	if (oh.version == 1)
+		return why_set(why, whylen, NDZ_ENOTSUP, "a version 1 image out of order: "
+			       "convert it (imagezip --from-image)");
+	if (nchunks && oh.index >= nchunks)
+		return why_set(why, whylen, NDZ_ERANGE, "chunk %u of %u", oh.index, nchunks);
+	ndz_orig_to_hdr(&oh, oh.first, oh.last, source_bytes, nchunks && oh.index == nchunks - 1,
+			h);
+	return 0;
+}

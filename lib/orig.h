@@ -133,6 +133,15 @@ void ndz_orig_to_hdr(const struct ndz_orig_hdr *oh, uint64_t first, uint64_t las
 		     uint64_t source_bytes, int is_last, struct ndz_chunk_hdr *h);
 
 /*
+ * ndz_orig_chunk_hdr - the header of one original chunk taken alone (as a
+ * multicast client gets them, in any order) in an image of nchunks chunks whose
+ * restore ends at source_bytes (0: not known). Version 1 is refused: its chunks
+ * say nothing of where they start. 0 or a negative code with why set.
+ */
+int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_bytes,
+		       struct ndz_chunk_hdr *h, char *why, size_t whylen);
+
+/*
  * An original image read from a stream has source_bytes 0: its end is not known
  * ahead (the original format does not record it), so a new target file grows as
  * it is written and each chunk's data is clipped at its own end instead.
