@@ -620,6 +620,9 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 
 	/* The original format: its own checks and regions (lib/orig.h). */
 	if (NDZ_IS_ORIG(h)) {
+		if (u->opts.manifest &&
+		    (rc = ndz_manifest_check_chunk(u->opts.manifest, chunk, h)) < 0)
+			return rc;
 		rc = open_orig(d, chunk, h, &oh, &plain, &clip, why, whylen);
 		if (rc < 0)
 			return rc;

@@ -216,6 +216,9 @@ rm -f big.ndz
 check "V3 writer: a source past 2^32 sectors refused" \
 	sh -c "[ $? = 1 ] && grep -q 'addresses 2^32 sectors' err && [ ! -e big.ndz ]"
 rm -f big.bin
+"$IMAGEKEY" sign -k sk.sec -m o.manifest odd.f.v3.ndz 2>err
+check "imagekey sign: an original image is sent to the converter" \
+	sh -c "[ $? = 1 ] && grep -q 'convert and sign it' err && [ ! -e o.manifest ]"
 check "--to-orig refuses --sign" sh -c "! '$IMAGEZIP' -q --to-orig --sign sk.sec odd.f.v3.ndz x.ndz 2>/dev/null"
 
 done_testing
