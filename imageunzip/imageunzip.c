@@ -281,6 +281,12 @@ int main(int argc, char **argv)
 				 "convert the image and sign it (imagekey) for that", opub);
 		uopts.orig_keys = &okeys;
 	}
+	if (NDZ_ORIG_ENCRYPTED(h0) && !okey)
+		cli_die(EXIT_FAIL, "%s: %s: an original Blowfish-encrypted image; give its key "
+			"file with --orig-key", argv[optind], ndz_strerror(NDZ_ENEEDKEY));
+	if (NDZ_ORIG_SIGNED(h0) && !opub)
+		cli_warn("%s: an original signed image: its signatures are not checked without "
+			 "--orig-pubkey", argv[optind]);
 	if (mpath && pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
 	check_trust(argv[optind], mpath, &pub, &crypt, reader, &m);

@@ -515,6 +515,7 @@ void ndz_orig_to_hdr(const struct ndz_orig_hdr *oh, uint64_t first, uint64_t las
 	h->data_len = oh->size;
 	h->image_kind = NDZ_KIND_WHOLE;
 	h->nregions = oh->nregions;
+	h->compat_flags = NDZ_ORIG_FLAGS(oh->csum_type, oh->cipher);
 }
 
 static int scan_file(struct ndz_orig_reader *r, struct ndz_error *e)

@@ -125,6 +125,11 @@ int ndz_orig_reader_next(struct ndz_orig_reader *r, uint8_t *buf, struct ndz_chu
 			 struct ndz_error *e);
 void ndz_orig_reader_free(struct ndz_orig_reader *r);
 
+/* an original chunk's ndz_chunk_hdr.compat_flags: its V4 checksum type and cipher */
+#define NDZ_ORIG_FLAGS(csum, cipher) ((uint32_t)(csum) | (uint32_t)(cipher) << 16)
+#define NDZ_ORIG_SIGNED(h)    (NDZ_IS_ORIG(h) && ((h)->compat_flags & NDZ_ORIG_CSUM_SIGNED))
+#define NDZ_ORIG_ENCRYPTED(h) (NDZ_IS_ORIG(h) && ((h)->compat_flags >> 16) != 0)
+
 /*
  * ndz_orig_to_hdr - the ndz_chunk_hdr of a decoded original chunk: index, regions,
  * chain, uuid (V4 image id), source_bytes as given (the restore's end).
