@@ -49,9 +49,12 @@ int ndz_orig_probe(const uint8_t *buf, size_t len)
 		return 0;
 	le = get_le32(buf);
 	be = get_be32(buf);
+	/* 0x69696969 reads the same either way: V1's order shows in its regionsize */
+	if (le == NDZ_ORIG_MAGIC && len >= 20 && get_le32(buf + 16) != NDZ_ORIG_HDR_AREA &&
+	    get_be32(buf + 16) == NDZ_ORIG_HDR_AREA)
+		return NDZ_EBIGENDIAN;
 	if (le >= NDZ_ORIG_MAGIC && le <= NDZ_ORIG_MAGIC + 3)
 		return (int)(le - NDZ_ORIG_MAGIC + 1);
-	/* 0x69696969 reads the same either way: V1's order shows in its size field */
 	if (be >= NDZ_ORIG_MAGIC + 1 && be <= NDZ_ORIG_MAGIC + 3)
 		return NDZ_EBIGENDIAN;
 	return 0;

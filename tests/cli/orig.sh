@@ -156,6 +156,13 @@ mk bigend $F
 printf 'iiik' | dd of=bigend.ndz bs=1 conv=notrunc 2>/dev/null
 expect bigend "big-endian host, not supported" 0 4096 $F
 
+# V1 written big-endian: its magic reads the same, its other fields do not
+if [ -f mixed6m.v1.ndz ]; then
+	mk bigend1 mixed6m.v1
+	printf '\000\000\020\000' | dd of=bigend1.ndz bs=1 seek=16 conv=notrunc 2>/dev/null
+	expect bigend1 "big-endian host, not supported" 0 4096 mixed6m.v1
+fi
+
 # V4: another image id in chunk 1; encrypted without a key; a forged signature
 if [ -f mixed6m.v4.ndz ]; then
 	mk otherid mixed6m.v4; printf 'X' | dd of=otherid.ndz bs=1 seek=$((C + 328)) \
