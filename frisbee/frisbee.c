@@ -96,6 +96,7 @@ static const char usage_text[] =
 	"                         manifest names (fetched from the server first);\n"
 	"                         an encryption key: decrypt (give both if need be)\n"
 	"      --manifest FILE    use this signed manifest, not the server's\n"
+	"      --orig-key FILE    an original Frisbee V4 image's Blowfish key file\n"
 	"  -o, --progress         show progress\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
@@ -232,6 +233,10 @@ static void handle_pkt(struct client *c, const struct ndz_pkt *p, uint64_t now)
 
 /* How a received chunk fared in check_chunk. */
 enum { CHUNK_OK, CHUNK_CRC, CHUNK_FORGED, CHUNK_FATAL };
+
+/* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h) */
+static const char *orig_key_path;
+static struct ndz_orig_keys orig_keys;
 
 /* Chunks in a row that carry another key's id or none before that is fatal. */
 #define KEY_STREAK_MAX 8
@@ -649,6 +654,8 @@ static void open_target(struct client *c)
 	uo.target_zeroed = created;
 	uo.name = c->source;
 	uo.expect_chunks = c->n;
+	if (orig_key_path)
+		uo.orig_keys = &orig_keys;
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
 	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
@@ -696,6 +703,7 @@ int main(int argc, char **argv)
 		{ "no-whole-repair", no_argument, NULL, 0x10a },
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'F' },
+		{ "orig-key", required_argument, NULL, 0x1f0 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -737,9 +745,12 @@ int main(int argc, char **argv)
 		case 'o': c.progress = 1; break;
 		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;
+		case 0x1f0: orig_key_path = optarg; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
+	if (orig_key_path && ndz_orig_load_keys(orig_key_path, NULL, &orig_keys, &c.ferr) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.ferr));
 	if (!master != !image)
 		cli_usage_error("-M HOST and -I NAME go together");
 	if (master && (no.group || no.port))

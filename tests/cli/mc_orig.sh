@@ -35,4 +35,18 @@ for name in odd.f.v3 ext2-frag.F0.v3 disk-mbr.whole.v3 mixed6m.v4 mixed6m.v1; do
 		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ '$got' = '$(field $name 14)' ]"
 done
 
+# a V4 Blowfish-encrypted image: with its key file the same restore
+if [ -f "$T/mixed6m.v4.enc.ndz" ]; then
+	cp "$R/enc.key" "$T/"
+	rm -f "$T"/c1.rc "$T/out" "$T/c1.log"
+	mc_client c1 "$T/out" -T 10 -vv --orig-key "$T/enc.key"
+	mc_joined c1
+	mc_server srv "$T/mixed6m.v4.enc.ndz" -W "$MC_RATE" -T 30
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	got=$(sha256sum "$T/out" 2>/dev/null | cut -c1-64)
+	check "mixed6m.v4.enc: with --orig-key the client's restore equals the original's" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ '$got' = '$(field mixed6m.v4.enc 14)' ]"
+fi
+
 done_testing
