@@ -49,4 +49,30 @@ if [ -f "$T/mixed6m.v4.enc.ndz" ]; then
 		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ '$got' = '$(field mixed6m.v4.enc 14)' ]"
 fi
 
+# the master: an original image by name, on demand
+SRV=10.77.0.1
+mkdir -p "$T/run"
+cat >"$T/m.conf" <<CONF
+pool 239.192.1.0/29
+ports 5000-5007
+idle-timeout 2
+rate $MC_RATE
+image old $T/odd.f.v3.ndz allow 10.77.0.0/24
+CONF
+ip netns exec "${NETNS_PFX}srv" "$NDZ_BIN/mfrisbeed" -c "$T/m.conf" -r "$T/run" \
+	2>>"$T/m.log" &
+MPID=$!
+at_exit "kill $MPID 2>/dev/null"
+k=0
+while ! in_ns srv ss -lun 2>/dev/null | grep -q ":3563 " && [ $k -lt 50 ]; do
+	sleep 0.1; k=$((k + 1))
+done
+rm -f "$T/out"
+in_ns c1 "$FRISBEE" -M "$SRV" -I old -T 10 "$T/out" 2>>"$T/c1.log"
+rc=$?
+got=$(sha256sum "$T/out" 2>/dev/null | cut -c1-64)
+check "mfrisbeed: an original image by name restores as the original's" \
+	sh -c "[ $rc = 0 ] && [ '$got' = '$(field odd.f.v3 14)' ]"
+kill "$MPID"; wait "$MPID" 2>/dev/null
+
 done_testing
