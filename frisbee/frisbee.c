@@ -21,6 +21,7 @@
 #include "io.h"
 #include "master.h"
 #include "net.h"
+#include "orig.h"
 #include "pace.h"
 #include "proto.h"
 #include "target.h"
@@ -98,6 +99,7 @@ static const char usage_text[] =
 	"                         manifest names (fetched from the server first);\n"
 	"                         an encryption key: decrypt (give both if need be)\n"
 	"      --manifest FILE    use this signed manifest, not the server's\n"
+	"      --orig-key FILE    an original Frisbee V4 image's Blowfish key file\n"
 	"  -o, --progress         show progress\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
@@ -235,6 +237,10 @@ static void handle_pkt(struct client *c, const struct ndz_pkt *p, uint64_t now)
 /* How a received chunk fared in check_chunk. */
 enum { CHUNK_OK, CHUNK_CRC, CHUNK_FORGED, CHUNK_FATAL };
 
+/* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h) */
+static const char *orig_key_path;
+static struct ndz_orig_keys orig_keys;
+
 /* Chunks in a row that carry another key's id or none before that is fatal. */
 #define KEY_STREAK_MAX 8
 
@@ -252,13 +258,22 @@ static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
 		       struct ndz_chunk_hdr *h, int *key_streak, int *why)
 {
 	int decrypt = !c->raw && c->crypt.type != NDZ_KEY_NONE;
-	int r = ndz_hdr_decode(buf, h);
+	char owhy[160];
+	/* an original Frisbee chunk (lib/orig.h): its V4 checksum is the decoder's */
+	int orig = ndz_orig_probe(buf, NDZ_ORIG_HDR_AREA) != 0;
+	int r = orig ? ndz_orig_chunk_hdr(buf, c->info.chunks, c->info.source_bytes, h, owhy,
+					  sizeof(owhy)) : ndz_hdr_decode(buf, h);
 
 	/* the signed hash, or the tag of a chunk we decrypt, stands for the data CRC */
-	if (r == 0 && !c->m.hash)
+	if (r == 0 && !c->m.hash && !orig)
 		r = decrypt && (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ?
 		    ndz_chunk_check_padding(buf, h) : ndz_chunk_check_data(buf, h);
 
+	if (orig && r == NDZ_ENOTSUP) {
+		ndz_error_set(&c->ferr, r, 0, "%s: chunk %u: %s: %s", c->source, chunk,
+			      ndz_strerror(r), owhy);
+		return CHUNK_FATAL;
+	}
 	/* blocks sent for this chunk number and this image, else spoofed or stray */
 	if (r == 0 && (h->index != chunk || memcmp(h->uuid, c->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
@@ -642,6 +657,8 @@ static void open_target(struct client *c)
 	uo.target_zeroed = created;
 	uo.name = c->source;
 	uo.expect_chunks = c->n;
+	if (orig_key_path)
+		uo.orig_keys = &orig_keys;
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
 	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
@@ -690,6 +707,7 @@ int main(int argc, char **argv)
 		{ "no-whole-repair", no_argument, NULL, 0x10a },
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'F' },
+		{ "orig-key", required_argument, NULL, 0x1f0 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -732,9 +750,12 @@ int main(int argc, char **argv)
 		case 'o': c.progress = 1; break;
 		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;
+		case 0x1f0: orig_key_path = optarg; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
+	if (orig_key_path && ndz_orig_load_keys(orig_key_path, NULL, &orig_keys, &c.ferr) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.ferr));
 	if (!master != !image)
 		cli_usage_error("-M HOST and -I NAME go together");
 	if (master && (no.group || no.port))

@@ -11,6 +11,7 @@
 #include "format.h"
 #include "image.h"
 #include "io.h"
+#include "orig.h"
 #include "part.h"
 #include "target.h"
 #include "trust.h"
@@ -37,12 +38,17 @@ static const char usage_text[] =
 	"                     an encryption key: decrypt the image (both may be given)\n"
 	"      --manifest FILE  the signed manifest (default IMAGE.manifest; needed\n"
 	"                     when IMAGE is '-')\n"
+	"      --orig-key FILE    an original Frisbee V4 image's Blowfish key file\n"
+	"      --orig-pubkey FILE an original V4 image's RSA public key (.skey): check\n"
+	"                     its signatures (RSA-512: no protection against forgery)\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
 	"  -h, --help         show this help and exit\n"
 	"  -V, --version      show the version and exit\n"
 	"\n"
 	"Exit status: 0 every chunk written and flushed, 1 failure, 2 bad usage.\n";
+
+static uint64_t slice_start;          /* -s N: the partition's first sector */
 
 /*
  * -s N: a view of partition N of disk, so nothing outside it can be written.
@@ -75,7 +81,10 @@ static struct ndz_io *partition_view(struct ndz_io *disk, int index,
 		cli_die(EXIT_FAIL, "%s: partition %d: %s (%llu bytes, the image needs %llu)",
 			disk->name, index, ndz_strerror(NDZ_ETOOSMALL),
 			(unsigned long long)bytes, (unsigned long long)h->source_bytes);
-	if (h->image_kind != NDZ_KIND_PARTITION)
+	slice_start = p->start;
+	if (NDZ_IS_ORIG(h))
+		;                      /* the original format does not say */
+	else if (h->image_kind != NDZ_KIND_PARTITION)
 		cli_warn("%s: not a partition image; restoring it into partition %d anyway",
 			 disk->name, index);
 	else if (h->part_type != p->type)
@@ -186,6 +195,8 @@ int main(int argc, char **argv)
 		{ "progress", no_argument, NULL, 'o' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'M' },
+		{ "orig-key", required_argument, NULL, 0x101 },
+		{ "orig-pubkey", required_argument, NULL, 0x102 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -198,7 +209,8 @@ int main(int argc, char **argv)
 	struct ndz_io *in, *target = NULL, *disk = NULL;
 	struct ndz_error err = { 0 };
 	struct cli_progress prog;
-	const char *tpath = NULL, *mpath = NULL;
+	const char *tpath = NULL, *mpath = NULL, *okey = NULL, *opub = NULL;
+	struct ndz_orig_keys okeys = { 0 };
 	struct ndz_key pub = { 0 }, crypt = { 0 };
 	struct ndz_manifest m = { 0 };
 	uint32_t pos = 0;
@@ -239,6 +251,12 @@ int main(int argc, char **argv)
 		case 'M':
 			mpath = optarg;
 			break;
+		case 0x101:
+			okey = optarg;
+			break;
+		case 0x102:
+			opub = optarg;
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -261,6 +279,24 @@ int main(int argc, char **argv)
 	if (ndz_image_reader_open(in, &reader, &err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 	h0 = ndz_image_reader_first(reader);
+	if (okey || opub) {
+		if (ndz_orig_load_keys(okey, opub, &okeys, &err) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
+		if (!NDZ_IS_ORIG(h0))
+			cli_usage_error("--orig-key and --orig-pubkey: only for an original "
+					"Frisbee image");
+		if (opub)
+			cli_warn("%s: checking the original's RSA-512 signatures: a 512-bit key is "
+				 "factored in hours, so they prove nothing against a forger; "
+				 "convert the image and sign it (imagekey) for that", opub);
+		uopts.orig_keys = &okeys;
+	}
+	if (NDZ_ORIG_ENCRYPTED(h0) && !okey)
+		cli_die(EXIT_FAIL, "%s: %s: an original Blowfish-encrypted image; give its key "
+			"file with --orig-key", argv[optind], ndz_strerror(NDZ_ENEEDKEY));
+	if (NDZ_ORIG_SIGNED(h0) && !opub)
+		cli_warn("%s: an original signed image: its signatures are not checked without "
+			 "--orig-pubkey", argv[optind]);
 	if (mpath && pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
 	check_trust(argv[optind], mpath, &pub, &crypt, reader, &m);
@@ -275,10 +311,11 @@ int main(int argc, char **argv)
 		if (rc < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 		/* A new file is all holes: zeros need not be written. */
-		uopts.target_zeroed = created;
+		uopts.target_zeroed = created && !(NDZ_IS_ORIG(h0) && !h0->source_bytes);
 		if (slice) {
 			disk = target;
 			target = partition_view(disk, slice, h0);
+			uopts.orig_base = slice_start;
 		} else if (h0->image_kind == NDZ_KIND_PARTITION && !uopts.verify_only) {
 			warn_whole_disk(target, h0);
 		}
@@ -338,6 +375,7 @@ int main(int argc, char **argv)
 	ndz_image_reader_free(reader);
 	ndz_manifest_release(&m);
 	ndz_key_wipe(&crypt);
+	memset(&okeys, 0, sizeof(okeys));
 	if (rc < 0 && created)
 		unlink(tpath);
 	ndz_io_close(target);

@@ -15,6 +15,8 @@
 #include "io.h"
 #include "scan.h"
 #include "target.h"
+#include "convert.h"
+#include "from.h"
 #include "trust.h"
 #include "zip.h"
 
@@ -48,6 +50,11 @@ static const char usage_text[] =
 	"      --manifest FILE  write the manifest there (needed for IMAGE '-')\n"
 	"      --encrypt KEY  encrypt every chunk with KEY (imagekey generate -e)\n"
 	"      --cipher C     with --encrypt: aes256gcm (default) or xchacha20\n"
+	"      --from-image   SOURCE is an image, ours or the original Frisbee's (V1-V4):\n"
+	"                     convert it, the restore unchanged\n"
+	"      --orig-key FILE  with --from-image: an original V4 image's Blowfish key\n"
+	"      --to-orig      write the original Frisbee V3 format, for old clients\n"
+	"                     (zlib, no signing or encryption, 2 TiB at most)\n"
 	"  -o, --progress     show progress on a terminal\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
@@ -349,6 +356,9 @@ int main(int argc, char **argv)
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "encrypt", required_argument, NULL, 'E' },
 		{ "cipher", required_argument, NULL, 'Y' },
+		{ "from-image", no_argument, NULL, 0x200 },
+		{ "orig-key", required_argument, NULL, 0x201 },
+		{ "to-orig", no_argument, NULL, 0x202 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -365,6 +375,8 @@ int main(int argc, char **argv)
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
 	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
+	int from = 0, to_orig = 0;
+	const char *orig_key = NULL;
 	struct ndz_scan_report report;
 	uint64_t u64;
 	double t0;
@@ -443,11 +455,28 @@ int main(int argc, char **argv)
 			if (cipher < 0)
 				cli_usage_error("--cipher: '%s': aes256gcm or xchacha20", optarg);
 			break;
+		case 0x200:
+			from = 1;
+			break;
+		case 0x201:
+			orig_key = optarg;
+			break;
+		case 0x202:
+			to_orig = 1;
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
 		}
 	}
+	if (to_orig && (sign_path || crypt_path))
+		cli_usage_error("--to-orig: the original format V3 has neither --sign nor --encrypt");
+	if (to_orig)
+		zopts.codec = NDZ_CODEC_ZLIB;
+	if (orig_key && !from)
+		cli_usage_error("--orig-key: only with --from-image");
+	if (from && info)
+		cli_usage_error("--from-image: not with -i");
 	if (zopts.codec == NDZ_CODEC_ZSTD)
 		zopts.level = level < 0 ? NDZ_ZSTD_DEFAULT_LEVEL : level;
 	else if (level >= 0)
@@ -493,13 +522,15 @@ int main(int argc, char **argv)
 	}
 
 	signal(SIGPIPE, SIG_IGN);
-	if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
+	if (from)
+		src = from_image(argv[optind], argv[optind + 1], orig_key, &scan);
+	else if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	sopts.warn = scan_warn;
 	sopts.warn_ctx = argv[optind];
 	if (info)
 		sopts.report = &report;
-	rc = ndz_scan(src, &sopts, &scan, &zerr);
+	rc = from ? 0 : ndz_scan(src, &sopts, &scan, &zerr);
 	if (rc < 0) {
 		ndz_io_close(src);
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
@@ -531,8 +562,17 @@ int main(int argc, char **argv)
 	zopts.progress = show_progress;
 	zopts.progress_ctx = &prog;
 	t0 = cli_now();
-	rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, write_chunk, &out,
-		     &stats, &zerr);
+	if (to_orig) {
+		memset(&stats, 0, sizeof(stats));
+		stats.in_bytes = ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE;
+		rc = ndz_orig_zip_v3(zview ? zview : view, scan.bytes, &scan.alloc,
+				     level < 0 ? NDZ_ZLIB_DEFAULT_LEVEL : level, write_chunk, &out,
+				     &stats.chunks, &zerr);
+		stats.out_bytes = (uint64_t)stats.chunks * NDZ_CHUNK_SIZE;
+	} else {
+		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, write_chunk,
+			     &out, &stats, &zerr);
+	}
 	cli_progress_end(&prog, stats.in_bytes);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&zerr));

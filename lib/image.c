@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "image.h"
+#include "orig.h"
 
 /* Without an expected count, an index may run this far ahead of the highest seen. */
 #define MAX_LEAP 65536u
@@ -176,6 +177,8 @@ struct ndz_image_reader {
 	uint32_t next;                 /* position of the next chunk to hand out */
 	int after_last;                /* the chunk handed out before was flagged LAST */
 	uint8_t *chunk0;               /* a stream's chunk 0, read to learn its header */
+	struct ndz_orig_reader *orig;  /* an image in the original format (lib/orig.h) */
+	uint8_t first_bytes[4];        /* a file's, to tell the formats apart */
 };
 
 /* "not an image" for input that does not start with the magic (len bytes of it). */
@@ -272,6 +275,21 @@ out:
 	return rc;
 }
 
+/* An original-format image: lib/orig.c reads it (got: bytes of a stream's chunk 0). */
+static int open_orig(struct ndz_image_reader *r, size_t got, struct ndz_error *e)
+{
+	uint8_t *chunk0 = r->chunk0;
+	int v = ndz_orig_probe(chunk0 ? chunk0 : r->first_bytes, chunk0 ? got : 4);
+
+	if (v < 0)
+		return ndz_error_set(e, v, 0, "%s: %s", r->in->name, ndz_strerror(v));
+	if (chunk0 && got < NDZ_CHUNK_SIZE)
+		return ndz_error_set(e, NDZ_ETRUNC, 0, "%s: chunk 0: %s (%zu of %u bytes)",
+				     r->in->name, ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
+	r->chunk0 = NULL;
+	return ndz_orig_reader_open(r->in, chunk0, &r->first, &r->chunks, &r->orig, e);
+}
+
 /* A stream: chunk 0 is read whole now, to learn its header. */
 static int open_stream(struct ndz_image_reader *r, struct ndz_error *e)
 {
@@ -287,6 +305,8 @@ static int open_stream(struct ndz_image_reader *r, struct ndz_error *e)
 		return read_fail(r, 0, rc, e);
 	if (got == 0)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty input, not an image", name);
+	if (check_magic(r->chunk0, got) < 0 && ndz_orig_probe(r->chunk0, got) != 0)
+		return open_orig(r, got, e);
 	if (check_magic(r->chunk0, got) < 0)
 		return chunk_fail(r, 0, NDZ_EBADMAGIC, e);
 	if (got >= NDZ_HDR_SIZE && (rc = ndz_hdr_decode(r->chunk0, &r->first)) < 0)
@@ -308,7 +328,13 @@ int ndz_image_reader_open(struct ndz_io *in, struct ndz_image_reader **out,
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", in->name,
 				     ndz_strerror(NDZ_ENOMEM));
 	r->in = in;
-	rc = in->is_stream ? open_stream(r, e) : open_file(r, e);
+	/* a file in the original format: its first four bytes say so */
+	if (!in->is_stream && in->size >= 4 &&
+	    ndz_io_read_full(in, r->first_bytes, 4, 0, NULL) == 0 &&
+	    ndz_orig_probe(r->first_bytes, 4) != 0)
+		rc = open_orig(r, 0, e);
+	else
+		rc = in->is_stream ? open_stream(r, e) : open_file(r, e);
 	if (rc < 0) {
 		ndz_image_reader_free(r);
 		return rc;
@@ -322,6 +348,7 @@ void ndz_image_reader_free(struct ndz_image_reader *r)
 	if (!r)
 		return;
 	free(r->chunk0);
+	ndz_orig_reader_free(r->orig);
 	free(r);
 }
 
@@ -344,6 +371,8 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 	uint8_t probe;
 	int rc;
 
+	if (r->orig)
+		return ndz_orig_reader_next(r->orig, buf, h, e);
 	if (r->after_last) {
 		/* A file's size was checked at open; a stream must end here. */
 		if (!r->in->is_stream && r->next == r->chunks)

@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "format.h"
+#include "orig.h"
 #include "target.h"
 
 #define MAX_PARTS 128                  /* partitions of one disk looked at */
@@ -401,6 +402,9 @@ int ndz_output_check(const char *path, int force, struct ndz_error *e)
 	}
 	got = pread(fd, area, NDZ_HDR_SIZE, 0);
 	rc = got == (ssize_t)NDZ_HDR_SIZE ? ndz_hdr_decode(area, &h) : NDZ_EBADMAGIC;
+	/* an image in the original Frisbee format is an image too (imagezip --to-orig) */
+	if (rc < 0 && got > 0 && ndz_orig_probe(area, (size_t)got) != 0)
+		rc = 0;
 	free(area);
 	close(fd);
 	if (rc == NDZ_EBADMAGIC)

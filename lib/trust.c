@@ -701,6 +701,11 @@ static int build_one(void *ctx, const uint8_t *chunk, const struct ndz_chunk_hdr
 	struct ndz_manifest *m = ctx;	/* chunks: the hashes' room while building */
 	int rc;
 
+	/* lib/orig.h: an original image has no CRCs to vouch for; ours has */
+	if (h->version > 0xff)
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "chunk %u: an image in the original "
+				     "Frisbee format: convert and sign it (imagezip --from-image "
+				     "--sign)", h->index);
 	rc = ndz_chunk_check_data(chunk, h);
 	if (rc < 0)
 		return rc;

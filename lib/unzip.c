@@ -22,6 +22,7 @@
 
 #include "err.h"
 #include "image.h"
+#include "orig.h"
 #include "trust.h"
 #include "unzip.h"
 #include "zip.h"
@@ -29,7 +30,8 @@
 #define JOB_BIG      (8u << 20)        /* most chunks' whole output */
 #define JOB_SMALL    (2 * NDZ_ZSTD_PREFIX)   /* a zstd frame after its prefix */
 #define JOB_STREAM   (1u << 20)        /* of a small job, what piecewise zlib fills */
-#define MAX_SEGS     (2 * NDZ_MAX_REGIONS + 2)   /* a whole chunk's */
+#define MAX_SEGS     (2 * NDZ_ORIG_MAX_REGIONS + 2)   /* a whole chunk's, of either format */
+_Static_assert(NDZ_ORIG_MAX_REGIONS >= NDZ_MAX_REGIONS, "MAX_SEGS holds a chunk of ours too");
 #define MAX_DECODERS 32
 #define DEFAULT_MEM  (128u << 20)
 #define MAX_JOB_MEM  (64u << 20)
@@ -364,7 +366,8 @@ static int zero_gap(struct dec *d, const struct ndz_chunk_hdr *h, uint64_t from,
 {
 	uint64_t a = from * NDZ_SECTOR_SIZE, b = to * NDZ_SECTOR_SIZE;
 
-	if (b > h->source_bytes)
+	/* an original image from a stream: its end is not known (lib/orig.h) */
+	if (b > h->source_bytes && !(NDZ_IS_ORIG(h) && !h->source_bytes))
 		b = h->source_bytes;
 	if (a >= b)
 		return 0;
@@ -574,6 +577,34 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * An original-format chunk in a decoder: its header again (the reader checked it
+ * on these bytes), V4 checksum or signature, decryption; *plain gets the data
+ * length to inflate and, in source_sectors, the bytes its regions hold; *clip the
+ * end of its data (a short final sector).
+ */
+static int open_orig(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *h,
+		     struct ndz_orig_hdr *oh, struct ndz_chunk_hdr *plain, uint64_t *clip,
+		     char *why, size_t whylen)
+{
+	uint64_t want = 0;
+	uint32_t i;
+	int rc;
+
+	rc = ndz_orig_decode(chunk, oh, why, whylen);
+	if (rc < 0)
+		return rc;
+	*plain = *h;
+	rc = ndz_orig_open_chunk(chunk, oh, d->u->opts.orig_keys, &plain->data_len, why, whylen);
+	if (rc < 0)
+		return rc;
+	for (i = 0; i < oh->nregions; i++)
+		want += (uint64_t)ndz_orig_region(chunk, oh, i).count * NDZ_SECTOR_SIZE;
+	plain->source_sectors = want;
+	*clip = ndz_orig_data_end(chunk, oh);
+	return 0;
+}
+
 static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *hdr,
 			int checked, char *why, size_t whylen)
 {
@@ -582,9 +613,24 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	struct ndz_chunk_hdr plain;
 	int zstd = h->codec == NDZ_CODEC_ZSTD;
 	enum dec_mode mode;
-	uint64_t gap, want = ndz_hdr_data_bytes(chunk, h);
+	uint64_t gap, want, clip = h->source_bytes;
+	struct ndz_orig_hdr oh;
 	uint32_t r;
 	int rc;
+
+	/* The original format: its own checks and regions (lib/orig.h). */
+	if (NDZ_IS_ORIG(h)) {
+		if (u->opts.manifest &&
+		    (rc = ndz_manifest_check_chunk(u->opts.manifest, chunk, h)) < 0)
+			return rc;
+		rc = open_orig(d, chunk, h, &oh, &plain, &clip, why, whylen);
+		if (rc < 0)
+			return rc;
+		h = &plain;
+		want = plain.source_sectors;
+		goto decode;
+	}
+	want = ndz_hdr_data_bytes(chunk, h);
 
 	/*
 	 * A chunk the signed manifest vouches for had its CRC and padding checked; an
@@ -606,6 +652,7 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 			return rc;
 		h = &plain;
 	}
+decode:
 	gap = h->first;
 	/* Every chunk starts a job of its own: its output begins at offset 0. */
 	put_job(d);
@@ -623,9 +670,16 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	} else if (u->job_buf == JOB_BIG && want <= u->job_buf) {
 		mode = DEC_FLAT;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
+		if (rc == 0 && NDZ_IS_ORIG(h) && oh.nrelocs)
+			rc = ndz_orig_relocate(chunk, &oh, d->job->buf, want, u->opts.orig_base,
+					       why, whylen);
 		if (rc < 0)
 			return rc;
 	} else {
+		if (NDZ_IS_ORIG(h) && oh.nrelocs && u->opts.orig_base) {
+			snprintf(why, whylen, "a disklabel relocation needs a larger memory budget");
+			return NDZ_ENOTSUP;
+		}
 		mode = DEC_STREAM;
 		if (inflateReset(&d->z) != Z_OK)
 			return NDZ_ECORRUPT;
@@ -633,7 +687,8 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 		d->z.avail_in = h->data_len;
 	}
 	for (r = 0; r < h->nregions; r++) {
-		struct ndz_region reg = ndz_hdr_region(chunk, r);
+		struct ndz_region reg = NDZ_IS_ORIG(h) ? ndz_orig_region(chunk, &oh, r) :
+					ndz_hdr_region(chunk, r);
 		uint64_t img = reg.start * NDZ_SECTOR_SIZE;
 		uint64_t left = (uint64_t)reg.count * NDZ_SECTOR_SIZE;
 
@@ -676,10 +731,10 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 			n = left < d->avail ? (size_t)left : d->avail;
 			/* The last sector of a source that is not a whole number of them. */
 			keep = n;
-			if (img >= h->source_bytes)
+			if (img >= clip)
 				keep = 0;
-			else if (img + n > h->source_bytes)
-				keep = h->source_bytes - img;
+			else if (img + n > clip)
+				keep = clip - img;
 			if (keep && (rc = add_seg(d, u->opts.target_offset + img, keep,
 						  (int64_t)d->job->used)) < 0)
 				return rc;

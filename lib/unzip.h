@@ -15,6 +15,7 @@
 struct ndz_unzip;
 struct ndz_manifest;
 struct ndz_key;
+struct ndz_orig_keys;
 
 struct ndz_unzip_opts {
 	int threads;                   /* decompressors; <= 0: online cores */
@@ -37,6 +38,10 @@ struct ndz_unzip_opts {
 						anything of it is written; NULL: CRCs only */
 	const struct ndz_key *crypt_key;     /* decrypts encrypted chunks, and then plain
 						ones are refused; NULL: encrypted ones are */
+	/* original-format images (lib/orig.h): their keys (NULL: none; stays the
+	   caller's), and the target's first sector on its disk, for disklabels */
+	const struct ndz_orig_keys *orig_keys;
+	uint64_t orig_base;
 };
 
 struct ndz_unzip_stats {

@@ -29,7 +29,7 @@ CC=${CC:-clang}
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 CFLAGS="-std=gnu11 -g -O1 -Wall -Wextra -pthread -D_GNU_SOURCE"
 CPPFLAGS="-I$top/lib -I$top/fs"
-LIBS="-lisal -lntfs-3g -lext2fs -lcom_err -lsodium -lcrypto -lzstd -ldeflate -lz -lm -pthread"
+LIBS="-lisal -lntfs-3g -lext2fs -lcom_err -lsodium -lnettle -lcrypto -lzstd -ldeflate -lz -lm -pthread"
 
 if ! command -v "$CC" >/dev/null 2>&1; then
 	echo "fuzz: $CC not found" >&2
