@@ -43,7 +43,12 @@ unzip_held() {
 }
 feed() { cat "$1" >&3; }
 # has_open PID FILE: process PID holds FILE open
-has_open() { ls -l "/proc/$1/fd" 2>/dev/null | grep -q " -> $2\$"; }
+has_open() {
+	for _f in /proc/"$1"/fd/*; do
+		[ "$(readlink "$_f" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
+}
 release() { exec 3>&-; wait "$UPID"; }
 
 # 1. the target's file system turns read-only after the last write, before the flush

@@ -36,7 +36,12 @@ frisbee_pid() {
 	return 1
 }
 # has_open PID FILE: process PID holds FILE open
-has_open() { ls -l "/proc/$1/fd" 2>/dev/null | grep -q " -> $2\$"; }
+has_open() {
+	for _f in /proc/"$1"/fd/*; do
+		[ "$(readlink "$_f" 2>/dev/null)" = "$2" ] && return 0
+	done
+	return 1
+}
 # client TARGET [OPTIONS...]: frisbee in c1 in the background, signals at their
 # defaults (sets $FPID; its exit status goes to $T/c1.rc)
 client() {
