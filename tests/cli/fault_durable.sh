@@ -135,7 +135,9 @@ mkfifo "$T/out"
 ZPID=$!
 exec 4<"$T/out"   # open, never read: imagezip stops when the pipe is full
 read_so_far() { awk '/^rchar/ { print $2 }' "/proc/$ZPID/io" 2>/dev/null; }
-# it stops: what it has read stays the same for a second
+# it opens the source (its size is taken then), reads and stops: what it has read
+# stays the same for a second
+wait_until 30 has_open "$ZPID" "$T/big"
 prev=-1
 for _i in $(seq 1 100); do
 	now=$(read_so_far)
