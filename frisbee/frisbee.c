@@ -65,6 +65,10 @@ struct client {
 	struct ndz_error ferr;         /* the feeder's reason to stop (a key that cannot open
 					  an authentic chunk); err takes it after the join */
 	char source[40];               /* "server ADDR": the image, in messages */
+	uint64_t accept_ns;            /* when a chunk last checked out (or the start) */
+	uint32_t rejects;              /* complete chunks that failed their checks since */
+	uint32_t reject_chunk;         /* the last of them, */
+	int reject_why;                /* and why (NDZ_E*) */
 
 	struct ndz_io *target;
 	struct ndz_unzip *unzip;
@@ -89,7 +93,8 @@ static const char usage_text[] =
 	"      --discard          discard those parts instead (BLKDISCARD; a hole in a file)\n"
 	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
-	"  -T, --timeout SECONDS  give up after this long without the server (default 30)\n"
+	"  -T, --timeout SECONDS  give up after this long without the server, or without\n"
+	"                         a chunk that checks out (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
 	"  -f, --force            write to TARGET even while it is in use (mounted, swap,\n"
 	"                         held, or the file behind a loop device in use)\n"
@@ -342,6 +347,9 @@ static void *feeder(void *arg)
 			if (how == CHUNK_FATAL) {
 				c->failed = 1;
 			} else {
+				c->rejects++;
+				c->reject_chunk = chunk;
+				c->reject_why = why;
 				if (how == CHUNK_FORGED)
 					c->forged++;
 				else
@@ -356,6 +364,8 @@ static void *feeder(void *arg)
 			continue;
 		}
 		ndz_fetch_accept(c->fetch, slot);
+		c->accept_ns = ndz_now_ns();
+		c->rejects = 0;
 		pthread_mutex_unlock(&c->lock);
 		if (c->raw)
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
@@ -637,7 +647,12 @@ static void open_target(struct client *c)
 
 	struct ndz_error e = { 0 };
 
+	/* a file we create goes again if we fail or are stopped by a signal */
+	cli_hold_signals(1);
 	r = ndz_io_open_target(c->target_path, need, &created, &c->target, &e);
+	if (r == 0 && created)
+		cli_own_file(c->target_path);
+	cli_hold_signals(0);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (c->raw && c->target->is_regular && c->target->size != need &&
@@ -805,7 +820,7 @@ int main(int argc, char **argv)
 	if (pthread_create(&ft, NULL, feeder, &c))
 		cli_die(EXIT_FAIL, "cannot start a thread");
 	cli_progress_init(&c.prog, c.target_path, c.info.image_bytes, c.progress && !cli_quiet);
-	c.last_server_ns = c.last_block_ns = ndz_now_ns();
+	c.last_server_ns = c.last_block_ns = c.accept_ns = ndz_now_ns();
 	c.silence_wait_ns = 40 * MS;
 	c.next_silence_ns = c.last_block_ns + c.silence_wait_ns;
 	ndz_fetch_requests(c.fetch, ndz_now_ns(), 0, send_request, &c);
@@ -860,6 +875,20 @@ int main(int argc, char **argv)
 			break;
 		}
 		pthread_mutex_lock(&c.lock);
+		/*
+		 * Blocks keep coming but what they make never checks out (a server reading
+		 * a damaged image, or a forger): -T bounds that as it bounds silence.
+		 */
+		if (c.rejects && now > c.accept_ns &&
+		    now - c.accept_ns > (uint64_t)c.give_up_s * 1000 * MS) {
+			ndz_error_set(&c.err, NDZ_ETIMEDOUT, 0, "%s: no chunk checked out for %d s: "
+				      "%u complete chunks failed their checks (the last: chunk %u: "
+				      "%s); giving up", c.source, c.give_up_s, c.rejects,
+				      c.reject_chunk, ndz_strerror(c.reject_why));
+			pthread_mutex_unlock(&c.lock);
+			code = EXIT_FAIL;
+			break;
+		}
 		if (now - c.last_block_ns > c.silence_wait_ns && now >= c.next_silence_ns) {
 			/* The server is silent: ask for everything again, backing off. */
 			if (cli_verbose > 1)
@@ -889,11 +918,14 @@ int main(int argc, char **argv)
 	/* after a failed put, finishing the pipeline brings out its reason */
 	if (code == EXIT_OK && (finish(&c) < 0 || c.failed))
 		code = EXIT_FAIL;
+	if (code == EXIT_OK)
+		cli_own_file(NULL);
 	send_leave(&c, code != EXIT_OK);
 	ndz_fetch_get_stats(c.fetch, &fst);
 	if (c.progress)
 		cli_progress_end(&c.prog, (uint64_t)fst.done * NDZ_CHUNK_SIZE);
 	if (code != EXIT_OK) {
+		cli_drop_file();
 		cli_error("%s", ndz_error_msg(&c.err));
 	} else if (!cli_quiet) {
 		double secs = (double)(ndz_now_ns() - start) / 1e9;

@@ -392,6 +392,24 @@ static void trace_rate(const struct ndz_adapt *a, uint64_t *traced)
 		 st.base * 100, (double)st.delay_ns / 1e6);
 }
 
+/*
+ * Read chunk i of the image into buf and check it as a client will: whole, its
+ * header and data checksums, its place and the image's UUID. A file cut or
+ * overwritten under us (an operator's cp) fails here and is never served.
+ * Returns 0 or a negative NDZ_E* code.
+ */
+static int load_chunk(struct server *s, uint8_t *buf, uint32_t i)
+{
+	struct ndz_chunk_hdr h;
+	int r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL);
+
+	if (r == 0)
+		r = ndz_chunk_check(buf, &h);
+	if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
+		r = NDZ_EMISMATCH;
+	return r;
+}
+
 static void *sender(void *arg)
 {
 	struct server *s = arg;
@@ -458,13 +476,14 @@ static void *sender(void *arg)
 			loaded = c;
 		}
 		if (loaded != c) {
-			r = ndz_io_read_full(s->img, chunk, NDZ_CHUNK_SIZE,
-					     (uint64_t)p.chunk * NDZ_CHUNK_SIZE, NULL);
+			r = load_chunk(s, chunk, p.chunk);
 			if (r < 0) {
 				pthread_mutex_lock(&s->lock);
 				s->fatal = 1;
-				snprintf(s->fatal_msg, sizeof(s->fatal_msg), "chunk %u of %s: %s",
-					 p.chunk, s->path, ndz_strerror(r));
+				snprintf(s->fatal_msg, sizeof(s->fatal_msg), "%s: chunk %u: %s%s; "
+					 "stopping", s->path, p.chunk, ndz_strerror(r),
+					 r == NDZ_ESHORTREAD ? " (the file shrank while served)" :
+					 r == NDZ_EIO ? "" : " (the file changed while served)");
 				break;
 			}
 			loaded = c;

@@ -303,11 +303,17 @@ int main(int argc, char **argv)
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		/* A partition's disk must exist; a whole-image target file may be created. */
-		if (uopts.verify_only || slice)
+		if (uopts.verify_only || slice) {
 			rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
 					      &target, &err);
-		else
+		} else {
+			/* a file we create goes again if we fail or are stopped by a signal */
+			cli_hold_signals(1);
 			rc = ndz_io_open_target(tpath, h0->source_bytes, &created, &target, &err);
+			if (rc == 0 && created)
+				cli_own_file(tpath);
+			cli_hold_signals(0);
+		}
 		if (rc < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 		/* A new file is all holes: zeros need not be written. */
@@ -376,8 +382,10 @@ int main(int argc, char **argv)
 	ndz_manifest_release(&m);
 	ndz_key_wipe(&crypt);
 	memset(&okeys, 0, sizeof(okeys));
-	if (rc < 0 && created)
-		unlink(tpath);
+	if (rc < 0)
+		cli_drop_file();
+	else
+		cli_own_file(NULL);
 	ndz_io_close(target);
 	ndz_io_close(disk);
 	ndz_io_close(in);

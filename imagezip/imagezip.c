@@ -300,6 +300,8 @@ static int commit_output(struct output *o)
 		cli_error("%s", ndz_error_msg(&e));
 		return -1;
 	}
+	if (o->io->unsynced && cli_verbose)
+		cli_info("%s: not flushed (%s)", o->io->name, o->io->unsynced);
 	if (o->fd == STDOUT_FILENO)
 		return 0;
 	if (close(o->fd) < 0) {

@@ -73,10 +73,26 @@ static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off
 	/* A hole in a sparse file reads as zeros: skip the copy through the page cache. */
 	if (io->is_regular && off < io->size) {
 		off_t data = lseek(p->fd, (off_t)off, SEEK_DATA);
+		struct stat st;
 
 		if (len > io->size - off)
 			len = (size_t)(io->size - off);
-		if ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= off + len)) {
+		/*
+		 * ENXIO: no data from off to the end, or off is past the end. The size
+		 * cached at open may be stale (a file cut while being read): past the
+		 * real end comes a short read, not zeros.
+		 */
+		if (data < 0 && errno == ENXIO) {
+			if (fstat(p->fd, &st) < 0)
+				return sys_fail(io, errno);
+			if ((uint64_t)st.st_size <= off)
+				return 0;
+			if ((uint64_t)st.st_size - off < len)
+				len = (size_t)((uint64_t)st.st_size - off);
+			memset(buf, 0, len);
+			return (ssize_t)len;
+		}
+		if (data >= 0 && (uint64_t)data >= off + len) {
 			memset(buf, 0, len);
 			return (ssize_t)len;
 		}
@@ -160,11 +176,31 @@ static int file_discard(struct ndz_io *io, uint64_t off, uint64_t len)
 	return 0;
 }
 
-/* fsync fd; a pipe, a terminal or a read-only file system has nothing to sync. */
+/*
+ * fsync fd. Only what cannot hold data (a pipe, a socket, a character device such
+ * as a terminal) is not synced, and io->unsynced says so; on a file or a block
+ * device every failure is one (EROFS: the file system turned read-only under us,
+ * and what was written may be lost). A regular file unlinked meanwhile holds
+ * nothing anyone can read again: that fails too.
+ */
 static int sync_fd(struct ndz_io *io, int fd)
 {
-	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
+	struct stat st;
+
+	io->unsynced = NULL;
+	if (fstat(fd, &st) < 0)
 		return sys_fail(io, errno);
+	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) {
+		io->unsynced = S_ISFIFO(st.st_mode) ? "a pipe" :
+			       S_ISSOCK(st.st_mode) ? "a socket" : "a character device";
+		return 0;
+	}
+	if (fsync(fd) < 0)
+		return sys_fail(io, errno);
+	if (S_ISREG(st.st_mode) && (fstat(fd, &st) < 0 || st.st_nlink == 0)) {
+		ndz_error_clear(&io->err);
+		return ndz_error_set(&io->err, NDZ_EGONE, 0, "%s", "");
+	}
 	return 0;
 }
 

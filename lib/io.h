@@ -34,6 +34,8 @@ struct ndz_io {
 	int is_regular;
 	int is_stream;                 /* sequential only (a pipe, stdin, stdout) */
 	struct ndz_error err;          /* the last failed call on this io, naming it */
+	const char *unsynced;          /* after a flush: why nothing was synced ("a pipe"),
+					  NULL when it was */
 	char *name;                    /* for messages */
 	void *priv;
 };
@@ -125,7 +127,12 @@ int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len);
  */
 int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len);
 
-/* ndz_io_flush - written data to stable storage. 0 or NDZ_EIO (io->err). */
+/*
+ * ndz_io_flush - written data to stable storage. 0, NDZ_EIO (io->err: any failure
+ * of a file or block device, a read-only file system included) or NDZ_EGONE (a
+ * regular file removed while being written). A pipe, socket or character device
+ * cannot be synced: 0, and io->unsynced says what it is.
+ */
 int ndz_io_flush(struct ndz_io *io);
 
 /* ndz_io_set_size - grow or shrink a regular file (0 or NDZ_EIO/NDZ_ENOTSUP). */

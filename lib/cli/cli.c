@@ -1,5 +1,7 @@
 /* Messages, number parsing and a progress line for the programs. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,63 @@ static void vmsg(const char *prefix, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+/* The file cli_own_file names: removed by cli_die and by a signal that ends us. */
+static const char *volatile owned_file;
+
+void cli_drop_file(void)
+{
+	const char *path = owned_file;
+
+	owned_file = NULL;
+	if (path)
+		unlink(path);
+}
+
+static void drop_on_signal(int sig)
+{
+	const char *path = owned_file;
+
+	if (path)
+		unlink(path);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void cli_own_file(const char *path)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	static int installed;
+	struct sigaction sa;
+
+	owned_file = path;
+	if (!path || installed)
+		return;
+	installed = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = drop_on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&sa.sa_mask, sigs[i]);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* a signal ignored from the start (nohup) stays ignored */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+void cli_hold_signals(int hold)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(hold ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
 void cli_die(int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -35,6 +94,7 @@ void cli_die(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
+	cli_drop_file();
 	/*
 	 * Leave at once: what the program holds goes back to the system. (exit() would
 	 * run LeakSanitizer over buffers only a dead local still pointed to.)

@@ -20,6 +20,23 @@ void cli_init(const char *argv0);
 /* cli_die - print "prog: msg" to stderr, flush stdio and _exit(code). */
 void cli_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * cli_own_file - path is a file this program created and must not leave behind
+ * unless it succeeds: from now on cli_die removes it, and so does SIGINT, SIGTERM
+ * or SIGHUP (the program then dies of that signal; one ignored from the start, as
+ * under nohup, stays ignored). NULL: keep it after all. One file at a time; path
+ * must stay valid.
+ */
+void cli_own_file(const char *path);
+/* cli_drop_file - remove the file cli_own_file named, if any, now. */
+void cli_drop_file(void);
+/*
+ * cli_hold_signals - 1: hold SIGINT, SIGTERM and SIGHUP back in the calling thread
+ * (around creating a file and calling cli_own_file, so no signal comes between);
+ * 0: let them in again (a held one is delivered then).
+ */
+void cli_hold_signals(int hold);
 /* cli_warn - "prog: warning: msg" to stderr, unless quiet. */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_info - to stderr, unless quiet. */

@@ -700,6 +700,8 @@ static void test_stream(void **state)
 	assert_int_equal(w->ops->pwrite(w, "x", 1, 0), NDZ_ENOTSUP);
 	assert_int_equal(ndz_io_zero(w, 6, 2), 0);
 	assert_int_equal(ndz_io_flush(w), 0);         /* nothing to sync on a pipe */
+	assert_non_null(w->unsynced);                 /* and it says so */
+	assert_string_equal(w->unsynced, "a pipe");
 	ndz_io_close(w);                              /* the descriptor stays open */
 	assert_int_equal(close(fds[1]), 0);
 	assert_int_equal(ndz_io_read_full(r, buf, 8, 0, NULL), 0);
@@ -709,6 +711,67 @@ static void test_stream(void **state)
 	assert_int_equal(got, 0);
 	ndz_io_close(r);
 	close(fds[0]);
+}
+
+/* A file cut after open reads short past its new end, never zeros up to the old one. */
+static void test_file_shrinks(void **state)
+{
+	enum { N = 4 * 65536 };
+	uint8_t *src = malloc(N), *out = malloc(N);
+	struct ndz_io *io;
+	char *p = temp_path();
+	size_t got;
+	int fd;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(out);
+	fill(src, N, 5);
+	fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, src, N), N);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
+	assert_int_equal(io->size, N);
+	assert_int_equal(truncate(p, N / 2 + 100), 0);
+	/* in the part left: data */
+	assert_int_equal(ndz_io_read_full(io, out, 1000, 0, NULL), 0);
+	assert_memory_equal(out, src, 1000);
+	/* across the cut: what is left, then the end */
+	memset(out, 0xee, N);
+	assert_int_equal(ndz_io_read_full(io, out, N / 2, N / 2, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 100);
+	assert_memory_equal(out, src + N / 2, 100);
+	/* wholly past it: nothing */
+	assert_int_equal(ndz_io_read_full(io, out, 4096, N - 4096, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 0);
+	/* cut to a hole at its end: the hole reads as zeros up to the new end only */
+	assert_int_equal(truncate(p, N / 2 + 200), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 300, N / 2 + 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(got, 100);
+	ndz_io_close(io);
+	unlink(p);
+	free(p);
+	free(src);
+	free(out);
+}
+
+/* A flush of a file unlinked while written fails: what it holds is gone. */
+static void test_file_unlinked(void **state)
+{
+	struct ndz_io *io;
+	char *p = temp_path();
+
+	(void)state;
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
+	assert_int_equal(ndz_io_write_full(io, "abc", 3, 0), 0);
+	assert_int_equal(ndz_io_flush(io), 0);
+	assert_null(io->unsynced);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(ndz_io_write_full(io, "def", 3, 3), 0);
+	assert_int_equal(ndz_io_flush(io), NDZ_EGONE);
+	ndz_io_close(io);
+	free(p);
 }
 
 /* A failed call is named: the io, what was done, and the system's reason. */
@@ -780,6 +843,8 @@ int main(void)
 		cmocka_unit_test(test_file_missing),
 		cmocka_unit_test(test_file_not_regular),
 		cmocka_unit_test(test_file_rw),
+		cmocka_unit_test(test_file_shrinks),
+		cmocka_unit_test(test_file_unlinked),
 		cmocka_unit_test(test_file_zero),
 		cmocka_unit_test(test_file_set_size),
 		cmocka_unit_test(test_file_wrapped),
