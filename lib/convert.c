@@ -34,6 +34,7 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 	}
 	ndz_unzip_opts_init(&o);
 	o.target_zeroed = 1;
+	o.scratch = 1;          /* read back at once, then gone: no flush */
 	o.name = in->name;
 	o.orig_keys = okeys;
 	o.expect_chunks = ndz_image_reader_chunks(r);

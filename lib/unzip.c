@@ -1089,7 +1089,7 @@ int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct 
 		ndz_error_prefix(&mine, "%s", u->name);
 		ndz_error_copy(&u->err, &mine);
 	}
-	if (!u->err.code && !u->opts.verify_only && u->target) {
+	if (!u->err.code && !u->opts.verify_only && !u->opts.scratch && u->target) {
 		rc = ndz_io_flush(u->target);
 		if (rc < 0)
 			ndz_io_fail(u->target, rc, &u->err, "flush failed");

@@ -42,6 +42,8 @@ struct ndz_unzip_opts {
 	   caller's), and the target's first sector on its disk, for disklabels */
 	const struct ndz_orig_keys *orig_keys;
 	uint64_t orig_base;
+	int scratch;                   /* the target is a scratch file, unlinked and never
+					  kept: it is not flushed */
 };
 
 struct ndz_unzip_stats {
