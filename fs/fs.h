@@ -17,6 +17,13 @@ typedef int (*ndz_extent_fn)(void *ctx, uint64_t off, uint64_t len);
 struct ndz_fs_opts {
 	int keep_pagefile;             /* NTFS: image pagefile.sys and hiberfil.sys contents */
 	int keep_journal;              /* ext3/4: image a clean journal's body as it is */
+	/*
+	 * A doubt that does not stop the walk ("btrfs: 1 tree block ... imaging it
+	 * too"), the message starting with the module's name; NULL: none wanted.
+	 * Called from open or walk; a module keeps the pointer, not o.
+	 */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 /* What walk learned, for the -i report. */

@@ -237,6 +237,19 @@ static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint3
 	return NULL;
 }
 
+/* A module's warning, the volume named first. */
+struct volume_warn {
+	struct scan *s;
+	const char *what;
+};
+
+static void volume_warn(void *ctx, const char *msg)
+{
+	struct volume_warn *v = ctx;
+
+	warnf(v->s, "%s: %s", v->what, msg);
+}
+
 /*
  * Scan one volume: io (a view of the source) whose sector 0 is sector `at` of
  * the image. Adds its ranges to s->out; never fails for filesystem reasons
@@ -247,7 +260,8 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		       struct ndz_scan_entry *e)
 {
 	uint64_t sectors = ndz_sectors_of(io->size);
-	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal };
+	struct volume_warn vw = { s, what };
+	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal, volume_warn, &vw };
 	struct ndz_ranges tmp = NDZ_RANGES_INIT, ztmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
 	struct collect c = { &tmp, at, io->size, 0 }, zc = { &ztmp, at, io->size, 1 };

@@ -1,0 +1,81 @@
+#!/bin/sh
+# Damaged filesystems whose allocation map calls free a block that is in use:
+# the block must still be imaged (the union of the map and what references it),
+# with a warning, so that after a restore onto 0xa5 every file reads back
+# identical through the filesystem's own tools. btrfs: a tree's root block the
+# extent tree does not list; swap: a hibernation image; FAT: clusters of files
+# the table calls free; NTFS: clusters of files $Bitmap calls free.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/fs-lib.sh"
+need mkfs.btrfs btrfs mkswap mkfs.fat fsck.fat mcopy mkntfs ntfscp ntfscat od dd awk
+BTRFSEDIT="$NDZ_BUILD/tests/helpers/btrfsedit"
+
+mkfiles "$T/src" 16 300
+all=$(cd "$T/src" && ls)
+
+# zip_unzip NAME IMG WARNING: imagezip exits 0 filesystem-aware with WARNING, and
+# the image restores onto a 0xa5-filled $T/t.img
+zip_unzip() {
+	"$IMAGEZIP" "$2" "$T/d.ndz" 2>"$T/err"; rc=$?
+	check "$1: imagezip exits 0" test $rc = 0
+	if grep -q "$3" "$T/err"; then ok "$1: warns ($3)"
+	else not_ok "$1: warns ($3)"; cat "$T/err"; fi
+	if grep -q "taking it raw" "$T/err"; then not_ok "$1: stays filesystem-aware"; cat "$T/err"
+	else ok "$1: stays filesystem-aware"; fi
+	pattern "$T/t.img" "$(fsize "$2")"
+	check "$1: imageunzip" "$IMAGEUNZIP" "$T/d.ndz" "$T/t.img"
+	rm -f "$T/d.ndz"
+}
+
+# same_at NAME A B OFFSET BYTES: A and B hold the same bytes there
+same_at() {
+	dd if="$2" bs=4096 iflag=skip_bytes,count_bytes skip="$4" count="$5" status=none >"$T/a.blk"
+	dd if="$3" bs=4096 iflag=skip_bytes,count_bytes skip="$4" count="$5" status=none >"$T/b.blk"
+	check "$1" cmp -s "$T/a.blk" "$T/b.blk"
+}
+
+# ---- btrfs: the top-level subvolume's root block left out of the extent tree ----
+img="$T/b.img"
+dirty "$img" $((160 * MIB))
+mkfs.btrfs -q -f -K --rootdir "$T/src" "$img" >/dev/null 2>&1 || not_ok "mkfs.btrfs"
+dt() { btrfs inspect-internal dump-tree "$@" "$img" 2>/dev/null; }
+root=$(dt -t root | awk '/key \(FS_TREE ROOT_ITEM/ { f = 1; next }
+	f { for (i = 1; i < NF; i++) if ($i == "bytenr") { print $(i + 1); exit } }')
+ns=$(btrfs inspect-internal dump-super "$img" | awk '$1 == "nodesize" { print $2 }')
+# the extent tree leaf that lists it, and the item
+set -- $(dt -t extent | awk -v x="$root" '$1 == "leaf" && $3 == "items" { l = $2 }
+	$1 == "item" && $4 == "(" x { print l, $2; exit }')
+leaf=${1:-} item=${2:-}
+# logical -> byte offsets of every copy, through the chunk tree
+phys() {
+	dt -t chunk | awk -v x="$1" '/CHUNK_ITEM/ { s = $6; sub(/\)/, "", s); s += 0 }
+		$1 == "length" { len = $2 + 0 }
+		$1 == "stripe" && x >= s && x < s + len { printf "%.0f\n", $6 + x - s }'
+}
+lphys=$(phys "$leaf") rphys=$(phys "$root")
+if [ -n "$root" ] && [ -n "$leaf" ] && [ -n "$lphys" ] && [ -n "$rphys" ]; then
+	# shellcheck disable=SC2086
+	"$BTRFSEDIT" "$img" dropitem "$ns" "$item" $lphys &&
+		"$BTRFSEDIT" "$img" sbused "-$ns"
+	check "btrfs: the extent tree no longer lists the root block" \
+		sh -c "! btrfs inspect-internal dump-tree -t extent '$img' | grep -q '($root METADATA_ITEM\|($root EXTENT_ITEM'"
+	rm -rf "$T/out"; mkdir "$T/out"
+	btrfs restore "$img" "$T/out" >/dev/null 2>&1
+	# shellcheck disable=SC2086
+	check "btrfs: source files read back (btrfs restore)" same_files "$T/src" "$T/out" $all
+	zip_unzip "btrfs" "$img" "1 tree block reached from the roots is missing from the extent tree (the first at logical $root, of tree 5); imaging it too"
+	for p in $rphys; do
+		same_at "btrfs: root block copy at $p restored" "$img" "$T/t.img" "$p" "$ns"
+	done
+	rm -rf "$T/out"; mkdir "$T/out"
+	btrfs restore "$T/t.img" "$T/out" >/dev/null 2>&1
+	# shellcheck disable=SC2086
+	check "btrfs: every file reads back identical (btrfs restore)" \
+		same_files "$T/src" "$T/out" $all
+	btrfs check --readonly "$img" 2>&1 | grep -v -i -e uuid -e "^checking\|^\[" >"$T/c1"
+	btrfs check --readonly "$T/t.img" 2>&1 | grep -v -i -e uuid -e "^checking\|^\[" >"$T/c2"
+	check "btrfs: btrfs check finds the same as on the source" cmp -s "$T/c1" "$T/c2"
+else
+	not_ok "btrfs: root block located (root=$root leaf=$leaf item=$item)"
+fi
+rm -f "$img" "$T/t.img"
