@@ -79,3 +79,19 @@ else
 	not_ok "btrfs: root block located (root=$root leaf=$leaf item=$item)"
 fi
 rm -f "$img" "$T/t.img"
+
+# ---- swap holding a hibernation image: every page kept, with a warning ----
+# hib NAME OFFSET BYTES WHOSE: mkswap over random pages (the image), then the mark
+hib() {
+	img="$T/s.img"
+	dirty "$img" $((8 * MIB))
+	mkswap -q "$img" >/dev/null 2>&1 || { not_ok "$1: mkswap"; return; }
+	# shellcheck disable=SC2059 # the mark is given as printf escapes
+	printf "$3" | dd of="$img" bs=1 seek="$2" conv=notrunc status=none
+	zip_unzip "$1" "$img" "holds $4 hibernation image; imaging the whole area"
+	check "$1: every page of the image restored" cmp -s "$img" "$T/t.img"
+	rm -f "$img" "$T/t.img"
+}
+hib "swap S1SUSPEND" 4086 'S1SUSPEND\0' "the kernel's"
+hib "swap LINHIB0001" 4086 'LINHIB0001' "the kernel's"
+hib "swap TuxOnIce" 0 '\355\303\002\351\230\126\345\014' "TuxOnIce's"
