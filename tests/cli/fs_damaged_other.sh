@@ -95,3 +95,51 @@ hib() {
 hib "swap S1SUSPEND" 4086 'S1SUSPEND\0' "the kernel's"
 hib "swap LINHIB0001" 4086 'LINHIB0001' "the kernel's"
 hib "swap TuxOnIce" 0 '\355\303\002\351\230\126\345\014' "TuxOnIce's"
+
+# ---- FAT: clusters in use that the table calls free ----
+# f2's whole chain (only its directory entry names it: the first cluster, then
+# the file's size laid out contiguously), the last 20 clusters of f5 (the chain
+# runs into a free entry before the size is covered), the directory d's only
+# cluster and the whole chain of f11 in it (reached through d alone). Each run
+# is longer than the 32 KiB of free space imagezip keeps anyway.
+img="$T/f.img"
+dirty "$img" $((32 * MIB))
+mkfs.fat -F 16 -s 4 "$img" >/dev/null 2>&1 || not_ok "mkfs.fat"
+for f in f1 f2 f3 f4 f5 f6 f7 f8; do mcopy -i "$img" "$T/src/$f" ::/; done
+mmd -i "$img" ::/d
+for f in f9 f10 f11 f12; do mcopy -i "$img" "$T/src/$f" ::/d/; done
+cp "$img" "$T/f.orig"
+rs=$(od -An -t u2 -j 14 -N 2 "$img" | tr -d ' ')
+fatsz=$(od -An -t u2 -j 22 -N 2 "$img" | tr -d ' ')
+# span NAME: the first and last cluster of a file or directory laid out in one piece
+span() { mshowfat -i "$img" "::/$1" | awk -F '[<>-]' '{ print $2, ($3 == "" ? $2 : $3) }'; }
+free_entries() {	# free_entries FIRST LAST: zero their entries in both tables
+	for k in 0 1; do
+		dd if=/dev/zero of="$img" bs=1 count=$((2 * ($2 - $1 + 1))) \
+			seek=$(((rs + k * fatsz) * 512 + 2 * $1)) conv=notrunc status=none
+	done
+}
+set -- $(span f2); a2=${1:-} b2=${2:-}
+set -- $(span f5); b5=${2:-}
+set -- $(span d); cd=${1:-}
+set -- $(span d/f11); a11=${1:-} b11=${2:-}
+if [ -n "$b2" ] && [ -n "$b5" ] && [ -n "$cd" ] && [ -n "$b11" ]; then
+	free_entries "$a2" "$b2"; free_entries $((b5 - 19)) "$b5"
+	free_entries "$cd" "$cd"; free_entries "$a11" "$b11"
+	n=$((b2 - a2 + 1 + 20 + 1 + b11 - a11 + 1))
+	check "fat: fsck.fat finds the damage" sh -c "! fsck.fat -n '$img' >/dev/null 2>&1"
+	zip_unzip "fat" "$img" "$n clusters the allocation table calls free are reached by a chain or a directory entry (the first: cluster $a2); imaging them too"
+	# the damage undone on the restored disk: its tables from before
+	dd if="$T/f.orig" of="$T/t.img" bs=512 skip="$rs" seek="$rs" count=$((2 * fatsz)) \
+		conv=notrunc status=none
+	check "fat: tables put back, fsck.fat -n clean" quiet fsck.fat -n "$T/t.img"
+	rm -rf "$T/out"; mkdir "$T/out"
+	mcopy -s -i "$T/t.img" ::/ "$T/out/" >/dev/null 2>&1
+	check "fat: every file reads back identical (mcopy)" same_files "$T/src" "$T/out" \
+		f1 f2 f3 f4 f5 f6 f7 f8
+	check "fat: every file of the directory reads back identical (mcopy)" \
+		same_files "$T/src" "$T/out/d" f9 f10 f11 f12
+else
+	not_ok "fat: clusters located (f2 $b2, f5 $b5, d $cd, f11 $b11)"
+fi
+rm -f "$img" "$T/f.orig" "$T/t.img"
