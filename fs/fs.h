@@ -18,9 +18,9 @@ struct ndz_fs_opts {
 	int keep_pagefile;             /* NTFS: image pagefile.sys and hiberfil.sys contents */
 	int keep_journal;              /* ext3/4: image a clean journal's body as it is */
 	/*
-	 * A doubt that does not stop the walk ("btrfs: 1 tree block ... imaging it
-	 * too"), the message starting with the module's name; NULL: none wanted.
-	 * Called from open or walk; a module keeps the pointer, not o.
+	 * a warning for the user about a volume imaged nonetheless ("ext: group 3:
+	 * free count disagrees with the bitmap"); the caller names the volume. May
+	 * be NULL.
 	 */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

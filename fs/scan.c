@@ -227,6 +227,19 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a) : 0;
 }
 
+/* A module's warning about the volume it reads, named as scan_volume names it. */
+struct volume_warn {
+	struct scan *s;
+	const char *what;
+};
+
+static void volume_warn(void *ctx, const char *msg)
+{
+	struct volume_warn *w = ctx;
+
+	warnf(w->s, "%s: %s", w->what, msg);
+}
+
 /* How a volume is to be read before any override: by probing, or a fixed module. */
 static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint32_t type)
 {
@@ -235,19 +248,6 @@ static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint3
 	if (scheme == NDZ_SCHEME_GPT && type == NDZ_GPT_FREEBSD_SWAP)
 		return &ndz_fs_bsdswap;
 	return NULL;
-}
-
-/* A module's warning, the volume named first. */
-struct volume_warn {
-	struct scan *s;
-	const char *what;
-};
-
-static void volume_warn(void *ctx, const char *msg)
-{
-	struct volume_warn *v = ctx;
-
-	warnf(v->s, "%s: %s", v->what, msg);
 }
 
 /*
