@@ -233,9 +233,10 @@ static void file_refs(struct fat *f, uint32_t first, uint32_t size, uint64_t csi
 	}
 }
 
-/* Directory entries in buf[0..len): files' clusters marked, subdirectories queued. */
+/* Directory entries in buf[0..len): files' clusters marked, subdirectories not yet
+ * seen queued. */
 static int dir_entries(struct fat *f, const uint8_t *buf, size_t len, uint64_t csize,
-		       uint32_t **queue, size_t *nq, size_t *cap, int *end)
+		       const uint8_t *seen, uint32_t **queue, size_t *nq, size_t *cap, int *end)
 {
 	for (size_t o = 0; o + 32 <= len; o += 32) {
 		const uint8_t *d = buf + o;
@@ -255,6 +256,8 @@ static int dir_entries(struct fat *f, const uint8_t *buf, size_t len, uint64_t c
 			file_refs(f, first, get_le32(d + 28), csize);
 			continue;
 		}
+		if (ndz_fs_bit(seen, first))
+			continue;
 		if (*nq == *cap) {
 			size_t nc = *cap ? 2 * *cap : 64;
 			uint32_t *q = realloc(*queue, nc * sizeof(*q));
@@ -299,7 +302,7 @@ static int dir_walk(struct fat *f)
 			goto out;
 		rc = ndz_io_read_full(f->io, root, len, f->root_sec * f->bps, NULL);
 		if (rc == 0)
-			rc = dir_entries(f, root, len, csize, &queue, &nq, &cap, &end);
+			rc = dir_entries(f, root, len, csize, seen, &queue, &nq, &cap, &end);
 		free(root);
 		if (rc)
 			goto out;
@@ -316,7 +319,7 @@ static int dir_walk(struct fat *f)
 					      (f->data_start * f->bps) + (uint64_t)(c - 2) * csize,
 					      NULL);
 			if (rc == 0)
-				rc = dir_entries(f, buf, csize, csize, &queue, &nq, &cap, &end);
+				rc = dir_entries(f, buf, csize, csize, seen, &queue, &nq, &cap, &end);
 			if (rc)
 				break;
 			c = next_cluster(f, c);
