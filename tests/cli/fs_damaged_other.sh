@@ -43,6 +43,7 @@ root=$(dt -t root | awk '/key \(FS_TREE ROOT_ITEM/ { f = 1; next }
 	f { for (i = 1; i < NF; i++) if ($i == "bytenr") { print $(i + 1); exit } }')
 ns=$(btrfs inspect-internal dump-super "$img" | awk '$1 == "nodesize" { print $2 }')
 # the extent tree leaf that lists it, and the item
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(dt -t extent | awk -v x="$root" '$1 == "leaf" && $3 == "items" { l = $2 }
 	$1 == "item" && $4 == "(" x { print l, $2; exit }')
 leaf=${1:-} item=${2:-}
@@ -119,9 +120,13 @@ free_entries() {	# free_entries FIRST LAST: zero their entries in both tables
 			seek=$(((rs + k * fatsz) * 512 + 2 * $1)) conv=notrunc status=none
 	done
 }
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(span f2); a2=${1:-} b2=${2:-}
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(span f5); b5=${2:-}
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(span d); cd=${1:-}
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(span d/f11); a11=${1:-} b11=${2:-}
 if [ -n "$b2" ] && [ -n "$b5" ] && [ -n "$cd" ] && [ -n "$b11" ]; then
 	free_entries "$a2" "$b2"; free_entries $((b5 - 19)) "$b5"
@@ -154,7 +159,9 @@ first_run() {
 	ntfsinfo "$@" -v "$img" 2>/dev/null |
 		awk '/Runlist:/ { f = 1; next } f && NF == 3 { print $2, $3; exit }'
 }
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(first_run -i 6); bm=${1:-}
+# shellcheck disable=SC2046 # split into fields on purpose
 set -- $(first_run -F /f8); lcn=${1:-} len=${2:-}
 if [ -n "$bm" ] && [ -n "$lcn" ] && [ -n "$len" ]; then
 	# the bitmap bytes that lie wholly inside the file's first run
