@@ -728,6 +728,8 @@ struct lvm {
 	uint64_t label_off;
 	uint64_t mda[MAX_AREAS][2];    /* offset, size */
 	int nmda;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 /* The sector holding LABELONE (0..3), or -1. */
@@ -817,7 +819,6 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	int lab, rc = NDZ_EFS, ndata = 0;
 	uint32_t hoff;
 
-	(void)o;
 	lab = find_label(io, sec);
 	if (lab < 0)
 		return bad(err, "no LABELONE in the first sectors");
@@ -830,6 +831,8 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	if (!l)
 		return NDZ_ENOMEM;
 	l->io = io;
+	l->warn = o ? o->warn : NULL;
+	l->warn_ctx = o ? o->warn_ctx : NULL;
 	l->label_off = (uint64_t)lab * SEC;
 	p = sec + hoff;
 	memcpy(uuid, p, 32);
@@ -913,11 +916,25 @@ fail:
 	return rc;
 }
 
+/* A warning of the module reading an LV, passed on with the LV named. */
+struct lv_warn {
+	const struct lvm *l;
+	const char *lv;
+};
+
+static void lv_warn(void *ctx, const char *msg)
+{
+	const struct lv_warn *w = ctx;
+
+	ndz_fs_warn(w->l->warn, w->l->warn_ctx, "lvm", "LV %s: %s", w->lv, msg);
+}
+
 /* Scan LV lv for a filesystem; 0 with its ranges handed to fn in PV bytes, or
    NDZ_EFS (the caller then keeps its extents whole), NDZ_ENOMEM, NDZ_EIO. */
 static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *what,
 		   size_t what_size)
 {
+	struct lv_warn lw = { l, l->vg.lv[lv].name };
 	struct ndz_fs_opts fo = { 0 };
 	struct ndz_fs_stats st;
 	struct ndz_error e = { 0 };
@@ -929,6 +946,10 @@ static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *wha
 
 	if ((rc = ndz_lvm_open_lv(l->io, &l->vg, lv, &io)) < 0)
 		return rc;
+	if (l->warn) {
+		fo.warn = lv_warn;
+		fo.warn_ctx = &lw;
+	}
 	/* an LV holding a PV of its own is kept whole: no recursion */
 	for (size_t i = 0; ndz_fs_modules[i]; i++)
 		if (ndz_fs_modules[i] != &ndz_fs_lvm && ndz_fs_modules[i]->probe(io) > 0) {
