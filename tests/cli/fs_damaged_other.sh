@@ -7,7 +7,8 @@
 # the table calls free; NTFS: clusters of files $Bitmap calls free.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
-need mkfs.btrfs btrfs mkswap mkfs.fat fsck.fat mcopy mkntfs ntfscp ntfscat od dd awk
+need mkfs.btrfs btrfs mkswap mkfs.fat fsck.fat mcopy mmd mshowfat mkntfs ntfscp ntfscat ntfsinfo \
+	od dd awk
 BTRFSEDIT="$NDZ_BUILD/tests/helpers/btrfsedit"
 
 mkfiles "$T/src" 16 300
