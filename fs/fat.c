@@ -209,13 +209,15 @@ static uint32_t next_cluster(const struct fat *f, uint32_t c)
  * A file's clusters: ceil(size / cluster) of them from first along the chain.
  * Where the chain breaks before the size is covered (an entry marked free, or
  * pointing outside the clusters), the rest is taken to follow contiguously,
- * as FAT writers lay files out; an end-of-chain mark is the table's word and
- * is believed. Bounded by the size, so a chain in a loop ends too.
+ * as FAT writers lay files out, whatever the entries there say (they are
+ * another file's, or garbage); an end-of-chain mark is the table's word and is
+ * believed. Bounded by the size, so a chain in a loop ends too.
  */
 static void file_refs(struct fat *f, uint32_t first, uint32_t size, uint64_t csize)
 {
 	uint64_t need = (size + csize - 1) / csize, c = first;
 	uint32_t badmark = f->bits == 12 ? 0xff7 : f->bits == 16 ? 0xfff7 : 0x0ffffff7;
+	int broken = 0;
 
 	for (uint64_t k = 0; k < (need ? need : 1) && c < f->clusters + 2; k++) {
 		uint32_t v;
@@ -224,12 +226,14 @@ static void file_refs(struct fat *f, uint32_t first, uint32_t size, uint64_t csi
 		if (k + 1 >= need)
 			break;
 		v = entry(f, f->tab, (uint32_t)c);
-		if (v >= 2 && v < f->clusters + 2)
+		if (!broken && v >= 2 && v < f->clusters + 2) {
 			c = v;
-		else if (v < badmark)
-			c++;           /* broken: the rest contiguous */
-		else
+		} else if (broken || v < badmark) {
+			broken = 1;    /* free, reserved or out of range: the rest contiguous */
+			c++;
+		} else {
 			break;         /* end of chain, a bad cluster: the table says so */
+		}
 	}
 }
 
