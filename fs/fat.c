@@ -24,7 +24,7 @@ struct fat {
 	uint8_t media;
 	uint8_t *used;                 /* one bit per cluster number, union of the copies */
 	uint8_t *ref;                  /* clusters a chain or a directory entry reaches */
-	uint8_t *tab;                  /* the first copy of the table, for chains */
+	uint8_t *tab;                  /* the table in use (the first, unless FAT32 says), for chains */
 	uint32_t root_entries;
 	uint64_t root_sec;             /* FAT12/16: the root directory's first sector */
 	void (*warn)(void *ctx, const char *msg);
@@ -40,6 +40,7 @@ struct bpb {
 	uint32_t bps, spc, reserved, nfats, root_entries, media;
 	uint64_t totsec, fatsz;
 	uint32_t root_cluster;
+	uint32_t ext_flags;            /* FAT32: bit 7 set, bits 0-3 name the one table in use */
 };
 
 static int read_bpb(struct ndz_io *io, struct bpb *b)
@@ -59,6 +60,7 @@ static int read_bpb(struct ndz_io *io, struct bpb *b)
 	b->media = s[21];
 	b->fatsz = get_le16(s + 22) ? get_le16(s + 22) : get_le32(s + 36);
 	b->root_cluster = get_le32(s + 44);
+	b->ext_flags = get_le16(s + 40);
 	if (!is_pow2(b->bps) || b->bps < 512 || b->bps > 4096 || !is_pow2(b->spc) ||
 	    b->reserved == 0 || b->nfats == 0 || b->nfats > 4 || b->fatsz == 0 ||
 	    b->totsec == 0 || (b->media != 0xf0 && b->media < 0xf8))
@@ -106,6 +108,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	struct fat *f;
 	struct bpb b;
 	uint64_t rootsec, fatbytes, need;
+	uint32_t active = 0;           /* the table chains are followed in */
 	uint8_t *t = NULL;
 	int rc = NDZ_EFS;
 
@@ -148,6 +151,8 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		bad(err, "root cluster out of range");
 		goto fail;
 	}
+	if (f->bits == 32 && (b.ext_flags & 0x80) && (b.ext_flags & 0xf) < f->nfats)
+		active = b.ext_flags & 0xf;    /* mirroring off: the others may be stale */
 	t = malloc(need);
 	f->tab = malloc(need);
 	f->used = calloc(1, (f->clusters + 2 + 7) / 8);
@@ -176,7 +181,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 			if (v >= 2 && v < f->clusters + 2)
 				f->ref[v / 8] |= (uint8_t)(1u << (v % 8));
 		}
-		if (k == 0)
+		if (k == active)
 			memcpy(f->tab, t, need);
 	}
 	if (f->bits == 32 && !ndz_fs_bit(f->used, f->root_cluster)) {
@@ -197,7 +202,7 @@ static void set_ref(struct fat *f, uint64_t c)
 	f->ref[c / 8] |= (uint8_t)(1u << (c % 8));
 }
 
-/* The cluster after c in the first table's chain, or 0 at its end or a break. */
+/* The cluster after c in the table's chain, or 0 at its end or a break. */
 static uint32_t next_cluster(const struct fat *f, uint32_t c)
 {
 	uint32_t v = entry(f, f->tab, c);
