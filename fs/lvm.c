@@ -728,7 +728,7 @@ struct lvm {
 	uint64_t label_off;
 	uint64_t mda[MAX_AREAS][2];    /* offset, size */
 	int nmda;
-	void (*warn)(void *ctx, const char *msg);
+	void (*warn)(void *ctx, const char *msg);   /* from ndz_fs_opts, for the LVs' modules */
 	void *warn_ctx;
 };
 
@@ -916,17 +916,19 @@ fail:
 	return rc;
 }
 
-/* A warning of the module reading an LV, passed on with the LV named. */
+/* A warning from the module reading an LV, with the LV named. */
 struct lv_warn {
-	const struct lvm *l;
-	const char *lv;
+	struct lvm *l;
+	int lv;
 };
 
 static void lv_warn(void *ctx, const char *msg)
 {
-	const struct lv_warn *w = ctx;
+	struct lv_warn *w = ctx;
+	char buf[400];
 
-	ndz_fs_warn(w->l->warn, w->l->warn_ctx, "lvm", "LV %s: %s", w->lv, msg);
+	snprintf(buf, sizeof(buf), "LV %s: %s", w->l->vg.lv[w->lv].name, msg);
+	w->l->warn(w->l->warn_ctx, buf);
 }
 
 /* Scan LV lv for a filesystem; 0 with its ranges handed to fn in PV bytes, or
@@ -934,8 +936,8 @@ static void lv_warn(void *ctx, const char *msg)
 static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *what,
 		   size_t what_size)
 {
-	struct lv_warn lw = { l, l->vg.lv[lv].name };
-	struct ndz_fs_opts fo = { 0 };
+	struct lv_warn w = { l, lv };
+	struct ndz_fs_opts fo = { 0, 0, l->warn ? lv_warn : NULL, &w };
 	struct ndz_fs_stats st;
 	struct ndz_error e = { 0 };
 	const struct ndz_fs_module *mod = NULL;
@@ -946,10 +948,6 @@ static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *wha
 
 	if ((rc = ndz_lvm_open_lv(l->io, &l->vg, lv, &io)) < 0)
 		return rc;
-	if (l->warn) {
-		fo.warn = lv_warn;
-		fo.warn_ctx = &lw;
-	}
 	/* an LV holding a PV of its own is kept whole: no recursion */
 	for (size_t i = 0; ndz_fs_modules[i]; i++)
 		if (ndz_fs_modules[i] != &ndz_fs_lvm && ndz_fs_modules[i]->probe(io) > 0) {

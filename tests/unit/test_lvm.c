@@ -439,7 +439,7 @@ static void test_module(void **state)
 	memcpy(d + PE_START + 20 * EXT + 4086, "SWAPSPACE2", 10);
 	c.n = 0;
 	assert_int_equal(run_module(d, &c, &st, &err), 0);
-	assert_string_equal(warned, "lvm: LV lvb: swap: holds TuxOnIce's hibernation image; "
+	assert_string_equal(warned, "LV lvb: swap: holds TuxOnIce's hibernation image; "
 				    "imaging the whole area");
 	free(d);
 }
