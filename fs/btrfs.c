@@ -2,7 +2,10 @@
  * Btrfs on one device, SINGLE and DUP profiles: the chunk tree maps logical
  * addresses to the device, the extent tree says which logical bytes are in
  * use. Kept: the first MiB (boot loaders and the primary superblock), every
- * superblock copy, every allocated extent at each of its stripes.
+ * superblock copy, every allocated extent at each of its stripes, and every
+ * tree block reached from the roots (the root and chunk trees, each root
+ * item's tree) whether the extent tree lists it or not, with a warning when
+ * it does not.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,8 +55,30 @@ struct chunk {
 	int nstripes;
 };
 
+/* a tree a root item names */
+struct rootref {
+	uint64_t obj, bytenr;
+	uint8_t level;
+};
+
+/*
+ * The tree blocks reached from the roots: an open-addressing set of logical
+ * addresses (0 is no tree block's: an empty slot) with the tree each was first
+ * reached from, then sorted for the pass over the extent tree.
+ */
+struct reach {
+	uint64_t *at, *tree;
+	size_t n, cap;
+	uint8_t *listed;               /* after sorting: the extent tree lists block i */
+	size_t cursor;                 /* the first block the extent walk has not passed */
+};
+
 struct btrfs {
 	struct ndz_io *io;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	struct rootref *roots;
+	size_t nroots;
 	uint32_t nodesize, sectorsize;
 	uint64_t total_bytes, bytes_used, devid;
 	uint8_t fsid[16];              /* what tree blocks carry */
@@ -78,6 +103,7 @@ struct walk {
 	uint64_t found_bytenr;
 	uint8_t found_level;
 	int found;
+	struct reach *reach;           /* extent walk: mark the reached blocks it lists */
 };
 
 /* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
@@ -107,6 +133,7 @@ static void btrfs_close(void *h)
 	for (unsigned i = 0; i < MAX_LEVEL; i++)
 		free(b->blk[i]);
 	free(b->chunks);
+	free(b->roots);
 	free(b);
 }
 
@@ -300,19 +327,175 @@ static int chunk_item(struct btrfs *b, struct walk *w, const uint8_t *key, const
 	return add_chunk(b, get_le64(key + 9), d, size, err);
 }
 
+/*
+ * Root items: the extent tree's found, and every tree still referenced kept in
+ * b->roots (a deleted subvolume's, refs 0, may be half freed: its blocks are
+ * the extent tree's business alone).
+ */
 static int root_item(struct btrfs *b, struct walk *w, const uint8_t *key, const uint8_t *d,
 		     uint32_t size, struct ndz_error *err)
 {
-	(void)b;
-	(void)err;
-	if (get_le64(key) != EXTENT_TREE_OBJECTID || key[8] != KEY_ROOT_ITEM)
+	uint64_t obj = get_le64(key);
+	struct rootref *r;
+
+	if (key[8] != KEY_ROOT_ITEM)
 		return 0;
 	if (size < 239)
-		return bad(err, "extent tree root item too short");
-	w->found_bytenr = get_le64(d + 176);
-	w->found_level = d[238];
-	w->found = 1;
+		return bad(err, "root item of tree %llu too short", (unsigned long long)obj);
+	if (obj == EXTENT_TREE_OBJECTID) {
+		w->found_bytenr = get_le64(d + 176);
+		w->found_level = d[238];
+		w->found = 1;
+	}
+	if (get_le32(d + 216) == 0)
+		return 0;
+	if (d[238] >= MAX_LEVEL)
+		return bad(err, "root item of tree %llu: level out of range",
+			   (unsigned long long)obj);
+	if (b->nroots % 64 == 0) {
+		struct rootref *nr = realloc(b->roots, (b->nroots + 64) * sizeof(*nr));
+
+		if (!nr)
+			return NDZ_ENOMEM;
+		b->roots = nr;
+	}
+	r = &b->roots[b->nroots++];
+	r->obj = obj;
+	r->bytenr = get_le64(d + 176);
+	r->level = d[238];
 	return 0;
+}
+
+static void reach_release(struct reach *r)
+{
+	free(r->at);
+	free(r->tree);
+	free(r->listed);
+	memset(r, 0, sizeof(*r));
+}
+
+static size_t slot_of(uint64_t logical, size_t cap)
+{
+	return (size_t)((logical * 0x9e3779b97f4a7c15ull) >> 17) & (cap - 1);
+}
+
+/* Add logical (reached from tree) to the set: 1 when new, 0 when seen, NDZ_ENOMEM. */
+static int reach_add(struct reach *r, uint64_t logical, uint64_t tree)
+{
+	size_t i;
+
+	if (2 * (r->n + 1) > r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 1024;
+		uint64_t *at = calloc(cap, sizeof(*at)), *tr = calloc(cap, sizeof(*tr));
+
+		if (!at || !tr) {
+			free(at);
+			free(tr);
+			return NDZ_ENOMEM;
+		}
+		for (size_t k = 0; k < r->cap; k++) {
+			if (!r->at[k])
+				continue;
+			for (i = slot_of(r->at[k], cap); at[i]; i = (i + 1) & (cap - 1))
+				;
+			at[i] = r->at[k];
+			tr[i] = r->tree[k];
+		}
+		free(r->at);
+		free(r->tree);
+		r->at = at;
+		r->tree = tr;
+		r->cap = cap;
+	}
+	for (i = slot_of(logical, r->cap); r->at[i]; i = (i + 1) & (r->cap - 1))
+		if (r->at[i] == logical)
+			return 0;
+	r->at[i] = logical;
+	r->tree[i] = tree;
+	r->n++;
+	return 1;
+}
+
+/*
+ * Add the tree block at logical (expected at level) and every block below it
+ * to the set. Only nodes are read: a leaf's address is all its parent needs
+ * to give, so the cost is the trees' interior, a small share of their blocks.
+ * A block reached before is not descended again (snapshots share subtrees).
+ */
+static int reach_tree(struct btrfs *b, struct reach *r, uint64_t logical, uint32_t level,
+		      uint64_t tree, struct ndz_error *err)
+{
+	uint8_t *p;
+	uint32_t n;
+	int rc;
+
+	if (level >= MAX_LEVEL)
+		return bad(err, "tree too deep");
+	if (logical == 0 || logical % b->sectorsize)
+		return bad(err, "tree %llu: bad block pointer %llu", (unsigned long long)tree,
+			   (unsigned long long)logical);
+	rc = reach_add(r, logical, tree);
+	if (rc <= 0)
+		return rc;
+	if (r->n > b->total_bytes / b->nodesize)
+		return bad(err, "trees have more blocks than the device");
+	if (level == 0)
+		return 0;
+	rc = read_block(b, logical, level, err);
+	if (rc)
+		return rc;
+	p = b->blk[level];
+	n = get_le32(p + 0x60);
+	if (n == 0 || n > (b->nodesize - HDR) / KEYPTR)
+		return bad(err, "node %llu: bad pointer count", (unsigned long long)logical);
+	for (uint32_t i = 0; i < n; i++) {
+		rc = reach_tree(b, r, get_le64(p + HDR + KEYPTR * i + 17), level - 1, tree, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *c)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)c;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Squeeze the set into r->at[0..n) sorted by address, r->tree alongside. */
+static int reach_sort(struct reach *r)
+{
+	uint64_t *pairs = malloc(2 * (r->n ? r->n : 1) * sizeof(*pairs));
+	size_t k = 0;
+
+	r->listed = calloc(r->n ? r->n : 1, 1);
+	if (!pairs || !r->listed) {
+		free(pairs);
+		return NDZ_ENOMEM;
+	}
+	for (size_t i = 0; i < r->cap; i++)
+		if (r->at[i]) {
+			pairs[2 * k] = r->at[i];
+			pairs[2 * k + 1] = r->tree[i];
+			k++;
+		}
+	qsort(pairs, r->n, 2 * sizeof(*pairs), cmp_u64);
+	for (size_t i = 0; i < r->n; i++) {
+		r->at[i] = pairs[2 * i];
+		r->tree[i] = pairs[2 * i + 1];
+	}
+	free(pairs);
+	return 0;
+}
+
+/* The extent walk passes logical [l, e) (extents rise): mark the reached blocks inside it. */
+static void reach_mark(struct reach *r, uint32_t nodesize, uint64_t l, uint64_t e)
+{
+	while (r->cursor < r->n && r->at[r->cursor] < l)
+		r->cursor++;
+	while (r->cursor < r->n && r->at[r->cursor] <= e && nodesize <= e - r->at[r->cursor])
+		r->listed[r->cursor++] = 1;
 }
 
 /* Report logical [l, l+len) at every stripe of its chunk. */
@@ -344,10 +527,15 @@ static int extent_item(struct btrfs *b, struct walk *w, const uint8_t *key, cons
 	if (key[8] == KEY_EXTENT_ITEM) {
 		if (off == 0)
 			return bad(err, "empty extent at %llu", (unsigned long long)l);
+		if (w->reach && off <= UINT64_MAX - l)
+			reach_mark(w->reach, b->nodesize, l, l + off);
 		return emit(b, w, l, off, err);
 	}
-	if (key[8] == KEY_METADATA_ITEM)
+	if (key[8] == KEY_METADATA_ITEM) {
+		if (w->reach && b->nodesize <= UINT64_MAX - l)
+			reach_mark(w->reach, b->nodesize, l, l + b->nodesize);
 		return emit(b, w, l, b->nodesize, err);
+	}
 	return 0;
 }
 
@@ -424,7 +612,6 @@ static int btrfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 	struct walk w;
 	int rc;
 
-	(void)o;
 	if (!btrfs_probe(io))
 		return bad(err, "no superblock");
 	b = calloc(1, sizeof(*b));
@@ -435,6 +622,8 @@ static int btrfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 		return NDZ_ENOMEM;
 	}
 	b->io = io;
+	b->warn = o ? o->warn : NULL;
+	b->warn_ctx = o ? o->warn_ctx : NULL;
 	rc = ndz_io_read_full(io, s, SB_SIZE, SB_OFF, NULL);
 	if (rc == 0)
 		rc = check_sb(b, s, err);
@@ -455,40 +644,90 @@ static int btrfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 	return 0;
 }
 
+/*
+ * Image the reached blocks the extent tree did not list, at every stripe, and
+ * say so: a root item or a node points at them, so they are in use whatever
+ * the extent tree says.
+ */
+static int image_unlisted(struct btrfs *b, struct walk *w, struct reach *r,
+			  struct ndz_error *err)
+{
+	uint64_t count = 0, first = 0, tree = 0, logical_used = w->logical_used;
+	int rc;
+
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->listed[i])
+			continue;
+		if (!count++) {
+			first = r->at[i];
+			tree = r->tree[i];
+		}
+		rc = emit(b, w, r->at[i], b->nodesize, err);
+		if (rc)
+			return rc;
+	}
+	w->logical_used = logical_used;
+	if (count)
+		ndz_fs_warn(b->warn, b->warn_ctx, "btrfs",
+			    "%llu tree block%s reached from the roots %s missing from the extent "
+			    "tree (the first at logical %llu, of tree %lld); imaging %s too",
+			    (unsigned long long)count, count == 1 ? "" : "s",
+			    count == 1 ? "is" : "are", (unsigned long long)first, (long long)tree,
+			    count == 1 ? "it" : "them");
+	return 0;
+}
+
 static int btrfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
 		      struct ndz_error *err)
 {
 	struct btrfs *b = h;
 	struct walk w;
-	uint64_t head = 1024 * 1024, used;
+	struct reach r;
+	uint64_t head = 1024 * 1024, used, extent_root;
+	uint8_t extent_level;
 	int rc;
 
+	memset(&r, 0, sizeof(r));
 	st->fs_bytes = b->total_bytes;
 	st->block_size = b->sectorsize;
 	snprintf(st->detail, sizeof(st->detail), "btrfs, %u-byte sectors, %u-byte nodes",
 		 b->sectorsize, b->nodesize);
 	memset(&w, 0, sizeof(w));
 	w.item = root_item;
+	b->nroots = 0;
 	rc = walk_tree(b, &w, b->root, b->root_level, err);
 	if (rc)
 		goto out;
 	if (!w.found)
 		return bad(err, "no extent tree");
-	{
-		uint64_t root = w.found_bytenr;
-		uint8_t level = w.found_level;
-
-		memset(&w, 0, sizeof(w));
-		w.item = extent_item;
-		w.fn = fn;
-		w.ctx = ctx;
-		rc = walk_tree(b, &w, root, level, err);
-		if (rc)
-			goto out;
+	extent_root = w.found_bytenr;
+	extent_level = w.found_level;
+	/* every tree block the roots reach: the root tree, the chunk tree, each root item's */
+	rc = reach_tree(b, &r, b->root, b->root_level, 1, err);
+	if (rc == 0)
+		rc = reach_tree(b, &r, b->chunk_root, b->chunk_level, CHUNK_TREE_OBJECTID, err);
+	for (size_t i = 0; rc == 0 && i < b->nroots; i++)
+		rc = reach_tree(b, &r, b->roots[i].bytenr, b->roots[i].level, b->roots[i].obj, err);
+	if (rc == 0)
+		rc = reach_sort(&r);
+	if (rc)
+		goto out;
+	memset(&w, 0, sizeof(w));
+	w.item = extent_item;
+	w.fn = fn;
+	w.ctx = ctx;
+	w.reach = &r;
+	rc = walk_tree(b, &w, extent_root, extent_level, err);
+	if (rc)
+		goto out;
+	if (w.logical_used != b->bytes_used) {
+		rc = bad(err, "extent tree holds %llu bytes, the superblock says %llu",
+			 (unsigned long long)w.logical_used, (unsigned long long)b->bytes_used);
+		goto out;
 	}
-	if (w.logical_used != b->bytes_used)
-		return bad(err, "extent tree holds %llu bytes, the superblock says %llu",
-			   (unsigned long long)w.logical_used, (unsigned long long)b->bytes_used);
+	rc = image_unlisted(b, &w, &r, err);
+	if (rc)
+		goto out;
 	/* the first MiB (boot loaders, the primary superblock) and the copies */
 	used = w.used;
 	if (head > b->total_bytes)
@@ -505,6 +744,7 @@ static int btrfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats 
 	}
 	st->used_bytes = used;
 out:
+	reach_release(&r);
 	return rc == NDZ_ESHORTREAD ? bad(err, "metadata beyond the end of the volume") : rc;
 }
 

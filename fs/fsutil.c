@@ -15,6 +15,21 @@ int ndz_fs_bad(struct ndz_error *err, const char *module, const char *fmt, ...)
 	return ndz_error_set(err, NDZ_EFS, 0, "%s: %s", module, msg);
 }
 
+void ndz_fs_warn(void (*warn)(void *ctx, const char *msg), void *ctx, const char *module,
+		 const char *fmt, ...)
+{
+	char msg[NDZ_ERRMSG_MAX], full[NDZ_ERRMSG_MAX + 32];
+	va_list ap;
+
+	if (!warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(full, sizeof(full), "%s: %s", module, msg);
+	warn(ctx, full);
+}
+
 /* The first index in [i, end) whose bit is not bit, or end; whole bytes at a time. */
 static uint64_t run_end(const uint8_t *map, uint64_t i, uint64_t end, int bit)
 {

@@ -16,6 +16,13 @@
 int ndz_fs_bad(struct ndz_error *err, const char *module, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * ndz_fs_warn - hand warn (may be NULL) the message "module: " followed by fmt,
+ * for a disagreement the walk survives by imaging more (fs.h ndz_fs_opts.warn).
+ */
+void ndz_fs_warn(void (*warn)(void *ctx, const char *msg), void *ctx, const char *module,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* ndz_fs_bit - bit i of an LSB-first bitmap (bit 0 is the low bit of map[0]): 0 or 1. */
 static inline int ndz_fs_bit(const uint8_t *map, uint64_t i)
 {

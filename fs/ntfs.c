@@ -1,7 +1,8 @@
 /*
- * NTFS through libntfs-3g: free clusters from $Bitmap, the contents of
- * pagefile.sys, swapfile.sys and hiberfil.sys left out unless asked, and the
- * backup boot sector past the last cluster kept.
+ * NTFS through libntfs-3g: free clusters from $Bitmap, unioned with the runs
+ * of every in-use MFT record (a warning when $Bitmap left some out), the
+ * contents of pagefile.sys, swapfile.sys and hiberfil.sys left out unless
+ * asked, and the backup boot sector past the last cluster kept.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,12 +18,14 @@
 #include <ntfs-3g/inode.h>
 #include <ntfs-3g/layout.h>
 #include <ntfs-3g/logging.h>
+#include <ntfs-3g/mst.h>
 #include <ntfs-3g/runlist.h>
 #include <ntfs-3g/volume.h>
 
 #include "err.h"
 #include "fs.h"
 #include "fsutil.h"
+#include "le.h"
 #include "ranges.h"
 
 /* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
@@ -160,6 +163,8 @@ struct ntfs {
 	struct ndz_ranges skip;        /* clusters of pagefile.sys and the like */
 	uint64_t skipped;
 	int hib_kept;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 static int ntfs_probe(struct ndz_io *io)
@@ -253,6 +258,8 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 		return NDZ_ENOMEM;
 	n->io = io;
 	n->priv.io = io;
+	n->warn = o ? o->warn : NULL;
+	n->warn_ctx = o ? o->warn_ctx : NULL;
 	ndz_ranges_init(&n->skip);
 	dev = ntfs_device_alloc(io->name, 0, &dev_ops, &n->priv);
 	if (!dev) {
@@ -350,6 +357,146 @@ static int emit(struct ntfs *n, uint64_t a, uint64_t b, size_t *k, ndz_extent_fn
 	return 0;
 }
 
+/* what the MFT walk found against $Bitmap */
+struct mft_tally {
+	uint64_t added, first_lcn, first_rec;
+	uint64_t unreadable, first_bad;
+};
+
+/* Every cluster of the runs of the non-resident attribute a (of record rec) set in the bitmap. */
+static int mark_runs(struct ntfs *n, const uint8_t *a, uint64_t rec, struct mft_tally *t)
+{
+	runlist_element *rl = ntfs_mapping_pairs_decompress(n->vol, (const ATTR_RECORD *)a, NULL);
+
+	if (!rl)
+		return errno == ENOMEM ? NDZ_ENOMEM : 1;
+	for (runlist_element *r = rl; r->length; r++) {
+		uint64_t lcn, len;
+
+		if (r->lcn < 0 || r->length < 0 || (uint64_t)r->lcn >= n->nclusters)
+			continue;
+		lcn = (uint64_t)r->lcn;
+		len = (uint64_t)r->length;
+		if (len > n->nclusters - lcn)
+			len = n->nclusters - lcn;
+		for (uint64_t c = lcn; c < lcn + len; c++) {
+			if (ndz_fs_bit(n->bitmap, c))
+				continue;
+			n->bitmap[c >> 3] |= (uint8_t)(1u << (c & 7));
+			if (!t->added++) {
+				t->first_lcn = c;
+				t->first_rec = rec;
+			}
+		}
+	}
+	free(rl);
+	return 0;
+}
+
+/* One MFT record (fixed up): the runs of each of its non-resident attributes. */
+static int record_runs(struct ntfs *n, uint8_t *r, uint32_t size, uint64_t rec,
+		       struct mft_tally *t)
+{
+	uint32_t used = get_le32(r + 24), off = get_le16(r + 20);
+
+	if (!(get_le16(r + 22) & 1))    /* MFT_RECORD_IN_USE */
+		return 0;
+	if (used > size)
+		used = size;
+	while (off <= used && used - off >= 16) {
+		uint32_t type = get_le32(r + off), len = get_le32(r + off + 4);
+		int rc;
+
+		if (type == 0xffffffffu || len < 16 || len > used - off || (len & 7))
+			break;
+		if (r[off + 8] && len >= 64) {
+			rc = mark_runs(n, r + off, rec, t);
+			if (rc < 0)
+				return rc;
+			if (rc > 0 && !t->unreadable++)
+				t->first_bad = rec;
+		}
+		off += len;
+	}
+	return 0;
+}
+
+/*
+ * Set in n->bitmap every cluster that a non-resident attribute of an in-use
+ * MFT record runs over (base and extension records alike, so attribute lists
+ * need no following): the union of $Bitmap and the MFT. Costs one read of
+ * the MFT. A record that cannot be read is counted and passed over.
+ */
+static int mft_union(struct ntfs *n)
+{
+	ntfs_volume *v = n->vol;
+	uint32_t size = v->mft_record_size, batch = 256;
+	uint64_t nrec, mapbytes;
+	uint8_t *map = NULL, *buf = NULL;
+	struct mft_tally t = { 0 };
+	int rc = NDZ_ENOMEM;
+
+	if (!v->mft_na || !v->mftbmp_na || size < 256 || v->mft_na->initialized_size < 0)
+		return 0;
+	nrec = (uint64_t)v->mft_na->initialized_size / size;
+	mapbytes = (uint64_t)v->mftbmp_na->initialized_size;
+	if (mapbytes * 8 < nrec)
+		nrec = mapbytes * 8;
+	map = malloc(mapbytes ? mapbytes : 1);
+	buf = malloc((size_t)size * batch);
+	if (!map || !buf)
+		goto out;
+	if (ntfs_attr_pread(v->mftbmp_na, 0, (s64)mapbytes, map) != (s64)mapbytes) {
+		t.unreadable = nrec;    /* nothing to go by but $Bitmap */
+		rc = 0;
+		goto out;
+	}
+	for (uint64_t i = 0; i < nrec; i += batch) {
+		uint64_t k = nrec - i < batch ? nrec - i : batch;
+		s64 want = (s64)(k * size);
+
+		if (ntfs_attr_pread(v->mft_na, (s64)(i * size), want, buf) != want) {
+			if (!t.unreadable)
+				t.first_bad = i;
+			t.unreadable += k;
+			continue;
+		}
+		for (uint64_t j = 0; j < k; j++) {
+			uint8_t *r = buf + j * size;
+
+			if (!ndz_fs_bit(map, i + j))
+				continue;
+			if (get_le32(r) != 0x454c4946u ||    /* "FILE" */
+			    ntfs_mst_post_read_fixup((NTFS_RECORD *)r, size)) {
+				if (!t.unreadable++)
+					t.first_bad = i + j;
+				continue;
+			}
+			rc = record_runs(n, r, size, i + j, &t);
+			if (rc < 0)
+				goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(map);
+	free(buf);
+	if (t.added)
+		ndz_fs_warn(n->warn, n->warn_ctx, "ntfs",
+			    "%llu cluster%s $Bitmap calls free %s in use by MFT record %llu%s; "
+			    "imaging %s too",
+			    (unsigned long long)t.added, t.added == 1 ? "" : "s",
+			    t.added == 1 ? "is" : "are", (unsigned long long)t.first_rec,
+			    t.added == 1 ? "" : " and others", t.added == 1 ? "it" : "them");
+	if (t.unreadable)
+		ndz_fs_warn(n->warn, n->warn_ctx, "ntfs",
+			    "%llu MFT record%s marked in use could not be read (the first: %llu); "
+			    "the clusters %s use are as $Bitmap says",
+			    (unsigned long long)t.unreadable, t.unreadable == 1 ? "" : "s",
+			    (unsigned long long)t.first_bad, t.unreadable == 1 ? "it may" : "they");
+	return rc;
+}
+
 static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
 		     struct ndz_error *err)
 {
@@ -365,6 +512,9 @@ static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 		 n->vol->major_ver, n->vol->minor_ver, n->csize,
 		 n->skipped ? ", page/hibernation files skipped" : "",
 		 n->hib_kept ? ", hibernated (hiberfil.sys kept)" : "");
+	rc = mft_union(n);
+	if (rc)
+		return rc;
 	while (ndz_fs_next_run(n->bitmap, &pos, n->nclusters, 1, &i, &j)) {
 		rc = emit(n, i, j, &k, fn, ctx, &used);
 		if (rc)

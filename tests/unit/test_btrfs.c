@@ -270,6 +270,143 @@ static void test_damage(void **state)
 	expect_bad("no extent tree");
 }
 
+/* a node at logical l (both DUP copies), level level, pointing at n children */
+static void node(const struct geo *g, uint64_t l, uint8_t level, const uint64_t *child, int n)
+{
+	uint8_t b[NODE];
+
+	memset(b, 0, sizeof(b));
+	memcpy(b + 0x20, fsid, 16);
+	put_le64(b + 0x30, l);
+	put_le64(b + 0x50, 7);
+	put_le64(b + 0x58, 5);
+	put_le32(b + 0x60, (uint32_t)n);
+	b[0x64] = level;
+	for (int i = 0; i < n; i++) {
+		uint8_t *e = b + 101 + 33 * i;
+
+		key(e, 256 + (uint64_t)i, 1, 0);
+		put_le64(e + 17, child[i]);
+		put_le64(e + 25, 7);
+	}
+	seal(b, NODE);
+	memcpy(vol + g->a0 + (l - LOG_A), b, NODE);
+	memcpy(vol + g->a1 + (l - LOG_A), b, NODE);
+}
+
+/* the root tree rewritten: the extent tree's root item and the fs tree's at fs_root */
+static void add_fs_tree(const struct geo *g, uint64_t fs_root, uint8_t level)
+{
+	uint8_t re[439], rf[439];
+
+	memset(re, 0, sizeof(re));
+	put_le64(re + 176, LOG_A + 2 * NODE);
+	put_le32(re + 216, 1);
+	memset(rf, 0, sizeof(rf));
+	put_le64(rf + 176, fs_root);
+	put_le32(rf + 216, 1);
+	rf[238] = level;
+	{
+		struct item r[2] = { { 2, 0, 132, re, sizeof(re) }, { 5, 0, 132, rf, sizeof(rf) } };
+
+		leaf(g, LOG_A + NODE, 1, r, 2);
+	}
+}
+
+static char warned[512];
+static int nwarned;
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	(void)ctx;
+	snprintf(warned, sizeof(warned), "%s", msg);
+	nwarned++;
+}
+
+/* walk with a warning callback; returns walk's result */
+static int run_warn(struct got *g)
+{
+	struct ndz_fs_opts o = { 0 };
+	struct ndz_fs_stats st;
+	struct ndz_error err = { 0 };
+	struct ndz_io *io;
+	void *fs = NULL;
+	int rc;
+
+	o.warn = warn_cb;
+	warned[0] = 0;
+	nwarned = 0;
+	memset(g, 0, sizeof(*g));
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(ndz_io_open_mem(vol, size, 0, &io), 0);
+	rc = ndz_fs_btrfs.open(io, &o, &fs, &err);
+	if (rc == 0) {
+		rc = ndz_fs_btrfs.walk(fs, collect, g, &st, &err);
+		ndz_fs_btrfs.close(fs);
+	}
+	ndz_io_close(io);
+	return rc;
+}
+
+static int reported(const struct got *g, uint64_t off, uint64_t len)
+{
+	for (int i = 0; i < g->n && i < 16; i++)
+		if (g->off[i] == off && g->len[i] == len)
+			return 1;
+	return 0;
+}
+
+/*
+ * A tree the extent tree does not list: its blocks are kept at both copies and
+ * a warning counts them; one it does list: nothing more, no warning.
+ */
+static void test_unlisted(void **state)
+{
+	struct got g;
+	uint64_t leafs[2] = { LOG_A + 4 * NODE, LOG_A + 5 * NODE };
+
+	(void)state;
+	/* the fs tree's root a leaf the extent tree lacks (leaves are not read) */
+	make_btrfs(&big, VOL);
+	add_fs_tree(&big, LOG_A + 3 * NODE, 0);
+	assert_int_equal(run_warn(&g), 0);
+	assert_int_equal(g.n, 10);
+	assert_true(reported(&g, big.a0 + 3 * NODE, NODE));
+	assert_true(reported(&g, big.a1 + 3 * NODE, NODE));
+	assert_int_equal(nwarned, 1);
+	assert_non_null(strstr(warned, "btrfs: 1 tree block reached from the roots is missing "
+				       "from the extent tree (the first at logical"));
+	assert_non_null(strstr(warned, "of tree 5); imaging it too"));
+	/* a level-1 root and its two leaves, none listed */
+	make_btrfs(&big, VOL);
+	add_fs_tree(&big, LOG_A + 3 * NODE, 1);
+	node(&big, LOG_A + 3 * NODE, 1, leafs, 2);
+	assert_int_equal(run_warn(&g), 0);
+	assert_int_equal(g.n, 14);
+	for (int i = 3; i < 6; i++) {
+		assert_true(reported(&g, big.a0 + (uint64_t)i * NODE, NODE));
+		assert_true(reported(&g, big.a1 + (uint64_t)i * NODE, NODE));
+	}
+	assert_non_null(strstr(warned, "3 tree blocks reached from the roots are missing"));
+	/* the fs tree's root pointing at the extent tree's leaf: listed, so no warning */
+	make_btrfs(&big, VOL);
+	add_fs_tree(&big, LOG_A + 2 * NODE, 0);
+	assert_int_equal(run_warn(&g), 0);
+	assert_int_equal(g.n, 8);
+	assert_int_equal(nwarned, 0);
+	/* an unaligned block pointer: the walk cannot be trusted */
+	make_btrfs(&big, VOL);
+	add_fs_tree(&big, LOG_A + 3 * NODE + 1, 0);
+	assert_int_equal(run_warn(&g), NDZ_EFS);
+	/* a node whose child is the node itself: reached once, so the walk ends */
+	make_btrfs(&big, VOL);
+	add_fs_tree(&big, LOG_A + 3 * NODE, 1);
+	leafs[0] = LOG_A + 3 * NODE;
+	node(&big, LOG_A + 3 * NODE, 1, leafs, 1);
+	assert_int_equal(run_warn(&g), 0);
+	assert_int_equal(nwarned, 1);
+}
+
 /* NDZ_BTRFS_SEEDS=DIR: a 1 MiB variant, written up to its last tree block */
 static void write_seed(void)
 {
@@ -309,6 +446,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walk),
 		cmocka_unit_test(test_damage),
+		cmocka_unit_test(test_unlisted),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

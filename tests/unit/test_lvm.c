@@ -333,6 +333,14 @@ static void build_pv(uint8_t *d, const char *text)
 	build_pv_how(d, text, 0);
 }
 
+static char warned[512];
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	(void)ctx;
+	snprintf(warned, sizeof(warned), "%s", msg);
+}
+
 static int run_module(uint8_t *d, struct calls *c, struct ndz_fs_stats *st,
 		      struct ndz_error *err)
 {
@@ -341,6 +349,8 @@ static int run_module(uint8_t *d, struct calls *c, struct ndz_fs_stats *st,
 	void *fs;
 	int rc;
 
+	o.warn = warn_cb;
+	warned[0] = 0;
 	assert_int_equal(ndz_io_open_mem(d, VOLB, 0, &io), 0);
 	assert_int_equal(ndz_fs_lvm.probe(io), 1);
 	rc = ndz_fs_lvm.open(io, &o, &fs, err);
@@ -377,6 +387,7 @@ static void test_module(void **state)
 	assert_int_equal(c.off[1], MDA);
 	assert_int_equal(c.off[2], PE_START + 10 * EXT);
 	assert_int_equal(c.len[2], 4 * EXT);
+	assert_string_equal(warned, "");
 	if (!seed_pv) {
 		seed_pv = malloc(VOLB);
 		if (seed_pv)
@@ -422,6 +433,14 @@ static void test_module(void **state)
 	memset(&err, 0, sizeof(err));
 	assert_int_equal(run_module(d, &c, &st, &err), NDZ_EFS);
 	assert_non_null(strstr(ndz_error_msg(&err), "hold different metadata"));
+	/* lvb holding swap with TuxOnIce's image: the swap module's warning, LV named */
+	build_pv(d, good);
+	memcpy(d + PE_START + 20 * EXT, "\xed\xc3\x02\xe9\x98\x56\xe5\x0c", 8);
+	memcpy(d + PE_START + 20 * EXT + 4086, "SWAPSPACE2", 10);
+	c.n = 0;
+	assert_int_equal(run_module(d, &c, &st, &err), 0);
+	assert_string_equal(warned, "LV lvb: swap: holds TuxOnIce's hibernation image; "
+				    "imaging the whole area");
 	free(d);
 }
 
