@@ -17,6 +17,13 @@ typedef int (*ndz_extent_fn)(void *ctx, uint64_t off, uint64_t len);
 struct ndz_fs_opts {
 	int keep_pagefile;             /* NTFS: image pagefile.sys and hiberfil.sys contents */
 	int keep_journal;              /* ext3/4: image a clean journal's body as it is */
+	/*
+	 * a warning for the user about a volume imaged nonetheless ("ext: group 3:
+	 * free count disagrees with the bitmap"); the caller names the volume. May
+	 * be NULL.
+	 */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
 };
 
 /* What walk learned, for the -i report. */

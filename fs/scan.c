@@ -227,6 +227,19 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a) : 0;
 }
 
+/* A module's warning about the volume it reads, named as scan_volume names it. */
+struct volume_warn {
+	struct scan *s;
+	const char *what;
+};
+
+static void volume_warn(void *ctx, const char *msg)
+{
+	struct volume_warn *w = ctx;
+
+	warnf(w->s, "%s: %s", w->what, msg);
+}
+
 /* How a volume is to be read before any override: by probing, or a fixed module. */
 static const struct ndz_fs_module *module_for_type(enum ndz_scheme scheme, uint32_t type)
 {
@@ -247,7 +260,8 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		       struct ndz_scan_entry *e)
 {
 	uint64_t sectors = ndz_sectors_of(io->size);
-	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal };
+	struct volume_warn vw = { s, what };
+	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal, volume_warn, &vw };
 	struct ndz_ranges tmp = NDZ_RANGES_INIT, ztmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
 	struct collect c = { &tmp, at, io->size, 0 }, zc = { &ztmp, at, io->size, 1 };
