@@ -291,6 +291,8 @@ struct refs {
 	ext2fs_block_bitmap map;       /* where references are marked */
 	blk64_t start, len;            /* a run of blocks being gathered */
 	uint64_t outside;              /* references past the filesystem's end */
+	uint64_t *budget;              /* references left before the walk gives up */
+	int over;                      /* the budget ran out: cross-links beyond belief */
 };
 
 static void refs_flush(struct refs *r)
@@ -306,8 +308,16 @@ static void refs_add(struct refs *r, blk64_t b, blk64_t n)
 	blk64_t first = r->fs->super->s_first_data_block;
 	blk64_t end = ext2fs_blocks_count(r->fs->super);
 
-	if (n == 0)
+	if (n == 0 || r->over)
 		return;
+	/* a garbled map can name the same blocks a billion times (an indirect block
+	   that points at itself): more than the filesystem holds twice over is
+	   no map to trust */
+	if (*r->budget <= n) {
+		r->over = 1;
+		return;
+	}
+	*r->budget -= n + 1;
 	if (b < first || b >= end || n > end - b) {
 		r->outside++;
 		if (b < first || b >= end)
@@ -345,9 +355,11 @@ static void mark_metadata(struct refs *r)
 static int ref_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
 		     int ref_offset, void *priv)
 {
+	struct refs *r = priv;
+
 	(void)fs, (void)blockcnt, (void)ref_blk, (void)ref_offset;
-	refs_add(priv, *blocknr, 1);
-	return 0;
+	refs_add(r, *blocknr, 1);
+	return r->over ? BLOCK_ABORT : 0;
 }
 
 /*
@@ -378,14 +390,14 @@ static int mark_inode(struct refs *r, ext2_ino_t ino, struct ext2_inode *inode, 
 			rc = -1;
 			goto out;
 		}
-		while (!(ec = ext2fs_extent_get(h, op, &x))) {
+		while (!r->over && !(ec = ext2fs_extent_get(h, op, &x))) {
 			op = EXT2_EXTENT_NEXT;
 			if (x.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
 				continue;
 			/* a leaf's extent, or an index entry: the node one level down */
 			refs_add(r, x.e_pblk, (x.e_flags & EXT2_EXTENT_FLAGS_LEAF) ? x.e_len : 1);
 		}
-		if (ec != EXT2_ET_EXTENT_NO_NEXT && ec != EXT2_ET_EXTENT_NO_DOWN)
+		if (!r->over && ec != EXT2_ET_EXTENT_NO_NEXT && ec != EXT2_ET_EXTENT_NO_DOWN)
 			rc = -1;
 		ext2fs_extent_free(h);
 		goto out;
@@ -476,8 +488,17 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 		if (!ext2fs_test_inode_bitmap2(fs->inode_map, ino) &&
 		    (inode->i_links_count == 0 || inode->i_dtime))
 			continue;
+		/* checksums are ignored while reading (the union takes what it can), not here */
+		if (ext2fs_has_feature_metadata_csum(fs->super) &&
+		    !ext2fs_inode_csum_verify(fs, ino, (struct ext2_inode_large *)inode))
+			garbled++;
 		if (mark_inode(ino == jino ? j : r, ino, inode, buf) && broken++ == 0)
 			first_broken = ino;
+		if (r->over || j->over) {
+			rc = bad(err, "inodes map more blocks than the filesystem holds, over and "
+				 "over");
+			goto out;
+		}
 	}
 	if (garbled)
 		ext_warn(e, "%llu inodes fail their checksum; imaging what they map too",
@@ -527,7 +548,8 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	uint64_t fsbytes = (last + 1) * bs;
 	uint64_t used = 0, missed;
 	ext2fs_block_bitmap all = NULL, jmap = NULL;
-	struct refs r = { fs, NULL, 0, 0, 0 }, j = { fs, NULL, 0, 0, 0 };
+	uint64_t budget = 2 * (uint64_t)ext2fs_blocks_count(fs->super) + 65536;
+	struct refs r = { fs, NULL, 0, 0, 0, &budget, 0 }, j = { fs, NULL, 0, 0, 0, &budget, 0 };
 	blk64_t b;
 	int rc;
 
