@@ -728,6 +728,8 @@ struct lvm {
 	uint64_t label_off;
 	uint64_t mda[MAX_AREAS][2];    /* offset, size */
 	int nmda;
+	void (*warn)(void *ctx, const char *msg);   /* from ndz_fs_opts, for the LVs' modules */
+	void *warn_ctx;
 };
 
 /* The sector holding LABELONE (0..3), or -1. */
@@ -817,7 +819,6 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	int lab, rc = NDZ_EFS, ndata = 0;
 	uint32_t hoff;
 
-	(void)o;
 	lab = find_label(io, sec);
 	if (lab < 0)
 		return bad(err, "no LABELONE in the first sectors");
@@ -830,6 +831,8 @@ static int lvm_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	if (!l)
 		return NDZ_ENOMEM;
 	l->io = io;
+	l->warn = o ? o->warn : NULL;
+	l->warn_ctx = o ? o->warn_ctx : NULL;
 	l->label_off = (uint64_t)lab * SEC;
 	p = sec + hoff;
 	memcpy(uuid, p, 32);
@@ -913,12 +916,28 @@ fail:
 	return rc;
 }
 
+/* A warning from the module reading an LV, with the LV named. */
+struct lv_warn {
+	struct lvm *l;
+	int lv;
+};
+
+static void lv_warn(void *ctx, const char *msg)
+{
+	struct lv_warn *w = ctx;
+	char buf[400];
+
+	snprintf(buf, sizeof(buf), "LV %s: %s", w->l->vg.lv[w->lv].name, msg);
+	w->l->warn(w->l->warn_ctx, buf);
+}
+
 /* Scan LV lv for a filesystem; 0 with its ranges handed to fn in PV bytes, or
    NDZ_EFS (the caller then keeps its extents whole), NDZ_ENOMEM, NDZ_EIO. */
 static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *what,
 		   size_t what_size)
 {
-	struct ndz_fs_opts fo = { 0 };
+	struct lv_warn w = { l, lv };
+	struct ndz_fs_opts fo = { 0, 0, l->warn ? lv_warn : NULL, &w };
 	struct ndz_fs_stats st;
 	struct ndz_error e = { 0 };
 	const struct ndz_fs_module *mod = NULL;

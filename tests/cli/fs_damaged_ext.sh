@@ -111,6 +111,14 @@ fb=$(debugfs -R "ffb 1 8000" "$T/e" 2>/dev/null | sed -n 's/.*: *\([0-9][0-9]*\)
 dbg "$T/e" "set_inode_field /f5 block[1] $fb"
 damaged "ext2, set_inode_field block[1] to a free block" "$T/e" "$INUSE"
 
+# the superblock says unclean, with errors recorded: warnings, and the union
+mkext "$T/e" $P -t ext4
+freeb_file "$T/e" /f5
+dbg "$T/e" "ssv state 0" "ssv error_count 3"
+damaged "ext4 not cleanly unmounted, errors recorded" "$T/e" "not cleanly unmounted"
+check "ext4 not cleanly unmounted, errors recorded: warns of the errors" \
+	grep -q "ext: the superblock records 3 errors" "$T/err"
+
 # a cleared inode references nothing; its blocks stay marked in the bitmap, so
 # they are imaged as the bitmap says (e2fsck would free them)
 mkext "$T/e" $P -t ext4
