@@ -311,13 +311,12 @@ static void refs_add(struct refs *r, blk64_t b, blk64_t n)
 	if (n == 0 || r->over)
 		return;
 	/* a garbled map can name the same blocks a billion times (an indirect block
-	   that points at itself): more than the filesystem holds twice over is
-	   no map to trust */
-	if (*r->budget <= n) {
+	   that points at itself): far more than the filesystem holds is no map to trust */
+	if (*r->budget < n) {
 		r->over = 1;
 		return;
 	}
-	*r->budget -= n + 1;
+	*r->budget -= n;
 	if (b < first || b >= end || n > end - b) {
 		r->outside++;
 		if (b < first || b >= end)
@@ -548,7 +547,10 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	uint64_t fsbytes = (last + 1) * bs;
 	uint64_t used = 0, missed;
 	ext2fs_block_bitmap all = NULL, jmap = NULL;
-	uint64_t budget = 2 * (uint64_t)ext2fs_blocks_count(fs->super) + 65536;
+	/* every block twice (the metadata, then maybe a cross-link), and an xattr
+	   block shared by every inode */
+	uint64_t budget = 2 * (uint64_t)ext2fs_blocks_count(fs->super) +
+			  fs->super->s_inodes_count + 65536;
 	struct refs r = { fs, NULL, 0, 0, 0, &budget, 0 }, j = { fs, NULL, 0, 0, 0, &budget, 0 };
 	blk64_t b;
 	int rc;

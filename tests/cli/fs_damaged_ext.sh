@@ -119,6 +119,24 @@ damaged "ext4 not cleanly unmounted, errors recorded" "$T/e" "not cleanly unmoun
 check "ext4 not cleanly unmounted, errors recorded: warns of the errors" \
 	grep -q "ext: the superblock records 3 errors" "$T/err"
 
+# a triple indirect block whose every entry points at itself names a billion
+# blocks: the walk gives up in time and takes the filesystem raw
+mkext "$T/e" $P -t ext2 -b 1024
+fb=$(debugfs -R "ffb 1 8000" "$T/e" 2>/dev/null | sed -n 's/.*: *\([0-9][0-9]*\).*/\1/p')
+le=$(printf '\\%o\\%o\\%o\\%o' $((fb & 255)) $((fb >> 8 & 255)) $((fb >> 16 & 255)) $((fb >> 24)))
+: >"$T/self"; i=0; while [ $i -lt 256 ]; do printf "$le" >>"$T/self"; i=$((i + 1)); done
+dd if="$T/self" of="$T/e" bs=1024 seek="$fb" conv=notrunc status=none
+dbg "$T/e" "set_inode_field /f5 block[TIND] $fb"
+# (e2fsck -fn walks it for ever: the restore is compared byte for byte instead)
+n="ext2, a triple indirect block pointing at itself"
+timeout 300 "$IMAGEZIP" "$T/e" "$T/d.ndz" 2>"$T/err"
+check "$n: imagezip exits 0 in time" test $? = 0
+check "$n: warns and takes it raw" grep -q "inodes map more blocks than the filesystem holds.*; taking it raw" "$T/err"
+pattern "$T/d.tgt" $P
+"$IMAGEUNZIP" "$T/d.ndz" "$T/d.tgt" 2>/dev/null
+check "$n: restored byte for byte" cmp -s "$T/e" "$T/d.tgt"
+rm -f "$T/d.ndz" "$T/d.tgt"
+
 # a cleared inode references nothing; its blocks stay marked in the bitmap, so
 # they are imaged as the bitmap says (e2fsck would free them)
 mkext "$T/e" $P -t ext4
