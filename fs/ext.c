@@ -430,8 +430,12 @@ static uint64_t merge(ext2_filsys fs, ext2fs_block_bitmap dst, ext2fs_block_bitm
 			if (ext2fs_find_first_set_block_bitmap2(dst, a, z - 1, &e))
 				e = z;
 			n += ((e - 1) >> bits) - (a >> bits) + 1;
-			ext2fs_mark_block_bitmap_range2(dst, a, (unsigned)(e - a));
-			c = e;
+			for (c = a; c < e;) {    /* the library counts in unsigned int */
+				blk64_t k = e - c < (1u << 30) ? e - c : (1u << 30);
+
+				ext2fs_mark_block_bitmap_range2(dst, c, (unsigned)k);
+				c += k;
+			}
 		}
 		b = z;
 	}
