@@ -3,6 +3,7 @@
  * io_manager over struct ndz_io so a partition of a disk or memory works too.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,7 +156,26 @@ struct ext {
 	struct ndz_io *io;
 	ext2_filsys fs;
 	int keep_journal;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	/* after walk: what the fixed metadata and every inode but the journal use */
+	ext2fs_block_bitmap other;
 };
+
+static void ext_warn(struct ext *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ext_warn(struct ext *e, const char *fmt, ...)
+{
+	char msg[320];
+	va_list ap;
+
+	if (!e->warn)
+		return;
+	memcpy(msg, "ext: ", 5);
+	va_start(ap, fmt);
+	vsnprintf(msg + 5, sizeof(msg) - 5, fmt, ap);
+	va_end(ap);
+	e->warn(e->warn_ctx, msg);
+}
 
 static int ext_probe(struct ndz_io *io)
 {
@@ -181,6 +201,8 @@ static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		return NDZ_ENOMEM;
 	e->io = io;
 	e->keep_journal = o && o->keep_journal;
+	e->warn = o ? o->warn : NULL;
+	e->warn_ctx = o ? o->warn_ctx : NULL;
 	snprintf(name, sizeof(name), "ndz:%p", (void *)io);
 	ec = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS, 0, 0, &ndz_io_manager, &e->fs);
 	if (ec) {
@@ -200,9 +222,24 @@ static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		bad(err, "filesystem larger than its partition");
 		goto inconsistent;
 	}
+	/*
+	 * The inode walk trusts the descriptors (where the inode tables are, how
+	 * much of each is unused); one that fails its checksum cannot be trusted.
+	 */
+	for (dgrp_t g = 0; g < e->fs->group_desc_count; g++) {
+		if (!ext2fs_group_desc_csum_verify(e->fs, g)) {
+			bad(err, "group %u: descriptor checksum does not match", g);
+			goto inconsistent;
+		}
+	}
 	ec = ext2fs_read_block_bitmap(e->fs);
 	if (ec) {
 		bad(err, "block bitmap: %s", error_message(ec));
+		goto inconsistent;
+	}
+	ec = ext2fs_read_inode_bitmap(e->fs);
+	if (ec) {
+		bad(err, "inode bitmap: %s", error_message(ec));
 		goto inconsistent;
 	}
 	*out = e;
@@ -247,6 +284,262 @@ static const char *ext_version(ext2_filsys fs)
 	return ext2fs_has_feature_journal(s) ? "ext3" : "ext2";
 }
 
+/* ---- what uses a block besides the bitmap: fixed metadata and inodes ---- */
+
+struct refs {
+	ext2_filsys fs;
+	ext2fs_block_bitmap map;       /* where references are marked */
+	blk64_t start, len;            /* a run of blocks being gathered */
+	uint64_t outside;              /* references past the filesystem's end */
+	uint64_t *budget;              /* references left before the walk gives up */
+	int over;                      /* the budget ran out: cross-links beyond belief */
+};
+
+static void refs_flush(struct refs *r)
+{
+	if (r->len)
+		ext2fs_mark_block_bitmap_range2(r->map, r->start, (unsigned)r->len);
+	r->len = 0;
+}
+
+/* Blocks [b, b+n) are in use; those outside the filesystem are only counted. */
+static void refs_add(struct refs *r, blk64_t b, blk64_t n)
+{
+	blk64_t first = r->fs->super->s_first_data_block;
+	blk64_t end = ext2fs_blocks_count(r->fs->super);
+
+	if (n == 0 || r->over)
+		return;
+	/* a garbled map can name the same blocks a billion times (an indirect block
+	   that points at itself): far more than the filesystem holds is no map to trust */
+	if (*r->budget < n) {
+		r->over = 1;
+		return;
+	}
+	*r->budget -= n;
+	if (b < first || b >= end || n > end - b) {
+		r->outside++;
+		if (b < first || b >= end)
+			return;
+		n = end - b;
+	}
+	if (r->len && b == r->start + r->len && r->len + n <= (1u << 30)) {
+		r->len += n;
+		return;
+	}
+	refs_flush(r);
+	r->start = b;
+	r->len = n;
+}
+
+/*
+ * The filesystem's own fixed metadata: superblocks and their backups, group
+ * descriptors, reserved GDT blocks, bitmaps, inode tables, the MMP block.
+ */
+static void mark_metadata(struct refs *r)
+{
+	ext2_filsys fs = r->fs;
+
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
+		ext2fs_reserve_super_and_bgd(fs, g, r->map);
+		refs_add(r, ext2fs_block_bitmap_loc(fs, g), 1);
+		refs_add(r, ext2fs_inode_bitmap_loc(fs, g), 1);
+		refs_add(r, ext2fs_inode_table_loc(fs, g), fs->inode_blocks_per_group);
+	}
+	if (ext2fs_has_feature_mmp(fs->super) && fs->super->s_mmp_block)
+		refs_add(r, fs->super->s_mmp_block, 1);
+	refs_flush(r);
+}
+
+static int ref_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
+		     int ref_offset, void *priv)
+{
+	struct refs *r = priv;
+
+	(void)fs, (void)blockcnt, (void)ref_blk, (void)ref_offset;
+	refs_add(r, *blocknr, 1);
+	return r->over ? BLOCK_ABORT : 0;
+}
+
+/*
+ * Mark what inode ino uses: its xattr block, and its block map with the blocks
+ * that hold the map (indirect blocks, extent tree nodes). Returns 0, or -1 when
+ * the map could not be read whole (what was read is marked).
+ */
+static int mark_inode(struct refs *r, ext2_ino_t ino, struct ext2_inode *inode, char *buf)
+{
+	ext2_filsys fs = r->fs;
+	blk64_t acl = ext2fs_file_acl_block(fs, inode);
+	int rc = 0;
+
+	if (acl)
+		refs_add(r, acl, 1);
+	/* reserved inodes (the bad blocks list has no mode) are walked by their map alone */
+	if (ino >= EXT2_FIRST_INODE(fs->super) && !ext2fs_inode_has_valid_blocks2(fs, inode))
+		goto out;
+	if (inode->i_flags & EXT4_INLINE_DATA_FL)
+		goto out;
+	if (inode->i_flags & EXT4_EXTENTS_FL) {
+		ext2_extent_handle_t h;
+		struct ext2fs_extent x;
+		int op = EXT2_EXTENT_ROOT;
+		errcode_t ec;
+
+		if (ext2fs_extent_open2(fs, ino, inode, &h)) {
+			rc = -1;
+			goto out;
+		}
+		while (!r->over && !(ec = ext2fs_extent_get(h, op, &x))) {
+			op = EXT2_EXTENT_NEXT;
+			if (x.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT)
+				continue;
+			/* a leaf's extent, or an index entry: the node one level down */
+			refs_add(r, x.e_pblk, (x.e_flags & EXT2_EXTENT_FLAGS_LEAF) ? x.e_len : 1);
+		}
+		if (!r->over && ec != EXT2_ET_EXTENT_NO_NEXT && ec != EXT2_ET_EXTENT_NO_DOWN)
+			rc = -1;
+		ext2fs_extent_free(h);
+		goto out;
+	}
+	if (ext2fs_block_iterate3(fs, ino, BLOCK_FLAG_READ_ONLY, buf, ref_block, r))
+		rc = -1;
+out:
+	refs_flush(r);
+	return rc;
+}
+
+/* Clusters set in src, not in dst; marked in dst. */
+static uint64_t merge(ext2_filsys fs, ext2fs_block_bitmap dst, ext2fs_block_bitmap src)
+{
+	blk64_t b = fs->super->s_first_data_block, last = ext2fs_blocks_count(fs->super) - 1;
+	int bits = fs->cluster_ratio_bits;
+	uint64_t n = 0;
+
+	while (b <= last) {
+		blk64_t s, z, c;
+
+		if (ext2fs_find_first_set_block_bitmap2(src, b, last, &s))
+			break;
+		if (ext2fs_find_first_zero_block_bitmap2(src, s, last, &z))
+			z = last + 1;
+		for (c = s; c < z;) {
+			blk64_t a, e;
+
+			if (ext2fs_find_first_zero_block_bitmap2(dst, c, z - 1, &a))
+				break;
+			if (ext2fs_find_first_set_block_bitmap2(dst, a, z - 1, &e))
+				e = z;
+			n += ((e - 1) >> bits) - (a >> bits) + 1;
+			for (c = a; c < e;) {    /* the library counts in unsigned int */
+				blk64_t k = e - c < (1u << 30) ? e - c : (1u << 30);
+
+				ext2fs_mark_block_bitmap_range2(dst, c, (unsigned)k);
+				c += k;
+			}
+		}
+		b = z;
+	}
+	return n;
+}
+
+/*
+ * Every inode in use (its bit in the inode bitmap, or links and no deletion
+ * time) marks what it uses: in r, or in j for the journal's own inode.
+ * Returns 0, NDZ_ENOMEM, or NDZ_EFS when the inode tables cannot be read.
+ */
+static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz_error *err)
+{
+	ext2_filsys fs = e->fs;
+	ext2_ino_t jino = ext2fs_has_feature_journal(fs->super) ? fs->super->s_journal_inum : 0;
+	int isize = EXT2_INODE_SIZE(fs->super);
+	uint64_t broken = 0, garbled = 0;
+	ext2_ino_t first_broken = 0;
+	ext2_inode_scan scan = NULL;
+	struct ext2_inode *inode;
+	char *buf;
+	errcode_t ec;
+	int rc = 0;
+
+	inode = malloc((size_t)isize);
+	buf = malloc((size_t)fs->blocksize * 3);
+	if (!inode || !buf) {
+		rc = NDZ_ENOMEM;
+		goto out;
+	}
+	ec = ext2fs_open_inode_scan(fs, 0, &scan);
+	if (ec) {
+		rc = ec == EXT2_ET_NO_MEMORY ? NDZ_ENOMEM : bad(err, "inode tables: %s",
+								 error_message(ec));
+		goto out;
+	}
+	for (;;) {
+		ext2_ino_t ino;
+
+		ec = ext2fs_get_next_inode_full(scan, &ino, inode, isize);
+		if (ec == EXT2_ET_INODE_CSUM_INVALID || ec == EXT2_ET_INODE_IS_GARBAGE) {
+			garbled++;
+			ec = 0;
+		}
+		if (ec == EXT2_ET_BAD_BLOCK_IN_INODE_TABLE)
+			continue;
+		if (ec) {
+			rc = bad(err, "inode tables: %s", error_message(ec));
+			goto out;
+		}
+		if (ino == 0)
+			break;
+		if (!ext2fs_test_inode_bitmap2(fs->inode_map, ino) &&
+		    (inode->i_links_count == 0 || inode->i_dtime))
+			continue;
+		/* checksums are ignored while reading (the union takes what it can), not here */
+		if (ext2fs_has_feature_metadata_csum(fs->super) &&
+		    !ext2fs_inode_csum_verify(fs, ino, (struct ext2_inode_large *)inode))
+			garbled++;
+		if (mark_inode(ino == jino ? j : r, ino, inode, buf) && broken++ == 0)
+			first_broken = ino;
+		if (r->over || j->over) {
+			rc = bad(err, "inodes map more blocks than the filesystem holds, over and "
+				 "over");
+			goto out;
+		}
+	}
+	if (garbled)
+		ext_warn(e, "%llu inodes fail their checksum; imaging what they map too",
+			 (unsigned long long)garbled);
+	if (broken)
+		ext_warn(e, "inode %u%s: block map unreadable; imaging what can be read of it",
+			 first_broken, broken > 1 ? " and others" : "");
+out:
+	ext2fs_close_inode_scan(scan);
+	free(buf);
+	free(inode);
+	return rc;
+}
+
+/* The cheap checks: warnings only, the walk below takes the union anyway. */
+static void cheap_checks(struct ext *e)
+{
+	ext2_filsys fs = e->fs;
+	dgrp_t bad_groups = 0, first_bad = 0;
+
+	if (!(fs->super->s_state & EXT2_VALID_FS))
+		ext_warn(e, "not cleanly unmounted");
+	if (fs->super->s_error_count)
+		ext_warn(e, "the superblock records %u errors", fs->super->s_error_count);
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++)
+		if (group_free(fs, g) != ext2fs_bg_free_blocks_count(fs, g) && bad_groups++ == 0)
+			first_bad = g;
+	if (bad_groups)
+		ext_warn(e, "group %u%s: free count disagrees with the bitmap", first_bad,
+			 bad_groups > 1 ? " and others" : "");
+}
+
+/*
+ * What to image: the union of what the block bitmap marks in use, the fixed
+ * metadata and what every inode in use maps. Damage that empties the bitmap
+ * (blocks freed under a file, with the group counts and checksums rewritten to
+ * agree: e2fsck on a metadata_csum filesystem then finds nothing) loses nothing.
+ */
 static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *st,
 		    struct ndz_error *err)
 {
@@ -256,7 +549,13 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	blk64_t first = fs->super->s_first_data_block;
 	blk64_t last = ext2fs_blocks_count(fs->super) - 1;
 	uint64_t fsbytes = (last + 1) * bs;
-	uint64_t used = 0;
+	uint64_t used = 0, missed;
+	ext2fs_block_bitmap all = NULL, jmap = NULL;
+	/* every block twice (the metadata, then maybe a cross-link), and an xattr
+	   block shared by every inode */
+	uint64_t budget = 2 * (uint64_t)ext2fs_blocks_count(fs->super) +
+			  fs->super->s_inodes_count + 65536;
+	struct refs r = { fs, NULL, 0, 0, 0, &budget, 0 }, j = { fs, NULL, 0, 0, 0, &budget, 0 };
 	blk64_t b;
 	int rc;
 
@@ -264,32 +563,58 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	st->block_size = (uint32_t)bs;
 	snprintf(st->detail, sizeof(st->detail), "%s, %u-byte blocks%s", ext_version(fs),
 		 (unsigned)bs, fs->cluster_ratio_bits ? ", bigalloc" : "");
-	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
-		if (group_free(fs, g) != ext2fs_bg_free_blocks_count(fs, g)) {
-			bad(err, "group %u: free count disagrees with the bitmap", g);
-			return NDZ_EFS;
-		}
+	cheap_checks(e);
+	ext2fs_free_block_bitmap(e->other);
+	e->other = NULL;
+	if (ext2fs_allocate_block_bitmap(fs, "other", &e->other) ||
+	    ext2fs_allocate_block_bitmap(fs, "journal", &jmap) ||
+	    ext2fs_copy_bitmap(fs->block_map, &all)) {
+		rc = NDZ_ENOMEM;
+		goto out;
 	}
+	r.map = e->other;
+	j.map = jmap;
+	mark_metadata(&r);
+	missed = merge(fs, all, e->other);
+	if (missed)
+		ext_warn(e, "the block bitmap calls %llu blocks of the filesystem's own metadata "
+			 "free; imaging them", (unsigned long long)(missed << fs->cluster_ratio_bits));
+	/* inode checksums are the union's business now, not a reason to stop reading */
+	fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
+	rc = mark_inodes(e, &r, &j, err);
+	if (rc)
+		goto out;
+	missed = merge(fs, all, e->other) + merge(fs, all, jmap);
+	if (missed)
+		ext_warn(e, "the block bitmap calls %llu blocks in use by inodes free; imaging them",
+			 (unsigned long long)(missed << fs->cluster_ratio_bits));
+	if (r.outside + j.outside)
+		ext_warn(e, "inodes map %llu blocks outside the filesystem; ignored",
+			 (unsigned long long)(r.outside + j.outside));
+
 	/* the boot block (1 KiB blocks: block 0 is outside the bitmap) */
 	rc = fn(ctx, 0, first ? first * bs : 1024);
 	if (rc)
-		return rc;
+		goto out;
 	b = first;
 	while (b <= last) {
 		blk64_t s, z;
 
-		if (ext2fs_find_first_set_block_bitmap2(fs->block_map, b, last, &s))
+		if (ext2fs_find_first_set_block_bitmap2(all, b, last, &s))
 			break;
-		if (ext2fs_find_first_zero_block_bitmap2(fs->block_map, s, last, &z))
+		if (ext2fs_find_first_zero_block_bitmap2(all, s, last, &z))
 			z = last + 1;
 		used += (z - s) * bs;
 		rc = fn(ctx, s * bs, (z - s) * bs);
 		if (rc)
-			return rc;
+			goto out;
 		b = z;
 	}
 	st->used_bytes = used;
-	return 0;
+out:
+	ext2fs_free_block_bitmap(all);
+	ext2fs_free_block_bitmap(jmap);
+	return rc;
 }
 
 /* ---- a clean journal's body, imaged as zeros ---- */
@@ -299,10 +624,12 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 #define JBD2_SB_V2 4u
 
 struct jrun {
+	ext2fs_block_bitmap other;     /* blocks something besides the journal uses */
 	ndz_extent_fn fn;
 	void *ctx;
 	uint64_t bs;
 	blk64_t start, len;            /* the run of physical blocks being gathered */
+	uint64_t shared;               /* blocks kept as they are: something else uses them */
 	int rc;
 };
 
@@ -322,6 +649,14 @@ static int journal_block(ext2_filsys fs, blk64_t *blocknr, e2_blkcnt_t blockcnt,
 	(void)fs, (void)ref_blk, (void)ref_offset;
 	if (blockcnt < 1)              /* the journal's superblock is imaged as it is */
 		return 0;
+	/* shared with a file or metadata (a damaged filesystem): imaged as data */
+	if (*blocknr < fs->super->s_first_data_block || *blocknr >= ext2fs_blocks_count(fs->super) ||
+	    ext2fs_test_block_bitmap2(j->other, *blocknr)) {
+		j->shared++;
+		if (jrun_flush(j))
+			return BLOCK_ABORT;
+		return 0;
+	}
 	if (j->len && *blocknr == j->start + j->len) {
 		j->len++;
 		return 0;
@@ -349,12 +684,12 @@ static int ext_zeros(void *h, ndz_extent_fn fn, void *ctx)
 	struct ext *e = h;
 	ext2_filsys fs = e->fs;
 	ext2_ino_t ino = fs->super->s_journal_inum;
-	struct jrun j = { fn, ctx, fs->blocksize, 0, 0, 0 };
+	struct jrun j = { e->other, fn, ctx, fs->blocksize, 0, 0, 0, 0 };
 	uint8_t jsb[1024];
 	blk64_t first = 0;
 	errcode_t ec;
 
-	if (e->keep_journal || !ext2fs_has_feature_journal(fs->super) || ino == 0 ||
+	if (e->keep_journal || !e->other || !ext2fs_has_feature_journal(fs->super) || ino == 0 ||
 	    ino > fs->super->s_inodes_count || fs->blocksize < sizeof(jsb))
 		return 0;
 	ec = ext2fs_bmap2(fs, ino, NULL, NULL, 0, 0, NULL, &first);
@@ -370,6 +705,9 @@ static int ext_zeros(void *h, ndz_extent_fn fn, void *ctx)
 				   journal_block, &j);
 	if (ec)
 		return j.rc ? j.rc : NDZ_EIO;
+	if (j.shared)
+		ext_warn(e, "%llu journal blocks are used by something else too; imaging them as "
+			 "they are", (unsigned long long)j.shared);
 	return jrun_flush(&j);
 }
 
@@ -379,6 +717,7 @@ static void ext_close(void *h)
 
 	if (!e)
 		return;
+	ext2fs_free_block_bitmap(e->other);
 	ext2fs_close_free(&e->fs);
 	free(e);
 }

@@ -1,0 +1,175 @@
+#!/bin/sh
+# Damaged ext2/3/4 made with debugfs: blocks in use that the bitmap calls free
+# (freed under a file, reached through indirect blocks, a zeroed bitmap, an inode
+# table marked free), a cleared descriptor checksum, a journal block shared with a
+# file. imagezip images the union of the bitmap and what the inodes and the fixed
+# metadata use (or the whole filesystem raw), warns, and every file reads back.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/fs-lib.sh"
+need mke2fs debugfs e2fsck dumpe2fs
+
+P=$((16 * MIB))
+mkfiles "$T/src" 12 400
+
+# mkext FILE SIZE MKE2FS-ARGS...: random bytes (stale data) under a new filesystem
+mkext() {
+	f=$1 sz=$2; shift 2
+	dirty "$f" "$sz"
+	mke2fs -q -F -E nodiscard "$@" -d "$T/src" "$f" >/dev/null 2>&1
+}
+
+# dbg IMG CMD...: debugfs -w, each argument one request
+dbg() {
+	_img=$1; shift
+	: >"$T/cmds"
+	for _c; do echo "$_c" >>"$T/cmds"; done
+	debugfs -w -f "$T/cmds" "$_img" >/dev/null 2>&1
+}
+
+# agree IMG: every group's free count (and the superblock's) rewritten from the
+# block bitmap, the descriptor checksums recomputed: the damage then passes the
+# free count checks (dumpe2fs lists free clusters by their first blocks)
+agree() {
+	dumpe2fs "$1" 2>/dev/null | awk '
+		/^Block size:/ { bs = $3 } /^Cluster size:/ { cs = $3 }
+		/^Group [0-9]+:/ { g = $2; sub(":", "", g) }
+		/^  Free blocks:/ {
+			r = (cs ? cs / bs : 1); n = 0
+			sub(/^  Free blocks: */, ""); k = split($0, v, ", *")
+			for (i = 1; i <= k; i++) {
+				if (v[i] == "") continue
+				if (split(v[i], ab, "-") == 2) n += (ab[2] - ab[1]) / r + 1; else n++
+			}
+			t += n
+			printf "set_bg %s free_blocks_count %d\nset_bg %s checksum calc\n", g, n, g
+		}
+		END { printf "ssv free_blocks_count %d\n", t * (cs ? cs / bs : 1) }' >"$T/cmds"
+	debugfs -w -f "$T/cmds" "$1" >/dev/null 2>&1
+}
+
+# freeb_file IMG PATH: every block of PATH (data and indirect) marked free, the
+# counts and checksums rewritten to agree
+freeb_file() {
+	debugfs -R "blocks $2" "$1" 2>/dev/null | tr ' ' '\n' | sed -n 's/^\([0-9][0-9]*\)$/freeb \1/p' >"$T/cmds"
+	[ -s "$T/cmds" ] || { echo "# $2: no blocks"; return 1; }
+	debugfs -w -f "$T/cmds" "$1" >/dev/null 2>&1
+	agree "$1"
+}
+
+# fsck_out IMG: e2fsck -fn's findings, without the image's name
+fsck_out() { e2fsck -fn "$1" 2>&1 | sed "s|$1|IMG|g" | grep -v '^e2fsck [0-9]'; }
+
+# damaged NAME IMG WARNING: imagezip exits 0 and warns (WARNING "": says nothing); after imageunzip onto a
+# 0xa5-filled target every file reads back as debugfs reads it on the source, and
+# e2fsck -fn finds on the restore what it finds on the source
+damaged() {
+	n=$1 img=$2 w=$3
+	"$IMAGEZIP" "$img" "$T/d.ndz" 2>"$T/err"; rc=$?
+	check "$n: imagezip exits 0" test $rc = 0
+	if [ -z "$w" ]; then
+		check "$n: nothing to warn about" test ! -s "$T/err"
+	elif grep -q "$w" "$T/err"; then ok "$n: warns ($w)"
+	else not_ok "$n: warns ($w)"; cat "$T/err"; fi
+	pattern "$T/d.tgt" "$(fsize "$img")"
+	"$IMAGEUNZIP" "$T/d.ndz" "$T/d.tgt" 2>/dev/null
+	rm -rf "$T/a" "$T/b"; mkdir "$T/a" "$T/b"
+	debugfs -R "rdump / $T/a" "$img" >/dev/null 2>&1
+	debugfs -R "rdump / $T/b" "$T/d.tgt" >/dev/null 2>&1
+	check "$n: the source holds the files" test -s "$T/a/f5"
+	if diff -r "$T/a" "$T/b" >"$T/diff" 2>&1; then ok "$n: every file reads back identical"
+	else not_ok "$n: every file reads back identical"; head -5 "$T/diff"; fi
+	fsck_out "$img" >"$T/fa"; fsck_out "$T/d.tgt" >"$T/fb"
+	if cmp -s "$T/fa" "$T/fb"; then ok "$n: e2fsck -fn finds the same on the restore"
+	else not_ok "$n: e2fsck -fn finds the same on the restore"; diff "$T/fa" "$T/fb" | head -8; fi
+	rm -f "$T/d.ndz" "$T/d.tgt"
+}
+
+INUSE="blocks in use by inodes free"
+META="blocks of the filesystem's own metadata free"
+
+# a file's blocks freed, counts and checksums agreeing (metadata_csum: silent)
+mkext "$T/e" $P -t ext4 -O metadata_csum
+freeb_file "$T/e" /f5 && freeb_file "$T/e" /f11
+damaged "ext4 metadata_csum, a file's blocks freed" "$T/e" "$INUSE"
+
+mkext "$T/e" $P -t ext4 -b 4096 -O bigalloc -C 16384
+freeb_file "$T/e" /f5 && freeb_file "$T/e" /f11
+damaged "ext4 bigalloc, a file's clusters freed" "$T/e" "$INUSE"
+
+# indirect-mapped files: data, indirect and double indirect blocks freed
+mkext "$T/e" $P -t ext2 -b 1024
+freeb_file "$T/e" /f5 && freeb_file "$T/e" /f11
+damaged "ext2, an indirect-mapped file's blocks freed" "$T/e" "$INUSE"
+
+mkext "$T/e" $P -t ext3 -b 1024
+freeb_file "$T/e" /f5 && freeb_file "$T/e" /f11
+damaged "ext3, an indirect-mapped file's blocks freed" "$T/e" "$INUSE"
+
+# a block pointer set to a free block: the file reads that block's (stale) bytes
+mkext "$T/e" $P -t ext2 -b 1024
+fb=$(debugfs -R "ffb 1 8000" "$T/e" 2>/dev/null | sed -n 's/.*: *\([0-9][0-9]*\).*/\1/p')
+dbg "$T/e" "set_inode_field /f5 block[1] $fb"
+damaged "ext2, set_inode_field block[1] to a free block" "$T/e" "$INUSE"
+
+# the superblock says unclean, with errors recorded: warnings, and the union
+mkext "$T/e" $P -t ext4
+freeb_file "$T/e" /f5
+dbg "$T/e" "ssv state 0" "ssv error_count 3"
+damaged "ext4 not cleanly unmounted, errors recorded" "$T/e" "not cleanly unmounted"
+check "ext4 not cleanly unmounted, errors recorded: warns of the errors" \
+	grep -q "ext: the superblock records 3 errors" "$T/err"
+
+# a triple indirect block whose every entry points at itself names a billion
+# blocks: the walk gives up in time and takes the filesystem raw
+mkext "$T/e" $P -t ext2 -b 1024
+fb=$(debugfs -R "ffb 1 8000" "$T/e" 2>/dev/null | sed -n 's/.*: *\([0-9][0-9]*\).*/\1/p')
+le=$(printf '\\%o\\%o\\%o\\%o' $((fb & 255)) $((fb >> 8 & 255)) $((fb >> 16 & 255)) $((fb >> 24)))
+: >"$T/self"; i=0; while [ $i -lt 256 ]; do printf "$le" >>"$T/self"; i=$((i + 1)); done
+dd if="$T/self" of="$T/e" bs=1024 seek="$fb" conv=notrunc status=none
+dbg "$T/e" "set_inode_field /f5 block[TIND] $fb"
+# (e2fsck -fn walks it for ever: the restore is compared byte for byte instead)
+n="ext2, a triple indirect block pointing at itself"
+timeout 300 "$IMAGEZIP" "$T/e" "$T/d.ndz" 2>"$T/err"
+check "$n: imagezip exits 0 in time" test $? = 0
+check "$n: warns and takes it raw" grep -q "inodes map more blocks than the filesystem holds.*; taking it raw" "$T/err"
+pattern "$T/d.tgt" $P
+"$IMAGEUNZIP" "$T/d.ndz" "$T/d.tgt" 2>/dev/null
+check "$n: restored byte for byte" cmp -s "$T/e" "$T/d.tgt"
+rm -f "$T/d.ndz" "$T/d.tgt"
+
+# a cleared inode references nothing; its blocks stay marked in the bitmap, so
+# they are imaged as the bitmap says (e2fsck would free them)
+mkext "$T/e" $P -t ext4
+dbg "$T/e" "clri /f7"
+damaged "ext4, clri on a file" "$T/e" ""
+check "ext4, clri: the image is not raw" test "$(used_bytes "$T/e")" -lt $((P / 2))
+
+# the bitmap zeroed, its group's free count and checksum rewritten to agree: the
+# filesystem's own metadata is imaged whatever the bitmap says
+mkext "$T/e" $((64 * MIB)) -t ext4 -b 4096 -O ^metadata_csum,uninit_bg,^resize_inode
+bb=$(dumpe2fs "$T/e" 2>/dev/null | sed -n 's/.*Block bitmap at \([0-9]*\).*/\1/p' | head -1)
+dd if=/dev/zero of="$T/e" bs=4096 seek="$bb" count=1 conv=notrunc status=none
+dbg "$T/e" "set_bg 0 free_blocks_count 16384" "ssv free_blocks_count 16384" "set_bg 0 checksum calc"
+damaged "ext4, a zeroed bitmap with the counts rewritten" "$T/e" "$META"
+
+# an inode table marked free
+mkext "$T/e" $P -t ext4 -b 4096
+it=$(dumpe2fs "$T/e" 2>/dev/null | sed -n 's/.*Inode table at \([0-9]*\)-.*/\1/p' | head -1)
+dbg "$T/e" "freeb $it 8"
+agree "$T/e"
+damaged "ext4, an inode table marked free" "$T/e" "$META"
+
+# a cleared group descriptor checksum: the descriptors cannot be trusted, raw
+mkext "$T/e" $P -t ext4 -b 4096
+freeb_file "$T/e" /f5
+dbg "$T/e" "set_bg 0 checksum 0"
+damaged "ext4, a cleared group descriptor checksum" "$T/e" "group 0: descriptor checksum does not match; taking it raw"
+
+# a journal block shared with a file: the clean journal's body is zeroed, but not
+# where the file reads it
+mkext "$T/e" $P -t ext3 -b 1024
+jb=$(debugfs -R "bmap <8> 100" "$T/e" 2>/dev/null)
+head -c 1024 /dev/urandom | dd of="$T/e" bs=1024 seek="$jb" conv=notrunc status=none
+dbg "$T/e" "set_inode_field /f5 block[0] $jb"
+damaged "ext3, a journal block shared with a file" "$T/e" "journal blocks are used by something else too"
+done_testing
