@@ -1,6 +1,7 @@
 #!/bin/sh
-# Damaged superblocks, bitmaps and partition tables: the damaged part is taken
-# raw with a warning (or the backup GPT used), never a crash, never a lost block.
+# Damaged superblocks, bitmaps and partition tables: the damaged part is taken raw
+# with a warning, or with a warning its allocation is the union of its maps and what
+# its metadata uses (or the backup GPT used); never a crash, never a lost block.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
 need mke2fs dumpe2fs debugfs mkntfs ntfscp makefs sfdisk sgdisk e2fsck
