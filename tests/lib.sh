@@ -21,6 +21,16 @@ not_ok() { _n=$((_n + 1)); echo "not ok $_n - $*"; _failed=1; }
 check() { d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
 skip_all() { echo "skip: $*"; exit 77; }
 done_testing() { exit $_failed; }
+# wait_until SECONDS CMD...: poll CMD every 0.1 s; false when it never held
+wait_until() {
+	_w=$(($1 * 10))
+	shift
+	while ! "$@"; do
+		_w=$((_w - 1))
+		[ $_w -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
 IMAGEZIP="$NDZ_BIN/imagezip"
 IMAGEUNZIP="$NDZ_BIN/imageunzip"
 FRISBEED="$NDZ_BIN/frisbeed"

@@ -18,17 +18,6 @@ head -c 600000 /dev/zero >>"$T/src"
 yes "ndz durable test line" | head -c 1000000 >>"$T/src"
 "$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || { not_ok "imagezip the source"; done_testing; }
 
-# wait_until SECONDS CMD...: poll CMD every 0.1 s; false when it never held
-wait_until() {
-	_w=$(($1 * 10))
-	shift
-	while ! "$@"; do
-		_w=$((_w - 1))
-		[ $_w -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
-
 # unzip_held TARGET [OPTIONS...]: start imageunzip on the image from the FIFO $T/in,
 # held open by the test on descriptor 3 (sets $UPID); the image goes in with feed,
 # the input ends with release

@@ -17,15 +17,6 @@ netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host rogue 66 ||
 mc_image a 4 1 || { not_ok "make image"; done_testing; }
 FRISBEE_EXE=$(readlink -f "$FRISBEE")
 
-wait_until() {	# SECONDS CMD...: poll CMD every 0.1 s; false when it never held
-	_w=$(($1 * 10))
-	shift
-	while ! "$@"; do
-		_w=$((_w - 1))
-		[ $_w -gt 0 ] || return 1
-		sleep 0.1
-	done
-}
 # frisbee_pid TARGET: the pid of the frisbee writing TARGET (empty when none)
 frisbee_pid() {
 	for _p in /proc/[0-9]*; do
