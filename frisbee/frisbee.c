@@ -530,8 +530,19 @@ static void fetch_manifest(struct client *c)
 		now = ndz_now_ns();
 		if (got_chunks == m) {
 			/* forged bytes got in (blocks spoofed): throw it all away, ask again */
-			if (ndz_manifest_open(bytes, len, &c->pub, &c->m, &c->err) == 0)
+			int r = ndz_manifest_open(bytes, len, &c->pub, &c->m, &c->err);
+
+			if (r == 0)
 				break;
+			/*
+			 * Whole and shaped right, but naming another key: the image's own
+			 * manifest signed with a key we were not given, far likelier than a
+			 * forger who took the trouble; fetching it again would only bring
+			 * it back. (A bad signature under our key's id is a forger's.)
+			 */
+			if (r == NDZ_EWRONGKEY)
+				cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
+					ndz_error_msg(&c->err));
 			c->forged++;
 			if (now >= deadline)
 				cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
