@@ -1,10 +1,11 @@
 /*
- * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR]: a hostile host for the multicast tests.
- * Learns the image tag from a JOIN_REPLY on the group, then for SECONDS sends, PPS packets a second,
- * garbage, packets of another protocol version, out-of-range requests and forged
- * BLOCKs of random chunks; with SPOOF_ADDR the forged BLOCKs carry that source
- * address (a raw socket), so they pass the client's source check and must be
- * caught by the chunk checksum.
+ * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR [hostile]]: a hostile host for the
+ * multicast tests. Learns the image tag from a JOIN_REPLY on the group, then for
+ * SECONDS sends, PPS packets a second, garbage, packets of another protocol version,
+ * out-of-range requests and forged BLOCKs of random chunks; with SPOOF_ADDR the
+ * forged BLOCKs carry that source address (a raw socket), so they pass the client's
+ * source check and must be caught by the chunk checksum. With "hostile", 21 kinds
+ * in turn (hostile_pkt), the server's own kinds spoofed from SPOOF_ADDR.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,125 @@
 #include "pktbuild.h"
 #include "proto.h"
 
+/*
+ * Kind k (0-20) of the hostile mix into buf: returns its length (0: nothing) and
+ * sets *spoof when it should carry the server's address.
+ */
+static int hostile_pkt(int k, uint32_t tag, const struct ndz_join_info *info,
+		       uint8_t *buf, const uint8_t *data, int *spoof)
+{
+	struct ndz_pkt p;
+	uint32_t chunks = info->chunks;
+	int len;
+
+	memset(&p, 0, sizeof(p));
+	*spoof = 0;
+	p.tag = tag;
+	p.chunk = (uint32_t)random() % chunks;
+	switch (k) {
+	case 0:                         /* garbage */
+		len = (int)(random() % 1500) + 1;
+		memcpy(buf, data, (size_t)(len < 1024 ? len : 1024));
+		return len;
+	case 1: case 2: case 3:         /* a forged BLOCK from the server's address */
+		p.type = NDZ_PKT_BLOCK;
+		p.block = (uint16_t)(random() % 1024);
+		p.data = data;
+		*spoof = 1;
+		break;
+	case 4:                         /* a forged stripe repair */
+		p.type = NDZ_PKT_REPAIR;
+		p.stripe = (uint8_t)(random() % NDZ_FEC_STRIPES);
+		p.index = (uint8_t)(random() % NDZ_FEC_REPAIRS);
+		p.data = data;
+		*spoof = 1;
+		break;
+	case 5:                         /* a forged whole-chunk repair */
+		p.type = NDZ_PKT_REPAIR;
+		p.stripe = NDZ_FEC_WHOLE;
+		p.index = (uint8_t)(random() % NDZ_FEC_WREPAIRS);
+		p.data = data;
+		*spoof = 1;
+		break;
+	case 6:                         /* FEATURES: no repairs */
+		p.type = NDZ_PKT_FEATURES;
+		p.features = 0;
+		*spoof = 1;
+		break;
+	case 7:                         /* FEATURES: every kind of repair */
+		p.type = NDZ_PKT_FEATURES;
+		p.features = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE;
+		*spoof = 1;
+		break;
+	case 8: case 9:                 /* a JOIN_REPLY for another image, spoofed and not */
+		p.type = NDZ_PKT_JOIN_REPLY;
+		p.info = *info;
+		p.info.uuid[0] ^= 0x55;
+		p.tag = ndz_image_tag(p.info.uuid);
+		*spoof = k == 8;
+		break;
+	case 10:                        /* the image's own JOIN_REPLY, spoofed */
+		p.type = NDZ_PKT_JOIN_REPLY;
+		p.info = *info;
+		*spoof = 1;
+		break;
+	case 11:                        /* a whole-chunk REQUEST */
+		p.type = NDZ_PKT_REQUEST;
+		p.client_id = (uint32_t)random();
+		p.count = 1024;
+		break;
+	case 12:                        /* a PREQUEST for every block */
+		p.type = NDZ_PKT_PREQUEST;
+		p.client_id = (uint32_t)random();
+		memset(p.bitmap, 0xff, sizeof(p.bitmap));
+		break;
+	case 13:                        /* an RREQUEST for the most repairs */
+		p.type = NDZ_PKT_RREQUEST;
+		p.client_id = (uint32_t)random();
+		memset(p.need, NDZ_FEC_REPAIRS, NDZ_FEC_STRIPES);
+		p.need[NDZ_FEC_WHOLE] = 255;
+		break;
+	case 14:                        /* a JOIN */
+		p.type = NDZ_PKT_JOIN;
+		p.client_id = (uint32_t)random();
+		break;
+	case 15:                        /* a LEAVE */
+		p.type = NDZ_PKT_LEAVE;
+		p.client_id = (uint32_t)random();
+		break;
+	case 16:                        /* a BLOCK of another image's tag */
+		p.type = NDZ_PKT_BLOCK;
+		p.tag = tag ^ 0x1234567;
+		p.data = data;
+		*spoof = 1;
+		break;
+	case 17:                        /* a BLOCK past the image */
+		p.type = NDZ_PKT_BLOCK;
+		p.chunk = chunks + (uint32_t)(random() % 1000);
+		p.data = data;
+		*spoof = 1;
+		break;
+	case 18:                        /* a request past the image */
+		p.type = NDZ_PKT_REQUEST;
+		p.chunk = chunks + (uint32_t)(random() % 1000);
+		p.count = 1024;
+		break;
+	case 19:                        /* another protocol version */
+		p.type = NDZ_PKT_REQUEST;
+		p.count = 1;
+		len = ndz_pkt_encode(&p, buf, 2048);
+		buf[4] = 99;
+		return len;
+	default:                        /* a valid BLOCK cut short */
+		p.type = NDZ_PKT_BLOCK;
+		p.data = data;
+		len = ndz_pkt_encode(&p, buf, 2048);
+		*spoof = 1;
+		return len > 0 ? len - 1 - (int)(random() % 100) : len;
+	}
+	return ndz_pkt_encode(&p, buf, 2048);
+}
+
 int main(int argc, char **argv)
 {
 	struct ndz_net_opts o = { 0 };
@@ -25,6 +145,8 @@ int main(int argc, char **argv)
 	struct ndz_pace pace;
 	uint8_t buf[2048], data[1024];
 	uint32_t tag = 0, chunks = 1, group, src = 0;
+	struct ndz_join_info info = { 0 };
+	int hostile = argc > 6 && !strcmp(argv[6], "hostile");
 	uint64_t end;
 	unsigned long sent = 0;
 	int raw = -1;
@@ -52,17 +174,32 @@ int main(int argc, char **argv)
 	if (pkt_learn(net, 0xbadc0de, 5000, &p)) {
 		tag = p.tag;
 		chunks = p.info.chunks;
+		info = p.info;
+	}
+	if (hostile && !tag) {
+		fprintf(stderr, "mcrogue: no JOIN_REPLY heard\n");
+		return 1;
 	}
 	srandom((unsigned)getpid());
 	/* 1000 "bytes" a packet: the bucket paces packets, not bits */
 	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 	while (ndz_now_ns() < end) {
-		int len, kind = (int)(random() % 8);
+		int len, spoof, kind = (int)(random() % 8);
 
 		memset(&p, 0, sizeof(p));
 		for (size_t i = 0; i < sizeof(data); i++)
 			data[i] = (uint8_t)random();
+		if (hostile) {
+			len = hostile_pkt((int)(sent % 21), tag, &info, buf, data, &spoof);
+			if (len > 0 && spoof && raw >= 0)
+				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
+			else if (len > 0)
+				ndz_net_send(net, buf, (size_t)len);
+			sent++;
+			ndz_pace_wait(&pace, 1000);
+			continue;
+		}
 		if (kind < 5) {                 /* a forged block */
 			p.type = NDZ_PKT_BLOCK;
 			p.tag = tag;

@@ -1,7 +1,8 @@
 /*
  * Unit tests for lib/fetch: the client's chunk cache and request scheduling on a
  * simulated clock: request-ahead, NAK suppression by snooping, partial requests,
- * re-requests after silence or a bad chunk, and a full cache.
+ * re-requests after silence or a bad chunk, a full cache, and what a chunk count
+ * (a forger's) costs before any chunk comes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -746,6 +748,132 @@ static void test_whole_many_lost(void **state)
 	assert_int_equal(sum, 33);
 }
 
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/*
+ * A cache for the largest chunk count a JOIN_REPLY can announce: made at once, and
+ * what it touches is a few pages, not memory per announced chunk; it asks for chunks
+ * of the image as usual, each once.
+ */
+static void test_huge_count(void **state)
+{
+	static struct sent s;
+	const uint32_t counts[] = { UINT32_MAX, 300000000u };
+	long before = max_rss_kib();
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct ndz_fetch *f = make(counts[k], 64, 8, 99 + k);
+		uint8_t all[NDZ_BITMAP_BYTES];
+		uint64_t now = T0;
+
+		memset(&s, 0, sizeof(s));
+		memset(all, 0xff, sizeof(all));
+		assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 8);
+		/* others' requests for many chunks, and blocks of chunks nobody asked for */
+		for (uint32_t i = 0; i < 100000; i++) {
+			ndz_fetch_snoop(f, i * 40961u % counts[k], all, now);
+			ndz_fetch_block(f, i * 7919u % counts[k], i % 1024, NULL, now);
+		}
+		for (int t = 0; t < 50; t++) {
+			now += REDELAY + MS;
+			ndz_fetch_requests(f, now, t & 1, record, &s);
+		}
+		for (unsigned i = 0; i < s.n; i++)
+			assert_true(s.chunk[i] < counts[k]);
+		ndz_fetch_free(f);
+	}
+	/* the old cache touched 17 bytes an announced chunk: 5 GB for 300 million */
+	assert_true(max_rss_kib() - before < 64 * 1024);
+}
+
+/* Every chunk asked for once, whatever the count (the order is computed, not stored). */
+static void test_order_any_count(void **state)
+{
+	static struct sent s;
+	const uint32_t counts[] = { 1, 2, 3, 7, 64, 65, 1000, 1025 };
+
+	(void)state;
+	for (unsigned k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		struct ndz_fetch *f = make(counts[k], 4, 2, k + 1);
+		static uint32_t seen[1025];
+		struct ndz_fetch_stats st;
+		uint64_t now = T0;
+
+		memset(&s, 0, sizeof(s));
+		memset(seen, 0, sizeof(seen));
+		ndz_fetch_requests(f, now, 0, record, &s);
+		for (unsigned i = 0; i < s.n; i++) {
+			int slot;
+
+			assert_true(s.chunk[i] < counts[k]);
+			seen[s.chunk[i]]++;
+			now += MS;
+			slot = deliver(f, s.chunk[i], 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+			assert_true(slot >= 0);
+			ndz_fetch_accept(f, slot);
+			ndz_fetch_done(f, slot);
+			ndz_fetch_requests(f, now, 0, record, &s);
+		}
+		for (unsigned c = 0; c < counts[k]; c++)
+			assert_int_equal(seen[c], 1);
+		ndz_fetch_get_stats(f, &st);
+		assert_int_equal(st.done, counts[k]);
+		ndz_fetch_free(f);
+	}
+}
+
+/*
+ * A flood of others' requests for distinct chunks (a hostile host's) neither grows
+ * the cache nor loses a chunk: those it does not keep, we ask for in our turn.
+ */
+static void test_snoop_flood(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3000, 4, 2, 5);
+	static uint32_t seen[3000];
+	struct ndz_fetch_stats st;
+	uint8_t all[NDZ_BITMAP_BYTES];
+	uint64_t now = T0;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(seen, 0, sizeof(seen));
+	memset(all, 0xff, sizeof(all));
+	for (uint32_t c = 0; c < 3000; c++)
+		ndz_fetch_snoop(f, c, all, now);
+	/* serve whatever is asked for, one chunk at a time, until all is done */
+	for (unsigned i = 0, guard = 0; guard < 20000; guard++) {
+		ndz_fetch_get_stats(f, &st);
+		if (st.done == 3000)
+			break;
+		now += REDELAY + MS;
+		ndz_fetch_requests(f, now, 0, record, &s);
+		for (; i < s.n; i++) {
+			int slot = deliver(f, s.chunk[i], 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+
+			if (slot < 0)
+				continue;      /* asked again before it came: a duplicate */
+			seen[s.chunk[i]]++;
+			ndz_fetch_accept(f, slot);
+			ndz_fetch_done(f, slot);
+		}
+		if (s.n > 3500)
+			s.n = i = 0;
+	}
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.done, 3000);
+	for (unsigned c = 0; c < 3000; c++)
+		assert_int_equal(seen[c], 1);
+	ndz_fetch_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -764,6 +892,9 @@ int main(void)
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_whole_repairs),
 		cmocka_unit_test(test_whole_many_lost),
+		cmocka_unit_test(test_huge_count),
+		cmocka_unit_test(test_order_any_count),
+		cmocka_unit_test(test_snoop_flood),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
