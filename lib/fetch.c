@@ -46,6 +46,11 @@ struct slot {
 	uint32_t chunk;
 	int state;
 	uint64_t last_req;             /* last covering request seen or sent; 0 never */
+	/* what a failed check casts doubt on (ndz_fetch_retry): blocks that came twice
+	 * with different bytes, and blocks rebuilt from repairs */
+	uint8_t contested[NDZ_BITMAP_BYTES];
+	uint8_t decoded[NDZ_BITMAP_BYTES];
+	int retried;                   /* the last check failed, and these were fetched again */
 	unsigned nhave;
 	uint8_t have[NDZ_BITMAP_BYTES];
 	uint64_t last_block_ns;        /* when a block of it last arrived */
@@ -195,6 +200,18 @@ static void ask_del(struct ndz_fetch *f, uint32_t j)
 	}
 }
 
+int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw)
+{
+	uint64_t sectors = info->source_bytes / NDZ_SECTOR_SIZE +
+			   (info->source_bytes % NDZ_SECTOR_SIZE != 0);
+
+	if (info->chunks > (sectors > 1 ? sectors : 1))
+		return NDZ_ERANGE;
+	if ((raw ? info->image_bytes : info->source_bytes) > room)
+		return NDZ_ETOOSMALL;
+	return 0;
+}
+
 int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
 {
 	struct ndz_fetch *f;
@@ -282,6 +299,9 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	s->wrep = 0;
 	memset(s->wbits, 0, sizeof(s->wbits));
 	s->rcount = 0;
+	memset(s->contested, 0, sizeof(s->contested));
+	memset(s->decoded, 0, sizeof(s->decoded));
+	s->retried = 0;
 	s->last_req = 0;
 	if (ref != NO_REF) {
 		s->last_req = f->asks[ref - f->o.slots].last_req;
@@ -298,7 +318,9 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 static void decode_stripe(struct ndz_fetch *f, struct slot *s, unsigned st)
 {
 	unsigned missing = K - s->sdata[st];
+	uint8_t before[NDZ_BITMAP_BYTES];
 
+	memcpy(before, s->have, sizeof(before));
 	if (s->buf) {
 		uint8_t idx[K];
 		const uint8_t *rp[K];
@@ -317,6 +339,8 @@ static void decode_stripe(struct ndz_fetch *f, struct slot *s, unsigned st)
 		for (unsigned j = 0; j < K; j++)
 			ndz_bit_set(s->have, ndz_fec_block(st, j));
 	}
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		s->decoded[i] |= (uint8_t)(s->have[i] & ~before[i]);
 	s->nhave += missing;
 	s->sdata[st] = K;
 	s->srep[st] = 0;
@@ -348,6 +372,7 @@ static void decode_whole(struct ndz_fetch *f, struct slot *s)
 {
 	unsigned n = 0, cap = s->buf ? s->rcount : NDZ_FEC_WREPAIRS + STRIPES * NDZ_FEC_REPAIRS;
 	unsigned missing = BLOCKS - s->nhave;
+	uint8_t before[NDZ_BITMAP_BYTES];
 	uint8_t *set = malloc(cap ? cap : 1), *idx = malloc(cap ? cap : 1);
 	const uint8_t **rp = malloc(sizeof(*rp) * (cap ? cap : 1));
 
@@ -375,8 +400,11 @@ static void decode_whole(struct ndz_fetch *f, struct slot *s)
 					rp[n++] = NULL;
 				}
 	}
+	memcpy(before, s->have, sizeof(before));
 	if (ndz_fec_wdecode(s->buf, s->have, set, idx, rp, n) != 0)
 		goto out;      /* not determined yet (or no memory): a later arrival tries again */
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		s->decoded[i] |= (uint8_t)(s->have[i] & ~before[i]);
 	s->nhave = BLOCKS;
 	memset(s->sdata, K, sizeof(s->sdata));
 	memset(s->srep, 0, sizeof(s->srep));
@@ -456,6 +484,11 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
 		return -1;
 	if (ndz_bit_test(s->have, block)) {
+		/* the same block twice, different bytes: one of them is forged (or rebuilt
+		 * from a forged repair); should the chunk fail, that block is fetched again */
+		if (data && s->buf &&
+		    memcmp(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE) != 0)
+			ndz_bit_set(s->contested, block);
 		f->st.dups++;
 		return -1;
 	}
@@ -563,6 +596,53 @@ void ndz_fetch_reject(struct ndz_fetch *f, int slot)
 	f->kick = 1;
 }
 
+int ndz_fetch_retry(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+	uint8_t doubt[NDZ_BITMAP_BYTES];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+		doubt[i] = (uint8_t)(s->contested[i] | s->decoded[i]);
+		n += doubt[i] != 0;
+	}
+	if (!n || s->retried || !s->buf) {
+		ndz_fetch_reject(f, slot);
+		return 0;
+	}
+	/* keep the blocks received once; drop the others and every repair, ask again */
+	s->nhave = 0;
+	memset(s->sdata, 0, sizeof(s->sdata));
+	for (unsigned b = 0; b < BLOCKS; b++) {
+		if (ndz_bit_test(doubt, b))
+			s->have[b / 8] &= (uint8_t)~(1u << (b % 8));
+		if (ndz_bit_test(s->have, b)) {
+			s->nhave++;
+			s->sdata[ndz_fec_stripe(b)]++;
+		}
+	}
+	if (s->nhave == BLOCKS) {
+		ndz_fetch_reject(f, slot);
+		return 0;
+	}
+	memset(s->srep, 0, sizeof(s->srep));
+	memset(s->repbits, 0, sizeof(s->repbits));
+	s->wrep = 0;
+	memset(s->wbits, 0, sizeof(s->wbits));
+	s->rcount = 0;
+	memset(s->contested, 0, sizeof(s->contested));
+	memset(s->decoded, 0, sizeof(s->decoded));
+	memset(s->seen, 0, sizeof(s->seen));
+	s->seen_ns = 0;
+	s->retried = 1;
+	s->state = S_FILL;
+	s->moved_on = 1;               /* ask for the rest at once */
+	s->ask_ns = 0;
+	s->last_req = 1;
+	f->kick = 1;
+	return 1;
+}
+
 void ndz_fetch_done(struct ndz_fetch *f, int slot)
 {
 	struct slot *s = &f->slots[slot];
@@ -621,7 +701,9 @@ static int repairs_needed(const struct ndz_fetch *f, const struct slot *s, uint8
 		unsigned u = useful_repairs(s);
 
 		need[WHOLE] = (uint8_t)(missing > u ? missing - u : 1);
-		return 1;
+		if (s->wrep + need[WHOLE] <= NDZ_FEC_WREPAIRS)
+			return 1;
+		need[WHOLE] = 0;       /* (all held, yet short: per stripe, or the blocks) */
 	}
 	for (unsigned st = 0; st < STRIPES; st++) {
 		unsigned held = (unsigned)s->sdata[st] + s->srep[st];
@@ -629,6 +711,14 @@ static int repairs_needed(const struct ndz_fetch *f, const struct slot *s, uint8
 		need[st] = (uint8_t)(held >= K ? 0 : K - held);
 		if (need[st] > most)
 			most = need[st];
+		/*
+		 * A stripe has fewer distinct repairs than blocks: one whose repairs are
+		 * all here (others asked for them all) lacks blocks that only the blocks
+		 * themselves can give; asking for repairs again would bring duplicates
+		 * forever.
+		 */
+		if (need[st] > NDZ_FEC_REPAIRS - s->srep[st])
+			return 0;
 	}
 	return most <= MAX_ASK_REPAIRS;
 }

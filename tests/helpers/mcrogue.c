@@ -1,6 +1,9 @@
 /*
- * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR [hostile]]: a hostile host for the
- * multicast tests. Learns the image tag from a JOIN_REPLY on the group, then for
+ * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR|- [hostile | announce CHUNKS BYTES]]: a
+ * hostile host for the multicast tests. With "announce": a forged server, which
+ * answers every JOIN at once, and announces PPS times a second, with a JOIN_REPLY of
+ * an image of CHUNKS chunks restoring to BYTES bytes (its own address, or
+ * SPOOF_ADDR's), and sends nothing else. Otherwise it learns the image tag from a JOIN_REPLY on the group, then for
  * SECONDS sends, PPS packets a second, garbage, packets of another protocol version,
  * out-of-range requests and forged BLOCKs of random chunks; with SPOOF_ADDR the
  * forged BLOCKs carry that source address (a raw socket), so they pass the client's
@@ -137,6 +140,54 @@ static int hostile_pkt(int k, uint32_t tag, const struct ndz_join_info *info,
 	return ndz_pkt_encode(&p, buf, 2048);
 }
 
+/* The announce mode: see the top of the file. */
+static int announce(struct ndz_net *net, int raw, uint32_t src, uint32_t group, uint16_t port,
+		    unsigned seconds, unsigned pps, uint32_t chunks, uint64_t bytes)
+{
+	uint64_t now = ndz_now_ns(), end = now + seconds * 1000000000ull, next = now;
+	unsigned long sent = 0, answered = 0;
+	struct ndz_pkt p, q;
+	uint8_t buf[2048];
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN_REPLY;
+	for (int i = 0; i < 16; i++)
+		p.info.uuid[i] = (uint8_t)random();
+	p.info.uuid[6] = (uint8_t)((p.info.uuid[6] & 0x0f) | 0x40);
+	p.tag = ndz_image_tag(p.info.uuid);
+	p.info.chunks = chunks;
+	p.info.block_size = NDZ_BLOCK_SIZE;
+	p.info.blocks_per_chunk = NDZ_BLOCKS_PER_CHUNK;
+	p.info.image_bytes = (uint64_t)chunks * NDZ_CHUNK_SIZE;
+	p.info.source_bytes = bytes;
+	while ((now = ndz_now_ns()) < end) {
+		uint32_t from;
+		int n = ndz_net_recv(net, buf, sizeof(buf), 5, &from), len;
+
+		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &q) == 0 && q.type == NDZ_PKT_JOIN) {
+			p.client_id = q.client_id;
+			answered++;
+		} else if (now < next) {
+			continue;
+		} else {
+			p.client_id = 0;
+			next = now + 1000000000ull / (pps ? pps : 1);
+		}
+		len = ndz_pkt_encode(&p, buf, sizeof(buf));
+		if (len <= 0) {
+			fprintf(stderr, "mcrogue: cannot encode the announcement\n");
+			return 1;
+		}
+		if (raw >= 0)
+			pkt_spoof(raw, src, group, port, buf, (size_t)len);
+		else
+			ndz_net_send(net, buf, (size_t)len);
+		sent++;
+	}
+	printf("mcrogue: sent %lu announcements, %lu of them answering a JOIN\n", sent, answered);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ndz_net_opts o = { 0 };
@@ -153,7 +204,7 @@ int main(int argc, char **argv)
 	struct ndz_error err = { 0 };
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR]\n");
+		fprintf(stderr, "usage: mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR|- [hostile | announce CHUNKS BYTES]]\n");
 		return 2;
 	}
 	o.group = argv[1];
@@ -163,13 +214,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mcrogue: %s\n", ndz_error_msg(&err));
 		return 1;
 	}
-	if (argc > 5) {
+	srandom((unsigned)getpid());
+	if (argc > 5 && strcmp(argv[5], "-") != 0) {
 		raw = pkt_raw_open(argv[5], &src);
 		if (raw < 0) {
 			perror("mcrogue: raw socket");
 			return 1;
 		}
 	}
+	if (argc == 9 && !strcmp(argv[6], "announce"))
+		return announce(net, raw, src, group, o.port, (unsigned)atoi(argv[3]),
+				(unsigned)atoi(argv[4]), (uint32_t)strtoul(argv[7], NULL, 10),
+				strtoull(argv[8], NULL, 10));
 	/* learn the image from a JOIN_REPLY (ask for one ourselves) */
 	if (pkt_learn(net, 0xbadc0de, 5000, &p)) {
 		tag = p.tag;
@@ -180,7 +236,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mcrogue: no JOIN_REPLY heard\n");
 		return 1;
 	}
-	srandom((unsigned)getpid());
 	/* 1000 "bytes" a packet: the bucket paces packets, not bits */
 	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;

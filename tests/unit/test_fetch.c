@@ -748,6 +748,103 @@ static void test_whole_many_lost(void **state)
 	assert_int_equal(sum, 33);
 }
 
+/*
+ * A forged block that came before the real one: the chunk fails its check, and only
+ * that block is fetched again; a second failure, or one with nothing in doubt,
+ * fetches the chunk whole.
+ */
+static void test_retry_contested(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3, 4, 1, 11);
+	uint8_t forged[NDZ_BLOCK_SIZE];
+	uint32_t c;
+	int slot;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(forged, 0x5a, sizeof(forged));
+	ndz_fetch_requests(f, T0, 0, record, &s);
+	c = s.chunk[0];
+	assert_int_equal(ndz_fetch_block(f, c, 5, forged, T0), -1);
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 5 * NDZ_BLOCK_SIZE, forged, NDZ_BLOCK_SIZE);
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 1);
+	assert_int_equal(ndz_fetch_kicked(f), 1);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 2 * MS, 0, record, &s);
+	assert_true(s.n >= 1);         /* (and a new chunk: a partial one is not counted ahead) */
+	assert_int_equal(s.chunk[0], c);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), 1);
+	assert_true(ndz_bit_test(s.missing[0], 5));
+	slot = deliver(f, c, 5, 6, NULL, T0 + 3 * MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 5 * NDZ_BLOCK_SIZE, data_of(c, 5),
+			    NDZ_BLOCK_SIZE);
+	/* failing again: the whole chunk */
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 0);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 4 * MS, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_false(s.partial[0]);
+	/* nothing in doubt: whole at once */
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 5 * MS);
+	assert_true(slot >= 0);
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 0);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 6 * MS, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_false(s.partial[0]);
+	ndz_fetch_free(f);
+}
+
+/*
+ * Others asked for every repair of every stripe of a chunk we have no block of (a
+ * hostile host can): a stripe has 127 repairs for 128 blocks, so we must ask for
+ * blocks, not for repairs that can only come as duplicates; one block a stripe
+ * then completes the chunk.
+ */
+static void test_all_repairs_no_blocks(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 21);
+	uint64_t now = T0;
+	int slot = -1;
+	uint32_t c;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR);
+	ndz_fetch_requests(f, now, 0, record, &s);
+	c = s.chunk[0];
+	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++)
+		for (unsigned r = 0; r < NDZ_FEC_REPAIRS; r++)
+			assert_int_equal(ndz_fetch_repair(f, c, st, r, data_of(c, r), now), -1);
+	s.n = 0;
+	now += REDELAY + MS;
+	ndz_fetch_requests(f, now, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_false(s.repair[0]);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK);
+	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++) {
+		unsigned b = ndz_fec_block(st, 0);
+
+		slot = ndz_fetch_block(f, c, b, data_of(c, b), now);
+	}
+	assert_true(slot >= 0);
+	assert_int_equal(ndz_fetch_slot_chunk(f, slot), c);
+	ndz_fetch_free(f);
+}
+
 static long max_rss_kib(void)
 {
 	struct rusage ru;
@@ -895,6 +992,8 @@ int main(void)
 		cmocka_unit_test(test_huge_count),
 		cmocka_unit_test(test_order_any_count),
 		cmocka_unit_test(test_snoop_flood),
+		cmocka_unit_test(test_retry_contested),
+		cmocka_unit_test(test_all_repairs_no_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
