@@ -321,8 +321,16 @@ static void *feeder(void *arg)
 		how = check_chunk(c, buf, chunk, &c->hdrs[slot], &key_streak, &why, &intact);
 		pthread_mutex_lock(&c->lock);
 		if (how != CHUNK_OK) {
+			int partial = 0;
+
 			c->fifo_head = (c->fifo_head + 1) % c->nslots;
 			c->fifo_len--;
+			/* a forged block or repair costs the blocks it casts doubt on, when
+			 * some are (else the chunk is fetched again whole) */
+			if (how != CHUNK_FATAL && intact)
+				partial = ndz_fetch_retry(c->fetch, slot);
+			else
+				ndz_fetch_reject(c->fetch, slot);
 			if (how == CHUNK_FATAL) {
 				c->failed = 1;
 			} else {
@@ -331,16 +339,13 @@ static void *feeder(void *arg)
 				else
 					c->crc_fail++;
 				if (cli_verbose)
-					cli_warn("chunk %u: %s%s; requesting it again", chunk,
+					cli_warn("chunk %u: %s%s; requesting it again%s", chunk,
 						 ndz_strerror(why),
-						 how == CHUNK_FORGED ? " (forged)" : "");
+						 how == CHUNK_FORGED ? " (forged)" : "",
+						 partial == 1 ? " (the blocks in doubt)" :
+						 partial == 2 ? " (each block compared with this copy)" :
+						 "");
 			}
-			/* a forged block or repair costs the blocks it casts doubt on, when
-			 * some are (else the chunk is fetched again whole) */
-			if (how != CHUNK_FATAL && intact)
-				ndz_fetch_retry(c->fetch, slot);
-			else
-				ndz_fetch_reject(c->fetch, slot);
 			pthread_cond_broadcast(&c->cond);
 			continue;
 		}
@@ -466,7 +471,8 @@ static void join_failed(const struct client *c, const char *group, unsigned port
 }
 
 /*
- * Join: ask until a server answers, backing off from 0.5 s to 2 s; give up after -T.
+ * Join: ask until a server answers our JOIN, backing off from 0.5 s to 2 s; give up
+ * after -T; an answer announcing what we cannot take is ignored (ndz_fetch_check_join).
  * Traffic of a transfer already under way (blocks, other clients' requests) means a
  * server is there and our JOIN or its reply was lost: ask again at once (at most every
  * 50 ms) rather than at the next back-off step, so as to miss as little as possible.
@@ -507,6 +513,17 @@ static void join(struct client *c, const char *group, unsigned port)
 		if (p.type == NDZ_PKT_JOIN_REPLY && c->want_uuid &&
 		    memcmp(p.info.uuid, c->want_uuid, 16) != 0) {
 			c->foreign++;          /* another image's server on our group */
+			continue;
+		}
+		if (p.type == NDZ_PKT_JOIN_REPLY && p.client_id != c->id) {
+			/*
+			 * An announcement, or the answer to another client: a server is there,
+			 * ask it for ours at once and take that (a host spoofing announcements
+			 * of another image, even from the -S address, does not hear our JOIN).
+			 */
+			if (!traffic && cli_verbose > 1)
+				cli_info("a server announced itself; asking to join now");
+			traffic = 1;
 			continue;
 		}
 		if (p.type == NDZ_PKT_JOIN_REPLY && (r = ndz_fetch_check_join(&p.info, c->room,

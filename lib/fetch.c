@@ -24,6 +24,8 @@
  * a decode of about 0.25 ms a lost block at the client. They pay for small holes
  * that many clients have; past this, stripe repairs (an eighth the cost). */
 #define MAX_ASK_WHOLE 32u
+/* Failed checks of a chunk retried in its slot (ndz_fetch_retry) before it is dropped. */
+#define MAX_RETRIES 4u
 /* Whole-chunk decodes are tried for up to this many missing blocks (see try_whole). */
 #define MAX_DECODE_WHOLE (2 * MAX_ASK_WHOLE)
 #define SETS NDZ_FEC_SETS
@@ -50,7 +52,8 @@ struct slot {
 	 * with different bytes, and blocks rebuilt from repairs */
 	uint8_t contested[NDZ_BITMAP_BYTES];
 	uint8_t decoded[NDZ_BITMAP_BYTES];
-	int retried;                   /* the last check failed, and these were fetched again */
+	uint8_t prev[NDZ_BITMAP_BYTES]; /* in buf from a copy that failed: compare, then store */
+	unsigned retries;              /* failed checks of this chunk in this slot */
 	unsigned nhave;
 	uint8_t have[NDZ_BITMAP_BYTES];
 	uint64_t last_block_ns;        /* when a block of it last arrived */
@@ -301,7 +304,8 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	s->rcount = 0;
 	memset(s->contested, 0, sizeof(s->contested));
 	memset(s->decoded, 0, sizeof(s->decoded));
-	s->retried = 0;
+	memset(s->prev, 0, sizeof(s->prev));
+	s->retries = 0;
 	s->last_req = 0;
 	if (ref != NO_REF) {
 		s->last_req = f->asks[ref - f->o.slots].last_req;
@@ -493,6 +497,13 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		return -1;
 	}
 	f->st.blocks++;
+	if (data && s->buf && ndz_bit_test(s->prev, block)) {
+		/* a copy of a chunk that failed its check: a block that differs is the
+		 * forged one, or the other copy's is */
+		if (memcmp(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE) != 0)
+			ndz_bit_set(s->contested, block);
+		s->prev[block / 8] &= (uint8_t)~(1u << (block % 8));
+	}
 	if (data && s->buf)
 		memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
 	ndz_bit_set(s->have, block);
@@ -602,29 +613,28 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 	uint8_t doubt[NDZ_BITMAP_BYTES];
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
-		doubt[i] = (uint8_t)(s->contested[i] | s->decoded[i]);
-		n += doubt[i] != 0;
-	}
-	if (!n || s->retried || !s->buf) {
+	if (!s->buf || s->retries >= MAX_RETRIES) {
 		ndz_fetch_reject(f, slot);
 		return 0;
 	}
-	/* keep the blocks received once; drop the others and every repair, ask again */
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+		doubt[i] = (uint8_t)((s->contested[i] | s->decoded[i]) & s->have[i]);
+		n += doubt[i] != 0;
+	}
+	if (!n)
+		memcpy(doubt, s->have, sizeof(doubt));  /* all, each compared as it comes */
+	/* drop those (kept in buf to compare) and every repair, ask for them again */
 	s->nhave = 0;
 	memset(s->sdata, 0, sizeof(s->sdata));
-	for (unsigned b = 0; b < BLOCKS; b++) {
-		if (ndz_bit_test(doubt, b))
-			s->have[b / 8] &= (uint8_t)~(1u << (b % 8));
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+		s->have[i] &= (uint8_t)~doubt[i];
+		s->prev[i] |= doubt[i];
+	}
+	for (unsigned b = 0; b < BLOCKS; b++)
 		if (ndz_bit_test(s->have, b)) {
 			s->nhave++;
 			s->sdata[ndz_fec_stripe(b)]++;
 		}
-	}
-	if (s->nhave == BLOCKS) {
-		ndz_fetch_reject(f, slot);
-		return 0;
-	}
 	memset(s->srep, 0, sizeof(s->srep));
 	memset(s->repbits, 0, sizeof(s->repbits));
 	s->wrep = 0;
@@ -634,13 +644,13 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 	memset(s->decoded, 0, sizeof(s->decoded));
 	memset(s->seen, 0, sizeof(s->seen));
 	s->seen_ns = 0;
-	s->retried = 1;
+	s->retries++;
 	s->state = S_FILL;
-	s->moved_on = 1;               /* ask for the rest at once */
+	s->moved_on = 1;               /* ask for them at once */
 	s->ask_ns = 0;
 	s->last_req = 1;
 	f->kick = 1;
-	return 1;
+	return n ? 1 : 2;
 }
 
 void ndz_fetch_done(struct ndz_fetch *f, int slot)

@@ -99,11 +99,13 @@ void ndz_fetch_accept(struct ndz_fetch *f, int slot);
 void ndz_fetch_reject(struct ndz_fetch *f, int slot);
 /*
  * ndz_fetch_retry - the complete chunk in slot did not check out, and its buffer is
- * as received (not decrypted in place): when blocks of it came twice with different
- * bytes, or were rebuilt from repairs, and this is not already the second try, only
- * those are dropped (with every repair held) and asked for again at once: a forged
- * block or repair then costs a few blocks, not the chunk. Returns 1 so; else it
- * rejects the chunk as ndz_fetch_reject and returns 0.
+ * as received (not decrypted in place). Blocks that came twice with different bytes,
+ * and blocks rebuilt from repairs, are in doubt: only those are dropped (with every
+ * repair held) and asked for again at once (returns 1); with none in doubt, all are
+ * (returns 2), each compared as it comes again with the copy in the buffer, so that
+ * the next failure knows which block to doubt. So a forged block or repair costs a few
+ * blocks, or one chunk, not one for each failure. After 4 failures, or without a
+ * buffer, the chunk is rejected as by ndz_fetch_reject (returns 0).
  */
 int ndz_fetch_retry(struct ndz_fetch *f, int slot);
 /* ndz_fetch_done - the accepted chunk in slot is written: the slot is free again. */

@@ -750,8 +750,9 @@ static void test_whole_many_lost(void **state)
 
 /*
  * A forged block that came before the real one: the chunk fails its check, and only
- * that block is fetched again; a second failure, or one with nothing in doubt,
- * fetches the chunk whole.
+ * that block is fetched again. A failure with nothing in doubt fetches every block
+ * again, each compared with the copy held, so that the next failure names the forged
+ * block; at the fifth failure the chunk is dropped and asked for whole.
  */
 static void test_retry_contested(void **state)
 {
@@ -784,21 +785,43 @@ static void test_retry_contested(void **state)
 	assert_true(slot >= 0);
 	assert_memory_equal(ndz_fetch_buf(f, slot) + 5 * NDZ_BLOCK_SIZE, data_of(c, 5),
 			    NDZ_BLOCK_SIZE);
-	/* failing again: the whole chunk */
+	/* block 5 differed from the copy before it: in doubt for the next failure too */
 	ndz_fetch_hold(f, slot);
-	assert_int_equal(ndz_fetch_retry(f, slot), 0);
+	assert_int_equal(ndz_fetch_retry(f, slot), 1);
+	slot = deliver(f, c, 5, 6, NULL, T0 + 3 * MS);
+	assert_true(slot >= 0);
+	/* failing with nothing in doubt: every block again, compared with this copy */
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 2);
 	s.n = 0;
 	ndz_fetch_requests(f, T0 + 4 * MS, 0, record, &s);
 	assert_true(s.n >= 1);
 	assert_int_equal(s.chunk[0], c);
-	assert_false(s.partial[0]);
-	/* nothing in doubt: whole at once */
-	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 5 * MS);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK);
+	/* a forged block 9 first this time: it differs from the copy, so it is in doubt */
+	assert_int_equal(ndz_fetch_block(f, c, 9, forged, T0 + 5 * MS), -1);
+	slot = -1;
+	for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		if (b != 9 && (slot = ndz_fetch_block(f, c, b, data_of(c, b), T0 + 5 * MS)) >= 0)
+			break;
 	assert_true(slot >= 0);
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 1);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 6 * MS, 0, record, &s);
+	assert_int_equal(s.chunk[0], c);
+	assert_int_equal(ndz_bit_count(s.missing[0]), 1);
+	assert_true(ndz_bit_test(s.missing[0], 9));
+	slot = deliver(f, c, 9, 10, NULL, T0 + 7 * MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 9 * NDZ_BLOCK_SIZE, data_of(c, 9),
+			    NDZ_BLOCK_SIZE);
+	/* the fifth failure in the slot: dropped, asked for whole */
 	ndz_fetch_hold(f, slot);
 	assert_int_equal(ndz_fetch_retry(f, slot), 0);
 	s.n = 0;
-	ndz_fetch_requests(f, T0 + 6 * MS, 0, record, &s);
+	ndz_fetch_requests(f, T0 + 9 * MS, 0, record, &s);
 	assert_true(s.n >= 1);
 	assert_int_equal(s.chunk[0], c);
 	assert_false(s.partial[0]);
