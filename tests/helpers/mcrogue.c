@@ -1,9 +1,11 @@
 /*
- * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR|- [hostile | announce CHUNKS BYTES]]: a
- * hostile host for the multicast tests. With "announce": a forged server, which
- * answers every JOIN at once, and announces PPS times a second, with a JOIN_REPLY of
- * an image of CHUNKS chunks restoring to BYTES bytes (its own address, or
- * SPOOF_ADDR's), and sends nothing else. Otherwise it learns the image tag from a JOIN_REPLY on the group, then for
+ * mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR|- [hostile | announce CHUNKS BYTES |
+ * block FILE CHUNK]]: a hostile host for the multicast tests. With "announce": a
+ * forged server, which answers every JOIN at once, and announces PPS times a second,
+ * with a JOIN_REPLY of an image of CHUNKS chunks restoring to BYTES bytes (its own
+ * address, or SPOOF_ADDR's), and sends nothing else. With "block": block 0 of FILE
+ * (its first KiB, zero-padded) as block 0 of chunk CHUNK of the served image, PPS
+ * times a second, asked for or not. Otherwise it learns the image tag from a JOIN_REPLY on the group, then for
  * SECONDS sends, PPS packets a second, garbage, packets of another protocol version,
  * out-of-range requests and forged BLOCKs of random chunks; with SPOOF_ADDR the
  * forged BLOCKs carry that source address (a raw socket), so they pass the client's
@@ -200,7 +202,7 @@ int main(int argc, char **argv)
 	int hostile = argc > 6 && !strcmp(argv[6], "hostile");
 	uint64_t end;
 	unsigned long sent = 0;
-	int raw = -1;
+	int raw = -1, len;
 	struct ndz_error err = { 0 };
 
 	if (argc < 5) {
@@ -222,6 +224,36 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	if (argc == 9 && !strcmp(argv[6], "block")) {
+		FILE *bf = fopen(argv[7], "rb");
+		uint64_t stop;
+
+		memset(data, 0, sizeof(data));
+		if (!bf || fread(data, 1, sizeof(data), bf) == 0 || !pkt_learn(net, 0xb10cb10c, 5000, &p)) {
+			fprintf(stderr, "mcrogue: %s: cannot read it, or no JOIN_REPLY\n", argv[7]);
+			return 1;
+		}
+		fclose(bf);
+		tag = p.tag;
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_BLOCK;
+		p.tag = tag;
+		p.chunk = (uint32_t)strtoul(argv[8], NULL, 10);
+		p.data = data;
+		len = ndz_pkt_encode(&p, buf, sizeof(buf));
+		ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
+		stop = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
+		while (len > 0 && ndz_now_ns() < stop) {
+			if (raw >= 0)
+				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
+			else
+				ndz_net_send(net, buf, (size_t)len);
+			sent++;
+			ndz_pace_wait(&pace, 1000);
+		}
+		printf("mcrogue: sent %lu blocks (tag %08x)\n", sent, tag);
+		return 0;
+	}
 	if (argc == 9 && !strcmp(argv[6], "announce"))
 		return announce(net, raw, src, group, o.port, (unsigned)atoi(argv[3]),
 				(unsigned)atoi(argv[4]), (uint32_t)strtoul(argv[7], NULL, 10),
@@ -240,7 +272,7 @@ int main(int argc, char **argv)
 	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 	while (ndz_now_ns() < end) {
-		int len, spoof, kind = (int)(random() % 8);
+		int spoof, kind = (int)(random() % 8);
 
 		memset(&p, 0, sizeof(p));
 		for (size_t i = 0; i < sizeof(data); i++)
