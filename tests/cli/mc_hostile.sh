@@ -31,6 +31,9 @@ timed_client() {
 	MC_PIDS="$MC_PIDS $!"
 }
 # (GNU time puts a line before them when the exit status is not 0)
+# frisbee's most resident memory, at most (64 MiB; sanitizers add their own)
+maxrss=65536
+[ "${NDZ_SANITIZED:-0}" = 1 ] && maxrss=307200
 rss() { _v=$(tail -n 1 "$T/$1.time" 2>/dev/null | cut -d' ' -f1); echo "${_v:-999999999}"; }
 secs() { _v=$(tail -n 1 "$T/$1.time" 2>/dev/null | cut -d' ' -f2 | cut -d. -f1); echo "${_v:-999}"; }
 clean() { rm -f "$T"/c*.rc "$T"/c*.log "$T"/c*.time "$T"/out* "$T"/rogue.out; }
@@ -49,7 +52,7 @@ wait "$rpid"
 check "100M chunks: the forger answered" grep -q 'answering a JOIN' "$T/rogue.out"
 check "100M chunks, 64 MiB target: fails, naming the target's size ($(mc_rc c1))" sh -c \
 	"[ \"$(mc_rc c1)\" = 1 ] && grep -q 'small: target too small for the image (67108864 bytes, the image needs 104857600000000; announced by server 10.77.0.66)' '$T/c1.log'"
-check "100M chunks: max RSS $(rss c1) KiB, under 64 MiB" [ "$(rss c1)" -lt 65536 ]
+check "100M chunks: max RSS $(rss c1) KiB, under $maxrss KiB" [ "$(rss c1)" -lt $maxrss ]
 check "100M chunks: done in $(secs c1) s, within -T 3 and a margin" [ "$(secs c1)" -lt 15 ]
 
 # 300 million chunks of a 153.6 GB source (one sector a chunk: plausible), into a new
@@ -62,7 +65,7 @@ mc_wait
 wait "$rpid"
 check "300M chunks: gives up after -T ($(mc_rc c1))" sh -c \
 	"[ \"$(mc_rc c1)\" = 1 ] && grep -q 'no data from server 10.77.0.66 for 3 s' '$T/c1.log'"
-check "300M chunks: max RSS $(rss c1) KiB, under 64 MiB" [ "$(rss c1)" -lt 65536 ]
+check "300M chunks: max RSS $(rss c1) KiB, under $maxrss KiB" [ "$(rss c1)" -lt $maxrss ]
 check "300M chunks: done in $(secs c1) s, within -T 3 and a margin" [ "$(secs c1)" -lt 15 ]
 rm -f "$T/out1"
 
@@ -87,22 +90,23 @@ check "a forged implausible announcement: ignored, and said so" \
 	grep -q 'server 10.77.0.66 announces an image of 100000000 chunks restoring to 1048576 bytes: more chunks than that many bytes can need; waiting for another' "$T/c1.log"
 
 # ---- 2. 21 kinds of hostile datagrams at 2,000/s, for longer than a restore takes ----
+# (3 s without them; 70 s and more before the fix, here and in bench/hostile.sh)
 clean
-mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 60
-rogue 20 2000 10.77.0.1 hostile
+mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 90
+rogue 75 2000 10.77.0.1 hostile
 sleep 1
 timed_client c1 "$T/out1" -T 20 -v
 timed_client c2 "$T/out2" -T 20 -v -S 10.77.0.1
 timed_client c3 "$T/out3" -T 20 -v --no-whole-repair
 mc_wait
-wait "$rpid"
+kill "$rpid"; wait "$rpid"
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 check "hostile: the host sent" grep -q 'sent [1-9][0-9]* packets' "$T/rogue.out"
 for i in 1 2 3; do
-	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
-		ok "hostile: client $i byte-identical, in $(secs "c$i") s"
+	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i" && [ "$(secs "c$i")" -lt 45 ]; then
+		ok "hostile: client $i byte-identical, in $(secs "c$i") s (under 45 s)"
 	else
-		not_ok "hostile: client $i byte-identical (exit $(mc_rc "c$i"), $(secs "c$i") s)"
+		not_ok "hostile: client $i byte-identical under 45 s (exit $(mc_rc "c$i"), $(secs "c$i") s)"
 		sort "$T/c$i.log" | uniq -c | sort -rn | head -5 | sed 's/^/# /'
 	fi
 done

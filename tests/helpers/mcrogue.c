@@ -12,6 +12,7 @@
  * source check and must be caught by the chunk checksum. With "hostile", 21 kinds
  * in turn (hostile_pkt), the server's own kinds spoofed from SPOOF_ADDR.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,15 @@
 #include "pace.h"
 #include "pktbuild.h"
 #include "proto.h"
+
+/* SIGTERM ends the sending (and the count is printed): tests stop it when done. */
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
 
 /*
  * Kind k (0-20) of the hostile mix into buf: returns its length (0: nothing) and
@@ -162,7 +172,7 @@ static int announce(struct ndz_net *net, int raw, uint32_t src, uint32_t group, 
 	p.info.blocks_per_chunk = NDZ_BLOCKS_PER_CHUNK;
 	p.info.image_bytes = (uint64_t)chunks * NDZ_CHUNK_SIZE;
 	p.info.source_bytes = bytes;
-	while ((now = ndz_now_ns()) < end) {
+	while (!stop && (now = ndz_now_ns()) < end) {
 		uint32_t from;
 		int n = ndz_net_recv(net, buf, sizeof(buf), 5, &from), len;
 
@@ -217,6 +227,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	srandom((unsigned)getpid());
+	signal(SIGTERM, on_term);
 	if (argc > 5 && strcmp(argv[5], "-") != 0) {
 		raw = pkt_raw_open(argv[5], &src);
 		if (raw < 0) {
@@ -226,7 +237,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 9 && !strcmp(argv[6], "block")) {
 		FILE *bf = fopen(argv[7], "rb");
-		uint64_t stop;
+		uint64_t until;
 
 		memset(data, 0, sizeof(data));
 		if (!bf || fread(data, 1, sizeof(data), bf) == 0 || !pkt_learn(net, 0xb10cb10c, 5000, &p)) {
@@ -242,8 +253,8 @@ int main(int argc, char **argv)
 		p.data = data;
 		len = ndz_pkt_encode(&p, buf, sizeof(buf));
 		ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
-		stop = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
-		while (len > 0 && ndz_now_ns() < stop) {
+		until = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
+		while (len > 0 && !stop && ndz_now_ns() < until) {
 			if (raw >= 0)
 				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 			else
@@ -271,7 +282,7 @@ int main(int argc, char **argv)
 	/* 1000 "bytes" a packet: the bucket paces packets, not bits */
 	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
-	while (ndz_now_ns() < end) {
+	while (!stop && ndz_now_ns() < end) {
 		int spoof, kind = (int)(random() % 8);
 
 		memset(&p, 0, sizeof(p));

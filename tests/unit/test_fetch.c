@@ -909,8 +909,13 @@ static void test_huge_count(void **state)
 			assert_true(s.chunk[i] < counts[k]);
 		ndz_fetch_free(f);
 	}
-	/* the old cache touched 17 bytes an announced chunk: 5 GB for 300 million */
+	/* the old cache touched 17 bytes an announced chunk: 5 GB for 300 million
+	 * (AddressSanitizer writes the shadow of what is allocated: not there) */
+#ifndef __SANITIZE_ADDRESS__
 	assert_true(max_rss_kib() - before < 64 * 1024);
+#else
+	(void)before;
+#endif
 }
 
 /* Every chunk asked for once, whatever the count (the order is computed, not stored). */
