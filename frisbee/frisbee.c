@@ -522,7 +522,7 @@ static void join(struct client *c, const char *group, unsigned port)
 			 * of another image, even from the -S address, does not hear our JOIN).
 			 */
 			if (!traffic && cli_verbose > 1)
-				cli_info("a server announced itself; asking to join now");
+				cli_info("a server answered, not us; asking to join now");
 			traffic = 1;
 			continue;
 		}

@@ -37,8 +37,12 @@ maxrss=65536
 rss() { _v=$(tail -n 1 "$T/$1.time" 2>/dev/null | cut -d' ' -f1); echo "${_v:-999999999}"; }
 secs() { _v=$(tail -n 1 "$T/$1.time" 2>/dev/null | cut -d' ' -f2 | cut -d. -f1); echo "${_v:-999}"; }
 clean() { rm -f "$T"/c*.rc "$T"/c*.log "$T"/c*.time "$T"/out* "$T"/rogue.out; }
-# rogue ARGS...: mcrogue in the rogue host, in the background; sets rpid
-rogue() { in_ns rogue "$MCROGUE" "$MC_GROUP" "$MC_PORT" "$@" >>"$T/rogue.out" 2>&1 & rpid=$!; }
+# rogue ARGS...: mcrogue in the rogue host, in the background; sets rpid (ip netns exec
+# execs it: SIGTERM reaches it)
+rogue() {
+	ip netns exec "${NETNS_PFX}rogue" "$MCROGUE" "$MC_GROUP" "$MC_PORT" "$@" >>"$T/rogue.out" 2>&1 &
+	rpid=$!
+}
 
 # ---- 1. forged announcements of huge images ----
 # 100 million chunks of a 100 TB source, against a 64 MiB target: more than it holds
@@ -127,8 +131,10 @@ check "another key: no advice to give --manifest" sh -c "! grep -q 'give --manif
 check "another key: well before -T 30 ($(secs c1) s)" [ "$(secs c1)" -lt 20 ]
 
 # a forger sends the manifest, one hash byte changed (right key id, bad signature), as
-# block 0 of the manifest chunk, 5,000 times a second for 3 s, from the server's
-# address: fetched again until it is the server's
+# block 0 of the manifest chunk from the server's address, 5,000 times a second for
+# 3 s, and answers JOINs as the server would: the server is away for the first 1.5 s,
+# so the forged manifest is the first one the client gets. Fetched again until it is
+# the server's.
 clean
 chunks=$(( $(stat -c %s "$T/a.ndz") / 1048576 ))
 cp "$T/a.ndz.manifest" "$T/forged.manifest"
@@ -138,7 +144,10 @@ cmp -s "$T/a.ndz.manifest" "$T/forged.manifest" && printf '\002' |
 mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30
 rogue 3 5000 10.77.0.1 block "$T/forged.manifest" "$chunks"
 sleep 0.5
+kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 timed_client c1 "$T/out1" -T 20 -v --key "$T/k.pub"
+sleep 1.5
+mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30
 mc_wait
 wait "$rpid"
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"

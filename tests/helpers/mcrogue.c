@@ -5,7 +5,8 @@
  * with a JOIN_REPLY of an image of CHUNKS chunks restoring to BYTES bytes (its own
  * address, or SPOOF_ADDR's), and sends nothing else. With "block": block 0 of FILE
  * (its first KiB, zero-padded) as block 0 of chunk CHUNK of the served image, PPS
- * times a second, asked for or not. Otherwise it learns the image tag from a JOIN_REPLY on the group, then for
+ * times a second, asked for or not, and every JOIN answered with the served image's
+ * JOIN_REPLY (so a client joins while the server is away). Otherwise it learns the image tag from a JOIN_REPLY on the group, then for
  * SECONDS sends, PPS packets a second, garbage, packets of another protocol version,
  * out-of-range requests and forged BLOCKs of random chunks; with SPOOF_ADDR the
  * forged BLOCKs carry that source address (a raw socket), so they pass the client's
@@ -246,6 +247,7 @@ int main(int argc, char **argv)
 		}
 		fclose(bf);
 		tag = p.tag;
+		info = p.info;
 		memset(&p, 0, sizeof(p));
 		p.type = NDZ_PKT_BLOCK;
 		p.tag = tag;
@@ -255,6 +257,25 @@ int main(int argc, char **argv)
 		ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 		until = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 		while (len > 0 && !stop && ndz_now_ns() < until) {
+			uint8_t in[2048], out[256];
+			struct ndz_pkt q;
+			uint32_t from;
+			int n = ndz_net_recv(net, in, sizeof(in), 0, &from), l;
+
+			if (n > 0 && ndz_pkt_decode(in, (size_t)n, &q) == 0 && q.type == NDZ_PKT_JOIN) {
+				uint32_t id = q.client_id;
+
+				memset(&q, 0, sizeof(q));
+				q.type = NDZ_PKT_JOIN_REPLY;
+				q.client_id = id;
+				q.tag = tag;
+				q.info = info;
+				l = ndz_pkt_encode(&q, out, sizeof(out));
+				if (l > 0 && raw >= 0)
+					pkt_spoof(raw, src, group, o.port, out, (size_t)l);
+				else if (l > 0)
+					ndz_net_send(net, out, (size_t)l);
+			}
 			if (raw >= 0)
 				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 			else
