@@ -284,12 +284,18 @@ int main(int argc, char **argv)
 			ndz_pace_wait(&pace, 1000);
 		}
 		printf("mcrogue: sent %lu blocks (tag %08x)\n", sent, tag);
-		return 0;
+		goto out;
 	}
-	if (argc == 9 && !strcmp(argv[6], "announce"))
-		return announce(net, raw, src, group, o.port, (unsigned)atoi(argv[3]),
-				(unsigned)atoi(argv[4]), (uint32_t)strtoul(argv[7], NULL, 10),
-				strtoull(argv[8], NULL, 10));
+	if (argc == 9 && !strcmp(argv[6], "announce")) {
+		int rc = announce(net, raw, src, group, o.port, (unsigned)atoi(argv[3]),
+				  (unsigned)atoi(argv[4]), (uint32_t)strtoul(argv[7], NULL, 10),
+				  strtoull(argv[8], NULL, 10));
+
+		if (raw >= 0)
+			close(raw);
+		ndz_net_free(net);
+		return rc;
+	}
 	/* learn the image from a JOIN_REPLY (ask for one ourselves) */
 	if (pkt_learn(net, 0xbadc0de, 5000, &p)) {
 		tag = p.tag;
@@ -352,6 +358,7 @@ int main(int argc, char **argv)
 		ndz_pace_wait(&pace, 1000);
 	}
 	printf("mcrogue: sent %lu packets (tag %08x)\n", sent, tag);
+out:
 	if (raw >= 0)
 		close(raw);
 	ndz_net_free(net);
