@@ -455,8 +455,8 @@ static void join_failed(const struct client *c, const char *group, unsigned port
 	char a[16];
 
 	if (c->ignored && c->ignored_why == NDZ_ETOOSMALL)
-		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu; announced by server "
-			"%s)", c->target_path, ndz_strerror(NDZ_ETOOSMALL),
+		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu), announced by server "
+			"%s", c->target_path, ndz_strerror(NDZ_ETOOSMALL),
 			(unsigned long long)c->room,
 			(unsigned long long)(c->raw ? i->image_bytes : i->source_bytes),
 			ndz_net_ntoa(c->ignored_from, a));
