@@ -5,7 +5,8 @@
 # at PPS a second, against the same run without it. Reports the median time until the
 # last client is done (every target byte-identical, else the run counts as failed).
 # Usage: bench/hostile.sh BUILD [REPS]   (root; env BENCH_MIB (32), BENCH_RATE (100M),
-# BENCH_PPS (2000) override the defaults)
+# BENCH_PPS (2000) override the defaults; MCROGUE_KINDS, a mask of the 21 kinds of
+# tests/helpers/mcrogue.c hostile_pkt, sends only those)
 set -u
 . "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-32}

@@ -211,6 +211,9 @@ int main(int argc, char **argv)
 	uint32_t tag = 0, chunks = 1, group, src = 0;
 	struct ndz_join_info info = { 0 };
 	int hostile = argc > 6 && !strcmp(argv[6], "hostile");
+	/* MCROGUE_KINDS: a mask of the hostile kinds to send (bench/hostile.sh), default all */
+	unsigned long kinds = getenv("MCROGUE_KINDS") ? strtoul(getenv("MCROGUE_KINDS"), NULL, 0) :
+			      0x1ffffful, turn = 0;
 	uint64_t end;
 	unsigned long sent = 0;
 	int raw = -1, len;
@@ -316,7 +319,11 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(data); i++)
 			data[i] = (uint8_t)random();
 		if (hostile) {
-			len = hostile_pkt((int)(sent % 21), tag, &info, buf, data, &spoof);
+			int k = (int)(turn++ % 21);
+
+			if (!(kinds >> k & 1))
+				continue;
+			len = hostile_pkt(k, tag, &info, buf, data, &spoof);
 			if (len > 0 && spoof && raw >= 0)
 				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 			else if (len > 0)
