@@ -104,7 +104,7 @@ void ndz_fetch_reject(struct ndz_fetch *f, int slot);
  * repair held) and asked for again at once (returns 1); with none in doubt, all are
  * (returns 2), each compared as it comes again with the copy in the buffer, so that
  * the next failure knows which block to doubt. So a forged block or repair costs a few
- * blocks, or one chunk, not one for each failure. After 4 failures, or without a
+ * blocks, or one chunk, not one for each failure. At the fifth failure, or without a
  * buffer, the chunk is rejected as by ndz_fetch_reject (returns 0).
  */
 int ndz_fetch_retry(struct ndz_fetch *f, int slot);
