@@ -868,6 +868,40 @@ static void test_all_repairs_no_blocks(void **state)
 	ndz_fetch_free(f);
 }
 
+/* What a JOIN_REPLY may announce: no more chunks than sectors, no more than the target. */
+static void test_check_join(void **state)
+{
+	struct ndz_join_info i;
+
+	(void)state;
+	memset(&i, 0, sizeof(i));
+	i.chunks = 1;
+	i.image_bytes = NDZ_CHUNK_SIZE;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);     /* empty source */
+	i.chunks = 2;
+	i.image_bytes = 2ull * NDZ_CHUNK_SIZE;
+	i.source_bytes = 512;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	i.source_bytes = 513;                  /* two sectors, the second one partly */
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 0), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 512, 0), NDZ_ETOOSMALL);
+	/* with --raw the target holds the image itself */
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 1), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1), 0);
+	/* the forger's: 100 million chunks of 100 TB against 64 MiB; no size near 2^64 wraps */
+	i.chunks = 100000000u;
+	i.image_bytes = (uint64_t)i.chunks * NDZ_CHUNK_SIZE;
+	i.source_bytes = i.image_bytes;
+	assert_int_equal(ndz_fetch_check_join(&i, 64ull << 20, 0), NDZ_ETOOSMALL);
+	i.source_bytes = 1048576;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	i.chunks = UINT32_MAX;
+	i.source_bytes = UINT64_MAX;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX - 1, 0), NDZ_ETOOSMALL);
+}
+
 static long max_rss_kib(void)
 {
 	struct rusage ru;
@@ -1022,6 +1056,7 @@ int main(void)
 		cmocka_unit_test(test_snoop_flood),
 		cmocka_unit_test(test_retry_contested),
 		cmocka_unit_test(test_all_repairs_no_blocks),
+		cmocka_unit_test(test_check_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
