@@ -50,6 +50,11 @@ struct client {
 	struct ndz_net *net;
 	uint32_t id, tag;
 	struct ndz_join_info info;
+	uint64_t room;                 /* what the target holds; UINT64_MAX: no bound */
+	uint64_t ignored;              /* JOIN_REPLYs ignored: the last one's why, what, who */
+	int ignored_why;
+	struct ndz_join_info ignored_info;
+	uint32_t ignored_from;
 	uint32_t n;                    /* chunks */
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns;
 
@@ -232,10 +237,6 @@ static void handle_pkt(struct client *c, const struct ndz_pkt *p, uint64_t now)
 			}
 		}
 		break;
-	case NDZ_PKT_JOIN_REPLY:
-		if (p->tag == c->tag)
-			c->last_server_ns = now;
-		break;
 	}
 }
 
@@ -260,7 +261,7 @@ static struct ndz_orig_keys orig_keys;
  * row of another key or none), with c->ferr saying why.
  */
 static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
-		       struct ndz_chunk_hdr *h, int *key_streak, int *why)
+		       struct ndz_chunk_hdr *h, int *key_streak, int *why, int *intact)
 {
 	int decrypt = !c->raw && c->crypt.type != NDZ_KEY_NONE;
 	char owhy[160];
@@ -289,6 +290,7 @@ static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
 		return r == NDZ_ENOMEM ? CHUNK_CRC : CHUNK_FORGED;
 	if (!decrypt)
 		return CHUNK_OK;       /* without a key the pipeline refuses encrypted ones */
+	*intact = 0;                   /* a failed decryption may leave part of it decrypted */
 	*why = r = (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ?
 		   ndz_chunk_decrypt(&c->crypt, buf, h) : NDZ_ENOTENC;
 	if (r == 0) {
@@ -328,7 +330,7 @@ static void *feeder(void *arg)
 	for (;;) {
 		uint32_t chunk;
 		uint8_t *buf;
-		int r, slot, how, why = 0;
+		int r, slot, how, why = 0, intact = 1;
 
 		while (!c->fifo_len && !c->stop)
 			pthread_cond_wait(&c->cond, &c->lock);
@@ -339,11 +341,19 @@ static void *feeder(void *arg)
 		chunk = ndz_fetch_slot_chunk(c->fetch, slot);
 		buf = ndz_fetch_buf(c->fetch, slot);
 		pthread_mutex_unlock(&c->lock);
-		how = check_chunk(c, buf, chunk, &c->hdrs[slot], &key_streak, &why);
+		how = check_chunk(c, buf, chunk, &c->hdrs[slot], &key_streak, &why, &intact);
 		pthread_mutex_lock(&c->lock);
 		if (how != CHUNK_OK) {
+			int partial = 0;
+
 			c->fifo_head = (c->fifo_head + 1) % c->nslots;
 			c->fifo_len--;
+			/* a forged block or repair costs the blocks it casts doubt on, when
+			 * some are (else the chunk is fetched again whole) */
+			if (how != CHUNK_FATAL && intact)
+				partial = ndz_fetch_retry(c->fetch, slot);
+			else
+				ndz_fetch_reject(c->fetch, slot);
 			if (how == CHUNK_FATAL) {
 				c->failed = 1;
 			} else {
@@ -355,11 +365,13 @@ static void *feeder(void *arg)
 				else
 					c->crc_fail++;
 				if (cli_verbose)
-					cli_warn("chunk %u: %s%s; requesting it again", chunk,
+					cli_warn("chunk %u: %s%s; requesting it again%s", chunk,
 						 ndz_strerror(why),
-						 how == CHUNK_FORGED ? " (forged)" : "");
+						 how == CHUNK_FORGED ? " (forged)" : "",
+						 partial == 1 ? " (the blocks in doubt)" :
+						 partial == 2 ? " (each block compared with this copy)" :
+						 "");
 			}
-			ndz_fetch_reject(c->fetch, slot);
 			pthread_cond_broadcast(&c->cond);
 			continue;
 		}
@@ -446,7 +458,49 @@ static void send_join(struct client *c, const char *group, unsigned port)
 }
 
 /*
- * Join: ask until a server answers, backing off from 0.5 s to 2 s; give up after -T.
+ * What the target holds, before the join: a block device's or an existing file's
+ * size (restored, not stored with -r: a file is sized as the image); UINT64_MAX when
+ * there is no bound (a file made at the image's size) or open_target will say why not.
+ */
+static uint64_t target_room(const struct client *c)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_io *io;
+	uint64_t room = UINT64_MAX;
+
+	if (ndz_io_open_file(c->target_path, 0, &io, &e) < 0)
+		return room;
+	if (!(c->raw && io->is_regular))
+		room = io->size;
+	ndz_io_close(io);
+	return room;
+}
+
+/* No JOIN_REPLY we could take within -T: say why, the target's size when that was it. */
+static void join_failed(const struct client *c, const char *group, unsigned port)
+{
+	const struct ndz_join_info *i = &c->ignored_info;
+	char a[16];
+
+	if (c->ignored && c->ignored_why == NDZ_ETOOSMALL)
+		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu), announced by server "
+			"%s", c->target_path, ndz_strerror(NDZ_ETOOSMALL),
+			(unsigned long long)c->room,
+			(unsigned long long)(c->raw ? i->image_bytes : i->source_bytes),
+			ndz_net_ntoa(c->ignored_from, a));
+	if (c->ignored)
+		cli_die(EXIT_FAIL, "no server answered on %s port %u within %d s (%llu announcements "
+			"ignored, the last from %s: %u chunks for %llu bytes, more than any image "
+			"needs)", group, port, c->give_up_s, (unsigned long long)c->ignored,
+			ndz_net_ntoa(c->ignored_from, a), i->chunks,
+			(unsigned long long)i->source_bytes);
+	cli_die(EXIT_FAIL, "no server answered on %s port %u within %d s", group, port,
+		c->give_up_s);
+}
+
+/*
+ * Join: ask until a server answers our JOIN, backing off from 0.5 s to 2 s; give up
+ * after -T; an answer announcing what we cannot take is ignored (ndz_fetch_check_join).
  * Traffic of a transfer already under way (blocks, other clients' requests) means a
  * server is there and our JOIN or its reply was lost: ask again at once (at most every
  * 50 ms) rather than at the next back-off step, so as to miss as little as possible.
@@ -462,11 +516,10 @@ static void join(struct client *c, const char *group, unsigned port)
 
 	for (;;) {
 		uint64_t now = ndz_now_ns();
-		int n;
+		int n, r;
 
 		if (now >= deadline)
-			cli_die(EXIT_FAIL, "no server answered on %s port %u within %d s",
-				group, port, c->give_up_s);
+			join_failed(c, group, port);
 		if (now >= next || (traffic && now - last >= 50 * MS)) {
 			send_join(c, group, port);
 			last = now;
@@ -490,11 +543,44 @@ static void join(struct client *c, const char *group, unsigned port)
 			c->foreign++;          /* another image's server on our group */
 			continue;
 		}
+		if (p.type == NDZ_PKT_JOIN_REPLY && p.client_id != c->id) {
+			/*
+			 * An announcement, or the answer to another client: a server is there,
+			 * ask it for ours at once and take that (a host spoofing announcements
+			 * of another image, even from the -S address, does not hear our JOIN).
+			 */
+			if (!traffic && cli_verbose > 1)
+				cli_info("a server answered, not us; asking to join now");
+			traffic = 1;
+			continue;
+		}
+		if (p.type == NDZ_PKT_JOIN_REPLY && (r = ndz_fetch_check_join(&p.info, c->room,
+									      c->raw)) < 0) {
+			/*
+			 * Whoever sent it (a forger can: without -S the first reply decides
+			 * the server), a real server may still answer: wait for it until -T.
+			 */
+			if (cli_verbose && (!c->ignored || r != c->ignored_why)) {
+				char a[16];
+
+				cli_warn("server %s announces an image of %u chunks restoring to %llu "
+					 "bytes: %s; waiting for another", ndz_net_ntoa(from, a),
+					 p.info.chunks, (unsigned long long)p.info.source_bytes,
+					 r == NDZ_ERANGE ? "more chunks than that many bytes can need" :
+					 "more than the target holds");
+			}
+			c->ignored++;
+			c->ignored_why = r;
+			c->ignored_info = p.info;
+			c->ignored_from = from;
+			continue;
+		}
 		if (p.type == NDZ_PKT_JOIN_REPLY) {
 			char a[16];
 
 			c->info = p.info;
 			c->tag = p.tag;
+			c->last_server_ns = now;       /* -T runs from here on */
 			if (!c->server)
 				c->server = from;
 			if (cli_verbose)
@@ -558,8 +644,19 @@ static void fetch_manifest(struct client *c)
 		now = ndz_now_ns();
 		if (got_chunks == m) {
 			/* forged bytes got in (blocks spoofed): throw it all away, ask again */
-			if (ndz_manifest_open(bytes, len, &c->pub, &c->m, &c->err) == 0)
+			int r = ndz_manifest_open(bytes, len, &c->pub, &c->m, &c->err);
+
+			if (r == 0)
 				break;
+			/*
+			 * Whole and shaped right, but naming another key: the image's own
+			 * manifest signed with a key we were not given, far likelier than a
+			 * forger who took the trouble; fetching it again would only bring
+			 * it back. (A bad signature under our key's id is a forger's.)
+			 */
+			if (r == NDZ_EWRONGKEY)
+				cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
+					ndz_error_msg(&c->err));
 			c->forged++;
 			if (now >= deadline)
 				cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
@@ -588,7 +685,7 @@ static void fetch_manifest(struct client *c)
 		if (n <= 0 || !accept_pkt(c, buf, n, from, &p) || p.type != NDZ_PKT_BLOCK ||
 		    p.tag != c->tag || p.chunk < c->info.chunks || p.chunk - c->info.chunks >= m)
 			continue;
-		last = now;
+		last = c->last_server_ns = now;
 		slot = ndz_fetch_block(f, p.chunk - c->info.chunks, p.block, p.data, now);
 		if (slot < 0)
 			continue;
@@ -806,6 +903,7 @@ int main(int argc, char **argv)
 	if (getrandom(&c.id, sizeof(c.id), 0) != sizeof(c.id))
 		c.id = (uint32_t)ndz_now_ns();
 	c.start_ns = start = ndz_now_ns();
+	c.room = target_room(&c);
 	join(&c, no.group, no.port);
 	{
 		char a[16];
@@ -820,7 +918,8 @@ int main(int argc, char **argv)
 	if (pthread_create(&ft, NULL, feeder, &c))
 		cli_die(EXIT_FAIL, "cannot start a thread");
 	cli_progress_init(&c.prog, c.target_path, c.info.image_bytes, c.progress && !cli_quiet);
-	c.last_server_ns = c.last_block_ns = c.accept_ns = ndz_now_ns();
+	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
+	c.last_block_ns = c.accept_ns = ndz_now_ns();
 	c.silence_wait_ns = 40 * MS;
 	c.next_silence_ns = c.last_block_ns + c.silence_wait_ns;
 	ndz_fetch_requests(c.fetch, ndz_now_ns(), 0, send_request, &c);

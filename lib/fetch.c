@@ -24,16 +24,36 @@
  * a decode of about 0.25 ms a lost block at the client. They pay for small holes
  * that many clients have; past this, stripe repairs (an eighth the cost). */
 #define MAX_ASK_WHOLE 32u
+/* Failed checks of a chunk retried in its slot (ndz_fetch_retry) before it is dropped. */
+#define MAX_RETRIES 4u
+/* Whole-chunk decodes are tried for up to this many missing blocks (see try_whole). */
+#define MAX_DECODE_WHOLE (2 * MAX_ASK_WHOLE)
 #define SETS NDZ_FEC_SETS
 #define WHOLE NDZ_FEC_WHOLE
 
-enum { C_NEED, C_FILL, C_QUEUED, C_DONE };
+/*
+ * Per chunk the cache keeps one bit (written); everything else is per chunk on
+ * its way: a slot (blocks arriving, or complete and being checked or written), or
+ * an entry of asks (asked for by us or another client, nothing arrived yet), found
+ * through a small hash table. So a chunk count announced by a forger costs a bit
+ * per chunk and nothing per chunk until chunks come.
+ */
 enum { S_FREE, S_FILL, S_QUEUED };
+#define NO_REF UINT32_MAX
+/* Entries of asks that others' requests may take (the rest is kept for ours). */
+#define ASKS_OTHERS 256u
 
 struct slot {
 	uint8_t *buf;                  /* NDZ_CHUNK_SIZE, allocated on first use */
 	uint32_t chunk;
 	int state;
+	uint64_t last_req;             /* last covering request seen or sent; 0 never */
+	/* what a failed check casts doubt on (ndz_fetch_retry): blocks that came twice
+	 * with different bytes, and blocks rebuilt from repairs */
+	uint8_t contested[NDZ_BITMAP_BYTES];
+	uint8_t decoded[NDZ_BITMAP_BYTES];
+	uint8_t prev[NDZ_BITMAP_BYTES]; /* in buf from a copy that failed: compare, then store */
+	unsigned retries;              /* failed checks of this chunk in this slot */
 	unsigned nhave;
 	uint8_t have[NDZ_BITMAP_BYTES];
 	uint64_t last_block_ns;        /* when a block of it last arrived */
@@ -51,13 +71,21 @@ struct slot {
 	unsigned rcount, rcap;
 };
 
+struct ask {
+	uint32_t chunk;
+	uint64_t last_req;             /* as a slot's */
+};
+
 struct ndz_fetch {
 	struct ndz_fetch_opts o;
-	uint8_t *cstate;
-	int32_t *cslot;                /* per chunk: its slot when C_FILL */
-	uint64_t *last_req;            /* per chunk: last covering request seen or sent; 0 never */
-	uint32_t *order;               /* random request order */
-	uint32_t next_order;           /* order[] before this were requested at least once */
+	uint8_t *done;                 /* per chunk, a bit: written */
+	struct ask *asks;              /* chunks asked for, not started: nasks of acap */
+	uint32_t nasks, acap;
+	uint32_t *hkey, *hval;         /* chunk -> slot, or o.slots + its asks index */
+	uint32_t hmask;
+	uint32_t next_order;           /* the request order's positions before this were asked */
+	uint32_t lost;                 /* chunks dropped from asks when it was full: walk again */
+	uint32_t order_bits, order_key[3];
 	struct slot *slots;
 	int64_t last_block_chunk;
 	int kick;
@@ -76,13 +104,126 @@ static uint32_t next_rand(uint32_t *x)
 	return *x;
 }
 
+/*
+ * The random request order without a table: position i -> a chunk, a bijection of
+ * [0, chunks) (a keyed bijection of [0, 2^order_bits), walked until it lands inside).
+ */
+static uint32_t order_mix(const struct ndz_fetch *f, uint32_t x)
+{
+	uint32_t mask = (uint32_t)((1ull << f->order_bits) - 1);
+	unsigned half = f->order_bits / 2 + 1;
+
+	for (int r = 0; r < 3; r++) {
+		x = (x * (f->order_key[r] | 1u)) & mask;  /* odd: invertible mod 2^bits */
+		x ^= x >> half;
+		x = (x + f->order_key[(r + 1) % 3]) & mask;
+	}
+	return x;
+}
+
+static uint32_t order_at(const struct ndz_fetch *f, uint32_t i)
+{
+	do
+		i = order_mix(f, i);
+	while (i >= f->o.chunks);
+	return i;
+}
+
+static int is_done(const struct ndz_fetch *f, uint32_t chunk)
+{
+	return (f->done[chunk >> 3] >> (chunk & 7)) & 1;
+}
+
+static uint32_t h_home(const struct ndz_fetch *f, uint32_t chunk)
+{
+	return (uint32_t)((chunk * 0x9e3779b97f4a7c15ull) >> 32) & f->hmask;
+}
+
+/* chunk's slot, or o.slots + its asks index, or NO_REF */
+static uint32_t h_get(const struct ndz_fetch *f, uint32_t chunk)
+{
+	for (uint32_t i = h_home(f, chunk);; i = (i + 1) & f->hmask)
+		if (f->hval[i] == NO_REF || f->hkey[i] == chunk)
+			return f->hval[i];
+}
+
+static void h_put(struct ndz_fetch *f, uint32_t chunk, uint32_t ref)
+{
+	uint32_t i = h_home(f, chunk);
+
+	while (f->hval[i] != NO_REF && f->hkey[i] != chunk)
+		i = (i + 1) & f->hmask;
+	f->hkey[i] = chunk;
+	f->hval[i] = ref;
+}
+
+/* Linear probing: deleting moves back the entries that probed past the hole. */
+static void h_del(struct ndz_fetch *f, uint32_t chunk)
+{
+	uint32_t i = h_home(f, chunk), j;
+
+	while (f->hval[i] != NO_REF && f->hkey[i] != chunk)
+		i = (i + 1) & f->hmask;
+	if (f->hval[i] == NO_REF)
+		return;
+	for (j = i;;) {
+		uint32_t k;
+
+		f->hval[i] = NO_REF;
+		do {
+			j = (j + 1) & f->hmask;
+			if (f->hval[j] == NO_REF)
+				return;
+			k = h_home(f, f->hkey[j]);
+		} while (i <= j ? i < k && k <= j : i < k || k <= j);
+		f->hkey[i] = f->hkey[j];
+		f->hval[i] = f->hval[j];
+		i = j;
+	}
+}
+
+/* chunk (needed, not started) was asked for at t; 0 when asks has no room for it */
+static int ask_add(struct ndz_fetch *f, uint32_t chunk, uint64_t t, uint32_t room)
+{
+	if (f->nasks >= room)
+		return 0;
+	f->asks[f->nasks].chunk = chunk;
+	f->asks[f->nasks].last_req = t;
+	h_put(f, chunk, (uint32_t)f->o.slots + f->nasks);
+	f->nasks++;
+	return 1;
+}
+
+static void ask_del(struct ndz_fetch *f, uint32_t j)
+{
+	h_del(f, f->asks[j].chunk);
+	if (j != --f->nasks) {
+		f->asks[j] = f->asks[f->nasks];
+		h_put(f, f->asks[j].chunk, (uint32_t)f->o.slots + j);
+	}
+}
+
+int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw)
+{
+	uint64_t sectors = info->source_bytes / NDZ_SECTOR_SIZE +
+			   (info->source_bytes % NDZ_SECTOR_SIZE != 0);
+
+	if (info->chunks > (sectors > 1 ? sectors : 1))
+		return NDZ_ERANGE;
+	if ((raw ? info->image_bytes : info->source_bytes) > room)
+		return NDZ_ETOOSMALL;
+	return 0;
+}
+
 int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
 {
 	struct ndz_fetch *f;
 	uint32_t x = o->seed ? o->seed : 0x9e3779b9u;
+	uint64_t hsize = 16;
 
 	*out = NULL;
-	if (!o->chunks || !o->slots || !o->request_ahead)
+	if (!o->chunks || !o->slots || !o->request_ahead || o->slots > (1u << 24) ||
+	    o->request_ahead > (1u << 24))
 		return NDZ_EINVAL;
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -91,23 +232,25 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
 	f->stagger = x ^ 0x5bd1e995u;
 	if (!f->stagger)
 		f->stagger = 1;
-	f->cstate = calloc(o->chunks, 1);
-	f->cslot = calloc(o->chunks, sizeof(*f->cslot));
-	f->last_req = calloc(o->chunks, sizeof(*f->last_req));
-	f->order = calloc(o->chunks, sizeof(*f->order));
+	f->acap = (uint32_t)o->slots + o->request_ahead + ASKS_OTHERS;
+	while (hsize < 2 * ((uint64_t)o->slots + f->acap))
+		hsize *= 2;
+	f->hmask = (uint32_t)(hsize - 1);
+	/* one bit per chunk: pages the kernel gives only as they are written */
+	f->done = calloc((size_t)o->chunks / 8 + 1, 1);
+	f->asks = calloc(f->acap, sizeof(*f->asks));
+	f->hkey = calloc(hsize, sizeof(*f->hkey));
+	f->hval = malloc(hsize * sizeof(*f->hval));
 	f->slots = calloc(o->slots, sizeof(*f->slots));
-	if (!f->cstate || !f->cslot || !f->last_req || !f->order || !f->slots) {
+	if (!f->done || !f->asks || !f->hkey || !f->hval || !f->slots) {
 		ndz_fetch_free(f);
 		return NDZ_ENOMEM;
 	}
-	for (uint32_t i = 0; i < o->chunks; i++)
-		f->order[i] = i;
-	for (uint32_t i = o->chunks; i > 1; i--) {
-		uint32_t j = next_rand(&x) % i, t = f->order[i - 1];
-
-		f->order[i - 1] = f->order[j];
-		f->order[j] = t;
-	}
+	memset(f->hval, 0xff, hsize * sizeof(*f->hval));
+	while (f->order_bits < 32 && (1ull << f->order_bits) < o->chunks)
+		f->order_bits++;
+	for (int i = 0; i < 3; i++)
+		f->order_key[i] = next_rand(&x);
 	f->last_block_chunk = -1;
 	*out = f;
 	return 0;
@@ -124,15 +267,18 @@ void ndz_fetch_free(struct ndz_fetch *f)
 	}
 	ndz_fec_free(f->fec);
 	free(f->slots);
-	free(f->cstate);
-	free(f->cslot);
-	free(f->last_req);
-	free(f->order);
+	free(f->done);
+	free(f->asks);
+	free(f->hkey);
+	free(f->hval);
 	free(f);
 }
 
-/* A free slot for chunk; its buffer is allocated on first use unless store is 0. */
-static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, int store)
+/*
+ * A free slot for chunk (needed, not started; ref its asks entry or NO_REF); its
+ * buffer is allocated on first use unless store is 0.
+ */
+static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref, int store)
 {
 	struct slot *s = NULL;
 
@@ -156,8 +302,16 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, int store)
 	s->wrep = 0;
 	memset(s->wbits, 0, sizeof(s->wbits));
 	s->rcount = 0;
-	f->cstate[chunk] = C_FILL;
-	f->cslot[chunk] = (int32_t)(s - f->slots);
+	memset(s->contested, 0, sizeof(s->contested));
+	memset(s->decoded, 0, sizeof(s->decoded));
+	memset(s->prev, 0, sizeof(s->prev));
+	s->retries = 0;
+	s->last_req = 0;
+	if (ref != NO_REF) {
+		s->last_req = f->asks[ref - f->o.slots].last_req;
+		ask_del(f, ref - (uint32_t)f->o.slots);
+	}
+	h_put(f, chunk, (uint32_t)(s - f->slots));
 	return s;
 }
 
@@ -168,7 +322,9 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, int store)
 static void decode_stripe(struct ndz_fetch *f, struct slot *s, unsigned st)
 {
 	unsigned missing = K - s->sdata[st];
+	uint8_t before[NDZ_BITMAP_BYTES];
 
+	memcpy(before, s->have, sizeof(before));
 	if (s->buf) {
 		uint8_t idx[K];
 		const uint8_t *rp[K];
@@ -187,6 +343,8 @@ static void decode_stripe(struct ndz_fetch *f, struct slot *s, unsigned st)
 		for (unsigned j = 0; j < K; j++)
 			ndz_bit_set(s->have, ndz_fec_block(st, j));
 	}
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		s->decoded[i] |= (uint8_t)(s->have[i] & ~before[i]);
 	s->nhave += missing;
 	s->sdata[st] = K;
 	s->srep[st] = 0;
@@ -218,6 +376,7 @@ static void decode_whole(struct ndz_fetch *f, struct slot *s)
 {
 	unsigned n = 0, cap = s->buf ? s->rcount : NDZ_FEC_WREPAIRS + STRIPES * NDZ_FEC_REPAIRS;
 	unsigned missing = BLOCKS - s->nhave;
+	uint8_t before[NDZ_BITMAP_BYTES];
 	uint8_t *set = malloc(cap ? cap : 1), *idx = malloc(cap ? cap : 1);
 	const uint8_t **rp = malloc(sizeof(*rp) * (cap ? cap : 1));
 
@@ -245,8 +404,11 @@ static void decode_whole(struct ndz_fetch *f, struct slot *s)
 					rp[n++] = NULL;
 				}
 	}
+	memcpy(before, s->have, sizeof(before));
 	if (ndz_fec_wdecode(s->buf, s->have, set, idx, rp, n) != 0)
 		goto out;      /* not determined yet (or no memory): a later arrival tries again */
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		s->decoded[i] |= (uint8_t)(s->have[i] & ~before[i]);
 	s->nhave = BLOCKS;
 	memset(s->sdata, K, sizeof(s->sdata));
 	memset(s->srep, 0, sizeof(s->srep));
@@ -258,41 +420,58 @@ out:
 	free(rp);
 }
 
-/* After an arrival: rebuild what the whole-chunk repairs (with the stripes') now can. */
+/*
+ * After an arrival: rebuild what the whole-chunk repairs (with the stripes') now can,
+ * when the chunk lacks no more than MAX_DECODE_WHOLE blocks. A decode costs the cube
+ * of what is missing (0.3 ms for 32 blocks here, a third of a second for 500), and is
+ * tried again on every arrival until it works: repairs a forger sends (any index, any
+ * chunk) must not make each packet that costly. Past the bound the chunk asks for
+ * its blocks or for repairs of its stripes.
+ */
 static void try_whole(struct ndz_fetch *f, struct slot *s)
 {
-	if (s->wrep && s->nhave < BLOCKS && s->nhave + useful_repairs(s) >= BLOCKS)
+	if (s->wrep && s->nhave < BLOCKS && BLOCKS - s->nhave <= MAX_DECODE_WHOLE &&
+	    s->nhave + useful_repairs(s) >= BLOCKS)
 		decode_whole(f, s);
+}
+
+/* The slot chunk fills, or NULL (not started, complete, or written). */
+static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
+{
+	uint32_t ref = h_get(f, chunk);
+
+	if (ref >= f->o.slots || f->slots[ref].state != S_FILL)
+		return NULL;
+	return &f->slots[ref];
 }
 
 /* The slot for a block or repair of chunk arriving at now (NULL: not wanted). */
 static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, uint64_t now_ns)
 {
-	struct slot *s;
-	int st = f->cstate[chunk];
+	struct slot *s, *m;
+	uint32_t ref;
 
 	if (f->last_block_chunk >= 0 && f->last_block_chunk != (int64_t)chunk &&
-	    f->cstate[f->last_block_chunk] == C_FILL) {
-		struct slot *m = &f->slots[f->cslot[f->last_block_chunk]];
-
+	    (m = filling(f, (uint32_t)f->last_block_chunk))) {
 		if (!m->moved_on)
 			m->ask_ns = now_ns + (f->repair ? next_rand(&f->stagger) % STAGGER_NS : 0);
 		m->moved_on = 1;
 		f->kick = 1;
 	}
 	f->last_block_chunk = chunk;
-	if (st == C_QUEUED || st == C_DONE) {
+	ref = is_done(f, chunk) ? 0 : h_get(f, chunk);
+	if (is_done(f, chunk) || (ref < f->o.slots && f->slots[ref].state == S_QUEUED)) {
 		f->st.dups++;
 		return NULL;
 	}
-	if (st == C_NEED) {
-		s = take_slot(f, chunk, store);
+	if (ref < f->o.slots) {
+		s = &f->slots[ref];
+	} else {
+		s = take_slot(f, chunk, ref, store);
 		if (!s) {
 			f->st.no_room++;
 			return NULL;
 		}
-	} else {
-		s = &f->slots[f->cslot[chunk]];
 	}
 	s->last_block_ns = now_ns;
 	return s;
@@ -309,10 +488,22 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
 		return -1;
 	if (ndz_bit_test(s->have, block)) {
+		/* the same block twice, different bytes: one of them is forged (or rebuilt
+		 * from a forged repair); should the chunk fail, that block is fetched again */
+		if (data && s->buf &&
+		    memcmp(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE) != 0)
+			ndz_bit_set(s->contested, block);
 		f->st.dups++;
 		return -1;
 	}
 	f->st.blocks++;
+	if (data && s->buf && ndz_bit_test(s->prev, block)) {
+		/* a copy of a chunk that failed its check: a block that differs is the
+		 * forged one, or the other copy's is */
+		if (memcmp(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE) != 0)
+			ndz_bit_set(s->contested, block);
+		s->prev[block / 8] &= (uint8_t)~(1u << (block % 8));
+	}
 	if (data && s->buf)
 		memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
 	ndz_bit_set(s->have, block);
@@ -392,8 +583,8 @@ void ndz_fetch_hold(struct ndz_fetch *f, int slot)
 {
 	struct slot *s = &f->slots[slot];
 
-	s->state = S_QUEUED;           /* neither free nor filling: not asked for */
-	f->cstate[s->chunk] = C_QUEUED; /* further blocks of it are duplicates */
+	/* neither free nor filling: not asked for, and further blocks of it are duplicates */
+	s->state = S_QUEUED;
 }
 
 void ndz_fetch_accept(struct ndz_fetch *f, int slot)
@@ -401,7 +592,6 @@ void ndz_fetch_accept(struct ndz_fetch *f, int slot)
 	struct slot *s = &f->slots[slot];
 
 	s->state = S_QUEUED;
-	f->cstate[s->chunk] = C_QUEUED;
 	f->st.complete++;
 	f->kick = 1;
 }
@@ -410,18 +600,66 @@ void ndz_fetch_reject(struct ndz_fetch *f, int slot)
 {
 	struct slot *s = &f->slots[slot];
 
-	f->cstate[s->chunk] = C_NEED;
-	f->last_req[s->chunk] = 1;     /* long ago: ask again now */
 	s->state = S_FREE;
+	h_del(f, s->chunk);
+	if (!ask_add(f, s->chunk, 1, f->acap))     /* asked long ago: ask again now */
+		f->lost++;
 	f->kick = 1;
+}
+
+int ndz_fetch_retry(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+	uint8_t doubt[NDZ_BITMAP_BYTES];
+	unsigned n = 0;
+
+	if (!s->buf || s->retries >= MAX_RETRIES) {
+		ndz_fetch_reject(f, slot);
+		return 0;
+	}
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+		doubt[i] = (uint8_t)((s->contested[i] | s->decoded[i]) & s->have[i]);
+		n += doubt[i] != 0;
+	}
+	if (!n)
+		memcpy(doubt, s->have, sizeof(doubt));  /* all, each compared as it comes */
+	/* drop those (kept in buf to compare) and every repair, ask for them again */
+	s->nhave = 0;
+	memset(s->sdata, 0, sizeof(s->sdata));
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+		s->have[i] &= (uint8_t)~doubt[i];
+		s->prev[i] |= doubt[i];
+	}
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (ndz_bit_test(s->have, b)) {
+			s->nhave++;
+			s->sdata[ndz_fec_stripe(b)]++;
+		}
+	memset(s->srep, 0, sizeof(s->srep));
+	memset(s->repbits, 0, sizeof(s->repbits));
+	s->wrep = 0;
+	memset(s->wbits, 0, sizeof(s->wbits));
+	s->rcount = 0;
+	memset(s->contested, 0, sizeof(s->contested));
+	memset(s->decoded, 0, sizeof(s->decoded));
+	memset(s->seen, 0, sizeof(s->seen));
+	s->seen_ns = 0;
+	s->retries++;
+	s->state = S_FILL;
+	s->moved_on = 1;               /* ask for them at once */
+	s->ask_ns = 0;
+	s->last_req = 1;
+	f->kick = 1;
+	return n ? 1 : 2;
 }
 
 void ndz_fetch_done(struct ndz_fetch *f, int slot)
 {
 	struct slot *s = &f->slots[slot];
 
-	f->cstate[s->chunk] = C_DONE;
+	f->done[s->chunk >> 3] |= (uint8_t)(1u << (s->chunk & 7));
 	s->state = S_FREE;
+	h_del(f, s->chunk);
 	f->st.done++;
 	f->kick = 1;
 }
@@ -429,22 +667,32 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot)
 void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns)
 {
-	int st;
+	struct slot *s = NULL;
+	uint32_t ref;
 
-	if (chunk >= f->o.chunks)
+	if (chunk >= f->o.chunks || is_done(f, chunk))
 		return;
-	st = f->cstate[chunk];
-	if (st == C_QUEUED || st == C_DONE)
-		return;
+	ref = h_get(f, chunk);
+	if (ref < f->o.slots) {
+		s = &f->slots[ref];
+		if (s->state != S_FILL)
+			return;
+	}
 	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
-		uint8_t missing = st == C_FILL ? (uint8_t)~f->slots[f->cslot[chunk]].have[i] : 0xff;
+		uint8_t missing = s ? (uint8_t)~s->have[i] : 0xff;
 
 		if (missing & ~bitmap[i])
 			return;        /* does not cover all we lack */
 	}
-	f->last_req[chunk] = now_ns;
-	if (st == C_FILL)
-		f->slots[f->cslot[chunk]].moved_on = 0;
+	if (s) {
+		s->last_req = now_ns;
+		s->moved_on = 0;
+	} else if (ref != NO_REF) {
+		f->asks[ref - f->o.slots].last_req = now_ns;
+	} else {
+		/* no room: we shall ask ourselves when its turn comes */
+		ask_add(f, chunk, now_ns, f->acap - (uint32_t)f->o.slots - f->o.request_ahead);
+	}
 }
 
 /*
@@ -463,7 +711,9 @@ static int repairs_needed(const struct ndz_fetch *f, const struct slot *s, uint8
 		unsigned u = useful_repairs(s);
 
 		need[WHOLE] = (uint8_t)(missing > u ? missing - u : 1);
-		return 1;
+		if (s->wrep + need[WHOLE] <= NDZ_FEC_WREPAIRS)
+			return 1;
+		need[WHOLE] = 0;       /* (all held, yet short: per stripe, or the blocks) */
 	}
 	for (unsigned st = 0; st < STRIPES; st++) {
 		unsigned held = (unsigned)s->sdata[st] + s->srep[st];
@@ -471,6 +721,14 @@ static int repairs_needed(const struct ndz_fetch *f, const struct slot *s, uint8
 		need[st] = (uint8_t)(held >= K ? 0 : K - held);
 		if (need[st] > most)
 			most = need[st];
+		/*
+		 * A stripe has fewer distinct repairs than blocks: one whose repairs are
+		 * all here (others asked for them all) lacks blocks that only the blocks
+		 * themselves can give; asking for repairs again would bring duplicates
+		 * forever.
+		 */
+		if (need[st] > NDZ_FEC_REPAIRS - s->srep[st])
+			return 0;
 	}
 	return most <= MAX_ASK_REPAIRS;
 }
@@ -481,9 +739,8 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
 	uint8_t mine[SETS];
 	struct slot *s;
 
-	if (chunk >= f->o.chunks || f->cstate[chunk] != C_FILL)
+	if (chunk >= f->o.chunks || is_done(f, chunk) || !(s = filling(f, chunk)))
 		return;        /* repairs heal a chunk only once some of it is here */
-	s = &f->slots[f->cslot[chunk]];
 	/* the server sends the most asked for per set: what all those heard ask for */
 	if (!s->seen_ns || now_ns - s->seen_ns > f->o.redelay_ns) {
 		memset(s->seen, 0, sizeof(s->seen));
@@ -497,7 +754,7 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
 	for (unsigned i = 0; i < SETS; i++)
 		if (s->seen[i] < mine[i])
 			return;
-	f->last_req[chunk] = now_ns;
+	s->last_req = now_ns;
 	s->moved_on = 0;
 }
 
@@ -523,8 +780,8 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		if (s->state != S_FILL)
 			continue;
 		if (silent || (s->moved_on && now >= s->ask_ns &&
-			       now - f->last_req[s->chunk] > MOVED_ON_WAIT_NS) ||
-		    (now - s->last_block_ns > redelay && now - f->last_req[s->chunk] > redelay)) {
+			       now - s->last_req > MOVED_ON_WAIT_NS) ||
+		    (now - s->last_block_ns > redelay && now - s->last_req > redelay)) {
 			uint8_t missing[NDZ_BITMAP_BYTES], need[SETS];
 
 			if (f->repair && repairs_needed(f, s, need)) {
@@ -534,36 +791,44 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 					missing[b] = (uint8_t)~s->have[b];
 				emit(ctx, s->chunk, missing, NULL);
 			}
-			f->last_req[s->chunk] = now;
+			s->last_req = now;
 			s->moved_on = 0;
 			sent++;
 		} else if (!s->moved_on) {
 			inflight++;
 		}
 	}
-	/* chunks asked for by anyone (us or others) and not started yet are on their way too */
-	for (uint32_t ch = 0; ch < f->o.chunks; ch++) {
-		if (f->cstate[ch] != C_NEED || !f->last_req[ch])
-			continue;
-		if (silent || now - f->last_req[ch] > redelay) {
-			if (avail == 0)
-				continue;
-			emit(ctx, ch, NULL, NULL);
-			f->last_req[ch] = now;
+	/*
+	 * chunks asked for by anyone (us or others) and not started yet are on their way
+	 * too; with no slot left, neither these nor new chunks can be asked for
+	 */
+	for (uint32_t j = 0; j < f->nasks && avail > 0; j++) {
+		struct ask *a = &f->asks[j];
+
+		if (silent || now - a->last_req > redelay) {
+			emit(ctx, a->chunk, NULL, NULL);
+			a->last_req = now;
 			sent++;
 		}
 		inflight++;
-		if (avail)
-			avail--;
+		avail--;
 	}
-	/* new chunks, in random order */
-	while (inflight < f->o.request_ahead && avail > 0 && f->next_order < f->o.chunks) {
-		uint32_t ch = f->order[f->next_order++];
+	/* new chunks, in random order; again from the start when some fell out of asks */
+	while (inflight < f->o.request_ahead && avail > 0) {
+		uint32_t ch;
 
-		if (f->cstate[ch] != C_NEED || f->last_req[ch])
+		if (f->next_order >= f->o.chunks) {
+			if (!f->lost)
+				break;
+			f->lost = 0;
+			f->next_order = 0;
+		}
+		ch = order_at(f, f->next_order++);
+		if (is_done(f, ch) || h_get(f, ch) != NO_REF)
 			continue;      /* being received, done, or counted above */
 		emit(ctx, ch, NULL, NULL);
-		f->last_req[ch] = now;
+		if (!ask_add(f, ch, now, f->acap))
+			f->lost++;
 		sent++;
 		inflight++;
 		avail--;

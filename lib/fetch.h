@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.h"
+
 struct ndz_fetch;
 
 struct ndz_fetch_opts {
@@ -39,7 +41,22 @@ struct ndz_fetch_stats {
 typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing,
 			       const uint8_t *need);
 
-/* ndz_fetch_create - a cache per o; NDZ_EINVAL for bad options, NDZ_ENOMEM. */
+/*
+ * ndz_fetch_check_join - whether the image a JOIN_REPLY announces can be restored to
+ * a target of room bytes (UINT64_MAX: no bound, e.g. a file made at the image's
+ * size): 0; NDZ_ERANGE when no image could have that many chunks for its source size
+ * (every chunk but the last covers at least one sector, doc/FORMAT.md: at most
+ * max(1, ceil(source_bytes / 512)) chunks); NDZ_ETOOSMALL when the target cannot
+ * hold what is written (source_bytes, or with raw the image itself). A client checks
+ * this before it makes a cache for that many chunks.
+ */
+int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw);
+
+/*
+ * ndz_fetch_create - a cache per o; NDZ_EINVAL for bad options, NDZ_ENOMEM. It costs
+ * a bit per chunk (and the kernel gives the pages only as chunks are written), and
+ * memory per chunk only for the chunks on their way.
+ */
 int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out);
 /* ndz_fetch_free - free f and every chunk buffer; accepts NULL. */
 void ndz_fetch_free(struct ndz_fetch *f);
@@ -80,6 +97,17 @@ void ndz_fetch_hold(struct ndz_fetch *f, int slot);
 void ndz_fetch_accept(struct ndz_fetch *f, int slot);
 /* ndz_fetch_reject - it did not (forged or corrupt blocks): drop it, ask again at once. */
 void ndz_fetch_reject(struct ndz_fetch *f, int slot);
+/*
+ * ndz_fetch_retry - the complete chunk in slot did not check out, and its buffer is
+ * as received (not decrypted in place). Blocks that came twice with different bytes,
+ * and blocks rebuilt from repairs, are in doubt: only those are dropped (with every
+ * repair held) and asked for again at once (returns 1); with none in doubt, all are
+ * (returns 2), each compared as it comes again with the copy in the buffer, so that
+ * the next failure knows which block to doubt. So a forged block or repair costs a few
+ * blocks, or one chunk, not one for each failure. At the fifth failure, or without a
+ * buffer, the chunk is rejected as by ndz_fetch_reject (returns 0).
+ */
+int ndz_fetch_retry(struct ndz_fetch *f, int slot);
 /* ndz_fetch_done - the accepted chunk in slot is written: the slot is free again. */
 void ndz_fetch_done(struct ndz_fetch *f, int slot);
 

@@ -469,8 +469,8 @@ int ndz_manifest_open(const uint8_t *b, size_t len, const struct ndz_key *pub,
 
 		ndz_key_id_hex(pub->id, want);
 		ndz_key_id_hex(b + M_KEY_ID, got);
-		return ndz_error_set(e, NDZ_EWRONGKEY, 0, "%s: manifest signed by key %s, not by "
-				     "key %s", ndz_strerror(NDZ_EWRONGKEY), got, want);
+		return ndz_error_set(e, NDZ_EWRONGKEY, 0, "%s: manifest signed by another key "
+				     "(id %s, not %s)", ndz_strerror(NDZ_EWRONGKEY), got, want);
 	}
 	body = len - NDZ_SIG_LEN;
 	if (crypto_sign_ed25519_verify_detached(b + body, b, body, pub->pk) != 0)

@@ -72,7 +72,8 @@ check "zstd images are signed too" sh -c \
 fill_a5 "$(stat -c %s big)" ref
 cp ref tgt
 fails "an unsigned image" "plain.ndz: image is not signed" "$IMAGEUNZIP" --key k.pub plain.ndz tgt
-fails "another key" "signed or encrypted with another key: manifest signed by key" \
+fails "another key: named by its id, at once" \
+	"signed or encrypted with another key: manifest signed by another key \(id $(sed -n 's/^id //p' k.pub), not $(sed -n 's/^id //p' k2.pub)\)" \
 	"$IMAGEUNZIP" --key k2.pub a.ndz tgt
 fails "a secret key is not a public one" "public half is wanted" "$IMAGEUNZIP" --key k.sec a.ndz tgt
 cp a.ndz.manifest sig.bak

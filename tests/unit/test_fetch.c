@@ -1,7 +1,8 @@
 /*
  * Unit tests for lib/fetch: the client's chunk cache and request scheduling on a
  * simulated clock: request-ahead, NAK suppression by snooping, partial requests,
- * re-requests after silence or a bad chunk, and a full cache.
+ * re-requests after silence or a bad chunk, a full cache, and what a chunk count
+ * (a forger's) costs before any chunk comes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <cmocka.h>
 
@@ -746,6 +748,291 @@ static void test_whole_many_lost(void **state)
 	assert_int_equal(sum, 33);
 }
 
+/*
+ * A forged block that came before the real one: the chunk fails its check, and only
+ * that block is fetched again. A failure with nothing in doubt fetches every block
+ * again, each compared with the copy held, so that the next failure names the forged
+ * block; at the fifth failure the chunk is dropped and asked for whole.
+ */
+static void test_retry_contested(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3, 4, 1, 11);
+	uint8_t forged[NDZ_BLOCK_SIZE];
+	uint32_t c;
+	int slot;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(forged, 0x5a, sizeof(forged));
+	ndz_fetch_requests(f, T0, 0, record, &s);
+	c = s.chunk[0];
+	assert_int_equal(ndz_fetch_block(f, c, 5, forged, T0), -1);
+	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 5 * NDZ_BLOCK_SIZE, forged, NDZ_BLOCK_SIZE);
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 1);
+	assert_int_equal(ndz_fetch_kicked(f), 1);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 2 * MS, 0, record, &s);
+	assert_true(s.n >= 1);         /* (and a new chunk: a partial one is not counted ahead) */
+	assert_int_equal(s.chunk[0], c);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), 1);
+	assert_true(ndz_bit_test(s.missing[0], 5));
+	slot = deliver(f, c, 5, 6, NULL, T0 + 3 * MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 5 * NDZ_BLOCK_SIZE, data_of(c, 5),
+			    NDZ_BLOCK_SIZE);
+	/* block 5 differed from the copy before it: in doubt for the next failure too */
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 1);
+	slot = deliver(f, c, 5, 6, NULL, T0 + 3 * MS);
+	assert_true(slot >= 0);
+	/* failing with nothing in doubt: every block again, compared with this copy */
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 2);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 4 * MS, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK);
+	/* a forged block 9 first this time: it differs from the copy, so it is in doubt */
+	assert_int_equal(ndz_fetch_block(f, c, 9, forged, T0 + 5 * MS), -1);
+	slot = -1;
+	for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		if (b != 9 && (slot = ndz_fetch_block(f, c, b, data_of(c, b), T0 + 5 * MS)) >= 0)
+			break;
+	assert_true(slot >= 0);
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 1);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 6 * MS, 0, record, &s);
+	assert_int_equal(s.chunk[0], c);
+	assert_int_equal(ndz_bit_count(s.missing[0]), 1);
+	assert_true(ndz_bit_test(s.missing[0], 9));
+	slot = deliver(f, c, 9, 10, NULL, T0 + 7 * MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 9 * NDZ_BLOCK_SIZE, data_of(c, 9),
+			    NDZ_BLOCK_SIZE);
+	/* the fifth failure in the slot: dropped, asked for whole */
+	ndz_fetch_hold(f, slot);
+	assert_int_equal(ndz_fetch_retry(f, slot), 0);
+	s.n = 0;
+	ndz_fetch_requests(f, T0 + 9 * MS, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_false(s.partial[0]);
+	ndz_fetch_free(f);
+}
+
+/*
+ * Others asked for every repair of every stripe of a chunk we have no block of (a
+ * hostile host can): a stripe has 127 repairs for 128 blocks, so we must ask for
+ * blocks, not for repairs that can only come as duplicates; one block a stripe
+ * then completes the chunk.
+ */
+static void test_all_repairs_no_blocks(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 21);
+	uint64_t now = T0;
+	int slot = -1;
+	uint32_t c;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR);
+	ndz_fetch_requests(f, now, 0, record, &s);
+	c = s.chunk[0];
+	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++)
+		for (unsigned r = 0; r < NDZ_FEC_REPAIRS; r++)
+			assert_int_equal(ndz_fetch_repair(f, c, st, r, data_of(c, r), now), -1);
+	s.n = 0;
+	now += REDELAY + MS;
+	ndz_fetch_requests(f, now, 0, record, &s);
+	assert_true(s.n >= 1);
+	assert_int_equal(s.chunk[0], c);
+	assert_false(s.repair[0]);
+	assert_true(s.partial[0]);
+	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK);
+	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++) {
+		unsigned b = ndz_fec_block(st, 0);
+
+		slot = ndz_fetch_block(f, c, b, data_of(c, b), now);
+	}
+	assert_true(slot >= 0);
+	assert_int_equal(ndz_fetch_slot_chunk(f, slot), c);
+	ndz_fetch_free(f);
+}
+
+/* What a JOIN_REPLY may announce: no more chunks than sectors, no more than the target. */
+static void test_check_join(void **state)
+{
+	struct ndz_join_info i;
+
+	(void)state;
+	memset(&i, 0, sizeof(i));
+	i.chunks = 1;
+	i.image_bytes = NDZ_CHUNK_SIZE;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);     /* empty source */
+	i.chunks = 2;
+	i.image_bytes = 2ull * NDZ_CHUNK_SIZE;
+	i.source_bytes = 512;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	i.source_bytes = 513;                  /* two sectors, the second one partly */
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 0), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 512, 0), NDZ_ETOOSMALL);
+	/* with --raw the target holds the image itself */
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 1), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1), 0);
+	/* the forger's: 100 million chunks of 100 TB against 64 MiB; no size near 2^64 wraps */
+	i.chunks = 100000000u;
+	i.image_bytes = (uint64_t)i.chunks * NDZ_CHUNK_SIZE;
+	i.source_bytes = i.image_bytes;
+	assert_int_equal(ndz_fetch_check_join(&i, 64ull << 20, 0), NDZ_ETOOSMALL);
+	i.source_bytes = 1048576;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	i.chunks = UINT32_MAX;
+	i.source_bytes = UINT64_MAX;
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX - 1, 0), NDZ_ETOOSMALL);
+}
+
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	assert_int_equal(getrusage(RUSAGE_SELF, &ru), 0);
+	return ru.ru_maxrss;
+}
+
+/*
+ * A cache for the largest chunk count a JOIN_REPLY can announce: made at once, and
+ * what it touches is a few pages, not memory per announced chunk; it asks for chunks
+ * of the image as usual, each once.
+ */
+static void test_huge_count(void **state)
+{
+	static struct sent s;
+	const uint32_t counts[] = { UINT32_MAX, 300000000u };
+	long before = max_rss_kib();
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		struct ndz_fetch *f = make(counts[k], 64, 8, 99 + k);
+		uint8_t all[NDZ_BITMAP_BYTES];
+		uint64_t now = T0;
+
+		memset(&s, 0, sizeof(s));
+		memset(all, 0xff, sizeof(all));
+		assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 8);
+		/* others' requests for many chunks, and blocks of chunks nobody asked for */
+		for (uint32_t i = 0; i < 100000; i++) {
+			ndz_fetch_snoop(f, i * 40961u % counts[k], all, now);
+			ndz_fetch_block(f, i * 7919u % counts[k], i % 1024, NULL, now);
+		}
+		for (int t = 0; t < 50; t++) {
+			now += REDELAY + MS;
+			ndz_fetch_requests(f, now, t & 1, record, &s);
+		}
+		for (unsigned i = 0; i < s.n; i++)
+			assert_true(s.chunk[i] < counts[k]);
+		ndz_fetch_free(f);
+	}
+	/* the old cache touched 17 bytes an announced chunk: 5 GB for 300 million
+	 * (AddressSanitizer writes the shadow of what is allocated: not there) */
+#ifndef __SANITIZE_ADDRESS__
+	assert_true(max_rss_kib() - before < 64 * 1024);
+#else
+	(void)before;
+#endif
+}
+
+/* Every chunk asked for once, whatever the count (the order is computed, not stored). */
+static void test_order_any_count(void **state)
+{
+	static struct sent s;
+	const uint32_t counts[] = { 1, 2, 3, 7, 64, 65, 1000, 1025 };
+
+	(void)state;
+	for (unsigned k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
+		struct ndz_fetch *f = make(counts[k], 4, 2, k + 1);
+		static uint32_t seen[1025];
+		struct ndz_fetch_stats st;
+		uint64_t now = T0;
+
+		memset(&s, 0, sizeof(s));
+		memset(seen, 0, sizeof(seen));
+		ndz_fetch_requests(f, now, 0, record, &s);
+		for (unsigned i = 0; i < s.n; i++) {
+			int slot;
+
+			assert_true(s.chunk[i] < counts[k]);
+			seen[s.chunk[i]]++;
+			now += MS;
+			slot = deliver(f, s.chunk[i], 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+			assert_true(slot >= 0);
+			ndz_fetch_accept(f, slot);
+			ndz_fetch_done(f, slot);
+			ndz_fetch_requests(f, now, 0, record, &s);
+		}
+		for (unsigned c = 0; c < counts[k]; c++)
+			assert_int_equal(seen[c], 1);
+		ndz_fetch_get_stats(f, &st);
+		assert_int_equal(st.done, counts[k]);
+		ndz_fetch_free(f);
+	}
+}
+
+/*
+ * A flood of others' requests for distinct chunks (a hostile host's) neither grows
+ * the cache nor loses a chunk: those it does not keep, we ask for in our turn.
+ */
+static void test_snoop_flood(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3000, 4, 2, 5);
+	static uint32_t seen[3000];
+	struct ndz_fetch_stats st;
+	uint8_t all[NDZ_BITMAP_BYTES];
+	uint64_t now = T0;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	memset(seen, 0, sizeof(seen));
+	memset(all, 0xff, sizeof(all));
+	for (uint32_t c = 0; c < 3000; c++)
+		ndz_fetch_snoop(f, c, all, now);
+	/* serve whatever is asked for, one chunk at a time, until all is done */
+	for (unsigned i = 0, guard = 0; guard < 20000; guard++) {
+		ndz_fetch_get_stats(f, &st);
+		if (st.done == 3000)
+			break;
+		now += REDELAY + MS;
+		ndz_fetch_requests(f, now, 0, record, &s);
+		for (; i < s.n; i++) {
+			int slot = deliver(f, s.chunk[i], 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+
+			if (slot < 0)
+				continue;      /* asked again before it came: a duplicate */
+			seen[s.chunk[i]]++;
+			ndz_fetch_accept(f, slot);
+			ndz_fetch_done(f, slot);
+		}
+		if (s.n > 3500)
+			s.n = i = 0;
+	}
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.done, 3000);
+	for (unsigned c = 0; c < 3000; c++)
+		assert_int_equal(seen[c], 1);
+	ndz_fetch_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -764,6 +1051,12 @@ int main(void)
 		cmocka_unit_test(test_out_of_range),
 		cmocka_unit_test(test_whole_repairs),
 		cmocka_unit_test(test_whole_many_lost),
+		cmocka_unit_test(test_huge_count),
+		cmocka_unit_test(test_order_any_count),
+		cmocka_unit_test(test_snoop_flood),
+		cmocka_unit_test(test_retry_contested),
+		cmocka_unit_test(test_all_repairs_no_blocks),
+		cmocka_unit_test(test_check_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
