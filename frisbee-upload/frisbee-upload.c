@@ -12,9 +12,20 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "format.h"
 #include "upload.h"
 
 #define EXIT_REFUSED 3                 /* the master refused before the transfer */
+
+/* Progress counts image bytes sent; once all are, the master checks and flushes them. */
+static void show_progress(void *ctx, uint64_t sent, int sent_all)
+{
+	struct cli_progress *p = ctx;
+
+	cli_progress_update(p, sent, (uint32_t)(sent / NDZ_CHUNK_SIZE));
+	if (sent_all)
+		cli_progress_phase(p, "flushing");
+}
 
 static const char usage_text[] =
 	"Usage: frisbee-upload -M HOST[:PORT] -I NAME [options] FILE|-\n"
@@ -27,6 +38,10 @@ static const char usage_text[] =
 	"                           file's size; not known for '-')\n"
 	"  -w, --wait SECONDS       how long to wait for the master at each step (default\n"
 	"                           60; for its verdict after the last byte, at least 600)\n"
+	"  -o, --progress           show progress and the time left (with a known size):\n"
+	"                           a line redrawn on a terminal, else a plain line\n"
+	"                           every few seconds\n"
+	"      --progress=json      progress as one JSON object a line (see the man page)\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens\n"
 	"  -h, --help               this help\n"
@@ -43,18 +58,20 @@ int main(int argc, char **argv)
 		{ "image", required_argument, NULL, 'I' },
 		{ "size", required_argument, NULL, 's' },
 		{ "wait", required_argument, NULL, 'w' },
+		{ "progress", optional_argument, NULL, 'o' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *master = NULL, *name = NULL, *path;
 	struct ndz_error e = { 0 };
 	uint64_t size = 0;
-	int c, fd, wait_s = 60, refused, rc;
+	int c, fd, wait_s = 60, refused, rc, progress = 0;
+	struct cli_progress prog;
 	struct stat st;
-	double t0;
+	char rate[64];
 
 	cli_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "M:I:s:w:qvhV", lopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "M:I:s:w:oqvhV", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'M': master = optarg; break;
 		case 'I': name = optarg; break;
@@ -63,6 +80,7 @@ int main(int argc, char **argv)
 				cli_usage_error("-s: bad size '%s'", optarg);
 			break;
 		case 'w': wait_s = cli_parse_int(optarg, "-w", 1, 3600); break;
+		case 'o': progress = cli_progress_option(optarg); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -84,8 +102,10 @@ int main(int argc, char **argv)
 	}
 	if (!size && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 		size = (uint64_t)st.st_size;
-	t0 = cli_now();
-	rc = ndz_upload_send(master, name, fd, size, wait_s, &refused, &e);
+	cli_progress_init(&prog, progress, "sending", "image", "sent");
+	cli_progress_total(&prog, size, (uint32_t)(size / NDZ_CHUNK_SIZE));
+	rc = ndz_upload_send(master, name, fd, size, wait_s, show_progress, &prog, &refused, &e);
+	cli_progress_end(&prog, rc == 0);
 	if (fd != 0)
 		close(fd);
 	if (rc < 0)
@@ -93,7 +113,8 @@ int main(int argc, char **argv)
 			e.code == NDZ_EIO ? path : "", e.code == NDZ_EIO ? ": " : "",
 			ndz_error_msg(&e));
 	if (cli_verbose)
-		cli_info("%s stored as image '%s' on %s (%.1f s)", path, name, master,
-			 cli_now() - t0);
+		cli_info("%s stored as image '%s' on %s (%.1f s, %s, checked and flushed by "
+			 "the master in %.1f s)", path, name, master, cli_progress_elapsed(&prog),
+			 cli_progress_rate(&prog, rate, sizeof(rate)), prog.flush_s);
 	return EXIT_OK;
 }

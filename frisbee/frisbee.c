@@ -110,7 +110,9 @@ static const char usage_text[] =
 	"                         an encryption key: decrypt (give both if need be)\n"
 	"      --manifest FILE    use this signed manifest, not the server's\n"
 	"      --orig-key FILE    an original Frisbee V4 image's Blowfish key file\n"
-	"  -o, --progress         show progress\n"
+	"  -o, --progress         show progress and the time left: a line redrawn on a\n"
+	"                         terminal, else a plain line every few seconds\n"
+	"      --progress=json    progress as one JSON object a line (see the man page)\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
 	"  -h, --help             this help\n"
@@ -814,7 +816,7 @@ int main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "raw", no_argument, NULL, 'r' },
 		{ "force", no_argument, NULL, 'f' },
-		{ "progress", no_argument, NULL, 'o' },
+		{ "progress", optional_argument, NULL, 'o' },
 		{ "no-repair", no_argument, NULL, 0x100 },
 		{ "no-whole-repair", no_argument, NULL, 0x10a },
 		{ "key", required_argument, NULL, 'k' },
@@ -830,7 +832,7 @@ int main(int argc, char **argv)
 	unsigned nap_us;
 	pthread_t ft;
 	int opt, code = EXIT_OK, cache_mib = 64, force = 0;
-	uint64_t start, next_look = 0;
+	uint64_t next_look = 0;
 	const char *master = NULL, *image = NULL;
 	struct master_answer ma;
 
@@ -859,7 +861,7 @@ int main(int argc, char **argv)
 		case 'f': force = 1; break;
 		case 0x100: c.no_repair = 1; break;
 		case 0x10a: c.no_whole = 1; break;
-		case 'o': c.progress = 1; break;
+		case 'o': c.progress = cli_progress_option(optarg); break;
 		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;
 		case 0x1f0: orig_key_path = optarg; break;
@@ -902,7 +904,7 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	if (getrandom(&c.id, sizeof(c.id), 0) != sizeof(c.id))
 		c.id = (uint32_t)ndz_now_ns();
-	c.start_ns = start = ndz_now_ns();
+	c.start_ns = ndz_now_ns();
 	c.room = target_room(&c);
 	join(&c, no.group, no.port);
 	{
@@ -917,7 +919,9 @@ int main(int argc, char **argv)
 	pthread_cond_init(&c.cond, NULL);
 	if (pthread_create(&ft, NULL, feeder, &c))
 		cli_die(EXIT_FAIL, "cannot start a thread");
-	cli_progress_init(&c.prog, c.target_path, c.info.image_bytes, c.progress && !cli_quiet);
+	/* progress counts image bytes received, as the summary does */
+	cli_progress_init(&c.prog, c.progress, "receiving", "image", "received");
+	cli_progress_total(&c.prog, c.info.image_bytes, c.n);
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	c.last_block_ns = c.accept_ns = ndz_now_ns();
 	c.silence_wait_ns = 40 * MS;
@@ -946,10 +950,9 @@ int main(int argc, char **argv)
 		ndz_fetch_get_stats(c.fetch, &st);
 		failed = c.failed;
 		pthread_mutex_unlock(&c.lock);
+		cli_progress_update(&c.prog, (uint64_t)st.complete * NDZ_CHUNK_SIZE, st.complete);
 		if (failed || st.complete == c.n)
 			break;
-		if (c.progress)
-			cli_progress_update(&c.prog, (uint64_t)st.done * NDZ_CHUNK_SIZE);
 		n = ndz_net_recv_many(c.net, dg, BATCH, 20, nap_us);
 		if (n < 0) {
 			ndz_error_set(&c.err, NDZ_ENET, errno, "receive");
@@ -1007,6 +1010,8 @@ int main(int argc, char **argv)
 		}
 		pthread_mutex_unlock(&c.lock);
 	}
+	if (code == EXIT_OK)
+		cli_progress_phase(&c.prog, "flushing");
 	pthread_mutex_lock(&c.lock);
 	c.stop = 1;
 	if (code != EXIT_OK)
@@ -1021,21 +1026,19 @@ int main(int argc, char **argv)
 		cli_own_file(NULL);
 	send_leave(&c, code != EXIT_OK);
 	ndz_fetch_get_stats(c.fetch, &fst);
-	if (c.progress)
-		cli_progress_end(&c.prog, (uint64_t)fst.done * NDZ_CHUNK_SIZE);
+	cli_progress_end(&c.prog, code == EXIT_OK);
 	if (code != EXIT_OK) {
 		cli_drop_file();
 		cli_error("%s", ndz_error_msg(&c.err));
 	} else if (!cli_quiet) {
-		double secs = (double)(ndz_now_ns() - start) / 1e9;
+		char rate[64];
 
-		fprintf(stderr, "%s: %u chunks in %.2f s (%.1f MB/s), %llu blocks received, "
-			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent\n",
-			cli_progname, c.n, secs,
-			secs > 0 ? (double)c.info.image_bytes / 1e6 / secs : 0.0,
-			(unsigned long long)fst.blocks, (unsigned long long)fst.repairs,
-			(unsigned long long)fst.decoded, (unsigned long long)fst.dups,
-			(unsigned long long)c.requests);
+		fprintf(stderr, "%s: %u chunks in %.2f s (%s), %llu blocks received, "
+			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent, "
+			"flushed in %.2f s\n", cli_progname, c.n, cli_progress_elapsed(&c.prog),
+			cli_progress_rate(&c.prog, rate, sizeof(rate)), (unsigned long long)fst.blocks,
+			(unsigned long long)fst.repairs, (unsigned long long)fst.decoded,
+			(unsigned long long)fst.dups, (unsigned long long)c.requests, c.prog.flush_s);
 	}
 	if (cli_verbose)
 		cli_info("dropped: %llu malformed, %llu other version, %llu foreign, %llu no room, "

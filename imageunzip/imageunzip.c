@@ -32,7 +32,9 @@ static const char usage_text[] =
 	"                     held, or the file behind a loop device in use)\n"
 	"  -j, --threads N    decompression threads (default: online cores)\n"
 	"  -m, --memory MIB   buffer memory in MiB (default 128, at least 16)\n"
-	"  -o, --progress     show progress on a terminal\n"
+	"  -o, --progress     show progress and the time left: a line redrawn on a\n"
+	"                     terminal, else a plain line every few seconds\n"
+	"      --progress=json  progress as one JSON object a line (see the man page)\n"
 	"  -k, --key FILE     a public key: every chunk must be the one the image's\n"
 	"                     signed manifest names, else nothing of it is written;\n"
 	"                     an encryption key: decrypt the image (both may be given)\n"
@@ -110,11 +112,15 @@ static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h
 	ndz_ptable_release(&t);
 }
 
-/* Progress counts the image's chunks done, as frisbee's does. */
+/* Progress counts disk bytes written (or zeroed), as the summary does; chunks give the part done. */
 static void progress_cb(void *ctx, uint64_t bytes, uint32_t chunks)
 {
-	(void)bytes;
-	cli_progress_update(ctx, (uint64_t)chunks * NDZ_CHUNK_SIZE);
+	cli_progress_update(ctx, bytes, chunks);
+}
+
+static void flushing_cb(void *ctx)
+{
+	cli_progress_phase(ctx, "flushing");
 }
 
 /*
@@ -192,7 +198,7 @@ int main(int argc, char **argv)
 		{ "verify", no_argument, NULL, 'n' },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "memory", required_argument, NULL, 'm' },
-		{ "progress", no_argument, NULL, 'o' },
+		{ "progress", optional_argument, NULL, 'o' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "orig-key", required_argument, NULL, 0x101 },
@@ -215,7 +221,7 @@ int main(int argc, char **argv)
 	struct ndz_manifest m = { 0 };
 	uint32_t pos = 0;
 	int slice = 0, progress = 0, created = 0, force = 0, c, rc;
-	double t0;
+	char rate[64];
 
 	cli_init(argv[0]);
 	ndz_unzip_opts_init(&uopts);
@@ -243,7 +249,7 @@ int main(int argc, char **argv)
 			uopts.mem_limit = (size_t)cli_parse_int(optarg, "-m", 16, 1 << 20) << 20;
 			break;
 		case 'o':
-			progress = 1;
+			progress = cli_progress_option(optarg);
 			break;
 		case 'k':
 			cli_add_key(optarg, &pub, &crypt);
@@ -328,10 +334,8 @@ int main(int argc, char **argv)
 		if (ndz_image_fits(h0, tpath, target->size, &err) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 	}
-	cli_progress_init(&prog, "imageunzip",
-			  (uint64_t)ndz_image_reader_chunks(reader) * NDZ_CHUNK_SIZE,
-			  progress && isatty(STDERR_FILENO) && !cli_quiet);
 	uopts.progress = progress_cb;
+	uopts.flushing = flushing_cb;
 	uopts.progress_ctx = &prog;
 	uopts.name = in->name;
 	uopts.expect_chunks = ndz_image_reader_chunks(reader);
@@ -343,10 +347,11 @@ int main(int argc, char **argv)
 	}
 	if (crypt.type != NDZ_KEY_NONE)
 		uopts.crypt_key = &crypt;
+	cli_progress_init(&prog, progress, "writing", "disk", "written");
+	cli_progress_total(&prog, 0, uopts.expect_chunks);
 	rc = ndz_unzip_create(target, &uopts, &u);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
-	t0 = cli_now();
 
 	/* Each chunk is read straight into a buffer of the pipeline. */
 	for (;;) {
@@ -374,7 +379,8 @@ int main(int argc, char **argv)
 	rc = ndz_unzip_finish(u, &stats, &err);
 	if (err.code)
 		rc = err.code;
-	cli_progress_end(&prog, (uint64_t)stats.chunks * NDZ_CHUNK_SIZE);
+	cli_progress_update(&prog, stats.bytes_written + stats.bytes_zeroed, stats.chunks);
+	cli_progress_end(&prog, rc == 0);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&err));
 	ndz_unzip_free(u);
@@ -390,12 +396,14 @@ int main(int argc, char **argv)
 	ndz_io_close(disk);
 	ndz_io_close(in);
 	if (rc == 0 && cli_verbose) {
-		double secs = cli_now() - t0;
+		char flushed[48] = "";
 
-		cli_info("%s: %u chunks, %llu bytes written, %llu zeroed, %.2f s, %.1f MB/s%s",
+		if (prog.flush_s >= 0)
+			snprintf(flushed, sizeof(flushed), ", flushed in %.2f s", prog.flush_s);
+		cli_info("%s: %u chunks, %llu bytes written, %llu zeroed, %.2f s, %s%s%s",
 			 argv[optind], stats.chunks, (unsigned long long)stats.bytes_written,
-			 (unsigned long long)stats.bytes_zeroed, secs,
-			 secs > 0 ? (double)stats.bytes_written / 1e6 / secs : 0.0,
+			 (unsigned long long)stats.bytes_zeroed, cli_progress_elapsed(&prog),
+			 cli_progress_rate(&prog, rate, sizeof(rate)), flushed,
 			 uopts.verify_only ? " (verified, nothing written)" : "");
 	}
 	return rc < 0 ? EXIT_FAIL : EXIT_OK;

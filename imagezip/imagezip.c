@@ -55,7 +55,9 @@ static const char usage_text[] =
 	"      --orig-key FILE  with --from-image: an original V4 image's Blowfish key\n"
 	"      --to-orig      write the original Frisbee V3 format, for old clients\n"
 	"                     (zlib, no signing or encryption, 2 TiB at most)\n"
-	"  -o, --progress     show progress on a terminal\n"
+	"  -o, --progress     show progress and the time left: a line redrawn on a\n"
+	"                     terminal, else a plain line every few seconds\n"
+	"      --progress=json  progress as one JSON object a line (see the man page)\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
 	"  -h, --help         show this help and exit\n"
@@ -164,10 +166,11 @@ static int write_manifest(struct ndz_manifest *m, uint32_t chunks, const struct 
 	return rc;
 }
 
+/* Progress counts the disk bytes read of those in use, as the summary does. */
 static void show_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	(void)total;
-	cli_progress_update(ctx, done);
+	cli_progress_update(ctx, done, 0);
 }
 
 static void scan_warn(void *ctx, const char *msg)
@@ -352,7 +355,7 @@ int main(int argc, char **argv)
 		{ "keep-pagefile", no_argument, NULL, 'K' },
 		{ "keep-journal", no_argument, NULL, 'L' },
 		{ "uuid", required_argument, NULL, 'U' },
-		{ "progress", no_argument, NULL, 'o' },
+		{ "progress", optional_argument, NULL, 'o' },
 		{ "codec", required_argument, NULL, 'C' },
 		{ "sign", required_argument, NULL, 'G' },
 		{ "manifest", required_argument, NULL, 'M' },
@@ -381,7 +384,7 @@ int main(int argc, char **argv)
 	const char *orig_key = NULL;
 	struct ndz_scan_report report;
 	uint64_t u64;
-	double t0;
+	char rate[64];
 
 	cli_init(argv[0]);
 	ndz_zip_opts_init(&zopts);
@@ -441,7 +444,7 @@ int main(int argc, char **argv)
 						"allowed)", optarg);
 			break;
 		case 'o':
-			progress = 1;
+			progress = cli_progress_option(optarg);
 			break;
 		case 'G':
 			sign_path = optarg;
@@ -559,11 +562,10 @@ int main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);
-	cli_progress_init(&prog, "imagezip", ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE,
-			  progress && isatty(STDERR_FILENO) && !cli_quiet);
+	cli_progress_init(&prog, progress, "reading", "disk", "read");
+	cli_progress_total(&prog, ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE, 0);
 	zopts.progress = show_progress;
 	zopts.progress_ctx = &prog;
-	t0 = cli_now();
 	if (to_orig) {
 		memset(&stats, 0, sizeof(stats));
 		stats.in_bytes = ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE;
@@ -575,14 +577,17 @@ int main(int argc, char **argv)
 		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, write_chunk,
 			     &out, &stats, &zerr);
 	}
-	cli_progress_end(&prog, stats.in_bytes);
+	cli_progress_update(&prog, stats.in_bytes, 0);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&zerr));
+	if (rc == 0)
+		cli_progress_phase(&prog, "flushing");
 	/* The manifest is in place before the image is: a signed image never lacks it. */
 	if (rc == 0 && out.m && (rc = write_manifest(&m, stats.chunks, &sign_key, manifest)) < 0)
 		manifest = NULL;
 	if (rc == 0 && commit_output(&out) < 0)
 		rc = NDZ_EIO;
+	cli_progress_end(&prog, rc == 0);
 	if (rc < 0)
 		discard_output(&out);
 	if (rc < 0 && out.m && manifest)
@@ -591,16 +596,14 @@ int main(int argc, char **argv)
 	ndz_key_wipe(&crypt_key);
 	ndz_manifest_release(&m);
 	free(out.buf);
-	if (rc == 0 && cli_verbose) {
-		double secs = cli_now() - t0;
-
+	if (rc == 0 && cli_verbose)
 		cli_info("%s: %llu of %llu bytes in use, imaged into %u chunks (%.1f%% of the "
-			 "bytes in use), %.2f s, %.1f MB/s",
+			 "bytes in use), %.2f s, %s, flushed in %.2f s",
 			 argv[optind], (unsigned long long)stats.in_bytes,
 			 (unsigned long long)scan.bytes, stats.chunks,
 			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
-			 secs, secs > 0 ? (double)stats.in_bytes / 1e6 / secs : 0.0);
-	}
+			 cli_progress_elapsed(&prog), cli_progress_rate(&prog, rate, sizeof(rate)),
+			 prog.flush_s);
 	ndz_io_close(zview);
 	ndz_scan_result_release(&scan);
 	ndz_io_close(out.io);

@@ -1090,6 +1090,8 @@ int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct 
 		ndz_error_copy(&u->err, &mine);
 	}
 	if (!u->err.code && !u->opts.verify_only && !u->opts.scratch && u->target) {
+		if (u->opts.flushing)
+			u->opts.flushing(u->opts.progress_ctx);
 		rc = ndz_io_flush(u->target);
 		if (rc < 0)
 			ndz_io_fail(u->target, rc, &u->err, "flush failed");

@@ -29,6 +29,9 @@ struct ndz_unzip_opts {
 	/* called by the writer after each write: bytes written or zeroed, chunks decoded */
 	void (*progress)(void *ctx, uint64_t bytes_done, uint32_t chunks_done);
 	void *progress_ctx;
+	/* called (with progress_ctx) by ndz_unzip_finish when everything is written and
+	   the target's flush begins; not called when nothing is flushed */
+	void (*flushing)(void *ctx);
 	const char *name;              /* the image, in messages ("img.ndz: chunk 3: ..."); may be NULL */
 	uint32_t expect_chunks;        /* the image has this many chunks; 0: not known */
 	int expect_uuid_set;           /* the image has expect_uuid */

@@ -211,11 +211,13 @@ static int read_done(int fd, const char *host, uint16_t port, const char *name,
 }
 
 int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
+		    void (*progress)(void *ctx, uint64_t sent, int sent_all), void *ctx,
 		    int *refused, struct ndz_error *e)
 {
 	struct ndz_ctl_req req = { .type = NDZ_CTL_UPLOAD, .size = size };
 	struct ndz_ctl_rep rep;
 	uint8_t msg[NDZ_CTL_REQ_MAX], *buf = NULL;
+	uint64_t sent = 0;
 	char host[256];
 	uint16_t port;
 	int fd, n, rc = 0;
@@ -277,8 +279,13 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 		}
 		if (got == 0 || write_all(fd, buf, (size_t)got) != 0)
 			break;
+		sent += (uint64_t)got;
+		if (progress)
+			progress(ctx, sent, 0);
 	}
 	shutdown(fd, SHUT_WR);
+	if (progress)
+		progress(ctx, sent, 1);
 	/* the verdict follows the master's fsync of the whole image: allow for slow disks */
 	set_timeouts(fd, wait_s < VERDICT_S ? VERDICT_S : wait_s);
 	rc = read_done(fd, host, port, name, e);

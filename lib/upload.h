@@ -58,9 +58,12 @@ int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
  * negative code with e saying why: NDZ_EREFUSED when the master refused before
  * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many)
  * or rejected the image after it (the master's reason); NDZ_ETIMEDOUT, NDZ_ENET,
- * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec or name).
+ * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec or name). progress (may be
+ * NULL) is called with ctx after each write with the bytes sent so far, and once
+ * more with sent_all 1 when the last byte is sent and the verdict awaited.
  */
 int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
+		    void (*progress)(void *ctx, uint64_t sent, int sent_all), void *ctx,
 		    int *refused, struct ndz_error *e);
 
 /*

@@ -23,8 +23,11 @@ void cli_init(const char *argv0)
 	cli_progname = s ? s + 1 : (argv0 ? argv0 : "ndz");
 }
 
+static void end_line(void);
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
+	end_line();
 	fprintf(stderr, "%s: %s", cli_progname, prefix);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -129,6 +132,7 @@ void cli_info(const char *fmt, ...)
 
 	if (cli_quiet)
 		return;
+	end_line();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -233,48 +237,280 @@ double cli_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total, int enabled)
+/* ---- progress ---- */
+
+/* A terminal's progress line is drawn and not yet ended: a message ends it first. */
+static int line_open;
+
+static void end_line(void)
 {
-	p->what = what;
-	p->total = total;
-	p->start = cli_now();
-	p->last = 0;
-	p->enabled = enabled;
-	p->drawn = 0;
+	if (__atomic_exchange_n(&line_open, 0, __ATOMIC_RELAXED))
+		fputc('\n', stderr);
 }
 
-static void draw(struct cli_progress *p, uint64_t done, double now)
+int cli_progress_option(const char *arg)
 {
-	double secs = now - p->start, mb = (double)done / 1e6;
-	double rate = secs > 0 ? mb / secs : 0;
+	if (!arg)
+		return CLI_PROGRESS_TEXT;
+	if (strcmp(arg, "json") == 0)
+		return CLI_PROGRESS_JSON;
+	cli_usage_error("--progress: unknown format '%s' (--progress or --progress=json)", arg);
+}
+
+void cli_progress_init(struct cli_progress *p, int mode, const char *phase, const char *of,
+		       const char *verb)
+{
+	memset(p, 0, sizeof(*p));
+	p->mode = mode == CLI_PROGRESS_TEXT && cli_quiet ? CLI_PROGRESS_NONE : mode;
+	p->out = stderr;
+	p->tty = isatty(STDERR_FILENO);
+	p->phase = phase;
+	p->of = of;
+	p->verb = verb;
+	p->start = p->last = cli_now();
+	p->flush_s = -1;
+}
+
+void cli_progress_total(struct cli_progress *p, uint64_t bytes, uint32_t chunks)
+{
+	p->total = bytes;
+	p->chunks_total = chunks;
+}
+
+double cli_progress_elapsed(const struct cli_progress *p)
+{
+	return (p->end ? p->end : cli_now()) - p->start;
+}
+
+/* The part done, from bytes when their total is known, else from chunks; -1: unknown. */
+static double fraction(const struct cli_progress *p)
+{
+	double f;
 
 	if (p->total)
-		fprintf(stderr, "\r%s: %5.1f%%  %9.1f MB  %7.1f MB/s  %5.0f s ", p->what,
-			100.0 * (double)done / (double)p->total, mb, rate, secs);
+		f = (double)p->bytes / (double)p->total;
+	else if (p->chunks_total)
+		f = (double)p->chunks / (double)p->chunks_total;
 	else
-		fprintf(stderr, "\r%s: %9.1f MB  %7.1f MB/s  %5.0f s ", p->what, mb, rate, secs);
-	p->drawn = 1;
+		return -1;
+	return f > 1 ? 1 : f;
 }
 
-void cli_progress_update(struct cli_progress *p, uint64_t done)
+static int is_over(const struct cli_progress *p)
 {
-	double now;
+	return !strcmp(p->phase, "done") || !strcmp(p->phase, "failed");
+}
 
-	if (!p->enabled)
-		return;
-	now = cli_now();
-	if (now - p->last < 0.25)
+double cli_progress_eta(const struct cli_progress *p, double now)
+{
+	double f = fraction(p), secs = now - p->start;
+
+	if (!strcmp(p->phase, "done"))
+		return 0;
+	/* a flush takes what it takes: nothing done so far predicts it */
+	if (is_over(p) || !strcmp(p->phase, "flushing") || f <= 0 || secs <= 0)
+		return -1;
+	return secs * (1 - f) / f;
+}
+
+static double rate_at(const struct cli_progress *p, double now)
+{
+	double secs = (p->end ? p->end : now) - p->start;
+
+	return secs > 0 ? (double)p->bytes / secs : 0;
+}
+
+const char *cli_progress_rate(const struct cli_progress *p, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %.1f MB/s %s", p->of, rate_at(p, cli_now()) / 1e6, p->verb);
+	return buf;
+}
+
+/* m:ss, or h:mm:ss from an hour on */
+static void clock_text(double secs, char *buf, size_t len)
+{
+	unsigned long s = secs > 0 ? (unsigned long)(secs + 0.5) : 0;
+
+	if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
+}
+
+/* s as a JSON string: the names here are ours, but a program name comes from argv[0] */
+static int json_str(char *buf, size_t len, const char *s)
+{
+	size_t n = 0;
+
+#define PUT(c) do { if (n + 1 < len) buf[n] = (c); n++; } while (0)
+	PUT('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\') {
+			PUT('\\');
+			PUT((char)c);
+		} else if (c < 0x20) {
+			char u[8];
+
+			snprintf(u, sizeof(u), "\\u%04x", c);
+			for (int i = 0; u[i]; i++)
+				PUT(u[i]);
+		} else {
+			PUT((char)c);
+		}
+	}
+	PUT('"');
+#undef PUT
+	if (len)
+		buf[n < len ? n : len - 1] = '\0';
+	return (int)n;
+}
+
+/* snprintf appending at *n (which may run past len: the total length is kept) */
+static void add(char *buf, size_t len, int *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t len, int *n, const char *fmt, ...)
+{
+	va_list ap;
+	size_t at = (size_t)*n < len ? (size_t)*n : len;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(buf + at, len - at, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*n += k;
+}
+
+int cli_progress_format(const struct cli_progress *p, double now, int json, char *buf,
+			size_t len)
+{
+	double f = fraction(p), eta = cli_progress_eta(p, now), rate = rate_at(p, now);
+	double eta_up = eta >= 0 ? (double)(unsigned long long)eta : -1; /* whole s, up */
+	double secs = (p->end ? p->end : now) - p->start;
+	char t[32], e[32], name[256];
+	int n = 0;
+
+	if (eta_up < eta)
+		eta_up += 1;
+	if (len)
+		buf[0] = '\0';
+	if (json) {
+		json_str(name, sizeof(name), cli_progname);
+		add(buf, len, &n, "{\"program\": %s, \"phase\": \"%s\", \"bytes\": %llu, "
+		    "\"bytes_total\": ", name, p->phase, (unsigned long long)p->bytes);
+		if (p->total)
+			add(buf, len, &n, "%llu", (unsigned long long)p->total);
+		else
+			add(buf, len, &n, "null");
+		add(buf, len, &n, ", \"bytes_of\": \"%s\", \"bytes_verb\": \"%s\", \"percent\": ",
+		    p->of, p->verb);
+		if (f >= 0)
+			add(buf, len, &n, "%.1f", 100 * f);
+		else
+			add(buf, len, &n, "null");
+		add(buf, len, &n, ", \"rate_bytes_s\": %.0f, \"elapsed_s\": %.3f, \"eta_s\": ",
+		    rate, secs);
+		if (eta >= 0)
+			add(buf, len, &n, "%.0f", eta_up);
+		else
+			add(buf, len, &n, "null");
+		if (p->chunks_total)
+			add(buf, len, &n, ", \"chunks\": %u, \"chunks_total\": %u", p->chunks,
+			    p->chunks_total);
+		else
+			add(buf, len, &n, ", \"chunks\": null, \"chunks_total\": null");
+		if (p->flush_s >= 0)
+			add(buf, len, &n, ", \"flush_s\": %.3f", p->flush_s);
+		add(buf, len, &n, "}");
+		return n;
+	}
+	add(buf, len, &n, "%s: %s%s", cli_progname, p->phase,
+	    strcmp(p->phase, "flushing") ? "" : "...");
+	if (f >= 0)
+		add(buf, len, &n, "  %5.1f%%", 100 * f);
+	if (p->total)
+		add(buf, len, &n, "  %.1f of %.1f MB", (double)p->bytes / 1e6,
+		    (double)p->total / 1e6);
+	else
+		add(buf, len, &n, "  %.1f MB", (double)p->bytes / 1e6);
+	clock_text(secs, t, sizeof(t));
+	add(buf, len, &n, "  %s %.1f MB/s %s  %s", p->of, rate / 1e6, p->verb, t);
+	if (eta >= 0 && !is_over(p)) {
+		clock_text(eta_up, e, sizeof(e));
+		add(buf, len, &n, "  ETA %s", e);
+	}
+	if (p->flush_s >= 0)
+		add(buf, len, &n, ", flushed in %.1f s", p->flush_s);
+	return n;
+}
+
+/* One line now: a terminal's redrawn in place, else a line of its own. */
+static void emit(struct cli_progress *p, double now)
+{
+	char buf[512];
+	int n;
+
+	if (p->mode == CLI_PROGRESS_NONE)
 		return;
 	p->last = now;
-	draw(p, done, now);
+	p->lines++;
+	n = cli_progress_format(p, now, p->mode == CLI_PROGRESS_JSON, buf, sizeof(buf));
+	if (n >= (int)sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	if (p->mode == CLI_PROGRESS_TEXT && p->tty) {
+		/* blank what a longer line before left */
+		fprintf(p->out, "\r%s%*s", buf, p->width > n ? p->width - n : 0, "");
+		if (n > p->width)
+			p->width = n;
+		__atomic_store_n(&line_open, p->out == stderr, __ATOMIC_RELAXED);
+	} else {
+		fprintf(p->out, "%s\n", buf);
+	}
+	fflush(p->out);
 }
 
-void cli_progress_end(struct cli_progress *p, uint64_t done)
+void cli_progress_update(struct cli_progress *p, uint64_t bytes, uint32_t chunks)
 {
-	if (!p->enabled)
+	double now, every;
+
+	if (bytes > p->bytes)
+		p->bytes = bytes;
+	if (chunks > p->chunks)
+		p->chunks = chunks;
+	if (p->mode == CLI_PROGRESS_NONE)
 		return;
-	draw(p, done, cli_now());
-	fputc('\n', stderr);
+	every = p->mode == CLI_PROGRESS_JSON ? CLI_PROGRESS_JSON_S :
+		p->tty ? CLI_PROGRESS_TTY_S : CLI_PROGRESS_PLAIN_S;
+	now = cli_now();
+	if (!p->lines || now - p->last >= every)
+		emit(p, now);
+}
+
+void cli_progress_phase(struct cli_progress *p, const char *phase)
+{
+	double now = cli_now();
+
+	p->phase = phase;
+	if (!strcmp(phase, "flushing"))
+		p->flush_start = now;
+	emit(p, now);
+}
+
+void cli_progress_end(struct cli_progress *p, int ok)
+{
+	p->end = cli_now();
+	if (p->flush_start > 0)
+		p->flush_s = p->end - p->flush_start;
+	p->phase = ok ? "done" : "failed";
+	emit(p, p->end);
+	if (p->mode == CLI_PROGRESS_TEXT && p->tty) {
+		if (p->out == stderr)
+			end_line();
+		else
+			fputc('\n', p->out);
+	}
 }
 
 void cli_add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt)

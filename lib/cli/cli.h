@@ -67,17 +67,91 @@ int cli_parse_u64(const char *s, int binary, uint64_t *out);
 /* cli_parse_int - an int within [lo, hi]; usage error naming opt otherwise. */
 int cli_parse_int(const char *s, const char *opt, int lo, int hi);
 
-/* A progress line on stderr, redrawn at most a few times a second when it is a tty. */
-struct cli_progress {
-	const char *what;
-	uint64_t total;                /* 0 when unknown */
-	double start, last;
-	int enabled;
-	int drawn;
+/*
+ * Progress of a long job on stderr (-o, --progress[=json]), one implementation for
+ * every program. It counts one kind of bytes, named by "of" and "verb" ("disk" bytes
+ * "written", "image" bytes "received"...), and shows the same label in the progress
+ * and, through cli_progress_rate, in the program's summary. The job goes through
+ * phases: the program's own ("reading", "writing", "receiving", "sending"), then
+ * "flushing" (its duration is kept), then "done" or "failed".
+ *
+ * Text on a terminal: one line redrawn four times a second; text elsewhere (a file,
+ * a pipe): a plain line every CLI_PROGRESS_PLAIN_S seconds and at each phase; JSON:
+ * one object per line, every second and at each phase, fields:
+ *   program, phase, bytes, bytes_total (null: unknown), bytes_of ("disk" or "image"),
+ *   bytes_verb ("read", "written", "received", "sent"), percent (null: unknown),
+ *   rate_bytes_s (bytes over the whole job's time), elapsed_s, eta_s (null: unknown;
+ *   0 when done), chunks, chunks_total (null: not counted), and flush_s in the last
+ *   line once a flush was timed.
+ */
+enum cli_progress_mode {
+	CLI_PROGRESS_NONE,
+	CLI_PROGRESS_TEXT,
+	CLI_PROGRESS_JSON,
 };
-void cli_progress_init(struct cli_progress *p, const char *what, uint64_t total, int enabled);
-void cli_progress_update(struct cli_progress *p, uint64_t done);
-void cli_progress_end(struct cli_progress *p, uint64_t done);
+#define CLI_PROGRESS_TTY_S   0.25      /* a terminal's line is redrawn this often */
+#define CLI_PROGRESS_PLAIN_S 5.0       /* a plain line this often (stderr not a terminal) */
+#define CLI_PROGRESS_JSON_S  1.0       /* a JSON line this often */
+
+/*
+ * cli_progress_option - the mode -o or --progress[=ARG] asks for: NULL is text,
+ * "json" JSON; anything else is a usage error.
+ */
+int cli_progress_option(const char *arg);
+
+/* The fields are the implementation's; read them, do not set them (tests may set out, tty). */
+struct cli_progress {
+	int mode;                      /* enum cli_progress_mode; NONE still counts */
+	int tty;                       /* out is a terminal: redraw one line */
+	FILE *out;                     /* stderr */
+	const char *phase, *of, *verb;
+	uint64_t bytes, total;         /* total 0: unknown */
+	uint32_t chunks, chunks_total; /* chunks_total 0: chunks not counted */
+	double start, last;            /* cli_now() at init and at the last line */
+	double flush_start, flush_s;   /* flush_s < 0: no flush timed */
+	double end;                    /* cli_now() at cli_progress_end, else 0 */
+	int width;                     /* a terminal's line: its length, to blank it */
+	unsigned lines;                /* lines printed */
+};
+
+/*
+ * cli_progress_init - start counting now, in phase, bytes of kind "of" that are
+ * "verb"; mode from cli_progress_option (text is NONE under -q, JSON is not).
+ * Prints nothing yet: the first update prints the first line. The strings must
+ * outlive p.
+ */
+void cli_progress_init(struct cli_progress *p, int mode, const char *phase, const char *of,
+		       const char *verb);
+/* cli_progress_total - what the job will count: bytes (0: unknown) and chunks (0: not counted). */
+void cli_progress_total(struct cli_progress *p, uint64_t bytes, uint32_t chunks);
+/*
+ * cli_progress_update - bytes and chunks done so far (never less than before: a
+ * smaller value is ignored); prints the first line, then when one is due. Calls
+ * must not overlap.
+ */
+void cli_progress_update(struct cli_progress *p, uint64_t bytes, uint32_t chunks);
+/* cli_progress_phase - a new phase, shown at once; "flushing" starts the flush's clock. */
+void cli_progress_phase(struct cli_progress *p, const char *phase);
+/*
+ * cli_progress_end - the job is over: "done" (ok) or "failed"; stops the flush's
+ * clock and prints the last line (a terminal's gets its newline).
+ */
+void cli_progress_end(struct cli_progress *p, int ok);
+/* cli_progress_elapsed - seconds from init to the end (or to now while running). */
+double cli_progress_elapsed(const struct cli_progress *p);
+/*
+ * cli_progress_rate - the job's rate with its label into buf, e.g. "disk 312.0 MB/s
+ * written" (MB: 10^6 bytes), as the progress shows it; returns buf.
+ */
+const char *cli_progress_rate(const struct cli_progress *p, char *buf, size_t len);
+/* cli_progress_eta - seconds left at now, from the part done so far; -1 when unknown. */
+double cli_progress_eta(const struct cli_progress *p, double now);
+/*
+ * cli_progress_format - the line cli_progress prints at now, text or JSON, into
+ * buf (NUL-terminated, without \r or \n); returns its length as snprintf does.
+ */
+int cli_progress_format(const struct cli_progress *p, double now, int json, char *buf,
+			size_t len);
 
 /* cli_now - monotonic seconds. */
 double cli_now(void);

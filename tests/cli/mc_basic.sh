@@ -31,7 +31,7 @@ for n in 1 4 8; do
 	check "$n client(s): server saw $n clients" [ "$(json_num "$T/stats$n.json" clients)" = "$n" ]
 	check "$n client(s): no bad packets" [ "$(json_num "$T/stats$n.json" bad_packets)" = 0 ]
 done
-check "client prints a one-line summary" grep -q 'chunks in .* s (.* MB/s), .* blocks received, .* duplicates, .* requests sent' "$T/c1.log"
+check "client prints a one-line summary, its rate labelled" grep -q 'chunks in .* s (image .* MB/s received), .* blocks received, .* duplicates, .* requests sent' "$T/c1.log"
 # at 0% loss each block goes out once whatever the number of clients
 sent=$(json_num "$T/stats8.json" blocks_sent) distinct=$(json_num "$T/stats8.json" distinct_blocks)
 check "8 clients, no loss: server sends each block about once ($sent sent, $distinct distinct)" \
