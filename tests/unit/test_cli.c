@@ -1,10 +1,11 @@
-/* Unit tests for lib/cli/cli.c: number parsing for the programs' options. */
+/* Unit tests for lib/cli/cli.c: number parsing for the programs' options, progress. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,11 +115,245 @@ static void test_parse_int(void **state)
 	assert_int_equal(v, -3);
 }
 
+/* A progress that prints nothing itself, its start set so the lines are known. */
+static void progress_at(struct cli_progress *p, const char *phase, const char *of,
+			const char *verb, uint64_t total, uint32_t chunks_total)
+{
+	cli_progress_init(p, CLI_PROGRESS_NONE, phase, of, verb);
+	cli_progress_total(p, total, chunks_total);
+	p->start = 100;
+}
+
+static const char *line(const struct cli_progress *p, double now, int json)
+{
+	static char buf[1024];
+	int n = cli_progress_format(p, now, json, buf, sizeof(buf));
+
+	assert_int_equal((size_t)n, strlen(buf));
+	assert_null(strchr(buf, '\r'));
+	assert_null(strchr(buf, '\n'));
+	return buf;
+}
+
+/* The text line: phase, part done, bytes, the labelled rate, time so far and left. */
+static void test_progress_text(void **state)
+{
+	struct cli_progress p;
+
+	(void)state;
+	cli_progname = "imagezip";
+	cli_quiet = 0;
+	progress_at(&p, "reading", "disk", "read", 1000000000, 0);
+	/* nothing done: no part, no ETA */
+	assert_string_equal(line(&p, 100, 0),
+			    "imagezip: reading    0.0%  0.0 of 1000.0 MB  disk 0.0 MB/s read  0:00");
+	/* 40% in 4 s: 6 s left */
+	cli_progress_update(&p, 400000000, 0);
+	assert_string_equal(line(&p, 104, 0),
+			    "imagezip: reading   40.0%  400.0 of 1000.0 MB  disk 100.0 MB/s read  "
+			    "0:04  ETA 0:06");
+	/* a smaller count is ignored: counts only grow */
+	cli_progress_update(&p, 300000000, 0);
+	assert_int_equal(p.bytes, 400000000);
+	/* an ETA past an hour; part seconds round up */
+	cli_progress_update(&p, 500000000, 0);
+	assert_string_equal(line(&p, 100 + 3725, 0),
+			    "imagezip: reading   50.0%  500.0 of 1000.0 MB  disk 0.1 MB/s read  "
+			    "1:02:05  ETA 1:02:05");
+	assert_true(cli_progress_eta(&p, 100.5) == 0.5);
+	assert_non_null(strstr(line(&p, 100.5, 0), "ETA 0:01"));
+	/* flushing: no ETA (nothing predicts a flush) */
+	cli_progress_update(&p, 1000000000, 0);
+	p.phase = "flushing";
+	assert_string_equal(line(&p, 110, 0),
+			    "imagezip: flushing...  100.0%  1000.0 of 1000.0 MB  disk 100.0 MB/s "
+			    "read  0:10");
+	assert_true(cli_progress_eta(&p, 110) < 0);
+	/* done: the rate over the whole job, and how long the flush took */
+	p.phase = "done";
+	p.end = 120;
+	p.flush_s = 10;
+	assert_string_equal(line(&p, 500, 0),
+			    "imagezip: done  100.0%  1000.0 of 1000.0 MB  disk 50.0 MB/s read  "
+			    "0:20, flushed in 10.0 s");
+	assert_true(cli_progress_eta(&p, 500) == 0);
+
+	/* no byte total: the part done and the ETA come from chunks */
+	cli_progname = "imageunzip";
+	progress_at(&p, "writing", "disk", "written", 0, 8);
+	cli_progress_update(&p, 3000000, 2);
+	assert_string_equal(line(&p, 102, 0),
+			    "imageunzip: writing   25.0%  3.0 MB  disk 1.5 MB/s written  0:02  ETA 0:06");
+	/* neither: no part, no ETA */
+	progress_at(&p, "sending", "image", "sent", 0, 0);
+	cli_progress_update(&p, 3000000, 0);
+	assert_string_equal(line(&p, 102, 0),
+			    "imageunzip: sending  3.0 MB  image 1.5 MB/s sent  0:02");
+	assert_true(cli_progress_eta(&p, 102) < 0);
+}
+
+/* The JSON line: every documented field, null for what is not known. */
+static void test_progress_json(void **state)
+{
+	struct cli_progress p;
+	char small[16];
+	int n;
+
+	(void)state;
+	cli_progname = "frisbee";
+	progress_at(&p, "receiving", "image", "received", 4u << 20, 4);
+	cli_progress_update(&p, 1u << 20, 1);
+	assert_string_equal(line(&p, 102, 1),
+			    "{\"program\": \"frisbee\", \"phase\": \"receiving\", \"bytes\": 1048576, "
+			    "\"bytes_total\": 4194304, \"bytes_of\": \"image\", \"bytes_verb\": "
+			    "\"received\", \"percent\": 25.0, \"rate_bytes_s\": 524288, "
+			    "\"elapsed_s\": 2.000, \"eta_s\": 6, \"chunks\": 1, \"chunks_total\": 4}");
+	cli_progress_update(&p, 4u << 20, 4);
+	p.phase = "done";
+	p.end = 104;
+	p.flush_s = 1.5;
+	assert_string_equal(line(&p, 200, 1),
+			    "{\"program\": \"frisbee\", \"phase\": \"done\", \"bytes\": 4194304, "
+			    "\"bytes_total\": 4194304, \"bytes_of\": \"image\", \"bytes_verb\": "
+			    "\"received\", \"percent\": 100.0, \"rate_bytes_s\": 1048576, "
+			    "\"elapsed_s\": 4.000, \"eta_s\": 0, \"chunks\": 4, \"chunks_total\": 4, "
+			    "\"flush_s\": 1.500}");
+	/* nothing known: nulls */
+	cli_progname = "a\"b\\c\x01";
+	progress_at(&p, "sending", "image", "sent", 0, 0);
+	assert_string_equal(line(&p, 100, 1),
+			    "{\"program\": \"a\\\"b\\\\c\\u0001\", \"phase\": \"sending\", \"bytes\": 0, "
+			    "\"bytes_total\": null, \"bytes_of\": \"image\", \"bytes_verb\": \"sent\", "
+			    "\"percent\": null, \"rate_bytes_s\": 0, \"elapsed_s\": 0.000, "
+			    "\"eta_s\": null, \"chunks\": null, \"chunks_total\": null}");
+	/* a short buffer: cut and terminated, the whole length returned */
+	n = cli_progress_format(&p, 100, 1, small, sizeof(small));
+	assert_int_equal((size_t)n, strlen(line(&p, 100, 1)));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	cli_progname = "test_cli";
+}
+
+/* The lines as printed: captured from the stream a program's progress writes. */
+static char *run_job(int mode, int tty, const char **verbs)
+{
+	struct cli_progress p;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	cli_progress_init(&p, mode, "writing", "disk", "written");
+	cli_progress_total(&p, 0, 2);
+	p.out = f;
+	p.tty = tty;
+	cli_progress_update(&p, 1000, 1);      /* the first line at once */
+	p.last = 1e12;                         /* the next not due, however slow this machine */
+	cli_progress_update(&p, 1500, 1);
+	cli_progress_update(&p, 2000, 2);
+	cli_progress_phase(&p, "flushing");
+	cli_progress_end(&p, 1);
+	*verbs = p.phase;
+	assert_true(p.flush_s >= 0);
+	fclose(f);
+	return text;
+}
+
+static int count(const char *s, const char *what)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, what)); s += strlen(what))
+		n++;
+	return n;
+}
+
+static void test_progress_lines(void **state)
+{
+	const char *phase;
+	char *t;
+
+	(void)state;
+	cli_progname = "imageunzip";
+	cli_quiet = 0;
+	/* not a terminal: plain lines, each ended, no \r; flushing and done shown */
+	t = run_job(CLI_PROGRESS_TEXT, 0, &phase);
+	assert_string_equal(phase, "done");
+	assert_null(strchr(t, '\r'));
+	assert_int_equal(count(t, "\n"), 3);
+	assert_non_null(strstr(t, "imageunzip: writing   50.0%  0.0 MB  disk "));
+	assert_non_null(strstr(t, "\nimageunzip: flushing...  100.0%"));
+	assert_non_null(strstr(t, "\nimageunzip: done  100.0%"));
+	assert_non_null(strstr(t, ", flushed in "));
+	assert_true(t[strlen(t) - 1] == '\n');
+	free(t);
+	/* a terminal: one line redrawn with \r, one newline at the end */
+	t = run_job(CLI_PROGRESS_TEXT, 1, &phase);
+	assert_int_equal(count(t, "\r"), 3);
+	assert_int_equal(count(t, "\n"), 1);
+	assert_true(t[0] == '\r' && t[strlen(t) - 1] == '\n');
+	free(t);
+	/* JSON: one object a line, the last done at 100% with the flush's time */
+	t = run_job(CLI_PROGRESS_JSON, 1, &phase);
+	assert_null(strchr(t, '\r'));
+	assert_int_equal(count(t, "\n"), 3);
+	assert_int_equal(count(t, "{\"program\": \"imageunzip\""), 3);
+	assert_non_null(strstr(t, "\"phase\": \"flushing\""));
+	assert_non_null(strstr(t, "\"phase\": \"done\", \"bytes\": 2000, \"bytes_total\": null, "
+			       "\"bytes_of\": \"disk\", \"bytes_verb\": \"written\", "
+			       "\"percent\": 100.0"));
+	assert_non_null(strstr(t, "\"flush_s\": "));
+	free(t);
+	/* -q silences text, not JSON */
+	cli_quiet = 1;
+	t = run_job(CLI_PROGRESS_TEXT, 0, &phase);
+	assert_string_equal(t, "");
+	free(t);
+	t = run_job(CLI_PROGRESS_JSON, 0, &phase);
+	assert_int_equal(count(t, "\n"), 3);
+	free(t);
+	cli_quiet = 0;
+	t = run_job(CLI_PROGRESS_NONE, 1, &phase);
+	assert_string_equal(t, "");
+	free(t);
+	cli_progname = "test_cli";
+}
+
+/* cli_progress_option exits 2 on a bad value: run it in a child. */
+static int option_status(const char *arg)
+{
+	int st;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "w", stderr))
+			_exit(99);
+		_exit(cli_progress_option(arg) == CLI_PROGRESS_JSON ? 40 : 41);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_progress_option(void **state)
+{
+	(void)state;
+	assert_int_equal(cli_progress_option(NULL), CLI_PROGRESS_TEXT);
+	assert_int_equal(cli_progress_option("json"), CLI_PROGRESS_JSON);
+	assert_int_equal(option_status("json"), 40);
+	assert_int_equal(option_status("JSON"), EXIT_USAGE);
+	assert_int_equal(option_status(""), EXIT_USAGE);
+	assert_int_equal(option_status("text"), EXIT_USAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_parse_int),
+		cmocka_unit_test(test_progress_text),
+		cmocka_unit_test(test_progress_json),
+		cmocka_unit_test(test_progress_lines),
+		cmocka_unit_test(test_progress_option),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
