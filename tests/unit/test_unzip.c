@@ -911,7 +911,17 @@ struct wprogress {
 	uint64_t last;
 	uint32_t chunks;
 	int calls, backwards;
+	int flushing;                  /* flushing hook calls */
+	uint64_t flushing_at;          /* the bytes progress had said then */
 };
+
+static void on_flushing(void *ctx)
+{
+	struct wprogress *w = ctx;
+
+	w->flushing++;
+	w->flushing_at = w->last;
+}
 
 static void on_progress(void *ctx, uint64_t bytes, uint32_t chunks)
 {
@@ -925,15 +935,16 @@ static void on_progress(void *ctx, uint64_t bytes, uint32_t chunks)
 }
 
 /*
- * Progress adds up, in bytes and in chunks, out of order too. A chunk delivered
- * twice is refused, named, before its second copy is written.
+ * Progress adds up, in bytes and in chunks, out of order too; the flushing hook
+ * comes once, after every write, and not on a failure. A chunk delivered twice
+ * is refused, named, before its second copy is written.
  */
 static void test_duplicates_and_progress(void **state)
 {
 	const size_t len = 5 * MiB + 1536;
 	uint8_t *src = fix_data(FIX_MIXED, len, 31), *t = target_buf(len);
 	struct ndz_ranges alloc = NDZ_RANGES_INIT;
-	struct wprogress w = { 0, 0, 0, 0 };
+	struct wprogress w = { 0, 0, 0, 0, 0, 0 };
 	struct ndz_unzip_opts o;
 	struct ndz_unzip_stats st;
 	struct fix_image img;
@@ -955,6 +966,7 @@ static void test_duplicates_and_progress(void **state)
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
 	opts(&o, 2, 1);
 	o.progress = on_progress;
+	o.flushing = on_flushing;
 	o.progress_ctx = &w;
 	if (restore(io, &img, order, &o, &st, err, sizeof(err)) < 0)
 		fail_msg("out of order: %s", err);
@@ -964,6 +976,8 @@ static void test_duplicates_and_progress(void **state)
 	assert_int_equal(w.backwards, 0);
 	assert_int_equal(w.last, st.bytes_written + st.bytes_zeroed);
 	assert_int_equal(w.chunks, img.n);
+	assert_int_equal(w.flushing, 1);
+	assert_int_equal(w.flushing_at, st.bytes_written + st.bytes_zeroed);
 
 	/* chunk 1 again after the others: the duplicate is named */
 	order[n++] = 1;
@@ -977,8 +991,12 @@ static void test_duplicates_and_progress(void **state)
 		dup.data = data;
 		dup.n = n;
 		opts(&o, 2, 1);
+		o.flushing = on_flushing;
+		o.progress_ctx = &w;
+		w.flushing = 0;
 		assert_int_equal(restore(io, &dup, NULL, &o, &st, err, sizeof(err)), NDZ_EDUP);
 		assert_string_equal(err, "image: chunk 1: duplicate chunk");
+		assert_int_equal(w.flushing, 0);
 		free(data);
 	}
 	ndz_io_close(io);
