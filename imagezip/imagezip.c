@@ -579,6 +579,8 @@ int main(int argc, char **argv)
 	}
 	cli_progress_update(&prog, stats.in_bytes, 0);
 	if (rc < 0)
+		cli_progress_end(&prog, 0);    /* before the reason: the reason is the last line */
+	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&zerr));
 	if (rc == 0)
 		cli_progress_phase(&prog, "flushing");

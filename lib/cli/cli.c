@@ -500,6 +500,8 @@ void cli_progress_phase(struct cli_progress *p, const char *phase)
 
 void cli_progress_end(struct cli_progress *p, int ok)
 {
+	if (p->end)
+		return;
 	p->end = cli_now();
 	if (p->flush_start > 0)
 		p->flush_s = p->end - p->flush_start;

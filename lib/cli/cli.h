@@ -134,7 +134,8 @@ void cli_progress_update(struct cli_progress *p, uint64_t bytes, uint32_t chunks
 void cli_progress_phase(struct cli_progress *p, const char *phase);
 /*
  * cli_progress_end - the job is over: "done" (ok) or "failed"; stops the flush's
- * clock and prints the last line (a terminal's gets its newline).
+ * clock and prints the last line (a terminal's gets its newline). Only the first
+ * call counts.
  */
 void cli_progress_end(struct cli_progress *p, int ok);
 /* cli_progress_elapsed - seconds from init to the end (or to now while running). */
