@@ -112,10 +112,15 @@ static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h
 	ndz_ptable_release(&t);
 }
 
-/* Progress counts disk bytes written (or zeroed), as the summary does; chunks give the part done. */
+/*
+ * Progress counts disk bytes written (or zeroed), as the summary does; chunks give
+ * the part done. -n writes nothing: it counts image bytes checked.
+ */
+static int verifying;
+
 static void progress_cb(void *ctx, uint64_t bytes, uint32_t chunks)
 {
-	cli_progress_update(ctx, bytes, chunks);
+	cli_progress_update(ctx, verifying ? (uint64_t)chunks * NDZ_CHUNK_SIZE : bytes, chunks);
 }
 
 static void flushing_cb(void *ctx)
@@ -347,8 +352,13 @@ int main(int argc, char **argv)
 	}
 	if (crypt.type != NDZ_KEY_NONE)
 		uopts.crypt_key = &crypt;
-	cli_progress_init(&prog, progress, "writing", "disk", "written");
-	cli_progress_total(&prog, 0, uopts.expect_chunks);
+	verifying = uopts.verify_only;
+	if (verifying)
+		cli_progress_init(&prog, progress, "checking", "image", "checked");
+	else
+		cli_progress_init(&prog, progress, "writing", "disk", "written");
+	cli_progress_total(&prog, (uint64_t)verifying * uopts.expect_chunks * NDZ_CHUNK_SIZE,
+			   uopts.expect_chunks);
 	rc = ndz_unzip_create(target, &uopts, &u);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
@@ -379,7 +389,7 @@ int main(int argc, char **argv)
 	rc = ndz_unzip_finish(u, &stats, &err);
 	if (err.code)
 		rc = err.code;
-	cli_progress_update(&prog, stats.bytes_written + stats.bytes_zeroed, stats.chunks);
+	progress_cb(&prog, stats.bytes_written + stats.bytes_zeroed, stats.chunks);
 	cli_progress_end(&prog, rc == 0);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&err));

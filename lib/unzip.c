@@ -262,6 +262,9 @@ static void *writer_main(void *arg)
 				u->opts.progress(u->opts.progress_ctx,
 						 u->stats.bytes_written + u->stats.bytes_zeroed,
 						 u->stats.chunks);
+		} else if (!u->err.code && u->opts.progress) {
+			/* verifying: chunks checked are the progress */
+			u->opts.progress(u->opts.progress_ctx, 0, u->stats.chunks);
 		}
 		u->writing = 0;
 		u->free_jobs[u->nfree_jobs++] = idx;

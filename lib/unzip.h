@@ -26,7 +26,8 @@ struct ndz_unzip_opts {
 	uint64_t target_offset;        /* byte offset of sector 0 in the target */
 	int target_zeroed;             /* the target reads as zeros (a new sparse file):
 					  all-zero blocks are left as holes */
-	/* called by the writer after each write: bytes written or zeroed, chunks decoded */
+	/* called by the writer after each write: bytes written or zeroed, chunks decoded
+	   (with verify_only after each piece checked: 0 bytes, chunks decoded) */
 	void (*progress)(void *ctx, uint64_t bytes_done, uint32_t chunks_done);
 	void *progress_ctx;
 	/* called (with progress_ctx) by ndz_unzip_finish when everything is written and

@@ -9,10 +9,12 @@
 command -v python3 >/dev/null || skip_all "python3 missing (it parses the JSON lines)"
 
 # jcheck FILE PROGRAM OF VERB [TOTAL]: the JSON lines of FILE (others are skipped) as
-# documented; prints what is wrong, if anything, and fails then.
+# documented; prints what is wrong, if anything, and fails then. JC_NOFLUSH=1: a job
+# without a flush (imageunzip -n).
 cat >"$T/jcheck.py" <<'EOF'
-import json, sys
+import json, os, sys
 path, prog, of, verb = sys.argv[1:5]
+noflush = os.environ.get("JC_NOFLUSH") == "1"
 total = int(sys.argv[5]) if len(sys.argv) > 5 else None
 fields = ("program", "phase", "bytes", "bytes_total", "bytes_of", "bytes_verb", "percent",
           "rate_bytes_s", "elapsed_s", "eta_s", "chunks", "chunks_total")
@@ -29,8 +31,8 @@ for n, line in enumerate(open(path, encoding="utf-8", errors="replace"), 1):
         objs.append(json.loads(line))
     except ValueError as e:
         bad("line %d is not JSON: %s: %r" % (n, e, line))
-if len(objs) < 3:
-    bad("%d JSON lines, want at least 3" % len(objs))
+if len(objs) < 3 - noflush:
+    bad("%d JSON lines, want at least %d" % (len(objs), 3 - noflush))
 prev = None
 for o in objs:
     missing = [f for f in fields if f not in o]
@@ -49,14 +51,17 @@ for o in objs:
             bad("a line after the last: %r" % o)
     prev = o
 phases = [o["phase"] for o in objs]
-if "flushing" not in phases:
+if noflush:
+    if "flushing" in phases or "flush_s" in objs[-1] or phases[-1] != "done":
+        bad("phases %s, last %r: want no flush, then done" % (phases, objs[-1]))
+elif "flushing" not in phases:
     bad("no flushing phase in %s" % phases)
-if phases.index("flushing") == 0 or phases[phases.index("flushing") + 1:] != ["done"]:
+elif phases.index("flushing") == 0 or phases[phases.index("flushing") + 1:] != ["done"]:
     bad("phases %s: want the job's, then flushing, then done" % sorted(set(phases)))
 last = objs[-1]
 if last["percent"] != 100.0 or last["eta_s"] != 0 or last["bytes"] == 0:
     bad("last line not at 100%%: %r" % last)
-if not isinstance(last.get("flush_s"), (int, float)) or last["flush_s"] < 0:
+if not noflush and (not isinstance(last.get("flush_s"), (int, float)) or last["flush_s"] < 0):
     bad("last line without flush_s: %r" % last)
 running = [o for o in objs if o["phase"] not in ("flushing", "done")]
 if not any(isinstance(o["eta_s"], (int, float)) and o["percent"] < 100 for o in running):
@@ -67,7 +72,7 @@ EOF
 jcheck() { python3 "$T/jcheck.py" "$@" >"$T/jc" 2>&1; _r=$?; cat "$T/jc"; return $_r; }
 # labels FILE: the rate labels in FILE ("disk MB/s written"...), one a line, sorted
 labels() {
-	tr '\r' '\n' <"$1" | grep -oE '(disk|image) [0-9.]+ MB/s (read|written|received|sent)' |
+	tr '\r' '\n' <"$1" | grep -oE '(disk|image) [0-9.]+ MB/s (read|written|received|sent|checked)' |
 		sed 's/ [0-9.]* MB/ MB/' | sort -u
 }
 # progress FILE PROG: the progress lines of PROG in FILE
@@ -97,6 +102,11 @@ check "imageunzip --progress=json: disk bytes written, growing, ETA, flushing, d
 	[ $? = 0 ]
 check "imageunzip --progress=json: the last line counts every byte of the target" \
 	sh -c "tail -n 1 '$T/unzip.json' | grep -q '\"bytes\": $(stat -c %s "$T/src"),'"
+"$IMAGEUNZIP" -n -v --progress=json "$T/img.ndz" 2>"$T/verify.json"; rc=$?
+r=$(JC_NOFLUSH=1 jcheck "$T/verify.json" imageunzip image checked "$(stat -c %s "$T/img.ndz")"); jc=$?
+lab=$(grep "^$T/img.ndz: " "$T/verify.json" | labels /dev/stdin)
+check "imageunzip -n --progress=json: exit 0, image bytes checked, growing, ETA, done at 100%, no flush, the summary so labelled ($r)" \
+	[ "$rc.$jc.$lab" = "0.0.image MB/s checked" ]
 "$IMAGEUNZIP" -q --progress=json "$T/img.ndz" "$T/out.q" 2>"$T/unzip.q"
 check "imageunzip -q --progress=json: the JSON lines still come" \
 	sh -c "grep -q '\"phase\": \"done\"' '$T/unzip.q'"

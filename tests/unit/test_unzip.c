@@ -935,8 +935,9 @@ static void on_progress(void *ctx, uint64_t bytes, uint32_t chunks)
 }
 
 /*
- * Progress adds up, in bytes and in chunks, out of order too; the flushing hook
- * comes once, after every write, and not on a failure. A chunk delivered twice
+ * Progress adds up, in bytes and in chunks, out of order too, in chunks alone when
+ * verifying; the flushing hook comes once, after every write, and not on a failure
+ * nor when verifying. A chunk delivered twice
  * is refused, named, before its second copy is written.
  */
 static void test_duplicates_and_progress(void **state)
@@ -978,6 +979,20 @@ static void test_duplicates_and_progress(void **state)
 	assert_int_equal(w.chunks, img.n);
 	assert_int_equal(w.flushing, 1);
 	assert_int_equal(w.flushing_at, st.bytes_written + st.bytes_zeroed);
+	/* verifying: progress counts the chunks checked, no bytes; nothing is flushed */
+	memset(&w, 0, sizeof(w));
+	opts(&o, 2, 1);
+	o.verify_only = 1;
+	o.progress = on_progress;
+	o.flushing = on_flushing;
+	o.progress_ctx = &w;
+	if (restore(NULL, &img, order, &o, &st, err, sizeof(err)) < 0)
+		fail_msg("verify: %s", err);
+	assert_true(w.calls > 0);
+	assert_int_equal(w.backwards, 0);
+	assert_int_equal(w.last, 0);
+	assert_int_equal(w.chunks, img.n);
+	assert_int_equal(w.flushing, 0);
 
 	/* chunk 1 again after the others: the duplicate is named */
 	order[n++] = 1;
