@@ -197,7 +197,7 @@ printf 'pool 239.192.1.0/24\nports 5000-5010\nbogus 1\n' >"$T/bad.conf"
 check "config error: file:line and exit 1" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad.conf:3: unknown keyword 'bogus'\" ]"
 printf 'image x %s allow 10.0.0.0/33\n' "$T/a.ndz" >"$T/bad2.conf"
 "$MFRISBEED" -c "$T/bad2.conf" -r "$T/run-bad" 2>"$T/err"; rc=$?
-check "config error at start: exit 1, bad prefix named" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad2.conf:1: bad address or prefix '10.0.0.0/33'\" ]"
+check "config error at start: exit 1, bad prefix named" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad2.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) '10.0.0.0/33'\" ]"
 check "a good configuration passes --check" "$MFRISBEED" -n -c "$T/m.conf"
 
 # SIGHUP: a broken file is reported and the old configuration kept; a good one taken
