@@ -854,6 +854,38 @@ static unsigned upload_begin(struct master *m, const struct ndz_ctl_req *req, ui
 	return NDZ_CTL_OK;
 }
 
+/*
+ * --check: every image's file is there and starts with a chunk header, and some
+ * address may fetch it. Frees c; the exit status.
+ */
+static int check_images(struct ndz_mconf *c, const char *conf_path)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < c->nimages; i++) {
+		const struct ndz_mconf_image *im = &c->images[i];
+		struct ndz_error e = { 0 };
+
+		if (ndz_image_probe_file(im->path, &e) >= 0) {
+			;
+		} else if (im->nupload && e.code == NDZ_ENOENT) {
+			/* an image its uploaders have yet to send */
+			cli_warn("image %s: %s: not there until uploaded", im->name, im->path);
+		} else {
+			cli_error("image %s: %s", im->name, ndz_error_msg(&e));
+			bad++;
+		}
+		if (!im->nallow)
+			cli_warn("image %s: no allow list: no address may fetch it", im->name);
+	}
+	if (bad)
+		cli_error("%s: %zu of %zu images cannot be served", conf_path, bad, c->nimages);
+	else if (cli_verbose)
+		cli_info("%s: %zu images", conf_path, c->nimages);
+	ndz_mconf_free(c);
+	return bad ? EXIT_FAIL : EXIT_OK;
+}
+
 /* Files an image directory holds whose name is no image name: told once, when first skipped. */
 static void tell_skipped(const struct ndz_mconf *old, const struct ndz_mconf *c)
 {
@@ -1409,12 +1441,8 @@ int main(int argc, char **argv)
 	if (ndz_mconf_load(m.conf_path, &m.conf, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	tell_skipped(NULL, m.conf);
-	if (check) {
-		if (cli_verbose)
-			cli_info("%s: %zu images", m.conf_path, m.conf->nimages);
-		ndz_mconf_free(m.conf);
-		return EXIT_OK;
-	}
+	if (check)
+		return check_images(m.conf, m.conf_path);
 	if (!m.frisbeed)
 		m.frisbeed = find_frisbeed(exe, sizeof(exe));
 	if (access(m.frisbeed, X_OK) != 0)

@@ -198,7 +198,11 @@ check "config error: file:line and exit 1" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/
 printf 'image x %s allow 10.0.0.0/33\n' "$T/a.ndz" >"$T/bad2.conf"
 "$MFRISBEED" -c "$T/bad2.conf" -r "$T/run-bad" 2>"$T/err"; rc=$?
 check "config error at start: exit 1, bad prefix named" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad2.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) '10.0.0.0/33'\" ]"
-check "a good configuration passes --check" "$MFRISBEED" -n -c "$T/m.conf"
+"$MFRISBEED" -n -c "$T/m.conf" 2>"$T/err"; rc=$?
+check "--check opens every image: exit 1, the missing one named, only it ($rc)" sh -c \
+	"[ $rc = 1 ] && grep -qx 'mfrisbeed: image gone: $T/gone.ndz: No such file or directory' '$T/err' && [ \$(grep -c '^mfrisbeed: image ' '$T/err') = 1 ]"
+grep -v '^image gone ' "$T/m.conf" >"$T/m-nogone.conf"
+check "a good configuration passes --check" "$MFRISBEED" -n -c "$T/m-nogone.conf"
 
 # SIGHUP: a broken file is reported and the old configuration kept; a good one taken
 cp "$T/m.conf" "$T/m.conf.good"
