@@ -88,15 +88,7 @@ static int parse_cidr(const char *s, struct ndz_cidr *out)
 
 static int valid_name(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (n == 0 || n > NDZ_CTL_NAME_MAX)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
-			return 0;
-	return 1;
+	return ndz_ctl_valid_name(s);
 }
 
 /* What an image or directory line says besides its name and path. */

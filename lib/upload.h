@@ -55,10 +55,14 @@ int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
  * seconds for the connection, each answer and each write, and at least 600 s for
  * the verdict after the last byte (the master syncs the image first). Returns 0 once the
  * master said the image is stored (checked, synced, renamed into place). Else a
- * negative code with e saying why: NDZ_EREFUSED when the master refused before
- * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many)
+ * negative code with e saying why: NDZ_EBADMAGIC, before connecting, when in_fd
+ * does not start with a chunk header (ours or the original format's; a raw disk);
+ * NDZ_EREFUSED when the master refused before
+ * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many; a
+ * denial names this host's address, and a reason the master gave is quoted)
  * or rejected the image after it (the master's reason); NDZ_ETIMEDOUT, NDZ_ENET,
- * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec or name).
+ * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec, or a name no
+ * image can have: ndz_ctl_valid_name).
  */
 int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
 		    int *refused, struct ndz_error *e);

@@ -700,6 +700,10 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 	} else if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
 		rep.status = NDZ_CTL_DENIED;
 		m->n.denied++;
+		if (cli_verbose)
+			cli_info("%s asks for %s: access denied: no image allows %s",
+				 ndz_net_ntoa(addr, a), req.type == NDZ_CTL_GET ? req.name : "status",
+				 a);
 	} else if (req.type == NDZ_CTL_STATUS) {
 		rep.status = NDZ_CTL_USE_TCP;  /* a 12-byte datagram must not buy 16 KB */
 		m->n.status_udp++;
@@ -734,7 +738,10 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 			rep.source_bytes = s->source_bytes;
 			rep.rate_bps = s->rate;
 		}
-		if (cli_verbose > 1)
+		if (st == NDZ_CTL_DENIED && cli_verbose)
+			cli_info("%s asks for %s: access denied: no allow rule matches %s for "
+				 "image '%s'", ndz_net_ntoa(addr, a), req.name, a, req.name);
+		else if (cli_verbose > 1)
 			cli_info("%s asks for %s: %s", ndz_net_ntoa(addr, a), req.name,
 				 ndz_ctl_strstatus(st));
 	}
@@ -950,6 +957,21 @@ static int upload_served(struct master *m, const char *name, const char *final,
 	return 0;
 }
 
+/* Why an upload of name (NULL: unknown) from a is refused with st, for the uploader: "" if no more to say. */
+static void refusal_why(unsigned st, const char *name, const char *a, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	if (!name)
+		return;
+	if (st == NDZ_CTL_UNKNOWN && (!ndz_ctl_valid_name(name) || name[0] == '.'))
+		snprintf(buf, cap, "'%s' is not a valid image name (%s; a new one may not start "
+			 "with '.')", name, NDZ_CTL_NAME_RULE);
+	else if (st == NDZ_CTL_UNKNOWN)
+		snprintf(buf, cap, "no image '%s', and no upload-dir takes new names", name);
+	else if (st == NDZ_CTL_DENIED)
+		snprintf(buf, cap, "no upload rule matches %s for image '%s'", a, name);
+}
+
 static void upload_end(struct master *m, struct upload *u)
 {
 	pthread_mutex_lock(&m->lock);
@@ -1107,10 +1129,15 @@ static void run_upload(struct master *m, struct job *j)
 	rep.id = rc == 0 ? req.id : 0;
 	rep.status = (uint16_t)st;
 	if (st != NDZ_CTL_OK) {
+		refusal_why(st, rc == 0 ? req.name : NULL, a, msg, sizeof(msg));
 		if (cli_verbose)
-			cli_info("%s may not upload %s: %s", a, rc == 0 ? req.name : "?",
-				 ndz_ctl_strstatus(st));
-		ndz_upload_write_msg(fd, &rep);
+			cli_info("%s may not upload %s: %s%s%s", a, rc == 0 ? req.name : "?",
+				 ndz_ctl_strstatus(st), *msg ? ": " : "", msg);
+		/* a verdict with its reason (uploaders take DONE as an answer to UPLOAD too) */
+		if (*msg && rc == 0)
+			reply_done(fd, req.id, st, msg);
+		else
+			ndz_upload_write_msg(fd, &rep);
 		drain(fd);
 		return;
 	}
