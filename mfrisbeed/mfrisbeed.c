@@ -700,10 +700,13 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 	} else if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
 		rep.status = NDZ_CTL_DENIED;
 		m->n.denied++;
-		if (cli_verbose)
-			cli_info("%s asks for %s: access denied: no image allows %s",
-				 ndz_net_ntoa(addr, a), req.type == NDZ_CTL_GET ? req.name : "status",
-				 a);
+		if (cli_verbose && rc == 0 && req.type == NDZ_CTL_GET)
+			cli_info("%s asks for %s: access denied: no allow rule matches %s for "
+				 "image '%s' (nor for any image)", ndz_net_ntoa(addr, a), req.name,
+				 a, req.name);
+		else if (cli_verbose)
+			cli_info("%s asks for the status: access denied: no image allows %s",
+				 ndz_net_ntoa(addr, a), a);
 	} else if (req.type == NDZ_CTL_STATUS) {
 		rep.status = NDZ_CTL_USE_TCP;  /* a 12-byte datagram must not buy 16 KB */
 		m->n.status_udp++;
