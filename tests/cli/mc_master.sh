@@ -99,7 +99,7 @@ check "after the idle timeout: 0 sessions, 3 ended ($(( $(date +%s) - t0 )) s)" 
 in_ns c1 "$FRISBEE" -M "$SRV" -I nope "$T/x" 2>"$T/err"; rc=$?
 check "unknown image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'nope': unknown image\" ]"
 in_ns far "$FRISBEE" -M "$SRV" -I a "$T/x" 2>"$T/err"; rc=$?
-check "denied image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'a': access denied\" ]"
+check "denied image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'a': access denied: no allow rule matches 10.77.0.99 for image 'a'\" ]"
 status stranger >"$T/out" 2>"$T/err"; rc=$?
 check "a host no image allows is refused" sh -c "[ $rc = 1 ] && [ ! -s '$T/out' ] && [ \"\$(cat '$T/err')\" = 'mfrisbeed: master $SRV:3563: access denied' ]"
 junk=$(in_ns c1 "$CTLASK" "$SRV" 3563 --junk | tr '\n' ' ')
