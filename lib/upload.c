@@ -365,7 +365,7 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 {
 	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS, .id = 1 };
 	uint8_t msg[NDZ_CTL_REQ_MAX];
-	char host[256];
+	char host[256], me[64];
 	uint16_t port;
 	int fd, n, rc = 0;
 
@@ -388,7 +388,10 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");
 		goto out;
 	}
-	if (rep->status != NDZ_CTL_OK)
+	if (rep->status == NDZ_CTL_DENIED && local_addr(fd, me, sizeof(me)) == 0)
+		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s: no image allows %s",
+				   host, port, ndz_ctl_strstatus(rep->status), me);
+	else if (rep->status != NDZ_CTL_OK)
 		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s", host, port,
 				   ndz_ctl_strstatus(rep->status));
 out:

@@ -72,7 +72,7 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
  * TCP (the uploads' port: a STATUS reply is large, and TCP's handshake keeps it
  * from being sent to a forged address). The reply is decoded into rep, its bytes
  * kept in buf (cap >= NDZ_CTL_REP_MAX). Returns 0 (status OK), NDZ_EREFUSED with
- * e saying "master HOST:PORT: access denied", NDZ_EINVAL (a bad spec or host),
+ * e saying "master HOST:PORT: access denied: no image allows ADDR" (this host's), NDZ_EINVAL (a bad spec or host),
  * NDZ_ETIMEDOUT or NDZ_ENET, within about wait_s seconds.
  */
 int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
