@@ -110,7 +110,7 @@ CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
 at_exit "kill $MPID 2>/dev/null"
-for k in $(seq 30); do
+for _ in $(seq 30); do
 	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
 	sleep 0.1
 done
