@@ -89,8 +89,9 @@ int main(int argc, char **argv)
 	if (optind + 1 != argc)
 		cli_usage_error(optind == argc ? "an image file or '-' is required" :
 				"unexpected argument '%s'", argv[optind + 1]);
-	if (!*name || strlen(name) > NDZ_CTL_NAME_MAX)
-		cli_usage_error("-I: bad image name '%s'", name);
+	if (!ndz_ctl_valid_name(name))
+		cli_usage_error("-I: '%s' is not a valid image name (%s)", name,
+				NDZ_CTL_NAME_RULE);
 	path = argv[optind];
 	if (strcmp(path, "-") == 0) {
 		fd = 0;
@@ -109,9 +110,13 @@ int main(int argc, char **argv)
 	if (fd != 0)
 		close(fd);
 	if (rc < 0)
-		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : refused ? EXIT_REFUSED : EXIT_FAIL, "%s%s%s",
-			e.code == NDZ_EIO ? path : "", e.code == NDZ_EIO ? ": " : "",
-			ndz_error_msg(&e));
+	{
+		/* reading the input, or what it holds: the message names it */
+		int mine = !refused && (e.code == NDZ_EIO || e.code == NDZ_EBADMAGIC);
+
+		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : refused ? EXIT_REFUSED : EXIT_FAIL,
+			"%s%s%s", mine ? path : "", mine ? ": " : "", ndz_error_msg(&e));
+	}
 	if (cli_verbose)
 		cli_info("%s stored as image '%s' on %s (%.1f s, %s, checked and flushed by "
 			 "the master in %.1f s)", path, name, master, cli_progress_elapsed(&prog),

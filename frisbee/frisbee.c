@@ -874,6 +874,8 @@ int main(int argc, char **argv)
 		cli_usage_error("-M HOST and -I NAME go together");
 	if (master && (no.group || no.port))
 		cli_usage_error("-M replaces -m and -p");
+	if (no.group && ndz_net_group(no.group, &(uint32_t){ 0 }, &c.err) != 0)
+		cli_usage_error("-m %s", ndz_error_msg(&c.err));
 	if (master) {
 		if (optind != argc - 1)
 			cli_usage_error("expected one TARGET argument");

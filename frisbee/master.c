@@ -14,8 +14,9 @@ void ask_master(const char *spec, const char *name, struct master_answer *a)
 	struct ndz_ctl_rep rep;
 	struct ndz_error e = { 0 };
 
-	if (snprintf(req.name, sizeof(req.name), "%s", name) >= (int)sizeof(req.name) || !*name)
-		cli_usage_error("-I: bad image name '%s'", name);
+	if (!ndz_ctl_valid_name(name))
+		cli_usage_error("-I: '%s' is not a valid image name (%s)", name, NDZ_CTL_NAME_RULE);
+	snprintf(req.name, sizeof(req.name), "%s", name);
 	if (ndz_ctl_ask(spec, &req, buf, sizeof(buf), &rep, &e) != 0)
 		cli_die(e.code == NDZ_EINVAL ? EXIT_USAGE : EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_net_ntoa(rep.group, a->group);

@@ -703,6 +703,8 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		cli_usage_error("expected one IMAGE argument");
+	if (ndz_net_group(no.group, &(uint32_t){ 0 }, &e) != 0)
+		cli_usage_error("-m %s", ndz_error_msg(&e));
 	if (!!burst_pkts != !!gap_us)
 		cli_usage_error("-b and -g go together");
 	if (burst_pkts && auto_rate)

@@ -282,6 +282,11 @@ int main(int argc, char **argv)
 		tpath = argv[optind + 1];
 	signal(SIGPIPE, SIG_IGN);
 	/* Nothing in use is written to, and nothing is read before that is known. */
+	if (tpath && !uopts.verify_only &&
+	    ndz_same_file(strcmp(argv[optind], "-") == 0 ? "/dev/stdin" : argv[optind], tpath))
+		cli_usage_error("IMAGE %s and TARGET %s are the same file (or a loop device and "
+				"its file): restoring would overwrite the image as it is read",
+				argv[optind], tpath);
 	if (tpath && !uopts.verify_only && !force && ndz_target_check(tpath, &err) < 0)
 		cli_die(EXIT_FAIL, "%s; use --force to write anyway", ndz_error_msg(&err));
 

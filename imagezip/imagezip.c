@@ -496,7 +496,12 @@ int main(int argc, char **argv)
 		cli_usage_error("expected SOURCE and IMAGE, got %d argument%s", argc - optind,
 				argc - optind == 1 ? "" : "s");
 
-	/* Before anything is read: IMAGE is not a device, nor a file of other worth. */
+	/* Before anything is read: IMAGE is not SOURCE, not a device, nor a file of other worth. */
+	if (!info && strcmp(argv[optind + 1], "-") != 0 &&
+	    ndz_same_file(argv[optind], argv[optind + 1]))
+		cli_usage_error("SOURCE %s and IMAGE %s are the same file (or a loop device "
+				"and its file): write the image elsewhere", argv[optind],
+				argv[optind + 1]);
 	if (!info && strcmp(argv[optind + 1], "-") != 0 &&
 	    (rc = ndz_output_check(argv[optind + 1], force, &zerr)) < 0)
 		cli_die(EXIT_FAIL, "%s%s", ndz_error_msg(&zerr),

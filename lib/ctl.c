@@ -1,5 +1,6 @@
 /* The master's control protocol: encode and decode its datagrams; one client exchange. */
 #include <errno.h>
+#include <stdio.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -224,6 +225,19 @@ int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r)
 	return 0;
 }
 
+int ndz_ctl_valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > NDZ_CTL_NAME_MAX)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
+			return 0;
+	return 1;
+}
+
 const char *ndz_ctl_strstatus(unsigned status)
 {
 	static const char *const msg[] = {
@@ -336,6 +350,31 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 	return rc;
 }
 
+void ndz_ctl_local_addr(const char *host, uint16_t port, char *buf, size_t cap)
+{
+	struct addrinfo hints, *ai = NULL;
+	struct sockaddr_in to, me;
+	socklen_t ml = sizeof(me);
+	int fd = -1;
+
+	snprintf(buf, cap, "this host's address");
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_INET;
+	hints.ai_socktype = SOCK_DGRAM;
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return;
+	memcpy(&to, ai->ai_addr, sizeof(to));
+	freeaddrinfo(ai);
+	to.sin_port = htons(port);
+	/* a connected UDP socket sends nothing: the kernel only picks the route */
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&me, &ml) == 0 && me.sin_addr.s_addr)
+		inet_ntop(AF_INET, &me.sin_addr, buf, (socklen_t)cap);
+	if (fd >= 0)
+		close(fd);
+}
+
 int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, size_t cap,
 		struct ndz_ctl_rep *rep, struct ndz_error *e)
 {
@@ -345,8 +384,22 @@ int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, s
 
 	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	if (req->type == NDZ_CTL_GET && !ndz_ctl_valid_name(req->name))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "'%s' is not a valid image name (%s)",
+				     req->name, NDZ_CTL_NAME_RULE);
 	rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
-	if (rc == 0 && rep->status != NDZ_CTL_OK) {
+	if (rc == 0 && rep->status == NDZ_CTL_DENIED) {
+		char me[64];
+
+		ndz_ctl_local_addr(host, port, me, sizeof(me));
+		if (req->type == NDZ_CTL_GET)
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': access "
+					   "denied: no allow rule matches %s for image '%s'", host,
+					   port, req->name, me, req->name);
+		else
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: access denied: no "
+					   "image allows %s", host, port, me);
+	} else if (rc == 0 && rep->status != NDZ_CTL_OK) {
 		if (req->type == NDZ_CTL_GET)
 			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s", host,
 					   port, req->name, ndz_ctl_strstatus(rep->status));

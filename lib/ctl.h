@@ -104,6 +104,13 @@ int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r);
 int ndz_ctl_req_need(const uint8_t *buf, size_t have);
 int ndz_ctl_rep_need(const uint8_t *buf, size_t have);
 
+/*
+ * ndz_ctl_valid_name - 1 when s can name an image: 1 to NDZ_CTL_NAME_MAX letters,
+ * digits, '.', '_' or '-' (NDZ_CTL_NAME_RULE says so for people), else 0.
+ */
+int ndz_ctl_valid_name(const char *s);
+#define NDZ_CTL_NAME_RULE "1 to 64 letters, digits, '.', '_' or '-'"
+
 /* ndz_ctl_strstatus - the message for a reply status ("unknown image", ...). */
 const char *ndz_ctl_strstatus(unsigned status);
 
@@ -123,10 +130,19 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
  * NDZ_CTL_PORT by default): four tries 700 ms apart, about 2.8 s in all. Returns 0
  * with rep (status OK); NDZ_EINVAL (a bad spec or host); NDZ_EREFUSED with e saying
  * "master HOST:PORT: image 'NAME': unknown image" (GET) or "master HOST:PORT: access
- * denied" (STATUS); or what ndz_ctl_query returns.
+ * denied" (STATUS), a denial naming this host's address toward the master ("no
+ * allow rule matches 10.0.0.5 for image 'NAME'"); NDZ_EINVAL, before asking, for a
+ * name no image can have; or what ndz_ctl_query returns.
  */
 int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, size_t cap,
 		struct ndz_ctl_rep *rep, struct ndz_error *e);
+
+/*
+ * ndz_ctl_local_addr - the address (dotted, into buf of cap >= 16 bytes) this host
+ * reaches host:port from, as the master sees it without NAT; "this host's
+ * address" when it cannot be told. Nothing is sent.
+ */
+void ndz_ctl_local_addr(const char *host, uint16_t port, char *buf, size_t cap);
 
 /*
  * ndz_ctl_hostport - split "HOST[:PORT]" into host (copied into h, hcap bytes) and

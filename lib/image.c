@@ -414,3 +414,38 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 	r->next++;
 	return 1;
 }
+
+int ndz_image_probe_file(const char *path, struct ndz_error *e)
+{
+	struct ndz_io *io;
+	struct ndz_chunk_hdr h;
+	uint8_t *area;
+	size_t got = 0;
+	int rc;
+
+	if ((rc = ndz_io_open_file(path, NDZ_IO_READ, &io, e)) < 0)
+		return rc;
+	area = malloc(NDZ_HDR_SIZE);
+	if (!area) {
+		ndz_io_close(io);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	}
+	rc = ndz_io_read_full(io, area, NDZ_HDR_SIZE, 0, &got);
+	ndz_io_close(io);
+	if (rc < 0 && rc != NDZ_ESHORTREAD)
+		rc = ndz_error_set(e, rc, 0, "%s: cannot read", path);
+	else if (got == 0)
+		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty, not an image", path);
+	else if ((rc = ndz_orig_probe(area, got)) > 0)
+		rc = 0;
+	else if (rc < 0)
+		rc = ndz_error_set(e, rc, 0, "%s: %s", path, ndz_strerror(rc));
+	else if (got < NDZ_HDR_SIZE || (rc = ndz_hdr_decode(area, &h)) == NDZ_EBADMAGIC)
+		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: not an image (no chunk header at "
+				   "its start)", path);
+	else if (rc < 0)
+		rc = ndz_error_set(e, rc, 0, "%s: not an image (its first chunk header: %s)", path,
+				   ndz_strerror(rc));
+	free(area);
+	return rc;
+}

@@ -91,4 +91,12 @@ uint32_t ndz_image_reader_chunks(const struct ndz_image_reader *r);
 int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_chunk_hdr *h,
 			  struct ndz_error *e);
 
+/*
+ * ndz_image_probe_file - whether the file path starts with a chunk header: ours
+ * (decoded and checked) or the original Frisbee format's. The rest is not read.
+ * 0, or a negative code with e saying "PATH: ..." (cannot be opened or read, or
+ * "not an image" and why).
+ */
+int ndz_image_probe_file(const char *path, struct ndz_error *e);
+
 #endif

@@ -10,8 +10,9 @@
 #include "ctl.h"
 #include "io.h"
 #include "mconf.h"
+#include "net.h"
 
-#define MAX_TOKENS 8
+#define MAX_TOKENS 16               /* "image N P allow L upload L rate R" is 9 */
 #define CONF_MAX (1u << 20)
 
 struct parser {
@@ -87,15 +88,7 @@ static int parse_cidr(const char *s, struct ndz_cidr *out)
 
 static int valid_name(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (n == 0 || n > NDZ_CTL_NAME_MAX)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '.' || *s == '_' || *s == '-'))
-			return 0;
-	return 1;
+	return ndz_ctl_valid_name(s);
 }
 
 /* What an image or directory line says besides its name and path. */
@@ -222,8 +215,12 @@ static int parse_list(struct parser *p, char *arg, struct ndz_cidr *list, size_t
 			*comma++ = 0;
 		if (*n == 64)
 			return perr(p, "more than 64 prefixes", NULL);
+		if (!*s)
+			return perr(p, "empty entry in an address list (ADDR[/LEN],ADDR[/LEN],...)",
+				    NULL);
 		if (parse_cidr(s, &list[*n]) != 0)
-			return perr(p, "bad address or prefix", s);
+			return perr(p, "bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8)",
+				    s);
 		(*n)++;
 	}
 	return 0;
@@ -305,6 +302,12 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		if (parse_cidr(tok[1], &cidr) != 0 || (cidr.addr >> 28) != 0xe ||
 		    cidr.mask < 0xffff0000u)
 			return perr(p, "bad pool (a multicast prefix, /16 to /32)", tok[1]);
+		/* a pool (/16 to /32) holds part of the aligned 224.0.0.0/24 iff its first does */
+		if (ndz_net_group_why(cidr.addr))
+			return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: bad pool '%s': it holds "
+					     "part of 224.0.0.0/24, the link-local control block "
+					     "(all-hosts, routers); choose a prefix in 239.0.0.0/8",
+					     p->fname, p->line, tok[1]);
 		c->pool_base = cidr.addr;
 		c->pool_size = ~cidr.mask + 1;
 	} else if (strcmp(k, "ports") == 0) {
@@ -361,6 +364,30 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	return 0;
 }
 
+/*
+ * "allow a, b" and "allow a ,b" as "allow a,b": a list is one word, but people
+ * write blanks after commas. Blanks next to a comma go.
+ */
+static void join_lists(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r == ' ' || *r == '\t') {
+			char *n = r;
+
+			while (*n == ' ' || *n == '\t')
+				n++;
+			if (*n == ',' || (w > s && w[-1] == ',')) {
+				r = n - 1;
+				continue;
+			}
+		}
+		*w++ = *r;
+	}
+	*w = 0;
+}
+
 int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_mconf **out,
 		    struct ndz_error *e)
 {
@@ -407,6 +434,7 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 		}
 		if (strchr(buf, '#'))
 			*strchr(buf, '#') = 0;
+		join_lists(buf);
 		for (char *t = strtok_r(buf, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
 			if (ntok == MAX_TOKENS) {
 				rc = perr(&p, "too many words", NULL);

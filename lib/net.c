@@ -75,6 +75,30 @@ static int find_iface(const char *spec, int *index, uint32_t *addr)
 	return found ? 0 : NDZ_EINVAL;
 }
 
+const char *ndz_net_group_why(uint32_t g)
+{
+	if (!IN_MULTICAST(g))
+		return "not an IPv4 multicast address (224.0.0.0 to 239.255.255.255)";
+	if ((g & 0xffffff00u) == 0xe0000000u)
+		return "in 224.0.0.0/24, the link-local control block (all-hosts, routers): "
+		       "every host on the link would take the session's datagrams";
+	return NULL;
+}
+
+int ndz_net_group(const char *s, uint32_t *out, struct ndz_error *e)
+{
+	const char *why;
+
+	if (!s || ndz_net_addr(s, out) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: not an IPv4 address",
+				     s ? s : "(none)");
+	why = ndz_net_group_why(ntohl(*out));
+	if (why)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: %s; choose a group in 239.0.0.0/8 "
+				     "(administratively scoped)", s, why);
+	return 0;
+}
+
 int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_error *e)
 {
 	struct ndz_net *n;
@@ -85,9 +109,8 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_
 	socklen_t sl = sizeof(n->rcvbuf);
 
 	*out = NULL;
-	if (ndz_net_addr(o->group, &g) != 0 || !IN_MULTICAST(ntohl(g)))
-		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: not an IPv4 multicast address",
-				     o->group ? o->group : "(none)");
+	if ((r = ndz_net_group(o->group, &g, e)) != 0)
+		return r;
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);

@@ -81,6 +81,21 @@ uint32_t ndz_net_local(const struct ndz_net *n);
 /* ndz_net_rcvbuf - the receive buffer size the kernel granted. */
 int ndz_net_rcvbuf(const struct ndz_net *n);
 
+/*
+ * ndz_net_group_why - why the multicast group g (host byte order) may not carry a
+ * session, or NULL when it may: not a multicast address, or one of 224.0.0.0/24,
+ * the link-local control block (all-hosts, all-routers, routing protocols), whose
+ * every member host would take our datagrams.
+ */
+const char *ndz_net_group_why(uint32_t g);
+
+/*
+ * ndz_net_group - parse s as a group that may carry a session (ndz_net_group_why)
+ * into *out (network order). 0, or NDZ_EINVAL with e (may be NULL) saying
+ * "S: why; choose a group in 239.0.0.0/8 ...".
+ */
+int ndz_net_group(const char *s, uint32_t *out, struct ndz_error *e);
+
 /* ndz_net_addr - parse a dotted IPv4 address into network order. 0 or NDZ_EINVAL. */
 int ndz_net_addr(const char *s, uint32_t *out);
 

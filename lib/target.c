@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/loop.h>
 
 #include "err.h"
 #include "format.h"
@@ -413,4 +415,54 @@ int ndz_output_check(const char *path, int force, struct ndz_error *e)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s exists and is not an image (its "
 				     "first chunk header: %s)", path, ndz_strerror(rc));
 	return 0;
+}
+
+/* What path's data is: its inode, its device number, and a loop device's backing inode. */
+struct identity {
+	dev_t dev, rdev, back_dev;
+	ino_t ino, back_ino;
+	int blk, loop;
+};
+
+static int identify(const char *path, struct identity *id)
+{
+	struct stat st;
+	struct loop_info64 li;
+	int fd;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &st) != 0)
+		return -1;
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	if (!S_ISBLK(st.st_mode))
+		return 0;
+	id->blk = 1;
+	id->rdev = st.st_rdev;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return 0;
+	if (ioctl(fd, LOOP_GET_STATUS64, &li) == 0) {
+		id->loop = 1;
+		id->back_dev = (dev_t)li.lo_device;
+		id->back_ino = (ino_t)li.lo_inode;
+	}
+	close(fd);
+	return 0;
+}
+
+int ndz_same_file(const char *a, const char *b)
+{
+	struct identity x, y;
+
+	if (identify(a, &x) != 0 || identify(b, &y) != 0)
+		return 0;
+	if (x.blk && y.blk)
+		return x.rdev == y.rdev ||
+		       (x.loop && y.loop && x.back_dev == y.back_dev && x.back_ino == y.back_ino);
+	if (!x.blk && !y.blk)
+		return x.dev == y.dev && x.ino == y.ino;
+	if (x.blk)                     /* the loop device is y's */
+		return x.loop && x.back_dev == y.dev && x.back_ino == y.ino;
+	return y.loop && y.back_dev == x.dev && y.back_ino == x.ino;
 }

@@ -37,4 +37,12 @@ int ndz_target_check(const char *path, struct ndz_error *e);
  */
 int ndz_output_check(const char *path, int force, struct ndz_error *e);
 
+/*
+ * ndz_same_file - 1 when paths a and b (symbolic links followed) reach the same
+ * data: one inode (hard links too), one block device, or a loop device and the
+ * file (or another loop device's file) it is backed by, matched by device and
+ * inode. 0 otherwise, and when either cannot be examined (opening it will say why).
+ */
+int ndz_same_file(const char *a, const char *b);
+
 #endif

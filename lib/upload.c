@@ -9,9 +9,11 @@
 #include <sys/time.h>
 #include <unistd.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include "format.h"
 #include "image.h"
+#include "orig.h"
 #include "upload.h"
 
 #define VERDICT_S 600                  /* the least wait for the verdict, seconds */
@@ -189,6 +191,17 @@ static int dial(const char *host, uint16_t port, int wait_s, struct ndz_error *e
 	return fd;
 }
 
+/* The address the connection fd goes from, dotted into buf. 0 or -1. */
+static int local_addr(int fd, char *buf, size_t cap)
+{
+	struct sockaddr_in me;
+	socklen_t ml = sizeof(me);
+
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 || me.sin_family != AF_INET)
+		return -1;
+	return inet_ntop(AF_INET, &me.sin_addr, buf, (socklen_t)cap) ? 0 : -1;
+}
+
 /* The master's verdict after (or instead of) the image. */
 static int read_done(int fd, const char *host, uint16_t port, const char *name,
 		     struct ndz_error *e)
@@ -210,6 +223,42 @@ static int read_done(int fd, const char *host, uint16_t port, const char *name,
 			     (int)rep.json_len, rep.json);
 }
 
+/*
+ * The first NDZ_HDR_SIZE bytes of in_fd into buf (*got of them), checked to start
+ * an image: a chunk header of ours or of the original format. 0, NDZ_EBADMAGIC
+ * or NDZ_EIO with e saying why.
+ */
+static int read_head(int in_fd, uint8_t *buf, size_t *got, struct ndz_error *e)
+{
+	struct ndz_chunk_hdr h;
+	int rc;
+
+	*got = 0;
+	while (*got < NDZ_HDR_SIZE) {
+		ssize_t n = read(in_fd, buf + *got, NDZ_HDR_SIZE - *got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return ndz_error_set(e, NDZ_EIO, errno, "reading the image");
+		if (n == 0)
+			break;
+		*got += (size_t)n;
+	}
+	if (*got == 0)
+		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "empty, not an image; nothing sent");
+	if (ndz_orig_probe(buf, *got) > 0)
+		return 0;
+	rc = *got < NDZ_HDR_SIZE ? NDZ_EBADMAGIC : ndz_hdr_decode(buf, &h);
+	if (rc == NDZ_EBADMAGIC)
+		return ndz_error_set(e, rc, 0, "not an image (no chunk header at its start, "
+				     "as a raw disk has); make one with imagezip; nothing sent");
+	if (rc < 0)
+		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "not an image (its first chunk header: %s); "
+				     "nothing sent", ndz_strerror(rc));
+	return 0;
+}
+
 int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
 		    void (*progress)(void *ctx, uint64_t sent, int sent_all), void *ctx,
 		    int *refused, struct ndz_error *e)
@@ -220,19 +269,34 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 	uint64_t sent = 0;
 	char host[256];
 	uint16_t port;
+	size_t head = 0;
 	int fd, n, rc = 0;
 
 	*refused = 0;
 	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
-	if (!*name || strlen(name) > NDZ_CTL_NAME_MAX)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "bad image name '%s'", name);
+	if (!ndz_ctl_valid_name(name))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "'%s' is not a valid image name (%s)", name,
+				     NDZ_CTL_NAME_RULE);
 	strcpy(req.name, name);
 	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
 	if (n < 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad image name '%s'", name);
-	if ((fd = dial(host, port, wait_s, e)) < 0)
+	/*
+	 * Its first chunk header before anything goes: a raw disk is "not an image"
+	 * here, not refused by the master for its size. Those bytes go first below.
+	 */
+	buf = malloc(NDZ_CHUNK_SIZE);
+	if (!buf)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	if ((rc = read_head(in_fd, buf, &head, e)) < 0) {
+		free(buf);
+		return rc;
+	}
+	if ((fd = dial(host, port, wait_s, e)) < 0) {
+		free(buf);
 		return fd;
+	}
 	if (write_all(fd, msg, (size_t)n) != 0) {
 		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 		goto out;
@@ -246,16 +310,25 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 		goto out;
 	}
 	if (rep.status != NDZ_CTL_OK) {
+		char me[64] = "this host's address";
+
 		*refused = 1;
-		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s", host, port,
-				   name, ndz_ctl_strstatus(rep.status));
+		if (rep.type == NDZ_CTL_DONE && rep.json_len) /* the master says why */
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s: %.*s",
+					   host, port, name, ndz_ctl_strstatus(rep.status),
+					   (int)rep.json_len, rep.json);
+		else if (rep.status == NDZ_CTL_DENIED && local_addr(fd, me, sizeof(me)) == 0)
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s: no "
+					   "upload rule matches %s for image '%s'", host, port, name,
+					   ndz_ctl_strstatus(rep.status), me, name);
+		else
+			rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: image '%s': %s", host,
+					   port, name, ndz_ctl_strstatus(rep.status));
 		goto out;
 	}
-	buf = malloc(NDZ_CHUNK_SIZE);
-	if (!buf) {
-		rc = ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
-		goto out;
-	}
+	if (head && write_all(fd, buf, head) != 0)
+		head = 0;              /* the master has answered: hear why below */
+	sent = head;
 	for (;;) {
 		/* the master answering now means it has rejected the image: hear why */
 		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = in_fd, .events = POLLIN } };
@@ -300,7 +373,7 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 {
 	struct ndz_ctl_req req = { .type = NDZ_CTL_STATUS, .id = 1 };
 	uint8_t msg[NDZ_CTL_REQ_MAX];
-	char host[256];
+	char host[256], me[64];
 	uint16_t port;
 	int fd, n, rc = 0;
 
@@ -323,7 +396,10 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");
 		goto out;
 	}
-	if (rep->status != NDZ_CTL_OK)
+	if (rep->status == NDZ_CTL_DENIED && local_addr(fd, me, sizeof(me)) == 0)
+		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s: no image allows %s",
+				   host, port, ndz_ctl_strstatus(rep->status), me);
+	else if (rep->status != NDZ_CTL_OK)
 		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "master %s:%u: %s", host, port,
 				   ndz_ctl_strstatus(rep->status));
 out:

@@ -55,12 +55,16 @@ int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
  * seconds for the connection, each answer and each write, and at least 600 s for
  * the verdict after the last byte (the master syncs the image first). Returns 0 once the
  * master said the image is stored (checked, synced, renamed into place). Else a
- * negative code with e saying why: NDZ_EREFUSED when the master refused before
- * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many)
+ * negative code with e saying why: NDZ_EBADMAGIC, before connecting, when in_fd
+ * does not start with a chunk header (ours or the original format's; a raw disk);
+ * NDZ_EREFUSED when the master refused before
+ * the transfer (*refused set to 1: unknown image, denied, busy, quota, too many; a
+ * denial names this host's address, and a reason the master gave is quoted)
  * or rejected the image after it (the master's reason); NDZ_ETIMEDOUT, NDZ_ENET,
- * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec or name). progress (may be
- * NULL) is called with ctx after each write with the bytes sent so far, and once
- * more with sent_all 1 when the last byte is sent and the verdict awaited.
+ * NDZ_EIO (reading in_fd) or NDZ_EINVAL (a bad spec, or a name no
+ * image can have: ndz_ctl_valid_name). progress (may be NULL) is called with ctx
+ * after each write with the bytes sent so far, and once more with sent_all 1 when
+ * the last byte is sent and the verdict awaited.
  */
 int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size, int wait_s,
 		    void (*progress)(void *ctx, uint64_t sent, int sent_all), void *ctx,
@@ -71,7 +75,7 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
  * TCP (the uploads' port: a STATUS reply is large, and TCP's handshake keeps it
  * from being sent to a forged address). The reply is decoded into rep, its bytes
  * kept in buf (cap >= NDZ_CTL_REP_MAX). Returns 0 (status OK), NDZ_EREFUSED with
- * e saying "master HOST:PORT: access denied", NDZ_EINVAL (a bad spec or host),
+ * e saying "master HOST:PORT: access denied: no image allows ADDR" (this host's), NDZ_EINVAL (a bad spec or host),
  * NDZ_ETIMEDOUT or NDZ_ENET, within about wait_s seconds.
  */
 int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,

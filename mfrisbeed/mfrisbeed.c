@@ -700,6 +700,13 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 	} else if (!ndz_mconf_allows_any(m->conf, addr) && ntohl(addr) != INADDR_LOOPBACK) {
 		rep.status = NDZ_CTL_DENIED;
 		m->n.denied++;
+		if (cli_verbose && rc == 0 && req.type == NDZ_CTL_GET)
+			cli_info("%s asks for %s: access denied: no allow rule matches %s for "
+				 "image '%s' (nor for any image)", ndz_net_ntoa(addr, a), req.name,
+				 a, req.name);
+		else if (cli_verbose)
+			cli_info("%s asks for the status: access denied: no image allows %s",
+				 ndz_net_ntoa(addr, a), a);
 	} else if (req.type == NDZ_CTL_STATUS) {
 		rep.status = NDZ_CTL_USE_TCP;  /* a 12-byte datagram must not buy 16 KB */
 		m->n.status_udp++;
@@ -734,7 +741,10 @@ static void handle(struct master *m, const uint8_t *buf, size_t len, struct sock
 			rep.source_bytes = s->source_bytes;
 			rep.rate_bps = s->rate;
 		}
-		if (cli_verbose > 1)
+		if (st == NDZ_CTL_DENIED && cli_verbose)
+			cli_info("%s asks for %s: access denied: no allow rule matches %s for "
+				 "image '%s'", ndz_net_ntoa(addr, a), req.name, a, req.name);
+		else if (cli_verbose > 1)
 			cli_info("%s asks for %s: %s", ndz_net_ntoa(addr, a), req.name,
 				 ndz_ctl_strstatus(st));
 	}
@@ -854,6 +864,38 @@ static unsigned upload_begin(struct master *m, const struct ndz_ctl_req *req, ui
 	return NDZ_CTL_OK;
 }
 
+/*
+ * --check: every image's file is there and starts with a chunk header, and some
+ * address may fetch it. Frees c; the exit status.
+ */
+static int check_images(struct ndz_mconf *c, const char *conf_path)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < c->nimages; i++) {
+		const struct ndz_mconf_image *im = &c->images[i];
+		struct ndz_error e = { 0 };
+
+		if (ndz_image_probe_file(im->path, &e) >= 0) {
+			;
+		} else if (im->nupload && e.code == NDZ_ENOENT) {
+			/* an image its uploaders have yet to send */
+			cli_warn("image %s: %s: not there until uploaded", im->name, im->path);
+		} else {
+			cli_error("image %s: %s", im->name, ndz_error_msg(&e));
+			bad++;
+		}
+		if (!im->nallow)
+			cli_warn("image %s: no allow list: no address may fetch it", im->name);
+	}
+	if (bad)
+		cli_error("%s: %zu of %zu images cannot be served", conf_path, bad, c->nimages);
+	else if (cli_verbose)
+		cli_info("%s: %zu images", conf_path, c->nimages);
+	ndz_mconf_free(c);
+	return bad ? EXIT_FAIL : EXIT_OK;
+}
+
 /* Files an image directory holds whose name is no image name: told once, when first skipped. */
 static void tell_skipped(const struct ndz_mconf *old, const struct ndz_mconf *c)
 {
@@ -916,6 +958,21 @@ static int upload_served(struct master *m, const char *name, const char *final,
 		return ndz_error_set(e, NDZ_EINVAL, 0, "stored as %s, but not served: the "
 				     "configuration has no image '%s' there", final, name);
 	return 0;
+}
+
+/* Why an upload of name (NULL: unknown) from a is refused with st, for the uploader: "" if no more to say. */
+static void refusal_why(unsigned st, const char *name, const char *a, char *buf, size_t cap)
+{
+	buf[0] = 0;
+	if (!name)
+		return;
+	if (st == NDZ_CTL_UNKNOWN && (!ndz_ctl_valid_name(name) || name[0] == '.'))
+		snprintf(buf, cap, "'%s' is not a valid image name (%s; a new one may not start "
+			 "with '.')", name, NDZ_CTL_NAME_RULE);
+	else if (st == NDZ_CTL_UNKNOWN)
+		snprintf(buf, cap, "no image '%s', and no upload-dir takes new names", name);
+	else if (st == NDZ_CTL_DENIED)
+		snprintf(buf, cap, "no upload rule matches %s for image '%s'", a, name);
 }
 
 static void upload_end(struct master *m, struct upload *u)
@@ -1075,10 +1132,15 @@ static void run_upload(struct master *m, struct job *j)
 	rep.id = rc == 0 ? req.id : 0;
 	rep.status = (uint16_t)st;
 	if (st != NDZ_CTL_OK) {
+		refusal_why(st, rc == 0 ? req.name : NULL, a, msg, sizeof(msg));
 		if (cli_verbose)
-			cli_info("%s may not upload %s: %s", a, rc == 0 ? req.name : "?",
-				 ndz_ctl_strstatus(st));
-		ndz_upload_write_msg(fd, &rep);
+			cli_info("%s may not upload %s: %s%s%s", a, rc == 0 ? req.name : "?",
+				 ndz_ctl_strstatus(st), *msg ? ": " : "", msg);
+		/* a verdict with its reason (uploaders take DONE as an answer to UPLOAD too) */
+		if (*msg && rc == 0)
+			reply_done(fd, req.id, st, msg);
+		else
+			ndz_upload_write_msg(fd, &rep);
 		drain(fd);
 		return;
 	}
@@ -1409,12 +1471,8 @@ int main(int argc, char **argv)
 	if (ndz_mconf_load(m.conf_path, &m.conf, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	tell_skipped(NULL, m.conf);
-	if (check) {
-		if (cli_verbose)
-			cli_info("%s: %zu images", m.conf_path, m.conf->nimages);
-		ndz_mconf_free(m.conf);
-		return EXIT_OK;
-	}
+	if (check)
+		return check_images(m.conf, m.conf_path);
 	if (!m.frisbeed)
 		m.frisbeed = find_frisbeed(exe, sizeof(exe));
 	if (access(m.frisbeed, X_OK) != 0)

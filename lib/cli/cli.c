@@ -21,6 +21,7 @@ void cli_init(const char *argv0)
 	const char *s = argv0 ? strrchr(argv0, '/') : NULL;
 
 	cli_progname = s ? s + 1 : (argv0 ? argv0 : "ndz");
+	atexit(cli_flush_warnings);
 }
 
 static void end_line(void);
@@ -28,6 +29,7 @@ static void end_line(void);
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	end_line();
+	cli_flush_warnings();
 	fprintf(stderr, "%s: %s", cli_progname, prefix);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
@@ -115,15 +117,61 @@ void cli_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * The last warning and how often it came again since it was printed: a warning
+ * that repeats is counted, and the count told once another message comes, at
+ * exit, or every REPEAT_S seconds while it keeps coming.
+ */
+#define REPEAT_S 10.0
+static pthread_mutex_t warn_lock = PTHREAD_MUTEX_INITIALIZER;
+static char last_warn[512];
+static unsigned long warn_repeats;
+static double warn_since;
+
+/* Under warn_lock: tell how often the last warning came again, if it did. */
+static void tell_repeats(void)
+{
+	if (warn_repeats) {
+		end_line();
+		fprintf(stderr, "%s: warning: %s (repeated %lu time%s)\n", cli_progname,
+			last_warn, warn_repeats, warn_repeats == 1 ? "" : "s");
+	}
+	warn_repeats = 0;
+}
+
+void cli_flush_warnings(void)
+{
+	pthread_mutex_lock(&warn_lock);
+	tell_repeats();
+	last_warn[0] = 0;
+	pthread_mutex_unlock(&warn_lock);
+}
+
 void cli_warn(const char *fmt, ...)
 {
+	char msg[sizeof(last_warn)];
 	va_list ap;
+	double now;
 
 	if (cli_quiet)
 		return;
 	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	now = cli_now();
+	pthread_mutex_lock(&warn_lock);
+	if (strcmp(msg, last_warn) == 0) {
+		if (!warn_repeats++)
+			warn_since = now;
+		if (now - warn_since >= REPEAT_S)
+			tell_repeats();
+	} else {
+		tell_repeats();
+		snprintf(last_warn, sizeof(last_warn), "%s", msg);
+		end_line();
+		fprintf(stderr, "%s: warning: %s\n", cli_progname, msg);
+	}
+	pthread_mutex_unlock(&warn_lock);
 }
 
 void cli_info(const char *fmt, ...)
@@ -133,6 +181,7 @@ void cli_info(const char *fmt, ...)
 	if (cli_quiet)
 		return;
 	end_line();
+	cli_flush_warnings();
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);

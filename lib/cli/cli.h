@@ -37,8 +37,15 @@ void cli_drop_file(void);
  * 0: let them in again (a held one is delivered then).
  */
 void cli_hold_signals(int hold);
-/* cli_warn - "prog: warning: msg" to stderr, unless quiet. */
+/*
+ * cli_warn - "prog: warning: msg" to stderr, unless quiet. The same warning again
+ * is counted, not printed: "prog: warning: msg (repeated N times)" follows once
+ * another message is printed (cli_error, cli_info, cli_die, another warning), at
+ * exit, or every 10 seconds while it keeps coming.
+ */
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_flush_warnings - tell now how often the last warning repeated, if it did. */
+void cli_flush_warnings(void);
 /* cli_info - to stderr, unless quiet. */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_usage_error - "prog: msg\nTry 'prog --help'." and exit 2. */

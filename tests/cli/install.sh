@@ -37,8 +37,12 @@ check "SYSCONFDIR/ndz/mfrisbeed.conf is installed (PREFIX/etc by default)" \
 mkdir -p "$T/images"
 check "the installed configuration passes mfrisbeed --check (its upload-dir made)" \
 	sh -c "sed 's|/var/lib/ndz/images|$T/images|' '$P/etc/ndz/mfrisbeed.conf' >'$T/m.conf' && '$P/bin/mfrisbeed' -n -c '$T/m.conf'"
+# --check opens every image: the sample's two, made by the installed imagezip
+head -c 65536 /dev/zero >"$T/src"
+mkdir -p "$T/class"
+for i in debian12 lab-win; do "$P/bin/imagezip" -q "$T/src" "$T/$i.ndz"; done
 check "the sample configuration passes mfrisbeed --check" \
-	sh -c "sed 's|/srv/ndz/classroom|$T|' '$P/share/doc/ndz/mfrisbeed.conf.example' >'$T/m.conf' && '$P/bin/mfrisbeed' -n -c '$T/m.conf'"
+	sh -c "sed 's|/srv/ndz/classroom|$T/class|; s|/srv/ndz/|$T/|' '$P/share/doc/ndz/mfrisbeed.conf.example' >'$T/m.conf' && '$P/bin/mfrisbeed' -n -c '$T/m.conf'"
 check "nothing installed outside DESTDIR/PREFIX" \
 	sh -c "[ -z \"\$(find '$R' -mindepth 1 -maxdepth 1 ! -name opt)\" ]"
 echo "# edited" >>"$P/etc/ndz/mfrisbeed.conf"

@@ -23,15 +23,15 @@ expect "frisbee without -m/-p" 2 "required" "$FRISBEE" "$T/t"
 expect "frisbee bad -S" 2 "bad IPv4 address" "$FRISBEE" -m 239.1.2.3 -p 4000 -S foo "$T/t"
 expect "frisbee -C too small" 2 "-C" "$FRISBEE" -m 239.1.2.3 -p 4000 -C 0 "$T/t"
 expect "frisbee unknown option" 2 "Try" "$FRISBEE" --bogus
-expect "frisbee --group/--port are -m/-p" 1 "10.1.2.3: not an IPv4 multicast address" \
+expect "frisbee --group/--port are -m/-p" 2 "10.1.2.3: not an IPv4 multicast address" \
 	"$FRISBEE" --group 10.1.2.3 --port 4000 "$T/t"
 expect "frisbee --cache checked like -C" 2 "-C" "$FRISBEE" -m 239.1.2.3 -p 4000 --cache 0 "$T/t"
 expect "frisbeed --bandwidth checked like -W" 2 "bad bandwidth" "$FRISBEED" --bandwidth 12q x
-expect "frisbee non-multicast group" 1 "10.1.2.3: not an IPv4 multicast address" \
+expect "frisbee non-multicast group" 2 "10.1.2.3: not an IPv4 multicast address" \
 	"$FRISBEE" -m 10.1.2.3 -p 4000 "$T/t"
 
 "$NDZ_BUILD/tests/helpers/mkfakeimg" "$T/img" 3 1
-expect "frisbeed non-multicast group" 1 "10.1.2.3: not an IPv4 multicast address" \
+expect "frisbeed non-multicast group" 2 "10.1.2.3: not an IPv4 multicast address" \
 	"$FRISBEED" -m 10.1.2.3 "$T/img"
 expect "frisbeed unknown interface" 1 "nosuchif0: no such interface" \
 	"$FRISBEED" -m 239.1.2.3 -i nosuchif0 "$T/img"

@@ -99,9 +99,9 @@ check "after the idle timeout: 0 sessions, 3 ended ($(( $(date +%s) - t0 )) s)" 
 in_ns c1 "$FRISBEE" -M "$SRV" -I nope "$T/x" 2>"$T/err"; rc=$?
 check "unknown image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'nope': unknown image\" ]"
 in_ns far "$FRISBEE" -M "$SRV" -I a "$T/x" 2>"$T/err"; rc=$?
-check "denied image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'a': access denied\" ]"
+check "denied image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'a': access denied: no allow rule matches 10.77.0.99 for image 'a'\" ]"
 status stranger >"$T/out" 2>"$T/err"; rc=$?
-check "a host no image allows is refused" sh -c "[ $rc = 1 ] && [ ! -s '$T/out' ] && [ \"\$(cat '$T/err')\" = 'mfrisbeed: master $SRV:3563: access denied' ]"
+check "a host no image allows is refused, its address named ($(cat "$T/err"))" sh -c "[ $rc = 1 ] && [ ! -s '$T/out' ] && [ \"\$(cat '$T/err')\" = 'mfrisbeed: master $SRV:3563: access denied: no image allows 10.77.0.200' ]"
 junk=$(in_ns c1 "$CTLASK" "$SRV" 3563 --junk | tr '\n' ' ')
 check "junk is dropped unanswered, a bad request answered malformed ($junk)" \
 	[ "$junk" = "none malformed request " ]
@@ -197,8 +197,12 @@ printf 'pool 239.192.1.0/24\nports 5000-5010\nbogus 1\n' >"$T/bad.conf"
 check "config error: file:line and exit 1" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad.conf:3: unknown keyword 'bogus'\" ]"
 printf 'image x %s allow 10.0.0.0/33\n' "$T/a.ndz" >"$T/bad2.conf"
 "$MFRISBEED" -c "$T/bad2.conf" -r "$T/run-bad" 2>"$T/err"; rc=$?
-check "config error at start: exit 1, bad prefix named" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad2.conf:1: bad address or prefix '10.0.0.0/33'\" ]"
-check "a good configuration passes --check" "$MFRISBEED" -n -c "$T/m.conf"
+check "config error at start: exit 1, bad prefix named" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"mfrisbeed: $T/bad2.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) '10.0.0.0/33'\" ]"
+"$MFRISBEED" -n -c "$T/m.conf" 2>"$T/err"; rc=$?
+check "--check opens every image: exit 1, the missing one named, only it ($rc)" sh -c \
+	"[ $rc = 1 ] && grep -qx 'mfrisbeed: image gone: $T/gone.ndz: No such file or directory' '$T/err' && [ \$(grep -c '^mfrisbeed: image ' '$T/err') = 1 ]"
+grep -v '^image gone ' "$T/m.conf" >"$T/m-nogone.conf"
+check "a good configuration passes --check" "$MFRISBEED" -n -c "$T/m-nogone.conf"
 
 # SIGHUP: a broken file is reported and the old configuration kept; a good one taken
 cp "$T/m.conf" "$T/m.conf.good"

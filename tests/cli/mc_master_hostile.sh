@@ -83,7 +83,7 @@ check "status counts them: 8 denied, 2 busy, 4 quiet" \
 	grep -q '"tcp_denied": 8, "tcp_busy": 2, "tcp_quiet": 4}' "$T/st2.json"
 out=$(in_ns far "$MFRISBEED" --status "$SRV" 2>&1); rc=$?
 check "--status from far: exit 1, access denied ($out)" \
-	eval "[ $rc = 1 ] && [ \"\$out\" = 'mfrisbeed: master $SRV:3563: access denied' ]"
+	eval "[ $rc = 1 ] && [ \"\$out\" = 'mfrisbeed: master $SRV:3563: access denied: no image allows 10.77.0.99' ]"
 in_ns c2 "$TCPIDLE" "$SRV" 3563 1 20 dribble >"$T/drip.idle"
 check "a request dribbled a byte a second is cut off at request-timeout ($(tail -1 "$T/drip.idle"))" \
 	grep -Eq '^conn 1: closed after [4-9]\.[0-9] s, status -$' "$T/drip.idle"

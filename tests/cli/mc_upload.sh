@@ -138,7 +138,7 @@ check "after the failed uploads the previous image is still served" \
 # refusals before any byte: exit 3 with the reason
 up far gold "$T/b.ndz"
 check "a host the upload list does not name: exit 3, access denied ($(msg))" \
-	eval "[ $rc = 3 ] && [ \"\$(msg)\" = \"frisbee-upload: master $SRV:3563: image 'gold': access denied\" ]"
+	eval "[ $rc = 3 ] && [ \"\$(msg)\" = \"frisbee-upload: master $SRV:3563: image 'gold': access denied: no upload rule matches 10.77.0.99 for image 'gold'\" ]"
 up c1 fixed "$T/b.ndz"
 check "an image without an upload list: exit 3, access denied" \
 	eval "[ $rc = 3 ] && grep -q \"image 'fixed': access denied\" '$T/err'"

@@ -1,4 +1,5 @@
-/* Unit tests for lib/cli/cli.c: number parsing for the programs' options, progress. */
+/* Unit tests for lib/cli/cli.c: number parsing for the programs' options, progress,
+   repeated warnings. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -345,6 +346,68 @@ static void test_progress_option(void **state)
 	assert_int_equal(option_status("text"), EXIT_USAGE);
 }
 
+/* What a child that calls body writes to stderr, into out (cap bytes). */
+static void child_stderr(void (*body)(void), char *out, size_t cap)
+{
+	char path[] = "/tmp/test_cli.XXXXXX";
+	int fd = mkstemp(path), st;
+	pid_t pid;
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (dup2(fd, 2) < 0)
+			_exit(99);
+		cli_init("prog");
+		body();
+		exit(0);                /* at exit: the count of a warning still repeating */
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	n = pread(fd, out, cap - 1, 0);
+	assert_true(n >= 0);
+	out[n] = 0;
+	close(fd);
+}
+
+static void warn_many(void)
+{
+	for (int i = 0; i < 1105; i++)
+		cli_warn("chunk %u: signed by another key", 7u);
+	cli_warn("something else");
+	cli_warn("something else");
+	cli_warn("something else");
+}
+
+static void warn_then_error(void)
+{
+	cli_warn("once");
+	cli_warn("twice");
+	cli_warn("twice");
+	cli_error("the end");
+}
+
+/* frisbee -v printed 1,105 identical warnings (issue 25): a repeat is counted */
+static void test_warn_repeats(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	child_stderr(warn_many, out, sizeof(out));
+	assert_string_equal(out, "prog: warning: chunk 7: signed by another key\n"
+			    "prog: warning: chunk 7: signed by another key (repeated 1104 times)\n"
+			    "prog: warning: something else\n"
+			    "prog: warning: something else (repeated 2 times)\n");
+	child_stderr(warn_then_error, out, sizeof(out));
+	assert_string_equal(out, "prog: warning: once\n"
+			    "prog: warning: twice\n"
+			    "prog: warning: twice (repeated 1 time)\n"
+			    "prog: the end\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_progress_json),
 		cmocka_unit_test(test_progress_lines),
 		cmocka_unit_test(test_progress_option),
+		cmocka_unit_test(test_warn_repeats),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -229,6 +229,23 @@ static void test_ask_bad_address(void **state)
 	assert_string_equal(ndz_error_msg(&e), "bad master address 'm:99999' (HOST[:PORT])");
 }
 
+/* image names: the rule the master's configuration and the clients share */
+static void test_valid_name(void **state)
+{
+	char long_name[NDZ_CTL_NAME_MAX + 2];
+
+	(void)state;
+	assert_true(ndz_ctl_valid_name("debian-12_amd64.v2"));
+	assert_false(ndz_ctl_valid_name("my image"));
+	assert_false(ndz_ctl_valid_name(""));
+	assert_false(ndz_ctl_valid_name("a/b"));
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = 0;
+	assert_false(ndz_ctl_valid_name(long_name));
+	long_name[NDZ_CTL_NAME_MAX] = 0;
+	assert_true(ndz_ctl_valid_name(long_name));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_ask_bad_address),
+		cmocka_unit_test(test_valid_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

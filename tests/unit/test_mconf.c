@@ -122,13 +122,64 @@ static void test_errors(void **state)
 	refused("image a/b /x\n",
 		"m.conf:1: bad image name (letters, digits, '.', '_', '-'; at most 64) 'a/b'");
 	refused("image a /x allow\n", "m.conf:1: missing value after 'allow'");
-	refused("image a /x allow 10.0.0.0/33\n", "m.conf:1: bad address or prefix '10.0.0.0/33'");
-	refused("image a /x allow 10.0.0.1,nope\n", "m.conf:1: bad address or prefix 'nope'");
+	refused("image a /x allow 10.0.0.0/33\n", "m.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) '10.0.0.0/33'");
+	refused("image a /x allow 10.0.0.1,nope\n", "m.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) 'nope'");
 	refused("image a /x color red\n", "m.conf:1: unknown image option 'color'");
 	refused("image a /x\nimage a /y\n", "m.conf:2: image defined twice 'a'");
 	refused("imagedir\n", "m.conf:1: imagedir needs a directory");
 	refused("# nothing\n", "m.conf: no images");
-	refused("a b c d e f g h i\n", "m.conf:1: too many words");
+	refused("a b c d e f g h i j k l m n o p q\n", "m.conf:1: too many words");
+}
+
+/* "allow a, b" (issue 25): blanks next to a comma join the list; an empty entry is named */
+static void test_lists(void **state)
+{
+	struct ndz_error e;
+	struct ndz_mconf *c;
+	const struct ndz_mconf_image *a;
+
+	(void)state;
+	c = parse("image a /a.ndz allow 10.0.0.0/8, 192.168.1.5 ,172.16.0.0/12 , 10.9.9.9 "
+		  "rate 10M\nimage b /b.ndz allow 10.1.0.0/16,\t10.2.0.1\n", &e);
+	assert_non_null(c);
+	a = ndz_mconf_find(c, "a");
+	assert_non_null(a);
+	assert_int_equal(a->nallow, 4);
+	assert_int_equal(ndz_mconf_find(c, "b")->nallow, 2);
+	assert_int_equal(a->rate, 10000000);
+	assert_true(ndz_mconf_allows(a, ip("192.168.1.5")));
+	assert_true(ndz_mconf_allows(a, ip("172.20.0.1")));
+	assert_true(ndz_mconf_allows(a, ip("10.9.9.9")));
+	assert_false(ndz_mconf_allows(a, ip("192.168.1.6")));
+	ndz_mconf_free(c);
+	refused("image a /x allow 10.0.0.1,\n",
+		"m.conf:1: empty entry in an address list (ADDR[/LEN],ADDR[/LEN],...)");
+	refused("image a /x allow 10.0.0.1,,10.0.0.2\n",
+		"m.conf:1: empty entry in an address list (ADDR[/LEN],ADDR[/LEN],...)");
+}
+
+/* a pool in 224.0.0.0/24 (all-hosts, routers) would reach every host on the link */
+static void test_pool_control_block(void **state)
+{
+	struct ndz_error e;
+	struct ndz_mconf *c;
+	static const char *const bad[] = { "224.0.0.0/24", "224.0.0.1/32", "224.0.0.128/25",
+					   "224.0.0.0/16" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char text[128], msg[256];
+
+		snprintf(text, sizeof(text), "pool %s\nimage a /a.ndz\n", bad[i]);
+		snprintf(msg, sizeof(msg), "m.conf:1: bad pool '%s': it holds part of "
+			 "224.0.0.0/24, the link-local control block (all-hosts, routers); "
+			 "choose a prefix in 239.0.0.0/8", bad[i]);
+		refused(text, msg);
+	}
+	c = parse("pool 224.0.1.0/24\nimage a /a.ndz\n", &e);
+	assert_non_null(c);
+	assert_int_equal(c->pool_base, 0xe0000100u);
+	ndz_mconf_free(c);
 }
 
 static void test_imagedir(void **state)
@@ -255,7 +306,7 @@ static void test_upload(void **state)
 	/* errors */
 	refused("image a /a.ndz upload 10.0.0.1\nrate 1M\n",
 		"m.conf:1: 'upload' needs an upload-dir line (where uploads are written)");
-	refused("image a /a.ndz upload 10.0.0.300\n", "m.conf:1: bad address or prefix '10.0.0.300'");
+	refused("image a /a.ndz upload 10.0.0.300\n", "m.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) '10.0.0.300'");
 	refused("image a /a.ndz\nquota lots\n",
 		"m.conf:2: bad quota (bytes, k/M/G/T: powers of 1000) 'lots'");
 	refused("image a /a.ndz\nupload-timeout 0\n",
@@ -355,6 +406,8 @@ int main(void)
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_lists),
+		cmocka_unit_test(test_pool_control_block),
 		cmocka_unit_test(test_imagedir),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_upload),

@@ -155,6 +155,24 @@ static void test_target_unused(void **state)
 	assert_int_equal(e.code, 0);
 }
 
+/* one file by two names (issue 25): imagezip/imageunzip would read what they overwrite */
+static void test_same_file(void **state)
+{
+	(void)state;
+	put(at("a.img"), "a", 1);
+	put(at("b.img"), "a", 1);
+	assert_int_equal(symlink(at("a.img"), at("sym.img")), 0);
+	assert_int_equal(link(at("a.img"), at("hard.img")), 0);
+	assert_int_equal(ndz_same_file(at("a.img"), at("a.img")), 1);
+	assert_int_equal(ndz_same_file(at("sym.img"), at("a.img")), 1);
+	assert_int_equal(ndz_same_file(at("hard.img"), at("sym.img")), 1);
+	assert_int_equal(ndz_same_file(at("a.img"), at("b.img")), 0);
+	/* a new output, a device that is no loop device */
+	assert_int_equal(ndz_same_file(at("a.img"), at("new.img")), 0);
+	assert_int_equal(ndz_same_file(at("a.img"), "/dev/null"), 0);
+	assert_int_equal(ndz_same_file("/dev/null", "/dev/null"), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -163,6 +181,7 @@ int main(void)
 		cmocka_unit_test(test_output_not_a_file),
 		cmocka_unit_test(test_output_links),
 		cmocka_unit_test(test_target_unused),
+		cmocka_unit_test(test_same_file),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
