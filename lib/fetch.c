@@ -274,6 +274,18 @@ void ndz_fetch_free(struct ndz_fetch *f)
 	free(f);
 }
 
+/* forget_repairs - the slot's repairs and what it knows of its blocks' origin, gone. */
+static void forget_repairs(struct slot *s)
+{
+	memset(s->srep, 0, sizeof(s->srep));
+	memset(s->repbits, 0, sizeof(s->repbits));
+	s->wrep = 0;
+	memset(s->wbits, 0, sizeof(s->wbits));
+	s->rcount = 0;
+	memset(s->contested, 0, sizeof(s->contested));
+	memset(s->decoded, 0, sizeof(s->decoded));
+}
+
 /*
  * A free slot for chunk (needed, not started; ref its asks entry or NO_REF); its
  * buffer is allocated on first use unless store is 0.
@@ -297,13 +309,7 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	memset(s->seen, 0, sizeof(s->seen));
 	memset(s->have, 0, sizeof(s->have));
 	memset(s->sdata, 0, sizeof(s->sdata));
-	memset(s->srep, 0, sizeof(s->srep));
-	memset(s->repbits, 0, sizeof(s->repbits));
-	s->wrep = 0;
-	memset(s->wbits, 0, sizeof(s->wbits));
-	s->rcount = 0;
-	memset(s->contested, 0, sizeof(s->contested));
-	memset(s->decoded, 0, sizeof(s->decoded));
+	forget_repairs(s);
 	memset(s->prev, 0, sizeof(s->prev));
 	s->retries = 0;
 	s->last_req = 0;
@@ -635,13 +641,7 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 			s->nhave++;
 			s->sdata[ndz_fec_stripe(b)]++;
 		}
-	memset(s->srep, 0, sizeof(s->srep));
-	memset(s->repbits, 0, sizeof(s->repbits));
-	s->wrep = 0;
-	memset(s->wbits, 0, sizeof(s->wbits));
-	s->rcount = 0;
-	memset(s->contested, 0, sizeof(s->contested));
-	memset(s->decoded, 0, sizeof(s->decoded));
+	forget_repairs(s);
 	memset(s->seen, 0, sizeof(s->seen));
 	s->seen_ns = 0;
 	s->retries++;
