@@ -26,6 +26,9 @@
 #define NDZ_FEC_WHOLE   NDZ_FEC_STRIPES   /* the set of whole-chunk repairs */
 #define NDZ_FEC_SETS    (NDZ_FEC_STRIPES + 1u)
 #define NDZ_FEC_WREPAIRS 255u                                    /* distinct whole-chunk repairs */
+/* The most repairs of one set a request asks for (clients ask for the blocks past
+ * that); a server sends no more for one request, whatever it asks (doc/PROTOCOL.md). */
+#define NDZ_FEC_ASK_MAX 32u
 
 _Static_assert(NDZ_FEC_K * NDZ_FEC_STRIPES == NDZ_BLOCKS_PER_CHUNK, "stripes cover a chunk");
 _Static_assert(NDZ_FEC_K + NDZ_FEC_REPAIRS <= 255u, "a Cauchy code over GF(2^8)");

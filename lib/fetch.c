@@ -18,12 +18,12 @@
 /* Repairs cost the server a 128-block product each and the client a decode that
  * grows with the square of the losses: ask for them for scattered losses, and
  * for the blocks themselves when a stripe lacks more than this. */
-#define MAX_ASK_REPAIRS 32u
+#define MAX_ASK_REPAIRS NDZ_FEC_ASK_MAX
 /* Whole-chunk repairs: a product over 1024 blocks each at the server (0.15 ms
  * here: a server sending nothing else can make only about 55 Mbit/s of them), and
  * a decode of about 0.25 ms a lost block at the client. They pay for small holes
  * that many clients have; past this, stripe repairs (an eighth the cost). */
-#define MAX_ASK_WHOLE 32u
+#define MAX_ASK_WHOLE NDZ_FEC_ASK_MAX
 /* Failed checks of a chunk retried in its slot (ndz_fetch_retry) before it is dropped. */
 #define MAX_RETRIES 4u
 /* Whole-chunk decodes are tried for up to this many missing blocks (see try_whole). */

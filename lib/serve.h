@@ -68,7 +68,8 @@ int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits)
 
 /*
  * ndz_serve_repairs - a request (RREQUEST) for need[s] more repairs of each set s
- * of chunk (NDZ_FEC_SETS counts, not all 0; a stripe's at most NDZ_FEC_K). For the current
+ * of chunk (NDZ_FEC_SETS counts, not all 0; a stripe's at most NDZ_FEC_K), each taken as
+ * at most NDZ_FEC_ASK_MAX (what clients ask for at most). For the current
  * chunk the counts still to send become at least need (merged; every repair still
  * to come is new to the requester); for a queued chunk likewise (merged); else the
  * chunk is queued at the tail with only these repairs. Returns as ndz_serve_request.

@@ -684,13 +684,21 @@ static void test_repairs(void **state)
 		assert_int_equal(reps[i][0], 2);
 		assert_int_equal(reps[i][1], 2 + i);
 	}
-	/* after the last index the first again */
+	/* a request for a whole stripe's worth gets NDZ_FEC_ASK_MAX (no client asks for
+	   more); after the last index the first again */
 	memset(need, 0, sizeof(need));
 	need[2] = NDZ_FEC_K;
-	assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
-	assert_int_equal(ndz_serve_next_chunk(s), 1);
-	n = drain(s, NULL, reps, 600);
-	assert_int_equal(n, NDZ_FEC_K);
+	for (unsigned r = 0, got = 0; r < NDZ_FEC_K / NDZ_FEC_ASK_MAX; r++) {
+		unsigned part[NDZ_FEC_ASK_MAX + 1][2];
+
+		assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+		assert_int_equal(ndz_serve_next_chunk(s), 1);
+		n = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
+		assert_int_equal(n, NDZ_FEC_ASK_MAX);
+		memcpy(reps[got], part, sizeof(part[0]) * n);
+		got += n;
+	}
+	n = NDZ_FEC_K;
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 6][1], NDZ_FEC_REPAIRS - 1);
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 5][1], 0);
 	for (unsigned i = 0; i < n; i++)
@@ -698,7 +706,7 @@ static void test_repairs(void **state)
 	assert_int_equal(ndz_serve_repair_sent(s, 1, NDZ_FEC_SETS), NDZ_EINVAL);
 	ndz_serve_get_stats(s, &st);
 	assert_int_equal(st.repairs_sent, NDZ_FEC_K);
-	assert_int_equal(st.requests, 6);
+	assert_int_equal(st.requests, 5 + NDZ_FEC_K / NDZ_FEC_ASK_MAX);
 	assert_int_equal(st.merged, 3);
 	assert_false(ndz_serve_busy(s));
 	ndz_serve_free(s);
@@ -728,13 +736,21 @@ static void test_whole_repairs(void **state)
 		assert_int_equal(reps[i][0], NDZ_FEC_WHOLE);
 		assert_int_equal(reps[i][1], i - 1);
 	}
-	/* 255 distinct, then index 0 again */
+	/* a forger's 255 get NDZ_FEC_ASK_MAX a request; 255 distinct, then index 0 again */
 	memset(need, 0, sizeof(need));
 	need[NDZ_FEC_WHOLE] = 255;
-	assert_int_equal(ndz_serve_repairs(s, 2, need), 1);
-	assert_int_equal(ndz_serve_next_chunk(s), 2);
-	n = drain(s, NULL, reps, 600);
-	assert_int_equal(n, 255);
+	n = 0;
+	for (unsigned r = 0; r < 256 / NDZ_FEC_ASK_MAX; r++) {
+		unsigned part[NDZ_FEC_ASK_MAX + 1][2], got;
+
+		assert_int_equal(ndz_serve_repairs(s, 2, need), 1);
+		assert_int_equal(ndz_serve_next_chunk(s), 2);
+		got = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
+		assert_int_equal(got, NDZ_FEC_ASK_MAX);
+		memcpy(reps[n], part, sizeof(part[0]) * got);
+		n += got;
+	}
+	assert_int_equal(n, 256);
 	assert_int_equal(reps[249][1], 254);
 	assert_int_equal(reps[250][1], 0);
 	for (unsigned i = 0; i < n; i++)
@@ -744,8 +760,8 @@ static void test_whole_repairs(void **state)
 		struct ndz_serve_stats st;
 
 		ndz_serve_get_stats(s, &st);
-		assert_int_equal(st.repairs_sent, 256);
-		assert_int_equal(st.whole_sent, 255);
+		assert_int_equal(st.repairs_sent, 257);
+		assert_int_equal(st.whole_sent, 256);
 	}
 	ndz_serve_free(s);
 }
