@@ -23,6 +23,7 @@
 #include "image.h"
 #include "io.h"
 #include "net.h"
+#include "orig.h"
 #include "pace.h"
 #include "proto.h"
 #include "serve.h"
@@ -46,6 +47,7 @@ struct server {
 	const char *path;
 	struct ndz_net *net;
 	struct ndz_join_info info;
+	uint32_t orig_version;         /* an original Frisbee image's version, else 0 */
 	uint32_t tag;
 	uint32_t nchunks;
 	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
@@ -121,6 +123,7 @@ static void open_image(struct server *s)
 	s->info.rate_bps = s->rate;
 	s->info.idle_timeout = (uint32_t)s->idle;
 	s->tag = ndz_image_tag(h0->uuid);
+	s->orig_version = NDZ_IS_ORIG(h0) ? h0->version - NDZ_ORIG_HVERSION(0) : 0;
 	ndz_image_reader_free(r);
 }
 
@@ -401,10 +404,21 @@ static void trace_rate(const struct ndz_adapt *a, uint64_t *traced)
 static int load_chunk(struct server *s, uint8_t *buf, uint32_t i)
 {
 	struct ndz_chunk_hdr h;
+	struct ndz_orig_hdr oh;
 	int r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL);
 
-	if (r == 0)
-		r = ndz_chunk_check(buf, &h);
+	if (r < 0)
+		return r;
+	/* an original image's chunk has no CRC: a sound header of the same version,
+	   at its place, and (V4) of the same image */
+	if (s->orig_version) {
+		r = ndz_orig_decode(buf, &oh, NULL, 0);
+		if (r == 0 && (oh.version != s->orig_version || oh.index != i ||
+			       (oh.version == 4 && memcmp(oh.imageid, s->info.uuid, 16) != 0)))
+			r = NDZ_EMISMATCH;
+		return r;
+	}
+	r = ndz_chunk_check(buf, &h);
 	if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
 	return r;
