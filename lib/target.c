@@ -13,8 +13,7 @@
 #include <linux/loop.h>
 
 #include "err.h"
-#include "format.h"
-#include "orig.h"
+#include "image.h"
 #include "target.h"
 
 #define MAX_PARTS 128                  /* partitions of one disk looked at */
@@ -371,11 +370,9 @@ static const char *kind(mode_t m)
 
 int ndz_output_check(const char *path, int force, struct ndz_error *e)
 {
-	struct ndz_chunk_hdr h;
+	struct ndz_error pe = { 0 };
 	struct stat lst, st;
-	uint8_t *area;
-	ssize_t got;
-	int fd, rc;
+	int rc;
 
 	if (lstat(path, &lst) < 0)
 		return 0;
@@ -393,22 +390,7 @@ int ndz_output_check(const char *path, int force, struct ndz_error *e)
 				     "replace the link, not the file it names", path);
 	if (st.st_size == 0)
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return ndz_error_set(e, NDZ_EBADMAGIC, errno, "%s exists and cannot be read to "
-				     "check that it is an image", path);
-	area = malloc(NDZ_HDR_SIZE);
-	if (!area) {
-		close(fd);
-		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
-	}
-	got = pread(fd, area, NDZ_HDR_SIZE, 0);
-	rc = got == (ssize_t)NDZ_HDR_SIZE ? ndz_hdr_decode(area, &h) : NDZ_EBADMAGIC;
-	/* an image in the original Frisbee format is an image too (imagezip --to-orig) */
-	if (rc < 0 && got > 0 && ndz_orig_probe(area, (size_t)got) != 0)
-		rc = 0;
-	free(area);
-	close(fd);
+	rc = ndz_image_probe_file(path, &pe);
 	if (rc == NDZ_EBADMAGIC)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s exists and is not an image", path);
 	if (rc < 0)
