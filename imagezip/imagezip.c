@@ -65,17 +65,8 @@ static const char usage_text[] =
 	"\n"
 	"Exit status: 0 success, 1 failure, 2 bad usage.\n";
 
-/* The temporary output name, removed if we die before renaming it. */
+/* The temporary output name: owned (cli_own_file) until it is renamed into place. */
 static char tmp_path[PATH_MAX];
-static volatile sig_atomic_t have_tmp;
-
-static void on_signal(int sig)
-{
-	if (have_tmp)
-		unlink(tmp_path);
-	signal(sig, SIG_DFL);
-	raise(sig);
-}
 
 struct output {
 	int fd;
@@ -279,10 +270,13 @@ static int open_output(const char *path, struct output *o)
 	}
 	if (snprintf(tmp_path, sizeof(tmp_path), "%s.tmp.XXXXXX", path) >= (int)sizeof(tmp_path))
 		cli_die(EXIT_FAIL, "%s: name too long", path);
+	cli_hold_signals(1);
 	fd = mkstemp(tmp_path);
+	if (fd >= 0)
+		cli_own_file(tmp_path);
+	cli_hold_signals(0);
 	if (fd < 0)
 		cli_die(EXIT_FAIL, "%s: cannot create a file beside it: %s", path, strerror(errno));
-	have_tmp = 1;
 	fchmod(fd, 0644);
 	o->fd = fd;
 	if (ndz_io_open_stream(fd, path, &o->io) < 0)
@@ -316,7 +310,7 @@ static int commit_output(struct output *o)
 		cli_error("%s: cannot rename %s to it: %s", o->name, tmp_path, strerror(errno));
 		return -1;
 	}
-	have_tmp = 0;
+	cli_own_file(NULL);
 	slash = strrchr(o->name, '/');
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->name) : 1,
 		 slash ? o->name : ".");
@@ -334,9 +328,7 @@ static void discard_output(struct output *o)
 {
 	if (o->fd >= 0 && o->fd != STDOUT_FILENO)
 		close(o->fd);
-	if (have_tmp)
-		unlink(tmp_path);
-	have_tmp = 0;
+	cli_drop_file();
 }
 
 int main(int argc, char **argv)
@@ -564,9 +556,6 @@ int main(int argc, char **argv)
 	zopts.part_start = scan.part_start;
 
 	open_output(argv[optind + 1], &out);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
 	cli_progress_init(&prog, progress, "reading", "disk", "read");
 	cli_progress_total(&prog, ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE, 0);
 	zopts.progress = show_progress;
