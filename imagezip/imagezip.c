@@ -316,11 +316,16 @@ static int commit_output(struct output *o)
 		 slash ? o->name : ".");
 	if (slash == o->name)
 		snprintf(dir, sizeof(dir), "/");
-	dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
+	/* the new name is on the disk only once its directory is */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		cli_error("%s: renamed into place, but its directory %s could not be flushed: %s",
+			  o->name, dir, strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		return -1;
 	}
+	close(dfd);
 	return 0;
 }
 
