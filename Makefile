@@ -40,7 +40,7 @@ endif
 
 TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload
 PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
-LIB_SRC  := $(wildcard lib/*.c)
+LIB_SRC  := $(filter-out lib/cli/%,$(wildcard lib/*/*.c))
 FS_SRC   := $(wildcard fs/*.c)
 CLI_SRC  := $(wildcard lib/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)

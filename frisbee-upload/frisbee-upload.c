@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "format.h"
-#include "upload.h"
+#include "core/format.h"
+#include "master/upload.h"
 
 #define EXIT_REFUSED 3                 /* the master refused before the transfer */
 

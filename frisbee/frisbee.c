@@ -15,18 +15,18 @@
 #include <sys/random.h>
 
 #include "cli/cli.h"
-#include "err.h"
-#include "fetch.h"
-#include "format.h"
-#include "io.h"
+#include "core/err.h"
+#include "mcast/fetch.h"
+#include "core/format.h"
+#include "core/io.h"
 #include "master.h"
-#include "net.h"
-#include "orig.h"
-#include "pace.h"
-#include "proto.h"
-#include "target.h"
-#include "trust.h"
-#include "unzip.h"
+#include "mcast/net.h"
+#include "core/orig.h"
+#include "mcast/pace.h"
+#include "mcast/proto.h"
+#include "core/target.h"
+#include "trust/trust.h"
+#include "codec/unzip.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MS 1000000ull

@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "ctl.h"
+#include "master/ctl.h"
 #include "master.h"
-#include "net.h"
+#include "mcast/net.h"
 
 void ask_master(const char *spec, const char *name, struct master_answer *a)
 {

@@ -16,18 +16,18 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "adapt.h"
-#include "err.h"
-#include "fec.h"
-#include "format.h"
-#include "image.h"
-#include "io.h"
-#include "net.h"
-#include "orig.h"
-#include "pace.h"
-#include "proto.h"
-#include "serve.h"
-#include "trust.h"
+#include "mcast/adapt.h"
+#include "core/err.h"
+#include "mcast/fec.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/io.h"
+#include "mcast/net.h"
+#include "core/orig.h"
+#include "mcast/pace.h"
+#include "mcast/proto.h"
+#include "mcast/serve.h"
+#include "trust/trust.h"
 
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096

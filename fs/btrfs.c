@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "err.h"
+#include "core/crc32c.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 #define SB_OFF 65536u
 #define SB_SIZE 4096u

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 #define BOOT_SECTORS 12u                /* a boot region: 11 sectors + checksum sector */
 #define VOL_DIRTY 0x0002u

@@ -12,10 +12,10 @@
 #include <ext2fs/ext2_fs.h>
 #include <ext2fs/ext2fs.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 /* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
 #define bad(err, ...) ndz_fs_bad(err, "ext", __VA_ARGS__)

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 struct fat {
 	struct ndz_io *io;

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 #define UFS1_MAGIC 0x011954u
 #define UFS2_MAGIC 0x19540119u

@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/io.h"
 
 /* Receives allocated [off, off+len) in bytes relative to the volume, in any order. */
 typedef int (*ndz_extent_fn)(void *ctx, uint64_t off, uint64_t len);

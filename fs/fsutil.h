@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "err.h"
+#include "core/err.h"
 
 /*
  * ndz_fs_bad - record NDZ_EFS in err with the message "module: " followed by fmt

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 /* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
 #define bad(err, ...) ndz_fs_bad(err, "lvm", __VA_ARGS__)

@@ -22,11 +22,11 @@
 #include <ntfs-3g/runlist.h>
 #include <ntfs-3g/volume.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
-#include "ranges.h"
+#include "core/le.h"
+#include "core/ranges.h"
 
 /* bad(err, fmt, ...) - this module's inconsistent-metadata error (fsutil.h) */
 #define bad(err, ...) ndz_fs_bad(err, "ntfs", __VA_ARGS__)

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "err.h"
-#include "format.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/le.h"
 #include "part.h"
 
 #define SEC NDZ_SECTOR_SIZE

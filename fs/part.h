@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io.h"
-#include "ranges.h"
+#include "core/io.h"
+#include "core/ranges.h"
 
 enum ndz_scheme {
 	NDZ_SCHEME_NONE = 0,

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "format.h"
+#include "core/err.h"
+#include "core/format.h"
 #include "fs.h"
 #include "part.h"
 #include "scan.h"

@@ -7,9 +7,9 @@
 
 #include <stdint.h>
 
-#include "err.h"
-#include "io.h"
-#include "ranges.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/ranges.h"
 
 /*
  * What to do with one partition instead of probing it (-S N=TYPE, -R N, -I N);

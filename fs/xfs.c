@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "err.h"
+#include "core/crc32c.h"
+#include "core/err.h"
 #include "fs.h"
 #include "fsutil.h"
-#include "le.h"
+#include "core/le.h"
 
 #define SB_MAGIC 0x58465342u           /* "XFSB" */
 #define AGF_MAGIC 0x58414746u          /* "XAGF" */

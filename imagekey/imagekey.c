@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "err.h"
-#include "io.h"
-#include "trust.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "trust/trust.h"
 
 static const char usage_text[] =
 	"Usage: imagekey generate [-e] -o NAME\n"

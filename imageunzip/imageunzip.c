@@ -7,15 +7,15 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "err.h"
-#include "format.h"
-#include "image.h"
-#include "io.h"
-#include "orig.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/io.h"
+#include "core/orig.h"
 #include "part.h"
-#include "target.h"
-#include "trust.h"
-#include "unzip.h"
+#include "core/target.h"
+#include "trust/trust.h"
+#include "codec/unzip.h"
 
 static const char usage_text[] =
 	"Usage: imageunzip [options] IMAGE TARGET\n"

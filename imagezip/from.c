@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "convert.h"
+#include "codec/convert.h"
 #include "from.h"
 
 struct ndz_io *from_image(const char *path, const char *out_path, const char *orig_key,

@@ -2,7 +2,7 @@
 #ifndef IMAGEZIP_FROM_H
 #define IMAGEZIP_FROM_H
 
-#include "io.h"
+#include "core/io.h"
 #include "scan.h"
 
 /*

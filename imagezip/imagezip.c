@@ -11,14 +11,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "err.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/io.h"
 #include "scan.h"
-#include "target.h"
-#include "convert.h"
+#include "core/target.h"
+#include "codec/convert.h"
 #include "from.h"
-#include "trust.h"
-#include "zip.h"
+#include "trust/trust.h"
+#include "codec/zip.h"
 
 static const char usage_text[] =
 	"Usage: imagezip [options] SOURCE IMAGE\n"

@@ -32,15 +32,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "admit.h"
+#include "master/admit.h"
 #include "cli/cli.h"
-#include "ctl.h"
-#include "err.h"
-#include "image.h"
-#include "io.h"
-#include "mconf.h"
-#include "net.h"
-#include "upload.h"
+#include "master/ctl.h"
+#include "core/err.h"
+#include "core/image.h"
+#include "core/io.h"
+#include "master/mconf.h"
+#include "mcast/net.h"
+#include "master/upload.h"
 
 #define MAX_SESSIONS 1024
 #define HOSTS 1024                     /* rate limiter slots */

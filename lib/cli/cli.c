@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "err.h"
-#include "trust.h"
+#include "core/err.h"
+#include "trust/trust.h"
 
 const char *cli_progname = "ndz";
 int cli_verbose;

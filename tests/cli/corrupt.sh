@@ -11,7 +11,7 @@ C=1048576
 # A source of incompressible and text data: four chunks at level 4.
 {
 	head -c 3000000 /dev/urandom
-	cat "$NDZ_TOP"/lib/*.c
+	cat "$NDZ_TOP"/lib/*/*.c
 	head -c 700000 /dev/urandom
 } >"$T/src"
 "$IMAGEZIP" -q -r -j 1 --codec zlib "$T/src" "$T/good.ndz" ||
@@ -167,7 +167,7 @@ check "the undamaged image's bytes are right" cmp -s -n "$srcsize" "$T/src" "$T/
 # second frame that uses the first one's data as its prefix.
 {
 	head -c 300000 /dev/urandom
-	for i in $(seq 40); do cat "$NDZ_TOP"/lib/*.h; done
+	for i in $(seq 40); do cat "$NDZ_TOP"/lib/*/*.h; done
 } >"$T/src"
 srcsize=$(stat -c %s "$T/src")
 "$IMAGEZIP" -q -r --codec zstd "$T/src" "$T/zstd.ndz" || not_ok "imagezip --codec zstd"

@@ -8,7 +8,7 @@ mk_mixed() {
 	{
 		head -c 3000000 /dev/urandom
 		head -c 2000000 /dev/zero
-		cat "$NDZ_TOP"/lib/*.c "$NDZ_TOP"/lib/*.h "$NDZ_TOP"/imagezip/*.c
+		cat "$NDZ_TOP"/lib/*/*.c "$NDZ_TOP"/lib/*/*.h "$NDZ_TOP"/imagezip/*.c
 		head -c 5000000 /dev/zero | tr '\0' 'a'
 		head -c 777 /dev/urandom
 	} >"$1"

@@ -37,9 +37,9 @@ check "imagekey show names the type" sh -c "'$IMAGEKEY' show k.pub | grep -q 'ed
 fails "generate never overwrites a key file" "k.sec" "$IMAGEKEY" generate -o k
 
 # Sources: one chunk (the dense tamper run) and three chunks, twice with one uuid.
-{ head -c 200000 /dev/urandom; cat "$NDZ_TOP"/lib/*.c | head -c 300000; } >small
-{ head -c 2500000 /dev/urandom; cat "$NDZ_TOP"/lib/*.c; } >big
-{ head -c 2500000 /dev/urandom; cat "$NDZ_TOP"/lib/*.c; } >big2
+{ head -c 200000 /dev/urandom; cat "$NDZ_TOP"/lib/*/*.c | head -c 300000; } >small
+{ head -c 2500000 /dev/urandom; cat "$NDZ_TOP"/lib/*/*.c; } >big
+{ head -c 2500000 /dev/urandom; cat "$NDZ_TOP"/lib/*/*.c; } >big2
 U=0123456789abcdef0123456789abcdef
 "$IMAGEZIP" -q -r --sign k.sec small s1.ndz &&
 	"$IMAGEZIP" -q -r --uuid $U --sign k.sec big a.ndz &&

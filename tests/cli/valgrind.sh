@@ -14,7 +14,7 @@ vg() {	# DESC EXPECTED_EXIT CMD... (stdin from $VG_IN, stdout to $VG_OUT)
 		not_ok "$d (exit $rc, wanted $want)"; sed 's/^/# /' "$T/vg.err" | head -n 30; fi
 }
 
-{ head -c 1500000 /dev/urandom; head -c 2000000 /dev/zero; cat "$NDZ_TOP"/lib/*.c; } >"$T/src"
+{ head -c 1500000 /dev/urandom; head -c 2000000 /dev/zero; cat "$NDZ_TOP"/lib/*/*.c; } >"$T/src"
 vg "imagezip -j 2" 0 "$IMAGEZIP" -j 2 "$T/src" "$T/img"
 VG_OUT="$T/img1" vg "imagezip -j 1 to stdout" 0 "$IMAGEZIP" -j 1 "$T/src" -
 vg "imageunzip to a new file" 0 "$IMAGEUNZIP" "$T/img" "$T/out"

@@ -40,7 +40,7 @@ mkdir -p "$out/obj" || exit 1
 # The library once, instrumented for coverage, as an archive so each target
 # pulls in only what it uses.
 objs=""
-for src in "$top"/lib/*.c "$top"/fs/*.c; do
+for src in "$top"/lib/*/*.c "$top"/fs/*.c; do
 	[ -f "$src" ] || continue
 	rel=${src#"$top"/}
 	obj="$out/obj/$(echo "$rel" | tr / _ | sed 's/\.c$/.o/')"

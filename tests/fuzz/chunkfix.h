@@ -10,8 +10,8 @@
 
 #include <zlib.h>
 
-#include "format.h"
-#include "le.h"
+#include "core/format.h"
+#include "core/le.h"
 
 #define OFF_DATA_LEN 88
 #define OFF_DATA_CRC 92

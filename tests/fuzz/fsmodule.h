@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fs.h"
-#include "io.h"
+#include "core/io.h"
 
 #define FUZZ_VOL_BYTES (1u << 20)
 

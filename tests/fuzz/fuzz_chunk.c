@@ -13,9 +13,9 @@
 #include <zlib.h>
 
 #include "chunkfix.h"
-#include "err.h"
-#include "format.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/le.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,10 +15,10 @@
 #include <zlib.h>
 
 #include "chunkfix.h"
-#include "err.h"
-#include "format.h"
-#include "le.h"
-#include "trust.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/le.h"
+#include "trust/trust.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "format.h"
-#include "image.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/le.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sodium.h>
 
-#include "err.h"
-#include "le.h"
-#include "trust.h"
+#include "core/err.h"
+#include "core/le.h"
+#include "trust/trust.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "format.h"
-#include "image.h"
-#include "io.h"
-#include "orig.h"
-#include "unzip.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/io.h"
+#include "core/orig.h"
+#include "codec/unzip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io.h"
+#include "core/io.h"
 #include "part.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

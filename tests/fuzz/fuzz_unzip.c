@@ -19,12 +19,12 @@
 #include <zstd.h>
 
 #include "chunkfix.h"
-#include "err.h"
-#include "format.h"
-#include "io.h"
-#include "le.h"
-#include "unzip.h"
-#include "zip.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "core/le.h"
+#include "codec/unzip.h"
+#include "codec/zip.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

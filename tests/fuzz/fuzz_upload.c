@@ -9,8 +9,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "format.h"
-#include "upload.h"
+#include "core/format.h"
+#include "master/upload.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

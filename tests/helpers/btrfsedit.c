@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "crc32c.h"
-#include "le.h"
+#include "core/crc32c.h"
+#include "core/le.h"
 
 #define HDR 101u
 #define ITEM 25u

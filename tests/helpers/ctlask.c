@@ -15,8 +15,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "ctl.h"
-#include "net.h"
+#include "master/ctl.h"
+#include "mcast/net.h"
 
 static int burst(const char *host, uint16_t port, char *names, int count)
 {

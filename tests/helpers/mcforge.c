@@ -14,11 +14,11 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "format.h"
-#include "net.h"
-#include "pace.h"
+#include "core/format.h"
+#include "mcast/net.h"
+#include "mcast/pace.h"
 #include "pktbuild.h"
-#include "proto.h"
+#include "mcast/proto.h"
 
 int main(int argc, char **argv)
 {

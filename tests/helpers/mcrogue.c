@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "net.h"
-#include "pace.h"
+#include "mcast/net.h"
+#include "mcast/pace.h"
 #include "pktbuild.h"
-#include "proto.h"
+#include "mcast/proto.h"
 
 /* SIGTERM ends the sending (and the count is printed): tests stop it when done. */
 static volatile sig_atomic_t stop;

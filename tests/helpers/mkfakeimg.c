@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "format.h"
+#include "core/format.h"
 
 int main(int argc, char **argv)
 {

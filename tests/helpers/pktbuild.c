@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "pace.h"
+#include "mcast/pace.h"
 #include "pktbuild.h"
 
 int pkt_learn(struct ndz_net *net, uint32_t client_id, unsigned ms, struct ndz_pkt *reply)

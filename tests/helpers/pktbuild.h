@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "net.h"
-#include "proto.h"
+#include "mcast/net.h"
+#include "mcast/proto.h"
 
 /*
  * pkt_learn - send a JOIN as client_id every 300 ms on net until a JOIN_REPLY

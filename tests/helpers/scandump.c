@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
 #include "scan.h"
 
 /* Bytes of src outside the ranges that are not zero (-Z), or that differ from other (-X). */

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "io.h"
-#include "zip.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "codec/zip.h"
 
 static int out_fd;
 

@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
-#include "io.h"
+#include "core/io.h"
 
 /* The first 16 ranges a walk reported, and how many it reported in all. */
 struct got {

@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "adapt.h"
-#include "err.h"
+#include "mcast/adapt.h"
+#include "core/err.h"
 
 #define MS 1000000ull
 #define PKT_BITS (1072u * 8u)

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "admit.h"
+#include "master/admit.h"
 
 static struct ndz_admit a;
 

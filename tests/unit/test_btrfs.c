@@ -14,11 +14,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
-#include "io.h"
+#include "core/io.h"
 #include "fswalk.h"
-#include "le.h"
+#include "core/le.h"
 
 #define VOL (4u << 20)
 #define NODE 4096u

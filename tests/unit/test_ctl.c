@@ -8,8 +8,8 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "ctl.h"
-#include "err.h"
+#include "master/ctl.h"
+#include "core/err.h"
 
 static void test_request(void **state)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "err.h"
+#include "core/err.h"
 
 struct code {
 	int value;
@@ -19,7 +19,7 @@ struct code {
 
 static const struct code codes[] = {
 #define NDZ_ERR(name, value, msg) { name, #name, msg },
-#include "errors.def"
+#include "core/errors.def"
 #undef NDZ_ERR
 };
 

@@ -12,10 +12,10 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "fec.h"
-#include "format.h"
-#include "proto.h"
+#include "core/err.h"
+#include "mcast/fec.h"
+#include "core/format.h"
+#include "mcast/proto.h"
 
 #define K NDZ_FEC_K
 #define R NDZ_FEC_REPAIRS

@@ -14,11 +14,11 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "fec.h"
-#include "fetch.h"
-#include "format.h"
-#include "proto.h"
+#include "core/err.h"
+#include "mcast/fec.h"
+#include "mcast/fetch.h"
+#include "core/format.h"
+#include "mcast/proto.h"
 
 #define MS 1000000ull
 #define REDELAY (100 * MS)

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
-#include "io.h"
-#include "le.h"
-#include "ranges.h"
+#include "core/io.h"
+#include "core/le.h"
+#include "core/ranges.h"
 #include "scan.h"
 
 #define VOL (4u << 20)                 /* 4096 fragments of 1 KiB, 2 cylinder groups */

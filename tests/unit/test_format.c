@@ -9,9 +9,9 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "format.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/le.h"
 
 /* The byte layout of the fixed header part, written down independently of format.c. */
 enum {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fsutil.h"
 
 static void test_bad(void **state)

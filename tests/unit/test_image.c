@@ -11,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "format.h"
-#include "image.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/io.h"
 #include "zipfix.h"
 
 #define MiB (1024u * 1024u)

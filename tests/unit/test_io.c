@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "io.h"
-#include "ranges.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/ranges.h"
 
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {

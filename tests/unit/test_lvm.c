@@ -14,10 +14,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
-#include "io.h"
-#include "le.h"
+#include "core/io.h"
+#include "core/le.h"
 
 #define UUID "FmM2ok-67ab-Unwf-l2y4-B3yV-cJde-5mIhtK"
 #define EXT (16 * 1024u)               /* extent_size = 32 sectors */

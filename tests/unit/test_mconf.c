@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "ctl.h"
-#include "mconf.h"
+#include "core/err.h"
+#include "master/ctl.h"
+#include "master/mconf.h"
 
 static struct ndz_mconf *parse(const char *text, struct ndz_error *e)
 {

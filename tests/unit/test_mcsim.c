@@ -19,12 +19,12 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "fec.h"
-#include "fetch.h"
-#include "format.h"
-#include "proto.h"
-#include "serve.h"
+#include "core/err.h"
+#include "mcast/fec.h"
+#include "mcast/fetch.h"
+#include "core/format.h"
+#include "mcast/proto.h"
+#include "mcast/serve.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MS 1000000ull

@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "le.h"
-#include "orig.h"
+#include "core/err.h"
+#include "core/le.h"
+#include "core/orig.h"
 
 /* The V3 layout, written down independently of orig.c. */
 enum { MAGIC = 0, SIZE = 4, INDEX = 8, RSIZE = 16, RCOUNT = 20, FIRST = 24, LAST = 28,

@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "pace.h"
+#include "mcast/pace.h"
 
 #define SEC 1000000000ull
 

@@ -8,9 +8,9 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "err.h"
-#include "io.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/le.h"
 #include "part.h"
 
 #define DISK_SECTORS 8192u             /* 4 MiB */

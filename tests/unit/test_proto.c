@@ -7,8 +7,8 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "proto.h"
+#include "core/err.h"
+#include "mcast/proto.h"
 
 static uint8_t data[1024];
 

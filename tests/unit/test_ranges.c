@@ -8,8 +8,8 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "ranges.h"
+#include "core/err.h"
+#include "core/ranges.h"
 
 /* expect(r, n, start0, count0, start1, count1, ...) */
 static void expect_(const struct ndz_ranges *r, int line, size_t n, ...)

@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "fec.h"
-#include "format.h"
-#include "proto.h"
-#include "serve.h"
+#include "core/err.h"
+#include "mcast/fec.h"
+#include "core/format.h"
+#include "mcast/proto.h"
+#include "mcast/serve.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 

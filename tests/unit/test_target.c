@@ -12,9 +12,9 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "format.h"
-#include "target.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/target.h"
 
 static char dir[64];
 

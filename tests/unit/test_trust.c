@@ -13,11 +13,11 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
-#include "le.h"
-#include "trust.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "core/le.h"
+#include "trust/trust.h"
 
 /* A sound plain chunk of index i of the image uuid, with len bytes of data. */
 static uint8_t *make_chunk(uint32_t i, uint8_t uuid_byte, uint32_t len)

@@ -11,14 +11,14 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "format.h"
-#include "image.h"
-#include "io.h"
-#include "le.h"
-#include "ranges.h"
-#include "unzip.h"
-#include "zip.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/io.h"
+#include "core/le.h"
+#include "core/ranges.h"
+#include "codec/unzip.h"
+#include "codec/zip.h"
 #include "zipfix.h"
 
 #define MiB (1024u * 1024u)

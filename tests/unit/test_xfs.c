@@ -13,9 +13,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fs.h"
-#include "io.h"
+#include "core/io.h"
 #include "fswalk.h"
 
 #define VOL (1u << 20)

@@ -15,12 +15,12 @@
 
 #include <cmocka.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
-#include "le.h"
-#include "ranges.h"
-#include "zip.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "core/le.h"
+#include "core/ranges.h"
+#include "codec/zip.h"
 #include "zipfix.h"
 
 /* The image of src (alloc: as for fix_zip_codec) made with threads is a's, byte for byte. */

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
-#include "ranges.h"
-#include "zip.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "core/ranges.h"
+#include "codec/zip.h"
 
 /* Smaller inputs under the sanitizers, which are ~10 times slower. */
 #if defined(__SANITIZE_ADDRESS__)

@@ -8,10 +8,10 @@
 
 #include <stdint.h>
 
-#include "err.h"
-#include "io.h"
-#include "orig.h"
-#include "ranges.h"
+#include "core/err.h"
+#include "core/io.h"
+#include "core/orig.h"
+#include "core/ranges.h"
 #include "zip.h"
 
 struct ndz_unpacked {

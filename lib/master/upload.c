@@ -11,9 +11,9 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
-#include "format.h"
-#include "image.h"
-#include "orig.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/orig.h"
 #include "upload.h"
 
 #define VERDICT_S 600                  /* the least wait for the verdict, seconds */

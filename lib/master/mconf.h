@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "core/err.h"
 
 struct ndz_cidr {
 	uint32_t addr, mask;           /* host byte order */

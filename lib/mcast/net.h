@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "core/err.h"
 
 struct ndz_net;
 

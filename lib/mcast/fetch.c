@@ -2,10 +2,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fec.h"
 #include "fetch.h"
-#include "format.h"
+#include "core/format.h"
 #include "proto.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK

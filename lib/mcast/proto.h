@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/bits.h"
+#include "core/format.h"
 #include "fec.h"
-#include "format.h"
 
 #define NDZ_PROTO_VERSION   1u
 #define NDZ_PKT_TYPE_OFFSET 5u          /* where the common header holds the type */
 #define NDZ_PROTO_HDR       8u          /* magic, version, type, flags */
-#define NDZ_BITMAP_BYTES    (NDZ_BLOCKS_PER_CHUNK / 8u) /* one bit per block of a chunk */
 
 enum ndz_pkt_type {
 	NDZ_PKT_JOIN = 1,              /* client -> group: who serves here? */
@@ -115,24 +115,5 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap);
  * Does not know the image: the caller checks tag and chunk against it.
  */
 int ndz_pkt_decode(const uint8_t *buf, size_t len, struct ndz_pkt *p);
-
-/* Bitmap helpers over NDZ_BITMAP_BYTES bytes. */
-static inline int ndz_bit_test(const uint8_t *bm, unsigned b)
-{
-	return (bm[b >> 3] >> (b & 7)) & 1;
-}
-
-static inline void ndz_bit_set(uint8_t *bm, unsigned b)
-{
-	bm[b >> 3] = (uint8_t)(bm[b >> 3] | (1u << (b & 7)));
-}
-
-static inline void ndz_bit_clear(uint8_t *bm, unsigned b)
-{
-	bm[b >> 3] = (uint8_t)(bm[b >> 3] & ~(1u << (b & 7)));
-}
-
-/* ndz_bit_count - the number of set bits in a block bitmap. */
-unsigned ndz_bit_count(const uint8_t *bm);
 
 #endif

@@ -8,9 +8,9 @@
 
 #include "admit.h"
 #include "ctl.h"
-#include "io.h"
+#include "core/io.h"
 #include "mconf.h"
-#include "net.h"
+#include "mcast/net.h"
 
 #define MAX_TOKENS 16               /* "image N P allow L upload L rate R" is 9 */
 #define CONF_MAX (1u << 20)

@@ -10,8 +10,8 @@
 #include <stdint.h>
 
 #include "ctl.h"
-#include "err.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/io.h"
 
 struct ndz_upload_stats {
 	uint64_t bytes;                /* written */

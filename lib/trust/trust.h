@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
 
 #define NDZ_KEY_ID_LEN     8
 #define NDZ_HASH_LEN       32           /* SHA-256 or BLAKE2b-256 */

@@ -13,7 +13,7 @@
 #include <arpa/inet.h>
 
 #include "ctl.h"
-#include "le.h"
+#include "core/le.h"
 
 #define REPLY_FLAG 0x80
 

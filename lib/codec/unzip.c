@@ -20,10 +20,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "err.h"
-#include "image.h"
-#include "orig.h"
-#include "trust.h"
+#include "core/err.h"
+#include "core/image.h"
+#include "core/orig.h"
+#include "trust/trust.h"
 #include "unzip.h"
 #include "zip.h"
 

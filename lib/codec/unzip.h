@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
 
 struct ndz_unzip;
 struct ndz_manifest;

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "format.h"
+#include "core/format.h"
 
 #define NDZ_FEC_STRIPES 8u
 #define NDZ_FEC_K       (NDZ_BLOCKS_PER_CHUNK / NDZ_FEC_STRIPES)  /* data blocks a stripe */

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "net.h"
 
 struct ndz_net {

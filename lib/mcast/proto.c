@@ -1,8 +1,8 @@
 /* Encode and decode the multicast protocol's packets (layout: doc/PROTOCOL.md). */
 #include <string.h>
 
-#include "err.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/le.h"
 #include "proto.h"
 
 static const uint8_t proto_magic[4] = { 'N', 'D', 'Z', 'P' };
@@ -12,15 +12,6 @@ static const uint8_t proto_magic[4] = { 'N', 'D', 'Z', 'P' };
 uint32_t ndz_image_tag(const uint8_t uuid[16])
 {
 	return get_le32(uuid) ^ get_le32(uuid + 4) ^ get_le32(uuid + 8) ^ get_le32(uuid + 12);
-}
-
-unsigned ndz_bit_count(const uint8_t *bm)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
-		n += (unsigned)__builtin_popcount(bm[i]);
-	return n;
 }
 
 static int bitmap_empty(const uint8_t *bm)

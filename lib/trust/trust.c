@@ -9,8 +9,8 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
-#include "image.h"
-#include "le.h"
+#include "core/image.h"
+#include "core/le.h"
 #include "trust.h"
 
 static const uint8_t manifest_magic[8] = { 0x89, 'N', 'D', 'Z', 'S', 'I', 'G', '\n' };

@@ -4,9 +4,9 @@
 
 #include <isa-l/erasure_code.h>
 
-#include "err.h"
+#include "core/bits.h"
+#include "core/err.h"
 #include "fec.h"
-#include "proto.h"
 
 #define K NDZ_FEC_K
 #define R NDZ_FEC_REPAIRS

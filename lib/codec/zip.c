@@ -27,8 +27,8 @@
 #define ZSTD_STATIC_LINKING_ONLY       /* ZSTD_c_stableInBuffer: see zseg_compress */
 #include <zstd.h>
 
-#include "err.h"
-#include "le.h"
+#include "core/err.h"
+#include "core/le.h"
 #include "zip.h"
 
 #define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */

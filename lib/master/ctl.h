@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "core/err.h"
 
 #define NDZ_CTL_MAGIC      0x435a444eu /* "NDZC" */
 #define NDZ_CTL_VERSION    1

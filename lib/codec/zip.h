@@ -4,10 +4,10 @@
 
 #include <stdint.h>
 
-#include "err.h"
-#include "format.h"
-#include "io.h"
-#include "ranges.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "core/ranges.h"
 
 /*
  * Receives each finished chunk in order; returns 0, or a negative code to stop

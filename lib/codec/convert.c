@@ -4,8 +4,8 @@
 #include <zlib.h>
 
 #include "convert.h"
-#include "image.h"
-#include "le.h"
+#include "core/image.h"
+#include "core/le.h"
 #include "unzip.h"
 
 int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,

@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
+#include "core/err.h"
 #include "fec.h"
-#include "format.h"
+#include "core/format.h"
 #include "proto.h"
 #include "serve.h"
 

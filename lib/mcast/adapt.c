@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "adapt.h"
-#include "err.h"
+#include "core/err.h"
 
 #define MAX_TRACKED 256                /* clients tracked an interval; the rest pooled */
 #define NO_LOSS     0.002              /* excess below: grow fast (no one is losing more) */

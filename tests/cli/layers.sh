@@ -1,0 +1,39 @@
+#!/bin/sh
+# lib/ keeps its layers (tests/tools/layers.py): no include runs up a layer, no include
+# circle among lib/ and fs/ files, no program includes another program's file. The
+# checker is first shown each fault in a small tree of its own, so that it can fail.
+. "$NDZ_TOP/tests/lib.sh"
+[ "${NDZ_SANITIZED:-0}" = 0 ] || skip_all "reads the sources only; the plain build runs it"
+L=$NDZ_TOP/tests/tools/layers.py
+command -v python3 >/dev/null || skip_all "no python3"
+
+# tree DIR: a clean small tree (core, mcast and a program), the checker's baseline
+tree() {
+	rm -rf "$1" && mkdir -p "$1/lib/core" "$1/lib/mcast" "$1/prog" "$1/other" || exit 1
+	printf '#include "a.h"\n' >"$1/lib/core/a.c"; : >"$1/lib/core/a.h"
+	printf '#include "core/a.h"\n#include "b.h"\n' >"$1/lib/mcast/b.c"; : >"$1/lib/mcast/b.h"
+	printf '#include "mcast/b.h"\n#include "p.h"\n' >"$1/prog/p.c"; : >"$1/prog/p.h"
+	: >"$1/other/o.h"
+}
+tree "$T/ok"
+check "a clean tree passes" python3 "$L" "$T/ok"
+
+tree "$T/up"; printf '#include "mcast/b.h"\n' >>"$T/up/lib/core/a.c"
+python3 "$L" "$T/up" >"$T/up.out"; rc=$?
+check "an include up a layer fails (exit $rc)" [ "$rc" = 1 ]
+check "... and names it" grep -q 'lib/core/a.c: includes lib/mcast/b.h: runs up a layer' "$T/up.out"
+
+tree "$T/circle"; printf '#include "c.h"\n' >>"$T/circle/lib/mcast/b.h"
+printf '#include "b.h"\n' >"$T/circle/lib/mcast/c.h"
+python3 "$L" "$T/circle" >"$T/circle.out"; rc=$?
+check "an include circle fails (exit $rc)" [ "$rc" = 1 ]
+check "... and names it" grep -q 'include circle: lib/mcast/b -> lib/mcast/c -> lib/mcast/b' "$T/circle.out"
+
+tree "$T/cross"; printf '#include "../other/o.h"\n' >>"$T/cross/prog/p.c"
+python3 "$L" "$T/cross" >"$T/cross.out"; rc=$?
+check "a program including another's file fails (exit $rc)" [ "$rc" = 1 ]
+check "... and names it" grep -q "prog/p.c: includes other/o.h, another program's file" "$T/cross.out"
+
+python3 "$L" "$NDZ_TOP" >"$T/top.out"; rc=$?
+check "the project's tree keeps its layers$(sed 's/^/; /' "$T/top.out" | head -5 | tr -d '\n')" [ "$rc" = 0 ]
+done_testing
