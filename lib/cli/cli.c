@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/clock.h"
 #include "core/err.h"
 #include "trust/trust.h"
 
@@ -280,10 +281,7 @@ int cli_parse_int(const char *s, const char *opt, int lo, int hi)
 
 double cli_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return ndz_now_s();
 }
 
 /* ---- progress ---- */

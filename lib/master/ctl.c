@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 
 #include "ctl.h"
+#include "core/clock.h"
 #include "core/le.h"
 
 #define REPLY_FLAG 0x80
@@ -283,14 +284,6 @@ int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint
 	return 0;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req, int tries,
 		  int wait_ms, uint8_t *buf, size_t cap, struct ndz_ctl_rep *rep,
 		  struct ndz_error *e)
@@ -310,7 +303,7 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 	freeaddrinfo(ai);
 	to.sin_port = htons(port);
 	if (!r.id && getrandom(&r.id, sizeof(r.id), 0) != sizeof(r.id))
-		r.id = (uint32_t)now_ms() | 1;
+		r.id = (uint32_t)ndz_now_ms() | 1;
 	len = ndz_ctl_req_encode(&r, out, sizeof(out));
 	if (len < 0)
 		return ndz_error_set(e, len, 0, "master %s: bad request", host);
@@ -319,14 +312,14 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 		return ndz_error_set(e, NDZ_ENET, errno, "socket");
 	rc = NDZ_ETIMEDOUT;
 	for (int t = 0; t < tries && rc == NDZ_ETIMEDOUT; t++) {
-		uint64_t end = now_ms() + (uint64_t)wait_ms;
+		uint64_t end = ndz_now_ms() + (uint64_t)wait_ms;
 
 		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
 		    errno != ECONNREFUSED) {
 			rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 			break;
 		}
-		for (uint64_t now = now_ms(); now < end && rc == NDZ_ETIMEDOUT; now = now_ms()) {
+		for (uint64_t now = ndz_now_ms(); now < end && rc == NDZ_ETIMEDOUT; now = ndz_now_ms()) {
 			struct pollfd pfd = { .fd = fd, .events = POLLIN };
 			struct sockaddr_in from;
 			socklen_t fl = sizeof(from);

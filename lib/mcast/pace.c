@@ -4,14 +4,6 @@
 
 #include "pace.h"
 
-uint64_t ndz_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void ndz_pace_init(struct ndz_pace *p, uint64_t rate_bps, uint64_t burst_bytes, uint64_t now_ns)
 {
 	if (burst_bytes < 3000)

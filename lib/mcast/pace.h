@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "core/clock.h"
+
 struct ndz_pace {
 	uint64_t rate_bps;             /* bits per second; 0: unlimited */
 	double depth;                  /* bucket size in bits */
@@ -14,8 +16,6 @@ struct ndz_pace {
 	uint64_t last_ns;              /* when tokens was last refilled */
 };
 
-/* ndz_now_ns - CLOCK_MONOTONIC in nanoseconds. */
-uint64_t ndz_now_ns(void);
 
 /*
  * ndz_pace_init - a bucket of burst_bytes (raised to at least 2 * 1500 bytes)

@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <sodium.h>
 
+#include "core/file.h"
 #include "core/image.h"
 #include "core/le.h"
 #include "trust.h"
@@ -598,39 +599,7 @@ int ndz_manifest_path(const char *image, char *out, size_t len)
 
 int ndz_manifest_save(const char *path, const uint8_t *buf, size_t len, struct ndz_error *e)
 {
-	size_t plen = strlen(path) + 16, off = 0;
-	char *tmp = malloc(plen);
-	int fd, rc = 0;
-
-	if (!tmp)
-		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
-	snprintf(tmp, plen, "%s.tmp.XXXXXX", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
-		free(tmp);
-		return rc;
-	}
-	while (off < len && rc == 0) {
-		ssize_t n = write(fd, buf + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
-		else
-			off += (size_t)n;
-	}
-	if (rc == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
-		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
-	if (close(fd) < 0 && rc == 0)
-		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: write error", path);
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
-	if (rc < 0)
-		unlink(tmp);
-	free(tmp);
-	return rc;
+	return ndz_file_replace(path, buf, len, 0644, e);
 }
 
 /* A chunk of a stored image at position pos failed with rc. */

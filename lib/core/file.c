@@ -1,0 +1,102 @@
+/* Replacing a file whole: temporary file, fsync, rename, directory fsync (file.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "file.h"
+
+int ndz_file_temp(const char *path, char *tmp, size_t cap, struct ndz_error *e)
+{
+	int n = snprintf(tmp, cap, "%s.tmp.XXXXXX", path);
+	int fd;
+
+	if (n < 0 || (size_t)n >= cap)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: name too long", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s: cannot create a temporary file", path);
+	return fd;
+}
+
+/* what: how the message names the directory ("its directory") */
+static int dir_sync(const char *path, const char *what, struct ndz_error *e)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int dfd, rc = 0;
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if ((size_t)(slash - path) >= sizeof(dir))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: name too long", path);
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s: cannot open its directory %s", path, dir);
+	if (fsync(dfd) < 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: %s %s could not be flushed",
+				   path, what, dir);
+	close(dfd);
+	return rc;
+}
+
+int ndz_dir_sync(const char *path, struct ndz_error *e)
+{
+	return dir_sync(path, "its directory", e);
+}
+
+int ndz_file_commit(int fd, const char *tmp, const char *path, mode_t mode,
+		    struct ndz_error *e)
+{
+	int rc = 0;
+
+	if (fchmod(fd, mode) < 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: cannot set its mode", tmp);
+	else if (fsync(fd) < 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: flush failed", tmp);
+	if (close(fd) < 0 && rc == 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: close failed", tmp);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s: cannot rename %s to it", path, tmp);
+	if (rc < 0) {
+		unlink(tmp);
+		return rc;
+	}
+	return dir_sync(path, "renamed into place, but its directory", e);
+}
+
+int ndz_file_replace(const char *path, const void *buf, size_t len, mode_t mode,
+		     struct ndz_error *e)
+{
+	char tmp[PATH_MAX];
+	const char *p = buf;
+	size_t off = 0;
+	int fd = ndz_file_temp(path, tmp, sizeof(tmp), e);
+
+	if (fd < 0)
+		return fd;
+	while (off < len) {
+		ssize_t n = write(fd, p + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int rc = ndz_error_set(e, NDZ_EIO, n < 0 ? errno : ENOSPC,
+					       "%s: write error", tmp);
+
+			close(fd);
+			unlink(tmp);
+			return rc;
+		}
+		off += (size_t)n;
+	}
+	return ndz_file_commit(fd, tmp, path, mode, e);
+}
