@@ -132,7 +132,7 @@ fuzz:
 # builder, the master's systemd unit and system user, and SYSCONFDIR/ndz with a commented
 # configuration (never overwritten: an administrator's edits stay). Enabling the unit is
 # the administrator's choice.
-DOCS   := README.md doc/FORMAT.md doc/PROTOCOL.md doc/PXE.md doc/FILESYSTEMS.md \
+DOCS   := README.md doc/FORMAT.md doc/PROTOCOL.md doc/IMPLEMENTATION.md doc/PXE.md doc/FILESYSTEMS.md \
 	  doc/mfrisbeed.conf.example
 MFS    := mfs/build.sh mfs/init mfs/udhcpc.script
 MANS   := $(wildcard doc/*.[1-8])

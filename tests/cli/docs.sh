@@ -1,8 +1,9 @@
 #!/bin/sh
 # The docs agree with the code: every option a program's --help lists is in its man
 # page, every option a man page documents (its OPTIONS section) is in --help; the
-# README names every program; all docs name the same configuration path; the bash
-# completion offers every option.
+# README names every program and every room of lib/; all docs name the same
+# configuration path; FORMAT.md and PROTOCOL.md link IMPLEMENTATION.md, which is
+# installed; the bash completion offers every option.
 . "$NDZ_TOP/tests/lib.sh"
 D=$NDZ_TOP/doc
 # man_text PAGE: the page as text without roff escapes (\-, \fB...)
@@ -48,6 +49,20 @@ check "PXE.md, mfrisbeed(8), the unit and README agree on /etc/ndz/mfrisbeed.con
 	sh -c "grep -q /etc/ndz/mfrisbeed.conf '$D/PXE.md' && grep -q '/etc/ndz/mfrisbeed.conf' '$D/mfrisbeed.8' &&
 		grep -q '@SYSCONFDIR@/ndz/mfrisbeed.conf' '$D/mfrisbeed.service.in' &&
 		grep -q /etc/ndz/mfrisbeed.conf '$NDZ_TOP/README.md'"
+
+# the specs send implementation notes to IMPLEMENTATION.md, which is installed; the
+# README's layout names every room of lib/
+for f in FORMAT.md PROTOCOL.md; do
+	check "$f links IMPLEMENTATION.md" grep -q '(IMPLEMENTATION.md)' "$D/$f"
+done
+check "make install's documents include doc/IMPLEMENTATION.md" \
+	grep -q '^DOCS .*doc/IMPLEMENTATION\.md' "$NDZ_TOP/Makefile"
+missing=""
+for r in "$NDZ_TOP"/lib/*/; do
+	r=${r%/}; r=lib/${r##*/}
+	grep -q "^$r/ " "$NDZ_TOP/README.md" || missing="$missing $r"
+done
+check "README's layout names every room of lib/${missing:+; missing:$missing}" [ -z "$missing" ]
 
 # the completion offers each program's long options (from its --help)
 if command -v bash >/dev/null; then
