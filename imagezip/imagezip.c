@@ -678,7 +678,8 @@ int main(int argc, char **argv)
 			 cli_progress_elapsed(&prog), cli_progress_rate(&prog, rate, sizeof(rate)),
 			 prog.flush_s);
 	if (rc == 0 && cli_verbose && upload)
-		cli_info("stored by the master as %s", upload);
+		cli_info("stored as image '%s' on %.*s", strrchr(upload, ':') + 1,
+			 (int)(strrchr(upload, ':') - upload), upload);
 	ndz_io_close(zview);
 	ndz_scan_result_release(&scan);
 	ndz_io_close(out.io);

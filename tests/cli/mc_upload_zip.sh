@@ -50,7 +50,7 @@ only() { [ "$(ls -A "$T/up" | tr '\n' ' ')" = "$* " ]; }
 
 zip c1 gold "$T/disk" -r -v
 check "imagezip --upload: exit 0, says it was stored ($rc: $(msg))" \
-	eval "[ $rc = 0 ] && grep -q \"^stored by the master as $SRV:gold\$\" '$T/err'"
+	eval "[ $rc = 0 ] && grep -q \"^stored as image 'gold' on $SRV\$\" '$T/err'"
 "$IMAGEUNZIP" -q "$T/up/gold.ndz" "$T/restored" 2>"$T/uz.err"; rc=$?
 check "the stored image restores byte-identical, nothing else left" \
 	eval "[ $rc = 0 ] && cmp -s '$T/disk' '$T/restored' && only gold.ndz"
