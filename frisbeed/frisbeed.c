@@ -418,7 +418,7 @@ static int load_chunk(struct server *s, uint8_t *buf, uint32_t i)
 			r = NDZ_EMISMATCH;
 		return r;
 	}
-	r = ndz_chunk_check(buf, &h);
+	r = ndz_chunk_check(buf, &h, NULL);
 	if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
 	return r;

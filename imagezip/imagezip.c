@@ -123,7 +123,7 @@ static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct n
 		if (index == 0) {
 			struct ndz_chunk_hdr h;
 
-			rc = ndz_hdr_decode(chunk, &h);
+			rc = ndz_hdr_decode(chunk, &h, NULL);
 			if (rc < 0)
 				return ndz_error_set(e, rc, 0, "chunk 0: %s", ndz_strerror(rc));
 			memcpy(o->m->uuid, h.uuid, 16);

@@ -644,9 +644,9 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	else if (checked)
 		rc = 0;
 	else if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)
-		rc = ndz_chunk_check_padding(chunk, h);
+		rc = ndz_chunk_check_padding(chunk, h, NULL);
 	else
-		rc = ndz_chunk_check_data(chunk, h);
+		rc = ndz_chunk_check_data(chunk, h, NULL);
 	if (rc < 0)
 		return rc;
 	if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
@@ -904,7 +904,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->free_jobs = calloc(u->njobs, sizeof(unsigned));
 	u->wqueue = calloc(u->njobs, sizeof(unsigned));
 	if (!u->slots || !u->hdrs || !u->checked || !u->free_slots || !u->queue || !u->jobs ||
-	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image) < 0)
+	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image, NULL) < 0)
 		goto nomem;
 	ndz_image_expect(u->image, opts->expect_chunks,
 			 opts->expect_uuid_set ? opts->expect_uuid : NULL);
@@ -1035,7 +1035,7 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 	int rc;
 
 	if (!h) {
-		rc = ndz_hdr_decode(chunk, &mine);
+		rc = ndz_hdr_decode(chunk, &mine, NULL);
 		if (rc < 0) {
 			pthread_mutex_lock(&u->lock);
 			fail(u, rc, "%s: chunk %u: %s", u->name, ndz_chunk_index_hint(chunk),

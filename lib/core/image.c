@@ -27,10 +27,10 @@ struct ndz_image {
 	uint32_t last;                 /* index of the chunk flagged LAST */
 };
 
-int ndz_image_create(struct ndz_image **out)
+int ndz_image_create(struct ndz_image **out, struct ndz_error *e)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : NDZ_ENOMEM;
+	return *out ? 0 : ndz_error_set(e, NDZ_ENOMEM, 0, "image: %s", ndz_strerror(NDZ_ENOMEM));
 }
 
 void ndz_image_free(struct ndz_image *im)
@@ -88,7 +88,7 @@ int ndz_image_add(struct ndz_image *im, const struct ndz_chunk_hdr *h, struct nd
 	uint32_t i = h->index;
 	int is_last = !!(h->chunk_flags & NDZ_CHUNK_LAST);
 
-	if ((im->have_id && ndz_hdr_same_image(&im->id, h) < 0) ||
+	if ((im->have_id && ndz_hdr_same_image(&im->id, h, NULL) < 0) ||
 	    (im->have_uuid && memcmp(im->uuid, h->uuid, 16) != 0))
 		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: %s", i,
 				     ndz_strerror(NDZ_EMISMATCH));
@@ -240,7 +240,7 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 		goto out;
 	}
 	r->chunks = (uint32_t)n;
-	rc = ndz_hdr_decode(area, &r->first);
+	rc = ndz_hdr_decode(area, &r->first, NULL);
 	if (rc < 0) {
 		chunk_fail(r, 0, rc, e);
 		goto out;
@@ -255,9 +255,9 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 		read_fail(r, (uint32_t)(n - 1), rc, e);
 		goto out;
 	}
-	rc = ndz_hdr_decode(area, &last);
+	rc = ndz_hdr_decode(area, &last, NULL);
 	if (rc == 0)
-		rc = ndz_hdr_same_image(&r->first, &last);
+		rc = ndz_hdr_same_image(&r->first, &last, NULL);
 	if (rc < 0) {
 		chunk_fail(r, (uint32_t)(n - 1), rc, e);
 		goto out;
@@ -309,7 +309,7 @@ static int open_stream(struct ndz_image_reader *r, struct ndz_error *e)
 		return open_orig(r, got, e);
 	if (check_magic(r->chunk0, got) < 0)
 		return chunk_fail(r, 0, NDZ_EBADMAGIC, e);
-	if (got >= NDZ_HDR_SIZE && (rc = ndz_hdr_decode(r->chunk0, &r->first)) < 0)
+	if (got >= NDZ_HDR_SIZE && (rc = ndz_hdr_decode(r->chunk0, &r->first, NULL)) < 0)
 		return chunk_fail(r, 0, rc, e);
 	if (got < NDZ_CHUNK_SIZE)
 		return ndz_error_set(e, NDZ_ETRUNC, 0, "%s: chunk 0: %s (%zu of %u bytes)", name,
@@ -407,7 +407,7 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 		if (rc < 0)
 			return read_fail(r, r->next, rc, e);
 	}
-	rc = ndz_hdr_decode(buf, h);
+	rc = ndz_hdr_decode(buf, h, NULL);
 	if (rc < 0)
 		return chunk_fail(r, r->next, rc, e);
 	r->after_last = !!(h->chunk_flags & NDZ_CHUNK_LAST);
@@ -440,7 +440,7 @@ int ndz_image_probe_file(const char *path, struct ndz_error *e)
 		rc = 0;
 	else if (rc < 0)
 		rc = ndz_error_set(e, rc, 0, "%s: %s", path, ndz_strerror(rc));
-	else if (got < NDZ_HDR_SIZE || (rc = ndz_hdr_decode(area, &h)) == NDZ_EBADMAGIC)
+	else if (got < NDZ_HDR_SIZE || (rc = ndz_hdr_decode(area, &h, NULL)) == NDZ_EBADMAGIC)
 		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: not an image (no chunk header at "
 				   "its start)", path);
 	else if (rc < 0)

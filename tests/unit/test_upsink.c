@@ -155,7 +155,7 @@ static uint8_t *image(void)
 	h.data_len = 16;
 	h.nregions = 1;
 	ndz_hdr_set_region(p, 0, r);
-	assert_int_equal(ndz_hdr_encode(&h, p), 0);
+	assert_int_equal(ndz_hdr_encode(&h, p, NULL), 0);
 	return p;
 }
 

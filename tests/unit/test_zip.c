@@ -113,13 +113,13 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 		uLongf outlen;
 		uint8_t *out;
 		uint32_t r;
-		int rc = ndz_chunk_check(c, h);
+		int rc = ndz_chunk_check(c, h, NULL);
 
 		if (rc < 0)
 			fail_msg("%s: chunk %zu: %s", what, i, ndz_strerror(rc));
 		if (i == 0)
 			*first = *h;
-		assert_int_equal(ndz_hdr_same_image(first, h), 0);
+		assert_int_equal(ndz_hdr_same_image(first, h, NULL), 0);
 		assert_memory_equal(h->uuid, "fixed-test-uuid!", 16);
 		assert_int_equal(h->index, i);
 		assert_int_equal(h->source_bytes, len);
@@ -190,7 +190,7 @@ static void verify_fill(const struct fix_image *img, const char *what)
 
 	assert_non_null(h);
 	for (i = 0; i + 1 < img->n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(img, i), h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(img, i), h, NULL), 0);
 		if (h->nregions == NDZ_MAX_REGIONS)
 			continue;
 		if (h->data_len < NDZ_MAX_DATA / 100 * 98)
@@ -298,7 +298,7 @@ static void test_zstd_fill(void **state)
 				       sizeof(err)), 0);
 	assert_true(a.n >= 3);
 	for (i = 0; i + 1 < a.n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h, NULL), 0);
 		assert_int_equal(h.codec, NDZ_CODEC_ZSTD);
 		assert_int_equal(h.level, 3);
 		if (h.data_len < NDZ_MAX_DATA - 1024)
@@ -310,7 +310,7 @@ static void test_zstd_fill(void **state)
 		uint8_t *out = malloc(64 * MiB);
 
 		assert_non_null(out);
-		assert_int_equal(ndz_chunk_check(fix_chunk(&a, 0), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, 0), &h, NULL), 0);
 		assert_true(ZSTD_isError(ZSTD_decompress(out, 64 * MiB,
 							 fix_chunk(&a, 0) + NDZ_HDR_SIZE,
 							 h.data_len)));
@@ -350,7 +350,7 @@ static void test_zstd_grid(void **state)
 		size_t in = 0;
 		uint64_t f0 = at;
 
-		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		assert_int_equal(ndz_chunk_check(c, &h, NULL), 0);
 		mid += at % MiB != 0;
 		while (in < h.data_len) {
 			size_t fsz = ZSTD_findFrameCompressedSize(d + in, h.data_len - in);
@@ -443,7 +443,7 @@ static void test_levels(void **state)
 		assert_int_equal(fix_zip(src, 2 * MiB + 512, NULL, 2, level, &img, NULL, err,
 					 sizeof(err)), 0);
 		verify_image(&img, src, 2 * MiB + 512, &alloc, what);
-		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 		assert_int_equal(h.level, level);
 		fix_image_release(&img);
 	}
@@ -469,7 +469,7 @@ static void test_empty(void **state)
 	(void)state;
 	assert_int_equal(fix_zip(src, 0, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(img.n, 1);
-	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 	assert_int_equal(h.nregions, 0);
 	assert_int_equal(h.source_bytes, 0);
 	assert_int_equal(h.last, 0);
@@ -479,7 +479,7 @@ static void test_empty(void **state)
 
 	assert_int_equal(fix_zip(src, 4000, &none, 2, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(img.n, 1);
-	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 	assert_int_equal(h.nregions, 0);
 	assert_int_equal(h.first, 0);
 	assert_int_equal(h.last, 8);
@@ -592,7 +592,7 @@ static void test_region_limit(void **state)
 	verify_image(&a, src, len, &alloc, "many small ranges");
 	assert_int_equal(a.n, 4);
 	for (i = 0; i < a.n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h, NULL), 0);
 		assert_true(h.nregions <= NDZ_MAX_REGIONS);
 		full += h.nregions == NDZ_MAX_REGIONS;
 	}
@@ -727,7 +727,7 @@ static void test_errors(void **state)
 		static const uint8_t nil[16];
 		struct ndz_chunk_hdr h;
 
-		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 		assert_memory_not_equal(h.uuid, nil, 16);
 	}
 	fix_image_release(&img);
@@ -765,7 +765,7 @@ static void test_partition_fields(void **state)
 			 0);
 	assert_int_equal(img.n, 3);
 	for (i = 0; i < img.n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(&img, i), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, i), &h, NULL), 0);
 		assert_memory_equal(h.uuid, "partition-uuid-1", 16);
 		assert_int_equal(h.image_kind, NDZ_KIND_PARTITION);
 		assert_int_equal(h.part_index, 3);
