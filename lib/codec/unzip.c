@@ -586,21 +586,32 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
  * length to inflate and, in source_sectors, the bytes its regions hold; *clip the
  * end of its data (a short final sector).
  */
+/* lib/core/orig's error as this file's why: its detail, after the code's message. */
+static int orig_why(int rc, const struct ndz_error *oe, char *why, size_t whylen)
+{
+	const char *m = ndz_error_msg(oe), *c = ndz_strerror(rc);
+	size_t n = strlen(c);
+
+	snprintf(why, whylen, "%s", strncmp(m, c, n) == 0 && m[n] == ':' ? m + n + 2 : m);
+	return rc;
+}
+
 static int open_orig(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *h,
 		     struct ndz_orig_hdr *oh, struct ndz_chunk_hdr *plain, uint64_t *clip,
 		     char *why, size_t whylen)
 {
+	struct ndz_error oe = { 0 };
 	uint64_t want = 0;
 	uint32_t i;
 	int rc;
 
-	rc = ndz_orig_decode(chunk, oh, why, whylen);
+	rc = ndz_orig_decode(chunk, oh, &oe);
 	if (rc < 0)
-		return rc;
+		return orig_why(rc, &oe, why, whylen);
 	*plain = *h;
-	rc = ndz_orig_open_chunk(chunk, oh, d->u->opts.orig_keys, &plain->data_len, why, whylen);
+	rc = ndz_orig_open_chunk(chunk, oh, d->u->opts.orig_keys, &plain->data_len, &oe);
 	if (rc < 0)
-		return rc;
+		return orig_why(rc, &oe, why, whylen);
 	for (i = 0; i < oh->nregions; i++)
 		want += (uint64_t)ndz_orig_region(chunk, oh, i).count * NDZ_SECTOR_SIZE;
 	plain->source_sectors = want;
@@ -673,9 +684,13 @@ decode:
 	} else if (u->job_buf == JOB_BIG && want <= u->job_buf) {
 		mode = DEC_FLAT;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
-		if (rc == 0 && NDZ_IS_ORIG(h) && oh.nrelocs)
-			rc = ndz_orig_relocate(chunk, &oh, d->job->buf, want, u->opts.orig_base,
-					       why, whylen);
+		if (rc == 0 && NDZ_IS_ORIG(h) && oh.nrelocs) {
+			struct ndz_error oe = { 0 };
+
+			rc = ndz_orig_relocate(chunk, &oh, d->job->buf, want, u->opts.orig_base, &oe);
+			if (rc < 0)
+				orig_why(rc, &oe, why, whylen);
+		}
 		if (rc < 0)
 			return rc;
 	} else {

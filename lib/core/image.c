@@ -279,10 +279,12 @@ out:
 static int open_orig(struct ndz_image_reader *r, size_t got, struct ndz_error *e)
 {
 	uint8_t *chunk0 = r->chunk0;
-	int v = ndz_orig_probe(chunk0 ? chunk0 : r->first_bytes, chunk0 ? got : 4);
+	int v = ndz_orig_probe(chunk0 ? chunk0 : r->first_bytes, chunk0 ? got : 4, e);
 
-	if (v < 0)
-		return ndz_error_set(e, v, 0, "%s: %s", r->in->name, ndz_strerror(v));
+	if (v < 0) {
+		ndz_error_prefix(e, "%s", r->in->name);
+		return v;
+	}
 	if (chunk0 && got < NDZ_CHUNK_SIZE)
 		return ndz_error_set(e, NDZ_ETRUNC, 0, "%s: chunk 0: %s (%zu of %u bytes)",
 				     r->in->name, ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
@@ -305,7 +307,7 @@ static int open_stream(struct ndz_image_reader *r, struct ndz_error *e)
 		return read_fail(r, 0, rc, e);
 	if (got == 0)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty input, not an image", name);
-	if (check_magic(r->chunk0, got) < 0 && ndz_orig_probe(r->chunk0, got) != 0)
+	if (check_magic(r->chunk0, got) < 0 && ndz_orig_probe(r->chunk0, got, NULL) != 0)
 		return open_orig(r, got, e);
 	if (check_magic(r->chunk0, got) < 0)
 		return chunk_fail(r, 0, NDZ_EBADMAGIC, e);
@@ -331,7 +333,7 @@ int ndz_image_reader_open(struct ndz_io *in, struct ndz_image_reader **out,
 	/* a file in the original format: its first four bytes say so */
 	if (!in->is_stream && in->size >= 4 &&
 	    ndz_io_read_full(in, r->first_bytes, 4, 0, NULL) == 0 &&
-	    ndz_orig_probe(r->first_bytes, 4) != 0)
+	    ndz_orig_probe(r->first_bytes, 4, NULL) != 0)
 		rc = open_orig(r, 0, e);
 	else
 		rc = in->is_stream ? open_stream(r, e) : open_file(r, e);
@@ -436,10 +438,10 @@ int ndz_image_probe_file(const char *path, struct ndz_error *e)
 		rc = ndz_error_set(e, rc, 0, "%s: cannot read", path);
 	else if (got == 0)
 		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty, not an image", path);
-	else if ((rc = ndz_orig_probe(area, got)) > 0)
+	else if ((rc = ndz_orig_probe(area, got, e)) > 0)
 		rc = 0;
 	else if (rc < 0)
-		rc = ndz_error_set(e, rc, 0, "%s: %s", path, ndz_strerror(rc));
+		ndz_error_prefix(e, "%s", path);
 	else if (got < NDZ_HDR_SIZE || (rc = ndz_hdr_decode(area, &h, NULL)) == NDZ_EBADMAGIC)
 		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: not an image (no chunk header at "
 				   "its start)", path);

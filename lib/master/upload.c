@@ -247,7 +247,7 @@ static int read_head(int in_fd, uint8_t *buf, size_t *got, struct ndz_error *e)
 	}
 	if (*got == 0)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "empty, not an image; nothing sent");
-	if (ndz_orig_probe(buf, *got) > 0)
+	if (ndz_orig_probe(buf, *got, NULL) > 0)
 		return 0;
 	rc = *got < NDZ_HDR_SIZE ? NDZ_EBADMAGIC : ndz_hdr_decode(buf, &h, NULL);
 	if (rc == NDZ_EBADMAGIC)

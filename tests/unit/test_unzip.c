@@ -196,7 +196,7 @@ static void test_gaps_and_order(void **state)
 
 		if (c > sectors - s)
 			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
 		s += c + 1 + fix_rnd(&seed) % 1500;
 	}
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
@@ -291,7 +291,7 @@ static void test_outgrow_job(void **state)
 
 		if (c > sectors - s)
 			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
 		s += c + 1 + fix_rnd(&seed) % 300;
 	}
 	for (codec = NDZ_CODEC_ZLIB; codec <= (int)NDZ_CODEC_ZSTD; codec++) {
@@ -794,7 +794,7 @@ static void test_write_guard(void **state)
 	(void)state;
 	assert_non_null(src);
 	/* one range in the middle of the source */
-	assert_int_equal(ndz_ranges_add(&alloc, 1000, 1500), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, 1000, 1500, NULL), 0);
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
 	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 1000 * 512, 2500 * 512, &f), 0);
