@@ -23,6 +23,7 @@ struct ndz_upsink {
 	int rc, refused;
 	struct ndz_error err;
 	int ended;                     /* atomic: the uploader has returned */
+	int joined;                    /* the writer's: the thread was joined */
 };
 
 static void *uploader(void *arg)
@@ -112,7 +113,7 @@ int ndz_upsink_write(struct ndz_upsink *u, const void *buf, size_t len, struct n
 			continue;
 		if (n < 0 && __atomic_load_n(&u->ended, __ATOMIC_ACQUIRE)) {
 			pthread_join(u->thread, NULL);
-			u->ended = 2;          /* joined */
+			u->joined = 1;
 			if (u->rc < 0)
 				return result(u, NULL, e);
 		}
@@ -138,7 +139,7 @@ int ndz_upsink_finish(struct ndz_upsink *u, int cancel, int *refused, struct ndz
 	if (cancel && !early)
 		(void)!send(u->fd, "\377", 1, MSG_NOSIGNAL);
 	shutdown(u->fd, SHUT_WR);
-	if (u->ended != 2)
+	if (!u->joined)
 		pthread_join(u->thread, NULL);
 	if (cancel && !early && u->rc < 0)
 		rc = ndz_error_set(e, NDZ_ECANCELED, 0, "upload of image '%s' to master %s: "
