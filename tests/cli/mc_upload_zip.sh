@@ -64,6 +64,15 @@ check "a host no upload rule names: exit 1, the master's reason, one line ($rc: 
 	eval "[ $rc = 1 ] && one && [ \"\$(msg)\" = \"imagezip: master $SRV:3563: image 'gold': access denied: no upload rule matches 10.77.0.99 for image 'gold'\" ]"
 check "... the stored image untouched" eval "only gold.ndz gold2.ndz && cmp -s '$T/local.ndz' '$T/up/gold2.ndz'"
 
+# every chunk sent, then imagezip fails (its manifest cannot be written): the upload is
+# canceled and the master, which saw a stray byte after the last chunk, stores nothing
+"$NDZ_BIN/imagekey" -q generate -o "$T/k" || not_ok "imagekey generate"
+zip c1 cut "$T/disk" -r -q --sign "$T/k.sec" --manifest "$T/no/such/dir/cut.manifest"
+check "imagezip failing after its last chunk: exit 1, its own error, one line ($rc: $(msg))" \
+	eval "[ $rc = 1 ] && one && grep -q '^imagezip: $T/no/such/dir/cut.manifest' '$T/err'"
+check "... the master stored nothing" wait_until 4 only gold.ndz gold2.ndz
+check "... and says why" wait_until 4 grep -q "upload of cut from 10.77.0.11 rejected: .*data after the image's last chunk" "$T/m.log"
+
 used=$(( $(stat -c %s "$T/up/gold.ndz") + $(stat -c %s "$T/up/gold2.ndz") ))
 echo "quota $(( used + 2 * 1024 * 1024 ))" >>"$T/m.conf"
 kill -HUP "$MPID"
