@@ -266,20 +266,20 @@ static int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
 		       struct ndz_chunk_hdr *h, int *key_streak, int *why, int *intact)
 {
 	int decrypt = !c->raw && c->crypt.type != NDZ_KEY_NONE;
-	char owhy[160];
+	struct ndz_error oe = { 0 };
 	/* an original Frisbee chunk (lib/orig.h): its V4 checksum is the decoder's */
-	int orig = ndz_orig_probe(buf, NDZ_ORIG_HDR_AREA) != 0;
-	int r = orig ? ndz_orig_chunk_hdr(buf, c->info.chunks, c->info.source_bytes, h, owhy,
-					  sizeof(owhy)) : ndz_hdr_decode(buf, h);
+	int orig = ndz_orig_probe(buf, NDZ_ORIG_HDR_AREA, NULL) != 0;
+	int r = orig ? ndz_orig_chunk_hdr(buf, c->info.chunks, c->info.source_bytes, h, &oe) :
+		ndz_hdr_decode(buf, h, NULL);
 
 	/* the signed hash, or the tag of a chunk we decrypt, stands for the data CRC */
 	if (r == 0 && !c->m.hash && !orig)
 		r = decrypt && (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ?
-		    ndz_chunk_check_padding(buf, h) : ndz_chunk_check_data(buf, h);
+		    ndz_chunk_check_padding(buf, h, NULL) : ndz_chunk_check_data(buf, h, NULL);
 
 	if (orig && r == NDZ_ENOTSUP) {
-		ndz_error_set(&c->ferr, r, 0, "%s: chunk %u: %s: %s", c->source, chunk,
-			      ndz_strerror(r), owhy);
+		ndz_error_set(&c->ferr, r, 0, "%s: chunk %u: %s", c->source, chunk,
+			      ndz_error_msg(&oe));
 		return CHUNK_FATAL;
 	}
 	/* blocks sent for this chunk number and this image, else spoofed or stray */

@@ -412,13 +412,13 @@ static int load_chunk(struct server *s, uint8_t *buf, uint32_t i)
 	/* an original image's chunk has no CRC: a sound header of the same version,
 	   at its place, and (V4) of the same image */
 	if (s->orig_version) {
-		r = ndz_orig_decode(buf, &oh, NULL, 0);
+		r = ndz_orig_decode(buf, &oh, NULL);
 		if (r == 0 && (oh.version != s->orig_version || oh.index != i ||
 			       (oh.version == 4 && memcmp(oh.imageid, s->info.uuid, 16) != 0)))
 			r = NDZ_EMISMATCH;
 		return r;
 	}
-	r = ndz_chunk_check(buf, &h);
+	r = ndz_chunk_check(buf, &h, NULL);
 	if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
 		r = NDZ_EMISMATCH;
 	return r;

@@ -210,7 +210,7 @@ static int check_run(struct ntfs *n, int64_t lcn, int64_t len)
 static int skip_run(struct ntfs *n, int64_t lcn, int64_t len)
 {
 	n->skipped += (uint64_t)len;
-	return ndz_ranges_add(&n->skip, (uint64_t)lcn, (uint64_t)len) < 0 ? 1 : 0;
+	return ndz_ranges_add(&n->skip, (uint64_t)lcn, (uint64_t)len, NULL) < 0 ? 1 : 0;
 }
 
 /* hiberfil.sys of a hibernated system starts with one of these. */

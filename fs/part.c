@@ -121,7 +121,7 @@ static int read_logical(struct ndz_io *disk, struct ndz_ptable *t, const struct 
 				fail(err, "extended boot record beyond the disk") : rc;
 		if (buf[510] != 0x55 || buf[511] != 0xaa)
 			return fail(err, "extended boot record without signature");
-		rc = ndz_ranges_add(&t->meta, ebr, 1);
+		rc = ndz_ranges_add(&t->meta, ebr, 1, NULL);
 		if (rc < 0)
 			return rc;
 		mbr_entry(buf + 446, &boot, &type, &start, &count);
@@ -357,7 +357,7 @@ static int read_gpt(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error 
 	}
 	free(a);
 	/* the backup array and header sit after the last usable sector */
-	return ndz_ranges_add(&t->meta, h.last_usable + 1, sectors - (h.last_usable + 1));
+	return ndz_ranges_add(&t->meta, h.last_usable + 1, sectors - (h.last_usable + 1), NULL);
 }
 
 static int read_table(struct ndz_io *disk, struct ndz_ptable *t, struct ndz_error *err)

@@ -199,7 +199,7 @@ static int apply_override(struct scan *s, const struct ndz_scan_override *ov,
 			e->used_bytes = io->size;
 			snprintf(e->note, sizeof(e->note), "raw as asked");
 		}
-		*rc = ndz_ranges_add(s->out, at, ndz_sectors_of(io->size));
+		*rc = ndz_ranges_add(s->out, at, ndz_sectors_of(io->size), NULL);
 		return 1;
 	}
 	return 0;
@@ -224,7 +224,7 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 		len = c->limit - off;
 	a = c->inward ? ndz_sectors_of(off) : off / SEC;
 	b = c->inward ? (off + len) / SEC : ndz_sectors_of(off + len);
-	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a) : 0;
+	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a, NULL) : 0;
 }
 
 /* A module's warning about the volume it reads, named as scan_volume names it. */
@@ -320,9 +320,9 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		e->free_bytes = io->size - e->used_bytes;
 		e->zero_bytes = ndz_ranges_total(&ztmp) * SEC;
 	}
-	rc = ndz_ranges_union(s->out, &tmp);
+	rc = ndz_ranges_union(s->out, &tmp, NULL);
 	if (rc == 0)
-		rc = ndz_ranges_union(s->zero, &ztmp);
+		rc = ndz_ranges_union(s->zero, &ztmp, NULL);
 	ndz_ranges_release(&tmp);
 	ndz_ranges_release(&ztmp);
 	return rc;
@@ -337,7 +337,7 @@ raw:
 		e->used_bytes = io->size;
 		e->free_bytes = 0;
 	}
-	return ndz_ranges_add(s->out, at, sectors);
+	return ndz_ranges_add(s->out, at, sectors, NULL);
 }
 
 /* A FreeBSD slice: its disklabel, its boot area and each BSD partition. */
@@ -362,7 +362,7 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 			e->used_bytes = slice->size;
 		}
 		*handled = 1;
-		return ndz_ranges_add(s->out, at, ndz_sectors_of(slice->size));
+		return ndz_ranges_add(s->out, at, ndz_sectors_of(slice->size), NULL);
 	}
 	if (t.scheme != NDZ_SCHEME_BSD)
 		return 0;
@@ -372,7 +372,7 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		e->used_bytes = t.first_start * SEC;
 	}
 	/* boot blocks (8 KiB at least) and the label itself */
-	rc = ndz_ranges_add(s->out, at, t.first_start > 16 ? t.first_start : 16);
+	rc = ndz_ranges_add(s->out, at, t.first_start > 16 ? t.first_start : 16, NULL);
 	for (size_t i = 0; rc == 0 && i < t.n; i++) {
 		const struct ndz_part *p = &t.v[i];
 		const struct ndz_scan_override *ov;
@@ -453,7 +453,7 @@ static int whole_raw(struct scan *s)
 		e->how = NDZ_HOW_RAW;
 		e->used_bytes = s->src->size;
 	}
-	return ndz_ranges_add(s->out, 0, sectors);
+	return ndz_ranges_add(s->out, 0, sectors, NULL);
 }
 
 static const char *scheme_name(enum ndz_scheme sc)
@@ -466,9 +466,9 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 	int rc;
 
 	/* the table, boot code and whatever else sits before the first partition */
-	rc = ndz_ranges_add(s->out, 0, t->n ? t->first_start : 2048);
+	rc = ndz_ranges_add(s->out, 0, t->n ? t->first_start : 2048, NULL);
 	if (rc == 0)
-		rc = ndz_ranges_union(s->out, &t->meta);
+		rc = ndz_ranges_union(s->out, &t->meta, NULL);
 	for (size_t i = 0; rc == 0 && i < t->n; i++) {
 		const struct ndz_part *p = &t->v[i];
 		struct ndz_io *sub;

@@ -19,9 +19,11 @@
 #include "from.h"
 #include "trust/trust.h"
 #include "codec/zip.h"
+#include "master/upsink.h"
 
 static const char usage_text[] =
 	"Usage: imagezip [options] SOURCE IMAGE\n"
+	"       imagezip --upload HOST[:PORT]:NAME [options] SOURCE\n"
 	"       imagezip -i [options] SOURCE\n"
 	"Capture SOURCE (a disk, partition or file) as an image; IMAGE '-' is stdout.\n"
 	"Only allocated sectors of known filesystems are taken (ext2/3/4, NTFS, UFS,\n"
@@ -55,6 +57,12 @@ static const char usage_text[] =
 	"      --orig-key FILE  with --from-image: an original V4 image's Blowfish key\n"
 	"      --to-orig      write the original Frisbee V3 format, for old clients\n"
 	"                     (zlib, no signing or encryption, 2 TiB at most)\n"
+	"      --upload HOST[:PORT]:NAME  send the image to an image master (mfrisbeed,\n"
+	"                     TCP port 3563 by default), which checks it and stores it\n"
+	"                     as image NAME; no IMAGE then. Exit 0 once the master\n"
+	"                     said it is stored\n"
+	"      --wait SECONDS  with --upload: how long to wait for the master at each\n"
+	"                     step (default 60; for its verdict, at least 600)\n"
 	"  -o, --progress     show progress and the time left: a line redrawn on a\n"
 	"                     terminal, else a plain line every few seconds\n"
 	"      --progress=json  progress as one JSON object a line (see the man page)\n"
@@ -63,10 +71,14 @@ static const char usage_text[] =
 	"  -h, --help         show this help and exit\n"
 	"  -V, --version      show the version and exit\n"
 	"\n"
-	"Exit status: 0 success, 1 failure, 2 bad usage.\n";
+	"Exit status: 0 success (with --upload: the master stored the image), 1 failure\n"
+	"(with --upload: the master's reason, or what failed first), 2 bad usage.\n";
 
 /* The temporary output name: owned (cli_own_file) until it is renamed into place. */
 static char tmp_path[PATH_MAX];
+
+/* --upload: the image goes to the master through this sink instead of a file. */
+static struct ndz_upsink *upsink;
 
 struct output {
 	int fd;
@@ -111,7 +123,7 @@ static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct n
 		if (index == 0) {
 			struct ndz_chunk_hdr h;
 
-			rc = ndz_hdr_decode(chunk, &h);
+			rc = ndz_hdr_decode(chunk, &h, NULL);
 			if (rc < 0)
 				return ndz_error_set(e, rc, 0, "chunk 0: %s", ndz_strerror(rc));
 			memcpy(o->m->uuid, h.uuid, 16);
@@ -255,6 +267,26 @@ static int parse_uuid(const char *s, uint8_t *uuid)
 	return n == 32 && nonzero ? 0 : -1;
 }
 
+/*
+ * --upload HOST[:PORT]:NAME: the sink to the master, written as a stream; the
+ * size is not known in advance, which the exchange allows (0, as for a pipe).
+ */
+static void open_upload(const char *arg, int wait_s, struct output *o)
+{
+	struct ndz_error e = { 0 };
+	const char *colon = strrchr(arg, ':');
+	char spec[256];
+
+	if (!colon || colon == arg || (size_t)(colon - arg) >= sizeof(spec))
+		cli_usage_error("--upload: '%s' is not HOST[:PORT]:NAME", arg);
+	snprintf(spec, sizeof(spec), "%.*s", (int)(colon - arg), arg);
+	if (ndz_upsink_open(spec, colon + 1, 0, wait_s, &upsink, &e) < 0)
+		cli_usage_error("--upload: %s", ndz_error_msg(&e));
+	o->name = arg;
+	if (ndz_io_open_stream(ndz_upsink_fd(upsink), arg, &o->io) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
+}
+
 static int open_output(const char *path, struct output *o)
 {
 	int fd;
@@ -296,6 +328,14 @@ static int commit_output(struct output *o)
 		ndz_io_fail(o->io, rc, &e, "flush failed");
 		cli_error("%s", ndz_error_msg(&e));
 		return -1;
+	}
+	if (upsink) {
+		/* the master's verdict: it has checked, synced and stored the image */
+		rc = ndz_upsink_finish(upsink, 0, NULL, &e);
+		upsink = NULL;
+		if (rc < 0)
+			cli_error("%s", ndz_error_msg(&e));
+		return rc < 0 ? -1 : 0;
 	}
 	if (o->io->unsynced && cli_verbose)
 		cli_info("%s: not flushed (%s)", o->io->name, o->io->unsynced);
@@ -361,6 +401,8 @@ int main(int argc, char **argv)
 		{ "from-image", no_argument, NULL, 0x200 },
 		{ "orig-key", required_argument, NULL, 0x201 },
 		{ "to-orig", no_argument, NULL, 0x202 },
+		{ "upload", required_argument, NULL, 0x203 },
+		{ "wait", required_argument, NULL, 0x204 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -378,7 +420,8 @@ int main(int argc, char **argv)
 	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
 	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
 	int from = 0, to_orig = 0;
-	const char *orig_key = NULL;
+	const char *orig_key = NULL, *upload = NULL, *image;
+	int wait_s = 60;
 	struct ndz_scan_report report;
 	uint64_t u64;
 	char rate[64];
@@ -466,6 +509,12 @@ int main(int argc, char **argv)
 		case 0x202:
 			to_orig = 1;
 			break;
+		case 0x203:
+			upload = optarg;
+			break;
+		case 0x204:
+			wait_s = cli_parse_int(optarg, "--wait", 1, 3600);
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -489,27 +538,35 @@ int main(int argc, char **argv)
 				zopts.codec == NDZ_CODEC_ZSTD ? "zstd" : "zlib");
 	if (info && argc - optind != 1)
 		cli_usage_error("-i: expected SOURCE only");
-	if (!info && argc - optind != 2)
+	if (info && upload)
+		cli_usage_error("--upload: not with -i");
+	if (upload && argc - optind != 1)
+		cli_usage_error("--upload: expected SOURCE only, got %d argument%s", argc - optind,
+				argc - optind == 1 ? "" : "s");
+	if (!info && !upload && argc - optind != 2)
 		cli_usage_error("expected SOURCE and IMAGE, got %d argument%s", argc - optind,
 				argc - optind == 1 ? "" : "s");
+	/* IMAGE: a file, '-' (stdout) or, with --upload, the master's (no file here) */
+	image = upload ? "-" : info ? NULL : argv[optind + 1];
 
 	/* Before anything is read: IMAGE is not SOURCE, not a device, nor a file of other worth. */
-	if (!info && strcmp(argv[optind + 1], "-") != 0 &&
-	    ndz_same_file(argv[optind], argv[optind + 1]))
+	if (!info && strcmp(image, "-") != 0 &&
+	    ndz_same_file(argv[optind], image))
 		cli_usage_error("SOURCE %s and IMAGE %s are the same file (or a loop device "
 				"and its file): write the image elsewhere", argv[optind],
-				argv[optind + 1]);
-	if (!info && strcmp(argv[optind + 1], "-") != 0 &&
-	    (rc = ndz_output_check(argv[optind + 1], force, &zerr)) < 0)
+				image);
+	if (!info && strcmp(image, "-") != 0 &&
+	    (rc = ndz_output_check(image, force, &zerr)) < 0)
 		cli_die(EXIT_FAIL, "%s%s", ndz_error_msg(&zerr),
 			rc == NDZ_ENOTFILE ? "" : "; use --force to replace it");
 	if (manifest && !sign_path)
 		cli_usage_error("--manifest: only with --sign");
 	if (sign_path && !info) {
-		if (!manifest && strcmp(argv[optind + 1], "-") == 0)
-			cli_usage_error("--sign: an image to stdout needs --manifest FILE");
-		if (!manifest && ndz_manifest_path(argv[optind + 1], mbuf, sizeof(mbuf)) < 0)
-			cli_usage_error("%s: name too long", argv[optind + 1]);
+		if (!manifest && strcmp(image, "-") == 0)
+			cli_usage_error("--sign: an image to stdout%s needs --manifest FILE",
+					upload ? " or uploaded" : "");
+		if (!manifest && ndz_manifest_path(image, mbuf, sizeof(mbuf)) < 0)
+			cli_usage_error("%s: name too long", image);
 		manifest = manifest ? manifest : mbuf;
 		load_key(sign_path, NDZ_KEY_SIGN_SECRET, &sign_key);
 		if (ndz_manifest_init(&m, 64) < 0)
@@ -530,7 +587,7 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	if (from)
-		src = from_image(argv[optind], argv[optind + 1], orig_key, &scan);
+		src = from_image(argv[optind], image, orig_key, &scan);
 	else if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	sopts.warn = scan_warn;
@@ -560,7 +617,10 @@ int main(int argc, char **argv)
 	zopts.part_type = scan.part_type;
 	zopts.part_start = scan.part_start;
 
-	open_output(argv[optind + 1], &out);
+	if (upload)
+		open_upload(upload, wait_s, &out);
+	else
+		open_output(image, &out);
 	cli_progress_init(&prog, progress, "reading", "disk", "read");
 	cli_progress_total(&prog, ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE, 0);
 	zopts.progress = show_progress;
@@ -579,6 +639,16 @@ int main(int argc, char **argv)
 	cli_progress_update(&prog, stats.in_bytes, 0);
 	if (rc < 0)
 		cli_progress_end(&prog, 0);    /* before the reason: the reason is the last line */
+	/* an upload that ended first (the master refused, rejected, went away) is the cause */
+	if (rc < 0 && upsink) {
+		struct ndz_error uerr = { 0 };
+
+		rc = ndz_upsink_finish(upsink, 1, NULL, &uerr);
+		if (rc != NDZ_ECANCELED && uerr.code)
+			zerr = uerr;
+		rc = zerr.code ? zerr.code : NDZ_EIO;
+		upsink = NULL;
+	}
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&zerr));
 	if (rc == 0)
@@ -589,6 +659,8 @@ int main(int argc, char **argv)
 	if (rc == 0 && commit_output(&out) < 0)
 		rc = NDZ_EIO;
 	cli_progress_end(&prog, rc == 0);
+	if (upsink)                    /* the manifest failed: the master must not store it */
+		ndz_upsink_finish(upsink, 1, NULL, NULL);
 	if (rc < 0)
 		discard_output(&out);
 	if (rc < 0 && out.m && manifest)
@@ -605,6 +677,9 @@ int main(int argc, char **argv)
 			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
 			 cli_progress_elapsed(&prog), cli_progress_rate(&prog, rate, sizeof(rate)),
 			 prog.flush_s);
+	if (rc == 0 && cli_verbose && upload)
+		cli_info("stored as image '%s' on %.*s", strrchr(upload, ':') + 1,
+			 (int)(strrchr(upload, ':') - upload), upload);
 	ndz_io_close(zview);
 	ndz_scan_result_release(&scan);
 	ndz_io_close(out.io);

@@ -40,13 +40,13 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 	o.expect_chunks = ndz_image_reader_chunks(r);
 	rc = ndz_unzip_create(scratch, &o, &z);
 	if (rc < 0) {
-		ndz_error_set(e, rc, 0, "%s", ndz_strerror(rc));
+		ndz_error_set(e, rc, 0, "%s: cannot start the restore: %s", scratch->name,
+			      ndz_strerror(rc));
 		goto out;
 	}
 	for (;;) {
 		uint8_t *buf = ndz_unzip_get_buf(z);
 		struct ndz_orig_hdr oh;
-		char why[160];
 
 		if (!buf)
 			break;
@@ -55,12 +55,13 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 			ndz_unzip_put_buf(z, buf, NULL, 0);
 			break;
 		}
-		/* what the chunk holds, before the pipeline takes the buffer */
-		if (NDZ_IS_ORIG(&h) && ndz_orig_decode(buf, &oh, why, sizeof(why)) == 0) {
+		/* what the chunk holds, before the pipeline takes the buffer (the reader
+		   decoded its header already: it decodes again) */
+		if (NDZ_IS_ORIG(&h) && ndz_orig_decode(buf, &oh, NULL) == 0) {
 			for (i = 0; i < oh.nregions && rc >= 0; i++) {
 				struct ndz_region g = ndz_orig_region(buf, &oh, i);
 
-				rc = ndz_ranges_add(&u->alloc, g.start, g.count);
+				rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
 			}
 			for (i = 0; i < oh.nrelocs; i++)
 				u->disklabels += ndz_orig_get_reloc(buf, &oh, i).type ==
@@ -71,11 +72,11 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 			for (i = 0; i < h.nregions && rc >= 0; i++) {
 				struct ndz_region g = ndz_hdr_region(buf, i);
 
-				rc = ndz_ranges_add(&u->alloc, g.start, g.count);
+				rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
 			}
 		}
 		if (rc < 0) {
-			ndz_error_set(&mine, rc, 0, "%s", ndz_strerror(rc));
+			ndz_error_prefix(&mine, "%s: chunk %u: its regions", in->name, h.index);
 			ndz_unzip_put_buf(z, buf, NULL, 0);
 			break;
 		}

@@ -586,21 +586,32 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
  * length to inflate and, in source_sectors, the bytes its regions hold; *clip the
  * end of its data (a short final sector).
  */
+/* lib/core/orig's error as this file's why: its detail, after the code's message. */
+static int orig_why(int rc, const struct ndz_error *oe, char *why, size_t whylen)
+{
+	const char *m = ndz_error_msg(oe), *c = ndz_strerror(rc);
+	size_t n = strlen(c);
+
+	snprintf(why, whylen, "%s", strncmp(m, c, n) == 0 && m[n] == ':' ? m + n + 2 : m);
+	return rc;
+}
+
 static int open_orig(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *h,
 		     struct ndz_orig_hdr *oh, struct ndz_chunk_hdr *plain, uint64_t *clip,
 		     char *why, size_t whylen)
 {
+	struct ndz_error oe = { 0 };
 	uint64_t want = 0;
 	uint32_t i;
 	int rc;
 
-	rc = ndz_orig_decode(chunk, oh, why, whylen);
+	rc = ndz_orig_decode(chunk, oh, &oe);
 	if (rc < 0)
-		return rc;
+		return orig_why(rc, &oe, why, whylen);
 	*plain = *h;
-	rc = ndz_orig_open_chunk(chunk, oh, d->u->opts.orig_keys, &plain->data_len, why, whylen);
+	rc = ndz_orig_open_chunk(chunk, oh, d->u->opts.orig_keys, &plain->data_len, &oe);
 	if (rc < 0)
-		return rc;
+		return orig_why(rc, &oe, why, whylen);
 	for (i = 0; i < oh->nregions; i++)
 		want += (uint64_t)ndz_orig_region(chunk, oh, i).count * NDZ_SECTOR_SIZE;
 	plain->source_sectors = want;
@@ -644,9 +655,9 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	else if (checked)
 		rc = 0;
 	else if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)
-		rc = ndz_chunk_check_padding(chunk, h);
+		rc = ndz_chunk_check_padding(chunk, h, NULL);
 	else
-		rc = ndz_chunk_check_data(chunk, h);
+		rc = ndz_chunk_check_data(chunk, h, NULL);
 	if (rc < 0)
 		return rc;
 	if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
@@ -673,9 +684,13 @@ decode:
 	} else if (u->job_buf == JOB_BIG && want <= u->job_buf) {
 		mode = DEC_FLAT;
 		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
-		if (rc == 0 && NDZ_IS_ORIG(h) && oh.nrelocs)
-			rc = ndz_orig_relocate(chunk, &oh, d->job->buf, want, u->opts.orig_base,
-					       why, whylen);
+		if (rc == 0 && NDZ_IS_ORIG(h) && oh.nrelocs) {
+			struct ndz_error oe = { 0 };
+
+			rc = ndz_orig_relocate(chunk, &oh, d->job->buf, want, u->opts.orig_base, &oe);
+			if (rc < 0)
+				orig_why(rc, &oe, why, whylen);
+		}
 		if (rc < 0)
 			return rc;
 	} else {
@@ -904,7 +919,7 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->free_jobs = calloc(u->njobs, sizeof(unsigned));
 	u->wqueue = calloc(u->njobs, sizeof(unsigned));
 	if (!u->slots || !u->hdrs || !u->checked || !u->free_slots || !u->queue || !u->jobs ||
-	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image) < 0)
+	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image, NULL) < 0)
 		goto nomem;
 	ndz_image_expect(u->image, opts->expect_chunks,
 			 opts->expect_uuid_set ? opts->expect_uuid : NULL);
@@ -1035,7 +1050,7 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 	int rc;
 
 	if (!h) {
-		rc = ndz_hdr_decode(chunk, &mine);
+		rc = ndz_hdr_decode(chunk, &mine, NULL);
 		if (rc < 0) {
 			pthread_mutex_lock(&u->lock);
 			fail(u, rc, "%s: chunk %u: %s", u->name, ndz_chunk_index_hint(chunk),

@@ -520,7 +520,7 @@ static int chunk_finish(struct zip *z, int last)
 		h.last = h.source_sectors;
 	else if (!h.nregions)
 		h.last = h.first;
-	rc = ndz_hdr_encode(&h, z->chunk);
+	rc = ndz_hdr_encode(&h, z->chunk, NULL);
 	if (rc < 0) {
 		set_err(z, rc, "chunk %u: internal error encoding the header", z->index);
 		return rc;

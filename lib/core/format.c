@@ -72,6 +72,17 @@ struct ndz_region ndz_hdr_region(const uint8_t *a, uint32_t i)
 	return r;
 }
 
+/*
+ * The error of a header area in e: "chunk N: what", N as the area says, once its
+ * magic and version say it is one of ours; else "chunk header: what".
+ */
+static int hdr_fail(struct ndz_error *e, int rc, const uint8_t *a)
+{
+	if (rc == NDZ_EBADMAGIC || rc == NDZ_EVERSION)
+		return ndz_error_set(e, rc, 0, "chunk header: %s", ndz_strerror(rc));
+	return ndz_error_set(e, rc, 0, "chunk %u: %s", get_le32(a + OFF_INDEX), ndz_strerror(rc));
+}
+
 /* Invariants shared by encode and decode; the regions are read from the area. */
 static int hdr_valid(const struct ndz_chunk_hdr *h, const uint8_t *a)
 {
@@ -114,17 +125,22 @@ static int hdr_valid(const struct ndz_chunk_hdr *h, const uint8_t *a)
 	return 0;
 }
 
-int ndz_hdr_encode(const struct ndz_chunk_hdr *h, uint8_t *a)
+int ndz_hdr_encode(const struct ndz_chunk_hdr *h, uint8_t *a, struct ndz_error *e)
 {
 	size_t regions_end;
 	int rc;
 
 	if (h->nregions > NDZ_MAX_REGIONS)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "chunk %u: %u regions, more than a header "
+				     "holds", h->index, h->nregions);
 	rc = hdr_valid(h, a);
-	if (rc < 0 || h->version != NDZ_VERSION_1 || (h->compat_flags & ~NDZ_COMPAT_KNOWN) ||
+	if (rc < 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "chunk %u: not encoded: %s", h->index,
+				     ndz_strerror(rc));
+	if (h->version != NDZ_VERSION_1 || (h->compat_flags & ~NDZ_COMPAT_KNOWN) ||
 	    (h->incompat_flags & ~NDZ_INCOMPAT_KNOWN))
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "chunk %u: not encoded: a version or "
+				     "flag this format does not have", h->index);
 	regions_end = NDZ_FIXED_HDR + (size_t)h->nregions * NDZ_REGION_SIZE;
 	memset(a, 0, NDZ_FIXED_HDR);
 	memset(a + regions_end, 0, NDZ_HDR_SIZE - regions_end);
@@ -157,7 +173,7 @@ int ndz_hdr_encode(const struct ndz_chunk_hdr *h, uint8_t *a)
 	return 0;
 }
 
-int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
+static int hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
 {
 	if (memcmp(a + OFF_MAGIC, ndz_magic, sizeof(ndz_magic)) != 0)
 		return NDZ_EBADMAGIC;
@@ -196,14 +212,24 @@ int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h)
 	return hdr_valid(h, a);
 }
 
-int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *h)
+int ndz_hdr_decode(const uint8_t *a, struct ndz_chunk_hdr *h, struct ndz_error *e)
 {
-	if (ndz_crc32(0, chunk + NDZ_HDR_SIZE, h->data_len) != h->data_crc)
-		return NDZ_EDATACRC;
-	return ndz_chunk_check_padding(chunk, h);
+	int rc = hdr_decode(a, h);
+
+	return rc < 0 ? hdr_fail(e, rc, a) : 0;
 }
 
-int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *h)
+int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			 struct ndz_error *e)
+{
+	if (ndz_crc32(0, chunk + NDZ_HDR_SIZE, h->data_len) != h->data_crc)
+		return ndz_error_set(e, NDZ_EDATACRC, 0, "chunk %u: %s", h->index,
+				     ndz_strerror(NDZ_EDATACRC));
+	return ndz_chunk_check_padding(chunk, h, e);
+}
+
+int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			    struct ndz_error *e)
 {
 	static const uint8_t zeros[4096];
 	const uint8_t *data = chunk + NDZ_HDR_SIZE;
@@ -213,16 +239,17 @@ int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *h)
 	for (i = h->data_len; i < NDZ_MAX_DATA; i += n) {
 		n = NDZ_MAX_DATA - i < sizeof(zeros) ? NDZ_MAX_DATA - i : sizeof(zeros);
 		if (memcmp(data + i, zeros, n) != 0)
-			return NDZ_EPADDING;
+			return ndz_error_set(e, NDZ_EPADDING, 0, "chunk %u: %s", h->index,
+					     ndz_strerror(NDZ_EPADDING));
 	}
 	return 0;
 }
 
-int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *h)
+int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *h, struct ndz_error *e)
 {
-	int rc = ndz_hdr_decode(chunk, h);
+	int rc = ndz_hdr_decode(chunk, h, e);
 
-	return rc < 0 ? rc : ndz_chunk_check_data(chunk, h);
+	return rc < 0 ? rc : ndz_chunk_check_data(chunk, h, e);
 }
 
 uint32_t ndz_chunk_index_hint(const uint8_t *a)
@@ -230,13 +257,19 @@ uint32_t ndz_chunk_index_hint(const uint8_t *a)
 	return get_le32(a + OFF_INDEX);
 }
 
-int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b)
+int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b,
+		       struct ndz_error *e)
 {
-	if (memcmp(a->uuid, b->uuid, 16) != 0 || a->source_bytes != b->source_bytes ||
-	    a->image_kind != b->image_kind || a->part_index != b->part_index ||
-	    a->part_start != b->part_start || a->part_type != b->part_type ||
-	    a->codec != b->codec)
-		return NDZ_EMISMATCH;
+	const char *what = memcmp(a->uuid, b->uuid, 16) != 0 ? "UUID" :
+			   a->source_bytes != b->source_bytes ? "source size" :
+			   a->image_kind != b->image_kind || a->part_index != b->part_index ||
+			   a->part_start != b->part_start || a->part_type != b->part_type ?
+			   "partition" : a->codec != b->codec ? "codec" : NULL;
+
+	if (what)
+		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: %s (its %s differs from "
+				     "chunk %u's)", b->index, ndz_strerror(NDZ_EMISMATCH), what,
+				     a->index);
 	return 0;
 }
 

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 #define NDZ_CHUNK_SIZE    (1u << 20)   /* every chunk, the last one too */
 #define NDZ_BLOCK_SIZE    1024u        /* network block; a chunk is 1024 of them */
 #define NDZ_BLOCKS_PER_CHUNK (NDZ_CHUNK_SIZE / NDZ_BLOCK_SIZE)
@@ -94,17 +96,19 @@ struct ndz_region ndz_hdr_region(const uint8_t *area, uint32_t i);
  * first hdr->nregions regions are already set (ndz_hdr_set_region), zero the rest
  * and compute the header CRC (data_crc must already be set).
  * Returns 0, or NDZ_EINVAL when hdr or its regions violate an invariant (see
- * ndz_hdr_decode).
+ * ndz_hdr_decode), with e naming the chunk and why.
  */
-int ndz_hdr_encode(const struct ndz_chunk_hdr *hdr, uint8_t *area);
+int ndz_hdr_encode(const struct ndz_chunk_hdr *hdr, uint8_t *area, struct ndz_error *e);
 
 /*
  * ndz_hdr_decode - parse and fully validate a NDZ_HDR_SIZE byte header area:
  * magic, version, flags, header CRC, field bounds, regions sorted, non-overlapping
  * and inside [first, last), last <= source_sectors. Does not check data_crc.
- * Returns 0 or a negative NDZ_E* code; hdr is undefined on error.
+ * Returns 0 or a negative NDZ_E* code with e saying "chunk N: why" (N as the area
+ * says; "chunk header: why" for a bad magic or version); hdr is undefined on error.
+ * e may be NULL (a hot path that only wants the code).
  */
-int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr);
+int ndz_hdr_decode(const uint8_t *area, struct ndz_chunk_hdr *hdr, struct ndz_error *e);
 
 /*
  * ndz_crc32 - the CRC-32 of zlib's crc32() (ISO-HDLC, reflected 0x04c11db7):
@@ -116,19 +120,25 @@ uint32_t ndz_crc32(uint32_t crc, const void *buf, size_t len);
 /*
  * ndz_chunk_check_data - the data CRC and the zero padding of a whole
  * NDZ_CHUNK_SIZE chunk whose header hdr was decoded from it.
- * Returns 0, NDZ_EDATACRC or NDZ_EPADDING.
+ * Returns 0, NDZ_EDATACRC or NDZ_EPADDING with e saying "chunk N: why" (e may be
+ * NULL).
  */
-int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
+int ndz_chunk_check_data(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr,
+			 struct ndz_error *e);
 
 /*
  * ndz_chunk_check_padding - the zero padding alone: for a chunk whose data is
  * authenticated otherwise (an AEAD tag), where the CRC adds nothing.
- * Returns 0 or NDZ_EPADDING.
+ * Returns 0 or NDZ_EPADDING with e saying so (e may be NULL).
  */
-int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr);
+int ndz_chunk_check_padding(const uint8_t *chunk, const struct ndz_chunk_hdr *hdr,
+			    struct ndz_error *e);
 
-/* ndz_chunk_check - ndz_hdr_decode then ndz_chunk_check_data. 0 or NDZ_E*. */
-int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
+/*
+ * ndz_chunk_check - ndz_hdr_decode then ndz_chunk_check_data. 0 or NDZ_E* with e
+ * set as they set it (e may be NULL).
+ */
+int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr, struct ndz_error *e);
 
 /*
  * ndz_chunk_index_hint - the chunk index field as stored, unchecked: for naming a
@@ -136,8 +146,13 @@ int ndz_chunk_check(const uint8_t *chunk, struct ndz_chunk_hdr *hdr);
  */
 uint32_t ndz_chunk_index_hint(const uint8_t *area);
 
-/* ndz_hdr_same_image - 0 when b belongs to the same image as a, else NDZ_EMISMATCH. */
-int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b);
+/*
+ * ndz_hdr_same_image - 0 when b belongs to the same image as a (UUID, source
+ * size, kind and partition, codec), else NDZ_EMISMATCH with e naming b's chunk and
+ * the field that differs (e may be NULL).
+ */
+int ndz_hdr_same_image(const struct ndz_chunk_hdr *a, const struct ndz_chunk_hdr *b,
+		       struct ndz_error *e);
 
 /*
  * ndz_hdr_auth_data - the bytes an encrypted chunk's AEAD authenticates: a copy of

@@ -27,10 +27,10 @@ struct ndz_image {
 	uint32_t last;                 /* index of the chunk flagged LAST */
 };
 
-int ndz_image_create(struct ndz_image **out)
+int ndz_image_create(struct ndz_image **out, struct ndz_error *e)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : NDZ_ENOMEM;
+	return *out ? 0 : ndz_error_set(e, NDZ_ENOMEM, 0, "image: %s", ndz_strerror(NDZ_ENOMEM));
 }
 
 void ndz_image_free(struct ndz_image *im)
@@ -88,7 +88,7 @@ int ndz_image_add(struct ndz_image *im, const struct ndz_chunk_hdr *h, struct nd
 	uint32_t i = h->index;
 	int is_last = !!(h->chunk_flags & NDZ_CHUNK_LAST);
 
-	if ((im->have_id && ndz_hdr_same_image(&im->id, h) < 0) ||
+	if ((im->have_id && ndz_hdr_same_image(&im->id, h, NULL) < 0) ||
 	    (im->have_uuid && memcmp(im->uuid, h->uuid, 16) != 0))
 		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: %s", i,
 				     ndz_strerror(NDZ_EMISMATCH));
@@ -240,7 +240,7 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 		goto out;
 	}
 	r->chunks = (uint32_t)n;
-	rc = ndz_hdr_decode(area, &r->first);
+	rc = ndz_hdr_decode(area, &r->first, NULL);
 	if (rc < 0) {
 		chunk_fail(r, 0, rc, e);
 		goto out;
@@ -255,9 +255,9 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 		read_fail(r, (uint32_t)(n - 1), rc, e);
 		goto out;
 	}
-	rc = ndz_hdr_decode(area, &last);
+	rc = ndz_hdr_decode(area, &last, NULL);
 	if (rc == 0)
-		rc = ndz_hdr_same_image(&r->first, &last);
+		rc = ndz_hdr_same_image(&r->first, &last, NULL);
 	if (rc < 0) {
 		chunk_fail(r, (uint32_t)(n - 1), rc, e);
 		goto out;
@@ -279,10 +279,12 @@ out:
 static int open_orig(struct ndz_image_reader *r, size_t got, struct ndz_error *e)
 {
 	uint8_t *chunk0 = r->chunk0;
-	int v = ndz_orig_probe(chunk0 ? chunk0 : r->first_bytes, chunk0 ? got : 4);
+	int v = ndz_orig_probe(chunk0 ? chunk0 : r->first_bytes, chunk0 ? got : 4, e);
 
-	if (v < 0)
-		return ndz_error_set(e, v, 0, "%s: %s", r->in->name, ndz_strerror(v));
+	if (v < 0) {
+		ndz_error_prefix(e, "%s", r->in->name);
+		return v;
+	}
 	if (chunk0 && got < NDZ_CHUNK_SIZE)
 		return ndz_error_set(e, NDZ_ETRUNC, 0, "%s: chunk 0: %s (%zu of %u bytes)",
 				     r->in->name, ndz_strerror(NDZ_ETRUNC), got, NDZ_CHUNK_SIZE);
@@ -305,11 +307,11 @@ static int open_stream(struct ndz_image_reader *r, struct ndz_error *e)
 		return read_fail(r, 0, rc, e);
 	if (got == 0)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty input, not an image", name);
-	if (check_magic(r->chunk0, got) < 0 && ndz_orig_probe(r->chunk0, got) != 0)
+	if (check_magic(r->chunk0, got) < 0 && ndz_orig_probe(r->chunk0, got, NULL) != 0)
 		return open_orig(r, got, e);
 	if (check_magic(r->chunk0, got) < 0)
 		return chunk_fail(r, 0, NDZ_EBADMAGIC, e);
-	if (got >= NDZ_HDR_SIZE && (rc = ndz_hdr_decode(r->chunk0, &r->first)) < 0)
+	if (got >= NDZ_HDR_SIZE && (rc = ndz_hdr_decode(r->chunk0, &r->first, NULL)) < 0)
 		return chunk_fail(r, 0, rc, e);
 	if (got < NDZ_CHUNK_SIZE)
 		return ndz_error_set(e, NDZ_ETRUNC, 0, "%s: chunk 0: %s (%zu of %u bytes)", name,
@@ -331,7 +333,7 @@ int ndz_image_reader_open(struct ndz_io *in, struct ndz_image_reader **out,
 	/* a file in the original format: its first four bytes say so */
 	if (!in->is_stream && in->size >= 4 &&
 	    ndz_io_read_full(in, r->first_bytes, 4, 0, NULL) == 0 &&
-	    ndz_orig_probe(r->first_bytes, 4) != 0)
+	    ndz_orig_probe(r->first_bytes, 4, NULL) != 0)
 		rc = open_orig(r, 0, e);
 	else
 		rc = in->is_stream ? open_stream(r, e) : open_file(r, e);
@@ -407,7 +409,7 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 		if (rc < 0)
 			return read_fail(r, r->next, rc, e);
 	}
-	rc = ndz_hdr_decode(buf, h);
+	rc = ndz_hdr_decode(buf, h, NULL);
 	if (rc < 0)
 		return chunk_fail(r, r->next, rc, e);
 	r->after_last = !!(h->chunk_flags & NDZ_CHUNK_LAST);
@@ -436,11 +438,11 @@ int ndz_image_probe_file(const char *path, struct ndz_error *e)
 		rc = ndz_error_set(e, rc, 0, "%s: cannot read", path);
 	else if (got == 0)
 		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty, not an image", path);
-	else if ((rc = ndz_orig_probe(area, got)) > 0)
+	else if ((rc = ndz_orig_probe(area, got, e)) > 0)
 		rc = 0;
 	else if (rc < 0)
-		rc = ndz_error_set(e, rc, 0, "%s: %s", path, ndz_strerror(rc));
-	else if (got < NDZ_HDR_SIZE || (rc = ndz_hdr_decode(area, &h)) == NDZ_EBADMAGIC)
+		ndz_error_prefix(e, "%s", path);
+	else if (got < NDZ_HDR_SIZE || (rc = ndz_hdr_decode(area, &h, NULL)) == NDZ_EBADMAGIC)
 		rc = ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: not an image (no chunk header at "
 				   "its start)", path);
 	else if (rc < 0)

@@ -14,8 +14,11 @@
 
 struct ndz_image;
 
-/* ndz_image_create - an empty image: nothing expected, nothing added. */
-int ndz_image_create(struct ndz_image **out);
+/*
+ * ndz_image_create - an empty image: nothing expected, nothing added. 0 with *out
+ * (free with ndz_image_free), or NDZ_ENOMEM with e set.
+ */
+int ndz_image_create(struct ndz_image **out, struct ndz_error *e);
 /* ndz_image_free - accepts NULL. */
 void ndz_image_free(struct ndz_image *im);
 

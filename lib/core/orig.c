@@ -29,19 +29,23 @@
 #define O_IMAGEID  328
 #define RELOC_SIZE 16u
 
-static int why_set(char *why, size_t whylen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int why_set(char *why, size_t whylen, int code, const char *fmt, ...)
+/* code in e with "its message: detail" (detail printf-style); returns code. */
+static int orig_fail(struct ndz_error *e, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int orig_fail(struct ndz_error *e, int code, const char *fmt, ...)
 {
+	char detail[256];
 	va_list ap;
 
+	if (!e || e->code)
+		return code;
 	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	return code;
+	return ndz_error_set(e, code, 0, "%s: %s", ndz_strerror(code), detail);
 }
 
-int ndz_orig_probe(const uint8_t *buf, size_t len)
+int ndz_orig_probe(const uint8_t *buf, size_t len, struct ndz_error *e)
 {
 	uint32_t le, be;
 
@@ -52,25 +56,25 @@ int ndz_orig_probe(const uint8_t *buf, size_t len)
 	/* 0x69696969 reads the same either way: V1's order shows in its regionsize */
 	if (le == NDZ_ORIG_MAGIC && len >= 20 && get_le32(buf + 16) != NDZ_ORIG_HDR_AREA &&
 	    get_be32(buf + 16) == NDZ_ORIG_HDR_AREA)
-		return NDZ_EBIGENDIAN;
+		return ndz_error_set(e, NDZ_EBIGENDIAN, 0, NULL);
 	if (le >= NDZ_ORIG_MAGIC && le <= NDZ_ORIG_MAGIC + 3)
 		return (int)(le - NDZ_ORIG_MAGIC + 1);
 	if (be >= NDZ_ORIG_MAGIC + 1 && be <= NDZ_ORIG_MAGIC + 3)
-		return NDZ_EBIGENDIAN;
+		return ndz_error_set(e, NDZ_EBIGENDIAN, 0, NULL);
 	return 0;
 }
 
-int ndz_orig_decode(const uint8_t *a, struct ndz_orig_hdr *oh, char *why, size_t whylen)
+int ndz_orig_decode(const uint8_t *a, struct ndz_orig_hdr *oh, struct ndz_error *e)
 {
-	int v = ndz_orig_probe(a, NDZ_ORIG_HDR_AREA);
+	int v = ndz_orig_probe(a, NDZ_ORIG_HDR_AREA, NULL);
 	uint64_t prev_end = 0, lim;
 	uint32_t i;
 
 	memset(oh, 0, sizeof(*oh));
 	if (v == NDZ_EBIGENDIAN)
-		return why_set(why, whylen, v, "magic 0x%08x", get_le32(a + O_MAGIC));
+		return orig_fail(e, v, "magic 0x%08x", get_le32(a + O_MAGIC));
 	if (v <= 0)
-		return why_set(why, whylen, NDZ_EBADMAGIC, "magic 0x%08x", get_le32(a + O_MAGIC));
+		return orig_fail(e, NDZ_EBADMAGIC, "magic 0x%08x", get_le32(a + O_MAGIC));
 	oh->version = (uint32_t)v;
 	oh->hdrsize = v == 1 ? NDZ_ORIG_HDR_V1 : v < 4 ? NDZ_ORIG_HDR_V2 : NDZ_ORIG_HDR_V4;
 	oh->size = get_le32(a + O_SIZE);
@@ -91,28 +95,28 @@ int ndz_orig_decode(const uint8_t *a, struct ndz_orig_hdr *oh, char *why, size_t
 		memcpy(oh->imageid, a + O_IMAGEID, sizeof(oh->imageid));
 	}
 	if (oh->size == 0 || oh->size > NDZ_ORIG_MAX_DATA)
-		return why_set(why, whylen, NDZ_EHEADER, "data size %u outside 1..%u", oh->size,
-			       NDZ_ORIG_MAX_DATA);
+		return orig_fail(e, NDZ_EHEADER, "data size %u outside 1..%u", oh->size,
+				 NDZ_ORIG_MAX_DATA);
 	if (oh->regionsize != NDZ_ORIG_HDR_AREA)
-		return why_set(why, whylen, NDZ_EHEADER, "header area of %u bytes, not %u",
-			       oh->regionsize, NDZ_ORIG_HDR_AREA);
+		return orig_fail(e, NDZ_EHEADER, "header area of %u bytes, not %u",
+				 oh->regionsize, NDZ_ORIG_HDR_AREA);
 	if (v == 1 && (oh->total == 0 || oh->index >= oh->total))
-		return why_set(why, whylen, NDZ_EHEADER, "chunk %u of %u", oh->index, oh->total);
+		return orig_fail(e, NDZ_EHEADER, "chunk %u of %u", oh->index, oh->total);
 	if (oh->nregions == 0 || oh->nregions > (NDZ_ORIG_HDR_AREA - oh->hdrsize) / 8 ||
 	    oh->nrelocs > (NDZ_ORIG_HDR_AREA - oh->hdrsize - 8 * oh->nregions) / RELOC_SIZE)
-		return why_set(why, whylen, NDZ_EHEADER, "%u regions and %u relocations do not "
-			       "fit the header area", oh->nregions, oh->nrelocs);
+		return orig_fail(e, NDZ_EHEADER, "%u regions and %u relocations do not "
+				 "fit the header area", oh->nregions, oh->nrelocs);
 	if (v >= 2 && oh->first > oh->last)
-		return why_set(why, whylen, NDZ_EREGION, "first sector %u past last %u",
-			       oh->first, oh->last);
+		return orig_fail(e, NDZ_EREGION, "first sector %u past last %u",
+				 oh->first, oh->last);
 	if (v == 4 && oh->cipher > NDZ_ORIG_CIPHER_BF_CBC)
-		return why_set(why, whylen, NDZ_ENOTSUP, "cipher %u", oh->cipher);
+		return orig_fail(e, NDZ_ENOTSUP, "cipher %u", oh->cipher);
 	if (v == 4 && oh->cipher && oh->size % BLOWFISH_BLOCK_SIZE)
-		return why_set(why, whylen, NDZ_EHEADER, "encrypted size %u not a whole number "
-			       "of cipher blocks", oh->size);
+		return orig_fail(e, NDZ_EHEADER, "encrypted size %u not a whole number "
+				 "of cipher blocks", oh->size);
 	if (v == 4 && oh->csum_type != 0 && (oh->csum_type & ~NDZ_ORIG_CSUM_SIGNED) !=
 	    NDZ_ORIG_CSUM_SHA1)
-		return why_set(why, whylen, NDZ_ENOTSUP, "checksum type 0x%x", oh->csum_type);
+		return orig_fail(e, NDZ_ENOTSUP, "checksum type 0x%x", oh->csum_type);
 	lim = v >= 2 ? oh->last : (uint64_t)UINT32_MAX + 1;
 	if (v >= 2)
 		prev_end = oh->first;
@@ -120,13 +124,13 @@ int ndz_orig_decode(const uint8_t *a, struct ndz_orig_hdr *oh, char *why, size_t
 		struct ndz_region r = ndz_orig_region(a, oh, i);
 
 		if (r.count == 0 || r.start < prev_end || r.start + r.count > lim)
-			return why_set(why, whylen, NDZ_EREGION, "region %u (%llu+%u) %s", i,
-				       (unsigned long long)r.start, r.count,
-				       r.count == 0 ? "is empty" :
-				       r.start < prev_end ? (i ? "overlaps or precedes the one before" :
-							     "starts before the chunk's first sector") :
-				       v >= 2 ? "runs past the chunk's last sector" :
-				       "runs past sector 2^32");
+			return orig_fail(e, NDZ_EREGION, "region %u (%llu+%u) %s", i,
+					 (unsigned long long)r.start, r.count,
+					 r.count == 0 ? "is empty" :
+					 r.start < prev_end ? (i ? "overlaps or precedes the one before" :
+							       "starts before the chunk's first sector") :
+					 v >= 2 ? "runs past the chunk's last sector" :
+					 "runs past sector 2^32");
 		prev_end = r.start + r.count;
 	}
 	for (i = 0; i < oh->nrelocs; i++) {
@@ -136,12 +140,12 @@ int ndz_orig_decode(const uint8_t *a, struct ndz_orig_hdr *oh, char *why, size_t
 		uint32_t j;
 
 		if (rl.type != NDZ_ORIG_RELOC_FBSDDISKLABEL && rl.type != NDZ_ORIG_RELOC_SHORTSECTOR)
-			return why_set(why, whylen, NDZ_ENOTSUP, "relocation %u of type %u "
-				       "(only FreeBSD disklabel and short sector are applied)",
-				       i, rl.type);
+			return orig_fail(e, NDZ_ENOTSUP, "relocation %u of type %u "
+					 "(only FreeBSD disklabel and short sector are applied)",
+					 i, rl.type);
 		if (rl.sectoff >= NDZ_SECTOR_SIZE || rl.size == 0)
-			return why_set(why, whylen, NDZ_EREGION, "relocation %u: offset %u, size %u",
-				       i, rl.sectoff, rl.size);
+			return orig_fail(e, NDZ_EREGION, "relocation %u: offset %u, size %u",
+					 i, rl.sectoff, rl.size);
 		for (j = 0; j < oh->nregions; j++) {
 			struct ndz_region r = ndz_orig_region(a, oh, j);
 
@@ -150,16 +154,16 @@ int ndz_orig_decode(const uint8_t *a, struct ndz_orig_hdr *oh, char *why, size_t
 				break;
 		}
 		if (j == oh->nregions)
-			return why_set(why, whylen, NDZ_EREGION, "relocation %u (sector %u, %u bytes) "
-				       "outside the chunk's regions", i, rl.sector, rl.size);
+			return orig_fail(e, NDZ_EREGION, "relocation %u (sector %u, %u bytes) "
+					 "outside the chunk's regions", i, rl.sector, rl.size);
 		if (rl.type == NDZ_ORIG_RELOC_SHORTSECTOR &&
 		    (rl.sector != last.start + last.count - 1 || rl.sectoff != 0 ||
 		     rl.size >= NDZ_SECTOR_SIZE))
-			return why_set(why, whylen, NDZ_EREGION, "short-sector relocation %u is not "
-				       "a part of the chunk's last sector", i);
+			return orig_fail(e, NDZ_EREGION, "short-sector relocation %u is not "
+					 "a part of the chunk's last sector", i);
 		if (rl.type == NDZ_ORIG_RELOC_FBSDDISKLABEL && rl.size < NDZ_BSDLABEL_PARTS)
-			return why_set(why, whylen, NDZ_EREGION, "disklabel relocation %u of %u "
-				       "bytes", i, rl.size);
+			return orig_fail(e, NDZ_EREGION, "disklabel relocation %u of %u "
+					 "bytes", i, rl.size);
 	}
 	return 0;
 }
@@ -233,7 +237,7 @@ out:
 
 int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 			const struct ndz_orig_keys *keys, uint32_t *data_len,
-			char *why, size_t whylen)
+			struct ndz_error *e)
 {
 	uint8_t *data = chunk + NDZ_ORIG_HDR_AREA;
 
@@ -254,10 +258,10 @@ int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 		sha1_digest(&c, sizeof(digest), digest);
 		if (oh->csum_type & NDZ_ORIG_CSUM_SIGNED) {
 			if (keys && keys->rsa_n_len && !rsa_check(keys, oh->csum, digest))
-				return why_set(why, whylen, NDZ_EORIGSUM, "RSA signature does not "
-					       "match the chunk's SHA-1");
+				return orig_fail(e, NDZ_EORIGSUM, "RSA signature does not "
+						 "match the chunk's SHA-1");
 		} else if (memcmp(digest, oh->csum, sizeof(digest)) != 0) {
-			return why_set(why, whylen, NDZ_EORIGSUM, "SHA-1 does not match");
+			return orig_fail(e, NDZ_EORIGSUM, "SHA-1 does not match");
 		}
 	}
 	if (oh->cipher == NDZ_ORIG_CIPHER_BF_CBC) {
@@ -266,10 +270,10 @@ int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 		unsigned pad, i;
 
 		if (!keys || !keys->have_bf)
-			return why_set(why, whylen, NDZ_ENEEDKEY, "Blowfish-encrypted; give the "
-				       "original's key file");
+			return orig_fail(e, NDZ_ENEEDKEY, "Blowfish-encrypted; give the "
+					 "original's key file");
 		if (!blowfish_set_key(&bf, sizeof(keys->bf_key), keys->bf_key))
-			return why_set(why, whylen, NDZ_EKEY, "weak Blowfish key");
+			return orig_fail(e, NDZ_EKEY, "weak Blowfish key");
 		memcpy(iv, oh->iv, sizeof(iv));
 		cbc_decrypt(&bf, (nettle_cipher_func *)blowfish_decrypt, BLOWFISH_BLOCK_SIZE, iv,
 			    oh->size, data, data);
@@ -278,8 +282,8 @@ int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 		     data[oh->size - i] == pad; i++)
 			;
 		if (pad < 1 || pad > BLOWFISH_BLOCK_SIZE || i <= pad)
-			return why_set(why, whylen, NDZ_EDECRYPT, "bad padding after Blowfish "
-				       "decryption (wrong key?)");
+			return orig_fail(e, NDZ_EDECRYPT, "bad padding after Blowfish "
+					 "decryption (wrong key?)");
 		*data_len = oh->size - pad;
 		memset(&bf, 0, sizeof(bf));
 	}
@@ -297,7 +301,7 @@ static uint16_t label_sum(const uint8_t *p, size_t len)
 }
 
 int ndz_orig_relocate(const uint8_t *a, const struct ndz_orig_hdr *oh, uint8_t *out,
-		      uint64_t out_len, uint64_t base, char *why, size_t whylen)
+		      uint64_t out_len, uint64_t base, struct ndz_error *e)
 {
 	uint32_t i, j;
 
@@ -320,16 +324,16 @@ int ndz_orig_relocate(const uint8_t *a, const struct ndz_orig_hdr *oh, uint8_t *
 			pos += (uint64_t)r.count * NDZ_SECTOR_SIZE;
 		}
 		if (pos + rl.size > out_len)
-			return why_set(why, whylen, NDZ_EREGION, "relocation %u past the data", i);
+			return orig_fail(e, NDZ_EREGION, "relocation %u past the data", i);
 		l = out + pos;
 		nparts = get_le16(l + 138);
 		if (get_le32(l) != NDZ_BSDLABEL_MAGIC || get_le32(l + 132) != NDZ_BSDLABEL_MAGIC ||
 		    NDZ_BSDLABEL_PARTS + 16u * nparts > rl.size)
-			return why_set(why, whylen, NDZ_EREGION, "relocation %u: not a disklabel "
-				       "of at most %u bytes", i, rl.size);
+			return orig_fail(e, NDZ_EREGION, "relocation %u: not a disklabel "
+					 "of at most %u bytes", i, rl.size);
 		if (base > UINT32_MAX)
-			return why_set(why, whylen, NDZ_ERANGE, "disklabel at sector %llu, past "
-				       "what it can hold", (unsigned long long)base);
+			return orig_fail(e, NDZ_ERANGE, "disklabel at sector %llu, past "
+					 "what it can hold", (unsigned long long)base);
 		for (j = 0; j < nparts; j++) {
 			uint8_t *p = l + NDZ_BSDLABEL_PARTS + 16 * j;
 
@@ -463,11 +467,12 @@ static int place_chunk(struct ndz_orig_reader *r, const uint8_t *area, uint32_t 
 		       struct ndz_orig_hdr *oh, uint64_t *first, uint64_t *last,
 		       struct ndz_error *e)
 {
-	char why[160] = "";
-	int rc = ndz_orig_decode(area, oh, why, sizeof(why));
+	struct ndz_error oe = { 0 };
+	int rc = ndz_orig_decode(area, oh, &oe);
 
 	if (rc < 0)
-		return hdr_fail(r, pos, rc, why, e);
+		return ndz_error_set(e, rc, 0, "%s: chunk %u: %s", r->in->name, pos,
+				     ndz_error_msg(&oe));
 	if (pos == 0) {
 		r->version = oh->version;
 		memcpy(r->imageid, oh->imageid, 16);
@@ -689,19 +694,19 @@ void ndz_orig_reader_free(struct ndz_orig_reader *r)
 }
 
 int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_bytes,
-		       struct ndz_chunk_hdr *h, char *why, size_t whylen)
+		       struct ndz_chunk_hdr *h, struct ndz_error *e)
 {
 	struct ndz_orig_hdr oh;
-	int rc = ndz_orig_decode(chunk, &oh, why, whylen);
+	int rc = ndz_orig_decode(chunk, &oh, e);
 
 	if (rc < 0)
 		return rc;
 	/* V1 chunks chain through their neighbours' regions, unknown out of order */
 	if (oh.version == 1)
-		return why_set(why, whylen, NDZ_ENOTSUP, "a version 1 image out of order: "
-			       "convert it (imagezip --from-image)");
+		return orig_fail(e, NDZ_ENOTSUP, "a version 1 image out of order: "
+				 "convert it (imagezip --from-image)");
 	if (nchunks && oh.index >= nchunks)
-		return why_set(why, whylen, NDZ_ERANGE, "chunk %u of %u", oh.index, nchunks);
+		return orig_fail(e, NDZ_ERANGE, "chunk %u of %u", oh.index, nchunks);
 	ndz_orig_to_hdr(&oh, oh.first, oh.last, source_bytes, nchunks && oh.index == nchunks - 1,
 			h);
 	return 0;

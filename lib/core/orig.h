@@ -64,16 +64,19 @@ struct ndz_orig_keys {
 
 /*
  * ndz_orig_probe - whether len bytes start an original image: its version (1-4),
- * 0 when they do not, or NDZ_EBIGENDIAN for one written on a big-endian host.
+ * 0 when they do not, or NDZ_EBIGENDIAN (e set) for one written on a big-endian
+ * host. e may be NULL.
  */
-int ndz_orig_probe(const uint8_t *buf, size_t len);
+int ndz_orig_probe(const uint8_t *buf, size_t len, struct ndz_error *e);
 
 /*
  * ndz_orig_decode - parse and validate a NDZ_ORIG_HDR_AREA header area: magic,
  * sizes, regions sorted, not overlapping, inside [first, last), relocations inside
- * the regions and of a kind we apply. Returns 0 or a negative code with why set.
+ * the regions and of a kind we apply. Returns 0 or a negative code with e saying
+ * "the code's message: what in the header" ("malformed chunk header: data size 0
+ * outside 1..N"); the caller names the image and chunk. e may be NULL.
  */
-int ndz_orig_decode(const uint8_t *area, struct ndz_orig_hdr *oh, char *why, size_t whylen);
+int ndz_orig_decode(const uint8_t *area, struct ndz_orig_hdr *oh, struct ndz_error *e);
 
 /* ndz_orig_region - region i (< nregions) of an area ndz_orig_decode accepted. */
 struct ndz_region ndz_orig_region(const uint8_t *area, const struct ndz_orig_hdr *oh, uint32_t i);
@@ -87,22 +90,26 @@ uint64_t ndz_orig_data_end(const uint8_t *area, const struct ndz_orig_hdr *oh);
  * ndz_orig_open_chunk - in a decoder, before anything of the chunk is decoded:
  * the V4 checksum or signature (signatures only with keys->rsa_n_len) and, for an
  * encrypted chunk, decryption in place. *data_len is the compressed length after.
- * Returns 0 or a negative code with why set.
+ * Returns 0 or a negative code with e set as ndz_orig_decode sets it.
  */
 int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 			const struct ndz_orig_keys *keys, uint32_t *data_len,
-			char *why, size_t whylen);
+			struct ndz_error *e);
 
 /*
  * ndz_orig_relocate - apply the chunk's relocations to its decoded output out
  * (the regions' bytes end to end, out_len of them) for an image laid at sector
  * base of its disk: a FreeBSD disklabel gets base added to its partitions'
  * offsets and its checksum recomputed, as the original restorer does.
+ * Returns 0 or a negative code with e set as ndz_orig_decode sets it.
  */
 int ndz_orig_relocate(const uint8_t *area, const struct ndz_orig_hdr *oh, uint8_t *out,
-		      uint64_t out_len, uint64_t base, char *why, size_t whylen);
+		      uint64_t out_len, uint64_t base, struct ndz_error *e);
 
-/* ndz_orig_load_keys - the original's key files: bf (hex, 32 bytes) and/or pub (.skey). */
+/*
+ * ndz_orig_load_keys - the original's key files: bf (hex, 32 bytes) and/or pub
+ * (.skey); either may be NULL. 0, or NDZ_EIO / NDZ_EKEY with e naming the file.
+ */
 int ndz_orig_load_keys(const char *bf_path, const char *pub_path, struct ndz_orig_keys *k,
 		       struct ndz_error *e);
 
@@ -117,12 +124,18 @@ struct ndz_orig_reader;
 /*
  * ndz_orig_reader_open - in is the input; chunk0 (NDZ_CHUNK_SIZE bytes, taken over
  * and freed by the reader) is a stream's chunk 0 already read, NULL for a file.
- * Fills *first and *chunks (0 for a stream).
+ * Fills *first and *chunks (0 for a stream). 0 with *out, or a negative code with
+ * e naming in and the chunk.
  */
 int ndz_orig_reader_open(struct ndz_io *in, uint8_t *chunk0, struct ndz_chunk_hdr *first,
 			 uint32_t *chunks, struct ndz_orig_reader **out, struct ndz_error *e);
+/*
+ * ndz_orig_reader_next - as ndz_image_reader_next: 1 with the next chunk in buf and
+ * its header in h, 0 at the image's end, or a negative code with e set.
+ */
 int ndz_orig_reader_next(struct ndz_orig_reader *r, uint8_t *buf, struct ndz_chunk_hdr *h,
 			 struct ndz_error *e);
+/* ndz_orig_reader_free - accepts NULL; does not close the io. */
 void ndz_orig_reader_free(struct ndz_orig_reader *r);
 
 /* an original chunk's ndz_chunk_hdr.compat_flags: its V4 checksum type and cipher */
@@ -141,10 +154,11 @@ void ndz_orig_to_hdr(const struct ndz_orig_hdr *oh, uint64_t first, uint64_t las
  * ndz_orig_chunk_hdr - the header of one original chunk taken alone (as a
  * multicast client gets them, in any order) in an image of nchunks chunks whose
  * restore ends at source_bytes (0: not known). Version 1 is refused: its chunks
- * say nothing of where they start. 0 or a negative code with why set.
+ * say nothing of where they start. 0 or a negative code with e set as
+ * ndz_orig_decode sets it.
  */
 int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_bytes,
-		       struct ndz_chunk_hdr *h, char *why, size_t whylen);
+		       struct ndz_chunk_hdr *h, struct ndz_error *e);
 
 /*
  * An original image read from a stream has source_bytes 0: its end is not known

@@ -23,7 +23,8 @@ void ndz_ranges_clear(struct ndz_ranges *r)
 	r->n = 0;
 }
 
-static int grow(struct ndz_ranges *r, size_t need)
+/* Room for need ranges; NDZ_ENOMEM with e saying how many were wanted. */
+static int grow(struct ndz_ranges *r, size_t need, struct ndz_error *e)
 {
 	struct ndz_range *v;
 	size_t alloc;
@@ -33,25 +34,29 @@ static int grow(struct ndz_ranges *r, size_t need)
 	alloc = r->alloc ? r->alloc : 16;
 	while (alloc < need) {
 		if (alloc > SIZE_MAX / 2 / sizeof(*v))
-			return NDZ_ENOMEM;
+			return ndz_error_set(e, NDZ_ENOMEM, 0, "range list of %zu ranges: %s", need,
+					     ndz_strerror(NDZ_ENOMEM));
 		alloc *= 2;
 	}
 	v = realloc(r->v, alloc * sizeof(*v));
 	if (!v)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "range list of %zu ranges: %s", need,
+				     ndz_strerror(NDZ_ENOMEM));
 	r->v = v;
 	r->alloc = alloc;
 	return 0;
 }
 
-int ndz_ranges_add(struct ndz_ranges *r, uint64_t start, uint64_t count)
+int ndz_ranges_add(struct ndz_ranges *r, uint64_t start, uint64_t count, struct ndz_error *e)
 {
 	int rc;
 
 	if (count == 0)
 		return 0;
 	if (start + count < start)
-		return NDZ_ERANGE;
+		return ndz_error_set(e, NDZ_ERANGE, 0, "%llu sectors from sector %llu: past the "
+				     "end of the sector space", (unsigned long long)count,
+				     (unsigned long long)start);
 	if (r->n) {
 		struct ndz_range *last = &r->v[r->n - 1];
 		uint64_t end = last->start + last->count;
@@ -62,7 +67,7 @@ int ndz_ranges_add(struct ndz_ranges *r, uint64_t start, uint64_t count)
 			return 0;
 		}
 	}
-	rc = grow(r, r->n + 1);
+	rc = grow(r, r->n + 1, e);
 	if (rc < 0)
 		return rc;
 	r->v[r->n].start = start;
@@ -145,7 +150,8 @@ void ndz_ranges_fill_gaps(struct ndz_ranges *r, uint64_t min_gap)
 	r->n = out + 1;
 }
 
-int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ranges *out)
+int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ranges *out,
+		      struct ndz_error *e)
 {
 	uint64_t pos = 0;
 	size_t i;
@@ -153,20 +159,20 @@ int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ran
 
 	ndz_ranges_clear(out);
 	for (i = 0; i < r->n && r->v[i].start < limit; i++) {
-		rc = ndz_ranges_add(out, pos, r->v[i].start - pos);
+		rc = ndz_ranges_add(out, pos, r->v[i].start - pos, e);
 		if (rc < 0)
 			return rc;
 		pos = r->v[i].start + r->v[i].count;
 	}
 	if (pos < limit)
-		return ndz_ranges_add(out, pos, limit - pos);
+		return ndz_ranges_add(out, pos, limit - pos, e);
 	return 0;
 }
 
-int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src)
+int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src, struct ndz_error *e)
 {
 	size_t i, n = src->n;        /* src may be dst: its n grows in the loop */
-	int rc = grow(dst, dst->n + n);
+	int rc = grow(dst, dst->n + n, e);
 
 	if (rc < 0)
 		return rc;
@@ -176,7 +182,8 @@ int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src)
 	return 0;
 }
 
-int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count)
+int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count,
+			struct ndz_error *e)
 {
 	/* a count past the end of the sector space means "to the end" */
 	uint64_t end = count > UINT64_MAX - start ? UINT64_MAX : start + count;
@@ -191,7 +198,7 @@ int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count)
 		if (cend <= start || c->start >= end)
 			continue;
 		if (c->start < start && cend > end) {
-			int rc = grow(r, r->n + 1);
+			int rc = grow(r, r->n + 1, e);
 
 			if (rc < 0)
 				return rc;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 struct ndz_range {
 	uint64_t start;                /* first sector */
 	uint64_t count;                /* number of sectors, > 0 */
@@ -33,9 +35,10 @@ void ndz_ranges_clear(struct ndz_ranges *r);
  * ndz_ranges_add - append [start, start+count). Merged into the last range when it
  * touches or overlaps it; ranges out of order are accepted but then
  * ndz_ranges_normalize must be called. count 0 is ignored.
- * Returns 0, NDZ_ERANGE on overflow, or NDZ_ENOMEM.
+ * Returns 0, NDZ_ERANGE on overflow, or NDZ_ENOMEM, with e saying which (the
+ * caller prefixes what the ranges are of).
  */
-int ndz_ranges_add(struct ndz_ranges *r, uint64_t start, uint64_t count);
+int ndz_ranges_add(struct ndz_ranges *r, uint64_t start, uint64_t count, struct ndz_error *e);
 
 /* ndz_ranges_normalize - sort and merge to restore the invariant. */
 void ndz_ranges_normalize(struct ndz_ranges *r);
@@ -56,20 +59,22 @@ void ndz_ranges_fill_gaps(struct ndz_ranges *r, uint64_t min_gap);
 
 /*
  * ndz_ranges_invert - out = [0, limit) minus r (r normalized).
- * Returns 0 or NDZ_ENOMEM.
+ * Returns 0 or NDZ_ENOMEM with e set.
  */
-int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ranges *out);
+int ndz_ranges_invert(const struct ndz_ranges *r, uint64_t limit, struct ndz_ranges *out,
+		      struct ndz_error *e);
 
 /*
  * ndz_ranges_union - add all of src to dst and normalize dst.
- * Returns 0 or NDZ_ENOMEM.
+ * Returns 0 or NDZ_ENOMEM with e set.
  */
-int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src);
+int ndz_ranges_union(struct ndz_ranges *dst, const struct ndz_ranges *src, struct ndz_error *e);
 
 /*
  * ndz_ranges_subtract - remove [start, start+count) from r (r normalized).
- * Returns 0 or NDZ_ENOMEM (a range may split in two).
+ * Returns 0 or NDZ_ENOMEM (a range may split in two) with e set.
  */
-int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count);
+int ndz_ranges_subtract(struct ndz_ranges *r, uint64_t start, uint64_t count,
+			struct ndz_error *e);
 
 #endif

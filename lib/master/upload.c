@@ -46,7 +46,7 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 
 	memset(st, 0, sizeof(*st));
 	*status = NDZ_CTL_BADIMAGE;
-	if (!buf || ndz_image_create(&im) < 0) {
+	if (!buf || ndz_image_create(&im, NULL) < 0) {
 		rc = ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
 		*status = NDZ_CTL_FAILED;
 		goto out;
@@ -58,7 +58,7 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 					   in->name, st->chunks, h.index);
 			break;
 		}
-		if ((rc = ndz_chunk_check_data(buf, &h)) < 0) {
+		if ((rc = ndz_chunk_check_data(buf, &h, NULL)) < 0) {
 			ndz_error_set(e, rc, 0, "%s: chunk %u: %s", in->name, h.index,
 				      ndz_strerror(rc));
 			break;
@@ -247,9 +247,9 @@ static int read_head(int in_fd, uint8_t *buf, size_t *got, struct ndz_error *e)
 	}
 	if (*got == 0)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "empty, not an image; nothing sent");
-	if (ndz_orig_probe(buf, *got) > 0)
+	if (ndz_orig_probe(buf, *got, NULL) > 0)
 		return 0;
-	rc = *got < NDZ_HDR_SIZE ? NDZ_EBADMAGIC : ndz_hdr_decode(buf, &h);
+	rc = *got < NDZ_HDR_SIZE ? NDZ_EBADMAGIC : ndz_hdr_decode(buf, &h, NULL);
 	if (rc == NDZ_EBADMAGIC)
 		return ndz_error_set(e, rc, 0, "not an image (no chunk header at its start, "
 				     "as a raw disk has); make one with imagezip; nothing sent");

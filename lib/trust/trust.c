@@ -623,7 +623,7 @@ static int64_t walk_image(struct ndz_io *in, int (*fn)(void *ctx, const uint8_t 
 	uint32_t pos = 0;
 	int64_t rc;
 
-	if (!buf || ndz_image_create(&im) < 0) {
+	if (!buf || ndz_image_create(&im, NULL) < 0) {
 		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", in->name, ndz_strerror(NDZ_ENOMEM));
 		goto out;
 	}
@@ -675,7 +675,7 @@ static int build_one(void *ctx, const uint8_t *chunk, const struct ndz_chunk_hdr
 		return ndz_error_set(e, NDZ_ENOTSUP, 0, "chunk %u: an image in the original "
 				     "Frisbee format: convert and sign it (imagezip --from-image "
 				     "--sign)", h->index);
-	rc = ndz_chunk_check_data(chunk, h);
+	rc = ndz_chunk_check_data(chunk, h, NULL);
 	if (rc < 0)
 		return rc;
 	if (h->index == 0) {
@@ -865,7 +865,7 @@ int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk)
 		return NDZ_EINVAL;
 	if (ndz_trust_init() < 0)
 		return NDZ_ENOTSUP;
-	rc = ndz_hdr_decode(chunk, &h);
+	rc = ndz_hdr_decode(chunk, &h, NULL);
 	if (rc < 0)
 		return rc;
 	if ((h.incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ||
@@ -878,7 +878,7 @@ int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk)
 	memcpy(h.key_id, k->id, NDZ_KEY_ID_LEN);
 	h.data_len = plain + NDZ_CRYPT_OVERHEAD;
 	h.data_crc = 0;
-	rc = ndz_hdr_encode(&h, chunk);
+	rc = ndz_hdr_encode(&h, chunk, NULL);
 	if (rc < 0)
 		return rc;
 	ndz_hdr_auth_data(chunk, ad);
@@ -896,7 +896,7 @@ int ndz_chunk_encrypt(const struct ndz_key *k, int cipher, uint8_t *chunk)
 							   NDZ_HDR_SIZE, NULL, nonce, k->sk);
 	}
 	h.data_crc = ndz_crc32(0, data, h.data_len);
-	return ndz_hdr_encode(&h, chunk);
+	return ndz_hdr_encode(&h, chunk, NULL);
 }
 
 int ndz_chunk_decrypt(const struct ndz_key *k, uint8_t *chunk, struct ndz_chunk_hdr *h)

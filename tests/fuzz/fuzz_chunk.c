@@ -65,9 +65,9 @@ static void roundtrip(const struct ndz_chunk_hdr *h, const uint8_t *src)
 	memset(area, 0xa5, sizeof(area));
 	for (i = 0; i < h->nregions; i++)
 		ndz_hdr_set_region(area, i, ndz_hdr_region(src, i));
-	if (ndz_hdr_encode(h, area) != 0)
+	if (ndz_hdr_encode(h, area, NULL) != 0)
 		abort();
-	if (ndz_hdr_decode(area, &again) != 0 || ndz_hdr_same_image(h, &again) != 0)
+	if (ndz_hdr_decode(area, &again, NULL) != 0 || ndz_hdr_same_image(h, &again, NULL) != 0)
 		abort();
 	if (again.index != h->index || again.first != h->first || again.last != h->last ||
 	    again.nregions != h->nregions || again.data_len != h->data_len ||
@@ -126,7 +126,7 @@ static size_t build(const uint8_t *d, size_t n, uint8_t *c)
 	}
 	memcpy(c + NDZ_HDR_SIZE, d + used, h.data_len);
 	h.data_crc = crc(c + NDZ_HDR_SIZE, h.data_len);
-	if (ndz_hdr_encode(&h, c) != 0)
+	if (ndz_hdr_encode(&h, c, NULL) != 0)
 		return NDZ_HDR_SIZE + h.data_len;
 	check_invariants(&h, c);
 	return NDZ_HDR_SIZE + h.data_len;
@@ -160,14 +160,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fix_crcs(chunk);
 	}
 
-	rc = ndz_hdr_decode(chunk, &h);
+	rc = ndz_hdr_decode(chunk, &h, NULL);
 	if (rc > 0 || strcmp(ndz_strerror(rc), "unknown error") == 0)
 		abort();               /* every failure is a named error */
 	if (rc == 0) {
 		check_invariants(&h, chunk);
 		roundtrip(&h, chunk);
 	}
-	rc2 = ndz_chunk_check(chunk, &h2);
+	rc2 = ndz_chunk_check(chunk, &h2, NULL);
 	if (rc2 == 0 && rc != 0)
 		abort();
 	if (rc != 0 && rc2 != rc)

@@ -53,7 +53,7 @@ static void forge(int cipher, const uint8_t *d, size_t n)
 		 (cipher == NDZ_CIPHER_AES256GCM ? NDZ_INCOMPAT_AES256GCM : 0));
 	memcpy(chunk + OFF_KEY_ID, key.id, NDZ_KEY_ID_LEN);
 	fix_crcs(chunk);
-	if (ndz_chunk_check(chunk, &h) != 0)
+	if (ndz_chunk_check(chunk, &h, NULL) != 0)
 		return;
 	if (ndz_chunk_cipher(&h) != cipher)
 		abort();
@@ -90,9 +90,9 @@ static void roundtrip(int cipher, const uint8_t *d, size_t n)
 	memcpy(chunk + NDZ_HDR_SIZE, d, len);
 	h.data_len = len;
 	h.data_crc = crc(chunk + NDZ_HDR_SIZE, len);
-	if (ndz_hdr_encode(&h, chunk) != 0)
+	if (ndz_hdr_encode(&h, chunk, NULL) != 0)
 		abort();
-	if (ndz_chunk_encrypt(&key, cipher, chunk) != 0 || ndz_chunk_check(chunk, &h) != 0 ||
+	if (ndz_chunk_encrypt(&key, cipher, chunk) != 0 || ndz_chunk_check(chunk, &h, NULL) != 0 ||
 	    ndz_chunk_cipher(&h) != cipher || h.data_len != len + NDZ_CRYPT_OVERHEAD)
 		abort();
 	span = NDZ_HDR_SIZE + h.data_len;
@@ -107,7 +107,7 @@ static void roundtrip(int cipher, const uint8_t *d, size_t n)
 	memcpy(copy, chunk, span);
 	copy[at] ^= (uint8_t)(sel >> 24 | 1);
 	fix_crcs(copy);
-	if (ndz_chunk_check(copy, &h) != 0)
+	if (ndz_chunk_check(copy, &h, NULL) != 0)
 		return;
 	rc = ndz_chunk_decrypt(&key, copy, &h);
 	if (rc != NDZ_EDECRYPT && rc != NDZ_EWRONGKEY && !(rc == 0 && !ndz_chunk_cipher(&h)))

@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	source = 10u * (data[1] % 16 + 1);
 	data += 2;
 	size -= 2;
-	if (ndz_image_create(&im) < 0)
+	if (ndz_image_create(&im, NULL) < 0)
 		abort();
 	ndz_image_expect(im, expect, NULL);
 	for (; size >= 8; data += 8, size -= 8) {

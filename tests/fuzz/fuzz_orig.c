@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct ndz_chunk_hdr *h0;
 	struct ndz_chunk_hdr h;
 	struct ndz_orig_hdr oh;
-	char why[160];
+	struct ndz_error why = { 0 };
 	unsigned mode;
 	uint8_t *buf;
 	int rc, orc;
@@ -53,9 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(img, data, size < NDZ_CHUNK_SIZE ? size : NDZ_CHUNK_SIZE);
 
 	/* the parser alone: a verdict, with a reason when it refuses */
-	why[0] = 0;
-	orc = ndz_orig_decode(img, &oh, why, sizeof(why));
-	if (orc > 0 || (orc < 0 && !why[0]))
+	ndz_error_clear(&why);
+	orc = ndz_orig_decode(img, &oh, &why);
+	if (orc > 0 || (orc < 0 && (why.code != orc || !why.msg[0])))
 		abort();
 	if (orc == 0 && ndz_orig_data_end(img, &oh) > ((uint64_t)UINT32_MAX + 1) * NDZ_SECTOR_SIZE)
 		abort();

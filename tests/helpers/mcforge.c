@@ -57,13 +57,13 @@ int main(int argc, char **argv)
 		uint8_t *c = img + (size_t)i * NDZ_CHUNK_SIZE;
 		struct ndz_chunk_hdr h;
 
-		if (ndz_hdr_decode(c, &h) < 0 || h.data_len < 64) {
+		if (ndz_hdr_decode(c, &h, NULL) < 0 || h.data_len < 64) {
 			fprintf(stderr, "mcforge: %s: chunk %u: cannot flip\n", argv[6], i);
 			return 1;
 		}
 		c[NDZ_HDR_SIZE + h.data_len / 2] ^= 0x20;
 		h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
-		if (ndz_hdr_encode(&h, c) < 0)
+		if (ndz_hdr_encode(&h, c, NULL) < 0)
 			return 1;
 	}
 	o.group = argv[1];

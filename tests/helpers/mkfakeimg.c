@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 		for (uint32_t k = 0; k < h->data_len; k++)
 			d[k] = (uint8_t)(random() >> 7);
 		h->data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), d, h->data_len);
-		if (ndz_hdr_encode(h, chunk) != 0 || fwrite(chunk, NDZ_CHUNK_SIZE, 1, f) != 1) {
+		if (ndz_hdr_encode(h, chunk, NULL) != 0 || fwrite(chunk, NDZ_CHUNK_SIZE, 1, f) != 1) {
 			fprintf(stderr, "mkfakeimg: cannot write chunk %lu\n", i);
 			return 1;
 		}

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 	for (i = 3; i < argc; i++) {
 		unsigned long long s, c;
 
-		if (sscanf(argv[i], "%llu:%llu", &s, &c) != 2 || ndz_ranges_add(&r, s, c) < 0)
+		if (sscanf(argv[i], "%llu:%llu", &s, &c) != 2 || ndz_ranges_add(&r, s, c, NULL) < 0)
 			return 2;
 	}
 	ndz_ranges_normalize(&r);

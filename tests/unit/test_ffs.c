@@ -91,7 +91,7 @@ static int collect(void *ctx, uint64_t off, uint64_t len)
 
 	assert_int_equal(off % 512, 0);
 	assert_int_equal(len % 512, 0);
-	return ndz_ranges_add(&g->r, off / 512, len / 512);
+	return ndz_ranges_add(&g->r, off / 512, len / 512, NULL);
 }
 
 static int walk_ufs(struct got *g, struct ndz_error *err)

@@ -40,7 +40,7 @@ static int encode_area(const struct ndz_chunk_hdr *h, uint8_t *a)
 
 	for (i = 0; i < h->nregions && i < NDZ_MAX_REGIONS; i++)
 		ndz_hdr_set_region(a, i, regs[i]);
-	return ndz_hdr_encode(h, a);
+	return ndz_hdr_encode(h, a, NULL);
 }
 
 /* A valid last chunk with three regions. */
@@ -90,7 +90,7 @@ static int decode(const uint8_t *a)
 	int rc;
 
 	assert_non_null(h);
-	rc = ndz_hdr_decode(a, h);
+	rc = ndz_hdr_decode(a, h, NULL);
 	free(h);
 	return rc;
 }
@@ -155,7 +155,7 @@ static void test_roundtrip(void **state)
 	sample(in);
 	memset(a, 0xa5, NDZ_HDR_SIZE);
 	assert_int_equal(encode_area(in, a), 0);
-	assert_int_equal(ndz_hdr_decode(a, out), 0);
+	assert_int_equal(ndz_hdr_decode(a, out, NULL), 0);
 	assert_hdr_equal(in, out, a);
 	free(in);
 	free(out);
@@ -535,7 +535,7 @@ static void test_decode_nregions(void **state)
 	assert_int_equal(get_le64(a + 4076), 3 * 329);
 	assert_int_equal(get_le32(a + 4084), 2);
 	assert_int_equal(get_le64(a + 4088), 0);
-	assert_int_equal(ndz_hdr_decode(a, out), 0);
+	assert_int_equal(ndz_hdr_decode(a, out, NULL), 0);
 	assert_hdr_equal(h, out, a);
 	free(a);
 	free(h);
@@ -599,7 +599,7 @@ static int check(const uint8_t *c)
 	int rc;
 
 	assert_non_null(h);
-	rc = ndz_chunk_check(c, h);
+	rc = ndz_chunk_check(c, h, NULL);
 	if (rc == 0)
 		assert_int_equal(h->index, 7);
 	free(h);
@@ -675,7 +675,7 @@ static void test_same_image(void **state)
 	assert_non_null(b);
 	sample(a);
 	sample(b);
-	assert_int_equal(ndz_hdr_same_image(a, b), 0);
+	assert_int_equal(ndz_hdr_same_image(a, b, NULL), 0);
 	/* what differs between chunks of one image */
 	b->index = 3;
 	b->chunk_flags = 0;
@@ -685,14 +685,14 @@ static void test_same_image(void **state)
 	b->data_len = 5;
 	b->data_crc = 1;
 	b->level = 9;
-	assert_int_equal(ndz_hdr_same_image(a, b), 0);
-	assert_int_equal(ndz_hdr_same_image(b, a), 0);
+	assert_int_equal(ndz_hdr_same_image(a, b, NULL), 0);
+	assert_int_equal(ndz_hdr_same_image(b, a, NULL), 0);
 #define DIFFERS(stmt)                                                    \
 	do {                                                             \
 		sample(b);                                               \
 		stmt;                                                    \
-		assert_int_equal(ndz_hdr_same_image(a, b), NDZ_EMISMATCH); \
-		assert_int_equal(ndz_hdr_same_image(b, a), NDZ_EMISMATCH); \
+		assert_int_equal(ndz_hdr_same_image(a, b, NULL), NDZ_EMISMATCH); \
+		assert_int_equal(ndz_hdr_same_image(b, a, NULL), NDZ_EMISMATCH); \
 	} while (0)
 	DIFFERS(b->uuid[0] ^= 1);
 	DIFFERS(b->uuid[15] ^= 0x80);
@@ -704,6 +704,66 @@ static void test_same_image(void **state)
 	DIFFERS(b->codec = NDZ_CODEC_ZSTD);      /* an image never mixes codecs */
 #undef DIFFERS
 	free(a);
+	free(b);
+}
+
+/* The error context: the chunk named, the reason; NULL allowed; the first error wins. */
+static void test_messages(void **state)
+{
+	struct ndz_chunk_hdr *h = malloc(sizeof(*h)), *b = malloc(sizeof(*b));
+	struct ndz_error e = { 0 };
+	uint8_t *c = make_chunk(1000);
+
+	(void)state;
+	assert_non_null(h);
+	assert_non_null(b);
+	assert_int_equal(ndz_chunk_check(c, h, &e), 0);
+	assert_int_equal(e.code, 0);
+	c[O_LAST] ^= 1;
+	assert_int_equal(ndz_hdr_decode(c, h, &e), NDZ_EHDRCRC);
+	assert_string_equal(ndz_error_msg(&e), "chunk 7: bad header checksum");
+	assert_int_equal(ndz_hdr_decode(c, h, NULL), NDZ_EHDRCRC);
+	/* first error wins */
+	assert_int_equal(ndz_chunk_check(c, h, &e), NDZ_EHDRCRC);
+	assert_string_equal(ndz_error_msg(&e), "chunk 7: bad header checksum");
+	c[O_LAST] ^= 1;
+	c[O_MAGIC] ^= 1;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_hdr_decode(c, h, &e), NDZ_EBADMAGIC);
+	assert_string_equal(ndz_error_msg(&e), "chunk header: not an image (bad magic)");
+	c[O_MAGIC] ^= 1;
+	c[NDZ_HDR_SIZE + 10] ^= 1;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_chunk_check(c, h, &e), NDZ_EDATACRC);
+	assert_string_equal(ndz_error_msg(&e), "chunk 7: bad data checksum");
+	c[NDZ_HDR_SIZE + 10] ^= 1;
+	c[NDZ_HDR_SIZE + 2000] = 1;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_chunk_check_padding(c, h, &e), NDZ_EPADDING);
+	assert_string_equal(ndz_error_msg(&e), "chunk 7: non-zero bytes in chunk padding");
+	/* encode names the chunk and the broken invariant */
+	sample(h);
+	h->codec = 9;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_hdr_encode(h, c, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e),
+			    "chunk 7: not encoded: unsupported compression codec");
+	sample(h);
+	h->version = 2;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_hdr_encode(h, c, &e), NDZ_EINVAL);
+	assert_non_null(strstr(ndz_error_msg(&e), "chunk 7: not encoded: a version"));
+	/* same_image names the field */
+	sample(h);
+	sample(b);
+	b->index = 2;
+	b->source_bytes++;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_hdr_same_image(h, b, &e), NDZ_EMISMATCH);
+	assert_string_equal(ndz_error_msg(&e), "chunk 2: chunk belongs to another image (its "
+			    "source size differs from chunk 7's)");
+	free(c);
+	free(h);
 	free(b);
 }
 
@@ -805,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_every_byte_flip),
 		cmocka_unit_test(test_chunk_check),
 		cmocka_unit_test(test_same_image),
+		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_data_bytes),
 		cmocka_unit_test(test_sectors_of),
 		cmocka_unit_test(test_crc32_is_zlib),

@@ -50,7 +50,7 @@ static void test_in_any_order(void **state)
 
 	(void)state;
 	for (k = 0; k < sizeof(orders) / sizeof(orders[0]); k++) {
-		assert_int_equal(ndz_image_create(&im), 0);
+		assert_int_equal(ndz_image_create(&im, NULL), 0);
 		for (i = 0; i < 5; i++) {
 			struct ndz_chunk_hdr h = hdr(orders[k][i], 5);
 
@@ -74,7 +74,7 @@ static void test_rules(void **state)
 	struct ndz_image *im;
 
 	(void)state;
-	assert_int_equal(ndz_image_create(&im), 0);
+	assert_int_equal(ndz_image_create(&im, NULL), 0);
 	h = hdr(1, 4);
 	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
 
@@ -132,7 +132,7 @@ static void test_rules(void **state)
 	ndz_image_free(im);
 
 	/* a LAST chunk below one already seen */
-	assert_int_equal(ndz_image_create(&im), 0);
+	assert_int_equal(ndz_image_create(&im, NULL), 0);
 	h = hdr(3, 5);
 	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
 	h = hdr(1, 2);
@@ -156,7 +156,7 @@ static void test_rules(void **state)
 	ndz_image_free(im);
 
 	/* an empty image is not whole */
-	assert_int_equal(ndz_image_create(&im), 0);
+	assert_int_equal(ndz_image_create(&im, NULL), 0);
 	assert_int_equal(ndz_image_complete(im, NULL), NDZ_EMISSING);
 	ndz_image_free(im);
 }
@@ -169,7 +169,7 @@ static void test_expected(void **state)
 	struct ndz_image *im;
 
 	(void)state;
-	assert_int_equal(ndz_image_create(&im), 0);
+	assert_int_equal(ndz_image_create(&im, NULL), 0);
 	ndz_image_expect(im, 3, (const uint8_t *)"image-rules-uuid");
 	h = hdr(3, 4);
 	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_ERANGE);

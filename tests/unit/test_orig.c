@@ -20,7 +20,7 @@ enum { MAGIC = 0, SIZE = 4, INDEX = 8, RSIZE = 16, RCOUNT = 20, FIRST = 24, LAST
        NRELOC = 32, REGS = 36 };
 
 static uint8_t *chunk;
-static char why[160];
+static struct ndz_error why;
 
 /* A V3 chunk 0 of sectors [0, 100): regions {0,10} {20,5} {50,50}, no relocation. */
 static void v3(void)
@@ -53,8 +53,8 @@ static void reloc(uint32_t type, uint32_t sector, uint32_t off, uint32_t size)
 
 static int decode(struct ndz_orig_hdr *oh)
 {
-	why[0] = 0;
-	return ndz_orig_decode(chunk, oh, why, sizeof(why));
+	ndz_error_clear(&why);
+	return ndz_orig_decode(chunk, oh, &why);
 }
 
 static void test_probe(void **state)
@@ -65,16 +65,18 @@ static void test_probe(void **state)
 	for (uint32_t v = 1; v <= 4; v++) {
 		put_le32(b, 0x69696969 + v - 1);
 		put_le32(b + 16, 4096);
-		assert_int_equal(ndz_orig_probe(b, sizeof(b)), (int)v);
+		assert_int_equal(ndz_orig_probe(b, sizeof(b), NULL), (int)v);
 	}
 	put_le32(b, 0x6b696969);                /* V3 written big-endian */
-	assert_int_equal(ndz_orig_probe(b, sizeof(b)), NDZ_EBIGENDIAN);
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_probe(b, sizeof(b), &why), NDZ_EBIGENDIAN);
+	assert_string_equal(ndz_error_msg(&why), ndz_strerror(NDZ_EBIGENDIAN));
 	put_le32(b, 0x69696969);                /* V1: the same magic, regionsize backwards */
 	b[16] = 0, b[17] = 0, b[18] = 0x10, b[19] = 0;
-	assert_int_equal(ndz_orig_probe(b, sizeof(b)), NDZ_EBIGENDIAN);
+	assert_int_equal(ndz_orig_probe(b, sizeof(b), NULL), NDZ_EBIGENDIAN);
 	memcpy(b, "NDZIMAGE", 8);
-	assert_int_equal(ndz_orig_probe(b, sizeof(b)), 0);
-	assert_int_equal(ndz_orig_probe(b, 3), 0);
+	assert_int_equal(ndz_orig_probe(b, sizeof(b), NULL), 0);
+	assert_int_equal(ndz_orig_probe(b, 3, NULL), 0);
 }
 
 static void test_valid(void **state)
@@ -120,7 +122,7 @@ static void test_damage(void **state)
 		v3();
 		put_le32(chunk + c[i].off, c[i].val);
 		assert_int_equal(decode(&oh), c[i].code);
-		assert_non_null(strstr(why, c[i].what));
+		assert_non_null(strstr(ndz_error_msg(&why), c[i].what));
 	}
 	v3();
 	reloc(3, 5, 0, 100);                    /* a LILO relocation: not applied */
@@ -128,7 +130,7 @@ static void test_damage(void **state)
 	v3();
 	reloc(NDZ_ORIG_RELOC_FBSDDISKLABEL, 12, 0, 276);   /* in the gap: outside */
 	assert_int_equal(decode(&oh), NDZ_EREGION);
-	assert_non_null(strstr(why, "outside the chunk's regions"));
+	assert_non_null(strstr(ndz_error_msg(&why), "outside the chunk's regions"));
 	v3();
 	reloc(NDZ_ORIG_RELOC_FBSDDISKLABEL, 9, 300, 276);  /* runs past its region */
 	assert_int_equal(decode(&oh), NDZ_EREGION);
@@ -169,11 +171,14 @@ static void test_v4(void **state)
 	sha1_update(&s, 4096 + 1000, chunk);    /* the checksum field is zero now */
 	sha1_digest(&s, 20, chunk + 72);
 	assert_int_equal(decode(&oh), 0);
-	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, NULL, &len, why, sizeof(why)), 0);
+	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, NULL, &len, &why), 0);
 	assert_int_equal(len, 1000);
 	chunk[4096 + 500] ^= 1;
-	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, NULL, &len, why, sizeof(why)),
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, NULL, &len, &why),
 			 NDZ_EORIGSUM);
+	assert_string_equal(ndz_error_msg(&why), "bad checksum or signature in an "
+			    "original-format chunk: SHA-1 does not match");
 
 	/* 1000 bytes padded to 1008, encrypted */
 	v4(NDZ_ORIG_CIPHER_BF_CBC, 0);
@@ -189,9 +194,12 @@ static void test_v4(void **state)
 	cbc_encrypt(&bf, (nettle_cipher_func *)blowfish_encrypt, 8, iv, 1008, chunk + 4096,
 		    chunk + 4096);
 	assert_int_equal(decode(&oh), 0);
-	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, NULL, &len, why, sizeof(why)),
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, NULL, &len, &why),
 			 NDZ_ENEEDKEY);
-	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, &k, &len, why, sizeof(why)), 0);
+	assert_int_equal(why.code, NDZ_ENEEDKEY);
+	assert_non_null(strstr(ndz_error_msg(&why), ": Blowfish-encrypted; give the"));
+	assert_int_equal(ndz_orig_open_chunk(chunk, &oh, &k, &len, &why), 0);
 	assert_int_equal(len, 1000);
 	assert_memory_equal(chunk + 4096, plain, 1000);
 	/* a size that is not whole blocks */
@@ -227,7 +235,7 @@ static void test_disklabel(void **state)
 	put_le32(l + 168, 24576);
 	put_le32(l + 184, 0);                   /* c unused: size 0, offset 7 stays */
 	put_le32(l + 188, 7);
-	assert_int_equal(ndz_orig_relocate(chunk, &oh, out, 100 * 512, 2048, why, sizeof(why)), 0);
+	assert_int_equal(ndz_orig_relocate(chunk, &oh, out, 100 * 512, 2048, &why), 0);
 	assert_int_equal(get_le32(l + 152), 2048);
 	assert_int_equal(get_le32(l + 168), 26624);
 	assert_int_equal(get_le32(l + 188), 7);
@@ -235,8 +243,11 @@ static void test_disklabel(void **state)
 		x ^= get_le16(l + i);
 	assert_int_equal(x, 0);
 	put_le32(l, 0);                         /* not a label: refused */
-	assert_int_equal(ndz_orig_relocate(chunk, &oh, out, 100 * 512, 2048, why, sizeof(why)),
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_relocate(chunk, &oh, out, 100 * 512, 2048, &why),
 			 NDZ_EREGION);
+	assert_string_equal(ndz_error_msg(&why), "region outside the image or out of order: "
+			    "relocation 0: not a disklabel of at most 276 bytes");
 	free(out);
 }
 

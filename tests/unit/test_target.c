@@ -73,7 +73,7 @@ static void image_header(uint8_t *area)
 	h.image_kind = NDZ_KIND_WHOLE;
 	h.nregions = 1;
 	ndz_hdr_set_region(area, 0, r);
-	assert_int_equal(ndz_hdr_encode(&h, area), 0);
+	assert_int_equal(ndz_hdr_encode(&h, area, NULL), 0);
 }
 
 static void test_output_missing_empty_image(void **state)

@@ -196,7 +196,7 @@ static void test_gaps_and_order(void **state)
 
 		if (c > sectors - s)
 			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
 		s += c + 1 + fix_rnd(&seed) % 1500;
 	}
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
@@ -291,7 +291,7 @@ static void test_outgrow_job(void **state)
 
 		if (c > sectors - s)
 			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
 		s += c + 1 + fix_rnd(&seed) % 300;
 	}
 	for (codec = NDZ_CODEC_ZLIB; codec <= (int)NDZ_CODEC_ZSTD; codec++) {
@@ -300,7 +300,7 @@ static void test_outgrow_job(void **state)
 		for (i = 0, big = 0; i < img.n; i++) {
 			struct ndz_chunk_hdr h;
 
-			assert_int_equal(ndz_hdr_decode(fix_chunk(&img, i), &h), 0);
+			assert_int_equal(ndz_hdr_decode(fix_chunk(&img, i), &h, NULL), 0);
 			if (ndz_hdr_data_bytes(fix_chunk(&img, i), &h) > 8 * MiB)
 				big++;
 		}
@@ -372,11 +372,11 @@ static void reheader(uint8_t *chunk, void (*edit)(uint8_t *, struct ndz_chunk_hd
 {
 	struct ndz_chunk_hdr h;
 
-	assert_int_equal(ndz_chunk_check(chunk, &h), 0);
+	assert_int_equal(ndz_chunk_check(chunk, &h, NULL), 0);
 	edit(chunk, &h);
 	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), chunk + NDZ_HDR_SIZE, h.data_len);
-	assert_int_equal(ndz_hdr_encode(&h, chunk), 0);
-	assert_int_equal(ndz_chunk_check(chunk, &h), 0);
+	assert_int_equal(ndz_hdr_encode(&h, chunk, NULL), 0);
+	assert_int_equal(ndz_chunk_check(chunk, &h, NULL), 0);
 }
 
 static void grow_region(uint8_t *area, struct ndz_chunk_hdr *h)
@@ -484,10 +484,10 @@ static void corrupt_chunks(int codec)
 
 		assert_non_null(save);
 		memcpy(save, c, NDZ_CHUNK_SIZE);
-		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		assert_int_equal(ndz_chunk_check(c, &h, NULL), 0);
 		memset(c + NDZ_HDR_SIZE + 2, 0xff, 64);
 		h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
-		assert_int_equal(ndz_hdr_encode(&h, c), 0);
+		assert_int_equal(ndz_hdr_encode(&h, c, NULL), 0);
 		opts(&o, 1, 0);
 		o.verify_only = 1;
 		rc = restore(NULL, &one, NULL, &o, NULL, err, sizeof(err));
@@ -526,14 +526,14 @@ static void set_data(uint8_t *c, const uint8_t *d, size_t n)
 
 	assert_non_null(copy);
 	memcpy(copy, d, n);                    /* d may be c's own data */
-	assert_int_equal(ndz_hdr_decode(c, &h), 0);
+	assert_int_equal(ndz_hdr_decode(c, &h, NULL), 0);
 	assert_true(n <= NDZ_MAX_DATA);
 	memset(c + NDZ_HDR_SIZE, 0, NDZ_MAX_DATA);
 	memcpy(c + NDZ_HDR_SIZE, copy, n);
 	free(copy);
 	h.data_len = (uint32_t)n;
 	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, h.data_len);
-	assert_int_equal(ndz_hdr_encode(&h, c), 0);
+	assert_int_equal(ndz_hdr_encode(&h, c, NULL), 0);
 }
 
 /* One zstd frame of n bytes of in at out (cap bytes): window 1 << wlog, prefix p of plen. */
@@ -614,7 +614,7 @@ static void test_zstd_claims(void **state)
 		};
 
 		memcpy(c, save, NDZ_CHUNK_SIZE);
-		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		assert_int_equal(ndz_chunk_check(c, &h, NULL), 0);
 		if (k == 0) {                                  /* states its size: 1 sector over */
 			set_data(c, frames, frame_of(frames, 2 * MiB, src, len, 21, NULL, 0, 0));
 			reheader(c, shrink_region);
@@ -743,7 +743,7 @@ static void test_target_too_small(void **state)
 	(void)state;
 	assert_non_null(src);
 	assert_int_equal(fix_zip(src, len, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
-	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 	assert_int_equal(ndz_image_fits(&h, "t", len, NULL), 0);
 	assert_int_equal(ndz_image_fits(&h, "t", len + 1, NULL), 0);
 	assert_int_equal(ndz_image_fits(&h, "t", len - 1, NULL), NDZ_ETOOSMALL);
@@ -794,7 +794,7 @@ static void test_write_guard(void **state)
 	(void)state;
 	assert_non_null(src);
 	/* one range in the middle of the source */
-	assert_int_equal(ndz_ranges_add(&alloc, 1000, 1500), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, 1000, 1500, NULL), 0);
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
 	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 1000 * 512, 2500 * 512, &f), 0);

@@ -113,13 +113,13 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 		uLongf outlen;
 		uint8_t *out;
 		uint32_t r;
-		int rc = ndz_chunk_check(c, h);
+		int rc = ndz_chunk_check(c, h, NULL);
 
 		if (rc < 0)
 			fail_msg("%s: chunk %zu: %s", what, i, ndz_strerror(rc));
 		if (i == 0)
 			*first = *h;
-		assert_int_equal(ndz_hdr_same_image(first, h), 0);
+		assert_int_equal(ndz_hdr_same_image(first, h, NULL), 0);
 		assert_memory_equal(h->uuid, "fixed-test-uuid!", 16);
 		assert_int_equal(h->index, i);
 		assert_int_equal(h->source_bytes, len);
@@ -135,7 +135,7 @@ static void verify_image(const struct fix_image *img, const uint8_t *src, uint64
 		prev_last = h->last;
 		for (r = 0; r < h->nregions; r++)
 			assert_int_equal(ndz_ranges_add(&got, ndz_hdr_region(c, r).start,
-							ndz_hdr_region(c, r).count), 0);
+							ndz_hdr_region(c, r).count, NULL), 0);
 		/* the data is one zlib stream holding exactly the regions' sectors */
 		want = ndz_hdr_data_bytes(c, h);
 		out = malloc(want + 1);
@@ -190,7 +190,7 @@ static void verify_fill(const struct fix_image *img, const char *what)
 
 	assert_non_null(h);
 	for (i = 0; i + 1 < img->n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(img, i), h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(img, i), h, NULL), 0);
 		if (h->nregions == NDZ_MAX_REGIONS)
 			continue;
 		if (h->data_len < NDZ_MAX_DATA / 100 * 98)
@@ -298,7 +298,7 @@ static void test_zstd_fill(void **state)
 				       sizeof(err)), 0);
 	assert_true(a.n >= 3);
 	for (i = 0; i + 1 < a.n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h, NULL), 0);
 		assert_int_equal(h.codec, NDZ_CODEC_ZSTD);
 		assert_int_equal(h.level, 3);
 		if (h.data_len < NDZ_MAX_DATA - 1024)
@@ -310,7 +310,7 @@ static void test_zstd_fill(void **state)
 		uint8_t *out = malloc(64 * MiB);
 
 		assert_non_null(out);
-		assert_int_equal(ndz_chunk_check(fix_chunk(&a, 0), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, 0), &h, NULL), 0);
 		assert_true(ZSTD_isError(ZSTD_decompress(out, 64 * MiB,
 							 fix_chunk(&a, 0) + NDZ_HDR_SIZE,
 							 h.data_len)));
@@ -350,7 +350,7 @@ static void test_zstd_grid(void **state)
 		size_t in = 0;
 		uint64_t f0 = at;
 
-		assert_int_equal(ndz_chunk_check(c, &h), 0);
+		assert_int_equal(ndz_chunk_check(c, &h, NULL), 0);
 		mid += at % MiB != 0;
 		while (in < h.data_len) {
 			size_t fsz = ZSTD_findFrameCompressedSize(d + in, h.data_len - in);
@@ -443,7 +443,7 @@ static void test_levels(void **state)
 		assert_int_equal(fix_zip(src, 2 * MiB + 512, NULL, 2, level, &img, NULL, err,
 					 sizeof(err)), 0);
 		verify_image(&img, src, 2 * MiB + 512, &alloc, what);
-		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 		assert_int_equal(h.level, level);
 		fix_image_release(&img);
 	}
@@ -469,7 +469,7 @@ static void test_empty(void **state)
 	(void)state;
 	assert_int_equal(fix_zip(src, 0, NULL, 1, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(img.n, 1);
-	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 	assert_int_equal(h.nregions, 0);
 	assert_int_equal(h.source_bytes, 0);
 	assert_int_equal(h.last, 0);
@@ -479,7 +479,7 @@ static void test_empty(void **state)
 
 	assert_int_equal(fix_zip(src, 4000, &none, 2, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(img.n, 1);
-	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+	assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 	assert_int_equal(h.nregions, 0);
 	assert_int_equal(h.first, 0);
 	assert_int_equal(h.last, 8);
@@ -504,7 +504,7 @@ static void test_ranges_scattered(void **state)
 
 		if (c > sectors - s)
 			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c), 0);
+		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
 		s += c + 1 + fix_rnd(&seed) % 2000;
 	}
 	assert_int_equal(fix_zip(src, len, &alloc, 1, 4, &a, NULL, err, sizeof(err)), 0);
@@ -544,11 +544,11 @@ static void test_threads_awkward(void **state)
 
 		if (n > sectors - s)
 			n = sectors - s;
-		assert_int_equal(ndz_ranges_add(&scat, s, n), 0);
+		assert_int_equal(ndz_ranges_add(&scat, s, n, NULL), 0);
 		s += n + 1 + fix_rnd(&seed) % 7;
 	}
 	for (s = 0; s < 3 * NDZ_MAX_REGIONS + 5 && 3 * s + 40 < sectors; s++)
-		assert_int_equal(ndz_ranges_add(&many, 3 * s, 1 + s % 2), 0);
+		assert_int_equal(ndz_ranges_add(&many, 3 * s, 1 + s % 2, NULL), 0);
 	for (c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
 		for (r = 0; r < 2; r++) {
 			const struct ndz_ranges *alloc = r ? &many : &scat;
@@ -587,12 +587,12 @@ static void test_region_limit(void **state)
 	(void)state;
 	assert_non_null(src);
 	for (i = 0; i < nr; i++)
-		assert_int_equal(ndz_ranges_add(&alloc, 2 * i + 1, 1), 0);
+		assert_int_equal(ndz_ranges_add(&alloc, 2 * i + 1, 1, NULL), 0);
 	assert_int_equal(fix_zip(src, len, &alloc, 1, 4, &a, NULL, err, sizeof(err)), 0);
 	verify_image(&a, src, len, &alloc, "many small ranges");
 	assert_int_equal(a.n, 4);
 	for (i = 0; i < a.n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h, NULL), 0);
 		assert_true(h.nregions <= NDZ_MAX_REGIONS);
 		full += h.nregions == NDZ_MAX_REGIONS;
 	}
@@ -699,13 +699,13 @@ static void test_errors(void **state)
 
 	/* ranges outside the source are refused before anything is read */
 	ndz_ranges_clear(&alloc);
-	assert_int_equal(ndz_ranges_add(&alloc, len / 512 - 1, 2), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, len / 512 - 1, 2, NULL), 0);
 	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_EINVAL);
 	assert_int_equal(img.n, 0);
 	ndz_ranges_clear(&alloc);
-	assert_int_equal(ndz_ranges_add(&alloc, 100, 10), 0);
-	assert_int_equal(ndz_ranges_add(&alloc, 50, 10), 0);  /* not normalized */
+	assert_int_equal(ndz_ranges_add(&alloc, 100, 10, NULL), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, 50, 10, NULL), 0);  /* not normalized */
 	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_EINVAL);
 	assert_int_equal(img.n, 0);
@@ -727,7 +727,7 @@ static void test_errors(void **state)
 		static const uint8_t nil[16];
 		struct ndz_chunk_hdr h;
 
-		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, 0), &h, NULL), 0);
 		assert_memory_not_equal(h.uuid, nil, 16);
 	}
 	fix_image_release(&img);
@@ -765,7 +765,7 @@ static void test_partition_fields(void **state)
 			 0);
 	assert_int_equal(img.n, 3);
 	for (i = 0; i < img.n; i++) {
-		assert_int_equal(ndz_chunk_check(fix_chunk(&img, i), &h), 0);
+		assert_int_equal(ndz_chunk_check(fix_chunk(&img, i), &h, NULL), 0);
 		assert_memory_equal(h.uuid, "partition-uuid-1", 16);
 		assert_int_equal(h.image_kind, NDZ_KIND_PARTITION);
 		assert_int_equal(h.part_index, 3);

@@ -121,7 +121,7 @@ static inline void fix_image_release(struct fix_image *img)
 static inline int fix_whole(struct ndz_ranges *r, uint64_t len)
 {
 	ndz_ranges_clear(r);
-	return ndz_ranges_add(r, 0, ndz_sectors_of(len));
+	return ndz_ranges_add(r, 0, ndz_sectors_of(len), NULL);
 }
 
 /*

@@ -4,7 +4,8 @@
 # uploads it to mfrisbeed in the namespace; the stored image must restore to the disk
 # byte for byte, and a second VM reloads it through the master. Meanwhile another VM
 # captures to a name it may not upload to (refused with the master's reason, powered
-# off, nothing stored) and a third's imagezip fails (its upload is cut, nothing stored).
+# off, nothing stored) and a third's imagezip fails (nothing stored). Capture is one
+# process, imagezip --upload: its one error is the reason.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
@@ -31,7 +32,7 @@ common="ndz.mode=capture ndz.master=$VM_SRV ndz.after=poweroff ndz.onfail=powero
 t0=$(date +%s)
 VM_TIMEOUT=150 vm_start cap "$T/cap.disk" "ndz.image=cap $common"
 VM_TIMEOUT=150 vm_start deny "$T/deny.disk" "ndz.image=fixed $common"
-# imagezip fails at once (an option it does not know): the upload must be cut
+# imagezip fails at once (an option it does not know): nothing is sent
 VM_TIMEOUT=150 vm_start bad "$T/bad.disk" "ndz.image=bad ndz.opts=--no-such-option $common"
 vm_wait cap; vm_wait deny; vm_wait bad
 secs=$(( $(date +%s) - t0 ))
@@ -62,7 +63,7 @@ check "e2fsck -fn finds the restore clean" sh -c "e2fsck -fn '$T/up.out' >'$T/fs
 
 res=$(vm_result deny)
 check "capture to a name the VM may not upload to: the master's reason ($res)" \
-	[ "$res" = "failed: frisbee-upload: master $VM_SRV:3563: image 'fixed': access denied" ]
+	[ "$res" = "failed: imagezip: master $VM_SRV:3563: image 'fixed': access denied" ]
 check "... powered off (ndz.onfail), no success line" \
 	sh -c "[ \"$(cat "$T/deny.qrc")\" = 0 ] && grep -q 'reboot: Power down' '$T/deny.con' && ! grep -q '^NDZ-RESULT: ok' '$T/deny.con'"
 check "... nothing stored, the served image unchanged" \

@@ -1,0 +1,100 @@
+#!/bin/sh
+# imagezip --upload: a capture sent to the image master in one process; the image it
+# stores restores byte-identical; a refusal, a rejection (quota) and a master killed
+# mid-upload give a non-zero exit with one error, the master's reason, and store nothing.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+out=$("$IMAGEZIP" --help); rc=$?
+check "imagezip --help names --upload" sh -c "[ $rc = 0 ] && echo \"\$1\" | grep -q -- '--upload HOST\[:PORT\]:NAME'" _ "$out"
+head -c 65536 /dev/urandom >"$T/small"
+"$IMAGEZIP" -r --upload 127.0.0.1:x "$T/small" "$T/small.ndz" 2>"$T/err"; rc=$?
+check "--upload with an IMAGE too: exit 2 and says so" \
+	eval "[ $rc = 2 ] && grep -q '^imagezip: --upload: expected SOURCE only, got 2 arguments' '$T/err'"
+"$IMAGEZIP" -r --upload 127.0.0.1 "$T/small" 2>"$T/err"; rc=$?
+check "--upload without a NAME: exit 2 and says so" \
+	eval "[ $rc = 2 ] && grep -q \"^imagezip: --upload: '127.0.0.1' is not HOST\[:PORT\]:NAME\" '$T/err'"
+"$IMAGEZIP" -r --upload '127.0.0.1:my image' "$T/small" 2>"$T/err"; rc=$?
+check "--upload of a name no image can have: exit 2 and says so" \
+	eval "[ $rc = 2 ] && grep -q \"^imagezip: --upload: 'my image' is not a valid image name\" '$T/err'"
+netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+MFRISBEED="$NDZ_BIN/mfrisbeed"
+SRV=10.77.0.1
+netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
+netns_host c1 11 && netns_host far 99 || { not_ok "hosts"; done_testing; }
+mkdir -p "$T/up" "$T/run"
+# a disk of text and random data: chunks compressed to something real
+head -c $(( 3 * 1024 * 1024 )) /dev/urandom >"$T/disk.r"
+yes "ndz upload test line" | head -c $(( 4 * 1024 * 1024 )) >"$T/disk.t"
+cat "$T/disk.r" "$T/disk.t" "$T/disk.r" >"$T/disk"
+head -c $(( 24 * 1024 * 1024 )) /dev/urandom >"$T/big"
+cat >"$T/m.conf" <<CONF
+upload-dir $T/up allow 10.77.0.0/27 upload 10.77.0.11
+upload-timeout 5
+CONF
+ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
+MPID=$!
+for k in $(seq 20); do
+	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
+	sleep 0.1
+done
+# zip HOST NAME SOURCE [OPTIONS...]: imagezip --upload from HOST; stderr in $T/err, status in rc
+zip() {
+	zh=$1 zn=$2 zs=$3; shift 3
+	in_ns "$zh" "$IMAGEZIP" "$@" --wait 10 --upload "$SRV:$zn" "$zs" 2>"$T/err"; rc=$?
+}
+msg() { cat "$T/err"; }
+# one line: the one error
+one() { [ "$(wc -l <"$T/err")" = 1 ]; }
+status() { in_ns c1 "$MFRISBEED" --status "$SRV"; }
+only() { [ "$(ls -A "$T/up" | tr '\n' ' ')" = "$* " ]; }
+
+zip c1 gold "$T/disk" -r -v
+check "imagezip --upload: exit 0, says it was stored ($rc: $(msg))" \
+	eval "[ $rc = 0 ] && grep -q \"^stored as image 'gold' on $SRV\$\" '$T/err'"
+"$IMAGEUNZIP" -q "$T/up/gold.ndz" "$T/restored" 2>"$T/uz.err"; rc=$?
+check "the stored image restores byte-identical, nothing else left" \
+	eval "[ $rc = 0 ] && cmp -s '$T/disk' '$T/restored' && only gold.ndz"
+"$IMAGEZIP" -q -r --uuid 0123456789abcdef0123456789abcdef "$T/disk" "$T/local.ndz"
+zip c1 gold2 "$T/disk" -r -q --uuid 0123456789abcdef0123456789abcdef
+check "... the very bytes imagezip writes into a file ($rc)" \
+	eval "[ $rc = 0 ] && cmp -s '$T/local.ndz' '$T/up/gold2.ndz'"
+
+zip far gold "$T/disk" -r -q
+check "a host no upload rule names: exit 1, the master's reason, one line ($rc: $(msg))" \
+	eval "[ $rc = 1 ] && one && [ \"\$(msg)\" = \"imagezip: master $SRV:3563: image 'gold': access denied: no upload rule matches 10.77.0.99 for image 'gold'\" ]"
+check "... the stored image untouched" eval "only gold.ndz gold2.ndz && cmp -s '$T/local.ndz' '$T/up/gold2.ndz'"
+
+# every chunk sent, then imagezip fails (its manifest cannot be written): the upload is
+# canceled and the master, which saw a stray byte after the last chunk, stores nothing
+"$NDZ_BIN/imagekey" -q generate -o "$T/k" || not_ok "imagekey generate"
+zip c1 cut "$T/disk" -r -q --sign "$T/k.sec" --manifest "$T/no/such/dir/cut.manifest"
+check "imagezip failing after its last chunk: exit 1, its own error, one line ($rc: $(msg))" \
+	eval "[ $rc = 1 ] && one && grep -q '^imagezip: $T/no/such/dir/cut.manifest' '$T/err'"
+check "... the master stored nothing" wait_until 4 only gold.ndz gold2.ndz
+check "... and says why" wait_until 4 grep -q "upload of cut from 10.77.0.11 rejected: .*data after the image's last chunk" "$T/m.log"
+
+used=$(( $(stat -c %s "$T/up/gold.ndz") + $(stat -c %s "$T/up/gold2.ndz") ))
+echo "quota $(( used + 2 * 1024 * 1024 ))" >>"$T/m.conf"
+kill -HUP "$MPID"
+sleep 0.3
+zip c1 big "$T/disk" -r -q
+check "quota exceeded mid-stream: exit 1, the master's reason, one line ($rc: $(msg))" \
+	eval "[ $rc = 1 ] && one && grep -q \"^imagezip: master $SRV:3563: image 'big': upload quota exceeded: upload: chunk [0-9]*: past the quota\" '$T/err'"
+check "... nothing stored" only gold.ndz gold2.ndz
+sed -i '/^quota /d' "$T/m.conf"
+kill -HUP "$MPID"
+sleep 0.3
+
+# the master killed mid-upload: a slow link keeps the upload running meanwhile
+netns_shape srv 8mbit
+( in_ns c1 "$IMAGEZIP" -q -r --wait 10 --upload "$SRV:late" "$T/big" 2>"$T/err"; echo $? >"$T/rc" ) &
+zpid=$!
+for k in $(seq 50); do status 2>/dev/null | grep -q '"uploading": \[{"image": "late"' && break; sleep 0.1; done
+check "the upload runs" eval "status | grep -q '\"uploading\": \[{\"image\": \"late\"'"
+kill -9 "$MPID"; wait "$MPID" 2>/dev/null
+wait "$zpid"
+rc=$(cat "$T/rc")
+check "master killed mid-upload: exit 1, one error naming the master ($rc: $(msg))" \
+	eval "[ $rc = 1 ] && one && grep -q \"^imagezip: master $SRV:3563: image 'late': \" '$T/err'"
+check "... nothing stored under its name" eval "[ ! -e '$T/up/late.ndz' ]"
+done_testing
