@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/err.h"
 #include "proto.h"
 
 struct ndz_fetch;
@@ -47,17 +48,20 @@ typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing
  * size): 0; NDZ_ERANGE when no image could have that many chunks for its source size
  * (every chunk but the last covers at least one sector, doc/FORMAT.md: at most
  * max(1, ceil(source_bytes / 512)) chunks); NDZ_ETOOSMALL when the target cannot
- * hold what is written (source_bytes, or with raw the image itself). A client checks
- * this before it makes a cache for that many chunks.
+ * hold what is written (source_bytes, or with raw the image itself); e (may be NULL)
+ * says which. A client checks this before it makes a cache for that many chunks.
  */
-int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw);
+int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw,
+			 struct ndz_error *e);
 
 /*
- * ndz_fetch_create - a cache per o; NDZ_EINVAL for bad options, NDZ_ENOMEM. It costs
- * a bit per chunk (and the kernel gives the pages only as chunks are written), and
- * memory per chunk only for the chunks on their way.
+ * ndz_fetch_create - a cache per o: 0 and *out (ndz_fetch_free), or NDZ_EINVAL for
+ * bad options, NDZ_ENOMEM, with e (may be NULL) saying so. It costs a bit per chunk
+ * (and the kernel gives the pages only as chunks are written), and memory per chunk
+ * only for the chunks on their way.
  */
-int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out);
+int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out,
+		     struct ndz_error *e);
 /* ndz_fetch_free - free f and every chunk buffer; accepts NULL. */
 void ndz_fetch_free(struct ndz_fetch *f);
 

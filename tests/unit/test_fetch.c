@@ -54,7 +54,7 @@ static struct ndz_fetch *make(uint32_t chunks, size_t slots, unsigned ahead, uin
 	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed };
 	struct ndz_fetch *f;
 
-	assert_int_equal(ndz_fetch_create(&o, &f), 0);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), 0);
 	return f;
 }
 
@@ -94,14 +94,14 @@ static void test_bad_options(void **state)
 	struct ndz_fetch *f = (struct ndz_fetch *)1;
 
 	(void)state;
-	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
 	assert_null(f);
 	o.chunks = 3;
 	o.slots = 0;
-	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
 	o.slots = 2;
 	o.request_ahead = 0;
-	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
 	ndz_fetch_free(NULL);
 }
 
@@ -877,29 +877,29 @@ static void test_check_join(void **state)
 	memset(&i, 0, sizeof(i));
 	i.chunks = 1;
 	i.image_bytes = NDZ_CHUNK_SIZE;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);     /* empty source */
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);     /* empty source */
 	i.chunks = 2;
 	i.image_bytes = 2ull * NDZ_CHUNK_SIZE;
 	i.source_bytes = 512;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), NDZ_ERANGE);
 	i.source_bytes = 513;                  /* two sectors, the second one partly */
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, 513, 0), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, 512, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 0, NULL), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 512, 0, NULL), NDZ_ETOOSMALL);
 	/* with --raw the target holds the image itself */
-	assert_int_equal(ndz_fetch_check_join(&i, 513, 1), NDZ_ETOOSMALL);
-	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 1, NULL), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1, NULL), 0);
 	/* the forger's: 100 million chunks of 100 TB against 64 MiB; no size near 2^64 wraps */
 	i.chunks = 100000000u;
 	i.image_bytes = (uint64_t)i.chunks * NDZ_CHUNK_SIZE;
 	i.source_bytes = i.image_bytes;
-	assert_int_equal(ndz_fetch_check_join(&i, 64ull << 20, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 64ull << 20, 0, NULL), NDZ_ETOOSMALL);
 	i.source_bytes = 1048576;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), NDZ_ERANGE);
 	i.chunks = UINT32_MAX;
 	i.source_bytes = UINT64_MAX;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX - 1, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX - 1, 0, NULL), NDZ_ETOOSMALL);
 }
 
 static long max_rss_kib(void)
