@@ -66,60 +66,6 @@ static int net_send(void *ctx, const uint8_t *d, size_t len)
 	return ndz_net_send(c->net, d, len) == 0 ? 0 : errno ? errno : EIO;
 }
 
-/* What the session tells, as messages. */
-static void net_note(void *ctx, const struct ndz_client_note *n)
-{
-	char a[16];
-
-	(void)ctx;
-	switch (n->what) {
-	case NDZ_CLIENT_NOTE_JOIN:
-		if (cli_verbose > 1)
-			cli_info("join sent");
-		break;
-	case NDZ_CLIENT_NOTE_OTHERS:
-		if (cli_verbose > 1)
-			cli_info("a server answered, not us; asking to join now");
-		break;
-	case NDZ_CLIENT_NOTE_TRAFFIC:
-		if (cli_verbose > 1)
-			cli_info("a transfer is under way; asking to join now");
-		break;
-	case NDZ_CLIENT_NOTE_IGNORED:
-		if (cli_verbose)
-			cli_warn("server %s announces an image of %u chunks restoring to %llu "
-				 "bytes: %s; waiting for another", ndz_net_ntoa(n->from, a),
-				 n->info->chunks, (unsigned long long)n->info->source_bytes,
-				 n->why == NDZ_ERANGE ? "more chunks than that many bytes can need" :
-				 "more than the target holds");
-		break;
-	case NDZ_CLIENT_NOTE_JOINED:
-		if (cli_verbose)
-			cli_info("server %s: %u chunks, image %s", ndz_net_ntoa(n->from, a),
-				 n->info->chunks, "joined");
-		break;
-	case NDZ_CLIENT_NOTE_REPAIR:
-		if (cli_verbose > 1)
-			cli_info("the server sends repair blocks%s",
-				 n->count & NDZ_FEAT_WHOLE ? " of stripes and whole chunks" : "");
-		break;
-	case NDZ_CLIENT_NOTE_REQUEST:
-		if (cli_verbose <= 2)
-			break;
-		if (n->repairs)
-			cli_info("request repairs of chunk %u", n->chunk);
-		else if (n->count)
-			cli_info("request %u missing blocks of chunk %u", n->count, n->chunk);
-		else
-			cli_info("request chunk %u", n->chunk);
-		break;
-	case NDZ_CLIENT_NOTE_SILENT:
-		if (cli_verbose > 1)
-			cli_info("server silent for %llu ms; asking again", (unsigned long long)n->ms);
-		break;
-	}
-}
-
 /*
  * Checks complete chunks and hands the good ones to the restore pipeline (which may
  * block), off the network thread; a chunk that fails is dropped and fetched again.
@@ -177,25 +123,6 @@ static void *feeder(void *arg)
 }
 
 /*
- * What the target holds, before the join: a block device's or an existing file's
- * size (restored, not stored with -r: a file is sized as the image); UINT64_MAX when
- * there is no bound (a file made at the image's size) or open_target will say why not.
- */
-static uint64_t target_room(const struct client *c)
-{
-	struct ndz_error e = { 0 };
-	struct ndz_io *io;
-	uint64_t room = UINT64_MAX;
-
-	if (ndz_io_open_file(c->target_path, 0, &io, &e) < 0)
-		return room;
-	if (!(c->raw && io->is_regular))
-		room = io->size;
-	ndz_io_close(io);
-	return room;
-}
-
-/*
  * Feed the session the datagrams the socket brings, and the time, while it is in
  * state and the feeder has not failed; the progress line follows the chunks. Taken in
  * batches, pausing after a wake-up (nap_us) for more to gather at the server's rate.
@@ -236,68 +163,6 @@ void pump(struct client *c, int state)
 			pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
 	}
-}
-
-static void open_target(struct client *c)
-{
-	struct ndz_unzip_opts uo;
-	uint64_t need = c->raw ? c->info.image_bytes : c->info.source_bytes;
-	int r, created = 0;
-
-	struct ndz_error e = { 0 };
-
-	/* a file we create goes again if we fail or are stopped by a signal */
-	cli_hold_signals(1);
-	r = ndz_io_open_target(c->target_path, need, &created, &c->target, &e);
-	if (r == 0 && created)
-		cli_own_file(c->target_path);
-	cli_hold_signals(0);
-	if (r < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (c->raw && c->target->is_regular && c->target->size != need &&
-	    (r = ndz_io_set_size(c->target, need)) < 0) {
-		ndz_io_fail(c->target, r, &e, "cannot size it as the image");
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	}
-	if (c->target->size < need)
-		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu)", c->target_path,
-			ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)c->target->size,
-			(unsigned long long)need);
-	if (c->raw)
-		return;
-	ndz_unzip_opts_init(&uo);
-	uo.zero_fill = c->zero_fill;
-	uo.discard = c->discard;
-	uo.target_zeroed = created;
-	uo.name = c->source;
-	uo.expect_chunks = c->info.chunks;
-	if (orig_key_path)
-		uo.orig_keys = &orig_keys;
-	uo.expect_uuid_set = 1;
-	memcpy(uo.expect_uuid, c->info.uuid, 16);
-	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
-	r = ndz_unzip_create(c->target, &uo, &c->unzip);
-	if (r < 0)
-		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
-}
-
-static int finish(struct client *c)
-{
-	struct ndz_unzip_stats us;
-	int r;
-
-	if (c->ferr.code) {
-		struct ndz_error pe = { 0 };
-
-		if (!c->raw)
-			ndz_unzip_finish(c->unzip, &us, &pe);
-		return ndz_error_copy(&c->err, &c->ferr);
-	}
-	if (c->raw) {
-		r = ndz_io_flush(c->target);
-		return r < 0 ? ndz_io_fail(c->target, r, &c->err, "flush failed") : 0;
-	}
-	return ndz_unzip_finish(c->unzip, &us, &c->err);
 }
 
 int main(int argc, char **argv)

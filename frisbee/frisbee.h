@@ -48,6 +48,18 @@ struct client {
 /* pump - feed the session what the socket brings while it is in state (frisbee.c). */
 void pump(struct client *c, int state);
 
+/* net_note - the session's notes (ndz_client_opts.note) as messages (notes.c). */
+void net_note(void *ctx, const struct ndz_client_note *n);
+
+/*
+ * target.c: target_room - what the target holds (UINT64_MAX: no bound), before the
+ * join; open_target - open it and start the restore pipeline, or die; finish - wait
+ * for everything to be written and flushed: 0, or the error, with c->err.
+ */
+uint64_t target_room(const struct client *c);
+void open_target(struct client *c);
+int finish(struct client *c);
+
 /* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h), policy.c's */
 extern const char *orig_key_path;
 extern struct ndz_orig_keys orig_keys;

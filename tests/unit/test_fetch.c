@@ -92,6 +92,7 @@ static void test_bad_options(void **state)
 {
 	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1 };
 	struct ndz_fetch *f = (struct ndz_fetch *)1;
+	struct ndz_error e = { 0 };
 
 	(void)state;
 	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
@@ -101,7 +102,9 @@ static void test_bad_options(void **state)
 	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
 	o.slots = 2;
 	o.request_ahead = 0;
-	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, &e), NDZ_EINVAL);
+	assert_int_equal(e.code, NDZ_EINVAL);
+	assert_non_null(strstr(e.msg, "chunk cache: "));
 	ndz_fetch_free(NULL);
 }
 
@@ -872,6 +875,7 @@ static void test_all_repairs_no_blocks(void **state)
 static void test_check_join(void **state)
 {
 	struct ndz_join_info i;
+	struct ndz_error e = { 0 };
 
 	(void)state;
 	memset(&i, 0, sizeof(i));
@@ -885,7 +889,8 @@ static void test_check_join(void **state)
 	i.source_bytes = 513;                  /* two sectors, the second one partly */
 	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);
 	assert_int_equal(ndz_fetch_check_join(&i, 513, 0, NULL), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, 512, 0, NULL), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 512, 0, &e), NDZ_ETOOSMALL);
+	assert_string_equal(e.msg, "an image of 513 bytes: more than the target holds (512 bytes)");
 	/* with --raw the target holds the image itself */
 	assert_int_equal(ndz_fetch_check_join(&i, 513, 1, NULL), NDZ_ETOOSMALL);
 	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1, NULL), 0);
