@@ -103,12 +103,17 @@ static void *feeder(void *arg)
 			continue;
 		}
 		ndz_client_verdict(c->cl, slot, how, 0, intact, ndz_now_ns());
+		/* the very buffer it was received into goes on, and back to the pool */
+		buf = ndz_client_take_buf(c->cl, slot);
 		pthread_mutex_unlock(&c->lock);
-		if (c->raw)
+		if (c->raw) {
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
 					      (uint64_t)chunk * NDZ_CHUNK_SIZE);
-		else
-			r = ndz_unzip_put(c->unzip, buf, &h, NDZ_UNZIP_CHECKED);
+			ndz_bufpool_put(c->pool, buf);
+		} else {
+			r = ndz_unzip_put_owned(c->unzip, buf, &h, NDZ_UNZIP_CHECKED,
+						ndz_bufpool_release, c->pool);
+		}
 		pthread_mutex_lock(&c->lock);
 		if (r < 0 && !c->failed) {
 			c->failed = 1;
@@ -281,6 +286,10 @@ int main(int argc, char **argv)
 	c.co.note = net_note;
 	c.co.ctx = &c;
 	c.co.room = target_room(&c);
+	/* the cache's buffers, and those the pipeline decodes from (at most 34) */
+	if (ndz_bufpool_create(NDZ_CHUNK_SIZE, (unsigned)c.co.slots + 34, &c.pool, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
+	c.co.pool = c.pool;
 	c.dg = malloc(BATCH * sizeof(*c.dg));
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.cond, NULL);
@@ -365,6 +374,7 @@ int main(int argc, char **argv)
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
 	ndz_client_free(c.cl);
+	ndz_bufpool_free(c.pool);
 	ndz_net_free(c.net);
 	free(c.dg);
 	return code;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "cli/cli.h"
+#include "core/bufpool.h"
 #include "core/err.h"
 #include "core/format.h"
 #include "core/io.h"
@@ -26,6 +27,7 @@ struct client {
 
 	struct ndz_net *net;
 	struct ndz_client *cl;         /* the session: under lock once the feeder runs */
+	struct ndz_bufpool *pool;      /* chunk buffers: received into, decoded from */
 	struct ndz_join_info info;     /* the joined image */
 	char source[40];               /* "server ADDR": the image, in messages */
 	struct ndz_dgram *dg;          /* a batch of datagrams received */

@@ -453,6 +453,7 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 	fo.request_ahead = c->o.request_ahead;
 	fo.redelay_ns = c->o.redelay_ns;
 	fo.seed = c->o.seed;
+	fo.pool = c->o.pool;
 	c->ready = calloc(c->o.slots ? c->o.slots : 1, sizeof(*c->ready));
 	if (!c->ready)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "out of memory for %u chunks",
@@ -687,6 +688,11 @@ int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int int
 	else
 		c->st.crc_fail++;
 	return partial;
+}
+
+uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot)
+{
+	return ndz_fetch_take_buf(c->fetch, slot);
 }
 
 void ndz_client_written(struct ndz_client *c, int slot)

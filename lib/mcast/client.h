@@ -73,6 +73,8 @@ struct ndz_client_opts {
 	unsigned request_ahead;        /* chunks kept requested */
 	uint64_t redelay_ns;           /* the re-request delay (ndz_fetch_opts) */
 	uint32_t seed;                 /* of the request order */
+	struct ndz_bufpool *pool;      /* the image's chunks are received into its buffers
+					  (ndz_fetch_opts.pool); NULL: the cache's own */
 	const char *group;             /* "ADDR" of the group, and port, in messages */
 	unsigned port;
 	const char *target;            /* the target's name, in messages */
@@ -182,6 +184,12 @@ enum { NDZ_CHUNK_OK, NDZ_CHUNK_CRC, NDZ_CHUNK_FORGED, NDZ_CHUNK_FATAL };
  */
 int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int intact,
 		       uint64_t now_ns);
+/*
+ * ndz_client_take_buf - after an OK verdict: the chunk's buffer, now the caller's
+ * (give it back to opts.pool, e.g. through ndz_unzip_put_owned; without a pool,
+ * free it), so that it goes on without a copy. NULL with no_store.
+ */
+uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot);
 /* ndz_client_written - the accepted chunk in slot is written: its slot is free. */
 void ndz_client_written(struct ndz_client *c, int slot);
 

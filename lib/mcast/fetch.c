@@ -231,7 +231,8 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out,
 
 	*out = NULL;
 	if (!o->chunks || !o->slots || !o->request_ahead || o->slots > (1u << 24) ||
-	    o->request_ahead > (1u << 24))
+	    o->request_ahead > (1u << 24) ||
+	    (o->pool && ndz_bufpool_size(o->pool) != NDZ_CHUNK_SIZE))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "chunk cache: %u chunks, %zu slots, %u "
 				     "ahead: out of range", o->chunks, o->slots, o->request_ahead);
 	f = calloc(1, sizeof(*f));
@@ -271,7 +272,10 @@ void ndz_fetch_free(struct ndz_fetch *f)
 	if (!f)
 		return;
 	for (size_t i = 0; f->slots && i < f->o.slots; i++) {
-		free(f->slots[i].buf);
+		if (f->o.pool)
+			ndz_bufpool_put(f->o.pool, f->slots[i].buf);
+		else
+			free(f->slots[i].buf);
 		free(f->slots[i].rbuf);
 		free(f->slots[i].rmeta);
 	}
@@ -309,7 +313,9 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 			s = &f->slots[i];
 			break;
 		}
-	if (!s || (store && !s->buf && !(s->buf = malloc(NDZ_CHUNK_SIZE))))
+	if (s && store && !s->buf)
+		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool) : malloc(NDZ_CHUNK_SIZE);
+	if (!s || (store && !s->buf))
 		return NULL;
 	s->state = S_FILL;
 	s->chunk = chunk;
@@ -661,6 +667,14 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 	s->last_req = 1;
 	f->kick = 1;
 	return n ? 1 : 2;
+}
+
+uint8_t *ndz_fetch_take_buf(struct ndz_fetch *f, int slot)
+{
+	uint8_t *b = f->slots[slot].buf;
+
+	f->slots[slot].buf = NULL;
+	return b;
 }
 
 void ndz_fetch_done(struct ndz_fetch *f, int slot)

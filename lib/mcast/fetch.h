@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/bufpool.h"
 #include "core/err.h"
 #include "proto.h"
 
@@ -21,6 +22,9 @@ struct ndz_fetch_opts {
 	unsigned request_ahead;        /* new chunks kept requested, at least 1 */
 	uint64_t redelay_ns;           /* no request for a chunk anyone asked for this recently */
 	uint32_t seed;                 /* of the random order new chunks are requested in */
+	struct ndz_bufpool *pool;      /* chunk buffers come from here (NDZ_CHUNK_SIZE each;
+					  stays the caller's, outlives the cache); NULL:
+					  the cache allocates its own */
 };
 
 struct ndz_fetch_stats {
@@ -67,7 +71,8 @@ void ndz_fetch_free(struct ndz_fetch *f);
 
 /*
  * ndz_fetch_block - a BLOCK of chunk (block < 1024, data NDZ_BLOCK_SIZE bytes)
- * arrived at now_ns. data NULL records the block without storing it (the slot's
+ * arrived at now_ns (a chunk's first block that finds no buffer, every one of the
+ * pool's taken, is dropped as without a free slot). data NULL records the block without storing it (the slot's
  * buffer stays unallocated, ndz_fetch_buf may return NULL): for simulations that
  * count packets, not bytes; a cache is fed one way or the other throughout. Returns the slot now holding the whole chunk, which the caller
  * must check and pass to ndz_fetch_accept or ndz_fetch_reject; -1 otherwise (a new
@@ -112,6 +117,12 @@ void ndz_fetch_reject(struct ndz_fetch *f, int slot);
  * buffer, the chunk is rejected as by ndz_fetch_reject (returns 0).
  */
 int ndz_fetch_retry(struct ndz_fetch *f, int slot);
+/*
+ * ndz_fetch_take_buf - the buffer of the accepted chunk in slot, now the caller's
+ * (with a pool: give it back to the pool; else free it); the slot takes another at
+ * its next use. NULL when it has none.
+ */
+uint8_t *ndz_fetch_take_buf(struct ndz_fetch *f, int slot);
 /* ndz_fetch_done - the accepted chunk in slot is written: the slot is free again. */
 void ndz_fetch_done(struct ndz_fetch *f, int slot);
 

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "core/bufpool.h"
 #include "core/err.h"
 #include "mcast/fec.h"
 #include "mcast/fetch.h"
@@ -51,7 +52,7 @@ static void record(void *ctx, uint32_t chunk, const uint8_t *missing, const uint
 
 static struct ndz_fetch *make(uint32_t chunks, size_t slots, unsigned ahead, uint32_t seed)
 {
-	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed };
+	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed, NULL };
 	struct ndz_fetch *f;
 
 	assert_int_equal(ndz_fetch_create(&o, &f, NULL), 0);
@@ -90,7 +91,7 @@ static int deliver(struct ndz_fetch *f, uint32_t chunk, unsigned from, unsigned 
 
 static void test_bad_options(void **state)
 {
-	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1 };
+	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1, NULL };
 	struct ndz_fetch *f = (struct ndz_fetch *)1;
 	struct ndz_error e = { 0 };
 
@@ -1038,6 +1039,47 @@ static void test_snoop_flood(void **state)
 	ndz_fetch_free(f);
 }
 
+/*
+ * With a buffer pool: chunks are received into its buffers; with all of them taken,
+ * a new chunk's blocks are dropped as with no free slot; a buffer taken from an
+ * accepted chunk is the chunk, and given back it serves the next one.
+ */
+static void test_pool(void **state)
+{
+	struct ndz_fetch_opts o = { 3, 3, 3, REDELAY, 1, NULL };
+	struct ndz_fetch_stats st;
+	struct ndz_bufpool *pool;
+	struct ndz_fetch *f;
+	uint8_t *b;
+	int s0, s1;
+
+	(void)state;
+	assert_int_equal(ndz_bufpool_create(NDZ_CHUNK_SIZE, 2, &pool, NULL), 0);
+	o.pool = pool;
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), 0);
+	s0 = deliver(f, 0, 0, NDZ_BLOCKS_PER_CHUNK, NULL, 1);
+	s1 = deliver(f, 1, 0, NDZ_BLOCKS_PER_CHUNK, NULL, 2);
+	assert_true(s0 >= 0 && s1 >= 0);
+	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), 3), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 1);
+	ndz_fetch_accept(f, s0);
+	b = ndz_fetch_take_buf(f, s0);
+	assert_non_null(b);
+	assert_null(ndz_fetch_buf(f, s0));
+	assert_memory_equal(b + 7 * NDZ_BLOCK_SIZE, data_of(0, 7), NDZ_BLOCK_SIZE);
+	ndz_fetch_done(f, s0);
+	ndz_bufpool_put(pool, b);
+	assert_true(deliver(f, 2, 0, NDZ_BLOCKS_PER_CHUNK, NULL, 4) >= 0);
+	ndz_fetch_free(f);
+	ndz_bufpool_free(pool);
+	/* a pool of other buffers will not do */
+	assert_int_equal(ndz_bufpool_create(4096, 2, &pool, NULL), 0);
+	o.pool = pool;
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
+	ndz_bufpool_free(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1062,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_retry_contested),
 		cmocka_unit_test(test_all_repairs_no_blocks),
 		cmocka_unit_test(test_check_join),
+		cmocka_unit_test(test_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
