@@ -129,7 +129,7 @@ static void fetch_manifest(struct client *c)
 		if (r == NDZ_EWRONGKEY)
 			cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
 				ndz_error_msg(&c->err));
-		if (ndz_client_manifest_verdict(c->cl, 0, ndz_now_ns()) < 0)
+		if (ndz_client_manifest_verdict(c->cl, 0, ndz_now_ns(), NULL) < 0)
 			cli_die(EXIT_FAIL, "the manifest from %s: %s", c->source,
 				ndz_error_msg(&c->err));
 		if (cli_verbose)
@@ -137,7 +137,7 @@ static void fetch_manifest(struct client *c)
 				 ndz_error_msg(&c->err));
 		ndz_error_clear(&c->err);
 	}
-	ndz_client_manifest_verdict(c->cl, 1, ndz_now_ns());
+	ndz_client_manifest_verdict(c->cl, 1, ndz_now_ns(), NULL);
 	if (cli_verbose)
 		cli_info("signed manifest of %u chunks from %s: signature good", c->m.chunks,
 			 c->source);

@@ -416,12 +416,14 @@ const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len)
 	return c->mbytes;
 }
 
-int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns)
+int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
+				struct ndz_error *e)
 {
-	struct ndz_error e = { 0 };
+	struct ndz_error mine = { 0 };
 
 	if (c->state != NDZ_CLIENT_MANIFEST_READY)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the manifest from %s: not received",
+				     c->source);
 	if (good) {
 		ndz_fetch_free(c->mf);
 		c->mf = NULL;
@@ -431,11 +433,12 @@ int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns)
 	/* forged bytes got in (blocks spoofed): throw it all away, ask again */
 	c->st.forged++;
 	if (now_ns >= c->mdeadline)
-		return NDZ_ETIMEDOUT;
-	if (manifest_cache(c, &e) < 0) {
-		ndz_error_copy(&c->err, &e);
+		return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "the manifest from %s: forged, and "
+				     "no other within %u s", c->source, c->o.give_up_s);
+	if (manifest_cache(c, &mine) < 0) {
+		ndz_error_copy(&c->err, &mine);
 		fail(c);
-		return e.code;
+		return ndz_error_copy(e, &mine);
 	}
 	c->state = NDZ_CLIENT_MANIFEST;
 	return 0;

@@ -153,9 +153,11 @@ const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len);
 /*
  * ndz_client_manifest_verdict - the caller opened the bytes: good (state JOINED), or
  * forged: fetched again (0) unless -T is over since the fetch began: NDZ_ETIMEDOUT
- * (the caller fails with its reason).
+ * (the caller fails with its reason); NDZ_EINVAL when not in MANIFEST_READY,
+ * NDZ_ENOMEM (the session fails); e (may be NULL) says which.
  */
-int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns);
+int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
+				struct ndz_error *e);
 
 /*
  * ndz_client_start - in state JOINED: receive the image's chunks from now_ns on (-T

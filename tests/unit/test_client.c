@@ -293,12 +293,13 @@ static void test_manifest(void **state)
 		bytes = ndz_client_manifest(t->c, &len);
 		assert_int_equal(len, NDZ_CHUNK_SIZE + 100);
 		assert_memory_equal(bytes + NDZ_CHUNK_SIZE, t->data[0], 100);
-		assert_int_equal(ndz_client_manifest_verdict(t->c, round == 1, 20 * MS), 0);
+		assert_int_equal(ndz_client_manifest_verdict(t->c, round == 1, 20 * MS, NULL), 0);
 		assert_int_equal(ndz_client_state(t->c),
 				 round == 0 ? NDZ_CLIENT_MANIFEST : NDZ_CLIENT_JOINED);
 	}
 	ndz_client_get_stats(t->c, &st);
 	assert_int_equal(st.forged, 1);
+	assert_int_equal(ndz_client_manifest_verdict(t->c, 1, 20 * MS, NULL), NDZ_EINVAL);
 	assert_int_equal(ndz_client_start(t->c, 30 * MS, NULL), 0);
 	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_RECEIVING);
 	teardown_t(t);
@@ -321,6 +322,24 @@ static void test_manifest_none(void **state)
 	assert_true(now > 10000 * MS && now <= 10020 * MS);
 	assert_non_null(strstr(ndz_client_error(t->c)->msg,
 			       "server 10.0.0.1 sent no signed manifest of the image within 10 s"));
+	teardown_t(t);
+}
+
+/* A forged manifest once -T is over since its fetch began: no fetching it again. */
+static void test_manifest_forged_too_late(void **state)
+{
+	struct t *t = setup(1);
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	join(t, 1, 0);
+	assert_int_equal(ndz_client_fetch_manifest(t->c, 100, 0, NULL), 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 1, b, 10 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_MANIFEST_READY);
+	assert_int_equal(ndz_client_manifest_verdict(t->c, 0, 1000 * MS, &e), NDZ_ETIMEDOUT);
+	assert_int_equal(e.code, NDZ_ETIMEDOUT);
+	assert_non_null(strstr(e.msg, "the manifest from server 10.0.0.1: forged"));
 	teardown_t(t);
 }
 
@@ -523,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_join_send_fails),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_manifest_none),
+		cmocka_unit_test(test_manifest_forged_too_late),
 		cmocka_unit_test(test_loss_and_complete),
 		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_give_up_silence),
