@@ -1,4 +1,4 @@
-/* frisbee's target: its room before the join, opening it and the restore pipeline, finishing. */
+/* frisbee's target: its room before the join, opening it with the pipeline, finishing. */
 #include <stdint.h>
 #include <string.h>
 

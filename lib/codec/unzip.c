@@ -925,8 +925,8 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->jobs = calloc(u->njobs, sizeof(*u->jobs));
 	u->free_jobs = calloc(u->njobs, sizeof(unsigned));
 	u->wqueue = calloc(u->njobs, sizeof(unsigned));
-	if (!u->slots || !u->hdrs || !u->checked || !u->free_slots || !u->queue || !u->owned || !u->jobs ||
-	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image) < 0)
+	if (!u->slots || !u->hdrs || !u->checked || !u->free_slots || !u->queue || !u->jobs ||
+	    !u->free_jobs || !u->wqueue || !u->owned || ndz_image_create(&u->image) < 0)
 		goto nomem;
 	ndz_image_expect(u->image, opts->expect_chunks,
 			 opts->expect_uuid_set ? opts->expect_uuid : NULL);
@@ -994,11 +994,12 @@ static unsigned slot_of(const struct ndz_unzip *u, const uint8_t *buf)
 int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
 		      unsigned flags)
 {
-	unsigned slot = slot_of(u, buf);
 	struct ndz_error e = { 0 };
+	unsigned slot;
 	int rc;
 
 	pthread_mutex_lock(&u->lock);
+	slot = slot_of(u, buf);        /* (under the lock: put_owned swaps buffers in) */
 	if (slot == u->nslots) {
 		fail(u, NDZ_EINVAL, "%s: a buffer that is not the pipeline's", u->name);
 		goto out;

@@ -71,12 +71,13 @@ void ndz_fetch_free(struct ndz_fetch *f);
 
 /*
  * ndz_fetch_block - a BLOCK of chunk (block < 1024, data NDZ_BLOCK_SIZE bytes)
- * arrived at now_ns (a chunk's first block that finds no buffer, every one of the
- * pool's taken, is dropped as without a free slot). data NULL records the block without storing it (the slot's
- * buffer stays unallocated, ndz_fetch_buf may return NULL): for simulations that
- * count packets, not bytes; a cache is fed one way or the other throughout. Returns the slot now holding the whole chunk, which the caller
- * must check and pass to ndz_fetch_accept or ndz_fetch_reject; -1 otherwise (a new
- * block of an incomplete chunk, a duplicate, or no free slot).
+ * arrived at now_ns. A chunk's first block that finds no buffer (every one of the
+ * pool's taken) is dropped as without a free slot. data NULL records the block
+ * without storing it (the slot's buffer stays unallocated, ndz_fetch_buf may return
+ * NULL): for simulations that count packets, not bytes; a cache is fed one way or
+ * the other throughout. Returns the slot now holding the whole chunk, which the
+ * caller must check and pass to ndz_fetch_accept or ndz_fetch_reject; -1 otherwise
+ * (a new block of an incomplete chunk, a duplicate, or no free slot).
  */
 int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
 		    uint64_t now_ns);
