@@ -75,6 +75,7 @@ struct ndz_unzip {
 	unsigned *free_slots, nfree;
 	unsigned *queue, qhead, qlen;
 	unsigned decoding;             /* chunks taken by decoders, not yet done */
+	struct owned *owned;           /* per slot: a caller's buffer in it (put_owned) */
 
 	/* jobs: free list and FIFO to the writer */
 	struct job *jobs;
@@ -97,6 +98,26 @@ struct ndz_unzip {
 	struct ndz_error err;          /* the first failure */
 	struct ndz_unzip_stats stats;
 };
+
+/* ndz_unzip_put_owned: the caller's buffer in a slot, and the slot's own meanwhile. */
+struct owned {
+	uint8_t *own;                  /* NULL: the slot holds its own buffer */
+	void (*release)(void *ctx, uint8_t *buf);
+	void *ctx;
+};
+
+/* A slot is free again; a caller's buffer in it goes back (lock held by the caller). */
+static void slot_free(struct ndz_unzip *u, unsigned slot)
+{
+	struct owned *o = &u->owned[slot];
+
+	if (o->own) {
+		o->release(o->ctx, u->slots[slot]);
+		u->slots[slot] = o->own;
+		o->own = NULL;
+	}
+	u->free_slots[u->nfree++] = slot;
+}
 
 /* Wake every waiter: on error and at close (lock held by the caller). */
 static void wake_all(struct ndz_unzip *u)
@@ -784,7 +805,7 @@ static void *decoder_main(void *arg)
 		if (u->err.code) {
 			/* Drain: nothing more is written, but the caller must not block. */
 			while (u->qlen) {
-				u->free_slots[u->nfree++] = u->queue[u->qhead];
+				slot_free(u, u->queue[u->qhead]);
 				u->qhead = (u->qhead + 1) % u->nslots;
 				u->qlen--;
 			}
@@ -823,7 +844,7 @@ static void *decoder_main(void *arg)
 			d->job = NULL;
 		}
 		u->decoding--;
-		u->free_slots[u->nfree++] = slot;
+		slot_free(u, slot);
 		pthread_cond_signal(&u->slot_cv);
 		/* the writer's end: nothing queued or being decoded after close */
 		if (u->closing && !u->qlen && !u->decoding)
@@ -915,11 +936,12 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	u->checked = calloc(u->nslots, 1);
 	u->free_slots = calloc(u->nslots, sizeof(unsigned));
 	u->queue = calloc(u->nslots, sizeof(unsigned));
+	u->owned = calloc(u->nslots, sizeof(*u->owned));
 	u->jobs = calloc(u->njobs, sizeof(*u->jobs));
 	u->free_jobs = calloc(u->njobs, sizeof(unsigned));
 	u->wqueue = calloc(u->njobs, sizeof(unsigned));
 	if (!u->slots || !u->hdrs || !u->checked || !u->free_slots || !u->queue || !u->jobs ||
-	    !u->free_jobs || !u->wqueue || ndz_image_create(&u->image, NULL) < 0)
+	    !u->free_jobs || !u->wqueue || !u->owned || ndz_image_create(&u->image, NULL) < 0)
 		goto nomem;
 	ndz_image_expect(u->image, opts->expect_chunks,
 			 opts->expect_uuid_set ? opts->expect_uuid : NULL);
@@ -987,11 +1009,12 @@ static unsigned slot_of(const struct ndz_unzip *u, const uint8_t *buf)
 int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
 		      unsigned flags)
 {
-	unsigned slot = slot_of(u, buf);
 	struct ndz_error e = { 0 };
+	unsigned slot;
 	int rc;
 
 	pthread_mutex_lock(&u->lock);
+	slot = slot_of(u, buf);        /* (under the lock: put_owned swaps buffers in) */
 	if (slot == u->nslots) {
 		fail(u, NDZ_EINVAL, "%s: a buffer that is not the pipeline's", u->name);
 		goto out;
@@ -1034,7 +1057,7 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	pthread_cond_signal(&u->work_cv);
 	goto out;
 give_back:
-	u->free_slots[u->nfree++] = slot;
+	slot_free(u, slot);
 	pthread_cond_signal(&u->slot_cv);
 out:
 	rc = u->err.code;
@@ -1070,6 +1093,29 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 		return rc;
 	}
 	memcpy(buf, chunk, NDZ_CHUNK_SIZE);
+	return ndz_unzip_put_buf(u, buf, h, flags);
+}
+
+int ndz_unzip_put_owned(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
+			unsigned flags, void (*release)(void *ctx, uint8_t *buf), void *ctx)
+{
+	uint8_t *own = ndz_unzip_get_buf(u);
+	unsigned slot;
+	int rc;
+
+	if (!own) {
+		release(ctx, buf);
+		pthread_mutex_lock(&u->lock);
+		rc = u->err.code;
+		pthread_mutex_unlock(&u->lock);
+		return rc;
+	}
+	/* the caller's buffer takes the place of the slot's own until the slot is free */
+	pthread_mutex_lock(&u->lock);
+	slot = slot_of(u, own);
+	u->owned[slot] = (struct owned){ own, release, ctx };
+	u->slots[slot] = buf;
+	pthread_mutex_unlock(&u->lock);
 	return ndz_unzip_put_buf(u, buf, h, flags);
 }
 
@@ -1131,8 +1177,14 @@ void ndz_unzip_free(struct ndz_unzip *u)
 	pthread_mutex_unlock(&u->lock);
 	stop_threads(u);
 	if (u->slots)
-		for (i = 0; i < u->nslots; i++)
+		for (i = 0; i < u->nslots; i++) {
+			if (u->owned && u->owned[i].own) {
+				u->owned[i].release(u->owned[i].ctx, u->slots[i]);
+				u->slots[i] = u->owned[i].own;
+			}
 			free(u->slots[i]);
+		}
+	free(u->owned);
 	if (u->jobs)
 		for (i = 0; i < u->njobs; i++)
 			free(u->jobs[i].buf);

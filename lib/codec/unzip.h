@@ -97,6 +97,16 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 		  unsigned flags);
 
 /*
+ * ndz_unzip_put_owned - queue the chunk in buf, a buffer of the caller's (NDZ_CHUNK_SIZE
+ * bytes, e.g. from a lib/core/bufpool), decoded in place without a copy; h as for
+ * ndz_unzip_put_buf. The pipeline owns buf from the call on and gives it back through
+ * release(ctx, buf) (from any of its threads) once it is decoded, refused or dropped,
+ * always exactly once. Blocks while every slot is in use. Returns as ndz_unzip_put_buf.
+ */
+int ndz_unzip_put_owned(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
+			unsigned flags, void (*release)(void *ctx, uint8_t *buf), void *ctx);
+
+/*
  * ndz_unzip_finish - wait for everything put to be written, check that the image
  * is whole (every chunk up to the LAST one), then flush the target. Returns 0
  * only when every chunk was decompressed, written and flushed; else the first

@@ -203,19 +203,27 @@ static void ask_del(struct ndz_fetch *f, uint32_t j)
 	}
 }
 
-int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw)
+int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw,
+			 struct ndz_error *e)
 {
 	uint64_t sectors = info->source_bytes / NDZ_SECTOR_SIZE +
 			   (info->source_bytes % NDZ_SECTOR_SIZE != 0);
 
 	if (info->chunks > (sectors > 1 ? sectors : 1))
-		return NDZ_ERANGE;
+		return ndz_error_set(e, NDZ_ERANGE, 0, "an image of %u chunks restoring to %llu "
+				     "bytes: more chunks than that many bytes can need",
+				     info->chunks, (unsigned long long)info->source_bytes);
 	if ((raw ? info->image_bytes : info->source_bytes) > room)
-		return NDZ_ETOOSMALL;
+		return ndz_error_set(e, NDZ_ETOOSMALL, 0, "an image of %llu bytes: more than "
+				     "the target holds (%llu bytes)",
+				     (unsigned long long)(raw ? info->image_bytes :
+							  info->source_bytes),
+				     (unsigned long long)room);
 	return 0;
 }
 
-int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
+int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out,
+		     struct ndz_error *e)
 {
 	struct ndz_fetch *f;
 	uint32_t x = o->seed ? o->seed : 0x9e3779b9u;
@@ -223,11 +231,13 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
 
 	*out = NULL;
 	if (!o->chunks || !o->slots || !o->request_ahead || o->slots > (1u << 24) ||
-	    o->request_ahead > (1u << 24))
-		return NDZ_EINVAL;
+	    o->request_ahead > (1u << 24) ||
+	    (o->pool && ndz_bufpool_size(o->pool) != NDZ_CHUNK_SIZE))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "chunk cache: %u chunks, %zu slots, %u "
+				     "ahead: out of range", o->chunks, o->slots, o->request_ahead);
 	f = calloc(1, sizeof(*f));
 	if (!f)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "chunk cache: out of memory");
 	f->o = *o;
 	f->stagger = x ^ 0x5bd1e995u;
 	if (!f->stagger)
@@ -244,7 +254,8 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out)
 	f->slots = calloc(o->slots, sizeof(*f->slots));
 	if (!f->done || !f->asks || !f->hkey || !f->hval || !f->slots) {
 		ndz_fetch_free(f);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "chunk cache of %u chunks: out of memory",
+				     o->chunks);
 	}
 	memset(f->hval, 0xff, hsize * sizeof(*f->hval));
 	while (f->order_bits < 32 && (1ull << f->order_bits) < o->chunks)
@@ -261,7 +272,10 @@ void ndz_fetch_free(struct ndz_fetch *f)
 	if (!f)
 		return;
 	for (size_t i = 0; f->slots && i < f->o.slots; i++) {
-		free(f->slots[i].buf);
+		if (f->o.pool)
+			ndz_bufpool_put(f->o.pool, f->slots[i].buf);
+		else
+			free(f->slots[i].buf);
 		free(f->slots[i].rbuf);
 		free(f->slots[i].rmeta);
 	}
@@ -299,7 +313,9 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 			s = &f->slots[i];
 			break;
 		}
-	if (!s || (store && !s->buf && !(s->buf = malloc(NDZ_CHUNK_SIZE))))
+	if (s && store && !s->buf)
+		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool) : malloc(NDZ_CHUNK_SIZE);
+	if (!s || (store && !s->buf))
 		return NULL;
 	s->state = S_FILL;
 	s->chunk = chunk;
@@ -651,6 +667,14 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 	s->last_req = 1;
 	f->kick = 1;
 	return n ? 1 : 2;
+}
+
+uint8_t *ndz_fetch_take_buf(struct ndz_fetch *f, int slot)
+{
+	uint8_t *b = f->slots[slot].buf;
+
+	f->slots[slot].buf = NULL;
+	return b;
 }
 
 void ndz_fetch_done(struct ndz_fetch *f, int slot)

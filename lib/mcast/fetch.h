@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/bufpool.h"
+#include "core/err.h"
 #include "proto.h"
 
 struct ndz_fetch;
@@ -20,6 +22,9 @@ struct ndz_fetch_opts {
 	unsigned request_ahead;        /* new chunks kept requested, at least 1 */
 	uint64_t redelay_ns;           /* no request for a chunk anyone asked for this recently */
 	uint32_t seed;                 /* of the random order new chunks are requested in */
+	struct ndz_bufpool *pool;      /* chunk buffers come from here (NDZ_CHUNK_SIZE each;
+					  stays the caller's, outlives the cache); NULL:
+					  the cache allocates its own */
 };
 
 struct ndz_fetch_stats {
@@ -47,27 +52,32 @@ typedef void (*ndz_fetch_emit)(void *ctx, uint32_t chunk, const uint8_t *missing
  * size): 0; NDZ_ERANGE when no image could have that many chunks for its source size
  * (every chunk but the last covers at least one sector, doc/FORMAT.md: at most
  * max(1, ceil(source_bytes / 512)) chunks); NDZ_ETOOSMALL when the target cannot
- * hold what is written (source_bytes, or with raw the image itself). A client checks
- * this before it makes a cache for that many chunks.
+ * hold what is written (source_bytes, or with raw the image itself); e (may be NULL)
+ * says which. A client checks this before it makes a cache for that many chunks.
  */
-int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw);
+int ndz_fetch_check_join(const struct ndz_join_info *info, uint64_t room, int raw,
+			 struct ndz_error *e);
 
 /*
- * ndz_fetch_create - a cache per o; NDZ_EINVAL for bad options, NDZ_ENOMEM. It costs
- * a bit per chunk (and the kernel gives the pages only as chunks are written), and
- * memory per chunk only for the chunks on their way.
+ * ndz_fetch_create - a cache per o: 0 and *out (ndz_fetch_free), or NDZ_EINVAL for
+ * bad options, NDZ_ENOMEM, with e (may be NULL) saying so. It costs a bit per chunk
+ * (and the kernel gives the pages only as chunks are written), and memory per chunk
+ * only for the chunks on their way.
  */
-int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out);
+int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out,
+		     struct ndz_error *e);
 /* ndz_fetch_free - free f and every chunk buffer; accepts NULL. */
 void ndz_fetch_free(struct ndz_fetch *f);
 
 /*
  * ndz_fetch_block - a BLOCK of chunk (block < 1024, data NDZ_BLOCK_SIZE bytes)
- * arrived at now_ns. data NULL records the block without storing it (the slot's
- * buffer stays unallocated, ndz_fetch_buf may return NULL): for simulations that
- * count packets, not bytes; a cache is fed one way or the other throughout. Returns the slot now holding the whole chunk, which the caller
- * must check and pass to ndz_fetch_accept or ndz_fetch_reject; -1 otherwise (a new
- * block of an incomplete chunk, a duplicate, or no free slot).
+ * arrived at now_ns. A chunk's first block that finds no buffer (every one of the
+ * pool's taken) is dropped as without a free slot. data NULL records the block
+ * without storing it (the slot's buffer stays unallocated, ndz_fetch_buf may return
+ * NULL): for simulations that count packets, not bytes; a cache is fed one way or
+ * the other throughout. Returns the slot now holding the whole chunk, which the
+ * caller must check and pass to ndz_fetch_accept or ndz_fetch_reject; -1 otherwise
+ * (a new block of an incomplete chunk, a duplicate, or no free slot).
  */
 int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
 		    uint64_t now_ns);
@@ -108,6 +118,12 @@ void ndz_fetch_reject(struct ndz_fetch *f, int slot);
  * buffer, the chunk is rejected as by ndz_fetch_reject (returns 0).
  */
 int ndz_fetch_retry(struct ndz_fetch *f, int slot);
+/*
+ * ndz_fetch_take_buf - the buffer of the accepted chunk in slot, now the caller's
+ * (with a pool: give it back to the pool; else free it); the slot takes another at
+ * its next use. NULL when it has none.
+ */
+uint8_t *ndz_fetch_take_buf(struct ndz_fetch *f, int slot);
 /* ndz_fetch_done - the accepted chunk in slot is written: the slot is free again. */
 void ndz_fetch_done(struct ndz_fetch *f, int slot);
 

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "core/bufpool.h"
 #include "core/err.h"
 #include "mcast/fec.h"
 #include "mcast/fetch.h"
@@ -51,10 +52,10 @@ static void record(void *ctx, uint32_t chunk, const uint8_t *missing, const uint
 
 static struct ndz_fetch *make(uint32_t chunks, size_t slots, unsigned ahead, uint32_t seed)
 {
-	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed };
+	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed, NULL };
 	struct ndz_fetch *f;
 
-	assert_int_equal(ndz_fetch_create(&o, &f), 0);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), 0);
 	return f;
 }
 
@@ -90,18 +91,21 @@ static int deliver(struct ndz_fetch *f, uint32_t chunk, unsigned from, unsigned 
 
 static void test_bad_options(void **state)
 {
-	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1 };
+	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1, NULL };
 	struct ndz_fetch *f = (struct ndz_fetch *)1;
+	struct ndz_error e = { 0 };
 
 	(void)state;
-	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
 	assert_null(f);
 	o.chunks = 3;
 	o.slots = 0;
-	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
 	o.slots = 2;
 	o.request_ahead = 0;
-	assert_int_equal(ndz_fetch_create(&o, &f), NDZ_EINVAL);
+	assert_int_equal(ndz_fetch_create(&o, &f, &e), NDZ_EINVAL);
+	assert_int_equal(e.code, NDZ_EINVAL);
+	assert_non_null(strstr(e.msg, "chunk cache: "));
 	ndz_fetch_free(NULL);
 }
 
@@ -872,34 +876,36 @@ static void test_all_repairs_no_blocks(void **state)
 static void test_check_join(void **state)
 {
 	struct ndz_join_info i;
+	struct ndz_error e = { 0 };
 
 	(void)state;
 	memset(&i, 0, sizeof(i));
 	i.chunks = 1;
 	i.image_bytes = NDZ_CHUNK_SIZE;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);     /* empty source */
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);     /* empty source */
 	i.chunks = 2;
 	i.image_bytes = 2ull * NDZ_CHUNK_SIZE;
 	i.source_bytes = 512;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), NDZ_ERANGE);
 	i.source_bytes = 513;                  /* two sectors, the second one partly */
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, 513, 0), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, 512, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 0, NULL), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 512, 0, &e), NDZ_ETOOSMALL);
+	assert_string_equal(e.msg, "an image of 513 bytes: more than the target holds (512 bytes)");
 	/* with --raw the target holds the image itself */
-	assert_int_equal(ndz_fetch_check_join(&i, 513, 1), NDZ_ETOOSMALL);
-	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, 513, 1, NULL), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 2ull * NDZ_CHUNK_SIZE, 1, NULL), 0);
 	/* the forger's: 100 million chunks of 100 TB against 64 MiB; no size near 2^64 wraps */
 	i.chunks = 100000000u;
 	i.image_bytes = (uint64_t)i.chunks * NDZ_CHUNK_SIZE;
 	i.source_bytes = i.image_bytes;
-	assert_int_equal(ndz_fetch_check_join(&i, 64ull << 20, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, 64ull << 20, 0, NULL), NDZ_ETOOSMALL);
 	i.source_bytes = 1048576;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), NDZ_ERANGE);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), NDZ_ERANGE);
 	i.chunks = UINT32_MAX;
 	i.source_bytes = UINT64_MAX;
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0), 0);
-	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX - 1, 0), NDZ_ETOOSMALL);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX, 0, NULL), 0);
+	assert_int_equal(ndz_fetch_check_join(&i, UINT64_MAX - 1, 0, NULL), NDZ_ETOOSMALL);
 }
 
 static long max_rss_kib(void)
@@ -1033,6 +1039,47 @@ static void test_snoop_flood(void **state)
 	ndz_fetch_free(f);
 }
 
+/*
+ * With a buffer pool: chunks are received into its buffers; with all of them taken,
+ * a new chunk's blocks are dropped as with no free slot; a buffer taken from an
+ * accepted chunk is the chunk, and given back it serves the next one.
+ */
+static void test_pool(void **state)
+{
+	struct ndz_fetch_opts o = { 3, 3, 3, REDELAY, 1, NULL };
+	struct ndz_fetch_stats st;
+	struct ndz_bufpool *pool;
+	struct ndz_fetch *f;
+	uint8_t *b;
+	int s0, s1;
+
+	(void)state;
+	assert_int_equal(ndz_bufpool_create(NDZ_CHUNK_SIZE, 2, &pool, NULL), 0);
+	o.pool = pool;
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), 0);
+	s0 = deliver(f, 0, 0, NDZ_BLOCKS_PER_CHUNK, NULL, 1);
+	s1 = deliver(f, 1, 0, NDZ_BLOCKS_PER_CHUNK, NULL, 2);
+	assert_true(s0 >= 0 && s1 >= 0);
+	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), 3), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 1);
+	ndz_fetch_accept(f, s0);
+	b = ndz_fetch_take_buf(f, s0);
+	assert_non_null(b);
+	assert_null(ndz_fetch_buf(f, s0));
+	assert_memory_equal(b + 7 * NDZ_BLOCK_SIZE, data_of(0, 7), NDZ_BLOCK_SIZE);
+	ndz_fetch_done(f, s0);
+	ndz_bufpool_put(pool, b);
+	assert_true(deliver(f, 2, 0, NDZ_BLOCKS_PER_CHUNK, NULL, 4) >= 0);
+	ndz_fetch_free(f);
+	ndz_bufpool_free(pool);
+	/* a pool of other buffers will not do */
+	assert_int_equal(ndz_bufpool_create(4096, 2, &pool, NULL), 0);
+	o.pool = pool;
+	assert_int_equal(ndz_fetch_create(&o, &f, NULL), NDZ_EINVAL);
+	ndz_bufpool_free(pool);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1057,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_retry_contested),
 		cmocka_unit_test(test_all_repairs_no_blocks),
 		cmocka_unit_test(test_check_join),
+		cmocka_unit_test(test_pool),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,13 +1,11 @@
 /*
  * A simulation of the whole multicast system on a simulated clock: one server
- * (lib/serve: its queue and merging), many clients (lib/fetch: their caches,
- * request scheduling and NAK suppression, driven the way frisbee drives them),
- * and a LAN that loses each block and each request independently at each client.
- * It counts what the server sends against a clean transfer (every block once),
- * for client counts a host cannot run for real (100, 500).
- *
- * The clients' timing (look every 5 ms, "server silent" backoff from 40 ms) is
- * frisbee's main loop; keep the two in step. Disk writes are instant.
+ * (lib/serve: its queue and merging), many clients (lib/mcast/client, the very
+ * session frisbee runs: join, caches, request scheduling and timing, NAK
+ * suppression), and a LAN that loses each block and each request independently at
+ * each client. It counts what the server sends against a clean transfer (every
+ * block once), for client counts a host cannot run for real (100, 500). Disk
+ * writes are instant, chunk checks always pass.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +18,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "mcast/client.h"
 #include "mcast/fec.h"
 #include "mcast/fetch.h"
 #include "core/format.h"
@@ -29,6 +28,8 @@
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MS 1000000ull
 #define WIRE_BYTES (NDZ_PKT_BLOCK_LEN + 28u + 14u)    /* BLOCK + IPv4/UDP + Ethernet */
+#define SERVER 0x0100000au             /* the server's address, network order */
+#define TAG 0x5eed1234u                /* the image's tag */
 
 struct sim_opts {
 	unsigned clients;
@@ -55,15 +56,12 @@ struct sim_result {
 struct req {
 	uint64_t at;
 	unsigned from;
-	uint32_t chunk;
-	int kind;                      /* 0 whole chunk, 1 bitmap, 2 repair counts */
-	uint8_t bm[NDZ_BITMAP_BYTES];
-	uint8_t need[NDZ_FEC_SETS];
+	struct ndz_pkt p;              /* a REQUEST, PREQUEST or RREQUEST as decoded */
 };
 
 struct client {
-	struct ndz_fetch *f;
-	uint64_t start, last_block, silence_wait, next_silence, next_look;
+	struct ndz_client *cl;
+	uint64_t start;
 	int started, finished;
 };
 
@@ -75,6 +73,7 @@ struct sim {
 	size_t qhead, qlen, qcap;
 	uint64_t rng, now, requests;
 	unsigned emitter, finished;
+	int joining;                   /* the emitter sent a JOIN */
 };
 
 static uint64_t rnd(struct sim *s)
@@ -97,11 +96,23 @@ static int lost(struct sim *s)
 	return s->o.loss > 0 && lost_at(s, s->o.loss);
 }
 
-static void emit(void *ctx, uint32_t chunk, const uint8_t *missing, const uint8_t *need)
+/* A client's datagram to the group (ndz_client_opts.send): a JOIN, or a request. */
+static int sim_send(void *ctx, const uint8_t *d, size_t len)
 {
 	struct sim *s = ctx;
+	struct ndz_pkt p;
 	struct req *r;
 
+	assert_int_equal(ndz_pkt_decode(d, len, &p), 0);
+	if (p.type == NDZ_PKT_JOIN) {
+		s->joining = 1;
+		return 0;
+	}
+	if (p.type == NDZ_PKT_LEAVE)
+		return 0;
+	assert_true(p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST ||
+		    p.type == NDZ_PKT_RREQUEST);
+	assert_int_equal(p.tag, TAG);
 	if (s->qhead + s->qlen == s->qcap) {
 		if (s->qhead) {
 			memmove(s->q, s->q + s->qhead, s->qlen * sizeof(*s->q));
@@ -115,15 +126,9 @@ static void emit(void *ctx, uint32_t chunk, const uint8_t *missing, const uint8_
 	r = &s->q[s->qhead + s->qlen++];
 	r->at = s->now + s->o.delay_ns;
 	r->from = s->emitter;
-	r->chunk = chunk;
-	r->kind = need ? 2 : missing ? 1 : 0;
-	if (missing)
-		memcpy(r->bm, missing, NDZ_BITMAP_BYTES);
-	else
-		memset(r->bm, 0xff, NDZ_BITMAP_BYTES);
-	if (need)
-		memcpy(r->need, need, NDZ_FEC_SETS);
+	r->p = p;
 	s->requests++;
+	return 0;
 }
 
 /* Requests that arrived by now: at the server and at every other client, each maybe lost. */
@@ -133,12 +138,14 @@ static void deliver_requests(struct sim *s)
 		struct req *r = &s->q[s->qhead];
 
 		if (!(s->o.server_loss > 0 && lost_at(s, s->o.server_loss))) {
-			if (r->kind == 0)
-				assert_true(ndz_serve_request(s->serve, r->chunk, 0, BLOCKS) >= 0);
-			else if (r->kind == 1)
-				assert_true(ndz_serve_prequest(s->serve, r->chunk, r->bm) >= 0);
+			if (r->p.type == NDZ_PKT_REQUEST)
+				assert_true(ndz_serve_request(s->serve, r->p.chunk, r->p.block,
+							      r->p.count) >= 0);
+			else if (r->p.type == NDZ_PKT_PREQUEST)
+				assert_true(ndz_serve_prequest(s->serve, r->p.chunk,
+							       r->p.bitmap) >= 0);
 			else
-				assert_true(ndz_serve_repairs(s->serve, r->chunk, r->need) >= 0);
+				assert_true(ndz_serve_repairs(s->serve, r->p.chunk, r->p.need) >= 0);
 		}
 		for (unsigned i = 0; i < s->o.clients; i++) {
 			struct client *c = &s->c[i];
@@ -146,57 +153,98 @@ static void deliver_requests(struct sim *s)
 			/* a client hears its own request looped back, without loss */
 			if (!c->started || c->finished || (i != r->from && lost(s)))
 				continue;
-			if (r->kind == 2)
-				ndz_fetch_snoop_repairs(c->f, r->chunk, r->need, s->now);
-			else
-				ndz_fetch_snoop(c->f, r->chunk, r->bm, s->now);
+			assert_int_equal(ndz_client_input_pkt(c->cl, &r->p, 0x0200000au + i,
+							      s->now), 0);
 		}
 		s->qhead++;
 		s->qlen--;
 	}
 }
 
-/* frisbee's main loop after each packet or timeout: when to ask, and for what. */
+/* A client's time passes: what it asks for, and when, is its own (ndz_client_tick). */
 static void client_look(struct sim *s, unsigned i)
 {
-	struct client *c = &s->c[i];
-	uint64_t now = s->now;
-
 	s->emitter = i;
-	if (now - c->last_block > c->silence_wait && now >= c->next_silence) {
-		ndz_fetch_requests(c->f, now, 1, emit, s);
-		if (c->silence_wait < 2000 * MS)
-			c->silence_wait *= 2;
-		c->next_silence = now + c->silence_wait;
-		ndz_fetch_kicked(c->f);
-		c->next_look = now + 5 * MS;
-	} else if (ndz_fetch_kicked(c->f) || now >= c->next_look) {
-		if (now - c->last_block < 20 * MS)
-			c->silence_wait = 40 * MS;
-		ndz_fetch_requests(c->f, now, 0, emit, s);
-		c->next_look = now + 5 * MS;
+	assert_int_equal(ndz_client_tick(s->c[i].cl, s->now), NDZ_CLIENT_RECEIVING);
+}
+
+/*
+ * Client i starts: it joins (the server answers at once, as frisbeed's JOIN_REPLY
+ * and FEATURES), then asks for its first chunks.
+ */
+static void client_start(struct sim *s, unsigned i)
+{
+	const struct sim_opts *o = &s->o;
+	struct ndz_client_opts co = {
+		.id = i + 1, .no_repair = i < o->legacy,
+		.no_whole = i >= o->legacy && i < o->legacy + o->stripes_only,
+		.no_store = 1, .room = UINT64_MAX, .give_up_s = 30, .slots = 64,
+		.request_ahead = 2, .redelay_ns = 1000 * MS, .seed = o->seed * 7919u + i + 1,
+		.send = sim_send, .ctx = s,
+	};
+	struct client *c = &s->c[i];
+	struct ndz_pkt p;
+
+	assert_int_equal(ndz_client_create(&co, s->now, &c->cl, NULL), 0);
+	s->emitter = i;
+	s->joining = 0;
+	assert_int_equal(ndz_client_tick(c->cl, s->now), NDZ_CLIENT_JOINING);
+	assert_true(s->joining);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN_REPLY;
+	p.client_id = co.id;
+	p.tag = TAG;
+	p.info.chunks = o->chunks;
+	p.info.block_size = NDZ_BLOCK_SIZE;
+	p.info.blocks_per_chunk = BLOCKS;
+	p.info.image_bytes = (uint64_t)o->chunks * NDZ_CHUNK_SIZE;
+	p.info.source_bytes = p.info.image_bytes;
+	p.info.rate_bps = o->rate_bps;
+	ndz_client_input_pkt(c->cl, &p, SERVER, s->now);
+	assert_int_equal(ndz_client_state(c->cl), NDZ_CLIENT_JOINED);
+	assert_int_equal(ndz_client_info(c->cl)->chunks, o->chunks);
+	assert_int_equal(ndz_client_start(c->cl, s->now, NULL), 0);
+	if (o->repair) {
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_FEATURES;
+		p.tag = TAG;
+		p.features = o->repair;
+		ndz_client_input_pkt(c->cl, &p, SERVER, s->now);
 	}
+	c->started = 1;
 }
 
 static void client_block(struct sim *s, unsigned i, uint32_t chunk,
 			 const struct ndz_serve_item *it)
 {
 	struct client *c = &s->c[i];
-	struct ndz_fetch_stats st;
-	int slot = it->repair ?
-		ndz_fetch_repair(c->f, chunk, it->stripe, it->index, NULL, s->now) :
-		ndz_fetch_block(c->f, chunk, it->block, NULL, s->now);
+	struct ndz_pkt p;
+	uint8_t *buf;
+	uint32_t got;
+	int slot;
 
-	c->last_block = s->now;
-	if (slot >= 0) {
-		assert_int_equal(ndz_fetch_slot_chunk(c->f, slot), chunk);
-		ndz_fetch_accept(c->f, slot);
-		ndz_fetch_done(c->f, slot);
-		ndz_fetch_get_stats(c->f, &st);
-		if (st.done == s->o.chunks) {
-			c->finished = 1;
-			s->finished++;
-		}
+	memset(&p, 0, sizeof(p));
+	p.type = it->repair ? NDZ_PKT_REPAIR : NDZ_PKT_BLOCK;
+	p.tag = TAG;
+	p.chunk = chunk;
+	p.block = (uint16_t)it->block;
+	p.stripe = (uint8_t)it->stripe;
+	p.index = (uint8_t)it->index;
+	s->emitter = i;
+	ndz_client_input_pkt(c->cl, &p, SERVER, s->now);
+	while ((slot = ndz_client_ready(c->cl, &got, &buf)) >= 0) {
+		assert_int_equal(got, chunk);
+		assert_null(buf);
+		assert_int_equal(ndz_client_verdict(c->cl, slot, NDZ_CHUNK_OK, 0, 1, s->now), 0);
+		ndz_client_written(c->cl, slot);
+	}
+	if (ndz_client_state(c->cl) == NDZ_CLIENT_COMPLETE) {
+		struct ndz_client_stats st;
+
+		ndz_client_get_stats(c->cl, &st);
+		assert_int_equal(st.fetch.done, s->o.chunks);
+		c->finished = 1;
+		s->finished++;
 	}
 }
 
@@ -215,18 +263,8 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	assert_int_equal(ndz_serve_create(o->chunks, &s.serve), 0);
 	s.c = calloc(o->clients, sizeof(*s.c));
 	assert_non_null(s.c);
-	for (unsigned i = 0; i < o->clients; i++) {
-		struct ndz_fetch_opts fo = {
-			.chunks = o->chunks, .slots = 64, .request_ahead = 2,
-			.redelay_ns = 1000 * MS, .seed = o->seed * 7919u + i + 1,
-		};
-
-		assert_int_equal(ndz_fetch_create(&fo, &s.c[i].f), 0);
-		ndz_fetch_set_repair(s.c[i].f, i < o->legacy ? 0 :
-					      i < o->legacy + o->stripes_only ?
-					      o->repair & NDZ_FEAT_REPAIR : o->repair);
+	for (unsigned i = 0; i < o->clients; i++)
 		s.c[i].start = o->jitter_ns ? rnd(&s) % o->jitter_ns : 0;
-	}
 	for (s.now = 0; s.finished < o->clients && s.now < limit; s.now += step) {
 		deliver_requests(&s);
 		for (unsigned i = 0; i < o->clients; i++) {
@@ -237,13 +275,7 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 			if (!c->started) {
 				if (s.now < c->start)
 					continue;
-				c->started = 1;
-				c->last_block = s.now;
-				c->silence_wait = 40 * MS;
-				c->next_silence = s.now + c->silence_wait;
-				c->next_look = s.now + 5 * MS;
-				s.emitter = i;
-				ndz_fetch_requests(c->f, s.now, 0, emit, &s);
+				client_start(&s, i);
 				continue;
 			}
 			client_look(&s, i);
@@ -282,7 +314,7 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	/* every block went out at least once: the clients were served the whole image */
 	assert_int_equal(ss.distinct_sent, clean);
 	for (unsigned i = 0; i < o->clients; i++)
-		ndz_fetch_free(s.c[i].f);
+		ndz_client_free(s.c[i].cl);
 	free(s.c);
 	free(s.q);
 	ndz_serve_free(s.serve);

@@ -1,0 +1,78 @@
+/* frisbee's state, shared by its main file and its trust policy (policy.c). */
+#ifndef FRISBEE_FRISBEE_H
+#define FRISBEE_FRISBEE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cli/cli.h"
+#include "core/bufpool.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "core/orig.h"
+#include "mcast/client.h"
+#include "mcast/net.h"
+#include "trust/trust.h"
+#include "codec/unzip.h"
+
+struct client {
+	/* options */
+	const char *target_path;
+	int zero_fill, discard, raw, progress, give_up_s;
+	const char *manifest_path;     /* --manifest */
+	struct ndz_key pub, crypt;     /* --key: type NDZ_KEY_NONE when not given */
+	struct ndz_manifest m;         /* with pub: every chunk must be the one it signs */
+	struct ndz_client_opts co;     /* the session's (lib/mcast/client.h) */
+
+	struct ndz_net *net;
+	struct ndz_client *cl;         /* the session: under lock once the feeder runs */
+	struct ndz_bufpool *pool;      /* chunk buffers: received into, decoded from */
+	struct ndz_join_info info;     /* the joined image */
+	char source[40];               /* "server ADDR": the image, in messages */
+	struct ndz_dgram *dg;          /* a batch of datagrams received */
+	unsigned nap_us;               /* the pause for a batch to gather */
+	int netfail;                   /* receiving failed: err says why */
+
+	/* shared with the feeder thread, under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int failed, stop, abandon;
+	struct ndz_error err;          /* why the load failed */
+	struct ndz_error ferr;         /* the feeder's reason to stop (a key that cannot open
+					  an authentic chunk); err takes it after the join */
+
+	struct ndz_io *target;
+	struct ndz_unzip *unzip;
+	struct cli_progress prog;
+};
+
+/* pump - feed the session what the socket brings while it is in state (frisbee.c). */
+void pump(struct client *c, int state);
+
+/* net_note - the session's notes (ndz_client_opts.note) as messages (notes.c). */
+void net_note(void *ctx, const struct ndz_client_note *n);
+
+/*
+ * target.c: target_room - what the target holds (UINT64_MAX: no bound), before the
+ * join; open_target - open it and start the restore pipeline, or die; finish - wait
+ * for everything to be written and flushed: 0, or the error, with c->err.
+ */
+uint64_t target_room(const struct client *c);
+void open_target(struct client *c);
+int finish(struct client *c);
+
+/* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h), policy.c's */
+extern const char *orig_key_path;
+extern struct ndz_orig_keys orig_keys;
+
+/*
+ * The trust policy (policy.c), to be replaced by lib/trust's one verifier.
+ * check_chunk - check a complete chunk (NDZ_CHUNK_* of lib/mcast/client.h).
+ * check_trust - the manifest is the served image's, fetched first when need be.
+ */
+int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk, struct ndz_chunk_hdr *h,
+		int *key_streak, int *why, int *intact);
+void check_trust(struct client *c);
+
+#endif

@@ -1,0 +1,56 @@
+/* frisbee's messages of what its session (lib/mcast/client) tells. */
+#include "frisbee.h"
+
+/* What the session tells, as messages. */
+void net_note(void *ctx, const struct ndz_client_note *n)
+{
+	char a[16];
+
+	(void)ctx;
+	switch (n->what) {
+	case NDZ_CLIENT_NOTE_JOIN:
+		if (cli_verbose > 1)
+			cli_info("join sent");
+		break;
+	case NDZ_CLIENT_NOTE_OTHERS:
+		if (cli_verbose > 1)
+			cli_info("a server answered, not us; asking to join now");
+		break;
+	case NDZ_CLIENT_NOTE_TRAFFIC:
+		if (cli_verbose > 1)
+			cli_info("a transfer is under way; asking to join now");
+		break;
+	case NDZ_CLIENT_NOTE_IGNORED:
+		if (cli_verbose)
+			cli_warn("server %s announces an image of %u chunks restoring to %llu "
+				 "bytes: %s; waiting for another", ndz_net_ntoa(n->from, a),
+				 n->info->chunks, (unsigned long long)n->info->source_bytes,
+				 n->why == NDZ_ERANGE ? "more chunks than that many bytes can need" :
+				 "more than the target holds");
+		break;
+	case NDZ_CLIENT_NOTE_JOINED:
+		if (cli_verbose)
+			cli_info("server %s: %u chunks, image %s", ndz_net_ntoa(n->from, a),
+				 n->info->chunks, "joined");
+		break;
+	case NDZ_CLIENT_NOTE_REPAIR:
+		if (cli_verbose > 1)
+			cli_info("the server sends repair blocks%s",
+				 n->count & NDZ_FEAT_WHOLE ? " of stripes and whole chunks" : "");
+		break;
+	case NDZ_CLIENT_NOTE_REQUEST:
+		if (cli_verbose <= 2)
+			break;
+		if (n->repairs)
+			cli_info("request repairs of chunk %u", n->chunk);
+		else if (n->count)
+			cli_info("request %u missing blocks of chunk %u", n->count, n->chunk);
+		else
+			cli_info("request chunk %u", n->chunk);
+		break;
+	case NDZ_CLIENT_NOTE_SILENT:
+		if (cli_verbose > 1)
+			cli_info("server silent for %llu ms; asking again", (unsigned long long)n->ms);
+		break;
+	}
+}

@@ -1,0 +1,737 @@
+/* The receiving session over lib/mcast/fetch, without I/O (see client.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "fec.h"
+#include "fetch.h"
+#include "net.h"
+#include "proto.h"
+
+#define MS 1000000ull
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
+
+struct ndz_client {
+	struct ndz_client_opts o;
+	int state;
+	struct ndz_error err;
+	struct ndz_client_stats st;
+	uint64_t start_ns, give_up_ns;
+	uint32_t tag, server;
+	struct ndz_join_info info;
+	char source[40];               /* "server ADDR" */
+
+	/* joining */
+	uint64_t join_next, join_wait, join_last, join_deadline;
+	int traffic;
+	uint64_t ignored;              /* JOIN_REPLYs ignored: the last one's why, what, who */
+	int ignored_why;
+	struct ndz_join_info ignored_info;
+	uint32_t ignored_from;
+
+	/* the manifest */
+	struct ndz_fetch *mf;
+	uint8_t *mbytes;
+	size_t mlen;
+	uint32_t mchunks, mgot;
+	uint64_t mlast, mnext, mwait, mdeadline;
+
+	/* the image */
+	struct ndz_fetch *fetch;
+	unsigned repair;               /* NDZ_FEAT_* repairs the server announced */
+	uint32_t *ready;               /* complete chunks' slots, for the caller to check */
+	size_t ready_head, ready_len;
+	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns, next_look;
+	uint64_t accept_ns;            /* when a chunk last checked out (or the start) */
+	uint32_t rejects;              /* complete chunks that failed their checks since */
+	uint32_t reject_chunk;         /* the last of them, */
+	int reject_why;                /* and why (NDZ_E*) */
+};
+
+static void note(struct ndz_client *c, struct ndz_client_note *n)
+{
+	if (c->o.note)
+		c->o.note(c->o.ctx, n);
+}
+
+static int send_pkt(struct ndz_client *c, struct ndz_pkt *p)
+{
+	uint8_t buf[NDZ_PKT_MAX];
+	int len;
+
+	p->client_id = c->o.id;
+	p->tag = c->tag;
+	len = ndz_pkt_encode(p, buf, sizeof(buf));
+	if (len < 0)
+		return len;
+	return c->o.send(c->o.ctx, buf, (size_t)len);
+}
+
+static void fail(struct ndz_client *c)
+{
+	c->state = NDZ_CLIENT_FAILED;
+}
+
+int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
+		      struct ndz_client **out, struct ndz_error *e)
+{
+	struct ndz_client *c;
+
+	*out = NULL;
+	if (!o->send)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "client session: no way to send");
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "client session: out of memory");
+	c->o = *o;
+	if (!c->o.group)
+		c->o.group = "the group";
+	if (!c->o.target)
+		c->o.target = "the target";
+	c->server = o->server;
+	c->start_ns = now_ns;
+	c->give_up_ns = (uint64_t)o->give_up_s * 1000 * MS;
+	c->join_next = now_ns;
+	c->join_wait = 500 * MS;
+	c->join_deadline = now_ns + c->give_up_ns;
+	c->state = NDZ_CLIENT_JOINING;
+	*out = c;
+	return 0;
+}
+
+void ndz_client_free(struct ndz_client *c)
+{
+	if (!c)
+		return;
+	ndz_fetch_free(c->mf);
+	ndz_fetch_free(c->fetch);
+	free(c->mbytes);
+	free(c->ready);
+	free(c);
+}
+
+int ndz_client_state(const struct ndz_client *c)
+{
+	return c->state;
+}
+
+const struct ndz_error *ndz_client_error(const struct ndz_client *c)
+{
+	return &c->err;
+}
+
+const struct ndz_join_info *ndz_client_info(const struct ndz_client *c)
+{
+	return &c->info;
+}
+
+uint32_t ndz_client_server(const struct ndz_client *c)
+{
+	return c->server;
+}
+
+const char *ndz_client_source(const struct ndz_client *c)
+{
+	return c->source;
+}
+
+/* Classify and count a packet; returns 1 when it is one to look at. */
+static int accept_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from)
+{
+	if ((c->o.no_repair && (p->type == NDZ_PKT_FEATURES || p->type == NDZ_PKT_REPAIR ||
+				p->type == NDZ_PKT_RREQUEST)) ||
+	    (c->o.no_whole && ((p->type == NDZ_PKT_REPAIR && p->stripe == NDZ_FEC_WHOLE) ||
+			       (p->type == NDZ_PKT_RREQUEST && p->need[NDZ_FEC_WHOLE])))) {
+		c->st.bad++;           /* (what a client without (whole-chunk) repairs makes of those) */
+		return 0;
+	}
+	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
+	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES) && c->server &&
+	    from != c->server) {
+		c->st.foreign++;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Joining: an answer announcing what we cannot take is ignored (ndz_fetch_check_join).
+ * Traffic of a transfer already under way (blocks, other clients' requests) means a
+ * server is there and our JOIN or its reply was lost: ask again at once (at most every
+ * 50 ms) rather than at the next back-off step, so as to miss as little as possible.
+ */
+static void join_input(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from,
+		       uint64_t now)
+{
+	struct ndz_client_note n = { .from = from, .info = &p->info };
+	int r;
+
+	if (p->type == NDZ_PKT_JOIN_REPLY && c->o.want_uuid &&
+	    memcmp(p->info.uuid, c->o.want_uuid, 16) != 0) {
+		c->st.foreign++;       /* another image's server on our group */
+		return;
+	}
+	if (p->type == NDZ_PKT_JOIN_REPLY && p->client_id != c->o.id) {
+		/*
+		 * An announcement, or the answer to another client: a server is there,
+		 * ask it for ours at once and take that (a host spoofing announcements
+		 * of another image, even from the -S address, does not hear our JOIN).
+		 */
+		if (!c->traffic) {
+			n.what = NDZ_CLIENT_NOTE_OTHERS;
+			note(c, &n);
+		}
+		c->traffic = 1;
+		return;
+	}
+	if (p->type == NDZ_PKT_JOIN_REPLY &&
+	    (r = ndz_fetch_check_join(&p->info, c->o.room, c->o.raw, NULL)) < 0) {
+		/*
+		 * Whoever sent it (a forger can: without -S the first reply decides
+		 * the server), a real server may still answer: wait for it until -T.
+		 */
+		if (!c->ignored || r != c->ignored_why) {
+			n.what = NDZ_CLIENT_NOTE_IGNORED;
+			n.why = r;
+			note(c, &n);
+		}
+		c->ignored++;
+		c->ignored_why = r;
+		c->ignored_info = p->info;
+		c->ignored_from = from;
+		return;
+	}
+	if (p->type == NDZ_PKT_JOIN_REPLY) {
+		char a[16];
+
+		c->info = p->info;
+		c->tag = p->tag;
+		c->last_server_ns = now;       /* -T runs from here on */
+		if (!c->server)
+			c->server = from;
+		snprintf(c->source, sizeof(c->source), "server %s", ndz_net_ntoa(c->server, a));
+		c->state = NDZ_CLIENT_JOINED;
+		n.what = NDZ_CLIENT_NOTE_JOINED;
+		note(c, &n);
+		return;
+	}
+	if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REQUEST ||
+	    p->type == NDZ_PKT_PREQUEST || p->type == NDZ_PKT_REPAIR ||
+	    p->type == NDZ_PKT_RREQUEST) {
+		if (!c->traffic) {
+			n.what = NDZ_CLIENT_NOTE_TRAFFIC;
+			note(c, &n);
+		}
+		c->traffic = 1;
+	}
+}
+
+/* No JOIN_REPLY we could take within -T: say why, the target's size when that was it. */
+static void join_failed(struct ndz_client *c)
+{
+	const struct ndz_join_info *i = &c->ignored_info;
+	char a[16];
+
+	if (c->ignored && c->ignored_why == NDZ_ETOOSMALL)
+		ndz_error_set(&c->err, NDZ_ETOOSMALL, 0, "%s: %s (%llu bytes, the image needs "
+			      "%llu), announced by server %s", c->o.target,
+			      ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)c->o.room,
+			      (unsigned long long)(c->o.raw ? i->image_bytes : i->source_bytes),
+			      ndz_net_ntoa(c->ignored_from, a));
+	else if (c->ignored)
+		ndz_error_set(&c->err, NDZ_ETIMEDOUT, 0, "no server answered on %s port %u within "
+			      "%u s (%llu announcements ignored, the last from %s: %u chunks for "
+			      "%llu bytes, more than any image needs)", c->o.group, c->o.port,
+			      c->o.give_up_s, (unsigned long long)c->ignored,
+			      ndz_net_ntoa(c->ignored_from, a), i->chunks,
+			      (unsigned long long)i->source_bytes);
+	else
+		ndz_error_set(&c->err, NDZ_ETIMEDOUT, 0, "no server answered on %s port %u within "
+			      "%u s", c->o.group, c->o.port, c->o.give_up_s);
+	fail(c);
+}
+
+/* Ask until a server answers our JOIN, backing off from 0.5 s to 2 s; give up after -T. */
+static void join_tick(struct ndz_client *c, uint64_t now)
+{
+	if (now >= c->join_deadline) {
+		join_failed(c);
+		return;
+	}
+	if (now >= c->join_next || (c->traffic && now - c->join_last >= 50 * MS)) {
+		struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_JOIN };
+		struct ndz_pkt p;
+		int r;
+
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_JOIN;
+		if ((r = send_pkt(c, &p)) != 0) {
+			ndz_error_set(&c->err, NDZ_ENET, r > 0 ? r : 0, "send to %s port %u",
+				      c->o.group, c->o.port);
+			fail(c);
+			return;
+		}
+		c->st.joins++;
+		note(c, &n);
+		c->join_last = now;
+		c->traffic = 0;
+		if (now >= c->join_next) {
+			c->join_next = now + c->join_wait;
+			if (c->join_wait < 2000 * MS)
+				c->join_wait *= 2;
+		}
+	}
+}
+
+/* Send one request for chunk (numbered on the wire from base on). */
+static void send_request(struct ndz_client *c, uint32_t chunk, const uint8_t *missing,
+			 const uint8_t *need)
+{
+	struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_REQUEST, .chunk = chunk };
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.chunk = chunk;
+	if (need) {
+		p.type = NDZ_PKT_RREQUEST;
+		memcpy(p.need, need, sizeof(p.need));
+		n.repairs = 1;
+	} else if (missing) {
+		p.type = NDZ_PKT_PREQUEST;
+		memcpy(p.bitmap, missing, sizeof(p.bitmap));
+		n.count = ndz_bit_count(missing);
+	} else {
+		p.type = NDZ_PKT_REQUEST;
+		p.block = 0;
+		p.count = BLOCKS;
+	}
+	if (send_pkt(c, &p) == 0)
+		c->st.requests++;
+	note(c, &n);
+}
+
+/* ndz_fetch_emit of the image's cache, and of the manifest's (its chunks follow). */
+static void emit_image(void *ctx, uint32_t chunk, const uint8_t *missing, const uint8_t *need)
+{
+	send_request(ctx, chunk, missing, need);
+}
+
+static void emit_manifest(void *ctx, uint32_t chunk, const uint8_t *missing,
+			  const uint8_t *need)
+{
+	struct ndz_client *c = ctx;
+
+	send_request(c, c->info.chunks + chunk, missing, need);
+}
+
+static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
+{
+	struct ndz_fetch_opts fo = { 0 };
+
+	fo.chunks = c->mchunks;
+	fo.slots = c->mchunks < 4 ? c->mchunks : 4;
+	fo.request_ahead = (unsigned)fo.slots;
+	fo.redelay_ns = 200 * MS;
+	fo.seed = c->o.id;
+	ndz_fetch_free(c->mf);
+	c->mf = NULL;
+	c->mgot = 0;
+	c->mnext = 0;
+	return ndz_fetch_create(&fo, &c->mf, e);
+}
+
+int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
+			      struct ndz_error *e)
+{
+	uint64_t m = (len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
+	unsigned w = c->o.give_up_s < 10 ? c->o.give_up_s : 10;
+	struct ndz_error mine = { 0 };
+
+	if (c->state != NDZ_CLIENT_JOINED || !len || m > UINT32_MAX - c->info.chunks)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the manifest from %s: %s", c->source,
+				     "not now, or of no size");
+	c->mchunks = (uint32_t)m;
+	c->mlen = len;
+	c->mbytes = calloc(m, NDZ_CHUNK_SIZE);
+	if (!c->mbytes)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "the manifest from %s: out of memory",
+				     c->source);
+	if (manifest_cache(c, &mine) < 0)
+		return ndz_error_copy(e, &mine);
+	c->mlast = now_ns;
+	c->last_server_ns = now_ns;
+	c->mwait = (uint64_t)w * 1000 * MS;
+	c->mdeadline = now_ns + c->give_up_ns;
+	c->state = NDZ_CLIENT_MANIFEST;
+	return 0;
+}
+
+/*
+ * A server that does not serve the manifest (an older frisbeed, or no manifest beside
+ * the image) never answers: give up after -T (at most 10 s) with a message that
+ * says so.
+ */
+static void manifest_tick(struct ndz_client *c, uint64_t now)
+{
+	if (now - c->mlast > c->mwait || now >= c->mdeadline) {
+		ndz_error_set(&c->err, NDZ_ETIMEDOUT, 0, "%s sent no signed manifest of the image "
+			      "within %llu s (an older frisbeed, or none beside the image): give "
+			      "--manifest FILE", c->source,
+			      (unsigned long long)((now - c->mlast) / 1000 / MS));
+		fail(c);
+		return;
+	}
+	if (now >= c->mnext) {
+		ndz_fetch_requests(c->mf, now, now - c->mlast > 200 * MS, emit_manifest, c);
+		c->mnext = now + 50 * MS;
+	}
+}
+
+static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
+{
+	int slot;
+
+	if (p->type != NDZ_PKT_BLOCK || p->tag != c->tag || p->chunk < c->info.chunks ||
+	    p->chunk - c->info.chunks >= c->mchunks)
+		return;
+	c->mlast = c->last_server_ns = now;
+	slot = ndz_fetch_block(c->mf, p->chunk - c->info.chunks, p->block, p->data, now);
+	if (slot < 0)
+		return;
+	if (ndz_fetch_buf(c->mf, slot))
+		memcpy(c->mbytes + (size_t)ndz_fetch_slot_chunk(c->mf, slot) * NDZ_CHUNK_SIZE,
+		       ndz_fetch_buf(c->mf, slot), NDZ_CHUNK_SIZE);
+	ndz_fetch_accept(c->mf, slot);
+	ndz_fetch_done(c->mf, slot);
+	if (++c->mgot == c->mchunks)
+		c->state = NDZ_CLIENT_MANIFEST_READY;
+}
+
+const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len)
+{
+	*len = c->mlen;
+	return c->mbytes;
+}
+
+int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
+				struct ndz_error *e)
+{
+	struct ndz_error mine = { 0 };
+
+	if (c->state != NDZ_CLIENT_MANIFEST_READY)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the manifest from %s: not received",
+				     c->source);
+	if (good) {
+		ndz_fetch_free(c->mf);
+		c->mf = NULL;
+		c->state = NDZ_CLIENT_JOINED;
+		return 0;
+	}
+	/* forged bytes got in (blocks spoofed): throw it all away, ask again */
+	c->st.forged++;
+	if (now_ns >= c->mdeadline)
+		return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "the manifest from %s: forged, and "
+				     "no other within %u s", c->source, c->o.give_up_s);
+	if (manifest_cache(c, &mine) < 0) {
+		ndz_error_copy(&c->err, &mine);
+		fail(c);
+		return ndz_error_copy(e, &mine);
+	}
+	c->state = NDZ_CLIENT_MANIFEST;
+	return 0;
+}
+
+int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
+{
+	struct ndz_fetch_opts fo = { 0 };
+	struct ndz_error mine = { 0 };
+
+	if (c->state != NDZ_CLIENT_JOINED)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: not joined", c->source);
+	fo.chunks = c->info.chunks;
+	fo.slots = c->o.slots;
+	fo.request_ahead = c->o.request_ahead;
+	fo.redelay_ns = c->o.redelay_ns;
+	fo.seed = c->o.seed;
+	fo.pool = c->o.pool;
+	c->ready = calloc(c->o.slots ? c->o.slots : 1, sizeof(*c->ready));
+	if (!c->ready)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "out of memory for %u chunks",
+				     c->info.chunks);
+	if (ndz_fetch_create(&fo, &c->fetch, &mine) < 0) {
+		if (mine.code == NDZ_ENOMEM)
+			return ndz_error_set(e, NDZ_ENOMEM, 0, "out of memory for %u chunks",
+					     c->info.chunks);
+		return ndz_error_copy(e, &mine);
+	}
+	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
+	c->last_block_ns = c->accept_ns = now_ns;
+	c->silence_wait_ns = 40 * MS;
+	c->next_silence_ns = now_ns + c->silence_wait_ns;
+	c->next_look = now_ns + 5 * MS;
+	c->state = NDZ_CLIENT_RECEIVING;
+	ndz_fetch_requests(c->fetch, now_ns, 0, emit_image, c);
+	return 0;
+}
+
+/* A request seen on the group (ours looped back or another client's). */
+static void snoop_request(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
+{
+	uint8_t bm[NDZ_BITMAP_BYTES];
+
+	if (p->type == NDZ_PKT_REQUEST) {
+		memset(bm, 0, sizeof(bm));
+		for (unsigned b = p->block; b < (unsigned)p->block + p->count; b++)
+			ndz_bit_set(bm, b);
+		ndz_fetch_snoop(c->fetch, p->chunk, bm, now);
+	} else {
+		ndz_fetch_snoop(c->fetch, p->chunk, p->bitmap, now);
+	}
+}
+
+/* A block or repair of the image: a chunk complete is held for the caller's checks. */
+static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
+{
+	const uint8_t *data = c->o.no_store ? NULL : p->data;
+	int slot;
+
+	c->last_server_ns = now;
+	c->last_block_ns = now;
+	if (p->type == NDZ_PKT_REPAIR)
+		slot = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index, data, now);
+	else
+		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, data, now);
+	if (slot < 0)
+		return 0;
+	ndz_fetch_hold(c->fetch, slot);
+	c->ready[(c->ready_head + c->ready_len) % c->o.slots] = (uint32_t)slot;
+	c->ready_len++;
+	return 1;
+}
+
+static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
+{
+	int ours = p->tag == c->tag && p->chunk < c->info.chunks;
+
+	switch (p->type) {
+	case NDZ_PKT_BLOCK:
+	case NDZ_PKT_REPAIR:
+		if (!ours) {
+			c->st.foreign++;
+			return 0;
+		}
+		return got_block(c, p, now);
+	case NDZ_PKT_REQUEST:
+	case NDZ_PKT_PREQUEST:
+		if (ours)
+			snoop_request(c, p, now);
+		break;
+	case NDZ_PKT_RREQUEST:
+		if (ours)
+			ndz_fetch_snoop_repairs(c->fetch, p->chunk, p->need, now);
+		break;
+	case NDZ_PKT_FEATURES:
+		if (p->tag == c->tag && (p->features & NDZ_FEAT_REPAIR) && !c->o.no_repair) {
+			unsigned f = p->features & (NDZ_FEAT_REPAIR |
+						    (c->o.no_whole ? 0 : NDZ_FEAT_WHOLE));
+
+			if (f != c->repair) {
+				struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_REPAIR,
+							     .count = f };
+
+				c->repair = f;
+				ndz_fetch_set_repair(c->fetch, f);
+				note(c, &n);
+			}
+		}
+		break;
+	}
+	return 0;
+}
+
+int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from,
+			 uint64_t now_ns)
+{
+	if (c->state == NDZ_CLIENT_FAILED || !accept_pkt(c, p, from))
+		return 0;
+	switch (c->state) {
+	case NDZ_CLIENT_JOINING:
+		join_input(c, p, from, now_ns);
+		break;
+	case NDZ_CLIENT_MANIFEST:
+		manifest_input(c, p, now_ns);
+		break;
+	case NDZ_CLIENT_RECEIVING:
+		return receive_input(c, p, now_ns);
+	}
+	return 0;
+}
+
+int ndz_client_input(struct ndz_client *c, const uint8_t *buf, size_t len, uint32_t from,
+		     uint64_t now_ns)
+{
+	struct ndz_pkt p;
+	int r = ndz_pkt_decode(buf, len, &p);
+
+	if (r == NDZ_EPROTOVER) {
+		c->st.bad_version++;
+		return 0;
+	}
+	if (r < 0) {
+		c->st.bad++;
+		return 0;
+	}
+	return ndz_client_input_pkt(c, &p, from, now_ns);
+}
+
+/* Receiving: the -T bounds, then what to ask for and when. */
+static void receive_tick(struct ndz_client *c, uint64_t now)
+{
+	if (now - c->last_server_ns > c->give_up_ns) {
+		char a[16];
+
+		ndz_error_set(&c->err, NDZ_ETIMEDOUT, 0, "no data from server %s for %u s; "
+			      "giving up", ndz_net_ntoa(c->server, a), c->o.give_up_s);
+		fail(c);
+		return;
+	}
+	/*
+	 * Blocks keep coming but what they make never checks out (a server reading
+	 * a damaged image, or a forger): -T bounds that as it bounds silence.
+	 */
+	if (c->rejects && now > c->accept_ns && now - c->accept_ns > c->give_up_ns) {
+		ndz_error_set(&c->err, NDZ_ETIMEDOUT, 0, "%s: no chunk checked out for %u s: "
+			      "%u complete chunks failed their checks (the last: chunk %u: "
+			      "%s); giving up", c->source, c->o.give_up_s, c->rejects,
+			      c->reject_chunk, ndz_strerror(c->reject_why));
+		fail(c);
+		return;
+	}
+	if (now - c->last_block_ns > c->silence_wait_ns && now >= c->next_silence_ns) {
+		/* The server is silent: ask for everything again, backing off. */
+		struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_SILENT,
+					     .ms = (now - c->last_block_ns) / MS };
+
+		note(c, &n);
+		ndz_fetch_requests(c->fetch, now, 1, emit_image, c);
+		if (c->silence_wait_ns < 2000 * MS)
+			c->silence_wait_ns *= 2;
+		c->next_silence_ns = now + c->silence_wait_ns;
+		ndz_fetch_kicked(c->fetch);
+		c->next_look = now + 5 * MS;
+	} else if (ndz_fetch_kicked(c->fetch) || now >= c->next_look) {
+		if (now - c->last_block_ns < 20 * MS)
+			c->silence_wait_ns = 40 * MS;
+		ndz_fetch_requests(c->fetch, now, 0, emit_image, c);
+		c->next_look = now + 5 * MS;
+	}
+}
+
+int ndz_client_tick(struct ndz_client *c, uint64_t now_ns)
+{
+	switch (c->state) {
+	case NDZ_CLIENT_JOINING:
+		join_tick(c, now_ns);
+		break;
+	case NDZ_CLIENT_MANIFEST:
+		manifest_tick(c, now_ns);
+		break;
+	case NDZ_CLIENT_RECEIVING:
+		receive_tick(c, now_ns);
+		break;
+	}
+	return c->state;
+}
+
+int ndz_client_ready(struct ndz_client *c, uint32_t *chunk, uint8_t **buf)
+{
+	int slot;
+
+	if (!c->ready_len)
+		return -1;
+	slot = (int)c->ready[c->ready_head];
+	c->ready_head = (c->ready_head + 1) % c->o.slots;
+	c->ready_len--;
+	*chunk = ndz_fetch_slot_chunk(c->fetch, slot);
+	*buf = ndz_fetch_buf(c->fetch, slot);
+	return slot;
+}
+
+int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int intact,
+		       uint64_t now_ns)
+{
+	struct ndz_fetch_stats st;
+	int partial = 0;
+
+	if (how == NDZ_CHUNK_OK) {
+		ndz_fetch_accept(c->fetch, slot);
+		c->accept_ns = now_ns;
+		c->rejects = 0;
+		ndz_fetch_get_stats(c->fetch, &st);
+		if (st.complete == c->info.chunks && c->state == NDZ_CLIENT_RECEIVING)
+			c->state = NDZ_CLIENT_COMPLETE;
+		return 0;
+	}
+	/* a forged block or repair costs the blocks it casts doubt on, when some are
+	 * (else the chunk is fetched again whole) */
+	if (how != NDZ_CHUNK_FATAL && intact)
+		partial = ndz_fetch_retry(c->fetch, slot);
+	else
+		ndz_fetch_reject(c->fetch, slot);
+	if (how == NDZ_CHUNK_FATAL)
+		return 0;
+	c->rejects++;
+	c->reject_chunk = ndz_fetch_slot_chunk(c->fetch, slot);
+	c->reject_why = why;
+	if (how == NDZ_CHUNK_FORGED)
+		c->st.forged++;
+	else
+		c->st.crc_fail++;
+	return partial;
+}
+
+uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot)
+{
+	return ndz_fetch_take_buf(c->fetch, slot);
+}
+
+void ndz_client_written(struct ndz_client *c, int slot)
+{
+	ndz_fetch_done(c->fetch, slot);
+}
+
+int ndz_client_leave(struct ndz_client *c, int status, uint64_t now_ns, struct ndz_error *e)
+{
+	struct ndz_fetch_stats st = { 0 };
+	struct ndz_pkt p;
+	int r;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_LEAVE;
+	p.leave.elapsed_ms = (uint32_t)((now_ns - c->start_ns) / MS);
+	p.leave.status = (uint32_t)status;
+	if (c->fetch)
+		ndz_fetch_get_stats(c->fetch, &st);
+	p.leave.blocks_received = st.blocks;
+	p.leave.duplicates = st.dups;
+	p.leave.requests_sent = c->st.requests;
+	p.leave.bytes_written = (uint64_t)st.done * NDZ_CHUNK_SIZE;
+	p.leave.chunks_done = st.done;
+	r = send_pkt(c, &p);
+	if (r != 0)
+		return ndz_error_set(e, NDZ_ENET, r > 0 ? r : 0, "send to %s port %u",
+				     c->o.group, c->o.port);
+	return 0;
+}
+
+void ndz_client_get_stats(const struct ndz_client *c, struct ndz_client_stats *st)
+{
+	*st = c->st;
+	if (c->fetch)
+		ndz_fetch_get_stats(c->fetch, &st->fetch);
+	else
+		memset(&st->fetch, 0, sizeof(st->fetch));
+}

@@ -1,0 +1,206 @@
+/*
+ * The whole receiving session of the multicast protocol (doc/PROTOCOL.md) without
+ * I/O: joining, the signed manifest's bytes, receiving chunks (blocks, repairs,
+ * requests and their timing), giving up, leaving. It is fed the datagrams heard and
+ * the time; it sends datagrams through a callback, tells what happens through
+ * another, and hands out complete chunks for the caller to check and write. frisbee
+ * drives it over sockets and threads, test_mcsim and test_client on a simulated
+ * clock. It checks nothing of a chunk's content: that is the caller's trust policy.
+ * Not thread-safe: the caller serializes every call.
+ */
+#ifndef NDZ_CLIENT_H
+#define NDZ_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "fetch.h"
+#include "proto.h"
+
+struct ndz_client;
+
+enum ndz_client_state {
+	NDZ_CLIENT_JOINING,            /* asking until a server answers us */
+	NDZ_CLIENT_JOINED,             /* the image is known: fetch the manifest, or start */
+	NDZ_CLIENT_MANIFEST,           /* receiving the manifest's bytes */
+	NDZ_CLIENT_MANIFEST_READY,     /* they are whole: the caller opens them */
+	NDZ_CLIENT_RECEIVING,          /* receiving the image's chunks */
+	NDZ_CLIENT_COMPLETE,           /* every chunk checked out (maybe not written yet) */
+	NDZ_CLIENT_FAILED,             /* ndz_client_error says why */
+};
+
+/* What happened, for the caller's messages (ndz_client_opts.note). */
+enum ndz_client_what {
+	NDZ_CLIENT_NOTE_JOIN,          /* a JOIN was sent */
+	NDZ_CLIENT_NOTE_OTHERS,        /* a server answered another client: asking now */
+	NDZ_CLIENT_NOTE_TRAFFIC,       /* a transfer is under way: asking to join now */
+	NDZ_CLIENT_NOTE_IGNORED,       /* a JOIN_REPLY we cannot take: from, info, why */
+	NDZ_CLIENT_NOTE_JOINED,        /* from, info */
+	NDZ_CLIENT_NOTE_REPAIR,        /* the server sends repairs: count is NDZ_FEAT_* */
+	NDZ_CLIENT_NOTE_REQUEST,       /* a request for chunk was sent: count is 0 for the
+					  whole chunk, else the blocks missing; repairs set */
+	NDZ_CLIENT_NOTE_SILENT,        /* the server is silent for ms: asking again */
+};
+
+struct ndz_client_note {
+	int what;                      /* enum ndz_client_what */
+	uint32_t from;                 /* a server's address, network order */
+	const struct ndz_join_info *info;
+	int why;                       /* NOTE_IGNORED: NDZ_ERANGE or NDZ_ETOOSMALL (first of
+					  a kind only) */
+	uint32_t chunk;
+	unsigned count;
+	int repairs;
+	uint64_t ms;
+};
+
+struct ndz_client_opts {
+	uint32_t id;                   /* our client id (random) */
+	uint32_t server;               /* accept blocks only from this address; 0: from the
+					  one whose JOIN_REPLY we take */
+	const uint8_t *want_uuid;      /* the image a master named: JOIN_REPLYs of another
+					  UUID are dropped (NULL: any); stays the caller's */
+	int no_repair;                 /* behave as a client without repairs */
+	int no_whole;                  /* as one with stripe repairs only */
+	int raw;                       /* the image itself goes to the target (room check) */
+	int no_store;                  /* keep no block data (simulations): chunks come out
+					  with a NULL buffer */
+	uint64_t room;                 /* what the target holds; UINT64_MAX: no bound */
+	unsigned give_up_s;            /* -T: without the server, or without a chunk that
+					  checks out, this long (also the join's bound) */
+	size_t slots;                  /* chunk buffers (1 MiB each) */
+	unsigned request_ahead;        /* chunks kept requested */
+	uint64_t redelay_ns;           /* the re-request delay (ndz_fetch_opts) */
+	uint32_t seed;                 /* of the request order */
+	struct ndz_bufpool *pool;      /* the image's chunks are received into its buffers
+					  (ndz_fetch_opts.pool); NULL: the cache's own */
+	const char *group;             /* "ADDR" of the group, and port, in messages */
+	unsigned port;
+	const char *target;            /* the target's name, in messages */
+	/* send one datagram to the group: 0, or an errno value; must not call back */
+	int (*send)(void *ctx, const uint8_t *dgram, size_t len);
+	/* told what happens (may be NULL); must not call back */
+	void (*note)(void *ctx, const struct ndz_client_note *n);
+	void *ctx;
+};
+
+/* The session's counts (ndz_client_get_stats). */
+struct ndz_client_stats {
+	struct ndz_fetch_stats fetch;  /* the image's cache (zero before ndz_client_start) */
+	uint64_t requests;             /* requests sent */
+	uint64_t joins;                /* JOINs sent */
+	uint64_t bad;                  /* malformed datagrams, or of a kind we do not take */
+	uint64_t bad_version;          /* of another protocol version */
+	uint64_t foreign;              /* of another server, image or session */
+	uint64_t crc_fail;             /* chunks that failed their checksum (ndz_client_verdict) */
+	uint64_t forged;               /* forged chunks and manifests */
+};
+
+/*
+ * ndz_client_create - a session per o, begun at now_ns, in state JOINING (its first
+ * JOIN goes at the first ndz_client_tick). Returns 0 and *out (ndz_client_free),
+ * NDZ_EINVAL (no send callback) or NDZ_ENOMEM, with e (may be NULL) saying so.
+ * o's strings and want_uuid stay the caller's and must outlive the session.
+ */
+int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
+		      struct ndz_client **out, struct ndz_error *e);
+/* ndz_client_free - free c with its caches; accepts NULL. */
+void ndz_client_free(struct ndz_client *c);
+
+/* ndz_client_state - where the session is (enum ndz_client_state). */
+int ndz_client_state(const struct ndz_client *c);
+/* ndz_client_error - why it failed (clear otherwise); c's, valid until it is freed. */
+const struct ndz_error *ndz_client_error(const struct ndz_client *c);
+
+/*
+ * ndz_client_input - a datagram of len bytes from address from (network order) was
+ * heard at now_ns. Malformed ones and those of others are counted and dropped.
+ * Returns how many chunks became ready (ndz_client_ready): 0 or 1.
+ */
+int ndz_client_input(struct ndz_client *c, const uint8_t *buf, size_t len, uint32_t from,
+		     uint64_t now_ns);
+/* ndz_client_input_pkt - as ndz_client_input, for a packet already decoded. */
+int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from,
+			 uint64_t now_ns);
+
+/*
+ * ndz_client_tick - what is due at now_ns: a JOIN again (backing off from 0.5 s to
+ * 2 s, at once when a transfer is heard), requests (looked at every 5 ms and when
+ * the server moves on; when the server has been silent for 40 ms, everything again,
+ * backing off to 2 s), and the -T bounds, which fail the session. Call it after
+ * each batch of input and at least every 20 ms. Returns the state.
+ */
+int ndz_client_tick(struct ndz_client *c, uint64_t now_ns);
+
+/* ndz_client_info, ndz_client_server - the joined image, and its server's address. */
+const struct ndz_join_info *ndz_client_info(const struct ndz_client *c);
+uint32_t ndz_client_server(const struct ndz_client *c);
+/* ndz_client_source - "server ADDR", the image in messages (after the join). */
+const char *ndz_client_source(const struct ndz_client *c);
+
+/*
+ * ndz_client_fetch_manifest - in state JOINED: receive the len bytes that follow the
+ * image's chunks (its signed manifest, doc/PROTOCOL.md) until they are whole (state
+ * MANIFEST_READY). The session fails when the server sends none of it within -T (at
+ * most 10 s) of silence, or within -T. Returns 0, NDZ_EINVAL (not JOINED, len 0 or
+ * more chunks than an image has) or NDZ_ENOMEM, with e (may be NULL) saying so.
+ */
+int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
+			      struct ndz_error *e);
+/* ndz_client_manifest - in MANIFEST_READY: the bytes (c's) and their length. */
+const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len);
+/*
+ * ndz_client_manifest_verdict - the caller opened the bytes: good (state JOINED), or
+ * forged: fetched again (0) unless -T is over since the fetch began: NDZ_ETIMEDOUT
+ * (the caller fails with its reason); NDZ_EINVAL when not in MANIFEST_READY,
+ * NDZ_ENOMEM (the session fails); e (may be NULL) says which.
+ */
+int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
+				struct ndz_error *e);
+
+/*
+ * ndz_client_start - in state JOINED: receive the image's chunks from now_ns on (-T
+ * runs from here). Returns 0, NDZ_EINVAL (not JOINED) or NDZ_ENOMEM, with e.
+ */
+int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e);
+
+/*
+ * ndz_client_ready - the next complete chunk for the caller to check: returns its
+ * slot with *chunk and *buf (NDZ_CHUNK_SIZE bytes, c's, NULL with no_store), or -1
+ * when none is. Nothing more is stored in that buffer until the verdict.
+ */
+int ndz_client_ready(struct ndz_client *c, uint32_t *chunk, uint8_t **buf);
+
+/* How a chunk fared in the caller's checks (ndz_client_verdict). */
+enum { NDZ_CHUNK_OK, NDZ_CHUNK_CRC, NDZ_CHUNK_FORGED, NDZ_CHUNK_FATAL };
+
+/*
+ * ndz_client_verdict - the chunk in slot (from ndz_client_ready) was checked at
+ * now_ns: how (NDZ_CHUNK_*), why (the NDZ_E* code it failed with), intact (its
+ * buffer is as received, not decrypted in part). OK: it goes to be written (call
+ * ndz_client_written after); when every chunk has, the state is COMPLETE. CRC or
+ * FORGED: fetched again, the blocks in doubt only when intact (returns
+ * ndz_fetch_retry's 1 or 2, else 0); with -T of such and none OK the session fails.
+ * FATAL: dropped (the caller stops). Returns 0 but as said.
+ */
+int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int intact,
+		       uint64_t now_ns);
+/*
+ * ndz_client_take_buf - after an OK verdict: the chunk's buffer, now the caller's
+ * (give it back to opts.pool, e.g. through ndz_unzip_put_owned; without a pool,
+ * free it), so that it goes on without a copy. NULL with no_store.
+ */
+uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot);
+/* ndz_client_written - the accepted chunk in slot is written: its slot is free. */
+void ndz_client_written(struct ndz_client *c, int slot);
+
+/*
+ * ndz_client_leave - send LEAVE with the session's figures at now_ns; status 0: the
+ * image is complete, 1: failed. Returns 0 or NDZ_ENET with e (may be NULL).
+ */
+int ndz_client_leave(struct ndz_client *c, int status, uint64_t now_ns, struct ndz_error *e);
+
+void ndz_client_get_stats(const struct ndz_client *c, struct ndz_client_stats *st);
+
+#endif

@@ -1,0 +1,554 @@
+/*
+ * lib/mcast/client: the receiving session on a simulated clock, fed packets built
+ * here and watched through the datagrams it sends: joining (back-off, others'
+ * answers, a forged JOIN_REPLY of another UUID, implausible announcements, -T),
+ * the manifest's bytes, loss and repair, the -T bounds while receiving, leaving.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/format.h"
+#include "mcast/client.h"
+#include "mcast/fec.h"
+#include "mcast/proto.h"
+
+#define MS 1000000ull
+#define BLOCKS NDZ_BLOCKS_PER_CHUNK
+#define SERVER 0x0100000au             /* 1.0.0.10 in network order on little-endian */
+#define OTHER 0x0200000au
+#define TAG 0x7a6u
+#define ID 42u
+#define MAXSENT 4096
+
+struct t {
+	struct ndz_client *c;
+	struct ndz_client_opts o;
+	struct ndz_pkt sent[MAXSENT];  /* what the client sent, decoded */
+	unsigned nsent;
+	int notes[16];                 /* how many of each NOTE */
+	int fail_send;                 /* the next sends fail with this errno */
+	uint8_t uuid[16];
+	uint8_t data[BLOCKS][NDZ_BLOCK_SIZE];
+};
+
+static int t_send(void *ctx, const uint8_t *d, size_t len)
+{
+	struct t *t = ctx;
+
+	if (t->fail_send)
+		return t->fail_send;
+	assert_true(t->nsent < MAXSENT);
+	assert_int_equal(ndz_pkt_decode(d, len, &t->sent[t->nsent]), 0);
+	t->sent[t->nsent].data = NULL;
+	t->nsent++;
+	return 0;
+}
+
+static void t_note(void *ctx, const struct ndz_client_note *n)
+{
+	struct t *t = ctx;
+
+	assert_true(n->what >= 0 && n->what < 16);
+	t->notes[n->what]++;
+}
+
+/* How many datagrams of type were sent since from. */
+static unsigned count(const struct t *t, unsigned from, int type)
+{
+	unsigned n = 0;
+
+	for (unsigned i = from; i < t->nsent; i++)
+		n += t->sent[i].type == type;
+	return n;
+}
+
+static struct t *setup(unsigned give_up_s)
+{
+	struct t *t = calloc(1, sizeof(*t));
+
+	assert_non_null(t);
+	t->o.id = ID;
+	t->o.room = UINT64_MAX;
+	t->o.give_up_s = give_up_s;
+	t->o.slots = 8;
+	t->o.request_ahead = 2;
+	t->o.redelay_ns = 1000 * MS;
+	t->o.seed = 7;
+	t->o.group = "239.1.2.3";
+	t->o.port = 5000;
+	t->o.target = "disk.img";
+	t->o.send = t_send;
+	t->o.note = t_note;
+	t->o.ctx = t;
+	memset(t->uuid, 0xab, sizeof(t->uuid));
+	for (unsigned b = 0; b < BLOCKS; b++)
+		for (unsigned i = 0; i < NDZ_BLOCK_SIZE; i++)
+			t->data[b][i] = (uint8_t)(b * 31 + i);
+	return t;
+}
+
+static void create(struct t *t, uint64_t now)
+{
+	assert_int_equal(ndz_client_create(&t->o, now, &t->c, NULL), 0);
+}
+
+static void teardown_t(struct t *t)
+{
+	ndz_client_free(t->c);
+	free(t);
+}
+
+static void reply(struct t *t, uint32_t id, const uint8_t *uuid, uint32_t chunks,
+		  uint64_t source_bytes, uint32_t from, uint64_t now)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN_REPLY;
+	p.client_id = id;
+	p.tag = TAG;
+	memcpy(p.info.uuid, uuid, 16);
+	p.info.chunks = chunks;
+	p.info.block_size = NDZ_BLOCK_SIZE;
+	p.info.blocks_per_chunk = BLOCKS;
+	p.info.image_bytes = (uint64_t)chunks * NDZ_CHUNK_SIZE;
+	p.info.source_bytes = source_bytes;
+	ndz_client_input_pkt(t->c, &p, from, now);
+}
+
+/* Join an image of chunks at now. */
+static void join(struct t *t, uint32_t chunks, uint64_t now)
+{
+	create(t, now);
+	assert_int_equal(ndz_client_tick(t->c, now), NDZ_CLIENT_JOINING);
+	reply(t, ID, t->uuid, chunks, (uint64_t)chunks * NDZ_CHUNK_SIZE, SERVER, now);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINED);
+}
+
+/* A block (data from t->data, or none) of chunk from the server; returns its input's. */
+static int block(struct t *t, uint32_t chunk, unsigned b, uint64_t now)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_BLOCK;
+	p.tag = TAG;
+	p.chunk = chunk;
+	p.block = (uint16_t)b;
+	p.data = t->o.no_store ? NULL : t->data[b];
+	return ndz_client_input_pkt(t->c, &p, SERVER, now);
+}
+
+/* JOINs back off from 0.5 s to 2 s; without an answer the session fails at -T. */
+static void test_join_backoff_and_give_up(void **state)
+{
+	struct t *t = setup(4);
+	uint64_t now;
+
+	(void)state;
+	create(t, 0);
+	for (now = 0; now <= 4000 * MS; now += 10 * MS)
+		if (ndz_client_tick(t->c, now) == NDZ_CLIENT_FAILED)
+			break;
+	assert_int_equal(now, 4000 * MS);
+	/* at 0, 0.5, 1.5 and 3.5 s */
+	assert_int_equal(count(t, 0, NDZ_PKT_JOIN), 4);
+	assert_int_equal(t->sent[0].client_id, ID);
+	assert_int_equal(t->notes[NDZ_CLIENT_NOTE_JOIN], 4);
+	assert_int_equal(ndz_client_error(t->c)->code, NDZ_ETIMEDOUT);
+	assert_string_equal(ndz_client_error(t->c)->msg,
+			    "no server answered on 239.1.2.3 port 5000 within 4 s");
+	teardown_t(t);
+}
+
+/* An answer to another client means a server is there: ask again at once (50 ms). */
+static void test_join_others_answer(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+
+	(void)state;
+	create(t, 0);
+	ndz_client_tick(t->c, 0);
+	reply(t, ID + 1, t->uuid, 4, 4 * NDZ_CHUNK_SIZE, SERVER, 10 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINING);
+	assert_int_equal(t->notes[NDZ_CLIENT_NOTE_OTHERS], 1);
+	ndz_client_tick(t->c, 40 * MS);
+	assert_int_equal(count(t, 0, NDZ_PKT_JOIN), 1);
+	ndz_client_tick(t->c, 50 * MS);
+	assert_int_equal(count(t, 0, NDZ_PKT_JOIN), 2);
+	reply(t, ID, t->uuid, 4, 4 * NDZ_CHUNK_SIZE, SERVER, 60 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINED);
+	assert_int_equal(ndz_client_info(t->c)->chunks, 4);
+	assert_int_equal(ndz_client_server(t->c), SERVER);
+	assert_string_equal(ndz_client_source(t->c), "server 10.0.0.1");
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.joins, 2);
+	teardown_t(t);
+}
+
+/*
+ * A client sent by a master (want_uuid) drops JOIN_REPLYs of another UUID, even
+ * answering its own JOIN; with -S, those from another address.
+ */
+static void test_join_forged_uuid_dropped(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	uint8_t other[16];
+
+	(void)state;
+	memset(other, 0xcd, sizeof(other));
+	t->o.want_uuid = t->uuid;
+	t->o.server = SERVER;
+	create(t, 0);
+	ndz_client_tick(t->c, 0);
+	reply(t, ID, other, 4, 4 * NDZ_CHUNK_SIZE, SERVER, 1 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINING);
+	reply(t, ID, t->uuid, 4, 4 * NDZ_CHUNK_SIZE, OTHER, 2 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINING);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.foreign, 2);
+	reply(t, ID, t->uuid, 4, 4 * NDZ_CHUNK_SIZE, SERVER, 3 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINED);
+	assert_memory_equal(ndz_client_info(t->c)->uuid, t->uuid, 16);
+	teardown_t(t);
+}
+
+/* Announcements we cannot take are ignored, and the failure at -T says why. */
+static void test_join_implausible(void **state)
+{
+	struct t *t = setup(2);
+
+	(void)state;
+	create(t, 0);
+	ndz_client_tick(t->c, 0);
+	reply(t, ID, t->uuid, 100000, 512, OTHER, 1 * MS);      /* more chunks than sectors */
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINING);
+	assert_int_equal(t->notes[NDZ_CLIENT_NOTE_IGNORED], 1);
+	assert_int_equal(ndz_client_tick(t->c, 2000 * MS), NDZ_CLIENT_FAILED);
+	assert_non_null(strstr(ndz_client_error(t->c)->msg, "(1 announcements ignored, the "
+			       "last from 10.0.0.2: 100000 chunks for 512 bytes"));
+	teardown_t(t);
+
+	t = setup(2);
+	t->o.room = 1000;
+	create(t, 0);
+	ndz_client_tick(t->c, 0);
+	reply(t, ID, t->uuid, 1, 4096, SERVER, 1 * MS);
+	assert_int_equal(ndz_client_tick(t->c, 2000 * MS), NDZ_CLIENT_FAILED);
+	assert_int_equal(ndz_client_error(t->c)->code, NDZ_ETOOSMALL);
+	assert_non_null(strstr(ndz_client_error(t->c)->msg, "disk.img: "));
+	assert_non_null(strstr(ndz_client_error(t->c)->msg, "(1000 bytes, the image needs "
+			       "4096), announced by server 10.0.0.1"));
+	teardown_t(t);
+}
+
+/* A JOIN that cannot be sent fails the session, saying where to. */
+static void test_join_send_fails(void **state)
+{
+	struct t *t = setup(30);
+
+	(void)state;
+	t->fail_send = 101;
+	create(t, 0);
+	assert_int_equal(ndz_client_tick(t->c, 0), NDZ_CLIENT_FAILED);
+	assert_int_equal(ndz_client_error(t->c)->code, NDZ_ENET);
+	assert_int_equal(ndz_client_error(t->c)->sys, 101);
+	assert_non_null(strstr(ndz_client_error(t->c)->msg, "send to 239.1.2.3 port 5000"));
+	teardown_t(t);
+}
+
+/* The manifest's bytes follow the image's chunks; forged ones are fetched again. */
+static void test_manifest(void **state)
+{
+	struct t *t = setup(30);
+	size_t len = NDZ_CHUNK_SIZE + 100;
+	const uint8_t *bytes;
+	struct ndz_client_stats st;
+	unsigned from;
+
+	(void)state;
+	join(t, 3, 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_fetch_manifest(t->c, len, 0, NULL), 0);
+	assert_int_equal(ndz_client_tick(t->c, 0), NDZ_CLIENT_MANIFEST);
+	/* both of its chunks (3 and 4) asked for, nothing of the image */
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 2);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk == 3 || t->sent[i].chunk == 4);
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t ch = 3; ch < 5; ch++)
+			for (unsigned b = 0; b < BLOCKS; b++)
+				block(t, ch, b, 10 * MS);
+		assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_MANIFEST_READY);
+		bytes = ndz_client_manifest(t->c, &len);
+		assert_int_equal(len, NDZ_CHUNK_SIZE + 100);
+		assert_memory_equal(bytes + NDZ_CHUNK_SIZE, t->data[0], 100);
+		assert_int_equal(ndz_client_manifest_verdict(t->c, round == 1, 20 * MS, NULL), 0);
+		assert_int_equal(ndz_client_state(t->c),
+				 round == 0 ? NDZ_CLIENT_MANIFEST : NDZ_CLIENT_JOINED);
+	}
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.forged, 1);
+	assert_int_equal(ndz_client_manifest_verdict(t->c, 1, 20 * MS, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_client_start(t->c, 30 * MS, NULL), 0);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_RECEIVING);
+	teardown_t(t);
+}
+
+/* A server that sends no manifest: the session gives up after 10 s of it. */
+static void test_manifest_none(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_error e = { 0 };
+	uint64_t now;
+
+	(void)state;
+	join(t, 3, 0);
+	assert_int_equal(ndz_client_fetch_manifest(t->c, 0, 0, &e), NDZ_EINVAL);
+	assert_int_equal(e.code, NDZ_EINVAL);
+	assert_int_equal(ndz_client_fetch_manifest(t->c, 100, 0, NULL), 0);
+	for (now = 0; ndz_client_tick(t->c, now) == NDZ_CLIENT_MANIFEST; now += 20 * MS)
+		;
+	assert_true(now > 10000 * MS && now <= 10020 * MS);
+	assert_non_null(strstr(ndz_client_error(t->c)->msg,
+			       "server 10.0.0.1 sent no signed manifest of the image within 10 s"));
+	teardown_t(t);
+}
+
+/* A forged manifest once -T is over since its fetch began: no fetching it again. */
+static void test_manifest_forged_too_late(void **state)
+{
+	struct t *t = setup(1);
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	join(t, 1, 0);
+	assert_int_equal(ndz_client_fetch_manifest(t->c, 100, 0, NULL), 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 1, b, 10 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_MANIFEST_READY);
+	assert_int_equal(ndz_client_manifest_verdict(t->c, 0, 1000 * MS, &e), NDZ_ETIMEDOUT);
+	assert_int_equal(e.code, NDZ_ETIMEDOUT);
+	assert_non_null(strstr(e.msg, "the manifest from server 10.0.0.1: forged"));
+	teardown_t(t);
+}
+
+/*
+ * Loss: the blocks a chunk lacks are asked for (PREQUEST) once the server moved
+ * on, and the chunk comes out whole, as sent; checked and written, the session is
+ * complete; LEAVE reports it.
+ */
+static void test_loss_and_complete(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	uint8_t *buf;
+	uint32_t chunk;
+	unsigned from;
+	int slot, ready = 0;
+
+	(void)state;
+	join(t, 2, 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 2);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (b != 5 && b != 700)
+			ready += block(t, 0, b, 1 * MS);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		ready += block(t, 1, b, 2 * MS);
+	assert_int_equal(ready, 1);
+	from = t->nsent;
+	ndz_client_tick(t->c, 30 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_PREQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 0);
+	assert_int_equal(ndz_bit_count(t->sent[from].bitmap), 2);
+	assert_true(ndz_bit_test(t->sent[from].bitmap, 5));
+	assert_true(ndz_bit_test(t->sent[from].bitmap, 700));
+	/* chunk 1 is ready, checked and written */
+	slot = ndz_client_ready(t->c, &chunk, &buf);
+	assert_true(slot >= 0);
+	assert_int_equal(chunk, 1);
+	assert_memory_equal(buf + 3 * NDZ_BLOCK_SIZE, t->data[3], NDZ_BLOCK_SIZE);
+	assert_int_equal(ndz_client_ready(t->c, &chunk, &buf), -1);
+	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, 31 * MS);
+	ndz_client_written(t->c, slot);
+	assert_int_equal(block(t, 0, 5, 32 * MS), 0);
+	assert_int_equal(block(t, 0, 700, 33 * MS), 1);
+	slot = ndz_client_ready(t->c, &chunk, &buf);
+	assert_int_equal(chunk, 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		assert_memory_equal(buf + (size_t)b * NDZ_BLOCK_SIZE, t->data[b], NDZ_BLOCK_SIZE);
+	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, 34 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_COMPLETE);
+	ndz_client_written(t->c, slot);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.fetch.done, 2);
+	assert_int_equal(st.fetch.blocks, 2 * BLOCKS);
+	from = t->nsent;
+	assert_int_equal(ndz_client_leave(t->c, 0, 1500 * MS, NULL), 0);
+	assert_int_equal(t->sent[from].type, NDZ_PKT_LEAVE);
+	assert_int_equal(t->sent[from].client_id, ID);
+	assert_int_equal(t->sent[from].leave.status, 0);
+	assert_int_equal(t->sent[from].leave.chunks_done, 2);
+	assert_int_equal(t->sent[from].leave.elapsed_ms, 1500);
+	assert_int_equal(t->sent[from].leave.requests_sent, st.requests);
+	teardown_t(t);
+}
+
+/*
+ * Repair: with FEATURES, a chunk short of a block asks for a repair of its stripe
+ * (RREQUEST), and one repair makes it whole. Another image's blocks are foreign.
+ */
+static void test_repair(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	struct ndz_pkt p;
+	unsigned from, lost = 9, stripe = ndz_fec_stripe(9);
+	uint8_t *buf;
+	uint32_t chunk;
+
+	(void)state;
+	t->o.no_store = 1;
+	join(t, 2, 0);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_FEATURES;
+	p.tag = TAG;
+	p.features = NDZ_FEAT_REPAIR;
+	ndz_client_input_pkt(t->c, &p, SERVER, 0);
+	assert_int_equal(t->notes[NDZ_CLIENT_NOTE_REPAIR], 1);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (b != lost)
+			block(t, 0, b, 1 * MS);
+	block(t, 1, 0, 2 * MS);
+	p.tag = TAG + 1;               /* another image's */
+	p.type = NDZ_PKT_BLOCK;
+	ndz_client_input_pkt(t->c, &p, SERVER, 2 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.foreign, 1);
+	from = t->nsent;
+	ndz_client_tick(t->c, 40 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_RREQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 0);
+	for (unsigned s = 0; s < NDZ_FEC_SETS; s++)
+		assert_int_equal(t->sent[from].need[s], s == stripe);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REPAIR;
+	p.tag = TAG;
+	p.chunk = 0;
+	p.stripe = (uint8_t)stripe;
+	p.index = 3;
+	assert_int_equal(ndz_client_input_pkt(t->c, &p, SERVER, 41 * MS), 1);
+	assert_true(ndz_client_ready(t->c, &chunk, &buf) >= 0);
+	assert_int_equal(chunk, 0);
+	assert_null(buf);              /* no_store: counted, not kept */
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.fetch.repairs, 1);
+	assert_int_equal(st.fetch.decoded, 1);
+	teardown_t(t);
+}
+
+/* -T while receiving: the server silent that long. */
+static void test_give_up_silence(void **state)
+{
+	struct t *t = setup(2);
+	uint64_t now;
+	unsigned from;
+
+	(void)state;
+	join(t, 4, 0);
+	assert_int_equal(ndz_client_start(t->c, 100 * MS, NULL), 0);
+	from = t->nsent;
+	for (now = 100 * MS; ndz_client_tick(t->c, now) == NDZ_CLIENT_RECEIVING; now += 5 * MS)
+		;
+	/* -T from the JOIN_REPLY at 0 */
+	assert_true(now > 2000 * MS && now <= 2005 * MS);
+	/* silent: asked again at 40, 80, 160, 320, 640 and 1280 ms of silence */
+	assert_int_equal(t->notes[NDZ_CLIENT_NOTE_SILENT], 5);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 5);
+	assert_string_equal(ndz_client_error(t->c)->msg,
+			    "no data from server 10.0.0.1 for 2 s; giving up");
+	teardown_t(t);
+}
+
+/*
+ * -T while receiving: blocks keep coming but no chunk checks out (forged each time):
+ * fetched again each time, then the session gives up saying so.
+ */
+static void test_give_up_no_chunk_checks_out(void **state)
+{
+	struct t *t = setup(2);
+	struct ndz_client_stats st;
+	uint64_t now = 0;
+	uint8_t *buf;
+	uint32_t chunk;
+	int slot, rounds = 0;
+
+	(void)state;
+	join(t, 1, 0);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	while (ndz_client_tick(t->c, now) == NDZ_CLIENT_RECEIVING) {
+		for (unsigned b = 0; b < BLOCKS; b++)
+			block(t, 0, b, now);
+		while ((slot = ndz_client_ready(t->c, &chunk, &buf)) >= 0) {
+			assert_int_equal(chunk, 0);
+			ndz_client_verdict(t->c, slot, NDZ_CHUNK_FORGED, NDZ_EMISMATCH, 1, now);
+			rounds++;
+		}
+		now += 100 * MS;
+	}
+	assert_true(rounds >= 2);
+	assert_true(now > 2000 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.forged, (uint64_t)rounds);
+	assert_non_null(strstr(ndz_client_error(t->c)->msg, "server 10.0.0.1: no chunk checked "
+			       "out for 2 s: "));
+	assert_non_null(strstr(ndz_client_error(t->c)->msg, "(the last: chunk 0: "));
+	teardown_t(t);
+}
+
+static void test_bad_options(void **state)
+{
+	struct ndz_client_opts o = { 0 };
+	struct ndz_client *c = (struct ndz_client *)1;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_client_create(&o, 0, &c, &e), NDZ_EINVAL);
+	assert_null(c);
+	assert_int_equal(e.code, NDZ_EINVAL);
+	ndz_client_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_join_backoff_and_give_up),
+		cmocka_unit_test(test_join_others_answer),
+		cmocka_unit_test(test_join_forged_uuid_dropped),
+		cmocka_unit_test(test_join_implausible),
+		cmocka_unit_test(test_join_send_fails),
+		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_manifest_none),
+		cmocka_unit_test(test_manifest_forged_too_late),
+		cmocka_unit_test(test_loss_and_complete),
+		cmocka_unit_test(test_repair),
+		cmocka_unit_test(test_give_up_silence),
+		cmocka_unit_test(test_give_up_no_chunk_checks_out),
+		cmocka_unit_test(test_bad_options),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
