@@ -261,6 +261,53 @@ const char *ndz_ctl_strstatus(unsigned status)
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";
 }
 
+unsigned ndz_ctl_status_of(int code)
+{
+	static const struct {
+		int code;
+		unsigned status;
+	} map[] = {
+		{ NDZ_OK, NDZ_CTL_OK },
+		{ NDZ_ENOIMAGE, NDZ_CTL_UNKNOWN },
+		{ NDZ_EDENIED, NDZ_CTL_DENIED },
+		{ NDZ_EPOOL, NDZ_CTL_POOL },
+		{ NDZ_ESESSIONS, NDZ_CTL_TOO_MANY },
+		{ NDZ_EINVAL, NDZ_CTL_MALFORMED },
+		{ NDZ_EPROTO, NDZ_CTL_MALFORMED },
+		{ NDZ_EBUSY, NDZ_CTL_BUSY },
+		{ NDZ_EQUOTA, NDZ_CTL_QUOTA },
+		{ NDZ_ETIMEDOUT, NDZ_CTL_TIMEOUT },
+		{ NDZ_EUPLOADS, NDZ_CTL_UPLOADS },
+		{ NDZ_ECONNS, NDZ_CTL_CONNS },
+		/* what the uploaded bytes can be wrong with */
+		{ NDZ_EBADMAGIC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EVERSION, NDZ_CTL_BADIMAGE },
+		{ NDZ_EFEATURE, NDZ_CTL_BADIMAGE },
+		{ NDZ_EHDRCRC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EDATACRC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EHEADER, NDZ_CTL_BADIMAGE },
+		{ NDZ_ETRUNC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EREGION, NDZ_CTL_BADIMAGE },
+		{ NDZ_EMISSING, NDZ_CTL_BADIMAGE },
+		{ NDZ_EDUP, NDZ_CTL_BADIMAGE },
+		{ NDZ_EMISMATCH, NDZ_CTL_BADIMAGE },
+		{ NDZ_ECORRUPT, NDZ_CTL_BADIMAGE },
+		{ NDZ_ELENGTH, NDZ_CTL_BADIMAGE },
+		{ NDZ_ECODEC, NDZ_CTL_BADIMAGE },
+		{ NDZ_ESHORTREAD, NDZ_CTL_BADIMAGE },
+		{ NDZ_ERANGE, NDZ_CTL_BADIMAGE },
+		{ NDZ_EPADDING, NDZ_CTL_BADIMAGE },
+		{ NDZ_EFORGED, NDZ_CTL_BADIMAGE },
+		{ NDZ_EORIGSUM, NDZ_CTL_BADIMAGE },
+		{ NDZ_EBIGENDIAN, NDZ_CTL_BADIMAGE },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].code == code)
+			return map[i].status;
+	return NDZ_CTL_FAILED;
+}
+
 int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port)
 {
 	const char *colon = strrchr(s, ':');

@@ -115,6 +115,14 @@ int ndz_ctl_valid_name(const char *s);
 const char *ndz_ctl_strstatus(unsigned status);
 
 /*
+ * ndz_ctl_status_of - the reply status that tells a peer about the library error
+ * code (0: NDZ_CTL_OK). The one table from NDZ_E* codes to wire statuses: no
+ * library function returns a wire status. Image faults (checksums, headers,
+ * regions, truncation, a size not as declared) are NDZ_CTL_BADIMAGE; codes
+ * without a status of their own (NDZ_EIO, NDZ_ENOMEM, ...) are NDZ_CTL_FAILED.
+ */
+unsigned ndz_ctl_status_of(int code);
+/*
  * ndz_ctl_query - send req to host:port (a dotted IPv4 address or a name) over
  * UDP and wait for the reply with its id: tries attempts, each waiting wait_ms.
  * The reply is decoded into rep, its bytes kept in buf (cap >= NDZ_CTL_REP_MAX).

@@ -536,25 +536,36 @@ static int in_list(const struct ndz_cidr *l, size_t n, uint32_t addr)
 	return 0;
 }
 
-unsigned ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
-				 char *path, size_t cap)
+int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
+			    char *path, size_t cap, struct ndz_error *e)
 {
 	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
+	char a[INET_ADDRSTRLEN];
 	int n;
 
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	if (im) {
 		if (!in_list(im->upload, im->nupload, addr))
-			return NDZ_CTL_DENIED;
+			return ndz_error_set(e, NDZ_EDENIED, 0, "no upload rule matches %s for "
+					     "image '%s'", a, name);
 		n = snprintf(path, cap, "%s", im->path);
 	} else {
 		/* a new image: its file name is its name, so no dot first (hidden, "..") */
-		if (!c->upload_dir || !valid_name(name) || name[0] == '.')
-			return NDZ_CTL_UNKNOWN;
+		if (!valid_name(name) || name[0] == '.')
+			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "'%s' is not a valid image name "
+					     "(%s; a new one may not start with '.')", name,
+					     NDZ_CTL_NAME_RULE);
+		if (!c->upload_dir)
+			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "no image '%s', and no upload-dir "
+					     "takes new names", name);
 		if (!in_list(c->dir_upload, c->ndir_upload, addr))
-			return NDZ_CTL_DENIED;
+			return ndz_error_set(e, NDZ_EDENIED, 0, "no upload rule matches %s for "
+					     "image '%s'", a, name);
 		n = snprintf(path, cap, "%s/%s.ndz", c->upload_dir, name);
 	}
-	return n < 0 || (size_t)n >= cap ? NDZ_CTL_FAILED : NDZ_CTL_OK;
+	if (n < 0 || (size_t)n >= cap)
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "image '%s': its path is too long", name);
+	return 0;
 }
 
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)
