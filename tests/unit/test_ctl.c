@@ -230,6 +230,34 @@ static void test_ask_bad_address(void **state)
 }
 
 /* image names: the rule the master's configuration and the clients share */
+/* The one table from library codes to wire statuses. */
+static void test_status_of(void **state)
+{
+	(void)state;
+	assert_int_equal(ndz_ctl_status_of(0), NDZ_CTL_OK);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ENOIMAGE), NDZ_CTL_UNKNOWN);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EDENIED), NDZ_CTL_DENIED);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EPOOL), NDZ_CTL_POOL);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ESESSIONS), NDZ_CTL_TOO_MANY);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EINVAL), NDZ_CTL_MALFORMED);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EBUSY), NDZ_CTL_BUSY);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EQUOTA), NDZ_CTL_QUOTA);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ETIMEDOUT), NDZ_CTL_TIMEOUT);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EUPLOADS), NDZ_CTL_UPLOADS);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ECONNS), NDZ_CTL_CONNS);
+	/* what is wrong with uploaded bytes */
+	assert_int_equal(ndz_ctl_status_of(NDZ_EDATACRC), NDZ_CTL_BADIMAGE);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ESHORTREAD), NDZ_CTL_BADIMAGE);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ERANGE), NDZ_CTL_BADIMAGE);
+	/* ours: the master's own failures */
+	assert_int_equal(ndz_ctl_status_of(NDZ_EIO), NDZ_CTL_FAILED);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ENOMEM), NDZ_CTL_FAILED);
+	assert_int_equal(ndz_ctl_status_of(-9999), NDZ_CTL_FAILED);
+	/* every status has its words */
+	for (unsigned st = NDZ_CTL_OK; st <= NDZ_CTL_CONNS; st++)
+		assert_string_not_equal(ndz_ctl_strstatus(st), "unknown reply status");
+}
+
 static void test_valid_name(void **state)
 {
 	char long_name[NDZ_CTL_NAME_MAX + 2];
@@ -256,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_ask_bad_address),
 		cmocka_unit_test(test_valid_name),
+		cmocka_unit_test(test_status_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
