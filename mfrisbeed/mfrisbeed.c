@@ -42,12 +42,14 @@
 #include "master/master.h"
 #include "master/mconf.h"
 #include "master/mnet.h"
+#include "master/mreply.h"
 #include "master/sessctl.h"
+#include "master/spawn.h"
+#include "master/updir.h"
 #include "master/upload.h"
 #include "mcast/net.h"
 
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
-#define TMP_PREFIX ".upload-"          /* temporary files in the upload directory */
 #define ASK_MS 1000                    /* a session's control socket answers within this */
 
 struct mfd {
@@ -119,24 +121,12 @@ static void save_state(struct mfd *m)
 
 static int read_identity(const char *path, uint8_t uuid[16], uint32_t *chunks, uint64_t *src)
 {
-	struct ndz_io *io = NULL;
-	struct ndz_image_reader *r = NULL;
 	struct ndz_error e = { 0 };
-	const struct ndz_chunk_hdr *h;
 
-	if (ndz_io_open_file(path, NDZ_IO_READ, &io, &e) < 0 ||
-	    ndz_image_reader_open(io, &r, &e) < 0) {
-		cli_error("%s", ndz_error_msg(&e));
-		ndz_io_close(io);
-		return -1;
-	}
-	h = ndz_image_reader_first(r);
-	memcpy(uuid, h->uuid, 16);
-	*chunks = ndz_image_reader_chunks(r);
-	*src = h->source_bytes;
-	ndz_image_reader_free(r);
-	ndz_io_close(io);
-	return 0;
+	if (ndz_spawn_identity(path, uuid, chunks, src, &e) == 0)
+		return 0;
+	cli_error("%s", ndz_error_msg(&e));
+	return -1;
 }
 
 /* The session's frisbeed answers on its socket, as that pid, serving that image. */
@@ -284,7 +274,8 @@ static int start_session(struct mfd *m, const struct ndz_master_plan *p)
 	const struct ndz_mconf_image *im = p->image;
 	char grp[16], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX];
 	const char *argv[24];
-	int argc = 0, pfd[2], err = 0;
+	struct ndz_error e = { 0 };
+	int argc = 0;
 	uint8_t uuid[16];
 	uint32_t chunks;
 	uint64_t src;
@@ -317,40 +308,8 @@ static int start_session(struct mfd *m, const struct ndz_master_plan *p)
 	argv[argc++] = "--";
 	argv[argc++] = im->path;
 	argv[argc] = NULL;
-	if (pipe2(pfd, O_CLOEXEC) != 0) {
-		cli_error("pipe: %s", strerror(errno));
-		goto fail;
-	}
-	pid = fork();
-	if (pid == 0) {
-		sigset_t none;
-		int fd = open("/dev/null", O_RDONLY);
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		setsid();
-		if (fd >= 0 && fd != 0) {
-			dup2(fd, 0);
-			close(fd);
-		}
-		execv(m->frisbeed, (char *const *)argv);
-		err = errno;
-		if (write(pfd[1], &err, sizeof(err)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(pfd[1]);
-	if (pid < 0) {
-		close(pfd[0]);
-		cli_error("fork: %s", strerror(errno));
-		goto fail;
-	}
-	while (read(pfd[0], &err, sizeof(err)) < 0 && errno == EINTR)
-		;
-	close(pfd[0]);
-	if (err) {
-		cli_error("cannot run %s: %s", m->frisbeed, strerror(err));
-		waitpid(pid, NULL, 0);
+	if (ndz_spawn(argv, &pid, &e) != 0) {
+		cli_error("%s", ndz_error_msg(&e));
 		goto fail;
 	}
 	ndz_master_started(m->ms, p->slot, pid, uuid, chunks, src, ndz_now_ns());
@@ -441,39 +400,15 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 
 /* ---- uploads: one thread per connection ---- */
 
-/* Bytes in the upload directory, but for the file an upload is about to replace. */
 static uint64_t dir_usage(void *ctx, const char *replaced)
 {
-	DIR *d = opendir(((struct mfd *)ctx)->conf->upload_dir);
-	struct dirent *de;
-	uint64_t sum = 0;
-	struct stat st, rst;
-	int have_r = stat(replaced, &rst) == 0;
-
-	while (d && (de = readdir(d))) {
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISREG(st.st_mode) ||
-		    (have_r && st.st_dev == rst.st_dev && st.st_ino == rst.st_ino))
-			continue;
-		sum += (uint64_t)st.st_size;
-	}
-	if (d)
-		closedir(d);
-	return sum;
+	return ndz_updir_usage(((struct mfd *)ctx)->conf->upload_dir, replaced);
 }
 
-/* Temporary files a master killed mid-upload left behind: nobody else writes them. */
-static void remove_stale(const char *dir)
+static void said_stale(void *ctx, const char *name)
 {
-	DIR *d = dir ? opendir(dir) : NULL;
-	struct dirent *de;
-
-	while (d && (de = readdir(d)))
-		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0 &&
-		    unlinkat(dirfd(d), de->d_name, 0) == 0 && cli_verbose)
-			cli_info("%s/%s: removed, left by an earlier master", dir, de->d_name);
-	if (d)
-		closedir(d);
+	if (cli_verbose)
+		cli_info("%s/%s: removed, left by an earlier master", (const char *)ctx, name);
 }
 
 /*
@@ -560,33 +495,10 @@ static int upload_served(struct mfd *m, const char *name, const char *final,
 	return 0;
 }
 
-static void reply_done(int fd, uint32_t id, unsigned status, const char *msg)
-{
-	struct ndz_ctl_rep rep = { .type = NDZ_CTL_DONE, .status = (uint16_t)status, .id = id };
-
-	rep.json = msg;
-	rep.json_len = strnlen(msg, NDZ_CTL_MSG_MAX);
-	ndz_upload_write_msg(fd, &rep);
-}
-
-/* After a rejection: let the uploader read the verdict before the connection goes. */
-static void drain(int fd)
-{
-	static uint8_t sink[65536];
-	uint64_t end = ndz_now_ns() + DRAIN_S * NDZ_NS_PER_S;
-	struct timeval tv = { .tv_sec = 1 };
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	shutdown(fd, SHUT_WR);
-	while (ndz_now_ns() < end && read(fd, sink, sizeof(sink)) > 0)
-		;
-}
-
 /* Under the lock, which it releases: STATUS over TCP, the same rules as by UDP. */
 static void tcp_status(struct mfd *m, int fd, uint32_t id, uint32_t addr)
 {
 	static char json[NDZ_CTL_JSON_MAX + 1];
-	static uint8_t out[NDZ_CTL_REP_MAX];
 	struct ndz_ctl_rep rep = { .type = NDZ_CTL_STATUS, .id = id };
 	int n;
 
@@ -599,10 +511,7 @@ static void tcp_status(struct mfd *m, int fd, uint32_t id, uint32_t addr)
 		rep.json_len = ndz_master_status_json(m->ms, ndz_now_ns(), session_live, m, json,
 						      sizeof(json));
 	}
-	/* encoded under the lock: json and out are shared by the threads */
-	n = ndz_ctl_rep_encode(&rep, out, sizeof(out));
-	if (n > 0)
-		n = send(fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n ? 0 : -1;
+	n = ndz_mreply_send(fd, &rep);        /* under the lock: json is shared */
 	pthread_mutex_unlock(&m->lock);
 	if (n != 0 && cli_verbose)
 		cli_info("status reply not sent whole");
@@ -622,15 +531,11 @@ static int upload_begin(struct mfd *m, const struct ndz_ctl_req *req, uint32_t a
 	if (rc != 0)
 		return rc;
 	tmp = m->tmp[*slot];
-	if ((size_t)snprintf(tmp, PATH_MAX, "%s/" TMP_PREFIX "%s.XXXXXX", m->conf->upload_dir,
-			     req->name) >= PATH_MAX || (*tfd = mkostemp(tmp, O_CLOEXEC)) < 0) {
-		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", tmp);
+	if ((*tfd = ndz_updir_temp(m->conf->upload_dir, req->name, tmp, PATH_MAX, e)) < 0) {
 		cli_error("%s", ndz_error_msg(e));
-		tmp[0] = 0;
 		ndz_master_upload_end(m->ms, *slot, -1);
-		return rc;
+		return *tfd;
 	}
-	fchmod(*tfd, 0644);            /* as imagezip would have made it */
 	return 0;
 }
 
@@ -701,10 +606,10 @@ static void run_upload(struct mfd *m, struct job *j)
 				 ndz_ctl_strstatus(rep.status), why ? ": " : "",
 				 why ? ndz_error_msg(&e) : "");
 		if (why)
-			reply_done(fd, req.id, rep.status, ndz_error_msg(&e));
+			ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e));
 		else
 			ndz_upload_write_msg(fd, &rep);
-		drain(fd);
+		ndz_mreply_drain(fd, DRAIN_S);
 		return;
 	}
 	if (cli_verbose)
@@ -756,7 +661,7 @@ static void run_upload(struct mfd *m, struct job *j)
 		if (cli_verbose)
 			cli_info("%s from %s %s as %s (%.1f s)", req.name, a, msg, final,
 				 (double)(ndz_now_ns() - t0) / 1e9);
-		reply_done(fd, req.id, NDZ_CTL_OK, msg);
+		ndz_mreply_done(fd, req.id, NDZ_CTL_OK, msg);
 		return;
 	}
 	if (rc == NDZ_ETIMEDOUT) {     /* "read error: Resource temporarily unavailable" */
@@ -765,8 +670,8 @@ static void run_upload(struct mfd *m, struct job *j)
 			      (long)tv.tv_sec, (unsigned long long)stats.bytes);
 	}
 	cli_error("upload of %s from %s rejected: %s", req.name, a, ndz_error_msg(&e));
-	reply_done(fd, req.id, rep.status, ndz_error_msg(&e));
-	drain(fd);
+	ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e));
+	ndz_mreply_drain(fd, DRAIN_S);
 }
 
 static void *upload_thread(void *arg)
@@ -783,21 +688,6 @@ static void *upload_thread(void *arg)
 	pthread_mutex_unlock(&m->lock);
 	free(j);
 	return NULL;
-}
-
-/* A refusal before the first message: an UPLOAD reply header alone, then close. */
-static void refuse_conn(int fd, unsigned status)
-{
-	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = (uint16_t)status };
-	uint8_t out[NDZ_CTL_REQ_MAX];
-
-	/* the request, if here, is read first: unread data would reset the connection */
-	(void)!recv(fd, out, sizeof(out), MSG_DONTWAIT);
-	if (ndz_ctl_rep_encode(&rep, out, sizeof(out)) > 0 &&
-	    send(fd, out, NDZ_CTL_REP_HDR, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && cli_verbose > 1)
-		cli_info("refusing a connection: %s", strerror(errno));
-	shutdown(fd, SHUT_WR);
-	close(fd);
 }
 
 /*
@@ -835,7 +725,7 @@ static void accept_upload(struct mfd *m)
 		m->n->tcp_denied++;
 		if (cli_verbose > 1)
 			cli_info("%s: connection refused: no image allows it", a);
-		refuse_conn(fd, NDZ_CTL_DENIED);
+		ndz_mreply_refuse(fd, NDZ_CTL_DENIED);
 		return;
 	}
 	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host);
@@ -849,7 +739,7 @@ static void accept_upload(struct mfd *m)
 			cli_info("%s: connection refused: %s", a, rc == NDZ_ADMIT_HOST ?
 				 "max-pending-host of its connections wait" :
 				 "max-pending connections wait");
-		refuse_conn(fd, ndz_ctl_status_of(NDZ_ECONNS));
+		ndz_mreply_refuse(fd, ndz_ctl_status_of(NDZ_ECONNS));
 		return;
 	}
 	*j = (struct job){ m, fd, addr, 1 };
@@ -969,7 +859,7 @@ int main(int argc, char **argv)
 	m.n = ndz_master_counters(m.ms);
 	pthread_mutex_init(&m.lock, NULL);
 	ndz_admit_init(&m.admit);
-	remove_stale(m.conf->upload_dir);
+	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);
 	if (!m.server)
 		m.server = ndz_mnet_source(m.iface, m.conf->pool_base, m.conf->port_lo);
 	memset(&sa, 0, sizeof(sa));

@@ -1,0 +1,52 @@
+/* The master's replies on a TCP connection: verdicts, refusals, STATUS, the drain. */
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "mreply.h"
+#include "upload.h"
+#include "core/clock.h"
+
+int ndz_mreply_done(int fd, uint32_t id, unsigned status, const char *msg)
+{
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_DONE, .status = (uint16_t)status, .id = id };
+
+	rep.json = msg;
+	rep.json_len = strnlen(msg, NDZ_CTL_MSG_MAX);
+	return ndz_upload_write_msg(fd, &rep);
+}
+
+void ndz_mreply_refuse(int fd, unsigned status)
+{
+	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD, .status = (uint16_t)status };
+	uint8_t out[NDZ_CTL_REQ_MAX];
+
+	(void)!recv(fd, out, sizeof(out), MSG_DONTWAIT);
+	if (ndz_ctl_rep_encode(&rep, out, sizeof(out)) > 0)
+		(void)!send(fd, out, NDZ_CTL_REP_HDR, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+int ndz_mreply_send(int fd, const struct ndz_ctl_rep *r)
+{
+	static __thread uint8_t out[NDZ_CTL_REP_MAX];
+	int n = ndz_ctl_rep_encode(r, out, sizeof(out));
+
+	if (n < 0)
+		return n;
+	return send(fd, out, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) == n ? 0 : NDZ_ENET;
+}
+
+void ndz_mreply_drain(int fd, unsigned secs)
+{
+	static __thread uint8_t sink[65536];
+	uint64_t end = ndz_now_ns() + secs * NDZ_NS_PER_S;
+	struct timeval tv = { .tv_sec = 1 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	shutdown(fd, SHUT_WR);
+	while (ndz_now_ns() < end && read(fd, sink, sizeof(sink)) > 0)
+		;
+}
