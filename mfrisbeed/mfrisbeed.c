@@ -21,6 +21,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +38,19 @@
 #include "core/file.h"
 #include "core/image.h"
 #include "core/io.h"
-#include "master/admit.h"
 #include "master/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
 #include "master/mnet.h"
+#include "master/mconn.h"
 #include "master/mreply.h"
 #include "master/sessctl.h"
-#include "master/spawn.h"
+#include "master/session.h"
 #include "master/updir.h"
 #include "master/upload.h"
 #include "mcast/net.h"
 
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
-#define ASK_MS 1000                    /* a session's control socket answers within this */
 
 struct mfd {
 	struct ndz_master *ms;
@@ -63,7 +63,7 @@ struct mfd {
 	pthread_mutex_t lock;
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX]; /* per upload slot: its temporary file, or "" */
 	unsigned nthreads;             /* connection threads running */
-	struct ndz_admit admit;        /* connections not yet past their first message */
+	struct ndz_mconn conn;         /* what the connection threads share */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 };
 
@@ -102,77 +102,43 @@ static void on_signal(int sig)
 		got_stop = 1;
 }
 
-static void sock_path(const struct mfd *m, const struct ndz_master_session *s, char *buf)
-{
-	if (ndz_sessctl_path(m->run_dir, s->group, s->port, buf, PATH_MAX, NULL) != 0)
-		buf[0] = 0;
-}
-
 /* The state file, replaced whole: a restarted master adopts what it lists. */
 static void save_state(struct mfd *m)
 {
-	static char text[NDZ_MASTER_SESSIONS * 160];
-	struct ndz_error e = { 0 };
-	int n = ndz_master_state(m->ms, text, sizeof(text), &e);
-
-	if (n < 0 || ndz_file_replace(m->state_path, text, (size_t)n, 0644, &e) != 0)
-		cli_error("%s: %s", m->state_path, ndz_error_msg(&e));
-}
-
-static int read_identity(const char *path, uint8_t uuid[16], uint32_t *chunks, uint64_t *src)
-{
 	struct ndz_error e = { 0 };
 
-	if (ndz_spawn_identity(path, uuid, chunks, src, &e) == 0)
-		return 0;
-	cli_error("%s", ndz_error_msg(&e));
-	return -1;
+	if (ndz_master_save(m->ms, m->state_path, &e) != 0)
+		cli_error("%s", ndz_error_msg(&e));
 }
 
-/* The session's frisbeed answers on its socket, as that pid, serving that image. */
 static int session_alive(void *ctx, const struct ndz_master_session *s)
 {
-	struct ndz_sessctl_identity who;
-	char path[PATH_MAX];
-
-	sock_path(ctx, s, path);
-	return ndz_sessctl_identify(path, ASK_MS, &who, NULL) == 0 && who.pid == s->pid &&
-	       memcmp(who.uuid, s->uuid, 16) == 0;
+	return ndz_session_alive(((struct mfd *)ctx)->run_dir, s);
 }
 
+static void session_live(void *ctx, const struct ndz_master_session *s,
+			 struct ndz_master_live *out)
+{
+	ndz_session_live(((struct mfd *)ctx)->run_dir, s, out);
+}
+
+/* The identity of the image now under that name: uploaded anew while no master ran? */
 static int image_now(void *ctx, const char *image, uint8_t uuid[16])
 {
 	const struct ndz_mconf_image *im = ndz_mconf_find(((struct mfd *)ctx)->conf, image);
 	uint32_t chunks;
 	uint64_t src;
 
-	return im ? read_identity(im->path, uuid, &chunks, &src) : -1;
-}
-
-static void session_live(void *ctx, const struct ndz_master_session *s,
-			 struct ndz_master_live *out)
-{
-	static struct ndz_sessctl_status st;
-	char path[PATH_MAX];
-
-	sock_path(ctx, s, path);
-	if (ndz_sessctl_status(path, ASK_MS, &st, NULL) == 0) {
-		out->receivers = st.clients;
-		out->bytes_sent = st.bytes_sent;
-	}
+	return im ? ndz_session_identity(im->path, uuid, &chunks, &src, NULL) : -1;
 }
 
 static void adopt_state(struct mfd *m)
 {
-	static char text[NDZ_MASTER_SESSIONS * 160];
-	FILE *f = fopen(m->state_path, "r");
-	size_t len;
+	struct ndz_error e = { 0 };
 
-	if (!f)
-		return;
-	len = fread(text, 1, sizeof(text), f);
-	fclose(f);
-	ndz_master_adopt(m->ms, text, len, session_alive, image_now, m, ndz_now_ns());
+	if (ndz_master_load(m->ms, m->state_path, session_alive, image_now, m, ndz_now_ns(),
+			    &e) < 0)
+		cli_error("%s", ndz_error_msg(&e));
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && cli_verbose; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m->ms, i);
 		char a[16];
@@ -184,41 +150,20 @@ static void adopt_state(struct mfd *m)
 	save_state(m);
 }
 
-/* Each session gets its share of the total rate, told on its control socket. */
-static void redivide(struct mfd *m)
+static void told(void *ctx, const struct ndz_master_session *s)
 {
-	struct ndz_master_rate r[NDZ_MASTER_SESSIONS];
-	size_t k = ndz_master_rates(m->ms, r, NDZ_MASTER_SESSIONS);
-	int changed = 0;
-
-	for (size_t i = 0; i < k; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m->ms, (size_t)r[i].slot);
-		char path[PATH_MAX];
-
-		sock_path(m, s, path);
-		/* not yet listening (just started): asked again on the next round */
-		if (ndz_sessctl_rate(path, r[i].rate, ASK_MS, NULL) != 0)
-			continue;
-		ndz_master_set_rate(m->ms, r[i].slot, r[i].rate);
-		changed = 1;
-		if (cli_verbose > 1)
-			cli_info("session of %s: now %.1f Mbit/s", s->image, (double)r[i].rate / 1e6);
-	}
-	if (changed)
-		save_state(m);
+	(void)ctx;
+	if (cli_verbose > 1)
+		cli_info("session of %s: now %.1f Mbit/s", s->image, (double)s->rate / 1e6);
 }
 
 static void end_session(struct mfd *m, const struct ndz_master_session *s)
 {
-	char path[PATH_MAX];
-
-	sock_path(m, s, path);
-	if (path[0])
-		unlink(path);
+	ndz_session_forget(m->run_dir, s);
 	ndz_master_end(m->ms, s->pid);
 }
 
-/* Sessions whose frisbeed has left: reap ours, notice adopted ones gone. */
+/* Sessions whose frisbeed has left: reap ours, notice adopted ones gone; the rates. */
 static void reap(struct mfd *m)
 {
 	uint64_t now = ndz_now_ns();
@@ -249,7 +194,7 @@ static void reap(struct mfd *m)
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && now - m->watched_ns >= NDZ_NS_PER_S; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m->ms, i);
 
-		if (s->pid > 0 && s->adopted && !session_alive(m, s)) {
+		if (s->pid > 0 && s->adopted && !ndz_session_alive(m->run_dir, s)) {
 			if (cli_verbose)
 				cli_info("adopted session of %s ended", s->image);
 			end_session(m, s);
@@ -258,76 +203,38 @@ static void reap(struct mfd *m)
 	}
 	if (now - m->watched_ns >= NDZ_NS_PER_S)
 		m->watched_ns = now;
-	if (changed)
+	/* a session not yet listening (just started) is told its rate on the next round */
+	if (ndz_session_rates(m->ms, m->run_dir, told, m) || changed)
 		save_state(m);
-	redivide(m);
 }
 
-/*
- * Start frisbeed for the reserved slot in a session of its own (setsid: a master
- * killed or stopped leaves it running). An exec failure comes back through a
- * close-on-exec pipe. 0, or -1 with the slot freed.
- */
+/* Start frisbeed for the reserved slot; 0, or -1 with the slot freed. */
 static int start_session(struct mfd *m, const struct ndz_master_plan *p)
 {
 	const struct ndz_master_session *s = ndz_master_session(m->ms, (size_t)p->slot);
-	const struct ndz_mconf_image *im = p->image;
-	char grp[16], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX];
-	const char *argv[24];
+	struct ndz_session_opts o = { m->frisbeed, m->run_dir, m->iface, m->idle_override ?
+				      (unsigned)m->idle_override : m->conf->idle_timeout, m->ttl,
+				      m->loop, cli_verbose < 2 };
 	struct ndz_error e = { 0 };
-	int argc = 0;
 	uint8_t uuid[16];
 	uint32_t chunks;
 	uint64_t src;
 	pid_t pid;
+	char a[16];
 
-	sock_path(m, s, ctl);
-	if (!ctl[0] || read_identity(im->path, uuid, &chunks, &src) != 0)
-		goto fail;
-	ndz_net_ntoa(s->group, grp);
-	snprintf(port, sizeof(port), "%u", s->port);
-	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)s->rate);
-	snprintf(idle, sizeof(idle), "%d", m->idle_override ? m->idle_override :
-		 (int)m->conf->idle_timeout);
-	snprintf(ttl, sizeof(ttl), "%d", m->ttl);
-	argv[argc++] = m->frisbeed;
-	argv[argc++] = "-m"; argv[argc++] = grp;
-	argv[argc++] = "-p"; argv[argc++] = port;
-	argv[argc++] = "-W"; argv[argc++] = rate;
-	argv[argc++] = "-T"; argv[argc++] = idle;
-	argv[argc++] = "-t"; argv[argc++] = ttl;
-	argv[argc++] = "--control"; argv[argc++] = ctl;
-	if (m->iface) {
-		argv[argc++] = "-i";
-		argv[argc++] = m->iface;
-	}
-	if (m->loop)
-		argv[argc++] = "-L";
-	if (cli_verbose < 2)
-		argv[argc++] = "-q";
-	argv[argc++] = "--";
-	argv[argc++] = im->path;
-	argv[argc] = NULL;
-	if (ndz_spawn(argv, &pid, &e) != 0) {
+	if (ndz_session_identity(p->image->path, uuid, &chunks, &src, &e) != 0 ||
+	    ndz_session_start(&o, s, p->image->path, &pid, &e) != 0) {
 		cli_error("%s", ndz_error_msg(&e));
-		goto fail;
+		ndz_master_start_failed(m->ms, p->slot);
+		return -1;
 	}
 	ndz_master_started(m->ms, p->slot, pid, uuid, chunks, src, ndz_now_ns());
 	if (cli_verbose)
-		cli_info("session of %s: frisbeed %ld on %s port %u at %.1f Mbit/s", im->name,
-			 (long)pid, grp, s->port, (double)s->rate / 1e6);
+		cli_info("session of %s: frisbeed %ld on %s port %u at %.1f Mbit/s", s->image,
+			 (long)pid, ndz_net_ntoa(s->group, a), s->port, (double)s->rate / 1e6);
+	ndz_session_rates(m->ms, m->run_dir, told, m);       /* the others' shares */
 	save_state(m);
-	redivide(m);
 	return 0;
-fail:
-	ndz_master_start_failed(m->ms, p->slot);
-	return -1;
-}
-
-/* 127.0.0.1 or an address some image allows. */
-static int may_ask(const struct mfd *m, uint32_t addr)
-{
-	return ndz_mconf_allows_any(m->conf, addr) || ntohl(addr) == INADDR_LOOPBACK;
 }
 
 /* One request: bounded work (a table look-up, at most one frisbeed started). */
@@ -335,75 +242,29 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 {
 	static uint8_t out[NDZ_CTL_REP_MAX];
 	struct ndz_ctl_req req;
-	struct ndz_ctl_rep rep = { 0 };
+	struct ndz_ctl_rep rep;
 	struct ndz_master_plan p;
 	struct ndz_error e = { 0 };
-	uint32_t addr = from->sin_addr.s_addr;
 	char a[16];
-	int rc, n;
+	int act = ndz_master_request(m->ms, buf, len, from->sin_addr.s_addr, ndz_now_ns(), &req,
+				     &p, &rep, &e), n;
 
-	m->n->requests++;
-	rc = ndz_ctl_req_decode(buf, len, &req);
-	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER) {
-		m->n->dropped++;
+	if (act == NDZ_MASTER_DROP)
 		return;
-	}
-	if (!ndz_master_host_ok(m->ms, addr, ndz_now_ns())) {
-		m->n->rate_limited++;
-		return;
-	}
-	ndz_net_ntoa(addr, a);
-	rep.type = req.type == NDZ_CTL_STATUS || req.type == NDZ_CTL_UPLOAD ? req.type : NDZ_CTL_GET;
-	rep.id = req.id;
-	if (rc != 0 || req.type == NDZ_CTL_UPLOAD) {   /* uploads come by TCP */
-		rep.status = NDZ_CTL_MALFORMED;
-		m->n->malformed++;
-	} else if (!may_ask(m, addr)) {
-		rep.status = NDZ_CTL_DENIED;
-		m->n->denied++;
-		if (cli_verbose && req.type == NDZ_CTL_GET)
-			cli_info("%s asks for %s: access denied: no allow rule matches %s for "
-				 "image '%s' (nor for any image)", a, req.name, a, req.name);
-		else if (cli_verbose)
-			cli_info("%s asks for the status: access denied: no image allows %s", a, a);
-	} else if (req.type == NDZ_CTL_STATUS) {
-		rep.status = NDZ_CTL_USE_TCP;  /* a 12-byte datagram must not buy 16 KB */
-		m->n->status_udp++;
-	} else {
-		rc = ndz_master_get(m->ms, req.name, addr, &p, &e);
-		if (rc == 0 && p.start && start_session(m, &p) != 0)
-			rc = NDZ_EIO;
-		else if (rc == 0 && !p.start)
-			ndz_master_served(m->ms, p.slot);
-		rep.status = (uint16_t)ndz_ctl_status_of(rc);
-		if (rc == 0) {
-			const struct ndz_master_session *s = ndz_master_session(m->ms, (size_t)p.slot);
-
-			rep.group = s->group;
-			rep.port = s->port;
-			rep.server = m->server;
-			memcpy(rep.uuid, s->uuid, 16);
-			rep.chunks = s->chunks;
-			rep.source_bytes = s->source_bytes;
-			rep.rate_bps = s->rate;
-		}
-		if (rc == NDZ_EDENIED && cli_verbose)
-			cli_info("%s asks for %s: access denied: no allow rule matches %s for "
-				 "image '%s'", a, req.name, a, req.name);
-		else if (cli_verbose > 1)
-			cli_info("%s asks for %s: %s", a, req.name, ndz_ctl_strstatus(rep.status));
-	}
+	if (act == NDZ_MASTER_START)
+		ndz_master_answer(m->ms, &p, start_session(m, &p), &rep);
+	ndz_net_ntoa(from->sin_addr.s_addr, a);
+	if (rep.status == NDZ_CTL_DENIED && cli_verbose)
+		cli_info("%s asks for %s: access denied: %s", a, req.type == NDZ_CTL_GET ?
+			 req.name : "the status", ndz_error_msg(&e));
+	else if (rep.type == NDZ_CTL_GET && rep.status != NDZ_CTL_MALFORMED && cli_verbose > 1)
+		cli_info("%s asks for %s: %s", a, req.name, ndz_ctl_strstatus(rep.status));
 	n = ndz_ctl_rep_encode(&rep, out, sizeof(out));
 	if (n > 0)
 		sendto(m->fd, out, (size_t)n, 0, (struct sockaddr *)from, sizeof(*from));
 }
 
-/* ---- uploads: one thread per connection ---- */
-
-static uint64_t dir_usage(void *ctx, const char *replaced)
-{
-	return ndz_updir_usage(((struct mfd *)ctx)->conf->upload_dir, replaced);
-}
+/* ---- uploads and STATUS: one thread per TCP connection (lib/master/mconn) ---- */
 
 static void said_stale(void *ctx, const char *name)
 {
@@ -473,276 +334,85 @@ static int reload(struct mfd *m, struct ndz_error *e)
 	return 0;
 }
 
-/*
- * Under the lock: a stored image is reported stored only once a GET would serve
- * it: a new name in the upload directory needs a reload that picks it up.
- */
-static int upload_served(struct mfd *m, const char *name, const char *final,
-			 struct ndz_error *e)
+static size_t status_json(void *ctx, char *buf, size_t cap)
 {
-	const struct ndz_mconf_image *im = ndz_mconf_find(m->conf, name);
-	struct ndz_error why = { 0 };
-
-	if (im && strcmp(im->path, final) == 0)
-		return 0;
-	if (reload(m, &why) != 0)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "stored as %s, but not served: the "
-				     "configuration does not load: %s", final, ndz_error_msg(&why));
-	im = ndz_mconf_find(m->conf, name);
-	if (!im || strcmp(im->path, final) != 0)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "stored as %s, but not served: the "
-				     "configuration has no image '%s' there", final, name);
-	return 0;
+	return ndz_master_status_json(((struct mfd *)ctx)->ms, ndz_now_ns(), session_live, ctx,
+				      buf, cap);
 }
 
-/* Under the lock, which it releases: STATUS over TCP, the same rules as by UDP. */
-static void tcp_status(struct mfd *m, int fd, uint32_t id, uint32_t addr)
+static int reload_hook(void *ctx, struct ndz_error *e)
 {
-	static char json[NDZ_CTL_JSON_MAX + 1];
-	struct ndz_ctl_rep rep = { .type = NDZ_CTL_STATUS, .id = id };
-	int n;
-
-	if (!may_ask(m, addr)) {
-		rep.status = NDZ_CTL_DENIED;
-		m->n->denied++;
-	} else {
-		m->n->status++;
-		rep.json = json;
-		rep.json_len = ndz_master_status_json(m->ms, ndz_now_ns(), session_live, m, json,
-						      sizeof(json));
-	}
-	n = ndz_mreply_send(fd, &rep);        /* under the lock: json is shared */
-	pthread_mutex_unlock(&m->lock);
-	if (n != 0 && cli_verbose)
-		cli_info("status reply not sent whole");
+	return reload(ctx, e);
 }
 
-/*
- * Under the lock: the upload of req from addr may begin (an upload slot and its
- * temporary file, *tfd), or a negative code with e saying why.
- */
-static int upload_begin(struct mfd *m, const struct ndz_ctl_req *req, uint32_t addr,
-			char *final, int *slot, int *tfd, uint64_t *limit, struct ndz_error *e)
+static void say(void *ctx, int level, const char *fmt, ...)
 {
-	int rc = ndz_master_upload_begin(m->ms, req->name, addr, req->size, dir_usage, m, final,
-					 PATH_MAX, slot, limit, e);
-	char *tmp;
+	char msg[1024];
+	va_list ap;
 
-	if (rc != 0)
-		return rc;
-	tmp = m->tmp[*slot];
-	if ((*tfd = ndz_updir_temp(m->conf->upload_dir, req->name, tmp, PATH_MAX, e)) < 0) {
-		cli_error("%s", ndz_error_msg(e));
-		ndz_master_upload_end(m->ms, *slot, -1);
-		return *tfd;
-	}
-	return 0;
+	(void)ctx;
+	if (level > cli_verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (level == 0)
+		cli_error("%s", msg);
+	else
+		cli_info("%s", msg);
 }
 
-/* One TCP connection, accepted with a place in m->admit (admitted). */
+/* One TCP connection, accepted with a place before its first message. */
 struct job {
 	struct mfd *m;
 	int fd;
 	uint32_t addr;
-	int admitted;
 };
-
-static void run_upload(struct mfd *m, struct job *j)
-{
-	uint8_t buf[NDZ_CTL_REQ_MAX];
-	struct ndz_ctl_req req;
-	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD };
-	struct ndz_upload_stats stats = { 0 };
-	struct ndz_error e = { 0 };
-	struct ndz_io *io = NULL;
-	struct timeval tv = { 0 };
-	char final[PATH_MAX], a[16], msg[NDZ_CTL_MSG_MAX + 1];
-	uint64_t limit = 0, t0 = ndz_now_ns();
-	unsigned quiet;
-	int n, tfd = -1, rc, slot = -1, fd = j->fd, stored = 0;
-
-	ndz_net_ntoa(j->addr, a);
-	pthread_mutex_lock(&m->lock);
-	tv.tv_sec = m->conf->request_timeout;
-	quiet = m->conf->upload_timeout;
-	pthread_mutex_unlock(&m->lock);
-	/* the first message comes at once or never: a few seconds, not upload-timeout */
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need, (int)tv.tv_sec * 1000);
-	rc = n < 0 ? n : ndz_ctl_req_decode(buf, (size_t)n, &req);
-	pthread_mutex_lock(&m->lock);
-	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
-		tcp_status(m, fd, req.id, j->addr);
-		return;                /* unlocked there */
-	}
-	if (rc == NDZ_EINVAL || (rc == 0 && req.type != NDZ_CTL_UPLOAD)) {
-		rc = NDZ_EINVAL;
-		m->n->uploads++;
-		m->n->malformed++;
-		m->n->uploads_refused++;
-	} else if (rc < 0) {
-		m->n->dropped++;        /* not ours, or gone quiet before asking */
-		if (rc == NDZ_ETIMEDOUT)
-			m->n->tcp_quiet++;
-		pthread_mutex_unlock(&m->lock);
-		if (cli_verbose > 1 && rc == NDZ_ETIMEDOUT)
-			cli_info("%s said nothing for %ld s; closed", a, (long)tv.tv_sec);
-		return;
-	} else if ((rc = upload_begin(m, &req, j->addr, final, &slot, &tfd, &limit, &e)) == 0 &&
-		   j->admitted) {
-		/* past its first message, it holds an upload slot instead of a place */
-		ndz_admit_release(&m->admit, j->addr);
-		j->admitted = 0;
-	}
-	pthread_mutex_unlock(&m->lock);
-	rep.id = req.id;
-	rep.status = (uint16_t)ndz_ctl_status_of(rc);
-	if (rc != 0) {
-		/* a verdict with its reason (uploaders take DONE as an answer to UPLOAD too) */
-		int why = rc == NDZ_ENOIMAGE || rc == NDZ_EDENIED;
-
-		if (cli_verbose)
-			cli_info("%s may not upload %s: %s%s%s", a, rc != NDZ_EINVAL ? req.name : "?",
-				 ndz_ctl_strstatus(rep.status), why ? ": " : "",
-				 why ? ndz_error_msg(&e) : "");
-		if (why)
-			ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e));
-		else
-			ndz_upload_write_msg(fd, &rep);
-		ndz_mreply_drain(fd, DRAIN_S);
-		return;
-	}
-	if (cli_verbose)
-		cli_info("%s uploads %s (%llu bytes declared)", a, req.name,
-			 (unsigned long long)req.size);
-	tv.tv_sec = quiet;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (ndz_upload_write_msg(fd, &rep) != 0 || ndz_io_open_stream(fd, "upload", &io) != 0) {
-		rc = ndz_error_set(&e, NDZ_ENET, errno, "%s: connection lost", a);
-	} else if ((rc = ndz_upload_receive(io, tfd, limit, req.size, &stats, &e)) == 0) {
-		unsigned st;
-
-		/* past the image's checks, what fails is ours */
-		if (fsync(tfd) != 0)
-			rc = ndz_error_set(&e, NDZ_EIO, errno, "syncing %s", m->tmp[slot]);
-		pthread_mutex_lock(&m->lock);
-		if (rc == 0 && rename(m->tmp[slot], final) != 0)
-			rc = ndz_error_set(&e, NDZ_EIO, errno, "renaming into %s", final);
-		if (rc == 0) {
-			m->tmp[slot][0] = 0;
-			ndz_master_upload_stored(m->ms, slot);
-		}
-		pthread_mutex_unlock(&m->lock);
-		if (rc == 0)
-			rc = ndz_dir_sync(final, &e);
-		if (rc == 0) {
-			pthread_mutex_lock(&m->lock);
-			rc = upload_served(m, req.name, final, &e);
-			pthread_mutex_unlock(&m->lock);
-		}
-		st = rc == 0 ? NDZ_CTL_OK : NDZ_CTL_FAILED;
-		stored = rc == 0;
-		rep.status = (uint16_t)st;
-	}
-	if (rc != 0 && rep.status == NDZ_CTL_OK)
-		rep.status = (uint16_t)ndz_ctl_status_of(rc);
-	ndz_io_close(io);
-	close(tfd);
-	pthread_mutex_lock(&m->lock);
-	if (m->tmp[slot][0])
-		unlink(m->tmp[slot]);
-	m->tmp[slot][0] = 0;
-	ndz_master_upload_end(m->ms, slot, stored);
-	pthread_mutex_unlock(&m->lock);
-	if (stored) {
-		snprintf(msg, sizeof(msg), "stored: %u chunks, %llu bytes", stats.chunks,
-			 (unsigned long long)stats.bytes);
-		if (cli_verbose)
-			cli_info("%s from %s %s as %s (%.1f s)", req.name, a, msg, final,
-				 (double)(ndz_now_ns() - t0) / 1e9);
-		ndz_mreply_done(fd, req.id, NDZ_CTL_OK, msg);
-		return;
-	}
-	if (rc == NDZ_ETIMEDOUT) {     /* "read error: Resource temporarily unavailable" */
-		ndz_error_clear(&e);
-		ndz_error_set(&e, NDZ_ETIMEDOUT, 0, "nothing received for %ld s, after %llu bytes",
-			      (long)tv.tv_sec, (unsigned long long)stats.bytes);
-	}
-	cli_error("upload of %s from %s rejected: %s", req.name, a, ndz_error_msg(&e));
-	ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e));
-	ndz_mreply_drain(fd, DRAIN_S);
-}
 
 static void *upload_thread(void *arg)
 {
 	struct job *j = arg;
 	struct mfd *m = j->m;
 
-	run_upload(m, j);
+	ndz_mconn_serve(&m->conn, j->fd, j->addr);
 	close(j->fd);
 	pthread_mutex_lock(&m->lock);
-	if (j->admitted)
-		ndz_admit_release(&m->admit, j->addr);
 	m->nthreads--;
 	pthread_mutex_unlock(&m->lock);
 	free(j);
 	return NULL;
 }
 
-/*
- * Under the lock: a new TCP connection gets a thread, or a refusal at once: from a
- * host that nothing allows (neither an image nor an upload list, nor 127.0.0.1),
- * or when max-pending-host connections from its host, or max-pending in all, have
- * not yet sent their first message. Upload slots are taken later, by the request.
- */
+/* Under the lock: a new TCP connection gets a thread, or a refusal at once. */
 static void accept_upload(struct mfd *m)
 {
 	struct sockaddr_in from;
 	socklen_t fl = sizeof(from);
-	int fd = accept4(m->tfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC);
-	const struct ndz_mconf *c = m->conf;
+	int fd = accept4(m->tfd, (struct sockaddr *)&from, &fl, SOCK_CLOEXEC), rc;
+	struct ndz_error e = { 0 };
 	struct job *j = NULL;
 	pthread_attr_t at;
 	pthread_t t;
 	sigset_t all, old;
-	uint32_t addr;
-	char a[16];
-	int rc;
 
 	if (fd < 0)
 		return;
-	addr = from.sin_addr.s_addr;
-	ndz_net_ntoa(addr, a);
-	m->n->requests++;
-	if (!ndz_master_host_ok(m->ms, addr, ndz_now_ns())) {
-		m->n->rate_limited++;
+	rc = ndz_master_accept(m->ms, from.sin_addr.s_addr, m->nthreads, ndz_now_ns(), &e);
+	if (rc == 0 && !(j = malloc(sizeof(*j)))) {
+		ndz_master_release(m->ms, from.sin_addr.s_addr);
+		rc = ndz_error_set(&e, NDZ_ECONNS, 0, "out of memory");
+	}
+	if (rc == NDZ_ERATE) {
 		close(fd);
 		return;
 	}
-	if (!ndz_mconf_may_connect(c, addr) && ntohl(addr) != INADDR_LOOPBACK) {
-		m->n->denied++;
-		m->n->tcp_denied++;
+	if (rc != 0) {
 		if (cli_verbose > 1)
-			cli_info("%s: connection refused: no image allows it", a);
-		ndz_mreply_refuse(fd, NDZ_CTL_DENIED);
+			cli_info("%s", ndz_error_msg(&e));
+		ndz_mreply_refuse(fd, ndz_ctl_status_of(rc));
 		return;
 	}
-	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host);
-	/* threads past their first message are bounded by max-uploads, twice (draining) */
-	if (rc != NDZ_ADMIT_OK || m->nthreads >= 2 * c->max_uploads + c->max_pending ||
-	    !(j = malloc(sizeof(*j)))) {
-		if (rc == NDZ_ADMIT_OK)
-			ndz_admit_release(&m->admit, addr);
-		m->n->tcp_busy++;
-		if (cli_verbose > 1)
-			cli_info("%s: connection refused: %s", a, rc == NDZ_ADMIT_HOST ?
-				 "max-pending-host of its connections wait" :
-				 "max-pending connections wait");
-		ndz_mreply_refuse(fd, ndz_ctl_status_of(NDZ_ECONNS));
-		return;
-	}
-	*j = (struct job){ m, fd, addr, 1 };
+	*j = (struct job){ m, fd, from.sin_addr.s_addr };
 	/* signals are the main thread's */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -753,7 +423,7 @@ static void accept_upload(struct mfd *m)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		cli_error("pthread_create: %s", strerror(rc));
-		ndz_admit_release(&m->admit, addr);
+		ndz_master_release(m->ms, from.sin_addr.s_addr);
 		close(fd);
 		free(j);
 		return;
@@ -857,11 +527,13 @@ int main(int argc, char **argv)
 	    ndz_master_create(m.conf, &m.ms, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	m.n = ndz_master_counters(m.ms);
+	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
+				     say };
 	pthread_mutex_init(&m.lock, NULL);
-	ndz_admit_init(&m.admit);
 	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);
 	if (!m.server)
 		m.server = ndz_mnet_source(m.iface, m.conf->pool_base, m.conf->port_lo);
+	ndz_master_set_server(m.ms, m.server);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

@@ -1,11 +1,14 @@
 /* The image master's session table, pool, rate division, state file and upload admission. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "jbuf.h"
 #include "master.h"
+#include "core/file.h"
 #include "mcast/pace.h"
 
 #define HOSTS 1024                     /* limiter slots, hashed by address */
@@ -29,6 +32,8 @@ struct ndz_master {
 	struct upload up[NDZ_MASTER_UPLOADS];
 	struct host hosts[HOSTS];
 	struct ndz_master_counters n;
+	struct ndz_admit admit;        /* TCP connections before their first message */
+	uint32_t server;
 };
 
 int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct ndz_error *e)
@@ -39,6 +44,7 @@ int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct
 	if (!m)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "master: session table");
 	m->conf = c;
+	ndz_admit_init(&m->admit);
 	*out = m;
 	return 0;
 }
@@ -102,6 +108,119 @@ int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns)
 	return 1;
 }
 
+void ndz_master_set_server(struct ndz_master *m, uint32_t server)
+{
+	m->server = server;
+}
+
+/* 127.0.0.1 or an address some image allows. */
+static int may_ask(const struct ndz_master *m, uint32_t addr)
+{
+	return ndz_mconf_allows_any(m->conf, addr) || ntohl(addr) == INADDR_LOOPBACK;
+}
+
+int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uint32_t addr,
+		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,
+		       struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	int rc = ndz_ctl_req_decode(buf, len, req);
+	char a[16];
+
+	memset(rep, 0, sizeof(*rep));
+	memset(p, 0, sizeof(*p));
+	p->slot = -1;
+	m->n.requests++;
+	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER) {
+		m->n.dropped++;
+		return NDZ_MASTER_DROP;
+	}
+	if (!ndz_master_host_ok(m, addr, now_ns)) {
+		m->n.rate_limited++;
+		return NDZ_MASTER_DROP;
+	}
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	rep->type = req->type == NDZ_CTL_STATUS || req->type == NDZ_CTL_UPLOAD ? req->type :
+		    NDZ_CTL_GET;
+	rep->id = req->id;
+	if (rc != 0 || req->type == NDZ_CTL_UPLOAD) {  /* uploads come by TCP */
+		rep->status = NDZ_CTL_MALFORMED;
+		m->n.malformed++;
+		ndz_error_set(e, NDZ_EINVAL, 0, "malformed request");
+	} else if (!may_ask(m, addr)) {
+		rep->status = NDZ_CTL_DENIED;
+		m->n.denied++;
+		if (req->type == NDZ_CTL_GET)
+			ndz_error_set(e, NDZ_EDENIED, 0, "no allow rule matches %s for image '%s' "
+				      "(nor for any image)", a, req->name);
+		else
+			ndz_error_set(e, NDZ_EDENIED, 0, "no image allows %s", a);
+	} else if (req->type == NDZ_CTL_STATUS) {
+		rep->status = NDZ_CTL_USE_TCP; /* a 12-byte datagram must not buy 16 KB */
+		m->n.status_udp++;
+	} else {
+		rc = ndz_master_get(m, req->name, addr, p, e);
+		if (rc == 0 && p->start)
+			return NDZ_MASTER_START;
+		if (rc == 0)
+			ndz_master_served(m, p->slot);
+		ndz_master_answer(m, p, rc, rep);
+	}
+	return NDZ_MASTER_REPLY;
+}
+
+void ndz_master_answer(const struct ndz_master *m, const struct ndz_master_plan *p, int rc,
+		       struct ndz_ctl_rep *rep)
+{
+	const struct ndz_master_session *s = rc == 0 ? &m->s[p->slot] : NULL;
+
+	rep->status = (uint16_t)ndz_ctl_status_of(rc < 0 && p->start ? NDZ_EIO : rc);
+	if (!s)
+		return;
+	rep->group = s->group;
+	rep->port = s->port;
+	rep->server = m->server;
+	memcpy(rep->uuid, s->uuid, 16);
+	rep->chunks = s->chunks;
+	rep->source_bytes = s->source_bytes;
+	rep->rate_bps = s->rate;
+}
+
+int ndz_master_accept(struct ndz_master *m, uint32_t addr, unsigned threads, uint64_t now_ns,
+		      struct ndz_error *e)
+{
+	const struct ndz_mconf *c = m->conf;
+	char a[16];
+	int rc;
+
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	m->n.requests++;
+	if (!ndz_master_host_ok(m, addr, now_ns)) {
+		m->n.rate_limited++;
+		return ndz_error_set(e, NDZ_ERATE, 0, "%s: over its request rate", a);
+	}
+	if (!ndz_mconf_may_connect(c, addr) && ntohl(addr) != INADDR_LOOPBACK) {
+		m->n.denied++;
+		m->n.tcp_denied++;
+		return ndz_error_set(e, NDZ_EDENIED, 0, "%s: connection refused: no image allows it",
+				     a);
+	}
+	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host);
+	/* threads past their first message are bounded by max-uploads, twice (draining) */
+	if (rc == NDZ_ADMIT_OK && threads < 2 * c->max_uploads + c->max_pending)
+		return 0;
+	if (rc == NDZ_ADMIT_OK)
+		ndz_admit_release(&m->admit, addr);
+	m->n.tcp_busy++;
+	return ndz_error_set(e, NDZ_ECONNS, 0, "%s: connection refused: %s", a,
+			     rc == NDZ_ADMIT_HOST ? "max-pending-host of its connections wait" :
+			     "max-pending connections wait");
+}
+
+void ndz_master_release(struct ndz_master *m, uint32_t addr)
+{
+	ndz_admit_release(&m->admit, addr);
+}
+
 /* An image's own rate, or the default. */
 static uint64_t image_rate(const struct ndz_mconf *c, const struct ndz_mconf_image *im)
 {
@@ -135,8 +254,8 @@ int ndz_master_get(struct ndz_master *m, const char *name, uint32_t addr,
 
 		m->n.denied++;
 		inet_ntop(AF_INET, &addr, a, sizeof(a));
-		return ndz_error_set(e, NDZ_EDENIED, 0, "image '%s': no allow rule matches %s", name,
-				     a);
+		return ndz_error_set(e, NDZ_EDENIED, 0, "no allow rule matches %s for image '%s'", a,
+				     name);
 	}
 	p->image = im;
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
@@ -411,6 +530,50 @@ size_t ndz_master_adopt(struct ndz_master *m, const char *text, size_t len,
 		at += n + (nl ? 1 : 0);
 	}
 	return adopted;
+}
+
+#define STATE_MAX (NDZ_MASTER_SESSIONS * 160)  /* a state file's bytes, at most */
+
+int ndz_master_save(const struct ndz_master *m, const char *path, struct ndz_error *e)
+{
+	char *text = malloc(STATE_MAX);
+	int n, rc;
+
+	if (!text)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	n = ndz_master_state(m, text, STATE_MAX, e);
+	rc = n < 0 ? n : ndz_file_replace(path, text, (size_t)n, 0644, e);
+	free(text);
+	return rc;
+}
+
+int ndz_master_load(struct ndz_master *m, const char *path,
+		    int (*alive)(void *ctx, const struct ndz_master_session *s),
+		    int (*current)(void *ctx, const char *image, uint8_t uuid[16]),
+		    void *ctx, uint64_t now_ns, struct ndz_error *e)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	size_t len;
+	int rc;
+
+	if (!f && errno == ENOENT)
+		return 0;
+	if (!f)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+	text = malloc(STATE_MAX);
+	if (!text) {
+		fclose(f);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	}
+	len = fread(text, 1, STATE_MAX, f);
+	if (ferror(f))
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+	else
+		rc = (int)ndz_master_adopt(m, text, len, alive, current, ctx, now_ns);
+	fclose(f);
+	free(text);
+	return rc;
 }
 
 int ndz_master_upload_begin(struct ndz_master *m, const char *name, uint32_t addr,

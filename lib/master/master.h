@@ -81,6 +81,9 @@ const struct ndz_master_session *ndz_master_session(const struct ndz_master *m, 
  */
 int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns);
 
+/* ndz_master_set_server - the sessions' source address told to clients (network order). */
+void ndz_master_set_server(struct ndz_master *m, uint32_t server);
+
 /* What a GET leads to (ndz_master_get). */
 struct ndz_master_plan {
 	int slot;                      /* the session's slot */
@@ -89,6 +92,48 @@ struct ndz_master_plan {
 					* ndz_master_start_failed */
 	const struct ndz_mconf_image *image;
 };
+
+/* What to do with a datagram on the control port (ndz_master_request). */
+enum {
+	NDZ_MASTER_DROP = 0,           /* nothing: not ours, or over its host's rate */
+	NDZ_MASTER_REPLY = 1,          /* send rep */
+	NDZ_MASTER_START = 2,          /* start p's session, then ndz_master_answer, send rep */
+};
+
+/*
+ * ndz_master_request - a datagram of len bytes from addr (network order) at now_ns:
+ * decoded into *req, counted, limited (ndz_master_host_ok), checked (127.0.0.1 or
+ * an address some image allows may ask), and answered into *rep: MALFORMED, DENIED
+ * (e says "no allow rule matches ADDR for image 'NAME' (nor for any image)" or "no
+ * image allows ADDR"), USE_TCP for STATUS, or a GET's answer (ndz_master_get's
+ * codes in e). Returns NDZ_MASTER_DROP, NDZ_MASTER_REPLY or NDZ_MASTER_START (*p).
+ */
+int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uint32_t addr,
+		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,
+		       struct ndz_ctl_rep *rep, struct ndz_error *e);
+
+/*
+ * ndz_master_answer - the reply to the GET that reserved p's slot, whose start
+ * ended with rc (0: started; else ndz_master_start_failed was called): OK with the
+ * session, or FAILED.
+ */
+void ndz_master_answer(const struct ndz_master *m, const struct ndz_master_plan *p, int rc,
+		       struct ndz_ctl_rep *rep);
+
+/*
+ * ndz_master_accept - a TCP connection from addr at now_ns, while threads
+ * connection threads run: 0 when it may be heard (it holds one of the places of
+ * connections before their first message: ndz_master_release gives it back), or
+ * NDZ_ERATE (over its host's rate: close it without a word), NDZ_EDENIED (nothing
+ * allows the host, which is not 127.0.0.1) or NDZ_ECONNS (max-pending-host of its
+ * connections, or max-pending in all, wait, or too many threads run), with e
+ * saying why. Counted either way.
+ */
+int ndz_master_accept(struct ndz_master *m, uint32_t addr, unsigned threads, uint64_t now_ns,
+		      struct ndz_error *e);
+
+/* ndz_master_release - a connection of addr's is past its first message, or gone. */
+void ndz_master_release(struct ndz_master *m, uint32_t addr);
 
 /*
  * ndz_master_get - a GET for name from addr (network order): the running session
@@ -167,6 +212,23 @@ size_t ndz_master_adopt(struct ndz_master *m, const char *text, size_t len,
 			int (*alive)(void *ctx, const struct ndz_master_session *s),
 			int (*current)(void *ctx, const char *image, uint8_t uuid[16]),
 			void *ctx, uint64_t now_ns);
+
+/*
+ * ndz_master_save - the state file at path replaced whole (lib/core/file.h:
+ * ndz_file_replace, mode 0644) with ndz_master_state's text. 0, or a negative code
+ * with e naming path.
+ */
+int ndz_master_save(const struct ndz_master *m, const char *path, struct ndz_error *e);
+
+/*
+ * ndz_master_load - ndz_master_adopt the sessions the state file at path lists.
+ * Returns how many were adopted (0 when there is no such file), or NDZ_EIO with e
+ * naming path when it cannot be read.
+ */
+int ndz_master_load(struct ndz_master *m, const char *path,
+		    int (*alive)(void *ctx, const struct ndz_master_session *s),
+		    int (*current)(void *ctx, const char *image, uint8_t uuid[16]),
+		    void *ctx, uint64_t now_ns, struct ndz_error *e);
 
 /*
  * ndz_master_upload_begin - may name be uploaded from addr (network order), size

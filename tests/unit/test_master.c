@@ -93,7 +93,7 @@ static void test_get(void **state)
 	assert_int_equal(ndz_ctl_status_of(e.code), NDZ_CTL_UNKNOWN);
 	ndz_error_clear(&e);
 	assert_int_equal(ndz_master_get(m, "x", ip("10.0.0.1"), &p, &e), NDZ_EDENIED);
-	assert_string_equal(ndz_error_msg(&e), "image 'x': no allow rule matches 10.0.0.1");
+	assert_string_equal(ndz_error_msg(&e), "no allow rule matches 10.0.0.1 for image 'x'");
 	/* the first GET reserves the lowest address, its port and the image's rate */
 	sa = start(m, "a", "10.0.0.1", 100);
 	s = ndz_master_session(m, (size_t)sa);
