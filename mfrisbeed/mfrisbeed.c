@@ -259,7 +259,7 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 			 req.name : "the status", ndz_error_msg(&e));
 	else if (rep.type == NDZ_CTL_GET && rep.status != NDZ_CTL_MALFORMED && cli_verbose > 1)
 		cli_info("%s asks for %s: %s", a, req.name, ndz_ctl_strstatus(rep.status));
-	n = ndz_ctl_rep_encode(&rep, out, sizeof(out));
+	n = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
 	if (n > 0)
 		sendto(m->fd, out, (size_t)n, 0, (struct sockaddr *)from, sizeof(*from));
 }

@@ -123,7 +123,7 @@ int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uin
 		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,
 		       struct ndz_ctl_rep *rep, struct ndz_error *e)
 {
-	int rc = ndz_ctl_req_decode(buf, len, req);
+	int rc = ndz_ctl_req_decode(buf, len, req, NULL);
 	char a[16];
 
 	memset(rep, 0, sizeof(*rep));
@@ -204,16 +204,17 @@ int ndz_master_accept(struct ndz_master *m, uint32_t addr, unsigned threads, uin
 		return ndz_error_set(e, NDZ_EDENIED, 0, "%s: connection refused: no image allows it",
 				     a);
 	}
-	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host);
+	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host, e);
 	/* threads past their first message are bounded by max-uploads, twice (draining) */
-	if (rc == NDZ_ADMIT_OK && threads < 2 * c->max_uploads + c->max_pending)
+	if (rc == 0 && threads < 2 * c->max_uploads + c->max_pending)
 		return 0;
-	if (rc == NDZ_ADMIT_OK)
+	if (rc == 0) {
 		ndz_admit_release(&m->admit, addr);
+		ndz_error_set(e, NDZ_ECONNS, 0, "max-pending connections wait");
+	}
 	m->n.tcp_busy++;
-	return ndz_error_set(e, NDZ_ECONNS, 0, "%s: connection refused: %s", a,
-			     rc == NDZ_ADMIT_HOST ? "max-pending-host of its connections wait" :
-			     "max-pending connections wait");
+	ndz_error_prefix(e, "%s: connection refused", a);
+	return NDZ_ECONNS;
 }
 
 void ndz_master_release(struct ndz_master *m, uint32_t addr)

@@ -29,7 +29,7 @@ static int perr(struct parser *p, const char *what, const char *arg)
 			     arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
-int ndz_parse_rate(const char *s, uint64_t *out)
+static int parse_rate(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -52,6 +52,13 @@ int ndz_parse_rate(const char *s, uint64_t *out)
 	if (*end || v == 0 || v > UINT64_MAX / mul)
 		return NDZ_EINVAL;
 	*out = v * mul;
+	return 0;
+}
+
+int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e)
+{
+	if (parse_rate(s, out) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad rate '%s'", s);
 	return 0;
 }
 
@@ -251,7 +258,7 @@ static int parse_image(struct parser *p, char **tok, int ntok, int kind)
 		} else if (strcmp(tok[i], "upload") == 0) {
 			rc = parse_list(p, tok[i + 1], o.upload, &o.nupload);
 		} else if (strcmp(tok[i], "rate") == 0) {
-			if (ndz_parse_rate(tok[i + 1], &o.rate) != 0 || o.rate < 8000)
+			if (ndz_parse_rate(tok[i + 1], &o.rate, NULL) != 0 || o.rate < 8000)
 				return perr(p, "bad rate (bits/s, at least 8k)", tok[i + 1]);
 		} else {
 			return perr(p, "unknown image option", tok[i]);
@@ -330,10 +337,10 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 			return perr(p, "bad idle-timeout (1 to 86400 seconds)", tok[1]);
 		c->idle_timeout = (unsigned)v;
 	} else if (strcmp(k, "rate") == 0) {
-		if (ndz_parse_rate(tok[1], &c->rate) != 0 || c->rate < 8000)
+		if (ndz_parse_rate(tok[1], &c->rate, NULL) != 0 || c->rate < 8000)
 			return perr(p, "bad rate (bits/s, at least 8k)", tok[1]);
 	} else if (strcmp(k, "quota") == 0) {
-		if (ndz_parse_rate(tok[1], &c->quota) != 0)
+		if (ndz_parse_rate(tok[1], &c->quota, NULL) != 0)
 			return perr(p, "bad quota (bytes, k/M/G/T: powers of 1000)", tok[1]);
 	} else if (strcmp(k, "upload-timeout") == 0) {
 		if (parse_uint(tok[1], 1, 3600, &v))
@@ -358,7 +365,7 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 				    "bad host-burst (1 to 100000)", tok[1]);
 		*(k[5] == 'r' ? &c->host_rate : &c->host_burst) = (unsigned)v;
 	} else {                       /* total-rate */
-		if (ndz_parse_rate(tok[1], &c->total_rate) != 0 || c->total_rate < 8000)
+		if (ndz_parse_rate(tok[1], &c->total_rate, NULL) != 0 || c->total_rate < 8000)
 			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
 	}
 	return 0;

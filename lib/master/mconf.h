@@ -99,8 +99,9 @@ int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_
 
 /*
  * ndz_parse_rate - "100M", "1G", "8000": bits/s, k/M/G/T powers of 1000.
- * 0 or NDZ_EINVAL (malformed, overflowing, or 0).
+ * 0 or NDZ_EINVAL (malformed, overflowing, or 0) with e (may be NULL) saying
+ * "bad rate 'S'".
  */
-int ndz_parse_rate(const char *s, uint64_t *out);
+int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e);
 
 #endif

@@ -34,7 +34,7 @@ static void status(const struct ndz_mconn *c, int fd, uint32_t id, uint32_t addr
 		rep.json = json;
 		rep.json_len = c->status_json(c->ctx, json, sizeof(json));
 	}
-	rc = ndz_mreply_send(fd, &rep);        /* under the lock: json is shared */
+	rc = ndz_mreply_send(fd, &rep, NULL);        /* under the lock: json is shared */
 	pthread_mutex_unlock(c->lock);
 	if (rc != 0)
 		c->say(c->ctx, 1, "status reply not sent whole");
@@ -139,8 +139,9 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 	pthread_mutex_unlock(c->lock);
 	/* the first message comes at once or never: a few seconds, not upload-timeout */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	k = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need, (int)tv.tv_sec * 1000);
-	rc = k < 0 ? k : ndz_ctl_req_decode(buf, (size_t)k, &req);
+	k = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need, (int)tv.tv_sec * 1000,
+				NULL);
+	rc = k < 0 ? k : ndz_ctl_req_decode(buf, (size_t)k, &req, NULL);
 	pthread_mutex_lock(c->lock);
 	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
 		status(c, fd, req.id, addr);
@@ -175,9 +176,9 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		       rc != NDZ_EINVAL ? req.name : "?", ndz_ctl_strstatus(rep.status),
 		       why ? ": " : "", why ? ndz_error_msg(&e) : "");
 		if (why)
-			ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e));
+			ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e), NULL);
 		else
-			ndz_upload_write_msg(fd, &rep);
+			ndz_upload_write_msg(fd, &rep, NULL);
 		ndz_mreply_drain(fd, c->drain_s);
 		return;
 	}
@@ -186,7 +187,7 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 	tv.tv_sec = quiet;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (ndz_upload_write_msg(fd, &rep) != 0)
+	if (ndz_upload_write_msg(fd, &rep, NULL) != 0)
 		rc = ndz_error_set(&e, NDZ_ENET, errno, "%s: connection lost", a);
 	else
 		rc = store(c, fd, &req, slot, tfd, limit, final, &stats, &e);
@@ -202,7 +203,7 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 			 (unsigned long long)stats.bytes);
 		c->say(c->ctx, 1, "%s from %s %s as %s (%.1f s)", req.name, a, msg, final,
 		       (double)(ndz_now_ns() - t0) / 1e9);
-		ndz_mreply_done(fd, req.id, NDZ_CTL_OK, msg);
+		ndz_mreply_done(fd, req.id, NDZ_CTL_OK, msg, NULL);
 		return;
 	}
 	if (rc == NDZ_ETIMEDOUT) {     /* "read error: Resource temporarily unavailable" */
@@ -211,7 +212,8 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 			      (long)tv.tv_sec, (unsigned long long)stats.bytes);
 	}
 	c->say(c->ctx, 0, "upload of %s from %s rejected: %s", req.name, a, ndz_error_msg(&e));
-	ndz_mreply_done(fd, req.id, ndz_ctl_status_of(rc), ndz_error_msg(&e));
+	ndz_mreply_done(fd, req.id, ndz_ctl_status_of(rc), ndz_error_msg(&e),
+			NULL);
 	ndz_mreply_drain(fd, c->drain_s);
 }
 

@@ -12,9 +12,10 @@
 
 /*
  * ndz_mreply_done - a DONE reply with status and msg (cut to NDZ_CTL_MSG_MAX) onto
- * the stream fd. 0 or NDZ_ENET.
+ * the stream fd. 0 or NDZ_ENET with e (may be NULL) set.
  */
-int ndz_mreply_done(int fd, uint32_t id, unsigned status, const char *msg);
+int ndz_mreply_done(int fd, uint32_t id, unsigned status, const char *msg,
+		    struct ndz_error *e);
 
 /*
  * ndz_mreply_refuse - refuse a connection before its first message: what it sent
@@ -25,9 +26,10 @@ void ndz_mreply_refuse(int fd, unsigned status);
 
 /*
  * ndz_mreply_send - r encoded onto fd at once (no waiting, no SIGPIPE). 0, or
- * NDZ_ENET when it was not sent whole, or the encoder's code.
+ * NDZ_ENET when it was not sent whole, or the encoder's code, with e (may be
+ * NULL) set.
  */
-int ndz_mreply_send(int fd, const struct ndz_ctl_rep *r);
+int ndz_mreply_send(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e);
 
 /*
  * ndz_mreply_drain - shut fd for writing and read what the peer still sends, for

@@ -104,8 +104,8 @@ out:
 	return rc < 0 ? rc : 0;
 }
 
-int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
-			int (*need)(const uint8_t *buf, size_t have), int timeout_ms)
+static int read_msg(int fd, uint8_t *buf, size_t cap,
+		    int (*need)(const uint8_t *buf, size_t have), int timeout_ms)
 {
 	uint64_t end = ndz_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 	size_t have = 0;
@@ -144,14 +144,34 @@ int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
 	return want;
 }
 
-int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r)
+int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
+			int (*need)(const uint8_t *buf, size_t have), int timeout_ms,
+			struct ndz_error *e)
+{
+	int err, n = read_msg(fd, buf, cap, need, timeout_ms);
+
+	err = errno;
+	if (n == NDZ_ESHORTREAD)
+		ndz_error_set(e, n, 0, "closed before its message was whole");
+	else if (n == NDZ_ETIMEDOUT)
+		ndz_error_set(e, n, 0, "no whole message in time");
+	else if (n == NDZ_ENET)
+		ndz_error_set(e, n, err, "reading a message");
+	else if (n < 0)
+		ndz_error_set(e, n, 0, "not a message of ours");
+	return n;
+}
+
+int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e)
 {
 	uint8_t out[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX];
-	int n = ndz_ctl_rep_encode(r, out, sizeof(out));
+	int n = ndz_ctl_rep_encode(r, out, sizeof(out), e);
 
 	if (n < 0)
 		return n;
-	return write_all(fd, out, (size_t)n) == 0 ? 0 : NDZ_ENET;
+	if (write_all(fd, out, (size_t)n) != 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "sending a reply");
+	return 0;
 }
 
 static void set_timeouts(int fd, int wait_s)
@@ -219,12 +239,12 @@ static int read_done(int fd, const char *host, uint16_t port, const char *name,
 {
 	uint8_t buf[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX];
 	struct ndz_ctl_rep rep;
-	int n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_rep_need, -1);
+	int n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_rep_need, -1, NULL);
 
 	if (n == NDZ_ETIMEDOUT)
 		return ndz_error_set(e, n, 0, "master %s:%u: image '%s': no verdict in time", host,
 				     port, name);
-	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, &rep) != 0 || rep.type != NDZ_CTL_DONE)
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, &rep, NULL) != 0 || rep.type != NDZ_CTL_DONE)
 		return ndz_error_set(e, NDZ_ENET, 0, "master %s:%u: image '%s': connection lost "
 				     "before the master's verdict", host, port, name);
 	if (rep.status == NDZ_CTL_OK)
@@ -284,13 +304,13 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 	int fd, n, rc = 0;
 
 	*refused = 0;
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
 	if (!ndz_ctl_valid_name(name))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "'%s' is not a valid image name (%s)", name,
 				     NDZ_CTL_NAME_RULE);
 	strcpy(req.name, name);
-	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg), NULL);
 	if (n < 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad image name '%s'", name);
 	/*
@@ -312,8 +332,8 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 		goto out;
 	}
-	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_rep_need, -1);
-	if (n < 0 || ndz_ctl_rep_decode(msg, (size_t)n, &rep) != 0 ||
+	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_rep_need, -1, NULL);
+	if (n < 0 || ndz_ctl_rep_decode(msg, (size_t)n, &rep, NULL) != 0 ||
 	    (rep.type != NDZ_CTL_UPLOAD && rep.type != NDZ_CTL_DONE)) {
 		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0,
 				   "master %s:%u: %s", host, port,
@@ -388,9 +408,9 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 	uint16_t port;
 	int fd, n, rc = 0;
 
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
-	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg), NULL);
 	if (n < 0)
 		return ndz_error_set(e, n, 0, "status request");
 	if ((fd = dial(host, port, wait_s, e)) < 0)
@@ -399,9 +419,9 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 		goto out;
 	}
-	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need, -1);
+	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need, -1, NULL);
 	/* a refusal before the master read the request comes as an UPLOAD reply */
-	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 ||
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep, NULL) != 0 ||
 	    (rep->type != NDZ_CTL_STATUS && (rep->type != NDZ_CTL_UPLOAD || rep->status == NDZ_CTL_OK))) {
 		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0, "master %s:%u: %s", host,
 				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");

@@ -38,12 +38,18 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
  * whole of it within timeout_ms (< 0: each read waits as long as the socket's
  * receive timeout says). Returns the length, NDZ_ESHORTREAD (the peer closed
  * first), NDZ_ETIMEDOUT, NDZ_EPROTO / NDZ_EPROTOVER / NDZ_EINVAL (not one of
- * ours, or longer than cap) or NDZ_ENET. The caller names the peer in its message.
+ * ours, or longer than cap) or NDZ_ENET, with e (may be NULL) saying so; the
+ * caller names the peer (ndz_error_prefix).
  */
 int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
-			int (*need)(const uint8_t *buf, size_t have), int timeout_ms);
+			int (*need)(const uint8_t *buf, size_t have), int timeout_ms,
+			struct ndz_error *e);
 
-int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
+/*
+ * ndz_upload_write_msg - the reply r, encoded, onto the stream fd (no SIGPIPE).
+ * 0 or NDZ_ENET / the encoder's code, with e (may be NULL) set.
+ */
+int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e);
 
 /*
  * ndz_upload_send - upload the image read from in_fd (a file or a pipe, read to

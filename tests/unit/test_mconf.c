@@ -388,18 +388,20 @@ static void test_skip_and_admission(void **state)
 
 static void test_rate(void **state)
 {
+	struct ndz_error e = { 0 };
 	uint64_t v;
 
 	(void)state;
-	assert_int_equal(ndz_parse_rate("8000", &v), 0);
+	assert_int_equal(ndz_parse_rate("8000", &v, NULL), 0);
 	assert_int_equal(v, 8000);
-	assert_int_equal(ndz_parse_rate("2T", &v), 0);
+	assert_int_equal(ndz_parse_rate("2T", &v, NULL), 0);
 	assert_int_equal(v, 2000000000000ull);
-	assert_int_equal(ndz_parse_rate("0", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("-1", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("5Mb", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("99999999999999999T", &v), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("0", &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("", &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("-1", &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("5Mb", &v, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "bad rate '5Mb'");
+	assert_int_equal(ndz_parse_rate("99999999999999999T", &v, NULL), NDZ_EINVAL);
 }
 
 int main(void)
