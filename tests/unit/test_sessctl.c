@@ -15,11 +15,15 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 
 #include <cmocka.h>
 
 #include "core/err.h"
 #include "master/ctl.h"
+#include "master/master.h"
+#include "master/mconf.h"
+#include "master/session.h"
 #include "master/sessctl.h"
 
 static char dir[] = "/tmp/test_sessctl.XXXXXX";
@@ -211,12 +215,82 @@ static void test_endpoint(void **state)
 	ndz_sessctl_stop(NULL);
 }
 
+/* lib/master/session: the master's questions to a session, through a real endpoint. */
+static void test_session(void **state)
+{
+	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify };
+	struct fake f = { 100000000, 0 };
+	struct ndz_sessctl *ep = NULL;
+	struct ndz_mconf *c = NULL;
+	struct ndz_master *m = NULL;
+	struct ndz_master_plan p;
+	struct ndz_master_live live;
+	struct ndz_master_session s;
+	struct ndz_error e = { 0 };
+	const char *text = "pool 239.7.0.0/30\nports 7000-7003\nrate 100M\ntotal-rate 100M\n"
+			   "image a /a.ndz allow 10.0.0.0/8\nimage b /b.ndz allow 10.0.0.0/8\n";
+	uint8_t uuid[16];
+	char path[256];
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, NULL), 0);
+	assert_int_equal(ndz_master_create(c, &m, NULL), 0);
+	memset(uuid, 0xab, 16);
+	/* session a on 239.7.0.0:7000, its endpoint where the master looks */
+	assert_int_equal(ndz_master_get(m, "a", htonl(0x0a000001), &p, NULL), 0);
+	ndz_master_started(m, p.slot, getpid(), uuid, 12, 34, 0);
+	s = *ndz_master_session(m, (size_t)p.slot);
+	assert_int_equal(ndz_sessctl_path(dir, s.group, s.port, path, sizeof(path), NULL), 0);
+	assert_int_equal(ndz_session_alive(dir, &s), 0);       /* not listening yet */
+	assert_int_equal(ndz_sessctl_start(path, &ops, &f, &ep, NULL), 0);
+	assert_int_equal(ndz_session_alive(dir, &s), 1);
+	s.pid++;                               /* another process under that pid */
+	assert_int_equal(ndz_session_alive(dir, &s), 0);
+	s.pid--;
+	s.uuid[0] = 0;                         /* serving another image */
+	assert_int_equal(ndz_session_alive(dir, &s), 0);
+	s.uuid[0] = 0xab;
+	ndz_session_live(dir, &s, &live);
+	assert_int_equal(live.receivers, 3);
+	assert_int_equal(live.bytes_sent, 1000);
+	/* a second session halves the total: a is told 50M; b does not listen, asked again */
+	assert_int_equal(ndz_master_get(m, "b", htonl(0x0a000001), &p, NULL), 0);
+	ndz_master_started(m, p.slot, 999999, uuid, 1, 1, 0);
+	assert_int_equal(ndz_session_rates(m, dir, NULL, NULL), 1);
+	assert_int_equal(f.rate, 50000000);
+	assert_int_equal(ndz_master_session(m, 0)->rate, 50000000);
+	assert_int_equal(ndz_session_rates(m, dir, NULL, NULL), 0);
+	ndz_sessctl_stop(ep);
+	ndz_session_forget(dir, &s);
+	/* starting one: a program that is not there, one that is */
+	{
+		struct ndz_session_opts o = { "/nonexistent/frisbeed", dir, NULL, 5, 1, 0, 1 };
+
+		assert_int_equal(ndz_session_start(&o, &s, "/a.ndz", &pid, &e), NDZ_EIO);
+		assert_string_equal(ndz_error_msg(&e), "cannot run /nonexistent/frisbeed: "
+				    "No such file or directory");
+		o.frisbeed = "/bin/true";
+		assert_int_equal(ndz_session_start(&o, &s, "/a.ndz", &pid, NULL), 0);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	ndz_error_clear(&e);
+	assert_true(ndz_session_identity("/nonexistent.ndz", uuid, &(uint32_t){ 0 },
+					 &(uint64_t){ 0 }, &e) < 0);
+	assert_non_null(strstr(ndz_error_msg(&e), "/nonexistent.ndz"));
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_codec),
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_endpoint),
+		cmocka_unit_test(test_session),
 	};
 	int rc;
 
