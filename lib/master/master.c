@@ -96,15 +96,10 @@ int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns)
 	} else {
 		ndz_pace_set_rate(&h->bucket, rate, burst, now_ns);
 	}
-	/* a zero rate would never wait: then the burst is all a host gets */
-	if (!rate && h->bucket.tokens < REQ_UNIT * 8)
+	/* host-rate is at least 1 (lib/master/mconf): the bucket always fills */
+	if (ndz_pace_delay(&h->bucket, REQ_UNIT, now_ns) > 0)
 		return 0;
-	if (rate && ndz_pace_delay(&h->bucket, REQ_UNIT, now_ns) > 0)
-		return 0;
-	if (rate)
-		ndz_pace_take(&h->bucket, REQ_UNIT, now_ns);
-	else
-		h->bucket.tokens -= REQ_UNIT * 8;
+	ndz_pace_take(&h->bucket, REQ_UNIT, now_ns);
 	return 1;
 }
 

@@ -387,6 +387,100 @@ static void test_status_json(void **state)
 	ndz_mconf_free(c);
 }
 
+/* A request datagram for name (NULL: STATUS) of type. */
+static int datagram(uint8_t *buf, uint8_t type, const char *name)
+{
+	struct ndz_ctl_req r = { .type = type, .id = 77 };
+
+	snprintf(r.name, sizeof(r.name), "%s", name ? name : "");
+	return ndz_ctl_req_encode(&r, buf, NDZ_CTL_REQ_MAX, NULL);
+}
+
+static void test_request(void **state)
+{
+	struct ndz_mconf *c = conf("host-rate 1\nhost-burst 5\nmax-pending-host 2\n"
+				   "image a /a.ndz allow 10.0.0.0/24\n");
+	struct ndz_master *m = make(c);
+	struct ndz_master_counters *n = ndz_master_counters(m);
+	struct ndz_ctl_req req;
+	struct ndz_ctl_rep rep;
+	struct ndz_master_plan p;
+	struct ndz_error e = { 0 };
+	uint8_t b[NDZ_CTL_REQ_MAX];
+	int len;
+
+	(void)state;
+	ndz_master_set_server(m, ip("10.0.0.254"));
+	len = datagram(b, NDZ_CTL_GET, "a");
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.1"), 0, &req, &p, &rep,
+					    NULL), NDZ_MASTER_START);
+	ndz_master_started(m, p.slot, 50, uuid_a, 3, 4, 0);
+	ndz_master_answer(m, &p, 0, &rep);
+	assert_int_equal(rep.type, NDZ_CTL_GET);
+	assert_int_equal(rep.id, 77);
+	assert_int_equal(rep.status, NDZ_CTL_OK);
+	assert_int_equal(rep.group, ip("239.192.1.0"));
+	assert_int_equal(rep.server, ip("10.0.0.254"));
+	assert_int_equal(rep.chunks, 3);
+	/* the running session, one more client */
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.2"), 0, &req, &p, &rep,
+					    NULL), NDZ_MASTER_REPLY);
+	assert_int_equal(rep.status, NDZ_CTL_OK);
+	assert_int_equal(ndz_master_session(m, (size_t)p.slot)->clients, 2);
+	/* a failed start answers FAILED */
+	ndz_master_end(m, 50);
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.3"), 0, &req, &p, &rep,
+					    NULL), NDZ_MASTER_START);
+	ndz_master_start_failed(m, p.slot);
+	ndz_master_answer(m, &p, -1, &rep);
+	assert_int_equal(rep.status, NDZ_CTL_FAILED);
+	/* not ours: dropped, counted */
+	assert_int_equal(ndz_master_request(m, (const uint8_t *)"junk", 4, ip("10.0.0.1"), 0, &req,
+					    &p, &rep, NULL), NDZ_MASTER_DROP);
+	assert_int_equal(n->dropped, 1);
+	/* STATUS by UDP: TCP only; a host nothing allows: denied, said why */
+	len = datagram(b, NDZ_CTL_STATUS, NULL);
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.4"), 0, &req, &p, &rep,
+					    NULL), NDZ_MASTER_REPLY);
+	assert_int_equal(rep.status, NDZ_CTL_USE_TCP);
+	len = datagram(b, NDZ_CTL_GET, "a");
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.9.0.1"), 0, &req, &p, &rep,
+					    &e), NDZ_MASTER_REPLY);
+	assert_int_equal(rep.status, NDZ_CTL_DENIED);
+	assert_string_equal(ndz_error_msg(&e), "no allow rule matches 10.9.0.1 for image 'a' "
+			    "(nor for any image)");
+	/* an upload by UDP is malformed */
+	len = datagram(b, NDZ_CTL_UPLOAD, "a");
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.5"), 0, &req, &p, &rep,
+					    NULL), NDZ_MASTER_REPLY);
+	assert_int_equal(rep.status, NDZ_CTL_MALFORMED);
+	/* a flood from one host: its burst of 5 is answered, the rest dropped */
+	len = datagram(b, NDZ_CTL_GET, "nope");
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.6"), SEC, &req, &p,
+						    &rep, NULL), NDZ_MASTER_REPLY);
+	assert_int_equal(rep.status, NDZ_CTL_UNKNOWN);
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.6"), SEC, &req, &p, &rep,
+					    NULL), NDZ_MASTER_DROP);
+	assert_int_equal(n->rate_limited, 1);
+	/* TCP admission: the host's places, a host nothing allows, the threads */
+	assert_int_equal(ndz_master_accept(m, ip("10.0.0.7"), 0, 0, NULL), 0);
+	assert_int_equal(ndz_master_accept(m, ip("10.0.0.7"), 0, 0, NULL), 0);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_master_accept(m, ip("10.0.0.7"), 0, 0, &e), NDZ_ECONNS);
+	assert_string_equal(ndz_error_msg(&e), "10.0.0.7: connection refused: max-pending-host "
+			    "of its connections wait");
+	ndz_master_release(m, ip("10.0.0.7"));
+	assert_int_equal(ndz_master_accept(m, ip("10.0.0.7"), 0, 0, NULL), 0);
+	assert_int_equal(ndz_master_accept(m, ip("10.9.0.1"), 0, 0, NULL), NDZ_EDENIED);
+	assert_int_equal(ndz_master_accept(m, ip("127.0.0.1"), 0, 0, NULL), 0);
+	assert_int_equal(ndz_master_accept(m, ip("10.0.0.8"), 1000, 0, NULL), NDZ_ECONNS);
+	assert_int_equal(n->tcp_denied, 1);
+	assert_int_equal(n->tcp_busy, 2);
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
 /* ---- a random run against a model ---- */
 
 #define NIMG 5
@@ -664,6 +758,7 @@ int main(void)
 		cmocka_unit_test(test_host_limit),
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_status_json),
+		cmocka_unit_test(test_request),
 		cmocka_unit_test(test_random),
 	};
 	int rc;
