@@ -194,7 +194,7 @@ static void reap(struct mfd *m)
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && now - m->watched_ns >= NDZ_NS_PER_S; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m->ms, i);
 
-		if (s->pid > 0 && s->adopted && !ndz_session_alive(m->run_dir, s)) {
+		if (s->pid > 0 && s->adopted && ndz_session_gone(m->run_dir, s)) {
 			if (cli_verbose)
 				cli_info("adopted session of %s ended", s->image);
 			end_session(m, s);

@@ -33,7 +33,7 @@ void ndz_mreply_refuse(int fd, unsigned status)
 
 int ndz_mreply_send(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e)
 {
-	static __thread uint8_t out[NDZ_CTL_REP_MAX];
+	uint8_t out[NDZ_CTL_REP_MAX];
 	int n = ndz_ctl_rep_encode(r, out, sizeof(out), e);
 
 	if (n < 0)
@@ -45,7 +45,7 @@ int ndz_mreply_send(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e)
 
 void ndz_mreply_drain(int fd, unsigned secs)
 {
-	static __thread uint8_t sink[65536];
+	uint8_t sink[16384];
 	uint64_t end = ndz_now_ns() + secs * NDZ_NS_PER_S;
 	struct timeval tv = { .tv_sec = 1 };
 

@@ -293,20 +293,26 @@ void ndz_sessctl_stop(struct ndz_sessctl *s)
 int ndz_sessctl_ask(const char *path, const struct ndz_sessctl_msg *req, int timeout_ms,
 		    struct ndz_sessctl_msg *rep, struct ndz_error *e)
 {
-	static __thread uint8_t buf[NDZ_SESSCTL_MSG_MAX];
+	uint8_t *buf;
 	struct sockaddr_un sa;
 	struct pollfd p;
 	ssize_t n;
-	int fd, len, rc;
+	int fd = -1, len, rc;
 
 	if ((rc = unix_addr(path, &sa, e)) < 0)
 		return rc;
-	len = ndz_sessctl_encode(req, 0, buf, sizeof(buf), e);
-	if (len < 0)
-		return len;
+	if (!(buf = malloc(NDZ_SESSCTL_MSG_MAX)))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	len = ndz_sessctl_encode(req, 0, buf, NDZ_SESSCTL_MSG_MAX, e);
+	if (len < 0) {
+		rc = len;
+		goto out;
+	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return ndz_error_set(e, NDZ_ENET, errno, "%s: socket", path);
+	if (fd < 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "%s: socket", path);
+		goto out;
+	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		rc = ndz_error_set(e, errno == ENOENT || errno == ECONNREFUSED ? NDZ_ENOENT : NDZ_ENET,
 				   errno, "%s: connect", path);
@@ -323,7 +329,7 @@ int ndz_sessctl_ask(const char *path, const struct ndz_sessctl_msg *req, int tim
 				   path, timeout_ms);
 		goto out;
 	}
-	n = recv(fd, buf, sizeof(buf), 0);
+	n = recv(fd, buf, NDZ_SESSCTL_MSG_MAX, 0);
 	if (n <= 0) {
 		rc = ndz_error_set(e, NDZ_ENET, n < 0 ? errno : 0, "%s: no answer", path);
 		goto out;
@@ -338,38 +344,51 @@ int ndz_sessctl_ask(const char *path, const struct ndz_sessctl_msg *req, int tim
 		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "%s: %s", path,
 				   ndz_ctl_strstatus(rep->status));
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
 	return rc;
 }
 
 int ndz_sessctl_status(const char *path, int timeout_ms, struct ndz_sessctl_status *out,
 		       struct ndz_error *e)
 {
-	static __thread struct ndz_sessctl_msg rep;
 	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_STATUS, .id = 1 };
-	int rc = ndz_sessctl_ask(path, &req, timeout_ms, &rep, e);
+	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
+	int rc;
 
-	if (rc == 0)
-		*out = rep.st;
+	if (!rep)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	if ((rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e)) == 0)
+		*out = rep->st;
+	free(rep);
 	return rc;
 }
 
 int ndz_sessctl_rate(const char *path, uint64_t rate_bps, int timeout_ms, struct ndz_error *e)
 {
-	static __thread struct ndz_sessctl_msg rep;
 	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_RATE, .id = 2, .rate_bps = rate_bps };
+	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
+	int rc;
 
-	return ndz_sessctl_ask(path, &req, timeout_ms, &rep, e);
+	if (!rep)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e);
+	free(rep);
+	return rc;
 }
 
 int ndz_sessctl_identify(const char *path, int timeout_ms, struct ndz_sessctl_identity *out,
 			 struct ndz_error *e)
 {
-	static __thread struct ndz_sessctl_msg rep;
 	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_IDENTIFY, .id = 3 };
-	int rc = ndz_sessctl_ask(path, &req, timeout_ms, &rep, e);
+	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
+	int rc;
 
-	if (rc == 0)
-		*out = rep.who;
+	if (!rep)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	if ((rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e)) == 0)
+		*out = rep->who;
+	free(rep);
 	return rc;
 }

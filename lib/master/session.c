@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,28 +114,47 @@ static void sock_path(const char *run_dir, const struct ndz_master_session *s, c
 		buf[0] = 0;
 }
 
-int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s)
+/* 1: s's frisbeed answers as itself; 0: nobody listens, or another answers; -1: no answer. */
+static int identify(const char *run_dir, const struct ndz_master_session *s)
 {
 	struct ndz_sessctl_identity who;
 	char path[PATH_MAX];
+	int rc;
 
 	sock_path(run_dir, s, path);
-	return path[0] && ndz_sessctl_identify(path, NDZ_SESSION_ASK_MS, &who, NULL) == 0 &&
-	       who.pid == s->pid && memcmp(who.uuid, s->uuid, 16) == 0;
+	if (!path[0])
+		return 0;
+	rc = ndz_sessctl_identify(path, NDZ_SESSION_ASK_MS, &who, NULL);
+	if (rc == NDZ_ENOENT)
+		return 0;
+	if (rc < 0)
+		return -1;
+	return who.pid == s->pid && memcmp(who.uuid, s->uuid, 16) == 0;
+}
+
+int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s)
+{
+	return identify(run_dir, s) == 1;
+}
+
+int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s)
+{
+	return identify(run_dir, s) == 0;
 }
 
 void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 		      struct ndz_master_live *out)
 {
-	static __thread struct ndz_sessctl_status st;
+	struct ndz_sessctl_status *st = malloc(sizeof(*st));
 	char path[PATH_MAX];
 
 	out->receivers = out->bytes_sent = 0;
 	sock_path(run_dir, s, path);
-	if (path[0] && ndz_sessctl_status(path, NDZ_SESSION_ASK_MS, &st, NULL) == 0) {
-		out->receivers = st.clients;
-		out->bytes_sent = st.bytes_sent;
+	if (st && path[0] && ndz_sessctl_status(path, NDZ_SESSION_ASK_MS, st, NULL) == 0) {
+		out->receivers = st->clients;
+		out->bytes_sent = st->bytes_sent;
 	}
+	free(st);
 }
 
 size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,

@@ -46,6 +46,13 @@ int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_
  */
 int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s);
 
+/*
+ * ndz_session_gone - 1 when s's frisbeed is surely gone: nothing listens on its
+ * control socket, or another process (a reused pid) or another image answers;
+ * 0 while it answers as itself or does not answer in time (busy: not gone).
+ */
+int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s);
+
 /* ndz_session_live - s's own statistics (receivers, bytes sent), zeros when it does not answer. */
 void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 		      struct ndz_master_live *out);

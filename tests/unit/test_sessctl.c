@@ -246,8 +246,10 @@ static void test_session(void **state)
 	assert_int_equal(ndz_session_alive(dir, &s), 0);       /* not listening yet */
 	assert_int_equal(ndz_sessctl_start(path, &ops, &f, &ep, NULL), 0);
 	assert_int_equal(ndz_session_alive(dir, &s), 1);
+	assert_int_equal(ndz_session_gone(dir, &s), 0);
 	s.pid++;                               /* another process under that pid */
 	assert_int_equal(ndz_session_alive(dir, &s), 0);
+	assert_int_equal(ndz_session_gone(dir, &s), 1);
 	s.pid--;
 	s.uuid[0] = 0;                         /* serving another image */
 	assert_int_equal(ndz_session_alive(dir, &s), 0);
@@ -263,6 +265,7 @@ static void test_session(void **state)
 	assert_int_equal(ndz_master_session(m, 0)->rate, 50000000);
 	assert_int_equal(ndz_session_rates(m, dir, NULL, NULL), 0);
 	ndz_sessctl_stop(ep);
+	assert_int_equal(ndz_session_gone(dir, &s), 1);
 	ndz_session_forget(dir, &s);
 	/* starting one: a program that is not there, one that is */
 	{
