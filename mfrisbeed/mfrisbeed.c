@@ -8,16 +8,14 @@
  * restarted master adopts the sessions its state file lists. Uploads and STATUS
  * come over TCP on the same port, one thread each: a host that nothing allows is
  * refused at accept; until its first message a connection holds one of a few
- * places per host and in all (lib/master/admit); the upload is checked chunk by
- * chunk (lib/master/upload) into a temporary file renamed into place only whole,
- * sound and synced. One lock guards the configuration, the master object and the
- * admissions.
+ * places per host and in all (lib/master/master); the upload is checked chunk by
+ * chunk (lib/master/mconn, lib/master/upload) into a temporary file renamed into
+ * place only whole, sound and synced. One lock guards the configuration and the
+ * master object (its sessions, uploads and admissions).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -35,16 +33,13 @@
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "core/err.h"
-#include "core/file.h"
 #include "core/image.h"
-#include "core/io.h"
 #include "master/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
 #include "master/mnet.h"
 #include "master/mconn.h"
 #include "master/mreply.h"
-#include "master/sessctl.h"
 #include "master/session.h"
 #include "master/updir.h"
 #include "master/upload.h"

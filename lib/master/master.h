@@ -4,9 +4,10 @@
  * division of a total rate among sessions, adoption of sessions an earlier master
  * left running, the state file (doc/PROTOCOL.md, "The master's state file"), the
  * per-host request limiter, upload admission and quota, the counters and the
- * STATUS JSON. No sockets, no processes, no printing: the program starts and
- * steers the frisbeeds and tells this object what happened; the time is passed in.
- * Not locked: the caller serialises.
+ * STATUS JSON. No sockets, no processes, no printing, no files but the state
+ * file (ndz_master_save, ndz_master_load): the program starts and steers the
+ * frisbeeds (lib/master/session) and tells this object what happened; the time is
+ * passed in. Not locked: the caller serialises.
  */
 #ifndef NDZ_MASTER_H
 #define NDZ_MASTER_H
