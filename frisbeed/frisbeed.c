@@ -28,6 +28,7 @@
 #include "mcast/proto.h"
 #include "mcast/serve.h"
 #include "trust/trust.h"
+#include "master/sessctl.h"
 
 #define WIRE_OVERHEAD 28u              /* IPv4 + UDP headers, counted against the cap */
 #define MAX_CLIENTS 4096
@@ -54,7 +55,7 @@ struct server {
 	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
 	uint64_t rate, burst;
 	int bursts;                    /* -b/-g: send each burst with one call (lock) */
-	int rate_changed;              /* SIGUSR2 set a new rate: the sender re-paces (lock) */
+	int rate_changed;              /* the master set a new rate: the sender re-paces (lock) */
 	int idle;
 	unsigned repair;               /* NDZ_FEAT_* repairs announced and sent; 0 none */
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses, under lock */
@@ -95,7 +96,8 @@ static const char usage_text[] =
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
 	"                           IMAGE.manifest when it exists), for frisbee --key\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
-	"  --stats-live FILE        rewrite FILE with them once a second while running\n"
+	"  --control SOCKET         answer the image master's status, rate and identify\n"
+	"                           questions on this unix socket (lib/master/sessctl)\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -514,7 +516,7 @@ static void *sender(void *arg)
 			unsigned k = 0;
 
 			if (s->rate_changed) {
-				/* a new cap from the master (SIGUSR2): fixed from now on */
+				/* a new cap from the master (--control): fixed from now on */
 				s->rate_changed = 0;
 				ndz_adapt_free(s->adapt);
 				s->adapt = NULL;
@@ -635,19 +637,55 @@ static void print_stats(struct server *s, FILE *f, int json)
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
-/* The statistics so far into path, replaced whole (readers never see half a file). */
-static void write_live(struct server *s, const char *path)
+/* ---- the master's control endpoint (--control): lib/master/sessctl answers ---- */
+static int ctl_status(void *ctx, struct ndz_sessctl_status *out)
 {
-	char tmp[4096];
-	FILE *f;
+	struct server *s = ctx;
+	FILE *f = fmemopen(out->json, sizeof(out->json), "w");
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp) ||
-	    !(f = fopen(tmp, "w")))
-		return;
+	pthread_mutex_lock(&s->lock);
+	out->clients = s->st.clients;
+	out->bytes_sent = s->st.bytes_sent;
+	out->rate_bps = s->rate;
+	pthread_mutex_unlock(&s->lock);
+	if (!f)
+		return NDZ_ENOMEM;
 	print_stats(s, f, 1);
-	if (fclose(f) != 0 || rename(tmp, path) != 0)
-		unlink(tmp);
+	out->json_len = (size_t)ftell(f);
+	fclose(f);
+	return out->json_len < sizeof(out->json) ? 0 : NDZ_ERANGE;
 }
+
+/* A new cap (the image master dividing its total): fixed from now on, no -W auto. */
+static int ctl_rate(void *ctx, uint64_t rate)
+{
+	struct server *s = ctx;
+
+	if (rate < 8000)
+		return NDZ_EINVAL;
+	pthread_mutex_lock(&s->lock);
+	s->rate = rate;
+	s->burst = burst_for(s->rate);
+	s->info.rate_bps = s->rate;
+	s->rate_changed = 1;
+	s->bursts = 0;
+	pthread_mutex_unlock(&s->lock);
+	if (cli_verbose)
+		cli_info("rate now %.1f Mbit/s", (double)rate / 1e6);
+	return 0;
+}
+
+static int ctl_identify(void *ctx, struct ndz_sessctl_identity *out)
+{
+	struct server *s = ctx;
+
+	memcpy(out->uuid, s->info.uuid, 16);
+	out->chunks = s->nchunks;
+	out->source_bytes = s->info.source_bytes;
+	snprintf(out->path, sizeof(out->path), "%s", s->path);
+	return 0;
+}
+/* ---- end of the control endpoint ---- */
 
 int main(int argc, char **argv)
 {
@@ -665,14 +703,15 @@ int main(int argc, char **argv)
 		{ "no-repair", no_argument, NULL, 'R' },
 		{ "no-whole-repair", no_argument, NULL, 0x101 },
 		{ "manifest", required_argument, NULL, 'F' },
-		{ "stats-live", required_argument, NULL, 'K' },
+		{ "control", required_argument, NULL, 'K' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct server s;
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
-	const char *json = NULL, *manifest = NULL, *live = NULL;
-	uint64_t live_ns = 0;
+	const char *json = NULL, *manifest = NULL, *control = NULL;
+	static const struct ndz_sessctl_ops ctl_ops = { ctl_status, ctl_rate, ctl_identify };
+	struct ndz_sessctl *ctl = NULL;
 	uint64_t burst_pkts = 0, gap_us = 0, v;
 	int auto_rate = 0;
 	struct ndz_error e = { 0 };
@@ -711,7 +750,7 @@ int main(int argc, char **argv)
 		case 'R': s.repair = 0; break;
 		case 0x101: s.repair &= ~NDZ_FEAT_WHOLE; break;
 		case 'F': manifest = optarg; break;
-		case 'K': live = optarg; break;
+		case 'K': control = optarg; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -773,13 +812,14 @@ int main(int argc, char **argv)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
-	sigaddset(&set, SIGUSR2);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
 		cli_die(EXIT_FAIL, "cannot start threads");
+	if (control && ndz_sessctl_start(control, &ctl_ops, &s, &ctl, &e) != 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (cli_verbose)
 		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", s.path, s.nchunks,
 			 no.group, no.port, (double)s.rate / 1e6);
@@ -797,28 +837,9 @@ int main(int argc, char **argv)
 			announce--;
 		}
 		sig = sigtimedwait(&set, &si, &ts);
-		if (live && ndz_now_ns() - live_ns >= 1000000000u) {
-			live_ns = ndz_now_ns();
-			write_live(&s, live);
-		}
 
 		if (sig == SIGUSR1) {
 			print_stats(&s, stderr, 0);
-			continue;
-		}
-		/* a new rate in kbit/s, from sigqueue (the image master dividing its cap) */
-		if (sig == SIGUSR2) {
-			if (si.si_code == SI_QUEUE && si.si_value.sival_int >= 8) {
-				pthread_mutex_lock(&s.lock);
-				s.rate = (uint64_t)si.si_value.sival_int * 1000;
-				s.burst = burst_for(s.rate);
-				s.info.rate_bps = s.rate;
-				s.rate_changed = 1;
-				s.bursts = 0;
-				pthread_mutex_unlock(&s.lock);
-				if (cli_verbose)
-					cli_info("rate now %.1f Mbit/s", (double)s.rate / 1e6);
-			}
 			continue;
 		}
 		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
@@ -842,6 +863,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
+	ndz_sessctl_stop(ctl);
 	atomic_store(&s.stop, 1);
 	pthread_mutex_lock(&s.lock);
 	pthread_cond_broadcast(&s.cond);

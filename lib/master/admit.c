@@ -17,18 +17,22 @@ static int find(const struct ndz_admit *a, uint32_t addr)
 	return -1;
 }
 
-int ndz_admit_take(struct ndz_admit *a, uint32_t addr, unsigned max_total, unsigned max_host)
+#define HOST_FULL "max-pending-host of its connections wait"
+#define ALL_FULL "max-pending connections wait"
+
+int ndz_admit_take(struct ndz_admit *a, uint32_t addr, unsigned max_total, unsigned max_host,
+		   struct ndz_error *e)
 {
 	int i = find(a, addr);
 
 	if (max_total > NDZ_ADMIT_MAX)
 		max_total = NDZ_ADMIT_MAX;
 	if (i >= 0 && a->host[i].n >= max_host)
-		return NDZ_ADMIT_HOST;
+		return ndz_error_set(e, NDZ_ECONNS, 0, HOST_FULL);
 	if (a->total >= max_total)
-		return NDZ_ADMIT_TOTAL;
+		return ndz_error_set(e, NDZ_ECONNS, 0, ALL_FULL);
 	if (max_host == 0)
-		return NDZ_ADMIT_HOST;
+		return ndz_error_set(e, NDZ_ECONNS, 0, HOST_FULL);
 	if (i < 0) {
 		/* total < NDZ_ADMIT_MAX places are held, so some entry is free */
 		for (i = 0; a->host[i].n; i++)
@@ -37,7 +41,7 @@ int ndz_admit_take(struct ndz_admit *a, uint32_t addr, unsigned max_total, unsig
 	}
 	a->host[i].n++;
 	a->total++;
-	return NDZ_ADMIT_OK;
+	return 0;
 }
 
 void ndz_admit_release(struct ndz_admit *a, uint32_t addr)

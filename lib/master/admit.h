@@ -9,13 +9,9 @@
 
 #include <stdint.h>
 
-#define NDZ_ADMIT_MAX 256              /* the largest total a caller may ask for */
+#include "core/err.h"
 
-enum {
-	NDZ_ADMIT_OK = 0,
-	NDZ_ADMIT_HOST = 1,            /* the host holds max_host places already */
-	NDZ_ADMIT_TOTAL = 2,           /* max_total places are held */
-};
+#define NDZ_ADMIT_MAX 256              /* the largest total a caller may ask for */
 
 struct ndz_admit {
 	unsigned total;
@@ -30,11 +26,13 @@ void ndz_admit_init(struct ndz_admit *a);
 
 /*
  * ndz_admit_take - one place for addr when it holds fewer than max_host and all
- * hold fewer than max_total (max_total is cut to NDZ_ADMIT_MAX): NDZ_ADMIT_OK, else
- * NDZ_ADMIT_HOST or NDZ_ADMIT_TOTAL and nothing taken. Limits are given per call,
- * so a smaller limit after a reload only refuses new places.
+ * hold fewer than max_total (max_total is cut to NDZ_ADMIT_MAX): 0, else
+ * NDZ_ECONNS and nothing taken, with e saying "max-pending-host of its connections
+ * wait" (the host's limit) or "max-pending connections wait" (the total). Limits
+ * are given per call, so a smaller limit after a reload only refuses new places.
  */
-int ndz_admit_take(struct ndz_admit *a, uint32_t addr, unsigned max_total, unsigned max_host);
+int ndz_admit_take(struct ndz_admit *a, uint32_t addr, unsigned max_total, unsigned max_host,
+		   struct ndz_error *e);
 
 /* ndz_admit_release - give back one place of addr's; one it does not hold is ignored. */
 void ndz_admit_release(struct ndz_admit *a, uint32_t addr);

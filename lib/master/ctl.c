@@ -47,15 +47,18 @@ static int req_type_ok(unsigned type)
 	return type == NDZ_CTL_GET || type == NDZ_CTL_STATUS || type == NDZ_CTL_UPLOAD;
 }
 
-int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap)
+int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap,
+		       struct ndz_error *e)
 {
 	size_t n = strnlen(r->name, sizeof(r->name)), b = req_body(r->type);
 
 	if (!req_type_ok(r->type) || n > NDZ_CTL_NAME_MAX ||
 	    (r->type != NDZ_CTL_STATUS) != (n > 0))
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "control request: bad type %u or name",
+				     r->type);
 	if (cap < NDZ_CTL_REQ_HDR + b + n)
-		return NDZ_ERANGE;
+		return ndz_error_set(e, NDZ_ERANGE, 0, "control request: %zu bytes do not fit",
+				     NDZ_CTL_REQ_HDR + b + n);
 	put_hdr(buf, r->type, (uint16_t)n, r->id);
 	if (b)
 		put_le64(buf + NDZ_CTL_REQ_HDR, r->size);
@@ -63,23 +66,26 @@ int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap)
 	return (int)(NDZ_CTL_REQ_HDR + b + n);
 }
 
-int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r)
+int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r,
+		       struct ndz_error *e)
 {
 	size_t n, b;
 	int rc = check_hdr(buf, len);
 
 	memset(r, 0, sizeof(*r));
 	if (rc)
-		return rc;
+		return ndz_error_set(e, rc, 0, "control request: %s", rc == NDZ_EPROTO ?
+				     "not one of ours" : "another version");
 	r->type = buf[5];
 	r->id = get_le32(buf + 8);
 	n = get_le16(buf + 6);
 	b = req_body(r->type);
-	if (buf[5] & REPLY_FLAG)
-		return NDZ_EPROTO;     /* a reply sent to us: not a request at all */
+	if (buf[5] & REPLY_FLAG)       /* a reply sent to us: not a request at all */
+		return ndz_error_set(e, NDZ_EPROTO, 0, "control request: a reply");
 	if (!req_type_ok(r->type) || n > NDZ_CTL_NAME_MAX || len != NDZ_CTL_REQ_HDR + b + n ||
 	    (r->type != NDZ_CTL_STATUS) != (n > 0) || memchr(buf + NDZ_CTL_REQ_HDR + b, 0, n))
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "control request: type %u, %zu bytes: "
+				     "malformed", r->type, len);
 	if (b)
 		r->size = get_le64(buf + NDZ_CTL_REQ_HDR);
 	memcpy(r->name, buf + NDZ_CTL_REQ_HDR + b, n);
@@ -131,17 +137,18 @@ int ndz_ctl_rep_need(const uint8_t *buf, size_t have)
 	}
 }
 
-int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap)
+int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap,
+		       struct ndz_error *e)
 {
 	size_t len = NDZ_CTL_REP_HDR;
 
 	if (r->type < NDZ_CTL_GET || r->type > NDZ_CTL_DONE)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "control reply: bad type %u", r->type);
 	if (r->type == NDZ_CTL_DONE) {
 		if (r->json_len > NDZ_CTL_MSG_MAX)
-			return NDZ_EINVAL;
+			return ndz_error_set(e, NDZ_EINVAL, 0, "control reply: message too long");
 		if (cap < NDZ_CTL_REP_HDR + 2 + r->json_len)
-			return NDZ_ERANGE;
+			return ndz_error_set(e, NDZ_ERANGE, 0, "control reply: does not fit");
 		put_hdr(buf, NDZ_CTL_DONE | REPLY_FLAG, r->status, r->id);
 		put_le16(buf + NDZ_CTL_REP_HDR, (uint16_t)r->json_len);
 		if (r->json_len)
@@ -153,9 +160,9 @@ int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap)
 	else if (r->status == NDZ_CTL_OK)
 		len = r->type == NDZ_CTL_GET ? NDZ_CTL_GET_LEN : NDZ_CTL_REP_HDR + 2 + r->json_len;
 	if (r->status == NDZ_CTL_OK && r->type == NDZ_CTL_STATUS && r->json_len > NDZ_CTL_JSON_MAX)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "control reply: status JSON too long");
 	if (cap < len)
-		return NDZ_ERANGE;
+		return ndz_error_set(e, NDZ_ERANGE, 0, "control reply: does not fit");
 	put_hdr(buf, (uint8_t)(r->type | REPLY_FLAG), r->status, r->id);
 	if (r->status != NDZ_CTL_OK || r->type == NDZ_CTL_UPLOAD)
 		return (int)len;
@@ -178,7 +185,7 @@ int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap)
 	return (int)len;
 }
 
-int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r)
+static int rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r)
 {
 	int rc = check_hdr(buf, len);
 
@@ -226,6 +233,17 @@ int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r)
 	return 0;
 }
 
+int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r,
+		       struct ndz_error *e)
+{
+	int rc = rep_decode(buf, len, r);
+
+	if (rc < 0)
+		ndz_error_set(e, rc, 0, "control reply: %s", rc == NDZ_EPROTOVER ?
+			      "another version" : "not one we understand");
+	return rc;
+}
+
 int ndz_ctl_valid_name(const char *s)
 {
 	size_t n = strlen(s);
@@ -261,14 +279,62 @@ const char *ndz_ctl_strstatus(unsigned status)
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";
 }
 
-int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port)
+unsigned ndz_ctl_status_of(int code)
+{
+	static const struct {
+		int code;
+		unsigned status;
+	} map[] = {
+		{ NDZ_OK, NDZ_CTL_OK },
+		{ NDZ_ENOIMAGE, NDZ_CTL_UNKNOWN },
+		{ NDZ_EDENIED, NDZ_CTL_DENIED },
+		{ NDZ_EPOOL, NDZ_CTL_POOL },
+		{ NDZ_ESESSIONS, NDZ_CTL_TOO_MANY },
+		{ NDZ_EINVAL, NDZ_CTL_MALFORMED },
+		{ NDZ_EPROTO, NDZ_CTL_MALFORMED },
+		{ NDZ_EBUSY, NDZ_CTL_BUSY },
+		{ NDZ_EQUOTA, NDZ_CTL_QUOTA },
+		{ NDZ_ETIMEDOUT, NDZ_CTL_TIMEOUT },
+		{ NDZ_EUPLOADS, NDZ_CTL_UPLOADS },
+		{ NDZ_ECONNS, NDZ_CTL_CONNS },
+		/* what the uploaded bytes can be wrong with */
+		{ NDZ_EBADMAGIC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EVERSION, NDZ_CTL_BADIMAGE },
+		{ NDZ_EFEATURE, NDZ_CTL_BADIMAGE },
+		{ NDZ_EHDRCRC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EDATACRC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EHEADER, NDZ_CTL_BADIMAGE },
+		{ NDZ_ETRUNC, NDZ_CTL_BADIMAGE },
+		{ NDZ_EREGION, NDZ_CTL_BADIMAGE },
+		{ NDZ_EMISSING, NDZ_CTL_BADIMAGE },
+		{ NDZ_EDUP, NDZ_CTL_BADIMAGE },
+		{ NDZ_EMISMATCH, NDZ_CTL_BADIMAGE },
+		{ NDZ_ECORRUPT, NDZ_CTL_BADIMAGE },
+		{ NDZ_ELENGTH, NDZ_CTL_BADIMAGE },
+		{ NDZ_ECODEC, NDZ_CTL_BADIMAGE },
+		{ NDZ_ESHORTREAD, NDZ_CTL_BADIMAGE },
+		{ NDZ_ERANGE, NDZ_CTL_BADIMAGE },
+		{ NDZ_EPADDING, NDZ_CTL_BADIMAGE },
+		{ NDZ_EFORGED, NDZ_CTL_BADIMAGE },
+		{ NDZ_EORIGSUM, NDZ_CTL_BADIMAGE },
+		{ NDZ_EBIGENDIAN, NDZ_CTL_BADIMAGE },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (map[i].code == code)
+			return map[i].status;
+	return NDZ_CTL_FAILED;
+}
+
+int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port,
+		     struct ndz_error *e)
 {
 	const char *colon = strrchr(s, ':');
 	size_t n = colon ? (size_t)(colon - s) : strlen(s);
 
 	*port = defport;
 	if (n == 0 || n >= hcap)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad address '%s' (HOST[:PORT])", s);
 	memcpy(h, s, n);
 	h[n] = 0;
 	if (colon) {
@@ -278,7 +344,7 @@ int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint
 		errno = 0;
 		v = strtoul(colon + 1, &end, 10);
 		if (!colon[1] || *end || errno || v == 0 || v > 65535)
-			return NDZ_EINVAL;
+			return ndz_error_set(e, NDZ_EINVAL, 0, "bad address '%s' (HOST[:PORT])", s);
 		*port = (uint16_t)v;
 	}
 	return 0;
@@ -304,7 +370,7 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 	to.sin_port = htons(port);
 	if (!r.id && getrandom(&r.id, sizeof(r.id), 0) != sizeof(r.id))
 		r.id = (uint32_t)ndz_now_ms() | 1;
-	len = ndz_ctl_req_encode(&r, out, sizeof(out));
+	len = ndz_ctl_req_encode(&r, out, sizeof(out), NULL);
 	if (len < 0)
 		return ndz_error_set(e, len, 0, "master %s: bad request", host);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -331,7 +397,7 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 			/* only the master's reply to this request counts */
 			if (n < 0 || from.sin_addr.s_addr != to.sin_addr.s_addr ||
 			    from.sin_port != to.sin_port ||
-			    ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 || rep->id != r.id ||
+			    ndz_ctl_rep_decode(buf, (size_t)n, rep, NULL) != 0 || rep->id != r.id ||
 			    rep->type != r.type)
 				continue;
 			rc = 0;
@@ -375,7 +441,7 @@ int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, s
 	uint16_t port;
 	int rc;
 
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
 	if (req->type == NDZ_CTL_GET && !ndz_ctl_valid_name(req->name))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "'%s' is not a valid image name (%s)",

@@ -75,31 +75,37 @@ struct ndz_ctl_rep {
 /*
  * ndz_ctl_req_encode / ndz_ctl_rep_encode - the datagram for r into buf (cap bytes).
  * Return its length, or NDZ_EINVAL (a name too long or with a NUL, a bad type, a
- * reply JSON too long) or NDZ_ERANGE (cap too small).
+ * reply JSON too long) or NDZ_ERANGE (cap too small), with e (may be NULL) set.
  */
-int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap);
-int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap);
+int ndz_ctl_req_encode(const struct ndz_ctl_req *r, uint8_t *buf, size_t cap,
+		       struct ndz_error *e);
+int ndz_ctl_rep_encode(const struct ndz_ctl_rep *r, uint8_t *buf, size_t cap,
+		       struct ndz_error *e);
 
 /*
  * ndz_ctl_req_decode - a request from len bytes. 0; NDZ_EPROTO when it is not one
  * of ours (short, bad magic: drop it silently); NDZ_EPROTOVER for another
  * version; NDZ_EINVAL when the header is ours but the rest is not (unknown type,
  * bad name length, a NUL in the name, trailing bytes): r->type and r->id are set
- * then, so that the master can answer MALFORMED.
+ * then, so that the master can answer MALFORMED. e (may be NULL: the master's hot
+ * path) says which.
  */
-int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r);
+int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r,
+		       struct ndz_error *e);
 
 /*
- * ndz_ctl_rep_decode - a reply from len bytes. 0 or NDZ_EPROTO / NDZ_EPROTOVER.
- * For STATUS, r->json points into buf (not NUL-terminated).
+ * ndz_ctl_rep_decode - a reply from len bytes. 0 or NDZ_EPROTO / NDZ_EPROTOVER with
+ * e (may be NULL) set. For STATUS, r->json points into buf (not NUL-terminated).
  */
-int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r);
+int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r,
+		       struct ndz_error *e);
 
 /*
  * ndz_ctl_req_need / ndz_ctl_rep_need - for reading from a stream (TCP): given the
  * have bytes read so far, the whole message's length (more than have: read on).
  * NDZ_EPROTO / NDZ_EPROTOVER when the header is not ours, NDZ_EINVAL for a length
- * no message has.
+ * no message has. Pure length arithmetic, passed to ndz_upload_read_msg, which
+ * names the failure in its ndz_error.
  */
 int ndz_ctl_req_need(const uint8_t *buf, size_t have);
 int ndz_ctl_rep_need(const uint8_t *buf, size_t have);
@@ -114,6 +120,14 @@ int ndz_ctl_valid_name(const char *s);
 /* ndz_ctl_strstatus - the message for a reply status ("unknown image", ...). */
 const char *ndz_ctl_strstatus(unsigned status);
 
+/*
+ * ndz_ctl_status_of - the reply status that tells a peer about the library error
+ * code (0: NDZ_CTL_OK). The one table from NDZ_E* codes to wire statuses: no
+ * library function returns a wire status. Image faults (checksums, headers,
+ * regions, truncation, a size not as declared) are NDZ_CTL_BADIMAGE; codes
+ * without a status of their own (NDZ_EIO, NDZ_ENOMEM, ...) are NDZ_CTL_FAILED.
+ */
+unsigned ndz_ctl_status_of(int code);
 /*
  * ndz_ctl_query - send req to host:port (a dotted IPv4 address or a name) over
  * UDP and wait for the reply with its id: tries attempts, each waiting wait_ms.
@@ -146,8 +160,10 @@ void ndz_ctl_local_addr(const char *host, uint16_t port, char *buf, size_t cap);
 
 /*
  * ndz_ctl_hostport - split "HOST[:PORT]" into host (copied into h, hcap bytes) and
- * port (defport when absent). 0 or NDZ_EINVAL.
+ * port (defport when absent). 0 or NDZ_EINVAL with e (may be NULL) saying "bad
+ * address 'S' (HOST[:PORT])".
  */
-int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port);
+int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port,
+		     struct ndz_error *e);
 
 #endif

@@ -29,7 +29,7 @@ static int perr(struct parser *p, const char *what, const char *arg)
 			     arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
-int ndz_parse_rate(const char *s, uint64_t *out)
+static int parse_rate(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
@@ -52,6 +52,13 @@ int ndz_parse_rate(const char *s, uint64_t *out)
 	if (*end || v == 0 || v > UINT64_MAX / mul)
 		return NDZ_EINVAL;
 	*out = v * mul;
+	return 0;
+}
+
+int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e)
+{
+	if (parse_rate(s, out) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad rate '%s'", s);
 	return 0;
 }
 
@@ -251,7 +258,7 @@ static int parse_image(struct parser *p, char **tok, int ntok, int kind)
 		} else if (strcmp(tok[i], "upload") == 0) {
 			rc = parse_list(p, tok[i + 1], o.upload, &o.nupload);
 		} else if (strcmp(tok[i], "rate") == 0) {
-			if (ndz_parse_rate(tok[i + 1], &o.rate) != 0 || o.rate < 8000)
+			if (ndz_parse_rate(tok[i + 1], &o.rate, NULL) != 0 || o.rate < 8000)
 				return perr(p, "bad rate (bits/s, at least 8k)", tok[i + 1]);
 		} else {
 			return perr(p, "unknown image option", tok[i]);
@@ -330,10 +337,10 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 			return perr(p, "bad idle-timeout (1 to 86400 seconds)", tok[1]);
 		c->idle_timeout = (unsigned)v;
 	} else if (strcmp(k, "rate") == 0) {
-		if (ndz_parse_rate(tok[1], &c->rate) != 0 || c->rate < 8000)
+		if (ndz_parse_rate(tok[1], &c->rate, NULL) != 0 || c->rate < 8000)
 			return perr(p, "bad rate (bits/s, at least 8k)", tok[1]);
 	} else if (strcmp(k, "quota") == 0) {
-		if (ndz_parse_rate(tok[1], &c->quota) != 0)
+		if (ndz_parse_rate(tok[1], &c->quota, NULL) != 0)
 			return perr(p, "bad quota (bytes, k/M/G/T: powers of 1000)", tok[1]);
 	} else if (strcmp(k, "upload-timeout") == 0) {
 		if (parse_uint(tok[1], 1, 3600, &v))
@@ -358,7 +365,7 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 				    "bad host-burst (1 to 100000)", tok[1]);
 		*(k[5] == 'r' ? &c->host_rate : &c->host_burst) = (unsigned)v;
 	} else {                       /* total-rate */
-		if (ndz_parse_rate(tok[1], &c->total_rate) != 0 || c->total_rate < 8000)
+		if (ndz_parse_rate(tok[1], &c->total_rate, NULL) != 0 || c->total_rate < 8000)
 			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
 	}
 	return 0;
@@ -536,25 +543,36 @@ static int in_list(const struct ndz_cidr *l, size_t n, uint32_t addr)
 	return 0;
 }
 
-unsigned ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
-				 char *path, size_t cap)
+int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
+			    char *path, size_t cap, struct ndz_error *e)
 {
 	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
+	char a[INET_ADDRSTRLEN];
 	int n;
 
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	if (im) {
 		if (!in_list(im->upload, im->nupload, addr))
-			return NDZ_CTL_DENIED;
+			return ndz_error_set(e, NDZ_EDENIED, 0, "no upload rule matches %s for "
+					     "image '%s'", a, name);
 		n = snprintf(path, cap, "%s", im->path);
 	} else {
 		/* a new image: its file name is its name, so no dot first (hidden, "..") */
-		if (!c->upload_dir || !valid_name(name) || name[0] == '.')
-			return NDZ_CTL_UNKNOWN;
+		if (!valid_name(name) || name[0] == '.')
+			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "'%s' is not a valid image name "
+					     "(%s; a new one may not start with '.')", name,
+					     NDZ_CTL_NAME_RULE);
+		if (!c->upload_dir)
+			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "no image '%s', and no upload-dir "
+					     "takes new names", name);
 		if (!in_list(c->dir_upload, c->ndir_upload, addr))
-			return NDZ_CTL_DENIED;
+			return ndz_error_set(e, NDZ_EDENIED, 0, "no upload rule matches %s for "
+					     "image '%s'", a, name);
 		n = snprintf(path, cap, "%s/%s.ndz", c->upload_dir, name);
 	}
-	return n < 0 || (size_t)n >= cap ? NDZ_CTL_FAILED : NDZ_CTL_OK;
+	if (n < 0 || (size_t)n >= cap)
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "image '%s': its path is too long", name);
+	return 0;
 }
 
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)

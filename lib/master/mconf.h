@@ -88,18 +88,20 @@ int ndz_mconf_skipped(const struct ndz_mconf *c, const char *path);
 
 /*
  * ndz_mconf_upload_target - where an upload of name from addr (network order)
- * goes: NDZ_CTL_OK with the final path in path (cap bytes; NDZ_CTL_FAILED when it
- * does not fit), NDZ_CTL_UNKNOWN (no such image and no upload-dir, or a name an
- * image cannot have) or NDZ_CTL_DENIED. A configured image's upload list decides;
- * a new name goes to upload_dir/NAME.ndz when the upload-dir line's list allows.
+ * goes: 0 with the final path in path (cap bytes); NDZ_ENOIMAGE (no such image and
+ * no upload-dir, or a name an image cannot have), NDZ_EDENIED, or NDZ_ENOTSUP (the
+ * path does not fit), with e saying why in words for the uploader. A configured
+ * image's upload list decides; a new name goes to upload_dir/NAME.ndz when the
+ * upload-dir line's list allows.
  */
-unsigned ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
-				 char *path, size_t cap);
+int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_t addr,
+			    char *path, size_t cap, struct ndz_error *e);
 
 /*
  * ndz_parse_rate - "100M", "1G", "8000": bits/s, k/M/G/T powers of 1000.
- * 0 or NDZ_EINVAL (malformed, overflowing, or 0).
+ * 0 or NDZ_EINVAL (malformed, overflowing, or 0) with e (may be NULL) saying
+ * "bad rate 'S'".
  */
-int ndz_parse_rate(const char *s, uint64_t *out);
+int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e);
 
 #endif

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
+#include "core/clock.h"
 #include "core/format.h"
 #include "core/image.h"
 #include "core/orig.h"
@@ -36,7 +37,7 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 }
 
 int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
-		       struct ndz_upload_stats *st, unsigned *status, struct ndz_error *e)
+		       struct ndz_upload_stats *st, struct ndz_error *e)
 {
 	struct ndz_image_reader *r = NULL;
 	struct ndz_image *im = NULL;
@@ -45,10 +46,8 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	*status = NDZ_CTL_BADIMAGE;
 	if (!buf || ndz_image_create(&im, NULL) < 0) {
-		rc = ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
-		*status = NDZ_CTL_FAILED;
+		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: receive buffer", in->name);
 		goto out;
 	}
 	rc = ndz_image_reader_open(in, &r, e);
@@ -68,8 +67,7 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 			break;
 		}
 		if (limit && st->bytes + NDZ_CHUNK_SIZE > limit) {
-			*status = NDZ_CTL_QUOTA;
-			rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: past the quota (%llu "
+			rc = ndz_error_set(e, NDZ_EQUOTA, 0, "%s: chunk %u: past the quota (%llu "
 					   "bytes left)", in->name, h.index,
 					   (unsigned long long)limit);
 			break;
@@ -81,7 +79,6 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 			break;
 		}
 		if (write_all(out_fd, buf, NDZ_CHUNK_SIZE) != 0) {
-			*status = NDZ_CTL_FAILED;
 			rc = ndz_error_set(e, NDZ_EIO, errno, "writing chunk %u", h.index);
 			break;
 		}
@@ -91,16 +88,15 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 		st->chunks++;
 		rc = 0;
 	}
-	if (rc < 0 && (e->sys == EAGAIN || e->sys == EWOULDBLOCK))
-		*status = NDZ_CTL_TIMEOUT;
+	/* a read that timed out (the socket's receive timeout) is the uploader gone quiet */
+	if (rc < 0 && e && (e->sys == EAGAIN || e->sys == EWOULDBLOCK))
+		rc = e->code = NDZ_ETIMEDOUT;
 	if (rc == 0)
 		rc = ndz_image_complete(im, e);
 	if (rc == 0 && declared && st->bytes != declared)
 		rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: %llu bytes, not the %llu declared",
 				   in->name, (unsigned long long)st->bytes,
 				   (unsigned long long)declared);
-	if (rc >= 0)
-		*status = NDZ_CTL_OK;
 out:
 	ndz_image_reader_free(r);
 	ndz_image_free(im);
@@ -108,9 +104,10 @@ out:
 	return rc < 0 ? rc : 0;
 }
 
-int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
-			int (*need)(const uint8_t *buf, size_t have))
+static int read_msg(int fd, uint8_t *buf, size_t cap,
+		    int (*need)(const uint8_t *buf, size_t have), int timeout_ms)
 {
+	uint64_t end = ndz_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 	size_t have = 0;
 	int want;
 
@@ -119,8 +116,22 @@ int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
 
 		if ((size_t)want > cap)
 			return NDZ_EINVAL;
-		n = read(fd, buf + have, (size_t)want - have);
-		if (n < 0 && errno == EINTR)
+		if (timeout_ms >= 0) {
+			/* the whole message within timeout_ms, however it is dribbled */
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			uint64_t now = ndz_now_ms();
+
+			if (now >= end)
+				return NDZ_ETIMEDOUT;
+			if (poll(&p, 1, (int)(end - now)) < 0 && errno != EINTR)
+				return NDZ_ENET;
+			if (!p.revents)
+				continue;
+		}
+		n = timeout_ms >= 0 ? recv(fd, buf + have, (size_t)want - have, MSG_DONTWAIT) :
+				      read(fd, buf + have, (size_t)want - have);
+		if (n < 0 && (errno == EINTR ||
+			      (timeout_ms >= 0 && (errno == EAGAIN || errno == EWOULDBLOCK))))
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return NDZ_ETIMEDOUT;
@@ -133,14 +144,34 @@ int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
 	return want;
 }
 
-int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r)
+int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
+			int (*need)(const uint8_t *buf, size_t have), int timeout_ms,
+			struct ndz_error *e)
+{
+	int err, n = read_msg(fd, buf, cap, need, timeout_ms);
+
+	err = errno;
+	if (n == NDZ_ESHORTREAD)
+		ndz_error_set(e, n, 0, "closed before its message was whole");
+	else if (n == NDZ_ETIMEDOUT)
+		ndz_error_set(e, n, 0, "no whole message in time");
+	else if (n == NDZ_ENET)
+		ndz_error_set(e, n, err, "reading a message");
+	else if (n < 0)
+		ndz_error_set(e, n, 0, "not a message of ours");
+	return n;
+}
+
+int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e)
 {
 	uint8_t out[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX];
-	int n = ndz_ctl_rep_encode(r, out, sizeof(out));
+	int n = ndz_ctl_rep_encode(r, out, sizeof(out), e);
 
 	if (n < 0)
 		return n;
-	return write_all(fd, out, (size_t)n) == 0 ? 0 : NDZ_ENET;
+	if (write_all(fd, out, (size_t)n) != 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "sending a reply");
+	return 0;
 }
 
 static void set_timeouts(int fd, int wait_s)
@@ -208,12 +239,12 @@ static int read_done(int fd, const char *host, uint16_t port, const char *name,
 {
 	uint8_t buf[NDZ_CTL_REP_HDR + 2 + NDZ_CTL_MSG_MAX];
 	struct ndz_ctl_rep rep;
-	int n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_rep_need);
+	int n = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_rep_need, -1, NULL);
 
 	if (n == NDZ_ETIMEDOUT)
 		return ndz_error_set(e, n, 0, "master %s:%u: image '%s': no verdict in time", host,
 				     port, name);
-	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, &rep) != 0 || rep.type != NDZ_CTL_DONE)
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, &rep, NULL) != 0 || rep.type != NDZ_CTL_DONE)
 		return ndz_error_set(e, NDZ_ENET, 0, "master %s:%u: image '%s': connection lost "
 				     "before the master's verdict", host, port, name);
 	if (rep.status == NDZ_CTL_OK)
@@ -273,13 +304,13 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 	int fd, n, rc = 0;
 
 	*refused = 0;
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
 	if (!ndz_ctl_valid_name(name))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "'%s' is not a valid image name (%s)", name,
 				     NDZ_CTL_NAME_RULE);
 	strcpy(req.name, name);
-	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg), NULL);
 	if (n < 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad image name '%s'", name);
 	/*
@@ -301,8 +332,8 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 		goto out;
 	}
-	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_rep_need);
-	if (n < 0 || ndz_ctl_rep_decode(msg, (size_t)n, &rep) != 0 ||
+	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_rep_need, -1, NULL);
+	if (n < 0 || ndz_ctl_rep_decode(msg, (size_t)n, &rep, NULL) != 0 ||
 	    (rep.type != NDZ_CTL_UPLOAD && rep.type != NDZ_CTL_DONE)) {
 		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0,
 				   "master %s:%u: %s", host, port,
@@ -377,9 +408,9 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 	uint16_t port;
 	int fd, n, rc = 0;
 
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0)
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
-	n = ndz_ctl_req_encode(&req, msg, sizeof(msg));
+	n = ndz_ctl_req_encode(&req, msg, sizeof(msg), NULL);
 	if (n < 0)
 		return ndz_error_set(e, n, 0, "status request");
 	if ((fd = dial(host, port, wait_s, e)) < 0)
@@ -388,9 +419,9 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 		goto out;
 	}
-	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need);
+	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need, -1, NULL);
 	/* a refusal before the master read the request comes as an UPLOAD reply */
-	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep) != 0 ||
+	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep, NULL) != 0 ||
 	    (rep->type != NDZ_CTL_STATUS && (rep->type != NDZ_CTL_UPLOAD || rep->status == NDZ_CTL_OK))) {
 		rc = ndz_error_set(e, n == NDZ_ETIMEDOUT ? n : NDZ_ENET, 0, "master %s:%u: %s", host,
 				   port, n == NDZ_ETIMEDOUT ? "no answer" : "no sensible answer");

@@ -25,28 +25,31 @@ struct ndz_upload_stats {
  * one image (UUID, sizes, kind), the index its place says, regions chained from
  * sector 0, one LAST chunk and nothing after it. At most limit bytes (0: no limit);
  * exactly declared bytes when declared is not 0. Returns 0 with *st, or a negative
- * code with e saying why and *status what to tell the uploader: NDZ_CTL_BADIMAGE,
- * NDZ_CTL_QUOTA (past limit), NDZ_CTL_TIMEOUT (a read on in timed out: EAGAIN) or
- * NDZ_CTL_FAILED (writing out_fd failed). Nothing is synced; out_fd stays the caller's.
+ * code with e saying why: an image fault (ndz_ctl_status_of: NDZ_CTL_BADIMAGE),
+ * NDZ_EQUOTA (past limit), NDZ_ETIMEDOUT (a read on in timed out: EAGAIN) or
+ * NDZ_EIO (writing out_fd failed). Nothing is synced; out_fd stays the caller's.
  */
 int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
-		       struct ndz_upload_stats *st, unsigned *status, struct ndz_error *e);
+		       struct ndz_upload_stats *st, struct ndz_error *e);
 
 /*
  * ndz_upload_read_msg - one control message from the stream fd into buf (cap
- * bytes), its length found with need (ndz_ctl_req_need or ndz_ctl_rep_need).
- * Returns the length, NDZ_ESHORTREAD (the peer closed first), NDZ_ETIMEDOUT (the
- * socket's receive timeout), NDZ_EPROTO / NDZ_EPROTOVER / NDZ_EINVAL (not one of
- * ours, or longer than cap) or NDZ_ENET. e is not set.
+ * bytes), its length found with need (ndz_ctl_req_need or ndz_ctl_rep_need), the
+ * whole of it within timeout_ms (< 0: each read waits as long as the socket's
+ * receive timeout says). Returns the length, NDZ_ESHORTREAD (the peer closed
+ * first), NDZ_ETIMEDOUT, NDZ_EPROTO / NDZ_EPROTOVER / NDZ_EINVAL (not one of
+ * ours, or longer than cap) or NDZ_ENET, with e (may be NULL) saying so; the
+ * caller names the peer (ndz_error_prefix).
  */
 int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
-			int (*need)(const uint8_t *buf, size_t have));
+			int (*need)(const uint8_t *buf, size_t have), int timeout_ms,
+			struct ndz_error *e);
 
 /*
  * ndz_upload_write_msg - the reply r, encoded, onto the stream fd (no SIGPIPE).
- * 0 or NDZ_ENET / the encoder's code.
+ * 0 or NDZ_ENET / the encoder's code, with e (may be NULL) set.
  */
-int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r);
+int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r, struct ndz_error *e);
 
 /*
  * ndz_upload_send - upload the image read from in_fd (a file or a pipe, read to

@@ -48,7 +48,7 @@ int ndz_upsink_open(const char *spec, const char *name, uint64_t size, int wait_
 	int sv[2], rc;
 
 	*out = NULL;
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port) != 0 ||
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0 ||
 	    strlen(spec) >= sizeof(u->spec))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
 	if (!ndz_ctl_valid_name(name))

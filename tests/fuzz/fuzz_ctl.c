@@ -28,15 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (need > 0 && need < NDZ_CTL_REP_HDR)
 			abort();
 	}
-	if (ndz_ctl_req_decode(data, size, &req) == 0) {
-		len = ndz_ctl_req_encode(&req, out, sizeof(out));
+	if (ndz_ctl_req_decode(data, size, &req, NULL) == 0) {
+		len = ndz_ctl_req_encode(&req, out, sizeof(out), NULL);
 		if (len != (int)size || memcmp(out, data, size) != 0)
 			abort();
 		if (ndz_ctl_req_need(data, size) != (int)size)
 			abort();
 	}
-	if (ndz_ctl_rep_decode(data, size, &rep) == 0) {
-		len = ndz_ctl_rep_encode(&rep, out, sizeof(out));
+	if (ndz_ctl_rep_decode(data, size, &rep, NULL) == 0) {
+		len = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
 		if (len != (int)size || memcmp(out, data, size) != 0)
 			abort();
 		need = ndz_ctl_rep_need(data, size);

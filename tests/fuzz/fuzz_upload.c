@@ -20,7 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct ndz_upload_stats st;
 	struct ndz_error e = { 0 };
 	struct ndz_io *io;
-	unsigned status;
 	int rc;
 
 	if (out < 0 && (out = memfd_create("fuzz_upload", 0)) < 0)
@@ -30,11 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ndz_io_open_mem((void *)data, size, 0, &io) != 0)
 		abort();
 	io->is_stream = 1;             /* read in order, as from a socket */
-	rc = ndz_upload_receive(io, out, 0, 0, &st, &status, &e);
-	if (rc == 0 && (status != NDZ_CTL_OK || st.bytes != size || size % NDZ_CHUNK_SIZE ||
+	rc = ndz_upload_receive(io, out, 0, 0, &st, &e);
+	if (rc == 0 && (e.code || st.bytes != size || size % NDZ_CHUNK_SIZE ||
 			lseek(out, 0, SEEK_CUR) != (off_t)size))
 		abort();
-	if (rc != 0 && (status == NDZ_CTL_OK || !e.code))
+	if (rc != 0 && (ndz_ctl_status_of(rc) == NDZ_CTL_OK || !e.code))
 		abort();
 	ndz_io_close(io);
 	return 0;

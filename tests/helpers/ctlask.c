@@ -34,7 +34,7 @@ static int burst(const char *host, uint16_t port, char *names, int count)
 		int len;
 
 		snprintf(r.name, sizeof(r.name), "%s", list[i % n]);
-		len = ndz_ctl_req_encode(&r, b, sizeof(b));
+		len = ndz_ctl_req_encode(&r, b, sizeof(b), NULL);
 		if (len < 0 || sendto(fd, b, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
 			return 1;
 	}
@@ -47,7 +47,7 @@ static int burst(const char *host, uint16_t port, char *names, int count)
 		if (poll(&p, 1, 1000) <= 0)
 			break;
 		got = recv(fd, b, sizeof(b), 0);
-		if (got > 0 && ndz_ctl_rep_decode(b, (size_t)got, &rep) == 0)
+		if (got > 0 && ndz_ctl_rep_decode(b, (size_t)got, &rep, NULL) == 0)
 			replies++;
 	}
 	printf("%d replies\n", replies);
@@ -63,7 +63,7 @@ static int junk(const char *host, uint16_t port)
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
 	if (fd < 0 || inet_pton(AF_INET, host, &to.sin_addr) != 1 ||
-	    ndz_ctl_req_encode(&r, b, sizeof(b)) < 0)
+	    ndz_ctl_req_encode(&r, b, sizeof(b), NULL) < 0)
 		return 2;
 	b[5] = 9;                      /* no such request type */
 	for (int k = 0; k < 2; k++) {
@@ -79,7 +79,7 @@ static int junk(const char *host, uint16_t port)
 			continue;
 		}
 		got = recv(fd, b + 64, sizeof(b) - 64, 0);
-		if (got > 0 && ndz_ctl_rep_decode(b + 64, (size_t)got, &rep) == 0)
+		if (got > 0 && ndz_ctl_rep_decode(b + 64, (size_t)got, &rep, NULL) == 0)
 			printf("%s\n", ndz_ctl_strstatus(rep.status));
 		else
 			printf("bad reply\n");

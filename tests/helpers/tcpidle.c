@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	uint8_t buf[MAXC][64], req[NDZ_CTL_REQ_MAX];
 	size_t have[MAXC], sent = 0;
 	struct ndz_ctl_req sr = { .type = NDZ_CTL_STATUS, .id = 1 };
-	int reqlen = ndz_ctl_req_encode(&sr, req, sizeof(req)), dribble = argc == 6;
+	int reqlen = ndz_ctl_req_encode(&sr, req, sizeof(req), NULL), dribble = argc == 6;
 	double next;
 
 	if ((argc != 5 && (argc != 6 || strcmp(argv[5], "dribble") != 0)) || reqlen < 0 ||
@@ -101,7 +101,7 @@ int main(int argc, char **argv)
 
 				have[k] += (size_t)got;
 				if (have[k] >= NDZ_CTL_REP_HDR &&
-				    ndz_ctl_rep_decode(buf[k], NDZ_CTL_REP_HDR, &rep) == 0)
+				    ndz_ctl_rep_decode(buf[k], NDZ_CTL_REP_HDR, &rep, NULL) == 0)
 					status[k] = rep.status;
 				if (have[k] < sizeof(buf[k]))
 					continue;

@@ -20,41 +20,41 @@ static void test_request(void **state)
 
 	(void)state;
 	strcpy(r.name, "web");
-	n = ndz_ctl_req_encode(&r, b, sizeof(b));
+	n = ndz_ctl_req_encode(&r, b, sizeof(b), NULL);
 	assert_int_equal(n, sizeof(want));
 	assert_memory_equal(b, want, sizeof(want));
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d, NULL), 0);
 	assert_int_equal(d.type, NDZ_CTL_GET);
 	assert_int_equal(d.id, 0x01020304);
 	assert_string_equal(d.name, "web");
 	/* trailing byte, short, bad magic, other version, a NUL in the name */
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n + 1, &d), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n + 1, &d, NULL), NDZ_EINVAL);
 	assert_int_equal(d.id, 0x01020304);
-	assert_int_equal(ndz_ctl_req_decode(b, 11, &d), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_req_decode(b, 11, &d, NULL), NDZ_EPROTO);
 	b[0] = 'X';
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
 	b[0] = 'N';
 	b[4] = 2;
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), NDZ_EPROTOVER);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d, NULL), NDZ_EPROTOVER);
 	b[4] = 1;
 	b[13] = 0;
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d, NULL), NDZ_EINVAL);
 	/* GET needs a name, STATUS has none; unknown types */
 	r.name[0] = 0;
-	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b), NULL), NDZ_EINVAL);
 	r.type = NDZ_CTL_STATUS;
-	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_HDR);
-	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d), 0);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b), NULL), NDZ_CTL_REQ_HDR);
+	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d, NULL), 0);
 	b[5] = 9;
-	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d, NULL), NDZ_EINVAL);
 	b[5] = 0x81;                   /* a reply is not a request */
-	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_req_decode(b, NDZ_CTL_REQ_HDR, &d, NULL), NDZ_EPROTO);
 	/* a name of 64 bytes fits, the cap is checked */
 	r.type = NDZ_CTL_GET;
 	memset(r.name, 'x', NDZ_CTL_NAME_MAX);
 	r.name[NDZ_CTL_NAME_MAX] = 0;
-	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b)), NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX);
-	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX - 1), NDZ_ERANGE);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, sizeof(b), NULL), NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX);
+	assert_int_equal(ndz_ctl_req_encode(&r, b, NDZ_CTL_REQ_HDR + NDZ_CTL_NAME_MAX - 1, NULL), NDZ_ERANGE);
 }
 
 static void test_get_reply(void **state)
@@ -75,14 +75,14 @@ static void test_get_reply(void **state)
 	r.chunks = 12;
 	r.source_bytes = 0x123456789aull;
 	r.rate_bps = 100000000;
-	n = ndz_ctl_rep_encode(&r, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&r, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_GET_LEN);
 	assert_int_equal(b[5], 0x81);
 	/* addresses as little-endian numbers: 239.192.1.2 is 0xefc00102 */
 	assert_int_equal(b[12], 0x02);
 	assert_int_equal(b[15], 0xef);
 	assert_int_equal(b[20] | b[21] << 8, 5001);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d, NULL), 0);
 	assert_int_equal(d.group, r.group);
 	assert_int_equal(d.server, r.server);
 	assert_int_equal(d.port, 5001);
@@ -90,14 +90,14 @@ static void test_get_reply(void **state)
 	assert_int_equal(d.chunks, 12);
 	assert_int_equal(d.source_bytes, r.source_bytes);
 	assert_int_equal(d.rate_bps, r.rate_bps);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n - 1, &d), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n - 1, &d, NULL), NDZ_EPROTO);
 	b[22] = 1;                     /* reserved */
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
 	/* refusals are a bare header */
 	r.status = NDZ_CTL_POOL;
-	n = ndz_ctl_rep_encode(&r, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&r, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d, NULL), 0);
 	assert_int_equal(d.status, NDZ_CTL_POOL);
 	assert_string_equal(ndz_ctl_strstatus(d.status), "multicast address pool exhausted");
 	assert_string_equal(ndz_ctl_strstatus(99), "unknown reply status");
@@ -111,18 +111,18 @@ static void test_status_reply(void **state)
 	int n;
 
 	(void)state;
-	n = ndz_ctl_rep_encode(&r, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&r, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR + 4);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &d, NULL), 0);
 	assert_int_equal(d.json_len, 2);
 	assert_memory_equal(d.json, "{}", 2);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &d), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &d, NULL), NDZ_EPROTO);
 	memset(big, ' ', sizeof(big));
 	r.json = big;
 	r.json_len = NDZ_CTL_JSON_MAX + 1;
-	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b)), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b), NULL), NDZ_EINVAL);
 	r.json_len = NDZ_CTL_JSON_MAX;
-	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b)), NDZ_CTL_REP_MAX);
+	assert_int_equal(ndz_ctl_rep_encode(&r, b, sizeof(b), NULL), NDZ_CTL_REP_MAX);
 }
 
 static void test_upload(void **state)
@@ -137,65 +137,65 @@ static void test_upload(void **state)
 
 	(void)state;
 	strcpy(r.name, "go");
-	n = ndz_ctl_req_encode(&r, b, sizeof(b));
+	n = ndz_ctl_req_encode(&r, b, sizeof(b), NULL);
 	assert_int_equal(n, sizeof(want));
 	assert_memory_equal(b, want, sizeof(want));
 	/* read from a stream: the header says how long the request is */
 	assert_int_equal(ndz_ctl_req_need(b, 0), NDZ_CTL_REQ_HDR);
 	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), sizeof(want));
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d), 0);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d, NULL), 0);
 	assert_int_equal(d.type, NDZ_CTL_UPLOAD);
 	assert_true(d.size == 0x0102030405060708ull);
 	assert_string_equal(d.name, "go");
-	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n - 1, &d), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n - 1, &d, NULL), NDZ_EINVAL);
 	b[6] = 65;
 	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), NDZ_EINVAL);
 	b[0] = 'X';
 	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), NDZ_EPROTO);
 	/* the go-ahead is the header alone, whatever the status */
-	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR);
 	assert_int_equal(b[5], 0x83);
 	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr), 0);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr, NULL), 0);
 	assert_int_equal(dr.type, NDZ_CTL_UPLOAD);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &dr), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &dr, NULL), NDZ_EPROTO);
 	/* the verdict carries a message, also with status 0 */
 	rep.type = NDZ_CTL_DONE;
 	rep.status = NDZ_CTL_BADIMAGE;
 	rep.json = "upload: chunk 6: bad data checksum";
 	rep.json_len = strlen(rep.json);
-	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR + 2 + rep.json_len);
 	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
 	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR + 2), n);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr), 0);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr, NULL), 0);
 	assert_int_equal(dr.status, NDZ_CTL_BADIMAGE);
 	assert_int_equal(dr.json_len, rep.json_len);
 	assert_memory_equal(dr.json, rep.json, rep.json_len);
-	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n - 1, &dr), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n - 1, &dr, NULL), NDZ_EPROTO);
 	assert_string_equal(ndz_ctl_strstatus(NDZ_CTL_BUSY), "another upload to that image is running");
 	assert_string_equal(ndz_ctl_strstatus(NDZ_CTL_UPLOADS), "too many uploads at once");
 	memset(msg, 'x', sizeof(msg));
 	rep.json = msg;
 	rep.json_len = NDZ_CTL_MSG_MAX + 1;
-	assert_int_equal(ndz_ctl_rep_encode(&rep, b, sizeof(b)), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL), NDZ_EINVAL);
 	/* STATUS replies come over a stream: framed by their JSON length */
 	rep.type = NDZ_CTL_STATUS;
 	rep.status = NDZ_CTL_OK;
 	rep.json = "{}";
 	rep.json_len = 2;
-	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
 	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), n);
 	rep.status = NDZ_CTL_USE_TCP;
-	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR);
 	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
 	/* GET replies do not */
 	rep.type = NDZ_CTL_GET;
 	rep.status = NDZ_CTL_UNKNOWN;
-	n = ndz_ctl_rep_encode(&rep, b, sizeof(b));
+	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_EINVAL);
 }
 
@@ -205,16 +205,16 @@ static void test_hostport(void **state)
 	uint16_t p;
 
 	(void)state;
-	assert_int_equal(ndz_ctl_hostport("10.0.0.1", 3563, h, sizeof(h), &p), 0);
+	assert_int_equal(ndz_ctl_hostport("10.0.0.1", 3563, h, sizeof(h), &p, NULL), 0);
 	assert_string_equal(h, "10.0.0.1");
 	assert_int_equal(p, 3563);
-	assert_int_equal(ndz_ctl_hostport("master:99", 3563, h, sizeof(h), &p), 0);
+	assert_int_equal(ndz_ctl_hostport("master:99", 3563, h, sizeof(h), &p, NULL), 0);
 	assert_string_equal(h, "master");
 	assert_int_equal(p, 99);
-	assert_int_equal(ndz_ctl_hostport("m:0", 1, h, sizeof(h), &p), NDZ_EINVAL);
-	assert_int_equal(ndz_ctl_hostport("m:70000", 1, h, sizeof(h), &p), NDZ_EINVAL);
-	assert_int_equal(ndz_ctl_hostport("m:", 1, h, sizeof(h), &p), NDZ_EINVAL);
-	assert_int_equal(ndz_ctl_hostport(":5", 1, h, sizeof(h), &p), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport("m:0", 1, h, sizeof(h), &p, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport("m:70000", 1, h, sizeof(h), &p, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport("m:", 1, h, sizeof(h), &p, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_hostport(":5", 1, h, sizeof(h), &p, NULL), NDZ_EINVAL);
 }
 
 static void test_ask_bad_address(void **state)
@@ -230,6 +230,34 @@ static void test_ask_bad_address(void **state)
 }
 
 /* image names: the rule the master's configuration and the clients share */
+/* The one table from library codes to wire statuses. */
+static void test_status_of(void **state)
+{
+	(void)state;
+	assert_int_equal(ndz_ctl_status_of(0), NDZ_CTL_OK);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ENOIMAGE), NDZ_CTL_UNKNOWN);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EDENIED), NDZ_CTL_DENIED);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EPOOL), NDZ_CTL_POOL);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ESESSIONS), NDZ_CTL_TOO_MANY);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EINVAL), NDZ_CTL_MALFORMED);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EBUSY), NDZ_CTL_BUSY);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EQUOTA), NDZ_CTL_QUOTA);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ETIMEDOUT), NDZ_CTL_TIMEOUT);
+	assert_int_equal(ndz_ctl_status_of(NDZ_EUPLOADS), NDZ_CTL_UPLOADS);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ECONNS), NDZ_CTL_CONNS);
+	/* what is wrong with uploaded bytes */
+	assert_int_equal(ndz_ctl_status_of(NDZ_EDATACRC), NDZ_CTL_BADIMAGE);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ESHORTREAD), NDZ_CTL_BADIMAGE);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ERANGE), NDZ_CTL_BADIMAGE);
+	/* ours: the master's own failures */
+	assert_int_equal(ndz_ctl_status_of(NDZ_EIO), NDZ_CTL_FAILED);
+	assert_int_equal(ndz_ctl_status_of(NDZ_ENOMEM), NDZ_CTL_FAILED);
+	assert_int_equal(ndz_ctl_status_of(-9999), NDZ_CTL_FAILED);
+	/* every status has its words */
+	for (unsigned st = NDZ_CTL_OK; st <= NDZ_CTL_CONNS; st++)
+		assert_string_not_equal(ndz_ctl_strstatus(st), "unknown reply status");
+}
+
 static void test_valid_name(void **state)
 {
 	char long_name[NDZ_CTL_NAME_MAX + 2];
@@ -256,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_ask_bad_address),
 		cmocka_unit_test(test_valid_name),
+		cmocka_unit_test(test_status_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

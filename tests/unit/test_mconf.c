@@ -263,10 +263,10 @@ static void test_upload(void **state)
 	assert_int_equal(c->quota, 0);
 	assert_int_equal(c->host_rate, 10);
 	assert_int_equal(c->host_burst, 10);
-	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.1"), out, sizeof(out)),
-			 NDZ_CTL_DENIED);
-	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.0.1"), out, sizeof(out)),
-			 NDZ_CTL_UNKNOWN);
+	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.1"), out, sizeof(out), NULL),
+			 NDZ_EDENIED);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.0.1"), out, sizeof(out), NULL),
+			 NDZ_ENOIMAGE);
 	ndz_mconf_free(c);
 	snprintf(text, sizeof(text), "upload-dir %s allow 10.0.0.0/8 upload 10.0.9.0/24\n"
 		 "image a /a.ndz upload 10.0.0.7\nquota 2G\nupload-timeout 5\nmax-uploads 9\n",
@@ -280,28 +280,30 @@ static void test_upload(void **state)
 	assert_int_equal(c->nimages, 2);        /* the directory's old.ndz and a */
 	assert_non_null(ndz_mconf_find(c, "old"));
 	/* a configured image: its own list decides, the file is its path */
-	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.7"), out, sizeof(out)),
-			 NDZ_CTL_OK);
+	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.0.7"), out, sizeof(out), NULL),
+			 0);
 	assert_string_equal(out, "/a.ndz");
-	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.9.1"), out, sizeof(out)),
-			 NDZ_CTL_DENIED);
+	assert_int_equal(ndz_mconf_upload_target(c, "a", ip("10.0.9.1"), out, sizeof(out), NULL),
+			 NDZ_EDENIED);
 	/* the directory's images and new names: the upload-dir line's list */
-	assert_int_equal(ndz_mconf_upload_target(c, "old", ip("10.0.9.1"), out, sizeof(out)),
-			 NDZ_CTL_OK);
+	assert_int_equal(ndz_mconf_upload_target(c, "old", ip("10.0.9.1"), out, sizeof(out), NULL),
+			 0);
 	assert_string_equal(out, path);
-	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.9.1"), out, sizeof(out)),
-			 NDZ_CTL_OK);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.9.1"), out, sizeof(out), NULL),
+			 0);
 	snprintf(text, sizeof(text), "%s/new.ndz", dir);
 	assert_string_equal(out, text);
-	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.8.1"), out, sizeof(out)),
-			 NDZ_CTL_DENIED);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.8.1"), out, sizeof(out), &e),
+			 NDZ_EDENIED);
+	assert_string_equal(ndz_error_msg(&e), "no upload rule matches 10.0.8.1 for image 'new'");
 	/* names that are no file name of ours */
-	assert_int_equal(ndz_mconf_upload_target(c, "..", ip("10.0.9.1"), out, sizeof(out)),
-			 NDZ_CTL_UNKNOWN);
-	assert_int_equal(ndz_mconf_upload_target(c, "a/b", ip("10.0.9.1"), out, sizeof(out)),
-			 NDZ_CTL_UNKNOWN);
-	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.9.1"), out, 8),
-			 NDZ_CTL_FAILED);
+	assert_int_equal(ndz_mconf_upload_target(c, "..", ip("10.0.9.1"), out, sizeof(out), NULL),
+			 NDZ_ENOIMAGE);
+	assert_int_equal(ndz_mconf_upload_target(c, "a/b", ip("10.0.9.1"), out, sizeof(out), NULL),
+			 NDZ_ENOIMAGE);
+	assert_int_equal(ndz_mconf_upload_target(c, "new", ip("10.0.9.1"), out, 8, NULL),
+			 NDZ_ENOTSUP);
 	ndz_mconf_free(c);
 	/* errors */
 	refused("image a /a.ndz upload 10.0.0.1\nrate 1M\n",
@@ -386,18 +388,20 @@ static void test_skip_and_admission(void **state)
 
 static void test_rate(void **state)
 {
+	struct ndz_error e = { 0 };
 	uint64_t v;
 
 	(void)state;
-	assert_int_equal(ndz_parse_rate("8000", &v), 0);
+	assert_int_equal(ndz_parse_rate("8000", &v, NULL), 0);
 	assert_int_equal(v, 8000);
-	assert_int_equal(ndz_parse_rate("2T", &v), 0);
+	assert_int_equal(ndz_parse_rate("2T", &v, NULL), 0);
 	assert_int_equal(v, 2000000000000ull);
-	assert_int_equal(ndz_parse_rate("0", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("-1", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("5Mb", &v), NDZ_EINVAL);
-	assert_int_equal(ndz_parse_rate("99999999999999999T", &v), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("0", &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("", &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("-1", &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_rate("5Mb", &v, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "bad rate '5Mb'");
+	assert_int_equal(ndz_parse_rate("99999999999999999T", &v, NULL), NDZ_EINVAL);
 }
 
 int main(void)

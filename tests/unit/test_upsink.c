@@ -51,7 +51,7 @@ static void done(int fd, unsigned status, const char *msg)
 	struct ndz_ctl_rep r = { .type = NDZ_CTL_DONE, .status = (uint16_t)status,
 				 .json = msg, .json_len = (uint32_t)strlen(msg) };
 
-	assert_int_equal(ndz_upload_write_msg(fd, &r), 0);
+	assert_int_equal(ndz_upload_write_msg(fd, &r, NULL), 0);
 }
 
 static void *serve(void *arg)
@@ -64,15 +64,15 @@ static void *serve(void *arg)
 
 	if (fd < 0)
 		return NULL;
-	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_req_need);
-	if (n < 0 || ndz_ctl_req_decode(msg, (size_t)n, &m->req) != 0) {
+	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_req_need, -1, NULL);
+	if (n < 0 || ndz_ctl_req_decode(msg, (size_t)n, &m->req, NULL) != 0) {
 		close(fd);
 		return NULL;
 	}
 	go.id = m->req.id;
 	if (m->act == REFUSE)
 		go.status = NDZ_CTL_QUOTA;
-	ndz_upload_write_msg(fd, &go);
+	ndz_upload_write_msg(fd, &go, NULL);
 	if (m->act == REFUSE) {
 		close(fd);
 		return NULL;

@@ -1,0 +1,728 @@
+/* The image master's session table, pool, rate division, state file and upload admission. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admit.h"
+#include "jbuf.h"
+#include "master.h"
+#include "core/file.h"
+#include "mcast/pace.h"
+
+#define HOSTS 1024                     /* limiter slots, hashed by address */
+#define REQ_UNIT 3000                  /* one request, in the bucket's bytes (pace's least depth) */
+
+struct host {
+	uint32_t addr;
+	int used;
+	struct ndz_pace bucket;
+};
+
+struct upload {
+	int used;
+	char name[NDZ_CTL_NAME_MAX + 1];
+	uint32_t from;
+};
+
+struct ndz_master {
+	const struct ndz_mconf *conf;
+	struct ndz_master_session s[NDZ_MASTER_SESSIONS];
+	struct upload up[NDZ_MASTER_UPLOADS];
+	struct host hosts[HOSTS];
+	struct ndz_master_counters n;
+	struct ndz_admit admit;        /* TCP connections before their first message */
+	uint32_t server;
+};
+
+int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct ndz_error *e)
+{
+	struct ndz_master *m = calloc(1, sizeof(*m));
+
+	*out = NULL;
+	if (!m)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "master: session table");
+	m->conf = c;
+	ndz_admit_init(&m->admit);
+	*out = m;
+	return 0;
+}
+
+void ndz_master_free(struct ndz_master *m)
+{
+	free(m);
+}
+
+void ndz_master_set_conf(struct ndz_master *m, const struct ndz_mconf *c)
+{
+	m->conf = c;
+}
+
+const struct ndz_mconf *ndz_master_conf(const struct ndz_master *m)
+{
+	return m->conf;
+}
+
+struct ndz_master_counters *ndz_master_counters(struct ndz_master *m)
+{
+	return &m->n;
+}
+
+size_t ndz_master_live(const struct ndz_master *m)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		k += m->s[i].pid != 0;
+	return k;
+}
+
+const struct ndz_master_session *ndz_master_session(const struct ndz_master *m, size_t i)
+{
+	return &m->s[i];
+}
+
+int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns)
+{
+	struct host *h = &m->hosts[(ntohl(addr) * 2654435761u) % HOSTS];
+	uint64_t rate = (uint64_t)m->conf->host_rate * REQ_UNIT * 8;
+	uint64_t burst = (uint64_t)m->conf->host_burst * REQ_UNIT;
+
+	if (!h->used || h->addr != addr) {
+		h->used = 1;
+		h->addr = addr;
+		ndz_pace_init(&h->bucket, rate, burst, now_ns);
+	} else {
+		ndz_pace_set_rate(&h->bucket, rate, burst, now_ns);
+	}
+	/* host-rate is at least 1 (lib/master/mconf): the bucket always fills */
+	if (ndz_pace_delay(&h->bucket, REQ_UNIT, now_ns) > 0)
+		return 0;
+	ndz_pace_take(&h->bucket, REQ_UNIT, now_ns);
+	return 1;
+}
+
+void ndz_master_set_server(struct ndz_master *m, uint32_t server)
+{
+	m->server = server;
+}
+
+/* 127.0.0.1 or an address some image allows. */
+static int may_ask(const struct ndz_master *m, uint32_t addr)
+{
+	return ndz_mconf_allows_any(m->conf, addr) || ntohl(addr) == INADDR_LOOPBACK;
+}
+
+int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uint32_t addr,
+		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,
+		       struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	int rc = ndz_ctl_req_decode(buf, len, req, NULL);
+	char a[16];
+
+	memset(rep, 0, sizeof(*rep));
+	memset(p, 0, sizeof(*p));
+	p->slot = -1;
+	m->n.requests++;
+	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER) {
+		m->n.dropped++;
+		return NDZ_MASTER_DROP;
+	}
+	if (!ndz_master_host_ok(m, addr, now_ns)) {
+		m->n.rate_limited++;
+		return NDZ_MASTER_DROP;
+	}
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	rep->type = req->type == NDZ_CTL_STATUS || req->type == NDZ_CTL_UPLOAD ? req->type :
+		    NDZ_CTL_GET;
+	rep->id = req->id;
+	if (rc != 0 || req->type == NDZ_CTL_UPLOAD) {  /* uploads come by TCP */
+		rep->status = NDZ_CTL_MALFORMED;
+		m->n.malformed++;
+		ndz_error_set(e, NDZ_EINVAL, 0, "malformed request");
+	} else if (!may_ask(m, addr)) {
+		rep->status = NDZ_CTL_DENIED;
+		m->n.denied++;
+		if (req->type == NDZ_CTL_GET)
+			ndz_error_set(e, NDZ_EDENIED, 0, "no allow rule matches %s for image '%s' "
+				      "(nor for any image)", a, req->name);
+		else
+			ndz_error_set(e, NDZ_EDENIED, 0, "no image allows %s", a);
+	} else if (req->type == NDZ_CTL_STATUS) {
+		rep->status = NDZ_CTL_USE_TCP; /* a 12-byte datagram must not buy 16 KB */
+		m->n.status_udp++;
+	} else {
+		rc = ndz_master_get(m, req->name, addr, p, e);
+		if (rc == 0 && p->start)
+			return NDZ_MASTER_START;
+		if (rc == 0)
+			ndz_master_served(m, p->slot);
+		ndz_master_answer(m, p, rc, rep);
+	}
+	return NDZ_MASTER_REPLY;
+}
+
+void ndz_master_answer(const struct ndz_master *m, const struct ndz_master_plan *p, int rc,
+		       struct ndz_ctl_rep *rep)
+{
+	const struct ndz_master_session *s = rc == 0 ? &m->s[p->slot] : NULL;
+
+	rep->status = (uint16_t)ndz_ctl_status_of(rc < 0 && p->start ? NDZ_EIO : rc);
+	if (!s)
+		return;
+	rep->group = s->group;
+	rep->port = s->port;
+	rep->server = m->server;
+	memcpy(rep->uuid, s->uuid, 16);
+	rep->chunks = s->chunks;
+	rep->source_bytes = s->source_bytes;
+	rep->rate_bps = s->rate;
+}
+
+int ndz_master_accept(struct ndz_master *m, uint32_t addr, unsigned threads, uint64_t now_ns,
+		      struct ndz_error *e)
+{
+	const struct ndz_mconf *c = m->conf;
+	char a[16];
+	int rc;
+
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	m->n.requests++;
+	if (!ndz_master_host_ok(m, addr, now_ns)) {
+		m->n.rate_limited++;
+		return ndz_error_set(e, NDZ_ERATE, 0, "%s: over its request rate", a);
+	}
+	if (!ndz_mconf_may_connect(c, addr) && ntohl(addr) != INADDR_LOOPBACK) {
+		m->n.denied++;
+		m->n.tcp_denied++;
+		return ndz_error_set(e, NDZ_EDENIED, 0, "%s: connection refused: no image allows it",
+				     a);
+	}
+	rc = ndz_admit_take(&m->admit, addr, c->max_pending, c->max_pending_host, e);
+	/* threads past their first message are bounded by max-uploads, twice (draining) */
+	if (rc == 0 && threads < 2 * c->max_uploads + c->max_pending)
+		return 0;
+	if (rc == 0) {
+		ndz_admit_release(&m->admit, addr);
+		ndz_error_set(e, NDZ_ECONNS, 0, "max-pending connections wait");
+	}
+	m->n.tcp_busy++;
+	ndz_error_prefix(e, "%s: connection refused", a);
+	return NDZ_ECONNS;
+}
+
+void ndz_master_release(struct ndz_master *m, uint32_t addr)
+{
+	ndz_admit_release(&m->admit, addr);
+}
+
+/* An image's own rate, or the default. */
+static uint64_t image_rate(const struct ndz_mconf *c, const struct ndz_mconf_image *im)
+{
+	return im && im->rate ? im->rate : c->rate;
+}
+
+/* Whole kbit/s, at least the least rate. */
+static uint64_t round_rate(uint64_t r)
+{
+	return r < NDZ_MASTER_MIN_RATE ? NDZ_MASTER_MIN_RATE : r / 1000 * 1000;
+}
+
+int ndz_master_get(struct ndz_master *m, const char *name, uint32_t addr,
+		   struct ndz_master_plan *p, struct ndz_error *e)
+{
+	const struct ndz_mconf *c = m->conf;
+	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
+	struct ndz_master_session *slot = NULL;
+	size_t running = ndz_master_live(m);
+	uint32_t idx;
+
+	memset(p, 0, sizeof(*p));
+	p->slot = -1;
+	m->n.get++;
+	if (!im) {
+		m->n.unknown++;
+		return ndz_error_set(e, NDZ_ENOIMAGE, 0, "image '%s': no such image", name);
+	}
+	if (!ndz_mconf_allows(im, addr)) {
+		char a[16];
+
+		m->n.denied++;
+		inet_ntop(AF_INET, &addr, a, sizeof(a));
+		return ndz_error_set(e, NDZ_EDENIED, 0, "no allow rule matches %s for image '%s'", a,
+				     name);
+	}
+	p->image = im;
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		if (m->s[i].pid > 0 && !m->s[i].replaced && strcmp(m->s[i].image, name) == 0) {
+			p->slot = (int)i;
+			return 0;
+		}
+	if (running >= c->max_sessions) {
+		m->n.too_many++;
+		return ndz_error_set(e, NDZ_ESESSIONS, 0, "image '%s': max-sessions %u run", name,
+				     c->max_sessions);
+	}
+	/* the lowest pool address no session (ours or adopted) holds */
+	for (idx = 0; idx < c->pool_size; idx++) {
+		uint32_t g = htonl(c->pool_base + idx);
+		size_t i;
+
+		for (i = 0; i < NDZ_MASTER_SESSIONS; i++)
+			if (m->s[i].pid && m->s[i].group == g)
+				break;
+		if (i == NDZ_MASTER_SESSIONS)
+			break;
+	}
+	if (idx == c->pool_size) {
+		m->n.pool++;
+		return ndz_error_set(e, NDZ_EPOOL, 0, "image '%s': all %u pool addresses in use",
+				     name, c->pool_size);
+	}
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && !slot; i++)
+		if (!m->s[i].pid)
+			slot = &m->s[i];
+	if (!slot) {
+		m->n.too_many++;
+		return ndz_error_set(e, NDZ_ESESSIONS, 0, "image '%s': the session table is full",
+				     name);
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->pid = -1;                /* reserved until started */
+	snprintf(slot->image, sizeof(slot->image), "%s", name);
+	slot->group = htonl(c->pool_base + idx);
+	slot->port = (uint16_t)(c->port_lo + idx % ((unsigned)c->port_hi - c->port_lo + 1));
+	slot->rate = image_rate(c, im);
+	if (c->total_rate && slot->rate > c->total_rate / (running + 1))
+		slot->rate = c->total_rate / (running + 1);
+	slot->rate = round_rate(slot->rate);
+	p->slot = (int)(slot - m->s);
+	p->start = 1;
+	return 0;
+}
+
+void ndz_master_started(struct ndz_master *m, int slot, int pid, const uint8_t uuid[16],
+			uint32_t chunks, uint64_t source_bytes, uint64_t now_ns)
+{
+	struct ndz_master_session *s = &m->s[slot];
+
+	s->pid = pid;
+	s->adopted = 0;
+	s->replaced = 0;
+	memcpy(s->uuid, uuid, 16);
+	s->chunks = chunks;
+	s->source_bytes = source_bytes;
+	s->started_ns = now_ns;
+	s->clients = 1;
+	m->n.started++;
+	m->n.ok++;
+}
+
+void ndz_master_start_failed(struct ndz_master *m, int slot)
+{
+	memset(&m->s[slot], 0, sizeof(m->s[slot]));
+	m->n.failed++;
+}
+
+void ndz_master_served(struct ndz_master *m, int slot)
+{
+	m->s[slot].clients++;
+	m->n.ok++;
+}
+
+int ndz_master_end(struct ndz_master *m, int pid)
+{
+	if (pid <= 0)
+		return -1;
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		if (m->s[i].pid == pid) {
+			memset(&m->s[i], 0, sizeof(m->s[i]));
+			m->n.ended++;
+			return (int)i;
+		}
+	return -1;
+}
+
+size_t ndz_master_rates(const struct ndz_master *m, struct ndz_master_rate *out, size_t cap)
+{
+	const struct ndz_mconf *c = m->conf;
+	size_t k = ndz_master_live(m), n = 0;
+
+	if (!c->total_rate || !k)
+		return 0;
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && n < cap; i++) {
+		const struct ndz_master_session *s = &m->s[i];
+		uint64_t want;
+
+		if (s->pid <= 0)
+			continue;
+		want = image_rate(c, ndz_mconf_find(c, s->image));
+		if (want > c->total_rate / k)
+			want = c->total_rate / k;
+		want = round_rate(want);
+		if (want == s->rate / 1000 * 1000)
+			continue;
+		out[n].slot = (int)i;
+		out[n].rate = want;
+		n++;
+	}
+	return n;
+}
+
+void ndz_master_set_rate(struct ndz_master *m, int slot, uint64_t rate)
+{
+	m->s[slot].rate = rate;
+}
+
+int ndz_master_state(const struct ndz_master *m, char *buf, size_t cap, struct ndz_error *e)
+{
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, buf, cap);
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *s = &m->s[i];
+		char a[16];
+
+		if (s->pid <= 0)
+			continue;
+		inet_ntop(AF_INET, &s->group, a, sizeof(a));
+		ndz_jbuf_printf(&j, "%d %s %s %u %llu %u %llu ", s->pid, s->image, a, s->port,
+				(unsigned long long)s->rate, s->chunks,
+				(unsigned long long)s->source_bytes);
+		for (int k = 0; k < 16; k++)
+			ndz_jbuf_printf(&j, "%02x", s->uuid[k]);
+		ndz_jbuf_printf(&j, "\n");
+	}
+	if (j.over)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "master state: longer than %zu bytes", cap);
+	return (int)j.len;
+}
+
+/* A decimal number of at most max, the whole token. */
+static int parse_num(const char *t, size_t n, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 20 || (n > 1 && t[0] == '0'))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (t[i] < '0' || t[i] > '9' || v > (UINT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(t[i] - '0');
+	}
+	if (v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int ndz_master_state_parse_line(const char *line, size_t len, struct ndz_master_session *s,
+				struct ndz_error *e)
+{
+	static const char *const what[] = { "pid", "image", "group", "port", "rate", "chunks",
+					    "source bytes", "uuid" };
+	const char *tok[8];
+	size_t tlen[8], k = 0, i = 0;
+	uint64_t v;
+	char buf[NDZ_CTL_NAME_MAX + 1];
+
+	memset(s, 0, sizeof(*s));
+	/* eight fields, each separated by one space */
+	while (k < 8 && i < len) {
+		size_t start = i;
+
+		while (i < len && line[i] != ' ')
+			i++;
+		tok[k] = line + start;
+		tlen[k++] = i - start;
+		if (i < len)
+			i++;
+	}
+	if (k != 8 || i != len || (len && line[len - 1] == ' '))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: not eight fields");
+	for (k = 0; k < 8; k++)
+		if (!tlen[k])
+			return ndz_error_set(e, NDZ_EINVAL, 0, "state line: empty %s", what[k]);
+	if (parse_num(tok[0], tlen[0], 0x7fffffff, &v) || v == 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad pid");
+	s->pid = (int)v;
+	if (tlen[1] > NDZ_CTL_NAME_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad image name");
+	memcpy(s->image, tok[1], tlen[1]);
+	s->image[tlen[1]] = 0;
+	if (!ndz_ctl_valid_name(s->image))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad image name");
+	if (tlen[2] > 15)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad group");
+	memcpy(buf, tok[2], tlen[2]);
+	buf[tlen[2]] = 0;
+	if (inet_pton(AF_INET, buf, &s->group) != 1)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad group");
+	if (parse_num(tok[3], tlen[3], 65535, &v) || v == 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad port");
+	s->port = (uint16_t)v;
+	if (parse_num(tok[4], tlen[4], UINT64_MAX, &s->rate))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad rate");
+	if (parse_num(tok[5], tlen[5], UINT32_MAX, &v))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad chunks");
+	s->chunks = (uint32_t)v;
+	if (parse_num(tok[6], tlen[6], UINT64_MAX, &s->source_bytes))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad source bytes");
+	if (tlen[7] != 32)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad uuid");
+	for (int b = 0; b < 16; b++) {
+		int hi = hexval(tok[7][2 * b]), lo = hexval(tok[7][2 * b + 1]);
+
+		if (hi < 0 || lo < 0)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad uuid");
+		s->uuid[b] = (uint8_t)(hi << 4 | lo);
+	}
+	s->adopted = 1;
+	return 0;
+}
+
+size_t ndz_master_adopt(struct ndz_master *m, const char *text, size_t len,
+			int (*alive)(void *ctx, const struct ndz_master_session *s),
+			int (*current)(void *ctx, const char *image, uint8_t uuid[16]),
+			void *ctx, uint64_t now_ns)
+{
+	size_t adopted = 0, at = 0;
+
+	while (at < len) {
+		const char *nl = memchr(text + at, '\n', len - at);
+		size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+		struct ndz_master_session s;
+		uint8_t now[16];
+		size_t i, free_slot = NDZ_MASTER_SESSIONS;
+
+		if (ndz_master_state_parse_line(text + at, n, &s, NULL) == 0) {
+			for (i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+				if (m->s[i].pid && (m->s[i].group == s.group || m->s[i].pid == s.pid))
+					break;
+				if (!m->s[i].pid && free_slot == NDZ_MASTER_SESSIONS)
+					free_slot = i;
+			}
+			if (i == NDZ_MASTER_SESSIONS && free_slot < NDZ_MASTER_SESSIONS &&
+			    alive(ctx, &s)) {
+				/* uploaded anew while no master ran: it keeps its clients only */
+				if (current && current(ctx, s.image, now) == 0 &&
+				    memcmp(now, s.uuid, 16) != 0)
+					s.replaced = 1;
+				s.started_ns = now_ns;
+				m->s[free_slot] = s;
+				adopted++;
+			}
+		}
+		at += n + (nl ? 1 : 0);
+	}
+	return adopted;
+}
+
+#define STATE_MAX (NDZ_MASTER_SESSIONS * 160)  /* a state file's bytes, at most */
+
+int ndz_master_save(const struct ndz_master *m, const char *path, struct ndz_error *e)
+{
+	char *text = malloc(STATE_MAX);
+	int n, rc;
+
+	if (!text)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	n = ndz_master_state(m, text, STATE_MAX, e);
+	rc = n < 0 ? n : ndz_file_replace(path, text, (size_t)n, 0644, e);
+	free(text);
+	return rc;
+}
+
+int ndz_master_load(struct ndz_master *m, const char *path,
+		    int (*alive)(void *ctx, const struct ndz_master_session *s),
+		    int (*current)(void *ctx, const char *image, uint8_t uuid[16]),
+		    void *ctx, uint64_t now_ns, struct ndz_error *e)
+{
+	FILE *f = fopen(path, "r");
+	char *text;
+	size_t len;
+	int rc;
+
+	if (!f && errno == ENOENT)
+		return 0;
+	if (!f)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+	text = malloc(STATE_MAX);
+	if (!text) {
+		fclose(f);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	}
+	len = fread(text, 1, STATE_MAX, f);
+	if (ferror(f))
+		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+	else
+		rc = (int)ndz_master_adopt(m, text, len, alive, current, ctx, now_ns);
+	fclose(f);
+	free(text);
+	return rc;
+}
+
+int ndz_master_upload_begin(struct ndz_master *m, const char *name, uint32_t addr,
+			    uint64_t size, uint64_t (*usage)(void *ctx, const char *final),
+			    void *ctx, char *final, size_t cap, int *slot, uint64_t *limit,
+			    struct ndz_error *e)
+{
+	const struct ndz_mconf *c = m->conf;
+	struct upload *u = NULL;
+	unsigned running = 0;
+	int rc;
+
+	*slot = -1;
+	*limit = 0;
+	m->n.uploads++;
+	rc = ndz_mconf_upload_target(c, name, addr, final, cap, e);
+	for (size_t i = 0; rc == 0 && i < NDZ_MASTER_UPLOADS; i++) {
+		if (m->up[i].used && strcmp(m->up[i].name, name) == 0)
+			rc = ndz_error_set(e, NDZ_EBUSY, 0, "image '%s': another upload to it runs",
+					   name);
+		running += m->up[i].used != 0;
+		if (!m->up[i].used && !u)
+			u = &m->up[i];
+	}
+	if (rc == 0 && (!u || running >= c->max_uploads))
+		rc = ndz_error_set(e, NDZ_EUPLOADS, 0, "max-uploads %u run", c->max_uploads);
+	if (rc == 0 && c->quota) {
+		uint64_t used = usage(ctx, final);
+
+		if (used >= c->quota || (size && size > c->quota - used))
+			rc = ndz_error_set(e, NDZ_EQUOTA, 0, "image '%s': %llu bytes of the quota "
+					   "of %llu are used", name, (unsigned long long)used,
+					   (unsigned long long)c->quota);
+		else
+			*limit = c->quota - used;
+	}
+	if (rc != 0) {
+		m->n.uploads_refused++;
+		return rc;
+	}
+	memset(u, 0, sizeof(*u));
+	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->used = 1;
+	u->from = addr;
+	*slot = (int)(u - m->up);
+	return 0;
+}
+
+void ndz_master_upload_stored(struct ndz_master *m, int slot)
+{
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		if (m->s[i].pid && strcmp(m->s[i].image, m->up[slot].name) == 0)
+			m->s[i].replaced = 1;
+}
+
+void ndz_master_upload_end(struct ndz_master *m, int slot, int stored)
+{
+	m->up[slot].used = 0;
+	if (stored > 0)
+		m->n.uploads_stored++;
+	else if (stored == 0)
+		m->n.uploads_rejected++;
+	else
+		m->n.uploads_refused++;
+}
+
+unsigned ndz_master_uploads(const struct ndz_master *m)
+{
+	unsigned k = 0;
+
+	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++)
+		k += m->up[i].used != 0;
+	return k;
+}
+
+size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
+			      void (*live)(void *ctx, const struct ndz_master_session *s,
+					   struct ndz_master_live *out),
+			      void *ctx, char *buf, size_t cap)
+{
+	const struct ndz_master_counters *n = &m->n;
+	const struct ndz_mconf *c = m->conf;
+	struct ndz_jbuf j;
+	int first = 1;
+
+	ndz_jbuf_init(&j, buf, cap);
+	ndz_jbuf_printf(&j, "{\"sessions\": [");
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *s = &m->s[i];
+		struct ndz_master_live l = { 0, 0 };
+		char a[16];
+
+		if (s->pid <= 0)
+			continue;
+		if (live)
+			live(ctx, s, &l);
+		inet_ntop(AF_INET, &s->group, a, sizeof(a));
+		ndz_jbuf_printf(&j, "%s{\"image\": \"%s\", \"pid\": %d, \"group\": \"%s\", "
+				"\"port\": %u, \"rate_bps\": %llu, \"clients\": %llu, "
+				"\"age_s\": %.0f, \"adopted\": %s, \"replaced\": %s, "
+				"\"receivers\": %llu, \"bytes_sent\": %llu}",
+				first ? "" : ", ", s->image, s->pid, a, s->port,
+				(unsigned long long)s->rate, (unsigned long long)s->clients,
+				now_ns > s->started_ns ? (double)(now_ns - s->started_ns) / 1e9 : 0.0,
+				s->adopted ? "true" : "false", s->replaced ? "true" : "false",
+				(unsigned long long)l.receivers, (unsigned long long)l.bytes_sent);
+		first = 0;
+	}
+	ndz_jbuf_printf(&j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, "
+		"\"status\": %llu, \"ok\": %llu, \"unknown\": %llu, \"denied\": %llu, "
+		"\"pool_exhausted\": %llu, \"too_many\": %llu, \"failed\": %llu, "
+		"\"malformed\": %llu, \"dropped\": %llu, \"rate_limited\": %llu, "
+		"\"sessions_started\": %llu, \"sessions_ended\": %llu, \"reloads\": %llu, "
+		"\"bad_reloads\": %llu, \"status_udp\": %llu, \"uploads\": %llu, "
+		"\"uploads_stored\": %llu, \"uploads_rejected\": %llu, \"uploads_refused\": %llu, "
+		"\"tcp_denied\": %llu, \"tcp_busy\": %llu, \"tcp_quiet\": %llu}, "
+		"\"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
+		(unsigned long long)n->requests, (unsigned long long)n->get,
+		(unsigned long long)n->status, (unsigned long long)n->ok,
+		(unsigned long long)n->unknown, (unsigned long long)n->denied,
+		(unsigned long long)n->pool, (unsigned long long)n->too_many,
+		(unsigned long long)n->failed, (unsigned long long)n->malformed,
+		(unsigned long long)n->dropped, (unsigned long long)n->rate_limited,
+		(unsigned long long)n->started, (unsigned long long)n->ended,
+		(unsigned long long)n->reloads, (unsigned long long)n->bad_reloads,
+		(unsigned long long)n->status_udp, (unsigned long long)n->uploads,
+		(unsigned long long)n->uploads_stored, (unsigned long long)n->uploads_rejected,
+		(unsigned long long)n->uploads_refused, (unsigned long long)n->tcp_denied,
+		(unsigned long long)n->tcp_busy, (unsigned long long)n->tcp_quiet,
+		c->max_sessions, c->pool_size);
+	first = 1;
+	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++) {
+		char a[16];
+
+		if (!m->up[i].used)
+			continue;
+		inet_ntop(AF_INET, &m->up[i].from, a, sizeof(a));
+		ndz_jbuf_printf(&j, "%s{\"image\": \"%s\", \"from\": \"%s\"}", first ? "" : ", ",
+				m->up[i].name, a);
+		first = 0;
+	}
+	ndz_jbuf_printf(&j, "], \"images\": [");
+	for (size_t i = 0; i < c->nimages; i++) {
+		const struct ndz_mconf_image *im = &c->images[i];
+
+		ndz_jbuf_printf(&j, "%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", im->name);
+		ndz_jbuf_string(&j, im->path);
+		ndz_jbuf_printf(&j, ", \"rate_bps\": %llu}", (unsigned long long)image_rate(c, im));
+	}
+	ndz_jbuf_printf(&j, "]}");
+	if (j.over) {
+		ndz_jbuf_init(&j, buf, cap);
+		ndz_jbuf_printf(&j, "{\"error\": \"status longer than %zu bytes\"}", cap - 1);
+	}
+	return j.len;
+}

@@ -1,0 +1,394 @@
+/* A session's control endpoint: a frisbeed answers STATUS, RATE and IDENTIFY on a unix socket. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "sessctl.h"
+#include "core/clock.h"
+#include "core/le.h"
+
+#define HDR NDZ_CTL_REQ_HDR
+#define REPLY_FLAG 0x80
+#define ANSWER_MS 1000                 /* a peer has this long to send its request */
+
+static int type_ok(unsigned t)
+{
+	return t == NDZ_SESSCTL_STATUS || t == NDZ_SESSCTL_RATE || t == NDZ_SESSCTL_IDENTIFY;
+}
+
+int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf, size_t cap,
+		       struct ndz_error *e)
+{
+	size_t len = HDR, jl = m->st.json_len, pl = strnlen(m->who.path, sizeof(m->who.path));
+	int ok = !reply || m->status == NDZ_CTL_OK;
+
+	if (!type_ok(m->type))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: bad type %u", m->type);
+	if (reply && ok && m->type == NDZ_SESSCTL_STATUS && jl > NDZ_SESSCTL_JSON_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: statistics too long");
+	if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY && pl > NDZ_SESSCTL_PATH_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: image path too long");
+	if (!reply && m->type == NDZ_SESSCTL_RATE)
+		len += 8;
+	else if (reply && ok && m->type == NDZ_SESSCTL_STATUS)
+		len += 26 + jl;
+	else if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY)
+		len += 34 + pl;
+	if (cap < len)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "session control: %zu bytes do not fit %zu",
+				     len, cap);
+	put_le32(buf, NDZ_CTL_MAGIC);
+	buf[4] = NDZ_CTL_VERSION;
+	buf[5] = (uint8_t)(m->type | (reply ? REPLY_FLAG : 0));
+	put_le16(buf + 6, reply ? m->status : 0);
+	put_le32(buf + 8, m->id);
+	if (!reply && m->type == NDZ_SESSCTL_RATE) {
+		put_le64(buf + HDR, m->rate_bps);
+	} else if (reply && ok && m->type == NDZ_SESSCTL_STATUS) {
+		put_le64(buf + HDR, m->st.clients);
+		put_le64(buf + HDR + 8, m->st.bytes_sent);
+		put_le64(buf + HDR + 16, m->st.rate_bps);
+		put_le16(buf + HDR + 24, (uint16_t)jl);
+		memcpy(buf + HDR + 26, m->st.json, jl);
+	} else if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY) {
+		put_le32(buf + HDR, (uint32_t)m->who.pid);
+		memcpy(buf + HDR + 4, m->who.uuid, 16);
+		put_le32(buf + HDR + 20, m->who.chunks);
+		put_le64(buf + HDR + 24, m->who.source_bytes);
+		put_le16(buf + HDR + 32, (uint16_t)pl);
+		memcpy(buf + HDR + 34, m->who.path, pl);
+	}
+	return (int)len;
+}
+
+int ndz_sessctl_decode(const uint8_t *buf, size_t len, int reply, struct ndz_sessctl_msg *m,
+		       struct ndz_error *e)
+{
+	const uint8_t *b = buf + HDR;
+	size_t want = HDR;
+
+	memset(m, 0, sizeof(*m));
+	if (len < HDR || get_le32(buf) != NDZ_CTL_MAGIC || !(buf[5] & REPLY_FLAG) != !reply)
+		return ndz_error_set(e, NDZ_EPROTO, 0, "session control: not a %s of ours",
+				     reply ? "reply" : "request");
+	if (buf[4] != NDZ_CTL_VERSION)
+		return ndz_error_set(e, NDZ_EPROTOVER, 0, "session control: version %u", buf[4]);
+	m->type = buf[5] & ~REPLY_FLAG;
+	m->status = get_le16(buf + 6);
+	m->id = get_le32(buf + 8);
+	if (!type_ok(m->type) || (!reply && m->status))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: bad type %u", m->type);
+	if (!reply && m->type == NDZ_SESSCTL_RATE)
+		want += 8;
+	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_STATUS)
+		want += len >= HDR + 26 ? 26 + (size_t)get_le16(b + 24) : 26;
+	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_IDENTIFY)
+		want += len >= HDR + 34 ? 34 + (size_t)get_le16(b + 32) : 34;
+	if (len != want)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: %zu bytes, not %zu", len,
+				     want);
+	if (!reply && m->type == NDZ_SESSCTL_RATE) {
+		m->rate_bps = get_le64(b);
+	} else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_STATUS) {
+		m->st.clients = get_le64(b);
+		m->st.bytes_sent = get_le64(b + 8);
+		m->st.rate_bps = get_le64(b + 16);
+		m->st.json_len = get_le16(b + 24);
+		if (m->st.json_len > NDZ_SESSCTL_JSON_MAX)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "session control: statistics too long");
+		memcpy(m->st.json, b + 26, m->st.json_len);
+	} else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_IDENTIFY) {
+		size_t pl = get_le16(b + 32);
+
+		if (pl > NDZ_SESSCTL_PATH_MAX || memchr(b + 34, 0, pl))
+			return ndz_error_set(e, NDZ_EINVAL, 0, "session control: bad image path");
+		m->who.pid = (int32_t)get_le32(b);
+		memcpy(m->who.uuid, b + 4, 16);
+		m->who.chunks = get_le32(b + 20);
+		m->who.source_bytes = get_le64(b + 24);
+		memcpy(m->who.path, b + 34, pl);
+	}
+	return 0;
+}
+
+int ndz_sessctl_path(const char *run_dir, uint32_t group, uint16_t port, char *buf, size_t cap,
+		     struct ndz_error *e)
+{
+	struct sockaddr_un sa;
+	char a[INET_ADDRSTRLEN];
+	int n;
+
+	inet_ntop(AF_INET, &group, a, sizeof(a));
+	n = snprintf(buf, cap, "%s/session-%s-%u.sock", run_dir, a, port);
+	if (n < 0 || (size_t)n >= cap || (size_t)n >= sizeof(sa.sun_path))
+		return ndz_error_set(e, NDZ_ERANGE, 0, "%s: too long for a unix socket's name",
+				     run_dir);
+	return 0;
+}
+
+static int unix_addr(const char *path, struct sockaddr_un *sa, struct ndz_error *e)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return ndz_error_set(e, NDZ_ERANGE, 0, "%s: too long for a unix socket's name",
+				     path);
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+struct ndz_sessctl {
+	int fd, stop[2];
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct ndz_sessctl_ops ops;
+	void *ctx;
+	pthread_t thread;
+	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
+	struct ndz_sessctl_msg req, rep;
+};
+
+/* One connection's one request, answered. */
+static void answer(struct ndz_sessctl *s, int fd)
+{
+	uint8_t *buf = s->buf;
+	struct ndz_sessctl_msg *req = &s->req, *rep = &s->rep;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	ssize_t n;
+	int rc, len;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) != 0 ||
+	    (cred.uid != geteuid() && cred.uid != 0))
+		return;
+	if (poll(&p, 1, ANSWER_MS) <= 0 || (n = recv(fd, buf, NDZ_SESSCTL_MSG_MAX, 0)) <= 0)
+		return;
+	rc = ndz_sessctl_decode(buf, (size_t)n, 0, req, NULL);
+	memset(rep, 0, sizeof(*rep));
+	rep->type = req->type;
+	rep->id = req->id;
+	if (rc == 0 && req->type == NDZ_SESSCTL_STATUS)
+		rc = s->ops.status ? s->ops.status(s->ctx, &rep->st) : NDZ_ENOTSUP;
+	else if (rc == 0 && req->type == NDZ_SESSCTL_RATE)
+		rc = s->ops.rate ? s->ops.rate(s->ctx, req->rate_bps) : NDZ_ENOTSUP;
+	else if (rc == 0 && req->type == NDZ_SESSCTL_IDENTIFY)
+		rc = s->ops.identify ? s->ops.identify(s->ctx, &rep->who) : NDZ_ENOTSUP;
+	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER)
+		return;
+	rep->who.pid = (int32_t)getpid();
+	rep->status = (uint16_t)ndz_ctl_status_of(rc);
+	len = ndz_sessctl_encode(rep, 1, buf, NDZ_SESSCTL_MSG_MAX, NULL);
+	if (len < 0) {
+		rep->status = NDZ_CTL_FAILED;
+		len = ndz_sessctl_encode(rep, 1, buf, NDZ_SESSCTL_MSG_MAX, NULL);
+	}
+	if (len > 0)
+		(void)!send(fd, buf, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void *serve(void *arg)
+{
+	struct ndz_sessctl *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = s->fd, .events = POLLIN },
+				       { .fd = s->stop[0], .events = POLLIN } };
+		int fd;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		answer(s, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+int ndz_sessctl_start(const char *path, const struct ndz_sessctl_ops *ops, void *ctx,
+		      struct ndz_sessctl **out, struct ndz_error *e)
+{
+	struct ndz_sessctl *s;
+	struct sockaddr_un sa;
+	sigset_t all, old;
+	int rc;
+
+	*out = NULL;
+	if ((rc = unix_addr(path, &sa, e)) < 0)
+		return rc;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	s->ops = *ops;
+	s->ctx = ctx;
+	s->stop[0] = s->stop[1] = -1;
+	strcpy(s->path, path);
+	s->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s->fd < 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "%s: socket", path);
+		goto fail;
+	}
+	unlink(path);
+	if (bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(path, 0600) != 0 ||
+	    listen(s->fd, 8) != 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "%s: listen", path);
+		goto fail;
+	}
+	if (pipe2(s->stop, O_CLOEXEC) != 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "%s: pipe", path);
+		goto fail;
+	}
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&s->thread, NULL, serve, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0) {
+		rc = ndz_error_set(e, NDZ_ENOMEM, rc, "%s: thread", path);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	if (s->fd >= 0) {
+		close(s->fd);
+		unlink(path);
+	}
+	if (s->stop[0] >= 0) {
+		close(s->stop[0]);
+		close(s->stop[1]);
+	}
+	free(s);
+	return rc;
+}
+
+void ndz_sessctl_stop(struct ndz_sessctl *s)
+{
+	if (!s)
+		return;
+	(void)!write(s->stop[1], "x", 1);
+	pthread_join(s->thread, NULL);
+	close(s->fd);
+	close(s->stop[0]);
+	close(s->stop[1]);
+	unlink(s->path);
+	free(s);
+}
+
+int ndz_sessctl_ask(const char *path, const struct ndz_sessctl_msg *req, int timeout_ms,
+		    struct ndz_sessctl_msg *rep, struct ndz_error *e)
+{
+	uint8_t *buf;
+	struct sockaddr_un sa;
+	struct pollfd p;
+	ssize_t n;
+	int fd = -1, len, rc;
+
+	if ((rc = unix_addr(path, &sa, e)) < 0)
+		return rc;
+	if (!(buf = malloc(NDZ_SESSCTL_MSG_MAX)))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	len = ndz_sessctl_encode(req, 0, buf, NDZ_SESSCTL_MSG_MAX, e);
+	if (len < 0) {
+		rc = len;
+		goto out;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "%s: socket", path);
+		goto out;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		rc = ndz_error_set(e, errno == ENOENT || errno == ECONNREFUSED ? NDZ_ENOENT : NDZ_ENET,
+				   errno, "%s: connect", path);
+		goto out;
+	}
+	if (send(fd, buf, (size_t)len, MSG_NOSIGNAL) != len) {
+		rc = ndz_error_set(e, NDZ_ENET, errno, "%s: send", path);
+		goto out;
+	}
+	p.fd = fd;
+	p.events = POLLIN;
+	if ((rc = poll(&p, 1, timeout_ms)) <= 0) {
+		rc = ndz_error_set(e, NDZ_ETIMEDOUT, rc < 0 ? errno : 0, "%s: no answer in %d ms",
+				   path, timeout_ms);
+		goto out;
+	}
+	n = recv(fd, buf, NDZ_SESSCTL_MSG_MAX, 0);
+	if (n <= 0) {
+		rc = ndz_error_set(e, NDZ_ENET, n < 0 ? errno : 0, "%s: no answer", path);
+		goto out;
+	}
+	if ((rc = ndz_sessctl_decode(buf, (size_t)n, 1, rep, e)) < 0) {
+		ndz_error_prefix(e, "%s", path);
+		goto out;
+	}
+	if (rep->type != req->type || rep->id != req->id)
+		rc = ndz_error_set(e, NDZ_EPROTO, 0, "%s: the answer to another question", path);
+	else if (rep->status != NDZ_CTL_OK)
+		rc = ndz_error_set(e, NDZ_EREFUSED, 0, "%s: %s", path,
+				   ndz_ctl_strstatus(rep->status));
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+int ndz_sessctl_status(const char *path, int timeout_ms, struct ndz_sessctl_status *out,
+		       struct ndz_error *e)
+{
+	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_STATUS, .id = 1 };
+	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
+	int rc;
+
+	if (!rep)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	if ((rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e)) == 0)
+		*out = rep->st;
+	free(rep);
+	return rc;
+}
+
+int ndz_sessctl_rate(const char *path, uint64_t rate_bps, int timeout_ms, struct ndz_error *e)
+{
+	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_RATE, .id = 2, .rate_bps = rate_bps };
+	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
+	int rc;
+
+	if (!rep)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e);
+	free(rep);
+	return rc;
+}
+
+int ndz_sessctl_identify(const char *path, int timeout_ms, struct ndz_sessctl_identity *out,
+			 struct ndz_error *e)
+{
+	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_IDENTIFY, .id = 3 };
+	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
+	int rc;
+
+	if (!rep)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
+	if ((rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e)) == 0)
+		*out = rep->who;
+	free(rep);
+	return rc;
+}

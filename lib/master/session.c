@@ -1,0 +1,188 @@
+/* The master's sessions as processes: start, identity, and the questions asked of them. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "session.h"
+#include "sessctl.h"
+#include "core/image.h"
+#include "core/io.h"
+
+int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
+		       uint64_t *source_bytes, struct ndz_error *e)
+{
+	struct ndz_io *io = NULL;
+	struct ndz_image_reader *r = NULL;
+	const struct ndz_chunk_hdr *h;
+	int rc;
+
+	if ((rc = ndz_io_open_file(path, NDZ_IO_READ, &io, e)) < 0 ||
+	    (rc = ndz_image_reader_open(io, &r, e)) < 0) {
+		ndz_io_close(io);
+		return rc;
+	}
+	h = ndz_image_reader_first(r);
+	memcpy(uuid, h->uuid, 16);
+	*chunks = ndz_image_reader_chunks(r);
+	*source_bytes = h->source_bytes;
+	ndz_image_reader_free(r);
+	ndz_io_close(io);
+	return 0;
+}
+
+int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
+		      const char *path, pid_t *pid, struct ndz_error *e)
+{
+	char grp[INET_ADDRSTRLEN], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX];
+	const char *argv[24];
+	int argc = 0, pfd[2], err = 0, rc;
+	pid_t p;
+
+	if ((rc = ndz_sessctl_path(o->run_dir, s->group, s->port, ctl, sizeof(ctl), e)) < 0)
+		return rc;
+	inet_ntop(AF_INET, &s->group, grp, sizeof(grp));
+	snprintf(port, sizeof(port), "%u", s->port);
+	snprintf(rate, sizeof(rate), "%llu", (unsigned long long)s->rate);
+	snprintf(idle, sizeof(idle), "%u", o->idle_s);
+	snprintf(ttl, sizeof(ttl), "%d", o->ttl);
+	argv[argc++] = o->frisbeed;
+	argv[argc++] = "-m"; argv[argc++] = grp;
+	argv[argc++] = "-p"; argv[argc++] = port;
+	argv[argc++] = "-W"; argv[argc++] = rate;
+	argv[argc++] = "-T"; argv[argc++] = idle;
+	argv[argc++] = "-t"; argv[argc++] = ttl;
+	argv[argc++] = "--control"; argv[argc++] = ctl;
+	if (o->iface) {
+		argv[argc++] = "-i";
+		argv[argc++] = o->iface;
+	}
+	if (o->loop)
+		argv[argc++] = "-L";
+	if (o->quiet)
+		argv[argc++] = "-q";
+	argv[argc++] = "--";
+	argv[argc++] = path;
+	argv[argc] = NULL;
+
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "pipe");
+	p = fork();
+	if (p == 0) {
+		sigset_t none;
+		int fd = open("/dev/null", O_RDONLY);
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		setsid();
+		if (fd > 0) {
+			dup2(fd, 0);
+			close(fd);
+		}
+		execv(argv[0], (char *const *)argv);
+		err = errno;
+		if (write(pfd[1], &err, sizeof(err)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (p < 0) {
+		close(pfd[0]);
+		return ndz_error_set(e, NDZ_EIO, errno, "fork");
+	}
+	while (read(pfd[0], &err, sizeof(err)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	if (err) {
+		waitpid(p, NULL, 0);
+		return ndz_error_set(e, NDZ_EIO, err, "cannot run %s", argv[0]);
+	}
+	*pid = p;
+	return 0;
+}
+
+/* The session's control socket; "" when its name does not fit. */
+static void sock_path(const char *run_dir, const struct ndz_master_session *s, char *buf)
+{
+	if (ndz_sessctl_path(run_dir, s->group, s->port, buf, PATH_MAX, NULL) != 0)
+		buf[0] = 0;
+}
+
+/* 1: s's frisbeed answers as itself; 0: nobody listens, or another answers; -1: no answer. */
+static int identify(const char *run_dir, const struct ndz_master_session *s)
+{
+	struct ndz_sessctl_identity who;
+	char path[PATH_MAX];
+	int rc;
+
+	sock_path(run_dir, s, path);
+	if (!path[0])
+		return 0;
+	rc = ndz_sessctl_identify(path, NDZ_SESSION_ASK_MS, &who, NULL);
+	if (rc == NDZ_ENOENT)
+		return 0;
+	if (rc < 0)
+		return -1;
+	return who.pid == s->pid && memcmp(who.uuid, s->uuid, 16) == 0;
+}
+
+int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s)
+{
+	return identify(run_dir, s) == 1;
+}
+
+int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s)
+{
+	return identify(run_dir, s) == 0;
+}
+
+void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
+		      struct ndz_master_live *out)
+{
+	struct ndz_sessctl_status *st = malloc(sizeof(*st));
+	char path[PATH_MAX];
+
+	out->receivers = out->bytes_sent = 0;
+	sock_path(run_dir, s, path);
+	if (st && path[0] && ndz_sessctl_status(path, NDZ_SESSION_ASK_MS, st, NULL) == 0) {
+		out->receivers = st->clients;
+		out->bytes_sent = st->bytes_sent;
+	}
+	free(st);
+}
+
+size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
+			 void (*told)(void *ctx, const struct ndz_master_session *s), void *ctx)
+{
+	struct ndz_master_rate r[NDZ_MASTER_SESSIONS];
+	size_t k = ndz_master_rates(m, r, NDZ_MASTER_SESSIONS), n = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, (size_t)r[i].slot);
+		char path[PATH_MAX];
+
+		sock_path(run_dir, s, path);
+		if (!path[0] || ndz_sessctl_rate(path, r[i].rate, NDZ_SESSION_ASK_MS, NULL) != 0)
+			continue;
+		ndz_master_set_rate(m, r[i].slot, r[i].rate);
+		n++;
+		if (told)
+			told(ctx, s);
+	}
+	return n;
+}
+
+void ndz_session_forget(const char *run_dir, const struct ndz_master_session *s)
+{
+	char path[PATH_MAX];
+
+	sock_path(run_dir, s, path);
+	if (path[0])
+		unlink(path);
+}

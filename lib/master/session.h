@@ -1,0 +1,72 @@
+/*
+ * The master's sessions as processes: the image a session serves, its frisbeed
+ * started as a process of its own session (so that it outlives the master), and
+ * the questions the master asks it on its control socket (lib/master/sessctl).
+ */
+#ifndef NDZ_SESSION_H
+#define NDZ_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "master.h"
+#include "core/err.h"
+
+#define NDZ_SESSION_ASK_MS 1000        /* a session's control socket answers within this */
+
+/*
+ * ndz_session_identity - the image at path: its uuid, chunks and source bytes, from
+ * its first chunk. 0, or a negative code with e naming the file.
+ */
+int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
+			 uint64_t *source_bytes, struct ndz_error *e);
+
+/* How to start a session's frisbeed (ndz_session_start). */
+struct ndz_session_opts {
+	const char *frisbeed;          /* the program */
+	const char *run_dir;           /* its control socket goes here (ndz_sessctl_path) */
+	const char *iface;             /* -i; NULL: by route */
+	unsigned idle_s;               /* -T */
+	int ttl, loop, quiet;          /* -t, -L, -q */
+};
+
+/*
+ * ndz_session_start - run frisbeed for s (its group, port, rate) serving path, with
+ * its control socket in o->run_dir, as a child in a new session (setsid), stdin
+ * from /dev/null, no signal blocked. Returns 0 with *pid once the program runs (an
+ * exec failure comes back through a close-on-exec pipe and the child is reaped),
+ * or NDZ_EIO / NDZ_ERANGE with e saying why ("cannot run PATH: ...").
+ */
+int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
+		      const char *path, pid_t *pid, struct ndz_error *e);
+
+/*
+ * ndz_session_alive - 1 when s's frisbeed answers on its control socket under
+ * run_dir as s->pid serving s->uuid, else 0 (gone, or another process).
+ */
+int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s);
+
+/*
+ * ndz_session_gone - 1 when s's frisbeed is surely gone: nothing listens on its
+ * control socket, or another process (a reused pid) or another image answers;
+ * 0 while it answers as itself or does not answer in time (busy: not gone).
+ */
+int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s);
+
+/* ndz_session_live - s's own statistics (receivers, bytes sent), zeros when it does not answer. */
+void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
+		      struct ndz_master_live *out);
+
+/*
+ * ndz_session_rates - tell each session whose share of the total rate changed
+ * (ndz_master_rates) its new rate, and record those that took it
+ * (ndz_master_set_rate); one not yet listening is asked again next time. told
+ * (may be NULL) is called with ctx for each. Returns how many took a new rate.
+ */
+size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
+			 void (*told)(void *ctx, const struct ndz_master_session *s), void *ctx);
+
+/* ndz_session_forget - remove s's control socket (its frisbeed has left). */
+void ndz_session_forget(const char *run_dir, const struct ndz_master_session *s);
+
+#endif

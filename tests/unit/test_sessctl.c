@@ -1,0 +1,305 @@
+/*
+ * Unit tests for lib/master/sessctl: a session's control messages encoded and
+ * decoded, refused when malformed; and an endpoint answering STATUS, RATE and
+ * IDENTIFY on a unix socket through its callbacks, as the master asks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "master/ctl.h"
+#include "master/master.h"
+#include "master/mconf.h"
+#include "master/session.h"
+#include "master/sessctl.h"
+
+static char dir[] = "/tmp/test_sessctl.XXXXXX";
+
+static void test_codec(void **state)
+{
+	static struct ndz_sessctl_msg m, d;
+	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
+	struct ndz_error e = { 0 };
+	int n;
+
+	(void)state;
+	/* RATE request: header and the rate */
+	memset(&m, 0, sizeof(m));
+	m.type = NDZ_SESSCTL_RATE;
+	m.id = 0x01020304;
+	m.rate_bps = 123456789;
+	n = ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 20);
+	assert_int_equal(buf[5], NDZ_SESSCTL_RATE);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), 0);
+	assert_int_equal(d.rate_bps, 123456789);
+	assert_int_equal(d.id, 0x01020304);
+	/* a request is no reply, and the length is exact */
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 0, &d, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "session control: 19 bytes, not 20");
+	buf[4] = 9;
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), NDZ_EPROTOVER);
+	buf[4] = NDZ_CTL_VERSION;
+	buf[5] = 2;                    /* the master's STATUS: not a session's question */
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), NDZ_EINVAL);
+	/* STATUS reply with its JSON */
+	memset(&m, 0, sizeof(m));
+	m.type = NDZ_SESSCTL_STATUS;
+	m.st.clients = 5;
+	m.st.bytes_sent = 1ull << 40;
+	m.st.rate_bps = 8000;
+	strcpy(m.st.json, "{\"clients\": 5}");
+	m.st.json_len = strlen(m.st.json);
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)m.st.json_len);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_int_equal(d.st.clients, 5);
+	assert_int_equal(d.st.bytes_sent, 1ull << 40);
+	assert_string_equal(d.st.json, "{\"clients\": 5}");
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 1, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 20, NULL), NDZ_ERANGE);
+	/* IDENTIFY reply */
+	memset(&m, 0, sizeof(m));
+	m.type = NDZ_SESSCTL_IDENTIFY;
+	m.who.pid = 4242;
+	m.who.uuid[3] = 7;
+	m.who.chunks = 9;
+	m.who.source_bytes = 77;
+	strcpy(m.who.path, "/srv/a.ndz");
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_int_equal(d.who.pid, 4242);
+	assert_int_equal(d.who.uuid[3], 7);
+	assert_int_equal(d.who.chunks, 9);
+	assert_int_equal(d.who.source_bytes, 77);
+	assert_string_equal(d.who.path, "/srv/a.ndz");
+	buf[12 + 34] = 0;              /* a NUL in the path */
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), NDZ_EINVAL);
+	/* a refusal is a header only */
+	m.status = NDZ_CTL_FAILED;
+	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL), 12);
+	assert_int_equal(ndz_sessctl_decode(buf, 12, 1, &d, NULL), 0);
+	assert_int_equal(d.status, NDZ_CTL_FAILED);
+	/* bad type */
+	m.type = 3;
+	assert_int_equal(ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, 3, 0, &d, NULL), NDZ_EPROTO);
+}
+
+static void test_path(void **state)
+{
+	char p[256], longdir[200];
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_sessctl_path("/run/m", htonl(0xefc00101), 5001, p, sizeof(p), NULL),
+			 0);
+	assert_string_equal(p, "/run/m/session-239.192.1.1-5001.sock");
+	memset(longdir, 'x', sizeof(longdir) - 1);
+	longdir[sizeof(longdir) - 1] = 0;
+	longdir[0] = '/';
+	assert_int_equal(ndz_sessctl_path(longdir, 0, 1, p, sizeof(p), &e), NDZ_ERANGE);
+	assert_int_equal(strncmp(ndz_error_msg(&e), "/xxx", 4), 0);
+}
+
+struct fake {
+	uint64_t rate;
+	int fail_status;
+};
+
+static int f_status(void *ctx, struct ndz_sessctl_status *out)
+{
+	struct fake *f = ctx;
+
+	if (f->fail_status)
+		return NDZ_EIO;
+	out->clients = 3;
+	out->bytes_sent = 1000;
+	out->rate_bps = f->rate;
+	out->json_len = (size_t)snprintf(out->json, sizeof(out->json), "{\"rate\": %llu}",
+					 (unsigned long long)f->rate);
+	return 0;
+}
+
+static int f_rate(void *ctx, uint64_t rate)
+{
+	struct fake *f = ctx;
+
+	if (rate < 8000)
+		return NDZ_EINVAL;
+	f->rate = rate;
+	return 0;
+}
+
+static int f_identify(void *ctx, struct ndz_sessctl_identity *out)
+{
+	(void)ctx;
+	memset(out->uuid, 0xab, 16);
+	out->chunks = 12;
+	out->source_bytes = 34;
+	strcpy(out->path, "/img/a.ndz");
+	return 0;
+}
+
+static void test_endpoint(void **state)
+{
+	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify };
+	static struct ndz_sessctl_status st;
+	struct ndz_sessctl_identity who;
+	struct ndz_sessctl *s = NULL;
+	struct fake f = { 100000000, 0 };
+	struct ndz_error e = { 0 };
+	struct stat sb;
+	char path[256];
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/s.sock", dir);
+	/* nobody there yet */
+	assert_int_equal(ndz_sessctl_identify(path, 500, &who, &e), NDZ_ENOENT);
+	assert_non_null(strstr(ndz_error_msg(&e), path));
+	assert_int_equal(ndz_sessctl_start(path, &ops, &f, &s, NULL), 0);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(ndz_sessctl_status(path, 1000, &st, NULL), 0);
+	assert_int_equal(st.clients, 3);
+	assert_int_equal(st.rate_bps, 100000000);
+	assert_string_equal(st.json, "{\"rate\": 100000000}");
+	assert_int_equal(ndz_sessctl_rate(path, 42000, 1000, NULL), 0);
+	assert_int_equal(f.rate, 42000);
+	assert_int_equal(ndz_sessctl_status(path, 1000, &st, NULL), 0);
+	assert_int_equal(st.rate_bps, 42000);
+	/* a rate the session refuses: its status, named */
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_sessctl_rate(path, 10, 1000, &e), NDZ_EREFUSED);
+	assert_non_null(strstr(ndz_error_msg(&e), "malformed request"));
+	assert_int_equal(f.rate, 42000);
+	f.fail_status = 1;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_sessctl_status(path, 1000, &st, &e), NDZ_EREFUSED);
+	assert_non_null(strstr(ndz_error_msg(&e), ndz_ctl_strstatus(NDZ_CTL_FAILED)));
+	assert_int_equal(ndz_sessctl_identify(path, 1000, &who, NULL), 0);
+	assert_int_equal(who.pid, getpid());
+	assert_int_equal(who.uuid[15], 0xab);
+	assert_int_equal(who.chunks, 12);
+	assert_string_equal(who.path, "/img/a.ndz");
+	/* junk on the socket gets no answer, and the endpoint goes on */
+	{
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+		char junk[8] = "junkjunk";
+
+		strcpy(sa.sun_path, path);
+		assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+		assert_int_equal(send(fd, junk, sizeof(junk), 0), sizeof(junk));
+		assert_int_equal(recv(fd, junk, sizeof(junk), 0), 0);
+		close(fd);
+	}
+	assert_int_equal(ndz_sessctl_identify(path, 1000, &who, NULL), 0);
+	ndz_sessctl_stop(s);
+	assert_int_not_equal(stat(path, &sb), 0);
+	assert_int_equal(ndz_sessctl_identify(path, 500, &who, NULL), NDZ_ENOENT);
+	ndz_sessctl_stop(NULL);
+}
+
+/* lib/master/session: the master's questions to a session, through a real endpoint. */
+static void test_session(void **state)
+{
+	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify };
+	struct fake f = { 100000000, 0 };
+	struct ndz_sessctl *ep = NULL;
+	struct ndz_mconf *c = NULL;
+	struct ndz_master *m = NULL;
+	struct ndz_master_plan p;
+	struct ndz_master_live live;
+	struct ndz_master_session s;
+	struct ndz_error e = { 0 };
+	const char *text = "pool 239.7.0.0/30\nports 7000-7003\nrate 100M\ntotal-rate 100M\n"
+			   "image a /a.ndz allow 10.0.0.0/8\nimage b /b.ndz allow 10.0.0.0/8\n";
+	uint8_t uuid[16];
+	char path[256];
+	pid_t pid;
+	int st;
+
+	(void)state;
+	assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, NULL), 0);
+	assert_int_equal(ndz_master_create(c, &m, NULL), 0);
+	memset(uuid, 0xab, 16);
+	/* session a on 239.7.0.0:7000, its endpoint where the master looks */
+	assert_int_equal(ndz_master_get(m, "a", htonl(0x0a000001), &p, NULL), 0);
+	ndz_master_started(m, p.slot, getpid(), uuid, 12, 34, 0);
+	s = *ndz_master_session(m, (size_t)p.slot);
+	assert_int_equal(ndz_sessctl_path(dir, s.group, s.port, path, sizeof(path), NULL), 0);
+	assert_int_equal(ndz_session_alive(dir, &s), 0);       /* not listening yet */
+	assert_int_equal(ndz_sessctl_start(path, &ops, &f, &ep, NULL), 0);
+	assert_int_equal(ndz_session_alive(dir, &s), 1);
+	assert_int_equal(ndz_session_gone(dir, &s), 0);
+	s.pid++;                               /* another process under that pid */
+	assert_int_equal(ndz_session_alive(dir, &s), 0);
+	assert_int_equal(ndz_session_gone(dir, &s), 1);
+	s.pid--;
+	s.uuid[0] = 0;                         /* serving another image */
+	assert_int_equal(ndz_session_alive(dir, &s), 0);
+	s.uuid[0] = 0xab;
+	ndz_session_live(dir, &s, &live);
+	assert_int_equal(live.receivers, 3);
+	assert_int_equal(live.bytes_sent, 1000);
+	/* a second session halves the total: a is told 50M; b does not listen, asked again */
+	assert_int_equal(ndz_master_get(m, "b", htonl(0x0a000001), &p, NULL), 0);
+	ndz_master_started(m, p.slot, 999999, uuid, 1, 1, 0);
+	assert_int_equal(ndz_session_rates(m, dir, NULL, NULL), 1);
+	assert_int_equal(f.rate, 50000000);
+	assert_int_equal(ndz_master_session(m, 0)->rate, 50000000);
+	assert_int_equal(ndz_session_rates(m, dir, NULL, NULL), 0);
+	ndz_sessctl_stop(ep);
+	assert_int_equal(ndz_session_gone(dir, &s), 1);
+	ndz_session_forget(dir, &s);
+	/* starting one: a program that is not there, one that is */
+	{
+		struct ndz_session_opts o = { "/nonexistent/frisbeed", dir, NULL, 5, 1, 0, 1 };
+
+		assert_int_equal(ndz_session_start(&o, &s, "/a.ndz", &pid, &e), NDZ_EIO);
+		assert_string_equal(ndz_error_msg(&e), "cannot run /nonexistent/frisbeed: "
+				    "No such file or directory");
+		o.frisbeed = "/bin/true";
+		assert_int_equal(ndz_session_start(&o, &s, "/a.ndz", &pid, NULL), 0);
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	ndz_error_clear(&e);
+	assert_true(ndz_session_identity("/nonexistent.ndz", uuid, &(uint32_t){ 0 },
+					 &(uint64_t){ 0 }, &e) < 0);
+	assert_non_null(strstr(ndz_error_msg(&e), "/nonexistent.ndz"));
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_codec),
+		cmocka_unit_test(test_path),
+		cmocka_unit_test(test_endpoint),
+		cmocka_unit_test(test_session),
+	};
+	int rc;
+
+	if (!mkdtemp(dir))
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	rmdir(dir);
+	return rc;
+}
