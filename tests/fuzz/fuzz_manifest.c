@@ -13,7 +13,8 @@
 
 #include "core/err.h"
 #include "core/le.h"
-#include "trust/trust.h"
+#include "trust/key.h"
+#include "trust/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,7 +29,8 @@ static int ready;
  */
 static void setup(void)
 {
-	if (ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec) < 0 || ndz_key_public(&sec, &pub) < 0)
+	if (ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL) < 0 ||
+	    ndz_key_public(&sec, &pub, NULL) < 0)
 		abort();
 	ready = 1;
 }
@@ -52,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	switch (data[0] % 3) {
 	case 2:
-		rc = ndz_key_parse((const char *)buf, size, &k);
+		rc = ndz_key_parse((const char *)buf, size, &k, NULL);
 		if (rc != 0 && rc != NDZ_EKEY)
 			abort();
 		if (rc == 0 && k.type == NDZ_KEY_NONE)
