@@ -247,7 +247,7 @@ int ndz_verify_stored(const struct ndz_verify *v, const uint8_t *chunk,
 
 int ndz_verify_walk(const struct ndz_verify *v, struct ndz_io *in, struct ndz_error *e)
 {
-	const struct ndz_manifest *m = ndz_verify_get_manifest(v);
+	const struct ndz_manifest *m = v ? ndz_verify_get_manifest(v) : NULL;
 	struct ndz_image_walk *w = NULL;
 	struct ndz_chunk_hdr h;
 	uint8_t *buf = malloc(NDZ_CHUNK_SIZE);

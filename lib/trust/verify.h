@@ -139,7 +139,7 @@ int ndz_verify_stored(const struct ndz_verify *v, const uint8_t *chunk,
  * ndz_verify_walk - the stored image in, read whole (ndz_image_walk, in order and
  * with the image's rules): with a manifest, chunk 0 of its image and every chunk
  * the one it signs, and as many; without, every chunk's CRC. 0 or a code with e
- * naming in and the chunk. (imagekey verify)
+ * naming in and the chunk. v may be NULL (no keys). (imagekey verify)
  */
 int ndz_verify_walk(const struct ndz_verify *v, struct ndz_io *in, struct ndz_error *e);
 
