@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for chunk decryption (lib/trust.c), both ciphers. Input: one
+ * libFuzzer target for chunk decryption (lib/trust/seal.c), both ciphers. Input: one
  * byte of mode (bit 0: the cipher, bit 1: what to do), then bytes.
  * Forge: the bytes are a chunk, made to claim encryption with that cipher under a
  * fixed key and given right CRCs; whatever its header checks pass, decryption must

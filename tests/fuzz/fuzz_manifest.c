@@ -1,5 +1,6 @@
 /*
- * libFuzzer target for the parsers of lib/trust.c: signed manifests and key files.
+ * libFuzzer target for the parsers of lib/trust (manifest.c, key.c): signed manifests
+ * and key files.
  * Input: one mode byte, then the bytes. Mode 0 opens them as a manifest with a fixed
  * public key as they are; mode 1 first stamps the key's id and a valid signature
  * on them, so the checks behind the signature get explored; mode 2 parses them as

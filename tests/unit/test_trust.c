@@ -1,4 +1,4 @@
-/* Unit tests for lib/trust.c: key files, signed manifests, chunk encryption. */
+/* Unit tests for lib/trust (key.c, manifest.c, seal.c): key files, manifests, chunk encryption. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
