@@ -21,6 +21,18 @@ struct ndz_verify {
 	int key_streak;
 };
 
+/* The image's name in messages (read each time: a caller may fill it in late). */
+static const char *vname(const struct ndz_verify *v)
+{
+	return v->name[0] ? v->name : "image";
+}
+
+/* The manifest's name in messages: its file, or the image it came with. */
+static const char *mname(const struct ndz_verify *v)
+{
+	return v->mpath ? v->mpath : vname(v);
+}
+
 int ndz_verify_create(const struct ndz_verify_opts *o, struct ndz_verify **out,
 		      struct ndz_error *e)
 {
@@ -43,7 +55,7 @@ int ndz_verify_create(const struct ndz_verify_opts *o, struct ndz_verify **out,
 	if (o->crypt && !o->stored)
 		v->crypt = *o->crypt;
 	v->stored = o->stored;
-	v->name = o->name ? o->name : "image";
+	v->name = o->name ? o->name : "";
 	*out = v;
 	return 0;
 }
@@ -79,7 +91,7 @@ int ndz_verify_load_manifest(struct ndz_verify *v, const char *path, struct ndz_
 	ndz_manifest_release(&v->m);
 	rc = ndz_manifest_load(path, &v->pub, &v->m, &mine);
 	if (rc == NDZ_EUNSIGNED)
-		return ndz_error_set(e, rc, 0, "%s: %s (%s)", v->name, ndz_strerror(rc),
+		return ndz_error_set(e, rc, 0, "%s: %s (%s)", vname(v), ndz_strerror(rc),
 				     ndz_error_msg(&mine));
 	if (rc < 0)
 		return ndz_error_copy(e, &mine);
@@ -111,12 +123,6 @@ enum ndz_verdict ndz_verify_manifest(struct ndz_verify *v, const uint8_t *buf, s
 	return rc == NDZ_EWRONGKEY || rc == NDZ_ENOTSUP ? NDZ_VERDICT_FATAL : NDZ_VERDICT_FORGED;
 }
 
-/* The manifest's name in messages: its file, or the image it came with. */
-static const char *mname(const struct ndz_verify *v)
-{
-	return v->mpath ? v->mpath : v->name;
-}
-
 /* The keys against the image's encryption (enc: it is encrypted; key_id: whose). */
 static int check_keys(const struct ndz_verify *v, int enc, const uint8_t *key_id,
 		      const char *how, struct ndz_error *e)
@@ -127,20 +133,20 @@ static int check_keys(const struct ndz_verify *v, int enc, const uint8_t *key_id
 		return 0;
 	if (enc && v->crypt.type == NDZ_KEY_NONE) {
 		if (!key_id)
-			return ndz_error_set(e, NDZ_ENEEDKEY, 0, "%s: %s (%s)", v->name,
+			return ndz_error_set(e, NDZ_ENEEDKEY, 0, "%s: %s (%s)", vname(v),
 					     ndz_strerror(NDZ_ENEEDKEY), how);
 		ndz_key_id_hex(key_id, want);
 		return ndz_error_set(e, NDZ_ENEEDKEY, 0, "%s: %s (it needs encryption key %s: "
-				     "--key FILE)", v->name, ndz_strerror(NDZ_ENEEDKEY), want);
+				     "--key FILE)", vname(v), ndz_strerror(NDZ_ENEEDKEY), want);
 	}
 	if (enc && key_id && memcmp(v->crypt.id, key_id, NDZ_KEY_ID_LEN) != 0) {
 		ndz_key_id_hex(key_id, want);
 		ndz_key_id_hex(v->crypt.id, got);
 		return ndz_error_set(e, NDZ_EWRONGKEY, 0, "%s: %s: encrypted with key %s, not "
-				     "with key %s", v->name, ndz_strerror(NDZ_EWRONGKEY), want, got);
+				     "with key %s", vname(v), ndz_strerror(NDZ_EWRONGKEY), want, got);
 	}
 	if (!enc && v->crypt.type != NDZ_KEY_NONE)
-		return ndz_error_set(e, NDZ_ENOTENC, 0, "%s: %s", v->name,
+		return ndz_error_set(e, NDZ_ENOTENC, 0, "%s: %s", vname(v),
 				     ndz_strerror(NDZ_ENOTENC));
 	return 0;
 }
@@ -166,7 +172,7 @@ int ndz_verify_image(struct ndz_verify *v, const struct ndz_image_id *id, struct
 		return rc;
 	if (ndz_verify_wants_manifest(v))
 		return ndz_error_set(e, NDZ_EUNSIGNED, 0, "%s: %s (a public key, and no manifest)",
-				     v->name, ndz_strerror(NDZ_EUNSIGNED));
+				     vname(v), ndz_strerror(NDZ_EUNSIGNED));
 	if (!m)
 		return 0;
 	what = memcmp(m->uuid, id->uuid, 16) ? "uuid" :
@@ -178,7 +184,7 @@ int ndz_verify_image(struct ndz_verify *v, const struct ndz_image_id *id, struct
 				     "(%s differs)", mname(v), what);
 	if (id->chunks && id->chunks != m->chunks)
 		return ndz_error_set(e, NDZ_EMISMATCH, 0, "%s: %s: %u chunks, the manifest %s "
-				     "signs %u", v->name, ndz_strerror(NDZ_EMISMATCH), id->chunks,
+				     "signs %u", vname(v), ndz_strerror(NDZ_EMISMATCH), id->chunks,
 				     mname(v), m->chunks);
 	return 0;
 }
@@ -276,7 +282,7 @@ static enum ndz_verdict reject(struct ndz_verify *v, enum ndz_verdict how, uint3
 			       int code, const char *more, struct ndz_error *e)
 {
 	if (how == NDZ_VERDICT_FATAL)
-		ndz_error_set(e, code, 0, "%s: chunk %u: %s%s", v->name, place, ndz_strerror(code),
+		ndz_error_set(e, code, 0, "%s: chunk %u: %s%s", vname(v), place, ndz_strerror(code),
 			      more);
 	else
 		ndz_error_set(e, code, 0, "chunk %u: %s", place, ndz_strerror(code));

@@ -35,7 +35,8 @@ struct ndz_verify_opts {
 					  (frisbee --raw): never decrypted nor refused for
 					  their encryption; crypt is ignored */
 	const char *name;              /* the image in messages ("img.ndz", "server
-					  10.0.0.1"); NULL: "image" */
+					  10.0.0.1"; read when a message is written, so it may
+					  be filled in later); NULL or "": "image" */
 };
 
 /* What ndz_verify_chunk and ndz_verify_manifest say of what was received. */
