@@ -16,34 +16,12 @@
 #include "trust/key.h"
 #include "trust/manifest.h"
 #include "trust/seal.h"
+#include "trustfix.h"
 
 /* A sound plain chunk i of a 3-chunk image of uuid 0x42.., with len data bytes. */
 static uint8_t *make_chunk(uint32_t i, uint32_t len)
 {
-	uint8_t *c = calloc(1, NDZ_CHUNK_SIZE);
-	struct ndz_chunk_hdr h;
-	uint32_t k;
-
-	assert_non_null(c);
-	memset(&h, 0, sizeof(h));
-	h.version = NDZ_VERSION_1;
-	h.index = i;
-	memset(h.uuid, 0x42, 16);
-	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
-	h.source_bytes = 30 * 512;
-	h.source_sectors = 30;
-	h.first = i * 10;
-	h.last = i * 10 + 10;
-	h.chunk_flags = i == 2 ? NDZ_CHUNK_LAST : 0;
-	h.nregions = 1;
-	ndz_hdr_set_region(c, 0, (struct ndz_region){ i * 10, 10 });
-	for (k = 0; k < len; k++)
-		c[NDZ_HDR_SIZE + k] = (uint8_t)(k * 7 + i);
-	h.data_len = len;
-	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, len);
-	assert_int_equal(ndz_hdr_encode(&h, c), 0);
-	return c;
+	return trust_chunk(i, 0x42, len, 3);
 }
 
 /* A sink that keeps what it is given, and can be told to fail at one index. */

@@ -18,36 +18,14 @@
 #include "trust/manifest.h"
 #include "trust/seal.h"
 #include "trust/verify.h"
+#include "trustfix.h"
 
 #define NCHUNKS 3
 
 /* A sound plain chunk i of a 3-chunk image of uuid 0x42.., with len data bytes. */
 static uint8_t *make_chunk(uint32_t i, uint32_t len)
 {
-	uint8_t *c = calloc(1, NDZ_CHUNK_SIZE);
-	struct ndz_chunk_hdr h;
-	uint32_t k;
-
-	assert_non_null(c);
-	memset(&h, 0, sizeof(h));
-	h.version = NDZ_VERSION_1;
-	h.index = i;
-	memset(h.uuid, 0x42, 16);
-	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
-	h.source_bytes = 30 * 512;
-	h.source_sectors = 30;
-	h.first = i * 10;
-	h.last = i * 10 + 10;
-	h.chunk_flags = i == NCHUNKS - 1 ? NDZ_CHUNK_LAST : 0;
-	h.nregions = 1;
-	ndz_hdr_set_region(c, 0, (struct ndz_region){ i * 10, 10 });
-	for (k = 0; k < len; k++)
-		c[NDZ_HDR_SIZE + k] = (uint8_t)(k * 7 + i);
-	h.data_len = len;
-	h.data_crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), c + NDZ_HDR_SIZE, len);
-	assert_int_equal(ndz_hdr_encode(&h, c), 0);
-	return c;
+	return trust_chunk(i, 0x42, len, NCHUNKS);
 }
 
 /* The sealed image: NCHUNKS chunks in img, and its signed manifest's bytes. */
