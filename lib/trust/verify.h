@@ -109,8 +109,9 @@ int ndz_verify_image(struct ndz_verify *v, const struct ndz_image_id *id, struct
 /*
  * ndz_verify_header - a chunk's header against the policy, before its data is
  * looked at (cheap): encrypted without an encryption key (NDZ_ENEEDKEY), plain
- * with one (NDZ_ENOTENC), another image than the manifest's (NDZ_EMISMATCH).
- * 0 or that code with e naming the chunk ("chunk 3: ..."). Thread-safe.
+ * with one (NDZ_ENOTENC), another image than the manifest's (NDZ_EMISMATCH);
+ * nothing of encryption for a stored verifier. v may be NULL (no keys). 0 or that
+ * code with e naming the chunk ("chunk 3: ..."). Thread-safe.
  */
 int ndz_verify_header(const struct ndz_verify *v, const struct ndz_chunk_hdr *h,
 		      struct ndz_error *e);
