@@ -74,7 +74,6 @@ static void *feeder(void *arg)
 {
 	struct client *c = arg;
 	struct ndz_chunk_hdr h;
-	int key_streak = 0;
 
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
@@ -88,7 +87,7 @@ static void *feeder(void *arg)
 		if (slot < 0 || c->abandon || c->ferr.code)
 			break;
 		pthread_mutex_unlock(&c->lock);
-		how = check_chunk(c, buf, chunk, &h, &key_streak, &why, &intact);
+		how = check_chunk(c, buf, chunk, &h, &why, &intact);
 		pthread_mutex_lock(&c->lock);
 		if (how != NDZ_CHUNK_OK) {
 			int partial = ndz_client_verdict(c->cl, slot, how, why, intact, ndz_now_ns());
@@ -264,7 +263,15 @@ int main(int argc, char **argv)
 		cli_usage_error("-z and --discard exclude each other");
 	if (c.manifest_path && c.pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
-	if (c.manifest_path && ndz_manifest_load(c.manifest_path, &c.pub, &c.m, &c.err) < 0)
+	{
+		struct ndz_verify_opts vo = { .pub = &c.pub, .crypt = &c.crypt, .stored = c.raw,
+					      .name = c.source };
+
+		if (ndz_verify_create(&vo, &c.verify, &c.err) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
+		ndz_key_wipe(&c.crypt);
+	}
+	if (c.manifest_path && ndz_verify_load_manifest(c.verify, c.manifest_path, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	signal(SIGPIPE, SIG_IGN);
 	/* before joining: a target in use is refused without disturbing the session */
@@ -369,8 +376,7 @@ int main(int argc, char **argv)
 	else if (fst.forged && !cli_quiet)
 		cli_warn("%llu forged chunks discarded and fetched again",
 			 (unsigned long long)fst.forged);
-	ndz_manifest_release(&c.m);
-	ndz_key_wipe(&c.crypt);
+	ndz_verify_free(c.verify);
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
 	ndz_client_free(c.cl);

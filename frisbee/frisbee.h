@@ -13,7 +13,7 @@
 #include "core/orig.h"
 #include "mcast/client.h"
 #include "mcast/net.h"
-#include "trust/trust.h"
+#include "trust/verify.h"
 #include "codec/unzip.h"
 
 struct client {
@@ -22,7 +22,7 @@ struct client {
 	int zero_fill, discard, raw, progress, give_up_s;
 	const char *manifest_path;     /* --manifest */
 	struct ndz_key pub, crypt;     /* --key: type NDZ_KEY_NONE when not given */
-	struct ndz_manifest m;         /* with pub: every chunk must be the one it signs */
+	struct ndz_verify *verify;     /* the trust policy (lib/trust/verify.h) */
 	struct ndz_client_opts co;     /* the session's (lib/mcast/client.h) */
 
 	struct ndz_net *net;
@@ -67,12 +67,13 @@ extern const char *orig_key_path;
 extern struct ndz_orig_keys orig_keys;
 
 /*
- * The trust policy (policy.c), to be replaced by lib/trust's one verifier.
+ * The trust policy (policy.c), by lib/trust's verifier.
  * check_chunk - check a complete chunk (NDZ_CHUNK_* of lib/mcast/client.h).
- * check_trust - the manifest is the served image's, fetched first when need be.
+ * check_trust - the verifier's rule for the served image, its manifest fetched
+ * first when need be.
  */
 int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk, struct ndz_chunk_hdr *h,
-		int *key_streak, int *why, int *intact);
+		int *why, int *intact);
 void check_trust(struct client *c);
 
 #endif

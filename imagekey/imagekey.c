@@ -10,7 +10,8 @@
 #include "cli/cli.h"
 #include "core/err.h"
 #include "core/io.h"
-#include "trust/trust.h"
+#include "trust/seal.h"
+#include "trust/verify.h"
 
 static const char usage_text[] =
 	"Usage: imagekey generate [-e] -o NAME\n"
@@ -73,12 +74,14 @@ static struct ndz_io *open_image(const char *path)
 
 static const char *manifest_name(const char *image, const char *given, char *buf, size_t len)
 {
+	struct ndz_error e = { 0 };
+
 	if (given)
 		return given;
 	if (strcmp(image, "-") == 0)
 		cli_usage_error("an image from stdin needs -m MANIFEST");
-	if (ndz_manifest_path(image, buf, len) < 0)
-		cli_usage_error("%s: name too long", image);
+	if (ndz_manifest_path(image, buf, len, &e) < 0)
+		cli_usage_error("%s", ndz_error_msg(&e));
 	return buf;
 }
 
@@ -90,16 +93,15 @@ static int cmd_generate(const char *name, int encrypt)
 
 	if (!name)
 		cli_usage_error("generate: -o NAME is needed");
-	if (ndz_key_generate(encrypt ? NDZ_KEY_CRYPT : NDZ_KEY_SIGN_SECRET, &k) < 0)
-		cli_die(EXIT_FAIL, "libsodium failed to start");
+	if (ndz_key_generate(encrypt ? NDZ_KEY_CRYPT : NDZ_KEY_SIGN_SECRET, &k, &e) < 0)
+		die_err(&e);
 	if ((size_t)snprintf(path, sizeof(path), "%s.%s", name, encrypt ? "key" : "sec") >=
 	    sizeof(path) || (size_t)snprintf(ppath, sizeof(ppath), "%s.pub", name) >= sizeof(ppath))
 		cli_usage_error("%s: name too long", name);
 	if (ndz_key_save(path, &k, &e) < 0)
 		die_err(&e);
 	if (!encrypt) {
-		ndz_key_public(&k, &pub);
-		if (ndz_key_save(ppath, &pub, &e) < 0) {
+		if (ndz_key_public(&k, &pub, &e) < 0 || ndz_key_save(ppath, &pub, &e) < 0) {
 			unlink(path);
 			die_err(&e);
 		}
@@ -127,10 +129,12 @@ static int cmd_sign(const char *keyp, const char *image, const char *mpath)
 	mpath = manifest_name(image, mpath, buf, sizeof(buf));
 	if (ndz_manifest_build(in, &m, &e) < 0)
 		die_err(&e);
-	rc = ndz_manifest_sign(&m, &k, &enc, &len);
+	rc = ndz_manifest_sign(&m, &k, &enc, &len, &e);
 	ndz_key_wipe(&k);
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s: %s", image, ndz_strerror(rc));
+	if (rc < 0) {
+		ndz_error_prefix(&e, "%s", image);
+		die_err(&e);
+	}
 	if (ndz_manifest_save(mpath, enc, len, &e) < 0)
 		die_err(&e);
 	ndz_key_id_hex(m.key_id, id);
@@ -145,21 +149,25 @@ static int cmd_sign(const char *keyp, const char *image, const char *mpath)
 static int cmd_verify(const char *keyp, const char *image, const char *mpath)
 {
 	struct ndz_key k = load_key(keyp, NDZ_KEY_SIGN_PUBLIC);
+	struct ndz_verify_opts vo = { .pub = &k, .name = image, .stored = 1 };
 	struct ndz_error e = { 0 };
-	struct ndz_manifest m;
+	struct ndz_verify *v;
 	struct ndz_io *in;
 	char buf[PATH_MAX];
 
 	mpath = manifest_name(image, mpath, buf, sizeof(buf));
+	if (ndz_verify_create(&vo, &v, &e) < 0)
+		die_err(&e);
 	/* the signature first: nothing of the image is trusted before it */
-	if (ndz_manifest_load(mpath, &k, &m, &e) < 0)
+	if (ndz_verify_load_manifest(v, mpath, &e) < 0)
 		die_err(&e);
 	in = open_image(image);
-	if (ndz_manifest_verify_image(in, &m, &e) < 0)
+	if (ndz_verify_walk(v, in, &e) < 0)
 		die_err(&e);
 	if (!cli_quiet)
-		printf("%s: %u chunks, signature and every chunk good\n", image, m.chunks);
-	ndz_manifest_release(&m);
+		printf("%s: %u chunks, signature and every chunk good\n", image,
+		       ndz_verify_get_manifest(v)->chunks);
+	ndz_verify_free(v);
 	ndz_io_close(in);
 	return EXIT_OK;
 }

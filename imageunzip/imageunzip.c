@@ -14,7 +14,7 @@
 #include "core/orig.h"
 #include "part.h"
 #include "core/target.h"
-#include "trust/trust.h"
+#include "trust/verify.h"
 #include "codec/unzip.h"
 
 static const char usage_text[] =
@@ -129,50 +129,33 @@ static void flushing_cb(void *ctx)
 }
 
 /*
- * Before anything is written: the image's encryption key, and with a public key the
- * manifest's signature and that it is this image's. Dies with the reason.
+ * Before anything is written, the verifier's rule (lib/trust/verify.h): the keys
+ * fit the image's encryption, and with a public key its signed manifest (mpath,
+ * default IMAGE.manifest) is this image's. Dies with the reason.
  */
-static void check_trust(const char *image, const char *mpath, const struct ndz_key *pub,
-			const struct ndz_key *crypt, struct ndz_image_reader *reader,
-			struct ndz_manifest *m)
+static void check_trust(struct ndz_verify *v, const char *image, const char *mpath,
+			struct ndz_image_walk *walk)
 {
-	const struct ndz_chunk_hdr *h0 = ndz_image_reader_first(reader);
+	const struct ndz_chunk_hdr *h0 = ndz_image_walk_first(walk);
+	struct ndz_image_id id = { .source_bytes = h0->source_bytes, .first = h0,
+				   .chunks = ndz_image_walk_chunks(walk) };
 	struct ndz_error e = { 0 };
-	char buf[4096], want[17], got[17];
+	static char buf[4096];
 
-	if (h0->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
-		ndz_key_id_hex(h0->key_id, want);
-		if (crypt->type == NDZ_KEY_NONE)
-			cli_die(EXIT_FAIL, "%s: %s (it needs encryption key %s: --key FILE)",
-				image, ndz_strerror(NDZ_ENEEDKEY), want);
-		ndz_key_id_hex(crypt->id, got);
-		if (memcmp(crypt->id, h0->key_id, NDZ_KEY_ID_LEN) != 0)
-			cli_die(EXIT_FAIL, "%s: %s: encrypted with key %s, not with key %s", image,
-				ndz_strerror(NDZ_EWRONGKEY), want, got);
-	} else if (crypt->type != NDZ_KEY_NONE) {
-		cli_die(EXIT_FAIL, "%s: %s", image, ndz_strerror(NDZ_ENOTENC));
+	if (ndz_verify_wants_manifest(v)) {
+		if (!mpath) {
+			if (strcmp(image, "-") == 0)
+				cli_usage_error("--key: an image from stdin needs --manifest FILE");
+			if (ndz_manifest_path(image, buf, sizeof(buf), &e) < 0)
+				cli_usage_error("%s", ndz_error_msg(&e));
+			mpath = buf;
+		}
+		if (ndz_verify_load_manifest(v, mpath, &e) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	}
-	if (pub->type == NDZ_KEY_NONE)
-		return;
-	if (!mpath) {
-		if (strcmp(image, "-") == 0)
-			cli_usage_error("--key: an image from stdin needs --manifest FILE");
-		if (ndz_manifest_path(image, buf, sizeof(buf)) < 0)
-			cli_usage_error("%s: name too long", image);
-		mpath = buf;
-	}
-	if (ndz_manifest_load(mpath, pub, m, &e) < 0) {
-		if (e.code == NDZ_EUNSIGNED)
-			cli_die(EXIT_FAIL, "%s: %s (%s)", image, ndz_strerror(NDZ_EUNSIGNED),
-				ndz_error_msg(&e));
+	memcpy(id.uuid, h0->uuid, 16);
+	if (ndz_verify_image(v, &id, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	}
-	if (ndz_manifest_match(m, h0, &e) < 0)
-		cli_die(EXIT_FAIL, "%s: %s", mpath, ndz_error_msg(&e));
-	if (ndz_image_reader_chunks(reader) && ndz_image_reader_chunks(reader) != m->chunks)
-		cli_die(EXIT_FAIL, "%s: %s: %u chunks, the manifest %s signs %u", image,
-			ndz_strerror(NDZ_EMISMATCH), ndz_image_reader_chunks(reader), mpath,
-			m->chunks);
 }
 
 /* Open IMAGE ('-': stdin) for reading chunk by chunk; dies with the reason. */
@@ -215,7 +198,9 @@ int main(int argc, char **argv)
 	struct ndz_chunk_hdr h;
 	struct ndz_unzip_opts uopts;
 	struct ndz_unzip_stats stats;
-	struct ndz_image_reader *reader;
+	struct ndz_image_walk *walk;
+	struct ndz_verify_opts vopts = { 0 };
+	struct ndz_verify *verify;
 	struct ndz_unzip *u = NULL;
 	struct ndz_io *in, *target = NULL, *disk = NULL;
 	struct ndz_error err = { 0 };
@@ -223,8 +208,7 @@ int main(int argc, char **argv)
 	const char *tpath = NULL, *mpath = NULL, *okey = NULL, *opub = NULL;
 	struct ndz_orig_keys okeys = { 0 };
 	struct ndz_key pub = { 0 }, crypt = { 0 };
-	struct ndz_manifest m = { 0 };
-	uint32_t pos = 0;
+	const struct ndz_manifest *m;
 	int slice = 0, progress = 0, created = 0, force = 0, c, rc;
 	char rate[64];
 
@@ -292,9 +276,17 @@ int main(int argc, char **argv)
 
 	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
 	in = open_input(argv[optind]);
-	if (ndz_image_reader_open(in, &reader, &err) < 0)
+	vopts.pub = &pub;
+	vopts.crypt = &crypt;
+	vopts.name = argv[optind];
+	if (ndz_verify_create(&vopts, &verify, &err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-	h0 = ndz_image_reader_first(reader);
+	ndz_key_wipe(&crypt);
+	/* A signed image is stored in order: a chunk out of place is refused. */
+	if (ndz_image_walk_open(in, pub.type != NDZ_KEY_NONE ? NDZ_WALK_ORDER : 0, &walk,
+				&err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
+	h0 = ndz_image_walk_first(walk);
 	if (okey || opub) {
 		if (ndz_orig_load_keys(okey, opub, &okeys, &err) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
@@ -315,7 +307,7 @@ int main(int argc, char **argv)
 			 "--orig-pubkey", argv[optind]);
 	if (mpath && pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
-	check_trust(argv[optind], mpath, &pub, &crypt, reader, &m);
+	check_trust(verify, argv[optind], mpath, walk);
 	if (tpath) {
 		/* With -n a target is only measured, never written or created. */
 		/* A partition's disk must exist; a whole-image target file may be created. */
@@ -348,15 +340,14 @@ int main(int argc, char **argv)
 	uopts.flushing = flushing_cb;
 	uopts.progress_ctx = &prog;
 	uopts.name = in->name;
-	uopts.expect_chunks = ndz_image_reader_chunks(reader);
-	if (m.hash) {
-		uopts.manifest = &m;
-		uopts.expect_chunks = m.chunks;
+	uopts.expect_chunks = ndz_image_walk_chunks(walk);
+	m = ndz_verify_get_manifest(verify);
+	if (m) {
+		uopts.expect_chunks = m->chunks;
 		uopts.expect_uuid_set = 1;
-		memcpy(uopts.expect_uuid, m.uuid, 16);
+		memcpy(uopts.expect_uuid, m->uuid, 16);
 	}
-	if (crypt.type != NDZ_KEY_NONE)
-		uopts.crypt_key = &crypt;
+	uopts.verify = verify;
 	verifying = uopts.verify_only;
 	if (verifying)
 		cli_progress_init(&prog, progress, "checking", "image", "checked");
@@ -374,19 +365,11 @@ int main(int argc, char **argv)
 
 		if (!buf)
 			break;
-		rc = ndz_image_reader_next(reader, buf, &h, &err);
+		rc = ndz_image_walk_next(walk, buf, &h, &err);
 		if (rc <= 0) {
 			ndz_unzip_put_buf(u, buf, NULL, 0);
 			break;
 		}
-		/* A signed image is stored in order: a chunk out of place is refused. */
-		if (m.hash && h.index != pos) {
-			ndz_error_set(&err, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
-				      "chunks out of order", in->name, h.index, pos);
-			ndz_unzip_put_buf(u, buf, NULL, 0);
-			break;
-		}
-		pos++;
 		if (ndz_unzip_put_buf(u, buf, &h, 0) < 0)
 			break;
 	}
@@ -399,9 +382,8 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&err));
 	ndz_unzip_free(u);
-	ndz_image_reader_free(reader);
-	ndz_manifest_release(&m);
-	ndz_key_wipe(&crypt);
+	ndz_image_walk_free(walk);
+	ndz_verify_free(verify);
 	memset(&okeys, 0, sizeof(okeys));
 	if (rc < 0)
 		cli_drop_file();

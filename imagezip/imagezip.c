@@ -17,7 +17,7 @@
 #include "core/target.h"
 #include "codec/convert.h"
 #include "from.h"
-#include "trust/trust.h"
+#include "trust/seal.h"
 #include "codec/zip.h"
 #include "master/upsink.h"
 
@@ -85,53 +85,15 @@ struct output {
 	const char *name;
 	struct ndz_io *io;             /* the image written in order */
 	uint64_t written;
-	const struct ndz_key *crypt;   /* --encrypt: each chunk encrypted with it */
-	uint8_t *buf;                  /* with crypt: the chunk being encrypted */
-	struct ndz_manifest *m;        /* --sign: the hashes of the chunks so far */
-	int cipher;                    /* --cipher: enum ndz_cipher */
 };
 
-/* The chunk as stored: encrypted (--encrypt), then hashed for the manifest (--sign). */
+/* The chunk as stored (the sealer's sink: encrypted and hashed already). */
 static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
 {
 	struct output *o = ctx;
 	int rc;
 
-	if (o->crypt) {
-		memcpy(o->buf, chunk, NDZ_CHUNK_SIZE);
-		rc = ndz_chunk_encrypt(o->crypt, o->cipher, o->buf);
-		if (rc < 0)
-			return ndz_error_set(e, rc, 0, "chunk %u: encryption failed: %s", index,
-					     ndz_strerror(rc));
-		chunk = o->buf;
-	}
-	if (o->m) {
-		if (index >= o->m->chunks) {
-			uint32_t want = o->m->chunks * 2;
-			uint8_t (*more)[NDZ_HASH_LEN];
-
-			if (index >= NDZ_MANIFEST_MAX_CHUNKS)
-				return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: more chunks than "
-						     "a manifest holds", index);
-			more = realloc(o->m->hash, (size_t)want * NDZ_HASH_LEN);
-			if (!more)
-				return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", ndz_strerror(NDZ_ENOMEM));
-			o->m->hash = more;
-			o->m->chunks = want;
-		}
-		ndz_chunk_hash(chunk, o->m->hash[index]);
-		if (index == 0) {
-			struct ndz_chunk_hdr h;
-
-			rc = ndz_hdr_decode(chunk, &h, NULL);
-			if (rc < 0)
-				return ndz_error_set(e, rc, 0, "chunk 0: %s", ndz_strerror(rc));
-			memcpy(o->m->uuid, h.uuid, 16);
-			o->m->codec = h.codec;
-			o->m->source_bytes = h.source_bytes;
-			o->m->flags = o->crypt ? NDZ_MANIFEST_ENCRYPTED : 0;
-		}
-	}
+	(void)index;
 	rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written);
 	if (rc < 0)
 		return ndz_io_fail(o->io, rc, e, "write error");
@@ -145,28 +107,6 @@ static void load_key(const char *path, enum ndz_key_type want, struct ndz_key *k
 
 	if (ndz_key_load_as(path, NDZ_KEY_BIT(want), k, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-}
-
-/* --sign: the manifest of the chunks written, signed, into path. */
-static int write_manifest(struct ndz_manifest *m, uint32_t chunks, const struct ndz_key *k,
-			  const char *path)
-{
-	struct ndz_error e = { 0 };
-	uint8_t *buf;
-	size_t len;
-	int rc;
-
-	m->chunks = chunks;
-	rc = ndz_manifest_sign(m, k, &buf, &len);
-	if (rc < 0) {
-		cli_error("%s: %s", path, ndz_strerror(rc));
-		return rc;
-	}
-	rc = ndz_manifest_save(path, buf, len, &e);
-	free(buf);
-	if (rc < 0)
-		cli_error("%s", ndz_error_msg(&e));
-	return rc;
 }
 
 /* Progress counts the disk bytes read of those in use, as the summary does. */
@@ -411,10 +351,11 @@ int main(int argc, char **argv)
 	struct ndz_zip_opts zopts;
 	struct ndz_zip_stats stats;
 	struct cli_progress prog;
-	struct output out = { -1, NULL, NULL, 0, NULL, NULL, NULL, 0 };
+	struct output out = { -1, NULL, NULL, 0 };
 	const char *sign_path = NULL, *crypt_path = NULL, *manifest = NULL;
 	struct ndz_key sign_key = { 0 }, crypt_key = { 0 };
-	struct ndz_manifest m = { 0 };
+	struct ndz_seal_opts seal_opts = { .next = write_chunk, .next_ctx = &out };
+	struct ndz_seal *seal = NULL;
 	char mbuf[PATH_MAX];
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
@@ -496,9 +437,9 @@ int main(int argc, char **argv)
 			crypt_path = optarg;
 			break;
 		case 'Y':
-			cipher = ndz_cipher_parse(optarg);
+			cipher = ndz_cipher_parse(optarg, &zerr);
 			if (cipher < 0)
-				cli_usage_error("--cipher: '%s': aes256gcm or xchacha20", optarg);
+				cli_usage_error("--cipher: %s", ndz_error_msg(&zerr));
 			break;
 		case 0x200:
 			from = 1;
@@ -565,24 +506,25 @@ int main(int argc, char **argv)
 		if (!manifest && strcmp(image, "-") == 0)
 			cli_usage_error("--sign: an image to stdout%s needs --manifest FILE",
 					upload ? " or uploaded" : "");
-		if (!manifest && ndz_manifest_path(image, mbuf, sizeof(mbuf)) < 0)
-			cli_usage_error("%s: name too long", image);
+		if (!manifest && ndz_manifest_path(image, mbuf, sizeof(mbuf), &zerr) < 0)
+			cli_usage_error("%s", ndz_error_msg(&zerr));
 		manifest = manifest ? manifest : mbuf;
 		load_key(sign_path, NDZ_KEY_SIGN_SECRET, &sign_key);
-		if (ndz_manifest_init(&m, 64) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
-		out.m = &m;
+		seal_opts.sign = 1;
 	}
 	if (cipher && !crypt_path)
 		cli_usage_error("--cipher: only with --encrypt");
-	out.cipher = cipher ? cipher : NDZ_CIPHER_DEFAULT;
 	if (crypt_path && !info) {
 		load_key(crypt_path, NDZ_KEY_CRYPT, &crypt_key);
-		out.crypt = &crypt_key;
-		out.buf = malloc(NDZ_CHUNK_SIZE);
-		if (!out.buf)
-			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
-		zopts.reserve = NDZ_CRYPT_OVERHEAD;
+		seal_opts.crypt = &crypt_key;
+		seal_opts.cipher = cipher;
+	}
+	/* --sign and --encrypt: the sealer between the compressor and the image */
+	if (!info) {
+		if (ndz_seal_create(&seal_opts, &seal, &zerr) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
+		ndz_key_wipe(&crypt_key);
+		zopts.reserve = ndz_seal_reserve(seal);
 	}
 
 	signal(SIGPIPE, SIG_IGN);
@@ -629,12 +571,12 @@ int main(int argc, char **argv)
 		memset(&stats, 0, sizeof(stats));
 		stats.in_bytes = ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE;
 		rc = ndz_orig_zip_v3(zview ? zview : view, scan.bytes, &scan.alloc,
-				     level < 0 ? NDZ_ZLIB_DEFAULT_LEVEL : level, write_chunk, &out,
+				     level < 0 ? NDZ_ZLIB_DEFAULT_LEVEL : level, ndz_seal_chunk, seal,
 				     &stats.chunks, &zerr);
 		stats.out_bytes = (uint64_t)stats.chunks * NDZ_CHUNK_SIZE;
 	} else {
-		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, write_chunk,
-			     &out, &stats, &zerr);
+		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, ndz_seal_chunk,
+			     seal, &stats, &zerr);
 	}
 	cli_progress_update(&prog, stats.in_bytes, 0);
 	if (rc < 0)
@@ -654,8 +596,11 @@ int main(int argc, char **argv)
 	if (rc == 0)
 		cli_progress_phase(&prog, "flushing");
 	/* The manifest is in place before the image is: a signed image never lacks it. */
-	if (rc == 0 && out.m && (rc = write_manifest(&m, stats.chunks, &sign_key, manifest)) < 0)
+	if (rc == 0 && seal_opts.sign &&
+	    (rc = ndz_seal_finish(seal, &sign_key, manifest, &zerr)) < 0) {
+		cli_error("%s", ndz_error_msg(&zerr));
 		manifest = NULL;
+	}
 	if (rc == 0 && commit_output(&out) < 0)
 		rc = NDZ_EIO;
 	cli_progress_end(&prog, rc == 0);
@@ -663,12 +608,10 @@ int main(int argc, char **argv)
 		ndz_upsink_finish(upsink, 1, NULL, NULL);
 	if (rc < 0)
 		discard_output(&out);
-	if (rc < 0 && out.m && manifest)
+	if (rc < 0 && seal_opts.sign && manifest)
 		unlink(manifest);
 	ndz_key_wipe(&sign_key);
-	ndz_key_wipe(&crypt_key);
-	ndz_manifest_release(&m);
-	free(out.buf);
+	ndz_seal_free(seal);
 	if (rc == 0 && cli_verbose)
 		cli_info("%s: %llu of %llu bytes in use, imaged into %u chunks (%.1f%% of the "
 			 "bytes in use), %.2f s, %s, flushed in %.2f s",

@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "core/clock.h"
 #include "core/err.h"
-#include "trust/trust.h"
+#include "trust/key.h"
 
 const char *cli_progname = "ndz";
 int cli_verbose;

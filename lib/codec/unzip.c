@@ -23,7 +23,7 @@
 #include "core/err.h"
 #include "core/image.h"
 #include "core/orig.h"
-#include "trust/trust.h"
+#include "trust/verify.h"
 #include "unzip.h"
 #include "zip.h"
 
@@ -653,11 +653,18 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	uint32_t r;
 	int rc;
 
+	/*
+	 * The trust policy (lib/trust/verify.h): the signed hash, else the CRC, then
+	 * decryption into plain. A chunk the signed manifest vouches for had its CRC
+	 * and padding checked; an encrypted one's data is authenticated by its tag.
+	 */
+	plain = *h;
+	rc = ndz_verify_data(u->opts.verify, chunk, &plain, checked ? NDZ_VERIFY_CHECKED : 0,
+			     NULL);
+	if (rc < 0)
+		return rc;
 	/* The original format: its own checks and regions (lib/orig.h). */
 	if (NDZ_IS_ORIG(h)) {
-		if (u->opts.manifest &&
-		    (rc = ndz_manifest_check_chunk(u->opts.manifest, chunk, h)) < 0)
-			return rc;
 		rc = open_orig(d, chunk, h, &oh, &plain, &clip, why, whylen);
 		if (rc < 0)
 			return rc;
@@ -666,27 +673,7 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 		goto decode;
 	}
 	want = ndz_hdr_data_bytes(chunk, h);
-
-	/*
-	 * A chunk the signed manifest vouches for had its CRC and padding checked; an
-	 * encrypted one's data is authenticated by its tag, so its CRC adds nothing.
-	 */
-	if (u->opts.manifest)
-		rc = ndz_manifest_check_chunk(u->opts.manifest, chunk, h);
-	else if (checked)
-		rc = 0;
-	else if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)
-		rc = ndz_chunk_check_padding(chunk, h, NULL);
-	else
-		rc = ndz_chunk_check_data(chunk, h, NULL);
-	if (rc < 0)
-		return rc;
-	if (h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) {
-		plain = *h;
-		if ((rc = ndz_chunk_decrypt(u->opts.crypt_key, chunk, &plain)) < 0)
-			return rc;
-		h = &plain;
-	}
+	h = &plain;
 decode:
 	gap = h->first;
 	/* Every chunk starts a job of its own: its output begins at offset 0. */
@@ -1034,19 +1021,9 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 		fail_with(u, &e);
 		goto give_back;
 	}
-	if ((h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && !u->opts.crypt_key) {
-		fail(u, NDZ_ENEEDKEY, "%s: chunk %u: %s", u->name, h->index,
-		     ndz_strerror(NDZ_ENEEDKEY));
-		goto give_back;
-	}
-	/* with a key, a plain chunk would be one nobody authenticated: refused */
-	if (!(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && u->opts.crypt_key) {
-		fail(u, NDZ_ENOTENC, "%s: chunk %u: %s", u->name, h->index,
-		     ndz_strerror(NDZ_ENOTENC));
-		goto give_back;
-	}
-	if (u->opts.manifest && ndz_manifest_match(u->opts.manifest, h, &e) < 0) {
-		ndz_error_prefix(&e, "%s: chunk %u", u->name, h->index);
+	/* the trust policy on the header (lib/trust/verify.h): keys and manifest */
+	if (ndz_verify_header(u->opts.verify, h, &e) < 0) {
+		ndz_error_prefix(&e, "%s", u->name);
 		fail_with(u, &e);
 		goto give_back;
 	}

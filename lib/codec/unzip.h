@@ -13,8 +13,7 @@
 #include "core/io.h"
 
 struct ndz_unzip;
-struct ndz_manifest;
-struct ndz_key;
+struct ndz_verify;
 struct ndz_orig_keys;
 
 struct ndz_unzip_opts {
@@ -37,11 +36,11 @@ struct ndz_unzip_opts {
 	uint32_t expect_chunks;        /* the image has this many chunks; 0: not known */
 	int expect_uuid_set;           /* the image has expect_uuid */
 	uint8_t expect_uuid[16];
-	/* lib/trust.h; both stay the caller's and must outlive the handle */
-	const struct ndz_manifest *manifest; /* each chunk must be the one it signs, before
-						anything of it is written; NULL: CRCs only */
-	const struct ndz_key *crypt_key;     /* decrypts encrypted chunks, and then plain
-						ones are refused; NULL: encrypted ones are */
+	/* the trust policy (lib/trust/verify.h): with a manifest each chunk must be the
+	   one it signs before anything of it is written, with an encryption key chunks
+	   are decrypted and plain ones refused; NULL: no keys (CRCs only, encrypted
+	   chunks refused). Stays the caller's and must outlive the handle. */
+	const struct ndz_verify *verify;
 	/* original-format images (lib/orig.h): their keys (NULL: none; stays the
 	   caller's), and the target's first sector on its disk, for disklabels */
 	const struct ndz_orig_keys *orig_keys;

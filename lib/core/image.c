@@ -451,3 +451,92 @@ int ndz_image_probe_file(const char *path, struct ndz_error *e)
 	free(area);
 	return rc;
 }
+
+/* ---- the stored-image walk ---- */
+
+struct ndz_image_walk {
+	struct ndz_io *in;
+	unsigned flags;
+	struct ndz_image_reader *r;
+	struct ndz_image *im;          /* with NDZ_WALK_RULES */
+	uint32_t pos;                  /* chunks handed out */
+	int done;
+};
+
+int ndz_image_walk_open(struct ndz_io *in, unsigned flags, struct ndz_image_walk **out,
+			struct ndz_error *e)
+{
+	struct ndz_image_walk *w = calloc(1, sizeof(*w));
+	int rc;
+
+	*out = NULL;
+	if (!w || ((flags & NDZ_WALK_RULES) && ndz_image_create(&w->im, NULL) < 0)) {
+		free(w);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", in->name,
+				     ndz_strerror(NDZ_ENOMEM));
+	}
+	w->in = in;
+	w->flags = flags;
+	rc = ndz_image_reader_open(in, &w->r, e);
+	if (rc < 0) {
+		ndz_image_walk_free(w);
+		return rc;
+	}
+	if (w->im)
+		ndz_image_expect(w->im, ndz_image_reader_chunks(w->r), NULL);
+	*out = w;
+	return 0;
+}
+
+void ndz_image_walk_free(struct ndz_image_walk *w)
+{
+	if (!w)
+		return;
+	ndz_image_reader_free(w->r);
+	ndz_image_free(w->im);
+	free(w);
+}
+
+const struct ndz_chunk_hdr *ndz_image_walk_first(const struct ndz_image_walk *w)
+{
+	return ndz_image_reader_first(w->r);
+}
+
+uint32_t ndz_image_walk_chunks(const struct ndz_image_walk *w)
+{
+	return ndz_image_reader_chunks(w->r);
+}
+
+uint32_t ndz_image_walk_count(const struct ndz_image_walk *w)
+{
+	return w->pos;
+}
+
+int ndz_image_walk_next(struct ndz_image_walk *w, uint8_t *buf, struct ndz_chunk_hdr *h,
+			struct ndz_error *e)
+{
+	int rc;
+
+	if (w->done)
+		return 0;
+	rc = ndz_image_reader_next(w->r, buf, h, e);
+	if (rc < 0)
+		return rc;
+	if (rc == 0) {
+		w->done = 1;
+		if (w->im && (rc = ndz_image_complete(w->im, e)) < 0) {
+			ndz_error_prefix(e, "%s", w->in->name);
+			return rc;
+		}
+		return 0;
+	}
+	if ((w->flags & NDZ_WALK_ORDER) && h->index != w->pos)
+		return ndz_error_set(e, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
+				     "chunks out of order", w->in->name, h->index, w->pos);
+	if (w->im && (rc = ndz_image_add(w->im, h, e)) < 0) {
+		ndz_error_prefix(e, "%s", w->in->name);
+		return rc;
+	}
+	w->pos++;
+	return 1;
+}

@@ -102,4 +102,42 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
  */
 int ndz_image_probe_file(const char *path, struct ndz_error *e);
 
+/*
+ * The stored-image walk: a stored image read chunk by chunk in order, the one loop
+ * of every reader of a whole image (the signer, the checker, the restorer, the
+ * master's upload). Flags add what a reader needs beyond ndz_image_reader:
+ */
+struct ndz_image_walk;
+
+#define NDZ_WALK_ORDER 0x1u            /* each chunk's index must be its place */
+#define NDZ_WALK_RULES 0x2u            /* the image's rules: ndz_image_add on each chunk,
+					  ndz_image_complete at the end */
+
+/*
+ * ndz_image_walk_open - ndz_image_reader_open on in (not owned; it must outlive the
+ * walk) with flags (NDZ_WALK_*). 0 and *out (free it), or a negative code with e
+ * naming in.
+ */
+int ndz_image_walk_open(struct ndz_io *in, unsigned flags, struct ndz_image_walk **out,
+			struct ndz_error *e);
+/* ndz_image_walk_free - accepts NULL; does not close the io. */
+void ndz_image_walk_free(struct ndz_image_walk *w);
+/* ndz_image_walk_first - chunk 0's header (ndz_image_reader_first). */
+const struct ndz_chunk_hdr *ndz_image_walk_first(const struct ndz_image_walk *w);
+/* ndz_image_walk_chunks - the chunk count of a file; 0 for a stream. */
+uint32_t ndz_image_walk_chunks(const struct ndz_image_walk *w);
+/* ndz_image_walk_count - how many chunks ndz_image_walk_next handed out. */
+uint32_t ndz_image_walk_count(const struct ndz_image_walk *w);
+
+/*
+ * ndz_image_walk_next - the next chunk into buf (NDZ_CHUNK_SIZE bytes), its header
+ * decoded into h (the data checksum is the caller's to check). Returns 1 with a
+ * chunk; 0 at the end of a sound image (with NDZ_WALK_RULES: a complete one); or
+ * a negative code with e naming in and the chunk: a code of ndz_image_reader_next,
+ * NDZ_EREGION (NDZ_WALK_ORDER: "found at place P: chunks out of order"), or one of
+ * ndz_image_add or ndz_image_complete.
+ */
+int ndz_image_walk_next(struct ndz_image_walk *w, uint8_t *buf, struct ndz_chunk_hdr *h,
+			struct ndz_error *e);
+
 #endif

@@ -15,6 +15,7 @@
 #include "core/format.h"
 #include "core/image.h"
 #include "core/orig.h"
+#include "trust/verify.h"
 #include "upload.h"
 
 #define VERDICT_S 600                  /* the least wait for the verdict, seconds */
@@ -39,30 +40,21 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
 		       struct ndz_upload_stats *st, struct ndz_error *e)
 {
-	struct ndz_image_reader *r = NULL;
-	struct ndz_image *im = NULL;
+	struct ndz_image_walk *w = NULL;
 	struct ndz_chunk_hdr h;
 	uint8_t *buf = malloc(NDZ_CHUNK_SIZE);
 	int rc;
 
 	memset(st, 0, sizeof(*st));
-	if (!buf || ndz_image_create(&im, NULL) < 0) {
+	if (!buf) {
 		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: receive buffer", in->name);
 		goto out;
 	}
-	rc = ndz_image_reader_open(in, &r, e);
-	while (rc >= 0 && (rc = ndz_image_reader_next(r, buf, &h, e)) == 1) {
-		if (h.index != st->chunks) {
-			rc = ndz_error_set(e, NDZ_EHEADER, 0, "%s: chunk %u: says it is chunk %u",
-					   in->name, st->chunks, h.index);
-			break;
-		}
-		if ((rc = ndz_chunk_check_data(buf, &h, NULL)) < 0) {
-			ndz_error_set(e, rc, 0, "%s: chunk %u: %s", in->name, h.index,
-				      ndz_strerror(rc));
-			break;
-		}
-		if ((rc = ndz_image_add(im, &h, e)) < 0) {
+	/* the stored-image walk (in order, the image's rules), and the verifier's check
+	   of a chunk kept as it is (no keys: its CRC) */
+	rc = ndz_image_walk_open(in, NDZ_WALK_ORDER | NDZ_WALK_RULES, &w, e);
+	while (rc >= 0 && (rc = ndz_image_walk_next(w, buf, &h, e)) == 1) {
+		if ((rc = ndz_verify_stored(NULL, buf, &h, e)) < 0) {
 			ndz_error_prefix(e, "%s", in->name);
 			break;
 		}
@@ -91,15 +83,12 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 	/* a read that timed out (the socket's receive timeout) is the uploader gone quiet */
 	if (rc < 0 && e && (e->sys == EAGAIN || e->sys == EWOULDBLOCK))
 		rc = e->code = NDZ_ETIMEDOUT;
-	if (rc == 0)
-		rc = ndz_image_complete(im, e);
 	if (rc == 0 && declared && st->bytes != declared)
 		rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: %llu bytes, not the %llu declared",
 				   in->name, (unsigned long long)st->bytes,
 				   (unsigned long long)declared);
 out:
-	ndz_image_reader_free(r);
-	ndz_image_free(im);
+	ndz_image_walk_free(w);
 	free(buf);
 	return rc < 0 ? rc : 0;
 }

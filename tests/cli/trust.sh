@@ -111,6 +111,10 @@ fails "reordered chunks (a stream)" "stdin: chunk 2: found at place 1: chunks ou
 	sh -c "'$IMAGEUNZIP' --key k.pub --manifest a.ndz.manifest - tgt <reordered.ndz"
 fails "imagekey verify: reordered chunks" "chunks out of order" \
 	sh -c "'$IMAGEKEY' verify -k k.pub -m a.ndz.manifest - <reordered.ndz"
+fails "imagekey verify: no manifest, the image named" "plain.ndz: image is not signed \(plain.ndz.manifest: no manifest" \
+	"$IMAGEKEY" verify -k k.pub plain.ndz
+fails "imagekey verify: another image's manifest" "b.ndz: chunk [0-2]: does not match the signed manifest" \
+	"$IMAGEKEY" verify -k k.pub -m a.ndz.manifest b.ndz
 cp a.ndz.manifest dropped.ndz.manifest
 "$MK" a.ndz dropped.ndz drop 1 2>/dev/null
 fails "a dropped chunk" "." "$IMAGEUNZIP" --key k.pub dropped.ndz tgt

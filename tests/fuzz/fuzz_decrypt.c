@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for chunk decryption (lib/trust.c), both ciphers. Input: one
+ * libFuzzer target for chunk decryption (lib/trust/seal.c), both ciphers. Input: one
  * byte of mode (bit 0: the cipher, bit 1: what to do), then bytes.
  * Forge: the bytes are a chunk, made to claim encryption with that cipher under a
  * fixed key and given right CRCs; whatever its header checks pass, decryption must
@@ -18,7 +18,8 @@
 #include "core/err.h"
 #include "core/format.h"
 #include "core/le.h"
-#include "trust/trust.h"
+#include "trust/key.h"
+#include "trust/seal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -35,7 +36,7 @@ static void setup(void)
 
 	chunk = calloc(1, NDZ_CHUNK_SIZE);
 	copy = calloc(1, NDZ_CHUNK_SIZE);
-	if (!chunk || !copy || ndz_trust_init() < 0)
+	if (!chunk || !copy || ndz_trust_init(NULL) < 0)
 		abort();
 	key.type = NDZ_KEY_CRYPT;
 	for (i = 0; i < 32; i++)
@@ -57,7 +58,7 @@ static void forge(int cipher, const uint8_t *d, size_t n)
 		return;
 	if (ndz_chunk_cipher(&h) != cipher)
 		abort();
-	rc = ndz_chunk_decrypt(&key, chunk, &h);
+	rc = ndz_chunk_decrypt(&key, chunk, &h, NULL);
 	if (rc != NDZ_EDECRYPT)
 		abort();
 }
@@ -92,12 +93,12 @@ static void roundtrip(int cipher, const uint8_t *d, size_t n)
 	h.data_crc = crc(chunk + NDZ_HDR_SIZE, len);
 	if (ndz_hdr_encode(&h, chunk, NULL) != 0)
 		abort();
-	if (ndz_chunk_encrypt(&key, cipher, chunk) != 0 || ndz_chunk_check(chunk, &h, NULL) != 0 ||
+	if (ndz_chunk_encrypt(&key, cipher, chunk, NULL) != 0 || ndz_chunk_check(chunk, &h) != 0 ||
 	    ndz_chunk_cipher(&h) != cipher || h.data_len != len + NDZ_CRYPT_OVERHEAD)
 		abort();
 	span = NDZ_HDR_SIZE + h.data_len;
 	memcpy(copy, chunk, span);
-	if (ndz_chunk_decrypt(&key, copy, &h) != 0 || h.data_len != len ||
+	if (ndz_chunk_decrypt(&key, copy, &h, NULL) != 0 || h.data_len != len ||
 	    memcmp(copy + NDZ_HDR_SIZE, d, len) != 0)
 		abort();
 	/* one byte changed: the CRC fields are made again, so changing them is no change */
@@ -109,7 +110,7 @@ static void roundtrip(int cipher, const uint8_t *d, size_t n)
 	fix_crcs(copy);
 	if (ndz_chunk_check(copy, &h, NULL) != 0)
 		return;
-	rc = ndz_chunk_decrypt(&key, copy, &h);
+	rc = ndz_chunk_decrypt(&key, copy, &h, NULL);
 	if (rc != NDZ_EDECRYPT && rc != NDZ_EWRONGKEY && !(rc == 0 && !ndz_chunk_cipher(&h)))
 		abort();
 	if (rc == 0 && h.incompat_flags & NDZ_INCOMPAT_ENCRYPTED)

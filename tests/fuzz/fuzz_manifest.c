@@ -1,5 +1,6 @@
 /*
- * libFuzzer target for the parsers of lib/trust.c: signed manifests and key files.
+ * libFuzzer target for the parsers of lib/trust (manifest.c, key.c): signed manifests
+ * and key files.
  * Input: one mode byte, then the bytes. Mode 0 opens them as a manifest with a fixed
  * public key as they are; mode 1 first stamps the key's id and a valid signature
  * on them, so the checks behind the signature get explored; mode 2 parses them as
@@ -13,7 +14,8 @@
 
 #include "core/err.h"
 #include "core/le.h"
-#include "trust/trust.h"
+#include "trust/key.h"
+#include "trust/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,7 +30,8 @@ static int ready;
  */
 static void setup(void)
 {
-	if (ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec) < 0 || ndz_key_public(&sec, &pub) < 0)
+	if (ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL) < 0 ||
+	    ndz_key_public(&sec, &pub, NULL) < 0)
 		abort();
 	ready = 1;
 }
@@ -52,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size--;
 	switch (data[0] % 3) {
 	case 2:
-		rc = ndz_key_parse((const char *)buf, size, &k);
+		rc = ndz_key_parse((const char *)buf, size, &k, NULL);
 		if (rc != 0 && rc != NDZ_EKEY)
 			abort();
 		if (rc == 0 && k.type == NDZ_KEY_NONE)
