@@ -126,10 +126,10 @@ static int send_pkt(struct client *c, struct ndz_pkt *p)
 
 	p->client_id = c->id;
 	p->tag = c->tag;
-	len = ndz_pkt_encode(p, buf, sizeof(buf));
+	len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
 	if (len < 0)
 		return len;
-	return ndz_net_send(c->net, buf, (size_t)len);
+	return ndz_net_send(c->net, buf, (size_t)len, NULL);
 }
 
 /* ndz_fetch_emit: send one request to the group. */
@@ -424,7 +424,7 @@ static void send_leave(struct client *c, int status)
 static int accept_pkt(struct client *c, const uint8_t *buf, int len, uint32_t from,
 		      struct ndz_pkt *p)
 {
-	int r = ndz_pkt_decode(buf, (size_t)len, p);
+	int r = ndz_pkt_decode(buf, (size_t)len, p, NULL);
 
 	if (r == NDZ_EPROTOVER) {
 		c->bad_version++;
@@ -535,7 +535,7 @@ static void join(struct client *c, const char *group, unsigned port)
 		until = next < deadline ? next : deadline;
 		if (traffic && last + 50 * MS < until)
 			until = last + 50 * MS;
-		n = ndz_net_recv(c->net, buf, sizeof(buf), (int)((until - now) / MS) + 1, &from);
+		n = ndz_net_recv(c->net, buf, sizeof(buf), (int)((until - now) / MS) + 1, &from, NULL);
 		if (n < 0)
 			cli_die(EXIT_FAIL, "receive on %s port %u: %s", group, port, strerror(errno));
 		if (n <= 0 || !accept_pkt(c, buf, n, from, &p))
@@ -681,7 +681,7 @@ static void fetch_manifest(struct client *c)
 			ndz_fetch_requests(f, now, now - last > 200 * MS, send_manifest_request, c);
 			next = now + 50 * MS;
 		}
-		n = ndz_net_recv(c->net, buf, sizeof(buf), 20, &from);
+		n = ndz_net_recv(c->net, buf, sizeof(buf), 20, &from, NULL);
 		if (n < 0)
 			cli_die(EXIT_FAIL, "receive: %s", strerror(errno));
 		if (n <= 0 || !accept_pkt(c, buf, n, from, &p) || p.type != NDZ_PKT_BLOCK ||
@@ -847,7 +847,7 @@ int main(int argc, char **argv)
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
 		case 'i': no.iface = optarg; break;
 		case 'S':
-			if (ndz_net_addr(optarg, &c.server) != 0)
+			if (ndz_net_addr(optarg, &c.server, NULL) != 0)
 				cli_usage_error("-S: bad IPv4 address '%s'", optarg);
 			break;
 		case 'M': master = optarg; break;
@@ -955,7 +955,7 @@ int main(int argc, char **argv)
 		cli_progress_update(&c.prog, (uint64_t)st.complete * NDZ_CHUNK_SIZE, st.complete);
 		if (failed || st.complete == c.n)
 			break;
-		n = ndz_net_recv_many(c.net, dg, BATCH, 20, nap_us);
+		n = ndz_net_recv_many(c.net, dg, BATCH, 20, nap_us, NULL);
 		if (n < 0) {
 			ndz_error_set(&c.err, NDZ_ENET, errno, "receive");
 			code = EXIT_FAIL;

@@ -255,7 +255,7 @@ static void adopt_state(struct master *m)
 		memset(s, 0, sizeof(*s));
 		if (sscanf(line, "%ld %64s %15s %u %llu %u %llu %32s", &pid, img, grp, &port, &rate,
 			   &s->chunks, &src, uuid) != 8 || pid <= 0 || port > 65535 ||
-		    ndz_net_addr(grp, &s->group) != 0 || strlen(uuid) != 32 || !is_frisbeed((pid_t)pid))
+		    ndz_net_addr(grp, &s->group, NULL) != 0 || strlen(uuid) != 32 || !is_frisbeed((pid_t)pid))
 			continue;
 		for (int b = 0; b < 16; b++) {
 			unsigned v;
@@ -1317,7 +1317,7 @@ static int open_control(const char *listen, struct ndz_error *e)
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	if (ndz_ctl_hostport(listen, NDZ_CTL_PORT, host, sizeof(host), &port) != 0 ||
-	    ndz_net_addr(host, &sa.sin_addr.s_addr) != 0)
+	    ndz_net_addr(host, &sa.sin_addr.s_addr, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "--listen: bad address '%s'", listen);
 	sa.sin_port = htons(port);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -1343,7 +1343,7 @@ static int open_upload(const char *addr, struct ndz_error *e)
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	if (ndz_ctl_hostport(addr, NDZ_CTL_PORT, host, sizeof(host), &port) != 0 ||
-	    ndz_net_addr(host, &sa.sin_addr.s_addr) != 0)
+	    ndz_net_addr(host, &sa.sin_addr.s_addr, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "--listen: bad address '%s'", addr);
 	sa.sin_port = htons(port);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -1452,7 +1452,7 @@ int main(int argc, char **argv)
 		case 'F': m.frisbeed = optarg; break;
 		case 'i': m.iface = optarg; break;
 		case 'S':
-			if (ndz_net_addr(optarg, &m.server) != 0)
+			if (ndz_net_addr(optarg, &m.server, NULL) != 0)
 				cli_usage_error("-S: bad IPv4 address '%s'", optarg);
 			break;
 		case 'T': m.idle_override = cli_parse_int(optarg, "-T", 1, 86400); break;

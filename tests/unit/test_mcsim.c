@@ -134,11 +134,11 @@ static void deliver_requests(struct sim *s)
 
 		if (!(s->o.server_loss > 0 && lost_at(s, s->o.server_loss))) {
 			if (r->kind == 0)
-				assert_true(ndz_serve_request(s->serve, r->chunk, 0, BLOCKS) >= 0);
+				assert_true(ndz_serve_request(s->serve, r->chunk, 0, BLOCKS, NULL) >= 0);
 			else if (r->kind == 1)
-				assert_true(ndz_serve_prequest(s->serve, r->chunk, r->bm) >= 0);
+				assert_true(ndz_serve_prequest(s->serve, r->chunk, r->bm, NULL) >= 0);
 			else
-				assert_true(ndz_serve_repairs(s->serve, r->chunk, r->need) >= 0);
+				assert_true(ndz_serve_repairs(s->serve, r->chunk, r->need, NULL) >= 0);
 		}
 		for (unsigned i = 0; i < s->o.clients; i++) {
 			struct client *c = &s->c[i];
@@ -212,7 +212,7 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	memset(&s, 0, sizeof(s));
 	s.o = *o;
 	s.rng = 0x9e3779b97f4a7c15ull ^ o->seed;
-	assert_int_equal(ndz_serve_create(o->chunks, &s.serve), 0);
+	assert_int_equal(ndz_serve_create(o->chunks, &s.serve, NULL), 0);
 	s.c = calloc(o->clients, sizeof(*s.c));
 	assert_non_null(s.c);
 	for (unsigned i = 0; i < o->clients; i++) {
@@ -261,9 +261,9 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 			}
 			if (it.repair)
 				assert_int_equal(ndz_serve_repair_sent(s.serve, (uint32_t)chunk,
-								       it.stripe), 0);
+								       it.stripe, NULL), 0);
 			else
-				assert_int_equal(ndz_serve_sent(s.serve, (uint32_t)chunk, it.block) >= 0,
+				assert_int_equal(ndz_serve_sent(s.serve, (uint32_t)chunk, it.block, NULL) >= 0,
 						 1);
 			for (unsigned i = 0; i < o->clients; i++)
 				if (s.c[i].started && !s.c[i].finished && !lost(&s) &&
