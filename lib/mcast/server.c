@@ -38,6 +38,7 @@ struct ndz_server {
 	struct ndz_pace pace;
 	uint64_t features_ns;          /* when FEATURES last went out with the data */
 	int fresh;                     /* cur was just taken: FEATURES may be due */
+	int featured;                  /* FEATURES went out with the data once */
 
 	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses */
 	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out */
@@ -373,11 +374,13 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 		}
 		b->chunk = (uint32_t)s->cur;
 		/* a client that missed the announcement learns of repairs within a second */
-		if (s->fresh && s->repair && now_ns - s->features_ns > FEATURES_NS) {
+		if (s->fresh && s->repair &&
+		    (!s->featured || now_ns - s->features_ns > FEATURES_NS)) {
 			struct ndz_pkt p;
 			int len;
 
 			s->fresh = 0;
+			s->featured = 1;
 			s->features_ns = now_ns;
 			memset(&p, 0, sizeof(p));
 			p.type = NDZ_PKT_FEATURES;
