@@ -658,10 +658,12 @@ size_t ndz_server_clients(const struct ndz_server *s)
 	return s->nclients;
 }
 
-int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c)
+int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c,
+		      struct ndz_error *e)
 {
 	if (i >= s->nclients)
-		return NDZ_ENOENT;
+		return ndz_error_set(e, NDZ_ENOENT, 0, "%s: no client %zu of %zu", s->name, i,
+				     s->nclients);
 	*c = s->clients[i];
 	return 0;
 }

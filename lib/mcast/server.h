@@ -209,9 +209,11 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, char *buf,
 			  size_t cap, struct ndz_error *e);
 
-/* ndz_server_clients - clients in the table; ndz_server_client - the i-th (0 or NDZ_ENOENT). */
+/* ndz_server_clients - how many clients the table holds. */
 size_t ndz_server_clients(const struct ndz_server *s);
-int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c);
+/* ndz_server_client - the i-th client heard into *c: 0, or NDZ_ENOENT past the last (e). */
+int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c,
+		      struct ndz_error *e);
 
 /*
  * ndz_server_image - check that img is a whole image (lib/image.h: its size, first and

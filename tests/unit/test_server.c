@@ -318,12 +318,12 @@ static void check_table(const struct world *w)
 
 	assert_int_equal(ndz_server_clients(w->srv), CLIENTS);
 	for (size_t i = 0; i < CLIENTS; i++) {
-		assert_int_equal(ndz_server_client(w->srv, i, &c), 0);
+		assert_int_equal(ndz_server_client(w->srv, i, &c, NULL), 0);
 		assert_int_equal(c.id, w->c[i].id);
 		assert_int_equal(c.addr, w->c[i].addr);
 		assert_int_equal(c.left, 1);
 	}
-	assert_int_equal(ndz_server_client(w->srv, CLIENTS, &c), NDZ_ENOENT);
+	assert_int_equal(ndz_server_client(w->srv, CLIENTS, &c, NULL), NDZ_ENOENT);
 }
 
 /* Clients join, ask, are repaired and leave; every one holds the whole image. */
