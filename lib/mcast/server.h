@@ -7,10 +7,11 @@
  * threads, clock or printing here: frisbeed and the simulations drive it alike.
  *
  * Not thread-safe: the caller serializes every call, with one exception made for a
- * sender that reads and encodes without holding its lock (frisbeed): the sender's
- * part, ndz_server_chunk_buf, ndz_server_check_chunk and ndz_server_build, touches
- * only the chunk buffer, the repair tables and the caller's batch, and may run
- * beside the other calls, from one thread at a time.
+ * sender that reads and encodes without holding its lock (frisbeed). The sender's
+ * calls (plan, chunk_buf, check_chunk, build, sent) come from one thread; of those,
+ * ndz_server_chunk_buf, ndz_server_check_chunk and ndz_server_build touch only the
+ * chunk buffer, the repair tables, the caller's batch and what no call of another
+ * thread changes, so they may run beside the other calls without the lock.
  *
  * The sender's cycle: ndz_server_plan says what to do next; NDZ_SERVER_LOAD: read
  * the chunk's NDZ_CHUNK_SIZE bytes of the image into ndz_server_chunk_buf and call
