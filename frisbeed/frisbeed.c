@@ -187,7 +187,7 @@ static void print_stats(struct session *s)
 static int write_json(struct session *s, const char *path, struct ndz_error *e)
 {
 	struct ndz_server_stats st;
-	char buf[16384];
+	char buf[32768];              /* the JSON of a name of 4096 bytes, all escaped */
 	int n;
 
 	pthread_mutex_lock(&s->lock);
