@@ -63,7 +63,7 @@ static int net_send(void *ctx, const uint8_t *d, size_t len)
 {
 	struct client *c = ctx;
 
-	return ndz_net_send(c->net, d, len) == 0 ? 0 : errno ? errno : EIO;
+	return ndz_net_send(c->net, d, len, NULL) == 0 ? 0 : errno ? errno : EIO;
 }
 
 /*
@@ -151,7 +151,7 @@ void pump(struct client *c, int state)
 		if (s != state || failed)
 			return;
 		n = ndz_net_recv_many(c->net, c->dg, BATCH, 20,
-				      state == NDZ_CLIENT_RECEIVING ? c->nap_us : 0);
+				      state == NDZ_CLIENT_RECEIVING ? c->nap_us : 0, NULL);
 		if (n < 0) {
 			c->netfail = 1;
 			ndz_error_set(&c->err, NDZ_ENET, errno, "receive");
@@ -214,7 +214,7 @@ int main(int argc, char **argv)
 		case 'p': no.port = (uint16_t)cli_parse_int(optarg, "-p", 1, 65535); break;
 		case 'i': no.iface = optarg; break;
 		case 'S':
-			if (ndz_net_addr(optarg, &c.co.server) != 0)
+			if (ndz_net_addr(optarg, &c.co.server, NULL) != 0)
 				cli_usage_error("-S: bad IPv4 address '%s'", optarg);
 			break;
 		case 'M': master = optarg; break;

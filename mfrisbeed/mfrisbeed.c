@@ -488,7 +488,7 @@ int main(int argc, char **argv)
 		case 'F': m.frisbeed = optarg; break;
 		case 'i': m.iface = optarg; break;
 		case 'S':
-			if (ndz_net_addr(optarg, &m.server) != 0)
+			if (ndz_net_addr(optarg, &m.server, NULL) != 0)
 				cli_usage_error("-S: bad IPv4 address '%s'", optarg);
 			break;
 		case 'T': m.idle_override = cli_parse_int(optarg, "-T", 1, 86400); break;

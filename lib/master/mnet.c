@@ -40,7 +40,7 @@ int ndz_mnet_listen(const char *spec, int *udp, int *tcp, struct ndz_error *e)
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0 ||
-	    ndz_net_addr(host, &sa.sin_addr.s_addr) != 0)
+	    ndz_net_addr(host, &sa.sin_addr.s_addr, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "--listen: bad address '%s'", spec);
 	sa.sin_port = htons(port);
 	if ((*udp = bind_one(&sa, SOCK_DGRAM, spec, e)) < 0)

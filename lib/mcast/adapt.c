@@ -89,17 +89,21 @@ static double baseline(struct ndz_adapt *a, double loss)
 	return least < MAX_BASE ? least : MAX_BASE;
 }
 
-int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz_adapt **out)
+int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz_adapt **out,
+		     struct ndz_error *e)
 {
 	struct ndz_adapt *a;
 
 	*out = NULL;
 	if (!o->min_bps || o->min_bps > o->max_bps || o->start_bps < o->min_bps ||
 	    o->start_bps > o->max_bps)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "rate controller: bounds %llu-%llu bits/s "
+				     "and start %llu do not fit", (unsigned long long)o->min_bps,
+				     (unsigned long long)o->max_bps,
+				     (unsigned long long)o->start_bps);
 	a = calloc(1, sizeof(*a));
 	if (!a)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "rate controller: out of memory");
 	a->o = *o;
 	if (!a->o.interval_ns)
 		a->o.interval_ns = 100000000;

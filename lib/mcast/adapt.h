@@ -34,6 +34,8 @@
 
 #include <stdint.h>
 
+#include "core/err.h"
+
 struct ndz_adapt;
 
 struct ndz_adapt_opts {
@@ -43,8 +45,12 @@ struct ndz_adapt_opts {
 	uint64_t packet_bits;          /* a packet's size on the wire; 0: unknown */
 };
 
-/* ndz_adapt_create - a controller at start_bps from now_ns; NDZ_EINVAL, NDZ_ENOMEM. */
-int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz_adapt **out);
+/*
+ * ndz_adapt_create - a controller at start_bps from now_ns; NDZ_EINVAL (bounds),
+ * NDZ_ENOMEM, with e (may be NULL) saying which.
+ */
+int ndz_adapt_create(const struct ndz_adapt_opts *o, uint64_t now_ns, struct ndz_adapt **out,
+		     struct ndz_error *e);
 /* ndz_adapt_free - free a; accepts NULL. */
 void ndz_adapt_free(struct ndz_adapt *a);
 

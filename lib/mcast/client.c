@@ -64,7 +64,7 @@ static int send_pkt(struct ndz_client *c, struct ndz_pkt *p)
 
 	p->client_id = c->o.id;
 	p->tag = c->tag;
-	len = ndz_pkt_encode(p, buf, sizeof(buf));
+	len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
 	if (len < 0)
 		return len;
 	return c->o.send(c->o.ctx, buf, (size_t)len);
@@ -574,7 +574,7 @@ int ndz_client_input(struct ndz_client *c, const uint8_t *buf, size_t len, uint3
 		     uint64_t now_ns)
 {
 	struct ndz_pkt p;
-	int r = ndz_pkt_decode(buf, len, &p);
+	int r = ndz_pkt_decode(buf, len, &p, NULL);
 
 	if (r == NDZ_EPROTOVER) {
 		c->st.bad_version++;

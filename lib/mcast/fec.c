@@ -24,13 +24,13 @@ static uint8_t cauchy(unsigned r, unsigned j)
 	return gf_inv((unsigned char)((K + r) ^ j));
 }
 
-int ndz_fec_create(struct ndz_fec **out)
+int ndz_fec_create(struct ndz_fec **out, struct ndz_error *err)
 {
 	struct ndz_fec *c = calloc(1, sizeof(*c));
 
 	*out = NULL;
 	if (!c)
-		return NDZ_ENOMEM;
+		return ndz_error_set(err, NDZ_ENOMEM, 0, "repair code tables: out of memory");
 	/* Cauchy rows K..K+R-1: coef = 1 / (row xor column) in GF(2^8) mod 0x11d */
 	for (unsigned r = 0; r < R; r++)
 		for (unsigned j = 0; j < K; j++)
@@ -70,8 +70,8 @@ void ndz_fec_encode(const struct ndz_fec *c, const uint8_t *chunk, unsigned stri
  *   d_{m_l} = sum_i B[l][i] rep_i + sum_{j not in M} (sum_i B[l][i] coef[r_i][j]) d_j:
  * one e x K product over the K blocks at hand.
  */
-int ndz_fec_decode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, unsigned stripe,
-		   const uint8_t *idx, const uint8_t *const *rep, unsigned nrep)
+static int decode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, unsigned stripe,
+		  const uint8_t *idx, const uint8_t *const *rep, unsigned nrep)
 {
 	uint8_t *data[K], *src[K], *dst[K];
 	unsigned miss[K], e = 0, nsrc = 0;
@@ -171,20 +171,35 @@ static uint8_t coef_of(unsigned set, unsigned r, unsigned j)
 	return cauchy(r, j / NDZ_FEC_STRIPES);
 }
 
-int ndz_fec_wprepare(struct ndz_fec *c)
+int ndz_fec_decode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, unsigned stripe,
+		   const uint8_t *idx, const uint8_t *const *rep, unsigned nrep,
+		   struct ndz_error *err)
+{
+	int r = decode(c, chunk, have, stripe, idx, rep, nrep);
+
+	if (r < 0)
+		ndz_error_set(err, r, 0, "stripe %u of a chunk, %u repairs: %s", stripe, nrep,
+			      r == NDZ_EINVAL ? "too few, or a bad or repeated index" :
+			      ndz_strerror(r));
+	return r;
+}
+
+int ndz_fec_wprepare(struct ndz_fec *c, struct ndz_error *err)
 {
 	if (!c->wtbls && !(c->wtbls = calloc(W, (size_t)32 * N)))
-		return NDZ_ENOMEM;
+		return ndz_error_set(err, NDZ_ENOMEM, 0, "whole-chunk repair tables: out of memory");
 	return 0;
 }
 
-int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out)
+int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out,
+		    struct ndz_error *err)
 {
 	uint8_t *src[N];
 
 	if (index >= W)
-		return NDZ_EINVAL;
-	if (ndz_fec_wprepare(c) < 0)
+		return ndz_error_set(err, NDZ_EINVAL, 0, "whole-chunk repair %u: index out of range",
+				     index);
+	if (ndz_fec_wprepare(c, err) < 0)
 		return NDZ_ENOMEM;
 	if (!ndz_bit_test(c->wready, index)) {
 		uint8_t row[N];
@@ -244,8 +259,8 @@ static int pick_rows(const uint8_t *set, const uint8_t *idx, unsigned nrep, cons
 	return got == e;
 }
 
-int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
-		    const uint8_t *const *rep, unsigned nrep)
+static int wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
+		   const uint8_t *const *rep, unsigned nrep)
 {
 	unsigned miss[N], e = 0, nsrc = 0;
 	uint8_t used[NDZ_FEC_SETS][(W + 7) / 8];
@@ -350,4 +365,15 @@ out:
 	free(crow);
 	free(full);
 	return rc;
+}
+
+int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
+		    const uint8_t *const *rep, unsigned nrep, struct ndz_error *err)
+{
+	int r = wdecode(chunk, have, set, idx, rep, nrep);
+
+	if (r < 0)
+		ndz_error_set(err, r, 0, "a chunk's %u repairs: %s", nrep,
+			      r == NDZ_EINVAL ? "a bad or repeated index" : ndz_strerror(r));
+	return r;
 }

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "core/err.h"
 #include "core/format.h"
 
 #define NDZ_FEC_STRIPES 8u
@@ -59,8 +60,8 @@ uint8_t ndz_fec_wcoef(unsigned r, unsigned j);
 
 struct ndz_fec;
 
-/* ndz_fec_create - the code's tables (about 0.5 MiB); NDZ_ENOMEM. */
-int ndz_fec_create(struct ndz_fec **out);
+/* ndz_fec_create - the code's tables (about 0.5 MiB); NDZ_ENOMEM (e may be NULL). */
+int ndz_fec_create(struct ndz_fec **out, struct ndz_error *e);
 /* ndz_fec_free - free c; accepts NULL. */
 void ndz_fec_free(struct ndz_fec *c);
 
@@ -77,24 +78,27 @@ void ndz_fec_encode(const struct ndz_fec *c, const uint8_t *chunk, unsigned stri
  * looked at), idx[0..nrep) distinct repair indexes of this stripe with their
  * blocks rep[]. Uses the first e repairs, e the number of missing blocks; sets
  * their bits in have. Returns 0 (also when nothing is missing), NDZ_EINVAL when
- * nrep < e or an index is out of range or repeated, NDZ_ENOMEM.
+ * nrep < e or an index is out of range or repeated, NDZ_ENOMEM, with err (may be
+ * NULL) saying which.
  */
 int ndz_fec_decode(const struct ndz_fec *c, uint8_t *chunk, uint8_t *have, unsigned stripe,
-		   const uint8_t *idx, const uint8_t *const *rep, unsigned nrep);
+		   const uint8_t *idx, const uint8_t *const *rep, unsigned nrep,
+		   struct ndz_error *err);
 
 /*
  * ndz_fec_wprepare - room for the whole-chunk repairs' encoding tables (32 KiB a
  * repair index, each filled on its first use): 0 or NDZ_ENOMEM. A server calls it
  * once, so that encoding cannot fail later; a client that only decodes need not.
  */
-int ndz_fec_wprepare(struct ndz_fec *c);
+int ndz_fec_wprepare(struct ndz_fec *c, struct ndz_error *e);
 
 /*
  * ndz_fec_wencode - whole-chunk repair index (< NDZ_FEC_WREPAIRS) of chunk into
  * out (NDZ_BLOCK_SIZE bytes). Returns 0, NDZ_EINVAL for a bad index, NDZ_ENOMEM
- * when ndz_fec_wprepare was not called and the tables cannot be had.
+ * when ndz_fec_wprepare was not called and the tables cannot be had (e may be NULL).
  */
-int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out);
+int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out,
+		    struct ndz_error *e);
 
 /*
  * ndz_fec_wdecode - fill in every missing block of chunk (bitmap have, as for
@@ -104,9 +108,9 @@ int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uin
  * (a client that keeps no data). Returns 0 with every bit of have set (also when nothing
  * was missing), 1 when the repairs do not determine the missing blocks yet
  * (fewer repairs than missing blocks, or dependent ones: one more repair will
- * do, almost always), NDZ_EINVAL for a bad or repeated index, NDZ_ENOMEM.
+ * do, almost always), NDZ_EINVAL for a bad or repeated index, NDZ_ENOMEM, with e (may be NULL) saying which.
  */
 int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
-		    const uint8_t *const *rep, unsigned nrep);
+		    const uint8_t *const *rep, unsigned nrep, struct ndz_error *e);
 
 #endif

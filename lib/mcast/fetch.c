@@ -352,14 +352,14 @@ static void decode_stripe(struct ndz_fetch *f, struct slot *s, unsigned st)
 		const uint8_t *rp[K];
 		unsigned n = 0;
 
-		if (!f->fec && ndz_fec_create(&f->fec) < 0)
+		if (!f->fec && ndz_fec_create(&f->fec, NULL) < 0)
 			return;        /* no memory now: a later block or repair tries again */
 		for (unsigned i = 0; i < s->rcount && n < K; i++)
 			if (s->rmeta[2 * i] == st) {
 				idx[n] = s->rmeta[2 * i + 1];
 				rp[n++] = s->rbuf + (size_t)i * NDZ_BLOCK_SIZE;
 			}
-		if (ndz_fec_decode(f->fec, s->buf, s->have, st, idx, rp, n) < 0)
+		if (ndz_fec_decode(f->fec, s->buf, s->have, st, idx, rp, n, NULL) < 0)
 			return;
 	} else {
 		for (unsigned j = 0; j < K; j++)
@@ -427,7 +427,7 @@ static void decode_whole(struct ndz_fetch *f, struct slot *s)
 				}
 	}
 	memcpy(before, s->have, sizeof(before));
-	if (ndz_fec_wdecode(s->buf, s->have, set, idx, rp, n) != 0)
+	if (ndz_fec_wdecode(s->buf, s->have, set, idx, rp, n, NULL) != 0)
 		goto out;      /* not determined yet (or no memory): a later arrival tries again */
 	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
 		s->decoded[i] |= (uint8_t)(s->have[i] & ~before[i]);

@@ -31,12 +31,12 @@ struct ndz_net {
 #endif
 #define GSO_MAX 60                     /* segments in one send: 60 BLOCKs stay under 64 KiB */
 
-int ndz_net_addr(const char *s, uint32_t *out)
+int ndz_net_addr(const char *s, uint32_t *out, struct ndz_error *e)
 {
 	struct in_addr a;
 
 	if (!s || inet_pton(AF_INET, s, &a) != 1)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: not an IPv4 address", s ? s : "(none)");
 	*out = a.s_addr;
 	return 0;
 }
@@ -55,7 +55,7 @@ static int find_iface(const char *spec, int *index, uint32_t *addr)
 {
 	struct ifaddrs *ifa, *i;
 	uint32_t want = 0;
-	int by_addr = ndz_net_addr(spec, &want) == 0;
+	int by_addr = ndz_net_addr(spec, &want, NULL) == 0;
 	int found = 0;
 
 	if (getifaddrs(&ifa) != 0)
@@ -89,7 +89,7 @@ int ndz_net_group(const char *s, uint32_t *out, struct ndz_error *e)
 {
 	const char *why;
 
-	if (!s || ndz_net_addr(s, out) != 0)
+	if (!s || ndz_net_addr(s, out, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: not an IPv4 address",
 				     s ? s : "(none)");
 	why = ndz_net_group_why(ntohl(*out));
@@ -165,7 +165,7 @@ err:
 	return r;
 }
 
-int ndz_net_send(struct ndz_net *n, const void *buf, size_t len)
+static int net_send(struct ndz_net *n, const void *buf, size_t len)
 {
 	ssize_t r;
 
@@ -227,8 +227,8 @@ static int send_gso(struct ndz_net *n, const uint8_t *const *bufs, size_t len, u
 	return r == (ssize_t)(len * count) ? 0 : NDZ_ENET;
 }
 
-int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
-		      unsigned count)
+static int send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
+		     unsigned count)
 {
 	struct mmsghdr mh[64];
 	struct iovec iov[64];
@@ -276,7 +276,7 @@ int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_
 	return 0;
 }
 
-int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count)
+static int ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count)
 {
 	struct sock_filter code[4 + 16];
 	struct sock_fprog prog;
@@ -302,7 +302,7 @@ int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, un
 	return 0;
 }
 
-int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from)
+static int recv_one(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from)
 {
 	struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
 	struct sockaddr_in sin;
@@ -366,8 +366,8 @@ static int drain(struct ndz_net *n, struct ndz_dgram *d, unsigned max)
 	return r;
 }
 
-int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
-		      unsigned nap_us)
+static int recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
+		     unsigned nap_us)
 {
 	struct pollfd pfd = { .fd = n->fd, .events = POLLIN };
 	int r, pr;
@@ -388,6 +388,48 @@ int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int 
 	}
 	r = drain(n, d, max);
 	return r < 0 ? NDZ_ENET : r;
+}
+
+/* r < 0 from a socket call (errno set): e says what failed on which group. */
+static int failed(const struct ndz_net *n, int r, struct ndz_error *e, const char *what)
+{
+	int sys = errno;
+	char a[16];
+
+	if (r >= 0 || !e)
+		return r;
+	return ndz_error_set(e, r, r == NDZ_ENET ? sys : 0, "multicast group %s port %u: %s",
+			     ndz_net_ntoa(n->group.sin_addr.s_addr, a), ntohs(n->group.sin_port),
+			     what);
+}
+
+int ndz_net_send(struct ndz_net *n, const void *buf, size_t len, struct ndz_error *e)
+{
+	return failed(n, net_send(n, buf, len), e, "send");
+}
+
+int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
+		      unsigned count, struct ndz_error *e)
+{
+	return failed(n, send_many(n, bufs, lens, count), e, "send");
+}
+
+int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count,
+		   struct ndz_error *e)
+{
+	return failed(n, ignore(n, offset, values, count), e, "socket filter");
+}
+
+int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from,
+		 struct ndz_error *e)
+{
+	return failed(n, recv_one(n, buf, cap, timeout_ms, from), e, "receive");
+}
+
+int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
+		      unsigned nap_us, struct ndz_error *e)
+{
+	return failed(n, recv_many(n, d, max, timeout_ms, nap_us), e, "receive");
 }
 
 uint32_t ndz_net_local(const struct ndz_net *n)

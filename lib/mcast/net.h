@@ -26,8 +26,13 @@ struct ndz_net_opts {
  */
 int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_error *e);
 
+/*
+ * Every call below that can fail fills e (may be NULL: the hot path) with the group and
+ * what failed, errno included.
+ */
+
 /* ndz_net_send - one datagram to the group. 0 or NDZ_ENET (errno set). */
-int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);
+int ndz_net_send(struct ndz_net *n, const void *buf, size_t len, struct ndz_error *e);
 
 /*
  * ndz_net_send_many - count (at most 64) datagrams (bufs[i], lens[i] bytes) to the
@@ -38,7 +43,7 @@ int ndz_net_send(struct ndz_net *n, const void *buf, size_t len);
  * a full send queue drops the rest rather than failing.
  */
 int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
-		      unsigned count);
+		      unsigned count, struct ndz_error *e);
 
 /*
  * ndz_net_ignore - have the kernel drop, before they are queued, datagrams whose
@@ -46,14 +51,16 @@ int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_
  * back its own looped-back blocks. Datagrams too short to hold that byte are kept.
  * 0, NDZ_EINVAL or NDZ_ENET (errno set).
  */
-int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count);
+int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count,
+		   struct ndz_error *e);
 
 /*
  * ndz_net_recv - one datagram, waiting at most timeout_ms (< 0: forever).
  * Returns its length (> 0), 0 on timeout, or NDZ_ENET; *from gets the sender's
  * IPv4 address in network byte order.
  */
-int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from);
+int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from,
+		 struct ndz_error *e);
 
 /* One received datagram of a batch (ndz_net_recv_many). */
 #define NDZ_NET_DGRAM_MAX 2048         /* larger datagrams are reported as oversize */
@@ -73,7 +80,7 @@ struct ndz_dgram {
  * holds (ndz_net_rcvbuf) at the sender's rate.
  */
 int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
-		      unsigned nap_us);
+		      unsigned nap_us, struct ndz_error *e);
 
 /* ndz_net_local - the sending interface's IPv4 address (network order), 0 if unknown. */
 uint32_t ndz_net_local(const struct ndz_net *n);
@@ -96,8 +103,8 @@ const char *ndz_net_group_why(uint32_t g);
  */
 int ndz_net_group(const char *s, uint32_t *out, struct ndz_error *e);
 
-/* ndz_net_addr - parse a dotted IPv4 address into network order. 0 or NDZ_EINVAL. */
-int ndz_net_addr(const char *s, uint32_t *out);
+/* ndz_net_addr - parse a dotted IPv4 address into network order. 0 or NDZ_EINVAL (e). */
+int ndz_net_addr(const char *s, uint32_t *out, struct ndz_error *e);
 
 /* ndz_net_ntoa - format a network-order address into buf (>= 16 bytes); returns buf. */
 const char *ndz_net_ntoa(uint32_t a, char *buf);

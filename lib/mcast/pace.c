@@ -57,16 +57,20 @@ void ndz_pace_take(struct ndz_pace *p, uint64_t bytes, uint64_t now_ns)
 	p->tokens -= (double)bytes * 8;
 }
 
+void ndz_pace_sleep_until(uint64_t until_ns)
+{
+	struct timespec ts = { (time_t)(until_ns / 1000000000u), (long)(until_ns % 1000000000u) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 void ndz_pace_wait(struct ndz_pace *p, uint64_t bytes)
 {
 	uint64_t now = ndz_now_ns(), d;
 
 	while ((d = ndz_pace_delay(p, bytes, now)) > 0) {
-		uint64_t until = now + d;
-		struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
-
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			;
+		ndz_pace_sleep_until(now + d);
 		now = ndz_now_ns();
 	}
 	ndz_pace_take(p, bytes, now);

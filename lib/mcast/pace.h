@@ -37,6 +37,9 @@ uint64_t ndz_pace_delay(struct ndz_pace *p, uint64_t bytes, uint64_t now_ns);
 /* ndz_pace_take - account bytes sent at now_ns (the bucket may go negative). */
 void ndz_pace_take(struct ndz_pace *p, uint64_t bytes, uint64_t now_ns);
 
+/* ndz_pace_sleep_until - sleep until until_ns on the monotonic clock (ndz_now_ns). */
+void ndz_pace_sleep_until(uint64_t until_ns);
+
 /* ndz_pace_wait - sleep until bytes may be sent, then take them. */
 void ndz_pace_wait(struct ndz_pace *p, uint64_t bytes);
 

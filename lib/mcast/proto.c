@@ -76,7 +76,7 @@ static int fields_valid(const struct ndz_pkt *p)
 	}
 }
 
-int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
+static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 {
 	size_t len = type_len(p->type);
 
@@ -164,7 +164,7 @@ static int zero(const uint8_t *b, size_t n)
 	return 1;
 }
 
-int ndz_pkt_decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
+static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 {
 	size_t want;
 
@@ -256,4 +256,24 @@ int ndz_pkt_decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 		break;
 	}
 	return fields_valid(p) ? 0 : NDZ_EPROTO;
+}
+
+int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap, struct ndz_error *e)
+{
+	int r = encode(p, b, cap);
+
+	if (r < 0)
+		ndz_error_set(e, r, 0, "packet of type %u: a field out of range, or %zu bytes "
+			      "too small", p->type, cap);
+	return r;
+}
+
+/* The hot path: e is usually NULL, and then nothing but the code is made. */
+int ndz_pkt_decode(const uint8_t *b, size_t len, struct ndz_pkt *p, struct ndz_error *e)
+{
+	int r = decode(b, len, p);
+
+	if (r < 0 && e)
+		ndz_error_set(e, r, 0, "packet of %zu bytes: %s", len, ndz_strerror(r));
+	return r;
 }

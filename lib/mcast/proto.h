@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/bits.h"
+#include "core/err.h"
 #include "core/format.h"
 #include "fec.h"
 
@@ -104,16 +105,18 @@ uint32_t ndz_image_tag(const uint8_t uuid[16]);
 
 /*
  * ndz_pkt_encode - write p into buf (cap bytes). Returns the packet length, or
- * NDZ_EINVAL when a field is out of range or cap is too small.
+ * NDZ_EINVAL when a field is out of range or cap is too small, with e (may be NULL)
+ * saying so.
  */
-int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap);
+int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz_error *e);
 
 /*
  * ndz_pkt_decode - parse and validate len bytes: magic, version, type, exact
  * length, reserved bytes zero, field ranges. Returns 0 with *p filled (p->data
  * points into buf), NDZ_EPROTOVER for another protocol version, or NDZ_EPROTO.
- * Does not know the image: the caller checks tag and chunk against it.
+ * Does not know the image: the caller checks tag and chunk against it. e may be
+ * NULL (the hot path: an untrusted packet's failure is counted, not described).
  */
-int ndz_pkt_decode(const uint8_t *buf, size_t len, struct ndz_pkt *p);
+int ndz_pkt_decode(const uint8_t *buf, size_t len, struct ndz_pkt *p, struct ndz_error *e);
 
 #endif

@@ -32,22 +32,23 @@ struct ndz_serve {
 	struct ndz_serve_stats st;
 };
 
-int ndz_serve_create(uint32_t chunks, struct ndz_serve **out)
+int ndz_serve_create(uint32_t chunks, struct ndz_serve **out, struct ndz_error *err)
 {
 	struct ndz_serve *s;
 
 	*out = NULL;
 	if (!chunks)
-		return NDZ_EINVAL;
+		return ndz_error_set(err, NDZ_EINVAL, 0, "work queue: an image of no chunks");
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return NDZ_ENOMEM;
+		return ndz_error_set(err, NDZ_ENOMEM, 0, "work queue: out of memory");
 	s->chunks = chunks;
 	s->e = calloc(chunks, sizeof(*s->e));      /* calloc checks the products */
 	s->ever = calloc(chunks, NDZ_BITMAP_BYTES);
 	if (!s->e || !s->ever) {
 		ndz_serve_free(s);
-		return NDZ_ENOMEM;
+		return ndz_error_set(err, NDZ_ENOMEM, 0, "work queue of %u chunks: out of memory",
+				     chunks);
 	}
 	s->head = s->tail = NONE;
 	s->cur = -1;
@@ -128,29 +129,39 @@ static int enqueue(struct ndz_serve *s, uint32_t chunk, uint8_t *bits, int full)
 	return 1;
 }
 
-int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count)
+/* A request for chunk (or its blocks, or repairs) out of range: counted by the caller. */
+static int bad(const struct ndz_serve *s, struct ndz_error *err, uint32_t chunk, const char *what)
+{
+	return ndz_error_set(err, NDZ_EINVAL, 0, "request for chunk %u of %u: %s", chunk,
+			     s->chunks, what);
+}
+
+int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count,
+		      struct ndz_error *err)
 {
 	uint8_t bits[NDZ_BITMAP_BYTES];
 
 	if (chunk >= s->chunks || first >= BLOCKS || count < 1 || count > BLOCKS - first)
-		return NDZ_EINVAL;
+		return bad(s, err, chunk, "chunk or blocks out of range");
 	memset(bits, 0, sizeof(bits));
 	for (unsigned b = first; b < first + count; b++)
 		ndz_bit_set(bits, b);
 	return enqueue(s, chunk, bits, count == BLOCKS);
 }
 
-int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits)
+int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits,
+		       struct ndz_error *err)
 {
 	uint8_t copy[NDZ_BITMAP_BYTES];
 
 	if (chunk >= s->chunks)
-		return NDZ_EINVAL;
+		return bad(s, err, chunk, "chunk out of range");
 	memcpy(copy, bits, sizeof(copy));
 	return enqueue(s, chunk, copy, 0);
 }
 
-int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *asked)
+int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *asked,
+		      struct ndz_error *err)
 {
 	static const uint8_t no_bits[NDZ_BITMAP_BYTES];
 	uint8_t need[NDZ_FEC_SETS];
@@ -158,19 +169,19 @@ int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *asked)
 	int any = 0;
 
 	if (chunk >= s->chunks)
-		return NDZ_EINVAL;
+		return bad(s, err, chunk, "chunk out of range");
 	/*
 	 * No client asks for more than NDZ_FEC_ASK_MAX of a set: a request that does
 	 * (a forger's: 255 whole-chunk repairs cost 38 ms of encoding here) gets that many.
 	 */
 	for (unsigned i = 0; i < NDZ_FEC_SETS; i++) {
 		if (i < NDZ_FEC_STRIPES && asked[i] > NDZ_FEC_K)
-			return NDZ_EINVAL;
+			return bad(s, err, chunk, "more repairs of a stripe than its blocks");
 		need[i] = asked[i] > NDZ_FEC_ASK_MAX ? (uint8_t)NDZ_FEC_ASK_MAX : asked[i];
 		any |= need[i];
 	}
 	if (!any)
-		return NDZ_EINVAL;
+		return bad(s, err, chunk, "no repairs");
 	q = &s->e[chunk];
 	s->st.requests++;
 	if ((int64_t)chunk == s->cur) {
@@ -246,12 +257,13 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it)
 	return 0;
 }
 
-int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block)
+int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block, struct ndz_error *err)
 {
 	uint8_t *ever;
 
 	if (chunk >= s->chunks || block >= BLOCKS)
-		return NDZ_EINVAL;
+		return ndz_error_set(err, NDZ_EINVAL, 0, "block %u of chunk %u sent: out of range",
+				     block, chunk);
 	ever = s->ever + (size_t)chunk * NDZ_BITMAP_BYTES;
 	s->st.blocks_sent++;
 	if (ndz_bit_test(ever, block))
@@ -261,10 +273,12 @@ int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block)
 	return 1;
 }
 
-int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe)
+int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe,
+			  struct ndz_error *err)
 {
 	if (chunk >= s->chunks || stripe >= NDZ_FEC_SETS)
-		return NDZ_EINVAL;
+		return ndz_error_set(err, NDZ_EINVAL, 0, "repair of set %u of chunk %u sent: out "
+				     "of range", stripe, chunk);
 	s->st.repairs_sent++;
 	s->st.whole_sent += stripe == NDZ_FEC_WHOLE;
 	return 0;
@@ -281,7 +295,8 @@ int64_t ndz_serve_current(const struct ndz_serve *s, unsigned *pos, uint8_t *bit
 	return s->cur;
 }
 
-int ndz_serve_queued(const struct ndz_serve *s, size_t i, uint32_t *chunk, uint8_t *bits)
+int ndz_serve_queued(const struct ndz_serve *s, size_t i, uint32_t *chunk, uint8_t *bits,
+		     struct ndz_error *err)
 {
 	uint32_t c = s->head;
 
@@ -290,7 +305,7 @@ int ndz_serve_queued(const struct ndz_serve *s, size_t i, uint32_t *chunk, uint8
 		i--;
 	}
 	if (c == NONE)
-		return NDZ_ENOENT;
+		return ndz_error_set(err, NDZ_ENOENT, 0, "work queue: no entry %zu", i);
 	*chunk = c;
 	if (bits)
 		memcpy(bits, s->e[c].bits, NDZ_BITMAP_BYTES);

@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/err.h"
+
 struct ndz_serve;
 
 struct ndz_serve_stats {
@@ -36,8 +38,9 @@ struct ndz_serve_stats {
 };
 
 /* ndz_serve_create - a server state for an image of chunks (>= 1) chunks, queue empty,
- * nothing sent; NDZ_EINVAL for 0 chunks, NDZ_ENOMEM. *out is NULL on error. */
-int ndz_serve_create(uint32_t chunks, struct ndz_serve **out);
+ * nothing sent; NDZ_EINVAL for 0 chunks, NDZ_ENOMEM (e may be NULL). *out is NULL on
+ * error. */
+int ndz_serve_create(uint32_t chunks, struct ndz_serve **out, struct ndz_error *e);
 /* ndz_serve_free - free s; accepts NULL. */
 void ndz_serve_free(struct ndz_serve *s);
 
@@ -51,9 +54,10 @@ void ndz_serve_free(struct ndz_serve *s);
  * earlier blocks already. Otherwise as ndz_serve_prequest.
  * Returns 1 when the chunk was newly queued (a waiting sender has work), 0 when
  * the request merged or was dropped, NDZ_EINVAL for chunk or block range out of
- * range (nothing changes, not counted).
+ * range (nothing changes, not counted), with e (may be NULL: the hot path) saying so.
  */
-int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count);
+int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count,
+		      struct ndz_error *e);
 
 /*
  * ndz_serve_prequest - a PREQUEST for the blocks in bits (NDZ_BITMAP_BYTES) of
@@ -64,7 +68,8 @@ int ndz_serve_request(struct ndz_serve *s, uint32_t chunk, unsigned first, unsig
  * merged is counted once per request, also when only the current chunk took
  * blocks. Returns as ndz_serve_request.
  */
-int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits);
+int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits,
+		       struct ndz_error *e);
 
 /*
  * ndz_serve_repairs - a request (RREQUEST) for need[s] more repairs of each set s
@@ -74,7 +79,8 @@ int ndz_serve_prequest(struct ndz_serve *s, uint32_t chunk, const uint8_t *bits)
  * to come is new to the requester); for a queued chunk likewise (merged); else the
  * chunk is queued at the tail with only these repairs. Returns as ndz_serve_request.
  */
-int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need);
+int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need,
+		      struct ndz_error *e);
 
 /*
  * ndz_serve_next_chunk - the current chunk is done: take the queue's head as the
@@ -101,15 +107,17 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it);
 
 /*
  * ndz_serve_sent - block of chunk went out: counts blocks_sent, and distinct_sent
- * the first time. Returns 1 the first time, 0 for a re-send, NDZ_EINVAL out of range.
+ * the first time. Returns 1 the first time, 0 for a re-send, NDZ_EINVAL out of range
+ * (e may be NULL).
  */
-int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block);
+int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block, struct ndz_error *e);
 
 /*
  * ndz_serve_repair_sent - a repair of set (stripe or NDZ_FEC_WHOLE) of chunk went
- * out: counts repairs_sent (and whole_sent).
+ * out: counts repairs_sent (and whole_sent). 0, or NDZ_EINVAL out of range (e may be NULL).
  */
-int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe);
+int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe,
+			  struct ndz_error *e);
 
 /*
  * ndz_serve_current - the current chunk, or -1; when there is one, *pos (if not
@@ -119,9 +127,10 @@ int64_t ndz_serve_current(const struct ndz_serve *s, unsigned *pos, uint8_t *bit
 
 /*
  * ndz_serve_queued - the i-th queue entry from the head: 0 with *chunk and bits
- * (if not NULL) filled, NDZ_ENOENT past the tail.
+ * (if not NULL) filled, NDZ_ENOENT past the tail (e may be NULL).
  */
-int ndz_serve_queued(const struct ndz_serve *s, size_t i, uint32_t *chunk, uint8_t *bits);
+int ndz_serve_queued(const struct ndz_serve *s, size_t i, uint32_t *chunk, uint8_t *bits,
+		     struct ndz_error *e);
 
 /* ndz_serve_busy - whether anything is queued or being sent. */
 int ndz_serve_busy(const struct ndz_serve *s);

@@ -41,6 +41,7 @@ mkdir -p "$out/obj" || exit 1
 # pulls in only what it uses.
 objs=""
 for src in "$top"/lib/*/*.c "$top"/fs/*.c; do
+	case $src in "$top"/lib/cli/*) continue ;; esac	# the programs' own, not the library
 	[ -f "$src" ] || continue
 	rel=${src#"$top"/}
 	obj="$out/obj/$(echo "$rel" | tr / _ | sed 's/\.c$/.o/')"

@@ -13,9 +13,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t out[NDZ_PKT_MAX];
 	int len;
 
-	if (ndz_pkt_decode(data, size, &p) != 0)
+	if (ndz_pkt_decode(data, size, &p, NULL) != 0)
 		return 0;
-	len = ndz_pkt_encode(&p, out, sizeof(out));
+	len = ndz_pkt_encode(&p, out, sizeof(out), NULL);
 	if (len != (int)size || memcmp(out, data, size) != 0)
 		abort();
 	return 0;

@@ -69,7 +69,7 @@ int main(int argc, char **argv)
 	o.group = argv[1];
 	o.port = (uint16_t)atoi(argv[2]);
 	o.loop = 0;
-	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group) < 0) {
+	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group, NULL) < 0) {
 		fprintf(stderr, "mcforge: %s\n", ndz_error_msg(&err));
 		return 1;
 	}
@@ -85,10 +85,10 @@ int main(int argc, char **argv)
 	ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 	end = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 	while (have_tag && ndz_now_ns() < end) {
-		int n = ndz_net_recv(net, buf, sizeof(buf), 50, &from);
+		int n = ndz_net_recv(net, buf, sizeof(buf), 50, &from, NULL);
 		uint32_t chunk;
 
-		if (n <= 0 || ndz_pkt_decode(buf, (size_t)n, &p) != 0 || p.tag != tag ||
+		if (n <= 0 || ndz_pkt_decode(buf, (size_t)n, &p, NULL) != 0 || p.tag != tag ||
 		    (p.type != NDZ_PKT_REQUEST && p.type != NDZ_PKT_PREQUEST) || p.chunk >= nchunks)
 			continue;
 		chunk = p.chunk;
@@ -102,7 +102,7 @@ int main(int argc, char **argv)
 			p.chunk = chunk;
 			p.block = (uint16_t)b;
 			p.data = img + (size_t)chunk * NDZ_CHUNK_SIZE + (size_t)b * NDZ_BLOCK_SIZE;
-			l = ndz_pkt_encode(&p, buf, sizeof(buf));
+			l = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 			if (l > 0)
 				pkt_spoof(raw, src, group, o.port, buf, (size_t)l);
 			sent++;

@@ -140,17 +140,17 @@ static int hostile_pkt(int k, uint32_t tag, const struct ndz_join_info *info,
 	case 19:                        /* another protocol version */
 		p.type = NDZ_PKT_REQUEST;
 		p.count = 1;
-		len = ndz_pkt_encode(&p, buf, 2048);
+		len = ndz_pkt_encode(&p, buf, 2048, NULL);
 		buf[4] = 99;
 		return len;
 	default:                        /* a valid BLOCK cut short */
 		p.type = NDZ_PKT_BLOCK;
 		p.data = data;
-		len = ndz_pkt_encode(&p, buf, 2048);
+		len = ndz_pkt_encode(&p, buf, 2048, NULL);
 		*spoof = 1;
 		return len > 0 ? len - 1 - (int)(random() % 100) : len;
 	}
-	return ndz_pkt_encode(&p, buf, 2048);
+	return ndz_pkt_encode(&p, buf, 2048, NULL);
 }
 
 /* The announce mode: see the top of the file. */
@@ -175,9 +175,9 @@ static int announce(struct ndz_net *net, int raw, uint32_t src, uint32_t group, 
 	p.info.source_bytes = bytes;
 	while (!stop && (now = ndz_now_ns()) < end) {
 		uint32_t from;
-		int n = ndz_net_recv(net, buf, sizeof(buf), 5, &from), len;
+		int n = ndz_net_recv(net, buf, sizeof(buf), 5, &from, NULL), len;
 
-		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &q) == 0 && q.type == NDZ_PKT_JOIN) {
+		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &q, NULL) == 0 && q.type == NDZ_PKT_JOIN) {
 			p.client_id = q.client_id;
 			answered++;
 		} else if (now < next) {
@@ -186,7 +186,7 @@ static int announce(struct ndz_net *net, int raw, uint32_t src, uint32_t group, 
 			p.client_id = 0;
 			next = now + 1000000000ull / (pps ? pps : 1);
 		}
-		len = ndz_pkt_encode(&p, buf, sizeof(buf));
+		len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 		if (len <= 0) {
 			fprintf(stderr, "mcrogue: cannot encode the announcement\n");
 			return 1;
@@ -194,7 +194,7 @@ static int announce(struct ndz_net *net, int raw, uint32_t src, uint32_t group, 
 		if (raw >= 0)
 			pkt_spoof(raw, src, group, port, buf, (size_t)len);
 		else
-			ndz_net_send(net, buf, (size_t)len);
+			ndz_net_send(net, buf, (size_t)len, NULL);
 		sent++;
 	}
 	printf("mcrogue: sent %lu announcements, %lu of them answering a JOIN\n", sent, answered);
@@ -226,7 +226,7 @@ int main(int argc, char **argv)
 	o.group = argv[1];
 	o.port = (uint16_t)atoi(argv[2]);
 	o.loop = 0;
-	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group) < 0) {
+	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group, NULL) < 0) {
 		fprintf(stderr, "mcrogue: %s\n", ndz_error_msg(&err));
 		return 1;
 	}
@@ -256,16 +256,16 @@ int main(int argc, char **argv)
 		p.tag = tag;
 		p.chunk = (uint32_t)strtoul(argv[8], NULL, 10);
 		p.data = data;
-		len = ndz_pkt_encode(&p, buf, sizeof(buf));
+		len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 		ndz_pace_init(&pace, (uint64_t)atoi(argv[4]) * 8000, 0, ndz_now_ns());
 		until = ndz_now_ns() + (uint64_t)atoi(argv[3]) * 1000000000ull;
 		while (len > 0 && !stop && ndz_now_ns() < until) {
 			uint8_t in[2048], out[256];
 			struct ndz_pkt q;
 			uint32_t from;
-			int n = ndz_net_recv(net, in, sizeof(in), 0, &from), l;
+			int n = ndz_net_recv(net, in, sizeof(in), 0, &from, NULL), l;
 
-			if (n > 0 && ndz_pkt_decode(in, (size_t)n, &q) == 0 && q.type == NDZ_PKT_JOIN) {
+			if (n > 0 && ndz_pkt_decode(in, (size_t)n, &q, NULL) == 0 && q.type == NDZ_PKT_JOIN) {
 				uint32_t id = q.client_id;
 
 				memset(&q, 0, sizeof(q));
@@ -273,16 +273,16 @@ int main(int argc, char **argv)
 				q.client_id = id;
 				q.tag = tag;
 				q.info = info;
-				l = ndz_pkt_encode(&q, out, sizeof(out));
+				l = ndz_pkt_encode(&q, out, sizeof(out), NULL);
 				if (l > 0 && raw >= 0)
 					pkt_spoof(raw, src, group, o.port, out, (size_t)l);
 				else if (l > 0)
-					ndz_net_send(net, out, (size_t)l);
+					ndz_net_send(net, out, (size_t)l, NULL);
 			}
 			if (raw >= 0)
 				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 			else
-				ndz_net_send(net, buf, (size_t)len);
+				ndz_net_send(net, buf, (size_t)len, NULL);
 			sent++;
 			ndz_pace_wait(&pace, 1000);
 		}
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
 			if (len > 0 && spoof && raw >= 0)
 				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 			else if (len > 0)
-				ndz_net_send(net, buf, (size_t)len);
+				ndz_net_send(net, buf, (size_t)len, NULL);
 			sent++;
 			ndz_pace_wait(&pace, 1000);
 			continue;
@@ -338,7 +338,7 @@ int main(int argc, char **argv)
 			p.chunk = (uint32_t)random() % chunks;
 			p.block = (uint16_t)(random() % 1024);
 			p.data = data;
-			len = ndz_pkt_encode(&p, buf, sizeof(buf));
+			len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 		} else if (kind == 5) {         /* garbage of random length */
 			len = (int)(random() % 1500) + 1;
 			memcpy(buf, data, (size_t)(len < 1024 ? len : 1024));
@@ -346,21 +346,21 @@ int main(int argc, char **argv)
 			p.type = NDZ_PKT_REQUEST;
 			p.tag = tag;
 			p.count = 1;
-			len = ndz_pkt_encode(&p, buf, sizeof(buf));
+			len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 			buf[4] = 99;
 		} else {                        /* a request past the image */
 			p.type = NDZ_PKT_REQUEST;
 			p.tag = tag;
 			p.chunk = chunks + (uint32_t)(random() % 1000);
 			p.count = 1024;
-			len = ndz_pkt_encode(&p, buf, sizeof(buf));
+			len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 		}
 		if (len <= 0)
 			continue;
 		if (raw >= 0 && kind < 5)
 			pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
 		else
-			ndz_net_send(net, buf, (size_t)len);
+			ndz_net_send(net, buf, (size_t)len, NULL);
 		sent++;
 		ndz_pace_wait(&pace, 1000);
 	}

@@ -24,11 +24,11 @@ int pkt_learn(struct ndz_net *net, uint32_t client_id, unsigned ms, struct ndz_p
 		memset(&p, 0, sizeof(p));
 		p.type = NDZ_PKT_JOIN;
 		p.client_id = client_id;
-		l = ndz_pkt_encode(&p, buf, sizeof(buf));
+		l = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 		if (l > 0)
-			ndz_net_send(net, buf, (size_t)l);
-		n = ndz_net_recv(net, buf, sizeof(buf), 300, &from);
-		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &p) == 0 &&
+			ndz_net_send(net, buf, (size_t)l, NULL);
+		n = ndz_net_recv(net, buf, sizeof(buf), 300, &from, NULL);
+		if (n > 0 && ndz_pkt_decode(buf, (size_t)n, &p, NULL) == 0 &&
 		    p.type == NDZ_PKT_JOIN_REPLY) {
 			*reply = p;
 			return 1;
@@ -43,7 +43,7 @@ int pkt_raw_open(const char *spoof_addr, uint32_t *src)
 
 	if (fd < 0)
 		return -1;
-	if (ndz_net_addr(spoof_addr, src) < 0 ||
+	if (ndz_net_addr(spoof_addr, src, NULL) < 0 ||
 	    setsockopt(fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one)) < 0) {
 		int e = errno;
 

@@ -58,7 +58,7 @@ static void simulate_from(uint64_t link_bps, unsigned queue_pkts, unsigned clien
 
 	assert_true(clients <= 8 && delay_ms + seconds * 1000 < 40000);
 	memset(pending, 0, sizeof(pending));
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	for (unsigned ms = 0; ms < seconds * 1000; ms++) {
 		uint64_t now = (uint64_t)ms * MS;
 		uint64_t rate = ndz_adapt_rate(a, now);
@@ -144,7 +144,7 @@ static void simulate_chunks(uint64_t link_bps, unsigned queue_pkts, unsigned cli
 	memset(age, 0, sizeof(age));
 	memset(from_us, 0, sizeof(from_us));
 	memset(to_us, 0, sizeof(to_us));
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	for (ms = 0; sent < image_pkts || queue > 0; ms++) {
 		uint64_t now = (uint64_t)ms * MS;
 		uint64_t rate = ndz_adapt_rate(a, now);
@@ -229,13 +229,13 @@ static void test_bad_options(void **state)
 	struct ndz_adapt *a = (struct ndz_adapt *)1;
 
 	(void)state;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), NDZ_EINVAL);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), NDZ_EINVAL);
 	assert_null(a);
 	o.min_bps = 10;
 	o.start_bps = 200;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), NDZ_EINVAL);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), NDZ_EINVAL);
 	o.start_bps = 5;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), NDZ_EINVAL);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), NDZ_EINVAL);
 	ndz_adapt_free(NULL);
 }
 
@@ -253,7 +253,7 @@ static void test_steps(void **state)
 	uint64_t t = 0;
 
 	(void)state;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	assert_int_equal(ndz_adapt_rate(a, t), 10000000);
 	ndz_adapt_last(a, &st);
 	assert_int_equal(st.seq, 0);
@@ -317,7 +317,7 @@ static void test_app_limited(void **state)
 	uint64_t t = 0;
 
 	(void)state;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	ndz_adapt_sent(a, 50);                 /* 4 Mbit/s of the 10 allowed */
 	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10000000);
 	ndz_adapt_last(a, &st);
@@ -348,7 +348,7 @@ static void test_report_delay(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	ndz_adapt_sent(a, 500);
 	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 60000000);    /* start */
 	ndz_adapt_sent(a, 200);
@@ -416,7 +416,7 @@ static void test_drop_when_limited(void **state)
 	uint64_t t = 0;
 
 	(void)state;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	ndz_adapt_sent(a, 625);
 	ndz_adapt_lost(a, 1, 40);              /* a first drop: 50 Mbit/s -> 44 */
 	ndz_adapt_rate(a, t += 100 * MS);
@@ -515,7 +515,7 @@ static void test_measured_hold(void **state)
 	uint64_t t = 0, r;
 
 	(void)state;
-	assert_int_equal(ndz_adapt_create(&o, 0, &a), 0);
+	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
 	ndz_adapt_sent(a, 625);
 	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 60000000);   /* start */
 	/* a sending across that change: 900 of 1000 in 80 ms would be 90 Mbit/s */

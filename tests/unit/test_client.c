@@ -46,7 +46,7 @@ static int t_send(void *ctx, const uint8_t *d, size_t len)
 	if (t->fail_send)
 		return t->fail_send;
 	assert_true(t->nsent < MAXSENT);
-	assert_int_equal(ndz_pkt_decode(d, len, &t->sent[t->nsent]), 0);
+	assert_int_equal(ndz_pkt_decode(d, len, &t->sent[t->nsent], NULL), 0);
 	t->sent[t->nsent].data = NULL;
 	t->nsent++;
 	return 0;

@@ -82,7 +82,7 @@ static struct ndz_fec *make(void)
 {
 	struct ndz_fec *c = NULL;
 
-	assert_int_equal(ndz_fec_create(&c), 0);
+	assert_int_equal(ndz_fec_create(&c, NULL), 0);
 	assert_non_null(c);
 	return c;
 }
@@ -146,8 +146,8 @@ static void test_decode_random(void **state)
 			rp[i] = reps[i];
 		}
 		/* one repair short: refused, nothing changes */
-		assert_int_equal(ndz_fec_decode(c, copy, have, s, idx, rp, e - 1), NDZ_EINVAL);
-		assert_int_equal(ndz_fec_decode(c, copy, have, s, idx, rp, e), 0);
+		assert_int_equal(ndz_fec_decode(c, copy, have, s, idx, rp, e - 1, NULL), NDZ_EINVAL);
+		assert_int_equal(ndz_fec_decode(c, copy, have, s, idx, rp, e, NULL), 0);
 		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
 			assert_int_equal(have[i], 0xff);
 		assert_memory_equal(copy, chunk, NDZ_CHUNK_SIZE);
@@ -168,11 +168,11 @@ static void test_decode_args(void **state)
 	(void)state;
 	memset(have, 0xff, sizeof(have));
 	ndz_bit_clear(have, ndz_fec_block(2, 9));      /* stripe 2 */
-	assert_int_equal(ndz_fec_decode(c, chunk, have, 1, idx, rp, 0), 0);
-	assert_int_equal(ndz_fec_decode(c, chunk, have, NDZ_FEC_STRIPES, idx, rp, 1), NDZ_EINVAL);
-	assert_int_equal(ndz_fec_decode(c, chunk, have, 2, bad, rp, 1), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_decode(c, chunk, have, 1, idx, rp, 0, NULL), 0);
+	assert_int_equal(ndz_fec_decode(c, chunk, have, NDZ_FEC_STRIPES, idx, rp, 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_decode(c, chunk, have, 2, bad, rp, 1, NULL), NDZ_EINVAL);
 	ndz_bit_clear(have, ndz_fec_block(2, 10));
-	assert_int_equal(ndz_fec_decode(c, chunk, have, 2, idx, rp, 2), NDZ_EINVAL);  /* repeated */
+	assert_int_equal(ndz_fec_decode(c, chunk, have, 2, idx, rp, 2, NULL), NDZ_EINVAL);  /* repeated */
 	assert_false(ndz_bit_test(have, ndz_fec_block(2, 9)));
 	free(chunk);
 	ndz_fec_free(c);
@@ -205,7 +205,7 @@ static void test_wencode_matches_formula(void **state)
 		}
 	assert_int_equal(zeros, 0);
 	for (size_t n = 0; n < sizeof(rs) / sizeof(rs[0]); n++) {
-		assert_int_equal(ndz_fec_wencode(c, chunk, rs[n], out), 0);
+		assert_int_equal(ndz_fec_wencode(c, chunk, rs[n], out, NULL), 0);
 		for (unsigned i = 0; i < NDZ_BLOCK_SIZE; i += 97) {
 			uint8_t want = 0;
 
@@ -214,7 +214,7 @@ static void test_wencode_matches_formula(void **state)
 			assert_int_equal(out[i], want);
 		}
 	}
-	assert_int_equal(ndz_fec_wencode(c, chunk, NDZ_FEC_WREPAIRS, out), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_wencode(c, chunk, NDZ_FEC_WREPAIRS, out, NULL), NDZ_EINVAL);
 	free(chunk);
 	ndz_fec_free(c);
 }
@@ -259,14 +259,14 @@ static void test_wdecode_random(void **state)
 			rp[i] = reps[i];
 		}
 		for (unsigned i = 0; i < e + 3; i++)
-			assert_int_equal(ndz_fec_wencode(c, chunk, idx[i], reps[i]), 0);
+			assert_int_equal(ndz_fec_wencode(c, chunk, idx[i], reps[i], NULL), 0);
 		memcpy(have2, have, sizeof(have));
-		assert_int_equal(ndz_fec_wdecode(copy, have, NULL, idx, rp, e - 1), 1);
-		assert_int_equal(ndz_fec_wdecode(NULL, have2, NULL, idx, rp, e - 1), 1);
+		assert_int_equal(ndz_fec_wdecode(copy, have, NULL, idx, rp, e - 1, NULL), 1);
+		assert_int_equal(ndz_fec_wdecode(NULL, have2, NULL, idx, rp, e - 1, NULL), 1);
 		assert_memory_equal(have, have2, sizeof(have));
 		for (nrep = e; nrep <= e + 3; nrep++) {
-			rc = ndz_fec_wdecode(NULL, have2, NULL, idx, rp, nrep);
-			assert_int_equal(ndz_fec_wdecode(copy, have, NULL, idx, rp, nrep), rc);
+			rc = ndz_fec_wdecode(NULL, have2, NULL, idx, rp, nrep, NULL);
+			assert_int_equal(ndz_fec_wdecode(copy, have, NULL, idx, rp, nrep, NULL), rc);
 			if (rc == 0)
 				break;
 			assert_int_equal(rc, 1);
@@ -293,11 +293,11 @@ static void test_wdecode_args(void **state)
 
 	(void)state;
 	memset(have, 0xff, sizeof(have));
-	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, rep_idx, rp, 0), 0);   /* whole */
+	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, rep_idx, rp, 0, NULL), 0);   /* whole */
 	ndz_bit_clear(have, 700);
-	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, rep_idx, rp, 2), NDZ_EINVAL);
-	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, bad, rp, 1), NDZ_EINVAL);
-	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, rep_idx, rp, 0), 1);
+	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, rep_idx, rp, 2, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, bad, rp, 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_wdecode(chunk, have, NULL, rep_idx, rp, 0, NULL), 1);
 	assert_false(ndz_bit_test(have, 700));
 	free(chunk);
 	ndz_fec_free(c);
@@ -328,7 +328,7 @@ static void test_wdecode_rank(void **state)
 		}
 		for (unsigned i = 0; i < e; i++)
 			idx[i] = (uint8_t)(base + i);
-		fails += ndz_fec_wdecode(NULL, have, NULL, idx, rp, e) != 0;
+		fails += ndz_fec_wdecode(NULL, have, NULL, idx, rp, e, NULL) != 0;
 	}
 	/* expected about 8 of 2000 */
 	assert_true(fails <= 30);

@@ -492,7 +492,7 @@ static void test_repair_request_and_decode(void **state)
 	int slot;
 
 	(void)state;
-	assert_int_equal(ndz_fec_create(&fec), 0);
+	assert_int_equal(ndz_fec_create(&fec, NULL), 0);
 	ndz_fetch_set_repair(f, 1);
 	a = five_lost(f, &s, now);
 	b = 1 - a;
@@ -662,7 +662,7 @@ static void test_whole_repairs(void **state)
 	int slot = -1;
 
 	(void)state;
-	assert_int_equal(ndz_fec_create(&fec), 0);
+	assert_int_equal(ndz_fec_create(&fec, NULL), 0);
 	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
 	a = five_lost(f, &s, now);
 	b = 1 - a;
@@ -696,12 +696,12 @@ static void test_whole_repairs(void **state)
 	 * equations for the five lost blocks are not enough; the fifth completes it */
 	ndz_fec_encode(fec, whole, 0, 40, rep);
 	assert_int_equal(ndz_fetch_repair(f, a, 0, 40, rep, now), -1);
-	ndz_fec_wencode(fec, whole, 10, rep);
+	ndz_fec_wencode(fec, whole, 10, rep, NULL);
 	assert_int_equal(ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 10, rep, now), -1);
 	assert_int_equal(ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 10, rep, now), -1); /* a duplicate */
-	ndz_fec_wencode(fec, whole, 11, rep);
+	ndz_fec_wencode(fec, whole, 11, rep, NULL);
 	assert_int_equal(ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 11, rep, now), -1);
-	ndz_fec_wencode(fec, whole, 200, rep);
+	ndz_fec_wencode(fec, whole, 200, rep, NULL);
 	assert_int_equal(ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 200, rep, now), -1);
 	/* still one short: the request now asks for one whole-chunk repair */
 	ndz_fetch_block(f, b, 3, data_of(b, 3), now + REDELAY + MS);
@@ -717,11 +717,11 @@ static void test_whole_repairs(void **state)
 		assert_true(s.repair[k]);
 		assert_int_equal(s.need[k][NDZ_FEC_WHOLE], 1);
 	}
-	ndz_fec_wencode(fec, whole, 12, rep);
+	ndz_fec_wencode(fec, whole, 12, rep, NULL);
 	slot = ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 12, rep, now);
 	if (slot < 0) {
 		/* (the rows were dependent, as happens about once in 255: one more) */
-		ndz_fec_wencode(fec, whole, 13, rep);
+		ndz_fec_wencode(fec, whole, 13, rep, NULL);
 		slot = ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 13, rep, now);
 	}
 	rebuilt(f, slot, a, whole, 1);

@@ -103,7 +103,7 @@ static int sim_send(void *ctx, const uint8_t *d, size_t len)
 	struct ndz_pkt p;
 	struct req *r;
 
-	assert_int_equal(ndz_pkt_decode(d, len, &p), 0);
+	assert_int_equal(ndz_pkt_decode(d, len, &p, NULL), 0);
 	if (p.type == NDZ_PKT_JOIN) {
 		s->joining = 1;
 		return 0;
@@ -140,12 +140,12 @@ static void deliver_requests(struct sim *s)
 		if (!(s->o.server_loss > 0 && lost_at(s, s->o.server_loss))) {
 			if (r->p.type == NDZ_PKT_REQUEST)
 				assert_true(ndz_serve_request(s->serve, r->p.chunk, r->p.block,
-							      r->p.count) >= 0);
+							      r->p.count, NULL) >= 0);
 			else if (r->p.type == NDZ_PKT_PREQUEST)
 				assert_true(ndz_serve_prequest(s->serve, r->p.chunk,
-							       r->p.bitmap) >= 0);
+							       r->p.bitmap, NULL) >= 0);
 			else
-				assert_true(ndz_serve_repairs(s->serve, r->p.chunk, r->p.need) >= 0);
+				assert_true(ndz_serve_repairs(s->serve, r->p.chunk, r->p.need, NULL) >= 0);
 		}
 		for (unsigned i = 0; i < s->o.clients; i++) {
 			struct client *c = &s->c[i];
@@ -260,7 +260,7 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	memset(&s, 0, sizeof(s));
 	s.o = *o;
 	s.rng = 0x9e3779b97f4a7c15ull ^ o->seed;
-	assert_int_equal(ndz_serve_create(o->chunks, &s.serve), 0);
+	assert_int_equal(ndz_serve_create(o->chunks, &s.serve, NULL), 0);
 	s.c = calloc(o->clients, sizeof(*s.c));
 	assert_non_null(s.c);
 	for (unsigned i = 0; i < o->clients; i++)
@@ -293,9 +293,9 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 			}
 			if (it.repair)
 				assert_int_equal(ndz_serve_repair_sent(s.serve, (uint32_t)chunk,
-								       it.stripe), 0);
+								       it.stripe, NULL), 0);
 			else
-				assert_int_equal(ndz_serve_sent(s.serve, (uint32_t)chunk, it.block) >= 0,
+				assert_int_equal(ndz_serve_sent(s.serve, (uint32_t)chunk, it.block, NULL) >= 0,
 						 1);
 			for (unsigned i = 0; i < o->clients; i++)
 				if (s.c[i].started && !s.c[i].finished && !lost(&s) &&

@@ -91,11 +91,11 @@ static void test_roundtrip(void **state)
 	for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
 		struct ndz_pkt p = make(types[t]), q;
 		uint8_t buf[NDZ_PKT_MAX + 1], buf2[NDZ_PKT_MAX];	/* +1: the one-byte-too-long case */
-		int len = ndz_pkt_encode(&p, buf, sizeof(buf));
+		int len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 
 		assert_int_equal(len, (int)lens[t]);
 		assert_true(len <= 1472);       /* one datagram in a 1500-byte MTU */
-		assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q), 0);
+		assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
 		assert_int_equal(q.type, p.type);
 		if (p.type == NDZ_PKT_BLOCK) {
 			assert_memory_equal(q.data, data, 1024);
@@ -121,14 +121,14 @@ static void test_roundtrip(void **state)
 			assert_memory_equal(q.need, p.need, sizeof(p.need));
 		}
 		/* re-encoding the decoded packet gives the same bytes */
-		assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2)), len);
+		assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2), NULL), len);
 		assert_memory_equal(buf, buf2, (size_t)len);
 		/* one byte more or less is malformed */
-		assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1, &q, NULL), NDZ_EPROTO);
 		buf[len] = 0;
-		assert_int_equal(ndz_pkt_decode(buf, (size_t)len + 1, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, (size_t)len + 1, &q, NULL), NDZ_EPROTO);
 		/* too small a buffer is refused */
-		assert_int_equal(ndz_pkt_encode(&p, buf, (size_t)len - 1), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode(&p, buf, (size_t)len - 1, NULL), NDZ_EINVAL);
 	}
 }
 
@@ -138,16 +138,16 @@ static void test_layout(void **state)
 	uint8_t b[64];
 
 	(void)state;
-	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 24);
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b), NULL), 24);
 	assert_memory_equal(b, "NDZP\x01\x05\x00\x00", 8);
 	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x09\x00\x00\x00\xe8\x03\x18\x00", 16);
 	p = make(NDZ_PKT_RREQUEST);
-	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 32);
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b), NULL), 32);
 	assert_memory_equal(b, "NDZP\x01\x09\x00\x00", 8);
 	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x4e\x00\x00\x00"
 			    "\x01\x00\x00\x00\x00\x00\x00\x80\xff\x00\x00\x00", 24);
 	p = make(NDZ_PKT_FEATURES);
-	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b)), 16);
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b), NULL), 16);
 	assert_memory_equal(b, "NDZP\x01\x07\x00\x00\x88\x77\x66\x55\x01\x00\x00\x80", 16);
 }
 
@@ -155,11 +155,11 @@ static void expect_bad(int type, size_t off, uint8_t val, int code)
 {
 	struct ndz_pkt p = make(type), q;
 	uint8_t buf[NDZ_PKT_MAX];
-	int len = ndz_pkt_encode(&p, buf, sizeof(buf));
+	int len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
 
 	assert_true(len > 0);
 	buf[off] = val;
-	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q), code);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), code);
 }
 
 static void test_validation(void **state)
@@ -197,21 +197,21 @@ static void test_validation(void **state)
 
 		p.stripe = NDZ_FEC_WHOLE;
 		p.index = 254;
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_REPAIR_LEN);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), (int)NDZ_PKT_REPAIR_LEN);
 		assert_int_equal(buf[16], 8);
 		assert_int_equal(buf[17], 254);
-		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIR_LEN, &q), 0);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIR_LEN, &q, NULL), 0);
 		assert_int_equal(q.stripe, NDZ_FEC_WHOLE);
 		assert_int_equal(q.index, 254);
 		buf[17] = 255;
-		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIR_LEN, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIR_LEN, &q, NULL), NDZ_EPROTO);
 		/* an RREQUEST for whole-chunk repairs only */
 		p = make(NDZ_PKT_RREQUEST);
 		memset(p.need, 0, sizeof(p.need));
 		p.need[NDZ_FEC_WHOLE] = 3;
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_RREQUEST_LEN);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), (int)NDZ_PKT_RREQUEST_LEN);
 		assert_int_equal(buf[28], 3);
-		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q), 0);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q, NULL), 0);
 		assert_int_equal(q.need[NDZ_FEC_WHOLE], 3);
 		assert_int_equal(q.need[0] | q.need[7], 0);
 	}
@@ -219,36 +219,36 @@ static void test_validation(void **state)
 		struct ndz_pkt p = make(NDZ_PKT_RREQUEST), q;
 		uint8_t buf[NDZ_PKT_MAX];
 
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_RREQUEST_LEN);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), (int)NDZ_PKT_RREQUEST_LEN);
 		memset(buf + 20, 0, 9);                          /* asks for nothing */
-		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_RREQUEST_LEN, &q, NULL), NDZ_EPROTO);
 		memset(p.need, 0, sizeof(p.need));
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
 		p = make(NDZ_PKT_REPAIR);
 		p.data = NULL;
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
 	}
 	{
 		struct ndz_pkt p = make(NDZ_PKT_PREQUEST), q;
 		uint8_t buf[NDZ_PKT_MAX];
 
 		memset(p.bitmap, 0, sizeof(p.bitmap));
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
 		p = make(NDZ_PKT_PREQUEST);
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), (int)NDZ_PKT_PREQUEST_LEN);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), (int)NDZ_PKT_PREQUEST_LEN);
 		memset(buf + 24, 0, NDZ_BITMAP_BYTES);           /* empty bitmap */
-		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_PREQUEST_LEN, &q), NDZ_EPROTO);
-		assert_int_equal(ndz_pkt_decode(buf, 0, &q), NDZ_EPROTO);
-		assert_int_equal(ndz_pkt_decode(buf, 7, &q), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_PREQUEST_LEN, &q, NULL), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, 0, &q, NULL), NDZ_EPROTO);
+		assert_int_equal(ndz_pkt_decode(buf, 7, &q, NULL), NDZ_EPROTO);
 	}
 	{
 		struct ndz_pkt p = make(NDZ_PKT_BLOCK);
 		uint8_t buf[NDZ_PKT_MAX];
 
 		p.data = NULL;
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
 		p.type = 99;
-		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
 	}
 }
 

@@ -25,7 +25,7 @@ static struct ndz_serve *make(uint32_t chunks)
 {
 	struct ndz_serve *s = NULL;
 
-	assert_int_equal(ndz_serve_create(chunks, &s), 0);
+	assert_int_equal(ndz_serve_create(chunks, &s, NULL), 0);
 	assert_non_null(s);
 	return s;
 }
@@ -70,12 +70,12 @@ static void check_queue(const struct ndz_serve *s, size_t n, const uint32_t *chu
 	uint32_t c;
 
 	for (size_t i = 0; i < n; i++) {
-		assert_int_equal(ndz_serve_queued(s, i, &c, got), 0);
+		assert_int_equal(ndz_serve_queued(s, i, &c, got, NULL), 0);
 		assert_int_equal(c, chunks[i]);
 		if (bms)
 			assert_memory_equal(got, bms[i], NDZ_BITMAP_BYTES);
 	}
-	assert_int_equal(ndz_serve_queued(s, n, &c, NULL), NDZ_ENOENT);
+	assert_int_equal(ndz_serve_queued(s, n, &c, NULL, NULL), NDZ_ENOENT);
 }
 
 /* The current chunk is chunk at pos with bitmap bm. */
@@ -127,31 +127,31 @@ static void test_bad_args(void **state)
 	uint32_t c;
 
 	(void)state;
-	assert_int_equal(ndz_serve_create(0, &s), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_create(0, &s, NULL), NDZ_EINVAL);
 	assert_null(s);
 	ndz_serve_free(NULL);
 
 	s = make(4);
 	bits_of(bm, 0, 1, -1);
-	assert_int_equal(ndz_serve_prequest(s, 4, bm), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_prequest(s, UINT32_MAX, bm), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_request(s, 4, 0, 1), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_request(s, 0, BLOCKS, 1), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_request(s, 0, 0, 0), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_request(s, 0, 1, BLOCKS), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_request(s, 0, BLOCKS - 2, 3), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_sent(s, 4, 0), NDZ_EINVAL);
-	assert_int_equal(ndz_serve_sent(s, 0, BLOCKS), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_prequest(s, 4, bm, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_prequest(s, UINT32_MAX, bm, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_request(s, 4, 0, 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_request(s, 0, BLOCKS, 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_request(s, 0, 0, 0, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_request(s, 0, 1, BLOCKS, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_request(s, 0, BLOCKS - 2, 3, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_sent(s, 4, 0, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_sent(s, 0, BLOCKS, NULL), NDZ_EINVAL);
 	assert_int_equal(ndz_serve_ever(s, 4, 0), 0);
 	assert_int_equal(ndz_serve_ever(s, 0, BLOCKS), 0);
 	/* nothing queued, nothing counted */
-	assert_int_equal(ndz_serve_queued(s, 0, &c, NULL), NDZ_ENOENT);
+	assert_int_equal(ndz_serve_queued(s, 0, &c, NULL, NULL), NDZ_ENOENT);
 	assert_false(ndz_serve_busy(s));
 	assert_int_equal(ndz_serve_next_chunk(s), -1);
 	assert_int_equal(next_block(s), -1);
 	check_stats(s, 0, 0, 0, 0, 0);
 	/* the last chunk and block are in range */
-	assert_int_equal(ndz_serve_request(s, 3, BLOCKS - 1, 1), 1);
+	assert_int_equal(ndz_serve_request(s, 3, BLOCKS - 1, 1, NULL), 1);
 	bits_of(want[0], BLOCKS - 1, -1);
 	check_queue(s, 1, (const uint32_t[]){ 3 }, want);
 	ndz_serve_free(s);
@@ -165,8 +165,8 @@ static void test_merge_same_chunk(void **state)
 
 	(void)state;
 	bits_of(bm, 1, 5, 900, -1);
-	assert_int_equal(ndz_serve_prequest(s, 3, bm), 1);
-	assert_int_equal(ndz_serve_request(s, 3, 5, 3), 0);
+	assert_int_equal(ndz_serve_prequest(s, 3, bm, NULL), 1);
+	assert_int_equal(ndz_serve_request(s, 3, 5, 3, NULL), 0);
 	bits_of(want[0], 1, 5, 6, 7, 900, -1);
 	check_queue(s, 1, (const uint32_t[]){ 3 }, want);
 	check_stats(s, 2, 1, 0, 0, 0);
@@ -193,13 +193,13 @@ static void test_fifo_order(void **state)
 	static const uint32_t order[4] = { 4, 1, 7, 9 };
 
 	(void)state;
-	assert_int_equal(ndz_serve_request(s, 4, 0, 2), 1);
-	assert_int_equal(ndz_serve_request(s, 1, 10, 1), 1);
-	assert_int_equal(ndz_serve_request(s, 7, 0, BLOCKS), 1);
-	assert_int_equal(ndz_serve_request(s, 1, 11, 1), 0);
+	assert_int_equal(ndz_serve_request(s, 4, 0, 2, NULL), 1);
+	assert_int_equal(ndz_serve_request(s, 1, 10, 1, NULL), 1);
+	assert_int_equal(ndz_serve_request(s, 7, 0, BLOCKS, NULL), 1);
+	assert_int_equal(ndz_serve_request(s, 1, 11, 1, NULL), 0);
 	bits_of(bm, 2, -1);
-	assert_int_equal(ndz_serve_prequest(s, 4, bm), 0);
-	assert_int_equal(ndz_serve_request(s, 9, 100, 1), 1);
+	assert_int_equal(ndz_serve_prequest(s, 4, bm, NULL), 0);
+	assert_int_equal(ndz_serve_request(s, 9, 100, 1, NULL), 1);
 	bits_of(want[0], 0, 1, 2, -1);
 	bits_of(want[1], 10, 11, -1);
 	bits_range(want[2], 0, BLOCKS);
@@ -216,8 +216,8 @@ static void test_fifo_order(void **state)
 	assert_int_equal(ndz_serve_next_chunk(s), -1);
 	assert_false(ndz_serve_busy(s));
 	/* a chunk sent is queued afresh, at the tail */
-	assert_int_equal(ndz_serve_request(s, 4, 3, 1), 1);
-	assert_int_equal(ndz_serve_request(s, 1, 3, 1), 1);
+	assert_int_equal(ndz_serve_request(s, 4, 3, 1, NULL), 1);
+	assert_int_equal(ndz_serve_request(s, 1, 3, 1, NULL), 1);
 	check_queue(s, 2, (const uint32_t[]){ 4, 1 }, NULL);
 	ndz_serve_free(s);
 }
@@ -230,15 +230,15 @@ static void test_merge_into_current(void **state)
 
 	(void)state;
 	bits_of(bm, 10, 20, 30, -1);
-	assert_int_equal(ndz_serve_prequest(s, 2, bm), 1);
-	assert_int_equal(ndz_serve_request(s, 0, 0, 1), 1);
+	assert_int_equal(ndz_serve_prequest(s, 2, bm, NULL), 1);
+	assert_int_equal(ndz_serve_request(s, 0, 0, 1, NULL), 1);
 	assert_int_equal(ndz_serve_next_chunk(s), 2);
 	assert_int_equal(next_block(s), 10);
 	check_current(s, 2, 11, bm);
 
 	/* 11 and 40 are ahead and join; 5 and 10 (just sent) are behind: a new entry */
 	bits_of(bm, 5, 10, 11, 40, -1);
-	assert_int_equal(ndz_serve_prequest(s, 2, bm), 1);
+	assert_int_equal(ndz_serve_prequest(s, 2, bm, NULL), 1);
 	bits_of(cur, 10, 11, 20, 30, 40, -1);
 	check_current(s, 2, 11, cur);
 	bits_of(want[0], 0, -1);
@@ -248,7 +248,7 @@ static void test_merge_into_current(void **state)
 
 	/* all ahead: joins, nothing left to queue */
 	bits_of(bm, 12, 20, 1023, -1);
-	assert_int_equal(ndz_serve_prequest(s, 2, bm), 0);
+	assert_int_equal(ndz_serve_prequest(s, 2, bm, NULL), 0);
 	bits_of(cur, 10, 11, 12, 20, 30, 40, 1023, -1);
 	check_current(s, 2, 11, cur);
 	check_queue(s, 2, (const uint32_t[]){ 0, 2 }, want);
@@ -256,13 +256,13 @@ static void test_merge_into_current(void **state)
 
 	/* behind only: merges into the chunk's queue entry */
 	bits_of(bm, 3, -1);
-	assert_int_equal(ndz_serve_prequest(s, 2, bm), 0);
+	assert_int_equal(ndz_serve_prequest(s, 2, bm, NULL), 0);
 	bits_of(want[1], 3, 5, 10, -1);
 	check_queue(s, 2, (const uint32_t[]){ 0, 2 }, want);
 	check_stats(s, 5, 2, 1, 0, 0);
 
 	/* both ahead and behind with an entry queued: one merge */
-	assert_int_equal(ndz_serve_request(s, 2, 9, 4), 0);
+	assert_int_equal(ndz_serve_request(s, 2, 9, 4, NULL), 0);
 	bits_of(want[1], 3, 5, 9, 10, -1);
 	check_queue(s, 2, (const uint32_t[]){ 0, 2 }, want);
 	check_current(s, 2, 11, cur);
@@ -272,14 +272,14 @@ static void test_merge_into_current(void **state)
 	assert_int_equal(next_block(s), 11);
 	assert_int_equal(next_block(s), 12);
 	bits_of(bm, 13, -1);
-	assert_int_equal(ndz_serve_prequest(s, 2, bm), 0);
+	assert_int_equal(ndz_serve_prequest(s, 2, bm, NULL), 0);
 	bits_of(cur, 13, 20, 30, 40, 1023, -1);
 	drain_expect(s, cur);
 	check_stats(s, 7, 3, 2, 0, 0);
 
 	/* the chunk is no longer current: a request for it only merges in the queue */
 	bits_of(bm, 500, -1);
-	assert_int_equal(ndz_serve_prequest(s, 2, bm), 0);
+	assert_int_equal(ndz_serve_prequest(s, 2, bm, NULL), 0);
 	check_stats(s, 8, 4, 2, 0, 0);
 	assert_int_equal(ndz_serve_next_chunk(s), 0);
 	drain_expect(s, want[0]);
@@ -297,19 +297,19 @@ static void test_whole_vs_partial(void **state)
 
 	(void)state;
 	bits_of(bm, 500, -1);
-	assert_int_equal(ndz_serve_prequest(s, 6, bm), 1);
+	assert_int_equal(ndz_serve_prequest(s, 6, bm, NULL), 1);
 	assert_int_equal(ndz_serve_next_chunk(s), 6);
 	assert_int_equal(next_block(s), 500);
 
 	/* whole: 501..1023 join, 0..500 are not queued */
-	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS), 0);
+	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS, NULL), 0);
 	bits_range(cur, 500, BLOCKS);
 	check_current(s, 6, 501, cur);
 	check_queue(s, 0, NULL, NULL);
 	check_stats(s, 2, 0, 1, 0, 0);
 
 	/* the same blocks but one, partial: what is behind is queued */
-	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS - 1), 1);
+	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS - 1, NULL), 1);
 	bits_range(want[0], 0, 501);
 	check_queue(s, 1, (const uint32_t[]){ 6 }, want);
 	check_current(s, 6, 501, cur);
@@ -317,23 +317,23 @@ static void test_whole_vs_partial(void **state)
 
 	/* a PREQUEST of every block is partial too: merges into the entry */
 	bits_range(bm, 0, BLOCKS);
-	assert_int_equal(ndz_serve_prequest(s, 6, bm), 0);
+	assert_int_equal(ndz_serve_prequest(s, 6, bm, NULL), 0);
 	check_queue(s, 1, (const uint32_t[]){ 6 }, want);
 	check_stats(s, 4, 2, 1, 0, 0);
 
 	/* whole for another chunk, or with nothing current: queued whole */
-	assert_int_equal(ndz_serve_request(s, 7, 0, BLOCKS), 1);
+	assert_int_equal(ndz_serve_request(s, 7, 0, BLOCKS, NULL), 1);
 	bits_range(bm, 501, BLOCKS);
 	drain_expect(s, bm);
 	assert_int_equal(ndz_serve_next_chunk(s), 6);
 	drain_expect(s, want[0]);
-	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS), 1);
+	assert_int_equal(ndz_serve_request(s, 6, 0, BLOCKS, NULL), 1);
 	check_queue(s, 2, (const uint32_t[]){ 7, 6 }, NULL);
 	check_stats(s, 6, 2, 1, 0, 0);
 
 	/* whole at position 0: every block is ahead, nothing queued */
 	assert_int_equal(ndz_serve_next_chunk(s), 7);
-	assert_int_equal(ndz_serve_request(s, 7, 0, BLOCKS), 0);
+	assert_int_equal(ndz_serve_request(s, 7, 0, BLOCKS, NULL), 0);
 	check_queue(s, 1, (const uint32_t[]){ 6 }, NULL);
 	check_stats(s, 7, 2, 2, 0, 0);
 	ndz_serve_free(s);
@@ -346,10 +346,10 @@ static void test_sent_accounting(void **state)
 	int b;
 
 	(void)state;
-	assert_int_equal(ndz_serve_sent(s, 0, 5), 1);
-	assert_int_equal(ndz_serve_sent(s, 0, 5), 0);
-	assert_int_equal(ndz_serve_sent(s, 1, 5), 1);
-	assert_int_equal(ndz_serve_sent(s, 2, BLOCKS - 1), 1);
+	assert_int_equal(ndz_serve_sent(s, 0, 5, NULL), 1);
+	assert_int_equal(ndz_serve_sent(s, 0, 5, NULL), 0);
+	assert_int_equal(ndz_serve_sent(s, 1, 5, NULL), 1);
+	assert_int_equal(ndz_serve_sent(s, 2, BLOCKS - 1, NULL), 1);
 	check_stats(s, 0, 0, 0, 4, 3);
 	assert_true(ndz_serve_ever(s, 0, 5));
 	assert_false(ndz_serve_ever(s, 0, 4));
@@ -361,12 +361,12 @@ static void test_sent_accounting(void **state)
 
 	/* a chunk served twice: the second time adds to blocks_sent only */
 	for (int round = 0; round < 2; round++) {
-		assert_int_equal(ndz_serve_request(s, 1, 0, BLOCKS), 1);
+		assert_int_equal(ndz_serve_request(s, 1, 0, BLOCKS, NULL), 1);
 		assert_true(ndz_serve_busy(s));
 		assert_int_equal(ndz_serve_next_chunk(s), 1);
 		assert_true(ndz_serve_busy(s));
 		while ((b = next_block(s)) >= 0)
-			assert_int_equal(ndz_serve_sent(s, 1, (unsigned)b), round == 0 && b != 5);
+			assert_int_equal(ndz_serve_sent(s, 1, (unsigned)b, NULL), round == 0 && b != 5);
 		assert_false(ndz_serve_busy(s));
 	}
 	check_stats(s, 2, 0, 0, 4 + 2 * BLOCKS, 3 + BLOCKS - 1);
@@ -484,12 +484,12 @@ static void model_check(const struct model *m, const struct ndz_serve *s, int bi
 			check_bits(m->cw, got);
 	}
 	for (size_t i = 0; i < m->qn; i++) {
-		assert_int_equal(ndz_serve_queued(s, i, &c, got), 0);
+		assert_int_equal(ndz_serve_queued(s, i, &c, got, NULL), 0);
 		assert_int_equal(c, m->q[i]);
 		if (bits)
 			check_bits(m->qw[c], got);
 	}
-	assert_int_equal(ndz_serve_queued(s, m->qn, &c, NULL), NDZ_ENOENT);
+	assert_int_equal(ndz_serve_queued(s, m->qn, &c, NULL, NULL), NDZ_ENOENT);
 	assert_int_equal(ndz_serve_busy(s), m->qn > 0 || m->cur >= 0);
 }
 
@@ -540,7 +540,7 @@ static void test_random_against_model(void **state)
 			else
 				count = 1 + rnd(BLOCKS - first < 16 ? BLOCKS - first : 16);
 			if (rnd(3) == 0) {                 /* out of range: changes nothing */
-				assert_int_equal(ndz_serve_request(s, MCHUNKS + rnd(3), first, count),
+				assert_int_equal(ndz_serve_request(s, MCHUNKS + rnd(3), first, count, NULL),
 						 NDZ_EINVAL);
 				continue;
 			}
@@ -548,7 +548,7 @@ static void test_random_against_model(void **state)
 			for (unsigned b = first; b < first + count; b++)
 				want[b] = 1;
 			whole += count == BLOCKS;
-			assert_int_equal(ndz_serve_request(s, chunk, first, count),
+			assert_int_equal(ndz_serve_request(s, chunk, first, count, NULL),
 					 model_request(&m, chunk, want, count == BLOCKS));
 		} else if (op < 6) {                   /* PREQUEST: a few bits, or dense */
 			unsigned n = rnd(16) ? 1 + rnd(4) : 1 + rnd(BLOCKS);
@@ -561,7 +561,7 @@ static void test_random_against_model(void **state)
 				want[b] = 1;
 				ndz_bit_set(bm, b);
 			}
-			assert_int_equal(ndz_serve_prequest(s, chunk, bm),
+			assert_int_equal(ndz_serve_prequest(s, chunk, bm, NULL),
 					 model_request(&m, chunk, want, 0));
 		} else {                               /* the sender's turn */
 			int64_t c;
@@ -585,7 +585,7 @@ static void test_random_against_model(void **state)
 				m.ever[c][b] = 1;
 				m.sent++;
 				m.distinct += first;
-				assert_int_equal(ndz_serve_sent(s, (uint32_t)c, (unsigned)b), first);
+				assert_int_equal(ndz_serve_sent(s, (uint32_t)c, (unsigned)b, NULL), first);
 			}
 		}
 		/* every step: the order and counters; the bitmaps now and then (the
@@ -641,21 +641,21 @@ static void test_repairs(void **state)
 
 	(void)state;
 	memset(need, 0, sizeof(need));
-	assert_int_equal(ndz_serve_repairs(s, 1, need), NDZ_EINVAL);          /* asks nothing */
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), NDZ_EINVAL);          /* asks nothing */
 	need[2] = NDZ_FEC_K + 1;
-	assert_int_equal(ndz_serve_repairs(s, 1, need), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), NDZ_EINVAL);
 	need[2] = 2;
-	assert_int_equal(ndz_serve_repairs(s, 4, need), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_repairs(s, 4, need, NULL), NDZ_EINVAL);
 	assert_false(ndz_serve_busy(s));
 	/* queued, then merged: stripe 2 wants max(2, 1) = 2, stripe 5 wants 3 */
-	assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 1);
 	memset(need, 0, sizeof(need));
 	need[2] = 1;
 	need[5] = 3;
-	assert_int_equal(ndz_serve_repairs(s, 1, need), 0);
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 0);
 	/* data blocks for the same chunk join the entry and go first */
 	bits_of(want, 7, 900, -1);
-	assert_int_equal(ndz_serve_prequest(s, 1, want), 0);
+	assert_int_equal(ndz_serve_prequest(s, 1, want, NULL), 0);
 	assert_int_equal(ndz_serve_next_chunk(s), 1);
 	n = drain(s, bits, reps, 600);
 	assert_memory_equal(bits, want, NDZ_BITMAP_BYTES);
@@ -674,10 +674,10 @@ static void test_repairs(void **state)
 	/* a second round: new indexes; a request while it is current raises the count */
 	memset(need, 0, sizeof(need));
 	need[2] = 1;
-	assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 1);
 	assert_int_equal(ndz_serve_next_chunk(s), 1);
 	need[2] = 3;
-	assert_int_equal(ndz_serve_repairs(s, 1, need), 0);
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 0);
 	n = drain(s, NULL, reps, 600);
 	assert_int_equal(n, 3);
 	for (unsigned i = 0; i < 3; i++) {
@@ -691,7 +691,7 @@ static void test_repairs(void **state)
 	for (unsigned r = 0, got = 0; r < NDZ_FEC_K / NDZ_FEC_ASK_MAX; r++) {
 		unsigned part[NDZ_FEC_ASK_MAX + 1][2];
 
-		assert_int_equal(ndz_serve_repairs(s, 1, need), 1);
+		assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 1);
 		assert_int_equal(ndz_serve_next_chunk(s), 1);
 		n = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
 		assert_int_equal(n, NDZ_FEC_ASK_MAX);
@@ -702,8 +702,8 @@ static void test_repairs(void **state)
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 6][1], NDZ_FEC_REPAIRS - 1);
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 5][1], 0);
 	for (unsigned i = 0; i < n; i++)
-		assert_int_equal(ndz_serve_repair_sent(s, 1, reps[i][0]), 0);
-	assert_int_equal(ndz_serve_repair_sent(s, 1, NDZ_FEC_SETS), NDZ_EINVAL);
+		assert_int_equal(ndz_serve_repair_sent(s, 1, reps[i][0], NULL), 0);
+	assert_int_equal(ndz_serve_repair_sent(s, 1, NDZ_FEC_SETS, NULL), NDZ_EINVAL);
 	ndz_serve_get_stats(s, &st);
 	assert_int_equal(st.repairs_sent, NDZ_FEC_K);
 	assert_int_equal(st.requests, 5 + NDZ_FEC_K / NDZ_FEC_ASK_MAX);
@@ -720,13 +720,13 @@ static void test_whole_repairs(void **state)
 	unsigned reps[600][2], n;
 
 	(void)state;
-	assert_int_equal(ndz_serve_create(3, &s), 0);
+	assert_int_equal(ndz_serve_create(3, &s, NULL), 0);
 	memset(need, 0, sizeof(need));
 	need[NDZ_FEC_WHOLE] = 3;
-	assert_int_equal(ndz_serve_repairs(s, 2, need), 1);
+	assert_int_equal(ndz_serve_repairs(s, 2, need, NULL), 1);
 	need[NDZ_FEC_WHOLE] = 5;
 	need[1] = 1;
-	assert_int_equal(ndz_serve_repairs(s, 2, need), 0);
+	assert_int_equal(ndz_serve_repairs(s, 2, need, NULL), 0);
 	assert_int_equal(ndz_serve_next_chunk(s), 2);
 	n = drain(s, NULL, reps, 600);
 	/* round robin over the sets: 1, 8, then set 8 alone */
@@ -743,7 +743,7 @@ static void test_whole_repairs(void **state)
 	for (unsigned r = 0; r < 256 / NDZ_FEC_ASK_MAX; r++) {
 		unsigned part[NDZ_FEC_ASK_MAX + 1][2], got;
 
-		assert_int_equal(ndz_serve_repairs(s, 2, need), 1);
+		assert_int_equal(ndz_serve_repairs(s, 2, need, NULL), 1);
 		assert_int_equal(ndz_serve_next_chunk(s), 2);
 		got = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
 		assert_int_equal(got, NDZ_FEC_ASK_MAX);
@@ -754,8 +754,8 @@ static void test_whole_repairs(void **state)
 	assert_int_equal(reps[249][1], 254);
 	assert_int_equal(reps[250][1], 0);
 	for (unsigned i = 0; i < n; i++)
-		assert_int_equal(ndz_serve_repair_sent(s, 2, reps[i][0]), 0);
-	assert_int_equal(ndz_serve_repair_sent(s, 2, 1), 0);
+		assert_int_equal(ndz_serve_repair_sent(s, 2, reps[i][0], NULL), 0);
+	assert_int_equal(ndz_serve_repair_sent(s, 2, 1, NULL), 0);
 	{
 		struct ndz_serve_stats st;
 

@@ -1,0 +1,733 @@
+/* One frisbeed session as an I/O-free object: admission, clients, queue, pacing, rate (see server.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/format.h"
+#include "core/image.h"
+#include "core/orig.h"
+#include "fec.h"
+#include "pace.h"
+#include "serve.h"
+#include "server.h"
+#include "trust/manifest.h"
+
+#define PKT_WIRE (NDZ_PKT_BLOCK_LEN + NDZ_SERVER_WIRE_OVERHEAD)
+#define RECENT_NS 250000000ull         /* a chunk sent this lately: requests tell of losses now */
+#define FEATURES_NS 1000000000ull      /* FEATURES again this often while sending */
+
+_Static_assert(NDZ_PKT_REPAIR_LEN == NDZ_PKT_BLOCK_LEN, "blocks and repairs pace alike");
+
+struct ndz_server {
+	char *name;
+	struct ndz_join_info info;
+	uint32_t orig_version;
+	uint32_t tag;
+	uint32_t nchunks;              /* the image's chunks */
+	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
+	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
+	unsigned repair;
+	uint64_t rate, burst;
+	int bursts;                    /* -b/-g: send each burst with one call */
+
+	struct ndz_serve *serve;       /* the queue and what was sent */
+	struct ndz_fec *fec;           /* the repair code's tables (sender's part) */
+	uint8_t *chunk;                /* the loaded chunk's bytes (sender's part) */
+	int64_t cur;                   /* chunk being sent, -1: none */
+	int64_t loaded;                /* chunk in the buffer, -1: none */
+	struct ndz_pace pace;
+	uint64_t features_ns;          /* when FEATURES last went out with the data */
+	int fresh;                     /* cur was just taken: FEATURES may be due */
+	int featured;                  /* FEATURES went out with the data once */
+
+	struct ndz_adapt *adapt;       /* -W auto: the rate from the clients' losses */
+	uint64_t *sent_ns;             /* -W auto: per chunk, when it last went out */
+	uint64_t *pass_ns;             /* -W auto: per chunk, when its last sending began */
+	uint32_t *pass_sent;           /* -W auto: per chunk, packets sent since then */
+	uint64_t traced;               /* the controller's step last reported */
+
+	struct ndz_server_client *clients;
+	size_t nclients;
+	uint64_t last_activity_ns;
+
+	uint64_t clients_seen, joins, leaves, bytes_sent;
+	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
+	uint64_t start_ns, first_ns, last_ns; /* creation, first and last datagram sent */
+	uint64_t empty_ns;             /* between them, nothing asked for */
+	uint64_t wait_ns, wait_from;   /* nothing asked for since the last batch, and since when */
+	uint64_t last_rate;            /* -W auto: the rate last chosen */
+};
+
+/*
+ * The bucket for a rate: five milliseconds at it, at least 16 packets: a sender woken
+ * a few milliseconds late (a busy host) makes the time up and so sends at its cap
+ * (with two, 2-4% of the cap was lost on a loaded host), and a burst stays as short as
+ * a switch or a tbf queue takes without loss.
+ */
+static uint64_t burst_for(uint64_t rate)
+{
+	uint64_t b = rate / 8 / 200;
+
+	return b < 16 * PKT_WIRE ? 16 * PKT_WIRE : b;
+}
+
+/*
+ * Datagrams to send with one batch: a fifth of the bucket (a millisecond), so that a
+ * wake-up up to four milliseconds late is made up for (a batch of the whole bucket
+ * would wait for it to be full, and time slept past that is lost), or a whole -b
+ * burst; never more than the bucket holds.
+ */
+static unsigned batch_for(const struct ndz_server *s)
+{
+	uint64_t b = (uint64_t)(s->pace.depth / 8) / PKT_WIRE;
+
+	if (!s->bursts)
+		b /= 5;
+	return b < 1 ? 1 : b > NDZ_SERVER_BATCH ? NDZ_SERVER_BATCH : (unsigned)b;
+}
+
+int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct ndz_server **out,
+		      struct ndz_error *e)
+{
+	struct ndz_server *s;
+	uint32_t total;
+	int r;
+
+	*out = NULL;
+	if (!o->info.chunks)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "server: an image of no chunks");
+	if (o->burst_pkts ? !o->gap_us || o->auto_rate : o->rate_bps < 8000)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "server: bad rate (bits/s, at least 8k, "
+				     "or bursts with a gap, without auto rate)");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "server: out of memory");
+	s->name = strdup(o->name ? o->name : "image");
+	s->info = o->info;
+	s->orig_version = o->orig_version;
+	s->tag = ndz_image_tag(o->info.uuid);
+	s->nchunks = o->info.chunks;
+	s->repair = o->repair;
+	s->cur = s->loaded = -1;
+	s->start_ns = s->last_activity_ns = now_ns;
+	if (o->burst_pkts) {
+		s->rate = (uint64_t)o->burst_pkts * PKT_WIRE * 8 * 1000000 / o->gap_us;
+		s->burst = (uint64_t)o->burst_pkts * PKT_WIRE;
+		s->bursts = 1;
+	} else {
+		s->rate = o->rate_bps;
+		s->burst = burst_for(s->rate);
+	}
+	s->info.rate_bps = s->rate;
+	if (o->manifest && o->manifest_len)
+		s->mchunks = (uint32_t)((o->manifest_len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
+	total = s->nchunks + s->mchunks;
+	s->clients = calloc(NDZ_SERVER_MAX_CLIENTS, sizeof(*s->clients));
+	s->chunk = malloc(NDZ_CHUNK_SIZE);
+	if (!s->name || !s->clients || !s->chunk ||
+	    (s->mchunks && !(s->manifest = calloc(s->mchunks, NDZ_CHUNK_SIZE)))) {
+		r = ndz_error_set(e, NDZ_ENOMEM, 0, "server: out of memory");
+		goto fail;
+	}
+	if (s->mchunks)
+		memcpy(s->manifest, o->manifest, o->manifest_len);
+	if (o->auto_rate) {
+		/* from 50 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
+		struct ndz_adapt_opts ao = { 1000000, s->rate, 50000000, 0, PKT_WIRE * 8 };
+
+		if (ao.min_bps > s->rate)
+			ao.min_bps = s->rate;
+		if (ao.start_bps > s->rate)
+			ao.start_bps = s->rate;
+		s->sent_ns = calloc(total, sizeof(*s->sent_ns));
+		s->pass_ns = calloc(total, sizeof(*s->pass_ns));
+		s->pass_sent = calloc(total, sizeof(*s->pass_sent));
+		if (!s->sent_ns || !s->pass_ns || !s->pass_sent) {
+			r = ndz_error_set(e, NDZ_ENOMEM, 0, "server: out of memory");
+			goto fail;
+		}
+		if ((r = ndz_adapt_create(&ao, now_ns, &s->adapt, e)) < 0)
+			goto fail;
+	}
+	if ((r = ndz_serve_create(total, &s->serve, e)) < 0 ||
+	    (s->repair && (r = ndz_fec_create(&s->fec, e)) < 0) ||
+	    ((s->repair & NDZ_FEAT_WHOLE) && (r = ndz_fec_wprepare(s->fec, e)) < 0))
+		goto fail;
+	if (s->adapt) {
+		uint64_t rate = ndz_adapt_rate(s->adapt, now_ns);
+
+		ndz_pace_init(&s->pace, rate, burst_for(rate), now_ns);
+	} else {
+		ndz_pace_init(&s->pace, s->rate, s->burst, now_ns);
+	}
+	*out = s;
+	return 0;
+fail:
+	ndz_server_free(s);
+	return r;
+}
+
+void ndz_server_free(struct ndz_server *s)
+{
+	if (!s)
+		return;
+	ndz_serve_free(s->serve);
+	ndz_fec_free(s->fec);
+	ndz_adapt_free(s->adapt);
+	free(s->sent_ns);
+	free(s->pass_ns);
+	free(s->pass_sent);
+	free(s->clients);
+	free(s->chunk);
+	free(s->manifest);
+	free(s->name);
+	free(s);
+}
+
+static void note_client(struct ndz_server *s, uint32_t id, uint32_t addr, uint64_t now)
+{
+	struct ndz_server_client *c;
+
+	for (size_t i = 0; i < s->nclients; i++)
+		if (s->clients[i].id == id) {
+			s->clients[i].addr = addr;
+			s->clients[i].last_ns = now;
+			return;
+		}
+	s->clients_seen++;
+	if (s->nclients == NDZ_SERVER_MAX_CLIENTS)
+		return;
+	c = &s->clients[s->nclients++];
+	c->id = id;
+	c->addr = addr;
+	c->first_ns = c->last_ns = now;
+}
+
+static void left(struct ndz_server *s, uint32_t id, int failed)
+{
+	for (size_t i = 0; i < s->nclients; i++)
+		if (s->clients[i].id == id)
+			s->clients[i].left = failed ? 2 : 1;
+}
+
+/* A packet of this server's to everyone: JOIN_REPLY (to client) and FEATURES. */
+static void reply(struct ndz_server *s, uint32_t client, struct ndz_server_reply *out)
+{
+	struct ndz_pkt p;
+	int len;
+
+	out->count = 0;
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN_REPLY;
+	p.client_id = client;
+	p.tag = s->tag;
+	p.info = s->info;
+	len = ndz_pkt_encode(&p, out->bufs[0], sizeof(out->bufs[0]), NULL);
+	if (len > 0)
+		out->lens[out->count++] = (size_t)len;
+	/* beside the reply, not in it: clients without repairs refuse unknown fields */
+	if (!s->repair)
+		return;
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_FEATURES;
+	p.tag = s->tag;
+	p.features = s->repair;
+	len = ndz_pkt_encode(&p, out->bufs[out->count], sizeof(out->bufs[0]), NULL);
+	if (len > 0)
+		out->lens[out->count++] = (size_t)len;
+}
+
+void ndz_server_announce(struct ndz_server *s, struct ndz_server_reply *out)
+{
+	reply(s, 0, out);
+}
+
+/*
+ * -W auto: client lost packets of chunk, and the controller learns how late that is
+ * known: since the chunk's sending began (a client asks once the server has moved on),
+ * and what got through that sending.
+ */
+static void report_lost(struct ndz_server *s, uint32_t client, uint32_t chunk, unsigned lost,
+			uint64_t now)
+{
+	/* blocks lost in an earlier sending (another client's request brought the chunk
+	 * back) were counted then, or are old: at most what this one sent is lost now */
+	if (lost > s->pass_sent[chunk])
+		lost = s->pass_sent[chunk];
+	if (!lost)
+		return;
+	ndz_adapt_delay(s->adapt, now - s->pass_ns[chunk]);
+	ndz_adapt_lost(s->adapt, client, lost);
+	ndz_adapt_through(s->adapt, s->pass_sent[chunk], lost, s->pass_ns[chunk],
+			  s->sent_ns[chunk]);
+}
+
+/*
+ * -W auto: whether chunk went out lately, so that a request for it tells of losses
+ * just now; one asked for again much later (the client's re-request delay, or a
+ * client that has just joined) repeats losses counted before, or none.
+ */
+static int recent(const struct ndz_server *s, uint32_t chunk, uint64_t now)
+{
+	return s->adapt && now - s->sent_ns[chunk] < RECENT_NS;
+}
+
+/* Admission: 1 when p is for us, else counts why not and returns 0. */
+static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
+{
+	if (r == NDZ_EPROTOVER) {
+		s->bad_version++;
+	} else if (r < 0) {
+		s->bad_packets++;
+	} else if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
+		   p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES) {
+		/* another server's traffic (or ours looped back): not for us */
+	} else if (p->type == NDZ_PKT_RREQUEST &&
+		   (!s->repair || (p->need[NDZ_FEC_WHOLE] && !(s->repair & NDZ_FEAT_WHOLE)))) {
+		s->bad_packets++;      /* as a server without (whole-chunk) repairs would */
+	} else if (p->type != NDZ_PKT_JOIN && p->tag != s->tag) {
+		s->wrong_image++;
+	} else if ((p->type == NDZ_PKT_REQUEST || p->type == NDZ_PKT_PREQUEST ||
+		    p->type == NDZ_PKT_RREQUEST) && p->chunk >= s->nchunks + s->mchunks) {
+		s->bad_chunk++;
+	} else {
+		return 1;
+	}
+	return 0;
+}
+
+int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint32_t addr,
+		      uint64_t now_ns, struct ndz_server_reply *out, struct ndz_pkt *pp)
+{
+	struct ndz_pkt local, *p = pp ? pp : &local;
+	unsigned lost = 0;
+	int r = ndz_pkt_decode(buf, len, p, NULL), woke = 0;
+
+	if (out)
+		out->count = 0;
+	if (!admit(s, r, p))
+		return 0;
+	s->last_activity_ns = now_ns;
+	note_client(s, p->client_id, addr, now_ns);
+	switch (p->type) {
+	case NDZ_PKT_JOIN:
+		s->joins++;
+		if (out)
+			reply(s, p->client_id, out);
+		break;
+	case NDZ_PKT_LEAVE:
+		s->leaves++;
+		left(s, p->client_id, p->leave.status != 0);
+		break;
+	case NDZ_PKT_REQUEST:
+	case NDZ_PKT_PREQUEST:
+		if (p->type == NDZ_PKT_PREQUEST && recent(s, p->chunk, now_ns)) {
+			/* blocks sent before and asked for again: lost */
+			for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+				lost += ndz_bit_test(p->bitmap, b) &&
+					ndz_serve_ever(s->serve, p->chunk, b);
+			report_lost(s, p->client_id, p->chunk, lost, now_ns);
+		}
+		woke = (p->type == NDZ_PKT_REQUEST ?
+			ndz_serve_request(s->serve, p->chunk, p->block, p->count, NULL) :
+			ndz_serve_prequest(s->serve, p->chunk, p->bitmap, NULL)) > 0;
+		break;
+	case NDZ_PKT_RREQUEST:
+		if (recent(s, p->chunk, now_ns)) {
+			for (unsigned i = 0; i < NDZ_FEC_SETS; i++)
+				lost += p->need[i];
+			report_lost(s, p->client_id, p->chunk, lost, now_ns);
+		}
+		woke = ndz_serve_repairs(s->serve, p->chunk, p->need, NULL) > 0;
+		break;
+	}
+	return woke ? 2 : 1;
+}
+
+enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
+				     struct ndz_server_batch *b)
+{
+	struct ndz_serve_item it;
+	unsigned max;
+
+	b->count = 0;
+	b->control = 0;
+	b->delay_ns = 0;
+	b->wire_bytes = 0;
+	for (;;) {
+		if (s->cur < 0) {
+			s->cur = ndz_serve_next_chunk(s->serve);
+			if (s->cur < 0) {
+				if (s->first_ns && !s->wait_from)
+					s->wait_from = now_ns;
+				return NDZ_SERVER_WAIT;
+			}
+			s->fresh = 1;
+			if (s->adapt) {
+				s->pass_ns[s->cur] = now_ns;
+				s->pass_sent[s->cur] = 0;
+			}
+		}
+		if (s->wait_from) {
+			s->wait_ns += now_ns - s->wait_from;
+			s->wait_from = 0;
+		}
+		b->chunk = (uint32_t)s->cur;
+		/* a client that missed the announcement learns of repairs within a second */
+		if (s->fresh && s->repair &&
+		    (!s->featured || now_ns - s->features_ns > FEATURES_NS)) {
+			struct ndz_pkt p;
+			int len;
+
+			s->fresh = 0;
+			s->featured = 1;
+			s->features_ns = now_ns;
+			memset(&p, 0, sizeof(p));
+			p.type = NDZ_PKT_FEATURES;
+			p.tag = s->tag;
+			p.features = s->repair;
+			len = ndz_pkt_encode(&p, b->pkt[0], sizeof(b->pkt[0]), NULL);
+			if (len > 0) {
+				b->control = 1;
+				b->count = 1;
+				b->lens[0] = (size_t)len;
+				b->bufs[0] = b->pkt[0];
+				return NDZ_SERVER_SEND;
+			}
+		}
+		s->fresh = 0;
+		if (s->loaded != s->cur && b->chunk >= s->nchunks) {
+			memcpy(s->chunk, s->manifest + (size_t)(b->chunk - s->nchunks) * NDZ_CHUNK_SIZE,
+			       NDZ_CHUNK_SIZE);
+			s->loaded = s->cur;
+		}
+		if (s->loaded != s->cur)
+			return NDZ_SERVER_LOAD;
+		max = batch_for(s);
+		while (b->count < max && ndz_serve_next(s->serve, &it)) {
+			b->items[b->count].repair = it.repair;
+			b->items[b->count].block = it.block;
+			b->items[b->count].set = it.stripe;
+			b->items[b->count].index = it.index;
+			b->lens[b->count] = NDZ_PKT_BLOCK_LEN;
+			b->bufs[b->count] = b->pkt[b->count];
+			b->count++;
+		}
+		if (b->count) {
+			b->wire_bytes = (uint64_t)b->count * PKT_WIRE;
+			b->delay_ns = ndz_pace_delay(&s->pace, b->wire_bytes, now_ns);
+			return NDZ_SERVER_SEND;
+		}
+		s->cur = -1;           /* the chunk is done: the next one */
+	}
+}
+
+uint8_t *ndz_server_chunk_buf(struct ndz_server *s)
+{
+	return s->chunk;
+}
+
+int ndz_server_check_chunk(struct ndz_server *s, uint32_t i, int r, struct ndz_error *e)
+{
+	struct ndz_chunk_hdr h;
+	struct ndz_orig_hdr oh;
+
+	/* an original image's chunk has no CRC: a sound header of the same version,
+	   at its place, and (V4) of the same image */
+	if (r == 0 && s->orig_version) {
+		r = ndz_orig_decode(s->chunk, &oh, NULL);
+		if (r == 0 && (oh.version != s->orig_version || oh.index != i ||
+			       (oh.version == 4 && memcmp(oh.imageid, s->info.uuid, 16) != 0)))
+			r = NDZ_EMISMATCH;
+	} else if (r == 0) {
+		r = ndz_chunk_check(s->chunk, &h, NULL);
+		if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
+			r = NDZ_EMISMATCH;
+	}
+	if (r < 0) {
+		s->loaded = -1;
+		return ndz_error_set(e, r, 0, "%s: chunk %u: %s%s", s->name, i, ndz_strerror(r),
+				     r == NDZ_ESHORTREAD ? " (the file shrank while served)" :
+				     r == NDZ_EIO ? "" : " (the file changed while served)");
+	}
+	s->loaded = i;
+	return 0;
+}
+
+void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
+{
+	struct ndz_pkt p;
+
+	if (b->control)
+		return;
+	memset(&p, 0, sizeof(p));
+	p.tag = s->tag;
+	p.chunk = b->chunk;
+	for (unsigned i = 0; i < b->count; i++) {
+		int len;
+
+		if (b->items[i].repair) {
+			if (b->items[i].set == NDZ_FEC_WHOLE)
+				/* cannot fail: prepared at creation, index in range */
+				(void)ndz_fec_wencode(s->fec, s->chunk, b->items[i].index, b->rep[i],
+						      NULL);
+			else
+				ndz_fec_encode(s->fec, s->chunk, b->items[i].set, b->items[i].index,
+					       b->rep[i]);
+			p.type = NDZ_PKT_REPAIR;
+			p.block = 0;
+			p.stripe = (uint8_t)b->items[i].set;
+			p.index = (uint8_t)b->items[i].index;
+			p.data = b->rep[i];
+		} else {
+			p.type = NDZ_PKT_BLOCK;
+			p.block = (uint16_t)b->items[i].block;
+			p.data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
+		}
+		len = ndz_pkt_encode(&p, b->pkt[i], sizeof(b->pkt[i]), NULL);
+		b->lens[i] = len > 0 ? (size_t)len : 0;
+		b->bufs[i] = b->pkt[i];
+	}
+}
+
+void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uint64_t now)
+{
+	if (b->control)
+		return;
+	ndz_pace_take(&s->pace, b->wire_bytes, now);
+	if (!s->first_ns)
+		s->first_ns = now;
+	s->empty_ns += s->wait_ns;
+	s->wait_ns = 0;
+	s->last_ns = now;
+	for (unsigned i = 0; i < b->count; i++) {
+		s->bytes_sent += b->lens[i];
+		if (b->items[i].repair)
+			ndz_serve_repair_sent(s->serve, b->chunk, b->items[i].set, NULL);
+		else
+			ndz_serve_sent(s->serve, b->chunk, b->items[i].block, NULL);
+	}
+	if (s->adapt) {
+		uint64_t nr;
+
+		s->sent_ns[b->chunk] = now;
+		s->pass_sent[b->chunk] += b->count;
+		ndz_adapt_sent(s->adapt, b->count);
+		nr = ndz_adapt_rate(s->adapt, now);
+		if (nr != s->pace.rate_bps)
+			ndz_pace_set_rate(&s->pace, nr, burst_for(nr), now);
+		s->last_rate = nr;
+	}
+}
+
+int ndz_server_set_rate(struct ndz_server *s, uint64_t rate, uint64_t now_ns, struct ndz_error *e)
+{
+	if (rate < 8000)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: rate %llu bits/s: at least 8000",
+				     s->name, (unsigned long long)rate);
+	s->rate = rate;
+	s->burst = burst_for(rate);
+	s->info.rate_bps = rate;
+	s->bursts = 0;
+	ndz_adapt_free(s->adapt);
+	s->adapt = NULL;
+	ndz_pace_set_rate(&s->pace, s->rate, s->burst, now_ns);
+	return 0;
+}
+
+uint64_t ndz_server_rate(const struct ndz_server *s)
+{
+	return s->pace.rate_bps;
+}
+
+int ndz_server_rate_step(struct ndz_server *s, struct ndz_adapt_step *st)
+{
+	if (!s->adapt)
+		return 0;
+	ndz_adapt_last(s->adapt, st);
+	if (st->seq == s->traced)
+		return 0;
+	s->traced = st->seq;
+	return 1;
+}
+
+int ndz_server_rate_trace(struct ndz_server *s, char *buf, size_t cap)
+{
+	struct ndz_adapt_step st;
+
+	if (!ndz_server_rate_step(s, &st))
+		return 0;
+	snprintf(buf, cap, "rate %.1f Mbit/s at %.3f s: %s, %llu sent, worst client lost %llu "
+		 "(%.2f%%, medium %.2f%%), losses known %.0f ms late", (double)st.rate_bps / 1e6,
+		 (double)st.t_ns / 1e9, ndz_adapt_action_name(st.action),
+		 (unsigned long long)st.sent, (unsigned long long)st.worst, st.loss * 100,
+		 st.base * 100, (double)st.delay_ns / 1e6);
+	return 1;
+}
+
+int ndz_server_idle(const struct ndz_server *s, uint64_t now_ns)
+{
+	return s->info.idle_timeout && !ndz_serve_busy(s->serve) && s->cur < 0 &&
+	       now_ns - s->last_activity_ns > (uint64_t)s->info.idle_timeout * 1000000000u;
+}
+
+void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *st)
+{
+	struct ndz_serve_stats ss;
+	double secs;
+
+	ndz_serve_get_stats(s->serve, &ss);
+	memset(st, 0, sizeof(*st));
+	st->chunks = s->nchunks;
+	st->clients = s->clients_seen;
+	st->joins = s->joins;
+	st->leaves = s->leaves;
+	st->requests = ss.requests;
+	st->merged = ss.merged;
+	st->dropped_current = ss.dropped_current;
+	st->blocks_sent = ss.blocks_sent;
+	st->distinct_sent = ss.distinct_sent;
+	st->repairs_sent = ss.repairs_sent;
+	st->whole_sent = ss.whole_sent;
+	st->bytes_sent = s->bytes_sent;
+	st->bad_packets = s->bad_packets;
+	st->bad_version = s->bad_version;
+	st->wrong_image = s->wrong_image;
+	st->bad_chunk = s->bad_chunk;
+	secs = s->last_ns > s->first_ns ? (double)(s->last_ns - s->first_ns) / 1e9 : 0;
+	st->seconds_sending = secs;
+	st->rate_bps = secs > 0 ? (double)(s->bytes_sent + (ss.blocks_sent + ss.repairs_sent) *
+					   NDZ_SERVER_WIRE_OVERHEAD) * 8 / secs : 0;
+	st->resent_share = ss.blocks_sent ?
+			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
+	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
+	st->seconds_empty = (double)s->empty_ns / 1e9;
+	st->auto_rate_bps = s->last_rate;
+}
+
+/* name as a JSON string's contents into buf (cap >= 1): quotes, backslashes, controls escaped. */
+static void json_str(const char *name, char *buf, size_t cap)
+{
+	size_t o = 0;
+
+	for (const unsigned char *c = (const unsigned char *)name; *c && o + 7 < cap; c++) {
+		if (*c == '"' || *c == '\\')
+			o += (size_t)snprintf(buf + o, cap - o, "\\%c", *c);
+		else if (*c < 0x20)
+			o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", *c);
+		else
+			buf[o++] = (char)*c;
+	}
+	buf[o] = 0;
+}
+
+int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, char *buf,
+			  size_t cap, struct ndz_error *e)
+{
+	char esc[4096 * 6 + 8];
+	int n;
+
+	json_str(name, esc, sizeof(esc));
+	n = snprintf(buf, cap, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, "
+		     "\"joins\": %llu, \"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
+		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
+		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
+		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
+		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
+		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
+		     "\"bad_version\": %llu, "
+		     "\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
+		     esc, st->chunks, (unsigned long long)st->clients,
+		     (unsigned long long)st->joins, (unsigned long long)st->leaves,
+		     (unsigned long long)st->requests, (unsigned long long)st->merged,
+		     (unsigned long long)st->dropped_current, (unsigned long long)st->blocks_sent,
+		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
+		     (unsigned long long)st->whole_sent, st->resent_share,
+		     (unsigned long long)st->bytes_sent, st->seconds_sending, st->seconds_to_first,
+		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
+		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
+		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);
+	if (n < 0 || (size_t)n >= cap)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "server statistics: %zu bytes do not hold "
+				     "the JSON", cap);
+	return n;
+}
+
+size_t ndz_server_clients(const struct ndz_server *s)
+{
+	return s->nclients;
+}
+
+int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c,
+		      struct ndz_error *e)
+{
+	if (i >= s->nclients)
+		return ndz_error_set(e, NDZ_ENOENT, 0, "%s: no client %zu of %zu", s->name, i,
+				     s->nclients);
+	*c = s->clients[i];
+	return 0;
+}
+
+const char *ndz_server_name(const struct ndz_server *s)
+{
+	return s->name;
+}
+
+const struct ndz_join_info *ndz_server_info(const struct ndz_server *s)
+{
+	return &s->info;
+}
+
+int ndz_server_image(struct ndz_io *img, struct ndz_server_opts *o, struct ndz_error *e)
+{
+	struct ndz_image_reader *r;
+	const struct ndz_chunk_hdr *h0;
+	int rc = ndz_image_reader_open(img, &r, e);
+
+	if (rc < 0)
+		return rc;
+	h0 = ndz_image_reader_first(r);
+	memcpy(o->info.uuid, h0->uuid, 16);
+	o->info.chunks = ndz_image_reader_chunks(r);
+	o->info.block_size = NDZ_BLOCK_SIZE;
+	o->info.blocks_per_chunk = NDZ_BLOCKS_PER_CHUNK;
+	o->info.image_bytes = img->size;
+	o->info.source_bytes = h0->source_bytes;
+	o->orig_version = NDZ_IS_ORIG(h0) ? h0->version - NDZ_ORIG_HVERSION(0) : 0;
+	ndz_image_reader_free(r);
+	return 0;
+}
+
+int ndz_server_manifest(const char *image, const char *path, struct ndz_server_opts *o,
+			struct ndz_error *e)
+{
+	struct ndz_error le = { 0 };
+	char def[4096];
+	uint8_t *b;
+	size_t len;
+	int r, given = path != NULL;
+
+	o->manifest = NULL;
+	o->manifest_len = 0;
+	if (!given) {
+		if (ndz_manifest_path(image, def, sizeof(def), NULL) < 0)
+			return 0;
+		path = def;
+	}
+	r = ndz_manifest_read(path, &b, &len, &le);
+	if (r == NDZ_EUNSIGNED && !given)
+		return 0;
+	if (r == 0 && ndz_manifest_check_shape(b, len, o->info.chunks, NULL) < 0) {
+		free(b);
+		r = ndz_error_set(&le, NDZ_EMANIFEST, 0, "%s: %s: not the manifest of an image "
+				  "of %u chunks", path, ndz_strerror(NDZ_EMANIFEST), o->info.chunks);
+	}
+	/* a file found beside the image that is not its manifest: serve none, say why */
+	if (r < 0) {
+		ndz_error_copy(e, &le);
+		return given ? r : 1;
+	}
+	o->manifest = b;
+	o->manifest_len = len;
+	return 0;
+}

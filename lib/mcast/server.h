@@ -1,0 +1,241 @@
+/*
+ * One frisbeed session without the network: packet admission, the client table,
+ * the work queue (lib/serve), repair blocks (lib/fec), pacing (lib/pace), the rate
+ * from the clients' losses (lib/adapt) and the statistics. The caller feeds it the
+ * datagrams it receives (bytes as received, with the sender's address) and the time,
+ * and sends the batches of datagrams it yields after the delay it says. No sockets,
+ * threads, clock or printing here: frisbeed and the simulations drive it alike.
+ *
+ * Not thread-safe: the caller serializes every call, with one exception made for a
+ * sender that reads and encodes without holding its lock (frisbeed). The sender's
+ * calls (plan, chunk_buf, check_chunk, build, sent) come from one thread; of those,
+ * ndz_server_chunk_buf, ndz_server_check_chunk and ndz_server_build touch only the
+ * chunk buffer, the repair tables, the caller's batch and what no call of another
+ * thread changes, so they may run beside the other calls without the lock.
+ *
+ * The sender's cycle: ndz_server_plan says what to do next; NDZ_SERVER_LOAD: read
+ * the chunk's NDZ_CHUNK_SIZE bytes of the image into ndz_server_chunk_buf and call
+ * ndz_server_check_chunk; NDZ_SERVER_SEND: ndz_server_build, wait delay_ns, send the
+ * batch's datagrams (all with one call is best), ndz_server_sent; NDZ_SERVER_WAIT:
+ * nothing is asked for, wait for a packet that ndz_server_packet says wakes it.
+ */
+#ifndef NDZ_SERVER_H
+#define NDZ_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/io.h"
+#include "adapt.h"
+#include "proto.h"
+
+#define NDZ_SERVER_BATCH 32u           /* datagrams of one batch at most (one GSO send) */
+#define NDZ_SERVER_WIRE_OVERHEAD 28u   /* IPv4 + UDP headers, counted against the rate */
+#define NDZ_SERVER_MAX_CLIENTS 4096u   /* clients the table remembers (all are counted) */
+
+struct ndz_server;
+
+struct ndz_server_opts {
+	const char *name;              /* the image's name in messages and JSON; copied */
+	struct ndz_join_info info;     /* the image as JOIN_REPLY announces it: uuid, chunks,
+					* sizes, idle_timeout (rate_bps is set from the rate) */
+	uint32_t orig_version;         /* an original Frisbee image's version, else 0 */
+	const uint8_t *manifest;       /* signed manifest served as the chunks after the
+					* image's, copied; NULL: none */
+	size_t manifest_len;
+	unsigned repair;               /* NDZ_FEAT_* repairs announced and sent; 0 none */
+	uint64_t rate_bps;             /* the cap (>= 8000); with auto_rate the most */
+	int auto_rate;                 /* find the rate from the clients' losses */
+	unsigned burst_pkts;           /* with gap_us: bursts of this many packets instead */
+	uint64_t gap_us;               /* between bursts */
+};
+
+/* A client as the table holds it (the first NDZ_SERVER_MAX_CLIENTS heard). */
+struct ndz_server_client {
+	uint32_t id;                   /* its client id */
+	uint32_t addr;                 /* IPv4 address it last sent from, network order */
+	uint64_t first_ns, last_ns;    /* when first and last heard */
+	int left;                      /* it sent a LEAVE: 1 complete, 2 failed; 0 not yet */
+};
+
+/* What frisbeed's statistics line and --stats-json say. */
+struct ndz_server_stats {
+	uint32_t chunks;               /* chunks of the image (the manifest's not counted) */
+	uint64_t clients, joins, leaves;
+	uint64_t requests, merged, dropped_current; /* as lib/serve counts them */
+	uint64_t blocks_sent, distinct_sent, repairs_sent, whole_sent;
+	uint64_t bytes_sent;           /* datagram payload bytes */
+	uint64_t bad_packets, bad_version, wrong_image, bad_chunk; /* refused packets */
+	double resent_share;           /* share of blocks_sent that were re-sends */
+	double seconds_sending;        /* from the first datagram sent to the last */
+	double seconds_to_first;       /* from creation to the first datagram sent */
+	double seconds_empty;          /* while sending, with nothing asked for */
+	double rate_bps;               /* mean rate on the wire while sending */
+	uint64_t auto_rate_bps;        /* -W auto: the rate last chosen; 0 otherwise */
+};
+
+/* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
+struct ndz_server_reply {
+	unsigned count;
+	size_t lens[2];
+	uint8_t bufs[2][NDZ_PKT_JOIN_REPLY_LEN];
+};
+
+/* What ndz_server_plan says to do next. */
+enum ndz_server_step {
+	NDZ_SERVER_WAIT = 0,           /* nothing to send: wait for requests */
+	NDZ_SERVER_LOAD = 1,           /* load the image's chunk batch.chunk, then plan again */
+	NDZ_SERVER_SEND = 2,           /* build and send the batch, then ndz_server_sent */
+};
+
+/*
+ * A batch of datagrams of one chunk, owned by the caller (about 66 KiB: keep one per
+ * sender). ndz_server_plan fills chunk, count, items and delay_ns; ndz_server_build
+ * fills bufs and lens. A control batch (a FEATURES every second while repairs are
+ * on) has control set and its one datagram built already: send it without waiting.
+ */
+struct ndz_server_batch {
+	uint32_t chunk;
+	unsigned count;
+	int control;
+	uint64_t delay_ns;             /* wait this long from the plan's now_ns, then send */
+	uint64_t wire_bytes;           /* the batch's bytes on the wire, for the pacing */
+	struct {
+		int repair;
+		unsigned block, set, index;
+	} items[NDZ_SERVER_BATCH];
+	const uint8_t *bufs[NDZ_SERVER_BATCH];
+	size_t lens[NDZ_SERVER_BATCH];
+	uint8_t pkt[NDZ_SERVER_BATCH][NDZ_PKT_MAX];
+	uint8_t rep[NDZ_SERVER_BATCH][NDZ_BLOCK_SIZE];
+};
+
+/*
+ * ndz_server_create - a session per o at now_ns: nothing asked for, no client.
+ * Returns 0 and *out, or NDZ_EINVAL (no chunks, rate below 8000 bits/s, a burst
+ * without a gap, auto rate with bursts) or NDZ_ENOMEM, with e saying which; *out is NULL then. Free with ndz_server_free.
+ */
+int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct ndz_server **out,
+		      struct ndz_error *e);
+/* ndz_server_free - free s; accepts NULL. */
+void ndz_server_free(struct ndz_server *s);
+
+/*
+ * ndz_server_packet - a datagram of len bytes from addr (IPv4, network order) arrived
+ * at now_ns. Admission: a packet that does not decode, of another protocol version,
+ * of a server's type (ours looped back, or another server's), a repair request when
+ * repairs (of whole chunks) are off, another image's (tag) or a request for a chunk
+ * past the image and its manifest is dropped and counted. An admitted packet notes
+ * its client, queues what it asks for, tells the rate controller of losses and, for
+ * a JOIN, puts the JOIN_REPLY (and FEATURES) to send into *out (count 0 otherwise;
+ * out may be NULL only when the caller sends nothing back). p (may be NULL) gets the
+ * decoded packet when admitted, for the caller's messages.
+ * Returns 2 when admitted and the sender may have new work (wake it), 1 when
+ * admitted, 0 when dropped. Infallible: a hostile packet is only counted.
+ */
+int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint32_t addr,
+		      uint64_t now_ns, struct ndz_server_reply *out, struct ndz_pkt *p);
+
+/*
+ * ndz_server_announce - the JOIN_REPLY (to client 0) and FEATURES that announce the
+ * session to clients already waiting, into *out.
+ */
+void ndz_server_announce(struct ndz_server *s, struct ndz_server_reply *out);
+
+/*
+ * ndz_server_plan - what the sender does next at now_ns (enum ndz_server_step),
+ * filling b. For NDZ_SERVER_SEND the blocks and repairs in b are taken as sent: the
+ * next plan goes on from them.
+ */
+enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
+				     struct ndz_server_batch *b);
+
+/* ndz_server_chunk_buf - the NDZ_CHUNK_SIZE bytes to load a chunk into (the server's). */
+uint8_t *ndz_server_chunk_buf(struct ndz_server *s);
+
+/*
+ * ndz_server_check_chunk - the chunk buffer holds chunk (as read from the image, or
+ * read_err a negative NDZ_E* code when the read failed): check it as a client will,
+ * whole, its header and data checksums, its place and the image's UUID (an original
+ * image's chunk: its header's version, place and image id). A file cut or changed
+ * while served fails here and is never served. Returns 0, or the code with e saying
+ * "NAME: chunk N: why (the file changed while served)".
+ */
+int ndz_server_check_chunk(struct ndz_server *s, uint32_t chunk, int read_err,
+			   struct ndz_error *e);
+
+/* ndz_server_build - encode b's datagrams (repairs are computed here) into b. */
+void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b);
+
+/* ndz_server_sent - b went out at now_ns: statistics, pacing and the rate controller. */
+void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uint64_t now_ns);
+
+/*
+ * ndz_server_set_rate - a fixed rate of rate_bps from now_ns on (the master dividing
+ * its cap): the rate controller and bursts end. 0, or NDZ_EINVAL below 8000 bits/s.
+ */
+int ndz_server_set_rate(struct ndz_server *s, uint64_t rate_bps, uint64_t now_ns,
+			struct ndz_error *e);
+
+/* ndz_server_rate - the rate sent at now (bits/s). */
+uint64_t ndz_server_rate(const struct ndz_server *s);
+
+/*
+ * ndz_server_rate_step - with the rate controller on, its latest interval's decision
+ * into *st when not reported by an earlier call: 1; 0 otherwise.
+ */
+int ndz_server_rate_step(struct ndz_server *s, struct ndz_adapt_step *st);
+
+/*
+ * ndz_server_rate_trace - as ndz_server_rate_step, the decision as one line of text
+ * into buf (cap bytes, NUL-terminated, cut to fit): 1; 0 when there is none new.
+ */
+int ndz_server_rate_trace(struct ndz_server *s, char *buf, size_t cap);
+
+/*
+ * ndz_server_idle - whether the session is over at now_ns: nothing queued or being
+ * sent and no packet admitted for the idle timeout (never with timeout 0).
+ */
+int ndz_server_idle(const struct ndz_server *s, uint64_t now_ns);
+
+/* ndz_server_get_stats - the statistics so far into *st. */
+void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *st);
+
+/*
+ * ndz_server_stats_json - st as one line of JSON (with a newline) naming the image
+ * name, into buf (cap bytes, NUL-terminated). Returns its length, or NDZ_ERANGE (e
+ * set) when cap is too small.
+ */
+int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, char *buf,
+			  size_t cap, struct ndz_error *e);
+
+/* ndz_server_clients - how many clients the table holds. */
+size_t ndz_server_clients(const struct ndz_server *s);
+/* ndz_server_client - the i-th client heard into *c: 0, or NDZ_ENOENT past the last (e). */
+int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c,
+		      struct ndz_error *e);
+
+/*
+ * ndz_server_image - check that img is a whole image (lib/image.h: its size, first and
+ * last chunk) and fill o->info (but rate and idle timeout) and o->orig_version from it.
+ * 0, or a negative code with e naming the image.
+ */
+int ndz_server_image(struct ndz_io *img, struct ndz_server_opts *o, struct ndz_error *e);
+
+/*
+ * ndz_server_manifest - read the signed manifest to serve with image (o->info.chunks
+ * set): the file path, or with path NULL IMAGE.manifest when there is one. The server
+ * has no key: the shape is checked, clients check the signature. Returns 0 with
+ * o->manifest (the caller's to free) and o->manifest_len set, or left NULL when there
+ * is none; 1 when the file found beside the image is not its manifest (none is served;
+ * e says why, for a warning); a negative code (e set) for a given path that fails.
+ */
+int ndz_server_manifest(const char *image, const char *path, struct ndz_server_opts *o,
+			struct ndz_error *e);
+
+/* ndz_server_name, ndz_server_info - the image's name and what JOIN_REPLY announces. */
+const char *ndz_server_name(const struct ndz_server *s);
+const struct ndz_join_info *ndz_server_info(const struct ndz_server *s);
+
+#endif

@@ -1,0 +1,663 @@
+/*
+ * lib/mcast/server: a seeded run of the session object against clients made of
+ * lib/mcast/fetch on a simulated clock, every datagram encoded and decoded as on the
+ * wire and lost at random on its way; then admission of hostile packets, the client
+ * table, a rate change, the chunk check, the manifest, statistics and their JSON.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "core/format.h"
+#include "mcast/fetch.h"
+#include "mcast/proto.h"
+#include "mcast/server.h"
+
+#define MS 1000000ull
+#define CHUNKS 5u
+#define CLIENTS 3u
+#define SECTORS 16u                    /* covered by each chunk */
+
+static uint8_t *image;                 /* CHUNKS valid chunks, the "file" served */
+static const uint8_t uuid[16] = "server-test-uuid";
+
+static uint64_t rng;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+/* Chunk i of a CHUNKS-chunk image: one region, random data with its CRC. */
+static void make_chunk(uint8_t *c, uint32_t i)
+{
+	struct ndz_chunk_hdr h;
+	uint32_t len = 100000 + i * 4099;
+
+	memset(c, 0, NDZ_CHUNK_SIZE);
+	memset(&h, 0, sizeof(h));
+	h.version = NDZ_VERSION_1;
+	h.index = i;
+	h.chunk_flags = i == CHUNKS - 1 ? NDZ_CHUNK_LAST : 0;
+	memcpy(h.uuid, uuid, 16);
+	h.sector_size = NDZ_SECTOR_SIZE;
+	h.codec = NDZ_CODEC_ZLIB;
+	h.source_sectors = (uint64_t)CHUNKS * SECTORS;
+	h.source_bytes = h.source_sectors * NDZ_SECTOR_SIZE;
+	h.first = (uint64_t)i * SECTORS;
+	h.last = h.first + SECTORS;
+	h.data_len = len;
+	for (uint32_t k = 0; k < len; k++)
+		c[NDZ_HDR_SIZE + k] = (uint8_t)rnd();
+	h.data_crc = ndz_crc32(0, c + NDZ_HDR_SIZE, len);
+	h.nregions = 1;
+	ndz_hdr_set_region(c, 0, (struct ndz_region){ h.first, SECTORS });
+	assert_int_equal(ndz_hdr_encode(&h, c, NULL), 0);
+	assert_int_equal(ndz_chunk_check(c, &h, NULL), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	rng = 0x5eed5eed12345ull;
+	image = malloc((size_t)CHUNKS * NDZ_CHUNK_SIZE);
+	assert_non_null(image);
+	for (uint32_t i = 0; i < CHUNKS; i++)
+		make_chunk(image + (size_t)i * NDZ_CHUNK_SIZE, i);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(image);
+	return 0;
+}
+
+static struct ndz_server_opts opts(unsigned repair, int auto_rate)
+{
+	struct ndz_server_opts o = { .name = "test\"img", .repair = repair,
+				     .rate_bps = 100000000, .auto_rate = auto_rate };
+
+	memcpy(o.info.uuid, uuid, 16);
+	o.info.chunks = CHUNKS;
+	o.info.block_size = NDZ_BLOCK_SIZE;
+	o.info.blocks_per_chunk = NDZ_BLOCKS_PER_CHUNK;
+	o.info.image_bytes = (uint64_t)CHUNKS * NDZ_CHUNK_SIZE;
+	o.info.source_bytes = (uint64_t)CHUNKS * SECTORS * NDZ_SECTOR_SIZE;
+	o.info.idle_timeout = 10;
+	return o;
+}
+
+/* A client: frisbee's join and main loop, simplified; its cache is lib/mcast/fetch. */
+struct client {
+	uint32_t id, addr;
+	struct ndz_fetch *f;
+	uint64_t next_look, next_join, last_block;
+	unsigned features;
+	uint32_t done;
+	int left;
+};
+
+struct world {
+	struct ndz_server *srv;
+	struct client c[CLIENTS];
+	uint64_t now;
+	double loss;
+	unsigned from;                 /* the client emitting requests */
+	uint64_t requests;
+};
+
+static int lost(const struct world *w)
+{
+	return w->loss > 0 && (double)(rnd() >> 11) / 9007199254740992.0 < w->loss;
+}
+
+/* A client's datagram reaches the server (requests may be lost too). */
+static void to_server(struct world *w, const struct ndz_pkt *p, uint32_t addr)
+{
+	uint8_t buf[NDZ_PKT_MAX];
+	struct ndz_server_reply rp;
+	int len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
+
+	assert_true(len > 0);
+	if (p->type != NDZ_PKT_JOIN && p->type != NDZ_PKT_LEAVE && lost(w))
+		return;
+	assert_true(ndz_server_packet(w->srv, buf, (size_t)len, addr, w->now, &rp, NULL) > 0);
+	for (unsigned i = 0; i < rp.count; i++)
+		for (unsigned k = 0; k < CLIENTS; k++) {
+			struct ndz_pkt q;
+
+			if (lost(w))
+				continue;
+			assert_int_equal(ndz_pkt_decode(rp.bufs[i], rp.lens[i], &q, NULL), 0);
+			if (q.type == NDZ_PKT_FEATURES) {
+				w->c[k].features = q.features;
+				if (w->c[k].f)
+					ndz_fetch_set_repair(w->c[k].f, q.features);
+				continue;
+			}
+			assert_int_equal(q.type, NDZ_PKT_JOIN_REPLY);
+			if (w->c[k].f || (q.client_id != w->c[k].id && q.client_id != 0))
+				continue;
+			/* the server says what it serves, as a client checks it */
+			assert_memory_equal(q.info.uuid, uuid, 16);
+			assert_int_equal(q.info.chunks, CHUNKS);
+			assert_int_equal(ndz_fetch_check_join(&q.info, UINT64_MAX, 0, NULL), 0);
+			{
+				struct ndz_fetch_opts fo = { .chunks = q.info.chunks, .slots = 8,
+							     .request_ahead = 2, .redelay_ns = 300 * MS,
+							     .seed = w->c[k].id };
+
+				assert_int_equal(ndz_fetch_create(&fo, &w->c[k].f, NULL), 0);
+				ndz_fetch_set_repair(w->c[k].f, w->c[k].features);
+				w->c[k].last_block = w->now;
+			}
+		}
+}
+
+static void emit(void *ctx, uint32_t chunk, const uint8_t *missing, const uint8_t *need)
+{
+	struct world *w = ctx;
+	struct client *c = &w->c[w->from];
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.client_id = c->id;
+	p.tag = ndz_image_tag(uuid);
+	p.chunk = chunk;
+	if (need) {
+		p.type = NDZ_PKT_RREQUEST;
+		memcpy(p.need, need, NDZ_FEC_SETS);
+	} else if (missing) {
+		p.type = NDZ_PKT_PREQUEST;
+		memcpy(p.bitmap, missing, NDZ_BITMAP_BYTES);
+	} else {
+		p.type = NDZ_PKT_REQUEST;
+		p.count = NDZ_BLOCKS_PER_CHUNK;
+	}
+	w->requests++;
+	to_server(w, &p, c->addr);
+}
+
+static void client_look(struct world *w, unsigned i)
+{
+	struct client *c = &w->c[i];
+	struct ndz_pkt p;
+
+	if (c->left || w->now < c->next_look)
+		return;
+	c->next_look = w->now + 5 * MS;
+	memset(&p, 0, sizeof(p));
+	p.client_id = c->id;
+	if (!c->f) {
+		if (w->now >= c->next_join) {
+			p.type = NDZ_PKT_JOIN;
+			c->next_join = w->now + 50 * MS;
+			to_server(w, &p, c->addr);
+		}
+		return;
+	}
+	if (c->done == CHUNKS) {
+		p.type = NDZ_PKT_LEAVE;
+		p.tag = ndz_image_tag(uuid);
+		to_server(w, &p, c->addr);
+		c->left = 1;
+		return;
+	}
+	w->from = i;
+	ndz_fetch_requests(c->f, w->now, w->now - c->last_block > 100 * MS, emit, w);
+}
+
+/* A BLOCK or REPAIR datagram of the server's reaches client i. */
+static void to_client(struct world *w, unsigned i, const uint8_t *buf, size_t len)
+{
+	struct client *c = &w->c[i];
+	struct ndz_pkt p;
+	int slot;
+
+	if (!c->f || c->left || lost(w))
+		return;
+	assert_int_equal(ndz_pkt_decode(buf, len, &p, NULL), 0);
+	if (p.type == NDZ_PKT_FEATURES) {
+		ndz_fetch_set_repair(c->f, p.features);
+		return;
+	}
+	assert_int_equal(p.tag, ndz_image_tag(uuid));
+	c->last_block = w->now;
+	slot = p.type == NDZ_PKT_REPAIR ?
+	       ndz_fetch_repair(c->f, p.chunk, p.stripe, p.index, p.data, w->now) :
+	       ndz_fetch_block(c->f, p.chunk, p.block, p.data, w->now);
+	if (slot < 0)
+		return;
+	/* what the client put together is the image's chunk, byte for byte */
+	assert_memory_equal(ndz_fetch_buf(c->f, slot),
+			    image + (size_t)ndz_fetch_slot_chunk(c->f, slot) * NDZ_CHUNK_SIZE,
+			    NDZ_CHUNK_SIZE);
+	ndz_fetch_accept(c->f, slot);
+	ndz_fetch_done(c->f, slot);
+	c->done++;
+}
+
+/* The server's side, as frisbeed drives it: one plan at a time on the simulated clock. */
+static enum ndz_server_step server_step(struct world *w, struct ndz_server_batch *b)
+{
+	struct ndz_error e = { 0 };
+	enum ndz_server_step st = ndz_server_plan(w->srv, w->now, b);
+
+	switch (st) {
+	case NDZ_SERVER_WAIT:
+		w->now += 1 * MS;
+		break;
+	case NDZ_SERVER_LOAD:
+		assert_true(b->chunk < CHUNKS);
+		memcpy(ndz_server_chunk_buf(w->srv), image + (size_t)b->chunk * NDZ_CHUNK_SIZE,
+		       NDZ_CHUNK_SIZE);
+		assert_int_equal(ndz_server_check_chunk(w->srv, b->chunk, 0, &e), 0);
+		break;
+	case NDZ_SERVER_SEND:
+		w->now += b->delay_ns;
+		ndz_server_build(w->srv, b);
+		for (unsigned k = 0; k < b->count; k++)
+			for (unsigned i = 0; i < CLIENTS; i++)
+				to_client(w, i, b->bufs[k], b->lens[k]);
+		ndz_server_sent(w->srv, b, w->now);
+		if (!b->control)
+			w->now += 10000;       /* the send itself */
+		break;
+	}
+	return st;
+}
+
+/* Runs the session until every client left (or a generous limit); returns how many left. */
+static unsigned run(struct world *w, unsigned repair, int auto_rate, double loss)
+{
+	struct ndz_server_opts o = opts(repair, auto_rate);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	unsigned left = 0;
+
+	assert_non_null(b);
+	memset(w, 0, sizeof(*w));
+	w->loss = loss;
+	assert_int_equal(ndz_server_create(&o, 0, &w->srv, NULL), 0);
+	for (unsigned i = 0; i < CLIENTS; i++) {
+		w->c[i].id = 0x1000 + i;
+		w->c[i].addr = 0x0a000001u + (i << 24);
+		w->c[i].next_look = i * 7 * MS;        /* they start apart */
+	}
+	while (left < CLIENTS && w->now < 120000 * MS) {
+		server_step(w, b);
+		left = 0;
+		for (unsigned i = 0; i < CLIENTS; i++) {
+			client_look(w, i);
+			left += w->c[i].left;
+		}
+	}
+	/* what is still queued goes out to no one */
+	for (int k = 0; k < 100000 && server_step(w, b) != NDZ_SERVER_WAIT; k++)
+		;
+	for (unsigned i = 0; i < CLIENTS; i++)
+		ndz_fetch_free(w->c[i].f);
+	free(b);
+	return left;
+}
+
+static void check_table(const struct world *w)
+{
+	struct ndz_server_client c;
+
+	assert_int_equal(ndz_server_clients(w->srv), CLIENTS);
+	for (size_t i = 0; i < CLIENTS; i++) {
+		assert_int_equal(ndz_server_client(w->srv, i, &c, NULL), 0);
+		assert_int_equal(c.id, w->c[i].id);
+		assert_int_equal(c.addr, w->c[i].addr);
+		assert_int_equal(c.left, 1);
+	}
+	assert_int_equal(ndz_server_client(w->srv, CLIENTS, &c, NULL), NDZ_ENOENT);
+}
+
+/* Clients join, ask, are repaired and leave; every one holds the whole image. */
+static void run_and_check(unsigned repair, int auto_rate, double loss)
+{
+	struct world w;
+	struct ndz_server_stats st;
+
+	assert_int_equal(run(&w, repair, auto_rate, loss), CLIENTS);
+	ndz_server_get_stats(w.srv, &st);
+	assert_int_equal(st.chunks, CHUNKS);
+	assert_int_equal(st.clients, CLIENTS);
+	assert_true(st.joins >= CLIENTS);
+	assert_int_equal(st.leaves, CLIENTS);
+	assert_int_equal(st.distinct_sent, (uint64_t)CHUNKS * NDZ_BLOCKS_PER_CHUNK);
+	assert_true(st.requests > 0);
+	assert_int_equal(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk, 0);
+	if (loss > 0 && repair)
+		assert_true(st.repairs_sent > 0);
+	if (!repair)
+		assert_int_equal(st.repairs_sent, 0);
+	if (auto_rate)
+		assert_true(st.auto_rate_bps > 0);
+	else
+		assert_int_equal(st.auto_rate_bps, 0);
+	assert_true(st.bytes_sent >= (st.blocks_sent + st.repairs_sent) * NDZ_PKT_BLOCK_LEN);
+	check_table(&w);
+	/* the session is over once nothing is asked for the idle timeout */
+	assert_false(ndz_server_idle(w.srv, w.now));
+	assert_true(ndz_server_idle(w.srv, w.now + 11000 * MS));
+	ndz_server_free(w.srv);
+}
+
+static void test_clean(void **state)
+{
+	(void)state;
+	run_and_check(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, 0, 0);
+}
+
+static void test_loss_repairs(void **state)
+{
+	(void)state;
+	run_and_check(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, 0, 0.03);
+	run_and_check(NDZ_FEAT_REPAIR, 0, 0.03);
+}
+
+static void test_loss_no_repair(void **state)
+{
+	(void)state;
+	run_and_check(0, 0, 0.03);
+}
+
+static void test_auto_rate(void **state)
+{
+	(void)state;
+	run_and_check(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, 1, 0.05);
+}
+
+/* Feeds len bytes from addr; returns what ndz_server_packet says. */
+static int feed(struct ndz_server *s, const void *buf, size_t len)
+{
+	struct ndz_server_reply rp;
+
+	return ndz_server_packet(s, buf, len, 0x0100007fu, 5 * MS, &rp, NULL);
+}
+
+static int feed_pkt(struct ndz_server *s, const struct ndz_pkt *p)
+{
+	uint8_t buf[NDZ_PKT_MAX];
+	int len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
+
+	assert_true(len > 0);
+	return feed(s, buf, (size_t)len);
+}
+
+/* Hostile and stray packets are counted and change nothing: no client, no work. */
+static void test_admission(void **state)
+{
+	struct ndz_server_opts o = opts(NDZ_FEAT_REPAIR, 0);
+	struct ndz_server *s;
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_stats st;
+	struct ndz_pkt p;
+	uint8_t junk[300], buf[NDZ_PKT_MAX];
+	int len;
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	memset(junk, 0xa5, sizeof(junk));
+	assert_int_equal(feed(s, junk, sizeof(junk)), 0);             /* not a packet */
+	assert_int_equal(feed(s, junk, 0), 0);                        /* empty */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.client_id = 7;
+	p.tag = ndz_image_tag(uuid);
+	p.chunk = CHUNKS;                                               /* past the image */
+	p.count = 1;
+	assert_int_equal(feed_pkt(s, &p), 0);
+	p.chunk = 1;
+	p.tag ^= 1;                                                     /* another image */
+	assert_int_equal(feed_pkt(s, &p), 0);
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	buf[4] = NDZ_PROTO_VERSION + 1;                                 /* a later protocol */
+	assert_int_equal(feed(s, buf, (size_t)len), 0);
+	p.tag ^= 1;
+	p.type = NDZ_PKT_RREQUEST;                                      /* whole-chunk repairs: off */
+	p.need[NDZ_FEC_WHOLE] = 3;
+	assert_int_equal(feed_pkt(s, &p), 0);
+	memset(&p, 0, sizeof(p));                                       /* a server's packet */
+	p.type = NDZ_PKT_FEATURES;
+	p.tag = ndz_image_tag(uuid);
+	assert_int_equal(feed_pkt(s, &p), 0);
+	ndz_server_get_stats(s, &st);
+	assert_int_equal(st.bad_packets, 3);
+	assert_int_equal(st.bad_version, 1);
+	assert_int_equal(st.wrong_image, 1);
+	assert_int_equal(st.bad_chunk, 1);
+	assert_int_equal(st.clients, 0);
+	assert_int_equal(st.requests, 0);
+	assert_int_equal(ndz_server_clients(s), 0);
+	assert_int_equal(ndz_server_plan(s, 6 * MS, b), NDZ_SERVER_WAIT);
+	/* a sound request is admitted and wakes the sender */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.client_id = 7;
+	p.tag = ndz_image_tag(uuid);
+	p.chunk = 2;
+	p.count = 4;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	assert_int_equal(ndz_server_clients(s), 1);
+	assert_int_equal(ndz_server_plan(s, 7 * MS, b), NDZ_SERVER_SEND); /* FEATURES first */
+	assert_true(b->control);
+	assert_int_equal(ndz_server_plan(s, 7 * MS, b), NDZ_SERVER_LOAD);
+	assert_int_equal(b->chunk, 2);
+	ndz_server_free(s);
+	free(b);
+}
+
+/* A chunk that changed or shrank in the file is refused with a message that says so. */
+static void test_chunk_check(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+	struct ndz_error e = { 0 };
+	uint8_t *c;
+
+	(void)state;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	c = ndz_server_chunk_buf(s);
+	memcpy(c, image + NDZ_CHUNK_SIZE, NDZ_CHUNK_SIZE);
+	assert_int_equal(ndz_server_check_chunk(s, 1, 0, &e), 0);
+	assert_int_equal(ndz_server_check_chunk(s, 2, 0, &e), NDZ_EMISMATCH); /* its place */
+	assert_non_null(strstr(ndz_error_msg(&e), "chunk 2"));
+	assert_non_null(strstr(ndz_error_msg(&e), "(the file changed while served)"));
+	ndz_error_clear(&e);
+	c[NDZ_HDR_SIZE + 10] ^= 1;
+	assert_int_equal(ndz_server_check_chunk(s, 1, 0, &e), NDZ_EDATACRC);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_server_check_chunk(s, 1, NDZ_ESHORTREAD, &e), NDZ_ESHORTREAD);
+	assert_non_null(strstr(ndz_error_msg(&e), "(the file shrank while served)"));
+	ndz_server_free(s);
+}
+
+/* A new rate: announced, paced at, and the rate controller ends. */
+static void test_set_rate(void **state)
+{
+	struct ndz_server_opts o = opts(0, 1);
+	struct ndz_server *s;
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_reply rp;
+	struct ndz_error e = { 0 };
+	struct ndz_adapt_step step;
+	struct ndz_pkt p;
+	uint64_t now = 0, waited = 0;
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	assert_int_equal(ndz_server_rate(s), 50000000);                 /* auto starts here */
+	assert_int_equal(ndz_server_set_rate(s, 7999, 0, &e), NDZ_EINVAL);
+	assert_non_null(strstr(ndz_error_msg(&e), "test\"img"));
+	assert_int_equal(ndz_server_set_rate(s, 1000000, 0, NULL), 0);
+	assert_int_equal(ndz_server_rate(s), 1000000);
+	assert_int_equal(ndz_server_rate_step(s, &step), 0);
+	ndz_server_announce(s, &rp);
+	assert_int_equal(rp.count, 1);                                  /* no repairs: no FEATURES */
+	assert_int_equal(ndz_pkt_decode(rp.bufs[0], rp.lens[0], &p, NULL), 0);
+	assert_int_equal(p.info.rate_bps, 1000000);
+	assert_int_equal(ndz_server_info(s)->rate_bps, 1000000);
+	/* a whole chunk at 1 Mbit/s: once the bucket is spent, batches wait */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.client_id = 9;
+	p.tag = ndz_image_tag(uuid);
+	p.count = NDZ_BLOCKS_PER_CHUNK;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	for (int k = 0; k < 20; k++) {
+		enum ndz_server_step st = ndz_server_plan(s, now, b);
+
+		if (st == NDZ_SERVER_LOAD) {
+			memcpy(ndz_server_chunk_buf(s), image, NDZ_CHUNK_SIZE);
+			assert_int_equal(ndz_server_check_chunk(s, 0, 0, NULL), 0);
+			continue;
+		}
+		assert_int_equal(st, NDZ_SERVER_SEND);
+		now += b->delay_ns;
+		waited += b->delay_ns;
+		ndz_server_build(s, b);
+		ndz_server_sent(s, b, now);
+	}
+	assert_true(waited > 0);
+	ndz_server_free(s);
+	free(b);
+}
+
+/* The manifest is served as the chunks after the image's, from the server's copy. */
+static void test_manifest(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	size_t mlen = NDZ_CHUNK_SIZE + 5000;
+	uint8_t *m = malloc(mlen);
+	struct ndz_pkt p;
+
+	(void)state;
+	assert_non_null(b);
+	assert_non_null(m);
+	for (size_t i = 0; i < mlen; i++)
+		m[i] = (uint8_t)(i * 7);
+	o.manifest = m;
+	o.manifest_len = mlen;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	free(m);                                                        /* copied */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.client_id = 9;
+	p.tag = ndz_image_tag(uuid);
+	p.chunk = CHUNKS + 1;
+	p.block = 4;
+	p.count = 1;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	p.chunk = CHUNKS + 2;
+	assert_int_equal(feed_pkt(s, &p), 0);                           /* past the manifest */
+	assert_int_equal(ndz_server_plan(s, MS, b), NDZ_SERVER_SEND);  /* no LOAD */
+	assert_int_equal(b->count, 1);
+	ndz_server_build(s, b);
+	assert_int_equal(ndz_pkt_decode(b->bufs[0], b->lens[0], &p, NULL), 0);
+	assert_int_equal(p.chunk, CHUNKS + 1);
+	assert_int_equal(p.block, 4);
+	for (size_t i = 0; i < NDZ_BLOCK_SIZE; i++) {
+		size_t at = NDZ_CHUNK_SIZE + 4 * NDZ_BLOCK_SIZE + i;
+
+		assert_int_equal(p.data[i], at < mlen ? (uint8_t)(at * 7) : 0);
+	}
+	ndz_server_free(s);
+	free(b);
+}
+
+/* The statistics as JSON: every field, the name escaped; a short buffer is an error. */
+static void test_json(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+	struct ndz_server_stats st;
+	struct ndz_pkt p;
+	struct ndz_error e = { 0 };
+	char buf[2048];
+	int n;
+
+	(void)state;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN;
+	p.client_id = 3;
+	assert_int_equal(feed_pkt(s, &p), 1);
+	assert_int_equal(feed(s, "x", 1), 0);
+	ndz_server_get_stats(s, &st);
+	n = ndz_server_stats_json(&st, ndz_server_name(s), buf, sizeof(buf), NULL);
+	assert_true(n > 0);
+	assert_int_equal((size_t)n, strlen(buf));
+	assert_int_equal(buf[n - 1], '\n');
+	assert_non_null(strstr(buf, "{\"image\": \"test\\\"img\", \"chunks\": 5, \"clients\": 1, "
+				    "\"joins\": 1, \"leaves\": 0,"));
+	assert_non_null(strstr(buf, "\"bad_packets\": 1,"));
+	assert_non_null(strstr(buf, "\"auto_rate_bps\": 0,"));
+	assert_non_null(strstr(buf, "\"bad_chunk\": 0}"));
+	assert_int_equal(ndz_server_stats_json(&st, "x", buf, 40, &e), NDZ_ERANGE);
+	assert_int_equal(e.code, NDZ_ERANGE);
+	ndz_server_free(s);
+}
+
+/* Options a session cannot run with are refused, saying why. */
+static void test_create_errors(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s = (struct ndz_server *)&o;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	o.info.chunks = 0;
+	assert_int_equal(ndz_server_create(&o, 0, &s, &e), NDZ_EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(ndz_error_msg(&e), "no chunks"));
+	o = opts(0, 0);
+	o.rate_bps = 100;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), NDZ_EINVAL);
+	o = opts(0, 1);
+	o.burst_pkts = 8;
+	o.gap_us = 1000;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), NDZ_EINVAL);
+	o.auto_rate = 0;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	/* 8 packets of 1072 bytes each millisecond */
+	assert_int_equal(ndz_server_rate(s), 8ull * 1072 * 8 * 1000);
+	ndz_server_free(s);
+	ndz_server_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean),
+		cmocka_unit_test(test_loss_repairs),
+		cmocka_unit_test(test_loss_no_repair),
+		cmocka_unit_test(test_auto_rate),
+		cmocka_unit_test(test_admission),
+		cmocka_unit_test(test_chunk_check),
+		cmocka_unit_test(test_set_rate),
+		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_create_errors),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
