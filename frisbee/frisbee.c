@@ -381,9 +381,11 @@ static void *feeder(void *arg)
 		c->accept_ns = ndz_now_ns();
 		c->rejects = 0;
 		pthread_mutex_unlock(&c->lock);
+		struct ndz_error we = { 0 };
+
 		if (c->raw)
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
-					      (uint64_t)chunk * NDZ_CHUNK_SIZE);
+					      (uint64_t)chunk * NDZ_CHUNK_SIZE, &we);
 		else
 			r = ndz_unzip_put(c->unzip, buf, &c->hdrs[slot], NDZ_UNZIP_CHECKED);
 		pthread_mutex_lock(&c->lock);
@@ -393,7 +395,7 @@ static void *feeder(void *arg)
 			c->failed = 1;
 			/* the pipeline's message comes from ndz_unzip_finish */
 			if (c->raw)
-				ndz_io_fail(c->target, r, &c->err, "write error");
+				ndz_error_copy(&c->err, &we);
 		}
 		ndz_fetch_done(c->fetch, slot);
 		pthread_cond_broadcast(&c->cond);
@@ -755,8 +757,7 @@ static void open_target(struct client *c)
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (c->raw && c->target->is_regular && c->target->size != need &&
-	    (r = ndz_io_set_size(c->target, need)) < 0) {
-		ndz_io_fail(c->target, r, &e, "cannot size it as the image");
+	    (r = ndz_io_set_size(c->target, need, &e)) < 0) {
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	}
 	if (c->target->size < need)
@@ -784,7 +785,6 @@ static void open_target(struct client *c)
 static int finish(struct client *c)
 {
 	struct ndz_unzip_stats us;
-	int r;
 
 	if (c->ferr.code) {
 		struct ndz_error pe = { 0 };
@@ -794,8 +794,7 @@ static int finish(struct client *c)
 		return ndz_error_copy(&c->err, &c->ferr);
 	}
 	if (c->raw) {
-		r = ndz_io_flush(c->target);
-		return r < 0 ? ndz_io_fail(c->target, r, &c->err, "flush failed") : 0;
+		return ndz_io_flush(c->target, &c->err);
 	}
 	return ndz_unzip_finish(c->unzip, &us, &c->err);
 }

@@ -405,7 +405,8 @@ static int load_chunk(struct server *s, uint8_t *buf, uint32_t i)
 {
 	struct ndz_chunk_hdr h;
 	struct ndz_orig_hdr oh;
-	int r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL);
+	int r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL,
+				 NULL);
 
 	if (r < 0)
 		return r;

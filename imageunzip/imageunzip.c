@@ -92,7 +92,7 @@ static struct ndz_io *partition_view(struct ndz_io *disk, int index,
 	else if (h->part_type != p->type)
 		cli_warn("%s: partition %d has type 0x%x, the image came from type 0x%x",
 			 disk->name, index, p->type, h->part_type);
-	rc = ndz_io_open_sub(disk, p->start * NDZ_SECTOR_SIZE, bytes, &view);
+	rc = ndz_io_open_sub(disk, p->start * NDZ_SECTOR_SIZE, bytes, &view, NULL);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s: %s", disk->name, ndz_strerror(rc));
 	ndz_ptable_release(&t);
@@ -184,7 +184,7 @@ static struct ndz_io *open_input(const char *path)
 	if (strcmp(path, "-") == 0) {
 		if (isatty(STDIN_FILENO))
 			cli_usage_error("refusing to read an image from a terminal");
-		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in) < 0)
+		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in, NULL) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 		return in;
 	}

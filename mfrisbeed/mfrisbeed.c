@@ -1150,7 +1150,7 @@ static void run_upload(struct master *m, struct job *j)
 	tv.tv_sec = quiet;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (ndz_upload_write_msg(fd, &rep) != 0 || ndz_io_open_stream(fd, "upload", &io) != 0) {
+	if (ndz_upload_write_msg(fd, &rep) != 0 || ndz_io_open_stream(fd, "upload", &io, NULL) != 0) {
 		st = NDZ_CTL_FAILED;
 		ndz_error_set(&e, NDZ_ENET, errno, "%s: connection lost", a);
 	} else {

@@ -153,7 +153,8 @@ static int is_zero(const uint8_t *p, size_t n)
  * page cache (copy_folio_from_iter_atomic) took 7-12x the CPU of 1 MiB writes
  * (perf, Linux 6.18 here), making restores slower than with the old 1 MiB jobs.
  */
-static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len,
+			struct ndz_error *e)
 {
 	uint64_t pos;
 	int rc;
@@ -161,7 +162,7 @@ static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 	for (pos = 0; pos < len; pos += WRITE_PIECE) {
 		size_t n = len - pos < WRITE_PIECE ? (size_t)(len - pos) : WRITE_PIECE;
 
-		rc = ndz_io_write_full(u->target, data + pos, n, off + pos);
+		rc = ndz_io_write_full(u->target, data + pos, n, off + pos, e);
 		if (rc < 0)
 			return rc;
 	}
@@ -169,7 +170,8 @@ static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 }
 
 /* Write a segment to a target known to be zeros, leaving all-zero blocks as holes. */
-static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len,
+			struct ndz_error *e)
 {
 	uint64_t pos = 0;
 
@@ -191,7 +193,7 @@ static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 			pos += n;
 		}
 		if (pos > start) {
-			rc = write_pieces(u, data + start, off + start, pos - start);
+			rc = write_pieces(u, data + start, off + start, pos - start, e);
 			if (rc < 0)
 				return rc;
 		}
@@ -210,23 +212,18 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 
 		if (s->data < 0) {
 			rc = u->opts.target_zeroed ? 0 :
-			     u->opts.discard ? ndz_io_discard(u->target, s->off, s->len) :
-			     ndz_io_zero(u->target, s->off, s->len);
+			     u->opts.discard ? ndz_io_discard(u->target, s->off, s->len, e) :
+			     ndz_io_zero(u->target, s->off, s->len, e);
 			*zeroed += s->len;
 		} else if (u->opts.target_zeroed) {
-			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
+			rc = write_sparse(u, j->buf + s->data, s->off, s->len, e);
 			*wrote += s->len;
 		} else {
-			rc = write_pieces(u, j->buf + s->data, s->off, s->len);
+			rc = write_pieces(u, j->buf + s->data, s->off, s->len, e);
 			*wrote += s->len;
 		}
-		if (rc < 0) {
-			char what[80];
-
-			snprintf(what, sizeof(what), "write error at byte %llu",
-				 (unsigned long long)s->off);
-			return ndz_io_fail(u->target, rc, e, what);
-		}
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -1084,7 +1081,6 @@ static void stop_threads(struct ndz_unzip *u)
 int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct ndz_error *e)
 {
 	struct ndz_error mine = { 0 };
-	int rc;
 
 	stop_threads(u);
 	/* Threads are gone: u is the caller's alone. */
@@ -1095,9 +1091,7 @@ int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct 
 	if (!u->err.code && !u->opts.verify_only && !u->opts.scratch && u->target) {
 		if (u->opts.flushing)
 			u->opts.flushing(u->opts.progress_ctx);
-		rc = ndz_io_flush(u->target);
-		if (rc < 0)
-			ndz_io_fail(u->target, rc, &u->err, "flush failed");
+		ndz_io_flush(u->target, &u->err);
 	}
 	if (stats)
 		*stats = u->stats;

@@ -104,7 +104,6 @@ struct zip {
 
 	/* pipeline */
 	pthread_mutex_t lock;
-	pthread_mutex_t read_lock;     /* one read of the source at a time (its io->err is shared) */
 	pthread_cond_t slot_cv;        /* a slot was freed: the reader may go on */
 	pthread_cond_t work_cv;        /* a piece was read: a worker may take it */
 	pthread_cond_t done_cv;        /* a piece is ready, or read: the packer may go on */
@@ -256,17 +255,8 @@ static int read_stream(struct zip *z, uint8_t *dst, uint64_t off, size_t len)
 
 			if (src_off + want > z->source_bytes)
 				want = (size_t)(z->source_bytes - src_off);
-
-			pthread_mutex_lock(&z->read_lock);
-			rc = ndz_io_read_full(z->src, dst, want, src_off, &got);
-			if (rc < 0 && rc != NDZ_ESHORTREAD) {
-				char what[64];
-
-				snprintf(what, sizeof(what), "read error at byte %llu",
-					 (unsigned long long)src_off);
-				ndz_io_fail(z->src, rc, &e, what);
-			}
-			pthread_mutex_unlock(&z->read_lock);
+			/* Each read has its own error: threads read the source at once. */
+			rc = ndz_io_read_full(z->src, dst, want, src_off, &got, &e);
 			if (rc == NDZ_ESHORTREAD) {
 				set_err(z, rc, "%s: ends at byte %llu, before its stated size",
 					z->src->name, (unsigned long long)(src_off + got));
@@ -1371,7 +1361,6 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->out = out;
 	z->out_ctx = out_ctx;
 	pthread_mutex_init(&z->lock, NULL);
-	pthread_mutex_init(&z->read_lock, NULL);
 	pthread_cond_init(&z->slot_cv, NULL);
 	pthread_cond_init(&z->work_cv, NULL);
 	pthread_cond_init(&z->done_cv, NULL);
@@ -1490,7 +1479,6 @@ out:
 	pthread_cond_destroy(&z->work_cv);
 	pthread_cond_destroy(&z->done_cv);
 	pthread_mutex_destroy(&z->lock);
-	pthread_mutex_destroy(&z->read_lock);
 	free(z);
 	return rc;
 }

@@ -548,7 +548,7 @@ static void test_image_build_verify(void **state)
 	(void)state;
 	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k), 0);
 	assert_int_equal(ndz_key_public(&k, &pub), 0);
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_build(io, &m, &e), 0);
 	ndz_io_close(io);
 	assert_int_equal(m.chunks, 2);
@@ -557,17 +557,17 @@ static void test_image_build_verify(void **state)
 	assert_int_equal(ndz_manifest_sign(&m, &k, &buf, &len), 0);
 	ndz_manifest_release(&m);
 	assert_int_equal(ndz_manifest_open(buf, len, &pub, &back, &e), 0);
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_verify_image(io, &back, &e), 0);
 	ndz_io_close(io);
 	/* a changed padding byte: not signable, and no longer the signed image */
 	img[NDZ_CHUNK_SIZE + NDZ_CHUNK_SIZE - 5] = 1;
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_build(io, &m, &e), NDZ_EPADDING);
 	assert_null(m.hash);
 	ndz_io_close(io);
 	ndz_error_clear(&e);
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_verify_image(io, &back, &e), NDZ_EFORGED);
 	assert_non_null(strstr(ndz_error_msg(&e), "chunk 1: does not match the signed manifest"));
 	ndz_io_close(io);
