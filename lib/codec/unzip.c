@@ -1,6 +1,6 @@
 /*
- * The restore pipeline: chunks are queued by the caller, decoded by one thread
- * per core into write jobs (an 8 MiB buffer, 4 MiB on a tight budget, plus the
+ * The restore pipeline: chunks are queued by the caller, each decoded by a job of
+ * the thread pool (one thread per core) into write jobs (an 8 MiB buffer, 4 MiB on a tight budget, plus the
  * target segments it fills), and a single writer thread turns jobs into large
  * pwrite()s and zero fills. Memory is the chunk slots and the job buffers, all
  * fixed at creation. Each chunk starts a job of its own and is decoded straight
@@ -23,6 +23,7 @@
 #include "core/err.h"
 #include "core/image.h"
 #include "core/orig.h"
+#include "core/pool.h"
 #include "trust/trust.h"
 #include "unzip.h"
 #include "zip.h"
@@ -63,7 +64,6 @@ struct ndz_unzip {
 	 */
 	pthread_mutex_t lock;
 	pthread_cond_t slot_cv;        /* the caller: a free chunk slot */
-	pthread_cond_t work_cv;        /* decoders: a queued chunk */
 	pthread_cond_t job_cv;         /* decoders: a free job */
 	pthread_cond_t write_cv;       /* the writer: a queued job, or the end */
 
@@ -85,8 +85,14 @@ struct ndz_unzip {
 	unsigned *wqueue, whead, wlen;
 	int writing;                   /* the writer holds a job */
 
-	pthread_t decoders[MAX_DECODERS];
+	/*
+	 * The decoders: a pool job per chunk queued, on a free decoder state (one per
+	 * pool thread). The writer stays a thread of its own: it is one consumer for
+	 * the whole restore whose order is the jobs' queue, not a job among others.
+	 */
+	struct ndz_pool *pool;
 	unsigned ndecoders;
+	unsigned free_decs[MAX_DECODERS], nfree_decs;
 	pthread_t writer;
 	int writer_started;
 	int closing;                   /* no more chunks will be put */
@@ -102,7 +108,6 @@ struct ndz_unzip {
 static void wake_all(struct ndz_unzip *u)
 {
 	pthread_cond_broadcast(&u->slot_cv);
-	pthread_cond_broadcast(&u->work_cv);
 	pthread_cond_broadcast(&u->job_cv);
 	pthread_cond_broadcast(&u->write_cv);
 }
@@ -750,69 +755,73 @@ decode:
 	       zlib_end(d, why, whylen);
 }
 
-static void *decoder_main(void *arg)
+/* The decoders' state lives right after the handle (one allocation). */
+static struct dec *decs_of(struct ndz_unzip *u)
 {
-	struct dec *d = arg;
-	struct ndz_unzip *u = d->u;
+	return (struct dec *)(u + 1);
+}
+
+/*
+ * A pool job, one per chunk queued: decode the oldest queued chunk on a free
+ * decoder state. After an error, it gives back every queued chunk's slot instead:
+ * nothing more is written, but the caller must not block.
+ */
+static void decode_job(void *arg)
+{
+	struct ndz_unzip *u = arg;
+	char why[128] = "";
+	unsigned slot, di;
+	struct dec *d;
+	int rc;
 
 	pthread_mutex_lock(&u->lock);
-	for (;;) {
-		char why[128] = "";
-		unsigned slot;
-		int rc;
-
-		while (!u->qlen && !u->closing && !u->err.code)
-			pthread_cond_wait(&u->work_cv, &u->lock);
-		if (u->err.code) {
-			/* Drain: nothing more is written, but the caller must not block. */
-			while (u->qlen) {
-				u->free_slots[u->nfree++] = u->queue[u->qhead];
-				u->qhead = (u->qhead + 1) % u->nslots;
-				u->qlen--;
-			}
-			pthread_cond_broadcast(&u->slot_cv);
-			pthread_cond_broadcast(&u->write_cv);
-			if (u->closing)
-				break;
-			pthread_cond_wait(&u->work_cv, &u->lock);
-			continue;
+	if (u->err.code) {
+		while (u->qlen) {
+			u->free_slots[u->nfree++] = u->queue[u->qhead];
+			u->qhead = (u->qhead + 1) % u->nslots;
+			u->qlen--;
 		}
-		if (!u->qlen)
-			break;
-		slot = u->queue[u->qhead];
-		u->qhead = (u->qhead + 1) % u->nslots;
-		u->qlen--;
-		u->decoding++;
-		pthread_mutex_unlock(&u->lock);
-
-		rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why,
-				  sizeof(why));
-
-		/* The chunk's end in one hand-off: its count, last job and slot. */
-		pthread_mutex_lock(&u->lock);
-		if (rc == 0) {
-			/* counted before its last job can be written: progress sees it */
-			u->stats.chunks++;
-			if (d->job)
-				queue_job(u, d->job_idx);
-			d->job = NULL;
-		} else {
-			/* Record the error before the job could reach the writer. */
-			fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
-			     ndz_strerror(rc), why[0] ? ": " : "", why);
-			if (d->job)
-				u->free_jobs[u->nfree_jobs++] = d->job_idx;
-			d->job = NULL;
-		}
-		u->decoding--;
-		u->free_slots[u->nfree++] = slot;
-		pthread_cond_signal(&u->slot_cv);
-		/* the writer's end: nothing queued or being decoded after close */
-		if (u->closing && !u->qlen && !u->decoding)
-			pthread_cond_signal(&u->write_cv);
+		pthread_cond_broadcast(&u->slot_cv);
+		pthread_cond_broadcast(&u->write_cv);
 	}
+	if (!u->qlen) {
+		pthread_mutex_unlock(&u->lock);
+		return;
+	}
+	slot = u->queue[u->qhead];
+	u->qhead = (u->qhead + 1) % u->nslots;
+	u->qlen--;
+	u->decoding++;
+	di = u->free_decs[--u->nfree_decs];        /* one per pool thread: never short */
+	d = &decs_of(u)[di];
 	pthread_mutex_unlock(&u->lock);
-	return NULL;
+
+	rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why, sizeof(why));
+
+	/* The chunk's end in one hand-off: its count, last job and slot. */
+	pthread_mutex_lock(&u->lock);
+	if (rc == 0) {
+		/* counted before its last job can be written: progress sees it */
+		u->stats.chunks++;
+		if (d->job)
+			queue_job(u, d->job_idx);
+		d->job = NULL;
+	} else {
+		/* Record the error before the job could reach the writer. */
+		fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
+		     ndz_strerror(rc), why[0] ? ": " : "", why);
+		if (d->job)
+			u->free_jobs[u->nfree_jobs++] = d->job_idx;
+		d->job = NULL;
+	}
+	u->free_decs[u->nfree_decs++] = di;
+	u->decoding--;
+	u->free_slots[u->nfree++] = slot;
+	pthread_cond_signal(&u->slot_cv);
+	/* the writer's end: nothing queued or being decoded after close */
+	if (u->closing && !u->qlen && !u->decoding)
+		pthread_cond_signal(&u->write_cv);
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* ---- life cycle ---- */
@@ -833,12 +842,6 @@ static void dec_release(struct dec *d)
 	if (d->ld)
 		libdeflate_free_decompressor(d->ld);
 	d->ld = NULL;
-}
-
-/* The decoders' state lives right after the handle (one allocation). */
-static struct dec *decs_of(struct ndz_unzip *u)
-{
-	return (struct dec *)(u + 1);
 }
 
 int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
@@ -889,7 +892,6 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		u->njobs = 64;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->slot_cv, NULL);
-	pthread_cond_init(&u->work_cv, NULL);
 	pthread_cond_init(&u->job_cv, NULL);
 	pthread_cond_init(&u->write_cv, NULL);
 	u->slots = calloc(u->nslots, sizeof(*u->slots));
@@ -927,14 +929,15 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 			break;
 		decs[i].zd = ZSTD_createDCtx();
 		decs[i].ld = libdeflate_alloc_decompressor();
-		if (!decs[i].zd || !decs[i].ld ||
-		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
+		if (!decs[i].zd || !decs[i].ld) {
 			dec_release(&decs[i]);
 			break;
 		}
+		u->free_decs[u->nfree_decs++] = i;
 		u->ndecoders++;
 	}
-	if (!u->ndecoders)
+	/* at most one job per chunk slot waits in the pool's queue */
+	if (!u->ndecoders || ndz_pool_create(u->ndecoders, u->nslots, &u->pool, NULL) < 0)
 		goto nomem;
 	*out = u;
 	return 0;
@@ -971,7 +974,7 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 {
 	unsigned slot = slot_of(u, buf);
 	struct ndz_error e = { 0 };
-	int rc;
+	int rc, queued = 0;
 
 	pthread_mutex_lock(&u->lock);
 	if (slot == u->nslots) {
@@ -1013,7 +1016,7 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	u->checked[slot] = !!(flags & NDZ_UNZIP_CHECKED);
 	u->queue[(u->qhead + u->qlen) % u->nslots] = slot;
 	u->qlen++;
-	pthread_cond_signal(&u->work_cv);
+	queued = 1;
 	goto out;
 give_back:
 	u->free_slots[u->nfree++] = slot;
@@ -1021,6 +1024,8 @@ give_back:
 out:
 	rc = u->err.code;
 	pthread_mutex_unlock(&u->lock);
+	if (queued)
+		ndz_pool_add(u->pool, decode_job, u);
 	return rc;
 }
 
@@ -1064,10 +1069,10 @@ static void stop_threads(struct ndz_unzip *u)
 	u->closing = 1;
 	wake_all(u);
 	pthread_mutex_unlock(&u->lock);
-	for (i = 0; i < u->ndecoders; i++) {
-		pthread_join(u->decoders[i], NULL);
+	ndz_pool_free(u->pool);                    /* every queued chunk decoded, or given back */
+	u->pool = NULL;
+	for (i = 0; i < u->ndecoders; i++)
 		dec_release(&decs[i]);
-	}
 	u->ndecoders = 0;
 	/* Decoders are gone: wake the writer so it sees the end. */
 	pthread_mutex_lock(&u->lock);
@@ -1125,7 +1130,6 @@ void ndz_unzip_free(struct ndz_unzip *u)
 	free(u->free_jobs);
 	free(u->wqueue);
 	pthread_cond_destroy(&u->slot_cv);
-	pthread_cond_destroy(&u->work_cv);
 	pthread_cond_destroy(&u->job_cv);
 	pthread_cond_destroy(&u->write_cv);
 	pthread_mutex_destroy(&u->lock);
