@@ -387,7 +387,7 @@ static void *feeder(void *arg)
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
 					      (uint64_t)chunk * NDZ_CHUNK_SIZE, &we);
 		else
-			r = ndz_unzip_put(c->unzip, buf, &c->hdrs[slot], NDZ_UNZIP_CHECKED);
+			r = ndz_unzip_put(c->unzip, buf, &c->hdrs[slot], NDZ_UNZIP_CHECKED, NULL);
 		pthread_mutex_lock(&c->lock);
 		c->fifo_head = (c->fifo_head + 1) % c->nslots;
 		c->fifo_len--;
@@ -777,7 +777,7 @@ static void open_target(struct client *c)
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
 	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
-	r = ndz_unzip_create(c->target, &uo, &c->unzip);
+	r = ndz_unzip_create(c->target, &uo, &c->unzip, NULL);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
 }

@@ -364,30 +364,30 @@ int main(int argc, char **argv)
 		cli_progress_init(&prog, progress, "writing", "disk", "written");
 	cli_progress_total(&prog, (uint64_t)verifying * uopts.expect_chunks * NDZ_CHUNK_SIZE,
 			   uopts.expect_chunks);
-	rc = ndz_unzip_create(target, &uopts, &u);
+	rc = ndz_unzip_create(target, &uopts, &u, NULL);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
 
 	/* Each chunk is read straight into a buffer of the pipeline. */
 	for (;;) {
-		uint8_t *buf = ndz_unzip_get_buf(u);
+		uint8_t *buf = ndz_unzip_get_buf(u, NULL);
 
 		if (!buf)
 			break;
 		rc = ndz_image_reader_next(reader, buf, &h, &err);
 		if (rc <= 0) {
-			ndz_unzip_put_buf(u, buf, NULL, 0);
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 			break;
 		}
 		/* A signed image is stored in order: a chunk out of place is refused. */
 		if (m.hash && h.index != pos) {
 			ndz_error_set(&err, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
 				      "chunks out of order", in->name, h.index, pos);
-			ndz_unzip_put_buf(u, buf, NULL, 0);
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 			break;
 		}
 		pos++;
-		if (ndz_unzip_put_buf(u, buf, &h, 0) < 0)
+		if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)
 			break;
 	}
 	/* The first error wins: the reader's above, or the pipeline's. */

@@ -36,13 +36,11 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 	o.name = in->name;
 	o.orig_keys = okeys;
 	o.expect_chunks = ndz_image_reader_chunks(r);
-	rc = ndz_unzip_create(scratch, &o, &z);
-	if (rc < 0) {
-		ndz_error_set(e, rc, 0, "%s", ndz_strerror(rc));
+	rc = ndz_unzip_create(scratch, &o, &z, e);
+	if (rc < 0)
 		goto out;
-	}
 	for (;;) {
-		uint8_t *buf = ndz_unzip_get_buf(z);
+		uint8_t *buf = ndz_unzip_get_buf(z, NULL);
 		struct ndz_orig_hdr oh;
 		char why[160];
 
@@ -50,7 +48,7 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 			break;
 		rc = ndz_image_reader_next(r, buf, &h, &mine);
 		if (rc <= 0) {
-			ndz_unzip_put_buf(z, buf, NULL, 0);
+			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
 			break;
 		}
 		/* what the chunk holds, before the pipeline takes the buffer */
@@ -74,11 +72,11 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 		}
 		if (rc < 0) {
 			ndz_error_set(&mine, rc, 0, "%s", ndz_strerror(rc));
-			ndz_unzip_put_buf(z, buf, NULL, 0);
+			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
 			break;
 		}
 		u->chunks++;
-		if (ndz_unzip_put_buf(z, buf, &h, 0) < 0)
+		if (ndz_unzip_put_buf(z, buf, &h, 0, NULL) < 0)
 			break;
 	}
 	rc = ndz_unzip_finish(z, NULL, e);

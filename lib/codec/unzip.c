@@ -845,7 +845,7 @@ static void dec_release(struct dec *d)
 }
 
 int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
-		     struct ndz_unzip **out)
+		     struct ndz_unzip **out, struct ndz_error *e)
 {
 	struct ndz_unzip *u;
 	size_t mem, fixed;
@@ -853,10 +853,12 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	struct dec *decs;
 
 	if (!target && !opts->verify_only)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: no target to restore to",
+				     opts->name ? opts->name : "image");
 	u = calloc(1, sizeof(*u) + MAX_DECODERS * sizeof(struct dec));
 	if (!u)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", opts->name ? opts->name : "image",
+				     ndz_strerror(NDZ_ENOMEM));
 	u->target = target;
 	u->opts = *opts;
 	u->name = opts->name ? opts->name : "image";
@@ -942,12 +944,13 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	*out = u;
 	return 0;
 nomem:
+	ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", u->name, ndz_strerror(NDZ_ENOMEM));
 	ndz_unzip_free(u);
 	return NDZ_ENOMEM;
 }
 
 
-uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
+uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u, struct ndz_error *e)
 {
 	uint8_t *buf = NULL;
 
@@ -956,6 +959,8 @@ uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
 		pthread_cond_wait(&u->slot_cv, &u->lock);
 	if (!u->err.code)
 		buf = u->slots[u->free_slots[--u->nfree]];
+	else
+		ndz_error_copy(e, &u->err);
 	pthread_mutex_unlock(&u->lock);
 	return buf;
 }
@@ -970,7 +975,7 @@ static unsigned slot_of(const struct ndz_unzip *u, const uint8_t *buf)
 }
 
 int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
-		      unsigned flags)
+		      unsigned flags, struct ndz_error *err)
 {
 	unsigned slot = slot_of(u, buf);
 	struct ndz_error e = { 0 };
@@ -1023,6 +1028,8 @@ give_back:
 	pthread_cond_signal(&u->slot_cv);
 out:
 	rc = u->err.code;
+	if (rc < 0)
+		ndz_error_copy(err, &u->err);
 	pthread_mutex_unlock(&u->lock);
 	if (queued)
 		ndz_pool_add(u->pool, decode_job, u);
@@ -1030,7 +1037,7 @@ out:
 }
 
 int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
-		  unsigned flags)
+		  unsigned flags, struct ndz_error *e)
 {
 	struct ndz_chunk_hdr mine;
 	uint8_t *buf;
@@ -1042,14 +1049,14 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 			pthread_mutex_lock(&u->lock);
 			fail(u, rc, "%s: chunk %u: %s", u->name, ndz_chunk_index_hint(chunk),
 			     ndz_strerror(rc));
-			rc = u->err.code;
+			rc = ndz_error_copy(e, &u->err);
 			pthread_mutex_unlock(&u->lock);
 			return rc;
 		}
 		h = &mine;
 		flags &= ~(unsigned)NDZ_UNZIP_CHECKED;
 	}
-	buf = ndz_unzip_get_buf(u);
+	buf = ndz_unzip_get_buf(u, e);
 	if (!buf) {
 		pthread_mutex_lock(&u->lock);
 		rc = u->err.code;
@@ -1057,7 +1064,7 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 		return rc;
 	}
 	memcpy(buf, chunk, NDZ_CHUNK_SIZE);
-	return ndz_unzip_put_buf(u, buf, h, flags);
+	return ndz_unzip_put_buf(u, buf, h, flags, e);
 }
 
 static void stop_threads(struct ndz_unzip *u)

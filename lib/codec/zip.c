@@ -1310,12 +1310,15 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 
 	if (opts->codec == NDZ_CODEC_ZSTD ? opts->level < 1 || opts->level > 19 :
 	    opts->codec != NDZ_CODEC_ZLIB || opts->level < 0 || opts->level > 9)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: codec %d level %d: no such codec or "
+				     "level", src->name, opts->codec, opts->level);
 	if (opts->reserve > 4096)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: %u bytes reserved in a chunk, "
+				     "more than 4096", src->name, (unsigned)opts->reserve);
 	z = calloc(1, sizeof(*z));
 	if (!z)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", src->name,
+				     ndz_strerror(NDZ_ENOMEM));
 	z->src = src;
 	z->source_bytes = source_bytes;
 	z->alloc = alloc;

@@ -94,15 +94,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    ndz_io_open_fault(mem, 0, 0, 0, h0->source_bytes, &io, NULL) < 0)
 			abort();
 	}
-	if (ndz_unzip_create(io, &o, &u) < 0)
+	if (ndz_unzip_create(io, &o, &u, NULL) < 0)
 		abort();
-	buf = ndz_unzip_get_buf(u);
+	buf = ndz_unzip_get_buf(u, NULL);
 	if (!buf)
 		abort();
 	rc = ndz_image_reader_next(r, buf, &h, &e);
 	if (rc != 1)
 		abort();               /* the chunk open read and checked */
-	ndz_unzip_put_buf(u, buf, &h, 0);
+	ndz_unzip_put_buf(u, buf, &h, 0, NULL);
 	rc = ndz_unzip_finish(u, NULL, &e);
 	if (rc == NDZ_EIO || rc > 0)
 		abort();               /* a write outside the image, or a bogus code */

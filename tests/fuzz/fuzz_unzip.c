@@ -167,9 +167,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    ndz_io_open_fault(mem, 0, 0, 0, h.source_bytes, &io, NULL) < 0)
 			abort();
 	}
-	if (ndz_unzip_create(io, &o, &u) < 0)
+	if (ndz_unzip_create(io, &o, &u, NULL) < 0)
 		abort();
-	put_rc = ndz_unzip_put(u, chunk, NULL, 0);
+	put_rc = ndz_unzip_put(u, chunk, NULL, 0, NULL);
 	rc = ndz_unzip_finish(u, NULL, &e);
 	if (put_rc < 0 && rc != put_rc)
 		abort();               /* finish reports the first error */

@@ -32,13 +32,13 @@ static int restore(struct ndz_io *io, const struct fix_image *img, const size_t 
 	struct ndz_error e = { 0 };
 	struct ndz_unzip *u;
 	size_t i;
-	int rc = ndz_unzip_create(io, o, &u), frc;
+	int rc = ndz_unzip_create(io, o, &u, NULL), frc;
 
 	if (rc < 0)
 		return rc;
 
 	for (i = 0; i < img->n && rc == 0; i++)
-		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i), NULL, 0);
+		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i), NULL, 0, NULL);
 	frc = ndz_unzip_finish(u, st, &e);
 	if (msg)
 		snprintf(msg, msglen, "%s", frc < 0 ? ndz_error_msg(&e) : "");
@@ -353,9 +353,11 @@ static void test_verify_only(void **state)
 	o.verify_only = 0;
 	{
 		struct ndz_unzip *u = NULL;
+		struct ndz_error ce = { 0 };
 
-		assert_int_equal(ndz_unzip_create(NULL, &o, &u), NDZ_EINVAL);
+		assert_int_equal(ndz_unzip_create(NULL, &o, &u, &ce), NDZ_EINVAL);
 		assert_null(u);
+		assert_non_null(strstr(ndz_error_msg(&ce), "no target"));
 	}
 	/* a corrupt chunk fails verification too */
 	fix_chunk(&img, 1)[NDZ_HDR_SIZE + 100] ^= 1;
@@ -709,17 +711,22 @@ static void test_mismatch(void **state)
 	assert_int_equal(a.n, 2);
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	opts(&o, 2, 0);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0), NULL, 0), 0);
-	rc = ndz_unzip_put(u, fix_chunk(&b, 1), NULL, 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0), NULL, 0, NULL), 0);
+	rc = ndz_unzip_put(u, fix_chunk(&b, 1), NULL, 0, NULL);
 	if (rc == 0)
 		rc = ndz_unzip_finish(u, NULL, &e);
 	else
 		assert_int_equal(ndz_unzip_finish(u, NULL, &e), rc);
 	assert_int_equal(rc, NDZ_EMISMATCH);
 	assert_non_null(strstr(ndz_error_msg(&e), "another image"));
-	/* once failed, put keeps failing */
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1), NULL, 0), NDZ_EMISMATCH);
+	/* once failed, put keeps failing, and says why */
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1), NULL, 0, &e), NDZ_EMISMATCH);
+	assert_non_null(strstr(ndz_error_msg(&e), "another image"));
+	ndz_error_clear(&e);
+	assert_null(ndz_unzip_get_buf(u, &e));
+	assert_int_equal(e.code, NDZ_EMISMATCH);
 	ndz_unzip_free(u);
 	ndz_io_close(io);
 	fix_image_release(&a);
@@ -841,10 +848,10 @@ static void test_write_failure(void **state)
 		assert_int_equal(ndz_io_open_mem(t, len, 1, &mem, NULL), 0);
 		assert_int_equal(ndz_io_open_fault(mem, 0, nth, 0, UINT64_MAX, &f, NULL), 0);
 		opts(&o, 2, 0);
-		assert_int_equal(ndz_unzip_create(f, &o, &u), 0);
+		assert_int_equal(ndz_unzip_create(f, &o, &u, NULL), 0);
 		rc = 0;
 		for (i = 0; i < img.n && rc == 0; i++)
-			rc = ndz_unzip_put(u, fix_chunk(&img, i), NULL, 0);
+			rc = ndz_unzip_put(u, fix_chunk(&img, i), NULL, 0, NULL);
 		/* put may or may not have seen it yet; finish must */
 		assert_true(rc == 0 || rc == NDZ_EIO);
 		ndz_error_clear(&e);
@@ -876,14 +883,14 @@ static void test_abandon(void **state)
 	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	opts(&o, 2, 0);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
 	ndz_unzip_free(u);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0, NULL), 0);
 	ndz_unzip_free(u);
 	ndz_unzip_free(NULL);
 	/* finishing with nothing put is not a whole image */
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
 	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EMISSING);
 	assert_string_equal(ndz_error_msg(&e), "image: chunk 0: missing chunk");
 	ndz_unzip_free(u);
@@ -894,9 +901,9 @@ static void test_abandon(void **state)
 	assert_non_null(src);
 	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
 	assert_true(img.n >= 3);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 1), NULL, 0), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 1), NULL, 0, NULL), 0);
 	ndz_error_clear(&e);
 	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EMISSING);
 	assert_string_equal(ndz_error_msg(&e), "image: chunk 2: missing chunk");
