@@ -1,8 +1,8 @@
 /*
- * The restore pipeline: chunks are queued by the caller, each decoded by a job of
- * the thread pool (one thread per core) into write jobs (an 8 MiB buffer, 4 MiB on a tight budget, plus the
- * target segments it fills), and a single writer thread turns jobs into large
- * pwrite()s and zero fills. Memory is the chunk slots and the job buffers, all
+ * The restore pipeline: chunks are queued by the caller, each decoded by a task
+ * of the thread pool (one thread per core) into write jobs (an 8 MiB buffer, 4 MiB
+ * on a tight budget, plus the target segments it fills), and a single writer
+ * thread turns jobs into large pwrite()s and zero fills. Memory is the chunk slots and the job buffers, all
  * fixed at creation. Each chunk starts a job of its own and is decoded straight
  * into it, never copied: a zlib chunk whose data fits (its size is known from the
  * regions) in one libdeflate call, others piecewise by zlib; zstd frames (2 MiB
@@ -86,9 +86,10 @@ struct ndz_unzip {
 	int writing;                   /* the writer holds a job */
 
 	/*
-	 * The decoders: a pool job per chunk queued, on a free decoder state (one per
+	 * The decoders: a pool task per chunk queued, on a free decoder state (one per
 	 * pool thread). The writer stays a thread of its own: it is one consumer for
-	 * the whole restore whose order is the jobs' queue, not a job among others.
+	 * the whole restore whose order is the write jobs' queue, not a task among
+	 * others.
 	 */
 	struct ndz_pool *pool;
 	unsigned ndecoders;
@@ -762,7 +763,7 @@ static struct dec *decs_of(struct ndz_unzip *u)
 }
 
 /*
- * A pool job, one per chunk queued: decode the oldest queued chunk on a free
+ * A pool task, one per chunk queued: decode the oldest queued chunk on a free
  * decoder state. After an error, it gives back every queued chunk's slot instead:
  * nothing more is written, but the caller must not block.
  */

@@ -2,10 +2,11 @@
  * The compressor. The allocated data is cut into pieces; each piece is one job of
  * the thread pool, which reads it with the 32 KiB before it (its dictionary) and
  * deflates it, and the packer (the calling thread) lays the pieces in order into
- * 1 MiB chunks, each one zlib stream. Only a piece that straddles a chunk's end, or whose dictionary reaches
- * before its chunk's start, is compressed again by the packer, in steps small
- * enough to fill the chunk to within a sector. The packer's decisions depend
- * only on the data, so the image is the same whatever the thread count.
+ * 1 MiB chunks, each one zlib stream. Only a piece that straddles a chunk's end,
+ * or whose dictionary reaches before its chunk's start, is compressed again by
+ * the packer, in steps small enough to fill the chunk to within a sector. The
+ * packer's decisions depend only on the data, so the image is the same whatever
+ * the thread count.
  * zstd works on a fixed grid of 1 MiB cells of the stream instead (see zstd_run):
  * each cell of a chunk is streamed into one frame whose history is the 1 MiB
  * before it in the same chunk; a chunk that starts inside a cell opens with a
@@ -13,7 +14,7 @@
  * chunk's frames do not depend on where it starts, so they are made early, in
  * parallel, while the chunks before are filled. The frame that crosses a chunk's
  * end is cut at a 64 KiB flush point and the rest of the room filled with small
- * frames, up to the cell's end.
+ * frames, up to the cell's end. Its segment workers are long jobs of the pool.
  */
 #include <errno.h>
 #include <pthread.h>

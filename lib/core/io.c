@@ -511,7 +511,7 @@ int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out, struct ndz
 
 struct fault_priv {
 	struct ndz_io *inner;
-	unsigned reads, writes;
+	unsigned reads, writes;        /* calls so far, counted atomically: threads may read */
 	unsigned fail_read, fail_write;
 	uint64_t wlo, whi;
 };
@@ -522,7 +522,7 @@ static ssize_t fault_pread(struct ndz_io *io, void *buf, size_t len, uint64_t of
 
 	ssize_t n;
 
-	if (++p->reads == p->fail_read)
+	if (__atomic_add_fetch(&p->reads, 1, __ATOMIC_RELAXED) == p->fail_read)
 		return NDZ_EIO;
 	n = p->inner->ops->pread(p->inner, buf, len, off, sys);
 	return n;
@@ -535,7 +535,8 @@ static ssize_t fault_pwrite(struct ndz_io *io, const void *buf, size_t len, uint
 
 	ssize_t n;
 
-	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
+	if (__atomic_add_fetch(&p->writes, 1, __ATOMIC_RELAXED) == p->fail_write ||
+	    off < p->wlo || off + len > p->whi)
 		return NDZ_EIO;
 	n = p->inner->ops->pwrite(p->inner, buf, len, off, sys);
 	return n;
@@ -545,7 +546,8 @@ static int fault_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct fault_priv *p = io->priv;
 
-	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
+	if (__atomic_add_fetch(&p->writes, 1, __ATOMIC_RELAXED) == p->fail_write ||
+	    off < p->wlo || off + len > p->whi)
 		return NDZ_EIO;
 	return p->inner->ops->zero(p->inner, off, len, sys);
 }

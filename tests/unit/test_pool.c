@@ -1,4 +1,4 @@
-/* Unit tests for lib/core/pool.c: every job runs once, in order on one thread; the queue's bound. */
+/* Unit tests for lib/core/pool.c: every job runs once, in order on one thread; the bound. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
