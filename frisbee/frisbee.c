@@ -74,6 +74,7 @@ static void *feeder(void *arg)
 {
 	struct client *c = arg;
 	struct ndz_chunk_hdr h;
+	struct ndz_error we = { 0 };
 
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
@@ -105,9 +106,10 @@ static void *feeder(void *arg)
 		/* the very buffer it was received into goes on, and back to the pool */
 		buf = ndz_client_take_buf(c->cl, slot);
 		pthread_mutex_unlock(&c->lock);
+		ndz_error_clear(&we);
 		if (c->raw) {
 			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
-					      (uint64_t)chunk * NDZ_CHUNK_SIZE);
+					      (uint64_t)chunk * NDZ_CHUNK_SIZE, &we);
 			ndz_bufpool_put(c->pool, buf);
 		} else {
 			r = ndz_unzip_put_owned(c->unzip, buf, &h, NDZ_UNZIP_CHECKED,
@@ -118,7 +120,7 @@ static void *feeder(void *arg)
 			c->failed = 1;
 			/* the pipeline's message comes from ndz_unzip_finish */
 			if (c->raw)
-				ndz_io_fail(c->target, r, &c->err, "write error");
+				ndz_error_copy(&c->err, &we);
 		}
 		ndz_client_written(c->cl, slot);
 	}

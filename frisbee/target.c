@@ -40,8 +40,7 @@ void open_target(struct client *c)
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (c->raw && c->target->is_regular && c->target->size != need &&
-	    (r = ndz_io_set_size(c->target, need)) < 0) {
-		ndz_io_fail(c->target, r, &e, "cannot size it as the image");
+	    (r = ndz_io_set_size(c->target, need, &e)) < 0) {
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	}
 	if (c->target->size < need)
@@ -61,7 +60,7 @@ void open_target(struct client *c)
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
 	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
-	r = ndz_unzip_create(c->target, &uo, &c->unzip);
+	r = ndz_unzip_create(c->target, &uo, &c->unzip, NULL);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
 }
@@ -69,7 +68,6 @@ void open_target(struct client *c)
 int finish(struct client *c)
 {
 	struct ndz_unzip_stats us;
-	int r;
 
 	if (c->ferr.code) {
 		struct ndz_error pe = { 0 };
@@ -78,9 +76,7 @@ int finish(struct client *c)
 			ndz_unzip_finish(c->unzip, &us, &pe);
 		return ndz_error_copy(&c->err, &c->ferr);
 	}
-	if (c->raw) {
-		r = ndz_io_flush(c->target);
-		return r < 0 ? ndz_io_fail(c->target, r, &c->err, "flush failed") : 0;
-	}
+	if (c->raw)
+		return ndz_io_flush(c->target, &c->err);
 	return ndz_unzip_finish(c->unzip, &us, &c->err);
 }

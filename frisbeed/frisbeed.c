@@ -145,7 +145,7 @@ static void *sender(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (st == NDZ_SERVER_LOAD) {
 			r = ndz_io_read_full(s->img, ndz_server_chunk_buf(s->srv), NDZ_CHUNK_SIZE,
-					     (uint64_t)b->chunk * NDZ_CHUNK_SIZE, NULL);
+					     (uint64_t)b->chunk * NDZ_CHUNK_SIZE, NULL, NULL);
 			pthread_mutex_lock(&s->lock);
 			if (ndz_server_check_chunk(s->srv, b->chunk, r, &e) < 0) {
 				ndz_error_set(&s->fatal, e.code, 0, "%s; stopping", ndz_error_msg(&e));

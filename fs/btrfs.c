@@ -119,7 +119,7 @@ static int btrfs_probe(struct ndz_io *io)
 {
 	uint8_t s[512];
 
-	if (io->size < SB_OFF + SB_SIZE || ndz_io_read_full(io, s, sizeof(s), SB_OFF, NULL) < 0)
+	if (io->size < SB_OFF + SB_SIZE || ndz_io_read_full(io, s, sizeof(s), SB_OFF, NULL, NULL) < 0)
 		return 0;
 	return !memcmp(s + 0x40, "_BHRfS_M", 8);
 }
@@ -243,7 +243,7 @@ static int read_block(struct btrfs *b, uint64_t logical, uint32_t level, struct 
 
 	if (!c)
 		return bad(err, "tree block %llu outside every chunk", (unsigned long long)logical);
-	rc = ndz_io_read_full(b->io, p, b->nodesize, c->phys[0] + (logical - c->logical), NULL);
+	rc = ndz_io_read_full(b->io, p, b->nodesize, c->phys[0] + (logical - c->logical), NULL, NULL);
 	if (rc < 0)
 		return rc;
 	if (!csum_ok(p, b->nodesize))
@@ -624,7 +624,7 @@ static int btrfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 	b->io = io;
 	b->warn = o ? o->warn : NULL;
 	b->warn_ctx = o ? o->warn_ctx : NULL;
-	rc = ndz_io_read_full(io, s, SB_SIZE, SB_OFF, NULL);
+	rc = ndz_io_read_full(io, s, SB_SIZE, SB_OFF, NULL, NULL);
 	if (rc == 0)
 		rc = check_sb(b, s, err);
 	free(s);

@@ -60,7 +60,7 @@ static int exfat_probe(struct ndz_io *io)
 	uint8_t s[512];
 	struct boot b;
 
-	if (io->size < 2 * BOOT_SECTORS * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
+	if (io->size < 2 * BOOT_SECTORS * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL, NULL) < 0)
 		return 0;
 	return read_boot(io, s, &b);
 }
@@ -121,7 +121,7 @@ static int check_sum(struct ndz_io *io, uint32_t bps, int *ok)
 	if (!s)
 		return NDZ_ENOMEM;
 	for (uint32_t k = 0; k < BOOT_SECTORS - 1; k++) {
-		rc = ndz_io_read_full(io, s, bps, (uint64_t)k * bps, NULL);
+		rc = ndz_io_read_full(io, s, bps, (uint64_t)k * bps, NULL, NULL);
 		if (rc < 0)
 			goto out;
 		for (uint32_t i = 0; i < bps; i++) {
@@ -130,7 +130,7 @@ static int check_sum(struct ndz_io *io, uint32_t bps, int *ok)
 			sum = ((sum & 1) ? 0x80000000u : 0) + (sum >> 1) + s[i];
 		}
 	}
-	rc = ndz_io_read_full(io, s, bps, (uint64_t)(BOOT_SECTORS - 1) * bps, NULL);
+	rc = ndz_io_read_full(io, s, bps, (uint64_t)(BOOT_SECTORS - 1) * bps, NULL, NULL);
 	if (rc < 0)
 		goto out;
 	*ok = 1;
@@ -148,7 +148,7 @@ static int fat_next(struct exfat *x, uint32_t c, uint32_t *next)
 	uint8_t e[4];
 	uint64_t off = ((x->fat_off + (uint64_t)x->active_fat * x->fat_len) << x->bps_shift) +
 		       (uint64_t)c * 4;
-	int rc = ndz_io_read_full(x->io, e, sizeof(e), off, NULL);
+	int rc = ndz_io_read_full(x->io, e, sizeof(e), off, NULL, NULL);
 
 	if (rc < 0)
 		return rc;
@@ -205,7 +205,7 @@ static int read_bitmap(struct exfat *x, uint32_t first, uint64_t len, struct ndz
 				n = (size_t)(csize - in);
 			if (n > need - done)
 				n = (size_t)(need - done);
-			rc = ndz_io_read_full(x->io, buf, n, base + in, NULL);
+			rc = ndz_io_read_full(x->io, buf, n, base + in, NULL, NULL);
 			if (rc < 0)
 				return rc;
 			for (size_t i = 0; i < n; i++)
@@ -240,7 +240,7 @@ static int find_bitmaps(struct exfat *x, struct ndz_error *err)
 		uint64_t base = cluster_off(x, c);
 
 		for (uint64_t o = 0; o < csize; o += sizeof(e)) {
-			rc = ndz_io_read_full(x->io, e, sizeof(e), base + o, NULL);
+			rc = ndz_io_read_full(x->io, e, sizeof(e), base + o, NULL, NULL);
 			if (rc < 0)
 				return rc;
 			if (e[0] == 0)
@@ -277,7 +277,7 @@ static int exfat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 	int rc, ok;
 
 	(void)o;
-	if (io->size < 2 * BOOT_SECTORS * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0 ||
+	if (io->size < 2 * BOOT_SECTORS * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL, NULL) < 0 ||
 	    !read_boot(io, s, &b))
 		return bad(err, "no boot sector");
 	why = check_geometry(&b, io->size);

@@ -84,7 +84,7 @@ static errcode_t chan_read64(io_channel ch, unsigned long long block, int count,
 
 	if (block > UINT64_MAX / (unsigned)ch->block_size)
 		return EXT2_ET_LLSEEK_FAILED;
-	rc = ndz_io_read_full(p->io, data, len, block * (unsigned)ch->block_size, &got);
+	rc = ndz_io_read_full(p->io, data, len, block * (unsigned)ch->block_size, &got, NULL);
 	if (rc == NDZ_ESHORTREAD) {
 		memset((char *)data + got, 0, len - got);
 		return EXT2_ET_SHORT_READ;
@@ -183,7 +183,7 @@ static int ext_probe(struct ndz_io *io)
 
 	if (io->size < 2048 + 1024)
 		return 0;
-	if (ndz_io_read_full(io, sb, 2, 1024 + 56, NULL) < 0)
+	if (ndz_io_read_full(io, sb, 2, 1024 + 56, NULL, NULL) < 0)
 		return 0;
 	return get_le16(sb) == EXT2_SUPER_MAGIC;
 }
@@ -695,7 +695,7 @@ static int ext_zeros(void *h, ndz_extent_fn fn, void *ctx)
 	ec = ext2fs_bmap2(fs, ino, NULL, NULL, 0, 0, NULL, &first);
 	if (ec || first == 0 || first >= ext2fs_blocks_count(fs->super))
 		return 0;
-	if (ndz_io_read_full(e->io, jsb, sizeof(jsb), first * fs->blocksize, NULL) < 0)
+	if (ndz_io_read_full(e->io, jsb, sizeof(jsb), first * fs->blocksize, NULL, NULL) < 0)
 		return NDZ_EIO;
 	if (get_be32(jsb) != JBD2_MAGIC ||
 	    (get_be32(jsb + 4) != JBD2_SB_V1 && get_be32(jsb + 4) != JBD2_SB_V2) ||

@@ -47,7 +47,7 @@ static int read_bpb(struct ndz_io *io, struct bpb *b)
 {
 	uint8_t s[512];
 
-	if (io->size < 64 * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
+	if (io->size < 64 * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL, NULL) < 0)
 		return 0;
 	if (s[510] != 0x55 || s[511] != 0xaa || (s[0] != 0xeb && s[0] != 0xe9))
 		return 0;
@@ -164,7 +164,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	for (uint32_t k = 0; k < f->nfats; k++) {
 		uint64_t off = ((uint64_t)b.reserved + k * f->fatsz) * f->bps;
 
-		rc = ndz_io_read_full(io, t, need, off, NULL);
+		rc = ndz_io_read_full(io, t, need, off, NULL, NULL);
 		if (rc < 0)
 			goto fail;
 		rc = NDZ_EFS;
@@ -309,7 +309,7 @@ static int dir_walk(struct fat *f)
 
 		if (!root)
 			goto out;
-		rc = ndz_io_read_full(f->io, root, len, f->root_sec * f->bps, NULL);
+		rc = ndz_io_read_full(f->io, root, len, f->root_sec * f->bps, NULL, NULL);
 		if (rc == 0)
 			rc = dir_entries(f, root, len, csize, seen, &queue, &nq, &cap, &end);
 		free(root);
@@ -326,7 +326,7 @@ static int dir_walk(struct fat *f)
 			set_ref(f, c);
 			rc = ndz_io_read_full(f->io, buf, csize,
 					      (f->data_start * f->bps) + (uint64_t)(c - 2) * csize,
-					      NULL);
+					      NULL, NULL);
 			if (rc == 0)
 				rc = dir_entries(f, buf, csize, csize, seen, &queue, &nq, &cap, &end);
 			if (rc)

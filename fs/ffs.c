@@ -62,7 +62,7 @@ static int sb_at(struct ndz_io *io, uint64_t loc, uint8_t *sb, int *ufs2)
 {
 	uint32_t magic;
 
-	if (loc + SBSIZE > io->size || ndz_io_read_full(io, sb, SBSIZE, loc, NULL) < 0)
+	if (loc + SBSIZE > io->size || ndz_io_read_full(io, sb, SBSIZE, loc, NULL, NULL) < 0)
 		return 0;
 	magic = get_le32(sb + FS_MAGIC);
 	if (magic == UFS2_MAGIC && get_le64(sb + FS_SBLOCKLOC) == loc) {
@@ -208,7 +208,7 @@ static int read_cg(struct ufs *u, uint32_t c, uint32_t *ndblk, struct ndz_error 
 		want = u->fpg;
 	if (frag > u->io->size / u->fsize || frag * u->fsize + u->cgsize > u->io->size)
 		return bad_cg(err, c, " beyond the partition");
-	rc = ndz_io_read_full(u->io, u->cg, u->cgsize, frag * u->fsize, NULL);
+	rc = ndz_io_read_full(u->io, u->cg, u->cgsize, frag * u->fsize, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	*ndblk = get_le32(u->cg + CG_NDBLK);

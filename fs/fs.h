@@ -138,10 +138,10 @@ void ndz_lvm_vg_release(struct ndz_lvm_vg *vg);
  * ndz_lvm_open_lv - a read-only view of linear LV lv as a volume of its own,
  * mapping LV bytes to bytes of pv (the PV's volume). pv and vg must outlive it.
  * Returns 0 and *out (ndz_io_close it), NDZ_EINVAL when the LV is not linear
- * here, NDZ_ENOMEM.
+ * here, NDZ_ENOMEM, with e set.
  */
 int ndz_lvm_open_lv(struct ndz_io *pv, const struct ndz_lvm_vg *vg, int lv,
-		    struct ndz_io **out);
+		    struct ndz_io **out, struct ndz_error *e);
 
 /*
  * ndz_lvm_map_back - hand LV lv's bytes [off, off+len) to fn as PV bytes, split

@@ -588,7 +588,7 @@ static int lv_map(const struct ndz_lvm_vg *vg, int lv, uint64_t off, uint64_t *p
 	return 0;
 }
 
-static ssize_t view_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t view_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct lv_view *v = io->priv;
 	uint64_t pv_off, run;
@@ -602,32 +602,34 @@ static ssize_t view_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off
 		return NDZ_EIO;
 	if (len > run)
 		len = (size_t)run;
-	n = v->pv->ops->pread(v->pv, buf, len, pv_off);
-	if (n < 0 && v->pv->err.code)
-		io->err = v->pv->err;
+	n = v->pv->ops->pread(v->pv, buf, len, pv_off, sys);
 	return n;
 }
 
-static ssize_t view_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t view_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			   int *sys)
 {
 	(void)io;
+	(void)sys;
 	(void)buf;
 	(void)len;
 	(void)off;
 	return NDZ_EIO;
 }
 
-static int view_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int view_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	(void)io;
+	(void)sys;
 	(void)off;
 	(void)len;
 	return NDZ_EIO;
 }
 
-static int view_flush(struct ndz_io *io)
+static int view_flush(struct ndz_io *io, int *sys)
 {
 	(void)io;
+	(void)sys;
 	return 0;
 }
 
@@ -641,14 +643,18 @@ static const struct ndz_io_ops view_ops = {
 };
 
 int ndz_lvm_open_lv(struct ndz_io *pv, const struct ndz_lvm_vg *vg, int lv,
-		    struct ndz_io **out)
+		    struct ndz_io **out, struct ndz_error *e)
 {
 	struct lv_view *v;
 	struct ndz_io *io;
 	char name[300];
 
-	if (lv < 0 || (size_t)lv >= vg->nlv || !vg->lv[lv].linear)
-		return NDZ_EINVAL;
+	if (lv < 0 || (size_t)lv >= vg->nlv)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: VG %s has no LV %d", pv->name,
+				     vg->name, lv);
+	if (!vg->lv[lv].linear)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: LV %s/%s is not linear", pv->name,
+				     vg->name, vg->lv[lv].name);
 	snprintf(name, sizeof(name), "%s: LV %s/%s", pv->name, vg->name, vg->lv[lv].name);
 	v = calloc(1, sizeof(*v));
 	io = calloc(1, sizeof(*io));
@@ -659,7 +665,7 @@ int ndz_lvm_open_lv(struct ndz_io *pv, const struct ndz_lvm_vg *vg, int lv,
 		if (io)
 			free(io->name);
 		free(io);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", name, ndz_strerror(NDZ_ENOMEM));
 	}
 	v->pv = pv;
 	v->vg = vg;
@@ -738,7 +744,7 @@ static int find_label(struct ndz_io *io, uint8_t *sec)
 	for (int i = 0; i < LABEL_SECTORS; i++) {
 		if ((uint64_t)(i + 1) * SEC > io->size)
 			return -1;
-		if (ndz_io_read_full(io, sec, SEC, (uint64_t)i * SEC, NULL) < 0)
+		if (ndz_io_read_full(io, sec, SEC, (uint64_t)i * SEC, NULL, NULL) < 0)
 			return -1;
 		if (!memcmp(sec, "LABELONE", 8) && !memcmp(sec + 24, "LVM2 001", 8) &&
 		    get_le64(sec + 8) == (uint64_t)i)
@@ -767,7 +773,7 @@ static int read_mda(struct lvm *l, uint64_t off, uint64_t size, char **text, siz
 	*text = NULL;
 	if (size < 2 * SEC || off > l->io->size || size > l->io->size - off)
 		return bad(err, "metadata area at %" PRIu64 " outside the PV", off);
-	if ((rc = ndz_io_read_full(l->io, h, SEC, off, NULL)) < 0)
+	if ((rc = ndz_io_read_full(l->io, h, SEC, off, NULL, NULL)) < 0)
 		return rc == NDZ_ESHORTREAD ? NDZ_EFS : rc;
 	if (memcmp(h + 4, MDA_MAGIC, 16) || get_le32(h + 20) != 1)
 		return bad(err, "no metadata area header at byte %" PRIu64, off);
@@ -790,9 +796,9 @@ static int read_mda(struct lvm *l, uint64_t off, uint64_t size, char **text, siz
 		return NDZ_ENOMEM;
 	/* the area is a ring after its header: the text may wrap */
 	first = rsize < size - roff ? rsize : size - roff;
-	rc = ndz_io_read_full(l->io, t, (size_t)first, off + roff, NULL);
+	rc = ndz_io_read_full(l->io, t, (size_t)first, off + roff, NULL, NULL);
 	if (rc == 0 && first < rsize)
-		rc = ndz_io_read_full(l->io, t + first, (size_t)(rsize - first), off + SEC, NULL);
+		rc = ndz_io_read_full(l->io, t + first, (size_t)(rsize - first), off + SEC, NULL, NULL);
 	if (rc < 0) {
 		free(t);
 		return rc == NDZ_ESHORTREAD ? NDZ_EFS : rc;
@@ -946,7 +952,7 @@ static int scan_lv(struct lvm *l, int lv, ndz_extent_fn fn, void *ctx, char *wha
 	void *fs = NULL;
 	int rc;
 
-	if ((rc = ndz_lvm_open_lv(l->io, &l->vg, lv, &io)) < 0)
+	if ((rc = ndz_lvm_open_lv(l->io, &l->vg, lv, &io, NULL)) < 0)
 		return rc;
 	/* an LV holding a PV of its own is kept whole: no recursion */
 	for (size_t i = 0; ndz_fs_modules[i]; i++)

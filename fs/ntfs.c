@@ -78,7 +78,7 @@ static s64 dev_pread(struct ntfs_device *dev, void *buf, s64 count, s64 off)
 		errno = EINVAL;
 		return -1;
 	}
-	rc = ndz_io_read_full(p->io, buf, (size_t)count, (uint64_t)off, &got);
+	rc = ndz_io_read_full(p->io, buf, (size_t)count, (uint64_t)off, &got, NULL);
 	if (rc == NDZ_ESHORTREAD)
 		return (s64)got;
 	if (rc < 0) {
@@ -171,7 +171,7 @@ static int ntfs_probe(struct ndz_io *io)
 {
 	uint8_t s[512];
 
-	if (io->size < 8192 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
+	if (io->size < 8192 || ndz_io_read_full(io, s, sizeof(s), 0, NULL, NULL) < 0)
 		return 0;
 	return !memcmp(s + 3, "NTFS    ", 8) && s[510] == 0x55 && s[511] == 0xaa;
 }

@@ -68,7 +68,7 @@ static int read_sector(struct ndz_io *io, uint64_t lba, uint8_t *buf)
 {
 	if (lba > UINT64_MAX / SEC)
 		return NDZ_ERANGE;
-	return ndz_io_read_full(io, buf, SEC, lba * SEC, NULL);
+	return ndz_io_read_full(io, buf, SEC, lba * SEC, NULL, NULL);
 }
 
 static void set_first_start(struct ndz_ptable *t)
@@ -295,7 +295,7 @@ static int gpt_load(struct ndz_io *disk, uint64_t lba, struct gpt_hdr *h, uint8_
 	a = malloc(alen);
 	if (!a)
 		return NDZ_ENOMEM;
-	rc = ndz_io_read_full(disk, a, alen, h->entries_lba * SEC, NULL);
+	rc = ndz_io_read_full(disk, a, alen, h->entries_lba * SEC, NULL, NULL);
 	if (rc < 0) {
 		free(a);
 		return rc;

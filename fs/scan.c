@@ -389,7 +389,7 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 			se->type = p->type;
 			se->type_name = ndz_part_type_name(NDZ_SCHEME_BSD, p->type);
 		}
-		rc = ndz_io_open_sub(slice, p->start * SEC, p->count * SEC, &sub);
+		rc = ndz_io_open_sub(slice, p->start * SEC, p->count * SEC, &sub, NULL);
 		if (rc < 0)
 			break;
 		/* an override left over after apply_override forces a filesystem type */
@@ -486,7 +486,7 @@ static int scan_disk(struct scan *s, struct ndz_ptable *t)
 			}
 			continue;
 		}
-		rc = ndz_io_open_sub(s->src, p->start * SEC, p->count * SEC, &sub);
+		rc = ndz_io_open_sub(s->src, p->start * SEC, p->count * SEC, &sub, NULL);
 		if (rc < 0)
 			break;
 		rc = scan_part(s, t->scheme, p, sub, p->start);
@@ -547,7 +547,7 @@ int ndz_scan(struct ndz_io *src, const struct ndz_scan_opts *o, struct ndz_scan_
 		res->part_index = (uint16_t)p->index;
 		res->part_type = p->type;
 		res->part_start = p->start;
-		rc = ndz_io_open_sub(src, res->base, res->bytes, &sub);
+		rc = ndz_io_open_sub(src, res->base, res->bytes, &sub, err);
 		if (rc == 0) {
 			rc = scan_part(&s, t.scheme, p, sub, 0);
 			ndz_io_close(sub);

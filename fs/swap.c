@@ -37,7 +37,7 @@ static int swap_sig(struct ndz_io *io, unsigned *page)
 	int toi;
 
 	if (io->size < 2ull * page_sizes[0] ||
-	    ndz_io_read_full(io, head, sizeof(head), 0, NULL) < 0)
+	    ndz_io_read_full(io, head, sizeof(head), 0, NULL, NULL) < 0)
 		return 0;
 	toi = !memcmp(head, toi_magic, sizeof(toi_magic));
 	*page = page_sizes[0];
@@ -47,7 +47,7 @@ static int swap_sig(struct ndz_io *io, unsigned *page)
 
 		if (io->size < 2ull * ps)
 			break;
-		if (ndz_io_read_full(io, sig, sizeof(sig), ps - sizeof(sig), NULL) < 0)
+		if (ndz_io_read_full(io, sig, sizeof(sig), ps - sizeof(sig), NULL, NULL) < 0)
 			return 0;
 		*page = ps;
 		if (!memcmp(sig, "SWAPSPACE2", 10) || !memcmp(sig, "SWAP-SPACE", 10))

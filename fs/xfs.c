@@ -85,7 +85,7 @@ static int xfs_probe(struct ndz_io *io)
 	uint8_t s[512];
 	uint32_t v;
 
-	if (io->size < 1024 * 1024 || ndz_io_read_full(io, s, sizeof(s), 0, NULL) < 0)
+	if (io->size < 1024 * 1024 || ndz_io_read_full(io, s, sizeof(s), 0, NULL, NULL) < 0)
 		return 0;
 	v = get_be16(s + 100) & V_NUMBITS;
 	return get_be32(s) == SB_MAGIC && (v == 4 || v == 5);
@@ -210,7 +210,7 @@ static int check_log(struct xfs *x, struct ndz_error *err)
 	for (uint64_t b = 0; b < n && !rc; b += chunk / BB) {
 		size_t m = (n - b) * BB < chunk ? (size_t)((n - b) * BB) : chunk;
 
-		rc = ndz_io_read_full(x->io, buf, m, x->log_off + b * BB, NULL);
+		rc = ndz_io_read_full(x->io, buf, m, x->log_off + b * BB, NULL, NULL);
 		for (size_t i = 0; !rc && i < m / BB; i++) {
 			const uint8_t *p = buf + i * BB;
 			uint32_t c = bb_cycle(p);
@@ -235,7 +235,7 @@ static int check_log(struct xfs *x, struct ndz_error *err)
 	rec = hdr1 != UINT64_MAX ? hdr1 : hdr2;
 	if (rec == UINT64_MAX)
 		return bad(err, "no log record found (cannot tell whether the log is clean)");
-	rc = ndz_io_read_full(x->io, h, sizeof(h), x->log_off + rec * BB, NULL);
+	rc = ndz_io_read_full(x->io, h, sizeof(h), x->log_off + rec * BB, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	ver = get_be32(h + 8);
@@ -248,7 +248,7 @@ static int check_log(struct xfs *x, struct ndz_error *err)
 		return bad(err, "last log record header is malformed (log not clean)");
 	if ((rec + hblks + (len + BB - 1) / BB) % n != head % n || get_be32(h + 40) != 1)
 		return bad(err, "log is dirty (not cleanly unmounted; mount it or run xfs_repair)");
-	rc = ndz_io_read_full(x->io, h, sizeof(h), x->log_off + ((rec + hblks) % n) * BB, NULL);
+	rc = ndz_io_read_full(x->io, h, sizeof(h), x->log_off + ((rec + hblks) % n) * BB, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	if (!(h[9] & LOG_UNMOUNT_TRANS))
@@ -274,7 +274,7 @@ static int xfs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		return NDZ_ENOMEM;
 	}
 	x->io = io;
-	rc = ndz_io_read_full(io, s, 32768 < io->size ? 32768 : (size_t)io->size, 0, NULL);
+	rc = ndz_io_read_full(io, s, 32768 < io->size ? 32768 : (size_t)io->size, 0, NULL, NULL);
 	if (rc == 0)
 		rc = check_sb(x, s, err);
 	if (rc == 0)
@@ -362,7 +362,7 @@ static int walk_block(struct xfs *x, struct agwalk *w, uint32_t agbno, uint32_t 
 
 	if (agbno < x->hdr_blocks || agbno >= w->aglen)
 		return bad(err, "AG %u: free-space btree block %u out of range", w->agno, agbno);
-	rc = ndz_io_read_full(x->io, b, x->bsize, off, NULL);
+	rc = ndz_io_read_full(x->io, b, x->bsize, off, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	if (get_be32(b) != (w->by_size ? (x->v5 ? CNT_MAGIC_V5 : CNT_MAGIC_V4) :
@@ -423,7 +423,7 @@ static int walk_ag(struct xfs *x, uint32_t agno, ndz_extent_fn fn, void *ctx, ui
 	if (inoag == agno)
 		w.root_blk = (uint32_t)((x->rootino >> x->inopblog) &
 					(((uint64_t)1 << x->agblklog) - 1));
-	rc = ndz_io_read_full(x->io, a, x->ssize, w.ag_off + x->ssize, NULL);
+	rc = ndz_io_read_full(x->io, a, x->ssize, w.ag_off + x->ssize, NULL, NULL);
 	if (rc < 0)
 		return rc;
 	levels = get_be32(a + 28);

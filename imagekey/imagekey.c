@@ -63,7 +63,7 @@ static struct ndz_io *open_image(const char *path)
 	if (strcmp(path, "-") == 0) {
 		if (isatty(STDIN_FILENO))
 			cli_usage_error("refusing to read an image from a terminal");
-		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in) < 0)
+		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in, NULL) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 		return in;
 	}

@@ -92,7 +92,7 @@ static struct ndz_io *partition_view(struct ndz_io *disk, int index,
 	else if (h->part_type != p->type)
 		cli_warn("%s: partition %d has type 0x%x, the image came from type 0x%x",
 			 disk->name, index, p->type, h->part_type);
-	rc = ndz_io_open_sub(disk, p->start * NDZ_SECTOR_SIZE, bytes, &view);
+	rc = ndz_io_open_sub(disk, p->start * NDZ_SECTOR_SIZE, bytes, &view, NULL);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s: %s", disk->name, ndz_strerror(rc));
 	ndz_ptable_release(&t);
@@ -167,7 +167,7 @@ static struct ndz_io *open_input(const char *path)
 	if (strcmp(path, "-") == 0) {
 		if (isatty(STDIN_FILENO))
 			cli_usage_error("refusing to read an image from a terminal");
-		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in) < 0)
+		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in, NULL) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 		return in;
 	}
@@ -355,22 +355,22 @@ int main(int argc, char **argv)
 		cli_progress_init(&prog, progress, "writing", "disk", "written");
 	cli_progress_total(&prog, (uint64_t)verifying * uopts.expect_chunks * NDZ_CHUNK_SIZE,
 			   uopts.expect_chunks);
-	rc = ndz_unzip_create(target, &uopts, &u);
+	rc = ndz_unzip_create(target, &uopts, &u, NULL);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
 
 	/* Each chunk is read straight into a buffer of the pipeline. */
 	for (;;) {
-		uint8_t *buf = ndz_unzip_get_buf(u);
+		uint8_t *buf = ndz_unzip_get_buf(u, NULL);
 
 		if (!buf)
 			break;
 		rc = ndz_image_walk_next(walk, buf, &h, &err);
 		if (rc <= 0) {
-			ndz_unzip_put_buf(u, buf, NULL, 0);
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 			break;
 		}
-		if (ndz_unzip_put_buf(u, buf, &h, 0) < 0)
+		if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)
 			break;
 	}
 	/* The first error wins: the reader's above, or the pipeline's. */

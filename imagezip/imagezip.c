@@ -94,9 +94,9 @@ static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct n
 	int rc;
 
 	(void)index;
-	rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written);
+	rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written, e);
 	if (rc < 0)
-		return ndz_io_fail(o->io, rc, e, "write error");
+		return rc;
 	o->written += NDZ_CHUNK_SIZE;
 	return 0;
 }
@@ -223,7 +223,7 @@ static void open_upload(const char *arg, int wait_s, struct output *o)
 	if (ndz_upsink_open(spec, colon + 1, 0, wait_s, &upsink, &e) < 0)
 		cli_usage_error("--upload: %s", ndz_error_msg(&e));
 	o->name = arg;
-	if (ndz_io_open_stream(ndz_upsink_fd(upsink), arg, &o->io) < 0)
+	if (ndz_io_open_stream(ndz_upsink_fd(upsink), arg, &o->io, NULL) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 }
 
@@ -236,7 +236,7 @@ static int open_output(const char *path, struct output *o)
 		if (isatty(STDOUT_FILENO))
 			cli_usage_error("refusing to write an image to a terminal");
 		o->fd = STDOUT_FILENO;
-		if (ndz_io_open_stream(o->fd, "stdout", &o->io) < 0)
+		if (ndz_io_open_stream(o->fd, "stdout", &o->io, NULL) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 		return 0;
 	}
@@ -251,7 +251,7 @@ static int open_output(const char *path, struct output *o)
 		cli_die(EXIT_FAIL, "%s: cannot create a file beside it: %s", path, strerror(errno));
 	fchmod(fd, 0644);
 	o->fd = fd;
-	if (ndz_io_open_stream(fd, path, &o->io) < 0)
+	if (ndz_io_open_stream(fd, path, &o->io, NULL) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
 	return 0;
 }
@@ -262,10 +262,9 @@ static int commit_output(struct output *o)
 	struct ndz_error e = { 0 };
 	char dir[PATH_MAX];
 	const char *slash;
-	int dfd, rc = ndz_io_flush(o->io);
+	int dfd, rc = ndz_io_flush(o->io, &e);
 
 	if (rc < 0) {
-		ndz_io_fail(o->io, rc, &e, "flush failed");
 		cli_error("%s", ndz_error_msg(&e));
 		return -1;
 	}
@@ -548,10 +547,10 @@ int main(int argc, char **argv)
 		ndz_io_close(src);
 		return EXIT_OK;
 	}
-	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view);
+	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view, NULL);
 	/* blocks to be imaged as zeros (a clean journal's body) read as zeros */
 	if (rc == 0 && scan.zero.n)
-		rc = ndz_io_open_zeroed(view, &scan.zero, &zview);
+		rc = ndz_io_open_zeroed(view, &scan.zero, &zview, NULL);
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s: %s", argv[optind], ndz_strerror(rc));
 	zopts.image_kind = scan.image_kind;

@@ -32,7 +32,7 @@ count() {	# count TAP lines of one log; a non-zero exit without "not ok" is a fa
 
 # Under ThreadSanitizer only the tests that drive the threaded code (compression,
 # restore pipeline, frisbee and frisbeed) run; a race is an error at once.
-TSAN_UNITS="test_zip test_unzip test_io"
+TSAN_UNITS="test_zip test_unzip test_io test_pool"
 TSAN_SCRIPTS="roundtrip corrupt mc_basic mc_loss mc_fail mc_upload mc_forge mc_master_hostile mc_hostile"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 

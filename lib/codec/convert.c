@@ -28,31 +28,26 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 	h0 = ndz_image_reader_first(r);
 	u->orig_version = NDZ_IS_ORIG(h0) ? h0->version - NDZ_ORIG_HVERSION(0) : 0;
 	u->bytes = h0->source_bytes;
-	if (h0->source_bytes && (rc = ndz_io_set_size(scratch, h0->source_bytes)) < 0) {
-		ndz_io_fail(scratch, rc, e, "cannot size the scratch file");
+	if (h0->source_bytes && (rc = ndz_io_set_size(scratch, h0->source_bytes, e)) < 0)
 		goto out;
-	}
 	ndz_unzip_opts_init(&o);
 	o.target_zeroed = 1;
 	o.scratch = 1;          /* read back at once, then gone: no flush */
 	o.name = in->name;
 	o.orig_keys = okeys;
 	o.expect_chunks = ndz_image_reader_chunks(r);
-	rc = ndz_unzip_create(scratch, &o, &z);
-	if (rc < 0) {
-		ndz_error_set(e, rc, 0, "%s: cannot start the restore: %s", scratch->name,
-			      ndz_strerror(rc));
+	rc = ndz_unzip_create(scratch, &o, &z, e);
+	if (rc < 0)
 		goto out;
-	}
 	for (;;) {
-		uint8_t *buf = ndz_unzip_get_buf(z);
+		uint8_t *buf = ndz_unzip_get_buf(z, NULL);
 		struct ndz_orig_hdr oh;
 
 		if (!buf)
 			break;
 		rc = ndz_image_reader_next(r, buf, &h, &mine);
 		if (rc <= 0) {
-			ndz_unzip_put_buf(z, buf, NULL, 0);
+			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
 			break;
 		}
 		/* what the chunk holds, before the pipeline takes the buffer (the reader
@@ -77,11 +72,11 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 		}
 		if (rc < 0) {
 			ndz_error_prefix(&mine, "%s: chunk %u: its regions", in->name, h.index);
-			ndz_unzip_put_buf(z, buf, NULL, 0);
+			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
 			break;
 		}
 		u->chunks++;
-		if (ndz_unzip_put_buf(z, buf, &h, 0) < 0)
+		if (ndz_unzip_put_buf(z, buf, &h, 0, NULL) < 0)
 			break;
 	}
 	rc = ndz_unzip_finish(z, NULL, e);
@@ -89,8 +84,8 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 		ndz_error_clear(e);
 		rc = ndz_error_copy(e, &mine);
 	}
-	if (rc == 0 && !h0->source_bytes && (rc = ndz_io_set_size(scratch, u->bytes)) < 0)
-		ndz_io_fail(scratch, rc, e, "cannot size the scratch file");
+	if (rc == 0 && !h0->source_bytes)
+		rc = ndz_io_set_size(scratch, u->bytes, e);
 	ndz_ranges_normalize(&u->alloc);
 out:
 	ndz_unzip_free(z);
@@ -191,9 +186,9 @@ static int v3_put(struct v3 *c, uint64_t pos, uint32_t n, struct ndz_error *e)
 	if (off + have > c->source_bytes)
 		have = c->source_bytes - off;
 	memset(c->in, 0, (size_t)len);
-	rc = ndz_io_read_full(c->src, c->in, (size_t)have, off, NULL);
+	rc = ndz_io_read_full(c->src, c->in, (size_t)have, off, NULL, e);
 	if (rc < 0)
-		return ndz_io_fail(c->src, rc, e, "read error");
+		return rc;
 	if (c->nreg && (uint64_t)c->regs[2 * (c->nreg - 1)] + c->regs[2 * c->nreg - 1] == pos) {
 		c->regs[2 * c->nreg - 1] += n;
 	} else {

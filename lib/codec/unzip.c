@@ -1,8 +1,8 @@
 /*
- * The restore pipeline: chunks are queued by the caller, decoded by one thread
- * per core into write jobs (an 8 MiB buffer, 4 MiB on a tight budget, plus the
- * target segments it fills), and a single writer thread turns jobs into large
- * pwrite()s and zero fills. Memory is the chunk slots and the job buffers, all
+ * The restore pipeline: chunks are queued by the caller, each decoded by a task
+ * of the thread pool (one thread per core) into write jobs (an 8 MiB buffer, 4 MiB
+ * on a tight budget, plus the target segments it fills), and a single writer
+ * thread turns jobs into large pwrite()s and zero fills. Memory is the chunk slots and the job buffers, all
  * fixed at creation. Each chunk starts a job of its own and is decoded straight
  * into it, never copied: a zlib chunk whose data fits (its size is known from the
  * regions) in one libdeflate call, others piecewise by zlib; zstd frames (2 MiB
@@ -23,6 +23,7 @@
 #include "core/err.h"
 #include "core/image.h"
 #include "core/orig.h"
+#include "core/pool.h"
 #include "trust/verify.h"
 #include "unzip.h"
 #include "zip.h"
@@ -63,7 +64,6 @@ struct ndz_unzip {
 	 */
 	pthread_mutex_t lock;
 	pthread_cond_t slot_cv;        /* the caller: a free chunk slot */
-	pthread_cond_t work_cv;        /* decoders: a queued chunk */
 	pthread_cond_t job_cv;         /* decoders: a free job */
 	pthread_cond_t write_cv;       /* the writer: a queued job, or the end */
 
@@ -86,8 +86,15 @@ struct ndz_unzip {
 	unsigned *wqueue, whead, wlen;
 	int writing;                   /* the writer holds a job */
 
-	pthread_t decoders[MAX_DECODERS];
+	/*
+	 * The decoders: a pool task per chunk queued, on a free decoder state (one per
+	 * pool thread). The writer stays a thread of its own: it is one consumer for
+	 * the whole restore whose order is the write jobs' queue, not a task among
+	 * others.
+	 */
+	struct ndz_pool *pool;
 	unsigned ndecoders;
+	unsigned free_decs[MAX_DECODERS], nfree_decs;
 	pthread_t writer;
 	int writer_started;
 	int closing;                   /* no more chunks will be put */
@@ -123,7 +130,6 @@ static void slot_free(struct ndz_unzip *u, unsigned slot)
 static void wake_all(struct ndz_unzip *u)
 {
 	pthread_cond_broadcast(&u->slot_cv);
-	pthread_cond_broadcast(&u->work_cv);
 	pthread_cond_broadcast(&u->job_cv);
 	pthread_cond_broadcast(&u->write_cv);
 }
@@ -174,7 +180,8 @@ static int is_zero(const uint8_t *p, size_t n)
  * page cache (copy_folio_from_iter_atomic) took 7-12x the CPU of 1 MiB writes
  * (perf, Linux 6.18 here), making restores slower than with the old 1 MiB jobs.
  */
-static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len,
+			struct ndz_error *e)
 {
 	uint64_t pos;
 	int rc;
@@ -182,7 +189,7 @@ static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 	for (pos = 0; pos < len; pos += WRITE_PIECE) {
 		size_t n = len - pos < WRITE_PIECE ? (size_t)(len - pos) : WRITE_PIECE;
 
-		rc = ndz_io_write_full(u->target, data + pos, n, off + pos);
+		rc = ndz_io_write_full(u->target, data + pos, n, off + pos, e);
 		if (rc < 0)
 			return rc;
 	}
@@ -190,7 +197,8 @@ static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 }
 
 /* Write a segment to a target known to be zeros, leaving all-zero blocks as holes. */
-static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len)
+static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len,
+			struct ndz_error *e)
 {
 	uint64_t pos = 0;
 
@@ -212,7 +220,7 @@ static int write_sparse(struct ndz_unzip *u, const uint8_t *data, uint64_t off, 
 			pos += n;
 		}
 		if (pos > start) {
-			rc = write_pieces(u, data + start, off + start, pos - start);
+			rc = write_pieces(u, data + start, off + start, pos - start, e);
 			if (rc < 0)
 				return rc;
 		}
@@ -231,23 +239,18 @@ static int write_job(struct ndz_unzip *u, struct job *j, uint64_t *wrote, uint64
 
 		if (s->data < 0) {
 			rc = u->opts.target_zeroed ? 0 :
-			     u->opts.discard ? ndz_io_discard(u->target, s->off, s->len) :
-			     ndz_io_zero(u->target, s->off, s->len);
+			     u->opts.discard ? ndz_io_discard(u->target, s->off, s->len, e) :
+			     ndz_io_zero(u->target, s->off, s->len, e);
 			*zeroed += s->len;
 		} else if (u->opts.target_zeroed) {
-			rc = write_sparse(u, j->buf + s->data, s->off, s->len);
+			rc = write_sparse(u, j->buf + s->data, s->off, s->len, e);
 			*wrote += s->len;
 		} else {
-			rc = write_pieces(u, j->buf + s->data, s->off, s->len);
+			rc = write_pieces(u, j->buf + s->data, s->off, s->len, e);
 			*wrote += s->len;
 		}
-		if (rc < 0) {
-			char what[80];
-
-			snprintf(what, sizeof(what), "write error at byte %llu",
-				 (unsigned long long)s->off);
-			return ndz_io_fail(u->target, rc, e, what);
-		}
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -776,69 +779,73 @@ decode:
 	       zlib_end(d, why, whylen);
 }
 
-static void *decoder_main(void *arg)
+/* The decoders' state lives right after the handle (one allocation). */
+static struct dec *decs_of(struct ndz_unzip *u)
 {
-	struct dec *d = arg;
-	struct ndz_unzip *u = d->u;
+	return (struct dec *)(u + 1);
+}
+
+/*
+ * A pool task, one per chunk queued: decode the oldest queued chunk on a free
+ * decoder state. After an error, it gives back every queued chunk's slot instead:
+ * nothing more is written, but the caller must not block.
+ */
+static void decode_job(void *arg)
+{
+	struct ndz_unzip *u = arg;
+	char why[128] = "";
+	unsigned slot, di;
+	struct dec *d;
+	int rc;
 
 	pthread_mutex_lock(&u->lock);
-	for (;;) {
-		char why[128] = "";
-		unsigned slot;
-		int rc;
-
-		while (!u->qlen && !u->closing && !u->err.code)
-			pthread_cond_wait(&u->work_cv, &u->lock);
-		if (u->err.code) {
-			/* Drain: nothing more is written, but the caller must not block. */
-			while (u->qlen) {
-				slot_free(u, u->queue[u->qhead]);
-				u->qhead = (u->qhead + 1) % u->nslots;
-				u->qlen--;
-			}
-			pthread_cond_broadcast(&u->slot_cv);
-			pthread_cond_broadcast(&u->write_cv);
-			if (u->closing)
-				break;
-			pthread_cond_wait(&u->work_cv, &u->lock);
-			continue;
+	if (u->err.code) {
+		while (u->qlen) {
+			slot_free(u, u->queue[u->qhead]);
+			u->qhead = (u->qhead + 1) % u->nslots;
+			u->qlen--;
 		}
-		if (!u->qlen)
-			break;
-		slot = u->queue[u->qhead];
-		u->qhead = (u->qhead + 1) % u->nslots;
-		u->qlen--;
-		u->decoding++;
-		pthread_mutex_unlock(&u->lock);
-
-		rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why,
-				  sizeof(why));
-
-		/* The chunk's end in one hand-off: its count, last job and slot. */
-		pthread_mutex_lock(&u->lock);
-		if (rc == 0) {
-			/* counted before its last job can be written: progress sees it */
-			u->stats.chunks++;
-			if (d->job)
-				queue_job(u, d->job_idx);
-			d->job = NULL;
-		} else {
-			/* Record the error before the job could reach the writer. */
-			fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
-			     ndz_strerror(rc), why[0] ? ": " : "", why);
-			if (d->job)
-				u->free_jobs[u->nfree_jobs++] = d->job_idx;
-			d->job = NULL;
-		}
-		u->decoding--;
-		slot_free(u, slot);
-		pthread_cond_signal(&u->slot_cv);
-		/* the writer's end: nothing queued or being decoded after close */
-		if (u->closing && !u->qlen && !u->decoding)
-			pthread_cond_signal(&u->write_cv);
+		pthread_cond_broadcast(&u->slot_cv);
+		pthread_cond_broadcast(&u->write_cv);
 	}
+	if (!u->qlen) {
+		pthread_mutex_unlock(&u->lock);
+		return;
+	}
+	slot = u->queue[u->qhead];
+	u->qhead = (u->qhead + 1) % u->nslots;
+	u->qlen--;
+	u->decoding++;
+	di = u->free_decs[--u->nfree_decs];        /* one per pool thread: never short */
+	d = &decs_of(u)[di];
 	pthread_mutex_unlock(&u->lock);
-	return NULL;
+
+	rc = decode_chunk(d, u->slots[slot], &u->hdrs[slot], u->checked[slot], why, sizeof(why));
+
+	/* The chunk's end in one hand-off: its count, last job and slot. */
+	pthread_mutex_lock(&u->lock);
+	if (rc == 0) {
+		/* counted before its last job can be written: progress sees it */
+		u->stats.chunks++;
+		if (d->job)
+			queue_job(u, d->job_idx);
+		d->job = NULL;
+	} else {
+		/* Record the error before the job could reach the writer. */
+		fail(u, rc, "%s: chunk %u: %s%s%s", u->name, u->hdrs[slot].index,
+		     ndz_strerror(rc), why[0] ? ": " : "", why);
+		if (d->job)
+			u->free_jobs[u->nfree_jobs++] = d->job_idx;
+		d->job = NULL;
+	}
+	u->free_decs[u->nfree_decs++] = di;
+	u->decoding--;
+	slot_free(u, slot);
+	pthread_cond_signal(&u->slot_cv);
+	/* the writer's end: nothing queued or being decoded after close */
+	if (u->closing && !u->qlen && !u->decoding)
+		pthread_cond_signal(&u->write_cv);
+	pthread_mutex_unlock(&u->lock);
 }
 
 /* ---- life cycle ---- */
@@ -861,14 +868,8 @@ static void dec_release(struct dec *d)
 	d->ld = NULL;
 }
 
-/* The decoders' state lives right after the handle (one allocation). */
-static struct dec *decs_of(struct ndz_unzip *u)
-{
-	return (struct dec *)(u + 1);
-}
-
 int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
-		     struct ndz_unzip **out)
+		     struct ndz_unzip **out, struct ndz_error *e)
 {
 	struct ndz_unzip *u;
 	size_t mem, fixed;
@@ -876,10 +877,12 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 	struct dec *decs;
 
 	if (!target && !opts->verify_only)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: no target to restore to",
+				     opts->name ? opts->name : "image");
 	u = calloc(1, sizeof(*u) + MAX_DECODERS * sizeof(struct dec));
 	if (!u)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", opts->name ? opts->name : "image",
+				     ndz_strerror(NDZ_ENOMEM));
 	u->target = target;
 	u->opts = *opts;
 	u->name = opts->name ? opts->name : "image";
@@ -915,7 +918,6 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		u->njobs = 64;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->slot_cv, NULL);
-	pthread_cond_init(&u->work_cv, NULL);
 	pthread_cond_init(&u->job_cv, NULL);
 	pthread_cond_init(&u->write_cv, NULL);
 	u->slots = calloc(u->nslots, sizeof(*u->slots));
@@ -954,24 +956,26 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 			break;
 		decs[i].zd = ZSTD_createDCtx();
 		decs[i].ld = libdeflate_alloc_decompressor();
-		if (!decs[i].zd || !decs[i].ld ||
-		    pthread_create(&u->decoders[i], NULL, decoder_main, &decs[i]) != 0) {
+		if (!decs[i].zd || !decs[i].ld) {
 			dec_release(&decs[i]);
 			break;
 		}
+		u->free_decs[u->nfree_decs++] = i;
 		u->ndecoders++;
 	}
-	if (!u->ndecoders)
+	/* at most one job per chunk slot waits in the pool's queue */
+	if (!u->ndecoders || ndz_pool_create(u->ndecoders, u->nslots, &u->pool, NULL) < 0)
 		goto nomem;
 	*out = u;
 	return 0;
 nomem:
+	ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", u->name, ndz_strerror(NDZ_ENOMEM));
 	ndz_unzip_free(u);
 	return NDZ_ENOMEM;
 }
 
 
-uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
+uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u, struct ndz_error *e)
 {
 	uint8_t *buf = NULL;
 
@@ -980,6 +984,8 @@ uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u)
 		pthread_cond_wait(&u->slot_cv, &u->lock);
 	if (!u->err.code)
 		buf = u->slots[u->free_slots[--u->nfree]];
+	else
+		ndz_error_copy(e, &u->err);
 	pthread_mutex_unlock(&u->lock);
 	return buf;
 }
@@ -994,11 +1000,11 @@ static unsigned slot_of(const struct ndz_unzip *u, const uint8_t *buf)
 }
 
 int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
-		      unsigned flags)
+		      unsigned flags, struct ndz_error *err)
 {
 	struct ndz_error e = { 0 };
 	unsigned slot;
-	int rc;
+	int rc, queued = 0;
 
 	pthread_mutex_lock(&u->lock);
 	slot = slot_of(u, buf);        /* (under the lock: put_owned swaps buffers in) */
@@ -1031,19 +1037,23 @@ int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_
 	u->checked[slot] = !!(flags & NDZ_UNZIP_CHECKED);
 	u->queue[(u->qhead + u->qlen) % u->nslots] = slot;
 	u->qlen++;
-	pthread_cond_signal(&u->work_cv);
+	queued = 1;
 	goto out;
 give_back:
 	slot_free(u, slot);
 	pthread_cond_signal(&u->slot_cv);
 out:
 	rc = u->err.code;
+	if (rc < 0)
+		ndz_error_copy(err, &u->err);
 	pthread_mutex_unlock(&u->lock);
+	if (queued)
+		ndz_pool_add(u->pool, decode_job, u);
 	return rc;
 }
 
 int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
-		  unsigned flags)
+		  unsigned flags, struct ndz_error *e)
 {
 	struct ndz_chunk_hdr mine;
 	uint8_t *buf;
@@ -1055,14 +1065,14 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 			pthread_mutex_lock(&u->lock);
 			fail(u, rc, "%s: chunk %u: %s", u->name, ndz_chunk_index_hint(chunk),
 			     ndz_strerror(rc));
-			rc = u->err.code;
+			rc = ndz_error_copy(e, &u->err);
 			pthread_mutex_unlock(&u->lock);
 			return rc;
 		}
 		h = &mine;
 		flags &= ~(unsigned)NDZ_UNZIP_CHECKED;
 	}
-	buf = ndz_unzip_get_buf(u);
+	buf = ndz_unzip_get_buf(u, e);
 	if (!buf) {
 		pthread_mutex_lock(&u->lock);
 		rc = u->err.code;
@@ -1070,13 +1080,13 @@ int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_ch
 		return rc;
 	}
 	memcpy(buf, chunk, NDZ_CHUNK_SIZE);
-	return ndz_unzip_put_buf(u, buf, h, flags);
+	return ndz_unzip_put_buf(u, buf, h, flags, e);
 }
 
 int ndz_unzip_put_owned(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
 			unsigned flags, void (*release)(void *ctx, uint8_t *buf), void *ctx)
 {
-	uint8_t *own = ndz_unzip_get_buf(u);
+	uint8_t *own = ndz_unzip_get_buf(u, NULL);
 	unsigned slot;
 	int rc;
 
@@ -1093,7 +1103,7 @@ int ndz_unzip_put_owned(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chun
 	u->owned[slot] = (struct owned){ own, release, ctx };
 	u->slots[slot] = buf;
 	pthread_mutex_unlock(&u->lock);
-	return ndz_unzip_put_buf(u, buf, h, flags);
+	return ndz_unzip_put_buf(u, buf, h, flags, NULL);
 }
 
 static void stop_threads(struct ndz_unzip *u)
@@ -1105,10 +1115,10 @@ static void stop_threads(struct ndz_unzip *u)
 	u->closing = 1;
 	wake_all(u);
 	pthread_mutex_unlock(&u->lock);
-	for (i = 0; i < u->ndecoders; i++) {
-		pthread_join(u->decoders[i], NULL);
+	ndz_pool_free(u->pool);                    /* every queued chunk decoded, or given back */
+	u->pool = NULL;
+	for (i = 0; i < u->ndecoders; i++)
 		dec_release(&decs[i]);
-	}
 	u->ndecoders = 0;
 	/* Decoders are gone: wake the writer so it sees the end. */
 	pthread_mutex_lock(&u->lock);
@@ -1122,7 +1132,6 @@ static void stop_threads(struct ndz_unzip *u)
 int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct ndz_error *e)
 {
 	struct ndz_error mine = { 0 };
-	int rc;
 
 	stop_threads(u);
 	/* Threads are gone: u is the caller's alone. */
@@ -1133,9 +1142,7 @@ int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct 
 	if (!u->err.code && !u->opts.verify_only && !u->opts.scratch && u->target) {
 		if (u->opts.flushing)
 			u->opts.flushing(u->opts.progress_ctx);
-		rc = ndz_io_flush(u->target);
-		if (rc < 0)
-			ndz_io_fail(u->target, rc, &u->err, "flush failed");
+		ndz_io_flush(u->target, &u->err);
 	}
 	if (stats)
 		*stats = u->stats;
@@ -1175,7 +1182,6 @@ void ndz_unzip_free(struct ndz_unzip *u)
 	free(u->free_jobs);
 	free(u->wqueue);
 	pthread_cond_destroy(&u->slot_cv);
-	pthread_cond_destroy(&u->work_cv);
 	pthread_cond_destroy(&u->job_cv);
 	pthread_cond_destroy(&u->write_cv);
 	pthread_mutex_destroy(&u->lock);

@@ -60,10 +60,11 @@ void ndz_unzip_opts_init(struct ndz_unzip_opts *o);
 /*
  * ndz_unzip_create - start the threads. target may be NULL with verify_only.
  * target stays owned by the caller and must outlive the handle.
- * Returns 0 and *out or a negative code.
+ * Returns 0 and *out, or NDZ_EINVAL (no target to write to) or NDZ_ENOMEM with
+ * e (may be NULL) set.
  */
 int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
-		     struct ndz_unzip **out);
+		     struct ndz_unzip **out, struct ndz_error *e);
 
 /* ndz_unzip_put flags */
 #define NDZ_UNZIP_CHECKED 0x1          /* ndz_chunk_check passed on these very bytes */
@@ -71,10 +72,10 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 /*
  * ndz_unzip_get_buf - a free chunk buffer (NDZ_CHUNK_SIZE bytes) of the pipeline
  * to fill, so that a chunk read or received goes in without a copy; blocks while
- * every buffer is in use. NULL after an error (ndz_unzip_finish says which).
- * Hand it back with ndz_unzip_put_buf, filled or not (h NULL: unused).
+ * every buffer is in use. NULL after an error of the pipeline, which e (may be
+ * NULL) gets. Hand it back with ndz_unzip_put_buf, filled or not (h NULL: unused).
  */
-uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u);
+uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u, struct ndz_error *e);
 
 /*
  * ndz_unzip_put_buf - queue the chunk in buf (from ndz_unzip_get_buf) whose header
@@ -83,17 +84,18 @@ uint8_t *ndz_unzip_get_buf(struct ndz_unzip *u);
  * first one's size is checked against the target, all before anything of it is
  * written; the data checksum and padding are checked by a decoder unless flags
  * has NDZ_UNZIP_CHECKED. Returns 0, or the first error of the pipeline (this
- * chunk's or an earlier one's); after an error nothing more is written.
+ * chunk's or an earlier one's, which e (may be NULL) gets); after an error
+ * nothing more is written.
  */
 int ndz_unzip_put_buf(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chunk_hdr *h,
-		      unsigned flags);
+		      unsigned flags, struct ndz_error *e);
 
 /*
  * ndz_unzip_put - queue a copy of chunk; h is its decoded header, or NULL to have
  * it decoded here. As ndz_unzip_put_buf otherwise.
  */
 int ndz_unzip_put(struct ndz_unzip *u, const uint8_t *chunk, const struct ndz_chunk_hdr *h,
-		  unsigned flags);
+		  unsigned flags, struct ndz_error *e);
 
 /*
  * ndz_unzip_put_owned - queue the chunk in buf, a buffer of the caller's (NDZ_CHUNK_SIZE

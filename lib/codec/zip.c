@@ -1,11 +1,12 @@
 /*
- * The compressor. A reader thread cuts the allocated data into pieces, workers
- * deflate each piece (with the 32 KiB before it as dictionary), and the packer
- * (the calling thread) lays the pieces in order into 1 MiB chunks, each one zlib
- * stream. Only a piece that straddles a chunk's end, or whose dictionary reaches
- * before its chunk's start, is compressed again by the packer, in steps small
- * enough to fill the chunk to within a sector. The packer's decisions depend
- * only on the data, so the image is the same whatever the thread count.
+ * The compressor. The allocated data is cut into pieces; each piece is one job of
+ * the thread pool, which reads it with the 32 KiB before it (its dictionary) and
+ * deflates it, and the packer (the calling thread) lays the pieces in order into
+ * 1 MiB chunks, each one zlib stream. Only a piece that straddles a chunk's end,
+ * or whose dictionary reaches before its chunk's start, is compressed again by
+ * the packer, in steps small enough to fill the chunk to within a sector. The
+ * packer's decisions depend only on the data, so the image is the same whatever
+ * the thread count.
  * zstd works on a fixed grid of 1 MiB cells of the stream instead (see zstd_run):
  * each cell of a chunk is streamed into one frame whose history is the 1 MiB
  * before it in the same chunk; a chunk that starts inside a cell opens with a
@@ -13,7 +14,7 @@
  * chunk's frames do not depend on where it starts, so they are made early, in
  * parallel, while the chunks before are filled. The frame that crosses a chunk's
  * end is cut at a 64 KiB flush point and the rest of the room filled with small
- * frames, up to the cell's end.
+ * frames, up to the cell's end. Its segment workers are long jobs of the pool.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,6 +30,7 @@
 
 #include "core/err.h"
 #include "core/le.h"
+#include "core/pool.h"
 #include "zip.h"
 
 #define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */
@@ -70,7 +72,8 @@ struct zseg {
 	uint32_t cut_for;              /* stopped early: the chunk that ends inside it */
 };
 
-enum { SLOT_EMPTY, SLOT_READ, SLOT_DONE };
+/* a piece's slot: free, its job queued, being read and compressed, ready to pack */
+enum { SLOT_EMPTY, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
 /* A compressor of either codec, one per thread. */
 struct coder {
@@ -79,6 +82,7 @@ struct coder {
 };
 
 struct piece {
+	struct zip *z;
 	uint64_t off;                  /* stream offset of the first input byte */
 	size_t len;                    /* input bytes, a multiple of the sector size */
 	size_t dict_len;               /* input bytes before off kept in front of in */
@@ -103,15 +107,15 @@ struct zip {
 	size_t cap;                    /* chunk offset the data may not pass */
 
 	/* pipeline */
+	struct ndz_pool *pool;         /* zlib: one job per piece; zstd: the segment workers */
 	pthread_mutex_t lock;
-	pthread_mutex_t read_lock;     /* one read of the source at a time (its io->err is shared) */
-	pthread_cond_t slot_cv;        /* a slot was freed: the reader may go on */
-	pthread_cond_t work_cv;        /* a piece was read: a worker may take it */
-	pthread_cond_t done_cv;        /* a piece is ready, or read: the packer may go on */
+	pthread_cond_t work_cv;        /* zstd: a segment was queued */
+	pthread_cond_t done_cv;        /* a piece or segment is ready: the packer may go on */
 	struct piece *slots;
 	unsigned nslots;
-	uint64_t nread;                /* pieces read */
-	uint64_t work_next;            /* next piece to claim for compression */
+	struct coder *coders;          /* zlib: one per pool thread, free ones in free_coders */
+	struct coder **free_coders;
+	unsigned ncoders, nfree_coders;
 	int stop;
 	struct ndz_error err;          /* the first failure, under lock */
 
@@ -156,7 +160,6 @@ struct zip {
 /* Wake every waiting thread, to see an error or the end (lock held). */
 static void wake_all(struct zip *z)
 {
-	pthread_cond_broadcast(&z->slot_cv);
 	pthread_cond_broadcast(&z->work_cv);
 	pthread_cond_broadcast(&z->done_cv);
 }
@@ -256,17 +259,8 @@ static int read_stream(struct zip *z, uint8_t *dst, uint64_t off, size_t len)
 
 			if (src_off + want > z->source_bytes)
 				want = (size_t)(z->source_bytes - src_off);
-
-			pthread_mutex_lock(&z->read_lock);
-			rc = ndz_io_read_full(z->src, dst, want, src_off, &got);
-			if (rc < 0 && rc != NDZ_ESHORTREAD) {
-				char what[64];
-
-				snprintf(what, sizeof(what), "read error at byte %llu",
-					 (unsigned long long)src_off);
-				ndz_io_fail(z->src, rc, &e, what);
-			}
-			pthread_mutex_unlock(&z->read_lock);
+			/* Each read has its own error: threads read the source at once. */
+			rc = ndz_io_read_full(z->src, dst, want, src_off, &got, &e);
 			if (rc == NDZ_ESHORTREAD) {
 				set_err(z, rc, "%s: ends at byte %llu, before its stated size",
 					z->src->name, (unsigned long long)(src_off + got));
@@ -283,50 +277,6 @@ static int read_stream(struct zip *z, uint8_t *dst, uint64_t off, size_t len)
 		k++;
 	}
 	return 0;
-}
-
-static int read_piece(struct zip *z, struct piece *p)
-{
-	return read_stream(z, p->buf + DICT_SIZE, p->off, p->len);
-}
-
-static void *reader_main(void *arg)
-{
-	struct zip *z = arg;
-	uint64_t i;
-	int stop;
-
-	for (i = 0; i < z->npieces; i++) {
-		struct piece *p = &z->slots[i % z->nslots];
-		struct piece *prev = i ? &z->slots[(i - 1) % z->nslots] : NULL;
-
-		pthread_mutex_lock(&z->lock);
-		while (!z->stop && p->state != SLOT_EMPTY)
-			pthread_cond_wait(&z->slot_cv, &z->lock);
-		stop = z->stop;
-		pthread_mutex_unlock(&z->lock);
-		if (stop)
-			break;
-		p->off = i * PIECE_SIZE;
-		p->len = (size_t)(z->total - p->off < PIECE_SIZE ? z->total - p->off : PIECE_SIZE);
-		/*
-		 * History: the tail of the previous piece (always a whole PIECE_SIZE,
-		 * only the last piece is shorter), which only this thread rewrites.
-		 */
-		p->dict_len = prev ? DICT_SIZE : 0;
-		if (p->dict_len)
-			memmove(p->buf + DICT_SIZE - p->dict_len,
-				prev->buf + DICT_SIZE + prev->len - p->dict_len, p->dict_len);
-		if (read_piece(z, p) < 0)
-			break;
-		pthread_mutex_lock(&z->lock);
-		p->state = SLOT_READ;
-		z->nread = i + 1;
-		pthread_cond_signal(&z->work_cv);
-		pthread_cond_signal(&z->done_cv);
-		pthread_mutex_unlock(&z->lock);
-	}
-	return NULL;
 }
 
 /* ---- workers ---- */
@@ -411,44 +361,47 @@ static void coder_end(struct coder *c)
 	c->zc = NULL;
 }
 
-static void *worker_main(void *arg)
+/*
+ * Read piece p with its dictionary (the stream's 32 KiB before it, read again
+ * rather than copied from the piece before, which may not be read yet) and
+ * deflate it with coder c. Returns 0 or a negative code, the error recorded.
+ */
+static int make_piece(struct zip *z, struct coder *c, struct piece *p)
 {
-	struct zip *z = arg;
-	struct coder s;
+	int rc = read_stream(z, p->buf + DICT_SIZE - p->dict_len, p->off - p->dict_len,
+			     p->dict_len + p->len);
 
-	if (coder_init(&s, z) < 0) {
-		set_err(z, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
-		return NULL;
-	}
-	for (;;) {
-		struct piece *p;
-		uint64_t i;
-		int rc;
+	if (rc < 0)
+		return rc;
+	rc = compress_piece(z, c, p);
+	if (rc < 0)
+		set_err(z, rc, "compression failed");
+	return rc;
+}
 
-		pthread_mutex_lock(&z->lock);
-		while (!z->stop && z->work_next >= z->nread && z->work_next < z->npieces)
-			pthread_cond_wait(&z->work_cv, &z->lock);
-		if (z->stop || z->work_next >= z->npieces) {
-			pthread_mutex_unlock(&z->lock);
-			break;
-		}
-		i = z->work_next++;
-		if (z->work_next >= z->npieces)          /* nothing left: let the others exit */
-			pthread_cond_broadcast(&z->work_cv);
+/* A pool job: make piece p, unless the packer took it first or all is stopping. */
+static void piece_job(void *arg)
+{
+	struct piece *p = arg;
+	struct zip *z = p->z;
+	struct coder *c;
+	int rc;
+
+	pthread_mutex_lock(&z->lock);
+	if (z->stop || p->state != SLOT_QUEUED) {
 		pthread_mutex_unlock(&z->lock);
-		p = &z->slots[i % z->nslots];
-		rc = compress_piece(z, &s, p);
-		if (rc < 0) {
-			set_err(z, rc, "compression failed");
-			break;
-		}
-		pthread_mutex_lock(&z->lock);
+		return;
+	}
+	p->state = SLOT_BUSY;
+	c = z->free_coders[--z->nfree_coders];    /* one per thread: never short */
+	pthread_mutex_unlock(&z->lock);
+	rc = make_piece(z, c, p);
+	pthread_mutex_lock(&z->lock);
+	z->free_coders[z->nfree_coders++] = c;
+	if (rc == 0)
 		p->state = SLOT_DONE;
-		pthread_cond_signal(&z->done_cv);
-		pthread_mutex_unlock(&z->lock);
-	}
-	coder_end(&s);
-	return NULL;
+	pthread_cond_broadcast(&z->done_cv);
+	pthread_mutex_unlock(&z->lock);
 }
 
 /* ---- packer ---- */
@@ -641,34 +594,36 @@ static int pack_piece(struct zip *z, struct piece *p)
 	return 0;
 }
 
-static int compress_inline(struct zip *z, struct piece *p)
+/* Hand piece i to the pool, in its slot (free: the piece nslots before is packed). */
+static void piece_queue(struct zip *z, uint64_t i)
 {
-	int rc = compress_piece(z, &z->pc, p);
+	struct piece *p = &z->slots[i % z->nslots];
 
-	if (rc < 0)
-		set_err(z, rc, "compression failed");
-	return rc;
+	pthread_mutex_lock(&z->lock);
+	p->off = i * PIECE_SIZE;
+	p->len = (size_t)(z->total - p->off < PIECE_SIZE ? z->total - p->off : PIECE_SIZE);
+	p->dict_len = i ? DICT_SIZE : 0;       /* only the last piece is shorter */
+	p->state = SLOT_QUEUED;
+	pthread_mutex_unlock(&z->lock);
+	ndz_pool_add(z->pool, piece_job, p);
 }
 
 static int packer(struct zip *z)
 {
-	uint64_t i;
+	uint64_t i, next = 0;
 
 	chunk_start(z);
 	for (i = 0; i < z->npieces; i++) {
 		struct piece *p = &z->slots[i % z->nslots];
 		int mine = 0, stop;
 
+		for (; next < z->npieces && next < i + z->nslots; next++)
+			piece_queue(z, next);
 		pthread_mutex_lock(&z->lock);
-		for (;;) {
-			if (z->stop)
-				break;
-			if (p->state == SLOT_DONE && i < z->nread)
-				break;
-			/* Nobody took it yet: compress it here rather than wait. */
-			if (i < z->nread && z->work_next == i) {
-				if (++z->work_next >= z->npieces)
-					pthread_cond_broadcast(&z->work_cv);
+		while (!z->stop && p->state != SLOT_DONE) {
+			/* Nobody took it yet: make it here rather than wait. */
+			if (p->state == SLOT_QUEUED) {
+				p->state = SLOT_BUSY;
 				mine = 1;
 				break;
 			}
@@ -678,7 +633,7 @@ static int packer(struct zip *z)
 		pthread_mutex_unlock(&z->lock);
 		if (stop)
 			return zip_err(z);
-		if (mine && compress_inline(z, p) < 0)
+		if (mine && make_piece(z, &z->pc, p) < 0)
 			return zip_err(z);
 		if (pack_piece(z, p) < 0)
 			return zip_err(z);
@@ -687,7 +642,6 @@ static int packer(struct zip *z)
 			z->opts->progress(z->opts->progress_ctx, z->cin_end, z->total);
 		pthread_mutex_lock(&z->lock);
 		p->state = SLOT_EMPTY;
-		pthread_cond_signal(&z->slot_cv);
 		pthread_mutex_unlock(&z->lock);
 	}
 	return chunk_finish(z, 1);
@@ -1067,14 +1021,19 @@ static void zseg_make(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
 	pthread_cond_broadcast(&z->done_cv);
 }
 
-static void *zseg_worker(void *arg)
+/*
+ * A segment worker, one long job of the pool until the end: which segment to make
+ * next (the lowest cell queued), handing out more when idle and reading ahead
+ * are decided as it goes, which a first-in-first-out queue of jobs cannot say.
+ */
+static void zseg_worker(void *arg)
 {
 	struct zip *z = arg;
 	struct coder c;
 
 	if (coder_init(&c, z) < 0) {
 		set_err(z, NDZ_ENOMEM, "%s", ndz_strerror(NDZ_ENOMEM));
-		return NULL;
+		return;
 	}
 	pthread_mutex_lock(&z->lock);
 	while (!z->stop) {
@@ -1096,7 +1055,6 @@ static void *zseg_worker(void *arg)
 	}
 	pthread_mutex_unlock(&z->lock);
 	coder_end(&c);
-	return NULL;
 }
 
 /*
@@ -1237,8 +1195,7 @@ static void zchunk_open(struct zip *z, uint64_t start, uint32_t index)
  */
 static int zstd_run(struct zip *z, int threads)
 {
-	pthread_t workers[MAX_THREADS];
-	int nworkers = 0, rc = 0, t;
+	int rc = 0, t;
 	unsigned i;
 
 	z->nzs = threads * 2 + 6 < SEG_SLOTS ? (unsigned)threads * 2 + 6 : SEG_SLOTS;
@@ -1265,11 +1222,11 @@ static int zstd_run(struct zip *z, int threads)
 	 * one more than the cores only time-sliced them and slowed the segment the
 	 * packer waited for. One thread: the packer compresses everything itself.
 	 */
-	for (t = 0; t < threads - 1; t++) {
-		if (pthread_create(&workers[t], NULL, zseg_worker, z) != 0)
-			break;
-		nworkers++;
-	}
+	rc = ndz_pool_create((unsigned)threads - 1, (unsigned)threads, &z->pool, &z->err);
+	if (rc < 0)
+		return rc;
+	for (t = 0; t < threads - 1; t++)
+		ndz_pool_add(z->pool, zseg_worker, z);
 	pthread_mutex_lock(&z->lock);
 	chunk_start(z);
 	zchunk_open(z, z->cin_start, z->index);
@@ -1330,8 +1287,8 @@ static int zstd_run(struct zip *z, int threads)
 	z->stop = 1;
 	wake_all(z);
 	pthread_mutex_unlock(&z->lock);
-	for (t = 0; t < nworkers; t++)
-		pthread_join(workers[t], NULL);
+	ndz_pool_free(z->pool);                    /* the workers see stop and end */
+	z->pool = NULL;
 	return rc;
 }
 
@@ -1348,19 +1305,21 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 {
 	static const uint8_t nil[16];
 	uint64_t source_sectors = ndz_sectors_of(source_bytes);
-	pthread_t reader, workers[MAX_THREADS];
-	int nworkers = 0, reader_started = 0, threads, rc = 0, t;
+	int threads, rc = 0;
 	struct zip *z;
 	size_t i;
 
 	if (opts->codec == NDZ_CODEC_ZSTD ? opts->level < 1 || opts->level > 19 :
 	    opts->codec != NDZ_CODEC_ZLIB || opts->level < 0 || opts->level > 9)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: codec %d level %d: no such codec or "
+				     "level", src->name, opts->codec, opts->level);
 	if (opts->reserve > 4096)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: %u bytes reserved in a chunk, "
+				     "more than 4096", src->name, (unsigned)opts->reserve);
 	z = calloc(1, sizeof(*z));
 	if (!z)
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", src->name,
+				     ndz_strerror(NDZ_ENOMEM));
 	z->src = src;
 	z->source_bytes = source_bytes;
 	z->alloc = alloc;
@@ -1371,8 +1330,6 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	z->out = out;
 	z->out_ctx = out_ctx;
 	pthread_mutex_init(&z->lock, NULL);
-	pthread_mutex_init(&z->read_lock, NULL);
-	pthread_cond_init(&z->slot_cv, NULL);
 	pthread_cond_init(&z->work_cv, NULL);
 	pthread_cond_init(&z->done_cv, NULL);
 	threads = opts->threads > 0 ? opts->threads : online_cores();
@@ -1425,6 +1382,7 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 		goto out;
 	}
 	for (i = 0; i < z->nslots; i++) {
+		z->slots[i].z = z;
 		z->slots[i].buf = malloc(DICT_SIZE + PIECE_SIZE);
 		z->slots[i].out = malloc(out_bound(PIECE_SIZE));
 		if (!z->slots[i].buf || !z->slots[i].out) {
@@ -1436,17 +1394,27 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 	if (rc < 0)
 		goto out;
 
-	if (pthread_create(&reader, NULL, reader_main, z) != 0) {
+	/*
+	 * One coder per pool thread. One thread: a pool without threads, whose jobs
+	 * run as the packer hands them out: it reads and compresses everything itself.
+	 */
+	z->ncoders = threads > 1 ? (unsigned)threads : 1;
+	z->coders = calloc(z->ncoders, sizeof(*z->coders));
+	z->free_coders = calloc(z->ncoders, sizeof(*z->free_coders));
+	if (!z->coders || !z->free_coders) {
 		rc = NDZ_ENOMEM;
 		goto out;
 	}
-	reader_started = 1;
-	/* One thread: the packer compresses everything itself. */
-	for (t = 0; threads > 1 && t < threads; t++) {
-		if (pthread_create(&workers[t], NULL, worker_main, z) != 0)
-			break;
-		nworkers++;
+	for (i = 0; i < z->ncoders; i++) {
+		if (coder_init(&z->coders[i], z) < 0) {
+			rc = NDZ_ENOMEM;
+			goto out;
+		}
+		z->free_coders[z->nfree_coders++] = &z->coders[i];
 	}
+	rc = ndz_pool_create(threads > 1 ? (unsigned)threads : 0, z->nslots, &z->pool, &z->err);
+	if (rc < 0)
+		goto out;
 	rc = packer(z);
 	if (rc < 0) {
 		pthread_mutex_lock(&z->lock);
@@ -1455,10 +1423,12 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 		pthread_mutex_unlock(&z->lock);
 	}
 out:
-	if (reader_started)
-		pthread_join(reader, NULL);
-	for (t = 0; t < nworkers; t++)
-		pthread_join(workers[t], NULL);
+	ndz_pool_free(z->pool);                    /* after the packer: jobs left see stop */
+	if (z->coders)
+		for (i = 0; i < z->ncoders; i++)
+			coder_end(&z->coders[i]);
+	free(z->coders);
+	free(z->free_coders);
 	if (z->err.code)
 		rc = z->err.code;
 	if (rc < 0) {
@@ -1486,11 +1456,9 @@ out:
 	free(z->zero_out);
 	free(z->chunk);
 	free(z->base);
-	pthread_cond_destroy(&z->slot_cv);
 	pthread_cond_destroy(&z->work_cv);
 	pthread_cond_destroy(&z->done_cv);
 	pthread_mutex_destroy(&z->lock);
-	pthread_mutex_destroy(&z->read_lock);
 	free(z);
 	return rc;
 }

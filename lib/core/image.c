@@ -193,12 +193,14 @@ static int chunk_fail(struct ndz_image_reader *r, uint32_t pos, int rc, struct n
 	return ndz_error_set(e, rc, 0, "%s: chunk %u: %s", r->in->name, pos, ndz_strerror(rc));
 }
 
-static int read_fail(struct ndz_image_reader *r, uint32_t pos, int rc, struct ndz_error *e)
+/* A read of chunk pos failed with rc; why is what the io said (its system reason). */
+static int read_fail(struct ndz_image_reader *r, uint32_t pos, int rc,
+		     const struct ndz_error *why, struct ndz_error *e)
 {
-	char what[64];
-
-	snprintf(what, sizeof(what), "chunk %u: read error", pos);
-	return ndz_io_fail(r->in, rc, e, what);
+	if (why->sys)
+		return ndz_error_set(e, rc, why->sys, "%s: chunk %u: read error", r->in->name, pos);
+	return ndz_error_set(e, rc, 0, "%s: chunk %u: read error: %s", r->in->name, pos,
+			     ndz_strerror(rc));
 }
 
 /* A file: its size, first and last headers, before anything is restored. */
@@ -208,6 +210,7 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 	struct ndz_chunk_hdr last;
 	uint64_t size = r->in->size, n = size / NDZ_CHUNK_SIZE;
 	const char *name = r->in->name;
+	struct ndz_error why = { 0 };
 	int rc;
 
 	if (!area)
@@ -217,9 +220,9 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 		goto out;
 	}
 	rc = ndz_io_read_full(r->in, area, size < NDZ_HDR_SIZE ? (size_t)size : NDZ_HDR_SIZE,
-			      0, NULL);
+			      0, NULL, &why);
 	if (rc < 0) {
-		read_fail(r, 0, rc, e);
+		read_fail(r, 0, rc, &why, e);
 		goto out;
 	}
 	/* A short file that is not an image at all is not a "truncated chunk". */
@@ -250,9 +253,9 @@ static int open_file(struct ndz_image_reader *r, struct ndz_error *e)
 				   ndz_strerror(NDZ_EMISSING), r->first.index);
 		goto out;
 	}
-	rc = ndz_io_read_full(r->in, area, NDZ_HDR_SIZE, (n - 1) * NDZ_CHUNK_SIZE, NULL);
+	rc = ndz_io_read_full(r->in, area, NDZ_HDR_SIZE, (n - 1) * NDZ_CHUNK_SIZE, NULL, &why);
 	if (rc < 0) {
-		read_fail(r, (uint32_t)(n - 1), rc, e);
+		read_fail(r, (uint32_t)(n - 1), rc, &why, e);
 		goto out;
 	}
 	rc = ndz_hdr_decode(area, &last, NULL);
@@ -296,15 +299,16 @@ static int open_orig(struct ndz_image_reader *r, size_t got, struct ndz_error *e
 static int open_stream(struct ndz_image_reader *r, struct ndz_error *e)
 {
 	const char *name = r->in->name;
+	struct ndz_error why = { 0 };
 	size_t got = 0;
 	int rc;
 
 	r->chunk0 = malloc(NDZ_CHUNK_SIZE);
 	if (!r->chunk0)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", name, ndz_strerror(NDZ_ENOMEM));
-	rc = ndz_io_read_full(r->in, r->chunk0, NDZ_CHUNK_SIZE, 0, &got);
+	rc = ndz_io_read_full(r->in, r->chunk0, NDZ_CHUNK_SIZE, 0, &got, &why);
 	if (rc < 0 && rc != NDZ_ESHORTREAD)
-		return read_fail(r, 0, rc, e);
+		return read_fail(r, 0, rc, &why, e);
 	if (got == 0)
 		return ndz_error_set(e, NDZ_EBADMAGIC, 0, "%s: empty input, not an image", name);
 	if (check_magic(r->chunk0, got) < 0 && ndz_orig_probe(r->chunk0, got, NULL) != 0)
@@ -332,7 +336,7 @@ int ndz_image_reader_open(struct ndz_io *in, struct ndz_image_reader **out,
 	r->in = in;
 	/* a file in the original format: its first four bytes say so */
 	if (!in->is_stream && in->size >= 4 &&
-	    ndz_io_read_full(in, r->first_bytes, 4, 0, NULL) == 0 &&
+	    ndz_io_read_full(in, r->first_bytes, 4, 0, NULL, NULL) == 0 &&
 	    ndz_orig_probe(r->first_bytes, 4, NULL) != 0)
 		rc = open_orig(r, 0, e);
 	else
@@ -369,6 +373,7 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 {
 	uint64_t off = (uint64_t)r->next * NDZ_CHUNK_SIZE;
 	const char *name = r->in->name;
+	struct ndz_error why = { 0 };
 	size_t got = 0;
 	uint8_t probe;
 	int rc;
@@ -379,11 +384,11 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 		/* A file's size was checked at open; a stream must end here. */
 		if (!r->in->is_stream && r->next == r->chunks)
 			return 0;
-		rc = ndz_io_read_full(r->in, &probe, 1, off, &got);
+		rc = ndz_io_read_full(r->in, &probe, 1, off, &got, &why);
 		if (rc == NDZ_ESHORTREAD)
 			return 0;
 		if (rc < 0)
-			return read_fail(r, r->next, rc, e);
+			return read_fail(r, r->next, rc, &why, e);
 		return ndz_error_set(e, NDZ_EHEADER, 0,
 				     "%s: data after the image's last chunk (chunk %u)", name,
 				     r->next - 1);
@@ -396,7 +401,7 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 		if (!r->in->is_stream && r->next == r->chunks)
 			return ndz_error_set(e, NDZ_EMISSING, 0, "%s: chunk %u: %s", name, r->next,
 					     ndz_strerror(NDZ_EMISSING));
-		rc = ndz_io_read_full(r->in, buf, NDZ_CHUNK_SIZE, off, &got);
+		rc = ndz_io_read_full(r->in, buf, NDZ_CHUNK_SIZE, off, &got, &why);
 		if (rc == NDZ_ESHORTREAD && got == 0)
 			return ndz_error_set(e, NDZ_EMISSING, 0,
 					     "%s: chunk %u: %s (the input ends before the "
@@ -407,7 +412,7 @@ int ndz_image_reader_next(struct ndz_image_reader *r, uint8_t *buf, struct ndz_c
 					     name, r->next, ndz_strerror(NDZ_ETRUNC), got,
 					     NDZ_CHUNK_SIZE);
 		if (rc < 0)
-			return read_fail(r, r->next, rc, e);
+			return read_fail(r, r->next, rc, &why, e);
 	}
 	rc = ndz_hdr_decode(buf, h, NULL);
 	if (rc < 0)
@@ -432,7 +437,7 @@ int ndz_image_probe_file(const char *path, struct ndz_error *e)
 		ndz_io_close(io);
 		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
 	}
-	rc = ndz_io_read_full(io, area, NDZ_HDR_SIZE, 0, &got);
+	rc = ndz_io_read_full(io, area, NDZ_HDR_SIZE, 0, &got, NULL);
 	ndz_io_close(io);
 	if (rc < 0 && rc != NDZ_ESHORTREAD)
 		rc = ndz_error_set(e, rc, 0, "%s: cannot read", path);

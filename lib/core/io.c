@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -28,19 +30,35 @@ static struct ndz_io *io_new(const struct ndz_io_ops *ops, const char *name)
 	return io;
 }
 
-/* A system call on io failed with errno sys: keep why, for ndz_io_fail. */
-static int sys_fail(struct ndz_io *io, int sys)
+/* A system call failed with errno err: NDZ_EIO, and *sys says why (sys may be NULL). */
+static int sys_fail(int *sys, int err)
 {
-	ndz_error_clear(&io->err);
-	return ndz_error_set(&io->err, NDZ_EIO, sys, "%s", "");
+	if (sys)
+		*sys = err;
+	return NDZ_EIO;
 }
 
-/* A call on a wrapped io failed: what the inner one knows becomes ours. */
-static int inner_fail(struct ndz_io *io, const struct ndz_io *inner, int rc)
+/*
+ * io_fail - record in e that a call on io failed with code rc doing what (printf-
+ * style): "NAME: what: reason", the reason being strerror(sys) when a system call
+ * failed, else the code's message. Returns rc.
+ */
+static int io_fail(struct ndz_io *io, int rc, int sys, struct ndz_error *e, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int io_fail(struct ndz_io *io, int rc, int sys, struct ndz_error *e, const char *fmt, ...)
 {
-	if (inner->err.code)
-		io->err = inner->err;
-	return rc;
+	char what[256];
+	va_list ap;
+
+	if (!e || e->code)
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (sys)
+		return ndz_error_set(e, rc, sys, "%s: %s", io->name, what);
+	return ndz_error_set(e, rc, 0, "%s: %s: %s", io->name, what, ndz_strerror(rc));
 }
 
 /* ---- files and block devices ---- */
@@ -65,7 +83,7 @@ struct file_priv {
 	int fd;
 };
 
-static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct file_priv *p = io->priv;
 	ssize_t n;
@@ -84,7 +102,7 @@ static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off
 		 */
 		if (data < 0 && errno == ENXIO) {
 			if (fstat(p->fd, &st) < 0)
-				return sys_fail(io, errno);
+				return sys_fail(sys, errno);
 			if ((uint64_t)st.st_size <= off)
 				return 0;
 			if ((uint64_t)st.st_size - off < len)
@@ -101,10 +119,11 @@ static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off
 	do
 		n = pread(p->fd, buf, len, (off_t)off);
 	while (n < 0 && errno == EINTR);
-	return n < 0 ? sys_fail(io, errno) : n;
+	return n < 0 ? sys_fail(sys, errno) : n;
 }
 
-static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			    int *sys)
 {
 	struct file_priv *p = io->priv;
 	ssize_t n;
@@ -112,16 +131,32 @@ static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint6
 	do
 		n = pwrite(p->fd, buf, len, (off_t)off);
 	while (n < 0 && errno == EINTR);
-	return n < 0 ? sys_fail(io, errno) : n;
+	return n < 0 ? sys_fail(sys, errno) : n;
 }
 
-static int zero_by_writing(struct ndz_io *io, uint64_t off, uint64_t len)
+/* write_all - write len bytes at off through the backend; 0 or a negative code. */
+static int write_all(struct ndz_io *io, const void *buf, size_t len, uint64_t off, int *sys)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = io->ops->pwrite(io, (const uint8_t *)buf + done, len - done, off + done,
+					    sys);
+
+		if (n <= 0)
+			return n < 0 ? (int)n : NDZ_EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int zero_by_writing(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	static const uint8_t zeros[65536];
 
 	while (len) {
 		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
-		int rc = ndz_io_write_full(io, zeros, n, off);
+		int rc = write_all(io, zeros, n, off, sys);
 
 		if (rc < 0)
 			return rc;
@@ -131,7 +166,7 @@ static int zero_by_writing(struct ndz_io *io, uint64_t off, uint64_t len)
 	return 0;
 }
 
-static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct file_priv *p = io->priv;
 
@@ -150,7 +185,7 @@ static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 			    ((uint64_t)st.st_size >= off + len ||
 			     ftruncate(p->fd, (off_t)(off + len)) == 0))
 				return 0;
-			return sys_fail(io, errno);
+			return sys_fail(sys, errno);
 		}
 	} else if (io->is_blockdev) {
 		uint64_t range[2] = { off, len };
@@ -159,20 +194,20 @@ static int file_zero(struct ndz_io *io, uint64_t off, uint64_t len)
 		if ((off | len) % 512 == 0 && ioctl(p->fd, BLKZEROOUT, range) == 0)
 			return 0;
 	}
-	return zero_by_writing(io, off, len);
+	return zero_by_writing(io, off, len, sys);
 }
 
-static int file_discard(struct ndz_io *io, uint64_t off, uint64_t len)
+static int file_discard(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct file_priv *p = io->priv;
 	uint64_t range[2] = { off, len };
 
 	if (io->is_regular)
-		return file_zero(io, off, len);
+		return file_zero(io, off, len, sys);
 	/* a device that cannot discard (EOPNOTSUPP) is left as it is */
 	if (len && io->is_blockdev && (off | len) % 512 == 0 &&
 	    ioctl(p->fd, BLKDISCARD, range) != 0 && errno != EOPNOTSUPP && errno != ENOTTY)
-		return sys_fail(io, errno);
+		return sys_fail(sys, errno);
 	return 0;
 }
 
@@ -183,32 +218,31 @@ static int file_discard(struct ndz_io *io, uint64_t off, uint64_t len)
  * and what was written may be lost). A regular file unlinked meanwhile holds
  * nothing anyone can read again: that fails too.
  */
-static int sync_fd(struct ndz_io *io, int fd)
+static int sync_fd(struct ndz_io *io, int fd, int *sys)
 {
 	struct stat st;
 
 	io->unsynced = NULL;
 	if (fstat(fd, &st) < 0)
-		return sys_fail(io, errno);
+		return sys_fail(sys, errno);
 	if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode)) {
 		io->unsynced = S_ISFIFO(st.st_mode) ? "a pipe" :
 			       S_ISSOCK(st.st_mode) ? "a socket" : "a character device";
 		return 0;
 	}
 	if (fsync(fd) < 0)
-		return sys_fail(io, errno);
+		return sys_fail(sys, errno);
 	if (S_ISREG(st.st_mode) && (fstat(fd, &st) < 0 || st.st_nlink == 0)) {
-		ndz_error_clear(&io->err);
-		return ndz_error_set(&io->err, NDZ_EGONE, 0, "%s", "");
+		return NDZ_EGONE;
 	}
 	return 0;
 }
 
-static int file_flush(struct ndz_io *io)
+static int file_flush(struct ndz_io *io, int *sys)
 {
 	struct file_priv *p = io->priv;
 
-	return sync_fd(io, p->fd);
+	return sync_fd(io, p->fd, sys);
 }
 
 static void file_close(struct ndz_io *io)
@@ -295,9 +329,10 @@ int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz
 	rc = ndz_io_open_file(path, NDZ_IO_WRITE | NDZ_IO_CREATE, out, e);
 	if (rc < 0)
 		return rc;
-	rc = ndz_io_set_size(*out, size);
+	rc = ndz_io_set_size(*out, size, &mine);
 	if (rc < 0) {
-		ndz_io_fail(*out, rc, e, "cannot create it at the image's size");
+		ndz_error_set(e, rc, mine.sys, "%s: cannot create it at the image's size%s%s",
+			      path, mine.sys ? "" : ": ", mine.sys ? "" : ndz_strerror(rc));
 		ndz_io_close(*out);
 		*out = NULL;
 		unlink(path);
@@ -307,15 +342,16 @@ int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz
 	return 0;
 }
 
-int ndz_io_set_size(struct ndz_io *io, uint64_t size)
+int ndz_io_set_size(struct ndz_io *io, uint64_t size, struct ndz_error *e)
 {
 	struct file_priv *p = io->priv;
 
-	io->err.code = 0;
 	if (io->ops != &file_ops || !io->is_regular)
-		return NDZ_ENOTSUP;
+		return io_fail(io, NDZ_ENOTSUP, 0, e, "cannot set its size to %llu bytes",
+			       (unsigned long long)size);
 	if (ftruncate(p->fd, (off_t)size) < 0)
-		return sys_fail(io, errno);
+		return io_fail(io, NDZ_EIO, errno, e, "cannot set its size to %llu bytes",
+			       (unsigned long long)size);
 	io->size = size;
 	return 0;
 }
@@ -327,39 +363,43 @@ struct mem_priv {
 	int writable;
 };
 
-static ssize_t mem_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t mem_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct mem_priv *p = io->priv;
 
+	(void)sys;
 	len = clamp_read(io, off, len);
 	if (len)
 		memcpy(buf, p->buf + off, len);
 	return (ssize_t)len;
 }
 
-static ssize_t mem_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t mem_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			    int *sys)
 {
 	struct mem_priv *p = io->priv;
 
+	(void)sys;
 	if (!p->writable || !in_bounds(io, off, len))
 		return NDZ_EIO;
 	memcpy(p->buf + off, buf, len);
 	return (ssize_t)len;
 }
 
-static int mem_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int mem_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct mem_priv *p = io->priv;
 
+	(void)sys;
 	if (!p->writable || !in_bounds(io, off, len))
 		return NDZ_EIO;
 	memset(p->buf + off, 0, (size_t)len);
 	return 0;
 }
 
-static int mem_flush(struct ndz_io *io)
+static int mem_flush(struct ndz_io *io, int *sys)
 {
-	(void)io;
+	(void)io, (void)sys;
 	return 0;
 }
 
@@ -372,14 +412,15 @@ static const struct ndz_io_ops mem_ops = {
 	mem_pread, mem_pwrite, mem_zero, mem_flush, mem_close, NULL,
 };
 
-int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out)
+int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out,
+		    struct ndz_error *e)
 {
 	struct mem_priv *p = malloc(sizeof(*p));
 	struct ndz_io *io = p ? io_new(&mem_ops, "memory") : NULL;
 
 	if (!io) {
 		free(p);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", "memory", ndz_strerror(NDZ_ENOMEM));
 	}
 	p->buf = buf;
 	p->writable = writable;
@@ -396,7 +437,7 @@ struct stream_priv {
 	uint64_t pos;                  /* bytes read or written so far */
 };
 
-static ssize_t stream_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t stream_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct stream_priv *p = io->priv;
 	ssize_t n;
@@ -407,12 +448,13 @@ static ssize_t stream_pread(struct ndz_io *io, void *buf, size_t len, uint64_t o
 		n = read(p->fd, buf, len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return sys_fail(io, errno);
+		return sys_fail(sys, errno);
 	p->pos += (uint64_t)n;
 	return n;
 }
 
-static ssize_t stream_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t stream_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			    int *sys)
 {
 	struct stream_priv *p = io->priv;
 	ssize_t n;
@@ -423,21 +465,21 @@ static ssize_t stream_pwrite(struct ndz_io *io, const void *buf, size_t len, uin
 		n = write(p->fd, buf, len);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
-		return sys_fail(io, errno);
+		return sys_fail(sys, errno);
 	p->pos += (uint64_t)n;
 	return n;
 }
 
-static int stream_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int stream_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
-	return zero_by_writing(io, off, len);
+	return zero_by_writing(io, off, len, sys);
 }
 
-static int stream_flush(struct ndz_io *io)
+static int stream_flush(struct ndz_io *io, int *sys)
 {
 	struct stream_priv *p = io->priv;
 
-	return sync_fd(io, p->fd);
+	return sync_fd(io, p->fd, sys);
 }
 
 static void stream_close(struct ndz_io *io)
@@ -449,14 +491,14 @@ static const struct ndz_io_ops stream_ops = {
 	stream_pread, stream_pwrite, stream_zero, stream_flush, stream_close, NULL,
 };
 
-int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out)
+int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out, struct ndz_error *e)
 {
 	struct stream_priv *p = calloc(1, sizeof(*p));
 	struct ndz_io *io = p ? io_new(&stream_ops, name) : NULL;
 
 	if (!io) {
 		free(p);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", name, ndz_strerror(NDZ_ENOMEM));
 	}
 	p->fd = fd;
 	io->priv = p;
@@ -469,49 +511,52 @@ int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out)
 
 struct fault_priv {
 	struct ndz_io *inner;
-	unsigned reads, writes;
+	unsigned reads, writes;        /* calls so far, counted atomically: threads may read */
 	unsigned fail_read, fail_write;
 	uint64_t wlo, whi;
 };
 
-static ssize_t fault_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t fault_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct fault_priv *p = io->priv;
 
 	ssize_t n;
 
-	if (++p->reads == p->fail_read)
+	if (__atomic_add_fetch(&p->reads, 1, __ATOMIC_RELAXED) == p->fail_read)
 		return NDZ_EIO;
-	n = p->inner->ops->pread(p->inner, buf, len, off);
-	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
+	n = p->inner->ops->pread(p->inner, buf, len, off, sys);
+	return n;
 }
 
-static ssize_t fault_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t fault_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			    int *sys)
 {
 	struct fault_priv *p = io->priv;
 
 	ssize_t n;
 
-	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
+	if (__atomic_add_fetch(&p->writes, 1, __ATOMIC_RELAXED) == p->fail_write ||
+	    off < p->wlo || off + len > p->whi)
 		return NDZ_EIO;
-	n = p->inner->ops->pwrite(p->inner, buf, len, off);
-	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
+	n = p->inner->ops->pwrite(p->inner, buf, len, off, sys);
+	return n;
 }
 
-static int fault_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int fault_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct fault_priv *p = io->priv;
 
-	if (++p->writes == p->fail_write || off < p->wlo || off + len > p->whi)
+	if (__atomic_add_fetch(&p->writes, 1, __ATOMIC_RELAXED) == p->fail_write ||
+	    off < p->wlo || off + len > p->whi)
 		return NDZ_EIO;
-	return inner_fail(io, p->inner, p->inner->ops->zero(p->inner, off, len));
+	return p->inner->ops->zero(p->inner, off, len, sys);
 }
 
-static int fault_flush(struct ndz_io *io)
+static int fault_flush(struct ndz_io *io, int *sys)
 {
 	struct fault_priv *p = io->priv;
 
-	return inner_fail(io, p->inner, p->inner->ops->flush(p->inner));
+	return p->inner->ops->flush(p->inner, sys);
 }
 
 static void fault_close(struct ndz_io *io)
@@ -527,14 +572,14 @@ static const struct ndz_io_ops fault_ops = {
 };
 
 int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
-		      uint64_t wlo, uint64_t whi, struct ndz_io **out)
+		      uint64_t wlo, uint64_t whi, struct ndz_io **out, struct ndz_error *e)
 {
 	struct fault_priv *p = calloc(1, sizeof(*p));
 	struct ndz_io *io = p ? io_new(&fault_ops, inner->name) : NULL;
 
 	if (!io) {
 		free(p);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", inner->name, ndz_strerror(NDZ_ENOMEM));
 	}
 	p->inner = inner;
 	p->fail_read = fail_read_nth;
@@ -556,7 +601,7 @@ struct sub_priv {
 	uint64_t off;
 };
 
-static ssize_t sub_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t sub_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct sub_priv *p = io->priv;
 
@@ -565,11 +610,12 @@ static ssize_t sub_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
 	len = clamp_read(io, off, len);
 	if (!len)
 		return 0;
-	n = p->inner->ops->pread(p->inner, buf, len, p->off + off);
-	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
+	n = p->inner->ops->pread(p->inner, buf, len, p->off + off, sys);
+	return n;
 }
 
-static ssize_t sub_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t sub_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			    int *sys)
 {
 	struct sub_priv *p = io->priv;
 
@@ -577,24 +623,24 @@ static ssize_t sub_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64
 
 	if (!in_bounds(io, off, len))
 		return NDZ_EIO;
-	n = p->inner->ops->pwrite(p->inner, buf, len, p->off + off);
-	return n < 0 ? inner_fail(io, p->inner, (int)n) : n;
+	n = p->inner->ops->pwrite(p->inner, buf, len, p->off + off, sys);
+	return n;
 }
 
-static int sub_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int sub_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct sub_priv *p = io->priv;
 
 	if (!in_bounds(io, off, len))
 		return NDZ_EIO;
-	return inner_fail(io, p->inner, p->inner->ops->zero(p->inner, p->off + off, len));
+	return p->inner->ops->zero(p->inner, p->off + off, len, sys);
 }
 
-static int sub_flush(struct ndz_io *io)
+static int sub_flush(struct ndz_io *io, int *sys)
 {
 	struct sub_priv *p = io->priv;
 
-	return inner_fail(io, p->inner, p->inner->ops->flush(p->inner));
+	return p->inner->ops->flush(p->inner, sys);
 }
 
 static void sub_close(struct ndz_io *io)
@@ -602,7 +648,7 @@ static void sub_close(struct ndz_io *io)
 	free(io->priv);
 }
 
-static int sub_discard(struct ndz_io *io, uint64_t off, uint64_t len)
+static int sub_discard(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
 	struct sub_priv *p = io->priv;
 
@@ -610,25 +656,28 @@ static int sub_discard(struct ndz_io *io, uint64_t off, uint64_t len)
 		return NDZ_EIO;
 	if (!p->inner->ops->discard)
 		return 0;
-	return inner_fail(io, p->inner, p->inner->ops->discard(p->inner, p->off + off, len));
+	return p->inner->ops->discard(p->inner, p->off + off, len, sys);
 }
 
 static const struct ndz_io_ops sub_ops = {
 	sub_pread, sub_pwrite, sub_zero, sub_flush, sub_close, sub_discard,
 };
 
-int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out)
+int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out,
+		    struct ndz_error *e)
 {
 	struct sub_priv *p;
 	struct ndz_io *io;
 
 	if (offset > inner->size || len > inner->size - offset)
-		return NDZ_ERANGE;
+		return ndz_error_set(e, NDZ_ERANGE, 0, "%s: bytes %llu+%llu are past its end",
+				     inner->name, (unsigned long long)offset,
+				     (unsigned long long)len);
 	p = malloc(sizeof(*p));
 	io = p ? io_new(&sub_ops, inner->name) : NULL;
 	if (!io) {
 		free(p);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", inner->name, ndz_strerror(NDZ_ENOMEM));
 	}
 	p->inner = inner;
 	p->off = offset;
@@ -646,7 +695,7 @@ struct zeroed_priv {
 	const struct ndz_ranges *zero;
 };
 
-static ssize_t zeroed_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t zeroed_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct zeroed_priv *p = io->priv;
 	const struct ndz_ranges *z = p->zero;
@@ -654,9 +703,9 @@ static ssize_t zeroed_pread(struct ndz_io *io, void *buf, size_t len, uint64_t o
 	size_t lo = 0, hi = z->n;
 	ssize_t n;
 
-	n = p->inner->ops->pread(p->inner, buf, len, off);
+	n = p->inner->ops->pread(p->inner, buf, len, off, sys);
 	if (n <= 0)
-		return n < 0 ? inner_fail(io, p->inner, (int)n) : 0;
+		return n;
 	end = off + (uint64_t)n;
 	/* the first range that ends after off (ranges are sorted and disjoint) */
 	while (lo < hi) {
@@ -678,21 +727,21 @@ static ssize_t zeroed_pread(struct ndz_io *io, void *buf, size_t len, uint64_t o
 	return n;
 }
 
-static ssize_t zeroed_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t zeroed_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			    int *sys)
 {
-	(void)buf, (void)len, (void)off;
-	ndz_error_set(&io->err, NDZ_EIO, 0, "%s: read-only view", io->name);
-	return NDZ_EIO;
+	(void)io, (void)buf, (void)len, (void)off, (void)sys;
+	return NDZ_EIO;                            /* a read-only view */
 }
 
-static int zeroed_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+static int zeroed_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
-	return (int)zeroed_pwrite(io, NULL, (size_t)len, off);
+	return (int)zeroed_pwrite(io, NULL, (size_t)len, off, sys);
 }
 
-static int zeroed_flush(struct ndz_io *io)
+static int zeroed_flush(struct ndz_io *io, int *sys)
 {
-	(void)io;
+	(void)io, (void)sys;
 	return 0;
 }
 
@@ -705,14 +754,15 @@ static const struct ndz_io_ops zeroed_ops = {
 	zeroed_pread, zeroed_pwrite, zeroed_zero, zeroed_flush, zeroed_close, NULL,
 };
 
-int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out)
+int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out,
+		       struct ndz_error *e)
 {
 	struct zeroed_priv *p = malloc(sizeof(*p));
 	struct ndz_io *io = p ? io_new(&zeroed_ops, inner->name) : NULL;
 
 	if (!io) {
 		free(p);
-		return NDZ_ENOMEM;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", inner->name, ndz_strerror(NDZ_ENOMEM));
 	}
 	p->inner = inner;
 	p->zero = zero;
@@ -733,20 +783,23 @@ void ndz_io_close(struct ndz_io *io)
 	free(io);
 }
 
-int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got)
+int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got,
+		     struct ndz_error *e)
 {
 	size_t done = 0;
+	int sys = 0;
 
-	io->err.code = 0;
 	while (done < len) {
-		ssize_t n = io->ops->pread(io, (uint8_t *)buf + done, len - done, off + done);
+		ssize_t n = io->ops->pread(io, (uint8_t *)buf + done, len - done, off + done, &sys);
 
 		if (n < 0)
-			return (int)n;
+			return io_fail(io, (int)n, sys, e, "read error at byte %llu",
+				       (unsigned long long)(off + done));
 		if (n == 0) {
 			if (got)
 				*got = done;
-			return NDZ_ESHORTREAD;
+			return io_fail(io, NDZ_ESHORTREAD, 0, e, "ends at byte %llu",
+				       (unsigned long long)(off + done));
 		}
 		done += (size_t)n;
 	}
@@ -755,43 +808,34 @@ int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, siz
 	return 0;
 }
 
-int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+		      struct ndz_error *e)
 {
-	size_t done = 0;
+	int sys = 0, rc = write_all(io, buf, len, off, &sys);
 
-	io->err.code = 0;
-	while (done < len) {
-		ssize_t n = io->ops->pwrite(io, (const uint8_t *)buf + done, len - done,
-					    off + done);
-
-		if (n <= 0)
-			return n < 0 ? (int)n : NDZ_EIO;
-		done += (size_t)n;
-	}
-	return 0;
+	return rc < 0 ? io_fail(io, rc, sys, e, "write error at byte %llu",
+				(unsigned long long)off) : 0;
 }
 
-int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len)
+int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len, struct ndz_error *e)
 {
-	io->err.code = 0;
-	return io->ops->zero(io, off, len);
+	int sys = 0, rc = io->ops->zero(io, off, len, &sys);
+
+	return rc < 0 ? io_fail(io, rc, sys, e, "cannot zero %llu bytes at byte %llu",
+				(unsigned long long)len, (unsigned long long)off) : 0;
 }
 
-int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len)
+int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len, struct ndz_error *e)
 {
-	io->err.code = 0;
-	return io->ops->discard ? io->ops->discard(io, off, len) : 0;
+	int sys = 0, rc = io->ops->discard ? io->ops->discard(io, off, len, &sys) : 0;
+
+	return rc < 0 ? io_fail(io, rc, sys, e, "cannot discard %llu bytes at byte %llu",
+				(unsigned long long)len, (unsigned long long)off) : 0;
 }
 
-int ndz_io_flush(struct ndz_io *io)
+int ndz_io_flush(struct ndz_io *io, struct ndz_error *e)
 {
-	io->err.code = 0;
-	return io->ops->flush(io);
-}
+	int sys = 0, rc = io->ops->flush(io, &sys);
 
-int ndz_io_fail(struct ndz_io *io, int rc, struct ndz_error *e, const char *what)
-{
-	if (io->err.code == rc && io->err.sys)
-		return ndz_error_set(e, rc, io->err.sys, "%s: %s", io->name, what);
-	return ndz_error_set(e, rc, 0, "%s: %s: %s", io->name, what, ndz_strerror(rc));
+	return rc < 0 ? io_fail(io, rc, sys, e, "flush failed") : 0;
 }

@@ -13,18 +13,25 @@
 
 struct ndz_io;
 
+/*
+ * A backend. Each call that fails returns a negative NDZ_E* code and, when a system
+ * call failed, stores its errno in *sys (sys may be NULL); the ndz_io_* functions
+ * below turn that into a message. Nothing is kept in the io, so calls on one io
+ * from several threads (reads of a source) need no lock for their errors.
+ */
 struct ndz_io_ops {
 	/* Like pread/pwrite: bytes moved, 0 at end, or a negative NDZ_E* code. */
-	ssize_t (*pread)(struct ndz_io *io, void *buf, size_t len, uint64_t off);
-	ssize_t (*pwrite)(struct ndz_io *io, const void *buf, size_t len, uint64_t off);
+	ssize_t (*pread)(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys);
+	ssize_t (*pwrite)(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			  int *sys);
 	/* Make [off, off+len) read back as zeros (hole punch or zero writes). */
-	int (*zero)(struct ndz_io *io, uint64_t off, uint64_t len);
-	/* Flush written data to stable storage. 0 or NDZ_EIO. */
-	int (*flush)(struct ndz_io *io);
+	int (*zero)(struct ndz_io *io, uint64_t off, uint64_t len, int *sys);
+	/* Flush written data to stable storage. 0, NDZ_EIO or NDZ_EGONE. */
+	int (*flush)(struct ndz_io *io, int *sys);
 	/* Release resources. */
 	void (*close)(struct ndz_io *io);
 	/* Tell the device [off, off+len) is unused; NULL: it cannot be told. */
-	int (*discard)(struct ndz_io *io, uint64_t off, uint64_t len);
+	int (*discard)(struct ndz_io *io, uint64_t off, uint64_t len, int *sys);
 };
 
 struct ndz_io {
@@ -33,7 +40,6 @@ struct ndz_io {
 	int is_blockdev;
 	int is_regular;
 	int is_stream;                 /* sequential only (a pipe, stdin, stdout) */
-	struct ndz_error err;          /* the last failed call on this io, naming it */
 	const char *unsynced;          /* after a flush: why nothing was synced ("a pipe"),
 					  NULL when it was */
 	char *name;                    /* for messages */
@@ -67,30 +73,33 @@ int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz
  * ndz_io_open_stream - an io over a file descriptor read or written in order from
  * its current position (a pipe, stdin, stdout): reads and writes must start where
  * the last one ended (else NDZ_ENOTSUP); size is 0. The descriptor stays the
- * caller's (not closed). name is for messages.
+ * caller's (not closed). name is for messages. 0, or NDZ_ENOMEM with e set.
  */
-int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out);
+int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out, struct ndz_error *e);
 
 /*
  * ndz_io_open_mem - an io over buf[0..len). Writes beyond len fail with NDZ_EIO.
- * buf stays owned by the caller and must outlive the io.
+ * buf stays owned by the caller and must outlive the io. 0, or NDZ_ENOMEM with e set.
  */
-int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out);
+int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out,
+		    struct ndz_error *e);
 
 /*
  * ndz_io_open_fault - wrap inner: the nth read or write call (1-based; 0 never)
  * fails with NDZ_EIO, and writes outside [wlo, whi) fail too (a guard for
  * tests that nothing is written outside the target's regions). Takes ownership
- * of inner.
+ * of inner (on success only). 0, or NDZ_ENOMEM with e set.
  */
 int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
-		      uint64_t wlo, uint64_t whi, struct ndz_io **out);
+		      uint64_t wlo, uint64_t whi, struct ndz_io **out, struct ndz_error *e);
 
 /*
  * ndz_io_open_sub - a view of inner's [offset, offset+len): a partition of a disk.
- * Does not own inner, which must outlive the view.
+ * Does not own inner, which must outlive the view. 0, NDZ_ERANGE (the window is
+ * not inside inner) or NDZ_ENOMEM, with e set.
  */
-int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out);
+int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out,
+		    struct ndz_error *e);
 
 struct ndz_ranges;
 
@@ -98,51 +107,60 @@ struct ndz_ranges;
  * ndz_io_open_zeroed - a read-only view of inner in which the sectors of zero
  * (sorted and disjoint, lib/ranges.h) read as zeros: an image holds blocks the
  * filesystem never reads as they are (a clean journal's body) as zeros. Does not
- * own inner or zero, which must outlive the view.
+ * own inner or zero, which must outlive the view. 0, or NDZ_ENOMEM with e set.
  */
-int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out);
+int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out,
+		       struct ndz_error *e);
 
 /* ndz_io_close - close and free; accepts NULL. */
 void ndz_io_close(struct ndz_io *io);
 
 /*
- * ndz_io_read_full - read exactly len bytes at off. Returns 0, NDZ_ESHORTREAD when
- * the end comes first (*got says how many were read if got is not NULL), or NDZ_EIO
- * (io->err says why).
+ * The operations below fill e (may be NULL; first error wins) when they fail, as
+ * "NAME: what: reason": the system's reason when a system call failed, else the
+ * code's message. They keep nothing in the io: any number of threads may read one
+ * io at once (a file, a device, a memory or window view), each with its own e.
  */
-int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got);
 
-/* ndz_io_write_full - write exactly len bytes at off. Returns 0 or NDZ_EIO (io->err). */
-int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off);
+/*
+ * ndz_io_read_full - read exactly len bytes at off. Returns 0, NDZ_ESHORTREAD when
+ * the end comes first (*got says how many were read if got is not NULL; e says
+ * "NAME: ends at byte N"), or NDZ_EIO ("NAME: read error at byte N: reason").
+ */
+int ndz_io_read_full(struct ndz_io *io, void *buf, size_t len, uint64_t off, size_t *got,
+		     struct ndz_error *e);
 
-/* ndz_io_zero - make [off, off+len) read back as zeros. 0 or NDZ_EIO (io->err). */
-int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len);
+/*
+ * ndz_io_write_full - write exactly len bytes at off. Returns 0 or NDZ_EIO ("NAME:
+ * write error at byte N: reason").
+ */
+int ndz_io_write_full(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+		      struct ndz_error *e);
+
+/* ndz_io_zero - make [off, off+len) read back as zeros. 0 or NDZ_EIO. */
+int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len, struct ndz_error *e);
 
 /*
  * ndz_io_discard - tell the target [off, off+len) holds nothing of value (a solid
  * state disk can then erase it in the background): BLKDISCARD on a block device,
  * a punched hole in a regular file. What it reads back afterwards is not promised
  * (a file's hole reads as zeros, a device's discarded blocks may not). A target
- * that cannot discard is left as it is. 0 or NDZ_EIO (io->err).
+ * that cannot discard is left as it is. 0 or NDZ_EIO.
  */
-int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len);
+int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len, struct ndz_error *e);
 
 /*
- * ndz_io_flush - written data to stable storage. 0, NDZ_EIO (io->err: any failure
- * of a file or block device, a read-only file system included) or NDZ_EGONE (a
- * regular file removed while being written). A pipe, socket or character device
- * cannot be synced: 0, and io->unsynced says what it is.
+ * ndz_io_flush - written data to stable storage. 0, NDZ_EIO ("NAME: flush failed:
+ * reason": any failure of a file or block device, a read-only file system
+ * included) or NDZ_EGONE (a regular file removed while being written). A pipe,
+ * socket or character device cannot be synced: 0, and io->unsynced says what it is.
  */
-int ndz_io_flush(struct ndz_io *io);
-
-/* ndz_io_set_size - grow or shrink a regular file (0 or NDZ_EIO/NDZ_ENOTSUP). */
-int ndz_io_set_size(struct ndz_io *io, uint64_t size);
+int ndz_io_flush(struct ndz_io *io, struct ndz_error *e);
 
 /*
- * ndz_io_fail - record in e why a call on io failed with code rc while doing what
- * ("write at byte 4096"): the system's reason when io->err holds one for it, else
- * the code's message, as "NAME: what: reason". Returns rc.
+ * ndz_io_set_size - grow or shrink a regular file: 0, NDZ_EIO or NDZ_ENOTSUP
+ * (not a regular file).
  */
-int ndz_io_fail(struct ndz_io *io, int rc, struct ndz_error *e, const char *what);
+int ndz_io_set_size(struct ndz_io *io, uint64_t size, struct ndz_error *e);
 
 #endif

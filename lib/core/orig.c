@@ -547,11 +547,9 @@ static int scan_file(struct ndz_orig_reader *r, struct ndz_error *e)
 	r->chunks = (uint32_t)(size / NDZ_CHUNK_SIZE);
 	for (i = 0; i < r->chunks; i++) {
 		rc = ndz_io_read_full(r->in, area, NDZ_ORIG_HDR_AREA, (uint64_t)i * NDZ_CHUNK_SIZE,
-				      NULL);
-		if (rc < 0) {
-			rc = ndz_io_fail(r->in, rc, e, "read error");
+				      NULL, e);
+		if (rc < 0)
 			goto out;
-		}
 		if (i == 0)
 			r->chunks = r->chunks;
 		rc = place_chunk(r, area, i, &oh, &first, &last, e);
@@ -574,11 +572,12 @@ out:
 /* a stream: read the byte after a chunk, to know whether it was the last one */
 static int peek_stream(struct ndz_orig_reader *r, uint64_t off, struct ndz_error *e)
 {
+	struct ndz_error why = { 0 };
 	size_t got = 0;
-	int rc = ndz_io_read_full(r->in, &r->peek, 1, off, &got);
+	int rc = ndz_io_read_full(r->in, &r->peek, 1, off, &got, &why);
 
 	if (rc < 0 && rc != NDZ_ESHORTREAD)
-		return ndz_io_fail(r->in, rc, e, "read error");
+		return ndz_error_copy(e, &why);
 	r->peeked = got == 1;
 	r->peek_eof = got == 0;
 	return 0;
@@ -610,10 +609,9 @@ int ndz_orig_reader_open(struct ndz_io *in, uint8_t *chunk0, struct ndz_chunk_hd
 					   ndz_strerror(NDZ_ENOMEM));
 			goto fail;
 		}
-		rc = ndz_io_read_full(in, area, NDZ_ORIG_HDR_AREA, 0, NULL);
+		rc = ndz_io_read_full(in, area, NDZ_ORIG_HDR_AREA, 0, NULL, e);
 		if (rc < 0) {
 			free(area);
-			rc = ndz_io_fail(in, rc, e, "read error");
 			goto fail;
 		}
 	} else {
@@ -643,6 +641,7 @@ int ndz_orig_reader_next(struct ndz_orig_reader *r, uint8_t *buf, struct ndz_chu
 {
 	uint64_t off = (uint64_t)r->next * NDZ_CHUNK_SIZE, f, l;
 	struct ndz_orig_hdr oh;
+	struct ndz_error why = { 0 };
 	size_t got = 0;
 	int rc, is_last;
 
@@ -656,21 +655,21 @@ int ndz_orig_reader_next(struct ndz_orig_reader *r, uint8_t *buf, struct ndz_chu
 		if (r->peek_eof)
 			return 0;
 		buf[0] = r->peek;
-		rc = ndz_io_read_full(r->in, buf + 1, NDZ_CHUNK_SIZE - 1, off + 1, &got);
+		rc = ndz_io_read_full(r->in, buf + 1, NDZ_CHUNK_SIZE - 1, off + 1, &got, &why);
 		if (rc == NDZ_ESHORTREAD)
 			return ndz_error_set(e, NDZ_ETRUNC, 0, "%s: chunk %u: %s (%zu of %u bytes)",
 					     r->in->name, r->next, ndz_strerror(NDZ_ETRUNC), got + 1,
 					     NDZ_CHUNK_SIZE);
 		if (rc < 0)
-			return ndz_io_fail(r->in, rc, e, "read error");
+			return ndz_error_copy(e, &why);
 		if ((rc = peek_stream(r, off + NDZ_CHUNK_SIZE, e)) < 0)
 			return rc;
 	} else {
 		if (r->next == r->chunks)
 			return 0;
-		rc = ndz_io_read_full(r->in, buf, NDZ_CHUNK_SIZE, off, NULL);
+		rc = ndz_io_read_full(r->in, buf, NDZ_CHUNK_SIZE, off, NULL, e);
 		if (rc < 0)
-			return ndz_io_fail(r->in, rc, e, "read error");
+			return rc;
 	}
 	rc = place_chunk(r, buf, r->next, &oh, &f, &l, e);
 	if (rc < 0)

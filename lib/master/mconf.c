@@ -486,7 +486,7 @@ int ndz_mconf_load(const char *path, struct ndz_mconf **out, struct ndz_error *e
 		ndz_io_close(io);
 		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
 	}
-	rc = ndz_io_read_full(io, text, size, 0, NULL);
+	rc = ndz_io_read_full(io, text, size, 0, NULL, NULL);
 	ndz_io_close(io);
 	if (rc < 0)
 		rc = ndz_error_set(e, rc, 0, "%s: cannot read", path);

@@ -97,7 +97,7 @@ static int store(const struct ndz_mconn *c, int fd, const struct ndz_ctl_req *re
 	struct ndz_io *io = NULL;
 	int rc;
 
-	if (ndz_io_open_stream(fd, "upload", &io) != 0)
+	if (ndz_io_open_stream(fd, "upload", &io, NULL) != 0)
 		return ndz_error_set(e, NDZ_ENET, errno, "connection lost");
 	rc = ndz_upload_receive(io, tfd, limit, req->size, stats, e);
 	ndz_io_close(io);

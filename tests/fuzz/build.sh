@@ -44,6 +44,7 @@ for src in "$top"/lib/*/*.c "$top"/fs/*.c; do
 	case $src in "$top"/lib/cli/*) continue ;; esac	# the programs' own, not the library
 	[ -f "$src" ] || continue
 	rel=${src#"$top"/}
+	case $rel in lib/cli/*) continue ;; esac	# the programs' helpers, as in the Makefile
 	obj="$out/obj/$(echo "$rel" | tr / _ | sed 's/\.c$/.o/')"
 	# shellcheck disable=SC2086
 	nice $CC $CFLAGS $SAN -fsanitize=fuzzer-no-link $CPPFLAGS -c -o "$obj" "$src" || {

@@ -39,7 +39,7 @@ static inline void fuzz_module(const struct ndz_fs_module *m, const uint8_t *dat
 	if (!buf)
 		return;
 	memcpy(buf + at, data, size);
-	if (ndz_io_open_mem(buf, FUZZ_VOL_BYTES, 0, &io) == 0) {
+	if (ndz_io_open_mem(buf, FUZZ_VOL_BYTES, 0, &io, NULL) == 0) {
 		if (m->probe(io) > 0 && m->open(io, &o, &fs, &err) == 0) {
 			if (m->walk(fs, fuzz_sink, NULL, &st, &err) == 0 && m->zeros)
 				m->zeros(fs, fuzz_sink, NULL);

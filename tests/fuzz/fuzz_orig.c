@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (orc == 0 && ndz_orig_data_end(img, &oh) > ((uint64_t)UINT32_MAX + 1) * NDZ_SECTOR_SIZE)
 		abort();
 
-	if (ndz_io_open_mem(img, NDZ_CHUNK_SIZE, 0, &in) < 0)
+	if (ndz_io_open_mem(img, NDZ_CHUNK_SIZE, 0, &in, NULL) < 0)
 		abort();
 	rc = ndz_image_reader_open(in, &r, &e);
 	if (rc < 0)
@@ -90,19 +90,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (h0->source_bytes <= MAX_TARGET) {
 		o.verify_only = 0;
 		memset(target, 0xa5, (size_t)h0->source_bytes);
-		if (ndz_io_open_mem(target, (size_t)h0->source_bytes, 1, &mem) < 0 ||
-		    ndz_io_open_fault(mem, 0, 0, 0, h0->source_bytes, &io) < 0)
+		if (ndz_io_open_mem(target, (size_t)h0->source_bytes, 1, &mem, NULL) < 0 ||
+		    ndz_io_open_fault(mem, 0, 0, 0, h0->source_bytes, &io, NULL) < 0)
 			abort();
 	}
-	if (ndz_unzip_create(io, &o, &u) < 0)
+	if (ndz_unzip_create(io, &o, &u, NULL) < 0)
 		abort();
-	buf = ndz_unzip_get_buf(u);
+	buf = ndz_unzip_get_buf(u, NULL);
 	if (!buf)
 		abort();
 	rc = ndz_image_reader_next(r, buf, &h, &e);
 	if (rc != 1)
 		abort();               /* the chunk open read and checked */
-	ndz_unzip_put_buf(u, buf, &h, 0);
+	ndz_unzip_put_buf(u, buf, &h, 0, NULL);
 	rc = ndz_unzip_finish(u, NULL, &e);
 	if (rc == NDZ_EIO || rc > 0)
 		abort();               /* a write outside the image, or a bogus code */

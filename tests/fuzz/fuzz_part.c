@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	if (size >= 1024)
 		memcpy(buf + disk - 512, data + size - 512, 512);
-	if (ndz_io_open_mem(buf, disk, 0, &io) == 0) {
+	if (ndz_io_open_mem(buf, disk, 0, &io, NULL) == 0) {
 		ndz_ptable_init(&t);
 		if (ndz_part_read(io, &t, &err) == 0) {
 			for (size_t i = 0; i < t.n; i++) {
@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				struct ndz_ptable b;
 
 				if (ndz_io_open_sub(io, t.v[i].start * 512, t.v[i].count * 512,
-						    &sub) < 0)
+						    &sub, NULL) < 0)
 					continue;
 				ndz_ptable_init(&b);
 				ndz_bsd_read(sub, &b, &err);

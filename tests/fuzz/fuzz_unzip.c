@@ -163,13 +163,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (write && h.source_bytes <= MAX_TARGET) {
 		o.verify_only = 0;
 		memset(target, 0xa5, (size_t)h.source_bytes);
-		if (ndz_io_open_mem(target, (size_t)h.source_bytes, 1, &mem) < 0 ||
-		    ndz_io_open_fault(mem, 0, 0, 0, h.source_bytes, &io) < 0)
+		if (ndz_io_open_mem(target, (size_t)h.source_bytes, 1, &mem, NULL) < 0 ||
+		    ndz_io_open_fault(mem, 0, 0, 0, h.source_bytes, &io, NULL) < 0)
 			abort();
 	}
-	if (ndz_unzip_create(io, &o, &u) < 0)
+	if (ndz_unzip_create(io, &o, &u, NULL) < 0)
 		abort();
-	put_rc = ndz_unzip_put(u, chunk, NULL, 0);
+	put_rc = ndz_unzip_put(u, chunk, NULL, 0, NULL);
 	rc = ndz_unzip_finish(u, NULL, &e);
 	if (put_rc < 0 && rc != put_rc)
 		abort();               /* finish reports the first error */

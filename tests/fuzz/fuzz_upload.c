@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (ftruncate(out, 0) != 0 || lseek(out, 0, SEEK_SET) != 0)
 		abort();
-	if (ndz_io_open_mem((void *)data, size, 0, &io) != 0)
+	if (ndz_io_open_mem((void *)data, size, 0, &io, NULL) != 0)
 		abort();
 	io->is_stream = 1;             /* read in order, as from a socket */
 	rc = ndz_upload_receive(io, out, 0, 0, &st, &e);

@@ -31,10 +31,10 @@ static uint64_t check_bytes(struct ndz_io *src, const struct ndz_scan_result *re
 				size_t len = (size_t)n * NDZ_SECTOR_SIZE;
 				uint64_t off = res->base + x * NDZ_SECTOR_SIZE;
 
-				if (ndz_io_read_full(src, a, len, off, NULL) < 0)
+				if (ndz_io_read_full(src, a, len, off, NULL, NULL) < 0)
 					return UINT64_MAX;
 				if (other && ndz_io_read_full(other, b, len,
-							      x * NDZ_SECTOR_SIZE, NULL) < 0)
+							      x * NDZ_SECTOR_SIZE, NULL, NULL) < 0)
 					return UINT64_MAX;
 				for (size_t i = 0; i < len; i++)
 					bad += other ? a[i] != b[i] : a[i] != 0;

@@ -41,7 +41,7 @@ static inline int fs_walk_mem(const struct ndz_fs_module *m, uint8_t *vol, size_
 
 	memset(g, 0, sizeof(*g));
 	memset(st, 0, sizeof(*st));
-	assert_int_equal(ndz_io_open_mem(vol, size, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(vol, size, 0, &io, NULL), 0);
 	rc = m->open(io, &o, &fs, err);
 	if (rc == 0) {
 		rc = m->walk(fs, collect, g, st, err);

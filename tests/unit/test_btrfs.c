@@ -338,7 +338,7 @@ static int run_warn(struct got *g)
 	nwarned = 0;
 	memset(g, 0, sizeof(*g));
 	memset(&st, 0, sizeof(st));
-	assert_int_equal(ndz_io_open_mem(vol, size, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(vol, size, 0, &io, NULL), 0);
 	rc = ndz_fs_btrfs.open(io, &o, &fs, &err);
 	if (rc == 0) {
 		rc = ndz_fs_btrfs.walk(fs, collect, g, &st, &err);

@@ -127,14 +127,14 @@ static void test_unzip_put_owned_releases(void **state)
 	ndz_unzip_opts_init(&uo);
 	uo.verify_only = 1;
 	uo.threads = 1;
-	assert_int_equal(ndz_unzip_create(NULL, &uo, &u), 0);
+	assert_int_equal(ndz_unzip_create(NULL, &uo, &u, NULL), 0);
 	b = ndz_bufpool_get(p);
 	assert_int_equal(ndz_unzip_put_owned(u, b, NULL, 0, count_release, p), 0);
 	assert_int_equal(released, 1);
 	/* a chunk that is none: the pipeline fails, and a buffer put then comes back */
 	b = ndz_bufpool_get(p);
 	memset(b, 0xee, NDZ_CHUNK_SIZE);
-	assert_true(ndz_unzip_put(u, b, NULL, 0) < 0);
+	assert_true(ndz_unzip_put(u, b, NULL, 0, NULL) < 0);
 	rc = ndz_unzip_put_owned(u, b, NULL, 0, count_release, p);
 	assert_true(rc < 0);
 	assert_int_equal(released, 2);

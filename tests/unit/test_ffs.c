@@ -104,7 +104,7 @@ static int walk_ufs(struct got *g, struct ndz_error *err)
 
 	ndz_ranges_init(&g->r);
 	ndz_error_clear(err);           /* the first error wins: each walk starts clear */
-	assert_int_equal(ndz_io_open_mem(vol, VOL, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(vol, VOL, 0, &io, NULL), 0);
 	rc = ndz_fs_ufs.probe(io);
 	if (rc == 1)
 		rc = ndz_fs_ufs.open(io, &o, &fs, err);
@@ -203,7 +203,7 @@ static void test_scan_disk(void **state)
 	put_le32(d + 446 + 32 + 12, 1024);
 	d[510] = 0x55;
 	d[511] = 0xaa;
-	assert_int_equal(ndz_io_open_mem(d, dsize, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(d, dsize, 0, &io, NULL), 0);
 
 	ndz_scan_opts_init(&o);
 	o.min_free = 0;
@@ -305,7 +305,7 @@ static void test_scan_keeps_tail(void **state)
 	put_le32(d + 446 + 12, VOL / 512 + extra);
 	d[510] = 0x55;
 	d[511] = 0xaa;
-	assert_int_equal(ndz_io_open_mem(d, dsize, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(d, dsize, 0, &io, NULL), 0);
 	ndz_scan_opts_init(&o);
 	o.min_free = 0;
 	nwarn = 0;

@@ -259,7 +259,7 @@ static int read_both(const char *path, uint32_t *count, char *msg, size_t msglen
 	ndz_io_close(io);
 	fd = open(path, O_RDONLY);
 	assert_true(fd >= 0);
-	assert_int_equal(ndz_io_open_stream(fd, "stream", &io), 0);
+	assert_int_equal(ndz_io_open_stream(fd, "stream", &io, NULL), 0);
 	assert_int_equal(io->is_stream, 1);
 	rc2 = read_all(io, &n2, &e2);
 	ndz_io_close(io);
@@ -339,7 +339,7 @@ static void test_stream_ends(void **state)
 	assert_int_equal(write(fd, img.data, NDZ_CHUNK_SIZE), NDZ_CHUNK_SIZE);
 	close(fd);
 	fd = open(path, O_RDONLY);
-	assert_int_equal(ndz_io_open_stream(fd, "stdin", &io), 0);
+	assert_int_equal(ndz_io_open_stream(fd, "stdin", &io, NULL), 0);
 	assert_int_equal(read_all(io, &count, &e), NDZ_EHEADER);
 	assert_int_equal(count, 3);
 	assert_string_equal(ndz_error_msg(&e), "stdin: data after the image's last chunk (chunk 2)");
@@ -349,7 +349,7 @@ static void test_stream_ends(void **state)
 	/* cut after chunk 1: the stream ends before the LAST chunk */
 	assert_int_equal(truncate(path, 2 * NDZ_CHUNK_SIZE), 0);
 	fd = open(path, O_RDONLY);
-	assert_int_equal(ndz_io_open_stream(fd, "stdin", &io), 0);
+	assert_int_equal(ndz_io_open_stream(fd, "stdin", &io, NULL), 0);
 	ndz_error_clear(&e);
 	assert_int_equal(read_all(io, &count, &e), NDZ_EMISSING);
 	assert_int_equal(count, 2);
@@ -359,7 +359,7 @@ static void test_stream_ends(void **state)
 	{
 		uint8_t b;
 
-		assert_int_equal(io->ops->pread(io, &b, 1, 5), NDZ_ENOTSUP);
+		assert_int_equal(io->ops->pread(io, &b, 1, 5, NULL), NDZ_ENOTSUP);
 	}
 	ndz_io_close(io);
 	close(fd);

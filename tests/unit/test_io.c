@@ -1,6 +1,7 @@
 /* Unit tests for lib/io.c: memory, sub-range, fault-injecting and file implementations. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -45,33 +46,33 @@ static void test_mem_read(void **state)
 
 	(void)state;
 	fill(buf, sizeof(buf), 1);
-	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &io, NULL), 0);
 	assert_int_equal(io->size, 100);
 	assert_non_null(io->name);
 	assert_int_equal(io->is_regular, 0);
 	assert_int_equal(io->is_blockdev, 0);
-	assert_int_equal(io->ops->pread(io, out, 10, 5), 10);
+	assert_int_equal(io->ops->pread(io, out, 10, 5, NULL), 10);
 	assert_memory_equal(out, buf + 5, 10);
-	assert_int_equal(io->ops->pread(io, out, 50, 90), 10);   /* clipped at the end */
+	assert_int_equal(io->ops->pread(io, out, 50, 90, NULL), 10);   /* clipped at the end */
 	assert_memory_equal(out, buf + 90, 10);
-	assert_int_equal(io->ops->pread(io, out, 10, 100), 0);   /* at the end */
-	assert_int_equal(io->ops->pread(io, out, 10, 1000), 0);  /* beyond */
-	assert_int_equal(io->ops->pread(io, out, 10, UINT64_MAX), 0);
-	assert_int_equal(io->ops->pread(io, out, 0, 0), 0);
+	assert_int_equal(io->ops->pread(io, out, 10, 100, NULL), 0);   /* at the end */
+	assert_int_equal(io->ops->pread(io, out, 10, 1000, NULL), 0);  /* beyond */
+	assert_int_equal(io->ops->pread(io, out, 10, UINT64_MAX, NULL), 0);
+	assert_int_equal(io->ops->pread(io, out, 0, 0, NULL), 0);
 	/* read_full: exact, short with the count, nothing */
-	assert_int_equal(ndz_io_read_full(io, out, 100, 0, &got), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 100, 0, &got, NULL), 0);
 	assert_int_equal(got, 100);
 	assert_memory_equal(out, buf, 100);
-	assert_int_equal(ndz_io_read_full(io, out, 100, 0, NULL), 0);
-	assert_int_equal(ndz_io_read_full(io, out, 60, 50, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 100, 0, NULL, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 60, 50, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 50);
 	assert_memory_equal(out, buf + 50, 50);
-	assert_int_equal(ndz_io_read_full(io, out, 1, 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 1, 100, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 0);
-	assert_int_equal(ndz_io_read_full(io, out, 1, 100, NULL), NDZ_ESHORTREAD);
-	assert_int_equal(ndz_io_read_full(io, out, 0, 100, &got), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 1, 100, NULL, NULL), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 0, 100, &got, NULL), 0);
 	assert_int_equal(got, 0);
-	assert_int_equal(io->ops->flush(io), 0);
+	assert_int_equal(io->ops->flush(io, NULL), 0);
 	ndz_io_close(io);
 	ndz_io_close(NULL);
 }
@@ -84,36 +85,36 @@ static void test_mem_write(void **state)
 	(void)state;
 	memset(buf, 0xee, sizeof(buf));
 	fill(src, sizeof(src), 3);
-	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &ro), 0);
-	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &rw), 0);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &ro, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &rw, NULL), 0);
 	/* read-only: every write and zero refused, nothing changes */
-	assert_int_equal(ro->ops->pwrite(ro, src, 10, 0), NDZ_EIO);
-	assert_int_equal(ro->ops->zero(ro, 0, 10), NDZ_EIO);
-	assert_int_equal(ndz_io_write_full(ro, src, 10, 0), NDZ_EIO);
+	assert_int_equal(ro->ops->pwrite(ro, src, 10, 0, NULL), NDZ_EIO);
+	assert_int_equal(ro->ops->zero(ro, 0, 10, NULL), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(ro, src, 10, 0, NULL), NDZ_EIO);
 	assert_true(all_equal(buf, sizeof(buf), 0xee));
 	/* writable: inside ok, touching the end ok, crossing it refused whole */
-	assert_int_equal(rw->ops->pwrite(rw, src, 10, 0), 10);
-	assert_int_equal(ndz_io_write_full(rw, src + 10, 10, 90), 0);
+	assert_int_equal(rw->ops->pwrite(rw, src, 10, 0, NULL), 10);
+	assert_int_equal(ndz_io_write_full(rw, src + 10, 10, 90, NULL), 0);
 	memcpy(copy, buf, sizeof(buf));
-	assert_int_equal(rw->ops->pwrite(rw, src, 11, 90), NDZ_EIO);
-	assert_int_equal(ndz_io_write_full(rw, src, 2, 99), NDZ_EIO);
-	assert_int_equal(rw->ops->pwrite(rw, src, 1, 100), NDZ_EIO);
-	assert_int_equal(rw->ops->pwrite(rw, src, 1, UINT64_MAX), NDZ_EIO);
-	assert_int_equal(rw->ops->pwrite(rw, src, 0, 100), 0);
+	assert_int_equal(rw->ops->pwrite(rw, src, 11, 90, NULL), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(rw, src, 2, 99, NULL), NDZ_EIO);
+	assert_int_equal(rw->ops->pwrite(rw, src, 1, 100, NULL), NDZ_EIO);
+	assert_int_equal(rw->ops->pwrite(rw, src, 1, UINT64_MAX, NULL), NDZ_EIO);
+	assert_int_equal(rw->ops->pwrite(rw, src, 0, 100, NULL), 0);
 	assert_memory_equal(buf, copy, sizeof(buf));
 	assert_memory_equal(buf, src, 10);
 	assert_memory_equal(buf + 90, src + 10, 10);
 	assert_true(all_equal(buf + 10, 80, 0xee));
 	/* zero: inside, and refused past the end */
-	assert_int_equal(rw->ops->zero(rw, 20, 30), 0);
+	assert_int_equal(rw->ops->zero(rw, 20, 30, NULL), 0);
 	assert_true(all_equal(buf + 20, 30, 0));
 	assert_int_equal(buf[19], 0xee);
 	assert_int_equal(buf[50], 0xee);
-	assert_int_equal(rw->ops->zero(rw, 95, 6), NDZ_EIO);
-	assert_int_equal(rw->ops->zero(rw, 101, 0), NDZ_EIO);
-	assert_int_equal(rw->ops->zero(rw, 50, UINT64_MAX), NDZ_EIO);
+	assert_int_equal(rw->ops->zero(rw, 95, 6, NULL), NDZ_EIO);
+	assert_int_equal(rw->ops->zero(rw, 101, 0, NULL), NDZ_EIO);
+	assert_int_equal(rw->ops->zero(rw, 50, UINT64_MAX, NULL), NDZ_EIO);
 	assert_int_equal(buf[95], src[15]);
-	assert_int_equal(rw->ops->zero(rw, 100, 0), 0);
+	assert_int_equal(rw->ops->zero(rw, 100, 0, NULL), 0);
 	ndz_io_close(ro);
 	ndz_io_close(rw);
 }
@@ -125,11 +126,11 @@ static void test_mem_empty(void **state)
 	size_t got = 99;
 
 	(void)state;
-	assert_int_equal(ndz_io_open_mem(b, 0, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(b, 0, 1, &io, NULL), 0);
 	assert_int_equal(io->size, 0);
-	assert_int_equal(ndz_io_read_full(io, b, 1, 0, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, b, 1, 0, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 0);
-	assert_int_equal(ndz_io_write_full(io, b, 1, 0), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(io, b, 1, 0, NULL), NDZ_EIO);
 	ndz_io_close(io);
 }
 
@@ -144,54 +145,54 @@ static void test_sub(void **state)
 	(void)state;
 	fill(buf, sizeof(buf), 9);
 	fill(src, sizeof(src), 200);
-	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem), 0);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem, NULL), 0);
 	/* the window must lie inside the inner io */
-	assert_int_equal(ndz_io_open_sub(mem, 1001, 0, &sub), NDZ_ERANGE);
-	assert_int_equal(ndz_io_open_sub(mem, 900, 101, &sub), NDZ_ERANGE);
-	assert_int_equal(ndz_io_open_sub(mem, 1, UINT64_MAX, &sub), NDZ_ERANGE);
-	assert_int_equal(ndz_io_open_sub(mem, UINT64_MAX, 2, &sub), NDZ_ERANGE);
-	assert_int_equal(ndz_io_open_sub(mem, 1000, 0, &sub), 0);
+	assert_int_equal(ndz_io_open_sub(mem, 1001, 0, &sub, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, 900, 101, &sub, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, 1, UINT64_MAX, &sub, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, UINT64_MAX, 2, &sub, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(mem, 1000, 0, &sub, NULL), 0);
 	assert_int_equal(sub->size, 0);
-	assert_int_equal(ndz_io_read_full(sub, out, 1, 0, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(sub, out, 1, 0, &got, NULL), NDZ_ESHORTREAD);
 	ndz_io_close(sub);
-	assert_int_equal(ndz_io_open_sub(mem, 0, 1000, &sub), 0);
+	assert_int_equal(ndz_io_open_sub(mem, 0, 1000, &sub, NULL), 0);
 	ndz_io_close(sub);
 
-	assert_int_equal(ndz_io_open_sub(mem, 300, 200, &sub), 0);
+	assert_int_equal(ndz_io_open_sub(mem, 300, 200, &sub, NULL), 0);
 	assert_int_equal(sub->size, 200);
-	assert_int_equal(ndz_io_read_full(sub, out, 50, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(sub, out, 50, 0, NULL, NULL), 0);
 	assert_memory_equal(out, buf + 300, 50);
 	/* reads stop at the view's end, not the inner io's */
-	assert_int_equal(ndz_io_read_full(sub, out, 100, 150, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(sub, out, 100, 150, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 50);
 	assert_memory_equal(out, buf + 450, 50);
-	assert_int_equal(sub->ops->pread(sub, out, 10, 200), 0);
-	assert_int_equal(sub->ops->pread(sub, out, 10, UINT64_MAX), 0);
+	assert_int_equal(sub->ops->pread(sub, out, 10, 200, NULL), 0);
+	assert_int_equal(sub->ops->pread(sub, out, 10, UINT64_MAX, NULL), 0);
 	/* writes land at the offset; crossing the view's end is refused */
-	assert_int_equal(ndz_io_write_full(sub, src, 100, 100), 0);
+	assert_int_equal(ndz_io_write_full(sub, src, 100, 100, NULL), 0);
 	assert_memory_equal(buf + 400, src, 100);
-	assert_int_equal(sub->ops->pwrite(sub, src, 2, 199), NDZ_EIO);
-	assert_int_equal(sub->ops->pwrite(sub, src, 1, 200), NDZ_EIO);
-	assert_int_equal(sub->ops->pwrite(sub, src, 1, UINT64_MAX), NDZ_EIO);
+	assert_int_equal(sub->ops->pwrite(sub, src, 2, 199, NULL), NDZ_EIO);
+	assert_int_equal(sub->ops->pwrite(sub, src, 1, 200, NULL), NDZ_EIO);
+	assert_int_equal(sub->ops->pwrite(sub, src, 1, UINT64_MAX, NULL), NDZ_EIO);
 	assert_int_equal(buf[500], (uint8_t)(9 + 500 * 7));
-	assert_int_equal(sub->ops->zero(sub, 0, 10), 0);
+	assert_int_equal(sub->ops->zero(sub, 0, 10, NULL), 0);
 	assert_true(all_equal(buf + 300, 10, 0));
 	assert_int_equal(buf[299], (uint8_t)(9 + 299 * 7));
 	assert_int_equal(buf[310], (uint8_t)(9 + 310 * 7));
-	assert_int_equal(sub->ops->zero(sub, 190, 11), NDZ_EIO);
+	assert_int_equal(sub->ops->zero(sub, 190, 11, NULL), NDZ_EIO);
 	assert_int_equal(buf[500], (uint8_t)(9 + 500 * 7));
-	assert_int_equal(sub->ops->flush(sub), 0);
+	assert_int_equal(sub->ops->flush(sub, NULL), 0);
 
 	/* a view of a view adds the offsets */
-	assert_int_equal(ndz_io_open_sub(sub, 190, 11, &sub2), NDZ_ERANGE);
-	assert_int_equal(ndz_io_open_sub(sub, 10, 20, &sub2), 0);
-	assert_int_equal(ndz_io_write_full(sub2, src, 20, 0), 0);
+	assert_int_equal(ndz_io_open_sub(sub, 190, 11, &sub2, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_io_open_sub(sub, 10, 20, &sub2, NULL), 0);
+	assert_int_equal(ndz_io_write_full(sub2, src, 20, 0, NULL), 0);
 	assert_memory_equal(buf + 310, src, 20);
-	assert_int_equal(ndz_io_write_full(sub2, src, 1, 20), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(sub2, src, 1, 20, NULL), NDZ_EIO);
 	ndz_io_close(sub2);
 	/* closing the view leaves the inner io usable */
 	ndz_io_close(sub);
-	assert_int_equal(ndz_io_read_full(mem, out, 10, 990, NULL), 0);
+	assert_int_equal(ndz_io_read_full(mem, out, 10, 990, NULL, NULL), 0);
 	ndz_io_close(mem);
 }
 
@@ -216,26 +217,26 @@ static void test_zeroed(void **state)
 	memset(want + 512, 0, 2 * 512);
 	memset(want + 5 * 512, 0, 512);
 	memset(want + 9 * 512, 0, 3 * 512);
-	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem), 0);
-	assert_int_equal(ndz_io_open_zeroed(mem, &z, &zv), 0);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem, NULL), 0);
+	assert_int_equal(ndz_io_open_zeroed(mem, &z, &zv, NULL), 0);
 	assert_int_equal(zv->size, sizeof(buf));
 	for (size_t i = 0; i < sizeof(reads) / sizeof(reads[0]); i++) {
 		memset(out, 0x5a, sizeof(out));
-		assert_int_equal(ndz_io_read_full(zv, out, reads[i].len, reads[i].off, NULL), 0);
+		assert_int_equal(ndz_io_read_full(zv, out, reads[i].len, reads[i].off, NULL, NULL), 0);
 		assert_memory_equal(out, want + reads[i].off, reads[i].len);
 	}
 	/* the inner io is untouched, the view writes nothing */
 	fill(want, sizeof(want), 3);
 	assert_memory_equal(buf, want, sizeof(buf));
-	assert_int_equal(zv->ops->pwrite(zv, out, 10, 0), NDZ_EIO);
-	assert_int_equal(zv->ops->zero(zv, 0, 10), NDZ_EIO);
+	assert_int_equal(zv->ops->pwrite(zv, out, 10, 0, NULL), NDZ_EIO);
+	assert_int_equal(zv->ops->zero(zv, 0, 10, NULL), NDZ_EIO);
 	assert_memory_equal(buf, want, sizeof(buf));
-	assert_int_equal(zv->ops->pread(zv, out, 10, sizeof(buf)), 0);
+	assert_int_equal(zv->ops->pread(zv, out, 10, sizeof(buf), NULL), 0);
 	ndz_io_close(zv);
 	/* no ranges: inner as it is */
 	ndz_ranges_clear(&z);
-	assert_int_equal(ndz_io_open_zeroed(mem, &z, &zv), 0);
-	assert_int_equal(ndz_io_read_full(zv, out, sizeof(buf), 0, NULL), 0);
+	assert_int_equal(ndz_io_open_zeroed(mem, &z, &zv, NULL), 0);
+	assert_int_equal(ndz_io_read_full(zv, out, sizeof(buf), 0, NULL, NULL), 0);
 	assert_memory_equal(out, want, sizeof(buf));
 	ndz_io_close(zv);
 	ndz_io_close(mem);
@@ -249,8 +250,8 @@ static struct ndz_io *fault_over(uint8_t *buf, size_t len, unsigned rn, unsigned
 {
 	struct ndz_io *mem, *f;
 
-	assert_int_equal(ndz_io_open_mem(buf, len, 1, &mem), 0);
-	assert_int_equal(ndz_io_open_fault(mem, rn, wn, wlo, whi, &f), 0);
+	assert_int_equal(ndz_io_open_mem(buf, len, 1, &mem, NULL), 0);
+	assert_int_equal(ndz_io_open_fault(mem, rn, wn, wlo, whi, &f, NULL), 0);
 	assert_int_equal(f->size, len);
 	return f;
 }
@@ -265,7 +266,7 @@ static void test_fault_nth_read(void **state)
 	fill(buf, sizeof(buf), 5);
 	f = fault_over(buf, sizeof(buf), 3, 0, 0, UINT64_MAX);
 	for (i = 1; i <= 6; i++) {
-		ssize_t n = f->ops->pread(f, out, 8, 8 * i);
+		ssize_t n = f->ops->pread(f, out, 8, 8 * i, NULL);
 
 		if (i == 3)
 			assert_int_equal(n, NDZ_EIO);
@@ -274,21 +275,21 @@ static void test_fault_nth_read(void **state)
 	}
 	/* writes are counted separately and never fail here */
 	for (i = 0; i < 5; i++)
-		assert_int_equal(f->ops->pwrite(f, out, 8, 0), 8);
+		assert_int_equal(f->ops->pwrite(f, out, 8, 0, NULL), 8);
 	ndz_io_close(f);
 
 	/* read_full passes the error on instead of a short read */
 	f = fault_over(buf, sizeof(buf), 1, 0, 0, UINT64_MAX);
-	assert_int_equal(ndz_io_read_full(f, out, 10, 0, NULL), NDZ_EIO);
-	assert_int_equal(ndz_io_read_full(f, out, 10, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(f, out, 10, 0, NULL, NULL), NDZ_EIO);
+	assert_int_equal(ndz_io_read_full(f, out, 10, 0, NULL, NULL), 0);
 	assert_memory_equal(out, buf, 10);
 	ndz_io_close(f);
 
 	/* 0: never */
 	f = fault_over(buf, sizeof(buf), 0, 0, 0, UINT64_MAX);
 	for (i = 0; i < 100; i++)
-		assert_int_equal(f->ops->pread(f, out, 1, i % 64), 1);
-	assert_int_equal(f->ops->flush(f), 0);
+		assert_int_equal(f->ops->pread(f, out, 1, i % 64, NULL), 1);
+	assert_int_equal(f->ops->flush(f, NULL), 0);
 	ndz_io_close(f);
 }
 
@@ -302,23 +303,23 @@ static void test_fault_nth_write(void **state)
 	memset(buf, 0, sizeof(buf));
 	fill(src, sizeof(src), 11);
 	f = fault_over(buf, sizeof(buf), 0, 2, 0, UINT64_MAX);
-	assert_int_equal(f->ops->pwrite(f, src, 8, 0), 8);
-	assert_int_equal(ndz_io_write_full(f, src + 8, 8, 8), NDZ_EIO);    /* 2nd */
+	assert_int_equal(f->ops->pwrite(f, src, 8, 0, NULL), 8);
+	assert_int_equal(ndz_io_write_full(f, src + 8, 8, 8, NULL), NDZ_EIO);    /* 2nd */
 	assert_true(all_equal(buf + 8, 8, 0));
-	assert_int_equal(ndz_io_write_full(f, src + 8, 8, 8), 0);          /* 3rd */
+	assert_int_equal(ndz_io_write_full(f, src + 8, 8, 8, NULL), 0);          /* 3rd */
 	assert_memory_equal(buf, src, 16);
 	for (i = 0; i < 5; i++)
-		assert_int_equal(f->ops->pread(f, out, 8, 0), 8);
+		assert_int_equal(f->ops->pread(f, out, 8, 0, NULL), 8);
 	ndz_io_close(f);
 
 	/* zero counts as a write */
 	memset(buf, 0xff, sizeof(buf));
 	f = fault_over(buf, sizeof(buf), 0, 2, 0, UINT64_MAX);
-	assert_int_equal(f->ops->zero(f, 0, 8), 0);
-	assert_int_equal(f->ops->zero(f, 8, 8), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 0, 8, NULL), 0);
+	assert_int_equal(f->ops->zero(f, 8, 8, NULL), NDZ_EIO);
 	assert_true(all_equal(buf, 8, 0));
 	assert_true(all_equal(buf + 8, 8, 0xff));
-	assert_int_equal(f->ops->pwrite(f, src, 8, 8), 8);
+	assert_int_equal(f->ops->pwrite(f, src, 8, 8, NULL), 8);
 	ndz_io_close(f);
 }
 
@@ -332,30 +333,30 @@ static void test_fault_guard(void **state)
 	fill(src, sizeof(src), 1);
 	f = fault_over(buf, sizeof(buf), 0, 0, 20, 50);
 	/* inside the window */
-	assert_int_equal(f->ops->pwrite(f, src, 30, 20), 30);
-	assert_int_equal(f->ops->pwrite(f, src, 1, 49), 1);
-	assert_int_equal(f->ops->zero(f, 20, 30), 0);
-	assert_int_equal(f->ops->pwrite(f, src, 0, 50), 0);
+	assert_int_equal(f->ops->pwrite(f, src, 30, 20, NULL), 30);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 49, NULL), 1);
+	assert_int_equal(f->ops->zero(f, 20, 30, NULL), 0);
+	assert_int_equal(f->ops->pwrite(f, src, 0, 50, NULL), 0);
 	/* outside or straddling: refused, and nothing reaches the buffer */
-	assert_int_equal(f->ops->pwrite(f, src, 1, 19), NDZ_EIO);
-	assert_int_equal(f->ops->pwrite(f, src, 2, 19), NDZ_EIO);
-	assert_int_equal(f->ops->pwrite(f, src, 1, 50), NDZ_EIO);
-	assert_int_equal(f->ops->pwrite(f, src, 31, 20), NDZ_EIO);
-	assert_int_equal(f->ops->pwrite(f, src, 100, 0), NDZ_EIO);
-	assert_int_equal(f->ops->zero(f, 0, 21), NDZ_EIO);
-	assert_int_equal(f->ops->zero(f, 49, 2), NDZ_EIO);
-	assert_int_equal(f->ops->zero(f, 60, 10), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 19, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 2, 19, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 50, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 31, 20, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 100, 0, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 0, 21, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 49, 2, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 60, 10, NULL), NDZ_EIO);
 	assert_true(all_equal(buf, 20, 0xaa));
 	assert_true(all_equal(buf + 20, 30, 0));
 	assert_true(all_equal(buf + 50, 50, 0xaa));
 	/* reads are not guarded */
-	assert_int_equal(ndz_io_read_full(f, src, 100, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(f, src, 100, 0, NULL, NULL), 0);
 	ndz_io_close(f);
 
 	/* an empty window refuses every write */
 	f = fault_over(buf, sizeof(buf), 0, 0, 0, 0);
-	assert_int_equal(f->ops->pwrite(f, src, 1, 0), NDZ_EIO);
-	assert_int_equal(f->ops->zero(f, 0, 1), NDZ_EIO);
+	assert_int_equal(f->ops->pwrite(f, src, 1, 0, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 0, 1, NULL), NDZ_EIO);
 	ndz_io_close(f);
 }
 
@@ -367,9 +368,9 @@ static void test_fault_inner_errors(void **state)
 
 	(void)state;
 	f = fault_over(buf, sizeof(buf), 0, 0, 0, UINT64_MAX);
-	assert_int_equal(f->ops->pwrite(f, src, 20, 0), NDZ_EIO);
-	assert_int_equal(f->ops->zero(f, 5, 6), NDZ_EIO);
-	assert_int_equal(f->ops->pread(f, src, 20, 0), 10);
+	assert_int_equal(f->ops->pwrite(f, src, 20, 0, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->zero(f, 5, 6, NULL), NDZ_EIO);
+	assert_int_equal(f->ops->pread(f, src, 20, 0, NULL), 10);
 	ndz_io_close(f);
 }
 
@@ -440,12 +441,12 @@ static void test_file_rw(void **state)
 	fill(src, N, 77);
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
 	assert_int_equal(io->size, 0);
-	assert_int_equal(ndz_io_write_full(io, src, N, 0), 0);
-	assert_int_equal(io->ops->flush(io), 0);
-	assert_int_equal(ndz_io_read_full(io, out, N, 0, &got), 0);
+	assert_int_equal(ndz_io_write_full(io, src, N, 0, NULL), 0);
+	assert_int_equal(io->ops->flush(io, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, &got, NULL), 0);
 	assert_int_equal(got, N);
 	assert_memory_equal(out, src, N);
-	assert_int_equal(ndz_io_read_full(io, out, 200, N - 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 200, N - 100, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 100);
 	assert_memory_equal(out, src + N - 100, 100);
 	ndz_io_close(io);
@@ -453,11 +454,15 @@ static void test_file_rw(void **state)
 	/* reopened read-only: size from the file, writes fail with errno kept */
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &ro, NULL), 0);
 	assert_int_equal(ro->size, N);
-	assert_int_equal(ro->err.code, 0);
-	assert_int_equal(ndz_io_write_full(ro, src, 10, 0), NDZ_EIO);
-	assert_int_equal(ro->err.sys, EBADF);
-	assert_int_equal(ndz_io_set_size(ro, 10), NDZ_EIO);
-	assert_int_equal(ndz_io_read_full(ro, out, N, 0, NULL), 0);
+	{
+		struct ndz_error e = { 0 };
+
+		assert_int_equal(ndz_io_write_full(ro, src, 10, 0, &e), NDZ_EIO);
+		assert_int_equal(e.code, NDZ_EIO);
+		assert_int_equal(e.sys, EBADF);
+	}
+	assert_int_equal(ndz_io_set_size(ro, 10, NULL), NDZ_EIO);
+	assert_int_equal(ndz_io_read_full(ro, out, N, 0, NULL, NULL), 0);
 	assert_memory_equal(out, src, N);
 	ndz_io_close(ro);
 	assert_int_equal(stat(p, &st), 0);
@@ -483,13 +488,13 @@ static void test_file_zero(void **state)
 	fill(src, N, 1);
 	memset(src, 0xff, 4096);        /* no zero bytes where we zero */
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
-	assert_int_equal(ndz_io_write_full(io, src, N, 0), 0);
+	assert_int_equal(ndz_io_write_full(io, src, N, 0, NULL), 0);
 	/* aligned, unaligned, one byte, zero bytes */
-	assert_int_equal(io->ops->zero(io, 65536, 131072), 0);
-	assert_int_equal(io->ops->zero(io, 1000, 3000), 0);
-	assert_int_equal(io->ops->zero(io, 4095, 1), 0);
-	assert_int_equal(io->ops->zero(io, 500000, 0), 0);
-	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL), 0);
+	assert_int_equal(io->ops->zero(io, 65536, 131072, NULL), 0);
+	assert_int_equal(io->ops->zero(io, 1000, 3000, NULL), 0);
+	assert_int_equal(io->ops->zero(io, 4095, 1, NULL), 0);
+	assert_int_equal(io->ops->zero(io, 500000, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL, NULL), 0);
 	assert_memory_equal(out, src, 1000);
 	assert_true(all_equal(out + 1000, 3000, 0));
 	assert_memory_equal(out + 4000, src + 4000, 95);
@@ -501,11 +506,11 @@ static void test_file_zero(void **state)
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_size, N);
 	/* zeroing up to and past the end reads back as zeros too */
-	assert_int_equal(io->ops->zero(io, N - 10, 10), 0);
-	assert_int_equal(io->ops->zero(io, N - 5, 105), 0);
-	assert_int_equal(ndz_io_read_full(io, out, 110, N - 10, &got), 0);
+	assert_int_equal(io->ops->zero(io, N - 10, 10, NULL), 0);
+	assert_int_equal(io->ops->zero(io, N - 5, 105, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 110, N - 10, &got, NULL), 0);
 	assert_true(all_equal(out, 110, 0));
-	assert_int_equal(io->ops->flush(io), 0);
+	assert_int_equal(io->ops->flush(io, NULL), 0);
 	ndz_io_close(io);
 	unlink(p);
 	free(p);
@@ -524,28 +529,28 @@ static void test_file_set_size(void **state)
 	(void)state;
 	fill(buf, sizeof(buf), 4);
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
-	assert_int_equal(ndz_io_write_full(io, buf, 100, 0), 0);
+	assert_int_equal(ndz_io_write_full(io, buf, 100, 0, NULL), 0);
 	/* grow: the new part reads as zeros */
-	assert_int_equal(ndz_io_set_size(io, 8192), 0);
+	assert_int_equal(ndz_io_set_size(io, 8192, NULL), 0);
 	assert_int_equal(io->size, 8192);
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_size, 8192);
-	assert_int_equal(ndz_io_read_full(io, out, 8192, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 8192, 0, NULL, NULL), 0);
 	assert_memory_equal(out, buf, 100);
 	assert_true(all_equal(out + 100, 8092, 0));
 	/* shrink: reads stop at the new end */
-	assert_int_equal(ndz_io_set_size(io, 50), 0);
+	assert_int_equal(ndz_io_set_size(io, 50, NULL), 0);
 	assert_int_equal(io->size, 50);
-	assert_int_equal(ndz_io_read_full(io, out, 100, 0, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 100, 0, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 50);
 	assert_memory_equal(out, buf, 50);
-	assert_int_equal(ndz_io_set_size(io, 0), 0);
+	assert_int_equal(ndz_io_set_size(io, 0, NULL), 0);
 	assert_int_equal(stat(p, &st), 0);
 	assert_int_equal(st.st_size, 0);
 	ndz_io_close(io);
 	/* only files can change size */
-	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem), 0);
-	assert_int_equal(ndz_io_set_size(mem, 10), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &mem, NULL), 0);
+	assert_int_equal(ndz_io_set_size(mem, 10, NULL), NDZ_ENOTSUP);
 	assert_int_equal(mem->size, sizeof(buf));
 	ndz_io_close(mem);
 	unlink(p);
@@ -562,17 +567,17 @@ static void test_file_wrapped(void **state)
 	(void)state;
 	fill(buf, sizeof(buf), 8);
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &file, NULL), 0);
-	assert_int_equal(ndz_io_write_full(file, buf, sizeof(buf), 0), 0);
-	assert_int_equal(ndz_io_set_size(file, sizeof(buf)), 0);
-	assert_int_equal(ndz_io_open_fault(file, 0, 0, 1024, 2048, &f), 0);
+	assert_int_equal(ndz_io_write_full(file, buf, sizeof(buf), 0, NULL), 0);
+	assert_int_equal(ndz_io_set_size(file, sizeof(buf), NULL), 0);
+	assert_int_equal(ndz_io_open_fault(file, 0, 0, 1024, 2048, &f, NULL), 0);
 	assert_int_equal(f->size, 4096);
 	assert_int_equal(f->is_regular, 1);
-	assert_int_equal(ndz_io_open_sub(f, 1024, 1024, &sub), 0);
-	assert_int_equal(sub->ops->zero(sub, 0, 1024), 0);
-	assert_int_equal(sub->ops->flush(sub), 0);
+	assert_int_equal(ndz_io_open_sub(f, 1024, 1024, &sub, NULL), 0);
+	assert_int_equal(sub->ops->zero(sub, 0, 1024, NULL), 0);
+	assert_int_equal(sub->ops->flush(sub, NULL), 0);
 	ndz_io_close(sub);
-	assert_int_equal(f->ops->zero(f, 0, 1024), NDZ_EIO);
-	assert_int_equal(ndz_io_read_full(f, out, sizeof(out), 0, NULL), 0);
+	assert_int_equal(f->ops->zero(f, 0, 1024, NULL), NDZ_EIO);
+	assert_int_equal(ndz_io_read_full(f, out, sizeof(out), 0, NULL, NULL), 0);
 	assert_memory_equal(out, buf, 1024);
 	assert_true(all_equal(out + 1024, 1024, 0));
 	assert_memory_equal(out + 2048, buf + 2048, 2048);
@@ -589,10 +594,11 @@ struct trickle {
 	unsigned calls;
 };
 
-static ssize_t trickle_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t trickle_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	struct trickle *t = io->priv;
 
+	(void)sys;
 	t->calls++;
 	if (off >= t->len)
 		return 0;
@@ -604,8 +610,10 @@ static ssize_t trickle_pread(struct ndz_io *io, void *buf, size_t len, uint64_t 
 	return (ssize_t)len;
 }
 
-static ssize_t trickle_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off)
+static ssize_t trickle_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
+			      int *sys)
 {
+	(void)sys;
 	struct trickle *t = io->priv;
 
 	t->calls++;
@@ -634,20 +642,20 @@ static void test_partial_transfers(void **state)
 	io.size = sizeof(buf);
 	fill(src, sizeof(src), 42);
 	/* a write in many pieces lands whole */
-	assert_int_equal(ndz_io_write_full(&io, src, 100, 0), 0);
+	assert_int_equal(ndz_io_write_full(&io, src, 100, 0, NULL), 0);
 	assert_memory_equal(buf, src, 100);
 	assert_int_equal(t.calls, 15);
 	/* a read in many pieces, and a short one counted exactly */
 	t.calls = 0;
-	assert_int_equal(ndz_io_read_full(&io, out, 100, 0, &got), 0);
+	assert_int_equal(ndz_io_read_full(&io, out, 100, 0, &got, NULL), 0);
 	assert_int_equal(got, 100);
 	assert_memory_equal(out, src, 100);
 	assert_int_equal(t.calls, 15);
-	assert_int_equal(ndz_io_read_full(&io, out, 50, 60, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(&io, out, 50, 60, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 40);
 	assert_memory_equal(out, src + 60, 40);
 	/* a write that stops moving is an error, not a hang */
-	assert_int_equal(ndz_io_write_full(&io, src, 10, 95), NDZ_EIO);
+	assert_int_equal(ndz_io_write_full(&io, src, 10, 95, NULL), NDZ_EIO);
 	assert_memory_equal(buf + 95, src, 5);
 }
 
@@ -691,23 +699,23 @@ static void test_stream(void **state)
 
 	(void)state;
 	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(ndz_io_open_stream(fds[1], "pipe-in", &w), 0);
-	assert_int_equal(ndz_io_open_stream(fds[0], "pipe-out", &r), 0);
+	assert_int_equal(ndz_io_open_stream(fds[1], "pipe-in", &w, NULL), 0);
+	assert_int_equal(ndz_io_open_stream(fds[0], "pipe-out", &r, NULL), 0);
 	assert_int_equal(w->is_stream, 1);
 	assert_int_equal(w->size, 0);
-	assert_int_equal(ndz_io_write_full(w, "abc", 3, 0), 0);
-	assert_int_equal(ndz_io_write_full(w, "def", 3, 3), 0);
-	assert_int_equal(w->ops->pwrite(w, "x", 1, 0), NDZ_ENOTSUP);
-	assert_int_equal(ndz_io_zero(w, 6, 2), 0);
-	assert_int_equal(ndz_io_flush(w), 0);         /* nothing to sync on a pipe */
+	assert_int_equal(ndz_io_write_full(w, "abc", 3, 0, NULL), 0);
+	assert_int_equal(ndz_io_write_full(w, "def", 3, 3, NULL), 0);
+	assert_int_equal(w->ops->pwrite(w, "x", 1, 0, NULL), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_zero(w, 6, 2, NULL), 0);
+	assert_int_equal(ndz_io_flush(w, NULL), 0);         /* nothing to sync on a pipe */
 	assert_non_null(w->unsynced);                 /* and it says so */
 	assert_string_equal(w->unsynced, "a pipe");
 	ndz_io_close(w);                              /* the descriptor stays open */
 	assert_int_equal(close(fds[1]), 0);
-	assert_int_equal(ndz_io_read_full(r, buf, 8, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(r, buf, 8, 0, NULL, NULL), 0);
 	assert_memory_equal(buf, "abcdef\0\0", 8);
-	assert_int_equal(r->ops->pread(r, buf, 1, 3), NDZ_ENOTSUP);
-	assert_int_equal(ndz_io_read_full(r, buf, 4, 8, &got), NDZ_ESHORTREAD);
+	assert_int_equal(r->ops->pread(r, buf, 1, 3, NULL), NDZ_ENOTSUP);
+	assert_int_equal(ndz_io_read_full(r, buf, 4, 8, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 0);
 	ndz_io_close(r);
 	close(fds[0]);
@@ -735,19 +743,19 @@ static void test_file_shrinks(void **state)
 	assert_int_equal(io->size, N);
 	assert_int_equal(truncate(p, N / 2 + 100), 0);
 	/* in the part left: data */
-	assert_int_equal(ndz_io_read_full(io, out, 1000, 0, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, out, 1000, 0, NULL, NULL), 0);
 	assert_memory_equal(out, src, 1000);
 	/* across the cut: what is left, then the end */
 	memset(out, 0xee, N);
-	assert_int_equal(ndz_io_read_full(io, out, N / 2, N / 2, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, N / 2, N / 2, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 100);
 	assert_memory_equal(out, src + N / 2, 100);
 	/* wholly past it: nothing */
-	assert_int_equal(ndz_io_read_full(io, out, 4096, N - 4096, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 4096, N - 4096, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 0);
 	/* cut to a hole at its end: the hole reads as zeros up to the new end only */
 	assert_int_equal(truncate(p, N / 2 + 200), 0);
-	assert_int_equal(ndz_io_read_full(io, out, 300, N / 2 + 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(io, out, 300, N / 2 + 100, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 100);
 	ndz_io_close(io);
 	unlink(p);
@@ -764,12 +772,12 @@ static void test_file_unlinked(void **state)
 
 	(void)state;
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
-	assert_int_equal(ndz_io_write_full(io, "abc", 3, 0), 0);
-	assert_int_equal(ndz_io_flush(io), 0);
+	assert_int_equal(ndz_io_write_full(io, "abc", 3, 0, NULL), 0);
+	assert_int_equal(ndz_io_flush(io, NULL), 0);
 	assert_null(io->unsynced);
 	assert_int_equal(unlink(p), 0);
-	assert_int_equal(ndz_io_write_full(io, "def", 3, 3), 0);
-	assert_int_equal(ndz_io_flush(io), NDZ_EGONE);
+	assert_int_equal(ndz_io_write_full(io, "def", 3, 3, NULL), 0);
+	assert_int_equal(ndz_io_flush(io, NULL), NDZ_EGONE);
 	ndz_io_close(io);
 	free(p);
 }
@@ -785,34 +793,50 @@ static void test_fail_messages(void **state)
 
 	(void)state;
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
-	assert_int_equal(ndz_io_set_size(io, 0), NDZ_EIO);
-	rc = ndz_io_write_full(io, buf, 4, 0);
-	assert_int_equal(rc, NDZ_EIO);
-	assert_int_equal(ndz_io_fail(io, rc, &e, "write at byte 0"), NDZ_EIO);
-	assert_int_equal(e.sys, EBADF);
+	assert_int_equal(ndz_io_set_size(io, 0, &e), NDZ_EIO);
 	{
 		char want[300];
 
-		snprintf(want, sizeof(want), "%s: write at byte 0: %s", p, strerror(EBADF));
+		snprintf(want, sizeof(want), "%s: cannot set its size to 0 bytes: %s", p,
+			 strerror(e.sys));
+		assert_int_not_equal(e.sys, 0);
+		assert_string_equal(ndz_error_msg(&e), want);
+		/* the first error wins */
+		assert_int_equal(ndz_io_write_full(io, buf, 4, 0, &e), NDZ_EIO);
+		assert_string_equal(ndz_error_msg(&e), want);
+		ndz_error_clear(&e);
+		rc = ndz_io_write_full(io, buf, 4, 2, &e);
+		assert_int_equal(rc, NDZ_EIO);
+		assert_int_equal(e.code, NDZ_EIO);
+		assert_int_equal(e.sys, EBADF);
+		snprintf(want, sizeof(want), "%s: write error at byte 2: %s", p, strerror(EBADF));
+		assert_string_equal(ndz_error_msg(&e), want);
+		ndz_error_clear(&e);
+		assert_int_equal(ndz_io_read_full(io, buf, 4, 0, NULL, &e), NDZ_ESHORTREAD);
+		snprintf(want, sizeof(want), "%s: ends at byte 0: %s", p,
+			 ndz_strerror(NDZ_ESHORTREAD));
 		assert_string_equal(ndz_error_msg(&e), want);
 	}
 	ndz_io_close(io);
 	/* through a window, the file's reason comes along */
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
-	assert_int_equal(ndz_io_write_full(io, "abcd", 4, 0), 0);
+	assert_int_equal(ndz_io_write_full(io, "abcd", 4, 0, NULL), 0);
 	ndz_io_close(io);
 	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
-	assert_int_equal(ndz_io_open_sub(io, 1, 3, &sub), 0);
-	assert_int_equal(ndz_io_write_full(sub, buf, 2, 0), NDZ_EIO);
-	assert_int_equal(sub->err.sys, EBADF);
+	assert_int_equal(ndz_io_open_sub(io, 1, 3, &sub, NULL), 0);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_io_write_full(sub, buf, 2, 0, &e), NDZ_EIO);
+	assert_int_equal(e.sys, EBADF);
 	ndz_io_close(sub);
 	ndz_io_close(io);
 	/* no system reason: the code's message */
-	assert_int_equal(ndz_io_open_mem(buf, 4, 0, &io), 0);
-	rc = ndz_io_write_full(io, buf, 4, 0);
+	assert_int_equal(ndz_io_open_mem(buf, 4, 0, &io, NULL), 0);
 	ndz_error_clear(&e);
-	ndz_io_fail(io, rc, &e, "write at byte 0");
-	assert_string_equal(ndz_error_msg(&e), "memory: write at byte 0: input/output error");
+	assert_int_equal(ndz_io_write_full(io, buf, 4, 0, &e), NDZ_EIO);
+	assert_string_equal(ndz_error_msg(&e), "memory: write error at byte 0: input/output error");
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_io_open_sub(io, 2, 3, &sub, &e), NDZ_ERANGE);
+	assert_string_equal(ndz_error_msg(&e), "memory: bytes 2+3 are past its end");
 	ndz_io_close(io);
 	/* opening: the path and the reason */
 	ndz_error_clear(&e);
@@ -826,11 +850,71 @@ static void test_fail_messages(void **state)
 	free(p);
 }
 
+/*
+ * Reads of one io from several threads at once, some of them failing: each
+ * call's error is its own (nothing is kept in the io), so no lock is needed.
+ */
+struct reader_arg {
+	struct ndz_io *io;
+	int past_end;                  /* read across the end: a short read */
+	int ok;
+};
+
+static void *reader_thread(void *arg)
+{
+	struct reader_arg *a = arg;
+	uint8_t buf[512];
+	int i;
+
+	a->ok = 1;
+	for (i = 0; i < 200; i++) {
+		struct ndz_error e = { 0 };
+		uint64_t off = a->past_end ? a->io->size - 100 : (uint64_t)(i % 8) * 512;
+		int rc = ndz_io_read_full(a->io, buf, sizeof(buf), off, NULL, &e);
+
+		if (a->past_end ? rc != NDZ_ESHORTREAD || e.code != NDZ_ESHORTREAD ||
+				  !strstr(ndz_error_msg(&e), "ends at byte") :
+				  rc != 0 || e.code != 0 || buf[0] != (uint8_t)(off / 512))
+			a->ok = 0;
+	}
+	return NULL;
+}
+
+static void test_threads_have_own_errors(void **state)
+{
+	struct reader_arg args[4];
+	pthread_t t[4];
+	struct ndz_io *io;
+	uint8_t data[4096];
+	char *p = temp_path();
+	int i;
+
+	(void)state;
+	for (i = 0; i < 4096; i++)
+		data[i] = (uint8_t)(i / 512);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
+	assert_int_equal(ndz_io_write_full(io, data, sizeof(data), 0, NULL), 0);
+	ndz_io_close(io);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
+	for (i = 0; i < 4; i++) {
+		args[i] = (struct reader_arg){ io, i % 2, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, reader_thread, &args[i]), 0);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(args[i].ok, 1);
+	}
+	ndz_io_close(io);
+	unlink(p);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stream),
 		cmocka_unit_test(test_fail_messages),
+		cmocka_unit_test(test_threads_have_own_errors),
 		cmocka_unit_test(test_mem_read),
 		cmocka_unit_test(test_mem_write),
 		cmocka_unit_test(test_mem_empty),

@@ -224,20 +224,20 @@ static void test_view_and_map(void **state)
 	assert_non_null(disk);
 	for (uint32_t i = 0; i < VOLB; i += 4)
 		put_le32(disk + i, i);
-	assert_int_equal(ndz_io_open_mem(disk, VOLB, 0, &pv), 0);
+	assert_int_equal(ndz_io_open_mem(disk, VOLB, 0, &pv, NULL), 0);
 	assert_int_equal(ndz_lvm_parse(good, strlen(good), UUID, &vg, &err), 0);
-	assert_int_equal(ndz_lvm_open_lv(pv, &vg, 0, &lv), NDZ_EINVAL);  /* not linear */
-	assert_int_equal(ndz_lvm_open_lv(pv, &vg, 1, &lv), 0);
+	assert_int_equal(ndz_lvm_open_lv(pv, &vg, 0, &lv, NULL), NDZ_EINVAL);  /* not linear */
+	assert_int_equal(ndz_lvm_open_lv(pv, &vg, 1, &lv, NULL), 0);
 	assert_int_equal(lv->size, 5 * EXT);
 	/* LV extent 1 is PV extent 21, LV extent 2 is PV extent 2: a read across them */
-	assert_int_equal(ndz_io_read_full(lv, buf, sizeof(buf), 2 * EXT - 100, NULL), 0);
+	assert_int_equal(ndz_io_read_full(lv, buf, sizeof(buf), 2 * EXT - 100, NULL, NULL), 0);
 	assert_int_equal(get_le32(buf), PE_START + 21 * EXT + EXT - 100);
 	assert_int_equal(get_le32(buf + 100), PE_START + 2 * EXT);
 	assert_int_equal(get_le32(buf + 100 + EXT - 4), PE_START + 2 * EXT + EXT - 4);
 	size_t got = 0;
-	assert_int_equal(ndz_io_read_full(lv, buf, 200, 5 * EXT - 100, &got), NDZ_ESHORTREAD);
+	assert_int_equal(ndz_io_read_full(lv, buf, 200, 5 * EXT - 100, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 100);
-	assert_true(lv->ops->pwrite(lv, buf, 1, 0) < 0);
+	assert_true(lv->ops->pwrite(lv, buf, 1, 0, NULL) < 0);
 	ndz_io_close(lv);
 	/* LV bytes back to PV bytes, split at the piece boundary, cut at the end */
 	assert_int_equal(ndz_lvm_map_back(&vg, 1, EXT + 10, 10 * EXT, record, &c), 0);
@@ -351,7 +351,7 @@ static int run_module(uint8_t *d, struct calls *c, struct ndz_fs_stats *st,
 
 	o.warn = warn_cb;
 	warned[0] = 0;
-	assert_int_equal(ndz_io_open_mem(d, VOLB, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(d, VOLB, 0, &io, NULL), 0);
 	assert_int_equal(ndz_fs_lvm.probe(io), 1);
 	rc = ndz_fs_lvm.open(io, &o, &fs, err);
 	if (rc == 0) {

@@ -47,7 +47,7 @@ static int read_table(struct ndz_ptable *t, struct ndz_error *err)
 	struct ndz_io *io;
 	int rc;
 
-	assert_int_equal(ndz_io_open_mem(disk, (size_t)DISK_SECTORS * 512, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(disk, (size_t)DISK_SECTORS * 512, 0, &io, NULL), 0);
 	ndz_ptable_init(t);
 	ndz_error_clear(err);           /* the first error wins: each read starts clear */
 	rc = ndz_part_read(io, t, err);
@@ -222,7 +222,7 @@ static void test_bsd(void **state)
 	(void)state;
 	memset(disk, 0, 4096 * 512);
 	bsd_label(disk + 512, 63);       /* absolute offsets: the slice starts at 63 */
-	assert_int_equal(ndz_io_open_mem(disk, 2048 * 512, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(disk, 2048 * 512, 0, &io, NULL), 0);
 	ndz_ptable_init(&t);
 	assert_int_equal(ndz_bsd_read(io, &t, &err), 0);
 	assert_int_equal(t.scheme, NDZ_SCHEME_BSD);

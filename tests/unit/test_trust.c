@@ -532,7 +532,7 @@ static void test_image_build_verify(void **state)
 	(void)state;
 	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k, NULL), 0);
 	assert_int_equal(ndz_key_public(&k, &pub, NULL), 0);
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_build(io, &m, &e), 0);
 	ndz_io_close(io);
 	assert_int_equal(m.chunks, 2);
@@ -542,17 +542,17 @@ static void test_image_build_verify(void **state)
 	ndz_manifest_release(&m);
 	assert_int_equal(ndz_verify_create(&vo, &v, &e), 0);
 	assert_int_equal(ndz_verify_manifest(v, buf, len, &e), NDZ_VERDICT_ACCEPT);
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_verify_walk(v, io, &e), 0);
 	ndz_io_close(io);
 	/* a changed padding byte: not signable, and no longer the signed image */
 	img[NDZ_CHUNK_SIZE + NDZ_CHUNK_SIZE - 5] = 1;
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_build(io, &m, &e), NDZ_EPADDING);
 	assert_null(m.hash);
 	ndz_io_close(io);
 	ndz_error_clear(&e);
-	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_verify_walk(v, io, &e), NDZ_EFORGED);
 	assert_non_null(strstr(ndz_error_msg(&e), "chunk 1: does not match the signed manifest"));
 	ndz_io_close(io);

@@ -32,13 +32,13 @@ static int restore(struct ndz_io *io, const struct fix_image *img, const size_t 
 	struct ndz_error e = { 0 };
 	struct ndz_unzip *u;
 	size_t i;
-	int rc = ndz_unzip_create(io, o, &u), frc;
+	int rc = ndz_unzip_create(io, o, &u, NULL), frc;
 
 	if (rc < 0)
 		return rc;
 
 	for (i = 0; i < img->n && rc == 0; i++)
-		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i), NULL, 0);
+		rc = ndz_unzip_put(u, fix_chunk(img, order ? order[i] : i), NULL, 0, NULL);
 	frc = ndz_unzip_finish(u, st, &e);
 	if (msg)
 		snprintf(msg, msglen, "%s", frc < 0 ? ndz_error_msg(&e) : "");
@@ -145,7 +145,7 @@ static void roundtrip_kinds(int codec, int level)
 			snprintf(what, sizeof(what), "codec %d, kind %d, %zu bytes, %d threads",
 				 codec, cases[k].kind, len, threads);
 			t = target_buf(tlen);
-			assert_int_equal(ndz_io_open_mem(t, tlen, 1, &io), 0);
+			assert_int_equal(ndz_io_open_mem(t, tlen, 1, &io, NULL), 0);
 			opts(&o, threads, 0);
 			if (restore(io, &img, NULL, &o, &st, err, sizeof(err)) < 0)
 				fail_msg("%s: %s", what, err);
@@ -208,8 +208,8 @@ static void test_gaps_and_order(void **state)
 	for (zf = 0; zf <= 1; zf++) {
 		/* a view at an offset of a larger buffer, like a partition */
 		t = target_buf(tlen);
-		assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
-		assert_int_equal(ndz_io_open_sub(mem, toff, len + 2000, &sub), 0);
+		assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem, NULL), 0);
+		assert_int_equal(ndz_io_open_sub(mem, toff, len + 2000, &sub, NULL), 0);
 		opts(&o, 2, zf);
 		if (restore(sub, &img, rev, &o, &st, err, sizeof(err)) < 0)
 			fail_msg("reverse order, zero fill %d: %s", zf, err);
@@ -220,7 +220,7 @@ static void test_gaps_and_order(void **state)
 		ndz_io_close(mem);
 		/* the same through target_offset on the whole buffer */
 		memset(t, PATTERN, tlen);
-		assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
+		assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem, NULL), 0);
 		opts(&o, 1, zf);
 		o.target_offset = toff;
 		if (restore(mem, &img, NULL, &o, &st, err, sizeof(err)) < 0)
@@ -250,7 +250,7 @@ static void test_small_memory(void **state)
 	assert_non_null(src);
 	assert_int_equal(fix_whole(&alloc, len), 0);
 	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
-	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	opts(&o, 2, 1);
 	o.mem_limit = 1;
 	if (restore(io, &img, NULL, &o, NULL, err, sizeof(err)) < 0)
@@ -310,7 +310,7 @@ static void test_outgrow_job(void **state)
 				snprintf(what, sizeof(what), "codec %d, memory %s, zero fill %d",
 					 codec, mem ? "small" : "default", zf);
 				t = target_buf(len);
-				assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+				assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 				opts(&o, 1 + zf, zf);
 				o.mem_limit = (size_t)mem;
 				if (restore(io, &img, NULL, &o, &st, err, sizeof(err)) < 0)
@@ -345,7 +345,7 @@ static void test_verify_only(void **state)
 	assert_int_equal(restore(NULL, &img, NULL, &o, &st, err, sizeof(err)), 0);
 	assert_int_equal(st.chunks, img.n);
 	/* with a target given it is left alone */
-	assert_int_equal(ndz_io_open_mem(t, 100, 0, &io), 0);   /* too small, read-only */
+	assert_int_equal(ndz_io_open_mem(t, 100, 0, &io, NULL), 0);   /* too small, read-only */
 	assert_int_equal(restore(io, &img, NULL, &o, &st, err, sizeof(err)), 0);
 	assert_true(all_equal(t, len, PATTERN));
 	ndz_io_close(io);
@@ -353,9 +353,11 @@ static void test_verify_only(void **state)
 	o.verify_only = 0;
 	{
 		struct ndz_unzip *u = NULL;
+		struct ndz_error ce = { 0 };
 
-		assert_int_equal(ndz_unzip_create(NULL, &o, &u), NDZ_EINVAL);
+		assert_int_equal(ndz_unzip_create(NULL, &o, &u, &ce), NDZ_EINVAL);
 		assert_null(u);
+		assert_non_null(strstr(ndz_error_msg(&ce), "no target"));
 	}
 	/* a corrupt chunk fails verification too */
 	fix_chunk(&img, 1)[NDZ_HDR_SIZE + 100] ^= 1;
@@ -437,7 +439,7 @@ static void corrupt_chunks(int codec)
 	assert_int_equal(fix_zip_codec(src, len, NULL, 2, codec, codec == NDZ_CODEC_ZSTD ? 3 : 4,
 				       &img, NULL, err, sizeof(err)), 0);
 	assert_int_equal(img.n, 4);
-	assert_int_equal(ndz_io_open_mem(t, len + 512, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(t, len + 512, 1, &io, NULL), 0);
 	for (k = 0; k < sizeof(flips) / sizeof(flips[0]); k++) {
 		uint8_t *c = fix_chunk(&img, flips[k].chunk);
 
@@ -596,7 +598,7 @@ static void test_zstd_claims(void **state)
 				       sizeof(err)), 0);
 	assert_int_equal(img.n, 1);
 	memcpy(save, img.data, NDZ_CHUNK_SIZE);
-	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	for (k = 0; k < 8; k++) {
 		uint8_t *c = img.data;
 		static const struct {
@@ -707,19 +709,24 @@ static void test_mismatch(void **state)
 	assert_int_equal(fix_zip(src, len, NULL, 1, 4, &a, NULL, err, sizeof(err)), 0);
 	assert_int_equal(fix_zip(src, len - 512, NULL, 1, 4, &b, NULL, err, sizeof(err)), 0);
 	assert_int_equal(a.n, 2);
-	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	opts(&o, 2, 0);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0), NULL, 0), 0);
-	rc = ndz_unzip_put(u, fix_chunk(&b, 1), NULL, 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 0), NULL, 0, NULL), 0);
+	rc = ndz_unzip_put(u, fix_chunk(&b, 1), NULL, 0, NULL);
 	if (rc == 0)
 		rc = ndz_unzip_finish(u, NULL, &e);
 	else
 		assert_int_equal(ndz_unzip_finish(u, NULL, &e), rc);
 	assert_int_equal(rc, NDZ_EMISMATCH);
 	assert_non_null(strstr(ndz_error_msg(&e), "another image"));
-	/* once failed, put keeps failing */
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1), NULL, 0), NDZ_EMISMATCH);
+	/* once failed, put keeps failing, and says why */
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&a, 1), NULL, 0, &e), NDZ_EMISMATCH);
+	assert_non_null(strstr(ndz_error_msg(&e), "another image"));
+	ndz_error_clear(&e);
+	assert_null(ndz_unzip_get_buf(u, &e));
+	assert_int_equal(e.code, NDZ_EMISMATCH);
 	ndz_unzip_free(u);
 	ndz_io_close(io);
 	fix_image_release(&a);
@@ -755,8 +762,8 @@ static void test_target_too_small(void **state)
 				    "(0 bytes, the image needs 2098152)");
 	}
 	/* one byte short; any write outside [0, len - 1) would also fail loudly */
-	assert_int_equal(ndz_io_open_mem(t, len - 1, 1, &mem), 0);
-	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len - 1, &f), 0);
+	assert_int_equal(ndz_io_open_mem(t, len - 1, 1, &mem, NULL), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len - 1, &f, NULL), 0);
 	opts(&o, 2, 1);
 	rc = restore(f, &img, NULL, &o, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_ETOOSMALL);
@@ -764,7 +771,7 @@ static void test_target_too_small(void **state)
 	assert_true(all_equal(t, len, PATTERN));
 	ndz_io_close(f);
 	/* the target offset counts too */
-	assert_int_equal(ndz_io_open_mem(t, len, 1, &mem), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &mem, NULL), 0);
 	opts(&o, 2, 0);
 	o.target_offset = 512;
 	rc = restore(mem, &img, NULL, &o, NULL, err, sizeof(err));
@@ -796,8 +803,8 @@ static void test_write_guard(void **state)
 	/* one range in the middle of the source */
 	assert_int_equal(ndz_ranges_add(&alloc, 1000, 1500, NULL), 0);
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
-	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
-	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 1000 * 512, 2500 * 512, &f), 0);
+	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem, NULL), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 1000 * 512, 2500 * 512, &f, NULL), 0);
 	opts(&o, 2, 0);
 	if (restore(f, &img, NULL, &o, NULL, err, sizeof(err)) < 0)
 		fail_msg("guarded restore: %s", err);
@@ -805,8 +812,8 @@ static void test_write_guard(void **state)
 	ndz_io_close(f);
 	/* zero fill writes the whole image, not a byte past it */
 	memset(t, PATTERN, tlen);
-	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem), 0);
-	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len, &f), 0);
+	assert_int_equal(ndz_io_open_mem(t, tlen, 1, &mem, NULL), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 0, 0, 0, len, &f, NULL), 0);
 	opts(&o, 2, 1);
 	if (restore(f, &img, NULL, &o, NULL, err, sizeof(err)) < 0)
 		fail_msg("guarded zero-filled restore: %s", err);
@@ -838,13 +845,13 @@ static void test_write_failure(void **state)
 		struct ndz_unzip *u;
 		size_t i;
 
-		assert_int_equal(ndz_io_open_mem(t, len, 1, &mem), 0);
-		assert_int_equal(ndz_io_open_fault(mem, 0, nth, 0, UINT64_MAX, &f), 0);
+		assert_int_equal(ndz_io_open_mem(t, len, 1, &mem, NULL), 0);
+		assert_int_equal(ndz_io_open_fault(mem, 0, nth, 0, UINT64_MAX, &f, NULL), 0);
 		opts(&o, 2, 0);
-		assert_int_equal(ndz_unzip_create(f, &o, &u), 0);
+		assert_int_equal(ndz_unzip_create(f, &o, &u, NULL), 0);
 		rc = 0;
 		for (i = 0; i < img.n && rc == 0; i++)
-			rc = ndz_unzip_put(u, fix_chunk(&img, i), NULL, 0);
+			rc = ndz_unzip_put(u, fix_chunk(&img, i), NULL, 0, NULL);
 		/* put may or may not have seen it yet; finish must */
 		assert_true(rc == 0 || rc == NDZ_EIO);
 		ndz_error_clear(&e);
@@ -874,16 +881,16 @@ static void test_abandon(void **state)
 	(void)state;
 	assert_non_null(src);
 	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
-	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	opts(&o, 2, 0);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
 	ndz_unzip_free(u);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0, NULL), 0);
 	ndz_unzip_free(u);
 	ndz_unzip_free(NULL);
 	/* finishing with nothing put is not a whole image */
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
 	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EMISSING);
 	assert_string_equal(ndz_error_msg(&e), "image: chunk 0: missing chunk");
 	ndz_unzip_free(u);
@@ -894,9 +901,9 @@ static void test_abandon(void **state)
 	assert_non_null(src);
 	assert_int_equal(fix_zip(src, len, NULL, 2, 1, &img, NULL, err, sizeof(err)), 0);
 	assert_true(img.n >= 3);
-	assert_int_equal(ndz_unzip_create(io, &o, &u), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0), 0);
-	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 1), NULL, 0), 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 0), NULL, 0, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, fix_chunk(&img, 1), NULL, 0, NULL), 0);
 	ndz_error_clear(&e);
 	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EMISSING);
 	assert_string_equal(ndz_error_msg(&e), "image: chunk 2: missing chunk");
@@ -964,7 +971,7 @@ static void test_duplicates_and_progress(void **state)
 		order[n++] = i;
 	for (i = 0; i < img.n; i += 2)
 		order[n++] = i;
-	assert_int_equal(ndz_io_open_mem(t, len, 1, &io), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
 	opts(&o, 2, 1);
 	o.progress = on_progress;
 	o.flushing = on_flushing;

@@ -483,23 +483,23 @@ static void test_walk(void **state)
 	make_image(&other, &k->sec, &k->ck);
 	v = verifier(&k->pub, NULL, 1);
 	assert_int_equal(ndz_verify_manifest(v, im.man, im.man_len, &e), 0);
-	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_verify_walk(v, io, &e), 0);
 	ndz_io_close(io);
 	/* a chunk of another image with the same uuid: not the one signed */
 	memcpy(im.img + NDZ_CHUNK_SIZE, other.img + NDZ_CHUNK_SIZE, NDZ_CHUNK_SIZE);
-	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_verify_walk(v, io, &e), NDZ_EFORGED);
 	assert_non_null(strstr(ndz_error_msg(&e), ": chunk 1: does not match the signed manifest"));
 	ndz_io_close(io);
 	ndz_error_clear(&e);
 	/* without keys: the CRCs and the rules alone */
 	ndz_verify_free(v);
-	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_verify_walk(NULL, io, &e), 0);
 	ndz_io_close(io);
 	im.img[2 * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE + 9] ^= 1;
-	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(im.img, NCHUNKS * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_verify_walk(NULL, io, &e), NDZ_EDATACRC);
 	assert_non_null(strstr(ndz_error_msg(&e), ": chunk 2: bad data checksum"));
 	ndz_io_close(io);

@@ -63,7 +63,7 @@ static int walk(uint8_t *img, unsigned flags, struct ndz_error *e)
 	int rc, n = 0;
 
 	assert_non_null(buf);
-	assert_int_equal(ndz_io_open_mem(img, (size_t)N * NDZ_CHUNK_SIZE, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(img, (size_t)N * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	rc = ndz_image_walk_open(io, flags, &w, e);
 	assert_int_equal(rc, 0);
 	assert_int_equal(ndz_image_walk_chunks(w), N);

@@ -274,7 +274,7 @@ static void probe_rejects(void **state)
 
 	(void)state;
 	memset(vol, 0, VOL);
-	assert_int_equal(ndz_io_open_mem(vol, VOL, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(vol, VOL, 0, &io, NULL), 0);
 	assert_int_equal(ndz_fs_xfs.probe(io), 0);
 	make_xfs(&shapes[0]);
 	assert_int_equal(ndz_fs_xfs.probe(io), 1);

@@ -670,7 +670,7 @@ static void test_errors(void **state)
 	o.threads = 2;
 
 	/* the output callback's error stops everything and comes back */
-	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem), 0);
+	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem, NULL), 0);
 	assert_int_equal(fix_whole(&alloc, len), 0);
 	err[0] = 0;
 	rc = zip_e(mem, len, &alloc, &o, fail_third, &calls, NULL, err, sizeof(err));
@@ -679,7 +679,7 @@ static void test_errors(void **state)
 	assert_non_null(strstr(err, "chunk 2"));
 
 	/* a read error names the source */
-	assert_int_equal(ndz_io_open_fault(mem, 3, 0, 0, 0, &f), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 3, 0, 0, 0, &f, NULL), 0);
 	memset(&img, 0, sizeof(img));
 	err[0] = 0;
 	rc = zip_e(f, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
@@ -690,7 +690,7 @@ static void test_errors(void **state)
 	ndz_io_close(f);                /* closes mem too */
 
 	/* a source shorter than it claims */
-	assert_int_equal(ndz_io_open_mem(src, len - 1000, 0, &mem), 0);
+	assert_int_equal(ndz_io_open_mem(src, len - 1000, 0, &mem, NULL), 0);
 	err[0] = 0;
 	rc = zip_e(mem, len, &alloc, &o, fix_collect, &img, NULL, err, sizeof(err));
 	assert_int_equal(rc, NDZ_ESHORTREAD);
@@ -712,7 +712,7 @@ static void test_errors(void **state)
 	ndz_io_close(mem);
 
 	/* progress moves forward and ends at the total */
-	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem), 0);
+	assert_int_equal(ndz_io_open_mem(src, len, 0, &mem, NULL), 0);
 	assert_int_equal(fix_whole(&alloc, len), 0);
 	o.progress = progress;
 	o.progress_ctx = &pl;
@@ -752,7 +752,7 @@ static void test_partition_fields(void **state)
 	(void)state;
 	assert_non_null(src);
 	assert_int_equal(fix_whole(&alloc, len), 0);
-	assert_int_equal(ndz_io_open_mem(src, len, 0, &io), 0);
+	assert_int_equal(ndz_io_open_mem(src, len, 0, &io, NULL), 0);
 	ndz_zip_opts_init(&o);
 	o.threads = 2;
 	memcpy(o.uuid, "partition-uuid-1", 16);
@@ -779,10 +779,11 @@ static void test_partition_fields(void **state)
 }
 
 /* A source that returns odd-sized partial reads gives the same image. */
-static ssize_t odd_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off)
+static ssize_t odd_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
 	const uint8_t *src = io->priv;
 
+	(void)sys;
 	if (off >= io->size)
 		return 0;
 	if (len > 4097)

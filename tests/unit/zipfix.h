@@ -139,7 +139,7 @@ static inline int fix_zip_codec(const uint8_t *src, size_t len, const struct ndz
 	int rc;
 
 	memset(img, 0, sizeof(*img));
-	rc = ndz_io_open_mem((void *)(uintptr_t)src, len, 0, &io);
+	rc = ndz_io_open_mem((void *)(uintptr_t)src, len, 0, &io, NULL);
 	if (rc < 0)
 		return rc;
 	if (!alloc) {
