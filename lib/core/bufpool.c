@@ -62,17 +62,21 @@ static uint8_t *take(struct ndz_bufpool *p)
 	return b;
 }
 
-uint8_t *ndz_bufpool_try_get(struct ndz_bufpool *p)
+uint8_t *ndz_bufpool_try_get(struct ndz_bufpool *p, struct ndz_error *e)
 {
 	uint8_t *b;
+	int full;
 
 	pthread_mutex_lock(&p->lock);
 	b = take(p);
+	full = p->allocated >= p->max;
 	pthread_mutex_unlock(&p->lock);
+	if (!b && !full)
+		ndz_error_set(e, NDZ_ENOMEM, 0, "chunk buffers: %s", ndz_strerror(NDZ_ENOMEM));
 	return b;
 }
 
-uint8_t *ndz_bufpool_get(struct ndz_bufpool *p)
+uint8_t *ndz_bufpool_get(struct ndz_bufpool *p, struct ndz_error *e)
 {
 	uint8_t *b;
 
@@ -80,6 +84,8 @@ uint8_t *ndz_bufpool_get(struct ndz_bufpool *p)
 	while (!(b = take(p)) && p->allocated)
 		pthread_cond_wait(&p->cv, &p->lock);
 	pthread_mutex_unlock(&p->lock);
+	if (!b)
+		ndz_error_set(e, NDZ_ENOMEM, 0, "chunk buffers: %s", ndz_strerror(NDZ_ENOMEM));
 	return b;
 }
 

@@ -30,16 +30,17 @@ void ndz_bufpool_free(struct ndz_bufpool *p);
 
 /*
  * ndz_bufpool_try_get - a buffer (size bytes, contents undefined) now: a free one,
- * or a new one while fewer than max exist; NULL when all max are taken (or no
- * memory). The caller owns it until ndz_bufpool_put.
+ * or a new one while fewer than max exist; NULL when all max are taken, or with e
+ * (may be NULL) set to NDZ_ENOMEM when none could be allocated. The caller owns it
+ * until ndz_bufpool_put.
  */
-uint8_t *ndz_bufpool_try_get(struct ndz_bufpool *p);
+uint8_t *ndz_bufpool_try_get(struct ndz_bufpool *p, struct ndz_error *e);
 
 /*
  * ndz_bufpool_get - as ndz_bufpool_try_get, but waits while all are taken. NULL
- * only when no buffer exists and none can be allocated (no memory).
+ * only when no buffer exists and none can be allocated (e: NDZ_ENOMEM).
  */
-uint8_t *ndz_bufpool_get(struct ndz_bufpool *p);
+uint8_t *ndz_bufpool_get(struct ndz_bufpool *p, struct ndz_error *e);
 
 /* ndz_bufpool_put - give buf (from p) back; NULL is ignored. Wakes one waiter. */
 void ndz_bufpool_put(struct ndz_bufpool *p, uint8_t *buf);

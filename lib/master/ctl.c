@@ -92,27 +92,27 @@ int ndz_ctl_req_decode(const uint8_t *buf, size_t len, struct ndz_ctl_req *r,
 	return 0;
 }
 
-int ndz_ctl_req_need(const uint8_t *buf, size_t have)
+int ndz_ctl_req_need(const uint8_t *buf, size_t have, struct ndz_error *e)
 {
 	int rc;
 
 	if (have < NDZ_CTL_REQ_HDR)
 		return NDZ_CTL_REQ_HDR;
 	if ((rc = check_hdr(buf, have)) != 0)
-		return rc;
+		return ndz_error_set(e, rc, 0, "control message: %s", ndz_strerror(rc));
 	if ((buf[5] & REPLY_FLAG) || !req_type_ok(buf[5]) || get_le16(buf + 6) > NDZ_CTL_NAME_MAX)
-		return NDZ_EINVAL;
+		return ndz_error_set(e, NDZ_EINVAL, 0, "control message: a length no message has");
 	return (int)(NDZ_CTL_REQ_HDR + req_body(buf[5]) + get_le16(buf + 6));
 }
 
-int ndz_ctl_rep_need(const uint8_t *buf, size_t have)
+int ndz_ctl_rep_need(const uint8_t *buf, size_t have, struct ndz_error *e)
 {
 	int rc;
 
 	if (have < NDZ_CTL_REP_HDR)
 		return NDZ_CTL_REP_HDR;
 	if ((rc = check_hdr(buf, have)) != 0)
-		return rc;
+		return ndz_error_set(e, rc, 0, "control message: %s", ndz_strerror(rc));
 	if (!(buf[5] & REPLY_FLAG))
 		return NDZ_EPROTO;
 	switch (buf[5] & ~REPLY_FLAG) {
@@ -124,16 +124,16 @@ int ndz_ctl_rep_need(const uint8_t *buf, size_t have)
 		if (have < NDZ_CTL_REP_HDR + 2)
 			return NDZ_CTL_REP_HDR + 2;
 		if (get_le16(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_JSON_MAX)
-			return NDZ_EINVAL;
+			return ndz_error_set(e, NDZ_EINVAL, 0, "control message: a length no message has");
 		return NDZ_CTL_REP_HDR + 2 + get_le16(buf + NDZ_CTL_REP_HDR);
 	case NDZ_CTL_DONE:
 		if (have < NDZ_CTL_REP_HDR + 2)
 			return NDZ_CTL_REP_HDR + 2;
 		if (get_le16(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_MSG_MAX)
-			return NDZ_EINVAL;
+			return ndz_error_set(e, NDZ_EINVAL, 0, "control message: a length no message has");
 		return NDZ_CTL_REP_HDR + 2 + get_le16(buf + NDZ_CTL_REP_HDR);
 	default:
-		return NDZ_EINVAL;     /* GET replies come by UDP only */
+		return ndz_error_set(e, NDZ_EINVAL, 0, "control message: a length no message has");     /* GET replies come by UDP only */
 	}
 }
 

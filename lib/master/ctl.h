@@ -104,11 +104,11 @@ int ndz_ctl_rep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_rep *r,
  * ndz_ctl_req_need / ndz_ctl_rep_need - for reading from a stream (TCP): given the
  * have bytes read so far, the whole message's length (more than have: read on).
  * NDZ_EPROTO / NDZ_EPROTOVER when the header is not ours, NDZ_EINVAL for a length
- * no message has. Pure length arithmetic, passed to ndz_upload_read_msg, which
- * names the failure in its ndz_error.
+ * no message has, with e (may be NULL) saying so. Pure length arithmetic, passed to
+ * ndz_upload_read_msg, which names the peer.
  */
-int ndz_ctl_req_need(const uint8_t *buf, size_t have);
-int ndz_ctl_rep_need(const uint8_t *buf, size_t have);
+int ndz_ctl_req_need(const uint8_t *buf, size_t have, struct ndz_error *e);
+int ndz_ctl_rep_need(const uint8_t *buf, size_t have, struct ndz_error *e);
 
 /*
  * ndz_ctl_valid_name - 1 when s can name an image: 1 to NDZ_CTL_NAME_MAX letters,

@@ -94,13 +94,13 @@ out:
 }
 
 static int read_msg(int fd, uint8_t *buf, size_t cap,
-		    int (*need)(const uint8_t *buf, size_t have), int timeout_ms)
+		    int (*need)(const uint8_t *buf, size_t have, struct ndz_error *e), int timeout_ms)
 {
 	uint64_t end = ndz_now_ms() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms);
 	size_t have = 0;
 	int want;
 
-	while ((want = need(buf, have)) > 0 && (size_t)want > have) {
+	while ((want = need(buf, have, NULL)) > 0 && (size_t)want > have) {
 		ssize_t n;
 
 		if ((size_t)want > cap)
@@ -134,7 +134,7 @@ static int read_msg(int fd, uint8_t *buf, size_t cap,
 }
 
 int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
-			int (*need)(const uint8_t *buf, size_t have), int timeout_ms,
+			int (*need)(const uint8_t *buf, size_t have, struct ndz_error *e), int timeout_ms,
 			struct ndz_error *e)
 {
 	int err, n = read_msg(fd, buf, cap, need, timeout_ms);

@@ -42,7 +42,7 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
  * caller names the peer (ndz_error_prefix).
  */
 int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
-			int (*need)(const uint8_t *buf, size_t have), int timeout_ms,
+			int (*need)(const uint8_t *buf, size_t have, struct ndz_error *e), int timeout_ms,
 			struct ndz_error *e);
 
 /*

@@ -177,7 +177,7 @@ enum { NDZ_CHUNK_OK, NDZ_CHUNK_CRC, NDZ_CHUNK_FORGED, NDZ_CHUNK_FATAL };
 
 /*
  * ndz_client_verdict - the chunk in slot (from ndz_client_ready) was checked at
- * now_ns: how (NDZ_CHUNK_*), why (the NDZ_E* code it failed with), intact (its
+ * now_ns: how (NDZ_CHUNK_*), why (the code the check failed with), intact (its
  * buffer is as received, not decrypted in part). OK: it goes to be written (call
  * ndz_client_written after); when every chunk has, the state is COMPLETE. CRC or
  * FORGED: fetched again, the blocks in doubt only when intact (returns

@@ -314,7 +314,7 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 			break;
 		}
 	if (s && store && !s->buf)
-		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool) : malloc(NDZ_CHUNK_SIZE);
+		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool, NULL) : malloc(NDZ_CHUNK_SIZE);
 	if (!s || (store && !s->buf))
 		return NULL;
 	s->state = S_FILL;

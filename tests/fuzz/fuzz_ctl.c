@@ -21,10 +21,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int need;
 
 	for (size_t have = 0; have <= size && have <= NDZ_CTL_REQ_HDR + 2; have++) {
-		need = ndz_ctl_req_need(data, have);
+		need = ndz_ctl_req_need(data, have, NULL);
 		if (need > 0 && need < NDZ_CTL_REQ_HDR)
 			abort();       /* a message is never shorter than its header */
-		need = ndz_ctl_rep_need(data, have);
+		need = ndz_ctl_rep_need(data, have, NULL);
 		if (need > 0 && need < NDZ_CTL_REP_HDR)
 			abort();
 	}
@@ -32,14 +32,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = ndz_ctl_req_encode(&req, out, sizeof(out), NULL);
 		if (len != (int)size || memcmp(out, data, size) != 0)
 			abort();
-		if (ndz_ctl_req_need(data, size) != (int)size)
+		if (ndz_ctl_req_need(data, size, NULL) != (int)size)
 			abort();
 	}
 	if (ndz_ctl_rep_decode(data, size, &rep, NULL) == 0) {
 		len = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
 		if (len != (int)size || memcmp(out, data, size) != 0)
 			abort();
-		need = ndz_ctl_rep_need(data, size);
+		need = ndz_ctl_rep_need(data, size, NULL);
 		if ((rep.type == NDZ_CTL_UPLOAD || rep.type == NDZ_CTL_DONE) && need != (int)size)
 			abort();
 	}

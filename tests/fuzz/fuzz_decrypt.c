@@ -93,7 +93,7 @@ static void roundtrip(int cipher, const uint8_t *d, size_t n)
 	h.data_crc = crc(chunk + NDZ_HDR_SIZE, len);
 	if (ndz_hdr_encode(&h, chunk, NULL) != 0)
 		abort();
-	if (ndz_chunk_encrypt(&key, cipher, chunk, NULL) != 0 || ndz_chunk_check(chunk, &h) != 0 ||
+	if (ndz_chunk_encrypt(&key, cipher, chunk, NULL) != 0 || ndz_chunk_check(chunk, &h, NULL) != 0 ||
 	    ndz_chunk_cipher(&h) != cipher || h.data_len != len + NDZ_CRYPT_OVERHEAD)
 		abort();
 	span = NDZ_HDR_SIZE + h.data_len;

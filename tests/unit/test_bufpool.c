@@ -29,20 +29,20 @@ static void test_bounded_and_reused(void **state)
 	assert_int_equal(ndz_bufpool_size(p), 100);
 	ndz_bufpool_stats(p, &n, &taken);
 	assert_int_equal(n, 0);                /* none allocated before they are needed */
-	a = ndz_bufpool_try_get(p);
-	b = ndz_bufpool_get(p);
+	a = ndz_bufpool_try_get(p, NULL);
+	b = ndz_bufpool_get(p, NULL);
 	assert_non_null(a);
 	assert_non_null(b);
 	assert_ptr_not_equal(a, b);
 	memset(a, 1, 100);
 	memset(b, 2, 100);
-	assert_null(ndz_bufpool_try_get(p));   /* at most 2 */
+	assert_null(ndz_bufpool_try_get(p, NULL));   /* at most 2 */
 	ndz_bufpool_stats(p, &n, &taken);
 	assert_int_equal(n, 2);
 	assert_int_equal(taken, 2);
 	ndz_bufpool_put(p, a);
 	ndz_bufpool_put(p, NULL);
-	c = ndz_bufpool_try_get(p);
+	c = ndz_bufpool_try_get(p, NULL);
 	assert_ptr_equal(c, a);                /* reused, not a new one */
 	ndz_bufpool_release(p, b);
 	ndz_bufpool_put(p, c);
@@ -90,10 +90,10 @@ static void test_get_waits(void **state)
 
 	(void)state;
 	assert_int_equal(ndz_bufpool_create(64, 1, &g.p, NULL), 0);
-	g.buf = ndz_bufpool_get(g.p);
+	g.buf = ndz_bufpool_get(g.p, NULL);
 	assert_non_null(g.buf);
 	assert_int_equal(pthread_create(&t, NULL, give_later, &g), 0);
-	b = ndz_bufpool_get(g.p);
+	b = ndz_bufpool_get(g.p, NULL);
 	assert_true(g.gave);
 	assert_ptr_equal(b, g.buf);
 	pthread_join(t, NULL);
@@ -128,11 +128,11 @@ static void test_unzip_put_owned_releases(void **state)
 	uo.verify_only = 1;
 	uo.threads = 1;
 	assert_int_equal(ndz_unzip_create(NULL, &uo, &u, NULL), 0);
-	b = ndz_bufpool_get(p);
+	b = ndz_bufpool_get(p, NULL);
 	assert_int_equal(ndz_unzip_put_owned(u, b, NULL, 0, count_release, p), 0);
 	assert_int_equal(released, 1);
 	/* a chunk that is none: the pipeline fails, and a buffer put then comes back */
-	b = ndz_bufpool_get(p);
+	b = ndz_bufpool_get(p, NULL);
 	memset(b, 0xee, NDZ_CHUNK_SIZE);
 	assert_true(ndz_unzip_put(u, b, NULL, 0, NULL) < 0);
 	rc = ndz_unzip_put_owned(u, b, NULL, 0, count_release, p);

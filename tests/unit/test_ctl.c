@@ -141,22 +141,22 @@ static void test_upload(void **state)
 	assert_int_equal(n, sizeof(want));
 	assert_memory_equal(b, want, sizeof(want));
 	/* read from a stream: the header says how long the request is */
-	assert_int_equal(ndz_ctl_req_need(b, 0), NDZ_CTL_REQ_HDR);
-	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), sizeof(want));
+	assert_int_equal(ndz_ctl_req_need(b, 0, NULL), NDZ_CTL_REQ_HDR);
+	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR, NULL), sizeof(want));
 	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &d, NULL), 0);
 	assert_int_equal(d.type, NDZ_CTL_UPLOAD);
 	assert_true(d.size == 0x0102030405060708ull);
 	assert_string_equal(d.name, "go");
 	assert_int_equal(ndz_ctl_req_decode(b, (size_t)n - 1, &d, NULL), NDZ_EINVAL);
 	b[6] = 65;
-	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR, NULL), NDZ_EINVAL);
 	b[0] = 'X';
-	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR), NDZ_EPROTO);
+	assert_int_equal(ndz_ctl_req_need(b, NDZ_CTL_REQ_HDR, NULL), NDZ_EPROTO);
 	/* the go-ahead is the header alone, whatever the status */
 	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR);
 	assert_int_equal(b[5], 0x83);
-	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n, NULL), NDZ_CTL_REP_HDR);
 	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr, NULL), 0);
 	assert_int_equal(dr.type, NDZ_CTL_UPLOAD);
 	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n + 1, &dr, NULL), NDZ_EPROTO);
@@ -167,8 +167,8 @@ static void test_upload(void **state)
 	rep.json_len = strlen(rep.json);
 	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR + 2 + rep.json_len);
-	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
-	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR + 2), n);
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR, NULL), NDZ_CTL_REP_HDR + 2);
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR + 2, NULL), n);
 	assert_int_equal(ndz_ctl_rep_decode(b, (size_t)n, &dr, NULL), 0);
 	assert_int_equal(dr.status, NDZ_CTL_BADIMAGE);
 	assert_int_equal(dr.json_len, rep.json_len);
@@ -186,17 +186,17 @@ static void test_upload(void **state)
 	rep.json = "{}";
 	rep.json_len = 2;
 	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
-	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR), NDZ_CTL_REP_HDR + 2);
-	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), n);
+	assert_int_equal(ndz_ctl_rep_need(b, NDZ_CTL_REP_HDR, NULL), NDZ_CTL_REP_HDR + 2);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n, NULL), n);
 	rep.status = NDZ_CTL_USE_TCP;
 	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, NDZ_CTL_REP_HDR);
-	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_CTL_REP_HDR);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n, NULL), NDZ_CTL_REP_HDR);
 	/* GET replies do not */
 	rep.type = NDZ_CTL_GET;
 	rep.status = NDZ_CTL_UNKNOWN;
 	n = ndz_ctl_rep_encode(&rep, b, sizeof(b), NULL);
-	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n), NDZ_EINVAL);
+	assert_int_equal(ndz_ctl_rep_need(b, (size_t)n, NULL), NDZ_EINVAL);
 }
 
 static void test_hostport(void **state)
