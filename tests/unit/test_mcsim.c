@@ -78,6 +78,8 @@ struct sim {
 	struct ndz_server_batch *b;    /* the sender's batch */
 	int pending;                   /* b is planned, to go out at send_at */
 	uint64_t send_at;
+	int waiting, woken;            /* the sender waits for work: until woken or wake_at */
+	uint64_t wake_at;
 	uint8_t *image;                /* o.chunks chunks, the file served */
 	struct client *c;
 	struct dgram *q;               /* datagrams on their way, in time order */
@@ -240,9 +242,12 @@ static void deliver(struct sim *s)
 		s->qhead++;
 		s->qlen--;
 		if (!(s->o.server_loss > 0 && lost_at(s, s->o.server_loss))) {
-			/* every one is admitted; the server wakes for those that ask */
-			assert_true(ndz_server_packet(s->srv, g.buf, g.len, addr_of(g.from), s->now,
-						      &rp, NULL) > 0);
+			/* every one is admitted; one that may bring work wakes the sender */
+			int r = ndz_server_packet(s->srv, g.buf, g.len, addr_of(g.from), s->now, &rp,
+						  NULL);
+
+			assert_true(r > 0);
+			s->woken |= r == 2;
 			send_reply(s, &rp);
 		}
 		for (unsigned i = 0; i < s->o.clients; i++) {
@@ -257,18 +262,25 @@ static void deliver(struct sim *s)
 }
 
 /*
- * The server's sender, as frisbeed runs it: plan; load a chunk the plan names from
- * the image and check it; send a batch once its delay on the simulated clock is over
- * (the step's granularity rounds it up), and say so.
+ * The server's sender, as frisbeed runs it: plan; with nothing to send, wait until a
+ * packet wakes it (or 200 ms pass); load a chunk the plan names from the image and
+ * check it; send a batch once its delay on the simulated clock is over (the step's
+ * granularity rounds it up), and say so.
  */
 static void server_run(struct sim *s)
 {
+	if (s->waiting && !s->woken && s->now < s->wake_at)
+		return;
+	s->waiting = 0;
 	for (;;) {
 		if (!s->pending) {
 			struct ndz_error e = { 0 };
 
+			s->woken = 0;
 			switch (ndz_server_plan(s->srv, s->now, s->b)) {
 			case NDZ_SERVER_WAIT:
+				s->waiting = 1;
+				s->wake_at = s->now + 200 * MS;
 				return;
 			case NDZ_SERVER_LOAD:
 				assert_true(s->b->chunk < s->o.chunks);
