@@ -450,11 +450,13 @@ static double run_ratio(const struct sim_opts *o)
 	assert_int_equal(r.finished, o->clients);
 	ratio = (double)r.sent / ((double)o->chunks * BLOCKS);
 	last_requests = r.requests;
-	printf("# sim: %u clients%s, %.0f%% loss, %u chunks, repair %s: server sent %.3fx a "
+	printf("# sim: %u clients%s, %.0f%% loss%s, %u chunks, repair %s: server sent %.3fx a "
 	       "clean transfer (%llu repairs), %llu requests, %.2f s simulated\n", o->clients,
-	       o->legacy ? " (some without repair)" : "", o->loss * 100, o->chunks,
-	       o->repair & NDZ_FEAT_WHOLE ? "whole" : o->repair ? "stripes" : "off", ratio, (unsigned long long)r.repairs,
-	       (unsigned long long)r.requests, (double)r.elapsed_ns / 1e9);
+	       o->legacy ? " (some without repair)" : "", o->loss * 100,
+	       o->lossy_join ? " (of JOIN answers too)" : "", o->chunks,
+	       o->repair & NDZ_FEAT_WHOLE ? "whole" : o->repair ? "stripes" : "off", ratio,
+	       (unsigned long long)r.repairs, (unsigned long long)r.requests,
+	       (double)r.elapsed_ns / 1e9);
 	return ratio;
 }
 
