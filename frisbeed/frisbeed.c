@@ -18,7 +18,6 @@
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/format.h"
-#include "mcast/net.h"
 #include "master/sessctl.h"
 #include "mcast/net.h"
 #include "mcast/pace.h"
@@ -200,57 +199,6 @@ static int write_json(struct session *s, const char *path, struct ndz_error *e)
 	return n < 0 ? n : ndz_file_replace(path, buf, (size_t)n, 0644, e);
 }
 
-/* ---- the master's control endpoint (--control): lib/master/sessctl answers ---- */
-static int ctl_status(void *ctx, struct ndz_sessctl_status *out)
-{
-	struct session *s = ctx;
-	struct ndz_server_stats st;
-	int n;
-
-	pthread_mutex_lock(&s->lock);
-	ndz_server_get_stats(s->srv, &st);
-	out->rate_bps = ndz_server_info(s->srv)->rate_bps;
-	pthread_mutex_unlock(&s->lock);
-	out->clients = st.clients;
-	out->bytes_sent = st.bytes_sent;
-	n = ndz_server_stats_json(&st, ndz_server_name(s->srv), out->json, sizeof(out->json),
-				  NULL);
-	if (n < 0)
-		return n;
-	out->json_len = (size_t)n;
-	return 0;
-}
-
-/* A new cap (the image master dividing its total): fixed from now on, no -W auto. */
-static int ctl_rate(void *ctx, uint64_t rate)
-{
-	struct session *s = ctx;
-	struct ndz_error e = { 0 };
-	int r;
-
-	pthread_mutex_lock(&s->lock);
-	r = ndz_server_set_rate(s->srv, rate, ndz_now_ns(), &e);
-	pthread_cond_broadcast(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-	if (r < 0)
-		cli_warn("%s", ndz_error_msg(&e));
-	else if (cli_verbose)
-		cli_info("rate now %.1f Mbit/s", (double)rate / 1e6);
-	return r;
-}
-
-static int ctl_identify(void *ctx, struct ndz_sessctl_identity *out)
-{
-	struct session *s = ctx;
-	const struct ndz_join_info *in = ndz_server_info(s->srv);
-
-	memcpy(out->uuid, in->uuid, 16);
-	out->chunks = in->chunks;
-	out->source_bytes = in->source_bytes;
-	snprintf(out->path, sizeof(out->path), "%s", ndz_server_name(s->srv));
-	return 0;
-}
-/* ---- end of the control endpoint ---- */
 
 /* ---- signals: the one place main() reacts to them; 1: stop serving ---- */
 static void block_signals(sigset_t *set)
@@ -298,7 +246,7 @@ int main(int argc, char **argv)
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
 	const char *json = NULL, *manifest = NULL, *control = NULL;
-	static const struct ndz_sessctl_ops ctl_ops = { ctl_status, ctl_rate, ctl_identify };
+	struct ndz_sessctl_server ctl_srv;
 	struct ndz_sessctl *ctl = NULL;
 	uint64_t v;
 	struct ndz_error e = { 0 };
@@ -373,7 +321,8 @@ int main(int argc, char **argv)
 	block_signals(&set);
 	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
 		cli_die(EXIT_FAIL, "cannot start threads");
-	if (control && ndz_sessctl_start(control, &ctl_ops, &s, &ctl, &e) != 0)
+	ctl_srv = (struct ndz_sessctl_server){ s.srv, &s.lock, &s.cond };
+	if (control && ndz_sessctl_start_server(control, &ctl_srv, &ctl, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (cli_verbose)
 		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", so.name,

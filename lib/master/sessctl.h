@@ -9,6 +9,7 @@
 #define NDZ_SESSCTL_H
 
 #include <stddef.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/err.h"
@@ -95,6 +96,25 @@ struct ndz_sessctl;
  */
 int ndz_sessctl_start(const char *path, const struct ndz_sessctl_ops *ops, void *ctx,
 		      struct ndz_sessctl **out, struct ndz_error *e);
+
+/*
+ * A session server's endpoint: the answers are srv's (lib/mcast/server.h): STATUS its
+ * statistics and JSON, RATE ndz_server_set_rate (then wake is broadcast, so that a
+ * sender waiting on it re-paces), IDENTIFY its image. Every call into srv holds lock,
+ * the caller's lock over srv. The struct must outlive the endpoint.
+ */
+struct ndz_sessctl_server {
+	struct ndz_server *srv;
+	pthread_mutex_t *lock;
+	pthread_cond_t *wake;          /* NULL: nobody to wake */
+};
+
+/*
+ * ndz_sessctl_start_server - ndz_sessctl_start answering for the session server in
+ * *ss (above). Returns as ndz_sessctl_start.
+ */
+int ndz_sessctl_start_server(const char *path, struct ndz_sessctl_server *ss,
+			     struct ndz_sessctl **out, struct ndz_error *e);
 
 /* ndz_sessctl_stop - stop answering, join the thread, remove the socket; NULL ok. */
 void ndz_sessctl_stop(struct ndz_sessctl *s);

@@ -3,6 +3,7 @@
  * decoded, refused when malformed; and an endpoint answering STATUS, RATE and
  * IDENTIFY on a unix socket through its callbacks, as the master asks.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,8 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "core/format.h"
+#include "mcast/server.h"
 #include "master/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
@@ -215,6 +218,51 @@ static void test_endpoint(void **state)
 	ndz_sessctl_stop(NULL);
 }
 
+/* A real session server answering through ndz_sessctl_start_server. */
+static void test_server_endpoint(void **state)
+{
+	struct ndz_server_opts o = { .name = "/img/srv.ndz", .rate_bps = 50000000 };
+	static struct ndz_sessctl_status st;
+	struct ndz_sessctl_identity who;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+	struct ndz_sessctl_server ss;
+	struct ndz_server *srv;
+	struct ndz_sessctl *s = NULL;
+	struct ndz_error e = { 0 };
+	char path[256];
+
+	(void)state;
+	memset(o.info.uuid, 0x5a, 16);
+	o.info.chunks = 3;
+	o.info.block_size = NDZ_BLOCK_SIZE;
+	o.info.blocks_per_chunk = NDZ_BLOCKS_PER_CHUNK;
+	o.info.image_bytes = 3ull * NDZ_CHUNK_SIZE;
+	o.info.source_bytes = 7ull << 20;
+	o.info.idle_timeout = 10;
+	assert_int_equal(ndz_server_create(&o, 0, &srv, NULL), 0);
+	ss = (struct ndz_sessctl_server){ srv, &lock, &wake };
+	snprintf(path, sizeof(path), "%s/srv.sock", dir);
+	assert_int_equal(ndz_sessctl_start_server(path, &ss, &s, &e), 0);
+	assert_int_equal(ndz_sessctl_identify(path, 1000, &who, NULL), 0);
+	assert_int_equal(who.chunks, 3);
+	assert_int_equal(who.source_bytes, 7ull << 20);
+	assert_int_equal(who.uuid[0], 0x5a);
+	assert_string_equal(who.path, "/img/srv.ndz");
+	assert_int_equal(ndz_sessctl_status(path, 1000, &st, NULL), 0);
+	assert_int_equal(st.clients, 0);
+	assert_int_equal(st.rate_bps, 50000000);
+	assert_non_null(strstr(st.json, "srv.ndz"));
+	/* a new cap is the server's at once; one it refuses changes nothing */
+	assert_int_equal(ndz_sessctl_rate(path, 20000000, 1000, NULL), 0);
+	assert_int_equal(ndz_server_info(srv)->rate_bps, 20000000);
+	assert_int_equal(ndz_sessctl_rate(path, 10, 1000, NULL), NDZ_EREFUSED);
+	assert_int_equal(ndz_sessctl_status(path, 1000, &st, NULL), 0);
+	assert_int_equal(st.rate_bps, 20000000);
+	ndz_sessctl_stop(s);
+	ndz_server_free(srv);
+}
+
 /* lib/master/session: the master's questions to a session, through a real endpoint. */
 static void test_session(void **state)
 {
@@ -293,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_codec),
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_endpoint),
+		cmocka_unit_test(test_server_endpoint),
 		cmocka_unit_test(test_session),
 	};
 	int rc;
