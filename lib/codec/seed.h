@@ -1,0 +1,47 @@
+/*
+ * Seeding a restore from what its target already holds (issue 23): for a chunk of
+ * an image's content index, read the target's bytes where the chunk writes and
+ * compare their digest with the index's. A chunk the target holds need not be
+ * fetched, read from the image or written; after a restore, the same check of every
+ * chunk says whether the target holds the image (--verify).
+ */
+#ifndef NDZ_SEED_H
+#define NDZ_SEED_H
+
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/io.h"
+#include "trust/index.h"
+
+struct ndz_seed_opts {
+	uint64_t target_offset;          /* where sector 0 of the image is on the target */
+	int zero_fill;                   /* -z: the chunk's gaps in [first, last) must read
+					    as zero too, or it is not held */
+	int direct;                      /* read past the page cache (verify after write) */
+};
+
+/* A checker of one target against one index; one per thread. */
+struct ndz_seed;
+
+/*
+ * ndz_seed_create - a checker reading target (not owned) for ix (not owned; both
+ * outlive it). 0 and *out, or NDZ_ENOMEM / NDZ_EINVAL with e.
+ */
+int ndz_seed_create(struct ndz_io *target, const struct ndz_index *ix,
+		    const struct ndz_seed_opts *o, struct ndz_seed **out, struct ndz_error *e);
+
+/* ndz_seed_free - NULL is fine. */
+void ndz_seed_free(struct ndz_seed *s);
+
+/*
+ * ndz_seed_check - does the target hold chunk i? 1: every byte it writes is there
+ * (and with zero_fill, its gaps are zero); 0: not (a target too short for it is
+ * "not"); a negative code (a read error other than past the end) with e.
+ */
+int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e);
+
+/* ndz_seed_bytes_read - target bytes the checker has read so far. */
+uint64_t ndz_seed_bytes_read(const struct ndz_seed *s);
+
+#endif
