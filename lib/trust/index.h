@@ -78,7 +78,7 @@ int ndz_index_encode(struct ndz_index *ix, const struct ndz_key *sec, uint8_t **
  * by the caller). Every field is checked (magic, version, algorithms, sizes, regions
  * sorted inside [first, last), chunks in order and not overlapping). With pub (a
  * public signing key): the file must be signed by that key (NDZ_EWRONGKEY: another
- * key's id; NDZ_EFORGED: a bad signature; NDZ_EUNSIGNED: not signed at all), and
+ * key's id; NDZ_EINDEXSIG: a bad signature; NDZ_EUNSIGNED: not signed at all), and
  * ix->signed_ is 1. Without pub the signature is not checked and signed_ is 0.
  * 0, or NDZ_EINDEX (malformed) or those codes, with e.
  */
