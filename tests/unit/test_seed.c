@@ -320,6 +320,88 @@ static void test_zip_index(void **state)
 	free(other);
 }
 
+struct collect {
+	uint8_t *buf;
+	size_t n;
+};
+
+static int keep_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
+{
+	struct collect *c = ctx;
+
+	(void)e;
+	c->buf = realloc(c->buf, ((size_t)index + 1) * NDZ_CHUNK_SIZE);
+	assert_non_null(c->buf);
+	memcpy(c->buf + (size_t)index * NDZ_CHUNK_SIZE, chunk, NDZ_CHUNK_SIZE);
+	c->n = (size_t)index + 1;
+	return 0;
+}
+
+/* ndz_index_build of a stored image gives the index ndz_zip made with it. */
+static void test_build(void **state)
+{
+	const size_t len = (size_t)5 << 20;
+	static const int codecs[] = { NDZ_CODEC_ZLIB, NDZ_CODEC_ZSTD };
+	uint8_t *data = malloc(len);
+	struct ndz_ranges alloc;
+	struct ndz_io *io;
+	uint64_t st = 11, sec;
+	size_t i, c;
+
+	(void)state;
+	assert_non_null(data);
+	for (i = 0; i < len; i++)
+		data[i] = (uint8_t)(fix_rnd(&st) >> (i % 2 ? 24 : 5));
+	ndz_ranges_init(&alloc);
+	for (sec = 0; sec < len / SECT - 70; sec += 50 + sec % 11)
+		assert_int_equal(ndz_ranges_add(&alloc, sec, 1 + sec % 40, NULL), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, len / SECT - 1, 1, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(data, len, 0, &io, NULL), 0);
+	for (c = 0; c < 2; c++) {
+		struct ndz_error e = { 0 };
+		struct collect col = { NULL, 0 };
+		struct ndz_index ix, built;
+		struct ndz_zip_opts o;
+		struct ndz_io *img;
+		uint32_t k, j;
+
+		ndz_zip_opts_init(&o);
+		o.codec = codecs[c];
+		o.level = 1;
+		o.threads = 2;
+		memset(&ix, 0, sizeof(ix));
+		o.index = &ix;
+		assert_int_equal(ndz_zip(io, len - 7, &alloc, &o, keep_chunk, &col, NULL, NULL), 0);
+		assert_true(col.n >= 2);
+		assert_int_equal(ndz_io_open_mem(col.buf, col.n * NDZ_CHUNK_SIZE, 0, &img, NULL), 0);
+		assert_int_equal(ndz_index_build(img, "img", &built, &e), 0);
+		assert_int_equal(built.chunks, ix.chunks);
+		assert_memory_equal(built.uuid, ix.uuid, 16);
+		assert_int_equal(built.source_bytes, len - 7);
+		for (k = 0; k < ix.chunks; k++) {
+			assert_int_equal(built.e[k].first, ix.e[k].first);
+			assert_int_equal(built.e[k].last, ix.e[k].last);
+			assert_int_equal(built.e[k].nregions, ix.e[k].nregions);
+			for (j = 0; j < ix.e[k].nregions; j++)
+				assert_int_equal(built.e[k].regions[j].start, ix.e[k].regions[j].start);
+			assert_memory_equal(built.e[k].digest, ix.e[k].digest, NDZ_INDEX_DIGEST_LEN);
+		}
+		ndz_index_release(&built);
+		/* A damaged chunk: refused, with a message. */
+		col.buf[NDZ_CHUNK_SIZE + NDZ_HDR_SIZE + 100] ^= 1;
+		memset(&e, 0, sizeof(e));
+		assert_true(ndz_index_build(img, "img", &built, &e) < 0);
+		assert_true(e.code < 0);
+		ndz_index_release(&built);
+		ndz_io_close(img);
+		ndz_index_release(&ix);
+		free(col.buf);
+	}
+	ndz_io_close(io);
+	ndz_ranges_release(&alloc);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_read_error),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_zip_index),
+		cmocka_unit_test(test_build),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
