@@ -183,7 +183,8 @@ int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e)
  * order is an error, never a wrong digest.
  */
 struct hashio {
-	struct ndz_index *ix;
+	struct ndz_index *ix;            /* its entries never move: sized before */
+	uint64_t source_bytes;
 	struct ndz_digest *d;
 	uint32_t c, j;                   /* the chunk and region being written */
 	uint64_t done;                   /* bytes of that region written */
@@ -194,7 +195,7 @@ struct hashio {
 static void hio_region(const struct hashio *h, uint64_t *off, uint64_t *len)
 {
 	const struct ndz_region *r = &h->ix->e[h->c].regions[h->j];
-	uint64_t end = h->ix->source_bytes;
+	uint64_t end = h->source_bytes;
 
 	*off = r->start * NDZ_SECTOR_SIZE;
 	*len = (uint64_t)r->count * NDZ_SECTOR_SIZE;
@@ -315,7 +316,20 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 				   " --from-image (convert it)" : " --encrypt with the image");
 		goto out;
 	}
+	/*
+	 * The entries are all there before the writer thread looks at them: the reader
+	 * sets each one before its chunk is put, and none may move under the writer.
+	 */
+	if (!ndz_image_reader_chunks(r)) {
+		rc = ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: a stream: the content index is made "
+				   "of an image file", name);
+		goto out;
+	}
+	rc = ndz_index_init(ix, first->uuid, ndz_image_reader_chunks(r), first->source_bytes, e);
+	if (rc < 0)
+		goto out;
 	h.ix = ix;
+	h.source_bytes = first->source_bytes;
 	h.d = ndz_digest_create(e);
 	if (!h.d) {
 		rc = NDZ_ENOMEM;
@@ -353,7 +367,9 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 			goto out;
 		}
 		/* The entry before the chunk is written: its regions say where bytes go. */
-		rc = ndz_index_set(ix, hd.index, &hd, buf, none, e);
+		rc = hd.index < ix->chunks ? ndz_index_set(ix, hd.index, &hd, buf, none, e) :
+		     ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: past the image's %u chunks",
+				   name, hd.index, ix->chunks);
 		if (rc == 0)
 			rc = ndz_unzip_put_buf(u, buf, &hd, 0, e);
 		else

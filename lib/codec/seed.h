@@ -46,7 +46,7 @@ uint64_t ndz_seed_bytes_read(const struct ndz_seed *s);
 
 /*
  * ndz_index_build - the content index of a stored image (imagekey index): every
- * chunk of image (a file or stream, not owned) decompressed in order through the
+ * chunk of image (a file, not owned; a stream is NDZ_ENOTSUP) decompressed in order through the
  * restore pipeline (lib/codec/unzip: data CRCs checked) into a target that only
  * hashes what it is given, so the image is not rewritten and nothing is written.
  * ix gets uuid, source size and every chunk's entry (released by the caller; on
