@@ -688,6 +688,31 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot)
 	f->kick = 1;
 }
 
+int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
+{
+	uint32_t ref;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk))
+		return 0;
+	ref = h_get(f, chunk);
+	if (ref < f->o.slots) {
+		struct slot *s = &f->slots[ref];
+
+		if (s->state != S_FILL)
+			return 0;      /* complete: the caller has it */
+		forget_repairs(s);
+		s->state = S_FREE;
+		h_del(f, chunk);
+	} else if (ref != NO_REF) {
+		ask_del(f, ref - (uint32_t)f->o.slots);
+	}
+	f->done[chunk >> 3] |= (uint8_t)(1u << (chunk & 7));
+	f->st.complete++;
+	f->st.done++;
+	f->kick = 1;
+	return 1;
+}
+
 void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns)
 {

@@ -128,6 +128,14 @@ uint8_t *ndz_fetch_take_buf(struct ndz_fetch *f, int slot);
 void ndz_fetch_done(struct ndz_fetch *f, int slot);
 
 /*
+ * ndz_fetch_have - chunk is already held by the target (a seeded restore, issue 23):
+ * count it complete and done, never ask for it, and drop what of it is on its way
+ * (an ask, or a slot still filling). Returns 1, or 0 when it is out of range, done,
+ * or complete and with the caller (held for its checks or being written).
+ */
+int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk);
+
+/*
  * ndz_fetch_snoop - a request for the blocks in bitmap of chunk was seen on the
  * group at now_ns (ours looped back, or another client's). When it covers all we
  * lack of that chunk we do not ask for it ourselves within the re-request delay:
