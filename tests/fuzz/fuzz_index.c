@@ -1,0 +1,108 @@
+/*
+ * libFuzzer target for the content index decoder (lib/trust/index.c): its bytes come
+ * from a server or a file beside an image, so they are untrusted.
+ * Input: one mode byte, then the bytes. Mode 0 decodes them as they are without a
+ * key; mode 1 with a fixed public key; mode 2 first stamps the key's id and a valid
+ * signature on them, so the checks behind the signature get explored. Whatever is
+ * accepted must satisfy the documented invariants and encode back to the same bytes.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+
+#include "core/err.h"
+#include "core/format.h"
+#include "trust/index.h"
+#include "trust/key.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define OFF_KEY_ID 32
+#define SIG 64
+
+static struct ndz_key sec, pub;
+static int ready;
+
+static void setup(void)
+{
+	if (ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL) < 0 ||
+	    ndz_key_public(&sec, &pub, NULL) < 0)
+		abort();
+	ready = 1;
+}
+
+/* The invariants of an accepted index. */
+static void check(const struct ndz_index *ix, const uint8_t *buf, size_t size, int keyed)
+{
+	uint64_t prev = 0;
+	uint8_t *again;
+	size_t len;
+	uint32_t i, j;
+	struct ndz_index copy = *ix;
+
+	if (ix->chunks == 0 || ix->chunks > NDZ_INDEX_MAX_CHUNKS || !ix->e ||
+	    ix->signed_ != keyed)
+		abort();
+	for (i = 0; i < ix->chunks; i++) {
+		const struct ndz_index_entry *x = &ix->e[i];
+		uint64_t end = x->first;
+
+		if (x->first > x->last || x->first < prev || x->nregions > NDZ_MAX_REGIONS ||
+		    (x->nregions && !x->regions))
+			abort();
+		for (j = 0; j < x->nregions; j++) {
+			if (!x->regions[j].count || x->regions[j].start < end ||
+			    x->regions[j].start + x->regions[j].count > x->last)
+				abort();
+			end = x->regions[j].start + x->regions[j].count;
+		}
+		prev = x->last;
+	}
+	/* Unsigned, it encodes back to the same bytes. */
+	if (!keyed && ndz_index_encode(&copy, NULL, &again, &len, NULL) == 0) {
+		int zero_id = 1;
+
+		for (i = 0; i < NDZ_KEY_ID_LEN; i++)
+			zero_id &= buf[OFF_KEY_ID + i] == 0;
+		if (len != size || (zero_id && memcmp(again, buf, size) != 0) ||
+		    memcmp(again, buf, OFF_KEY_ID) != 0)
+			abort();
+		free(again);
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_index ix;
+	uint8_t *buf;
+	int rc, mode;
+
+	if (!ready)
+		setup();
+	if (size < 1)
+		return 0;
+	mode = data[0] % 3;
+	buf = malloc(size);
+	if (!buf)
+		abort();
+	memcpy(buf, data + 1, size - 1);
+	size--;
+	if (mode == 2 && size >= 64 + SIG) {
+		memcpy(buf + OFF_KEY_ID, pub.id, NDZ_KEY_ID_LEN);
+		crypto_sign_ed25519_detached(buf + size - SIG, NULL, buf, size - SIG, sec.sk);
+	}
+	rc = ndz_index_decode(buf, size, mode ? &pub : NULL, &ix, &e);
+	if (rc > 0 || strcmp(ndz_strerror(rc), "unknown error") == 0)
+		abort();
+	if (rc == 0) {
+		check(&ix, buf, size, mode != 0);
+		ndz_index_release(&ix);
+	} else if (ix.e || !e.code) {
+		abort();
+	}
+	free(buf);
+	return 0;
+}

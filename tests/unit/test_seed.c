@@ -1,0 +1,230 @@
+/* Unit tests for lib/codec/seed.c: does a target hold a chunk of an index. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "codec/seed.h"
+#include "core/err.h"
+#include "core/format.h"
+#include "core/io.h"
+#include "trust/index.h"
+
+#define SECT 512u
+/* An image of 3 chunks of 8 sectors; its last sector holds 100 bytes only. */
+#define SRC_BYTES (23u * SECT + 100u)
+
+static uint8_t disk[24 * SECT];
+
+/* Chunk i writes sectors 8i+1..8i+3 and 8i+5..8i+6 (chunk 2: 21..22 and 23, clipped). */
+static void add_chunk(struct ndz_index *ix, uint32_t i)
+{
+	uint8_t area[NDZ_HDR_SIZE] = { 0 };
+	uint8_t digest[NDZ_INDEX_DIGEST_LEN];
+	struct ndz_chunk_hdr h;
+	struct ndz_digest *d = ndz_digest_create(NULL);
+	struct ndz_region r[2];
+	uint32_t j;
+
+	assert_non_null(d);
+	memset(&h, 0, sizeof(h));
+	h.source_bytes = SRC_BYTES;
+	h.first = i * 8;
+	h.last = i * 8 + 8;
+	h.nregions = 2;
+	r[0] = (struct ndz_region){ i * 8 + 1, 3 };
+	r[1] = (struct ndz_region){ i * 8 + 5, i == 2 ? 3 : 2 };
+	for (j = 0; j < 2; j++) {
+		uint64_t off = r[j].start * SECT, len = (uint64_t)r[j].count * SECT;
+
+		if (off + len > SRC_BYTES)
+			len = SRC_BYTES - off;
+		ndz_hdr_set_region(area, j, r[j]);
+		assert_int_equal(ndz_digest_update(d, disk + off, len, NULL), 0);
+	}
+	assert_int_equal(ndz_digest_final(d, digest, NULL), 0);
+	assert_int_equal(ndz_index_set(ix, i, &h, area, digest, NULL), 0);
+	ndz_digest_free(d);
+}
+
+/* The image: region bytes patterned, gaps zero; the index of it. */
+static void make(struct ndz_index *ix)
+{
+	uint32_t i, k;
+
+	memset(disk, 0, sizeof(disk));
+	for (i = 0; i < 3; i++)
+		for (k = 0; k < 8; k++) {
+			uint32_t s = i * 8 + k;
+
+			if ((k >= 1 && k <= 3) || (k >= 5 && k <= 6) || (i == 2 && k == 7))
+				memset(disk + s * SECT, (int)(s * 3 + 1), SECT);
+		}
+	memset(ix, 0, sizeof(*ix));
+	for (i = 0; i < 3; i++)
+		add_chunk(ix, i);
+}
+
+static int check(struct ndz_io *io, const struct ndz_index *ix, int zero_fill, uint32_t i)
+{
+	struct ndz_seed_opts o = { 0, zero_fill, 1 };
+	struct ndz_error e = { 0 };
+	struct ndz_seed *s;
+	int rc;
+
+	assert_int_equal(ndz_seed_create(io, ix, &o, &s, &e), 0);
+	rc = ndz_seed_check(s, i, &e);
+	assert_true(rc >= 0);
+	if (rc == 1)
+		assert_true(ndz_seed_bytes_read(s) > 0);
+	ndz_seed_free(s);
+	return rc;
+}
+
+static void test_held(void **state)
+{
+	uint8_t copy[sizeof(disk)];
+	struct ndz_index ix;
+	struct ndz_io *io;
+	uint32_t i;
+
+	(void)state;
+	make(&ix);
+	memcpy(copy, disk, sizeof(disk));
+	assert_int_equal(ndz_io_open_mem(copy, sizeof(copy), 0, &io, NULL), 0);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(check(io, &ix, 0, i), 1);
+		assert_int_equal(check(io, &ix, 1, i), 1);
+	}
+	/* The bytes of the last sector past source_bytes are not the image's. */
+	copy[23 * SECT + 200] ^= 0xff;
+	assert_int_equal(check(io, &ix, 0, 2), 1);
+	/* A byte in a region changed: not held, the others still are. */
+	copy[8 * SECT + 5 * SECT + 17] ^= 1;
+	assert_int_equal(check(io, &ix, 0, 1), 0);
+	assert_int_equal(check(io, &ix, 0, 0), 1);
+	copy[8 * SECT + 5 * SECT + 17] ^= 1;
+	/* A byte in a gap: held, but not with zero_fill. */
+	copy[8 * SECT + 4 * SECT] = 9;
+	assert_int_equal(check(io, &ix, 0, 1), 1);
+	assert_int_equal(check(io, &ix, 1, 1), 0);
+	copy[8 * SECT + 4 * SECT] = 0;
+	copy[0] = 1;                              /* the gap before chunk 0's first region */
+	assert_int_equal(check(io, &ix, 1, 0), 0);
+	copy[0] = 0;
+	copy[7 * SECT + 3] = 1;                   /* the gap at its end */
+	assert_int_equal(check(io, &ix, 1, 0), 0);
+	assert_int_equal(check(io, &ix, 0, 0), 1);
+	ndz_io_close(io);
+	ndz_index_release(&ix);
+}
+
+static void test_not_held(void **state)
+{
+	static uint8_t garbage[sizeof(disk)];
+	struct ndz_error e = { 0 };
+	struct ndz_index ix;
+	struct ndz_seed *s;
+	struct ndz_io *io;
+	uint32_t i;
+
+	(void)state;
+	make(&ix);
+	for (i = 0; i < sizeof(garbage); i++)
+		garbage[i] = (uint8_t)(i * 2654435761u >> 13);
+	assert_int_equal(ndz_io_open_mem(garbage, sizeof(garbage), 0, &io, NULL), 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(check(io, &ix, 0, i), 0);
+	ndz_io_close(io);
+	/* Short: chunk 2 cut off, the others held. */
+	memcpy(garbage, disk, sizeof(disk));
+	assert_int_equal(ndz_io_open_mem(garbage, 22 * SECT, 0, &io, NULL), 0);
+	assert_int_equal(check(io, &ix, 0, 0), 1);
+	assert_int_equal(check(io, &ix, 0, 1), 1);
+	assert_int_equal(check(io, &ix, 0, 2), 0);
+	assert_int_equal(ndz_seed_create(io, &ix, NULL, &s, &e), 0);
+	assert_int_equal(ndz_seed_check(s, 3, &e), NDZ_ERANGE);
+	ndz_seed_free(s);
+	ndz_io_close(io);
+	/* At an offset on the target. */
+	{
+		static uint8_t big[sizeof(disk) + 4096];
+		struct ndz_seed_opts o = { 4096, 1, 0 };
+
+		memcpy(big + 4096, disk, sizeof(disk));
+		assert_int_equal(ndz_io_open_mem(big, sizeof(big), 0, &io, NULL), 0);
+		assert_int_equal(ndz_seed_create(io, &ix, &o, &s, NULL), 0);
+		for (i = 0; i < 3; i++)
+			assert_int_equal(ndz_seed_check(s, i, NULL), 1);
+		ndz_seed_free(s);
+		ndz_io_close(io);
+	}
+	ndz_index_release(&ix);
+}
+
+/* A read error is an error, not "not held". */
+static void test_read_error(void **state)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_io *mem, *io;
+	struct ndz_index ix;
+	struct ndz_seed *s;
+
+	(void)state;
+	make(&ix);
+	assert_int_equal(ndz_io_open_mem(disk, sizeof(disk), 0, &mem, NULL), 0);
+	assert_int_equal(ndz_io_open_fault(mem, 1, 0, 0, 0, &io, NULL), 0);
+	assert_int_equal(ndz_seed_create(io, &ix, NULL, &s, NULL), 0);
+	assert_int_equal(ndz_seed_check(s, 0, &e), NDZ_EIO);
+	assert_int_equal(e.code, NDZ_EIO);
+	/* The next check starts clean and succeeds. */
+	assert_int_equal(ndz_seed_check(s, 0, NULL), 1);
+	ndz_seed_free(s);
+	ndz_io_close(io);
+	ndz_index_release(&ix);
+}
+
+/* A real file, read with direct (the cache dropped first). */
+static void test_file(void **state)
+{
+	char path[] = "/tmp/test_seed.XXXXXX";
+	struct ndz_seed_opts o = { 0, 1, 1 };
+	struct ndz_index ix;
+	struct ndz_seed *s;
+	struct ndz_io *io;
+	int fd;
+
+	(void)state;
+	make(&ix);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, disk, sizeof(disk)), (ssize_t)sizeof(disk));
+	close(fd);
+	assert_int_equal(ndz_io_open_file(path, NDZ_IO_READ, &io, NULL), 0);
+	assert_int_equal(ndz_seed_create(io, &ix, &o, &s, NULL), 0);
+	assert_int_equal(ndz_seed_check(s, 0, NULL), 1);
+	assert_int_equal(ndz_seed_check(s, 2, NULL), 1);
+	assert_int_equal(ndz_seed_bytes_read(s), 8 * SECT + 7 * SECT + 100);
+	ndz_seed_free(s);
+	ndz_io_close(io);
+	unlink(path);
+	ndz_index_release(&ix);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_held),
+		cmocka_unit_test(test_not_held),
+		cmocka_unit_test(test_read_error),
+		cmocka_unit_test(test_file),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
