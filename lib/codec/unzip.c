@@ -1129,6 +1129,19 @@ static void stop_threads(struct ndz_unzip *u)
 	u->writer_started = 0;
 }
 
+int ndz_unzip_held(struct ndz_unzip *u, uint32_t chunk, uint64_t first, uint64_t last,
+		   struct ndz_error *e)
+{
+	int r;
+
+	pthread_mutex_lock(&u->lock);
+	r = ndz_image_held(u->image, chunk, first, last, e);
+	pthread_mutex_unlock(&u->lock);
+	if (r < 0)
+		ndz_error_prefix(e, "%s", u->name);
+	return r;
+}
+
 int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct ndz_error *e)
 {
 	struct ndz_error mine = { 0 };

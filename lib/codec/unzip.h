@@ -108,6 +108,14 @@ int ndz_unzip_put_owned(struct ndz_unzip *u, uint8_t *buf, const struct ndz_chun
 			unsigned flags, void (*release)(void *ctx, uint8_t *buf), void *ctx);
 
 /*
+ * ndz_unzip_held - chunk (of [first, last) sectors) is not put: the target already
+ * holds it (a seeded restore, issue 23), and ndz_unzip_finish counts it as written.
+ * Needs opts.expect_chunks. 0, or NDZ_ERANGE / NDZ_EDUP / NDZ_ENOMEM with e.
+ */
+int ndz_unzip_held(struct ndz_unzip *u, uint32_t chunk, uint64_t first, uint64_t last,
+		   struct ndz_error *e);
+
+/*
  * ndz_unzip_finish - wait for everything put to be written, check that the image
  * is whole (every chunk up to the LAST one), then flush the target. Returns 0
  * only when every chunk was decompressed, written and flushed; else the first

@@ -140,6 +140,28 @@ int ndz_image_add(struct ndz_image *im, const struct ndz_chunk_hdr *h, struct nd
 	return 0;
 }
 
+int ndz_image_held(struct ndz_image *im, uint32_t i, uint64_t first, uint64_t last,
+		   struct ndz_error *e)
+{
+	if (!im->expect || i >= im->expect)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: past the image's %u chunks",
+				     i, im->expect);
+	if (seen(im, i))
+		return ndz_error_set(e, NDZ_EDUP, 0, "chunk %u: %s", i, ndz_strerror(NDZ_EDUP));
+	if (grow(im, i) < 0)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i, ndz_strerror(NDZ_ENOMEM));
+	im->seen[i] = 1;
+	im->at[i].first = first;
+	im->at[i].last = last;
+	if (i >= im->top)
+		im->top = i + 1;
+	if (i == im->expect - 1) {
+		im->have_last = 1;
+		im->last = i;
+	}
+	return 0;
+}
+
 int ndz_image_complete(const struct ndz_image *im, struct ndz_error *e)
 {
 	uint32_t i, end = im->have_last ? im->last + 1 : im->top;

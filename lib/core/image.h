@@ -46,6 +46,15 @@ int ndz_image_add(struct ndz_image *im, const struct ndz_chunk_hdr *h, struct nd
  */
 int ndz_image_complete(const struct ndz_image *im, struct ndz_error *e);
 
+/*
+ * ndz_image_held - chunk i, of [first, last) sectors, is not added but already held
+ * by the target (a seeded restore, issue 23): it counts for ndz_image_complete, not
+ * for ndz_image_added. The expected count must be set and i below it. 0, or
+ * NDZ_ERANGE, NDZ_EDUP or NDZ_ENOMEM with e naming the chunk.
+ */
+int ndz_image_held(struct ndz_image *im, uint32_t i, uint64_t first, uint64_t last,
+		   struct ndz_error *e);
+
 /* ndz_image_added - how many chunks were added. */
 uint32_t ndz_image_added(const struct ndz_image *im);
 

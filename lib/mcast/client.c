@@ -607,6 +607,15 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 	return 0;
 }
 
+int ndz_client_needs(const struct ndz_client *c, uint32_t chunk)
+{
+	if (chunk >= c->info.chunks)
+		return 0;
+	if (c->fetch)
+		return ndz_fetch_needs(c->fetch, chunk);
+	return !c->held || !ndz_bit_test(c->held, chunk);
+}
+
 int ndz_client_have(struct ndz_client *c, uint32_t chunk, uint64_t now_ns)
 {
 	struct ndz_fetch_stats st;

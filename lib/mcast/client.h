@@ -206,6 +206,13 @@ int ndz_client_index_done(struct ndz_client *c, struct ndz_error *e);
 int ndz_client_have(struct ndz_client *c, uint32_t chunk, uint64_t now_ns);
 
 /*
+ * ndz_client_needs - chunk is still to come: not held, not complete, not written
+ * (a seed scan reads only those; a chunk the server is sending anyway is not re-read
+ * once it has come). 0 past the image or before the join.
+ */
+int ndz_client_needs(const struct ndz_client *c, uint32_t chunk);
+
+/*
  * ndz_client_start - in state JOINED: receive the image's chunks from now_ns on (-T
  * runs from here). Returns 0, NDZ_EINVAL (not JOINED) or NDZ_ENOMEM, with e.
  */

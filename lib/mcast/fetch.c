@@ -713,6 +713,16 @@ int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
 	return 1;
 }
 
+int ndz_fetch_needs(const struct ndz_fetch *f, uint32_t chunk)
+{
+	uint32_t ref;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk))
+		return 0;
+	ref = h_get(f, chunk);
+	return ref >= f->o.slots || f->slots[ref].state == S_FILL;
+}
+
 void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns)
 {

@@ -134,6 +134,8 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot);
  * or complete and with the caller (held for its checks or being written).
  */
 int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk);
+/* ndz_fetch_needs - chunk (in range) is neither done nor complete with the caller. */
+int ndz_fetch_needs(const struct ndz_fetch *f, uint32_t chunk);
 
 /*
  * ndz_fetch_snoop - a request for the blocks in bitmap of chunk was seen on the

@@ -496,3 +496,17 @@ void ndz_digest_free(struct ndz_digest *d)
 	EVP_MD_CTX_free(d->ctx);
 	free(d);
 }
+
+/* (added by helper seedmc for frisbee --seed: the length from the first bytes) */
+uint64_t ndz_index_size_from_header(const uint8_t *buf, size_t len)
+{
+	uint32_t n, r;
+
+	if (len < X_ENTRIES || memcmp(buf + X_MAGIC, index_magic, sizeof(index_magic)) != 0)
+		return 0;
+	n = get_le32(buf + X_CHUNKS);
+	r = get_le32(buf + X_REGIONS);
+	if (!n || n > NDZ_INDEX_MAX_CHUNKS)
+		return 0;
+	return (uint64_t)X_ENTRIES + (uint64_t)n * E_SIZE + (uint64_t)r * R_SIZE + SIG_LEN;
+}

@@ -102,6 +102,15 @@ int ndz_index_path(const char *image, char *out, size_t cap, struct ndz_error *e
 int ndz_index_match(const struct ndz_index *ix, const uint8_t uuid[16],
 		    uint64_t source_bytes, uint32_t chunks, struct ndz_error *e);
 
+/*
+ * ndz_index_size_from_header - the total length of the index file whose first len
+ * bytes (at least its 64-byte fixed part) are buf, from its chunk and region counts;
+ * 0 when they are not an index's (bad magic, too short, no or too many chunks). A
+ * reader fetching the index in pieces (frisbee --seed) knows from it how much more
+ * to fetch; ndz_index_decode checks the rest.
+ */
+uint64_t ndz_index_size_from_header(const uint8_t *buf, size_t len);
+
 /* An incremental digest of the bytes a chunk writes (SHA-256). */
 struct ndz_digest;
 
