@@ -2,8 +2,9 @@
  * frisbee --seed and --verify (issue 23): the image's content index fetched from the
  * server (lib/mcast/client) after the join, a scan thread that checks the target's
  * chunks in order (lib/codec/seed) beside the network and marks those it holds as
- * done, so they are never asked for or written; after the flush, every chunk checked
- * again past the page cache.
+ * done, so they are never asked for or written (the session asks only for chunks
+ * the scan has passed while it runs); after the flush, every chunk checked again
+ * past the page cache.
  */
 #include <pthread.h>
 #include <string.h>
@@ -68,6 +69,8 @@ static void *scan(void *arg)
 		int needs, r;
 
 		pthread_mutex_lock(&c->lock);
+		/* those before i are decided: the session may ask for them */
+		ndz_client_scan(c->cl, i, ndz_now_ns());
 		needs = !c->stop && !c->failed ? ndz_client_needs(c->cl, i) : -1;
 		pthread_mutex_unlock(&c->lock);
 		if (needs < 0)
@@ -92,6 +95,9 @@ static void *scan(void *arg)
 		}
 		pthread_mutex_unlock(&c->lock);
 	}
+	pthread_mutex_lock(&c->lock);
+	ndz_client_scan(c->cl, UINT32_MAX, ndz_now_ns());   /* every chunk may come now */
+	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
 
@@ -105,6 +111,7 @@ void seed_start(struct client *c)
 		return;
 	if (ndz_seed_create(c->target, &c->ix, &so, &c->sd, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	ndz_client_scan(c->cl, 0, ndz_now_ns());   /* no request runs ahead of the scan */
 	if (pthread_create(&c->scan_thread, NULL, scan, c))
 		cli_die(EXIT_FAIL, "cannot start a thread");
 	c->scanning = 1;

@@ -46,6 +46,7 @@ struct ndz_client {
 
 	/* chunks the target holds (ndz_client_have) before the cache is made */
 	uint8_t *held;
+	uint32_t front;                /* a seed scan's (ndz_client_scan); UINT32_MAX: none */
 
 	/* the image */
 	struct ndz_fetch *fetch;
@@ -100,6 +101,7 @@ int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
 	if (!c->o.target)
 		c->o.target = "the target";
 	c->server = o->server;
+	c->front = UINT32_MAX;
 	c->start_ns = now_ns;
 	c->give_up_ns = (uint64_t)o->give_up_s * 1000 * MS;
 	c->join_next = now_ns;
@@ -565,6 +567,24 @@ int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
 	return 0;
 }
 
+/* ndz_fetch_opts.defer: chunks the seed scan has not reached yet */
+static int defer_unscanned(void *ctx, uint32_t chunk)
+{
+	const struct ndz_client *c = ctx;
+
+	return c->front != UINT32_MAX && chunk >= c->front;
+}
+
+void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
+{
+	if (front != c->front && c->state == NDZ_CLIENT_RECEIVING) {
+		if (now_ns > c->last_server_ns)
+			c->last_server_ns = now_ns;
+		ndz_fetch_kick(c->fetch);
+	}
+	c->front = front;
+}
+
 int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 {
 	struct ndz_fetch_opts fo = { 0 };
@@ -589,6 +609,7 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 		return ndz_error_copy(e, &mine);
 	}
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
+	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
 	c->last_block_ns = c->accept_ns = now_ns;
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;

@@ -213,6 +213,15 @@ int ndz_client_have(struct ndz_client *c, uint32_t chunk, uint64_t now_ns);
 int ndz_client_needs(const struct ndz_client *c, uint32_t chunk);
 
 /*
+ * ndz_client_scan - a seed scan walking the chunks in order has decided (held or
+ * not) every chunk below front: chunks at or past it are not asked for until it
+ * passes them, so that the server sends only what the target lacks. UINT32_MAX: no
+ * scan (as at creation), or it ended; every chunk may be asked for. The scan's
+ * progress counts as the server's for the -T bound.
+ */
+void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns);
+
+/*
  * ndz_client_start - in state JOINED: receive the image's chunks from now_ns on (-T
  * runs from here). Returns 0, NDZ_EINVAL (not JOINED) or NDZ_ENOMEM, with e.
  */

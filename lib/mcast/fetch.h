@@ -178,6 +178,15 @@ void ndz_fetch_set_repair(struct ndz_fetch *f, unsigned features);
 unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
 			    ndz_fetch_emit emit, void *ctx);
 
+/*
+ * ndz_fetch_set_defer - new chunks for which defer(ctx, chunk) returns 1 are not
+ * asked for yet, but later (a seed scan has not reached them); NULL: none is
+ * deferred (as at creation). defer must not call back.
+ */
+void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
+			 void *ctx);
+/* ndz_fetch_kick - requests are due at once (what the caller knows changed). */
+void ndz_fetch_kick(struct ndz_fetch *f);
 /* ndz_fetch_kicked - whether requests are due at once (the server moved on); clears it. */
 int ndz_fetch_kicked(struct ndz_fetch *f);
 

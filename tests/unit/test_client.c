@@ -668,6 +668,45 @@ static void test_have(void **state)
 	teardown_t(t);
 }
 
+/* While a seed scan runs, only the chunks it has passed are asked for. */
+static void test_scan_front(void **state)
+{
+	struct t *t = setup(30);
+	unsigned from;
+
+	(void)state;
+	t->o.request_ahead = 4;
+	join(t, 8, 0);
+	ndz_client_scan(t->c, 0, 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	ndz_client_tick(t->c, 10 * MS);
+	assert_int_equal(t->nsent, from);
+	ndz_client_scan(t->c, 3, 15 * MS);
+	ndz_client_tick(t->c, 20 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 3);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk < 3);
+	/* a scan that makes progress keeps -T off (30 s) while nothing more is asked */
+	ndz_client_scan(t->c, 4, 25000 * MS);
+	from = t->nsent;
+	assert_int_equal(ndz_client_tick(t->c, 40000 * MS), NDZ_CLIENT_RECEIVING);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 1);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk < 4);
+	/* the scan ended: the rest may be asked for once a slot is free */
+	ndz_client_scan(t->c, UINT32_MAX, 40000 * MS);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 0, b, 40001 * MS);
+	assert_true(ndz_client_have(t->c, 1, 40002 * MS));
+	from = t->nsent;
+	ndz_client_tick(t->c, 40010 * MS);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 1);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk >= 2);
+	teardown_t(t);
+}
+
 /* A client whose target holds every chunk sends its JOIN and its LEAVE, nothing else. */
 static void test_have_all(void **state)
 {
@@ -720,6 +759,7 @@ int main(void)
 		cmocka_unit_test(test_index_none),
 		cmocka_unit_test(test_have),
 		cmocka_unit_test(test_have_all),
+		cmocka_unit_test(test_scan_front),
 		cmocka_unit_test(test_bad_options),
 	};
 
