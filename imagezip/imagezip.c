@@ -17,6 +17,7 @@
 #include "core/target.h"
 #include "codec/convert.h"
 #include "from.h"
+#include "trust/index.h"
 #include "trust/seal.h"
 #include "codec/zip.h"
 #include "master/upsink.h"
@@ -50,6 +51,10 @@ static const char usage_text[] =
 	"                     reproducible images\n"
 	"      --sign SECKEY  sign the image: write its manifest, IMAGE.manifest\n"
 	"      --manifest FILE  write the manifest there (needed for IMAGE '-')\n"
+	"      --index FILE   write the content index (what imageunzip --seed and\n"
+	"                     --verify use) there; default IMAGE.index, none for\n"
+	"                     IMAGE '-' or --upload unless named; signed with --sign\n"
+	"      --no-index     write no content index\n"
 	"      --encrypt KEY  encrypt every chunk with KEY (imagekey generate -e)\n"
 	"      --cipher C     with --encrypt: aes256gcm (default) or xchacha20\n"
 	"      --from-image   SOURCE is an image, ours or the original Frisbee's (V1-V4):\n"
@@ -342,6 +347,8 @@ int main(int argc, char **argv)
 		{ "to-orig", no_argument, NULL, 0x202 },
 		{ "upload", required_argument, NULL, 0x203 },
 		{ "wait", required_argument, NULL, 0x204 },
+		{ "index", required_argument, NULL, 0x205 },
+		{ "no-index", no_argument, NULL, 0x206 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -355,7 +362,10 @@ int main(int argc, char **argv)
 	struct ndz_key sign_key = { 0 }, crypt_key = { 0 };
 	struct ndz_seal_opts seal_opts = { .next = write_chunk, .next_ctx = &out };
 	struct ndz_seal *seal = NULL;
-	char mbuf[PATH_MAX];
+	char mbuf[PATH_MAX], ibuf[PATH_MAX];
+	const char *index_path = NULL;
+	struct ndz_index index = { 0 };
+	int no_index = 0;
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
 	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
@@ -455,6 +465,12 @@ int main(int argc, char **argv)
 		case 0x204:
 			wait_s = cli_parse_int(optarg, "--wait", 1, 3600);
 			break;
+		case 0x205:
+			index_path = optarg;
+			break;
+		case 0x206:
+			no_index = 1;
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -511,6 +527,20 @@ int main(int argc, char **argv)
 		load_key(sign_path, NDZ_KEY_SIGN_SECRET, &sign_key);
 		seal_opts.sign = 1;
 	}
+	if (index_path && no_index)
+		cli_usage_error("--index and --no-index: one or the other");
+	if (index_path && to_orig)
+		cli_usage_error("--index: the original format has no content index (--to-orig)");
+	/* The content index: beside a file image by default, where named otherwise. */
+	if (!info && !no_index && !to_orig && !index_path && strcmp(image, "-") != 0) {
+		if (ndz_index_path(image, ibuf, sizeof(ibuf), &zerr) < 0)
+			cli_usage_error("%s", ndz_error_msg(&zerr));
+		index_path = ibuf;
+	}
+	if (info || no_index || to_orig)
+		index_path = NULL;
+	if (index_path)
+		zopts.index = &index;
 	if (cipher && !crypt_path)
 		cli_usage_error("--cipher: only with --encrypt");
 	if (crypt_path && !info) {
@@ -600,6 +630,20 @@ int main(int argc, char **argv)
 		cli_error("%s", ndz_error_msg(&zerr));
 		manifest = NULL;
 	}
+	/* The index too: an image whose index is in place before it never lacks it. */
+	if (rc == 0 && index_path) {
+		uint8_t *ib = NULL;
+		size_t ilen = 0;
+
+		rc = ndz_index_encode(&index, seal_opts.sign ? &sign_key : NULL, &ib, &ilen, &zerr);
+		if (rc == 0)
+			rc = ndz_index_save(index_path, ib, ilen, &zerr);
+		free(ib);
+		if (rc < 0) {
+			cli_error("%s", ndz_error_msg(&zerr));
+			index_path = NULL;
+		}
+	}
 	if (rc == 0 && commit_output(&out) < 0)
 		rc = NDZ_EIO;
 	cli_progress_end(&prog, rc == 0);
@@ -609,6 +653,9 @@ int main(int argc, char **argv)
 		discard_output(&out);
 	if (rc < 0 && seal_opts.sign && manifest)
 		unlink(manifest);
+	if (rc < 0 && index_path)
+		unlink(index_path);
+	ndz_index_release(&index);
 	ndz_key_wipe(&sign_key);
 	ndz_seal_free(seal);
 	if (rc == 0 && cli_verbose)

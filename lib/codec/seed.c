@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include "core/format.h"
+#include "core/image.h"
+#include "core/orig.h"
 #include "seed.h"
+#include "unzip.h"
 
 #define SEED_BUF (1u << 20)
 
@@ -169,4 +172,204 @@ int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e)
 	if ((rc = ndz_digest_final(s->d, got, e)) < 0)
 		return rc;
 	return memcmp(got, x->digest, NDZ_INDEX_DIGEST_LEN) == 0;
+}
+
+/* ---- building the index of a stored image ---- */
+
+/*
+ * A target that hashes: the restore pipeline with one decoder writes each chunk's
+ * regions in order, chunk after chunk; the bytes go into the current chunk's
+ * digest, which is final once its last region is whole. Anything out of that
+ * order is an error, never a wrong digest.
+ */
+struct hashio {
+	struct ndz_index *ix;
+	struct ndz_digest *d;
+	uint32_t c, j;                   /* the chunk and region being written */
+	uint64_t done;                   /* bytes of that region written */
+	int bad;
+};
+
+/* Region j of chunk c as bytes clipped to source_bytes: *off and *len (0: none). */
+static void hio_region(const struct hashio *h, uint64_t *off, uint64_t *len)
+{
+	const struct ndz_region *r = &h->ix->e[h->c].regions[h->j];
+	uint64_t end = h->ix->source_bytes;
+
+	*off = r->start * NDZ_SECTOR_SIZE;
+	*len = (uint64_t)r->count * NDZ_SECTOR_SIZE;
+	if (*off >= end)
+		*len = 0;
+	else if (*len > end - *off)
+		*len = end - *off;
+}
+
+/*
+ * Move past whole regions and finished chunks (their digests set) to the region
+ * still to be written; 1 if there is one, 0 at the end of the chunks known, or
+ * NDZ_ENOMEM.
+ */
+static int hio_advance(struct hashio *h)
+{
+	uint64_t off, len;
+
+	while (h->c < h->ix->chunks) {
+		const struct ndz_index_entry *x = &h->ix->e[h->c];
+
+		if (h->j < x->nregions) {
+			hio_region(h, &off, &len);
+			if (h->done < len)
+				return 1;
+			h->j++;
+			h->done = 0;
+			continue;
+		}
+		if (ndz_digest_final(h->d, h->ix->e[h->c].digest, NULL) < 0)
+			return NDZ_ENOMEM;
+		h->c++;
+		h->j = 0;
+		h->done = 0;
+	}
+	return 0;
+}
+
+static ssize_t hio_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off, int *sys)
+{
+	struct hashio *h = io->priv;
+	const uint8_t *p = buf;
+	size_t left = len;
+
+	(void)sys;
+	while (left) {
+		uint64_t roff, rlen, n;
+		int rc = hio_advance(h);
+
+		if (rc <= 0 || h->c >= h->ix->chunks) {
+			h->bad = 1;
+			return rc < 0 ? rc : NDZ_EREGION;
+		}
+		hio_region(h, &roff, &rlen);
+		if (off != roff + h->done) {
+			h->bad = 1;
+			return NDZ_EREGION;
+		}
+		n = rlen - h->done < left ? rlen - h->done : left;
+		if (ndz_digest_update(h->d, p, (size_t)n, NULL) < 0)
+			return NDZ_ENOMEM;
+		h->done += n;
+		p += n;
+		off += n;
+		left -= (size_t)n;
+	}
+	return (ssize_t)len;
+}
+
+static ssize_t hio_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
+{
+	(void)io, (void)buf, (void)len, (void)off, (void)sys;
+	return NDZ_ENOTSUP;
+}
+
+static int hio_zero(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
+{
+	(void)io, (void)off, (void)len, (void)sys;
+	return NDZ_ENOTSUP;
+}
+
+static int hio_flush(struct ndz_io *io, int *sys)
+{
+	(void)io, (void)sys;
+	return 0;
+}
+
+static void hio_close(struct ndz_io *io)
+{
+	(void)io;
+}
+
+static const struct ndz_io_ops hio_ops = {
+	hio_pread, hio_pwrite, hio_zero, hio_flush, hio_close, NULL,
+};
+
+int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix,
+		    struct ndz_error *e)
+{
+	static const uint8_t none[NDZ_INDEX_DIGEST_LEN];
+	struct ndz_io io = { 0 };
+	struct hashio h = { 0 };
+	struct ndz_image_reader *r = NULL;
+	struct ndz_unzip_opts uo;
+	struct ndz_unzip *u = NULL;
+	const struct ndz_chunk_hdr *first;
+	int rc;
+
+	memset(ix, 0, sizeof(*ix));
+	rc = ndz_image_reader_open(image, &r, e);
+	if (rc < 0)
+		return rc;
+	first = ndz_image_reader_first(r);
+	if (NDZ_IS_ORIG(first) || (first->incompat_flags & NDZ_INCOMPAT_ENCRYPTED)) {
+		rc = ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: an %s image: its content index is "
+				   "made by imagezip%s", name, NDZ_IS_ORIG(first) ?
+				   "original-format" : "encrypted", NDZ_IS_ORIG(first) ?
+				   " --from-image (convert it)" : " --encrypt with the image");
+		goto out;
+	}
+	h.ix = ix;
+	h.d = ndz_digest_create(e);
+	if (!h.d) {
+		rc = NDZ_ENOMEM;
+		goto out;
+	}
+	io.ops = &hio_ops;
+	io.size = ndz_sectors_of(first->source_bytes) * NDZ_SECTOR_SIZE;
+	io.name = (char *)"the content index";
+	io.priv = &h;
+	ndz_unzip_opts_init(&uo);
+	uo.threads = 1;                  /* one decoder: the regions come in order */
+	uo.name = name;
+	rc = ndz_unzip_create(&io, &uo, &u, e);
+	if (rc < 0)
+		goto out;
+	for (;;) {
+		struct ndz_chunk_hdr hd;
+		uint8_t *buf = ndz_unzip_get_buf(u, e);
+
+		if (!buf) {
+			rc = e && e->code ? e->code : NDZ_ENOMEM;
+			goto out;
+		}
+		rc = ndz_image_reader_next(r, buf, &hd, e);
+		if (rc <= 0) {
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
+			if (rc < 0)
+				goto out;
+			break;
+		}
+		if (NDZ_IS_ORIG(&hd) || (hd.incompat_flags & NDZ_INCOMPAT_ENCRYPTED)) {
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
+			rc = ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: chunk %u: encrypted", name,
+					   hd.index);
+			goto out;
+		}
+		/* The entry before the chunk is written: its regions say where bytes go. */
+		rc = ndz_index_set(ix, hd.index, &hd, buf, none, e);
+		if (rc == 0)
+			rc = ndz_unzip_put_buf(u, buf, &hd, 0, e);
+		else
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
+		if (rc < 0)
+			goto out;
+	}
+	rc = ndz_unzip_finish(u, NULL, e);
+	if (rc == 0 && (rc = hio_advance(&h)) == 0 && (h.bad || h.c != ix->chunks))
+		rc = NDZ_EREGION;
+	if (rc > 0 || (rc < 0 && !(e && e->code)))
+		rc = ndz_error_set(e, NDZ_EREGION, 0, "%s: chunk %u: its regions were not "
+				   "written whole and in order", name, h.c);
+out:
+	ndz_unzip_free(u);
+	ndz_digest_free(h.d);
+	ndz_image_reader_free(r);
+	return rc;
 }

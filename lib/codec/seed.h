@@ -44,4 +44,17 @@ int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e);
 /* ndz_seed_bytes_read - target bytes the checker has read so far. */
 uint64_t ndz_seed_bytes_read(const struct ndz_seed *s);
 
+/*
+ * ndz_index_build - the content index of a stored image (imagekey index): every
+ * chunk of image (a file or stream, not owned) decompressed in order through the
+ * restore pipeline (lib/codec/unzip: data CRCs checked) into a target that only
+ * hashes what it is given, so the image is not rewritten and nothing is written.
+ * ix gets uuid, source size and every chunk's entry (released by the caller; on
+ * failure too). 0, or NDZ_ENOTSUP (an encrypted or original-format image: their
+ * index is made when they are made or converted) or a code of the reader or the
+ * pipeline, with e naming name.
+ */
+int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix,
+		    struct ndz_error *e);
+
 #endif

@@ -31,6 +31,7 @@
 #include "core/err.h"
 #include "core/le.h"
 #include "core/pool.h"
+#include "trust/index.h"
 #include "zip.h"
 
 #define PIECE_SIZE  (128u * 1024)      /* input bytes per worker job */
@@ -155,6 +156,10 @@ struct zip {
 	int zc_open;                   /* the zc_ and zs_ fields describe a chunk being filled */
 	int idle;                      /* workers waiting for work */
 	uint8_t *fill;                 /* FILL_BUF of input for fill frames */
+
+	/* the content index (opts->index): the packer hashes what each chunk holds */
+	struct ndz_digest *digest;
+	uint64_t hash_end;             /* stream bytes past source_bytes are not hashed */
 };
 
 /* Wake every waiting thread, to see an error or the end (lock held). */
@@ -199,6 +204,22 @@ static int zip_err(struct zip *z)
 	rc = z->err.code ? z->err.code : z->stop ? NDZ_ECANCELED : 0;
 	pthread_mutex_unlock(&z->lock);
 	return rc;
+}
+
+/*
+ * The content index's digest of the chunk being packed: n bytes of input at stream
+ * offset off, as they are compressed into it, in stream order (the packer's thread).
+ * The stream's bytes past source_bytes (a last partial sector) are not written by
+ * a restore, so not hashed.
+ */
+static void zhash(struct zip *z, uint64_t off, const uint8_t *in, size_t n)
+{
+	if (!z->digest || off >= z->hash_end)
+		return;
+	if (n > z->hash_end - off)
+		n = (size_t)(z->hash_end - off);
+	if (ndz_digest_update(z->digest, in, n, NULL) < 0)
+		set_err(z, NDZ_ENOMEM, "chunk %u: sha-256 failed", z->index);
 }
 
 void ndz_zip_opts_init(struct ndz_zip_opts *o)
@@ -478,6 +499,16 @@ static int chunk_finish(struct zip *z, int last)
 		set_err(z, rc, "chunk %u: internal error encoding the header", z->index);
 		return rc;
 	}
+	if (z->digest) {
+		uint8_t digest[NDZ_INDEX_DIGEST_LEN];
+		struct ndz_error e = { 0 };
+
+		if (ndz_digest_final(z->digest, digest, &e) < 0 ||
+		    ndz_index_set(z->opts->index, h.index, &h, z->chunk, digest, &e) < 0) {
+			stop_with(z, &e);
+			return e.code;
+		}
+	}
 	{
 		struct ndz_error e = { 0 };
 
@@ -554,6 +585,7 @@ static uint64_t deflate_part(struct zip *z, struct piece *p, uint64_t from, uint
 		}
 		z->pos = (size_t)(s->next_out - z->chunk);
 		z->adler = adler32(z->adler, in + (from - p->off), (uInt)n);
+		zhash(z, from, in + (from - p->off), n);
 		from += n;
 	}
 	return from;
@@ -569,6 +601,7 @@ static int pack_piece(struct zip *z, struct piece *p)
 		memcpy(z->chunk + z->pos, p->out, p->out_len);
 		z->pos += p->out_len;
 		z->adler = adler32_combine(z->adler, p->adler, (z_off_t)p->len);
+		zhash(z, p->off, p->buf + DICT_SIZE, p->len);
 		z->cin_end = end;
 		return 0;
 	}
@@ -720,6 +753,7 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
 			}
 			ratio = (double)got / (double)n;
 			z->pos += got;
+			zhash(z, from + done, z->fill + done, n);
 			done += n;
 		}
 		from += win;
@@ -1141,6 +1175,8 @@ static int zseg_place(struct zip *z, struct zseg *g)
 	if (k == full && g->cp[k] <= room) {       /* a whole frame, ended by zstd */
 		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
 		z->pos += g->cp[k];
+		zhash(z, g->start, cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE),
+		      (size_t)(g->end - g->start));
 		z->cin_end = g->end;
 		return 0;
 	}
@@ -1162,6 +1198,8 @@ static int zseg_place(struct zip *z, struct zseg *g)
 	 * cell or on the grid line after it, which zseg_dispatch counts on.
 	 */
 	z->cin_end = g->start + (uint64_t)k * SEG_STEP;
+	zhash(z, g->start, cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE),
+	      (size_t)k * SEG_STEP);
 	reached = zstd_fill(z, z->cin_end, g->end, k < g->ncp ?
 			    (double)(g->cp[k + 1] - g->cp[k]) / SEG_STEP : 0.5);
 	if (zip_err(z) < 0)
@@ -1365,6 +1403,17 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 		z->total += r->count * NDZ_SECTOR_SIZE;
 	}
 	z->base[alloc->n] = z->total;
+	z->hash_end = z->total;
+	if (alloc->n && source_bytes % NDZ_SECTOR_SIZE &&
+	    alloc->v[alloc->n - 1].start + alloc->v[alloc->n - 1].count == source_sectors)
+		z->hash_end -= NDZ_SECTOR_SIZE - source_bytes % NDZ_SECTOR_SIZE;
+	if (opts->index) {
+		z->digest = ndz_digest_create(&z->err);
+		if (!z->digest) {
+			rc = NDZ_ENOMEM;
+			goto out;
+		}
+	}
 	z->npieces = (z->total + PIECE_SIZE - 1) / PIECE_SIZE;
 
 	if (z->zstd) {
@@ -1456,6 +1505,7 @@ out:
 	free(z->zero_out);
 	free(z->chunk);
 	free(z->base);
+	ndz_digest_free(z->digest);
 	pthread_cond_destroy(&z->work_cv);
 	pthread_cond_destroy(&z->done_cv);
 	pthread_mutex_destroy(&z->lock);

@@ -8,6 +8,7 @@
 #include "core/format.h"
 #include "core/io.h"
 #include "core/ranges.h"
+#include "trust/index.h"
 
 /*
  * Receives each finished chunk in order; returns 0, or a negative code to stop
@@ -30,6 +31,13 @@ struct ndz_zip_opts {
 	uint32_t reserve;              /* data bytes each chunk leaves free (encryption) */
 	ndz_progress_fn progress;
 	void *progress_ctx;
+	/*
+	 * The content index to fill (doc/FORMAT.md), or NULL: each chunk's entry is
+	 * set (ndz_index_set) before the chunk is handed to out, its digest the
+	 * SHA-256 of the uncompressed bytes compressed into it, clipped to
+	 * source_bytes. The index must be zeroed or initialised; the caller owns it.
+	 */
+	struct ndz_index *index;
 };
 
 struct ndz_zip_stats {

@@ -11,12 +11,20 @@
 #include <cmocka.h>
 
 #include "codec/seed.h"
+#include "codec/zip.h"
+#include "core/ranges.h"
 #include "core/err.h"
 #include "core/format.h"
 #include "core/io.h"
 #include "trust/index.h"
 
 #define SECT 512u
+
+static inline uint32_t fix_rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(*s >> 33);
+}
 /* An image of 3 chunks of 8 sectors; its last sector holds 100 bytes only. */
 #define SRC_BYTES (23u * SECT + 100u)
 
@@ -217,6 +225,183 @@ static void test_file(void **state)
 	ndz_index_release(&ix);
 }
 
+/* The image's bytes through a chunk callback: a running CRC of all of them. */
+static int sum_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
+{
+	uint32_t *crc = ctx;
+
+	(void)index;
+	(void)e;
+	*crc = ndz_crc32(*crc, chunk, NDZ_CHUNK_SIZE);
+	return 0;
+}
+
+/*
+ * ndz_zip's index: every chunk is held by the source it was made from (its digests
+ * are of the bytes compressed), not by another; the image is the same with or
+ * without it; both codecs, one thread and several, a source ending mid-sector.
+ */
+static void test_zip_index(void **state)
+{
+	const size_t len = (size_t)6 << 20;
+	const uint64_t src_bytes = len - 300;
+	static const int codecs[] = { NDZ_CODEC_ZLIB, NDZ_CODEC_ZSTD };
+	uint8_t *data = malloc(len), *other = malloc(len);
+	struct ndz_ranges alloc;
+	struct ndz_io *io, *oio;
+	uint64_t st = 7, sec;
+	size_t i, c, t;
+
+	(void)state;
+	assert_non_null(data);
+	assert_non_null(other);
+	for (i = 0; i < len; i++)
+		data[i] = (uint8_t)(fix_rnd(&st) >> (i % 3 ? 24 : 7));
+	memcpy(other, data, len);
+	ndz_ranges_init(&alloc);
+	/* Ranges of 1 to 63 sectors with gaps, the last one to the end. */
+	for (sec = 3; sec < len / SECT - 70; sec += 64 + sec % 7)
+		assert_int_equal(ndz_ranges_add(&alloc, sec, 1 + sec % 63, NULL), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, len / SECT - 20, 20, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(data, len, 0, &io, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(other, len, 0, &oio, NULL), 0);
+	for (c = 0; c < 2; c++)
+		for (t = 1; t <= 3; t += 2) {
+			struct ndz_zip_opts o;
+			struct ndz_index ix;
+			struct ndz_seed_opts so = { 0, 0, 0 };
+			struct ndz_seed *s, *os;
+			uint32_t crc1 = 0, crc2 = 0, k, held = 0;
+
+			ndz_zip_opts_init(&o);
+			o.codec = codecs[c];
+			o.level = c ? 3 : 4;
+			o.threads = (int)t;
+			memset(o.uuid, 0x5a, 16);
+			assert_int_equal(ndz_zip(io, src_bytes, &alloc, &o, sum_chunk, &crc1, NULL,
+						 NULL), 0);
+			memset(&ix, 0, sizeof(ix));
+			o.index = &ix;
+			assert_int_equal(ndz_zip(io, src_bytes, &alloc, &o, sum_chunk, &crc2, NULL,
+						 NULL), 0);
+			assert_int_equal(crc1, crc2);
+			assert_true(ix.chunks >= 3);
+			assert_int_equal(ix.source_bytes, src_bytes);
+			/* A byte changed in chunk 1's last region, past the end ignored. */
+			{
+				const struct ndz_index_entry *x = &ix.e[1];
+				const struct ndz_region *r = &x->regions[x->nregions - 1];
+
+				other[r->start * SECT + 5] ^= 1;
+				other[len - 1] ^= 1;
+			}
+			assert_int_equal(ndz_seed_create(io, &ix, &so, &s, NULL), 0);
+			assert_int_equal(ndz_seed_create(oio, &ix, &so, &os, NULL), 0);
+			for (k = 0; k < ix.chunks; k++) {
+				assert_int_equal(ndz_seed_check(s, k, NULL), 1);
+				held += (uint32_t)ndz_seed_check(os, k, NULL);
+			}
+			assert_int_equal(held, ix.chunks - 1);
+			assert_int_equal(ndz_seed_check(os, 1, NULL), 0);
+			ndz_seed_free(s);
+			ndz_seed_free(os);
+			/* The gaps are not zero: not held with zero_fill. */
+			so.zero_fill = 1;
+			assert_int_equal(ndz_seed_create(io, &ix, &so, &s, NULL), 0);
+			assert_int_equal(ndz_seed_check(s, 0, NULL), 0);
+			ndz_seed_free(s);
+			memcpy(other, data, len);
+			ndz_index_release(&ix);
+		}
+	ndz_io_close(io);
+	ndz_io_close(oio);
+	ndz_ranges_release(&alloc);
+	free(data);
+	free(other);
+}
+
+struct collect {
+	uint8_t *buf;
+	size_t n;
+};
+
+static int keep_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
+{
+	struct collect *c = ctx;
+
+	(void)e;
+	c->buf = realloc(c->buf, ((size_t)index + 1) * NDZ_CHUNK_SIZE);
+	assert_non_null(c->buf);
+	memcpy(c->buf + (size_t)index * NDZ_CHUNK_SIZE, chunk, NDZ_CHUNK_SIZE);
+	c->n = (size_t)index + 1;
+	return 0;
+}
+
+/* ndz_index_build of a stored image gives the index ndz_zip made with it. */
+static void test_build(void **state)
+{
+	const size_t len = (size_t)5 << 20;
+	static const int codecs[] = { NDZ_CODEC_ZLIB, NDZ_CODEC_ZSTD };
+	uint8_t *data = malloc(len);
+	struct ndz_ranges alloc;
+	struct ndz_io *io;
+	uint64_t st = 11, sec;
+	size_t i, c;
+
+	(void)state;
+	assert_non_null(data);
+	for (i = 0; i < len; i++)
+		data[i] = (uint8_t)(fix_rnd(&st) >> (i % 2 ? 24 : 5));
+	ndz_ranges_init(&alloc);
+	for (sec = 0; sec < len / SECT - 70; sec += 50 + sec % 11)
+		assert_int_equal(ndz_ranges_add(&alloc, sec, 1 + sec % 40, NULL), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, len / SECT - 1, 1, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(data, len, 0, &io, NULL), 0);
+	for (c = 0; c < 2; c++) {
+		struct ndz_error e = { 0 };
+		struct collect col = { NULL, 0 };
+		struct ndz_index ix, built;
+		struct ndz_zip_opts o;
+		struct ndz_io *img;
+		uint32_t k, j;
+
+		ndz_zip_opts_init(&o);
+		o.codec = codecs[c];
+		o.level = 1;
+		o.threads = 2;
+		memset(&ix, 0, sizeof(ix));
+		o.index = &ix;
+		assert_int_equal(ndz_zip(io, len - 7, &alloc, &o, keep_chunk, &col, NULL, NULL), 0);
+		assert_true(col.n >= 2);
+		assert_int_equal(ndz_io_open_mem(col.buf, col.n * NDZ_CHUNK_SIZE, 0, &img, NULL), 0);
+		assert_int_equal(ndz_index_build(img, "img", &built, &e), 0);
+		assert_int_equal(built.chunks, ix.chunks);
+		assert_memory_equal(built.uuid, ix.uuid, 16);
+		assert_int_equal(built.source_bytes, len - 7);
+		for (k = 0; k < ix.chunks; k++) {
+			assert_int_equal(built.e[k].first, ix.e[k].first);
+			assert_int_equal(built.e[k].last, ix.e[k].last);
+			assert_int_equal(built.e[k].nregions, ix.e[k].nregions);
+			for (j = 0; j < ix.e[k].nregions; j++)
+				assert_int_equal(built.e[k].regions[j].start, ix.e[k].regions[j].start);
+			assert_memory_equal(built.e[k].digest, ix.e[k].digest, NDZ_INDEX_DIGEST_LEN);
+		}
+		ndz_index_release(&built);
+		/* A damaged chunk: refused, with a message. */
+		col.buf[NDZ_CHUNK_SIZE + NDZ_HDR_SIZE + 100] ^= 1;
+		memset(&e, 0, sizeof(e));
+		assert_true(ndz_index_build(img, "img", &built, &e) < 0);
+		assert_true(e.code < 0);
+		ndz_index_release(&built);
+		ndz_io_close(img);
+		ndz_index_release(&ix);
+		free(col.buf);
+	}
+	ndz_io_close(io);
+	ndz_ranges_release(&alloc);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -224,6 +409,8 @@ int main(void)
 		cmocka_unit_test(test_not_held),
 		cmocka_unit_test(test_read_error),
 		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_zip_index),
+		cmocka_unit_test(test_build),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
