@@ -188,6 +188,7 @@ mc_server srv "$T/fs.ndz" -W 40M -T 20
 mc_client c4 "$T/t5" -T 10
 wait_until 10 test -s "$T/t5"
 sleep 1.5
+# shellcheck disable=SC2046
 kill -KILL $(ip netns pids "${NETNS_PFX}c4") 2>/dev/null
 mc_wait
 miss=$(diffchunks "$T/pristine" "$T/t5" | wc -l)
