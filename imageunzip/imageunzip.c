@@ -14,7 +14,9 @@
 #include "core/orig.h"
 #include "part.h"
 #include "core/target.h"
+#include "trust/index.h"
 #include "trust/verify.h"
+#include "codec/seed.h"
 #include "codec/unzip.h"
 
 static const char usage_text[] =
@@ -27,7 +29,14 @@ static const char usage_text[] =
 	"  -z, --zero         write zeros to the space the image skips (default: leave it)\n"
 	"  --discard          discard that space instead (BLKDISCARD; a hole in a file):\n"
 	"                     quick on solid state disks, what it reads back is not promised\n"
-	"  -n, --verify       read, check and decompress everything, write nothing\n"
+	"  -n, --check        read, check and decompress everything, write nothing\n"
+	"      --seed         write only the chunks TARGET does not hold already (as\n"
+	"                     the content index says); from a file, read only those\n"
+	"      --verify       after the flush, read every chunk back from TARGET (past\n"
+	"                     the page cache) and check it against the content index;\n"
+	"                     exit 1 when one differs\n"
+	"      --index FILE   the content index (default IMAGE.index; needed when\n"
+	"                     IMAGE is '-' with --seed or --verify)\n"
 	"  -f, --force        write to TARGET even while it is in use (mounted, swap,\n"
 	"                     held, or the file behind a loop device in use)\n"
 	"  -j, --threads N    decompression threads (default: online cores)\n"
@@ -37,7 +46,8 @@ static const char usage_text[] =
 	"      --progress=json  progress as one JSON object a line (see the man page)\n"
 	"  -k, --key FILE     a public key: every chunk must be the one the image's\n"
 	"                     signed manifest names, else nothing of it is written;\n"
-	"                     an encryption key: decrypt the image (both may be given)\n"
+	"                     an encryption key: decrypt the image (both may be given);\n"
+	"                     --seed and --verify then trust only an index it signed\n"
 	"      --manifest FILE  the signed manifest (default IMAGE.manifest; needed\n"
 	"                     when IMAGE is '-')\n"
 	"      --orig-key FILE    an original Frisbee V4 image's Blowfish key file\n"
@@ -48,7 +58,8 @@ static const char usage_text[] =
 	"  -h, --help         show this help and exit\n"
 	"  -V, --version      show the version and exit\n"
 	"\n"
-	"Exit status: 0 every chunk written and flushed, 1 failure, 2 bad usage.\n";
+	"Exit status: 0 every chunk written (or held already) and flushed, and with\n"
+	"--verify found on TARGET; 1 failure, 2 bad usage.\n";
 
 static uint64_t slice_start;          /* -s N: the partition's first sector */
 
@@ -176,6 +187,124 @@ static struct ndz_io *open_input(const char *path)
 	return in;
 }
 
+/*
+ * --seed, --verify: the content index (ipath, default IMAGE.index), signed by pub
+ * when a public key was given, and of this image. 1 when ix may be used; 0 when
+ * not, with a warning (--seed restores every chunk); --verify cannot do without
+ * it: dies before anything is written.
+ */
+static int load_index(const char *image, const char *ipath, const struct ndz_key *pub,
+		      const struct ndz_chunk_hdr *h0, uint32_t chunks, int verify_after,
+		      struct ndz_index *ix)
+{
+	struct ndz_error e = { 0 };
+	static char buf[4096];
+
+	if (!ipath) {
+		if (strcmp(image, "-") == 0)
+			cli_usage_error("--seed, --verify: an image from stdin needs --index FILE");
+		if (ndz_index_path(image, buf, sizeof(buf), &e) < 0)
+			cli_usage_error("%s", ndz_error_msg(&e));
+		ipath = buf;
+	}
+	if (NDZ_IS_ORIG(h0))
+		ndz_error_set(&e, NDZ_ENOTSUP, 0, "%s: an original-format image has no content "
+			      "index", image);
+	else if (ndz_index_load(ipath, pub->type == NDZ_KEY_SIGN_PUBLIC ? pub : NULL, ix,
+				&e) == 0 &&
+		 ndz_index_match(ix, h0->uuid, h0->source_bytes, chunks, &e) < 0)
+		ndz_error_prefix(&e, "%s", ipath);
+	if (!e.code)
+		return 1;
+	ndz_index_release(ix);
+	if (verify_after)
+		cli_die(EXIT_FAIL, "%s: --verify has nothing to check against; nothing written",
+			ndz_error_msg(&e));
+	cli_warn("%s: restoring every chunk", ndz_error_msg(&e));
+	return 0;
+}
+
+/*
+ * --verify: every chunk read back past the page cache and checked. 0 when the
+ * target holds the image, else NDZ_ECORRUPT with e naming the first that differs
+ * (or a read error's code).
+ */
+static int verify_target(struct ndz_io *target, const struct ndz_index *ix, int zero_fill,
+			 struct ndz_error *e)
+{
+	struct ndz_seed_opts so = { 0, zero_fill, 1 };
+	struct ndz_seed *s;
+	uint32_t i, differ = 0, first = 0;
+	int rc;
+
+	if ((rc = ndz_seed_create(target, ix, &so, &s, e)) < 0)
+		return rc;
+	for (i = 0; i < ix->chunks; i++) {
+		rc = ndz_seed_check(s, i, e);
+		if (rc < 0) {
+			ndz_seed_free(s);
+			return rc;
+		}
+		if (!rc && !differ++)
+			first = i;
+	}
+	ndz_seed_free(s);
+	if (differ)
+		return ndz_error_set(e, NDZ_ECORRUPT, 0, "%s: verify: %u of %u chunks differ from "
+				     "the image after the restore (the first: chunk %u)",
+				     target->name, differ, ix->chunks, first);
+	if (cli_verbose)
+		cli_info("%s: verified: every one of %u chunks as the index says", target->name,
+			 ix->chunks);
+	return 0;
+}
+
+/*
+ * A seeded restore from a file: chunk i is read only when the target does not hold
+ * it; a held one is only counted (ndz_unzip_held). The pipeline does the image's
+ * rules on the chunks put. Returns 0 or a negative code with err set.
+ */
+static int seed_file(struct ndz_unzip *u, struct ndz_io *in, struct ndz_seed *s,
+		     const struct ndz_index *ix, uint32_t *held, struct ndz_error *err)
+{
+	struct ndz_chunk_hdr h;
+	uint32_t i;
+	int rc;
+
+	for (i = 0; i < ix->chunks; i++) {
+		uint8_t *buf;
+
+		rc = s ? ndz_seed_check(s, i, err) : 0;
+		if (rc < 0)
+			return rc;
+		if (rc == 1) {
+			rc = ndz_unzip_held(u, i, ix->e[i].first, ix->e[i].last, err);
+			if (rc < 0)
+				return rc;
+			(*held)++;
+			continue;
+		}
+		buf = ndz_unzip_get_buf(u, err);
+		if (!buf)
+			return err->code ? err->code : NDZ_ENOMEM;
+		rc = ndz_io_read_full(in, buf, NDZ_CHUNK_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL,
+				      err);
+		if (rc == 0 && (rc = ndz_hdr_decode(buf, &h, err)) < 0)
+			ndz_error_prefix(err, "%s", in->name);
+		if (rc == 0 && h.index != i)
+			rc = ndz_error_set(err, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
+					   "chunks out of order", in->name, h.index, i);
+		if (rc < 0) {
+			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
+			return rc;
+		}
+		rc = ndz_unzip_put_buf(u, buf, &h, 0, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -183,7 +312,10 @@ int main(int argc, char **argv)
 		{ "discard", no_argument, NULL, 0x100 },
 		{ "force", no_argument, NULL, 'f' },
 		{ "slice", required_argument, NULL, 's' },
-		{ "verify", no_argument, NULL, 'n' },
+		{ "check", no_argument, NULL, 'n' },
+		{ "verify", no_argument, NULL, 0x104 },
+		{ "seed", no_argument, NULL, 0x103 },
+		{ "index", required_argument, NULL, 0x105 },
 		{ "threads", required_argument, NULL, 'j' },
 		{ "memory", required_argument, NULL, 'm' },
 		{ "progress", optional_argument, NULL, 'o' },
@@ -210,6 +342,11 @@ int main(int argc, char **argv)
 	struct ndz_key pub = { 0 }, crypt = { 0 };
 	const struct ndz_manifest *m;
 	int slice = 0, progress = 0, created = 0, force = 0, c, rc;
+	int seed = 0, verify_after = 0, have_ix = 0;
+	const char *ipath = NULL;
+	struct ndz_index ix = { 0 };
+	struct ndz_seed *seeder = NULL;
+	uint32_t held = 0;
 	char rate[64];
 
 	cli_init(argv[0]);
@@ -252,6 +389,15 @@ int main(int argc, char **argv)
 		case 0x102:
 			opub = optarg;
 			break;
+		case 0x103:
+			seed = 1;
+			break;
+		case 0x104:
+			verify_after = 1;
+			break;
+		case 0x105:
+			ipath = optarg;
+			break;
 		default:
 			cli_common_option(c, usage_text);
 			break;
@@ -259,6 +405,10 @@ int main(int argc, char **argv)
 	}
 	if (uopts.zero_fill && uopts.discard)
 		cli_usage_error("-z and --discard exclude each other");
+	if ((seed || verify_after) && uopts.verify_only)
+		cli_usage_error("--seed and --verify restore onto TARGET: not with -n");
+	if (ipath && !seed && !verify_after)
+		cli_usage_error("--index: only with --seed or --verify");
 	if (argc - optind != 2 && !(uopts.verify_only && argc - optind == 1))
 		cli_usage_error(uopts.verify_only ? "expected IMAGE [TARGET]" :
 				"expected IMAGE and TARGET");
@@ -336,11 +486,24 @@ int main(int argc, char **argv)
 		if (ndz_image_fits(h0, tpath, target->size, &err) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 	}
+	/* The content index, before anything is written (--verify dies without it). */
+	if (seed || verify_after)
+		have_ix = load_index(argv[optind], ipath, &pub, h0, ndz_image_walk_chunks(walk),
+				     verify_after, &ix);
+	/* A file we just made holds nothing worth a scan. */
+	if (have_ix && seed && !created) {
+		struct ndz_seed_opts so = { 0, uopts.zero_fill, 0 };
+
+		if (ndz_seed_create(target, &ix, &so, &seeder, &err) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
+	}
 	uopts.progress = progress_cb;
 	uopts.flushing = flushing_cb;
 	uopts.progress_ctx = &prog;
 	uopts.name = in->name;
 	uopts.expect_chunks = ndz_image_walk_chunks(walk);
+	if (have_ix && seed && !uopts.expect_chunks)
+		uopts.expect_chunks = ix.chunks;           /* a stream: the index says */
 	m = ndz_verify_get_manifest(verify);
 	if (m) {
 		uopts.expect_chunks = m->chunks;
@@ -360,27 +523,47 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
 
 	/* Each chunk is read straight into a buffer of the pipeline. */
-	for (;;) {
-		uint8_t *buf = ndz_unzip_get_buf(u, NULL);
+	if (have_ix && seed && !in->is_stream) {
+		seed_file(u, in, seeder, &ix, &held, &err);
+	} else {
+		for (;;) {
+			uint8_t *buf = ndz_unzip_get_buf(u, NULL);
 
-		if (!buf)
-			break;
-		rc = ndz_image_walk_next(walk, buf, &h, &err);
-		if (rc <= 0) {
-			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
-			break;
+			if (!buf)
+				break;
+			rc = ndz_image_walk_next(walk, buf, &h, &err);
+			if (rc <= 0) {
+				ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
+				break;
+			}
+			/* a stream is read whole; a chunk the target holds is not written */
+			rc = seeder && h.index < ix.chunks && h.first == ix.e[h.index].first &&
+			     h.last == ix.e[h.index].last ? ndz_seed_check(seeder, h.index, &err) : 0;
+			if (rc != 0) {
+				ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
+				if (rc < 0 || ndz_unzip_held(u, h.index, h.first, h.last, &err) < 0)
+					break;
+				held++;
+				continue;
+			}
+			if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)
+				break;
 		}
-		if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)
-			break;
 	}
 	/* The first error wins: the reader's above, or the pipeline's. */
 	rc = ndz_unzip_finish(u, &stats, &err);
 	if (err.code)
 		rc = err.code;
 	progress_cb(&prog, stats.bytes_written + stats.bytes_zeroed, stats.chunks);
+	if (rc == 0 && verify_after) {
+		cli_progress_phase(&prog, "verifying");
+		rc = verify_target(target, &ix, uopts.zero_fill, &err);
+	}
 	cli_progress_end(&prog, rc == 0);
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&err));
+	ndz_seed_free(seeder);
+	ndz_index_release(&ix);
 	ndz_unzip_free(u);
 	ndz_image_walk_free(walk);
 	ndz_verify_free(verify);
@@ -393,12 +576,16 @@ int main(int argc, char **argv)
 	ndz_io_close(disk);
 	ndz_io_close(in);
 	if (rc == 0 && cli_verbose) {
-		char flushed[48] = "";
+		char flushed[48] = "", held_s[64];
+
+		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored)", held,
+			 stats.chunks);
 
 		if (prog.flush_s >= 0)
 			snprintf(flushed, sizeof(flushed), ", flushed in %.2f s", prog.flush_s);
-		cli_info("%s: %u chunks, %llu bytes written, %llu zeroed, %.2f s, %s%s%s",
-			 argv[optind], stats.chunks, (unsigned long long)stats.bytes_written,
+		cli_info("%s: %u chunks%s, %llu bytes written, %llu zeroed, %.2f s, %s%s%s",
+			 argv[optind], stats.chunks + held, seed ? held_s : "",
+			 (unsigned long long)stats.bytes_written,
 			 (unsigned long long)stats.bytes_zeroed, cli_progress_elapsed(&prog),
 			 cli_progress_rate(&prog, rate, sizeof(rate)), flushed,
 			 uopts.verify_only ? " (verified, nothing written)" : "");
