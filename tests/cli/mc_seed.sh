@@ -93,15 +93,17 @@ check "each target differs from the image in a few chunks ($(wc -l <"$T/changed1
 $(wc -l <"$T/changed2") $(wc -l <"$T/changed3") $(wc -l <"$T/changed4"); $U together)" \
 	[ -s "$T/changed1" ] && [ -s "$T/changed4" ] && [ "$U" -lt "$NCH" ]
 
-# 1. one client: it fetches exactly the chunks that changed
+# 1. one client: it fetches exactly the chunks that changed, and --verify reads all back
 mc_server srv "$T/fs.ndz" -W "$MC_RATE" -T 20
-mc_client c1 "$T/solo" --seed -T 10
+mc_client c1 "$T/solo" --seed --verify -v -T 10
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 n=$(wc -l <"$T/changed1")
 check "one client --seed: exit 0, the image again, e2fsck clean" good c1 "$T/solo"
 check "one client --seed: skipped $(skipped "$T/c1.log") of $NCH chunks, fetched the $n changed" \
 	[ "$(skipped "$T/c1.log")" = $((NCH - n)) ]
+check "one client --verify: every chunk read back and checked" \
+	grep -q "verified: .* holds every chunk of the image" "$T/c1.log"
 : >"$T/c1.log"
 
 # 2. four clients at once, each with its own changes
@@ -130,9 +132,12 @@ ln "$T/fs.ndz" "$T/noindex.ndz"
 cp "$T/pristine" "$T/t1" && change "$T/t1" 2 || not_ok "change target"
 mc_server srv "$T/noindex.ndz" -W "$MC_RATE" -T 20
 mc_client c1 "$T/t1" --seed -T 10
+mc_client c2 "$T/noverify" --verify -T 10
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 check "no index served: a full reload, correct" good c1 "$T/t1"
+check "no index served: --verify cannot check, and says so (exit $(mc_rc c2))" \
+	sh -c "[ \"$(mc_rc c2)\" = 1 ] && grep -q 'verify: no content index' '$T/c2.log'"
 check "no index served: nothing skipped, the client said why" \
 	sh -c "[ \"$(skipped "$T/c1.log")\" = 0 ] && grep -q 'serves no content index' '$T/c1.log'"
 

@@ -686,6 +686,12 @@ static void test_index_file(void **state)
 	assert_int_equal(ndz_index_init(&ix, uuid, CHUNKS, o.info.source_bytes, NULL), 0);
 	assert_int_equal(ndz_index_encode(&ix, NULL, &bytes, &len, NULL), 0);
 	assert_int_equal(ndz_index_save(path, bytes, len, NULL), 0);
+	/* (the length a client learns from the first bytes, lib/trust/index.h) */
+	assert_int_equal(ndz_index_size_from_header(bytes, 64), len);
+	assert_int_equal(ndz_index_size_from_header(bytes, 63), 0);
+	bytes[0] ^= 1;
+	assert_int_equal(ndz_index_size_from_header(bytes, len), 0);
+	bytes[0] ^= 1;
 	assert_int_equal(ndz_server_index(img, NULL, &o, &e), 0);
 	assert_int_equal(o.index_len, len);
 	assert_memory_equal(o.index, bytes, len);
