@@ -52,6 +52,7 @@ struct client {
 	/* --seed, --verify (seed.c) */
 	struct ndz_index ix;           /* the image's content index, when have_index */
 	int have_index, scanning;
+	int created;                   /* open_target made the target file: nothing to seed */
 	struct ndz_seed *sd;           /* the scan's checker */
 	pthread_t scan_thread;
 };

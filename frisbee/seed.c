@@ -107,8 +107,8 @@ void seed_start(struct client *c)
 	struct ndz_seed_opts so = { .zero_fill = c->zero_fill };
 	struct ndz_error e = { 0 };
 
-	if (!c->seed || !c->have_index)
-		return;
+	if (!c->seed || !c->have_index || c->created)
+		return;                /* (a file just made holds nothing of the image) */
 	if (ndz_seed_create(c->target, &c->ix, &so, &c->sd, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_client_scan(c->cl, 0, ndz_now_ns());   /* no request runs ahead of the scan */
@@ -140,9 +140,11 @@ int seed_verify(struct client *c)
 
 	if (!c->verify_after)
 		return 0;
-	if (!c->have_index)
-		return ndz_error_set(&c->err, NDZ_EVERIFY, 0, "--verify: no content index "
-				     "of the image from %s", c->source) < 0 ? -1 : 0;
+	if (!c->have_index) {
+		ndz_error_set(&c->err, NDZ_EVERIFY, 0, "--verify: no content index of the "
+			      "image from %s", c->source);
+		return -1;
+	}
 	if (ndz_seed_create(c->target, &c->ix, &so, &sd, &c->err) < 0)
 		return -1;
 	for (uint32_t i = 0; i < c->info.chunks && r >= 0; i++) {
