@@ -34,6 +34,9 @@ static const char usage_text[] =
 	"  -M, --master HOST[:PORT]  ask this image master (mfrisbeed) where image -I is\n"
 	"  -I, --image NAME       the image to ask the master for\n"
 	"  -z, --zero             zero-fill the parts of TARGET the image does not cover\n"
+	"      --seed             fetch only the chunks TARGET does not hold already (by\n"
+	"                         the image's content index from the server)\n"
+	"      --verify           after the flush, check every chunk on TARGET\n"
 	"      --discard          discard those parts instead (BLKDISCARD; a hole in a file)\n"
 	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
@@ -193,6 +196,7 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'F' },
 		{ "orig-key", required_argument, NULL, 0x1f0 },
+		{ "seed", no_argument, NULL, 0x1f1 }, { "verify", no_argument, NULL, 0x1f2 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -234,6 +238,8 @@ int main(int argc, char **argv)
 		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;
 		case 0x1f0: orig_key_path = optarg; break;
+		case 0x1f1: c.seed = 1; break;
+		case 0x1f2: c.verify_after = 1; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
@@ -263,6 +269,8 @@ int main(int argc, char **argv)
 	c.co.slots = (size_t)cache_mib;
 	if (c.zero_fill && c.discard)
 		cli_usage_error("-z and --discard exclude each other");
+	if ((c.seed || c.verify_after) && c.raw)
+		cli_usage_error("--seed and --verify restore an image: not with -r");
 	if (c.manifest_path && c.pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
 	{
@@ -314,9 +322,13 @@ int main(int argc, char **argv)
 	c.info = *ndz_client_info(c.cl);
 	snprintf(c.source, sizeof(c.source), "%s", ndz_client_source(c.cl));
 	check_trust(&c);
+	seed_index(&c);
 	open_target(&c);
+	seed_start(&c);                /* the scan marks held chunks from now on */
+	pthread_mutex_lock(&c.lock);
 	if (ndz_client_start(c.cl, ndz_now_ns(), &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
+	pthread_mutex_unlock(&c.lock);
 	if (pthread_create(&ft, NULL, feeder, &c))
 		cli_die(EXIT_FAIL, "cannot start a thread");
 	/* progress counts image bytes received, as the summary does */
@@ -348,37 +360,18 @@ int main(int argc, char **argv)
 	pthread_cond_broadcast(&c.cond);
 	pthread_mutex_unlock(&c.lock);
 	pthread_join(ft, NULL);
+	seed_stop(&c);
 	/* after a failed put, finishing the pipeline brings out its reason */
-	if (code == EXIT_OK && (finish(&c) < 0 || c.failed))
+	if (code == EXIT_OK && (finish(&c) < 0 || c.failed || seed_verify(&c) < 0))
 		code = EXIT_FAIL;
 	if (code == EXIT_OK)
 		cli_own_file(NULL);
 	ndz_client_leave(c.cl, code != EXIT_OK, ndz_now_ns(), NULL);
 	ndz_client_get_stats(c.cl, &fst);
 	cli_progress_end(&c.prog, code == EXIT_OK);
-	if (code != EXIT_OK) {
-		cli_drop_file();
-		cli_error("%s", ndz_error_msg(&c.err));
-	} else if (!cli_quiet) {
-		char rate[64];
-
-		fprintf(stderr, "%s: %u chunks in %.2f s (%s), %llu blocks received, "
-			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent, "
-			"flushed in %.2f s\n", cli_progname, c.info.chunks, cli_progress_elapsed(&c.prog),
-			cli_progress_rate(&c.prog, rate, sizeof(rate)), (unsigned long long)fst.fetch.blocks,
-			(unsigned long long)fst.fetch.repairs, (unsigned long long)fst.fetch.decoded,
-			(unsigned long long)fst.fetch.dups, (unsigned long long)fst.requests, c.prog.flush_s);
-	}
-	if (cli_verbose)
-		cli_info("dropped: %llu malformed, %llu other version, %llu foreign, %llu no room, "
-			 "%llu chunks failed their checksum, %llu forged", (unsigned long long)fst.bad,
-			 (unsigned long long)fst.bad_version, (unsigned long long)fst.foreign,
-			 (unsigned long long)fst.fetch.no_room, (unsigned long long)fst.crc_fail,
-			 (unsigned long long)fst.forged);
-	else if (fst.forged && !cli_quiet)
-		cli_warn("%llu forged chunks discarded and fetched again",
-			 (unsigned long long)fst.forged);
+	summary(&c, code, &fst);
 	ndz_verify_free(c.verify);
+	seed_free(&c);
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
 	ndz_client_free(c.cl);

@@ -13,6 +13,8 @@
 #include "core/orig.h"
 #include "mcast/client.h"
 #include "mcast/net.h"
+#include "codec/seed.h"
+#include "trust/index.h"
 #include "trust/verify.h"
 #include "codec/unzip.h"
 
@@ -24,6 +26,7 @@ struct client {
 	struct ndz_key pub, crypt;     /* --key: type NDZ_KEY_NONE when not given */
 	struct ndz_verify *verify;     /* the trust policy (lib/trust/verify.h) */
 	struct ndz_client_opts co;     /* the session's (lib/mcast/client.h) */
+	int seed, verify_after;        /* --seed, --verify */
 
 	struct ndz_net *net;
 	struct ndz_client *cl;         /* the session: under lock once the feeder runs */
@@ -45,6 +48,13 @@ struct client {
 	struct ndz_io *target;
 	struct ndz_unzip *unzip;
 	struct cli_progress prog;
+
+	/* --seed, --verify (seed.c) */
+	struct ndz_index ix;           /* the image's content index, when have_index */
+	int have_index, scanning;
+	int created;                   /* open_target made the target file: nothing to seed */
+	struct ndz_seed *sd;           /* the scan's checker */
+	pthread_t scan_thread;
 };
 
 /* pump - feed the session what the socket brings while it is in state (frisbee.c). */
@@ -61,6 +71,21 @@ void net_note(void *ctx, const struct ndz_client_note *n);
 uint64_t target_room(const struct client *c);
 void open_target(struct client *c);
 int finish(struct client *c);
+
+/*
+ * seed.c: seed_index - after the join and the manifest, fetch the content index
+ * (--seed, --verify); seed_start - after open_target, before the session starts:
+ * the scan thread; seed_stop - join it (after stop is set); seed_verify - after the
+ * flush, with --verify: 0, or -1 with c->err; seed_free - the index.
+ */
+void seed_index(struct client *c);
+void seed_start(struct client *c);
+void seed_stop(struct client *c);
+int seed_verify(struct client *c);
+void seed_free(struct client *c);
+
+/* notes.c: summary - the result line and the counts of what was dropped. */
+void summary(struct client *c, int code, const struct ndz_client_stats *st);
 
 /* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h), policy.c's */
 extern const char *orig_key_path;

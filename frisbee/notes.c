@@ -1,4 +1,6 @@
 /* frisbee's messages of what its session (lib/mcast/client) tells. */
+#include <stdio.h>
+
 #include "frisbee.h"
 
 /* What the session tells, as messages. */
@@ -53,4 +55,35 @@ void net_note(void *ctx, const struct ndz_client_note *n)
 			cli_info("server silent for %llu ms; asking again", (unsigned long long)n->ms);
 		break;
 	}
+}
+
+/* The result line (unless -q), and with -v what was dropped. */
+void summary(struct client *c, int code, const struct ndz_client_stats *st)
+{
+	if (code != EXIT_OK) {
+		cli_drop_file();
+		cli_error("%s", ndz_error_msg(&c->err));
+	} else if (!cli_quiet) {
+		char rate[64], held[64] = "";
+
+		if (c->seed)
+			snprintf(held, sizeof(held), "; %u chunks skipped (held by the target)",
+				 st->held);
+		fprintf(stderr, "%s: %u chunks in %.2f s (%s), %llu blocks received, "
+			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent, "
+			"flushed in %.2f s%s\n", cli_progname, c->info.chunks,
+			cli_progress_elapsed(&c->prog), cli_progress_rate(&c->prog, rate, sizeof(rate)),
+			(unsigned long long)st->fetch.blocks, (unsigned long long)st->fetch.repairs,
+			(unsigned long long)st->fetch.decoded, (unsigned long long)st->fetch.dups,
+			(unsigned long long)st->requests, c->prog.flush_s, held);
+	}
+	if (cli_verbose)
+		cli_info("dropped: %llu malformed, %llu other version, %llu foreign, %llu no room, "
+			 "%llu chunks failed their checksum, %llu forged", (unsigned long long)st->bad,
+			 (unsigned long long)st->bad_version, (unsigned long long)st->foreign,
+			 (unsigned long long)st->fetch.no_room, (unsigned long long)st->crc_fail,
+			 (unsigned long long)st->forged);
+	else if (st->forged && !cli_quiet)
+		cli_warn("%llu forged chunks discarded and fetched again",
+			 (unsigned long long)st->forged);
 }

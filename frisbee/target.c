@@ -36,6 +36,7 @@ void open_target(struct client *c)
 	r = ndz_io_open_target(c->target_path, need, &created, &c->target, &e);
 	if (r == 0 && created)
 		cli_own_file(c->target_path);
+	c->created = created;
 	cli_hold_signals(0);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));

@@ -53,6 +53,8 @@ static const char usage_text[] =
 	"  --no-whole-repair        send repairs of stripes only, none of whole chunks\n"
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
 	"                           IMAGE.manifest when it exists), for frisbee --key\n"
+	"  --index FILE             serve this content index of IMAGE (default IMAGE.index\n"
+	"                           when it exists), for frisbee --seed\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  --control SOCKET         answer the image master's status, rate and identify\n"
 	"                           questions on this unix socket (lib/master/sessctl)\n"
@@ -234,7 +236,7 @@ int main(int argc, char **argv)
 		{ "idle-timeout", required_argument, NULL, 'T' },
 		{ "no-repair", no_argument, NULL, 'R' },
 		{ "no-whole-repair", no_argument, NULL, 0x101 },
-		{ "manifest", required_argument, NULL, 'F' },
+		{ "manifest", required_argument, NULL, 'F' }, { "index", required_argument, NULL, 'X' },
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "control", required_argument, NULL, 'K' }, CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
@@ -245,7 +247,7 @@ int main(int argc, char **argv)
 	struct ndz_server_opts so = { .rate_bps = 100000000,
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
-	const char *json = NULL, *manifest = NULL, *control = NULL;
+	const char *json = NULL, *manifest = NULL, *control = NULL, *index = NULL;
 	struct ndz_sessctl_server ctl_srv;
 	struct ndz_sessctl *ctl = NULL;
 	uint64_t v;
@@ -282,6 +284,7 @@ int main(int argc, char **argv)
 		case 'R': so.repair = 0; break;
 		case 0x101: so.repair &= ~NDZ_FEAT_WHOLE; break;
 		case 'F': manifest = optarg; break;
+		case 'X': index = optarg; break;
 		case 'K': control = optarg; break;
 		default: cli_common_option(c, usage_text); break;
 		}
@@ -306,9 +309,15 @@ int main(int argc, char **argv)
 		cli_info("serving the manifest of %s as chunks %u-%u", so.name, so.info.chunks,
 			 so.info.chunks + (uint32_t)((so.manifest_len - 1) / NDZ_CHUNK_SIZE));
 	ndz_error_clear(&e);
+	if ((c = ndz_server_index(so.name, index, &so, &e)) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (c > 0)
+		cli_warn("%s; serving no index", ndz_error_msg(&e));
+	ndz_error_clear(&e);
 	if (ndz_server_create(&so, ndz_now_ns(), &s.srv, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	free((void *)so.manifest);
+	free((void *)so.index);
 	if (!(s.batch = malloc(sizeof(*s.batch))))
 		cli_die(EXIT_FAIL, "out of memory");
 	if (ndz_net_open(&no, &s.net, &e) < 0)

@@ -4,12 +4,14 @@
 #include <string.h>
 
 #include "client.h"
+#include "core/bits.h"
 #include "core/err.h"
 #include "core/format.h"
 #include "fec.h"
 #include "fetch.h"
 #include "net.h"
 #include "proto.h"
+#include "trust/manifest.h"
 
 #define MS 1000000ull
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
@@ -32,12 +34,19 @@ struct ndz_client {
 	struct ndz_join_info ignored_info;
 	uint32_t ignored_from;
 
-	/* the manifest */
+	/* the manifest, or the content index (index set): the chunks from mbase on */
 	struct ndz_fetch *mf;
 	uint8_t *mbytes;
 	size_t mlen;
-	uint32_t mchunks, mgot;
+	uint32_t mchunks, mgot, mbase;
 	uint64_t mlast, mnext, mwait, mdeadline;
+	int index;
+	ndz_client_index_size isize;   /* the index's length from its first chunk */
+	uint64_t imax;
+
+	/* chunks the target holds (ndz_client_have) before the cache is made */
+	uint8_t *held;
+	uint32_t front;                /* a seed scan's (ndz_client_scan); UINT32_MAX: none */
 
 	/* the image */
 	struct ndz_fetch *fetch;
@@ -92,6 +101,7 @@ int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
 	if (!c->o.target)
 		c->o.target = "the target";
 	c->server = o->server;
+	c->front = UINT32_MAX;
 	c->start_ns = now_ns;
 	c->give_up_ns = (uint64_t)o->give_up_s * 1000 * MS;
 	c->join_next = now_ns;
@@ -109,6 +119,7 @@ void ndz_client_free(struct ndz_client *c)
 	ndz_fetch_free(c->mf);
 	ndz_fetch_free(c->fetch);
 	free(c->mbytes);
+	free(c->held);
 	free(c->ready);
 	free(c);
 }
@@ -324,7 +335,19 @@ static void emit_manifest(void *ctx, uint32_t chunk, const uint8_t *missing,
 {
 	struct ndz_client *c = ctx;
 
-	send_request(c, c->info.chunks + chunk, missing, need);
+	send_request(c, c->mbase + chunk, missing, need);
+}
+
+/* Done with the index, or none came: back to JOINED, its bytes and cache gone. */
+static void index_none(struct ndz_client *c)
+{
+	ndz_fetch_free(c->mf);
+	c->mf = NULL;
+	free(c->mbytes);
+	c->mbytes = NULL;
+	c->mlen = 0;
+	c->index = 0;
+	c->state = NDZ_CLIENT_JOINED;
 }
 
 static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
@@ -353,6 +376,8 @@ int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
 	if (c->state != NDZ_CLIENT_JOINED || !len || m > UINT32_MAX - c->info.chunks)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "the manifest from %s: %s", c->source,
 				     "not now, or of no size");
+	c->index = 0;
+	c->mbase = c->info.chunks;
 	c->mchunks = (uint32_t)m;
 	c->mlen = len;
 	c->mbytes = calloc(m, NDZ_CHUNK_SIZE);
@@ -376,6 +401,10 @@ int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
  */
 static void manifest_tick(struct ndz_client *c, uint64_t now)
 {
+	if (c->index && (now - c->mlast > c->mwait || now >= c->mdeadline)) {
+		index_none(c);         /* no index: the caller restores in full */
+		return;
+	}
 	if (now - c->mlast > c->mwait || now >= c->mdeadline) {
 		ndz_error_set(&c->err, NDZ_ETIMEDOUT, 0, "%s sent no signed manifest of the image "
 			      "within %llu s (an older frisbeed, or none beside the image): give "
@@ -390,15 +419,43 @@ static void manifest_tick(struct ndz_client *c, uint64_t now)
 	}
 }
 
+/*
+ * The index's first chunk came: its header says how long it is; fetch the rest (a
+ * cache of that many chunks, the first done). 0, or -1: no index after all.
+ */
+static int index_grow(struct ndz_client *c)
+{
+	uint64_t len = c->isize(c->mbytes, NDZ_CHUNK_SIZE);
+	uint64_t m = (len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
+	uint8_t *b;
+
+	if (!len || len > c->imax || m > UINT32_MAX - c->mbase)
+		return -1;
+	c->mlen = (size_t)len;
+	if (m == 1)
+		return 0;
+	b = realloc(c->mbytes, (size_t)m * NDZ_CHUNK_SIZE);
+	if (!b)
+		return -1;
+	c->mbytes = b;
+	memset(b + NDZ_CHUNK_SIZE, 0, (size_t)(m - 1) * NDZ_CHUNK_SIZE);
+	c->mchunks = (uint32_t)m;
+	if (manifest_cache(c, NULL) < 0)
+		return -1;
+	ndz_fetch_have(c->mf, 0);
+	c->mgot = 1;
+	return 0;
+}
+
 static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
 	int slot;
 
-	if (p->type != NDZ_PKT_BLOCK || p->tag != c->tag || p->chunk < c->info.chunks ||
-	    p->chunk - c->info.chunks >= c->mchunks)
+	if (p->type != NDZ_PKT_BLOCK || p->tag != c->tag || p->chunk < c->mbase ||
+	    p->chunk - c->mbase >= c->mchunks)
 		return;
 	c->mlast = c->last_server_ns = now;
-	slot = ndz_fetch_block(c->mf, p->chunk - c->info.chunks, p->block, p->data, now);
+	slot = ndz_fetch_block(c->mf, p->chunk - c->mbase, p->block, p->data, now);
 	if (slot < 0)
 		return;
 	if (ndz_fetch_buf(c->mf, slot))
@@ -406,8 +463,74 @@ static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 		       ndz_fetch_buf(c->mf, slot), NDZ_CHUNK_SIZE);
 	ndz_fetch_accept(c->mf, slot);
 	ndz_fetch_done(c->mf, slot);
+	if (c->index && !c->mlen) {
+		if (index_grow(c) < 0) {
+			index_none(c);
+			return;
+		}
+		if (c->mgot == 1)
+			return;
+	}
 	if (++c->mgot == c->mchunks)
-		c->state = NDZ_CLIENT_MANIFEST_READY;
+		c->state = c->index ? NDZ_CLIENT_INDEX_READY : NDZ_CLIENT_MANIFEST_READY;
+}
+
+uint32_t ndz_client_index_base(uint32_t chunks)
+{
+	uint64_t m = ((uint64_t)ndz_manifest_size(chunks) + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
+
+	return (uint32_t)((uint64_t)chunks + m);
+}
+
+int ndz_client_fetch_index(struct ndz_client *c, ndz_client_index_size size, uint64_t max,
+			   uint64_t now_ns, struct ndz_error *e)
+{
+	uint64_t base = (uint64_t)c->info.chunks +
+			((uint64_t)ndz_manifest_size(c->info.chunks) + NDZ_CHUNK_SIZE - 1) /
+			NDZ_CHUNK_SIZE;
+	unsigned w = c->o.give_up_s < 2 ? c->o.give_up_s : 2;
+	struct ndz_error mine = { 0 };
+
+	if (c->state != NDZ_CLIENT_JOINED || !size || base >= UINT32_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the index from %s: %s", c->source,
+				     "not now");
+	c->index = 1;
+	c->isize = size;
+	c->imax = max;
+	c->mbase = (uint32_t)base;
+	c->mchunks = 1;                /* the rest when its header is known */
+	c->mlen = 0;
+	free(c->mbytes);
+	c->mbytes = calloc(1, NDZ_CHUNK_SIZE);
+	if (!c->mbytes)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "the index from %s: out of memory",
+				     c->source);
+	if (manifest_cache(c, &mine) < 0)
+		return ndz_error_copy(e, &mine);
+	c->mlast = now_ns;
+	c->mwait = (uint64_t)w * 1000 * MS;
+	c->mdeadline = now_ns + c->give_up_ns;
+	c->state = NDZ_CLIENT_INDEX;
+	return 0;
+}
+
+const uint8_t *ndz_client_index(const struct ndz_client *c, size_t *len)
+{
+	if (c->state != NDZ_CLIENT_INDEX_READY) {
+		*len = 0;
+		return NULL;
+	}
+	*len = c->mlen;
+	return c->mbytes;
+}
+
+int ndz_client_index_done(struct ndz_client *c, struct ndz_error *e)
+{
+	if (c->state != NDZ_CLIENT_INDEX_READY)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the index from %s: not received",
+				     c->source);
+	index_none(c);
+	return 0;
 }
 
 const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len)
@@ -444,6 +567,24 @@ int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
 	return 0;
 }
 
+/* ndz_fetch_opts.defer: chunks the seed scan has not reached yet */
+static int defer_unscanned(void *ctx, uint32_t chunk)
+{
+	const struct ndz_client *c = ctx;
+
+	return c->front != UINT32_MAX && chunk >= c->front;
+}
+
+void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
+{
+	if (front != c->front && c->state == NDZ_CLIENT_RECEIVING) {
+		if (now_ns > c->last_server_ns)
+			c->last_server_ns = now_ns;
+		ndz_fetch_kick(c->fetch);
+	}
+	c->front = front;
+}
+
 int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 {
 	struct ndz_fetch_opts fo = { 0 };
@@ -468,13 +609,59 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 		return ndz_error_copy(e, &mine);
 	}
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
+	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
 	c->last_block_ns = c->accept_ns = now_ns;
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;
 	c->next_look = now_ns + 5 * MS;
 	c->state = NDZ_CLIENT_RECEIVING;
+	for (uint32_t i = 0; c->held && i < c->info.chunks; i++)
+		if (ndz_bit_test(c->held, i))
+			ndz_fetch_have(c->fetch, i);
+	free(c->held);
+	c->held = NULL;
+	if (c->st.held == c->info.chunks) {
+		c->state = NDZ_CLIENT_COMPLETE;  /* nothing to ask for */
+		return 0;
+	}
 	ndz_fetch_requests(c->fetch, now_ns, 0, emit_image, c);
 	return 0;
+}
+
+int ndz_client_needs(const struct ndz_client *c, uint32_t chunk)
+{
+	if (chunk >= c->info.chunks)
+		return 0;
+	if (c->fetch)
+		return ndz_fetch_needs(c->fetch, chunk);
+	return !c->held || !ndz_bit_test(c->held, chunk);
+}
+
+int ndz_client_have(struct ndz_client *c, uint32_t chunk, uint64_t now_ns)
+{
+	struct ndz_fetch_stats st;
+
+	(void)now_ns;
+	if (chunk >= c->info.chunks)
+		return 0;
+	if (c->state == NDZ_CLIENT_JOINED || c->state == NDZ_CLIENT_INDEX ||
+	    c->state == NDZ_CLIENT_INDEX_READY || c->state == NDZ_CLIENT_MANIFEST ||
+	    c->state == NDZ_CLIENT_MANIFEST_READY) {
+		if (!c->held && !(c->held = calloc((size_t)c->info.chunks / 8 + 1, 1)))
+			return 0;
+		if (ndz_bit_test(c->held, chunk))
+			return 0;
+		ndz_bit_set(c->held, chunk);
+		c->st.held++;
+		return 1;
+	}
+	if (c->state != NDZ_CLIENT_RECEIVING || !ndz_fetch_have(c->fetch, chunk))
+		return 0;
+	c->st.held++;
+	ndz_fetch_get_stats(c->fetch, &st);
+	if (st.complete == c->info.chunks)
+		c->state = NDZ_CLIENT_COMPLETE;
+	return 1;
 }
 
 /* A request seen on the group (ours looped back or another client's). */
@@ -562,6 +749,7 @@ int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t
 		join_input(c, p, from, now_ns);
 		break;
 	case NDZ_CLIENT_MANIFEST:
+	case NDZ_CLIENT_INDEX:
 		manifest_input(c, p, now_ns);
 		break;
 	case NDZ_CLIENT_RECEIVING:
@@ -637,6 +825,7 @@ int ndz_client_tick(struct ndz_client *c, uint64_t now_ns)
 		join_tick(c, now_ns);
 		break;
 	case NDZ_CLIENT_MANIFEST:
+	case NDZ_CLIENT_INDEX:
 		manifest_tick(c, now_ns);
 		break;
 	case NDZ_CLIENT_RECEIVING:

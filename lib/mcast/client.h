@@ -28,6 +28,8 @@ enum ndz_client_state {
 	NDZ_CLIENT_RECEIVING,          /* receiving the image's chunks */
 	NDZ_CLIENT_COMPLETE,           /* every chunk checked out (maybe not written yet) */
 	NDZ_CLIENT_FAILED,             /* ndz_client_error says why */
+	NDZ_CLIENT_INDEX,              /* receiving the content index's bytes */
+	NDZ_CLIENT_INDEX_READY,        /* they are whole: the caller decodes them */
 };
 
 /* What happened, for the caller's messages (ndz_client_opts.note). */
@@ -95,6 +97,7 @@ struct ndz_client_stats {
 	uint64_t foreign;              /* of another server, image or session */
 	uint64_t crc_fail;             /* chunks that failed their checksum (ndz_client_verdict) */
 	uint64_t forged;               /* forged chunks and manifests */
+	uint32_t held;                 /* chunks the target held (ndz_client_have) */
 };
 
 /*
@@ -158,6 +161,65 @@ const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len);
  */
 int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
 				struct ndz_error *e);
+
+/*
+ * ndz_client_index_base - the first chunk number of an image's content index on the
+ * wire (doc/PROTOCOL.md, "Content index over multicast"): right after the range of
+ * its manifest's chunks, whether or not a manifest is served, from its chunk count.
+ */
+uint32_t ndz_client_index_base(uint32_t chunks);
+
+/*
+ * ndz_client_index_size - told the first bytes of an index (a whole chunk's, or
+ * fewer), the index's total length in bytes; 0 when they are not an index's.
+ */
+typedef uint64_t (*ndz_client_index_size)(const uint8_t *first, size_t len);
+
+/*
+ * ndz_client_fetch_index - in state JOINED: receive the image's content index (the
+ * bytes the server serves from ndz_client_index_base on): its first chunk, whose
+ * bytes size() tells the total length of (at most max bytes), then the rest (state
+ * INDEX, then INDEX_READY). A server that serves none (an older frisbeed, or no
+ * index beside the image) never answers: after 2 s without a block of it (or -T,
+ * if shorter), or first bytes that are not an index's, the session goes back to
+ * JOINED without one (the caller restores in full). Returns 0, NDZ_EINVAL (not
+ * JOINED, no size function) or NDZ_ENOMEM, with e (may be NULL) saying so.
+ */
+int ndz_client_fetch_index(struct ndz_client *c, ndz_client_index_size size, uint64_t max,
+			   uint64_t now_ns, struct ndz_error *e);
+/* ndz_client_index - in INDEX_READY: the bytes (c's) and their length; else NULL. */
+const uint8_t *ndz_client_index(const struct ndz_client *c, size_t *len);
+/*
+ * ndz_client_index_done - the caller took what it needs of the index: its bytes are
+ * freed, the state is JOINED again. 0, or NDZ_EINVAL (not INDEX_READY) with e.
+ */
+int ndz_client_index_done(struct ndz_client *c, struct ndz_error *e);
+
+/*
+ * ndz_client_have - the target already holds chunk (a seeded restore): in JOINED
+ * (from the join on, before ndz_client_start) or RECEIVING, it is never requested
+ * and counts as complete and written without being handed out (a chunk already
+ * complete and with the caller is not taken). When every chunk is, the state is
+ * COMPLETE. Returns 1 when chunk was taken as held, 0 when not (out of range, done,
+ * with the caller, or in another state).
+ */
+int ndz_client_have(struct ndz_client *c, uint32_t chunk, uint64_t now_ns);
+
+/*
+ * ndz_client_needs - chunk is still to come: not held, not complete, not written
+ * (a seed scan reads only those; a chunk the server is sending anyway is not re-read
+ * once it has come). 0 past the image or before the join.
+ */
+int ndz_client_needs(const struct ndz_client *c, uint32_t chunk);
+
+/*
+ * ndz_client_scan - a seed scan walking the chunks in order has decided (held or
+ * not) every chunk below front: chunks at or past it are not asked for until it
+ * passes them, so that the server sends only what the target lacks. UINT32_MAX: no
+ * scan (as at creation), or it ended; every chunk may be asked for. The scan's
+ * progress counts as the server's for the -T bound.
+ */
+void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns);
 
 /*
  * ndz_client_start - in state JOINED: receive the image's chunks from now_ns on (-T

@@ -93,6 +93,8 @@ struct ndz_fetch {
 	uint32_t stagger;              /* the generator of the stagger */
 	struct ndz_fec *fec;           /* made on the first decode with data */
 	struct ndz_fetch_stats st;
+	int (*defer)(void *ctx, uint32_t chunk); /* new chunks not asked for yet */
+	void *defer_ctx;
 };
 
 /* xorshift32: a private generator, so the order does not touch random()'s state */
@@ -688,6 +690,41 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot)
 	f->kick = 1;
 }
 
+int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
+{
+	uint32_t ref;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk))
+		return 0;
+	ref = h_get(f, chunk);
+	if (ref < f->o.slots) {
+		struct slot *s = &f->slots[ref];
+
+		if (s->state != S_FILL)
+			return 0;      /* complete: the caller has it */
+		forget_repairs(s);
+		s->state = S_FREE;
+		h_del(f, chunk);
+	} else if (ref != NO_REF) {
+		ask_del(f, ref - (uint32_t)f->o.slots);
+	}
+	f->done[chunk >> 3] |= (uint8_t)(1u << (chunk & 7));
+	f->st.complete++;
+	f->st.done++;
+	f->kick = 1;
+	return 1;
+}
+
+int ndz_fetch_needs(const struct ndz_fetch *f, uint32_t chunk)
+{
+	uint32_t ref;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk))
+		return 0;
+	ref = h_get(f, chunk);
+	return ref >= f->o.slots || f->slots[ref].state == S_FILL;
+}
+
 void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns)
 {
@@ -837,12 +874,15 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		inflight++;
 		avail--;
 	}
-	/* new chunks, in random order; again from the start when some fell out of asks */
-	while (inflight < f->o.request_ahead && avail > 0) {
+	/*
+	 * new chunks, in random order; again from the start when some fell out of asks or
+	 * were deferred (once a call: deferred ones may be all that is left)
+	 */
+	for (int again = 0; inflight < f->o.request_ahead && avail > 0;) {
 		uint32_t ch;
 
 		if (f->next_order >= f->o.chunks) {
-			if (!f->lost)
+			if (!f->lost || again++)
 				break;
 			f->lost = 0;
 			f->next_order = 0;
@@ -850,6 +890,10 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		ch = order_at(f, f->next_order++);
 		if (is_done(f, ch) || h_get(f, ch) != NO_REF)
 			continue;      /* being received, done, or counted above */
+		if (f->defer && f->defer(f->defer_ctx, ch)) {
+			f->lost++;     /* walk to it again later */
+			continue;
+		}
 		emit(ctx, ch, NULL, NULL);
 		if (!ask_add(f, ch, now, f->acap))
 			f->lost++;
@@ -858,6 +902,18 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		avail--;
 	}
 	return sent;
+}
+
+void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
+			 void *ctx)
+{
+	f->defer = defer;
+	f->defer_ctx = ctx;
+}
+
+void ndz_fetch_kick(struct ndz_fetch *f)
+{
+	f->kick = 1;
 }
 
 int ndz_fetch_kicked(struct ndz_fetch *f)

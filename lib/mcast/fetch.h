@@ -128,6 +128,16 @@ uint8_t *ndz_fetch_take_buf(struct ndz_fetch *f, int slot);
 void ndz_fetch_done(struct ndz_fetch *f, int slot);
 
 /*
+ * ndz_fetch_have - chunk is already held by the target (a seeded restore, issue 23):
+ * count it complete and done, never ask for it, and drop what of it is on its way
+ * (an ask, or a slot still filling). Returns 1, or 0 when it is out of range, done,
+ * or complete and with the caller (held for its checks or being written).
+ */
+int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk);
+/* ndz_fetch_needs - chunk (in range) is neither done nor complete with the caller. */
+int ndz_fetch_needs(const struct ndz_fetch *f, uint32_t chunk);
+
+/*
  * ndz_fetch_snoop - a request for the blocks in bitmap of chunk was seen on the
  * group at now_ns (ours looped back, or another client's). When it covers all we
  * lack of that chunk we do not ask for it ourselves within the re-request delay:
@@ -168,6 +178,15 @@ void ndz_fetch_set_repair(struct ndz_fetch *f, unsigned features);
 unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
 			    ndz_fetch_emit emit, void *ctx);
 
+/*
+ * ndz_fetch_set_defer - new chunks for which defer(ctx, chunk) returns 1 are not
+ * asked for yet, but later (a seed scan has not reached them); NULL: none is
+ * deferred (as at creation). defer must not call back.
+ */
+void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
+			 void *ctx);
+/* ndz_fetch_kick - requests are due at once (what the caller knows changed). */
+void ndz_fetch_kick(struct ndz_fetch *f);
 /* ndz_fetch_kicked - whether requests are due at once (the server moved on); clears it. */
 int ndz_fetch_kicked(struct ndz_fetch *f);
 

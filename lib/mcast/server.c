@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/format.h"
 #include "core/image.h"
@@ -10,6 +11,8 @@
 #include "pace.h"
 #include "serve.h"
 #include "server.h"
+#include "core/io.h"
+#include "trust/index.h"
 #include "trust/manifest.h"
 
 #define PKT_WIRE (NDZ_PKT_BLOCK_LEN + NDZ_SERVER_WIRE_OVERHEAD)
@@ -26,6 +29,8 @@ struct ndz_server {
 	uint32_t nchunks;              /* the image's chunks */
 	uint32_t mchunks;              /* chunks nchunks.. carry the signed manifest */
 	uint8_t *manifest;             /* mchunks * 1 MiB: its bytes, zero padded */
+	uint32_t ibase, ichunks;       /* chunks ibase.. carry the content index */
+	uint8_t *index;                /* ichunks * 1 MiB: its bytes, zero padded */
 	unsigned repair;
 	uint64_t rate, burst;
 	int bursts;                    /* -b/-g: send each burst with one call */
@@ -122,15 +127,30 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	if (o->manifest && o->manifest_len)
 		s->mchunks = (uint32_t)((o->manifest_len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE);
 	total = s->nchunks + s->mchunks;
+	s->ibase = ndz_server_index_base(s->nchunks);
+	if (o->index && o->index_len) {
+		uint64_t m = (o->index_len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
+
+		if (total > s->ibase || m > UINT32_MAX - s->ibase) {
+			r = ndz_error_set(e, NDZ_EINVAL, 0, "server: a manifest or index too long "
+					  "for an image of %u chunks", s->nchunks);
+			goto fail;
+		}
+		s->ichunks = (uint32_t)m;
+		total = s->ibase + s->ichunks;
+	}
 	s->clients = calloc(NDZ_SERVER_MAX_CLIENTS, sizeof(*s->clients));
 	s->chunk = malloc(NDZ_CHUNK_SIZE);
 	if (!s->name || !s->clients || !s->chunk ||
-	    (s->mchunks && !(s->manifest = calloc(s->mchunks, NDZ_CHUNK_SIZE)))) {
+	    (s->mchunks && !(s->manifest = calloc(s->mchunks, NDZ_CHUNK_SIZE))) ||
+	    (s->ichunks && !(s->index = calloc(s->ichunks, NDZ_CHUNK_SIZE)))) {
 		r = ndz_error_set(e, NDZ_ENOMEM, 0, "server: out of memory");
 		goto fail;
 	}
 	if (s->mchunks)
 		memcpy(s->manifest, o->manifest, o->manifest_len);
+	if (s->ichunks)
+		memcpy(s->index, o->index, o->index_len);
 	if (o->auto_rate) {
 		/* from 50 Mbit/s (or the cap when lower) up, from 1 Mbit/s down */
 		struct ndz_adapt_opts ao = { 1000000, s->rate, 50000000, 0, PKT_WIRE * 8 };
@@ -180,6 +200,7 @@ void ndz_server_free(struct ndz_server *s)
 	free(s->clients);
 	free(s->chunk);
 	free(s->manifest);
+	free(s->index);
 	free(s->name);
 	free(s);
 }
@@ -288,7 +309,8 @@ static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
 	} else if (p->type != NDZ_PKT_JOIN && p->tag != s->tag) {
 		s->wrong_image++;
 	} else if ((p->type == NDZ_PKT_REQUEST || p->type == NDZ_PKT_PREQUEST ||
-		    p->type == NDZ_PKT_RREQUEST) && p->chunk >= s->nchunks + s->mchunks) {
+		    p->type == NDZ_PKT_RREQUEST) && p->chunk >= s->nchunks + s->mchunks &&
+		   (p->chunk < s->ibase || p->chunk - s->ibase >= s->ichunks)) {
 		s->bad_chunk++;
 	} else {
 		return 1;
@@ -396,7 +418,11 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 			}
 		}
 		s->fresh = 0;
-		if (s->loaded != s->cur && b->chunk >= s->nchunks) {
+		if (s->loaded != s->cur && b->chunk >= s->ibase && s->ichunks) {
+			memcpy(s->chunk, s->index + (size_t)(b->chunk - s->ibase) * NDZ_CHUNK_SIZE,
+			       NDZ_CHUNK_SIZE);
+			s->loaded = s->cur;
+		} else if (s->loaded != s->cur && b->chunk >= s->nchunks) {
 			memcpy(s->chunk, s->manifest + (size_t)(b->chunk - s->nchunks) * NDZ_CHUNK_SIZE,
 			       NDZ_CHUNK_SIZE);
 			s->loaded = s->cur;
@@ -729,5 +755,71 @@ int ndz_server_manifest(const char *image, const char *path, struct ndz_server_o
 	}
 	o->manifest = b;
 	o->manifest_len = len;
+	return 0;
+}
+
+uint32_t ndz_server_index_base(uint32_t chunks)
+{
+	uint64_t m = ((uint64_t)ndz_manifest_size(chunks) + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
+
+	return (uint32_t)((uint64_t)chunks + m);
+}
+
+/* The bytes of the index file at path (at most 4 GiB) into *b, malloc'ed. */
+static int read_index(const char *path, uint8_t **b, size_t *len, struct ndz_error *e)
+{
+	struct ndz_io *io;
+	int r;
+
+	if ((r = ndz_io_open_file(path, 0, &io, e)) < 0)
+		return r;
+	if (!io->size || io->size > (1ull << 32)) {
+		ndz_io_close(io);
+		return ndz_error_set(e, NDZ_EINDEX, 0, "%s: %s", path, ndz_strerror(NDZ_EINDEX));
+	}
+	*len = (size_t)io->size;
+	*b = malloc(*len);
+	if (!*b)
+		r = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: out of memory", path);
+	else
+		r = ndz_io_read_full(io, *b, *len, 0, NULL, e);
+	ndz_io_close(io);
+	return r;
+}
+
+int ndz_server_index(const char *image, const char *path, struct ndz_server_opts *o,
+		     struct ndz_error *e)
+{
+	struct ndz_error le = { 0 };
+	struct ndz_index ix = { 0 };
+	char def[4096];
+	uint8_t *b = NULL;
+	size_t len = 0;
+	int r, given = path != NULL;
+
+	o->index = NULL;
+	o->index_len = 0;
+	if (!given) {
+		if (ndz_index_path(image, def, sizeof(def), NULL) < 0 || access(def, F_OK) != 0)
+			return 0;
+		path = def;
+	}
+	r = read_index(path, &b, &len, &le);
+	if (r == 0) {
+		if ((r = ndz_index_decode(b, len, NULL, &ix, &le)) == 0)
+			r = ndz_index_match(&ix, o->info.uuid, o->info.source_bytes,
+					    o->info.chunks, &le);
+		if (r < 0)
+			ndz_error_prefix(&le, "%s", path);
+	}
+	ndz_index_release(&ix);
+	/* a file found beside the image that is not its index: serve none, say why */
+	if (r < 0) {
+		free(b);
+		ndz_error_copy(e, &le);
+		return given ? r : 1;
+	}
+	o->index = b;
+	o->index_len = len;
 	return 0;
 }

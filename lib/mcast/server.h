@@ -44,6 +44,9 @@ struct ndz_server_opts {
 	const uint8_t *manifest;       /* signed manifest served as the chunks after the
 					* image's, copied; NULL: none */
 	size_t manifest_len;
+	const uint8_t *index;          /* content index served as the chunks from
+					* ndz_server_index_base on, copied; NULL: none */
+	size_t index_len;
 	unsigned repair;               /* NDZ_FEAT_* repairs announced and sent; 0 none */
 	uint64_t rate_bps;             /* the cap (>= 8000); with auto_rate the most */
 	int auto_rate;                 /* find the rate from the clients' losses */
@@ -233,6 +236,24 @@ int ndz_server_image(struct ndz_io *img, struct ndz_server_opts *o, struct ndz_e
  */
 int ndz_server_manifest(const char *image, const char *path, struct ndz_server_opts *o,
 			struct ndz_error *e);
+
+/*
+ * ndz_server_index_base - the first chunk number of the content index on the wire
+ * for an image of chunks chunks: right after its manifest's range, whether or not a
+ * manifest is served (doc/PROTOCOL.md, "Content index over multicast").
+ */
+uint32_t ndz_server_index_base(uint32_t chunks);
+
+/*
+ * ndz_server_index - read the content index to serve with image (o->info set): the
+ * file path, or with path NULL IMAGE.index when there is one. It is decoded and
+ * matched against the image (its signature is the clients' to check). Returns 0 with
+ * o->index (the caller's to free) and o->index_len set, or left NULL when there is
+ * none; 1 when the file found beside the image is not its index (none is served; e
+ * says why, for a warning); a negative code (e set) for a given path that fails.
+ */
+int ndz_server_index(const char *image, const char *path, struct ndz_server_opts *o,
+		     struct ndz_error *e);
 
 /* ndz_server_name, ndz_server_info - the image's name and what JOIN_REPLY announces. */
 const char *ndz_server_name(const struct ndz_server *s);

@@ -2,7 +2,8 @@
  * lib/mcast/client: the receiving session on a simulated clock, fed packets built
  * here and watched through the datagrams it sends: joining (back-off, others'
  * answers, a forged JOIN_REPLY of another UUID, implausible announcements, -T),
- * the manifest's bytes, loss and repair, the -T bounds while receiving, leaving.
+ * the manifest's bytes, loss and repair, the -T bounds while receiving, leaving;
+ * the content index's bytes and chunks the target holds (seeded restores).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -519,6 +520,213 @@ static void test_give_up_no_chunk_checks_out(void **state)
 	teardown_t(t);
 }
 
+/* The test's index format: its length, 8 bytes little-endian, then anything. */
+static uint64_t t_index_size(const uint8_t *first, size_t len)
+{
+	uint64_t n = 0;
+
+	assert_true(len >= 8);
+	for (int i = 7; i >= 0; i--)
+		n = n << 8 | first[i];
+	return n;
+}
+
+/*
+ * The content index: its first chunk (right after the manifest's range: 4 for an
+ * image of 3 chunks) asked for alone, its header says it has two; the bytes whole.
+ */
+static void test_index(void **state)
+{
+	struct t *t = setup(30);
+	uint64_t ilen = NDZ_CHUNK_SIZE + 100;
+	const uint8_t *bytes;
+	size_t len;
+	unsigned from;
+
+	(void)state;
+	for (int i = 0; i < 8; i++)
+		t->data[0][i] = (uint8_t)(ilen >> (8 * i));
+	join(t, 3, 0);
+	assert_int_equal(ndz_client_index_base(3), 4);
+	assert_int_equal(ndz_client_index_base(40000), 40000 + 2);   /* 1280128 bytes */
+	assert_null(ndz_client_index(t->c, &len));
+	assert_int_equal(ndz_client_fetch_index(t->c, NULL, 1 << 30, 0, NULL), NDZ_EINVAL);
+	from = t->nsent;
+	assert_int_equal(ndz_client_fetch_index(t->c, t_index_size, 1 << 30, 0, NULL), 0);
+	assert_int_equal(ndz_client_tick(t->c, 0), NDZ_CLIENT_INDEX);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 4);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 4, b, 10 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_INDEX);
+	from = t->nsent;
+	ndz_client_tick(t->c, 11 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 5);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 5, b, 20 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_INDEX_READY);
+	bytes = ndz_client_index(t->c, &len);
+	assert_int_equal(len, ilen);
+	assert_memory_equal(bytes, t->data[0], NDZ_BLOCK_SIZE);
+	assert_memory_equal(bytes + NDZ_CHUNK_SIZE, t->data[0], 100);
+	assert_int_equal(ndz_client_index_done(t->c, NULL), 0);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINED);
+	assert_int_equal(ndz_client_index_done(t->c, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_client_start(t->c, 30 * MS, NULL), 0);
+	teardown_t(t);
+}
+
+/*
+ * A server without an index (an older frisbeed drops the requests): after 2 s the
+ * session is JOINED again, not failed; so too when the first bytes are no index's.
+ */
+static void test_index_none(void **state)
+{
+	struct t *t = setup(30);
+	uint64_t now;
+
+	(void)state;
+	join(t, 3, 0);
+	assert_int_equal(ndz_client_fetch_index(t->c, t_index_size, 1 << 30, 0, NULL), 0);
+	for (now = 0; ndz_client_tick(t->c, now) == NDZ_CLIENT_INDEX; now += 20 * MS)
+		;
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINED);
+	assert_true(now > 2000 * MS && now <= 2020 * MS);
+	assert_int_equal(ndz_client_error(t->c)->code, 0);
+	/* a length of 0, or past the bound: no index */
+	memset(t->data[0], 0, 8);
+	assert_int_equal(ndz_client_fetch_index(t->c, t_index_size, 1 << 30, now, NULL), 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 4, b, now);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_JOINED);
+	assert_int_equal(ndz_client_start(t->c, now, NULL), 0);
+	teardown_t(t);
+}
+
+/*
+ * Held chunks (a seeded restore): marked before the start and during the transfer,
+ * never requested, counted done; a chunk complete and with the caller is not taken.
+ */
+static void test_have(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	uint64_t now;
+	uint32_t chunk;
+	uint8_t *buf;
+	unsigned from;
+	int slot;
+
+	(void)state;
+	t->o.request_ahead = 8;
+	join(t, 8, 0);
+	assert_int_equal(ndz_client_have(t->c, 0, 0), 1);
+	assert_int_equal(ndz_client_have(t->c, 0, 0), 0);
+	assert_int_equal(ndz_client_have(t->c, 2, 0), 1);
+	assert_int_equal(ndz_client_have(t->c, 8, 0), 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 6);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk != 0 && t->sent[i].chunk != 2);
+	/* 1 and 3 (asked for) are held too, 5 half received is dropped */
+	for (unsigned b = 0; b < 10; b++)
+		block(t, 5, b, 1 * MS);
+	assert_int_equal(ndz_client_have(t->c, 1, 2 * MS), 1);
+	assert_int_equal(ndz_client_have(t->c, 3, 2 * MS), 1);
+	assert_int_equal(ndz_client_have(t->c, 5, 2 * MS), 1);
+	from = t->nsent;
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 4, b, 3 * MS);
+	slot = ndz_client_ready(t->c, &chunk, &buf);
+	assert_int_equal(chunk, 4);
+	assert_int_equal(ndz_client_have(t->c, 4, 4 * MS), 0);
+	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, 4 * MS);
+	ndz_client_written(t->c, slot);
+	assert_int_equal(ndz_client_have(t->c, 4, 4 * MS), 0);
+	/* blocks of a held chunk are duplicates, not a chunk */
+	for (unsigned b = 0; b < BLOCKS; b++)
+		assert_int_equal(block(t, 1, b, 5 * MS), 0);
+	for (now = 10 * MS; now < 3000 * MS; now += 10 * MS)
+		ndz_client_tick(t->c, now);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 2);  /* 6 and 7, again */
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk >= 6);
+	for (uint32_t ch = 6; ch < 8; ch++) {
+		for (unsigned b = 0; b < BLOCKS; b++)
+			block(t, ch, b, now);
+		slot = ndz_client_ready(t->c, &chunk, &buf);
+		assert_int_equal(chunk, ch);
+		ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, now);
+		ndz_client_written(t->c, slot);
+	}
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_COMPLETE);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.held, 5);
+	assert_int_equal(st.fetch.done, 8);
+	teardown_t(t);
+}
+
+/* While a seed scan runs, only the chunks it has passed are asked for. */
+static void test_scan_front(void **state)
+{
+	struct t *t = setup(30);
+	unsigned from;
+
+	(void)state;
+	t->o.request_ahead = 4;
+	join(t, 8, 0);
+	ndz_client_scan(t->c, 0, 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	ndz_client_tick(t->c, 10 * MS);
+	assert_int_equal(t->nsent, from);
+	ndz_client_scan(t->c, 3, 15 * MS);
+	ndz_client_tick(t->c, 20 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 3);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk < 3);
+	/* a scan that makes progress keeps -T off (30 s) while nothing more is asked */
+	ndz_client_scan(t->c, 4, 25000 * MS);
+	from = t->nsent;
+	assert_int_equal(ndz_client_tick(t->c, 40000 * MS), NDZ_CLIENT_RECEIVING);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 1);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk < 4);
+	/* the scan ended: the rest may be asked for once a slot is free */
+	ndz_client_scan(t->c, UINT32_MAX, 40000 * MS);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 0, b, 40001 * MS);
+	assert_true(ndz_client_have(t->c, 1, 40002 * MS));
+	from = t->nsent;
+	ndz_client_tick(t->c, 40010 * MS);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 1);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk >= 2);
+	teardown_t(t);
+}
+
+/* A client whose target holds every chunk sends its JOIN and its LEAVE, nothing else. */
+static void test_have_all(void **state)
+{
+	struct t *t = setup(30);
+
+	(void)state;
+	join(t, 3, 0);
+	for (uint32_t ch = 0; ch < 3; ch++)
+		assert_int_equal(ndz_client_have(t->c, ch, 0), 1);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_COMPLETE);
+	for (uint64_t now = 0; now < 3000 * MS; now += 10 * MS)
+		assert_int_equal(ndz_client_tick(t->c, now), NDZ_CLIENT_COMPLETE);
+	assert_int_equal(ndz_client_leave(t->c, 0, 3000 * MS, NULL), 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_JOIN) + count(t, 0, NDZ_PKT_LEAVE), t->nsent);
+	assert_int_equal(count(t, 0, NDZ_PKT_LEAVE), 1);
+	assert_int_equal(t->sent[t->nsent - 1].leave.chunks_done, 3);
+	teardown_t(t);
+}
+
 static void test_bad_options(void **state)
 {
 	struct ndz_client_opts o = { 0 };
@@ -547,6 +755,11 @@ int main(void)
 		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_give_up_silence),
 		cmocka_unit_test(test_give_up_no_chunk_checks_out),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_none),
+		cmocka_unit_test(test_have),
+		cmocka_unit_test(test_have_all),
+		cmocka_unit_test(test_scan_front),
 		cmocka_unit_test(test_bad_options),
 	};
 

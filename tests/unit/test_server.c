@@ -2,7 +2,8 @@
  * lib/mcast/server: a seeded run of the session object against clients made of
  * lib/mcast/fetch on a simulated clock, every datagram encoded and decoded as on the
  * wire and lost at random on its way; then admission of hostile packets, the client
- * table, a rate change, the chunk check, the manifest, statistics and their JSON.
+ * table, a rate change, the chunk check, the manifest and the content index,
+ * statistics and their JSON.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -19,6 +21,7 @@
 #include "mcast/fetch.h"
 #include "mcast/proto.h"
 #include "mcast/server.h"
+#include "trust/index.h"
 
 #define MS 1000000ull
 #define CHUNKS 5u
@@ -584,6 +587,136 @@ static void test_manifest(void **state)
 	free(b);
 }
 
+/* One index-served block of chunk and block: its bytes in *p, or the plan's answer. */
+static void index_block(struct ndz_server *s, struct ndz_server_batch *b, uint32_t chunk,
+			unsigned block, struct ndz_pkt *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->type = NDZ_PKT_REQUEST;
+	p->client_id = 9;
+	p->tag = ndz_image_tag(uuid);
+	p->chunk = chunk;
+	p->block = (uint16_t)block;
+	p->count = 1;
+	assert_int_equal(feed_pkt(s, p), 2);
+	assert_int_equal(ndz_server_plan(s, MS, b), NDZ_SERVER_SEND);  /* no LOAD */
+	assert_int_equal(b->count, 1);
+	ndz_server_build(s, b);
+	assert_int_equal(ndz_pkt_decode(b->bufs[0], b->lens[0], p, NULL), 0);
+	assert_int_equal(p->chunk, chunk);
+	assert_int_equal(p->block, block);
+}
+
+/*
+ * The content index is served from the chunk after the manifest's range (6 for an
+ * image of 5 chunks), with or without a manifest; the range between is refused when
+ * no manifest is served, and so is anything past the index.
+ */
+static void test_index(void **state)
+{
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	size_t ilen = NDZ_CHUNK_SIZE + 3000;
+	uint8_t *ix = malloc(ilen), m[300];
+	struct ndz_pkt p;
+
+	(void)state;
+	assert_non_null(b);
+	assert_non_null(ix);
+	for (size_t i = 0; i < ilen; i++)
+		ix[i] = (uint8_t)(i * 13 + 1);
+	memset(m, 0x5a, sizeof(m));
+	assert_int_equal(ndz_server_index_base(CHUNKS), CHUNKS + 1);
+	for (int with_manifest = 0; with_manifest < 2; with_manifest++) {
+		struct ndz_server_opts o = opts(0, 0);
+
+		o.index = ix;
+		o.index_len = ilen;
+		if (with_manifest) {
+			o.manifest = m;
+			o.manifest_len = sizeof(m);
+		}
+		assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+		index_block(s, b, CHUNKS + 2, 2, &p);
+		for (size_t i = 0; i < NDZ_BLOCK_SIZE; i++) {
+			size_t at = NDZ_CHUNK_SIZE + 2 * NDZ_BLOCK_SIZE + i;
+
+			assert_int_equal(p.data[i], at < ilen ? (uint8_t)(at * 13 + 1) : 0);
+		}
+		index_block(s, b, CHUNKS + 1, 0, &p);
+		assert_memory_equal(p.data, ix, NDZ_BLOCK_SIZE);
+		if (with_manifest) {
+			index_block(s, b, CHUNKS, 0, &p);
+			assert_memory_equal(p.data, m, sizeof(m));
+		}
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_REQUEST;
+		p.tag = ndz_image_tag(uuid);
+		p.count = 1;
+		p.chunk = CHUNKS;      /* the manifest's range: none served */
+		assert_int_equal(feed_pkt(s, &p), with_manifest ? 2 : 0);
+		p.chunk = CHUNKS + 3;  /* past the index */
+		assert_int_equal(feed_pkt(s, &p), 0);
+		ndz_server_get_stats(s, &st);
+		assert_int_equal(st.bad_chunk, with_manifest ? 1 : 2);
+		ndz_server_free(s);
+	}
+	free(ix);
+	free(b);
+}
+
+/* IMAGE.index beside the image, read and checked: served; a file that is not: not. */
+static void test_index_file(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_index ix = { 0 };
+	struct ndz_error e = { 0 };
+	char dir[] = "/tmp/test_server.XXXXXX", img[64], path[80];
+	uint8_t *bytes;
+	size_t len;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(img, sizeof(img), "%s/disk.ndz", dir);
+	snprintf(path, sizeof(path), "%s.index", img);
+	assert_int_equal(ndz_server_index(img, NULL, &o, &e), 0);       /* none: fine */
+	assert_null(o.index);
+	assert_int_equal(ndz_index_init(&ix, uuid, CHUNKS, o.info.source_bytes, NULL), 0);
+	assert_int_equal(ndz_index_encode(&ix, NULL, &bytes, &len, NULL), 0);
+	assert_int_equal(ndz_index_save(path, bytes, len, NULL), 0);
+	/* (the length a client learns from the first bytes, lib/trust/index.h) */
+	assert_int_equal(ndz_index_size_from_header(bytes, 64), len);
+	assert_int_equal(ndz_index_size_from_header(bytes, 63), 0);
+	bytes[0] ^= 1;
+	assert_int_equal(ndz_index_size_from_header(bytes, len), 0);
+	bytes[0] ^= 1;
+	assert_int_equal(ndz_server_index(img, NULL, &o, &e), 0);
+	assert_int_equal(o.index_len, len);
+	assert_memory_equal(o.index, bytes, len);
+	free((void *)o.index);
+	/* another image's index: not served, and a given one is an error */
+	o.info.chunks = CHUNKS + 1;
+	assert_int_equal(ndz_server_index(img, NULL, &o, &e), 1);
+	assert_null(o.index);
+	assert_int_equal(e.code, NDZ_EMISMATCH);
+	assert_non_null(strstr(e.msg, path));
+	ndz_error_clear(&e);
+	assert_true(ndz_server_index(img, path, &o, &e) < 0);
+	o.info.chunks = CHUNKS;
+	assert_non_null(f = fopen(path, "w"));
+	fputs("not an index", f);
+	fclose(f);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_server_index(img, NULL, &o, &e), 1);
+	assert_int_equal(e.code, NDZ_EINDEX);
+	unlink(path);
+	rmdir(dir);
+	free(bytes);
+	ndz_index_release(&ix);
+}
+
 /* The statistics as JSON: every field, the name escaped; a short buffer is an error. */
 static void test_json(void **state)
 {
@@ -655,6 +788,8 @@ int main(void)
 		cmocka_unit_test(test_chunk_check),
 		cmocka_unit_test(test_set_rate),
 		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_file),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_create_errors),
 	};

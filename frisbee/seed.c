@@ -1,0 +1,172 @@
+/*
+ * frisbee --seed and --verify (issue 23): the image's content index fetched from the
+ * server (lib/mcast/client) after the join, a scan thread that checks the target's
+ * chunks in order (lib/codec/seed) beside the network and marks those it holds as
+ * done, so they are never asked for or written (the session asks only for chunks
+ * the scan has passed while it runs); after the flush, every chunk checked again
+ * past the page cache.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "codec/seed.h"
+#include "core/clock.h"
+#include "frisbee.h"
+
+/*
+ * After the join (and the manifest): fetch and decode the index. With a public key
+ * it must be signed by it: an unsigned, forged or mismatched index is never used to
+ * skip anything (a full reload, with a warning).
+ */
+void seed_index(struct client *c)
+{
+	const struct ndz_key *pub = c->pub.type != NDZ_KEY_NONE ? &c->pub : NULL;
+	uint64_t max = 128 + (uint64_t)c->info.chunks * (56 + 12 * 330);
+	struct ndz_error e = { 0 };
+	const uint8_t *b;
+	size_t len;
+
+	if (!c->seed && !c->verify_after)
+		return;
+	if (ndz_client_fetch_index(c->cl, ndz_index_size_from_header, max, ndz_now_ns(),
+				   &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	pump(c, NDZ_CLIENT_INDEX);
+	if (c->netfail)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c->err));
+	if (ndz_client_state(c->cl) == NDZ_CLIENT_FAILED)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(ndz_client_error(c->cl)));
+	b = ndz_client_index(c->cl, &len);
+	if (!b) {
+		cli_warn("%s serves no content index of the image (an older frisbeed, or none "
+			 "beside the image): %s", c->source, c->seed ? "reloading every chunk" :
+			 "nothing to verify against");
+		return;
+	}
+	if (ndz_index_decode(b, len, pub, &c->ix, &e) < 0 ||
+	    ndz_index_match(&c->ix, c->info.uuid, c->info.source_bytes, c->info.chunks,
+			    &e) < 0) {
+		cli_warn("the content index from %s: %s: %s", c->source, ndz_error_msg(&e),
+			 c->seed ? "reloading every chunk" : "nothing to verify against");
+		ndz_index_release(&c->ix);
+		memset(&c->ix, 0, sizeof(c->ix));
+	} else {
+		c->have_index = 1;
+		if (cli_verbose)
+			cli_info("content index of %u chunks from %s%s", c->ix.chunks, c->source,
+				 c->ix.signed_ ? ": signature good" : "");
+	}
+	ndz_client_index_done(c->cl, NULL);
+}
+
+/* The scan: each chunk still to come, in order, checked on the target. */
+static void *scan(void *arg)
+{
+	struct client *c = arg;
+	struct ndz_error e = { 0 };
+
+	for (uint32_t i = 0; i < c->info.chunks; i++) {
+		int needs, r;
+
+		pthread_mutex_lock(&c->lock);
+		/* those before i are decided: the session may ask for them */
+		ndz_client_scan(c->cl, i, ndz_now_ns());
+		needs = !c->stop && !c->failed ? ndz_client_needs(c->cl, i) : -1;
+		pthread_mutex_unlock(&c->lock);
+		if (needs < 0)
+			break;
+		if (!needs)
+			continue;      /* come from the server already (or coming whole) */
+		r = ndz_seed_check(c->sd, i, &e);
+		if (r < 0) {
+			cli_warn("seed scan of %s: %s; fetching the rest", c->target_path,
+				 ndz_error_msg(&e));
+			break;
+		}
+		if (!r)
+			continue;
+		pthread_mutex_lock(&c->lock);
+		/* not taken when it came meanwhile: the network's copy is written */
+		if (ndz_client_have(c->cl, i, ndz_now_ns()) &&
+		    ndz_unzip_held(c->unzip, i, c->ix.e[i].first, c->ix.e[i].last, &e) < 0 &&
+		    !c->failed) {
+			c->failed = 1;
+			ndz_error_copy(&c->err, &e);
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+	pthread_mutex_lock(&c->lock);
+	ndz_client_scan(c->cl, UINT32_MAX, ndz_now_ns());   /* every chunk may come now */
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* After the target is opened, before the session starts: the scan begins. */
+void seed_start(struct client *c)
+{
+	struct ndz_seed_opts so = { .zero_fill = c->zero_fill };
+	struct ndz_error e = { 0 };
+
+	if (!c->seed || !c->have_index || c->created)
+		return;                /* (a file just made holds nothing of the image) */
+	if (ndz_seed_create(c->target, &c->ix, &so, &c->sd, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	ndz_client_scan(c->cl, 0, ndz_now_ns());   /* no request runs ahead of the scan */
+	if (pthread_create(&c->scan_thread, NULL, scan, c))
+		cli_die(EXIT_FAIL, "cannot start a thread");
+	c->scanning = 1;
+}
+
+/* The scan ends (c->stop set: at once) before the pipeline is finished. */
+void seed_stop(struct client *c)
+{
+	if (c->scanning)
+		pthread_join(c->scan_thread, NULL);
+	c->scanning = 0;
+	ndz_seed_free(c->sd);
+	c->sd = NULL;
+}
+
+/*
+ * --verify, after the flush: every chunk read back past the page cache and checked
+ * against the index. 0, or -1 with c->err saying how many differ.
+ */
+int seed_verify(struct client *c)
+{
+	struct ndz_seed_opts so = { .zero_fill = c->zero_fill, .direct = 1 };
+	struct ndz_seed *sd;
+	uint32_t bad = 0, first = 0;
+	int r = 0;
+
+	if (!c->verify_after)
+		return 0;
+	if (!c->have_index) {
+		ndz_error_set(&c->err, NDZ_EVERIFY, 0, "--verify: no content index of the "
+			      "image from %s", c->source);
+		return -1;
+	}
+	if (ndz_seed_create(c->target, &c->ix, &so, &sd, &c->err) < 0)
+		return -1;
+	for (uint32_t i = 0; i < c->info.chunks && r >= 0; i++) {
+		r = ndz_seed_check(sd, i, &c->err);
+		if (r == 0 && !bad++)
+			first = i;
+	}
+	ndz_seed_free(sd);
+	if (r < 0)
+		return -1;
+	if (bad) {
+		ndz_error_set(&c->err, NDZ_EVERIFY, 0, "%s: %u of %u chunks differ from the "
+			      "image after the write (the first: chunk %u)", c->target_path, bad,
+			      c->info.chunks, first);
+		return -1;
+	}
+	if (cli_verbose)
+		cli_info("verified: %s holds every chunk of the image", c->target_path);
+	return 0;
+}
+
+void seed_free(struct client *c)
+{
+	ndz_index_release(&c->ix);
+}
