@@ -608,6 +608,8 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 					     c->info.chunks);
 		return ndz_error_copy(e, &mine);
 	}
+	if (c->repair)
+		ndz_fetch_set_repair(c->fetch, c->repair);  /* FEATURES heard before the start */
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
 	c->last_block_ns = c->accept_ns = now_ns;
@@ -720,23 +722,30 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 		if (ours)
 			ndz_fetch_snoop_repairs(c->fetch, p->chunk, p->need, now);
 		break;
-	case NDZ_PKT_FEATURES:
-		if (p->tag == c->tag && (p->features & NDZ_FEAT_REPAIR) && !c->o.no_repair) {
-			unsigned f = p->features & (NDZ_FEAT_REPAIR |
-						    (c->o.no_whole ? 0 : NDZ_FEAT_WHOLE));
-
-			if (f != c->repair) {
-				struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_REPAIR,
-							     .count = f };
-
-				c->repair = f;
-				ndz_fetch_set_repair(c->fetch, f);
-				note(c, &n);
-			}
-		}
-		break;
 	}
 	return 0;
+}
+
+/*
+ * FEATURES from the server: the repairs it sends. Taken in every state after the
+ * join (one that comes in the JOIN_REPLY's batch, or during the manifest, is kept
+ * for the fetch that ndz_client_start makes).
+ */
+static void features_input(struct ndz_client *c, const struct ndz_pkt *p)
+{
+	unsigned f;
+
+	if (p->tag != c->tag || !(p->features & NDZ_FEAT_REPAIR) || c->o.no_repair)
+		return;
+	f = p->features & (NDZ_FEAT_REPAIR | (c->o.no_whole ? 0 : NDZ_FEAT_WHOLE));
+	if (f != c->repair) {
+		struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_REPAIR, .count = f };
+
+		c->repair = f;
+		if (c->fetch)
+			ndz_fetch_set_repair(c->fetch, f);
+		note(c, &n);
+	}
 }
 
 int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from,
@@ -744,6 +753,11 @@ int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t
 {
 	if (c->state == NDZ_CLIENT_FAILED || !accept_pkt(c, p, from))
 		return 0;
+	if (p->type == NDZ_PKT_FEATURES) {
+		if (c->state != NDZ_CLIENT_JOINING)
+			features_input(c, p);
+		return 0;
+	}
 	switch (c->state) {
 	case NDZ_CLIENT_JOINING:
 		join_input(c, p, from, now_ns);

@@ -461,6 +461,37 @@ static void test_repair(void **state)
 	teardown_t(t);
 }
 
+/*
+ * FEATURES heard between the JOIN_REPLY and the start (the reply's receive batch, or
+ * the manifest's fetch) are kept: the fetch the start makes asks for repairs.
+ */
+static void test_features_before_start(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_pkt p;
+	unsigned from;
+
+	(void)state;
+	t->o.no_store = 1;
+	join(t, 2, 0);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_FEATURES;
+	p.tag = TAG;
+	p.features = NDZ_FEAT_REPAIR;
+	ndz_client_input_pkt(t->c, &p, SERVER, 0);
+	assert_int_equal(t->notes[NDZ_CLIENT_NOTE_REPAIR], 1);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (b != 9)
+			block(t, 0, b, 1 * MS);
+	block(t, 1, 0, 2 * MS);        /* the server went on: block 9 was lost */
+	from = t->nsent;
+	ndz_client_tick(t->c, 40 * MS);
+	/* a repair of the stripe, not the block itself */
+	assert_int_equal(count(t, from, NDZ_PKT_RREQUEST), 1);
+	teardown_t(t);
+}
+
 /* -T while receiving: the server silent that long. */
 static void test_give_up_silence(void **state)
 {
@@ -753,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_manifest_forged_too_late),
 		cmocka_unit_test(test_loss_and_complete),
 		cmocka_unit_test(test_repair),
+		cmocka_unit_test(test_features_before_start),
 		cmocka_unit_test(test_give_up_silence),
 		cmocka_unit_test(test_give_up_no_chunk_checks_out),
 		cmocka_unit_test(test_index),
