@@ -85,14 +85,14 @@ else
 			2>>"$T/c1.log"; echo $? >"$T/c1.rc" ) &
 		MC_PIDS="$MC_PIDS $!"
 		FPID=""
-		wait_until 30 frisbee_pid "$T/v" >/dev/null && FPID=$(frisbee_pid "$T/v")
+		wait_until 30 eval 'FPID=$(frisbee_pid "$T/v")'
 		if [ -n "$FPID" ] && wait_until 60 sh -c "grep -qs '^74 ' /proc/$FPID/task/*/syscall"
 		then
 			[ "$(ndiff "$T/v")" = 0 ] || not_ok "verify: every chunk written before the flush"
 			[ $change = yes ] &&
 				printf 'Z' | dd of="$T/v" bs=1 seek="$off" conv=notrunc 2>/dev/null
 		else
-			not_ok "verify: frisbee reached its flush"
+			not_ok "verify: frisbee reached its flush (pid ${FPID:-none})"
 		fi
 		stop
 		if [ $change = no ]; then
