@@ -118,6 +118,7 @@ head -c $((SIZE / 12)) /dev/urandom |
 head -c "$SIZE" /dev/urandom >"$T/s2"
 head -c $((SIZE / 3)) "$T/a.src" >"$T/s3"
 cp "$T/s3" "$T/s3.was"
+# shellcheck disable=SC2034 # h2 is read through eval below
 h1=$((NCH - $(ndiff "$T/s1"))) h2=$((NCH - $(ndiff "$T/s2")))
 # (c1 alone: with a client that lacks everything, a chunk may come over the wire
 # before c1's scan reaches it, and is then written, not skipped)
@@ -148,9 +149,9 @@ rm -f "$T/s1" "$T/s2" "$T/s3" "$T/s3.was"
 # the chunks missing when it started again (the target is measured after the kill).
 for seed in 11 23 37; do
 	fresh
-	n=$(python3 -c "import random, sys; random.seed(int(sys.argv[1])); print(random.randint(2, int(sys.argv[2]) - 2))" "$seed" "$NCH")
+	n=$(python3 -c "import random, sys; random.seed(int(sys.argv[1])); print(random.randint(2, int(sys.argv[2]) - 3))" "$seed" "$NCH")
 	rm -f "$T/k"
-	mc_server srv "$T/a.ndz" -W 20M -T 20
+	mc_server srv "$T/a.ndz" -W 16M -T 20
 	mc_client c1 "$T/k" -T 10
 	wait_until 60 sh -c "[ \$(python3 '$T/chunks.py' '$T/a.ndz.index' '$T/a.src' '$T/k' | wc -l) -le $((NCH - n)) ]"
 	FPID=$(frisbee_pid "$T/k")
