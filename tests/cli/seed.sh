@@ -153,6 +153,35 @@ open(sys.argv[2], 'wb').write(b)" "$T/good.index" "$T/bad.index"
 check "--verify: exit 1 naming the chunk that differs" \
 	sh -c "test $? = 1 && grep -q 'the first: chunk 1)' '$T/log'"
 
+# --verify catches a byte changed on the target after the write, before the read-back:
+# imageunzip reads the image from a FIFO the test holds open, so once every chunk is
+# on the target it waits for the end of its input (no timing); the byte is changed
+# then, in chunk 2's last region, and the input released. Without the change: exit 0.
+off2=$(python3 -c "
+import struct; f = open('$T/A.ndz', 'rb'); f.seek(2 * 1048576); h = f.read(4096)
+s, c = struct.unpack_from('<QI', h, 128 + 12 * (struct.unpack_from('<I', h, 96)[0] - 1))
+print(s * 512 + c * 256)")
+for change in no yes; do
+	rm -f "$T/W" "$T/fifo"
+	mkfifo "$T/fifo"
+	"$IMAGEUNZIP" -z --verify --index "$T/A.ndz.index" - "$T/W" <"$T/fifo" 2>"$T/log" &
+	pid=$!
+	exec 3>"$T/fifo"
+	cat "$T/A.ndz" >&3
+	wait_until 60 cmp -s "$T/R" "$T/W" || not_ok "--verify: every chunk written ($change)"
+	[ $change = yes ] && printf 'Z' | dd of="$T/W" bs=1 seek="$off2" conv=notrunc 2>/dev/null
+	exec 3>&-
+	wait $pid
+	rc=$?
+	if [ $change = no ]; then
+		check "--verify, the target untouched: exit 0 (exit $rc)" test "$rc" = 0
+	else
+		check "--verify, a byte changed after the write: exit 1 naming chunk 2 (exit $rc)" \
+			sh -c "test $rc = 1 && grep -q 'verify: 1 of $total chunks differ.*(the first: chunk 2)' '$T/log'"
+	fi
+done
+rm -f "$T/W" "$T/fifo"
+
 # Resume: a restore killed part-way (after a random number of chunks came in on its
 # standard input), onto a disk of garbage, run again from the file with --seed: it reads exactly the chunks
 # the target does not hold yet, counted beforehand, and the result is identical.
