@@ -61,6 +61,17 @@ netns_host() {
 	ip -n "$_ns" link set dev eth0 gso_max_segs 1 2>/dev/null || true
 }
 
+# netns_clients N: the LAN with the server srv (10.77.0.1) and clients c1..cN
+# (10.77.0.11 on); the test ends when the LAN or the server cannot be made.
+netns_clients() {
+	netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
+	_i=1
+	while [ "$_i" -le "$1" ]; do
+		netns_host "c$_i" $((10 + _i)) || not_ok "host c$_i"
+		_i=$((_i + 1))
+	done
+}
+
 # in_ns NAME CMD...: run CMD inside host NAME.
 in_ns() { _nsn="$NETNS_PFX$1"; shift; ip netns exec "$_nsn" "$@"; }
 
