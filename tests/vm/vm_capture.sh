@@ -9,10 +9,8 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
-vm_prepare
-vm_lan || { not_ok "namespace LAN"; done_testing; }
 # a 48 MiB ext4 with 12 MiB of files; its free space is zeros
-vm_fs fs1 48 || { not_ok "make the source file system and its image"; done_testing; }
+vm_begin fs1 48
 cp "$T/fs1.src" "$T/cap.disk" && cp "$T/fs1.src" "$T/deny.disk" && cp "$T/fs1.src" "$T/bad.disk" && cp "$T/fs1.ndz" "$T/fixed.ndz" ||
 	{ not_ok "copy the disks"; done_testing; }
 mkdir -p "$T/up" "$T/run"
