@@ -31,6 +31,15 @@ netns_usable() {
 	return $_ok
 }
 
+# netns_require [CMD...]: skip the whole test unless namespaces work here and each
+# CMD is installed.
+netns_require() {
+	netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+	for _cmd in "$@"; do
+		command -v "$_cmd" >/dev/null || skip_all "$_cmd missing"
+	done
+}
+
 # netns_lan: create the bridge namespace. Call once before netns_host.
 netns_lan() {
 	at_exit netns_cleanup

@@ -2,7 +2,7 @@
 # Multicast: 1, 4 and 8 clients in a namespace LAN all end byte-identical to the source.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_clients 8
 mc_image a "$MC_MIB" 1 || { not_ok "make image"; done_testing; }
 

@@ -11,7 +11,7 @@
 . "$NDZ_TOP/tests/fs-lib.sh"
 MCFORGE="$NDZ_BUILD/tests/helpers/mcforge"
 [ -x "$MCFORGE" ] && [ -x "$IMAGEZIP" ] || skip_all "mcforge helper or imagezip not built"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 mc_image a 4 1 || { not_ok "make image"; done_testing; }

@@ -3,7 +3,7 @@
 # no server at all. Nothing hangs; every outcome is a clear exit status.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_clients 3
 mc_image a "$MC_MIB" 4 || { not_ok "make image"; done_testing; }
 slow=$(( MC_MIB * 8 * 1100 / 3 ))k      # about 3 s per image

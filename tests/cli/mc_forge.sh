@@ -10,7 +10,7 @@
 MCFORGE="$NDZ_BUILD/tests/helpers/mcforge"
 IMAGEKEY="$NDZ_BIN/imagekey"
 [ -x "$MCFORGE" ] && [ -x "$IMAGEZIP" ] || skip_all "mcforge helper or imagezip not built"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done

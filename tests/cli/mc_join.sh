@@ -2,7 +2,7 @@
 # Multicast: clients joining 0-5 s apart, some mid-transfer, some after the others are done.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_clients 4
 mc_image a "$MC_MIB" 3 || { not_ok "make image"; done_testing; }
 

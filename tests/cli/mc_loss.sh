@@ -4,7 +4,7 @@
 # do, and with a server that does not send them.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_clients 4
 mc_image a "$MC_MIB" 2 || { not_ok "make image"; done_testing; }
 

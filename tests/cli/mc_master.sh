@@ -12,7 +12,7 @@ check "mfrisbeed --version: exit 0, names the version" sh -c "[ $rc = 0 ] && ech
 "$NDZ_BIN/mfrisbeed" 2>"$T/err"; rc2=$?
 check "mfrisbeed: unknown option or no -c: exit 2 ($rc1, $rc2)" \
 	sh -c "[ $rc1 = 2 ] && [ $rc2 = 2 ] && grep -q '^mfrisbeed: -c CONFIG is required' '$T/err'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 CTLASK="$NDZ_BUILD/tests/helpers/ctlask"
 SRV=10.77.0.1

@@ -6,7 +6,7 @@
 # after a restart), and an upload is reported stored only when it is served.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 UPLOAD="$NDZ_BIN/frisbee-upload"
 TCPIDLE="$NDZ_BUILD/tests/helpers/tcpidle"

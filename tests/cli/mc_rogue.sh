@@ -3,7 +3,7 @@
 # correct), and two servers with different images on different groups at once.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host srv2 2 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done

@@ -3,8 +3,7 @@
 # clients: everybody finishes, the fast ones are not held back by the slow one.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-command -v tc >/dev/null || skip_all "tc missing"
+netns_require tc
 netns_clients 3
 mc_image a "$MC_MIB" 7 || { not_ok "make image"; done_testing; }
 rate_m=${MC_RATE%M}

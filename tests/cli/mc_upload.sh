@@ -13,7 +13,7 @@ check "frisbee-upload --version: exit 0, names the version" sh -c "[ $rc = 0 ] &
 check "frisbee-upload without -I: exit 2 and says so" eval "[ $rc = 2 ] && grep -q '^frisbee-upload: -M HOST and -I NAME are required' '$T/err'"
 "$UPLOAD" -M 127.0.0.1 -I x "$T/none.ndz" 2>"$T/err"; rc=$?
 check "frisbee-upload of a missing file: exit 1 and names it" eval "[ $rc = 1 ] && grep -q '^frisbee-upload: $T/none.ndz: No such file' '$T/err'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }

@@ -16,7 +16,7 @@ check "--upload without a NAME: exit 2 and says so" \
 "$IMAGEZIP" -r --upload '127.0.0.1:my image' "$T/small" 2>"$T/err"; rc=$?
 check "--upload of a name no image can have: exit 2 and says so" \
 	eval "[ $rc = 2 ] && grep -q \"^imagezip: --upload: 'my image' is not a valid image name\" '$T/err'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }

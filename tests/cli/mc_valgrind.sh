@@ -6,7 +6,7 @@
 . "$NDZ_TOP/tests/netns.sh"
 [ "$NDZ_SANITIZED" = 1 ] && skip_all "valgrind runs on the plain build only"
 command -v valgrind >/dev/null || skip_all "valgrind not installed"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 VG="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible
     --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99"
 netns_clients 2

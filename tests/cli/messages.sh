@@ -95,7 +95,7 @@ truncate -s 4G "$T/disk.raw"
 check "frisbee-upload of a raw 4 GiB disk: exit 1, 'not an image' before connecting ($rc)" \
 	sh -c "[ $rc = 1 ] && grep -q '^frisbee-upload: $T/disk.raw: not an image (no chunk header' '$T/err'"
 rm -f "$T/disk.raw"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host c2 12 ||
 	{ not_ok "namespace LAN"; done_testing; }
