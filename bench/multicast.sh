@@ -36,7 +36,6 @@ IMG="$T/img.ndz"
 IMGB=$(stat -c %s "$IMG")
 echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores"
 
-now() { date +%s.%N; }
 counters() { echo "$(netns_tx_bytes srv) $(netns_rx_packets srv)"; }
 
 # run TOOL RATE LOSS N: prints "seconds tx_bytes rx_packets failures"
