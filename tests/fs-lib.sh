@@ -115,3 +115,21 @@ loop_umount() {
 		_w=$((_w + 1))
 	done
 }
+
+# poke FILE OFFSET OCTAL-BYTE...: overwrite bytes in place, each given as its octal
+# digits (001, 377)
+# shellcheck disable=SC2059 # the bytes are octal escapes, given as the format
+poke() { _f=$1 _o=$2; shift 2; printf "$(printf '\\%s' "$@")" |
+	dd of="$_f" bs=1 seek="$_o" conv=notrunc status=none; }
+
+# damaged IMG NAME MESSAGE: imagezip takes the damaged IMG raw, warning MESSAGE, and
+# the image restores it byte for byte onto a patterned target
+damaged() {
+	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
+	if grep -q "$3.*taking it raw" "$T/err"; then ok "$2: raw with a warning"
+	else not_ok "$2: raw with a warning"; cat "$T/err"; fi
+	pattern "$T/t.img" "$(fsize "$1")"
+	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
+	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
+	rm -f "$T/bad.ndz" "$T/t.img"
+}

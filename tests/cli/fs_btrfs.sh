@@ -104,20 +104,6 @@ if [ "${NDZ_SANITIZED:-0}" != 1 ]; then
 	run single-64k-nodes -d single -m single -n 65536
 fi
 
-# poke FILE OFFSET OCTAL-BYTE
-# shellcheck disable=SC2059 # the byte is an octal escape, given as the format
-poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-
-damaged() {
-	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
-	if grep -q "$3.*taking it raw" "$T/err"; then ok "$2: raw with a warning"
-	else not_ok "$2: raw with a warning"; cat "$T/err"; fi
-	pattern "$T/t.img" "$(fsize "$1")"
-	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
-	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
-	rm -f "$T/bad.ndz" "$T/t.img"
-}
-
 # (made over zeros: a raw image of them is quick to make)
 base="$T/d.img"
 truncate -s "$SIZE" "$base"

@@ -127,18 +127,6 @@ fi
 
 # le32 FILE OFFSET
 le32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
-# poke FILE OFFSET OCTAL-BYTE
-# shellcheck disable=SC2059 # the byte is an octal escape, given as the format
-poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-
-# damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
-damaged() {
-	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
-	check "$2: raw with a warning" grep -q "$3.*taking it raw" "$T/err"
-	pattern "$T/t.img" "$(fsize "$1")"
-	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
-	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
-}
 
 cp "$img" "$T/b.img"
 poke "$T/b.img" 600 '001'      # inside sector 1: covered by the checksum

@@ -164,25 +164,9 @@ fi
 
 # le32/be32 helpers for the damage below
 be32() { od -An -t x1 -j "$2" -N 4 "$1" | tr -d ' \n' | { read -r h; echo $((0x$h)); }; }
-# poke FILE OFFSET OCTAL-BYTES...
-# shellcheck disable=SC2059 # the bytes are octal escapes, given as the format
-poke() { _f=$1 _o=$2; shift 2; printf "$(printf '\\%s' "$@")" |
-	dd of="$_f" bs=1 seek="$_o" conv=notrunc status=none; }
-
 # put32 FILE OFFSET VALUE: a big-endian 32-bit value
 put32() { poke "$1" "$2" "$(printf '%03o' $((($3 >> 24) & 255)))" "$(printf '%03o' $((($3 >> 16) & 255)))" \
 	"$(printf '%03o' $((($3 >> 8) & 255)))" "$(printf '%03o' $(($3 & 255)))"; }
-
-# damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
-damaged() {
-	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
-	if grep -q "$3.*taking it raw" "$T/err"; then ok "$2: raw with a warning"
-	else not_ok "$2: raw with a warning"; cat "$T/err"; fi
-	pattern "$T/t.img" "$(fsize "$1")"
-	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
-	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
-	rm -f "$T/bad.ndz" "$T/t.img"
-}
 
 # (made over zeros: a raw image of them is quick to make)
 for v in 5 4; do
