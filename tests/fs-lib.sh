@@ -116,6 +116,18 @@ loop_umount() {
 	done
 }
 
+# random_kept NAME IMG NDZ: IMG is random bytes where it is used (incompressible), so
+# a raw image would be about IMG's size and NDZ must be about what the scan keeps
+# (+2 MiB of chunk rounding), at most an eighth of IMG; cheaper than smaller, which
+# gzips IMG
+random_kept() {
+	_used=$(used_bytes "$2") _sz=$(fsize "$3")
+	check "$1: image $_sz bytes <= kept $_used + 10% + 2 MiB" \
+		test "$_sz" -le $((_used + _used / 10 + 2 * MIB))
+	check "$1: image at most an eighth of the raw filesystem" \
+		test $((_sz * 8)) -le "$(fsize "$2")"
+}
+
 # poke FILE OFFSET OCTAL-BYTE...: overwrite bytes in place, each given as its octal
 # digits (001, 377)
 # shellcheck disable=SC2059 # the bytes are octal escapes, given as the format

@@ -88,13 +88,7 @@ run() {
 		check "$name: every file reads back identical (btrfs restore)" \
 			same_files "$T/src" "$T/out" $keep
 	fi
-	# random bytes everywhere: a raw image is about img's size, this one about
-	# what the scan keeps (+2 MiB of chunk rounding)
-	used=$(used_bytes "$img") sz=$(fsize "$ndz")
-	check "$name: image $sz bytes <= kept $used + 10% + 2 MiB" \
-		test "$sz" -le $((used + used / 10 + 2 * MIB))
-	check "$name: image at most an eighth of the raw filesystem" \
-		test $((sz * 8)) -le "$(fsize "$img")"
+	random_kept "$name" "$img" "$ndz"
 	rm -f "$img" "$ndz" "$tgt"
 }
 

@@ -124,14 +124,7 @@ run() {
 		# shellcheck disable=SC2086
 		check "$name: every file reads back identical (xfs_db)" db_same "$tgt" $keep
 	fi
-	# everything is random bytes (incompressible), so a raw image would be about
-	# the size of img, and this one about what the scan keeps (+2 MiB of chunk
-	# rounding): cheaper than fs-lib's smaller, which gzips img
-	used=$(used_bytes "$img") sz=$(fsize "$ndz")
-	check "$name: image $sz bytes <= kept $used + 10% + 2 MiB" \
-		test "$sz" -le $((used + used / 10 + 2 * MIB))
-	check "$name: image at most an eighth of the raw filesystem" \
-		test $((sz * 8)) -le "$(fsize "$img")"
+	random_kept "$name" "$img" "$ndz"
 	rm -f "$img" "$ndz" "$tgt"
 }
 
