@@ -84,6 +84,23 @@ netns_clients() {
 # in_ns NAME CMD...: run CMD inside host NAME.
 in_ns() { _nsn="$NETNS_PFX$1"; shift; ip netns exec "$_nsn" "$@"; }
 
+# rogue_start LOG CMD ARGS...: CMD ARGS on host rogue in the background (its pid in
+# ROGUE_PID), output to LOG; it has half a second to start
+rogue_start() {
+	_log=$1
+	shift
+	in_ns rogue "$@" >"$_log" 2>&1 &
+	ROGUE_PID=$!
+	sleep 0.5
+}
+
+# rogue_end: the clients, then the rogue, then the server have ended
+rogue_end() {
+	mc_wait
+	wait "$ROGUE_PID"
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+}
+
 # netns_loss NAME PERCENT: drop PERCENT% (may be fractional, e.g. 0.5) of UDP arriving at NAME.
 netns_loss() {
 	_per_mille=$(awk -v p="$2" 'BEGIN { printf "%d", p * 10 }')

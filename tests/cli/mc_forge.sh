@@ -29,24 +29,6 @@ check "the forgery has the image's size" \
 rate=30M
 if [ "${NDZ_SANITIZED:-0}" = 1 ]; then rate=15M; fi
 
-# forger LOG IMAGE [flip]: the forger on host rogue answers requests with IMAGE's
-# chunks (flip: IMAGE is the served one, a data byte of each chunk flipped and its
-# CRC made right), logging to LOG
-forger() {
-	_log=$1
-	shift
-	in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$@" >"$_log" 2>&1 &
-	rpid=$!
-	sleep 0.5
-}
-
-# forger_end: the clients, then the forger, then the server have ended
-forger_end() {
-	mc_wait
-	wait "$rpid"
-	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
-}
-
 # both_intact WHAT: clients 1 and 2 restored the signed image byte for byte
 both_intact() {
 	for i in 1 2; do
@@ -61,9 +43,9 @@ both_intact() {
 
 # 1. without --key: what happens today
 mc_server srv "$T/a.ndz" -W $rate -T 30
-forger "$T/rogue1.out" "$T/forged.ndz"
+rogue_start "$T/rogue1.out" "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz"
 mc_client c1 "$T/out1" -T 15 -v -S 10.77.0.1
-forger_end
+rogue_end
 check "without --key: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue1.out"
 check "without --key: the client ended (exit $(mc_rc c1))" \
 	sh -c "[ \"$(mc_rc c1)\" = 0 ] || [ \"$(mc_rc c1)\" = 1 ]"
@@ -76,10 +58,10 @@ fi
 # 2. with --key: forged chunks discarded, counted, fetched again
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/a.ndz" -W $rate -T 30
-forger "$T/rogue2.out" "$T/forged.ndz"
+rogue_start "$T/rogue2.out" "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz"
 mc_client c1 "$T/out1" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
 mc_client c2 "$T/out2" -T 20 -v --key "$T/k.pub" -S 10.77.0.1
-forger_end
+rogue_end
 check "with --key: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue2.out"
 both_intact "with --key"
 check "with --key: forged chunks were counted and fetched again" \
@@ -129,10 +111,10 @@ check "$CI: a manifest of another image is refused before writing" \
 #    discard those, count them as forged and fetch them again
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/enc.ndz" -W $rate -T 30
-forger "$T/rogue5$CI.out" "$T/enc.ndz" flip
+rogue_start "$T/rogue5$CI.out" "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/enc.ndz" flip
 mc_client c1 "$T/out1" -T 20 -v --key "$T/ek.key"
 mc_client c2 "$T/out2" -T 20 -v --key "$T/ek.key" -S 10.77.0.1
-forger_end
+rogue_end
 check "$CI: encrypted: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue5$CI.out"
 both_intact "$CI: encrypted, forged tags"
 check "$CI: encrypted: chunks failing their tag were counted as forged and fetched again" \
