@@ -19,9 +19,7 @@ GROUP=${BENCH_GROUP:-2}
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 || exit 1
 i=1; while [ $i -le $((4 * GROUP)) ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i + 1)); done
-OUT=/dev/shm/ndzbench.$$
-mkdir -p "$OUT"
-at_exit "rm -rf $OUT"
+bench_out ndzbench
 
 # four images of random data (so every byte counts the same), MIB MiB each
 for n in 1 2 3 4; do
