@@ -18,22 +18,14 @@
 #include "core/io.h"
 #include "core/ranges.h"
 
+#include "bytes.h"
+
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		p[i] = (uint8_t)(seed + i * 7);
-}
-
-static int all_equal(const uint8_t *p, size_t n, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != v)
-			return 0;
-	return 1;
 }
 
 /* ---- memory ---- */

@@ -21,6 +21,8 @@
 #include "codec/zip.h"
 #include "zipfix.h"
 
+#include "bytes.h"
+
 #define MiB (1024u * 1024u)
 #define PATTERN 0xa5
 
@@ -56,16 +58,6 @@ static uint8_t *target_buf(size_t tlen)
 	assert_non_null(t);
 	memset(t, PATTERN, tlen);
 	return t;
-}
-
-static int all_equal(const uint8_t *p, size_t n, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != v)
-			return 0;
-	return 1;
 }
 
 /*
