@@ -19,9 +19,8 @@
 #include "core/ranges.h"
 #include "codec/unzip.h"
 #include "codec/zip.h"
-#include "zipfix.h"
-
 #include "bytes.h"
+#include "zipfix.h"
 
 #define MiB (1024u * 1024u)
 #define PATTERN 0xa5
