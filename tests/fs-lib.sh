@@ -116,6 +116,26 @@ loop_umount() {
 	done
 }
 
+# xfs_restored NAME IMG FILE...: the restored XFS IMG is clean by xfs_repair -n and,
+# when this machine mounts XFS v5 (read-only, through a loop device), holds each FILE
+# as $T/src does
+xfs_restored() {
+	_xn=$1 _ximg=$2
+	shift 2
+	if xfs_repair -n "$_ximg" >"$T/fsck" 2>&1; then ok "$_xn: xfs_repair -n clean"
+	else not_ok "$_xn: xfs_repair -n"; head -20 "$T/fsck"; fi
+	mkdir -p "$T/m"
+	_xl=$(losetup -f --show -r "$_ximg" 2>/dev/null) || return 0
+	at_exit "umount '$T/m' 2>/dev/null; for l in \$(losetup -n -O NAME -j '$_ximg'); do losetup -d \$l; done"
+	if mount -t xfs -o ro "$_xl" "$T/m" 2>/dev/null; then
+		check "$_xn: every file reads back identical" same_files "$T/src" "$T/m" "$@"
+		umount "$T/m"
+	else
+		echo "# cannot mount XFS here: the files of $_xn not compared"
+	fi
+	losetup -d "$_xl"
+}
+
 # random_kept NAME IMG NDZ: IMG is random bytes where it is used (incompressible), so
 # a raw image would be about IMG's size and NDZ must be about what the scan keeps
 # (+2 MiB of chunk rounding), at most an eighth of IMG; cheaper than smaller, which
