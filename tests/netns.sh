@@ -74,10 +74,10 @@ netns_host() {
 # (10.77.0.11 on); the test ends when the LAN or the server cannot be made.
 netns_clients() {
 	netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-	_i=1
-	while [ "$_i" -le "$1" ]; do
-		netns_host "c$_i" $((10 + _i)) || not_ok "host c$_i"
-		_i=$((_i + 1))
+	_ci=1
+	while [ "$_ci" -le "$1" ]; do
+		netns_host "c$_ci" $((10 + _ci)) || not_ok "host c$_ci"
+		_ci=$((_ci + 1))
 	done
 }
 
