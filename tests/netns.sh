@@ -84,6 +84,9 @@ netns_clients() {
 # in_ns NAME CMD...: run CMD inside host NAME.
 in_ns() { _nsn="$NETNS_PFX$1"; shift; ip netns exec "$_nsn" "$@"; }
 
+# master_listens: 0 when host srv listens on TCP port 3563 (mfrisbeed's, for uploads)
+master_listens() { in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 "; }
+
 # rogue_start LOG CMD ARGS...: CMD ARGS on host rogue in the background (its pid in
 # ROGUE_PID), output to LOG; it has half a second to start
 rogue_start() {

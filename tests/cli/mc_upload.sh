@@ -36,10 +36,7 @@ max-uploads 4
 CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
-for k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 2 master_listens
 # up HOST NAME FILE|-: frisbee-upload from HOST; its stderr in $T/err, exit status in rc
 up() { in_ns "$1" "$UPLOAD" -w 10 -M "$SRV" -I "$2" "$3" 2>"$T/err"; rc=$?; }
 # fetch HOST NAME TARGET: frisbee -M in the background, exit status into $T/HOST.rc

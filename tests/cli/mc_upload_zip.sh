@@ -33,10 +33,7 @@ upload-timeout 5
 CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
-for k in $(seq 20); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 2 master_listens
 # zip HOST NAME SOURCE [OPTIONS...]: imagezip --upload from HOST; stderr in $T/err, status in rc
 zip() {
 	zh=$1 zn=$2 zs=$3; shift 3

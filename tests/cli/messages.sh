@@ -110,10 +110,7 @@ CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
 at_exit "kill $MPID 2>/dev/null"
-for _ in $(seq 30); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 3 master_listens
 in_ns c1 timeout 60 "$FRISBEE" -M "$SRV" -I a -T 5 "$T/out1" 2>"$T/err"; rc=$?
 check "a denied GET: exit 1, the client's address and the missing rule named ($rc)" \
 	sh -c "[ $rc = 1 ] && grep -qx \"frisbee: master $SRV:3563: image 'a': access denied: no allow rule matches 10.77.0.11 for image 'a'\" '$T/err'"
