@@ -136,6 +136,22 @@ xfs_restored() {
 	losetup -d "$_xl"
 }
 
+# mbr_part DISK PART TYPE: PART's bytes as partition 1 of DISK's MBR, at sector 2048,
+# of partition type TYPE (hex)
+mbr_part() {
+	printf 'start=2048, size=%d, type=%s\n' $(( $(fsize "$2") / 512 )) "$3" |
+		sfdisk -q "$1" >/dev/null 2>&1
+	put "$1" 2048 "$2"
+}
+
+# mbr_restored DISK NDZ TARGET: DISK imaged into NDZ and restored onto TARGET, a
+# patterned file of DISK's size
+mbr_restored() {
+	check "MBR partition: imagezip" "$IMAGEZIP" "$1" "$2"
+	pattern "$3" "$(fsize "$1")"
+	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$2" "$3"
+}
+
 # random_kept NAME IMG NDZ: IMG is random bytes where it is used (incompressible), so
 # a raw image would be about IMG's size and NDZ must be about what the scan keeps
 # (+2 MiB of chunk rounding), at most an eighth of IMG; cheaper than smaller, which

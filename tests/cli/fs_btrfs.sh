@@ -126,15 +126,12 @@ if command -v sfdisk >/dev/null 2>&1; then
 	mkfs.btrfs -q -f -K --rootdir "$T/src" "$p" >/dev/null 2>&1
 	psz=$(fsize "$p")
 	truncate -s $((MIB + psz)) "$dk"
-	printf 'start=2048, size=%d, type=83\n' $((psz / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$p"
+	mbr_part "$dk" "$p" 83
 	"$IMAGEZIP" -i "$dk" >"$T/info"
 	check "MBR partition: -i names it" grep -q "^ *1: .*btrfs \[btrfs, " "$T/info"
 	"$IMAGEZIP" -S 1=btrfs -i "$dk" >"$T/info" 2>&1
 	check "-S 1=btrfs works" grep -q "btrfs \[btrfs, " "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/dk.ndz"
-	pattern "$T/t.img" $((MIB + psz))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/dk.ndz" "$T/t.img"
+	mbr_restored "$dk" "$T/dk.ndz" "$T/t.img"
 	extract "$T/t.img" 2048 $((psz / 512)) "$T/p2.img"
 	check "MBR partition: btrfs check clean" quiet btrfs check --readonly "$T/p2.img"
 	rm -f "$p" "$dk" "$T/dk.ndz" "$T/t.img" "$T/p2.img"

@@ -111,13 +111,10 @@ fi
 if command -v sfdisk >/dev/null 2>&1; then
 	dk="$T/d.img"
 	dirty "$dk" $((MIB + size))
-	printf 'start=2048, size=%d, type=7\n' $((size / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$img"
+	mbr_part "$dk" "$img" 7
 	"$IMAGEZIP" -i "$dk" >"$T/info"
 	check "MBR partition: -i names it" grep -q "^ *1: .*exfat \[exfat, 4096-byte clusters\]" "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/d.ndz"
-	pattern "$T/t.img" $((MIB + size))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/d.ndz" "$T/t.img"
+	mbr_restored "$dk" "$T/d.ndz" "$T/t.img"
 	extract "$T/t.img" 2048 $((size / 512)) "$T/p.img"
 	check "MBR partition: fsck.exfat -n clean" quiet fsck.exfat -n "$T/p.img"
 	rm -f "$dk" "$T/d.ndz" "$T/p.img"

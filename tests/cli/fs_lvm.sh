@@ -164,17 +164,14 @@ rm -rf "$T/tgt" "$T/pv.ndz" "$T"/*.out "$T/lva" "$T/lvb" "$T/lve" "$T/lvd.in" "$
 if command -v sfdisk >/dev/null 2>&1; then
 	dk="$T/dk.img"
 	truncate -s $((MIB + PV)) "$dk"
-	printf 'start=2048, size=%d, type=8e\n' $((PV / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$T/pv.img"
+	mbr_part "$dk" "$T/pv.img" 8e
 	"$IMAGEZIP" -i "$dk" >"$T/info" 2>&1
 	check "MBR partition: -i names the VG and the LVs" \
 		grep -q "^ *1: .*lvm \[LVM2 PV of VG ndzvg, .*LV lvb: ext4" "$T/info"
 	check "MBR partition: as much skipped" test "$(used_bytes "$dk")" -lt $((PV / 3))
 	"$IMAGEZIP" -S 1=lvm -i "$dk" >"$T/info" 2>&1
 	check "-S 1=lvm works" grep -q "lvm \[LVM2 PV of VG ndzvg" "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/dk.ndz"
-	pattern "$T/tgt" $((MIB + PV))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/dk.ndz" "$T/tgt"
+	mbr_restored "$dk" "$T/dk.ndz" "$T/tgt"
 	dd if="$T/tgt" of="$T/lvb.out" bs=$MIB skip=$((1 + 1 + 120)) count=16 status=none
 	dd if="$T/tgt" of="$T/lvb.out" bs=$MIB skip=$((1 + 1 + 5)) seek=16 count=16 status=none
 	check "MBR partition: lvb e2fsck -fn clean" quiet e2fsck -fn "$T/lvb.out"
