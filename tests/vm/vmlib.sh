@@ -128,6 +128,15 @@ vm_fs() {
 		"$IMAGEZIP" -q "$T/$1.src" "$T/$1.ndz"
 }
 
+# vm_run TIMEOUT NAME DISK CMDLINE: vm_start NAME (VM_TIMEOUT=TIMEOUT) and wait for
+# it to end; how many seconds that took in VM_SECS
+vm_run() {
+	_vt0=$(date +%s)
+	VM_TIMEOUT=$1 vm_start "$2" "$3" "$4"
+	vm_wait "$2"
+	VM_SECS=$(( $(date +%s) - _vt0 ))
+}
+
 # vm_begin NAME MIB: vm_prepare, the LAN, and the file system NAME of MIB MiB with its
 # image (vm_fs); the test ends when the LAN or the image cannot be made.
 vm_begin() {
