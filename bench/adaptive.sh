@@ -22,11 +22,8 @@ i=1; while [ $i -le "$N" ]; do
 done
 VV=-q
 [ -n "${BENCH_TRACE:-}" ] && VV=-vv
-OUT=/dev/shm/ndzadapt.$$
-mkdir -p "$OUT"
-at_exit "rm -rf $OUT"
-head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
-"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
+bench_out ndzadapt
+bench_image || exit 1
 IMGB=$(stat -c %s "$T/img.ndz")
 
 # run RATE: prints "seconds goodput/link sent/image goodput-while-sending/link start_s

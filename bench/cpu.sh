@@ -12,11 +12,8 @@ RATE=${BENCH_RATE:-500M}
 netns_lan && netns_host srv 1 && netns_host c1 11 || exit 1
 # cut the server's GSO batches into datagrams at its interface, as a NIC would
 in_ns srv ip link set dev eth0 gso_max_segs 1 || exit 1
-OUT=/dev/shm/ndzcpu.$$
-mkdir -p "$OUT"
-at_exit "rm -rf $OUT"
-head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
-"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
+bench_out ndzcpu
+bench_image || exit 1
 GIB=$(echo "$(stat -c %s "$T/img.ndz") / 1073741824" | bc -l)
 : >"$T/runs"
 : >"$T/runs-old"

@@ -17,7 +17,6 @@ for i in 1 2 3; do netns_host "c$i" $((10 + i)) || exit 1; done
 mc_image a "$MIB" 3 || exit 1
 echo "# image: $(( $(stat -c %s "$T/a.ndz") / 1048576 )) chunks, frisbeed -W $RATE, 3 clients; $REPS runs each; $(nproc) cores"
 
-now() { date +%s.%N; }
 # run PPS: seconds until the last client is done, or "failed"
 run() {
 	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log

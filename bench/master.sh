@@ -4,33 +4,22 @@
 #    no session yet (so the master starts a frisbeed; the one before has ended), and
 #    the time is taken when the first chunk reaches the target file; less the time
 #    one chunk takes on the wire at the session's rate, that is the first block.
-#    Median and worst of RUNS runs; the goal is < 0.3 s.
+#    Median and worst of REPS runs; the goal is < 0.3 s.
 # 2. Four images to four groups of clients at once under a total cap: the sum of the
 #    sessions' send rates (the server's transmitted bytes while all four run) against
 #    the cap, and each group's time against one group alone.
-# Usage: bench/master.sh BUILD [RUNS]   (root; env BENCH_MIB, BENCH_CAP (Mbit/s),
+# Usage: bench/master.sh BUILD [REPS]   (root; env BENCH_MIB, BENCH_CAP (Mbit/s),
 # BENCH_GROUP (clients per group) override the defaults)
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 BUILD [RUNS]" >&2; exit 2; }
-NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
-NDZ_BUILD=$(cd "$1" && pwd)
-NDZ_BIN="$NDZ_BUILD/bin"
-export NDZ_TOP NDZ_BIN NDZ_BUILD
-RUNS=${2:-20}
+. "$(dirname "$0")/netbench.sh"
+REPS=${2:-20}
 MIB=${BENCH_MIB:-16}
 CAP=${BENCH_CAP:-200}
 GROUP=${BENCH_GROUP:-2}
-. "$NDZ_TOP/tests/lib.sh"
-. "$NDZ_TOP/tests/netns.sh"
-netns_usable || { echo "bench: needs root, network namespaces and nftables" >&2; exit 1; }
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 || exit 1
 i=1; while [ $i -le $((4 * GROUP)) ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i + 1)); done
-OUT=/dev/shm/ndzbench.$$
-mkdir -p "$OUT"
-at_exit "rm -rf $OUT"
-now() { date +%s.%N; }
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+bench_out ndzbench
 
 # four images of random data (so every byte counts the same), MIB MiB each
 for n in 1 2 3 4; do
@@ -51,7 +40,7 @@ IMGB=$(stat -c %s "$T/img1.ndz")
 	echo "image g2 $T/img2.ndz allow 10.77.0.0/24"
 	echo "image g3 $T/img3.ndz allow 10.77.0.0/24"
 	echo "image g4 $T/img4.ndz allow 10.77.0.0/24"
-	k=1; while [ $k -le "$RUNS" ]; do echo "image s$k $T/small.ndz allow 10.77.0.0/24"; k=$((k + 1)); done
+	k=1; while [ $k -le "$REPS" ]; do echo "image s$k $T/small.ndz allow 10.77.0.0/24"; k=$((k + 1)); done
 } >"$T/m.conf"
 ip netns exec "${NETNS_PFX}srv" "$NDZ_BIN/mfrisbeed" -c "$T/m.conf" -r "$T/run" 2>"$T/m.log" &
 MPID=$!
@@ -61,7 +50,7 @@ echo "# images: $((IMGB / 1048576)) chunks each; total cap ${CAP} Mbit/s; $(npro
 
 # 1. start to first block, a new session each run (image sK: nobody asked for it yet)
 : >"$T/first"
-k=1; while [ $k -le "$RUNS" ]; do
+k=1; while [ $k -le "$REPS" ]; do
 	rm -f "$OUT/f"
 	t0=$(now)
 	in_ns c1 "$FRISBEE" -q -M "$SRV" -I "s$k" -T 10 "$OUT/f" 2>>"$T/c.log" &
@@ -80,7 +69,7 @@ done
 chunk=$(echo "1048576 * 1.061 * 8 / ($CAP * 1000000)" | bc -l)
 med=$(median <"$T/first") worst=$(sort -n "$T/first" | tail -1)
 printf 'start to first chunk written (new session each run): median %.3f s, worst %.3f s (%d runs)\n' \
-	"$med" "$worst" "$RUNS"
+	"$med" "$worst" "$REPS"
 printf 'start to first block (the above less one chunk at %d Mbit/s, %.3f s): median %.3f s, worst %.3f s (goal < 0.3 s)\n' \
 	"$CAP" "$chunk" "$(echo "$med - $chunk" | bc -l)" "$(echo "$worst - $chunk" | bc -l)"
 sleep 1.5                              # the sessions above end on their idle timeout

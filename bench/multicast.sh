@@ -25,18 +25,12 @@ i=1; while [ $i -le $maxc ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i +
 # veth and the bridge would carry it whole, and a client's loss rule would drop all of
 # its datagrams at once: cut it at the server's interface, so loss stays per datagram.
 in_ns srv ip link set dev eth0 gso_max_segs 1 || exit 1
-OUT=/dev/shm/ndzbench.$$
-mkdir -p "$OUT"
-at_exit "rm -rf $OUT"
-
-# the image: incompressible data, so every tool moves the same bytes
-head -c $((MIB * 1048576 - 1048576)) /dev/urandom >"$T/src"
-"$IMAGEZIP" -q -r "$T/src" "$T/img.ndz" || exit 1
+bench_out ndzbench
+bench_image || exit 1
 IMG="$T/img.ndz"
 IMGB=$(stat -c %s "$IMG")
 echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores"
 
-now() { date +%s.%N; }
 counters() { echo "$(netns_tx_bytes srv) $(netns_rx_packets srv)"; }
 
 # run TOOL RATE LOSS N: prints "seconds tx_bytes rx_packets failures"

@@ -6,17 +6,9 @@
 # power-off). Medians of REPS runs; also the environment's size and the host's load.
 # Usage: bench/vm.sh BUILD [REPS]   (root; BENCH_MIB: the ext4's size, default 128)
 set -u
-[ $# -ge 1 ] || { echo "usage: $0 BUILD [REPS]" >&2; exit 2; }
-NDZ_TOP=$(cd "$(dirname "$0")/.." && pwd)
-NDZ_BUILD=$(cd "$1" && pwd)
-NDZ_BIN="$NDZ_BUILD/bin"
-export NDZ_TOP NDZ_BIN NDZ_BUILD
-REPS=${2:-3}
+. "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-128}
-. "$NDZ_TOP/tests/lib.sh"
-. "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
-. "$NDZ_TOP/bench/common.sh"
 vm_prepare
 vm_lan || exit 1
 vm_fs b "$MIB" || exit 1

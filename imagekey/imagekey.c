@@ -75,23 +75,6 @@ static struct ndz_key load_key(const char *path, enum ndz_key_type want)
 	return k;
 }
 
-static struct ndz_io *open_image(const char *path)
-{
-	struct ndz_error e = { 0 };
-	struct ndz_io *in;
-
-	if (strcmp(path, "-") == 0) {
-		if (isatty(STDIN_FILENO))
-			cli_usage_error("refusing to read an image from a terminal");
-		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in, NULL) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
-		return in;
-	}
-	if (ndz_io_open_file(path, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &in, &e) < 0)
-		die_err(&e);
-	return in;
-}
-
 static const char *manifest_name(const char *image, const char *given, char *buf, size_t len)
 {
 	struct ndz_error e = { 0 };
@@ -152,7 +135,7 @@ static const char *index_name(const char *image, const char *given, char *buf, s
 static void write_index(const char *image, const char *ipath, const struct ndz_key *k)
 {
 	struct ndz_error e = { 0 };
-	struct ndz_io *in = open_image(image);
+	struct ndz_io *in = cli_open_image(image);
 	struct ndz_index ix;
 	uint8_t *enc = NULL;
 	size_t len = 0;
@@ -210,7 +193,7 @@ static int cmd_check_target(const char *keyp, const char *image, const char *ipa
 		k = load_key(keyp, NDZ_KEY_SIGN_PUBLIC);
 	if (ndz_index_load(ipath, keyp ? &k : NULL, &ix, &e) < 0)
 		die_err(&e);
-	in = open_image(image);
+	in = cli_open_image(image);
 	if (ndz_image_reader_open(in, &r, &e) < 0)
 		die_err(&e);
 	if (ndz_index_match(&ix, ndz_image_reader_first(r)->uuid,
@@ -248,7 +231,7 @@ static int cmd_sign(const char *keyp, const char *image, const char *mpath, cons
 	struct ndz_key k = load_key(keyp, NDZ_KEY_SIGN_SECRET);
 	struct ndz_error e = { 0 };
 	struct ndz_manifest m;
-	struct ndz_io *in = open_image(image);
+	struct ndz_io *in = cli_open_image(image);
 	char buf[PATH_MAX], id[17];
 	uint8_t *enc;
 	size_t len;
@@ -314,7 +297,7 @@ static int cmd_verify(const char *keyp, const char *image, const char *mpath)
 	/* the signature first: nothing of the image is trusted before it */
 	if (ndz_verify_load_manifest(v, mpath, &e) < 0)
 		die_err(&e);
-	in = open_image(image);
+	in = cli_open_image(image);
 	if (ndz_verify_walk(v, in, &e) < 0)
 		die_err(&e);
 	if (!cli_quiet)

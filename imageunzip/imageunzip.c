@@ -169,24 +169,6 @@ static void check_trust(struct ndz_verify *v, const char *image, const char *mpa
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 }
 
-/* Open IMAGE ('-': stdin) for reading chunk by chunk; dies with the reason. */
-static struct ndz_io *open_input(const char *path)
-{
-	struct ndz_error e = { 0 };
-	struct ndz_io *in;
-
-	if (strcmp(path, "-") == 0) {
-		if (isatty(STDIN_FILENO))
-			cli_usage_error("refusing to read an image from a terminal");
-		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in, NULL) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
-		return in;
-	}
-	if (ndz_io_open_file(path, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &in, &e) < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	return in;
-}
-
 /*
  * --seed, --verify: the content index (ipath, default IMAGE.index), signed by pub
  * when a public key was given, and of this image. 1 when ix may be used; 0 when
@@ -425,7 +407,7 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s; use --force to write anyway", ndz_error_msg(&err));
 
 	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
-	in = open_input(argv[optind]);
+	in = cli_open_image(argv[optind]);
 	vopts.pub = &pub;
 	vopts.crypt = &crypt;
 	vopts.name = argv[optind];

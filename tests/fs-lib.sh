@@ -115,3 +115,69 @@ loop_umount() {
 		_w=$((_w + 1))
 	done
 }
+
+# xfs_restored NAME IMG FILE...: the restored XFS IMG is clean by xfs_repair -n and,
+# when this machine mounts XFS v5 (read-only, through a loop device), holds each FILE
+# as $T/src does
+xfs_restored() {
+	_xn=$1 _ximg=$2
+	shift 2
+	if xfs_repair -n "$_ximg" >"$T/fsck" 2>&1; then ok "$_xn: xfs_repair -n clean"
+	else not_ok "$_xn: xfs_repair -n"; head -20 "$T/fsck"; fi
+	mkdir -p "$T/m"
+	_xl=$(losetup -f --show -r "$_ximg" 2>/dev/null) || return 0
+	at_exit "umount '$T/m' 2>/dev/null; for l in \$(losetup -n -O NAME -j '$_ximg'); do losetup -d \$l; done"
+	if mount -t xfs -o ro "$_xl" "$T/m" 2>/dev/null; then
+		check "$_xn: every file reads back identical" same_files "$T/src" "$T/m" "$@"
+		umount "$T/m"
+	else
+		echo "# cannot mount XFS here: the files of $_xn not compared"
+	fi
+	losetup -d "$_xl"
+}
+
+# mbr_part DISK PART TYPE: PART's bytes as partition 1 of DISK's MBR, at sector 2048,
+# of partition type TYPE (hex)
+mbr_part() {
+	printf 'start=2048, size=%d, type=%s\n' $(( $(fsize "$2") / 512 )) "$3" |
+		sfdisk -q "$1" >/dev/null 2>&1
+	put "$1" 2048 "$2"
+}
+
+# mbr_restored DISK NDZ TARGET: DISK imaged into NDZ and restored onto TARGET, a
+# patterned file of DISK's size
+mbr_restored() {
+	check "MBR partition: imagezip" "$IMAGEZIP" "$1" "$2"
+	pattern "$3" "$(fsize "$1")"
+	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$2" "$3"
+}
+
+# random_kept NAME IMG NDZ: IMG is random bytes where it is used (incompressible), so
+# a raw image would be about IMG's size and NDZ must be about what the scan keeps
+# (+2 MiB of chunk rounding), at most an eighth of IMG; cheaper than smaller, which
+# gzips IMG
+random_kept() {
+	_used=$(used_bytes "$2") _sz=$(fsize "$3")
+	check "$1: image $_sz bytes <= kept $_used + 10% + 2 MiB" \
+		test "$_sz" -le $((_used + _used / 10 + 2 * MIB))
+	check "$1: image at most an eighth of the raw filesystem" \
+		test $((_sz * 8)) -le "$(fsize "$2")"
+}
+
+# poke FILE OFFSET OCTAL-BYTE...: overwrite bytes in place, each given as its octal
+# digits (001, 377)
+# shellcheck disable=SC2059 # the bytes are octal escapes, given as the format
+poke() { _f=$1 _o=$2; shift 2; printf "$(printf '\\%s' "$@")" |
+	dd of="$_f" bs=1 seek="$_o" conv=notrunc status=none; }
+
+# damaged IMG NAME MESSAGE: imagezip takes the damaged IMG raw, warning MESSAGE, and
+# the image restores it byte for byte onto a patterned target
+damaged() {
+	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
+	if grep -q "$3.*taking it raw" "$T/err"; then ok "$2: raw with a warning"
+	else not_ok "$2: raw with a warning"; cat "$T/err"; fi
+	pattern "$T/t.img" "$(fsize "$1")"
+	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
+	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
+	rm -f "$T/bad.ndz" "$T/t.img"
+}

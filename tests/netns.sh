@@ -31,6 +31,15 @@ netns_usable() {
 	return $_ok
 }
 
+# netns_require [CMD...]: skip the whole test unless namespaces work here and each
+# CMD is installed.
+netns_require() {
+	netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+	for _cmd in "$@"; do
+		command -v "$_cmd" >/dev/null || skip_all "$_cmd missing"
+	done
+}
+
 # netns_lan: create the bridge namespace. Call once before netns_host.
 netns_lan() {
 	at_exit netns_cleanup
@@ -61,8 +70,39 @@ netns_host() {
 	ip -n "$_ns" link set dev eth0 gso_max_segs 1 2>/dev/null || true
 }
 
+# netns_clients N: the LAN with the server srv (10.77.0.1) and clients c1..cN
+# (10.77.0.11 on); the test ends when the LAN or the server cannot be made.
+netns_clients() {
+	netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
+	_ci=1
+	while [ "$_ci" -le "$1" ]; do
+		netns_host "c$_ci" $((10 + _ci)) || not_ok "host c$_ci"
+		_ci=$((_ci + 1))
+	done
+}
+
 # in_ns NAME CMD...: run CMD inside host NAME.
 in_ns() { _nsn="$NETNS_PFX$1"; shift; ip netns exec "$_nsn" "$@"; }
+
+# master_listens: 0 when host srv listens on TCP port 3563 (mfrisbeed's, for uploads)
+master_listens() { in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 "; }
+
+# rogue_start LOG CMD ARGS...: CMD ARGS on host rogue in the background (its pid in
+# ROGUE_PID), output to LOG; it has half a second to start
+rogue_start() {
+	_log=$1
+	shift
+	in_ns rogue "$@" >"$_log" 2>&1 &
+	ROGUE_PID=$!
+	sleep 0.5
+}
+
+# rogue_end: the clients, then the rogue, then the server have ended
+rogue_end() {
+	mc_wait
+	wait "$ROGUE_PID"
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+}
 
 # netns_loss NAME PERCENT: drop PERCENT% (may be fractional, e.g. 0.5) of UDP arriving at NAME.
 netns_loss() {

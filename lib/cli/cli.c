@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/io.h"
 #include "trust/key.h"
 
 const char *cli_progname = "ndz";
@@ -571,4 +572,21 @@ void cli_add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt)
 		cli_usage_error("--key %s", ndz_error_msg(&e));
 	if (rc < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+}
+
+struct ndz_io *cli_open_image(const char *path)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_io *in;
+
+	if (strcmp(path, "-") == 0) {
+		if (isatty(STDIN_FILENO))
+			cli_usage_error("refusing to read an image from a terminal");
+		if (ndz_io_open_stream(STDIN_FILENO, "stdin", &in, NULL) < 0)
+			cli_die(EXIT_FAIL, "%s", ndz_strerror(NDZ_ENOMEM));
+		return in;
+	}
+	if (ndz_io_open_file(path, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &in, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	return in;
 }

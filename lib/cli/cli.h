@@ -171,4 +171,12 @@ double cli_now(void);
  */
 void cli_add_key(const char *path, struct ndz_key *pub, struct ndz_key *crypt);
 
+struct ndz_io;
+/*
+ * cli_open_image - an image to read chunk by chunk: PATH, or stdin for "-" (a
+ * terminal there is a usage error). Dies with the reason when it cannot be opened.
+ * The caller closes it with ndz_io_close.
+ */
+struct ndz_io *cli_open_image(const char *path);
+
 #endif

@@ -1,6 +1,7 @@
 /* The image master's session table, pool, rate division, state file and upload admission. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -645,6 +646,27 @@ unsigned ndz_master_uploads(const struct ndz_master *m)
 	return k;
 }
 
+/* The counters in the status JSON, in its order, by their names there. */
+static const struct {
+	const char *name;
+	size_t off;
+} counter_names[] = {
+#define COUNTER(name, field) { name, offsetof(struct ndz_master_counters, field) }
+	COUNTER("requests", requests), COUNTER("get", get), COUNTER("status", status),
+	COUNTER("ok", ok), COUNTER("unknown", unknown), COUNTER("denied", denied),
+	COUNTER("pool_exhausted", pool), COUNTER("too_many", too_many),
+	COUNTER("failed", failed), COUNTER("malformed", malformed),
+	COUNTER("dropped", dropped), COUNTER("rate_limited", rate_limited),
+	COUNTER("sessions_started", started), COUNTER("sessions_ended", ended),
+	COUNTER("reloads", reloads), COUNTER("bad_reloads", bad_reloads),
+	COUNTER("status_udp", status_udp), COUNTER("uploads", uploads),
+	COUNTER("uploads_stored", uploads_stored),
+	COUNTER("uploads_rejected", uploads_rejected),
+	COUNTER("uploads_refused", uploads_refused), COUNTER("tcp_denied", tcp_denied),
+	COUNTER("tcp_busy", tcp_busy), COUNTER("tcp_quiet", tcp_quiet),
+#undef COUNTER
+};
+
 size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
 			      void (*live)(void *ctx, const struct ndz_master_session *s,
 					   struct ndz_master_live *out),
@@ -678,28 +700,15 @@ size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
 				(unsigned long long)l.receivers, (unsigned long long)l.bytes_sent);
 		first = 0;
 	}
-	ndz_jbuf_printf(&j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, "
-		"\"status\": %llu, \"ok\": %llu, \"unknown\": %llu, \"denied\": %llu, "
-		"\"pool_exhausted\": %llu, \"too_many\": %llu, \"failed\": %llu, "
-		"\"malformed\": %llu, \"dropped\": %llu, \"rate_limited\": %llu, "
-		"\"sessions_started\": %llu, \"sessions_ended\": %llu, \"reloads\": %llu, "
-		"\"bad_reloads\": %llu, \"status_udp\": %llu, \"uploads\": %llu, "
-		"\"uploads_stored\": %llu, \"uploads_rejected\": %llu, \"uploads_refused\": %llu, "
-		"\"tcp_denied\": %llu, \"tcp_busy\": %llu, \"tcp_quiet\": %llu}, "
-		"\"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
-		(unsigned long long)n->requests, (unsigned long long)n->get,
-		(unsigned long long)n->status, (unsigned long long)n->ok,
-		(unsigned long long)n->unknown, (unsigned long long)n->denied,
-		(unsigned long long)n->pool, (unsigned long long)n->too_many,
-		(unsigned long long)n->failed, (unsigned long long)n->malformed,
-		(unsigned long long)n->dropped, (unsigned long long)n->rate_limited,
-		(unsigned long long)n->started, (unsigned long long)n->ended,
-		(unsigned long long)n->reloads, (unsigned long long)n->bad_reloads,
-		(unsigned long long)n->status_udp, (unsigned long long)n->uploads,
-		(unsigned long long)n->uploads_stored, (unsigned long long)n->uploads_rejected,
-		(unsigned long long)n->uploads_refused, (unsigned long long)n->tcp_denied,
-		(unsigned long long)n->tcp_busy, (unsigned long long)n->tcp_quiet,
-		c->max_sessions, c->pool_size);
+	ndz_jbuf_printf(&j, "], \"counters\": {");
+	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
+		const void *v = (const char *)n + counter_names[i].off;
+
+		ndz_jbuf_printf(&j, "%s\"%s\": %llu", i ? ", " : "", counter_names[i].name,
+				(unsigned long long)*(const uint64_t *)v);
+	}
+	ndz_jbuf_printf(&j, "}, \"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
+			c->max_sessions, c->pool_size);
 	first = 1;
 	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++) {
 		char a[16];

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,47 +352,47 @@ out:
 	return rc;
 }
 
-int ndz_sessctl_status(const char *path, int timeout_ms, struct ndz_sessctl_status *out,
-		       struct ndz_error *e)
+/*
+ * Asks REQ and, when the answer is OK, copies LEN bytes of it from OFF into OUT
+ * (none when LEN is 0). A reply is large: it is on the heap, not the stack.
+ */
+static int ask_copy(const char *path, const struct ndz_sessctl_msg *req, int timeout_ms,
+		    size_t off, void *out, size_t len, struct ndz_error *e)
 {
-	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_STATUS, .id = 1 };
 	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
 	int rc;
 
 	if (!rep)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
-	if ((rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e)) == 0)
-		*out = rep->st;
+	if ((rc = ndz_sessctl_ask(path, req, timeout_ms, rep, e)) == 0 && len)
+		memcpy(out, (const char *)rep + off, len);
 	free(rep);
 	return rc;
+}
+
+int ndz_sessctl_status(const char *path, int timeout_ms, struct ndz_sessctl_status *out,
+		       struct ndz_error *e)
+{
+	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_STATUS, .id = 1 };
+
+	return ask_copy(path, &req, timeout_ms, offsetof(struct ndz_sessctl_msg, st), out,
+			sizeof(*out), e);
 }
 
 int ndz_sessctl_rate(const char *path, uint64_t rate_bps, int timeout_ms, struct ndz_error *e)
 {
 	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_RATE, .id = 2, .rate_bps = rate_bps };
-	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
-	int rc;
 
-	if (!rep)
-		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
-	rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e);
-	free(rep);
-	return rc;
+	return ask_copy(path, &req, timeout_ms, 0, NULL, 0, e);
 }
 
 int ndz_sessctl_identify(const char *path, int timeout_ms, struct ndz_sessctl_identity *out,
 			 struct ndz_error *e)
 {
 	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_IDENTIFY, .id = 3 };
-	struct ndz_sessctl_msg *rep = malloc(sizeof(*rep));
-	int rc;
 
-	if (!rep)
-		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", path);
-	if ((rc = ndz_sessctl_ask(path, &req, timeout_ms, rep, e)) == 0)
-		*out = rep->who;
-	free(rep);
-	return rc;
+	return ask_copy(path, &req, timeout_ms, offsetof(struct ndz_sessctl_msg, who), out,
+			sizeof(*out), e);
 }
 
 /* ---- a session server's answers (ndz_sessctl_start_server) ---- */

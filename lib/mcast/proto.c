@@ -1,4 +1,5 @@
 /* Encode and decode the multicast protocol's packets (layout: doc/PROTOCOL.md). */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/err.h"
@@ -22,20 +23,124 @@ static int bitmap_empty(const uint8_t *bm)
 	return 1;
 }
 
-static size_t type_len(unsigned type)
+/*
+ * Where each field of each packet type stands on the wire (doc/PROTOCOL.md). An
+ * integer field is as wide on the wire as its member, little-endian; a RAW field is
+ * its member's bytes as they are; fields in wire order. Bytes no field covers are
+ * zero: encode writes them so, decode refuses a packet where they are not.
+ */
+struct field {
+	uint8_t at, width, raw;
+	uint16_t off;                  /* of the member in struct ndz_pkt */
+};
+
+#define MEMBER_SIZE(m) sizeof(((struct ndz_pkt *)0)->m)
+#define INT(at, m) { at, MEMBER_SIZE(m), 0, offsetof(struct ndz_pkt, m) }
+#define RAW(at, m) { at, MEMBER_SIZE(m), 1, offsetof(struct ndz_pkt, m) }
+#define MAX_FIELDS 10                  /* JOIN_REPLY has the most */
+
+struct layout {
+	size_t len;                    /* the packet's exact length; 0: no such type */
+	uint8_t data_at;               /* BLOCK, REPAIR: where the NDZ_BLOCK_SIZE bytes start */
+	uint8_t nfields;
+	struct field f[MAX_FIELDS];
+};
+
+#define FIELDS(...) \
+	.nfields = sizeof((struct field[]){ __VA_ARGS__ }) / sizeof(struct field), \
+	.f = { __VA_ARGS__ }
+
+static const struct layout layouts[] = {
+	[NDZ_PKT_JOIN] = { NDZ_PKT_JOIN_LEN, 0, FIELDS(INT(8, client_id)) },
+	[NDZ_PKT_JOIN_REPLY] = { NDZ_PKT_JOIN_REPLY_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), RAW(16, info.uuid), INT(32, info.chunks),
+		INT(36, info.block_size), INT(40, info.blocks_per_chunk),
+		INT(44, info.idle_timeout), INT(48, info.image_bytes),
+		INT(56, info.source_bytes), INT(64, info.rate_bps)) },
+	[NDZ_PKT_LEAVE] = { NDZ_PKT_LEAVE_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, leave.elapsed_ms),
+		INT(20, leave.status), INT(24, leave.blocks_received),
+		INT(32, leave.duplicates), INT(40, leave.requests_sent),
+		INT(48, leave.bytes_written), INT(56, leave.chunks_done)) },
+	[NDZ_PKT_BLOCK] = { NDZ_PKT_BLOCK_LEN, 20, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, block)) },
+	[NDZ_PKT_REQUEST] = { NDZ_PKT_REQUEST_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, chunk), INT(20, block),
+		INT(22, count)) },
+	[NDZ_PKT_PREQUEST] = { NDZ_PKT_PREQUEST_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, chunk), RAW(24, bitmap)) },
+	[NDZ_PKT_FEATURES] = { NDZ_PKT_FEATURES_LEN, 0, FIELDS(
+		INT(8, tag), INT(12, features)) },
+	[NDZ_PKT_REPAIR] = { NDZ_PKT_REPAIR_LEN, 20, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, stripe), INT(17, index)) },
+	[NDZ_PKT_RREQUEST] = { NDZ_PKT_RREQUEST_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, chunk), RAW(20, need)) },
+};
+
+/* The layout of a packet type, or NULL for a type there is none of. */
+static const struct layout *layout_of(unsigned type)
 {
-	switch (type) {
-	case NDZ_PKT_JOIN:       return NDZ_PKT_JOIN_LEN;
-	case NDZ_PKT_JOIN_REPLY: return NDZ_PKT_JOIN_REPLY_LEN;
-	case NDZ_PKT_LEAVE:      return NDZ_PKT_LEAVE_LEN;
-	case NDZ_PKT_BLOCK:      return NDZ_PKT_BLOCK_LEN;
-	case NDZ_PKT_REQUEST:    return NDZ_PKT_REQUEST_LEN;
-	case NDZ_PKT_PREQUEST:   return NDZ_PKT_PREQUEST_LEN;
-	case NDZ_PKT_FEATURES:   return NDZ_PKT_FEATURES_LEN;
-	case NDZ_PKT_REPAIR:     return NDZ_PKT_REPAIR_LEN;
-	case NDZ_PKT_RREQUEST:   return NDZ_PKT_RREQUEST_LEN;
-	default:                 return 0;
+	if (type >= sizeof(layouts) / sizeof(layouts[0]) || !layouts[type].len)
+		return NULL;
+	return &layouts[type];
+}
+
+static int zero(const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+/* Whether every byte of b that no field or data covers is zero (fields in wire order). */
+static int gaps_zero(const struct layout *l, const uint8_t *b)
+{
+	size_t pos = NDZ_PROTO_HDR;
+
+	for (unsigned i = 0; i < l->nfields; i++) {
+		if (!zero(b + pos, l->f[i].at - pos))
+			return 0;
+		pos = l->f[i].at + (size_t)l->f[i].width;
 	}
+	if (l->data_at) {
+		if (!zero(b + pos, l->data_at - pos))
+			return 0;
+		pos = l->data_at + (size_t)NDZ_BLOCK_SIZE;
+	}
+	return zero(b + pos, l->len - pos);
+}
+
+static void put_field(uint8_t *b, const struct field *f, const struct ndz_pkt *p)
+{
+	const uint8_t *m = (const uint8_t *)p + f->off;
+
+	if (f->raw)
+		memcpy(b + f->at, m, f->width);
+	else if (f->width == 1)
+		b[f->at] = *m;
+	else if (f->width == 2)
+		put_le16(b + f->at, *(const uint16_t *)(const void *)m);
+	else if (f->width == 4)
+		put_le32(b + f->at, *(const uint32_t *)(const void *)m);
+	else
+		put_le64(b + f->at, *(const uint64_t *)(const void *)m);
+}
+
+static void get_field(const uint8_t *b, const struct field *f, struct ndz_pkt *p)
+{
+	uint8_t *m = (uint8_t *)p + f->off;
+
+	if (f->raw)
+		memcpy(m, b + f->at, f->width);
+	else if (f->width == 1)
+		*m = b[f->at];
+	else if (f->width == 2)
+		*(uint16_t *)(void *)m = get_le16(b + f->at);
+	else if (f->width == 4)
+		*(uint32_t *)(void *)m = get_le32(b + f->at);
+	else
+		*(uint64_t *)(void *)m = get_le64(b + f->at);
 }
 
 /* The checks shared by encode and decode, on the decoded fields. */
@@ -78,183 +183,45 @@ static int fields_valid(const struct ndz_pkt *p)
 
 static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 {
-	size_t len = type_len(p->type);
+	const struct layout *l = layout_of(p->type);
 
-	if (!len || cap < len || !fields_valid(p))
+	if (!l || cap < l->len || !fields_valid(p))
 		return NDZ_EINVAL;
-	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REPAIR) && !p->data)
+	if (l->data_at && !p->data)
 		return NDZ_EINVAL;
-	memset(b, 0, len);
+	memset(b, 0, l->len);
 	memcpy(b, proto_magic, 4);
 	b[4] = NDZ_PROTO_VERSION;
 	b[5] = p->type;
 	/* b[6..7]: flags, zero in version 1 */
-	switch (p->type) {
-	case NDZ_PKT_JOIN:
-		put_le32(b + 8, p->client_id);
-		break;
-	case NDZ_PKT_JOIN_REPLY:
-		put_le32(b + 8, p->client_id);
-		put_le32(b + 12, p->tag);
-		memcpy(b + 16, p->info.uuid, 16);
-		put_le32(b + 32, p->info.chunks);
-		put_le32(b + 36, p->info.block_size);
-		put_le32(b + 40, p->info.blocks_per_chunk);
-		put_le32(b + 44, p->info.idle_timeout);
-		put_le64(b + 48, p->info.image_bytes);
-		put_le64(b + 56, p->info.source_bytes);
-		put_le64(b + 64, p->info.rate_bps);
-		break;
-	case NDZ_PKT_LEAVE:
-		put_le32(b + 8, p->client_id);
-		put_le32(b + 12, p->tag);
-		put_le32(b + 16, p->leave.elapsed_ms);
-		put_le32(b + 20, p->leave.status);
-		put_le64(b + 24, p->leave.blocks_received);
-		put_le64(b + 32, p->leave.duplicates);
-		put_le64(b + 40, p->leave.requests_sent);
-		put_le64(b + 48, p->leave.bytes_written);
-		put_le32(b + 56, p->leave.chunks_done);
-		break;
-	case NDZ_PKT_BLOCK:
-		put_le32(b + 8, p->tag);
-		put_le32(b + 12, p->chunk);
-		put_le16(b + 16, p->block);
-		memcpy(b + 20, p->data, NDZ_BLOCK_SIZE);
-		break;
-	case NDZ_PKT_REQUEST:
-		put_le32(b + 8, p->client_id);
-		put_le32(b + 12, p->tag);
-		put_le32(b + 16, p->chunk);
-		put_le16(b + 20, p->block);
-		put_le16(b + 22, p->count);
-		break;
-	case NDZ_PKT_PREQUEST:
-		put_le32(b + 8, p->client_id);
-		put_le32(b + 12, p->tag);
-		put_le32(b + 16, p->chunk);
-		memcpy(b + 24, p->bitmap, NDZ_BITMAP_BYTES);
-		break;
-	case NDZ_PKT_FEATURES:
-		put_le32(b + 8, p->tag);
-		put_le32(b + 12, p->features);
-		break;
-	case NDZ_PKT_REPAIR:
-		put_le32(b + 8, p->tag);
-		put_le32(b + 12, p->chunk);
-		b[16] = p->stripe;
-		b[17] = p->index;
-		memcpy(b + 20, p->data, NDZ_BLOCK_SIZE);
-		break;
-	case NDZ_PKT_RREQUEST:
-		put_le32(b + 8, p->client_id);
-		put_le32(b + 12, p->tag);
-		put_le32(b + 16, p->chunk);
-		memcpy(b + 20, p->need, NDZ_FEC_SETS);
-		break;
-	}
-	return (int)len;
-}
-
-static int zero(const uint8_t *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return 0;
-	return 1;
+	for (unsigned i = 0; i < l->nfields; i++)
+		put_field(b, &l->f[i], p);
+	if (l->data_at)
+		memcpy(b + l->data_at, p->data, NDZ_BLOCK_SIZE);
+	return (int)l->len;
 }
 
 static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 {
-	size_t want;
+	const struct layout *l;
 
 	if (len < NDZ_PROTO_HDR || memcmp(b, proto_magic, 4) != 0)
 		return NDZ_EPROTO;
 	if (b[4] != NDZ_PROTO_VERSION)
 		return NDZ_EPROTOVER;
-	want = type_len(b[5]);
-	if (!want || len != want || get_le16(b + 6) != 0)
+	l = layout_of(b[5]);
+	if (!l || len != l->len || get_le16(b + 6) != 0)
 		return NDZ_EPROTO;
 	memset(p, 0, sizeof(*p));
 	p->type = b[5];
-	switch (p->type) {
-	case NDZ_PKT_JOIN:
-		p->client_id = get_le32(b + 8);
-		if (!zero(b + 12, 4))
-			return NDZ_EPROTO;
-		break;
-	case NDZ_PKT_JOIN_REPLY:
-		p->client_id = get_le32(b + 8);
-		p->tag = get_le32(b + 12);
-		memcpy(p->info.uuid, b + 16, 16);
-		p->info.chunks = get_le32(b + 32);
-		p->info.block_size = get_le32(b + 36);
-		p->info.blocks_per_chunk = get_le32(b + 40);
-		p->info.idle_timeout = get_le32(b + 44);
-		p->info.image_bytes = get_le64(b + 48);
-		p->info.source_bytes = get_le64(b + 56);
-		p->info.rate_bps = get_le64(b + 64);
-		if (!zero(b + 72, 8) || p->tag != ndz_image_tag(p->info.uuid))
-			return NDZ_EPROTO;
-		break;
-	case NDZ_PKT_LEAVE:
-		p->client_id = get_le32(b + 8);
-		p->tag = get_le32(b + 12);
-		p->leave.elapsed_ms = get_le32(b + 16);
-		p->leave.status = get_le32(b + 20);
-		p->leave.blocks_received = get_le64(b + 24);
-		p->leave.duplicates = get_le64(b + 32);
-		p->leave.requests_sent = get_le64(b + 40);
-		p->leave.bytes_written = get_le64(b + 48);
-		p->leave.chunks_done = get_le32(b + 56);
-		if (!zero(b + 60, 4))
-			return NDZ_EPROTO;
-		break;
-	case NDZ_PKT_BLOCK:
-		p->tag = get_le32(b + 8);
-		p->chunk = get_le32(b + 12);
-		p->block = get_le16(b + 16);
-		if (!zero(b + 18, 2))
-			return NDZ_EPROTO;
-		p->data = b + 20;
-		break;
-	case NDZ_PKT_REQUEST:
-		p->client_id = get_le32(b + 8);
-		p->tag = get_le32(b + 12);
-		p->chunk = get_le32(b + 16);
-		p->block = get_le16(b + 20);
-		p->count = get_le16(b + 22);
-		break;
-	case NDZ_PKT_PREQUEST:
-		p->client_id = get_le32(b + 8);
-		p->tag = get_le32(b + 12);
-		p->chunk = get_le32(b + 16);
-		if (!zero(b + 20, 4))
-			return NDZ_EPROTO;
-		memcpy(p->bitmap, b + 24, NDZ_BITMAP_BYTES);
-		break;
-	case NDZ_PKT_FEATURES:
-		p->tag = get_le32(b + 8);
-		p->features = get_le32(b + 12);
-		break;
-	case NDZ_PKT_REPAIR:
-		p->tag = get_le32(b + 8);
-		p->chunk = get_le32(b + 12);
-		p->stripe = b[16];
-		p->index = b[17];
-		if (!zero(b + 18, 2))
-			return NDZ_EPROTO;
-		p->data = b + 20;
-		break;
-	case NDZ_PKT_RREQUEST:
-		p->client_id = get_le32(b + 8);
-		p->tag = get_le32(b + 12);
-		p->chunk = get_le32(b + 16);
-		memcpy(p->need, b + 20, NDZ_FEC_SETS);
-		if (!zero(b + 29, 3))
-			return NDZ_EPROTO;
-		break;
-	}
+	for (unsigned i = 0; i < l->nfields; i++)
+		get_field(b, &l->f[i], p);
+	if (l->data_at)
+		p->data = b + l->data_at;
+	if (!gaps_zero(l, b))
+		return NDZ_EPROTO;
+	if (p->type == NDZ_PKT_JOIN_REPLY && p->tag != ndz_image_tag(p->info.uuid))
+		return NDZ_EPROTO;
 	return fields_valid(p) ? 0 : NDZ_EPROTO;
 }
 

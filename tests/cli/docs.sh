@@ -19,22 +19,30 @@ man_opts() {
 	man_text "$1" | awk '/^\.SH/ { opt = ($0 ~ /OPTIONS|COMMANDS/) } opt && tag { print } { tag = opt && /^\.TP/ }' |
 		grep -oE '(^|[ ,"])--?[A-Za-z0-9][a-z0-9-]*' | sed 's/^[ ,"]//' | sort -u
 }
+# lacking LIST TEST...: the lines of file LIST for which TEST... LINE fails, each after a space
+lacking() {
+	_list=$1
+	shift
+	_out=""
+	while read -r _o; do
+		"$@" "$_o" || _out="$_out $_o"
+	done <"$_list"
+	echo "$_out"
+}
+# in_text FILE OPTION: OPTION stands in FILE as a word of its own
+in_text() { grep -qE -- "(^|[^A-Za-z0-9-])$2([^A-Za-z0-9-]|\$)" "$1"; }
+# in_list FILE OPTION: OPTION is a line of FILE
+in_list() { grep -qx -- "$2" "$1"; }
 for pm in imagezip.1 imageunzip.1 imagekey.1 frisbee.8 frisbeed.8 mfrisbeed.8 frisbee-upload.8; do
 	p=${pm%.*}
 	[ -x "$NDZ_BIN/$p" ] || { not_ok "$p not built"; continue; }
 	help_opts "$p" >"$T/$p.help"
 	man_text "$D/$pm" >"$T/$p.man"
 	man_opts "$D/$pm" >"$T/$p.manopts"
-	missing=""
-	while read -r o; do
-		grep -qE -- "(^|[^A-Za-z0-9-])$o([^A-Za-z0-9-]|\$)" "$T/$p.man" || missing="$missing $o"
-	done <"$T/$p.help"
+	missing=$(lacking "$T/$p.help" in_text "$T/$p.man")
 	check "$p: every option of --help ($(wc -l <"$T/$p.help")) is in $pm${missing:+; missing:$missing}" \
 		[ -z "$missing" ]
-	extra=""
-	while read -r o; do
-		grep -qx -- "$o" "$T/$p.help" || extra="$extra $o"
-	done <"$T/$p.manopts"
+	extra=$(lacking "$T/$p.manopts" in_list "$T/$p.help")
 	check "$p: every option $pm documents ($(wc -l <"$T/$p.manopts")) is in --help${extra:+; not there:$extra}" \
 		[ -z "$extra" ]
 done

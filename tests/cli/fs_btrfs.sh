@@ -88,13 +88,7 @@ run() {
 		check "$name: every file reads back identical (btrfs restore)" \
 			same_files "$T/src" "$T/out" $keep
 	fi
-	# random bytes everywhere: a raw image is about img's size, this one about
-	# what the scan keeps (+2 MiB of chunk rounding)
-	used=$(used_bytes "$img") sz=$(fsize "$ndz")
-	check "$name: image $sz bytes <= kept $used + 10% + 2 MiB" \
-		test "$sz" -le $((used + used / 10 + 2 * MIB))
-	check "$name: image at most an eighth of the raw filesystem" \
-		test $((sz * 8)) -le "$(fsize "$img")"
+	random_kept "$name" "$img" "$ndz"
 	rm -f "$img" "$ndz" "$tgt"
 }
 
@@ -103,20 +97,6 @@ run dup-data -d dup -m dup
 if [ "${NDZ_SANITIZED:-0}" != 1 ]; then
 	run single-64k-nodes -d single -m single -n 65536
 fi
-
-# poke FILE OFFSET OCTAL-BYTE
-# shellcheck disable=SC2059 # the byte is an octal escape, given as the format
-poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-
-damaged() {
-	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
-	if grep -q "$3.*taking it raw" "$T/err"; then ok "$2: raw with a warning"
-	else not_ok "$2: raw with a warning"; cat "$T/err"; fi
-	pattern "$T/t.img" "$(fsize "$1")"
-	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
-	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
-	rm -f "$T/bad.ndz" "$T/t.img"
-}
 
 # (made over zeros: a raw image of them is quick to make)
 base="$T/d.img"
@@ -146,15 +126,12 @@ if command -v sfdisk >/dev/null 2>&1; then
 	mkfs.btrfs -q -f -K --rootdir "$T/src" "$p" >/dev/null 2>&1
 	psz=$(fsize "$p")
 	truncate -s $((MIB + psz)) "$dk"
-	printf 'start=2048, size=%d, type=83\n' $((psz / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$p"
+	mbr_part "$dk" "$p" 83
 	"$IMAGEZIP" -i "$dk" >"$T/info"
 	check "MBR partition: -i names it" grep -q "^ *1: .*btrfs \[btrfs, " "$T/info"
 	"$IMAGEZIP" -S 1=btrfs -i "$dk" >"$T/info" 2>&1
 	check "-S 1=btrfs works" grep -q "btrfs \[btrfs, " "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/dk.ndz"
-	pattern "$T/t.img" $((MIB + psz))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/dk.ndz" "$T/t.img"
+	mbr_restored "$dk" "$T/dk.ndz" "$T/t.img"
 	extract "$T/t.img" 2048 $((psz / 512)) "$T/p2.img"
 	check "MBR partition: btrfs check clean" quiet btrfs check --readonly "$T/p2.img"
 	rm -f "$p" "$dk" "$T/dk.ndz" "$T/t.img" "$T/p2.img"

@@ -111,13 +111,10 @@ fi
 if command -v sfdisk >/dev/null 2>&1; then
 	dk="$T/d.img"
 	dirty "$dk" $((MIB + size))
-	printf 'start=2048, size=%d, type=7\n' $((size / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$img"
+	mbr_part "$dk" "$img" 7
 	"$IMAGEZIP" -i "$dk" >"$T/info"
 	check "MBR partition: -i names it" grep -q "^ *1: .*exfat \[exfat, 4096-byte clusters\]" "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/d.ndz"
-	pattern "$T/t.img" $((MIB + size))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/d.ndz" "$T/t.img"
+	mbr_restored "$dk" "$T/d.ndz" "$T/t.img"
 	extract "$T/t.img" 2048 $((size / 512)) "$T/p.img"
 	check "MBR partition: fsck.exfat -n clean" quiet fsck.exfat -n "$T/p.img"
 	rm -f "$dk" "$T/d.ndz" "$T/p.img"
@@ -127,18 +124,6 @@ fi
 
 # le32 FILE OFFSET
 le32() { od -An -t u4 -j "$2" -N 4 "$1" | tr -d ' '; }
-# poke FILE OFFSET OCTAL-BYTE
-# shellcheck disable=SC2059 # the byte is an octal escape, given as the format
-poke() { printf "\\$3" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none; }
-
-# damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
-damaged() {
-	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
-	check "$2: raw with a warning" grep -q "$3.*taking it raw" "$T/err"
-	pattern "$T/t.img" "$(fsize "$1")"
-	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
-	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
-}
 
 cp "$img" "$T/b.img"
 poke "$T/b.img" 600 '001'      # inside sector 1: covered by the checksum

@@ -138,21 +138,8 @@ gather "$T/tgt" "$T/lvc.out" 0,4,100
 gather "$T/tgt" "$T/lvd.out" 0,6,140
 gather "$T/pv.img" "$T/lvd.in" 0,6,140
 gather "$T/tgt" "$T/lve.out" 0,40,150
-if xfs_repair -n "$T/lva.out" >"$T/fsck" 2>&1; then ok "lva: xfs_repair -n clean"
-else not_ok "lva: xfs_repair -n"; head -20 "$T/fsck"; fi
-# lva's files through a read-only mount, when this machine mounts XFS v5
-mkdir -p "$T/m"
-if _l=$(losetup -f --show -r "$T/lva.out" 2>/dev/null); then
-	at_exit "umount '$T/m'; for l in \$(losetup -n -O NAME -j '$T/lva.out'); do losetup -d \$l; done"
-	if mount -t xfs -o ro "$_l" "$T/m" 2>/dev/null; then
-		# shellcheck disable=SC2086
-		check "lva: every file reads back identical" same_files "$T/src" "$T/m" $keep
-		umount "$T/m"
-	else
-		echo "# cannot mount XFS here: lva's files not compared"
-	fi
-	losetup -d "$_l"
-fi
+# shellcheck disable=SC2086
+xfs_restored lva "$T/lva.out" $keep
 if e2fsck -fn "$T/lvb.out" >"$T/fsck" 2>&1; then ok "lvb (two segments): e2fsck -fn clean"
 else not_ok "lvb: e2fsck -fn"; head -20 "$T/fsck"; fi
 rm -rf "$T/out"; mkdir "$T/out"
@@ -177,17 +164,14 @@ rm -rf "$T/tgt" "$T/pv.ndz" "$T"/*.out "$T/lva" "$T/lvb" "$T/lve" "$T/lvd.in" "$
 if command -v sfdisk >/dev/null 2>&1; then
 	dk="$T/dk.img"
 	truncate -s $((MIB + PV)) "$dk"
-	printf 'start=2048, size=%d, type=8e\n' $((PV / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$T/pv.img"
+	mbr_part "$dk" "$T/pv.img" 8e
 	"$IMAGEZIP" -i "$dk" >"$T/info" 2>&1
 	check "MBR partition: -i names the VG and the LVs" \
 		grep -q "^ *1: .*lvm \[LVM2 PV of VG ndzvg, .*LV lvb: ext4" "$T/info"
 	check "MBR partition: as much skipped" test "$(used_bytes "$dk")" -lt $((PV / 3))
 	"$IMAGEZIP" -S 1=lvm -i "$dk" >"$T/info" 2>&1
 	check "-S 1=lvm works" grep -q "lvm \[LVM2 PV of VG ndzvg" "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/dk.ndz"
-	pattern "$T/tgt" $((MIB + PV))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/dk.ndz" "$T/tgt"
+	mbr_restored "$dk" "$T/dk.ndz" "$T/tgt"
 	dd if="$T/tgt" of="$T/lvb.out" bs=$MIB skip=$((1 + 1 + 120)) count=16 status=none
 	dd if="$T/tgt" of="$T/lvb.out" bs=$MIB skip=$((1 + 1 + 5)) seek=16 count=16 status=none
 	check "MBR partition: lvb e2fsck -fn clean" quiet e2fsck -fn "$T/lvb.out"

@@ -124,14 +124,7 @@ run() {
 		# shellcheck disable=SC2086
 		check "$name: every file reads back identical (xfs_db)" db_same "$tgt" $keep
 	fi
-	# everything is random bytes (incompressible), so a raw image would be about
-	# the size of img, and this one about what the scan keeps (+2 MiB of chunk
-	# rounding): cheaper than fs-lib's smaller, which gzips img
-	used=$(used_bytes "$img") sz=$(fsize "$ndz")
-	check "$name: image $sz bytes <= kept $used + 10% + 2 MiB" \
-		test "$sz" -le $((used + used / 10 + 2 * MIB))
-	check "$name: image at most an eighth of the raw filesystem" \
-		test $((sz * 8)) -le "$(fsize "$img")"
+	random_kept "$name" "$img" "$ndz"
 	rm -f "$img" "$ndz" "$tgt"
 }
 
@@ -164,25 +157,9 @@ fi
 
 # le32/be32 helpers for the damage below
 be32() { od -An -t x1 -j "$2" -N 4 "$1" | tr -d ' \n' | { read -r h; echo $((0x$h)); }; }
-# poke FILE OFFSET OCTAL-BYTES...
-# shellcheck disable=SC2059 # the bytes are octal escapes, given as the format
-poke() { _f=$1 _o=$2; shift 2; printf "$(printf '\\%s' "$@")" |
-	dd of="$_f" bs=1 seek="$_o" conv=notrunc status=none; }
-
 # put32 FILE OFFSET VALUE: a big-endian 32-bit value
 put32() { poke "$1" "$2" "$(printf '%03o' $((($3 >> 24) & 255)))" "$(printf '%03o' $((($3 >> 16) & 255)))" \
 	"$(printf '%03o' $((($3 >> 8) & 255)))" "$(printf '%03o' $(($3 & 255)))"; }
-
-# damaged IMG NAME MESSAGE: raw with a warning, restored byte for byte
-damaged() {
-	"$IMAGEZIP" "$1" "$T/bad.ndz" 2>"$T/err"
-	if grep -q "$3.*taking it raw" "$T/err"; then ok "$2: raw with a warning"
-	else not_ok "$2: raw with a warning"; cat "$T/err"; fi
-	pattern "$T/t.img" "$(fsize "$1")"
-	"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
-	check "$2: restored byte for byte" cmp -s "$1" "$T/t.img"
-	rm -f "$T/bad.ndz" "$T/t.img"
-}
 
 # (made over zeros: a raw image of them is quick to make)
 for v in 5 4; do
@@ -250,16 +227,13 @@ if command -v sfdisk >/dev/null 2>&1; then
 	dirty "$p" $SIZE
 	mkfs.xfs -q -f -K -p "$T/proto" "$p" >/dev/null 2>&1
 	truncate -s $((MIB + SIZE)) "$dk"
-	printf 'start=2048, size=%d, type=83\n' $((SIZE / 512)) | sfdisk -q "$dk" >/dev/null 2>&1
-	put "$dk" 2048 "$p"
+	mbr_part "$dk" "$p" 83
 	"$IMAGEZIP" -i "$dk" >"$T/info"
 	check "MBR partition: -i names it" \
 		grep -q "^ *1: .*xfs \[xfs v5, 4096-byte blocks, 4 AGs\]" "$T/info"
 	"$IMAGEZIP" -S 1=xfs -i "$dk" >"$T/info" 2>&1
 	check "-S 1=xfs works" grep -q "xfs \[xfs v5" "$T/info"
-	check "MBR partition: imagezip" "$IMAGEZIP" "$dk" "$T/dk.ndz"
-	pattern "$T/t.img" $((MIB + SIZE))
-	check "MBR partition: imageunzip" "$IMAGEUNZIP" "$T/dk.ndz" "$T/t.img"
+	mbr_restored "$dk" "$T/dk.ndz" "$T/t.img"
 	extract "$T/t.img" 2048 $((SIZE / 512)) "$T/p2.img"
 	check "MBR partition: xfs_repair -n clean" quiet xfs_repair -n "$T/p2.img"
 	rm -f "$p" "$dk" "$T/dk.ndz" "$T/t.img" "$T/p2.img"

@@ -3,10 +3,8 @@
 # every client byte-identical, most of the link used, few blocks sent twice.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-command -v tc >/dev/null || skip_all "tc missing"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_require tc
+netns_clients 3
 mc_image a "$MC_MIB" 9 || { not_ok "make image"; done_testing; }
 # a link well below the server's own reach, so the link is what limits
 link=40

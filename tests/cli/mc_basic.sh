@@ -2,9 +2,8 @@
 # Multicast: 1, 4 and 8 clients in a namespace LAN all end byte-identical to the source.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3 4 5 6 7 8; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_require
+netns_clients 8
 mc_image a "$MC_MIB" 1 || { not_ok "make image"; done_testing; }
 
 for n in 1 4 8; do

@@ -11,7 +11,7 @@
 . "$NDZ_TOP/tests/fs-lib.sh"
 MCFORGE="$NDZ_BUILD/tests/helpers/mcforge"
 [ -x "$MCFORGE" ] && [ -x "$IMAGEZIP" ] || skip_all "mcforge helper or imagezip not built"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 mc_image a 4 1 || { not_ok "make image"; done_testing; }
@@ -51,6 +51,26 @@ server_stop() {
 	wait "$MC_SRV_PID"
 }
 fresh() { rm -f "$T/c1.rc" "$T/c1.log" "$T/srv.log" "$T/new"; MC_PIDS=""; }
+# when_open TARGET CMD...: CMD once the client holds TARGET open (never when it does not)
+when_open() {
+	_wt=$1
+	shift
+	if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$_wt"; then "$@"; fi
+}
+# interrupted TARGET TIMEOUT CMD...: a.ndz served, the client writing TARGET (-T
+# TIMEOUT), CMD once it holds TARGET open; then the client and the server have ended
+interrupted() {
+	_it=$1 _ito=$2
+	shift 2
+	mc_server srv "$T/a.ndz" -W 4M -T 60
+	client "$_it" -T "$_ito"
+	when_open "$_it" "$@"
+	mc_wait
+	server_stop
+}
+# (for when_open: the server and the client of the moment)
+pause_server() { kill -STOP "$MC_SRV_PID"; }
+signal_client() { kill -"$1" "$FPID"; }
 
 # 1. the target's file system turns read-only between the last write and the flush
 if ! command -v strace >/dev/null; then
@@ -98,26 +118,14 @@ fi
 
 # 2. the target unlinked mid-transfer
 fresh
-mc_server srv "$T/a.ndz" -W 4M -T 60
-client "$T/gone" -T 20
-if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$T/gone"; then
-	rm -f "$T/gone"
-fi
-mc_wait
-server_stop
+interrupted "$T/gone" 20 rm -f "$T/gone"
 check "unlinked: frisbee exits 1 (exit $(mc_rc c1))" [ "$(mc_rc c1)" = 1 ]
 check "unlinked: it says the file was removed" \
 	grep -q 'gone: flush failed: the file was removed while being written' "$T/c1.log"
 
 # 3. a failure after creating the target: the server goes away
 fresh
-mc_server srv "$T/a.ndz" -W 4M -T 60
-client "$T/new" -T 2
-if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$T/new"; then
-	kill -STOP "$MC_SRV_PID"
-fi
-mc_wait
-server_stop
+interrupted "$T/new" 2 pause_server
 check "server gone: frisbee exits 1 (exit $(mc_rc c1))" [ "$(mc_rc c1)" = 1 ]
 check "server gone: the file it created is removed" test ! -e "$T/new"
 
@@ -125,25 +133,13 @@ check "server gone: the file it created is removed" test ! -e "$T/new"
 for sig in TERM:15 INT:2 HUP:1; do
 	num=${sig#*:} sig=${sig%:*}
 	fresh
-	mc_server srv "$T/a.ndz" -W 4M -T 60
-	client "$T/new" -T 20
-	if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$T/new"; then
-		kill -"$num" "$FPID"
-	fi
-	mc_wait
-	server_stop
+	interrupted "$T/new" 20 signal_client "$num"
 	check "SIG$sig: frisbee dies of it (exit $(mc_rc c1))" [ "$(mc_rc c1)" = $((128 + num)) ]
 	check "SIG$sig: the file it created is removed" test ! -e "$T/new"
 done
 fresh
 head -c 9000000 /dev/zero >"$T/old"
-mc_server srv "$T/a.ndz" -W 4M -T 60
-client "$T/old" -T 20
-if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$T/old"; then
-	kill -TERM "$FPID"
-fi
-mc_wait
-server_stop
+interrupted "$T/old" 20 signal_client TERM
 check "SIGTERM: an existing target stays" test -f "$T/old"
 
 # 5. frisbeed's image cut, or overwritten by another image, while it serves it
@@ -154,12 +150,10 @@ for how in cut overwritten; do
 	cp "$T/a.ndz" "$T/served.ndz"
 	mc_server srv "$T/served.ndz" -W 4M -T 60
 	client "$T/new" -T 5
-	if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$T/new"; then
-		if [ $how = cut ]; then
-			truncate -s 1M "$T/served.ndz"
-		else
-			cp "$T/b.ndz" "$T/served.ndz"
-		fi
+	if [ $how = cut ]; then
+		when_open "$T/new" truncate -s 1M "$T/served.ndz"
+	else
+		when_open "$T/new" cp "$T/b.ndz" "$T/served.ndz"
 	fi
 	wait_until 30 sh -c "! kill -0 $MC_SRV_PID 2>/dev/null"
 	kill -0 "$MC_SRV_PID" 2>/dev/null && not_ok "$how: frisbeed still serving after 30 s"
@@ -192,9 +186,7 @@ rpid=$!
 at_exit "kill $rpid"
 sleep 0.5
 client "$T/new" -T 3 -S 10.77.0.1
-if [ -n "$FPID" ] && wait_until 20 has_open "$FPID" "$T/new"; then
-	kill -STOP "$MC_SRV_PID"
-fi
+when_open "$T/new" pause_server
 wait_until 50 test -e "$T/c1.rc"
 [ -e "$T/c1.rc" ] || { [ -n "$FPID" ] && kill -KILL "$FPID"; }
 mc_wait

@@ -3,9 +3,8 @@
 # no server at all. Nothing hangs; every outcome is a clear exit status.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_require
+netns_clients 3
 mc_image a "$MC_MIB" 4 || { not_ok "make image"; done_testing; }
 slow=$(( MC_MIB * 8 * 1100 / 3 ))k      # about 3 s per image
 

@@ -10,7 +10,7 @@
 MCFORGE="$NDZ_BUILD/tests/helpers/mcforge"
 IMAGEKEY="$NDZ_BIN/imagekey"
 [ -x "$MCFORGE" ] && [ -x "$IMAGEZIP" ] || skip_all "mcforge helper or imagezip not built"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
@@ -29,16 +29,23 @@ check "the forgery has the image's size" \
 rate=30M
 if [ "${NDZ_SANITIZED:-0}" = 1 ]; then rate=15M; fi
 
+# both_intact WHAT: clients 1 and 2 restored the signed image byte for byte
+both_intact() {
+	for i in 1 2; do
+		if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
+			ok "$1: client $i byte-identical"
+		else
+			not_ok "$1: client $i byte-identical (exit $(mc_rc "c$i"))"
+			grep -v 'requesting it again' "$T/c$i.log" | sed 's/^/# /'
+		fi
+	done
+}
+
 # 1. without --key: what happens today
 mc_server srv "$T/a.ndz" -W $rate -T 30
-in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz" \
-	>"$T/rogue1.out" 2>&1 &
-rpid=$!
-sleep 0.5
+rogue_start "$T/rogue1.out" "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz"
 mc_client c1 "$T/out1" -T 15 -v -S 10.77.0.1
-mc_wait
-wait "$rpid"
-kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+rogue_end
 check "without --key: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue1.out"
 check "without --key: the client ended (exit $(mc_rc c1))" \
 	sh -c "[ \"$(mc_rc c1)\" = 0 ] || [ \"$(mc_rc c1)\" = 1 ]"
@@ -51,24 +58,12 @@ fi
 # 2. with --key: forged chunks discarded, counted, fetched again
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/a.ndz" -W $rate -T 30
-in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz" \
-	>"$T/rogue2.out" 2>&1 &
-rpid=$!
-sleep 0.5
+rogue_start "$T/rogue2.out" "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/forged.ndz"
 mc_client c1 "$T/out1" -T 20 -v --key "$T/k.pub" --manifest "$T/a.ndz.manifest"
 mc_client c2 "$T/out2" -T 20 -v --key "$T/k.pub" -S 10.77.0.1
-mc_wait
-wait "$rpid"
-kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+rogue_end
 check "with --key: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue2.out"
-for i in 1 2; do
-	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
-		ok "with --key: client $i byte-identical"
-	else
-		not_ok "with --key: client $i byte-identical (exit $(mc_rc "c$i"))"
-		grep -v 'requesting it again' "$T/c$i.log" | sed 's/^/# /'
-	fi
-done
+both_intact "with --key"
 check "with --key: forged chunks were counted and fetched again" \
 	sh -c "cat '$T/c1.log' '$T/c2.log' | grep -q 'chunks failed their checksum, [0-9]* forged' &&
 	       cat '$T/c1.log' '$T/c2.log' | grep -q 'does not match the signed manifest (forged); requesting it again'"
@@ -116,24 +111,12 @@ check "$CI: a manifest of another image is refused before writing" \
 #    discard those, count them as forged and fetch them again
 rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log
 mc_server srv "$T/enc.ndz" -W $rate -T 30
-in_ns rogue "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/enc.ndz" flip \
-	>"$T/rogue5$CI.out" 2>&1 &
-rpid=$!
-sleep 0.5
+rogue_start "$T/rogue5$CI.out" "$MCFORGE" "$MC_GROUP" "$MC_PORT" 3 20000 10.77.0.1 "$T/enc.ndz" flip
 mc_client c1 "$T/out1" -T 20 -v --key "$T/ek.key"
 mc_client c2 "$T/out2" -T 20 -v --key "$T/ek.key" -S 10.77.0.1
-mc_wait
-wait "$rpid"
-kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+rogue_end
 check "$CI: encrypted: the forger answered requests" grep -q 'answering [1-9]' "$T/rogue5$CI.out"
-for i in 1 2; do
-	if [ "$(mc_rc "c$i")" = 0 ] && cmp -s "$T/a.src" "$T/out$i"; then
-		ok "$CI: encrypted, forged tags: client $i byte-identical"
-	else
-		not_ok "$CI: encrypted, forged tags: client $i byte-identical (exit $(mc_rc "c$i"))"
-		grep -v 'requesting it again' "$T/c$i.log" | sed 's/^/# /'
-	fi
-done
+both_intact "$CI: encrypted, forged tags"
 check "$CI: encrypted: chunks failing their tag were counted as forged and fetched again" \
 	sh -c "cat '$T/c1.log' '$T/c2.log' | grep -q 'chunks failed their checksum, [1-9][0-9]* forged' &&
 	       cat '$T/c1.log' '$T/c2.log' |

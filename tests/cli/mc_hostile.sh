@@ -12,7 +12,7 @@
 IMAGEKEY="$NDZ_BIN/imagekey"
 [ -x "$MCROGUE" ] && [ -x "$IMAGEZIP" ] || skip_all "mcrogue or imagezip not built"
 [ -x /usr/bin/time ] || skip_all "/usr/bin/time (GNU time) missing"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done

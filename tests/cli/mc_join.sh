@@ -2,9 +2,8 @@
 # Multicast: clients joining 0-5 s apart, some mid-transfer, some after the others are done.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_require
+netns_clients 4
 mc_image a "$MC_MIB" 3 || { not_ok "make image"; done_testing; }
 
 # slow enough that one image takes about 3 s, so the second and third join mid-way

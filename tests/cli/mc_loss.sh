@@ -4,9 +4,8 @@
 # do, and with a server that does not send them.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_require
+netns_clients 4
 mc_image a "$MC_MIB" 2 || { not_ok "make image"; done_testing; }
 
 # run NAME LOSS SERVER-OPTION CLIENT-OPTION-OF-c1-c2: one transfer to 4 clients

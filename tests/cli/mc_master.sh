@@ -12,12 +12,11 @@ check "mfrisbeed --version: exit 0, names the version" sh -c "[ $rc = 0 ] && ech
 "$NDZ_BIN/mfrisbeed" 2>"$T/err"; rc2=$?
 check "mfrisbeed: unknown option or no -c: exit 2 ($rc1, $rc2)" \
 	sh -c "[ $rc1 = 2 ] && [ $rc2 = 2 ] && grep -q '^mfrisbeed: -c CONFIG is required' '$T/err'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 CTLASK="$NDZ_BUILD/tests/helpers/ctlask"
 SRV=10.77.0.1
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3 4 5 6; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_clients 6
 netns_host far 99 || not_ok "host far"
 netns_host stranger 200 || not_ok "host stranger"
 MIB=$(( MC_MIB / 3 ))

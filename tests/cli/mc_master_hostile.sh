@@ -6,7 +6,7 @@
 # after a restart), and an upload is reported stored only when it is served.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 UPLOAD="$NDZ_BIN/frisbee-upload"
 TCPIDLE="$NDZ_BUILD/tests/helpers/tcpidle"
@@ -32,11 +32,7 @@ CONF
 master() {
 	ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -vv 2>>"$T/m.log" &
 	MPID=$!
-	for _k in $(seq 50); do
-		in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && return 0
-		sleep 0.1
-	done
-	return 1
+	wait_until 5 master_listens
 }
 stop() { kill -TERM "$MPID" 2>/dev/null; wait "$MPID"; }
 at_exit 'kill -TERM $MPID 2>/dev/null'

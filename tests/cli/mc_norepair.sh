@@ -4,7 +4,7 @@
 # them, which a mixed network still speaks).
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 export NDZ_MC_NOREPAIR=1
 for t in mc_join mc_slow; do
 	echo "# $t without repair blocks"

@@ -4,7 +4,7 @@
 # version 1 image, whose chunks cannot be placed out of order, is a clear error.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 netns_lan && netns_host srv 1 && netns_host c1 11 || { not_ok "namespace LAN"; done_testing; }
 
 R="${NDZ_ORIG_CORPUS:-$NDZ_TOP/../shared/reference/frisbee-images}"

@@ -3,10 +3,8 @@
 # clients: everybody finishes, the fast ones are not held back by the slow one.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-command -v tc >/dev/null || skip_all "tc missing"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_require tc
+netns_clients 3
 mc_image a "$MC_MIB" 7 || { not_ok "make image"; done_testing; }
 rate_m=${MC_RATE%M}
 netns_shape c3 "$((rate_m / 8))mbit" || skip_all "tc tbf unavailable"

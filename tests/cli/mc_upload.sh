@@ -13,7 +13,7 @@ check "frisbee-upload --version: exit 0, names the version" sh -c "[ $rc = 0 ] &
 check "frisbee-upload without -I: exit 2 and says so" eval "[ $rc = 2 ] && grep -q '^frisbee-upload: -M HOST and -I NAME are required' '$T/err'"
 "$UPLOAD" -M 127.0.0.1 -I x "$T/none.ndz" 2>"$T/err"; rc=$?
 check "frisbee-upload of a missing file: exit 1 and names it" eval "[ $rc = 1 ] && grep -q '^frisbee-upload: $T/none.ndz: No such file' '$T/err'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
@@ -36,10 +36,7 @@ max-uploads 4
 CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
-for k in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 2 master_listens
 # up HOST NAME FILE|-: frisbee-upload from HOST; its stderr in $T/err, exit status in rc
 up() { in_ns "$1" "$UPLOAD" -w 10 -M "$SRV" -I "$2" "$3" 2>"$T/err"; rc=$?; }
 # fetch HOST NAME TARGET: frisbee -M in the background, exit status into $T/HOST.rc
@@ -49,6 +46,16 @@ fetch() {
 	MC_PIDS="$MC_PIDS $!"
 }
 status() { in_ns c1 "$MFRISBEED" --status "$SRV"; }
+# gold_uploading: the master's status shows an upload of gold under way
+gold_uploading() { status | grep -q '"uploading": \[{"image": "gold"'; }
+# half_up ERR: frisbee-upload of gold from c1 reading the fifo (its pid in upid, its
+# stderr in ERR), fed half an image; the fifo stays open on fd 3
+half_up() {
+	ip netns exec "${NETNS_PFX}c1" "$UPLOAD" -w 10 -M "$SRV" -I gold "$T/fifo" 2>"$1" &
+	upid=$!
+	exec 3>"$T/fifo"
+	cat "$T/half" >&3
+}
 # only NAME.ndz files in the upload directory, no temporary file
 only() { [ "$(ls -A "$T/up" | tr '\n' ' ')" = "$* " ]; }
 # gone: wait (at most 4 s) until no upload runs and no temporary file is left
@@ -110,19 +117,13 @@ up c1 gold - <"$T/half"
 check "truncated upload: exit 1, rejected ($(msg))" \
 	eval "[ $rc = 1 ] && grep -q \"not a sound image: upload: chunk [0-9]*: truncated chunk\" '$T/err'"
 check "... nothing left, the old image kept" eval "only gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
-ip netns exec "${NETNS_PFX}c1" "$UPLOAD" -w 10 -M "$SRV" -I gold "$T/fifo" 2>"$T/err.k" &
-upid=$!
-exec 3>"$T/fifo"
-cat "$T/half" >&3
-for k in $(seq 30); do status | grep -q '"uploading": \[{"image": "gold"' && break; sleep 0.1; done
+half_up "$T/err.k"
+wait_until 3 gold_uploading
 kill -9 "$upid"; wait "$upid" 2>/dev/null
 exec 3>&-
 check "killed uploader: nothing left, the old image kept" \
 	eval "gone gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
-ip netns exec "${NETNS_PFX}c1" "$UPLOAD" -w 10 -M "$SRV" -I gold "$T/fifo" 2>"$T/err" &
-upid=$!
-exec 3>"$T/fifo"
-cat "$T/half" >&3
+half_up "$T/err"
 t1=$(date +%s)
 wait "$upid"; rc=$?
 exec 3>&-
@@ -143,11 +144,8 @@ up c1 fixed "$T/b.ndz"
 check "an image without an upload list: exit 3, access denied" \
 	eval "[ $rc = 3 ] && grep -q \"image 'fixed': access denied\" '$T/err'"
 # two uploads to one name: the first holds it, the second is refused; the first wins
-ip netns exec "${NETNS_PFX}c1" "$UPLOAD" -w 10 -M "$SRV" -I gold "$T/fifo" 2>"$T/err.1" &
-upid=$!
-exec 3>"$T/fifo"
-cat "$T/half" >&3
-for k in $(seq 30); do status | grep -q '"uploading": \[{"image": "gold"' && break; sleep 0.1; done
+half_up "$T/err.1"
+wait_until 3 gold_uploading
 t1=$(date +%s%N)
 r1=$(in_ns c2 "$NDZ_BUILD/tests/helpers/ctlask" "$SRV" 3563 fixed)
 t2=$(date +%s%N)

@@ -16,7 +16,7 @@ check "--upload without a NAME: exit 2 and says so" \
 "$IMAGEZIP" -r --upload '127.0.0.1:my image' "$T/small" 2>"$T/err"; rc=$?
 check "--upload of a name no image can have: exit 2 and says so" \
 	eval "[ $rc = 2 ] && grep -q \"^imagezip: --upload: 'my image' is not a valid image name\" '$T/err'"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 MFRISBEED="$NDZ_BIN/mfrisbeed"
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
@@ -33,10 +33,7 @@ upload-timeout 5
 CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
-for k in $(seq 20); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 2 master_listens
 # zip HOST NAME SOURCE [OPTIONS...]: imagezip --upload from HOST; stderr in $T/err, status in rc
 zip() {
 	zh=$1 zn=$2 zs=$3; shift 3

@@ -6,11 +6,10 @@
 . "$NDZ_TOP/tests/netns.sh"
 [ "$NDZ_SANITIZED" = 1 ] && skip_all "valgrind runs on the plain build only"
 command -v valgrind >/dev/null || skip_all "valgrind not installed"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 VG="valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible
     --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
+netns_clients 2
 mc_image a 4 8 || { not_ok "make image"; done_testing; }
 netns_loss c2 2
 

@@ -95,7 +95,7 @@ truncate -s 4G "$T/disk.raw"
 check "frisbee-upload of a raw 4 GiB disk: exit 1, 'not an image' before connecting ($rc)" \
 	sh -c "[ $rc = 1 ] && grep -q '^frisbee-upload: $T/disk.raw: not an image (no chunk header' '$T/err'"
 rm -f "$T/disk.raw"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host c2 12 ||
 	{ not_ok "namespace LAN"; done_testing; }
@@ -110,10 +110,7 @@ CONF
 ip netns exec "${NETNS_PFX}srv" "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -v 2>"$T/m.log" &
 MPID=$!
 at_exit "kill $MPID 2>/dev/null"
-for _ in $(seq 30); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 3 master_listens
 in_ns c1 timeout 60 "$FRISBEE" -M "$SRV" -I a -T 5 "$T/out1" 2>"$T/err"; rc=$?
 check "a denied GET: exit 1, the client's address and the missing rule named ($rc)" \
 	sh -c "[ $rc = 1 ] && grep -qx \"frisbee: master $SRV:3563: image 'a': access denied: no allow rule matches 10.77.0.11 for image 'a'\" '$T/err'"

@@ -182,10 +182,7 @@ upload-dir $T/up allow 10.77.0.0/27 upload 10.77.0.11
 CONF
 ip netns exec "${NETNS_PFX}srv" "$NDZ_BIN/mfrisbeed" -c "$T/m.conf" -r "$T/run" 2>"$T/m.log" &
 at_exit "kill $! 2>/dev/null"
-for _ in $(seq 50); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 5 master_listens
 in_ns c1 "$NDZ_BIN/frisbee-upload" -v -w 20 --progress=json -M 10.77.0.1 -I p1 "$T/a.ndz" \
 	2>"$T/up.json"; rc=$?
 check "frisbee-upload --progress=json: exit 0, stored" \

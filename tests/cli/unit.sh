@@ -76,10 +76,7 @@ command -v strace >/dev/null && STRACE="strace -f -qq -o $T/trace/log"
 sandbox srv $STRACE "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -i eth0 -v 2>"$T/m.log" &
 MPID=$!
 at_exit "kill $MPID"
-for _ in $(seq 50); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 5 master_listens
 ( in_ns c1 "$FRISBEE" $MC_RAW -M "$SRV" -I a -T 20 "$T/out1" 2>"$T/c1.log"; echo $? >"$T/c1.rc" ) &
 wait $!
 check "a client fetches an image from the sandboxed master byte-identical" \
@@ -105,10 +102,7 @@ kill -TERM "$mpid" 2>/dev/null
 for _ in $(seq 50); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
 sandbox srv "$MFRISBEED" -c "$T/m.conf" -r "$T/run" -i eth0 -v 2>"$T/m2.log" &
 M2PID=$!
-for _ in $(seq 50); do
-	in_ns srv ss -ltn 2>/dev/null | grep -q ":3563 " && break
-	sleep 0.1
-done
+wait_until 5 master_listens
 in_ns c1 "$MFRISBEED" --status "$SRV" >"$T/st.json" 2>&1
 check "a master restarted in the same sandbox adopts the running sessions" \
 	grep -q '"adopted": true' "$T/st.json" || cat "$T/st.json" "$T/m2.log"

@@ -15,14 +15,11 @@ vm_disk "$T/vm1.disk" 48
 in_ns srv "$FRISBEED" -m "$MC_GROUP" -p "$MC_PORT" -W 400M -T 0 -q "$T/fs1.ndz" \
 	2>"$T/srv.log" &
 VM_PIDS="$VM_PIDS $!"
-t0=$(date +%s)
-VM_TIMEOUT=100 vm_start vm1 "$T/vm1.disk" \
+vm_run 100 vm1 "$T/vm1.disk" \
 	"ndz.group=$MC_GROUP ndz.port=$MC_PORT ndz.zero=1 ndz.after=poweroff ndz.onfail=poweroff ndz.retries=0 ndz.timeout=20"
-vm_wait vm1
-secs=$(( $(date +%s) - t0 ))
 res=$(vm_result vm1)
 check "the VM reports success on its console ($res)" sh -c "echo '$res' | grep -q '^ok: '"
-check "the VM powered itself off in $secs s (qemu exit $(cat "$T/vm1.qrc"))" \
+check "the VM powered itself off in $VM_SECS s (qemu exit $(cat "$T/vm1.qrc"))" \
 	sh -c "[ \"$(cat "$T/vm1.qrc")\" = 0 ] && grep -q 'reboot: Power down' '$T/vm1.con'"
 check "it got its address by DHCP" grep -q 'network: eth0 10.77.0.1[0-9][0-9]/' "$T/vm1.con"
 check "the reloaded disk is the source, byte for byte" cmp -s "$T/fs1.src" "$T/vm1.disk"

@@ -191,10 +191,7 @@ static int announce(struct ndz_net *net, int raw, uint32_t src, uint32_t group, 
 			fprintf(stderr, "mcrogue: cannot encode the announcement\n");
 			return 1;
 		}
-		if (raw >= 0)
-			pkt_spoof(raw, src, group, port, buf, (size_t)len);
-		else
-			ndz_net_send(net, buf, (size_t)len, NULL);
+		pkt_send(net, raw, src, group, port, buf, (size_t)len);
 		sent++;
 	}
 	printf("mcrogue: sent %lu announcements, %lu of them answering a JOIN\n", sent, answered);
@@ -274,15 +271,10 @@ int main(int argc, char **argv)
 				q.tag = tag;
 				q.info = info;
 				l = ndz_pkt_encode(&q, out, sizeof(out), NULL);
-				if (l > 0 && raw >= 0)
-					pkt_spoof(raw, src, group, o.port, out, (size_t)l);
-				else if (l > 0)
-					ndz_net_send(net, out, (size_t)l, NULL);
+				if (l > 0)
+					pkt_send(net, raw, src, group, o.port, out, (size_t)l);
 			}
-			if (raw >= 0)
-				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
-			else
-				ndz_net_send(net, buf, (size_t)len, NULL);
+			pkt_send(net, raw, src, group, o.port, buf, (size_t)len);
 			sent++;
 			ndz_pace_wait(&pace, 1000);
 		}
@@ -324,10 +316,8 @@ int main(int argc, char **argv)
 			if (!(kinds >> k & 1))
 				continue;
 			len = hostile_pkt(k, tag, &info, buf, data, &spoof);
-			if (len > 0 && spoof && raw >= 0)
-				pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
-			else if (len > 0)
-				ndz_net_send(net, buf, (size_t)len, NULL);
+			if (len > 0)
+				pkt_send(net, spoof ? raw : -1, src, group, o.port, buf, (size_t)len);
 			sent++;
 			ndz_pace_wait(&pace, 1000);
 			continue;
@@ -357,10 +347,7 @@ int main(int argc, char **argv)
 		}
 		if (len <= 0)
 			continue;
-		if (raw >= 0 && kind < 5)
-			pkt_spoof(raw, src, group, o.port, buf, (size_t)len);
-		else
-			ndz_net_send(net, buf, (size_t)len, NULL);
+		pkt_send(net, kind < 5 ? raw : -1, src, group, o.port, buf, (size_t)len);
 		sent++;
 		ndz_pace_wait(&pace, 1000);
 	}

@@ -15,7 +15,6 @@
  *   mkcorrupt IN OUT datalen CHUNK LEN            cut the compressed data to LEN bytes
  *                                                 (or add LEN - data_len bytes 0xa5), fix CRCs
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,8 @@
 
 #include "core/format.h"
 #include "core/le.h"
+
+#include "argnum.h"
 
 #define OFF_DATA_LEN 88
 #define OFF_DATA_CRC 92
@@ -72,18 +73,6 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-static unsigned long long num(const char *s)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end)
-		die("bad number %s", s);
-	return v;
-}
-
 static uint8_t *chunk_at(uint8_t *img, size_t len, unsigned long long i)
 {
 	if (i >= len / NDZ_CHUNK_SIZE)
@@ -119,14 +108,14 @@ int main(int argc, char **argv)
 	out = img;
 	olen = len;
 	if (!strcmp(op, "flip") && argc == 6) {
-		uint64_t off = num(argv[5]);
+		uint64_t off = arg_num(prog, argv[5]);
 
 		if (off >= NDZ_CHUNK_SIZE)
 			die("offset %s past the chunk", argv[5]);
-		chunk_at(img, len, num(argv[4]))[off] ^= 0x40;
+		chunk_at(img, len, arg_num(prog, argv[4]))[off] ^= 0x40;
 	} else if (!strncmp(op, "set", 3) && argc == 7) {
-		uint8_t *c = chunk_at(img, len, num(argv[4]));
-		uint64_t off = num(argv[5]), v = num(argv[6]);
+		uint8_t *c = chunk_at(img, len, arg_num(prog, argv[4]));
+		uint64_t off = arg_num(prog, argv[5]), v = arg_num(prog, argv[6]);
 
 		if (off + 8 > NDZ_HDR_SIZE)
 			die("offset %s outside the header", argv[5]);
@@ -140,25 +129,25 @@ int main(int argc, char **argv)
 			die("unknown operation %s", op);
 		fix_crc(c);
 	} else if (!strcmp(op, "region") && argc == 8) {
-		uint8_t *c = chunk_at(img, len, num(argv[4]));
-		uint64_t i = num(argv[5]);
+		uint8_t *c = chunk_at(img, len, arg_num(prog, argv[4]));
+		uint64_t i = arg_num(prog, argv[5]);
 
 		if (i >= NDZ_MAX_REGIONS)
 			die("region %s out of range", argv[5]);
-		put_le64(c + NDZ_FIXED_HDR + i * NDZ_REGION_SIZE, num(argv[6]));
-		put_le32(c + NDZ_FIXED_HDR + i * NDZ_REGION_SIZE + 8, (uint32_t)num(argv[7]));
+		put_le64(c + NDZ_FIXED_HDR + i * NDZ_REGION_SIZE, arg_num(prog, argv[6]));
+		put_le32(c + NDZ_FIXED_HDR + i * NDZ_REGION_SIZE + 8, (uint32_t)arg_num(prog, argv[7]));
 		fix_crc(c);
 	} else if (!strcmp(op, "truncate") && argc == 5) {
-		olen = (size_t)num(argv[4]);
+		olen = (size_t)arg_num(prog, argv[4]);
 		if (olen > len)
 			die("%s is longer than the input", argv[4]);
 	} else if (!strcmp(op, "drop") && argc == 5) {
-		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		uint8_t *c = chunk_at(img, len, arg_num(prog, argv[4]));
 
 		memmove(c, c + NDZ_CHUNK_SIZE, (size_t)(img + len - c - NDZ_CHUNK_SIZE));
 		olen = len - NDZ_CHUNK_SIZE;
 	} else if (!strcmp(op, "dup") && argc == 5) {
-		uint8_t *c = chunk_at(img, len, num(argv[4]));
+		uint8_t *c = chunk_at(img, len, arg_num(prog, argv[4]));
 		size_t at = (size_t)(c - img) + NDZ_CHUNK_SIZE;
 
 		out = malloc(len + NDZ_CHUNK_SIZE);
@@ -172,20 +161,20 @@ int main(int argc, char **argv)
 		size_t olen2;
 		uint8_t *other = slurp(argv[5], &olen2);
 
-		memcpy(chunk_at(img, len, num(argv[4])), chunk_at(other, olen2, num(argv[6])),
+		memcpy(chunk_at(img, len, arg_num(prog, argv[4])), chunk_at(other, olen2, arg_num(prog, argv[6])),
 		       NDZ_CHUNK_SIZE);
 		free(other);
 	} else if (!strcmp(op, "dataflip") && argc == 6) {
-		uint8_t *c = chunk_at(img, len, num(argv[4]));
-		uint64_t off = num(argv[5]);
+		uint8_t *c = chunk_at(img, len, arg_num(prog, argv[4]));
+		uint64_t off = arg_num(prog, argv[5]);
 
 		if (off >= get_le32(c + OFF_DATA_LEN))
 			die("offset %s past the data", argv[5]);
 		c[NDZ_HDR_SIZE + off] ^= 0x40;
 		fix_crcs(c);
 	} else if (!strcmp(op, "datalen") && argc == 6) {
-		uint8_t *c = chunk_at(img, len, num(argv[4]));
-		uint64_t n = num(argv[5]), was = get_le32(c + OFF_DATA_LEN);
+		uint8_t *c = chunk_at(img, len, arg_num(prog, argv[4]));
+		uint64_t n = arg_num(prog, argv[5]), was = get_le32(c + OFF_DATA_LEN);
 
 		if (n > NDZ_MAX_DATA)
 			die("length %s too long", argv[5]);

@@ -6,7 +6,6 @@
  *                                 then make its chunk's data and header CRCs right
  *   mkforge IN OUT swap A B       exchange chunks A and B (the chunks untouched)
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,8 @@
 
 #include "core/format.h"
 #include "core/le.h"
+
+#include "argnum.h"
 
 #define OFF_DATA_LEN 88
 #define OFF_DATA_CRC 92
@@ -23,18 +24,6 @@ static void die(const char *msg, const char *arg)
 {
 	fprintf(stderr, "mkforge: %s %s\n", msg, arg);
 	exit(2);
-}
-
-static unsigned long long num(const char *s)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end)
-		die("bad number", s);
-	return v;
 }
 
 int main(int argc, char **argv)
@@ -56,7 +45,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[3], "flip") && argc == 5) {
 		uint32_t dlen;
 
-		a = num(argv[4]);
+		a = arg_num("mkforge", argv[4]);
 		if (a >= (unsigned long long)len)
 			die("offset past the end:", argv[4]);
 		img[a] ^= 0x40;
@@ -74,8 +63,8 @@ int main(int argc, char **argv)
 			}
 		}
 	} else if (!strcmp(argv[3], "swap") && argc == 6) {
-		a = num(argv[4]);
-		b = num(argv[5]);
+		a = arg_num("mkforge", argv[4]);
+		b = arg_num("mkforge", argv[5]);
 		if ((a + 1) * NDZ_CHUNK_SIZE > (unsigned long long)len ||
 		    (b + 1) * NDZ_CHUNK_SIZE > (unsigned long long)len)
 			die("no such chunk in", argv[1]);

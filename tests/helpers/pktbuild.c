@@ -93,3 +93,12 @@ void pkt_spoof(int fd, uint32_t src, uint32_t dst, uint16_t port, const uint8_t 
 	memcpy(pkt + sizeof(*ip) + sizeof(*u), d, n);
 	sendto(fd, pkt, sizeof(*ip) + sizeof(*u) + n, 0, (struct sockaddr *)&to, sizeof(to));
 }
+
+void pkt_send(struct ndz_net *net, int raw, uint32_t src, uint32_t dst, uint16_t port,
+	      const uint8_t *d, size_t n)
+{
+	if (raw >= 0)
+		pkt_spoof(raw, src, dst, port, d, n);
+	else
+		ndz_net_send(net, d, n, NULL);
+}

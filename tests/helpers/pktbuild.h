@@ -32,4 +32,11 @@ int pkt_raw_open(const char *spoof_addr, uint32_t *src);
  */
 void pkt_spoof(int fd, uint32_t src, uint32_t dst, uint16_t port, const uint8_t *d, size_t n);
 
+/*
+ * pkt_send - d[0..n) to dst:port: through raw socket raw from src (pkt_spoof) when
+ * raw >= 0, else as ourselves on net.
+ */
+void pkt_send(struct ndz_net *net, int raw, uint32_t src, uint32_t dst, uint16_t port,
+	      const uint8_t *d, size_t n);
+
 #endif

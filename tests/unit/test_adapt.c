@@ -223,6 +223,23 @@ static void simulate_chunks(uint64_t link_bps, unsigned queue_pkts, unsigned cli
 	ndz_adapt_free(a);
 }
 
+/* The action of the last interval's decision. */
+static enum ndz_adapt_action last_action(const struct ndz_adapt *a)
+{
+	struct ndz_adapt_step st;
+
+	ndz_adapt_last(a, &st);
+	return st.action;
+}
+
+/* packets went out, then *t moves on by dt: the rate then. */
+static uint64_t sent_then_rate(struct ndz_adapt *a, uint64_t packets, uint64_t *t, uint64_t dt)
+{
+	ndz_adapt_sent(a, packets);
+	*t += dt;
+	return ndz_adapt_rate(a, *t);
+}
+
 static void test_bad_options(void **state)
 {
 	struct ndz_adapt_opts o = { 0, 100, 50, 0, 0 };
@@ -257,20 +274,17 @@ static void test_steps(void **state)
 	assert_int_equal(ndz_adapt_rate(a, t), 10000000);
 	ndz_adapt_last(a, &st);
 	assert_int_equal(st.seq, 0);
-	ndz_adapt_sent(a, 1000);
-	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 10000000);  /* mid-interval */
+	assert_int_equal(sent_then_rate(a, 1000, &t, 50 * MS), 10000000); /* mid-interval */
 	assert_int_equal(ndz_adapt_rate(a, t += 50 * MS), 12000000);
 	ndz_adapt_last(a, &st);
 	assert_int_equal(st.seq, 1);
 	assert_int_equal(st.action, NDZ_ADAPT_START);
 	assert_string_equal(ndz_adapt_action_name(st.action), "start");
-	ndz_adapt_sent(a, 10);                                         /* too few to tell: */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12000000);
+	assert_int_equal(sent_then_rate(a, 10, &t, 100 * MS), 12000000); /* too few to tell: */
 	ndz_adapt_last(a, &st);
 	assert_int_equal(st.seq, 1);                                   /* the interval goes on */
 	assert_int_equal(ndz_adapt_rate(a, t += 1900 * MS), 12000000);
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_IDLE);                   /* for 2 s at most */
+	assert_int_equal(last_action(a), NDZ_ADAPT_IDLE); /* for 2 s at most */
 	ndz_adapt_sent(a, 1000);
 	ndz_adapt_lost(a, 7, 20);
 	ndz_adapt_lost(a, 8, 40);                                      /* the worst */
@@ -290,21 +304,17 @@ static void test_steps(void **state)
 		ndz_adapt_sent(a, 1000);
 		ndz_adapt_rate(a, t += 100 * MS);
 	}
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_WAIT);
-	ndz_adapt_sent(a, 1000);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 6043139);    /* now only 1% */
+	assert_int_equal(last_action(a), NDZ_ADAPT_WAIT);
+	assert_int_equal(sent_then_rate(a, 1000, &t, 100 * MS), 6043139); /* now only 1% */
 	ndz_adapt_sent(a, 1000);
 	ndz_adapt_lost(a, 9, 15);                                      /* 1.5%: ease off */
 	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 5982708);
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_EASE);
+	assert_int_equal(last_action(a), NDZ_ADAPT_EASE);
 	for (int i = 0; i < 8; i++) {                                  /* 1%, then 2% */
 		ndz_adapt_sent(a, 1000);
 		ndz_adapt_rate(a, t += 100 * MS);
 	}
-	ndz_adapt_sent(a, 1000);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 6607984);
+	assert_int_equal(sent_then_rate(a, 1000, &t, 100 * MS), 6607984);
 	ndz_adapt_free(a);
 }
 
@@ -312,18 +322,15 @@ static void test_steps(void **state)
 static void test_app_limited(void **state)
 {
 	struct ndz_adapt_opts o = { 1000000, 1000000000, 10000000, 100 * MS, 8000 };
-	struct ndz_adapt_step st;
 	struct ndz_adapt *a;
 	uint64_t t = 0;
 
 	(void)state;
 	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
-	ndz_adapt_sent(a, 50);                 /* 4 Mbit/s of the 10 allowed */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 10000000);
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_HELD);
-	ndz_adapt_sent(a, 125);                /* all of it */
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 12000000);
+	/* 4 Mbit/s of the 10 allowed */
+	assert_int_equal(sent_then_rate(a, 50, &t, 100 * MS), 10000000);
+	assert_int_equal(last_action(a), NDZ_ADAPT_HELD);
+	assert_int_equal(sent_then_rate(a, 125, &t, 100 * MS), 12000000); /* all of it */
 	ndz_adapt_sent(a, 60);                 /* 4.8 Mbit/s, 50% lost: drop from that */
 	ndz_adapt_lost(a, 1, 60);
 	/* basis (60 + 125) / 2 = 92: 65.2% lost, of the mean of 10 and 4.8 Mbit/s is
@@ -349,8 +356,7 @@ static void test_report_delay(void **state)
 
 	(void)state;
 	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
-	ndz_adapt_sent(a, 500);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 60000000);    /* start */
+	assert_int_equal(sent_then_rate(a, 500, &t, 100 * MS), 60000000); /* start */
 	ndz_adapt_sent(a, 200);
 	ndz_adapt_delay(a, 450 * MS);
 	ndz_adapt_lost(a, 1, 300);             /* 300 of 700 lost, known 40 ms in: */
@@ -364,8 +370,7 @@ static void test_report_delay(void **state)
 	for (i = 0; i < 5; i++) {
 		ndz_adapt_sent(a, 300);
 		assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), r);
-		ndz_adapt_last(a, &st);
-		assert_int_equal(st.action, NDZ_ADAPT_WAIT);
+		assert_int_equal(last_action(a), NDZ_ADAPT_WAIT);
 	}
 	ndz_adapt_sent(a, 300);
 	assert_true(ndz_adapt_rate(a, t += 100 * MS) > r);
@@ -510,14 +515,12 @@ static void test_chunk_delay(void **state)
 static void test_measured_hold(void **state)
 {
 	struct ndz_adapt_opts o = { 1000000, 1000000000, 50000000, 100 * MS, 8000 };
-	struct ndz_adapt_step st;
 	struct ndz_adapt *a;
 	uint64_t t = 0, r;
 
 	(void)state;
 	assert_int_equal(ndz_adapt_create(&o, 0, &a, NULL), 0);
-	ndz_adapt_sent(a, 625);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 60000000);   /* start */
+	assert_int_equal(sent_then_rate(a, 625, &t, 100 * MS), 60000000); /* start */
 	/* a sending across that change: 900 of 1000 in 80 ms would be 90 Mbit/s */
 	ndz_adapt_through(a, 1000, 100, 50 * MS, 130 * MS);
 	/* two sendings at one rate: 40 Mbit/s and 45 Mbit/s got through */
@@ -527,35 +530,27 @@ static void test_measured_hold(void **state)
 	ndz_adapt_sent(a, 750);
 	ndz_adapt_lost(a, 1, 300);
 	r = ndz_adapt_rate(a, t += 100 * MS);
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_DROP);
+	assert_int_equal(last_action(a), NDZ_ADAPT_DROP);
 	assert_int_equal(r, 38000000);                  /* 95% of the least, 40 */
 	for (int i = 0; i < 2; i++) {                   /* the wait */
 		ndz_adapt_sent(a, 475);
 		r = ndz_adapt_rate(a, t += 100 * MS);
 	}
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_WAIT);
+	assert_int_equal(last_action(a), NDZ_ADAPT_WAIT);
 	assert_int_equal(r, 40000000);                  /* its end: all of 40 */
 	for (int i = 0; i < 49; i++) {
-		ndz_adapt_sent(a, 500);
-		assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 40000000);
-		ndz_adapt_last(a, &st);
-		assert_int_equal(st.action, NDZ_ADAPT_TOP);
+		assert_int_equal(sent_then_rate(a, 500, &t, 100 * MS), 40000000);
+		assert_int_equal(last_action(a), NDZ_ADAPT_TOP);
 	}
-	assert_string_equal(ndz_adapt_action_name(st.action), "top");
-	ndz_adapt_sent(a, 500);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 40400000);   /* 5 s: 1% more */
-	ndz_adapt_last(a, &st);
-	assert_int_equal(st.action, NDZ_ADAPT_GROW);
-	ndz_adapt_sent(a, 505);
-	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 40400000);   /* then held again */
+	assert_string_equal(ndz_adapt_action_name(last_action(a)), "top");
+	assert_int_equal(sent_then_rate(a, 500, &t, 100 * MS), 40400000); /* 5 s: 1% more */
+	assert_int_equal(last_action(a), NDZ_ADAPT_GROW);
+	assert_int_equal(sent_then_rate(a, 505, &t, 100 * MS), 40400000); /* then held again */
 	ndz_adapt_sent(a, 505);
 	ndz_adapt_lost(a, 1, 7);                        /* 1.4%: ease off, and hold lower */
 	assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 39996000);
 	for (int i = 0; i < 5; i++) {
-		ndz_adapt_sent(a, 500);
-		assert_int_equal(ndz_adapt_rate(a, t += 100 * MS), 39996000);
+		assert_int_equal(sent_then_rate(a, 500, &t, 100 * MS), 39996000);
 	}
 	ndz_adapt_free(a);
 }

@@ -28,7 +28,8 @@
 #define DATA_OFF 16384u
 #define DATA_LEN 32768u
 
-static uint8_t *vol;
+#include "volfix.h"                   /* vol: VOL bytes */
+
 static uint32_t size;                  /* of the filesystem: VOL, or 1 MiB for the seed */
 
 struct geo {
@@ -426,19 +427,10 @@ static void write_seed(void)
 	fclose(f);
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	vol = malloc(VOL);
-	return vol ? 0 : -1;
-}
-
 static int teardown(void **state)
 {
-	(void)state;
 	write_seed();
-	free(vol);
-	return 0;
+	return vol_teardown(state);
 }
 
 int main(void)
@@ -449,5 +441,5 @@ int main(void)
 		cmocka_unit_test(test_unlisted),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, vol_setup, teardown);
 }

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "cli/cli.h"
+#include "core/io.h"
 
 static void test_parse_u64(void **state)
 {
@@ -346,8 +347,8 @@ static void test_progress_option(void **state)
 	assert_int_equal(option_status("text"), EXIT_USAGE);
 }
 
-/* What a child that calls body writes to stderr, into out (cap bytes). */
-static void child_stderr(void (*body)(void), char *out, size_t cap)
+/* What a child that calls body writes to stderr, into out (cap bytes); it exits with status. */
+static void child_stderr_status(void (*body)(void), char *out, size_t cap, int status)
 {
 	char path[] = "/tmp/test_cli.XXXXXX";
 	int fd = mkstemp(path), st;
@@ -366,11 +367,16 @@ static void child_stderr(void (*body)(void), char *out, size_t cap)
 		exit(0);                /* at exit: the count of a warning still repeating */
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == status);
 	n = pread(fd, out, cap - 1, 0);
 	assert_true(n >= 0);
 	out[n] = 0;
 	close(fd);
+}
+
+static void child_stderr(void (*body)(void), char *out, size_t cap)
+{
+	child_stderr_status(body, out, cap, 0);
 }
 
 static void warn_many(void)
@@ -408,6 +414,33 @@ static void test_warn_repeats(void **state)
 			    "prog: the end\n");
 }
 
+static void open_missing(void)
+{
+	cli_open_image("/nonexistent/ndz-test.ndz");
+}
+
+/* cli_open_image reads a file as it is; one that is not there ends the program. */
+static void test_open_image(void **state)
+{
+	char path[] = "/tmp/test_cli.XXXXXX", buf[8], out[512];
+	int fd = mkstemp(path);
+	struct ndz_io *in;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "ndzbytes", 8), 8);
+	close(fd);
+	in = cli_open_image(path);
+	assert_non_null(in);
+	assert_int_equal(ndz_io_read_full(in, buf, 8, 0, NULL, NULL), 0);
+	assert_memory_equal(buf, "ndzbytes", 8);
+	ndz_io_close(in);
+	unlink(path);
+	child_stderr_status(open_missing, out, sizeof(out), EXIT_FAIL);
+	assert_non_null(strstr(out, "prog: "));
+	assert_non_null(strstr(out, "/nonexistent/ndz-test.ndz"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_progress_lines),
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_warn_repeats),
+		cmocka_unit_test(test_open_image),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

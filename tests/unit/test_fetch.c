@@ -50,6 +50,14 @@ static void record(void *ctx, uint32_t chunk, const uint8_t *missing, const uint
 	s->n++;
 }
 
+/* Clears s and has f make its requests at now into it (force: even before the
+ * redelay); how many it made. */
+static int ask(struct ndz_fetch *f, struct sent *s, uint64_t now, int force)
+{
+	s->n = 0;
+	return ndz_fetch_requests(f, now, force, record, s);
+}
+
 static struct ndz_fetch *make(uint32_t chunks, size_t slots, unsigned ahead, uint32_t seed)
 {
 	struct ndz_fetch_opts o = { chunks, slots, ahead, REDELAY, seed, NULL };
@@ -89,6 +97,15 @@ static int deliver(struct ndz_fetch *f, uint32_t chunk, unsigned from, unsigned 
 	return slot;
 }
 
+/* Delivers all of chunk at now, which completes a slot: that slot. */
+static int whole(struct ndz_fetch *f, uint32_t chunk, uint64_t now)
+{
+	int slot = deliver(f, chunk, 0, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+
+	assert_true(slot >= 0);
+	return slot;
+}
+
 static void test_bad_options(void **state)
 {
 	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1, NULL };
@@ -120,8 +137,7 @@ static void test_request_ahead_and_order(void **state)
 	int sorted = 1;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 3);
+	assert_int_equal(ask(f, &s, now, 0), 3);
 	assert_int_equal(s.n, 3);
 	/* nothing more while those are on their way, within the re-request delay */
 	assert_int_equal(ndz_fetch_requests(f, now + REDELAY / 2, 0, record, &s), 0);
@@ -175,8 +191,7 @@ static void test_snoop_suppresses(void **state)
 	assert_int_equal(ndz_fetch_requests(f, T0 + MS, 0, record, &s), 2);
 	assert_true((s.chunk[0] == 1 && s.chunk[1] == 3) || (s.chunk[0] == 3 && s.chunk[1] == 1));
 	/* the snooped chunks never came: asked for once the delay has passed */
-	s.n = 0;
-	assert_int_equal(ndz_fetch_requests(f, T0 + REDELAY / 2, 0, record, &s), 0);
+	assert_int_equal(ask(f, &s, T0 + REDELAY / 2, 0), 0);
 	/* (1 and 3, asked for 1 ms later, are still within it) */
 	assert_int_equal(ndz_fetch_requests(f, T0 + REDELAY + MS / 2, 0, record, &s), 2);
 	assert_true((s.chunk[0] == 0 && s.chunk[1] == 2));
@@ -196,8 +211,7 @@ static void test_partial_request(void **state)
 	int slot;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
+	assert_int_equal(ask(f, &s, now, 0), 1);
 	a = s.chunk[0];
 	b = 1 - a;
 	memset(lost, 0, sizeof(lost));
@@ -212,26 +226,23 @@ static void test_partial_request(void **state)
 	assert_int_equal(ndz_fetch_kicked(f), 1);
 	assert_int_equal(ndz_fetch_kicked(f), 0);
 	/* not at once: our own request went out 1 ms ago, the rest may still be coming */
-	s.n = 0;
-	ndz_fetch_requests(f, now, 0, record, &s);
+	ask(f, &s, now, 0);
 	assert_int_equal(s.n, 0);
 	/* another client asks for a part of what we lack: not enough to keep quiet */
 	memset(theirs, 0, sizeof(theirs));
 	ndz_bit_set(theirs, 0);
 	ndz_fetch_snoop(f, a, theirs, now);
-	s.n = 0;
 	now += 25 * MS;
-	ndz_fetch_requests(f, now, 0, record, &s);
+	ask(f, &s, now, 0);
 	assert_int_equal(s.n, 1);
 	assert_int_equal(s.chunk[0], a);
 	assert_true(s.partial[0]);
 	assert_int_equal(ndz_bit_count(s.missing[0]), 3);
 	assert_memory_equal(s.missing[0], lost, NDZ_BITMAP_BYTES);
 	/* asked: not again within the delay, even though b's blocks keep coming */
-	s.n = 0;
 	now += 30 * MS;
 	ndz_fetch_block(f, b, 1, data_of(b, 1), now);
-	ndz_fetch_requests(f, now, 0, record, &s);
+	ask(f, &s, now, 0);
 	assert_int_equal(s.n, 0);
 	/* someone else's request covering all three: we stay quiet past the delay */
 	ndz_fetch_block(f, b, 2, data_of(b, 2), now + REDELAY);
@@ -259,12 +270,10 @@ static void test_stalled_chunk(void **state)
 	struct ndz_fetch *f = make(1, 2, 1, 5);
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	ndz_fetch_requests(f, T0, 0, record, &s);
+	ask(f, &s, T0, 0);
 	assert_int_equal(s.n, 1);
 	deliver(f, 0, 0, 600, NULL, T0 + MS);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + MS + REDELAY / 2, 0, record, &s);
+	ask(f, &s, T0 + MS + REDELAY / 2, 0);
 	assert_int_equal(s.n, 0);
 	ndz_fetch_requests(f, T0 + 2 * MS + REDELAY, 0, record, &s);
 	assert_int_equal(s.n, 1);
@@ -281,17 +290,15 @@ static void test_silent(void **state)
 	uint32_t first[3];
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	ndz_fetch_requests(f, T0, 0, record, &s);
+	ask(f, &s, T0, 0);
 	assert_int_equal(s.n, 3);
 	deliver(f, s.chunk[0], 0, 10, NULL, T0 + MS);
 	first[0] = s.chunk[0];
 	first[1] = s.chunk[1];
 	first[2] = s.chunk[2];
-	s.n = 0;
 	/* the partial one by its bitmap, the two others whole, and (the partial one no
 	 * longer counting as on its way) one new chunk */
-	assert_int_equal(ndz_fetch_requests(f, T0 + 2 * MS, 1, record, &s), 4);
+	assert_int_equal(ask(f, &s, T0 + 2 * MS, 1), 4);
 	assert_int_equal(s.chunk[0], first[0]);
 	assert_int_equal(s.partial[0], 1);
 	assert_int_equal(ndz_bit_count(s.missing[0]), NDZ_BLOCKS_PER_CHUNK - 10);
@@ -312,21 +319,17 @@ static void test_reject(void **state)
 	int slot;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	ndz_fetch_requests(f, T0, 0, record, &s);
+	ask(f, &s, T0, 0);
 	c = s.chunk[0];
-	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
-	assert_true(slot >= 0);
+	slot = whole(f, c, T0 + MS);
 	ndz_fetch_reject(f, slot);
 	assert_int_equal(ndz_fetch_kicked(f), 1);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 2 * MS, 0, record, &s);
+	ask(f, &s, T0 + 2 * MS, 0);
 	assert_int_equal(s.n, 1);
 	assert_int_equal(s.chunk[0], c);
 	assert_false(s.partial[0]);
 	/* it comes again, now good */
-	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 3 * MS);
-	assert_true(slot >= 0);
+	slot = whole(f, c, T0 + 3 * MS);
 	ndz_fetch_accept(f, slot);
 	/* accepted but not yet written: blocks of it are duplicates, no new slot */
 	assert_int_equal(ndz_fetch_block(f, c, 5, data_of(c, 5), T0 + 4 * MS), -1);
@@ -350,26 +353,21 @@ static void test_hold(void **state)
 	int slot;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	ndz_fetch_requests(f, T0, 0, record, &s);
+	ask(f, &s, T0, 0);
 	c = s.chunk[0];
-	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
-	assert_true(slot >= 0);
+	slot = whole(f, c, T0 + MS);
 	ndz_fetch_hold(f, slot);
 	assert_int_equal(ndz_fetch_block(f, c, 5, data_of(c, 5), T0 + 2 * MS), -1);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 10000 * MS, 1, record, &s);
+	ask(f, &s, T0 + 10000 * MS, 1);
 	for (unsigned i = 0; i < s.n; i++)
 		assert_true(s.chunk[i] != c);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.complete, 0);
 	ndz_fetch_reject(f, slot);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 10000 * MS + MS, 0, record, &s);
+	ask(f, &s, T0 + 10000 * MS + MS, 0);
 	assert_true(s.n >= 1);
 	assert_int_equal(s.chunk[0], c);
-	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 11000 * MS);
-	assert_true(slot >= 0);
+	slot = whole(f, c, T0 + 11000 * MS);
 	ndz_fetch_hold(f, slot);
 	ndz_fetch_accept(f, slot);
 	ndz_fetch_get_stats(f, &st);
@@ -390,8 +388,7 @@ static void test_full_cache(void **state)
 	int s0, s1;
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(ndz_fetch_requests(f, T0, 0, record, &s), 2);   /* 2 slots */
+	assert_int_equal(ask(f, &s, T0, 0), 2);   /* 2 slots */
 	s0 = deliver(f, 0, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
 	s1 = deliver(f, 1, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
 	assert_true(s0 >= 0 && s1 >= 0 && s0 != s1);
@@ -401,8 +398,7 @@ static void test_full_cache(void **state)
 	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), T0 + 2 * MS), -1);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.no_room, 1);
-	s.n = 0;
-	assert_int_equal(ndz_fetch_requests(f, T0 + 3 * MS + REDELAY, 1, record, &s), 0);
+	assert_int_equal(ask(f, &s, T0 + 3 * MS + REDELAY, 1), 0);
 	/* one is written: room for one more request */
 	ndz_fetch_done(f, s0);
 	assert_true(ndz_fetch_requests(f, T0 + 4 * MS + REDELAY, 0, record, &s) >= 1);
@@ -512,8 +508,7 @@ static void test_repair_request_and_decode(void **state)
 	cover[0] = 2;
 	ndz_fetch_block(f, b, 1, data_of(b, 1), now + REDELAY);
 	ndz_fetch_snoop_repairs(f, a, cover, now + REDELAY);
-	s.n = 0;
-	ndz_fetch_requests(f, now + REDELAY + MS, 0, record, &s);
+	ask(f, &s, now + REDELAY + MS, 0);
 	assert_int_equal(s.n, 1);
 	assert_true(s.repair[0]);
 	/* one that asks for at least our needs in every stripe does, past the delay */
@@ -521,8 +516,7 @@ static void test_repair_request_and_decode(void **state)
 	cover[0] = 3;
 	ndz_fetch_snoop_repairs(f, a, cover, now + REDELAY);
 	ndz_fetch_block(f, b, 2, data_of(b, 2), now + REDELAY);
-	s.n = 0;
-	ndz_fetch_requests(f, now + REDELAY + MS, 0, record, &s);
+	ask(f, &s, now + REDELAY + MS, 0);
 	assert_int_equal(s.n, 0);
 	/* repairs 5, 9 and 77 of stripe 0 (any 3), 0 of stripe 3, 126 of stripe 7 */
 	ndz_fec_encode(fec, whole, 0, 5, rep);
@@ -563,8 +557,7 @@ static void test_repair_requests_add_up(void **state)
 
 	(void)state;
 	ndz_fetch_set_repair(f, 1);
-	s.n = 0;
-	assert_int_equal(ndz_fetch_requests(f, now, 0, record, &s), 1);
+	assert_int_equal(ask(f, &s, now, 0), 1);
 	a = s.chunk[0];
 	b = 1 - a;
 	memset(lost, 0, sizeof(lost));
@@ -578,8 +571,7 @@ static void test_repair_requests_add_up(void **state)
 	other[5] = 1;
 	other[2] = 3;
 	ndz_fetch_snoop_repairs(f, a, one, now + MS);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
+	ask(f, &s, now + 40 * MS, 0);
 	assert_int_equal(s.n, 1);              /* stripe 5 not covered yet: we ask */
 	/* later, past the delay, two requests together cover us: we stay quiet */
 	now += 40 * MS + REDELAY + MS;
@@ -587,8 +579,7 @@ static void test_repair_requests_add_up(void **state)
 	ndz_fetch_block(f, b, 1, data_of(b, 1), now);  /* moved on again */
 	ndz_fetch_snoop_repairs(f, a, one, now);
 	ndz_fetch_snoop_repairs(f, a, other, now + MS);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
+	ask(f, &s, now + 40 * MS, 0);
 	for (unsigned i = 0; i < s.n; i++)
 		assert_int_not_equal(s.chunk[i], a);   /* (b, which we moved off, is asked for) */
 	/* the stagger: once the server moves on, we ask up to 16 ms later (seed 5: not at once) */
@@ -596,8 +587,7 @@ static void test_repair_requests_add_up(void **state)
 	ndz_fetch_block(f, a, 1, data_of(a, 1), now);
 	ndz_fetch_block(f, b, 2, data_of(b, 2), now);
 	for (uint64_t t = now; t <= now + 40 * MS && !asked; t += MS) {
-		s.n = 0;
-		ndz_fetch_requests(f, t, 0, record, &s);
+		ask(f, &s, t, 0);
 		for (unsigned i = 0; i < s.n; i++)
 			if (s.chunk[i] == a)
 				asked = t - now;
@@ -682,15 +672,13 @@ static void test_whole_repairs(void **state)
 	cover[NDZ_FEC_WHOLE] = 4;
 	ndz_fetch_block(f, b, 1, data_of(b, 1), now);
 	ndz_fetch_snoop_repairs(f, a, cover, now);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
+	ask(f, &s, now + 40 * MS, 0);
 	assert_int_equal(s.n, 1);
 	now += 40 * MS + REDELAY + MS;
 	ndz_fetch_block(f, b, 2, data_of(b, 2), now);
 	cover[NDZ_FEC_WHOLE] = 5;
 	ndz_fetch_snoop_repairs(f, a, cover, now);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 40 * MS, 0, record, &s);
+	ask(f, &s, now + 40 * MS, 0);
 	assert_int_equal(s.n, 0);
 	/* one repair of stripe 0 and whole-chunk repairs 10, 11, 200 (and 12): four
 	 * equations for the five lost blocks are not enough; the fifth completes it */
@@ -705,8 +693,7 @@ static void test_whole_repairs(void **state)
 	assert_int_equal(ndz_fetch_repair(f, a, NDZ_FEC_WHOLE, 200, rep, now), -1);
 	/* still one short: the request now asks for one whole-chunk repair */
 	ndz_fetch_block(f, b, 3, data_of(b, 3), now + REDELAY + MS);
-	s.n = 0;
-	ndz_fetch_requests(f, now + 2 * REDELAY + 2 * MS, 0, record, &s);
+	ask(f, &s, now + 2 * REDELAY + 2 * MS, 0);
 	{
 		unsigned k = s.n;      /* (b, which the repairs moved us off, is asked for too) */
 
@@ -772,14 +759,12 @@ static void test_retry_contested(void **state)
 	ndz_fetch_requests(f, T0, 0, record, &s);
 	c = s.chunk[0];
 	assert_int_equal(ndz_fetch_block(f, c, 5, forged, T0), -1);
-	slot = deliver(f, c, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
-	assert_true(slot >= 0);
+	slot = whole(f, c, T0 + MS);
 	assert_memory_equal(ndz_fetch_buf(f, slot) + 5 * NDZ_BLOCK_SIZE, forged, NDZ_BLOCK_SIZE);
 	ndz_fetch_hold(f, slot);
 	assert_int_equal(ndz_fetch_retry(f, slot), 1);
 	assert_int_equal(ndz_fetch_kicked(f), 1);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 2 * MS, 0, record, &s);
+	ask(f, &s, T0 + 2 * MS, 0);
 	assert_true(s.n >= 1);         /* (and a new chunk: a partial one is not counted ahead) */
 	assert_int_equal(s.chunk[0], c);
 	assert_true(s.partial[0]);
@@ -797,8 +782,7 @@ static void test_retry_contested(void **state)
 	/* failing with nothing in doubt: every block again, compared with this copy */
 	ndz_fetch_hold(f, slot);
 	assert_int_equal(ndz_fetch_retry(f, slot), 2);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 4 * MS, 0, record, &s);
+	ask(f, &s, T0 + 4 * MS, 0);
 	assert_true(s.n >= 1);
 	assert_int_equal(s.chunk[0], c);
 	assert_true(s.partial[0]);
@@ -812,8 +796,7 @@ static void test_retry_contested(void **state)
 	assert_true(slot >= 0);
 	ndz_fetch_hold(f, slot);
 	assert_int_equal(ndz_fetch_retry(f, slot), 1);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 6 * MS, 0, record, &s);
+	ask(f, &s, T0 + 6 * MS, 0);
 	assert_int_equal(s.chunk[0], c);
 	assert_int_equal(ndz_bit_count(s.missing[0]), 1);
 	assert_true(ndz_bit_test(s.missing[0], 9));
@@ -824,8 +807,7 @@ static void test_retry_contested(void **state)
 	/* the fifth failure in the slot: dropped, asked for whole */
 	ndz_fetch_hold(f, slot);
 	assert_int_equal(ndz_fetch_retry(f, slot), 0);
-	s.n = 0;
-	ndz_fetch_requests(f, T0 + 9 * MS, 0, record, &s);
+	ask(f, &s, T0 + 9 * MS, 0);
 	assert_true(s.n >= 1);
 	assert_int_equal(s.chunk[0], c);
 	assert_false(s.partial[0]);
@@ -854,9 +836,8 @@ static void test_all_repairs_no_blocks(void **state)
 	for (unsigned st = 0; st < NDZ_FEC_STRIPES; st++)
 		for (unsigned r = 0; r < NDZ_FEC_REPAIRS; r++)
 			assert_int_equal(ndz_fetch_repair(f, c, st, r, data_of(c, r), now), -1);
-	s.n = 0;
 	now += REDELAY + MS;
-	ndz_fetch_requests(f, now, 0, record, &s);
+	ask(f, &s, now, 0);
 	assert_true(s.n >= 1);
 	assert_int_equal(s.chunk[0], c);
 	assert_false(s.repair[0]);

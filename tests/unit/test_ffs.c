@@ -19,7 +19,8 @@
 #define CBLKNO 80u
 #define FREEOFF 168u
 
-static uint8_t *vol;
+#include "volfix.h"                   /* vol: VOL bytes */
+
 
 static void set_free(uint8_t *cg, uint32_t from, uint32_t to)
 {
@@ -65,20 +66,6 @@ static void make_ufs(void)
 	/* frags 500-503 of group 0 in use */
 	vol[(CBLKNO * 1024) + FREEOFF + 500 / 8] &= (uint8_t)~0xf0;
 	make_cg(1, 120, FPG - 120);
-}
-
-static int setup(void **state)
-{
-	(void)state;
-	vol = malloc(VOL);
-	return vol ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	free(vol);
-	return 0;
 }
 
 struct got {
@@ -329,5 +316,5 @@ int main(void)
 		cmocka_unit_test(test_scan_keeps_tail),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, vol_setup, vol_teardown);
 }

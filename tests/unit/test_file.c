@@ -17,33 +17,7 @@
 #include "core/err.h"
 #include "core/file.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	strcpy(dir, "/tmp/ndz-file.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *at(const char *name)
-{
-	static char buf[4][256];
-	static unsigned i;
-	char *p = buf[i++ % 4];
-
-	snprintf(p, 256, "%s/%s", dir, name);
-	return p;
-}
+#include "tmpdir.h"
 
 /* the bytes of a file, NUL-terminated; its size in *len */
 static char *slurp(const char *path, size_t *len)
@@ -61,10 +35,10 @@ static char *slurp(const char *path, size_t *len)
 	return buf;
 }
 
-/* entries of dir whose names start with prefix */
+/* entries of tmpdir whose names start with prefix */
 static unsigned count_entries(const char *prefix)
 {
-	DIR *d = opendir(dir);
+	DIR *d = opendir(tmpdir);
 	struct dirent *de;
 	unsigned n = 0;
 
@@ -107,7 +81,7 @@ static void test_replace_fails_cleanly(void **state)
 
 	(void)state;
 	/* no such directory: an error naming the file, nothing made */
-	snprintf(path, sizeof(path), "%s/none/state", dir);
+	snprintf(path, sizeof(path), "%s/none/state", tmpdir);
 	assert_int_equal(ndz_file_replace(path, "x", 1, 0644, &e), NDZ_EIO);
 	assert_non_null(strstr(ndz_error_msg(&e), path));
 	/* the target is a directory: the rename fails, the temporary goes, the rest stays */
@@ -176,5 +150,5 @@ int main(void)
 		cmocka_unit_test(test_clock),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

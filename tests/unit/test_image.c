@@ -66,86 +66,91 @@ static void test_in_any_order(void **state)
 	ndz_image_free(NULL);
 }
 
+/* hdr(index, count), added to im: it is accepted. */
+static struct ndz_chunk_hdr added(struct ndz_image *im, uint32_t index, uint32_t count)
+{
+	struct ndz_chunk_hdr h = hdr(index, count);
+
+	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
+	return h;
+}
+
+/* Adding h fails with code, saying exactly msg. */
+static void add_fails(struct ndz_image *im, const struct ndz_chunk_hdr *h, int code,
+		      const char *msg)
+{
+	struct ndz_error e = { 0 };
+
+	assert_int_equal(ndz_image_add(im, h, &e), code);
+	assert_string_equal(ndz_error_msg(&e), msg);
+}
+
+/* The image is not complete: code, saying exactly msg. */
+static void incomplete(struct ndz_image *im, int code, const char *msg)
+{
+	struct ndz_error e = { 0 };
+
+	assert_int_equal(ndz_image_complete(im, &e), code);
+	assert_string_equal(ndz_error_msg(&e), msg);
+}
+
 /* Each rule broken once: the code, the chunk named, and the image unchanged. */
 static void test_rules(void **state)
 {
 	struct ndz_chunk_hdr h;
-	struct ndz_error e = { 0 };
 	struct ndz_image *im;
 
 	(void)state;
 	assert_int_equal(ndz_image_create(&im, NULL), 0);
-	h = hdr(1, 4);
-	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
+	h = added(im, 1, 4);
 
 	/* duplicate */
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_EDUP);
-	assert_string_equal(ndz_error_msg(&e), "chunk 1: duplicate chunk");
+	add_fails(im, &h, NDZ_EDUP, "chunk 1: duplicate chunk");
 	/* another image: uuid, size */
 	h = hdr(2, 4);
 	h.uuid[3] ^= 1;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_EMISMATCH);
-	assert_string_equal(ndz_error_msg(&e), "chunk 2: chunk belongs to another image");
+	add_fails(im, &h, NDZ_EMISMATCH, "chunk 2: chunk belongs to another image");
 	h = hdr(2, 5);
 	h.chunk_flags = 0;
 	assert_int_equal(ndz_image_add(im, &h, NULL), NDZ_EMISMATCH);
 	/* the chain, both ways */
 	h = hdr(2, 4);
 	h.first = 21;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_EREGION);
-	assert_string_equal(ndz_error_msg(&e), "chunk 2: does not start where chunk 1 ends");
+	add_fails(im, &h, NDZ_EREGION, "chunk 2: does not start where chunk 1 ends");
 	h = hdr(0, 4);
 	h.last = 9;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_EREGION);
-	assert_string_equal(ndz_error_msg(&e), "chunk 0: does not end where chunk 1 starts");
+	add_fails(im, &h, NDZ_EREGION, "chunk 0: does not end where chunk 1 starts");
 	h = hdr(0, 4);
 	h.first = 1;
 	assert_int_equal(ndz_image_add(im, &h, NULL), NDZ_EREGION);
 	/* none of that changed the image */
 	assert_int_equal(ndz_image_added(im), 1);
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_complete(im, &e), NDZ_EMISSING);
-	assert_string_equal(ndz_error_msg(&e), "chunk 0: missing chunk");
+	incomplete(im, NDZ_EMISSING, "chunk 0: missing chunk");
 
 	/* LAST: only the highest, and nothing past it */
-	h = hdr(3, 4);
-	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
+	h = added(im, 3, 4);
 	h = hdr(4, 5);
 	h.source_sectors = 40;
 	h.source_bytes = 40 * 512;
 	h.first = 40;
 	h.last = 40;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_ERANGE);
-	assert_string_equal(ndz_error_msg(&e), "chunk 4: past chunk 3, the image's last");
-	h = hdr(0, 4);
-	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_complete(im, &e), NDZ_EMISSING);
-	assert_string_equal(ndz_error_msg(&e), "chunk 2: missing chunk");
-	h = hdr(2, 4);
-	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
+	add_fails(im, &h, NDZ_ERANGE, "chunk 4: past chunk 3, the image's last");
+	h = added(im, 0, 4);
+	incomplete(im, NDZ_EMISSING, "chunk 2: missing chunk");
+	h = added(im, 2, 4);
 	assert_int_equal(ndz_image_complete(im, NULL), 0);
 	ndz_image_free(im);
 
 	/* a LAST chunk below one already seen */
 	assert_int_equal(ndz_image_create(&im, NULL), 0);
-	h = hdr(3, 5);
-	assert_int_equal(ndz_image_add(im, &h, NULL), 0);
+	h = added(im, 3, 5);
 	h = hdr(1, 2);
 	h.source_sectors = 50;
 	h.source_bytes = 50 * 512;
 	h.last = 50;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_ERANGE);
-	assert_string_equal(ndz_error_msg(&e), "chunk 1: flagged last, but chunk 3 exists");
+	add_fails(im, &h, NDZ_ERANGE, "chunk 1: flagged last, but chunk 3 exists");
 	/* no LAST yet: the first index not seen is missing */
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_complete(im, &e), NDZ_EMISSING);
-	assert_string_equal(ndz_error_msg(&e), "chunk 0: missing chunk");
+	incomplete(im, NDZ_EMISSING, "chunk 0: missing chunk");
 	/* an index far ahead of everything, with no count to bound it */
 	h = hdr(3000000, 3000001);
 	h.source_sectors = 50;
@@ -165,36 +170,28 @@ static void test_rules(void **state)
 static void test_expected(void **state)
 {
 	struct ndz_chunk_hdr h;
-	struct ndz_error e = { 0 };
 	struct ndz_image *im;
 
 	(void)state;
 	assert_int_equal(ndz_image_create(&im, NULL), 0);
 	ndz_image_expect(im, 3, (const uint8_t *)"image-rules-uuid");
 	h = hdr(3, 4);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_ERANGE);
-	assert_string_equal(ndz_error_msg(&e), "chunk 3: past the image's 3 chunks");
+	add_fails(im, &h, NDZ_ERANGE, "chunk 3: past the image's 3 chunks");
 	h = hdr(2, 4);
 	h.chunk_flags = 0;
 	h.source_sectors = 30;
 	h.source_bytes = 30 * 512;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_EHEADER);
-	assert_string_equal(ndz_error_msg(&e),
-			    "chunk 2: the image's last chunk is not flagged last");
+	add_fails(im, &h, NDZ_EHEADER, "chunk 2: the image's last chunk is not flagged last");
 	h = hdr(1, 2);
 	h.source_sectors = 30;
 	h.source_bytes = 30 * 512;
 	h.last = 30;
-	ndz_error_clear(&e);
-	assert_int_equal(ndz_image_add(im, &h, &e), NDZ_ERANGE);
-	assert_string_equal(ndz_error_msg(&e), "chunk 1: flagged last, but the image has 3 chunks");
+	add_fails(im, &h, NDZ_ERANGE, "chunk 1: flagged last, but the image has 3 chunks");
 	h = hdr(0, 3);
 	h.uuid[0] ^= 0x20;
 	assert_int_equal(ndz_image_add(im, &h, NULL), NDZ_EMISMATCH);
 	for (uint32_t i = 0; i < 3; i++) {
-		h = hdr(i, 3);
-		assert_int_equal(ndz_image_add(im, &h, NULL), 0);
+		h = added(im, i, 3);
 	}
 	assert_int_equal(ndz_image_complete(im, NULL), 0);
 	ndz_image_free(im);

@@ -18,22 +18,14 @@
 #include "core/io.h"
 #include "core/ranges.h"
 
+#include "bytes.h"
+
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		p[i] = (uint8_t)(seed + i * 7);
-}
-
-static int all_equal(const uint8_t *p, size_t n, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != v)
-			return 0;
-	return 1;
 }
 
 /* ---- memory ---- */
@@ -391,6 +383,31 @@ static char *temp_path(void)
 	return p;
 }
 
+/* A temporary file's path, and two buffers of n bytes: src filled from seed, out. */
+struct filebufs {
+	uint8_t *src, *out;
+	char *path;
+};
+
+static void filebufs_init(struct filebufs *fb, size_t n, uint8_t seed)
+{
+	fb->src = malloc(n);
+	fb->out = malloc(n);
+	assert_non_null(fb->src);
+	assert_non_null(fb->out);
+	fill(fb->src, n, seed);
+	fb->path = temp_path();
+}
+
+/* Removes the file, frees the rest. */
+static void filebufs_release(struct filebufs *fb)
+{
+	unlink(fb->path);
+	free(fb->path);
+	free(fb->src);
+	free(fb->out);
+}
+
 static void test_file_missing(void **state)
 {
 	struct ndz_io *io = NULL;
@@ -429,93 +446,81 @@ static void test_file_not_regular(void **state)
 static void test_file_rw(void **state)
 {
 	enum { N = 3 * 65536 + 123 };
-	uint8_t *src = malloc(N), *out = malloc(N);
+	struct filebufs fb;
 	struct ndz_io *io, *ro;
-	char *p = temp_path();
 	struct stat st;
 	size_t got;
 
 	(void)state;
-	assert_non_null(src);
-	assert_non_null(out);
-	fill(src, N, 77);
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
+	filebufs_init(&fb, N, 77);
+	assert_int_equal(ndz_io_open_file(fb.path, NDZ_IO_WRITE, &io, NULL), 0);
 	assert_int_equal(io->size, 0);
-	assert_int_equal(ndz_io_write_full(io, src, N, 0, NULL), 0);
+	assert_int_equal(ndz_io_write_full(io, fb.src, N, 0, NULL), 0);
 	assert_int_equal(io->ops->flush(io, NULL), 0);
-	assert_int_equal(ndz_io_read_full(io, out, N, 0, &got, NULL), 0);
+	assert_int_equal(ndz_io_read_full(io, fb.out, N, 0, &got, NULL), 0);
 	assert_int_equal(got, N);
-	assert_memory_equal(out, src, N);
-	assert_int_equal(ndz_io_read_full(io, out, 200, N - 100, &got, NULL), NDZ_ESHORTREAD);
+	assert_memory_equal(fb.out, fb.src, N);
+	assert_int_equal(ndz_io_read_full(io, fb.out, 200, N - 100, &got, NULL), NDZ_ESHORTREAD);
 	assert_int_equal(got, 100);
-	assert_memory_equal(out, src + N - 100, 100);
+	assert_memory_equal(fb.out, fb.src + N - 100, 100);
 	ndz_io_close(io);
 
 	/* reopened read-only: size from the file, writes fail with errno kept */
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &ro, NULL), 0);
+	assert_int_equal(ndz_io_open_file(fb.path, NDZ_IO_READ, &ro, NULL), 0);
 	assert_int_equal(ro->size, N);
 	{
 		struct ndz_error e = { 0 };
 
-		assert_int_equal(ndz_io_write_full(ro, src, 10, 0, &e), NDZ_EIO);
+		assert_int_equal(ndz_io_write_full(ro, fb.src, 10, 0, &e), NDZ_EIO);
 		assert_int_equal(e.code, NDZ_EIO);
 		assert_int_equal(e.sys, EBADF);
 	}
 	assert_int_equal(ndz_io_set_size(ro, 10, NULL), NDZ_EIO);
-	assert_int_equal(ndz_io_read_full(ro, out, N, 0, NULL, NULL), 0);
-	assert_memory_equal(out, src, N);
+	assert_int_equal(ndz_io_read_full(ro, fb.out, N, 0, NULL, NULL), 0);
+	assert_memory_equal(fb.out, fb.src, N);
 	ndz_io_close(ro);
-	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(stat(fb.path, &st), 0);
 	assert_int_equal(st.st_size, N);
-	unlink(p);
-	free(p);
-	free(src);
-	free(out);
+	filebufs_release(&fb);
 }
 
 static void test_file_zero(void **state)
 {
 	enum { N = 1 << 20 };
-	uint8_t *src = malloc(N), *out = malloc(N);
+	struct filebufs fb;
 	struct ndz_io *io;
-	char *p = temp_path();
 	struct stat st;
 	size_t got;
 
 	(void)state;
-	assert_non_null(src);
-	assert_non_null(out);
-	fill(src, N, 1);
-	memset(src, 0xff, 4096);        /* no zero bytes where we zero */
-	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
-	assert_int_equal(ndz_io_write_full(io, src, N, 0, NULL), 0);
+	filebufs_init(&fb, N, 1);
+	memset(fb.src, 0xff, 4096);        /* no zero bytes where we zero */
+	assert_int_equal(ndz_io_open_file(fb.path, NDZ_IO_WRITE, &io, NULL), 0);
+	assert_int_equal(ndz_io_write_full(io, fb.src, N, 0, NULL), 0);
 	/* aligned, unaligned, one byte, zero bytes */
 	assert_int_equal(io->ops->zero(io, 65536, 131072, NULL), 0);
 	assert_int_equal(io->ops->zero(io, 1000, 3000, NULL), 0);
 	assert_int_equal(io->ops->zero(io, 4095, 1, NULL), 0);
 	assert_int_equal(io->ops->zero(io, 500000, 0, NULL), 0);
-	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL, NULL), 0);
-	assert_memory_equal(out, src, 1000);
-	assert_true(all_equal(out + 1000, 3000, 0));
-	assert_memory_equal(out + 4000, src + 4000, 95);
-	assert_int_equal(out[4095], 0);
-	assert_memory_equal(out + 4096, src + 4096, 65536 - 4096);
-	assert_true(all_equal(out + 65536, 131072, 0));
-	assert_memory_equal(out + 196608, src + 196608, N - 196608);
+	assert_int_equal(ndz_io_read_full(io, fb.out, N, 0, NULL, NULL), 0);
+	assert_memory_equal(fb.out, fb.src, 1000);
+	assert_true(all_equal(fb.out + 1000, 3000, 0));
+	assert_memory_equal(fb.out + 4000, fb.src + 4000, 95);
+	assert_int_equal(fb.out[4095], 0);
+	assert_memory_equal(fb.out + 4096, fb.src + 4096, 65536 - 4096);
+	assert_true(all_equal(fb.out + 65536, 131072, 0));
+	assert_memory_equal(fb.out + 196608, fb.src + 196608, N - 196608);
 	/* zeroing keeps the size */
-	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(stat(fb.path, &st), 0);
 	assert_int_equal(st.st_size, N);
 	/* zeroing up to and past the end reads back as zeros too */
 	assert_int_equal(io->ops->zero(io, N - 10, 10, NULL), 0);
 	assert_int_equal(io->ops->zero(io, N - 5, 105, NULL), 0);
-	assert_int_equal(ndz_io_read_full(io, out, 110, N - 10, &got, NULL), 0);
-	assert_true(all_equal(out, 110, 0));
+	assert_int_equal(ndz_io_read_full(io, fb.out, 110, N - 10, &got, NULL), 0);
+	assert_true(all_equal(fb.out, 110, 0));
 	assert_int_equal(io->ops->flush(io, NULL), 0);
 	ndz_io_close(io);
-	unlink(p);
-	free(p);
-	free(src);
-	free(out);
+	filebufs_release(&fb);
 }
 
 static void test_file_set_size(void **state)

@@ -22,16 +22,23 @@ enum { MAGIC = 0, SIZE = 4, INDEX = 8, RSIZE = 16, RCOUNT = 20, FIRST = 24, LAST
 static uint8_t *chunk;
 static struct ndz_error why;
 
-/* A V3 chunk 0 of sectors [0, 100): regions {0,10} {20,5} {50,50}, no relocation. */
-static void v3(void)
+/* chunk: zeros but for a V3 header of size data bytes and nregions regions, sectors
+ * from 0 to last */
+static void v3_header(uint32_t size, uint32_t nregions, uint32_t last)
 {
 	memset(chunk, 0, NDZ_CHUNK_SIZE);
 	put_le32(chunk + MAGIC, 0x6969696b);
-	put_le32(chunk + SIZE, 1000);
+	put_le32(chunk + SIZE, size);
 	put_le32(chunk + RSIZE, 4096);
-	put_le32(chunk + RCOUNT, 3);
+	put_le32(chunk + RCOUNT, nregions);
 	put_le32(chunk + FIRST, 0);
-	put_le32(chunk + LAST, 100);
+	put_le32(chunk + LAST, last);
+}
+
+/* A V3 chunk 0 of sectors [0, 100): regions {0,10} {20,5} {50,50}, no relocation. */
+static void v3(void)
+{
+	v3_header(1000, 3, 100);
 	put_le32(chunk + REGS + 0, 0);
 	put_le32(chunk + REGS + 4, 10);
 	put_le32(chunk + REGS + 8, 20);
@@ -217,12 +224,7 @@ static void test_disklabel(void **state)
 
 	(void)state;
 	assert_non_null(out);
-	memset(chunk, 0, NDZ_CHUNK_SIZE);
-	put_le32(chunk + MAGIC, 0x6969696b);
-	put_le32(chunk + SIZE, 10);
-	put_le32(chunk + RSIZE, 4096);
-	put_le32(chunk + RCOUNT, 1);
-	put_le32(chunk + LAST, 100);
+	v3_header(10, 1, 100);
 	put_le32(chunk + REGS + 4, 100);
 	reloc(NDZ_ORIG_RELOC_FBSDDISKLABEL, 1, 0, 276);
 	assert_int_equal(decode(&oh), 0);

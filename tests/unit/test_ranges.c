@@ -151,86 +151,79 @@ static void test_normalize(void **state)
 	ndz_ranges_release(&r);
 }
 
+/* An operation's argument, and the ranges it leaves: n (start, count) pairs. */
+struct op_case {
+	uint64_t arg;
+	size_t n;
+	uint64_t want[8];
+};
+
+/*
+ * Each case on r made afresh from the n (start, count) pairs of from: op(r, arg),
+ * then r is the case's ranges. r keeps the last case's result.
+ */
+static void run_cases(struct ndz_ranges *r, const uint64_t *from, size_t n,
+		      void (*op)(struct ndz_ranges *, uint64_t), const struct op_case *c,
+		      size_t ncases)
+{
+	for (size_t k = 0; k < ncases; k++) {
+		ndz_ranges_clear(r);
+		for (size_t i = 0; i < n; i++)
+			assert_int_equal(ndz_ranges_add(r, from[2 * i], from[2 * i + 1], NULL), 0);
+		op(r, c[k].arg);
+		if (r->n != c[k].n)
+			fail_msg("case %zu: %zu ranges, want %zu", k, r->n, c[k].n);
+		for (size_t i = 0; i < c[k].n; i++)
+			if (r->v[i].start != c[k].want[2 * i] || r->v[i].count != c[k].want[2 * i + 1])
+				fail_msg("case %zu: range %zu is [%llu +%llu], want [%llu +%llu]", k, i,
+					 (unsigned long long)r->v[i].start,
+					 (unsigned long long)r->v[i].count,
+					 (unsigned long long)c[k].want[2 * i],
+					 (unsigned long long)c[k].want[2 * i + 1]);
+	}
+}
+
 static void test_clip(void **state)
 {
+	static const uint64_t from[] = { 10, 10, 30, 10 };
+	static const struct op_case cases[] = {
+		{ UINT64_MAX, 2, { 10, 10, 30, 10 } },
+		{ 40, 2, { 10, 10, 30, 10 } },           /* at the end: nothing lost */
+		{ 39, 2, { 10, 10, 30, 9 } },
+		{ 31, 2, { 10, 10, 30, 1 } },
+		{ 30, 1, { 10, 10 } },                   /* at a start: range gone */
+		{ 25, 1, { 10, 10 } },                   /* in a gap */
+		{ 15, 1, { 10, 5 } },
+		{ 10, 0, { 0 } },
+		{ 0, 0, { 0 } },
+	};
 	struct ndz_ranges r = NDZ_RANGES_INIT;
 
 	(void)state;
 	ndz_ranges_clip(&r, 10);
 	assert_int_equal(r.n, 0);
-#define RESET()                                           \
-	do {                                              \
-		ndz_ranges_clear(&r);                     \
-		assert_int_equal(ndz_ranges_add(&r, 10, 10, NULL), 0); \
-		assert_int_equal(ndz_ranges_add(&r, 30, 10, NULL), 0); \
-	} while (0)
-	RESET();
-	ndz_ranges_clip(&r, UINT64_MAX);
-	expect(&r, 2, U(10), U(10), U(30), U(10));
-	RESET();
-	ndz_ranges_clip(&r, 40);                            /* at the end: nothing lost */
-	expect(&r, 2, U(10), U(10), U(30), U(10));
-	RESET();
-	ndz_ranges_clip(&r, 39);
-	expect(&r, 2, U(10), U(10), U(30), U(9));
-	RESET();
-	ndz_ranges_clip(&r, 31);
-	expect(&r, 2, U(10), U(10), U(30), U(1));
-	RESET();
-	ndz_ranges_clip(&r, 30);                            /* at a start: range gone */
-	expect(&r, 1, U(10), U(10));
-	RESET();
-	ndz_ranges_clip(&r, 25);                            /* in a gap */
-	expect(&r, 1, U(10), U(10));
-	RESET();
-	ndz_ranges_clip(&r, 15);
-	expect(&r, 1, U(10), U(5));
-	RESET();
-	ndz_ranges_clip(&r, 10);
-	assert_int_equal(r.n, 0);
-	RESET();
-	ndz_ranges_clip(&r, 0);
-	assert_int_equal(r.n, 0);
-#undef RESET
+	run_cases(&r, from, 2, ndz_ranges_clip, cases, sizeof(cases) / sizeof(cases[0]));
 	ndz_ranges_release(&r);
 }
 
 static void test_fill_gaps(void **state)
 {
+	static const uint64_t from[] = { 0, 10, 12, 3, 20, 5, 100, 1 };  /* gaps: 2, 5, 75 */
+	static const struct op_case cases[] = {
+		{ 0, 4, { 0, 10, 12, 3, 20, 5, 100, 1 } },
+		{ 2, 4, { 0, 10, 12, 3, 20, 5, 100, 1 } },       /* shorter than: 2 stays */
+		{ 3, 3, { 0, 15, 20, 5, 100, 1 } },
+		{ 6, 2, { 0, 25, 100, 1 } },
+		{ 76, 1, { 0, 101 } },
+		{ UINT64_MAX, 1, { 0, 101 } },
+	};
 	struct ndz_ranges r = NDZ_RANGES_INIT;
 
 	(void)state;
 	ndz_ranges_fill_gaps(&r, 100);
 	assert_int_equal(r.n, 0);
-#define RESET()                                             \
-	do {                                                \
-		ndz_ranges_clear(&r);                       \
-		assert_int_equal(ndz_ranges_add(&r, 0, 10, NULL), 0);    \
-		assert_int_equal(ndz_ranges_add(&r, 12, 3, NULL), 0);    \
-		assert_int_equal(ndz_ranges_add(&r, 20, 5, NULL), 0);    \
-		assert_int_equal(ndz_ranges_add(&r, 100, 1, NULL), 0);   \
-	} while (0)
-	/* gaps: 2, 5, 75 */
-	RESET();
-	ndz_ranges_fill_gaps(&r, 0);
-	expect(&r, 4, U(0), U(10), U(12), U(3), U(20), U(5), U(100), U(1));
-	RESET();
-	ndz_ranges_fill_gaps(&r, 2);                        /* shorter than: 2 stays */
-	expect(&r, 4, U(0), U(10), U(12), U(3), U(20), U(5), U(100), U(1));
-	RESET();
-	ndz_ranges_fill_gaps(&r, 3);
-	expect(&r, 3, U(0), U(15), U(20), U(5), U(100), U(1));
-	RESET();
-	ndz_ranges_fill_gaps(&r, 6);
-	expect(&r, 2, U(0), U(25), U(100), U(1));
-	RESET();
-	ndz_ranges_fill_gaps(&r, 76);
-	expect(&r, 1, U(0), U(101));
-	RESET();
-	ndz_ranges_fill_gaps(&r, UINT64_MAX);
-	expect(&r, 1, U(0), U(101));
+	run_cases(&r, from, 4, ndz_ranges_fill_gaps, cases, sizeof(cases) / sizeof(cases[0]));
 	assert_int_equal(ndz_ranges_total(&r), 101);
-#undef RESET
 	/* one range: unchanged */
 	ndz_ranges_clear(&r);
 	assert_int_equal(ndz_ranges_add(&r, 5, 5, NULL), 0);

@@ -628,6 +628,29 @@ static unsigned drain(struct ndz_serve *s, uint8_t *bits, unsigned (*reps)[2], u
 }
 
 /*
+ * need asked for chunk in rounds requests one after another, each answered (the
+ * chunk current) with the NDZ_FEC_ASK_MAX repairs a request gets at most: their
+ * sets and indexes into reps in order; how many in all.
+ */
+static unsigned capped_rounds(struct ndz_serve *s, uint32_t chunk, const uint8_t *need,
+			      unsigned rounds, unsigned (*reps)[2])
+{
+	unsigned n = 0;
+
+	for (unsigned r = 0; r < rounds; r++) {
+		unsigned part[NDZ_FEC_ASK_MAX + 1][2], got;
+
+		assert_int_equal(ndz_serve_repairs(s, chunk, need, NULL), 1);
+		assert_int_equal(ndz_serve_next_chunk(s), chunk);
+		got = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
+		assert_int_equal(got, NDZ_FEC_ASK_MAX);
+		memcpy(reps[n], part, sizeof(part[0]) * got);
+		n += got;
+	}
+	return n;
+}
+
+/*
  * Repair requests: queued with their counts, merged by the largest count per
  * stripe (queued or current), sent after the data blocks one stripe after another,
  * each with a new index, wrapping after the last.
@@ -688,17 +711,7 @@ static void test_repairs(void **state)
 	   more); after the last index the first again */
 	memset(need, 0, sizeof(need));
 	need[2] = NDZ_FEC_K;
-	for (unsigned r = 0, got = 0; r < NDZ_FEC_K / NDZ_FEC_ASK_MAX; r++) {
-		unsigned part[NDZ_FEC_ASK_MAX + 1][2];
-
-		assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 1);
-		assert_int_equal(ndz_serve_next_chunk(s), 1);
-		n = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
-		assert_int_equal(n, NDZ_FEC_ASK_MAX);
-		memcpy(reps[got], part, sizeof(part[0]) * n);
-		got += n;
-	}
-	n = NDZ_FEC_K;
+	n = capped_rounds(s, 1, need, NDZ_FEC_K / NDZ_FEC_ASK_MAX, reps);
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 6][1], NDZ_FEC_REPAIRS - 1);
 	assert_int_equal(reps[NDZ_FEC_REPAIRS - 5][1], 0);
 	for (unsigned i = 0; i < n; i++)
@@ -739,17 +752,7 @@ static void test_whole_repairs(void **state)
 	/* a forger's 255 get NDZ_FEC_ASK_MAX a request; 255 distinct, then index 0 again */
 	memset(need, 0, sizeof(need));
 	need[NDZ_FEC_WHOLE] = 255;
-	n = 0;
-	for (unsigned r = 0; r < 256 / NDZ_FEC_ASK_MAX; r++) {
-		unsigned part[NDZ_FEC_ASK_MAX + 1][2], got;
-
-		assert_int_equal(ndz_serve_repairs(s, 2, need, NULL), 1);
-		assert_int_equal(ndz_serve_next_chunk(s), 2);
-		got = drain(s, NULL, part, NDZ_FEC_ASK_MAX + 1);
-		assert_int_equal(got, NDZ_FEC_ASK_MAX);
-		memcpy(reps[n], part, sizeof(part[0]) * got);
-		n += got;
-	}
+	n = capped_rounds(s, 2, need, 256 / NDZ_FEC_ASK_MAX, reps);
 	assert_int_equal(n, 256);
 	assert_int_equal(reps[249][1], 254);
 	assert_int_equal(reps[250][1], 0);

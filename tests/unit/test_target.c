@@ -16,33 +16,8 @@
 #include "core/format.h"
 #include "core/target.h"
 
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	strcpy(dir, "/tmp/ndz-target.XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static const char *at(const char *name)
-{
-	static char p[4][128];
-	static unsigned n;
-	char *s = p[n++ % 4];
-
-	snprintf(s, sizeof(p[0]), "%s/%s", dir, name);
-	return s;
-}
+#include "hdrfix.h"
+#include "tmpdir.h"
 
 static void put(const char *path, const void *buf, size_t len)
 {
@@ -51,29 +26,6 @@ static void put(const char *path, const void *buf, size_t len)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, buf, len), (ssize_t)len);
 	close(fd);
-}
-
-/* The header area of a valid one-chunk image. */
-static void image_header(uint8_t *area)
-{
-	struct ndz_chunk_hdr h;
-	struct ndz_region r = { 0, 8 };
-
-	memset(&h, 0, sizeof(h));
-	memset(area, 0, NDZ_HDR_SIZE);
-	h.version = NDZ_VERSION_1;
-	h.chunk_flags = NDZ_CHUNK_LAST;
-	memcpy(h.uuid, "0123456789abcdef", 16);
-	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
-	h.source_bytes = 8 * NDZ_SECTOR_SIZE;
-	h.source_sectors = 8;
-	h.last = 8;
-	h.data_len = 16;
-	h.image_kind = NDZ_KIND_WHOLE;
-	h.nregions = 1;
-	ndz_hdr_set_region(area, 0, r);
-	assert_int_equal(ndz_hdr_encode(&h, area, NULL), 0);
 }
 
 static void test_output_missing_empty_image(void **state)
@@ -85,7 +37,7 @@ static void test_output_missing_empty_image(void **state)
 	assert_int_equal(ndz_output_check(at("none.ndz"), 0, &e), 0);
 	put(at("empty"), "", 0);
 	assert_int_equal(ndz_output_check(at("empty"), 0, &e), 0);
-	image_header(area);
+	fix_hdr(area, NDZ_CHUNK_LAST);
 	put(at("a.ndz"), area, NDZ_HDR_SIZE);
 	assert_int_equal(ndz_output_check(at("a.ndz"), 0, &e), 0);
 	assert_int_equal(e.code, 0);
@@ -103,7 +55,7 @@ static void test_output_not_an_image(void **state)
 	assert_non_null(strstr(e.msg, "notes exists and is not an image"));
 	assert_int_equal(ndz_output_check(at("notes"), 1, NULL), 0);
 	/* a valid header with one bit flipped: named by the header's own check */
-	image_header(area);
+	fix_hdr(area, NDZ_CHUNK_LAST);
 	area[40] ^= 1;
 	put(at("bent.ndz"), area, NDZ_HDR_SIZE);
 	ndz_error_clear(&e);
@@ -184,5 +136,5 @@ int main(void)
 		cmocka_unit_test(test_same_file),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tmpdir_setup, tmpdir_teardown);
 }

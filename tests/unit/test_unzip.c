@@ -19,6 +19,7 @@
 #include "core/ranges.h"
 #include "codec/unzip.h"
 #include "codec/zip.h"
+#include "bytes.h"
 #include "zipfix.h"
 
 #define MiB (1024u * 1024u)
@@ -56,16 +57,6 @@ static uint8_t *target_buf(size_t tlen)
 	assert_non_null(t);
 	memset(t, PATTERN, tlen);
 	return t;
-}
-
-static int all_equal(const uint8_t *p, size_t n, uint8_t v)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i] != v)
-			return 0;
-	return 1;
 }
 
 /*
@@ -184,21 +175,14 @@ static void test_gaps_and_order(void **state)
 	struct ndz_unzip_stats st;
 	struct fix_image img;
 	struct ndz_io *mem, *sub;
-	uint64_t s = 7, seed = 1, sectors = len / 512 + 1, gaps;
+	uint64_t sectors = len / 512 + 1, gaps;
 	size_t *rev, i;
 	char err[256];
 	int zf;
 
 	(void)state;
 	assert_non_null(src);
-	while (s < sectors) {
-		uint64_t c = 1 + fix_rnd(&seed) % 2500;
-
-		if (c > sectors - s)
-			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
-		s += c + 1 + fix_rnd(&seed) % 1500;
-	}
+	assert_int_equal(fix_scatter(&alloc, 7, sectors, 1, 2500, 1500), 0);
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &img, NULL, err, sizeof(err)), 0);
 	assert_true(img.n >= 2);
 	rev = calloc(img.n, sizeof(*rev));
@@ -273,7 +257,7 @@ static void test_outgrow_job(void **state)
 	const size_t len = 40 * MiB / FIX_SCALE + 3000;
 	uint8_t *src = fix_data(FIX_TEXT, len, 17), *t;
 	struct ndz_ranges alloc = NDZ_RANGES_INIT;
-	uint64_t s = 3, seed = 5, sectors = len / 512 + 1;
+	uint64_t sectors = len / 512 + 1;
 	struct ndz_unzip_opts o;
 	struct ndz_unzip_stats st;
 	struct fix_image img;
@@ -286,14 +270,7 @@ static void test_outgrow_job(void **state)
 	assert_non_null(src);
 	for (i = 0; i + 3072 < len; i += 65536)   /* 3 KiB of text in every 64 KiB */
 		memset(src + i + 3072, 0, len - i < 65536 ? len - i - 3072 : 65536 - 3072);
-	while (s < sectors) {
-		uint64_t c = 1 + fix_rnd(&seed) % 20000;
-
-		if (c > sectors - s)
-			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
-		s += c + 1 + fix_rnd(&seed) % 300;
-	}
+	assert_int_equal(fix_scatter(&alloc, 3, sectors, 5, 20000, 300), 0);
 	for (codec = NDZ_CODEC_ZLIB; codec <= (int)NDZ_CODEC_ZSTD; codec++) {
 		assert_int_equal(fix_zip_codec(src, len, &alloc, 2, codec, codec == NDZ_CODEC_ZSTD ?
 					       3 : 4, &img, NULL, err, sizeof(err)), 0);

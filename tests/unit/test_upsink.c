@@ -26,6 +26,8 @@
 #include "master/upload.h"
 #include "master/upsink.h"
 
+#include "hdrfix.h"
+
 #define IMG_LEN (2 * NDZ_CHUNK_SIZE)
 
 enum act {
@@ -118,11 +120,17 @@ static void master_start(struct master *m, enum act act)
 	assert_int_equal(pthread_create(&m->thread, NULL, serve, m), 0);
 }
 
+/* Closes the master's socket and frees what it heard; after its thread ended. */
+static void master_close(struct master *m)
+{
+	close(m->lfd);
+	free(m->got);
+}
+
 static void master_stop(struct master *m)
 {
 	pthread_join(m->thread, NULL);
-	close(m->lfd);
-	free(m->got);
+	master_close(m);
 }
 
 static const char *spec(const struct master *m)
@@ -137,26 +145,33 @@ static const char *spec(const struct master *m)
 static uint8_t *image(void)
 {
 	uint8_t *p = malloc(IMG_LEN);
-	struct ndz_chunk_hdr h;
-	struct ndz_region r = { 0, 8 };
 
 	assert_non_null(p);
 	for (size_t i = 0; i < IMG_LEN; i++)
 		p[i] = (uint8_t)(i * 7 + i / 4096);
-	memset(&h, 0, sizeof(h));
-	memset(p, 0, NDZ_HDR_SIZE);
-	h.version = NDZ_VERSION_1;
-	memcpy(h.uuid, "0123456789abcdef", 16);
-	h.sector_size = NDZ_SECTOR_SIZE;
-	h.codec = NDZ_CODEC_ZLIB;
-	h.source_bytes = 8 * NDZ_SECTOR_SIZE;
-	h.source_sectors = 8;
-	h.last = 8;
-	h.data_len = 16;
-	h.nregions = 1;
-	ndz_hdr_set_region(p, 0, r);
-	assert_int_equal(ndz_hdr_encode(&h, p, NULL), 0);
+	fix_hdr(p, 0);
 	return p;
+}
+
+/* Starts a master that acts as ACT and opens an upload of NAME to it; the sink. */
+static struct ndz_upsink *open_to(struct master *m, enum act act, const char *name,
+				  uint64_t size, struct ndz_error *e)
+{
+	struct ndz_upsink *u;
+
+	master_start(m, act);
+	assert_int_equal(ndz_upsink_open(spec(m), name, size, 10, &u, e), 0);
+	return u;
+}
+
+/* Writes the image over and over until a write fails (64 times at most); that code. */
+static int write_until_error(struct ndz_upsink *u, const uint8_t *img, struct ndz_error *e)
+{
+	int rc = 0;
+
+	for (int i = 0; i < 64 && rc == 0; i++)
+		rc = ndz_upsink_write(u, img, IMG_LEN, e);
+	return rc;
 }
 
 static void test_stored(void **state)
@@ -168,8 +183,7 @@ static void test_stored(void **state)
 	int refused = 7;
 
 	(void)state;
-	master_start(&m, STORE);
-	assert_int_equal(ndz_upsink_open(spec(&m), "gold", 0, 10, &u, &e), 0);
+	u = open_to(&m, STORE, "gold", 0, &e);
 	/* half through the descriptor, half through the write call */
 	assert_int_equal(write(ndz_upsink_fd(u), img, NDZ_CHUNK_SIZE), NDZ_CHUNK_SIZE);
 	assert_int_equal(ndz_upsink_write(u, img + NDZ_CHUNK_SIZE, NDZ_CHUNK_SIZE, &e), 0);
@@ -188,8 +202,7 @@ static void test_stored_bytes(void **state)
 	uint8_t *img = image();
 
 	(void)state;
-	master_start(&m, STORE);
-	assert_int_equal(ndz_upsink_open(spec(&m), "img-1.x", 12345, 10, &u, &e), 0);
+	u = open_to(&m, STORE, "img-1.x", 12345, &e);
 	assert_int_equal(ndz_upsink_write(u, img, IMG_LEN, &e), 0);
 	assert_int_equal(ndz_upsink_finish(u, 0, NULL, &e), 0);
 	pthread_join(m.thread, NULL);
@@ -198,8 +211,7 @@ static void test_stored_bytes(void **state)
 	assert_int_equal(m.req.size, 12345);
 	assert_int_equal(m.got_len, IMG_LEN);
 	assert_memory_equal(m.got, img, IMG_LEN);
-	close(m.lfd);
-	free(m.got);
+	master_close(&m);
 	free(img);
 }
 
@@ -209,16 +221,12 @@ static void test_refused(void **state)
 	struct ndz_upsink *u;
 	struct master m;
 	uint8_t *img = image();
-	int refused = 0, rc;
+	int refused = 0;
 
 	(void)state;
-	master_start(&m, REFUSE);
-	assert_int_equal(ndz_upsink_open(spec(&m), "gold", 0, 10, &u, &e), 0);
+	u = open_to(&m, REFUSE, "gold", 0, &e);
 	/* the refusal comes once the first header went: a write fails with it */
-	rc = 0;
-	for (int i = 0; i < 64 && rc == 0; i++)
-		rc = ndz_upsink_write(u, img, IMG_LEN, &e);
-	assert_int_equal(rc, NDZ_EREFUSED);
+	assert_int_equal(write_until_error(u, img, &e), NDZ_EREFUSED);
 	assert_non_null(strstr(ndz_error_msg(&e), "image 'gold': upload quota exceeded"));
 	/* a cancel after the upload ended by itself returns that end */
 	assert_int_equal(ndz_upsink_finish(u, 1, &refused, NULL), NDZ_EREFUSED);
@@ -233,14 +241,11 @@ static void test_rejected_early(void **state)
 	struct ndz_upsink *u;
 	struct master m;
 	uint8_t *img = image();
-	int refused = 1, rc = 0;
+	int refused = 1;
 
 	(void)state;
-	master_start(&m, REJECT_EARLY);
-	assert_int_equal(ndz_upsink_open(spec(&m), "gold", 0, 10, &u, &e), 0);
-	for (int i = 0; i < 64 && rc == 0; i++)
-		rc = ndz_upsink_write(u, img, IMG_LEN, &e);
-	assert_int_equal(rc, NDZ_EREFUSED);
+	u = open_to(&m, REJECT_EARLY, "gold", 0, &e);
+	assert_int_equal(write_until_error(u, img, &e), NDZ_EREFUSED);
 	assert_non_null(strstr(ndz_error_msg(&e), "upload: chunk 0: bad data checksum"));
 	ndz_error_clear(&e);
 	assert_int_equal(ndz_upsink_finish(u, 0, &refused, &e), NDZ_EREFUSED);
@@ -256,13 +261,11 @@ static void test_vanished(void **state)
 	struct ndz_upsink *u;
 	struct master m;
 	uint8_t *img = image();
-	int rc = 0;
+	int rc;
 
 	(void)state;
-	master_start(&m, VANISH);
-	assert_int_equal(ndz_upsink_open(spec(&m), "gold", 0, 10, &u, &e), 0);
-	for (int i = 0; i < 64 && rc == 0; i++)
-		rc = ndz_upsink_write(u, img, IMG_LEN, &e);
+	u = open_to(&m, VANISH, "gold", 0, &e);
+	rc = write_until_error(u, img, &e);
 	if (rc == 0)
 		rc = ndz_upsink_finish(u, 0, NULL, &e);
 	else
@@ -282,15 +285,13 @@ static void test_cancel(void **state)
 	uint8_t *img = image();
 
 	(void)state;
-	master_start(&m, STORE);
-	assert_int_equal(ndz_upsink_open(spec(&m), "gold", 0, 10, &u, &e), 0);
+	u = open_to(&m, STORE, "gold", 0, &e);
 	assert_int_equal(ndz_upsink_write(u, img, IMG_LEN, &e), 0);
 	assert_int_equal(ndz_upsink_finish(u, 1, NULL, &e), NDZ_ECANCELED);
 	assert_non_null(strstr(ndz_error_msg(&e), "canceled, nothing stored"));
 	pthread_join(m.thread, NULL);
 	assert_int_equal(m.got_len, IMG_LEN + 1);
-	close(m.lfd);
-	free(m.got);
+	master_close(&m);
 	free(img);
 }
 
@@ -318,7 +319,7 @@ static void test_no_master(void **state)
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t al = sizeof(a);
 	uint8_t *img = image();
-	int rc = 0, fd = socket(AF_INET, SOCK_STREAM, 0);
+	int rc, fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	(void)state;
 	/* a port that was free a moment ago: bound, then closed, never listened on */
@@ -328,8 +329,7 @@ static void test_no_master(void **state)
 	m.port = ntohs(a.sin_port);
 	close(fd);
 	assert_int_equal(ndz_upsink_open(spec(&m), "gold", 0, 2, &u, &e), 0);
-	for (int i = 0; i < 64 && rc == 0; i++)
-		rc = ndz_upsink_write(u, img, IMG_LEN, &e);
+	rc = write_until_error(u, img, &e);
 	if (rc == 0)
 		rc = ndz_upsink_finish(u, 0, NULL, &e);
 	else

@@ -25,7 +25,8 @@
 #define LOG_BLOCKS 32u
 #define ROOT_AGBNO 56u
 
-static uint8_t *vol;
+#include "volfix.h"                   /* vol: VOL bytes */
+
 
 struct shape {
 	int v5, agcount, two_level;
@@ -400,19 +401,10 @@ static void write_seeds(void)
 	}
 }
 
-static int setup(void **state)
-{
-	(void)state;
-	vol = malloc(VOL);
-	return vol ? 0 : -1;
-}
-
 static int teardown(void **state)
 {
-	(void)state;
 	write_seeds();
-	free(vol);
-	return 0;
+	return vol_teardown(state);
 }
 
 int main(void)
@@ -423,5 +415,5 @@ int main(void)
 		cmocka_unit_test(test_damage),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, vol_setup, teardown);
 }

@@ -238,6 +238,15 @@ static void roundtrip(enum fix_kind kind, size_t len, const char *what)
 	roundtrip_codec(NDZ_CODEC_ZLIB, 4, kind, len, what);
 }
 
+/* a and b are the same image, byte for byte; both released. */
+static void same_and_release(struct fix_image *a, struct fix_image *b)
+{
+	assert_int_equal(a->n, b->n);
+	assert_memory_equal(a->data, b->data, a->n * NDZ_CHUNK_SIZE);
+	fix_image_release(a);
+	fix_image_release(b);
+}
+
 static void test_sizes_random(void **state)
 {
 	static const size_t sizes[] = { 1, 511, 512, 513, 4096, MiB - 1, MiB, MiB + 1,
@@ -494,27 +503,17 @@ static void test_ranges_scattered(void **state)
 	uint8_t *src = fix_data(FIX_MIXED, len, 11);
 	struct ndz_ranges alloc = NDZ_RANGES_INIT;
 	struct fix_image a, b;
-	uint64_t s = 0, seed = 5, sectors = len / 512 + 1;
+	uint64_t sectors = len / 512 + 1;
 	char err[256];
 
 	(void)state;
 	assert_non_null(src);
-	while (s < sectors) {
-		uint64_t c = 1 + fix_rnd(&seed) % 3000;
-
-		if (c > sectors - s)
-			c = sectors - s;
-		assert_int_equal(ndz_ranges_add(&alloc, s, c, NULL), 0);
-		s += c + 1 + fix_rnd(&seed) % 2000;
-	}
+	assert_int_equal(fix_scatter(&alloc, 0, sectors, 5, 3000, 2000), 0);
 	assert_int_equal(fix_zip(src, len, &alloc, 1, 4, &a, NULL, err, sizeof(err)), 0);
 	verify_image(&a, src, len, &alloc, "scattered ranges");
 	verify_fill(&a, "scattered ranges");
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &b, NULL, err, sizeof(err)), 0);
-	assert_int_equal(a.n, b.n);
-	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);
-	fix_image_release(&a);
-	fix_image_release(&b);
+	same_and_release(&a, &b);
 	ndz_ranges_release(&alloc);
 	free(src);
 }
@@ -533,20 +532,13 @@ static void test_threads_awkward(void **state)
 	const size_t len = 20 * MiB / FIX_SCALE + 4000;
 	uint8_t *src = fix_data(FIX_MIXED, len, 23);
 	struct ndz_ranges scat = NDZ_RANGES_INIT, many = NDZ_RANGES_INIT;
-	uint64_t s = 3, seed = 17, sectors = len / 512 + 1;
+	uint64_t s, sectors = len / 512 + 1;
 	char err[256], what[96];
 	size_t c, r;
 
 	(void)state;
 	assert_non_null(src);
-	while (s < sectors) {
-		uint64_t n = 1 + fix_rnd(&seed) % 5001;
-
-		if (n > sectors - s)
-			n = sectors - s;
-		assert_int_equal(ndz_ranges_add(&scat, s, n, NULL), 0);
-		s += n + 1 + fix_rnd(&seed) % 7;
-	}
+	assert_int_equal(fix_scatter(&scat, 3, sectors, 17, 5001, 7), 0);
 	for (s = 0; s < 3 * NDZ_MAX_REGIONS + 5 && 3 * s + 40 < sectors; s++)
 		assert_int_equal(ndz_ranges_add(&many, 3 * s, 1 + s % 2, NULL), 0);
 	for (c = 0; c < sizeof(cs) / sizeof(cs[0]); c++) {
@@ -598,10 +590,7 @@ static void test_region_limit(void **state)
 	}
 	assert_int_equal(full, 3);
 	assert_int_equal(fix_zip(src, len, &alloc, 2, 4, &b, NULL, err, sizeof(err)), 0);
-	assert_int_equal(a.n, b.n);
-	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);
-	fix_image_release(&a);
-	fix_image_release(&b);
+	same_and_release(&a, &b);
 	ndz_ranges_release(&alloc);
 	free(src);
 }
@@ -820,10 +809,7 @@ static void test_partial_reads(void **state)
 	memset(&b, 0, sizeof(b));
 	assert_int_equal(zip_e(&io, len, &alloc, &o, fix_collect, &b, NULL, err, sizeof(err)),
 			 0);
-	assert_int_equal(a.n, b.n);
-	assert_memory_equal(a.data, b.data, a.n * NDZ_CHUNK_SIZE);
-	fix_image_release(&a);
-	fix_image_release(&b);
+	same_and_release(&a, &b);
 	ndz_ranges_release(&alloc);
 	free(src);
 }

@@ -125,6 +125,27 @@ static inline int fix_whole(struct ndz_ranges *r, uint64_t len)
 }
 
 /*
+ * fix_scatter - random ranges from sector first up to sectors (exclusive) into r:
+ * each 1 to max_len sectors long, then a gap of 1 to max_gap sectors. 0, or
+ * ndz_ranges_add's error.
+ */
+static inline int fix_scatter(struct ndz_ranges *r, uint64_t first, uint64_t sectors,
+			      uint64_t seed, uint32_t max_len, uint32_t max_gap)
+{
+	for (uint64_t s = first; s < sectors;) {
+		uint64_t c = 1 + fix_rnd(&seed) % max_len;
+		int rc;
+
+		if (c > sectors - s)
+			c = sectors - s;
+		if ((rc = ndz_ranges_add(r, s, c, NULL)) < 0)
+			return rc;
+		s += c + 1 + fix_rnd(&seed) % max_gap;
+	}
+	return 0;
+}
+
+/*
  * Compress src[0..len) (the sectors in alloc, or all of it when alloc is NULL)
  * into img with codec (NDZ_CODEC_*) and a fixed uuid. Returns ndz_zip's answer.
  */

@@ -9,10 +9,8 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
-vm_prepare
-vm_lan || { not_ok "namespace LAN"; done_testing; }
 # a 48 MiB ext4 with 12 MiB of files; its free space is zeros
-vm_fs fs1 48 || { not_ok "make the source file system and its image"; done_testing; }
+vm_begin fs1 48
 cp "$T/fs1.src" "$T/cap.disk" && cp "$T/fs1.src" "$T/deny.disk" && cp "$T/fs1.src" "$T/bad.disk" && cp "$T/fs1.ndz" "$T/fixed.ndz" ||
 	{ not_ok "copy the disks"; done_testing; }
 mkdir -p "$T/up" "$T/run"
@@ -77,13 +75,10 @@ check "... powered off, nothing stored under its name" \
 
 # (b) a second VM with a garbage disk reloads the captured image from the master
 vm_disk "$T/re.disk" 48
-t1=$(date +%s)
-VM_TIMEOUT=150 vm_start re "$T/re.disk" \
+vm_run 150 re "$T/re.disk" \
 	"ndz.master=$VM_SRV ndz.image=cap ndz.zero=1 ndz.after=poweroff ndz.onfail=poweroff ndz.retries=0 ndz.timeout=20"
-vm_wait re
-secs2=$(( $(date +%s) - t1 ))
 res=$(vm_result re)
-check "reload of the captured image: the VM reports success in $secs2 s ($res)" \
+check "reload of the captured image: the VM reports success in $VM_SECS s ($res)" \
 	sh -c "echo \"\$1\" | grep -q '^ok: '" _ "$res"
 check "... the reloaded disk is the captured one, byte for byte" cmp -s "$T/fs1.src" "$T/re.disk"
 

@@ -5,9 +5,7 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
-vm_prepare
-vm_lan || { not_ok "namespace LAN"; done_testing; }
-vm_fs big 64 || { not_ok "make the source file system and its image"; done_testing; }
+vm_begin big 64
 cat >"$T/m.conf" <<CONF
 pool 239.192.78.0/29
 ports 5200-5207

@@ -4,9 +4,7 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
-vm_prepare
-vm_lan || { not_ok "namespace LAN"; done_testing; }
-vm_fs lab 64 || { not_ok "make the source file system and its image"; done_testing; }
+vm_begin lab 64
 cat >"$T/m.conf" <<CONF
 pool 239.192.77.0/29
 ports 5100-5107

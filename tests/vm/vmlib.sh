@@ -12,7 +12,7 @@ VM_ACCEL=tcg
 vm_prepare() {
 	command -v qemu-system-x86_64 >/dev/null ||
 		skip_all "qemu-system-x86_64 missing (apt-get install qemu-system-x86)"
-	netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+	netns_require
 	[ -c /dev/net/tun ] || skip_all "/dev/net/tun missing: no tap devices"
 	command -v dnsmasq >/dev/null || skip_all "dnsmasq missing (apt-get install dnsmasq-base)"
 	VM_MFS="$NDZ_BUILD/mfs"
@@ -126,6 +126,23 @@ vm_fs() {
 	truncate -s "${2}M" "$T/$1.src"
 	mke2fs -q -F -t ext4 -L "$1" -d "$T/$1.d" "$T/$1.src" >/dev/null &&
 		"$IMAGEZIP" -q "$T/$1.src" "$T/$1.ndz"
+}
+
+# vm_run TIMEOUT NAME DISK CMDLINE: vm_start NAME (VM_TIMEOUT=TIMEOUT) and wait for
+# it to end; how many seconds that took in VM_SECS
+vm_run() {
+	_vt0=$(date +%s)
+	VM_TIMEOUT=$1 vm_start "$2" "$3" "$4"
+	vm_wait "$2"
+	VM_SECS=$(( $(date +%s) - _vt0 ))
+}
+
+# vm_begin NAME MIB: vm_prepare, the LAN, and the file system NAME of MIB MiB with its
+# image (vm_fs); the test ends when the LAN or the image cannot be made.
+vm_begin() {
+	vm_prepare
+	vm_lan || { not_ok "namespace LAN"; done_testing; }
+	vm_fs "$1" "$2" || { not_ok "make the source file system and its image"; done_testing; }
 }
 
 # vm_disk FILE MIB: a disk of MIB MiB full of garbage, so nothing passes by accident
