@@ -61,7 +61,7 @@ check "e2fsck -fn finds the restore clean" sh -c "e2fsck -fn '$T/up.out' >'$T/fs
 
 res=$(vm_result deny)
 check "capture to a name the VM may not upload to: the master's reason ($res)" \
-	[ "$res" = "failed: imagezip: master $VM_SRV:3563: image 'fixed': access denied" ]
+	sh -c "case \"\$1\" in \"failed: imagezip: master $VM_SRV:3563: image 'fixed': access denied\"*) exit 0 ;; esac; exit 1" sh "$res"
 check "... powered off (ndz.onfail), no success line" \
 	sh -c "[ \"$(cat "$T/deny.qrc")\" = 0 ] && grep -q 'reboot: Power down' '$T/deny.con' && ! grep -q '^NDZ-RESULT: ok' '$T/deny.con'"
 check "... nothing stored, the served image unchanged" \
