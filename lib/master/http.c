@@ -147,8 +147,9 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	pthread_mutex_lock(s->h.lock);
+	/* not cut to a datagram's size as by UDP/TCP: half the buffer, the rest for sections */
 	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), s->h.live, s->h.ctx, buf,
-				     NDZ_CTL_JSON_MAX + 1);
+				     JSON_CAP / 2);
 	for (size_t i = 0; i < s->h.next && len > 0 && buf[len - 1] == '}'; i++) {
 		const struct ndz_http_ext *x = &s->h.ext[i];
 		size_t head = strlen(x->name) + 6, n;
@@ -156,8 +157,10 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 		if (!x->json || len + head + 2 >= JSON_CAP)
 			continue;
 		n = x->json(x->ctx, buf + len - 1 + head, JSON_CAP - (len - 1 + head) - 1);
-		if (n == 0 || len - 1 + head + n + 1 >= JSON_CAP)
+		if (n == 0 || len - 1 + head + n + 1 >= JSON_CAP) {
+			buf[len] = 0;  /* a section that does not fit is left out */
 			continue;
+		}
 		memcpy(buf + len - 1, ", \"", 3);
 		memcpy(buf + len + 2, x->name, strlen(x->name));
 		memcpy(buf + len + 2 + strlen(x->name), "\": ", 3);
