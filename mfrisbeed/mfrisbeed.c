@@ -35,6 +35,7 @@
 #include "core/err.h"
 #include "core/image.h"
 #include "master/ctl.h"
+#include "master/http.h"
 #include "master/master.h"
 #include "master/mconf.h"
 #include "master/mnet.h"
@@ -60,6 +61,7 @@ struct mfd {
 	unsigned nthreads;             /* connection threads running */
 	struct ndz_mconn conn;         /* what the connection threads share */
 	uint64_t watched_ns;           /* adopted sessions last checked */
+	struct ndz_http *http;         /* the HTTP endpoint (lib/master/http), or NULL */
 };
 
 static volatile sig_atomic_t got_hup, got_stop;
@@ -525,6 +527,9 @@ int main(int argc, char **argv)
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
 				     say };
 	pthread_mutex_init(&m.lock, NULL);
+	if (ndz_http_start(m.conf->http, m.conf->nhttp, &(struct ndz_http_hooks){ &m.lock, m.ms,
+			   &m, session_live, reload_hook, NULL, 0 }, &m.http, &e) != 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);
 	if (!m.server)
 		m.server = ndz_mnet_source(m.iface, m.conf->pool_base, m.conf->port_lo);
@@ -576,6 +581,7 @@ int main(int argc, char **argv)
 		pthread_mutex_unlock(&m.lock);
 	}
 	/* uploads still running leave nothing behind; their uploaders see the end */
+	ndz_http_stop(m.http);
 	pthread_mutex_lock(&m.lock);
 	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++)
 		if (m.tmp[i][0])

@@ -281,6 +281,27 @@ static int parse_image(struct parser *p, char **tok, int ntok, int kind)
 	return add_image(p, tok[1], tok[2], &o);
 }
 
+/* "http-listen ADDR:PORT": an IPv4 address and a port (0: any free one). */
+static int parse_http_listen(struct parser *p, const char *arg)
+{
+	struct ndz_mconf *c = p->c;
+	char a[32], *colon;
+	unsigned long v;
+	struct in_addr in;
+
+	snprintf(a, sizeof(a), "%s", arg);
+	colon = strrchr(a, ':');
+	if (strlen(arg) >= sizeof(a) || !colon)
+		return perr(p, "bad http-listen (ADDR:PORT)", arg);
+	*colon = 0;
+	if (inet_pton(AF_INET, a, &in) != 1 || parse_uint(colon + 1, 0, 65535, &v))
+		return perr(p, "bad http-listen (ADDR:PORT)", arg);
+	if (c->nhttp == NDZ_MCONF_HTTP_MAX)
+		return perr(p, "too many http-listen lines (at most 8)", arg);
+	c->http[c->nhttp++] = (struct ndz_mconf_listen){ in.s_addr, (uint16_t)v };
+	return 0;
+}
+
 static int parse_line(struct parser *p, char **tok, int ntok)
 {
 	struct ndz_mconf *c = p->c;
@@ -290,7 +311,8 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
 					    "rate", "total-rate", "quota", "upload-timeout",
 					    "max-uploads", "host-rate", "host-burst",
-					    "request-timeout", "max-pending", "max-pending-host" };
+					    "request-timeout", "max-pending", "max-pending-host",
+					    "http-listen", "http-token-file" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -359,6 +381,15 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 			return perr(p, k[11] ? "bad max-pending-host (1 to 256)" :
 				    "bad max-pending (1 to 256)", tok[1]);
 		*(k[11] ? &c->max_pending_host : &c->max_pending) = (unsigned)v;
+	} else if (strcmp(k, "http-listen") == 0) {
+		return parse_http_listen(p, tok[1]);
+	} else if (strcmp(k, "http-token-file") == 0) {
+		if (c->http_token_file)
+			return perr(p, "http-token-file given twice", NULL);
+		if (tok[1][0] != '/')
+			return perr(p, "bad http-token-file (an absolute path)", tok[1]);
+		if (!(c->http_token_file = strdup(tok[1])))
+			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
 	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
 		if (parse_uint(tok[1], 1, 100000, &v))
 			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
@@ -512,6 +543,7 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
+	free(c->http_token_file);
 	free(c);
 }
 

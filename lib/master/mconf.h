@@ -25,6 +25,13 @@ struct ndz_mconf_image {
 	size_t nupload;
 };
 
+#define NDZ_MCONF_HTTP_MAX 8            /* http-listen lines at most */
+
+struct ndz_mconf_listen {
+	uint32_t addr;                 /* network order */
+	uint16_t port;                 /* host order; 0: any free port */
+};
+
 struct ndz_mconf {
 	struct ndz_mconf_image *images;
 	size_t nimages;
@@ -44,6 +51,9 @@ struct ndz_mconf {
 	unsigned request_timeout;      /* seconds a TCP connection may take to its first message */
 	unsigned max_pending;          /* TCP connections before their first message, in all */
 	unsigned max_pending_host;     /* ... and per host */
+	struct ndz_mconf_listen http[NDZ_MCONF_HTTP_MAX]; /* http-listen: where the HTTP */
+	size_t nhttp;                  /* endpoint listens (lib/master/http); none: no HTTP */
+	char *http_token_file;         /* http-token-file: the admin token; NULL: no actions */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };

@@ -51,6 +51,7 @@ ports 5300-5307
 idle-timeout 30
 upload-dir $T/up allow 10.77.0.0/24 upload 10.77.0.12
 image a $T/a.ndz allow 10.77.0.0/24
+http-listen $SRV:8080
 CONF
 # sandbox HOST CMD...: CMD in namespace HOST as uid/gid 65534 without capabilities,
 # / read-only but for the run and upload directories (the unit's User=,
@@ -81,6 +82,9 @@ wait_until 5 master_listens
 wait $!
 check "a client fetches an image from the sandboxed master byte-identical" \
 	sh -c "[ \"\$(cat '$T/c1.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/out1'" || cat "$T/c1.log" "$T/m.log"
+# its HTTP endpoint (lib/master/http) works inside the sandbox
+in_ns c1 python3 -c 'import sys, urllib.request as u; sys.stdout.write(u.urlopen("http://10.77.0.1:8080/metrics", timeout=5).read().decode())' >"$T/metrics" 2>&1
+check "the sandboxed master's HTTP endpoint answers /metrics" grep -q '^ndz_sessions ' "$T/metrics" || cat "$T/metrics"
 # the session this master started (its pid in the run directory's state file)
 spid=$(awk 'NR == 1 { print $1 }' "$T/run/sessions" 2>/dev/null)
 uid=$(ps -o uid= -p "${spid:-0}" 2>/dev/null | tr -d ' ')

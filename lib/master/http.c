@@ -1,0 +1,524 @@
+/*
+ * The master's HTTP endpoint over libmicrohttpd: one daemon per address, each with
+ * its own polling thread; requests are answered from that thread, taking the
+ * caller's lock only to read the master (never while writing to the network).
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <sodium.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "jbuf.h"
+#include "mcast/net.h"
+#include "core/clock.h"
+
+#define JSON_CAP (256 * 1024)          /* /status.json with its extra sections */
+#define METRICS_CAP (512 * 1024)
+#define TOKEN_MAX 512
+
+struct ndz_http {
+	struct ndz_http_hooks h;
+	struct MHD_Daemon *d[NDZ_MCONF_HTTP_MAX];
+	uint16_t port[NDZ_MCONF_HTTP_MAX];
+	size_t n;
+	atomic_uint_fast64_t requests;
+};
+
+/* A POST's body, gathered across the access handler's calls. */
+struct post {
+	size_t len;
+	int over;                      /* longer than NDZ_HTTP_BODY_MAX */
+	char body[NDZ_HTTP_BODY_MAX + 1];
+};
+
+static const char page[] =
+	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	"<title>mfrisbeed</title>\n<style>\n"
+	"body{font-family:sans-serif;margin:1em 2em}table{border-collapse:collapse;margin-bottom:1em}\n"
+	"td,th{border:1px solid #bbb;padding:.2em .6em;text-align:left}th{background:#eee}\n"
+	"#state{color:#666}\n</style></head><body>\n"
+	"<h1>mfrisbeed</h1><p id=\"state\">loading…</p>\n"
+	"<h2>Sessions</h2><table><thead><tr><th>image</th><th>group</th><th>port</th>"
+	"<th>clients</th><th>receivers</th><th>bytes sent</th><th>rate</th><th>age</th></tr>"
+	"</thead><tbody id=\"sessions\"></tbody></table>\n"
+	"<h2>Uploads</h2><table><thead><tr><th>image</th><th>from</th></tr></thead>"
+	"<tbody id=\"uploads\"></tbody></table>\n"
+	"<h2>Images</h2><table><thead><tr><th>name</th><th>path</th><th>rate</th></tr></thead>"
+	"<tbody id=\"images\"></tbody></table>\n"
+	"<h2>Counters</h2><table><tbody id=\"counters\"></tbody></table>\n"
+	"<div id=\"extra\"></div>\n"
+	"<script>\n"
+	"'use strict';\n"
+	"const last = {};\n"
+	"function fmt(n, unit) {\n"
+	"  const k = ['', 'k', 'M', 'G', 'T']; let i = 0;\n"
+	"  while (n >= 1000 && i < 4) { n /= 1000; i++; }\n"
+	"  return (i ? n.toFixed(1) : String(Math.round(n))) + ' ' + k[i] + unit;\n"
+	"}\n"
+	"function fill(id, rows) {\n"
+	"  const tb = document.getElementById(id); tb.textContent = '';\n"
+	"  for (const r of rows) {\n"
+	"    const tr = document.createElement('tr');\n"
+	"    for (const c of r) { const td = document.createElement('td');"
+	" td.textContent = c; tr.appendChild(td); }\n"
+	"    tb.appendChild(tr);\n"
+	"  }\n"
+	"}\n"
+	"function show(s) {\n"
+	"  const now = Date.now();\n"
+	"  fill('sessions', (s.sessions || []).map(x => {\n"
+	"    const key = x.image + ' ' + x.group + ' ' + x.pid, p = last[key];\n"
+	"    const rate = p && now > p.t ? (x.bytes_sent - p.b) * 8000 / (now - p.t) : 0;\n"
+	"    last[key] = { t: now, b: x.bytes_sent };\n"
+	"    return [x.image, x.group, x.port, x.clients, x.receivers, fmt(x.bytes_sent, 'B'),"
+	" fmt(Math.max(rate, 0), 'bit/s'), x.age_s + ' s'];\n"
+	"  }));\n"
+	"  fill('uploads', (s.uploading || []).map(x => [x.image, x.from]));\n"
+	"  fill('images', (s.images || []).map(x => [x.name, x.path, fmt(x.rate_bps, 'bit/s')]));\n"
+	"  fill('counters', Object.entries(s.counters || {}));\n"
+	"  const ex = document.getElementById('extra'); ex.textContent = '';\n"
+	"  for (const k of Object.keys(s)) {\n"
+	"    if (['sessions', 'uploading', 'images', 'counters', 'max_sessions', 'pool_size']"
+	".includes(k)) continue;\n"
+	"    const h = document.createElement('h2'); h.textContent = k; ex.appendChild(h);\n"
+	"    const pre = document.createElement('pre');"
+	" pre.textContent = JSON.stringify(s[k], null, 1); ex.appendChild(pre);\n"
+	"  }\n"
+	"  document.getElementById('state').textContent = (s.sessions || []).length +"
+	" ' sessions; updated ' + new Date(now).toLocaleTimeString();\n"
+	"}\n"
+	"async function tick() {\n"
+	"  try {\n"
+	"    const r = await fetch('status.json', { cache: 'no-store' });\n"
+	"    show(await r.json());\n"
+	"  } catch (err) {\n"
+	"    document.getElementById('state').textContent = 'no answer: ' + err;\n"
+	"  }\n"
+	"}\n"
+	"tick(); setInterval(tick, 2000);\n"
+	"</script></body></html>\n";
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const char *type,
+			      const char *body, size_t len, int copy)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, copy ?
+			MHD_RESPMEM_MUST_COPY : MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result rc;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", type);
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, "Allow", "GET, HEAD, POST");
+	if (code == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"mfrisbeed\"");
+	rc = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* A JSON error: {"error": "msg"}. */
+static enum MHD_Result fail(struct MHD_Connection *c, unsigned code, const char *msg)
+{
+	char buf[NDZ_ERRMSG_MAX + 32];
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, buf, sizeof(buf));
+	ndz_jbuf_printf(&j, "{\"error\": ");
+	ndz_jbuf_string(&j, msg);
+	ndz_jbuf_printf(&j, "}\n");
+	return answer(c, code, "application/json", buf, j.len, 1);
+}
+
+/* /status.json: the STATUS JSON with the extra sections spliced in before its last '}'. */
+static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
+{
+	char *buf = malloc(JSON_CAP);
+	size_t len;
+	enum MHD_Result rc;
+
+	if (!buf)
+		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	pthread_mutex_lock(s->h.lock);
+	/* not cut to a datagram's size as by UDP/TCP: half the buffer, the rest for sections */
+	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), s->h.live, s->h.ctx, buf,
+				     JSON_CAP / 2);
+	for (size_t i = 0; i < s->h.next && len > 0 && buf[len - 1] == '}'; i++) {
+		const struct ndz_http_ext *x = &s->h.ext[i];
+		size_t head = strlen(x->name) + 6, n;
+
+		if (!x->json || len + head + 2 >= JSON_CAP)
+			continue;
+		n = x->json(x->ctx, buf + len - 1 + head, JSON_CAP - (len - 1 + head) - 1);
+		if (n == 0 || len - 1 + head + n + 1 >= JSON_CAP) {
+			buf[len] = 0;  /* a section that does not fit is left out */
+			continue;
+		}
+		memcpy(buf + len - 1, ", \"", 3);
+		memcpy(buf + len + 2, x->name, strlen(x->name));
+		memcpy(buf + len + 2 + strlen(x->name), "\": ", 3);
+		len = len - 1 + head + n;
+		buf[len++] = '}';
+		buf[len] = 0;
+	}
+	pthread_mutex_unlock(s->h.lock);
+	buf[len++] = '\n';
+	rc = answer(c, MHD_HTTP_OK, "application/json", buf, len, 1);
+	free(buf);
+	return rc;
+}
+
+static void metric(struct ndz_jbuf *j, const char *name, const char *type, const char *help)
+{
+	ndz_jbuf_printf(j, "# HELP ndz_%s %s\n# TYPE ndz_%s %s\n", name, help, name, type);
+}
+
+static void counter(struct ndz_jbuf *j, const char *name, const char *label, uint64_t v)
+{
+	ndz_jbuf_printf(j, "ndz_%s%s %llu\n", name, label, (unsigned long long)v);
+}
+
+int ndz_http_metrics(const struct ndz_master *m,
+		     void (*live)(void *ctx, const struct ndz_master_session *s,
+				  struct ndz_master_live *out),
+		     void *ctx, uint64_t http_requests, char *buf, size_t cap,
+		     struct ndz_error *e)
+{
+	const struct ndz_master_counters *n = ndz_master_counters((struct ndz_master *)m);
+	struct ndz_master_live lv[NDZ_MASTER_SESSIONS];
+	uint64_t receivers = 0, bytes = 0;
+	struct ndz_jbuf j;
+	char a[16];
+
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, i);
+
+		lv[i] = (struct ndz_master_live){ 0, 0 };
+		if (s->pid > 0 && live)
+			live(ctx, s, &lv[i]);
+		receivers += lv[i].receivers;
+		bytes += lv[i].bytes_sent;
+	}
+	ndz_jbuf_init(&j, buf, cap);
+	metric(&j, "sessions", "gauge", "Sessions running (one frisbeed per image).");
+	counter(&j, "sessions", "", ndz_master_live(m));
+	metric(&j, "receivers", "gauge", "Receivers the running sessions have, in all.");
+	counter(&j, "receivers", "", receivers);
+	metric(&j, "bytes_sent", "gauge", "Bytes the running sessions have sent, in all.");
+	counter(&j, "bytes_sent", "", bytes);
+	metric(&j, "uploads_running", "gauge", "Uploads running.");
+	counter(&j, "uploads_running", "", ndz_master_uploads(m));
+	metric(&j, "session_receivers", "gauge", "Receivers of a running session.");
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, i);
+
+		if (s->pid > 0)
+			ndz_jbuf_printf(&j, "ndz_session_receivers{image=\"%s\",group=\"%s\"} %llu\n",
+					s->image, ndz_net_ntoa(s->group, a),
+					(unsigned long long)lv[i].receivers);
+	}
+	metric(&j, "session_clients_total", "counter", "GET replies that named a session.");
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, i);
+
+		if (s->pid > 0)
+			ndz_jbuf_printf(&j, "ndz_session_clients_total{image=\"%s\",group=\"%s\"} "
+					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
+					(unsigned long long)s->clients);
+	}
+	metric(&j, "session_bytes_sent_total", "counter", "Bytes a running session has sent.");
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, i);
+
+		if (s->pid > 0)
+			ndz_jbuf_printf(&j, "ndz_session_bytes_sent_total{image=\"%s\",group=\"%s\"} "
+					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
+					(unsigned long long)lv[i].bytes_sent);
+	}
+	metric(&j, "requests_total", "counter", "Control requests (UDP and TCP) by type.");
+	counter(&j, "requests_total", "{type=\"all\"}", n->requests);
+	counter(&j, "requests_total", "{type=\"get\"}", n->get);
+	counter(&j, "requests_total", "{type=\"status\"}", n->status);
+	counter(&j, "requests_total", "{type=\"status_udp\"}", n->status_udp);
+	metric(&j, "replies_total", "counter", "GET replies by result.");
+	counter(&j, "replies_total", "{result=\"ok\"}", n->ok);
+	counter(&j, "replies_total", "{result=\"unknown\"}", n->unknown);
+	counter(&j, "replies_total", "{result=\"denied\"}", n->denied);
+	counter(&j, "replies_total", "{result=\"pool_exhausted\"}", n->pool);
+	counter(&j, "replies_total", "{result=\"too_many\"}", n->too_many);
+	counter(&j, "replies_total", "{result=\"failed\"}", n->failed);
+	metric(&j, "failures_total", "counter", "Requests and connections refused or dropped, "
+	       "by reason.");
+	counter(&j, "failures_total", "{reason=\"malformed\"}", n->malformed);
+	counter(&j, "failures_total", "{reason=\"dropped\"}", n->dropped);
+	counter(&j, "failures_total", "{reason=\"rate_limited\"}", n->rate_limited);
+	counter(&j, "failures_total", "{reason=\"denied\"}", n->denied);
+	counter(&j, "failures_total", "{reason=\"unknown_image\"}", n->unknown);
+	counter(&j, "failures_total", "{reason=\"pool_exhausted\"}", n->pool);
+	counter(&j, "failures_total", "{reason=\"too_many\"}", n->too_many);
+	counter(&j, "failures_total", "{reason=\"start_failed\"}", n->failed);
+	counter(&j, "failures_total", "{reason=\"tcp_denied\"}", n->tcp_denied);
+	counter(&j, "failures_total", "{reason=\"tcp_busy\"}", n->tcp_busy);
+	counter(&j, "failures_total", "{reason=\"tcp_quiet\"}", n->tcp_quiet);
+	counter(&j, "failures_total", "{reason=\"bad_reload\"}", n->bad_reloads);
+	metric(&j, "sessions_started_total", "counter", "Sessions started.");
+	counter(&j, "sessions_started_total", "", n->started);
+	metric(&j, "sessions_ended_total", "counter", "Sessions ended.");
+	counter(&j, "sessions_ended_total", "", n->ended);
+	metric(&j, "uploads_total", "counter", "Uploads by outcome.");
+	counter(&j, "uploads_total", "{result=\"requested\"}", n->uploads);
+	counter(&j, "uploads_total", "{result=\"stored\"}", n->uploads_stored);
+	counter(&j, "uploads_total", "{result=\"rejected\"}", n->uploads_rejected);
+	counter(&j, "uploads_total", "{result=\"refused\"}", n->uploads_refused);
+	metric(&j, "reloads_total", "counter", "Configuration reloads by outcome.");
+	counter(&j, "reloads_total", "{result=\"ok\"}", n->reloads);
+	counter(&j, "reloads_total", "{result=\"bad\"}", n->bad_reloads);
+	metric(&j, "http_requests_total", "counter", "HTTP requests answered.");
+	counter(&j, "http_requests_total", "", http_requests);
+	if (j.over)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "metrics longer than %zu bytes", cap - 1);
+	return (int)j.len;
+}
+
+static enum MHD_Result metrics(struct ndz_http *s, struct MHD_Connection *c)
+{
+	char *buf = malloc(METRICS_CAP);
+	struct ndz_error e = { 0 };
+	enum MHD_Result rc;
+	int len;
+
+	if (!buf)
+		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	pthread_mutex_lock(s->h.lock);
+	len = ndz_http_metrics(s->h.ms, s->h.live, s->h.ctx, atomic_load(&s->requests), buf,
+			       METRICS_CAP, &e);
+	pthread_mutex_unlock(s->h.lock);
+	rc = len < 0 ? fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e)) :
+		answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf,
+		       (size_t)len, 1);
+	free(buf);
+	return rc;
+}
+
+int ndz_http_token_ok(const char *path, const char *auth)
+{
+	unsigned char want[crypto_generichash_BYTES], got[crypto_generichash_BYTES];
+	char tok[TOKEN_MAX + 2], *p, *end;
+	size_t n, an;
+	FILE *f;
+	int ok;
+
+	if (!path || !auth || strncmp(auth, "Bearer ", 7) != 0 || sodium_init() < 0)
+		return 0;
+	if (!(f = fopen(path, "re")))
+		return 0;
+	n = fread(tok, 1, TOKEN_MAX + 1, f);
+	fclose(f);
+	if (n > TOKEN_MAX)
+		return 0;
+	tok[n] = 0;
+	for (p = tok; *p == ' ' || *p == '\t'; p++)
+		;
+	end = p + strcspn(p, "\r\n");
+	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (end == p)
+		return 0;
+	for (auth += 7; *auth == ' '; auth++)
+		;
+	an = strlen(auth);
+	while (an && auth[an - 1] == ' ')
+		an--;
+	/* equal-length digests: the comparison's time tells nothing, not even the length */
+	crypto_generichash(want, sizeof(want), (const unsigned char *)p, (size_t)(end - p), NULL, 0);
+	crypto_generichash(got, sizeof(got), (const unsigned char *)auth, an, NULL, 0);
+	ok = sodium_memcmp(want, got, sizeof(want)) == 0;
+	sodium_memzero(tok, sizeof(tok));
+	return ok;
+}
+
+static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, const char *url,
+			      const struct post *b)
+{
+	char out[JSON_CAP / 16];
+	struct ndz_error e = { 0 };
+	const struct ndz_http_ext *x = NULL;
+	int rc;
+
+	if (strcmp(url, "/reload-config") == 0) {
+		pthread_mutex_lock(s->h.lock);
+		rc = s->h.reload ? s->h.reload(s->h.ctx, &e) :
+			ndz_error_set(&e, NDZ_ENOTSUP, 0, "no reload here");
+		pthread_mutex_unlock(s->h.lock);
+		return rc == 0 ? answer(c, MHD_HTTP_OK, "application/json", "{\"ok\": true}\n", 13, 0) :
+			fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
+	}
+	for (size_t i = 0; i < s->h.next && !x; i++)
+		if (s->h.ext[i].post && url[0] == '/' && strcmp(url + 1, s->h.ext[i].name) == 0)
+			x = &s->h.ext[i];
+	if (!x)
+		return fail(c, MHD_HTTP_NOT_FOUND, "no such action");
+	out[0] = 0;
+	pthread_mutex_lock(s->h.lock);
+	rc = x->post(x->ctx, b->body, b->len, out, sizeof(out), &e);
+	pthread_mutex_unlock(s->h.lock);
+	if (rc != 0)
+		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ||
+			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			    ndz_error_msg(&e));
+	if (!out[0])
+		return answer(c, MHD_HTTP_OK, "application/json", "{\"ok\": true}\n", 13, 0);
+	out[sizeof(out) - 1] = 0;
+	return answer(c, MHD_HTTP_OK, "application/json", out, strlen(out), 1);
+}
+
+/* Is the request authorised? The token file's path is the configuration's, read under the lock. */
+static int authorised(struct ndz_http *s, struct MHD_Connection *c)
+{
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+	char path[4096] = "";
+	const struct ndz_mconf *conf;
+
+	pthread_mutex_lock(s->h.lock);
+	conf = ndz_master_conf(s->h.ms);
+	if (conf && conf->http_token_file)
+		snprintf(path, sizeof(path), "%s", conf->http_token_file);
+	pthread_mutex_unlock(s->h.lock);
+	return ndz_http_token_ok(path[0] ? path : NULL, auth);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *data,
+			      size_t *data_size, void **con_cls)
+{
+	struct ndz_http *s = cls;
+	struct post *b = *con_cls;
+	int get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+		strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+
+	(void)version;
+	if (strcmp(method, MHD_HTTP_METHOD_POST) == 0) {
+		if (!b) {
+			/* refused before its body is read */
+			if (!authorised(s, c)) {
+				atomic_fetch_add(&s->requests, 1);
+				return fail(c, MHD_HTTP_UNAUTHORIZED, "an admin token is needed");
+			}
+			if (!(b = calloc(1, sizeof(*b))))
+				return MHD_NO;
+			*con_cls = b;
+			return MHD_YES;
+		}
+		if (*data_size) {
+			if (b->len + *data_size > NDZ_HTTP_BODY_MAX)
+				b->over = 1;
+			else
+				memcpy(b->body + b->len, data, *data_size);
+			b->len += b->over ? 0 : *data_size;
+			*data_size = 0;
+			return MHD_YES;
+		}
+		atomic_fetch_add(&s->requests, 1);
+		b->body[b->len] = 0;
+		if (b->over)
+			return fail(c, MHD_HTTP_CONTENT_TOO_LARGE, "body too long");
+		return action(s, c, url, b);
+	}
+	if (*data_size) {              /* a body where none belongs */
+		*data_size = 0;
+		return MHD_YES;
+	}
+	atomic_fetch_add(&s->requests, 1);
+	if (!get)
+		return fail(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
+	if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
+		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", page, sizeof(page) - 1, 0);
+	if (strcmp(url, "/status.json") == 0)
+		return status_json(s, c);
+	if (strcmp(url, "/metrics") == 0)
+		return metrics(s, c);
+	return fail(c, MHD_HTTP_NOT_FOUND, "not found");
+}
+
+static void done(void *cls, struct MHD_Connection *c, void **con_cls,
+		 enum MHD_RequestTerminationCode why)
+{
+	(void)cls;
+	(void)c;
+	(void)why;
+	free(*con_cls);
+	*con_cls = NULL;
+}
+
+int ndz_http_start(const struct ndz_mconf_listen *at, size_t n, const struct ndz_http_hooks *h,
+		   struct ndz_http **out, struct ndz_error *e)
+{
+	struct ndz_http *s;
+
+	*out = NULL;
+	if (n == 0)
+		return 0;
+	if (n > NDZ_MCONF_HTTP_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "http: more than %d addresses",
+				     NDZ_MCONF_HTTP_MAX);
+	if (!(s = calloc(1, sizeof(*s))))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	s->h = *h;
+	atomic_init(&s->requests, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(at[i].port),
+					  .sin_addr.s_addr = at[i].addr };
+		const union MHD_DaemonInfo *di;
+		char a[16];
+
+		s->d[i] = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL,
+					   0, NULL, NULL, handle, s,
+					   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+					   MHD_OPTION_CONNECTION_LIMIT, (unsigned)NDZ_HTTP_CONN_MAX,
+					   MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					   (unsigned)NDZ_HTTP_CONN_PER_IP,
+					   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)NDZ_HTTP_TIMEOUT_S,
+					   MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+					   (size_t)NDZ_HTTP_CONN_MEM,
+					   MHD_OPTION_LISTEN_BACKLOG_SIZE, 128u,
+					   MHD_OPTION_NOTIFY_COMPLETED, done, s,
+					   MHD_OPTION_END);
+		if (!s->d[i]) {
+			inet_ntop(AF_INET, &at[i].addr, a, sizeof(a));
+			ndz_http_stop(s);
+			return ndz_error_set(e, NDZ_ENET, 0, "http: cannot listen on %s:%u", a,
+					     at[i].port);
+		}
+		s->n = i + 1;
+		di = MHD_get_daemon_info(s->d[i], MHD_DAEMON_INFO_BIND_PORT);
+		s->port[i] = di ? di->port : at[i].port;
+	}
+	*out = s;
+	return 0;
+}
+
+uint16_t ndz_http_port(const struct ndz_http *s, size_t i)
+{
+	return s && i < s->n ? s->port[i] : 0;
+}
+
+uint64_t ndz_http_requests(const struct ndz_http *s)
+{
+	return s ? atomic_load(&s->requests) : 0;
+}
+
+void ndz_http_stop(struct ndz_http *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		MHD_stop_daemon(s->d[i]);
+	free(s);
+}

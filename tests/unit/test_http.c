@@ -1,0 +1,345 @@
+/*
+ * Unit tests for lib/master/http: a real endpoint on 127.0.0.1 (a free port), asked
+ * with a plain socket: the status page, /status.json (the master's STATUS JSON with
+ * an extra section), /metrics (Prometheus text with HELP and TYPE lines and the
+ * master's counters), refusals (404, 405, a huge header), POST without, with a bad
+ * and with the right token, an extension's action, the configuration keys.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cmocka.h>
+
+#include "core/err.h"
+#include "master/http.h"
+#include "master/master.h"
+#include "master/mconf.h"
+
+static char tokpath[] = "/tmp/test_http.XXXXXX";
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct fix {
+	struct ndz_mconf *c;
+	struct ndz_master *m;
+	struct ndz_http *h;
+	uint16_t port;
+	int reloads, actions;
+	char body[256];
+};
+
+static void live(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out)
+{
+	(void)ctx;
+	(void)s;
+	out->receivers = 3;
+	out->bytes_sent = 123456;
+}
+
+static int reload(void *ctx, struct ndz_error *e)
+{
+	(void)e;
+	((struct fix *)ctx)->reloads++;
+	return 0;
+}
+
+static size_t nodes_json(void *ctx, char *buf, size_t cap)
+{
+	(void)ctx;
+	return (size_t)snprintf(buf, cap, "[{\"mac\": \"52:54:00:00:00:01\"}]");
+}
+
+static int nodes_post(void *ctx, const char *body, size_t len, char *out, size_t cap,
+		      struct ndz_error *e)
+{
+	struct fix *f = ctx;
+
+	if (len == 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "empty body");
+	f->actions++;
+	snprintf(f->body, sizeof(f->body), "%.*s", (int)len, body);
+	snprintf(out, cap, "{\"done\": %d}", f->actions);
+	return 0;
+}
+
+static struct fix fx;
+static const struct ndz_http_ext ext[] = {
+	{ "nodes", &fx, nodes_json, nodes_post },
+};
+
+/* The whole answer to req (sent as is) from the endpoint, into a static buffer. */
+static const char *ask(const char *req, size_t len)
+{
+	static char buf[1 << 20];
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(fx.port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t got = 0;
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	for (size_t off = 0; off < len; off += (size_t)n) {
+		n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break;             /* refused mid-request: read what it said */
+	}
+	while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	buf[got] = 0;
+	close(fd);
+	return buf;
+}
+
+static const char *get(const char *path)
+{
+	char req[512];
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+			 path);
+
+	return ask(req, (size_t)n);
+}
+
+static const char *post(const char *path, const char *auth, const char *body)
+{
+	char req[1024];
+	int n = snprintf(req, sizeof(req), "POST %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+			 "%s%s%sContent-Length: %zu\r\n\r\n%s", path, auth ? "Authorization: " : "",
+			 auth ? auth : "", auth ? "\r\n" : "", strlen(body), body);
+
+	return ask(req, (size_t)n);
+}
+
+static int setup(void **state)
+{
+	struct ndz_error e = { 0 };
+	char text[512];
+	int fd = mkstemp(tokpath);
+	struct ndz_http_hooks h = { &lock, NULL, &fx, live, reload, ext, 1 };
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "s3cret-token\n", 13), 13);
+	close(fd);
+	snprintf(text, sizeof(text), "image a /nonexistent/a.ndz allow 10.0.0.0/8\n"
+		 "http-listen 127.0.0.1:0\nhttp-token-file %s\n", tokpath);
+	if (ndz_mconf_parse(text, strlen(text), "m.conf", &fx.c, &e) != 0)
+		fail_msg("%s", ndz_error_msg(&e));
+	assert_int_equal(ndz_master_create(fx.c, &fx.m, NULL), 0);
+	h.ms = fx.m;
+	assert_int_equal(ndz_http_start(fx.c->http, fx.c->nhttp, &h, &fx.h, &e), 0);
+	fx.port = ndz_http_port(fx.h, 0);
+	assert_true(fx.port != 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	ndz_http_stop(fx.h);
+	ndz_master_free(fx.m);
+	ndz_mconf_free(fx.c);
+	unlink(tokpath);
+	return 0;
+}
+
+static void test_page(void **state)
+{
+	const char *r = get("/");
+
+	(void)state;
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "text/html"));
+	assert_non_null(strstr(r, "fetch('status.json'"));
+	assert_non_null(strstr(r, "id=\"sessions\""));
+}
+
+static void test_status_json(void **state)
+{
+	struct ndz_master_plan p;
+	uint8_t uuid[16] = { 1 };
+	const char *r;
+
+	(void)state;
+	pthread_mutex_lock(&lock);
+	assert_int_equal(ndz_master_get(fx.m, "a", htonl(0x0a000001), &p, NULL), 0);
+	ndz_master_started(fx.m, p.slot, 4242, uuid, 7, 1000, 1);
+	pthread_mutex_unlock(&lock);
+	r = get("/status.json");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "application/json"));
+	assert_non_null(strstr(r, "{\"sessions\": [{\"image\": \"a\", \"pid\": 4242,"));
+	assert_non_null(strstr(r, "\"receivers\": 3, \"bytes_sent\": 123456}"));
+	assert_non_null(strstr(r, "\"images\": [{\"name\": \"a\""));
+	/* the extra section, spliced in as the last key of the one object */
+	assert_non_null(strstr(r, ", \"nodes\": [{\"mac\": \"52:54:00:00:00:01\"}]}\n"));
+}
+
+static void test_metrics(void **state)
+{
+	const char *r;
+
+	(void)state;
+	r = get("/metrics");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "text/plain; version=0.0.4"));
+	assert_non_null(strstr(r, "# HELP ndz_sessions "));
+	assert_non_null(strstr(r, "# TYPE ndz_sessions gauge\nndz_sessions 1\n"));
+	assert_non_null(strstr(r, "\nndz_receivers 3\n"));
+	assert_non_null(strstr(r, "\nndz_bytes_sent 123456\n"));
+	assert_non_null(strstr(r, "\nndz_session_receivers{image=\"a\",group=\"239.192.1.0\"} 3\n"));
+	assert_non_null(strstr(r, "# TYPE ndz_requests_total counter\n"));
+	assert_non_null(strstr(r, "\nndz_requests_total{type=\"get\"} 1\n"));
+	assert_non_null(strstr(r, "\nndz_replies_total{result=\"ok\"} 1\n"));
+	assert_non_null(strstr(r, "\nndz_failures_total{reason=\"denied\"} 0\n"));
+	assert_non_null(strstr(r, "\nndz_sessions_started_total 1\n"));
+	/* every sample's name has HELP and TYPE lines before it */
+	for (const char *l = strstr(r, "\r\n\r\n") + 4; *l; l = strchr(l, '\n') + 1) {
+		char name[64], help[80];
+
+		if (*l == '#')
+			continue;
+		assert_int_equal(sscanf(l, "%63[a-z_]", name), 1);
+		assert_int_equal(strncmp(name, "ndz_", 4), 0);
+		snprintf(help, sizeof(help), "# TYPE %s ", name);
+		assert_non_null(strstr(r, help));
+	}
+}
+
+static void test_refusals(void **state)
+{
+	static char huge[80 * 1024 + 128];
+	const char *r;
+	int n;
+
+	(void)state;
+	assert_non_null(strstr(get("/nope"), "HTTP/1.1 404"));
+	r = ask("DELETE / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 49);
+	assert_non_null(strstr(r, "HTTP/1.1 405"));
+	assert_non_null(strstr(r, "Allow: GET, HEAD, POST"));
+	r = ask("garbage\r\n\r\n", 11);       /* closed unanswered */
+	assert_null(strstr(r, "HTTP/1.1 200"));
+	r = ask("GET /\r\n\r\n", 9);            /* no version */
+	assert_non_null(strstr(r, "HTTP/1.1 400"));
+	n = snprintf(huge, sizeof(huge), "GET / HTTP/1.1\r\nHost: x\r\nX-Big: ");
+	memset(huge + n, 'a', 80 * 1024);
+	n += 80 * 1024;
+	n += snprintf(huge + n, sizeof(huge) - (size_t)n, "\r\nConnection: close\r\n\r\n");
+	r = ask(huge, (size_t)n);
+	assert_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "HTTP/1.1 431"));
+	/* the endpoint still answers */
+	assert_non_null(strstr(get("/metrics"), "HTTP/1.1 200"));
+}
+
+static void test_token(void **state)
+{
+	const char *r;
+
+	(void)state;
+	r = post("/reload-config", NULL, "");
+	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	r = post("/reload-config", "Bearer wrong", "");
+	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	r = post("/reload-config", "Bearer s3cret-token-and-more", "");
+	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	r = post("/reload-config", "Basic s3cret-token", "");
+	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	r = post("/nodes", "Bearer wrong", "x");
+	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	assert_int_equal(fx.reloads, 0);
+	assert_int_equal(fx.actions, 0);
+	r = post("/reload-config", "Bearer s3cret-token", "");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "{\"ok\": true}"));
+	assert_int_equal(fx.reloads, 1);
+	r = post("/nodes", "Bearer s3cret-token", "mac=52:54:00:00:00:01");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "{\"done\": 1}"));
+	assert_string_equal(fx.body, "mac=52:54:00:00:00:01");
+	r = post("/nodes", "Bearer s3cret-token", "");
+	assert_non_null(strstr(r, "HTTP/1.1 400"));
+	assert_non_null(strstr(r, "empty body"));
+	assert_non_null(strstr(post("/nothing", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
+	/* a GET path is no action */
+	assert_non_null(strstr(post("/metrics", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
+}
+
+static void test_token_ok(void **state)
+{
+	(void)state;
+	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer s3cret-token"), 1);
+	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer s3cret-toke"), 0);
+	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer "), 0);
+	assert_int_equal(ndz_http_token_ok(tokpath, NULL), 0);
+	assert_int_equal(ndz_http_token_ok(NULL, "Bearer s3cret-token"), 0);
+	assert_int_equal(ndz_http_token_ok("/nonexistent/token", "Bearer x"), 0);
+}
+
+static void test_conf(void **state)
+{
+	struct ndz_mconf *c = NULL;
+	struct ndz_error e = { 0 };
+	const char *bad[] = { "http-listen 127.0.0.1\n", "http-listen 1.2.3:80\n",
+			      "http-listen 127.0.0.1:70000\n", "http-token-file rel/path\n",
+			      "http-token-file /a\nhttp-token-file /b\n" };
+	char text[256];
+
+	(void)state;
+	snprintf(text, sizeof(text), "image a /x allow 10.0.0.0/8\n"
+		 "http-listen 0.0.0.0:8080\nhttp-listen 10.1.2.3:0\n");
+	assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, &e), 0);
+	assert_int_equal(c->nhttp, 2);
+	assert_int_equal(c->http[0].port, 8080);
+	assert_int_equal(c->http[1].addr, htonl(0x0a010203));
+	assert_null(c->http_token_file);
+	ndz_mconf_free(c);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "image a /x allow 10.0.0.0/8\n%s", bad[i]);
+		ndz_error_clear(&e);
+		assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, &e), NDZ_EINVAL);
+		assert_non_null(strstr(ndz_error_msg(&e), "m.conf:2: bad") ?
+				strstr(ndz_error_msg(&e), "m.conf:2: bad") :
+				strstr(ndz_error_msg(&e), "m.conf:3: http-token-file given twice"));
+	}
+}
+
+static void test_bind_fail(void **state)
+{
+	struct ndz_mconf_listen at = { htonl(INADDR_LOOPBACK), fx.port };
+	struct ndz_http_hooks h = { &lock, fx.m, &fx, live, reload, NULL, 0 };
+	struct ndz_http *s = (struct ndz_http *)&h;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_http_start(&at, 1, &h, &s, &e), NDZ_ENET);
+	assert_null(s);
+	assert_non_null(strstr(ndz_error_msg(&e), "http: cannot listen on 127.0.0.1:"));
+	assert_int_equal(ndz_http_start(&at, 0, &h, &s, &e), 0);
+	assert_null(s);
+	ndz_http_stop(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_page),
+		cmocka_unit_test(test_status_json),
+		cmocka_unit_test(test_metrics),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_token),
+		cmocka_unit_test(test_token_ok),
+		cmocka_unit_test(test_conf),
+		cmocka_unit_test(test_bind_fail),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
