@@ -190,14 +190,12 @@ static void print_stats(struct session *s)
 /* The statistics as JSON into path, replaced whole (readers never see half a file). */
 static int write_json(struct session *s, const char *path, struct ndz_error *e)
 {
-	struct ndz_server_stats st;
-	char buf[32768];              /* the JSON of a name of 4096 bytes, all escaped */
+	char buf[65536];              /* the JSON of a name of 4096 bytes, all escaped, and clients */
 	int n;
 
 	pthread_mutex_lock(&s->lock);
-	ndz_server_get_stats(s->srv, &st);
+	n = ndz_server_status_json(s->srv, ndz_now_ns(), buf, sizeof(buf), e);
 	pthread_mutex_unlock(&s->lock);
-	n = ndz_server_stats_json(&st, ndz_server_name(s->srv), buf, sizeof(buf), e);
 	return n < 0 ? n : ndz_file_replace(path, buf, (size_t)n, 0644, e);
 }
 

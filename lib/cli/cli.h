@@ -46,8 +46,34 @@ void cli_hold_signals(int hold);
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_flush_warnings - tell now how often the last warning repeated, if it did. */
 void cli_flush_warnings(void);
-/* cli_info - to stderr, unless quiet. */
+/*
+ * cli_info - to stderr, unless quiet: as given (plain mode), or as a log line
+ * "TIME prog: msg" (time mode) or to syslog at LOG_INFO (syslog mode).
+ */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * How messages go out (cli_log_mode; the daemons mfrisbeed and frisbeed choose):
+ * CLI_LOG_PLAIN "prog: msg" lines on stderr (the other programs); CLI_LOG_TIME each
+ * line begun with its ISO 8601 UTC time, "2026-11-26T03:01:02.345Z prog: msg";
+ * CLI_LOG_SYSLOG to syslog (openlog with the program's name and pid, facility
+ * daemon): errors LOG_ERR, warnings LOG_WARNING, refusals LOG_NOTICE, info LOG_INFO.
+ */
+enum { CLI_LOG_PLAIN = 0, CLI_LOG_TIME = 1, CLI_LOG_SYSLOG = 2 };
+void cli_log_mode(int mode);
+
+/*
+ * cli_refusal - log a refused request, unless quiet: "refused ADDR (RULE): msg",
+ * rule a short fixed name ("denied", "pool exhausted", "rate limit"...). At most
+ * CLI_REFUSALS_PER_S lines per rule each second; the rest are counted and told as
+ * "N more refused (RULE)" once that second is over (at the next refusal, or at
+ * exit: cli_flush_refusals). Thread-safe.
+ */
+#define CLI_REFUSALS_PER_S 5u
+void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* cli_flush_refusals - tell the refusals counted and not yet told, now. */
+void cli_flush_refusals(void);
 /* cli_usage_error - "prog: msg\nTry 'prog --help'." and exit 2. */
 void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void cli_version(void) __attribute__((noreturn));

@@ -34,6 +34,7 @@ static size_t type_len(unsigned type)
 	case NDZ_PKT_FEATURES:   return NDZ_PKT_FEATURES_LEN;
 	case NDZ_PKT_REPAIR:     return NDZ_PKT_REPAIR_LEN;
 	case NDZ_PKT_RREQUEST:   return NDZ_PKT_RREQUEST_LEN;
+	case NDZ_PKT_PROGRESS:   return NDZ_PKT_PROGRESS_LEN;
 	default:                 return 0;
 	}
 }
@@ -50,6 +51,8 @@ static int fields_valid(const struct ndz_pkt *p)
 		       i->image_bytes == (uint64_t)i->chunks * NDZ_CHUNK_SIZE;
 	case NDZ_PKT_LEAVE:
 		return p->leave.status <= 1;
+	case NDZ_PKT_PROGRESS:
+		return p->progress.chunks_done <= p->progress.chunks_total;
 	case NDZ_PKT_BLOCK:
 		return p->block < BLOCKS;
 	case NDZ_PKT_REQUEST:
@@ -152,6 +155,14 @@ static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 		put_le32(b + 16, p->chunk);
 		memcpy(b + 20, p->need, NDZ_FEC_SETS);
 		break;
+	case NDZ_PKT_PROGRESS:
+		put_le32(b + 8, p->client_id);
+		put_le32(b + 12, p->tag);
+		put_le32(b + 16, p->progress.chunks_done);
+		put_le32(b + 20, p->progress.chunks_total);
+		put_le64(b + 24, p->progress.bytes_written);
+		put_le32(b + 32, p->progress.elapsed_ms);
+		break;
 	}
 	return (int)len;
 }
@@ -252,6 +263,16 @@ static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 		p->chunk = get_le32(b + 16);
 		memcpy(p->need, b + 20, NDZ_FEC_SETS);
 		if (!zero(b + 29, 3))
+			return NDZ_EPROTO;
+		break;
+	case NDZ_PKT_PROGRESS:
+		p->client_id = get_le32(b + 8);
+		p->tag = get_le32(b + 12);
+		p->progress.chunks_done = get_le32(b + 16);
+		p->progress.chunks_total = get_le32(b + 20);
+		p->progress.bytes_written = get_le64(b + 24);
+		p->progress.elapsed_ms = get_le32(b + 32);
+		if (!zero(b + 36, 4))
 			return NDZ_EPROTO;
 		break;
 	}
