@@ -60,6 +60,8 @@ struct mfd {
 	unsigned nthreads;             /* connection threads running */
 	struct ndz_mconn conn;         /* what the connection threads share */
 	uint64_t watched_ns;           /* adopted sessions last checked */
+	int log;                       /* CLI_LOG_*, passed on to the sessions */
+	unsigned lost_s;               /* --lost-timeout for the sessions; 0: theirs */
 };
 
 static volatile sig_atomic_t got_hup, got_stop;
@@ -81,6 +83,8 @@ static const char usage_text[] =
 	"  -t, --ttl TTL            multicast TTL for the sessions (default 5)\n"
 	"  -L, --loopback           sessions also deliver to clients on this host\n"
 	"  -s, --status HOST[:PORT] print a master's status as JSON and exit\n"
+	"  --lost-timeout SECONDS   the sessions' clients silent this long are lost (30)\n"
+	"  --log-time, --syslog     messages begun with their ISO 8601 UTC time, or to syslog\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens (sessions, reloads; repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -209,7 +213,7 @@ static int start_session(struct mfd *m, const struct ndz_master_plan *p)
 	const struct ndz_master_session *s = ndz_master_session(m->ms, (size_t)p->slot);
 	struct ndz_session_opts o = { m->frisbeed, m->run_dir, m->iface, m->idle_override ?
 				      (unsigned)m->idle_override : m->conf->idle_timeout, m->ttl,
-				      m->loop, cli_verbose < 2 };
+				      m->loop, cli_verbose < 2, m->log, m->lost_s };
 	struct ndz_error e = { 0 };
 	uint8_t uuid[16];
 	uint32_t chunks;
@@ -244,14 +248,19 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 	int act = ndz_master_request(m->ms, buf, len, from->sin_addr.s_addr, ndz_now_ns(), &req,
 				     &p, &rep, &e), n;
 
-	if (act == NDZ_MASTER_DROP)
+	ndz_net_ntoa(from->sin_addr.s_addr, a);
+	if (act == NDZ_MASTER_DROP) {
+		if (e.code)
+			cli_refusal(e.code == NDZ_ERATE ? "rate limit" : "malformed", a, "%s",
+				    ndz_error_msg(&e));
 		return;
+	}
 	if (act == NDZ_MASTER_START)
 		ndz_master_answer(m->ms, &p, start_session(m, &p), &rep);
-	ndz_net_ntoa(from->sin_addr.s_addr, a);
-	if (rep.status == NDZ_CTL_DENIED && cli_verbose)
-		cli_info("%s asks for %s: access denied: %s", a, req.type == NDZ_CTL_GET ?
-			 req.name : "the status", ndz_error_msg(&e));
+	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP &&
+	    rep.status != NDZ_CTL_FAILED)
+		cli_refusal(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s",
+			    req.type == NDZ_CTL_GET ? req.name : "the status", ndz_error_msg(&e));
 	else if (rep.type == NDZ_CTL_GET && rep.status != NDZ_CTL_MALFORMED && cli_verbose > 1)
 		cli_info("%s asks for %s: %s", a, req.name, ndz_ctl_strstatus(rep.status));
 	n = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
@@ -397,13 +406,15 @@ static void accept_upload(struct mfd *m)
 		ndz_master_release(m->ms, from.sin_addr.s_addr);
 		rc = ndz_error_set(&e, NDZ_ECONNS, 0, "out of memory");
 	}
+	if (rc != 0)
+		cli_refusal(rc == NDZ_ERATE ? "rate limit" : rc == NDZ_EDENIED ? "access denied" :
+			    "too many connections", ndz_net_ntoa(from.sin_addr.s_addr,
+			    (char[16]){ 0 }), "TCP: %s", ndz_error_msg(&e));
 	if (rc == NDZ_ERATE) {
 		close(fd);
 		return;
 	}
 	if (rc != 0) {
-		if (cli_verbose > 1)
-			cli_info("%s", ndz_error_msg(&e));
 		ndz_mreply_refuse(fd, ndz_ctl_status_of(rc));
 		return;
 	}
@@ -455,18 +466,15 @@ static int query_status(const char *target)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check", no_argument, NULL, 'n' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "run-dir", required_argument, NULL, 'r' },
+		{ "config", required_argument, NULL, 'c' }, { "check", no_argument, NULL, 'n' },
+		{ "listen", required_argument, NULL, 'l' }, { "run-dir", required_argument, NULL, 'r' },
 		{ "frisbeed", required_argument, NULL, 'F' },
 		{ "interface", required_argument, NULL, 'i' },
 		{ "server", required_argument, NULL, 'S' },
-		{ "idle-timeout", required_argument, NULL, 'T' },
-		{ "ttl", required_argument, NULL, 't' },
-		{ "loopback", no_argument, NULL, 'L' },
-		{ "status", required_argument, NULL, 's' },
-		CLI_COMMON_LONGOPTS,
+		{ "idle-timeout", required_argument, NULL, 'T' }, { "ttl", required_argument, NULL, 't' },
+		{ "loopback", no_argument, NULL, 'L' }, { "status", required_argument, NULL, 's' },
+		{ "syslog", no_argument, NULL, 0x102 }, { "log-time", no_argument, NULL, 0x103 },
+		{ "lost-timeout", required_argument, NULL, 0x104 }, CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct mfd m;
@@ -495,6 +503,8 @@ int main(int argc, char **argv)
 		case 't': m.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': m.loop = 1; break;
 		case 's': status = optarg; break;
+		case 0x102: case 0x103: cli_log_mode(m.log = c == 0x102 ? CLI_LOG_SYSLOG : CLI_LOG_TIME); break;
+		case 0x104: m.lost_s = (unsigned)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}

@@ -40,7 +40,7 @@ int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
 int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
 		      const char *path, pid_t *pid, struct ndz_error *e)
 {
-	char grp[INET_ADDRSTRLEN], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX];
+	char grp[INET_ADDRSTRLEN], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX], lost[16];
 	const char *argv[24];
 	int argc = 0, pfd[2], err = 0, rc;
 	pid_t p;
@@ -67,6 +67,13 @@ int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_
 		argv[argc++] = "-L";
 	if (o->quiet)
 		argv[argc++] = "-q";
+	if (o->log)
+		argv[argc++] = o->log == 2 ? "--syslog" : "--log-time";
+	if (o->lost_s) {
+		snprintf(lost, sizeof(lost), "%u", o->lost_s);
+		argv[argc++] = "--lost-timeout";
+		argv[argc++] = lost;
+	}
 	argv[argc++] = "--";
 	argv[argc++] = path;
 	argv[argc] = NULL;
