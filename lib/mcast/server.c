@@ -730,23 +730,23 @@ int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_cl
 	return 0;
 }
 
-enum ndz_client_state ndz_server_client_state(const struct ndz_server *s,
+enum ndz_rx_state ndz_server_client_state(const struct ndz_server *s,
 					      const struct ndz_server_client *c, uint64_t now_ns)
 {
 	if (c->left)
-		return c->left == 1 ? NDZ_CLIENT_DONE : NDZ_CLIENT_FAILED;
+		return c->left == 1 ? NDZ_RX_DONE : NDZ_RX_FAILED;
 	if (now_ns > c->last_ns && now_ns - c->last_ns > s->lost_ns)
-		return NDZ_CLIENT_LOST;
-	return NDZ_CLIENT_ACTIVE;
+		return NDZ_RX_LOST;
+	return NDZ_RX_ACTIVE;
 }
 
-const char *ndz_server_client_state_name(enum ndz_client_state st)
+const char *ndz_server_client_state_name(enum ndz_rx_state st)
 {
 	switch (st) {
-	case NDZ_CLIENT_ACTIVE: return "active";
-	case NDZ_CLIENT_DONE:   return "done";
-	case NDZ_CLIENT_FAILED: return "failed";
-	case NDZ_CLIENT_LOST:   return "lost";
+	case NDZ_RX_ACTIVE: return "active";
+	case NDZ_RX_DONE:   return "done";
+	case NDZ_RX_FAILED: return "failed";
+	case NDZ_RX_LOST:   return "lost";
 	}
 	return "unknown";
 }

@@ -59,11 +59,11 @@ struct ndz_server_opts {
 #define NDZ_SERVER_LOST_MS 30000u      /* the default: 30 PROGRESS intervals */
 
 /* What the server makes of a client (ndz_server_client_state). */
-enum ndz_client_state {
-	NDZ_CLIENT_ACTIVE = 0,         /* heard within the lost timeout, not left */
-	NDZ_CLIENT_DONE = 1,           /* sent a LEAVE: image complete */
-	NDZ_CLIENT_FAILED = 2,         /* sent a LEAVE: failed */
-	NDZ_CLIENT_LOST = 3,           /* silent past the lost timeout without a LEAVE */
+enum ndz_rx_state {
+	NDZ_RX_ACTIVE = 0,             /* heard within the lost timeout, not left */
+	NDZ_RX_DONE = 1,               /* sent a LEAVE: image complete */
+	NDZ_RX_FAILED = 2,             /* sent a LEAVE: failed */
+	NDZ_RX_LOST = 3,               /* silent past the lost timeout without a LEAVE */
 };
 
 /* A client as the table holds it (the first NDZ_SERVER_MAX_CLIENTS heard). */
@@ -235,11 +235,11 @@ int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_cl
 		      struct ndz_error *e);
 
 /* ndz_server_client_state - what c (from ndz_server_client) is at now_ns. */
-enum ndz_client_state ndz_server_client_state(const struct ndz_server *s,
+enum ndz_rx_state ndz_server_client_state(const struct ndz_server *s,
 					      const struct ndz_server_client *c, uint64_t now_ns);
 
 /* ndz_server_client_state_name - "active", "done", "failed" or "lost". */
-const char *ndz_server_client_state_name(enum ndz_client_state st);
+const char *ndz_server_client_state_name(enum ndz_rx_state st);
 
 /*
  * ndz_server_status_json - the session's status at now_ns as one line of JSON (with a
