@@ -647,40 +647,49 @@ unsigned ndz_master_uploads(const struct ndz_master *m)
 	return k;
 }
 
-size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
-			      void (*live)(void *ctx, const struct ndz_master_session *s,
-					   struct ndz_master_live *out),
-			      void *ctx, char *buf, size_t cap)
+/* The STATUS JSON into j, each session's client list with it when clients is set. */
+static void status_json(const struct ndz_master *m, uint64_t now_ns,
+			void (*live)(void *ctx, const struct ndz_master_session *s,
+				     struct ndz_master_live *out),
+			void *ctx, struct ndz_jbuf *j, int clients)
 {
 	const struct ndz_master_counters *n = &m->n;
 	const struct ndz_mconf *c = m->conf;
-	struct ndz_jbuf j;
+	struct ndz_master_live *l = malloc(sizeof(*l));
 	int first = 1;
 
-	ndz_jbuf_init(&j, buf, cap);
-	ndz_jbuf_printf(&j, "{\"sessions\": [");
+	ndz_jbuf_printf(j, "{\"sessions\": [");
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
 		const struct ndz_master_session *s = &m->s[i];
-		struct ndz_master_live l = { 0, 0 };
 		char a[16];
 
 		if (s->pid <= 0)
 			continue;
-		if (live)
-			live(ctx, s, &l);
+		if (l)
+			memset(l, 0, sizeof(*l));
+		if (live && l)
+			live(ctx, s, l);
 		inet_ntop(AF_INET, &s->group, a, sizeof(a));
-		ndz_jbuf_printf(&j, "%s{\"image\": \"%s\", \"pid\": %d, \"group\": \"%s\", "
+		ndz_jbuf_printf(j, "%s{\"image\": \"%s\", \"pid\": %d, \"group\": \"%s\", "
 				"\"port\": %u, \"rate_bps\": %llu, \"clients\": %llu, "
 				"\"age_s\": %.0f, \"adopted\": %s, \"replaced\": %s, "
-				"\"receivers\": %llu, \"bytes_sent\": %llu}",
+				"\"receivers\": %llu, \"bytes_sent\": %llu",
 				first ? "" : ", ", s->image, s->pid, a, s->port,
 				(unsigned long long)s->rate, (unsigned long long)s->clients,
 				now_ns > s->started_ns ? (double)(now_ns - s->started_ns) / 1e9 : 0.0,
 				s->adopted ? "true" : "false", s->replaced ? "true" : "false",
-				(unsigned long long)l.receivers, (unsigned long long)l.bytes_sent);
+				l ? (unsigned long long)l->receivers : 0ull,
+				l ? (unsigned long long)l->bytes_sent : 0ull);
+		if (l && l->states)
+			ndz_jbuf_printf(j, ", \"active\": %llu, \"done\": %llu, \"failed\": %llu, "
+					"\"lost\": %llu, \"client_list\": [%s]",
+					(unsigned long long)l->active, (unsigned long long)l->done,
+					(unsigned long long)l->failed, (unsigned long long)l->lost,
+					clients ? l->clients : "");
+		ndz_jbuf_printf(j, "}");
 		first = 0;
 	}
-	ndz_jbuf_printf(&j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, "
+	ndz_jbuf_printf(j, "], \"counters\": {\"requests\": %llu, \"get\": %llu, "
 		"\"status\": %llu, \"ok\": %llu, \"unknown\": %llu, \"denied\": %llu, "
 		"\"pool_exhausted\": %llu, \"too_many\": %llu, \"failed\": %llu, "
 		"\"malformed\": %llu, \"dropped\": %llu, \"rate_limited\": %llu, "
@@ -709,19 +718,35 @@ size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
 		if (!m->up[i].used)
 			continue;
 		inet_ntop(AF_INET, &m->up[i].from, a, sizeof(a));
-		ndz_jbuf_printf(&j, "%s{\"image\": \"%s\", \"from\": \"%s\"}", first ? "" : ", ",
+		ndz_jbuf_printf(j, "%s{\"image\": \"%s\", \"from\": \"%s\"}", first ? "" : ", ",
 				m->up[i].name, a);
 		first = 0;
 	}
-	ndz_jbuf_printf(&j, "], \"images\": [");
+	ndz_jbuf_printf(j, "], \"images\": [");
 	for (size_t i = 0; i < c->nimages; i++) {
 		const struct ndz_mconf_image *im = &c->images[i];
 
-		ndz_jbuf_printf(&j, "%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", im->name);
-		ndz_jbuf_string(&j, im->path);
-		ndz_jbuf_printf(&j, ", \"rate_bps\": %llu}", (unsigned long long)image_rate(c, im));
+		ndz_jbuf_printf(j, "%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", im->name);
+		ndz_jbuf_string(j, im->path);
+		ndz_jbuf_printf(j, ", \"rate_bps\": %llu}", (unsigned long long)image_rate(c, im));
 	}
-	ndz_jbuf_printf(&j, "]}");
+	ndz_jbuf_printf(j, "]}");
+	free(l);
+}
+
+size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
+			      void (*live)(void *ctx, const struct ndz_master_session *s,
+					   struct ndz_master_live *out),
+			      void *ctx, char *buf, size_t cap)
+{
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, buf, cap);
+	status_json(m, now_ns, live, ctx, &j, 1);
+	if (j.over) {                  /* too many clients: their lists go, empty */
+		ndz_jbuf_init(&j, buf, cap);
+		status_json(m, now_ns, live, ctx, &j, 0);
+	}
 	if (j.over) {
 		ndz_jbuf_init(&j, buf, cap);
 		ndz_jbuf_printf(&j, "{\"error\": \"status longer than %zu bytes\"}", cap - 1);

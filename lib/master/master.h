@@ -262,15 +262,23 @@ void ndz_master_upload_end(struct ndz_master *m, int slot, int stored);
 unsigned ndz_master_uploads(const struct ndz_master *m);
 
 /* What a session's frisbeed says of itself, for the STATUS JSON. */
+#define NDZ_MASTER_LIVE_CLIENTS 4096  /* a session's client list in the STATUS, at most */
 struct ndz_master_live {
-	uint64_t receivers, bytes_sent;
+	uint64_t receivers, bytes_sent;  /* receivers: clients active now (seen, from an old
+					  * frisbeed that does not tell states) */
+	int states;                    /* 1: the counts and list below were told */
+	uint64_t active, done, failed, lost;
+	char clients[NDZ_MASTER_LIVE_CLIENTS]; /* its client list's entries as JSON objects,
+					  * comma-separated ("" none); whole entries only */
 };
 
 /*
  * ndz_master_status_json - the STATUS reply's JSON (doc/PROTOCOL.md) at now_ns into
  * buf (cap bytes, NUL-terminated): sessions, counters, limits, uploads, images.
- * live (may be NULL: zeros) is asked for each session's own statistics. A status
- * that does not fit becomes {"error": ...}. Returns its length (< cap).
+ * live (may be NULL: zeros) is asked for each session's own statistics, with its
+ * clients' states and list when it tells them. When the lists do not fit they are
+ * left empty (the counts stay); a status that still does not fit becomes
+ * {"error": ...}. Returns its length (< cap).
  */
 size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
 			      void (*live)(void *ctx, const struct ndz_master_session *s,
