@@ -533,7 +533,7 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	m.n = ndz_master_counters(m.ms);
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
-				     say };
+				     say, cli_refusal };
 	pthread_mutex_init(&m.lock, NULL);
 	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);
 	if (!m.server)
