@@ -249,18 +249,17 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 				     &p, &rep, &e), n;
 
 	ndz_net_ntoa(from->sin_addr.s_addr, a);
-	if (act == NDZ_MASTER_DROP) {
-		if (e.code)
-			cli_refusal(e.code == NDZ_ERATE ? "rate limit" : "malformed", a, "%s",
-				    ndz_error_msg(&e));
+	if (act == NDZ_MASTER_DROP) {      /* e says why: each drop is a refusal */
+		cli_refusal(e.code == NDZ_ERATE ? "rate limit" : "malformed", a, "%s",
+			    ndz_error_msg(&e));
 		return;
 	}
 	if (act == NDZ_MASTER_START)
 		ndz_master_answer(m->ms, &p, start_session(m, &p), &rep);
-	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP &&
-	    rep.status != NDZ_CTL_FAILED)
-		cli_refusal(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s",
-			    req.type == NDZ_CTL_GET ? req.name : "the status", ndz_error_msg(&e));
+	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP && rep.status != NDZ_CTL_FAILED)
+		cli_refusal(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s: %s",
+			    req.type == NDZ_CTL_GET ? req.name : "the status",
+			    ndz_ctl_strstatus(rep.status), ndz_error_msg(&e));
 	else if (rep.type == NDZ_CTL_GET && rep.status != NDZ_CTL_MALFORMED && cli_verbose > 1)
 		cli_info("%s asks for %s: %s", a, req.name, ndz_ctl_strstatus(rep.status));
 	n = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
@@ -409,7 +408,7 @@ static void accept_upload(struct mfd *m)
 	if (rc != 0)
 		cli_refusal(rc == NDZ_ERATE ? "rate limit" : rc == NDZ_EDENIED ? "access denied" :
 			    "too many connections", ndz_net_ntoa(from.sin_addr.s_addr,
-			    (char[16]){ 0 }), "TCP: %s", ndz_error_msg(&e));
+			    (char[16]){ 0 }), "over TCP: %s", ndz_error_msg(&e));
 	if (rc == NDZ_ERATE) {
 		close(fd);
 		return;
@@ -503,8 +502,9 @@ int main(int argc, char **argv)
 		case 't': m.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': m.loop = 1; break;
 		case 's': status = optarg; break;
-		case 0x102: case 0x103: cli_log_mode(m.log = c == 0x102 ? CLI_LOG_SYSLOG : CLI_LOG_TIME); break;
-		case 0x104: m.lost_s = (unsigned)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
+		case 0x102: cli_log_mode(m.log = CLI_LOG_SYSLOG); break;
+		case 0x103: cli_log_mode(m.log = CLI_LOG_TIME); break;
+		case 0x104: m.lost_s = (unsigned)cli_parse_int(optarg, "--lost", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}

@@ -295,7 +295,7 @@ void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(line, sizeof(line), "refused %s (%s): %s", addr, rule, msg);
+	snprintf(line, sizeof(line), "refused: %s %s", addr, msg);
 	put_line(LOG_NOTICE, 1, "", line);
 	pthread_mutex_unlock(&refuse_lock);
 }

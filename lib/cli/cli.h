@@ -63,8 +63,9 @@ enum { CLI_LOG_PLAIN = 0, CLI_LOG_TIME = 1, CLI_LOG_SYSLOG = 2 };
 void cli_log_mode(int mode);
 
 /*
- * cli_refusal - log a refused request, unless quiet: "refused ADDR (RULE): msg",
- * rule a short fixed name ("denied", "pool exhausted", "rate limit"...). At most
+ * cli_refusal - log a refused request, unless quiet: "refused: ADDR msg", msg
+ * naming the rule that refused it; rule a short fixed name ("access denied",
+ * "rate limit"...) that keys the rate limit and names the summary. At most
  * CLI_REFUSALS_PER_S lines per rule each second; the rest are counted and told as
  * "N more refused (RULE)" once that second is over (at the next refusal, or at
  * exit: cli_flush_refusals). Thread-safe.

@@ -128,12 +128,13 @@ int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uin
 	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER) {
 		m->n.dropped++;
-		ndz_error_set(e, rc, 0, "%s: a datagram of %zu bytes that is no request", a, len);
+		ndz_error_set(e, rc, 0, "malformed: a datagram of %zu bytes that is no request",
+			      len);
 		return NDZ_MASTER_DROP;
 	}
 	if (!ndz_master_host_ok(m, addr, now_ns)) {
 		m->n.rate_limited++;
-		ndz_error_set(e, NDZ_ERATE, 0, "%s: over its request rate", a);
+		ndz_error_set(e, NDZ_ERATE, 0, "rate limit: over its request rate");
 		return NDZ_MASTER_DROP;
 	}
 	rep->type = req->type == NDZ_CTL_STATUS || req->type == NDZ_CTL_UPLOAD ? req->type :

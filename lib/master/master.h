@@ -107,7 +107,9 @@ enum {
  * an address some image allows may ask), and answered into *rep: MALFORMED, DENIED
  * (e says "no allow rule matches ADDR for image 'NAME' (nor for any image)" or "no
  * image allows ADDR"), USE_TCP for STATUS, or a GET's answer (ndz_master_get's
- * codes in e). Returns NDZ_MASTER_DROP, NDZ_MASTER_REPLY or NDZ_MASTER_START (*p).
+ * codes in e). Returns NDZ_MASTER_DROP (e says why: NDZ_ERATE "rate limit: ...",
+ * or "malformed: ..." for what does not decode), NDZ_MASTER_REPLY or
+ * NDZ_MASTER_START (*p).
  */
 int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uint32_t addr,
 		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,

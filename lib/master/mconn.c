@@ -33,7 +33,8 @@ static void status(const struct ndz_mconn *c, int fd, uint32_t id, uint32_t addr
 		n->denied++;
 		inet_ntop(AF_INET, &addr, a, sizeof(a));
 		if (c->refused)
-			c->refused("access denied", a, "asks for the status: no image allows %s", a);
+			c->refused("access denied", a, "asks for the status: access denied: no image "
+				   "allows %s", a);
 	} else {
 		n->status++;
 		rep.json = json;
@@ -178,9 +179,9 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		int why = rc == NDZ_ENOIMAGE || rc == NDZ_EDENIED;
 
 		if (c->refused)
-			c->refused(ndz_ctl_strstatus(rep.status), a, "may not upload %s%s%s",
-				   rc != NDZ_EINVAL ? req.name : "?", why || e.code ? ": " : "",
-				   why || e.code ? ndz_error_msg(&e) : "");
+			c->refused(ndz_ctl_strstatus(rep.status), a, "may not upload %s: %s%s%s",
+				   rc != NDZ_EINVAL ? req.name : "?", ndz_ctl_strstatus(rep.status),
+				   e.code ? ": " : "", e.code ? ndz_error_msg(&e) : "");
 		else
 			c->say(c->ctx, 1, "%s may not upload %s: %s%s%s", a,
 			       rc != NDZ_EINVAL ? req.name : "?", ndz_ctl_strstatus(rep.status),
