@@ -59,7 +59,8 @@ static const char usage_text[] =
 	"  --control SOCKET         answer the image master's status, rate and identify\n"
 	"                           questions on this unix socket (lib/master/sessctl)\n"
 	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
-	"  --log-time, --syslog     messages begun with their ISO 8601 UTC time, or to syslog\n"
+	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
+	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -238,9 +239,9 @@ int main(int argc, char **argv)
 		{ "no-whole-repair", no_argument, NULL, 0x101 },
 		{ "manifest", required_argument, NULL, 'F' }, { "index", required_argument, NULL, 'X' },
 		{ "stats-json", required_argument, NULL, 'J' },
-		{ "control", required_argument, NULL, 'K' }, { "syslog", no_argument, NULL, 0x102 },
-		{ "log-time", no_argument, NULL, 0x103 }, { "lost-timeout", required_argument, NULL,
-		0x104 }, CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
+		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
+		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
+		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
@@ -258,7 +259,7 @@ int main(int argc, char **argv)
 	pthread_t rt, stt;
 	sigset_t set;
 	siginfo_t si;
-	int c, code = EXIT_OK, announce = 3, idle = 1800, lost = 30;
+	int c, code = EXIT_OK, announce = 3, idle = 1800;
 
 	cli_init(argv[0]);
 	memset(&s, 0, sizeof(s));
@@ -288,8 +289,8 @@ int main(int argc, char **argv)
 		case 'F': manifest = optarg; break;
 		case 'X': index = optarg; break;
 		case 'K': control = optarg; break;
-		case 0x102: case 0x103: cli_log_mode(c == 0x102 ? CLI_LOG_SYSLOG : CLI_LOG_TIME); break;
-		case 0x104: lost = cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
+		case 0x111: case 0x112: cli_log_mode(c - 0x110); break;      /* 0x110 + CLI_LOG_* */
+		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -303,7 +304,6 @@ int main(int argc, char **argv)
 		cli_usage_error("-W auto and -b/-g exclude each other");
 	so.name = argv[optind];
 	so.info.idle_timeout = (uint32_t)idle;
-	so.lost_ms = 1000u * (uint32_t)lost;
 	if (ndz_io_open_file(so.name, NDZ_IO_READ, &s.img, &e) < 0 ||
 	    ndz_server_image(s.img, &so, &e) < 0 ||
 	    (c = ndz_server_manifest(so.name, manifest, &so, &e)) < 0)

@@ -84,7 +84,8 @@ static const char usage_text[] =
 	"  -L, --loopback           sessions also deliver to clients on this host\n"
 	"  -s, --status HOST[:PORT] print a master's status as JSON and exit\n"
 	"  --lost-timeout SECONDS   the sessions' clients silent this long are lost (30)\n"
-	"  --log-time, --syslog     messages begun with their ISO 8601 UTC time, or to syslog\n"
+	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
+	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens (sessions, reloads; repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -472,7 +473,7 @@ int main(int argc, char **argv)
 		{ "server", required_argument, NULL, 'S' },
 		{ "idle-timeout", required_argument, NULL, 'T' }, { "ttl", required_argument, NULL, 't' },
 		{ "loopback", no_argument, NULL, 'L' }, { "status", required_argument, NULL, 's' },
-		{ "syslog", no_argument, NULL, 0x102 }, { "log-time", no_argument, NULL, 0x103 },
+		{ "log-time", no_argument, NULL, 0x111 }, { "syslog", no_argument, NULL, 0x112 },
 		{ "lost-timeout", required_argument, NULL, 0x104 }, CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -502,9 +503,8 @@ int main(int argc, char **argv)
 		case 't': m.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': m.loop = 1; break;
 		case 's': status = optarg; break;
-		case 0x102: cli_log_mode(m.log = CLI_LOG_SYSLOG); break;
-		case 0x103: cli_log_mode(m.log = CLI_LOG_TIME); break;
-		case 0x104: m.lost_s = (unsigned)cli_parse_int(optarg, "--lost", 1, 86400); break;
+		case 0x111: case 0x112: cli_log_mode(m.log = c - 0x110); break; /* 0x110 + CLI_LOG_* */
+		case 0x104: m.lost_s = (unsigned)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
