@@ -1,5 +1,6 @@
 /* Unit tests for lib/cli/cli.c: number parsing for the programs' options, progress,
-   repeated warnings. */
+   repeated warnings, log lines and refusals. */
+#include <regex.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -408,6 +409,62 @@ static void test_warn_repeats(void **state)
 			    "prog: the end\n");
 }
 
+static void log_time(void)
+{
+	cli_log_mode(CLI_LOG_TIME);
+	cli_info("hello %d", 1);
+	cli_warn("careful");
+	cli_error("bad");
+}
+
+/* --log-time: every message line begins with its ISO 8601 UTC time, then the name */
+static void test_log_time(void **state)
+{
+	char out[4096];
+	regex_t re;
+
+	(void)state;
+	child_stderr(log_time, out, sizeof(out));
+	assert_int_equal(regcomp(&re, "^[0-9]{4}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:"
+				 "[0-6][0-9]\\.[0-9]{3}Z prog: hello 1\n"
+				 "[0-9]{4}-[^ ]*Z prog: warning: careful\n"
+				 "[0-9]{4}-[^ ]*Z prog: bad\n$", REG_EXTENDED), 0);
+	assert_int_equal(regexec(&re, out, 0, NULL, 0), 0);
+	regfree(&re);
+}
+
+static void refuse_flood(void)
+{
+	for (int i = 0; i < 1000; i++)
+		cli_refusal("access denied", "10.0.0.9", "asks for a: access denied: rule %d", i);
+	cli_refusal("rate limit", "10.0.0.8", "rate limit: over its request rate");
+}
+
+/* A flood of refusals: a few lines per rule, the rest counted; every one accounted for. */
+static void test_refusals(void **state)
+{
+	char out[16384], *p;
+	unsigned lines = 0, more = 0, other = 0;
+
+	(void)state;
+	child_stderr(refuse_flood, out, sizeof(out));
+	for (p = strtok(out, "\n"); p; p = strtok(NULL, "\n")) {
+		unsigned long k;
+
+		if (strncmp(p, "prog: refused: 10.0.0.9 asks for a: access denied: rule ", 56) == 0)
+			lines++;
+		else if (strcmp(p, "prog: refused: 10.0.0.8 rate limit: over its request rate") == 0)
+			other++;
+		else if (sscanf(p, "prog: %lu more refused (access denied)", &k) == 1)
+			more += (unsigned)k;
+		else
+			fail_msg("unexpected line '%s'", p);
+	}
+	assert_int_equal(lines + more, 1000);
+	assert_true(lines >= 1 && lines <= 100);   /* 5 a second: the loop takes far less */
+	assert_int_equal(other, 1);                /* another rule has its own limit */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +475,8 @@ int main(void)
 		cmocka_unit_test(test_progress_lines),
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_warn_repeats),
+		cmocka_unit_test(test_log_time),
+		cmocka_unit_test(test_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
