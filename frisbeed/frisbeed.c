@@ -180,9 +180,9 @@ static void print_stats(struct session *s)
 	pthread_mutex_lock(&s->lock);
 	ndz_server_get_stats(s->srv, &st);
 	pthread_mutex_unlock(&s->lock);
-	fprintf(stderr, "%s: %llu clients, %llu requests (%llu merged), %llu blocks sent "
+	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
 		"(%.1f%% re-sent), %llu repairs, %.1f Mbit/s over %.2f s, %llu bad packets "
-		"dropped\n", cli_progname, (unsigned long long)st.clients,
+		"dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,

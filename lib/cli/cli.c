@@ -229,6 +229,18 @@ void cli_info(const char *fmt, ...)
 	put_line(LOG_INFO, log_mode != CLI_LOG_PLAIN, "", msg);
 }
 
+void cli_log(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_flush_warnings();
+	put_line(LOG_INFO, 1, "", msg);
+}
+
 /*
  * Refusals, per rule: lines this second and those not printed. A rule past its
  * CLI_REFUSALS_PER_S lines counts the rest, told as "N more refused" once a later

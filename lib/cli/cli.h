@@ -59,6 +59,11 @@ void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * CLI_LOG_SYSLOG to syslog (openlog with the program's name and pid, facility
  * daemon): errors LOG_ERR, warnings LOG_WARNING, refusals LOG_NOTICE, info LOG_INFO.
  */
+/*
+ * cli_log - "prog: msg" as a log line at LOG_INFO, even when quiet (statistics the
+ * user asked for: a daemon's at exit or on a signal); timed or to syslog as set.
+ */
+void cli_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 enum { CLI_LOG_PLAIN = 0, CLI_LOG_TIME = 1, CLI_LOG_SYSLOG = 2 };  /* fixed: options use them */
 void cli_log_mode(int mode);
 
