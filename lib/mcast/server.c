@@ -762,7 +762,7 @@ static size_t client_json(const struct ndz_server *s, const struct ndz_server_cl
 	inet_ntop(AF_INET, &in, a, sizeof(a));
 	n = snprintf(buf, cap, "%s{\"id\": %u, \"address\": \"%s\", \"state\": \"%s\", "
 		     "\"chunks_done\": %u, \"chunks_total\": %u, \"bytes_written\": %llu, "
-		     "\"rate_bps\": %llu, \"age_s\": %.1f}", first ? "" : ", ", c->id, a,
+		     "\"write_bps\": %llu, \"age_s\": %.1f}", first ? "" : ", ", c->id, a,
 		     ndz_server_client_state_name(ndz_server_client_state(s, c, now)),
 		     c->progress.chunks_done, c->reported ? c->progress.chunks_total : s->nchunks,
 		     (unsigned long long)c->progress.bytes_written,

@@ -246,9 +246,9 @@ const char *ndz_server_client_state_name(enum ndz_rx_state st);
  * newline) into buf (cap bytes, NUL-terminated): ndz_server_stats_json's fields, then
  * "receivers" (clients active now), "active", "done", "failed", "lost" (counts over
  * the table) and "client_list": per client id, address, state, chunks_done,
- * chunks_total, bytes_written, rate_bps (as its PROGRESS said), age_s since last
- * heard; the most recently heard first, as many as fit, "clients_listed" saying how
- * many. Returns its length, or NDZ_ERANGE (e set) when not even the counts fit.
+ * chunks_total, bytes_written, write_bps (bits/s written, from its PROGRESS), age_s
+ * since last heard; the most recently heard first, as many as fit, "clients_listed"
+ * saying how many. Returns its length, or NDZ_ERANGE (e set) when not even the counts fit.
  */
 int ndz_server_status_json(const struct ndz_server *s, uint64_t now_ns, char *buf, size_t cap,
 			   struct ndz_error *e);

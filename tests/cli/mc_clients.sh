@@ -51,7 +51,7 @@ progress() {
 }
 wait_until 20 progress
 check "during the run: --status shows c3 active with progress > 0 ($(grep -o '"address": "10.77.0.13"[^}]*' "$T/st.json"))" \
-	grep -Eq '"address": "10\.77\.0\.13", "state": "active", "chunks_done": [1-9][0-9]*, "chunks_total": [1-9][0-9]*, "bytes_written": [1-9][0-9]*, "rate_bps": [1-9]' "$T/st.json"
+	grep -Eq '"address": "10\.77\.0\.13", "state": "active", "chunks_done": [1-9][0-9]*, "chunks_total": [1-9][0-9]*, "bytes_written": [1-9][0-9]*, "write_bps": [1-9]' "$T/st.json"
 check "during the run: the slow session counts two receivers" \
 	grep -q '"image": "slow", [^]]*"receivers": 2, "bytes_sent": [0-9]*, "active": 2, "done": 0, "failed": 0, "lost": 0, "client_list": \[{' "$T/st.json"
 # c2 killed mid-transfer: no LEAVE, silent

@@ -853,7 +853,7 @@ static void test_clients(void **state)
 				    "\"failed\": 1, \"lost\": 1, \"client_list\": [{\"id\": 2, "));
 	assert_non_null(strstr(buf, "{\"id\": 1, \"address\": \"10.0.0.1\", \"state\": "
 				    "\"active\", \"chunks_done\": 3, \"chunks_total\": 5, "
-				    "\"bytes_written\": 3145728, \"rate_bps\": 16777216, "
+				    "\"bytes_written\": 3145728, \"write_bps\": 16777216, "
 				    "\"age_s\": 3.0}"));
 	assert_non_null(strstr(buf, "\"id\": 4, \"address\": \"10.0.0.4\", \"state\": \"lost\""));
 	assert_non_null(strstr(buf, "\"state\": \"failed\""));
