@@ -548,12 +548,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
 	adopt_state(&m);
-	if (cli_verbose) {
-		char a[16];
-
+	if (cli_verbose)
 		cli_info("listening on %s, %zu images, sessions from %s", listen,
-			 m.conf->nimages, ndz_net_ntoa(m.server, a));
-	}
+			 m.conf->nimages, ndz_net_ntoa(m.server, (char[16]){ 0 }));
 	while (!got_stop) {
 		struct pollfd p[2] = { { .fd = m.fd, .events = POLLIN },
 				       { .fd = m.tfd, .events = POLLIN } };
@@ -567,6 +564,7 @@ int main(int argc, char **argv)
 		}
 		reap(&m);
 		pthread_mutex_unlock(&m.lock);
+		cli_tell_refusals();   /* "N more refused" once a flood's second is over */
 		if (poll(p, 2, 200) <= 0)
 			continue;
 		pthread_mutex_lock(&m.lock);

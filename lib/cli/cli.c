@@ -269,6 +269,13 @@ static void tell_refusals(uint64_t second, int all)
 	}
 }
 
+void cli_tell_refusals(void)
+{
+	pthread_mutex_lock(&refuse_lock);
+	tell_refusals(ndz_now_ns() / 1000000000u, 0);
+	pthread_mutex_unlock(&refuse_lock);
+}
+
 void cli_flush_refusals(void)
 {
 	pthread_mutex_lock(&refuse_lock);

@@ -72,14 +72,16 @@ void cli_log_mode(int mode);
  * naming the rule that refused it; rule a short fixed name ("access denied",
  * "rate limit"...) that keys the rate limit and names the summary. At most
  * CLI_REFUSALS_PER_S lines per rule each second; the rest are counted and told as
- * "N more refused (RULE)" once that second is over (at the next refusal, or at
- * exit: cli_flush_refusals). Thread-safe.
+ * "N more refused (RULE)" once that second is over (at the next refusal, the next
+ * cli_tell_refusals, or at exit: cli_flush_refusals). Thread-safe.
  */
 #define CLI_REFUSALS_PER_S 5u
 void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* cli_flush_refusals - tell the refusals counted and not yet told, now. */
 void cli_flush_refusals(void);
+/* cli_tell_refusals - tell those counted in seconds that are over (a daemon's loop). */
+void cli_tell_refusals(void);
 /* cli_usage_error - "prog: msg\nTry 'prog --help'." and exit 2. */
 void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void cli_version(void) __attribute__((noreturn));
