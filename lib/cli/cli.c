@@ -323,6 +323,7 @@ void cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
+	log_mode = CLI_LOG_PLAIN;      /* a command line's mistake is the user's to see */
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
