@@ -58,6 +58,9 @@ static const char usage_text[] =
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  --control SOCKET         answer the image master's status, rate and identify\n"
 	"                           questions on this unix socket (lib/master/sessctl)\n"
+	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
+	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
+	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
 	"  -q, --quiet              no statistics line at exit\n"
 	"  -v, --verbose            more messages (repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -177,9 +180,9 @@ static void print_stats(struct session *s)
 	pthread_mutex_lock(&s->lock);
 	ndz_server_get_stats(s->srv, &st);
 	pthread_mutex_unlock(&s->lock);
-	fprintf(stderr, "%s: %llu clients, %llu requests (%llu merged), %llu blocks sent "
+	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
 		"(%.1f%% re-sent), %llu repairs, %.1f Mbit/s over %.2f s, %llu bad packets "
-		"dropped\n", cli_progname, (unsigned long long)st.clients,
+		"dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,
@@ -190,14 +193,12 @@ static void print_stats(struct session *s)
 /* The statistics as JSON into path, replaced whole (readers never see half a file). */
 static int write_json(struct session *s, const char *path, struct ndz_error *e)
 {
-	struct ndz_server_stats st;
-	char buf[32768];              /* the JSON of a name of 4096 bytes, all escaped */
+	char buf[65536];              /* the JSON of a name of 4096 bytes, all escaped, and clients */
 	int n;
 
 	pthread_mutex_lock(&s->lock);
-	ndz_server_get_stats(s->srv, &st);
+	n = ndz_server_status_json(s->srv, ndz_now_ns(), buf, sizeof(buf), e);
 	pthread_mutex_unlock(&s->lock);
-	n = ndz_server_stats_json(&st, ndz_server_name(s->srv), buf, sizeof(buf), e);
 	return n < 0 ? n : ndz_file_replace(path, buf, (size_t)n, 0644, e);
 }
 
@@ -238,7 +239,9 @@ int main(int argc, char **argv)
 		{ "no-whole-repair", no_argument, NULL, 0x101 },
 		{ "manifest", required_argument, NULL, 'F' }, { "index", required_argument, NULL, 'X' },
 		{ "stats-json", required_argument, NULL, 'J' },
-		{ "control", required_argument, NULL, 'K' }, CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
+		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
+		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
+		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
@@ -286,6 +289,8 @@ int main(int argc, char **argv)
 		case 'F': manifest = optarg; break;
 		case 'X': index = optarg; break;
 		case 'K': control = optarg; break;
+		case 0x111: case 0x112: cli_log_mode(c - 0x110); break;      /* 0x110 + CLI_LOG_* */
+		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}

@@ -62,6 +62,8 @@ struct mfd {
 	struct ndz_mconn conn;         /* what the connection threads share */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 	struct ndz_http *http;         /* the HTTP endpoint (lib/master/http), or NULL */
+	int log;                       /* CLI_LOG_*, passed on to the sessions */
+	unsigned lost_s;               /* --lost-timeout for the sessions; 0: theirs */
 };
 
 static volatile sig_atomic_t got_hup, got_stop;
@@ -83,6 +85,9 @@ static const char usage_text[] =
 	"  -t, --ttl TTL            multicast TTL for the sessions (default 5)\n"
 	"  -L, --loopback           sessions also deliver to clients on this host\n"
 	"  -s, --status HOST[:PORT] print a master's status as JSON and exit\n"
+	"  --lost-timeout SECONDS   the sessions' clients silent this long are lost (30)\n"
+	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
+	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens (sessions, reloads; repeat for more)\n"
 	"  -h, --help               this help\n"
@@ -211,7 +216,7 @@ static int start_session(struct mfd *m, const struct ndz_master_plan *p)
 	const struct ndz_master_session *s = ndz_master_session(m->ms, (size_t)p->slot);
 	struct ndz_session_opts o = { m->frisbeed, m->run_dir, m->iface, m->idle_override ?
 				      (unsigned)m->idle_override : m->conf->idle_timeout, m->ttl,
-				      m->loop, cli_verbose < 2 };
+				      m->loop, cli_verbose < 2, m->log, m->lost_s };
 	struct ndz_error e = { 0 };
 	uint8_t uuid[16];
 	uint32_t chunks;
@@ -246,14 +251,18 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 	int act = ndz_master_request(m->ms, buf, len, from->sin_addr.s_addr, ndz_now_ns(), &req,
 				     &p, &rep, &e), n;
 
-	if (act == NDZ_MASTER_DROP)
+	ndz_net_ntoa(from->sin_addr.s_addr, a);
+	if (act == NDZ_MASTER_DROP) {      /* e says why: each drop is a refusal */
+		cli_refusal(e.code == NDZ_ERATE ? "rate limit" : "malformed", a, "%s",
+			    ndz_error_msg(&e));
 		return;
+	}
 	if (act == NDZ_MASTER_START)
 		ndz_master_answer(m->ms, &p, start_session(m, &p), &rep);
-	ndz_net_ntoa(from->sin_addr.s_addr, a);
-	if (rep.status == NDZ_CTL_DENIED && cli_verbose)
-		cli_info("%s asks for %s: access denied: %s", a, req.type == NDZ_CTL_GET ?
-			 req.name : "the status", ndz_error_msg(&e));
+	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP && rep.status != NDZ_CTL_FAILED)
+		cli_refusal(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s: %s",
+			    req.type == NDZ_CTL_GET ? req.name : "the status",
+			    ndz_ctl_strstatus(rep.status), ndz_error_msg(&e));
 	else if (rep.type == NDZ_CTL_GET && rep.status != NDZ_CTL_MALFORMED && cli_verbose > 1)
 		cli_info("%s asks for %s: %s", a, req.name, ndz_ctl_strstatus(rep.status));
 	n = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
@@ -399,13 +408,15 @@ static void accept_upload(struct mfd *m)
 		ndz_master_release(m->ms, from.sin_addr.s_addr);
 		rc = ndz_error_set(&e, NDZ_ECONNS, 0, "out of memory");
 	}
+	if (rc != 0)
+		cli_refusal(rc == NDZ_ERATE ? "rate limit" : rc == NDZ_EDENIED ? "access denied" :
+			    "too many connections", ndz_net_ntoa(from.sin_addr.s_addr,
+			    (char[16]){ 0 }), "over TCP: %s", ndz_error_msg(&e));
 	if (rc == NDZ_ERATE) {
 		close(fd);
 		return;
 	}
 	if (rc != 0) {
-		if (cli_verbose > 1)
-			cli_info("%s", ndz_error_msg(&e));
 		ndz_mreply_refuse(fd, ndz_ctl_status_of(rc));
 		return;
 	}
@@ -429,19 +440,6 @@ static void accept_upload(struct mfd *m)
 }
 
 /* Where frisbeed is: next to our own binary. */
-static const char *find_frisbeed(char *buf, size_t cap)
-{
-	ssize_t n = readlink("/proc/self/exe", buf, cap - 16);
-	char *slash;
-
-	if (n <= 0)
-		return "frisbeed";
-	buf[n] = 0;
-	slash = strrchr(buf, '/');
-	strcpy(slash ? slash + 1 : buf, "frisbeed");
-	return buf;
-}
-
 static int query_status(const char *target)
 {
 	static uint8_t buf[NDZ_CTL_REP_MAX];
@@ -457,18 +455,15 @@ static int query_status(const char *target)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check", no_argument, NULL, 'n' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "run-dir", required_argument, NULL, 'r' },
+		{ "config", required_argument, NULL, 'c' }, { "check", no_argument, NULL, 'n' },
+		{ "listen", required_argument, NULL, 'l' }, { "run-dir", required_argument, NULL, 'r' },
 		{ "frisbeed", required_argument, NULL, 'F' },
 		{ "interface", required_argument, NULL, 'i' },
 		{ "server", required_argument, NULL, 'S' },
-		{ "idle-timeout", required_argument, NULL, 'T' },
-		{ "ttl", required_argument, NULL, 't' },
-		{ "loopback", no_argument, NULL, 'L' },
-		{ "status", required_argument, NULL, 's' },
-		CLI_COMMON_LONGOPTS,
+		{ "idle-timeout", required_argument, NULL, 'T' }, { "ttl", required_argument, NULL, 't' },
+		{ "loopback", no_argument, NULL, 'L' }, { "status", required_argument, NULL, 's' },
+		{ "log-time", no_argument, NULL, 0x111 }, { "syslog", no_argument, NULL, 0x112 },
+		{ "lost-timeout", required_argument, NULL, 0x104 }, CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	static struct mfd m;
@@ -497,6 +492,8 @@ int main(int argc, char **argv)
 		case 't': m.ttl = cli_parse_int(optarg, "-t", 1, 255); break;
 		case 'L': m.loop = 1; break;
 		case 's': status = optarg; break;
+		case 0x111: case 0x112: cli_log_mode(m.log = c - 0x110); break; /* 0x110 + CLI_LOG_* */
+		case 0x104: m.lost_s = (unsigned)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -512,7 +509,7 @@ int main(int argc, char **argv)
 	if (check)
 		return check_images(m.conf, m.conf_path);
 	if (!m.frisbeed)
-		m.frisbeed = find_frisbeed(exe, sizeof(exe));
+		m.frisbeed = cli_sibling(exe, sizeof(exe), "frisbeed");
 	if (access(m.frisbeed, X_OK) != 0)
 		cli_die(EXIT_FAIL, "%s: %s", m.frisbeed, strerror(errno));
 	if (mkdir(m.run_dir, 0755) != 0 && errno != EEXIST)
@@ -525,7 +522,7 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	m.n = ndz_master_counters(m.ms);
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
-				     say };
+				     say, cli_refusal };
 	pthread_mutex_init(&m.lock, NULL);
 	if (ndz_http_start(m.conf->http, m.conf->nhttp, &(struct ndz_http_hooks){ &m.lock, m.ms,
 			   &m, session_live, reload_hook, NULL, 0 }, &m.http, &e) != 0)
@@ -543,12 +540,9 @@ int main(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGCHLD, &sa, NULL);
 	adopt_state(&m);
-	if (cli_verbose) {
-		char a[16];
-
+	if (cli_verbose)
 		cli_info("listening on %s, %zu images, sessions from %s", listen,
-			 m.conf->nimages, ndz_net_ntoa(m.server, a));
-	}
+			 m.conf->nimages, ndz_net_ntoa(m.server, (char[16]){ 0 }));
 	while (!got_stop) {
 		struct pollfd p[2] = { { .fd = m.fd, .events = POLLIN },
 				       { .fd = m.tfd, .events = POLLIN } };
@@ -562,6 +556,7 @@ int main(int argc, char **argv)
 		}
 		reap(&m);
 		pthread_mutex_unlock(&m.lock);
+		cli_tell_refusals();   /* "N more refused" once a flood's second is over */
 		if (poll(p, 2, 200) <= 0)
 			continue;
 		pthread_mutex_lock(&m.lock);

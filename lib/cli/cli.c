@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,17 +25,54 @@ void cli_init(const char *argv0)
 
 	cli_progname = s ? s + 1 : (argv0 ? argv0 : "ndz");
 	atexit(cli_flush_warnings);
+	atexit(cli_flush_refusals);
 }
 
 static void end_line(void);
 
+static int log_mode = CLI_LOG_PLAIN;
+
+void cli_log_mode(int mode)
+{
+	if (mode == CLI_LOG_SYSLOG && log_mode != CLI_LOG_SYSLOG)
+		openlog(cli_progname, LOG_PID, LOG_DAEMON);
+	log_mode = mode;
+}
+
+/*
+ * One message line: "[TIME ]prog: " named (when named) prefix msg, written with one
+ * call (threads' lines do not mix), or to syslog at prio in syslog mode.
+ */
+static void put_line(int prio, int named, const char *prefix, const char *msg)
+{
+	char stamp[40] = "";
+
+	end_line();
+	if (log_mode == CLI_LOG_SYSLOG) {
+		syslog(prio, "%s%s", prefix, msg);
+		return;
+	}
+	if (log_mode == CLI_LOG_TIME) {
+		uint64_t ns = ndz_wall_ns();
+		time_t t = (time_t)(ns / 1000000000u);
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(stamp, 24, "%Y-%m-%dT%H:%M:%S", &tm);
+		snprintf(stamp + strlen(stamp), sizeof(stamp) - strlen(stamp), ".%03uZ ",
+			 (unsigned)(ns / 1000000u % 1000u));
+	}
+	fprintf(stderr, "%s%s%s%s%s\n", stamp, named ? cli_progname : "", named ? ": " : "",
+		prefix, msg);
+}
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
-	end_line();
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	cli_flush_warnings();
-	fprintf(stderr, "%s: %s", cli_progname, prefix);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	put_line(LOG_ERR, 1, prefix, msg);
 }
 
 /* The file cli_own_file names: removed by cli_die and by a signal that ends us. */
@@ -134,9 +172,11 @@ static double warn_since;
 static void tell_repeats(void)
 {
 	if (warn_repeats) {
-		end_line();
-		fprintf(stderr, "%s: warning: %s (repeated %lu time%s)\n", cli_progname,
-			last_warn, warn_repeats, warn_repeats == 1 ? "" : "s");
+		char msg[sizeof(last_warn) + 40];
+
+		snprintf(msg, sizeof(msg), "%s (repeated %lu time%s)", last_warn, warn_repeats,
+			 warn_repeats == 1 ? "" : "s");
+		put_line(LOG_WARNING, 1, "warning: ", msg);
 	}
 	warn_repeats = 0;
 }
@@ -170,30 +210,121 @@ void cli_warn(const char *fmt, ...)
 	} else {
 		tell_repeats();
 		snprintf(last_warn, sizeof(last_warn), "%s", msg);
-		end_line();
-		fprintf(stderr, "%s: warning: %s\n", cli_progname, msg);
+		put_line(LOG_WARNING, 1, "warning: ", msg);
 	}
 	pthread_mutex_unlock(&warn_lock);
 }
 
 void cli_info(const char *fmt, ...)
 {
+	char msg[2048];
 	va_list ap;
 
 	if (cli_quiet)
 		return;
-	end_line();
-	cli_flush_warnings();
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	cli_flush_warnings();
+	/* plain: as given (some programs' info lines are output); logged: named */
+	put_line(LOG_INFO, log_mode != CLI_LOG_PLAIN, "", msg);
+}
+
+void cli_log(const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_flush_warnings();
+	put_line(LOG_INFO, 1, "", msg);
+}
+
+/*
+ * Refusals, per rule: lines this second and those not printed. A rule past its
+ * CLI_REFUSALS_PER_S lines counts the rest, told as "N more refused" once a later
+ * second has come (at the rule's or another's next refusal, or at exit).
+ */
+#define RULES 16
+static pthread_mutex_t refuse_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char rule[48];
+	uint64_t second;
+	unsigned lines;
+	unsigned long more;
+} rules[RULES];
+
+/* Under refuse_lock: the summaries of rules whose second is over (all: every one). */
+static void tell_refusals(uint64_t second, int all)
+{
+	char msg[160];
+
+	for (unsigned i = 0; i < RULES; i++) {
+		if (!rules[i].more || (!all && rules[i].second == second))
+			continue;
+		snprintf(msg, sizeof(msg), "%lu more refused (%.47s)", rules[i].more, rules[i].rule);
+		put_line(LOG_NOTICE, 1, "", msg);
+		rules[i].more = 0;
+	}
+}
+
+void cli_tell_refusals(void)
+{
+	pthread_mutex_lock(&refuse_lock);
+	tell_refusals(ndz_now_ns() / 1000000000u, 0);
+	pthread_mutex_unlock(&refuse_lock);
+}
+
+void cli_flush_refusals(void)
+{
+	pthread_mutex_lock(&refuse_lock);
+	tell_refusals(0, 1);
+	pthread_mutex_unlock(&refuse_lock);
+}
+
+void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
+{
+	uint64_t second = ndz_now_ns() / 1000000000u;
+	char msg[1024], line[1200];
+	unsigned i, free_i = RULES;
+	va_list ap;
+
+	if (cli_quiet)
+		return;
+	pthread_mutex_lock(&refuse_lock);
+	tell_refusals(second, 0);
+	for (i = 0; i < RULES && strcmp(rules[i].rule, rule) != 0; i++)
+		if (!rules[i].rule[0] && free_i == RULES)
+			free_i = i;
+	if (i == RULES)
+		i = free_i < RULES ? free_i : RULES - 1;   /* the last is shared when full */
+	if (strcmp(rules[i].rule, rule) != 0)
+		snprintf(rules[i].rule, sizeof(rules[i].rule), "%s", rule);
+	if (rules[i].second != second) {
+		rules[i].second = second;
+		rules[i].lines = 0;
+	}
+	if (rules[i].lines >= CLI_REFUSALS_PER_S) {
+		rules[i].more++;
+		pthread_mutex_unlock(&refuse_lock);
+		return;
+	}
+	rules[i].lines++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(line, sizeof(line), "refused: %s %s", addr, msg);
+	put_line(LOG_NOTICE, 1, "", line);
+	pthread_mutex_unlock(&refuse_lock);
 }
 
 void cli_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
+	log_mode = CLI_LOG_PLAIN;      /* a command line's mistake is the user's to see */
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
@@ -589,4 +720,18 @@ struct ndz_io *cli_open_image(const char *path)
 	if (ndz_io_open_file(path, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &in, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	return in;
+}
+
+const char *cli_sibling(char *buf, size_t cap, const char *name)
+{
+	size_t want = strlen(name) + 1;
+	ssize_t n = cap > want ? readlink("/proc/self/exe", buf, cap - want) : -1;
+	char *slash;
+
+	if (n <= 0)
+		return name;
+	buf[n] = 0;
+	slash = strrchr(buf, '/');
+	memcpy(slash ? slash + 1 : buf, name, want);
+	return buf;
 }

@@ -46,8 +46,42 @@ void cli_hold_signals(int hold);
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_flush_warnings - tell now how often the last warning repeated, if it did. */
 void cli_flush_warnings(void);
-/* cli_info - to stderr, unless quiet. */
+/*
+ * cli_info - to stderr, unless quiet: as given (plain mode), or as a log line
+ * "TIME prog: msg" (time mode) or to syslog at LOG_INFO (syslog mode).
+ */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * How messages go out (cli_log_mode; the daemons mfrisbeed and frisbeed choose):
+ * CLI_LOG_PLAIN "prog: msg" lines on stderr (the other programs); CLI_LOG_TIME each
+ * line begun with its ISO 8601 UTC time, "2026-11-26T03:01:02.345Z prog: msg";
+ * CLI_LOG_SYSLOG to syslog (openlog with the program's name and pid, facility
+ * daemon): errors LOG_ERR, warnings LOG_WARNING, refusals LOG_NOTICE, info LOG_INFO.
+ */
+/*
+ * cli_log - "prog: msg" as a log line at LOG_INFO, even when quiet (statistics the
+ * user asked for: a daemon's at exit or on a signal); timed or to syslog as set.
+ */
+void cli_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+enum { CLI_LOG_PLAIN = 0, CLI_LOG_TIME = 1, CLI_LOG_SYSLOG = 2 };  /* fixed: options use them */
+void cli_log_mode(int mode);
+
+/*
+ * cli_refusal - log a refused request, unless quiet: "refused: ADDR msg", msg
+ * naming the rule that refused it; rule a short fixed name ("access denied",
+ * "rate limit"...) that keys the rate limit and names the summary. At most
+ * CLI_REFUSALS_PER_S lines per rule each second; the rest are counted and told as
+ * "N more refused (RULE)" once that second is over (at the next refusal, the next
+ * cli_tell_refusals, or at exit: cli_flush_refusals). Thread-safe.
+ */
+#define CLI_REFUSALS_PER_S 5u
+void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* cli_flush_refusals - tell the refusals counted and not yet told, now. */
+void cli_flush_refusals(void);
+/* cli_tell_refusals - tell those counted in seconds that are over (a daemon's loop). */
+void cli_tell_refusals(void);
 /* cli_usage_error - "prog: msg\nTry 'prog --help'." and exit 2. */
 void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void cli_version(void) __attribute__((noreturn));
@@ -178,5 +212,12 @@ struct ndz_io;
  * The caller closes it with ndz_io_close.
  */
 struct ndz_io *cli_open_image(const char *path);
+
+/*
+ * cli_sibling - the path of program name in the directory this program runs from
+ * (/proc/self/exe), into buf (cap bytes); name itself (found on PATH) when that
+ * cannot be read or does not fit.
+ */
+const char *cli_sibling(char *buf, size_t cap, const char *name);
 
 #endif

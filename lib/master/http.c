@@ -192,15 +192,17 @@ int ndz_http_metrics(const struct ndz_master *m,
 		     struct ndz_error *e)
 {
 	const struct ndz_master_counters *n = ndz_master_counters((struct ndz_master *)m);
-	struct ndz_master_live lv[NDZ_MASTER_SESSIONS];
+	/* (on the heap: each session's client list makes the table megabytes) */
+	struct ndz_master_live *lv = calloc(NDZ_MASTER_SESSIONS, sizeof(*lv));
 	uint64_t receivers = 0, bytes = 0;
 	struct ndz_jbuf j;
 	char a[16];
 
+	if (!lv)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "metrics: %s", ndz_strerror(NDZ_ENOMEM));
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m, i);
 
-		lv[i] = (struct ndz_master_live){ 0, 0 };
 		if (s->pid > 0 && live)
 			live(ctx, s, &lv[i]);
 		receivers += lv[i].receivers;
@@ -282,6 +284,7 @@ int ndz_http_metrics(const struct ndz_master *m,
 	counter(&j, "reloads_total", "{result=\"bad\"}", n->bad_reloads);
 	metric(&j, "http_requests_total", "counter", "HTTP requests answered.");
 	counter(&j, "http_requests_total", "", http_requests);
+	free(lv);
 	if (j.over)
 		return ndz_error_set(e, NDZ_ERANGE, 0, "metrics longer than %zu bytes", cap - 1);
 	return (int)j.len;

@@ -126,15 +126,18 @@ int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uin
 	memset(p, 0, sizeof(*p));
 	p->slot = -1;
 	m->n.requests++;
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER) {
 		m->n.dropped++;
+		ndz_error_set(e, rc, 0, "malformed: a datagram of %zu bytes that is no request",
+			      len);
 		return NDZ_MASTER_DROP;
 	}
 	if (!ndz_master_host_ok(m, addr, now_ns)) {
 		m->n.rate_limited++;
+		ndz_error_set(e, NDZ_ERATE, 0, "rate limit: over its request rate");
 		return NDZ_MASTER_DROP;
 	}
-	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	rep->type = req->type == NDZ_CTL_STATUS || req->type == NDZ_CTL_UPLOAD ? req->type :
 		    NDZ_CTL_GET;
 	rep->id = req->id;
@@ -667,47 +670,56 @@ static const struct {
 #undef COUNTER
 };
 
-size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
-			      void (*live)(void *ctx, const struct ndz_master_session *s,
-					   struct ndz_master_live *out),
-			      void *ctx, char *buf, size_t cap)
+/* The STATUS JSON into j, each session's client list with it when clients is set. */
+static void status_json(const struct ndz_master *m, uint64_t now_ns,
+			void (*live)(void *ctx, const struct ndz_master_session *s,
+				     struct ndz_master_live *out),
+			void *ctx, struct ndz_jbuf *j, int clients)
 {
 	const struct ndz_master_counters *n = &m->n;
 	const struct ndz_mconf *c = m->conf;
-	struct ndz_jbuf j;
+	struct ndz_master_live *l = malloc(sizeof(*l));
 	int first = 1;
 
-	ndz_jbuf_init(&j, buf, cap);
-	ndz_jbuf_printf(&j, "{\"sessions\": [");
+	ndz_jbuf_printf(j, "{\"sessions\": [");
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
 		const struct ndz_master_session *s = &m->s[i];
-		struct ndz_master_live l = { 0, 0 };
 		char a[16];
 
 		if (s->pid <= 0)
 			continue;
-		if (live)
-			live(ctx, s, &l);
+		if (l)
+			memset(l, 0, sizeof(*l));
+		if (live && l)
+			live(ctx, s, l);
 		inet_ntop(AF_INET, &s->group, a, sizeof(a));
-		ndz_jbuf_printf(&j, "%s{\"image\": \"%s\", \"pid\": %d, \"group\": \"%s\", "
+		ndz_jbuf_printf(j, "%s{\"image\": \"%s\", \"pid\": %d, \"group\": \"%s\", "
 				"\"port\": %u, \"rate_bps\": %llu, \"clients\": %llu, "
 				"\"age_s\": %.0f, \"adopted\": %s, \"replaced\": %s, "
-				"\"receivers\": %llu, \"bytes_sent\": %llu}",
+				"\"receivers\": %llu, \"bytes_sent\": %llu",
 				first ? "" : ", ", s->image, s->pid, a, s->port,
 				(unsigned long long)s->rate, (unsigned long long)s->clients,
 				now_ns > s->started_ns ? (double)(now_ns - s->started_ns) / 1e9 : 0.0,
 				s->adopted ? "true" : "false", s->replaced ? "true" : "false",
-				(unsigned long long)l.receivers, (unsigned long long)l.bytes_sent);
+				l ? (unsigned long long)l->receivers : 0ull,
+				l ? (unsigned long long)l->bytes_sent : 0ull);
+		if (l && l->states)
+			ndz_jbuf_printf(j, ", \"active\": %llu, \"done\": %llu, \"failed\": %llu, "
+					"\"lost\": %llu, \"client_list\": [%s]",
+					(unsigned long long)l->active, (unsigned long long)l->done,
+					(unsigned long long)l->failed, (unsigned long long)l->lost,
+					clients ? l->clients : "");
+		ndz_jbuf_printf(j, "}");
 		first = 0;
 	}
-	ndz_jbuf_printf(&j, "], \"counters\": {");
+	ndz_jbuf_printf(j, "], \"counters\": {");
 	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
 		const void *v = (const char *)n + counter_names[i].off;
 
-		ndz_jbuf_printf(&j, "%s\"%s\": %llu", i ? ", " : "", counter_names[i].name,
+		ndz_jbuf_printf(j, "%s\"%s\": %llu", i ? ", " : "", counter_names[i].name,
 				(unsigned long long)*(const uint64_t *)v);
 	}
-	ndz_jbuf_printf(&j, "}, \"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
+	ndz_jbuf_printf(j, "}, \"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
 			c->max_sessions, c->pool_size);
 	first = 1;
 	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++) {
@@ -716,19 +728,35 @@ size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
 		if (!m->up[i].used)
 			continue;
 		inet_ntop(AF_INET, &m->up[i].from, a, sizeof(a));
-		ndz_jbuf_printf(&j, "%s{\"image\": \"%s\", \"from\": \"%s\"}", first ? "" : ", ",
+		ndz_jbuf_printf(j, "%s{\"image\": \"%s\", \"from\": \"%s\"}", first ? "" : ", ",
 				m->up[i].name, a);
 		first = 0;
 	}
-	ndz_jbuf_printf(&j, "], \"images\": [");
+	ndz_jbuf_printf(j, "], \"images\": [");
 	for (size_t i = 0; i < c->nimages; i++) {
 		const struct ndz_mconf_image *im = &c->images[i];
 
-		ndz_jbuf_printf(&j, "%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", im->name);
-		ndz_jbuf_string(&j, im->path);
-		ndz_jbuf_printf(&j, ", \"rate_bps\": %llu}", (unsigned long long)image_rate(c, im));
+		ndz_jbuf_printf(j, "%s{\"name\": \"%s\", \"path\": ", i ? ", " : "", im->name);
+		ndz_jbuf_string(j, im->path);
+		ndz_jbuf_printf(j, ", \"rate_bps\": %llu}", (unsigned long long)image_rate(c, im));
 	}
-	ndz_jbuf_printf(&j, "]}");
+	ndz_jbuf_printf(j, "]}");
+	free(l);
+}
+
+size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
+			      void (*live)(void *ctx, const struct ndz_master_session *s,
+					   struct ndz_master_live *out),
+			      void *ctx, char *buf, size_t cap)
+{
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, buf, cap);
+	status_json(m, now_ns, live, ctx, &j, 1);
+	if (j.over) {                  /* too many clients: their lists go, empty */
+		ndz_jbuf_init(&j, buf, cap);
+		status_json(m, now_ns, live, ctx, &j, 0);
+	}
 	if (j.over) {
 		ndz_jbuf_init(&j, buf, cap);
 		ndz_jbuf_printf(&j, "{\"error\": \"status longer than %zu bytes\"}", cap - 1);

@@ -107,7 +107,9 @@ enum {
  * an address some image allows may ask), and answered into *rep: MALFORMED, DENIED
  * (e says "no allow rule matches ADDR for image 'NAME' (nor for any image)" or "no
  * image allows ADDR"), USE_TCP for STATUS, or a GET's answer (ndz_master_get's
- * codes in e). Returns NDZ_MASTER_DROP, NDZ_MASTER_REPLY or NDZ_MASTER_START (*p).
+ * codes in e). Returns NDZ_MASTER_DROP (e says why: NDZ_ERATE "rate limit: ...",
+ * or "malformed: ..." for what does not decode), NDZ_MASTER_REPLY or
+ * NDZ_MASTER_START (*p).
  */
 int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uint32_t addr,
 		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,
@@ -262,15 +264,23 @@ void ndz_master_upload_end(struct ndz_master *m, int slot, int stored);
 unsigned ndz_master_uploads(const struct ndz_master *m);
 
 /* What a session's frisbeed says of itself, for the STATUS JSON. */
+#define NDZ_MASTER_LIVE_CLIENTS 4096  /* a session's client list in the STATUS, at most */
 struct ndz_master_live {
-	uint64_t receivers, bytes_sent;
+	uint64_t receivers, bytes_sent;  /* receivers: clients active now (seen, from an old
+					  * frisbeed that does not tell states) */
+	int states;                    /* 1: the counts and list below were told */
+	uint64_t active, done, failed, lost;
+	char clients[NDZ_MASTER_LIVE_CLIENTS]; /* its client list's entries as JSON objects,
+					  * comma-separated ("" none); whole entries only */
 };
 
 /*
  * ndz_master_status_json - the STATUS reply's JSON (doc/PROTOCOL.md) at now_ns into
  * buf (cap bytes, NUL-terminated): sessions, counters, limits, uploads, images.
- * live (may be NULL: zeros) is asked for each session's own statistics. A status
- * that does not fit becomes {"error": ...}. Returns its length (< cap).
+ * live (may be NULL: zeros) is asked for each session's own statistics, with its
+ * clients' states and list when it tells them. When the lists do not fit they are
+ * left empty (the counts stay); a status that still does not fit becomes
+ * {"error": ...}. Returns its length (< cap).
  */
 size_t ndz_master_status_json(const struct ndz_master *m, uint64_t now_ns,
 			      void (*live)(void *ctx, const struct ndz_master_session *s,

@@ -27,8 +27,14 @@ static void status(const struct ndz_mconn *c, int fd, uint32_t id, uint32_t addr
 
 	if (!ndz_mconf_allows_any(ndz_master_conf(c->ms), addr) &&
 	    ntohl(addr) != INADDR_LOOPBACK) {
+		char a[16];
+
 		rep.status = NDZ_CTL_DENIED;
 		n->denied++;
+		inet_ntop(AF_INET, &addr, a, sizeof(a));
+		if (c->refused)
+			c->refused("access denied", a, "asks for the status: access denied: no image "
+				   "allows %s", a);
 	} else {
 		n->status++;
 		rep.json = json;
@@ -172,9 +178,14 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		/* a verdict with its reason (uploaders take DONE as an answer to UPLOAD too) */
 		int why = rc == NDZ_ENOIMAGE || rc == NDZ_EDENIED;
 
-		c->say(c->ctx, 1, "%s may not upload %s: %s%s%s", a,
-		       rc != NDZ_EINVAL ? req.name : "?", ndz_ctl_strstatus(rep.status),
-		       why ? ": " : "", why ? ndz_error_msg(&e) : "");
+		if (c->refused)
+			c->refused(ndz_ctl_strstatus(rep.status), a, "may not upload %s: %s%s%s",
+				   rc != NDZ_EINVAL ? req.name : "?", ndz_ctl_strstatus(rep.status),
+				   e.code ? ": " : "", e.code ? ndz_error_msg(&e) : "");
+		else
+			c->say(c->ctx, 1, "%s may not upload %s: %s%s%s", a,
+			       rc != NDZ_EINVAL ? req.name : "?", ndz_ctl_strstatus(rep.status),
+			       why ? ": " : "", why ? ndz_error_msg(&e) : "");
 		if (why)
 			ndz_mreply_done(fd, req.id, rep.status, ndz_error_msg(&e), NULL);
 		else

@@ -28,6 +28,10 @@ struct ndz_mconn {
 	/* tell people: level 0 an error, 1 what happens (-v), 2 more (-vv) */
 	void (*say)(void *ctx, int level, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
+	/* a refused request from addr by rule (a short name), always told (may be NULL:
+	 * then said at level 1); lib/cli's cli_refusal fits */
+	void (*refused)(const char *rule, const char *addr, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
 };
 
 /*

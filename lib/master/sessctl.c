@@ -406,11 +406,11 @@ static int server_status(void *ctx, struct ndz_sessctl_status *out)
 	pthread_mutex_lock(ss->lock);
 	ndz_server_get_stats(ss->srv, &st);
 	out->rate_bps = ndz_server_info(ss->srv)->rate_bps;
+	/* with the client list: per client its state and progress */
+	n = ndz_server_status_json(ss->srv, ndz_now_ns(), out->json, sizeof(out->json), NULL);
 	pthread_mutex_unlock(ss->lock);
 	out->clients = st.clients;
 	out->bytes_sent = st.bytes_sent;
-	n = ndz_server_stats_json(&st, ndz_server_name(ss->srv), out->json, sizeof(out->json),
-				  NULL);
 	if (n < 0)
 		return n;
 	out->json_len = (size_t)n;

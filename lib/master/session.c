@@ -40,7 +40,7 @@ int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
 int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
 		      const char *path, pid_t *pid, struct ndz_error *e)
 {
-	char grp[INET_ADDRSTRLEN], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX];
+	char grp[INET_ADDRSTRLEN], port[8], rate[24], idle[16], ttl[8], ctl[PATH_MAX], lost[16];
 	const char *argv[24];
 	int argc = 0, pfd[2], err = 0, rc;
 	pid_t p;
@@ -67,6 +67,13 @@ int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_
 		argv[argc++] = "-L";
 	if (o->quiet)
 		argv[argc++] = "-q";
+	if (o->log)
+		argv[argc++] = o->log == 2 ? "--syslog" : "--log-time";
+	if (o->lost_s) {
+		snprintf(lost, sizeof(lost), "%u", o->lost_s);
+		argv[argc++] = "--lost-timeout";
+		argv[argc++] = lost;
+	}
 	argv[argc++] = "--";
 	argv[argc++] = path;
 	argv[argc] = NULL;
@@ -142,17 +149,64 @@ int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s)
 	return identify(run_dir, s) == 0;
 }
 
+/* The number after "key": in json (our frisbeed's); 0 when it is not there. */
+static int json_u64(const char *json, const char *key, uint64_t *v)
+{
+	char k[32];
+	const char *p;
+
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	if (!(p = strstr(json, k)))
+		return 0;
+	*v = strtoull(p + strlen(k), NULL, 10);
+	return 1;
+}
+
+/*
+ * A frisbeed that tells its clients' states (ndz_server_status_json): the counts,
+ * receivers the active ones, and the client list's entries, whole ones as fit.
+ */
+static void live_states(const char *json, struct ndz_master_live *out)
+{
+	const char *a = strstr(json, "\"client_list\": ["), *b;
+	size_t n;
+
+	if (!a || !json_u64(json, "active", &out->active))
+		return;
+	json_u64(json, "done", &out->done);
+	json_u64(json, "failed", &out->failed);
+	json_u64(json, "lost", &out->lost);
+	out->receivers = out->active;
+	out->states = 1;
+	a += strlen("\"client_list\": [");
+	if (!(b = strstr(a, "], \"clients_listed\"")))
+		return;
+	n = (size_t)(b - a);
+	/* cut at an entry's end: "}, {" separates them, and none holds another brace */
+	while (n >= sizeof(out->clients)) {
+		const char *c = a + n - 1;
+
+		while (c > a && !(c[-1] == '}' && c[0] == ','))
+			c--;
+		n = c > a ? (size_t)(c - a) : 0;
+	}
+	memcpy(out->clients, a, n);
+	out->clients[n] = 0;
+}
+
 void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 		      struct ndz_master_live *out)
 {
 	struct ndz_sessctl_status *st = malloc(sizeof(*st));
 	char path[PATH_MAX];
 
-	out->receivers = out->bytes_sent = 0;
+	memset(out, 0, sizeof(*out));
 	sock_path(run_dir, s, path);
 	if (st && path[0] && ndz_sessctl_status(path, NDZ_SESSION_ASK_MS, st, NULL) == 0) {
 		out->receivers = st->clients;
 		out->bytes_sent = st->bytes_sent;
+		st->json[st->json_len < NDZ_SESSCTL_JSON_MAX ? st->json_len : NDZ_SESSCTL_JSON_MAX] = 0;
+		live_states(st->json, out);
 	}
 	free(st);
 }

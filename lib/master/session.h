@@ -28,6 +28,8 @@ struct ndz_session_opts {
 	const char *iface;             /* -i; NULL: by route */
 	unsigned idle_s;               /* -T */
 	int ttl, loop, quiet;          /* -t, -L, -q */
+	int log;                       /* 1: --log-time, 2: --syslog (cli.h's CLI_LOG_*) */
+	unsigned lost_s;               /* --lost-timeout; 0: frisbeed's default */
 };
 
 /*

@@ -55,6 +55,7 @@ struct ndz_client {
 	size_t ready_head, ready_len;
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns, next_look;
 	uint64_t accept_ns;            /* when a chunk last checked out (or the start) */
+	uint64_t next_progress_ns;     /* when the next PROGRESS is due while receiving */
 	uint32_t rejects;              /* complete chunks that failed their checks since */
 	uint32_t reject_chunk;         /* the last of them, */
 	int reject_why;                /* and why (NDZ_E*) */
@@ -790,6 +791,29 @@ int ndz_client_input(struct ndz_client *c, const uint8_t *buf, size_t len, uint3
 }
 
 /* Receiving: the -T bounds, then what to ask for and when. */
+/*
+ * About once a second while receiving: PROGRESS to the server, for its status. Its
+ * fate does not matter (an old server drops it as malformed), so a failed send is
+ * not an error.
+ */
+static void progress_tick(struct ndz_client *c, uint64_t now)
+{
+	struct ndz_fetch_stats st;
+	struct ndz_pkt p;
+
+	if (now < c->next_progress_ns || !c->fetch)
+		return;
+	c->next_progress_ns = now + 1000 * MS;
+	ndz_fetch_get_stats(c->fetch, &st);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_PROGRESS;
+	p.progress.chunks_total = c->info.chunks;
+	p.progress.chunks_done = st.done < c->info.chunks ? st.done : c->info.chunks;
+	p.progress.bytes_written = (uint64_t)p.progress.chunks_done * NDZ_CHUNK_SIZE;
+	p.progress.elapsed_ms = (uint32_t)((now - c->start_ns) / MS);
+	(void)send_pkt(c, &p);
+}
+
 static void receive_tick(struct ndz_client *c, uint64_t now)
 {
 	if (now - c->last_server_ns > c->give_up_ns) {
@@ -844,6 +868,8 @@ int ndz_client_tick(struct ndz_client *c, uint64_t now_ns)
 		break;
 	case NDZ_CLIENT_RECEIVING:
 		receive_tick(c, now_ns);
+		if (c->state == NDZ_CLIENT_RECEIVING)
+			progress_tick(c, now_ns);
 		break;
 	}
 	return c->state;

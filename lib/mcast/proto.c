@@ -75,6 +75,10 @@ static const struct layout layouts[] = {
 		INT(8, tag), INT(12, chunk), INT(16, stripe), INT(17, index)) },
 	[NDZ_PKT_RREQUEST] = { NDZ_PKT_RREQUEST_LEN, 0, FIELDS(
 		INT(8, client_id), INT(12, tag), INT(16, chunk), RAW(20, need)) },
+	[NDZ_PKT_PROGRESS] = { NDZ_PKT_PROGRESS_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, progress.chunks_done),
+		INT(20, progress.chunks_total), INT(24, progress.bytes_written),
+		INT(32, progress.elapsed_ms)) },
 };
 
 /* The layout of a packet type, or NULL for a type there is none of. */
@@ -155,6 +159,8 @@ static int fields_valid(const struct ndz_pkt *p)
 		       i->image_bytes == (uint64_t)i->chunks * NDZ_CHUNK_SIZE;
 	case NDZ_PKT_LEAVE:
 		return p->leave.status <= 1;
+	case NDZ_PKT_PROGRESS:
+		return p->progress.chunks_done <= p->progress.chunks_total;
 	case NDZ_PKT_BLOCK:
 		return p->block < BLOCKS;
 	case NDZ_PKT_REQUEST:

@@ -27,6 +27,7 @@ enum ndz_pkt_type {
 	NDZ_PKT_FEATURES = 7,          /* server -> group: what else it speaks */
 	NDZ_PKT_REPAIR = 8,            /* server -> group: a repair block of a chunk's stripe */
 	NDZ_PKT_RREQUEST = 9,          /* client -> group: repair counts per stripe of a chunk */
+	NDZ_PKT_PROGRESS = 10,         /* client -> group: how far it is (about once a second) */
 };
 
 /* FEATURES bits; a receiver ignores bits it does not know. */
@@ -43,6 +44,7 @@ enum ndz_pkt_type {
 #define NDZ_PKT_FEATURES_LEN   16u
 #define NDZ_PKT_REPAIR_LEN     (20u + NDZ_BLOCK_SIZE)
 #define NDZ_PKT_RREQUEST_LEN   32u
+#define NDZ_PKT_PROGRESS_LEN   40u
 #define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet: a BLOCK */
 
 /*
@@ -82,10 +84,19 @@ struct ndz_leave_stats {
 	uint32_t chunks_done;
 };
 
+/* What a receiving client reports of itself (PROGRESS); chunks_done <= chunks_total. */
+struct ndz_progress {
+	uint32_t chunks_done;          /* chunks of the image written (or found present) */
+	uint32_t chunks_total;         /* chunks of the image */
+	uint64_t bytes_written;        /* bytes written to the target so far */
+	uint32_t elapsed_ms;           /* since the client began receiving */
+};
+
 /* A decoded packet; which fields are meaningful depends on type. */
 struct ndz_pkt {
 	uint8_t type;                  /* enum ndz_pkt_type */
-	uint32_t client_id;            /* JOIN, JOIN_REPLY (the asker), LEAVE, requests */
+	uint32_t client_id;            /* JOIN, JOIN_REPLY (the asker), LEAVE, requests,
+					* PROGRESS */
 	uint32_t tag;                  /* image tag: all but JOIN */
 	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST, REPAIR, RREQUEST */
 	uint16_t block;                /* BLOCK: block; REQUEST: first block */
@@ -98,6 +109,7 @@ struct ndz_pkt {
 	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
 	struct ndz_join_info info;     /* JOIN_REPLY */
 	struct ndz_leave_stats leave;  /* LEAVE */
+	struct ndz_progress progress;  /* PROGRESS */
 };
 
 /* ndz_image_tag - the 32-bit tag of an image carried in packets (from its UUID). */

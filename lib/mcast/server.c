@@ -1,4 +1,5 @@
 /* One frisbeed session as an I/O-free object: admission, clients, queue, pacing, rate (see server.h). */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,7 @@ struct ndz_server {
 
 	struct ndz_server_client *clients;
 	size_t nclients;
+	uint64_t lost_ns;              /* a client silent this long before it left is lost */
 	uint64_t last_activity_ns;
 
 	uint64_t clients_seen, joins, leaves, bytes_sent;
@@ -113,6 +115,7 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	s->tag = ndz_image_tag(o->info.uuid);
 	s->nchunks = o->info.chunks;
 	s->repair = o->repair;
+	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
 	s->cur = s->loaded = -1;
 	s->start_ns = s->last_activity_ns = now_ns;
 	if (o->burst_pkts) {
@@ -205,7 +208,9 @@ void ndz_server_free(struct ndz_server *s)
 	free(s);
 }
 
-static void note_client(struct ndz_server *s, uint32_t id, uint32_t addr, uint64_t now)
+/* Note a client heard at now; its entry, or NULL when the table is full. */
+static struct ndz_server_client *note_client(struct ndz_server *s, uint32_t id, uint32_t addr,
+					     uint64_t now)
 {
 	struct ndz_server_client *c;
 
@@ -213,22 +218,47 @@ static void note_client(struct ndz_server *s, uint32_t id, uint32_t addr, uint64
 		if (s->clients[i].id == id) {
 			s->clients[i].addr = addr;
 			s->clients[i].last_ns = now;
-			return;
+			return &s->clients[i];
 		}
 	s->clients_seen++;
 	if (s->nclients == NDZ_SERVER_MAX_CLIENTS)
-		return;
+		return NULL;
 	c = &s->clients[s->nclients++];
+	memset(c, 0, sizeof(*c));
 	c->id = id;
 	c->addr = addr;
 	c->first_ns = c->last_ns = now;
+	return c;
 }
 
-static void left(struct ndz_server *s, uint32_t id, int failed)
+static void left(struct ndz_server_client *c, const struct ndz_pkt *p)
 {
-	for (size_t i = 0; i < s->nclients; i++)
-		if (s->clients[i].id == id)
-			s->clients[i].left = failed ? 2 : 1;
+	if (!c)
+		return;
+	c->left = p->leave.status ? 2 : 1;
+	if (p->leave.chunks_done >= c->progress.chunks_done) {
+		c->progress.chunks_done = p->leave.chunks_done;
+		c->progress.bytes_written = p->leave.bytes_written;
+		c->progress.elapsed_ms = p->leave.elapsed_ms;
+		if (c->progress.chunks_total < c->progress.chunks_done)
+			c->progress.chunks_total = c->progress.chunks_done;
+	}
+	c->reported = 1;
+}
+
+/* A PROGRESS: kept (a JOIN again later starts it anew), with the rate since the last. */
+static void progressed(struct ndz_server_client *c, const struct ndz_progress *pr)
+{
+	if (!c || c->left)
+		return;        /* a late one, after its LEAVE */
+	if (c->reported && pr->elapsed_ms > c->progress.elapsed_ms &&
+	    pr->bytes_written >= c->progress.bytes_written)
+		c->rate_Bps = (pr->bytes_written - c->progress.bytes_written) * 1000u /
+			      (pr->elapsed_ms - c->progress.elapsed_ms);
+	else if (pr->elapsed_ms)
+		c->rate_Bps = pr->bytes_written * 1000u / pr->elapsed_ms;
+	c->progress = *pr;
+	c->reported = 1;
 }
 
 /* A packet of this server's to everyone: JOIN_REPLY (to client) and FEATURES. */
@@ -322,6 +352,7 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		      uint64_t now_ns, struct ndz_server_reply *out, struct ndz_pkt *pp)
 {
 	struct ndz_pkt local, *p = pp ? pp : &local;
+	struct ndz_server_client *c;
 	unsigned lost = 0;
 	int r = ndz_pkt_decode(buf, len, p, NULL), woke = 0;
 
@@ -330,16 +361,21 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	if (!admit(s, r, p))
 		return 0;
 	s->last_activity_ns = now_ns;
-	note_client(s, p->client_id, addr, now_ns);
+	c = note_client(s, p->client_id, addr, now_ns);
 	switch (p->type) {
 	case NDZ_PKT_JOIN:
 		s->joins++;
+		if (c)
+			c->left = 0;   /* back again (a new run with the same id) */
 		if (out)
 			reply(s, p->client_id, out);
 		break;
 	case NDZ_PKT_LEAVE:
 		s->leaves++;
-		left(s, p->client_id, p->leave.status != 0);
+		left(c, p);
+		break;
+	case NDZ_PKT_PROGRESS:
+		progressed(c, &p->progress);
 		break;
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
@@ -692,6 +728,105 @@ int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_cl
 				     s->nclients);
 	*c = s->clients[i];
 	return 0;
+}
+
+enum ndz_rx_state ndz_server_client_state(const struct ndz_server *s,
+					      const struct ndz_server_client *c, uint64_t now_ns)
+{
+	if (c->left)
+		return c->left == 1 ? NDZ_RX_DONE : NDZ_RX_FAILED;
+	if (now_ns > c->last_ns && now_ns - c->last_ns > s->lost_ns)
+		return NDZ_RX_LOST;
+	return NDZ_RX_ACTIVE;
+}
+
+const char *ndz_server_client_state_name(enum ndz_rx_state st)
+{
+	switch (st) {
+	case NDZ_RX_ACTIVE: return "active";
+	case NDZ_RX_DONE:   return "done";
+	case NDZ_RX_FAILED: return "failed";
+	case NDZ_RX_LOST:   return "lost";
+	}
+	return "unknown";
+}
+
+/* One client_list entry; its length, or 0 when it does not fit in cap. */
+static size_t client_json(const struct ndz_server *s, const struct ndz_server_client *c,
+			  uint64_t now, int first, char *buf, size_t cap)
+{
+	char a[INET_ADDRSTRLEN];
+	struct in_addr in = { c->addr };
+	int n;
+
+	inet_ntop(AF_INET, &in, a, sizeof(a));
+	n = snprintf(buf, cap, "%s{\"id\": %u, \"address\": \"%s\", \"state\": \"%s\", "
+		     "\"chunks_done\": %u, \"chunks_total\": %u, \"bytes_written\": %llu, "
+		     "\"write_bps\": %llu, \"age_s\": %.1f}", first ? "" : ", ", c->id, a,
+		     ndz_server_client_state_name(ndz_server_client_state(s, c, now)),
+		     c->progress.chunks_done, c->reported ? c->progress.chunks_total : s->nchunks,
+		     (unsigned long long)c->progress.bytes_written,
+		     (unsigned long long)c->rate_Bps * 8,
+		     now > c->last_ns ? (double)(now - c->last_ns) / 1e9 : 0.0);
+	return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+/* Order of the client list: the most recently heard first. */
+static int by_last_heard(const void *a, const void *b)
+{
+	const struct ndz_server_client *x = *(const struct ndz_server_client *const *)a;
+	const struct ndz_server_client *y = *(const struct ndz_server_client *const *)b;
+
+	return x->last_ns < y->last_ns ? 1 : x->last_ns > y->last_ns ? -1 : 0;
+}
+
+int ndz_server_status_json(const struct ndz_server *s, uint64_t now_ns, char *buf, size_t cap,
+			   struct ndz_error *e)
+{
+	static const size_t tail = 64;         /* the counts' room kept for the end */
+	const struct ndz_server_client **order;
+	struct ndz_server_stats st;
+	uint64_t n[4] = { 0, 0, 0, 0 };
+	size_t len, listed = 0, k;
+	int r;
+
+	ndz_server_get_stats(s, &st);
+	r = ndz_server_stats_json(&st, s->name, buf, cap, e);
+	if (r < 0)
+		return r;
+	len = (size_t)r;
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '}'))
+		len--;                          /* reopen the object */
+	for (size_t i = 0; i < s->nclients; i++)
+		n[ndz_server_client_state(s, &s->clients[i], now_ns)]++;
+	r = snprintf(buf + len, cap - len, ", \"receivers\": %llu, \"active\": %llu, "
+		     "\"done\": %llu, \"failed\": %llu, \"lost\": %llu, \"client_list\": [",
+		     (unsigned long long)n[0], (unsigned long long)n[0], (unsigned long long)n[1],
+		     (unsigned long long)n[2], (unsigned long long)n[3]);
+	if (r < 0 || (size_t)r + tail >= cap - len)
+		goto range;
+	len += (size_t)r;
+	order = malloc((s->nclients + 1) * sizeof(*order));
+	if (order) {
+		for (size_t i = 0; i < s->nclients; i++)
+			order[i] = &s->clients[i];
+		qsort(order, s->nclients, sizeof(*order), by_last_heard);
+		for (size_t i = 0; i < s->nclients; i++) {
+			k = client_json(s, order[i], now_ns, !listed, buf + len, cap - len - tail);
+			if (!k)
+				break;
+			len += k;
+			listed++;
+		}
+		free(order);
+	}
+	r = snprintf(buf + len, cap - len, "], \"clients_listed\": %zu}\n", listed);
+	if (r < 0 || (size_t)r >= cap - len)
+		goto range;
+	return (int)(len + (size_t)r);
+range:
+	return ndz_error_set(e, NDZ_ERANGE, 0, "server status: %zu bytes do not hold the JSON",
+			     cap);
 }
 
 const char *ndz_server_name(const struct ndz_server *s)

@@ -52,6 +52,18 @@ struct ndz_server_opts {
 	int auto_rate;                 /* find the rate from the clients' losses */
 	unsigned burst_pkts;           /* with gap_us: bursts of this many packets instead */
 	uint64_t gap_us;               /* between bursts */
+	uint32_t lost_ms;              /* a client silent this long before it left is lost;
+					* 0: NDZ_SERVER_LOST_MS */
+};
+
+#define NDZ_SERVER_LOST_MS 30000u      /* the default: 30 PROGRESS intervals */
+
+/* What the server makes of a client (ndz_server_client_state). */
+enum ndz_rx_state {
+	NDZ_RX_ACTIVE = 0,             /* heard within the lost timeout, not left */
+	NDZ_RX_DONE = 1,               /* sent a LEAVE: image complete */
+	NDZ_RX_FAILED = 2,             /* sent a LEAVE: failed */
+	NDZ_RX_LOST = 3,               /* silent past the lost timeout without a LEAVE */
 };
 
 /* A client as the table holds it (the first NDZ_SERVER_MAX_CLIENTS heard). */
@@ -60,6 +72,9 @@ struct ndz_server_client {
 	uint32_t addr;                 /* IPv4 address it last sent from, network order */
 	uint64_t first_ns, last_ns;    /* when first and last heard */
 	int left;                      /* it sent a LEAVE: 1 complete, 2 failed; 0 not yet */
+	int reported;                  /* it sent a PROGRESS (or a LEAVE): progress is set */
+	struct ndz_progress progress;  /* its last PROGRESS (a LEAVE's figures after it) */
+	uint64_t rate_Bps;             /* bytes written per second, from its PROGRESS */
 };
 
 /* What frisbeed's statistics line and --stats-json say. */
@@ -218,6 +233,25 @@ size_t ndz_server_clients(const struct ndz_server *s);
 /* ndz_server_client - the i-th client heard into *c: 0, or NDZ_ENOENT past the last (e). */
 int ndz_server_client(const struct ndz_server *s, size_t i, struct ndz_server_client *c,
 		      struct ndz_error *e);
+
+/* ndz_server_client_state - what c (from ndz_server_client) is at now_ns. */
+enum ndz_rx_state ndz_server_client_state(const struct ndz_server *s,
+					      const struct ndz_server_client *c, uint64_t now_ns);
+
+/* ndz_server_client_state_name - "active", "done", "failed" or "lost". */
+const char *ndz_server_client_state_name(enum ndz_rx_state st);
+
+/*
+ * ndz_server_status_json - the session's status at now_ns as one line of JSON (with a
+ * newline) into buf (cap bytes, NUL-terminated): ndz_server_stats_json's fields, then
+ * "receivers" (clients active now), "active", "done", "failed", "lost" (counts over
+ * the table) and "client_list": per client id, address, state, chunks_done,
+ * chunks_total, bytes_written, write_bps (bits/s written, from its PROGRESS), age_s
+ * since last heard; the most recently heard first, as many as fit, "clients_listed"
+ * saying how many. Returns its length, or NDZ_ERANGE (e set) when not even the counts fit.
+ */
+int ndz_server_status_json(const struct ndz_server *s, uint64_t now_ns, char *buf, size_t cap,
+			   struct ndz_error *e);
 
 /*
  * ndz_server_image - check that img is a whole image (lib/image.h: its size, first and

@@ -143,7 +143,10 @@ in_ns c1 "$CTLASK" "$SRV" 3601 a >/dev/null
 in_ns c1 "$FRISBEE" -M "$SRV:3601" -I b "$T/x" 2>"$T/err"; rc=$?
 check "too many sessions: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3601: image 'b': too many sessions\" ]"
 kill -TERM $MPID; kill -TERM $mpid2; wait $MPID $mpid2
-check "a master without -v prints nothing when all goes well" sh -c "[ ! -s '$T/pool.log' ] && [ ! -s '$T/one.log' ]"
+# (refusals are logged always: pool exhausted, too many sessions)
+check "a master without -v prints nothing but refusals" \
+	sh -c "! grep -v '^mfrisbeed: refused: ' '$T/pool.log' '$T/one.log' &&
+	       grep -q \"^mfrisbeed: refused: 10.77.0.11 asks for b: too many sessions: \" '$T/one.log'"
 MPID=$mpid
 
 # the master killed mid-transfer: its session goes on; restarted, it adopts it

@@ -81,15 +81,18 @@ fetch c2 gold "$T/out1"
 mc_wait
 check "frisbee -M of the uploaded image: byte-identical restore" \
 	eval "[ \"$(mc_rc c2)\" = 0 ] && mc_same '$T/b.src' '$T/out1'"
-# the session's own counts (frisbeed rewrites them once a second)
+# the session's own counts (frisbeed rewrites them once a second); the client has
+# left with its image: done, no longer a receiver
 sent=0
 for k in $(seq 15); do
-	sent=$(status | grep -o '"image": "gold", [^}]*"receivers": 1, "bytes_sent": [0-9]*' | sed 's/.*: //')
+	sent=$(status | tee "$T/st.json" |
+		grep -o '"image": "gold", [^}]*"receivers": 0, "bytes_sent": [0-9]*' | sed 's/.*: //')
 	[ "${sent:-0}" -ge "$(stat -c %s "$T/b.ndz")" ] && break
 	sleep 0.1
 done
-check "status counts the session's receivers and bytes sent (${sent:-none})" \
-	[ "${sent:-0}" -ge "$(stat -c %s "$T/b.ndz")" ]
+check "status counts the session's bytes sent (${sent:-none}) and its client done" \
+	eval "[ \"${sent:-0}\" -ge \"$(stat -c %s "$T/b.ndz")\" ] &&
+	      grep -q '\"image\": \"gold\", [^]]*\"active\": 0, \"done\": 1, ' '$T/st.json'"
 
 # replaced while a session serves it: the session keeps the old image, new clients get the new
 rm -f "$T"/c*.rc

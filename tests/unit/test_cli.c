@@ -1,5 +1,6 @@
 /* Unit tests for lib/cli/cli.c: number parsing for the programs' options, progress,
-   repeated warnings. */
+   repeated warnings, log lines and refusals. */
+#include <regex.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "core/io.h"
+#include "core/clock.h"
 
 static void test_parse_u64(void **state)
 {
@@ -419,6 +421,24 @@ static void open_missing(void)
 	cli_open_image("/nonexistent/ndz-test.ndz");
 }
 
+/* cli_sibling: a program beside this one; the bare name when there is no room. */
+static void test_sibling(void **state)
+{
+	char buf[4096], self[4096], tiny[4];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	const char *p;
+
+	(void)state;
+	assert_true(n > 0);
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	p = cli_sibling(buf, sizeof(buf), "frisbeed");
+	assert_ptr_equal(p, buf);
+	assert_int_equal(strncmp(p, self, strlen(self)), 0);
+	assert_string_equal(p + strlen(self), "/frisbeed");
+	assert_string_equal(cli_sibling(tiny, sizeof(tiny), "frisbeed"), "frisbeed");
+}
+
 /* cli_open_image reads a file as it is; one that is not there ends the program. */
 static void test_open_image(void **state)
 {
@@ -441,6 +461,73 @@ static void test_open_image(void **state)
 	assert_non_null(strstr(out, "/nonexistent/ndz-test.ndz"));
 }
 
+static void log_time(void)
+{
+	cli_log_mode(CLI_LOG_TIME);
+	cli_info("hello %d", 1);
+	cli_warn("careful");
+	cli_error("bad");
+}
+
+/* --log-time: every message line begins with its ISO 8601 UTC time, then the name */
+static void test_log_time(void **state)
+{
+	char out[4096];
+	regex_t re;
+
+	(void)state;
+	child_stderr(log_time, out, sizeof(out));
+	assert_int_equal(regcomp(&re, "^[0-9]{4}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:"
+				 "[0-6][0-9]\\.[0-9]{3}Z prog: hello 1\n"
+				 "[0-9]{4}-[^ ]*Z prog: warning: careful\n"
+				 "[0-9]{4}-[^ ]*Z prog: bad\n$", REG_EXTENDED), 0);
+	assert_int_equal(regexec(&re, out, 0, NULL, 0), 0);
+	regfree(&re);
+}
+
+static void refuse_flood(void)
+{
+	uint64_t second;
+
+	for (int i = 0; i < 1000; i++)
+		cli_refusal("access denied", "10.0.0.9", "asks for a: access denied: rule %d", i);
+	/* once the second is over, a daemon's loop tells what was counted */
+	second = ndz_now_ns() / 1000000000u;
+	while (ndz_now_ns() / 1000000000u == second)
+		usleep(10000);
+	cli_tell_refusals();
+	cli_info("told");
+	cli_refusal("rate limit", "10.0.0.8", "rate limit: over its request rate");
+}
+
+/* A flood of refusals: a few lines per rule, the rest counted; every one accounted for. */
+static void test_refusals(void **state)
+{
+	char out[16384], *p;
+	unsigned lines = 0, more = 0, other = 0, told = 0;
+
+	(void)state;
+	child_stderr(refuse_flood, out, sizeof(out));
+	for (p = strtok(out, "\n"); p; p = strtok(NULL, "\n")) {
+		unsigned long k;
+
+		if (strncmp(p, "prog: refused: 10.0.0.9 asks for a: access denied: rule ", 56) == 0)
+			lines++;
+		else if (strcmp(p, "prog: refused: 10.0.0.8 rate limit: over its request rate") == 0)
+			other++;
+		else if (sscanf(p, "prog: %lu more refused (access denied)", &k) == 1 && !told)
+			more += (unsigned)k;
+		else if (strcmp(p, "told") == 0)
+			told++;
+		else
+			fail_msg("unexpected line '%s'", p);
+	}
+	assert_int_equal(lines + more, 1000);
+	assert_true(lines >= 1 && lines <= 100);   /* 5 a second: the loop takes far less */
+	assert_int_equal(other, 1);                /* another rule has its own limit */
+	assert_int_equal(told, 1);                 /* every summary came before it */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -452,6 +539,9 @@ int main(void)
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_warn_repeats),
 		cmocka_unit_test(test_open_image),
+		cmocka_unit_test(test_sibling),
+		cmocka_unit_test(test_log_time),
+		cmocka_unit_test(test_refusals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

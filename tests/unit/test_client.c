@@ -34,6 +34,8 @@ struct t {
 	struct ndz_client_opts o;
 	struct ndz_pkt sent[MAXSENT];  /* what the client sent, decoded */
 	unsigned nsent;
+	struct ndz_pkt progress[64];   /* the PROGRESS reports, apart */
+	unsigned nprogress;
 	int notes[16];                 /* how many of each NOTE */
 	int fail_send;                 /* the next sends fail with this errno */
 	uint8_t uuid[16];
@@ -49,6 +51,12 @@ static int t_send(void *ctx, const uint8_t *d, size_t len)
 	assert_true(t->nsent < MAXSENT);
 	assert_int_equal(ndz_pkt_decode(d, len, &t->sent[t->nsent], NULL), 0);
 	t->sent[t->nsent].data = NULL;
+	if (t->sent[t->nsent].type == NDZ_PKT_PROGRESS) {
+		if (t->nprogress < 64)
+			t->progress[t->nprogress] = t->sent[t->nsent];
+		t->nprogress++;
+		return 0;
+	}
 	t->nsent++;
 	return 0;
 }
@@ -699,6 +707,49 @@ static void test_have(void **state)
 	teardown_t(t);
 }
 
+/* While receiving, PROGRESS goes about once a second, with the chunks done so far. */
+static void test_progress(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_pkt *p;
+	uint64_t now;
+	uint32_t chunk;
+	uint8_t *buf;
+	int slot;
+
+	(void)state;
+	join(t, 4, 0);
+	assert_int_equal(t->nprogress, 0);          /* not before receiving */
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	for (now = 10 * MS; now <= 2500 * MS; now += 10 * MS)
+		ndz_client_tick(t->c, now);
+	assert_int_equal(t->nprogress, 3);          /* at 10 ms, 1010 ms, 2010 ms */
+	p = &t->progress[2];
+	assert_int_equal(p->client_id, ID);
+	assert_int_equal(p->tag, TAG);
+	assert_int_equal(p->progress.chunks_total, 4);
+	assert_int_equal(p->progress.chunks_done, 0);
+	assert_int_equal(p->progress.elapsed_ms, 2010);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		block(t, 1, b, now);
+	slot = ndz_client_ready(t->c, &chunk, &buf);
+	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, now);
+	ndz_client_written(t->c, slot);
+	for (; now <= 3500 * MS; now += 10 * MS)
+		ndz_client_tick(t->c, now);
+	assert_int_equal(t->nprogress, 4);
+	p = &t->progress[3];
+	assert_int_equal(p->progress.chunks_done, 1);
+	assert_int_equal(p->progress.bytes_written, NDZ_CHUNK_SIZE);
+	/* a PROGRESS that cannot be sent is no failure */
+	t->fail_send = 101;       /* ENETUNREACH */
+	for (; now <= 5500 * MS; now += 10 * MS)
+		ndz_client_tick(t->c, now);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_RECEIVING);
+	t->fail_send = 0;
+	teardown_t(t);
+}
+
 /* While a seed scan runs, only the chunks it has passed are asked for. */
 static void test_scan_front(void **state)
 {
@@ -792,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_have),
 		cmocka_unit_test(test_have_all),
 		cmocka_unit_test(test_scan_front),
+		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_bad_options),
 	};
 

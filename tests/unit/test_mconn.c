@@ -84,7 +84,8 @@ static struct fixture *make(void)
 		fail_msg("%s", ndz_error_msg(&e));
 	assert_int_equal(ndz_master_create(f->conf, &f->ms, NULL), 0);
 	pthread_mutex_init(&f->lock, NULL);
-	f->c = (struct ndz_mconn){ &f->lock, f->ms, f->tmp, 0, f, status_json, reload, say };
+	f->c = (struct ndz_mconn){ &f->lock, f->ms, f->tmp, 0, f, status_json, reload, say,
+				   NULL };
 	return f;
 }
 

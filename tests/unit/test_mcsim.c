@@ -155,7 +155,8 @@ static int sim_send(void *ctx, const uint8_t *d, size_t len)
 		assert_int_equal(p.tag, ndz_image_tag(uuid));
 		s->requests++;
 	} else {
-		assert_true(p.type == NDZ_PKT_JOIN || p.type == NDZ_PKT_LEAVE);
+		assert_true(p.type == NDZ_PKT_JOIN || p.type == NDZ_PKT_LEAVE ||
+			    p.type == NDZ_PKT_PROGRESS);
 	}
 	if (s->qhead + s->qlen == s->qcap) {
 		if (s->qhead) {

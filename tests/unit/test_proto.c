@@ -72,16 +72,24 @@ static struct ndz_pkt make(int type)
 		p.need[7] = 128;
 		p.need[NDZ_FEC_WHOLE] = 255;
 		break;
+	case NDZ_PKT_PROGRESS:
+		p.progress.chunks_done = 0x0102;
+		p.progress.chunks_total = 0x0304;
+		p.progress.bytes_written = 0x0102030405060708ull;
+		p.progress.elapsed_ms = 0x0a0b0c0d;
+		break;
 	}
 	return p;
 }
 
 static const int types[] = { NDZ_PKT_JOIN, NDZ_PKT_JOIN_REPLY, NDZ_PKT_LEAVE,
 			     NDZ_PKT_BLOCK, NDZ_PKT_REQUEST, NDZ_PKT_PREQUEST,
-			     NDZ_PKT_FEATURES, NDZ_PKT_REPAIR, NDZ_PKT_RREQUEST };
+			     NDZ_PKT_FEATURES, NDZ_PKT_REPAIR, NDZ_PKT_RREQUEST,
+			     NDZ_PKT_PROGRESS };
 static const size_t lens[] = { NDZ_PKT_JOIN_LEN, NDZ_PKT_JOIN_REPLY_LEN, NDZ_PKT_LEAVE_LEN,
 			       NDZ_PKT_BLOCK_LEN, NDZ_PKT_REQUEST_LEN, NDZ_PKT_PREQUEST_LEN,
-			       NDZ_PKT_FEATURES_LEN, NDZ_PKT_REPAIR_LEN, NDZ_PKT_RREQUEST_LEN };
+			       NDZ_PKT_FEATURES_LEN, NDZ_PKT_REPAIR_LEN, NDZ_PKT_RREQUEST_LEN,
+			       NDZ_PKT_PROGRESS_LEN };
 
 static void test_roundtrip(void **state)
 {
@@ -116,6 +124,11 @@ static void test_roundtrip(void **state)
 			assert_int_equal(q.stripe, p.stripe);
 			assert_int_equal(q.index, p.index);
 		}
+		if (p.type == NDZ_PKT_PROGRESS) {
+			assert_int_equal(q.client_id, p.client_id);
+			assert_int_equal(q.tag, p.tag);
+			assert_memory_equal(&q.progress, &p.progress, sizeof(p.progress));
+		}
 		if (p.type == NDZ_PKT_RREQUEST) {
 			assert_int_equal(q.chunk, p.chunk);
 			assert_memory_equal(q.need, p.need, sizeof(p.need));
@@ -149,6 +162,13 @@ static void test_layout(void **state)
 	p = make(NDZ_PKT_FEATURES);
 	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b), NULL), 16);
 	assert_memory_equal(b, "NDZP\x01\x07\x00\x00\x88\x77\x66\x55\x01\x00\x00\x80", 16);
+	/* PROGRESS: client id, tag, chunks done, chunks total, bytes written, elapsed ms */
+	p = make(NDZ_PKT_PROGRESS);
+	assert_int_equal(ndz_pkt_encode(&p, b, sizeof(b), NULL), 40);
+	assert_memory_equal(b, "NDZP\x01\x0a\x00\x00", 8);
+	assert_memory_equal(b + 8, "\x44\x33\x22\x11\x88\x77\x66\x55\x02\x01\x00\x00"
+			    "\x04\x03\x00\x00\x08\x07\x06\x05\x04\x03\x02\x01"
+			    "\x0d\x0c\x0b\x0a\x00\x00\x00\x00", 32);
 }
 
 static void expect_bad(int type, size_t off, uint8_t val, int code)
@@ -168,7 +188,11 @@ static void test_validation(void **state)
 	expect_bad(NDZ_PKT_JOIN, 0, 'X', NDZ_EPROTO);               /* magic */
 	expect_bad(NDZ_PKT_JOIN, 4, 2, NDZ_EPROTOVER);              /* version */
 	expect_bad(NDZ_PKT_JOIN, 5, 0, NDZ_EPROTO);                 /* type 0 */
-	expect_bad(NDZ_PKT_JOIN, 5, 10, NDZ_EPROTO);                /* unknown type */
+	expect_bad(NDZ_PKT_JOIN, 5, 11, NDZ_EPROTO);                /* unknown type */
+	expect_bad(NDZ_PKT_JOIN, 5, 10, NDZ_EPROTO);                /* PROGRESS's length */
+	expect_bad(NDZ_PKT_PROGRESS, 17, 0x04, NDZ_EPROTO);         /* done > total */
+	expect_bad(NDZ_PKT_PROGRESS, 36, 1, NDZ_EPROTO);            /* reserved */
+	expect_bad(NDZ_PKT_PROGRESS, 39, 1, NDZ_EPROTO);            /* reserved */
 	expect_bad(NDZ_PKT_JOIN, 6, 1, NDZ_EPROTO);                 /* flags */
 	expect_bad(NDZ_PKT_JOIN, 12, 1, NDZ_EPROTO);                /* reserved */
 	expect_bad(NDZ_PKT_JOIN_REPLY, 12, 0, NDZ_EPROTO);          /* tag not from uuid */

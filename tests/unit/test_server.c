@@ -5,6 +5,7 @@
  * table, a rate change, the chunk check, the manifest and the content index,
  * statistics and their JSON.
  */
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -750,6 +751,122 @@ static void test_json(void **state)
 	ndz_server_free(s);
 }
 
+/* A packet from client id at addr (network order) at now. */
+static int feed_at(struct ndz_server *s, struct ndz_pkt *p, uint32_t id, uint32_t addr,
+		   uint64_t now)
+{
+	uint8_t buf[NDZ_PKT_MAX];
+	int len;
+
+	p->client_id = id;
+	if (p->type != NDZ_PKT_JOIN)
+		p->tag = ndz_image_tag(uuid);
+	len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
+	assert_true(len > 0);
+	return ndz_server_packet(s, buf, (size_t)len, addr, now, NULL, NULL);
+}
+
+static enum ndz_rx_state state_of(const struct ndz_server *s, uint32_t id, uint64_t now,
+				  struct ndz_server_client *c)
+{
+	for (size_t i = 0; i < ndz_server_clients(s); i++) {
+		assert_int_equal(ndz_server_client(s, i, c, NULL), 0);
+		if (c->id == id)
+			return ndz_server_client_state(s, c, now);
+	}
+	fail_msg("no client %u", id);
+	return NDZ_RX_LOST;
+}
+
+/*
+ * The client table: PROGRESS kept (and its rate), a LEAVE makes a client done or
+ * failed, one silent past the lost timeout without a LEAVE is lost; the status JSON
+ * counts each state, receivers only the active, and lists every client.
+ */
+static void test_clients(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+	struct ndz_server_client c;
+	struct ndz_pkt p;
+	struct ndz_error e = { 0 };
+	char buf[4096];
+	int n;
+
+	(void)state;
+	o.lost_ms = 5000;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	for (uint32_t id = 1; id <= 4; id++) {
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_JOIN;
+		assert_int_equal(feed_at(s, &p, id, htonl(0x0a000000u + id), 0), 1);
+	}
+	/* 1: progress twice, the rate from the second's difference */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_PROGRESS;
+	p.progress = (struct ndz_progress){ 1, CHUNKS, NDZ_CHUNK_SIZE, 1000 };
+	assert_int_equal(feed_at(s, &p, 1, htonl(0x0a000001u), 1000 * MS), 1);
+	p.progress = (struct ndz_progress){ 3, CHUNKS, 3 * NDZ_CHUNK_SIZE, 2000 };
+	assert_int_equal(feed_at(s, &p, 1, htonl(0x0a000001u), 2000 * MS), 1);
+	assert_int_equal(state_of(s, 1, 2000 * MS, &c), NDZ_RX_ACTIVE);
+	assert_int_equal(c.progress.chunks_done, 3);
+	assert_int_equal(c.progress.chunks_total, CHUNKS);
+	assert_int_equal(c.progress.bytes_written, 3 * NDZ_CHUNK_SIZE);
+	assert_int_equal(c.rate_Bps, 2 * NDZ_CHUNK_SIZE);
+	/* another image's progress is not ours */
+	p.tag = 0;
+	{
+		uint8_t b2[NDZ_PKT_MAX];
+		int len = ndz_pkt_encode(&p, b2, sizeof(b2), NULL);
+
+		assert_int_equal(ndz_server_packet(s, b2, (size_t)len, htonl(0x0a000001u),
+						   2000 * MS, NULL, NULL), 0);
+	}
+	/* 2: done; 3: failed; a late PROGRESS after the LEAVE changes nothing */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_LEAVE;
+	p.leave.chunks_done = CHUNKS;
+	p.leave.bytes_written = CHUNKS * NDZ_CHUNK_SIZE;
+	assert_int_equal(feed_at(s, &p, 2, htonl(0x0a000002u), 3000 * MS), 1);
+	p.leave.status = 1;
+	p.leave.chunks_done = 1;
+	assert_int_equal(feed_at(s, &p, 3, htonl(0x0a000003u), 3000 * MS), 1);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_PROGRESS;
+	p.progress = (struct ndz_progress){ 0, CHUNKS, 0, 3000 };
+	assert_int_equal(feed_at(s, &p, 2, htonl(0x0a000002u), 3100 * MS), 1);
+	assert_int_equal(state_of(s, 2, 3100 * MS, &c), NDZ_RX_DONE);
+	assert_int_equal(c.progress.chunks_done, CHUNKS);
+	assert_int_equal(state_of(s, 3, 3100 * MS, &c), NDZ_RX_FAILED);
+	/* 4 silent since 0: active until 5 s, then lost; 1 heard at 2 s stays active */
+	assert_int_equal(state_of(s, 4, 5000 * MS, &c), NDZ_RX_ACTIVE);
+	assert_int_equal(state_of(s, 4, 5001 * MS, &c), NDZ_RX_LOST);
+	assert_int_equal(state_of(s, 1, 5001 * MS, &c), NDZ_RX_ACTIVE);
+	/* done or failed clients are never lost */
+	assert_int_equal(state_of(s, 2, 60000 * MS, &c), NDZ_RX_DONE);
+	n = ndz_server_status_json(s, 5001 * MS, buf, sizeof(buf), &e);
+	assert_true(n > 0);
+	assert_int_equal((size_t)n, strlen(buf));
+	assert_int_equal(buf[n - 1], '\n');
+	assert_non_null(strstr(buf, "{\"image\": \"test\\\"img\", \"chunks\": 5, \"clients\": 4, "));
+	assert_non_null(strstr(buf, "\"receivers\": 1, \"active\": 1, \"done\": 1, "
+				    "\"failed\": 1, \"lost\": 1, \"client_list\": [{\"id\": 2, "));
+	assert_non_null(strstr(buf, "{\"id\": 1, \"address\": \"10.0.0.1\", \"state\": "
+				    "\"active\", \"chunks_done\": 3, \"chunks_total\": 5, "
+				    "\"bytes_written\": 3145728, \"write_bps\": 16777216, "
+				    "\"age_s\": 3.0}"));
+	assert_non_null(strstr(buf, "\"id\": 4, \"address\": \"10.0.0.4\", \"state\": \"lost\""));
+	assert_non_null(strstr(buf, "\"state\": \"failed\""));
+	assert_non_null(strstr(buf, "], \"clients_listed\": 4}\n"));
+	/* too small for all: fewer listed, still whole JSON */
+	n = ndz_server_status_json(s, 5001 * MS, buf, 1000, NULL);
+	assert_true(n > 0 && n < 1000);
+	assert_non_null(strstr(buf, "\"clients_listed\": "));
+	assert_null(strstr(buf, "\"clients_listed\": 4}"));
+	assert_int_equal(ndz_server_status_json(s, 0, buf, 100, &e), NDZ_ERANGE);
+	ndz_server_free(s);
+}
+
 /* Options a session cannot run with are refused, saying why. */
 static void test_create_errors(void **state)
 {
@@ -791,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_index_file),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_clients),
 		cmocka_unit_test(test_create_errors),
 	};
 
