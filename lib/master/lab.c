@@ -37,7 +37,7 @@ void ndz_lab_free(struct ndz_lab *l)
 
 void ndz_lab_set_times(struct ndz_lab *l, uint64_t window_ms, uint64_t timeout_ms)
 {
-	l->window_ms = window_ms ? window_ms : NDZ_LAB_WINDOW_MS;
+	l->window_ms = window_ms;
 	l->timeout_ms = timeout_ms ? timeout_ms : NDZ_LAB_TIMEOUT_MS;
 }
 

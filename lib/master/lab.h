@@ -17,8 +17,7 @@
 #include "core/err.h"
 
 #define NDZ_LAB_NODES 1024             /* table size */
-#define NDZ_LAB_REASON_MAX 160         /* a failure's reason, bytes */
-#define NDZ_LAB_WINDOW_MS 5000         /* the group start window by default */
+#define NDZ_LAB_REASON_MAX NDZ_CTL_TEXT_MAX  /* a failure's reason, bytes */
 #define NDZ_LAB_TIMEOUT_MS 60000       /* a running node silent this long is lost */
 
 enum ndz_lab_task {
@@ -91,7 +90,8 @@ struct ndz_lab;
 
 /*
  * ndz_lab_create - an empty lab: a group waits at most window_ms for all its nodes
- * to ask; a running node silent timeout_ms is lost (0: the defaults above).
+ * to ask (0: each starts when it asks); a running node silent timeout_ms is lost
+ * (0: NDZ_LAB_TIMEOUT_MS).
  * 0 and *out (free with ndz_lab_free), or NDZ_ENOMEM with e set.
  */
 int ndz_lab_create(uint64_t window_ms, uint64_t timeout_ms, struct ndz_lab **out,
@@ -100,7 +100,7 @@ int ndz_lab_create(uint64_t window_ms, uint64_t timeout_ms, struct ndz_lab **out
 /* ndz_lab_free - accepts NULL. */
 void ndz_lab_free(struct ndz_lab *l);
 
-/* ndz_lab_set_times - a new window and timeout (0: the defaults). */
+/* ndz_lab_set_times - a new window and timeout, as ndz_lab_create takes them. */
 void ndz_lab_set_times(struct ndz_lab *l, uint64_t window_ms, uint64_t timeout_ms);
 
 /*

@@ -281,6 +281,33 @@ static int parse_image(struct parser *p, char **tok, int ntok, int kind)
 	return add_image(p, tok[1], tok[2], &o);
 }
 
+/* The lab's keys: numbers, or strings kept as they are (given once). */
+static int parse_lab(struct parser *p, const char *k, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
+		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
+		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
+		     strcmp(k, "token-file") == 0 ? &c->token_file : NULL;
+	unsigned long v;
+
+	if (!str && strcmp(k, "group-window") == 0) {
+		if (parse_uint(val, 0, 3600, &v))
+			return perr(p, "bad group-window (0 to 3600 seconds)", val);
+		c->group_window = (unsigned)v;
+	} else if (!str) {
+		if (parse_uint(val, 1, 86400, &v))
+			return perr(p, "bad node-timeout (1 to 86400 seconds)", val);
+		c->node_timeout = (unsigned)v;
+	} else if (*str) {
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
+				     p->line, k);
+	} else if (!(*str = strdup(val))) {
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	}
+	return 0;
+}
+
 static int parse_line(struct parser *p, char **tok, int ntok)
 {
 	struct ndz_mconf *c = p->c;
@@ -290,7 +317,9 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
 					    "rate", "total-rate", "quota", "upload-timeout",
 					    "max-uploads", "host-rate", "host-burst",
-					    "request-timeout", "max-pending", "max-pending-host" };
+					    "request-timeout", "max-pending", "max-pending-host",
+					    "group-window", "node-timeout", "wake-interface",
+					    "admin-socket", "admin-listen", "token-file" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -303,6 +332,8 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		return perr(p, "unknown keyword", k);
 	if (ntok != 2)
 		return perr(p, ntok == 1 ? "missing value after" : "too many values after", k);
+	if (i >= 14)                   /* "group-window" and after */
+		return parse_lab(p, k, tok[1]);
 	if (strcmp(k, "pool") == 0) {
 		struct ndz_cidr cidr;
 
@@ -421,6 +452,8 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->request_timeout = 5;
 	c->max_pending = 16;
 	c->max_pending_host = 4;
+	c->group_window = 5;
+	c->node_timeout = 60;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -512,6 +545,10 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
+	free(c->wake_iface);
+	free(c->admin_socket);
+	free(c->admin_listen);
+	free(c->token_file);
 	free(c);
 }
 

@@ -44,6 +44,13 @@ struct ndz_mconf {
 	unsigned request_timeout;      /* seconds a TCP connection may take to its first message */
 	unsigned max_pending;          /* TCP connections before their first message, in all */
 	unsigned max_pending_host;     /* ... and per host */
+	/* the lab (lib/master/labsrv): doc/mfrisbeed.conf.5 */
+	unsigned group_window;         /* seconds a group's reload waits for its nodes */
+	unsigned node_timeout;         /* seconds a running node may stay silent */
+	char *wake_iface;              /* Wake-on-LAN interface; NULL: 255.255.255.255 */
+	char *admin_socket;            /* NULL: RUNDIR/admin; "none": no unix socket */
+	char *admin_listen;            /* ADDR:PORT for admin requests over TCP; NULL: none */
+	char *token_file;              /* the admin token for TCP; NULL: none */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };

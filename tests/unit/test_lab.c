@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "master/lab.h"
+#include "master/wol.h"
 
 static const uint8_t M1[6] = { 0x52, 0x54, 0, 0, 0, 1 };
 static const uint8_t M2[6] = { 0x52, 0x54, 0, 0, 0, 2 };
@@ -217,13 +218,117 @@ static void test_group_window(void **state)
 	assert_int_equal(ask(l, M1, 70000, NULL), NDZ_LAB_WAIT);
 	assert_int_equal(ask(l, M2, 70001, NULL), NDZ_LAB_RELOAD);
 	ndz_lab_free(l);
+	/* no window: each starts when it asks */
+	l = mk(0, 0);
+	assert_int_equal(ndz_lab_node_add(l, M1, "a", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, "b", "room", NULL), 0);
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, NULL), 2);
+	assert_int_equal(ask(l, M1, 5, NULL), NDZ_LAB_RELOAD);
+	ndz_lab_free(l);
+}
+
+static void test_wol_packet(void **state)
+{
+	uint8_t p[NDZ_WOL_LEN];
+
+	(void)state;
+	ndz_wol_packet(M2, p);
+	for (int k = 0; k < 6; k++)
+		assert_int_equal(p[k], 0xff);
+	for (int k = 0; k < 16; k++)
+		assert_memory_equal(p + 6 + 6 * k, M2, 6);
+}
+
+static void test_messages(void **state)
+{
+	struct ndz_ctl_labreq r = { .type = NDZ_CTL_REPORT, .id = 77, .kind = NDZ_LAB_FAIL,
+				    .bytes = 1ull << 40, .total = 5, .ms = 6, .skipped = 7 }, d;
+	struct ndz_ctl_labrep rep = { .type = NDZ_CTL_ASK, .id = 9, .task = NDZ_LAB_RELOAD,
+				      .opts = 5, .wait_ms = 300 }, dr;
+	uint8_t b[NDZ_CTL_LABREP_MAX];
+	int n;
+
+	(void)state;
+	memcpy(r.mac, M3, 6);
+	strcpy(r.text, "no space");
+	n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+	assert_int_equal(n, 12 + 40 + 8);
+	/* fixed little-endian fields where doc/PROTOCOL.md puts them */
+	assert_int_equal(b[5], NDZ_CTL_REPORT);
+	assert_int_equal(b[6], 8);
+	assert_memory_equal(b + 12, M3, 6);
+	assert_int_equal(b[18], NDZ_LAB_FAIL);
+	assert_int_equal(b[25], 1);            /* bytes = 2^40: byte 5 of the LE64 at 20 */
+	assert_true(ndz_ctl_is_lab(b, (size_t)n));
+	assert_int_equal(ndz_ctl_lab_need(b, 12, 0, NULL), n);
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), 0);
+	assert_memory_equal(d.mac, M3, 6);
+	assert_int_equal(d.bytes, 1ull << 40);
+	assert_int_equal(d.skipped, 7);
+	assert_string_equal(d.text, "no space");
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n - 1, &d, NULL), NDZ_EPROTO);
+	b[52] = 0;                             /* a NUL in the reason */
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
+
+	memset(&r, 0, sizeof(r));
+	r.type = NDZ_CTL_ADMIN;
+	r.op = NDZ_CTL_OP_RELOAD;
+	r.flags = NDZ_CTL_FLAG_WAKE | NDZ_LAB_VERIFY;
+	strcpy(r.token, "0123456789abcdef");
+	strcpy(r.args[0], "room");
+	strcpy(r.args[1], "ubuntu");
+	n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+	assert_int_equal(n, 12 + 4 + 64 + 5 + 7 + 1);
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), 0);
+	assert_int_equal(d.op, NDZ_CTL_OP_RELOAD);
+	assert_int_equal(d.flags, NDZ_CTL_FLAG_WAKE | NDZ_LAB_VERIFY);
+	assert_string_equal(d.token, "0123456789abcdef");
+	assert_string_equal(d.args[1], "ubuntu");
+	assert_string_equal(d.args[2], "");
+	b[n - 1] = 'x';                        /* the last string unterminated */
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
+
+	strcpy(rep.name, "ubuntu");
+	n = ndz_ctl_labrep_encode(&rep, b, sizeof(b), NULL);
+	assert_int_equal(n, 12 + 8 + 6);
+	assert_int_equal(ndz_ctl_lab_need(b, 14, 1, NULL), n);
+	assert_false(ndz_ctl_is_lab(b, (size_t)n));   /* a reply is no request */
+	assert_int_equal(ndz_ctl_labrep_decode(b, (size_t)n, &dr, NULL), 0);
+	assert_int_equal(dr.task, NDZ_LAB_RELOAD);
+	assert_int_equal(dr.opts, 5);
+	assert_int_equal(dr.wait_ms, 300);
+	assert_string_equal(dr.name, "ubuntu");
+	memset(&rep, 0, sizeof(rep));
+	rep.type = NDZ_CTL_ADMIN;
+	rep.status = NDZ_CTL_NONODE;
+	rep.text = "'x': no such node or group";
+	rep.text_len = strlen(rep.text);
+	n = ndz_ctl_labrep_encode(&rep, b, sizeof(b), NULL);
+	assert_int_equal(ndz_ctl_labrep_decode(b, (size_t)n, &dr, NULL), 0);
+	assert_int_equal(dr.status, NDZ_CTL_NONODE);
+	assert_int_equal(dr.text_len, rep.text_len);
+	assert_memory_equal(dr.text, rep.text, rep.text_len);
+	/* the master's own requests are no lab requests, and the other way round */
+	{
+		struct ndz_ctl_req g = { .type = NDZ_CTL_GET, .id = 1 };
+		struct ndz_ctl_req q;
+
+		strcpy(g.name, "ubuntu");
+		n = ndz_ctl_req_encode(&g, b, sizeof(b), NULL);
+		assert_false(ndz_ctl_is_lab(b, (size_t)n));
+		assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
+		r.type = NDZ_CTL_ASK;
+		n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+		assert_int_equal(n, 20);
+		assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &q, NULL), NDZ_EINVAL);
+	}
 }
 
 static char path[64];
 
 static void test_state_file(void **state)
 {
-	struct ndz_lab *l = mk(0, 0), *m = mk(0, 0);
+	struct ndz_lab *l = mk(5000, 0), *m = mk(5000, 0);
 	struct ndz_jbuf j1, j2;
 	static char b1[8192], b2[8192];
 	size_t skipped;
@@ -436,6 +541,8 @@ int main(void)
 		cmocka_unit_test(test_group_window),
 		cmocka_unit_test(test_state_file),
 		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_wol_packet),
+		cmocka_unit_test(test_messages),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

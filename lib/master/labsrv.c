@@ -1,0 +1,638 @@
+/* The master's lab service: node asks and reports, admin requests, and their client side. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sodium.h>
+
+#include "labsrv.h"
+#include "wol.h"
+#include "core/clock.h"
+#include "mcast/net.h"
+
+#define ADMIN_WAIT_MS 1000             /* an admin peer's time to send its request */
+
+struct ndz_labsrv {
+	struct ndz_lab *lab;
+	const struct ndz_mconf *c;
+	struct ndz_labsrv_hooks h;
+	char state_path[PATH_MAX], sock_path[PATH_MAX];
+	char token[NDZ_CTL_TOKEN_MAX + 1];  /* zero-padded; "" : TCP admin off */
+	int ufd, tfd;                  /* admin listeners: unix, TCP */
+	int dirty;                     /* the state file is behind (a save failed) */
+	uint8_t out[NDZ_CTL_LABREP_MAX];
+	char text[NDZ_CTL_JSON_MAX + 1];
+};
+
+static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!s->h.say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->h.say(s->h.ctx, level, "%s", msg);
+}
+
+int ndz_labsrv_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	size_t n;
+
+	memset(tok, 0, cap);
+	if (!f)
+		return ndz_error_set(e, NDZ_EIO, errno, "token file %s", path);
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	n = strcspn(line, "\r\n");
+	line[n] = 0;
+	for (size_t k = 0; k < n; k++)
+		if (line[k] <= ' ' || line[k] > '~')
+			n = 0;
+	if (n < 16 || n > NDZ_CTL_TOKEN_MAX || cap <= NDZ_CTL_TOKEN_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "token file %s: the first line is not 16 "
+				     "to 64 printable characters", path);
+	memcpy(tok, line, n);
+	return 0;
+}
+
+static void set_times(struct ndz_labsrv *s)
+{
+	ndz_lab_set_times(s->lab, (uint64_t)s->c->group_window * 1000,
+			  (uint64_t)s->c->node_timeout * 1000);
+}
+
+void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c)
+{
+	s->c = c;
+	set_times(s);
+}
+
+static int listen_unix(struct ndz_labsrv *s, struct ndz_error *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (strlen(s->sock_path) >= sizeof(sa.sun_path))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "admin socket %s: path too long", s->sock_path);
+	strcpy(sa.sun_path, s->sock_path);
+	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(s->sock_path);          /* left by an earlier master */
+	s->ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->ufd < 0 || bind(s->ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    chmod(s->sock_path, 0660) != 0 || listen(s->ufd, 8) != 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "admin socket %s", s->sock_path);
+	return 0;
+}
+
+static int listen_tcp(struct ndz_labsrv *s, const char *spec, struct ndz_error *e)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char host[64];
+	uint16_t port;
+	int one = 1;
+
+	if (ndz_ctl_hostport(spec, 0, host, sizeof(host), &port, NULL) != 0 || !port ||
+	    ndz_net_addr(host, &sa.sin_addr.s_addr, NULL) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "admin-listen: bad address '%s' (ADDR:PORT)",
+				     spec);
+	sa.sin_port = htons(port);
+	s->tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->tfd >= 0)
+		setsockopt(s->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s->tfd < 0 || bind(s->tfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(s->tfd, 8) != 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "admin-listen %s", spec);
+	return 0;
+}
+
+int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
+		    const struct ndz_labsrv_hooks *h, struct ndz_labsrv **out,
+		    struct ndz_error *e)
+{
+	struct ndz_labsrv *s = calloc(1, sizeof(*s));
+	const char *sock = c->admin_socket;
+	size_t skipped = 0;
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "lab: out of memory");
+	s->ufd = s->tfd = -1;
+	s->c = c;
+	if (h)
+		s->h = *h;
+	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
+		goto fail;
+	set_times(s);
+	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s/lab", run_dir) >=
+	    sizeof(s->state_path) ||
+	    (size_t)snprintf(s->sock_path, sizeof(s->sock_path), "%s%s", sock ? sock : run_dir,
+			     sock ? "" : "/admin") >= sizeof(s->sock_path)) {
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: path too long", run_dir);
+		goto fail;
+	}
+	if ((rc = ndz_lab_load(s->lab, s->state_path, &skipped, e)) != 0)
+		goto fail;
+	if (skipped)
+		say(s, 0, "%s: %zu lines skipped (not ours)", s->state_path, skipped);
+	if (strcmp(s->sock_path, "none") == 0)
+		s->sock_path[0] = 0;
+	else if ((rc = listen_unix(s, e)) != 0)
+		goto fail;
+	if (c->admin_listen) {
+		if (!c->token_file) {
+			rc = ndz_error_set(e, NDZ_EINVAL, 0, "admin-listen needs a token-file");
+			goto fail;
+		}
+		if ((rc = ndz_labsrv_read_token(c->token_file, s->token, sizeof(s->token), e)) ||
+		    (rc = listen_tcp(s, c->admin_listen, e)))
+			goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	ndz_labsrv_free(s);
+	return rc;
+}
+
+void ndz_labsrv_free(struct ndz_labsrv *s)
+{
+	if (!s)
+		return;
+	if (s->ufd >= 0) {
+		close(s->ufd);
+		unlink(s->sock_path);
+	}
+	if (s->tfd >= 0)
+		close(s->tfd);
+	sodium_memzero(s->token, sizeof(s->token));
+	ndz_lab_free(s->lab);
+	free(s);
+}
+
+struct ndz_lab *ndz_labsrv_lab(struct ndz_labsrv *s)
+{
+	return s->lab;
+}
+
+/* The state file, when something in it changed (or an earlier save failed). */
+static int save(struct ndz_labsrv *s, struct ndz_error *e)
+{
+	int rc;
+
+	if (ndz_lab_changed(s->lab))
+		s->dirty = 1;
+	if (!s->dirty)
+		return 0;
+	if ((rc = ndz_lab_save(s->lab, s->state_path, e)) == 0)
+		s->dirty = 0;
+	return rc;
+}
+
+static void save_or_say(struct ndz_labsrv *s)
+{
+	struct ndz_error e = { 0 };
+
+	if (save(s, &e) != 0)
+		say(s, 0, "%s", ndz_error_msg(&e));
+}
+
+int ndz_labsrv_tick(struct ndz_labsrv *s, uint64_t now_ms, struct ndz_error *e)
+{
+	size_t lost = ndz_lab_tick(s->lab, now_ms);
+
+	if (lost)
+		say(s, 1, "%zu node%s lost (silent past node-timeout, %u s); %s task%s pending",
+		    lost, lost == 1 ? "" : "s", s->c->node_timeout, lost == 1 ? "its" : "their",
+		    lost == 1 ? " stays" : "s stay");
+	return save(s, e);
+}
+
+/* ---- nodes: UDP ---- */
+
+static void tell_result(const struct ndz_labsrv *s, const uint8_t mac[6],
+			const struct ndz_ctl_labreq *r, const char *task, const char *image)
+{
+	char m[18];
+
+	ndz_lab_format_mac(mac, m, sizeof(m));
+	if (r->kind == NDZ_LAB_OK)
+		say(s, 1, "node %s: %s %s: ok, %" PRIu64 " bytes in %" PRIu64 " ms, %" PRIu64
+		    " chunks skipped", m, task, image, r->bytes, r->ms, r->skipped);
+	else if (r->kind == NDZ_LAB_FAIL)
+		say(s, 0, "node %s: %s %s: failed: %s", m, task, image, r->text);
+	else
+		say(s, 2, "node %s: %" PRIu64 " of %" PRIu64 " bytes", m, r->bytes, r->total);
+}
+
+size_t ndz_labsrv_udp(struct ndz_labsrv *s, const uint8_t *buf, size_t len, uint32_t addr,
+		      uint64_t now_ms, uint8_t *out, size_t cap)
+{
+	struct ndz_ctl_labreq r;
+	struct ndz_ctl_labrep rep = { 0 };
+	int n;
+
+	if (!ndz_ctl_is_lab(buf, len))
+		return 0;
+	n = ndz_ctl_lab_decode(buf, len, &r, NULL);
+	rep.type = r.type;
+	rep.id = r.id;
+	if (n != 0) {
+		rep.status = NDZ_CTL_MALFORMED;
+	} else if (r.type == NDZ_CTL_ADMIN || !ndz_mconf_may_connect(s->c, addr)) {
+		rep.status = NDZ_CTL_DENIED;
+	} else if (r.type == NDZ_CTL_ASK) {
+		struct ndz_lab_answer a;
+
+		ndz_lab_ask(s->lab, r.mac, addr, now_ms, &a);
+		rep.task = a.task;
+		rep.opts = a.opts;
+		rep.wait_ms = a.wait_ms;
+		memcpy(rep.name, a.arg, sizeof(rep.name));
+		if (a.task == NDZ_LAB_RELOAD || a.task == NDZ_LAB_CAPTURE) {
+			char m[18];
+
+			ndz_lab_format_mac(r.mac, m, sizeof(m));
+			say(s, 2, "node %s asks: %s %s", m, ndz_lab_strtask(a.task), a.arg);
+		}
+	} else {
+		struct ndz_lab_report rp = { .kind = r.kind, .bytes = r.bytes, .total = r.total,
+					     .ms = r.ms, .skipped = r.skipped };
+		int i = -1;
+		char m[18], task[16] = "?", image[NDZ_CTL_NAME_MAX + 1] = "?";
+
+		ndz_lab_format_mac(r.mac, m, sizeof(m));
+		i = ndz_lab_find(s->lab, m);
+		if (i >= 0) {
+			snprintf(task, sizeof(task), "%s", ndz_lab_strtask(ndz_lab_node(s->lab, (size_t)i)->task));
+			snprintf(image, sizeof(image), "%s", ndz_lab_node(s->lab, (size_t)i)->arg);
+		}
+		memcpy(rp.reason, r.text, sizeof(rp.reason));
+		if (ndz_lab_report(s->lab, r.mac, &rp, now_ms, ndz_wall_ns() / 1000000000u,
+				   NULL) != 0) {
+			rep.status = NDZ_CTL_NONODE;
+		} else {
+			tell_result(s, r.mac, &r, task, image);
+			save_or_say(s);
+		}
+	}
+	n = ndz_ctl_labrep_encode(&rep, out, cap, NULL);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* ---- admins: unix socket or TCP ---- */
+
+void ndz_labsrv_pollfds(const struct ndz_labsrv *s, struct pollfd *p)
+{
+	p[0] = (struct pollfd){ .fd = s->ufd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
+}
+
+/* Read exactly n bytes by deadline end (ms); 0 or -1. */
+static int read_by(int fd, uint8_t *b, size_t n, uint64_t end)
+{
+	size_t have = 0;
+
+	while (have < n) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = ndz_now_ms();
+		ssize_t r;
+
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			return -1;
+		r = read(fd, b + have, n - have);
+		if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
+			return -1;
+		if (r > 0)
+			have += (size_t)r;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *b, size_t n, uint64_t end)
+{
+	while (n) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		uint64_t now = ndz_now_ms();
+		ssize_t w;
+
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			return -1;
+		w = write(fd, b, n);
+		if (w < 0 && errno != EINTR && errno != EAGAIN)
+			return -1;
+		if (w > 0) {
+			b += w;
+			n -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static unsigned status_for(int rc)
+{
+	switch (rc) {
+	case 0: return NDZ_CTL_OK;
+	case NDZ_ENOENT: return NDZ_CTL_NONODE;
+	case NDZ_ENOIMAGE: return NDZ_CTL_UNKNOWN;
+	case NDZ_ERANGE: return NDZ_CTL_TOO_MANY;
+	case NDZ_EINVAL: return NDZ_CTL_MALFORMED;
+	default: return NDZ_CTL_FAILED;
+	}
+}
+
+static void images_json(const struct ndz_labsrv *s, struct ndz_jbuf *j)
+{
+	ndz_jbuf_printf(j, "{\"images\":[");
+	for (size_t k = 0; k < s->c->nimages; k++) {
+		const struct ndz_mconf_image *im = &s->c->images[k];
+		struct stat st;
+
+		ndz_jbuf_printf(j, "%s{\"name\":", k ? "," : "");
+		ndz_jbuf_string(j, im->name);
+		ndz_jbuf_printf(j, ",\"path\":");
+		ndz_jbuf_string(j, im->path);
+		ndz_jbuf_printf(j, ",\"bytes\":%lld}", stat(im->path, &st) == 0 ?
+				(long long)st.st_size : -1LL);
+	}
+	ndz_jbuf_printf(j, "]}");
+}
+
+/* Do what r asks; the reply's text (JSON or a message) into j; returns a library code. */
+static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64_t now_ms,
+		    struct ndz_jbuf *j, struct ndz_error *e)
+{
+	uint8_t mac[6], macs[NDZ_LAB_NODES][6];
+	int n;
+
+	switch (r->op) {
+	case NDZ_CTL_OP_NODE_ADD:
+		if ((n = ndz_lab_parse_mac(r->args[0], mac, e)) ||
+		    (n = ndz_lab_node_add(s->lab, mac, r->args[1], r->args[2], e)))
+			return n;
+		ndz_jbuf_printf(j, "node %s added", r->args[0]);
+		return 0;
+	case NDZ_CTL_OP_NODE_LIST:
+		ndz_lab_json(s->lab, now_ms, j);
+		return 0;
+	case NDZ_CTL_OP_NODE_REMOVE:
+		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
+			return n;
+		ndz_jbuf_printf(j, "node %s removed", r->args[0]);
+		return 0;
+	case NDZ_CTL_OP_RELOAD:
+		if (!ndz_mconf_find(s->c, r->args[1]))
+			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "image '%s': no such image",
+					     r->args[1]);
+		/* fall through */
+	case NDZ_CTL_OP_CAPTURE:
+	case NDZ_CTL_OP_CANCEL: {
+		uint8_t task = r->op == NDZ_CTL_OP_RELOAD ? NDZ_LAB_RELOAD :
+			       r->op == NDZ_CTL_OP_CAPTURE ? NDZ_LAB_CAPTURE : NDZ_LAB_NONE;
+		int woke = 0;
+
+		if ((n = ndz_lab_task(s->lab, r->args[0], task, r->args[1],
+				      task == NDZ_LAB_RELOAD ? r->flags & NDZ_LAB_OPTS : 0, macs,
+				      NDZ_LAB_NODES, e)) < 0)
+			return n;
+		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
+		if ((r->flags & NDZ_CTL_FLAG_WAKE) && task != NDZ_LAB_NONE) {
+			struct ndz_error we = { 0 };
+
+			woke = ndz_wol_send(s->c->wake_iface, (const uint8_t(*)[6])macs, (size_t)n, 0,
+					    &we);
+			if (woke < 0)
+				ndz_jbuf_printf(j, "; %s", ndz_error_msg(&we));
+			else
+				ndz_jbuf_printf(j, ", %d woken", woke);
+		}
+		say(s, 1, "admin: %s %s %s: %d nodes", task ? ndz_lab_strtask(task) : "cancel",
+		    r->args[0], r->args[1], n);
+		return 0;
+	}
+	case NDZ_CTL_OP_STATUS: {
+		size_t len;
+
+		ndz_jbuf_printf(j, "{\"lab\":");
+		ndz_lab_json(s->lab, now_ms, j);
+		ndz_jbuf_printf(j, ",\"master\":");
+		if (!s->h.status_json || j->over || j->cap - j->len < 3) {
+			ndz_jbuf_printf(j, "{}}");
+			return 0;
+		}
+		len = s->h.status_json(s->h.ctx, j->p + j->len, j->cap - j->len - 1);
+		if (len == 0 || len >= j->cap - j->len - 1) {
+			ndz_jbuf_printf(j, "{}}");
+			return 0;
+		}
+		j->len += len;
+		j->p[j->len] = 0;
+		ndz_jbuf_printf(j, "}");
+		return 0;
+	}
+	case NDZ_CTL_OP_IMAGES:
+		images_json(s, j);
+		return 0;
+	default:
+		return ndz_error_set(e, NDZ_EINVAL, 0, "admin: unknown operation %u", r->op);
+	}
+}
+
+static void serve_one(struct ndz_labsrv *s, int lfd, int tcp, uint64_t now_ms)
+{
+	uint64_t end = ndz_now_ms() + ADMIN_WAIT_MS;
+	uint8_t in[NDZ_CTL_LAB_MAX];
+	struct ndz_ctl_labreq r;
+	struct ndz_ctl_labrep rep = { 0 };
+	struct ndz_error e = { 0 };
+	struct ndz_jbuf j;
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), need, n;
+
+	if (fd < 0)
+		return;
+	if (read_by(fd, in, NDZ_CTL_REQ_HDR, end) != 0 ||
+	    (need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) < 0 ||
+	    (size_t)need > sizeof(in) ||
+	    read_by(fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) != 0) {
+		close(fd);
+		return;
+	}
+	ndz_jbuf_init(&j, s->text, sizeof(s->text));
+	if (ndz_ctl_lab_decode(in, (size_t)need, &r, &e) != 0 || r.type != NDZ_CTL_ADMIN) {
+		rep.status = NDZ_CTL_MALFORMED;
+		ndz_jbuf_printf(&j, "%s", r.type == NDZ_CTL_ADMIN ? ndz_error_msg(&e) :
+				"not an admin request");
+	} else if (tcp && sodium_memcmp(r.token, s->token, NDZ_CTL_TOKEN_MAX) != 0) {
+		rep.status = NDZ_CTL_DENIED;
+		ndz_jbuf_printf(&j, "admin token does not match");
+		say(s, 0, "admin request over TCP refused: the token does not match");
+	} else {
+		rep.status = (uint16_t)status_for(n = admin_do(s, &r, now_ms, &j, &e));
+		if (n < 0) {
+			ndz_jbuf_init(&j, s->text, sizeof(s->text));
+			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
+		}
+		save_or_say(s);
+	}
+	rep.type = NDZ_CTL_ADMIN;
+	rep.id = r.id;
+	rep.text = s->text;
+	rep.text_len = j.len;
+	n = ndz_ctl_labrep_encode(&rep, s->out, sizeof(s->out), NULL);
+	if (n > 0)
+		write_all(fd, s->out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
+	close(fd);
+}
+
+void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms)
+{
+	if (p[0].fd >= 0 && (p[0].revents & POLLIN))
+		serve_one(s, s->ufd, 0, now_ms);
+	if (p[1].fd >= 0 && (p[1].revents & POLLIN))
+		serve_one(s, s->tfd, 1, now_ms);
+}
+
+/* ---- the client side ---- */
+
+static int connect_to(const char *where, struct ndz_error *e)
+{
+	int fd;
+
+	if (strncmp(where, "tcp:", 4) == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+		char host[256];
+		uint16_t port;
+
+		if (ndz_ctl_hostport(where + 4, 0, host, sizeof(host), &port, NULL) != 0 || !port)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "bad admin address '%s' (tcp:HOST:PORT)",
+					     where);
+		if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
+		memcpy(&sa, ai->ai_addr, sizeof(sa));
+		freeaddrinfo(ai);
+		sa.sin_port = htons(port);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return ndz_error_set(e, NDZ_ENET, err, "master %s", where + 4);
+		}
+	} else {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		if (strlen(where) >= sizeof(sa.sun_path))
+			return ndz_error_set(e, NDZ_EINVAL, 0, "%s: path too long", where);
+		strcpy(sa.sun_path, where);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return ndz_error_set(e, NDZ_ENET, err, "master's admin socket %s", where);
+		}
+	}
+	return fd;
+}
+
+int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
+		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
+{
+	uint8_t out[NDZ_CTL_LAB_MAX];
+	uint64_t end;
+	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, need;
+
+	if (n < 0)
+		return n;
+	if ((fd = connect_to(where, e)) < 0)
+		return fd;
+	end = ndz_now_ms() + 10000;
+	if (write_all(fd, out, (size_t)n, end) != 0 ||
+	    read_by(fd, buf, NDZ_CTL_REP_HDR + 2, end) != 0) {
+		close(fd);
+		return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s: no answer", where);
+	}
+	need = ndz_ctl_lab_need(buf, NDZ_CTL_REP_HDR + 2, 1, e);
+	if (need < 0 || (size_t)need > cap || (need > NDZ_CTL_REP_HDR + 2 &&
+	    read_by(fd, buf + NDZ_CTL_REP_HDR + 2, (size_t)need - NDZ_CTL_REP_HDR - 2, end) != 0)) {
+		close(fd);
+		return ndz_error_set(e, NDZ_EPROTO, 0, "master %s: a reply we cannot read", where);
+	}
+	close(fd);
+	return ndz_ctl_labrep_decode(buf, (size_t)need, rep, e);
+}
+
+int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
+			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai;
+	struct sockaddr_in to;
+	uint8_t out[NDZ_CTL_LAB_MAX];
+	char host[256];
+	uint16_t port;
+	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, rc = NDZ_ETIMEDOUT;
+
+	if (n < 0)
+		return n;
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
+	memcpy(&to, ai->ai_addr, sizeof(to));
+	freeaddrinfo(ai);
+	to.sin_port = htons(port);
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
+	for (int t = 0; t < 4 && rc == NDZ_ETIMEDOUT; t++) {
+		uint64_t end = ndz_now_ms() + 700;
+
+		if (sendto(fd, out, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
+		    errno != ECONNREFUSED) {
+			rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+			break;
+		}
+		for (uint64_t now = ndz_now_ms(); now < end && rc == NDZ_ETIMEDOUT; now = ndz_now_ms()) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t got;
+
+			if (poll(&p, 1, (int)(end - now)) <= 0)
+				continue;
+			got = recvfrom(fd, buf, cap, 0, (struct sockaddr *)&from, &fl);
+			if (got < 0 || from.sin_addr.s_addr != to.sin_addr.s_addr ||
+			    from.sin_port != to.sin_port ||
+			    ndz_ctl_labrep_decode(buf, (size_t)got, rep, NULL) != 0 ||
+			    rep->id != req->id || rep->type != req->type)
+				continue;
+			rc = 0;
+		}
+	}
+	close(fd);
+	if (rc == NDZ_ETIMEDOUT)
+		ndz_error_set(e, rc, 0, "no answer from master %s:%u", host, port);
+	return rc;
+}
