@@ -38,6 +38,7 @@
 #include "master/master.h"
 #include "master/mconf.h"
 #include "master/mnet.h"
+#include "master/labsrv.h"
 #include "master/mconn.h"
 #include "master/mreply.h"
 #include "master/session.h"
@@ -59,6 +60,7 @@ struct mfd {
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX]; /* per upload slot: its temporary file, or "" */
 	unsigned nthreads;             /* connection threads running */
 	struct ndz_mconn conn;         /* what the connection threads share */
+	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests (lib/master/labsrv) */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 };
 
@@ -323,6 +325,7 @@ static int reload(struct mfd *m, struct ndz_error *e)
 	ndz_mconf_free(m->conf);
 	m->conf = c;
 	ndz_master_set_conf(m->ms, c);
+	ndz_labsrv_set_conf(m->lab, c);
 	m->n->reloads++;
 	if (cli_verbose)
 		cli_info("%s reloaded: %zu images", m->conf_path, c->nimages);
@@ -521,6 +524,9 @@ int main(int argc, char **argv)
 	if (ndz_mnet_listen(listen, &m.fd, &m.tfd, &e) != 0 ||
 	    ndz_master_create(m.conf, &m.ms, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (ndz_labsrv_open(m.conf, m.run_dir, &(struct ndz_labsrv_hooks){ &m, status_json, say },
+			    &m.lab, &e) != 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	m.n = ndz_master_counters(m.ms);
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
 				     say };
@@ -545,9 +551,9 @@ int main(int argc, char **argv)
 			 m.conf->nimages, ndz_net_ntoa(m.server, a));
 	}
 	while (!got_stop) {
-		struct pollfd p[2] = { { .fd = m.fd, .events = POLLIN },
-				       { .fd = m.tfd, .events = POLLIN } };
-		uint8_t buf[NDZ_CTL_REQ_MAX + 1];
+		struct pollfd p[2 + NDZ_LABSRV_FDS] = { { .fd = m.fd, .events = POLLIN },
+							{ .fd = m.tfd, .events = POLLIN } };
+		uint8_t buf[NDZ_CTL_LAB_MAX + 1];
 
 		pthread_mutex_lock(&m.lock);
 		if (got_hup) {
@@ -556,12 +562,14 @@ int main(int argc, char **argv)
 			reload(&m, &e);
 		}
 		reap(&m);
+		ndz_labsrv_prepare(m.lab, ndz_now_ms(), p + 2);
 		pthread_mutex_unlock(&m.lock);
-		if (poll(p, 2, 200) <= 0)
+		if (poll(p, 2 + NDZ_LABSRV_FDS, 200) <= 0)
 			continue;
 		pthread_mutex_lock(&m.lock);
 		if (p[1].revents & POLLIN)
 			accept_upload(&m);
+		ndz_labsrv_serve(m.lab, p + 2, ndz_now_ms());
 		/* a bounded batch, then the signals and the reaping again */
 		for (int k = 0; k < 256 && (p[0].revents & POLLIN); k++) {
 			struct sockaddr_in from;
@@ -571,7 +579,8 @@ int main(int argc, char **argv)
 
 			if (n < 0)
 				break;
-			handle(&m, buf, (size_t)n, &from);
+			if (!ndz_labsrv_udp(m.lab, m.fd, buf, (size_t)n, &from, ndz_now_ms()))
+				handle(&m, buf, (size_t)n, &from);
 		}
 		pthread_mutex_unlock(&m.lock);
 	}
@@ -584,6 +593,7 @@ int main(int argc, char **argv)
 		cli_info("stopping; %zu sessions keep running", ndz_master_live(m.ms));
 	close(m.fd);
 	close(m.tfd);
+	ndz_labsrv_free(m.lab);
 	/* still locked: upload threads stop where they are when the process exits */
 	return EXIT_OK;
 }

@@ -193,7 +193,8 @@ enum ndz_ctl_op {
 	NDZ_CTL_OP_STATUS = 7,           /* -> {"lab":LAB JSON,"master":STATUS JSON} */
 	NDZ_CTL_OP_IMAGES = 8,           /* -> {"images":[{"name":..,"path":..,"bytes":..}]} */
 };
-#define NDZ_CTL_FLAG_WAKE 0x80           /* admin flags: send Wake-on-LAN; low bits NDZ_LAB_* options */
+#define NDZ_CTL_FLAG_WAKE  0x80          /* admin flags: send Wake-on-LAN; low bits NDZ_LAB_* options */
+#define NDZ_CTL_FLAG_TABLE 0x40          /* NODE_LIST, STATUS, IMAGES: a table for people, not JSON */
 
 struct ndz_ctl_labreq {
 	uint8_t type;                    /* NDZ_CTL_ASK, _REPORT or _ADMIN */

@@ -401,13 +401,60 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 	ndz_jbuf_printf(j, "]}");
 }
 
-/* The state file: doc/PROTOCOL.md, "The lab's state file". */
-#define HEADER "# ndz lab state 1\n"
-
 static const char *dash(const char *s)
 {
 	return *s ? s : "-";
 }
+
+/* bytes for people: "1.5 GB" (powers of 1000) */
+static const char *human(uint64_t b, char *buf, size_t cap)
+{
+	static const char *const unit[] = { "B", "kB", "MB", "GB", "TB", "PB" };
+	double v = (double)b;
+	int u = 0;
+
+	while (v >= 1000 && u < 5) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+	return buf;
+}
+
+void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
+{
+	ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %s\n", "MAC", "NAME", "GROUP",
+			"TASK", "STATE", "PROGRESS", "LAST RESULT");
+	for (int k = 0; k < NDZ_LAB_NODES; k++) {
+		const struct ndz_lab_node *n = &l->n[k];
+		const struct ndz_lab_result *r = &l->last[k];
+		char m[18], task[96], prog[48] = "-", last[320] = "-", h[24];
+
+		if (!n->used)
+			continue;
+		ndz_lab_format_mac(n->mac, m, sizeof(m));
+		snprintf(task, sizeof(task), "%s%s%s", n->task ? ndz_lab_strtask(n->task) : "-",
+			 n->task ? " " : "", n->arg);
+		if (n->total && (n->state == NDZ_LAB_RUNNING || n->state == NDZ_LAB_LOST))
+			snprintf(prog, sizeof(prog), "%.0f%%", 100.0 * (double)n->bytes /
+				 (double)n->total);
+		if (n->state == NDZ_LAB_LOST)
+			snprintf(prog + strlen(prog), sizeof(prog) - strlen(prog), " %" PRIu64 "s",
+				 (now_ms - n->heard_ms) / 1000);
+		if (r->set && r->ok)
+			snprintf(last, sizeof(last), "ok: %s %s, %s in %.1f s, %" PRIu64 " chunks skipped",
+				 ndz_lab_strtask(r->task), r->arg, human(r->bytes, h, sizeof(h)),
+				 (double)r->ms / 1000, r->skipped);
+		else if (r->set)
+			snprintf(last, sizeof(last), "failed: %s %s: %s", ndz_lab_strtask(r->task),
+				 r->arg, r->reason);
+		ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %s\n", m, dash(n->name),
+				dash(n->group), task, ndz_lab_strstate(n->state), prog, last);
+	}
+}
+
+/* The state file: doc/PROTOCOL.md, "The lab's state file". */
+#define HEADER "# ndz lab state 1\n"
 
 static void opts_text(uint8_t opts, char *buf, size_t cap)
 {

@@ -190,6 +190,12 @@ const char *ndz_lab_strstate(unsigned state);
 void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j);
 
 /*
+ * ndz_lab_table - the nodes as a table for people into j, one line each under a
+ * header: MAC, name, group, task and image, state, progress, last result.
+ */
+void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j);
+
+/*
  * ndz_lab_save - the state file at path, replaced whole (ndz_file_replace, mode
  * 0640). 0 or a negative code with e set.
  * ndz_lab_load - read path into an empty lab: a missing file is an empty lab (0);

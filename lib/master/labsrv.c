@@ -216,7 +216,7 @@ static void save_or_say(struct ndz_labsrv *s)
 		say(s, 0, "%s", ndz_error_msg(&e));
 }
 
-int ndz_labsrv_tick(struct ndz_labsrv *s, uint64_t now_ms, struct ndz_error *e)
+void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p)
 {
 	size_t lost = ndz_lab_tick(s->lab, now_ms);
 
@@ -224,7 +224,9 @@ int ndz_labsrv_tick(struct ndz_labsrv *s, uint64_t now_ms, struct ndz_error *e)
 		say(s, 1, "%zu node%s lost (silent past node-timeout, %u s); %s task%s pending",
 		    lost, lost == 1 ? "" : "s", s->c->node_timeout, lost == 1 ? "its" : "their",
 		    lost == 1 ? " stays" : "s stay");
-	return save(s, e);
+	save_or_say(s);
+	p[0] = (struct pollfd){ .fd = s->ufd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
 }
 
 /* ---- nodes: UDP ---- */
@@ -244,11 +246,12 @@ static void tell_result(const struct ndz_labsrv *s, const uint8_t mac[6],
 		say(s, 2, "node %s: %" PRIu64 " of %" PRIu64 " bytes", m, r->bytes, r->total);
 }
 
-size_t ndz_labsrv_udp(struct ndz_labsrv *s, const uint8_t *buf, size_t len, uint32_t addr,
-		      uint64_t now_ms, uint8_t *out, size_t cap)
+int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
+		   const struct sockaddr_in *from, uint64_t now_ms)
 {
 	struct ndz_ctl_labreq r;
 	struct ndz_ctl_labrep rep = { 0 };
+	uint32_t addr = from->sin_addr.s_addr;
 	int n;
 
 	if (!ndz_ctl_is_lab(buf, len))
@@ -295,17 +298,13 @@ size_t ndz_labsrv_udp(struct ndz_labsrv *s, const uint8_t *buf, size_t len, uint
 			save_or_say(s);
 		}
 	}
-	n = ndz_ctl_labrep_encode(&rep, out, cap, NULL);
-	return n > 0 ? (size_t)n : 0;
+	n = ndz_ctl_labrep_encode(&rep, s->out, sizeof(s->out), NULL);
+	if (n > 0)
+		sendto(fd, s->out, (size_t)n, 0, (const struct sockaddr *)from, sizeof(*from));
+	return 1;
 }
 
 /* ---- admins: unix socket or TCP ---- */
-
-void ndz_labsrv_pollfds(const struct ndz_labsrv *s, struct pollfd *p)
-{
-	p[0] = (struct pollfd){ .fd = s->ufd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
-}
 
 /* Read exactly n bytes by deadline end (ms); 0 or -1. */
 static int read_by(int fd, uint8_t *b, size_t n, uint64_t end)
@@ -360,13 +359,21 @@ static unsigned status_for(int rc)
 	}
 }
 
-static void images_json(const struct ndz_labsrv *s, struct ndz_jbuf *j)
+static void images_json(const struct ndz_labsrv *s, int table, struct ndz_jbuf *j)
 {
-	ndz_jbuf_printf(j, "{\"images\":[");
+	if (table)
+		ndz_jbuf_printf(j, "%-24s  %14s  %s\n", "IMAGE", "BYTES", "PATH");
+	else
+		ndz_jbuf_printf(j, "{\"images\":[");
 	for (size_t k = 0; k < s->c->nimages; k++) {
 		const struct ndz_mconf_image *im = &s->c->images[k];
 		struct stat st;
 
+		if (table) {
+			ndz_jbuf_printf(j, "%-24s  %14lld  %s\n", im->name, stat(im->path, &st) == 0 ?
+					(long long)st.st_size : -1LL, im->path);
+			continue;
+		}
 		ndz_jbuf_printf(j, "%s{\"name\":", k ? "," : "");
 		ndz_jbuf_string(j, im->name);
 		ndz_jbuf_printf(j, ",\"path\":");
@@ -374,7 +381,8 @@ static void images_json(const struct ndz_labsrv *s, struct ndz_jbuf *j)
 		ndz_jbuf_printf(j, ",\"bytes\":%lld}", stat(im->path, &st) == 0 ?
 				(long long)st.st_size : -1LL);
 	}
-	ndz_jbuf_printf(j, "]}");
+	if (!table)
+		ndz_jbuf_printf(j, "]}");
 }
 
 /* Do what r asks; the reply's text (JSON or a message) into j; returns a library code. */
@@ -392,7 +400,10 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 		ndz_jbuf_printf(j, "node %s added", r->args[0]);
 		return 0;
 	case NDZ_CTL_OP_NODE_LIST:
-		ndz_lab_json(s->lab, now_ms, j);
+		if (r->flags & NDZ_CTL_FLAG_TABLE)
+			ndz_lab_table(s->lab, now_ms, j);
+		else
+			ndz_lab_json(s->lab, now_ms, j);
 		return 0;
 	case NDZ_CTL_OP_NODE_REMOVE:
 		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
@@ -433,6 +444,10 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 	case NDZ_CTL_OP_STATUS: {
 		size_t len;
 
+		if (r->flags & NDZ_CTL_FLAG_TABLE) {
+			ndz_lab_table(s->lab, now_ms, j);
+			return 0;
+		}
 		ndz_jbuf_printf(j, "{\"lab\":");
 		ndz_lab_json(s->lab, now_ms, j);
 		ndz_jbuf_printf(j, ",\"master\":");
@@ -451,7 +466,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 		return 0;
 	}
 	case NDZ_CTL_OP_IMAGES:
-		images_json(s, j);
+		images_json(s, (r->flags & NDZ_CTL_FLAG_TABLE) != 0, j);
 		return 0;
 	default:
 		return ndz_error_set(e, NDZ_EINVAL, 0, "admin: unknown operation %u", r->op);

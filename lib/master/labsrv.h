@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "ctl.h"
 #include "lab.h"
@@ -58,27 +59,24 @@ void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c);
 struct ndz_lab *ndz_labsrv_lab(struct ndz_labsrv *s);
 
 /*
- * ndz_labsrv_udp - answer the lab request in len bytes from addr (network order)
- * at now_ms: the reply into out (cap >= NDZ_CTL_LABREP_MAX). Returns its length, or
- * 0 when nothing is to be sent (not a lab request; an admin request, which UDP
- * does not carry, is answered DENIED).
+ * ndz_labsrv_udp - when the len bytes from from are a lab request, answer it at
+ * now_ms through the UDP socket fd and return 1 (an admin request, which UDP does
+ * not carry, is answered DENIED; a host no rule of the configuration names,
+ * DENIED); else 0: the caller handles the datagram.
  */
-size_t ndz_labsrv_udp(struct ndz_labsrv *s, const uint8_t *buf, size_t len, uint32_t addr,
-		      uint64_t now_ms, uint8_t *out, size_t cap);
+int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
+		   const struct sockaddr_in *from, uint64_t now_ms);
 
 /*
- * ndz_labsrv_pollfds - the admin listeners into p[0..NDZ_LABSRV_FDS-1] (fd -1 when
- * not open); ndz_labsrv_serve - serve the ones p says are ready: one request each,
- * from a peer given at most a second to send it.
+ * ndz_labsrv_prepare - once a turn of the program's loop, before its poll: lost
+ * nodes at now_ms, the state file saved when something in it changed (a failure
+ * told through the say hook, tried again next turn), and the admin listeners into
+ * p[0..NDZ_LABSRV_FDS-1] (fd -1 when not open).
+ * ndz_labsrv_serve - after the poll: serve the listeners p says are ready, one
+ * request each, from a peer given at most a second to send it.
  */
-void ndz_labsrv_pollfds(const struct ndz_labsrv *s, struct pollfd *p);
+void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p);
 void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms);
-
-/*
- * ndz_labsrv_tick - lost nodes at now_ms, and the state file saved when something
- * in it changed. 0, or the save's error in e (tried again next tick).
- */
-int ndz_labsrv_tick(struct ndz_labsrv *s, uint64_t now_ms, struct ndz_error *e);
 
 /*
  * ndz_labsrv_call - one admin exchange with the master at where: a unix socket's
