@@ -31,6 +31,7 @@ struct ndz_labsrv {
 	char token[NDZ_CTL_TOKEN_MAX + 1];  /* zero-padded; "" : TCP admin off */
 	int ufd, tfd;                  /* admin listeners: unix, TCP */
 	int dirty;                     /* the state file is behind (a save failed) */
+	int said;                      /* ... and that was told */
 	uint8_t out[NDZ_CTL_LABREP_MAX];
 	char text[NDZ_CTL_JSON_MAX + 1];
 };
@@ -143,7 +144,8 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
 		goto fail;
 	set_times(s);
-	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s/lab", run_dir) >=
+	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s%s",
+			     c->lab_state ? c->lab_state : run_dir, c->lab_state ? "" : "/lab") >=
 	    sizeof(s->state_path) ||
 	    (size_t)snprintf(s->sock_path, sizeof(s->sock_path), "%s%s", sock ? sock : run_dir,
 			     sock ? "" : "/admin") >= sizeof(s->sock_path)) {
@@ -204,7 +206,7 @@ static int save(struct ndz_labsrv *s, struct ndz_error *e)
 	if (!s->dirty)
 		return 0;
 	if ((rc = ndz_lab_save(s->lab, s->state_path, e)) == 0)
-		s->dirty = 0;
+		s->dirty = s->said = 0;
 	return rc;
 }
 
@@ -212,8 +214,10 @@ static void save_or_say(struct ndz_labsrv *s)
 {
 	struct ndz_error e = { 0 };
 
-	if (save(s, &e) != 0)
-		say(s, 0, "%s", ndz_error_msg(&e));
+	if (save(s, &e) != 0 && !s->said) {
+		say(s, 0, "%s (tried again while the lab changes)", ndz_error_msg(&e));
+		s->said = 1;
+	}
 }
 
 void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p)

@@ -36,7 +36,7 @@ struct ndz_labsrv_hooks {
 
 /*
  * ndz_labsrv_open - the lab of configuration c (borrowed, as ndz_labsrv_set_conf)
- * with its state file run_dir/lab loaded, its admin unix socket (c->admin_socket,
+ * with its state file (c->lab_state, else run_dir/lab) loaded, its admin unix socket (c->admin_socket,
  * else run_dir/admin; "none": no socket) made with mode 0660, and c->admin_listen
  * opened when set (then c->token_file must hold a token: 16 to 64 printable bytes
  * on its first line). 0 and *out (free with ndz_labsrv_free), or a negative code

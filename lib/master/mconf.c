@@ -288,7 +288,8 @@ static int parse_lab(struct parser *p, const char *k, const char *val)
 	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
 		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
 		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
-		     strcmp(k, "token-file") == 0 ? &c->token_file : NULL;
+		     strcmp(k, "token-file") == 0 ? &c->token_file :
+		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
 	unsigned long v;
 
 	if (!str && strcmp(k, "group-window") == 0) {
@@ -319,7 +320,7 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 					    "max-uploads", "host-rate", "host-burst",
 					    "request-timeout", "max-pending", "max-pending-host",
 					    "group-window", "node-timeout", "wake-interface",
-					    "admin-socket", "admin-listen", "token-file" };
+					    "admin-socket", "admin-listen", "token-file", "lab-state" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -549,6 +550,7 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->admin_socket);
 	free(c->admin_listen);
 	free(c->token_file);
+	free(c->lab_state);
 	free(c);
 }
 

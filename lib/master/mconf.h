@@ -51,6 +51,7 @@ struct ndz_mconf {
 	char *admin_socket;            /* NULL: RUNDIR/admin; "none": no unix socket */
 	char *admin_listen;            /* ADDR:PORT for admin requests over TCP; NULL: none */
 	char *token_file;              /* the admin token for TCP; NULL: none */
+	char *lab_state;               /* the lab's state file; NULL: RUNDIR/lab */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };

@@ -12,6 +12,7 @@
 
 #include "master/lab.h"
 #include "master/wol.h"
+#include "master/mconf.h"
 
 static const uint8_t M1[6] = { 0x52, 0x54, 0, 0, 0, 1 };
 static const uint8_t M2[6] = { 0x52, 0x54, 0, 0, 0, 2 };
@@ -396,6 +397,7 @@ static void test_random(void **state)
 	uint64_t now = 1;
 	uint8_t macs[NM][6];
 	const char *groups[] = { "g0", "g1" };
+	int told[5] = { 0 };
 
 	(void)state;
 	memset(mo, 0, sizeof(mo));
@@ -482,6 +484,7 @@ static void test_random(void **state)
 					mo[k].state = NDZ_LAB_RUNNING;
 			}
 			assert_int_equal(a.task, want);
+			told[want]++;
 			if (want == NDZ_LAB_RELOAD)
 				assert_string_equal(a.arg, mo[k].arg);
 			break;
@@ -528,7 +531,42 @@ static void test_random(void **state)
 				assert_int_equal(ndz_lab_node(l, i)->state, mo[q].state);
 		}
 	}
+	/* the run went through every answer */
+	assert_true(told[NDZ_LAB_LOCAL] > 100 && told[NDZ_LAB_WAIT] > 20 && told[NDZ_LAB_RELOAD] > 100);
 	ndz_lab_free(l);
+}
+
+static void test_conf_keys(void **state)
+{
+	static const char none[] = "image a /srv/a.ndz\n";
+	static const char good[] = "image a /srv/a.ndz\ngroup-window 0\nnode-timeout 30\nwake-interface eth1\n"
+				   "admin-socket none\nadmin-listen 10.0.0.1:3565\n"
+				   "token-file /etc/ndz/admin.token\nlab-state /var/lib/ndz/lab/state\n";
+	struct ndz_mconf *c;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_mconf_parse(none, sizeof(none) - 1, "m.conf", &c, NULL), 0);
+	assert_int_equal(c->group_window, 5);
+	assert_int_equal(c->node_timeout, 60);
+	assert_null(c->admin_socket);
+	ndz_mconf_free(c);
+	assert_int_equal(ndz_mconf_parse(good, sizeof(good) - 1, "m.conf", &c, NULL), 0);
+	assert_int_equal(c->group_window, 0);
+	assert_int_equal(c->node_timeout, 30);
+	assert_string_equal(c->wake_iface, "eth1");
+	assert_string_equal(c->admin_socket, "none");
+	assert_string_equal(c->admin_listen, "10.0.0.1:3565");
+	assert_string_equal(c->token_file, "/etc/ndz/admin.token");
+	assert_string_equal(c->lab_state, "/var/lib/ndz/lab/state");
+	ndz_mconf_free(c);
+	assert_int_equal(ndz_mconf_parse("node-timeout 0\n", 15, "m.conf", &c, &e), NDZ_EINVAL);
+	assert_null(c);
+	assert_string_equal(ndz_error_msg(&e), "m.conf:1: bad node-timeout (1 to 86400 seconds) '0'");
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_mconf_parse("token-file a\ntoken-file b\n", 26, "m.conf", &c, &e),
+			 NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "m.conf:2: token-file given twice");
 }
 
 int main(void)
@@ -543,6 +581,7 @@ int main(void)
 		cmocka_unit_test(test_random),
 		cmocka_unit_test(test_wol_packet),
 		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_conf_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
