@@ -554,11 +554,13 @@ int ndz_ctl_lab_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labreq *r,
 				     r->type, len);
 	if (r->type != NDZ_CTL_ADMIN)
 		memcpy(r->mac, p, 6);
+	/* padding is zero: one message, one encoding */
 	if (r->type == NDZ_CTL_ASK)
-		return n ? ndz_error_set(e, NDZ_EPROTO, 0, "lab request: ask with a body") : 0;
+		return n || p[6] || p[7] ? ndz_error_set(e, NDZ_EPROTO, 0, "lab request: ask with "
+							 "a body") : 0;
 	if (r->type == NDZ_CTL_REPORT) {
-		if (n > NDZ_CTL_TEXT_MAX || memchr(p + 40, 0, n))
-			return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad reason");
+		if (n > NDZ_CTL_TEXT_MAX || memchr(p + 40, 0, n) || p[7])
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad reason or padding");
 		r->kind = p[6];
 		r->bytes = get_le64(p + 8);
 		r->total = get_le64(p + 16);
@@ -570,6 +572,11 @@ int ndz_ctl_lab_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labreq *r,
 	r->op = p[0];
 	r->flags = p[1];
 	memcpy(r->token, p + 4, NDZ_CTL_TOKEN_MAX);
+	for (size_t k = strlen(r->token); k < NDZ_CTL_TOKEN_MAX; k++)
+		if (p[4 + k])
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad token padding");
+	if (p[2] || p[3])
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad padding");
 	p = buf + ADMIN_LEN;
 	for (int k = 0; k < NDZ_CTL_ARGS; k++) {
 		const uint8_t *z = n ? memchr(p, 0, n) : NULL;
@@ -641,6 +648,8 @@ int ndz_ctl_labrep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labrep 
 		r->wait_ms = get_le32(p + 4);
 		memcpy(r->name, p + 8, n);
 	} else {
+		if (p[2] || p[3] || get_le32(p + 4))
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: bad padding");
 		r->text = (const char *)p + 8;
 		r->text_len = n;
 	}
