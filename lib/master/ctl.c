@@ -601,7 +601,7 @@ int ndz_ctl_labrep_encode(const struct ndz_ctl_labrep *r, uint8_t *buf, size_t c
 	size_t len = NDZ_CTL_REP_HDR + (r->type == NDZ_CTL_REPORT ? 0 : 8) + n;
 	uint8_t *p = buf + NDZ_CTL_REP_HDR;
 
-	if (!lab_type(r->type) || n > NDZ_CTL_JSON_MAX)
+	if (!lab_type(r->type) || n > NDZ_CTL_TEXT_BIG)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "lab reply: bad type %u or text", r->type);
 	if (cap < len)
 		return ndz_error_set(e, NDZ_ERANGE, 0, "lab reply: does not fit");
@@ -609,14 +609,16 @@ int ndz_ctl_labrep_encode(const struct ndz_ctl_labrep *r, uint8_t *buf, size_t c
 	put_hdr(buf, (uint8_t)(r->type | REPLY_FLAG), r->status, r->id);
 	if (r->type == NDZ_CTL_REPORT)
 		return (int)len;
-	put_le16(p, (uint16_t)n);
 	if (r->type == NDZ_CTL_ASK) {
+		put_le16(p, (uint16_t)n);
 		p[2] = r->task;
 		p[3] = r->opts;
 		put_le32(p + 4, r->wait_ms);
 		memcpy(p + 8, r->name, n);
-	} else if (n) {
-		memcpy(p + 8, r->text, n);
+	} else {
+		put_le32(p, (uint32_t)n);
+		if (n)
+			memcpy(p + 8, r->text, n);
 	}
 	return (int)len;
 }
@@ -639,8 +641,10 @@ int ndz_ctl_labrep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labrep 
 	if (r->type == NDZ_CTL_REPORT)
 		return len == NDZ_CTL_REP_HDR ? 0 :
 		       ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: %zu bytes", len);
-	if (len < NDZ_CTL_REP_HDR + 8 || len != NDZ_CTL_REP_HDR + 8 + (n = get_le16(p)) ||
-	    (r->type == NDZ_CTL_ASK && (n > NDZ_CTL_NAME_MAX || memchr(p + 8, 0, n))))
+	if (len < NDZ_CTL_REP_HDR + 8 || len != NDZ_CTL_REP_HDR + 8 +
+	    (n = r->type == NDZ_CTL_ASK ? get_le16(p) : get_le32(p)) ||
+	    (r->type == NDZ_CTL_ASK && (n > NDZ_CTL_NAME_MAX || memchr(p + 8, 0, n))) ||
+	    n > NDZ_CTL_TEXT_BIG)
 		return ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: %zu bytes: malformed", len);
 	if (r->type == NDZ_CTL_ASK) {
 		r->task = p[2];
@@ -648,7 +652,7 @@ int ndz_ctl_labrep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labrep 
 		r->wait_ms = get_le32(p + 4);
 		memcpy(r->name, p + 8, n);
 	} else {
-		if (p[2] || p[3] || get_le32(p + 4))
+		if (get_le32(p + 4))
 			return ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: bad padding");
 		r->text = (const char *)p + 8;
 		r->text_len = n;
@@ -672,9 +676,11 @@ int ndz_ctl_lab_need(const uint8_t *buf, size_t have, int reply, struct ndz_erro
 		return (int)(lab_fixed(buf[5]) + get_le16(buf + 6));
 	if ((buf[5] & ~REPLY_FLAG) == NDZ_CTL_REPORT)
 		return NDZ_CTL_REP_HDR;
-	if (have < NDZ_CTL_REP_HDR + 2)
-		return NDZ_CTL_REP_HDR + 2;
-	if (get_le16(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_JSON_MAX)
+	if (have < NDZ_CTL_REP_HDR + 4)
+		return NDZ_CTL_REP_HDR + 4;
+	if ((buf[5] & ~REPLY_FLAG) == NDZ_CTL_ASK)
+		return (int)(NDZ_CTL_REP_HDR + 8 + get_le16(buf + NDZ_CTL_REP_HDR));
+	if (get_le32(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_TEXT_BIG)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "lab message: a length no message has");
-	return (int)(NDZ_CTL_REP_HDR + 8 + get_le16(buf + NDZ_CTL_REP_HDR));
+	return (int)(NDZ_CTL_REP_HDR + 8 + get_le32(buf + NDZ_CTL_REP_HDR));
 }

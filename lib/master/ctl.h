@@ -180,7 +180,8 @@ int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint
 #define NDZ_CTL_ARGS       3           /* an admin request's strings */
 #define NDZ_CTL_LAB_MAX    (NDZ_CTL_REQ_HDR + 4 + NDZ_CTL_TOKEN_MAX + \
 			    NDZ_CTL_ARGS * (NDZ_CTL_NAME_MAX + 1))
-#define NDZ_CTL_LABREP_MAX (NDZ_CTL_REP_HDR + 8 + NDZ_CTL_JSON_MAX)
+#define NDZ_CTL_TEXT_BIG   (1u << 20)  /* an admin reply's text (a lab of 1024 nodes) */
+#define NDZ_CTL_LABREP_MAX (NDZ_CTL_REP_HDR + 8 + NDZ_CTL_TEXT_BIG)
 
 /* Admin operations. */
 enum ndz_ctl_op {

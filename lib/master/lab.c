@@ -471,14 +471,14 @@ static void opts_text(uint8_t opts, char *buf, size_t cap)
 
 int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 {
-	size_t cap = 64 + (size_t)NDZ_LAB_NODES * 512, len;
+	size_t cap = 64 + (size_t)NDZ_LAB_NODES * 1024, len;  /* a line is at most ~800 */
 	char *buf = malloc(cap);
 	int rc;
 
 	if (!buf)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: out of memory", path);
 	len = (size_t)snprintf(buf, cap, HEADER);
-	for (int k = 0; k < NDZ_LAB_NODES; k++) {
+	for (int k = 0; k < NDZ_LAB_NODES && len < cap; k++) {
 		const struct ndz_lab_node *n = &l->n[k];
 		const struct ndz_lab_result *r = &l->last[k];
 		char m[18], o[24];
@@ -498,7 +498,8 @@ int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 					r->set ? ndz_lab_strtask(r->task) : "-", dash(r->arg),
 					r->bytes, r->ms, r->skipped, r->wall_s, dash(r->reason));
 	}
-	rc = ndz_file_replace(path, buf, len, 0640, e);
+	rc = len < cap ? ndz_file_replace(path, buf, len, 0640, e) :
+	     ndz_error_set(e, NDZ_ERANGE, 0, "%s: the lab does not fit", path);
 	free(buf);
 	return rc;
 }

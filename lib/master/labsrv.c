@@ -33,7 +33,7 @@ struct ndz_labsrv {
 	int dirty;                     /* the state file is behind (a save failed) */
 	int said;                      /* ... and that was told */
 	uint8_t out[NDZ_CTL_LABREP_MAX];
-	char text[NDZ_CTL_JSON_MAX + 1];
+	char text[NDZ_CTL_TEXT_BIG + 1];
 };
 
 static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
@@ -589,16 +589,24 @@ int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t
 	if ((fd = connect_to(where, e)) < 0)
 		return fd;
 	end = ndz_now_ms() + 10000;
-	if (write_all(fd, out, (size_t)n, end) != 0 ||
-	    read_by(fd, buf, NDZ_CTL_REP_HDR + 2, end) != 0) {
+	if (write_all(fd, out, (size_t)n, end) != 0) {
 		close(fd);
-		return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s: no answer", where);
+		return ndz_error_set(e, NDZ_ENET, 0, "master %s: the request could not be sent", where);
 	}
-	need = ndz_ctl_lab_need(buf, NDZ_CTL_REP_HDR + 2, 1, e);
-	if (need < 0 || (size_t)need > cap || (need > NDZ_CTL_REP_HDR + 2 &&
-	    read_by(fd, buf + NDZ_CTL_REP_HDR + 2, (size_t)need - NDZ_CTL_REP_HDR - 2, end) != 0)) {
-		close(fd);
-		return ndz_error_set(e, NDZ_EPROTO, 0, "master %s: a reply we cannot read", where);
+	/* the header, then as much as it says, until the message is whole */
+	for (size_t have = 0;; have = (size_t)need) {
+		need = have ? ndz_ctl_lab_need(buf, have, 1, e) : NDZ_CTL_REP_HDR;
+		if (need < 0 || (size_t)need > cap) {
+			close(fd);
+			return ndz_error_set(e, NDZ_EPROTO, 0, "master %s: a reply we cannot read",
+					     where);
+		}
+		if ((size_t)need <= have)
+			break;
+		if (read_by(fd, buf + have, (size_t)need - have, end) != 0) {
+			close(fd);
+			return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s: no answer", where);
+		}
 	}
 	close(fd);
 	return ndz_ctl_labrep_decode(buf, (size_t)need, rep, e);

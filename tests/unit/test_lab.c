@@ -246,7 +246,7 @@ static void test_messages(void **state)
 				    .bytes = 1ull << 40, .total = 5, .ms = 6, .skipped = 7 }, d;
 	struct ndz_ctl_labrep rep = { .type = NDZ_CTL_ASK, .id = 9, .task = NDZ_LAB_RELOAD,
 				      .opts = 5, .wait_ms = 300 }, dr;
-	uint8_t b[NDZ_CTL_LABREP_MAX];
+	static uint8_t b[NDZ_CTL_LABREP_MAX];
 	int n;
 
 	(void)state;
@@ -292,7 +292,8 @@ static void test_messages(void **state)
 	strcpy(rep.name, "ubuntu");
 	n = ndz_ctl_labrep_encode(&rep, b, sizeof(b), NULL);
 	assert_int_equal(n, 12 + 8 + 6);
-	assert_int_equal(ndz_ctl_lab_need(b, 14, 1, NULL), n);
+	assert_int_equal(ndz_ctl_lab_need(b, 12, 1, NULL), 16);
+	assert_int_equal(ndz_ctl_lab_need(b, 16, 1, NULL), n);
 	assert_false(ndz_ctl_is_lab(b, (size_t)n));   /* a reply is no request */
 	assert_int_equal(ndz_ctl_labrep_decode(b, (size_t)n, &dr, NULL), 0);
 	assert_int_equal(dr.task, NDZ_LAB_RELOAD);
@@ -305,6 +306,7 @@ static void test_messages(void **state)
 	rep.text = "'x': no such node or group";
 	rep.text_len = strlen(rep.text);
 	n = ndz_ctl_labrep_encode(&rep, b, sizeof(b), NULL);
+	assert_int_equal(ndz_ctl_lab_need(b, 16, 1, NULL), n);
 	assert_int_equal(ndz_ctl_labrep_decode(b, (size_t)n, &dr, NULL), 0);
 	assert_int_equal(dr.status, NDZ_CTL_NONODE);
 	assert_int_equal(dr.text_len, rep.text_len);
@@ -375,6 +377,53 @@ static void test_state_file(void **state)
 	/* the group still starts together after the restart */
 	assert_int_equal(ask(m, M1, 1, NULL), NDZ_LAB_WAIT);
 	assert_int_equal(ask(m, M2, 2, NULL), NDZ_LAB_RELOAD);
+	unlink(path);
+	ndz_lab_free(l);
+	ndz_lab_free(m);
+}
+
+/* A full lab of long names and reasons: the JSON fits an admin reply, the state file reads back. */
+static void test_full(void **state)
+{
+	struct ndz_lab *l = mk(0, 0), *m = mk(0, 0);
+	static char b[NDZ_CTL_TEXT_BIG + 1], b2[NDZ_CTL_TEXT_BIG + 1];
+	char name[NDZ_CTL_NAME_MAX + 1], reason[NDZ_LAB_REASON_MAX + 1];
+	struct ndz_jbuf j, j2;
+	uint8_t mac[6] = { 2, 0, 0, 0, 0, 0 };
+	size_t skipped;
+
+	(void)state;
+	memset(reason, '"', NDZ_LAB_REASON_MAX);      /* escaped: twice as long in JSON */
+	reason[NDZ_LAB_REASON_MAX] = 0;
+	for (int k = 0; k < NDZ_LAB_NODES; k++) {
+		mac[4] = (uint8_t)(k >> 8);
+		mac[5] = (uint8_t)k;
+		snprintf(name, sizeof(name), "%060d", k);
+		assert_int_equal(ndz_lab_node_add(l, mac, name, "a-group-name-that-is-long-enough-to-matter-here-0123456789ab", NULL), 0);
+		assert_int_equal(ndz_lab_task(l, name, NDZ_LAB_RELOAD, "an-image-name-that-is-long-enough-to-matter-here-0123456789abcd",
+					      NDZ_LAB_OPTS, NULL, 0, NULL), 1);
+		ndz_lab_ask(l, mac, 1, 1, &(struct ndz_lab_answer){ 0 });
+		assert_int_equal(report(l, mac, NDZ_LAB_FAIL, UINT64_MAX, reason, 2), 0);
+	}
+	assert_int_equal(ndz_lab_node_add(l, M1, NULL, NULL, NULL), NDZ_ERANGE);
+	ndz_jbuf_init(&j, b, sizeof(b));
+	ndz_lab_json(l, 3, &j);
+	assert_false(j.over);
+	ndz_jbuf_init(&j, b, sizeof(b));
+	ndz_lab_table(l, 3, &j);
+	assert_false(j.over);
+	snprintf(path, sizeof(path), "/tmp/test_lab_full.%d", (int)getpid());
+	assert_int_equal(ndz_lab_save(l, path, NULL), 0);
+	assert_int_equal(ndz_lab_load(m, path, &skipped, NULL), 0);
+	assert_int_equal(skipped, 0);
+	assert_int_equal(ndz_lab_count(m), NDZ_LAB_NODES);
+	for (int i = 0; i < NDZ_LAB_NODES; i++)
+		((struct ndz_lab_node *)ndz_lab_node(l, i))->addr = 0;
+	ndz_jbuf_init(&j, b, sizeof(b));
+	ndz_jbuf_init(&j2, b2, sizeof(b2));
+	ndz_lab_json(l, 0, &j);
+	ndz_lab_json(m, 0, &j2);
+	assert_string_equal(b, b2);
 	unlink(path);
 	ndz_lab_free(l);
 	ndz_lab_free(m);
@@ -579,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_group_window),
 		cmocka_unit_test(test_state_file),
 		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_wol_packet),
 		cmocka_unit_test(test_messages),
 		cmocka_unit_test(test_conf_keys),
