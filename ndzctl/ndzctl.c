@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "master/lab.h"
@@ -23,7 +24,12 @@ static const char usage_text[] =
 	"  reload NODE|GROUP IMAGE           reload a node or every node of a group\n"
 	"  capture NODE NAME                 capture a node's disk as image NAME\n"
 	"  cancel NODE|GROUP                 drop the pending tasks\n"
-	"  status                            nodes and (with --json) the master's sessions\n\n"
+	"  status                            nodes and (with --json) the master's sessions\n"
+	"A node's side (the boot environment), with -m HOST[:PORT], the master's control\n"
+	"port (UDP 3563 by default):\n"
+	"  ask MAC                           what to do: 'reload IMAGE [seed] [zero]\n"
+	"                                    [verify]', 'capture NAME' or 'local'\n"
+	"  report MAC progress BYTES TOTAL | ok BYTES MS SKIPPED | failed REASON\n\n"
 	"Options:\n"
 	"  -m, --master WHERE       the master's admin socket (default\n"
 	"                           /run/mfrisbeed/admin), or tcp:HOST:PORT\n"
@@ -57,6 +63,58 @@ static const struct cmd cmds[] = {
 	{ "status", NULL, NDZ_CTL_OP_STATUS, 0, 0 },
 };
 
+/* ask and report: a node's exchange with the master at spec over UDP */
+static int node_side(const char *spec, char **a, int n)
+{
+	static uint8_t buf[NDZ_CTL_LABREP_MAX];
+	struct ndz_ctl_labreq r = { .id = (uint32_t)time(NULL) };
+	struct ndz_ctl_labrep rep;
+	struct ndz_error e = { 0 };
+	const char *kind = n > 2 ? a[2] : "";
+	int ask = strcmp(a[0], "ask") == 0;
+
+	if (n < 2 || ndz_lab_parse_mac(a[1], r.mac, &e) != 0)
+		cli_usage_error("%s MAC ...: %s", a[0], n < 2 ? "a MAC is needed" : ndz_error_msg(&e));
+	r.type = ask ? NDZ_CTL_ASK : NDZ_CTL_REPORT;
+	if (ask && n == 2) {
+		;
+	} else if (!ask && strcmp(kind, "progress") == 0 && n == 5) {
+		r.kind = NDZ_LAB_PROGRESS;
+		if (cli_parse_u64(a[3], 0, &r.bytes) || cli_parse_u64(a[4], 0, &r.total))
+			cli_usage_error("report progress: BYTES and TOTAL are numbers");
+	} else if (!ask && strcmp(kind, "ok") == 0 && n == 6) {
+		r.kind = NDZ_LAB_OK;
+		if (cli_parse_u64(a[3], 0, &r.bytes) || cli_parse_u64(a[4], 0, &r.ms) ||
+		    cli_parse_u64(a[5], 0, &r.skipped))
+			cli_usage_error("report ok: BYTES, MS and SKIPPED are numbers");
+		r.total = r.bytes;
+	} else if (!ask && strcmp(kind, "failed") == 0 && n == 4) {
+		r.kind = NDZ_LAB_FAIL;
+		snprintf(r.text, sizeof(r.text), "%s", a[3]);
+	} else {
+		cli_usage_error("%s: bad arguments (see --help)", a[0]);
+	}
+	for (;;) {
+		if (ndz_labsrv_node_call(spec, &r, buf, sizeof(buf), &rep, &e) != 0)
+			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+		if (rep.status != NDZ_CTL_OK)
+			cli_die(EXIT_FAIL, "master %s: %s", spec, ndz_ctl_strstatus(rep.status));
+		if (!ask || rep.task != NDZ_LAB_WAIT)
+			break;
+		if (cli_verbose)
+			cli_info("the group starts together: asking again in %u ms", rep.wait_ms);
+		nanosleep(&(struct timespec){ rep.wait_ms / 1000, (long)(rep.wait_ms % 1000) * 1000000 },
+			  NULL);
+	}
+	if (ask && (rep.task == NDZ_LAB_RELOAD || rep.task == NDZ_LAB_CAPTURE))
+		printf("%s %s%s%s%s\n", ndz_lab_strtask(rep.task), rep.name,
+		       rep.opts & NDZ_LAB_SEED ? " seed" : "", rep.opts & NDZ_LAB_ZERO ? " zero" : "",
+		       rep.opts & NDZ_LAB_VERIFY ? " verify" : "");
+	else if (ask)
+		printf("local\n");
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE };
@@ -73,7 +131,7 @@ int main(int argc, char **argv)
 	};
 	static uint8_t buf[NDZ_CTL_LABREP_MAX];
 	static struct ndz_ctl_labreq req;
-	const char *where = "/run/mfrisbeed/admin", *token = NULL;
+	const char *where = NULL, *token = NULL;
 	const struct cmd *cmd = NULL;
 	struct ndz_ctl_labrep rep;
 	struct ndz_error e = { 0 };
@@ -95,6 +153,14 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc)
 		cli_usage_error("a command is needed (nodes, images, reload, capture, cancel, status)");
+	if (strcmp(argv[optind], "ask") == 0 || strcmp(argv[optind], "report") == 0) {
+		if (!where || strchr(where, '/'))
+			cli_usage_error("%s needs -m HOST[:PORT], the master's control port",
+					argv[optind]);
+		return node_side(where, argv + optind, argc - optind);
+	}
+	if (!where)
+		where = "/run/mfrisbeed/admin";
 	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]) && !cmd; k++)
 		if (strcmp(argv[optind], cmds[k].word) == 0 &&
 		    (!cmds[k].sub || (optind + 1 < argc && strcmp(argv[optind + 1], cmds[k].sub) == 0)))

@@ -86,17 +86,25 @@ check "status --json: pc1's result with its byte count" \
 	grep -q '"mac":"52:54:00:00:00:01".*"last":{"ok":true,"task":"reload","image":"ubuntu","bytes":1000,"ms":1234,"skipped":3' "$T/s.json"
 check "status --json holds the master's status too" grep -q '"master":{' "$T/s.json"
 check "done: pc1 is told to boot local" test "$(ask n1 $M1)" = local
+check "ndzctl ask says the same" test "$(in_ns n1 "$CTL" -m $SRV ask $M1)" = local
 check "a second result nobody asked for is refused" \
 	test "$(in_ns n1 "$NODE" $SRV $M1 ok 1 1 1)" = "no such node or group, or no task"
 check "the master logs the result" grep -q "node $M1: reload ubuntu: ok, 1000 bytes in 1234 ms" "$T/m.log"
 
 # a node given an image it cannot write reports failure with the reason
 ctl reload pc3 ubuntu >/dev/null
-check "pc3 starts at once (no group)" test "$(ask n2 $M3)" = "reload ubuntu 0"
-in_ns n2 "$NODE" $SRV $M3 fail "image 'ubuntu': target too small for the image" >/dev/null
+check "pc3 starts at once (no group): ndzctl ask" \
+	test "$(in_ns n2 "$CTL" -m $SRV ask $M3)" = "reload ubuntu"
+in_ns n2 "$CTL" -m $SRV report $M3 failed "image 'ubuntu': target too small for the image"
+check "ndzctl report failed: accepted" test $? = 0
 check "status: pc3 failed with the reason" \
 	sh -c "'$CTL' -m '$A' status | grep '^$M3' | grep -q \"failed.*failed: reload ubuntu: image 'ubuntu': target too small\""
 check "a failed node boots local, no reload loop" test "$(ask n2 $M3)" = local
+in_ns n2 "$CTL" -m $SRV report $M3 ok 1 1 1 2>"$T/err"; rc=$?
+check "ndzctl report with no task: refused, exit 1 ($rc)" \
+	sh -c "[ $rc = 1 ] && grep -q 'no such node or group, or no task' '$T/err'"
+"$CTL" ask $M3 2>/dev/null; rc=$?
+check "ndzctl ask without -m HOST: exit 2 ($rc)" test $rc = 2
 
 # pc2 went silent past node-timeout: lost, its task still pending
 check "pc2 shows lost within the timeout" \
