@@ -60,7 +60,8 @@ check "an unknown node boots local" test "$(ask n1 52:54:00:00:00:77)" = local
 check "a node without a task boots local" test "$(ask n1 $M1)" = local
 
 # Wake-on-LAN: both nodes of the group, caught on the LAN, byte for byte
-in_ns n2 "$NODE" wolcatch 9 2 10 >"$T/wol" &
+: >"$T/wol"
+in_ns n2 "$NODE" wolcatch 9 2 10 >>"$T/wol" &
 WPID=$!
 wait_until 5 grep -q listening "$T/wol"
 out=$(ctl reload room ubuntu --verify --wake)
