@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "mcast/net.h"
 
 #define ADMIN_WAIT_MS 1000             /* an admin peer's time to send its request */
+#define ADMIN_CONNS 4                  /* admin connections served at once, per listener */
 
 struct ndz_labsrv {
 	struct ndz_lab *lab;
@@ -32,8 +34,8 @@ struct ndz_labsrv {
 	int ufd, tfd;                  /* admin listeners: unix, TCP */
 	int dirty;                     /* the state file is behind (a save failed) */
 	int said;                      /* ... and that was told */
-	uint8_t out[NDZ_CTL_LABREP_MAX];
-	char text[NDZ_CTL_TEXT_BIG + 1];
+	uint8_t out[NDZ_CTL_LABREP_MAX];  /* UDP replies */
+	unsigned threads[2];           /* admin connections being served: unix, TCP */
 };
 
 static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
@@ -477,58 +479,110 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 	}
 }
 
-static void serve_one(struct ndz_labsrv *s, int lfd, int tcp, uint64_t now_ms)
+/* One admin connection: its own thread when the hooks give a lock, else inline. */
+struct conn {
+	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
+	pthread_mutex_t *lock;
+	int fd, tcp;
+};
+
+static void *serve_conn(void *arg)
 {
+	struct conn *c = arg;
+	struct ndz_labsrv *s = c->s;
 	uint64_t end = ndz_now_ms() + ADMIN_WAIT_MS;
-	uint8_t in[NDZ_CTL_LAB_MAX];
+	uint8_t in[NDZ_CTL_LAB_MAX], *out = malloc(NDZ_CTL_LABREP_MAX);
+	char *text = malloc(NDZ_CTL_TEXT_BIG + 1);
 	struct ndz_ctl_labreq r;
 	struct ndz_ctl_labrep rep = { 0 };
 	struct ndz_error e = { 0 };
 	struct ndz_jbuf j;
-	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), need, n;
+	int need = -1, n, heard;
 
-	if (fd < 0)
-		return;
-	if (read_by(fd, in, NDZ_CTL_REQ_HDR, end) != 0 ||
-	    (need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) < 0 ||
-	    (size_t)need > sizeof(in) ||
-	    read_by(fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) != 0) {
-		close(fd);
-		return;
-	}
-	ndz_jbuf_init(&j, s->text, sizeof(s->text));
+	/* the request is read without the lock: a slow peer holds only this thread */
+	heard = out && text && read_by(c->fd, in, NDZ_CTL_REQ_HDR, end) == 0 &&
+		(need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) > 0 &&
+		(size_t)need <= sizeof(in) &&
+		read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
+	if (c->lock)
+		pthread_mutex_lock(c->lock);
+	s->threads[c->tcp]--;
+	if (!heard)
+		goto out;
+	ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
 	if (ndz_ctl_lab_decode(in, (size_t)need, &r, &e) != 0 || r.type != NDZ_CTL_ADMIN) {
 		rep.status = NDZ_CTL_MALFORMED;
 		ndz_jbuf_printf(&j, "%s", r.type == NDZ_CTL_ADMIN ? ndz_error_msg(&e) :
 				"not an admin request");
-	} else if (tcp && sodium_memcmp(r.token, s->token, NDZ_CTL_TOKEN_MAX) != 0) {
+	} else if (c->tcp && sodium_memcmp(r.token, s->token, NDZ_CTL_TOKEN_MAX) != 0) {
 		rep.status = NDZ_CTL_DENIED;
 		ndz_jbuf_printf(&j, "admin token does not match");
 		say(s, 0, "admin request over TCP refused: the token does not match");
 	} else {
-		rep.status = (uint16_t)status_for(n = admin_do(s, &r, now_ms, &j, &e));
+		rep.status = (uint16_t)status_for(n = admin_do(s, &r, ndz_now_ms(), &j, &e));
 		if (n < 0) {
-			ndz_jbuf_init(&j, s->text, sizeof(s->text));
+			ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
 			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
 		}
 		save_or_say(s);
 	}
 	rep.type = NDZ_CTL_ADMIN;
 	rep.id = r.id;
-	rep.text = s->text;
+	rep.text = text;
 	rep.text_len = j.len;
-	n = ndz_ctl_labrep_encode(&rep, s->out, sizeof(s->out), NULL);
+	n = ndz_ctl_labrep_encode(&rep, out, NDZ_CTL_LABREP_MAX, NULL);
+	if (c->lock)
+		pthread_mutex_unlock(c->lock);
 	if (n > 0)
-		write_all(fd, s->out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
-	close(fd);
+		write_all(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
+	goto done;
+out:
+	if (c->lock)
+		pthread_mutex_unlock(c->lock);
+done:
+	close(c->fd);
+	free(out);
+	free(text);
+	free(c);
+	return NULL;
+}
+
+static void accept_one(struct ndz_labsrv *s, int lfd, int tcp)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct conn *c;
+	pthread_attr_t at;
+	pthread_t t;
+
+	if (fd < 0)
+		return;
+	if (s->threads[tcp] >= ADMIN_CONNS || !(c = malloc(sizeof(*c)))) {
+		close(fd);             /* more are waiting to be heard than an admin needs */
+		return;
+	}
+	*c = (struct conn){ s, s->h.lock, fd, tcp };
+	s->threads[tcp]++;
+	if (!s->h.lock) {
+		serve_conn(c);
+		return;
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, serve_conn, c) != 0) {
+		s->threads[tcp]--;
+		close(fd);
+		free(c);
+	}
+	pthread_attr_destroy(&at);
 }
 
 void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms)
 {
+	(void)now_ms;
 	if (p[0].fd >= 0 && (p[0].revents & POLLIN))
-		serve_one(s, s->ufd, 0, now_ms);
+		accept_one(s, s->ufd, 0);
 	if (p[1].fd >= 0 && (p[1].revents & POLLIN))
-		serve_one(s, s->tfd, 1, now_ms);
+		accept_one(s, s->tfd, 1);
 }
 
 /* ---- the client side ---- */

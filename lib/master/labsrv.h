@@ -11,6 +11,7 @@
 #define NDZ_LABSRV_H
 
 #include <poll.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -32,6 +33,10 @@ struct ndz_labsrv_hooks {
 	/* tell people: level 0 an error, 1 what happens (-v), 2 more (-vv) */
 	void (*say)(void *ctx, int level, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
+	/* held by the caller around every call in; admin connections are then each
+	 * served on a thread of their own, which takes it once the request is read
+	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
+	pthread_mutex_t *lock;
 };
 
 /*
@@ -72,8 +77,9 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
  * nodes at now_ms, the state file saved when something in it changed (a failure
  * told through the say hook, tried again next turn), and the admin listeners into
  * p[0..NDZ_LABSRV_FDS-1] (fd -1 when not open).
- * ndz_labsrv_serve - after the poll: serve the listeners p says are ready, one
- * request each, from a peer given at most a second to send it.
+ * ndz_labsrv_serve - after the poll: accept on the listeners p says are ready;
+ * each connection carries one request, which its peer must send within a second;
+ * at most 4 are served at once per listener, more are closed at once.
  */
 void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p);
 void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms);

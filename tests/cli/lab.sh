@@ -120,6 +120,15 @@ check "a wrong token is refused ($rc)" sh -c "[ $rc = 1 ] && grep -q 'admin toke
 out=$(in_ns n1 "$CTL" -m tcp:$SRV:3600 -k "$T/token" images list)
 check "images list over TCP names ubuntu" sh -c "echo '$out' | grep -q '^ubuntu '"
 
+# idle admin connections hold no one up: nodes are answered, the unix socket serves
+in_ns n1 "$NDZ_BUILD/tests/helpers/tcpidle" $SRV 3600 6 4 >"$T/idle" 2>&1 &
+IPID=$!
+wait_until 5 grep -q connected "$T/idle"
+check "six idle admin connections: a node is still answered" test "$(ask n2 $M2)" = "reload ubuntu 4"
+check "six idle admin connections: the admin socket still serves" sh -c "'$CTL' -m '$A' status >/dev/null"
+wait $IPID
+check "the idle connections were closed, none left open" sh -c "! grep -q ': open' '$T/idle'"
+
 # the state survives a restart
 kill $MPID; wait $MPID 2>/dev/null
 check "the master removed its admin socket" test ! -e "$A"
