@@ -286,19 +286,20 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 	} else {
 		struct ndz_lab_report rp = { .kind = r.kind, .bytes = r.bytes, .total = r.total,
 					     .ms = r.ms, .skipped = r.skipped };
-		int i = -1;
 		char m[18], task[16] = "?", image[NDZ_CTL_NAME_MAX + 1] = "?";
+		int i, rc;
 
 		ndz_lab_format_mac(r.mac, m, sizeof(m));
-		i = ndz_lab_find(s->lab, m);
-		if (i >= 0) {
-			snprintf(task, sizeof(task), "%s", ndz_lab_strtask(ndz_lab_node(s->lab, (size_t)i)->task));
-			snprintf(image, sizeof(image), "%s", ndz_lab_node(s->lab, (size_t)i)->arg);
+		if ((i = ndz_lab_find(s->lab, m)) >= 0) {    /* what it was, for the log */
+			const struct ndz_lab_node *nd = ndz_lab_node(s->lab, (size_t)i);
+
+			snprintf(task, sizeof(task), "%s", ndz_lab_strtask(nd->task));
+			snprintf(image, sizeof(image), "%s", nd->arg);
 		}
 		memcpy(rp.reason, r.text, sizeof(rp.reason));
-		if (ndz_lab_report(s->lab, r.mac, &rp, now_ms, ndz_wall_ns() / 1000000000u,
-				   NULL) != 0) {
-			rep.status = NDZ_CTL_NONODE;
+		rc = ndz_lab_report(s->lab, r.mac, &rp, now_ms, ndz_wall_ns() / 1000000000u, NULL);
+		if (rc != 0) {
+			rep.status = rc == NDZ_EINVAL ? NDZ_CTL_MALFORMED : NDZ_CTL_NONODE;
 		} else {
 			tell_result(s, r.mac, &r, task, image);
 			save_or_say(s);

@@ -1,4 +1,4 @@
-/* Unit tests for lib/master/lab: tasks, asks and reports, the group window, lost nodes, the state file. */
+/* Unit tests for lib/master/lab (tasks, asks, reports, group window, lost nodes, state file). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -390,6 +390,8 @@ static void test_full(void **state)
 	char name[NDZ_CTL_NAME_MAX + 1], reason[NDZ_LAB_REASON_MAX + 1];
 	struct ndz_jbuf j, j2;
 	uint8_t mac[6] = { 2, 0, 0, 0, 0, 0 };
+	const char *long_group = "a-group-name-that-is-long-enough-to-matter-here-0123456789ab";
+	const char *long_image = "an-image-name-that-is-long-enough-to-matter-here-0123456789abcd";
 	size_t skipped;
 
 	(void)state;
@@ -399,9 +401,9 @@ static void test_full(void **state)
 		mac[4] = (uint8_t)(k >> 8);
 		mac[5] = (uint8_t)k;
 		snprintf(name, sizeof(name), "%060d", k);
-		assert_int_equal(ndz_lab_node_add(l, mac, name, "a-group-name-that-is-long-enough-to-matter-here-0123456789ab", NULL), 0);
-		assert_int_equal(ndz_lab_task(l, name, NDZ_LAB_RELOAD, "an-image-name-that-is-long-enough-to-matter-here-0123456789abcd",
-					      NDZ_LAB_OPTS, NULL, 0, NULL), 1);
+		assert_int_equal(ndz_lab_node_add(l, mac, name, long_group, NULL), 0);
+		assert_int_equal(ndz_lab_task(l, name, NDZ_LAB_RELOAD, long_image, NDZ_LAB_OPTS,
+					      NULL, 0, NULL), 1);
 		ndz_lab_ask(l, mac, 1, 1, &(struct ndz_lab_answer){ 0 });
 		assert_int_equal(report(l, mac, NDZ_LAB_FAIL, UINT64_MAX, reason, 2), 0);
 	}
@@ -588,7 +590,8 @@ static void test_random(void **state)
 static void test_conf_keys(void **state)
 {
 	static const char none[] = "image a /srv/a.ndz\n";
-	static const char good[] = "image a /srv/a.ndz\ngroup-window 0\nnode-timeout 30\nwake-interface eth1\n"
+	static const char good[] = "image a /srv/a.ndz\ngroup-window 0\nnode-timeout 30\n"
+				   "wake-interface eth1\n"
 				   "admin-socket none\nadmin-listen 10.0.0.1:3565\n"
 				   "token-file /etc/ndz/admin.token\nlab-state /var/lib/ndz/lab/state\n";
 	struct ndz_mconf *c;
