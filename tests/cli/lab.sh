@@ -121,7 +121,8 @@ out=$(in_ns n1 "$CTL" -m tcp:$SRV:3600 -k "$T/token" images list)
 check "images list over TCP names ubuntu" sh -c "echo '$out' | grep -q '^ubuntu '"
 
 # idle admin connections hold no one up: nodes are answered, the unix socket serves
-in_ns n1 "$NDZ_BUILD/tests/helpers/tcpidle" $SRV 3600 6 4 >"$T/idle" 2>&1 &
+: >"$T/idle"
+in_ns n1 "$NDZ_BUILD/tests/helpers/tcpidle" $SRV 3600 6 4 >>"$T/idle" 2>&1 &
 IPID=$!
 wait_until 5 grep -q connected "$T/idle"
 check "six idle admin connections: a node is still answered" test "$(ask n2 $M2)" = "reload ubuntu 4"
