@@ -100,8 +100,15 @@ static int listen_unix(struct ndz_labsrv *s, struct ndz_error *e)
 	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(s->sock_path);          /* left by an earlier master */
 	s->ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->ufd < 0 || bind(s->ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    chmod(s->sock_path, 0660) != 0 || listen(s->ufd, 8) != 0)
+	if (s->ufd < 0 || bind(s->ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int err = errno;
+
+		if (s->ufd >= 0)
+			close(s->ufd);
+		s->ufd = -1;           /* nothing of ours to remove: the name may be another's */
+		return ndz_error_set(e, NDZ_ENET, err, "admin socket %s", s->sock_path);
+	}
+	if (chmod(s->sock_path, 0660) != 0 || listen(s->ufd, 8) != 0)
 		return ndz_error_set(e, NDZ_ENET, errno, "admin socket %s", s->sock_path);
 	return 0;
 }
