@@ -97,8 +97,17 @@ static int listen_unix(struct ndz_labsrv *s, struct ndz_error *e)
 	if (strlen(s->sock_path) >= sizeof(sa.sun_path))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "admin socket %s: path too long", s->sock_path);
 	strcpy(sa.sun_path, s->sock_path);
-	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
-		unlink(s->sock_path);          /* left by an earlier master */
+	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), live;
+
+		live = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (live)
+			return ndz_error_set(e, NDZ_EBUSY, 0, "admin socket %s: another master "
+					     "answers on it", s->sock_path);
+		unlink(s->sock_path);  /* left by an earlier master */
+	}
 	s->ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->ufd < 0 || bind(s->ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		int err = errno;

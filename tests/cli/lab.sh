@@ -45,6 +45,10 @@ master() {
 at_exit 'kill $MPID 2>/dev/null'
 master || { not_ok "the master starts"; cat "$T/m.log"; done_testing; }
 A="$T/run/admin"
+ip netns exec "${NETNS_PFX}srv" "$NDZ_BIN/mfrisbeed" -c "$T/m.conf" -r "$T/run" -l $SRV:3599 \
+	2>"$T/err2"; rc=$?
+check "a second master on the same run directory leaves the first's admin socket ($rc)" \
+	sh -c "[ $rc = 1 ] && grep -q 'another master answers on it' '$T/err2' && test -S '$A'"
 check "the admin socket is mode 0660" test "$(stat -c %a "$A")" = 660
 ctl() { "$CTL" -m "$A" "$@"; }
 ask() { in_ns "$1" "$NODE" "$SRV" "$2" ask; }
