@@ -38,7 +38,7 @@ QLD = @printf '  LD      %s\n' $@;
 QAR = @printf '  AR      %s\n' $@;
 endif
 
-TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload
+TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload ndzctl
 PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
 LIB_SRC  := $(filter-out lib/cli/%,$(wildcard lib/*/*.c))
 FS_SRC   := $(wildcard fs/*.c)

@@ -39,6 +39,7 @@
 #include "master/master.h"
 #include "master/mconf.h"
 #include "master/mnet.h"
+#include "master/labsrv.h"
 #include "master/mconn.h"
 #include "master/mreply.h"
 #include "master/session.h"
@@ -60,6 +61,7 @@ struct mfd {
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX]; /* per upload slot: its temporary file, or "" */
 	unsigned nthreads;             /* connection threads running */
 	struct ndz_mconn conn;         /* what the connection threads share */
+	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests (lib/master/labsrv) */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 	struct ndz_http *http;         /* the HTTP endpoint (lib/master/http), or NULL */
 	int log;                       /* CLI_LOG_*, passed on to the sessions */
@@ -289,16 +291,12 @@ static int check_images(struct ndz_mconf *c, const char *conf_path)
 	for (size_t i = 0; i < c->nimages; i++) {
 		const struct ndz_mconf_image *im = &c->images[i];
 		struct ndz_error e = { 0 };
+		int r = ndz_mconf_image_check(im, &e);
 
-		if (ndz_image_probe_file(im->path, &e) >= 0) {
-			;
-		} else if (im->nupload && e.code == NDZ_ENOENT) {
-			/* an image its uploaders have yet to send */
+		if (r == 1)
 			cli_warn("image %s: %s: not there until uploaded", im->name, im->path);
-		} else {
+		else if (r < 0 && ++bad)
 			cli_error("image %s: %s", im->name, ndz_error_msg(&e));
-			bad++;
-		}
 		if (!im->nallow)
 			cli_warn("image %s: no allow list: no address may fetch it", im->name);
 	}
@@ -334,6 +332,7 @@ static int reload(struct mfd *m, struct ndz_error *e)
 	ndz_mconf_free(m->conf);
 	m->conf = c;
 	ndz_master_set_conf(m->ms, c);
+	ndz_labsrv_set_conf(m->lab, c);
 	m->n->reloads++;
 	if (cli_verbose)
 		cli_info("%s reloaded: %zu images", m->conf_path, c->nimages);
@@ -520,12 +519,16 @@ int main(int argc, char **argv)
 	if (ndz_mnet_listen(listen, &m.fd, &m.tfd, &e) != 0 ||
 	    ndz_master_create(m.conf, &m.ms, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (ndz_labsrv_open(m.conf, m.run_dir, &(struct ndz_labsrv_hooks){ &m, status_json, say,
+			    &m.lock }, &m.lab, &e) != 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	m.n = ndz_master_counters(m.ms);
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
 				     say, cli_refusal };
 	pthread_mutex_init(&m.lock, NULL);
 	if (ndz_http_start(m.conf->http, m.conf->nhttp, &(struct ndz_http_hooks){ &m.lock, m.ms,
-			   &m, session_live, reload_hook, NULL, 0 }, &m.http, &e) != 0)
+			   &m, session_live, reload_hook, ndz_labsrv_http(m.lab), 1 }, &m.http,
+			   &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);
 	if (!m.server)
@@ -544,9 +547,9 @@ int main(int argc, char **argv)
 		cli_info("listening on %s, %zu images, sessions from %s", listen,
 			 m.conf->nimages, ndz_net_ntoa(m.server, (char[16]){ 0 }));
 	while (!got_stop) {
-		struct pollfd p[2] = { { .fd = m.fd, .events = POLLIN },
-				       { .fd = m.tfd, .events = POLLIN } };
-		uint8_t buf[NDZ_CTL_REQ_MAX + 1];
+		struct pollfd p[2 + NDZ_LABSRV_FDS] = { { .fd = m.fd, .events = POLLIN },
+							{ .fd = m.tfd, .events = POLLIN } };
+		uint8_t buf[NDZ_CTL_LAB_MAX + 1];
 
 		pthread_mutex_lock(&m.lock);
 		if (got_hup) {
@@ -555,13 +558,15 @@ int main(int argc, char **argv)
 			reload(&m, &e);
 		}
 		reap(&m);
+		ndz_labsrv_prepare(m.lab, ndz_now_ms(), p + 2);
 		pthread_mutex_unlock(&m.lock);
 		cli_tell_refusals();   /* "N more refused" once a flood's second is over */
-		if (poll(p, 2, 200) <= 0)
+		if (poll(p, 2 + NDZ_LABSRV_FDS, 200) <= 0)
 			continue;
 		pthread_mutex_lock(&m.lock);
 		if (p[1].revents & POLLIN)
 			accept_upload(&m);
+		ndz_labsrv_serve(m.lab, p + 2, ndz_now_ms());
 		/* a bounded batch, then the signals and the reaping again */
 		for (int k = 0; k < 256 && (p[0].revents & POLLIN); k++) {
 			struct sockaddr_in from;
@@ -571,7 +576,8 @@ int main(int argc, char **argv)
 
 			if (n < 0)
 				break;
-			handle(&m, buf, (size_t)n, &from);
+			if (!ndz_labsrv_udp(m.lab, m.fd, buf, (size_t)n, &from, ndz_now_ms()))
+				handle(&m, buf, (size_t)n, &from);
 		}
 		pthread_mutex_unlock(&m.lock);
 	}
@@ -585,6 +591,7 @@ int main(int argc, char **argv)
 		cli_info("stopping; %zu sessions keep running", ndz_master_live(m.ms));
 	close(m.fd);
 	close(m.tfd);
+	ndz_labsrv_free(m.lab);
 	/* still locked: upload threads stop where they are when the process exits */
 	return EXIT_OK;
 }

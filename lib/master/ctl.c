@@ -274,6 +274,7 @@ const char *ndz_ctl_strstatus(unsigned status)
 		[NDZ_CTL_UPLOADS] = "too many uploads at once",
 		[NDZ_CTL_USE_TCP] = "status is answered over TCP only",
 		[NDZ_CTL_CONNS] = "too many connections waiting to be heard",
+		[NDZ_CTL_NONODE] = "no such node or group, or no task",
 	};
 
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";
@@ -467,4 +468,219 @@ int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, s
 					   ndz_ctl_strstatus(rep->status));
 	}
 	return rc;
+}
+
+/* The lab's messages: doc/PROTOCOL.md, "Lab messages". */
+#define ASK_LEN (NDZ_CTL_REQ_HDR + 8)
+#define REPORT_LEN (NDZ_CTL_REQ_HDR + 40)
+#define ADMIN_LEN (NDZ_CTL_REQ_HDR + 4 + NDZ_CTL_TOKEN_MAX)
+
+static int lab_type(unsigned t)
+{
+	return t == NDZ_CTL_ASK || t == NDZ_CTL_REPORT || t == NDZ_CTL_ADMIN;
+}
+
+int ndz_ctl_is_lab(const uint8_t *buf, size_t len)
+{
+	return check_hdr(buf, len) == 0 && lab_type(buf[5]);
+}
+
+static size_t lab_fixed(uint8_t type)
+{
+	return type == NDZ_CTL_ASK ? ASK_LEN : type == NDZ_CTL_REPORT ? REPORT_LEN : ADMIN_LEN;
+}
+
+int ndz_ctl_lab_encode(const struct ndz_ctl_labreq *r, uint8_t *buf, size_t cap,
+		       struct ndz_error *e)
+{
+	size_t n = 0, fixed;
+	uint8_t *p = buf + NDZ_CTL_REQ_HDR;
+
+	if (!lab_type(r->type))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab request: bad type %u", r->type);
+	fixed = lab_fixed(r->type);
+	if (r->type == NDZ_CTL_REPORT)
+		n = strnlen(r->text, sizeof(r->text));
+	if (r->type == NDZ_CTL_ADMIN)
+		for (int k = 0; k < NDZ_CTL_ARGS; k++)
+			n += strnlen(r->args[k], sizeof(r->args[k])) + 1;
+	if (n > NDZ_CTL_ARGS * (NDZ_CTL_NAME_MAX + 1) ||
+	    strnlen(r->token, sizeof(r->token)) > NDZ_CTL_TOKEN_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab request: a string too long");
+	if (cap < fixed + n)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "lab request: %zu bytes do not fit", fixed + n);
+	memset(buf, 0, fixed + n);
+	put_hdr(buf, r->type, (uint16_t)n, r->id);
+	if (r->type != NDZ_CTL_ADMIN)
+		memcpy(p, r->mac, 6);
+	if (r->type == NDZ_CTL_REPORT) {
+		p[6] = r->kind;
+		put_le64(p + 8, r->bytes);
+		put_le64(p + 16, r->total);
+		put_le64(p + 24, r->ms);
+		put_le64(p + 32, r->skipped);
+		memcpy(p + 40, r->text, n);
+	} else if (r->type == NDZ_CTL_ADMIN) {
+		uint8_t *a = buf + ADMIN_LEN;
+
+		p[0] = r->op;
+		p[1] = r->flags;
+		memcpy(p + 4, r->token, strnlen(r->token, sizeof(r->token)));
+		for (int k = 0; k < NDZ_CTL_ARGS; k++) {
+			size_t m = strnlen(r->args[k], sizeof(r->args[k]));
+
+			memcpy(a, r->args[k], m);
+			a += m + 1;
+		}
+	}
+	return (int)(fixed + n);
+}
+
+int ndz_ctl_lab_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labreq *r,
+		       struct ndz_error *e)
+{
+	int rc = check_hdr(buf, len);
+	const uint8_t *p = buf + NDZ_CTL_REQ_HDR;
+	size_t n, fixed;
+
+	memset(r, 0, sizeof(*r));
+	if (rc)
+		return ndz_error_set(e, rc, 0, "lab request: %s", ndz_strerror(rc));
+	r->type = buf[5];
+	r->id = get_le32(buf + 8);
+	n = get_le16(buf + 6);
+	if (!lab_type(r->type) || len != (fixed = lab_fixed(r->type)) + n)
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: type %u, %zu bytes: malformed",
+				     r->type, len);
+	if (r->type != NDZ_CTL_ADMIN)
+		memcpy(r->mac, p, 6);
+	/* padding is zero: one message, one encoding */
+	if (r->type == NDZ_CTL_ASK)
+		return n || p[6] || p[7] ? ndz_error_set(e, NDZ_EPROTO, 0, "lab request: ask with "
+							 "a body") : 0;
+	if (r->type == NDZ_CTL_REPORT) {
+		if (n > NDZ_CTL_TEXT_MAX || memchr(p + 40, 0, n) || p[7])
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad reason or padding");
+		r->kind = p[6];
+		r->bytes = get_le64(p + 8);
+		r->total = get_le64(p + 16);
+		r->ms = get_le64(p + 24);
+		r->skipped = get_le64(p + 32);
+		memcpy(r->text, p + 40, n);
+		return 0;
+	}
+	r->op = p[0];
+	r->flags = p[1];
+	memcpy(r->token, p + 4, NDZ_CTL_TOKEN_MAX);
+	for (size_t k = strlen(r->token); k < NDZ_CTL_TOKEN_MAX; k++)
+		if (p[4 + k])
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad token padding");
+	if (p[2] || p[3])
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad padding");
+	p = buf + ADMIN_LEN;
+	for (int k = 0; k < NDZ_CTL_ARGS; k++) {
+		const uint8_t *z = n ? memchr(p, 0, n) : NULL;
+		size_t m;
+
+		if (!z || (m = (size_t)(z - p)) > NDZ_CTL_NAME_MAX)
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: bad argument %d", k + 1);
+		memcpy(r->args[k], p, m);
+		p += m + 1;
+		n -= m + 1;
+	}
+	if (n)
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: trailing bytes");
+	return 0;
+}
+
+int ndz_ctl_labrep_encode(const struct ndz_ctl_labrep *r, uint8_t *buf, size_t cap,
+			  struct ndz_error *e)
+{
+	size_t n = r->type == NDZ_CTL_ASK ? strnlen(r->name, sizeof(r->name)) :
+		   r->type == NDZ_CTL_ADMIN ? r->text_len : 0;
+	size_t len = NDZ_CTL_REP_HDR + (r->type == NDZ_CTL_REPORT ? 0 : 8) + n;
+	uint8_t *p = buf + NDZ_CTL_REP_HDR;
+
+	if (!lab_type(r->type) || n > NDZ_CTL_TEXT_BIG)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab reply: bad type %u or text", r->type);
+	if (cap < len)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "lab reply: does not fit");
+	memset(buf, 0, len);
+	put_hdr(buf, (uint8_t)(r->type | REPLY_FLAG), r->status, r->id);
+	if (r->type == NDZ_CTL_REPORT)
+		return (int)len;
+	if (r->type == NDZ_CTL_ASK) {
+		put_le16(p, (uint16_t)n);
+		p[2] = r->task;
+		p[3] = r->opts;
+		put_le32(p + 4, r->wait_ms);
+		memcpy(p + 8, r->name, n);
+	} else {
+		put_le32(p, (uint32_t)n);
+		if (n)
+			memcpy(p + 8, r->text, n);
+	}
+	return (int)len;
+}
+
+int ndz_ctl_labrep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labrep *r,
+			  struct ndz_error *e)
+{
+	int rc = check_hdr(buf, len);
+	const uint8_t *p = buf + NDZ_CTL_REP_HDR;
+	size_t n;
+
+	memset(r, 0, sizeof(*r));
+	if (rc)
+		return ndz_error_set(e, rc, 0, "lab reply: %s", ndz_strerror(rc));
+	r->type = buf[5] & ~REPLY_FLAG;
+	r->status = get_le16(buf + 6);
+	r->id = get_le32(buf + 8);
+	if (!(buf[5] & REPLY_FLAG) || !lab_type(r->type))
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: not one we understand");
+	if (r->type == NDZ_CTL_REPORT)
+		return len == NDZ_CTL_REP_HDR ? 0 :
+		       ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: %zu bytes", len);
+	if (len < NDZ_CTL_REP_HDR + 8 || len != NDZ_CTL_REP_HDR + 8 +
+	    (n = r->type == NDZ_CTL_ASK ? get_le16(p) : get_le32(p)) ||
+	    (r->type == NDZ_CTL_ASK && (n > NDZ_CTL_NAME_MAX || memchr(p + 8, 0, n))) ||
+	    n > NDZ_CTL_TEXT_BIG)
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: %zu bytes: malformed", len);
+	if (r->type == NDZ_CTL_ASK) {
+		r->task = p[2];
+		r->opts = p[3];
+		r->wait_ms = get_le32(p + 4);
+		memcpy(r->name, p + 8, n);
+	} else {
+		if (get_le32(p + 4))
+			return ndz_error_set(e, NDZ_EPROTO, 0, "lab reply: bad padding");
+		r->text = (const char *)p + 8;
+		r->text_len = n;
+	}
+	return 0;
+}
+
+int ndz_ctl_lab_need(const uint8_t *buf, size_t have, int reply, struct ndz_error *e)
+{
+	int rc;
+
+	if (have < NDZ_CTL_REQ_HDR)
+		return NDZ_CTL_REQ_HDR;
+	if ((rc = check_hdr(buf, have)) != 0)
+		return ndz_error_set(e, rc, 0, "lab message: %s", ndz_strerror(rc));
+	if (!!(buf[5] & REPLY_FLAG) != !!reply || !lab_type(buf[5] & ~REPLY_FLAG))
+		return ndz_error_set(e, NDZ_EPROTO, 0, "lab message: not one we understand");
+	if (!reply && get_le16(buf + 6) > NDZ_CTL_ARGS * (NDZ_CTL_NAME_MAX + 1))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab message: a length no message has");
+	if (!reply)
+		return (int)(lab_fixed(buf[5]) + get_le16(buf + 6));
+	if ((buf[5] & ~REPLY_FLAG) == NDZ_CTL_REPORT)
+		return NDZ_CTL_REP_HDR;
+	if (have < NDZ_CTL_REP_HDR + 4)
+		return NDZ_CTL_REP_HDR + 4;
+	if ((buf[5] & ~REPLY_FLAG) == NDZ_CTL_ASK)
+		return (int)(NDZ_CTL_REP_HDR + 8 + get_le16(buf + NDZ_CTL_REP_HDR));
+	if (get_le32(buf + NDZ_CTL_REP_HDR) > NDZ_CTL_TEXT_BIG)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab message: a length no message has");
+	return (int)(NDZ_CTL_REP_HDR + 8 + get_le32(buf + NDZ_CTL_REP_HDR));
 }

@@ -29,6 +29,9 @@ enum ndz_ctl_type {
 	NDZ_CTL_STATUS = 2,              /* -> JSON; TCP only (a UDP reply would amplify) */
 	NDZ_CTL_UPLOAD = 3,              /* TCP: name, size -> go ahead, then DONE */
 	NDZ_CTL_DONE = 4,                /* TCP, reply only: the upload's outcome */
+	NDZ_CTL_ASK = 5,                 /* lab: a node asks what to do (ndz_ctl_lab_*) */
+	NDZ_CTL_REPORT = 6,              /* lab: a node reports progress or its result */
+	NDZ_CTL_ADMIN = 7,               /* lab: an admin request (unix socket or TCP) */
 };
 
 /* Reply status codes; on the wire as they are. */
@@ -47,6 +50,7 @@ enum ndz_ctl_status {
 	NDZ_CTL_UPLOADS = 11,            /* max-uploads are running */
 	NDZ_CTL_USE_TCP = 12,            /* STATUS is answered over TCP only */
 	NDZ_CTL_CONNS = 13,              /* TCP: too many connections not yet heard */
+	NDZ_CTL_NONODE = 14,             /* lab: no such node or group, or no task */
 };
 
 struct ndz_ctl_req {
@@ -165,5 +169,89 @@ void ndz_ctl_local_addr(const char *host, uint16_t port, char *buf, size_t cap);
  */
 int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint16_t *port,
 		     struct ndz_error *e);
+
+/*
+ * The lab's messages (doc/PROTOCOL.md, "Lab messages"): the same 12-byte header,
+ * types NDZ_CTL_ASK, NDZ_CTL_REPORT (by UDP or TCP) and NDZ_CTL_ADMIN (unix socket
+ * or TCP), encoded and decoded only here.
+ */
+#define NDZ_CTL_TEXT_MAX   160         /* a report's reason */
+#define NDZ_CTL_TOKEN_MAX  64          /* an admin token, bytes */
+#define NDZ_CTL_ARGS       3           /* an admin request's strings */
+#define NDZ_CTL_LAB_MAX    (NDZ_CTL_REQ_HDR + 4 + NDZ_CTL_TOKEN_MAX + \
+			    NDZ_CTL_ARGS * (NDZ_CTL_NAME_MAX + 1))
+#define NDZ_CTL_TEXT_BIG   (1u << 20)  /* an admin reply's text (a lab of 1024 nodes) */
+#define NDZ_CTL_LABREP_MAX (NDZ_CTL_REP_HDR + 8 + NDZ_CTL_TEXT_BIG)
+
+/* Admin operations. */
+enum ndz_ctl_op {
+	NDZ_CTL_OP_NODE_ADD = 1,         /* args: MAC, name or "", group or "" */
+	NDZ_CTL_OP_NODE_LIST = 2,        /* -> the lab's JSON */
+	NDZ_CTL_OP_NODE_REMOVE = 3,      /* args: MAC or name */
+	NDZ_CTL_OP_RELOAD = 4,           /* args: node or group, image; flags: options, wake */
+	NDZ_CTL_OP_CAPTURE = 5,          /* args: node, image name */
+	NDZ_CTL_OP_CANCEL = 6,           /* args: node or group */
+	NDZ_CTL_OP_STATUS = 7,           /* -> {"lab":LAB JSON,"master":STATUS JSON} */
+	NDZ_CTL_OP_IMAGES = 8,           /* -> {"images":[{"name":..,"path":..,"bytes":..}]} */
+};
+#define NDZ_CTL_FLAG_WAKE  0x80          /* admin flags: send Wake-on-LAN; low bits NDZ_LAB_* options */
+#define NDZ_CTL_FLAG_TABLE 0x40          /* NODE_LIST, STATUS, IMAGES: a table for people, not JSON */
+
+struct ndz_ctl_labreq {
+	uint8_t type;                    /* NDZ_CTL_ASK, _REPORT or _ADMIN */
+	uint32_t id;
+	uint8_t mac[6];                  /* ASK, REPORT */
+	uint8_t kind;                    /* REPORT: enum ndz_lab_report_kind */
+	uint64_t bytes, total, ms, skipped;  /* REPORT */
+	char text[NDZ_CTL_TEXT_MAX + 1];     /* REPORT: the reason (failure) */
+	uint8_t op, flags;               /* ADMIN */
+	char token[NDZ_CTL_TOKEN_MAX + 1];   /* ADMIN: "" over the unix socket */
+	char args[NDZ_CTL_ARGS][NDZ_CTL_NAME_MAX + 1];  /* ADMIN; unused ones "" */
+};
+
+struct ndz_ctl_labrep {
+	uint8_t type;                    /* the request's */
+	uint16_t status;                 /* enum ndz_ctl_status */
+	uint32_t id;
+	uint8_t task, opts;              /* ASK: enum ndz_lab_task, options */
+	uint32_t wait_ms;                /* ASK: NDZ_LAB_WAIT */
+	char name[NDZ_CTL_NAME_MAX + 1]; /* ASK: the image */
+	const char *text;                /* ADMIN: JSON or a message (decode: into buf) */
+	size_t text_len;
+};
+
+/*
+ * ndz_ctl_lab_encode / ndz_ctl_labrep_encode - the message for r into buf (cap
+ * bytes): its length, or NDZ_EINVAL (a bad type, a string too long) or NDZ_ERANGE
+ * (cap too small) with e (may be NULL) set.
+ */
+int ndz_ctl_lab_encode(const struct ndz_ctl_labreq *r, uint8_t *buf, size_t cap,
+		       struct ndz_error *e);
+int ndz_ctl_labrep_encode(const struct ndz_ctl_labrep *r, uint8_t *buf, size_t cap,
+			  struct ndz_error *e);
+
+/*
+ * ndz_ctl_is_lab - 1 when the len bytes are (the start of) a lab request, which the
+ * master's lab answers, else 0 (a control request or not ours).
+ */
+int ndz_ctl_is_lab(const uint8_t *buf, size_t len);
+
+/*
+ * ndz_ctl_lab_decode / ndz_ctl_labrep_decode - a lab request or reply from len
+ * bytes: 0, NDZ_EPROTO (not a lab message; short; trailing bytes; a string not
+ * NUL-free) or NDZ_EPROTOVER, with e (may be NULL) set. r->type and r->id are set
+ * whenever the header is ours. labrep's text points into buf.
+ */
+int ndz_ctl_lab_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labreq *r,
+		       struct ndz_error *e);
+int ndz_ctl_labrep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labrep *r,
+			  struct ndz_error *e);
+
+/*
+ * ndz_ctl_lab_need - for reading a lab request (reply 0) or reply (reply 1) from a
+ * stream: the whole message's length given the have bytes so far (more than have:
+ * read on), or NDZ_EPROTO / NDZ_EINVAL with e (may be NULL) set.
+ */
+int ndz_ctl_lab_need(const uint8_t *buf, size_t have, int reply, struct ndz_error *e);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "admit.h"
 #include "ctl.h"
+#include "core/image.h"
 #include "core/io.h"
 #include "mconf.h"
 #include "mcast/net.h"
@@ -302,6 +303,34 @@ static int parse_http_listen(struct parser *p, const char *arg)
 	return 0;
 }
 
+/* The lab's keys: numbers, or strings kept as they are (given once). */
+static int parse_lab(struct parser *p, const char *k, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
+		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
+		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
+		     strcmp(k, "token-file") == 0 ? &c->token_file :
+		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
+	unsigned long v;
+
+	if (!str && strcmp(k, "group-window") == 0) {
+		if (parse_uint(val, 0, 3600, &v))
+			return perr(p, "bad group-window (0 to 3600 seconds)", val);
+		c->group_window = (unsigned)v;
+	} else if (!str) {
+		if (parse_uint(val, 1, 86400, &v))
+			return perr(p, "bad node-timeout (1 to 86400 seconds)", val);
+		c->node_timeout = (unsigned)v;
+	} else if (*str) {
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
+				     p->line, k);
+	} else if (!(*str = strdup(val))) {
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	}
+	return 0;
+}
+
 static int parse_line(struct parser *p, char **tok, int ntok)
 {
 	struct ndz_mconf *c = p->c;
@@ -313,12 +342,20 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 					    "max-uploads", "host-rate", "host-burst",
 					    "request-timeout", "max-pending", "max-pending-host",
 					    "http-listen", "http-token-file" };
+	static const char *const lab_keys[] = { "group-window", "node-timeout",
+						"wake-interface", "admin-socket",
+						"admin-listen", "token-file", "lab-state" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
 		return parse_image(p, tok, ntok, k[5] == 'd');
 	if (strcmp(k, "upload-dir") == 0)
 		return parse_image(p, tok, ntok, 2);
+	for (i = 0; i < sizeof(lab_keys) / sizeof(lab_keys[0]); i++)
+		if (strcmp(k, lab_keys[i]) == 0)
+			return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
+						"too many values after", k) :
+					   parse_lab(p, k, tok[1]);
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && strcmp(k, keys[i]) != 0; i++)
 		;
 	if (i == sizeof(keys) / sizeof(keys[0]))
@@ -452,6 +489,8 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->request_timeout = 5;
 	c->max_pending = 16;
 	c->max_pending_host = 4;
+	c->group_window = 5;
+	c->node_timeout = 60;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -544,6 +583,11 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->upload_dir);
 	free(c->dir_upload);
 	free(c->http_token_file);
+	free(c->wake_iface);
+	free(c->admin_socket);
+	free(c->admin_listen);
+	free(c->token_file);
+	free(c->lab_state);
 	free(c);
 }
 
@@ -631,4 +675,15 @@ int ndz_mconf_skipped(const struct ndz_mconf *c, const char *path)
 		if (strcmp(c->skipped[i], path) == 0)
 			return 1;
 	return 0;
+}
+
+int ndz_mconf_image_check(const struct ndz_mconf_image *im, struct ndz_error *e)
+{
+	struct ndz_error mine = { 0 };
+
+	if (ndz_image_probe_file(im->path, &mine) >= 0)
+		return 0;
+	if (im->nupload && mine.code == NDZ_ENOENT)
+		return 1;               /* an image its uploaders have yet to send */
+	return ndz_error_copy(e, &mine);
 }

@@ -54,6 +54,14 @@ struct ndz_mconf {
 	struct ndz_mconf_listen http[NDZ_MCONF_HTTP_MAX]; /* http-listen: where the HTTP */
 	size_t nhttp;                  /* endpoint listens (lib/master/http); none: no HTTP */
 	char *http_token_file;         /* http-token-file: the admin token; NULL: no actions */
+	/* the lab (lib/master/labsrv): doc/mfrisbeed.conf.5 */
+	unsigned group_window;         /* seconds a group's reload waits for its nodes */
+	unsigned node_timeout;         /* seconds a running node may stay silent */
+	char *wake_iface;              /* Wake-on-LAN interface; NULL: 255.255.255.255 */
+	char *admin_socket;            /* NULL: RUNDIR/admin; "none": no unix socket */
+	char *admin_listen;            /* ADDR:PORT for admin requests over TCP; NULL: none */
+	char *token_file;              /* the admin token for TCP; NULL: none */
+	char *lab_state;               /* the lab's state file; NULL: RUNDIR/lab */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };
@@ -113,5 +121,12 @@ int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_
  * "bad rate 'S'".
  */
 int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e);
+
+/*
+ * ndz_mconf_image_check - can im be served (mfrisbeed --check)? 0: its file is an
+ * image; 1: not there yet, but uploaders may send it; a negative code with e
+ * naming the file: it cannot be served.
+ */
+int ndz_mconf_image_check(const struct ndz_mconf_image *im, struct ndz_error *e);
 
 #endif

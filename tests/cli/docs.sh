@@ -33,7 +33,7 @@ lacking() {
 in_text() { grep -qE -- "(^|[^A-Za-z0-9-])$2([^A-Za-z0-9-]|\$)" "$1"; }
 # in_list FILE OPTION: OPTION is a line of FILE
 in_list() { grep -qx -- "$2" "$1"; }
-for pm in imagezip.1 imageunzip.1 imagekey.1 frisbee.8 frisbeed.8 mfrisbeed.8 frisbee-upload.8; do
+for pm in imagezip.1 imageunzip.1 imagekey.1 frisbee.8 frisbeed.8 mfrisbeed.8 frisbee-upload.8 ndzctl.8; do
 	p=${pm%.*}
 	[ -x "$NDZ_BIN/$p" ] || { not_ok "$p not built"; continue; }
 	help_opts "$p" >"$T/$p.help"
@@ -47,7 +47,7 @@ for pm in imagezip.1 imageunzip.1 imagekey.1 frisbee.8 frisbeed.8 mfrisbeed.8 fr
 		[ -z "$extra" ]
 done
 
-for p in imagezip imageunzip frisbeed frisbee mfrisbeed frisbee-upload imagekey; do
+for p in imagezip imageunzip frisbeed frisbee mfrisbeed frisbee-upload imagekey ndzctl; do
 	check "README's program table has $p" grep -q "^| \`$p\` | " "$NDZ_TOP/README.md"
 done
 bad=$(grep -rln '/etc/mfrisbeed\.conf' "$NDZ_TOP/README.md" "$D" "$NDZ_TOP/mfs" 2>/dev/null | tr '\n' ' ')
@@ -74,7 +74,7 @@ check "README's layout names every room of lib/${missing:+; missing:$missing}" [
 
 # the completion offers each program's long options (from its --help)
 if command -v bash >/dev/null; then
-	for p in imagezip imageunzip frisbeed frisbee mfrisbeed frisbee-upload imagekey; do
+	for p in imagezip imageunzip frisbeed frisbee mfrisbeed frisbee-upload imagekey ndzctl; do
 		got=$(PATH="$NDZ_BIN:$PATH" bash -c '. "$1/completion/ndz"
 			if [ "$2" = imagekey ]; then COMP_WORDS=("$2" sign --); else COMP_WORDS=("$2" --); fi
 			COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _ndz "$2"; printf "%s\n" "${COMPREPLY[@]}"' \

@@ -174,8 +174,24 @@ out=$(in_ns c2 $H metrics "$URL" 2>&1)
 check "/metrics parses (prometheus_client) and agrees with /status.json: $out" \
 	sh -c "echo '$out' | grep -q '^ok .* 1 sessions'"
 st=$(in_ns c2 "$MFRISBEED" --status "$SRV")
-check "/status.json is the STATUS JSON (the same keys)" \
-	sh -c "[ \"\$(echo '$st' | sed 's/\"[a-z_]*\": [0-9.]*//g')\" = \"\$(sed -n 2p '$T/st.json' | sed 's/\"[a-z_]*\": [0-9.]*//g')\" ]"
+# the same keys at every level (values move on); the HTTP status adds the lab's section
+same_keys() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+def shape(v):
+    if isinstance(v, dict):
+        return {k: shape(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [shape(x) for x in v]
+    return type(v).__name__
+a = json.loads(sys.argv[1])
+b = json.loads(open(sys.argv[2]).read().split("\n")[1])
+b.pop("lab", None)
+sys.exit(0 if shape(a) == shape(b) else 1)
+PY
+}
+status_same() { same_keys "$st" "$T/st.json" && grep -q '"lab": *{"nodes": *\[' "$T/st.json"; }
+check "/status.json is the STATUS JSON (the same keys; and the lab's section)" status_same
 
 # the hostile crowd, while the transfer goes on: a slow client, then 1,000 connections
 in_ns c4 $H slow "$URL" 12 >"$T/slow" 2>&1 &
@@ -204,8 +220,13 @@ check "a frisbee that began during the crowd completes byte-identical" \
 	sh -c "[ \"\$(cat '$T/c2.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/out2'" || cat "$T/c2.log"
 wait $SLOW $CROWD
 check "the crowd held its 1,000 connections ($(cat "$T/crowd"))" grep -qx 1000 "$T/crowd"
-r=$(in_ns c3 $H get "$URL" /metrics | grep -c '^ndz_')
-check "after the crowd the endpoint still answers the crowd's host ($r samples)" [ "$r" -gt 20 ]
+# (its 1,000 connections may take the endpoint a moment to close: the per-host limit)
+crowd_host_answered() {
+	r=$(in_ns c3 $H get "$URL" /metrics 2>/dev/null | grep -c '^ndz_')
+	[ "$r" -gt 20 ]
+}
+wait_until 15 crowd_host_answered
+check "after the crowd the endpoint answers the crowd's host again ($r samples)" crowd_host_answered
 in_ns c2 "$MFRISBEED" --status "$SRV" >"$T/st3.json"
 check "the one good action took: 1 reload, 0 bad ones" \
 	grep -q '"reloads": 1, "bad_reloads": 0,' "$T/st3.json"

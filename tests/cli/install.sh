@@ -8,10 +8,10 @@ o=$(basename "$NDZ_BUILD")
 R=$T/root P=$T/root/opt/ndz
 make -s -C "$NDZ_TOP" O="$o" install PREFIX=/opt/ndz DESTDIR="$R" >"$T/log" 2>&1
 check "make install PREFIX=/opt/ndz DESTDIR=... succeeds" test $? -eq 0 || cat "$T/log"
-for p in imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload; do
+for p in imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload ndzctl; do
 	check "$p installed under DESTDIR/PREFIX/bin and runs" \
 		sh -c "'$P/bin/$p' --version | grep -q '^$p '"
-	s=1; case $p in frisbee* | mfrisbeed) s=8 ;; esac
+	s=1; case $p in frisbee* | mfrisbeed | ndzctl) s=8 ;; esac
 	check "$p.$s installed under DESTDIR/PREFIX/share/man/man$s" test -f "$P/share/man/man$s/$p.$s"
 	check "bash completion for $p installed" \
 		grep -q "complete .* $p\( \|$\)" "$P/share/bash-completion/completions/$p"

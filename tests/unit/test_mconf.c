@@ -1,4 +1,5 @@
 /* Unit tests for lib/mconf: every keyword, defaults, image directories, and errors by file:line. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,8 @@
 #include <arpa/inet.h>
 
 #include <cmocka.h>
+
+#include "hdrfix.h"
 
 #include "core/err.h"
 #include "master/ctl.h"
@@ -404,6 +407,38 @@ static void test_rate(void **state)
 	assert_int_equal(ndz_parse_rate("99999999999999999T", &v, NULL), NDZ_EINVAL);
 }
 
+/* --check's verdict on one image: an image, one yet to be uploaded, neither. */
+static void test_image_check(void **state)
+{
+	char path[] = "/tmp/test_mconf.XXXXXX", none[64];
+	static uint8_t chunk[NDZ_CHUNK_SIZE];
+	struct ndz_mconf_image im = { .name = (char *)"a", .path = path };
+	struct ndz_error e = { 0 };
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	fix_hdr(chunk, NDZ_CHUNK_LAST);
+	assert_int_equal(write(fd, chunk, sizeof(chunk)), (ssize_t)sizeof(chunk));
+	close(fd);
+	assert_int_equal(ndz_mconf_image_check(&im, &e), 0);
+	/* not an image: can never be served, uploaders or not */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "not an image", 12), 12);
+	close(fd);
+	im.nupload = 1;
+	assert_true(ndz_mconf_image_check(&im, &e) < 0);
+	assert_non_null(strstr(ndz_error_msg(&e), path));
+	unlink(path);
+	/* not there: to come when someone may upload it, else an error */
+	snprintf(none, sizeof(none), "%s.none", path);
+	im.path = none;
+	assert_int_equal(ndz_mconf_image_check(&im, NULL), 1);
+	im.nupload = 0;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_mconf_image_check(&im, &e), NDZ_ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_skip_and_admission),
+		cmocka_unit_test(test_image_check),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,208 @@
+/*
+ * The lab: nodes (by MAC, with a name, a group, an address), the pending task of
+ * each (reload an image, capture one, boot local), the node's ask and report, the
+ * group start window, lost nodes, and the lab's state file (doc/PROTOCOL.md, "The
+ * lab's state file"). A pure object over a clock: the time (monotonic ms) is
+ * passed in; no sockets, no printing, no files but the state file. Not locked:
+ * the caller serialises.
+ */
+#ifndef NDZ_LAB_H
+#define NDZ_LAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "jbuf.h"
+#include "core/err.h"
+
+#define NDZ_LAB_NODES 1024             /* table size */
+#define NDZ_LAB_REASON_MAX NDZ_CTL_TEXT_MAX  /* a failure's reason, bytes */
+#define NDZ_LAB_TIMEOUT_MS 60000       /* a running node silent this long is lost */
+
+enum ndz_lab_task {
+	NDZ_LAB_NONE = 0,              /* no task: the node boots its local disk */
+	NDZ_LAB_RELOAD = 1,            /* write image arg to the disk */
+	NDZ_LAB_CAPTURE = 2,           /* read the disk into image arg */
+	NDZ_LAB_LOCAL = 3,             /* answer only: boot the local disk */
+	NDZ_LAB_WAIT = 4,              /* answer only: ask again in wait_ms (group window) */
+};
+
+/* Reload options (a bit set). */
+#define NDZ_LAB_SEED   1u              /* keep what the disk already holds */
+#define NDZ_LAB_ZERO   2u              /* zero what the image does not hold */
+#define NDZ_LAB_VERIFY 4u              /* read every chunk back */
+#define NDZ_LAB_OPTS   7u
+
+enum ndz_lab_state {
+	NDZ_LAB_IDLE = 0,              /* no task */
+	NDZ_LAB_PENDING = 1,           /* a task set, the node not yet started it */
+	NDZ_LAB_RUNNING = 2,           /* told to start; heard within the timeout */
+	NDZ_LAB_LOST = 3,              /* running, silent past the timeout: task still pending */
+	NDZ_LAB_FAILED = 4,            /* the node reported failure; told to boot local */
+};
+
+/* The last result a node reported. */
+struct ndz_lab_result {
+	int set;                       /* 0: none yet */
+	int ok;
+	uint8_t task;                  /* NDZ_LAB_RELOAD or NDZ_LAB_CAPTURE */
+	char arg[NDZ_CTL_NAME_MAX + 1];
+	uint64_t bytes, ms, skipped;   /* written (or read), taken, chunks skipped */
+	uint64_t wall_s;               /* when, Unix seconds (the caller's wall clock) */
+	char reason[NDZ_LAB_REASON_MAX + 1];
+};
+
+struct ndz_lab_node {
+	int used;                      /* 0: slot free */
+	uint8_t mac[6];
+	char name[NDZ_CTL_NAME_MAX + 1];  /* "" when none */
+	char group[NDZ_CTL_NAME_MAX + 1]; /* "" when none */
+	uint32_t addr;                 /* IPv4, network order; 0: not known (last heard from) */
+	uint8_t task;                  /* NDZ_LAB_NONE, _RELOAD or _CAPTURE */
+	uint8_t opts;                  /* NDZ_LAB_SEED | ... */
+	char arg[NDZ_CTL_NAME_MAX + 1];   /* the image */
+	uint8_t state;                 /* enum ndz_lab_state */
+	uint32_t batch;                /* tasks set by one call share it: they start together */
+	int go;                        /* its batch has started: start when asked */
+	uint64_t asked_ms;             /* its first ask since the task was set; 0: none */
+	uint64_t heard_ms;             /* its last ask or report */
+	uint64_t bytes, total, skipped;   /* progress of the running task */
+};
+
+/* A report from a node (doc/PROTOCOL.md, "Lab messages"). */
+enum ndz_lab_report_kind { NDZ_LAB_PROGRESS = 0, NDZ_LAB_OK = 1, NDZ_LAB_FAIL = 2 };
+struct ndz_lab_report {
+	uint8_t kind;                  /* enum ndz_lab_report_kind */
+	uint64_t bytes, total, ms, skipped;
+	char reason[NDZ_LAB_REASON_MAX + 1];  /* NDZ_LAB_FAIL: why, for people */
+};
+
+/* The answer to an ask. */
+struct ndz_lab_answer {
+	uint8_t task;                  /* NDZ_LAB_RELOAD, _CAPTURE, _LOCAL or _WAIT */
+	uint8_t opts;
+	char arg[NDZ_CTL_NAME_MAX + 1];
+	uint32_t wait_ms;              /* NDZ_LAB_WAIT: ask again after this */
+};
+
+struct ndz_lab;
+
+/*
+ * ndz_lab_create - an empty lab: a group waits at most window_ms for all its nodes
+ * to ask (0: each starts when it asks); a running node silent timeout_ms is lost
+ * (0: NDZ_LAB_TIMEOUT_MS).
+ * 0 and *out (free with ndz_lab_free), or NDZ_ENOMEM with e set.
+ */
+int ndz_lab_create(uint64_t window_ms, uint64_t timeout_ms, struct ndz_lab **out,
+		   struct ndz_error *e);
+
+/* ndz_lab_free - accepts NULL. */
+void ndz_lab_free(struct ndz_lab *l);
+
+/* ndz_lab_set_times - a new window and timeout, as ndz_lab_create takes them. */
+void ndz_lab_set_times(struct ndz_lab *l, uint64_t window_ms, uint64_t timeout_ms);
+
+/*
+ * ndz_lab_parse_mac / ndz_lab_format_mac - "aa:bb:cc:dd:ee:ff" (or '-' between,
+ * any case) to 6 bytes: 0 or NDZ_EINVAL (e may be NULL); 6 bytes to the lower-case
+ * text in buf (cap >= 18).
+ */
+int ndz_lab_parse_mac(const char *s, uint8_t mac[6], struct ndz_error *e);
+void ndz_lab_format_mac(const uint8_t mac[6], char *buf, size_t cap);
+
+/*
+ * ndz_lab_node_add - a node with mac, name and group ("" or NULL: none; else
+ * NDZ_CTL_NAME_RULE, and not "-"); a node with that MAC is updated (its task
+ * kept). A name another node has is NDZ_EEXIST; a full table NDZ_ERANGE; a bad
+ * name NDZ_EINVAL; e says which.
+ */
+int ndz_lab_node_add(struct ndz_lab *l, const uint8_t mac[6], const char *name,
+		     const char *group, struct ndz_error *e);
+
+/*
+ * ndz_lab_node_remove - forget the node key names (its MAC or its name). 0 or
+ * NDZ_ENOENT with e set.
+ */
+int ndz_lab_node_remove(struct ndz_lab *l, const char *key, struct ndz_error *e);
+
+/*
+ * ndz_lab_task - set a task (NDZ_LAB_RELOAD or NDZ_LAB_CAPTURE with image arg and
+ * opts, or NDZ_LAB_NONE: cancel) for target: a node's MAC or name, or a group (all
+ * its nodes). A reload is set on every node; a capture names one node only. Every
+ * node of one call shares a batch (they start together). Returns the number of
+ * nodes set (>= 1), or NDZ_ENOENT (no such node or group), NDZ_EINVAL (a bad task,
+ * arg or opts; a capture for a group) with e set. The nodes' MACs go to macs (at
+ * most cap of them; may be NULL): for Wake-on-LAN.
+ */
+int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char *arg,
+		 uint8_t opts, uint8_t (*macs)[6], size_t cap, struct ndz_error *e);
+
+/*
+ * ndz_lab_ask - the node mac (at addr, network order) asks what to do at now_ms.
+ * An unknown node, one without a task, and one whose task failed are told
+ * NDZ_LAB_LOCAL. A node with a task is told it (and is running from then on), unless
+ * it is a reload whose batch has not started: it starts once every node of the
+ * batch still pending has asked, or window_ms after the first of them asked; until
+ * then NDZ_LAB_WAIT. Latecomers of a started batch start at once. Never fails.
+ */
+void ndz_lab_ask(struct ndz_lab *l, const uint8_t mac[6], uint32_t addr, uint64_t now_ms,
+		 struct ndz_lab_answer *a);
+
+/*
+ * ndz_lab_report - the node mac reports r at now_ms (wall_s: the wall clock, kept
+ * with a result). PROGRESS updates a running (or lost: running again) task; OK
+ * clears the task and records the result; FAIL records the result with its reason
+ * and marks the task failed. 0; NDZ_ENOENT for an unknown node or one without a
+ * task (a report nobody asked for), NDZ_EINVAL for a bad kind, e set.
+ */
+int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab_report *r,
+		   uint64_t now_ms, uint64_t wall_s, struct ndz_error *e);
+
+/* ndz_lab_tick - running nodes silent past the timeout become lost; returns how many. */
+size_t ndz_lab_tick(struct ndz_lab *l, uint64_t now_ms);
+
+/*
+ * ndz_lab_changed - 1 when something the state file keeps changed since the last
+ * call (then saving is due), else 0; clears the mark.
+ */
+int ndz_lab_changed(struct ndz_lab *l);
+
+/* ndz_lab_node - slot i (< NDZ_LAB_NODES); used is 0 when free. Valid as long as l. */
+const struct ndz_lab_node *ndz_lab_node(const struct ndz_lab *l, size_t i);
+/* ndz_lab_last - the last result of slot i. */
+const struct ndz_lab_result *ndz_lab_last(const struct ndz_lab *l, size_t i);
+/* ndz_lab_find - the slot of the node key names (MAC or name), or -1. */
+int ndz_lab_find(const struct ndz_lab *l, const char *key);
+/* ndz_lab_count - nodes known. */
+size_t ndz_lab_count(const struct ndz_lab *l);
+
+/* ndz_lab_strtask / ndz_lab_strstate - "reload", "pending", ... (static strings). */
+const char *ndz_lab_strtask(unsigned task);
+const char *ndz_lab_strstate(unsigned state);
+
+/*
+ * ndz_lab_json - the lab as JSON into j: {"nodes":[{"mac":..,"name":..,"group":..,
+ * "addr":..,"task":..,"image":..,"opts":[..],"state":..,"bytes":..,"total":..,
+ * "skipped":..,"silent_ms":..,"last":{"ok":..,"task":..,"image":..,"bytes":..,
+ * "ms":..,"skipped":..,"time":..,"reason":..}}]}. now_ms gives silent_ms.
+ */
+void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j);
+
+/*
+ * ndz_lab_table - the nodes as a table for people into j, one line each under a
+ * header: MAC, name, group, task and image, state, progress, last result.
+ */
+void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j);
+
+/*
+ * ndz_lab_save - the state file at path, replaced whole (ndz_file_replace, mode
+ * 0640). 0 or a negative code with e set.
+ * ndz_lab_load - read path into an empty lab: a missing file is an empty lab (0);
+ * a line that is not one of ours is skipped and counted in *skipped (may be NULL).
+ * Running and lost tasks come back pending. 0, or NDZ_EIO with e set.
+ */
+int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e);
+int ndz_lab_load(struct ndz_lab *l, const char *path, size_t *skipped, struct ndz_error *e);
+
+#endif

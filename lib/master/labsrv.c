@@ -1,0 +1,756 @@
+/* The master's lab service: node asks and reports, admin requests, and their client side. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sodium.h>
+
+#include "http.h"
+#include "jbuf.h"
+#include "labsrv.h"
+#include "wol.h"
+#include "core/clock.h"
+#include "mcast/net.h"
+
+#define ADMIN_WAIT_MS 1000             /* an admin peer's time to send its request */
+#define ADMIN_CONNS 4                  /* admin connections served at once, per listener */
+
+struct ndz_labsrv {
+	struct ndz_lab *lab;
+	const struct ndz_mconf *c;
+	struct ndz_labsrv_hooks h;
+	char state_path[PATH_MAX], sock_path[PATH_MAX];
+	char token[NDZ_CTL_TOKEN_MAX + 1];  /* zero-padded; "" : TCP admin off */
+	int ufd, tfd;                  /* admin listeners: unix, TCP */
+	int dirty;                     /* the state file is behind (a save failed) */
+	int said;                      /* ... and that was told */
+	uint8_t out[NDZ_CTL_LABREP_MAX];  /* UDP replies */
+	unsigned threads[2];           /* admin connections being served: unix, TCP */
+	struct ndz_http_ext http;      /* the nodes in the HTTP status (ndz_labsrv_http) */
+};
+
+static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!s->h.say)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	s->h.say(s->h.ctx, level, "%s", msg);
+}
+
+int ndz_labsrv_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	size_t n;
+
+	memset(tok, 0, cap);
+	if (!f)
+		return ndz_error_set(e, NDZ_EIO, errno, "token file %s", path);
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	n = strcspn(line, "\r\n");
+	line[n] = 0;
+	for (size_t k = 0; k < n; k++)
+		if (line[k] <= ' ' || line[k] > '~')
+			n = 0;
+	if (n < 16 || n > NDZ_CTL_TOKEN_MAX || cap <= NDZ_CTL_TOKEN_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "token file %s: the first line is not 16 "
+				     "to 64 printable characters", path);
+	memcpy(tok, line, n);
+	return 0;
+}
+
+static void set_times(struct ndz_labsrv *s)
+{
+	ndz_lab_set_times(s->lab, (uint64_t)s->c->group_window * 1000,
+			  (uint64_t)s->c->node_timeout * 1000);
+}
+
+void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c)
+{
+	s->c = c;
+	set_times(s);
+}
+
+static int listen_unix(struct ndz_labsrv *s, struct ndz_error *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (strlen(s->sock_path) >= sizeof(sa.sun_path))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "admin socket %s: path too long", s->sock_path);
+	strcpy(sa.sun_path, s->sock_path);
+	if (lstat(s->sock_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), live;
+
+		live = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		if (fd >= 0)
+			close(fd);
+		if (live)
+			return ndz_error_set(e, NDZ_EBUSY, 0, "admin socket %s: another master "
+					     "answers on it", s->sock_path);
+		unlink(s->sock_path);  /* left by an earlier master */
+	}
+	s->ufd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->ufd < 0 || bind(s->ufd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int err = errno;
+
+		if (s->ufd >= 0)
+			close(s->ufd);
+		s->ufd = -1;           /* nothing of ours to remove: the name may be another's */
+		return ndz_error_set(e, NDZ_ENET, err, "admin socket %s", s->sock_path);
+	}
+	if (chmod(s->sock_path, 0660) != 0 || listen(s->ufd, 8) != 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "admin socket %s", s->sock_path);
+	return 0;
+}
+
+static int listen_tcp(struct ndz_labsrv *s, const char *spec, struct ndz_error *e)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char host[64];
+	uint16_t port;
+	int one = 1;
+
+	if (ndz_ctl_hostport(spec, 0, host, sizeof(host), &port, NULL) != 0 || !port ||
+	    ndz_net_addr(host, &sa.sin_addr.s_addr, NULL) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "admin-listen: bad address '%s' (ADDR:PORT)",
+				     spec);
+	sa.sin_port = htons(port);
+	s->tfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->tfd >= 0)
+		setsockopt(s->tfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (s->tfd < 0 || bind(s->tfd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+	    listen(s->tfd, 8) != 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "admin-listen %s", spec);
+	return 0;
+}
+
+int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
+		    const struct ndz_labsrv_hooks *h, struct ndz_labsrv **out,
+		    struct ndz_error *e)
+{
+	struct ndz_labsrv *s = calloc(1, sizeof(*s));
+	const char *sock = c->admin_socket;
+	size_t skipped = 0;
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "lab: out of memory");
+	s->ufd = s->tfd = -1;
+	s->c = c;
+	if (h)
+		s->h = *h;
+	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
+		goto fail;
+	set_times(s);
+	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s%s",
+			     c->lab_state ? c->lab_state : run_dir, c->lab_state ? "" : "/lab") >=
+	    sizeof(s->state_path) ||
+	    (size_t)snprintf(s->sock_path, sizeof(s->sock_path), "%s%s", sock ? sock : run_dir,
+			     sock ? "" : "/admin") >= sizeof(s->sock_path)) {
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: path too long", run_dir);
+		goto fail;
+	}
+	if ((rc = ndz_lab_load(s->lab, s->state_path, &skipped, e)) != 0)
+		goto fail;
+	if (skipped)
+		say(s, 0, "%s: %zu lines skipped (not ours)", s->state_path, skipped);
+	if (strcmp(s->sock_path, "none") == 0)
+		s->sock_path[0] = 0;
+	else if ((rc = listen_unix(s, e)) != 0)
+		goto fail;
+	if (c->admin_listen) {
+		if (!c->token_file) {
+			rc = ndz_error_set(e, NDZ_EINVAL, 0, "admin-listen needs a token-file");
+			goto fail;
+		}
+		if ((rc = ndz_labsrv_read_token(c->token_file, s->token, sizeof(s->token), e)) ||
+		    (rc = listen_tcp(s, c->admin_listen, e)))
+			goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	ndz_labsrv_free(s);
+	return rc;
+}
+
+void ndz_labsrv_free(struct ndz_labsrv *s)
+{
+	if (!s)
+		return;
+	if (s->ufd >= 0) {
+		close(s->ufd);
+		unlink(s->sock_path);
+	}
+	if (s->tfd >= 0)
+		close(s->tfd);
+	sodium_memzero(s->token, sizeof(s->token));
+	ndz_lab_free(s->lab);
+	free(s);
+}
+
+struct ndz_lab *ndz_labsrv_lab(struct ndz_labsrv *s)
+{
+	return s->lab;
+}
+
+/* The state file, when something in it changed (or an earlier save failed). */
+static int save(struct ndz_labsrv *s, struct ndz_error *e)
+{
+	int rc;
+
+	if (ndz_lab_changed(s->lab))
+		s->dirty = 1;
+	if (!s->dirty)
+		return 0;
+	if ((rc = ndz_lab_save(s->lab, s->state_path, e)) == 0)
+		s->dirty = s->said = 0;
+	return rc;
+}
+
+static void save_or_say(struct ndz_labsrv *s)
+{
+	struct ndz_error e = { 0 };
+
+	if (save(s, &e) != 0 && !s->said) {
+		say(s, 0, "%s (tried again while the lab changes)", ndz_error_msg(&e));
+		s->said = 1;
+	}
+}
+
+void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p)
+{
+	size_t lost = ndz_lab_tick(s->lab, now_ms);
+
+	if (lost)
+		say(s, 1, "%zu node%s lost (silent past node-timeout, %u s); %s task%s pending",
+		    lost, lost == 1 ? "" : "s", s->c->node_timeout, lost == 1 ? "its" : "their",
+		    lost == 1 ? " stays" : "s stay");
+	save_or_say(s);
+	p[0] = (struct pollfd){ .fd = s->ufd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = s->tfd, .events = POLLIN };
+}
+
+/* ---- nodes: UDP ---- */
+
+static void tell_result(const struct ndz_labsrv *s, const uint8_t mac[6],
+			const struct ndz_ctl_labreq *r, const char *task, const char *image)
+{
+	char m[18];
+
+	ndz_lab_format_mac(mac, m, sizeof(m));
+	if (r->kind == NDZ_LAB_OK)
+		say(s, 1, "node %s: %s %s: ok, %" PRIu64 " bytes in %" PRIu64 " ms, %" PRIu64
+		    " chunks skipped", m, task, image, r->bytes, r->ms, r->skipped);
+	else if (r->kind == NDZ_LAB_FAIL)
+		say(s, 0, "node %s: %s %s: failed: %s", m, task, image, r->text);
+	else
+		say(s, 2, "node %s: %" PRIu64 " of %" PRIu64 " bytes", m, r->bytes, r->total);
+}
+
+int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
+		   const struct sockaddr_in *from, uint64_t now_ms)
+{
+	struct ndz_ctl_labreq r;
+	struct ndz_ctl_labrep rep = { 0 };
+	uint32_t addr = from->sin_addr.s_addr;
+	int n;
+
+	if (!ndz_ctl_is_lab(buf, len))
+		return 0;
+	n = ndz_ctl_lab_decode(buf, len, &r, NULL);
+	rep.type = r.type;
+	rep.id = r.id;
+	if (n != 0) {
+		rep.status = NDZ_CTL_MALFORMED;
+	} else if (r.type == NDZ_CTL_ADMIN || !ndz_mconf_may_connect(s->c, addr)) {
+		rep.status = NDZ_CTL_DENIED;
+	} else if (r.type == NDZ_CTL_ASK) {
+		struct ndz_lab_answer a;
+
+		ndz_lab_ask(s->lab, r.mac, addr, now_ms, &a);
+		rep.task = a.task;
+		rep.opts = a.opts;
+		rep.wait_ms = a.wait_ms;
+		memcpy(rep.name, a.arg, sizeof(rep.name));
+		if (a.task == NDZ_LAB_RELOAD || a.task == NDZ_LAB_CAPTURE) {
+			char m[18];
+
+			ndz_lab_format_mac(r.mac, m, sizeof(m));
+			say(s, 2, "node %s asks: %s %s", m, ndz_lab_strtask(a.task), a.arg);
+		}
+	} else {
+		struct ndz_lab_report rp = { .kind = r.kind, .bytes = r.bytes, .total = r.total,
+					     .ms = r.ms, .skipped = r.skipped };
+		char m[18], task[16] = "?", image[NDZ_CTL_NAME_MAX + 1] = "?";
+		int i, rc;
+
+		ndz_lab_format_mac(r.mac, m, sizeof(m));
+		if ((i = ndz_lab_find(s->lab, m)) >= 0) {    /* what it was, for the log */
+			const struct ndz_lab_node *nd = ndz_lab_node(s->lab, (size_t)i);
+
+			snprintf(task, sizeof(task), "%s", ndz_lab_strtask(nd->task));
+			snprintf(image, sizeof(image), "%s", nd->arg);
+		}
+		memcpy(rp.reason, r.text, sizeof(rp.reason));
+		rc = ndz_lab_report(s->lab, r.mac, &rp, now_ms, ndz_wall_ns() / 1000000000u, NULL);
+		if (rc != 0) {
+			rep.status = rc == NDZ_EINVAL ? NDZ_CTL_MALFORMED : NDZ_CTL_NONODE;
+		} else {
+			tell_result(s, r.mac, &r, task, image);
+			save_or_say(s);
+		}
+	}
+	n = ndz_ctl_labrep_encode(&rep, s->out, sizeof(s->out), NULL);
+	if (n > 0)
+		sendto(fd, s->out, (size_t)n, 0, (const struct sockaddr *)from, sizeof(*from));
+	return 1;
+}
+
+/* ---- admins: unix socket or TCP ---- */
+
+/* Read exactly n bytes by deadline end (ms); 0 or -1. */
+static int read_by(int fd, uint8_t *b, size_t n, uint64_t end)
+{
+	size_t have = 0;
+
+	while (have < n) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = ndz_now_ms();
+		ssize_t r;
+
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			return -1;
+		r = read(fd, b + have, n - have);
+		if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
+			return -1;
+		if (r > 0)
+			have += (size_t)r;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *b, size_t n, uint64_t end)
+{
+	while (n) {
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		uint64_t now = ndz_now_ms();
+		ssize_t w;
+
+		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
+			return -1;
+		w = write(fd, b, n);
+		if (w < 0 && errno != EINTR && errno != EAGAIN)
+			return -1;
+		if (w > 0) {
+			b += w;
+			n -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+static unsigned status_for(int rc)
+{
+	switch (rc) {
+	case 0: return NDZ_CTL_OK;
+	case NDZ_ENOENT: return NDZ_CTL_NONODE;
+	case NDZ_ENOIMAGE: return NDZ_CTL_UNKNOWN;
+	case NDZ_ERANGE: return NDZ_CTL_TOO_MANY;
+	case NDZ_EINVAL: return NDZ_CTL_MALFORMED;
+	default: return NDZ_CTL_FAILED;
+	}
+}
+
+static void images_json(const struct ndz_labsrv *s, int table, struct ndz_jbuf *j)
+{
+	if (table)
+		ndz_jbuf_printf(j, "%-24s  %14s  %s\n", "IMAGE", "BYTES", "PATH");
+	else
+		ndz_jbuf_printf(j, "{\"images\":[");
+	for (size_t k = 0; k < s->c->nimages; k++) {
+		const struct ndz_mconf_image *im = &s->c->images[k];
+		struct stat st;
+
+		if (table) {
+			ndz_jbuf_printf(j, "%-24s  %14lld  %s\n", im->name, stat(im->path, &st) == 0 ?
+					(long long)st.st_size : -1LL, im->path);
+			continue;
+		}
+		ndz_jbuf_printf(j, "%s{\"name\":", k ? "," : "");
+		ndz_jbuf_string(j, im->name);
+		ndz_jbuf_printf(j, ",\"path\":");
+		ndz_jbuf_string(j, im->path);
+		ndz_jbuf_printf(j, ",\"bytes\":%lld}", stat(im->path, &st) == 0 ?
+				(long long)st.st_size : -1LL);
+	}
+	if (!table)
+		ndz_jbuf_printf(j, "]}");
+}
+
+/* Do what r asks; the reply's text (JSON or a message) into j; returns a library code. */
+static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64_t now_ms,
+		    struct ndz_jbuf *j, struct ndz_error *e)
+{
+	uint8_t mac[6], macs[NDZ_LAB_NODES][6];
+	int n;
+
+	switch (r->op) {
+	case NDZ_CTL_OP_NODE_ADD:
+		if ((n = ndz_lab_parse_mac(r->args[0], mac, e)) ||
+		    (n = ndz_lab_node_add(s->lab, mac, r->args[1], r->args[2], e)))
+			return n;
+		ndz_jbuf_printf(j, "node %s added", r->args[0]);
+		return 0;
+	case NDZ_CTL_OP_NODE_LIST:
+		if (r->flags & NDZ_CTL_FLAG_TABLE)
+			ndz_lab_table(s->lab, now_ms, j);
+		else
+			ndz_lab_json(s->lab, now_ms, j);
+		return 0;
+	case NDZ_CTL_OP_NODE_REMOVE:
+		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
+			return n;
+		ndz_jbuf_printf(j, "node %s removed", r->args[0]);
+		return 0;
+	case NDZ_CTL_OP_RELOAD:
+		if (!ndz_mconf_find(s->c, r->args[1]))
+			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "image '%s': no such image",
+					     r->args[1]);
+		/* fall through */
+	case NDZ_CTL_OP_CAPTURE:
+	case NDZ_CTL_OP_CANCEL: {
+		uint8_t task = r->op == NDZ_CTL_OP_RELOAD ? NDZ_LAB_RELOAD :
+			       r->op == NDZ_CTL_OP_CAPTURE ? NDZ_LAB_CAPTURE : NDZ_LAB_NONE;
+		int woke = 0;
+
+		if ((n = ndz_lab_task(s->lab, r->args[0], task, r->args[1],
+				      task == NDZ_LAB_RELOAD ? r->flags & NDZ_LAB_OPTS : 0, macs,
+				      NDZ_LAB_NODES, e)) < 0)
+			return n;
+		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
+		if ((r->flags & NDZ_CTL_FLAG_WAKE) && task != NDZ_LAB_NONE) {
+			struct ndz_error we = { 0 };
+
+			woke = ndz_wol_send(s->c->wake_iface, (const uint8_t(*)[6])macs, (size_t)n, 0,
+					    &we);
+			if (woke < 0)
+				ndz_jbuf_printf(j, "; %s", ndz_error_msg(&we));
+			else
+				ndz_jbuf_printf(j, ", %d woken", woke);
+		}
+		say(s, 1, "admin: %s %s %s: %d nodes", task ? ndz_lab_strtask(task) : "cancel",
+		    r->args[0], r->args[1], n);
+		return 0;
+	}
+	case NDZ_CTL_OP_STATUS: {
+		size_t len;
+
+		if (r->flags & NDZ_CTL_FLAG_TABLE) {
+			ndz_lab_table(s->lab, now_ms, j);
+			return 0;
+		}
+		ndz_jbuf_printf(j, "{\"lab\":");
+		ndz_lab_json(s->lab, now_ms, j);
+		ndz_jbuf_printf(j, ",\"master\":");
+		if (!s->h.status_json || j->over || j->cap - j->len < 3) {
+			ndz_jbuf_printf(j, "{}}");
+			return 0;
+		}
+		len = s->h.status_json(s->h.ctx, j->p + j->len, j->cap - j->len - 1);
+		if (len == 0 || len >= j->cap - j->len - 1) {
+			ndz_jbuf_printf(j, "{}}");
+			return 0;
+		}
+		j->len += len;
+		j->p[j->len] = 0;
+		ndz_jbuf_printf(j, "}");
+		return 0;
+	}
+	case NDZ_CTL_OP_IMAGES:
+		images_json(s, (r->flags & NDZ_CTL_FLAG_TABLE) != 0, j);
+		return 0;
+	default:
+		return ndz_error_set(e, NDZ_EINVAL, 0, "admin: unknown operation %u", r->op);
+	}
+}
+
+/* One admin connection: its own thread when the hooks give a lock, else inline. */
+struct conn {
+	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
+	pthread_mutex_t *lock;
+	int fd, tcp;
+};
+
+static void *serve_conn(void *arg)
+{
+	struct conn *c = arg;
+	struct ndz_labsrv *s = c->s;
+	uint64_t end = ndz_now_ms() + ADMIN_WAIT_MS;
+	uint8_t in[NDZ_CTL_LAB_MAX], *out = malloc(NDZ_CTL_LABREP_MAX);
+	char *text = malloc(NDZ_CTL_TEXT_BIG + 1);
+	struct ndz_ctl_labreq r;
+	struct ndz_ctl_labrep rep = { 0 };
+	struct ndz_error e = { 0 };
+	struct ndz_jbuf j;
+	int need = -1, n, heard;
+
+	/* the request is read without the lock: a slow peer holds only this thread */
+	heard = out && text && read_by(c->fd, in, NDZ_CTL_REQ_HDR, end) == 0 &&
+		(need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) > 0 &&
+		(size_t)need <= sizeof(in) &&
+		read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
+	if (c->lock)
+		pthread_mutex_lock(c->lock);
+	s->threads[c->tcp]--;
+	if (!heard)
+		goto out;
+	ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
+	if (ndz_ctl_lab_decode(in, (size_t)need, &r, &e) != 0 || r.type != NDZ_CTL_ADMIN) {
+		rep.status = NDZ_CTL_MALFORMED;
+		ndz_jbuf_printf(&j, "%s", r.type == NDZ_CTL_ADMIN ? ndz_error_msg(&e) :
+				"not an admin request");
+	} else if (c->tcp && sodium_memcmp(r.token, s->token, NDZ_CTL_TOKEN_MAX) != 0) {
+		rep.status = NDZ_CTL_DENIED;
+		ndz_jbuf_printf(&j, "admin token does not match");
+		say(s, 0, "admin request over TCP refused: the token does not match");
+	} else {
+		rep.status = (uint16_t)status_for(n = admin_do(s, &r, ndz_now_ms(), &j, &e));
+		if (n < 0) {
+			ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
+			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
+		}
+		save_or_say(s);
+	}
+	rep.type = NDZ_CTL_ADMIN;
+	rep.id = r.id;
+	rep.text = text;
+	rep.text_len = j.len;
+	n = ndz_ctl_labrep_encode(&rep, out, NDZ_CTL_LABREP_MAX, NULL);
+	if (c->lock)
+		pthread_mutex_unlock(c->lock);
+	if (n > 0)
+		write_all(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
+	goto done;
+out:
+	if (c->lock)
+		pthread_mutex_unlock(c->lock);
+done:
+	close(c->fd);
+	free(out);
+	free(text);
+	free(c);
+	return NULL;
+}
+
+static void accept_one(struct ndz_labsrv *s, int lfd, int tcp)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	struct conn *c;
+	pthread_attr_t at;
+	pthread_t t;
+
+	if (fd < 0)
+		return;
+	if (s->threads[tcp] >= ADMIN_CONNS || !(c = malloc(sizeof(*c)))) {
+		close(fd);             /* more are waiting to be heard than an admin needs */
+		return;
+	}
+	*c = (struct conn){ s, s->h.lock, fd, tcp };
+	s->threads[tcp]++;
+	if (!s->h.lock) {
+		serve_conn(c);
+		return;
+	}
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &at, serve_conn, c) != 0) {
+		s->threads[tcp]--;
+		close(fd);
+		free(c);
+	}
+	pthread_attr_destroy(&at);
+}
+
+void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms)
+{
+	(void)now_ms;
+	if (p[0].fd >= 0 && (p[0].revents & POLLIN))
+		accept_one(s, s->ufd, 0);
+	if (p[1].fd >= 0 && (p[1].revents & POLLIN))
+		accept_one(s, s->tfd, 1);
+}
+
+/* ---- the client side ---- */
+
+static int connect_to(const char *where, struct ndz_error *e)
+{
+	int fd;
+
+	if (strncmp(where, "tcp:", 4) == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET };
+		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+		char host[256];
+		uint16_t port;
+
+		if (ndz_ctl_hostport(where + 4, 0, host, sizeof(host), &port, NULL) != 0 || !port)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "bad admin address '%s' (tcp:HOST:PORT)",
+					     where);
+		if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
+		memcpy(&sa, ai->ai_addr, sizeof(sa));
+		freeaddrinfo(ai);
+		sa.sin_port = htons(port);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return ndz_error_set(e, NDZ_ENET, err, "master %s", where + 4);
+		}
+	} else {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		if (strlen(where) >= sizeof(sa.sun_path))
+			return ndz_error_set(e, NDZ_EINVAL, 0, "%s: path too long", where);
+		strcpy(sa.sun_path, where);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+			int err = errno;
+
+			if (fd >= 0)
+				close(fd);
+			return ndz_error_set(e, NDZ_ENET, err, "master's admin socket %s", where);
+		}
+	}
+	return fd;
+}
+
+int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
+		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
+{
+	uint8_t out[NDZ_CTL_LAB_MAX];
+	uint64_t end;
+	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, need;
+
+	if (n < 0)
+		return n;
+	if ((fd = connect_to(where, e)) < 0)
+		return fd;
+	end = ndz_now_ms() + 10000;
+	if (write_all(fd, out, (size_t)n, end) != 0) {
+		close(fd);
+		return ndz_error_set(e, NDZ_ENET, 0, "master %s: the request could not be sent", where);
+	}
+	/* the header, then as much as it says, until the message is whole */
+	for (size_t have = 0;; have = (size_t)need) {
+		need = have ? ndz_ctl_lab_need(buf, have, 1, e) : NDZ_CTL_REP_HDR;
+		if (need < 0 || (size_t)need > cap) {
+			close(fd);
+			return ndz_error_set(e, NDZ_EPROTO, 0, "master %s: a reply we cannot read",
+					     where);
+		}
+		if ((size_t)need <= have)
+			break;
+		if (read_by(fd, buf + have, (size_t)need - have, end) != 0) {
+			close(fd);
+			return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s: no answer", where);
+		}
+	}
+	close(fd);
+	return ndz_ctl_labrep_decode(buf, (size_t)need, rep, e);
+}
+
+int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
+			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai;
+	struct sockaddr_in to;
+	uint8_t out[NDZ_CTL_LAB_MAX];
+	char host[256];
+	uint16_t port;
+	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, rc = NDZ_ETIMEDOUT;
+
+	if (n < 0)
+		return n;
+	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
+	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
+	memcpy(&to, ai->ai_addr, sizeof(to));
+	freeaddrinfo(ai);
+	to.sin_port = htons(port);
+	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return ndz_error_set(e, NDZ_ENET, errno, "socket");
+	for (int t = 0; t < 4 && rc == NDZ_ETIMEDOUT; t++) {
+		uint64_t end = ndz_now_ms() + 700;
+
+		if (sendto(fd, out, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
+		    errno != ECONNREFUSED) {
+			rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+			break;
+		}
+		for (uint64_t now = ndz_now_ms(); now < end && rc == NDZ_ETIMEDOUT; now = ndz_now_ms()) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t got;
+
+			if (poll(&p, 1, (int)(end - now)) <= 0)
+				continue;
+			got = recvfrom(fd, buf, cap, 0, (struct sockaddr *)&from, &fl);
+			if (got < 0 || from.sin_addr.s_addr != to.sin_addr.s_addr ||
+			    from.sin_port != to.sin_port ||
+			    ndz_ctl_labrep_decode(buf, (size_t)got, rep, NULL) != 0 ||
+			    rep->id != req->id || rep->type != req->type)
+				continue;
+			rc = 0;
+		}
+	}
+	close(fd);
+	if (rc == NDZ_ETIMEDOUT)
+		ndz_error_set(e, rc, 0, "no answer from master %s:%u", host, port);
+	return rc;
+}
+
+/* The HTTP status's "lab" section (called under the master's lock). */
+static size_t http_json(void *ctx, char *buf, size_t cap)
+{
+	struct ndz_labsrv *s = ctx;
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, buf, cap);
+	ndz_lab_json(s->lab, ndz_now_ms(), &j);
+	return j.over ? 0 : j.len;
+}
+
+const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s)
+{
+	s->http = (struct ndz_http_ext){ "lab", s, http_json, NULL };
+	return &s->http;
+}

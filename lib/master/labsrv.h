@@ -1,0 +1,121 @@
+/*
+ * The master's lab service: lib/master/lab behind the lab messages
+ * (doc/PROTOCOL.md, "Lab messages"). Nodes ask and report by UDP on the control
+ * port; admins send requests over a unix socket (its file mode 0660 gives the
+ * right) or over TCP with the token (compared in constant time). Also the client
+ * side of both exchanges, for ndzctl and the boot environment. The sockets are
+ * opened here; the program polls them and calls in. Not locked: the caller
+ * serialises (mfrisbeed holds its lock).
+ */
+#ifndef NDZ_LABSRV_H
+#define NDZ_LABSRV_H
+
+#include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/in.h>
+
+#include "ctl.h"
+#include "lab.h"
+#include "mconf.h"
+#include "core/err.h"
+
+#define NDZ_LABSRV_FDS 2               /* pollfds ndz_labsrv_pollfds fills */
+
+struct ndz_labsrv;
+
+/* What the lab service tells and asks of the program. */
+struct ndz_labsrv_hooks {
+	void *ctx;
+	/* the master's STATUS JSON into buf (cap bytes); its length (NULL: "{}") */
+	size_t (*status_json)(void *ctx, char *buf, size_t cap);
+	/* tell people: level 0 an error, 1 what happens (-v), 2 more (-vv) */
+	void (*say)(void *ctx, int level, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+	/* held by the caller around every call in; admin connections are then each
+	 * served on a thread of their own, which takes it once the request is read
+	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
+	pthread_mutex_t *lock;
+};
+
+/*
+ * ndz_labsrv_open - the lab of configuration c (borrowed, as ndz_labsrv_set_conf)
+ * with its state file (c->lab_state, else run_dir/lab) loaded, its admin unix socket (c->admin_socket,
+ * else run_dir/admin; "none": no socket) made with mode 0660, and c->admin_listen
+ * opened when set (then c->token_file must hold a token: 16 to 64 printable bytes
+ * on its first line). 0 and *out (free with ndz_labsrv_free), or a negative code
+ * with e naming what failed; nothing stays open on failure.
+ */
+int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
+		    const struct ndz_labsrv_hooks *h, struct ndz_labsrv **out,
+		    struct ndz_error *e);
+
+/* ndz_labsrv_free - close the sockets, remove the unix socket's file; accepts NULL. */
+void ndz_labsrv_free(struct ndz_labsrv *s);
+
+/* ndz_labsrv_set_conf - a reloaded configuration (borrowed): images, times, Wake-on-LAN. */
+void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c);
+
+/*
+ * ndz_labsrv_lab - the lab, for reading (ndz_lab_json: the nodes, their tasks and
+ * results, under the caller's lock). Valid as long as s.
+ */
+struct ndz_lab *ndz_labsrv_lab(struct ndz_labsrv *s);
+
+/*
+ * ndz_labsrv_udp - when the len bytes from from are a lab request, answer it at
+ * now_ms through the UDP socket fd and return 1 (an admin request, which UDP does
+ * not carry, is answered DENIED; a host no rule of the configuration names,
+ * DENIED); else 0: the caller handles the datagram.
+ */
+int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
+		   const struct sockaddr_in *from, uint64_t now_ms);
+
+/*
+ * ndz_labsrv_prepare - once a turn of the program's loop, before its poll: lost
+ * nodes at now_ms, the state file saved when something in it changed (a failure
+ * told through the say hook, tried again next turn), and the admin listeners into
+ * p[0..NDZ_LABSRV_FDS-1] (fd -1 when not open).
+ * ndz_labsrv_serve - after the poll: accept on the listeners p says are ready;
+ * each connection carries one request, which its peer must send within a second;
+ * at most 4 are served at once per listener, more are closed at once.
+ */
+void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p);
+void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms);
+
+/*
+ * ndz_labsrv_call - one admin exchange with the master at where: a unix socket's
+ * path (it holds a '/'), or "tcp:HOST[:PORT]" (the token file's token is sent).
+ * The reply is decoded into rep, its bytes in buf (cap >= NDZ_CTL_LABREP_MAX).
+ * Returns 0 (whatever its status), or NDZ_ENET / NDZ_ETIMEDOUT / NDZ_EPROTO /
+ * NDZ_EINVAL with e naming the master.
+ */
+int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
+		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
+
+/*
+ * ndz_labsrv_node_call - a node's ask or report to the master at spec
+ * ("HOST[:PORT]") over UDP: four tries 700 ms apart. Returns 0 with rep (any
+ * status), or what ndz_ctl_query would (NDZ_ETIMEDOUT, NDZ_EINVAL, NDZ_ENET).
+ */
+int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
+			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
+
+/*
+ * ndz_labsrv_read_token - the token on the first line of path into tok (cap >
+ * NDZ_CTL_TOKEN_MAX, zero-padded). 0, or NDZ_EIO / NDZ_EINVAL (not 16 to 64
+ * printable bytes) with e set.
+ */
+int ndz_labsrv_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e);
+
+/*
+ * ndz_labsrv_http - the lab as a section of the HTTP status (lib/master/http.h): key
+ * "lab", the nodes with their task, state, progress and last result as ndz_lab_json
+ * writes them (left out when they do not fit); no actions (those go over the admin
+ * socket). Valid as long as s.
+ */
+struct ndz_http_ext;
+const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s);
+
+#endif

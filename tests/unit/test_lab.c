@@ -1,0 +1,641 @@
+/* Unit tests for lib/master/lab (tasks, asks, reports, group window, lost nodes, state file). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "master/lab.h"
+#include "master/wol.h"
+#include "master/mconf.h"
+
+static const uint8_t M1[6] = { 0x52, 0x54, 0, 0, 0, 1 };
+static const uint8_t M2[6] = { 0x52, 0x54, 0, 0, 0, 2 };
+static const uint8_t M3[6] = { 0x52, 0x54, 0, 0, 0, 3 };
+
+static struct ndz_lab *mk(uint64_t window, uint64_t timeout)
+{
+	struct ndz_lab *l;
+
+	assert_int_equal(ndz_lab_create(window, timeout, &l, NULL), 0);
+	return l;
+}
+
+static uint8_t ask(struct ndz_lab *l, const uint8_t *mac, uint64_t now, struct ndz_lab_answer *a)
+{
+	struct ndz_lab_answer tmp;
+
+	if (!a)
+		a = &tmp;
+	ndz_lab_ask(l, mac, 0x0100000a, now, a);
+	return a->task;
+}
+
+static int report(struct ndz_lab *l, const uint8_t *mac, uint8_t kind, uint64_t bytes,
+		  const char *reason, uint64_t now)
+{
+	struct ndz_lab_report r = { .kind = kind, .bytes = bytes, .total = 1000, .ms = 42,
+				    .skipped = 3 };
+
+	snprintf(r.reason, sizeof(r.reason), "%s", reason ? reason : "");
+	return ndz_lab_report(l, mac, &r, now, 1700000000, NULL);
+}
+
+static void test_mac(void **state)
+{
+	uint8_t m[6];
+	char t[18];
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_lab_parse_mac("52:54:00:AB:cd:0f", m, NULL), 0);
+	ndz_lab_format_mac(m, t, sizeof(t));
+	assert_string_equal(t, "52:54:00:ab:cd:0f");
+	assert_int_equal(ndz_lab_parse_mac("52-54-00-ab-cd-0f", m, NULL), 0);
+	assert_int_equal(ndz_lab_parse_mac("52:54:00:ab:cd", m, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "bad MAC address '52:54:00:ab:cd' (aa:bb:cc:dd:ee:ff)");
+	assert_int_equal(ndz_lab_parse_mac("52:54:00:ab:cd:0g", m, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_lab_parse_mac("52:54:00:ab:cd:0f:", m, NULL), NDZ_EINVAL);
+}
+
+static void test_nodes(void **state)
+{
+	struct ndz_lab *l = mk(0, 0);
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc1", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, "pc1", "room", &e), NDZ_EEXIST);
+	assert_string_equal(ndz_error_msg(&e), "node 52:54:00:00:00:02: another node is named 'pc1'");
+	assert_int_equal(ndz_lab_node_add(l, M2, "bad name", NULL, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_lab_node_add(l, M2, "-", NULL, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_lab_node_add(l, M2, NULL, "room", NULL), 0);
+	assert_int_equal(ndz_lab_count(l), 2);
+	assert_int_equal(ndz_lab_find(l, "pc1"), ndz_lab_find(l, "52:54:00:00:00:01"));
+	/* the same MAC again: renamed, not added */
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc9", NULL, NULL), 0);
+	assert_int_equal(ndz_lab_count(l), 2);
+	assert_int_equal(ndz_lab_find(l, "pc1"), -1);
+	assert_true(ndz_lab_changed(l));
+	assert_false(ndz_lab_changed(l));
+	assert_int_equal(ndz_lab_node_remove(l, "pc9", NULL), 0);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_lab_node_remove(l, "pc9", &e), NDZ_ENOENT);
+	assert_string_equal(ndz_error_msg(&e), "node 'pc9': no such node");
+	assert_int_equal(ndz_lab_count(l), 1);
+	ndz_lab_free(l);
+	ndz_lab_free(NULL);
+}
+
+static void test_task_cycle(void **state)
+{
+	struct ndz_lab *l = mk(0, 0);
+	struct ndz_lab_answer a;
+	const struct ndz_lab_result *r;
+	struct ndz_error e = { 0 };
+	uint8_t macs[4][6];
+	int i;
+
+	(void)state;
+	/* an unknown node boots local */
+	assert_int_equal(ask(l, M1, 1, NULL), NDZ_LAB_LOCAL);
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc1", NULL, NULL), 0);
+	assert_int_equal(ask(l, M1, 1, NULL), NDZ_LAB_LOCAL);
+	assert_int_equal(ndz_lab_task(l, "nope", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, &e),
+			 NDZ_ENOENT);
+	assert_string_equal(ndz_error_msg(&e), "'nope': no such node or group");
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_RELOAD, "bad/name", 0, NULL, 0, NULL),
+			 NDZ_EINVAL);
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_CAPTURE, "img", NDZ_LAB_SEED, NULL, 0,
+				      NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_RELOAD, "ubuntu",
+				      NDZ_LAB_SEED | NDZ_LAB_VERIFY, macs, 4, NULL), 1);
+	assert_memory_equal(macs[0], M1, 6);
+	i = ndz_lab_find(l, "pc1");
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_PENDING);
+	/* a report before the node asked is a report nobody asked for? no: the task is set */
+	assert_int_equal(ask(l, M1, 10, &a), NDZ_LAB_RELOAD);
+	assert_string_equal(a.arg, "ubuntu");
+	assert_int_equal(a.opts, NDZ_LAB_SEED | NDZ_LAB_VERIFY);
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_RUNNING);
+	assert_int_equal(ndz_lab_node(l, i)->addr, 0x0100000a);
+	assert_int_equal(report(l, M1, NDZ_LAB_PROGRESS, 500, NULL, 20), 0);
+	assert_int_equal(ndz_lab_node(l, i)->bytes, 500);
+	assert_int_equal(report(l, M1, NDZ_LAB_OK, 1000, NULL, 30), 0);
+	r = ndz_lab_last(l, i);
+	assert_true(r->set && r->ok);
+	assert_int_equal(r->bytes, 1000);
+	assert_int_equal(r->skipped, 3);
+	assert_string_equal(r->arg, "ubuntu");
+	assert_int_equal(ndz_lab_node(l, i)->task, NDZ_LAB_NONE);
+	/* done: boot local next time; a report now is one nobody asked for */
+	assert_int_equal(ask(l, M1, 40, NULL), NDZ_LAB_LOCAL);
+	assert_int_equal(report(l, M1, NDZ_LAB_OK, 1, NULL, 50), NDZ_ENOENT);
+	assert_int_equal(report(l, M3, NDZ_LAB_OK, 1, NULL, 50), NDZ_ENOENT);
+
+	/* a failure: recorded with its reason, the node boots local, the task shows failed */
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_RELOAD, "wrong", 0, NULL, 0, NULL), 1);
+	assert_int_equal(ask(l, M1, 60, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(report(l, M1, NDZ_LAB_FAIL, 0, "image 'wrong': unknown\nimage", 70), 0);
+	r = ndz_lab_last(l, i);
+	assert_true(r->set && !r->ok);
+	assert_string_equal(r->reason, "image 'wrong': unknown?image");
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_FAILED);
+	assert_int_equal(ask(l, M1, 80, NULL), NDZ_LAB_LOCAL);
+	/* cancel clears it */
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_NONE, NULL, 0, NULL, 0, NULL), 1);
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_IDLE);
+	/* a capture */
+	assert_int_equal(ndz_lab_task(l, "52:54:00:00:00:01", NDZ_LAB_CAPTURE, "golden", 0, NULL,
+				      0, NULL), 1);
+	assert_int_equal(ask(l, M1, 90, &a), NDZ_LAB_CAPTURE);
+	assert_string_equal(a.arg, "golden");
+	ndz_lab_free(l);
+}
+
+static void test_lost(void **state)
+{
+	struct ndz_lab *l = mk(1000, 5000);
+	int i;
+
+	(void)state;
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc1", NULL, NULL), 0);
+	i = ndz_lab_find(l, "pc1");
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, NULL), 1);
+	assert_int_equal(ask(l, M1, 100, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(ndz_lab_tick(l, 5100), 0);
+	assert_int_equal(report(l, M1, NDZ_LAB_PROGRESS, 10, NULL, 5000), 0);
+	assert_int_equal(ndz_lab_tick(l, 10000), 0);
+	assert_int_equal(ndz_lab_tick(l, 10001), 1);
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_LOST);
+	assert_int_equal(ndz_lab_node(l, i)->task, NDZ_LAB_RELOAD);
+	assert_int_equal(ndz_lab_tick(l, 20000), 0);
+	/* it comes back: asked again, it is told the same task */
+	assert_int_equal(ask(l, M1, 30000, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_RUNNING);
+	ndz_lab_free(l);
+}
+
+static void test_group_window(void **state)
+{
+	struct ndz_lab *l = mk(3000, 60000);
+	struct ndz_lab_answer a;
+
+	(void)state;
+	assert_int_equal(ndz_lab_node_add(l, M1, "a", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, "b", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M3, "c", "room", NULL), 0);
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_CAPTURE, "x", 0, NULL, 0, NULL),
+			 NDZ_EINVAL);
+	/* all three ask: the third starts the batch */
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, NULL), 3);
+	assert_int_equal(ask(l, M1, 1000, &a), NDZ_LAB_WAIT);
+	assert_int_equal(a.wait_ms, 1000);
+	assert_int_equal(ask(l, M2, 1500, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ask(l, M3, 1600, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(ask(l, M1, 1700, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(ask(l, M2, 1700, NULL), NDZ_LAB_RELOAD);
+	/* two ask, the third not: the window starts them; the latecomer joins at once */
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "debian", 0, NULL, 0, NULL), 3);
+	assert_int_equal(ask(l, M1, 10000, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ask(l, M2, 11000, &a), NDZ_LAB_WAIT);
+	assert_int_equal(a.wait_ms, 1000);
+	assert_int_equal(ask(l, M1, 12999, &a), NDZ_LAB_WAIT);
+	assert_int_equal(a.wait_ms, 1);
+	assert_int_equal(ask(l, M1, 13000, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(ask(l, M3, 50000, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(ask(l, M2, 50000, NULL), NDZ_LAB_RELOAD);
+	/* one node alone (its own batch) starts at once */
+	assert_int_equal(ndz_lab_task(l, "b", NDZ_LAB_RELOAD, "debian", 0, NULL, 0, NULL), 1);
+	assert_int_equal(ask(l, M2, 60000, NULL), NDZ_LAB_RELOAD);
+	/* a node of the batch that failed does not hold the others */
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "x", 0, NULL, 0, NULL), 3);
+	assert_int_equal(ndz_lab_task(l, "c", NDZ_LAB_NONE, NULL, 0, NULL, 0, NULL), 1);
+	assert_int_equal(ask(l, M1, 70000, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ask(l, M2, 70001, NULL), NDZ_LAB_RELOAD);
+	ndz_lab_free(l);
+	/* no window: each starts when it asks */
+	l = mk(0, 0);
+	assert_int_equal(ndz_lab_node_add(l, M1, "a", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, "b", "room", NULL), 0);
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, NULL), 2);
+	assert_int_equal(ask(l, M1, 5, NULL), NDZ_LAB_RELOAD);
+	ndz_lab_free(l);
+}
+
+static void test_wol_packet(void **state)
+{
+	uint8_t p[NDZ_WOL_LEN];
+
+	(void)state;
+	ndz_wol_packet(M2, p);
+	for (int k = 0; k < 6; k++)
+		assert_int_equal(p[k], 0xff);
+	for (int k = 0; k < 16; k++)
+		assert_memory_equal(p + 6 + 6 * k, M2, 6);
+}
+
+static void test_messages(void **state)
+{
+	struct ndz_ctl_labreq r = { .type = NDZ_CTL_REPORT, .id = 77, .kind = NDZ_LAB_FAIL,
+				    .bytes = 1ull << 40, .total = 5, .ms = 6, .skipped = 7 }, d;
+	struct ndz_ctl_labrep rep = { .type = NDZ_CTL_ASK, .id = 9, .task = NDZ_LAB_RELOAD,
+				      .opts = 5, .wait_ms = 300 }, dr;
+	static uint8_t b[NDZ_CTL_LABREP_MAX];
+	int n;
+
+	(void)state;
+	memcpy(r.mac, M3, 6);
+	strcpy(r.text, "no space");
+	n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+	assert_int_equal(n, 12 + 40 + 8);
+	/* fixed little-endian fields where doc/PROTOCOL.md puts them */
+	assert_int_equal(b[5], NDZ_CTL_REPORT);
+	assert_int_equal(b[6], 8);
+	assert_memory_equal(b + 12, M3, 6);
+	assert_int_equal(b[18], NDZ_LAB_FAIL);
+	assert_int_equal(b[25], 1);            /* bytes = 2^40: byte 5 of the LE64 at 20 */
+	assert_true(ndz_ctl_is_lab(b, (size_t)n));
+	assert_int_equal(ndz_ctl_lab_need(b, 12, 0, NULL), n);
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), 0);
+	assert_memory_equal(d.mac, M3, 6);
+	assert_int_equal(d.bytes, 1ull << 40);
+	assert_int_equal(d.skipped, 7);
+	assert_string_equal(d.text, "no space");
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n - 1, &d, NULL), NDZ_EPROTO);
+	b[52] = 0;                             /* a NUL in the reason */
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
+
+	memset(&r, 0, sizeof(r));
+	r.type = NDZ_CTL_ADMIN;
+	r.op = NDZ_CTL_OP_RELOAD;
+	r.flags = NDZ_CTL_FLAG_WAKE | NDZ_LAB_VERIFY;
+	strcpy(r.token, "0123456789abcdef");
+	strcpy(r.args[0], "room");
+	strcpy(r.args[1], "ubuntu");
+	n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+	assert_int_equal(n, 12 + 4 + 64 + 5 + 7 + 1);
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), 0);
+	assert_int_equal(d.op, NDZ_CTL_OP_RELOAD);
+	assert_int_equal(d.flags, NDZ_CTL_FLAG_WAKE | NDZ_LAB_VERIFY);
+	assert_string_equal(d.token, "0123456789abcdef");
+	assert_string_equal(d.args[1], "ubuntu");
+	assert_string_equal(d.args[2], "");
+	b[n - 1] = 'x';                        /* the last string unterminated */
+	assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
+
+	strcpy(rep.name, "ubuntu");
+	n = ndz_ctl_labrep_encode(&rep, b, sizeof(b), NULL);
+	assert_int_equal(n, 12 + 8 + 6);
+	assert_int_equal(ndz_ctl_lab_need(b, 12, 1, NULL), 16);
+	assert_int_equal(ndz_ctl_lab_need(b, 16, 1, NULL), n);
+	assert_false(ndz_ctl_is_lab(b, (size_t)n));   /* a reply is no request */
+	assert_int_equal(ndz_ctl_labrep_decode(b, (size_t)n, &dr, NULL), 0);
+	assert_int_equal(dr.task, NDZ_LAB_RELOAD);
+	assert_int_equal(dr.opts, 5);
+	assert_int_equal(dr.wait_ms, 300);
+	assert_string_equal(dr.name, "ubuntu");
+	memset(&rep, 0, sizeof(rep));
+	rep.type = NDZ_CTL_ADMIN;
+	rep.status = NDZ_CTL_NONODE;
+	rep.text = "'x': no such node or group";
+	rep.text_len = strlen(rep.text);
+	n = ndz_ctl_labrep_encode(&rep, b, sizeof(b), NULL);
+	assert_int_equal(ndz_ctl_lab_need(b, 16, 1, NULL), n);
+	assert_int_equal(ndz_ctl_labrep_decode(b, (size_t)n, &dr, NULL), 0);
+	assert_int_equal(dr.status, NDZ_CTL_NONODE);
+	assert_int_equal(dr.text_len, rep.text_len);
+	assert_memory_equal(dr.text, rep.text, rep.text_len);
+	/* the master's own requests are no lab requests, and the other way round */
+	{
+		struct ndz_ctl_req g = { .type = NDZ_CTL_GET, .id = 1 };
+		struct ndz_ctl_req q;
+
+		strcpy(g.name, "ubuntu");
+		n = ndz_ctl_req_encode(&g, b, sizeof(b), NULL);
+		assert_false(ndz_ctl_is_lab(b, (size_t)n));
+		assert_int_equal(ndz_ctl_lab_decode(b, (size_t)n, &d, NULL), NDZ_EPROTO);
+		r.type = NDZ_CTL_ASK;
+		n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+		assert_int_equal(n, 20);
+		assert_int_equal(ndz_ctl_req_decode(b, (size_t)n, &q, NULL), NDZ_EINVAL);
+	}
+}
+
+static char path[64];
+
+static void test_state_file(void **state)
+{
+	struct ndz_lab *l = mk(5000, 0), *m = mk(5000, 0);
+	struct ndz_jbuf j1, j2;
+	static char b1[8192], b2[8192];
+	size_t skipped;
+	FILE *f;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/test_lab.%d", (int)getpid());
+	assert_int_equal(ndz_lab_load(l, path, &skipped, NULL), 0);  /* missing: empty */
+	assert_int_equal(ndz_lab_count(l), 0);
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc1", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, NULL, "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M3, "pc3", NULL, NULL), 0);
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", NDZ_LAB_ZERO | NDZ_LAB_SEED,
+				      NULL, 0, NULL), 2);
+	assert_int_equal(ndz_lab_task(l, "pc3", NDZ_LAB_RELOAD, "win", 0, NULL, 0, NULL), 1);
+	assert_int_equal(ask(l, M3, 5, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(report(l, M3, NDZ_LAB_FAIL, 7, "disk  too small", 6), 0);
+	assert_int_equal(ask(l, M1, 5, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ndz_lab_save(l, path, NULL), 0);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputs("garbage line\n52:54:00:00:00:09 x - none - - idle 0 - - - 0 0 0 0\n", f);
+	fclose(f);
+	assert_int_equal(ndz_lab_load(m, path, &skipped, NULL), 0);
+	assert_int_equal(skipped, 2);
+	assert_int_equal(ndz_lab_count(m), 3);
+	ndz_jbuf_init(&j1, b1, sizeof(b1));
+	ndz_jbuf_init(&j2, b2, sizeof(b2));
+	/* the same JSON but for the address and silence, which are not kept */
+	for (int i = 0; i < NDZ_LAB_NODES; i++) {
+		struct ndz_lab_node *n = (struct ndz_lab_node *)ndz_lab_node(l, i);
+
+		n->addr = 0;
+		n->heard_ms = 0;
+		n->asked_ms = 0;
+	}
+	ndz_lab_json(l, 100, &j1);
+	ndz_lab_json(m, 100, &j2);
+	assert_false(j1.over);
+	assert_string_equal(b1, b2);
+	assert_non_null(strstr(b1, "\"reason\":\"disk  too small\""));
+	assert_non_null(strstr(b1, "\"opts\":[\"seed\",\"zero\"]"));
+	/* the group still starts together after the restart */
+	assert_int_equal(ask(m, M1, 1, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ask(m, M2, 2, NULL), NDZ_LAB_RELOAD);
+	unlink(path);
+	ndz_lab_free(l);
+	ndz_lab_free(m);
+}
+
+/* A full lab of long names and reasons: the JSON fits an admin reply, the state file reads back. */
+static void test_full(void **state)
+{
+	struct ndz_lab *l = mk(0, 0), *m = mk(0, 0);
+	static char b[NDZ_CTL_TEXT_BIG + 1], b2[NDZ_CTL_TEXT_BIG + 1];
+	char name[NDZ_CTL_NAME_MAX + 1], reason[NDZ_LAB_REASON_MAX + 1];
+	struct ndz_jbuf j, j2;
+	uint8_t mac[6] = { 2, 0, 0, 0, 0, 0 };
+	const char *long_group = "a-group-name-that-is-long-enough-to-matter-here-0123456789ab";
+	const char *long_image = "an-image-name-that-is-long-enough-to-matter-here-0123456789abcd";
+	size_t skipped;
+
+	(void)state;
+	memset(reason, '"', NDZ_LAB_REASON_MAX);      /* escaped: twice as long in JSON */
+	reason[NDZ_LAB_REASON_MAX] = 0;
+	for (int k = 0; k < NDZ_LAB_NODES; k++) {
+		mac[4] = (uint8_t)(k >> 8);
+		mac[5] = (uint8_t)k;
+		snprintf(name, sizeof(name), "%060d", k);
+		assert_int_equal(ndz_lab_node_add(l, mac, name, long_group, NULL), 0);
+		assert_int_equal(ndz_lab_task(l, name, NDZ_LAB_RELOAD, long_image, NDZ_LAB_OPTS,
+					      NULL, 0, NULL), 1);
+		ndz_lab_ask(l, mac, 1, 1, &(struct ndz_lab_answer){ 0 });
+		assert_int_equal(report(l, mac, NDZ_LAB_FAIL, UINT64_MAX, reason, 2), 0);
+	}
+	assert_int_equal(ndz_lab_node_add(l, M1, NULL, NULL, NULL), NDZ_ERANGE);
+	ndz_jbuf_init(&j, b, sizeof(b));
+	ndz_lab_json(l, 3, &j);
+	assert_false(j.over);
+	ndz_jbuf_init(&j, b, sizeof(b));
+	ndz_lab_table(l, 3, &j);
+	assert_false(j.over);
+	snprintf(path, sizeof(path), "/tmp/test_lab_full.%d", (int)getpid());
+	assert_int_equal(ndz_lab_save(l, path, NULL), 0);
+	assert_int_equal(ndz_lab_load(m, path, &skipped, NULL), 0);
+	assert_int_equal(skipped, 0);
+	assert_int_equal(ndz_lab_count(m), NDZ_LAB_NODES);
+	for (int i = 0; i < NDZ_LAB_NODES; i++)
+		((struct ndz_lab_node *)ndz_lab_node(l, i))->addr = 0;
+	ndz_jbuf_init(&j, b, sizeof(b));
+	ndz_jbuf_init(&j2, b2, sizeof(b2));
+	ndz_lab_json(l, 0, &j);
+	ndz_lab_json(m, 0, &j2);
+	assert_string_equal(b, b2);
+	unlink(path);
+	ndz_lab_free(l);
+	ndz_lab_free(m);
+}
+
+/* The reference model: what each node should be told and hold, kept the simplest way. */
+#define NM 6
+struct model {
+	int used, task, state, failed_last, ok_last, go;
+	unsigned batch;
+	uint64_t asked;
+	char arg[16];
+};
+
+static void test_random(void **state)
+{
+	struct ndz_lab *l = mk(2000, 10000);
+	struct model mo[NM];
+	unsigned batch = 0;
+	uint64_t now = 1;
+	uint8_t macs[NM][6];
+	const char *groups[] = { "g0", "g1" };
+	int told[5] = { 0 };
+
+	(void)state;
+	memset(mo, 0, sizeof(mo));
+	srand(24);
+	for (int k = 0; k < NM; k++) {
+		memcpy(macs[k], M1, 6);
+		macs[k][5] = (uint8_t)(0x10 + k);
+	}
+	for (int step = 0; step < 20000; step++) {
+		int k = rand() % NM, op = rand() % 9;
+		char key[18], img[16];
+
+		ndz_lab_format_mac(macs[k], key, sizeof(key));
+		now += (uint64_t)(rand() % 700);
+		switch (op) {
+		case 0:          /* add */
+			assert_int_equal(ndz_lab_node_add(l, macs[k], NULL, groups[k % 2], NULL), 0);
+			if (!mo[k].used)
+				memset(&mo[k], 0, sizeof(mo[k]));
+			mo[k].used = 1;
+			break;
+		case 1:          /* remove */
+			assert_int_equal(ndz_lab_node_remove(l, key, NULL), mo[k].used ? 0 : NDZ_ENOENT);
+			mo[k].used = 0;
+			break;
+		case 2:          /* reload a node or a group */
+		case 3: {
+			int grp = op == 3, n = 0;
+			const char *t = grp ? groups[k % 2] : key;
+
+			snprintf(img, sizeof(img), "img%d", rand() % 3);
+			batch++;
+			for (int q = 0; q < NM; q++)
+				if (mo[q].used && (grp ? q % 2 == k % 2 : q == k)) {
+					mo[q].task = NDZ_LAB_RELOAD;
+					mo[q].state = NDZ_LAB_PENDING;
+					mo[q].batch = batch;
+					mo[q].asked = 0;
+					mo[q].go = 0;
+					strcpy(mo[q].arg, img);
+					n++;
+				}
+			assert_int_equal(ndz_lab_task(l, t, NDZ_LAB_RELOAD, img, 0, NULL, 0, NULL),
+					 n ? n : NDZ_ENOENT);
+			if (!n)
+				batch--;
+			break;
+		}
+		case 4:          /* cancel */
+			assert_int_equal(ndz_lab_task(l, key, NDZ_LAB_NONE, NULL, 0, NULL, 0, NULL),
+					 mo[k].used ? 1 : NDZ_ENOENT);
+			if (mo[k].used) {
+				batch++;
+				mo[k].task = 0;
+				mo[k].state = NDZ_LAB_IDLE;
+				mo[k].batch = batch;
+			}
+			break;
+		case 5: {        /* ask */
+			struct ndz_lab_answer a;
+			int want = NDZ_LAB_LOCAL;
+
+			ndz_lab_ask(l, macs[k], 1, now, &a);
+			if (mo[k].used && mo[k].task && mo[k].state != NDZ_LAB_FAILED) {
+				int all = 1;
+				uint64_t first = UINT64_MAX;
+
+				if (!mo[k].asked)
+					mo[k].asked = now;
+				for (int q = 0; q < NM; q++)
+					if (mo[q].used && mo[q].batch == mo[k].batch &&
+					    mo[q].task && mo[q].state == NDZ_LAB_PENDING) {
+						if (!mo[q].asked)
+							all = 0;
+						else if (mo[q].asked < first)
+							first = mo[q].asked;
+					}
+				if (!mo[k].go && (all || now >= first + 2000))
+					for (int q = 0; q < NM; q++)
+						if (mo[q].used && mo[q].batch == mo[k].batch)
+							mo[q].go = 1;
+				want = mo[k].go ? NDZ_LAB_RELOAD : NDZ_LAB_WAIT;
+				if (mo[k].go)
+					mo[k].state = NDZ_LAB_RUNNING;
+			}
+			assert_int_equal(a.task, want);
+			told[want]++;
+			if (want == NDZ_LAB_RELOAD)
+				assert_string_equal(a.arg, mo[k].arg);
+			break;
+		}
+		case 6:          /* progress */
+		case 7: {        /* result */
+			int kind = op == 6 ? NDZ_LAB_PROGRESS : rand() % 2 ? NDZ_LAB_OK : NDZ_LAB_FAIL;
+			int okay = mo[k].used && mo[k].task && mo[k].state != NDZ_LAB_FAILED;
+
+			assert_int_equal(report(l, macs[k], (uint8_t)kind, 5, "r", now),
+					 okay ? 0 : NDZ_ENOENT);
+			if (!okay)
+				break;
+			if (kind == NDZ_LAB_PROGRESS) {
+				mo[k].state = NDZ_LAB_RUNNING;
+			} else if (kind == NDZ_LAB_OK) {
+				mo[k].task = 0;
+				mo[k].state = NDZ_LAB_IDLE;
+				mo[k].ok_last = 1;
+				mo[k].batch = 0;
+			} else {
+				mo[k].state = NDZ_LAB_FAILED;
+				mo[k].ok_last = 0;
+			}
+			break;
+		}
+		case 8:          /* time passes */
+			ndz_lab_tick(l, now);
+			break;
+		}
+		for (int q = 0; q < NM; q++) {
+			char kq[18];
+			int i;
+
+			ndz_lab_format_mac(macs[q], kq, sizeof(kq));
+			i = ndz_lab_find(l, kq);
+			assert_int_equal(i >= 0, mo[q].used);
+			if (i < 0)
+				continue;
+			assert_int_equal(ndz_lab_node(l, i)->task, mo[q].task);
+			if (ndz_lab_node(l, i)->state == NDZ_LAB_LOST)
+				assert_int_equal(mo[q].state, NDZ_LAB_RUNNING);
+			else
+				assert_int_equal(ndz_lab_node(l, i)->state, mo[q].state);
+		}
+	}
+	/* the run went through every answer */
+	assert_true(told[NDZ_LAB_LOCAL] > 100 && told[NDZ_LAB_WAIT] > 20 && told[NDZ_LAB_RELOAD] > 100);
+	ndz_lab_free(l);
+}
+
+static void test_conf_keys(void **state)
+{
+	static const char none[] = "image a /srv/a.ndz\n";
+	static const char good[] = "image a /srv/a.ndz\ngroup-window 0\nnode-timeout 30\n"
+				   "wake-interface eth1\n"
+				   "admin-socket none\nadmin-listen 10.0.0.1:3565\n"
+				   "token-file /etc/ndz/admin.token\nlab-state /var/lib/ndz/lab/state\n";
+	struct ndz_mconf *c;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_mconf_parse(none, sizeof(none) - 1, "m.conf", &c, NULL), 0);
+	assert_int_equal(c->group_window, 5);
+	assert_int_equal(c->node_timeout, 60);
+	assert_null(c->admin_socket);
+	ndz_mconf_free(c);
+	assert_int_equal(ndz_mconf_parse(good, sizeof(good) - 1, "m.conf", &c, NULL), 0);
+	assert_int_equal(c->group_window, 0);
+	assert_int_equal(c->node_timeout, 30);
+	assert_string_equal(c->wake_iface, "eth1");
+	assert_string_equal(c->admin_socket, "none");
+	assert_string_equal(c->admin_listen, "10.0.0.1:3565");
+	assert_string_equal(c->token_file, "/etc/ndz/admin.token");
+	assert_string_equal(c->lab_state, "/var/lib/ndz/lab/state");
+	ndz_mconf_free(c);
+	assert_int_equal(ndz_mconf_parse("node-timeout 0\n", 15, "m.conf", &c, &e), NDZ_EINVAL);
+	assert_null(c);
+	assert_string_equal(ndz_error_msg(&e), "m.conf:1: bad node-timeout (1 to 86400 seconds) '0'");
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_mconf_parse("token-file a\ntoken-file b\n", 26, "m.conf", &c, &e),
+			 NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "m.conf:2: token-file given twice");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_mac),
+		cmocka_unit_test(test_nodes),
+		cmocka_unit_test(test_task_cycle),
+		cmocka_unit_test(test_lost),
+		cmocka_unit_test(test_group_window),
+		cmocka_unit_test(test_state_file),
+		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_wol_packet),
+		cmocka_unit_test(test_messages),
+		cmocka_unit_test(test_conf_keys),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
