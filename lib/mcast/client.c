@@ -54,12 +54,27 @@ struct ndz_client {
 	uint32_t *ready;               /* complete chunks' slots, for the caller to check */
 	size_t ready_head, ready_len;
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns, next_look;
+	uint64_t clock;                /* the latest time any call gave (see monotone) */
 	uint64_t accept_ns;            /* when a chunk last checked out (or the start) */
 	uint64_t next_progress_ns;     /* when the next PROGRESS is due while receiving */
 	uint32_t rejects;              /* complete chunks that failed their checks since */
 	uint32_t reject_chunk;         /* the last of them, */
 	int reject_why;                /* and why (NDZ_E*) */
 };
+
+/*
+ * The time of a call, never before one an earlier call gave: callers on several
+ * threads (frisbee's receive loop and its seed scan) read the clock before they take
+ * their lock, so a call may come with a time a little older than the last; every
+ * "now - then" below would wrap.
+ */
+static uint64_t monotone(struct ndz_client *c, uint64_t now)
+{
+	if (now < c->clock)
+		return c->clock;
+	c->clock = now;
+	return now;
+}
 
 static void note(struct ndz_client *c, struct ndz_client_note *n)
 {
@@ -103,7 +118,7 @@ int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
 		c->o.target = "the target";
 	c->server = o->server;
 	c->front = UINT32_MAX;
-	c->start_ns = now_ns;
+	c->start_ns = c->clock = now_ns;
 	c->give_up_ns = (uint64_t)o->give_up_s * 1000 * MS;
 	c->join_next = now_ns;
 	c->join_wait = 500 * MS;
@@ -370,6 +385,7 @@ static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
 int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
 			      struct ndz_error *e)
 {
+	now_ns = monotone(c, now_ns);
 	uint64_t m = (len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
 	unsigned w = c->o.give_up_s < 10 ? c->o.give_up_s : 10;
 	struct ndz_error mine = { 0 };
@@ -486,6 +502,7 @@ uint32_t ndz_client_index_base(uint32_t chunks)
 int ndz_client_fetch_index(struct ndz_client *c, ndz_client_index_size size, uint64_t max,
 			   uint64_t now_ns, struct ndz_error *e)
 {
+	now_ns = monotone(c, now_ns);
 	uint64_t base = (uint64_t)c->info.chunks +
 			((uint64_t)ndz_manifest_size(c->info.chunks) + NDZ_CHUNK_SIZE - 1) /
 			NDZ_CHUNK_SIZE;
@@ -543,6 +560,7 @@ const uint8_t *ndz_client_manifest(const struct ndz_client *c, size_t *len)
 int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
 				struct ndz_error *e)
 {
+	now_ns = monotone(c, now_ns);
 	struct ndz_error mine = { 0 };
 
 	if (c->state != NDZ_CLIENT_MANIFEST_READY)
@@ -578,6 +596,7 @@ static int defer_unscanned(void *ctx, uint32_t chunk)
 
 void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
 {
+	now_ns = monotone(c, now_ns);
 	if (front != c->front && c->state == NDZ_CLIENT_RECEIVING) {
 		if (now_ns > c->last_server_ns)
 			c->last_server_ns = now_ns;
@@ -588,6 +607,7 @@ void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
 
 int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 {
+	now_ns = monotone(c, now_ns);
 	struct ndz_fetch_opts fo = { 0 };
 	struct ndz_error mine = { 0 };
 
@@ -642,6 +662,7 @@ int ndz_client_needs(const struct ndz_client *c, uint32_t chunk)
 
 int ndz_client_have(struct ndz_client *c, uint32_t chunk, uint64_t now_ns)
 {
+	now_ns = monotone(c, now_ns);
 	struct ndz_fetch_stats st;
 
 	(void)now_ns;
@@ -752,6 +773,7 @@ static void features_input(struct ndz_client *c, const struct ndz_pkt *p)
 int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from,
 			 uint64_t now_ns)
 {
+	now_ns = monotone(c, now_ns);
 	if (c->state == NDZ_CLIENT_FAILED || !accept_pkt(c, p, from))
 		return 0;
 	if (p->type == NDZ_PKT_FEATURES) {
@@ -776,6 +798,7 @@ int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t
 int ndz_client_input(struct ndz_client *c, const uint8_t *buf, size_t len, uint32_t from,
 		     uint64_t now_ns)
 {
+	now_ns = monotone(c, now_ns);
 	struct ndz_pkt p;
 	int r = ndz_pkt_decode(buf, len, &p, NULL);
 
@@ -858,6 +881,7 @@ static void receive_tick(struct ndz_client *c, uint64_t now)
 
 int ndz_client_tick(struct ndz_client *c, uint64_t now_ns)
 {
+	now_ns = monotone(c, now_ns);
 	switch (c->state) {
 	case NDZ_CLIENT_JOINING:
 		join_tick(c, now_ns);
@@ -892,6 +916,7 @@ int ndz_client_ready(struct ndz_client *c, uint32_t *chunk, uint8_t **buf)
 int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int intact,
 		       uint64_t now_ns)
 {
+	now_ns = monotone(c, now_ns);
 	struct ndz_fetch_stats st;
 	int partial = 0;
 
@@ -934,6 +959,7 @@ void ndz_client_written(struct ndz_client *c, int slot)
 
 int ndz_client_leave(struct ndz_client *c, int status, uint64_t now_ns, struct ndz_error *e)
 {
+	now_ns = monotone(c, now_ns);
 	struct ndz_fetch_stats st = { 0 };
 	struct ndz_pkt p;
 	int r;
