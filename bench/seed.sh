@@ -41,7 +41,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 now() { date +%s.%N; }
 med() { median <"$D/$1"; }
-ratio() { echo "scale=3; $1 / $2" | bc -l; }
+ratio() { printf '%.3f' "$(echo "$1 / $2" | bc -l)"; }
 t0all=$(now)
 
 netns_lan && netns_host srv 1 || exit 1
@@ -134,9 +134,9 @@ fris() {
 			say "# FAILED: $name, frisbee $* client $i of $_n: $(tail -1 "$D/fc$i.log") (logs in $_keep)"
 			_bad=$((_bad + 1))
 		fi
-		: >"$D/fc$i.log"
 		i=$((i + 1))
 	done
+	i=1; while [ $i -le "$_n" ]; do : >"$D/fc$i.log"; i=$((i + 1)); done
 	: >"$D/srv.log"
 	echo "$(echo "$_t1 - $_t0" | bc) $(($(counters) - tx0)) $_bad" >>"$D/$name"
 }
