@@ -19,7 +19,8 @@
 #     disk of zeros (every chunk differs) with and without --seed, frisbee and imageunzip;
 #  5. imageunzip --verify vs imageunzip, onto the same allocated file.
 # Usage: bench/seed.sh BUILD [REPS]   (root; writes the figures to BENCH_OUT, default
-# bench/seed-results.txt; scratch in BENCH_DIR, default /var/tmp)
+# bench/seed-results.txt; scratch in BENCH_DIR, default /var/tmp; BENCH_ONLY=multi: the set-up
+# and the N-client part only)
 set -u
 . "$(dirname "$0")/netbench.sh"
 IMAGEKEY="$NDZ_BIN/imagekey"
@@ -145,8 +146,10 @@ check() {   # check DISK WHAT: the disk holds the image (imagekey) and is e2fsck
 	"$IMAGEKEY" -q verify --target "$1" "$IMG" || say "# WRONG: $2: $1 does not hold the image"
 	e2fsck -fn "$1" >/dev/null 2>&1 || say "# WRONG: $2: $1 is not e2fsck clean"
 }
+ONLY=${BENCH_ONLY:-}   # multi: only the set-up and the N-client part
 zero_z
 r=1
+[ "$ONLY" = multi ] && r=$((REPS + 1))
 while [ $r -le "$REPS" ]; do
 	tgt=z name=full; drop; fris 1
 	undo 1; tgt=c name=seed1; drop; fris 1 --seed
@@ -155,9 +158,11 @@ while [ $r -le "$REPS" ]; do
 	[ $r = 1 ] && check "$D/z1.img" "frisbee --seed onto zeros"
 	r=$((r + 1))
 done
-cut -d' ' -f1 "$D/full" >"$D/full.t"; cut -d' ' -f2 "$D/full" >"$D/full.b"
-cut -d' ' -f1 "$D/seed1" >"$D/seed1.t"; cut -d' ' -f2 "$D/seed1" >"$D/seed1.b"
-cut -d' ' -f1 "$D/seedzero" >"$D/seedzero.t"
+if [ "$ONLY" != multi ]; then
+	cut -d' ' -f1 "$D/full" >"$D/full.t"; cut -d' ' -f2 "$D/full" >"$D/full.b"
+	cut -d' ' -f1 "$D/seed1" >"$D/seed1.t"; cut -d' ' -f2 "$D/seed1" >"$D/seed1.b"
+	cut -d' ' -f1 "$D/seedzero" >"$D/seedzero.t"
+fi
 r=1
 while [ $r -le "$REPS" ]; do
 	i=1; while [ $i -le "$NCL" ]; do undo $i; i=$((i + 1)); done
@@ -166,9 +171,19 @@ while [ $r -le "$REPS" ]; do
 	r=$((r + 1))
 done
 cut -d' ' -f1 "$D/multi" >"$D/multi.t"; cut -d' ' -f2 "$D/multi" >"$D/multi.b"
-say "# client 1's last summary line, 1 client --seed: $(cat "$D/seed1.sum")"
+[ "$ONLY" = multi ] || say "# client 1's last summary line, 1 client --seed: $(cat "$D/seed1.sum")"
 say "# client 1's last summary line, $NCL clients --seed: $(cat "$D/multi.sum")"
 MBAD=$(awk '{ s += $3 } END { print s + 0 }' "$D/multi")
+row() { printf '%-64s %12s %10s %8s\n' "$1" "$2" "$3" "$4" | tee -a "$OUTF"; }
+if [ "$ONLY" = multi ]; then
+	say "# runs (s, server bytes, clients failed): $(tr '\n' ';' <"$D/multi")"
+	row "$NCL clients --seed, different changes: s ($MBAD clients failed)" "$(med multi.t)" "" ""
+	row "  server bytes vs union of lacking chunks ($NU x 1 MiB)" "$(med multi.b)" \
+		"$(ratio "$(med multi.b)" $((NU * 1048576)))" "<=1.1"
+	row "  same, over the floor ($NU x 1 MiB x 1.061 headers)" "" \
+		"$(ratio "$(med multi.b)" "$(echo "$NU * 1048576 * 1.061" | bc)")" ""
+	exit 0
+fi
 
 # ---- imageunzip --seed vs casync extract
 # rd_bytes LOG PATTERN: bytes returned by read syscalls on fds whose path matches PATTERN
