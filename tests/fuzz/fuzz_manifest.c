@@ -10,31 +10,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sodium.h>
 
 #include "core/err.h"
 #include "core/le.h"
 #include "trust/key.h"
 #include "trust/manifest.h"
+#include "signfix.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define OFF_KEY_ID 32
-
-static struct ndz_key sec, pub;
-static int ready;
-
-/*
- * A fresh key each run: mode 1 signs with it, and without its secret nothing in
- * mode 0 can carry a valid signature, so an input behaves the same in every run.
- */
-static void setup(void)
-{
-	if (ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL) < 0 ||
-	    ndz_key_public(&sec, &pub, NULL) < 0)
-		abort();
-	ready = 1;
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -44,15 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf;
 	int rc;
 
-	if (!ready)
-		setup();
+	setup();
 	if (size < 1)
 		return 0;
-	buf = malloc(size);
-	if (!buf)
-		abort();
-	memcpy(buf, data + 1, size - 1);
-	size--;
+	buf = take(data, size--);
 	switch (data[0] % 3) {
 	case 2:
 		rc = ndz_key_parse((const char *)buf, size, &k, NULL);
@@ -62,11 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		break;
 	case 1:
-		if (size >= NDZ_MANIFEST_FIXED + NDZ_SIG_LEN) {
-			memcpy(buf + OFF_KEY_ID, pub.id, NDZ_KEY_ID_LEN);
-			crypto_sign_ed25519_detached(buf + size - NDZ_SIG_LEN, NULL, buf,
-						     size - NDZ_SIG_LEN, sec.sk);
-		}
+		if (size >= NDZ_MANIFEST_FIXED + NDZ_SIG_LEN)
+			stamp(buf, size, NDZ_SIG_LEN);
 		/* fall through */
 	default:
 		rc = ndz_manifest_open(buf, size, &pub, &m, &e);
