@@ -340,52 +340,12 @@ int ndz_index_decode(const uint8_t *b, size_t len, const struct ndz_key *pub,
 /* Read the whole file at path (at most INDEX_MAX_BYTES) into *out and *len. */
 static int read_file(const char *path, uint8_t **out, size_t *len, struct ndz_error *e)
 {
-	uint8_t *b = NULL;
-	size_t got = 0;
-	struct stat st;
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return ndz_error_set(e, errno == ENOENT ? NDZ_ENOENT : NDZ_EIO, errno, "%s", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > INDEX_MAX_BYTES) {
-		close(fd);
-		return ndz_error_set(e, NDZ_EINDEX, 0, "%s: %s (not a regular file of at most "
-				     "%llu bytes)", path, ndz_strerror(NDZ_EINDEX),
-				     (unsigned long long)INDEX_MAX_BYTES);
-	}
-	b = malloc((size_t)st.st_size + 1);
-	if (!b) {
-		close(fd);
-		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
-	}
-	while (got <= (size_t)st.st_size) {
-		ssize_t n = read(fd, b + got, (size_t)st.st_size + 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int rc = ndz_error_set(e, NDZ_EIO, errno, "%s: read error", path);
-
-			close(fd);
-			free(b);
-			return rc;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (got > (size_t)st.st_size) {
-		free(b);
-		return ndz_error_set(e, NDZ_EINDEX, 0, "%s: %s (grew while read)", path,
-				     ndz_strerror(NDZ_EINDEX));
-	}
-	*out = b;
-	*len = got;
-	return 0;
+	return ndz_trust_read_fd(fd, path, INDEX_MAX_BYTES, NDZ_EINDEX, out, len, e);
 }
 
 int ndz_index_load(const char *path, const struct ndz_key *pub, struct ndz_index *ix,

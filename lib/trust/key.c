@@ -283,6 +283,52 @@ int ndz_key_load(const char *path, struct ndz_key *k, struct ndz_error *e)
 	return 0;
 }
 
+int ndz_trust_read_fd(int fd, const char *path, uint64_t max, int code, uint8_t **out,
+		      size_t *len, struct ndz_error *e)
+{
+	uint8_t *b = NULL;
+	size_t got = 0;
+	struct stat st;
+
+	*out = NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		close(fd);
+		return ndz_error_set(e, code, 0, "%s: %s (not a regular file of at most "
+				     "%llu bytes)", path, ndz_strerror(code),
+				     (unsigned long long)max);
+	}
+	b = malloc((size_t)st.st_size + 1);
+	if (!b) {
+		close(fd);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
+	}
+	while (got <= (size_t)st.st_size) {
+		ssize_t n = read(fd, b + got, (size_t)st.st_size + 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = ndz_error_set(e, NDZ_EIO, errno, "%s: read error", path);
+
+			close(fd);
+			free(b);
+			return rc;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got > (size_t)st.st_size) {
+		free(b);
+		return ndz_error_set(e, code, 0, "%s: %s (grew while read)", path,
+				     ndz_strerror(code));
+	}
+	*out = b;
+	*len = got;
+	return 0;
+}
+
 int ndz_key_load_as(const char *path, unsigned want, struct ndz_key *k, struct ndz_error *e)
 {
 	enum ndz_key_type t;

@@ -107,6 +107,16 @@ int ndz_key_parse(const char *text, size_t len, struct ndz_key *k, struct ndz_er
  */
 int ndz_key_load(const char *path, struct ndz_key *k, struct ndz_error *e);
 
+/*
+ * ndz_trust_read_fd - the whole regular file open at fd (named path; closed here, in
+ * every case), of at most max bytes, into *out (malloc'ed, the caller frees it; NULL
+ * on failure) and *len: the one reader of lib/trust's signed files (index, manifest).
+ * Returns 0; code (e.g. NDZ_EINDEX) when it is no regular file, larger than max or grew
+ * while read; NDZ_ENOMEM or NDZ_EIO; e naming path.
+ */
+int ndz_trust_read_fd(int fd, const char *path, uint64_t max, int code, uint8_t **out,
+		      size_t *len, struct ndz_error *e);
+
 /* NDZ_KEY_BIT - a key type's bit in the want mask of ndz_key_load_as. */
 #define NDZ_KEY_BIT(type) (1u << (type))
 

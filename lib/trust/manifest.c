@@ -239,50 +239,14 @@ int ndz_manifest_check_shape(const uint8_t *b, size_t len, uint32_t chunks,
 
 int ndz_manifest_read(const char *path, uint8_t **out, size_t *len, struct ndz_error *e)
 {
-	size_t max = ndz_manifest_size(NDZ_MANIFEST_MAX_CHUNKS), got = 0;
-	uint8_t *b = NULL;
-	struct stat st;
-	int fd, rc;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return ndz_error_set(e, errno == ENOENT ? NDZ_EUNSIGNED : NDZ_EIO, errno,
 				     "%s%s", path, errno == ENOENT ? ": no manifest" : "");
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
-		close(fd);
-		return ndz_error_set(e, NDZ_EMANIFEST, 0, "%s: %s (not a regular file of at most "
-				     "%zu bytes)", path, ndz_strerror(NDZ_EMANIFEST), max);
-	}
-	b = malloc((size_t)st.st_size + 1);
-	if (!b) {
-		close(fd);
-		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
-	}
-	while (got <= (size_t)st.st_size) {
-		ssize_t n = read(fd, b + got, (size_t)st.st_size + 1 - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = ndz_error_set(e, NDZ_EIO, errno, "%s: read error", path);
-			close(fd);
-			free(b);
-			return rc;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (got > max) {
-		free(b);
-		return ndz_error_set(e, NDZ_EMANIFEST, 0, "%s: %s (grew while read)", path,
-				     ndz_strerror(NDZ_EMANIFEST));
-	}
-	*out = b;
-	*len = got;
-	return 0;
+	return ndz_trust_read_fd(fd, path, ndz_manifest_size(NDZ_MANIFEST_MAX_CHUNKS),
+				 NDZ_EMANIFEST, out, len, e);
 }
 
 int ndz_manifest_load(const char *path, const struct ndz_key *pub, struct ndz_manifest *m,

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -561,12 +562,48 @@ static void test_image_build_verify(void **state)
 	free(img);
 }
 
+/* The one reader of signed files: the whole file, or the caller's code and no buffer. */
+static void test_trust_read_fd(void **state)
+{
+	char dir[] = "/tmp/test_trust.XXXXXX", path[64];
+	struct ndz_error e = { 0 };
+	uint8_t *b = (uint8_t *)"x";
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/f", dir);
+	assert_non_null(f = fopen(path, "w"));
+	assert_int_equal(fputs("0123456789", f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(ndz_trust_read_fd(open(path, O_RDONLY), path, 10, NDZ_EINDEX, &b, &len,
+					   &e), 0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(b, "0123456789", 10);
+	free(b);
+	/* larger than max: the caller's code, e naming the file */
+	assert_int_equal(ndz_trust_read_fd(open(path, O_RDONLY), path, 9, NDZ_EMANIFEST, &b,
+					   &len, &e), NDZ_EMANIFEST);
+	assert_null(b);
+	assert_non_null(strstr(e.msg, "not a regular file of at most 9 bytes"));
+	assert_non_null(strstr(e.msg, path));
+	/* a directory is no regular file */
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(ndz_trust_read_fd(open(dir, O_RDONLY), dir, 100, NDZ_EINDEX, &b, &len,
+					   &e), NDZ_EINDEX);
+	assert_null(b);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_key_roundtrip),
 		cmocka_unit_test(test_key_parse_rejects),
 		cmocka_unit_test(test_key_files),
+		cmocka_unit_test(test_trust_read_fd),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_chunk_hash),
 		cmocka_unit_test(test_manifest_blake2b),
