@@ -210,3 +210,41 @@ json_num() { sed -n "s/.*\"$2\": \([0-9.]*\).*/\1/p" "$1"; }
 
 # mc_scale: sizes and rates shrink under the sanitizers, which are several times slower.
 if [ "${NDZ_SANITIZED:-0}" = 1 ]; then MC_MIB=6 MC_RATE=150M; else MC_MIB=12 MC_RATE=300M; fi
+
+# mc_chunks_py: write $T/chunks.py; "python3 $T/chunks.py INDEX A B" prints the chunks
+# whose region bytes (clipped to the source size) differ between files A and B (a short
+# read differs), one a line: our own reader of the index (doc/FORMAT.md).
+mc_chunks_py() {
+	cat >"$T/chunks.py" <<'EOF'
+import struct, sys
+ix = open(sys.argv[1], "rb").read()
+n, r, src = struct.unpack_from("<IIQ", ix, 40)
+a, b = open(sys.argv[2], "rb"), open(sys.argv[3], "rb")
+off = 64
+for i in range(n):
+    first, last, k = struct.unpack_from("<QQI", ix, off)
+    off += 56
+    same = True
+    for j in range(k):
+        start, count = struct.unpack_from("<QI", ix, off)
+        off += 12
+        lo, hi = start * 512, min((start + count) * 512, src)
+        if lo < hi:
+            a.seek(lo); b.seek(lo)
+            if a.read(hi - lo) != b.read(hi - lo):
+                same = False
+    if not same:
+        print(i)
+EOF
+}
+
+# frisbee_pid TARGET: the pid of the frisbee writing TARGET (empty when none)
+frisbee_pid() {
+	_fx=$(readlink -f "$FRISBEE")
+	for _p in /proc/[0-9]*; do
+		[ "$(readlink "$_p/exe" 2>/dev/null)" = "$_fx" ] &&
+			tr '\0' ' ' <"$_p/cmdline" 2>/dev/null | grep -q " $1 \$" &&
+			{ echo "${_p#/proc/}"; return 0; }
+	done
+	return 1
+}

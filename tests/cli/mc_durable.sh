@@ -15,17 +15,7 @@ netns_require
 netns_lan && netns_host srv 1 && netns_host c1 11 && netns_host rogue 66 ||
 	{ not_ok "namespace LAN"; done_testing; }
 mc_image a 4 1 || { not_ok "make image"; done_testing; }
-FRISBEE_EXE=$(readlink -f "$FRISBEE")
 
-# frisbee_pid TARGET: the pid of the frisbee writing TARGET (empty when none)
-frisbee_pid() {
-	for _p in /proc/[0-9]*; do
-		[ "$(readlink "$_p/exe" 2>/dev/null)" = "$FRISBEE_EXE" ] &&
-			tr '\0' ' ' <"$_p/cmdline" 2>/dev/null | grep -q " $1 \$" &&
-			{ echo "${_p#/proc/}"; return 0; }
-	done
-	return 1
-}
 # has_open PID FILE: process PID holds FILE open
 has_open() {
 	for _f in /proc/"$1"/fd/*; do

@@ -19,29 +19,8 @@ MNT="$T/mnt"
 mkdir -p "$MNT"
 at_exit "umount -l '$MNT' 2>/dev/null"
 
-# chunks.py INDEX A B: the chunks whose region bytes (clipped to the source size) differ
-# between files A and B, one a line; our own reader of the index (doc/FORMAT.md).
-cat >"$T/chunks.py" <<'EOF'
-import struct, sys
-ix = open(sys.argv[1], "rb").read()
-n, r, src = struct.unpack_from("<IIQ", ix, 40)
-a, b = open(sys.argv[2], "rb"), open(sys.argv[3], "rb")
-off = 64
-for i in range(n):
-    first, last, k = struct.unpack_from("<QQI", ix, off)
-    off += 56
-    same = True
-    for j in range(k):
-        start, count = struct.unpack_from("<QI", ix, off)
-        off += 12
-        lo, hi = start * 512, min((start + count) * 512, src)
-        if lo < hi:
-            a.seek(lo); b.seek(lo)
-            if a.read(hi - lo) != b.read(hi - lo):
-                same = False
-    if not same:
-        print(i)
-EOF
+# chunks.py INDEX A B (tests/netns.sh)
+mc_chunks_py
 diffchunks() { python3 "$T/chunks.py" "$T/fs.ndz.index" "$1" "$2"; }
 # same TARGET: it holds the image over the allocated ranges, and e2fsck finds it clean
 same() { [ -z "$(diffchunks "$T/pristine" "$1")" ] && e2fsck -fn "$1" >/dev/null 2>&1; }

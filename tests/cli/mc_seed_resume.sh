@@ -12,31 +12,9 @@ command -v python3 >/dev/null || skip_all "python3 missing"
 netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
 netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
 for i in 1 2 3; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
-FRISBEE_EXE=$(readlink -f "$FRISBEE")
 
-# chunks.py INDEX A B: the chunks whose region bytes (clipped to the source size) differ
-# between files A and B (a short read differs), one a line (doc/FORMAT.md's index)
-cat >"$T/chunks.py" <<'EOF'
-import struct, sys
-ix = open(sys.argv[1], "rb").read()
-n, r, src = struct.unpack_from("<IIQ", ix, 40)
-a, b = open(sys.argv[2], "rb"), open(sys.argv[3], "rb")
-off = 64
-for i in range(n):
-    first, last, k = struct.unpack_from("<QQI", ix, off)
-    off += 56
-    same = True
-    for j in range(k):
-        start, count = struct.unpack_from("<QI", ix, off)
-        off += 12
-        lo, hi = start * 512, min((start + count) * 512, src)
-        if lo < hi:
-            a.seek(lo); b.seek(lo)
-            if a.read(hi - lo) != b.read(hi - lo):
-                same = False
-    if not same:
-        print(i)
-EOF
+# chunks.py INDEX A B (tests/netns.sh)
+mc_chunks_py
 ndiff() { python3 "$T/chunks.py" "$T/a.ndz.index" "$T/a.src" "$1" | wc -l; }
 # region OFF of chunk I: a byte in the middle of chunk I's first region
 region() {
@@ -51,15 +29,6 @@ print(start * 512 + count * 256)" "$T/a.ndz.index" "$1"
 }
 skipped() { sed -n 's/.*; \([0-9]*\) chunks skipped (held by the target).*/\1/p' "$1" | tail -1; }
 received() { sed -n 's/.*), \([0-9]*\) blocks received.*/\1/p' "$1" | tail -1; }
-# frisbee_pid TARGET: the pid of the frisbee writing TARGET (empty when none)
-frisbee_pid() {
-	for _p in /proc/[0-9]*; do
-		[ "$(readlink "$_p/exe" 2>/dev/null)" = "$FRISBEE_EXE" ] &&
-			tr '\0' ' ' <"$_p/cmdline" 2>/dev/null | grep -q " $1 \$" &&
-			{ echo "${_p#/proc/}"; return 0; }
-	done
-	return 1
-}
 stop() { mc_wait; kill -TERM "$MC_SRV_PID" 2>/dev/null; wait "$MC_SRV_PID"; }
 fresh() { for h in c1 c2 c3; do rm -f "$T/$h.log" "$T/$h.rc"; done; }
 
