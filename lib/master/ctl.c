@@ -351,15 +351,14 @@ int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint
 	return 0;
 }
 
-int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req, int tries,
-		  int wait_ms, uint8_t *buf, size_t cap, struct ndz_ctl_rep *rep,
-		  struct ndz_error *e)
+int ndz_ctl_exchange(const char *host, uint16_t port, const uint8_t *out, size_t len,
+		     int tries, int wait_ms, uint8_t *buf, size_t cap,
+		     int (*take)(void *arg, const uint8_t *buf, size_t n), void *arg,
+		     struct ndz_error *e)
 {
 	struct addrinfo hints, *ai = NULL;
 	struct sockaddr_in to;
-	struct ndz_ctl_req r = *req;
-	uint8_t out[NDZ_CTL_REQ_MAX];
-	int fd, len, rc;
+	int fd, rc;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_INET;
@@ -369,11 +368,6 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 	memcpy(&to, ai->ai_addr, sizeof(to));
 	freeaddrinfo(ai);
 	to.sin_port = htons(port);
-	if (!r.id && getrandom(&r.id, sizeof(r.id), 0) != sizeof(r.id))
-		r.id = (uint32_t)ndz_now_ms() | 1;
-	len = ndz_ctl_req_encode(&r, out, sizeof(out), NULL);
-	if (len < 0)
-		return ndz_error_set(e, len, 0, "master %s: bad request", host);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return ndz_error_set(e, NDZ_ENET, errno, "socket");
@@ -381,7 +375,7 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 	for (int t = 0; t < tries && rc == NDZ_ETIMEDOUT; t++) {
 		uint64_t end = ndz_now_ms() + (uint64_t)wait_ms;
 
-		if (sendto(fd, out, (size_t)len, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
+		if (sendto(fd, out, len, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
 		    errno != ECONNREFUSED) {
 			rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
 			break;
@@ -397,9 +391,7 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 			n = recvfrom(fd, buf, cap, 0, (struct sockaddr *)&from, &fl);
 			/* only the master's reply to this request counts */
 			if (n < 0 || from.sin_addr.s_addr != to.sin_addr.s_addr ||
-			    from.sin_port != to.sin_port ||
-			    ndz_ctl_rep_decode(buf, (size_t)n, rep, NULL) != 0 || rep->id != r.id ||
-			    rep->type != r.type)
+			    from.sin_port != to.sin_port || !take(arg, buf, (size_t)n))
 				continue;
 			rc = 0;
 		}
@@ -408,6 +400,38 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 	if (rc == NDZ_ETIMEDOUT)
 		ndz_error_set(e, rc, 0, "no answer from master %s:%u", host, port);
 	return rc;
+}
+
+struct query_take {
+	const struct ndz_ctl_req *r;
+	struct ndz_ctl_rep *rep;
+};
+
+/* ndz_ctl_exchange's take of ndz_ctl_query: the reply to this request. */
+static int query_take(void *arg, const uint8_t *buf, size_t n)
+{
+	struct query_take *q = arg;
+
+	return ndz_ctl_rep_decode(buf, n, q->rep, NULL) == 0 && q->rep->id == q->r->id &&
+	       q->rep->type == q->r->type;
+}
+
+int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req, int tries,
+		  int wait_ms, uint8_t *buf, size_t cap, struct ndz_ctl_rep *rep,
+		  struct ndz_error *e)
+{
+	struct ndz_ctl_req r = *req;
+	struct query_take q = { &r, rep };
+	uint8_t out[NDZ_CTL_REQ_MAX];
+	int len;
+
+	if (!r.id && getrandom(&r.id, sizeof(r.id), 0) != sizeof(r.id))
+		r.id = (uint32_t)ndz_now_ms() | 1;
+	len = ndz_ctl_req_encode(&r, out, sizeof(out), NULL);
+	if (len < 0)
+		return ndz_error_set(e, len, 0, "master %s: bad request", host);
+	return ndz_ctl_exchange(host, port, out, (size_t)len, tries, wait_ms, buf, cap,
+				query_take, &q, e);
 }
 
 void ndz_ctl_local_addr(const char *host, uint16_t port, char *buf, size_t cap)

@@ -133,6 +133,19 @@ const char *ndz_ctl_strstatus(unsigned status);
  */
 unsigned ndz_ctl_status_of(int code);
 /*
+ * ndz_ctl_exchange - the client side of a UDP request to the master at host:port (a
+ * dotted IPv4 address or a name): send the len encoded bytes of out, then wait wait_ms
+ * for a datagram from that address that take(arg, buf, n) accepts (returns 1); tries
+ * attempts. The datagrams land in buf (cap bytes). The one sender of ndz_ctl_query and
+ * the lab's node calls. Returns 0, NDZ_ETIMEDOUT (nothing accepted), NDZ_EINVAL (host
+ * unknown) or NDZ_ENET, with e naming the master.
+ */
+int ndz_ctl_exchange(const char *host, uint16_t port, const uint8_t *out, size_t len,
+		     int tries, int wait_ms, uint8_t *buf, size_t cap,
+		     int (*take)(void *arg, const uint8_t *buf, size_t n), void *arg,
+		     struct ndz_error *e);
+
+/*
  * ndz_ctl_query - send req to host:port (a dotted IPv4 address or a name) over
  * UDP and wait for the reply with its id: tries attempts, each waiting wait_ms.
  * The reply is decoded into rep, its bytes kept in buf (cap >= NDZ_CTL_REP_MAX).

@@ -686,56 +686,34 @@ int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t
 	return ndz_ctl_labrep_decode(buf, (size_t)need, rep, e);
 }
 
+struct node_take {
+	const struct ndz_ctl_labreq *req;
+	struct ndz_ctl_labrep *rep;
+};
+
+/* ndz_ctl_exchange's take of a node call: the reply to this request. */
+static int node_take(void *arg, const uint8_t *buf, size_t n)
+{
+	struct node_take *q = arg;
+
+	return ndz_ctl_labrep_decode(buf, n, q->rep, NULL) == 0 && q->rep->id == q->req->id &&
+	       q->rep->type == q->req->type;
+}
+
 int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
 			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai;
-	struct sockaddr_in to;
+	struct node_take q = { req, rep };
 	uint8_t out[NDZ_CTL_LAB_MAX];
 	char host[256];
 	uint16_t port;
-	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, rc = NDZ_ETIMEDOUT;
+	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e);
 
 	if (n < 0)
 		return n;
 	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
-	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
-	memcpy(&to, ai->ai_addr, sizeof(to));
-	freeaddrinfo(ai);
-	to.sin_port = htons(port);
-	if ((fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-		return ndz_error_set(e, NDZ_ENET, errno, "socket");
-	for (int t = 0; t < 4 && rc == NDZ_ETIMEDOUT; t++) {
-		uint64_t end = ndz_now_ms() + 700;
-
-		if (sendto(fd, out, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)) < 0 &&
-		    errno != ECONNREFUSED) {
-			rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
-			break;
-		}
-		for (uint64_t now = ndz_now_ms(); now < end && rc == NDZ_ETIMEDOUT; now = ndz_now_ms()) {
-			struct pollfd p = { .fd = fd, .events = POLLIN };
-			struct sockaddr_in from;
-			socklen_t fl = sizeof(from);
-			ssize_t got;
-
-			if (poll(&p, 1, (int)(end - now)) <= 0)
-				continue;
-			got = recvfrom(fd, buf, cap, 0, (struct sockaddr *)&from, &fl);
-			if (got < 0 || from.sin_addr.s_addr != to.sin_addr.s_addr ||
-			    from.sin_port != to.sin_port ||
-			    ndz_ctl_labrep_decode(buf, (size_t)got, rep, NULL) != 0 ||
-			    rep->id != req->id || rep->type != req->type)
-				continue;
-			rc = 0;
-		}
-	}
-	close(fd);
-	if (rc == NDZ_ETIMEDOUT)
-		ndz_error_set(e, rc, 0, "no answer from master %s:%u", host, port);
-	return rc;
+	return ndz_ctl_exchange(host, port, out, (size_t)n, 4, 700, buf, cap, node_take, &q, e);
 }
 
 /* The HTTP status's "lab" section (called under the master's lock). */

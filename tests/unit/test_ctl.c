@@ -3,7 +3,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 
 #include <arpa/inet.h>
 #include <cmocka.h>
@@ -274,6 +278,41 @@ static void test_valid_name(void **state)
 	assert_true(ndz_ctl_valid_name(long_name));
 }
 
+static int take_any(void *arg, const uint8_t *buf, size_t n)
+{
+	(void)arg, (void)buf, (void)n;
+	return 1;
+}
+
+/* ndz_ctl_exchange: an unknown host, and a master that never answers (a bound socket). */
+static void test_exchange_no_answer(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	struct ndz_error e = { 0 };
+	uint8_t out[4] = { 1, 2, 3, 4 }, buf[64];
+	char want[64];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	(void)state;
+	assert_int_equal(ndz_ctl_exchange("no-such-host.invalid", 1, out, sizeof(out), 1, 10,
+					  buf, sizeof(buf), take_any, NULL, &e), NDZ_EINVAL);
+	assert_string_equal(e.msg, "master no-such-host.invalid: unknown host");
+	assert_true(fd >= 0);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(ndz_ctl_exchange("127.0.0.1", ntohs(a.sin_port), out, sizeof(out), 2, 20,
+					  buf, sizeof(buf), take_any, NULL, &e), NDZ_ETIMEDOUT);
+	snprintf(want, sizeof(want), "no answer from master 127.0.0.1:%u", ntohs(a.sin_port));
+	assert_string_equal(e.msg, want);
+	/* both requests arrived */
+	assert_int_equal(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 4);
+	assert_int_equal(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 4);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -283,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_ask_bad_address),
+		cmocka_unit_test(test_exchange_no_answer),
 		cmocka_unit_test(test_valid_name),
 		cmocka_unit_test(test_status_of),
 	};
