@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sodium.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,55 @@ static void counter(struct ndz_jbuf *j, const char *name, const char *label, uin
 	ndz_jbuf_printf(j, "ndz_%s%s %llu\n", name, label, (unsigned long long)v);
 }
 
+/*
+ * The master's counters on /metrics, in order: a row with help starts a metric (its
+ * HELP and TYPE lines), the rows after it without one add its other labels.
+ */
+static const struct counter_row {
+	const char *name, *help, *label;
+	size_t off;  /* of the value in struct ndz_master_counters */
+} counter_rows[] = {
+#define OFF(field) offsetof(struct ndz_master_counters, field)
+	{ "requests_total", "Control requests (UDP and TCP) by type.",
+	  "{type=\"all\"}", OFF(requests) },
+	{ "requests_total", NULL, "{type=\"get\"}", OFF(get) },
+	{ "requests_total", NULL, "{type=\"status\"}", OFF(status) },
+	{ "requests_total", NULL, "{type=\"status_udp\"}", OFF(status_udp) },
+	{ "replies_total", "GET replies by result.",
+	  "{result=\"ok\"}", OFF(ok) },
+	{ "replies_total", NULL, "{result=\"unknown\"}", OFF(unknown) },
+	{ "replies_total", NULL, "{result=\"denied\"}", OFF(denied) },
+	{ "replies_total", NULL, "{result=\"pool_exhausted\"}", OFF(pool) },
+	{ "replies_total", NULL, "{result=\"too_many\"}", OFF(too_many) },
+	{ "replies_total", NULL, "{result=\"failed\"}", OFF(failed) },
+	{ "failures_total", "Requests and connections refused or dropped, by reason.",
+	  "{reason=\"malformed\"}", OFF(malformed) },
+	{ "failures_total", NULL, "{reason=\"dropped\"}", OFF(dropped) },
+	{ "failures_total", NULL, "{reason=\"rate_limited\"}", OFF(rate_limited) },
+	{ "failures_total", NULL, "{reason=\"denied\"}", OFF(denied) },
+	{ "failures_total", NULL, "{reason=\"unknown_image\"}", OFF(unknown) },
+	{ "failures_total", NULL, "{reason=\"pool_exhausted\"}", OFF(pool) },
+	{ "failures_total", NULL, "{reason=\"too_many\"}", OFF(too_many) },
+	{ "failures_total", NULL, "{reason=\"start_failed\"}", OFF(failed) },
+	{ "failures_total", NULL, "{reason=\"tcp_denied\"}", OFF(tcp_denied) },
+	{ "failures_total", NULL, "{reason=\"tcp_busy\"}", OFF(tcp_busy) },
+	{ "failures_total", NULL, "{reason=\"tcp_quiet\"}", OFF(tcp_quiet) },
+	{ "failures_total", NULL, "{reason=\"bad_reload\"}", OFF(bad_reloads) },
+	{ "sessions_started_total", "Sessions started.",
+	  "", OFF(started) },
+	{ "sessions_ended_total", "Sessions ended.",
+	  "", OFF(ended) },
+	{ "uploads_total", "Uploads by outcome.",
+	  "{result=\"requested\"}", OFF(uploads) },
+	{ "uploads_total", NULL, "{result=\"stored\"}", OFF(uploads_stored) },
+	{ "uploads_total", NULL, "{result=\"rejected\"}", OFF(uploads_rejected) },
+	{ "uploads_total", NULL, "{result=\"refused\"}", OFF(uploads_refused) },
+	{ "reloads_total", "Configuration reloads by outcome.",
+	  "{result=\"ok\"}", OFF(reloads) },
+	{ "reloads_total", NULL, "{result=\"bad\"}", OFF(bad_reloads) },
+#undef OFF
+};
+
 int ndz_http_metrics(const struct ndz_master *m,
 		     void (*live)(void *ctx, const struct ndz_master_session *s,
 				  struct ndz_master_live *out),
@@ -244,44 +294,13 @@ int ndz_http_metrics(const struct ndz_master *m,
 					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
 					(unsigned long long)lv[i].bytes_sent);
 	}
-	metric(&j, "requests_total", "counter", "Control requests (UDP and TCP) by type.");
-	counter(&j, "requests_total", "{type=\"all\"}", n->requests);
-	counter(&j, "requests_total", "{type=\"get\"}", n->get);
-	counter(&j, "requests_total", "{type=\"status\"}", n->status);
-	counter(&j, "requests_total", "{type=\"status_udp\"}", n->status_udp);
-	metric(&j, "replies_total", "counter", "GET replies by result.");
-	counter(&j, "replies_total", "{result=\"ok\"}", n->ok);
-	counter(&j, "replies_total", "{result=\"unknown\"}", n->unknown);
-	counter(&j, "replies_total", "{result=\"denied\"}", n->denied);
-	counter(&j, "replies_total", "{result=\"pool_exhausted\"}", n->pool);
-	counter(&j, "replies_total", "{result=\"too_many\"}", n->too_many);
-	counter(&j, "replies_total", "{result=\"failed\"}", n->failed);
-	metric(&j, "failures_total", "counter", "Requests and connections refused or dropped, "
-	       "by reason.");
-	counter(&j, "failures_total", "{reason=\"malformed\"}", n->malformed);
-	counter(&j, "failures_total", "{reason=\"dropped\"}", n->dropped);
-	counter(&j, "failures_total", "{reason=\"rate_limited\"}", n->rate_limited);
-	counter(&j, "failures_total", "{reason=\"denied\"}", n->denied);
-	counter(&j, "failures_total", "{reason=\"unknown_image\"}", n->unknown);
-	counter(&j, "failures_total", "{reason=\"pool_exhausted\"}", n->pool);
-	counter(&j, "failures_total", "{reason=\"too_many\"}", n->too_many);
-	counter(&j, "failures_total", "{reason=\"start_failed\"}", n->failed);
-	counter(&j, "failures_total", "{reason=\"tcp_denied\"}", n->tcp_denied);
-	counter(&j, "failures_total", "{reason=\"tcp_busy\"}", n->tcp_busy);
-	counter(&j, "failures_total", "{reason=\"tcp_quiet\"}", n->tcp_quiet);
-	counter(&j, "failures_total", "{reason=\"bad_reload\"}", n->bad_reloads);
-	metric(&j, "sessions_started_total", "counter", "Sessions started.");
-	counter(&j, "sessions_started_total", "", n->started);
-	metric(&j, "sessions_ended_total", "counter", "Sessions ended.");
-	counter(&j, "sessions_ended_total", "", n->ended);
-	metric(&j, "uploads_total", "counter", "Uploads by outcome.");
-	counter(&j, "uploads_total", "{result=\"requested\"}", n->uploads);
-	counter(&j, "uploads_total", "{result=\"stored\"}", n->uploads_stored);
-	counter(&j, "uploads_total", "{result=\"rejected\"}", n->uploads_rejected);
-	counter(&j, "uploads_total", "{result=\"refused\"}", n->uploads_refused);
-	metric(&j, "reloads_total", "counter", "Configuration reloads by outcome.");
-	counter(&j, "reloads_total", "{result=\"ok\"}", n->reloads);
-	counter(&j, "reloads_total", "{result=\"bad\"}", n->bad_reloads);
+	for (size_t i = 0; i < sizeof(counter_rows) / sizeof(counter_rows[0]); i++) {
+		const struct counter_row *c = &counter_rows[i];
+
+		if (c->help)
+			metric(&j, c->name, "counter", c->help);
+		counter(&j, c->name, c->label, *(const uint64_t *)((const char *)n + c->off));
+	}
 	metric(&j, "http_requests_total", "counter", "HTTP requests answered.");
 	counter(&j, "http_requests_total", "", http_requests);
 	free(lv);
