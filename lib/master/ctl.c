@@ -351,23 +351,32 @@ int ndz_ctl_hostport(const char *s, uint16_t defport, char *h, size_t hcap, uint
 	return 0;
 }
 
-int ndz_ctl_exchange(const char *host, uint16_t port, const uint8_t *out, size_t len,
-		     int tries, int wait_ms, uint8_t *buf, size_t cap,
-		     int (*take)(void *arg, const uint8_t *buf, size_t n), void *arg,
-		     struct ndz_error *e)
+int ndz_ctl_resolve(const char *host, uint16_t port, struct sockaddr_in *to,
+		    struct ndz_error *e)
 {
 	struct addrinfo hints, *ai = NULL;
-	struct sockaddr_in to;
-	int fd, rc;
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_INET;
 	hints.ai_socktype = SOCK_DGRAM;
 	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
-	memcpy(&to, ai->ai_addr, sizeof(to));
+	memcpy(to, ai->ai_addr, sizeof(*to));
 	freeaddrinfo(ai);
-	to.sin_port = htons(port);
+	to->sin_port = htons(port);
+	return 0;
+}
+
+int ndz_ctl_exchange(const char *host, uint16_t port, const uint8_t *out, size_t len,
+		     int tries, int wait_ms, uint8_t *buf, size_t cap,
+		     int (*take)(void *arg, const uint8_t *buf, size_t n), void *arg,
+		     struct ndz_error *e)
+{
+	struct sockaddr_in to;
+	int fd, rc = ndz_ctl_resolve(host, port, &to, e);
+
+	if (rc < 0)
+		return rc;
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return ndz_error_set(e, NDZ_ENET, errno, "socket");
@@ -436,20 +445,13 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 
 void ndz_ctl_local_addr(const char *host, uint16_t port, char *buf, size_t cap)
 {
-	struct addrinfo hints, *ai = NULL;
 	struct sockaddr_in to, me;
 	socklen_t ml = sizeof(me);
 	int fd = -1;
 
 	snprintf(buf, cap, "this host's address");
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_DGRAM;
-	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
+	if (ndz_ctl_resolve(host, port, &to, NULL) < 0)
 		return;
-	memcpy(&to, ai->ai_addr, sizeof(to));
-	freeaddrinfo(ai);
-	to.sin_port = htons(port);
 	/* a connected UDP socket sends nothing: the kernel only picks the route */
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0 &&

@@ -12,6 +12,8 @@
 
 #include "core/err.h"
 
+struct sockaddr_in;
+
 #define NDZ_CTL_MAGIC      0x435a444eu /* "NDZC" */
 #define NDZ_CTL_VERSION    1
 #define NDZ_CTL_PORT       3563        /* the master's default UDP port */
@@ -132,6 +134,14 @@ const char *ndz_ctl_strstatus(unsigned status);
  * without a status of their own (NDZ_EIO, NDZ_ENOMEM, ...) are NDZ_CTL_FAILED.
  */
 unsigned ndz_ctl_status_of(int code);
+/*
+ * ndz_ctl_resolve - the IPv4 address of the master host (a dotted address or a name)
+ * with port into *to. Returns 0, or NDZ_EINVAL with e saying "master HOST: unknown
+ * host".
+ */
+int ndz_ctl_resolve(const char *host, uint16_t port, struct sockaddr_in *to,
+		    struct ndz_error *e);
+
 /*
  * ndz_ctl_exchange - the client side of a UDP request to the master at host:port (a
  * dotted IPv4 address or a name): send the len encoded bytes of out, then wait wait_ms

@@ -612,19 +612,15 @@ static int connect_to(const char *where, struct ndz_error *e)
 	int fd;
 
 	if (strncmp(where, "tcp:", 4) == 0) {
-		struct sockaddr_in sa = { .sin_family = AF_INET };
-		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+		struct sockaddr_in sa;
 		char host[256];
 		uint16_t port;
 
 		if (ndz_ctl_hostport(where + 4, 0, host, sizeof(host), &port, NULL) != 0 || !port)
 			return ndz_error_set(e, NDZ_EINVAL, 0, "bad admin address '%s' (tcp:HOST:PORT)",
 					     where);
-		if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-			return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
-		memcpy(&sa, ai->ai_addr, sizeof(sa));
-		freeaddrinfo(ai);
-		sa.sin_port = htons(port);
+		if (ndz_ctl_resolve(host, port, &sa, e) < 0)
+			return NDZ_EINVAL;
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 			int err = errno;

@@ -174,20 +174,13 @@ static void set_timeouts(int fd, int wait_s)
 /* A TCP connection to host:port within wait_s seconds; the fd or a negative code. */
 static int dial(const char *host, uint16_t port, int wait_s, struct ndz_error *e)
 {
-	struct addrinfo hints, *ai = NULL;
 	struct sockaddr_in to;
 	struct pollfd p;
 	int fd, err = 0;
 	socklen_t el = sizeof(err);
 
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_INET;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "master %s: unknown host", host);
-	memcpy(&to, ai->ai_addr, sizeof(to));
-	freeaddrinfo(ai);
-	to.sin_port = htons(port);
+	if ((fd = ndz_ctl_resolve(host, port, &to, e)) < 0)
+		return fd;
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return ndz_error_set(e, NDZ_ENET, errno, "socket");

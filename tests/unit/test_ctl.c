@@ -313,6 +313,21 @@ static void test_exchange_no_answer(void **state)
 	close(fd);
 }
 
+/* ndz_ctl_resolve: a dotted address with the port, and an unknown host. */
+static void test_resolve(void **state)
+{
+	struct sockaddr_in to;
+	struct ndz_error e = { 0 };
+
+	(void)state;
+	assert_int_equal(ndz_ctl_resolve("127.0.0.1", 3564, &to, &e), 0);
+	assert_int_equal(to.sin_family, AF_INET);
+	assert_int_equal(to.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+	assert_int_equal(to.sin_port, htons(3564));
+	assert_int_equal(ndz_ctl_resolve("no-such-host.invalid", 1, &to, &e), NDZ_EINVAL);
+	assert_string_equal(e.msg, "master no-such-host.invalid: unknown host");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +338,7 @@ int main(void)
 		cmocka_unit_test(test_hostport),
 		cmocka_unit_test(test_ask_bad_address),
 		cmocka_unit_test(test_exchange_no_answer),
+		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_valid_name),
 		cmocka_unit_test(test_status_of),
 	};
