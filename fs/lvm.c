@@ -639,7 +639,7 @@ static void view_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops view_ops = {
-	view_pread, view_pwrite, view_zero, view_flush, view_close, NULL,
+	view_pread, view_pwrite, view_zero, view_flush, view_close, NULL, NULL,
 };
 
 int ndz_lvm_open_lv(struct ndz_io *pv, const struct ndz_lvm_vg *vg, int lv,

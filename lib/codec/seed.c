@@ -1,8 +1,6 @@
 /* Does a target hold a chunk: its region bytes hashed against the content index. */
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/format.h"
 #include "core/image.h"
@@ -18,7 +16,6 @@ struct ndz_seed {
 	struct ndz_seed_opts o;
 	struct ndz_digest *d;
 	uint8_t *buf;
-	int cache_fd;                    /* direct: the target opened to drop its cache */
 	uint64_t bytes_read;
 };
 
@@ -38,7 +35,6 @@ int ndz_seed_create(struct ndz_io *target, const struct ndz_index *ix,
 	s->ix = ix;
 	if (o)
 		s->o = *o;
-	s->cache_fd = -1;
 	s->buf = malloc(SEED_BUF);
 	s->d = s->buf ? ndz_digest_create(e) : NULL;
 	if (!s->d) {
@@ -46,15 +42,6 @@ int ndz_seed_create(struct ndz_io *target, const struct ndz_index *ix,
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: seed checker: %s", target->name,
 				     ndz_strerror(NDZ_ENOMEM));
 	}
-	/*
-	 * Reading past the page cache: the target's cached pages of a range are
-	 * dropped (POSIX_FADV_DONTNEED, through a descriptor of our own: the cache is
-	 * the file's, not the descriptor's) before it is read, so the read comes from
-	 * the disk. Flushed pages are clean and go; a target we cannot open by name
-	 * (a view of a partition) is read as it is.
-	 */
-	if (s->o.direct && (target->is_regular || target->is_blockdev) && target->name)
-		s->cache_fd = open(target->name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	*out = s;
 	return 0;
 }
@@ -63,8 +50,6 @@ void ndz_seed_free(struct ndz_seed *s)
 {
 	if (!s)
 		return;
-	if (s->cache_fd >= 0)
-		close(s->cache_fd);
 	ndz_digest_free(s->d);
 	free(s->buf);
 	free(s);
@@ -92,8 +77,8 @@ static int scan(struct ndz_seed *s, uint64_t off, uint64_t len, int zero_only,
 	if ((s->target->is_regular || s->target->is_blockdev) &&
 	    (at > s->target->size || len > s->target->size - at))
 		return 0;
-	if (s->cache_fd >= 0)
-		(void)posix_fadvise(s->cache_fd, (off_t)at, (off_t)len, POSIX_FADV_DONTNEED);
+	if (s->o.direct)         /* read past the page cache: from the disk */
+		ndz_io_drop_cache(s->target, at, len);
 	while (len) {
 		size_t n = len > SEED_BUF ? SEED_BUF : (size_t)len;
 		size_t i;
@@ -289,7 +274,7 @@ static void hio_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops hio_ops = {
-	hio_pread, hio_pwrite, hio_zero, hio_flush, hio_close, NULL,
+	hio_pread, hio_pwrite, hio_zero, hio_flush, hio_close, NULL, NULL,
 };
 
 int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix,

@@ -254,8 +254,16 @@ static void file_close(struct ndz_io *io)
 	free(p);
 }
 
+static void file_drop_cache(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct file_priv *p = io->priv;
+
+	(void)posix_fadvise(p->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
 static const struct ndz_io_ops file_ops = {
 	file_pread, file_pwrite, file_zero, file_flush, file_close, file_discard,
+	file_drop_cache,
 };
 
 int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct ndz_error *e)
@@ -409,7 +417,7 @@ static void mem_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops mem_ops = {
-	mem_pread, mem_pwrite, mem_zero, mem_flush, mem_close, NULL,
+	mem_pread, mem_pwrite, mem_zero, mem_flush, mem_close, NULL, NULL,
 };
 
 int ndz_io_open_mem(void *buf, size_t len, int writable, struct ndz_io **out,
@@ -488,7 +496,7 @@ static void stream_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops stream_ops = {
-	stream_pread, stream_pwrite, stream_zero, stream_flush, stream_close, NULL,
+	stream_pread, stream_pwrite, stream_zero, stream_flush, stream_close, NULL, NULL,
 };
 
 int ndz_io_open_stream(int fd, const char *name, struct ndz_io **out, struct ndz_error *e)
@@ -568,7 +576,7 @@ static void fault_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops fault_ops = {
-	fault_pread, fault_pwrite, fault_zero, fault_flush, fault_close, NULL,
+	fault_pread, fault_pwrite, fault_zero, fault_flush, fault_close, NULL, NULL,
 };
 
 int ndz_io_open_fault(struct ndz_io *inner, unsigned fail_read_nth, unsigned fail_write_nth,
@@ -659,8 +667,16 @@ static int sub_discard(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 	return p->inner->ops->discard(p->inner, p->off + off, len, sys);
 }
 
+static void sub_drop_cache(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	struct sub_priv *p = io->priv;
+
+	if (in_bounds(io, off, len))
+		ndz_io_drop_cache(p->inner, p->off + off, len);
+}
+
 static const struct ndz_io_ops sub_ops = {
-	sub_pread, sub_pwrite, sub_zero, sub_flush, sub_close, sub_discard,
+	sub_pread, sub_pwrite, sub_zero, sub_flush, sub_close, sub_discard, sub_drop_cache,
 };
 
 int ndz_io_open_sub(struct ndz_io *inner, uint64_t offset, uint64_t len, struct ndz_io **out,
@@ -751,7 +767,7 @@ static void zeroed_close(struct ndz_io *io)
 }
 
 static const struct ndz_io_ops zeroed_ops = {
-	zeroed_pread, zeroed_pwrite, zeroed_zero, zeroed_flush, zeroed_close, NULL,
+	zeroed_pread, zeroed_pwrite, zeroed_zero, zeroed_flush, zeroed_close, NULL, NULL,
 };
 
 int ndz_io_open_zeroed(struct ndz_io *inner, const struct ndz_ranges *zero, struct ndz_io **out,
@@ -838,4 +854,10 @@ int ndz_io_flush(struct ndz_io *io, struct ndz_error *e)
 	int sys = 0, rc = io->ops->flush(io, &sys);
 
 	return rc < 0 ? io_fail(io, rc, sys, e, "flush failed") : 0;
+}
+
+void ndz_io_drop_cache(struct ndz_io *io, uint64_t off, uint64_t len)
+{
+	if (io->ops->drop_cache && len)
+		io->ops->drop_cache(io, off, len);
 }

@@ -32,6 +32,9 @@ struct ndz_io_ops {
 	void (*close)(struct ndz_io *io);
 	/* Tell the device [off, off+len) is unused; NULL: it cannot be told. */
 	int (*discard)(struct ndz_io *io, uint64_t off, uint64_t len, int *sys);
+	/* Drop cached pages of [off, off+len), so that the next read comes from the
+	   disk; advisory, NULL: nothing cached that it could drop. */
+	void (*drop_cache)(struct ndz_io *io, uint64_t off, uint64_t len);
 };
 
 struct ndz_io {
@@ -148,6 +151,14 @@ int ndz_io_zero(struct ndz_io *io, uint64_t off, uint64_t len, struct ndz_error 
  * that cannot discard is left as it is. 0 or NDZ_EIO.
  */
 int ndz_io_discard(struct ndz_io *io, uint64_t off, uint64_t len, struct ndz_error *e);
+
+/*
+ * ndz_io_drop_cache - drop the page cache's clean pages of [off, off+len) (a file or
+ * block device, and views of one), so that a read after it comes from the disk:
+ * what verify-after-write needs. Advisory: an io without a cache is left alone;
+ * dirty pages stay until flushed.
+ */
+void ndz_io_drop_cache(struct ndz_io *io, uint64_t off, uint64_t len);
 
 /*
  * ndz_io_flush - written data to stable storage. 0, NDZ_EIO ("NAME: flush failed:

@@ -634,7 +634,7 @@ static ssize_t trickle_pwrite(struct ndz_io *io, const void *buf, size_t len, ui
 
 static void test_partial_transfers(void **state)
 {
-	static const struct ndz_io_ops ops = { trickle_pread, trickle_pwrite, NULL, NULL, NULL, NULL };
+	static const struct ndz_io_ops ops = { trickle_pread, trickle_pwrite, NULL, NULL, NULL, NULL, NULL };
 	uint8_t buf[100], src[100], out[100];
 	struct trickle t = { buf, sizeof(buf), 0 };
 	struct ndz_io io;
@@ -914,6 +914,42 @@ static void test_threads_have_own_errors(void **state)
 	free(p);
 }
 
+/*
+ * ndz_io_drop_cache: advisory, so what is asserted is that it reaches a file through
+ * a view (inside it only) and that the bytes read after it are the bytes written.
+ */
+static void test_drop_cache(void **state)
+{
+	char *p = temp_path();
+	uint8_t buf[8192], back[4096];
+	struct ndz_io *io, *sub, *mem;
+
+	(void)state;
+	memset(buf, 0x5a, sizeof(buf));
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
+	assert_int_equal(ndz_io_write_full(io, buf, sizeof(buf), 0, NULL), 0);
+	assert_int_equal(ndz_io_flush(io, NULL), 0);
+	ndz_io_close(io);
+	assert_int_equal(ndz_io_open_file(p, 0, &io, NULL), 0);  /* its size now */
+	assert_int_equal(ndz_io_open_sub(io, 4096, 4096, &sub, NULL), 0);
+	ndz_io_drop_cache(io, 0, sizeof(buf));
+	ndz_io_drop_cache(sub, 0, 4096);
+	ndz_io_drop_cache(sub, 4096, 4096);        /* outside the view: nothing */
+	ndz_io_drop_cache(sub, 0, 0);
+	assert_int_equal(ndz_io_read_full(sub, back, sizeof(back), 0, NULL, NULL), 0);
+	assert_memory_equal(back, buf, sizeof(back));
+	ndz_io_close(sub);
+	ndz_io_close(io);
+	/* an io without a cache is left alone */
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 0, &mem, NULL), 0);
+	ndz_io_drop_cache(mem, 0, sizeof(buf));
+	assert_int_equal(ndz_io_read_full(mem, back, sizeof(back), 0, NULL, NULL), 0);
+	assert_memory_equal(back, buf, sizeof(back));
+	ndz_io_close(mem);
+	unlink(p);
+	free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -939,6 +975,7 @@ int main(void)
 		cmocka_unit_test(test_file_wrapped),
 		cmocka_unit_test(test_partial_transfers),
 		cmocka_unit_test(test_open_target),
+		cmocka_unit_test(test_drop_cache),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

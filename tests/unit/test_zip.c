@@ -785,7 +785,7 @@ static ssize_t odd_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off,
 
 static void test_partial_reads(void **state)
 {
-	static const struct ndz_io_ops ops = { odd_pread, NULL, NULL, NULL, NULL, NULL };
+	static const struct ndz_io_ops ops = { odd_pread, NULL, NULL, NULL, NULL, NULL, NULL };
 	const size_t len = 3 * MiB + 333;
 	uint8_t *src = fix_data(FIX_MIXED, len, 29);
 	struct ndz_ranges alloc = NDZ_RANGES_INIT;
