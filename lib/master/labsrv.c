@@ -212,11 +212,6 @@ void ndz_labsrv_free(struct ndz_labsrv *s)
 	free(s);
 }
 
-struct ndz_lab *ndz_labsrv_lab(struct ndz_labsrv *s)
-{
-	return s->lab;
-}
-
 /* The state file, when something in it changed (or an earlier save failed). */
 static int save(struct ndz_labsrv *s, struct ndz_error *e)
 {

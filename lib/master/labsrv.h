@@ -58,12 +58,6 @@ void ndz_labsrv_free(struct ndz_labsrv *s);
 void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c);
 
 /*
- * ndz_labsrv_lab - the lab, for reading (ndz_lab_json: the nodes, their tasks and
- * results, under the caller's lock). Valid as long as s.
- */
-struct ndz_lab *ndz_labsrv_lab(struct ndz_labsrv *s);
-
-/*
  * ndz_labsrv_udp - when the len bytes from from are a lab request, answer it at
  * now_ms through the UDP socket fd and return 1 (an admin request, which UDP does
  * not carry, is answered DENIED; a host no rule of the configuration names,
