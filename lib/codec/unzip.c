@@ -147,13 +147,11 @@ static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
 static void fail(struct ndz_unzip *u, int code, const char *fmt, ...)
 {
 	struct ndz_error e = { 0 };
-	char msg[NDZ_ERRMSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ndz_error_vset(&e, code, 0, fmt, ap);
 	va_end(ap);
-	ndz_error_set(&e, code, 0, "%s", msg);
 	fail_with(u, &e);
 }
 

@@ -185,13 +185,11 @@ static void set_err(struct zip *z, int code, const char *fmt, ...)
 static void set_err(struct zip *z, int code, const char *fmt, ...)
 {
 	struct ndz_error e = { 0 };
-	char msg[NDZ_ERRMSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	ndz_error_vset(&e, code, 0, fmt, ap);
 	va_end(ap);
-	ndz_error_set(&e, code, 0, "%s", msg);
 	stop_with(z, &e);
 }
 

@@ -26,25 +26,31 @@ void ndz_error_clear(struct ndz_error *e)
 	e->msg[0] = '\0';
 }
 
-int ndz_error_set(struct ndz_error *e, int code, int sys, const char *fmt, ...)
+int ndz_error_vset(struct ndz_error *e, int code, int sys, const char *fmt, va_list ap)
 {
-	va_list ap;
 	size_t n;
 
 	if (!e || e->code)
 		return code;
 	e->code = code;
 	e->sys = sys;
-	if (fmt) {
-		va_start(ap, fmt);
+	if (fmt)
 		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-		va_end(ap);
-	} else {
+	else
 		snprintf(e->msg, sizeof(e->msg), "%s", ndz_strerror(code));
-	}
 	n = strlen(e->msg);
 	if (sys && n < sizeof(e->msg))
 		snprintf(e->msg + n, sizeof(e->msg) - n, "%s%s", n ? ": " : "", strerror(sys));
+	return code;
+}
+
+int ndz_error_set(struct ndz_error *e, int code, int sys, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = ndz_error_vset(e, code, sys, fmt, ap);
+	va_end(ap);
 	return code;
 }
 

@@ -5,6 +5,7 @@
 #ifndef NDZ_ERR_H
 #define NDZ_ERR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 enum ndz_err {
@@ -47,6 +48,10 @@ void ndz_error_clear(struct ndz_error *e);
  */
 int ndz_error_set(struct ndz_error *e, int code, int sys, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* ndz_error_vset - ndz_error_set with a va_list, for functions that format for it. */
+int ndz_error_vset(struct ndz_error *e, int code, int sys, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
 
 /*
  * ndz_error_prefix - put "what: " (printf-style) in front of the message, to name
