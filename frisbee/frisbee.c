@@ -83,7 +83,8 @@ static void *feeder(void *arg)
 	for (;;) {
 		uint32_t chunk;
 		uint8_t *buf;
-		int r, slot, how, why = 0, intact = 1;
+		enum ndz_verdict how;
+		int r, slot, why = 0, intact = 1;
 
 		while ((slot = ndz_client_ready(c->cl, &chunk, &buf)) < 0 && !c->stop)
 			pthread_cond_wait(&c->cond, &c->lock);
@@ -93,14 +94,14 @@ static void *feeder(void *arg)
 		pthread_mutex_unlock(&c->lock);
 		how = check_chunk(c, buf, chunk, &h, &why, &intact);
 		pthread_mutex_lock(&c->lock);
-		if (how != NDZ_CHUNK_OK) {
+		if (how != NDZ_VERDICT_ACCEPT) {
 			int partial = ndz_client_verdict(c->cl, slot, how, why, intact, ndz_now_ns());
 
-			if (how == NDZ_CHUNK_FATAL)
+			if (how == NDZ_VERDICT_FATAL)
 				c->failed = 1;
 			else if (cli_verbose)
 				cli_warn("chunk %u: %s%s; requesting it again%s", chunk,
-					 ndz_strerror(why), how == NDZ_CHUNK_FORGED ? " (forged)" : "",
+					 ndz_strerror(why), how == NDZ_VERDICT_FORGED ? " (forged)" : "",
 					 partial == 1 ? " (the blocks in doubt)" :
 					 partial == 2 ? " (each block compared with this copy)" : "");
 			continue;

@@ -93,12 +93,12 @@ extern struct ndz_orig_keys orig_keys;
 
 /*
  * The trust policy (policy.c), by lib/trust's verifier.
- * check_chunk - check a complete chunk (NDZ_CHUNK_* of lib/mcast/client.h).
+ * check_chunk - check a complete chunk: the verifier's verdict.
  * check_trust - the verifier's rule for the served image, its manifest fetched
  * first when need be.
  */
-int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk, struct ndz_chunk_hdr *h,
-		int *why, int *intact);
+enum ndz_verdict check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
+			     struct ndz_chunk_hdr *h, int *why, int *intact);
 void check_trust(struct client *c);
 
 #endif

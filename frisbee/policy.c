@@ -18,11 +18,11 @@ struct ndz_orig_keys orig_keys;
  * verdict (lib/trust/verify.h): its header, its CRC or signed hash, that it is of
  * this image and this place, and with an encryption key its decryption in place,
  * so that a chunk whose tag fails is fetched again rather than stopping the
- * restore. *h gets its header (the plain one after decryption). NDZ_CHUNK_FATAL:
+ * restore. *h gets its header (the plain one after decryption). NDZ_VERDICT_FATAL:
  * c->ferr says why.
  */
-int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk, struct ndz_chunk_hdr *h,
-		int *why, int *intact)
+enum ndz_verdict check_chunk(struct client *c, uint8_t *buf, uint32_t chunk,
+			     struct ndz_chunk_hdr *h, int *why, int *intact)
 {
 	struct ndz_error e = { 0 };
 	enum ndz_verdict v = ndz_verify_chunk(c->verify, buf, chunk, h, intact, &e);
@@ -30,8 +30,7 @@ int check_chunk(struct client *c, uint8_t *buf, uint32_t chunk, struct ndz_chunk
 	*why = e.code;
 	if (v == NDZ_VERDICT_FATAL)
 		ndz_error_copy(&c->ferr, &e);
-	return v == NDZ_VERDICT_ACCEPT ? NDZ_CHUNK_OK : v == NDZ_VERDICT_DAMAGED ? NDZ_CHUNK_CRC :
-	       v == NDZ_VERDICT_FORGED ? NDZ_CHUNK_FORGED : NDZ_CHUNK_FATAL;
+	return v;
 }
 
 /*

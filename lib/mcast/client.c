@@ -913,14 +913,14 @@ int ndz_client_ready(struct ndz_client *c, uint32_t *chunk, uint8_t **buf)
 	return slot;
 }
 
-int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int intact,
-		       uint64_t now_ns)
+int ndz_client_verdict(struct ndz_client *c, int slot, enum ndz_verdict how, int why,
+		       int intact, uint64_t now_ns)
 {
 	now_ns = monotone(c, now_ns);
 	struct ndz_fetch_stats st;
 	int partial = 0;
 
-	if (how == NDZ_CHUNK_OK) {
+	if (how == NDZ_VERDICT_ACCEPT) {
 		ndz_fetch_accept(c->fetch, slot);
 		c->accept_ns = now_ns;
 		c->rejects = 0;
@@ -931,16 +931,16 @@ int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int int
 	}
 	/* a forged block or repair costs the blocks it casts doubt on, when some are
 	 * (else the chunk is fetched again whole) */
-	if (how != NDZ_CHUNK_FATAL && intact)
+	if (how != NDZ_VERDICT_FATAL && intact)
 		partial = ndz_fetch_retry(c->fetch, slot);
 	else
 		ndz_fetch_reject(c->fetch, slot);
-	if (how == NDZ_CHUNK_FATAL)
+	if (how == NDZ_VERDICT_FATAL)
 		return 0;
 	c->rejects++;
 	c->reject_chunk = ndz_fetch_slot_chunk(c->fetch, slot);
 	c->reject_why = why;
-	if (how == NDZ_CHUNK_FORGED)
+	if (how == NDZ_VERDICT_FORGED)
 		c->st.forged++;
 	else
 		c->st.crc_fail++;

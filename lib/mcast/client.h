@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "trust/verify.h"
 #include "fetch.h"
 #include "proto.h"
 
@@ -234,22 +235,20 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
  */
 int ndz_client_ready(struct ndz_client *c, uint32_t *chunk, uint8_t **buf);
 
-/* How a chunk fared in the caller's checks (ndz_client_verdict). */
-enum { NDZ_CHUNK_OK, NDZ_CHUNK_CRC, NDZ_CHUNK_FORGED, NDZ_CHUNK_FATAL };
-
 /*
  * ndz_client_verdict - the chunk in slot (from ndz_client_ready) was checked at
- * now_ns: how (NDZ_CHUNK_*), why (the code the check failed with), intact (its
- * buffer is as received, not decrypted in part). OK: it goes to be written (call
- * ndz_client_written after); when every chunk has, the state is COMPLETE. CRC or
- * FORGED: fetched again, the blocks in doubt only when intact (returns
- * ndz_fetch_retry's 1 or 2, else 0); with -T of such and none OK the session fails.
+ * now_ns: how (the verifier's verdict, trust/verify.h), why (the code the check
+ * failed with), intact (its buffer is as received, not decrypted in part). ACCEPT:
+ * it goes to be written (call ndz_client_written after); when every chunk has, the
+ * state is COMPLETE. DAMAGED or FORGED: fetched again, the blocks in doubt only
+ * when intact (returns ndz_fetch_retry's 1 or 2, else 0); with -T of such and none
+ * accepted the session fails.
  * FATAL: dropped (the caller stops). Returns 0 but as said.
  */
-int ndz_client_verdict(struct ndz_client *c, int slot, int how, int why, int intact,
-		       uint64_t now_ns);
+int ndz_client_verdict(struct ndz_client *c, int slot, enum ndz_verdict how, int why,
+		       int intact, uint64_t now_ns);
 /*
- * ndz_client_take_buf - after an OK verdict: the chunk's buffer, now the caller's
+ * ndz_client_take_buf - after an ACCEPT verdict: the chunk's buffer, now the caller's
  * (give it back to opts.pool, e.g. through ndz_unzip_put_owned; without a pool,
  * free it), so that it goes on without a copy. NULL with no_store.
  */

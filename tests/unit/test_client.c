@@ -390,7 +390,7 @@ static void test_loss_and_complete(void **state)
 	assert_int_equal(chunk, 1);
 	assert_memory_equal(buf + 3 * NDZ_BLOCK_SIZE, t->data[3], NDZ_BLOCK_SIZE);
 	assert_int_equal(ndz_client_ready(t->c, &chunk, &buf), -1);
-	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, 31 * MS);
+	ndz_client_verdict(t->c, slot, NDZ_VERDICT_ACCEPT, 0, 1, 31 * MS);
 	ndz_client_written(t->c, slot);
 	assert_int_equal(block(t, 0, 5, 32 * MS), 0);
 	assert_int_equal(block(t, 0, 700, 33 * MS), 1);
@@ -398,7 +398,7 @@ static void test_loss_and_complete(void **state)
 	assert_int_equal(chunk, 0);
 	for (unsigned b = 0; b < BLOCKS; b++)
 		assert_memory_equal(buf + (size_t)b * NDZ_BLOCK_SIZE, t->data[b], NDZ_BLOCK_SIZE);
-	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, 34 * MS);
+	ndz_client_verdict(t->c, slot, NDZ_VERDICT_ACCEPT, 0, 1, 34 * MS);
 	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_COMPLETE);
 	ndz_client_written(t->c, slot);
 	ndz_client_get_stats(t->c, &st);
@@ -544,7 +544,7 @@ static void test_give_up_no_chunk_checks_out(void **state)
 			block(t, 0, b, now);
 		while ((slot = ndz_client_ready(t->c, &chunk, &buf)) >= 0) {
 			assert_int_equal(chunk, 0);
-			ndz_client_verdict(t->c, slot, NDZ_CHUNK_FORGED, NDZ_EMISMATCH, 1, now);
+			ndz_client_verdict(t->c, slot, NDZ_VERDICT_FORGED, NDZ_EMISMATCH, 1, now);
 			rounds++;
 		}
 		now += 100 * MS;
@@ -681,7 +681,7 @@ static void test_have(void **state)
 	slot = ndz_client_ready(t->c, &chunk, &buf);
 	assert_int_equal(chunk, 4);
 	assert_int_equal(ndz_client_have(t->c, 4, 4 * MS), 0);
-	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, 4 * MS);
+	ndz_client_verdict(t->c, slot, NDZ_VERDICT_ACCEPT, 0, 1, 4 * MS);
 	ndz_client_written(t->c, slot);
 	assert_int_equal(ndz_client_have(t->c, 4, 4 * MS), 0);
 	/* blocks of a held chunk are duplicates, not a chunk */
@@ -697,7 +697,7 @@ static void test_have(void **state)
 			block(t, ch, b, now);
 		slot = ndz_client_ready(t->c, &chunk, &buf);
 		assert_int_equal(chunk, ch);
-		ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, now);
+		ndz_client_verdict(t->c, slot, NDZ_VERDICT_ACCEPT, 0, 1, now);
 		ndz_client_written(t->c, slot);
 	}
 	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_COMPLETE);
@@ -733,7 +733,7 @@ static void test_progress(void **state)
 	for (unsigned b = 0; b < BLOCKS; b++)
 		block(t, 1, b, now);
 	slot = ndz_client_ready(t->c, &chunk, &buf);
-	ndz_client_verdict(t->c, slot, NDZ_CHUNK_OK, 0, 1, now);
+	ndz_client_verdict(t->c, slot, NDZ_VERDICT_ACCEPT, 0, 1, now);
 	ndz_client_written(t->c, slot);
 	for (; now <= 3500 * MS; now += 10 * MS)
 		ndz_client_tick(t->c, now);

@@ -200,7 +200,7 @@ static void client_input(struct sim *s, unsigned i, const uint8_t *buf, size_t l
 	while ((slot = ndz_client_ready(c->cl, &got, &data)) >= 0) {
 		assert_true(got < s->o.chunks);
 		assert_null(data);
-		assert_int_equal(ndz_client_verdict(c->cl, slot, NDZ_CHUNK_OK, 0, 1, s->now), 0);
+		assert_int_equal(ndz_client_verdict(c->cl, slot, NDZ_VERDICT_ACCEPT, 0, 1, s->now), 0);
 		ndz_client_written(c->cl, slot);
 	}
 	if (ndz_client_state(c->cl) == NDZ_CLIENT_COMPLETE) {
