@@ -290,6 +290,10 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s; use --force to write anyway", ndz_error_msg(&c.err));
 	if (ndz_net_open(&no, &c.net, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
+	/* Linux reports twice what it grants; less than asked means a capped rmem_max */
+	if (cli_verbose && ndz_net_rcvbuf(c.net) / 2 < (no.rcvbuf > 0 ? no.rcvbuf : 4 << 20))
+		cli_warn("the socket receive buffer is %d KiB, less than asked: expect losses "
+			 "at high rates (raise net.core.rmem_max)", ndz_net_rcvbuf(c.net) / 2048);
 	if (getrandom(&c.co.id, sizeof(c.co.id), 0) != sizeof(c.co.id))
 		c.co.id = (uint32_t)ndz_now_ns();
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))

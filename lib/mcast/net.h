@@ -15,7 +15,7 @@ struct ndz_net_opts {
 	const char *iface;             /* interface name or one of its addresses; NULL: by route */
 	int ttl;                       /* multicast TTL; 0: 5 */
 	int loop;                      /* deliver our own sends to sockets on this host */
-	int rcvbuf;                    /* socket receive buffer bytes; 0: 1 MiB + */
+	int rcvbuf;                    /* socket receive buffer bytes; 0: 4 MiB */
 	int sndbuf;                    /* socket send buffer bytes; 0: system default */
 };
 
