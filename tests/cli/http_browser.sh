@@ -2,7 +2,8 @@
 # The master's status page (lib/master/http) in a real browser, headless Chromium,
 # during a real transfer in the namespace LAN: the DOM after the page's script ran
 # names the session's image, its group and its receiver (filled in from
-# /status.json: the static page has no table rows), and a screenshot is taken.
+# /status.json: the static page has no table rows), the client's progress, the
+# lab's nodes with their task and last result, and a screenshot is taken.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
@@ -39,6 +40,16 @@ grep -q '<title>mfrisbeed</title>' "$T/probe.html" ||
 ( in_ns c1 "$FRISBEE" $MC_RAW -M "$SRV" -I a -T 30 "$T/out1" 2>"$T/c1.log"; echo $? >"$T/c1.rc" ) &
 C1=$!
 wait_until 10 in_ns c1 sh -c "'$MFRISBEED' --status '$SRV' | grep -q '\"receivers\": 1, '"
+# the lab: pc1 with a reload pending, pc2 with a result (it asked and reported ok)
+CTL="$NDZ_BIN/ndzctl -m $T/run/admin"
+M1=52:54:00:00:00:01 M2=52:54:00:00:00:02
+$CTL nodes add $M1 pc1 room >/dev/null && $CTL nodes add $M2 pc2 room >/dev/null &&
+	$CTL reload pc1 a --zero >/dev/null && $CTL reload pc2 a >/dev/null &&
+	in_ns c1 "$NDZ_BIN/ndzctl" -m "$SRV" ask $M2 >"$T/ask.out" &&
+	in_ns c1 "$NDZ_BIN/ndzctl" -m "$SRV" report $M2 ok 8388608 2000 0 ||
+	not_ok "set up the lab's nodes ($(cat "$T/ask.out"))"
+# the client's progress comes once a second: wait for a first report
+wait_until 10 in_ns c1 sh -c "'$MFRISBEED' --status '$SRV' | grep -q '\"chunks_done\": [1-9]'"
 browser dom --dump-dom >"$T/dom.html"
 # the session's row: image, group, port, clients, receivers (cells the script made)
 row=$(grep -o '<tr><td>a</td><td>239\.192\.8\.[0-9]*</td><td>[0-9]*</td><td>[0-9]*</td><td>[0-9]*</td>' "$T/dom.html")
@@ -47,6 +58,13 @@ check "the page's script filled in the session: image a, its group, 1 client, 1 
 check "... and the images table and the counters" \
 	sh -c "grep -q '<td>a</td><td>$T/a.ndz</td>' '$T/dom.html' && grep -q '<td>sessions_started</td><td>1</td>' '$T/dom.html'"
 check "... and says it was updated ('1 sessions; updated')" grep -q '1 sessions; updated' "$T/dom.html"
+crow=$(grep -o '<tr><td>a</td><td>10\.77\.0\.11</td><td>[a-z]*</td><td>[0-9.]* %</td>' "$T/dom.html")
+check "... the client's row: its address, active, its progress ($crow)" \
+	sh -c "echo '$crow' | grep -q '<td>active</td><td>[0-9.]* %</td>\$'"
+check "... the node with a pending reload" grep -q \
+	"<tr><td>$M1</td><td>pc1</td><td>room</td><td>reload a (zero)</td><td>pending</td>" "$T/dom.html"
+check "... and the node's last result" grep -q \
+	"<tr><td>$M2</td><td>pc2</td><td>room</td><td></td><td>idle</td><td></td><td>ok: reload a, 8.4 MB in 2.0 s</td>" "$T/dom.html"
 ip netns exec "${NETNS_PFX}srv" python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$HP/', timeout=5).read().decode())" >"$T/static.html"
 check "the page as served has no table rows: they came from the script" \
 	sh -c "grep -q 'id=\"sessions\"' '$T/static.html' && ! grep -q '<td>' '$T/static.html'"
