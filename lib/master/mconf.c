@@ -21,6 +21,8 @@ struct parser {
 	const char *fname;
 	unsigned line;
 	unsigned upload_line;          /* the first line saying "upload" */
+	unsigned token_line;           /* the line naming the token file ... */
+	const char *token_key;         /* ... with this key (token-file or its old name) */
 	struct ndz_error *e;
 };
 
@@ -303,6 +305,37 @@ static int parse_http_listen(struct parser *p, const char *arg)
 	return 0;
 }
 
+/* ---- token-file (begin): one admin token for TCP admin requests and HTTP actions ---- */
+/*
+ * "token-file PATH", or its old name "http-token-file PATH" (an absolute path, as it
+ * always had to be): each given once; both may be given only naming the same file.
+ */
+static int parse_token_file(struct parser *p, const char *k, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	int old = strcmp(k, "http-token-file") == 0;
+
+	if (old && val[0] != '/')
+		return perr(p, "bad http-token-file (an absolute path)", val);
+	if (c->token_file && strcmp(p->token_key, k) == 0)
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
+				     p->line, k);
+	if (c->token_file && strcmp(c->token_file, val) != 0)
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s '%s' is not the file %s "
+				     "names on line %u ('%s'): one admin token serves HTTP and "
+				     "TCP; keep token-file alone (http-token-file is its old name)",
+				     p->fname, p->line, k, val, p->token_key, p->token_line,
+				     c->token_file);
+	if (!c->token_file) {
+		if (!(c->token_file = strdup(val)))
+			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+		p->token_line = p->line;
+		p->token_key = old ? "http-token-file" : "token-file";
+	}
+	return 0;
+}
+/* ---- token-file (end) ---- */
+
 /* The lab's keys: numbers, or strings kept as they are (given once). */
 static int parse_lab(struct parser *p, const char *k, const char *val)
 {
@@ -310,7 +343,6 @@ static int parse_lab(struct parser *p, const char *k, const char *val)
 	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
 		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
 		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
-		     strcmp(k, "token-file") == 0 ? &c->token_file :
 		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
 	unsigned long v;
 
@@ -351,6 +383,8 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		return parse_image(p, tok, ntok, k[5] == 'd');
 	if (strcmp(k, "upload-dir") == 0)
 		return parse_image(p, tok, ntok, 2);
+	if ((strcmp(k, "token-file") == 0 || strcmp(k, "http-token-file") == 0) && ntok == 2)
+		return parse_token_file(p, k, tok[1]);
 	for (i = 0; i < sizeof(lab_keys) / sizeof(lab_keys[0]); i++)
 		if (strcmp(k, lab_keys[i]) == 0)
 			return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
@@ -420,13 +454,6 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		*(k[11] ? &c->max_pending_host : &c->max_pending) = (unsigned)v;
 	} else if (strcmp(k, "http-listen") == 0) {
 		return parse_http_listen(p, tok[1]);
-	} else if (strcmp(k, "http-token-file") == 0) {
-		if (c->http_token_file)
-			return perr(p, "http-token-file given twice", NULL);
-		if (tok[1][0] != '/')
-			return perr(p, "bad http-token-file (an absolute path)", tok[1]);
-		if (!(c->http_token_file = strdup(tok[1])))
-			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
 	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
 		if (parse_uint(tok[1], 1, 100000, &v))
 			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
@@ -582,7 +609,6 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
-	free(c->http_token_file);
 	free(c->wake_iface);
 	free(c->admin_socket);
 	free(c->admin_listen);

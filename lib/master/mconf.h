@@ -53,14 +53,14 @@ struct ndz_mconf {
 	unsigned max_pending_host;     /* ... and per host */
 	struct ndz_mconf_listen http[NDZ_MCONF_HTTP_MAX]; /* http-listen: where the HTTP */
 	size_t nhttp;                  /* endpoint listens (lib/master/http); none: no HTTP */
-	char *http_token_file;         /* http-token-file: the admin token; NULL: no actions */
 	/* the lab (lib/master/labsrv): doc/mfrisbeed.conf.5 */
 	unsigned group_window;         /* seconds a group's reload waits for its nodes */
 	unsigned node_timeout;         /* seconds a running node may stay silent */
 	char *wake_iface;              /* Wake-on-LAN interface; NULL: 255.255.255.255 */
 	char *admin_socket;            /* NULL: RUNDIR/admin; "none": no unix socket */
 	char *admin_listen;            /* ADDR:PORT for admin requests over TCP; NULL: none */
-	char *token_file;              /* the admin token for TCP; NULL: none */
+	char *token_file;              /* token-file (old name http-token-file): the admin
+					* token for TCP admin and HTTP actions; NULL: none */
 	char *lab_state;               /* the lab's state file; NULL: RUNDIR/lab */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
