@@ -18,6 +18,7 @@
 #include <sodium.h>
 
 #include "http.h"
+#include "images.h"
 #include "jbuf.h"
 #include "labsrv.h"
 #include "wol.h"
@@ -489,6 +490,24 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 	case NDZ_CTL_OP_IMAGES:
 		images_json(s, (r->flags & NDZ_CTL_FLAG_TABLE) != 0, j);
 		return 0;
+	/* ---- images info, remove, rename (begin) ---- */
+	case NDZ_CTL_OP_IMAGE_INFO:
+	case NDZ_CTL_OP_IMAGE_REMOVE:
+	case NDZ_CTL_OP_IMAGE_RENAME: {
+		struct ndz_images_ctx x = { s->c, s->h.ms, s->lab, s->h.reload, s->h.ctx };
+		int force = (r->flags & NDZ_CTL_FLAG_FORCE) != 0;
+
+		if (r->op == NDZ_CTL_OP_IMAGE_INFO)
+			return ndz_images_info(&x, r->args[0], (r->flags & NDZ_CTL_FLAG_TABLE) != 0,
+					       j, e);
+		n = r->op == NDZ_CTL_OP_IMAGE_REMOVE ?
+		    ndz_images_remove(&x, r->args[0], force, j, e) :
+		    ndz_images_rename(&x, r->args[0], r->args[1], force, j, e);
+		if (n == 0)
+			say(s, 1, "admin: %s", j->p);
+		return n;
+	}
+	/* ---- images info, remove, rename (end) ---- */
 	default:
 		return ndz_error_set(e, NDZ_EINVAL, 0, "admin: unknown operation %u", r->op);
 	}

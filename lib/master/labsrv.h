@@ -37,6 +37,11 @@ struct ndz_labsrv_hooks {
 	 * served on a thread of their own, which takes it once the request is read
 	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
 	pthread_mutex_t *lock;
+	/* images info/remove/rename (lib/master/images.h): the master's sessions and
+	 * uploads (NULL: none known), and the configuration reread after files changed
+	 * (NULL: not reread) */
+	struct ndz_master *ms;
+	int (*reload)(void *ctx, struct ndz_error *e);
 };
 
 /*

@@ -21,6 +21,7 @@ struct parser {
 	const char *fname;
 	unsigned line;
 	unsigned upload_line;          /* the first line saying "upload" */
+	uint8_t from;                  /* the image line being read: enum ndz_mconf_from */
 	unsigned token_line;           /* the line naming the token file ... */
 	const char *token_key;         /* ... with this key (token-file or its old name) */
 	struct ndz_error *e;
@@ -136,6 +137,8 @@ static int add_image(struct parser *p, const char *name, const char *path,
 	memset(im, 0, sizeof(*im));
 	im->name = strdup(name);
 	im->path = strdup(path);
+	im->line = p->line;
+	im->from = p->from;
 	c->nimages++;                  /* freed with the rest, whole or not */
 	if (!im->name || !im->path || copy_cidrs(&im->allow, o->allow, o->nallow) ||
 	    copy_cidrs(&im->upload, o->upload, o->nupload))
@@ -279,6 +282,8 @@ static int parse_image(struct parser *p, char **tok, int ntok, int kind)
 			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
 		c->ndir_upload = o.nupload;
 	}
+	p->from = kind == 2 ? NDZ_MCONF_UPLOAD_DIR : kind ? NDZ_MCONF_IMAGEDIR :
+		  NDZ_MCONF_IMAGE_LINE;
 	if (kind)
 		return add_dir(p, tok[1], &o);
 	return add_image(p, tok[1], tok[2], &o);
@@ -502,6 +507,10 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	if (!c)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
 	p.c = c;
+	if (!(c->fname = strdup(fname))) {
+		free(c);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	}
 	c->pool_base = 0xefc00100u;    /* 239.192.1.0/24 */
 	c->pool_size = 256;
 	c->port_lo = 3564;
@@ -604,6 +613,7 @@ void ndz_mconf_free(struct ndz_mconf *c)
 		free(c->images[i].upload);
 	}
 	free(c->images);
+	free(c->fname);
 	for (size_t i = 0; i < c->nskipped; i++)
 		free(c->skipped[i]);
 	free(c->skipped);

@@ -15,9 +15,18 @@ struct ndz_cidr {
 	uint32_t addr, mask;           /* host byte order */
 };
 
+/* Where an image comes from (ndz_mconf_image.from). */
+enum ndz_mconf_from {
+	NDZ_MCONF_IMAGE_LINE = 0,      /* an "image NAME PATH" line: the line defines it */
+	NDZ_MCONF_IMAGEDIR = 1,        /* a NAME.ndz in an imagedir: the file defines it */
+	NDZ_MCONF_UPLOAD_DIR = 2,      /* a NAME.ndz in the upload-dir (uploaded, or put there) */
+};
+
 struct ndz_mconf_image {
 	char *name;                    /* at most NDZ_CTL_NAME_MAX bytes */
 	char *path;
+	unsigned line;                 /* the configuration line that gave it */
+	uint8_t from;                  /* enum ndz_mconf_from */
 	struct ndz_cidr *allow;        /* nallow prefixes; none: nobody may have it */
 	size_t nallow;
 	uint64_t rate;                 /* bits/s; 0: the default rate */
@@ -33,6 +42,7 @@ struct ndz_mconf_listen {
 };
 
 struct ndz_mconf {
+	char *fname;                   /* the name the configuration was parsed under */
 	struct ndz_mconf_image *images;
 	size_t nimages;
 	uint32_t pool_base, pool_size; /* multicast addresses, host order */
