@@ -220,6 +220,7 @@ static const struct counter_row {
 	{ "failures_total", NULL, "{reason=\"tcp_busy\"}", OFF(tcp_busy) },
 	{ "failures_total", NULL, "{reason=\"tcp_quiet\"}", OFF(tcp_quiet) },
 	{ "failures_total", NULL, "{reason=\"bad_reload\"}", OFF(bad_reloads) },
+	{ "failures_total", NULL, "{reason=\"lab_rate_limited\"}", OFF(lab_rate_limited) },
 	{ "sessions_started_total", "Sessions started.",
 	  "", OFF(started) },
 	{ "sessions_ended_total", "Sessions ended.",

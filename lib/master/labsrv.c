@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <sodium.h>
 
+#include "hostlimit.h"
 #include "http.h"
 #include "images.h"
 #include "jbuf.h"
@@ -40,6 +41,7 @@ struct ndz_labsrv {
 	uint8_t out[NDZ_CTL_LABREP_MAX];  /* UDP replies */
 	unsigned threads[2];           /* admin connections being served: unix, TCP */
 	struct ndz_http_ext http;      /* the nodes in the HTTP status (ndz_labsrv_http) */
+	struct ndz_hostlimit limit;    /* ASK and REPORT datagrams per address */
 };
 
 static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
@@ -161,6 +163,7 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "lab: out of memory");
 	s->ufd = s->tfd = -1;
 	s->c = c;
+	ndz_hostlimit_init(&s->limit, NDZ_LABSRV_HOST_RATE, NDZ_LABSRV_HOST_BURST);
 	if (h)
 		s->h = *h;
 	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
@@ -277,6 +280,22 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 
 	if (!ndz_ctl_is_lab(buf, len))
 		return 0;
+	/* ---- the per-host limit (begin): a flood from one address costs it its answers ---- */
+	if (!ndz_hostlimit_ok(&s->limit, addr, now_ms * 1000000u)) {
+		char a[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &from->sin_addr, a, sizeof(a));
+		if (s->h.ms)
+			ndz_master_counters(s->h.ms)->lab_rate_limited++;
+		if (s->h.refused)
+			s->h.refused("lab rate limit", a, "lab datagram over %u a second (bursts of "
+				     "%u) from this address: dropped", NDZ_LABSRV_HOST_RATE,
+				     NDZ_LABSRV_HOST_BURST);
+		else
+			say(s, 1, "refused: %s lab datagram over the lab rate limit: dropped", a);
+		return 1;
+	}
+	/* ---- the per-host limit (end) ---- */
 	n = ndz_ctl_lab_decode(buf, len, &r, NULL);
 	rep.type = r.type;
 	rep.id = r.id;

@@ -696,6 +696,7 @@ static const struct {
 	COUNTER("uploads_rejected", uploads_rejected),
 	COUNTER("uploads_refused", uploads_refused), COUNTER("tcp_denied", tcp_denied),
 	COUNTER("tcp_busy", tcp_busy), COUNTER("tcp_quiet", tcp_quiet),
+	COUNTER("lab_rate_limited", lab_rate_limited),
 #undef COUNTER
 };
 

@@ -43,6 +43,7 @@ struct ndz_master_counters {
 	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
 	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
 	uint64_t tcp_denied, tcp_busy, tcp_quiet;
+	uint64_t lab_rate_limited;     /* lab ASK/REPORT datagrams dropped (lib/master/labsrv) */
 };
 
 struct ndz_master;
