@@ -12,6 +12,15 @@ void ndz_hostlimit_init(struct ndz_hostlimit *h, unsigned rate, unsigned burst)
 	h->burst = (uint64_t)(burst ? burst : 1) * UNIT;
 }
 
+void ndz_hostlimit_set(struct ndz_hostlimit *h, unsigned rate, unsigned burst, uint64_t now_ns)
+{
+	h->rate_bps = (uint64_t)(rate ? rate : 1) * UNIT * 8;
+	h->burst = (uint64_t)(burst ? burst : 1) * UNIT;
+	for (size_t k = 0; k < NDZ_HOSTLIMIT_SLOTS; k++)
+		if (h->slot[k].used)
+			ndz_pace_set_rate(&h->slot[k].bucket, h->rate_bps, h->burst, now_ns);
+}
+
 int ndz_hostlimit_ok(struct ndz_hostlimit *h, uint32_t addr, uint64_t now_ns)
 {
 	size_t k, lru = 0;

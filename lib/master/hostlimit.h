@@ -32,6 +32,13 @@ struct ndz_hostlimit {
 void ndz_hostlimit_init(struct ndz_hostlimit *h, unsigned rate, unsigned burst);
 
 /*
+ * ndz_hostlimit_set - a new rate and burst (as ndz_hostlimit_init takes them) from
+ * now_ns on, for the hosts tracked too: what they earned until now is kept, up to
+ * the new burst.
+ */
+void ndz_hostlimit_set(struct ndz_hostlimit *h, unsigned rate, unsigned burst, uint64_t now_ns);
+
+/*
  * ndz_hostlimit_ok - a datagram from addr (network order) at now_ns (monotonic,
  * never going back): 1 when it is within its host's rate (and counts), 0 when it is
  * over (drop it). A host new to the table (or back after its place was given up)

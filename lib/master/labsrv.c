@@ -93,6 +93,7 @@ void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c)
 {
 	s->c = c;
 	set_times(s);
+	ndz_hostlimit_set(&s->limit, c->lab_host_rate, c->lab_host_burst, ndz_now_ns());
 }
 
 static int listen_unix(struct ndz_labsrv *s, struct ndz_error *e)
@@ -163,7 +164,7 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "lab: out of memory");
 	s->ufd = s->tfd = -1;
 	s->c = c;
-	ndz_hostlimit_init(&s->limit, NDZ_LABSRV_HOST_RATE, NDZ_LABSRV_HOST_BURST);
+	ndz_hostlimit_init(&s->limit, c->lab_host_rate, c->lab_host_burst);
 	if (h)
 		s->h = *h;
 	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
@@ -288,9 +289,9 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		if (s->h.ms)
 			ndz_master_counters(s->h.ms)->lab_rate_limited++;
 		if (s->h.refused)
-			s->h.refused("lab rate limit", a, "lab datagram over %u a second (bursts of "
-				     "%u) from this address: dropped", NDZ_LABSRV_HOST_RATE,
-				     NDZ_LABSRV_HOST_BURST);
+			s->h.refused("lab rate limit", a, "lab datagram over lab-host-rate (%u a "
+				     "second, bursts of %u): dropped", s->c->lab_host_rate,
+				     s->c->lab_host_burst);
 		else
 			say(s, 1, "refused: %s lab datagram over the lab rate limit: dropped", a);
 		return 1;

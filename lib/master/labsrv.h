@@ -48,8 +48,6 @@ struct ndz_labsrv_hooks {
 		__attribute__((format(printf, 3, 4)));
 };
 
-#define NDZ_LABSRV_HOST_RATE 20        /* ASK and REPORT datagrams a second per address ... */
-#define NDZ_LABSRV_HOST_BURST 40       /* ... in bursts of this many; more are dropped */
 
 /*
  * ndz_labsrv_open - the lab of configuration c (borrowed, as ndz_labsrv_set_conf)
@@ -66,16 +64,19 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 /* ndz_labsrv_free - close the sockets, remove the unix socket's file; accepts NULL. */
 void ndz_labsrv_free(struct ndz_labsrv *s);
 
-/* ndz_labsrv_set_conf - a reloaded configuration (borrowed): images, times, Wake-on-LAN. */
+/*
+ * ndz_labsrv_set_conf - a reloaded configuration (borrowed): images, times,
+ * Wake-on-LAN, the per-address limit.
+ */
 void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c);
 
 /*
  * ndz_labsrv_udp - when the len bytes from from are a lab request, answer it at
  * now_ms through the UDP socket fd and return 1 (an admin request, which UDP does
  * not carry, is answered DENIED; a host no rule of the configuration names,
- * DENIED); else 0: the caller handles the datagram. An address over
- * NDZ_LABSRV_HOST_RATE (lib/master/hostlimit: 256 addresses tracked, the least
- * recently heard evicted) gets no reply: the drop is told through the refused hook
+ * DENIED); else 0: the caller handles the datagram. An address over the
+ * configuration's lab-host-rate and lab-host-burst (lib/master/hostlimit: 256
+ * addresses tracked, the least recently heard evicted) gets no reply: the drop is told through the refused hook
  * (rule "lab rate limit") and counted (ndz_master_counters' lab_rate_limited).
  */
 int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,

@@ -351,7 +351,12 @@ static int parse_lab(struct parser *p, const char *k, const char *val)
 		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
 	unsigned long v;
 
-	if (!str && strcmp(k, "group-window") == 0) {
+	if (!str && strncmp(k, "lab-host-", 9) == 0) {   /* lab-host-rate, lab-host-burst */
+		if (parse_uint(val, 1, 100000, &v))
+			return perr(p, k[9] == 'r' ? "bad lab-host-rate (1 to 100000 a second)" :
+				    "bad lab-host-burst (1 to 100000)", val);
+		*(k[9] == 'r' ? &c->lab_host_rate : &c->lab_host_burst) = (unsigned)v;
+	} else if (!str && strcmp(k, "group-window") == 0) {
 		if (parse_uint(val, 0, 3600, &v))
 			return perr(p, "bad group-window (0 to 3600 seconds)", val);
 		c->group_window = (unsigned)v;
@@ -381,7 +386,8 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 					    "http-listen", "http-token-file" };
 	static const char *const lab_keys[] = { "group-window", "node-timeout",
 						"wake-interface", "admin-socket",
-						"admin-listen", "token-file", "lab-state" };
+						"admin-listen", "token-file", "lab-state",
+						"lab-host-rate", "lab-host-burst" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -527,6 +533,8 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->max_pending_host = 4;
 	c->group_window = 5;
 	c->node_timeout = 60;
+	c->lab_host_rate = 20;
+	c->lab_host_burst = 40;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);

@@ -66,6 +66,8 @@ struct ndz_mconf {
 	/* the lab (lib/master/labsrv): doc/mfrisbeed.conf.5 */
 	unsigned group_window;         /* seconds a group's reload waits for its nodes */
 	unsigned node_timeout;         /* seconds a running node may stay silent */
+	unsigned lab_host_rate;        /* lab ASK/REPORT datagrams a second per address */
+	unsigned lab_host_burst;       /* ... in bursts of this many (lib/master/hostlimit) */
 	char *wake_iface;              /* Wake-on-LAN interface; NULL: 255.255.255.255 */
 	char *admin_socket;            /* NULL: RUNDIR/admin; "none": no unix socket */
 	char *admin_listen;            /* ADDR:PORT for admin requests over TCP; NULL: none */

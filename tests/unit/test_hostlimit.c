@@ -65,6 +65,22 @@ static void test_lru(void **state)
 	assert_int_equal(ndz_hostlimit_ok(&h, htonl(1), t + 302000), 0);
 }
 
+static void test_set(void **state)
+{
+	uint32_t a = htonl(0x0a000009);
+
+	(void)state;
+	ndz_hostlimit_init(&h, 20, 40);
+	assert_int_equal(burst_of(a, 100, 0), 40);
+	/* a reloaded configuration: 200 a second, bursts of 400, for a host tracked too */
+	ndz_hostlimit_set(&h, 200, 400, 0);
+	assert_int_equal(burst_of(a, 1000, 1000 * MS), 200);
+	assert_int_equal(burst_of(a, 1000, 3000 * MS), 400);
+	/* a smaller burst cuts what was earned */
+	ndz_hostlimit_set(&h, 20, 10, 10000 * MS);
+	assert_int_equal(burst_of(a, 1000, 10000 * MS), 10);
+}
+
 static void test_least(void **state)
 {
 	(void)state;
@@ -79,6 +95,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_lru),
+		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_least),
 	};
 
