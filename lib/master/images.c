@@ -113,7 +113,7 @@ int ndz_images_info(const struct ndz_images_ctx *x, const char *name, int table,
 		    struct ndz_jbuf *j, struct ndz_error *e)
 {
 	const struct ndz_mconf_image *im = find(x, name, e);
-	char mpath[PATH_MAX], ipath[PATH_MAX];
+	char mpath[PATH_MAX] = "", ipath[PATH_MAX] = "";
 	struct stat st;
 	long long bytes;
 	uint8_t uuid[16];
