@@ -520,7 +520,7 @@ int main(int argc, char **argv)
 	    ndz_master_create(m.conf, &m.ms, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (ndz_labsrv_open(m.conf, m.run_dir, &(struct ndz_labsrv_hooks){ &m, status_json, say,
-			    &m.lock }, &m.lab, &e) != 0)
+			    &m.lock, m.ms, reload_hook, cli_refusal }, &m.lab, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	m.n = ndz_master_counters(m.ms);
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,

@@ -21,6 +21,11 @@ static const char usage_text[] =
 	"  nodes list                        the nodes, their tasks and last results\n"
 	"  nodes remove MAC|NAME             forget a node\n"
 	"  images list                       the master's images\n"
+	"  images info NAME                  chunks, size, signed, index, where from,\n"
+	"                                    the sessions serving it\n"
+	"  images remove NAME [--force]      delete an imagedir or upload-dir image's\n"
+	"                                    files (NAME.ndz, .manifest, .index)\n"
+	"  images rename NAME NEWNAME [--force]  rename them (not over an image)\n"
 	"  reload NODE|GROUP IMAGE           reload a node or every node of a group\n"
 	"  capture NODE NAME                 capture a node's disk as image NAME\n"
 	"  cancel NODE|GROUP                 drop the pending tasks\n"
@@ -38,7 +43,10 @@ static const char usage_text[] =
 	"      --zero               reload: zero what the image does not hold\n"
 	"      --verify             reload: read every chunk back\n"
 	"      --wake               reload, capture: send Wake-on-LAN to the nodes\n"
-	"  -j, --json               nodes list, images list, status: JSON for scripts\n"
+	"      --force              images remove, rename: even while a session serves\n"
+	"                           it (it finishes with its clients, takes no new\n"
+	"                           ones) or (remove) reload tasks name it (cancelled)\n"
+	"  -j, --json               nodes list, images list, images info, status: JSON\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens\n"
 	"  -h, --help               this help\n"
@@ -57,6 +65,9 @@ static const struct cmd cmds[] = {
 	{ "nodes", "list", NDZ_CTL_OP_NODE_LIST, 0, 0 },
 	{ "nodes", "remove", NDZ_CTL_OP_NODE_REMOVE, 1, 1 },
 	{ "images", "list", NDZ_CTL_OP_IMAGES, 0, 0 },
+	{ "images", "info", NDZ_CTL_OP_IMAGE_INFO, 1, 1 },
+	{ "images", "remove", NDZ_CTL_OP_IMAGE_REMOVE, 1, 1 },
+	{ "images", "rename", NDZ_CTL_OP_IMAGE_RENAME, 2, 2 },
 	{ "reload", NULL, NDZ_CTL_OP_RELOAD, 2, 2 },
 	{ "capture", NULL, NDZ_CTL_OP_CAPTURE, 2, 2 },
 	{ "cancel", NULL, NDZ_CTL_OP_CANCEL, 1, 1 },
@@ -117,7 +128,7 @@ static int node_side(const char *spec, char **a, int n)
 
 int main(int argc, char **argv)
 {
-	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE };
+	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE, O_FORCE };
 	static const struct option lopts[] = {
 		{ "master", required_argument, NULL, 'm' },
 		{ "token-file", required_argument, NULL, 'k' },
@@ -125,6 +136,7 @@ int main(int argc, char **argv)
 		{ "zero", no_argument, NULL, O_ZERO },
 		{ "verify", no_argument, NULL, O_VERIFY },
 		{ "wake", no_argument, NULL, O_WAKE },
+		{ "force", no_argument, NULL, O_FORCE },
 		{ "json", no_argument, NULL, 'j' },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
@@ -148,6 +160,7 @@ int main(int argc, char **argv)
 		case O_ZERO: flags |= NDZ_LAB_ZERO; break;
 		case O_VERIFY: flags |= NDZ_LAB_VERIFY; break;
 		case O_WAKE: flags |= NDZ_CTL_FLAG_WAKE; break;
+		case O_FORCE: flags |= NDZ_CTL_FLAG_FORCE; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -180,6 +193,14 @@ int main(int argc, char **argv)
 	if ((flags & NDZ_CTL_FLAG_WAKE) && cmd->op != NDZ_CTL_OP_RELOAD &&
 	    cmd->op != NDZ_CTL_OP_CAPTURE)
 		cli_usage_error("--wake goes with reload or capture");
+	if ((flags & NDZ_CTL_FLAG_FORCE) && cmd->op != NDZ_CTL_OP_IMAGE_REMOVE &&
+	    cmd->op != NDZ_CTL_OP_IMAGE_RENAME)
+		cli_usage_error("--force goes with images remove or images rename");
+	if ((cmd->op == NDZ_CTL_OP_IMAGE_INFO || cmd->op == NDZ_CTL_OP_IMAGE_REMOVE ||
+	     cmd->op == NDZ_CTL_OP_IMAGE_RENAME) && !ndz_ctl_valid_name(argv[optind]))
+		cli_usage_error("'%s': not an image name (%s)", argv[optind], NDZ_CTL_NAME_RULE);
+	if (cmd->op == NDZ_CTL_OP_IMAGE_RENAME && !ndz_ctl_valid_name(argv[optind + 1]))
+		cli_usage_error("'%s': not an image name (%s)", argv[optind + 1], NDZ_CTL_NAME_RULE);
 	req.type = NDZ_CTL_ADMIN;
 	req.id = 1;
 	req.op = cmd->op;
@@ -203,7 +224,7 @@ int main(int argc, char **argv)
 	if (rep.status != NDZ_CTL_OK)
 		cli_die(EXIT_FAIL, "%.*s", (int)rep.text_len, rep.text);
 	if (cmd->op == NDZ_CTL_OP_NODE_LIST || cmd->op == NDZ_CTL_OP_IMAGES ||
-	    cmd->op == NDZ_CTL_OP_STATUS)
+	    cmd->op == NDZ_CTL_OP_IMAGE_INFO || cmd->op == NDZ_CTL_OP_STATUS)
 		printf("%.*s%s", (int)rep.text_len, rep.text, json ? "\n" : "");
 	else if (!cli_quiet)
 		printf("%.*s\n", (int)rep.text_len, rep.text);

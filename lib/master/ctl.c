@@ -511,6 +511,29 @@ int ndz_ctl_is_lab(const uint8_t *buf, size_t len)
 	return check_hdr(buf, len) == 0 && lab_type(buf[5]);
 }
 
+/*
+ * The image operations' arguments: IMAGE [NEWNAME] as image names, no third, flags
+ * FORCE and TABLE only. 0 or NDZ_EINVAL with e set; other operations pass.
+ */
+static int image_op_check(const struct ndz_ctl_labreq *r, struct ndz_error *e)
+{
+	int rename = r->op == NDZ_CTL_OP_IMAGE_RENAME;
+
+	if (r->op != NDZ_CTL_OP_IMAGE_INFO && r->op != NDZ_CTL_OP_IMAGE_REMOVE && !rename)
+		return 0;
+	if (!ndz_ctl_valid_name(r->args[0]))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "image '%.64s': not " NDZ_CTL_NAME_RULE,
+				     r->args[0]);
+	if (rename && !ndz_ctl_valid_name(r->args[1]))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "new name '%.64s': not " NDZ_CTL_NAME_RULE,
+				     r->args[1]);
+	if ((!rename && r->args[1][0]) || r->args[2][0] ||
+	    (r->flags & ~(NDZ_CTL_FLAG_FORCE | NDZ_CTL_FLAG_TABLE)))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "image operation %u: bad arguments or flags",
+				     r->op);
+	return 0;
+}
+
 static size_t lab_fixed(uint8_t type)
 {
 	return type == NDZ_CTL_ASK ? ASK_LEN : type == NDZ_CTL_REPORT ? REPORT_LEN : ADMIN_LEN;
@@ -533,6 +556,8 @@ int ndz_ctl_lab_encode(const struct ndz_ctl_labreq *r, uint8_t *buf, size_t cap,
 	if (n > NDZ_CTL_ARGS * (NDZ_CTL_NAME_MAX + 1) ||
 	    strnlen(r->token, sizeof(r->token)) > NDZ_CTL_TOKEN_MAX)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "lab request: a string too long");
+	if (r->type == NDZ_CTL_ADMIN && image_op_check(r, e) != 0)
+		return NDZ_EINVAL;
 	if (cap < fixed + n)
 		return ndz_error_set(e, NDZ_ERANGE, 0, "lab request: %zu bytes do not fit", fixed + n);
 	memset(buf, 0, fixed + n);
@@ -616,7 +641,7 @@ int ndz_ctl_lab_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labreq *r,
 	}
 	if (n)
 		return ndz_error_set(e, NDZ_EPROTO, 0, "lab request: trailing bytes");
-	return 0;
+	return image_op_check(r, e) ? NDZ_EPROTO : 0;
 }
 
 int ndz_ctl_labrep_encode(const struct ndz_ctl_labrep *r, uint8_t *buf, size_t cap,

@@ -216,9 +216,14 @@ enum ndz_ctl_op {
 	NDZ_CTL_OP_CANCEL = 6,           /* args: node or group */
 	NDZ_CTL_OP_STATUS = 7,           /* -> {"lab":LAB JSON,"master":STATUS JSON} */
 	NDZ_CTL_OP_IMAGES = 8,           /* -> {"images":[{"name":..,"path":..,"bytes":..}]} */
+	NDZ_CTL_OP_IMAGE_INFO = 9,       /* args: image -> its facts (lib/master/images.h) */
+	NDZ_CTL_OP_IMAGE_REMOVE = 10,    /* args: image; flags: FORCE */
+	NDZ_CTL_OP_IMAGE_RENAME = 11,    /* args: image, new name; flags: FORCE */
 };
 #define NDZ_CTL_FLAG_WAKE  0x80          /* admin flags: send Wake-on-LAN; low bits NDZ_LAB_* options */
-#define NDZ_CTL_FLAG_TABLE 0x40          /* NODE_LIST, STATUS, IMAGES: a table for people, not JSON */
+#define NDZ_CTL_FLAG_TABLE 0x40          /* NODE_LIST, STATUS, IMAGES, IMAGE_INFO: a table for
+					  * people, not JSON */
+#define NDZ_CTL_FLAG_FORCE 0x20          /* IMAGE_REMOVE, IMAGE_RENAME: even while served */
 
 struct ndz_ctl_labreq {
 	uint8_t type;                    /* NDZ_CTL_ASK, _REPORT or _ADMIN */
@@ -245,8 +250,10 @@ struct ndz_ctl_labrep {
 
 /*
  * ndz_ctl_lab_encode / ndz_ctl_labrep_encode - the message for r into buf (cap
- * bytes): its length, or NDZ_EINVAL (a bad type, a string too long) or NDZ_ERANGE
- * (cap too small) with e (may be NULL) set.
+ * bytes): its length, or NDZ_EINVAL (a bad type, a string too long; an image
+ * operation whose names are not image names, with a second name other than
+ * RENAME's, a third argument, or flags other than FORCE and TABLE) or NDZ_ERANGE
+ * (cap too small) with e (may be NULL) set. lab_decode refuses what encode does.
  */
 int ndz_ctl_lab_encode(const struct ndz_ctl_labreq *r, uint8_t *buf, size_t cap,
 		       struct ndz_error *e);

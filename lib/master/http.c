@@ -239,6 +239,7 @@ static const struct counter_row {
 	{ "failures_total", NULL, "{reason=\"tcp_busy\"}", OFF(tcp_busy) },
 	{ "failures_total", NULL, "{reason=\"tcp_quiet\"}", OFF(tcp_quiet) },
 	{ "failures_total", NULL, "{reason=\"bad_reload\"}", OFF(bad_reloads) },
+	{ "failures_total", NULL, "{reason=\"lab_rate_limited\"}", OFF(lab_rate_limited) },
 	{ "sessions_started_total", "Sessions started.",
 	  "", OFF(started) },
 	{ "sessions_ended_total", "Sessions ended.",
@@ -429,8 +430,8 @@ static int authorised(struct ndz_http *s, struct MHD_Connection *c)
 
 	pthread_mutex_lock(s->h.lock);
 	conf = ndz_master_conf(s->h.ms);
-	if (conf && conf->http_token_file)
-		snprintf(path, sizeof(path), "%s", conf->http_token_file);
+	if (conf && conf->token_file)   /* token-file: the one admin token */
+		snprintf(path, sizeof(path), "%s", conf->token_file);
 	pthread_mutex_unlock(s->h.lock);
 	return ndz_http_token_ok(path[0] ? path : NULL, auth);
 }

@@ -5,7 +5,7 @@
  * fetches /status.json every 2 s), GET /status.json (the master's STATUS JSON,
  * ndz_master_status_json, with any extra sections), GET /metrics (Prometheus
  * text format 0.0.4: the master's counters, names prefixed ndz_). A POST needs
- * "Authorization: Bearer TOKEN" matching the http-token-file's contents
+ * "Authorization: Bearer TOKEN" matching the token-file's contents
  * (compared in constant time); POST /reload-config rereads the configuration.
  * Other parts of the program add JSON sections and POST actions through a table
  * of struct ndz_http_ext. The master's data is read under the caller's lock.
@@ -62,7 +62,7 @@ struct ndz_http;
 /*
  * ndz_http_start - listen on the n addresses at (port 0: any free port) and serve
  * on the endpoint's own threads, with the limits above. h is copied; what it points
- * to must outlive the endpoint. The admin token is read from the http-token-file
+ * to must outlive the endpoint. The admin token is read from the token-file
  * of the configuration in force at each POST (none: every POST is refused).
  * Returns 0 with *out (stop with ndz_http_stop; NULL when n is 0), or NDZ_ENET
  * with e naming the address that cannot be bound, NDZ_ENOMEM.

@@ -200,6 +200,26 @@ int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char
 }
 
 /* Start batch b if every pending node of it has asked or the window passed since the first. */
+size_t ndz_lab_image_tasks(struct ndz_lab *l, const char *image, const char *to)
+{
+	size_t count = 0;
+
+	for (size_t k = 0; k < NDZ_LAB_NODES; k++) {
+		struct ndz_lab_node *n = &l->n[k];
+
+		if (!n->used || n->task != NDZ_LAB_RELOAD || strcmp(n->arg, image) != 0)
+			continue;
+		count++;
+		if (to && !to[0])
+			set_task(n, NDZ_LAB_NONE, NULL, 0, 0);
+		else if (to)
+			snprintf(n->arg, sizeof(n->arg), "%s", to);
+	}
+	if (count && to)
+		l->changed = 1;
+	return count;
+}
+
 static int batch_go(struct ndz_lab *l, uint32_t b, uint64_t now, uint32_t *wait_ms)
 {
 	uint64_t first = UINT64_MAX;

@@ -139,6 +139,14 @@ int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char
 		 uint8_t opts, uint8_t (*macs)[6], size_t cap, struct ndz_error *e);
 
 /*
+ * ndz_lab_image_tasks - the nodes whose reload task (pending, running, lost or
+ * failed) names image: returns how many. to NULL: they are only counted; "": those
+ * tasks are cancelled; else (an image name) they reload to instead, their state
+ * kept. Capture tasks are left alone (they make an image, they do not read one).
+ */
+size_t ndz_lab_image_tasks(struct ndz_lab *l, const char *image, const char *to);
+
+/*
  * ndz_lab_ask - the node mac (at addr, network order) asks what to do at now_ms.
  * An unknown node, one without a task, and one whose task failed are told
  * NDZ_LAB_LOCAL. A node with a task is told it (and is running from then on), unless

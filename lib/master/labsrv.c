@@ -17,7 +17,9 @@
 #include <sys/un.h>
 #include <sodium.h>
 
+#include "hostlimit.h"
 #include "http.h"
+#include "images.h"
 #include "jbuf.h"
 #include "labsrv.h"
 #include "wol.h"
@@ -39,6 +41,7 @@ struct ndz_labsrv {
 	uint8_t out[NDZ_CTL_LABREP_MAX];  /* UDP replies */
 	unsigned threads[2];           /* admin connections being served: unix, TCP */
 	struct ndz_http_ext http;      /* the nodes in the HTTP status (ndz_labsrv_http) */
+	struct ndz_hostlimit limit;    /* ASK and REPORT datagrams per address */
 };
 
 static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
@@ -90,6 +93,7 @@ void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c)
 {
 	s->c = c;
 	set_times(s);
+	ndz_hostlimit_set(&s->limit, c->lab_host_rate, c->lab_host_burst, ndz_now_ns());
 }
 
 static int listen_unix(struct ndz_labsrv *s, struct ndz_error *e)
@@ -160,6 +164,7 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "lab: out of memory");
 	s->ufd = s->tfd = -1;
 	s->c = c;
+	ndz_hostlimit_init(&s->limit, c->lab_host_rate, c->lab_host_burst);
 	if (h)
 		s->h = *h;
 	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
@@ -276,6 +281,22 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 
 	if (!ndz_ctl_is_lab(buf, len))
 		return 0;
+	/* ---- the per-host limit (begin): a flood from one address costs it its answers ---- */
+	if (!ndz_hostlimit_ok(&s->limit, addr, now_ms * 1000000u)) {
+		char a[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &from->sin_addr, a, sizeof(a));
+		if (s->h.ms)
+			ndz_master_counters(s->h.ms)->lab_rate_limited++;
+		if (s->h.refused)
+			s->h.refused("lab rate limit", a, "lab datagram over lab-host-rate (%u a "
+				     "second, bursts of %u): dropped", s->c->lab_host_rate,
+				     s->c->lab_host_burst);
+		else
+			say(s, 1, "refused: %s lab datagram over the lab rate limit: dropped", a);
+		return 1;
+	}
+	/* ---- the per-host limit (end) ---- */
 	n = ndz_ctl_lab_decode(buf, len, &r, NULL);
 	rep.type = r.type;
 	rep.id = r.id;
@@ -489,6 +510,24 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 	case NDZ_CTL_OP_IMAGES:
 		images_json(s, (r->flags & NDZ_CTL_FLAG_TABLE) != 0, j);
 		return 0;
+	/* ---- images info, remove, rename (begin) ---- */
+	case NDZ_CTL_OP_IMAGE_INFO:
+	case NDZ_CTL_OP_IMAGE_REMOVE:
+	case NDZ_CTL_OP_IMAGE_RENAME: {
+		struct ndz_images_ctx x = { s->c, s->h.ms, s->lab, s->h.reload, s->h.ctx };
+		int force = (r->flags & NDZ_CTL_FLAG_FORCE) != 0;
+
+		if (r->op == NDZ_CTL_OP_IMAGE_INFO)
+			return ndz_images_info(&x, r->args[0], (r->flags & NDZ_CTL_FLAG_TABLE) != 0,
+					       j, e);
+		n = r->op == NDZ_CTL_OP_IMAGE_REMOVE ?
+		    ndz_images_remove(&x, r->args[0], force, j, e) :
+		    ndz_images_rename(&x, r->args[0], r->args[1], force, j, e);
+		if (n == 0)
+			say(s, 1, "admin: %s", j->p);
+		return n;
+	}
+	/* ---- images info, remove, rename (end) ---- */
 	default:
 		return ndz_error_set(e, NDZ_EINVAL, 0, "admin: unknown operation %u", r->op);
 	}

@@ -37,7 +37,17 @@ struct ndz_labsrv_hooks {
 	 * served on a thread of their own, which takes it once the request is read
 	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
 	pthread_mutex_t *lock;
+	/* images info/remove/rename (lib/master/images.h): the master's sessions and
+	 * uploads (NULL: none known), and the configuration reread after files changed
+	 * (NULL: not reread) */
+	struct ndz_master *ms;
+	int (*reload)(void *ctx, struct ndz_error *e);
+	/* a node's datagram dropped by rule (the lab's per-host limit), always told (NULL:
+	 * said at level 1); lib/cli's cli_refusal fits */
+	void (*refused)(const char *rule, const char *addr, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
 };
+
 
 /*
  * ndz_labsrv_open - the lab of configuration c (borrowed, as ndz_labsrv_set_conf)
@@ -54,14 +64,20 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 /* ndz_labsrv_free - close the sockets, remove the unix socket's file; accepts NULL. */
 void ndz_labsrv_free(struct ndz_labsrv *s);
 
-/* ndz_labsrv_set_conf - a reloaded configuration (borrowed): images, times, Wake-on-LAN. */
+/*
+ * ndz_labsrv_set_conf - a reloaded configuration (borrowed): images, times,
+ * Wake-on-LAN, the per-address limit.
+ */
 void ndz_labsrv_set_conf(struct ndz_labsrv *s, const struct ndz_mconf *c);
 
 /*
  * ndz_labsrv_udp - when the len bytes from from are a lab request, answer it at
  * now_ms through the UDP socket fd and return 1 (an admin request, which UDP does
  * not carry, is answered DENIED; a host no rule of the configuration names,
- * DENIED); else 0: the caller handles the datagram.
+ * DENIED); else 0: the caller handles the datagram. An address over the
+ * configuration's lab-host-rate and lab-host-burst (lib/master/hostlimit: 256
+ * addresses tracked, the least recently heard evicted) gets no reply: the drop is told through the refused hook
+ * (rule "lab rate limit") and counted (ndz_master_counters' lab_rate_limited).
  */
 int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		   const struct sockaddr_in *from, uint64_t now_ms);

@@ -629,6 +629,35 @@ void ndz_master_upload_stored(struct ndz_master *m, int slot)
 			m->s[i].replaced = 1;
 }
 
+size_t ndz_master_serving(const struct ndz_master *m, const char *name)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		k += m->s[i].pid && strcmp(m->s[i].image, name) == 0;
+	return k;
+}
+
+size_t ndz_master_retire(struct ndz_master *m, const char *name)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		if (m->s[i].pid && strcmp(m->s[i].image, name) == 0) {
+			m->s[i].replaced = 1;
+			k++;
+		}
+	return k;
+}
+
+int ndz_master_uploading(const struct ndz_master *m, const char *name)
+{
+	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++)
+		if (m->up[i].used && strcmp(m->up[i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 void ndz_master_upload_end(struct ndz_master *m, int slot, int stored)
 {
 	m->up[slot].used = 0;
@@ -667,6 +696,7 @@ static const struct {
 	COUNTER("uploads_rejected", uploads_rejected),
 	COUNTER("uploads_refused", uploads_refused), COUNTER("tcp_denied", tcp_denied),
 	COUNTER("tcp_busy", tcp_busy), COUNTER("tcp_quiet", tcp_quiet),
+	COUNTER("lab_rate_limited", lab_rate_limited),
 #undef COUNTER
 };
 

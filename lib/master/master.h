@@ -43,6 +43,7 @@ struct ndz_master_counters {
 	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
 	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
 	uint64_t tcp_denied, tcp_busy, tcp_quiet;
+	uint64_t lab_rate_limited;     /* lab ASK/REPORT datagrams dropped (lib/master/labsrv) */
 };
 
 struct ndz_master;
@@ -259,6 +260,16 @@ void ndz_master_upload_stored(struct ndz_master *m, int slot);
  * was), 0 (rejected after it began), -1 (it could not begin after all: refused).
  */
 void ndz_master_upload_end(struct ndz_master *m, int slot, int stored);
+
+/*
+ * ndz_master_serving - sessions running (replaced or not) of image name: how many.
+ * ndz_master_retire - those sessions take no new clients (as after an upload of the
+ * name): they finish with the clients they have; returns how many.
+ * ndz_master_uploading - 1 when an upload to name runs, else 0.
+ */
+size_t ndz_master_serving(const struct ndz_master *m, const char *name);
+size_t ndz_master_retire(struct ndz_master *m, const char *name);
+int ndz_master_uploading(const struct ndz_master *m, const char *name);
 
 /* ndz_master_uploads - uploads running. */
 unsigned ndz_master_uploads(const struct ndz_master *m);

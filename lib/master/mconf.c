@@ -21,6 +21,9 @@ struct parser {
 	const char *fname;
 	unsigned line;
 	unsigned upload_line;          /* the first line saying "upload" */
+	uint8_t from;                  /* the image line being read: enum ndz_mconf_from */
+	unsigned token_line;           /* the line naming the token file ... */
+	const char *token_key;         /* ... with this key (token-file or its old name) */
 	struct ndz_error *e;
 };
 
@@ -134,6 +137,8 @@ static int add_image(struct parser *p, const char *name, const char *path,
 	memset(im, 0, sizeof(*im));
 	im->name = strdup(name);
 	im->path = strdup(path);
+	im->line = p->line;
+	im->from = p->from;
 	c->nimages++;                  /* freed with the rest, whole or not */
 	if (!im->name || !im->path || copy_cidrs(&im->allow, o->allow, o->nallow) ||
 	    copy_cidrs(&im->upload, o->upload, o->nupload))
@@ -277,6 +282,8 @@ static int parse_image(struct parser *p, char **tok, int ntok, int kind)
 			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
 		c->ndir_upload = o.nupload;
 	}
+	p->from = kind == 2 ? NDZ_MCONF_UPLOAD_DIR : kind ? NDZ_MCONF_IMAGEDIR :
+		  NDZ_MCONF_IMAGE_LINE;
 	if (kind)
 		return add_dir(p, tok[1], &o);
 	return add_image(p, tok[1], tok[2], &o);
@@ -303,6 +310,37 @@ static int parse_http_listen(struct parser *p, const char *arg)
 	return 0;
 }
 
+/* ---- token-file (begin): one admin token for TCP admin requests and HTTP actions ---- */
+/*
+ * "token-file PATH", or its old name "http-token-file PATH" (an absolute path, as it
+ * always had to be): each given once; both may be given only naming the same file.
+ */
+static int parse_token_file(struct parser *p, const char *k, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	int old = strcmp(k, "http-token-file") == 0;
+
+	if (old && val[0] != '/')
+		return perr(p, "bad http-token-file (an absolute path)", val);
+	if (c->token_file && strcmp(p->token_key, k) == 0)
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
+				     p->line, k);
+	if (c->token_file && strcmp(c->token_file, val) != 0)
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s '%s' is not the file %s "
+				     "names on line %u ('%s'): one admin token serves HTTP and "
+				     "TCP; keep token-file alone (http-token-file is its old name)",
+				     p->fname, p->line, k, val, p->token_key, p->token_line,
+				     c->token_file);
+	if (!c->token_file) {
+		if (!(c->token_file = strdup(val)))
+			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+		p->token_line = p->line;
+		p->token_key = old ? "http-token-file" : "token-file";
+	}
+	return 0;
+}
+/* ---- token-file (end) ---- */
+
 /* The lab's keys: numbers, or strings kept as they are (given once). */
 static int parse_lab(struct parser *p, const char *k, const char *val)
 {
@@ -310,11 +348,15 @@ static int parse_lab(struct parser *p, const char *k, const char *val)
 	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
 		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
 		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
-		     strcmp(k, "token-file") == 0 ? &c->token_file :
 		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
 	unsigned long v;
 
-	if (!str && strcmp(k, "group-window") == 0) {
+	if (!str && strncmp(k, "lab-host-", 9) == 0) {   /* lab-host-rate, lab-host-burst */
+		if (parse_uint(val, 1, 100000, &v))
+			return perr(p, k[9] == 'r' ? "bad lab-host-rate (1 to 100000 a second)" :
+				    "bad lab-host-burst (1 to 100000)", val);
+		*(k[9] == 'r' ? &c->lab_host_rate : &c->lab_host_burst) = (unsigned)v;
+	} else if (!str && strcmp(k, "group-window") == 0) {
 		if (parse_uint(val, 0, 3600, &v))
 			return perr(p, "bad group-window (0 to 3600 seconds)", val);
 		c->group_window = (unsigned)v;
@@ -344,13 +386,16 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 					    "http-listen", "http-token-file" };
 	static const char *const lab_keys[] = { "group-window", "node-timeout",
 						"wake-interface", "admin-socket",
-						"admin-listen", "token-file", "lab-state" };
+						"admin-listen", "token-file", "lab-state",
+						"lab-host-rate", "lab-host-burst" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
 		return parse_image(p, tok, ntok, k[5] == 'd');
 	if (strcmp(k, "upload-dir") == 0)
 		return parse_image(p, tok, ntok, 2);
+	if ((strcmp(k, "token-file") == 0 || strcmp(k, "http-token-file") == 0) && ntok == 2)
+		return parse_token_file(p, k, tok[1]);
 	for (i = 0; i < sizeof(lab_keys) / sizeof(lab_keys[0]); i++)
 		if (strcmp(k, lab_keys[i]) == 0)
 			return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
@@ -420,13 +465,6 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		*(k[11] ? &c->max_pending_host : &c->max_pending) = (unsigned)v;
 	} else if (strcmp(k, "http-listen") == 0) {
 		return parse_http_listen(p, tok[1]);
-	} else if (strcmp(k, "http-token-file") == 0) {
-		if (c->http_token_file)
-			return perr(p, "http-token-file given twice", NULL);
-		if (tok[1][0] != '/')
-			return perr(p, "bad http-token-file (an absolute path)", tok[1]);
-		if (!(c->http_token_file = strdup(tok[1])))
-			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
 	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
 		if (parse_uint(tok[1], 1, 100000, &v))
 			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
@@ -475,6 +513,10 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	if (!c)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
 	p.c = c;
+	if (!(c->fname = strdup(fname))) {
+		free(c);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, NULL);
+	}
 	c->pool_base = 0xefc00100u;    /* 239.192.1.0/24 */
 	c->pool_size = 256;
 	c->port_lo = 3564;
@@ -491,6 +533,8 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->max_pending_host = 4;
 	c->group_window = 5;
 	c->node_timeout = 60;
+	c->lab_host_rate = 20;
+	c->lab_host_burst = 40;
 	while (rc == 0 && s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
@@ -577,12 +621,12 @@ void ndz_mconf_free(struct ndz_mconf *c)
 		free(c->images[i].upload);
 	}
 	free(c->images);
+	free(c->fname);
 	for (size_t i = 0; i < c->nskipped; i++)
 		free(c->skipped[i]);
 	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
-	free(c->http_token_file);
 	free(c->wake_iface);
 	free(c->admin_socket);
 	free(c->admin_listen);

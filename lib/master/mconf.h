@@ -15,9 +15,18 @@ struct ndz_cidr {
 	uint32_t addr, mask;           /* host byte order */
 };
 
+/* Where an image comes from (ndz_mconf_image.from). */
+enum ndz_mconf_from {
+	NDZ_MCONF_IMAGE_LINE = 0,      /* an "image NAME PATH" line: the line defines it */
+	NDZ_MCONF_IMAGEDIR = 1,        /* a NAME.ndz in an imagedir: the file defines it */
+	NDZ_MCONF_UPLOAD_DIR = 2,      /* a NAME.ndz in the upload-dir (uploaded, or put there) */
+};
+
 struct ndz_mconf_image {
 	char *name;                    /* at most NDZ_CTL_NAME_MAX bytes */
 	char *path;
+	unsigned line;                 /* the configuration line that gave it */
+	uint8_t from;                  /* enum ndz_mconf_from */
 	struct ndz_cidr *allow;        /* nallow prefixes; none: nobody may have it */
 	size_t nallow;
 	uint64_t rate;                 /* bits/s; 0: the default rate */
@@ -33,6 +42,7 @@ struct ndz_mconf_listen {
 };
 
 struct ndz_mconf {
+	char *fname;                   /* the name the configuration was parsed under */
 	struct ndz_mconf_image *images;
 	size_t nimages;
 	uint32_t pool_base, pool_size; /* multicast addresses, host order */
@@ -53,14 +63,16 @@ struct ndz_mconf {
 	unsigned max_pending_host;     /* ... and per host */
 	struct ndz_mconf_listen http[NDZ_MCONF_HTTP_MAX]; /* http-listen: where the HTTP */
 	size_t nhttp;                  /* endpoint listens (lib/master/http); none: no HTTP */
-	char *http_token_file;         /* http-token-file: the admin token; NULL: no actions */
 	/* the lab (lib/master/labsrv): doc/mfrisbeed.conf.5 */
 	unsigned group_window;         /* seconds a group's reload waits for its nodes */
 	unsigned node_timeout;         /* seconds a running node may stay silent */
+	unsigned lab_host_rate;        /* lab ASK/REPORT datagrams a second per address */
+	unsigned lab_host_burst;       /* ... in bursts of this many (lib/master/hostlimit) */
 	char *wake_iface;              /* Wake-on-LAN interface; NULL: 255.255.255.255 */
 	char *admin_socket;            /* NULL: RUNDIR/admin; "none": no unix socket */
 	char *admin_listen;            /* ADDR:PORT for admin requests over TCP; NULL: none */
-	char *token_file;              /* the admin token for TCP; NULL: none */
+	char *token_file;              /* token-file (old name http-token-file): the admin
+					* token for TCP admin and HTTP actions; NULL: none */
 	char *lab_state;               /* the lab's state file; NULL: RUNDIR/lab */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */

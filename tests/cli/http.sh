@@ -26,7 +26,7 @@ ports 5400-5407
 idle-timeout 3
 image a $T/a.ndz allow 10.77.0.0/24 rate 12M
 http-listen 0.0.0.0:$HP
-http-token-file $T/token
+token-file $T/token
 CONF
 
 # the helper: HTTP by hand (the hostile parts need raw sockets anyway)

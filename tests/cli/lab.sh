@@ -134,6 +134,20 @@ check "six idle admin connections: the admin socket still serves" sh -c "'$CTL' 
 wait $IPID
 check "the idle connections were closed, none left open" sh -c "! grep -q ': open' '$T/idle'"
 
+# a flood of asks from one address: dropped past its rate, others still answered
+out=$(in_ns n1 "$NODE" flood $SRV 52:54:00:00:00:66 1000)
+n=${out#replies }
+check "1,000 asks from one address: most dropped unanswered ($out)" sh -c "[ '$n' -ge 1 ] && [ '$n' -le 100 ]"
+check "... another address is still answered" test "$(ask n2 $M2)" = "reload ubuntu 4"
+check "... the admin socket still serves" sh -c "'$CTL' -m '$A' status >/dev/null"
+check "... the drop is logged with the address and the rule" \
+	grep -q 'refused: 10.77.0.11 lab datagram over lab-host-rate (20 a second, bursts of 40): dropped' "$T/m.log"
+check "... the other drops summed up once their second is over" \
+	wait_until 3 grep -Eq '[0-9]+ more refused \(lab rate limit\)' "$T/m.log"
+ctl status --json >"$T/s.json"
+check "... and counted in the status (lab_rate_limited >= 900)" \
+	sh -c "grep -Eo '\"lab_rate_limited\": *[0-9]+' '$T/s.json' | grep -Eo '[0-9]+\$' | awk '{ exit !(\$1 >= 900) }'"
+
 # the state survives a restart
 kill $MPID; wait $MPID 2>/dev/null
 check "the master removed its admin socket" test ! -e "$A"

@@ -9,6 +9,8 @@
  *   labnode MASTER MAC fail REASON    print "ok" or the refusal's status
  *   labnode wolcatch PORT COUNT SECONDS  print the first COUNT datagrams to UDP
  *                                     PORT (any address) in hex, one a line
+ *   labnode flood MASTER MAC COUNT    send COUNT asks back to back from one socket,
+ *                                     print "replies N": those answered within a second
  */
 #include <poll.h>
 #include <stdio.h>
@@ -53,6 +55,35 @@ static int wolcatch(int port, int count, int secs)
 	return count ? 1 : 0;
 }
 
+static int flood(const char *master, const char *mac, int count)
+{
+	struct ndz_ctl_labreq r = { .type = NDZ_CTL_ASK };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(NDZ_CTL_PORT) };
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), replies = 0, n;
+	uint8_t b[NDZ_CTL_LAB_MAX];
+	uint64_t end;
+
+	if (fd < 0 || inet_pton(AF_INET, master, &to.sin_addr) != 1 ||
+	    ndz_lab_parse_mac(mac, r.mac, NULL) != 0)
+		return 2;
+	for (int k = 0; k < count; k++) {
+		r.id = (uint32_t)k + 1;
+		n = ndz_ctl_lab_encode(&r, b, sizeof(b), NULL);
+		if (n < 0 || sendto(fd, b, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)) < 0)
+			return 1;
+	}
+	end = ndz_now_ms() + 1000;
+	while (ndz_now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (poll(&p, 1, (int)(end - ndz_now_ms())) > 0 && recv(fd, b, sizeof(b), 0) > 0)
+			replies++;
+	}
+	printf("replies %d\n", replies);
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static uint8_t buf[NDZ_CTL_LABREP_MAX];
@@ -61,6 +92,8 @@ int main(int argc, char **argv)
 	struct ndz_error e = { 0 };
 	uint64_t until = 0;
 
+	if (argc == 5 && strcmp(argv[1], "flood") == 0)
+		return flood(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 5 && strcmp(argv[1], "wolcatch") == 0)
 		return wolcatch(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
 	if (argc < 4 || ndz_lab_parse_mac(argv[2], r.mac, &e) != 0) {

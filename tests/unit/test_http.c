@@ -302,7 +302,10 @@ static void test_conf(void **state)
 	struct ndz_error e = { 0 };
 	const char *bad[] = { "http-listen 127.0.0.1\n", "http-listen 1.2.3:80\n",
 			      "http-listen 127.0.0.1:70000\n", "http-token-file rel/path\n",
-			      "http-token-file /a\nhttp-token-file /b\n" };
+			      "http-token-file /a\nhttp-token-file /b\n",
+			      "token-file /a\ntoken-file /a\n",
+			      "token-file /a\nhttp-token-file /b\n",
+			      "http-token-file /a\ntoken-file /b\n" };
 	char text[256];
 
 	(void)state;
@@ -312,7 +315,17 @@ static void test_conf(void **state)
 	assert_int_equal(c->nhttp, 2);
 	assert_int_equal(c->http[0].port, 8080);
 	assert_int_equal(c->http[1].addr, htonl(0x0a010203));
-	assert_null(c->http_token_file);
+	assert_null(c->token_file);
+	ndz_mconf_free(c);
+	/* http-token-file is the old name of token-file: alone, or naming the same file */
+	snprintf(text, sizeof(text), "image a /x allow 10.0.0.0/8\nhttp-token-file /t\n");
+	assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, &e), 0);
+	assert_string_equal(c->token_file, "/t");
+	ndz_mconf_free(c);
+	snprintf(text, sizeof(text), "image a /x allow 10.0.0.0/8\ntoken-file /t\n"
+		 "http-token-file /t\n");
+	assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, &e), 0);
+	assert_string_equal(c->token_file, "/t");
 	ndz_mconf_free(c);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(text, sizeof(text), "image a /x allow 10.0.0.0/8\n%s", bad[i]);
@@ -320,7 +333,11 @@ static void test_conf(void **state)
 		assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, &e), NDZ_EINVAL);
 		assert_non_null(strstr(ndz_error_msg(&e), "m.conf:2: bad") ?
 				strstr(ndz_error_msg(&e), "m.conf:2: bad") :
-				strstr(ndz_error_msg(&e), "m.conf:3: http-token-file given twice"));
+				strstr(ndz_error_msg(&e), "m.conf:3: http-token-file given twice") ?
+				strstr(ndz_error_msg(&e), "m.conf:3: http-token-file given twice") :
+				strstr(ndz_error_msg(&e), "m.conf:3: token-file given twice") ?
+				strstr(ndz_error_msg(&e), "m.conf:3: token-file given twice") :
+				strstr(ndz_error_msg(&e), "names on line 2"));
 	}
 }
 

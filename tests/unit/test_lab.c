@@ -593,7 +593,8 @@ static void test_conf_keys(void **state)
 	static const char good[] = "image a /srv/a.ndz\ngroup-window 0\nnode-timeout 30\n"
 				   "wake-interface eth1\n"
 				   "admin-socket none\nadmin-listen 10.0.0.1:3565\n"
-				   "token-file /etc/ndz/admin.token\nlab-state /var/lib/ndz/lab/state\n";
+				   "token-file /etc/ndz/admin.token\nlab-state /var/lib/ndz/lab/state\n"
+				   "lab-host-rate 200\nlab-host-burst 400\n";
 	struct ndz_mconf *c;
 	struct ndz_error e = { 0 };
 
@@ -602,6 +603,8 @@ static void test_conf_keys(void **state)
 	assert_int_equal(c->group_window, 5);
 	assert_int_equal(c->node_timeout, 60);
 	assert_null(c->admin_socket);
+	assert_int_equal(c->lab_host_rate, 20);
+	assert_int_equal(c->lab_host_burst, 40);
 	ndz_mconf_free(c);
 	assert_int_equal(ndz_mconf_parse(good, sizeof(good) - 1, "m.conf", &c, NULL), 0);
 	assert_int_equal(c->group_window, 0);
@@ -611,7 +614,12 @@ static void test_conf_keys(void **state)
 	assert_string_equal(c->admin_listen, "10.0.0.1:3565");
 	assert_string_equal(c->token_file, "/etc/ndz/admin.token");
 	assert_string_equal(c->lab_state, "/var/lib/ndz/lab/state");
+	assert_int_equal(c->lab_host_rate, 200);
+	assert_int_equal(c->lab_host_burst, 400);
 	ndz_mconf_free(c);
+	assert_int_equal(ndz_mconf_parse("lab-host-rate 0\n", 16, "m.conf", &c, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "m.conf:1: bad lab-host-rate (1 to 100000 a second) '0'");
+	ndz_error_clear(&e);
 	assert_int_equal(ndz_mconf_parse("node-timeout 0\n", 15, "m.conf", &c, &e), NDZ_EINVAL);
 	assert_null(c);
 	assert_string_equal(ndz_error_msg(&e), "m.conf:1: bad node-timeout (1 to 86400 seconds) '0'");
