@@ -720,6 +720,6 @@ static size_t http_json(void *ctx, char *buf, size_t cap)
 
 const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s)
 {
-	s->http = (struct ndz_http_ext){ "lab", s, http_json, NULL };
+	s->http = (struct ndz_http_ext){ .name = "lab", .ctx = s, .json = http_json };
 	return &s->http;
 }
