@@ -179,4 +179,19 @@ check "the endpoint's own pages still answer" sh -c "[ \$(curl -s -o /dev/null -
 kill $MPID
 wait $MPID 2>/dev/null
 check "the master's log has no sanitizer report" sh -c "! grep -q 'Sanitizer' '$T/m.log'"
+
+# doc/pxe/dnsmasq-lab.conf, as shipped and in its proxy-DHCP variant, is a config dnsmasq takes
+D="$NDZ_TOP/doc/pxe/dnsmasq-lab.conf"
+if command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ]; then
+	DM=$(command -v dnsmasq || echo /usr/sbin/dnsmasq)
+	check "dnsmasq --test takes doc/pxe/dnsmasq-lab.conf" sh -c "'$DM' --test -C '$D' 2>&1 | grep -q 'syntax check OK'"
+	sed -e 's/^dhcp-range=10.0.0.100/#&/' -e 's/^#\(dhcp-range=10.0.0.0,proxy\)/\1/' \
+		-e 's/^#\(pxe-service=\)/\1/' "$D" >"$T/proxy.conf"
+	check "... and its proxy-DHCP variant (2 pxe-service lines, dhcp-range proxy)" sh -c "
+		[ \$(grep -c '^pxe-service=' '$T/proxy.conf') = 2 ] && grep -q '^dhcp-range=10.0.0.0,proxy\$' '$T/proxy.conf' &&
+		! grep -q '^dhcp-range=10.0.0.100' '$T/proxy.conf' && '$DM' --test -C '$T/proxy.conf' 2>&1 | grep -q 'syntax check OK'"
+	check "dnsmasq-lab.conf sends iPXE to the master's /boot.ipxe" grep -q '^dhcp-boot=tag:ipxe,http://.*/boot.ipxe$' "$D"
+else
+	ok "# SKIP dnsmasq missing: doc/pxe/dnsmasq-lab.conf not checked"
+fi
 done_testing
