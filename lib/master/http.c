@@ -446,21 +446,20 @@ static enum MHD_Result ext_get(struct ndz_http *s, struct MHD_Connection *c, con
 	pthread_mutex_lock(s->h.lock);
 	rc = x->get(x->ctx, url, &conn, &r, &e);
 	pthread_mutex_unlock(s->h.lock);
-	if (rc != 0 || r.fd >= 0 || r.len > r.cap)
+	if (rc == 0 && r.fd < 0 && r.len > r.cap)
+		rc = ndz_error_set(&e, NDZ_ERANGE, 0, "answer too long");
+	if (rc == 0 && r.fd < 0) {
+		ret = answer(c, MHD_HTTP_OK, r.type ? r.type : "text/plain; charset=utf-8", r.body,
+			     r.len, 1);
 		free(r.body);
+		return ret;
+	}
+	free(r.body);
 	if (rc != 0) {
 		if (r.fd >= 0)
 			close(r.fd);
 		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ?
 			    MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
-	}
-	if (r.fd < 0) {
-		if (r.len > r.cap)
-			return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "answer too long");
-		ret = answer(c, MHD_HTTP_OK, r.type ? r.type : "text/plain; charset=utf-8", r.body,
-			     r.len, 1);
-		free(r.body);
-		return ret;
 	}
 	/* streamed from the file (sendfile where it can): the response owns fd */
 	if (!(resp = MHD_create_response_from_fd64(r.size, r.fd))) {
