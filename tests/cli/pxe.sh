@@ -4,8 +4,8 @@
 # disk when it has none, its task is done or failed, or it is unknown), and the
 # files of its pxe-dir byte for byte; bad MACs are 400, names that leave the
 # directory and links are 404; serving a script changes nothing in the lab; every
-# script served is logged. No iPXE here to run the scripts: they are checked line
-# by line against what iPXE reads.
+# script served is logged. The scripts are checked line by line here; a real iPXE
+# runs them in tests/vm/vm_pxe_lab.sh.
 . "$NDZ_TOP/tests/lib.sh"
 command -v curl >/dev/null || skip_all "curl missing"
 command -v ss >/dev/null || skip_all "ss missing (iproute2)"
