@@ -146,7 +146,8 @@ install: all
 	for m in $(MANS); do s=$${m##*.}; install -d $(DESTDIR)$(MANDIR)/man$$s && \
 		install -m 644 "$$m" $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
 	install -m 644 $(DOCS) $(DESTDIR)$(DOCDIR)/
-	install -m 644 doc/pxe/boot.ipxe doc/pxe/dnsmasq.conf $(DESTDIR)$(DOCDIR)/pxe/
+	install -m 644 doc/pxe/boot.ipxe doc/pxe/dnsmasq.conf doc/pxe/dnsmasq-lab.conf \
+		$(DESTDIR)$(DOCDIR)/pxe/
 	install -m 644 doc/pxe/pxelinux.cfg/default $(DESTDIR)$(DOCDIR)/pxe/pxelinux.cfg/
 	install -m 755 $(MFS) $(DESTDIR)$(MFSDIR)/
 	for p in $(PROGS); do install -m 644 completion/ndz $(DESTDIR)$(COMPLETIONDIR)/$$p || exit 1; done

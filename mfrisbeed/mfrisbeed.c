@@ -522,12 +522,13 @@ int main(int argc, char **argv)
 	if (ndz_labsrv_open(m.conf, m.run_dir, &(struct ndz_labsrv_hooks){ &m, status_json, say,
 			    &m.lock, m.ms, reload_hook, cli_refusal }, &m.lab, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	ndz_labsrv_set_ctl(m.lab, m.fd);   /* the boot scripts' ndz.master (issue 24, PXE) */
 	m.n = ndz_master_counters(m.ms);
 	m.conn = (struct ndz_mconn){ &m.lock, m.ms, m.tmp, DRAIN_S, &m, status_json, reload_hook,
 				     say, cli_refusal };
 	pthread_mutex_init(&m.lock, NULL);
 	if (ndz_http_start(m.conf->http, m.conf->nhttp, &(struct ndz_http_hooks){ &m.lock, m.ms,
-			   &m, session_live, reload_hook, ndz_labsrv_http(m.lab), 1 }, &m.http,
+			   &m, session_live, reload_hook, ndz_labsrv_http(m.lab), NDZ_LABSRV_HTTP_EXTS }, &m.http,
 			   &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);

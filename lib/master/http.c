@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
 
 #include "http.h"
 #include "jbuf.h"
@@ -436,6 +438,61 @@ static int authorised(struct ndz_http *s, struct MHD_Connection *c)
 	return ndz_http_token_ok(path[0] ? path : NULL, auth);
 }
 
+/* An extension's GET: its text, or its file streamed from the descriptor. */
+static enum MHD_Result ext_get(struct ndz_http *s, struct MHD_Connection *c, const char *url,
+			       const struct ndz_http_ext *x)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct ndz_http_conn conn = { { 0 }, { 0 } };
+	struct ndz_http_reply r = { .cap = NDZ_HTTP_GET_MAX, .fd = -1 };
+	struct ndz_error e = { 0 };
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	int rc;
+
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci) {
+		socklen_t l = sizeof(conn.local);
+
+		if (getsockname(ci->connect_fd, (struct sockaddr *)&conn.local, &l) != 0 ||
+		    conn.local.sin_family != AF_INET)
+			memset(&conn.local, 0, sizeof(conn.local));
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+		memcpy(&conn.peer, ci->client_addr, sizeof(conn.peer));
+	if (!(r.body = malloc(r.cap)))
+		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	pthread_mutex_lock(s->h.lock);
+	rc = x->get(x->ctx, url, &conn, &r, &e);
+	pthread_mutex_unlock(s->h.lock);
+	if (rc == 0 && r.fd < 0 && r.len > r.cap)
+		rc = ndz_error_set(&e, NDZ_ERANGE, 0, "answer too long");
+	if (rc == 0 && r.fd < 0) {
+		ret = answer(c, MHD_HTTP_OK, r.type ? r.type : "text/plain; charset=utf-8", r.body,
+			     r.len, 1);
+		free(r.body);
+		return ret;
+	}
+	free(r.body);
+	if (rc != 0) {
+		if (r.fd >= 0)
+			close(r.fd);
+		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ?
+			    MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
+	}
+	/* streamed from the file (sendfile where it can): the response owns fd */
+	if (!(resp = MHD_create_response_from_fd64(r.size, r.fd))) {
+		close(r.fd);
+		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot send the file");
+	}
+	MHD_add_response_header(resp, "Content-Type", r.type ? r.type : "application/octet-stream");
+	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version, const char *data,
 			      size_t *data_size, void **con_cls)
@@ -486,6 +543,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return status_json(s, c);
 	if (strcmp(url, "/metrics") == 0)
 		return metrics(s, c);
+	for (size_t i = 0; i < s->h.next; i++) {
+		const struct ndz_http_ext *x = &s->h.ext[i];
+
+		if (x->get && x->prefix && strncmp(url, x->prefix, strlen(x->prefix)) == 0)
+			return ext_get(s, c, url, x);
+	}
 	return fail(c, MHD_HTTP_NOT_FOUND, "not found");
 }
 

@@ -7,7 +7,8 @@
  * text format 0.0.4: the master's counters, names prefixed ndz_). A POST needs
  * "Authorization: Bearer TOKEN" matching the token-file's contents
  * (compared in constant time); POST /reload-config rereads the configuration.
- * Other parts of the program add JSON sections and POST actions through a table
+ * Other parts of the program add JSON sections, POST actions and GET paths (with
+ * the connection's addresses: the PXE scripts of lib/master/pxe) through a table
  * of struct ndz_http_ext. The master's data is read under the caller's lock.
  */
 #ifndef NDZ_HTTP_H
@@ -16,6 +17,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "master.h"
 #include "mconf.h"
@@ -27,9 +29,34 @@
 #define NDZ_HTTP_TIMEOUT_S 10          /* a connection quiet this long is closed */
 #define NDZ_HTTP_CONN_MEM (32 * 1024)  /* memory per connection: a larger header gets 431 */
 
+#define NDZ_HTTP_GET_MAX 16384       /* an extension's GET answer in memory, bytes */
+
+/* The connection a GET came over. */
+struct ndz_http_conn {
+	struct sockaddr_in local;      /* the address and port it came to: this master as
+					* the client reached it (getsockname) */
+	struct sockaddr_in peer;       /* the client */
+};
+
+/*
+ * An extension's answer to a GET (200): len bytes of body, or the open file fd
+ * (its first size bytes, sent from the file as the client reads: never held in
+ * memory; the endpoint closes fd, also when it cannot send it).
+ */
+struct ndz_http_reply {
+	char *body;                    /* the endpoint's buffer ... */
+	size_t cap;                    /* ... of NDZ_HTTP_GET_MAX bytes */
+	size_t len;                    /* set by the extension */
+	const char *type;              /* Content-Type (static); NULL: text/plain, utf-8 */
+	int fd;                        /* -1, or a file to send instead of body */
+	uint64_t size;
+};
+
 /*
  * An extra part of the endpoint: a section of /status.json named name (json set),
- * and/or an action POST /name (post set). Both are called under the lock.
+ * and/or an action POST /name (post set), and/or GET (and HEAD) of every path that
+ * starts with prefix and is none of the endpoint's own (get set). All are called
+ * under the lock.
  */
 struct ndz_http_ext {
 	const char *name;              /* a JSON key and a path: letters, digits, '-', '_' */
@@ -43,6 +70,13 @@ struct ndz_http_ext {
 	 */
 	int (*post)(void *ctx, const char *body, size_t len, char *out, size_t cap,
 		    struct ndz_error *e);
+	const char *prefix;            /* of the paths get answers ("/pxe/") */
+	/*
+	 * the GET of path (decoded, without its query) over c: 0 with r filled, or a
+	 * negative code with e saying why (NDZ_EINVAL: 400, NDZ_ENOENT: 404, else 500)
+	 */
+	int (*get)(void *ctx, const char *path, const struct ndz_http_conn *c,
+		   struct ndz_http_reply *r, struct ndz_error *e);
 };
 
 struct ndz_http_hooks {

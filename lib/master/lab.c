@@ -248,6 +248,12 @@ static int batch_go(struct ndz_lab *l, uint32_t b, uint64_t now, uint32_t *wait_
 	return 1;
 }
 
+/* Does n have a task to run (pending, running or lost)? Else it boots local. */
+static int has_task(const struct ndz_lab_node *n)
+{
+	return n->task != NDZ_LAB_NONE && n->state != NDZ_LAB_FAILED;
+}
+
 void ndz_lab_ask(struct ndz_lab *l, const uint8_t mac[6], uint32_t addr, uint64_t now_ms,
 		 struct ndz_lab_answer *a)
 {
@@ -260,7 +266,7 @@ void ndz_lab_ask(struct ndz_lab *l, const uint8_t mac[6], uint32_t addr, uint64_
 		return;
 	n->addr = addr;
 	n->heard_ms = now_ms;
-	if (n->task == NDZ_LAB_NONE || n->state == NDZ_LAB_FAILED)
+	if (!has_task(n))
 		return;
 	if (!n->asked_ms)
 		n->asked_ms = now_ms ? now_ms : 1;
@@ -272,6 +278,21 @@ void ndz_lab_ask(struct ndz_lab *l, const uint8_t mac[6], uint32_t addr, uint64_
 	a->opts = n->opts;
 	memcpy(a->arg, n->arg, sizeof(a->arg));
 	n->state = NDZ_LAB_RUNNING;
+}
+
+int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_answer *a)
+{
+	int i = by_mac(l, mac);
+	const struct ndz_lab_node *n = i >= 0 ? &l->n[i] : NULL;
+
+	memset(a, 0, sizeof(*a));
+	a->task = NDZ_LAB_LOCAL;
+	if (n && has_task(n)) {
+		a->task = n->task;
+		a->opts = n->opts;
+		memcpy(a->arg, n->arg, sizeof(a->arg));
+	}
+	return i;
 }
 
 static void clean_reason(char *dst, size_t cap, const char *src)

@@ -158,6 +158,16 @@ void ndz_lab_ask(struct ndz_lab *l, const uint8_t mac[6], uint32_t addr, uint64_
 		 struct ndz_lab_answer *a);
 
 /*
+ * ndz_lab_peek - what the node mac would be told to do were it to ask now, without
+ * asking: nothing of the lab changes (a boot script served over HTTP is no ask).
+ * a->task is the node's task (NDZ_LAB_RELOAD or _CAPTURE, with opts and arg) while
+ * it is pending, running or lost; NDZ_LAB_LOCAL for an unknown node, one without a
+ * task, and one whose task failed; never NDZ_LAB_WAIT (the group window is the
+ * ask's). Returns the node's slot (ndz_lab_node, ndz_lab_last), or -1: unknown.
+ */
+int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_answer *a);
+
+/*
  * ndz_lab_report - the node mac reports r at now_ms (wall_s: the wall clock, kept
  * with a result). PROGRESS updates a running (or lost: running again) task; OK
  * clears the task and records the result; FAIL records the result with its reason

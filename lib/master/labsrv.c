@@ -22,6 +22,7 @@
 #include "images.h"
 #include "jbuf.h"
 #include "labsrv.h"
+#include "pxe.h"
 #include "wol.h"
 #include "core/clock.h"
 #include "mcast/net.h"
@@ -40,7 +41,8 @@ struct ndz_labsrv {
 	int said;                      /* ... and that was told */
 	uint8_t out[NDZ_CTL_LABREP_MAX];  /* UDP replies */
 	unsigned threads[2];           /* admin connections being served: unix, TCP */
-	struct ndz_http_ext http;      /* the nodes in the HTTP status (ndz_labsrv_http) */
+	struct ndz_http_ext http[NDZ_LABSRV_HTTP_EXTS];  /* ndz_labsrv_http's */
+	struct sockaddr_in ctl;        /* the control socket's address (ndz_labsrv_set_ctl) */
 	struct ndz_hostlimit limit;    /* ASK and REPORT datagrams per address */
 };
 
@@ -757,8 +759,108 @@ static size_t http_json(void *ctx, char *buf, size_t cap)
 	return j.over ? 0 : j.len;
 }
 
+/* ---- network boot over HTTP: the iPXE scripts and the boot environment's files ---- */
+
+void ndz_labsrv_set_ctl(struct ndz_labsrv *s, int fd)
+{
+	socklen_t l = sizeof(s->ctl);
+
+	if (getsockname(fd, (struct sockaddr *)&s->ctl, &l) != 0 || s->ctl.sin_family != AF_INET)
+		memset(&s->ctl, 0, sizeof(s->ctl));
+}
+
+/*
+ * GET /boot.ipxe and /boot/MAC (under the master's lock). Only a peek: the node's
+ * environment asks once booted, and that ask is what starts its task.
+ */
+static int http_boot(void *ctx, const char *path, const struct ndz_http_conn *c,
+		     struct ndz_http_reply *r, struct ndz_error *e)
+{
+	struct ndz_labsrv *s = ctx;
+	const struct ndz_mconf *conf = s->c;
+	struct ndz_lab_answer a;
+	struct ndz_pxe_where w;
+	char peer[16], here[16], master[32], url[NDZ_PXE_URL_MAX + 1], m[18];
+	uint16_t port = s->ctl.sin_port ? ntohs(s->ctl.sin_port) : NDZ_CTL_PORT;
+	uint8_t mac[6];
+	int i, n;
+
+	ndz_net_ntoa(c->peer.sin_addr.s_addr, peer);
+	if (strcmp(path, "/boot.ipxe") == 0) {
+		const char *g = ndz_pxe_generic();
+
+		r->len = strlen(g);
+		memcpy(r->body, g, r->len);
+		say(s, 1, "pxe: %s: the generic boot script", peer);
+		return 0;
+	}
+	if (strncmp(path, "/boot/", 6) != 0)
+		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
+	if (ndz_lab_parse_mac(path + 6, mac, e) != 0) {
+		say(s, 1, "pxe: %s: refused GET %.80s: not a MAC address", peer, path);
+		return NDZ_EINVAL;
+	}
+	ndz_lab_format_mac(mac, m, sizeof(m));
+	if (!c->local.sin_addr.s_addr)
+		return ndz_error_set(e, NDZ_EIO, 0, "boot script of %s: the connection's own "
+				     "address is unknown", m);
+	/* the master as the node reached it (the control socket's own address if it has
+	 * one), with the control port when it is not the default */
+	ndz_net_ntoa(s->ctl.sin_addr.s_addr ? s->ctl.sin_addr.s_addr : c->local.sin_addr.s_addr,
+		     here);
+	snprintf(master, sizeof(master), port == NDZ_CTL_PORT ? "%s" : "%s:%u", here,
+		 (unsigned)port);
+	if (conf->pxe_url)
+		snprintf(url, sizeof(url), "%s", conf->pxe_url);
+	else
+		snprintf(url, sizeof(url), "http://%s:%u/pxe",
+			 ndz_net_ntoa(c->local.sin_addr.s_addr, here), ntohs(c->local.sin_port));
+	w = (struct ndz_pxe_where){ url, master, conf->pxe_args, conf->pxe_local };
+	i = ndz_lab_peek(s->lab, mac, &a);
+	n = ndz_pxe_script(mac, &a, i >= 0 ? ndz_lab_node(s->lab, (size_t)i) : NULL, &w, r->body,
+			   r->cap, e);
+	if (n < 0) {                   /* ours, not the node's: 500 */
+		say(s, 0, "pxe: %s", ndz_error_msg(e));
+		return NDZ_EIO;
+	}
+	r->len = (size_t)n;
+	if (a.task == NDZ_LAB_RELOAD || a.task == NDZ_LAB_CAPTURE)
+		say(s, 1, "pxe: node %s at %s: boot script: the boot environment (%s %s)", m, peer,
+		    ndz_pxe_why(&a, NULL), a.arg);
+	else
+		say(s, 1, "pxe: node %s at %s: boot script: the local disk (%s)", m, peer,
+		    ndz_pxe_why(&a, i >= 0 ? ndz_lab_node(s->lab, (size_t)i) : NULL));
+	return 0;
+}
+
+/* GET /pxe/FILE: a file of the pxe-dir, streamed; anything else is 404 (and told). */
+static int http_file(void *ctx, const char *path, const struct ndz_http_conn *c,
+		     struct ndz_http_reply *r, struct ndz_error *e)
+{
+	struct ndz_labsrv *s = ctx;
+	struct ndz_error why = { 0 };
+	char peer[16];
+	int fd;
+
+	ndz_net_ntoa(c->peer.sin_addr.s_addr, peer);
+	if (!s->c->pxe_dir)
+		ndz_error_set(&why, NDZ_ENOENT, 0, "no pxe-dir in the configuration");
+	fd = s->c->pxe_dir ? ndz_pxe_open(s->c->pxe_dir, path + 5, &r->size, &why) : -1;
+	if (fd < 0) {
+		say(s, 1, "pxe: %s: refused GET %.80s: %s", peer, path, ndz_error_msg(&why));
+		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
+	}
+	r->fd = fd;
+	say(s, 2, "pxe: %s: %s, %llu bytes", peer, path, (unsigned long long)r->size);
+	return 0;
+}
+
 const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s)
 {
-	s->http = (struct ndz_http_ext){ "lab", s, http_json, NULL };
-	return &s->http;
+	s->http[0] = (struct ndz_http_ext){ .name = "lab", .ctx = s, .json = http_json };
+	s->http[1] = (struct ndz_http_ext){ .name = "boot", .ctx = s, .prefix = "/boot",
+					    .get = http_boot };
+	s->http[2] = (struct ndz_http_ext){ .name = "pxe", .ctx = s, .prefix = "/pxe/",
+					    .get = http_file };
+	return s->http;
 }

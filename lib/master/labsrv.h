@@ -120,12 +120,26 @@ int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uin
 int ndz_labsrv_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e);
 
 /*
- * ndz_labsrv_http - the lab as a section of the HTTP status (lib/master/http.h): key
- * "lab", the nodes with their task, state, progress and last result as ndz_lab_json
- * writes them (left out when they do not fit); no actions (those go over the admin
- * socket). Valid as long as s.
+ * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/master/http.h), a table
+ * of NDZ_LABSRV_HTTP_EXTS entries valid as long as s: the status section "lab" (the
+ * nodes with their task, state, progress and last result as ndz_lab_json writes
+ * them; left out when they do not fit), and network boot (doc/PXE.md): GET
+ * /boot.ipxe (every node's first script), GET /boot/MAC (the node's own script,
+ * lib/master/pxe, from ndz_lab_peek: serving it changes nothing; a bad MAC is 400),
+ * GET /pxe/FILE (a file of the configuration's pxe-dir, ndz_pxe_open; else 404).
+ * Every script served and every file refused is told through the say hook. No
+ * actions (those go over the admin socket).
  */
+#define NDZ_LABSRV_HTTP_EXTS 3
 struct ndz_http_ext;
 const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s);
+
+/*
+ * ndz_labsrv_set_ctl - the master's UDP control socket fd, which the boot scripts
+ * send nodes to (ndz.master=ADDR, ":PORT" added when not NDZ_CTL_PORT; ADDR is the
+ * socket's own address, or when it listens on all, the one the node reached the
+ * HTTP endpoint at). Not called: NDZ_CTL_PORT.
+ */
+void ndz_labsrv_set_ctl(struct ndz_labsrv *s, int fd);
 
 #endif

@@ -11,6 +11,7 @@
 #include "core/image.h"
 #include "core/io.h"
 #include "mconf.h"
+#include "pxe.h"
 #include "mcast/net.h"
 
 #define MAX_TOKENS 16               /* "image N P allow L upload L rate R" is 9 */
@@ -373,6 +374,75 @@ static int parse_lab(struct parser *p, const char *k, const char *val)
 	return 0;
 }
 
+/* ---- network boot by the master (lib/master/pxe): pxe-dir, pxe-url, pxe-local, pxe-args ---- */
+
+static int parse_pxe(struct parser *p, const char *k, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	char **str = strcmp(k, "pxe-dir") == 0 ? &c->pxe_dir :
+		     strcmp(k, "pxe-url") == 0 ? &c->pxe_url : NULL;
+
+	if (!str) {                    /* pxe-local */
+		if (strcmp(val, "exit") != 0 && strcmp(val, "sanboot") != 0)
+			return perr(p, "bad pxe-local (exit or sanboot)", val);
+		c->pxe_local = val[0] == 's' ? NDZ_PXE_SANBOOT : NDZ_PXE_EXIT;
+		return 0;
+	}
+	if (*str)
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
+				     p->line, k);
+	if (str == &c->pxe_dir && val[0] != '/')
+		return perr(p, "bad pxe-dir (an absolute path)", val);
+	if (str == &c->pxe_url && !ndz_pxe_url_ok(val))
+		return perr(p, "bad pxe-url (http://, https:// or tftp://, a host and a path of "
+			    "letters, digits and -._~:/@%+=,!*(); at most 512 bytes)", val);
+	if (!(*str = strdup(val)))
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	return 0;
+}
+
+/* Is line (its comment cut) a pxe-args line? Its value is the rest of the line. */
+static const char *pxe_args_value(const char *line)
+{
+	line += strspn(line, " \t\r");
+	if (strncmp(line, "pxe-args", 8) != 0 || (line[8] && !strchr(" \t\r", line[8])))
+		return NULL;
+	return line + 8;
+}
+
+/* "pxe-args WORDS...": the words as they are, blanks between them made single spaces. */
+static int parse_pxe_args(struct parser *p, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	char v[1024];
+	size_t n = 0;
+
+	/* no longer than the line (< 1024 bytes) it comes from */
+	for (val += strspn(val, " \t\r"); *val; val += strspn(val, " \t\r")) {
+		size_t w = strcspn(val, " \t\r");
+
+		if (n)
+			v[n++] = ' ';
+		memcpy(v + n, val, w);
+		n += w;
+		val += w;
+	}
+	v[n] = 0;
+	if (!n)
+		return perr(p, "missing value after", "pxe-args");
+	if (c->pxe_args)
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: pxe-args given twice", p->fname,
+				     p->line);
+	if (!ndz_pxe_args_ok(v))
+		return perr(p, "bad pxe-args (kernel parameters: printable ASCII, at most 1000 "
+			    "bytes, without quotes, '\\', '|', '&' or ';')", v);
+	if (!(c->pxe_args = strdup(v)))
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	return 0;
+}
+
+/* ---- end of the pxe keys ---- */
+
 static int parse_line(struct parser *p, char **tok, int ntok)
 {
 	struct ndz_mconf *c = p->c;
@@ -396,6 +466,9 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		return parse_image(p, tok, ntok, 2);
 	if ((strcmp(k, "token-file") == 0 || strcmp(k, "http-token-file") == 0) && ntok == 2)
 		return parse_token_file(p, k, tok[1]);
+	if (strcmp(k, "pxe-dir") == 0 || strcmp(k, "pxe-url") == 0 || strcmp(k, "pxe-local") == 0)
+		return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
+					"too many values after", k) : parse_pxe(p, k, tok[1]);
 	for (i = 0; i < sizeof(lab_keys) / sizeof(lab_keys[0]); i++)
 		if (strcmp(k, lab_keys[i]) == 0)
 			return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
@@ -555,6 +628,10 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 		}
 		if (strchr(buf, '#'))
 			*strchr(buf, '#') = 0;
+		if (pxe_args_value(buf)) {     /* kernel parameters: not split into words */
+			rc = parse_pxe_args(&p, pxe_args_value(buf));
+			continue;
+		}
 		join_lists(buf);
 		for (char *t = strtok_r(buf, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
 			if (ntok == MAX_TOKENS) {
@@ -632,6 +709,9 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->admin_listen);
 	free(c->token_file);
 	free(c->lab_state);
+	free(c->pxe_dir);
+	free(c->pxe_url);
+	free(c->pxe_args);
 	free(c);
 }
 

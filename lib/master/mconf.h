@@ -74,6 +74,11 @@ struct ndz_mconf {
 	char *token_file;              /* token-file (old name http-token-file): the admin
 					* token for TCP admin and HTTP actions; NULL: none */
 	char *lab_state;               /* the lab's state file; NULL: RUNDIR/lab */
+	/* network boot by the master (lib/master/pxe): doc/mfrisbeed.conf.5 */
+	char *pxe_dir;                 /* the files served under /pxe/; NULL: none */
+	char *pxe_url;                 /* the files' base URL in scripts; NULL: this master's /pxe */
+	char *pxe_args;                /* more kernel parameters in scripts; NULL: none */
+	int pxe_local;                 /* how nodes boot local: enum ndz_pxe_local */
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };

@@ -20,7 +20,7 @@ for m in man5/mfrisbeed.conf.5 man7/ndz-mfs.7; do
 	check "$m installed" test -f "$P/share/man/$m"
 done
 for d in FORMAT.md PROTOCOL.md IMPLEMENTATION.md PXE.md FILESYSTEMS.md README.md mfrisbeed.conf.example \
-	pxe/boot.ipxe pxe/dnsmasq.conf pxe/pxelinux.cfg/default; do
+	pxe/boot.ipxe pxe/dnsmasq.conf pxe/dnsmasq-lab.conf pxe/pxelinux.cfg/default; do
 	check "doc $d installed" test -s "$P/share/doc/ndz/$d"
 done
 check "the boot environment's builder, its init and DHCP script are installed, executable" \

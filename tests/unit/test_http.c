@@ -3,7 +3,8 @@
  * with a plain socket: the status page, /status.json (the master's STATUS JSON with
  * an extra section), /metrics (Prometheus text with HELP and TYPE lines and the
  * master's counters), refusals (404, 405, a huge header), POST without, with a bad
- * and with the right token, an extension's action, the configuration keys.
+ * and with the right token, an extension's action and GET (text with the
+ * connection's addresses, a file streamed, refusals), the configuration keys.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -70,9 +73,38 @@ static int nodes_post(void *ctx, const char *body, size_t len, char *out, size_t
 	return 0;
 }
 
+static char filepath[] = "/tmp/test_http_file.XXXXXX";
+
+/* GET /x/...: the connection's addresses as text, a file, or a refusal by name */
+static int x_get(void *ctx, const char *path, const struct ndz_http_conn *c,
+		 struct ndz_http_reply *r, struct ndz_error *e)
+{
+	char a[16], b[16];
+
+	(void)ctx;
+	if (strcmp(path, "/x/file") == 0) {
+		r->fd = open(filepath, O_RDONLY);
+		r->size = 100000;
+		return r->fd >= 0 ? 0 : ndz_error_set(e, NDZ_EIO, errno, "%s", filepath);
+	}
+	if (strcmp(path, "/x/bad") == 0)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "bad x");
+	if (strcmp(path, "/x/none") == 0)
+		return ndz_error_set(e, NDZ_ENOENT, 0, "no x");
+	if (strcmp(path, "/x/broken") == 0)
+		return ndz_error_set(e, NDZ_EIO, 0, "broken x");
+	inet_ntop(AF_INET, &c->local.sin_addr, a, sizeof(a));
+	inet_ntop(AF_INET, &c->peer.sin_addr, b, sizeof(b));
+	r->len = (size_t)snprintf(r->body, r->cap, "path=%s local=%s:%u peer=%s cap=%zu\n", path,
+				  a, ntohs(c->local.sin_port), b, r->cap);
+	r->type = "text/x-test";
+	return 0;
+}
+
 static struct fix fx;
 static const struct ndz_http_ext ext[] = {
-	{ "nodes", &fx, nodes_json, nodes_post },
+	{ .name = "nodes", .ctx = &fx, .json = nodes_json, .post = nodes_post },
+	{ .name = "x", .ctx = &fx, .prefix = "/x/", .get = x_get },
 };
 
 /* The whole answer to req (sent as is) from the endpoint, into a static buffer. */
@@ -123,7 +155,7 @@ static int setup(void **state)
 	struct ndz_error e = { 0 };
 	char text[512];
 	int fd = mkstemp(tokpath);
-	struct ndz_http_hooks h = { &lock, NULL, &fx, live, reload, ext, 1 };
+	struct ndz_http_hooks h = { &lock, NULL, &fx, live, reload, ext, 2 };
 
 	(void)state;
 	assert_true(fd >= 0);
@@ -285,6 +317,54 @@ static void test_token(void **state)
 	assert_non_null(strstr(post("/metrics", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
 }
 
+/* An extension's GET: its text with the connection's addresses, a file, refusals. */
+static void test_ext_get(void **state)
+{
+	static char want[100000];
+	char line[128];
+	const char *r, *body;
+	int fd = mkstemp(filepath);
+
+	(void)state;
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < sizeof(want); i++)
+		want[i] = (char)('a' + (i * 7 + i / 251) % 26);
+	assert_int_equal(write(fd, want, sizeof(want)), (ssize_t)sizeof(want));
+	close(fd);
+	r = get("/x/hello");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "Content-Type: text/x-test"));
+	snprintf(line, sizeof(line), "path=/x/hello local=127.0.0.1:%u peer=127.0.0.1 cap=%d\n",
+		 fx.port, NDZ_HTTP_GET_MAX);
+	assert_non_null(strstr(r, line));
+	/* decoded by the endpoint, as the extension sees it */
+	assert_non_null(strstr(get("/x/%2e%2e"), "path=/x/.. local="));
+	r = get("/x/file");
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "Content-Length: 100000"));
+	assert_non_null(strstr(r, "application/octet-stream"));
+	body = strstr(r, "\r\n\r\n");
+	assert_non_null(body);
+	assert_int_equal(strlen(body + 4), sizeof(want));
+	assert_memory_equal(body + 4, want, sizeof(want));
+	body = "HEAD /x/file HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	r = ask(body, strlen(body));
+	assert_non_null(strstr(r, "HTTP/1.1 200"));
+	assert_non_null(strstr(r, "Content-Length: 100000"));
+	assert_string_equal(strstr(r, "\r\n\r\n"), "\r\n\r\n");
+	r = get("/x/bad");
+	assert_non_null(strstr(r, "HTTP/1.1 400"));
+	assert_non_null(strstr(r, "{\"error\": \"bad x\"}"));
+	assert_non_null(strstr(get("/x/none"), "HTTP/1.1 404"));
+	assert_non_null(strstr(get("/x/broken"), "HTTP/1.1 500"));
+	/* the endpoint's own paths come first; a path outside every prefix is 404 */
+	assert_non_null(strstr(get("/metrics"), "ndz_sessions"));
+	assert_non_null(strstr(get("/x"), "HTTP/1.1 404"));
+	/* no action through a GET extension */
+	assert_non_null(strstr(post("/x", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
+	unlink(filepath);
+}
+
 static void test_token_ok(void **state)
 {
 	(void)state;
@@ -365,6 +445,7 @@ int main(void)
 		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_token),
+		cmocka_unit_test(test_ext_get),
 		cmocka_unit_test(test_token_ok),
 		cmocka_unit_test(test_conf),
 		cmocka_unit_test(test_bind_fail),

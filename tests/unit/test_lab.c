@@ -158,6 +158,72 @@ static void test_task_cycle(void **state)
 	ndz_lab_free(l);
 }
 
+/* ndz_lab_peek: the answer an ask would give for each state, and nothing changes. */
+static void test_peek(void **state)
+{
+	struct ndz_lab *l = mk(3000, 5000);
+	struct ndz_lab_answer a;
+	int i;
+
+	(void)state;
+	assert_int_equal(ndz_lab_peek(l, M1, &a), -1);
+	assert_int_equal(a.task, NDZ_LAB_LOCAL);
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc1", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, "pc2", "room", NULL), 0);
+	i = ndz_lab_find(l, "pc1");
+	(void)ndz_lab_changed(l);
+	/* idle */
+	assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+	assert_int_equal(a.task, NDZ_LAB_LOCAL);
+	/* pending, in a group that waits for both: a peek is no ask, so it starts nothing */
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", NDZ_LAB_ZERO, NULL, 0,
+				      NULL), 2);
+	(void)ndz_lab_changed(l);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+		assert_int_equal(a.task, NDZ_LAB_RELOAD);
+		assert_int_equal(a.opts, NDZ_LAB_ZERO);
+		assert_string_equal(a.arg, "ubuntu");
+		assert_int_equal(ndz_lab_peek(l, M2, &a), ndz_lab_find(l, "pc2"));
+	}
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_PENDING);
+	assert_int_equal(ndz_lab_node(l, i)->asked_ms, 0);
+	assert_int_equal(ndz_lab_node(l, i)->heard_ms, 0);
+	assert_int_equal(ndz_lab_changed(l), 0);
+	assert_int_equal(ask(l, M1, 1000, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+	assert_int_equal(a.task, NDZ_LAB_RELOAD);   /* never a wait */
+	/* the window counts from the first ask, not from a peek */
+	assert_int_equal(ask(l, M1, 3999, NULL), NDZ_LAB_WAIT);
+	assert_int_equal(ask(l, M1, 4000, NULL), NDZ_LAB_RELOAD);
+	/* running, then lost: still its task */
+	assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+	assert_int_equal(a.task, NDZ_LAB_RELOAD);
+	assert_int_equal(ndz_lab_tick(l, 10000), 1);
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_LOST);
+	assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+	assert_int_equal(a.task, NDZ_LAB_RELOAD);
+	assert_int_equal(ndz_lab_node(l, i)->state, NDZ_LAB_LOST);
+	/* done: local */
+	assert_int_equal(report(l, M1, NDZ_LAB_OK, 1000, NULL, 11000), 0);
+	assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+	assert_int_equal(a.task, NDZ_LAB_LOCAL);
+	assert_string_equal(a.arg, "");
+	/* failed: local */
+	assert_int_equal(ndz_lab_peek(l, M2, &a), ndz_lab_find(l, "pc2"));
+	assert_int_equal(ask(l, M2, 12000, NULL), NDZ_LAB_RELOAD);
+	assert_int_equal(report(l, M2, NDZ_LAB_FAIL, 0, "bad", 12001), 0);
+	assert_int_equal(ndz_lab_peek(l, M2, &a), ndz_lab_find(l, "pc2"));
+	assert_int_equal(a.task, NDZ_LAB_LOCAL);
+	/* a capture */
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_CAPTURE, "golden", 0, NULL, 0, NULL), 1);
+	assert_int_equal(ndz_lab_peek(l, M1, &a), i);
+	assert_int_equal(a.task, NDZ_LAB_CAPTURE);
+	assert_string_equal(a.arg, "golden");
+	assert_int_equal(a.opts, 0);
+	ndz_lab_free(l);
+}
+
 static void test_lost(void **state)
 {
 	struct ndz_lab *l = mk(1000, 5000);
@@ -567,12 +633,20 @@ static void test_random(void **state)
 			break;
 		}
 		for (int q = 0; q < NM; q++) {
+			struct ndz_lab_answer pa;
 			char kq[18];
 			int i;
 
 			ndz_lab_format_mac(macs[q], kq, sizeof(kq));
 			i = ndz_lab_find(l, kq);
 			assert_int_equal(i >= 0, mo[q].used);
+			/* a peek at every node after every step: what an ask would give, but
+			 * never a wait, and it changes nothing (the model would tell) */
+			assert_int_equal(ndz_lab_peek(l, macs[q], &pa), i);
+			assert_int_equal(pa.task, mo[q].used && mo[q].task &&
+					 mo[q].state != NDZ_LAB_FAILED ? NDZ_LAB_RELOAD : NDZ_LAB_LOCAL);
+			if (pa.task == NDZ_LAB_RELOAD)
+				assert_string_equal(pa.arg, mo[q].arg);
 			if (i < 0)
 				continue;
 			assert_int_equal(ndz_lab_node(l, i)->task, mo[q].task);
@@ -635,6 +709,7 @@ int main(void)
 		cmocka_unit_test(test_mac),
 		cmocka_unit_test(test_nodes),
 		cmocka_unit_test(test_task_cycle),
+		cmocka_unit_test(test_peek),
 		cmocka_unit_test(test_lost),
 		cmocka_unit_test(test_group_window),
 		cmocka_unit_test(test_state_file),
