@@ -2,8 +2,8 @@
 # The lab, end to end: tasks set with ndzctl, three VMs boot the environment in lab
 # mode (ndz.lab=1), ask the master, reload as a group, report; the master shows three
 # ok results with byte counts; a second boot of one gets "local". Then a node given an
-# image larger than its disk reports failed with the reason, and a node killed
-# mid-reload shows as lost, its task still pending.
+# image larger than its disk reports failed with the reason, a node killed mid-reload
+# shows as lost, its task still pending, and a node told to capture uploads its disk.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
@@ -19,10 +19,11 @@ idle-timeout 30
 rate 400M
 image lab $T/lab.ndz allow 10.77.0.0/24
 image slow $T/lab.ndz allow 10.77.0.0/24 rate 2M
+upload-dir $T/up allow 10.77.0.0/24 upload 10.77.0.0/24
 group-window 120
 node-timeout 8
 CONF
-mkdir -p "$T/run"
+mkdir -p "$T/run" "$T/up"
 ip netns exec "${NETNS_PFX}srv" "$NDZ_BIN/mfrisbeed" -c "$T/m.conf" -r "$T/run" -v \
 	2>"$T/master.log" &
 VM_PIDS="$VM_PIDS $!"
@@ -102,12 +103,13 @@ check "vm1, booted again: powered off (ndz.after), without a result line or a re
 	sh -c "grep -q 'reboot: Power down' '$T/vm1b.con' && ! grep -q 'NDZ-RESULT' '$T/vm1b.con' && ! grep -q receiving '$T/vm1b.con'"
 check "vm1, booted again: the disk is unchanged" cmp -s "$T/lab.src" "$T/d1.disk"
 
-# ---- failures: an image larger than the disk; a node killed mid-reload ----
+# ---- failures: an image larger than the disk; a node killed mid-reload. And a capture ----
 vm_disk "$T/small.disk" 32
 cp "$T/small.disk" "$T/small.orig"
-ctl reload pc2 lab >/dev/null && ctl reload pc3 slow >/dev/null
+ctl reload pc2 lab >/dev/null && ctl reload pc3 slow >/dev/null && ctl capture pc1 gold >/dev/null
 lab_boot vm2f "$T/small.disk" $M2 ndz.retries=0
 lab_boot vm3k "$T/d3.disk" $M3
+lab_boot vm1c "$T/d1.disk" $M1
 # vm3k is mid-transfer once the master heard some bytes of it and not all
 if poll 240 jnode $M3 'n["state"] == "running" and 0 < n["bytes"] < n["total"]'; then
 	kill -9 "$(cat "$T/vm3k.pid")"
@@ -127,5 +129,13 @@ check "pc2: failed in nodes list --json, with the console's reason" \
 	jnode $M2 "n['state'] == 'failed' and not n['last']['ok'] and n['last']['reason'] == '''${r#failed: }'''"
 check "vm2: powered off (ndz.onfail), its disk untouched" \
 	sh -c "grep -q 'reboot: Power down' '$T/vm2f.con' && cmp -s '$T/small.orig' '$T/small.disk'"
+vm_wait vm1c
+r=$(vm_result vm1c)
+check "vm1, told to capture: the console says ok ($r)" \
+	sh -c "echo \"\$1\" | grep -q \"^ok: /dev/vda captured as image 'gold' of master $VM_SRV in \"" _ "$r"
+check "pc1: the capture ok in nodes list --json, bytes > 0, no pending task" \
+	jnode $M1 'n["task"] == "none" and n["last"]["ok"] and n["last"]["task"] == "capture" and n["last"]["image"] == "gold" and n["last"]["bytes"] > 0'
+check "the captured image restores to the disk byte for byte" \
+	sh -c "'$IMAGEUNZIP' -q '$T/up/gold.ndz' '$T/gold.out' && cmp -s '$T/lab.src' '$T/gold.out'"
 echo "# the whole test: $(( $(date +%s) - t0 )) s"
 done_testing
