@@ -4,6 +4,8 @@
 # ok results with byte counts; a second boot of one gets "local". Then a node given an
 # image larger than its disk reports failed with the reason, a node killed mid-reload
 # shows as lost, its task still pending, and a node told to capture uploads its disk.
+# Last, a result the master will not take (the task cancelled meanwhile) leaves the
+# reload as good as it was.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
@@ -32,11 +34,14 @@ wait_until 10 test -S "$A" || { not_ok "the master starts: $(tail -n 2 "$T/maste
 ctl() { "$CTL" -m "$A" "$@"; }
 M1=52:54:00:77:0a:01 M2=52:54:00:77:0a:02 M3=52:54:00:77:0a:03
 
-# lab_boot NAME DISK MAC [ARGS]: VM NAME (NIC MAC) boots the environment in lab mode.
+# lab_boot NAME DISK MAC [ARGS [nomac]]: VM NAME (NIC MAC) boots the environment in lab
+# mode (nomac: without ndz.mac, so it takes the MAC of the interface that got DHCP).
 # The one step a PXE variant replaces (the master's script gives the same parameters).
 lab_boot() {
+	_mac="ndz.mac=$3"
+	[ "${5:-}" != nomac ] || _mac=""
 	VM_MAC=$3 VM_TIMEOUT=300 vm_start "$1" "$2" \
-		"ndz.lab=1 ndz.master=$VM_SRV ndz.mac=$3 ndz.after=poweroff ndz.onfail=poweroff ndz.timeout=30 ${4:-}" \
+		"ndz.lab=1 ndz.master=$VM_SRV $_mac ndz.after=poweroff ndz.onfail=poweroff ndz.timeout=30 ${4:-}" \
 		-pidfile "$T/$1.pid"
 }
 # jnode MAC EXPR: the Python expression EXPR holds for n, node MAC's object in
@@ -106,10 +111,10 @@ check "vm1, booted again: the disk is unchanged" cmp -s "$T/lab.src" "$T/d1.disk
 # ---- failures: an image larger than the disk; a node killed mid-reload. And a capture ----
 vm_disk "$T/small.disk" 32
 cp "$T/small.disk" "$T/small.orig"
-ctl reload pc2 lab >/dev/null && ctl reload pc3 slow >/dev/null && ctl capture pc1 gold >/dev/null
+ctl reload pc2 lab >/dev/null && ctl reload pc3 slow --zero >/dev/null && ctl capture pc1 gold >/dev/null
 lab_boot vm2f "$T/small.disk" $M2 ndz.retries=0
 lab_boot vm3k "$T/d3.disk" $M3
-lab_boot vm1c "$T/d1.disk" $M1
+lab_boot vm1c "$T/d1.disk" $M1 "" nomac
 # vm3k is mid-transfer once the master heard some bytes of it and not all
 if poll 240 jnode $M3 'n["state"] == "running" and 0 < n["bytes"] < n["total"]'; then
 	kill -9 "$(cat "$T/vm3k.pid")"
@@ -120,7 +125,7 @@ fi
 check "pc3 shows lost within the timeout, its task still pending" \
 	poll 40 jnode $M3 'n["state"] == "lost" and n["task"] == "reload" and n["image"] == "slow"'
 check "the lab's state file keeps pc3's task pending" \
-	grep -q "^$M3 pc3 room reload slow - pending " "$T/run/lab"
+	grep -q "^$M3 pc3 room reload slow zero pending " "$T/run/lab"
 vm_wait vm2f
 r=$(vm_result vm2f)
 check "vm2, disk smaller than the image: the console says why ($r)" \
@@ -131,11 +136,28 @@ check "vm2: powered off (ndz.onfail), its disk untouched" \
 	sh -c "grep -q 'reboot: Power down' '$T/vm2f.con' && cmp -s '$T/small.orig' '$T/small.disk'"
 vm_wait vm1c
 r=$(vm_result vm1c)
+check "vm1 without ndz.mac: asked with its NIC's MAC" console vm1c "asking master $VM_SRV for the task of $M1"
 check "vm1, told to capture: the console says ok ($r)" \
 	sh -c "echo \"\$1\" | grep -q \"^ok: /dev/vda captured as image 'gold' of master $VM_SRV in \"" _ "$r"
 check "pc1: the capture ok in nodes list --json, bytes > 0, no pending task" \
 	jnode $M1 'n["task"] == "none" and n["last"]["ok"] and n["last"]["task"] == "capture" and n["last"]["image"] == "gold" and n["last"]["bytes"] > 0'
 check "the captured image restores to the disk byte for byte" \
 	sh -c "'$IMAGEUNZIP' -q '$T/up/gold.ndz' '$T/gold.out' && cmp -s '$T/lab.src' '$T/gold.out'"
+# ---- a result the master does not take changes nothing on the node ----
+vm_disk "$T/d3.disk" 64
+lab_boot vm3r "$T/d3.disk" $M3
+if poll 240 jnode $M3 'n["state"] == "running" and 0 < n["bytes"] < n["total"]'; then
+	out=$(ctl cancel pc3 2>&1)
+	check "pc3's task cancelled mid-reload ($out)" test "$out" = "cancel: 1 node"
+else
+	not_ok "vm3 mid-reload again: $(grep -o '"mac":"'$M3'"[^{]*' "$T/nodes.json")"
+fi
+vm_wait vm3r
+r=$(vm_result vm3r)
+check "vm3: the reload is still ok ($r)" sh -c "case \"\$1\" in \"ok: image 'slow' \"*) exit 0 ;; esac; exit 1" _ "$r"
+check "vm3: the console says the result could not be reported" \
+	console vm3r "ndz: .*the result could not be reported to master $VM_SRV: .*"
+check "vm3: the disk is the source byte for byte, powered off (ndz.after)" \
+	sh -c "cmp -s '$T/lab.src' '$T/d3.disk' && grep -q 'reboot: Power down' '$T/vm3r.con'"
 echo "# the whole test: $(( $(date +%s) - t0 )) s"
 done_testing
