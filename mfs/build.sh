@@ -121,7 +121,7 @@ cp "$here/init" "$root/init"
 cp "$here/udhcpc.script" "$root/usr/share/udhcpc/default.script"
 chmod 755 "$root/init" "$root/usr/share/udhcpc/default.script"
 progs=""
-for p in frisbee imagezip imageunzip frisbee-upload; do
+for p in frisbee imagezip imageunzip frisbee-upload ndzctl; do
 	[ -x "$bindir/$p" ] || continue
 	cp "$bindir/$p" "$root/bin/$p"
 	progs="$progs $p"

@@ -69,8 +69,9 @@ vm_lan() {
 
 _vm_n=0
 # vm_start NAME DISK APPEND [QEMU OPTIONS...]: boot the environment in a VM with DISK as
-# its virtio disk and a virtio NIC on a tap of the LAN; its serial console goes to
-# $T/NAME.con, its exit status to $T/NAME.qrc. Killed after VM_TIMEOUT seconds.
+# its virtio disk and a virtio NIC (MAC VM_MAC, else one of its own) on a tap of the LAN;
+# its serial console goes to $T/NAME.con, its exit status to $T/NAME.qrc. Killed after
+# VM_TIMEOUT seconds.
 vm_start() {
 	_name=$1 _disk=$2 _app=$3; shift 3
 	_vm_n=$((_vm_n + 1))
@@ -92,7 +93,7 @@ vm_start() {
 			-no-reboot -monitor none -serial "file:$T/$_name.con" \
 			-drive "file=$_disk,format=raw,if=virtio" \
 			-netdev "tap,id=n0,ifname=$_tap,script=no,downscript=no" \
-			-device "virtio-net-pci,netdev=n0,mac=52:54:00:77:01:$(printf %02x $_vm_n)" \
+			-device "virtio-net-pci,netdev=n0,mac=${VM_MAC:-52:54:00:77:01:$(printf %02x $_vm_n)}" \
 			"$@" </dev/null >"$T/$_name.qemu" 2>&1
 		echo $? >"$T/$_name.qrc"
 		date +%s.%N >"$T/$_name.end"
