@@ -308,6 +308,11 @@ int main(int argc, char **argv)
 	c.co.note = net_note;
 	c.co.ctx = &c;
 	c.co.room = target_room(&c);
+	/* the master said how large the image is: a target too small fails now, not at -T */
+	if (master && !c.raw && ma.source_bytes > c.co.room)
+		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, image '%s' of master %s needs %llu)",
+			c.target_path, ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)c.co.room,
+			image, master, (unsigned long long)ma.source_bytes);
 	/* the cache's buffers, and those the pipeline decodes from (at most 34) */
 	if (ndz_bufpool_create(NDZ_CHUNK_SIZE, (unsigned)c.co.slots + 34, &c.pool, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));

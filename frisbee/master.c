@@ -23,6 +23,7 @@ void ask_master(const char *spec, const char *name, struct master_answer *a)
 	a->port = rep.port;
 	a->server = rep.server;
 	memcpy(a->uuid, rep.uuid, 16);
+	a->source_bytes = rep.source_bytes;
 	if (cli_verbose) {
 		char s[16];
 

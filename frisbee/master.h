@@ -9,6 +9,7 @@ struct master_answer {
 	uint16_t port;
 	uint32_t server;               /* network order; 0: not known */
 	uint8_t uuid[16];              /* the image's */
+	uint64_t source_bytes;         /* what it restores, as the master says */
 };
 
 /*

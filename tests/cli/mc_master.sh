@@ -95,6 +95,12 @@ check "after the idle timeout: 0 sessions, 3 ended ($(( $(date +%s) - t0 )) s)" 
 	sh -c "[ $(nsessions "$T/st2.json") = 0 ] && grep -q '\"sessions_ended\": 3,' '$T/st2.json'"
 
 # refusals: exact message and exit status
+head -c 65536 /dev/urandom >"$T/small.out"
+cp "$T/small.out" "$T/small.orig"
+t1=$(date +%s)
+in_ns c1 "$FRISBEE" -M "$SRV" -I a -T 60 "$T/small.out" 2>"$T/err"; rc=$?
+check "a target smaller than the image the master names: exit 1 at once (not at -T), says so, target untouched ($(cat "$T/err"))" \
+	sh -c "[ $rc = 1 ] && [ $(( $(date +%s) - t1 )) -lt 50 ] && grep -q '^frisbee: $T/small.out: target too small for the image (65536 bytes, image .a. of master $SRV needs [0-9]*)\$' '$T/err' && cmp -s '$T/small.out' '$T/small.orig'"
 in_ns c1 "$FRISBEE" -M "$SRV" -I nope "$T/x" 2>"$T/err"; rc=$?
 check "unknown image: exit 1 and says so" sh -c "[ $rc = 1 ] && [ \"\$(cat '$T/err')\" = \"frisbee: master $SRV:3563: image 'nope': unknown image\" ]"
 in_ns far "$FRISBEE" -M "$SRV" -I a "$T/x" 2>"$T/err"; rc=$?
