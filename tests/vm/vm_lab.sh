@@ -1,7 +1,10 @@
 #!/bin/sh
-# The lab, end to end: tasks set with ndzctl, three VMs boot the environment in lab
-# mode (ndz.lab=1), ask the master, reload as a group, report; the master shows three
-# ok results with byte counts; a second boot of one gets "local". Then a node given an
+# The lab, end to end: tasks set with ndzctl, three VMs boot from the network (QEMU's
+# iPXE, DHCP by dnsmasq with doc/pxe/dnsmasq-lab.conf) into the master's iPXE script,
+# which boots the environment in lab mode (ndz.lab=1); they ask the master, reload as
+# a group, report; the master shows three ok results with byte counts; a second
+# network boot of each gets the local-disk script, and the environment booted
+# without a task boots local too. Then a node given an
 # image larger than its disk reports failed with the reason, a node killed mid-reload
 # shows as lost, its task still pending, and a node told to capture uploads its disk.
 # Last, a result the master will not take (the task cancelled meanwhile) leaves the
@@ -10,7 +13,15 @@
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
 command -v python3 >/dev/null || skip_all "python3 missing (reads ndzctl's JSON)"
-vm_begin lab 64
+vm_prepare
+HP=8080
+mkdir -p "$T/tftp" "$T/pxe"
+cp "$VM_MFS/vmlinuz" "$VM_MFS/initramfs.cpio.gz" "$T/pxe/"
+sed "s|^interface=.*|interface=eth0|; s|^dhcp-range=10.0.0.100.*|dhcp-range=10.77.0.100,10.77.0.199,255.255.255.0,1h|;
+     s|^tftp-root=.*|tftp-root=$T/tftp|; s|http://10.0.0.1:8080/|http://$VM_SRV:$HP/|" \
+	"$NDZ_TOP/doc/pxe/dnsmasq-lab.conf" >"$T/dnsmasq.conf"
+vm_lan "$T/dnsmasq.conf" || { not_ok "namespace LAN"; done_testing; }
+vm_fs lab 64 || { not_ok "make the source file system and its image"; done_testing; }
 CTL="$NDZ_BIN/ndzctl"
 # "slow": the same image at 2 Mbit/s, so that a reload of it lasts half a minute
 cat >"$T/m.conf" <<CONF
@@ -24,6 +35,9 @@ image slow $T/lab.ndz allow 10.77.0.0/24 rate 2M
 upload-dir $T/up allow 10.77.0.0/24 upload 10.77.0.0/24
 group-window 120
 node-timeout 8
+http-listen $VM_SRV:$HP
+pxe-dir $T/pxe
+pxe-args console=ttyS0 panic=-1 ndz.after=poweroff ndz.onfail=poweroff ndz.timeout=30
 CONF
 mkdir -p "$T/run" "$T/up"
 ip netns exec "${NETNS_PFX}srv" "$NDZ_BIN/mfrisbeed" -c "$T/m.conf" -r "$T/run" -v \
@@ -34,9 +48,14 @@ wait_until 10 test -S "$A" || { not_ok "the master starts: $(tail -n 2 "$T/maste
 ctl() { "$CTL" -m "$A" "$@"; }
 M1=52:54:00:77:0a:01 M2=52:54:00:77:0a:02 M3=52:54:00:77:0a:03
 
+# pxe_boot NAME DISK MAC: VM NAME (NIC MAC) boots from the network: the master's
+# script says what (the environment with ndz.lab=1 and pxe-args, or the local disk)
+pxe_boot() {
+	VM_PXE=1 VM_MAC=$3 VM_TIMEOUT=300 vm_start "$1" "$2" "" -pidfile "$T/$1.pid"
+}
 # lab_boot NAME DISK MAC [ARGS [nomac]]: VM NAME (NIC MAC) boots the environment in lab
-# mode (nomac: without ndz.mac, so it takes the MAC of the interface that got DHCP).
-# The one step a PXE variant replaces (the master's script gives the same parameters).
+# mode directly (-kernel), with the parameters the master's script gives and ARGS
+# (nomac: without ndz.mac, so it takes the MAC of the interface that got DHCP)
 lab_boot() {
 	_mac="ndz.mac=$3"
 	[ "${5:-}" != nomac ] || _mac=""
@@ -76,7 +95,7 @@ i=0
 for m in $M1 $M2 $M3; do
 	i=$((i + 1))
 	vm_disk "$T/d$i.disk" 64
-	lab_boot "vm$i" "$T/d$i.disk" "$m"
+	pxe_boot "vm$i" "$T/d$i.disk" "$m"
 done
 for i in 1 2 3; do vm_wait "vm$i"; done
 secs=$(( $(date +%s) - t0 ))
@@ -98,9 +117,24 @@ done
 grep -o '"mac":"[^"]*"[^{]*"last":{[^}]*}' "$T/nodes.json" | sed 's/^/# /'
 n=$(in_ns srv "$NDZ_BIN/mfrisbeed" --status "$VM_SRV" | grep -o '"sessions_started": [0-9]*')
 check "the group started together: one session served all three ($n)" [ "$n" = '"sessions_started": 1' ]
-echo "# three VMs: boot to all powered off after ok in $secs s"
+check "each booted the environment by the master's script (three kernels fetched)" \
+	test "$(grep -c 'boot script: the boot environment (reload lab' "$T/master.log")" = 3
+echo "# three VMs: ndzctl reload to all powered off after ok in $secs s (PXE, TCG)"
 
-# ---- a second boot of a node whose task is done: local ----
+# ---- a second network boot of each: the local-disk script ----
+for i in 1 2 3; do pxe_boot "vm${i}p" "$T/d$i.disk" "$(eval echo "\$M$i")"; done
+for m in $M1 $M2 $M3; do
+	check "$m booted again from the network: the master's local-disk script" \
+		wait_until 150 grep -q "pxe: node $m at 10.77.0.[0-9]*: boot script: the local disk" "$T/master.log"
+done
+for i in 1 2 3; do vm_stop "vm${i}p"; done
+check "... and no kernel was fetched for them" \
+	test "$(grep -c 'boot script: the boot environment' "$T/master.log")" = 3
+
+# NDZ_VM_LAB_GROUP_ONLY=1 (bench/lab-vm.sh): the group's reload is all
+[ -z "${NDZ_VM_LAB_GROUP_ONLY:-}" ] || done_testing
+
+# ---- the environment booted without a task (e.g. cancelled meanwhile): local ----
 lab_boot vm1b "$T/d1.disk" $M1
 vm_wait vm1b
 check "vm1, booted again: no task, boots local" console vm1b 'ndz: .*no task: booting the local disk'
@@ -112,8 +146,8 @@ check "vm1, booted again: the disk is unchanged" cmp -s "$T/lab.src" "$T/d1.disk
 vm_disk "$T/small.disk" 32
 cp "$T/small.disk" "$T/small.orig"
 ctl reload pc2 lab >/dev/null && ctl reload pc3 slow --zero >/dev/null && ctl capture pc1 gold >/dev/null
-lab_boot vm2f "$T/small.disk" $M2 ndz.retries=0
-lab_boot vm3k "$T/d3.disk" $M3
+pxe_boot vm2f "$T/small.disk" $M2
+pxe_boot vm3k "$T/d3.disk" $M3
 lab_boot vm1c "$T/d1.disk" $M1 "" nomac
 # vm3k is mid-transfer once the master heard some bytes of it and not all
 if poll 240 jnode $M3 'n["state"] == "running" and 0 < n["bytes"] < n["total"]'; then
@@ -145,7 +179,7 @@ check "the captured image restores to the disk byte for byte" \
 	sh -c "'$IMAGEUNZIP' -q '$T/up/gold.ndz' '$T/gold.out' && cmp -s '$T/lab.src' '$T/gold.out'"
 # ---- a result the master does not take changes nothing on the node ----
 vm_disk "$T/d3.disk" 64
-lab_boot vm3r "$T/d3.disk" $M3
+pxe_boot vm3r "$T/d3.disk" $M3
 if poll 240 jnode $M3 'n["state"] == "running" and 0 < n["bytes"] < n["total"]'; then
 	out=$(ctl cancel pc3 2>&1)
 	check "pc3's task cancelled mid-reload ($out)" test "$out" = "cancel: 1 node"

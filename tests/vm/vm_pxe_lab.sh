@@ -47,12 +47,6 @@ check "iPXE fetched the kernel and the initramfs from the master's /pxe/" \
 want="initrd=initramfs.cpio.gz ndz.lab=1 ndz.master=$VM_SRV ndz.mac=$MAC console=ttyS0 panic=-1 ndz.onfail=poweroff"
 check "the kernel's command line is the script's ($want)" \
 	wait_until 60 sh -c "tr -d '\r' <'$T/vm1.con' | grep -q 'Command line: $want\$'"
-# vm_stop NAME: end VM NAME now (its subshell runs timeout, which passes TERM to qemu)
-vm_stop() {
-	_sp=$(eval echo "\$_vmpid_$1")
-	for _c in $(ps -o pid= --ppid "$_sp"); do kill -TERM "$_c" 2>/dev/null; done
-	vm_wait "$1" 2>/dev/null
-}
 # the environment's own part (ask, reload, report) is vm_reload.sh's and mfs's; here the
 # guest goes as soon as its kernel started
 vm_stop vm1

@@ -105,6 +105,13 @@ vm_start() {
 # vm_wait NAME: wait for VM NAME to end (vm_start's timeout bounds it)
 vm_wait() { eval "wait \$_vmpid_$1"; }
 
+# vm_stop NAME: end VM NAME now (its subshell runs timeout, which passes TERM to qemu)
+vm_stop() {
+	_sp=$(eval echo "\$_vmpid_$1")
+	for _c in $(ps -o pid= --ppid "$_sp"); do kill -TERM "$_c" 2>/dev/null; done
+	vm_wait "$1" 2>/dev/null
+}
+
 # vm_result NAME: the NDZ-RESULT line of VM NAME's console, without the prefix
 vm_result() { tr -d '\r' <"$T/$1.con" | sed -n 's/^NDZ-RESULT: //p' | tail -n 1; }
 
