@@ -481,8 +481,8 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 			else
 				ndz_jbuf_printf(j, ", %d woken", woke);
 		}
-		say(s, 1, "admin: %s %s %s: %d nodes", task ? ndz_lab_strtask(task) : "cancel",
-		    r->args[0], r->args[1], n);
+		say(s, 1, "admin: %s %s %s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+		    r->args[0], r->args[1], n, n == 1 ? "" : "s");
 		return 0;
 	}
 	case NDZ_CTL_OP_STATUS: {
