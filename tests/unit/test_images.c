@@ -18,43 +18,22 @@
 
 #include "master/ctl.h"
 #include "master/images.h"
-
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	snprintf(dir, sizeof(dir), "/tmp/ndz-images-XXXXXX");
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "tmpdir.h"
 
 static void put(const char *name, const char *text)
 {
-	char p[256];
 	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	assert_non_null(f = fopen(p, "w"));
+	assert_non_null(f = fopen(at(name), "w"));
 	fputs(text, f);
 	fclose(f);
 }
 
 static int there(const char *name)
 {
-	char p[256];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	return stat(p, &st) == 0;
+	return stat(at(name), &st) == 0;
 }
 
 static void test_messages(void **state)
@@ -116,27 +95,27 @@ static void test_files(void **state)
 	put("a.ndz.manifest", "sig");
 	put("a.ndz.index", "idx");
 	put("c.ndz", "image c");
-	snprintf(from, sizeof(from), "%s/a.ndz", dir);
-	snprintf(to, sizeof(to), "%s/b.ndz", dir);
+	snprintf(from, sizeof(from), "%s", at("a.ndz"));
+	snprintf(to, sizeof(to), "%s", at("b.ndz"));
 	assert_int_equal(ndz_images_move(from, to, &e), 0);
 	assert_true(there("b.ndz") && there("b.ndz.manifest") && there("b.ndz.index"));
 	assert_false(there("a.ndz") || there("a.ndz.manifest") || there("a.ndz.index"));
 	/* never over a file, not even a companion: nothing moves */
 	put("c.ndz.manifest", "other");
-	snprintf(from, sizeof(from), "%s/b.ndz", dir);
-	snprintf(to, sizeof(to), "%s/c.ndz", dir);
+	snprintf(from, sizeof(from), "%s", at("b.ndz"));
+	snprintf(to, sizeof(to), "%s", at("c.ndz"));
 	assert_int_equal(ndz_images_move(from, to, &e), NDZ_EEXIST);
 	assert_non_null(strstr(ndz_error_msg(&e), "c.ndz: already there"));
 	assert_true(there("b.ndz") && there("b.ndz.manifest") && there("b.ndz.index"));
 	ndz_error_clear(&e);
-	snprintf(from, sizeof(from), "%s/nope.ndz", dir);
+	snprintf(from, sizeof(from), "%s", at("nope.ndz"));
 	assert_int_equal(ndz_images_move(from, to, &e), NDZ_ENOENT);
 	/* a missing companion is no error; the image is */
-	snprintf(from, sizeof(from), "%s/c.ndz", dir);
+	snprintf(from, sizeof(from), "%s", at("c.ndz"));
 	assert_int_equal(ndz_images_unlink(from, NULL), 0);
 	assert_false(there("c.ndz") || there("c.ndz.manifest"));
 	assert_int_equal(ndz_images_unlink(from, NULL), NDZ_ENOENT);
-	snprintf(from, sizeof(from), "%s/b.ndz", dir);
+	snprintf(from, sizeof(from), "%s", at("b.ndz"));
 	assert_int_equal(ndz_images_unlink(from, NULL), 0);
 	assert_false(there("b.ndz") || there("b.ndz.manifest") || there("b.ndz.index"));
 }
@@ -171,7 +150,7 @@ static void test_operations(void **state)
 	put("e.ndz", "e");
 	put("line.img", "l");
 	snprintf(text, sizeof(text), "# lab\nimage line %s/line.img allow 10.0.0.0/8\n"
-		 "imagedir %s allow 10.0.0.0/8\n", dir, dir);
+		 "imagedir %s allow 10.0.0.0/8\n", tmpdir, tmpdir);
 	assert_int_equal(ndz_mconf_parse(text, strlen(text), "m.conf", &c, NULL), 0);
 	assert_int_equal(ndz_master_create(c, &ms, NULL), 0);
 	assert_int_equal(ndz_lab_create(0, 0, &lab, NULL), 0);
@@ -245,8 +224,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_messages),
-		cmocka_unit_test_setup_teardown(test_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_operations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_files, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_operations, tmpdir_setup, tmpdir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
