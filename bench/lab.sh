@@ -19,12 +19,13 @@
 #    the ways taking turns on the same boot offsets. (c) lab100: as lab, but the node
 #    asks again 100 ms after a "wait" (tests/helpers/labnode, when built), whatever
 #    wait time the master says (it says up to 1 s): what a shorter wait would give.
+#    (0) together: today's way with every node booting at the same instant: the floor.
 #    Variants "NC:LOSS" (loss: % of UDP dropped at each
 #    client, tests/netns.sh's netns_loss).
 # Usage: bench/lab.sh BUILD [REPS]   (root; env BENCH_PARTS="sim group", BENCH_NODES
 # (100), BENCH_SECONDS (60), BENCH_MIB (source MiB of /usr binaries and text, 192),
 # BENCH_RATE (Mbit/s, 100), BENCH_VARIANTS ("8:0 8:1 16:1"), BENCH_SPREAD (s, 2),
-# BENCH_WAYS ("today lab lab100"))
+# BENCH_WAYS ("together today lab lab100"))
 set -u
 . "$(dirname "$0")/netbench.sh"
 PARTS=${BENCH_PARTS:-"sim group"}
@@ -34,7 +35,7 @@ MIB=${BENCH_MIB:-192}
 RATE=${BENCH_RATE:-100}
 VARIANTS=${BENCH_VARIANTS:-"8:0 8:1 16:1"}
 SPREAD=${BENCH_SPREAD:-2}
-WAYS=${BENCH_WAYS:-"today lab lab100"}
+WAYS=${BENCH_WAYS:-"together today lab lab100"}
 LABNODE="$NDZ_BUILD/tests/helpers/labnode"
 [ -x "$LABNODE" ] || WAYS=$(echo "$WAYS" | sed 's/lab100//')
 CTL="$NDZ_BIN/ndzctl"
@@ -107,6 +108,7 @@ CONF
 	in_ns sim "$T/labsim" "$SRV" 52:54:00:aa "$NODES" $((SECS + 20)) >"$T/sim.out" 2>"$T/sim.err" &
 	spid=$!
 	sleep 5
+	# shellcheck disable=SC2046 # the counts on one line
 	echo "after 5 s, node states:" $(ctl status --json | grep -o '"state":"[a-z]*"' | sort | uniq -c |
 		sed 's/"state":"\([a-z]*\)"/\1/')
 	window "$NODES nodes, a report each a s:"
@@ -123,15 +125,18 @@ CONF
 			"$(cut -d' ' -f2 "$T/curl" | median | awk '{ print $1 * 1000 }')" \
 			"$(cut -d' ' -f2 "$T/curl" | sort -n | tail -1 | awk '{ print $1 * 1000 }')"
 	done
+	echo "after the fetches: RSS $(kib VmRSS) KiB, VmHWM $(kib VmHWM) KiB"
 	wait $spid || echo "bench: labsim: some calls failed (see below)" >&2
 	sed 's/^/labsim: /' "$T/sim.out"
 	head -5 "$T/sim.err"
 	sleep 1
+	echo "after the results: RSS $(kib VmRSS) KiB, VmHWM $(kib VmHWM) KiB"
 	echo "results: $(ctl status --json | grep -o '"last":{"ok":true' | wc -l) of $NODES nodes ok"
 	window "after, $NODES nodes done, idle:"
 }
 
 group_part() {
+	# shellcheck disable=SC2034 # make_input's parameters (bench/common.sh)
 	dir=$T size_mb=$MIB
 	make_input >/dev/null
 	"$IMAGEZIP" -q -r "$T/in" "$T/img.ndz" || return 1
@@ -149,7 +154,7 @@ CONF
 	echo "== 2. a group starts together: the image ${MIB} MiB of /usr binaries and text," \
 		"$IMGB bytes compressed ($((IMGB / 1048576)) chunks); session rate $RATE Mbit/s;" \
 		"boots within $SPREAD s; group-window 5 s; medians of $REPS runs"
-	printf '%-6s %3s %5s %8s %8s %8s %8s %8s %8s %6s\n' way n loss time_s tx/img max sess/img max spread_s failed
+	printf '%-8s %3s %5s %8s %8s %8s %8s %8s %8s %6s\n' way n loss time_s tx/img max sess/img max spread_s failed
 	for v in $VARIANTS; do
 		n=${v%%:*} loss=${v#*:}
 		# group "room": exactly the n nodes of this variant
@@ -172,7 +177,7 @@ CONF
 			r=$((r + 1))
 		done
 		for w in $WAYS; do
-			printf '%-6s %3s %4s%% %8.2f %8.3f %8.3f %8.3f %8.3f %8.2f %6s\n' "$w" "$n" "$loss" \
+			printf '%-8s %3s %4s%% %8.2f %8.3f %8.3f %8.3f %8.3f %8.2f %6s\n' "$w" "$n" "$loss" \
 				"$(cut -d' ' -f1 "$T/$w" | median)" \
 				"$(cut -d' ' -f2 "$T/$w" | median | awk -v b="$IMGB" '{ print $1 / b }')" \
 				"$(cut -d' ' -f2 "$T/$w" | sort -n | tail -1 | awk -v b="$IMGB" '{ print $1 / b }')" \
@@ -192,9 +197,9 @@ grun() {
 	[ "$way" != today ] && { ctl -q reload room img || return 1; }
 	# offsets: N random points in [0, SPREAD) s, shifted so the first is 0; the same
 	# for both ways of one run
-	awk -v n="$n" -v s="$SPREAD" -v seed="$$$3" 'BEGIN { srand(seed); m = s
+	awk -v n="$n" -v s="$SPREAD" -v seed="$$$3" -v w="$way" 'BEGIN { srand(seed); m = s
 		for (i = 1; i <= n; i++) { o[i] = rand() * s; if (o[i] < m) m = o[i] }
-		for (i = 1; i <= n; i++) printf "%.3f\n", o[i] - m }' >"$T/offs"
+		for (i = 1; i <= n; i++) printf "%.3f\n", w == "together" ? 0 : o[i] - m }' >"$T/offs"
 	tx0=$(netns_tx_bytes srv)
 	t0=$(now)
 	pids=""
@@ -219,9 +224,10 @@ grun() {
 			if [ "$way" != today ]; then
 				ms=$(echo "($(now) - $s0) * 1000 / 1" | bc)
 				if [ $rc = 0 ]; then
-					in_ns "c$i" "$CTL" -m $SRV report "$m" ok "$(stat -c %s "$OUT/o$i")" "$ms" 0
+					in_ns "c$i" "$CTL" -m $SRV report "$m" ok "$(stat -c %s "$OUT/o$i")" "$ms" 0 \
+						2>>"$T/g$i.log"
 				else
-					in_ns "c$i" "$CTL" -m $SRV report "$m" failed "frisbee exit $rc"
+					in_ns "c$i" "$CTL" -m $SRV report "$m" failed "frisbee exit $rc" 2>>"$T/g$i.log"
 				fi
 			fi
 			echo $rc >"$T/g$i.rc"

@@ -5,8 +5,8 @@
  * has MAC PREFIX:hi:lo with hi:lo = k + 1. Each node, on a thread of its own, starts
  * at a random point of the first second, asks until told its task (sleeping as a
  * "wait" answer says), then reports progress once a second for SECONDS, then ok.
- * Prints the round trips the nodes saw, asks and reports apart: count, median, p90,
- * p99, max (ms), and the calls that failed (no answer, or a status not OK).
+ * Prints the round trips the nodes saw, asks, progress reports and results apart:
+ * count, median, p90, p99, max (ms), and the calls that failed (no answer, or a status not OK).
  *   labsim MASTER[:PORT] PREFIX N SECONDS     e.g. labsim 10.77.0.1 52:54:00:aa 100 60
  */
 #include <pthread.h>
@@ -25,8 +25,8 @@ struct node {
 	int k;
 	uint8_t mac[6];
 	unsigned seed;
-	double *ask_ms, *rep_ms;       /* round trips, ms */
-	size_t nask, nrep, cap_ask, cap_rep;
+	double *ask_ms, *rep_ms, *ok_ms;  /* round trips, ms: asks, progress, the result */
+	size_t nask, nrep, nok, cap_ask, cap_rep, cap_ok;
 	int failed, waits;
 	char task[NDZ_CTL_NAME_MAX + 16];
 };
@@ -104,7 +104,7 @@ static void *run(void *arg)
 	r.kind = NDZ_LAB_OK;
 	r.bytes = total;
 	r.ms = ndz_now_ms() - start;
-	call(n, &r, &rep, &n->rep_ms, &n->nrep, &n->cap_rep);
+	call(n, &r, &rep, &n->ok_ms, &n->nok, &n->cap_ok);
 	return NULL;
 }
 
@@ -142,8 +142,8 @@ static void gather(double **all, size_t *len, const double *v, size_t n)
 int main(int argc, char **argv)
 {
 	static struct node nodes[SIM_MAX];
-	double *asks = NULL, *reps = NULL;
-	size_t na = 0, nr = 0;
+	double *asks = NULL, *reps = NULL, *oks = NULL;
+	size_t na = 0, nr = 0, no = 0;
 	int n, failed = 0, waits = 0, told = 0;
 	uint8_t pre[6];
 	char mac[32];
@@ -174,6 +174,7 @@ int main(int argc, char **argv)
 		pthread_join(nodes[k].t, NULL);
 		gather(&asks, &na, nodes[k].ask_ms, nodes[k].nask);
 		gather(&reps, &nr, nodes[k].rep_ms, nodes[k].nrep);
+		gather(&oks, &no, nodes[k].ok_ms, nodes[k].nok);
 		failed += nodes[k].failed;
 		waits += nodes[k].waits;
 		told += strncmp(nodes[k].task, "reload ", 7) == 0;
@@ -181,6 +182,7 @@ int main(int argc, char **argv)
 	printf("nodes %d, told to reload %d, wait answers %d, failed calls %d\n", n, told, waits,
 	       failed);
 	stats("asks", asks, na);
-	stats("reports", reps, nr);
+	stats("progress reports", reps, nr);
+	stats("results (ok)", oks, no);
 	return failed || told != n;
 }
