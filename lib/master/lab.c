@@ -239,7 +239,7 @@ static int batch_go(struct ndz_lab *l, uint32_t b, uint64_t now, uint32_t *wait_
 	if (!all && now < first + l->window_ms) {
 		uint64_t left = first + l->window_ms - now;
 
-		*wait_ms = (uint32_t)(left < 1000 ? left : 1000);
+		*wait_ms = (uint32_t)(left < NDZ_LAB_ASK_AGAIN_MS ? left : NDZ_LAB_ASK_AGAIN_MS);
 		return 0;
 	}
 	for (int k = 0; k < NDZ_LAB_NODES; k++)
@@ -304,6 +304,24 @@ static void clean_reason(char *dst, size_t cap, const char *src)
 	dst[k] = 0;
 }
 
+/*
+ * Is r the result n reported last, sent again (its reply was lost)? The same
+ * outcome and figures (and reason), with the task it ended still ended.
+ */
+static int is_repeat(const struct ndz_lab_node *n, const struct ndz_lab_result *last,
+		     const struct ndz_lab_report *r)
+{
+	char why[NDZ_LAB_REASON_MAX + 1];
+
+	if (r->kind == NDZ_LAB_PROGRESS || !last->set || last->ok != (r->kind == NDZ_LAB_OK) ||
+	    last->bytes != r->bytes || last->ms != r->ms || last->skipped != r->skipped)
+		return 0;
+	if (last->ok)
+		return n->task == NDZ_LAB_NONE;
+	clean_reason(why, sizeof(why), r->reason[0] ? r->reason : "no reason given");
+	return n->state == NDZ_LAB_FAILED && strcmp(why, last->reason) == 0;
+}
+
 int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab_report *r,
 		   uint64_t now_ms, uint64_t wall_s, struct ndz_error *e)
 {
@@ -315,6 +333,10 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 	ndz_lab_format_mac(mac, m, sizeof(m));
 	if (r->kind > NDZ_LAB_FAIL)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "node %s: bad report kind %u", m, r->kind);
+	if (n && is_repeat(n, &l->last[i], r)) {
+		n->heard_ms = now_ms;
+		return 1;
+	}
 	if (!n || n->task == NDZ_LAB_NONE || n->state == NDZ_LAB_FAILED)
 		return ndz_error_set(e, NDZ_ENOENT, 0, "node %s: a report without a task", m);
 	n->heard_ms = now_ms;

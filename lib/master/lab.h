@@ -19,6 +19,12 @@
 #define NDZ_LAB_NODES 1024             /* table size */
 #define NDZ_LAB_REASON_MAX NDZ_CTL_TEXT_MAX  /* a failure's reason, bytes */
 #define NDZ_LAB_TIMEOUT_MS 60000       /* a running node silent this long is lost */
+/*
+ * A node told to wait asks again after at most this: it learns that its group
+ * started by asking, so this is how far apart the group's nodes start (about 25 us
+ * of the master's time per ask).
+ */
+#define NDZ_LAB_ASK_AGAIN_MS 200
 
 enum ndz_lab_task {
 	NDZ_LAB_NONE = 0,              /* no task: the node boots its local disk */
@@ -171,7 +177,9 @@ int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_a
  * ndz_lab_report - the node mac reports r at now_ms (wall_s: the wall clock, kept
  * with a result). PROGRESS updates a running (or lost: running again) task; OK
  * clears the task and records the result; FAIL records the result with its reason
- * and marks the task failed. 0; NDZ_ENOENT for an unknown node or one without a
+ * and marks the task failed. 0; 1 when r is the node's last result sent again
+ * (the same outcome, figures and reason, the task still ended: its answer was
+ * lost), which changes nothing; NDZ_ENOENT for an unknown node or one without a
  * task (a report nobody asked for), NDZ_EINVAL for a bad kind, e set.
  */
 int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab_report *r,

@@ -335,9 +335,9 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		}
 		memcpy(rp.reason, r.text, sizeof(rp.reason));
 		rc = ndz_lab_report(s->lab, r.mac, &rp, now_ms, ndz_wall_ns() / 1000000000u, NULL);
-		if (rc != 0) {
+		if (rc < 0) {
 			rep.status = rc == NDZ_EINVAL ? NDZ_CTL_MALFORMED : NDZ_CTL_NONODE;
-		} else {
+		} else if (rc == 0) {       /* 1: the last result again, already told */
 			tell_result(s, r.mac, &r, task, image);
 			save_or_say(s);
 		}

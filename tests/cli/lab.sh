@@ -92,6 +92,9 @@ check "status --json: pc1's result with its byte count" \
 check "status --json holds the master's status too" grep -q '"master":{' "$T/s.json"
 check "done: pc1 is told to boot local" test "$(ask n1 $M1)" = local
 check "ndzctl ask says the same" test "$(in_ns n1 "$CTL" -m $SRV ask $M1)" = local
+again=$(in_ns n1 "$NODE" $SRV $M1 ok 1000 1234 3)
+check "the same result again (its answer lost, the node retried): taken ($again), changes nothing" \
+	sh -c "[ '$again' = ok ] && [ \"\$(grep -c 'node $M1: reload ubuntu: ok' '$T/m.log')\" = 1 ]"
 check "a second result nobody asked for is refused" \
 	test "$(in_ns n1 "$NODE" $SRV $M1 ok 1 1 1)" = "no such node or group, or no task"
 check "the master logs the result" grep -q "node $M1: reload ubuntu: ok, 1000 bytes in 1234 ms" "$T/m.log"

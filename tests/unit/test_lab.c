@@ -133,6 +133,10 @@ static void test_task_cycle(void **state)
 	assert_int_equal(r->skipped, 3);
 	assert_string_equal(r->arg, "ubuntu");
 	assert_int_equal(ndz_lab_node(l, i)->task, NDZ_LAB_NONE);
+	/* the same result again (its answer was lost): taken, nothing changes */
+	assert_int_equal(report(l, M1, NDZ_LAB_OK, 1000, NULL, 35), 1);
+	assert_true(ndz_lab_last(l, i)->set && ndz_lab_last(l, i)->ok);
+	assert_int_equal(ndz_lab_node(l, i)->task, NDZ_LAB_NONE);
 	/* done: boot local next time; a report now is one nobody asked for */
 	assert_int_equal(ask(l, M1, 40, NULL), NDZ_LAB_LOCAL);
 	assert_int_equal(report(l, M1, NDZ_LAB_OK, 1, NULL, 50), NDZ_ENOENT);
@@ -261,7 +265,7 @@ static void test_group_window(void **state)
 	/* all three ask: the third starts the batch */
 	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, NULL), 3);
 	assert_int_equal(ask(l, M1, 1000, &a), NDZ_LAB_WAIT);
-	assert_int_equal(a.wait_ms, 1000);
+	assert_int_equal(a.wait_ms, NDZ_LAB_ASK_AGAIN_MS);
 	assert_int_equal(ask(l, M2, 1500, NULL), NDZ_LAB_WAIT);
 	assert_int_equal(ask(l, M3, 1600, NULL), NDZ_LAB_RELOAD);
 	assert_int_equal(ask(l, M1, 1700, NULL), NDZ_LAB_RELOAD);
@@ -270,7 +274,7 @@ static void test_group_window(void **state)
 	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "debian", 0, NULL, 0, NULL), 3);
 	assert_int_equal(ask(l, M1, 10000, NULL), NDZ_LAB_WAIT);
 	assert_int_equal(ask(l, M2, 11000, &a), NDZ_LAB_WAIT);
-	assert_int_equal(a.wait_ms, 1000);
+	assert_int_equal(a.wait_ms, NDZ_LAB_ASK_AGAIN_MS);
 	assert_int_equal(ask(l, M1, 12999, &a), NDZ_LAB_WAIT);
 	assert_int_equal(a.wait_ms, 1);
 	assert_int_equal(ask(l, M1, 13000, NULL), NDZ_LAB_RELOAD);
@@ -610,9 +614,13 @@ static void test_random(void **state)
 		case 7: {        /* result */
 			int kind = op == 6 ? NDZ_LAB_PROGRESS : rand() % 2 ? NDZ_LAB_OK : NDZ_LAB_FAIL;
 			int okay = mo[k].used && mo[k].task && mo[k].state != NDZ_LAB_FAILED;
+			/* the last result sent again: the same figures, its task still ended */
+			int again = mo[k].used && (kind == NDZ_LAB_OK ? !mo[k].task && mo[k].ok_last :
+				    kind == NDZ_LAB_FAIL && mo[k].state == NDZ_LAB_FAILED &&
+				    mo[k].failed_last);
 
 			assert_int_equal(report(l, macs[k], (uint8_t)kind, 5, "r", now),
-					 okay ? 0 : NDZ_ENOENT);
+					 again ? 1 : okay ? 0 : NDZ_ENOENT);
 			if (!okay)
 				break;
 			if (kind == NDZ_LAB_PROGRESS) {
@@ -621,10 +629,12 @@ static void test_random(void **state)
 				mo[k].task = 0;
 				mo[k].state = NDZ_LAB_IDLE;
 				mo[k].ok_last = 1;
+				mo[k].failed_last = 0;
 				mo[k].batch = 0;
 			} else {
 				mo[k].state = NDZ_LAB_FAILED;
 				mo[k].ok_last = 0;
+				mo[k].failed_last = 1;
 			}
 			break;
 		}
