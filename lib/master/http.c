@@ -20,7 +20,9 @@
 #include "mcast/net.h"
 #include "core/clock.h"
 
-#define JSON_CAP (256 * 1024)          /* /status.json with its extra sections */
+#define JSON_MASTER (128 * 1024)       /* /status.json: the master's part ... */
+#define JSON_CAP (JSON_MASTER + 2 * 1024 * 1024)  /* ... then the extra sections (a full
+						   * lab of 1024 nodes is at most 1 MiB) */
 #define METRICS_CAP (512 * 1024)
 #define TOKEN_MAX 512
 
@@ -169,9 +171,9 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	pthread_mutex_lock(s->h.lock);
-	/* not cut to a datagram's size as by UDP/TCP: half the buffer, the rest for sections */
+	/* not cut to a datagram's size as by UDP/TCP; the rest of the buffer for sections */
 	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), s->h.live, s->h.ctx, buf,
-				     JSON_CAP / 2);
+				     JSON_MASTER);
 	for (size_t i = 0; i < s->h.next && len > 0 && buf[len - 1] == '}'; i++) {
 		const struct ndz_http_ext *x = &s->h.ext[i];
 		size_t head = strlen(x->name) + 6, n;
@@ -391,7 +393,7 @@ int ndz_http_token_ok(const char *path, const char *auth)
 static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, const char *url,
 			      const struct post *b)
 {
-	char out[JSON_CAP / 16];
+	char out[16 * 1024];
 	struct ndz_error e = { 0 };
 	const struct ndz_http_ext *x = NULL;
 	int rc;

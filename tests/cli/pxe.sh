@@ -180,6 +180,30 @@ kill $MPID
 wait $MPID 2>/dev/null
 check "the master's log has no sanitizer report" sh -c "! grep -q 'Sanitizer' '$T/m.log'"
 
+# a full lab (1024 nodes, long names, each with a failed result and a long reason full
+# of quotes) still fits /status.json whole: its state file written, a master started on it
+mkdir -p "$T/run2"
+awk 'BEGIN {
+	r = ""; for (i = 0; i < 160; i++) r = r "\"";
+	print "# ndz lab state 1";
+	for (k = 0; k < 1024; k++)
+		printf "52:54:01:00:%02x:%02x n%060d group-%056d reload image-%055d - failed 1 failed reload image-%055d 0 0 0 1795670358 %s\n",
+			int(k / 256), k % 256, k, k % 7, k % 3, k % 3, r
+}' >"$T/run2/lab"
+sed 's/^pxe-args .*//' "$T/m.conf" >"$T/m2.conf"
+"$NDZ_BIN/mfrisbeed" -c "$T/m2.conf" -r "$T/run2" -l 127.0.0.1:$CP 2>"$T/m2.log" &
+MPID=$!
+wait_until 5 test -S "$T/run2/admin" &&
+	wait_until 5 sh -c "[ -n \"\$(ss -Hltnp | grep 'pid=$MPID,' | awk '{print \$4}' | grep -v ':$CP\$')\" ]"
+U="http://127.0.0.1:$(hport)"
+curl -s -o "$T/full.json" "$U/status.json"
+n=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(sum(1 for x in d["lab"]["nodes"] if len(x["last"]["reason"]) == 160))' "$T/full.json" 2>&1)
+check "a lab of 1024 nodes with long results: /status.json holds them all ($n, $(wc -c <"$T/full.json") bytes)" test "$n" = 1024
+kill $MPID
+wait $MPID 2>/dev/null
+
 # doc/pxe/dnsmasq-lab.conf, as shipped and in its proxy-DHCP variant, is a config dnsmasq takes
 D="$NDZ_TOP/doc/pxe/dnsmasq-lab.conf"
 if command -v dnsmasq >/dev/null || [ -x /usr/sbin/dnsmasq ]; then
