@@ -416,6 +416,48 @@ static void test_session(void **state)
 	ndz_mconf_free(c);
 }
 
+/* lib/master/session: ndz_session_hold's verdicts from the answer and the process. */
+static void test_session_hold(void **state)
+{
+	static const struct ndz_sessctl_ops ops = { NULL, NULL, NULL, f_hold };
+	struct ndz_sessctl *ep = NULL;
+	struct ndz_master_session s;
+	char path[256];
+	pid_t dead;
+	int say = 1;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.group = htonl(0xefc80001);
+	s.port = 7100;
+	s.pid = getpid();
+	assert_int_equal(ndz_sessctl_path(dir, s.group, s.port, path, sizeof(path), NULL), 0);
+	/* an exited child (not yet reaped) */
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	assert_true(dead > 0);
+	assert_int_equal(ndz_sessctl_start(path, &ops, &say, &ep, NULL), 0);
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	/* a frisbeed that does not know HOLD: as before, answered with */
+	say = NDZ_ENOTSUP;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	/* says no: gone once its process has exited, else ending */
+	say = 0;
+	s.pid = dead;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_GONE);
+	s.pid = getpid();
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_ENDING);
+	ndz_sessctl_stop(ep);
+	/* nothing listens: gone when the process has exited; a live one is answered with */
+	s.pid = dead;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_GONE);
+	s.pid = getpid();
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	/* the child was looked at, not reaped */
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_hold_endpoint),
 		cmocka_unit_test(test_server_endpoint),
 		cmocka_unit_test(test_session),
+		cmocka_unit_test(test_session_hold),
 	};
 	int rc;
 
