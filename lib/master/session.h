@@ -14,7 +14,7 @@
 
 #define NDZ_SESSION_ASK_MS 1000        /* a session's control socket answers within this */
 #define NDZ_SESSION_HOLD_MS 300        /* a HOLD is answered within this, or taken as held */
-#define NDZ_SESSION_HOLD_WAIT_MS 2000  /* an ending or unheard frisbeed is watched this long */
+#define NDZ_SESSION_HOLD_WAIT_MS 1000  /* an ending or unheard frisbeed is watched this long */
 
 /*
  * ndz_session_identity - the image at path: its uuid, chunks and source bytes, from
