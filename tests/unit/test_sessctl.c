@@ -158,10 +158,15 @@ static int f_identify(void *ctx, struct ndz_sessctl_identity *out)
 	return 0;
 }
 
-/* HOLD: held while ctx's int is 1, ending when 0, refused (malformed) when negative */
+/* HOLD: held while ctx's int is 1, ending when 0, refused when negative; above 1: held
+ * after that many milliseconds (a busy frisbeed) */
 static int f_hold(void *ctx)
 {
-	return *(int *)ctx;
+	int v = *(int *)ctx;
+
+	if (v > 1)
+		usleep((useconds_t)v * 1000);
+	return v > 1 ? 1 : v;
 }
 
 static void test_hold_codec(void **state)
@@ -439,9 +444,12 @@ static void test_session_hold(void **state)
 	assert_true(dead > 0);
 	assert_int_equal(ndz_sessctl_start(path, &ops, &say, &ep, NULL), 0);
 	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
-	/* a frisbeed that does not know HOLD: as before, answered with */
+	/* a frisbeed that does not know HOLD, or one too busy to answer: as before, held */
 	say = NDZ_ENOTSUP;
 	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	say = 3 * NDZ_SESSION_HOLD_MS;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	usleep(3 * NDZ_SESSION_HOLD_MS * 1000);        /* its answer is not waited for */
 	/* says no: gone once its process has exited, else ending */
 	say = 0;
 	s.pid = dead;
