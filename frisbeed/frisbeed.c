@@ -56,8 +56,8 @@ static const char usage_text[] =
 	"  --index FILE             serve this content index of IMAGE (default IMAGE.index\n"
 	"                           when it exists), for frisbee --seed\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
-	"  --control SOCKET         answer the image master's status, rate and identify\n"
-	"                           questions on this unix socket (lib/master/sessctl)\n"
+	"  --control SOCKET         answer the image master's status, rate, identify and\n"
+	"                           hold questions on this unix socket (lib/master/sessctl)\n"
 	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
 	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
 	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
@@ -359,6 +359,8 @@ int main(int argc, char **argv)
 			break;
 		if (sig > 0)
 			continue;
+		/* under the lock a HOLD (the master sent a client) is taken under: once idle
+		 * is decided here, holds are refused, and a taken one defers it */
 		pthread_mutex_lock(&s.lock);
 		idle_now = ndz_server_idle(s.srv, ndz_now_ns());
 		ndz_error_copy(&e, &s.fatal);

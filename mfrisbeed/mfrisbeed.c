@@ -4,8 +4,10 @@
  * division, upload admission and quota) and this program acts: it starts one
  * frisbeed per image as a detached child and steers it through the session's
  * control socket in the run directory (lib/master/sessctl: status, rate,
- * identify). A session ends when its frisbeed leaves on its idle timeout; a
- * restarted master adopts the sessions its state file lists. Uploads and STATUS
+ * identify, hold). A session ends when its frisbeed leaves on its idle timeout;
+ * a GET is answered with a running session only once it has promised to stay for
+ * the client (hold), else a new one is started. A restarted master adopts the
+ * sessions its state file lists. Uploads and STATUS
  * come over TCP on the same port, one thread each: a host that nothing allows is
  * refused at accept; until its first message a connection holds one of a few
  * places per host and in all (lib/master/master); the upload is checked chunk by
@@ -118,6 +120,20 @@ static void save_state(struct mfd *m)
 static int session_alive(void *ctx, const struct ndz_master_session *s)
 {
 	return ndz_session_alive(((struct mfd *)ctx)->run_dir, s);
+}
+
+/* Before a GET is answered with s: will it stay for the client? (lib/master/master) */
+static int session_hold(void *ctx, const struct ndz_master_session *s)
+{
+	const char *run_dir = ((struct mfd *)ctx)->run_dir;
+	int r = ndz_session_hold(run_dir, s);
+
+	if (r == NDZ_MASTER_GONE)
+		ndz_session_forget(run_dir, s);
+	if (r != NDZ_MASTER_HELD && cli_verbose)
+		cli_info("session of %s: frisbeed %d %s; a new one for the request", s->image,
+			 s->pid, r == NDZ_MASTER_GONE ? "has ended" : "is ending");
+	return r;
 }
 
 static void session_live(void *ctx, const struct ndz_master_session *s,
@@ -535,6 +551,7 @@ int main(int argc, char **argv)
 	if (!m.server)
 		m.server = ndz_mnet_source(m.iface, m.conf->pool_base, m.conf->port_lo);
 	ndz_master_set_server(m.ms, m.server);
+	ndz_master_set_hold(m.ms, session_hold, &m);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

@@ -35,6 +35,8 @@ struct ndz_master {
 	struct ndz_master_counters n;
 	struct ndz_admit admit;        /* TCP connections before their first message */
 	uint32_t server;
+	int (*hold)(void *ctx, const struct ndz_master_session *s);
+	void *hold_ctx;
 };
 
 int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct ndz_error *e)
@@ -107,6 +109,30 @@ int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns)
 void ndz_master_set_server(struct ndz_master *m, uint32_t server)
 {
 	m->server = server;
+}
+
+void ndz_master_set_hold(struct ndz_master *m,
+			 int (*hold)(void *ctx, const struct ndz_master_session *s), void *ctx)
+{
+	m->hold = hold;
+	m->hold_ctx = ctx;
+}
+
+/*
+ * Will the running session in slot take one more client? Asked to hold, one that has
+ * exited is ended here, one that is exiting is retired: the GET starts a new one.
+ */
+static int holds(struct ndz_master *m, struct ndz_master_session *s)
+{
+	int r = m->hold && s->pid > 0 ? m->hold(m->hold_ctx, s) : NDZ_MASTER_HELD;
+
+	if (r == NDZ_MASTER_GONE) {
+		memset(s, 0, sizeof(*s));
+		m->n.ended++;
+	} else if (r == NDZ_MASTER_ENDING) {
+		s->replaced = 1;
+	}
+	return r == NDZ_MASTER_HELD;
 }
 
 /* 127.0.0.1 or an address some image allows. */
@@ -239,7 +265,7 @@ int ndz_master_get(struct ndz_master *m, const char *name, uint32_t addr,
 	const struct ndz_mconf *c = m->conf;
 	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
 	struct ndz_master_session *slot = NULL;
-	size_t running = ndz_master_live(m);
+	size_t running;
 	uint32_t idx;
 
 	memset(p, 0, sizeof(*p));
@@ -259,10 +285,12 @@ int ndz_master_get(struct ndz_master *m, const char *name, uint32_t addr,
 	}
 	p->image = im;
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
-		if (m->s[i].pid > 0 && !m->s[i].replaced && strcmp(m->s[i].image, name) == 0) {
+		if (m->s[i].pid > 0 && !m->s[i].replaced && strcmp(m->s[i].image, name) == 0 &&
+		    holds(m, &m->s[i])) {
 			p->slot = (int)i;
 			return 0;
 		}
+	running = ndz_master_live(m);  /* less one that has gone */
 	if (running >= c->max_sessions) {
 		m->n.too_many++;
 		return ndz_error_set(e, NDZ_ESESSIONS, 0, "image '%s': max-sessions %u run", name,

@@ -139,9 +139,29 @@ int ndz_master_accept(struct ndz_master *m, uint32_t addr, unsigned threads, uin
 /* ndz_master_release - a connection of addr's is past its first message, or gone. */
 void ndz_master_release(struct ndz_master *m, uint32_t addr);
 
+/* What a session says when asked to hold for a client (ndz_master_set_hold). */
+enum {
+	NDZ_MASTER_HELD = 0,           /* it stays (or could not say: busy, an old frisbeed) */
+	NDZ_MASTER_GONE = 1,           /* its frisbeed has exited: the slot is freed */
+	NDZ_MASTER_ENDING = 2,         /* it is exiting idle but still there: no new clients */
+};
+
+/*
+ * ndz_master_set_hold - before a GET is answered with a running session, hold
+ * (called with ctx and the session; NULL: never asked) asks it to stay for the
+ * client (the program asks its frisbeed: lib/master/session, ndz_session_hold)
+ * and returns one of the NDZ_MASTER_HELD/GONE/ENDING above. GONE: the session is
+ * ended as ndz_master_end does (the program has forgotten its socket); ENDING: it
+ * keeps its address and clients but gets no new ones, as if replaced. Either way
+ * the GET goes on as if there were no such session: a new one is started.
+ */
+void ndz_master_set_hold(struct ndz_master *m,
+			 int (*hold)(void *ctx, const struct ndz_master_session *s), void *ctx);
+
 /*
  * ndz_master_get - a GET for name from addr (network order): the running session
- * of that image (not one whose image was replaced), or a reserved slot for a new
+ * of that image (not one whose image was replaced, and one that holds: see
+ * ndz_master_set_hold), or a reserved slot for a new
  * one with the lowest pool address no session holds, its port (port_lo + pool
  * index, wrapped into the port range) and its starting rate (the image's or the
  * default, at most an equal share of total-rate with the new one counted, at least

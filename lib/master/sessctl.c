@@ -1,4 +1,4 @@
-/* A session's control endpoint: a frisbeed answers STATUS, RATE and IDENTIFY on a unix socket. */
+/* A session's control endpoint: a frisbeed answers STATUS, RATE, IDENTIFY and HOLD on a unix socket. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,8 @@
 
 static int type_ok(unsigned t)
 {
-	return t == NDZ_SESSCTL_STATUS || t == NDZ_SESSCTL_RATE || t == NDZ_SESSCTL_IDENTIFY;
+	return t == NDZ_SESSCTL_STATUS || t == NDZ_SESSCTL_RATE || t == NDZ_SESSCTL_IDENTIFY ||
+	       t == NDZ_SESSCTL_HOLD;
 }
 
 int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf, size_t cap,
@@ -47,6 +48,8 @@ int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf,
 		len += 26 + jl;
 	else if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY)
 		len += 34 + pl;
+	else if (reply && ok && m->type == NDZ_SESSCTL_HOLD)
+		len += 1;
 	if (cap < len)
 		return ndz_error_set(e, NDZ_ERANGE, 0, "session control: %zu bytes do not fit %zu",
 				     len, cap);
@@ -70,6 +73,8 @@ int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf,
 		put_le64(buf + HDR + 24, m->who.source_bytes);
 		put_le16(buf + HDR + 32, (uint16_t)pl);
 		memcpy(buf + HDR + 34, m->who.path, pl);
+	} else if (reply && ok && m->type == NDZ_SESSCTL_HOLD) {
+		buf[HDR] = m->held ? 1 : 0;
 	}
 	return (int)len;
 }
@@ -97,6 +102,8 @@ int ndz_sessctl_decode(const uint8_t *buf, size_t len, int reply, struct ndz_ses
 		want += len >= HDR + 26 ? 26 + (size_t)get_le16(b + 24) : 26;
 	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_IDENTIFY)
 		want += len >= HDR + 34 ? 34 + (size_t)get_le16(b + 32) : 34;
+	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_HOLD)
+		want += 1;
 	if (len != want)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: %zu bytes, not %zu", len,
 				     want);
@@ -120,6 +127,11 @@ int ndz_sessctl_decode(const uint8_t *buf, size_t len, int reply, struct ndz_ses
 		m->who.chunks = get_le32(b + 20);
 		m->who.source_bytes = get_le64(b + 24);
 		memcpy(m->who.path, b + 34, pl);
+	} else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_HOLD) {
+		if (b[0] > 1)
+			return ndz_error_set(e, NDZ_EINVAL, 0, "session control: bad hold answer %u",
+					     b[0]);
+		m->held = b[0];
 	}
 	return 0;
 }
@@ -186,6 +198,12 @@ static void answer(struct ndz_sessctl *s, int fd)
 		rc = s->ops.rate ? s->ops.rate(s->ctx, req->rate_bps) : NDZ_ENOTSUP;
 	else if (rc == 0 && req->type == NDZ_SESSCTL_IDENTIFY)
 		rc = s->ops.identify ? s->ops.identify(s->ctx, &rep->who) : NDZ_ENOTSUP;
+	else if (rc == 0 && req->type == NDZ_SESSCTL_HOLD)
+		rc = s->ops.hold ? s->ops.hold(s->ctx) : NDZ_ENOTSUP;
+	if (rc > 0 || (rc == 0 && req->type == NDZ_SESSCTL_HOLD)) {
+		rep->held = rc > 0;
+		rc = 0;
+	}
 	if (rc == NDZ_EPROTO || rc == NDZ_EPROTOVER)
 		return;
 	rep->who.pid = (int32_t)getpid();
@@ -395,6 +413,16 @@ int ndz_sessctl_identify(const char *path, int timeout_ms, struct ndz_sessctl_id
 			sizeof(*out), e);
 }
 
+int ndz_sessctl_hold(const char *path, int timeout_ms, struct ndz_error *e)
+{
+	struct ndz_sessctl_msg req = { .type = NDZ_SESSCTL_HOLD, .id = 4 };
+	uint8_t held = 0;
+	int rc = ask_copy(path, &req, timeout_ms, offsetof(struct ndz_sessctl_msg, held), &held,
+			  sizeof(held), e);
+
+	return rc < 0 ? rc : held;
+}
+
 /* ---- a session server's answers (ndz_sessctl_start_server) ---- */
 
 static int server_status(void *ctx, struct ndz_sessctl_status *out)
@@ -446,11 +474,23 @@ static int server_identify(void *ctx, struct ndz_sessctl_identity *out)
 	return 0;
 }
 
+/* A client was sent here: the idle clock starts anew, unless the session is over. */
+static int server_hold(void *ctx)
+{
+	struct ndz_sessctl_server *ss = ctx;
+	int r;
+
+	pthread_mutex_lock(ss->lock);
+	r = ndz_server_hold(ss->srv, ndz_now_ns());
+	pthread_mutex_unlock(ss->lock);
+	return r;
+}
+
 int ndz_sessctl_start_server(const char *path, struct ndz_sessctl_server *ss,
 			     struct ndz_sessctl **out, struct ndz_error *e)
 {
 	static const struct ndz_sessctl_ops ops = { server_status, server_rate,
-						    server_identify };
+						    server_identify, server_hold };
 
 	return ndz_sessctl_start(path, &ops, ss, out, e);
 }

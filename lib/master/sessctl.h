@@ -1,8 +1,9 @@
 /*
  * A session's control endpoint (doc/PROTOCOL.md, "Session control"): each frisbeed
  * the master starts answers on a unix socket in the master's run directory, in the
- * control protocol's framing (lib/master/ctl.h), three questions: STATUS (its
- * statistics), RATE (a new cap) and IDENTIFY (its pid and image). The frisbeed side
+ * control protocol's framing (lib/master/ctl.h), four questions: STATUS (its
+ * statistics), RATE (a new cap), IDENTIFY (its pid and image) and HOLD (a client
+ * was just sent to it: stay, or say it is ending). The frisbeed side
  * is a thread started here that answers through callbacks; the master side asks.
  */
 #ifndef NDZ_SESSCTL_H
@@ -19,6 +20,7 @@ enum ndz_sessctl_type {
 	NDZ_SESSCTL_STATUS = 16,         /* -> clients, bytes sent, rate, JSON statistics */
 	NDZ_SESSCTL_RATE = 17,           /* rate_bps -> OK (the new cap is in force) */
 	NDZ_SESSCTL_IDENTIFY = 18,       /* -> pid, image uuid, chunks, bytes, path */
+	NDZ_SESSCTL_HOLD = 19,           /* -> held: 1 (idle clock reset), 0 (ending) */
 };
 
 #define NDZ_SESSCTL_JSON_MAX 8000      /* a STATUS reply's JSON, at most */
@@ -49,6 +51,7 @@ struct ndz_sessctl_ops {
 	int (*status)(void *ctx, struct ndz_sessctl_status *out);
 	int (*rate)(void *ctx, uint64_t rate_bps);
 	int (*identify)(void *ctx, struct ndz_sessctl_identity *out);
+	int (*hold)(void *ctx);        /* 1: held, 0: ending (exits now), or NDZ_E* */
 };
 
 /* One request or reply, decoded. */
@@ -59,6 +62,7 @@ struct ndz_sessctl_msg {
 	uint64_t rate_bps;             /* RATE requests */
 	struct ndz_sessctl_status st;  /* STATUS replies */
 	struct ndz_sessctl_identity who; /* IDENTIFY replies */
+	uint8_t held;                  /* HOLD replies: 1 held, 0 ending */
 };
 
 /*
@@ -100,7 +104,9 @@ int ndz_sessctl_start(const char *path, const struct ndz_sessctl_ops *ops, void 
 /*
  * A session server's endpoint: the answers are srv's (lib/mcast/server.h): STATUS its
  * statistics and JSON, RATE ndz_server_set_rate (then wake is broadcast, so that a
- * sender waiting on it re-paces), IDENTIFY its image. Every call into srv holds lock,
+ * sender waiting on it re-paces), IDENTIFY its image, HOLD ndz_server_hold (so, under
+ * the lock the caller decides ndz_server_idle under, a session that has answered held
+ * does not end for the idle timeout from then). Every call into srv holds lock,
  * the caller's lock over srv. The struct must outlive the endpoint.
  */
 struct ndz_sessctl_server {
@@ -138,5 +144,13 @@ int ndz_sessctl_rate(const char *path, uint64_t rate_bps, int timeout_ms, struct
 /* ndz_sessctl_identify - ask IDENTIFY; as ndz_sessctl_ask, *out filled on 0. */
 int ndz_sessctl_identify(const char *path, int timeout_ms, struct ndz_sessctl_identity *out,
 			 struct ndz_error *e);
+
+/*
+ * ndz_sessctl_hold - ask HOLD (a client was just sent to the session): 1 when it
+ * holds (it stays for its idle timeout from now), 0 when it is ending (it decided
+ * to exit idle before), else a negative code as ndz_sessctl_ask's (NDZ_ENOENT:
+ * nothing listens; NDZ_EREFUSED: a frisbeed that does not know HOLD).
+ */
+int ndz_sessctl_hold(const char *path, int timeout_ms, struct ndz_error *e);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "session.h"
 #include "sessctl.h"
+#include "core/clock.h"
 #include "core/image.h"
 #include "core/io.h"
 
@@ -147,6 +148,42 @@ int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s)
 int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s)
 {
 	return identify(run_dir, s) == 0;
+}
+
+/* 1 when pid has exited: a child not yet reaped (left so), or another process gone. */
+static int exited(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
+		return si.si_pid == pid;
+	if (errno != ECHILD)
+		return 0;
+	return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+int ndz_session_hold(const char *run_dir, const struct ndz_master_session *s)
+{
+	uint64_t end = ndz_now_ms() + NDZ_SESSION_HOLD_WAIT_MS;
+	char path[PATH_MAX];
+	int said_no = 0, rc;
+
+	sock_path(run_dir, s, path);
+	if (!path[0] || s->pid <= 0)
+		return NDZ_MASTER_HELD;
+	for (;;) {
+		rc = said_no ? 0 : ndz_sessctl_hold(path, NDZ_SESSION_HOLD_MS, NULL);
+		/* held, busy, or an older frisbeed: as before HOLD, it is answered with */
+		if (rc == 1 || (rc < 0 && rc != NDZ_ENOENT && rc != NDZ_ENET))
+			return NDZ_MASTER_HELD;
+		said_no |= rc == 0;
+		if (exited(s->pid))
+			return NDZ_MASTER_GONE;
+		if (ndz_now_ms() >= end)
+			return said_no ? NDZ_MASTER_ENDING : NDZ_MASTER_HELD;
+		usleep(20000);
+	}
 }
 
 /* The number after "key": in json (our frisbeed's); 0 when it is not there. */

@@ -13,6 +13,8 @@
 #include "core/err.h"
 
 #define NDZ_SESSION_ASK_MS 1000        /* a session's control socket answers within this */
+#define NDZ_SESSION_HOLD_MS 300        /* a HOLD is answered within this, or taken as held */
+#define NDZ_SESSION_HOLD_WAIT_MS 1000  /* an ending or unheard frisbeed is watched this long */
 
 /*
  * ndz_session_identity - the image at path: its uuid, chunks and source bytes, from
@@ -54,6 +56,18 @@ int ndz_session_alive(const char *run_dir, const struct ndz_master_session *s);
  * 0 while it answers as itself or does not answer in time (busy: not gone).
  */
 int ndz_session_gone(const char *run_dir, const struct ndz_master_session *s);
+
+/*
+ * ndz_session_hold - ask s's frisbeed to hold for a client just sent to it (HOLD on
+ * its control socket, NDZ_SESSION_HOLD_MS): NDZ_MASTER_HELD when it holds, does not
+ * answer in time (busy: it is not idle) or does not know HOLD (an older frisbeed);
+ * NDZ_MASTER_GONE when its process has exited (it answered that it is ending, or
+ * nothing listens on its socket: a frisbeed stopping or still starting is watched
+ * up to NDZ_SESSION_HOLD_WAIT_MS, polling); NDZ_MASTER_ENDING when it said it is
+ * ending and has not exited by then. The process is looked at without reaping it
+ * (a child's exit status stays for the caller's waitpid).
+ */
+int ndz_session_hold(const char *run_dir, const struct ndz_master_session *s);
 
 /* ndz_session_live - s's own statistics (receivers, bytes sent), zeros when it does not answer. */
 void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,

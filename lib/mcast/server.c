@@ -56,6 +56,7 @@ struct ndz_server {
 	size_t nclients;
 	uint64_t lost_ns;              /* a client silent this long before it left is lost */
 	uint64_t last_activity_ns;
+	int over;                      /* ndz_server_idle said 1: no hold from then on */
 
 	uint64_t clients_seen, joins, leaves, bytes_sent;
 	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
@@ -627,10 +628,22 @@ int ndz_server_rate_trace(struct ndz_server *s, char *buf, size_t cap)
 	return 1;
 }
 
-int ndz_server_idle(const struct ndz_server *s, uint64_t now_ns)
+int ndz_server_idle(struct ndz_server *s, uint64_t now_ns)
 {
-	return s->info.idle_timeout && !ndz_serve_busy(s->serve) && s->cur < 0 &&
-	       now_ns - s->last_activity_ns > (uint64_t)s->info.idle_timeout * 1000000000u;
+	if (!s->over)
+		s->over = s->info.idle_timeout && !ndz_serve_busy(s->serve) && s->cur < 0 &&
+			  now_ns > s->last_activity_ns &&
+			  now_ns - s->last_activity_ns > (uint64_t)s->info.idle_timeout * 1000000000u;
+	return s->over;
+}
+
+int ndz_server_hold(struct ndz_server *s, uint64_t now_ns)
+{
+	if (s->over)
+		return 0;
+	if (now_ns > s->last_activity_ns)
+		s->last_activity_ns = now_ns;
+	return 1;
 }
 
 void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *st)

@@ -213,9 +213,19 @@ int ndz_server_rate_trace(struct ndz_server *s, char *buf, size_t cap);
 
 /*
  * ndz_server_idle - whether the session is over at now_ns: nothing queued or being
- * sent and no packet admitted for the idle timeout (never with timeout 0).
+ * sent and no packet admitted (nor hold) for the idle timeout (never with timeout
+ * 0). Once it has said 1 it says 1 from then on: the caller stops serving.
  */
-int ndz_server_idle(const struct ndz_server *s, uint64_t now_ns);
+int ndz_server_idle(struct ndz_server *s, uint64_t now_ns);
+
+/*
+ * ndz_server_hold - a client was just sent here (the image master answered a GET
+ * with this session): 1, and ndz_server_idle says 0 until the idle timeout has
+ * passed anew from now_ns; 0 when ndz_server_idle has already said 1 (the session
+ * is over: the client must go elsewhere). Called under the same lock as
+ * ndz_server_idle, a 1 is never followed by an exit before the client could come.
+ */
+int ndz_server_hold(struct ndz_server *s, uint64_t now_ns);
 
 /* ndz_server_get_stats - the statistics so far into *st. */
 void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *st);

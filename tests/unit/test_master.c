@@ -79,6 +79,86 @@ static const char *base_conf =
 	"image c /c.ndz allow 10.0.0.0/24\nimage d /d.ndz allow 10.0.0.0/24\n"
 	"image x /x.ndz allow 10.9.0.0/24\n";
 
+/* A fake hold hook: answers what it is told, notes whom it was asked. */
+struct hold_fake {
+	int answer, calls, pid;
+};
+
+static int fake_hold(void *ctx, const struct ndz_master_session *s)
+{
+	struct hold_fake *h = ctx;
+
+	h->calls++;
+	h->pid = s->pid;
+	return h->answer;
+}
+
+/* A GET for a running session asks it to hold: held, gone (freed) or ending (retired). */
+static void test_hold(void **state)
+{
+	struct ndz_mconf *c = conf("%s", base_conf);
+	struct ndz_master *m = make(c);
+	struct hold_fake h = { NDZ_MASTER_HELD, 0, 0 };
+	const struct ndz_master_session *s;
+	struct ndz_master_plan p;
+	int sa, sa2, sa3;
+	uint32_t ga;
+
+	(void)state;
+	ndz_master_set_hold(m, fake_hold, &h);
+	sa = start(m, "a", "10.0.0.1", 100);
+	assert_int_equal(h.calls, 0);          /* nothing running to ask */
+	ga = ndz_master_session(m, (size_t)sa)->group;
+	/* held (or no answer in time: the program says held): answered with it */
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.start, 0);
+	assert_int_equal(p.slot, sa);
+	assert_int_equal(h.calls, 1);
+	assert_int_equal(h.pid, 100);
+	/* ending: retired with its address; a new session on another address */
+	h.answer = NDZ_MASTER_ENDING;
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.start, 1);
+	assert_int_not_equal(p.slot, sa);
+	assert_int_equal(h.calls, 2);
+	s = ndz_master_session(m, (size_t)sa);
+	assert_int_equal(s->pid, 100);
+	assert_int_equal(s->replaced, 1);
+	assert_int_not_equal(ndz_master_session(m, (size_t)p.slot)->group, ga);
+	ndz_master_started(m, p.slot, 101, uuid_a, 7, 1000, 0);
+	sa2 = p.slot;
+	/* the retired one is not asked again; the new one is, and has gone: freed, counted */
+	h.answer = NDZ_MASTER_GONE;
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(h.calls, 3);
+	assert_int_equal(h.pid, 101);
+	assert_int_equal(p.start, 1);
+	assert_int_equal(ndz_master_counters(m)->ended, 1);
+	assert_int_equal(ndz_master_live(m), 2);   /* the retired one and the reservation */
+	/* its address was free again: the new session has it */
+	assert_int_equal(p.slot, sa2);
+	ndz_master_started(m, p.slot, 102, uuid_a, 7, 1000, 0);
+	sa3 = p.slot;
+	/* max-sessions 3 all run; one that has gone makes room for the GET that asks */
+	start(m, "b", "10.0.0.1", 103);
+	assert_int_equal(ndz_master_live(m), 3);
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(h.pid, 102);
+	assert_int_equal(p.start, 1);
+	assert_int_equal(p.slot, sa3);
+	ndz_master_start_failed(m, p.slot);
+	/* without a hook nothing is asked */
+	h.answer = NDZ_MASTER_GONE;
+	ndz_master_set_hold(m, NULL, NULL);
+	sa = start(m, "c", "10.0.0.1", 104);
+	assert_int_equal(ndz_master_get(m, "c", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.slot, sa);
+	assert_int_equal(p.start, 0);
+	assert_int_equal(h.calls, 4);
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
 static void test_get(void **state)
 {
 	struct ndz_mconf *c = conf("%s", base_conf);
@@ -752,6 +832,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_state),

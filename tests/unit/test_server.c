@@ -783,6 +783,35 @@ static enum ndz_rx_state state_of(const struct ndz_server *s, uint32_t id, uint6
  * failed, one silent past the lost timeout without a LEAVE is lost; the status JSON
  * counts each state, receivers only the active, and lists every client.
  */
+/* A hold (the master sent a client) defers the idle end by a whole timeout; none once over. */
+static void test_hold(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+
+	(void)state;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	assert_false(ndz_server_idle(s, 9000 * MS));
+	assert_int_equal(ndz_server_hold(s, 9000 * MS), 1);
+	/* past the timeout from creation, within it from the hold */
+	assert_false(ndz_server_idle(s, 11000 * MS));
+	assert_false(ndz_server_idle(s, 19000 * MS));
+	/* a hold that comes with an earlier clock does not move the idle clock back */
+	assert_int_equal(ndz_server_hold(s, 1000 * MS), 1);
+	assert_false(ndz_server_idle(s, 19000 * MS));
+	assert_true(ndz_server_idle(s, 19001 * MS));
+	/* once idle was decided: it stays so, and a hold is refused */
+	assert_int_equal(ndz_server_hold(s, 19002 * MS), 0);
+	assert_true(ndz_server_idle(s, 19003 * MS));
+	ndz_server_free(s);
+	/* with no idle timeout a hold is always taken and the session never idle */
+	o.info.idle_timeout = 0;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	assert_int_equal(ndz_server_hold(s, 5 * MS), 1);
+	assert_false(ndz_server_idle(s, 100000000 * MS));
+	ndz_server_free(s);
+}
+
 static void test_clients(void **state)
 {
 	struct ndz_server_opts o = opts(0, 0);
@@ -909,6 +938,7 @@ int main(void)
 		cmocka_unit_test(test_index_file),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_clients),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_create_errors),
 	};
 

@@ -1,7 +1,7 @@
 /*
  * Unit tests for lib/master/sessctl: a session's control messages encoded and
- * decoded, refused when malformed; and an endpoint answering STATUS, RATE and
- * IDENTIFY on a unix socket through its callbacks, as the master asks.
+ * decoded, refused when malformed; and an endpoint answering STATUS, RATE,
+ * IDENTIFY and HOLD on a unix socket through its callbacks, as the master asks.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -158,9 +158,89 @@ static int f_identify(void *ctx, struct ndz_sessctl_identity *out)
 	return 0;
 }
 
+/* HOLD: held while ctx's int is 1, ending when 0, refused when negative; above 1: held
+ * after that many milliseconds (a busy frisbeed) */
+static int f_hold(void *ctx)
+{
+	int v = *(int *)ctx;
+
+	if (v > 1)
+		usleep((useconds_t)v * 1000);
+	return v > 1 ? 1 : v;
+}
+
+static void test_hold_codec(void **state)
+{
+	static struct ndz_sessctl_msg m, d;
+	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
+	struct ndz_error e = { 0 };
+	int n;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = NDZ_SESSCTL_HOLD;
+	m.id = 7;
+	n = ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12);               /* the request: the header alone */
+	assert_int_equal(buf[5], 19);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), 0);
+	assert_int_equal(d.type, NDZ_SESSCTL_HOLD);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 0, &d, NULL), NDZ_EINVAL);
+	/* the reply: one byte, 1 held or 0 ending */
+	m.held = 1;
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 13);
+	assert_int_equal(buf[5], 19 | 0x80);
+	assert_int_equal(buf[12], 1);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_int_equal(d.held, 1);
+	assert_int_equal(d.id, 7);
+	m.held = 0;
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_int_equal(d.held, 0);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &d, NULL), NDZ_EINVAL);
+	buf[12] = 2;
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "session control: bad hold answer 2");
+	/* a refusal is the header alone */
+	m.status = NDZ_CTL_FAILED;
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_int_equal(d.status, NDZ_CTL_FAILED);
+	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 11, NULL), NDZ_ERANGE);
+}
+
+/* HOLD through an endpoint: yes, no, a refusal; an endpoint without HOLD refuses it. */
+static void test_hold_endpoint(void **state)
+{
+	static const struct ndz_sessctl_ops ops = { NULL, NULL, NULL, f_hold };
+	static const struct ndz_sessctl_ops old = { f_status, f_rate, f_identify, NULL };
+	struct fake f = { 100000000, 0 };
+	struct ndz_sessctl *s = NULL;
+	struct ndz_error e = { 0 };
+	char path[256];
+	int say = 1;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/h.sock", dir);
+	assert_int_equal(ndz_sessctl_hold(path, 300, &e), NDZ_ENOENT);
+	assert_int_equal(ndz_sessctl_start(path, &ops, &say, &s, NULL), 0);
+	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 1);
+	say = 0;
+	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 0);
+	say = NDZ_EIO;
+	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), NDZ_EREFUSED);
+	ndz_sessctl_stop(s);
+	assert_int_equal(ndz_sessctl_start(path, &old, &f, &s, NULL), 0);
+	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), NDZ_EREFUSED);
+	ndz_sessctl_stop(s);
+}
+
 static void test_endpoint(void **state)
 {
-	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify };
+	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify, NULL };
 	static struct ndz_sessctl_status st;
 	struct ndz_sessctl_identity who;
 	struct ndz_sessctl *s = NULL;
@@ -259,6 +339,12 @@ static void test_server_endpoint(void **state)
 	assert_int_equal(ndz_sessctl_rate(path, 10, 1000, NULL), NDZ_EREFUSED);
 	assert_int_equal(ndz_sessctl_status(path, 1000, &st, NULL), 0);
 	assert_int_equal(st.rate_bps, 20000000);
+	/* HOLD: held while the session is not over; no once it has decided to end idle */
+	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 1);
+	pthread_mutex_lock(&lock);
+	assert_true(ndz_server_idle(srv, UINT64_MAX / 2));
+	pthread_mutex_unlock(&lock);
+	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 0);
 	ndz_sessctl_stop(s);
 	ndz_server_free(srv);
 }
@@ -266,7 +352,7 @@ static void test_server_endpoint(void **state)
 /* lib/master/session: the master's questions to a session, through a real endpoint. */
 static void test_session(void **state)
 {
-	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify };
+	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify, NULL };
 	struct fake f = { 100000000, 0 };
 	struct ndz_sessctl *ep = NULL;
 	struct ndz_mconf *c = NULL;
@@ -335,14 +421,62 @@ static void test_session(void **state)
 	ndz_mconf_free(c);
 }
 
+/* lib/master/session: ndz_session_hold's verdicts from the answer and the process. */
+static void test_session_hold(void **state)
+{
+	static const struct ndz_sessctl_ops ops = { NULL, NULL, NULL, f_hold };
+	struct ndz_sessctl *ep = NULL;
+	struct ndz_master_session s;
+	char path[256];
+	pid_t dead;
+	int say = 1;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	s.group = htonl(0xefc80001);
+	s.port = 7100;
+	s.pid = getpid();
+	assert_int_equal(ndz_sessctl_path(dir, s.group, s.port, path, sizeof(path), NULL), 0);
+	/* an exited child (not yet reaped) */
+	dead = fork();
+	if (dead == 0)
+		_exit(0);
+	assert_true(dead > 0);
+	assert_int_equal(ndz_sessctl_start(path, &ops, &say, &ep, NULL), 0);
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	/* a frisbeed that does not know HOLD, or one too busy to answer: as before, held */
+	say = NDZ_ENOTSUP;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	say = 3 * NDZ_SESSION_HOLD_MS;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	usleep(3 * NDZ_SESSION_HOLD_MS * 1000);        /* its answer is not waited for */
+	/* says no: gone once its process has exited, else ending */
+	say = 0;
+	s.pid = dead;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_GONE);
+	s.pid = getpid();
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_ENDING);
+	ndz_sessctl_stop(ep);
+	/* nothing listens: gone when the process has exited; a live one is answered with */
+	s.pid = dead;
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_GONE);
+	s.pid = getpid();
+	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
+	/* the child was looked at, not reaped */
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_codec),
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_endpoint),
+		cmocka_unit_test(test_hold_codec),
+		cmocka_unit_test(test_hold_endpoint),
 		cmocka_unit_test(test_server_endpoint),
 		cmocka_unit_test(test_session),
+		cmocka_unit_test(test_session_hold),
 	};
 	int rc;
 
