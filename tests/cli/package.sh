@@ -56,10 +56,10 @@ check "ndz-server has the servers, the unit, the user and /etc/ndz" \
 		usr/lib/sysusers.d/ndz.conf etc/ndz/mfrisbeed.conf usr/share/man/man8/mfrisbeed.8.gz \
 		usr/share/man/man5/mfrisbeed.conf.5.gz; do
 		grep -q \" \./\$f\$\" '$T/ndz-server_${V}_$arch.list' || { echo \"missing \$f\"; exit 1; }; done"
-check "ndz-mfs has the builder, its man page, PXE.md and the examples" \
+check "ndz-mfs has the builder, its man page, PXE.md (compressed when over 4 KiB) and the examples" \
 	sh -c "for f in usr/share/ndz/mfs/build.sh usr/share/ndz/mfs/init usr/share/man/man7/ndz-mfs.7.gz \
 		usr/share/doc/ndz-mfs/PXE.md usr/share/doc/ndz-mfs/pxe/boot.ipxe; do
-		grep -q \" \./\$f\$\" '$T/ndz-mfs_${V}_all.list' || { echo \"missing \$f\"; exit 1; }; done"
+		grep -Eq \" \./\$f(\.gz)?\$\" '$T/ndz-mfs_${V}_all.list' || { echo \"missing \$f\"; exit 1; }; done"
 dpkg-deb -e "$T/src/ndz-server_${V}_$arch.deb" "$T/ctl"
 check "/etc/ndz/mfrisbeed.conf is a conffile" grep -qx /etc/ndz/mfrisbeed.conf "$T/ctl/conffiles"
 check "the postinst creates the ndz user (systemd-sysusers)" grep -q 'systemd-sysusers.* ndz.conf' "$T/ctl/postinst"
