@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	if (strncmp(where, "tcp:", 4) == 0) {
 		if (!token)
 			cli_usage_error("--master tcp:HOST:PORT needs --token-file");
-		if (ndz_labsrv_read_token(token, req.token, sizeof(req.token), &e) != 0)
+		if (ndz_ctl_read_token(token, req.token, sizeof(req.token), &e) != 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	}
 	if (ndz_labsrv_call(where, &req, buf, sizeof(buf), &rep, &e) != 0)

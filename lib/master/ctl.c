@@ -735,3 +735,27 @@ int ndz_ctl_lab_need(const uint8_t *buf, size_t have, int reply, struct ndz_erro
 		return ndz_error_set(e, NDZ_EINVAL, 0, "lab message: a length no message has");
 	return (int)(NDZ_CTL_REP_HDR + 8 + get_le32(buf + NDZ_CTL_REP_HDR));
 }
+
+int ndz_ctl_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e)
+{
+	FILE *f = fopen(path, "re");
+	char line[256];
+	size_t n;
+
+	memset(tok, 0, cap);
+	if (!f)
+		return ndz_error_set(e, NDZ_EIO, errno, "token file %s", path);
+	if (!fgets(line, sizeof(line), f))
+		line[0] = 0;
+	fclose(f);
+	n = strcspn(line, "\r\n");
+	line[n] = 0;
+	for (size_t k = 0; k < n; k++)
+		if (line[k] <= ' ' || line[k] > '~')
+			n = 0;
+	if (n < 16 || n > NDZ_CTL_TOKEN_MAX || cap <= NDZ_CTL_TOKEN_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "token file %s: the first line is not 16 "
+				     "to 64 printable characters", path);
+	memcpy(tok, line, n);
+	return 0;
+}

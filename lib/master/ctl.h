@@ -284,4 +284,12 @@ int ndz_ctl_labrep_decode(const uint8_t *buf, size_t len, struct ndz_ctl_labrep 
  */
 int ndz_ctl_lab_need(const uint8_t *buf, size_t have, int reply, struct ndz_error *e);
 
+/*
+ * ndz_ctl_read_token - the admin token (token-file: TCP admin requests and HTTP
+ * actions alike), the first line of path, into tok (cap > NDZ_CTL_TOKEN_MAX,
+ * zero-padded). 0, or NDZ_EIO / NDZ_EINVAL (not 16 to 64 printable bytes without
+ * blanks) with e set.
+ */
+int ndz_ctl_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e);
+
 #endif

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
+#include "ctl.h"
 #include "http.h"
 #include "jbuf.h"
 #include "mcast/net.h"
@@ -24,7 +25,6 @@
 #define JSON_CAP (JSON_MASTER + 2 * 1024 * 1024)  /* ... then the extra sections (a full
 						   * lab of 1024 nodes is at most 1 MiB) */
 #define METRICS_CAP (512 * 1024)
-#define TOKEN_MAX 512
 
 struct ndz_http {
 	struct ndz_http_hooks h;
@@ -356,26 +356,12 @@ static enum MHD_Result metrics(struct ndz_http *s, struct MHD_Connection *c)
 int ndz_http_token_ok(const char *path, const char *auth)
 {
 	unsigned char want[crypto_generichash_BYTES], got[crypto_generichash_BYTES];
-	char tok[TOKEN_MAX + 2], *p, *end;
-	size_t n, an;
-	FILE *f;
+	char tok[NDZ_CTL_TOKEN_MAX + 1];
+	size_t an;
 	int ok;
 
-	if (!path || !auth || strncmp(auth, "Bearer ", 7) != 0 || sodium_init() < 0)
-		return 0;
-	if (!(f = fopen(path, "re")))
-		return 0;
-	n = fread(tok, 1, TOKEN_MAX + 1, f);
-	fclose(f);
-	if (n > TOKEN_MAX)
-		return 0;
-	tok[n] = 0;
-	for (p = tok; *p == ' ' || *p == '\t'; p++)
-		;
-	end = p + strcspn(p, "\r\n");
-	while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-		end--;
-	if (end == p)
+	if (!path || !auth || strncmp(auth, "Bearer ", 7) != 0 || sodium_init() < 0 ||
+	    ndz_ctl_read_token(path, tok, sizeof(tok), NULL) != 0)
 		return 0;
 	for (auth += 7; *auth == ' '; auth++)
 		;
@@ -383,7 +369,7 @@ int ndz_http_token_ok(const char *path, const char *auth)
 	while (an && auth[an - 1] == ' ')
 		an--;
 	/* equal-length digests: the comparison's time tells nothing, not even the length */
-	crypto_generichash(want, sizeof(want), (const unsigned char *)p, (size_t)(end - p), NULL, 0);
+	crypto_generichash(want, sizeof(want), (const unsigned char *)tok, strlen(tok), NULL, 0);
 	crypto_generichash(got, sizeof(got), (const unsigned char *)auth, an, NULL, 0);
 	ok = sodium_memcmp(want, got, sizeof(want)) == 0;
 	sodium_memzero(tok, sizeof(tok));

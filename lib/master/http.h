@@ -127,8 +127,9 @@ int ndz_http_metrics(const struct ndz_master *m,
 
 /*
  * ndz_http_token_ok - 1 when the header value auth ("Bearer TOKEN", may be NULL) names
- * the token in the file at path (its first line, blanks around it dropped; may be
- * NULL: no token), compared in constant time; else 0. An empty token matches nothing.
+ * the admin token in the file at path (as ndz_ctl_read_token reads it; may be NULL:
+ * no token), compared in constant time; else 0. A file that holds no valid token
+ * matches nothing.
  */
 int ndz_http_token_ok(const char *path, const char *auth);
 

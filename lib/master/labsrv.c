@@ -61,30 +61,6 @@ static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
 	s->h.say(s->h.ctx, level, "%s", msg);
 }
 
-int ndz_labsrv_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e)
-{
-	FILE *f = fopen(path, "r");
-	char line[256];
-	size_t n;
-
-	memset(tok, 0, cap);
-	if (!f)
-		return ndz_error_set(e, NDZ_EIO, errno, "token file %s", path);
-	if (!fgets(line, sizeof(line), f))
-		line[0] = 0;
-	fclose(f);
-	n = strcspn(line, "\r\n");
-	line[n] = 0;
-	for (size_t k = 0; k < n; k++)
-		if (line[k] <= ' ' || line[k] > '~')
-			n = 0;
-	if (n < 16 || n > NDZ_CTL_TOKEN_MAX || cap <= NDZ_CTL_TOKEN_MAX)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "token file %s: the first line is not 16 "
-				     "to 64 printable characters", path);
-	memcpy(tok, line, n);
-	return 0;
-}
-
 static void set_times(struct ndz_labsrv *s)
 {
 	ndz_lab_set_times(s->lab, (uint64_t)s->c->group_window * 1000,
@@ -193,7 +169,7 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 			rc = ndz_error_set(e, NDZ_EINVAL, 0, "admin-listen needs a token-file");
 			goto fail;
 		}
-		if ((rc = ndz_labsrv_read_token(c->token_file, s->token, sizeof(s->token), e)) ||
+		if ((rc = ndz_ctl_read_token(c->token_file, s->token, sizeof(s->token), e)) ||
 		    (rc = listen_tcp(s, c->admin_listen, e)))
 			goto fail;
 	}

@@ -112,12 +112,6 @@ int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t
 int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
 			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
 
-/*
- * ndz_labsrv_read_token - the token on the first line of path into tok (cap >
- * NDZ_CTL_TOKEN_MAX, zero-padded). 0, or NDZ_EIO / NDZ_EINVAL (not 16 to 64
- * printable bytes) with e set.
- */
-int ndz_labsrv_read_token(const char *path, char *tok, size_t cap, struct ndz_error *e);
 
 /*
  * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/master/http.h), a table

@@ -18,7 +18,7 @@ SRV=10.77.0.1 HP=8080
 netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
 for h in c1 c2 c3 c4; do netns_host "$h" $(( 10 + ${h#c} )) || not_ok "host $h"; done
 mc_image a 6 a || { not_ok "make image a"; done_testing; }
-printf 's3cret-%s\n' "$$" >"$T/token"
+printf 's3cret-token-%s\n' "$$" >"$T/token"
 chmod 600 "$T/token"
 cat >"$T/m.conf" <<CONF
 pool 239.192.7.0/29

@@ -159,7 +159,7 @@ static int setup(void **state)
 
 	(void)state;
 	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "s3cret-token\n", 13), 13);
+	assert_int_equal(write(fd, "s3cret-token-0123\n", 18), 18);
 	close(fd);
 	snprintf(text, sizeof(text), "image a /nonexistent/a.ndz allow 10.0.0.0/8\n"
 		 "http-listen 127.0.0.1:0\nhttp-token-file %s\n", tokpath);
@@ -293,28 +293,28 @@ static void test_token(void **state)
 	assert_non_null(strstr(r, "HTTP/1.1 401"));
 	r = post("/reload-config", "Bearer wrong", "");
 	assert_non_null(strstr(r, "HTTP/1.1 401"));
-	r = post("/reload-config", "Bearer s3cret-token-and-more", "");
+	r = post("/reload-config", "Bearer s3cret-token-0123-and-more", "");
 	assert_non_null(strstr(r, "HTTP/1.1 401"));
-	r = post("/reload-config", "Basic s3cret-token", "");
+	r = post("/reload-config", "Basic s3cret-token-0123", "");
 	assert_non_null(strstr(r, "HTTP/1.1 401"));
 	r = post("/nodes", "Bearer wrong", "x");
 	assert_non_null(strstr(r, "HTTP/1.1 401"));
 	assert_int_equal(fx.reloads, 0);
 	assert_int_equal(fx.actions, 0);
-	r = post("/reload-config", "Bearer s3cret-token", "");
+	r = post("/reload-config", "Bearer s3cret-token-0123", "");
 	assert_non_null(strstr(r, "HTTP/1.1 200"));
 	assert_non_null(strstr(r, "{\"ok\": true}"));
 	assert_int_equal(fx.reloads, 1);
-	r = post("/nodes", "Bearer s3cret-token", "mac=52:54:00:00:00:01");
+	r = post("/nodes", "Bearer s3cret-token-0123", "mac=52:54:00:00:00:01");
 	assert_non_null(strstr(r, "HTTP/1.1 200"));
 	assert_non_null(strstr(r, "{\"done\": 1}"));
 	assert_string_equal(fx.body, "mac=52:54:00:00:00:01");
-	r = post("/nodes", "Bearer s3cret-token", "");
+	r = post("/nodes", "Bearer s3cret-token-0123", "");
 	assert_non_null(strstr(r, "HTTP/1.1 400"));
 	assert_non_null(strstr(r, "empty body"));
-	assert_non_null(strstr(post("/nothing", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
+	assert_non_null(strstr(post("/nothing", "Bearer s3cret-token-0123", ""), "HTTP/1.1 404"));
 	/* a GET path is no action */
-	assert_non_null(strstr(post("/metrics", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
+	assert_non_null(strstr(post("/metrics", "Bearer s3cret-token-0123", ""), "HTTP/1.1 404"));
 }
 
 /* An extension's GET: its text with the connection's addresses, a file, refusals. */
@@ -361,19 +361,30 @@ static void test_ext_get(void **state)
 	assert_non_null(strstr(get("/metrics"), "ndz_sessions"));
 	assert_non_null(strstr(get("/x"), "HTTP/1.1 404"));
 	/* no action through a GET extension */
-	assert_non_null(strstr(post("/x", "Bearer s3cret-token", ""), "HTTP/1.1 404"));
+	assert_non_null(strstr(post("/x", "Bearer s3cret-token-0123", ""), "HTTP/1.1 404"));
 	unlink(filepath);
 }
 
 static void test_token_ok(void **state)
 {
 	(void)state;
-	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer s3cret-token"), 1);
-	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer s3cret-toke"), 0);
+	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer s3cret-token-0123"), 1);
+	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer s3cret-token-012"), 0);
 	assert_int_equal(ndz_http_token_ok(tokpath, "Bearer "), 0);
 	assert_int_equal(ndz_http_token_ok(tokpath, NULL), 0);
-	assert_int_equal(ndz_http_token_ok(NULL, "Bearer s3cret-token"), 0);
+	assert_int_equal(ndz_http_token_ok(NULL, "Bearer s3cret-token-0123"), 0);
 	assert_int_equal(ndz_http_token_ok("/nonexistent/token", "Bearer x"), 0);
+	/* the one reader's rule (ndz_ctl_read_token): a token under 16 bytes is none */
+	{
+		char shortpath[] = "/tmp/test_http_short.XXXXXX";
+		int fd = mkstemp(shortpath);
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "short-token\n", 12), 12);
+		close(fd);
+		assert_int_equal(ndz_http_token_ok(shortpath, "Bearer short-token"), 0);
+		unlink(shortpath);
+	}
 }
 
 static void test_conf(void **state)
