@@ -126,12 +126,10 @@ static int holds(struct ndz_master *m, struct ndz_master_session *s)
 {
 	int r = m->hold && s->pid > 0 ? m->hold(m->hold_ctx, s) : NDZ_MASTER_HELD;
 
-	if (r == NDZ_MASTER_GONE) {
-		memset(s, 0, sizeof(*s));
-		m->n.ended++;
-	} else if (r == NDZ_MASTER_ENDING) {
+	if (r == NDZ_MASTER_GONE)
+		ndz_master_end(m, s->pid);
+	else if (r == NDZ_MASTER_ENDING)
 		s->replaced = 1;
-	}
 	return r == NDZ_MASTER_HELD;
 }
 
