@@ -158,6 +158,8 @@ struct ext {
 	int keep_journal;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
+	dgrp_t stale_desc, first_stale;  /* groups whose descriptor fails its checksum */
+	uint8_t *stale;                /* per group: its descriptor failed its checksum */
 	/* after walk: what the fixed metadata and every inode but the journal use */
 	ext2fs_block_bitmap other;
 };
@@ -188,6 +190,42 @@ static int ext_probe(struct ndz_io *io)
 	return get_le16(sb) == EXT2_SUPER_MAGIC;
 }
 
+/*
+ * The inode walk skips what a descriptor calls the unused tail of its inode
+ * table (lazily initialised: it may hold anything). A descriptor failing its
+ * checksum keeps that say while its inode bitmap agrees (no inode in use in
+ * the tail); otherwise its whole table is read, as e2fsck reads it. A group
+ * with no inodes yet (INODE_UNINIT) has no bitmap on the disk to ask: its
+ * flag stands, and the block bitmap still shows any data the group holds.
+ */
+static void trust_itable(struct ext *e)
+{
+	ext2_filsys fs = e->fs;
+	uint32_t ipg = fs->super->s_inodes_per_group;
+	dgrp_t reread = 0, first = 0;
+
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++) {
+		ext2_ino_t base = g * ipg;
+		uint32_t unused = ext2fs_bg_itable_unused(fs, g);
+		int ok = unused <= ipg;
+
+		if (!e->stale[g] || !ext2fs_has_group_desc_csum(fs) ||
+		    ext2fs_bg_flags_test(fs, g, EXT2_BG_INODE_UNINIT))
+			continue;
+		for (ext2_ino_t i = ipg - unused; ok && i < ipg; i++)
+			if (ext2fs_test_inode_bitmap2(fs->inode_map, base + i + 1))
+				ok = 0;
+		if (ok)
+			continue;
+		ext2fs_bg_itable_unused_set(fs, g, 0);
+		if (!reread++)
+			first = g;
+	}
+	if (reread)
+		ext_warn(e, "group %u%s: the inode bitmap uses inodes the descriptor calls unused; "
+			 "reading the whole inode table", first, reread > 1 ? " and others" : "");
+}
+
 static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		    struct ndz_error *err)
 {
@@ -205,47 +243,88 @@ static int ext_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	e->warn_ctx = o ? o->warn_ctx : NULL;
 	snprintf(name, sizeof(name), "ndz:%p", (void *)io);
 	ec = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS, 0, 0, &ndz_io_manager, &e->fs);
+	/* a superblock that fails only its checksum is still read: the union follows */
+	if (ec == EXT2_ET_SB_CSUM_INVALID) {
+		ec = ext2fs_open2(name, NULL, EXT2_FLAG_64BITS | EXT2_FLAG_IGNORE_CSUM_ERRORS, 0,
+				  0, &ndz_io_manager, &e->fs);
+		if (!ec)
+			ext_warn(e, "the superblock fails its checksum");
+	}
 	if (ec) {
 		bad(err, "%s", error_message(ec));
 		free(e);
 		return NDZ_EFS;
 	}
+	/* what the journal holds is not on the disk yet: no map here can be trusted */
 	if (ext2fs_has_feature_journal_needs_recovery(e->fs->super)) {
 		bad(err, "journal needs recovery");
 		goto inconsistent;
 	}
-	if (e->fs->super->s_state & EXT2_ERROR_FS) {
-		bad(err, "filesystem marked as having errors");
-		goto inconsistent;
-	}
+	if (e->fs->super->s_state & EXT2_ERROR_FS)
+		ext_warn(e, "marked as having errors");
 	if (ext2fs_blocks_count(e->fs->super) > io->size / e->fs->blocksize) {
 		bad(err, "filesystem larger than its partition");
 		goto inconsistent;
 	}
+	ec = ext2fs_check_desc(e->fs);
+	if (ec && ec != EXT2_ET_NO_MEMORY) {
+		bad(err, "group descriptors: %s", error_message(ec));
+		goto inconsistent;
+	}
 	/*
-	 * The inode walk trusts the descriptors (where the inode tables are, how
-	 * much of each is unused); one that fails its checksum cannot be trusted.
+	 * A descriptor that fails its checksum still places its group's bitmaps
+	 * and inode table (checked above); the library then reads both bitmaps
+	 * from the disk, never from the flags. See trust_itable for its inodes.
 	 */
 	for (dgrp_t g = 0; g < e->fs->group_desc_count; g++) {
-		if (!ext2fs_group_desc_csum_verify(e->fs, g)) {
-			bad(err, "group %u: descriptor checksum does not match", g);
-			goto inconsistent;
+		if (ext2fs_group_desc_csum_verify(e->fs, g))
+			continue;
+		if (!e->stale) {
+			e->stale = calloc(e->fs->group_desc_count, 1);
+			if (!e->stale) {
+				ext2fs_close_free(&e->fs);
+				free(e);
+				return NDZ_ENOMEM;
+			}
 		}
+		e->stale[g] = 1;
+		if (!e->stale_desc++)
+			e->first_stale = g;
+		/* in memory only (read-only): the library now reads it as a sound one */
+		ext2fs_group_desc_csum_set(e->fs, g);
 	}
+	if (e->stale_desc)
+		ext_warn(e, "group %u%s: descriptor checksum does not match", e->first_stale,
+			 e->stale_desc > 1 ? " and others" : "");
 	ec = ext2fs_read_block_bitmap(e->fs);
+	if (ec == EXT2_ET_BLOCK_BITMAP_CSUM_INVALID) {
+		e->fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
+		ec = ext2fs_read_block_bitmap(e->fs);
+		if (!ec)
+			ext_warn(e, "the block bitmap fails its checksum");
+	}
 	if (ec) {
 		bad(err, "block bitmap: %s", error_message(ec));
 		goto inconsistent;
 	}
 	ec = ext2fs_read_inode_bitmap(e->fs);
+	if (ec == EXT2_ET_INODE_BITMAP_CSUM_INVALID) {
+		e->fs->flags |= EXT2_FLAG_IGNORE_CSUM_ERRORS;
+		ec = ext2fs_read_inode_bitmap(e->fs);
+		if (!ec)
+			ext_warn(e, "the inode bitmap fails its checksum");
+	}
 	if (ec) {
 		bad(err, "inode bitmap: %s", error_message(ec));
 		goto inconsistent;
 	}
+	if (e->stale_desc)
+		trust_itable(e);
 	*out = e;
 	return 0;
 inconsistent:
 	ext2fs_close_free(&e->fs);
+	free(e->stale);
 	free(e);
 	return NDZ_EFS;
 }
@@ -270,6 +349,18 @@ static uint64_t group_free(ext2_filsys fs, dgrp_t g)
 		n += ((s - 1) >> ratio_bits) - (z >> ratio_bits) + 1;
 		b = s;
 	}
+	return n;
+}
+
+/* Free inodes of group g according to the inode bitmap. */
+static uint32_t group_free_inodes(ext2_filsys fs, dgrp_t g)
+{
+	ext2_ino_t first = g * fs->super->s_inodes_per_group + 1;
+	ext2_ino_t end = first + fs->super->s_inodes_per_group - 1;
+	uint32_t n = 0;
+
+	for (ext2_ino_t i = first; i <= end && i >= first; i++)
+		n += !ext2fs_test_inode_bitmap2(fs->inode_map, i);
 	return n;
 }
 
@@ -443,8 +534,7 @@ static uint64_t merge(ext2_filsys fs, ext2fs_block_bitmap dst, ext2fs_block_bitm
 }
 
 /*
- * Every inode in use (its bit in the inode bitmap, or links and no deletion
- * time) marks what it uses: in r, or in j for the journal's own inode.
+ * Every inode in use (its bit in the inode bitmap, or links) marks what it uses: in r, or in j for the journal's own inode.
  * Returns 0, NDZ_ENOMEM, or NDZ_EFS when the inode tables cannot be read.
  */
 static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz_error *err)
@@ -452,8 +542,8 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 	ext2_filsys fs = e->fs;
 	ext2_ino_t jino = ext2fs_has_feature_journal(fs->super) ? fs->super->s_journal_inum : 0;
 	int isize = EXT2_INODE_SIZE(fs->super);
-	uint64_t broken = 0, garbled = 0;
-	ext2_ino_t first_broken = 0;
+	uint64_t broken = 0, garbled = 0, unmarked = 0;
+	ext2_ino_t first_broken = 0, first_unmarked = 0;
 	ext2_inode_scan scan = NULL;
 	struct ext2_inode *inode;
 	char *buf;
@@ -488,9 +578,14 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 		}
 		if (ino == 0)
 			break;
-		if (!ext2fs_test_inode_bitmap2(fs->inode_map, ino) &&
-		    (inode->i_links_count == 0 || inode->i_dtime))
-			continue;
+		/* links make an inode in use whatever the bitmap or a deletion time say:
+		   e2fsck keeps it and reconnects it, so its blocks are data */
+		if (!ext2fs_test_inode_bitmap2(fs->inode_map, ino)) {
+			if (inode->i_links_count == 0)
+				continue;
+			if (!unmarked++)
+				first_unmarked = ino;
+		}
 		/* checksums are ignored while reading (the union takes what it can), not here */
 		if (ext2fs_has_feature_metadata_csum(fs->super) &&
 		    !ext2fs_inode_csum_verify(fs, ino, (struct ext2_inode_large *)inode))
@@ -503,6 +598,10 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 			goto out;
 		}
 	}
+	if (unmarked)
+		ext_warn(e, "inode %u%s: links but free in the inode bitmap; imaging what %s maps",
+			 first_unmarked, unmarked > 1 ? " and others" : "",
+			 unmarked > 1 ? "each" : "it");
 	if (garbled)
 		ext_warn(e, "%llu inodes fail their checksum; imaging what they map too",
 			 (unsigned long long)garbled);
@@ -532,6 +631,17 @@ static void cheap_checks(struct ext *e)
 	if (bad_groups)
 		ext_warn(e, "group %u%s: free count disagrees with the bitmap", first_bad,
 			 bad_groups > 1 ? " and others" : "");
+	bad_groups = 0;
+	for (dgrp_t g = 0; g < fs->group_desc_count; g++)
+		if (group_free_inodes(fs, g) != ext2fs_bg_free_inodes_count(fs, g) &&
+		    bad_groups++ == 0)
+			first_bad = g;
+	if (bad_groups)
+		ext_warn(e, "group %u%s: free inode count disagrees with the inode bitmap",
+			 first_bad, bad_groups > 1 ? " and others" : "");
+	/* a cleanly closed filesystem has processed its orphans */
+	if (fs->super->s_last_orphan && (fs->super->s_state & EXT2_VALID_FS))
+		ext_warn(e, "orphan list not empty (inode %u)", fs->super->s_last_orphan);
 }
 
 /*
@@ -719,6 +829,7 @@ static void ext_close(void *h)
 		return;
 	ext2fs_free_block_bitmap(e->other);
 	ext2fs_close_free(&e->fs);
+	free(e->stale);
 	free(e);
 }
 

@@ -931,7 +931,7 @@ struct lv_warn {
 static void lv_warn(void *ctx, const char *msg)
 {
 	struct lv_warn *w = ctx;
-	char buf[400];
+	char buf[NDZ_ERRMSG_MAX + NDZ_LVM_NAME + 8];
 
 	snprintf(buf, sizeof(buf), "LV %s: %s", w->l->vg.lv[w->lv].name, msg);
 	w->l->warn(w->l->warn_ctx, buf);
@@ -1020,6 +1020,10 @@ static int lvm_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 			if (rc != 0 && rc != NDZ_EFS)
 				return rc;  /* out of memory, a read error, fn's own */
 			scanned = rc == 0;
+			/* a filesystem there that could not be read: its extents go in whole */
+			if (!scanned && strcmp(what, "no filesystem"))
+				ndz_fs_warn(l->warn, l->warn_ctx, "lvm", "LV %s: %s; taking it raw",
+					    vg->lv[v].name, what);
 		} else {
 			snprintf(what, sizeof(what), "not linear or not wholly here");
 		}

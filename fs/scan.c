@@ -124,15 +124,24 @@ struct scan {
 static void warnf(struct scan *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warnf(struct scan *s, const char *fmt, ...)
 {
-	char msg[400];
+	char small[512], *msg = small;
 	va_list ap;
+	int n;
 
 	if (!s->o->warn)
 		return;
+	/* no fixed cut: a source's path may be long, and the line names it first */
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
-	s->o->warn(s->o->warn_ctx, msg);
+	if (n >= (int)sizeof(small) && (msg = malloc((size_t)n + 1)) != NULL) {
+		va_start(ap, fmt);
+		vsnprintf(msg, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+	}
+	s->o->warn(s->o->warn_ctx, msg ? msg : small);
+	if (msg != small)
+		free(msg);
 }
 
 static struct ndz_scan_entry *new_entry(struct scan *s)
@@ -227,17 +236,120 @@ static int collect_extent(void *ctx, uint64_t off, uint64_t len)
 	return b > a ? ndz_ranges_add(c->r, c->base + a, b - a, NULL) : 0;
 }
 
-/* A module's warning about the volume it reads, named as scan_volume names it. */
+/*
+ * What a module found wrong with the volume it reads, gathered into one line per
+ * filesystem with what was done about it: modules hand each finding to warn
+ * ("ext: group 3: free count disagrees with the bitmap"), scan_volume says it
+ * once at the end ("disk: partition 1: ext: not cleanly unmounted; group 3: free
+ * count disagrees with the bitmap; taking the union"). A finding is filed under
+ * its subject: the text up to and including the first module name it carries
+ * ("ext: ", or "LV root: ext: " from a module reading an LVM volume).
+ */
+#define FINDING_SUBJECTS 8
+
+struct finding {
+	char subject[96];
+	char text[NDZ_ERRMSG_MAX];     /* findings of the subject, "; " between them */
+	int cut;                       /* more than text holds */
+};
+
 struct volume_warn {
 	struct scan *s;
 	const char *what;
+	struct finding f[FINDING_SUBJECTS];
+	int n;
+	unsigned dropped;              /* findings of subjects past the last slot */
 };
+
+static int is_module_name(const char *p, size_t len)
+{
+	for (size_t i = 0; ndz_fs_modules[i]; i++)
+		if (strlen(ndz_fs_modules[i]->name) == len &&
+		    !memcmp(ndz_fs_modules[i]->name, p, len))
+			return 1;
+	return (len == 7 && !memcmp(p, "bsdswap", 7));
+}
+
+/* Length of msg's subject: through the first "NAME: " naming a module, else 0. */
+static size_t subject_len(const char *msg)
+{
+	const char *seg = msg, *colon;
+
+	while ((colon = strstr(seg, ": ")) != NULL) {
+		if (is_module_name(seg, (size_t)(colon - seg)))
+			return (size_t)(colon + 2 - msg);
+		seg = colon + 2;
+	}
+	return 0;
+}
 
 static void volume_warn(void *ctx, const char *msg)
 {
 	struct volume_warn *w = ctx;
+	size_t sl = subject_len(msg), have;
+	struct finding *f = NULL;
 
-	warnf(w->s, "%s: %s", w->what, msg);
+	if (sl >= sizeof(f->subject))
+		sl = 0;
+	for (int i = 0; i < w->n && !f; i++)
+		if (strlen(w->f[i].subject) == sl && !memcmp(w->f[i].subject, msg, sl))
+			f = &w->f[i];
+	if (!f) {
+		if (w->n == FINDING_SUBJECTS) {
+			w->dropped++;
+			return;
+		}
+		f = &w->f[w->n++];
+		memcpy(f->subject, msg, sl);
+		f->subject[sl] = 0;
+	}
+	have = strlen(f->text);
+	if (have + 2 + strlen(msg + sl) >= sizeof(f->text)) {
+		f->cut = 1;
+		return;
+	}
+	snprintf(f->text + have, sizeof(f->text) - have, "%s%s", have ? "; " : "", msg + sl);
+}
+
+/* The last finding ends with a decision of its own (an LV its module could not read). */
+static int has_decision(const char *text)
+{
+	size_t n = strlen(text), k = strlen("taking it raw");
+
+	return n >= k && !strcmp(text + n - k, "taking it raw");
+}
+
+/*
+ * Say what the findings were, one line per subject, each with what was done:
+ * raw (the volume's every sector) or the union (fs-aware: what the allocation
+ * maps and what the metadata reach call in use; an LV its module could not read
+ * says "taking it raw" itself). The same lines go to the -i
+ * report's note, without the volume's name. Clears w.
+ */
+static void volume_findings(struct volume_warn *w, int raw, struct ndz_scan_entry *e)
+{
+	size_t nl = 0;
+
+	if (e)
+		e->note[0] = 0;
+	for (int i = 0; i < w->n; i++) {
+		const struct finding *f = &w->f[i];
+		const char *decision = raw ? "taking it raw" :
+				       has_decision(f->text) ? NULL : "taking the union";
+		char more[48] = "";
+
+		if (i == w->n - 1 && w->dropped)
+			snprintf(more, sizeof(more), "; %u more", w->dropped);
+		warnf(w->s, "%s: %s%s%s%s%s%s", w->what, f->subject, f->text, f->cut ? "; ..." : "",
+		      more, decision ? "; " : "", decision ? decision : "");
+		if (e && nl < sizeof(e->note))
+			nl += (size_t)snprintf(e->note + nl, sizeof(e->note) - nl, "%s%s%s%s%s%s",
+					       nl ? " / " : "", f->subject, f->text,
+					       f->cut ? "; ..." : "", decision ? "; " : "",
+					       decision ? decision : "");
+	}
+	w->n = 0;
+	w->dropped = 0;
 }
 
 /* How a volume is to be read before any override: by probing, or a fixed module. */
@@ -260,7 +372,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		       struct ndz_scan_entry *e)
 {
 	uint64_t sectors = ndz_sectors_of(io->size);
-	struct volume_warn vw = { s, what };
+	struct volume_warn vw = { .s = s, .what = what };
 	struct ndz_fs_opts fo = { s->o->keep_pagefile, s->o->keep_journal, volume_warn, &vw };
 	struct ndz_ranges tmp = NDZ_RANGES_INIT, ztmp = NDZ_RANGES_INIT;
 	struct ndz_fs_stats st;
@@ -320,6 +432,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		e->free_bytes = io->size - e->used_bytes;
 		e->zero_bytes = ndz_ranges_total(&ztmp) * SEC;
 	}
+	volume_findings(&vw, 0, e);
 	rc = ndz_ranges_union(s->out, &tmp, NULL);
 	if (rc == 0)
 		rc = ndz_ranges_union(s->zero, &ztmp, NULL);
@@ -328,16 +441,38 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 	return rc;
 raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
+	volume_warn(&vw, err.code ? ndz_error_msg(&err) : "unreadable");
 	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
-		warnf(s, "%s: %s; taking it raw", what,
-		      err.code ? ndz_error_msg(&err) : "unreadable");
+		volume_findings(&vw, 1, e);
 	if (e) {
 		e->how = NDZ_HOW_RAW;
-		snprintf(e->note, sizeof(e->note), "%s", err.code ? ndz_error_msg(&err) : "");
+		if (!e->note[0])
+			snprintf(e->note, sizeof(e->note), "%s", err.code ? ndz_error_msg(&err) : "");
 		e->used_bytes = io->size;
 		e->free_bytes = 0;
 	}
 	return ndz_ranges_add(s->out, at, sectors, NULL);
+}
+
+/*
+ * The name warnings give a volume, allocated (a source's path has no length
+ * limit): "base: partition N" (index >= 0), base followed by letter (a BSD
+ * partition of a slice, index < 0), or base itself. NULL when out of memory.
+ */
+static char *volume_name(const char *base, int index, char letter)
+{
+	size_t n = strlen(base) + 32;
+	char *v = malloc(n);
+
+	if (!v)
+		return NULL;
+	if (index >= 0)
+		snprintf(v, n, "%s: partition %d", base, index);
+	else if (letter)
+		snprintf(v, n, "%s%c", base, letter);
+	else
+		snprintf(v, n, "%s", base);
+	return v;
 }
 
 /* A FreeBSD slice: its disklabel, its boot area and each BSD partition. */
@@ -378,9 +513,12 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 		const struct ndz_scan_override *ov;
 		struct ndz_scan_entry *se = new_entry(s);
 		struct ndz_io *sub;
-		char name[96];
+		char *name = volume_name(what, -1, (char)('a' + p->index - 1));
 
-		snprintf(name, sizeof(name), "%s%c", what, 'a' + p->index - 1);
+		if (!name) {
+			rc = NDZ_ENOMEM;
+			break;
+		}
 		if (se) {
 			se->index = index;
 			se->sub = p->index;
@@ -390,8 +528,10 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 			se->type_name = ndz_part_type_name(NDZ_SCHEME_BSD, p->type);
 		}
 		rc = ndz_io_open_sub(slice, p->start * SEC, p->count * SEC, &sub, NULL);
-		if (rc < 0)
+		if (rc < 0) {
+			free(name);
 			break;
+		}
 		/* an override left over after apply_override forces a filesystem type */
 		ov = find_override(s, index, p->index);
 		if (!apply_override(s, ov, sub, at + p->start, se, &rc))
@@ -400,27 +540,23 @@ static int scan_bsd(struct scan *s, struct ndz_io *slice, uint64_t at, uint64_t 
 					 ov ? ndz_fs_by_name(ov->fstype) :
 					      module_for_type(NDZ_SCHEME_BSD, p->type), ov != NULL, se);
 		ndz_io_close(sub);
+		free(name);
 	}
 	ndz_ptable_release(&t);
 	return rc;
 }
 
-/* One partition of the table (or the whole table-less source: p NULL). */
-static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_part *p,
-		     struct ndz_io *io, uint64_t at)
+/* One partition of the table (or the whole table-less source: p NULL), named what. */
+static int scan_part_as(struct scan *s, enum ndz_scheme scheme, const struct ndz_part *p,
+			struct ndz_io *io, uint64_t at, const char *what)
 {
 	int index = p ? p->index : 0;
 	const struct ndz_scan_override *ov = find_override(s, index, 0);
 	struct ndz_scan_entry *e = new_entry(s);
 	const struct ndz_fs_module *mod = NULL;
 	const char *type_name = p ? ndz_part_type_name(scheme, p->type) : "none";
-	char what[80];
 	int handled = 0, rc;
 
-	if (p)
-		snprintf(what, sizeof(what), "%s: partition %d", s->src->name, index);
-	else
-		snprintf(what, sizeof(what), "%s", s->src->name);
 	if (e) {
 		e->index = index;
 		e->start = p ? p->start : 0;
@@ -440,6 +576,19 @@ static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_pa
 	if (p)
 		mod = module_for_type(scheme, p->type);
 	return scan_volume(s, io, at, what, type_name, mod, 0, e);
+}
+
+static int scan_part(struct scan *s, enum ndz_scheme scheme, const struct ndz_part *p,
+		     struct ndz_io *io, uint64_t at)
+{
+	char *what = volume_name(s->src->name, p ? p->index : -1, 0);
+	int rc;
+
+	if (!what)
+		return NDZ_ENOMEM;
+	rc = scan_part_as(s, scheme, p, io, at, what);
+	free(what);
+	return rc;
 }
 
 static int whole_raw(struct scan *s)

@@ -74,7 +74,7 @@ struct ndz_scan_entry {
 	uint64_t used_bytes;           /* bytes of this partition that go into the image */
 	uint64_t free_bytes;           /* bytes left out */
 	uint64_t zero_bytes;           /* of used_bytes, imaged as zeros (a clean journal) */
-	char note[320];                /* why it was taken raw, and the like */
+	char note[512];                /* what looked wrong and what was done: raw, the union */
 };
 
 struct ndz_scan_report {

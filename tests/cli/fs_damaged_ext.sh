@@ -1,9 +1,10 @@
 #!/bin/sh
 # Damaged ext2/3/4 made with debugfs: blocks in use that the bitmap calls free
 # (freed under a file, reached through indirect blocks, a zeroed bitmap, an inode
-# table marked free), a cleared descriptor checksum, a journal block shared with a
-# file. imagezip images the union of the bitmap and what the inodes and the fixed
-# metadata use (or the whole filesystem raw), warns, and every file reads back.
+# table marked free), an inode with links marked free, stale descriptor and bitmap
+# checksums, a journal block shared with a file. imagezip images the union of the
+# bitmap and what the inodes and the fixed metadata use (or the whole filesystem
+# raw), says so in one line naming the filesystem, and every file reads back.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/fs-lib.sh"
 need mke2fs debugfs e2fsck dumpe2fs
@@ -62,10 +63,13 @@ fsck_out() { e2fsck -fn "$1" 2>&1 | sed "s|$1|IMG|g" | grep -v '^e2fsck [0-9]'; 
 # damaged NAME IMG WARNING: imagezip exits 0 and warns (WARNING "": says nothing); after imageunzip onto a
 # 0xa5-filled target every file reads back as debugfs reads it on the source, and
 # e2fsck -fn finds on the restore what it finds on the source
+# (IZ_ARGS: more imagezip options)
 damaged() {
 	n=$1 img=$2 w=$3
-	"$IMAGEZIP" "$img" "$T/d.ndz" 2>"$T/err"; rc=$?
+	# shellcheck disable=SC2086
+	"$IMAGEZIP" ${IZ_ARGS:-} "$img" "$T/d.ndz" 2>"$T/err"; rc=$?
 	check "$n: imagezip exits 0" test $rc = 0
+	check "$n: one line of warning" test "$(wc -l <"$T/err")" -le 1
 	if [ -z "$w" ]; then
 		check "$n: nothing to warn about" test ! -s "$T/err"
 	elif grep -q "$w" "$T/err"; then ok "$n: warns ($w)"
@@ -73,8 +77,8 @@ damaged() {
 	pattern "$T/d.tgt" "$(fsize "$img")"
 	"$IMAGEUNZIP" "$T/d.ndz" "$T/d.tgt" 2>/dev/null
 	rm -rf "$T/a" "$T/b"; mkdir "$T/a" "$T/b"
-	debugfs -R "rdump / $T/a" "$img" >/dev/null 2>&1
-	debugfs -R "rdump / $T/b" "$T/d.tgt" >/dev/null 2>&1
+	debugfs -n -R "rdump / $T/a" "$img" >/dev/null 2>&1
+	debugfs -n -R "rdump / $T/b" "$T/d.tgt" >/dev/null 2>&1
 	check "$n: the source holds the files" test -s "$T/a/f5"
 	if diff -r "$T/a" "$T/b" >"$T/diff" 2>&1; then ok "$n: every file reads back identical"
 	else not_ok "$n: every file reads back identical"; head -5 "$T/diff"; fi
@@ -117,7 +121,7 @@ freeb_file "$T/e" /f5
 dbg "$T/e" "ssv state 0" "ssv error_count 3"
 damaged "ext4 not cleanly unmounted, errors recorded" "$T/e" "not cleanly unmounted"
 check "ext4 not cleanly unmounted, errors recorded: warns of the errors" \
-	grep -q "ext: the superblock records 3 errors" "$T/err"
+	grep -q "ext: not cleanly unmounted; the superblock records 3 errors;.*; taking the union" "$T/err"
 
 # a triple indirect block whose every entry points at itself names a billion
 # blocks: the walk gives up in time and takes the filesystem raw
@@ -159,11 +163,79 @@ dbg "$T/e" "freeb $it 8"
 agree "$T/e"
 damaged "ext4, an inode table marked free" "$T/e" "$META"
 
-# a cleared group descriptor checksum: the descriptors cannot be trusted, raw
+# a cleared group descriptor checksum on top of freed blocks: the descriptor still
+# places its group's bitmaps and inode table, so the union, not raw
 mkext "$T/e" $P -t ext4 -b 4096
 freeb_file "$T/e" /f5
 dbg "$T/e" "set_bg 0 checksum 0"
-damaged "ext4, a cleared group descriptor checksum" "$T/e" "group 0: descriptor checksum does not match; taking it raw"
+damaged "ext4, a cleared group descriptor checksum" "$T/e" \
+	"e: ext: group 0: descriptor checksum does not match;.*; taking the union"
+check "ext4, a cleared descriptor checksum: the image is not raw" \
+	test "$(used_bytes "$T/e")" -lt $((P / 2))
+
+# only stale descriptor checksums (e2fsck finds nothing else): the image is the
+# same size as the undamaged filesystem's
+for feat in metadata_csum ^metadata_csum,uninit_bg; do
+	mkext "$T/e" $P -t ext4 -b 1024 -O "$feat"
+	clean=$(used_bytes "$T/e")
+	dbg "$T/e" "set_bg 0 checksum 0xdead" "set_bg 1 checksum 0xbeef"
+	damaged "ext4 $feat, stale descriptor checksums alone" "$T/e" \
+		"ext: group 0 and others: descriptor checksum does not match; taking the union"
+	check "ext4 $feat, stale descriptor checksums: the image is as large as the undamaged one" \
+		test "$(used_bytes "$T/e")" = "$clean"
+	"$IMAGEZIP" -i "$T/e" >"$T/info" 2>/dev/null
+	check "ext4 $feat, stale descriptor checksums: -i says it too" \
+		grep -q "(ext: group 0 and others: descriptor checksum does not match; taking the union)" "$T/info"
+done
+
+# a stale descriptor that calls in-use inodes unused (its itable_unused raised) and
+# the files' blocks freed: the inode bitmap says otherwise, the whole table is read
+mkext "$T/e" $P -t ext4 -b 4096 -O ^metadata_csum,uninit_bg
+freeb_file "$T/e" /f5 && freeb_file "$T/e" /f11
+ipg=$(dumpe2fs -h "$T/e" 2>/dev/null | sed -n 's/^Inodes per group: *//p')
+dbg "$T/e" "set_bg 0 itable_unused $((ipg - 11))"
+damaged "ext4, a stale descriptor hiding in-use inodes" "$T/e" \
+	"the inode bitmap uses inodes the descriptor calls unused; reading the whole inode table;.*blocks in use by inodes free.*; taking the union"
+
+# inodes with links marked free in the inode bitmap, a deletion time set and their
+# blocks freed: e2fsck keeps them, so their blocks are data; with short free runs
+# dropped (-F 512) nothing of them may come back as the target's old bytes
+mkext "$T/e" $P -t ext4 -b 1024
+freeb_file "$T/e" /f5 && freeb_file "$T/e" /f11
+dbg "$T/e" "freei /f5" "freei /f11" "sif /f5 dtime 1600000000" "sif /f11 dtime 1600000000"
+check "links but free: debugfs calls /f5 free" \
+	sh -c "debugfs -R 'testi /f5' '$T/e' 2>/dev/null | grep -q 'not in use'"
+IZ_ARGS="-F 512" damaged "ext4, inodes with links marked free, -F 512" "$T/e" \
+	"ext: .*inode [0-9]* and others: links but free in the inode bitmap; imaging what each maps;.*; taking the union"
+"$IMAGEZIP" -i -F 512 "$T/e" >"$T/info" 2>"$T/err"
+check "ext4, inodes with links marked free: -i prints the warning" \
+	grep -q "links but free in the inode bitmap" "$T/err"
+check "ext4, inodes with links marked free: -i notes it on the filesystem's line" \
+	grep -q "type none (0x0): ext .*(ext: .*links but free in the inode bitmap.*; taking the union)" "$T/info"
+
+# a block bitmap that fails its checksum (metadata_csum), the file's blocks freed
+mkext "$T/e" $P -t ext4 -b 4096 -O metadata_csum
+freeb_file "$T/e" /f5
+dbg "$T/e" "set_bg 0 block_bitmap_csum 0xdead" "set_bg 0 checksum calc"
+damaged "ext4, a block bitmap failing its checksum" "$T/e" \
+	"ext: the block bitmap fails its checksum;.*; taking the union"
+
+# the superblock says errors (state 2) and names an orphan although clean
+mkext "$T/e" $P -t ext4
+freeb_file "$T/e" /f5
+dbg "$T/e" "ssv state 3" "ssv last_orphan 12"
+damaged "ext4 marked with errors, an orphan named" "$T/e" \
+	"ext: marked as having errors; orphan list not empty (inode 12);.*; taking the union"
+
+# a source path past 79 characters is named whole
+long="$T/a-directory-name-of-some-length/another-directory-name-of-some-length/and-a-third-one-to-pass-eighty"
+mkdir -p "$long"
+mkext "$long/damaged-ext4.img" $P -t ext4
+dbg "$long/damaged-ext4.img" "set_bg 1 checksum 0xdead"
+"$IMAGEZIP" "$long/damaged-ext4.img" "$T/d.ndz" 2>"$T/err"
+check "a long source path: the warning names it whole" \
+	grep -q "^imagezip: warning: $long/damaged-ext4.img: ext: group 1: descriptor" "$T/err"
+rm -rf "$T/a-directory-name-of-some-length" "$T/d.ndz"
 
 # a journal block shared with a file: the clean journal's body is zeroed, but not
 # where the file reads it
