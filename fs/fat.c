@@ -41,6 +41,7 @@ struct bpb {
 	uint64_t totsec, fatsz;
 	uint32_t root_cluster;
 	uint32_t ext_flags;            /* FAT32: bit 7 set, bits 0-3 name the one table in use */
+	int dirty;                     /* the boot sector's "not cleanly unmounted" bit */
 };
 
 static int read_bpb(struct ndz_io *io, struct bpb *b)
@@ -60,6 +61,11 @@ static int read_bpb(struct ndz_io *io, struct bpb *b)
 	b->media = s[21];
 	b->fatsz = get_le16(s + 22) ? get_le16(s + 22) : get_le32(s + 36);
 	b->root_cluster = get_le32(s + 44);
+	/* the extended boot record (signature 0x29) holds the state byte; FAT32's sits later */
+	if (get_le16(s + 22) == 0)
+		b->dirty = s[66] == 0x29 && (s[65] & 1);
+	else
+		b->dirty = s[38] == 0x29 && (s[37] & 1);
 	b->ext_flags = get_le16(s + 40);
 	if (!is_pow2(b->bps) || b->bps < 512 || b->bps > 4096 || !is_pow2(b->spc) ||
 	    b->reserved == 0 || b->nfats == 0 || b->nfats > 4 || b->fatsz == 0 ||
@@ -109,6 +115,7 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	struct bpb b;
 	uint64_t rootsec, fatbytes, need;
 	uint32_t active = 0;           /* the table chains are followed in */
+	int differ = 0;
 	uint8_t *t = NULL;
 	int rc = NDZ_EFS;
 
@@ -161,12 +168,21 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		rc = NDZ_ENOMEM;
 		goto fail;
 	}
+	if (b.dirty)
+		ndz_fs_warn(f->warn, f->warn_ctx, "fat", "not cleanly unmounted (dirty bit set)");
 	for (uint32_t k = 0; k < f->nfats; k++) {
 		uint64_t off = ((uint64_t)b.reserved + k * f->fatsz) * f->bps;
 
 		rc = ndz_io_read_full(io, t, need, off, NULL, NULL);
 		if (rc < 0)
 			goto fail;
+		/* mirrored copies that differ: every copy's clusters count (the union) */
+		if (k > 0 && !active && !differ && memcmp(t, f->tab, need)) {
+			differ = 1;
+			ndz_fs_warn(f->warn, f->warn_ctx, "fat",
+				    "allocation table copy %u differs from copy 0; imaging what "
+				    "either calls in use", k);
+		}
 		rc = NDZ_EFS;
 		if ((entry(f, t, 0) & 0xff) != f->media) {
 			bad(err, "allocation table does not start with the media byte");

@@ -169,6 +169,40 @@ else
 fi
 rm -f "$img" "$T/f.orig" "$T/t.img"
 
+# ---- FAT: the dirty bit set and the second table copy disagreeing with the first ----
+# (f2's chain freed in copy 0 alone): one line says both, the union of the copies
+img="$T/f.img"
+dirty "$img" $((32 * MIB))
+mkfs.fat -F 16 -s 4 "$img" >/dev/null 2>&1 || not_ok "mkfs.fat"
+for f in f1 f2 f3 f4; do mcopy -i "$img" "$T/src/$f" ::/; done
+cp "$img" "$T/f.orig"
+rs=$(od -An -t u2 -j 14 -N 2 "$img" | tr -d ' ')
+fatsz=$(od -An -t u2 -j 22 -N 2 "$img" | tr -d ' ')
+# shellcheck disable=SC2046 # split into fields on purpose
+set -- $(span f2); a2=${1:-} b2=${2:-}
+if [ -n "$b2" ]; then
+	dd if=/dev/zero of="$img" bs=1 count=$((2 * (b2 - a2 + 1))) \
+		seek=$((rs * 512 + 2 * a2)) conv=notrunc status=none
+	printf '\001' | dd of="$img" bs=1 seek=37 conv=notrunc status=none
+	check "fat dirty, copies differ: fsck.fat finds the damage" \
+		sh -c "! fsck.fat -n '$img' >/dev/null 2>&1"
+	zip_unzip "fat dirty, copies differ" "$img" \
+		"f.img: fat: not cleanly unmounted (dirty bit set); allocation table copy 1 differs from copy 0; imaging what either calls in use; taking the union$"
+	check "fat dirty, copies differ: one line" test "$(wc -l <"$T/err")" = 1
+	"$IMAGEZIP" -i "$img" >"$T/info" 2>/dev/null
+	check "fat dirty, copies differ: -i says it too" \
+		grep -q "fat \[.*(fat: not cleanly unmounted (dirty bit set); allocation table copy 1 differs" "$T/info"
+	dd if="$T/f.orig" of="$T/t.img" bs=512 skip="$rs" seek="$rs" count=$((2 * fatsz)) \
+		conv=notrunc status=none
+	rm -rf "$T/out"; mkdir "$T/out"
+	mcopy -s -i "$T/t.img" ::/ "$T/out/" >/dev/null 2>&1
+	check "fat dirty, copies differ: every file reads back identical (mcopy)" \
+		same_files "$T/src" "$T/out" f1 f2 f3 f4
+else
+	not_ok "fat dirty: f2 located"
+fi
+rm -f "$img" "$T/f.orig" "$T/t.img"
+
 # ---- NTFS: clusters of a file that $Bitmap calls free ----
 img="$T/n.img"
 dirty "$img" $((24 * MIB))

@@ -115,7 +115,7 @@ rm -f "$T/t.disk" "$T/bsd.ndz"
 # nothing else is probed), --raw-part keeps every byte, --ignore-part writes nothing
 "$IMAGEZIP" -i --fs 1=fat --raw-part 5 --ignore-part 2 "$mbr" >"$T/info" 2>"$T/err"
 check "mbr: --fs 1=fat: partition 1 is read as FAT, not probed as ext" \
-	sh -c "grep -q '^  1: .* raw .*(fat: no boot sector)\$' '$T/info' &&
+	sh -c "grep -q '^  1: .* raw .*(fat: no boot sector; taking it raw)\$' '$T/info' &&
 	       grep -q 'partition 1: fat: no boot sector; taking it raw' '$T/err'"
 check "mbr: --raw-part 5 and --ignore-part 2 show in -i" \
 	sh -c "grep -q '^  5: .* raw .*(raw as asked)' '$T/info' && grep -q '^  2: .* ignored ' '$T/info'"
