@@ -1021,9 +1021,14 @@ static int lvm_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 				return rc;  /* out of memory, a read error, fn's own */
 			scanned = rc == 0;
 			/* a filesystem there that could not be read: its extents go in whole */
-			if (!scanned && strcmp(what, "no filesystem"))
-				ndz_fs_warn(l->warn, l->warn_ctx, "lvm", "LV %s: %s; taking it raw",
-					    vg->lv[v].name, what);
+			if (!scanned && strcmp(what, "no filesystem") && l->warn) {
+				char msg[sizeof(what) + NDZ_LVM_NAME + 32];
+
+				/* filed with the LV's other findings ("LV root: ext: ") */
+				snprintf(msg, sizeof(msg), "LV %s: %s; taking it raw",
+					 vg->lv[v].name, what);
+				l->warn(l->warn_ctx, msg);
+			}
 		} else {
 			snprintf(what, sizeof(what), "not linear or not wholly here");
 		}

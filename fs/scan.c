@@ -334,8 +334,8 @@ static void volume_findings(struct volume_warn *w, int raw, struct ndz_scan_entr
 		e->note[0] = 0;
 	for (int i = 0; i < w->n; i++) {
 		const struct finding *f = &w->f[i];
-		const char *decision = raw ? "taking it raw" :
-				       has_decision(f->text) ? NULL : "taking the union";
+		const char *decision = has_decision(f->text) ? NULL :
+				       raw ? "taking it raw" : "taking the union";
 		char more[48] = "";
 
 		if (i == w->n - 1 && w->dropped)

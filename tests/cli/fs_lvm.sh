@@ -9,8 +9,9 @@
 #   lve  btrfs (mixed block groups), one segment
 # Free extents and the free space inside lva/lvb/lvc/lve are skipped; after a
 # restore onto 0xa5 the LVs are put together again from the target and checked
-# with xfs_repair -n / e2fsck -fn, their files compared. Damaged metadata takes
-# the PV raw with a warning and restores byte for byte.
+# with xfs_repair -n / e2fsck -fn, their files compared. A damaged lvb gets one
+# warning line naming it (the union; raw with a journal to replay). Damaged
+# metadata takes the PV raw with a warning and restores byte for byte.
 # Mount (XFS, read-only, to compare its files) in a mount namespace of our own,
 # as fs_xfs.sh does.
 if [ -z "${NDZ_MNTNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
@@ -158,6 +159,35 @@ check "a free extent was not written" \
 	sh -c "dd if='$T/tgt' bs=$MIB skip=$(($(at 110) / MIB)) count=1 status=none |
 	       tr -d '\245' | wc -c | grep -qx 0"
 smaller "$T/pv.ndz" "$T/pv.img" "$used" "PV"
+
+# lvb damaged (unclean, a stale descriptor checksum): one line names the LV and
+# its filesystem, the union; then a journal to replay: that LV alone goes raw
+cp "$T/pv.img" "$T/pv.orig"
+printf 'ssv state 0\nset_bg 1 checksum 0xdead\n' >"$T/cmds"
+debugfs -w -f "$T/cmds" "$T/lvb" >/dev/null 2>&1
+copy "$T/lvb" 0 16 120
+copy "$T/lvb" 16 16 5
+"$IMAGEZIP" "$T/pv.img" "$T/pv.ndz" 2>"$T/err"
+check "lvb damaged: imagezip exits 0" test $? = 0
+check "lvb damaged: one line" test "$(wc -l <"$T/err")" = 1
+check "lvb damaged: the LV named, the union" grep -q \
+	"pv.img: LV lvb: ext: group 1: descriptor checksum does not match; not cleanly unmounted; taking the union$" "$T/err"
+pattern "$T/tgt" $PV
+"$IMAGEUNZIP" "$T/pv.ndz" "$T/tgt" 2>/dev/null
+gather "$T/tgt" "$T/lvb.out" 0,16,120 16,16,5
+rm -rf "$T/out"; mkdir "$T/out"
+debugfs -n -R "rdump / $T/out" "$T/lvb.out" >/dev/null 2>&1
+# shellcheck disable=SC2086
+check "lvb damaged: every file reads back identical" same_files "$T/src" "$T/out" $keep
+debugfs -n -w -R "feature needs_recovery" "$T/lvb" >/dev/null 2>&1
+copy "$T/lvb" 0 16 120
+"$IMAGEZIP" -i "$T/pv.img" >"$T/info" 2>"$T/err"
+check "lvb with a journal to replay: one line" test "$(wc -l <"$T/err")" = 1
+check "lvb with a journal to replay: the LV raw" grep -q \
+	"pv.img: LV lvb: ext: journal needs recovery; taking it raw$" "$T/err"
+check "lvb with a journal to replay: -i says the same" grep -q \
+	"(LV lvb: ext: journal needs recovery; taking it raw)" "$T/info"
+mv "$T/pv.orig" "$T/pv.img"
 rm -rf "$T/tgt" "$T/pv.ndz" "$T"/*.out "$T/lva" "$T/lvb" "$T/lve" "$T/lvd.in" "$T/out"
 
 # the PV as MBR partition 1 (type 0x8e): found by probing, -S 1=lvm too
