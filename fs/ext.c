@@ -533,6 +533,28 @@ static uint64_t merge(ext2_filsys fs, ext2fs_block_bitmap dst, ext2fs_block_bitm
 	return n;
 }
 
+/* Clusters set in map and in neither a nor b (e2fsck's "block bitmap differences: +"). */
+static uint64_t unreferenced(ext2_filsys fs, ext2fs_block_bitmap map, ext2fs_block_bitmap a,
+			     ext2fs_block_bitmap b)
+{
+	blk64_t c = fs->super->s_first_data_block, last = ext2fs_blocks_count(fs->super) - 1;
+	blk64_t step = (blk64_t)1 << fs->cluster_ratio_bits;
+	uint64_t n = 0;
+
+	while (c <= last) {
+		blk64_t s, z;
+
+		if (ext2fs_find_first_set_block_bitmap2(map, c, last, &s))
+			break;
+		if (ext2fs_find_first_zero_block_bitmap2(map, s, last, &z))
+			z = last + 1;
+		for (blk64_t k = s; k < z; k += step)
+			n += !ext2fs_test_block_bitmap2(a, k) && !ext2fs_test_block_bitmap2(b, k);
+		c = z;
+	}
+	return n;
+}
+
 /*
  * Every inode in use (its bit in the inode bitmap, or links) marks what it uses: in r, or in j for the journal's own inode.
  * Returns 0, NDZ_ENOMEM, or NDZ_EFS when the inode tables cannot be read.
@@ -542,8 +564,8 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 	ext2_filsys fs = e->fs;
 	ext2_ino_t jino = ext2fs_has_feature_journal(fs->super) ? fs->super->s_journal_inum : 0;
 	int isize = EXT2_INODE_SIZE(fs->super);
-	uint64_t broken = 0, garbled = 0, unmarked = 0;
-	ext2_ino_t first_broken = 0, first_unmarked = 0;
+	uint64_t broken = 0, garbled = 0, unmarked = 0, empty = 0;
+	ext2_ino_t first_broken = 0, first_unmarked = 0, first_empty = 0;
 	ext2_inode_scan scan = NULL;
 	struct ext2_inode *inode;
 	char *buf;
@@ -585,6 +607,9 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 				continue;
 			if (!unmarked++)
 				first_unmarked = ino;
+		} else if (inode->i_links_count == 0 && ino >= EXT2_FIRST_INODE(fs->super) &&
+			   !fs->super->s_last_orphan && !empty++) {
+			first_empty = ino;     /* marked, but no name reaches it */
 		}
 		/* checksums are ignored while reading (the union takes what it can), not here */
 		if (ext2fs_has_feature_metadata_csum(fs->super) &&
@@ -602,6 +627,9 @@ static int mark_inodes(struct ext *e, struct refs *r, struct refs *j, struct ndz
 		ext_warn(e, "inode %u%s: links but free in the inode bitmap; imaging what %s maps",
 			 first_unmarked, unmarked > 1 ? " and others" : "",
 			 unmarked > 1 ? "each" : "it");
+	if (empty)
+		ext_warn(e, "inode %u%s: in use in the inode bitmap without links", first_empty,
+			 empty > 1 ? " and others" : "");
 	if (garbled)
 		ext_warn(e, "%llu inodes fail their checksum; imaging what they map too",
 			 (unsigned long long)garbled);
@@ -698,6 +726,10 @@ static int ext_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 	if (missed)
 		ext_warn(e, "the block bitmap calls %llu blocks in use by inodes free; imaging them",
 			 (unsigned long long)(missed << fs->cluster_ratio_bits));
+	missed = unreferenced(fs, fs->block_map, e->other, jmap);
+	if (missed)
+		ext_warn(e, "the block bitmap marks %llu blocks that no inode or metadata uses; "
+			 "imaging them", (unsigned long long)(missed << fs->cluster_ratio_bits));
 	if (r.outside + j.outside)
 		ext_warn(e, "inodes map %llu blocks outside the filesystem; ignored",
 			 (unsigned long long)(r.outside + j.outside));

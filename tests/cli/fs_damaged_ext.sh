@@ -142,10 +142,11 @@ check "$n: restored byte for byte" cmp -s "$T/e" "$T/d.tgt"
 rm -f "$T/d.ndz" "$T/d.tgt"
 
 # a cleared inode references nothing; its blocks stay marked in the bitmap, so
-# they are imaged as the bitmap says (e2fsck would free them)
+# they are imaged as the bitmap says (e2fsck would free them), with a warning
 mkext "$T/e" $P -t ext4
 dbg "$T/e" "clri /f7"
-damaged "ext4, clri on a file" "$T/e" ""
+damaged "ext4, clri on a file" "$T/e" \
+	"ext: inode [0-9]*: in use in the inode bitmap without links; the block bitmap marks [0-9]* blocks that no inode or metadata uses; imaging them; taking the union"
 check "ext4, clri: the image is not raw" test "$(used_bytes "$T/e")" -lt $((P / 2))
 
 # the bitmap zeroed, its group's free count and checksum rewritten to agree: the
@@ -226,6 +227,16 @@ freeb_file "$T/e" /f5
 dbg "$T/e" "ssv state 3" "ssv last_orphan 12"
 damaged "ext4 marked with errors, an orphan named" "$T/e" \
 	"ext: marked as having errors; orphan list not empty (inode 12);.*; taking the union"
+
+# blocks marked in the bitmap that nothing uses, an inode marked in use that no
+# name reaches (e2fsck's "+" bitmap differences): said, and imaged as marked
+mkext "$T/e" $P -t ext4 -b 1024
+fb=$(debugfs -R "ffb 1 9000" "$T/e" 2>/dev/null | sed -n 's/.*: *\([0-9][0-9]*\).*/\1/p')
+fi=$(debugfs -R "stat /f7" "$T/e" 2>/dev/null | sed -n 's/^Inode: *\([0-9][0-9]*\).*/\1/p')
+dbg "$T/e" "setb $fb 40" "rm /f7" "seti <$fi>"
+agree "$T/e"
+damaged "ext4, blocks and an inode marked that nothing uses" "$T/e" \
+	"ext: .*inode $fi: in use in the inode bitmap without links;.* the block bitmap marks 40 blocks that no inode or metadata uses; imaging them; taking the union"
 
 # a source path past 79 characters is named whole
 long="$T/a-directory-name-of-some-length/another-directory-name-of-some-length/and-a-third-one-to-pass-eighty"
