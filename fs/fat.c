@@ -127,6 +127,8 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	f->io = io;
 	f->warn = o ? o->warn : NULL;
 	f->warn_ctx = o ? o->warn_ctx : NULL;
+	if (b.dirty)
+		ndz_fs_warn(f->warn, f->warn_ctx, "fat", "not cleanly unmounted (dirty bit set)");
 	f->root_entries = b.root_entries;
 	f->root_sec = b.reserved + (uint64_t)b.nfats * b.fatsz;
 	f->bps = b.bps;
@@ -168,8 +170,6 @@ static int fat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		rc = NDZ_ENOMEM;
 		goto fail;
 	}
-	if (b.dirty)
-		ndz_fs_warn(f->warn, f->warn_ctx, "fat", "not cleanly unmounted (dirty bit set)");
 	for (uint32_t k = 0; k < f->nfats; k++) {
 		uint64_t off = ((uint64_t)b.reserved + k * f->fatsz) * f->bps;
 
