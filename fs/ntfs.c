@@ -17,6 +17,7 @@
 #include <ntfs-3g/dir.h>
 #include <ntfs-3g/inode.h>
 #include <ntfs-3g/layout.h>
+#include <ntfs-3g/logfile.h>
 #include <ntfs-3g/logging.h>
 #include <ntfs-3g/mst.h>
 #include <ntfs-3g/runlist.h>
@@ -241,6 +242,22 @@ static void ntfs_close_fs(void *h)
 	free(n);
 }
 
+/* $LogFile holds no transaction to replay. */
+static int logfile_clean(ntfs_volume *vol)
+{
+	RESTART_PAGE_HEADER *rp = NULL;
+	ntfs_inode *ni = ntfs_inode_open(vol, FILE_LogFile);
+	ntfs_attr *na = ni ? ntfs_attr_open(ni, AT_DATA, AT_UNNAMED, 0) : NULL;
+	int clean = na && ntfs_check_logfile(na, &rp) && ntfs_is_logfile_clean(na, rp);
+
+	free(rp);
+	if (na)
+		ntfs_attr_close(na);
+	if (ni)
+		ntfs_inode_close(ni);
+	return clean;
+}
+
 static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 			struct ndz_error *err)
 {
@@ -279,9 +296,17 @@ static int ntfs_open_fs(struct ndz_io *io, const struct ndz_fs_opts *o, void **o
 		bad(err, "volume larger than its partition");
 		goto fail;
 	}
+	/*
+	 * Dirty with transactions in $LogFile: they are not on the disk yet, so no
+	 * map here can be trusted. Dirty with a clean log (chkdsk asked for, or a
+	 * crash between transactions): the union below covers what the maps miss.
+	 */
 	if (n->vol->flags & VOLUME_IS_DIRTY) {
-		bad(err, "volume marked dirty (run chkdsk)");
-		goto fail;
+		if (!logfile_clean(n->vol)) {
+			bad(err, "volume marked dirty, $LogFile not clean (run chkdsk)");
+			goto fail;
+		}
+		ndz_fs_warn(n->warn, n->warn_ctx, "ntfs", "volume marked dirty ($LogFile clean)");
 	}
 	mapbytes = (n->nclusters + 7) / 8;
 	n->bitmap = malloc(mapbytes);

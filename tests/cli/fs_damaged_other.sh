@@ -4,7 +4,8 @@
 # with a warning, so that after a restore onto 0xa5 every file reads back
 # identical through the filesystem's own tools. btrfs: a tree's root block the
 # extent tree does not list; swap: a hibernation image; FAT: clusters of files
-# the table calls free; NTFS: clusters of files $Bitmap calls free.
+# the table calls free; NTFS: clusters of files $Bitmap calls free, a volume
+# marked dirty with a clean $LogFile.
 # Mount (btrfs, to make a subvolume) in a mount namespace of our own, as
 # fs_btrfs.sh does.
 if [ -z "${NDZ_MNTNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null 2>&1 &&
@@ -232,6 +233,47 @@ if [ -n "$bm" ] && [ -n "$lcn" ] && [ -n "$len" ]; then
 	check "ntfs: every file reads back identical (ntfscat)" test $bad = 0
 else
 	not_ok "ntfs: runs located (\$Bitmap at $bm, f8 at $lcn+$len)"
+fi
+rm -f "$img" "$T/t.img"
+
+# ---- NTFS marked dirty, its $LogFile clean: the union, not raw ----
+# ntfs_dirty IMG: VOLUME_IS_DIRTY set in $Volume's VOLUME_INFORMATION (MFT record
+# 3) and in its copy in $MFTMirr, which ntfs-3g compares
+u() { od -An -t "u$2" -j "$1" -N "$2" "$img" | tr -d ' '; }
+ntfs_dirty() {
+	img=$1
+	bps=$(u 11 2); spc=$(u 13 1); mft=$(u 48 8); cpr=$(u 64 1)
+	cs=$((bps * spc))
+	if [ "$cpr" -gt 127 ]; then rs=$((1 << (256 - cpr))); else rs=$((cpr * cs)); fi
+	rec=$((mft * cs + 3 * rs))
+	a=$((rec + $(u $((rec + 20)) 2)))
+	while [ "$(u "$a" 4)" != 112 ]; do
+		[ "$(u "$a" 4)" = 4294967295 ] && return 1
+		a=$((a + $(u $((a + 4)) 4)))
+	done
+	f=$((a + $(u $((a + 20)) 2) + 10))
+	[ $(((f - rec) % bps)) -lt $((bps - 2)) ] || return 1
+	v=$(( $(u "$f" 1) | 1 ))
+	for at in "$f" $((f - mft * cs + $(u 56 8) * cs)); do
+		printf "\\$(printf %o $v)" | dd of="$img" bs=1 seek="$at" conv=notrunc status=none
+	done
+}
+img="$T/n.img"
+dirty "$img" $((24 * MIB))
+mkntfs -q -F -f -c 4096 "$img" >/dev/null 2>&1 || not_ok "mkntfs"
+for f in $all; do ntfscp -q "$img" "$T/src/$f" "$f" >/dev/null 2>&1; done
+clean=$(used_bytes "$img")
+if ntfs_dirty "$img"; then
+	zip_unzip "ntfs dirty" "$img" "n.img: ntfs: volume marked dirty (\$LogFile clean); taking the union$"
+	check "ntfs dirty: one line" test "$(wc -l <"$T/err")" = 1
+	check "ntfs dirty: the image as large as the clean volume's" test "$(used_bytes "$img")" = "$clean"
+	bad=0
+	for f in $all; do
+		ntfscat -f "$T/t.img" "$f" 2>/dev/null | cmp -s - "$T/src/$f" || { bad=1; echo "# differs: $f"; }
+	done
+	check "ntfs dirty: every file reads back identical (ntfscat -f)" test $bad = 0
+else
+	not_ok "ntfs dirty: \$Volume's flags located"
 fi
 rm -f "$img" "$T/t.img"
 done_testing
