@@ -111,7 +111,8 @@ static const char *check_geometry(const struct boot *b, uint64_t io_size)
 }
 
 /* The main boot region's checksum (sectors 0-10) against sector 11. */
-static int check_sum(struct ndz_io *io, uint32_t bps, int *ok)
+/* The boot region starting at sector base (0: main, 12: backup) matches its checksum sector. */
+static int check_sum(struct ndz_io *io, uint32_t bps, uint32_t base, int *ok)
 {
 	uint8_t *s = malloc(bps);
 	uint32_t sum = 0;
@@ -121,7 +122,7 @@ static int check_sum(struct ndz_io *io, uint32_t bps, int *ok)
 	if (!s)
 		return NDZ_ENOMEM;
 	for (uint32_t k = 0; k < BOOT_SECTORS - 1; k++) {
-		rc = ndz_io_read_full(io, s, bps, (uint64_t)k * bps, NULL, NULL);
+		rc = ndz_io_read_full(io, s, bps, (uint64_t)(base + k) * bps, NULL, NULL);
 		if (rc < 0)
 			goto out;
 		for (uint32_t i = 0; i < bps; i++) {
@@ -130,7 +131,7 @@ static int check_sum(struct ndz_io *io, uint32_t bps, int *ok)
 			sum = ((sum & 1) ? 0x80000000u : 0) + (sum >> 1) + s[i];
 		}
 	}
-	rc = ndz_io_read_full(io, s, bps, (uint64_t)(BOOT_SECTORS - 1) * bps, NULL, NULL);
+	rc = ndz_io_read_full(io, s, bps, (uint64_t)(base + BOOT_SECTORS - 1) * bps, NULL, NULL);
 	if (rc < 0)
 		goto out;
 	*ok = 1;
@@ -276,18 +277,24 @@ static int exfat_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out
 	const char *why;
 	int rc, ok;
 
-	(void)o;
 	if (io->size < 2 * BOOT_SECTORS * 512 || ndz_io_read_full(io, s, sizeof(s), 0, NULL, NULL) < 0 ||
 	    !read_boot(io, s, &b))
 		return bad(err, "no boot sector");
 	why = check_geometry(&b, io->size);
 	if (why)
 		return bad(err, "%s", why);
-	rc = check_sum(io, 1u << b.bps_shift, &ok);
+	rc = check_sum(io, 1u << b.bps_shift, 0, &ok);
 	if (rc < 0)
 		return rc == NDZ_ESHORTREAD ? bad(err, "boot region cut short") : rc;
 	if (!ok)
 		return bad(err, "main boot region checksum mismatch");
+	/* the backup is imaged as it is: only said */
+	rc = check_sum(io, 1u << b.bps_shift, BOOT_SECTORS, &ok);
+	if (rc == NDZ_ENOMEM)
+		return rc;
+	if (rc < 0 || !ok)
+		ndz_fs_warn(o ? o->warn : NULL, o ? o->warn_ctx : NULL, "exfat",
+			    "backup boot region checksum mismatch");
 	if (b.flags & VOL_DIRTY)
 		return bad(err, "volume is marked dirty (not cleanly unmounted; run fsck.exfat)");
 	x = calloc(1, sizeof(*x));

@@ -133,6 +133,27 @@ cp "$img" "$T/b.img"
 poke "$T/b.img" 106 '002'      # VolumeFlags: dirty (outside the checksum)
 damaged "$T/b.img" "dirty volume" "dirty"
 
+# the backup boot region fails its checksum: said in one line, the volume read as
+# usual (the backup is imaged as it is), the same size as the sound one
+cp "$img" "$T/b.img"
+poke "$T/b.img" $((13 * 512 + 100)) 125
+"$IMAGEZIP" "$T/b.img" "$T/bad.ndz" 2>"$T/err"
+check "backup boot checksum: imagezip exits 0" test $? = 0
+check "backup boot checksum: one line, fs-aware" sh -c \
+	"test \"\$(wc -l <'$T/err')\" = 1 && grep -q 'b.img: exfat: backup boot region checksum mismatch; taking the union\$' '$T/err'"
+check "backup boot checksum: as large as the sound volume's image" \
+	test "$(used_bytes "$T/b.img")" = "$(used_bytes "$img")"
+pattern "$T/t.img" "$size"
+"$IMAGEUNZIP" "$T/bad.ndz" "$T/t.img"
+check "backup boot checksum: the restore is the source where it was imaged" sh -c \
+	"cmp -s -n $((24 * 512)) '$T/b.img' '$T/t.img'"
+if [ $filled = 1 ] && fmount "$T/t.img" "$T/r" ro; then
+	# shellcheck disable=SC2086
+	check "backup boot checksum: every file reads back identical" same_files "$T/src" "$T/r" $names
+	fumount "$T/t.img" "$T/r"
+fi
+rm -f "$T/bad.ndz" "$T/t.img"
+
 # the root directory's bitmap entry: its first cluster made out of range
 cp "$img" "$T/b.img"
 heap=$(le32 "$img" 88) root=$(le32 "$img" 96) spc=$(od -An -t u1 -j 109 -N 1 "$img" | tr -d ' ')
