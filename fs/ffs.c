@@ -33,6 +33,7 @@
 #define FS_SBSIZE     104
 #define FS_CGSIZE     160
 #define FS_FPG        188
+#define FS_CLEAN      209              /* int8: set at a clean unmount */
 #define FS_SBLOCKLOC  1000
 #define FS_SIZE       1080
 #define FS_MAGIC      1372
@@ -124,7 +125,6 @@ static int ufs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 	uint8_t *sb;
 	int rc;
 
-	(void)o;
 	u = calloc(1, sizeof(*u));
 	sb = malloc(SBSIZE);
 	if (!u || !sb) {
@@ -177,6 +177,10 @@ static int ufs_open(struct ndz_io *io, const struct ndz_fs_opts *o, void **out,
 		bad(err, "bad cylinder group layout in the superblock");
 		goto fail;
 	}
+	/* the maps of a filesystem in use may lag: said, they are all there is to read */
+	if (!sb[FS_CLEAN])
+		ndz_fs_warn(o ? o->warn : NULL, o ? o->warn_ctx : NULL, "ufs",
+			    "not cleanly unmounted");
 	u->cg = malloc(u->cgsize);
 	if (!u->cg) {
 		rc = NDZ_ENOMEM;

@@ -117,6 +117,18 @@ mkufs "$T/u4"
 poke "$T/u4" $((8192 + 48)) '\000\000\001\000'   # bsize 65536 with fsize 1024, frag 8
 raw_case "ufs superblock block size" "$T/u4" "bad block or fragment size"
 
+# not cleanly unmounted (fs_clean 0): said in one line, read as usual
+mkufs "$T/u5"
+clean=$(used_bytes "$T/u5")
+poke "$T/u5" $((8192 + 209)) '\000'
+"$IMAGEZIP" "$T/u5" "$T/d.ndz" 2>"$T/err"
+check "ufs not cleanly unmounted: imagezip exits 0" test $? = 0
+check "ufs not cleanly unmounted: one line" sh -c \
+	"test \"\$(wc -l <'$T/err')\" = 1 && grep -q 'u5: ufs: not cleanly unmounted; taking the union\$' '$T/err'"
+check "ufs not cleanly unmounted: as large as the clean one's image" \
+	test "$(used_bytes "$T/u5")" = "$clean"
+rm -f "$T/d.ndz"
+
 # ---- partition tables ----
 mkext "$T/p.ext" -t ext4
 mkdisk() {	# mkdisk FILE SFDISK-SCRIPT: 40 MiB, the ext4 above in partition 1

@@ -62,6 +62,7 @@ static void make_ufs(void)
 	put_le64(sb + 1000, 65536);    /* sblockloc */
 	put_le64(sb + 1080, 2 * FPG);  /* size */
 	put_le32(sb + 1372, 0x19540119);
+	sb[209] = 1;                   /* fs_clean */
 	make_cg(0, 200, FPG - 200 - 4);
 	/* frags 500-503 of group 0 in use */
 	vol[(CBLKNO * 1024) + FREEOFF + 500 / 8] &= (uint8_t)~0xf0;
