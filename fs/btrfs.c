@@ -749,5 +749,5 @@ out:
 }
 
 const struct ndz_fs_module ndz_fs_btrfs = {
-	"btrfs", btrfs_probe, btrfs_open, btrfs_walk, btrfs_close, NULL,
+	"btrfs", btrfs_probe, btrfs_open, btrfs_walk, btrfs_close, NULL, 1,
 };

@@ -363,5 +363,5 @@ static int exfat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats 
 }
 
 const struct ndz_fs_module ndz_fs_exfat = {
-	"exfat", exfat_probe, exfat_open, exfat_walk, exfat_close, NULL,
+	"exfat", exfat_probe, exfat_open, exfat_walk, exfat_close, NULL, 0,
 };

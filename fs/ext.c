@@ -866,5 +866,5 @@ static void ext_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_ext = {
-	"ext", ext_probe, ext_open, ext_walk, ext_close, ext_zeros,
+	"ext", ext_probe, ext_open, ext_walk, ext_close, ext_zeros, 1,
 };

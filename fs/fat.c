@@ -406,5 +406,5 @@ static int fat_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 }
 
 const struct ndz_fs_module ndz_fs_fat = {
-	"fat", fat_probe, fat_open, fat_walk, fat_close, NULL,
+	"fat", fat_probe, fat_open, fat_walk, fat_close, NULL, 1,
 };

@@ -281,5 +281,5 @@ static void ufs_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_ufs = {
-	"ufs", ufs_probe, ufs_open, ufs_walk, ufs_close, NULL,
+	"ufs", ufs_probe, ufs_open, ufs_walk, ufs_close, NULL, 0,
 };

@@ -67,6 +67,12 @@ struct ndz_fs_module {
 	 * return, or NDZ_EIO; on any error the caller images the blocks as they are.
 	 */
 	int (*zeros)(void *fs, ndz_extent_fn fn, void *ctx);
+	/*
+	 * union_walk - 1 when walk reports the union of the allocation maps and what
+	 * the metadata reaches (a damaged map loses nothing), 0 when the maps alone
+	 * decide; the user is told which ("taking the union").
+	 */
+	int union_walk;
 };
 
 extern const struct ndz_fs_module ndz_fs_ext;

@@ -1064,5 +1064,5 @@ static void lvm_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_lvm = {
-	"lvm", lvm_probe, lvm_open, lvm_walk, lvm_close, NULL,
+	"lvm", lvm_probe, lvm_open, lvm_walk, lvm_close, NULL, 0,
 };

@@ -552,5 +552,5 @@ static int ntfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 }
 
 const struct ndz_fs_module ndz_fs_ntfs = {
-	"ntfs", ntfs_probe, ntfs_open_fs, ntfs_walk, ntfs_close_fs, NULL,
+	"ntfs", ntfs_probe, ntfs_open_fs, ntfs_walk, ntfs_close_fs, NULL, 1,
 };

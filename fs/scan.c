@@ -311,22 +311,46 @@ static void volume_warn(void *ctx, const char *msg)
 	snprintf(f->text + have, sizeof(f->text) - have, "%s%s", have ? "; " : "", msg + sl);
 }
 
-/* The last finding ends with a decision of its own (an LV its module could not read). */
+/* The last finding is a decision of its own ("taking it raw", "taking the whole area"). */
 static int has_decision(const char *text)
 {
-	size_t n = strlen(text), k = strlen("taking it raw");
+	const char *last = strrchr(text, ';');
 
-	return n >= k && !strcmp(text + n - k, "taking it raw");
+	last = last ? last + 2 : text;
+	return !strncmp(last, "taking ", 7);
+}
+
+/* The module a subject names last ("LV root: ext: " -> ext), or dflt. */
+static const struct ndz_fs_module *subject_module(const char *subject,
+						  const struct ndz_fs_module *dflt)
+{
+	const char *seg = subject, *colon, *name = NULL;
+	size_t len = 0;
+
+	while ((colon = strstr(seg, ": ")) != NULL) {
+		if (is_module_name(seg, (size_t)(colon - seg))) {
+			name = seg;
+			len = (size_t)(colon - seg);
+		}
+		seg = colon + 2;
+	}
+	for (size_t i = 0; name && ndz_fs_modules[i]; i++)
+		if (strlen(ndz_fs_modules[i]->name) == len &&
+		    !memcmp(ndz_fs_modules[i]->name, name, len))
+			return ndz_fs_modules[i];
+	return dflt;
 }
 
 /*
  * Say what the findings were, one line per subject, each with what was done:
- * raw (the volume's every sector) or the union (fs-aware: what the allocation
- * maps and what the metadata reach call in use; an LV its module could not read
- * says "taking it raw" itself). The same lines go to the -i
+ * raw (the volume's every sector), the union (fs-aware: what the allocation maps
+ * and what the metadata reach call in use) or, for a module that reads its maps
+ * alone, what they mark; a finding that ends in a decision of its own ("taking
+ * it raw" for an LV its module could not read) keeps it. The same lines go to the -i
  * report's note, without the volume's name. Clears w.
  */
-static void volume_findings(struct volume_warn *w, int raw, struct ndz_scan_entry *e)
+static void volume_findings(struct volume_warn *w, int raw, const struct ndz_fs_module *mod,
+			    struct ndz_scan_entry *e)
 {
 	size_t nl = 0;
 
@@ -334,8 +358,11 @@ static void volume_findings(struct volume_warn *w, int raw, struct ndz_scan_entr
 		e->note[0] = 0;
 	for (int i = 0; i < w->n; i++) {
 		const struct finding *f = &w->f[i];
+		const struct ndz_fs_module *m = subject_module(f->subject, mod);
 		const char *decision = has_decision(f->text) ? NULL :
-				       raw ? "taking it raw" : "taking the union";
+				       raw ? "taking it raw" :
+				       m && m->union_walk ? "taking the union" :
+				       "taking what its maps mark in use";
 		char more[48] = "";
 
 		if (i == w->n - 1 && w->dropped)
@@ -432,7 +459,7 @@ static int scan_volume(struct scan *s, struct ndz_io *io, uint64_t at, const cha
 		e->free_bytes = io->size - e->used_bytes;
 		e->zero_bytes = ndz_ranges_total(&ztmp) * SEC;
 	}
-	volume_findings(&vw, 0, e);
+	volume_findings(&vw, 0, mod, e);
 	rc = ndz_ranges_union(s->out, &tmp, NULL);
 	if (rc == 0)
 		rc = ndz_ranges_union(s->zero, &ztmp, NULL);
@@ -443,7 +470,7 @@ raw:
 	/* a partition type that is plainly not a filesystem is no cause for alarm */
 	volume_warn(&vw, err.code ? ndz_error_msg(&err) : "unreadable");
 	if (mod || (strcmp(type_name, "bios-boot") && strcmp(type_name, "freebsd-boot")))
-		volume_findings(&vw, 1, e);
+		volume_findings(&vw, 1, mod, e);
 	if (e) {
 		e->how = NDZ_HOW_RAW;
 		if (!e->note[0])

@@ -107,7 +107,7 @@ static int swap_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *
 	/* its pages are a system's memory waiting to be resumed: all of it is in use */
 	if (s->hibernated)
 		ndz_fs_warn(s->warn, s->warn_ctx, "swap",
-			    "holds %s hibernation image; imaging the whole area", s->by);
+			    "holds %s hibernation image; taking the whole area", s->by);
 	return fn(ctx, 0, keep);
 }
 
@@ -117,7 +117,7 @@ static void swap_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_swap = {
-	"swap", swap_probe, swap_open, swap_walk, swap_close, NULL,
+	"swap", swap_probe, swap_open, swap_walk, swap_close, NULL, 0,
 };
 
 /* FreeBSD swap has no signature: never probed, only chosen by partition type. */
@@ -156,5 +156,5 @@ static void bsdswap_close(void *h)
 }
 
 const struct ndz_fs_module ndz_fs_bsdswap = {
-	"bsdswap", bsdswap_probe, bsdswap_open, bsdswap_walk, bsdswap_close, NULL,
+	"bsdswap", bsdswap_probe, bsdswap_open, bsdswap_walk, bsdswap_close, NULL, 0,
 };

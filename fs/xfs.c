@@ -496,5 +496,5 @@ static int xfs_walk(void *h, ndz_extent_fn fn, void *ctx, struct ndz_fs_stats *s
 }
 
 const struct ndz_fs_module ndz_fs_xfs = {
-	"xfs", xfs_probe, xfs_open, xfs_walk, xfs_close, NULL,
+	"xfs", xfs_probe, xfs_open, xfs_walk, xfs_close, NULL, 0,
 };

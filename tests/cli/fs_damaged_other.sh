@@ -110,7 +110,7 @@ hib() {
 	mkswap -q "$img" >/dev/null 2>&1 || { not_ok "$1: mkswap"; return; }
 	# shellcheck disable=SC2059 # the mark is given as printf escapes
 	printf "$3" | dd of="$img" bs=1 seek="$2" conv=notrunc status=none
-	zip_unzip "$1" "$img" "holds $4 hibernation image; imaging the whole area"
+	zip_unzip "$1" "$img" "holds $4 hibernation image; taking the whole area$"
 	check "$1: every page of the image restored" cmp -s "$img" "$T/t.img"
 	rm -f "$img" "$T/t.img"
 }

@@ -440,7 +440,7 @@ static void test_module(void **state)
 	c.n = 0;
 	assert_int_equal(run_module(d, &c, &st, &err), 0);
 	assert_string_equal(warned, "LV lvb: swap: holds TuxOnIce's hibernation image; "
-				    "imaging the whole area");
+				    "taking the whole area");
 	free(d);
 }
 
