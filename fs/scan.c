@@ -261,13 +261,14 @@ struct volume_warn {
 	unsigned dropped;              /* findings of subjects past the last slot */
 };
 
-static int is_module_name(const char *p, size_t len)
+/* The module whose name is p[0..len) (bsdswap too, which is never probed), or NULL. */
+static const struct ndz_fs_module *module_named(const char *p, size_t len)
 {
 	for (size_t i = 0; ndz_fs_modules[i]; i++)
 		if (strlen(ndz_fs_modules[i]->name) == len &&
 		    !memcmp(ndz_fs_modules[i]->name, p, len))
-			return 1;
-	return (len == 7 && !memcmp(p, "bsdswap", 7));
+			return ndz_fs_modules[i];
+	return len == 7 && !memcmp(p, "bsdswap", 7) ? &ndz_fs_bsdswap : NULL;
 }
 
 /* Length of msg's subject: through the first "NAME: " naming a module, else 0. */
@@ -276,7 +277,7 @@ static size_t subject_len(const char *msg)
 	const char *seg = msg, *colon;
 
 	while ((colon = strstr(seg, ": ")) != NULL) {
-		if (is_module_name(seg, (size_t)(colon - seg)))
+		if (module_named(seg, (size_t)(colon - seg)))
 			return (size_t)(colon + 2 - msg);
 		seg = colon + 2;
 	}
@@ -324,21 +325,13 @@ static int has_decision(const char *text)
 static const struct ndz_fs_module *subject_module(const char *subject,
 						  const struct ndz_fs_module *dflt)
 {
-	const char *seg = subject, *colon, *name = NULL;
-	size_t len = 0;
+	const struct ndz_fs_module *m = dflt, *named;
+	const char *seg = subject, *colon;
 
-	while ((colon = strstr(seg, ": ")) != NULL) {
-		if (is_module_name(seg, (size_t)(colon - seg))) {
-			name = seg;
-			len = (size_t)(colon - seg);
-		}
-		seg = colon + 2;
-	}
-	for (size_t i = 0; name && ndz_fs_modules[i]; i++)
-		if (strlen(ndz_fs_modules[i]->name) == len &&
-		    !memcmp(ndz_fs_modules[i]->name, name, len))
-			return ndz_fs_modules[i];
-	return dflt;
+	for (; (colon = strstr(seg, ": ")) != NULL; seg = colon + 2)
+		if ((named = module_named(seg, (size_t)(colon - seg))) != NULL)
+			m = named;
+	return m;
 }
 
 /*
