@@ -171,7 +171,7 @@ static struct ndz_session_lives *lives(struct ndz_http *s)
 	struct ndz_session_lives *l;
 
 	pthread_mutex_lock(s->h.lock);
-	l = ndz_session_lives_list(s->h.ms);
+	ndz_session_lives_list(s->h.ms, &l, NULL);  /* none: zeros */
 	pthread_mutex_unlock(s->h.lock);
 	ndz_session_lives_ask(l, s->h.live, s->h.ctx);
 	return l;

@@ -372,7 +372,7 @@ static size_t status_json(void *ctx, char *buf, size_t cap)
 	size_t len;
 
 	pthread_mutex_lock(&s->lock);
-	l = ndz_session_lives_list(s->ms);
+	ndz_session_lives_list(s->ms, &l, NULL);  /* none: zeros */
 	pthread_mutex_unlock(&s->lock);
 	ndz_session_lives_ask(l, session_live, s);
 	pthread_mutex_lock(&s->lock);

@@ -268,15 +268,18 @@ struct ndz_session_lives {
 	struct ndz_master_live *lv;    /* their answers */
 };
 
-struct ndz_session_lives *ndz_session_lives_list(const struct ndz_master *m)
+int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives **out,
+			   struct ndz_error *e)
 {
 	size_t n = ndz_master_live(m), k = 0;
 	struct ndz_session_lives *l = calloc(1, sizeof(*l));
 
+	*out = NULL;
 	if (!l || !(l->s = calloc(n ? n : 1, sizeof(*l->s))) ||
 	    !(l->lv = calloc(n ? n : 1, sizeof(*l->lv)))) {
 		ndz_session_lives_free(l);
-		return NULL;
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "sessions' statistics: %s",
+				     ndz_strerror(NDZ_ENOMEM));
 	}
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && k < n; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m, i);
@@ -285,7 +288,8 @@ struct ndz_session_lives *ndz_session_lives_list(const struct ndz_master *m)
 			l->s[k++] = *s;
 	}
 	l->n = k;
-	return l;
+	*out = l;
+	return 0;
 }
 
 void ndz_session_lives_ask(struct ndz_session_lives *l,

@@ -84,13 +84,14 @@ int ndz_session_rate(const char *run_dir, const struct ndz_master_session *s, ui
 /*
  * The running sessions' own statistics, asked without the master's lock (a
  * frisbeed may take NDZ_SESSION_ASK_MS to answer): ndz_session_lives_list copies
- * the running sessions (under the lock; NULL when out of memory: every session
- * then shows zeros), ndz_session_lives_ask asks each through live (without the
+ * the running sessions into *out (under the lock; 0, or NDZ_ENOMEM with *out NULL:
+ * every session then shows zeros), ndz_session_lives_ask asks each through live (without the
  * lock), and ndz_session_lives_find is ndz_master_status_json's live over them
  * (under the lock again: a session that has gone or started meanwhile shows zeros).
  */
 struct ndz_session_lives;
-struct ndz_session_lives *ndz_session_lives_list(const struct ndz_master *m);
+int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives **out,
+			   struct ndz_error *e);
 void ndz_session_lives_ask(struct ndz_session_lives *l,
 			   void (*live)(void *ctx, const struct ndz_master_session *s,
 					struct ndz_master_live *out), void *ctx);
