@@ -302,6 +302,7 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 	struct ndz_error e = { 0 };
 	char a[16];
 	uint32_t addr = from->sin_addr.s_addr;
+	int started = 0;
 	int act = ndz_master_request(s->ms, buf, len, addr, ndz_now_ns(), &req, &p, &rep, &e), n;
 
 	ndz_net_ntoa(addr, a);
@@ -313,10 +314,8 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 	if (act == NDZ_MASTER_HOLD)
 		act = ask_hold(s, &req, addr, &p, &rep, &e);
 	if (act == NDZ_MASTER_START) {
-		n = start_session(s, &p);
-		ndz_master_answer(s->ms, &p, n, &rep);
-		if (n == 0)
-			rates(s);      /* the others' shares */
+		started = start_session(s, &p) == 0;
+		ndz_master_answer(s->ms, &p, started ? 0 : -1, &rep);
 	}
 	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP && rep.status != NDZ_CTL_FAILED)
 		s->o.refused(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s: %s",
@@ -327,6 +326,8 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 	n = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
 	if (n > 0)
 		sendto(s->fd, out, (size_t)n, 0, (const struct sockaddr *)from, sizeof(*from));
+	if (started && rates(s))       /* the others' shares, once the client has its answer */
+		save_state(s);
 }
 
 void ndz_mserve_tell_skipped(const struct ndz_mconf *old, const struct ndz_mconf *c,
