@@ -11,7 +11,6 @@
 #define NDZ_LABSRV_H
 
 #include <poll.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -19,6 +18,7 @@
 #include "ctl/ctl.h"
 #include "master/lab.h"
 #include "master/mconf.h"
+#include "mlock.h"
 #include "core/err.h"
 
 #define NDZ_LABSRV_FDS 2               /* pollfds ndz_labsrv_pollfds fills */
@@ -37,7 +37,7 @@ struct ndz_labsrv_hooks {
 	/* held by the caller around every call in; admin connections are then each
 	 * served on a thread of their own, which takes it once the request is read
 	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
-	pthread_mutex_t *lock;
+	struct ndz_mlock *lock;        /* the master's (mlock.h) */
 	/* images info/remove/rename (lib/master/images.h): the master's sessions and
 	 * uploads (NULL: none known), and the configuration reread after files changed
 	 * (NULL: not reread) */
