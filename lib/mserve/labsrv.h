@@ -2,10 +2,10 @@
  * The master's lab service: lib/master/lab behind the lab messages
  * (doc/PROTOCOL.md, "Lab messages"). Nodes ask and report by UDP on the control
  * port; admins send requests over a unix socket (its file mode 0660 gives the
- * right) or over TCP with the token (compared in constant time). Also the client
- * side of both exchanges, for ndzctl and the boot environment. The sockets are
- * opened here; the program polls them and calls in. Not locked: the caller
- * serialises (mfrisbeed holds its lock).
+ * right) or over TCP with the token (compared in constant time). The client side
+ * of both exchanges, for ndzctl and the boot environment, is lib/ctl/labcall. The
+ * sockets are opened here; lib/mserve/mserve polls them and calls in, holding the
+ * master's lock (mlock.h).
  */
 #ifndef NDZ_LABSRV_H
 #define NDZ_LABSRV_H
