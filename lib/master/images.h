@@ -7,7 +7,7 @@
  * next reload, without its file); the admin edits the configuration. Images of an
  * imagedir or the upload-dir are their files: removing or renaming those is the
  * whole change, and the caller then rereads the configuration (the table follows
- * the directories). Not locked: the caller serialises (mfrisbeed's lock).
+ * the directories). Not locked: the caller serialises (the master's lock, lib/mserve).
  */
 #ifndef NDZ_IMAGES_H
 #define NDZ_IMAGES_H
@@ -86,5 +86,12 @@ int ndz_images_remove(const struct ndz_images_ctx *x, const char *name, int forc
 		      struct ndz_jbuf *j, struct ndz_error *e);
 int ndz_images_rename(const struct ndz_images_ctx *x, const char *name, const char *newname,
 		      int force, struct ndz_jbuf *j, struct ndz_error *e);
+
+/*
+ * ndz_images_identity - the image at path: its uuid, chunks and source bytes, from
+ * its first chunk. 0, or a negative code with e naming the file.
+ */
+int ndz_images_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
+			uint64_t *source_bytes, struct ndz_error *e);
 
 #endif

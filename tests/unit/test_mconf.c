@@ -15,7 +15,7 @@
 #include "hdrfix.h"
 
 #include "core/err.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/mconf.h"
 
 static struct ndz_mconf *parse(const char *text, struct ndz_error *e)

@@ -1,9 +1,9 @@
 /*
- * Unit tests for the master's TCP side without a network: lib/master/mconn serving
+ * Unit tests for the master's TCP side without a network: lib/mserve/mconn serving
  * one end of a socket pair (STATUS allowed and denied, an upload stored, a corrupt
  * one rejected, a refusal with its reason, a connection that says nothing),
- * lib/master/mreply's messages, lib/master/updir's temporary files and usage, and
- * lib/master/mnet's listening sockets.
+ * lib/mserve/mreply's messages, lib/master/updir's temporary files and usage, and
+ * lib/mserve/mnet's listening sockets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,19 +23,19 @@
 #include <cmocka.h>
 
 #include "zipfix.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
-#include "master/mconn.h"
-#include "master/mnet.h"
-#include "master/mreply.h"
+#include "mserve/mconn.h"
+#include "mserve/mnet.h"
+#include "mserve/mreply.h"
 #include "master/updir.h"
-#include "master/upload.h"
+#include "ctl/upload.h"
 
 static char dir[] = "/tmp/test_mconn.XXXXXX";
 
 struct fixture {
-	pthread_mutex_t lock;
+	struct ndz_mlock *lock;
 	struct ndz_mconf *conf;
 	struct ndz_master *ms;
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX];
@@ -83,8 +83,8 @@ static struct fixture *make(void)
 	if (ndz_mconf_parse(text, strlen(text), "m.conf", &f->conf, &e) != 0)
 		fail_msg("%s", ndz_error_msg(&e));
 	assert_int_equal(ndz_master_create(f->conf, &f->ms, NULL), 0);
-	pthread_mutex_init(&f->lock, NULL);
-	f->c = (struct ndz_mconn){ &f->lock, f->ms, f->tmp, 0, f, status_json, reload, say,
+	assert_int_equal(ndz_mlock_create(&f->lock, NULL), 0);
+	f->c = (struct ndz_mconn){ f->lock, f->ms, f->tmp, 0, f, status_json, reload, say,
 				   NULL };
 	return f;
 }
@@ -93,7 +93,7 @@ static void drop(struct fixture *f)
 {
 	ndz_master_free(f->ms);
 	ndz_mconf_free(f->conf);
-	pthread_mutex_destroy(&f->lock);
+	ndz_mlock_free(f->lock);
 	free(f);
 }
 

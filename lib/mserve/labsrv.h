@@ -2,23 +2,23 @@
  * The master's lab service: lib/master/lab behind the lab messages
  * (doc/PROTOCOL.md, "Lab messages"). Nodes ask and report by UDP on the control
  * port; admins send requests over a unix socket (its file mode 0660 gives the
- * right) or over TCP with the token (compared in constant time). Also the client
- * side of both exchanges, for ndzctl and the boot environment. The sockets are
- * opened here; the program polls them and calls in. Not locked: the caller
- * serialises (mfrisbeed holds its lock).
+ * right) or over TCP with the token (compared in constant time). The client side
+ * of both exchanges, for ndzctl and the boot environment, is lib/ctl/labcall. The
+ * sockets are opened here; lib/mserve/mserve polls them and calls in, holding the
+ * master's lock (mlock.h).
  */
 #ifndef NDZ_LABSRV_H
 #define NDZ_LABSRV_H
 
 #include <poll.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
 
-#include "ctl.h"
-#include "lab.h"
-#include "mconf.h"
+#include "ctl/ctl.h"
+#include "master/lab.h"
+#include "master/mconf.h"
+#include "mlock.h"
 #include "core/err.h"
 
 #define NDZ_LABSRV_FDS 2               /* pollfds ndz_labsrv_pollfds fills */
@@ -28,7 +28,8 @@ struct ndz_labsrv;
 /* What the lab service tells and asks of the program. */
 struct ndz_labsrv_hooks {
 	void *ctx;
-	/* the master's STATUS JSON into buf (cap bytes); its length (NULL: "{}") */
+	/* the master's STATUS JSON into buf (cap bytes); its length (NULL: "{}"); called
+	 * without the lock (it asks the sessions, then takes the lock itself) */
 	size_t (*status_json)(void *ctx, char *buf, size_t cap);
 	/* tell people: level 0 an error, 1 what happens (-v), 2 more (-vv) */
 	void (*say)(void *ctx, int level, const char *fmt, ...)
@@ -36,7 +37,7 @@ struct ndz_labsrv_hooks {
 	/* held by the caller around every call in; admin connections are then each
 	 * served on a thread of their own, which takes it once the request is read
 	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
-	pthread_mutex_t *lock;
+	struct ndz_mlock *lock;        /* the master's (mlock.h) */
 	/* images info/remove/rename (lib/master/images.h): the master's sessions and
 	 * uploads (NULL: none known), and the configuration reread after files changed
 	 * (NULL: not reread) */
@@ -95,26 +96,7 @@ void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p)
 void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms);
 
 /*
- * ndz_labsrv_call - one admin exchange with the master at where: a unix socket's
- * path (it holds a '/'), or "tcp:HOST[:PORT]" (the token file's token is sent).
- * The reply is decoded into rep, its bytes in buf (cap >= NDZ_CTL_LABREP_MAX).
- * Returns 0 (whatever its status), or NDZ_ENET / NDZ_ETIMEDOUT / NDZ_EPROTO /
- * NDZ_EINVAL with e naming the master.
- */
-int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
-		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
-
-/*
- * ndz_labsrv_node_call - a node's ask or report to the master at spec
- * ("HOST[:PORT]") over UDP: four tries 700 ms apart. Returns 0 with rep (any
- * status), or what ndz_ctl_query would (NDZ_ETIMEDOUT, NDZ_EINVAL, NDZ_ENET).
- */
-int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
-			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
-
-
-/*
- * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/master/http.h), a table
+ * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/mserve/http.h), a table
  * of NDZ_LABSRV_HTTP_EXTS entries valid as long as s: the status section "lab" (the
  * nodes with their task, state, progress and last result as ndz_lab_json writes
  * them; left out when they do not fit), and network boot (doc/PXE.md): GET

@@ -1,7 +1,9 @@
-/* The master's sessions as processes: start, identity, and the questions asked of them. */
+/* The master's sessions as processes: start, and the questions asked of them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,32 +13,12 @@
 #include <unistd.h>
 
 #include "session.h"
-#include "sessctl.h"
+#include "ctl/sessctl.h"
 #include "core/clock.h"
 #include "core/image.h"
 #include "core/io.h"
 
-int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
-		       uint64_t *source_bytes, struct ndz_error *e)
-{
-	struct ndz_io *io = NULL;
-	struct ndz_image_reader *r = NULL;
-	const struct ndz_chunk_hdr *h;
-	int rc;
-
-	if ((rc = ndz_io_open_file(path, NDZ_IO_READ, &io, e)) < 0 ||
-	    (rc = ndz_image_reader_open(io, &r, e)) < 0) {
-		ndz_io_close(io);
-		return rc;
-	}
-	h = ndz_image_reader_first(r);
-	memcpy(uuid, h->uuid, 16);
-	*chunks = ndz_image_reader_chunks(r);
-	*source_bytes = h->source_bytes;
-	ndz_image_reader_free(r);
-	ndz_io_close(io);
-	return 0;
-}
+#define LIVES_ASKERS 16                /* sessions asked for their statistics at once */
 
 int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
 		      const char *path, pid_t *pid, struct ndz_error *e)
@@ -248,6 +230,14 @@ void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 	free(st);
 }
 
+int ndz_session_rate(const char *run_dir, const struct ndz_master_session *s, uint64_t rate)
+{
+	char path[PATH_MAX];
+
+	sock_path(run_dir, s, path);
+	return path[0] && ndz_sessctl_rate(path, rate, NDZ_SESSION_ASK_MS, NULL) == 0 ? 0 : -1;
+}
+
 size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
 			 void (*told)(void *ctx, const struct ndz_master_session *s), void *ctx)
 {
@@ -256,10 +246,8 @@ size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
 
 	for (size_t i = 0; i < k; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m, (size_t)r[i].slot);
-		char path[PATH_MAX];
 
-		sock_path(run_dir, s, path);
-		if (!path[0] || ndz_sessctl_rate(path, r[i].rate, NDZ_SESSION_ASK_MS, NULL) != 0)
+		if (ndz_session_rate(run_dir, s, r[i].rate) != 0)
 			continue;
 		ndz_master_set_rate(m, r[i].slot, r[i].rate);
 		n++;
@@ -276,4 +264,96 @@ void ndz_session_forget(const char *run_dir, const struct ndz_master_session *s)
 	sock_path(run_dir, s, path);
 	if (path[0])
 		unlink(path);
+}
+
+struct ndz_session_lives {
+	size_t n;
+	struct ndz_master_session *s;  /* copies, taken under the lock */
+	struct ndz_master_live *lv;    /* their answers */
+};
+
+int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives **out,
+			   struct ndz_error *e)
+{
+	size_t n = ndz_master_live(m), k = 0;
+	struct ndz_session_lives *l = calloc(1, sizeof(*l));
+
+	*out = NULL;
+	if (!l || !(l->s = calloc(n ? n : 1, sizeof(*l->s))) ||
+	    !(l->lv = calloc(n ? n : 1, sizeof(*l->lv)))) {
+		ndz_session_lives_free(l);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "sessions' statistics: %s",
+				     ndz_strerror(NDZ_ENOMEM));
+	}
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && k < n; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, i);
+
+		if (s->pid > 0)
+			l->s[k++] = *s;
+	}
+	l->n = k;
+	*out = l;
+	return 0;
+}
+
+/* One asker of ndz_session_lives_ask: the next session not yet taken, until none. */
+struct asker {
+	struct ndz_session_lives *l;
+	void (*live)(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out);
+	void *ctx;
+	atomic_size_t next;
+};
+
+static void *ask_lives(void *arg)
+{
+	struct asker *a = arg;
+
+	for (size_t i; (i = atomic_fetch_add(&a->next, 1)) < a->l->n;)
+		a->live(a->ctx, &a->l->s[i], &a->l->lv[i]);
+	return NULL;
+}
+
+void ndz_session_lives_ask(struct ndz_session_lives *l,
+			   void (*live)(void *ctx, const struct ndz_master_session *s,
+					struct ndz_master_live *out), void *ctx)
+{
+	struct asker a = { l, live, ctx, 0 };
+	pthread_t t[LIVES_ASKERS];
+	size_t k = 0;
+	sigset_t all, old;
+
+	if (!l || !live)
+		return;
+	/* a few at once: slow sessions cost about one question's time, not one each */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (k + 1 < LIVES_ASKERS && k + 1 < l->n && pthread_create(&t[k], NULL, ask_lives, &a) == 0)
+		k++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ask_lives(&a);
+	while (k)
+		pthread_join(t[--k], NULL);
+}
+
+void ndz_session_lives_find(void *arg, const struct ndz_master_session *s,
+			    struct ndz_master_live *out)
+{
+	const struct ndz_session_lives *l = arg;
+
+	for (size_t i = 0; l && i < l->n; i++)
+		if (l->s[i].pid == s->pid && l->s[i].group == s->group &&
+		    l->s[i].port == s->port && l->s[i].started_ns == s->started_ns) {
+			*out = l->lv[i];
+			return;
+		}
+	memset(out, 0, sizeof(*out));
+}
+
+void ndz_session_lives_free(struct ndz_session_lives *l)
+{
+	if (!l)
+		return;
+	free(l->s);
+	free(l->lv);
+	free(l);
 }

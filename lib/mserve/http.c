@@ -15,9 +15,10 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "http.h"
-#include "jbuf.h"
+#include "session.h"
+#include "master/jbuf.h"
 #include "mcast/net.h"
 #include "core/clock.h"
 
@@ -161,6 +162,21 @@ static enum MHD_Result fail(struct MHD_Connection *c, unsigned code, const char 
 	return answer(c, code, "application/json", buf, j.len, 1);
 }
 
+/*
+ * The running sessions' own statistics: listed under the lock, asked without it (a
+ * slow frisbeed must not hold every other request), found again under it.
+ */
+static struct ndz_session_lives *lives(struct ndz_http *s)
+{
+	struct ndz_session_lives *l;
+
+	ndz_mlock_take(s->h.lock);
+	ndz_session_lives_list(s->h.ms, &l, NULL);  /* none: zeros */
+	ndz_mlock_give(s->h.lock);
+	ndz_session_lives_ask(l, s->h.live, s->h.ctx);
+	return l;
+}
+
 /* /status.json: the STATUS JSON with the extra sections spliced in before its last '}'. */
 static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 {
@@ -168,11 +184,14 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 	size_t len;
 	enum MHD_Result rc;
 
+	struct ndz_session_lives *l;
+
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	pthread_mutex_lock(s->h.lock);
+	l = lives(s);
+	ndz_mlock_take(s->h.lock);
 	/* not cut to a datagram's size as by UDP/TCP; the rest of the buffer for sections */
-	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), s->h.live, s->h.ctx, buf,
+	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), ndz_session_lives_find, l, buf,
 				     JSON_MASTER);
 	for (size_t i = 0; i < s->h.next && len > 0 && buf[len - 1] == '}'; i++) {
 		const struct ndz_http_ext *x = &s->h.ext[i];
@@ -192,7 +211,8 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 		buf[len++] = '}';
 		buf[len] = 0;
 	}
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
+	ndz_session_lives_free(l);
 	buf[len++] = '\n';
 	rc = answer(c, MHD_HTTP_OK, "application/json", buf, len, 1);
 	free(buf);
@@ -340,12 +360,16 @@ static enum MHD_Result metrics(struct ndz_http *s, struct MHD_Connection *c)
 	enum MHD_Result rc;
 	int len;
 
+	struct ndz_session_lives *l;
+
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	pthread_mutex_lock(s->h.lock);
-	len = ndz_http_metrics(s->h.ms, s->h.live, s->h.ctx, atomic_load(&s->requests), buf,
+	l = lives(s);
+	ndz_mlock_take(s->h.lock);
+	len = ndz_http_metrics(s->h.ms, ndz_session_lives_find, l, atomic_load(&s->requests), buf,
 			       METRICS_CAP, &e);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
+	ndz_session_lives_free(l);
 	rc = len < 0 ? fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e)) :
 		answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf,
 		       (size_t)len, 1);
@@ -385,10 +409,10 @@ static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, cons
 	int rc;
 
 	if (strcmp(url, "/reload-config") == 0) {
-		pthread_mutex_lock(s->h.lock);
+		ndz_mlock_take(s->h.lock);
 		rc = s->h.reload ? s->h.reload(s->h.ctx, &e) :
 			ndz_error_set(&e, NDZ_ENOTSUP, 0, "no reload here");
-		pthread_mutex_unlock(s->h.lock);
+		ndz_mlock_give(s->h.lock);
 		return rc == 0 ? answer(c, MHD_HTTP_OK, "application/json", "{\"ok\": true}\n", 13, 0) :
 			fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
 	}
@@ -398,9 +422,9 @@ static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, cons
 	if (!x)
 		return fail(c, MHD_HTTP_NOT_FOUND, "no such action");
 	out[0] = 0;
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	rc = x->post(x->ctx, b->body, b->len, out, sizeof(out), &e);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	if (rc != 0)
 		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ||
 			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -418,11 +442,11 @@ static int authorised(struct ndz_http *s, struct MHD_Connection *c)
 	char path[4096] = "";
 	const struct ndz_mconf *conf;
 
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	conf = ndz_master_conf(s->h.ms);
 	if (conf && conf->token_file)   /* token-file: the one admin token */
 		snprintf(path, sizeof(path), "%s", conf->token_file);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	return ndz_http_token_ok(path[0] ? path : NULL, auth);
 }
 
@@ -451,9 +475,9 @@ static enum MHD_Result ext_get(struct ndz_http *s, struct MHD_Connection *c, con
 		memcpy(&conn.peer, ci->client_addr, sizeof(conn.peer));
 	if (!(r.body = malloc(r.cap)))
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	rc = x->get(x->ctx, url, &conn, &r, &e);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	if (rc == 0 && r.fd < 0 && r.len > r.cap)
 		rc = ndz_error_set(&e, NDZ_ERANGE, 0, "answer too long");
 	if (rc == 0 && r.fd < 0) {

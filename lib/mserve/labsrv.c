@@ -1,4 +1,4 @@
-/* The master's lab service: node asks and reports, admin requests, and their client side. */
+/* The master's lab service: node asks and reports, admin requests (their client side is lib/ctl/labcall). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,14 +17,15 @@
 #include <sys/un.h>
 #include <sodium.h>
 
-#include "hostlimit.h"
+#include "master/hostlimit.h"
 #include "http.h"
-#include "images.h"
-#include "jbuf.h"
+#include "master/images.h"
+#include "master/jbuf.h"
 #include "labsrv.h"
-#include "pxe.h"
-#include "wol.h"
+#include "master/pxe.h"
+#include "master/wol.h"
 #include "core/clock.h"
+#include "ctl/labcall.h"
 #include "mcast/net.h"
 
 #define ADMIN_WAIT_MS 1000             /* an admin peer's time to send its request */
@@ -239,7 +240,7 @@ static void tell_result(const struct ndz_labsrv *s, const uint8_t mac[6],
 {
 	char m[18];
 
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (r->kind == NDZ_LAB_OK)
 		say(s, 1, "node %s: %s %s: ok, %" PRIu64 " bytes in %" PRIu64 " ms, %" PRIu64
 		    " chunks skipped", m, task, image, r->bytes, r->ms, r->skipped);
@@ -293,8 +294,8 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		if (a.task == NDZ_LAB_RELOAD || a.task == NDZ_LAB_CAPTURE) {
 			char m[18];
 
-			ndz_lab_format_mac(r.mac, m, sizeof(m));
-			say(s, 2, "node %s asks: %s %s", m, ndz_lab_strtask(a.task), a.arg);
+			ndz_labcall_format_mac(r.mac, m, sizeof(m));
+			say(s, 2, "node %s asks: %s %s", m, ndz_labcall_strtask(a.task), a.arg);
 		}
 	} else {
 		struct ndz_lab_report rp = { .kind = r.kind, .bytes = r.bytes, .total = r.total,
@@ -302,11 +303,11 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		char m[18], task[16] = "?", image[NDZ_CTL_NAME_MAX + 1] = "?";
 		int i, rc;
 
-		ndz_lab_format_mac(r.mac, m, sizeof(m));
+		ndz_labcall_format_mac(r.mac, m, sizeof(m));
 		if ((i = ndz_lab_find(s->lab, m)) >= 0) {    /* what it was, for the log */
 			const struct ndz_lab_node *nd = ndz_lab_node(s->lab, (size_t)i);
 
-			snprintf(task, sizeof(task), "%s", ndz_lab_strtask(nd->task));
+			snprintf(task, sizeof(task), "%s", ndz_labcall_strtask(nd->task));
 			snprintf(image, sizeof(image), "%s", nd->arg);
 		}
 		memcpy(rp.reason, r.text, sizeof(rp.reason));
@@ -325,47 +326,6 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 }
 
 /* ---- admins: unix socket or TCP ---- */
-
-/* Read exactly n bytes by deadline end (ms); 0 or -1. */
-static int read_by(int fd, uint8_t *b, size_t n, uint64_t end)
-{
-	size_t have = 0;
-
-	while (have < n) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = ndz_now_ms();
-		ssize_t r;
-
-		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
-			return -1;
-		r = read(fd, b + have, n - have);
-		if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
-			return -1;
-		if (r > 0)
-			have += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const uint8_t *b, size_t n, uint64_t end)
-{
-	while (n) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		uint64_t now = ndz_now_ms();
-		ssize_t w;
-
-		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
-			return -1;
-		w = write(fd, b, n);
-		if (w < 0 && errno != EINTR && errno != EAGAIN)
-			return -1;
-		if (w > 0) {
-			b += w;
-			n -= (size_t)w;
-		}
-	}
-	return 0;
-}
 
 static unsigned status_for(int rc)
 {
@@ -406,7 +366,8 @@ static void images_json(const struct ndz_labsrv *s, int table, struct ndz_jbuf *
 }
 
 /* Do what r asks; the reply's text (JSON or a message) into j; returns a library code. */
-static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64_t now_ms,
+static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const char *mjson,
+		    size_t mlen, uint64_t now_ms,
 		    struct ndz_jbuf *j, struct ndz_error *e)
 {
 	uint8_t mac[6], macs[NDZ_LAB_NODES][6];
@@ -414,7 +375,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 
 	switch (r->op) {
 	case NDZ_CTL_OP_NODE_ADD:
-		if ((n = ndz_lab_parse_mac(r->args[0], mac, e)) ||
+		if ((n = ndz_labcall_parse_mac(r->args[0], mac, e)) ||
 		    (n = ndz_lab_node_add(s->lab, mac, r->args[1], r->args[2], e)))
 			return n;
 		ndz_jbuf_printf(j, "node %s added", r->args[0]);
@@ -445,7 +406,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 				      task == NDZ_LAB_RELOAD ? r->flags & NDZ_LAB_OPTS : 0, macs,
 				      NDZ_LAB_NODES, e)) < 0)
 			return n;
-		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
 		if ((r->flags & NDZ_CTL_FLAG_WAKE) && task != NDZ_LAB_NONE) {
 			struct ndz_error we = { 0 };
@@ -457,7 +418,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 			else
 				ndz_jbuf_printf(j, ", %d woken", woke);
 		}
-		say(s, 1, "admin: %s %s %s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+		say(s, 1, "admin: %s %s %s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 		    r->args[0], r->args[1], n, n == 1 ? "" : "s");
 		return 0;
 	}
@@ -471,15 +432,12 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 		ndz_jbuf_printf(j, "{\"lab\":");
 		ndz_lab_json(s->lab, now_ms, j);
 		ndz_jbuf_printf(j, ",\"master\":");
-		if (!s->h.status_json || j->over || j->cap - j->len < 3) {
+		len = mlen;
+		if (!mjson || len == 0 || j->over || len + 2 >= j->cap - j->len) {
 			ndz_jbuf_printf(j, "{}}");
 			return 0;
 		}
-		len = s->h.status_json(s->h.ctx, j->p + j->len, j->cap - j->len - 1);
-		if (len == 0 || len >= j->cap - j->len - 1) {
-			ndz_jbuf_printf(j, "{}}");
-			return 0;
-		}
+		memcpy(j->p + j->len, mjson, len);
 		j->len += len;
 		j->p[j->len] = 0;
 		ndz_jbuf_printf(j, "}");
@@ -514,9 +472,30 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 /* One admin connection: its own thread when the hooks give a lock, else inline. */
 struct conn {
 	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
-	pthread_mutex_t *lock;
+	struct ndz_mlock *lock;
 	int fd, tcp;
+	size_t (*status_json)(void *ctx, char *buf, size_t cap);  /* s's, copied */
+	void *ctx;
+	char token[NDZ_CTL_TOKEN_MAX + 1];  /* s's, copied */
 };
+
+/*
+ * A STATUS request's master part, asked before the lock is taken (the hook waits on
+ * the sessions' sockets). NULL when r is no such request, or no memory.
+ */
+static char *master_json(const struct conn *c, const uint8_t *in, size_t len, size_t *out)
+{
+	struct ndz_ctl_labreq r;
+	char *buf;
+
+	*out = 0;
+	if (!c->status_json || ndz_ctl_lab_decode(in, len, &r, NULL) != 0 ||
+	    r.type != NDZ_CTL_ADMIN || r.op != NDZ_CTL_OP_STATUS || (r.flags & NDZ_CTL_FLAG_TABLE) ||
+	    !(buf = malloc(NDZ_CTL_TEXT_BIG + 1)))
+		return NULL;
+	*out = c->status_json(c->ctx, buf, NDZ_CTL_TEXT_BIG + 1);
+	return buf;
+}
 
 static void *serve_conn(void *arg)
 {
@@ -529,15 +508,22 @@ static void *serve_conn(void *arg)
 	struct ndz_ctl_labrep rep = { 0 };
 	struct ndz_error e = { 0 };
 	struct ndz_jbuf j;
+	char *mjson = NULL;
+	size_t mlen = 0;
 	int need = -1, n, heard;
 
 	/* the request is read without the lock: a slow peer holds only this thread */
-	heard = out && text && read_by(c->fd, in, NDZ_CTL_REQ_HDR, end) == 0 &&
+	heard = out && text && ndz_labcall_read_by(c->fd, in, NDZ_CTL_REQ_HDR, end) == 0 &&
 		(need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) > 0 &&
 		(size_t)need <= sizeof(in) &&
-		read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
+		ndz_labcall_read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
+	if (heard && c->tcp == 0)      /* TCP: not before its token is checked */
+		mjson = master_json(c, in, (size_t)need, &mlen);
+	if (heard && c->tcp == 1 && ndz_ctl_lab_decode(in, (size_t)need, &r, NULL) == 0 &&
+	    r.type == NDZ_CTL_ADMIN && sodium_memcmp(r.token, c->token, NDZ_CTL_TOKEN_MAX) == 0)
+		mjson = master_json(c, in, (size_t)need, &mlen);
 	if (c->lock)
-		pthread_mutex_lock(c->lock);
+		ndz_mlock_take(c->lock);
 	s->threads[c->tcp]--;
 	if (!heard)
 		goto out;
@@ -551,7 +537,7 @@ static void *serve_conn(void *arg)
 		ndz_jbuf_printf(&j, "admin token does not match");
 		say(s, 0, "admin request over TCP refused: the token does not match");
 	} else {
-		rep.status = (uint16_t)status_for(n = admin_do(s, &r, ndz_now_ms(), &j, &e));
+		rep.status = (uint16_t)status_for(n = admin_do(s, &r, mjson, mlen, ndz_now_ms(), &j, &e));
 		if (n < 0) {
 			ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
 			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
@@ -564,15 +550,16 @@ static void *serve_conn(void *arg)
 	rep.text_len = j.len;
 	n = ndz_ctl_labrep_encode(&rep, out, NDZ_CTL_LABREP_MAX, NULL);
 	if (c->lock)
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 	if (n > 0)
-		write_all(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
+		ndz_labcall_write_by(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
 	goto done;
 out:
 	if (c->lock)
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 done:
 	close(c->fd);
+	free(mjson);
 	free(out);
 	free(text);
 	free(c);
@@ -592,7 +579,8 @@ static void accept_one(struct ndz_labsrv *s, int lfd, int tcp)
 		close(fd);             /* more are waiting to be heard than an admin needs */
 		return;
 	}
-	*c = (struct conn){ s, s->h.lock, fd, tcp };
+	*c = (struct conn){ s, s->h.lock, fd, tcp, s->h.status_json, s->h.ctx, { 0 } };
+	memcpy(c->token, s->token, sizeof(c->token));
 	s->threads[tcp]++;
 	if (!s->h.lock) {
 		serve_conn(c);
@@ -615,113 +603,6 @@ void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now
 		accept_one(s, s->ufd, 0);
 	if (p[1].fd >= 0 && (p[1].revents & POLLIN))
 		accept_one(s, s->tfd, 1);
-}
-
-/* ---- the client side ---- */
-
-static int connect_to(const char *where, struct ndz_error *e)
-{
-	int fd;
-
-	if (strncmp(where, "tcp:", 4) == 0) {
-		struct sockaddr_in sa;
-		char host[256];
-		uint16_t port;
-
-		if (ndz_ctl_hostport(where + 4, 0, host, sizeof(host), &port, NULL) != 0 || !port)
-			return ndz_error_set(e, NDZ_EINVAL, 0, "bad admin address '%s' (tcp:HOST:PORT)",
-					     where);
-		if (ndz_ctl_resolve(host, port, &sa, e) < 0)
-			return NDZ_EINVAL;
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-			int err = errno;
-
-			if (fd >= 0)
-				close(fd);
-			return ndz_error_set(e, NDZ_ENET, err, "master %s", where + 4);
-		}
-	} else {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-		if (strlen(where) >= sizeof(sa.sun_path))
-			return ndz_error_set(e, NDZ_EINVAL, 0, "%s: path too long", where);
-		strcpy(sa.sun_path, where);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-			int err = errno;
-
-			if (fd >= 0)
-				close(fd);
-			return ndz_error_set(e, NDZ_ENET, err, "master's admin socket %s", where);
-		}
-	}
-	return fd;
-}
-
-int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
-		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
-{
-	uint8_t out[NDZ_CTL_LAB_MAX];
-	uint64_t end;
-	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, need;
-
-	if (n < 0)
-		return n;
-	if ((fd = connect_to(where, e)) < 0)
-		return fd;
-	end = ndz_now_ms() + 10000;
-	if (write_all(fd, out, (size_t)n, end) != 0) {
-		close(fd);
-		return ndz_error_set(e, NDZ_ENET, 0, "master %s: the request could not be sent", where);
-	}
-	/* the header, then as much as it says, until the message is whole */
-	for (size_t have = 0;; have = (size_t)need) {
-		need = have ? ndz_ctl_lab_need(buf, have, 1, e) : NDZ_CTL_REP_HDR;
-		if (need < 0 || (size_t)need > cap) {
-			close(fd);
-			return ndz_error_set(e, NDZ_EPROTO, 0, "master %s: a reply we cannot read",
-					     where);
-		}
-		if ((size_t)need <= have)
-			break;
-		if (read_by(fd, buf + have, (size_t)need - have, end) != 0) {
-			close(fd);
-			return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s: no answer", where);
-		}
-	}
-	close(fd);
-	return ndz_ctl_labrep_decode(buf, (size_t)need, rep, e);
-}
-
-struct node_take {
-	const struct ndz_ctl_labreq *req;
-	struct ndz_ctl_labrep *rep;
-};
-
-/* ndz_ctl_exchange's take of a node call: the reply to this request. */
-static int node_take(void *arg, const uint8_t *buf, size_t n)
-{
-	struct node_take *q = arg;
-
-	return ndz_ctl_labrep_decode(buf, n, q->rep, NULL) == 0 && q->rep->id == q->req->id &&
-	       q->rep->type == q->req->type;
-}
-
-int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
-			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
-{
-	struct node_take q = { req, rep };
-	uint8_t out[NDZ_CTL_LAB_MAX];
-	char host[256];
-	uint16_t port;
-	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e);
-
-	if (n < 0)
-		return n;
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
-	return ndz_ctl_exchange(host, port, out, (size_t)n, 4, 700, buf, cap, node_take, &q, e);
 }
 
 /* The HTTP status's "lab" section (called under the master's lock). */
@@ -772,11 +653,11 @@ static int http_boot(void *ctx, const char *path, const struct ndz_http_conn *c,
 	}
 	if (strncmp(path, "/boot/", 6) != 0)
 		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
-	if (ndz_lab_parse_mac(path + 6, mac, e) != 0) {
+	if (ndz_labcall_parse_mac(path + 6, mac, e) != 0) {
 		say(s, 1, "pxe: %s: refused GET %.80s: not a MAC address", peer, path);
 		return NDZ_EINVAL;
 	}
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (!c->local.sin_addr.s_addr)
 		return ndz_error_set(e, NDZ_EIO, 0, "boot script of %s: the connection's own "
 				     "address is unknown", m);

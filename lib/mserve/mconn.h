@@ -2,26 +2,27 @@
  * The master's TCP connections (doc/PROTOCOL.md, "Uploads"): one connection's
  * work, on a thread of the caller's, from its first message to its verdict:
  * STATUS, or an upload admitted by lib/master/master, checked chunk by chunk
- * (lib/master/upload) into a temporary file of the upload directory, synced and
+ * (lib/master/upreceive) into a temporary file of the upload directory, synced and
  * renamed into place only whole and sound, and reported stored once served.
  */
 #ifndef NDZ_MCONN_H
 #define NDZ_MCONN_H
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 
-#include "master.h"
+#include "master/master.h"
+#include "mlock.h"
 #include "core/err.h"
 
 struct ndz_mconn {
-	pthread_mutex_t *lock;         /* guards ms, its configuration and tmp */
+	struct ndz_mlock *lock;        /* the master's (mlock.h): guards ms, its configuration and tmp */
 	struct ndz_master *ms;
 	char (*tmp)[PATH_MAX];         /* NDZ_MASTER_UPLOADS: each upload slot's temporary file */
 	unsigned drain_s;              /* after a rejection, read on this long */
 	void *ctx;                     /* for the hooks */
-	/* under the lock: the STATUS JSON into buf (cap bytes); its length */
+	/* without the lock (it asks the sessions, then takes the lock itself): the
+	 * STATUS JSON into buf (cap bytes); its length */
 	size_t (*status_json)(void *ctx, char *buf, size_t cap);
 	/* under the lock: read the configuration anew; 0, or e says why not */
 	int (*reload)(void *ctx, struct ndz_error *e);

@@ -1,7 +1,7 @@
 /*
  * The master's sessions as processes: the image a session serves, its frisbeed
  * started as a process of its own session (so that it outlives the master), and
- * the questions the master asks it on its control socket (lib/master/sessctl).
+ * the questions the master asks it on its control socket (lib/ctl/sessctl).
  */
 #ifndef NDZ_SESSION_H
 #define NDZ_SESSION_H
@@ -9,19 +9,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "master.h"
+#include "master/master.h"
 #include "core/err.h"
 
 #define NDZ_SESSION_ASK_MS 1000        /* a session's control socket answers within this */
 #define NDZ_SESSION_HOLD_MS 300        /* a HOLD is answered within this, or taken as held */
 #define NDZ_SESSION_HOLD_WAIT_MS 1000  /* an ending or unheard frisbeed is watched this long */
-
-/*
- * ndz_session_identity - the image at path: its uuid, chunks and source bytes, from
- * its first chunk. 0, or a negative code with e naming the file.
- */
-int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
-			 uint64_t *source_bytes, struct ndz_error *e);
 
 /* How to start a session's frisbeed (ndz_session_start). */
 struct ndz_session_opts {
@@ -81,6 +74,30 @@ void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
  */
 size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
 			 void (*told)(void *ctx, const struct ndz_master_session *s), void *ctx);
+
+/*
+ * ndz_session_rate - tell s's frisbeed its new rate (bits/s). 0 when it took it,
+ * else -1 (not listening yet, or it refused). Waits on the socket: no lock held.
+ */
+int ndz_session_rate(const char *run_dir, const struct ndz_master_session *s, uint64_t rate);
+
+/*
+ * The running sessions' own statistics, asked without the master's lock (a
+ * frisbeed may take NDZ_SESSION_ASK_MS to answer): ndz_session_lives_list copies
+ * the running sessions into *out (under the lock; 0, or NDZ_ENOMEM with *out NULL:
+ * every session then shows zeros), ndz_session_lives_ask asks each through live (without the
+ * lock), and ndz_session_lives_find is ndz_master_status_json's live over them
+ * (under the lock again: a session that has gone or started meanwhile shows zeros).
+ */
+struct ndz_session_lives;
+int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives **out,
+			   struct ndz_error *e);
+void ndz_session_lives_ask(struct ndz_session_lives *l,
+			   void (*live)(void *ctx, const struct ndz_master_session *s,
+					struct ndz_master_live *out), void *ctx);
+void ndz_session_lives_find(void *l, const struct ndz_master_session *s,
+			    struct ndz_master_live *out);
+void ndz_session_lives_free(struct ndz_session_lives *l);
 
 /* ndz_session_forget - remove s's control socket (its frisbeed has left). */
 void ndz_session_forget(const char *run_dir, const struct ndz_master_session *s);
