@@ -8,6 +8,7 @@
 
 #include "admit.h"
 #include "ctl.h"
+#include "core/fields.h"
 #include "core/image.h"
 #include "core/io.h"
 #include "mconf.h"
@@ -34,36 +35,14 @@ static int perr(struct parser *p, const char *what, const char *arg)
 			     arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
-static int parse_rate(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (*s < '0' || *s > '9')
-		return NDZ_EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return NDZ_EINVAL;
-	switch (*end) {
-	case 0: break;
-	case 'k': mul = 1000ull; end++; break;
-	case 'M': mul = 1000000ull; end++; break;
-	case 'G': mul = 1000000000ull; end++; break;
-	case 'T': mul = 1000000000000ull; end++; break;
-	default: return NDZ_EINVAL;
-	}
-	if (*end || v == 0 || v > UINT64_MAX / mul)
-		return NDZ_EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
 int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e)
 {
-	if (parse_rate(s, out) != 0)
+	uint64_t v;
+
+	/* the options' rule (frisbeed -W 100m), so that the file means what they mean */
+	if (ndz_parse_u64(s, 0, &v, NULL) != 0 || v == 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad rate '%s'", s);
+	*out = v;
 	return 0;
 }
 
@@ -579,7 +558,7 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 {
 	struct parser p = { .fname = fname, .e = e };
 	struct ndz_mconf *c = calloc(1, sizeof(*c));
-	const char *s = text, *end = text + len;
+	struct ndz_lines lines;
 	int rc = 0;
 
 	*out = NULL;
@@ -608,39 +587,24 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->node_timeout = 60;
 	c->lab_host_rate = 20;
 	c->lab_host_burst = 40;
-	while (rc == 0 && s < end) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-		char buf[1024], *tok[MAX_TOKENS + 1], *save = NULL;
-		int ntok = 0;
+	ndz_lines_init(&lines, fname, text, len);
+	while (rc == 0) {
+		char buf[1024], *tok[MAX_TOKENS];
+		int ntok;
 
-		p.line++;
-		if (n >= sizeof(buf)) {
-			rc = perr(&p, "line too long", NULL);
+		rc = ndz_lines_next(&lines, buf, sizeof(buf), 1, e);
+		p.line = lines.line;
+		if (rc <= 0)
 			break;
-		}
-		memcpy(buf, s, n);
-		buf[n] = 0;
-		s += n + 1;
-		if (memchr(buf, 0, n)) {
-			rc = perr(&p, "NUL byte in line", NULL);
-			break;
-		}
-		if (strchr(buf, '#'))
-			*strchr(buf, '#') = 0;
+		rc = 0;
 		if (pxe_args_value(buf)) {     /* kernel parameters: not split into words */
 			rc = parse_pxe_args(&p, pxe_args_value(buf));
 			continue;
 		}
 		join_lists(buf);
-		for (char *t = strtok_r(buf, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
-			if (ntok == MAX_TOKENS) {
-				rc = perr(&p, "too many words", NULL);
-				break;
-			}
-			tok[ntok++] = t;
-		}
-		if (rc == 0 && ntok)
+		if ((ntok = ndz_fields_split(buf, " \t\r", 0, tok, MAX_TOKENS, NULL)) < 0)
+			rc = perr(&p, "too many words", NULL);
+		else if (ntok)
 			rc = parse_line(&p, tok, ntok);
 	}
 	if (rc == 0 && p.upload_line && !c->upload_dir) {

@@ -14,6 +14,7 @@
 
 #include "hdrfix.h"
 
+#include "cli/cli.h"
 #include "core/err.h"
 #include "master/ctl.h"
 #include "master/mconf.h"
@@ -407,6 +408,45 @@ static void test_rate(void **state)
 	assert_int_equal(ndz_parse_rate("99999999999999999T", &v, NULL), NDZ_EINVAL);
 }
 
+/*
+ * "rate 100m" in the file means what frisbeed -W 100m means: one suffix rule (lower-case
+ * m was refused here while the options took it). Also line-too-long by file:line.
+ */
+static void test_rate_suffix_as_options(void **state)
+{
+	static const char *const rates[] = { "100m", "100M", "1g", "8k", "2T", "123456" };
+	struct ndz_error e;
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		struct ndz_mconf *c;
+		uint64_t w;
+
+		snprintf(text, sizeof(text), "rate %s\ntotal-rate %s\nquota %s\n"
+			 "image a /a.ndz allow 0.0.0.0/0 rate %s\n", rates[i], rates[i], rates[i],
+			 rates[i]);
+		assert_int_equal(cli_parse_u64(rates[i], 0, &w), 0);     /* frisbeed -W */
+		c = parse(text, &e);
+		if (!c)
+			fail_msg("rate %s: %s", rates[i], ndz_error_msg(&e));
+		assert_int_equal(c->rate, w);
+		assert_int_equal(c->total_rate, w);
+		assert_int_equal(c->quota, w);
+		assert_int_equal(c->images[0].rate, w);
+		ndz_mconf_free(c);
+	}
+	refused("rate 100mb\n", "m.conf:1: bad rate (bits/s, at least 8k) '100mb'");
+	memset(text, 'x', sizeof(text) - 1);
+	text[sizeof(text) - 1] = 0;
+	{
+		char big[2048];
+
+		snprintf(big, sizeof(big), "rate 1m\n# %s%s%s%s%s\n", text, text, text, text, text);
+		refused(big, "m.conf:2: line too long");
+	}
+}
+
 /* --check's verdict on one image: an image, one yet to be uploaded, neither. */
 static void test_image_check(void **state)
 {
@@ -449,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_pool_control_block),
 		cmocka_unit_test(test_imagedir),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_rate_suffix_as_options),
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_skip_and_admission),
 		cmocka_unit_test(test_image_check),
