@@ -1,23 +1,2 @@
-/* A bounded JSON writer: text appended into a caller's buffer; past its end only noted. */
-#ifndef NDZ_JBUF_H
-#define NDZ_JBUF_H
-
-#include <stddef.h>
-
-struct ndz_jbuf {
-	char *p;                       /* the caller's buffer, always NUL-terminated */
-	size_t len, cap;
-	int over;                      /* something did not fit: the text is cut */
-};
-
-/* ndz_jbuf_init - write into buf (cap >= 1 bytes), empty. */
-void ndz_jbuf_init(struct ndz_jbuf *j, char *buf, size_t cap);
-
-/* ndz_jbuf_printf - append printf-style; what does not fit sets over and is dropped. */
-void ndz_jbuf_printf(struct ndz_jbuf *j, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* ndz_jbuf_string - append s as a JSON string, quoted, with '"', '\\' and controls escaped. */
-void ndz_jbuf_string(struct ndz_jbuf *j, const char *s);
-
-#endif
+/* Transitional: the JSON writer lives in lib/core/json.h (removed once lib/master settles). */
+#include "core/json.h"

@@ -7,6 +7,7 @@
 
 #include "core/format.h"
 #include "core/image.h"
+#include "core/json.h"
 #include "core/orig.h"
 #include "fec.h"
 #include "pace.h"
@@ -680,30 +681,15 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->auto_rate_bps = s->last_rate;
 }
 
-/* name as a JSON string's contents into buf (cap >= 1): quotes, backslashes, controls escaped. */
-static void json_str(const char *name, char *buf, size_t cap)
-{
-	size_t o = 0;
-
-	for (const unsigned char *c = (const unsigned char *)name; *c && o + 7 < cap; c++) {
-		if (*c == '"' || *c == '\\')
-			o += (size_t)snprintf(buf + o, cap - o, "\\%c", *c);
-		else if (*c < 0x20)
-			o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", *c);
-		else
-			buf[o++] = (char)*c;
-	}
-	buf[o] = 0;
-}
-
 int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, char *buf,
 			  size_t cap, struct ndz_error *e)
 {
-	char esc[4096 * 6 + 8];
-	int n;
+	struct ndz_jbuf j;
 
-	json_str(name, esc, sizeof(esc));
-	n = snprintf(buf, cap, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, "
+	ndz_jbuf_init(&j, buf, cap);
+	ndz_jbuf_printf(&j, "{\"image\": ");
+	ndz_jbuf_string(&j, name);
+	ndz_jbuf_printf(&j, ", \"chunks\": %u, \"clients\": %llu, "
 		     "\"joins\": %llu, \"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
@@ -712,7 +698,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 		     "\"bad_version\": %llu, "
 		     "\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
-		     esc, st->chunks, (unsigned long long)st->clients,
+		     st->chunks, (unsigned long long)st->clients,
 		     (unsigned long long)st->joins, (unsigned long long)st->leaves,
 		     (unsigned long long)st->requests, (unsigned long long)st->merged,
 		     (unsigned long long)st->dropped_current, (unsigned long long)st->blocks_sent,
@@ -722,10 +708,10 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);
-	if (n < 0 || (size_t)n >= cap)
+	if (j.over)
 		return ndz_error_set(e, NDZ_ERANGE, 0, "server statistics: %zu bytes do not hold "
 				     "the JSON", cap);
-	return n;
+	return (int)j.len;
 }
 
 size_t ndz_server_clients(const struct ndz_server *s)
