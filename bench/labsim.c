@@ -1,7 +1,7 @@
 /*
  * labsim: N simulated lab nodes against an image master (bench/lab.sh), speaking the
  * lab messages (doc/PROTOCOL.md, "Lab messages") through lib/master's node side
- * (ndz_labsrv_node_call: the one encoder, four tries 700 ms apart). Node k (0..N-1)
+ * (ndz_labcall_node: the one encoder, four tries 700 ms apart). Node k (0..N-1)
  * has MAC PREFIX:hi:lo with hi:lo = k + 1. Each node, on a thread of its own, starts
  * at a random point of the first second, asks until told its task (sleeping as a
  * "wait" answer says), then reports progress once a second for SECONDS, then ok.
@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "master/labsrv.h"
+#include "ctl/labcall.h"
 
 #define SIM_MAX 1000
 
@@ -46,7 +46,7 @@ static int call(struct node *n, struct ndz_ctl_labreq *r, struct ndz_ctl_labrep 
 	static __thread uint8_t buf[NDZ_CTL_LABREP_MAX];
 	struct ndz_error e = { 0 };
 	uint64_t t0 = ndz_now_ns();
-	int rc = ndz_labsrv_node_call(master, r, buf, sizeof(buf), rep, &e);
+	int rc = ndz_labcall_node(master, r, buf, sizeof(buf), rep, &e);
 	double ms = (double)(ndz_now_ns() - t0) / 1e6;
 
 	r->id++;
@@ -88,7 +88,7 @@ static void *run(void *arg)
 		n->waits++;
 		sleep_ms(rep.wait_ms);
 	}
-	snprintf(n->task, sizeof(n->task), "%s %s", ndz_lab_strtask(rep.task), rep.name);
+	snprintf(n->task, sizeof(n->task), "%s %s", ndz_labcall_strtask(rep.task), rep.name);
 	if (rep.task != NDZ_LAB_RELOAD)
 		return NULL;
 	r.type = NDZ_CTL_REPORT;
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	}
 	master = argv[1];
 	snprintf(mac, sizeof(mac), "%s:00:00", argv[2]);
-	if (ndz_lab_parse_mac(mac, pre, NULL) != 0) {
+	if (ndz_labcall_parse_mac(mac, pre, NULL) != 0) {
 		fprintf(stderr, "labsim: bad prefix '%s'\n", argv[2]);
 		return 2;
 	}

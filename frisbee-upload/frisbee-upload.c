@@ -13,7 +13,7 @@
 
 #include "cli/cli.h"
 #include "core/format.h"
-#include "master/upload.h"
+#include "ctl/upload.h"
 
 #define EXIT_REFUSED 3                 /* the master refused before the transfer */
 

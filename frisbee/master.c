@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master.h"
 #include "mcast/net.h"
 

@@ -18,7 +18,8 @@
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/format.h"
-#include "master/sessctl.h"
+#include "ctl/sessctl.h"
+#include "mcast/sessans.h"
 #include "mcast/net.h"
 #include "mcast/pace.h"
 #include "mcast/server.h"
@@ -57,7 +58,7 @@ static const char usage_text[] =
 	"                           when it exists), for frisbee --seed\n"
 	"  --stats-json FILE        write the statistics as JSON at exit\n"
 	"  --control SOCKET         answer the image master's status, rate, identify and\n"
-	"                           hold questions on this unix socket (lib/master/sessctl)\n"
+	"                           hold questions on this unix socket (lib/ctl/sessctl)\n"
 	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
 	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
 	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
@@ -251,8 +252,7 @@ int main(int argc, char **argv)
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
 	const char *json = NULL, *manifest = NULL, *control = NULL, *index = NULL;
-	struct ndz_sessctl_server ctl_srv;
-	struct ndz_sessctl *ctl = NULL;
+	struct ndz_sessans *ctl = NULL;
 	uint64_t v;
 	struct ndz_error e = { 0 };
 	struct ndz_server_reply rp;
@@ -335,8 +335,7 @@ int main(int argc, char **argv)
 	block_signals(&set);
 	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
 		cli_die(EXIT_FAIL, "cannot start threads");
-	ctl_srv = (struct ndz_sessctl_server){ s.srv, &s.lock, &s.cond };
-	if (control && ndz_sessctl_start_server(control, &ctl_srv, &ctl, &e) != 0)
+	if (control && ndz_sessans_start(control, s.srv, &s.lock, &s.cond, &ctl, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (cli_verbose)
 		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", so.name,
@@ -373,7 +372,7 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	ndz_sessctl_stop(ctl);
+	ndz_sessans_stop(ctl);
 	atomic_store(&s.stop, 1);
 	pthread_mutex_lock(&s.lock);
 	pthread_cond_broadcast(&s.cond);

@@ -20,7 +20,7 @@
 #include "trust/index.h"
 #include "trust/seal.h"
 #include "codec/zip.h"
-#include "master/upsink.h"
+#include "ctl/upsink.h"
 
 static const char usage_text[] =
 	"Usage: imagezip [options] SOURCE IMAGE\n"

@@ -1,9 +1,9 @@
 /*
- * mfrisbeed: the image master. Clients ask it over UDP (lib/master/ctl) for an
+ * mfrisbeed: the image master. Clients ask it over UDP (lib/ctl/ctl) for an
  * image by name; lib/master/master decides (the session table, the pool, the rate
  * division, upload admission and quota) and this program acts: it starts one
  * frisbeed per image as a detached child and steers it through the session's
- * control socket in the run directory (lib/master/sessctl: status, rate,
+ * control socket in the run directory (lib/ctl/sessctl: status, rate,
  * identify, hold). A session ends when its frisbeed leaves on its idle timeout;
  * a GET is answered with a running session only once it has promised to stay for
  * the client (hold), else a new one is started. A restarted master adopts the
@@ -11,7 +11,7 @@
  * come over TCP on the same port, one thread each: a host that nothing allows is
  * refused at accept; until its first message a connection holds one of a few
  * places per host and in all (lib/master/master); the upload is checked chunk by
- * chunk (lib/master/mconn, lib/master/upload) into a temporary file renamed into
+ * chunk (lib/mserve/mconn, lib/master/upreceive) into a temporary file renamed into
  * place only whole, sound and synced. One lock guards the configuration and the
  * master object (its sessions, uploads and admissions).
  */
@@ -36,17 +36,18 @@
 #include "core/clock.h"
 #include "core/err.h"
 #include "core/image.h"
-#include "master/ctl.h"
-#include "master/http.h"
+#include "ctl/ctl.h"
+#include "mserve/http.h"
 #include "master/master.h"
 #include "master/mconf.h"
-#include "master/mnet.h"
-#include "master/labsrv.h"
-#include "master/mconn.h"
-#include "master/mreply.h"
-#include "master/session.h"
+#include "mserve/mnet.h"
+#include "mserve/labsrv.h"
+#include "mserve/mconn.h"
+#include "mserve/mreply.h"
+#include "mserve/session.h"
+#include "master/images.h"
 #include "master/updir.h"
-#include "master/upload.h"
+#include "ctl/upload.h"
 #include "mcast/net.h"
 
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
@@ -63,9 +64,9 @@ struct mfd {
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX]; /* per upload slot: its temporary file, or "" */
 	unsigned nthreads;             /* connection threads running */
 	struct ndz_mconn conn;         /* what the connection threads share */
-	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests (lib/master/labsrv) */
+	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests (lib/mserve/labsrv) */
 	uint64_t watched_ns;           /* adopted sessions last checked */
-	struct ndz_http *http;         /* the HTTP endpoint (lib/master/http), or NULL */
+	struct ndz_http *http;         /* the HTTP endpoint (lib/mserve/http), or NULL */
 	int log;                       /* CLI_LOG_*, passed on to the sessions */
 	unsigned lost_s;               /* --lost-timeout for the sessions; 0: theirs */
 };
@@ -149,7 +150,7 @@ static int image_now(void *ctx, const char *image, uint8_t uuid[16])
 	uint32_t chunks;
 	uint64_t src;
 
-	return im ? ndz_session_identity(im->path, uuid, &chunks, &src, NULL) : -1;
+	return im ? ndz_images_identity(im->path, uuid, &chunks, &src, NULL) : -1;
 }
 
 static void adopt_state(struct mfd *m)
@@ -242,7 +243,7 @@ static int start_session(struct mfd *m, const struct ndz_master_plan *p)
 	pid_t pid;
 	char a[16];
 
-	if (ndz_session_identity(p->image->path, uuid, &chunks, &src, &e) != 0 ||
+	if (ndz_images_identity(p->image->path, uuid, &chunks, &src, &e) != 0 ||
 	    ndz_session_start(&o, s, p->image->path, &pid, &e) != 0) {
 		cli_error("%s", ndz_error_msg(&e));
 		ndz_master_start_failed(m->ms, p->slot);
@@ -288,7 +289,7 @@ static void handle(struct mfd *m, const uint8_t *buf, size_t len, struct sockadd
 		sendto(m->fd, out, (size_t)n, 0, (struct sockaddr *)from, sizeof(*from));
 }
 
-/* ---- uploads and STATUS: one thread per TCP connection (lib/master/mconn) ---- */
+/* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
 
 static void said_stale(void *ctx, const char *name)
 {

@@ -9,8 +9,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
-#include "master/lab.h"
-#include "master/labsrv.h"
+#include "ctl/labcall.h"
 
 static const char usage_text[] =
 	"Usage: ndzctl [options] COMMAND [ARGUMENTS]\n"
@@ -84,7 +83,7 @@ static int node_side(const char *spec, char **a, int n)
 	const char *kind = n > 2 ? a[2] : "";
 	int ask = strcmp(a[0], "ask") == 0;
 
-	if (n < 2 || ndz_lab_parse_mac(a[1], r.mac, &e) != 0)
+	if (n < 2 || ndz_labcall_parse_mac(a[1], r.mac, &e) != 0)
 		cli_usage_error("%s MAC ...: %s", a[0], n < 2 ? "a MAC is needed" : ndz_error_msg(&e));
 	r.type = ask ? NDZ_CTL_ASK : NDZ_CTL_REPORT;
 	if (ask && n == 2) {
@@ -106,7 +105,7 @@ static int node_side(const char *spec, char **a, int n)
 		cli_usage_error("%s: bad arguments (see --help)", a[0]);
 	}
 	for (;;) {
-		if (ndz_labsrv_node_call(spec, &r, buf, sizeof(buf), &rep, &e) != 0)
+		if (ndz_labcall_node(spec, &r, buf, sizeof(buf), &rep, &e) != 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 		if (rep.status != NDZ_CTL_OK)
 			cli_die(EXIT_FAIL, "master %s: %s", spec, ndz_ctl_strstatus(rep.status));
@@ -118,7 +117,7 @@ static int node_side(const char *spec, char **a, int n)
 			  NULL);
 	}
 	if (ask && (rep.task == NDZ_LAB_RELOAD || rep.task == NDZ_LAB_CAPTURE))
-		printf("%s %s%s%s%s\n", ndz_lab_strtask(rep.task), rep.name,
+		printf("%s %s%s%s%s\n", ndz_labcall_strtask(rep.task), rep.name,
 		       rep.opts & NDZ_LAB_SEED ? " seed" : "", rep.opts & NDZ_LAB_ZERO ? " zero" : "",
 		       rep.opts & NDZ_LAB_VERIFY ? " verify" : "");
 	else if (ask)
@@ -219,7 +218,7 @@ int main(int argc, char **argv)
 		if (ndz_ctl_read_token(token, req.token, sizeof(req.token), &e) != 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	}
-	if (ndz_labsrv_call(where, &req, buf, sizeof(buf), &rep, &e) != 0)
+	if (ndz_labcall(where, &req, buf, sizeof(buf), &rep, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (rep.status != NDZ_CTL_OK)
 		cli_die(EXIT_FAIL, "%.*s", (int)rep.text_len, rep.text);

@@ -3,7 +3,7 @@
  * held in a small fixed table; when the table is full the host heard from least
  * recently gives its place up. A pure object over a clock (the time is passed in):
  * no sockets, no locking (the caller serialises). The lab's ASK and REPORT
- * datagrams go through one (lib/master/labsrv).
+ * datagrams go through one (lib/mserve/labsrv).
  */
 #ifndef NDZ_HOSTLIMIT_H
 #define NDZ_HOSTLIMIT_H

@@ -9,10 +9,33 @@
 #include <arpa/inet.h>
 
 #include "images.h"
-#include "session.h"
 #include "core/file.h"
+#include "core/image.h"
+#include "core/io.h"
 #include "trust/index.h"
 #include "trust/manifest.h"
+
+int ndz_images_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
+			uint64_t *source_bytes, struct ndz_error *e)
+{
+	struct ndz_io *io = NULL;
+	struct ndz_image_reader *r = NULL;
+	const struct ndz_chunk_hdr *h;
+	int rc;
+
+	if ((rc = ndz_io_open_file(path, NDZ_IO_READ, &io, e)) < 0 ||
+	    (rc = ndz_image_reader_open(io, &r, e)) < 0) {
+		ndz_io_close(io);
+		return rc;
+	}
+	h = ndz_image_reader_first(r);
+	memcpy(uuid, h->uuid, 16);
+	*chunks = ndz_image_reader_chunks(r);
+	*source_bytes = h->source_bytes;
+	ndz_image_reader_free(r);
+	ndz_io_close(io);
+	return 0;
+}
 
 int ndz_images_companion(const char *path, int k, char *out, size_t cap, struct ndz_error *e)
 {
@@ -125,7 +148,7 @@ int ndz_images_info(const struct ndz_images_ctx *x, const char *name, int table,
 	if (!im)
 		return NDZ_ENOIMAGE;
 	bytes = stat(im->path, &st) == 0 ? (long long)st.st_size : -1;
-	is_image = ndz_session_identity(im->path, uuid, &chunks, &src, NULL) == 0;
+	is_image = ndz_images_identity(im->path, uuid, &chunks, &src, NULL) == 0;
 	sig = ndz_images_companion(im->path, 0, mpath, sizeof(mpath), NULL) == 0 &&
 	      stat(mpath, &st) == 0;
 	idx = ndz_images_companion(im->path, 1, ipath, sizeof(ipath), NULL) == 0 &&

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "jbuf.h"
+#include "core/json.h"
 #include "lab.h"
 #include "master.h"
 #include "mconf.h"
@@ -86,5 +86,12 @@ int ndz_images_remove(const struct ndz_images_ctx *x, const char *name, int forc
 		      struct ndz_jbuf *j, struct ndz_error *e);
 int ndz_images_rename(const struct ndz_images_ctx *x, const char *name, const char *newname,
 		      int force, struct ndz_jbuf *j, struct ndz_error *e);
+
+/*
+ * ndz_images_identity - the image at path: its uuid, chunks and source bytes, from
+ * its first chunk. 0, or a negative code with e naming the file.
+ */
+int ndz_images_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
+			uint64_t *source_bytes, struct ndz_error *e);
 
 #endif

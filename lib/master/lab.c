@@ -41,39 +41,6 @@ void ndz_lab_set_times(struct ndz_lab *l, uint64_t window_ms, uint64_t timeout_m
 	l->timeout_ms = timeout_ms ? timeout_ms : NDZ_LAB_TIMEOUT_MS;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-int ndz_lab_parse_mac(const char *s, uint8_t mac[6], struct ndz_error *e)
-{
-	if (strlen(s) != 17)
-		goto bad;
-	for (int i = 0; i < 6; i++) {
-		int h = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
-
-		if (h < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':' && s[3 * i + 2] != '-'))
-			goto bad;
-		mac[i] = (uint8_t)(h << 4 | lo);
-	}
-	return 0;
-bad:
-	return ndz_error_set(e, NDZ_EINVAL, 0, "bad MAC address '%.40s' (aa:bb:cc:dd:ee:ff)", s);
-}
-
-void ndz_lab_format_mac(const uint8_t mac[6], char *buf, size_t cap)
-{
-	snprintf(buf, cap, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3],
-		 mac[4], mac[5]);
-}
-
 static int by_mac(const struct ndz_lab *l, const uint8_t mac[6])
 {
 	for (int i = 0; i < NDZ_LAB_NODES; i++)
@@ -86,7 +53,7 @@ int ndz_lab_find(const struct ndz_lab *l, const char *key)
 {
 	uint8_t mac[6];
 
-	if (ndz_lab_parse_mac(key, mac, NULL) == 0)
+	if (ndz_labcall_parse_mac(key, mac, NULL) == 0)
 		return by_mac(l, mac);
 	for (int i = 0; i < NDZ_LAB_NODES; i++)
 		if (l->n[i].used && l->n[i].name[0] && strcmp(l->n[i].name, key) == 0)
@@ -114,7 +81,7 @@ int ndz_lab_node_add(struct ndz_lab *l, const uint8_t mac[6], const char *name,
 	int i = by_mac(l, mac);
 	char m[18];
 
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (!name_ok(name) || !name_ok(group))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "node %s: a name or group is not "
 				     NDZ_CTL_NAME_RULE, m);
@@ -330,7 +297,7 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 	struct ndz_lab_result *res;
 	char m[18];
 
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (r->kind > NDZ_LAB_FAIL)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "node %s: bad report kind %u", m, r->kind);
 	if (n && is_repeat(n, &l->last[i], r)) {
@@ -401,13 +368,7 @@ const struct ndz_lab_result *ndz_lab_last(const struct ndz_lab *l, size_t i)
 	return &l->last[i];
 }
 
-static const char *const tasks[] = { "none", "reload", "capture", "local", "wait" };
 static const char *const states[] = { "idle", "pending", "running", "lost", "failed" };
-
-const char *ndz_lab_strtask(unsigned task)
-{
-	return task < 5 ? tasks[task] : "?";
-}
 
 const char *ndz_lab_strstate(unsigned state)
 {
@@ -429,7 +390,7 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 
 		if (!n->used)
 			continue;
-		ndz_lab_format_mac(n->mac, m, sizeof(m));
+		ndz_labcall_format_mac(n->mac, m, sizeof(m));
 		if (n->addr)
 			inet_ntop(AF_INET, &in, a, sizeof(a));
 		ndz_jbuf_printf(j, "%s{\"mac\":\"%s\",\"name\":", first ? "" : ",", m);
@@ -438,7 +399,7 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 		ndz_jbuf_printf(j, ",\"group\":");
 		ndz_jbuf_string(j, n->group);
 		ndz_jbuf_printf(j, ",\"addr\":\"%s\",\"task\":\"%s\",\"image\":", a,
-				ndz_lab_strtask(n->task));
+				ndz_labcall_strtask(n->task));
 		ndz_jbuf_string(j, n->arg);
 		ndz_jbuf_printf(j, ",\"opts\":[");
 		for (int b = 0, c = 0; b < 3; b++)
@@ -453,7 +414,7 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 			continue;
 		}
 		ndz_jbuf_printf(j, "{\"ok\":%s,\"task\":\"%s\",\"image\":", r->ok ? "true" : "false",
-				ndz_lab_strtask(r->task));
+				ndz_labcall_strtask(r->task));
 		ndz_jbuf_string(j, r->arg);
 		ndz_jbuf_printf(j, ",\"bytes\":%" PRIu64 ",\"ms\":%" PRIu64 ",\"skipped\":%" PRIu64
 				",\"time\":%" PRIu64 ",\"reason\":", r->bytes, r->ms, r->skipped,
@@ -495,8 +456,8 @@ void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 
 		if (!n->used)
 			continue;
-		ndz_lab_format_mac(n->mac, m, sizeof(m));
-		snprintf(task, sizeof(task), "%s%s%s", n->task ? ndz_lab_strtask(n->task) : "-",
+		ndz_labcall_format_mac(n->mac, m, sizeof(m));
+		snprintf(task, sizeof(task), "%s%s%s", n->task ? ndz_labcall_strtask(n->task) : "-",
 			 n->task ? " " : "", n->arg);
 		if (n->total && (n->state == NDZ_LAB_RUNNING || n->state == NDZ_LAB_LOST))
 			snprintf(prog, sizeof(prog), "%.0f%%", 100.0 * (double)n->bytes /
@@ -506,10 +467,10 @@ void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 				 (now_ms - n->heard_ms) / 1000);
 		if (r->set && r->ok)
 			snprintf(last, sizeof(last), "ok: %s %s, %s in %.1f s, %" PRIu64 " chunks skipped",
-				 ndz_lab_strtask(r->task), r->arg, human(r->bytes, h, sizeof(h)),
+				 ndz_labcall_strtask(r->task), r->arg, human(r->bytes, h, sizeof(h)),
 				 (double)r->ms / 1000, r->skipped);
 		else if (r->set)
-			snprintf(last, sizeof(last), "failed: %s %s: %s", ndz_lab_strtask(r->task),
+			snprintf(last, sizeof(last), "failed: %s %s: %s", ndz_labcall_strtask(r->task),
 				 r->arg, r->reason);
 		ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %s\n", m, dash(n->name),
 				dash(n->group), task, ndz_lab_strstate(n->state), prog, last);
@@ -550,21 +511,30 @@ int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 
 		if (!n->used)
 			continue;
-		ndz_lab_format_mac(n->mac, m, sizeof(m));
+		ndz_labcall_format_mac(n->mac, m, sizeof(m));
 		opts_text(n->opts, o, sizeof(o));
 		len += (size_t)snprintf(buf + len, cap - len, "%s %s %s %s %s %s %s %" PRIu32
 					" %s %s %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
 					" %s\n", m, dash(n->name), dash(n->group),
-					ndz_lab_strtask(n->task), dash(n->arg), o,
+					ndz_labcall_strtask(n->task), dash(n->arg), o,
 					ndz_lab_strstate(st), n->batch,
 					!r->set ? "-" : r->ok ? "ok" : "failed",
-					r->set ? ndz_lab_strtask(r->task) : "-", dash(r->arg),
+					r->set ? ndz_labcall_strtask(r->task) : "-", dash(r->arg),
 					r->bytes, r->ms, r->skipped, r->wall_s, dash(r->reason));
 	}
 	rc = len < cap ? ndz_file_replace(path, buf, len, 0640, e) :
 	     ndz_error_set(e, NDZ_ERANGE, 0, "%s: the lab does not fit", path);
 	free(buf);
 	return rc;
+}
+
+/* a task's number by its name (ndz_labcall_strtask), among the first count; or -1 */
+static int task_word(const char *s, int count)
+{
+	for (int k = 0; k < count; k++)
+		if (strcmp(s, ndz_labcall_strtask((unsigned)k)) == 0)
+			return k;
+	return -1;
 }
 
 static int word(const char *s, const char *const *list, int count)
@@ -611,10 +581,10 @@ static int parse_line(struct ndz_lab *l, char *line)
 		if (!(f[k] = strtok_r(k ? NULL : line, " ", &save)))
 			return -1;
 	reason = strtok_r(NULL, "", &save);
-	if (!reason || ndz_lab_parse_mac(f[0], n.mac, NULL) || by_mac(l, n.mac) >= 0 ||
+	if (!reason || ndz_labcall_parse_mac(f[0], n.mac, NULL) || by_mac(l, n.mac) >= 0 ||
 	    name_field(f[1], n.name) || name_field(f[2], n.group) ||
 	    (n.name[0] && ndz_lab_find(l, n.name) >= 0) ||
-	    (task = word(f[3], tasks, 3)) < 0 || name_field(f[4], n.arg) ||
+	    (task = task_word(f[3], 3)) < 0 || name_field(f[4], n.arg) ||
 	    (task != NDZ_LAB_NONE) != (n.arg[0] != 0) ||
 	    (st = word(f[6], states, 5)) < 0 || st == NDZ_LAB_RUNNING || st == NDZ_LAB_LOST ||
 	    (st == NDZ_LAB_IDLE) != (task == NDZ_LAB_NONE) || u64_field(f[7], &batch) ||
@@ -633,7 +603,7 @@ static int parse_line(struct ndz_lab *l, char *line)
 			n.opts |= (uint8_t)(1u << b);
 		}
 	}
-	lt = word(f[9], tasks, 3);
+	lt = task_word(f[9], 3);
 	for (k = 0; k < 4; k++)
 		if (u64_field(f[11 + k], &v[k]))
 			return -1;

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctl.h"
-#include "jbuf.h"
+#include "ctl/labcall.h"
+#include "core/json.h"
 #include "core/err.h"
 
 #define NDZ_LAB_NODES 1024             /* table size */
@@ -26,19 +26,7 @@
  */
 #define NDZ_LAB_ASK_AGAIN_MS 200
 
-enum ndz_lab_task {
-	NDZ_LAB_NONE = 0,              /* no task: the node boots its local disk */
-	NDZ_LAB_RELOAD = 1,            /* write image arg to the disk */
-	NDZ_LAB_CAPTURE = 2,           /* read the disk into image arg */
-	NDZ_LAB_LOCAL = 3,             /* answer only: boot the local disk */
-	NDZ_LAB_WAIT = 4,              /* answer only: ask again in wait_ms (group window) */
-};
-
-/* Reload options (a bit set). */
-#define NDZ_LAB_SEED   1u              /* keep what the disk already holds */
-#define NDZ_LAB_ZERO   2u              /* zero what the image does not hold */
-#define NDZ_LAB_VERIFY 4u              /* read every chunk back */
-#define NDZ_LAB_OPTS   7u
+/* The tasks, reload options and report kinds are the wire's: lib/ctl/labcall.h. */
 
 enum ndz_lab_state {
 	NDZ_LAB_IDLE = 0,              /* no task */
@@ -77,7 +65,6 @@ struct ndz_lab_node {
 };
 
 /* A report from a node (doc/PROTOCOL.md, "Lab messages"). */
-enum ndz_lab_report_kind { NDZ_LAB_PROGRESS = 0, NDZ_LAB_OK = 1, NDZ_LAB_FAIL = 2 };
 struct ndz_lab_report {
 	uint8_t kind;                  /* enum ndz_lab_report_kind */
 	uint64_t bytes, total, ms, skipped;
@@ -108,14 +95,6 @@ void ndz_lab_free(struct ndz_lab *l);
 
 /* ndz_lab_set_times - a new window and timeout, as ndz_lab_create takes them. */
 void ndz_lab_set_times(struct ndz_lab *l, uint64_t window_ms, uint64_t timeout_ms);
-
-/*
- * ndz_lab_parse_mac / ndz_lab_format_mac - "aa:bb:cc:dd:ee:ff" (or '-' between,
- * any case) to 6 bytes: 0 or NDZ_EINVAL (e may be NULL); 6 bytes to the lower-case
- * text in buf (cap >= 18).
- */
-int ndz_lab_parse_mac(const char *s, uint8_t mac[6], struct ndz_error *e);
-void ndz_lab_format_mac(const uint8_t mac[6], char *buf, size_t cap);
 
 /*
  * ndz_lab_node_add - a node with mac, name and group ("" or NULL: none; else
@@ -203,8 +182,8 @@ int ndz_lab_find(const struct ndz_lab *l, const char *key);
 /* ndz_lab_count - nodes known. */
 size_t ndz_lab_count(const struct ndz_lab *l);
 
-/* ndz_lab_strtask / ndz_lab_strstate - "reload", "pending", ... (static strings). */
-const char *ndz_lab_strtask(unsigned task);
+/* ndz_lab_strstate - "idle", "pending", ... (a static string; the task names are
+   ndz_labcall_strtask's). */
 const char *ndz_lab_strstate(unsigned state);
 
 /*

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "jbuf.h"
+#include "core/json.h"
 #include "master.h"
 #include "core/file.h"
 #include "mcast/pace.h"

@@ -6,7 +6,7 @@
  * per-host request limiter, upload admission and quota, the counters and the
  * STATUS JSON. No sockets, no processes, no printing, no files but the state
  * file (ndz_master_save, ndz_master_load): the program starts and steers the
- * frisbeeds (lib/master/session) and tells this object what happened; the time is
+ * frisbeeds (lib/mserve/session) and tells this object what happened; the time is
  * passed in. Not locked: the caller serialises.
  */
 #ifndef NDZ_MASTER_H
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "mconf.h"
 #include "core/err.h"
 
@@ -43,7 +43,7 @@ struct ndz_master_counters {
 	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
 	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
 	uint64_t tcp_denied, tcp_busy, tcp_quiet;
-	uint64_t lab_rate_limited;     /* lab ASK/REPORT datagrams dropped (lib/master/labsrv) */
+	uint64_t lab_rate_limited;     /* lab ASK/REPORT datagrams dropped (lib/mserve/labsrv) */
 };
 
 struct ndz_master;
@@ -149,7 +149,7 @@ enum {
 /*
  * ndz_master_set_hold - before a GET is answered with a running session, hold
  * (called with ctx and the session; NULL: never asked) asks it to stay for the
- * client (the program asks its frisbeed: lib/master/session, ndz_session_hold)
+ * client (the program asks its frisbeed: lib/mserve/session, ndz_session_hold)
  * and returns one of the NDZ_MASTER_HELD/GONE/ENDING above. GONE: the session is
  * ended as ndz_master_end does (the program has forgotten its socket); ENDING: it
  * keeps its address and clients but gets no new ones, as if replaced. Either way

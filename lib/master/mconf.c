@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "core/fields.h"
 #include "core/image.h"
 #include "core/io.h"

@@ -62,8 +62,8 @@ struct ndz_mconf {
 	unsigned max_pending;          /* TCP connections before their first message, in all */
 	unsigned max_pending_host;     /* ... and per host */
 	struct ndz_mconf_listen http[NDZ_MCONF_HTTP_MAX]; /* http-listen: where the HTTP */
-	size_t nhttp;                  /* endpoint listens (lib/master/http); none: no HTTP */
-	/* the lab (lib/master/labsrv): doc/mfrisbeed.conf.5 */
+	size_t nhttp;                  /* endpoint listens (lib/mserve/http); none: no HTTP */
+	/* the lab (lib/mserve/labsrv): doc/mfrisbeed.conf.5 */
 	unsigned group_window;         /* seconds a group's reload waits for its nodes */
 	unsigned node_timeout;         /* seconds a running node may stay silent */
 	unsigned lab_host_rate;        /* lab ASK/REPORT datagrams a second per address */

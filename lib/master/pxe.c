@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "jbuf.h"
+#include "core/json.h"
 #include "pxe.h"
 
 static const char generic[] =
@@ -86,7 +86,7 @@ static int master_ok(const char *s)
 const char *ndz_pxe_why(const struct ndz_lab_answer *a, const struct ndz_lab_node *n)
 {
 	if (a->task == NDZ_LAB_RELOAD || a->task == NDZ_LAB_CAPTURE)
-		return ndz_lab_strtask(a->task);
+		return ndz_labcall_strtask(a->task);
 	if (!n)
 		return "unknown node";
 	return n->task != NDZ_LAB_NONE && n->state == NDZ_LAB_FAILED ? "task failed" : "no task";
@@ -101,7 +101,7 @@ int ndz_pxe_script(const uint8_t mac[6], const struct ndz_lab_answer *a,
 	struct ndz_jbuf j;
 	char m[18];
 
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	ndz_jbuf_init(&j, buf, cap);
 	ndz_jbuf_printf(&j, "#!ipxe\n");
 	if (env) {
@@ -137,7 +137,7 @@ int ndz_pxe_script(const uint8_t mac[6], const struct ndz_lab_answer *a,
 			ndz_jbuf_printf(&j, "echo ndz: %s is not a node of this lab: ", m);
 		else if (strcmp(why, "task failed") == 0)
 			ndz_jbuf_printf(&j, "echo ndz: %s %s failed for %s (ndzctl status says why): ",
-					ndz_lab_strtask(n->task), n->arg, m);
+					ndz_labcall_strtask(n->task), n->arg, m);
 		else
 			ndz_jbuf_printf(&j, "echo ndz: no task for %s: ", m);
 		ndz_jbuf_printf(&j, "booting the local disk\n%s", w->local == NDZ_PXE_SANBOOT ?

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The master's HTTP endpoint (lib/master/http) with a real mfrisbeed serving a real
+# The master's HTTP endpoint (lib/mserve/http) with a real mfrisbeed serving a real
 # image to real frisbees in the namespace LAN: /status.json and /metrics during a
 # transfer (the metrics parsed by prometheus_client's parser and checked against the
 # JSON), the token on actions, and a hostile crowd (garbage, a wrong method, a huge

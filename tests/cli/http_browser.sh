@@ -1,5 +1,5 @@
 #!/bin/sh
-# The master's status page (lib/master/http) in a real browser, headless Chromium,
+# The master's status page (lib/mserve/http) in a real browser, headless Chromium,
 # during a real transfer in the namespace LAN: the DOM after the page's script ran
 # names the session's image, its group and its receiver (filled in from
 # /status.json: the static page has no table rows), the client's progress, the

@@ -1,6 +1,8 @@
 #!/bin/sh
 # lib/ keeps its layers (tests/tools/layers.py): no include runs up a layer, no include
-# circle among lib/ and fs/ files, no program includes another program's file. The
+# circle among lib/ and fs/ files, no program includes another program's file, lib/ctl
+# needs lib/core only, and no client program (any but mfrisbeed) includes the master's
+# rooms (lib/master, lib/mserve). The
 # checker is first shown each fault in a small tree of its own, so that it can fail.
 . "$NDZ_TOP/tests/lib.sh"
 [ "${NDZ_SANITIZED:-0}" = 0 ] || skip_all "reads the sources only; the plain build runs it"
@@ -33,6 +35,33 @@ tree "$T/cross"; printf '#include "../other/o.h"\n' >>"$T/cross/prog/p.c"
 python3 "$L" "$T/cross" >"$T/cross.out"; rc=$?
 check "a program including another's file fails (exit $rc)" [ "$rc" = 1 ]
 check "... and names it" grep -q "prog/p.c: includes other/o.h, another program's file" "$T/cross.out"
+
+# the master's rooms: mfrisbeed may include them, a client may not
+rooms() {
+	tree "$1"; mkdir -p "$1/lib/ctl" "$1/lib/master" "$1/lib/mserve" "$1/mfrisbeed" || exit 1
+	printf '#include "core/a.h"\n' >"$1/lib/ctl/w.h"
+	printf '#include "ctl/w.h"\n' >"$1/lib/master/d.h"
+	printf '#include "master/d.h"\n' >"$1/lib/mserve/s.h"
+	printf '#include "mserve/s.h"\n#include "master/d.h"\n' >"$1/mfrisbeed/m.c"
+	printf '#include "ctl/w.h"\n' >>"$1/prog/p.c"
+}
+rooms "$T/rooms"
+check "mfrisbeed including lib/mserve and lib/master passes" python3 "$L" "$T/rooms"
+
+rooms "$T/client"; printf '#include "master/d.h"\n' >>"$T/client/prog/p.c"
+python3 "$L" "$T/client" >"$T/client.out"; rc=$?
+check "a client program including lib/master fails (exit $rc)" [ "$rc" = 1 ]
+check "... and names it" grep -q 'prog/p.c: includes lib/master/d.h: a client includes lib/ctl, not lib/master' "$T/client.out"
+
+rooms "$T/client2"; printf '#include "mserve/s.h"\n' >>"$T/client2/prog/p.c"
+python3 "$L" "$T/client2" >"$T/client2.out"; rc=$?
+check "a client program including lib/mserve fails (exit $rc)" [ "$rc" = 1 ]
+check "... and names it" grep -q 'prog/p.c: includes lib/mserve/s.h: a client includes lib/ctl, not lib/mserve' "$T/client2.out"
+
+rooms "$T/ctlup"; printf '#include "mcast/b.h"\n' >>"$T/ctlup/lib/ctl/w.h"
+python3 "$L" "$T/ctlup" >"$T/ctlup.out"; rc=$?
+check "lib/ctl including more than lib/core fails (exit $rc)" [ "$rc" = 1 ]
+check "... and names it" grep -q 'lib/ctl/w.h: includes lib/mcast/b.h: runs up a layer' "$T/ctlup.out"
 
 python3 "$L" "$NDZ_TOP" >"$T/top.out"; rc=$?
 check "the project's tree keeps its layers$(sed 's/^/; /' "$T/top.out" | head -5 | tr -d '\n')" [ "$rc" = 0 ]

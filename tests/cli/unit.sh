@@ -82,7 +82,7 @@ wait_until 5 master_listens
 wait $!
 check "a client fetches an image from the sandboxed master byte-identical" \
 	sh -c "[ \"\$(cat '$T/c1.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/out1'" || cat "$T/c1.log" "$T/m.log"
-# its HTTP endpoint (lib/master/http) works inside the sandbox
+# its HTTP endpoint (lib/mserve/http) works inside the sandbox
 in_ns c1 python3 -c 'import sys, urllib.request as u; sys.stdout.write(u.urlopen("http://10.77.0.1:8080/metrics", timeout=5).read().decode())' >"$T/metrics" 2>&1
 check "the sandboxed master's HTTP endpoint answers /metrics" grep -q '^ndz_sessions ' "$T/metrics" || cat "$T/metrics"
 # the session this master started (its pid in the run directory's state file)

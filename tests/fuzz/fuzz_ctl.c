@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * libFuzzer target for the lab's messages (lib/master/ctl.c, "Lab messages"): no
+ * libFuzzer target for the lab's messages (lib/ctl/ctl.c, "Lab messages"): no
  * crash, a request or reply that decodes re-encodes to the same bytes, and the
  * stream framing (ndz_ctl_lab_need) agrees with the decoders on what they accept.
  */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

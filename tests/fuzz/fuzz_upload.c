@@ -10,7 +10,8 @@
 #include <unistd.h>
 
 #include "core/format.h"
-#include "master/upload.h"
+#include "ctl/ctl.h"
+#include "master/upreceive.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

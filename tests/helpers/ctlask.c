@@ -15,7 +15,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "mcast/net.h"
 
 static int burst(const char *host, uint16_t port, char *names, int count)

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "master/sessctl.h"
+#include "ctl/sessctl.h"
 
 static atomic_int asked;
 

@@ -1,6 +1,6 @@
 /*
  * labnode: a fake lab node (the boot environment's side of doc/PROTOCOL.md, "Lab
- * messages", through lib/master/labsrv), and a Wake-on-LAN catcher.
+ * messages", through lib/mserve/labsrv), and a Wake-on-LAN catcher.
  *   labnode MASTER MAC ask            print "reload IMAGE OPTS", "capture IMAGE",
  *                                     "local" or "wait MS"
  *   labnode MASTER MAC ask-until MS   ask again while told to wait (at most MS ms)
@@ -23,7 +23,7 @@
 #include <sys/socket.h>
 
 #include "core/clock.h"
-#include "master/labsrv.h"
+#include "ctl/labcall.h"
 
 static int wolcatch(int port, int count, int secs)
 {
@@ -64,7 +64,7 @@ static int flood(const char *master, const char *mac, int count)
 	uint64_t end;
 
 	if (fd < 0 || inet_pton(AF_INET, master, &to.sin_addr) != 1 ||
-	    ndz_lab_parse_mac(mac, r.mac, NULL) != 0)
+	    ndz_labcall_parse_mac(mac, r.mac, NULL) != 0)
 		return 2;
 	for (int k = 0; k < count; k++) {
 		r.id = (uint32_t)k + 1;
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 		return flood(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 5 && strcmp(argv[1], "wolcatch") == 0)
 		return wolcatch(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
-	if (argc < 4 || ndz_lab_parse_mac(argv[2], r.mac, &e) != 0) {
+	if (argc < 4 || ndz_labcall_parse_mac(argv[2], r.mac, &e) != 0) {
 		fprintf(stderr, "usage: labnode MASTER MAC ask|ask-until MS|progress|ok|fail ...\n");
 		return 2;
 	}
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
 		}
 	}
 	for (;;) {
-		if (ndz_labsrv_node_call(argv[1], &r, buf, sizeof(buf), &rep, &e) != 0) {
+		if (ndz_labcall_node(argv[1], &r, buf, sizeof(buf), &rep, &e) != 0) {
 			fprintf(stderr, "labnode: %s\n", ndz_error_msg(&e));
 			return 1;
 		}
@@ -144,8 +144,8 @@ int main(int argc, char **argv)
 	if (rep.task == NDZ_LAB_WAIT)
 		printf("wait %u\n", rep.wait_ms);
 	else if (rep.task == NDZ_LAB_RELOAD || rep.task == NDZ_LAB_CAPTURE)
-		printf("%s %s %u\n", ndz_lab_strtask(rep.task), rep.name, rep.opts);
+		printf("%s %s %u\n", ndz_labcall_strtask(rep.task), rep.name, rep.opts);
 	else
-		printf("%s\n", ndz_lab_strtask(rep.task));
+		printf("%s\n", ndz_labcall_strtask(rep.task));
 	return 0;
 }

@@ -17,7 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 
 #define MAXC 256
 

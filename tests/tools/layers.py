@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Checks the include structure of a source tree (default: the project's).
 
-lib/ is in rooms, each a layer: core (0); fs/ and lib/trust (1); lib/codec (2);
-lib/mcast (3); lib/master (4); lib/cli (5). A file of lib/ or fs/ may include a
-header of its own room or of a lower layer only; two rooms of one layer may not
-include each other. Among the files of lib/ and fs/ there is no include circle.
-A program (a top-level directory other than lib/, fs/ and tests/) includes no file
-of another program.
+lib/ is in rooms, each a layer: core (0); fs/ and lib/trust (1); lib/codec and
+lib/ctl (2); lib/mcast (3); lib/master (4); lib/mserve (5); lib/cli (6). A file of
+lib/ or fs/ may include a header of its own room or of a lower layer only; two rooms
+of one layer may not include each other. lib/ctl (the master's wire and its
+clients) needs lib/core only. Among the files of lib/ and fs/ there is no include
+circle. A program (a top-level directory other than lib/, fs/ and tests/) includes
+no file of another program; and every program but the master's (mfrisbeed/), and
+bench/ too, is a client: it includes no file of lib/master or lib/mserve (the
+master's decisions and its daemon), only lib/ctl's wire.
 
 Prints one line per fault and exits 1 when there is any, 0 otherwise.
 Usage: layers.py [TOP]
@@ -15,8 +18,11 @@ import os
 import re
 import sys
 
-RANK = {"lib/core": 0, "fs": 1, "lib/trust": 1, "lib/codec": 2, "lib/mcast": 3,
-        "lib/master": 4, "lib/cli": 5}
+RANK = {"lib/core": 0, "fs": 1, "lib/trust": 1, "lib/codec": 2, "lib/ctl": 2,
+        "lib/mcast": 3, "lib/master": 4, "lib/mserve": 5, "lib/cli": 6}
+ONLY = {"lib/ctl": ("lib/core",)}      # rooms that may include these rooms only (and their own)
+MASTER = "mfrisbeed"                   # the one program that may include the rooms below
+SERVER_ROOMS = ("lib/master", "lib/mserve")
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -43,7 +49,7 @@ def main():
     for d, subs, names in os.walk(top):
         reld = os.path.relpath(d, top)
         subs[:] = [s for s in subs if not s.startswith(".") and not s.startswith("build")
-                   and not (reld == "." and s in ("tests", "debian", "bench", "doc", "mfs"))]
+                   and not (reld == "." and s in ("tests", "debian", "doc", "mfs"))]
         for n in names:
             if n.endswith((".c", ".h", ".def")):
                 files.append(os.path.normpath(os.path.join(reld, n)))
@@ -67,9 +73,19 @@ def main():
                     how = "runs up a layer" if RANK[dst_room] > RANK[src_room] else \
                           "crosses to a room of its own layer"
                     faults.append(f"{rel}: includes {dst}: {how} ({src_room} -> {dst_room})")
+                elif src_room in ONLY and dst_room != src_room and dst_room not in ONLY[src_room]:
+                    faults.append(f"{rel}: includes {dst}: {src_room} needs "
+                                  f"{', '.join(ONLY[src_room])} only")
                 graph[rel].append(dst)
+            elif src_prog == "bench":
+                if dst_room in SERVER_ROOMS:
+                    faults.append(f"{rel}: includes {dst}: a client includes lib/ctl, "
+                                  f"not {dst_room}")
             elif src_prog and dst_room is None and not dst.startswith(src_prog + "/"):
                 faults.append(f"{rel}: includes {dst}, another program's file")
+            elif src_prog and src_prog != MASTER and dst_room in SERVER_ROOMS:
+                faults.append(f"{rel}: includes {dst}: a client includes lib/ctl, "
+                              f"not {dst_room}")
     # circles among lib/ and fs/ files (a header and its .c count as one node)
     def node(p):
         return p[:-2] if p.endswith((".c", ".h")) else p

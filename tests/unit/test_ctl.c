@@ -12,7 +12,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "core/err.h"
 
 static void test_request(void **state)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/master/http: a real endpoint on 127.0.0.1 (a free port), asked
+ * Unit tests for lib/mserve/http: a real endpoint on 127.0.0.1 (a free port), asked
  * with a plain socket: the status page, /status.json (the master's STATUS JSON with
  * an extra section), /metrics (Prometheus text with HELP and TYPE lines and the
  * master's counters), refusals (404, 405, a huge header), POST without, with a bad
@@ -23,7 +23,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
-#include "master/http.h"
+#include "mserve/http.h"
 #include "master/master.h"
 #include "master/mconf.h"
 

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/images.h"
 #include "tmpdir.h"
 

@@ -53,14 +53,14 @@ static void test_mac(void **state)
 	struct ndz_error e = { 0 };
 
 	(void)state;
-	assert_int_equal(ndz_lab_parse_mac("52:54:00:AB:cd:0f", m, NULL), 0);
-	ndz_lab_format_mac(m, t, sizeof(t));
+	assert_int_equal(ndz_labcall_parse_mac("52:54:00:AB:cd:0f", m, NULL), 0);
+	ndz_labcall_format_mac(m, t, sizeof(t));
 	assert_string_equal(t, "52:54:00:ab:cd:0f");
-	assert_int_equal(ndz_lab_parse_mac("52-54-00-ab-cd-0f", m, NULL), 0);
-	assert_int_equal(ndz_lab_parse_mac("52:54:00:ab:cd", m, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_labcall_parse_mac("52-54-00-ab-cd-0f", m, NULL), 0);
+	assert_int_equal(ndz_labcall_parse_mac("52:54:00:ab:cd", m, &e), NDZ_EINVAL);
 	assert_string_equal(ndz_error_msg(&e), "bad MAC address '52:54:00:ab:cd' (aa:bb:cc:dd:ee:ff)");
-	assert_int_equal(ndz_lab_parse_mac("52:54:00:ab:cd:0g", m, NULL), NDZ_EINVAL);
-	assert_int_equal(ndz_lab_parse_mac("52:54:00:ab:cd:0f:", m, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_labcall_parse_mac("52:54:00:ab:cd:0g", m, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_labcall_parse_mac("52:54:00:ab:cd:0f:", m, NULL), NDZ_EINVAL);
 }
 
 static void test_nodes(void **state)
@@ -531,7 +531,7 @@ static void test_random(void **state)
 		int k = rand() % NM, op = rand() % 9;
 		char key[18], img[16];
 
-		ndz_lab_format_mac(macs[k], key, sizeof(key));
+		ndz_labcall_format_mac(macs[k], key, sizeof(key));
 		now += (uint64_t)(rand() % 700);
 		switch (op) {
 		case 0:          /* add */
@@ -647,7 +647,7 @@ static void test_random(void **state)
 			char kq[18];
 			int i;
 
-			ndz_lab_format_mac(macs[q], kq, sizeof(kq));
+			ndz_labcall_format_mac(macs[q], kq, sizeof(kq));
 			i = ndz_lab_find(l, kq);
 			assert_int_equal(i >= 0, mo[q].used);
 			/* a peek at every node after every step: what an ask would give, but

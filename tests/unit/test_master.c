@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
 

@@ -16,7 +16,7 @@
 
 #include "cli/cli.h"
 #include "core/err.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/mconf.h"
 
 static struct ndz_mconf *parse(const char *text, struct ndz_error *e)

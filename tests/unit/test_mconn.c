@@ -1,9 +1,9 @@
 /*
- * Unit tests for the master's TCP side without a network: lib/master/mconn serving
+ * Unit tests for the master's TCP side without a network: lib/mserve/mconn serving
  * one end of a socket pair (STATUS allowed and denied, an upload stored, a corrupt
  * one rejected, a refusal with its reason, a connection that says nothing),
- * lib/master/mreply's messages, lib/master/updir's temporary files and usage, and
- * lib/master/mnet's listening sockets.
+ * lib/mserve/mreply's messages, lib/master/updir's temporary files and usage, and
+ * lib/mserve/mnet's listening sockets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,14 +23,14 @@
 #include <cmocka.h>
 
 #include "zipfix.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
-#include "master/mconn.h"
-#include "master/mnet.h"
-#include "master/mreply.h"
+#include "mserve/mconn.h"
+#include "mserve/mnet.h"
+#include "mserve/mreply.h"
 #include "master/updir.h"
-#include "master/upload.h"
+#include "ctl/upload.h"
 
 static char dir[] = "/tmp/test_mconn.XXXXXX";
 

@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/master/sessctl: a session's control messages encoded and
+ * Unit tests for lib/ctl/sessctl: a session's control messages encoded and
  * decoded, refused when malformed; and an endpoint answering STATUS, RATE,
  * IDENTIFY and HOLD on a unix socket through its callbacks, as the master asks.
  */
@@ -23,11 +23,13 @@
 #include "core/err.h"
 #include "core/format.h"
 #include "mcast/server.h"
-#include "master/ctl.h"
+#include "ctl/ctl.h"
 #include "master/master.h"
 #include "master/mconf.h"
-#include "master/session.h"
-#include "master/sessctl.h"
+#include "mserve/session.h"
+#include "ctl/sessctl.h"
+#include "mcast/sessans.h"
+#include "master/images.h"
 
 static char dir[] = "/tmp/test_sessctl.XXXXXX";
 
@@ -298,7 +300,7 @@ static void test_endpoint(void **state)
 	ndz_sessctl_stop(NULL);
 }
 
-/* A real session server answering through ndz_sessctl_start_server. */
+/* A real session server answering through ndz_sessans_start. */
 static void test_server_endpoint(void **state)
 {
 	struct ndz_server_opts o = { .name = "/img/srv.ndz", .rate_bps = 50000000 };
@@ -306,9 +308,8 @@ static void test_server_endpoint(void **state)
 	struct ndz_sessctl_identity who;
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
-	struct ndz_sessctl_server ss;
 	struct ndz_server *srv;
-	struct ndz_sessctl *s = NULL;
+	struct ndz_sessans *s = NULL;
 	struct ndz_error e = { 0 };
 	char path[256];
 
@@ -321,9 +322,8 @@ static void test_server_endpoint(void **state)
 	o.info.source_bytes = 7ull << 20;
 	o.info.idle_timeout = 10;
 	assert_int_equal(ndz_server_create(&o, 0, &srv, NULL), 0);
-	ss = (struct ndz_sessctl_server){ srv, &lock, &wake };
 	snprintf(path, sizeof(path), "%s/srv.sock", dir);
-	assert_int_equal(ndz_sessctl_start_server(path, &ss, &s, &e), 0);
+	assert_int_equal(ndz_sessans_start(path, srv, &lock, &wake, &s, &e), 0);
 	assert_int_equal(ndz_sessctl_identify(path, 1000, &who, NULL), 0);
 	assert_int_equal(who.chunks, 3);
 	assert_int_equal(who.source_bytes, 7ull << 20);
@@ -345,11 +345,11 @@ static void test_server_endpoint(void **state)
 	assert_true(ndz_server_idle(srv, UINT64_MAX / 2));
 	pthread_mutex_unlock(&lock);
 	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 0);
-	ndz_sessctl_stop(s);
+	ndz_sessans_stop(s);
 	ndz_server_free(srv);
 }
 
-/* lib/master/session: the master's questions to a session, through a real endpoint. */
+/* lib/mserve/session: the master's questions to a session, through a real endpoint. */
 static void test_session(void **state)
 {
 	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify, NULL };
@@ -414,14 +414,14 @@ static void test_session(void **state)
 		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	ndz_error_clear(&e);
-	assert_true(ndz_session_identity("/nonexistent.ndz", uuid, &(uint32_t){ 0 },
+	assert_true(ndz_images_identity("/nonexistent.ndz", uuid, &(uint32_t){ 0 },
 					 &(uint64_t){ 0 }, &e) < 0);
 	assert_non_null(strstr(ndz_error_msg(&e), "/nonexistent.ndz"));
 	ndz_master_free(m);
 	ndz_mconf_free(c);
 }
 
-/* lib/master/session: ndz_session_hold's verdicts from the answer and the process. */
+/* lib/mserve/session: ndz_session_hold's verdicts from the answer and the process. */
 static void test_session_hold(void **state)
 {
 	static const struct ndz_sessctl_ops ops = { NULL, NULL, NULL, f_hold };

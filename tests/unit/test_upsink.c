@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/master/upsink.c against a scripted master on loopback: the
+ * Unit tests for lib/ctl/upsink.c against a scripted master on loopback: the
  * bytes written arrive as they were, the verdict is the result, a refusal and a
  * rejection carry the master's reason, a cancel never leaves a sound image behind,
  * a master that goes away is an error.
@@ -22,9 +22,9 @@
 
 #include "core/err.h"
 #include "core/format.h"
-#include "master/ctl.h"
-#include "master/upload.h"
-#include "master/upsink.h"
+#include "ctl/ctl.h"
+#include "ctl/upload.h"
+#include "ctl/upsink.h"
 
 #include "hdrfix.h"
 

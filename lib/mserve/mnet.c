@@ -6,7 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "mnet.h"
 #include "mcast/net.h"
 

@@ -18,7 +18,6 @@
 #include "sessctl.h"
 #include "core/clock.h"
 #include "core/le.h"
-#include "mcast/server.h"
 
 #define HDR NDZ_CTL_REQ_HDR
 #define REPLY_FLAG 0x80
@@ -421,76 +420,4 @@ int ndz_sessctl_hold(const char *path, int timeout_ms, struct ndz_error *e)
 			  sizeof(held), e);
 
 	return rc < 0 ? rc : held;
-}
-
-/* ---- a session server's answers (ndz_sessctl_start_server) ---- */
-
-static int server_status(void *ctx, struct ndz_sessctl_status *out)
-{
-	struct ndz_sessctl_server *ss = ctx;
-	struct ndz_server_stats st;
-	int n;
-
-	pthread_mutex_lock(ss->lock);
-	ndz_server_get_stats(ss->srv, &st);
-	out->rate_bps = ndz_server_info(ss->srv)->rate_bps;
-	/* with the client list: per client its state and progress */
-	n = ndz_server_status_json(ss->srv, ndz_now_ns(), out->json, sizeof(out->json), NULL);
-	pthread_mutex_unlock(ss->lock);
-	out->clients = st.clients;
-	out->bytes_sent = st.bytes_sent;
-	if (n < 0)
-		return n;
-	out->json_len = (size_t)n;
-	return 0;
-}
-
-/* A new cap (the image master dividing its total): fixed from now on, no -W auto. */
-static int server_rate(void *ctx, uint64_t rate)
-{
-	struct ndz_sessctl_server *ss = ctx;
-	int r;
-
-	pthread_mutex_lock(ss->lock);
-	r = ndz_server_set_rate(ss->srv, rate, ndz_now_ns(), NULL);
-	if (ss->wake)
-		pthread_cond_broadcast(ss->wake);
-	pthread_mutex_unlock(ss->lock);
-	return r;
-}
-
-static int server_identify(void *ctx, struct ndz_sessctl_identity *out)
-{
-	struct ndz_sessctl_server *ss = ctx;
-	const struct ndz_join_info *in;
-
-	pthread_mutex_lock(ss->lock);
-	in = ndz_server_info(ss->srv);
-	memcpy(out->uuid, in->uuid, 16);
-	out->chunks = in->chunks;
-	out->source_bytes = in->source_bytes;
-	snprintf(out->path, sizeof(out->path), "%s", ndz_server_name(ss->srv));
-	pthread_mutex_unlock(ss->lock);
-	return 0;
-}
-
-/* A client was sent here: the idle clock starts anew, unless the session is over. */
-static int server_hold(void *ctx)
-{
-	struct ndz_sessctl_server *ss = ctx;
-	int r;
-
-	pthread_mutex_lock(ss->lock);
-	r = ndz_server_hold(ss->srv, ndz_now_ns());
-	pthread_mutex_unlock(ss->lock);
-	return r;
-}
-
-int ndz_sessctl_start_server(const char *path, struct ndz_sessctl_server *ss,
-			     struct ndz_sessctl **out, struct ndz_error *e)
-{
-	static const struct ndz_sessctl_ops ops = { server_status, server_rate,
-						    server_identify, server_hold };
-
-	return ndz_sessctl_start(path, &ops, ss, out, e);
 }

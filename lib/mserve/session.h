@@ -1,7 +1,7 @@
 /*
  * The master's sessions as processes: the image a session serves, its frisbeed
  * started as a process of its own session (so that it outlives the master), and
- * the questions the master asks it on its control socket (lib/master/sessctl).
+ * the questions the master asks it on its control socket (lib/ctl/sessctl).
  */
 #ifndef NDZ_SESSION_H
 #define NDZ_SESSION_H
@@ -9,19 +9,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "master.h"
+#include "master/master.h"
 #include "core/err.h"
 
 #define NDZ_SESSION_ASK_MS 1000        /* a session's control socket answers within this */
 #define NDZ_SESSION_HOLD_MS 300        /* a HOLD is answered within this, or taken as held */
 #define NDZ_SESSION_HOLD_WAIT_MS 1000  /* an ending or unheard frisbeed is watched this long */
-
-/*
- * ndz_session_identity - the image at path: its uuid, chunks and source bytes, from
- * its first chunk. 0, or a negative code with e naming the file.
- */
-int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
-			 uint64_t *source_bytes, struct ndz_error *e);
 
 /* How to start a session's frisbeed (ndz_session_start). */
 struct ndz_session_opts {

@@ -1,4 +1,5 @@
-/* Uploads over TCP: the master checks and writes chunks; the uploader streams and waits. */
+/* Uploads over TCP, the wire and the uploader's side: it streams and waits for the verdict
+   (the master's check of the chunks is lib/master/upreceive). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -15,7 +16,6 @@
 #include "core/format.h"
 #include "core/image.h"
 #include "core/orig.h"
-#include "trust/verify.h"
 #include "upload.h"
 
 #define VERDICT_S 600                  /* the least wait for the verdict, seconds */
@@ -35,62 +35,6 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
-}
-
-int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
-		       struct ndz_upload_stats *st, struct ndz_error *e)
-{
-	struct ndz_image_walk *w = NULL;
-	struct ndz_chunk_hdr h;
-	uint8_t *buf = malloc(NDZ_CHUNK_SIZE);
-	int rc;
-
-	memset(st, 0, sizeof(*st));
-	if (!buf) {
-		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: receive buffer", in->name);
-		goto out;
-	}
-	/* the stored-image walk (in order, the image's rules), and the verifier's check
-	   of a chunk kept as it is (no keys: its CRC) */
-	rc = ndz_image_walk_open(in, NDZ_WALK_ORDER | NDZ_WALK_RULES, &w, e);
-	while (rc >= 0 && (rc = ndz_image_walk_next(w, buf, &h, e)) == 1) {
-		if ((rc = ndz_verify_stored(NULL, buf, &h, e)) < 0) {
-			ndz_error_prefix(e, "%s", in->name);
-			break;
-		}
-		if (limit && st->bytes + NDZ_CHUNK_SIZE > limit) {
-			rc = ndz_error_set(e, NDZ_EQUOTA, 0, "%s: chunk %u: past the quota (%llu "
-					   "bytes left)", in->name, h.index,
-					   (unsigned long long)limit);
-			break;
-		}
-		if (declared && st->bytes + NDZ_CHUNK_SIZE > declared) {
-			rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: more than the %llu bytes "
-					   "declared", in->name, h.index,
-					   (unsigned long long)declared);
-			break;
-		}
-		if (write_all(out_fd, buf, NDZ_CHUNK_SIZE) != 0) {
-			rc = ndz_error_set(e, NDZ_EIO, errno, "writing chunk %u", h.index);
-			break;
-		}
-		if (st->chunks == 0)
-			memcpy(st->uuid, h.uuid, 16);
-		st->bytes += NDZ_CHUNK_SIZE;
-		st->chunks++;
-		rc = 0;
-	}
-	/* a read that timed out (the socket's receive timeout) is the uploader gone quiet */
-	if (rc < 0 && e && (e->sys == EAGAIN || e->sys == EWOULDBLOCK))
-		rc = e->code = NDZ_ETIMEDOUT;
-	if (rc == 0 && declared && st->bytes != declared)
-		rc = ndz_error_set(e, NDZ_ERANGE, 0, "%s: %llu bytes, not the %llu declared",
-				   in->name, (unsigned long long)st->bytes,
-				   (unsigned long long)declared);
-out:
-	ndz_image_walk_free(w);
-	free(buf);
-	return rc < 0 ? rc : 0;
 }
 
 static int read_msg(int fd, uint8_t *buf, size_t cap,

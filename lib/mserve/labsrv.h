@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
-#include "ctl.h"
-#include "lab.h"
-#include "mconf.h"
+#include "ctl/ctl.h"
+#include "master/lab.h"
+#include "master/mconf.h"
 #include "core/err.h"
 
 #define NDZ_LABSRV_FDS 2               /* pollfds ndz_labsrv_pollfds fills */
@@ -95,26 +95,7 @@ void ndz_labsrv_prepare(struct ndz_labsrv *s, uint64_t now_ms, struct pollfd *p)
 void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now_ms);
 
 /*
- * ndz_labsrv_call - one admin exchange with the master at where: a unix socket's
- * path (it holds a '/'), or "tcp:HOST[:PORT]" (the token file's token is sent).
- * The reply is decoded into rep, its bytes in buf (cap >= NDZ_CTL_LABREP_MAX).
- * Returns 0 (whatever its status), or NDZ_ENET / NDZ_ETIMEDOUT / NDZ_EPROTO /
- * NDZ_EINVAL with e naming the master.
- */
-int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
-		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
-
-/*
- * ndz_labsrv_node_call - a node's ask or report to the master at spec
- * ("HOST[:PORT]") over UDP: four tries 700 ms apart. Returns 0 with rep (any
- * status), or what ndz_ctl_query would (NDZ_ETIMEDOUT, NDZ_EINVAL, NDZ_ENET).
- */
-int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
-			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e);
-
-
-/*
- * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/master/http.h), a table
+ * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/mserve/http.h), a table
  * of NDZ_LABSRV_HTTP_EXTS entries valid as long as s: the status section "lab" (the
  * nodes with their task, state, progress and last result as ndz_lab_json writes
  * them; left out when they do not fit), and network boot (doc/PXE.md): GET

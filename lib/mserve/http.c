@@ -15,9 +15,9 @@
 #include <unistd.h>
 #include <sys/socket.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "http.h"
-#include "jbuf.h"
+#include "core/json.h"
 #include "mcast/net.h"
 #include "core/clock.h"
 

@@ -2,7 +2,7 @@
  * The master's TCP connections (doc/PROTOCOL.md, "Uploads"): one connection's
  * work, on a thread of the caller's, from its first message to its verdict:
  * STATUS, or an upload admitted by lib/master/master, checked chunk by chunk
- * (lib/master/upload) into a temporary file of the upload directory, synced and
+ * (lib/master/upreceive) into a temporary file of the upload directory, synced and
  * renamed into place only whole and sound, and reported stored once served.
  */
 #ifndef NDZ_MCONN_H
@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "master.h"
+#include "master/master.h"
 #include "core/err.h"
 
 struct ndz_mconn {

@@ -1,4 +1,4 @@
-/* The master's lab service: node asks and reports, admin requests, and their client side. */
+/* The master's lab service: node asks and reports, admin requests (their client side is lib/ctl/labcall). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,14 +17,15 @@
 #include <sys/un.h>
 #include <sodium.h>
 
-#include "hostlimit.h"
+#include "master/hostlimit.h"
 #include "http.h"
-#include "images.h"
-#include "jbuf.h"
+#include "master/images.h"
+#include "core/json.h"
 #include "labsrv.h"
-#include "pxe.h"
-#include "wol.h"
+#include "master/pxe.h"
+#include "master/wol.h"
 #include "core/clock.h"
+#include "ctl/labcall.h"
 #include "mcast/net.h"
 
 #define ADMIN_WAIT_MS 1000             /* an admin peer's time to send its request */
@@ -239,7 +240,7 @@ static void tell_result(const struct ndz_labsrv *s, const uint8_t mac[6],
 {
 	char m[18];
 
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (r->kind == NDZ_LAB_OK)
 		say(s, 1, "node %s: %s %s: ok, %" PRIu64 " bytes in %" PRIu64 " ms, %" PRIu64
 		    " chunks skipped", m, task, image, r->bytes, r->ms, r->skipped);
@@ -293,8 +294,8 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		if (a.task == NDZ_LAB_RELOAD || a.task == NDZ_LAB_CAPTURE) {
 			char m[18];
 
-			ndz_lab_format_mac(r.mac, m, sizeof(m));
-			say(s, 2, "node %s asks: %s %s", m, ndz_lab_strtask(a.task), a.arg);
+			ndz_labcall_format_mac(r.mac, m, sizeof(m));
+			say(s, 2, "node %s asks: %s %s", m, ndz_labcall_strtask(a.task), a.arg);
 		}
 	} else {
 		struct ndz_lab_report rp = { .kind = r.kind, .bytes = r.bytes, .total = r.total,
@@ -302,11 +303,11 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		char m[18], task[16] = "?", image[NDZ_CTL_NAME_MAX + 1] = "?";
 		int i, rc;
 
-		ndz_lab_format_mac(r.mac, m, sizeof(m));
+		ndz_labcall_format_mac(r.mac, m, sizeof(m));
 		if ((i = ndz_lab_find(s->lab, m)) >= 0) {    /* what it was, for the log */
 			const struct ndz_lab_node *nd = ndz_lab_node(s->lab, (size_t)i);
 
-			snprintf(task, sizeof(task), "%s", ndz_lab_strtask(nd->task));
+			snprintf(task, sizeof(task), "%s", ndz_labcall_strtask(nd->task));
 			snprintf(image, sizeof(image), "%s", nd->arg);
 		}
 		memcpy(rp.reason, r.text, sizeof(rp.reason));
@@ -325,47 +326,6 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 }
 
 /* ---- admins: unix socket or TCP ---- */
-
-/* Read exactly n bytes by deadline end (ms); 0 or -1. */
-static int read_by(int fd, uint8_t *b, size_t n, uint64_t end)
-{
-	size_t have = 0;
-
-	while (have < n) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = ndz_now_ms();
-		ssize_t r;
-
-		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
-			return -1;
-		r = read(fd, b + have, n - have);
-		if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
-			return -1;
-		if (r > 0)
-			have += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const uint8_t *b, size_t n, uint64_t end)
-{
-	while (n) {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		uint64_t now = ndz_now_ms();
-		ssize_t w;
-
-		if (now >= end || poll(&p, 1, (int)(end - now)) <= 0)
-			return -1;
-		w = write(fd, b, n);
-		if (w < 0 && errno != EINTR && errno != EAGAIN)
-			return -1;
-		if (w > 0) {
-			b += w;
-			n -= (size_t)w;
-		}
-	}
-	return 0;
-}
 
 static unsigned status_for(int rc)
 {
@@ -414,7 +374,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 
 	switch (r->op) {
 	case NDZ_CTL_OP_NODE_ADD:
-		if ((n = ndz_lab_parse_mac(r->args[0], mac, e)) ||
+		if ((n = ndz_labcall_parse_mac(r->args[0], mac, e)) ||
 		    (n = ndz_lab_node_add(s->lab, mac, r->args[1], r->args[2], e)))
 			return n;
 		ndz_jbuf_printf(j, "node %s added", r->args[0]);
@@ -445,7 +405,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 				      task == NDZ_LAB_RELOAD ? r->flags & NDZ_LAB_OPTS : 0, macs,
 				      NDZ_LAB_NODES, e)) < 0)
 			return n;
-		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
 		if ((r->flags & NDZ_CTL_FLAG_WAKE) && task != NDZ_LAB_NONE) {
 			struct ndz_error we = { 0 };
@@ -457,7 +417,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 			else
 				ndz_jbuf_printf(j, ", %d woken", woke);
 		}
-		say(s, 1, "admin: %s %s %s: %d node%s", task ? ndz_lab_strtask(task) : "cancel",
+		say(s, 1, "admin: %s %s %s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 		    r->args[0], r->args[1], n, n == 1 ? "" : "s");
 		return 0;
 	}
@@ -532,10 +492,10 @@ static void *serve_conn(void *arg)
 	int need = -1, n, heard;
 
 	/* the request is read without the lock: a slow peer holds only this thread */
-	heard = out && text && read_by(c->fd, in, NDZ_CTL_REQ_HDR, end) == 0 &&
+	heard = out && text && ndz_labcall_read_by(c->fd, in, NDZ_CTL_REQ_HDR, end) == 0 &&
 		(need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) > 0 &&
 		(size_t)need <= sizeof(in) &&
-		read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
+		ndz_labcall_read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
 	if (c->lock)
 		pthread_mutex_lock(c->lock);
 	s->threads[c->tcp]--;
@@ -566,7 +526,7 @@ static void *serve_conn(void *arg)
 	if (c->lock)
 		pthread_mutex_unlock(c->lock);
 	if (n > 0)
-		write_all(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
+		ndz_labcall_write_by(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
 	goto done;
 out:
 	if (c->lock)
@@ -617,113 +577,6 @@ void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now
 		accept_one(s, s->tfd, 1);
 }
 
-/* ---- the client side ---- */
-
-static int connect_to(const char *where, struct ndz_error *e)
-{
-	int fd;
-
-	if (strncmp(where, "tcp:", 4) == 0) {
-		struct sockaddr_in sa;
-		char host[256];
-		uint16_t port;
-
-		if (ndz_ctl_hostport(where + 4, 0, host, sizeof(host), &port, NULL) != 0 || !port)
-			return ndz_error_set(e, NDZ_EINVAL, 0, "bad admin address '%s' (tcp:HOST:PORT)",
-					     where);
-		if (ndz_ctl_resolve(host, port, &sa, e) < 0)
-			return NDZ_EINVAL;
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-			int err = errno;
-
-			if (fd >= 0)
-				close(fd);
-			return ndz_error_set(e, NDZ_ENET, err, "master %s", where + 4);
-		}
-	} else {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-		if (strlen(where) >= sizeof(sa.sun_path))
-			return ndz_error_set(e, NDZ_EINVAL, 0, "%s: path too long", where);
-		strcpy(sa.sun_path, where);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-			int err = errno;
-
-			if (fd >= 0)
-				close(fd);
-			return ndz_error_set(e, NDZ_ENET, err, "master's admin socket %s", where);
-		}
-	}
-	return fd;
-}
-
-int ndz_labsrv_call(const char *where, const struct ndz_ctl_labreq *req, uint8_t *buf,
-		    size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
-{
-	uint8_t out[NDZ_CTL_LAB_MAX];
-	uint64_t end;
-	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e), fd, need;
-
-	if (n < 0)
-		return n;
-	if ((fd = connect_to(where, e)) < 0)
-		return fd;
-	end = ndz_now_ms() + 10000;
-	if (write_all(fd, out, (size_t)n, end) != 0) {
-		close(fd);
-		return ndz_error_set(e, NDZ_ENET, 0, "master %s: the request could not be sent", where);
-	}
-	/* the header, then as much as it says, until the message is whole */
-	for (size_t have = 0;; have = (size_t)need) {
-		need = have ? ndz_ctl_lab_need(buf, have, 1, e) : NDZ_CTL_REP_HDR;
-		if (need < 0 || (size_t)need > cap) {
-			close(fd);
-			return ndz_error_set(e, NDZ_EPROTO, 0, "master %s: a reply we cannot read",
-					     where);
-		}
-		if ((size_t)need <= have)
-			break;
-		if (read_by(fd, buf + have, (size_t)need - have, end) != 0) {
-			close(fd);
-			return ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s: no answer", where);
-		}
-	}
-	close(fd);
-	return ndz_ctl_labrep_decode(buf, (size_t)need, rep, e);
-}
-
-struct node_take {
-	const struct ndz_ctl_labreq *req;
-	struct ndz_ctl_labrep *rep;
-};
-
-/* ndz_ctl_exchange's take of a node call: the reply to this request. */
-static int node_take(void *arg, const uint8_t *buf, size_t n)
-{
-	struct node_take *q = arg;
-
-	return ndz_ctl_labrep_decode(buf, n, q->rep, NULL) == 0 && q->rep->id == q->req->id &&
-	       q->rep->type == q->req->type;
-}
-
-int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uint8_t *buf,
-			 size_t cap, struct ndz_ctl_labrep *rep, struct ndz_error *e)
-{
-	struct node_take q = { req, rep };
-	uint8_t out[NDZ_CTL_LAB_MAX];
-	char host[256];
-	uint16_t port;
-	int n = ndz_ctl_lab_encode(req, out, sizeof(out), e);
-
-	if (n < 0)
-		return n;
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, NULL) != 0)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "bad master address '%s' (HOST[:PORT])", spec);
-	return ndz_ctl_exchange(host, port, out, (size_t)n, 4, 700, buf, cap, node_take, &q, e);
-}
-
 /* The HTTP status's "lab" section (called under the master's lock). */
 static size_t http_json(void *ctx, char *buf, size_t cap)
 {
@@ -772,11 +625,11 @@ static int http_boot(void *ctx, const char *path, const struct ndz_http_conn *c,
 	}
 	if (strncmp(path, "/boot/", 6) != 0)
 		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
-	if (ndz_lab_parse_mac(path + 6, mac, e) != 0) {
+	if (ndz_labcall_parse_mac(path + 6, mac, e) != 0) {
 		say(s, 1, "pxe: %s: refused GET %.80s: not a MAC address", peer, path);
 		return NDZ_EINVAL;
 	}
-	ndz_lab_format_mac(mac, m, sizeof(m));
+	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (!c->local.sin_addr.s_addr)
 		return ndz_error_set(e, NDZ_EIO, 0, "boot script of %s: the connection's own "
 				     "address is unknown", m);

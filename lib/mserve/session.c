@@ -1,4 +1,4 @@
-/* The master's sessions as processes: start, identity, and the questions asked of them. */
+/* The master's sessions as processes: start, and the questions asked of them. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
@@ -11,32 +11,10 @@
 #include <unistd.h>
 
 #include "session.h"
-#include "sessctl.h"
+#include "ctl/sessctl.h"
 #include "core/clock.h"
 #include "core/image.h"
 #include "core/io.h"
-
-int ndz_session_identity(const char *path, uint8_t uuid[16], uint32_t *chunks,
-		       uint64_t *source_bytes, struct ndz_error *e)
-{
-	struct ndz_io *io = NULL;
-	struct ndz_image_reader *r = NULL;
-	const struct ndz_chunk_hdr *h;
-	int rc;
-
-	if ((rc = ndz_io_open_file(path, NDZ_IO_READ, &io, e)) < 0 ||
-	    (rc = ndz_image_reader_open(io, &r, e)) < 0) {
-		ndz_io_close(io);
-		return rc;
-	}
-	h = ndz_image_reader_first(r);
-	memcpy(uuid, h->uuid, 16);
-	*chunks = ndz_image_reader_chunks(r);
-	*source_bytes = h->source_bytes;
-	ndz_image_reader_free(r);
-	ndz_io_close(io);
-	return 0;
-}
 
 int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
 		      const char *path, pid_t *pid, struct ndz_error *e)

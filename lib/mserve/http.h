@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <netinet/in.h>
 
-#include "master.h"
-#include "mconf.h"
+#include "master/master.h"
+#include "master/mconf.h"
 #include "core/err.h"
 
 #define NDZ_HTTP_BODY_MAX 4096         /* a POST body longer than this is refused (413) */

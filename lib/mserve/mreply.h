@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 /*
  * ndz_mreply_done - a DONE reply with status and msg (cut to NDZ_CTL_MSG_MAX) onto

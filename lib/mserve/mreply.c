@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "mreply.h"
-#include "upload.h"
+#include "ctl/upload.h"
 #include "core/clock.h"
 
 int ndz_mreply_done(int fd, uint32_t id, unsigned status, const char *msg,

@@ -8,11 +8,12 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "mconn.h"
 #include "mreply.h"
-#include "updir.h"
-#include "upload.h"
+#include "master/updir.h"
+#include "ctl/upload.h"
+#include "master/upreceive.h"
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/io.h"

@@ -1,7 +1,7 @@
 /*
  * A session's control endpoint (doc/PROTOCOL.md, "Session control"): each frisbeed
  * the master starts answers on a unix socket in the master's run directory, in the
- * control protocol's framing (lib/master/ctl.h), four questions: STATUS (its
+ * control protocol's framing (lib/ctl/ctl.h), four questions: STATUS (its
  * statistics), RATE (a new cap), IDENTIFY (its pid and image) and HOLD (a client
  * was just sent to it: stay, or say it is ending). The frisbeed side
  * is a thread started here that answers through callbacks; the master side asks.
@@ -100,27 +100,6 @@ struct ndz_sessctl;
  */
 int ndz_sessctl_start(const char *path, const struct ndz_sessctl_ops *ops, void *ctx,
 		      struct ndz_sessctl **out, struct ndz_error *e);
-
-/*
- * A session server's endpoint: the answers are srv's (lib/mcast/server.h): STATUS its
- * statistics and JSON, RATE ndz_server_set_rate (then wake is broadcast, so that a
- * sender waiting on it re-paces), IDENTIFY its image, HOLD ndz_server_hold (so, under
- * the lock the caller decides ndz_server_idle under, a session that has answered held
- * does not end for the idle timeout from then). Every call into srv holds lock,
- * the caller's lock over srv. The struct must outlive the endpoint.
- */
-struct ndz_sessctl_server {
-	struct ndz_server *srv;
-	pthread_mutex_t *lock;
-	pthread_cond_t *wake;          /* NULL: nobody to wake */
-};
-
-/*
- * ndz_sessctl_start_server - ndz_sessctl_start answering for the session server in
- * *ss (above). Returns as ndz_sessctl_start.
- */
-int ndz_sessctl_start_server(const char *path, struct ndz_sessctl_server *ss,
-			     struct ndz_sessctl **out, struct ndz_error *e);
 
 /* ndz_sessctl_stop - stop answering, join the thread, remove the socket; NULL ok. */
 void ndz_sessctl_stop(struct ndz_sessctl *s);
