@@ -51,6 +51,25 @@ big:
 	return ndz_error_set(e, NDZ_ERANGE, 0, "number too large '%.40s'", s);
 }
 
+int ndz_parse_dec(const char *s, uint64_t max, uint64_t *out, struct ndz_error *e)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	for (i = 0; s && s[i]; i++) {
+		if (s[i] < '0' || s[i] > '9' || (i == 1 && s[0] == '0') ||
+		    v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			goto bad;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	if (i == 0 || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	return ndz_error_set(e, NDZ_EINVAL, 0, "bad number '%.40s'", s ? s : "");
+}
+
 int ndz_hexval(int c)
 {
 	if (c >= '0' && c <= '9')

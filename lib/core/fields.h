@@ -20,6 +20,13 @@
  */
 int ndz_parse_u64(const char *s, int binary, uint64_t *out, struct ndz_error *e);
 
+/*
+ * ndz_parse_dec - a field of a file we write: decimal digits only, no suffix, no
+ * leading zero (but "0"), at most max. Returns 0 with *out set, or NDZ_EINVAL with e
+ * (may be NULL) saying "bad number 'S'".
+ */
+int ndz_parse_dec(const char *s, uint64_t max, uint64_t *out, struct ndz_error *e);
+
 /* ndz_hexval - the value of one hex digit (0-9, a-f, A-F), or -1. */
 int ndz_hexval(int c);
 

@@ -56,6 +56,26 @@ static void test_suffix(void **state)
 	}
 }
 
+static void test_dec(void **state)
+{
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(ndz_parse_dec("0", 10, &v, NULL), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(ndz_parse_dec("18446744073709551615", UINT64_MAX, &v, NULL), 0);
+	assert_int_equal(v, UINT64_MAX);
+	assert_int_equal(ndz_parse_dec("18446744073709551616", UINT64_MAX, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_dec("65535", 65535, &v, NULL), 0);
+	assert_int_equal(ndz_parse_dec("65536", 65535, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_dec("01", 10, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_dec("", 10, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_dec("1k", UINT64_MAX, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_dec("-1", UINT64_MAX, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_parse_dec(" 1", UINT64_MAX, &v, NULL), NDZ_EINVAL);
+	assert_int_equal(v, 65535);
+}
+
 static void test_hex(void **state)
 {
 	uint8_t b[4] = { 0 };
@@ -176,6 +196,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_suffix),
+		cmocka_unit_test(test_dec),
 		cmocka_unit_test(test_hex),
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_lines),

@@ -334,8 +334,7 @@ static void test_state(void **state)
 			"aa0102030405060708090a0b0c0d0e0f", "1 a 239.1.0.0 5000 -1 1 1 "
 			"aa0102030405060708090a0b0c0d0e0f", "1  a 239.1.0.0 5000 1 1 1 "
 			"aa0102030405060708090a0b0c0d0e0f", "1 a 239.1.0.0 5000 1 1 1 "
-			"aa0102030405060708090a0b0c0d0e0f ", "1 a 239.1.0.0 5000 1 1 1 "
-			"AA0102030405060708090a0b0c0d0e0f", "1 a 239.1.0.0 5000 1 99999999999 1 "
+			"aa0102030405060708090a0b0c0d0e0f ", "1 a 239.1.0.0 5000 1 99999999999 1 "
 			"aa0102030405060708090a0b0c0d0e0f", "01 a 239.1.0.0 5000 1 1 1 "
 			"aa0102030405060708090a0b0c0d0e0f",
 		};
@@ -345,6 +344,15 @@ static void test_state(void **state)
 			assert_int_equal(ndz_master_state_parse_line(bad[i], strlen(bad[i]), &s, &e),
 					 NDZ_EINVAL);
 			assert_int_equal(strncmp(ndz_error_msg(&e), "state line: ", 12), 0);
+		}
+		/* the one hex decoder reads either case (the file is written in lower case) */
+		{
+			static const char up[] = "1 a 239.1.0.0 5000 1 1 1 "
+						 "AA0102030405060708090a0b0c0d0eFF";
+
+			assert_int_equal(ndz_master_state_parse_line(up, strlen(up), &s, &e), 0);
+			assert_int_equal(s.uuid[0], 0xaa);
+			assert_int_equal(s.uuid[15], 0xff);
 		}
 	}
 	ndz_master_free(m);
