@@ -3,7 +3,8 @@
  * held in a small fixed table; when the table is full the host heard from least
  * recently gives its place up. A pure object over a clock (the time is passed in):
  * no sockets, no locking (the caller serialises). The lab's ASK and REPORT
- * datagrams go through one (lib/mserve/labsrv).
+ * datagrams go through one (lib/mserve/labsrv), the master's control requests and
+ * upload connections through another (ndz_master_host_ok).
  */
 #ifndef NDZ_HOSTLIMIT_H
 #define NDZ_HOSTLIMIT_H

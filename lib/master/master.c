@@ -7,20 +7,12 @@
 #include <string.h>
 
 #include "admit.h"
+#include "hostlimit.h"
 #include "core/json.h"
 #include "master.h"
 #include "core/fields.h"
 #include "core/file.h"
-#include "mcast/pace.h"
 
-#define HOSTS 1024                     /* limiter slots, hashed by address */
-#define REQ_UNIT 3000                  /* one request, in the bucket's bytes (pace's least depth) */
-
-struct host {
-	uint32_t addr;
-	int used;
-	struct ndz_pace bucket;
-};
 
 struct upload {
 	int used;
@@ -32,7 +24,8 @@ struct ndz_master {
 	const struct ndz_mconf *conf;
 	struct ndz_master_session s[NDZ_MASTER_SESSIONS];
 	struct upload up[NDZ_MASTER_UPLOADS];
-	struct host hosts[HOSTS];
+	struct ndz_hostlimit limit;    /* host-rate, host-burst */
+	unsigned limit_rate, limit_burst;      /* what limit was last given */
 	struct ndz_master_counters n;
 	struct ndz_admit admit;        /* TCP connections before their first message */
 	uint32_t server;
@@ -49,6 +42,9 @@ int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "master: session table");
 	m->conf = c;
 	ndz_admit_init(&m->admit);
+	m->limit_rate = c->host_rate;
+	m->limit_burst = c->host_burst;
+	ndz_hostlimit_init(&m->limit, c->host_rate, c->host_burst);
 	*out = m;
 	return 0;
 }
@@ -89,22 +85,14 @@ const struct ndz_master_session *ndz_master_session(const struct ndz_master *m, 
 
 int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns)
 {
-	struct host *h = &m->hosts[(ntohl(addr) * 2654435761u) % HOSTS];
-	uint64_t rate = (uint64_t)m->conf->host_rate * REQ_UNIT * 8;
-	uint64_t burst = (uint64_t)m->conf->host_burst * REQ_UNIT;
+	const struct ndz_mconf *c = m->conf;
 
-	if (!h->used || h->addr != addr) {
-		h->used = 1;
-		h->addr = addr;
-		ndz_pace_init(&h->bucket, rate, burst, now_ns);
-	} else {
-		ndz_pace_set_rate(&h->bucket, rate, burst, now_ns);
+	if (c->host_rate != m->limit_rate || c->host_burst != m->limit_burst) {
+		m->limit_rate = c->host_rate;
+		m->limit_burst = c->host_burst;
+		ndz_hostlimit_set(&m->limit, c->host_rate, c->host_burst, now_ns);
 	}
-	/* host-rate is at least 1 (lib/master/mconf): the bucket always fills */
-	if (ndz_pace_delay(&h->bucket, REQ_UNIT, now_ns) > 0)
-		return 0;
-	ndz_pace_take(&h->bucket, REQ_UNIT, now_ns);
-	return 1;
+	return ndz_hostlimit_ok(&m->limit, addr, now_ns);
 }
 
 void ndz_master_set_server(struct ndz_master *m, uint32_t server)

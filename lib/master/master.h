@@ -78,8 +78,10 @@ const struct ndz_master_session *ndz_master_session(const struct ndz_master *m, 
 
 /*
  * ndz_master_host_ok - the per-host request limiter (host-rate per second, bursts
- * of host-burst, a token bucket of lib/mcast/pace per host slot): 1 when a request
- * from addr (network order) at now_ns may be served (and counts), 0 when it is over.
+ * of host-burst; lib/master/hostlimit, the lab's datagram limiter, a bucket for each
+ * address): 1 when a request from addr (network order) at now_ns may be served (and
+ * counts), 0 when it is over. A new host-rate or host-burst of the configuration
+ * (ndz_master_set_conf) applies from the next call on.
  */
 int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns);
 

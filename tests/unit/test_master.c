@@ -383,6 +383,46 @@ static void test_host_limit(void **state)
 	ndz_mconf_free(c);
 }
 
+/*
+ * Two hosts whose addresses are 1024 apart shared one slot of the old hashed table
+ * (address * 2654435761 mod 1024) and, taking turns, each found it another's and
+ * started with a full bucket: no limit at all. Each keeps its own bucket now.
+ */
+static void test_host_limit_colliders(void **state)
+{
+	struct ndz_mconf *c = conf("host-rate 1\nhost-burst 2\nimage a /a.ndz\n");
+	struct ndz_master *m = make(c);
+	uint32_t a = ip("10.0.0.1"), b = ip("10.0.4.1");
+	uint64_t t = 100 * SEC;
+	unsigned ok_a = 0, ok_b = 0;
+
+	(void)state;
+	assert_int_equal((ntohl(a) * 2654435761u) % 1024, (ntohl(b) * 2654435761u) % 1024);
+	for (int i = 0; i < 100; i++) {          /* 100 turns in 1 ms */
+		ok_a += (unsigned)ndz_master_host_ok(m, a, t + (uint64_t)i * 10000);
+		ok_b += (unsigned)ndz_master_host_ok(m, b, t + (uint64_t)i * 10000);
+	}
+	assert_int_equal(ok_a, 2);
+	assert_int_equal(ok_b, 2);
+	/* a new host-rate and host-burst (SIGHUP) reach the hosts tracked */
+	{
+		struct ndz_mconf *c2 = conf("host-rate 1\nhost-burst 5\nimage a /a.ndz\n");
+
+		ndz_master_set_conf(m, c2);
+		ok_a = 0;          /* what was earned under the old burst is kept: 2 */
+		for (int i = 0; i < 10; i++)
+			ok_a += (unsigned)ndz_master_host_ok(m, a, t + 60 * SEC);
+		assert_int_equal(ok_a, 2);
+		ok_a = 0;          /* then the bucket fills up to the new one */
+		for (int i = 0; i < 10; i++)
+			ok_a += (unsigned)ndz_master_host_ok(m, a, t + 120 * SEC);
+		assert_int_equal(ok_a, 5);
+		ndz_master_free(m);
+		ndz_mconf_free(c2);
+	}
+	ndz_mconf_free(c);
+}
+
 static uint64_t usage_of(void *ctx, const char *final)
 {
 	(void)final;
@@ -845,6 +885,7 @@ int main(void)
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_host_limit),
+		cmocka_unit_test(test_host_limit_colliders),
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_status_json),
 		cmocka_unit_test(test_request),
