@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/image.h"
 #include "core/io.h"
+#include "core/json.h"
 
 int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
 		      const char *path, pid_t *pid, struct ndz_error *e)
@@ -164,49 +165,33 @@ int ndz_session_hold(const char *run_dir, const struct ndz_master_session *s)
 	}
 }
 
-/* The number after "key": in json (our frisbeed's); 0 when it is not there. */
-static int json_u64(const char *json, const char *key, uint64_t *v)
-{
-	char k[32];
-	const char *p;
-
-	snprintf(k, sizeof(k), "\"%s\": ", key);
-	if (!(p = strstr(json, k)))
-		return 0;
-	*v = strtoull(p + strlen(k), NULL, 10);
-	return 1;
-}
-
 /*
- * A frisbeed that tells its clients' states (ndz_server_status_json): the counts,
- * receivers the active ones, and the client list's entries, whole ones as fit.
+ * What a frisbeed's STATUS tells of its clients (its fields, decoded by lib/ctl/sessctl):
+ * the counts, receivers the active ones, and the entries as JSON, whole ones as fit.
  */
-static void live_states(const char *json, struct ndz_master_live *out)
+static void live_states(const struct ndz_sessctl_status *st, struct ndz_master_live *out)
 {
-	const char *a = strstr(json, "\"client_list\": ["), *b;
-	size_t n;
+	struct ndz_jbuf j;
 
-	if (!a || !json_u64(json, "active", &out->active))
-		return;
-	json_u64(json, "done", &out->done);
-	json_u64(json, "failed", &out->failed);
-	json_u64(json, "lost", &out->lost);
-	out->receivers = out->active;
+	if (!st->states)
+		return;                 /* a frisbeed before them: receivers stays "seen" */
+	out->active = st->active;
+	out->done = st->done;
+	out->failed = st->failed;
+	out->lost = st->lost;
+	out->receivers = st->active;
 	out->states = 1;
-	a += strlen("\"client_list\": [");
-	if (!(b = strstr(a, "], \"clients_listed\"")))
-		return;
-	n = (size_t)(b - a);
-	/* cut at an entry's end: "}, {" separates them, and none holds another brace */
-	while (n >= sizeof(out->clients)) {
-		const char *c = a + n - 1;
+	ndz_jbuf_init(&j, out->clients, sizeof(out->clients));
+	for (size_t i = 0; i < st->nclient; i++) {
+		size_t at = j.len;
 
-		while (c > a && !(c[-1] == '}' && c[0] == ','))
-			c--;
-		n = c > a ? (size_t)(c - a) : 0;
+		ndz_jbuf_printf(&j, "%s", i ? ", " : "");
+		ndz_sessctl_client_json(&st->client[i], &j);
+		if (j.over) {
+			out->clients[at] = 0;
+			break;
+		}
 	}
-	memcpy(out->clients, a, n);
-	out->clients[n] = 0;
 }
 
 void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
@@ -220,8 +205,7 @@ void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 	if (st && path[0] && ndz_sessctl_status(path, NDZ_SESSION_ASK_MS, st, NULL) == 0) {
 		out->receivers = st->clients;
 		out->bytes_sent = st->bytes_sent;
-		st->json[st->json_len < NDZ_SESSCTL_JSON_MAX ? st->json_len : NDZ_SESSCTL_JSON_MAX] = 0;
-		live_states(st->json, out);
+		live_states(st, out);
 	}
 	free(st);
 }

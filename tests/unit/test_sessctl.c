@@ -22,6 +22,7 @@
 
 #include "core/err.h"
 #include "core/format.h"
+#include "core/json.h"
 #include "mcast/server.h"
 #include "ctl/ctl.h"
 #include "master/master.h"
@@ -77,6 +78,61 @@ static void test_codec(void **state)
 	assert_string_equal(d.st.json, "{\"clients\": 5}");
 	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 1, &d, NULL), NDZ_EINVAL);
 	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 20, NULL), NDZ_ERANGE);
+	assert_false(d.st.states);     /* a frisbeed before the states: none told */
+	/* STATUS reply with the clients' states as fields after the JSON */
+	m.st.states = 1;
+	m.st.active = 2;
+	m.st.done = 1ull << 33;
+	m.st.failed = 3;
+	m.st.lost = 4;
+	m.st.nclient = 2;
+	m.st.client[0] = (struct ndz_sessctl_client){ 7, htonl(0x0a000005), NDZ_SESSCTL_RX_DONE,
+						      10, 12, 1ull << 35, 8000000, 1500000000 };
+	m.st.client[1] = (struct ndz_sessctl_client){ 0xfffffffe, htonl(0xc0a80001),
+						      NDZ_SESSCTL_RX_LOST, 0, 0, 0, 0, 0 };
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)m.st.json_len + 34 + 2 * 41);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_true(d.st.states);
+	assert_string_equal(d.st.json, "{\"clients\": 5}");
+	assert_int_equal(d.st.active, 2);
+	assert_int_equal(d.st.done, 1ull << 33);
+	assert_int_equal(d.st.failed, 3);
+	assert_int_equal(d.st.lost, 4);
+	assert_int_equal(d.st.nclient, 2);
+	assert_memory_equal(&d.st.client[0], &m.st.client[0], sizeof(m.st.client[0]));
+	assert_memory_equal(&d.st.client[1], &m.st.client[1], sizeof(m.st.client[1]));
+	/* cut, or one entry short, or a byte more: refused */
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &d, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 41, 1, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, 12 + 26 + m.st.json_len + 33, 1, &d, NULL),
+			 NDZ_EINVAL);
+	/* a state past "lost" */
+	buf[12 + 26 + m.st.json_len + 34 + 8] = 4;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "session control: bad client states");
+	/* more entries than a reply may carry */
+	m.st.nclient = NDZ_SESSCTL_CLIENTS + 1;
+	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	m.st.nclient = NDZ_SESSCTL_CLIENTS;
+	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)m.st.json_len + 34 + NDZ_SESSCTL_CLIENTS * 41);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
+	assert_int_equal(d.st.nclient, NDZ_SESSCTL_CLIENTS);
+	/* one client entry as JSON, the same text frisbeed --stats-json writes */
+	{
+		char js[256];
+		struct ndz_jbuf j;
+
+		ndz_jbuf_init(&j, js, sizeof(js));
+		ndz_sessctl_client_json(&m.st.client[0], &j);
+		assert_string_equal(js, "{\"id\": 7, \"address\": \"10.0.0.5\", \"state\": \"done\", "
+				    "\"chunks_done\": 10, \"chunks_total\": 12, "
+				    "\"bytes_written\": 34359738368, \"write_bps\": 8000000, "
+				    "\"age_s\": 1.5}");
+		assert_string_equal(ndz_sessctl_state_name(4), "unknown");
+	}
 	/* IDENTIFY reply */
 	memset(&m, 0, sizeof(m));
 	m.type = NDZ_SESSCTL_IDENTIFY;
@@ -124,6 +180,7 @@ static void test_path(void **state)
 struct fake {
 	uint64_t rate;
 	int fail_status;
+	int states;                    /* tell the clients' states (a frisbeed of now) */
 };
 
 static int f_status(void *ctx, struct ndz_sessctl_status *out)
@@ -137,6 +194,18 @@ static int f_status(void *ctx, struct ndz_sessctl_status *out)
 	out->rate_bps = f->rate;
 	out->json_len = (size_t)snprintf(out->json, sizeof(out->json), "{\"rate\": %llu}",
 					 (unsigned long long)f->rate);
+	if (f->states) {               /* the JSON says nothing of them: the fields do */
+		out->states = 1;
+		out->active = 1;
+		out->done = 5;
+		out->nclient = 2;
+		out->client[0] = (struct ndz_sessctl_client){ 1, htonl(0x0a000001),
+							      NDZ_SESSCTL_RX_ACTIVE, 2, 9, 4096, 800,
+							      250000000 };
+		out->client[1] = (struct ndz_sessctl_client){ 2, htonl(0x0a000002),
+							      NDZ_SESSCTL_RX_DONE, 9, 9, 1 << 20, 0,
+							      3000000000ull };
+	}
 	return 0;
 }
 
@@ -219,7 +288,7 @@ static void test_hold_endpoint(void **state)
 {
 	static const struct ndz_sessctl_ops ops = { NULL, NULL, NULL, f_hold };
 	static const struct ndz_sessctl_ops old = { f_status, f_rate, f_identify, NULL };
-	struct fake f = { 100000000, 0 };
+	struct fake f = { 100000000, 0, 0 };
 	struct ndz_sessctl *s = NULL;
 	struct ndz_error e = { 0 };
 	char path[256];
@@ -246,7 +315,7 @@ static void test_endpoint(void **state)
 	static struct ndz_sessctl_status st;
 	struct ndz_sessctl_identity who;
 	struct ndz_sessctl *s = NULL;
-	struct fake f = { 100000000, 0 };
+	struct fake f = { 100000000, 0, 0 };
 	struct ndz_error e = { 0 };
 	struct stat sb;
 	char path[256];
@@ -333,6 +402,8 @@ static void test_server_endpoint(void **state)
 	assert_int_equal(st.clients, 0);
 	assert_int_equal(st.rate_bps, 50000000);
 	assert_non_null(strstr(st.json, "srv.ndz"));
+	assert_true(st.states);                /* no clients yet: counts 0, no entries */
+	assert_int_equal(st.nclient, 0);
 	/* a new cap is the server's at once; one it refuses changes nothing */
 	assert_int_equal(ndz_sessctl_rate(path, 20000000, 1000, NULL), 0);
 	assert_int_equal(ndz_server_info(srv)->rate_bps, 20000000);
@@ -353,7 +424,7 @@ static void test_server_endpoint(void **state)
 static void test_session(void **state)
 {
 	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify, NULL };
-	struct fake f = { 100000000, 0 };
+	struct fake f = { 100000000, 0, 0 };
 	struct ndz_sessctl *ep = NULL;
 	struct ndz_mconf *c = NULL;
 	struct ndz_master *m = NULL;
@@ -391,6 +462,22 @@ static void test_session(void **state)
 	ndz_session_live(dir, &s, &live);
 	assert_int_equal(live.receivers, 3);
 	assert_int_equal(live.bytes_sent, 1000);
+	assert_false(live.states);
+	/* the clients' states come from STATUS's fields, never from its JSON */
+	f.states = 1;
+	ndz_session_live(dir, &s, &live);
+	assert_true(live.states);
+	assert_int_equal(live.receivers, 1);
+	assert_int_equal(live.active, 1);
+	assert_int_equal(live.done, 5);
+	assert_string_equal(live.clients,
+			    "{\"id\": 1, \"address\": \"10.0.0.1\", \"state\": \"active\", "
+			    "\"chunks_done\": 2, \"chunks_total\": 9, \"bytes_written\": 4096, "
+			    "\"write_bps\": 800, \"age_s\": 0.2}, {\"id\": 2, \"address\": "
+			    "\"10.0.0.2\", \"state\": \"done\", \"chunks_done\": 9, "
+			    "\"chunks_total\": 9, \"bytes_written\": 1048576, \"write_bps\": 0, "
+			    "\"age_s\": 3.0}");
+	f.states = 0;
 	/* a second session halves the total: a is told 50M; b does not listen, asked again */
 	assert_int_equal(ndz_master_get(m, "b", htonl(0x0a000001), &p, NULL), 0);
 	ndz_master_started(m, p.slot, 999999, uuid, 1, 1, 0);
