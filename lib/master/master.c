@@ -652,21 +652,10 @@ static const struct {
 	const char *name;
 	size_t off;
 } counter_names[] = {
-#define COUNTER(name, field) { name, offsetof(struct ndz_master_counters, field) }
-	COUNTER("requests", requests), COUNTER("get", get), COUNTER("status", status),
-	COUNTER("ok", ok), COUNTER("unknown", unknown), COUNTER("denied", denied),
-	COUNTER("pool_exhausted", pool), COUNTER("too_many", too_many),
-	COUNTER("failed", failed), COUNTER("malformed", malformed),
-	COUNTER("dropped", dropped), COUNTER("rate_limited", rate_limited),
-	COUNTER("sessions_started", started), COUNTER("sessions_ended", ended),
-	COUNTER("reloads", reloads), COUNTER("bad_reloads", bad_reloads),
-	COUNTER("status_udp", status_udp), COUNTER("uploads", uploads),
-	COUNTER("uploads_stored", uploads_stored),
-	COUNTER("uploads_rejected", uploads_rejected),
-	COUNTER("uploads_refused", uploads_refused), COUNTER("tcp_denied", tcp_denied),
-	COUNTER("tcp_busy", tcp_busy), COUNTER("tcp_quiet", tcp_quiet),
-	COUNTER("lab_rate_limited", lab_rate_limited),
-#undef COUNTER
+#define NDZ_COUNTER(field, json, family, label, family2, label2) \
+	{ json, offsetof(struct ndz_master_counters, field) },
+#include "counters.def"
+#undef NDZ_COUNTER
 };
 
 /* The STATUS JSON into j, each session's client list with it when clients is set. */

@@ -38,12 +38,11 @@ struct ndz_master_session {
 	uint64_t started_ns;
 };
 
+/* The master's counters, one per line of counters.def (with their JSON and /metrics names). */
 struct ndz_master_counters {
-	uint64_t requests, get, status, ok, unknown, denied, pool, too_many, failed;
-	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
-	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
-	uint64_t tcp_denied, tcp_busy, tcp_quiet;
-	uint64_t lab_rate_limited;     /* lab ASK/REPORT datagrams dropped (lib/mserve/labsrv) */
+#define NDZ_COUNTER(field, json, family, label, family2, label2) uint64_t field;
+#include "counters.def"
+#undef NDZ_COUNTER
 };
 
 struct ndz_master;
