@@ -31,6 +31,8 @@ struct ndz_master {
 	uint32_t server;
 	int (*hold)(void *ctx, const struct ndz_master_session *s);
 	void *hold_ctx;
+	int hold_ask;                  /* 1: a GET asks the program (NDZ_MASTER_HOLD) */
+	int held_pid;                  /* told held (ndz_master_held), for the next GET */
 };
 
 int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct ndz_error *e)
@@ -111,15 +113,58 @@ void ndz_master_set_hold(struct ndz_master *m,
  * Will the running session in slot take one more client? Asked to hold, one that has
  * exited is ended here, one that is exiting is retired: the GET starts a new one.
  */
-static int holds(struct ndz_master *m, struct ndz_master_session *s)
+static void hold_verdict(struct ndz_master *m, struct ndz_master_session *s, int r)
 {
-	int r = m->hold && s->pid > 0 ? m->hold(m->hold_ctx, s) : NDZ_MASTER_HELD;
-
 	if (r == NDZ_MASTER_GONE)
 		ndz_master_end(m, s->pid);
 	else if (r == NDZ_MASTER_ENDING)
 		s->replaced = 1;
+}
+
+static int holds(struct ndz_master *m, struct ndz_master_session *s)
+{
+	int r;
+
+	if (s->pid > 0 && s->pid == m->held_pid) {  /* told held (ask mode): once */
+		m->held_pid = 0;
+		return 1;
+	}
+	r = m->hold && s->pid > 0 ? m->hold(m->hold_ctx, s) : NDZ_MASTER_HELD;
+	hold_verdict(m, s, r);
 	return r == NDZ_MASTER_HELD;
+}
+
+void ndz_master_set_hold_ask(struct ndz_master *m, int on)
+{
+	m->hold_ask = on;
+	m->held_pid = 0;
+}
+
+/* Ask mode: the first running session of name a GET would be answered with and that
+   was not told held: its slot, or -1 (none: the GET goes on). */
+static int to_ask(const struct ndz_master *m, const char *name)
+{
+	if (!m->hold_ask)
+		return -1;
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
+		if (m->s[i].pid > 0 && !m->s[i].replaced && strcmp(m->s[i].image, name) == 0)
+			return m->s[i].pid == m->held_pid ? -1 : (int)i;
+	return -1;
+}
+
+void ndz_master_held(struct ndz_master *m, const struct ndz_master_plan *p, int verdict)
+{
+	struct ndz_master_session *s;
+
+	if (p->slot < 0 || p->slot >= NDZ_MASTER_SESSIONS)
+		return;
+	s = &m->s[p->slot];
+	if (s->pid <= 0 || s->pid != p->pid)
+		return;                /* gone meanwhile: the GET looks again */
+	if (verdict == NDZ_MASTER_HELD)
+		m->held_pid = s->pid;
+	else
+		hold_verdict(m, s, verdict);
 }
 
 /* 127.0.0.1 or an address some image allows. */
@@ -170,13 +215,23 @@ int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uin
 		rep->status = NDZ_CTL_USE_TCP; /* a 12-byte datagram must not buy 16 KB */
 		m->n.status_udp++;
 	} else {
-		rc = ndz_master_get(m, req->name, addr, p, e);
-		if (rc == 0 && p->start)
-			return NDZ_MASTER_START;
-		if (rc == 0)
-			ndz_master_served(m, p->slot);
-		ndz_master_answer(m, p, rc, rep);
+		return ndz_master_resume(m, req, addr, p, rep, e);
 	}
+	return NDZ_MASTER_REPLY;
+}
+
+int ndz_master_resume(struct ndz_master *m, const struct ndz_ctl_req *req, uint32_t addr,
+		      struct ndz_master_plan *p, struct ndz_ctl_rep *rep, struct ndz_error *e)
+{
+	int rc = ndz_master_get(m, req->name, addr, p, e);
+
+	if (rc == 0 && p->hold)
+		return NDZ_MASTER_HOLD;
+	if (rc == 0 && p->start)
+		return NDZ_MASTER_START;
+	if (rc == 0)
+		ndz_master_served(m, p->slot);
+	ndz_master_answer(m, p, rc, rep);
 	return NDZ_MASTER_REPLY;
 }
 
@@ -255,8 +310,17 @@ int ndz_master_get(struct ndz_master *m, const char *name, uint32_t addr,
 	size_t running;
 	uint32_t idx;
 
+	int k;
+
 	memset(p, 0, sizeof(*p));
 	p->slot = -1;
+	if (im && ndz_mconf_allows(im, addr) && (k = to_ask(m, name)) >= 0) {
+		p->slot = k;               /* not counted yet: the GET comes again */
+		p->hold = 1;
+		p->pid = m->s[k].pid;
+		p->image = im;
+		return 0;
+	}
 	m->n.get++;
 	if (!im) {
 		m->n.unknown++;

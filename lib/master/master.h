@@ -94,6 +94,10 @@ struct ndz_master_plan {
 					* its frisbeed, then ndz_master_started or
 					* ndz_master_start_failed */
 	const struct ndz_mconf_image *image;
+	int hold;                      /* 1 (ask mode): ask the running session in slot, its
+					* frisbeed pid, to hold, then ndz_master_held and
+					* ndz_master_resume; nothing is counted yet */
+	int pid;
 };
 
 /* What to do with a datagram on the control port (ndz_master_request). */
@@ -101,6 +105,7 @@ enum {
 	NDZ_MASTER_DROP = 0,           /* nothing: not ours, or over its host's rate */
 	NDZ_MASTER_REPLY = 1,          /* send rep */
 	NDZ_MASTER_START = 2,          /* start p's session, then ndz_master_answer, send rep */
+	NDZ_MASTER_HOLD = 3,           /* ask p's session to hold (ndz_master_set_hold_ask) */
 };
 
 /*
@@ -110,12 +115,21 @@ enum {
  * (e says "no allow rule matches ADDR for image 'NAME' (nor for any image)" or "no
  * image allows ADDR"), USE_TCP for STATUS, or a GET's answer (ndz_master_get's
  * codes in e). Returns NDZ_MASTER_DROP (e says why: NDZ_ERATE "rate limit: ...",
- * or "malformed: ..." for what does not decode), NDZ_MASTER_REPLY or
- * NDZ_MASTER_START (*p).
+ * or "malformed: ..." for what does not decode), NDZ_MASTER_REPLY,
+ * NDZ_MASTER_START (*p) or, in ask mode, NDZ_MASTER_HOLD (*p).
  */
 int ndz_master_request(struct ndz_master *m, const uint8_t *buf, size_t len, uint32_t addr,
 		       uint64_t now_ns, struct ndz_ctl_req *req, struct ndz_master_plan *p,
 		       struct ndz_ctl_rep *rep, struct ndz_error *e);
+
+/*
+ * ndz_master_resume - a GET's decision again, after NDZ_MASTER_HOLD and
+ * ndz_master_held (the request already counted and limited): returns as
+ * ndz_master_request (NDZ_MASTER_HOLD again when another session is to be asked,
+ * or the one asked has gone meanwhile).
+ */
+int ndz_master_resume(struct ndz_master *m, const struct ndz_ctl_req *req, uint32_t addr,
+		      struct ndz_master_plan *p, struct ndz_ctl_rep *rep, struct ndz_error *e);
 
 /*
  * ndz_master_answer - the reply to the GET that reserved p's slot, whose start
@@ -158,6 +172,25 @@ enum {
  */
 void ndz_master_set_hold(struct ndz_master *m,
 			 int (*hold)(void *ctx, const struct ndz_master_session *s), void *ctx);
+
+/*
+ * ndz_master_set_hold_ask - ask mode (on 1): the program asks the session itself,
+ * without its lock (a frisbeed may take a second to answer). A GET that would be
+ * answered with a running session not yet told held returns a plan with hold set
+ * (ndz_master_get: 0; ndz_master_request / ndz_master_resume: NDZ_MASTER_HOLD),
+ * counting nothing; the program asks p's session (a copy of it taken under the
+ * lock), tells the verdict with ndz_master_held and decides again with
+ * ndz_master_resume (or ndz_master_get).
+ */
+void ndz_master_set_hold_ask(struct ndz_master *m, int on);
+
+/*
+ * ndz_master_held - the verdict (NDZ_MASTER_HELD/GONE/ENDING) of the session p
+ * asked to hold: GONE ends it, ENDING retires it, HELD lets the next GET of its
+ * image be answered with it without asking again. Nothing when that session has
+ * gone meanwhile (another pid in its slot).
+ */
+void ndz_master_held(struct ndz_master *m, const struct ndz_master_plan *p, int verdict);
 
 /*
  * ndz_master_get - a GET for name from addr (network order): the running session

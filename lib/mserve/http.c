@@ -18,6 +18,7 @@
 #include "ctl/ctl.h"
 #include "http.h"
 #include "core/json.h"
+#include "session.h"
 #include "mcast/net.h"
 #include "core/clock.h"
 
@@ -161,6 +162,21 @@ static enum MHD_Result fail(struct MHD_Connection *c, unsigned code, const char 
 	return answer(c, code, "application/json", buf, j.len, 1);
 }
 
+/*
+ * The running sessions' own statistics: listed under the lock, asked without it (a
+ * slow frisbeed must not hold every other request), found again under it.
+ */
+static struct ndz_session_lives *lives(struct ndz_http *s)
+{
+	struct ndz_session_lives *l;
+
+	pthread_mutex_lock(s->h.lock);
+	ndz_session_lives_list(s->h.ms, &l, NULL);  /* none: zeros */
+	pthread_mutex_unlock(s->h.lock);
+	ndz_session_lives_ask(l, s->h.live, s->h.ctx);
+	return l;
+}
+
 /* /status.json: the STATUS JSON with the extra sections spliced in before its last '}'. */
 static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 {
@@ -168,11 +184,14 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 	size_t len;
 	enum MHD_Result rc;
 
+	struct ndz_session_lives *l;
+
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	l = lives(s);
 	pthread_mutex_lock(s->h.lock);
 	/* not cut to a datagram's size as by UDP/TCP; the rest of the buffer for sections */
-	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), s->h.live, s->h.ctx, buf,
+	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), ndz_session_lives_find, l, buf,
 				     JSON_MASTER);
 	for (size_t i = 0; i < s->h.next && len > 0 && buf[len - 1] == '}'; i++) {
 		const struct ndz_http_ext *x = &s->h.ext[i];
@@ -193,6 +212,7 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 		buf[len] = 0;
 	}
 	pthread_mutex_unlock(s->h.lock);
+	ndz_session_lives_free(l);
 	buf[len++] = '\n';
 	rc = answer(c, MHD_HTTP_OK, "application/json", buf, len, 1);
 	free(buf);
@@ -318,12 +338,16 @@ static enum MHD_Result metrics(struct ndz_http *s, struct MHD_Connection *c)
 	enum MHD_Result rc;
 	int len;
 
+	struct ndz_session_lives *l;
+
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+	l = lives(s);
 	pthread_mutex_lock(s->h.lock);
-	len = ndz_http_metrics(s->h.ms, s->h.live, s->h.ctx, atomic_load(&s->requests), buf,
+	len = ndz_http_metrics(s->h.ms, ndz_session_lives_find, l, atomic_load(&s->requests), buf,
 			       METRICS_CAP, &e);
 	pthread_mutex_unlock(s->h.lock);
+	ndz_session_lives_free(l);
 	rc = len < 0 ? fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e)) :
 		answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf,
 		       (size_t)len, 1);

@@ -83,7 +83,8 @@ struct ndz_http_hooks {
 	pthread_mutex_t *lock;         /* guards ms and its configuration */
 	struct ndz_master *ms;
 	void *ctx;                     /* for live and reload */
-	/* under the lock: a session's own statistics (ndz_master_status_json's live) */
+	/* without the lock (it may wait on the session's socket): a session's own
+	   statistics, asked of a copy of it (ndz_session_lives_ask) */
 	void (*live)(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out);
 	/* under the lock: read the configuration anew; 0, or e says why not */
 	int (*reload)(void *ctx, struct ndz_error *e);

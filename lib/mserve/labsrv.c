@@ -366,7 +366,8 @@ static void images_json(const struct ndz_labsrv *s, int table, struct ndz_jbuf *
 }
 
 /* Do what r asks; the reply's text (JSON or a message) into j; returns a library code. */
-static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64_t now_ms,
+static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const char *mjson,
+		    size_t mlen, uint64_t now_ms,
 		    struct ndz_jbuf *j, struct ndz_error *e)
 {
 	uint8_t mac[6], macs[NDZ_LAB_NODES][6];
@@ -431,15 +432,12 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, uint64
 		ndz_jbuf_printf(j, "{\"lab\":");
 		ndz_lab_json(s->lab, now_ms, j);
 		ndz_jbuf_printf(j, ",\"master\":");
-		if (!s->h.status_json || j->over || j->cap - j->len < 3) {
+		len = mlen;
+		if (!mjson || len == 0 || j->over || len + 2 >= j->cap - j->len) {
 			ndz_jbuf_printf(j, "{}}");
 			return 0;
 		}
-		len = s->h.status_json(s->h.ctx, j->p + j->len, j->cap - j->len - 1);
-		if (len == 0 || len >= j->cap - j->len - 1) {
-			ndz_jbuf_printf(j, "{}}");
-			return 0;
-		}
+		memcpy(j->p + j->len, mjson, len);
 		j->len += len;
 		j->p[j->len] = 0;
 		ndz_jbuf_printf(j, "}");
@@ -476,7 +474,28 @@ struct conn {
 	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
 	pthread_mutex_t *lock;
 	int fd, tcp;
+	size_t (*status_json)(void *ctx, char *buf, size_t cap);  /* s's, copied */
+	void *ctx;
+	char token[NDZ_CTL_TOKEN_MAX + 1];  /* s's, copied */
 };
+
+/*
+ * A STATUS request's master part, asked before the lock is taken (the hook waits on
+ * the sessions' sockets). NULL when r is no such request, or no memory.
+ */
+static char *master_json(const struct conn *c, const uint8_t *in, size_t len, size_t *out)
+{
+	struct ndz_ctl_labreq r;
+	char *buf;
+
+	*out = 0;
+	if (!c->status_json || ndz_ctl_lab_decode(in, len, &r, NULL) != 0 ||
+	    r.type != NDZ_CTL_ADMIN || r.op != NDZ_CTL_OP_STATUS || (r.flags & NDZ_CTL_FLAG_TABLE) ||
+	    !(buf = malloc(NDZ_CTL_TEXT_BIG + 1)))
+		return NULL;
+	*out = c->status_json(c->ctx, buf, NDZ_CTL_TEXT_BIG + 1);
+	return buf;
+}
 
 static void *serve_conn(void *arg)
 {
@@ -489,6 +508,8 @@ static void *serve_conn(void *arg)
 	struct ndz_ctl_labrep rep = { 0 };
 	struct ndz_error e = { 0 };
 	struct ndz_jbuf j;
+	char *mjson = NULL;
+	size_t mlen = 0;
 	int need = -1, n, heard;
 
 	/* the request is read without the lock: a slow peer holds only this thread */
@@ -496,6 +517,11 @@ static void *serve_conn(void *arg)
 		(need = ndz_ctl_lab_need(in, NDZ_CTL_REQ_HDR, 0, NULL)) > 0 &&
 		(size_t)need <= sizeof(in) &&
 		ndz_labcall_read_by(c->fd, in + NDZ_CTL_REQ_HDR, (size_t)need - NDZ_CTL_REQ_HDR, end) == 0;
+	if (heard && c->tcp == 0)      /* TCP: not before its token is checked */
+		mjson = master_json(c, in, (size_t)need, &mlen);
+	if (heard && c->tcp == 1 && ndz_ctl_lab_decode(in, (size_t)need, &r, NULL) == 0 &&
+	    r.type == NDZ_CTL_ADMIN && sodium_memcmp(r.token, c->token, NDZ_CTL_TOKEN_MAX) == 0)
+		mjson = master_json(c, in, (size_t)need, &mlen);
 	if (c->lock)
 		pthread_mutex_lock(c->lock);
 	s->threads[c->tcp]--;
@@ -511,7 +537,7 @@ static void *serve_conn(void *arg)
 		ndz_jbuf_printf(&j, "admin token does not match");
 		say(s, 0, "admin request over TCP refused: the token does not match");
 	} else {
-		rep.status = (uint16_t)status_for(n = admin_do(s, &r, ndz_now_ms(), &j, &e));
+		rep.status = (uint16_t)status_for(n = admin_do(s, &r, mjson, mlen, ndz_now_ms(), &j, &e));
 		if (n < 0) {
 			ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
 			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
@@ -533,6 +559,7 @@ out:
 		pthread_mutex_unlock(c->lock);
 done:
 	close(c->fd);
+	free(mjson);
 	free(out);
 	free(text);
 	free(c);
@@ -552,7 +579,8 @@ static void accept_one(struct ndz_labsrv *s, int lfd, int tcp)
 		close(fd);             /* more are waiting to be heard than an admin needs */
 		return;
 	}
-	*c = (struct conn){ s, s->h.lock, fd, tcp };
+	*c = (struct conn){ s, s->h.lock, fd, tcp, s->h.status_json, s->h.ctx, { 0 } };
+	memcpy(c->token, s->token, sizeof(c->token));
 	s->threads[tcp]++;
 	if (!s->h.lock) {
 		serve_conn(c);

@@ -28,7 +28,8 @@ struct ndz_labsrv;
 /* What the lab service tells and asks of the program. */
 struct ndz_labsrv_hooks {
 	void *ctx;
-	/* the master's STATUS JSON into buf (cap bytes); its length (NULL: "{}") */
+	/* the master's STATUS JSON into buf (cap bytes); its length (NULL: "{}"); called
+	 * without the lock (it asks the sessions, then takes the lock itself) */
 	size_t (*status_json)(void *ctx, char *buf, size_t cap);
 	/* tell people: level 0 an error, 1 what happens (-v), 2 more (-vv) */
 	void (*say)(void *ctx, int level, const char *fmt, ...)

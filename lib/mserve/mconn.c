@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -18,12 +19,15 @@
 #include "core/file.h"
 #include "core/io.h"
 
-/* Under the lock, which it releases: STATUS over TCP, the same rules as by UDP. */
+/*
+ * Under the lock, which it releases: STATUS over TCP, the same rules as by UDP; the
+ * JSON is asked for without the lock (status_json asks the sessions, then takes it).
+ */
 static void status(const struct ndz_mconn *c, int fd, uint32_t id, uint32_t addr)
 {
-	static char json[NDZ_CTL_JSON_MAX + 1];
 	struct ndz_master_counters *n = ndz_master_counters(c->ms);
 	struct ndz_ctl_rep rep = { .type = NDZ_CTL_STATUS, .id = id };
+	char *json = NULL;
 	int rc;
 
 	if (!ndz_mconf_allows_any(ndz_master_conf(c->ms), addr) &&
@@ -36,13 +40,19 @@ static void status(const struct ndz_mconn *c, int fd, uint32_t id, uint32_t addr
 		if (c->refused)
 			c->refused("access denied", a, "asks for the status: access denied: no image "
 				   "allows %s", a);
+		pthread_mutex_unlock(c->lock);
 	} else {
 		n->status++;
-		rep.json = json;
-		rep.json_len = c->status_json(c->ctx, json, sizeof(json));
+		pthread_mutex_unlock(c->lock);
+		if ((json = malloc(NDZ_CTL_JSON_MAX + 1))) {
+			rep.json = json;
+			rep.json_len = c->status_json(c->ctx, json, NDZ_CTL_JSON_MAX + 1);
+		} else {
+			rep.status = NDZ_CTL_FAILED;
+		}
 	}
-	rc = ndz_mreply_send(fd, &rep, NULL);        /* under the lock: json is shared */
-	pthread_mutex_unlock(c->lock);
+	rc = ndz_mreply_send(fd, &rep, NULL);
+	free(json);
 	if (rc != 0)
 		c->say(c->ctx, 1, "status reply not sent whole");
 }

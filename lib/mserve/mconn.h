@@ -21,7 +21,8 @@ struct ndz_mconn {
 	char (*tmp)[PATH_MAX];         /* NDZ_MASTER_UPLOADS: each upload slot's temporary file */
 	unsigned drain_s;              /* after a rejection, read on this long */
 	void *ctx;                     /* for the hooks */
-	/* under the lock: the STATUS JSON into buf (cap bytes); its length */
+	/* without the lock (it asks the sessions, then takes the lock itself): the
+	 * STATUS JSON into buf (cap bytes); its length */
 	size_t (*status_json)(void *ctx, char *buf, size_t cap);
 	/* under the lock: read the configuration anew; 0, or e says why not */
 	int (*reload)(void *ctx, struct ndz_error *e);

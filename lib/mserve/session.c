@@ -210,6 +210,14 @@ void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 	free(st);
 }
 
+int ndz_session_rate(const char *run_dir, const struct ndz_master_session *s, uint64_t rate)
+{
+	char path[PATH_MAX];
+
+	sock_path(run_dir, s, path);
+	return path[0] && ndz_sessctl_rate(path, rate, NDZ_SESSION_ASK_MS, NULL) == 0 ? 0 : -1;
+}
+
 size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
 			 void (*told)(void *ctx, const struct ndz_master_session *s), void *ctx)
 {
@@ -218,10 +226,8 @@ size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
 
 	for (size_t i = 0; i < k; i++) {
 		const struct ndz_master_session *s = ndz_master_session(m, (size_t)r[i].slot);
-		char path[PATH_MAX];
 
-		sock_path(run_dir, s, path);
-		if (!path[0] || ndz_sessctl_rate(path, r[i].rate, NDZ_SESSION_ASK_MS, NULL) != 0)
+		if (ndz_session_rate(run_dir, s, r[i].rate) != 0)
 			continue;
 		ndz_master_set_rate(m, r[i].slot, r[i].rate);
 		n++;
@@ -238,4 +244,65 @@ void ndz_session_forget(const char *run_dir, const struct ndz_master_session *s)
 	sock_path(run_dir, s, path);
 	if (path[0])
 		unlink(path);
+}
+
+struct ndz_session_lives {
+	size_t n;
+	struct ndz_master_session *s;  /* copies, taken under the lock */
+	struct ndz_master_live *lv;    /* their answers */
+};
+
+int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives **out,
+			   struct ndz_error *e)
+{
+	size_t n = ndz_master_live(m), k = 0;
+	struct ndz_session_lives *l = calloc(1, sizeof(*l));
+
+	*out = NULL;
+	if (!l || !(l->s = calloc(n ? n : 1, sizeof(*l->s))) ||
+	    !(l->lv = calloc(n ? n : 1, sizeof(*l->lv)))) {
+		ndz_session_lives_free(l);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "sessions' statistics: %s",
+				     ndz_strerror(NDZ_ENOMEM));
+	}
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS && k < n; i++) {
+		const struct ndz_master_session *s = ndz_master_session(m, i);
+
+		if (s->pid > 0)
+			l->s[k++] = *s;
+	}
+	l->n = k;
+	*out = l;
+	return 0;
+}
+
+void ndz_session_lives_ask(struct ndz_session_lives *l,
+			   void (*live)(void *ctx, const struct ndz_master_session *s,
+					struct ndz_master_live *out), void *ctx)
+{
+	for (size_t i = 0; l && live && i < l->n; i++)
+		live(ctx, &l->s[i], &l->lv[i]);
+}
+
+void ndz_session_lives_find(void *arg, const struct ndz_master_session *s,
+			    struct ndz_master_live *out)
+{
+	const struct ndz_session_lives *l = arg;
+
+	for (size_t i = 0; l && i < l->n; i++)
+		if (l->s[i].pid == s->pid && l->s[i].group == s->group &&
+		    l->s[i].port == s->port && l->s[i].started_ns == s->started_ns) {
+			*out = l->lv[i];
+			return;
+		}
+	memset(out, 0, sizeof(*out));
+}
+
+void ndz_session_lives_free(struct ndz_session_lives *l)
+{
+	if (!l)
+		return;
+	free(l->s);
+	free(l->lv);
+	free(l);
 }

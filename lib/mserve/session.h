@@ -75,6 +75,30 @@ void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 size_t ndz_session_rates(struct ndz_master *m, const char *run_dir,
 			 void (*told)(void *ctx, const struct ndz_master_session *s), void *ctx);
 
+/*
+ * ndz_session_rate - tell s's frisbeed its new rate (bits/s). 0 when it took it,
+ * else -1 (not listening yet, or it refused). Waits on the socket: no lock held.
+ */
+int ndz_session_rate(const char *run_dir, const struct ndz_master_session *s, uint64_t rate);
+
+/*
+ * The running sessions' own statistics, asked without the master's lock (a
+ * frisbeed may take NDZ_SESSION_ASK_MS to answer): ndz_session_lives_list copies
+ * the running sessions into *out (under the lock; 0, or NDZ_ENOMEM with *out NULL:
+ * every session then shows zeros), ndz_session_lives_ask asks each through live (without the
+ * lock), and ndz_session_lives_find is ndz_master_status_json's live over them
+ * (under the lock again: a session that has gone or started meanwhile shows zeros).
+ */
+struct ndz_session_lives;
+int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives **out,
+			   struct ndz_error *e);
+void ndz_session_lives_ask(struct ndz_session_lives *l,
+			   void (*live)(void *ctx, const struct ndz_master_session *s,
+					struct ndz_master_live *out), void *ctx);
+void ndz_session_lives_find(void *l, const struct ndz_master_session *s,
+			    struct ndz_master_live *out);
+void ndz_session_lives_free(struct ndz_session_lives *l);
+
 /* ndz_session_forget - remove s's control socket (its frisbeed has left). */
 void ndz_session_forget(const char *run_dir, const struct ndz_master_session *s);
 
