@@ -285,32 +285,25 @@ int ndz_http_metrics(const struct ndz_master *m,
 	counter(&j, "bytes_sent", "", bytes);
 	metric(&j, "uploads_running", "gauge", "Uploads running.");
 	counter(&j, "uploads_running", "", ndz_master_uploads(m));
-	metric(&j, "session_receivers", "gauge", "Receivers of a running session.");
-	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m, i);
+	for (int k = 0; k < 3; k++) {          /* each a row per running session */
+		static const struct {
+			const char *name, *type, *help;
+		} per[] = {
+			{ "session_receivers", "gauge", "Receivers of a running session." },
+			{ "session_clients_total", "counter", "GET replies that named a session." },
+			{ "session_bytes_sent_total", "counter", "Bytes a running session has sent." },
+		};
 
-		if (s->pid > 0)
-			ndz_jbuf_printf(&j, "ndz_session_receivers{image=\"%s\",group=\"%s\"} %llu\n",
-					s->image, ndz_net_ntoa(s->group, a),
-					(unsigned long long)lv[i].receivers);
-	}
-	metric(&j, "session_clients_total", "counter", "GET replies that named a session.");
-	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m, i);
+		metric(&j, per[k].name, per[k].type, per[k].help);
+		for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+			const struct ndz_master_session *s = ndz_master_session(m, i);
+			uint64_t v = k == 0 ? lv[i].receivers : k == 1 ? s->clients : lv[i].bytes_sent;
 
-		if (s->pid > 0)
-			ndz_jbuf_printf(&j, "ndz_session_clients_total{image=\"%s\",group=\"%s\"} "
-					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
-					(unsigned long long)s->clients);
-	}
-	metric(&j, "session_bytes_sent_total", "counter", "Bytes a running session has sent.");
-	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m, i);
-
-		if (s->pid > 0)
-			ndz_jbuf_printf(&j, "ndz_session_bytes_sent_total{image=\"%s\",group=\"%s\"} "
-					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
-					(unsigned long long)lv[i].bytes_sent);
+			if (s->pid > 0)
+				ndz_jbuf_printf(&j, "ndz_%s{image=\"%s\",group=\"%s\"} %llu\n",
+						per[k].name, s->image, ndz_net_ntoa(s->group, a),
+						(unsigned long long)v);
+		}
 	}
 	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
 		metric(&j, families[f].name, "counter", families[f].help);
