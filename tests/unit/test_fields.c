@@ -11,48 +11,51 @@
 
 static void test_suffix(void **state)
 {
+	/* each number read both ways: powers of 1000 (rates) and of 1024 (sizes) */
 	static const struct {
 		const char *s;
-		int binary, rc;
-		uint64_t v;
-	} cases[] = {
-		{ "0", 0, 0, 0 },
-		{ "8000", 0, 0, 8000 },
-		{ "100m", 0, 0, 100000000 },           /* the rule mfrisbeed.conf lacked */
-		{ "100M", 0, 0, 100000000 },
-		{ "100m", 1, 0, 100ull << 20 },
-		{ "2k", 0, 0, 2000 },
-		{ "2K", 1, 0, 2048 },
-		{ "3g", 0, 0, 3000000000ull },
-		{ "3G", 1, 0, 3ull << 30 },
-		{ "2t", 0, 0, 2000000000000ull },
-		{ "2T", 1, 0, 2ull << 40 },
-		{ "18446744073709551615", 0, 0, UINT64_MAX },
-		{ "18446744073709551616", 0, NDZ_ERANGE, 0 },
-		{ "18446744073709552T", 0, NDZ_ERANGE, 0 },
-		{ "16777216T", 1, NDZ_ERANGE, 0 },
-		{ "", 0, NDZ_EINVAL, 0 },
-		{ "m", 0, NDZ_EINVAL, 0 },
-		{ "-1", 0, NDZ_EINVAL, 0 },
-		{ " 1", 0, NDZ_EINVAL, 0 },
-		{ "1 ", 0, NDZ_EINVAL, 0 },
-		{ "5Mb", 0, NDZ_EINVAL, 0 },
-		{ "5mm", 0, NDZ_EINVAL, 0 },
-		{ "1.5g", 0, NDZ_EINVAL, 0 },
-		{ "0x10", 0, NDZ_EINVAL, 0 },
-		{ "5p", 0, NDZ_EINVAL, 0 },
+		uint64_t dec, bin;
+	} good[] = {
+		{ "0", 0, 0 }, { "5", 5, 5 }, { "0T", 0, 0 }, { "8000", 8000, 8000 },
+		{ "5k", 5000, 5120 }, { "5K", 5000, 5120 }, { "2k", 2000, 2048 },
+		{ "3m", 3000000, 3u << 20 }, { "3M", 3000000, 3u << 20 },
+		{ "100m", 100000000, 100ull << 20 },           /* mfrisbeed.conf refused it */
+		{ "3g", 3000000000ull, 3ull << 30 }, { "2G", 2000000000ull, 2ull << 30 },
+		{ "1t", 1000000000000ull, 1ull << 40 }, { "2T", 2000000000000ull, 2ull << 40 },
+		{ "17179869183G", 17179869183000000000ull, 17179869183ull << 30 },
+		{ "18446744073709551615", UINT64_MAX, UINT64_MAX },
 	};
+	static const char *const bad[] = {
+		"", "k", "m", "-5", "+5", " 5", " -5", "5 ", "1 ", "5x", "5p", "5kk", "5mm",
+		"5kB", "5Mb", "1.5G", "0x10",
+	};
+	/* too large: 1 powers of 1024 only, 2 both */
+	static const struct {
+		const char *s;
+		int both;
+	} big[] = {
+		{ "18446744073709551616", 1 }, { "18446744073709552T", 1 }, { "17179869184G", 0 },
+		{ "16777216T", 0 },
+	};
+	uint64_t v;
 
 	(void)state;
 	assert_int_equal(ndz_parse_u64(NULL, 0, NULL, NULL), NDZ_EINVAL);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		uint64_t v = 777;
-		int rc = ndz_parse_u64(cases[i].s, cases[i].binary, &v, NULL);
-
-		if (rc != cases[i].rc || (rc == 0 && v != cases[i].v) || (rc && v != 777))
-			fail_msg("\"%s\" binary %d: rc %d value %llu, want rc %d value %llu",
-				 cases[i].s, cases[i].binary, rc, (unsigned long long)v,
-				 cases[i].rc, (unsigned long long)cases[i].v);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		for (int bin = 0; bin < 2; bin++)
+			if (ndz_parse_u64(good[i].s, bin, &v, NULL) != 0 ||
+			    v != (bin ? good[i].bin : good[i].dec))
+				fail_msg("\"%s\" binary %d: %llu", good[i].s, bin,
+					 (unsigned long long)v);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 777;
+		for (int bin = 0; bin < 2; bin++)
+			if (ndz_parse_u64(bad[i], bin, &v, NULL) != NDZ_EINVAL || v != 777)
+				fail_msg("\"%s\" binary %d: taken", bad[i], bin);
+	}
+	for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		assert_int_equal(ndz_parse_u64(big[i].s, 1, &v, NULL), NDZ_ERANGE);
+		assert_int_equal(ndz_parse_u64(big[i].s, 0, &v, NULL), big[i].both ? NDZ_ERANGE : 0);
 	}
 }
 
