@@ -34,99 +34,105 @@
 
 static char dir[] = "/tmp/test_sessctl.XXXXXX";
 
+/* The codec tests' messages and buffer (large: not on the stack). */
+static struct ndz_sessctl_msg cm, cd;
+static uint8_t buf[NDZ_SESSCTL_MSG_MAX];
+
 static void test_codec(void **state)
 {
-	static struct ndz_sessctl_msg m, d;
-	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
 	struct ndz_error e = { 0 };
 	int n;
 
 	(void)state;
 	/* RATE request: header and the rate */
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_RATE;
-	m.id = 0x01020304;
-	m.rate_bps = 123456789;
-	n = ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL);
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_RATE;
+	cm.id = 0x01020304;
+	cm.rate_bps = 123456789;
+	n = ndz_sessctl_encode(&cm, 0, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 20);
 	assert_int_equal(buf[5], NDZ_SESSCTL_RATE);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), 0);
-	assert_int_equal(d.rate_bps, 123456789);
-	assert_int_equal(d.id, 0x01020304);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), 0);
+	assert_int_equal(cd.rate_bps, 123456789);
+	assert_int_equal(cd.id, 0x01020304);
 	/* a request is no reply, and the length is exact */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), NDZ_EPROTO);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 0, &d, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 0, &cd, &e), NDZ_EINVAL);
 	assert_string_equal(ndz_error_msg(&e), "session control: 19 bytes, not 20");
 	buf[4] = 9;
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), NDZ_EPROTOVER);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), NDZ_EPROTOVER);
 	buf[4] = NDZ_CTL_VERSION;
 	buf[5] = 2;                    /* the master's STATUS: not a session's question */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), NDZ_EINVAL);
 	/* STATUS reply with its JSON */
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_STATUS;
-	m.st.clients = 5;
-	m.st.bytes_sent = 1ull << 40;
-	m.st.rate_bps = 8000;
-	strcpy(m.st.json, "{\"clients\": 5}");
-	m.st.json_len = strlen(m.st.json);
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(n, 12 + 26 + (int)m.st.json_len);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.st.clients, 5);
-	assert_int_equal(d.st.bytes_sent, 1ull << 40);
-	assert_string_equal(d.st.json, "{\"clients\": 5}");
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 1, &d, NULL), NDZ_EINVAL);
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 20, NULL), NDZ_ERANGE);
-	assert_false(d.st.states);     /* a frisbeed before the states: none told */
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_STATUS;
+	cm.st.clients = 5;
+	cm.st.bytes_sent = 1ull << 40;
+	cm.st.rate_bps = 8000;
+	strcpy(cm.st.json, "{\"clients\": 5}");
+	cm.st.json_len = strlen(cm.st.json);
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)cm.st.json_len);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.st.clients, 5);
+	assert_int_equal(cd.st.bytes_sent, 1ull << 40);
+	assert_string_equal(cd.st.json, "{\"clients\": 5}");
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 1, &cd, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, 20, NULL), NDZ_ERANGE);
+	assert_false(cd.st.states);     /* a frisbeed before the states: none told */
 	/* STATUS reply with the clients' states as fields after the JSON */
-	m.st.states = 1;
-	m.st.active = 2;
-	m.st.done = 1ull << 33;
-	m.st.failed = 3;
-	m.st.lost = 4;
-	m.st.nclient = 2;
-	m.st.client[0] = (struct ndz_sessctl_client){ 7, htonl(0x0a000005), NDZ_SESSCTL_RX_DONE,
-						      10, 12, 1ull << 35, 8000000, 1500000000 };
-	m.st.client[1] = (struct ndz_sessctl_client){ 0xfffffffe, htonl(0xc0a80001),
-						      NDZ_SESSCTL_RX_LOST, 0, 0, 0, 0, 0 };
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(n, 12 + 26 + (int)m.st.json_len + 34 + 2 * 41);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_true(d.st.states);
-	assert_string_equal(d.st.json, "{\"clients\": 5}");
-	assert_int_equal(d.st.active, 2);
-	assert_int_equal(d.st.done, 1ull << 33);
-	assert_int_equal(d.st.failed, 3);
-	assert_int_equal(d.st.lost, 4);
-	assert_int_equal(d.st.nclient, 2);
-	assert_memory_equal(&d.st.client[0], &m.st.client[0], sizeof(m.st.client[0]));
-	assert_memory_equal(&d.st.client[1], &m.st.client[1], sizeof(m.st.client[1]));
+	{
+		static const struct ndz_sessctl_status st = {
+			.clients = 5, .bytes_sent = 1ull << 40, .rate_bps = 8000,
+			.json = "{\"clients\": 5}", .json_len = 14,
+			.states = 1, .active = 2, .done = 1ull << 33, .failed = 3, .lost = 4,
+			.nclient = 2, .client = {
+				{ 7, 0, NDZ_SESSCTL_RX_DONE, 10, 12, 1ull << 35, 8000000, 1500000000 },
+				{ 0xfffffffe, 0, NDZ_SESSCTL_RX_LOST, 0, 0, 0, 0, 0 } },
+		};
+
+		cm.st = st;
+		cm.st.client[0].addr = htonl(0x0a000005);
+		cm.st.client[1].addr = htonl(0xc0a80001);
+	}
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)cm.st.json_len + 34 + 2 * 41);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_true(cd.st.states);
+	assert_string_equal(cd.st.json, "{\"clients\": 5}");
+	assert_int_equal(cd.st.active, 2);
+	assert_int_equal(cd.st.done, 1ull << 33);
+	assert_int_equal(cd.st.failed, 3);
+	assert_int_equal(cd.st.lost, 4);
+	assert_int_equal(cd.st.nclient, 2);
+	assert_memory_equal(&cd.st.client[0], &cm.st.client[0], sizeof(cm.st.client[0]));
+	assert_memory_equal(&cd.st.client[1], &cm.st.client[1], sizeof(cm.st.client[1]));
 	/* cut, or one entry short, or a byte more: refused */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &d, &e), NDZ_EINVAL);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 41, 1, &d, NULL), NDZ_EINVAL);
-	assert_int_equal(ndz_sessctl_decode(buf, 12 + 26 + m.st.json_len + 33, 1, &d, NULL),
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &cd, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 41, 1, &cd, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, 12 + 26 + cm.st.json_len + 33, 1, &cd, NULL),
 			 NDZ_EINVAL);
 	/* a state past "lost" */
-	buf[12 + 26 + m.st.json_len + 34 + 8] = 4;
+	buf[12 + 26 + cm.st.json_len + 34 + 8] = 4;
 	ndz_error_clear(&e);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, &e), NDZ_EINVAL);
 	assert_string_equal(ndz_error_msg(&e), "session control: bad client states");
 	/* more entries than a reply may carry */
-	m.st.nclient = NDZ_SESSCTL_CLIENTS + 1;
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL), NDZ_EINVAL);
-	m.st.nclient = NDZ_SESSCTL_CLIENTS;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(n, 12 + 26 + (int)m.st.json_len + 34 + NDZ_SESSCTL_CLIENTS * 41);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.st.nclient, NDZ_SESSCTL_CLIENTS);
+	cm.st.nclient = NDZ_SESSCTL_CLIENTS + 1;
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	cm.st.nclient = NDZ_SESSCTL_CLIENTS;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)cm.st.json_len + 34 + NDZ_SESSCTL_CLIENTS * 41);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.st.nclient, NDZ_SESSCTL_CLIENTS);
 	/* one client entry as JSON, the same text frisbeed --stats-json writes */
 	{
 		char js[256];
 		struct ndz_jbuf j;
 
 		ndz_jbuf_init(&j, js, sizeof(js));
-		ndz_sessctl_client_json(&m.st.client[0], &j);
+		ndz_sessctl_client_json(&cm.st.client[0], &j);
 		assert_string_equal(js, "{\"id\": 7, \"address\": \"10.0.0.5\", \"state\": \"done\", "
 				    "\"chunks_done\": 10, \"chunks_total\": 12, "
 				    "\"bytes_written\": 34359738368, \"write_bps\": 8000000, "
@@ -134,31 +140,31 @@ static void test_codec(void **state)
 		assert_string_equal(ndz_sessctl_state_name(4), "unknown");
 	}
 	/* IDENTIFY reply */
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_IDENTIFY;
-	m.who.pid = 4242;
-	m.who.uuid[3] = 7;
-	m.who.chunks = 9;
-	m.who.source_bytes = 77;
-	strcpy(m.who.path, "/srv/a.ndz");
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.who.pid, 4242);
-	assert_int_equal(d.who.uuid[3], 7);
-	assert_int_equal(d.who.chunks, 9);
-	assert_int_equal(d.who.source_bytes, 77);
-	assert_string_equal(d.who.path, "/srv/a.ndz");
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_IDENTIFY;
+	cm.who.pid = 4242;
+	cm.who.uuid[3] = 7;
+	cm.who.chunks = 9;
+	cm.who.source_bytes = 77;
+	strcpy(cm.who.path, "/srv/a.ndz");
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.who.pid, 4242);
+	assert_int_equal(cd.who.uuid[3], 7);
+	assert_int_equal(cd.who.chunks, 9);
+	assert_int_equal(cd.who.source_bytes, 77);
+	assert_string_equal(cd.who.path, "/srv/a.ndz");
 	buf[12 + 34] = 0;              /* a NUL in the path */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), NDZ_EINVAL);
 	/* a refusal is a header only */
-	m.status = NDZ_CTL_FAILED;
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL), 12);
-	assert_int_equal(ndz_sessctl_decode(buf, 12, 1, &d, NULL), 0);
-	assert_int_equal(d.status, NDZ_CTL_FAILED);
+	cm.status = NDZ_CTL_FAILED;
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL), 12);
+	assert_int_equal(ndz_sessctl_decode(buf, 12, 1, &cd, NULL), 0);
+	assert_int_equal(cd.status, NDZ_CTL_FAILED);
 	/* bad type */
-	m.type = 3;
-	assert_int_equal(ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL), NDZ_EINVAL);
-	assert_int_equal(ndz_sessctl_decode(buf, 3, 0, &d, NULL), NDZ_EPROTO);
+	cm.type = 3;
+	assert_int_equal(ndz_sessctl_encode(&cm, 0, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, 3, 0, &cd, NULL), NDZ_EPROTO);
 }
 
 static void test_path(void **state)
@@ -242,45 +248,43 @@ static int f_hold(void *ctx)
 
 static void test_hold_codec(void **state)
 {
-	static struct ndz_sessctl_msg m, d;
-	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
 	struct ndz_error e = { 0 };
 	int n;
 
 	(void)state;
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_HOLD;
-	m.id = 7;
-	n = ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL);
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_HOLD;
+	cm.id = 7;
+	n = ndz_sessctl_encode(&cm, 0, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 12);               /* the request: the header alone */
 	assert_int_equal(buf[5], 19);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), 0);
-	assert_int_equal(d.type, NDZ_SESSCTL_HOLD);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 0, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), 0);
+	assert_int_equal(cd.type, NDZ_SESSCTL_HOLD);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 0, &cd, NULL), NDZ_EINVAL);
 	/* the reply: one byte, 1 held or 0 ending */
-	m.held = 1;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	cm.held = 1;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 13);
 	assert_int_equal(buf[5], 19 | 0x80);
 	assert_int_equal(buf[12], 1);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.held, 1);
-	assert_int_equal(d.id, 7);
-	m.held = 0;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.held, 0);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.held, 1);
+	assert_int_equal(cd.id, 7);
+	cm.held = 0;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.held, 0);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &cd, NULL), NDZ_EINVAL);
 	buf[12] = 2;
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, &e), NDZ_EINVAL);
 	assert_string_equal(ndz_error_msg(&e), "session control: bad hold answer 2");
 	/* a refusal is the header alone */
-	m.status = NDZ_CTL_FAILED;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	cm.status = NDZ_CTL_FAILED;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 12);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.status, NDZ_CTL_FAILED);
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 11, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.status, NDZ_CTL_FAILED);
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, 11, NULL), NDZ_ERANGE);
 }
 
 /* HOLD through an endpoint: yes, no, a refusal; an endpoint without HOLD refuses it. */
