@@ -322,43 +322,34 @@ static int parse_token_file(struct parser *p, const char *k, const char *val)
 }
 /* ---- token-file (end) ---- */
 
-/* The lab's strings, kept as they are (given once). */
-static int parse_lab(struct parser *p, const char *k, const char *val)
-{
-	struct ndz_mconf *c = p->c;
-	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
-		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
-		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
-		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
+/* The keywords whose value is a string kept as it is (given once), and where it goes. */
+static const struct str_key {
+	const char *key;
+	size_t off;                    /* of the char * in struct ndz_mconf */
+} str_keys[] = {
+	{ "wake-interface", offsetof(struct ndz_mconf, wake_iface) },
+	{ "admin-socket", offsetof(struct ndz_mconf, admin_socket) },
+	{ "admin-listen", offsetof(struct ndz_mconf, admin_listen) },
+	{ "lab-state", offsetof(struct ndz_mconf, lab_state) },
+	{ "pxe-dir", offsetof(struct ndz_mconf, pxe_dir) },   /* network boot (lib/master/pxe) */
+	{ "pxe-url", offsetof(struct ndz_mconf, pxe_url) },
+};
 
-	if (*str)
-		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
-				     p->line, k);
-	if (!(*str = strdup(val)))
-		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
-	return 0;
+static char **str_field(struct ndz_mconf *c, const struct str_key *k)
+{
+	return (char **)(void *)((char *)c + k->off);
 }
 
-/* ---- network boot by the master (lib/master/pxe): pxe-dir, pxe-url, pxe-local, pxe-args ---- */
-
-static int parse_pxe(struct parser *p, const char *k, const char *val)
+static int parse_str_key(struct parser *p, const struct str_key *sk, const char *val)
 {
-	struct ndz_mconf *c = p->c;
-	char **str = strcmp(k, "pxe-dir") == 0 ? &c->pxe_dir :
-		     strcmp(k, "pxe-url") == 0 ? &c->pxe_url : NULL;
+	char **str = str_field(p->c, sk);
 
-	if (!str) {                    /* pxe-local */
-		if (strcmp(val, "exit") != 0 && strcmp(val, "sanboot") != 0)
-			return perr(p, "bad pxe-local (exit or sanboot)", val);
-		c->pxe_local = val[0] == 's' ? NDZ_PXE_SANBOOT : NDZ_PXE_EXIT;
-		return 0;
-	}
 	if (*str)
 		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
-				     p->line, k);
-	if (str == &c->pxe_dir && val[0] != '/')
+				     p->line, sk->key);
+	if (str == &p->c->pxe_dir && val[0] != '/')
 		return perr(p, "bad pxe-dir (an absolute path)", val);
-	if (str == &c->pxe_url && !ndz_pxe_url_ok(val))
+	if (str == &p->c->pxe_url && !ndz_pxe_url_ok(val))
 		return perr(p, "bad pxe-url (http://, https:// or tftp://, a host and a path of "
 			    "letters, digits and -._~:/@%+=,!*(); at most 512 bytes)", val);
 	if (!(*str = strdup(val)))
@@ -461,8 +452,6 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 
 	static const char *const keys[] = { "pool", "ports", "rate", "total-rate", "quota",
 					    "http-listen", "http-token-file" };
-	static const char *const lab_keys[] = { "wake-interface", "admin-socket",
-						"admin-listen", "token-file", "lab-state" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -471,11 +460,20 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		return parse_image(p, tok, ntok, 2);
 	if ((strcmp(k, "token-file") == 0 || strcmp(k, "http-token-file") == 0) && ntok == 2)
 		return parse_token_file(p, k, tok[1]);
-	if (strcmp(k, "pxe-dir") == 0 || strcmp(k, "pxe-url") == 0 || strcmp(k, "pxe-local") == 0)
-		return one_value(p, k, ntok) ? NDZ_EINVAL : parse_pxe(p, k, tok[1]);
-	for (i = 0; i < sizeof(lab_keys) / sizeof(lab_keys[0]); i++)
-		if (strcmp(k, lab_keys[i]) == 0)
-			return one_value(p, k, ntok) ? NDZ_EINVAL : parse_lab(p, k, tok[1]);
+	if (strcmp(k, "pxe-local") == 0) {
+		if (one_value(p, k, ntok))
+			return NDZ_EINVAL;
+		if (strcmp(tok[1], "exit") != 0 && strcmp(tok[1], "sanboot") != 0)
+			return perr(p, "bad pxe-local (exit or sanboot)", tok[1]);
+		c->pxe_local = tok[1][0] == 's' ? NDZ_PXE_SANBOOT : NDZ_PXE_EXIT;
+		return 0;
+	}
+	if (strcmp(k, "token-file") == 0)          /* with a value missing or too many */
+		return one_value(p, k, ntok);
+	for (i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++)
+		if (strcmp(k, str_keys[i].key) == 0)
+			return one_value(p, k, ntok) ? NDZ_EINVAL :
+			       parse_str_key(p, &str_keys[i], tok[1]);
 	for (i = 0; i < sizeof(num_keys) / sizeof(num_keys[0]); i++)
 		if (strcmp(k, num_keys[i].key) == 0)
 			return one_value(p, k, ntok) ? NDZ_EINVAL :
@@ -665,13 +663,9 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
-	free(c->wake_iface);
-	free(c->admin_socket);
-	free(c->admin_listen);
+	for (size_t i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++)
+		free(*str_field(c, &str_keys[i]));
 	free(c->token_file);
-	free(c->lab_state);
-	free(c->pxe_dir);
-	free(c->pxe_url);
 	free(c->pxe_args);
 	free(c);
 }
