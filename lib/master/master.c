@@ -722,6 +722,14 @@ static const struct {
 #undef NDZ_COUNTER
 };
 
+const char *ndz_master_counter(const struct ndz_master_counters *n, size_t i, uint64_t *v)
+{
+	if (i >= sizeof(counter_names) / sizeof(counter_names[0]))
+		return NULL;
+	*v = *(const uint64_t *)(const void *)((const char *)n + counter_names[i].off);
+	return counter_names[i].name;
+}
+
 /* The STATUS JSON into j, each session's client list with it when clients is set. */
 static void status_json(const struct ndz_master *m, uint64_t now_ns,
 			void (*live)(void *ctx, const struct ndz_master_session *s,
@@ -731,6 +739,8 @@ static void status_json(const struct ndz_master *m, uint64_t now_ns,
 	const struct ndz_master_counters *n = &m->n;
 	const struct ndz_mconf *c = m->conf;
 	struct ndz_master_live *l = malloc(sizeof(*l));
+	const char *name;
+	uint64_t v;
 	int first = 1;
 
 	ndz_jbuf_printf(j, "{\"sessions\": [");
@@ -765,12 +775,8 @@ static void status_json(const struct ndz_master *m, uint64_t now_ns,
 		first = 0;
 	}
 	ndz_jbuf_printf(j, "], \"counters\": {");
-	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
-		const void *v = (const char *)n + counter_names[i].off;
-
-		ndz_jbuf_printf(j, "%s\"%s\": %llu", i ? ", " : "", counter_names[i].name,
-				(unsigned long long)*(const uint64_t *)v);
-	}
+	for (size_t i = 0; (name = ndz_master_counter(n, i, &v)); i++)
+		ndz_jbuf_printf(j, "%s\"%s\": %llu", i ? ", " : "", name, (unsigned long long)v);
 	ndz_jbuf_printf(j, "}, \"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
 			c->max_sessions, c->pool_size);
 	first = 1;

@@ -45,6 +45,12 @@ struct ndz_master_counters {
 #undef NDZ_COUNTER
 };
 
+/*
+ * ndz_master_counter - the i-th counter of counters.def in n: its name in the STATUS
+ * JSON (a static string) with *v its value, or NULL past the last.
+ */
+const char *ndz_master_counter(const struct ndz_master_counters *n, size_t i, uint64_t *v);
+
 struct ndz_master;
 
 /*

@@ -94,6 +94,29 @@ static int fake_hold(void *ctx, const struct ndz_master_session *s)
 }
 
 /* A GET for a running session asks it to hold: held, gone (freed) or ending (retired). */
+/* want: "NAME VALUE ...", the counters by their names in the STATUS JSON */
+static void counts_are(struct ndz_master *m, const char *want)
+{
+	char name[32];
+	unsigned long long v;
+	int used;
+
+	while (sscanf(want, " %31s %llu%n", name, &v, &used) == 2) {
+		const char *k;
+		uint64_t have = 0;
+		size_t i = 0;
+
+		while ((k = ndz_master_counter(ndz_master_counters(m), i, &have)) &&
+		       strcmp(k, name) != 0)
+			i++;
+		if (!k)
+			fail_msg("no counter '%s'", name);
+		if (have != v)
+			fail_msg("%s: %llu, want %llu", name, (unsigned long long)have, v);
+		want += used;
+	}
+}
+
 static void test_hold(void **state)
 {
 	struct ndz_mconf *c = conf("%s", base_conf);
@@ -208,12 +231,7 @@ static void test_get(void **state)
 	start(m, "d", "10.0.0.1", 103);
 	s = ndz_master_session(m, (size_t)sa);
 	assert_int_equal(s->group, ip("239.1.0.0"));
-	assert_int_equal(ndz_master_counters(m)->started, 4);
-	assert_int_equal(ndz_master_counters(m)->ended, 1);
-	assert_int_equal(ndz_master_counters(m)->failed, 1);
-	assert_int_equal(ndz_master_counters(m)->unknown, 1);
-	assert_int_equal(ndz_master_counters(m)->denied, 1);
-	assert_int_equal(ndz_master_counters(m)->too_many, 1);
+	counts_are(m, "sessions_started 4 sessions_ended 1 failed 1 unknown 1 denied 1 too_many 1");
 	ndz_master_free(m);
 	ndz_mconf_free(c);
 }
@@ -476,10 +494,7 @@ static void test_upload(void **state)
 	assert_true(ndz_master_session(m, 0)->replaced);
 	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.1"), &p, NULL), 0);
 	assert_int_equal(p.start, 1);
-	assert_int_equal(ndz_master_counters(m)->uploads, 7);
-	assert_int_equal(ndz_master_counters(m)->uploads_refused, 5);
-	assert_int_equal(ndz_master_counters(m)->uploads_stored, 1);
-	assert_int_equal(ndz_master_counters(m)->uploads_rejected, 1);
+	counts_are(m, "uploads 7 uploads_refused 5 uploads_stored 1 uploads_rejected 1");
 	ndz_master_free(m);
 	ndz_mconf_free(c);
 }

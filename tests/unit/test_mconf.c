@@ -46,6 +46,19 @@ static uint32_t ip(const char *s)
 	return inet_addr(s);
 }
 
+/* c was read, and its sessions' settings are these */
+static void sessions_are(const struct ndz_mconf *c, uint32_t pool_base, uint32_t pool_size,
+			 unsigned max_sessions, uint64_t rate, uint64_t total_rate, unsigned idle)
+{
+	assert_non_null(c);
+	assert_int_equal(c->pool_base, pool_base);
+	assert_int_equal(c->pool_size, pool_size);
+	assert_int_equal(c->max_sessions, max_sessions);
+	assert_int_equal(c->rate, rate);
+	assert_int_equal(c->total_rate, total_rate);
+	assert_int_equal(c->idle_timeout, idle);
+}
+
 static void test_full(void **state)
 {
 	struct ndz_error e;
@@ -63,15 +76,9 @@ static void test_full(void **state)
 		  "idle-timeout 20\r\n"
 		  "image a /img/a.ndz allow 10.0.0.0/8,192.168.1.5 rate 10M\n"
 		  "\timage  b  /img/b.ndz\n", &e);
-	assert_non_null(c);
-	assert_int_equal(c->pool_base, 0xefc00700u);
-	assert_int_equal(c->pool_size, 4);
+	sessions_are(c, 0xefc00700u, 4, 3, 50000000, 1000000000, 20);
 	assert_int_equal(c->port_lo, 5000);
 	assert_int_equal(c->port_hi, 5003);
-	assert_int_equal(c->max_sessions, 3);
-	assert_int_equal(c->rate, 50000000);
-	assert_int_equal(c->total_rate, 1000000000);
-	assert_int_equal(c->idle_timeout, 20);
 	assert_int_equal(c->nimages, 2);
 	a = ndz_mconf_find(c, "a");
 	b = ndz_mconf_find(c, "b");
@@ -96,13 +103,7 @@ static void test_defaults(void **state)
 	struct ndz_mconf *c = parse("image x /x.ndz allow 0.0.0.0/0", &e);
 
 	(void)state;
-	assert_non_null(c);
-	assert_int_equal(c->pool_base, 0xefc00100u);
-	assert_int_equal(c->pool_size, 256);
-	assert_int_equal(c->max_sessions, 8);
-	assert_int_equal(c->rate, 100000000);
-	assert_int_equal(c->total_rate, 0);
-	assert_int_equal(c->idle_timeout, 60);
+	sessions_are(c, 0xefc00100u, 256, 8, 100000000, 0, 60);
 	assert_true(ndz_mconf_allows(&c->images[0], ip("1.2.3.4")));
 	ndz_mconf_free(c);
 	ndz_mconf_free(NULL);
