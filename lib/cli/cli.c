@@ -68,6 +68,15 @@ static void put_line(int prio, int named, const char *prefix, const char *msg)
 		prefix, msg);
 }
 
+/* msg (an array) as this variadic function's own fmt and arguments say */
+#define FORMAT(msg, fmt)                                   \
+	do {                                               \
+		va_list ap_;                               \
+		va_start(ap_, fmt);                        \
+		vsnprintf(msg, sizeof(msg), fmt, ap_);     \
+		va_end(ap_);                               \
+	} while (0)
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	char msg[2048];
@@ -194,14 +203,11 @@ void cli_flush_warnings(void)
 void cli_warn(const char *fmt, ...)
 {
 	char msg[sizeof(last_warn)];
-	va_list ap;
 	double now;
 
 	if (cli_quiet)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	now = cli_now();
 	pthread_mutex_lock(&warn_lock);
 	if (strcmp(msg, last_warn) == 0) {
@@ -220,13 +226,10 @@ void cli_warn(const char *fmt, ...)
 void cli_info(const char *fmt, ...)
 {
 	char msg[2048];
-	va_list ap;
 
 	if (cli_quiet)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	cli_flush_warnings();
 	/* plain: as given (some programs' info lines are output); logged: named */
 	put_line(LOG_INFO, log_mode != CLI_LOG_PLAIN, "", msg);
@@ -235,11 +238,8 @@ void cli_info(const char *fmt, ...)
 void cli_log(const char *fmt, ...)
 {
 	char msg[2048];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	cli_flush_warnings();
 	put_line(LOG_INFO, 1, "", msg);
 }
@@ -291,7 +291,6 @@ void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
 	uint64_t second = ndz_now_ns() / 1000000000u;
 	char msg[1024], line[1200];
 	unsigned i, free_i = RULES;
-	va_list ap;
 
 	if (cli_quiet)
 		return;
@@ -314,9 +313,7 @@ void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
 		return;
 	}
 	rules[i].lines++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	snprintf(line, sizeof(line), "refused: %s %s", addr, msg);
 	put_line(LOG_NOTICE, 1, "", line);
 	pthread_mutex_unlock(&refuse_lock);
