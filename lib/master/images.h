@@ -7,7 +7,7 @@
  * next reload, without its file); the admin edits the configuration. Images of an
  * imagedir or the upload-dir are their files: removing or renaming those is the
  * whole change, and the caller then rereads the configuration (the table follows
- * the directories). Not locked: the caller serialises (mfrisbeed's lock).
+ * the directories). Not locked: the caller serialises (the master's lock, lib/mserve).
  */
 #ifndef NDZ_IMAGES_H
 #define NDZ_IMAGES_H

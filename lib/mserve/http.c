@@ -170,9 +170,9 @@ static struct ndz_session_lives *lives(struct ndz_http *s)
 {
 	struct ndz_session_lives *l;
 
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	ndz_session_lives_list(s->h.ms, &l, NULL);  /* none: zeros */
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	ndz_session_lives_ask(l, s->h.live, s->h.ctx);
 	return l;
 }
@@ -189,7 +189,7 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	l = lives(s);
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	/* not cut to a datagram's size as by UDP/TCP; the rest of the buffer for sections */
 	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), ndz_session_lives_find, l, buf,
 				     JSON_MASTER);
@@ -211,7 +211,7 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 		buf[len++] = '}';
 		buf[len] = 0;
 	}
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	ndz_session_lives_free(l);
 	buf[len++] = '\n';
 	rc = answer(c, MHD_HTTP_OK, "application/json", buf, len, 1);
@@ -336,10 +336,10 @@ static enum MHD_Result metrics(struct ndz_http *s, struct MHD_Connection *c)
 	if (!buf)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	l = lives(s);
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	len = ndz_http_metrics(s->h.ms, ndz_session_lives_find, l, atomic_load(&s->requests), buf,
 			       METRICS_CAP, &e);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	ndz_session_lives_free(l);
 	rc = len < 0 ? fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e)) :
 		answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", buf,
@@ -380,10 +380,10 @@ static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, cons
 	int rc;
 
 	if (strcmp(url, "/reload-config") == 0) {
-		pthread_mutex_lock(s->h.lock);
+		ndz_mlock_take(s->h.lock);
 		rc = s->h.reload ? s->h.reload(s->h.ctx, &e) :
 			ndz_error_set(&e, NDZ_ENOTSUP, 0, "no reload here");
-		pthread_mutex_unlock(s->h.lock);
+		ndz_mlock_give(s->h.lock);
 		return rc == 0 ? answer(c, MHD_HTTP_OK, "application/json", "{\"ok\": true}\n", 13, 0) :
 			fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
 	}
@@ -393,9 +393,9 @@ static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, cons
 	if (!x)
 		return fail(c, MHD_HTTP_NOT_FOUND, "no such action");
 	out[0] = 0;
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	rc = x->post(x->ctx, b->body, b->len, out, sizeof(out), &e);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	if (rc != 0)
 		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ||
 			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -413,11 +413,11 @@ static int authorised(struct ndz_http *s, struct MHD_Connection *c)
 	char path[4096] = "";
 	const struct ndz_mconf *conf;
 
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	conf = ndz_master_conf(s->h.ms);
 	if (conf && conf->token_file)   /* token-file: the one admin token */
 		snprintf(path, sizeof(path), "%s", conf->token_file);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	return ndz_http_token_ok(path[0] ? path : NULL, auth);
 }
 
@@ -446,9 +446,9 @@ static enum MHD_Result ext_get(struct ndz_http *s, struct MHD_Connection *c, con
 		memcpy(&conn.peer, ci->client_addr, sizeof(conn.peer));
 	if (!(r.body = malloc(r.cap)))
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	pthread_mutex_lock(s->h.lock);
+	ndz_mlock_take(s->h.lock);
 	rc = x->get(x->ctx, url, &conn, &r, &e);
-	pthread_mutex_unlock(s->h.lock);
+	ndz_mlock_give(s->h.lock);
 	if (rc == 0 && r.fd < 0 && r.len > r.cap)
 		rc = ndz_error_set(&e, NDZ_ERANGE, 0, "answer too long");
 	if (rc == 0 && r.fd < 0) {

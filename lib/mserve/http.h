@@ -14,13 +14,13 @@
 #ifndef NDZ_HTTP_H
 #define NDZ_HTTP_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
 
 #include "master/master.h"
 #include "master/mconf.h"
+#include "mlock.h"
 #include "core/err.h"
 
 #define NDZ_HTTP_BODY_MAX 4096         /* a POST body longer than this is refused (413) */
@@ -80,7 +80,7 @@ struct ndz_http_ext {
 };
 
 struct ndz_http_hooks {
-	pthread_mutex_t *lock;         /* guards ms and its configuration */
+	struct ndz_mlock *lock;        /* the master's (mlock.h): guards ms and its configuration */
 	struct ndz_master *ms;
 	void *ctx;                     /* for live and reload */
 	/* without the lock (it may wait on the session's socket): a session's own

@@ -472,7 +472,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 /* One admin connection: its own thread when the hooks give a lock, else inline. */
 struct conn {
 	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
-	pthread_mutex_t *lock;
+	struct ndz_mlock *lock;
 	int fd, tcp;
 	size_t (*status_json)(void *ctx, char *buf, size_t cap);  /* s's, copied */
 	void *ctx;
@@ -523,7 +523,7 @@ static void *serve_conn(void *arg)
 	    r.type == NDZ_CTL_ADMIN && sodium_memcmp(r.token, c->token, NDZ_CTL_TOKEN_MAX) == 0)
 		mjson = master_json(c, in, (size_t)need, &mlen);
 	if (c->lock)
-		pthread_mutex_lock(c->lock);
+		ndz_mlock_take(c->lock);
 	s->threads[c->tcp]--;
 	if (!heard)
 		goto out;
@@ -550,13 +550,13 @@ static void *serve_conn(void *arg)
 	rep.text_len = j.len;
 	n = ndz_ctl_labrep_encode(&rep, out, NDZ_CTL_LABREP_MAX, NULL);
 	if (c->lock)
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 	if (n > 0)
 		ndz_labcall_write_by(c->fd, out, (size_t)n, ndz_now_ms() + ADMIN_WAIT_MS);
 	goto done;
 out:
 	if (c->lock)
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 done:
 	close(c->fd);
 	free(mjson);

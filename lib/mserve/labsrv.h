@@ -2,16 +2,15 @@
  * The master's lab service: lib/master/lab behind the lab messages
  * (doc/PROTOCOL.md, "Lab messages"). Nodes ask and report by UDP on the control
  * port; admins send requests over a unix socket (its file mode 0660 gives the
- * right) or over TCP with the token (compared in constant time). Also the client
- * side of both exchanges, for ndzctl and the boot environment. The sockets are
- * opened here; the program polls them and calls in. Not locked: the caller
- * serialises (mfrisbeed holds its lock).
+ * right) or over TCP with the token (compared in constant time). The client side
+ * of both exchanges, for ndzctl and the boot environment, is lib/ctl/labcall. The
+ * sockets are opened here; lib/mserve/mserve polls them and calls in, holding the
+ * master's lock (mlock.h).
  */
 #ifndef NDZ_LABSRV_H
 #define NDZ_LABSRV_H
 
 #include <poll.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -19,6 +18,7 @@
 #include "ctl/ctl.h"
 #include "master/lab.h"
 #include "master/mconf.h"
+#include "mlock.h"
 #include "core/err.h"
 
 #define NDZ_LABSRV_FDS 2               /* pollfds ndz_labsrv_pollfds fills */
@@ -37,7 +37,7 @@ struct ndz_labsrv_hooks {
 	/* held by the caller around every call in; admin connections are then each
 	 * served on a thread of their own, which takes it once the request is read
 	 * (NULL: served inline, the caller waiting up to a second for a slow peer) */
-	pthread_mutex_t *lock;
+	struct ndz_mlock *lock;        /* the master's (mlock.h) */
 	/* images info/remove/rename (lib/master/images.h): the master's sessions and
 	 * uploads (NULL: none known), and the configuration reread after files changed
 	 * (NULL: not reread) */

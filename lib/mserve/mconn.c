@@ -40,10 +40,10 @@ static void status(const struct ndz_mconn *c, int fd, uint32_t id, uint32_t addr
 		if (c->refused)
 			c->refused("access denied", a, "asks for the status: access denied: no image "
 				   "allows %s", a);
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 	} else {
 		n->status++;
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 		if ((json = malloc(NDZ_CTL_JSON_MAX + 1))) {
 			rep.json = json;
 			rep.json_len = c->status_json(c->ctx, json, NDZ_CTL_JSON_MAX + 1);
@@ -123,14 +123,14 @@ static int store(const struct ndz_mconn *c, int fd, const struct ndz_ctl_req *re
 	/* past the image's checks, what fails is ours: NDZ_EIO (FAILED) */
 	if (fsync(tfd) != 0)          /* the long flush outside the lock */
 		return ndz_error_set(e, NDZ_EIO, errno, "syncing %s", c->tmp[slot]);
-	pthread_mutex_lock(c->lock);
+	ndz_mlock_take(c->lock);
 	rc = ndz_file_commit(dup(tfd), c->tmp[slot], final, 0644, e);
 	c->tmp[slot][0] = 0;           /* renamed, or removed by the commit */
 	if (rc == 0)
 		ndz_master_upload_stored(c->ms, slot);
 	if (rc == 0)
 		rc = served(c, req->name, final, e);
-	pthread_mutex_unlock(c->lock);
+	ndz_mlock_give(c->lock);
 	return rc;
 }
 
@@ -150,16 +150,16 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 	int k, tfd = -1, rc, slot = -1;
 
 	inet_ntop(AF_INET, &addr, a, sizeof(a));
-	pthread_mutex_lock(c->lock);
+	ndz_mlock_take(c->lock);
 	tv.tv_sec = ndz_master_conf(c->ms)->request_timeout;
 	quiet = ndz_master_conf(c->ms)->upload_timeout;
-	pthread_mutex_unlock(c->lock);
+	ndz_mlock_give(c->lock);
 	/* the first message comes at once or never: a few seconds, not upload-timeout */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	k = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need, (int)tv.tv_sec * 1000,
 				NULL);
 	rc = k < 0 ? k : ndz_ctl_req_decode(buf, (size_t)k, &req, NULL);
-	pthread_mutex_lock(c->lock);
+	ndz_mlock_take(c->lock);
 	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
 		status(c, fd, req.id, addr);
 		return;                        /* unlocked there */
@@ -173,7 +173,7 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		n->dropped++;                  /* not ours, or gone quiet before asking */
 		if (rc == NDZ_ETIMEDOUT)
 			n->tcp_quiet++;
-		pthread_mutex_unlock(c->lock);
+		ndz_mlock_give(c->lock);
 		if (rc == NDZ_ETIMEDOUT)
 			c->say(c->ctx, 2, "%s said nothing for %ld s; closed", a, (long)tv.tv_sec);
 		return;
@@ -182,7 +182,7 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		ndz_master_release(c->ms, addr);
 		*admitted = 0;
 	}
-	pthread_mutex_unlock(c->lock);
+	ndz_mlock_give(c->lock);
 	rep.id = req.id;
 	rep.status = (uint16_t)ndz_ctl_status_of(rc);
 	if (rc != 0) {
@@ -214,12 +214,12 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 	else
 		rc = store(c, fd, &req, slot, tfd, limit, final, &stats, &e);
 	close(tfd);
-	pthread_mutex_lock(c->lock);
+	ndz_mlock_take(c->lock);
 	if (c->tmp[slot][0])
 		unlink(c->tmp[slot]);
 	c->tmp[slot][0] = 0;
 	ndz_master_upload_end(c->ms, slot, rc == 0);
-	pthread_mutex_unlock(c->lock);
+	ndz_mlock_give(c->lock);
 	if (rc == 0) {
 		snprintf(msg, sizeof(msg), "stored: %u chunks, %llu bytes", stats.chunks,
 			 (unsigned long long)stats.bytes);
@@ -246,7 +246,7 @@ void ndz_mconn_serve(const struct ndz_mconn *c, int fd, uint32_t addr)
 	serve(c, fd, addr, &admitted);
 	if (!admitted)
 		return;
-	pthread_mutex_lock(c->lock);
+	ndz_mlock_take(c->lock);
 	ndz_master_release(c->ms, addr);
-	pthread_mutex_unlock(c->lock);
+	ndz_mlock_give(c->lock);
 }

@@ -9,14 +9,14 @@
 #define NDZ_MCONN_H
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdint.h>
 
 #include "master/master.h"
+#include "mlock.h"
 #include "core/err.h"
 
 struct ndz_mconn {
-	pthread_mutex_t *lock;         /* guards ms, its configuration and tmp */
+	struct ndz_mlock *lock;        /* the master's (mlock.h): guards ms, its configuration and tmp */
 	struct ndz_master *ms;
 	char (*tmp)[PATH_MAX];         /* NDZ_MASTER_UPLOADS: each upload slot's temporary file */
 	unsigned drain_s;              /* after a rejection, read on this long */

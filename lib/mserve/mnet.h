@@ -1,6 +1,6 @@
 /*
  * The master's sockets: its control address (UDP for GET, TCP for uploads and
- * STATUS) and the address its sessions send from. Opened here, not in mfrisbeed.
+ * STATUS) and the address its sessions send from. Opened here for lib/mserve/mserve.
  */
 #ifndef NDZ_MNET_H
 #define NDZ_MNET_H

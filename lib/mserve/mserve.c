@@ -27,6 +27,7 @@
 #include "http.h"
 #include "labsrv.h"
 #include "mconn.h"
+#include "mlock.h"
 #include "mnet.h"
 #include "mreply.h"
 #include "mserve.h"
@@ -47,7 +48,7 @@ struct ndz_mserve {
 	struct ndz_mconf *conf;
 	char state_path[PATH_MAX];
 	int fd, tfd;
-	pthread_mutex_t lock;
+	struct ndz_mlock *lock;        /* the one lock (mlock.h) */
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX]; /* per upload slot: its temporary file, or "" */
 	unsigned nthreads;             /* connection threads running */
 	struct ndz_mconn conn;         /* what the connection threads share */
@@ -145,10 +146,10 @@ static int rates(struct ndz_mserve *s)
 	free(r);
 	if (!a)
 		return 0;
-	pthread_mutex_unlock(&s->lock);
+	ndz_mlock_give(s->lock);
 	for (size_t i = 0; i < k; i++)
 		a[i].yes = ndz_session_rate(s->o.run_dir, &a[i].ss, a[i].rate) == 0;
-	pthread_mutex_lock(&s->lock);
+	ndz_mlock_take(s->lock);
 	for (size_t i = 0; i < k; i++) {
 		const struct ndz_master_session *ss = ndz_master_session(s->ms, (size_t)a[i].slot);
 
@@ -182,10 +183,10 @@ static int watch_adopted(struct ndz_mserve *s)
 		free(a);
 		return 0;
 	}
-	pthread_mutex_unlock(&s->lock);
+	ndz_mlock_give(s->lock);
 	for (size_t i = 0; i < k; i++)
 		a[i].yes = ndz_session_gone(s->o.run_dir, &a[i].ss);
-	pthread_mutex_lock(&s->lock);
+	ndz_mlock_take(s->lock);
 	for (size_t i = 0; i < k; i++) {
 		const struct ndz_master_session *ss = ndz_master_session(s->ms, (size_t)a[i].slot);
 
@@ -276,12 +277,12 @@ static int ask_hold(struct ndz_mserve *s, const struct ndz_ctl_req *req, uint32_
 		struct ndz_master_session ss = *ndz_master_session(s->ms, (size_t)p->slot);
 		int r = NDZ_MASTER_HELD;
 
-		pthread_mutex_unlock(&s->lock);
+		ndz_mlock_give(s->lock);
 		if (k < HOLD_ASKS)     /* past that: as a session that cannot say, held */
 			r = ndz_session_hold(s->o.run_dir, &ss);
 		if (r == NDZ_MASTER_GONE)
 			ndz_session_forget(s->o.run_dir, &ss);
-		pthread_mutex_lock(&s->lock);
+		ndz_mlock_take(s->lock);
 		if (r != NDZ_MASTER_HELD)
 			SAY(s, 1, "session of %s: frisbeed %d %s; a new one for the request",
 			    ss.image, ss.pid, r == NDZ_MASTER_GONE ? "has ended" : "is ending");
@@ -302,6 +303,7 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 	struct ndz_error e = { 0 };
 	char a[16];
 	uint32_t addr = from->sin_addr.s_addr;
+	int started = 0;
 	int act = ndz_master_request(s->ms, buf, len, addr, ndz_now_ns(), &req, &p, &rep, &e), n;
 
 	ndz_net_ntoa(addr, a);
@@ -313,10 +315,8 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 	if (act == NDZ_MASTER_HOLD)
 		act = ask_hold(s, &req, addr, &p, &rep, &e);
 	if (act == NDZ_MASTER_START) {
-		n = start_session(s, &p);
-		ndz_master_answer(s->ms, &p, n, &rep);
-		if (n == 0)
-			rates(s);      /* the others' shares */
+		started = start_session(s, &p) == 0;
+		ndz_master_answer(s->ms, &p, started ? 0 : -1, &rep);
 	}
 	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP && rep.status != NDZ_CTL_FAILED)
 		s->o.refused(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s: %s",
@@ -327,6 +327,8 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 	n = ndz_ctl_rep_encode(&rep, out, sizeof(out), NULL);
 	if (n > 0)
 		sendto(s->fd, out, (size_t)n, 0, (const struct sockaddr *)from, sizeof(*from));
+	if (started && rates(s))       /* the others' shares, once the client has its answer */
+		save_state(s);
 }
 
 void ndz_mserve_tell_skipped(const struct ndz_mconf *old, const struct ndz_mconf *c,
@@ -371,13 +373,13 @@ static size_t status_json(void *ctx, char *buf, size_t cap)
 	struct ndz_session_lives *l;
 	size_t len;
 
-	pthread_mutex_lock(&s->lock);
+	ndz_mlock_take(s->lock);
 	ndz_session_lives_list(s->ms, &l, NULL);  /* none: zeros */
-	pthread_mutex_unlock(&s->lock);
+	ndz_mlock_give(s->lock);
 	ndz_session_lives_ask(l, session_live, s);
-	pthread_mutex_lock(&s->lock);
+	ndz_mlock_take(s->lock);
 	len = ndz_master_status_json(s->ms, ndz_now_ns(), ndz_session_lives_find, l, buf, cap);
-	pthread_mutex_unlock(&s->lock);
+	ndz_mlock_give(s->lock);
 	ndz_session_lives_free(l);
 	return len;
 }
@@ -421,9 +423,9 @@ static void *upload_thread(void *arg)
 
 	ndz_mconn_serve(&s->conn, j->fd, j->addr);
 	close(j->fd);
-	pthread_mutex_lock(&s->lock);
+	ndz_mlock_take(s->lock);
 	s->nthreads--;
-	pthread_mutex_unlock(&s->lock);
+	ndz_mlock_give(s->lock);
 	free(j);
 	return NULL;
 }
@@ -492,7 +494,8 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	s->o = *o;
 	s->conf = conf;
 	s->fd = s->tfd = -1;
-	pthread_mutex_init(&s->lock, NULL);
+	if ((rc = ndz_mlock_create(&s->lock, e)) != 0)
+		goto fail;
 	if (mkdir(o->run_dir, 0755) != 0 && errno != EEXIST) {
 		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", o->run_dir);
 		goto fail;
@@ -505,13 +508,13 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	if ((rc = ndz_mnet_listen(o->listen, &s->fd, &s->tfd, e)) != 0 ||
 	    (rc = ndz_master_create(s->conf, &s->ms, e)) != 0 ||
 	    (rc = ndz_labsrv_open(s->conf, o->run_dir, &(struct ndz_labsrv_hooks){ s, status_json,
-				  say, &s->lock, s->ms, reload, o->refused }, &s->lab, e)) != 0)
+				  say, s->lock, s->ms, reload, o->refused }, &s->lab, e)) != 0)
 		goto fail;
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
-	s->conn = (struct ndz_mconn){ &s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
+	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
 				      say, o->refused };
-	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ &s->lock,
+	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, ndz_labsrv_http(s->lab),
 				 NDZ_LABSRV_HTTP_EXTS }, &s->http, e)) != 0)
 		goto fail;
@@ -533,7 +536,7 @@ fail:
 	if (s->tfd >= 0)
 		close(s->tfd);
 	ndz_mconf_free(s->conf);
-	pthread_mutex_destroy(&s->lock);
+	ndz_mlock_free(s->lock);
 	free(s);
 	return rc;
 }
@@ -547,19 +550,19 @@ void ndz_mserve_run(struct ndz_mserve *s, volatile sig_atomic_t *stop,
 		uint8_t buf[NDZ_CTL_LAB_MAX + 1];
 		struct ndz_error e = { 0 };
 
-		pthread_mutex_lock(&s->lock);
+		ndz_mlock_take(s->lock);
 		if (*hup) {
 			*hup = 0;
 			reload(s, &e);
 		}
 		reap(s);
 		ndz_labsrv_prepare(s->lab, ndz_now_ms(), p + 2);
-		pthread_mutex_unlock(&s->lock);
+		ndz_mlock_give(s->lock);
 		if (s->o.tick)
 			s->o.tick(s->o.ctx);   /* "N more refused" once a flood's second is over */
 		if (poll(p, 2 + NDZ_LABSRV_FDS, 200) <= 0)
 			continue;
-		pthread_mutex_lock(&s->lock);
+		ndz_mlock_take(s->lock);
 		if (p[1].revents & POLLIN)
 			accept_upload(s);
 		ndz_labsrv_serve(s->lab, p + 2, ndz_now_ms());
@@ -576,7 +579,7 @@ void ndz_mserve_run(struct ndz_mserve *s, volatile sig_atomic_t *stop,
 			if (!ndz_labsrv_udp(s->lab, s->fd, buf, (size_t)n, &from, ndz_now_ms()))
 				handle(s, buf, (size_t)n, &from);
 		}
-		pthread_mutex_unlock(&s->lock);
+		ndz_mlock_give(s->lock);
 	}
 }
 
@@ -584,7 +587,7 @@ void ndz_mserve_end(struct ndz_mserve *s)
 {
 	/* uploads still running leave nothing behind; their uploaders see the end */
 	ndz_http_stop(s->http);
-	pthread_mutex_lock(&s->lock);
+	ndz_mlock_take(s->lock);
 	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++)
 		if (s->tmp[i][0])
 			unlink(s->tmp[i]);

@@ -2,6 +2,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -16,6 +18,8 @@
 #include "core/image.h"
 #include "core/io.h"
 #include "core/json.h"
+
+#define LIVES_ASKERS 16                /* sessions asked for their statistics at once */
 
 int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_session *s,
 		      const char *path, pid_t *pid, struct ndz_error *e)
@@ -276,12 +280,43 @@ int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives 
 	return 0;
 }
 
+/* One asker of ndz_session_lives_ask: the next session not yet taken, until none. */
+struct asker {
+	struct ndz_session_lives *l;
+	void (*live)(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out);
+	void *ctx;
+	atomic_size_t next;
+};
+
+static void *ask_lives(void *arg)
+{
+	struct asker *a = arg;
+
+	for (size_t i; (i = atomic_fetch_add(&a->next, 1)) < a->l->n;)
+		a->live(a->ctx, &a->l->s[i], &a->l->lv[i]);
+	return NULL;
+}
+
 void ndz_session_lives_ask(struct ndz_session_lives *l,
 			   void (*live)(void *ctx, const struct ndz_master_session *s,
 					struct ndz_master_live *out), void *ctx)
 {
-	for (size_t i = 0; l && live && i < l->n; i++)
-		live(ctx, &l->s[i], &l->lv[i]);
+	struct asker a = { l, live, ctx, 0 };
+	pthread_t t[LIVES_ASKERS];
+	size_t k = 0;
+	sigset_t all, old;
+
+	if (!l || !live)
+		return;
+	/* a few at once: slow sessions cost about one question's time, not one each */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	while (k + 1 < LIVES_ASKERS && k + 1 < l->n && pthread_create(&t[k], NULL, ask_lives, &a) == 0)
+		k++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	ask_lives(&a);
+	while (k)
+		pthread_join(t[--k], NULL);
 }
 
 void ndz_session_lives_find(void *arg, const struct ndz_master_session *s,

@@ -28,7 +28,7 @@
 #include "master/mconf.h"
 
 static char tokpath[] = "/tmp/test_http.XXXXXX";
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ndz_mlock *lock;         /* the master's lock, as lib/mserve/mserve makes it */
 
 struct fix {
 	struct ndz_mconf *c;
@@ -155,9 +155,12 @@ static int setup(void **state)
 	struct ndz_error e = { 0 };
 	char text[512];
 	int fd = mkstemp(tokpath);
-	struct ndz_http_hooks h = { &lock, NULL, &fx, live, reload, ext, 2 };
+	struct ndz_http_hooks h = { NULL, NULL, &fx, live, reload, ext, 2 };
 
 	(void)state;
+	if (ndz_mlock_create(&lock, &e) != 0)
+		fail_msg("%s", ndz_error_msg(&e));
+	h.lock = lock;
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "s3cret-token-0123\n", 18), 18);
 	close(fd);
@@ -179,6 +182,7 @@ static int teardown(void **state)
 	ndz_http_stop(fx.h);
 	ndz_master_free(fx.m);
 	ndz_mconf_free(fx.c);
+	ndz_mlock_free(lock);
 	unlink(tokpath);
 	return 0;
 }
@@ -209,10 +213,10 @@ static void test_status_json(void **state)
 	const char *r;
 
 	(void)state;
-	pthread_mutex_lock(&lock);
+	ndz_mlock_take(lock);
 	assert_int_equal(ndz_master_get(fx.m, "a", htonl(0x0a000001), &p, NULL), 0);
 	ndz_master_started(fx.m, p.slot, 4242, uuid, 7, 1000, 1);
-	pthread_mutex_unlock(&lock);
+	ndz_mlock_give(lock);
 	r = get("/status.json");
 	has_all(r, (const char *const[]){
 		"HTTP/1.1 200",
@@ -492,7 +496,7 @@ static void test_conf(void **state)
 static void test_bind_fail(void **state)
 {
 	struct ndz_mconf_listen at = { htonl(INADDR_LOOPBACK), fx.port };
-	struct ndz_http_hooks h = { &lock, fx.m, &fx, live, reload, NULL, 0 };
+	struct ndz_http_hooks h = { lock, fx.m, &fx, live, reload, NULL, 0 };
 	struct ndz_http *s = (struct ndz_http *)&h;
 	struct ndz_error e = { 0 };
 

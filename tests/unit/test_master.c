@@ -539,6 +539,92 @@ static int datagram(uint8_t *buf, uint8_t type, const char *name)
 	return ndz_ctl_req_encode(&r, buf, NDZ_CTL_REQ_MAX, NULL);
 }
 
+/*
+ * Ask mode (the program asks the session itself, without its lock): the GET returns
+ * the session to ask and counts nothing; told held, the GET is answered with it
+ * (once: the next GET asks again); ending retires it and gone frees it, and the GET
+ * goes on to a new session; a verdict about a session gone meanwhile changes nothing.
+ * Through ndz_master_request: NDZ_MASTER_HOLD, then ndz_master_resume.
+ */
+static void test_hold_ask(void **state)
+{
+	struct ndz_mconf *c = conf("%s", base_conf);
+	struct ndz_master *m = make(c);
+	struct ndz_master_counters *n = ndz_master_counters(m);
+	struct ndz_master_plan p, q;
+	struct ndz_ctl_req req;
+	struct ndz_ctl_rep rep;
+	uint8_t b[NDZ_CTL_REQ_MAX];
+	uint64_t gets;
+	int sa, sb, len;
+
+	(void)state;
+	ndz_master_set_hold_ask(m, 1);
+	sa = start(m, "a", "10.0.0.1", 100);   /* nothing running to ask */
+	gets = n->get;
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.hold, 1);
+	assert_int_equal(p.start, 0);
+	assert_int_equal(p.slot, sa);
+	assert_int_equal(p.pid, 100);
+	assert_int_equal(n->get, gets);        /* not counted until decided */
+	/* denied or unknown: decided at once, nobody asked */
+	assert_int_equal(ndz_master_get(m, "a", ip("10.9.0.1"), &q, NULL), NDZ_EDENIED);
+	assert_int_equal(q.hold, 0);
+	ndz_master_held(m, &p, NDZ_MASTER_HELD);
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.hold, 0);
+	assert_int_equal(p.start, 0);
+	assert_int_equal(p.slot, sa);
+	assert_int_equal(n->get, gets + 2);
+	/* held once only: the next GET asks again; ending retires it, a new session */
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.hold, 1);
+	ndz_master_held(m, &p, NDZ_MASTER_ENDING);
+	assert_int_equal(ndz_master_session(m, (size_t)sa)->replaced, 1);
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.hold, 0);
+	assert_int_equal(p.start, 1);
+	assert_int_not_equal(p.slot, sa);
+	ndz_master_started(m, p.slot, 101, uuid_a, 7, 1000, 0);
+	sb = p.slot;
+	/* gone: freed, counted, and its address taken by the new session */
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.hold, 1);
+	assert_int_equal(p.pid, 101);
+	ndz_master_held(m, &p, NDZ_MASTER_GONE);
+	assert_int_equal(ndz_master_session(m, (size_t)sb)->pid, 0);
+	assert_int_equal(n->ended, 1);
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.start, 1);
+	assert_int_equal(p.slot, sb);
+	ndz_master_started(m, p.slot, 102, uuid_a, 7, 1000, 0);
+	/* a verdict about a session that has gone meanwhile (another pid there) is not its */
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &p, NULL), 0);
+	assert_int_equal(p.pid, 102);
+	assert_int_equal(ndz_master_end(m, 102), sb);
+	assert_int_equal(ndz_master_get(m, "a", ip("10.0.0.2"), &q, NULL), 0);
+	assert_int_equal(q.start, 1);
+	ndz_master_started(m, q.slot, 103, uuid_a, 7, 1000, 0);
+	ndz_master_held(m, &p, NDZ_MASTER_GONE);
+	assert_int_equal(ndz_master_session(m, (size_t)q.slot)->pid, 103);
+	/* the datagram's path: HOLD, the verdict, then the GET decided and answered */
+	len = datagram(b, NDZ_CTL_GET, "a");
+	gets = n->get;
+	assert_int_equal(ndz_master_request(m, b, (size_t)len, ip("10.0.0.3"), 0, &req, &p, &rep,
+					    NULL), NDZ_MASTER_HOLD);
+	assert_int_equal(p.pid, 103);
+	assert_int_equal(n->get, gets);
+	ndz_master_held(m, &p, NDZ_MASTER_HELD);
+	assert_int_equal(ndz_master_resume(m, &req, ip("10.0.0.3"), &p, &rep, NULL),
+			 NDZ_MASTER_REPLY);
+	assert_int_equal(rep.status, NDZ_CTL_OK);
+	assert_int_equal(rep.type, NDZ_CTL_GET);
+	assert_int_equal(n->get, gets + 1);
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
 static void test_request(void **state)
 {
 	struct ndz_mconf *c = conf("host-rate 1\nhost-burst 5\nmax-pending-host 2\n"
@@ -896,6 +982,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get),
 		cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_hold_ask),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_rates),
 		cmocka_unit_test(test_state),

@@ -35,7 +35,7 @@
 static char dir[] = "/tmp/test_mconn.XXXXXX";
 
 struct fixture {
-	pthread_mutex_t lock;
+	struct ndz_mlock *lock;
 	struct ndz_mconf *conf;
 	struct ndz_master *ms;
 	char tmp[NDZ_MASTER_UPLOADS][PATH_MAX];
@@ -83,8 +83,8 @@ static struct fixture *make(void)
 	if (ndz_mconf_parse(text, strlen(text), "m.conf", &f->conf, &e) != 0)
 		fail_msg("%s", ndz_error_msg(&e));
 	assert_int_equal(ndz_master_create(f->conf, &f->ms, NULL), 0);
-	pthread_mutex_init(&f->lock, NULL);
-	f->c = (struct ndz_mconn){ &f->lock, f->ms, f->tmp, 0, f, status_json, reload, say,
+	assert_int_equal(ndz_mlock_create(&f->lock, NULL), 0);
+	f->c = (struct ndz_mconn){ f->lock, f->ms, f->tmp, 0, f, status_json, reload, say,
 				   NULL };
 	return f;
 }
@@ -93,7 +93,7 @@ static void drop(struct fixture *f)
 {
 	ndz_master_free(f->ms);
 	ndz_mconf_free(f->conf);
-	pthread_mutex_destroy(&f->lock);
+	ndz_mlock_free(f->lock);
 	free(f);
 }
 
