@@ -18,6 +18,7 @@
 #include "core/image.h"
 #include "core/io.h"
 #include "core/json.h"
+#include "core/pool.h"
 
 #define LIVES_ASKERS 16                /* sessions asked for their statistics at once */
 
@@ -280,7 +281,7 @@ int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives 
 	return 0;
 }
 
-/* One asker of ndz_session_lives_ask: the next session not yet taken, until none. */
+/* ndz_session_lives_ask's questions: each job asks the next session not yet asked. */
 struct asker {
 	struct ndz_session_lives *l;
 	void (*live)(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out);
@@ -288,13 +289,13 @@ struct asker {
 	atomic_size_t next;
 };
 
-static void *ask_lives(void *arg)
+static void ask_one(void *arg)
 {
 	struct asker *a = arg;
+	size_t i = atomic_fetch_add(&a->next, 1);
 
-	for (size_t i; (i = atomic_fetch_add(&a->next, 1)) < a->l->n;)
+	if (i < a->l->n)
 		a->live(a->ctx, &a->l->s[i], &a->l->lv[i]);
-	return NULL;
 }
 
 void ndz_session_lives_ask(struct ndz_session_lives *l,
@@ -302,21 +303,29 @@ void ndz_session_lives_ask(struct ndz_session_lives *l,
 					struct ndz_master_live *out), void *ctx)
 {
 	struct asker a = { l, live, ctx, 0 };
-	pthread_t t[LIVES_ASKERS];
-	size_t k = 0;
+	struct ndz_pool *p = NULL;
 	sigset_t all, old;
 
 	if (!l || !live)
 		return;
-	/* a few at once: slow sessions cost about one question's time, not one each */
+	/*
+	 * A few at once, on lib/core's pool: slow sessions cost about one question's
+	 * time, not one each. Its threads take no signals (they are the daemon's). A
+	 * pool that cannot be made leaves the questions to this thread, one by one.
+	 */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (k + 1 < LIVES_ASKERS && k + 1 < l->n && pthread_create(&t[k], NULL, ask_lives, &a) == 0)
-		k++;
+	if (ndz_pool_create(l->n > 1 ? (unsigned)(l->n < LIVES_ASKERS ? l->n : LIVES_ASKERS) : 0,
+			    (unsigned)l->n, &p, NULL) != 0)
+		p = NULL;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	ask_lives(&a);
-	while (k)
-		pthread_join(t[--k], NULL);
+	for (size_t i = 0; i < l->n; i++) {
+		if (p)
+			ndz_pool_add(p, ask_one, &a);
+		else
+			ask_one(&a);
+	}
+	ndz_pool_free(p);              /* every question answered (or timed out) */
 }
 
 void ndz_session_lives_find(void *arg, const struct ndz_master_session *s,
