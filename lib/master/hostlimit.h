@@ -14,7 +14,7 @@
 
 #include "mcast/pace.h"
 
-#define NDZ_HOSTLIMIT_SLOTS 256        /* hosts tracked at once */
+#define NDZ_HOSTLIMIT_SLOTS 1024       /* hosts tracked at once (the GET limiter had 1024) */
 
 struct ndz_hostlimit {
 	uint64_t rate_bps, burst;      /* the buckets' rate and depth (pace's units) */
