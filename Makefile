@@ -40,6 +40,8 @@ endif
 
 TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload ndzctl
 PROGS    := $(foreach p,$(TOOLS),$(if $(wildcard $(p)/*.c),$(p)))
+# libndz.a: lib/'s rooms (core, trust, codec, ctl, mcast, master, mserve: each a folder,
+# README "Layout"); lib/cli, the programs' helpers, is libndzcli.a
 LIB_SRC  := $(filter-out lib/cli/%,$(wildcard lib/*/*.c))
 FS_SRC   := $(wildcard fs/*.c)
 CLI_SRC  := $(wildcard lib/cli/*.c)

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
 	struct ndz_mserve_opts o = { .listen = "0.0.0.0", .run_dir = "/run/mfrisbeed", .ttl = 5,
 				     .say = say, .refused = cli_refusal, .tick = tick };
 	const char *status = NULL;
-	struct ndz_mserve *ms;
+	static struct ndz_mserve *ms;  /* static: reachable to the end (upload threads may run) */
 	struct ndz_mconf *conf;
 	struct ndz_error e = { 0 };
 	struct sigaction sa;

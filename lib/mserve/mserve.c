@@ -566,8 +566,9 @@ void ndz_mserve_run(struct ndz_mserve *s, volatile sig_atomic_t *stop,
 		if (p[1].revents & POLLIN)
 			accept_upload(s);
 		ndz_labsrv_serve(s->lab, p + 2, ndz_now_ms());
-		/* the UDP port's one dispatcher: the lab's datagrams, else the master's; a
-		   bounded batch, then the signals and the reaping again */
+		/* the UDP port's one dispatcher (by the header's type: ndz_ctl_is_lab): the
+		   lab's datagrams, else the master's requests; a bounded batch, then the
+		   signals and the reaping again */
 		for (int k = 0; k < 256 && (p[0].revents & POLLIN); k++) {
 			struct sockaddr_in from;
 			socklen_t fl = sizeof(from);
@@ -576,7 +577,9 @@ void ndz_mserve_run(struct ndz_mserve *s, volatile sig_atomic_t *stop,
 
 			if (n < 0)
 				break;
-			if (!ndz_labsrv_udp(s->lab, s->fd, buf, (size_t)n, &from, ndz_now_ms()))
+			if (ndz_ctl_is_lab(buf, (size_t)n))
+				ndz_labsrv_udp(s->lab, s->fd, buf, (size_t)n, &from, ndz_now_ms());
+			else
 				handle(s, buf, (size_t)n, &from);
 		}
 		ndz_mlock_give(s->lock);

@@ -64,6 +64,8 @@ check "the status page with four sessions $SLOW s slow to answer: within $BOUND_
 check "... and whole: the sessions listed" \
 	sh -c "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len(d[\"sessions\"]) >= 4 else 1)' '$T/status.json'"
 
-kill -TERM "$MPID"; wait "$MPID"
+kill -TERM "$MPID"; wait "$MPID"; rc=$?
+check "mfrisbeed exits 0 on SIGTERM ($rc)" [ "$rc" = 0 ]
+check "the master's log has no sanitizer report" sh -c "! grep -q 'Sanitizer' '$T/m.log'"
 [ "$_failed" = 0 ] || sed "s/^/# /" "$T/m.log" >&2
 done_testing

@@ -239,7 +239,7 @@ static int f_identify(void *ctx, struct ndz_sessctl_identity *out)
  * after that many milliseconds (a busy frisbeed) */
 static int f_hold(void *ctx)
 {
-	int v = *(int *)ctx;
+	int v = __atomic_load_n((int *)ctx, __ATOMIC_SEQ_CST);  /* the test changes it */
 
 	if (v > 1)
 		usleep((useconds_t)v * 1000);
@@ -303,9 +303,9 @@ static void test_hold_endpoint(void **state)
 	assert_int_equal(ndz_sessctl_hold(path, 300, &e), NDZ_ENOENT);
 	assert_int_equal(ndz_sessctl_start(path, &ops, &say, &s, NULL), 0);
 	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 1);
-	say = 0;
+	__atomic_store_n(&say, 0, __ATOMIC_SEQ_CST);
 	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), 0);
-	say = NDZ_EIO;
+	__atomic_store_n(&say, NDZ_EIO, __ATOMIC_SEQ_CST);
 	assert_int_equal(ndz_sessctl_hold(path, 300, NULL), NDZ_EREFUSED);
 	ndz_sessctl_stop(s);
 	assert_int_equal(ndz_sessctl_start(path, &old, &f, &s, NULL), 0);
@@ -536,13 +536,13 @@ static void test_session_hold(void **state)
 	assert_int_equal(ndz_sessctl_start(path, &ops, &say, &ep, NULL), 0);
 	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
 	/* a frisbeed that does not know HOLD, or one too busy to answer: as before, held */
-	say = NDZ_ENOTSUP;
+	__atomic_store_n(&say, NDZ_ENOTSUP, __ATOMIC_SEQ_CST);
 	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
-	say = 3 * NDZ_SESSION_HOLD_MS;
+	__atomic_store_n(&say, 3 * NDZ_SESSION_HOLD_MS, __ATOMIC_SEQ_CST);
 	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_HELD);
 	usleep(3 * NDZ_SESSION_HOLD_MS * 1000);        /* its answer is not waited for */
 	/* says no: gone once its process has exited, else ending */
-	say = 0;
+	__atomic_store_n(&say, 0, __ATOMIC_SEQ_CST);
 	s.pid = dead;
 	assert_int_equal(ndz_session_hold(dir, &s), NDZ_MASTER_GONE);
 	s.pid = getpid();
