@@ -298,11 +298,13 @@ static void said_stale(void *ctx, const char *name)
 
 /*
  * --check: every image's file is there and starts with a chunk header, and some
- * address may fetch it. Frees c; the exit status.
+ * address may fetch it (a warning when none may), and the lab state can be written.
+ * Frees c; the exit status.
  */
-static int check_images(struct ndz_mconf *c, const char *conf_path)
+static int check_images(struct ndz_mconf *c, const char *conf_path, const char *run_dir)
 {
-	size_t bad = 0;
+	struct ndz_error le = { 0 };
+	size_t bad = 0, allowed = 0;
 
 	for (size_t i = 0; i < c->nimages; i++) {
 		const struct ndz_mconf_image *im = &c->images[i];
@@ -315,13 +317,19 @@ static int check_images(struct ndz_mconf *c, const char *conf_path)
 			cli_error("image %s: %s", im->name, ndz_error_msg(&e));
 		if (!im->nallow)
 			cli_warn("image %s: no allow list: no address may fetch it", im->name);
+		allowed += im->nallow || im->nupload;
 	}
+	if (!allowed && !c->ndir_upload)
+		cli_warn("%s: serves nothing: no image any address may fetch or upload (add "
+			 "image, imagedir or upload-dir lines with allow or upload lists)", conf_path);
+	if (ndz_labsrv_check_state(c, run_dir, &le) != 0)
+		cli_error("%s", ndz_error_msg(&le));
 	if (bad)
 		cli_error("%s: %zu of %zu images cannot be served", conf_path, bad, c->nimages);
 	else if (cli_verbose)
 		cli_info("%s: %zu images", conf_path, c->nimages);
 	ndz_mconf_free(c);
-	return bad ? EXIT_FAIL : EXIT_OK;
+	return bad || le.code ? EXIT_FAIL : EXIT_OK;
 }
 
 /* Files an image directory holds whose name is no image name: told once, when first skipped. */
@@ -522,13 +530,16 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	tell_skipped(NULL, m.conf);
 	if (check)
-		return check_images(m.conf, m.conf_path);
+		return check_images(m.conf, m.conf_path, m.run_dir);
 	if (!m.frisbeed)
 		m.frisbeed = cli_sibling(exe, sizeof(exe), "frisbeed");
 	if (access(m.frisbeed, X_OK) != 0)
 		cli_die(EXIT_FAIL, "%s: %s", m.frisbeed, strerror(errno));
 	if (mkdir(m.run_dir, 0755) != 0 && errno != EEXIST)
-		cli_die(EXIT_FAIL, "%s: %s", m.run_dir, strerror(errno));
+		cli_die(EXIT_FAIL, "run directory %s: %s%s", m.run_dir, strerror(errno),
+			errno == EACCES || errno == EROFS ? " (not ours to write: give one that "
+			"is with -r DIR, or run the master as its service: systemctl start "
+			"mfrisbeed)" : "");
 	if ((size_t)snprintf(m.state_path, sizeof(m.state_path), "%s/sessions", m.run_dir) >=
 	    sizeof(m.state_path))
 		cli_die(EXIT_FAIL, "%s: path too long", m.run_dir);
@@ -544,7 +555,8 @@ int main(int argc, char **argv)
 				     say, cli_refusal };
 	pthread_mutex_init(&m.lock, NULL);
 	if (ndz_http_start(m.conf->http, m.conf->nhttp, &(struct ndz_http_hooks){ &m.lock, m.ms,
-			   &m, session_live, reload_hook, ndz_labsrv_http(m.lab), NDZ_LABSRV_HTTP_EXTS }, &m.http,
+			   &m, session_live, reload_hook, ndz_labsrv_http(m.lab), NDZ_LABSRV_HTTP_EXTS,
+			   cli_refusal }, &m.http,
 			   &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_updir_clean(m.conf->upload_dir, said_stale, m.conf->upload_dir);
