@@ -242,7 +242,7 @@ static const struct counter_row {
 	{ "failures_total", NULL, "{reason=\"tcp_denied\"}", OFF(tcp_denied) },
 	{ "failures_total", NULL, "{reason=\"tcp_busy\"}", OFF(tcp_busy) },
 	{ "failures_total", NULL, "{reason=\"tcp_quiet\"}", OFF(tcp_quiet) },
-	{ "failures_total", NULL, "{reason=\"bad_reload\"}", OFF(bad_reloads) },
+	{ "failures_total", NULL, "{reason=\"bad_config_reload\"}", OFF(bad_reloads) },
 	{ "failures_total", NULL, "{reason=\"lab_rate_limited\"}", OFF(lab_rate_limited) },
 	{ "sessions_started_total", "Sessions started.",
 	  "", OFF(started) },
@@ -253,9 +253,9 @@ static const struct counter_row {
 	{ "uploads_total", NULL, "{result=\"stored\"}", OFF(uploads_stored) },
 	{ "uploads_total", NULL, "{result=\"rejected\"}", OFF(uploads_rejected) },
 	{ "uploads_total", NULL, "{result=\"refused\"}", OFF(uploads_refused) },
-	{ "reloads_total", "Configuration reloads by outcome.",
+	{ "config_reloads_total", "Configuration reloads (SIGHUP, POST /reload-config) by outcome.",
 	  "{result=\"ok\"}", OFF(reloads) },
-	{ "reloads_total", NULL, "{result=\"bad\"}", OFF(bad_reloads) },
+	{ "config_reloads_total", NULL, "{result=\"bad\"}", OFF(bad_reloads) },
 #undef OFF
 };
 

@@ -716,7 +716,7 @@ static const struct {
 	COUNTER("failed", failed), COUNTER("malformed", malformed),
 	COUNTER("dropped", dropped), COUNTER("rate_limited", rate_limited),
 	COUNTER("sessions_started", started), COUNTER("sessions_ended", ended),
-	COUNTER("reloads", reloads), COUNTER("bad_reloads", bad_reloads),
+	COUNTER("config_reloads", reloads), COUNTER("bad_config_reloads", bad_reloads),
 	COUNTER("status_udp", status_udp), COUNTER("uploads", uploads),
 	COUNTER("uploads_stored", uploads_stored),
 	COUNTER("uploads_rejected", uploads_rejected),
