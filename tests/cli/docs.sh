@@ -84,6 +84,14 @@ for pm in "$D"/*.[1-8]; do
 done
 check "README names every manual page${missing:+; missing:$missing}" [ -z "$missing" ]
 
+# PXE.md serves a package user as well as a source checkout: the installed builder,
+# the installed examples, next to make mfs and doc/pxe/
+check "PXE.md names the installed builder and examples, not only make mfs and doc/pxe/" \
+	sh -c "grep -q '/usr/share/ndz/mfs/build.sh /usr/bin ' '$D/PXE.md' &&
+		grep -q '/usr/share/doc/ndz-mfs/pxe/' '$D/PXE.md' && grep -q 'make mfs' '$D/PXE.md'"
+check "PXE.md's commands copy examples from where the packages put them" \
+	sh -c "grep -q '^cp /usr/share/doc/ndz-mfs/pxe/dnsmasq-lab.conf ' '$D/PXE.md'"
+
 # the specs send implementation notes to IMPLEMENTATION.md, which is installed; the
 # README's layout names every room of lib/
 for f in FORMAT.md PROTOCOL.md; do
