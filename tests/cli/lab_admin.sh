@@ -36,8 +36,8 @@ check "-n: a configuration that serves nothing is warned of, exit 0 ($rc)" \
 	sh -c "[ $rc = 0 ] && grep -q 'warning: $T/nothing.conf: serves nothing' '$T/err'"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	mkdir -p "$T/ro" && chmod 711 "$T" && chmod 755 "$T/ro" && chmod 644 "$T/ok.conf"
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$MF" -c "$T/ok.conf" -r "$T/ro/run" \
-		-l 127.0.0.1:0 2>"$T/err"; rc=$?
+	timeout 10 setpriv --reuid=65534 --regid=65534 --clear-groups "$MF" -c "$T/ok.conf" -r "$T/ro/run" \
+		-l 127.0.0.1 2>"$T/err"; rc=$?
 	check "a run directory we may not make: the reason and what to do (-r DIR) ($rc)" \
 		sh -c "[ $rc = 1 ] && grep -q 'run directory $T/ro/run: Permission denied (.*-r DIR' '$T/err'"
 fi
@@ -58,7 +58,7 @@ http-listen $SRV:3680
 token-file $T/token
 lab-state $T/state/lab
 CONF
-in_ns srv "$MF" -c "$T/nolab.conf" -r "$T/run0" -l $SRV 2>"$T/err"; rc=$?
+in_ns srv timeout 10 "$MF" -c "$T/nolab.conf" -r "$T/run0" -l $SRV 2>"$T/err"; rc=$?
 check "startup: a lab-state that cannot be written fails at once ($rc: $(head -c 200 "$T/err"))" \
 	sh -c "[ $rc = 1 ] && grep -q 'lab state.*$T/nosuchdir/state.*No such file or directory' '$T/err'"
 ip netns exec "${NETNS_PFX}srv" "$MF" -c "$T/m.conf" -r "$T/run" 2>>"$T/m.log" &
