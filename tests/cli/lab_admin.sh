@@ -42,6 +42,11 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 		sh -c "[ $rc = 1 ] && grep -q 'run directory $T/ro/run: Permission denied (.*-r DIR' '$T/err'"
 fi
 
+# ndzctl without a master: where it looked and what to check
+"$CTL" -m "$T/nomaster" status 2>"$T/err"; rc=$?
+check "ndzctl without a master: exit 1, the socket, the reason and what to check ($rc)" \
+	sh -c "[ $rc = 1 ] && grep -q 'admin socket $T/nomaster: No such file or directory (is the master running?' '$T/err'"
+
 netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
 SRV=10.77.0.1
 netns_lan && netns_host srv 1 && netns_host n1 11 && netns_host n2 12 ||
