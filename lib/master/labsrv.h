@@ -132,7 +132,8 @@ int ndz_labsrv_node_call(const char *spec, const struct ndz_ctl_labreq *req, uin
  * /boot.ipxe (every node's first script), GET /boot/MAC (the node's own script,
  * lib/master/pxe, from ndz_lab_peek: serving it changes nothing; a bad MAC is 400),
  * GET /pxe/FILE (a file of the configuration's pxe-dir, ndz_pxe_open; else 404).
- * Every script served and every file refused is told through the say hook. No
+ * Every script served is told through the say hook, every GET refused (a bad MAC, a
+ * file not served) through the refused hook. No
  * actions (those go over the admin socket).
  */
 #define NDZ_LABSRV_HTTP_EXTS 3
