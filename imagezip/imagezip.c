@@ -71,6 +71,8 @@ static const char usage_text[] =
 	"  -o, --progress     show progress and the time left: a line redrawn on a\n"
 	"                     terminal, else a plain line every few seconds\n"
 	"      --progress=json  progress as one JSON object a line (see the man page)\n"
+	"      --report-fd N  the progress as JSON lines and a result line\n"
+	"                     on file descriptor N, for a program running this one\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
 	"  -h, --help         show this help and exit\n"
@@ -349,6 +351,7 @@ int main(int argc, char **argv)
 		{ "wait", required_argument, NULL, 0x204 },
 		{ "index", required_argument, NULL, 0x205 },
 		{ "no-index", no_argument, NULL, 0x206 },
+		{ "report-fd", required_argument, NULL, 0x207 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -470,6 +473,9 @@ int main(int argc, char **argv)
 			break;
 		case 0x206:
 			no_index = 1;
+			break;
+		case 0x207:
+			cli_report_open(optarg);
 			break;
 		default:
 			cli_common_option(c, usage_text);

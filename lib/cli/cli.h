@@ -153,7 +153,20 @@ struct cli_progress {
 	double end;                    /* cli_now() at cli_progress_end, else 0 */
 	int width;                     /* a terminal's line: its length, to blank it */
 	unsigned lines;                /* lines printed */
+	double report_last;            /* cli_now() at the last line to the report fd */
+	uint32_t held;                 /* chunks the target held (seeded): in the result */
 };
+
+/*
+ * cli_report_open - a machine-readable report on fd (--report-fd N), for a program
+ * that runs another (ndzctl node): every progress's JSON line (as --progress=json,
+ * every CLI_PROGRESS_JSON_S seconds and at each phase, whatever -o says), then one
+ * result line last: {"program": P, "result": "ok", "bytes": N, "held": N,
+ * "elapsed_s": S} once the progress ended done, else {"program": P, "result":
+ * "failed", "reason": R} with the last error message (at exit or cli_die). A usage
+ * error when fd is not open.
+ */
+void cli_report_open(const char *arg);
 
 /*
  * cli_progress_init - start counting now, in phase, bytes of kind "of" that are
