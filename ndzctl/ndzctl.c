@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "master/lab.h"
 #include "master/labsrv.h"
+#include "node.h"
 
 static const char usage_text[] =
 	"Usage: ndzctl [options] COMMAND [ARGUMENTS]\n"
@@ -34,7 +35,12 @@ static const char usage_text[] =
 	"port (UDP 3563 by default):\n"
 	"  ask MAC                           what to do: 'reload IMAGE [seed] [zero]\n"
 	"                                    [verify]', 'capture NAME' or 'local'\n"
-	"  report MAC progress BYTES TOTAL | ok BYTES MS SKIPPED | failed REASON\n\n"
+	"  report MAC progress BYTES TOTAL | ok BYTES MS SKIPPED | failed REASON\n"
+	"  node MAC DISK                     the whole turn: ask, run the task on DISK\n"
+	"                                    (frisbee or imagezip), report progress and\n"
+	"                                    the result; prints 'NDZ-RESULT: ok: ...' or\n"
+	"                                    'NDZ-RESULT: failed: REASON'. Exit 0 done,\n"
+	"                                    1 failed, 3 no task, 4 no answer to the ask\n\n"
 	"Options:\n"
 	"  -m, --master WHERE       the master's admin socket (default\n"
 	"                           /run/mfrisbeed/admin), or tcp:HOST:PORT\n"
@@ -47,6 +53,11 @@ static const char usage_text[] =
 	"                           it (it finishes with its clients, takes no new\n"
 	"                           ones) or (remove) reload tasks name it (cancelled)\n"
 	"  -j, --json               nodes list, images list, images info, status: JSON\n"
+	"      --interface IF       node: frisbee's interface (-i)\n"
+	"      --timeout SECONDS    node: frisbee -T, imagezip --wait (default 30)\n"
+	"      --retries N          node: asks and attempts after the first (default 0)\n"
+	"      --discard            node: a reload without zero discards the gaps\n"
+	"      --opts 'WORDS'       node: more options for frisbee or imagezip\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens\n"
 	"  -h, --help               this help\n"
@@ -128,7 +139,8 @@ static int node_side(const char *spec, char **a, int n)
 
 int main(int argc, char **argv)
 {
-	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE, O_FORCE };
+	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE, O_FORCE, O_IFACE, O_TIMEOUT, O_RETRIES,
+	       O_DISCARD, O_OPTS };
 	static const struct option lopts[] = {
 		{ "master", required_argument, NULL, 'm' },
 		{ "token-file", required_argument, NULL, 'k' },
@@ -138,6 +150,11 @@ int main(int argc, char **argv)
 		{ "wake", no_argument, NULL, O_WAKE },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "json", no_argument, NULL, 'j' },
+		{ "interface", required_argument, NULL, O_IFACE },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "discard", no_argument, NULL, O_DISCARD },
+		{ "opts", required_argument, NULL, O_OPTS },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -149,6 +166,9 @@ int main(int argc, char **argv)
 	struct ndz_error e = { 0 };
 	int c, json = 0, nargs;
 	uint8_t flags = 0;
+	struct node_opts no = { .timeout = "30" };
+	int node_opt = 0;
+	char *words;
 
 	cli_init(argv[0]);
 	while ((c = getopt_long(argc, argv, "m:k:jqvhV", lopts, NULL)) != -1) {
@@ -161,11 +181,38 @@ int main(int argc, char **argv)
 		case O_VERIFY: flags |= NDZ_LAB_VERIFY; break;
 		case O_WAKE: flags |= NDZ_CTL_FLAG_WAKE; break;
 		case O_FORCE: flags |= NDZ_CTL_FLAG_FORCE; break;
+		case O_IFACE: no.iface = optarg; node_opt = 1; break;
+		case O_TIMEOUT:
+			cli_parse_int(optarg, "--timeout", 1, 1000000);
+			no.timeout = optarg;
+			node_opt = 1;
+			break;
+		case O_RETRIES: no.retries = cli_parse_int(optarg, "--retries", 0, 100); node_opt = 1; break;
+		case O_DISCARD: no.discard = 1; node_opt = 1; break;
+		case O_OPTS:
+			node_opt = 1;
+			words = optarg;
+			for (char *w = strtok(words, " ,"); w; w = strtok(NULL, " ,")) {
+				if (no.nextra == NODE_MAX_EXTRA)
+					cli_usage_error("--opts: at most %d words", NODE_MAX_EXTRA);
+				no.extra[no.nextra++] = w;
+			}
+			break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
 	if (optind >= argc)
 		cli_usage_error("a command is needed (nodes, images, reload, capture, cancel, status)");
+	if (node_opt && strcmp(argv[optind], "node") != 0)
+		cli_usage_error("--interface, --timeout, --retries, --discard and --opts go with node");
+	if (strcmp(argv[optind], "node") == 0) {
+		if (!where || strchr(where, '/'))
+			cli_usage_error("node needs -m HOST[:PORT], the master's control port");
+		if (argc - optind != 3)
+			cli_usage_error("node MAC DISK: %d argument%s, not 2", argc - optind - 1,
+					argc - optind == 2 ? "" : "s");
+		return node_run(where, argv[optind + 1], argv[optind + 2], &no);
+	}
 	if (strcmp(argv[optind], "ask") == 0 || strcmp(argv[optind], "report") == 0) {
 		if (!where || strchr(where, '/'))
 			cli_usage_error("%s needs -m HOST[:PORT], the master's control port",

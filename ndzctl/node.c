@@ -1,0 +1,428 @@
+/*
+ * ndzctl node: a lab node's whole turn (the boot environment's side of the lab): ask
+ * the master for the task, run it (frisbee or imagezip as a child, read through its
+ * --report-fd channel, never its messages), report progress while it runs and the
+ * result at the end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "master/lab.h"
+#include "master/labsrv.h"
+#include "node.h"
+
+#define ASK_MAX_MS   (900u * 1000)    /* a group may keep a node waiting this long */
+#define PROGRESS_MS  2000u             /* progress to the master this often */
+#define RETRY_S      5                 /* between two attempts */
+
+struct task {
+	const char *master;            /* HOST[:PORT] */
+	uint8_t mac[6];
+	const char *macs, *disk;
+	uint8_t kind, opts;            /* NDZ_LAB_RELOAD or _CAPTURE; NDZ_LAB_SEED... */
+	char image[NDZ_CTL_NAME_MAX + 1];
+	const struct node_opts *o;
+	uint64_t bytes, total;         /* the last progress */
+	uint64_t last_report_ms;
+	/* the child's result line */
+	int have_result, result_ok;
+	uint64_t rbytes, held;
+	char reason[NDZ_CTL_TEXT_MAX + 1];
+};
+
+/* A line for the console: "ndzctl: msg" on stderr, unless quiet. */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_info("%s: %s", cli_progname, msg);
+}
+
+static void sleep_ms(uint32_t ms)
+{
+	nanosleep(&(struct timespec){ ms / 1000, (long)(ms % 1000) * 1000000 }, NULL);
+}
+
+/* One exchange with the master; 0 with rep, or -1 with e. */
+static int call(struct task *t, struct ndz_ctl_labreq *r, struct ndz_ctl_labrep *rep,
+		struct ndz_error *e)
+{
+	static uint8_t buf[NDZ_CTL_LABREP_MAX];
+
+	memcpy(r->mac, t->mac, 6);
+	r->id = (uint32_t)ndz_now_ms();
+	if (ndz_labsrv_node_call(t->master, r, buf, sizeof(buf), rep, e) != 0)
+		return -1;
+	if (rep->status != NDZ_CTL_OK) {
+		ndz_error_set(e, NDZ_EPROTO, 0, "master %s: %s", t->master,
+			      ndz_ctl_strstatus(rep->status));
+		return -1;
+	}
+	return 0;
+}
+
+/* The task, asking again while told to wait. 0, 1 (no task: local), or -1 with e. */
+static int ask(struct task *t, struct ndz_error *e)
+{
+	uint64_t t0 = ndz_now_ms();
+	struct ndz_ctl_labrep rep;
+	int told = 0;
+
+	for (;;) {
+		struct ndz_ctl_labreq r = { .type = NDZ_CTL_ASK };
+
+		if (call(t, &r, &rep, e) < 0)
+			return -1;
+		if (rep.task != NDZ_LAB_WAIT)
+			break;
+		if (ndz_now_ms() - t0 > ASK_MAX_MS) {
+			ndz_error_set(e, NDZ_ETIMEDOUT, 0, "master %s kept this node waiting for its "
+				      "group over %u s", t->master, ASK_MAX_MS / 1000);
+			return -1;
+		}
+		if (!told++)
+			say("the group starts together: asking again in %u ms (told once)",
+				 rep.wait_ms);
+		sleep_ms(rep.wait_ms);
+	}
+	if (rep.task != NDZ_LAB_RELOAD && rep.task != NDZ_LAB_CAPTURE)
+		return 1;
+	t->kind = rep.task;
+	t->opts = rep.opts;
+	snprintf(t->image, sizeof(t->image), "%s", rep.name);
+	return 0;
+}
+
+/* Progress to the master; a lost one changes nothing (the next one follows). */
+static void report_progress(struct task *t)
+{
+	struct ndz_ctl_labreq r = { .type = NDZ_CTL_REPORT, .kind = NDZ_LAB_PROGRESS };
+	struct ndz_ctl_labrep rep;
+
+	r.bytes = t->bytes;
+	r.total = t->total;
+	t->last_report_ms = ndz_now_ms();
+	call(t, &r, &rep, NULL);
+	if (t->total && !cli_quiet)
+		say("%.1f of %.1f MB (%.0f%%)", (double)t->bytes / 1e6, (double)t->total / 1e6,
+			 100.0 * (double)t->bytes / (double)t->total);
+}
+
+/*
+ * The fields of one line of the --report-fd channel (a flat JSON object of our own
+ * making: "key": number, "key": "string" or null). 1 when key is there.
+ */
+static int field_u64(const char *line, const char *key, uint64_t *v)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(line, pat);
+	if (!p || p[strlen(pat)] < '0' || p[strlen(pat)] > '9')
+		return 0;
+	*v = strtoull(p + strlen(pat), NULL, 10);
+	return 1;
+}
+
+static int field_str(const char *line, const char *key, char *out, size_t cap)
+{
+	char pat[64];
+	const char *p;
+	size_t n = 0;
+
+	snprintf(pat, sizeof(pat), "\"%s\": \"", key);
+	p = strstr(line, pat);
+	if (!p)
+		return 0;
+	for (p += strlen(pat); *p && *p != '"'; p++) {
+		char c = *p;
+
+		if (c == '\\' && p[1]) {
+			p++;
+			c = *p == 'u' ? '?' : *p;   /* a control character: shown as '?' */
+			if (*p == 'u')
+				p += strlen(p) >= 5 ? 4 : strlen(p) - 1;
+		}
+		if (n + 1 < cap)
+			out[n++] = c;
+	}
+	out[n] = '\0';
+	return 1;
+}
+
+static void take_line(struct task *t, const char *line)
+{
+	char res[16];
+	uint64_t v;
+
+	if (field_str(line, "result", res, sizeof(res))) {
+		t->have_result = 1;
+		t->result_ok = strcmp(res, "ok") == 0;
+		if (field_u64(line, "bytes", &v))
+			t->rbytes = v;
+		if (field_u64(line, "held", &v))
+			t->held = v;
+		if (!field_str(line, "reason", t->reason, sizeof(t->reason)))
+			t->reason[0] = '\0';
+		return;
+	}
+	if (field_u64(line, "bytes", &v))
+		t->bytes = v;
+	t->total = field_u64(line, "bytes_total", &v) ? v : 0;
+}
+
+/* The child's argument list for t, NULL-terminated, in argv (room for 64 + opts). */
+static void child_args(const struct task *t, char *upload, size_t ulen, const char **argv,
+		       size_t cap)
+{
+	const struct node_opts *o = t->o;
+	size_t n = 0;
+
+#define ARG(s) do { if (n + 1 < cap) argv[n++] = (s); } while (0)
+	if (t->kind == NDZ_LAB_RELOAD) {
+		ARG("frisbee");
+		ARG("--report-fd");
+		ARG("3");
+		if (o->iface) {
+			ARG("-i");
+			ARG(o->iface);
+		}
+		ARG("-T");
+		ARG(o->timeout);
+		if (t->opts & NDZ_LAB_ZERO)
+			ARG("-z");
+		else if (o->discard)
+			ARG("--discard");
+		if (t->opts & NDZ_LAB_SEED)
+			ARG("--seed");
+		if (t->opts & NDZ_LAB_VERIFY)
+			ARG("--verify");
+		for (int k = 0; k < o->nextra; k++)
+			ARG(o->extra[k]);
+		ARG("-M");
+		ARG(t->master);
+		ARG("-I");
+		ARG(t->image);
+	} else {
+		snprintf(upload, ulen, "%s:%s", t->master, t->image);
+		ARG("imagezip");
+		ARG("--report-fd");
+		ARG("3");
+		ARG("--wait");
+		ARG(o->timeout);
+		for (int k = 0; k < o->nextra; k++)
+			ARG(o->extra[k]);
+		ARG("--upload");
+		ARG(upload);
+	}
+	ARG(t->disk);
+	argv[n] = NULL;
+#undef ARG
+}
+
+/*
+ * One attempt: the child run to its end, its report lines taken, progress sent.
+ * 0 when it succeeded, else -1 with t->reason.
+ */
+static int attempt(struct task *t)
+{
+	const char *argv[96];
+	char upload[2 * NDZ_CTL_NAME_MAX + 8], line[4096];
+	size_t have = 0;
+	int p[2], status;
+	pid_t pid;
+
+	child_args(t, upload, sizeof(upload), argv, sizeof(argv) / sizeof(argv[0]));
+	t->have_result = 0;
+	t->reason[0] = '\0';
+	if (pipe(p) < 0) {
+		snprintf(t->reason, sizeof(t->reason), "ndzctl: pipe: %s", strerror(errno));
+		return -1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(t->reason, sizeof(t->reason), "ndzctl: fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* the child's stdout: our stderr (the console), never our result on stdout */
+		if (dup2(p[1], 3) < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+			_exit(127);
+		if (p[0] != 3)
+			close(p[0]);
+		if (p[1] != 3)
+			close(p[1]);
+		execvp(argv[0], (char *const *)argv);
+		fprintf(stderr, "ndzctl: %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		struct pollfd pf = { .fd = p[0], .events = POLLIN };
+		uint64_t now = ndz_now_ms();
+		int wait_ms = (int)(t->last_report_ms + PROGRESS_MS > now ?
+				    t->last_report_ms + PROGRESS_MS - now : 0);
+		ssize_t k;
+
+		if (wait_ms == 0) {
+			report_progress(t);
+			continue;
+		}
+		if (poll(&pf, 1, wait_ms) <= 0)
+			continue;
+		k = read(p[0], line + have, sizeof(line) - 1 - have);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+		for (;;) {
+			char *nl = memchr(line, '\n', have);
+
+			if (!nl) {
+				if (have == sizeof(line) - 1)
+					have = 0;      /* a line this long is not ours: dropped */
+				break;
+			}
+			*nl = '\0';
+			take_line(t, line);
+			have -= (size_t)(nl + 1 - line);
+			memmove(line, nl + 1, have);
+		}
+	}
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		if (t->have_result && t->result_ok)
+			t->bytes = t->rbytes;
+		return 0;
+	}
+	if (!t->reason[0]) {
+		if (WIFEXITED(status))
+			snprintf(t->reason, sizeof(t->reason), "%s: exit status %d", argv[0],
+				 WEXITSTATUS(status));
+		else
+			snprintf(t->reason, sizeof(t->reason), "%s: killed by signal %d", argv[0],
+				 WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	}
+	return -1;
+}
+
+/* The result to the master, three tries 2 s apart; a lost one leaves the disk as it is. */
+static void report_result(struct task *t, int ok, uint64_t ms)
+{
+	struct ndz_ctl_labreq r = { .type = NDZ_CTL_REPORT };
+	struct ndz_ctl_labrep rep;
+	struct ndz_error e = { 0 };
+
+	if (ok) {
+		r.kind = NDZ_LAB_OK;
+		r.bytes = r.total = t->bytes;
+		r.ms = ms;
+		r.skipped = t->held;
+	} else {
+		r.kind = NDZ_LAB_FAIL;
+		snprintf(r.text, sizeof(r.text), "%s", t->reason);
+	}
+	for (int i = 0; i < 3; i++) {
+		if (i)
+			sleep_ms(2000);
+		if (call(t, &r, &rep, &e) == 0) {
+			say("result reported to master %s", t->master);
+			return;
+		}
+	}
+	cli_warn("the result could not be reported to master %s: %s", t->master,
+		 ndz_error_msg(&e));
+}
+
+int node_run(const char *master, const char *mac, const char *disk,
+	     const struct node_opts *o)
+{
+	struct task t = { .master = master, .macs = mac, .disk = disk, .o = o };
+	struct ndz_error e = { 0 };
+	uint64_t t0;
+	int rc, n;
+
+	if (ndz_lab_parse_mac(mac, t.mac, &e) != 0)
+		cli_usage_error("node %s: %s", mac, ndz_error_msg(&e));
+	signal(SIGPIPE, SIG_IGN);
+	for (n = 0;; n++) {
+		say("asking master %s for the task of %s", master, mac);
+		rc = ask(&t, &e);
+		if (rc >= 0 || n >= o->retries)
+			break;
+		cli_warn("%s; asking again in %d s", ndz_error_msg(&e), RETRY_S);
+		sleep(RETRY_S);
+	}
+	if (rc < 0) {
+		printf("NDZ-RESULT: failed: %s\n", ndz_error_msg(&e));
+		fflush(stdout);
+		return NODE_NO_MASTER;
+	}
+	if (rc == 1) {
+		say("no task");
+		return NODE_NO_TASK;
+	}
+	say("task: %s %s%s%s%s", ndz_lab_strtask(t.kind), t.image,
+		 t.opts & NDZ_LAB_SEED ? " seed" : "", t.opts & NDZ_LAB_ZERO ? " zero" : "",
+		 t.opts & NDZ_LAB_VERIFY ? " verify" : "");
+	t0 = ndz_now_ms();
+	for (n = 0;; n++) {
+		t.bytes = t.total = 0;
+		t.held = 0;
+		if (t.kind == NDZ_LAB_RELOAD)
+			say("receiving image '%s' of master %s onto %s", t.image, master, disk);
+		else
+			say("capturing %s as image '%s' of master %s", disk, t.image, master);
+		report_progress(&t);
+		rc = attempt(&t);
+		if (rc == 0 || n >= o->retries)
+			break;
+		cli_warn("attempt %d failed: %s; trying again in %d s (%d left)", n + 1, t.reason,
+			 RETRY_S, o->retries - n);
+		sleep(RETRY_S);
+	}
+	if (rc == 0) {
+		uint64_t ms = ndz_now_ms() - t0;
+
+		report_result(&t, 1, ms);
+		if (t.kind == NDZ_LAB_RELOAD && (t.opts & NDZ_LAB_SEED))
+			printf("NDZ-RESULT: ok: image '%s' of master %s written to %s in %.1f s, "
+			       "%llu chunks skipped (held by the disk)\n", t.image, master, disk,
+			       (double)ms / 1000, (unsigned long long)t.held);
+		else if (t.kind == NDZ_LAB_RELOAD)
+			printf("NDZ-RESULT: ok: image '%s' of master %s written to %s in %.1f s\n",
+			       t.image, master, disk, (double)ms / 1000);
+		else
+			printf("NDZ-RESULT: ok: %s captured as image '%s' of master %s in %.1f s\n",
+			       disk, t.image, master, (double)ms / 1000);
+	} else {
+		report_result(&t, 0, 0);
+		printf("NDZ-RESULT: failed: %s\n", t.reason);
+	}
+	if (fflush(stdout) != 0)
+		return NODE_FAILED;
+	return rc == 0 ? 0 : NODE_FAILED;
+}
