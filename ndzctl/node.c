@@ -34,6 +34,7 @@ struct task {
 	char image[NDZ_CTL_NAME_MAX + 1];
 	const struct node_opts *o;
 	uint64_t bytes, total;         /* the last progress */
+	uint64_t chunks_total;         /* the last progress's (0: not counted) */
 	uint64_t last_report_ms;
 	/* the child's result line */
 	int have_result, result_ok;
@@ -185,6 +186,8 @@ static void take_line(struct task *t, const char *line)
 	}
 	if (field_u64(line, "bytes", &v))
 		t->bytes = v;
+	if (field_u64(line, "chunks_total", &v))
+		t->chunks_total = v;
 	t->total = field_u64(line, "bytes_total", &v) ? v : 0;
 }
 
@@ -410,8 +413,9 @@ int node_run(const char *master, const char *mac, const char *disk,
 		report_result(&t, 1, ms);
 		if (t.kind == NDZ_LAB_RELOAD && (t.opts & NDZ_LAB_SEED))
 			printf("NDZ-RESULT: ok: image '%s' of master %s written to %s in %.1f s, "
-			       "%llu chunks skipped (held by the disk)\n", t.image, master, disk,
-			       (double)ms / 1000, (unsigned long long)t.held);
+			       "%llu of %llu chunks skipped (held by the disk)\n", t.image, master, disk,
+			       (double)ms / 1000, (unsigned long long)t.held,
+			       (unsigned long long)t.chunks_total);
 		else if (t.kind == NDZ_LAB_RELOAD)
 			printf("NDZ-RESULT: ok: image '%s' of master %s written to %s in %.1f s\n",
 			       t.image, master, disk, (double)ms / 1000);
