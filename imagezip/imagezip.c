@@ -19,6 +19,7 @@
 #include "from.h"
 #include "trust/index.h"
 #include "trust/seal.h"
+#include "codec/job.h"
 #include "codec/zip.h"
 #include "master/upsink.h"
 
@@ -91,22 +92,9 @@ struct output {
 	int fd;
 	const char *name;
 	struct ndz_io *io;             /* the image written in order */
-	uint64_t written;
+	const char *upload;            /* --upload HOST[:PORT]:NAME, or NULL */
+	int wait_s;
 };
-
-/* The chunk as stored (the sealer's sink: encrypted and hashed already). */
-static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
-{
-	struct output *o = ctx;
-	int rc;
-
-	(void)index;
-	rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written, e);
-	if (rc < 0)
-		return rc;
-	o->written += NDZ_CHUNK_SIZE;
-	return 0;
-}
 
 static void load_key(const char *path, enum ndz_key_type want, struct ndz_key *k)
 {
@@ -114,13 +102,6 @@ static void load_key(const char *path, enum ndz_key_type want, struct ndz_key *k
 
 	if (ndz_key_load_as(path, NDZ_KEY_BIT(want), k, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-}
-
-/* Progress counts the disk bytes read of those in use, as the summary does. */
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	(void)total;
-	cli_progress_update(ctx, done, 0);
 }
 
 static void scan_warn(void *ctx, const char *msg)
@@ -264,38 +245,31 @@ static int open_output(const char *path, struct output *o)
 }
 
 /* Flush and move the finished image into place; the directory entry too. */
-static int commit_output(struct output *o)
+static int commit_output(void *ctx, struct ndz_error *e)
 {
-	struct ndz_error e = { 0 };
+	struct output *o = ctx;
 	char dir[PATH_MAX];
 	const char *slash;
-	int dfd, rc = ndz_io_flush(o->io, &e);
+	int dfd, rc = ndz_io_flush(o->io, e);
 
-	if (rc < 0) {
-		cli_error("%s", ndz_error_msg(&e));
-		return -1;
-	}
+	if (rc < 0)
+		return rc;
 	if (upsink) {
 		/* the master's verdict: it has checked, synced and stored the image */
-		rc = ndz_upsink_finish(upsink, 0, NULL, &e);
+		rc = ndz_upsink_finish(upsink, 0, NULL, e);
 		upsink = NULL;
-		if (rc < 0)
-			cli_error("%s", ndz_error_msg(&e));
-		return rc < 0 ? -1 : 0;
+		return rc;
 	}
 	if (o->io->unsynced && cli_verbose)
 		cli_info("%s: not flushed (%s)", o->io->name, o->io->unsynced);
 	if (o->fd == STDOUT_FILENO)
 		return 0;
-	if (close(o->fd) < 0) {
-		cli_error("%s: %s", o->name, strerror(errno));
-		return -1;
-	}
+	if (close(o->fd) < 0)
+		return ndz_error_set(e, NDZ_EIO, 0, "%s: %s", o->name, strerror(errno));
 	o->fd = -1;
-	if (rename(tmp_path, o->name) < 0) {
-		cli_error("%s: cannot rename %s to it: %s", o->name, tmp_path, strerror(errno));
-		return -1;
-	}
+	if (rename(tmp_path, o->name) < 0)
+		return ndz_error_set(e, NDZ_EIO, 0, "%s: cannot rename %s to it: %s", o->name,
+				     tmp_path, strerror(errno));
 	cli_own_file(NULL);
 	slash = strrchr(o->name, '/');
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->name) : 1,
@@ -305,21 +279,50 @@ static int commit_output(struct output *o)
 	/* the new name is on the disk only once its directory is */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fsync(dfd) < 0) {
-		cli_error("%s: renamed into place, but its directory %s could not be flushed: %s",
-			  o->name, dir, strerror(errno));
+		rc = ndz_error_set(e, NDZ_EIO, 0, "%s: renamed into place, but its directory %s "
+				   "could not be flushed: %s", o->name, dir, strerror(errno));
 		if (dfd >= 0)
 			close(dfd);
-		return -1;
+		return rc;
 	}
 	close(dfd);
 	return 0;
 }
 
-static void discard_output(struct output *o)
+/*
+ * The job failed: an upload still open is cancelled, and when it had ended first
+ * (the master refused, rejected, went away) its reason is the cause; a file is dropped.
+ */
+static void discard_output(void *ctx, struct ndz_error *e)
 {
+	struct output *o = ctx;
+
+	if (upsink) {
+		struct ndz_error uerr = { 0 };
+		int rc = ndz_upsink_finish(upsink, 1, NULL, &uerr);
+
+		if (rc != NDZ_ECANCELED && uerr.code && e)
+			*e = uerr;
+		upsink = NULL;
+	}
 	if (o->fd >= 0 && o->fd != STDOUT_FILENO)
 		close(o->fd);
+	o->fd = -1;
 	cli_drop_file();
+}
+
+/* The image's output, opened once the scan has decided what to image. */
+static int open_any(void *ctx, struct ndz_io **io, struct ndz_error *e)
+{
+	struct output *o = ctx;
+
+	(void)e;
+	if (o->upload)
+		open_upload(o->upload, o->wait_s, o);
+	else
+		open_output(o->name, o);
+	*io = o->io;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -358,19 +361,17 @@ int main(int argc, char **argv)
 	struct ndz_scan_opts sopts;
 	struct ndz_scan_result scan;
 	struct ndz_zip_opts zopts;
-	struct ndz_zip_stats stats;
-	struct cli_progress prog;
-	struct output out = { -1, NULL, NULL, 0 };
+	struct ndz_capture_opts jo = { 0 };
+	struct ndz_capture_result res;
+	struct cli_job job = { 0 };
+	struct output out = { -1, NULL, NULL, NULL, 60 };
 	const char *sign_path = NULL, *crypt_path = NULL, *manifest = NULL;
 	struct ndz_key sign_key = { 0 }, crypt_key = { 0 };
-	struct ndz_seal_opts seal_opts = { .next = write_chunk, .next_ctx = &out };
-	struct ndz_seal *seal = NULL;
 	char mbuf[PATH_MAX], ibuf[PATH_MAX];
 	const char *index_path = NULL;
-	struct ndz_index index = { 0 };
-	int no_index = 0;
+	int no_index = 0, sign = 0;
 	struct ndz_error zerr = { 0 };
-	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
+	struct ndz_io *src = NULL;
 	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
 	int from = 0, to_orig = 0;
 	const char *orig_key = NULL, *upload = NULL, *image;
@@ -531,7 +532,7 @@ int main(int argc, char **argv)
 			cli_usage_error("%s", ndz_error_msg(&zerr));
 		manifest = manifest ? manifest : mbuf;
 		load_key(sign_path, NDZ_KEY_SIGN_SECRET, &sign_key);
-		seal_opts.sign = 1;
+		sign = 1;
 	}
 	if (index_path && no_index)
 		cli_usage_error("--index and --no-index: one or the other");
@@ -545,23 +546,10 @@ int main(int argc, char **argv)
 	}
 	if (info || no_index || to_orig)
 		index_path = NULL;
-	if (index_path)
-		zopts.index = &index;
 	if (cipher && !crypt_path)
 		cli_usage_error("--cipher: only with --encrypt");
-	if (crypt_path && !info) {
+	if (crypt_path && !info)
 		load_key(crypt_path, NDZ_KEY_CRYPT, &crypt_key);
-		seal_opts.crypt = &crypt_key;
-		seal_opts.cipher = cipher;
-	}
-	/* --sign and --encrypt: the sealer between the compressor and the image */
-	if (!info) {
-		if (ndz_seal_create(&seal_opts, &seal, &zerr) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
-		ndz_key_wipe(&crypt_key);
-		zopts.reserve = ndz_seal_reserve(seal);
-	}
-
 	signal(SIGPIPE, SIG_IGN);
 	if (from)
 		src = from_image(argv[optind], image, orig_key, &scan);
@@ -583,102 +571,43 @@ int main(int argc, char **argv)
 		ndz_io_close(src);
 		return EXIT_OK;
 	}
-	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view, NULL);
-	/* blocks to be imaged as zeros (a clean journal's body) read as zeros */
-	if (rc == 0 && scan.zero.n)
-		rc = ndz_io_open_zeroed(view, &scan.zero, &zview, NULL);
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s: %s", argv[optind], ndz_strerror(rc));
-	zopts.image_kind = scan.image_kind;
-	zopts.part_index = scan.part_index;
-	zopts.part_type = scan.part_type;
-	zopts.part_start = scan.part_start;
 
-	if (upload)
-		open_upload(upload, wait_s, &out);
-	else
-		open_output(image, &out);
-	cli_progress_init(&prog, progress, "reading", "disk", "read");
-	cli_progress_total(&prog, ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE, 0);
-	zopts.progress = show_progress;
-	zopts.progress_ctx = &prog;
-	if (to_orig) {
-		memset(&stats, 0, sizeof(stats));
-		stats.in_bytes = ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE;
-		rc = ndz_orig_zip_v3(zview ? zview : view, scan.bytes, &scan.alloc,
-				     level < 0 ? NDZ_ZLIB_DEFAULT_LEVEL : level, ndz_seal_chunk, seal,
-				     &stats.chunks, &zerr);
-		stats.out_bytes = (uint64_t)stats.chunks * NDZ_CHUNK_SIZE;
-	} else {
-		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, ndz_seal_chunk,
-			     seal, &stats, &zerr);
-	}
-	cli_progress_update(&prog, stats.in_bytes, 0);
-	if (rc < 0)
-		cli_progress_end(&prog, 0);    /* before the reason: the reason is the last line */
-	/* an upload that ended first (the master refused, rejected, went away) is the cause */
-	if (rc < 0 && upsink) {
-		struct ndz_error uerr = { 0 };
-
-		rc = ndz_upsink_finish(upsink, 1, NULL, &uerr);
-		if (rc != NDZ_ECANCELED && uerr.code)
-			zerr = uerr;
-		rc = zerr.code ? zerr.code : NDZ_EIO;
-		upsink = NULL;
-	}
-	if (rc < 0)
-		cli_error("%s", ndz_error_msg(&zerr));
-	if (rc == 0)
-		cli_progress_phase(&prog, "flushing");
-	/* The manifest is in place before the image is: a signed image never lacks it. */
-	if (rc == 0 && seal_opts.sign &&
-	    (rc = ndz_seal_finish(seal, &sign_key, manifest, &zerr)) < 0) {
-		cli_error("%s", ndz_error_msg(&zerr));
-		manifest = NULL;
-	}
-	/* The index too: an image whose index is in place before it never lacks it. */
-	if (rc == 0 && index_path) {
-		uint8_t *ib = NULL;
-		size_t ilen = 0;
-
-		rc = ndz_index_encode(&index, seal_opts.sign ? &sign_key : NULL, &ib, &ilen, &zerr);
-		if (rc == 0)
-			rc = ndz_index_save(index_path, ib, ilen, &zerr);
-		free(ib);
-		if (rc < 0) {
-			cli_error("%s", ndz_error_msg(&zerr));
-			index_path = NULL;
-		}
-	}
-	if (rc == 0 && commit_output(&out) < 0)
-		rc = NDZ_EIO;
-	cli_progress_end(&prog, rc == 0);
-	if (upsink)                    /* the manifest failed: the master must not store it */
-		ndz_upsink_finish(upsink, 1, NULL, NULL);
-	if (rc < 0)
-		discard_output(&out);
-	if (rc < 0 && seal_opts.sign && manifest)
-		unlink(manifest);
-	if (rc < 0 && index_path)
-		unlink(index_path);
-	ndz_index_release(&index);
+	/* The job: what to image, sealed, compressed; manifest and index before the image. */
+	out.name = image;
+	out.upload = upload;
+	out.wait_s = wait_s;
+	job.mode = progress;
+	jo.src = src;
+	jo.name = argv[optind];
+	jo.scan = &scan;
+	jo.zip = zopts;
+	jo.to_orig = to_orig;
+	jo.sign = sign ? &sign_key : NULL;
+	jo.manifest = manifest;
+	jo.crypt = crypt_path ? &crypt_key : NULL;
+	jo.cipher = cipher;
+	jo.index = index_path;
+	jo.out = (struct ndz_job_output){ open_any, commit_output, discard_output, &out };
+	jo.report = cli_job_report;
+	jo.report_ctx = &job;
+	rc = ndz_capture(&jo, &res, &zerr);
+	ndz_key_wipe(&crypt_key);
 	ndz_key_wipe(&sign_key);
-	ndz_seal_free(seal);
+	if (rc < 0)
+		cli_error("%s", ndz_error_msg(&zerr));
 	if (rc == 0 && cli_verbose)
 		cli_info("%s: %llu of %llu bytes in use, imaged into %u chunks (%.1f%% of the "
 			 "bytes in use), %.2f s, %s, flushed in %.2f s",
-			 argv[optind], (unsigned long long)stats.in_bytes,
-			 (unsigned long long)scan.bytes, stats.chunks,
-			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
-			 cli_progress_elapsed(&prog), cli_progress_rate(&prog, rate, sizeof(rate)),
-			 prog.flush_s);
+			 argv[optind], (unsigned long long)res.in_bytes,
+			 (unsigned long long)scan.bytes, res.chunks,
+			 res.in_bytes ? 100.0 * (double)res.out_bytes / (double)res.in_bytes : 0.0,
+			 cli_progress_elapsed(&job.prog),
+			 cli_progress_rate(&job.prog, rate, sizeof(rate)), job.prog.flush_s);
 	if (rc == 0 && cli_verbose && upload)
 		cli_info("stored as image '%s' on %.*s", strrchr(upload, ':') + 1,
 			 (int)(strrchr(upload, ':') - upload), upload);
-	ndz_io_close(zview);
 	ndz_scan_result_release(&scan);
 	ndz_io_close(out.io);
-	ndz_io_close(view);
 	ndz_io_close(src);
 	return rc < 0 ? EXIT_FAIL : EXIT_OK;
 }

@@ -15,6 +15,7 @@
 #include "core/err.h"
 #include "core/io.h"
 #include "trust/key.h"
+#include "codec/job.h"
 
 const char *cli_progname = "ndz";
 int cli_verbose;
@@ -802,6 +803,31 @@ void cli_progress_end(struct cli_progress *p, int ok)
 			end_line();
 		else
 			fputc('\n', p->out);
+	}
+}
+
+void cli_job_report(void *ctx, const struct ndz_job_report *r)
+{
+	struct cli_job *j = ctx;
+
+	switch (r->event) {
+	case NDZ_JOB_START:
+		cli_progress_init(&j->prog, j->mode, r->phase, r->of, r->verb);
+		cli_progress_total(&j->prog, r->total, r->chunks_total);
+		break;
+	case NDZ_JOB_PROGRESS:
+		cli_progress_update(&j->prog, r->bytes, r->chunks);
+		break;
+	case NDZ_JOB_PHASE:
+		cli_progress_phase(&j->prog, r->phase);
+		break;
+	case NDZ_JOB_WARN:
+		cli_warn("%s", r->msg);
+		break;
+	case NDZ_JOB_END:
+		j->prog.held = r->held;
+		cli_progress_end(&j->prog, r->ok);
+		break;
 	}
 }
 

@@ -158,6 +158,18 @@ struct cli_progress {
 };
 
 /*
+ * The terminal, --progress=json and --report-fd face of a library job's report
+ * (lib/codec/job.h): ctx is a struct cli_job whose mode is cli_progress_option's;
+ * START starts prog, PROGRESS and PHASE go to it, WARN is cli_warn, END ends it.
+ */
+struct ndz_job_report;
+struct cli_job {
+	int mode;
+	struct cli_progress prog;
+};
+void cli_job_report(void *ctx, const struct ndz_job_report *r);
+
+/*
  * cli_report_open - a machine-readable report on fd (--report-fd N), for a program
  * that runs another (ndzctl node): every progress's JSON line (as --progress=json,
  * every CLI_PROGRESS_JSON_S seconds and at each phase, whatever -o says), then one
