@@ -824,6 +824,10 @@ void cli_job_report(void *ctx, const struct ndz_job_report *r)
 	case NDZ_JOB_WARN:
 		cli_warn("%s", r->msg);
 		break;
+	case NDZ_JOB_INFO:
+		if (cli_verbose)
+			cli_info("%s", r->msg);
+		break;
 	case NDZ_JOB_END:
 		j->prog.held = r->held;
 		cli_progress_end(&j->prog, r->ok);

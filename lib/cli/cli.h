@@ -160,7 +160,8 @@ struct cli_progress {
 /*
  * The terminal, --progress=json and --report-fd face of a library job's report
  * (lib/codec/job.h): ctx is a struct cli_job whose mode is cli_progress_option's;
- * START starts prog, PROGRESS and PHASE go to it, WARN is cli_warn, END ends it.
+ * START starts prog, PROGRESS and PHASE go to it, WARN is cli_warn, INFO cli_info
+ * under -v, END ends it.
  */
 struct ndz_job_report;
 struct cli_job {

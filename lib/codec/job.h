@@ -13,6 +13,8 @@
 
 #include "core/err.h"
 #include "core/io.h"
+#include "core/format.h"
+#include "codec/unzip.h"
 #include "codec/zip.h"
 #include "scan.h"
 #include "trust/key.h"
@@ -22,6 +24,7 @@ enum ndz_job_event {
 	NDZ_JOB_PROGRESS,              /* bytes, chunks: done so far (never less) */
 	NDZ_JOB_PHASE,                 /* phase: "flushing", "verifying" */
 	NDZ_JOB_WARN,                  /* msg: a warning for the user (names the object) */
+	NDZ_JOB_INFO,                  /* msg: what a verbose program says */
 	NDZ_JOB_END,                   /* ok; bytes, held. A failure's reason comes back
 					  in the job's ndz_error, after this event */
 };
@@ -88,6 +91,59 @@ struct ndz_capture_result {
  * PROGRESS, PHASE "flushing", END. Returns 0 with r, or a negative code with e.
  */
 int ndz_capture(const struct ndz_capture_opts *o, struct ndz_capture_result *r,
+		struct ndz_error *e);
+
+/*
+ * Where a restore writes: opened once the image's first header is known and its
+ * keys checked, before anything is written (a whole disk or file, created at the
+ * image's size when missing; or a partition of a disk). The target stays the
+ * opener's (closed by the program after the job).
+ */
+struct ndz_job_target {
+	/* 0 and *io; *created when a file was made (all holes); *base the target's first
+	   sector on its disk (an original image's disklabels); or a code with e */
+	int (*open)(void *ctx, const struct ndz_chunk_hdr *h0, struct ndz_io **io,
+		    int *created, uint64_t *base, struct ndz_error *e);
+	void *ctx;
+};
+
+struct ndz_restore_opts {
+	struct ndz_io *in;                   /* the image, a file or a stream (not owned) */
+	const char *name;                    /* IMAGE as given ("-": stdin) */
+	struct ndz_job_target target;        /* open NULL: no target (-n without one) */
+	struct ndz_unzip_opts unzip;         /* zero_fill, discard, verify_only, threads,
+						mem_limit; the job sets the rest */
+	const struct ndz_key *pub;           /* a public key: the signed manifest rules */
+	const struct ndz_key *crypt;         /* an encryption key */
+	const char *manifest;                /* default IMAGE.manifest */
+	const char *orig_key, *orig_pub;     /* an original V4 image's key files */
+	int seed;                            /* write only what the target lacks */
+	int verify_after;                    /* read every chunk back after the flush */
+	const char *index;                   /* default IMAGE.index */
+	ndz_job_report_fn report;
+	void *report_ctx;
+};
+
+struct ndz_restore_result {
+	struct ndz_unzip_stats stats;        /* chunks restored, bytes written, zeroed */
+	uint32_t held;                       /* chunks the target held already (seed) */
+	int created;                         /* the target file was made by the job */
+	int usage;                           /* the failure is the command line's: the
+						options do not fit this image */
+};
+
+/*
+ * ndz_restore - restore o->in: its rules before anything is written (the verifier:
+ * keys, the signed manifest; the original format's key rules), the target opened
+ * and measured, the content index for seed and verify (an unusable one: a warning
+ * and every chunk, or with verify_after a failure before anything is written),
+ * every chunk written (held ones only counted), flushed, then read back with
+ * verify_after. Reports START ("writing" disk bytes "written", or with
+ * verify_only "checking" image bytes "checked"), PROGRESS, PHASE "flushing" and
+ * "verifying", WARN, INFO, END. Returns 0 with r, or a negative code with e (and
+ * r->usage when the options do not fit the image).
+ */
+int ndz_restore(const struct ndz_restore_opts *o, struct ndz_restore_result *r,
 		struct ndz_error *e);
 
 #endif
