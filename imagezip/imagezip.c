@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/capture.h"
 #include "cli/cli.h"
 #include "core/err.h"
 #include "core/io.h"
@@ -110,19 +111,6 @@ static void scan_warn(void *ctx, const char *msg)
 	cli_warn("%s", msg);            /* fs/ messages name the source and partition */
 }
 
-static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const char *opt,
-			 const char *arg)
-{
-	int rc = ndz_scan_override_parse(o, a, arg);
-
-	if (rc == NDZ_ERANGE)
-		cli_usage_error("too many partition options");
-	if (rc < 0)
-		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
-				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext2/3/4, ntfs, ufs, fat, "
-						      "exfat, xfs, btrfs, lvm, swap, bsdswap, raw)" : "");
-}
-
 static void print_size(const char *label, uint64_t bytes)
 {
 	printf(" %s %llu (%.1f MiB)", label, (unsigned long long)bytes,
@@ -166,33 +154,6 @@ static void print_report(const char *src, const struct ndz_scan_report *r,
 	}
 	printf("  image holds %llu of %llu bytes before compression\n",
 	       (unsigned long long)r->image_bytes, (unsigned long long)res->bytes);
-}
-
-/* 32 hex digits, dashes anywhere; all zero is refused (it means "random"). */
-static int parse_uuid(const char *s, uint8_t *uuid)
-{
-	unsigned n = 0, nonzero = 0;
-
-	for (; *s; s++) {
-		int v;
-
-		if (*s == '-')
-			continue;
-		if (*s >= '0' && *s <= '9')
-			v = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			v = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			v = *s - 'A' + 10;
-		else
-			return -1;
-		if (n == 32)
-			return -1;
-		uuid[n / 2] = (uint8_t)(n % 2 ? uuid[n / 2] | v : v << 4);
-		nonzero |= (unsigned)v;
-		n++;
-	}
-	return n == 32 && nonzero ? 0 : -1;
 }
 
 /*
@@ -328,21 +289,10 @@ static int open_any(void *ctx, struct ndz_io **io, struct ndz_error *e)
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "level", required_argument, NULL, 'z' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "raw", no_argument, NULL, 'r' },
-		{ "slice", required_argument, NULL, 's' },
-		{ "fs", required_argument, NULL, 'S' },
-		{ "raw-part", required_argument, NULL, 'R' },
-		{ "ignore-part", required_argument, NULL, 'I' },
-		{ "min-free", required_argument, NULL, 'F' },
+		CLI_CAPTURE_LONGOPTS,
 		{ "info", no_argument, NULL, 'i' },
 		{ "force", no_argument, NULL, 'f' },
-		{ "keep-pagefile", no_argument, NULL, 'K' },
-		{ "keep-journal", no_argument, NULL, 'L' },
-		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", optional_argument, NULL, 'o' },
-		{ "codec", required_argument, NULL, 'C' },
 		{ "sign", required_argument, NULL, 'G' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "encrypt", required_argument, NULL, 'E' },
@@ -358,9 +308,9 @@ int main(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ndz_scan_opts sopts;
+	struct cli_capture cap;
+	char msg[256];
 	struct ndz_scan_result scan;
-	struct ndz_zip_opts zopts;
 	struct ndz_capture_opts jo = { 0 };
 	struct ndz_capture_result res;
 	struct cli_job job = { 0 };
@@ -372,70 +322,22 @@ int main(int argc, char **argv)
 	int no_index = 0, sign = 0;
 	struct ndz_error zerr = { 0 };
 	struct ndz_io *src = NULL;
-	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
+	int progress = 0, info = 0, cipher = 0, force = 0, c, rc;
 	int from = 0, to_orig = 0;
 	const char *orig_key = NULL, *upload = NULL, *image;
 	int wait_s = 60;
 	struct ndz_scan_report report;
-	uint64_t u64;
 	char rate[64];
 
 	cli_init(argv[0]);
-	ndz_zip_opts_init(&zopts);
-	zopts.codec = NDZ_CODEC_ZSTD;          /* README: why zstd is the default */
-	ndz_scan_opts_init(&sopts);
-	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ifoqvhV", longopts, NULL)) != -1) {
+	cli_capture_init(&cap);
+	while ((c = getopt_long(argc, argv, CLI_CAPTURE_SHORTOPTS "ifoqvhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'z':
-			level = cli_parse_int(optarg, "-z", 0, 19);
-			break;
-		case 'C':
-			if (!strcmp(optarg, "zlib"))
-				zopts.codec = NDZ_CODEC_ZLIB;
-			else if (!strcmp(optarg, "zstd"))
-				zopts.codec = NDZ_CODEC_ZSTD;
-			else
-				cli_usage_error("--codec: '%s' is not zlib or zstd", optarg);
-			break;
-		case 'j':
-			zopts.threads = cli_parse_int(optarg, "-j", 1, 64);
-			break;
-		case 'r':
-			sopts.raw = 1;
-			break;
-		case 's':
-			sopts.partition = cli_parse_int(optarg, "-s", 1, 65535);
-			break;
-		case 'S':
-			add_override(&sopts, NDZ_SCAN_FORCE, "-S", optarg);
-			break;
-		case 'R':
-			add_override(&sopts, NDZ_SCAN_RAW, "-R", optarg);
-			break;
-		case 'I':
-			add_override(&sopts, NDZ_SCAN_IGNORE, "-I", optarg);
-			break;
-		case 'F':
-			if (cli_parse_u64(optarg, 1, &u64) < 0)
-				cli_usage_error("-F: bad size '%s'", optarg);
-			sopts.min_free = u64;
-			break;
 		case 'i':
 			info = 1;
 			break;
 		case 'f':
 			force = 1;
-			break;
-		case 'K':
-			sopts.keep_pagefile = 1;
-			break;
-		case 'L':
-			sopts.keep_journal = 1;
-			break;
-		case 'U':
-			if (parse_uuid(optarg, zopts.uuid) < 0)
-				cli_usage_error("--uuid: '%s' is not a UUID (32 hex digits, dashes "
-						"allowed)", optarg);
 			break;
 		case 'o':
 			progress = cli_progress_option(optarg);
@@ -479,26 +381,22 @@ int main(int argc, char **argv)
 			cli_report_open(optarg);
 			break;
 		default:
-			cli_common_option(c, usage_text);
+			rc = cli_capture_option(&cap, c, optarg, msg, sizeof(msg));
+			if (rc < 0)
+				cli_usage_error("%s", msg);
+			if (rc == 0)
+				cli_common_option(c, usage_text);
 			break;
 		}
 	}
 	if (to_orig && (sign_path || crypt_path))
 		cli_usage_error("--to-orig: the original format V3 has neither --sign nor --encrypt");
-	if (to_orig)
-		zopts.codec = NDZ_CODEC_ZLIB;
 	if (orig_key && !from)
 		cli_usage_error("--orig-key: only with --from-image");
 	if (from && info)
 		cli_usage_error("--from-image: not with -i");
-	if (zopts.codec == NDZ_CODEC_ZSTD)
-		zopts.level = level < 0 ? NDZ_ZSTD_DEFAULT_LEVEL : level;
-	else if (level >= 0)
-		zopts.level = level;
-	if (zopts.codec == NDZ_CODEC_ZSTD ? zopts.level < 1 : zopts.level > 9)
-		cli_usage_error("-z: level %d is outside %s for %s", zopts.level,
-				zopts.codec == NDZ_CODEC_ZSTD ? "1-19" : "0-9",
-				zopts.codec == NDZ_CODEC_ZSTD ? "zstd" : "zlib");
+	if (cli_capture_done(&cap, to_orig, msg, sizeof(msg)) < 0)
+		cli_usage_error("%s", msg);
 	if (info && argc - optind != 1)
 		cli_usage_error("-i: expected SOURCE only");
 	if (info && upload)
@@ -555,11 +453,11 @@ int main(int argc, char **argv)
 		src = from_image(argv[optind], image, orig_key, &scan);
 	else if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
-	sopts.warn = scan_warn;
-	sopts.warn_ctx = argv[optind];
+	cap.scan.warn = scan_warn;
+	cap.scan.warn_ctx = argv[optind];
 	if (info)
-		sopts.report = &report;
-	rc = from ? 0 : ndz_scan(src, &sopts, &scan, &zerr);
+		cap.scan.report = &report;
+	rc = from ? 0 : ndz_scan(src, &cap.scan, &scan, &zerr);
 	if (rc < 0) {
 		ndz_io_close(src);
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
@@ -580,7 +478,7 @@ int main(int argc, char **argv)
 	jo.src = src;
 	jo.name = argv[optind];
 	jo.scan = &scan;
-	jo.zip = zopts;
+	jo.zip = cap.zip;
 	jo.to_orig = to_orig;
 	jo.sign = sign ? &sign_key : NULL;
 	jo.manifest = manifest;
