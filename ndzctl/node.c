@@ -1,8 +1,9 @@
 /*
  * ndzctl node: a lab node's whole turn (the boot environment's side of the lab): ask
- * the master for the task, run it (frisbee or imagezip as a child, read through its
- * --report-fd channel, never its messages), report progress while it runs and the
- * result at the end.
+ * the master for the task, run it (a capture in this process through the library's
+ * capture job and its report callback; a multicast reload through frisbee as a child,
+ * read through its --report-fd channel, never its messages), report progress while
+ * it runs and the result at the end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,11 +17,15 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include "cli/capture.h"
 #include "cli/cli.h"
+#include "codec/job.h"
 #include "core/clock.h"
 #include "master/lab.h"
 #include "master/labsrv.h"
+#include "master/upsink.h"
 #include "node.h"
+#include "scan.h"
 
 #define ASK_MAX_MS   (900u * 1000)    /* a group may keep a node waiting this long */
 #define PROGRESS_MS  2000u             /* progress to the master this often */
@@ -36,6 +41,7 @@ struct task {
 	uint64_t bytes, total;         /* the last progress */
 	uint64_t chunks_total;         /* the last progress's (0: not counted) */
 	uint64_t last_report_ms;
+	unsigned reports;              /* progress reports sent (every third: a console line) */
 	/* the child's result line */
 	int have_result, result_ok;
 	uint64_t rbytes, held;
@@ -120,7 +126,7 @@ static void report_progress(struct task *t)
 	r.total = t->total;
 	t->last_report_ms = ndz_now_ms();
 	call(t, &r, &rep, NULL);
-	if (t->total && !cli_quiet)
+	if (t->total && !cli_quiet && t->reports++ % 3 == 2)
 		say("%.1f of %.1f MB (%.0f%%)", (double)t->bytes / 1e6, (double)t->total / 1e6,
 			 100.0 * (double)t->bytes / (double)t->total);
 }
@@ -240,6 +246,168 @@ static void child_args(const struct task *t, char *upload, size_t ulen, const ch
 #undef ARG
 }
 
+/* ---- the capture, in this process: the library's job (lib/codec/job.h) ---- */
+
+/* The image goes to the master as it is made (imagezip --upload's sink). */
+struct upload {
+	struct task *t;
+	struct ndz_upsink *sink;
+	struct ndz_io *io;
+};
+
+static int upload_open(void *ctx, struct ndz_io **io, struct ndz_error *e)
+{
+	struct upload *u = ctx;
+	int rc = ndz_upsink_open(u->t->master, u->t->image, 0, atoi(u->t->o->timeout), &u->sink, e);
+
+	if (rc == 0)
+		rc = ndz_io_open_stream(ndz_upsink_fd(u->sink), u->t->image, &u->io, e);
+	*io = u->io;
+	return rc;
+}
+
+/* the master's verdict: it has checked, synced and stored the image */
+static int upload_commit(void *ctx, struct ndz_error *e)
+{
+	struct upload *u = ctx;
+	int rc = ndz_io_flush(u->io, e);
+
+	if (rc == 0)
+		rc = ndz_upsink_finish(u->sink, 0, NULL, e);
+	else
+		ndz_upsink_finish(u->sink, 1, NULL, NULL);
+	u->sink = NULL;
+	return rc;
+}
+
+/* cancelled: the master stores nothing; when it had ended the upload first, its reason */
+static void upload_abort(void *ctx, struct ndz_error *e)
+{
+	struct upload *u = ctx;
+	struct ndz_error ue = { 0 };
+
+	if (u->sink && ndz_upsink_finish(u->sink, 1, NULL, &ue) != NDZ_ECANCELED && ue.code)
+		*e = ue;
+	u->sink = NULL;
+}
+
+/* The job's one report callback, the lab's face: progress to the master, warnings. */
+static void job_report(void *ctx, const struct ndz_job_report *r)
+{
+	struct task *t = ctx;
+
+	switch (r->event) {
+	case NDZ_JOB_START:
+		t->total = r->total;
+		t->chunks_total = r->chunks_total;
+		break;
+	case NDZ_JOB_PROGRESS:
+		t->bytes = r->bytes;
+		if (ndz_now_ms() - t->last_report_ms >= PROGRESS_MS)
+			report_progress(t);
+		break;
+	case NDZ_JOB_PHASE:
+		say("%s", r->phase);
+		break;
+	case NDZ_JOB_WARN:
+		cli_warn("%s", r->msg);
+		break;
+	case NDZ_JOB_INFO:
+		if (cli_verbose)
+			say("%s", r->msg);
+		break;
+	case NDZ_JOB_END:
+		t->held = r->held;
+		if (r->ok)
+			t->bytes = r->bytes;
+		break;
+	}
+}
+
+static void scan_warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	cli_warn("%s", msg);            /* fs/ messages name the source and partition */
+}
+
+/*
+ * --opts for a capture: imagezip's scan and compression options (lib/cli/capture),
+ * parsed as imagezip parses them. 0, or -1 with the reason in t->reason.
+ */
+static int capture_options(struct task *t, struct cli_capture *cap)
+{
+	static const struct option lopts[] = { CLI_CAPTURE_LONGOPTS, { NULL, 0, NULL, 0 } };
+	const struct node_opts *o = t->o;
+	char *argv[NODE_MAX_EXTRA + 2], msg[256];
+	int c, rc = 0;
+
+	cli_capture_init(cap);
+	argv[0] = (char *)"capture";
+	for (int k = 0; k < o->nextra; k++)
+		argv[k + 1] = (char *)o->extra[k];
+	argv[o->nextra + 1] = NULL;
+	optind = 0;                    /* a new scan of a new argv (GNU getopt) */
+	opterr = 0;
+	while (rc == 0 && (c = getopt_long(o->nextra + 1, argv, "+" CLI_CAPTURE_SHORTOPTS, lopts,
+					   NULL)) != -1) {
+		rc = c == '?' ? 0 : cli_capture_option(cap, c, optarg, msg, sizeof(msg));
+		if (rc == 0) {
+			snprintf(msg, sizeof(msg), "'%s' is not an option of a capture (imagezip's "
+				 "scan and compression options are)", argv[optind - 1]);
+			rc = -1;
+		} else {
+			rc = rc < 0 ? -1 : 0;
+		}
+	}
+	if (rc == 0 && optind < o->nextra + 1) {
+		snprintf(msg, sizeof(msg), "'%s' is not an option", argv[optind]);
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = cli_capture_done(cap, 0, msg, sizeof(msg));
+	if (rc < 0)
+		snprintf(t->reason, sizeof(t->reason), "ndzctl: --opts: %.140s", msg);
+	return rc;
+}
+
+/* One capture: the disk scanned, then the capture job into the upload. 0, or -1 with t->reason. */
+static int capture(struct task *t)
+{
+	struct upload up = { .t = t };
+	struct ndz_capture_opts jo = { 0 };
+	struct ndz_capture_result res;
+	struct ndz_scan_result scan;
+	struct cli_capture cap;
+	struct ndz_error e = { 0 };
+	struct ndz_io *src = NULL;
+	int rc;
+
+	t->reason[0] = '\0';
+	if (capture_options(t, &cap) < 0)
+		return -1;
+	cap.scan.warn = scan_warn;
+	memset(&scan, 0, sizeof(scan));
+	rc = ndz_io_open_file(t->disk, NDZ_IO_READ, &src, &e);
+	if (rc == 0)
+		rc = ndz_scan(src, &cap.scan, &scan, &e);
+	if (rc == 0) {
+		jo.src = src;
+		jo.name = t->disk;
+		jo.scan = &scan;
+		jo.zip = cap.zip;
+		jo.out = (struct ndz_job_output){ upload_open, upload_commit, upload_abort, &up };
+		jo.report = job_report;
+		jo.report_ctx = t;
+		rc = ndz_capture(&jo, &res, &e);
+	}
+	ndz_io_close(up.io);
+	ndz_scan_result_release(&scan);
+	ndz_io_close(src);
+	if (rc < 0)
+		snprintf(t->reason, sizeof(t->reason), "capture: %.150s", ndz_error_msg(&e));
+	return rc < 0 ? -1 : 0;
+}
+
 /*
  * One attempt: the child run to its end, its report lines taken, progress sent.
  * 0 when it succeeded, else -1 with t->reason.
@@ -252,6 +420,8 @@ static int attempt(struct task *t)
 	int p[2], status;
 	pid_t pid;
 
+	if (t->kind == NDZ_LAB_CAPTURE)
+		return capture(t);
 	child_args(t, upload, sizeof(upload), argv, sizeof(argv) / sizeof(argv[0]));
 	t->have_result = 0;
 	t->reason[0] = '\0';
@@ -393,7 +563,7 @@ int node_run(const char *master, const char *mac, const char *disk,
 		 t.opts & NDZ_LAB_VERIFY ? " verify" : "");
 	t0 = ndz_now_ms();
 	for (n = 0;; n++) {
-		t.bytes = t.total = 0;
+		t.bytes = t.total = t.chunks_total = 0;
 		t.held = 0;
 		if (t.kind == NDZ_LAB_RELOAD)
 			say("receiving image '%s' of master %s onto %s", t.image, master, disk);

@@ -80,6 +80,15 @@ check "capture: the stored image restores to the disk byte for byte" cmp -s "$T/
 check "capture: the master has ok with the disk bytes read ($(stat -c %s "$T/src"))" \
 	json "\"mac\":\"$M1\".*\"last\":{\"ok\":true,\"task\":\"capture\",\"image\":\"cap\",\"bytes\":$(stat -c %s "$T/src"),"
 
+# a capture whose --opts are not a capture's: failed, the reason reported, nothing stored
+ctl capture pc1 bad >/dev/null
+node n1 $M1 "$T/d1" --opts "-r,--zero"
+check "capture, a bad --opts word: exit 1, the reason ($rc: $(cat "$T/out"))" \
+	sh -c "[ $rc = 1 ] && grep -q \"^NDZ-RESULT: failed: ndzctl: --opts: '--zero' is not an option of a capture\" '$T/out'"
+ctl status --json >"$T/s.json"
+check "... the master has the reason, nothing stored" \
+	sh -c "grep -q \"'--zero' is not an option\" '$T/s.json' && [ ! -e '$T/up/bad.ndz' ]"
+
 # a reload onto a disk too small: failed, the reason reported, the disk untouched
 dd if=/dev/urandom of="$T/small" bs=1024 count=1024 2>/dev/null
 cp "$T/small" "$T/small.orig"
@@ -97,6 +106,13 @@ if [ -n "$LOOP" ]; then
 else
 	ok "# skip too small: no loop device"
 fi
+
+# a capture the master refuses (no upload rule for the name): its reason, reported
+ctl capture pc2 gold >/dev/null
+node n2 $M2 "$T/d1" --opts "-r"
+check "capture over a served image: exit 1, the master's reason ($rc: $(cat "$T/out"))" \
+	sh -c "[ $rc = 1 ] && grep -q \"^NDZ-RESULT: failed: capture: master $SRV:3563: image 'gold'\" '$T/out'"
+check "... the served image untouched" sh -c "\"$IMAGEUNZIP\" -q -n '$T/gold.ndz'"
 
 # the master gone: no answer to the ask, exit 4, the reason on the result line
 kill $MPID; wait $MPID 2>/dev/null
