@@ -127,6 +127,8 @@ for p in frisbee imagezip imageunzip frisbee-upload ndzctl; do
 	progs="$progs $p"
 done
 case $progs in *frisbee*) ;; *) die "no frisbee in $bindir (make all first)" ;; esac
+# init runs every task through ndzctl node (packaged in ndz-server)
+case $progs in *ndzctl*) ;; *) die "no ndzctl in $bindir (make all first; installed: ndz-server)" ;; esac
 # exactly the shared libraries ldd names, and the loader, at the paths it names
 for p in $progs; do
 	ldd "$bindir/$p" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'

@@ -35,6 +35,7 @@ struct task {
 	const char *master;            /* HOST[:PORT] */
 	uint8_t mac[6];
 	const char *macs, *disk;
+	int lab;                       /* a lab node: asks, reports (else the task is given) */
 	uint8_t kind, opts;            /* NDZ_LAB_RELOAD or _CAPTURE; NDZ_LAB_SEED... */
 	char image[NDZ_CTL_NAME_MAX + 1];
 	const struct node_opts *o;
@@ -125,7 +126,8 @@ static void report_progress(struct task *t)
 	r.bytes = t->bytes;
 	r.total = t->total;
 	t->last_report_ms = ndz_now_ms();
-	call(t, &r, &rep, NULL);
+	if (t->lab)
+		call(t, &r, &rep, NULL);
 	if (t->total && !cli_quiet && t->reports++ % 3 == 2)
 		say("%.1f of %.1f MB (%.0f%%)", (double)t->bytes / 1e6, (double)t->total / 1e6,
 			 100.0 * (double)t->bytes / (double)t->total);
@@ -225,10 +227,21 @@ static void child_args(const struct task *t, char *upload, size_t ulen, const ch
 			ARG("--verify");
 		for (int k = 0; k < o->nextra; k++)
 			ARG(o->extra[k]);
-		ARG("-M");
-		ARG(t->master);
-		ARG("-I");
-		ARG(t->image);
+		if (o->group) {
+			ARG("-m");
+			ARG(o->group);
+			ARG("-p");
+			ARG(o->port);
+			if (o->server) {
+				ARG("-S");
+				ARG(o->server);
+			}
+		} else {
+			ARG("-M");
+			ARG(t->master);
+			ARG("-I");
+			ARG(t->image);
+		}
 	} else {
 		snprintf(upload, ulen, "%s:%s", t->master, t->image);
 		ARG("imagezip");
@@ -405,6 +418,8 @@ static int capture(struct task *t)
 	ndz_io_close(src);
 	if (rc < 0)
 		snprintf(t->reason, sizeof(t->reason), "capture: %.150s", ndz_error_msg(&e));
+	else
+		say("stored as image '%s' on %s", t->image, t->master);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -509,6 +524,8 @@ static void report_result(struct task *t, int ok, uint64_t ms)
 	struct ndz_ctl_labrep rep;
 	struct ndz_error e = { 0 };
 
+	if (!t->lab)
+		return;
 	if (ok) {
 		r.kind = NDZ_LAB_OK;
 		r.bytes = r.total = t->bytes;
@@ -538,34 +555,43 @@ int node_run(const char *master, const char *mac, const char *disk,
 	uint64_t t0;
 	int rc, n;
 
-	if (ndz_lab_parse_mac(mac, t.mac, &e) != 0)
+	t.lab = strcmp(mac, "-") != 0;
+	if (t.lab && ndz_lab_parse_mac(mac, t.mac, &e) != 0)
 		cli_usage_error("node %s: %s", mac, ndz_error_msg(&e));
 	signal(SIGPIPE, SIG_IGN);
-	for (n = 0;; n++) {
-		say("asking master %s for the task of %s", master, mac);
-		rc = ask(&t, &e);
-		if (rc >= 0 || n >= o->retries)
-			break;
-		cli_warn("%s; asking again in %d s", ndz_error_msg(&e), RETRY_S);
-		sleep(RETRY_S);
+	if (!t.lab) {
+		t.kind = strcmp(o->task, "capture") == 0 ? NDZ_LAB_CAPTURE : NDZ_LAB_RELOAD;
+		t.opts = (uint8_t)o->flags;
+		snprintf(t.image, sizeof(t.image), "%s", o->image ? o->image : "");
+	} else {
+		for (n = 0;; n++) {
+			say("asking master %s for the task of %s", master, mac);
+			rc = ask(&t, &e);
+			if (rc >= 0 || n >= o->retries)
+				break;
+			cli_warn("%s; asking again in %d s", ndz_error_msg(&e), RETRY_S);
+			sleep(RETRY_S);
+		}
+		if (rc < 0) {
+			printf("NDZ-RESULT: failed: %s\n", ndz_error_msg(&e));
+			fflush(stdout);
+			return NODE_NO_MASTER;
+		}
+		if (rc == 1) {
+			say("no task");
+			return NODE_NO_TASK;
+		}
+		say("task: %s %s%s%s%s", ndz_lab_strtask(t.kind), t.image,
+		    t.opts & NDZ_LAB_SEED ? " seed" : "", t.opts & NDZ_LAB_ZERO ? " zero" : "",
+		    t.opts & NDZ_LAB_VERIFY ? " verify" : "");
 	}
-	if (rc < 0) {
-		printf("NDZ-RESULT: failed: %s\n", ndz_error_msg(&e));
-		fflush(stdout);
-		return NODE_NO_MASTER;
-	}
-	if (rc == 1) {
-		say("no task");
-		return NODE_NO_TASK;
-	}
-	say("task: %s %s%s%s%s", ndz_lab_strtask(t.kind), t.image,
-		 t.opts & NDZ_LAB_SEED ? " seed" : "", t.opts & NDZ_LAB_ZERO ? " zero" : "",
-		 t.opts & NDZ_LAB_VERIFY ? " verify" : "");
 	t0 = ndz_now_ms();
 	for (n = 0;; n++) {
 		t.bytes = t.total = t.chunks_total = 0;
 		t.held = 0;
-		if (t.kind == NDZ_LAB_RELOAD)
+		if (t.kind == NDZ_LAB_RELOAD && o->group)
+			say("receiving group %s port %s onto %s", o->group, o->port, disk);
+		else if (t.kind == NDZ_LAB_RELOAD)
 			say("receiving image '%s' of master %s onto %s", t.image, master, disk);
 		else
 			say("capturing %s as image '%s' of master %s", disk, t.image, master);
@@ -578,20 +604,23 @@ int node_run(const char *master, const char *mac, const char *disk,
 		sleep(RETRY_S);
 	}
 	if (rc == 0) {
+		char what[2 * NDZ_CTL_NAME_MAX + 64], held[64] = "";
 		uint64_t ms = ndz_now_ms() - t0;
 
 		report_result(&t, 1, ms);
-		if (t.kind == NDZ_LAB_RELOAD && (t.opts & NDZ_LAB_SEED))
-			printf("NDZ-RESULT: ok: image '%s' of master %s written to %s in %.1f s, "
-			       "%llu of %llu chunks skipped (held by the disk)\n", t.image, master, disk,
-			       (double)ms / 1000, (unsigned long long)t.held,
-			       (unsigned long long)t.chunks_total);
-		else if (t.kind == NDZ_LAB_RELOAD)
-			printf("NDZ-RESULT: ok: image '%s' of master %s written to %s in %.1f s\n",
-			       t.image, master, disk, (double)ms / 1000);
+		if (o->group)
+			snprintf(what, sizeof(what), "group %s port %s", o->group, o->port);
 		else
-			printf("NDZ-RESULT: ok: %s captured as image '%s' of master %s in %.1f s\n",
-			       disk, t.image, master, (double)ms / 1000);
+			snprintf(what, sizeof(what), "image '%s' of master %s", t.image, master);
+		if (t.opts & NDZ_LAB_SEED)
+			snprintf(held, sizeof(held), ", %llu of %llu chunks skipped (held by the disk)",
+				 (unsigned long long)t.held, (unsigned long long)t.chunks_total);
+		if (t.kind == NDZ_LAB_RELOAD)
+			printf("NDZ-RESULT: ok: %s written to %s in %.1f s%s\n", what, disk,
+			       (double)ms / 1000, held);
+		else
+			printf("NDZ-RESULT: ok: %s captured as %s in %.1f s\n", disk, what,
+			       (double)ms / 1000);
 	} else {
 		report_result(&t, 0, 0);
 		printf("NDZ-RESULT: failed: %s\n", t.reason);

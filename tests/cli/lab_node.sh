@@ -114,6 +114,29 @@ check "capture over a served image: exit 1, the master's reason ($rc: $(cat "$T/
 	sh -c "[ $rc = 1 ] && grep -q \"^NDZ-RESULT: failed: capture: master $SRV:3563: image 'gold'\" '$T/out'"
 check "... the served image untouched" sh -c "\"$IMAGEUNZIP\" -q -n '$T/gold.ndz'"
 
+# the task given (the boot environment without a lab): nothing asked or reported
+"$CTL" -m 127.0.0.1 node - "$T/d" 2>"$T/err"; rc=$?
+check "node - without --task: exit 2 ($rc)" sh -c "[ $rc = 2 ] && grep -q 'needs --task' '$T/err'"
+"$CTL" node --task capture --group 239.1.1.1 --port 5 - "$T/d" 2>"$T/err"; rc=$?
+check "node - capture from a group: exit 2 ($rc)" test $rc = 2
+node n1 - "$T/d1" --task reload --image gold --seed
+check "given reload --seed onto the reloaded disk: ok, every chunk held ($rc: $(cat "$T/out"))" \
+	sh -c "[ $rc = 0 ] && grep -Eq \"^NDZ-RESULT: ok: image 'gold' of master $SRV written to $T/d1 in [0-9.]+ s, ([0-9]+) of \\1 chunks skipped\" '$T/out' && ! grep -q 'result reported' '$T/err'"
+check "... the disk is still the source" cmp -s "$T/src" "$T/d1"
+node n1 - "$T/d1" --task capture --image cap2 --opts "-r,-z,9"
+"$IMAGEUNZIP" -q "$T/up/cap2.ndz" "$T/cap2.out" 2>/dev/null
+check "given capture (-r -z 9): ok, stored, restores byte for byte ($rc: $(cat "$T/out"))" \
+	sh -c "[ $rc = 0 ] && grep -q \"^ndzctl: stored as image 'cap2' on $SRV\" '$T/err' && cmp -s '$T/src' '$T/cap2.out'"
+in_ns srv "$FRISBEED" -m 239.192.4.1 -p 5200 "$T/gold.ndz" 2>"$T/fd.log" &
+FPID=$!
+at_exit "kill $FPID 2>/dev/null"
+rm -f "$T/d2"
+in_ns n2 env PATH="$NDZ_BIN:$PATH" "$CTL" node --timeout 10 --task reload --group 239.192.4.1 \
+	--port 5200 --server $SRV --zero - "$T/d2" >"$T/out" 2>"$T/err"; rc=$?
+check "given reload from a frisbeed's group: ok ($rc: $(cat "$T/out"))" \
+	sh -c "[ $rc = 0 ] && grep -q \"^NDZ-RESULT: ok: group 239.192.4.1 port 5200 written to $T/d2 in \" '$T/out' && cmp -s '$T/src' '$T/d2'"
+kill $FPID 2>/dev/null
+
 # the master gone: no answer to the ask, exit 4, the reason on the result line
 kill $MPID; wait $MPID 2>/dev/null
 node n1 $M1 "$T/d1"
