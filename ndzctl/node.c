@@ -461,7 +461,9 @@ static int attempt(struct task *t)
 		if (p[1] != 3)
 			close(p[1]);
 		execvp(argv[0], (char *const *)argv);
-		fprintf(stderr, "ndzctl: %s: %s\n", argv[0], strerror(errno));
+		/* the channel's own result line: why there is no child */
+		dprintf(3, "{\"program\": \"ndzctl\", \"result\": \"failed\", \"reason\": "
+			"\"ndzctl: cannot run %s: %s\"}\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	close(p[1]);

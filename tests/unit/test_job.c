@@ -238,11 +238,13 @@ static uint8_t disk[SRC_BYTES];
 static int target_open(void *ctx, const struct ndz_chunk_hdr *h0, struct ndz_io **io,
 		       int *created, uint64_t *base, struct ndz_error *e)
 {
-	(void)ctx;
 	(void)h0;
 	*created = 0;
 	*base = 0;
-	return ndz_io_open_mem(disk, sizeof(disk), 1, io, e);
+	if (ndz_io_open_mem(disk, sizeof(disk), 1, io, e) < 0)
+		return NDZ_ENOMEM;
+	*(struct ndz_io **)ctx = *io;  /* the opener's: closed after the job */
+	return 0;
 }
 
 static int restore(struct seen *s, int seed, int verify, const char *name,
@@ -266,6 +268,7 @@ static int restore(struct seen *s, int seed, int verify, const char *name,
 	jo.report = on_report;
 	jo.report_ctx = s;
 	rc = ndz_restore(&jo, res, e);
+	ndz_io_close(t);
 	ndz_io_close(in);
 	return rc;
 }
