@@ -106,7 +106,7 @@ static int ask(struct task *t, struct ndz_error *e)
 		}
 		if (!told++)
 			say("the group starts together: asking again in %u ms (told once)",
-				 rep.wait_ms);
+			    rep.wait_ms);
 		sleep_ms(rep.wait_ms);
 	}
 	if (rep.task != NDZ_LAB_RELOAD && rep.task != NDZ_LAB_CAPTURE)
@@ -130,7 +130,7 @@ static void report_progress(struct task *t)
 		call(t, &r, &rep, NULL);
 	if (t->total && !cli_quiet && t->reports++ % 3 == 2)
 		say("%.1f of %.1f MB (%.0f%%)", (double)t->bytes / 1e6, (double)t->total / 1e6,
-			 100.0 * (double)t->bytes / (double)t->total);
+		    100.0 * (double)t->bytes / (double)t->total);
 }
 
 /*
@@ -199,60 +199,46 @@ static void take_line(struct task *t, const char *line)
 	t->total = field_u64(line, "bytes_total", &v) ? v : 0;
 }
 
-/* The child's argument list for t, NULL-terminated, in argv (room for 64 + opts). */
-static void child_args(const struct task *t, char *upload, size_t ulen, const char **argv,
-		       size_t cap)
+/* frisbee's argument list for t's reload, NULL-terminated, in argv (cap entries). */
+static void frisbee_args(const struct task *t, const char **argv, size_t cap)
 {
 	const struct node_opts *o = t->o;
 	size_t n = 0;
 
 #define ARG(s) do { if (n + 1 < cap) argv[n++] = (s); } while (0)
-	if (t->kind == NDZ_LAB_RELOAD) {
-		ARG("frisbee");
-		ARG("--report-fd");
-		ARG("3");
-		if (o->iface) {
-			ARG("-i");
-			ARG(o->iface);
-		}
-		ARG("-T");
-		ARG(o->timeout);
-		if (t->opts & NDZ_LAB_ZERO)
-			ARG("-z");
-		else if (o->discard)
-			ARG("--discard");
-		if (t->opts & NDZ_LAB_SEED)
-			ARG("--seed");
-		if (t->opts & NDZ_LAB_VERIFY)
-			ARG("--verify");
-		for (int k = 0; k < o->nextra; k++)
-			ARG(o->extra[k]);
-		if (o->group) {
-			ARG("-m");
-			ARG(o->group);
-			ARG("-p");
-			ARG(o->port);
-			if (o->server) {
-				ARG("-S");
-				ARG(o->server);
-			}
-		} else {
-			ARG("-M");
-			ARG(t->master);
-			ARG("-I");
-			ARG(t->image);
+	ARG("frisbee");
+	ARG("--report-fd");
+	ARG("3");
+	if (o->iface) {
+		ARG("-i");
+		ARG(o->iface);
+	}
+	ARG("-T");
+	ARG(o->timeout);
+	if (t->opts & NDZ_LAB_ZERO)
+		ARG("-z");
+	else if (o->discard)
+		ARG("--discard");
+	if (t->opts & NDZ_LAB_SEED)
+		ARG("--seed");
+	if (t->opts & NDZ_LAB_VERIFY)
+		ARG("--verify");
+	for (int k = 0; k < o->nextra; k++)
+		ARG(o->extra[k]);
+	if (o->group) {
+		ARG("-m");
+		ARG(o->group);
+		ARG("-p");
+		ARG(o->port);
+		if (o->server) {
+			ARG("-S");
+			ARG(o->server);
 		}
 	} else {
-		snprintf(upload, ulen, "%s:%s", t->master, t->image);
-		ARG("imagezip");
-		ARG("--report-fd");
-		ARG("3");
-		ARG("--wait");
-		ARG(o->timeout);
-		for (int k = 0; k < o->nextra; k++)
-			ARG(o->extra[k]);
-		ARG("--upload");
-		ARG(upload);
+		ARG("-M");
+		ARG(t->master);
+		ARG("-I");
+		ARG(t->image);
 	}
 	ARG(t->disk);
 	argv[n] = NULL;
@@ -424,20 +410,20 @@ static int capture(struct task *t)
 }
 
 /*
- * One attempt: the child run to its end, its report lines taken, progress sent.
- * 0 when it succeeded, else -1 with t->reason.
+ * One attempt: a capture in this process, or frisbee run to its end, its report
+ * lines taken, progress sent. 0 when it succeeded, else -1 with t->reason.
  */
 static int attempt(struct task *t)
 {
-	const char *argv[96];
-	char upload[2 * NDZ_CTL_NAME_MAX + 8], line[4096];
+	const char *argv[NODE_MAX_EXTRA + 32];
+	char line[4096];
 	size_t have = 0;
 	int p[2], status;
 	pid_t pid;
 
 	if (t->kind == NDZ_LAB_CAPTURE)
 		return capture(t);
-	child_args(t, upload, sizeof(upload), argv, sizeof(argv) / sizeof(argv[0]));
+	frisbee_args(t, argv, sizeof(argv) / sizeof(argv[0]));
 	t->have_result = 0;
 	t->reason[0] = '\0';
 	if (pipe(p) < 0) {
