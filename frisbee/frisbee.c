@@ -55,6 +55,8 @@ static const char usage_text[] =
 	"  -o, --progress         show progress and the time left: a line redrawn on a\n"
 	"                         terminal, else a plain line every few seconds\n"
 	"      --progress=json    progress as one JSON object a line (see the man page)\n"
+	"      --report-fd N      the progress as JSON lines and a result line\n"
+	"                         on file descriptor N, for a program running this one\n"
 	"  -q, --quiet            no summary line\n"
 	"  -v, --verbose          more messages\n"
 	"  -h, --help             this help\n"
@@ -198,6 +200,7 @@ int main(int argc, char **argv)
 		{ "manifest", required_argument, NULL, 'F' },
 		{ "orig-key", required_argument, NULL, 0x1f0 },
 		{ "seed", no_argument, NULL, 0x1f1 }, { "verify", no_argument, NULL, 0x1f2 },
+		{ "report-fd", required_argument, NULL, 0x1f3 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -241,6 +244,7 @@ int main(int argc, char **argv)
 		case 0x1f0: orig_key_path = optarg; break;
 		case 0x1f1: c.seed = 1; break;
 		case 0x1f2: c.verify_after = 1; break;
+		case 0x1f3: cli_report_open(optarg); break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
@@ -378,6 +382,7 @@ int main(int argc, char **argv)
 		cli_own_file(NULL);
 	ndz_client_leave(c.cl, code != EXIT_OK, ndz_now_ns(), NULL);
 	ndz_client_get_stats(c.cl, &fst);
+	c.prog.held = fst.held;
 	cli_progress_end(&c.prog, code == EXIT_OK);
 	summary(&c, code, &fst);
 	ndz_verify_free(c.verify);

@@ -183,8 +183,7 @@ static int cmd_check_target(const char *keyp, const char *image, const char *ipa
 	struct ndz_key k;
 	struct ndz_index ix;
 	struct ndz_io *in, *dev;
-	struct ndz_seed *s;
-	uint32_t i, differ = 0, first_bad = 0;
+	struct ndz_seed_verdict v;
 	char buf[PATH_MAX];
 	int rc;
 
@@ -204,26 +203,19 @@ static int cmd_check_target(const char *keyp, const char *image, const char *ipa
 	}
 	ndz_image_reader_free(r);
 	ndz_io_close(in);
-	if (ndz_io_open_file(target, NDZ_IO_READ, &dev, &e) < 0 ||
-	    ndz_seed_create(dev, &ix, &so, &s, &e) < 0)
+	if (ndz_io_open_file(target, NDZ_IO_READ, &dev, &e) < 0)
 		die_err(&e);
-	for (i = 0; i < ix.chunks; i++) {
-		rc = ndz_seed_check(s, i, &e);
-		if (rc < 0)
-			die_err(&e);
-		if (!rc && !differ++)
-			first_bad = i;
-	}
-	if (differ)
-		cli_error("%s does not hold %s: %u of %u chunks differ (the first: chunk %u)",
-			  target, image, differ, ix.chunks, first_bad);
+	rc = ndz_seed_holds(dev, &ix, &so, &v, &e);
+	if (rc < 0 && rc != NDZ_EVERIFY)
+		die_err(&e);
+	if (rc < 0)
+		cli_error("%s", ndz_error_msg(&e));
 	else if (!cli_quiet)
 		printf("%s holds %s: %u chunks, every one as the %s index says\n", target, image,
-		       ix.chunks, keyp ? "signed" : "unsigned");
-	ndz_seed_free(s);
+		       v.chunks, keyp ? "signed" : "unsigned");
 	ndz_io_close(dev);
 	ndz_index_release(&ix);
-	return differ ? EXIT_FAIL : EXIT_OK;
+	return rc < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
 static int cmd_sign(const char *keyp, const char *image, const char *mpath, const char *ipath)

@@ -16,7 +16,7 @@
 #include "core/target.h"
 #include "trust/index.h"
 #include "trust/verify.h"
-#include "codec/seed.h"
+#include "codec/job.h"
 #include "codec/unzip.h"
 
 static const char usage_text[] =
@@ -123,167 +123,45 @@ static void warn_whole_disk(struct ndz_io *target, const struct ndz_chunk_hdr *h
 	ndz_ptable_release(&t);
 }
 
-/*
- * Progress counts disk bytes written (or zeroed), as the summary does; chunks give
- * the part done. -n writes nothing: it counts image bytes checked.
- */
-static int verifying;
-
-static void progress_cb(void *ctx, uint64_t bytes, uint32_t chunks)
-{
-	cli_progress_update(ctx, verifying ? (uint64_t)chunks * NDZ_CHUNK_SIZE : bytes, chunks);
-}
-
-static void flushing_cb(void *ctx)
-{
-	cli_progress_phase(ctx, "flushing");
-}
+/* Where the restore writes (the job's target): TARGET, or partition N of it. */
+struct target {
+	const char *path;
+	int slice, verify_only;
+	struct ndz_io *io, *disk;
+};
 
 /*
- * Before anything is written, the verifier's rule (lib/trust/verify.h): the keys
- * fit the image's encryption, and with a public key its signed manifest (mpath,
- * default IMAGE.manifest) is this image's. Dies with the reason.
+ * Opened once the image's first header is known: with -n only measured; a
+ * partition's disk must exist; a whole-image target file may be created (and goes
+ * again if we fail or are stopped by a signal).
  */
-static void check_trust(struct ndz_verify *v, const char *image, const char *mpath,
-			struct ndz_image_walk *walk)
+static int open_target(void *ctx, const struct ndz_chunk_hdr *h0, struct ndz_io **io,
+		       int *created, uint64_t *base, struct ndz_error *e)
 {
-	const struct ndz_chunk_hdr *h0 = ndz_image_walk_first(walk);
-	struct ndz_image_id id = { .source_bytes = h0->source_bytes, .first = h0,
-				   .chunks = ndz_image_walk_chunks(walk) };
-	struct ndz_error e = { 0 };
-	static char buf[4096];
-
-	if (ndz_verify_wants_manifest(v)) {
-		if (!mpath) {
-			if (strcmp(image, "-") == 0)
-				cli_usage_error("--key: an image from stdin needs --manifest FILE");
-			if (ndz_manifest_path(image, buf, sizeof(buf), &e) < 0)
-				cli_usage_error("%s", ndz_error_msg(&e));
-			mpath = buf;
-		}
-		if (ndz_verify_load_manifest(v, mpath, &e) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	}
-	memcpy(id.uuid, h0->uuid, 16);
-	if (ndz_verify_image(v, &id, &e) < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-}
-
-/*
- * --seed, --verify: the content index (ipath, default IMAGE.index), signed by pub
- * when a public key was given, and of this image. 1 when ix may be used; 0 when
- * not, with a warning (--seed restores every chunk); --verify cannot do without
- * it: dies before anything is written.
- */
-static int load_index(const char *image, const char *ipath, const struct ndz_key *pub,
-		      const struct ndz_chunk_hdr *h0, uint32_t chunks, int verify_after,
-		      struct ndz_index *ix)
-{
-	struct ndz_error e = { 0 };
-	static char buf[4096];
-
-	if (!ipath) {
-		if (strcmp(image, "-") == 0)
-			cli_usage_error("--seed, --verify: an image from stdin needs --index FILE");
-		if (ndz_index_path(image, buf, sizeof(buf), &e) < 0)
-			cli_usage_error("%s", ndz_error_msg(&e));
-		ipath = buf;
-	}
-	if (NDZ_IS_ORIG(h0))
-		ndz_error_set(&e, NDZ_ENOTSUP, 0, "%s: an original-format image has no content "
-			      "index", image);
-	else if (ndz_index_load(ipath, pub->type == NDZ_KEY_SIGN_PUBLIC ? pub : NULL, ix,
-				&e) == 0 &&
-		 ndz_index_match(ix, h0->uuid, h0->source_bytes, chunks, &e) < 0)
-		ndz_error_prefix(&e, "%s", ipath);
-	if (!e.code)
-		return 1;
-	ndz_index_release(ix);
-	if (verify_after)
-		cli_die(EXIT_FAIL, "%s: --verify has nothing to check against; nothing written",
-			ndz_error_msg(&e));
-	cli_warn("%s: restoring every chunk", ndz_error_msg(&e));
-	return 0;
-}
-
-/*
- * --verify: every chunk read back past the page cache and checked. 0 when the
- * target holds the image, else NDZ_ECORRUPT with e naming the first that differs
- * (or a read error's code).
- */
-static int verify_target(struct ndz_io *target, const struct ndz_index *ix, int zero_fill,
-			 struct ndz_error *e)
-{
-	struct ndz_seed_opts so = { 0, zero_fill, 1 };
-	struct ndz_seed *s;
-	uint32_t i, differ = 0, first = 0;
+	struct target *t = ctx;
 	int rc;
 
-	if ((rc = ndz_seed_create(target, ix, &so, &s, e)) < 0)
+	*created = 0;
+	if (t->verify_only || t->slice) {
+		rc = ndz_io_open_file(t->path, t->verify_only ? NDZ_IO_READ : NDZ_IO_WRITE, &t->io,
+				      e);
+	} else {
+		cli_hold_signals(1);
+		rc = ndz_io_open_target(t->path, h0->source_bytes, created, &t->io, e);
+		if (rc == 0 && *created)
+			cli_own_file(t->path);
+		cli_hold_signals(0);
+	}
+	if (rc < 0)
 		return rc;
-	for (i = 0; i < ix->chunks; i++) {
-		rc = ndz_seed_check(s, i, e);
-		if (rc < 0) {
-			ndz_seed_free(s);
-			return rc;
-		}
-		if (!rc && !differ++)
-			first = i;
+	if (t->slice) {
+		t->disk = t->io;
+		t->io = partition_view(t->disk, t->slice, h0);
+		*base = slice_start;
+	} else if (h0->image_kind == NDZ_KIND_PARTITION && !t->verify_only) {
+		warn_whole_disk(t->io, h0);
 	}
-	ndz_seed_free(s);
-	if (differ)
-		return ndz_error_set(e, NDZ_ECORRUPT, 0, "%s: verify: %u of %u chunks differ from "
-				     "the image after the restore (the first: chunk %u)",
-				     target->name, differ, ix->chunks, first);
-	if (cli_verbose)
-		cli_info("%s: verified: every one of %u chunks as the index says", target->name,
-			 ix->chunks);
-	return 0;
-}
-
-/*
- * A seeded restore from a file: chunk i is read only when the target does not hold
- * it; a held one is only counted (ndz_unzip_held). The pipeline does the image's
- * rules on the chunks put. Returns 0 or a negative code with err set.
- */
-static int seed_file(struct ndz_unzip *u, struct ndz_io *in, struct ndz_seed *s,
-		     const struct ndz_index *ix, uint32_t *held, struct ndz_error *err)
-{
-	struct ndz_chunk_hdr h;
-	uint32_t i;
-	int rc;
-
-	for (i = 0; i < ix->chunks; i++) {
-		uint8_t *buf;
-
-		rc = s ? ndz_seed_check(s, i, err) : 0;
-		if (rc < 0)
-			return rc;
-		if (rc == 1) {
-			rc = ndz_unzip_held(u, i, ix->e[i].first, ix->e[i].last, err);
-			if (rc < 0)
-				return rc;
-			(*held)++;
-			continue;
-		}
-		buf = ndz_unzip_get_buf(u, err);
-		if (!buf)
-			return err->code ? err->code : NDZ_ENOMEM;
-		rc = ndz_io_read_full(in, buf, NDZ_CHUNK_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL,
-				      err);
-		if (rc == 0 && (rc = ndz_hdr_decode(buf, &h, err)) < 0)
-			ndz_error_prefix(err, "%s", in->name);
-		if (rc == 0 && h.index != i)
-			rc = ndz_error_set(err, NDZ_EREGION, 0, "%s: chunk %u: found at place %u: "
-					   "chunks out of order", in->name, h.index, i);
-		if (rc < 0) {
-			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
-			return rc;
-		}
-		rc = ndz_unzip_put_buf(u, buf, &h, 0, err);
-		if (rc < 0)
-			return rc;
-	}
+	*io = t->io;
 	return 0;
 }
 
@@ -308,27 +186,17 @@ int main(int argc, char **argv)
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	const struct ndz_chunk_hdr *h0;
-	struct ndz_chunk_hdr h;
 	struct ndz_unzip_opts uopts;
-	struct ndz_unzip_stats stats;
-	struct ndz_image_walk *walk;
-	struct ndz_verify_opts vopts = { 0 };
-	struct ndz_verify *verify;
-	struct ndz_unzip *u = NULL;
-	struct ndz_io *in, *target = NULL, *disk = NULL;
+	struct ndz_restore_opts jo = { 0 };
+	struct ndz_restore_result res;
+	struct target tgt = { 0 };
+	struct cli_job job = { 0 };
 	struct ndz_error err = { 0 };
-	struct cli_progress prog;
 	const char *tpath = NULL, *mpath = NULL, *okey = NULL, *opub = NULL;
-	struct ndz_orig_keys okeys = { 0 };
 	struct ndz_key pub = { 0 }, crypt = { 0 };
-	const struct ndz_manifest *m;
-	int slice = 0, progress = 0, created = 0, force = 0, c, rc;
-	int seed = 0, verify_after = 0, have_ix = 0;
+	int slice = 0, progress = 0, force = 0, c, rc;
+	int seed = 0, verify_after = 0;
 	const char *ipath = NULL;
-	struct ndz_index ix = { 0 };
-	struct ndz_seed *seeder = NULL;
-	uint32_t held = 0;
 	char rate[64];
 
 	cli_init(argv[0]);
@@ -406,170 +274,54 @@ int main(int argc, char **argv)
 	if (tpath && !uopts.verify_only && !force && ndz_target_check(tpath, &err) < 0)
 		cli_die(EXIT_FAIL, "%s; use --force to write anyway", ndz_error_msg(&err));
 
-	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
-	in = cli_open_image(argv[optind]);
-	vopts.pub = &pub;
-	vopts.crypt = &crypt;
-	vopts.name = argv[optind];
-	if (ndz_verify_create(&vopts, &verify, &err) < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-	ndz_key_wipe(&crypt);
-	/* A signed image is stored in order: a chunk out of place is refused. */
-	if (ndz_image_walk_open(in, pub.type != NDZ_KEY_NONE ? NDZ_WALK_ORDER : 0, &walk,
-				&err) < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-	h0 = ndz_image_walk_first(walk);
-	if (okey || opub) {
-		if (ndz_orig_load_keys(okey, opub, &okeys, &err) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-		if (!NDZ_IS_ORIG(h0))
-			cli_usage_error("--orig-key and --orig-pubkey: only for an original "
-					"Frisbee image");
-		if (opub)
-			cli_warn("%s: checking the original's RSA-512 signatures: a 512-bit key is "
-				 "factored in hours, so they prove nothing against a forger; "
-				 "convert the image and sign it (imagekey) for that", opub);
-		uopts.orig_keys = &okeys;
-	}
-	if (NDZ_ORIG_ENCRYPTED(h0) && !okey)
-		cli_die(EXIT_FAIL, "%s: %s: an original Blowfish-encrypted image; give its key "
-			"file with --orig-key", argv[optind], ndz_strerror(NDZ_ENEEDKEY));
-	if (NDZ_ORIG_SIGNED(h0) && !opub)
-		cli_warn("%s: an original signed image: its signatures are not checked without "
-			 "--orig-pubkey", argv[optind]);
 	if (mpath && pub.type == NDZ_KEY_NONE)
 		cli_usage_error("--manifest: only with a public --key");
-	check_trust(verify, argv[optind], mpath, walk);
-	if (tpath) {
-		/* With -n a target is only measured, never written or created. */
-		/* A partition's disk must exist; a whole-image target file may be created. */
-		if (uopts.verify_only || slice) {
-			rc = ndz_io_open_file(tpath, uopts.verify_only ? NDZ_IO_READ : NDZ_IO_WRITE,
-					      &target, &err);
-		} else {
-			/* a file we create goes again if we fail or are stopped by a signal */
-			cli_hold_signals(1);
-			rc = ndz_io_open_target(tpath, h0->source_bytes, &created, &target, &err);
-			if (rc == 0 && created)
-				cli_own_file(tpath);
-			cli_hold_signals(0);
-		}
-		if (rc < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-		/* A new file is all holes: zeros need not be written. */
-		uopts.target_zeroed = created && !(NDZ_IS_ORIG(h0) && !h0->source_bytes);
-		if (slice) {
-			disk = target;
-			target = partition_view(disk, slice, h0);
-			uopts.orig_base = slice_start;
-		} else if (h0->image_kind == NDZ_KIND_PARTITION && !uopts.verify_only) {
-			warn_whole_disk(target, h0);
-		}
-		if (ndz_image_fits(h0, tpath, target->size, &err) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-	}
-	/* The content index, before anything is written (--verify dies without it). */
-	if (seed || verify_after)
-		have_ix = load_index(argv[optind], ipath, &pub, h0, ndz_image_walk_chunks(walk),
-				     verify_after, &ix);
-	/* A file we just made holds nothing worth a scan. */
-	if (have_ix && seed && !created) {
-		struct ndz_seed_opts so = { 0, uopts.zero_fill, 0 };
 
-		if (ndz_seed_create(target, &ix, &so, &seeder, &err) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
-	}
-	uopts.progress = progress_cb;
-	uopts.flushing = flushing_cb;
-	uopts.progress_ctx = &prog;
-	uopts.name = in->name;
-	uopts.expect_chunks = ndz_image_walk_chunks(walk);
-	if (have_ix && seed && !uopts.expect_chunks)
-		uopts.expect_chunks = ix.chunks;           /* a stream: the index says */
-	m = ndz_verify_get_manifest(verify);
-	if (m) {
-		uopts.expect_chunks = m->chunks;
-		uopts.expect_uuid_set = 1;
-		memcpy(uopts.expect_uuid, m->uuid, 16);
-	}
-	uopts.verify = verify;
-	verifying = uopts.verify_only;
-	if (verifying)
-		cli_progress_init(&prog, progress, "checking", "image", "checked");
-	else
-		cli_progress_init(&prog, progress, "writing", "disk", "written");
-	cli_progress_total(&prog, (uint64_t)verifying * uopts.expect_chunks * NDZ_CHUNK_SIZE,
-			   uopts.expect_chunks);
-	rc = ndz_unzip_create(target, &uopts, &u, NULL);
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_strerror(rc));
-
-	/* Each chunk is read straight into a buffer of the pipeline. */
-	if (have_ix && seed && !in->is_stream) {
-		seed_file(u, in, seeder, &ix, &held, &err);
-	} else {
-		for (;;) {
-			uint8_t *buf = ndz_unzip_get_buf(u, NULL);
-
-			if (!buf)
-				break;
-			rc = ndz_image_walk_next(walk, buf, &h, &err);
-			if (rc <= 0) {
-				ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
-				break;
-			}
-			/* a stream is read whole; a chunk the target holds is not written */
-			rc = seeder && h.index < ix.chunks && h.first == ix.e[h.index].first &&
-			     h.last == ix.e[h.index].last ? ndz_seed_check(seeder, h.index, &err) : 0;
-			if (rc != 0) {
-				ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
-				if (rc < 0 || ndz_unzip_held(u, h.index, h.first, h.last, &err) < 0)
-					break;
-				held++;
-				continue;
-			}
-			if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)
-				break;
-		}
-	}
-	/* The first error wins: the reader's above, or the pipeline's. */
-	rc = ndz_unzip_finish(u, &stats, &err);
-	if (err.code)
-		rc = err.code;
-	progress_cb(&prog, stats.bytes_written + stats.bytes_zeroed, stats.chunks);
-	if (rc == 0 && verify_after) {
-		cli_progress_phase(&prog, "verifying");
-		rc = verify_target(target, &ix, uopts.zero_fill, &err);
-	}
-	cli_progress_end(&prog, rc == 0);
+	/* The job: the image's rules, then TARGET opened, written, flushed (and read back). */
+	jo.in = cli_open_image(argv[optind]);
+	jo.name = argv[optind];
+	jo.target = (struct ndz_job_target){ tpath ? open_target : NULL, &tgt };
+	jo.unzip = uopts;
+	jo.pub = &pub;
+	jo.crypt = &crypt;
+	jo.manifest = mpath;
+	jo.orig_key = okey;
+	jo.orig_pub = opub;
+	jo.seed = seed;
+	jo.verify_after = verify_after;
+	jo.index = ipath;
+	jo.report = cli_job_report;
+	jo.report_ctx = &job;
+	job.mode = progress;
+	tgt.path = tpath;
+	tgt.slice = slice;
+	tgt.verify_only = uopts.verify_only;
+	rc = ndz_restore(&jo, &res, &err);
+	ndz_key_wipe(&crypt);
+	if (rc < 0 && res.usage)
+		cli_usage_error("%s", ndz_error_msg(&err));
 	if (rc < 0)
 		cli_error("%s", ndz_error_msg(&err));
-	ndz_seed_free(seeder);
-	ndz_index_release(&ix);
-	ndz_unzip_free(u);
-	ndz_image_walk_free(walk);
-	ndz_verify_free(verify);
-	memset(&okeys, 0, sizeof(okeys));
 	if (rc < 0)
 		cli_drop_file();
 	else
 		cli_own_file(NULL);
-	ndz_io_close(target);
-	ndz_io_close(disk);
-	ndz_io_close(in);
+	ndz_io_close(tgt.io);
+	ndz_io_close(tgt.disk);
+	ndz_io_close(jo.in);
 	if (rc == 0 && cli_verbose) {
 		char flushed[48] = "", held_s[64];
 
-		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored)", held,
-			 stats.chunks);
+		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored)", res.held,
+			 res.stats.chunks);
 
-		if (prog.flush_s >= 0)
-			snprintf(flushed, sizeof(flushed), ", flushed in %.2f s", prog.flush_s);
+		if (job.prog.flush_s >= 0)
+			snprintf(flushed, sizeof(flushed), ", flushed in %.2f s", job.prog.flush_s);
 		cli_info("%s: %u chunks%s, %llu bytes written, %llu zeroed, %.2f s, %s%s%s",
-			 argv[optind], stats.chunks + held, seed ? held_s : "",
-			 (unsigned long long)stats.bytes_written,
-			 (unsigned long long)stats.bytes_zeroed, cli_progress_elapsed(&prog),
-			 cli_progress_rate(&prog, rate, sizeof(rate)), flushed,
+			 argv[optind], res.stats.chunks + res.held, seed ? held_s : "",
+			 (unsigned long long)res.stats.bytes_written,
+			 (unsigned long long)res.stats.bytes_zeroed, cli_progress_elapsed(&job.prog),
+			 cli_progress_rate(&job.prog, rate, sizeof(rate)), flushed,
 			 uopts.verify_only ? " (verified, nothing written)" : "");
 	}
 	return rc < 0 ? EXIT_FAIL : EXIT_OK;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/capture.h"
 #include "cli/cli.h"
 #include "core/err.h"
 #include "core/fields.h"
@@ -20,6 +21,7 @@
 #include "from.h"
 #include "trust/index.h"
 #include "trust/seal.h"
+#include "codec/job.h"
 #include "codec/zip.h"
 #include "ctl/upsink.h"
 
@@ -72,6 +74,8 @@ static const char usage_text[] =
 	"  -o, --progress     show progress and the time left: a line redrawn on a\n"
 	"                     terminal, else a plain line every few seconds\n"
 	"      --progress=json  progress as one JSON object a line (see the man page)\n"
+	"      --report-fd N  the progress as JSON lines and a result line\n"
+	"                     on file descriptor N, for a program running this one\n"
 	"  -q, --quiet        print errors only\n"
 	"  -v, --verbose      print a summary at the end\n"
 	"  -h, --help         show this help and exit\n"
@@ -90,22 +94,9 @@ struct output {
 	int fd;
 	const char *name;
 	struct ndz_io *io;             /* the image written in order */
-	uint64_t written;
+	const char *upload;            /* --upload HOST[:PORT]:NAME, or NULL */
+	int wait_s;
 };
-
-/* The chunk as stored (the sealer's sink: encrypted and hashed already). */
-static int write_chunk(void *ctx, const uint8_t *chunk, uint32_t index, struct ndz_error *e)
-{
-	struct output *o = ctx;
-	int rc;
-
-	(void)index;
-	rc = ndz_io_write_full(o->io, chunk, NDZ_CHUNK_SIZE, o->written, e);
-	if (rc < 0)
-		return rc;
-	o->written += NDZ_CHUNK_SIZE;
-	return 0;
-}
 
 static void load_key(const char *path, enum ndz_key_type want, struct ndz_key *k)
 {
@@ -115,30 +106,10 @@ static void load_key(const char *path, enum ndz_key_type want, struct ndz_key *k
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 }
 
-/* Progress counts the disk bytes read of those in use, as the summary does. */
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	(void)total;
-	cli_progress_update(ctx, done, 0);
-}
-
 static void scan_warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	cli_warn("%s", msg);            /* fs/ messages name the source and partition */
-}
-
-static void add_override(struct ndz_scan_opts *o, enum ndz_scan_action a, const char *opt,
-			 const char *arg)
-{
-	int rc = ndz_scan_override_parse(o, a, arg);
-
-	if (rc == NDZ_ERANGE)
-		cli_usage_error("too many partition options");
-	if (rc < 0)
-		cli_usage_error("%s: bad argument '%s'%s", opt, arg,
-				a == NDZ_SCAN_FORCE ? " (want N=TYPE: ext2/3/4, ntfs, ufs, fat, "
-						      "exfat, xfs, btrfs, lvm, swap, bsdswap, raw)" : "");
 }
 
 static void print_size(const char *label, uint64_t bytes)
@@ -184,27 +155,6 @@ static void print_report(const char *src, const struct ndz_scan_report *r,
 	}
 	printf("  image holds %llu of %llu bytes before compression\n",
 	       (unsigned long long)r->image_bytes, (unsigned long long)res->bytes);
-}
-
-/* 32 hex digits, dashes anywhere; all zero is refused (it means "random"). */
-static int parse_uuid(const char *s, uint8_t *uuid)
-{
-	unsigned n = 0, nonzero = 0;
-
-	for (; *s; s++) {
-		int v;
-
-		if (*s == '-')
-			continue;
-		if ((v = ndz_hexval((unsigned char)*s)) < 0)
-			return -1;
-		if (n == 32)
-			return -1;
-		uuid[n / 2] = (uint8_t)(n % 2 ? uuid[n / 2] | v : v << 4);
-		nonzero |= (unsigned)v;
-		n++;
-	}
-	return n == 32 && nonzero ? 0 : -1;
 }
 
 /*
@@ -257,38 +207,31 @@ static int open_output(const char *path, struct output *o)
 }
 
 /* Flush and move the finished image into place; the directory entry too. */
-static int commit_output(struct output *o)
+static int commit_output(void *ctx, struct ndz_error *e)
 {
-	struct ndz_error e = { 0 };
+	struct output *o = ctx;
 	char dir[PATH_MAX];
 	const char *slash;
-	int dfd, rc = ndz_io_flush(o->io, &e);
+	int dfd, rc = ndz_io_flush(o->io, e);
 
-	if (rc < 0) {
-		cli_error("%s", ndz_error_msg(&e));
-		return -1;
-	}
+	if (rc < 0)
+		return rc;
 	if (upsink) {
 		/* the master's verdict: it has checked, synced and stored the image */
-		rc = ndz_upsink_finish(upsink, 0, NULL, &e);
+		rc = ndz_upsink_finish(upsink, 0, NULL, e);
 		upsink = NULL;
-		if (rc < 0)
-			cli_error("%s", ndz_error_msg(&e));
-		return rc < 0 ? -1 : 0;
+		return rc;
 	}
 	if (o->io->unsynced && cli_verbose)
 		cli_info("%s: not flushed (%s)", o->io->name, o->io->unsynced);
 	if (o->fd == STDOUT_FILENO)
 		return 0;
-	if (close(o->fd) < 0) {
-		cli_error("%s: %s", o->name, strerror(errno));
-		return -1;
-	}
+	if (close(o->fd) < 0)
+		return ndz_error_set(e, NDZ_EIO, 0, "%s: %s", o->name, strerror(errno));
 	o->fd = -1;
-	if (rename(tmp_path, o->name) < 0) {
-		cli_error("%s: cannot rename %s to it: %s", o->name, tmp_path, strerror(errno));
-		return -1;
-	}
+	if (rename(tmp_path, o->name) < 0)
+		return ndz_error_set(e, NDZ_EIO, 0, "%s: cannot rename %s to it: %s", o->name,
+				     tmp_path, strerror(errno));
 	cli_own_file(NULL);
 	slash = strrchr(o->name, '/');
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->name) : 1,
@@ -298,41 +241,59 @@ static int commit_output(struct output *o)
 	/* the new name is on the disk only once its directory is */
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fsync(dfd) < 0) {
-		cli_error("%s: renamed into place, but its directory %s could not be flushed: %s",
-			  o->name, dir, strerror(errno));
+		rc = ndz_error_set(e, NDZ_EIO, 0, "%s: renamed into place, but its directory %s "
+				   "could not be flushed: %s", o->name, dir, strerror(errno));
 		if (dfd >= 0)
 			close(dfd);
-		return -1;
+		return rc;
 	}
 	close(dfd);
 	return 0;
 }
 
-static void discard_output(struct output *o)
+/*
+ * The job failed: an upload still open is cancelled, and when it had ended first
+ * (the master refused, rejected, went away) its reason is the cause; a file is dropped.
+ */
+static void discard_output(void *ctx, struct ndz_error *e)
 {
+	struct output *o = ctx;
+
+	if (upsink) {
+		struct ndz_error uerr = { 0 };
+		int rc = ndz_upsink_finish(upsink, 1, NULL, &uerr);
+
+		if (rc != NDZ_ECANCELED && uerr.code && e)
+			*e = uerr;
+		upsink = NULL;
+	}
 	if (o->fd >= 0 && o->fd != STDOUT_FILENO)
 		close(o->fd);
+	o->fd = -1;
 	cli_drop_file();
+}
+
+/* The image's output, opened once the scan has decided what to image. */
+static int open_any(void *ctx, struct ndz_io **io, struct ndz_error *e)
+{
+	struct output *o = ctx;
+
+	(void)e;
+	if (o->upload)
+		open_upload(o->upload, o->wait_s, o);
+	else
+		open_output(o->name, o);
+	*io = o->io;
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{ "level", required_argument, NULL, 'z' },
-		{ "threads", required_argument, NULL, 'j' },
-		{ "raw", no_argument, NULL, 'r' },
-		{ "slice", required_argument, NULL, 's' },
-		{ "fs", required_argument, NULL, 'S' },
-		{ "raw-part", required_argument, NULL, 'R' },
-		{ "ignore-part", required_argument, NULL, 'I' },
-		{ "min-free", required_argument, NULL, 'F' },
+		CLI_CAPTURE_LONGOPTS,
 		{ "info", no_argument, NULL, 'i' },
 		{ "force", no_argument, NULL, 'f' },
-		{ "keep-pagefile", no_argument, NULL, 'K' },
-		{ "keep-journal", no_argument, NULL, 'L' },
-		{ "uuid", required_argument, NULL, 'U' },
 		{ "progress", optional_argument, NULL, 'o' },
-		{ "codec", required_argument, NULL, 'C' },
 		{ "sign", required_argument, NULL, 'G' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "encrypt", required_argument, NULL, 'E' },
@@ -344,89 +305,40 @@ int main(int argc, char **argv)
 		{ "wait", required_argument, NULL, 0x204 },
 		{ "index", required_argument, NULL, 0x205 },
 		{ "no-index", no_argument, NULL, 0x206 },
+		{ "report-fd", required_argument, NULL, 0x207 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ndz_scan_opts sopts;
+	struct cli_capture cap;
+	char msg[256];
 	struct ndz_scan_result scan;
-	struct ndz_zip_opts zopts;
-	struct ndz_zip_stats stats;
-	struct cli_progress prog;
-	struct output out = { -1, NULL, NULL, 0 };
+	struct ndz_capture_opts jo = { 0 };
+	struct ndz_capture_result res;
+	struct cli_job job = { 0 };
+	struct output out = { -1, NULL, NULL, NULL, 60 };
 	const char *sign_path = NULL, *crypt_path = NULL, *manifest = NULL;
 	struct ndz_key sign_key = { 0 }, crypt_key = { 0 };
-	struct ndz_seal_opts seal_opts = { .next = write_chunk, .next_ctx = &out };
-	struct ndz_seal *seal = NULL;
 	char mbuf[PATH_MAX], ibuf[PATH_MAX];
 	const char *index_path = NULL;
-	struct ndz_index index = { 0 };
-	int no_index = 0;
+	int no_index = 0, sign = 0;
 	struct ndz_error zerr = { 0 };
-	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
-	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
+	struct ndz_io *src = NULL;
+	int progress = 0, info = 0, cipher = 0, force = 0, c, rc;
 	int from = 0, to_orig = 0;
 	const char *orig_key = NULL, *upload = NULL, *image;
 	int wait_s = 60;
 	struct ndz_scan_report report;
-	uint64_t u64;
 	char rate[64];
 
 	cli_init(argv[0]);
-	ndz_zip_opts_init(&zopts);
-	zopts.codec = NDZ_CODEC_ZSTD;          /* README: why zstd is the default */
-	ndz_scan_opts_init(&sopts);
-	while ((c = getopt_long(argc, argv, "z:j:rs:S:R:I:F:ifoqvhV", longopts, NULL)) != -1) {
+	cli_capture_init(&cap);
+	while ((c = getopt_long(argc, argv, CLI_CAPTURE_SHORTOPTS "ifoqvhV", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'z':
-			level = cli_parse_int(optarg, "-z", 0, 19);
-			break;
-		case 'C':
-			if (!strcmp(optarg, "zlib"))
-				zopts.codec = NDZ_CODEC_ZLIB;
-			else if (!strcmp(optarg, "zstd"))
-				zopts.codec = NDZ_CODEC_ZSTD;
-			else
-				cli_usage_error("--codec: '%s' is not zlib or zstd", optarg);
-			break;
-		case 'j':
-			zopts.threads = cli_parse_int(optarg, "-j", 1, 64);
-			break;
-		case 'r':
-			sopts.raw = 1;
-			break;
-		case 's':
-			sopts.partition = cli_parse_int(optarg, "-s", 1, 65535);
-			break;
-		case 'S':
-			add_override(&sopts, NDZ_SCAN_FORCE, "-S", optarg);
-			break;
-		case 'R':
-			add_override(&sopts, NDZ_SCAN_RAW, "-R", optarg);
-			break;
-		case 'I':
-			add_override(&sopts, NDZ_SCAN_IGNORE, "-I", optarg);
-			break;
-		case 'F':
-			if (cli_parse_u64(optarg, 1, &u64) < 0)
-				cli_usage_error("-F: bad size '%s'", optarg);
-			sopts.min_free = u64;
-			break;
 		case 'i':
 			info = 1;
 			break;
 		case 'f':
 			force = 1;
-			break;
-		case 'K':
-			sopts.keep_pagefile = 1;
-			break;
-		case 'L':
-			sopts.keep_journal = 1;
-			break;
-		case 'U':
-			if (parse_uuid(optarg, zopts.uuid) < 0)
-				cli_usage_error("--uuid: '%s' is not a UUID (32 hex digits, dashes "
-						"allowed)", optarg);
 			break;
 		case 'o':
 			progress = cli_progress_option(optarg);
@@ -466,27 +378,26 @@ int main(int argc, char **argv)
 		case 0x206:
 			no_index = 1;
 			break;
+		case 0x207:
+			cli_report_open(optarg);
+			break;
 		default:
-			cli_common_option(c, usage_text);
+			rc = cli_capture_option(&cap, c, optarg, msg, sizeof(msg));
+			if (rc < 0)
+				cli_usage_error("%s", msg);
+			if (rc == 0)
+				cli_common_option(c, usage_text);
 			break;
 		}
 	}
 	if (to_orig && (sign_path || crypt_path))
 		cli_usage_error("--to-orig: the original format V3 has neither --sign nor --encrypt");
-	if (to_orig)
-		zopts.codec = NDZ_CODEC_ZLIB;
 	if (orig_key && !from)
 		cli_usage_error("--orig-key: only with --from-image");
 	if (from && info)
 		cli_usage_error("--from-image: not with -i");
-	if (zopts.codec == NDZ_CODEC_ZSTD)
-		zopts.level = level < 0 ? NDZ_ZSTD_DEFAULT_LEVEL : level;
-	else if (level >= 0)
-		zopts.level = level;
-	if (zopts.codec == NDZ_CODEC_ZSTD ? zopts.level < 1 : zopts.level > 9)
-		cli_usage_error("-z: level %d is outside %s for %s", zopts.level,
-				zopts.codec == NDZ_CODEC_ZSTD ? "1-19" : "0-9",
-				zopts.codec == NDZ_CODEC_ZSTD ? "zstd" : "zlib");
+	if (cli_capture_done(&cap, to_orig, msg, sizeof(msg)) < 0)
+		cli_usage_error("%s", msg);
 	if (info && argc - optind != 1)
 		cli_usage_error("-i: expected SOURCE only");
 	if (info && upload)
@@ -520,7 +431,7 @@ int main(int argc, char **argv)
 			cli_usage_error("%s", ndz_error_msg(&zerr));
 		manifest = manifest ? manifest : mbuf;
 		load_key(sign_path, NDZ_KEY_SIGN_SECRET, &sign_key);
-		seal_opts.sign = 1;
+		sign = 1;
 	}
 	if (index_path && no_index)
 		cli_usage_error("--index and --no-index: one or the other");
@@ -534,33 +445,20 @@ int main(int argc, char **argv)
 	}
 	if (info || no_index || to_orig)
 		index_path = NULL;
-	if (index_path)
-		zopts.index = &index;
 	if (cipher && !crypt_path)
 		cli_usage_error("--cipher: only with --encrypt");
-	if (crypt_path && !info) {
+	if (crypt_path && !info)
 		load_key(crypt_path, NDZ_KEY_CRYPT, &crypt_key);
-		seal_opts.crypt = &crypt_key;
-		seal_opts.cipher = cipher;
-	}
-	/* --sign and --encrypt: the sealer between the compressor and the image */
-	if (!info) {
-		if (ndz_seal_create(&seal_opts, &seal, &zerr) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
-		ndz_key_wipe(&crypt_key);
-		zopts.reserve = ndz_seal_reserve(seal);
-	}
-
 	signal(SIGPIPE, SIG_IGN);
 	if (from)
 		src = from_image(argv[optind], image, orig_key, &scan);
 	else if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
-	sopts.warn = scan_warn;
-	sopts.warn_ctx = argv[optind];
+	cap.scan.warn = scan_warn;
+	cap.scan.warn_ctx = argv[optind];
 	if (info)
-		sopts.report = &report;
-	rc = from ? 0 : ndz_scan(src, &sopts, &scan, &zerr);
+		cap.scan.report = &report;
+	rc = from ? 0 : ndz_scan(src, &cap.scan, &scan, &zerr);
 	if (rc < 0) {
 		ndz_io_close(src);
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
@@ -572,102 +470,43 @@ int main(int argc, char **argv)
 		ndz_io_close(src);
 		return EXIT_OK;
 	}
-	rc = ndz_io_open_sub(src, scan.base, scan.bytes, &view, NULL);
-	/* blocks to be imaged as zeros (a clean journal's body) read as zeros */
-	if (rc == 0 && scan.zero.n)
-		rc = ndz_io_open_zeroed(view, &scan.zero, &zview, NULL);
-	if (rc < 0)
-		cli_die(EXIT_FAIL, "%s: %s", argv[optind], ndz_strerror(rc));
-	zopts.image_kind = scan.image_kind;
-	zopts.part_index = scan.part_index;
-	zopts.part_type = scan.part_type;
-	zopts.part_start = scan.part_start;
 
-	if (upload)
-		open_upload(upload, wait_s, &out);
-	else
-		open_output(image, &out);
-	cli_progress_init(&prog, progress, "reading", "disk", "read");
-	cli_progress_total(&prog, ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE, 0);
-	zopts.progress = show_progress;
-	zopts.progress_ctx = &prog;
-	if (to_orig) {
-		memset(&stats, 0, sizeof(stats));
-		stats.in_bytes = ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE;
-		rc = ndz_orig_zip_v3(zview ? zview : view, scan.bytes, &scan.alloc,
-				     level < 0 ? NDZ_ZLIB_DEFAULT_LEVEL : level, ndz_seal_chunk, seal,
-				     &stats.chunks, &zerr);
-		stats.out_bytes = (uint64_t)stats.chunks * NDZ_CHUNK_SIZE;
-	} else {
-		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, ndz_seal_chunk,
-			     seal, &stats, &zerr);
-	}
-	cli_progress_update(&prog, stats.in_bytes, 0);
-	if (rc < 0)
-		cli_progress_end(&prog, 0);    /* before the reason: the reason is the last line */
-	/* an upload that ended first (the master refused, rejected, went away) is the cause */
-	if (rc < 0 && upsink) {
-		struct ndz_error uerr = { 0 };
-
-		rc = ndz_upsink_finish(upsink, 1, NULL, &uerr);
-		if (rc != NDZ_ECANCELED && uerr.code)
-			zerr = uerr;
-		rc = zerr.code ? zerr.code : NDZ_EIO;
-		upsink = NULL;
-	}
-	if (rc < 0)
-		cli_error("%s", ndz_error_msg(&zerr));
-	if (rc == 0)
-		cli_progress_phase(&prog, "flushing");
-	/* The manifest is in place before the image is: a signed image never lacks it. */
-	if (rc == 0 && seal_opts.sign &&
-	    (rc = ndz_seal_finish(seal, &sign_key, manifest, &zerr)) < 0) {
-		cli_error("%s", ndz_error_msg(&zerr));
-		manifest = NULL;
-	}
-	/* The index too: an image whose index is in place before it never lacks it. */
-	if (rc == 0 && index_path) {
-		uint8_t *ib = NULL;
-		size_t ilen = 0;
-
-		rc = ndz_index_encode(&index, seal_opts.sign ? &sign_key : NULL, &ib, &ilen, &zerr);
-		if (rc == 0)
-			rc = ndz_index_save(index_path, ib, ilen, &zerr);
-		free(ib);
-		if (rc < 0) {
-			cli_error("%s", ndz_error_msg(&zerr));
-			index_path = NULL;
-		}
-	}
-	if (rc == 0 && commit_output(&out) < 0)
-		rc = NDZ_EIO;
-	cli_progress_end(&prog, rc == 0);
-	if (upsink)                    /* the manifest failed: the master must not store it */
-		ndz_upsink_finish(upsink, 1, NULL, NULL);
-	if (rc < 0)
-		discard_output(&out);
-	if (rc < 0 && seal_opts.sign && manifest)
-		unlink(manifest);
-	if (rc < 0 && index_path)
-		unlink(index_path);
-	ndz_index_release(&index);
+	/* The job: what to image, sealed, compressed; manifest and index before the image. */
+	out.name = image;
+	out.upload = upload;
+	out.wait_s = wait_s;
+	job.mode = progress;
+	jo.src = src;
+	jo.name = argv[optind];
+	jo.scan = &scan;
+	jo.zip = cap.zip;
+	jo.to_orig = to_orig;
+	jo.sign = sign ? &sign_key : NULL;
+	jo.manifest = manifest;
+	jo.crypt = crypt_path ? &crypt_key : NULL;
+	jo.cipher = cipher;
+	jo.index = index_path;
+	jo.out = (struct ndz_job_output){ open_any, commit_output, discard_output, &out };
+	jo.report = cli_job_report;
+	jo.report_ctx = &job;
+	rc = ndz_capture(&jo, &res, &zerr);
+	ndz_key_wipe(&crypt_key);
 	ndz_key_wipe(&sign_key);
-	ndz_seal_free(seal);
+	if (rc < 0)
+		cli_error("%s", ndz_error_msg(&zerr));
 	if (rc == 0 && cli_verbose)
 		cli_info("%s: %llu of %llu bytes in use, imaged into %u chunks (%.1f%% of the "
 			 "bytes in use), %.2f s, %s, flushed in %.2f s",
-			 argv[optind], (unsigned long long)stats.in_bytes,
-			 (unsigned long long)scan.bytes, stats.chunks,
-			 stats.in_bytes ? 100.0 * (double)stats.out_bytes / (double)stats.in_bytes : 0.0,
-			 cli_progress_elapsed(&prog), cli_progress_rate(&prog, rate, sizeof(rate)),
-			 prog.flush_s);
+			 argv[optind], (unsigned long long)res.in_bytes,
+			 (unsigned long long)scan.bytes, res.chunks,
+			 res.in_bytes ? 100.0 * (double)res.out_bytes / (double)res.in_bytes : 0.0,
+			 cli_progress_elapsed(&job.prog),
+			 cli_progress_rate(&job.prog, rate, sizeof(rate)), job.prog.flush_s);
 	if (rc == 0 && cli_verbose && upload)
 		cli_info("stored as image '%s' on %.*s", strrchr(upload, ':') + 1,
 			 (int)(strrchr(upload, ':') - upload), upload);
-	ndz_io_close(zview);
 	ndz_scan_result_release(&scan);
 	ndz_io_close(out.io);
-	ndz_io_close(view);
 	ndz_io_close(src);
 	return rc < 0 ? EXIT_FAIL : EXIT_OK;
 }

@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "ctl/labcall.h"
+#include "node.h"
 
 static const char usage_text[] =
 	"Usage: ndzctl [options] COMMAND [ARGUMENTS]\n"
@@ -33,19 +34,38 @@ static const char usage_text[] =
 	"port (UDP 3563 by default):\n"
 	"  ask MAC                           what to do: 'reload IMAGE [seed] [zero]\n"
 	"                                    [verify]', 'capture NAME' or 'local'\n"
-	"  report MAC progress BYTES TOTAL | ok BYTES MS SKIPPED | failed REASON\n\n"
+	"  report MAC progress BYTES TOTAL | ok BYTES MS SKIPPED | failed REASON\n"
+	"  node MAC DISK                     the whole turn: ask, run the task on DISK\n"
+	"                                    (frisbee, or a capture job), report its\n"
+	"                                    progress and the result; prints\n"
+	"                                    'NDZ-RESULT: ok: ...' or\n"
+	"                                    'NDZ-RESULT: failed: REASON'. Exit 0 done,\n"
+	"                                    1 failed, 3 no task, 4 no answer to the ask\n"
+	"  node - DISK --task reload|capture the same with the task given (nothing asked\n"
+	"                                    or reported): --image NAME of -m HOST, or\n"
+	"                                    --group ADDR --port N [--server ADDR]\n\n"
 	"Options:\n"
 	"  -m, --master WHERE       the master's admin socket (default\n"
 	"                           /run/mfrisbeed/admin), or tcp:HOST:PORT\n"
 	"  -k, --token-file FILE    the admin token, for tcp:HOST:PORT\n"
-	"      --seed               reload: keep what the disk already holds\n"
-	"      --zero               reload: zero what the image does not hold\n"
-	"      --verify             reload: read every chunk back\n"
+	"      --seed               reload, node -: keep what the disk already holds\n"
+	"      --zero               reload, node -: zero what the image does not hold\n"
+	"      --verify             reload, node -: read every chunk back\n"
 	"      --wake               reload, capture: send Wake-on-LAN to the nodes\n"
 	"      --force              images remove, rename: even while a session serves\n"
 	"                           it (it finishes with its clients, takes no new\n"
 	"                           ones) or (remove) reload tasks name it (cancelled)\n"
 	"  -j, --json               nodes list, images list, images info, status: JSON\n"
+	"      --interface IF       node: frisbee's interface (-i)\n"
+	"      --timeout SECONDS    node: frisbee -T, imagezip --wait (default 30)\n"
+	"      --retries N          node: asks and attempts after the first (default 0)\n"
+	"      --discard            node: a reload without zero discards the gaps\n"
+	"      --opts 'WORDS'       node: more options for frisbee, or imagezip's scan\n"
+	"                           and compression options for a capture\n"	"      --task T             node -: reload or capture\n"
+	"      --image NAME         node -: the master's image\n"
+	"      --group ADDR         node -: reload from frisbeed's multicast group\n"
+	"      --port N             node -: ... and port\n"
+	"      --server ADDR        node -: ... taking data from that server only\n"
 	"  -q, --quiet              only errors\n"
 	"  -v, --verbose            say what happens\n"
 	"  -h, --help               this help\n"
@@ -125,9 +145,51 @@ static int node_side(const char *spec, char **a, int n)
 	return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }
 
+/* node MAC DISK, or node - DISK with the task given: checks, then the turn. */
+static int node_command(const char *where, int n, char **a, uint8_t flags,
+			struct node_opts *no)
+{
+	int given;
+
+	if (n != 3)
+		cli_usage_error("node MAC DISK: %d argument%s, not 2", n - 1, n == 2 ? "" : "s");
+	given = strcmp(a[1], "-") == 0;
+	if (where && strchr(where, '/'))
+		cli_usage_error("node: -m HOST[:PORT], the master's control port, not %s", where);
+	if (flags & (NDZ_CTL_FLAG_WAKE | NDZ_CTL_FLAG_FORCE))
+		cli_usage_error("--wake and --force do not go with node");
+	if (!given) {
+		if (!where)
+			cli_usage_error("node needs -m HOST[:PORT], the master's control port");
+		if (no->task || no->image || no->group || no->port || no->server ||
+		    (flags & NDZ_LAB_OPTS))
+			cli_usage_error("node MAC: the master gives the task; --task, --image, "
+					"--group, --port, --server, --seed, --zero and --verify go "
+					"with node - DISK");
+		return node_run(where, a[1], a[2], no);
+	}
+	if (!no->task)
+		cli_usage_error("node - DISK: needs --task reload or --task capture");
+	if (!no->group != !no->port)
+		cli_usage_error("--group and --port go together");
+	if (no->group && (where || no->image || strcmp(no->task, "reload") != 0))
+		cli_usage_error("--group and --port: a reload from a frisbeed, without -m or "
+				"--image");
+	if (!no->group && (!where || !no->image))
+		cli_usage_error("node - DISK: needs -m HOST[:PORT] and --image NAME (or, for "
+				"a reload, --group and --port)");
+	if (no->server && !no->group)
+		cli_usage_error("--server goes with --group");
+	if ((flags & NDZ_LAB_OPTS) && strcmp(no->task, "reload") != 0)
+		cli_usage_error("--seed, --zero and --verify go with a reload");
+	no->flags = flags & NDZ_LAB_OPTS;
+	return node_run(where, a[1], a[2], no);
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE, O_FORCE };
+	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE, O_FORCE, O_IFACE, O_TIMEOUT, O_RETRIES,
+	       O_DISCARD, O_OPTS, O_TASK, O_IMAGE, O_GROUP, O_PORT, O_SERVER };
 	static const struct option lopts[] = {
 		{ "master", required_argument, NULL, 'm' },
 		{ "token-file", required_argument, NULL, 'k' },
@@ -137,6 +199,16 @@ int main(int argc, char **argv)
 		{ "wake", no_argument, NULL, O_WAKE },
 		{ "force", no_argument, NULL, O_FORCE },
 		{ "json", no_argument, NULL, 'j' },
+		{ "interface", required_argument, NULL, O_IFACE },
+		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "discard", no_argument, NULL, O_DISCARD },
+		{ "opts", required_argument, NULL, O_OPTS },
+		{ "task", required_argument, NULL, O_TASK },
+		{ "image", required_argument, NULL, O_IMAGE },
+		{ "group", required_argument, NULL, O_GROUP },
+		{ "port", required_argument, NULL, O_PORT },
+		{ "server", required_argument, NULL, O_SERVER },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -148,6 +220,9 @@ int main(int argc, char **argv)
 	struct ndz_error e = { 0 };
 	int c, json = 0, nargs;
 	uint8_t flags = 0;
+	struct node_opts no = { .timeout = "30" };
+	int node_opt = 0;
+	char *words;
 
 	cli_init(argv[0]);
 	while ((c = getopt_long(argc, argv, "m:k:jqvhV", lopts, NULL)) != -1) {
@@ -160,11 +235,47 @@ int main(int argc, char **argv)
 		case O_VERIFY: flags |= NDZ_LAB_VERIFY; break;
 		case O_WAKE: flags |= NDZ_CTL_FLAG_WAKE; break;
 		case O_FORCE: flags |= NDZ_CTL_FLAG_FORCE; break;
+		case O_IFACE: no.iface = optarg; node_opt = 1; break;
+		case O_TIMEOUT:
+			cli_parse_int(optarg, "--timeout", 1, 1000000);
+			no.timeout = optarg;
+			node_opt = 1;
+			break;
+		case O_RETRIES: no.retries = cli_parse_int(optarg, "--retries", 0, 100); node_opt = 1; break;
+		case O_DISCARD: no.discard = 1; node_opt = 1; break;
+		case O_TASK:
+			if (strcmp(optarg, "reload") != 0 && strcmp(optarg, "capture") != 0)
+				cli_usage_error("--task: '%s' is not reload or capture", optarg);
+			no.task = optarg;
+			node_opt = 1;
+			break;
+		case O_IMAGE: no.image = optarg; node_opt = 1; break;
+		case O_GROUP: no.group = optarg; node_opt = 1; break;
+		case O_PORT:
+			cli_parse_int(optarg, "--port", 1, 65535);
+			no.port = optarg;
+			node_opt = 1;
+			break;
+		case O_SERVER: no.server = optarg; node_opt = 1; break;
+		case O_OPTS:
+			node_opt = 1;
+			words = optarg;
+			for (char *w = strtok(words, " ,"); w; w = strtok(NULL, " ,")) {
+				if (no.nextra == NODE_MAX_EXTRA)
+					cli_usage_error("--opts: at most %d words", NODE_MAX_EXTRA);
+				no.extra[no.nextra++] = w;
+			}
+			break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
 	if (optind >= argc)
 		cli_usage_error("a command is needed (nodes, images, reload, capture, cancel, status)");
+	if (node_opt && strcmp(argv[optind], "node") != 0)
+		cli_usage_error("--interface, --timeout, --retries, --discard, --opts, --task, "
+				"--image, --group, --port and --server go with node");
+	if (strcmp(argv[optind], "node") == 0)
+		return node_command(where, argc - optind, argv + optind, flags, &no);
 	if (strcmp(argv[optind], "ask") == 0 || strcmp(argv[optind], "report") == 0) {
 		if (!where || strchr(where, '/'))
 			cli_usage_error("%s needs -m HOST[:PORT], the master's control port",

@@ -1,5 +1,6 @@
 /* Messages, number parsing and a progress line for the programs. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "core/json.h"
 #include "core/io.h"
 #include "trust/key.h"
+#include "codec/job.h"
 
 const char *cli_progname = "ndz";
 int cli_verbose;
@@ -76,12 +78,15 @@ static void put_line(int prio, int named, const char *prefix, const char *msg)
 		vsnprintf(msg, sizeof(msg), fmt, ap_);     \
 		va_end(ap_);                               \
 	} while (0)
+static void report_error(const char *msg);
+static void report_finish(void);
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
 	char msg[2048];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	report_error(msg);
 	cli_flush_warnings();
 	put_line(LOG_ERR, 1, prefix, msg);
 }
@@ -151,6 +156,7 @@ void cli_die(int code, const char *fmt, ...)
 	vmsg("", fmt, ap);
 	va_end(ap);
 	cli_drop_file();
+	report_finish();
 	/*
 	 * Leave at once: what the program holds goes back to the system. (exit() would
 	 * run LeakSanitizer over buffers only a dead local still pointed to.)
@@ -562,12 +568,110 @@ int cli_progress_format(const struct cli_progress *p, double now, int json, char
 	return n;
 }
 
+/*
+ * --report-fd: the progress's JSON lines and one result line; the result is "ok"
+ * only once a progress ended done and no error came after it.
+ */
+static int report_fd = -1;
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static char report_reason[1024];
+static int report_ok, report_sent;
+static uint64_t report_bytes;
+static uint32_t report_held;
+static double report_secs;
+
+/* One line to the report fd, whole or not at all (a reader gone changes nothing here). */
+static void report_line(const char *line)
+{
+	size_t len = strlen(line), off = 0;
+
+	while (off < len) {
+		ssize_t k = write(report_fd, line + off, len - off);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return;
+		off += (size_t)k;
+	}
+}
+
+static void report_error(const char *msg)
+{
+	if (report_fd < 0)
+		return;
+	pthread_mutex_lock(&report_lock);
+	snprintf(report_reason, sizeof(report_reason), "%.200s: %.800s", cli_progname, msg);
+	report_ok = 0;
+	pthread_mutex_unlock(&report_lock);
+}
+
+
+static void report_finish(void)
+{
+	char line[6 * sizeof(report_reason) + 512];
+	struct ndz_jbuf j;
+
+	if (report_fd < 0)
+		return;
+	pthread_mutex_lock(&report_lock);
+	if (!report_sent) {
+		report_sent = 1;
+		ndz_jbuf_init(&j, line, sizeof(line));
+		ndz_jbuf_printf(&j, "{\"program\": ");
+		ndz_jbuf_string(&j, cli_progname);
+		if (report_ok) {
+			ndz_jbuf_printf(&j, ", \"result\": \"ok\", \"bytes\": %llu, \"held\": %u, "
+					"\"elapsed_s\": %.3f}\n", (unsigned long long)report_bytes,
+					report_held, report_secs);
+		} else {
+			ndz_jbuf_printf(&j, ", \"result\": \"failed\", \"reason\": ");
+			ndz_jbuf_string(&j, report_reason[0] ? report_reason :
+					"ended without a result");
+			ndz_jbuf_printf(&j, "}\n");
+		}
+		report_line(line);
+	}
+	pthread_mutex_unlock(&report_lock);
+}
+
+void cli_report_open(const char *arg)
+{
+	char *end;
+	long fd = strtol(arg, &end, 10);
+
+	if (*arg == '\0' || *end || fd < 0 || fd > 65535)
+		cli_usage_error("--report-fd: '%s' is not a file descriptor number", arg);
+	if (fcntl((int)fd, F_GETFD) < 0)
+		cli_usage_error("--report-fd: %ld is not open", fd);
+	if (report_fd < 0)
+		atexit(report_finish);
+	report_fd = (int)fd;
+}
+
+static void report_progress(struct cli_progress *p, double now)
+{
+	char buf[512];
+	int n;
+
+	if (report_fd < 0)
+		return;
+	p->report_last = now;
+	n = cli_progress_format(p, now, 1, buf, sizeof(buf) - 1);
+	if (n >= (int)sizeof(buf) - 1)
+		n = (int)sizeof(buf) - 2;
+	buf[n] = '\n';
+	buf[n + 1] = '\0';
+	report_line(buf);
+}
+
 /* One line now: a terminal's redrawn in place, else a line of its own. */
 static void emit(struct cli_progress *p, double now)
 {
 	char buf[512];
 	int n;
 
+	report_progress(p, now);
 	if (p->mode == CLI_PROGRESS_NONE)
 		return;
 	p->last = now;
@@ -595,11 +699,13 @@ void cli_progress_update(struct cli_progress *p, uint64_t bytes, uint32_t chunks
 		p->bytes = bytes;
 	if (chunks > p->chunks)
 		p->chunks = chunks;
+	now = cli_now();
+	if (report_fd >= 0 && (!p->report_last || now - p->report_last >= CLI_PROGRESS_JSON_S))
+		report_progress(p, now);
 	if (p->mode == CLI_PROGRESS_NONE)
 		return;
 	every = p->mode == CLI_PROGRESS_JSON ? CLI_PROGRESS_JSON_S :
 		p->tty ? CLI_PROGRESS_TTY_S : CLI_PROGRESS_PLAIN_S;
-	now = cli_now();
 	if (!p->lines || now - p->last >= every)
 		emit(p, now);
 }
@@ -623,11 +729,48 @@ void cli_progress_end(struct cli_progress *p, int ok)
 		p->flush_s = p->end - p->flush_start;
 	p->phase = ok ? "done" : "failed";
 	emit(p, p->end);
+	if (report_fd >= 0) {
+		pthread_mutex_lock(&report_lock);
+		report_ok = ok;
+		report_bytes = p->bytes;
+		report_held = p->held;
+		report_secs = p->end - p->start;
+		pthread_mutex_unlock(&report_lock);
+	}
 	if (p->mode == CLI_PROGRESS_TEXT && p->tty) {
 		if (p->out == stderr)
 			end_line();
 		else
 			fputc('\n', p->out);
+	}
+}
+
+void cli_job_report(void *ctx, const struct ndz_job_report *r)
+{
+	struct cli_job *j = ctx;
+
+	switch (r->event) {
+	case NDZ_JOB_START:
+		cli_progress_init(&j->prog, j->mode, r->phase, r->of, r->verb);
+		cli_progress_total(&j->prog, r->total, r->chunks_total);
+		break;
+	case NDZ_JOB_PROGRESS:
+		cli_progress_update(&j->prog, r->bytes, r->chunks);
+		break;
+	case NDZ_JOB_PHASE:
+		cli_progress_phase(&j->prog, r->phase);
+		break;
+	case NDZ_JOB_WARN:
+		cli_warn("%s", r->msg);
+		break;
+	case NDZ_JOB_INFO:
+		if (cli_verbose)
+			cli_info("%s", r->msg);
+		break;
+	case NDZ_JOB_END:
+		j->prog.held = r->held;
+		cli_progress_end(&j->prog, r->ok);
+		break;
 	}
 }
 

@@ -154,7 +154,33 @@ struct cli_progress {
 	double end;                    /* cli_now() at cli_progress_end, else 0 */
 	int width;                     /* a terminal's line: its length, to blank it */
 	unsigned lines;                /* lines printed */
+	double report_last;            /* cli_now() at the last line to the report fd */
+	uint32_t held;                 /* chunks the target held (seeded): in the result */
 };
+
+/*
+ * The terminal, --progress=json and --report-fd face of a library job's report
+ * (lib/codec/job.h): ctx is a struct cli_job whose mode is cli_progress_option's;
+ * START starts prog, PROGRESS and PHASE go to it, WARN is cli_warn, INFO cli_info
+ * under -v, END ends it.
+ */
+struct ndz_job_report;
+struct cli_job {
+	int mode;
+	struct cli_progress prog;
+};
+void cli_job_report(void *ctx, const struct ndz_job_report *r);
+
+/*
+ * cli_report_open - a machine-readable report on fd (--report-fd N), for a program
+ * that runs another (ndzctl node): every progress's JSON line (as --progress=json,
+ * every CLI_PROGRESS_JSON_S seconds and at each phase, whatever -o says), then one
+ * result line last: {"program": P, "result": "ok", "bytes": N, "held": N,
+ * "elapsed_s": S} once the progress ended done, else {"program": P, "result":
+ * "failed", "reason": R} with the last error message (at exit or cli_die). A usage
+ * error when fd is not open.
+ */
+void cli_report_open(const char *arg);
 
 /*
  * cli_progress_init - start counting now, in phase, bytes of kind "of" that are

@@ -190,6 +190,37 @@ static void hio_region(const struct hashio *h, uint64_t *off, uint64_t *len)
 		*len = end - *off;
 }
 
+int ndz_seed_holds(struct ndz_io *target, const struct ndz_index *ix,
+		   const struct ndz_seed_opts *o, struct ndz_seed_verdict *v,
+		   struct ndz_error *e)
+{
+	struct ndz_seed_verdict n = { ix->chunks, 0, 0 };
+	struct ndz_seed *s;
+	int rc;
+
+	if (v)
+		*v = n;
+	if ((rc = ndz_seed_create(target, ix, o, &s, e)) < 0)
+		return rc;
+	for (uint32_t i = 0; i < ix->chunks; i++) {
+		rc = ndz_seed_check(s, i, e);
+		if (rc < 0) {
+			ndz_seed_free(s);
+			return rc;
+		}
+		if (!rc && !n.differ++)
+			n.first = i;
+	}
+	ndz_seed_free(s);
+	if (v)
+		*v = n;
+	if (n.differ)
+		return ndz_error_set(e, NDZ_EVERIFY, 0, "%s does not hold the image: %u of %u "
+				     "chunks differ (the first: chunk %u)", target->name, n.differ,
+				     n.chunks, n.first);
+	return 0;
+}
+
 /*
  * Move past whole regions and finished chunks (their digests set) to the region
  * still to be written; 1 if there is one, 0 at the end of the chunks known, or

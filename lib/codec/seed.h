@@ -41,6 +41,25 @@ void ndz_seed_free(struct ndz_seed *s);
  */
 int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e);
 
+/* What ndz_seed_holds found: chunks checked, how many differ, the first that does. */
+struct ndz_seed_verdict {
+	uint32_t chunks;
+	uint32_t differ;
+	uint32_t first;                  /* valid when differ */
+};
+
+/*
+ * ndz_seed_holds - does target hold the image ix is the index of? Every chunk
+ * checked in order (o as for ndz_seed_create; callers checking after a write set
+ * direct). The one verdict of imagekey verify --target, imageunzip --verify and
+ * frisbee --verify: 0 when every chunk is held; NDZ_EVERIFY when some differ, e
+ * "TARGET does not hold the image: N of M chunks differ (the first: chunk K)";
+ * another negative code for a read error, with e. v (may be NULL) gets the counts.
+ */
+int ndz_seed_holds(struct ndz_io *target, const struct ndz_index *ix,
+		   const struct ndz_seed_opts *o, struct ndz_seed_verdict *v,
+		   struct ndz_error *e);
+
 /* ndz_seed_bytes_read - target bytes the checker has read so far. */
 uint64_t ndz_seed_bytes_read(const struct ndz_seed *s);
 

@@ -176,6 +176,42 @@ static void test_not_held(void **state)
 	ndz_index_release(&ix);
 }
 
+/* The one verdict: every chunk held is 0; some differ is NDZ_EVERIFY with the counts. */
+static void test_holds(void **state)
+{
+	static uint8_t copy[sizeof(disk)];
+	struct ndz_seed_verdict v;
+	struct ndz_error e = { 0 };
+	struct ndz_index ix;
+	struct ndz_io *io;
+
+	(void)state;
+	make(&ix);
+	memcpy(copy, disk, sizeof(disk));
+	assert_int_equal(ndz_io_open_mem(copy, sizeof(copy), 0, &io, NULL), 0);
+	assert_int_equal(ndz_seed_holds(io, &ix, NULL, &v, &e), 0);
+	assert_int_equal(v.chunks, 3);
+	assert_int_equal(v.differ, 0);
+	copy[8 * SECT + 5 * SECT + 17] ^= 1;      /* chunk 1 */
+	copy[16 * SECT + 1 * SECT] ^= 1;          /* chunk 2 */
+	assert_int_equal(ndz_seed_holds(io, &ix, NULL, &v, &e), NDZ_EVERIFY);
+	assert_int_equal(v.differ, 2);
+	assert_int_equal(v.first, 1);
+	assert_non_null(strstr(ndz_error_msg(&e), "does not hold the image: 2 of 3 chunks differ "
+				"(the first: chunk 1)"));
+	ndz_error_clear(&e);
+	/* a gap not zero: held, but not with zero_fill */
+	memcpy(copy, disk, sizeof(disk));
+	copy[4 * SECT] = 9;
+	assert_int_equal(ndz_seed_holds(io, &ix, NULL, NULL, &e), 0);
+	assert_int_equal(ndz_seed_holds(io, &ix, &(struct ndz_seed_opts){ 0, 1, 0 }, &v, &e),
+			 NDZ_EVERIFY);
+	assert_int_equal(v.differ, 1);
+	assert_int_equal(v.first, 0);
+	ndz_io_close(io);
+	ndz_index_release(&ix);
+}
+
 /* A read error is an error, not "not held". */
 static void test_read_error(void **state)
 {
@@ -407,6 +443,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_held),
 		cmocka_unit_test(test_not_held),
+		cmocka_unit_test(test_holds),
 		cmocka_unit_test(test_read_error),
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_zip_index),

@@ -1,11 +1,11 @@
 #!/bin/sh
 # Capture mode of the boot environment on real virtual machines: a VM whose disk holds
-# an ext4 made here boots with ndz.mode=capture, images its disk with imagezip and
-# uploads it to mfrisbeed in the namespace; the stored image must restore to the disk
+# an ext4 made here boots with ndz.mode=capture, images its disk (ndzctl node: the
+# capture job) and uploads it to mfrisbeed in the namespace; the stored image must restore to the disk
 # byte for byte, and a second VM reloads it through the master. Meanwhile another VM
 # captures to a name it may not upload to (refused with the master's reason, powered
-# off, nothing stored) and a third's imagezip fails (nothing stored). Capture is one
-# process, imagezip --upload: its one error is the reason.
+# off, nothing stored) and a third's capture fails on an option (nothing stored). The
+# capture is one process, ndzctl node: its one error is the reason.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
@@ -61,15 +61,15 @@ check "e2fsck -fn finds the restore clean" sh -c "e2fsck -fn '$T/up.out' >'$T/fs
 
 res=$(vm_result deny)
 check "capture to a name the VM may not upload to: the master's reason ($res)" \
-	sh -c "case \"\$1\" in \"failed: imagezip: master $VM_SRV:3563: image 'fixed': access denied\"*) exit 0 ;; esac; exit 1" sh "$res"
+	sh -c "case \"\$1\" in \"failed: capture: master $VM_SRV:3563: image 'fixed': access denied\"*) exit 0 ;; esac; exit 1" sh "$res"
 check "... powered off (ndz.onfail), no success line" \
 	sh -c "[ \"$(cat "$T/deny.qrc")\" = 0 ] && grep -q 'reboot: Power down' '$T/deny.con' && ! grep -q '^NDZ-RESULT: ok' '$T/deny.con'"
 check "... nothing stored, the served image unchanged" \
 	sh -c "cmp -s '$T/fs1.ndz' '$T/fixed.ndz' && ! ls -A '$T/up' | grep -qv '^cap.ndz$'"
 
 res=$(vm_result bad)
-check "imagezip failing: its own error is the reason ($res)" \
-	sh -c "echo \"\$1\" | grep -q '^failed: imagezip: '" _ "$res"
+check "a capture option it does not know: the reason ($res)" \
+	sh -c "echo \"\$1\" | grep -q \"^failed: ndzctl: --opts: '--no-such-option' is not an option\"" _ "$res"
 check "... powered off, nothing stored under its name" \
 	sh -c "[ \"$(cat "$T/bad.qrc")\" = 0 ] && grep -q 'reboot: Power down' '$T/bad.con' && [ ! -e '$T/up/bad.ndz' ]"
 

@@ -103,7 +103,7 @@ for i in 1 2 3; do
 	r=$(vm_result "vm$i")
 	check "vm$i: asked, reloaded image lab: the console says ok (${r:-no result})" \
 		reloaded_lab "$r"
-	check "vm$i: its task came from the master" console "vm$i" "ndz: .*task: reload lab zero"
+	check "vm$i: its task came from the master" console "vm$i" "ndzctl: task: reload lab zero"
 	check "vm$i: the result was reported" console "vm$i" "result reported to master $VM_SRV"
 	check "vm$i: the disk is the source byte for byte" cmp -s "$T/lab.src" "$T/d$i.disk"
 	check "vm$i: powered off" grep -q 'reboot: Power down' "$T/vm$i.con"
@@ -190,7 +190,7 @@ vm_wait vm3r
 r=$(vm_result vm3r)
 check "vm3: the reload is still ok ($r)" sh -c "case \"\$1\" in \"ok: image 'slow' \"*) exit 0 ;; esac; exit 1" _ "$r"
 check "vm3: the console says the result could not be reported" \
-	console vm3r "ndz: .*the result could not be reported to master $VM_SRV: .*"
+	console vm3r "ndzctl: warning: the result could not be reported to master $VM_SRV: .*"
 check "vm3: the disk is the source byte for byte, powered off (ndz.after)" \
 	sh -c "cmp -s '$T/lab.src' '$T/d3.disk' && grep -q 'reboot: Power down' '$T/vm3r.con'"
 echo "# the whole test: $(( $(date +%s) - t0 )) s"
