@@ -1,6 +1,7 @@
 /* Does a target hold a chunk: its region bytes hashed against the content index. */
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "core/format.h"
 #include "core/image.h"
@@ -173,8 +174,45 @@ struct hashio {
 	struct ndz_digest *d;
 	uint32_t c, j;                   /* the chunk and region being written */
 	uint64_t done;                   /* bytes of that region written */
+	struct ndz_digest *pd;           /* the chunk's piece p, at dpos of its data */
+	uint32_t p;
+	uint64_t dpos;
 	int bad;
 };
+
+/* The pieces of chunk c from p on are final: the last ones are clipped short. */
+static int hio_pieces_end(struct hashio *h)
+{
+	struct ndz_index_entry *x = &h->ix->e[h->c];
+
+	for (; h->p < x->npieces; h->p++)
+		if (ndz_digest_final(h->pd, x->pieces[h->p].digest, NULL) < 0)
+			return NDZ_ENOMEM;
+	h->p = 0;
+	h->dpos = 0;
+	return 0;
+}
+
+/* n bytes at buf of the chunk's data into piece digests, finishing those that end. */
+static int hio_pieces(struct hashio *h, const uint8_t *buf, uint64_t n)
+{
+	struct ndz_index_entry *x = &h->ix->e[h->c];
+
+	while (n && h->p < x->npieces) {
+		const struct ndz_index_piece *q = &x->pieces[h->p];
+		uint64_t m = q->doff + q->dlen - h->dpos < n ? q->doff + q->dlen - h->dpos : n;
+
+		if (ndz_digest_update(h->pd, buf, (size_t)m, NULL) < 0)
+			return NDZ_ENOMEM;
+		buf += m;
+		n -= m;
+		h->dpos += m;
+		if (h->dpos == q->doff + q->dlen &&
+		    ndz_digest_final(h->pd, x->pieces[h->p++].digest, NULL) < 0)
+			return NDZ_ENOMEM;
+	}
+	return 0;
+}
 
 /* Region j of chunk c as bytes clipped to source_bytes: *off and *len (0: none). */
 static void hio_region(const struct hashio *h, uint64_t *off, uint64_t *len)
@@ -210,7 +248,8 @@ static int hio_advance(struct hashio *h)
 			h->done = 0;
 			continue;
 		}
-		if (ndz_digest_final(h->d, h->ix->e[h->c].digest, NULL) < 0)
+		if (ndz_digest_final(h->d, h->ix->e[h->c].digest, NULL) < 0 ||
+		    hio_pieces_end(h) < 0)
 			return NDZ_ENOMEM;
 		h->c++;
 		h->j = 0;
@@ -240,7 +279,7 @@ static ssize_t hio_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64
 			return NDZ_EREGION;
 		}
 		n = rlen - h->done < left ? rlen - h->done : left;
-		if (ndz_digest_update(h->d, p, (size_t)n, NULL) < 0)
+		if (ndz_digest_update(h->d, p, (size_t)n, NULL) < 0 || hio_pieces(h, p, n) < 0)
 			return NDZ_ENOMEM;
 		h->done += n;
 		p += n;
@@ -276,6 +315,58 @@ static void hio_close(struct ndz_io *io)
 static const struct ndz_io_ops hio_ops = {
 	hio_pread, hio_pwrite, hio_zero, hio_flush, hio_close, NULL, NULL,
 };
+
+/*
+ * Chunk i's pieces (doc/FORMAT.md, "Pieces"), as imagezip records them: each frame
+ * of a zstd chunk (at buf, h its header), digests to come as its bytes are written.
+ * Nothing when the frames do not add up: the restore pipeline says what is wrong.
+ */
+static int set_pieces(struct ndz_index *ix, uint32_t i, const struct ndz_chunk_hdr *h,
+		      const uint8_t *buf, struct ndz_error *e)
+{
+	const uint8_t *data = buf + NDZ_HDR_SIZE;
+	struct ndz_index_piece *p = NULL;
+	uint32_t n = 0, cap = 0;
+	uint64_t doff = 0;
+	size_t at = 0;
+	int rc = 0;
+
+	if (h->codec != NDZ_CODEC_ZSTD)
+		return 0;
+	while (at < h->data_len) {
+		size_t fsz = ZSTD_findFrameCompressedSize(data + at, h->data_len - at);
+		unsigned long long csz = ZSTD_isError(fsz) ? ZSTD_CONTENTSIZE_ERROR :
+					 ZSTD_getFrameContentSize(data + at, fsz);
+
+		if (csz == 0 || csz > NDZ_INDEX_MAX_PIECE || csz % NDZ_SECTOR_SIZE)
+			goto out;           /* also the ZSTD_CONTENTSIZE_ values */
+		if (n == cap) {
+			struct ndz_index_piece *more;
+
+			cap = cap ? 2 * cap : 16;
+			more = realloc(p, cap * sizeof(*p));
+			if (!more) {
+				rc = ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i,
+						   ndz_strerror(NDZ_ENOMEM));
+				goto out;
+			}
+			p = more;
+		}
+		memset(&p[n], 0, sizeof(p[n]));
+		p[n].coff = (uint32_t)at;
+		p[n].clen = (uint32_t)fsz;
+		p[n].doff = doff;
+		p[n].dlen = (uint32_t)csz;
+		n++;
+		doff += csz;
+		at += fsz;
+	}
+	if (doff == ndz_hdr_data_bytes(buf, h))
+		rc = ndz_index_set_pieces(ix, i, p, n, e);
+out:
+	free(p);
+	return rc;
+}
 
 int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix,
 		    struct ndz_error *e)
@@ -316,7 +407,8 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 	h.ix = ix;
 	h.source_bytes = first->source_bytes;
 	h.d = ndz_digest_create(e);
-	if (!h.d) {
+	h.pd = h.d ? ndz_digest_create(e) : NULL;
+	if (!h.pd) {
 		rc = NDZ_ENOMEM;
 		goto out;
 	}
@@ -356,6 +448,8 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 		     ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: past the image's %u chunks",
 				   name, hd.index, ix->chunks);
 		if (rc == 0)
+			rc = set_pieces(ix, hd.index, &hd, buf, e);
+		if (rc == 0)
 			rc = ndz_unzip_put_buf(u, buf, &hd, 0, e);
 		else
 			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
@@ -371,6 +465,7 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 out:
 	ndz_unzip_free(u);
 	ndz_digest_free(h.d);
+	ndz_digest_free(h.pd);
 	ndz_image_reader_free(r);
 	return rc;
 }
