@@ -242,28 +242,35 @@ static int verify_target(struct ndz_io *target, const struct ndz_index *ix, int 
 }
 
 /*
- * A seeded restore from a file: chunk i is read only when the target does not hold
- * it; a held one is only counted (ndz_unzip_held). The pipeline does the image's
- * rules on the chunks put. Returns 0 or a negative code with err set.
+ * A seeded restore from a file: a chunk with pieces (doc/FORMAT.md) is brought up
+ * to the image piece by piece, only its lacking pieces read from the image and
+ * written (ndz_seed_patch); any other chunk is read only when the target does not
+ * hold it. Chunks held or patched are only counted by the pipeline
+ * (ndz_unzip_held), which does the image's rules on the chunks put. Returns 0 or a
+ * negative code with err set.
  */
 static int seed_file(struct ndz_unzip *u, struct ndz_io *in, struct ndz_seed *s,
-		     const struct ndz_index *ix, uint32_t *held, struct ndz_error *err)
+		     const struct ndz_index *ix, uint32_t *held,
+		     struct ndz_seed_patch_stats *pst, struct ndz_error *err)
 {
 	struct ndz_chunk_hdr h;
 	uint32_t i;
 	int rc;
 
 	for (i = 0; i < ix->chunks; i++) {
+		uint32_t patched = pst->chunks;
 		uint8_t *buf;
 
-		rc = s ? ndz_seed_check(s, i, err) : 0;
+		rc = s ? ndz_seed_patch(s, in, i, pst, err) : 0;
+		if (rc == 0 && s)
+			rc = ndz_seed_check(s, i, err);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
 			rc = ndz_unzip_held(u, i, ix->e[i].first, ix->e[i].last, err);
 			if (rc < 0)
 				return rc;
-			(*held)++;
+			*held += pst->chunks == patched;
 			continue;
 		}
 		buf = ndz_unzip_get_buf(u, err);
@@ -328,6 +335,7 @@ int main(int argc, char **argv)
 	const char *ipath = NULL;
 	struct ndz_index ix = { 0 };
 	struct ndz_seed *seeder = NULL;
+	struct ndz_seed_patch_stats pst = { 0 };
 	uint32_t held = 0;
 	char rate[64];
 
@@ -506,7 +514,7 @@ int main(int argc, char **argv)
 
 	/* Each chunk is read straight into a buffer of the pipeline. */
 	if (have_ix && seed && !in->is_stream) {
-		seed_file(u, in, seeder, &ix, &held, &err);
+		seed_file(u, in, seeder, &ix, &held, &pst, &err);
 	} else {
 		for (;;) {
 			uint8_t *buf = ndz_unzip_get_buf(u, NULL);
@@ -558,16 +566,18 @@ int main(int argc, char **argv)
 	ndz_io_close(disk);
 	ndz_io_close(in);
 	if (rc == 0 && cli_verbose) {
-		char flushed[48] = "", held_s[64];
+		char flushed[48] = "", held_s[224];
 
-		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored)", held,
-			 stats.chunks);
+		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored, %u "
+			 "patched: %u of %u pieces written, %llu bytes of them read)", held,
+			 stats.chunks, pst.chunks, pst.pieces_written, pst.pieces,
+			 (unsigned long long)pst.image_bytes);
 
 		if (prog.flush_s >= 0)
 			snprintf(flushed, sizeof(flushed), ", flushed in %.2f s", prog.flush_s);
 		cli_info("%s: %u chunks%s, %llu bytes written, %llu zeroed, %.2f s, %s%s%s",
-			 argv[optind], stats.chunks + held, seed ? held_s : "",
-			 (unsigned long long)stats.bytes_written,
+			 argv[optind], stats.chunks + held + pst.chunks, seed ? held_s : "",
+			 (unsigned long long)(stats.bytes_written + pst.bytes_written),
 			 (unsigned long long)stats.bytes_zeroed, cli_progress_elapsed(&prog),
 			 cli_progress_rate(&prog, rate, sizeof(rate)), flushed,
 			 uopts.verify_only ? " (verified, nothing written)" : "");

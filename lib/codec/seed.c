@@ -17,6 +17,7 @@ struct ndz_seed {
 	struct ndz_seed_opts o;
 	struct ndz_digest *d;
 	uint8_t *buf;
+	uint8_t *win;                    /* ndz_seed_patch: prefix and piece */
 	uint64_t bytes_read;
 };
 
@@ -52,6 +53,7 @@ void ndz_seed_free(struct ndz_seed *s)
 	if (!s)
 		return;
 	ndz_digest_free(s->d);
+	free(s->win);
 	free(s->buf);
 	free(s);
 }
@@ -158,6 +160,234 @@ int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e)
 	if ((rc = ndz_digest_final(s->d, got, e)) < 0)
 		return rc;
 	return memcmp(got, x->digest, NDZ_INDEX_DIGEST_LEN) == 0;
+}
+
+/* ---- patching a chunk piece by piece ---- */
+
+#define WIN_PREFIX NDZ_INDEX_MAX_PIECE    /* the prefix rule's 2 MiB */
+#define WIN_SIZE   (WIN_PREFIX + NDZ_INDEX_MAX_PIECE)
+
+/* The chunk's header from image (4096 bytes at its place) is the entry's. */
+static int patch_header(struct ndz_seed *s, struct ndz_io *image, uint32_t i, uint8_t *area,
+			struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	const struct ndz_index_entry *x = &s->ix->e[i];
+	struct ndz_chunk_hdr h;
+	uint32_t j;
+	int rc;
+
+	rc = ndz_io_read_full(image, area, NDZ_HDR_SIZE, (uint64_t)i * NDZ_CHUNK_SIZE, NULL, e);
+	if (rc < 0)
+		return rc;
+	st->image_bytes += NDZ_HDR_SIZE;
+	if ((rc = ndz_hdr_decode(area, &h, e)) < 0) {
+		ndz_error_prefix(e, "%s", image->name);
+		return rc;
+	}
+	if (h.index != i || h.codec != NDZ_CODEC_ZSTD || h.incompat_flags ||
+	    memcmp(h.uuid, s->ix->uuid, 16) || h.source_bytes != s->ix->source_bytes ||
+	    h.first != x->first || h.last != x->last || h.nregions != x->nregions)
+		goto mismatch;
+	for (j = 0; j < h.nregions; j++) {
+		struct ndz_region r = ndz_hdr_region(area, j);
+
+		if (r.start != x->regions[j].start || r.count != x->regions[j].count)
+			goto mismatch;
+	}
+	{
+		const struct ndz_index_piece *last = &x->pieces[x->npieces - 1];
+
+		if ((uint64_t)last->coff + last->clen != h.data_len)
+			goto mismatch;
+	}
+	return 0;
+mismatch:
+	return ndz_error_set(e, NDZ_EMISMATCH, 0, "%s: chunk %u: its header is not what the "
+			     "content index says", image->name, i);
+}
+
+/*
+ * Piece p's bytes as they are on the target into win (dlen bytes; past the end of
+ * the target, or past source_bytes, zeros), hashed into got. 0 or a negative code.
+ */
+static int patch_read(struct ndz_seed *s, const struct ndz_index_entry *x,
+		      const struct ndz_index_piece *p, uint8_t *win,
+		      uint8_t got[NDZ_INDEX_DIGEST_LEN], struct ndz_error *e)
+{
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+	uint64_t at = 0;
+	int rc;
+
+	memset(win, 0, p->dlen);
+	for (k = 0; k < n; k++) {
+		uint64_t off, len;
+		size_t have = 0;
+
+		clip(s, r[k].start, r[k].start + r[k].count, &off, &len);
+		if (len) {
+			struct ndz_error re = { 0 };
+
+			rc = ndz_io_read_full(s->target, win + at, (size_t)len,
+					      s->o.target_offset + off, &have, &re);
+			if (rc == NDZ_ESHORTREAD)
+				memset(win + at + have, 0, (size_t)len - have);
+			else if (rc < 0) {
+				ndz_error_copy(e, &re);
+				return rc;
+			}
+			s->bytes_read += rc == 0 ? len : have;
+			if ((rc = ndz_digest_update(s->d, win + at, (size_t)len, e)) < 0)
+				return rc;
+		}
+		at += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
+	}
+	return ndz_digest_final(s->d, got, e);
+}
+
+/* Write the dlen bytes of piece p at win where they go on the target (clipped). */
+static int patch_write(struct ndz_seed *s, const struct ndz_index_entry *x,
+		       const struct ndz_index_piece *p, const uint8_t *win,
+		       struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+	uint64_t at = 0;
+	int rc;
+
+	for (k = 0; k < n; k++) {
+		uint64_t off, len;
+
+		clip(s, r[k].start, r[k].start + r[k].count, &off, &len);
+		if (len) {
+			rc = ndz_io_write_full(s->target, win + at, (size_t)len,
+					       s->o.target_offset + off, e);
+			if (rc < 0)
+				return rc;
+			st->bytes_written += len;
+		}
+		at += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
+	}
+	return 0;
+}
+
+/* The gaps of entry x in [first, last) read as zero (with zero_fill): 1, 0 or < 0. */
+static int patch_gaps_zero(struct ndz_seed *s, const struct ndz_index_entry *x,
+			   struct ndz_error *e)
+{
+	uint64_t gap = x->first, off, len;
+	uint32_t j;
+	int rc;
+
+	for (j = 0; j <= x->nregions; j++) {
+		uint64_t rs = j < x->nregions ? x->regions[j].start : x->last;
+
+		clip(s, gap, rs, &off, &len);
+		rc = scan(s, off, len, 1, e);
+		if (rc <= 0)
+			return rc;
+		if (j < x->nregions)
+			gap = rs + x->regions[j].count;
+	}
+	return 1;
+}
+
+int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint32_t i,
+		   struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	const struct ndz_index_entry *x;
+	uint8_t got[NDZ_INDEX_DIGEST_LEN], *c = NULL;
+	uint32_t j, wrote = 0;
+	size_t wpos = 0;               /* the current piece's place in s->win */
+	int rc, have_hdr = 0;
+
+	if (i >= s->ix->chunks)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: past the index's %u chunks", i,
+				     s->ix->chunks);
+	x = &s->ix->e[i];
+	if (!x->npieces)
+		return 0;
+	if ((rc = ndz_digest_final(s->d, got, e)) < 0)   /* start clean */
+		return rc;
+	if (s->o.zero_fill && (rc = patch_gaps_zero(s, x, e)) <= 0)
+		return rc;
+	if (!s->win && !(s->win = malloc(WIN_SIZE)))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: seed checker: %s", s->target->name,
+				     ndz_strerror(NDZ_ENOMEM));
+	for (j = 0; j < x->npieces; j++) {
+		const struct ndz_index_piece *p = &x->pieces[j];
+		size_t plen = p->doff < WIN_PREFIX ? (size_t)p->doff : WIN_PREFIX;
+
+		if (wpos + p->dlen > WIN_SIZE) {   /* keep the last 2 MiB as prefix */
+			memmove(s->win, s->win + wpos - WIN_PREFIX, WIN_PREFIX);
+			wpos = WIN_PREFIX;
+		}
+		if ((rc = patch_read(s, x, p, s->win + wpos, got, e)) < 0)
+			goto out;
+		if (memcmp(got, p->digest, NDZ_INDEX_DIGEST_LEN) != 0) {
+			if (!have_hdr) {
+				c = malloc(NDZ_INDEX_MAX_PIECE > NDZ_HDR_SIZE ? NDZ_INDEX_MAX_PIECE :
+					   NDZ_HDR_SIZE);
+				if (!c) {
+					rc = ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i,
+							   ndz_strerror(NDZ_ENOMEM));
+					goto out;
+				}
+				if ((rc = patch_header(s, image, i, c, st, e)) < 0)
+					goto out;
+				have_hdr = 1;
+			}
+			rc = p->clen > NDZ_INDEX_MAX_PIECE ?
+			     ndz_error_set(e, NDZ_ECORRUPT, 0, "%s: chunk %u: piece %u of %u "
+					   "bytes", image->name, i, j, p->clen) :
+			     ndz_io_read_full(image, c, p->clen, (uint64_t)i * NDZ_CHUNK_SIZE +
+					      NDZ_HDR_SIZE + p->coff, NULL, e);
+			if (rc < 0)
+				goto out;
+			st->image_bytes += p->clen;
+			rc = ndz_unzip_piece(c, p->clen, s->win + wpos - plen, plen, s->win + wpos,
+					     p->dlen, e);
+			if (rc < 0) {
+				ndz_error_prefix(e, "%s: chunk %u: piece %u", image->name, i, j);
+				goto out;
+			}
+			/* clipped past source_bytes as the digest is: patch_read's rule */
+			{
+				struct ndz_region r[NDZ_MAX_REGIONS];
+				uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+				uint64_t at = 0, off, len;
+
+				for (k = 0; k < n; k++) {
+					clip(s, r[k].start, r[k].start + r[k].count, &off, &len);
+					if (len && (rc = ndz_digest_update(s->d, s->win + wpos + at,
+									   (size_t)len, e)) < 0)
+						goto out;
+					at += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
+				}
+			}
+			if ((rc = ndz_digest_final(s->d, got, e)) < 0)
+				goto out;
+			if (memcmp(got, p->digest, NDZ_INDEX_DIGEST_LEN) != 0) {
+				rc = ndz_error_set(e, NDZ_ECORRUPT, 0, "%s: chunk %u: piece %u "
+						   "does not match the content index", image->name,
+						   i, j);
+				goto out;
+			}
+			if ((rc = patch_write(s, x, p, s->win + wpos, st, e)) < 0)
+				goto out;
+			wrote++;
+		}
+		wpos += p->dlen;
+	}
+	if (wrote) {
+		st->chunks++;
+		st->pieces += x->npieces;
+		st->pieces_written += wrote;
+	}
+	rc = 1;
+out:
+	free(c);
+	return rc;
 }
 
 /* ---- building the index of a stored image ---- */

@@ -41,6 +41,31 @@ void ndz_seed_free(struct ndz_seed *s);
  */
 int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e);
 
+/* What ndz_seed_patch did, added up over its calls. */
+struct ndz_seed_patch_stats {
+	uint32_t chunks;                 /* chunks patched (at least one piece lacking) */
+	uint32_t pieces;                 /* pieces of those chunks */
+	uint32_t pieces_written;         /* pieces decoded and written */
+	uint64_t image_bytes;            /* bytes read from the image (headers and pieces) */
+	uint64_t bytes_written;          /* bytes written to the target */
+};
+
+/*
+ * ndz_seed_patch - bring chunk i of the target up to the image piece by piece
+ * (doc/FORMAT.md, "Pieces"): each piece's target bytes are read and hashed; a piece
+ * that does not match has its frame read from image (a file: its chunk i at
+ * i x 1 MiB; only the chunk's header and that frame are read), decoded with its
+ * prefix from the target and the pieces decoded before, checked against the
+ * piece's digest and then written. The chunk's header must say what the index
+ * entry says. 1: the chunk is done (every piece held or written; stats counts it
+ * when something was written); 0: it cannot be done by pieces (no pieces, or with
+ * zero_fill a gap that is not zero), restore it whole; a negative code with e
+ * (NDZ_ECORRUPT: a frame that does not decode or does not match its digest;
+ * NDZ_EMISMATCH: a header that is not the index's; a read or write error).
+ */
+int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint32_t i,
+		   struct ndz_seed_patch_stats *st, struct ndz_error *e);
+
 /* ndz_seed_bytes_read - target bytes the checker has read so far. */
 uint64_t ndz_seed_bytes_read(const struct ndz_seed *s);
 
