@@ -242,6 +242,20 @@ static int verify_target(struct ndz_io *target, const struct ndz_index *ix, int 
 	return 0;
 }
 
+/* ndz_seed_patch of chunk i in buf, as read from a stream. */
+static int patch_mem(struct ndz_seed *s, uint8_t *buf, uint32_t i,
+		     struct ndz_seed_patch_stats *pst, struct ndz_error *err)
+{
+	struct ndz_io *mio;
+	int rc = ndz_io_open_mem(buf, NDZ_CHUNK_SIZE, 0, &mio, err);
+
+	if (rc < 0)
+		return rc;
+	rc = ndz_seed_patch(s, mio, 0, i, pst, err);
+	ndz_io_close(mio);
+	return rc;
+}
+
 /*
  * A seeded restore from a file: a chunk with pieces (doc/FORMAT.md) is brought up
  * to the image piece by piece, only its lacking pieces read from the image and
@@ -262,7 +276,8 @@ static int seed_file(struct ndz_unzip *u, struct ndz_io *in, struct ndz_seed *s,
 		uint32_t patched = pst->chunks;
 		uint8_t *buf;
 
-		rc = s ? ndz_seed_patch(s, in, i, pst, err) : 0;
+		rc = s && ndz_seed_worth_checking(s, i) ? ndz_seed_patch(s, in, (uint64_t)i * NDZ_CHUNK_SIZE, i, pst, err) :
+		     NDZ_SEED_WHOLE;
 		if (rc == 0 && s)
 			rc = ndz_seed_check(s, i, err);
 		if (rc < 0)
@@ -519,6 +534,7 @@ int main(int argc, char **argv)
 	} else {
 		for (;;) {
 			uint8_t *buf = ndz_unzip_get_buf(u, NULL);
+			uint32_t patched;
 
 			if (!buf)
 				break;
@@ -527,14 +543,26 @@ int main(int argc, char **argv)
 				ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 				break;
 			}
-			/* a stream is read whole; a chunk the target holds is not written */
+			patched = pst.chunks;
+			/*
+			 * a stream is read whole; a chunk the target holds is not written,
+			 * and of one that has pieces only the pieces that differ
+			 */
 			rc = seeder && h.index < ix.chunks && h.first == ix.e[h.index].first &&
-			     h.last == ix.e[h.index].last ? ndz_seed_check(seeder, h.index, &err) : 0;
+			     h.last == ix.e[h.index].last &&
+			     ndz_seed_worth_checking(seeder, h.index) ?
+			     patch_mem(seeder, buf, h.index, &pst, &err) : 0;
+			if (rc == 0 && seeder && h.index < ix.chunks &&
+			    h.first == ix.e[h.index].first && h.last == ix.e[h.index].last &&
+			    ndz_seed_worth_checking(seeder, h.index))
+				rc = ndz_seed_check(seeder, h.index, &err);
+			if (rc == NDZ_SEED_WHOLE)
+				rc = 0;
 			if (rc != 0) {
 				ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 				if (rc < 0 || ndz_unzip_held(u, h.index, h.first, h.last, &err) < 0)
 					break;
-				held++;
+				held += pst.chunks == patched;
 				continue;
 			}
 			if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)

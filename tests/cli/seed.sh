@@ -97,8 +97,8 @@ check "--seed -z --verify: the whole disk identical to a full -z restore" cmp -s
 cp "$T/D" "$T/S"
 "$IMAGEUNZIP" -v --seed --index "$T/A.ndz.index" - "$T/S" <"$T/A.ndz" 2>"$T/log"
 set -- $(chunks "$T/A.ndz" "$T/R" "$T/S" regions)
-check "--seed from stdin: $(restored "$T/log") written = $want, the rest identical" \
-	test "$(restored "$T/log")" = "$want" -a "$1" = 0
+check "--seed from stdin: $(fetched "$T/log") written = $want, the rest identical" \
+	test "$(fetched "$T/log")" = "$want" -a "$1" = 0
 
 # Seed targets that hold something else: garbage, another filesystem, too short.
 head -c $((64 * MIB)) /dev/urandom >"$T/G0"

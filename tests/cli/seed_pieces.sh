@@ -47,8 +47,10 @@ for k in range(p):
 print(changed, len(chunks), clen, sum(inchunks[c] for c in chunks))
 PY
 # summary LOGFILE: "held restored patched written pieces bytes" of imageunzip -v
+# (six "none" when there is no summary: the run failed, and every check on it fails)
 summary() {
-	sed -n 's/.*(\([0-9]*\) held by the target, \([0-9]*\) restored, \([0-9]*\) patched: \([0-9]*\) of \([0-9]*\) pieces written, \([0-9]*\) bytes of them read).*/\1 \2 \3 \4 \5 \6/p' "$1"
+	_s=$(sed -n 's/.*(\([0-9]*\) held by the target, \([0-9]*\) restored, \([0-9]*\) patched: \([0-9]*\) of \([0-9]*\) pieces written, \([0-9]*\) bytes of them read).*/\1 \2 \3 \4 \5 \6/p' "$1")
+	echo "${_s:-none none none none none none}"
 }
 
 truncate -s 80M "$T/disk"
@@ -104,12 +106,21 @@ for n in 1 2 3; do
 	check "change $n: pieces of those chunks counted ($5 = $wpieces)" test "$5" = "$wpieces"
 done
 
+# From standard input: every chunk read, the same pieces written.
+cp "$T/D1" "$T/S"
+set -- $(python3 "$T/pieces.py" "$T/A.ndz.index" "$T/R" "$T/S"); want=$1
+"$IMAGEUNZIP" -v --seed --index "$T/A.ndz.index" - "$T/S" <"$T/A.ndz" 2>"$T/log"
+set -- $(summary "$T/log")
+check "from standard input: the $want changed pieces written ($4), the image on it" \
+	sh -c "test '$4' = '$want' -a '$2' = 0 && '$IMAGEKEY' -q verify --target '$T/S' '$T/A.ndz'"
+
 # Seed disks that hold something else: garbage, another filesystem, a shorter file.
 head -c $((80 * 1048576)) /dev/urandom >"$T/G"
+total=$(python3 -c "import struct; print(struct.unpack_from('<I', open('$T/A.ndz.index','rb').read(), 40)[0])")
 "$IMAGEUNZIP" -v --seed "$T/A.ndz" "$T/G" 2>"$T/log"
-set -- $(summary "$T/log"); all=$5
-check "garbage: every piece written ($4 of $5), the image on it" \
-	sh -c "test '$4' = '$5' -a '$1' = 0 && '$IMAGEKEY' -q verify --target '$T/G' '$T/A.ndz'"
+set -- $(summary "$T/log")
+check "garbage: every chunk restored whole ($2 of $total), none patched ($3), the image on it" \
+	sh -c "test '$2' = '$total' -a '$3' = 0 && '$IMAGEKEY' -q verify --target '$T/G' '$T/A.ndz'"
 truncate -s 80M "$T/O"
 printf 'label: dos\nstart=2048, type=83\n' | sfdisk -q "$T/O"
 mkfs.ext4 -q -F -E offset=$OFF "$T/O" 65536 >/dev/null 2>&1
@@ -135,17 +146,17 @@ set -- $(summary "$T/log")
 check "a tampered signed index under --key: refused, every chunk restored whole" \
 	sh -c "grep -q 'content index signature' '$T/log' && test '$3' = 0 -a '$1' = 0 &&
 	       '$IMAGEKEY' -q verify --target '$T/S' -x '$T/good' '$T/A.ndz'"
-# The same without --key: the piece whose digest is wrong cannot match what is decoded.
-head -c $((80 * 1048576)) /dev/urandom >"$T/S2"
+# The same without --key, onto the image (so the chunk is patched, not restored whole):
+# the piece whose digest is wrong cannot match what is decoded.
+cp "$T/R" "$T/S2"
 "$IMAGEUNZIP" -q --seed "$T/A.ndz" "$T/S2" 2>"$T/log"
 check "a wrong piece digest without --key: exit 1, the piece named" \
 	sh -c "test $? = 1 && grep -q 'does not match the content index' '$T/log'"
 cp "$T/good" "$T/A.ndz.index"
 
 # Killed part-way (a restore fed n chunks on its standard input, then killed), onto
-# garbage, then run again with --seed from the file: it writes exactly the pieces
-# still lacking, counted beforehand, and the image is on the target.
-total=$(python3 -c "import struct; print(struct.unpack_from('<I', open('$T/A.ndz.index','rb').read(), 40)[0])")
+# garbage, then run again with --seed from the file: it fetches exactly the chunks
+# still lacking, counted beforehand (onto garbage, whole), and the image is on it.
 for s in 1 2; do
 	head -c $((80 * 1048576)) /dev/urandom >"$T/K"
 	n=$(( (s * 7919 + $$) % (total - 2) + 1 ))
@@ -158,11 +169,11 @@ for s in 1 2; do
 	kill -9 $pid 2>/dev/null
 	wait $pid 2>/dev/null
 	exec 3>&-
-	set -- $(python3 "$T/pieces.py" "$T/A.ndz.index" "$T/R" "$T/K"); left=$1
+	set -- $(python3 "$T/pieces.py" "$T/A.ndz.index" "$T/R" "$T/K"); left=$2
 	"$IMAGEUNZIP" -v --seed "$T/A.ndz" "$T/K" 2>"$T/log"
 	set -- $(summary "$T/log")
-	check "killed after $n of $total chunks, rerun: the $left pieces lacking written ($4 of $all), the image on it" \
-		sh -c "test '$4' = '$left' -a '$left' -lt '$all' -a '$left' -gt 0 &&
+	check "killed after $n of $total chunks, rerun: the $left chunks lacking fetched ($2 + $3), the image on it" \
+		sh -c "test '$2' != none && test \$(($2 + $3)) = '$left' -a '$left' -lt '$total' -a '$left' -gt 0 &&
 		       '$IMAGEKEY' -q verify --target '$T/K' '$T/A.ndz'"
 done
 rm -f "$T/fifo"

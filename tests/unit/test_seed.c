@@ -500,7 +500,7 @@ static void test_patch(void **state)
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &tio, NULL), 0);
 	assert_int_equal(ndz_seed_create(tio, &ix, &so, &s, NULL), 0);
 	for (k = 0; k < ix.chunks; k++)
-		if (ndz_seed_patch(s, img, k, &ps, &e) != 1)
+		if (ndz_seed_patch(s, img, (uint64_t)k * NDZ_CHUNK_SIZE, k, &ps, &e) != 1)
 			fail_msg("chunk %u: %s", k, ndz_error_msg(&e));
 	assert_int_equal(ps.pieces_written, want);
 	assert_int_equal(ps.chunks, want_chunks);
@@ -510,7 +510,7 @@ static void test_patch(void **state)
 	/* again: everything held, nothing read or written */
 	memset(&ps, 0, sizeof(ps));
 	for (k = 0; k < ix.chunks; k++)
-		assert_int_equal(ndz_seed_patch(s, img, k, &ps, NULL), 1);
+		assert_int_equal(ndz_seed_patch(s, img, (uint64_t)k * NDZ_CHUNK_SIZE, k, &ps, NULL), 1);
 	assert_int_equal(ps.pieces_written, 0);
 	assert_int_equal(ps.image_bytes, 0);
 	/* a lacking piece whose frame is damaged in the image: refused, not written */
@@ -523,12 +523,25 @@ static void test_patch(void **state)
 		t[r[0].start * SECT] ^= 1;
 		frame[p->clen / 2] ^= 0x10;
 		memset(&e, 0, sizeof(e));
-		assert_int_equal(ndz_seed_patch(s, img, 1, &ps, &e), NDZ_ECORRUPT);
+		assert_int_equal(ndz_seed_patch(s, img, NDZ_CHUNK_SIZE, 1, &ps, &e), NDZ_ECORRUPT);
 		assert_true(t[r[0].start * SECT] != data[r[0].start * SECT]);
 		frame[p->clen / 2] ^= 0x10;
-		assert_int_equal(ndz_seed_patch(s, img, 1, &ps, NULL), 1);
+		assert_int_equal(ndz_seed_patch(s, img, NDZ_CHUNK_SIZE, 1, &ps, NULL), 1);
 		assert_memory_equal(t, data, src);
 	}
+	/*
+	 * a target of zeros: every piece differs, the chunk is left to be restored
+	 * whole; after a few such chunks only every 8th is worth checking
+	 */
+	memset(t, 0, len);
+	memset(&ps, 0, sizeof(ps));
+	assert_true(ndz_seed_worth_checking(s, 1));
+	for (k = 0; k < 4; k++)
+		assert_int_equal(ndz_seed_patch(s, img, (uint64_t)(k % ix.chunks) * NDZ_CHUNK_SIZE,
+						k % ix.chunks, &ps, NULL), NDZ_SEED_WHOLE);
+	assert_int_equal(ps.image_bytes, 0);
+	assert_false(ndz_seed_worth_checking(s, 9));
+	assert_true(ndz_seed_worth_checking(s, 16));
 	ndz_seed_free(s);
 	ndz_io_close(tio);
 	ndz_io_close(img);
@@ -543,7 +556,7 @@ static void test_patch(void **state)
 	assert_int_equal(ndz_io_open_mem(col.buf, col.n * NDZ_CHUNK_SIZE, 0, &img, NULL), 0);
 	assert_int_equal(ndz_io_open_mem(t, len, 1, &tio, NULL), 0);
 	assert_int_equal(ndz_seed_create(tio, &ix, &so, &s, NULL), 0);
-	assert_int_equal(ndz_seed_patch(s, img, 0, &ps, NULL), 0);
+	assert_int_equal(ndz_seed_patch(s, img, 0, 0, &ps, NULL), 0);
 	ndz_seed_free(s);
 	ndz_io_close(tio);
 	ndz_io_close(img);
