@@ -317,7 +317,7 @@ static uint64_t entry_data(const struct ndz_index_entry *x)
 static int decode_pieces(const uint8_t *b, size_t body, size_t at, uint32_t chunks,
 			 uint32_t pieces, struct ndz_index *ix, struct ndz_error *e)
 {
-	uint32_t k = 0, i;
+	uint32_t k = 0, i, next = 0;     /* the chunks' pieces come in chunk order */
 
 	if ((body - at) / P_SIZE != pieces || (body - at) % P_SIZE)
 		return malformed(e, "size does not match the region and piece counts");
@@ -328,8 +328,9 @@ static int decode_pieces(const uint8_t *b, size_t body, size_t at, uint32_t chun
 		uint64_t doff = 0, coff = 0;
 
 		i = get_le32(p + P_CHUNK);
-		if (i >= chunks || ix->e[i].npieces)
+		if (i >= chunks || i < next)
 			return bad_chunk(e, i, "pieces out of order or of no chunk");
+		next = i + 1;
 		while (k + n < pieces && get_le32(p + (size_t)n * P_SIZE + P_CHUNK) == i)
 			n++;
 		if (n > INDEX_MAX_PIECES_PER_CHUNK)
