@@ -1,4 +1,4 @@
-/* Does a target hold a chunk: its region bytes hashed against the content index. */
+/* Seeded restores: does a target hold a chunk (hashed against the content index); patching it by pieces. */
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>

@@ -3,7 +3,9 @@
  * an image's content index, read the target's bytes where the chunk writes and
  * compare their digest with the index's. A chunk the target holds need not be
  * fetched, read from the image or written; after a restore, the same check of every
- * chunk says whether the target holds the image (--verify).
+ * chunk says whether the target holds the image (--verify). A zstd chunk's pieces
+ * (issue 32) let a chunk the target holds most of be patched: only its pieces that
+ * differ are read from the image, decoded and written.
  */
 #ifndef NDZ_SEED_H
 #define NDZ_SEED_H
