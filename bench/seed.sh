@@ -20,7 +20,8 @@
 #  5. imageunzip --verify vs imageunzip, onto the same allocated file.
 # Usage: bench/seed.sh BUILD [REPS]   (root; writes the figures to BENCH_OUT, default
 # bench/seed-results.txt; scratch in BENCH_DIR, default /var/tmp; BENCH_ONLY=multi: the set-up
-# and the N-client part only)
+# and the N-client part only; BENCH_ONLY=local: no multicast, only 3 to 5 with a plain
+# restore onto client 1's disk beside them and imageunzip -v's count of pieces)
 set -u
 . "$(dirname "$0")/netbench.sh"
 IMAGEKEY="$NDZ_BIN/imagekey"
@@ -28,6 +29,7 @@ DISK_MB=${BENCH_DISK_MB:-2048}
 FILL=${BENCH_FILL:-1200000000}
 PCT=${BENCH_PCT:-2}
 NCL=${BENCH_CLIENTS:-8}
+[ "${BENCH_ONLY:-}" = local ] && NCL=1
 RATE=${BENCH_RATE:-100M}
 OUTF=${BENCH_OUT:-$NDZ_TOP/bench/seed-results.txt}
 PY="python3 $NDZ_TOP/bench/seed.py"
@@ -146,10 +148,10 @@ check() {   # check DISK WHAT: the disk holds the image (imagekey) and is e2fsck
 	"$IMAGEKEY" -q verify --target "$1" "$IMG" || say "# WRONG: $2: $1 does not hold the image"
 	e2fsck -fn "$1" >/dev/null 2>&1 || say "# WRONG: $2: $1 is not e2fsck clean"
 }
-ONLY=${BENCH_ONLY:-}   # multi: only the set-up and the N-client part
+ONLY=${BENCH_ONLY:-}   # multi: only the set-up and the N-client part; local: no multicast
 zero_z
 r=1
-[ "$ONLY" = multi ] && r=$((REPS + 1))
+[ "$ONLY" = multi ] || [ "$ONLY" = local ] && r=$((REPS + 1))
 while [ $r -le "$REPS" ]; do
 	tgt=z name=full; drop; fris 1
 	undo 1; tgt=c name=seed1; drop; fris 1 --seed
@@ -158,22 +160,25 @@ while [ $r -le "$REPS" ]; do
 	[ $r = 1 ] && check "$D/z1.img" "frisbee --seed onto zeros"
 	r=$((r + 1))
 done
-if [ "$ONLY" != multi ]; then
+if [ "$ONLY" != multi ] && [ "$ONLY" != local ]; then
 	cut -d' ' -f1 "$D/full" >"$D/full.t"; cut -d' ' -f2 "$D/full" >"$D/full.b"
 	cut -d' ' -f1 "$D/seed1" >"$D/seed1.t"; cut -d' ' -f2 "$D/seed1" >"$D/seed1.b"
 	cut -d' ' -f1 "$D/seedzero" >"$D/seedzero.t"
 fi
 r=1
+[ "$ONLY" = local ] && r=$((REPS + 1))
 while [ $r -le "$REPS" ]; do
 	i=1; while [ $i -le "$NCL" ]; do undo $i; i=$((i + 1)); done
 	tgt=c name=multi; drop; fris "$NCL" --seed
 	if [ $r = 1 ]; then i=1; while [ $i -le "$NCL" ]; do check "$D/c$i.img" "client $i of $NCL"; i=$((i + 1)); done; fi
 	r=$((r + 1))
 done
+if [ "$ONLY" != local ]; then
 cut -d' ' -f1 "$D/multi" >"$D/multi.t"; cut -d' ' -f2 "$D/multi" >"$D/multi.b"
 [ "$ONLY" = multi ] || say "# client 1's last summary line, 1 client --seed: $(cat "$D/seed1.sum")"
 say "# client 1's last summary line, $NCL clients --seed: $(cat "$D/multi.sum")"
 MBAD=$(awk '{ s += $3 } END { print s + 0 }' "$D/multi")
+fi
 row() { printf '%-64s %12s %10s %8s\n' "$1" "$2" "$3" "$4" | tee -a "$OUTF"; }
 if [ "$ONLY" = multi ]; then
 	say "# runs (s, server bytes, clients failed): $(tr '\n' ';' <"$D/multi")"
@@ -201,6 +206,9 @@ while [ $r -le "$REPS" ]; do
 	/usr/bin/time -f "%e %U %S" -o "$D/time" "$IMAGEUNZIP" -q --seed "$IMG" "$D/c1.img" || die "imageunzip --seed"
 	cut -d' ' -f1 "$D/time" >>"$D/iu.t"
 	[ $r = 1 ] && check "$D/c1.img" "imageunzip --seed"
+	undo 1; drop
+	/usr/bin/time -f "%e %U %S" -o "$D/time" "$IMAGEUNZIP" -q "$IMG" "$D/c1.img" || die "imageunzip onto c1"
+	cut -d' ' -f1 "$D/time" >>"$D/iup.t"
 	undo 1; rm -f "$D/cas.img"; drop
 	/usr/bin/time -f "%e %U %S" -o "$D/time" casync extract --store="$D/store" --seed="$D/c1.img" \
 		"$D/base.caibx" "$D/cas.img" || die "casync extract"
@@ -212,6 +220,9 @@ undo 1; drop
 strace -f -y -e trace=read,pread64,readv,preadv,preadv2 -o "$D/iu.strace" \
 	"$IMAGEUNZIP" -q --seed "$IMG" "$D/c1.img" || die "imageunzip --seed (strace)"
 IUB=$(rd_bytes "$D/iu.strace" "$D/img\\.ndz")
+undo 1; drop
+"$IMAGEUNZIP" -v --seed "$IMG" "$D/c1.img" 2>"$D/iu.sum" || die "imageunzip -v --seed"
+say "# imageunzip -v --seed onto client 1's disk: $(tail -1 "$D/iu.sum")"
 undo 1; rm -f "$D/cas.img"; drop
 strace -f -y -e trace=read,pread64,readv,preadv,preadv2 -o "$D/ca.strace" \
 	casync extract --store="$D/store" --seed="$D/c1.img" "$D/base.caibx" "$D/cas.img" ||
@@ -246,6 +257,7 @@ say ""
 say "== seeded reloads, medians of $REPS; disk ${DISK_MB} MiB, $PCT% of used bytes changed"
 printf '%-64s %12s %10s %8s\n' measure value ratio goal | tee -a "$OUTF"
 row() { printf '%-64s %12s %10s %8s\n' "$1" "$2" "$3" "$4" | tee -a "$OUTF"; }
+if [ "$ONLY" != local ]; then
 row "frisbee full reload, 1 client, -W $RATE: s" "$(med full.t)" "" ""
 row "frisbee --seed reload of client 1 (lacks $(wc -l <"$D/lack1") chunks): s" "$(med seed1.t)" \
 	"$(ratio "$(med seed1.t)" "$(med full.t)")" "<=0.15"
@@ -255,14 +267,16 @@ row "  server bytes vs union of lacking chunks ($NU x 1 MiB)" "$(med multi.b)" \
 	"$(ratio "$(med multi.b)" $((NU * 1048576)))" "<=1.1"
 row "  same, over the floor ($NU x 1 MiB x 1.061 headers)" "" \
 	"$(ratio "$(med multi.b)" "$(echo "$NU * 1048576 * 1.061" | bc)")" ""
-row "imageunzip --seed onto client 1's disk: s" "$(med iu.t)" "" ""
+fi
+row "imageunzip onto client 1's disk (no seed): s" "$(med iup.t)" "" ""
+row "imageunzip --seed onto client 1's disk: s" "$(med iu.t)" "$(ratio "$(med iu.t)" "$(med iup.t)")" "<=0.10"
 row "casync extract --seed=(client 1's disk), into a new file: s" "$(med ca.t)" \
 	"$(ratio "$(med iu.t)" "$(med ca.t)")" "<1"
 row "  bytes read from the source: imageunzip (image+index) / casync (store+caibx)" "$IUB / $CAB" \
 	"$(ratio "$IUB" "$CAB")" "<1"
 row "seed scan (imagekey verify --target base): s / CPU s/GiB" \
 	"$(med scan.t) / $(printf '%.2f' "$(echo "$(med scan.cpu) / $gib" | bc -l)")" "" "say"
-row "frisbee --seed onto zeros vs full reload: s" "$(med seedzero.t)" \
+[ "$ONLY" = local ] || row "frisbee --seed onto zeros vs full reload: s" "$(med seedzero.t)" \
 	"$(ratio "$(med seedzero.t)" "$(med full.t)")" "<=1.05"
 row "imageunzip --seed onto zeros vs imageunzip onto zeros: s" "$(med iusz.t) / $(med iuzz.t)" \
 	"$(ratio "$(med iusz.t)" "$(med iuzz.t)")" "<=1.05"

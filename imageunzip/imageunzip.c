@@ -31,7 +31,8 @@ static const char usage_text[] =
 	"                     quick on solid state disks, what it reads back is not promised\n"
 	"  -n, --check        read, check and decompress everything, write nothing\n"
 	"      --seed         write only the chunks TARGET does not hold already (as\n"
-	"                     the content index says); from a file, read only those\n"
+	"                     the content index says); from a file, read only those,\n"
+	"                     and of a zstd chunk only the pieces (frames) that differ\n"
 	"      --verify       after the flush, read every chunk back from TARGET (past\n"
 	"                     the page cache) and check it against the content index;\n"
 	"                     exit 1 when one differs\n"
@@ -310,16 +311,19 @@ int main(int argc, char **argv)
 	ndz_io_close(tgt.disk);
 	ndz_io_close(jo.in);
 	if (rc == 0 && cli_verbose) {
-		char flushed[48] = "", held_s[64];
+		char flushed[48] = "", held_s[224];
 
-		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored)", res.held,
-			 res.stats.chunks);
+		snprintf(held_s, sizeof(held_s), " (%u held by the target, %u restored, %u "
+			 "patched: %u of %u pieces written, %llu bytes of them read)", res.held,
+			 res.stats.chunks, res.patch.chunks, res.patch.pieces_written,
+			 res.patch.pieces, (unsigned long long)res.patch.image_bytes);
 
 		if (job.prog.flush_s >= 0)
 			snprintf(flushed, sizeof(flushed), ", flushed in %.2f s", job.prog.flush_s);
 		cli_info("%s: %u chunks%s, %llu bytes written, %llu zeroed, %.2f s, %s%s%s",
-			 argv[optind], res.stats.chunks + res.held, seed ? held_s : "",
-			 (unsigned long long)res.stats.bytes_written,
+			 argv[optind], res.stats.chunks + res.held + res.patch.chunks,
+			 seed ? held_s : "",
+			 (unsigned long long)(res.stats.bytes_written + res.patch.bytes_written),
 			 (unsigned long long)res.stats.bytes_zeroed, cli_progress_elapsed(&job.prog),
 			 cli_progress_rate(&job.prog, rate, sizeof(rate)), flushed,
 			 uopts.verify_only ? " (verified, nothing written)" : "");

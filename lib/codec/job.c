@@ -291,29 +291,52 @@ static int load_index(const struct ndz_restore_opts *o, const struct ndz_chunk_h
 	return 0;
 }
 
+/* ndz_seed_patch of chunk i in buf, as read from a stream. */
+static int patch_mem(struct ndz_seed *s, uint8_t *buf, uint32_t i,
+		     struct ndz_seed_patch_stats *pst, struct ndz_error *err)
+{
+	struct ndz_io *mio;
+	int rc = ndz_io_open_mem(buf, NDZ_CHUNK_SIZE, 0, &mio, err);
+
+	if (rc < 0)
+		return rc;
+	rc = ndz_seed_patch(s, mio, 0, i, pst, err);
+	ndz_io_close(mio);
+	return rc;
+}
+
 /*
- * A seeded restore from a file: chunk i is read only when the target does not hold
- * it; a held one is only counted (ndz_unzip_held). The pipeline does the image's
- * rules on the chunks put. Returns 0 or a negative code with err set.
+ * A seeded restore from a file: a chunk with pieces (doc/FORMAT.md) is brought up
+ * to the image piece by piece, only its lacking pieces read from the image and
+ * written (ndz_seed_patch); any other chunk is read only when the target does not
+ * hold it. Chunks held or patched are only counted by the pipeline
+ * (ndz_unzip_held), which does the image's rules on the chunks put. Returns 0 or a
+ * negative code with err set.
  */
 static int seed_file(struct ndz_unzip *u, struct ndz_io *in, struct ndz_seed *s,
-		     const struct ndz_index *ix, uint32_t *held, struct ndz_error *err)
+		     const struct ndz_index *ix, uint32_t *held,
+		     struct ndz_seed_patch_stats *pst, struct ndz_error *err)
 {
 	struct ndz_chunk_hdr h;
 	uint32_t i;
 	int rc;
 
 	for (i = 0; i < ix->chunks; i++) {
+		uint32_t patched = pst->chunks;
 		uint8_t *buf;
 
-		rc = s ? ndz_seed_check(s, i, err) : 0;
+		rc = s && ndz_seed_worth_checking(s, i) ?
+		     ndz_seed_patch(s, in, (uint64_t)i * NDZ_CHUNK_SIZE, i, pst, err) :
+		     NDZ_SEED_WHOLE;
+		if (rc == 0 && s)
+			rc = ndz_seed_check(s, i, err);
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
 			rc = ndz_unzip_held(u, i, ix->e[i].first, ix->e[i].last, err);
 			if (rc < 0)
 				return rc;
-			(*held)++;
+			*held += pst->chunks == patched;
 			continue;
 		}
 		buf = ndz_unzip_get_buf(u, err);
@@ -339,13 +362,16 @@ static int seed_file(struct ndz_unzip *u, struct ndz_io *in, struct ndz_seed *s,
 
 /* A stream (or a file without seeding) read whole; a chunk the target holds is not written. */
 static void walk_all(struct ndz_unzip *u, struct ndz_image_walk *walk, struct ndz_seed *seeder,
-		     const struct ndz_index *ix, uint32_t *held, struct ndz_error *err)
+		     const struct ndz_index *ix, uint32_t *held,
+		     struct ndz_seed_patch_stats *pst, struct ndz_error *err)
 {
 	struct ndz_chunk_hdr h;
 	int rc;
 
 	for (;;) {
 		uint8_t *buf = ndz_unzip_get_buf(u, NULL);
+		uint32_t patched;
+		int seeded;
 
 		if (!buf)
 			break;
@@ -354,13 +380,20 @@ static void walk_all(struct ndz_unzip *u, struct ndz_image_walk *walk, struct nd
 			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 			break;
 		}
-		rc = seeder && h.index < ix->chunks && h.first == ix->e[h.index].first &&
-		     h.last == ix->e[h.index].last ? ndz_seed_check(seeder, h.index, err) : 0;
+		patched = pst->chunks;
+		/* of a chunk that has pieces only the pieces that differ are written */
+		seeded = seeder && h.index < ix->chunks && h.first == ix->e[h.index].first &&
+			 h.last == ix->e[h.index].last && ndz_seed_worth_checking(seeder, h.index);
+		rc = seeded ? patch_mem(seeder, buf, h.index, pst, err) : 0;
+		if (rc == 0 && seeded)
+			rc = ndz_seed_check(seeder, h.index, err);
+		if (rc == NDZ_SEED_WHOLE)
+			rc = 0;
 		if (rc != 0) {
 			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
 			if (rc < 0 || ndz_unzip_held(u, h.index, h.first, h.last, err) < 0)
 				break;
-			(*held)++;
+			*held += pst->chunks == patched;
 			continue;
 		}
 		if (ndz_unzip_put_buf(u, buf, &h, 0, NULL) < 0)
@@ -476,9 +509,9 @@ int ndz_restore(const struct ndz_restore_opts *o, struct ndz_restore_result *res
 	}
 	/* Each chunk is read straight into a buffer of the pipeline. */
 	if (have_ix && o->seed && !o->in->is_stream)
-		seed_file(u, o->in, seeder, &ix, &res->held, err);
+		seed_file(u, o->in, seeder, &ix, &res->held, &res->patch, err);
 	else
-		walk_all(u, walk, seeder, &ix, &res->held, err);
+		walk_all(u, walk, seeder, &ix, &res->held, &res->patch, err);
 	/* The first error wins: the reader's above, or the pipeline's. */
 	rc = ndz_unzip_finish(u, &res->stats, err);
 	if (err->code)
@@ -503,7 +536,8 @@ out:
 		r.event = NDZ_JOB_END;
 		r.ok = rc == 0;
 		r.held = res->held;
-		r.bytes = res->stats.bytes_written + res->stats.bytes_zeroed;
+		r.bytes = res->stats.bytes_written + res->stats.bytes_zeroed +
+			  res->patch.bytes_written;
 		tell(o->report, o->report_ctx, &r);
 	}
 	ndz_seed_free(seeder);

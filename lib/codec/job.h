@@ -14,6 +14,7 @@
 #include "core/err.h"
 #include "core/io.h"
 #include "core/format.h"
+#include "codec/seed.h"
 #include "codec/unzip.h"
 #include "codec/zip.h"
 #include "scan.h"
@@ -127,6 +128,7 @@ struct ndz_restore_opts {
 struct ndz_restore_result {
 	struct ndz_unzip_stats stats;        /* chunks restored, bytes written, zeroed */
 	uint32_t held;                       /* chunks the target held already (seed) */
+	struct ndz_seed_patch_stats patch;   /* chunks brought up piece by piece (seed) */
 	int created;                         /* the target file was made by the job */
 	int usage;                           /* the failure is the command line's: the
 						options do not fit this image */

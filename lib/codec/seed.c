@@ -1,6 +1,7 @@
-/* Does a target hold a chunk: its region bytes hashed against the content index. */
+/* Seeded restores: does a target hold a chunk (hashed against the content index); patching it by pieces. */
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "core/format.h"
 #include "core/image.h"
@@ -16,7 +17,9 @@ struct ndz_seed {
 	struct ndz_seed_opts o;
 	struct ndz_digest *d;
 	uint8_t *buf;
+	uint8_t *win;                    /* ndz_seed_patch: prefix and piece */
 	uint64_t bytes_read;
+	uint32_t miss_run;               /* chunks in a row that differed everywhere */
 };
 
 int ndz_seed_create(struct ndz_io *target, const struct ndz_index *ix,
@@ -51,6 +54,7 @@ void ndz_seed_free(struct ndz_seed *s)
 	if (!s)
 		return;
 	ndz_digest_free(s->d);
+	free(s->win);
 	free(s->buf);
 	free(s);
 }
@@ -156,7 +160,269 @@ int ndz_seed_check(struct ndz_seed *s, uint32_t i, struct ndz_error *e)
 	}
 	if ((rc = ndz_digest_final(s->d, got, e)) < 0)
 		return rc;
-	return memcmp(got, x->digest, NDZ_INDEX_DIGEST_LEN) == 0;
+	rc = memcmp(got, x->digest, NDZ_INDEX_DIGEST_LEN) == 0;
+	s->miss_run = rc ? 0 : s->miss_run + 1;
+	return rc;
+}
+
+/*
+ * After SKIP_AFTER chunks in a row that differ (all their pieces), a target is
+ * taken to differ everywhere from here on: only every SKIP_EVERY-th chunk is
+ * checked, until one is found held again. Writing a chunk the target held costs
+ * only time; reading and hashing a target that holds nothing made a seeded restore
+ * onto a new disk 3x a plain one (bench/seed-results.txt).
+ */
+#define SKIP_AFTER 4u
+#define SKIP_EVERY 32u
+
+int ndz_seed_worth_checking(const struct ndz_seed *s, uint32_t i)
+{
+	return s->miss_run < SKIP_AFTER || i % SKIP_EVERY == 0;
+}
+
+/* ---- patching a chunk piece by piece ---- */
+
+#define WIN_PREFIX NDZ_INDEX_MAX_PIECE    /* the prefix rule's 2 MiB */
+#define WIN_SIZE   (WIN_PREFIX + NDZ_INDEX_MAX_PIECE)
+
+/* The chunk's header from image (4096 bytes at its place) is the entry's. */
+static int patch_header(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+			uint8_t *area, struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	const struct ndz_index_entry *x = &s->ix->e[i];
+	struct ndz_chunk_hdr h;
+	uint32_t j;
+	int rc;
+
+	rc = ndz_io_read_full(image, area, NDZ_HDR_SIZE, at, NULL, e);
+	if (rc < 0)
+		return rc;
+	st->image_bytes += NDZ_HDR_SIZE;
+	if ((rc = ndz_hdr_decode(area, &h, e)) < 0) {
+		ndz_error_prefix(e, "%s", image->name);
+		return rc;
+	}
+	if (h.index != i || h.codec != NDZ_CODEC_ZSTD || h.incompat_flags ||
+	    memcmp(h.uuid, s->ix->uuid, 16) || h.source_bytes != s->ix->source_bytes ||
+	    h.first != x->first || h.last != x->last || h.nregions != x->nregions)
+		goto mismatch;
+	for (j = 0; j < h.nregions; j++) {
+		struct ndz_region r = ndz_hdr_region(area, j);
+
+		if (r.start != x->regions[j].start || r.count != x->regions[j].count)
+			goto mismatch;
+	}
+	{
+		const struct ndz_index_piece *last = &x->pieces[x->npieces - 1];
+
+		if ((uint64_t)last->coff + last->clen != h.data_len)
+			goto mismatch;
+	}
+	return 0;
+mismatch:
+	return ndz_error_set(e, NDZ_EMISMATCH, 0, "%s: chunk %u: its header is not what the "
+			     "content index says", image->name, i);
+}
+
+/*
+ * Piece p's bytes as they are on the target into win (dlen bytes; past the end of
+ * the target, or past source_bytes, zeros), hashed into got. 0 or a negative code.
+ */
+static int patch_read(struct ndz_seed *s, const struct ndz_index_entry *x,
+		      const struct ndz_index_piece *p, uint8_t *win,
+		      uint8_t got[NDZ_INDEX_DIGEST_LEN], struct ndz_error *e)
+{
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+	uint64_t at = 0;
+	int rc;
+
+	memset(win, 0, p->dlen);
+	for (k = 0; k < n; k++) {
+		uint64_t off, len;
+		size_t have = 0;
+
+		clip(s, r[k].start, r[k].start + r[k].count, &off, &len);
+		if (len) {
+			struct ndz_error re = { 0 };
+
+			rc = ndz_io_read_full(s->target, win + at, (size_t)len,
+					      s->o.target_offset + off, &have, &re);
+			if (rc == NDZ_ESHORTREAD)
+				memset(win + at + have, 0, (size_t)len - have);
+			else if (rc < 0) {
+				ndz_error_copy(e, &re);
+				return rc;
+			}
+			s->bytes_read += rc == 0 ? len : have;
+			if ((rc = ndz_digest_update(s->d, win + at, (size_t)len, e)) < 0)
+				return rc;
+		}
+		at += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
+	}
+	return ndz_digest_final(s->d, got, e);
+}
+
+/* The digest of piece p's bytes at buf, clipped to source_bytes as the index's is. */
+static int patch_hash(struct ndz_seed *s, const struct ndz_index_entry *x,
+		      const struct ndz_index_piece *p, const uint8_t *buf,
+		      uint8_t got[NDZ_INDEX_DIGEST_LEN], struct ndz_error *e)
+{
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+	uint64_t pos = 0, off, len;
+	int rc;
+
+	for (k = 0; k < n; k++) {
+		clip(s, r[k].start, r[k].start + r[k].count, &off, &len);
+		if (len && (rc = ndz_digest_update(s->d, buf + pos, (size_t)len, e)) < 0)
+			return rc;
+		pos += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
+	}
+	return ndz_digest_final(s->d, got, e);
+}
+
+/* Write the dlen bytes of piece p at win where they go on the target (clipped). */
+static int patch_write(struct ndz_seed *s, const struct ndz_index_entry *x,
+		       const struct ndz_index_piece *p, const uint8_t *win,
+		       struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+	uint64_t at = 0;
+	int rc;
+
+	for (k = 0; k < n; k++) {
+		uint64_t off, len;
+
+		clip(s, r[k].start, r[k].start + r[k].count, &off, &len);
+		if (len) {
+			rc = ndz_io_write_full(s->target, win + at, (size_t)len,
+					       s->o.target_offset + off, e);
+			if (rc < 0)
+				return rc;
+			st->bytes_written += len;
+		}
+		at += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
+	}
+	return 0;
+}
+
+/* The gaps of entry x in [first, last) read as zero (with zero_fill): 1, 0 or < 0. */
+static int patch_gaps_zero(struct ndz_seed *s, const struct ndz_index_entry *x,
+			   struct ndz_error *e)
+{
+	uint64_t gap = x->first, off, len;
+	uint32_t j;
+	int rc;
+
+	for (j = 0; j <= x->nregions; j++) {
+		uint64_t rs = j < x->nregions ? x->regions[j].start : x->last;
+
+		clip(s, gap, rs, &off, &len);
+		rc = scan(s, off, len, 1, e);
+		if (rc <= 0)
+			return rc;
+		if (j < x->nregions)
+			gap = rs + x->regions[j].count;
+	}
+	return 1;
+}
+
+int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+		   struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	const struct ndz_index_entry *x;
+	uint8_t got[NDZ_INDEX_DIGEST_LEN], *c = NULL;
+	uint32_t j, wrote = 0;
+	size_t wpos = 0;               /* the current piece's place in s->win */
+	int rc, have_hdr = 0;
+
+	if (i >= s->ix->chunks)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: past the index's %u chunks", i,
+				     s->ix->chunks);
+	x = &s->ix->e[i];
+	if (!x->npieces)
+		return 0;
+	if ((rc = ndz_digest_final(s->d, got, e)) < 0)   /* start clean */
+		return rc;
+	if (s->o.zero_fill && (rc = patch_gaps_zero(s, x, e)) <= 0)
+		return rc;
+	if (!s->win && !(s->win = malloc(WIN_SIZE)))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: seed checker: %s", s->target->name,
+				     ndz_strerror(NDZ_ENOMEM));
+	/* First which pieces differ: all of them, and the chunk is better restored whole. */
+	for (j = 0; j < x->npieces; j++) {
+		if ((rc = patch_read(s, x, &x->pieces[j], s->win, got, e)) < 0)
+			return rc;
+		if (!memcmp(got, x->pieces[j].digest, NDZ_INDEX_DIGEST_LEN))
+			break;
+	}
+	if (j == x->npieces) {
+		s->miss_run++;
+		return NDZ_SEED_WHOLE;
+	}
+	s->miss_run = 0;
+	for (j = 0; j < x->npieces; j++) {
+		const struct ndz_index_piece *p = &x->pieces[j];
+		size_t plen = p->doff < WIN_PREFIX ? (size_t)p->doff : WIN_PREFIX;
+
+		if (wpos + p->dlen > WIN_SIZE) {   /* keep the last 2 MiB as prefix */
+			memmove(s->win, s->win + wpos - WIN_PREFIX, WIN_PREFIX);
+			wpos = WIN_PREFIX;
+		}
+		if ((rc = patch_read(s, x, p, s->win + wpos, got, e)) < 0)
+			goto out;
+		if (memcmp(got, p->digest, NDZ_INDEX_DIGEST_LEN) != 0) {
+			if (!have_hdr) {
+				c = malloc(NDZ_INDEX_MAX_PIECE > NDZ_HDR_SIZE ? NDZ_INDEX_MAX_PIECE :
+					   NDZ_HDR_SIZE);
+				if (!c) {
+					rc = ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i,
+							   ndz_strerror(NDZ_ENOMEM));
+					goto out;
+				}
+				if ((rc = patch_header(s, image, at, i, c, st, e)) < 0)
+					goto out;
+				have_hdr = 1;
+			}
+			rc = p->clen > NDZ_INDEX_MAX_PIECE ?
+			     ndz_error_set(e, NDZ_ECORRUPT, 0, "%s: chunk %u: piece %u of %u "
+					   "bytes", image->name, i, j, p->clen) :
+			     ndz_io_read_full(image, c, p->clen, at + NDZ_HDR_SIZE + p->coff,
+					      NULL, e);
+			if (rc < 0)
+				goto out;
+			st->image_bytes += p->clen;
+			rc = ndz_unzip_piece(c, p->clen, s->win + wpos - plen, plen, s->win + wpos,
+					     p->dlen, e);
+			if (rc < 0) {
+				ndz_error_prefix(e, "%s: chunk %u: piece %u", image->name, i, j);
+				goto out;
+			}
+			if ((rc = patch_hash(s, x, p, s->win + wpos, got, e)) < 0)
+				goto out;
+			if (memcmp(got, p->digest, NDZ_INDEX_DIGEST_LEN) != 0) {
+				rc = ndz_error_set(e, NDZ_ECORRUPT, 0, "%s: chunk %u: piece %u "
+						   "does not match the content index", image->name,
+						   i, j);
+				goto out;
+			}
+			if ((rc = patch_write(s, x, p, s->win + wpos, st, e)) < 0)
+				goto out;
+			wrote++;
+		}
+		wpos += p->dlen;
+	}
+	if (wrote) {
+		st->chunks++;
+		st->pieces += x->npieces;
+		st->pieces_written += wrote;
+	}
+	rc = 1;
+out:
+	free(c);
+	return rc;
 }
 
 /* ---- building the index of a stored image ---- */
@@ -173,8 +439,45 @@ struct hashio {
 	struct ndz_digest *d;
 	uint32_t c, j;                   /* the chunk and region being written */
 	uint64_t done;                   /* bytes of that region written */
+	struct ndz_digest *pd;           /* the chunk's piece p, at dpos of its data */
+	uint32_t p;
+	uint64_t dpos;
 	int bad;
 };
+
+/* The pieces of chunk c from p on are final: the last ones are clipped short. */
+static int hio_pieces_end(struct hashio *h)
+{
+	struct ndz_index_entry *x = &h->ix->e[h->c];
+
+	for (; h->p < x->npieces; h->p++)
+		if (ndz_digest_final(h->pd, x->pieces[h->p].digest, NULL) < 0)
+			return NDZ_ENOMEM;
+	h->p = 0;
+	h->dpos = 0;
+	return 0;
+}
+
+/* n bytes at buf of the chunk's data into piece digests, finishing those that end. */
+static int hio_pieces(struct hashio *h, const uint8_t *buf, uint64_t n)
+{
+	struct ndz_index_entry *x = &h->ix->e[h->c];
+
+	while (n && h->p < x->npieces) {
+		const struct ndz_index_piece *q = &x->pieces[h->p];
+		uint64_t m = q->doff + q->dlen - h->dpos < n ? q->doff + q->dlen - h->dpos : n;
+
+		if (ndz_digest_update(h->pd, buf, (size_t)m, NULL) < 0)
+			return NDZ_ENOMEM;
+		buf += m;
+		n -= m;
+		h->dpos += m;
+		if (h->dpos == q->doff + q->dlen &&
+		    ndz_digest_final(h->pd, x->pieces[h->p++].digest, NULL) < 0)
+			return NDZ_ENOMEM;
+	}
+	return 0;
+}
 
 /* Region j of chunk c as bytes clipped to source_bytes: *off and *len (0: none). */
 static void hio_region(const struct hashio *h, uint64_t *off, uint64_t *len)
@@ -241,7 +544,8 @@ static int hio_advance(struct hashio *h)
 			h->done = 0;
 			continue;
 		}
-		if (ndz_digest_final(h->d, h->ix->e[h->c].digest, NULL) < 0)
+		if (ndz_digest_final(h->d, h->ix->e[h->c].digest, NULL) < 0 ||
+		    hio_pieces_end(h) < 0)
 			return NDZ_ENOMEM;
 		h->c++;
 		h->j = 0;
@@ -271,7 +575,7 @@ static ssize_t hio_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64
 			return NDZ_EREGION;
 		}
 		n = rlen - h->done < left ? rlen - h->done : left;
-		if (ndz_digest_update(h->d, p, (size_t)n, NULL) < 0)
+		if (ndz_digest_update(h->d, p, (size_t)n, NULL) < 0 || hio_pieces(h, p, n) < 0)
 			return NDZ_ENOMEM;
 		h->done += n;
 		p += n;
@@ -307,6 +611,58 @@ static void hio_close(struct ndz_io *io)
 static const struct ndz_io_ops hio_ops = {
 	hio_pread, hio_pwrite, hio_zero, hio_flush, hio_close, NULL, NULL,
 };
+
+/*
+ * Chunk i's pieces (doc/FORMAT.md, "Pieces"), as imagezip records them: each frame
+ * of a zstd chunk (at buf, h its header), digests to come as its bytes are written.
+ * Nothing when the frames do not add up: the restore pipeline says what is wrong.
+ */
+static int set_pieces(struct ndz_index *ix, uint32_t i, const struct ndz_chunk_hdr *h,
+		      const uint8_t *buf, struct ndz_error *e)
+{
+	const uint8_t *data = buf + NDZ_HDR_SIZE;
+	struct ndz_index_piece *p = NULL;
+	uint32_t n = 0, cap = 0;
+	uint64_t doff = 0;
+	size_t at = 0;
+	int rc = 0;
+
+	if (h->codec != NDZ_CODEC_ZSTD)
+		return 0;
+	while (at < h->data_len) {
+		size_t fsz = ZSTD_findFrameCompressedSize(data + at, h->data_len - at);
+		unsigned long long csz = ZSTD_isError(fsz) ? ZSTD_CONTENTSIZE_ERROR :
+					 ZSTD_getFrameContentSize(data + at, fsz);
+
+		if (csz == 0 || csz > NDZ_INDEX_MAX_PIECE || csz % NDZ_SECTOR_SIZE)
+			goto out;           /* also the ZSTD_CONTENTSIZE_ values */
+		if (n == cap) {
+			struct ndz_index_piece *more;
+
+			cap = cap ? 2 * cap : 16;
+			more = realloc(p, cap * sizeof(*p));
+			if (!more) {
+				rc = ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i,
+						   ndz_strerror(NDZ_ENOMEM));
+				goto out;
+			}
+			p = more;
+		}
+		memset(&p[n], 0, sizeof(p[n]));
+		p[n].coff = (uint32_t)at;
+		p[n].clen = (uint32_t)fsz;
+		p[n].doff = doff;
+		p[n].dlen = (uint32_t)csz;
+		n++;
+		doff += csz;
+		at += fsz;
+	}
+	if (doff == ndz_hdr_data_bytes(buf, h))
+		rc = ndz_index_set_pieces(ix, i, p, n, e);
+out:
+	free(p);
+	return rc;
+}
 
 int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix,
 		    struct ndz_error *e)
@@ -347,7 +703,8 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 	h.ix = ix;
 	h.source_bytes = first->source_bytes;
 	h.d = ndz_digest_create(e);
-	if (!h.d) {
+	h.pd = h.d ? ndz_digest_create(e) : NULL;
+	if (!h.pd) {
 		rc = NDZ_ENOMEM;
 		goto out;
 	}
@@ -387,6 +744,8 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 		     ndz_error_set(e, NDZ_ERANGE, 0, "%s: chunk %u: past the image's %u chunks",
 				   name, hd.index, ix->chunks);
 		if (rc == 0)
+			rc = set_pieces(ix, hd.index, &hd, buf, e);
+		if (rc == 0)
 			rc = ndz_unzip_put_buf(u, buf, &hd, 0, e);
 		else
 			ndz_unzip_put_buf(u, buf, NULL, 0, NULL);
@@ -402,6 +761,7 @@ int ndz_index_build(struct ndz_io *image, const char *name, struct ndz_index *ix
 out:
 	ndz_unzip_free(u);
 	ndz_digest_free(h.d);
+	ndz_digest_free(h.pd);
 	ndz_image_reader_free(r);
 	return rc;
 }

@@ -3,7 +3,9 @@
  * an image's content index, read the target's bytes where the chunk writes and
  * compare their digest with the index's. A chunk the target holds need not be
  * fetched, read from the image or written; after a restore, the same check of every
- * chunk says whether the target holds the image (--verify).
+ * chunk says whether the target holds the image (--verify). A zstd chunk's pieces
+ * (issue 32) let a chunk the target holds most of be patched: only its pieces that
+ * differ are read from the image, decoded and written.
  */
 #ifndef NDZ_SEED_H
 #define NDZ_SEED_H
@@ -59,6 +61,43 @@ struct ndz_seed_verdict {
 int ndz_seed_holds(struct ndz_io *target, const struct ndz_index *ix,
 		   const struct ndz_seed_opts *o, struct ndz_seed_verdict *v,
 		   struct ndz_error *e);
+
+/* What ndz_seed_patch did, added up over its calls. */
+struct ndz_seed_patch_stats {
+	uint32_t chunks;                 /* chunks patched (at least one piece lacking) */
+	uint32_t pieces;                 /* pieces of those chunks */
+	uint32_t pieces_written;         /* pieces decoded and written */
+	uint64_t image_bytes;            /* bytes read from the image (headers and pieces) */
+	uint64_t bytes_written;          /* bytes written to the target */
+};
+
+/*
+ * ndz_seed_patch - bring chunk i of the target up to the image piece by piece
+ * (doc/FORMAT.md, "Pieces"): each piece's target bytes are read and hashed; a piece
+ * that does not match has its frame read from image (chunk i at byte at of it: a
+ * file's at i x 1 MiB, a chunk in memory's at 0; only the chunk's header and that
+ * frame are read), decoded with its
+ * prefix from the target and the pieces decoded before, checked against the
+ * piece's digest and then written. The chunk's header must say what the index
+ * entry says. 1: the chunk is done (every piece held or written; stats counts it
+ * when something was written); NDZ_SEED_WHOLE: every piece differs, nothing was
+ * written, restore the chunk whole; 0: it cannot be done by pieces (no pieces, or
+ * with zero_fill a gap that is not zero), check it whole; a negative code with e
+ * (NDZ_ECORRUPT: a frame that does not decode or does not match its digest;
+ * NDZ_EMISMATCH: a header that is not the index's; a read or write error).
+ */
+#define NDZ_SEED_WHOLE 2
+int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+		   struct ndz_seed_patch_stats *st, struct ndz_error *e);
+
+/*
+ * ndz_seed_worth_checking - whether to check chunk i at all, or restore it without
+ * looking: 0 once the last few chunks checked differed everywhere (the target holds
+ * nothing of the image, as a new disk), except every few chunks, so that a target
+ * that holds the image again further on is noticed. Restoring a held chunk is only
+ * slower, never wrong.
+ */
+int ndz_seed_worth_checking(const struct ndz_seed *s, uint32_t i);
 
 /* ndz_seed_bytes_read - target bytes the checker has read so far. */
 uint64_t ndz_seed_bytes_read(const struct ndz_seed *s);

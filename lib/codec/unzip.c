@@ -1198,3 +1198,30 @@ void ndz_unzip_free(struct ndz_unzip *u)
 	pthread_mutex_destroy(&u->lock);
 	free(u);
 }
+
+int ndz_unzip_piece(const uint8_t *c, size_t clen, const uint8_t *prefix, size_t plen,
+		    uint8_t *out, size_t dlen, struct ndz_error *e)
+{
+	ZSTD_DCtx *zd;
+	unsigned long long csz;
+	size_t fsz, r;
+
+	fsz = ZSTD_findFrameCompressedSize(c, clen);
+	csz = ZSTD_isError(fsz) ? ZSTD_CONTENTSIZE_ERROR : ZSTD_getFrameContentSize(c, fsz);
+	if (ZSTD_isError(fsz) || fsz != clen || csz != dlen || csz > NDZ_ZSTD_PREFIX ||
+	    plen > NDZ_ZSTD_PREFIX)
+		return ndz_error_set(e, NDZ_ECORRUPT, 0, "piece of %zu bytes: not one zstd "
+				     "frame of %zu bytes", clen, dlen);
+	zd = ZSTD_createDCtx();
+	if (!zd)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "piece: %s", ndz_strerror(NDZ_ENOMEM));
+	if (ZSTD_isError(ZSTD_DCtx_refPrefix(zd, plen ? prefix : NULL, plen)))
+		r = (size_t)-1;
+	else
+		r = ZSTD_decompressDCtx(zd, out, dlen, c, clen);
+	ZSTD_freeDCtx(zd);
+	if (ZSTD_isError(r) || r != dlen)
+		return ndz_error_set(e, NDZ_ECORRUPT, 0, "piece of %zu bytes: %s", clen,
+				     ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short");
+	return 0;
+}

@@ -123,6 +123,18 @@ int ndz_unzip_held(struct ndz_unzip *u, uint32_t chunk, uint64_t first, uint64_t
  */
 int ndz_unzip_finish(struct ndz_unzip *u, struct ndz_unzip_stats *stats, struct ndz_error *e);
 
+/*
+ * ndz_unzip_piece - decode one piece of a zstd chunk on its own (doc/FORMAT.md,
+ * "Pieces"): the clen bytes at c, exactly one frame stating dlen bytes (at most
+ * 2 MiB), with the plen bytes at prefix as its raw-content prefix (the chunk's data
+ * right before the piece, min(doff, 2 MiB) of it, from the target where its pieces
+ * are held or from pieces decoded before), into
+ * out (dlen bytes). The caller checks the result against the piece's digest before
+ * writing it. 0, or NDZ_ECORRUPT / NDZ_ENOMEM with e naming the piece.
+ */
+int ndz_unzip_piece(const uint8_t *c, size_t clen, const uint8_t *prefix, size_t plen,
+		    uint8_t *out, size_t dlen, struct ndz_error *e);
+
 /* ndz_unzip_free - stop the threads (abandoning queued work) and free; NULL ok. */
 void ndz_unzip_free(struct ndz_unzip *u);
 

@@ -160,6 +160,10 @@ struct zip {
 	/* the content index (opts->index): the packer hashes what each chunk holds */
 	struct ndz_digest *digest;
 	uint64_t hash_end;             /* stream bytes past source_bytes are not hashed */
+	/* and, for zstd chunks not encrypted, each frame as a piece (doc/FORMAT.md) */
+	struct ndz_digest *pdigest;
+	struct ndz_index_piece *fr;      /* the chunk's pieces so far */
+	uint32_t nfr, cap_fr;
 };
 
 /* Wake every waiting thread, to see an error or the end (lock held). */
@@ -216,7 +220,39 @@ static void zhash(struct zip *z, uint64_t off, const uint8_t *in, size_t n)
 		return;
 	if (n > z->hash_end - off)
 		n = (size_t)(z->hash_end - off);
-	if (ndz_digest_update(z->digest, in, n, NULL) < 0)
+	if (ndz_digest_update(z->digest, in, n, NULL) < 0 ||
+	    (z->pdigest && ndz_digest_update(z->pdigest, in, n, NULL) < 0))
+		set_err(z, NDZ_ENOMEM, "chunk %u: sha-256 failed", z->index);
+}
+
+/*
+ * The frame just placed in the chunk being packed, at coff of its data for clen
+ * bytes, holding the stream's [off, off + dlen), is the chunk's next piece; its digest is what zhash was given since
+ * the last piece.
+ */
+static void zpiece(struct zip *z, size_t coff, size_t clen, uint64_t off, size_t dlen)
+{
+	struct ndz_index_piece *p;
+
+	if (!z->pdigest)
+		return;
+	if (z->nfr == z->cap_fr) {
+		uint32_t cap = z->cap_fr ? 2 * z->cap_fr : 64;
+		struct ndz_index_piece *more = realloc(z->fr, cap * sizeof(*more));
+
+		if (!more) {
+			set_err(z, NDZ_ENOMEM, "chunk %u: %s", z->index, ndz_strerror(NDZ_ENOMEM));
+			return;
+		}
+		z->fr = more;
+		z->cap_fr = cap;
+	}
+	p = &z->fr[z->nfr++];
+	p->coff = (uint32_t)(coff - NDZ_HDR_SIZE);
+	p->clen = (uint32_t)clen;
+	p->doff = off - z->cin_start;
+	p->dlen = (uint32_t)dlen;
+	if (ndz_digest_final(z->pdigest, p->digest, NULL) < 0)
 		set_err(z, NDZ_ENOMEM, "chunk %u: sha-256 failed", z->index);
 }
 
@@ -502,10 +538,13 @@ static int chunk_finish(struct zip *z, int last)
 		struct ndz_error e = { 0 };
 
 		if (ndz_digest_final(z->digest, digest, &e) < 0 ||
-		    ndz_index_set(z->opts->index, h.index, &h, z->chunk, digest, &e) < 0) {
+		    ndz_index_set(z->opts->index, h.index, &h, z->chunk, digest, &e) < 0 ||
+		    (z->pdigest && ndz_index_set_pieces(z->opts->index, h.index, z->fr,
+							z->nfr, &e) < 0)) {
 			stop_with(z, &e);
 			return e.code;
 		}
+		z->nfr = 0;
 	}
 	{
 		struct ndz_error e = { 0 };
@@ -752,6 +791,7 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
 			ratio = (double)got / (double)n;
 			z->pos += got;
 			zhash(z, from + done, z->fill + done, n);
+			zpiece(z, z->pos - got, got, from + done, n);
 			done += n;
 		}
 		from += win;
@@ -1175,6 +1215,7 @@ static int zseg_place(struct zip *z, struct zseg *g)
 		z->pos += g->cp[k];
 		zhash(z, g->start, cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE),
 		      (size_t)(g->end - g->start));
+		zpiece(z, z->pos - g->cp[k], g->cp[k], g->start, (size_t)(g->end - g->start));
 		z->cin_end = g->end;
 		return 0;
 	}
@@ -1198,6 +1239,9 @@ static int zseg_place(struct zip *z, struct zseg *g)
 	z->cin_end = g->start + (uint64_t)k * SEG_STEP;
 	zhash(z, g->start, cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE),
 	      (size_t)k * SEG_STEP);
+	if (k)
+		zpiece(z, z->pos - g->cp[k] - ZSTD_LAST_EMPTY, g->cp[k] + ZSTD_LAST_EMPTY,
+		       g->start, (size_t)k * SEG_STEP);
 	reached = zstd_fill(z, z->cin_end, g->end, k < g->ncp ?
 			    (double)(g->cp[k + 1] - g->cp[k]) / SEG_STEP : 0.5);
 	if (zip_err(z) < 0)
@@ -1411,6 +1455,14 @@ int ndz_zip(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *
 			rc = NDZ_ENOMEM;
 			goto out;
 		}
+		/* an encrypted chunk's data cannot be read in part: whole chunks only */
+		if (z->zstd && !opts->reserve) {
+			z->pdigest = ndz_digest_create(&z->err);
+			if (!z->pdigest) {
+				rc = NDZ_ENOMEM;
+				goto out;
+			}
+		}
 	}
 	z->npieces = (z->total + PIECE_SIZE - 1) / PIECE_SIZE;
 
@@ -1504,6 +1556,8 @@ out:
 	free(z->chunk);
 	free(z->base);
 	ndz_digest_free(z->digest);
+	ndz_digest_free(z->pdigest);
+	free(z->fr);
 	pthread_cond_destroy(&z->work_cv);
 	pthread_cond_destroy(&z->done_cv);
 	pthread_mutex_destroy(&z->lock);

@@ -27,7 +27,9 @@ enum {
 	X_CHUNKS = 40,
 	X_REGIONS = 44,
 	X_SRC_BYTES = 48,
-	X_RESERVED = 56,
+	X_RESERVED = 56,                 /* version 1: 8 bytes, 0 */
+	X_PIECES = 56,                   /* version 2: piece count, then 4 bytes 0 */
+	X_RESERVED2 = 60,
 	X_ENTRIES = 64,
 
 	E_FIRST = 0,
@@ -41,15 +43,28 @@ enum {
 	R_COUNT = 8,
 	R_SIZE = 12,
 
+	P_CHUNK = 0,
+	P_COFF = 4,
+	P_CLEN = 8,
+	P_DLEN = 12,
+	P_DOFF = 16,
+	P_RESERVED = 24,                 /* 8 bytes, 0 */
+	P_DIGEST = 32,
+	P_SIZE = 64,
+
 	SIG_LEN = 64,
 };
 
-#define INDEX_VERSION 1u
+#define INDEX_VERSION 1u                 /* no pieces: what readers before pieces read */
+#define INDEX_VERSION_PIECES 2u
+/* The most pieces: a frame holds at least a sector of data, and 1 MiB has room for 77,000 */
+#define INDEX_MAX_PIECES_PER_CHUNK (NDZ_CHUNK_SIZE / 12u)
 #define HASH_SHA256   2u                 /* the manifest's number for it */
 #define SIG_ED25519   1u
 /* The largest file: every chunk with the most regions a header holds. */
 #define INDEX_MAX_BYTES ((uint64_t)X_ENTRIES + SIG_LEN + \
-			 (uint64_t)NDZ_INDEX_MAX_CHUNKS * (E_SIZE + NDZ_MAX_REGIONS * R_SIZE))
+			 (uint64_t)NDZ_INDEX_MAX_CHUNKS * (E_SIZE + NDZ_MAX_REGIONS * R_SIZE + \
+			 (uint64_t)INDEX_MAX_PIECES_PER_CHUNK * P_SIZE))
 
 int ndz_index_init(struct ndz_index *ix, const uint8_t uuid[16], uint32_t chunks,
 		   uint64_t source_bytes, struct ndz_error *e)
@@ -74,8 +89,10 @@ void ndz_index_release(struct ndz_index *ix)
 	uint32_t i;
 
 	if (ix->e)
-		for (i = 0; i < ix->chunks; i++)
+		for (i = 0; i < ix->chunks; i++) {
 			free(ix->e[i].regions);
+			free(ix->e[i].pieces);
+		}
 	free(ix->e);
 	memset(ix, 0, sizeof(*ix));
 }
@@ -110,6 +127,9 @@ int ndz_index_set(struct ndz_index *ix, uint32_t i, const struct ndz_chunk_hdr *
 	}
 	x = &ix->e[i];
 	free(x->regions);
+	free(x->pieces);
+	x->pieces = NULL;
+	x->npieces = 0;
 	x->regions = r;
 	x->nregions = h->nregions;
 	x->first = h->first;
@@ -120,21 +140,65 @@ int ndz_index_set(struct ndz_index *ix, uint32_t i, const struct ndz_chunk_hdr *
 	return 0;
 }
 
-/* The file's size for ix; 0 when it would be too large. */
-static uint64_t index_size(const struct ndz_index *ix)
+int ndz_index_set_pieces(struct ndz_index *ix, uint32_t i, const struct ndz_index_piece *p,
+			 uint32_t n, struct ndz_error *e)
+{
+	struct ndz_index_piece *q = NULL;
+
+	if (i >= ix->chunks || n > INDEX_MAX_PIECES_PER_CHUNK)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: more than an index holds", i);
+	if (n) {
+		q = malloc(n * sizeof(*q));
+		if (!q)
+			return ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i,
+					     ndz_strerror(NDZ_ENOMEM));
+		memcpy(q, p, n * sizeof(*q));
+	}
+	free(ix->e[i].pieces);
+	ix->e[i].pieces = q;
+	ix->e[i].npieces = n;
+	return 0;
+}
+
+uint32_t ndz_index_piece_ranges(const struct ndz_index_entry *x,
+				const struct ndz_index_piece *p, struct ndz_region *out,
+				uint32_t cap)
+{
+	uint64_t a = p->doff / NDZ_SECTOR_SIZE, b = (p->doff + p->dlen) / NDZ_SECTOR_SIZE;
+	uint64_t at = 0;                   /* data sectors before region j */
+	uint32_t j, n = 0;
+
+	for (j = 0; j < x->nregions && at < b && n < cap; j++) {
+		uint64_t lo = at > a ? at : a, hi = at + x->regions[j].count < b ?
+			at + x->regions[j].count : b;
+
+		if (lo < hi)
+			out[n++] = (struct ndz_region){ x->regions[j].start + (lo - at),
+							(uint32_t)(hi - lo) };
+		at += x->regions[j].count;
+	}
+	return n;
+}
+
+/* The file's size for ix, and its piece count into *pieces. */
+static uint64_t index_size(const struct ndz_index *ix, uint64_t *pieces)
 {
 	uint64_t n = X_ENTRIES + SIG_LEN;
 	uint32_t i;
 
-	for (i = 0; i < ix->chunks; i++)
-		n += E_SIZE + (uint64_t)ix->e[i].nregions * R_SIZE;
+	*pieces = 0;
+	for (i = 0; i < ix->chunks; i++) {
+		n += E_SIZE + (uint64_t)ix->e[i].nregions * R_SIZE +
+		     (uint64_t)ix->e[i].npieces * P_SIZE;
+		*pieces += ix->e[i].npieces;
+	}
 	return n;
 }
 
 int ndz_index_encode(struct ndz_index *ix, const struct ndz_key *sec, uint8_t **out,
 		     size_t *len, struct ndz_error *e)
 {
-	uint64_t regions = 0;
+	uint64_t regions = 0, pieces;
 	size_t n, body, at;
 	uint32_t i, j;
 	uint8_t *b;
@@ -149,7 +213,10 @@ int ndz_index_encode(struct ndz_index *ix, const struct ndz_key *sec, uint8_t **
 				     ix->chunks, NDZ_INDEX_MAX_CHUNKS);
 	if (sec && ndz_trust_init(e) < 0)
 		return NDZ_ENOTSUP;
-	n = (size_t)index_size(ix);
+	n = (size_t)index_size(ix, &pieces);
+	if (pieces > UINT32_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "an index of %llu pieces: too many",
+				     (unsigned long long)pieces);
 	body = n - SIG_LEN;
 	b = calloc(1, n);
 	if (!b)
@@ -160,7 +227,8 @@ int ndz_index_encode(struct ndz_index *ix, const struct ndz_key *sec, uint8_t **
 	else
 		memset(ix->key_id, 0, NDZ_KEY_ID_LEN);
 	memcpy(b + X_MAGIC, index_magic, sizeof(index_magic));
-	put_le16(b + X_VERSION, INDEX_VERSION);
+	put_le16(b + X_VERSION, pieces ? INDEX_VERSION_PIECES : INDEX_VERSION);
+	put_le32(b + X_PIECES, (uint32_t)pieces);
 	put_le16(b + X_HASH_ALG, HASH_SHA256);
 	put_le16(b + X_SIG_ALG, SIG_ED25519);
 	memcpy(b + X_UUID, ix->uuid, 16);
@@ -181,6 +249,20 @@ int ndz_index_encode(struct ndz_index *ix, const struct ndz_key *sec, uint8_t **
 			put_le32(b + at + R_COUNT, x->regions[j].count);
 		}
 		regions += x->nregions;
+	}
+	for (i = 0; i < ix->chunks; i++) {
+		const struct ndz_index_entry *x = &ix->e[i];
+
+		for (j = 0; j < x->npieces; j++, at += P_SIZE) {
+			const struct ndz_index_piece *p = &x->pieces[j];
+
+			put_le32(b + at + P_CHUNK, i);
+			put_le32(b + at + P_COFF, p->coff);
+			put_le32(b + at + P_CLEN, p->clen);
+			put_le32(b + at + P_DLEN, p->dlen);
+			put_le64(b + at + P_DOFF, p->doff);
+			memcpy(b + at + P_DIGEST, p->digest, NDZ_INDEX_DIGEST_LEN);
+		}
 	}
 	if (regions > UINT32_MAX) {
 		free(b);
@@ -216,8 +298,75 @@ static int all_zero(const uint8_t *b, size_t n)
 	return acc == 0;
 }
 
+/* The data bytes of entry x: its regions' sectors. */
+static uint64_t entry_data(const struct ndz_index_entry *x)
+{
+	uint64_t n = 0;
+	uint32_t j;
+
+	for (j = 0; j < x->nregions; j++)
+		n += x->regions[j].count;
+	return n * NDZ_SECTOR_SIZE;
+}
+
+/*
+ * Check the pieces of b from at to body (pieces of them) and give each entry its
+ * own: by chunk, in order, each chunk's tiling its compressed data from 0 and its
+ * uncompressed data exactly. 0 or NDZ_EINDEX/NDZ_ENOMEM.
+ */
+static int decode_pieces(const uint8_t *b, size_t body, size_t at, uint32_t chunks,
+			 uint32_t pieces, struct ndz_index *ix, struct ndz_error *e)
+{
+	uint32_t k = 0, i, next = 0;     /* the chunks' pieces come in chunk order */
+
+	if ((body - at) / P_SIZE != pieces || (body - at) % P_SIZE)
+		return malformed(e, "size does not match the region and piece counts");
+	while (k < pieces) {
+		const uint8_t *p = b + at + (size_t)k * P_SIZE;
+		struct ndz_index_entry *x;
+		uint32_t n = 1, j;
+		uint64_t doff = 0, coff = 0;
+
+		i = get_le32(p + P_CHUNK);
+		if (i >= chunks || i < next)
+			return bad_chunk(e, i, "pieces out of order or of no chunk");
+		next = i + 1;
+		while (k + n < pieces && get_le32(p + (size_t)n * P_SIZE + P_CHUNK) == i)
+			n++;
+		if (n > INDEX_MAX_PIECES_PER_CHUNK)
+			return bad_chunk(e, i, "too many pieces");
+		x = &ix->e[i];
+		x->pieces = calloc(n, sizeof(*x->pieces));
+		if (!x->pieces)
+			return ndz_error_set(e, NDZ_ENOMEM, 0, "chunk %u: %s", i,
+					     ndz_strerror(NDZ_ENOMEM));
+		x->npieces = n;
+		for (j = 0; j < n; j++, p += P_SIZE) {
+			struct ndz_index_piece *q = &x->pieces[j];
+
+			q->coff = get_le32(p + P_COFF);
+			q->clen = get_le32(p + P_CLEN);
+			q->dlen = get_le32(p + P_DLEN);
+			q->doff = get_le64(p + P_DOFF);
+			memcpy(q->digest, p + P_DIGEST, NDZ_INDEX_DIGEST_LEN);
+			if (get_le64(p + P_RESERVED) != 0)
+				return bad_chunk(e, i, "piece reserved field not 0");
+			if (q->coff != coff || q->doff != doff || !q->clen || !q->dlen ||
+			    q->clen > NDZ_CHUNK_SIZE - NDZ_HDR_SIZE - coff ||
+			    q->dlen > NDZ_INDEX_MAX_PIECE || q->dlen % NDZ_SECTOR_SIZE)
+				return bad_chunk(e, i, "pieces do not tile the chunk");
+			coff += q->clen;
+			doff += q->dlen;
+		}
+		if (doff != entry_data(x))
+			return bad_chunk(e, i, "pieces do not cover the chunk's data");
+		k += n;
+	}
+	return 0;
+}
+
 /* Check the entries of b (already sized) and fill ix's; 0 or NDZ_EINDEX/NDZ_ENOMEM. */
-static int decode_entries(const uint8_t *b, size_t body, uint32_t chunks,
+static int decode_entries(const uint8_t *b, size_t body, uint32_t chunks, uint32_t pieces,
 			  struct ndz_index *ix, struct ndz_error *e)
 {
 	uint64_t prev_last = 0;
@@ -264,15 +413,13 @@ static int decode_entries(const uint8_t *b, size_t body, uint32_t chunks,
 			x->regions[j] = r;
 		}
 	}
-	if (at != body)
-		return malformed(e, "size does not match the region count");
-	return 0;
+	return decode_pieces(b, body, at, chunks, pieces, ix, e);
 }
 
 int ndz_index_decode(const uint8_t *b, size_t len, const struct ndz_key *pub,
 		     struct ndz_index *ix, struct ndz_error *e)
 {
-	uint32_t chunks, regions;
+	uint32_t chunks, regions, pieces = 0, version;
 	uint64_t want;
 	size_t body;
 	int rc;
@@ -282,11 +429,17 @@ int ndz_index_decode(const uint8_t *b, size_t len, const struct ndz_key *pub,
 		return malformed(e, "too short");
 	if (memcmp(b + X_MAGIC, index_magic, sizeof(index_magic)) != 0)
 		return malformed(e, "bad magic");
-	if (get_le16(b + X_VERSION) != INDEX_VERSION)
+	version = get_le16(b + X_VERSION);
+	if (version != INDEX_VERSION && version != INDEX_VERSION_PIECES)
 		return malformed(e, "unsupported version");
 	if (get_le16(b + X_HASH_ALG) != HASH_SHA256 || get_le16(b + X_SIG_ALG) != SIG_ED25519)
 		return malformed(e, "unsupported hash or signature algorithm");
-	if (get_le16(b + X_FLAGS) != 0 || get_le64(b + X_RESERVED) != 0)
+	if (version == INDEX_VERSION_PIECES) {
+		pieces = get_le32(b + X_PIECES);
+		if (!pieces || get_le32(b + X_RESERVED2) != 0)
+			return malformed(e, "bad piece count or reserved field");
+	}
+	if (get_le16(b + X_FLAGS) != 0 || (version == INDEX_VERSION && get_le64(b + X_RESERVED)))
 		return malformed(e, "unknown flags");
 	chunks = get_le32(b + X_CHUNKS);
 	regions = get_le32(b + X_REGIONS);
@@ -294,12 +447,13 @@ int ndz_index_decode(const uint8_t *b, size_t len, const struct ndz_key *pub,
 		return malformed(e, "chunk count out of range");
 	if (regions > (uint64_t)chunks * NDZ_MAX_REGIONS)
 		return malformed(e, "region count out of range");
-	want = X_ENTRIES + SIG_LEN + (uint64_t)chunks * E_SIZE + (uint64_t)regions * R_SIZE;
+	want = X_ENTRIES + SIG_LEN + (uint64_t)chunks * E_SIZE + (uint64_t)regions * R_SIZE +
+	       (uint64_t)pieces * P_SIZE;
 	if (want != len)
 		return ndz_error_set(e, NDZ_EINDEX, 0, "%s: %zu bytes, %llu expected for %u "
-				     "chunks and %u regions (truncated?)",
+				     "chunks, %u regions and %u pieces (truncated?)",
 				     ndz_strerror(NDZ_EINDEX), len, (unsigned long long)want,
-				     chunks, regions);
+				     chunks, regions, pieces);
 	body = len - SIG_LEN;
 	if (all_zero(b + X_KEY_ID, NDZ_KEY_ID_LEN) && !all_zero(b + body, SIG_LEN))
 		return malformed(e, "a signature without a key id");
@@ -328,7 +482,7 @@ int ndz_index_decode(const uint8_t *b, size_t len, const struct ndz_key *pub,
 	if (rc < 0)
 		return rc;
 	memcpy(ix->key_id, b + X_KEY_ID, NDZ_KEY_ID_LEN);
-	rc = decode_entries(b, body, chunks, ix, e);
+	rc = decode_entries(b, body, chunks, pieces, ix, e);
 	if (rc < 0) {
 		ndz_index_release(ix);
 		return rc;
@@ -460,13 +614,16 @@ void ndz_digest_free(struct ndz_digest *d)
 /* (added by helper seedmc for frisbee --seed: the length from the first bytes) */
 uint64_t ndz_index_size_from_header(const uint8_t *buf, size_t len)
 {
-	uint32_t n, r;
+	uint32_t n, r, p = 0;
 
 	if (len < X_ENTRIES || memcmp(buf + X_MAGIC, index_magic, sizeof(index_magic)) != 0)
 		return 0;
 	n = get_le32(buf + X_CHUNKS);
 	r = get_le32(buf + X_REGIONS);
+	if (get_le16(buf + X_VERSION) == INDEX_VERSION_PIECES)
+		p = get_le32(buf + X_PIECES);
 	if (!n || n > NDZ_INDEX_MAX_CHUNKS)
 		return 0;
-	return (uint64_t)X_ENTRIES + (uint64_t)n * E_SIZE + (uint64_t)r * R_SIZE + SIG_LEN;
+	return (uint64_t)X_ENTRIES + (uint64_t)n * E_SIZE + (uint64_t)r * R_SIZE +
+	       (uint64_t)p * P_SIZE + SIG_LEN;
 }

@@ -24,12 +24,30 @@
 #define NDZ_INDEX_DIGEST_LEN 32          /* SHA-256 */
 #define NDZ_INDEX_MAX_CHUNKS (1u << 24)
 
+#define NDZ_INDEX_MAX_PIECE (2u << 20) /* a piece's data: one zstd frame's at most */
+
+/*
+ * A piece of a zstd chunk (doc/FORMAT.md, "Pieces"): one whole frame, at
+ * coff of the chunk's compressed data (offset 4096 + coff of the chunk) for clen
+ * bytes, decompressing to the chunk's uncompressed data [doff, doff + dlen), with
+ * the data before doff as its prefix (codec 2's prefix rule: min(doff, 2 MiB) of it).
+ * digest: SHA-256 of what a restore writes for [doff, doff + dlen), clipped to
+ * source_bytes, as a chunk's digest.
+ */
+struct ndz_index_piece {
+	uint64_t doff;
+	uint32_t dlen, coff, clen;
+	uint8_t digest[NDZ_INDEX_DIGEST_LEN];
+};
+
 /* One chunk's entry: what it writes and the digest of those bytes. */
 struct ndz_index_entry {
 	uint64_t first, last;            /* the chunk's [first, last) in sectors */
 	uint32_t nregions;
 	struct ndz_region *regions;      /* nregions, sorted; owned by the index */
 	uint8_t digest[NDZ_INDEX_DIGEST_LEN];
+	uint32_t npieces;                /* 0: the chunk is only known whole */
+	struct ndz_index_piece *pieces;  /* npieces, tiling the chunk; owned by the index */
 };
 
 /*
@@ -66,6 +84,24 @@ int ndz_index_set(struct ndz_index *ix, uint32_t i, const struct ndz_chunk_hdr *
 		  struct ndz_error *e);
 
 /*
+ * ndz_index_set_pieces - chunk i's pieces (n of them, copied; n = 0 drops them), in
+ * order, tiling its compressed data from 0 and its uncompressed data from 0. Set
+ * after ndz_index_set. 0, or NDZ_ERANGE (no such entry) / NDZ_ENOMEM with e.
+ */
+int ndz_index_set_pieces(struct ndz_index *ix, uint32_t i, const struct ndz_index_piece *p,
+			 uint32_t n, struct ndz_error *e);
+
+/*
+ * ndz_index_piece_ranges - the disk ranges piece p of entry x writes, in sectors,
+ * into out (at most cap; a piece inside one chunk's regions needs at most
+ * x->nregions): the sectors [doff, doff + dlen) of the chunk's data fall on.
+ * Returns the count.
+ */
+uint32_t ndz_index_piece_ranges(const struct ndz_index_entry *x,
+				const struct ndz_index_piece *p, struct ndz_region *out,
+				uint32_t cap);
+
+/*
  * ndz_index_encode - ix as the file's bytes into *out (malloc'ed, the caller frees),
  * signed with sec when sec is not NULL (its key id is then ix's), else unsigned.
  * 0, or NDZ_EINVAL (sec not a secret signing key) / NDZ_ENOMEM with e.
@@ -76,7 +112,8 @@ int ndz_index_encode(struct ndz_index *ix, const struct ndz_key *sec, uint8_t **
 /*
  * ndz_index_decode - parse and check len bytes of an index file into *ix (released
  * by the caller). Every field is checked (magic, version, algorithms, sizes, regions
- * sorted inside [first, last), chunks in order and not overlapping). With pub (a
+ * sorted inside [first, last), chunks in order and not overlapping, a version 2
+ * file's pieces tiling their chunks). With pub (a
  * public signing key): the file must be signed by that key (NDZ_EWRONGKEY: another
  * key's id; NDZ_EINDEXSIG: a bad signature; NDZ_EUNSIGNED: not signed at all), and
  * ix->signed_ is 1. Without pub the signature is not checked and signed_ is 0.

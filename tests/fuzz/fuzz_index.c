@@ -47,6 +47,25 @@ static void check(const struct ndz_index *ix, const uint8_t *buf, size_t size, i
 			end = x->regions[j].start + x->regions[j].count;
 		}
 		prev = x->last;
+		/* pieces tile the chunk's compressed data from 0 and its data exactly */
+		{
+			uint64_t doff = 0, coff = 0;
+
+			for (j = 0; j < x->npieces; j++) {
+				const struct ndz_index_piece *p = &x->pieces[j];
+
+				if (p->doff != doff || p->coff != coff || !p->dlen || !p->clen ||
+				    p->dlen % 512 || p->dlen > NDZ_INDEX_MAX_PIECE ||
+				    coff + p->clen > NDZ_CHUNK_SIZE - NDZ_HDR_SIZE)
+					abort();
+				doff += p->dlen;
+				coff += p->clen;
+			}
+			for (j = 0, end = 0; x->npieces && j < x->nregions; j++)
+				end += (uint64_t)x->regions[j].count * 512;
+			if (x->npieces && doff != end)
+				abort();
+		}
 	}
 	/* Unsigned, it encodes back to the same bytes. */
 	if (!keyed && ndz_index_encode(&copy, NULL, &again, &len, NULL) == 0) {

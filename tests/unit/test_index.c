@@ -284,6 +284,120 @@ static void test_digest(void **state)
 	ndz_digest_free(NULL);
 }
 
+/* Chunks 0 and 2 of make(ix, 3) in pieces: 20 + 40 and 60 sectors of their data. */
+static void set_pieces(struct ndz_index *ix)
+{
+	struct ndz_index_piece p[2];
+
+	memset(p, 0, sizeof(p));
+	p[0] = (struct ndz_index_piece){ .doff = 0, .dlen = 20 * 512, .coff = 0, .clen = 100 };
+	p[1] = (struct ndz_index_piece){ .doff = 20 * 512, .dlen = 40 * 512, .coff = 100,
+					 .clen = 300 };
+	memset(p[0].digest, 0x11, NDZ_INDEX_DIGEST_LEN);
+	memset(p[1].digest, 0x22, NDZ_INDEX_DIGEST_LEN);
+	assert_int_equal(ndz_index_set_pieces(ix, 0, p, 2, NULL), 0);
+	p[0].dlen = 60 * 512;
+	assert_int_equal(ndz_index_set_pieces(ix, 2, p, 1, NULL), 0);
+}
+
+/* Decode make(3) with set_pieces, byte off of its pieces set to v (len32: 4 bytes). */
+static int decode_changed(size_t off, uint32_t v, int len32)
+{
+	struct ndz_index ix, back;
+	uint8_t *b;
+	size_t len;
+	int rc;
+
+	make(&ix, 3);
+	set_pieces(&ix);
+	assert_int_equal(ndz_index_encode(&ix, NULL, &b, &len, NULL), 0);
+	if (len32)
+		put_le32(b + 64 + 3 * 56 + 6 * 12 + off, v);
+	else
+		b[64 + 3 * 56 + 6 * 12 + off] = (uint8_t)v;
+	rc = ndz_index_decode(b, len, NULL, &back, NULL);
+	if (rc == 0)
+		ndz_index_release(&back);
+	free(b);
+	ndz_index_release(&ix);
+	return rc;
+}
+
+/*
+ * Pieces (doc/FORMAT.md): an index with pieces is version 2 with their count and
+ * records, survives encode and decode and signing, and is refused when its pieces
+ * do not tile their chunks; without pieces it stays version 1, byte for byte as
+ * before. ndz_index_piece_ranges maps a piece onto its chunk's regions.
+ */
+static void test_pieces(void **state)
+{
+	struct ndz_key sec, pub;
+	struct ndz_index ix, back;
+	struct ndz_error e = { 0 };
+	struct ndz_region r[4];
+	uint8_t *b, *v1;
+	size_t len, v1len;
+
+	(void)state;
+	make(&ix, 3);
+	assert_int_equal(ndz_index_encode(&ix, NULL, &v1, &v1len, NULL), 0);
+	assert_int_equal(get_le16(v1 + 8), 1);
+	assert_int_equal(get_le64(v1 + 56), 0);
+	set_pieces(&ix);
+	assert_int_equal(ndz_index_encode(&ix, NULL, &b, &len, NULL), 0);
+	assert_int_equal(len, v1len + 3 * 64);
+	assert_int_equal(get_le16(b + 8), 2);
+	assert_int_equal(get_le32(b + 56), 3);
+	assert_int_equal(ndz_index_size_from_header(b, 64), len);
+	/* the entries are the version 1 file's, the pieces follow them */
+	assert_memory_equal(b + 64, v1 + 64, v1len - 128);
+	assert_int_equal(ndz_index_decode(b, len, NULL, &back, &e), 0);
+	assert_int_equal(back.e[0].npieces, 2);
+	assert_int_equal(back.e[1].npieces, 0);
+	assert_int_equal(back.e[2].npieces, 1);
+	assert_int_equal(back.e[0].pieces[1].doff, 20 * 512);
+	assert_int_equal(back.e[0].pieces[1].coff, 100);
+	assert_int_equal(back.e[0].pieces[1].clen, 300);
+	assert_int_equal(back.e[0].pieces[1].digest[5], 0x22);
+	/* piece 1 of chunk 0: data sectors 20..60, all in region 1 (50 sectors at 50) */
+	assert_int_equal(ndz_index_piece_ranges(&back.e[0], &back.e[0].pieces[1], r, 4), 1);
+	assert_int_equal(r[0].start, 60);
+	assert_int_equal(r[0].count, 40);
+	/* piece 0: region 0 whole (10 at 1), then 10 of region 1 */
+	assert_int_equal(ndz_index_piece_ranges(&back.e[0], &back.e[0].pieces[0], r, 4), 2);
+	assert_true(r[0].start == 1 && r[0].count == 10 && r[1].start == 50 &&
+		    r[1].count == 10);
+	ndz_index_release(&back);
+	free(b);
+	/* signed: a piece's digest changed breaks the signature */
+	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL), 0);
+	assert_int_equal(ndz_key_public(&sec, &pub, NULL), 0);
+	assert_int_equal(ndz_index_encode(&ix, &sec, &b, &len, NULL), 0);
+	assert_int_equal(ndz_index_decode(b, len, &pub, &back, NULL), 0);
+	ndz_index_release(&back);
+	b[len - 64 - 10] ^= 1;
+	assert_int_equal(ndz_index_decode(b, len, &pub, &back, NULL), NDZ_EINDEXSIG);
+	free(b);
+	/* malformed: offsets that do not follow, a short cover, bad counts */
+	assert_int_equal(decode_changed(0, 0, 0), 0);              /* unchanged: fine */
+	assert_int_equal(decode_changed(64 + 4, 99, 1), NDZ_EINDEX);   /* coff gap */
+	assert_int_equal(decode_changed(64 + 16, 512 * 21, 1), NDZ_EINDEX); /* doff */
+	assert_int_equal(decode_changed(64 + 12, 512 * 39, 1), NDZ_EINDEX); /* short */
+	assert_int_equal(decode_changed(12, 100, 1), NDZ_EINDEX);  /* not sectors */
+	assert_int_equal(decode_changed(8, 0, 1), NDZ_EINDEX);     /* empty frame */
+	assert_int_equal(decode_changed(128, 0, 1), NDZ_EINDEX);   /* chunk 0 twice */
+	assert_int_equal(decode_changed(128, 7, 1), NDZ_EINDEX);   /* no such chunk */
+	assert_int_equal(decode_changed(64 + 24, 1, 0), NDZ_EINDEX); /* reserved */
+	free(v1);
+	/* dropping the pieces gives the version 1 file again */
+	assert_int_equal(ndz_index_set_pieces(&ix, 0, NULL, 0, NULL), 0);
+	assert_int_equal(ndz_index_set_pieces(&ix, 2, NULL, 0, NULL), 0);
+	assert_int_equal(ndz_index_encode(&ix, NULL, &b, &len, NULL), 0);
+	assert_int_equal(get_le16(b + 8), 1);
+	free(b);
+	ndz_index_release(&ix);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -293,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_files),
 		cmocka_unit_test(test_init_set),
 		cmocka_unit_test(test_digest),
+		cmocka_unit_test(test_pieces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -421,6 +421,17 @@ static void test_build(void **state)
 			for (j = 0; j < ix.e[k].nregions; j++)
 				assert_int_equal(built.e[k].regions[j].start, ix.e[k].regions[j].start);
 			assert_memory_equal(built.e[k].digest, ix.e[k].digest, NDZ_INDEX_DIGEST_LEN);
+			/* the pieces too (zstd only), digests and all */
+			assert_int_equal(built.e[k].npieces, ix.e[k].npieces);
+			assert_true(c ? ix.e[k].npieces > 0 : ix.e[k].npieces == 0);
+			for (j = 0; j < ix.e[k].npieces; j++) {
+				const struct ndz_index_piece *p = &ix.e[k].pieces[j];
+				const struct ndz_index_piece *q = &built.e[k].pieces[j];
+
+				assert_true(p->doff == q->doff && p->dlen == q->dlen &&
+					    p->coff == q->coff && p->clen == q->clen);
+				assert_memory_equal(p->digest, q->digest, NDZ_INDEX_DIGEST_LEN);
+			}
 		}
 		ndz_index_release(&built);
 		/* A damaged chunk: refused, with a message. */
@@ -438,6 +449,162 @@ static void test_build(void **state)
 	free(data);
 }
 
+/* Does piece p of x write any byte where a and b differ (clipped to src)? */
+static int piece_differs(const struct ndz_index_entry *x, const struct ndz_index_piece *p,
+			 const uint8_t *a, const uint8_t *b, uint64_t src)
+{
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
+
+	for (k = 0; k < n; k++) {
+		uint64_t off = r[k].start * SECT, len = (uint64_t)r[k].count * SECT;
+
+		if (off >= src)
+			continue;
+		if (len > src - off)
+			len = src - off;
+		if (memcmp(a + off, b + off, len))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * ndz_seed_patch: a target with bytes changed in a few pieces (one at the very end,
+ * past which nothing is written) gets exactly those pieces back, read from the
+ * image (its header and their frames only) and decoded with their prefix from the
+ * target; a target that holds the chunk is left alone; a frame damaged in the image
+ * is refused before anything of it is written; a zlib chunk is not done by pieces.
+ */
+static void test_patch(void **state)
+{
+	const size_t len = (size_t)6 << 20;
+	const uint64_t src = len - 7;
+	uint8_t *data = malloc(len), *t = malloc(len);
+	struct collect col = { NULL, 0 };
+	struct ndz_seed_patch_stats ps = { 0 };
+	struct ndz_seed_opts so = { 0, 0, 0 };
+	struct ndz_ranges alloc;
+	struct ndz_io *io, *img, *tio;
+	struct ndz_index ix;
+	struct ndz_zip_opts o;
+	struct ndz_seed *s;
+	struct ndz_error e = { 0 };
+	uint64_t st = 5, sec, want_bytes = 0;
+	uint32_t k, j, want = 0, want_chunks = 0;
+	size_t i;
+
+	(void)state;
+	assert_non_null(data);
+	assert_non_null(t);
+	for (i = 0; i < len; i++)
+		data[i] = (uint8_t)(fix_rnd(&st) >> (i % 2 ? 24 : 5));
+	ndz_ranges_init(&alloc);
+	for (sec = 0; sec < len / SECT - 70; sec += 50 + sec % 11)
+		assert_int_equal(ndz_ranges_add(&alloc, sec, 1 + sec % 40, NULL), 0);
+	assert_int_equal(ndz_ranges_add(&alloc, len / SECT - 1, 1, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(data, len, 0, &io, NULL), 0);
+	ndz_zip_opts_init(&o);
+	o.codec = NDZ_CODEC_ZSTD;
+	o.threads = 2;
+	memset(&ix, 0, sizeof(ix));
+	o.index = &ix;
+	assert_int_equal(ndz_zip(io, src, &alloc, &o, keep_chunk, &col, NULL, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(col.buf, col.n * NDZ_CHUNK_SIZE, 0, &img, NULL), 0);
+	/* the target: the source with bytes changed in three places, and past the end */
+	memcpy(t, data, len);
+	for (k = 0; k < 3; k++) {
+		const struct ndz_index_entry *x = &ix.e[k % ix.chunks];
+		const struct ndz_region *r = &x->regions[(k * 7) % x->nregions];
+
+		t[r->start * SECT + 3 + k] ^= 0x40;
+	}
+	t[src - 1] ^= 1;
+	t[len - 1] ^= 1;                  /* past source_bytes: not the image's */
+	for (k = 0; k < ix.chunks; k++) {
+		uint32_t w = 0;
+
+		for (j = 0; j < ix.e[k].npieces; j++)
+			if (piece_differs(&ix.e[k], &ix.e[k].pieces[j], data, t, src)) {
+				w++;
+				want_bytes += ix.e[k].pieces[j].clen;
+			}
+		want += w;
+		want_chunks += w > 0;
+	}
+	assert_true(want >= 2);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &tio, NULL), 0);
+	assert_int_equal(ndz_seed_create(tio, &ix, &so, &s, NULL), 0);
+	for (k = 0; k < ix.chunks; k++)
+		if (ndz_seed_patch(s, img, (uint64_t)k * NDZ_CHUNK_SIZE, k, &ps, &e) != 1)
+			fail_msg("chunk %u: %s", k, ndz_error_msg(&e));
+	assert_int_equal(ps.pieces_written, want);
+	assert_int_equal(ps.chunks, want_chunks);
+	assert_int_equal(ps.image_bytes, want_bytes + (uint64_t)want_chunks * NDZ_HDR_SIZE);
+	assert_memory_equal(t, data, src);
+	assert_true(t[len - 1] != data[len - 1]);
+	/* again: everything held, nothing read or written */
+	memset(&ps, 0, sizeof(ps));
+	for (k = 0; k < ix.chunks; k++)
+		assert_int_equal(ndz_seed_patch(s, img, (uint64_t)k * NDZ_CHUNK_SIZE, k, &ps, NULL), 1);
+	assert_int_equal(ps.pieces_written, 0);
+	assert_int_equal(ps.image_bytes, 0);
+	/* a lacking piece whose frame is damaged in the image: refused, not written */
+	{
+		const struct ndz_index_piece *p = &ix.e[1].pieces[1];
+		uint8_t *frame = col.buf + NDZ_CHUNK_SIZE + NDZ_HDR_SIZE + p->coff;
+		struct ndz_region r[NDZ_MAX_REGIONS];
+
+		assert_true(ndz_index_piece_ranges(&ix.e[1], p, r, NDZ_MAX_REGIONS) > 0);
+		t[r[0].start * SECT] ^= 1;
+		frame[p->clen / 2] ^= 0x10;
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(ndz_seed_patch(s, img, NDZ_CHUNK_SIZE, 1, &ps, &e), NDZ_ECORRUPT);
+		assert_true(t[r[0].start * SECT] != data[r[0].start * SECT]);
+		frame[p->clen / 2] ^= 0x10;
+		assert_int_equal(ndz_seed_patch(s, img, NDZ_CHUNK_SIZE, 1, &ps, NULL), 1);
+		assert_memory_equal(t, data, src);
+	}
+	/*
+	 * a target of zeros: every piece differs, the chunk is left to be restored
+	 * whole; after a few such chunks only every 32nd is worth checking
+	 */
+	memset(t, 0, len);
+	memset(&ps, 0, sizeof(ps));
+	assert_true(ndz_seed_worth_checking(s, 1));
+	for (k = 0; k < 4; k++)
+		assert_int_equal(ndz_seed_patch(s, img, (uint64_t)(k % ix.chunks) * NDZ_CHUNK_SIZE,
+						k % ix.chunks, &ps, NULL), NDZ_SEED_WHOLE);
+	assert_int_equal(ps.image_bytes, 0);
+	assert_false(ndz_seed_worth_checking(s, 9));
+	assert_true(ndz_seed_worth_checking(s, 64));
+	assert_false(ndz_seed_worth_checking(s, 16));
+	ndz_seed_free(s);
+	ndz_io_close(tio);
+	ndz_io_close(img);
+	ndz_index_release(&ix);
+	free(col.buf);
+	/* zlib: no pieces, the caller restores the chunk whole */
+	col.buf = NULL;
+	o.codec = NDZ_CODEC_ZLIB;
+	o.level = 1;
+	memset(&ix, 0, sizeof(ix));
+	assert_int_equal(ndz_zip(io, src, &alloc, &o, keep_chunk, &col, NULL, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(col.buf, col.n * NDZ_CHUNK_SIZE, 0, &img, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &tio, NULL), 0);
+	assert_int_equal(ndz_seed_create(tio, &ix, &so, &s, NULL), 0);
+	assert_int_equal(ndz_seed_patch(s, img, 0, 0, &ps, NULL), 0);
+	ndz_seed_free(s);
+	ndz_io_close(tio);
+	ndz_io_close(img);
+	ndz_index_release(&ix);
+	free(col.buf);
+	ndz_io_close(io);
+	ndz_ranges_release(&alloc);
+	free(t);
+	free(data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -448,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_file),
 		cmocka_unit_test(test_zip_index),
 		cmocka_unit_test(test_build),
+		cmocka_unit_test(test_patch),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

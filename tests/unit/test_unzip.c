@@ -1006,10 +1006,56 @@ static void test_duplicates_and_progress(void **state)
 	free(t);
 }
 
+/*
+ * ndz_unzip_piece: a frame made with a prefix (by libzstd here, not by zip.c)
+ * decodes with that prefix to its input, and not with none; a frame of another
+ * stated size, two frames, trailing bytes, a damaged frame are refused.
+ */
+static void test_piece(void **state)
+{
+	const size_t n = 256 * 1024;
+	uint8_t *in = malloc(2 * n), *c = malloc(ZSTD_compressBound(n) + 16), *out = malloc(n);
+	ZSTD_CCtx *z = ZSTD_createCCtx();
+	struct ndz_error e = { 0 };
+	size_t clen, i;
+	uint64_t st = 3;
+
+	(void)state;
+	assert_non_null(in);
+	assert_non_null(c);
+	assert_non_null(out);
+	assert_non_null(z);
+	for (i = 0; i < n; i++) {
+		st = st * 6364136223846793005ull + 1;
+		in[i] = (uint8_t)(st >> 56);
+	}
+	memcpy(in + n, in, n);              /* the second half: all in its prefix */
+	assert_false(ZSTD_isError(ZSTD_CCtx_setParameter(z, ZSTD_c_checksumFlag, 1)));
+	assert_false(ZSTD_isError(ZSTD_CCtx_refPrefix(z, in, n)));
+	clen = ZSTD_compress2(z, c, ZSTD_compressBound(n), in + n, n);
+	assert_false(ZSTD_isError(clen));
+	assert_true(clen < n / 10);
+	assert_int_equal(ndz_unzip_piece(c, clen, in, n, out, n, &e), 0);
+	assert_memory_equal(out, in + n, n);
+	assert_int_equal(ndz_unzip_piece(c, clen, NULL, 0, out, n, NULL), NDZ_ECORRUPT);
+	assert_int_equal(ndz_unzip_piece(c, clen, in, n, out, n - 512, NULL), NDZ_ECORRUPT);
+	assert_int_equal(ndz_unzip_piece(c, clen - 1, in, n, out, n, NULL), NDZ_ECORRUPT);
+	c[clen] = 0;
+	assert_int_equal(ndz_unzip_piece(c, clen + 1, in, n, out, n, NULL), NDZ_ECORRUPT);
+	c[clen / 2] ^= 0x20;
+	assert_int_equal(ndz_unzip_piece(c, clen, in, n, out, n, &e), NDZ_ECORRUPT);
+	assert_non_null(strstr(ndz_error_msg(&e), "piece of"));
+	ZSTD_freeCCtx(z);
+	free(in);
+	free(c);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_kinds),
+		cmocka_unit_test(test_piece),
 		cmocka_unit_test(test_roundtrip_zstd),
 		cmocka_unit_test(test_gaps_and_order),
 		cmocka_unit_test(test_small_memory),

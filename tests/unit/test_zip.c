@@ -20,7 +20,9 @@
 #include "core/io.h"
 #include "core/le.h"
 #include "core/ranges.h"
+#include "codec/unzip.h"
 #include "codec/zip.h"
+#include "trust/index.h"
 #include "zipfix.h"
 
 /* The image of src (alloc: as for fix_zip_codec) made with threads is a's, byte for byte. */
@@ -814,6 +816,160 @@ static void test_partial_reads(void **state)
 	free(src);
 }
 
+/* The image of src (sectors in alloc) with the content index, into img and ix. */
+static void zip_indexed(const uint8_t *src, size_t len, const struct ndz_ranges *alloc,
+			int codec, int threads, struct fix_image *img, struct ndz_index *ix)
+{
+	struct ndz_error e = { 0 };
+	struct ndz_zip_opts o;
+	struct ndz_io *io;
+
+	memset(img, 0, sizeof(*img));
+	memset(ix, 0, sizeof(*ix));
+	assert_int_equal(ndz_io_open_mem((void *)(uintptr_t)src, len, 0, &io, NULL), 0);
+	ndz_zip_opts_init(&o);
+	o.threads = threads;
+	o.codec = codec;
+	o.level = 3;
+	o.index = ix;
+	memcpy(o.uuid, "fixed-test-uuid!", 16);
+	if (ndz_zip(io, len, alloc, &o, fix_collect, img, NULL, &e) < 0)
+		fail_msg("zip: %s", ndz_error_msg(&e));
+	ndz_io_close(io);
+}
+
+/*
+ * Pieces (doc/FORMAT.md): every zstd chunk's index entry lists pieces that tile
+ * its compressed data and its uncompressed data; each decodes on its own with
+ * only its stated prefix (taken here from the whole chunk's decoding, as a reader
+ * takes it from its target), to the bytes the whole chunk has there, whose digest
+ * is the piece's; its disk ranges are where those bytes go. The index keeps them
+ * through encode and decode, the same for any thread count; zlib has none and
+ * its index stays version 1.
+ */
+static void test_zstd_pieces(void **state)
+{
+	const size_t len = 12 * MiB / FIX_SCALE + 300;
+	uint8_t *src = fix_data(FIX_MIXED, len, 21), *out = malloc(64 * MiB);
+	uint8_t *piece = malloc(NDZ_INDEX_MAX_PIECE), *enc, *enc2;
+	struct ndz_ranges alloc = NDZ_RANGES_INIT;
+	struct ndz_index ix, ix2, back;
+	struct ndz_digest *d = ndz_digest_create(NULL);
+	struct fix_image a, b;
+	struct ndz_error e = { 0 };
+	size_t elen, elen2, i;
+	uint32_t j, total = 0;
+
+	(void)state;
+	assert_non_null(src);
+	assert_non_null(out);
+	assert_non_null(piece);
+	assert_non_null(d);
+	assert_int_equal(fix_scatter(&alloc, 0, len / 512 + 1, 7, 4000, 300), 0);
+	zip_indexed(src, len, &alloc, NDZ_CODEC_ZSTD, 1, &a, &ix);
+	assert_int_equal(ix.chunks, a.n);
+	for (i = 0; i < a.n; i++) {
+		const struct ndz_index_entry *x = &ix.e[i];
+		struct ndz_chunk_hdr h;
+		struct ndz_region r[NDZ_MAX_REGIONS];
+		long long n;
+		uint64_t coff = 0, doff = 0;
+
+		assert_int_equal(ndz_chunk_check(fix_chunk(&a, i), &h, NULL), 0);
+		n = zstd_chunk_decode(out, 64 * MiB, fix_chunk(&a, i) + NDZ_HDR_SIZE, h.data_len);
+		assert_true(n >= 0);
+		if (!x->npieces)
+			fail_msg("chunk %zu: no pieces", i);
+		for (j = 0; j < x->npieces; j++) {
+			const struct ndz_index_piece *p = &x->pieces[j];
+			uint8_t dg[NDZ_INDEX_DIGEST_LEN];
+			uint32_t k, nr;
+			uint64_t sectors = 0;
+			size_t plen;
+
+			assert_int_equal(p->coff, coff);
+			assert_int_equal(p->doff, doff);
+			plen = p->doff < 2 * MiB ? (size_t)p->doff : 2 * MiB;
+			if (ndz_unzip_piece(fix_chunk(&a, i) + NDZ_HDR_SIZE + p->coff, p->clen,
+					    out + p->doff - plen, plen, piece, p->dlen, &e) < 0)
+				fail_msg("chunk %zu piece %u: %s", i, j, ndz_error_msg(&e));
+			assert_memory_equal(piece, out + p->doff, p->dlen);
+			/* the last sector's bytes past the source are not hashed */
+			assert_int_equal(ndz_digest_update(d, piece, p->dlen - (i + 1 == a.n &&
+					 j + 1 == x->npieces && len % 512 ? 512 - len % 512 : 0),
+					 NULL), 0);
+			assert_int_equal(ndz_digest_final(d, dg, NULL), 0);
+			assert_memory_equal(dg, p->digest, sizeof(dg));
+			/* where it goes: the source's bytes there */
+			nr = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS);
+			for (k = 0; k < nr; k++) {
+				uint64_t off = r[k].start * 512, cnt = (uint64_t)r[k].count * 512;
+
+				if (off + cnt > len)
+					cnt = len - off;
+				assert_memory_equal(src + off, piece + sectors * 512, cnt);
+				sectors += r[k].count;
+			}
+			assert_int_equal(sectors * 512, p->dlen);
+			coff += p->clen;
+			doff += p->dlen;
+			total++;
+			/* a frame of imagezip's leans on its prefix: no decoding without */
+			if (p->doff && p->dlen == MiB)
+				assert_int_equal(ndz_unzip_piece(fix_chunk(&a, i) + NDZ_HDR_SIZE +
+								 p->coff, p->clen, NULL, 0, piece,
+								 p->dlen, NULL), NDZ_ECORRUPT);
+		}
+		assert_int_equal(coff, h.data_len);
+		assert_int_equal(doff, (uint64_t)n);
+	}
+	assert_true(total > a.n);          /* finer than the chunk */
+	/* through the file and back; the same index with 3 threads */
+	assert_int_equal(ndz_index_encode(&ix, NULL, &enc, &elen, &e), 0);
+	assert_int_equal(get_le16(enc + 8), 2);
+	assert_true(ndz_index_size_from_header(enc, 64) == elen);
+	if (ndz_index_decode(enc, elen, NULL, &back, &e) < 0)
+		fail_msg("decode: %s", ndz_error_msg(&e));
+	for (i = 0; i < a.n; i++) {
+		assert_int_equal(back.e[i].npieces, ix.e[i].npieces);
+		for (j = 0; j < ix.e[i].npieces; j++) {
+			const struct ndz_index_piece *p = &ix.e[i].pieces[j], *q = &back.e[i].pieces[j];
+
+			assert_true(p->doff == q->doff && p->dlen == q->dlen &&
+				    p->coff == q->coff && p->clen == q->clen);
+			assert_memory_equal(p->digest, q->digest, NDZ_INDEX_DIGEST_LEN);
+		}
+	}
+	zip_indexed(src, len, &alloc, NDZ_CODEC_ZSTD, 3, &b, &ix2);
+	assert_int_equal(ndz_index_encode(&ix2, NULL, &enc2, &elen2, &e), 0);
+	assert_int_equal(elen2, elen);
+	assert_memory_equal(enc, enc2, elen);
+	/* a piece that does not tile its chunk is malformed */
+	ndz_index_release(&back);
+	enc[elen - 64 - 64 + 4] ^= 1;          /* the last piece's coff */
+	assert_int_equal(ndz_index_decode(enc, elen, NULL, &back, &e), NDZ_EINDEX);
+	free(enc);
+	free(enc2);
+	ndz_index_release(&ix2);
+	fix_image_release(&b);
+	ndz_index_release(&ix);
+	fix_image_release(&a);
+	/* zlib: chunks only, and the index version 1 */
+	zip_indexed(src, len, &alloc, NDZ_CODEC_ZLIB, 2, &a, &ix);
+	for (i = 0; i < a.n; i++)
+		assert_int_equal(ix.e[i].npieces, 0);
+	assert_int_equal(ndz_index_encode(&ix, NULL, &enc, &elen, &e), 0);
+	assert_int_equal(get_le16(enc + 8), 1);
+	free(enc);
+	ndz_index_release(&ix);
+	fix_image_release(&a);
+	ndz_digest_free(d);
+	ndz_ranges_release(&alloc);
+	free(piece);
+	free(out);
+	free(src);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -833,6 +989,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_partition_fields),
 		cmocka_unit_test(test_partial_reads),
+		cmocka_unit_test(test_zstd_pieces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
