@@ -408,6 +408,9 @@ int main(int argc, char **argv)
 
 	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
 	in = cli_open_image(argv[optind]);
+	if ((okey || opub) && ndz_orig_load_keys(okey, opub, &okeys, &err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
+	vopts.orig = &okeys;           /* --orig-pubkey: the verifier's rule for each chunk */
 	vopts.pub = &pub;
 	vopts.crypt = &crypt;
 	vopts.name = argv[optind];
@@ -420,8 +423,6 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 	h0 = ndz_image_walk_first(walk);
 	if (okey || opub) {
-		if (ndz_orig_load_keys(okey, opub, &okeys, &err) < 0)
-			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&err));
 		if (!NDZ_IS_ORIG(h0))
 			cli_usage_error("--orig-key and --orig-pubkey: only for an original "
 					"Frisbee image");

@@ -608,13 +608,17 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
  * length to inflate and, in source_sectors, the bytes its regions hold; *clip the
  * end of its data (a short final sector).
  */
-/* lib/core/orig's error as this file's why: its detail, after the code's message. */
+/*
+ * A library error as this file's why: its detail after the code's message
+ * ("chunk 3: <message>: detail" gives "detail"), or nothing when it has none.
+ */
 static int orig_why(int rc, const struct ndz_error *oe, char *why, size_t whylen)
 {
 	const char *m = ndz_error_msg(oe), *c = ndz_strerror(rc);
+	const char *at = strstr(m, c);
 	size_t n = strlen(c);
 
-	snprintf(why, whylen, "%s", strncmp(m, c, n) == 0 && m[n] == ':' ? m + n + 2 : m);
+	snprintf(why, whylen, "%s", !at ? m : at[n] == ':' ? at + n + 2 : "");
 	return rc;
 }
 
@@ -651,6 +655,7 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	enum dec_mode mode;
 	uint64_t gap, want, clip = h->source_bytes;
 	struct ndz_orig_hdr oh;
+	struct ndz_error ve = { 0 };
 	uint32_t r;
 	int rc;
 
@@ -661,9 +666,10 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	 */
 	plain = *h;
 	rc = ndz_verify_data(u->opts.verify, chunk, &plain, checked ? NDZ_VERIFY_CHECKED : 0,
-			     NULL);
-	if (rc < 0)
-		return rc;
+			     &ve);
+	if (rc < 0)                    /* its detail, if it has one: the caller names the chunk */
+		return strstr(ndz_error_msg(&ve), ndz_strerror(rc)) ? orig_why(rc, &ve, why, whylen)
+								    : rc;
 	/* The original format: its own checks and regions (lib/orig.h). */
 	if (NDZ_IS_ORIG(h)) {
 		rc = open_orig(d, chunk, h, &oh, &plain, &clip, why, whylen);

@@ -235,6 +235,40 @@ out:
 	return ok;
 }
 
+/* The SHA-1 the original's V4 checksum and signature are of: area (csum zeroed) + data. */
+static void chunk_sha1(const uint8_t *chunk, const struct ndz_orig_hdr *oh, uint8_t *digest)
+{
+	static const uint8_t zeros[256];
+	struct sha1_ctx c;
+
+	sha1_init(&c);
+	sha1_update(&c, O_CSUM, chunk);
+	sha1_update(&c, sizeof(zeros), zeros);
+	sha1_update(&c, NDZ_ORIG_HDR_AREA - O_CSUM - sizeof(zeros), chunk + O_CSUM + sizeof(zeros));
+	sha1_update(&c, oh->size, chunk + NDZ_ORIG_HDR_AREA);
+	sha1_digest(&c, SHA1_DIGEST_SIZE, digest);
+}
+
+int ndz_orig_check_signed(const uint8_t *chunk, const struct ndz_orig_hdr *oh,
+			  const struct ndz_orig_keys *keys, struct ndz_error *e)
+{
+	uint8_t digest[SHA1_DIGEST_SIZE];
+
+	if (!keys || !keys->rsa_n_len)
+		return 0;
+	if (oh->version < 4)
+		return orig_fail(e, NDZ_EUNSIGNED, "chunk has no signature (a version %u image "
+				 "cannot be signed)", oh->version);
+	if (!(oh->csum_type & NDZ_ORIG_CSUM_SIGNED))
+		return orig_fail(e, NDZ_EUNSIGNED, "chunk has no signature (%s)",
+				 oh->csum_type ? "a plain SHA-1 checksum" : "no checksum");
+	chunk_sha1(chunk, oh, digest);
+	if (!rsa_check(keys, oh->csum, digest))
+		return orig_fail(e, NDZ_EORIGSUM, "RSA signature does not match the chunk's "
+				 "SHA-1 under the key given");
+	return 0;
+}
+
 int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 			const struct ndz_orig_keys *keys, uint32_t *data_len,
 			struct ndz_error *e)
@@ -244,25 +278,13 @@ int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 	*data_len = oh->size;
 	if (oh->version < 4)
 		return 0;
-	if (oh->csum_type) {
-		static const uint8_t zeros[256];
-		struct sha1_ctx c;
+	/* a signature is the verifier's (ndz_orig_check_signed); a plain SHA-1 is ours */
+	if (oh->csum_type && !(oh->csum_type & NDZ_ORIG_CSUM_SIGNED)) {
 		uint8_t digest[SHA1_DIGEST_SIZE];
 
-		sha1_init(&c);
-		sha1_update(&c, O_CSUM, chunk);
-		sha1_update(&c, sizeof(zeros), zeros);
-		sha1_update(&c, NDZ_ORIG_HDR_AREA - O_CSUM - sizeof(zeros),
-			    chunk + O_CSUM + sizeof(zeros));
-		sha1_update(&c, oh->size, data);
-		sha1_digest(&c, sizeof(digest), digest);
-		if (oh->csum_type & NDZ_ORIG_CSUM_SIGNED) {
-			if (keys && keys->rsa_n_len && !rsa_check(keys, oh->csum, digest))
-				return orig_fail(e, NDZ_EORIGSUM, "RSA signature does not "
-						 "match the chunk's SHA-1");
-		} else if (memcmp(digest, oh->csum, sizeof(digest)) != 0) {
+		chunk_sha1(chunk, oh, digest);
+		if (memcmp(digest, oh->csum, sizeof(digest)) != 0)
 			return orig_fail(e, NDZ_EORIGSUM, "SHA-1 does not match");
-		}
 	}
 	if (oh->cipher == NDZ_ORIG_CIPHER_BF_CBC) {
 		struct blowfish_ctx bf;

@@ -87,10 +87,22 @@ struct ndz_orig_reloc ndz_orig_get_reloc(const uint8_t *area, const struct ndz_o
 uint64_t ndz_orig_data_end(const uint8_t *area, const struct ndz_orig_hdr *oh);
 
 /*
+ * ndz_orig_check_signed - the rule of a public key (keys->rsa_n_len; without one
+ * it returns 0): the chunk (header oh, as ndz_orig_decode accepted it, data still
+ * as stored) carries a V4 RSA signature and it verifies under the key. NDZ_EUNSIGNED
+ * for a chunk without one (versions 1-3 cannot be signed; an unsigned V4 chunk),
+ * NDZ_EORIGSUM for one that does not verify; e set as ndz_orig_decode sets it.
+ * The verifier (lib/trust/verify.h) asks it of every original chunk.
+ */
+int ndz_orig_check_signed(const uint8_t *chunk, const struct ndz_orig_hdr *oh,
+			  const struct ndz_orig_keys *keys, struct ndz_error *e);
+
+/*
  * ndz_orig_open_chunk - in a decoder, before anything of the chunk is decoded:
- * the V4 checksum or signature (signatures only with keys->rsa_n_len) and, for an
- * encrypted chunk, decryption in place. *data_len is the compressed length after.
- * Returns 0 or a negative code with e set as ndz_orig_decode sets it.
+ * the V4 SHA-1 checksum of an unsigned chunk (a signature is the verifier's,
+ * ndz_orig_check_signed) and, for an encrypted chunk, decryption in place with
+ * keys->bf_key. *data_len is the compressed length after. Returns 0 or a negative
+ * code with e set as ndz_orig_decode sets it.
  */
 int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 			const struct ndz_orig_keys *keys, uint32_t *data_len,
