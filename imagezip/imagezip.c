@@ -370,6 +370,8 @@ int main(int argc, char **argv)
 	struct ndz_io *src = NULL, *view = NULL, *zview = NULL;
 	int progress = 0, info = 0, level = -1, cipher = 0, force = 0, c, rc;
 	int from = 0, to_orig = 0;
+	struct ndz_orig_reloc *labels = NULL;   /* --from-image --to-orig: kept disklabels */
+	uint32_t nlabels = 0;
 	const char *orig_key = NULL, *upload = NULL, *image;
 	int wait_s = 60;
 	struct ndz_scan_report report;
@@ -558,7 +560,8 @@ int main(int argc, char **argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	if (from)
-		src = from_image(argv[optind], image, orig_key, &scan);
+		src = from_image(argv[optind], image, orig_key, &scan, to_orig ? &labels : NULL,
+				 &nlabels);
 	else if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	sopts.warn = scan_warn;
@@ -599,9 +602,10 @@ int main(int argc, char **argv)
 	if (to_orig) {
 		memset(&stats, 0, sizeof(stats));
 		stats.in_bytes = ndz_ranges_total(&scan.alloc) * NDZ_SECTOR_SIZE;
-		rc = ndz_orig_zip_v3(zview ? zview : view, scan.bytes, &scan.alloc,
+		rc = ndz_orig_zip_v3(zview ? zview : view, scan.bytes, &scan.alloc, labels, nlabels,
 				     level < 0 ? NDZ_ZLIB_DEFAULT_LEVEL : level, ndz_seal_chunk, seal,
 				     &stats.chunks, &zerr);
+		free(labels);
 		stats.out_bytes = (uint64_t)stats.chunks * NDZ_CHUNK_SIZE;
 	} else {
 		rc = ndz_zip(zview ? zview : view, scan.bytes, &scan.alloc, &zopts, ndz_seal_chunk,

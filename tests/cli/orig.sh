@@ -87,6 +87,23 @@ if "$IMAGEUNZIP" -s 1 $name.ndz disk.img 2>err; then
 	dd if=disk.img bs=512 skip=2048 count=6400 2>/dev/null >slice.bin
 	check "-s 1: only the label differs from a plain restore" \
 		test "$(cmp -l plain.bin slice.bin | awk '$1 < 512 || $1 > 788' | wc -l)" = 0
+	# --to-orig keeps the relocation: the converted image restores into the slice
+	# the same, label relocated at the right offsets
+	rm -f conv.ndz
+	"$IMAGEZIP" -q --from-image --to-orig $name.ndz conv.ndz 2>err
+	rc=$?
+	nrel=$(get32 conv.ndz 32)
+	rtype=$(get32 conv.ndz $((36 + 8 * $(get32 conv.ndz 20))))
+	check "--to-orig of a relocating image: no warning, its relocation in chunk 0" \
+		sh -c "[ $rc = 0 ] && [ ! -s err ] && [ '$nrel' = 1 ] && [ '$rtype' = 1 ]"
+	cp disk.img disk2.img
+	dd if=/dev/zero of=disk2.img bs=512 seek=2048 count=32768 conv=notrunc 2>/dev/null
+	"$IMAGEUNZIP" -s 1 conv.ndz disk2.img 2>err
+	rc=$?
+	check "--to-orig: partition b of the converted label moved by the slice's start" \
+		sh -c "[ $rc = 0 ] && [ '$(get32 disk2.img $((l + 164 + 4)))' = 26624 ]"
+	check "--to-orig: the converted slice restores as the original's, label and all" \
+		cmp -s disk.img disk2.img
 else
 	not_ok "-s 1 restore into slice 1 ($(cat err))"
 fi
