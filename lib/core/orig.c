@@ -249,13 +249,17 @@ static void chunk_sha1(const uint8_t *chunk, const struct ndz_orig_hdr *oh, uint
 	sha1_digest(&c, SHA1_DIGEST_SIZE, digest);
 }
 
-int ndz_orig_check_signed(const uint8_t *chunk, const struct ndz_orig_hdr *oh,
-			  const struct ndz_orig_keys *keys, struct ndz_error *e)
+int ndz_orig_check_signed(const uint8_t *chunk, const struct ndz_orig_keys *keys,
+			  struct ndz_error *e)
 {
 	uint8_t digest[SHA1_DIGEST_SIZE];
+	struct ndz_orig_hdr h, *oh = &h;
+	int rc;
 
 	if (!keys || !keys->rsa_n_len)
 		return 0;
+	if ((rc = ndz_orig_decode(chunk, oh, e)) < 0)
+		return rc;
 	if (oh->version < 4)
 		return orig_fail(e, NDZ_EUNSIGNED, "chunk has no signature (a version %u image "
 				 "cannot be signed)", oh->version);
@@ -731,4 +735,46 @@ int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_b
 	ndz_orig_to_hdr(&oh, oh.first, oh.last, source_bytes, nchunks && oh.index == nchunks - 1,
 			h);
 	return 0;
+}
+
+int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			const struct ndz_orig_keys *keys, struct ndz_chunk_view *v,
+			struct ndz_error *e)
+{
+	uint32_t i;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	v->h = *h;
+	v->area = chunk;
+	v->data = chunk + NDZ_HDR_SIZE;
+	v->clip = v->end = h->source_bytes;
+	/* an original image from a stream: its end is not known (source_bytes 0) */
+	if (NDZ_IS_ORIG(h) && !h->source_bytes)
+		v->end = UINT64_MAX;
+	if (!NDZ_IS_ORIG(h)) {
+		v->want = ndz_hdr_data_bytes(chunk, h);
+		return 0;
+	}
+	/* the reader checked this header on these bytes; decoding again costs little */
+	if ((rc = ndz_orig_decode(chunk, &v->oh, e)) < 0 ||
+	    (rc = ndz_orig_open_chunk(chunk, &v->oh, keys, &v->h.data_len, e)) < 0)
+		return rc;
+	v->data = chunk + NDZ_ORIG_HDR_AREA;
+	for (i = 0; i < v->oh.nregions; i++)
+		v->want += (uint64_t)ndz_orig_region(chunk, &v->oh, i).count * NDZ_SECTOR_SIZE;
+	v->clip = ndz_orig_data_end(chunk, &v->oh);
+	v->fixups = v->oh.nrelocs;
+	return 0;
+}
+
+struct ndz_region ndz_chunk_view_region(const struct ndz_chunk_view *v, uint32_t i)
+{
+	return v->oh.version ? ndz_orig_region(v->area, &v->oh, i) : ndz_hdr_region(v->area, i);
+}
+
+int ndz_chunk_view_fix(const struct ndz_chunk_view *v, uint8_t *out, uint64_t len,
+		       uint64_t base, struct ndz_error *e)
+{
+	return v->fixups ? ndz_orig_relocate(v->area, &v->oh, out, len, base, e) : 0;
 }

@@ -241,7 +241,6 @@ static int orig_signed(const struct ndz_verify *v, const uint8_t *chunk, uint32_
 		       struct ndz_error *e)
 {
 	struct ndz_error oe = { 0 };
-	struct ndz_orig_hdr oh;
 	int rc;
 
 	if (!v || !v->orig.rsa_n_len)
@@ -250,9 +249,7 @@ static int orig_signed(const struct ndz_verify *v, const uint8_t *chunk, uint32_
 		return ndz_error_set(e, NDZ_EUNSIGNED, 0, "chunk %u: %s (not an original-format "
 				     "chunk, and an original public key was given)", index,
 				     ndz_strerror(NDZ_EUNSIGNED));
-	rc = ndz_orig_decode(chunk, &oh, &oe);
-	if (rc == 0)
-		rc = ndz_orig_check_signed(chunk, &oh, &v->orig, &oe);
+	rc = ndz_orig_check_signed(chunk, &v->orig, &oe);
 	if (rc < 0) {
 		ndz_error_set(e, rc, 0, "chunk %u: %s", index, ndz_error_msg(&oe));
 		return rc;
