@@ -265,8 +265,6 @@ static int integrity(const struct ndz_verify *v, const uint8_t *chunk,
 
 	if (v && v->m.hash)
 		return ndz_manifest_check_chunk(&v->m, chunk, h, e);
-	if ((rc = orig_signed(v, chunk, h->index, e)) < 0)
-		return rc;
 	if (NDZ_IS_ORIG(h) || (flags & NDZ_VERIFY_CHECKED))
 		return 0;
 	if ((h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) && v && v->crypt.type != NDZ_KEY_NONE)
@@ -279,8 +277,10 @@ static int integrity(const struct ndz_verify *v, const uint8_t *chunk,
 int ndz_verify_data(const struct ndz_verify *v, uint8_t *chunk, struct ndz_chunk_hdr *h,
 		    unsigned flags, struct ndz_error *e)
 {
-	int rc = integrity(v, chunk, h, flags, e);
+	int rc = orig_signed(v, chunk, h->index, e);
 
+	if (rc == 0)
+		rc = integrity(v, chunk, h, flags, e);
 	if (rc < 0 || NDZ_IS_ORIG(h) || !(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ||
 	    (v && v->stored))
 		return rc;
