@@ -267,10 +267,11 @@ static void sign(BIGNUM *n, BIGNUM *d)
 	sha1_init(&c);
 	sha1_update(&c, 4096 + get_le32(chunk + SIZE), chunk);
 	sha1_digest(&c, 20, digest);
-	/* 00 01 ff... 00 digest */
+	/* PKCS#1 type 1 of a 53-byte message, the digest then zeros: 00 01 ff.. 00 msg */
+	assert_true(len >= 64);
 	m[1] = 1;
-	memset(m + 2, 0xff, (size_t)len - 23);
-	memcpy(m + len - 20, digest, 20);
+	memset(m + 2, 0xff, (size_t)len - 2 - 54);
+	memcpy(m + len - 53, digest, 20);
 	x = BN_bin2bn(m, len, NULL);
 	assert_true(x && y && ctx && BN_mod_exp(y, x, d, n, ctx));
 	assert_int_equal(BN_bn2binpad(y, chunk + 72, len), len);
