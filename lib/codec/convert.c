@@ -41,7 +41,7 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 		goto out;
 	for (;;) {
 		uint8_t *buf = ndz_unzip_get_buf(z, NULL);
-		struct ndz_orig_hdr oh;
+		struct ndz_chunk_view cv;
 
 		if (!buf)
 			break;
@@ -50,38 +50,33 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
 			break;
 		}
-		/* what the chunk holds, before the pipeline takes the buffer (the reader
-		   decoded its header already: it decodes again) */
-		if (NDZ_IS_ORIG(&h) && ndz_orig_decode(buf, &oh, NULL) == 0) {
-			for (i = 0; i < oh.nregions && rc >= 0; i++) {
-				struct ndz_region g = ndz_orig_region(buf, &oh, i);
+		/* what the chunk holds, before the pipeline takes the buffer (either format:
+		   lib/core/orig.h's view) */
+		rc = ndz_chunk_view_peek(buf, &h, &cv, &mine);
+		for (i = 0; i < cv.h.nregions && rc >= 0; i++) {
+			struct ndz_region g = ndz_chunk_view_region(&cv, i);
 
-				rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
-			}
-			for (i = 0; i < oh.nrelocs && rc >= 0; i++) {
-				struct ndz_orig_reloc rl = ndz_orig_get_reloc(buf, &oh, i);
-				struct ndz_orig_reloc *l;
-
-				if (rl.type != NDZ_ORIG_RELOC_FBSDDISKLABEL)
-					continue;
-				l = realloc(u->labels, (u->disklabels + 1) * sizeof(*l));
-				if (!l) {
-					rc = ndz_error_set(&mine, NDZ_ENOMEM, 0, "%s",
-							   ndz_strerror(NDZ_ENOMEM));
-					break;
-				}
-				u->labels = l;
-				u->labels[u->disklabels++] = rl;
-			}
-			if (ndz_orig_data_end(buf, &oh) > u->bytes && !h0->source_bytes)
-				u->bytes = ndz_orig_data_end(buf, &oh);
-		} else {
-			for (i = 0; i < h.nregions && rc >= 0; i++) {
-				struct ndz_region g = ndz_hdr_region(buf, i);
-
-				rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
-			}
+			rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
 		}
+		/* an original image's disklabels, kept for --to-orig */
+		for (i = 0; i < cv.fixups && rc >= 0; i++) {
+			struct ndz_orig_reloc rl = ndz_chunk_view_reloc(&cv, i);
+			struct ndz_orig_reloc *l;
+
+			if (rl.type != NDZ_ORIG_RELOC_FBSDDISKLABEL)
+				continue;
+			l = realloc(u->labels, (u->disklabels + 1) * sizeof(*l));
+			if (!l) {
+				rc = ndz_error_set(&mine, NDZ_ENOMEM, 0, "%s",
+						   ndz_strerror(NDZ_ENOMEM));
+				break;
+			}
+			u->labels = l;
+			u->labels[u->disklabels++] = rl;
+		}
+		/* a stream of the original format: its end is its last data */
+		if (rc >= 0 && !h0->source_bytes && cv.clip > u->bytes)
+			u->bytes = cv.clip;
 		if (rc < 0) {
 			ndz_error_prefix(&mine, "%s: chunk %u: its regions", in->name, h.index);
 			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);

@@ -737,9 +737,8 @@ int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_b
 	return 0;
 }
 
-int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
-			const struct ndz_orig_keys *keys, struct ndz_chunk_view *v,
-			struct ndz_error *e)
+int ndz_chunk_view_peek(const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			struct ndz_chunk_view *v, struct ndz_error *e)
 {
 	uint32_t i;
 	int rc;
@@ -757,15 +756,31 @@ int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
 		return 0;
 	}
 	/* the reader checked this header on these bytes; decoding again costs little */
-	if ((rc = ndz_orig_decode(chunk, &v->oh, e)) < 0 ||
-	    (rc = ndz_orig_open_chunk(chunk, &v->oh, keys, &v->h.data_len, e)) < 0)
+	if ((rc = ndz_orig_decode(chunk, &v->oh, e)) < 0)
 		return rc;
+	v->h.data_len = v->oh.size;
 	v->data = chunk + NDZ_ORIG_HDR_AREA;
 	for (i = 0; i < v->oh.nregions; i++)
 		v->want += (uint64_t)ndz_orig_region(chunk, &v->oh, i).count * NDZ_SECTOR_SIZE;
 	v->clip = ndz_orig_data_end(chunk, &v->oh);
 	v->fixups = v->oh.nrelocs;
 	return 0;
+}
+
+int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			const struct ndz_orig_keys *keys, struct ndz_chunk_view *v,
+			struct ndz_error *e)
+{
+	int rc = ndz_chunk_view_peek(chunk, h, v, e);
+
+	if (rc < 0 || !v->oh.version)
+		return rc;
+	return ndz_orig_open_chunk(chunk, &v->oh, keys, &v->h.data_len, e);
+}
+
+struct ndz_orig_reloc ndz_chunk_view_reloc(const struct ndz_chunk_view *v, uint32_t i)
+{
+	return ndz_orig_get_reloc(v->area, &v->oh, i);
 }
 
 struct ndz_region ndz_chunk_view_region(const struct ndz_chunk_view *v, uint32_t i)

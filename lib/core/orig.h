@@ -179,6 +179,15 @@ struct ndz_chunk_view {
 int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
 			const struct ndz_orig_keys *keys, struct ndz_chunk_view *v,
 			struct ndz_error *e);
+/*
+ * ndz_chunk_view_peek - as ndz_chunk_view_open without the checksum and the
+ * decryption, chunk untouched: what a chunk holds (regions, ends, relocations),
+ * for a reader that lists it. data_len is then the data as stored.
+ */
+int ndz_chunk_view_peek(const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			struct ndz_chunk_view *v, struct ndz_error *e);
+/* ndz_chunk_view_reloc - relocation i (< v->fixups) of the view. */
+struct ndz_orig_reloc ndz_chunk_view_reloc(const struct ndz_chunk_view *v, uint32_t i);
 /* ndz_chunk_view_region - region i (< v->h.nregions) of the view. */
 struct ndz_region ndz_chunk_view_region(const struct ndz_chunk_view *v, uint32_t i);
 /*
