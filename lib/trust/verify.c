@@ -371,12 +371,15 @@ enum ndz_verdict ndz_verify_chunk(struct ndz_verify *v, uint8_t *chunk, uint32_t
 	 */
 	ndz_error_clear(&oe);
 	if (v->orig.rsa_n_len && (r = orig_signed(v, chunk, place, &oe)) < 0) {
-		/* the detail after "chunk N: <code's message>: " */
+		/* the detail after "chunk N: <code's message>": ": detail" or " (detail)" */
 		const char *more = strstr(ndz_error_msg(&oe), ndz_strerror(r));
 		char why[200] = "";
 
-		if (more && strlen(more) > strlen(ndz_strerror(r)) + 2)
-			snprintf(why, sizeof(why), " (%s)", more + strlen(ndz_strerror(r)) + 2);
+		more = more ? more + strlen(ndz_strerror(r)) : "";
+		if (more[0] == ':' && more[1] == ' ')
+			snprintf(why, sizeof(why), " (%s)", more + 2);
+		else
+			snprintf(why, sizeof(why), "%s", more);
 		if (r == NDZ_EUNSIGNED && (!orig || ++v->key_streak >= KEY_STREAK_MAX))
 			return reject(v, NDZ_VERDICT_FATAL, place, r, why, e);
 		return reject(v, NDZ_VERDICT_FORGED, place, r, "", e);
