@@ -52,6 +52,8 @@ static const char usage_text[] =
 	"                         an encryption key: decrypt (give both if need be)\n"
 	"      --manifest FILE    use this signed manifest, not the server's\n"
 	"      --orig-key FILE    an original Frisbee V4 image's Blowfish key file\n"
+	"      --orig-pubkey FILE an original V4 image's RSA public key (.skey): every\n"
+	"                         chunk must carry a signature that verifies under it\n"
 	"  -o, --progress         show progress and the time left: a line redrawn on a\n"
 	"                         terminal, else a plain line every few seconds\n"
 	"      --progress=json    progress as one JSON object a line (see the man page)\n"
@@ -199,8 +201,9 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'F' },
 		{ "orig-key", required_argument, NULL, 0x1f0 },
+		{ "orig-pubkey", required_argument, NULL, 0x1f3 },
 		{ "seed", no_argument, NULL, 0x1f1 }, { "verify", no_argument, NULL, 0x1f2 },
-		{ "report-fd", required_argument, NULL, 0x1f3 },
+		{ "report-fd", required_argument, NULL, 0x1f4 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -242,13 +245,15 @@ int main(int argc, char **argv)
 		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;
 		case 0x1f0: orig_key_path = optarg; break;
+		case 0x1f3: orig_pub_path = optarg; break;
 		case 0x1f1: c.seed = 1; break;
 		case 0x1f2: c.verify_after = 1; break;
-		case 0x1f3: cli_report_open(optarg); break;
+		case 0x1f4: cli_report_open(optarg); break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
-	if (orig_key_path && ndz_orig_load_keys(orig_key_path, NULL, &orig_keys, &c.ferr) < 0)
+	if ((orig_key_path || orig_pub_path) &&
+	    ndz_orig_load_keys(orig_key_path, orig_pub_path, &orig_keys, &c.ferr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.ferr));
 	if (!master != !image)
 		cli_usage_error("-M HOST and -I NAME go together");
@@ -280,7 +285,7 @@ int main(int argc, char **argv)
 		cli_usage_error("--manifest: only with a public --key");
 	{
 		struct ndz_verify_opts vo = { .pub = &c.pub, .crypt = &c.crypt, .stored = c.raw,
-					      .name = c.source };
+					      .orig = &orig_keys, .name = c.source };
 
 		if (ndz_verify_create(&vo, &c.verify, &c.err) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));

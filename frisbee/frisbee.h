@@ -89,6 +89,8 @@ void summary(struct client *c, int code, const struct ndz_client_stats *st);
 
 /* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h), policy.c's */
 extern const char *orig_key_path;
+/* --orig-pubkey: its RSA public key, in orig_keys too; the verifier checks each chunk */
+extern const char *orig_pub_path;
 extern struct ndz_orig_keys orig_keys;
 
 /*

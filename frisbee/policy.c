@@ -11,6 +11,7 @@
 
 /* --orig-key: an original Frisbee V4 image's Blowfish key (lib/orig.h) */
 const char *orig_key_path;
+const char *orig_pub_path;         /* --orig-pubkey */
 struct ndz_orig_keys orig_keys;
 
 /*

@@ -10,7 +10,8 @@
 #include "from.h"
 
 struct ndz_io *from_image(const char *path, const char *out_path, const char *orig_key,
-			  struct ndz_scan_result *scan)
+			  struct ndz_scan_result *scan, struct ndz_orig_reloc **labels,
+			  uint32_t *nlabels)
 {
 	struct ndz_orig_keys k = { 0 };
 	struct ndz_unpacked u;
@@ -42,7 +43,13 @@ struct ndz_io *from_image(const char *path, const char *out_path, const char *or
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	memset(&k, 0, sizeof(k));
 	ndz_io_close(in);
-	if (u.disklabels)
+	if (labels) {
+		*labels = u.labels;
+		*nlabels = u.disklabels;
+	} else {
+		free(u.labels);
+	}
+	if (u.disklabels && !labels)
 		cli_warn("%s: %u FreeBSD disklabel relocation(s) are not kept: the label is stored "
 			 "with offsets relative to its slice, as a plain restore of the original "
 			 "writes it", path, u.disklabels);

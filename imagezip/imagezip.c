@@ -325,6 +325,8 @@ int main(int argc, char **argv)
 	struct ndz_io *src = NULL;
 	int progress = 0, info = 0, cipher = 0, force = 0, c, rc;
 	int from = 0, to_orig = 0;
+	struct ndz_orig_reloc *labels = NULL;   /* --from-image --to-orig: kept disklabels */
+	uint32_t nlabels = 0;
 	const char *orig_key = NULL, *upload = NULL, *image;
 	int wait_s = 60;
 	struct ndz_scan_report report;
@@ -451,7 +453,8 @@ int main(int argc, char **argv)
 		load_key(crypt_path, NDZ_KEY_CRYPT, &crypt_key);
 	signal(SIGPIPE, SIG_IGN);
 	if (from)
-		src = from_image(argv[optind], image, orig_key, &scan);
+		src = from_image(argv[optind], image, orig_key, &scan, to_orig ? &labels : NULL,
+				 &nlabels);
 	else if (ndz_io_open_file(argv[optind], NDZ_IO_READ, &src, &zerr) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&zerr));
 	cap.scan.warn = scan_warn;
@@ -481,6 +484,8 @@ int main(int argc, char **argv)
 	jo.scan = &scan;
 	jo.zip = cap.zip;
 	jo.to_orig = to_orig;
+	jo.labels = labels;
+	jo.nlabels = nlabels;
 	jo.sign = sign ? &sign_key : NULL;
 	jo.manifest = manifest;
 	jo.crypt = crypt_path ? &crypt_key : NULL;
@@ -490,6 +495,7 @@ int main(int argc, char **argv)
 	jo.report = cli_job_report;
 	jo.report_ctx = &job;
 	rc = ndz_capture(&jo, &res, &zerr);
+	free(labels);
 	ndz_key_wipe(&crypt_key);
 	ndz_key_wipe(&sign_key);
 	if (rc < 0)

@@ -41,7 +41,7 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 		goto out;
 	for (;;) {
 		uint8_t *buf = ndz_unzip_get_buf(z, NULL);
-		struct ndz_orig_hdr oh;
+		struct ndz_chunk_view cv;
 
 		if (!buf)
 			break;
@@ -50,26 +50,33 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
 			break;
 		}
-		/* what the chunk holds, before the pipeline takes the buffer (the reader
-		   decoded its header already: it decodes again) */
-		if (NDZ_IS_ORIG(&h) && ndz_orig_decode(buf, &oh, NULL) == 0) {
-			for (i = 0; i < oh.nregions && rc >= 0; i++) {
-				struct ndz_region g = ndz_orig_region(buf, &oh, i);
+		/* what the chunk holds, before the pipeline takes the buffer (either format:
+		   lib/core/orig.h's view) */
+		rc = ndz_chunk_view_peek(buf, &h, &cv, &mine);
+		for (i = 0; i < cv.h.nregions && rc >= 0; i++) {
+			struct ndz_region g = ndz_chunk_view_region(&cv, i);
 
-				rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
-			}
-			for (i = 0; i < oh.nrelocs; i++)
-				u->disklabels += ndz_orig_get_reloc(buf, &oh, i).type ==
-						 NDZ_ORIG_RELOC_FBSDDISKLABEL;
-			if (ndz_orig_data_end(buf, &oh) > u->bytes && !h0->source_bytes)
-				u->bytes = ndz_orig_data_end(buf, &oh);
-		} else {
-			for (i = 0; i < h.nregions && rc >= 0; i++) {
-				struct ndz_region g = ndz_hdr_region(buf, i);
-
-				rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
-			}
+			rc = ndz_ranges_add(&u->alloc, g.start, g.count, &mine);
 		}
+		/* an original image's disklabels, kept for --to-orig */
+		for (i = 0; i < cv.fixups && rc >= 0; i++) {
+			struct ndz_orig_reloc rl = ndz_chunk_view_reloc(&cv, i);
+			struct ndz_orig_reloc *l;
+
+			if (rl.type != NDZ_ORIG_RELOC_FBSDDISKLABEL)
+				continue;
+			l = realloc(u->labels, (u->disklabels + 1) * sizeof(*l));
+			if (!l) {
+				rc = ndz_error_set(&mine, NDZ_ENOMEM, 0, "%s",
+						   ndz_strerror(NDZ_ENOMEM));
+				break;
+			}
+			u->labels = l;
+			u->labels[u->disklabels++] = rl;
+		}
+		/* a stream of the original format: its end is its last data */
+		if (rc >= 0 && !h0->source_bytes && cv.clip > u->bytes)
+			u->bytes = cv.clip;
 		if (rc < 0) {
 			ndz_error_prefix(&mine, "%s: chunk %u: its regions", in->name, h.index);
 			ndz_unzip_put_buf(z, buf, NULL, 0, NULL);
@@ -90,8 +97,11 @@ int ndz_image_unpack(struct ndz_io *in, const struct ndz_orig_keys *okeys,
 out:
 	ndz_unzip_free(z);
 	ndz_image_reader_free(r);
-	if (rc < 0)
+	if (rc < 0) {
 		ndz_ranges_release(&u->alloc);
+		free(u->labels);
+		u->labels = NULL;
+	}
 	return rc;
 }
 
@@ -111,7 +121,24 @@ struct v3 {
 	uint64_t first, reg_start, reg_end;   /* reg_*: the open region */
 	uint32_t regs[2 * NDZ_ORIG_V3_REGIONS];
 	int open;
+	const struct ndz_orig_reloc *labels;
+	uint32_t nlabels, labels_put;
 };
+
+/* Whether the open chunk's regions hold bytes [at, at + len) of the source. */
+static int v3_holds(const struct v3 *c, uint64_t at, uint64_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nreg; i++) {
+		uint64_t s = (uint64_t)c->regs[2 * i] * NDZ_SECTOR_SIZE;
+		uint64_t n = (uint64_t)c->regs[2 * i + 1] * NDZ_SECTOR_SIZE;
+
+		if (at >= s && at + len <= s + n)
+			return 1;
+	}
+	return 0;
+}
 
 /* deflate output for n more input bytes at most (stored blocks, a sync marker) */
 static uint64_t v3_bound(uint64_t n)
@@ -133,7 +160,7 @@ static int v3_start(struct v3 *c, struct ndz_error *e)
 
 static int v3_finish(struct v3 *c, uint64_t last, int is_last, struct ndz_error *e)
 {
-	uint8_t *a = c->chunk;
+	uint8_t *a = c->chunk, *p;
 	uint32_t i, nrel = 0, size;
 	int zrc;
 
@@ -160,13 +187,29 @@ static int v3_finish(struct v3 *c, uint64_t last, int is_last, struct ndz_error 
 	if (is_last && c->source_bytes % NDZ_SECTOR_SIZE && c->nreg &&
 	    (uint64_t)c->regs[2 * (c->nreg - 1)] + c->regs[2 * c->nreg - 1] ==
 	    ndz_sectors_of(c->source_bytes)) {
-		uint8_t *p = a + NDZ_ORIG_HDR_V2 + 8 * c->nreg;
-
+		p = a + NDZ_ORIG_HDR_V2 + 8 * c->nreg;
 		put_le32(p, NDZ_ORIG_RELOC_SHORTSECTOR);
 		put_le32(p + 4, (uint32_t)(c->source_bytes / NDZ_SECTOR_SIZE));
 		put_le32(p + 8, 0);
 		put_le32(p + 12, (uint32_t)(c->source_bytes % NDZ_SECTOR_SIZE));
 		nrel = 1;
+	}
+	/* the disklabels this chunk holds, as the original image had them */
+	for (i = 0; i < c->nlabels; i++) {
+		const struct ndz_orig_reloc *l = &c->labels[i];
+
+		if (!v3_holds(c, (uint64_t)l->sector * NDZ_SECTOR_SIZE + l->sectoff, l->size))
+			continue;
+		if (NDZ_ORIG_HDR_V2 + 8 * c->nreg + 16 * (nrel + 1) > NDZ_ORIG_HDR_AREA)
+			return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: no room for its "
+					     "relocations", c->index);
+		p = a + NDZ_ORIG_HDR_V2 + 8 * c->nreg + 16 * nrel;
+		put_le32(p, NDZ_ORIG_RELOC_FBSDDISKLABEL);
+		put_le32(p + 4, l->sector);
+		put_le32(p + 8, l->sectoff);
+		put_le32(p + 12, l->size);
+		nrel++;
+		c->labels_put++;
 	}
 	put_le32(a + 32, nrel);
 	c->open = 0;
@@ -206,8 +249,8 @@ static int v3_put(struct v3 *c, uint64_t pos, uint32_t n, struct ndz_error *e)
 }
 
 int ndz_orig_zip_v3(struct ndz_io *src, uint64_t source_bytes, const struct ndz_ranges *alloc,
-		    int level, ndz_chunk_fn out, void *out_ctx, uint32_t *chunks,
-		    struct ndz_error *e)
+		    const struct ndz_orig_reloc *labels, uint32_t nlabels, int level,
+		    ndz_chunk_fn out, void *out_ctx, uint32_t *chunks, struct ndz_error *e)
 {
 	uint64_t sectors = ndz_sectors_of(source_bytes);
 	struct v3 c;
@@ -223,6 +266,8 @@ int ndz_orig_zip_v3(struct ndz_io *src, uint64_t source_bytes, const struct ndz_
 	c.source_bytes = source_bytes;
 	c.out = out;
 	c.out_ctx = out_ctx;
+	c.labels = labels;
+	c.nlabels = nlabels;
 	c.chunk = malloc(NDZ_CHUNK_SIZE);
 	c.in = malloc(V3_PIECE);
 	if (!c.chunk || !c.in || deflateInit(&c.z, level) != Z_OK) {
@@ -266,6 +311,11 @@ int ndz_orig_zip_v3(struct ndz_io *src, uint64_t source_bytes, const struct ndz_
 		/* nothing allocated: one chunk of one empty-looking region is not V3; refuse */
 		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: nothing to image", src->name);
 	}
+	/* a label whose bytes no one chunk held (split by a chunk's end) is not dropped */
+	if (rc == 0 && c.labels_put != nlabels)
+		rc = ndz_error_set(e, NDZ_EREGION, 0, "%s: %u of %u disklabel relocations are "
+				   "not inside one chunk's regions", src->name,
+				   nlabels - c.labels_put, nlabels);
 	/* the last chunk closed early (full): the source's end is the next one's */
 	*chunks = c.index;
 	deflateEnd(&c.z);

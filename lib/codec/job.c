@@ -105,8 +105,8 @@ int ndz_capture(const struct ndz_capture_opts *o, struct ndz_capture_result *res
 	z.progress_ctx = &c;
 	if (o->to_orig) {
 		stats.in_bytes = in_use;
-		rc = ndz_orig_zip_v3(from, scan->bytes, &scan->alloc, z.level, ndz_seal_chunk, seal,
-				     &stats.chunks, e);
+		rc = ndz_orig_zip_v3(from, scan->bytes, &scan->alloc, o->labels, o->nlabels, z.level,
+				     ndz_seal_chunk, seal, &stats.chunks, e);
 		stats.out_bytes = (uint64_t)stats.chunks * NDZ_CHUNK_SIZE;
 	} else {
 		rc = ndz_zip(from, scan->bytes, &scan->alloc, &z, ndz_seal_chunk, seal, &stats, e);
@@ -422,8 +422,14 @@ int ndz_restore(const struct ndz_restore_opts *o, struct ndz_restore_result *res
 
 	memset(res, 0, sizeof(*res));
 	/* A file is judged whole before anything is written; a stream from chunk 0 on. */
-	if ((rc = ndz_verify_create(&vopts, &verify, err)) < 0)
+	if ((o->orig_key || o->orig_pub) &&
+	    (rc = ndz_orig_load_keys(o->orig_key, o->orig_pub, &okeys, err)) < 0)
 		return rc;
+	vopts.orig = &okeys;           /* --orig-pubkey: the verifier's rule for each chunk */
+	if ((rc = ndz_verify_create(&vopts, &verify, err)) < 0) {
+		memset(&okeys, 0, sizeof(okeys));
+		return rc;
+	}
 	/* A signed image is stored in order: a chunk out of place is refused. */
 	rc = ndz_image_walk_open(o->in, o->pub && o->pub->type != NDZ_KEY_NONE ? NDZ_WALK_ORDER : 0,
 				 &walk, err);
@@ -432,8 +438,6 @@ int ndz_restore(const struct ndz_restore_opts *o, struct ndz_restore_result *res
 	h0 = ndz_image_walk_first(walk);
 	/* the original format's key rules */
 	if (o->orig_key || o->orig_pub) {
-		if ((rc = ndz_orig_load_keys(o->orig_key, o->orig_pub, &okeys, err)) < 0)
-			goto out;
 		if (!NDZ_IS_ORIG(h0)) {
 			rc = misuse(res, err, NDZ_EINVAL, "--orig-key and --orig-pubkey: only for an "
 				    "original Frisbee image");

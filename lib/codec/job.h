@@ -68,6 +68,8 @@ struct ndz_capture_opts {
 						the rest */
 	int to_orig;                         /* write the original V3 format, zlib at
 						zip.level */
+	const struct ndz_orig_reloc *labels; /* to_orig: disklabel relocations to keep */
+	uint32_t nlabels;
 	const struct ndz_key *sign;          /* sign: the manifest to manifest; or NULL */
 	const char *manifest;
 	const struct ndz_key *crypt;         /* encrypt every chunk; or NULL */

@@ -386,14 +386,13 @@ static int add_seg(struct dec *d, uint64_t off, uint64_t len, int64_t data)
 	return 0;
 }
 
-/* Zero-fill [from, to) sectors of the image, clipped to the source's bytes. */
-static int zero_gap(struct dec *d, const struct ndz_chunk_hdr *h, uint64_t from, uint64_t to)
+/* Zero-fill [from, to) sectors of the image, clipped to the source's end (bytes). */
+static int zero_gap(struct dec *d, uint64_t end, uint64_t from, uint64_t to)
 {
 	uint64_t a = from * NDZ_SECTOR_SIZE, b = to * NDZ_SECTOR_SIZE;
 
-	/* an original image from a stream: its end is not known (lib/orig.h) */
-	if (b > h->source_bytes && !(NDZ_IS_ORIG(h) && !h->source_bytes))
-		b = h->source_bytes;
+	if (b > end)
+		b = end;
 	if (a >= b)
 		return 0;
 	return add_seg(d, d->u->opts.target_offset + a, b - a, -1);
@@ -603,54 +602,30 @@ static int zstd_end(struct dec *d, char *why, size_t whylen)
 }
 
 /*
- * An original-format chunk in a decoder: its header again (the reader checked it
- * on these bytes), V4 checksum or signature, decryption; *plain gets the data
- * length to inflate and, in source_sectors, the bytes its regions hold; *clip the
- * end of its data (a short final sector).
+ * A library error as this file's why: its detail after the code's message
+ * ("chunk 3: <message>: detail" gives "detail"), or nothing when it has none.
  */
-/* lib/core/orig's error as this file's why: its detail, after the code's message. */
-static int orig_why(int rc, const struct ndz_error *oe, char *why, size_t whylen)
+static int lib_why(int rc, const struct ndz_error *le, char *why, size_t whylen)
 {
-	const char *m = ndz_error_msg(oe), *c = ndz_strerror(rc);
+	const char *m = ndz_error_msg(le), *c = ndz_strerror(rc);
+	const char *at = strstr(m, c);
 	size_t n = strlen(c);
 
-	snprintf(why, whylen, "%s", strncmp(m, c, n) == 0 && m[n] == ':' ? m + n + 2 : m);
+	snprintf(why, whylen, "%s", !at ? m : at[n] == ':' ? at + n + 2 : "");
 	return rc;
-}
-
-static int open_orig(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *h,
-		     struct ndz_orig_hdr *oh, struct ndz_chunk_hdr *plain, uint64_t *clip,
-		     char *why, size_t whylen)
-{
-	struct ndz_error oe = { 0 };
-	uint64_t want = 0;
-	uint32_t i;
-	int rc;
-
-	rc = ndz_orig_decode(chunk, oh, &oe);
-	if (rc < 0)
-		return orig_why(rc, &oe, why, whylen);
-	*plain = *h;
-	rc = ndz_orig_open_chunk(chunk, oh, d->u->opts.orig_keys, &plain->data_len, &oe);
-	if (rc < 0)
-		return orig_why(rc, &oe, why, whylen);
-	for (i = 0; i < oh->nregions; i++)
-		want += (uint64_t)ndz_orig_region(chunk, oh, i).count * NDZ_SECTOR_SIZE;
-	plain->source_sectors = want;
-	*clip = ndz_orig_data_end(chunk, oh);
-	return 0;
 }
 
 static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hdr *hdr,
 			int checked, char *why, size_t whylen)
 {
 	struct ndz_unzip *u = d->u;
-	const struct ndz_chunk_hdr *h = hdr;
+	const struct ndz_chunk_hdr *h;
 	struct ndz_chunk_hdr plain;
-	int zstd = h->codec == NDZ_CODEC_ZSTD;
+	struct ndz_chunk_view v;
+	int zstd = hdr->codec == NDZ_CODEC_ZSTD;
 	enum dec_mode mode;
-	uint64_t gap, want, clip = h->source_bytes;
-	struct ndz_orig_hdr oh;
+	uint64_t gap, want;
+	struct ndz_error le = { 0 };
 	uint32_t r;
 	int rc;
 
@@ -659,23 +634,18 @@ static int decode_chunk(struct dec *d, uint8_t *chunk, const struct ndz_chunk_hd
 	 * decryption into plain. A chunk the signed manifest vouches for had its CRC
 	 * and padding checked; an encrypted one's data is authenticated by its tag.
 	 */
-	plain = *h;
+	plain = *hdr;
 	rc = ndz_verify_data(u->opts.verify, chunk, &plain, checked ? NDZ_VERIFY_CHECKED : 0,
-			     NULL);
-	if (rc < 0)
-		return rc;
-	/* The original format: its own checks and regions (lib/orig.h). */
-	if (NDZ_IS_ORIG(h)) {
-		rc = open_orig(d, chunk, h, &oh, &plain, &clip, why, whylen);
-		if (rc < 0)
-			return rc;
-		h = &plain;
-		want = plain.source_sectors;
-		goto decode;
-	}
-	want = ndz_hdr_data_bytes(chunk, h);
-	h = &plain;
-decode:
+			     &le);
+	if (rc < 0)                    /* its detail, if it has one: the caller names the chunk */
+		return strstr(ndz_error_msg(&le), ndz_strerror(rc)) ? lib_why(rc, &le, why, whylen)
+								    : rc;
+	/* one view of either format (lib/core/orig.h): regions, data, checks, fixes */
+	ndz_error_clear(&le);
+	if ((rc = ndz_chunk_view_open(chunk, &plain, u->opts.orig_keys, &v, &le)) < 0)
+		return lib_why(rc, &le, why, whylen);
+	h = &v.h;
+	want = v.want;
 	gap = h->first;
 	/* Every chunk starts a job of its own: its output begins at offset 0. */
 	put_job(d);
@@ -684,43 +654,38 @@ decode:
 	d->avail = 0;
 	if (zstd) {
 		mode = DEC_ZSTD;
-		rc = zstd_scan(chunk + NDZ_HDR_SIZE, h->data_len, want, why, whylen);
+		rc = zstd_scan(v.data, h->data_len, want, why, whylen);
 		if (rc < 0)
 			return rc;
-		d->zdata = chunk + NDZ_HDR_SIZE;
+		d->zdata = v.data;
 		d->zlen = h->data_len;
 		d->zpos = 0;
 	} else if (u->job_buf == JOB_BIG && want <= u->job_buf) {
 		mode = DEC_FLAT;
-		rc = flat_decode(d, chunk + NDZ_HDR_SIZE, h->data_len, (size_t)want, why, whylen);
-		if (rc == 0 && NDZ_IS_ORIG(h) && oh.nrelocs) {
-			struct ndz_error oe = { 0 };
-
-			rc = ndz_orig_relocate(chunk, &oh, d->job->buf, want, u->opts.orig_base, &oe);
-			if (rc < 0)
-				orig_why(rc, &oe, why, whylen);
-		}
+		rc = flat_decode(d, v.data, h->data_len, (size_t)want, why, whylen);
+		if (rc == 0 && v.fixups &&
+		    (rc = ndz_chunk_view_fix(&v, d->job->buf, want, u->opts.orig_base, &le)) < 0)
+			lib_why(rc, &le, why, whylen);
 		if (rc < 0)
 			return rc;
 	} else {
-		if (NDZ_IS_ORIG(h) && oh.nrelocs && u->opts.orig_base) {
+		if (v.fixups && u->opts.orig_base) {
 			snprintf(why, whylen, "a disklabel relocation needs a larger memory budget");
 			return NDZ_ENOTSUP;
 		}
 		mode = DEC_STREAM;
 		if (inflateReset(&d->z) != Z_OK)
 			return NDZ_ECORRUPT;
-		d->z.next_in = (Bytef *)(uintptr_t)(chunk + NDZ_HDR_SIZE);
+		d->z.next_in = (Bytef *)(uintptr_t)v.data;
 		d->z.avail_in = h->data_len;
 	}
 	for (r = 0; r < h->nregions; r++) {
-		struct ndz_region reg = NDZ_IS_ORIG(h) ? ndz_orig_region(chunk, &oh, r) :
-					ndz_hdr_region(chunk, r);
+		struct ndz_region reg = ndz_chunk_view_region(&v, r);
 		uint64_t img = reg.start * NDZ_SECTOR_SIZE;
 		uint64_t left = (uint64_t)reg.count * NDZ_SECTOR_SIZE;
 
 		if ((u->opts.zero_fill || u->opts.discard) &&
-		    (rc = zero_gap(d, h, gap, reg.start)) < 0)
+		    (rc = zero_gap(d, v.end, gap, reg.start)) < 0)
 			return rc;
 		gap = reg.start + reg.count;
 		while (left) {
@@ -758,10 +723,10 @@ decode:
 			n = left < d->avail ? (size_t)left : d->avail;
 			/* The last sector of a source that is not a whole number of them. */
 			keep = n;
-			if (img >= clip)
+			if (img >= v.clip)
 				keep = 0;
-			else if (img + n > clip)
-				keep = clip - img;
+			else if (img + n > v.clip)
+				keep = v.clip - img;
 			if (keep && (rc = add_seg(d, u->opts.target_offset + img, keep,
 						  (int64_t)d->job->used)) < 0)
 				return rc;
@@ -771,7 +736,7 @@ decode:
 			left -= n;
 		}
 	}
-	if ((u->opts.zero_fill || u->opts.discard) && (rc = zero_gap(d, h, gap, h->last)) < 0)
+	if ((u->opts.zero_fill || u->opts.discard) && (rc = zero_gap(d, v.end, gap, h->last)) < 0)
 		return rc;
 	return mode == DEC_FLAT ? 0 : mode == DEC_ZSTD ? zstd_end(d, why, whylen) :
 	       zlib_end(d, why, whylen);

@@ -235,6 +235,44 @@ out:
 	return ok;
 }
 
+/* The SHA-1 the original's V4 checksum and signature are of: area (csum zeroed) + data. */
+static void chunk_sha1(const uint8_t *chunk, const struct ndz_orig_hdr *oh, uint8_t *digest)
+{
+	static const uint8_t zeros[256];
+	struct sha1_ctx c;
+
+	sha1_init(&c);
+	sha1_update(&c, O_CSUM, chunk);
+	sha1_update(&c, sizeof(zeros), zeros);
+	sha1_update(&c, NDZ_ORIG_HDR_AREA - O_CSUM - sizeof(zeros), chunk + O_CSUM + sizeof(zeros));
+	sha1_update(&c, oh->size, chunk + NDZ_ORIG_HDR_AREA);
+	sha1_digest(&c, SHA1_DIGEST_SIZE, digest);
+}
+
+int ndz_orig_check_signed(const uint8_t *chunk, const struct ndz_orig_keys *keys,
+			  struct ndz_error *e)
+{
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	struct ndz_orig_hdr h, *oh = &h;
+	int rc;
+
+	if (!keys || !keys->rsa_n_len)
+		return 0;
+	if ((rc = ndz_orig_decode(chunk, oh, e)) < 0)
+		return rc;
+	if (oh->version < 4)
+		return orig_fail(e, NDZ_EUNSIGNED, "chunk has no signature (a version %u image "
+				 "cannot be signed)", oh->version);
+	if (!(oh->csum_type & NDZ_ORIG_CSUM_SIGNED))
+		return orig_fail(e, NDZ_EUNSIGNED, "chunk has no signature (%s)",
+				 oh->csum_type ? "a plain SHA-1 checksum" : "no checksum");
+	chunk_sha1(chunk, oh, digest);
+	if (!rsa_check(keys, oh->csum, digest))
+		return orig_fail(e, NDZ_EORIGSUM, "RSA signature does not match the chunk's "
+				 "SHA-1 under the key given");
+	return 0;
+}
+
 int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 			const struct ndz_orig_keys *keys, uint32_t *data_len,
 			struct ndz_error *e)
@@ -244,25 +282,13 @@ int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 	*data_len = oh->size;
 	if (oh->version < 4)
 		return 0;
-	if (oh->csum_type) {
-		static const uint8_t zeros[256];
-		struct sha1_ctx c;
+	/* a signature is the verifier's (ndz_orig_check_signed); a plain SHA-1 is ours */
+	if (oh->csum_type && !(oh->csum_type & NDZ_ORIG_CSUM_SIGNED)) {
 		uint8_t digest[SHA1_DIGEST_SIZE];
 
-		sha1_init(&c);
-		sha1_update(&c, O_CSUM, chunk);
-		sha1_update(&c, sizeof(zeros), zeros);
-		sha1_update(&c, NDZ_ORIG_HDR_AREA - O_CSUM - sizeof(zeros),
-			    chunk + O_CSUM + sizeof(zeros));
-		sha1_update(&c, oh->size, data);
-		sha1_digest(&c, sizeof(digest), digest);
-		if (oh->csum_type & NDZ_ORIG_CSUM_SIGNED) {
-			if (keys && keys->rsa_n_len && !rsa_check(keys, oh->csum, digest))
-				return orig_fail(e, NDZ_EORIGSUM, "RSA signature does not "
-						 "match the chunk's SHA-1");
-		} else if (memcmp(digest, oh->csum, sizeof(digest)) != 0) {
+		chunk_sha1(chunk, oh, digest);
+		if (memcmp(digest, oh->csum, sizeof(digest)) != 0)
 			return orig_fail(e, NDZ_EORIGSUM, "SHA-1 does not match");
-		}
 	}
 	if (oh->cipher == NDZ_ORIG_CIPHER_BF_CBC) {
 		struct blowfish_ctx bf;
@@ -709,4 +735,61 @@ int ndz_orig_chunk_hdr(const uint8_t *chunk, uint32_t nchunks, uint64_t source_b
 	ndz_orig_to_hdr(&oh, oh.first, oh.last, source_bytes, nchunks && oh.index == nchunks - 1,
 			h);
 	return 0;
+}
+
+int ndz_chunk_view_peek(const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			struct ndz_chunk_view *v, struct ndz_error *e)
+{
+	uint32_t i;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	v->h = *h;
+	v->area = chunk;
+	v->data = chunk + NDZ_HDR_SIZE;
+	v->clip = v->end = h->source_bytes;
+	/* an original image from a stream: its end is not known (source_bytes 0) */
+	if (NDZ_IS_ORIG(h) && !h->source_bytes)
+		v->end = UINT64_MAX;
+	if (!NDZ_IS_ORIG(h)) {
+		v->want = ndz_hdr_data_bytes(chunk, h);
+		return 0;
+	}
+	/* the reader checked this header on these bytes; decoding again costs little */
+	if ((rc = ndz_orig_decode(chunk, &v->oh, e)) < 0)
+		return rc;
+	v->h.data_len = v->oh.size;
+	v->data = chunk + NDZ_ORIG_HDR_AREA;
+	for (i = 0; i < v->oh.nregions; i++)
+		v->want += (uint64_t)ndz_orig_region(chunk, &v->oh, i).count * NDZ_SECTOR_SIZE;
+	v->clip = ndz_orig_data_end(chunk, &v->oh);
+	v->fixups = v->oh.nrelocs;
+	return 0;
+}
+
+int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			const struct ndz_orig_keys *keys, struct ndz_chunk_view *v,
+			struct ndz_error *e)
+{
+	int rc = ndz_chunk_view_peek(chunk, h, v, e);
+
+	if (rc < 0 || !v->oh.version)
+		return rc;
+	return ndz_orig_open_chunk(chunk, &v->oh, keys, &v->h.data_len, e);
+}
+
+struct ndz_orig_reloc ndz_chunk_view_reloc(const struct ndz_chunk_view *v, uint32_t i)
+{
+	return ndz_orig_get_reloc(v->area, &v->oh, i);
+}
+
+struct ndz_region ndz_chunk_view_region(const struct ndz_chunk_view *v, uint32_t i)
+{
+	return v->oh.version ? ndz_orig_region(v->area, &v->oh, i) : ndz_hdr_region(v->area, i);
+}
+
+int ndz_chunk_view_fix(const struct ndz_chunk_view *v, uint8_t *out, uint64_t len,
+		       uint64_t base, struct ndz_error *e)
+{
+	return v->fixups ? ndz_orig_relocate(v->area, &v->oh, out, len, base, e) : 0;
 }

@@ -87,10 +87,22 @@ struct ndz_orig_reloc ndz_orig_get_reloc(const uint8_t *area, const struct ndz_o
 uint64_t ndz_orig_data_end(const uint8_t *area, const struct ndz_orig_hdr *oh);
 
 /*
+ * ndz_orig_check_signed - the rule of a public key (keys->rsa_n_len; without one
+ * it returns 0): the original chunk (as stored: not decrypted) has a valid header,
+ * carries a V4 RSA signature, and it verifies under the key. NDZ_EUNSIGNED for a
+ * chunk without one (versions 1-3 cannot be signed; an unsigned V4 chunk),
+ * NDZ_EORIGSUM for one that does not verify, or ndz_orig_decode's code; e set as
+ * ndz_orig_decode sets it. The verifier (lib/trust/verify.h) asks it of every chunk.
+ */
+int ndz_orig_check_signed(const uint8_t *chunk, const struct ndz_orig_keys *keys,
+			  struct ndz_error *e);
+
+/*
  * ndz_orig_open_chunk - in a decoder, before anything of the chunk is decoded:
- * the V4 checksum or signature (signatures only with keys->rsa_n_len) and, for an
- * encrypted chunk, decryption in place. *data_len is the compressed length after.
- * Returns 0 or a negative code with e set as ndz_orig_decode sets it.
+ * the V4 SHA-1 checksum of an unsigned chunk (a signature is the verifier's,
+ * ndz_orig_check_signed) and, for an encrypted chunk, decryption in place with
+ * keys->bf_key. *data_len is the compressed length after. Returns 0 or a negative
+ * code with e set as ndz_orig_decode sets it.
  */
 int ndz_orig_open_chunk(uint8_t *chunk, const struct ndz_orig_hdr *oh,
 			const struct ndz_orig_keys *keys, uint32_t *data_len,
@@ -137,6 +149,54 @@ int ndz_orig_reader_next(struct ndz_orig_reader *r, uint8_t *buf, struct ndz_chu
 			 struct ndz_error *e);
 /* ndz_orig_reader_free - accepts NULL; does not close the io. */
 void ndz_orig_reader_free(struct ndz_orig_reader *r);
+
+/*
+ * A chunk of either format as a decoder sees it: the one view through which the
+ * decoder reads an original chunk (its regions, checks, decryption, relocations
+ * stay behind this door). Filled by ndz_chunk_view_open; the fields after h are
+ * the view's own.
+ */
+struct ndz_chunk_view {
+	struct ndz_chunk_hdr h;        /* plain header: data_len the bytes to decode */
+	const uint8_t *data;           /* the compressed data */
+	uint64_t want;                 /* bytes its regions hold, decoded */
+	uint64_t clip;                 /* the chunk's data end: bytes past it are not written */
+	uint64_t end;                  /* the source's end, for zero-filling gaps
+					  (UINT64_MAX: not known, an original stream) */
+	uint32_t fixups;               /* > 0: the decoded bytes need ndz_chunk_view_fix */
+	const uint8_t *area;
+	struct ndz_orig_hdr oh;        /* oh.version 0: a chunk of ours */
+};
+
+/*
+ * ndz_chunk_view_open - the view of chunk, whose header h passed the verifier
+ * (lib/trust/verify.h: ndz_verify_data, which made it plain). A chunk of ours is
+ * read as it is; an original one has its header checked again on these bytes, its
+ * V4 SHA-1 checksum checked and, encrypted, is decrypted in place with keys'
+ * Blowfish key (keys may be NULL). 0, or a negative code with e set as
+ * ndz_orig_decode sets it (the caller names the chunk).
+ */
+int ndz_chunk_view_open(uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			const struct ndz_orig_keys *keys, struct ndz_chunk_view *v,
+			struct ndz_error *e);
+/*
+ * ndz_chunk_view_peek - as ndz_chunk_view_open without the checksum and the
+ * decryption, chunk untouched: what a chunk holds (regions, ends, relocations),
+ * for a reader that lists it. data_len is then the data as stored.
+ */
+int ndz_chunk_view_peek(const uint8_t *chunk, const struct ndz_chunk_hdr *h,
+			struct ndz_chunk_view *v, struct ndz_error *e);
+/* ndz_chunk_view_reloc - relocation i (< v->fixups) of the view. */
+struct ndz_orig_reloc ndz_chunk_view_reloc(const struct ndz_chunk_view *v, uint32_t i);
+/* ndz_chunk_view_region - region i (< v->h.nregions) of the view. */
+struct ndz_region ndz_chunk_view_region(const struct ndz_chunk_view *v, uint32_t i);
+/*
+ * ndz_chunk_view_fix - when v->fixups: fix the decoded output out (the regions'
+ * bytes end to end, len of them) for a restore laid at sector base of its disk
+ * (ndz_orig_relocate). 0 or a negative code with e set.
+ */
+int ndz_chunk_view_fix(const struct ndz_chunk_view *v, uint8_t *out, uint64_t len,
+		       uint64_t base, struct ndz_error *e);
 
 /* an original chunk's ndz_chunk_hdr.compat_flags: its V4 checksum type and cipher */
 #define NDZ_ORIG_FLAGS(csum, cipher) ((uint32_t)(csum) | (uint32_t)(cipher) << 16)

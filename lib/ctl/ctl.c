@@ -248,7 +248,8 @@ int ndz_ctl_valid_name(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > NDZ_CTL_NAME_MAX)
+	/* a name may be a file name in the master's upload-dir: no hidden file, no "..". */
+	if (n == 0 || n > NDZ_CTL_NAME_MAX || s[0] == '.')
 		return 0;
 	for (; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||

@@ -118,10 +118,11 @@ int ndz_ctl_rep_need(const uint8_t *buf, size_t have, struct ndz_error *e);
 
 /*
  * ndz_ctl_valid_name - 1 when s can name an image: 1 to NDZ_CTL_NAME_MAX letters,
- * digits, '.', '_' or '-' (NDZ_CTL_NAME_RULE says so for people), else 0.
+ * digits, '.', '_' or '-', not '.' first (NDZ_CTL_NAME_RULE says so for people),
+ * else 0. The one rule of every client (frisbee, frisbee-upload, ndzctl) and the master.
  */
 int ndz_ctl_valid_name(const char *s);
-#define NDZ_CTL_NAME_RULE "1 to 64 letters, digits, '.', '_' or '-'"
+#define NDZ_CTL_NAME_RULE "1 to 64 letters, digits, '.', '_' or '-', not '.' first"
 
 /* ndz_ctl_strstatus - the message for a reply status ("unknown image", ...). */
 const char *ndz_ctl_strstatus(unsigned status);

@@ -13,6 +13,7 @@
 
 struct ndz_verify {
 	struct ndz_key pub, crypt;     /* NDZ_KEY_NONE: not given */
+	struct ndz_orig_keys orig;     /* orig.rsa_n_len 0: no original public key */
 	int stored;
 	const char *name;
 	struct ndz_manifest m;         /* m.hash: a manifest is there */
@@ -54,6 +55,12 @@ int ndz_verify_create(const struct ndz_verify_opts *o, struct ndz_verify **out,
 		v->pub = *o->pub;
 	if (o->crypt && !o->stored)
 		v->crypt = *o->crypt;
+	if (o->orig && o->orig->rsa_n_len) {
+		v->orig.rsa_n_len = o->orig->rsa_n_len;
+		v->orig.rsa_e_len = o->orig->rsa_e_len;
+		memcpy(v->orig.rsa_n, o->orig->rsa_n, sizeof(v->orig.rsa_n));
+		memcpy(v->orig.rsa_e, o->orig->rsa_e, sizeof(v->orig.rsa_e));
+	}
 	v->stored = o->stored;
 	v->name = o->name ? o->name : "";
 	*out = v;
@@ -66,6 +73,7 @@ void ndz_verify_free(struct ndz_verify *v)
 		return;
 	ndz_key_wipe(&v->pub);
 	ndz_key_wipe(&v->crypt);
+	memset(&v->orig, 0, sizeof(v->orig));
 	ndz_manifest_release(&v->m);
 	free(v);
 }
@@ -170,6 +178,20 @@ int ndz_verify_image(struct ndz_verify *v, const struct ndz_image_id *id, struct
 		rc = 0;
 	if (rc < 0)
 		return rc;
+	/* an original public key: chunk 0 must say it is signed (each is checked later) */
+	if (h0 && v->orig.rsa_n_len && !NDZ_ORIG_SIGNED(h0)) {
+		char why[64];
+
+		if (!NDZ_IS_ORIG(h0))
+			snprintf(why, sizeof(why), "not an original-format image");
+		else if (h0->version < NDZ_ORIG_HVERSION(4))
+			snprintf(why, sizeof(why), "an original version %u image cannot be signed",
+				 h0->version - NDZ_ORIG_HVERSION(0));
+		else
+			snprintf(why, sizeof(why), "chunk 0 has no signature");
+		return ndz_error_set(e, NDZ_EUNSIGNED, 0, "%s: %s (%s, and an original public key "
+				     "was given)", vname(v), ndz_strerror(NDZ_EUNSIGNED), why);
+	}
 	if (ndz_verify_wants_manifest(v))
 		return ndz_error_set(e, NDZ_EUNSIGNED, 0, "%s: %s (a public key, and no manifest)",
 				     vname(v), ndz_strerror(NDZ_EUNSIGNED));
@@ -211,6 +233,30 @@ int ndz_verify_header(const struct ndz_verify *v, const struct ndz_chunk_hdr *h,
 	return 0;
 }
 
+/*
+ * An original public key's rule (ndz_orig_check_signed): 0, or NDZ_EUNSIGNED (a
+ * chunk of ours, or one without a signature) or NDZ_EORIGSUM with e naming the chunk.
+ */
+static int orig_signed(const struct ndz_verify *v, const uint8_t *chunk, uint32_t index,
+		       struct ndz_error *e)
+{
+	struct ndz_error oe = { 0 };
+	int rc;
+
+	if (!v || !v->orig.rsa_n_len)
+		return 0;
+	if (ndz_orig_probe(chunk, NDZ_ORIG_HDR_AREA, NULL) <= 0)
+		return ndz_error_set(e, NDZ_EUNSIGNED, 0, "chunk %u: %s (not an original-format "
+				     "chunk, and an original public key was given)", index,
+				     ndz_strerror(NDZ_EUNSIGNED));
+	rc = ndz_orig_check_signed(chunk, &v->orig, &oe);
+	if (rc < 0) {
+		ndz_error_set(e, rc, 0, "chunk %u: %s", index, ndz_error_msg(&oe));
+		return rc;
+	}
+	return 0;
+}
+
 /* The chunk's integrity: the signed hash, or its CRC (only the padding of one we decrypt). */
 static int integrity(const struct ndz_verify *v, const uint8_t *chunk,
 		     const struct ndz_chunk_hdr *h, unsigned flags, struct ndz_error *e)
@@ -231,8 +277,10 @@ static int integrity(const struct ndz_verify *v, const uint8_t *chunk,
 int ndz_verify_data(const struct ndz_verify *v, uint8_t *chunk, struct ndz_chunk_hdr *h,
 		    unsigned flags, struct ndz_error *e)
 {
-	int rc = integrity(v, chunk, h, flags, e);
+	int rc = orig_signed(v, chunk, h->index, e);
 
+	if (rc == 0)
+		rc = integrity(v, chunk, h, flags, e);
 	if (rc < 0 || NDZ_IS_ORIG(h) || !(h->incompat_flags & NDZ_INCOMPAT_ENCRYPTED) ||
 	    (v && v->stored))
 		return rc;
@@ -316,6 +364,28 @@ enum ndz_verdict ndz_verify_chunk(struct ndz_verify *v, uint8_t *chunk, uint32_t
 		r = NDZ_EMISMATCH;
 	if (r < 0)
 		return reject(v, NDZ_VERDICT_DAMAGED, place, r, "", e);
+	/*
+	 * An original public key: a signature that fails is a forger's; a chunk
+	 * without one is likelier the image itself (unsigned, or V1-V3) when it comes
+	 * KEY_STREAK_MAX times in a row; a chunk of ours can never carry one.
+	 */
+	ndz_error_clear(&oe);
+	if (v->orig.rsa_n_len && (r = orig_signed(v, chunk, place, &oe)) < 0) {
+		/* the detail after "chunk N: <code's message>": ": detail" or " (detail)" */
+		const char *more = strstr(ndz_error_msg(&oe), ndz_strerror(r));
+		char why[200] = "";
+
+		more = more ? more + strlen(ndz_strerror(r)) : "";
+		if (more[0] == ':' && more[1] == ' ')
+			snprintf(why, sizeof(why), " (%s)", more + 2);
+		else
+			snprintf(why, sizeof(why), "%s", more);
+		if (r == NDZ_EUNSIGNED && (!orig || ++v->key_streak >= KEY_STREAK_MAX))
+			return reject(v, NDZ_VERDICT_FATAL, place, r, why, e);
+		return reject(v, NDZ_VERDICT_FORGED, place, r, "", e);
+	}
+	if (v->orig.rsa_n_len)
+		v->key_streak = 0;
 	if (signed_ && (r = ndz_manifest_check_chunk(&v->m, chunk, h, NULL)) < 0)
 		return reject(v, r == NDZ_ENOMEM ? NDZ_VERDICT_DAMAGED : NDZ_VERDICT_FORGED, place,
 			      r, "", e);

@@ -21,6 +21,7 @@
 #include "core/err.h"
 #include "core/format.h"
 #include "core/io.h"
+#include "core/orig.h"
 #include "key.h"
 #include "manifest.h"
 
@@ -34,6 +35,10 @@ struct ndz_verify_opts {
 	int stored;                    /* the chunks are kept as they are, not restored
 					  (frisbee --raw): never decrypted nor refused for
 					  their encryption; crypt is ignored */
+	const struct ndz_orig_keys *orig;   /* with rsa_n_len, an original Frisbee V4
+					  public key (--orig-pubkey): every chunk must be an
+					  original one whose RSA signature verifies under it
+					  (ndz_orig_check_signed); copied; NULL: none */
 	const char *name;              /* the image in messages ("img.ndz", "server
 					  10.0.0.1"; read when a message is written, so it may
 					  be filled in later); NULL or "": "image" */
@@ -122,7 +127,9 @@ int ndz_verify_header(const struct ndz_verify *v, const struct ndz_chunk_hdr *h,
  * its data CRC and padding, or only the padding of an encrypted one (its tag
  * stands for the CRC); then an encrypted chunk is decrypted in place and h made
  * its plain header (ndz_chunk_decrypt's codes). An original-format chunk gets the
- * hash check alone (its own checks are the decoder's). v may be NULL (no keys).
+ * hash check and, with an original public key, its signature (NDZ_EUNSIGNED,
+ * NDZ_EORIGSUM; any other chunk is then NDZ_EUNSIGNED); its checksum and decryption
+ * are the decoder's. v may be NULL (no keys).
  * 0 or a code with e naming the chunk. Thread-safe.
  */
 int ndz_verify_data(const struct ndz_verify *v, uint8_t *chunk, struct ndz_chunk_hdr *h,
@@ -155,7 +162,9 @@ int ndz_verify_walk(const struct ndz_verify *v, struct ndz_io *in, struct ndz_er
  * than 8 times in a row); FATAL (an authentic chunk the key cannot open, an
  * encrypted one without a key, 8 in a row of another key, or an original chunk
  * that cannot be read). e's code says why; FATAL's message names v's image and
- * the chunk. *intact is set to 0 when the chunk's bytes were changed (a failed
+ * the chunk. With an original public key: an original chunk whose signature fails
+ * is FORGED, an unsigned one FORGED until KEY_STREAK_MAX in a row then FATAL, and a
+ * chunk of ours FATAL. *intact is set to 0 when the chunk's bytes were changed (a failed
  * decryption), else left alone. Not thread-safe: one receiver (it counts).
  */
 enum ndz_verdict ndz_verify_chunk(struct ndz_verify *v, uint8_t *chunk, uint32_t place,

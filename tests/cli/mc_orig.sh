@@ -9,7 +9,7 @@ netns_lan && netns_host srv 1 && netns_host c1 11 || { not_ok "namespace LAN"; d
 
 R="${NDZ_ORIG_CORPUS:-$NDZ_TOP/../shared/reference/frisbee-images}"
 if [ -f "$R/corpus.tsv" ]; then
-	cp "$R"/*.ndz "$R/corpus.tsv" "$T"/
+	cp "$R"/*.ndz "$R"/*.skey "$R/corpus.tsv" "$T"/
 else
 	R="$NDZ_TOP/tests/fixtures/orig"
 	cp "$R/corpus.tsv" "$T"/
@@ -47,6 +47,42 @@ if [ -f "$T/mixed6m.v4.enc.ndz" ]; then
 	got=$(sha256sum "$T/out" 2>/dev/null | cut -c1-64)
 	check "mixed6m.v4.enc: with --orig-key the client's restore equals the original's" \
 		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ '$got' = '$(field mixed6m.v4.enc 14)' ]"
+fi
+
+# --orig-pubkey: the signed V4 image restores; an unsigned one, a V3 one and the
+# signed one with chunk 1 swapped for an unsigned one are refused, nothing of the
+# unsigned chunk written (the target was 0xa5)
+if [ -f "$T/mixed6m.v4.sig.ndz" ]; then
+	C=1048576
+	head -c $C "$T/mixed6m.v4.sig.ndz" >"$T/swap1.ndz"
+	tail -c +$((C + 1)) "$T/mixed6m.v4.ndz" >>"$T/swap1.ndz"
+	for name in mixed6m.v4.sig mixed6m.v4 mixed6m.v3 swap1; do
+		rm -f "$T"/c1.rc "$T/c1.log"
+		head -c 6291456 /dev/zero | tr '\0' '\245' >"$T/out"
+		mc_client c1 "$T/out" -T 10 -vv --force --orig-pubkey "$T/mixed6m.v4.sig.ndz.skey"
+		mc_joined c1
+		mc_server srv "$T/$name.ndz" -W "$MC_RATE" -T 30
+		mc_wait
+		kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+		got=$(sha256sum "$T/out" 2>/dev/null | cut -c1-64)
+		# chunk 1 is sectors 5356 to 12288 of mixed6m (its one region)
+		left=$(dd if="$T/out" bs=512 skip=5356 count=6932 2>/dev/null | tr -d '\245' |
+		       wc -c)
+		case $name in
+		mixed6m.v4.sig)
+			check "--orig-pubkey, signed V4: the client's restore equals the original's" \
+				sh -c "[ \"$(mc_rc c1)\" = 0 ] &&
+				       [ '$got' = '$(field mixed6m.v4.sig 14)' ]" ;;
+		swap1)
+			check "--orig-pubkey, signed V4 with chunk 1 unsigned: refused, nothing of it written" \
+				sh -c "[ \"$(mc_rc c1)\" = 1 ] && [ $left = 0 ] &&
+				       grep -q 'chunk 1: image is not signed (chunk has no signature' '$T/c1.log'" ;;
+		*)
+			check "--orig-pubkey, $name: refused, nothing of chunk 1 written" \
+				sh -c "[ \"$(mc_rc c1)\" = 1 ] && [ $left = 0 ] &&
+				       grep -q 'chunk [01]: image is not signed' '$T/c1.log'" ;;
+		esac
+	done
 fi
 
 # the master: an original image by name, on demand

@@ -87,6 +87,23 @@ if "$IMAGEUNZIP" -s 1 $name.ndz disk.img 2>err; then
 	dd if=disk.img bs=512 skip=2048 count=6400 2>/dev/null >slice.bin
 	check "-s 1: only the label differs from a plain restore" \
 		test "$(cmp -l plain.bin slice.bin | awk '$1 < 512 || $1 > 788' | wc -l)" = 0
+	# --to-orig keeps the relocation: the converted image restores into the slice
+	# the same, label relocated at the right offsets
+	rm -f conv.ndz
+	"$IMAGEZIP" -q --from-image --to-orig $name.ndz conv.ndz 2>err
+	rc=$?
+	nrel=$(get32 conv.ndz 32)
+	rtype=$(get32 conv.ndz $((36 + 8 * $(get32 conv.ndz 20))))
+	check "--to-orig of a relocating image: no warning, its relocation in chunk 0" \
+		sh -c "[ $rc = 0 ] && [ ! -s err ] && [ '$nrel' = 1 ] && [ '$rtype' = 1 ]"
+	cp disk.img disk2.img
+	dd if=/dev/zero of=disk2.img bs=512 seek=2048 count=32768 conv=notrunc 2>/dev/null
+	"$IMAGEUNZIP" -s 1 conv.ndz disk2.img 2>err
+	rc=$?
+	check "--to-orig: partition b of the converted label moved by the slice's start" \
+		sh -c "[ $rc = 0 ] && [ '$(get32 disk2.img $((l + 164 + 4)))' = 26624 ]"
+	check "--to-orig: the converted slice restores as the original's, label and all" \
+		cmp -s disk.img disk2.img
 else
 	not_ok "-s 1 restore into slice 1 ($(cat err))"
 fi
@@ -184,7 +201,89 @@ if [ -f mixed6m.v4.ndz ]; then
 	check "v4 signed: the RSA-512 warning" grep -q "RSA-512" err
 fi
 
-# 5. conversion: original -> ours (signed) -> original V3, each restoring the same
+# 5. --orig-pubkey means every chunk carries a signature that verifies under it:
+# anything else is refused, nothing of the unsigned chunk written (target 0xa5)
+if [ -f mixed6m.v4.sig.ndz.skey ]; then
+	cp mixed6m.v4.sig.ndz.skey pk.skey
+else                                   # the corpus's public key: any key will do here
+	printf '%s\n%s\n' B0F6366C849BFDD82A02ACEEDE6C1FDD776111BF3ABC785475D61E8AF800\
+3C462542347964392ED918C127C73EDFF4041A3E621643AFAC81FB0F5D71DDD57ECF 11 >pk.skey
+fi
+a5() { head -c "$1" /dev/zero | tr '\0' '\245' >tgt.bin; }
+# untouched OFF LEN: LEN bytes at OFF of tgt.bin are still 0xa5 (sector multiples)
+untouched() {
+	[ "$(dd if=tgt.bin bs=512 skip=$(($1 / 512)) count=$(($2 / 512)) 2>/dev/null |
+	     tr -d '\245' | wc -c)" = 0 ]
+}
+for name in $(tail -n +2 corpus.tsv | cut -f1); do
+	[ -f "$name.ndz" ] || continue
+	v=$(field "$name" 3)
+	[ "$v" -lt 4 ] || continue
+	n=$(field "$name" 13)
+	a5 "$n"
+	"$IMAGEUNZIP" -q --orig-pubkey pk.skey "$name.ndz" tgt.bin 2>err
+	rc=$?
+	check "--orig-pubkey, $name (V$v, cannot be signed): refused, nothing written" \
+		sh -c "[ $rc = 1 ] && grep -q 'version $v image cannot be signed' err &&
+		       [ \$(tr -d '\245' <tgt.bin | wc -c) = 0 ]"
+done
+if [ -f mixed6m.v4.sig.ndz ]; then
+	K="--orig-pubkey mixed6m.v4.sig.ndz.skey"
+	n=$(field mixed6m.v4.sig 13)
+	a5 "$n"
+	# shellcheck disable=SC2086
+	"$IMAGEUNZIP" -q $K mixed6m.v4.ndz tgt.bin 2>err
+	rc=$?
+	check "--orig-pubkey, an unsigned V4 image: refused, nothing written" \
+		sh -c "[ $rc = 1 ] && grep -q 'chunk 0 has no signature' err &&
+		       [ \$(tr -d '\245' <tgt.bin | wc -c) = 0 ]"
+	# chunk 1 of the signed image swapped for the unsigned image's (same id, regions)
+	head -c $C mixed6m.v4.sig.ndz >swap1.ndz; tail -c +$((C + 1)) mixed6m.v4.ndz >>swap1.ndz
+	# chunk 1's regions, from its header: [start, start + count) sectors each
+	nr=$(get32 swap1.ndz $((C + 20)))
+	for mode in file stdin; do
+		a5 "$n"
+		# shellcheck disable=SC2086
+		if [ $mode = file ]; then
+			"$IMAGEUNZIP" -q $K swap1.ndz tgt.bin 2>err
+		else
+			"$IMAGEUNZIP" -q $K - tgt.bin <swap1.ndz 2>err
+		fi
+		rc=$?
+		kept=yes i=0
+		while [ $i -lt "$nr" ]; do
+			st=$(get32 swap1.ndz $((C + 344 + 8 * i)))
+			ct=$(get32 swap1.ndz $((C + 344 + 8 * i + 4)))
+			untouched $((st * 512)) $((ct * 512)) || kept=no
+			i=$((i + 1))
+		done
+		check "--orig-pubkey, signed V4 with chunk 1 unsigned ($mode): refused, nothing of chunk 1 written" \
+			sh -c "[ $rc = 1 ] && [ $nr -gt 0 ] && [ $kept = yes ] &&
+			       grep -q 'chunk 1: image is not signed: chunk has no signature' err"
+	done
+	# and the other way round: chunk 0 unsigned, chunk 1 signed
+	head -c $C mixed6m.v4.ndz >swap0.ndz; tail -c +$((C + 1)) mixed6m.v4.sig.ndz >>swap0.ndz
+	a5 "$n"
+	# shellcheck disable=SC2086
+	"$IMAGEUNZIP" -q $K swap0.ndz tgt.bin 2>err
+	check "--orig-pubkey, signed V4 with chunk 0 unsigned: refused, nothing written" \
+		sh -c "[ $? = 1 ] && [ \$(tr -d '\245' <tgt.bin | wc -c) = 0 ]"
+	# a signed chunk under another key: its signature does not verify
+	printf '%s\n%s\n' C3A5000000000000000000000000000000000000000000000000000000000000\
+00000000000000000000000000000000000000000000000000000000000000F1 11 >other.skey
+	a5 "$n"
+	"$IMAGEUNZIP" -q --orig-pubkey other.skey mixed6m.v4.sig.ndz tgt.bin 2>err
+	check "--orig-pubkey of another key: refused" \
+		sh -c "[ $? = 1 ] && grep -q 'signature does not match' err"
+	# properly signed: the original's restore, onto the 0xa5 target too
+	a5 "$n"
+	# shellcheck disable=SC2086
+	"$IMAGEUNZIP" -q $K mixed6m.v4.sig.ndz tgt.bin 2>err
+	check "--orig-pubkey, signed V4: restores as the original's" \
+		sh -c "[ $? = 0 ] && [ '$(sha tgt.bin)' = '$(field mixed6m.v4.sig 14)' ]"
+fi
+
+# 6. conversion: original -> ours (signed) -> original V3, each restoring the same
 IMAGEKEY="$NDZ_BIN/imagekey"
 "$IMAGEKEY" -q generate -o sk || not_ok "imagekey generate"
 for name in $(tail -n +2 corpus.tsv | cut -f1); do

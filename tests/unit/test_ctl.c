@@ -271,6 +271,10 @@ static void test_valid_name(void **state)
 	assert_false(ndz_ctl_valid_name("my image"));
 	assert_false(ndz_ctl_valid_name(""));
 	assert_false(ndz_ctl_valid_name("a/b"));
+	assert_false(ndz_ctl_valid_name(".hidden"));
+	assert_false(ndz_ctl_valid_name("."));
+	assert_false(ndz_ctl_valid_name(".."));
+	assert_true(ndz_ctl_valid_name("a..b"));
 	memset(long_name, 'x', sizeof(long_name) - 1);
 	long_name[sizeof(long_name) - 1] = 0;
 	assert_false(ndz_ctl_valid_name(long_name));

@@ -8,6 +8,7 @@
 #include <nettle/blowfish.h>
 #include <nettle/cbc.h>
 #include <nettle/sha1.h>
+#include <openssl/bn.h>
 
 #include <cmocka.h>
 
@@ -253,6 +254,118 @@ static void test_disklabel(void **state)
 	free(out);
 }
 
+/* A V4 chunk signed with an RSA key made here (n, e, d), as the original signs. */
+static void sign(BIGNUM *n, BIGNUM *d)
+{
+	uint8_t m[128] = { 0 }, digest[20];
+	struct sha1_ctx c;
+	int len = BN_num_bytes(n);
+	BN_CTX *ctx = BN_CTX_new();
+	BIGNUM *x, *y = BN_new();
+
+	memset(chunk + 72, 0, 256);
+	sha1_init(&c);
+	sha1_update(&c, 4096 + get_le32(chunk + SIZE), chunk);
+	sha1_digest(&c, 20, digest);
+	/* PKCS#1 type 1 of a 53-byte message, the digest then zeros: 00 01 ff.. 00 msg */
+	assert_true(len >= 64);
+	m[1] = 1;
+	memset(m + 2, 0xff, (size_t)len - 2 - 54);
+	memcpy(m + len - 53, digest, 20);
+	x = BN_bin2bn(m, len, NULL);
+	assert_true(x && y && ctx && BN_mod_exp(y, x, d, n, ctx));
+	assert_int_equal(BN_bn2binpad(y, chunk + 72, len), len);
+	BN_free(x);
+	BN_free(y);
+	BN_CTX_free(ctx);
+}
+
+/* --orig-pubkey's rule: every chunk signed, and the signature good. */
+static void test_signed(void **state)
+{
+	struct ndz_orig_keys k = { 0 };
+	BIGNUM *p = BN_new(), *q = BN_new(), *n = BN_new(), *e = BN_new(), *d = BN_new();
+	BIGNUM *phi = BN_new(), *p1 = BN_new(), *q1 = BN_new();
+	BN_CTX *ctx = BN_CTX_new();
+	size_t i;
+
+	(void)state;
+	assert_true(p && q && n && e && d && phi && p1 && q1 && ctx);
+	assert_true(BN_generate_prime_ex(p, 256, 0, NULL, NULL, NULL));
+	assert_true(BN_generate_prime_ex(q, 256, 0, NULL, NULL, NULL));
+	assert_true(BN_set_word(e, 65537) && BN_mul(n, p, q, ctx));
+	assert_true(BN_sub(p1, p, BN_value_one()) && BN_sub(q1, q, BN_value_one()) &&
+		    BN_mul(phi, p1, q1, ctx) && BN_mod_inverse(d, e, phi, ctx));
+	k.rsa_n_len = (size_t)BN_bn2bin(n, k.rsa_n);
+	k.rsa_e_len = (size_t)BN_bn2bin(e, k.rsa_e);
+
+	/* no key: nothing asked */
+	v3();
+	assert_int_equal(ndz_orig_check_signed(chunk, NULL, &why), 0);
+	/* V3 cannot be signed; V4 unsigned, or with a plain SHA-1, is not */
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), NDZ_EUNSIGNED);
+	assert_string_equal(ndz_error_msg(&why), "image is not signed: chunk has no "
+			    "signature (a version 3 image cannot be signed)");
+	v4(0, 0);
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), NDZ_EUNSIGNED);
+	assert_non_null(strstr(ndz_error_msg(&why), "(no checksum)"));
+	v4(0, NDZ_ORIG_CSUM_SHA1);
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), NDZ_EUNSIGNED);
+	assert_non_null(strstr(ndz_error_msg(&why), "(a plain SHA-1 checksum)"));
+	/* signed: good; a data byte changed, or another key: refused */
+	v4(0, NDZ_ORIG_CSUM_SIGNED | NDZ_ORIG_CSUM_SHA1);
+	for (i = 0; i < 1000; i++)
+		chunk[4096 + i] = (uint8_t)(i * 3);
+	sign(n, d);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), 0);
+	chunk[4096 + 999] ^= 0x10;
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), NDZ_EORIGSUM);
+	assert_non_null(strstr(ndz_error_msg(&why), "RSA signature does not match"));
+	chunk[4096 + 999] ^= 0x10;
+	k.rsa_n[k.rsa_n_len - 1] ^= 2;
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), NDZ_EORIGSUM);
+	/* a damaged header is the header's error */
+	put_le32(chunk + SIZE, 0);
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_orig_check_signed(chunk, &k, &why), NDZ_EHEADER);
+	BN_free(p); BN_free(q); BN_free(n); BN_free(e); BN_free(d);
+	BN_free(phi); BN_free(p1); BN_free(q1);
+	BN_CTX_free(ctx);
+}
+
+/* The decoder's one view: an original chunk's regions, sizes and fixes. */
+static void test_view(void **state)
+{
+	struct ndz_chunk_view v;
+	struct ndz_chunk_hdr h = { 0 };
+	struct ndz_region r;
+
+	(void)state;
+	v3();
+	reloc(NDZ_ORIG_RELOC_SHORTSECTOR, 99, 0, 100);
+	assert_int_equal(ndz_orig_chunk_hdr(chunk, 1, 0, &h, &why), 0);
+	assert_int_equal(ndz_chunk_view_open(chunk, &h, NULL, &v, &why), 0);
+	assert_int_equal(v.want, 65 * 512);
+	assert_int_equal(v.h.nregions, 3);
+	assert_int_equal(v.h.data_len, 1000);
+	assert_ptr_equal(v.data, chunk + 4096);
+	r = ndz_chunk_view_region(&v, 2);
+	assert_int_equal(r.start, 50);
+	assert_int_equal(r.count, 50);
+	assert_int_equal(v.clip, 99 * 512 + 100);      /* the short sector's end */
+	assert_int_equal(v.end, UINT64_MAX);           /* a stream's: not known */
+	assert_int_equal(v.fixups, 1);
+	/* its checks are the view's too */
+	put_le32(chunk + LAST, 10);
+	ndz_error_clear(&why);
+	assert_int_equal(ndz_chunk_view_open(chunk, &h, NULL, &v, &why), NDZ_EREGION);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -261,6 +374,8 @@ int main(void)
 		cmocka_unit_test(test_damage),
 		cmocka_unit_test(test_v4),
 		cmocka_unit_test(test_disklabel),
+		cmocka_unit_test(test_signed),
+		cmocka_unit_test(test_view),
 	};
 	int rc;
 

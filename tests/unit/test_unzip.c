@@ -16,9 +16,11 @@
 #include "core/image.h"
 #include "core/io.h"
 #include "core/le.h"
+#include "core/orig.h"
 #include "core/ranges.h"
 #include "codec/unzip.h"
 #include "codec/zip.h"
+#include "trust/verify.h"
 #include "bytes.h"
 #include "zipfix.h"
 
@@ -712,6 +714,80 @@ static void test_mismatch(void **state)
 	free(t);
 }
 
+/*
+ * An original V3 chunk made here (sectors [0, 8), regions {0,4} and {6,2}): it
+ * restores through the chunk view; with an original public key in the verifier it
+ * is refused (it cannot be signed) and nothing of it is written.
+ */
+static void test_orig_chunk(void **state)
+{
+	const size_t len = 8 * 512;
+	uint8_t *chunk = calloc(1, NDZ_CHUNK_SIZE), *t, plain[6 * 512];
+	struct ndz_orig_keys ok = { 0 };
+	struct ndz_verify_opts vo = { .orig = &ok, .name = "orig" };
+	struct ndz_verify *v;
+	struct ndz_chunk_hdr h;
+	struct ndz_unzip_opts o;
+	struct ndz_error e = { 0 };
+	struct ndz_unzip *u;
+	struct ndz_io *io;
+	uLongf zlen = NDZ_ORIG_MAX_DATA;
+	size_t i;
+
+	(void)state;
+	assert_non_null(chunk);
+	for (i = 0; i < sizeof(plain); i++)
+		plain[i] = (uint8_t)(i * 11 + 1);
+	assert_int_equal(compress2(chunk + 4096, &zlen, plain, sizeof(plain), 6), Z_OK);
+	put_le32(chunk, NDZ_ORIG_MAGIC + 2);
+	put_le32(chunk + 4, (uint32_t)zlen);
+	put_le32(chunk + 16, 4096);
+	put_le32(chunk + 20, 2);
+	put_le32(chunk + 28, 8);
+	put_le32(chunk + 36, 0);
+	put_le32(chunk + 40, 4);
+	put_le32(chunk + 44, 6);
+	put_le32(chunk + 48, 2);
+	assert_int_equal(ndz_orig_chunk_hdr(chunk, 1, len, &h, NULL), 0);
+
+	/* no key: the view's regions, each where it belongs, the gap untouched */
+	t = target_buf(len);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
+	opts(&o, 2, 0);
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	assert_int_equal(ndz_unzip_put(u, chunk, &h, 0, NULL), 0);
+	assert_int_equal(ndz_unzip_finish(u, NULL, &e), 0);
+	ndz_unzip_free(u);
+	assert_memory_equal(t, plain, 4 * 512);
+	assert_true(all_equal(t + 4 * 512, 2 * 512, PATTERN));
+	assert_memory_equal(t + 6 * 512, plain + 4 * 512, 2 * 512);
+	ndz_io_close(io);
+
+	/* an original public key: refused, the chunk's name and why, nothing written */
+	memset(t, PATTERN, len);
+	ok.rsa_n_len = 64;
+	memset(ok.rsa_n, 0xc5, 64);
+	ok.rsa_e_len = 1;
+	ok.rsa_e[0] = 17;
+	assert_int_equal(ndz_verify_create(&vo, &v, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &io, NULL), 0);
+	opts(&o, 2, 0);
+	o.verify = v;
+	o.name = "orig.ndz";
+	assert_int_equal(ndz_unzip_create(io, &o, &u, NULL), 0);
+	ndz_unzip_put(u, chunk, &h, 0, NULL);
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_unzip_finish(u, NULL, &e), NDZ_EUNSIGNED);
+	assert_string_equal(ndz_error_msg(&e), "orig.ndz: chunk 0: image is not signed: chunk "
+			    "has no signature (a version 3 image cannot be signed)");
+	assert_true(all_equal(t, len, PATTERN));
+	ndz_unzip_free(u);
+	ndz_io_close(io);
+	ndz_verify_free(v);
+	free(t);
+	free(chunk);
+}
+
 /* A target smaller than the image is refused before any write reaches it. */
 static void test_target_too_small(void **state)
 {
@@ -1065,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_zstd),
 		cmocka_unit_test(test_zstd_claims),
 		cmocka_unit_test(test_mismatch),
+		cmocka_unit_test(test_orig_chunk),
 		cmocka_unit_test(test_target_too_small),
 		cmocka_unit_test(test_write_guard),
 		cmocka_unit_test(test_write_failure),

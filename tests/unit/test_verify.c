@@ -14,6 +14,7 @@
 #include "core/err.h"
 #include "core/format.h"
 #include "core/io.h"
+#include "core/le.h"
 #include "trust/key.h"
 #include "trust/manifest.h"
 #include "trust/seal.h"
@@ -508,6 +509,67 @@ static void test_walk(void **state)
 	free(k);
 }
 
+/* --orig-pubkey: a chunk of ours, or an original one without a signature, refused. */
+static void test_orig_pubkey(void **state)
+{
+	struct keys *k = keys_new();
+	struct image plain = { 0 };
+	struct ndz_orig_keys ok = { 0 };
+	struct ndz_verify_opts o = { .orig = &ok, .name = "img" };
+	struct ndz_verify *v;
+	struct ndz_chunk_hdr h0, h;
+	struct ndz_image_id id;
+	struct ndz_error e = { 0 };
+	uint8_t *c;
+	int intact, i;
+
+	(void)state;
+	ok.rsa_n_len = 64;                     /* any key: no chunk here is signed */
+	memset(ok.rsa_n, 0xc5, 64);
+	ok.rsa_e_len = 1;
+	ok.rsa_e[0] = 17;
+	make_image(&plain, &k->sec, NULL);
+	assert_int_equal(ndz_verify_create(&o, &v, NULL), 0);
+	/* ours: refused before anything, chunk by chunk too */
+	id_of(&plain, &h0, &id, 1);
+	expect_image(v, &id, NDZ_EUNSIGNED, "img: image is not signed (not an original-format "
+		     "image, and an original public key was given)");
+	id.first = NULL;
+	assert_int_equal(ndz_verify_image(v, &id, NULL), 0);
+	assert_int_equal(verdict(v, plain.img, 0, &intact, &e), NDZ_VERDICT_FATAL);
+	assert_string_equal(ndz_error_msg(&e), "img: chunk 0: image is not signed (not an "
+			    "original-format chunk, and an original public key was given)");
+	c = chunk_of(&plain, 0);
+	h = h0;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_verify_data(v, c, &h, 0, &e), NDZ_EUNSIGNED);
+	assert_string_equal(ndz_error_msg(&e), "chunk 0: image is not signed (not an "
+			    "original-format chunk, and an original public key was given)");
+	/* an original V3 chunk: fetched again, then fatal when it keeps coming unsigned */
+	memset(c, 0, NDZ_CHUNK_SIZE);
+	put_le32(c, 0x6969696b);
+	put_le32(c + 4, 1000);
+	put_le32(c + 16, 4096);
+	put_le32(c + 20, 1);
+	put_le32(c + 28, 100);
+	put_le32(c + 40, 100);                 /* region {0, 100} */
+	memset(&id, 0, sizeof(id));
+	id.chunks = 1;
+	assert_int_equal(ndz_verify_image(v, &id, NULL), 0);
+	for (i = 1; i < 8; i++) {
+		assert_int_equal(verdict(v, c, 0, &intact, &e), NDZ_VERDICT_FORGED);
+		assert_int_equal(e.code, NDZ_EUNSIGNED);
+	}
+	assert_int_equal(verdict(v, c, 0, &intact, &e), NDZ_VERDICT_FATAL);
+	assert_string_equal(ndz_error_msg(&e), "img: chunk 0: image is not signed (chunk has "
+			    "no signature (a version 3 image cannot be signed))");
+	free(c);
+	ndz_verify_free(v);
+	free_image(&plain);
+	ndz_key_wipe(&k->sec);
+	free(k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_chunk_verdicts),
 		cmocka_unit_test(test_header_and_data),
 		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_orig_pubkey),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
