@@ -29,8 +29,10 @@ check "the unit runs the master as the system user ndz, whom sysusers.d creates"
 	sh -c "grep -q '^User=ndz$' '$T/u/mfrisbeed.service' && grep -q '^u ndz ' '$NDZ_TOP/doc/ndz.sysusers'"
 check "the unit reads the configuration in /etc/ndz" \
 	grep -q "^ExecStart=$NDZ_BIN/mfrisbeed -c /etc/ndz/mfrisbeed.conf " "$T/u/mfrisbeed.service"
-check "the unit makes the upload directory of the shipped configuration writable" \
-	sh -c "grep -q '^StateDirectory=ndz/images$' '$T/u/mfrisbeed.service' &&
+check "the unit makes the upload directory and the lab state of the shipped configuration writable" \
+	sh -c "grep -Eq '^StateDirectory=(.* )?ndz/images( |$)' '$T/u/mfrisbeed.service' &&
+		grep -Eq '^StateDirectory=(.* )?ndz/lab( |$)' '$T/u/mfrisbeed.service' &&
+		grep -q '^lab-state /var/lib/ndz/lab/' '$NDZ_TOP/doc/mfrisbeed.conf' &&
 		grep -q '^upload-dir /var/lib/ndz/images' '$NDZ_TOP/doc/mfrisbeed.conf'"
 
 # The emulation: what the unit allows mfrisbeed and its frisbeed children.
