@@ -3,9 +3,9 @@
  * I/O: joining, the signed manifest's bytes, receiving chunks (blocks, repairs,
  * requests and their timing), giving up, leaving. It is fed the datagrams heard and
  * the time; it sends datagrams through a callback, tells what happens through
- * another, and hands out complete chunks for the caller to check and write. frisbee
- * drives it over sockets and threads, test_mcsim and test_client on a simulated
- * clock. It checks nothing of a chunk's content: that is the caller's trust policy.
+ * another, and hands out complete chunks for the caller to check and write. Its one
+ * driver is lib/mcast/cdrive (frisbee over sockets and threads, test_mcsim on a
+ * simulated LAN and clock); test_client calls it directly. It checks nothing of a chunk's content: that is the caller's trust policy.
  * Not thread-safe: the caller serializes every call.
  */
 #ifndef NDZ_CLIENT_H

@@ -4,7 +4,8 @@
  * from the clients' losses (lib/adapt) and the statistics. The caller feeds it the
  * datagrams it receives (bytes as received, with the sender's address) and the time,
  * and sends the batches of datagrams it yields after the delay it says. No sockets,
- * threads, clock or printing here: frisbeed and the simulations drive it alike.
+ * threads, clock or printing here: its one driver, lib/mcast/sdrive, runs it for
+ * frisbeed and for the simulation (test_mcsim) alike; test_server calls it directly.
  *
  * Not thread-safe: the caller serializes every call, with one exception made for a
  * sender that reads and encodes without holding its lock (frisbeed). The sender's
