@@ -38,6 +38,10 @@ static const char usage_text[] =
 	"      --discard          discard those parts instead (BLKDISCARD; a hole in a file)\n"
 	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
+	"      --max-datagram BYTES  the largest UDP payload to take (default: the\n"
+	"                         interface's MTU less 28); 1044 or less: one block a\n"
+	"                         datagram, as frisbee before datagrams of several blocks\n"
+	"      --no-gro           read datagrams one by one, not coalesced (UDP GRO)\n"
 	"  -T, --timeout SECONDS  give up after this long without the server, or without\n"
 	"                         a chunk that checks out (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
@@ -127,18 +131,21 @@ int main(int argc, char **argv)
 		{ "manifest", required_argument, NULL, 'F' },
 		{ "orig-key", required_argument, NULL, 0x1f0 },
 		{ "seed", no_argument, NULL, 0x1f1 }, { "verify", no_argument, NULL, 0x1f2 },
+		{ "max-datagram", required_argument, NULL, 0x1f3 },
+		{ "no-gro", no_argument, NULL, 0x1f4 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ndz_client_stats fst;
 	struct client c;
-	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1 };
+	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1, .gro = 1 };
 	struct ndz_cdrive_opts dopt = {
 		.sink = { sink_check, sink_write, sink_refetch, sink_progress, &c },
 		.threaded = 1,
 	};
 	int r;
-	int opt, code = EXIT_OK, cache_mib = 64, force = 0;
+	int opt, code = EXIT_OK, cache_mib = 64, force = 0, max_dgram = -1;
+	unsigned mtu;
 	const char *master = NULL, *image = NULL;
 	struct master_answer ma;
 	uint32_t seed;
@@ -174,6 +181,8 @@ int main(int argc, char **argv)
 		case 0x1f0: orig_key_path = optarg; break;
 		case 0x1f1: c.seed = 1; break;
 		case 0x1f2: c.verify_after = 1; break;
+		case 0x1f3: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
+		case 0x1f4: no.gro = 0; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
@@ -227,6 +236,12 @@ int main(int argc, char **argv)
 	if (cli_verbose && ndz_net_rcvbuf(c.net) / 2 < (no.rcvbuf > 0 ? no.rcvbuf : 4 << 20))
 		cli_warn("the socket receive buffer is %d KiB, less than asked: expect losses "
 			 "at high rates (raise net.core.rmem_max)", ndz_net_rcvbuf(c.net) / 2048);
+	/* what we say we take: the interface's MTU less the IPv4 and UDP headers */
+	mtu = ndz_net_mtu(c.net);
+	c.co.max_payload = max_dgram >= 0 ? (uint32_t)max_dgram : mtu > 28 ? mtu - 28 : 0;
+	if (cli_verbose > 1)
+		cli_info("interface MTU %u: datagrams of up to %u bytes taken%s", mtu,
+			 c.co.max_payload, ndz_net_gro(c.net) ? ", coalesced (UDP GRO)" : "");
 	if (getrandom(&c.co.id, sizeof(c.co.id), 0) != sizeof(c.co.id))
 		c.co.id = (uint32_t)ndz_now_ns();
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))

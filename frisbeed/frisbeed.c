@@ -42,6 +42,10 @@ static const char usage_text[] =
 	"                           (default 1800, 0: never)\n"
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
+	"  --max-datagram BYTES     the largest UDP payload to send (default: the\n"
+	"                           interface's MTU less 28): datagrams of several blocks\n"
+	"                           to clients that all take them; 1044 or less: one block\n"
+	"                           a datagram, as frisbeed before them\n"
 	"  --no-repair              send no repair blocks (clients ask for blocks)\n"
 	"  --no-whole-repair        send repairs of stripes only, none of whole chunks\n"
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
@@ -102,12 +106,13 @@ static void print_stats(struct session *s)
 
 	ndz_sdrive_stats(s->drv, &st);
 	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
-		"(%.1f%% re-sent), %llu repairs, %.1f Mbit/s over %.2f s, %llu bad packets "
-		"dropped", (unsigned long long)st.clients,
+		"(%.1f%% re-sent), %llu repairs, %llu datagrams, %.1f Mbit/s over %.2f s, "
+		"%llu bad packets dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,
-		(unsigned long long)st.repairs_sent, st.rate_bps / 1e6, st.seconds_sending,
+		(unsigned long long)st.repairs_sent, (unsigned long long)st.datagrams_sent,
+		st.rate_bps / 1e6, st.seconds_sending,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
@@ -160,11 +165,12 @@ int main(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
 		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
+		{ "max-datagram", required_argument, NULL, 0x105 },
 		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
-	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR };
+	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS };
 	struct session s;
 	struct ndz_server_opts so = { .rate_bps = 100000000,
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };
@@ -177,7 +183,8 @@ int main(int argc, char **argv)
 	struct ndz_sdrive_opts dopt = { .packet = say_packet };
 	sigset_t set;
 	siginfo_t si;
-	int c, code = EXIT_OK, announce = 3, idle = 1800;
+	int c, code = EXIT_OK, announce = 3, idle = 1800, max_dgram = -1;
+	unsigned mtu;
 
 	cli_init(argv[0]);
 	memset(&s, 0, sizeof(s));
@@ -208,6 +215,7 @@ int main(int argc, char **argv)
 		case 'X': index = optarg; break;
 		case 'K': control = optarg; break;
 		case 0x111: case 0x112: cli_log_mode(c - 0x110); break;      /* 0x110 + CLI_LOG_* */
+		case 0x105: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
 		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
@@ -237,15 +245,20 @@ int main(int argc, char **argv)
 	if (c > 0)
 		cli_warn("%s; serving no index", ndz_error_msg(&e));
 	ndz_error_clear(&e);
+	if (ndz_net_open(&no, &s.io.net, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (ndz_net_ignore(s.io.net, NDZ_PKT_TYPE_OFFSET, data_types, 3, &e) < 0 && cli_verbose)
+		cli_warn("no socket filter (%s): reading every block back", ndz_error_msg(&e));
+	ndz_error_clear(&e);
+	/* what we may send: the interface's MTU less the IPv4 and UDP headers */
+	mtu = ndz_net_mtu(s.io.net);
+	so.max_payload = max_dgram >= 0 ? (uint32_t)max_dgram : mtu > 28 ? mtu - 28 : 0;
+	if (cli_verbose > 1)
+		cli_info("interface MTU %u: datagrams of up to %u bytes", mtu, so.max_payload);
 	if (ndz_server_create(&so, ndz_now_ns(), &s.srv, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	free((void *)so.manifest);
 	free((void *)so.index);
-	if (ndz_net_open(&no, &s.io.net, &e) < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (ndz_net_ignore(s.io.net, NDZ_PKT_TYPE_OFFSET, data_types, 2, &e) < 0 && cli_verbose)
-		cli_warn("no socket filter (%s): reading every block back", ndz_error_msg(&e));
-	ndz_error_clear(&e);
 	dopt.io = ndz_sdrive_net_io(&s.io);
 	if (cli_verbose)
 		dopt.warn = say_warn;

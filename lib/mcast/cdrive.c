@@ -7,7 +7,8 @@
 #include "cdrive.h"
 #include "core/clock.h"
 
-#define BATCH 64u
+#define BATCH NDZ_NET_BATCH_MAX
+#define NAP_DGRAMS 32u                 /* a pause after a wake-up lets this many gather */
 
 struct ndz_cdrive {
 	struct ndz_cdrive_opts o;
@@ -160,7 +161,7 @@ int ndz_cdrive_step(struct ndz_cdrive *d, int timeout_ms, struct ndz_error *e)
 	now = now_of(d);
 	pthread_mutex_lock(&d->lock);
 	for (int i = 0; i < n; i++)
-		ready += ndz_client_input(d->cl, d->dg[i].buf, (size_t)d->dg[i].len,
+		ready += ndz_client_input(d->cl, d->dg[i].data, (size_t)d->dg[i].len,
 					  d->dg[i].from, now);
 	ndz_client_tick(d->cl, now);
 	if (d->thread_on) {
@@ -207,12 +208,12 @@ int ndz_cdrive_start(struct ndz_cdrive *d, struct ndz_error *e)
 	r = ndz_client_start(d->cl, now_of(d), e);
 	info = ndz_client_info(d->cl);
 	/*
-	 * Pause after a wake-up for about half a batch to gather at the server's rate
+	 * Pause after a wake-up for about 32 datagrams to gather at the server's rate
 	 * (at most 1 ms, far less than the socket buffer holds; 250 us when the server
 	 * has no cap).
 	 */
 	if (info->rate_bps) {
-		uint64_t nap = (uint64_t)d->batch / 2 * (NDZ_PKT_BLOCK_LEN + 42) * 8 * 1000000 /
+		uint64_t nap = (uint64_t)NAP_DGRAMS * (NDZ_PKT_BLOCK_LEN + 42) * 8 * 1000000 /
 			       info->rate_bps;
 
 		d->nap_us = nap > 1000 ? 1000 : (unsigned)nap;

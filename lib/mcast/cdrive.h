@@ -69,7 +69,7 @@ struct ndz_cdrive_opts {
 	struct ndz_cdrive_sink sink;
 	int threaded;                  /* check and write on the driver's thread (else
 					  inline, in ndz_cdrive_step) */
-	unsigned batch;                /* datagrams taken at once; 0: 64 */
+	unsigned batch;                /* datagrams taken at once; 0: NDZ_NET_BATCH_MAX */
 };
 
 /*

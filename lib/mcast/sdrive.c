@@ -148,7 +148,7 @@ enum ndz_sdrive_next ndz_sdrive_send_step(struct ndz_sdrive *d, uint64_t *at)
 		return NDZ_SDRIVE_PACE;
 	}
 	pthread_mutex_unlock(&d->lock);
-	if (d->o.io.send_many(d->o.io.ctx, b->bufs, b->lens, b->count, &e) < 0 && d->o.warn)
+	if (d->o.io.send_many(d->o.io.ctx, b->bufs, b->lens, b->ndgrams, &e) < 0 && d->o.warn)
 		d->o.warn(d->o.ctx, &e);
 	pthread_mutex_lock(&d->lock);
 	ndz_server_sent(d->srv, b, now_of(d));
