@@ -729,7 +729,8 @@ static void snoop_request(struct ndz_client *c, const struct ndz_pkt *p, uint64_
 	}
 }
 
-/* A block or repair of the image: a chunk complete is held for the caller's checks. */
+/* A block, run of blocks or repair of the image: a chunk complete is held for the
+ * caller's checks. */
 static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
 	const uint8_t *data = c->o.no_store ? NULL : p->data;
@@ -737,32 +738,21 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 
 	c->last_server_ns = now;
 	c->last_block_ns = now;
-	if (p->type == NDZ_PKT_REPAIR)
+	if (p->type == NDZ_PKT_REPAIR) {
 		slot = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index, data, now);
-	else
+	} else if (p->type == NDZ_PKT_BLOCKS) {
+		/* as that many blocks, with one copy when none is held */
+		c->st.multi++;
+		slot = ndz_fetch_blocks(c->fetch, p->chunk, p->block, p->count, data, now);
+	} else {
 		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, data, now);
+	}
 	if (slot < 0)
 		return 0;
 	ndz_fetch_hold(c->fetch, slot);
 	c->ready[(c->ready_head + c->ready_len) % c->o.slots] = (uint32_t)slot;
 	c->ready_len++;
 	return 1;
-}
-
-/* A run of blocks: each as if it came alone (at most one completes the chunk). */
-static int got_blocks(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
-{
-	struct ndz_pkt one = *p;
-	int ready = 0;
-
-	c->st.multi++;
-	one.type = NDZ_PKT_BLOCK;
-	for (unsigned i = 0; i < p->count; i++) {
-		one.block = (uint16_t)(p->block + i);
-		one.data = p->data + (size_t)i * NDZ_BLOCK_SIZE;
-		ready += got_block(c, &one, now);
-	}
-	return ready;
 }
 
 static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
@@ -777,7 +767,7 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 			c->st.foreign++;
 			return 0;
 		}
-		return p->type == NDZ_PKT_BLOCKS ? got_blocks(c, p, now) : got_block(c, p, now);
+		return got_block(c, p, now);
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
 		if (ours)
