@@ -72,6 +72,25 @@ for gro in off on; do
 	check "MTU 9000, GRO $gro: the clients received BLOCKS" grep -q 'told the server we take datagrams of 8972 bytes' "$T/c1.log"
 done
 
+# a signed and encrypted image, one client from the start and one that joins late
+if [ -x "$IMAGEZIP" ] && [ -z "$MC_RAW" ] &&
+	"$NDZ_BIN/imagekey" -q generate -o "$T/k" && "$NDZ_BIN/imagekey" -q generate -e -o "$T/ek" &&
+	"$IMAGEZIP" -q -r --sign "$T/k.sec" --encrypt "$T/ek.key" "$T/a.src" "$T/se.ndz"; then
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	mc_client c1 "$T/out1" -T 15 -vv --key "$T/k.pub" --key "$T/ek.key"
+	mc_joined c1
+	mc_server srv "$T/se.ndz" -W 60M -T 30 --stats-json "$T/se.json"
+	sleep 0.5
+	mc_client c2 "$T/out2" -T 15 -vv --key "$T/k.pub" --key "$T/ek.key"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "MTU 9000, signed and encrypted, one client late: both byte-identical" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2'"
+	check "MTU 9000, signed and encrypted: BLOCKS of 8 blocks" multi se
+else
+	skip "signed and encrypted: imagezip or imagekey unavailable"
+fi
+
 # a client that takes one block a datagram: the group falls back to BLOCKs
 CLIENT_OPTS="--max-datagram 1044" run old1 1
 check "one client --max-datagram 1044: byte-identical" [ "$GOOD" = 1 ]
