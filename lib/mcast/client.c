@@ -57,6 +57,7 @@ struct ndz_client {
 	uint32_t take;                 /* the payload we say we take (CAPS); 0: say nothing */
 	int server_blocks;             /* the server announced BLOCKS */
 	uint64_t caps_ns;              /* when we last said CAPS */
+	uint64_t multi_ns;             /* when a BLOCKS last came (or receiving began) */
 	uint32_t *ready;               /* complete chunks' slots, for the caller to check */
 	size_t ready_head, ready_len;
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns, next_look;
@@ -659,7 +660,7 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 		ndz_fetch_set_repair(c->fetch, c->repair);  /* FEATURES heard before the start */
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
-	c->last_block_ns = c->accept_ns = now_ns;
+	c->last_block_ns = c->accept_ns = c->multi_ns = now_ns;
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;
 	c->next_look = now_ns + 5 * MS;
@@ -743,6 +744,7 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	} else if (p->type == NDZ_PKT_BLOCKS) {
 		/* as that many blocks, with one copy when none is held */
 		c->st.multi++;
+		c->multi_ns = now;
 		slot = ndz_fetch_blocks(c->fetch, p->chunk, p->block, p->count, data, now);
 	} else {
 		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, data, now);
@@ -809,6 +811,8 @@ static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 		return;
 	if ((p->features & NDZ_FEAT_BLOCKS) && c->take) {
 		/* say what we take (again: a CAPS, like the FEATURES, may be lost) */
+		if (!c->server_blocks)
+			c->multi_ns = now;     /* BLOCKS may come from now on */
 		c->server_blocks = 1;
 		say_caps(c, now, 0);
 	}
@@ -916,13 +920,14 @@ static void receive_tick(struct ndz_client *c, uint64_t now)
 	}
 	/*
 	 * We said we take large datagrams and the server sends them, yet none has come
-	 * for a while: a link on the way may drop them (a smaller MTU than ours). Say we
-	 * take one block a datagram: the server falls back to BLOCKs for the group.
+	 * for a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way
+	 * may drop them (a smaller MTU than ours). Say we take one block a datagram: the
+	 * server falls back to BLOCKs for the group. (With an older client in the group
+	 * none comes either, and the group is at one block already.)
 	 */
 	if (c->take > NDZ_PKT_BLOCK_LEN && c->server_blocks &&
-	    now - c->last_block_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS &&
-	    now - c->start_ns > STEP_DOWN_NS) {
-		uint64_t ms = (now - c->last_block_ns) / MS;
+	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
+		uint64_t ms = (now - c->multi_ns) / MS;
 
 		c->take = NDZ_PKT_BLOCK_LEN;
 		say_caps(c, now, ms);
