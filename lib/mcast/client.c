@@ -428,6 +428,8 @@ int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
  * the image) never answers: give up after -T (at most 10 s) with a message that
  * says so.
  */
+static void step_down(struct ndz_client *c, uint64_t now);
+
 static void manifest_tick(struct ndz_client *c, uint64_t now)
 {
 	if (c->index && (now - c->mlast > c->mwait || now >= c->mdeadline)) {
@@ -442,6 +444,7 @@ static void manifest_tick(struct ndz_client *c, uint64_t now)
 		fail(c);
 		return;
 	}
+	step_down(c, now);
 	if (now >= c->mnext) {
 		ndz_fetch_requests(c->mf, now, now - c->mlast > 200 * MS, emit_manifest, c);
 		c->mnext = now + 50 * MS;
@@ -485,6 +488,8 @@ static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 	    p->chunk < c->mbase || p->chunk - c->mbase >= c->mchunks)
 		return;
 	c->mlast = c->last_server_ns = now;
+	if (p->type == NDZ_PKT_BLOCKS)
+		c->multi_ns = now;
 	if (p->type == NDZ_PKT_BLOCK) {
 		manifest_block(c, p, p->block, p->data, now);
 		return;
@@ -783,7 +788,7 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	return 0;
 }
 
-/* CAPS: the payload we take (stepped: after ms without a block, for the note). */
+/* CAPS: the payload we take (stepped: after ms without BLOCKS, for the note). */
 static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 {
 	struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_CAPS, .count = c->take,
@@ -796,6 +801,25 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 	c->caps_ns = now;
 	if (send_pkt(c, &p) == 0)
 		note(c, &n);
+}
+
+/*
+ * We said we take large datagrams and the server sends them, yet none has come for
+ * a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way may
+ * drop them (a smaller MTU than ours). Say we take one block a datagram: the server
+ * falls back to BLOCKs for the group. (With an older client in the group none comes
+ * either, and the group is at one block already.) While fetching a manifest or an
+ * index, and while receiving the image.
+ */
+static void step_down(struct ndz_client *c, uint64_t now)
+{
+	if (c->take > NDZ_PKT_BLOCK_LEN && c->server_blocks &&
+	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
+		uint64_t ms = (now - c->multi_ns) / MS;
+
+		c->take = NDZ_PKT_BLOCK_LEN;
+		say_caps(c, now, ms);
+	}
 }
 
 /*
@@ -918,20 +942,7 @@ static void receive_tick(struct ndz_client *c, uint64_t now)
 		fail(c);
 		return;
 	}
-	/*
-	 * We said we take large datagrams and the server sends them, yet none has come
-	 * for a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way
-	 * may drop them (a smaller MTU than ours). Say we take one block a datagram: the
-	 * server falls back to BLOCKs for the group. (With an older client in the group
-	 * none comes either, and the group is at one block already.)
-	 */
-	if (c->take > NDZ_PKT_BLOCK_LEN && c->server_blocks &&
-	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
-		uint64_t ms = (now - c->multi_ns) / MS;
-
-		c->take = NDZ_PKT_BLOCK_LEN;
-		say_caps(c, now, ms);
-	}
+	step_down(c, now);
 	if (now - c->last_block_ns > c->silence_wait_ns && now >= c->next_silence_ns) {
 		/* The server is silent: ask for everything again, backing off. */
 		struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_SILENT,
