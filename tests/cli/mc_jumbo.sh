@@ -91,6 +91,11 @@ else
 	skip "signed and encrypted: imagezip or imagekey unavailable"
 fi
 
+# -W auto finds the rate with BLOCKS as with BLOCKs
+run auto 2 -W auto:500M
+check "MTU 9000, -W auto: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+check "MTU 9000, -W auto: BLOCKS of 8 blocks" multi auto
+
 # a client that takes one block a datagram: the group falls back to BLOCKs
 CLIENT_OPTS="--max-datagram 1044" run old1 1
 check "one client --max-datagram 1044: byte-identical" [ "$GOOD" = 1 ]
