@@ -1,14 +1,13 @@
 /*
  * frisbee: receive an image from frisbeed over UDP multicast and restore it.
- * The session (lib/mcast/client) joins, asks for and gathers the chunks; the main
- * thread feeds it what the socket brings, and a feeder thread checks each complete
- * chunk (policy.c: CRC or signed hash, and decrypts it) and hands it to the shared
- * restore pipeline (lib/unzip: decompression threads and one writer thread), or has
- * it fetched again.
+ * The session (lib/mcast/client) joins, asks for and gathers the chunks; its driver
+ * (lib/mcast/cdrive) feeds it what the socket brings and checks each complete chunk
+ * on its own thread by our trust policy (policy.c: CRC or signed hash, and decrypts
+ * it), handing the good ones to the shared restore pipeline (lib/unzip:
+ * decompression threads and one writer thread), the others fetched again.
  */
 #include <errno.h>
 #include <getopt.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +20,6 @@
 #include "master.h"
 
 #define MS 1000000ull
-#define BATCH 64u                      /* datagrams taken at once */
 
 static const char usage_text[] =
 	"Usage: frisbee [options] -m ADDR -p PORT TARGET\n"
@@ -40,6 +38,10 @@ static const char usage_text[] =
 	"      --discard          discard those parts instead (BLKDISCARD; a hole in a file)\n"
 	"  -C, --cache MIB        chunk cache size in MiB (default 64)\n"
 	"  -R, --request-ahead N  chunks to request ahead (default 2)\n"
+	"      --max-datagram BYTES  the largest UDP payload to take (default: the\n"
+	"                         interface's MTU less 28); 1044 or less: one block a\n"
+	"                         datagram, as frisbee before datagrams of several blocks\n"
+	"      --no-gro           read datagrams one by one, not coalesced (UDP GRO)\n"
 	"  -T, --timeout SECONDS  give up after this long without the server, or without\n"
 	"                         a chunk that checks out (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
@@ -65,118 +67,49 @@ static const char usage_text[] =
 	"  -V, --version          show the version and exit\n"
 	"\nExit status: 0 every chunk checked, written and flushed; 1 failure; 2 bad usage.\n";
 
-/* The session's way out: one datagram to the group. */
-static int net_send(void *ctx, const uint8_t *d, size_t len)
+/* The driver's sink (lib/mcast/cdrive.h): check a chunk by the trust policy. */
+static enum ndz_verdict sink_check(void *ctx, uint8_t *buf, uint32_t chunk,
+				   struct ndz_chunk_hdr *h, int *why, int *intact)
+{
+	return check_chunk(ctx, buf, chunk, h, why, intact);
+}
+
+/* Hand a good chunk to the restore pipeline (which may block), or with -r store it. */
+static int sink_write(void *ctx, uint32_t chunk, uint8_t *buf, const struct ndz_chunk_hdr *h)
+{
+	struct client *c = ctx;
+	struct ndz_error we = { 0 };
+	int r;
+
+	if (!c->raw)
+		/* the pipeline's message comes from ndz_unzip_finish */
+		return ndz_unzip_put_owned(c->unzip, buf, h, NDZ_UNZIP_CHECKED,
+					   ndz_bufpool_release, c->pool);
+	r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE, (uint64_t)chunk * NDZ_CHUNK_SIZE,
+			      &we);
+	ndz_bufpool_put(c->pool, buf);
+	if (r < 0 && !c->werr.code)
+		ndz_error_copy(&c->werr, &we);
+	return r;
+}
+
+static void sink_refetch(void *ctx, uint32_t chunk, enum ndz_verdict how, int why, int partial)
+{
+	(void)ctx;
+	if (cli_verbose)
+		cli_warn("chunk %u: %s%s; requesting it again%s", chunk, ndz_strerror(why),
+			 how == NDZ_VERDICT_FORGED ? " (forged)" : "",
+			 partial == 1 ? " (the blocks in doubt)" :
+			 partial == 2 ? " (each block compared with this copy)" : "");
+}
+
+/* The progress line follows the chunks. */
+static void sink_progress(void *ctx, const struct ndz_client_stats *st)
 {
 	struct client *c = ctx;
 
-	return ndz_net_send(c->net, d, len, NULL) == 0 ? 0 : errno ? errno : EIO;
-}
-
-/*
- * Checks complete chunks and hands the good ones to the restore pipeline (which may
- * block), off the network thread; a chunk that fails is dropped and fetched again.
- */
-static void *feeder(void *arg)
-{
-	struct client *c = arg;
-	struct ndz_chunk_hdr h;
-	struct ndz_error we = { 0 };
-
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		uint32_t chunk;
-		uint8_t *buf;
-		enum ndz_verdict how;
-		int r, slot, why = 0, intact = 1;
-
-		while ((slot = ndz_client_ready(c->cl, &chunk, &buf)) < 0 && !c->stop)
-			pthread_cond_wait(&c->cond, &c->lock);
-		/* (ferr is the feeder's own: after it, nothing more is written) */
-		if (slot < 0 || c->abandon || c->ferr.code)
-			break;
-		pthread_mutex_unlock(&c->lock);
-		how = check_chunk(c, buf, chunk, &h, &why, &intact);
-		pthread_mutex_lock(&c->lock);
-		if (how != NDZ_VERDICT_ACCEPT) {
-			int partial = ndz_client_verdict(c->cl, slot, how, why, intact, ndz_now_ns());
-
-			if (how == NDZ_VERDICT_FATAL)
-				c->failed = 1;
-			else if (cli_verbose)
-				cli_warn("chunk %u: %s%s; requesting it again%s", chunk,
-					 ndz_strerror(why), how == NDZ_VERDICT_FORGED ? " (forged)" : "",
-					 partial == 1 ? " (the blocks in doubt)" :
-					 partial == 2 ? " (each block compared with this copy)" : "");
-			continue;
-		}
-		ndz_client_verdict(c->cl, slot, how, 0, intact, ndz_now_ns());
-		/* the very buffer it was received into goes on, and back to the pool */
-		buf = ndz_client_take_buf(c->cl, slot);
-		pthread_mutex_unlock(&c->lock);
-		ndz_error_clear(&we);
-		if (c->raw) {
-			r = ndz_io_write_full(c->target, buf, NDZ_CHUNK_SIZE,
-					      (uint64_t)chunk * NDZ_CHUNK_SIZE, &we);
-			ndz_bufpool_put(c->pool, buf);
-		} else {
-			r = ndz_unzip_put_owned(c->unzip, buf, &h, NDZ_UNZIP_CHECKED,
-						ndz_bufpool_release, c->pool);
-		}
-		pthread_mutex_lock(&c->lock);
-		if (r < 0 && !c->failed) {
-			c->failed = 1;
-			/* the pipeline's message comes from ndz_unzip_finish */
-			if (c->raw)
-				ndz_error_copy(&c->err, &we);
-		}
-		ndz_client_written(c->cl, slot);
-	}
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
-}
-
-/*
- * Feed the session the datagrams the socket brings, and the time, while it is in
- * state and the feeder has not failed; the progress line follows the chunks. Taken in
- * batches, pausing after a wake-up (nap_us) for more to gather at the server's rate.
- */
-void pump(struct client *c, int state)
-{
-	for (int first = 1;; first = 0) {
-		struct ndz_client_stats st;
-		uint64_t now;
-		int n, s, failed, ready = 0;
-
-		pthread_mutex_lock(&c->lock);
-		if (first)
-			ndz_client_tick(c->cl, ndz_now_ns());
-		s = ndz_client_state(c->cl);
-		ndz_client_get_stats(c->cl, &st);
-		failed = c->failed;
-		pthread_mutex_unlock(&c->lock);
-		if (s == NDZ_CLIENT_RECEIVING || s == NDZ_CLIENT_COMPLETE)
-			cli_progress_update(&c->prog, (uint64_t)st.fetch.complete * NDZ_CHUNK_SIZE,
-					    st.fetch.complete);
-		if (s != state || failed)
-			return;
-		n = ndz_net_recv_many(c->net, c->dg, BATCH, 20,
-				      state == NDZ_CLIENT_RECEIVING ? c->nap_us : 0, NULL);
-		if (n < 0) {
-			c->netfail = 1;
-			ndz_error_set(&c->err, NDZ_ENET, errno, "receive");
-			return;
-		}
-		now = ndz_now_ns();
-		pthread_mutex_lock(&c->lock);
-		for (int i = 0; i < n; i++)
-			ready += ndz_client_input(c->cl, c->dg[i].buf, (size_t)c->dg[i].len,
-						  c->dg[i].from, now);
-		ndz_client_tick(c->cl, now);
-		if (ready)
-			pthread_cond_broadcast(&c->cond);
-		pthread_mutex_unlock(&c->lock);
-	}
+	cli_progress_update(&c->prog, (uint64_t)st->fetch.complete * NDZ_CHUNK_SIZE,
+			    st->fetch.complete);
 }
 
 int main(int argc, char **argv)
@@ -204,14 +137,21 @@ int main(int argc, char **argv)
 		{ "orig-pubkey", required_argument, NULL, 0x1f3 },
 		{ "seed", no_argument, NULL, 0x1f1 }, { "verify", no_argument, NULL, 0x1f2 },
 		{ "report-fd", required_argument, NULL, 0x1f4 },
+		{ "max-datagram", required_argument, NULL, 0x1f5 },
+		{ "no-gro", no_argument, NULL, 0x1f6 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
 	struct ndz_client_stats fst;
 	struct client c;
-	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1 };
-	pthread_t ft;
-	int opt, code = EXIT_OK, cache_mib = 64, force = 0;
+	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1, .gro = 1 };
+	struct ndz_cdrive_opts dopt = {
+		.sink = { sink_check, sink_write, sink_refetch, sink_progress, &c },
+		.threaded = 1,
+	};
+	int r;
+	int opt, code = EXIT_OK, cache_mib = 64, force = 0, max_dgram = -1;
+	unsigned mtu;
 	const char *master = NULL, *image = NULL;
 	struct master_answer ma;
 	uint32_t seed;
@@ -249,6 +189,8 @@ int main(int argc, char **argv)
 		case 0x1f1: c.seed = 1; break;
 		case 0x1f2: c.verify_after = 1; break;
 		case 0x1f4: cli_report_open(optarg); break;
+		case 0x1f5: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
+		case 0x1f6: no.gro = 0; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}
@@ -303,6 +245,12 @@ int main(int argc, char **argv)
 	if (cli_verbose && ndz_net_rcvbuf(c.net) / 2 < (no.rcvbuf > 0 ? no.rcvbuf : 4 << 20))
 		cli_warn("the socket receive buffer is %d KiB, less than asked: expect losses "
 			 "at high rates (raise net.core.rmem_max)", ndz_net_rcvbuf(c.net) / 2048);
+	/* what we say we take: the interface's MTU less the IPv4 and UDP headers */
+	mtu = ndz_net_mtu(c.net);
+	c.co.max_payload = max_dgram >= 0 ? (uint32_t)max_dgram : mtu > 28 ? mtu - 28 : 0;
+	if (cli_verbose > 1)
+		cli_info("interface MTU %u: datagrams of up to %u bytes taken%s", mtu,
+			 c.co.max_payload, ndz_net_gro(c.net) ? ", coalesced (UDP GRO)" : "");
 	if (getrandom(&c.co.id, sizeof(c.co.id), 0) != sizeof(c.co.id))
 		c.co.id = (uint32_t)ndz_now_ns();
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
@@ -313,7 +261,6 @@ int main(int argc, char **argv)
 	c.co.group = no.group;
 	c.co.port = no.port;
 	c.co.target = c.target_path;
-	c.co.send = net_send;
 	c.co.note = net_note;
 	c.co.ctx = &c;
 	c.co.room = target_room(&c);
@@ -326,14 +273,12 @@ int main(int argc, char **argv)
 	if (ndz_bufpool_create(NDZ_CHUNK_SIZE, (unsigned)c.co.slots + 34, &c.pool, &c.err) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
 	c.co.pool = c.pool;
-	c.dg = malloc(BATCH * sizeof(*c.dg));
-	pthread_mutex_init(&c.lock, NULL);
-	pthread_cond_init(&c.cond, NULL);
-	if (!c.dg || ndz_client_create(&c.co, ndz_now_ns(), &c.cl, &c.err) < 0)
-		cli_die(EXIT_FAIL, "%s", c.dg ? ndz_error_msg(&c.err) : "out of memory");
+	dopt.io = ndz_cdrive_net_io(c.net);
+	if (ndz_cdrive_create(&c.co, &dopt, &c.drv, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
+	c.cl = ndz_cdrive_client(c.drv);
 	/* join: ask until a server answers, give up after -T */
-	pump(&c, NDZ_CLIENT_JOINING);
-	if (c.netfail)
+	if (ndz_cdrive_run(c.drv, NDZ_CLIENT_JOINING, &c.err) < 0)
 		cli_die(EXIT_FAIL, "receive on %s port %u: %s", no.group, no.port,
 			strerror(c.err.sys));
 	if (ndz_client_state(c.cl) != NDZ_CLIENT_JOINED)
@@ -344,48 +289,32 @@ int main(int argc, char **argv)
 	seed_index(&c);
 	open_target(&c);
 	seed_start(&c);                /* the scan marks held chunks from now on */
-	pthread_mutex_lock(&c.lock);
-	if (ndz_client_start(c.cl, ndz_now_ns(), &c.err) < 0)
-		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
-	pthread_mutex_unlock(&c.lock);
-	if (pthread_create(&ft, NULL, feeder, &c))
-		cli_die(EXIT_FAIL, "cannot start a thread");
 	/* progress counts image bytes received, as the summary does */
 	cli_progress_init(&c.prog, c.progress, "receiving", "image", "received");
 	cli_progress_total(&c.prog, c.info.image_bytes, c.info.chunks);
-	/*
-	 * Pause after a wake-up for about BATCH / 2 datagrams to gather at the server's
-	 * rate (at most 1 ms, far less than the socket buffer holds; 250 us when the
-	 * server has no cap).
-	 */
-	c.nap_us = c.info.rate_bps ?
-		   (unsigned)((uint64_t)BATCH / 2 * (NDZ_PKT_BLOCK_LEN + 42) * 8 * 1000000 /
-			      c.info.rate_bps) : 250;
-	if (c.nap_us > 1000)
-		c.nap_us = 1000;
-	pump(&c, NDZ_CLIENT_RECEIVING);
-	if (c.netfail) {
+	if (ndz_cdrive_start(c.drv, &c.err) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c.err));
+	r = ndz_cdrive_run(c.drv, NDZ_CLIENT_RECEIVING, &c.err);
+	if (r < 0) {
 		code = EXIT_FAIL;
-	} else if (ndz_client_state(c.cl) == NDZ_CLIENT_FAILED) {
+	} else if (r == NDZ_CLIENT_FAILED) {
 		ndz_error_copy(&c.err, ndz_client_error(c.cl));
 		code = EXIT_FAIL;
 	}
 	if (code == EXIT_OK)
 		cli_progress_phase(&c.prog, "flushing");
-	pthread_mutex_lock(&c.lock);
-	c.stop = 1;
-	if (code != EXIT_OK)
-		c.abandon = 1;         /* what is not written yet stays unwritten */
-	pthread_cond_broadcast(&c.cond);
-	pthread_mutex_unlock(&c.lock);
-	pthread_join(ft, NULL);
+	/* on failure, what is not written yet stays unwritten */
+	ndz_cdrive_stop(c.drv, code != EXIT_OK);
 	seed_stop(&c);
+	if (!c.err.code)
+		ndz_error_copy(&c.err, c.werr.code ? &c.werr : &c.serr);
 	/* after a failed put, finishing the pipeline brings out its reason */
-	if (code == EXIT_OK && (finish(&c) < 0 || c.failed || seed_verify(&c) < 0))
+	if (code == EXIT_OK && (finish(&c) < 0 || ndz_cdrive_failed(c.drv) ||
+				seed_verify(&c) < 0))
 		code = EXIT_FAIL;
 	if (code == EXIT_OK)
 		cli_own_file(NULL);
-	ndz_client_leave(c.cl, code != EXIT_OK, ndz_now_ns(), NULL);
+	ndz_cdrive_leave(c.drv, code != EXIT_OK, NULL);
 	ndz_client_get_stats(c.cl, &fst);
 	c.prog.held = fst.held;
 	cli_progress_end(&c.prog, code == EXIT_OK);
@@ -394,9 +323,8 @@ int main(int argc, char **argv)
 	seed_free(&c);
 	ndz_unzip_free(c.unzip);
 	ndz_io_close(c.target);
-	ndz_client_free(c.cl);
+	ndz_cdrive_free(c.drv);
 	ndz_bufpool_free(c.pool);
 	ndz_net_free(c.net);
-	free(c.dg);
 	return code;
 }

@@ -1,4 +1,5 @@
-/* frisbee's state, shared by its main file and its trust policy (policy.c). */
+/* frisbee's state, shared by its main file, its trust policy (policy.c), seeding
+ * (seed.c), target (target.c) and messages (notes.c); none calls into frisbee.c. */
 #ifndef FRISBEE_FRISBEE_H
 #define FRISBEE_FRISBEE_H
 
@@ -11,6 +12,7 @@
 #include "core/format.h"
 #include "core/io.h"
 #include "core/orig.h"
+#include "mcast/cdrive.h"
 #include "mcast/client.h"
 #include "mcast/net.h"
 #include "codec/seed.h"
@@ -29,21 +31,17 @@ struct client {
 	int seed, verify_after;        /* --seed, --verify */
 
 	struct ndz_net *net;
-	struct ndz_client *cl;         /* the session: under lock once the feeder runs */
+	struct ndz_cdrive *drv;        /* the session's driver (lib/mcast/cdrive) */
+	struct ndz_client *cl;         /* its session: only while no checking thread runs */
 	struct ndz_bufpool *pool;      /* chunk buffers: received into, decoded from */
 	struct ndz_join_info info;     /* the joined image */
 	char source[40];               /* "server ADDR": the image, in messages */
-	struct ndz_dgram *dg;          /* a batch of datagrams received */
-	unsigned nap_us;               /* the pause for a batch to gather */
-	int netfail;                   /* receiving failed: err says why */
 
-	/* shared with the feeder thread, under lock */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int failed, stop, abandon;
 	struct ndz_error err;          /* why the load failed */
-	struct ndz_error ferr;         /* the feeder's reason to stop (a key that cannot open
+	struct ndz_error ferr;         /* the checker's reason to stop (a key that cannot open
 					  an authentic chunk); err takes it after the join */
+	struct ndz_error werr;         /* the checker's: a write that failed (-r) */
+	struct ndz_error serr;         /* the seed scan's: why it failed */
 
 	struct ndz_io *target;
 	struct ndz_unzip *unzip;
@@ -56,9 +54,6 @@ struct client {
 	struct ndz_seed *sd;           /* the scan's checker */
 	pthread_t scan_thread;
 };
-
-/* pump - feed the session what the socket brings while it is in state (frisbee.c). */
-void pump(struct client *c, int state);
 
 /* net_note - the session's notes (ndz_client_opts.note) as messages (notes.c). */
 void net_note(void *ctx, const struct ndz_client_note *n);

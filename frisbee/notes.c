@@ -50,6 +50,14 @@ void net_note(void *ctx, const struct ndz_client_note *n)
 		else
 			cli_info("request chunk %u", n->chunk);
 		break;
+	case NDZ_CLIENT_NOTE_CAPS:
+		if (n->ms)
+			cli_warn("no block for %llu ms though the server sends datagrams of "
+				 "several blocks: a link on the way may drop large datagrams; "
+				 "asking for one block a datagram", (unsigned long long)n->ms);
+		else if (cli_verbose > 1)
+			cli_info("told the server we take datagrams of %u bytes", n->count);
+		break;
 	case NDZ_CLIENT_NOTE_SILENT:
 		if (cli_verbose > 1)
 			cli_info("server silent for %llu ms; asking again", (unsigned long long)n->ms);

@@ -15,7 +15,7 @@ const char *orig_pub_path;         /* --orig-pubkey */
 struct ndz_orig_keys orig_keys;
 
 /*
- * Check a complete chunk (feeder thread, without the lock) by the verifier's
+ * Check a complete chunk (the driver's checking thread, lib/mcast/cdrive.h) by the verifier's
  * verdict (lib/trust/verify.h): its header, its CRC or signed hash, that it is of
  * this image and this place, and with an encryption key its decryption in place,
  * so that a chunk whose tag fails is fetched again rather than stopping the
@@ -53,8 +53,7 @@ static void fetch_manifest(struct client *c)
 		const uint8_t *bytes;
 		enum ndz_verdict r;
 
-		pump(c, NDZ_CLIENT_MANIFEST);
-		if (c->netfail)
+		if (ndz_cdrive_run(c->drv, NDZ_CLIENT_MANIFEST, &c->err) < 0)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(&c->err));
 		if (ndz_client_state(c->cl) != NDZ_CLIENT_MANIFEST_READY)
 			cli_die(EXIT_FAIL, "%s", ndz_error_msg(ndz_client_error(c->cl)));

@@ -60,7 +60,7 @@ void open_target(struct client *c)
 		uo.orig_keys = &orig_keys;
 	uo.expect_uuid_set = 1;
 	memcpy(uo.expect_uuid, c->info.uuid, 16);
-	/* the feeder decrypts (check_chunk): the pipeline gets plain chunks */
+	/* the checking thread decrypts (check_chunk): the pipeline gets plain chunks */
 	r = ndz_unzip_create(c->target, &uo, &c->unzip, NULL);
 	if (r < 0)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));

@@ -1,14 +1,12 @@
 /*
  * frisbeed: serve one image to frisbee clients over UDP multicast. The decisions are
- * lib/mcast/server.c's; here one thread receives datagrams into it, one loads chunks
- * and sends its batches, and main handles signals, statistics and the idle timeout.
- * Calls into the server are made under the lock, but the sender's reading and
- * encoding (server.h says why they may run beside the others).
+ * lib/mcast/server.c's, and its driver (lib/mcast/sdrive: the lock, a receiving and
+ * a sending thread) runs it over the socket and the image; main handles options,
+ * signals, messages, statistics and the idle timeout.
  */
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +19,13 @@
 #include "ctl/sessctl.h"
 #include "mcast/sessans.h"
 #include "mcast/net.h"
-#include "mcast/pace.h"
+#include "mcast/sdrive.h"
 #include "mcast/server.h"
 
 struct session {
-	struct ndz_server *srv;        /* under lock */
-	struct ndz_server_batch *batch; /* the sender's */
-	struct ndz_io *img;
-	struct ndz_net *net;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;           /* the sender waits here for work */
-	atomic_int stop;               /* set by main, read by both threads */
-	struct ndz_error fatal;        /* what stopped a thread (under lock) */
+	struct ndz_server *srv;
+	struct ndz_sdrive *drv;        /* every call into srv goes through it, or its lock */
+	struct ndz_sdrive_net io;      /* the socket and the image */
 };
 
 static const char usage_text[] =
@@ -50,6 +43,10 @@ static const char usage_text[] =
 	"                           (default 1800, 0: never)\n"
 	"  -t, --ttl TTL            multicast TTL (default 5)\n"
 	"  -L, --loopback           also deliver to clients on this host\n"
+	"  --max-datagram BYTES     the largest UDP payload to send (default: the\n"
+	"                           interface's MTU less 28): datagrams of several blocks\n"
+	"                           to clients that all take them; 1044 or less: one block\n"
+	"                           a datagram, as frisbeed before them\n"
 	"  --no-repair              send no repair blocks (clients ask for blocks)\n"
 	"  --no-whole-repair        send repairs of stripes only, none of whole chunks\n"
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
@@ -68,16 +65,12 @@ static const char usage_text[] =
 	"  -V, --version          show the version and exit\n"
 	"\nExit status: 0 after the idle timeout or a signal; 1 failure; 2 bad usage.\n";
 
-static void send_reply(struct session *s, const struct ndz_server_reply *rp)
-{
-	for (unsigned i = 0; i < rp->count; i++)
-		ndz_net_send(s->net, rp->bufs[i], rp->lens[i], NULL);
-}
-
-static void say_packet(const struct ndz_pkt *p, uint32_t from)
+/* The driver's messages (lib/mcast/sdrive.h): an admitted packet. */
+static void say_packet(void *ctx, const struct ndz_pkt *p, uint32_t from)
 {
 	char a[16];
 
+	(void)ctx;
 	if (p->type == NDZ_PKT_JOIN && cli_verbose)
 		cli_info("join from %s (client %08x)", ndz_net_ntoa(from, a), p->client_id);
 	else if (p->type == NDZ_PKT_LEAVE && cli_verbose)
@@ -94,100 +87,33 @@ static void say_packet(const struct ndz_pkt *p, uint32_t from)
 		cli_info("repair request from %s: chunk %u", ndz_net_ntoa(from, a), p->chunk);
 }
 
-static void *receiver(void *arg)
+/* A batch that could not be sent. */
+static void say_warn(void *ctx, const struct ndz_error *e)
 {
-	struct session *s = arg;
-	uint8_t buf[2048];
-	struct ndz_server_reply rp;
-	struct ndz_error e = { 0 };
-	struct ndz_pkt p;
-	uint32_t from;
-
-	while (!atomic_load(&s->stop)) {
-		int n = ndz_net_recv(s->net, buf, sizeof(buf), 200, &from, &e), r;
-
-		if (n < 0) {           /* for main to report */
-			pthread_mutex_lock(&s->lock);
-			ndz_error_copy(&s->fatal, &e);
-			pthread_mutex_unlock(&s->lock);
-			return NULL;
-		}
-		if (n == 0)
-			continue;
-		pthread_mutex_lock(&s->lock);
-		r = ndz_server_packet(s->srv, buf, (size_t)n, from, ndz_now_ns(), &rp, &p);
-		if (r == 2)
-			pthread_cond_signal(&s->cond);
-		pthread_mutex_unlock(&s->lock);
-		if (r > 0)
-			say_packet(&p, from);
-		send_reply(s, &rp);
-	}
-	return NULL;
+	(void)ctx;
+	cli_warn("%s", ndz_error_msg(e));
 }
 
-/* Load the chunks the server asks for and send its batches, paced, until stopped. */
-static void *sender(void *arg)
+/* -W auto at -vv: each interval's decision. */
+static void say_trace(void *ctx, const char *line)
 {
-	struct session *s = arg;
-	struct ndz_server_batch *b = s->batch;
-	struct ndz_error e = { 0 };
-	char msg[256];
-
-	pthread_mutex_lock(&s->lock);
-	while (!atomic_load(&s->stop)) {
-		uint64_t now = ndz_now_ns();
-		enum ndz_server_step st = ndz_server_plan(s->srv, now, b);
-		int r;
-
-		if (st == NDZ_SERVER_WAIT) {
-			uint64_t t = ndz_wall_ns() + 200000000u;
-			struct timespec ts = { (time_t)(t / 1000000000u), (long)(t % 1000000000u) };
-
-			pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-			continue;
-		}
-		pthread_mutex_unlock(&s->lock);
-		if (st == NDZ_SERVER_LOAD) {
-			r = ndz_io_read_full(s->img, ndz_server_chunk_buf(s->srv), NDZ_CHUNK_SIZE,
-					     (uint64_t)b->chunk * NDZ_CHUNK_SIZE, NULL, NULL);
-			pthread_mutex_lock(&s->lock);
-			if (ndz_server_check_chunk(s->srv, b->chunk, r, &e) < 0) {
-				ndz_error_set(&s->fatal, e.code, 0, "%s; stopping", ndz_error_msg(&e));
-				break;
-			}
-			continue;
-		}
-		ndz_server_build(s->srv, b);
-		if (b->delay_ns)
-			ndz_pace_sleep_until(now + b->delay_ns);
-		if (ndz_net_send_many(s->net, b->bufs, b->lens, b->count, &e) < 0 && cli_verbose)
-			cli_warn("%s", ndz_error_msg(&e));
-		ndz_error_clear(&e);
-		pthread_mutex_lock(&s->lock);
-		ndz_server_sent(s->srv, b, ndz_now_ns());
-		/* -W auto at -vv: each interval's decision, once */
-		if (cli_verbose > 1 && ndz_server_rate_trace(s->srv, msg, sizeof(msg)))
-			cli_info("%s", msg);
-	}
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
+	(void)ctx;
+	cli_info("%s", line);
 }
 
 static void print_stats(struct session *s)
 {
 	struct ndz_server_stats st;
 
-	pthread_mutex_lock(&s->lock);
-	ndz_server_get_stats(s->srv, &st);
-	pthread_mutex_unlock(&s->lock);
+	ndz_sdrive_stats(s->drv, &st);
 	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
-		"(%.1f%% re-sent), %llu repairs, %.1f Mbit/s over %.2f s, %llu bad packets "
-		"dropped", (unsigned long long)st.clients,
+		"(%.1f%% re-sent), %llu repairs, %llu datagrams, %.1f Mbit/s over %.2f s, "
+		"%llu bad packets dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,
-		(unsigned long long)st.repairs_sent, st.rate_bps / 1e6, st.seconds_sending,
+		(unsigned long long)st.repairs_sent, (unsigned long long)st.datagrams_sent,
+		st.rate_bps / 1e6, st.seconds_sending,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 
@@ -197,9 +123,7 @@ static int write_json(struct session *s, const char *path, struct ndz_error *e)
 	char buf[65536];              /* the JSON of a name of 4096 bytes, all escaped, and clients */
 	int n;
 
-	pthread_mutex_lock(&s->lock);
-	n = ndz_server_status_json(s->srv, ndz_now_ns(), buf, sizeof(buf), e);
-	pthread_mutex_unlock(&s->lock);
+	n = ndz_sdrive_status_json(s->drv, buf, sizeof(buf), e);
 	return n < 0 ? n : ndz_file_replace(path, buf, (size_t)n, 0644, e);
 }
 
@@ -242,11 +166,12 @@ int main(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
 		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
+		{ "max-datagram", required_argument, NULL, 0x105 },
 		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
-	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR };
+	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS };
 	struct session s;
 	struct ndz_server_opts so = { .rate_bps = 100000000,
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };
@@ -255,11 +180,11 @@ int main(int argc, char **argv)
 	struct ndz_sessans *ctl = NULL;
 	uint64_t v;
 	struct ndz_error e = { 0 };
-	struct ndz_server_reply rp;
-	pthread_t rt, stt;
+	struct ndz_sdrive_opts dopt = { .packet = say_packet };
 	sigset_t set;
 	siginfo_t si;
-	int c, code = EXIT_OK, announce = 3, idle = 1800;
+	int c, code = EXIT_OK, announce = 3, idle = 1800, max_dgram = -1;
+	unsigned mtu;
 
 	cli_init(argv[0]);
 	memset(&s, 0, sizeof(s));
@@ -290,6 +215,7 @@ int main(int argc, char **argv)
 		case 'X': index = optarg; break;
 		case 'K': control = optarg; break;
 		case 0x111: case 0x112: cli_log_mode(c - 0x110); break;      /* 0x110 + CLI_LOG_* */
+		case 0x105: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
 		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		default: cli_common_option(c, usage_text); break;
 		}
@@ -304,8 +230,8 @@ int main(int argc, char **argv)
 		cli_usage_error("-W auto and -b/-g exclude each other");
 	so.name = argv[optind];
 	so.info.idle_timeout = (uint32_t)idle;
-	if (ndz_io_open_file(so.name, NDZ_IO_READ, &s.img, &e) < 0 ||
-	    ndz_server_image(s.img, &so, &e) < 0 ||
+	if (ndz_io_open_file(so.name, NDZ_IO_READ, &s.io.img, &e) < 0 ||
+	    ndz_server_image(s.io.img, &so, &e) < 0 ||
 	    (c = ndz_server_manifest(so.name, manifest, &so, &e)) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (c > 0)
@@ -319,23 +245,32 @@ int main(int argc, char **argv)
 	if (c > 0)
 		cli_warn("%s; serving no index", ndz_error_msg(&e));
 	ndz_error_clear(&e);
+	if (ndz_net_open(&no, &s.io.net, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (ndz_net_ignore(s.io.net, NDZ_PKT_TYPE_OFFSET, data_types, 3, &e) < 0 && cli_verbose)
+		cli_warn("no socket filter (%s): reading every block back", ndz_error_msg(&e));
+	ndz_error_clear(&e);
+	/* what we may send: the interface's MTU less the IPv4 and UDP headers */
+	mtu = ndz_net_mtu(s.io.net);
+	so.max_payload = max_dgram >= 0 ? (uint32_t)max_dgram : mtu > 28 ? mtu - 28 : 0;
+	if (cli_verbose > 1)
+		cli_info("interface MTU %u: datagrams of up to %u bytes", mtu, so.max_payload);
 	if (ndz_server_create(&so, ndz_now_ns(), &s.srv, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	free((void *)so.manifest);
 	free((void *)so.index);
-	if (!(s.batch = malloc(sizeof(*s.batch))))
-		cli_die(EXIT_FAIL, "out of memory");
-	if (ndz_net_open(&no, &s.net, &e) < 0)
+	dopt.io = ndz_sdrive_net_io(&s.io);
+	if (cli_verbose)
+		dopt.warn = say_warn;
+	if (cli_verbose > 1)
+		dopt.trace = say_trace;
+	if (ndz_sdrive_create(s.srv, &dopt, &s.drv, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (ndz_net_ignore(s.net, NDZ_PKT_TYPE_OFFSET, data_types, 2, &e) < 0 && cli_verbose)
-		cli_warn("no socket filter (%s): reading every block back", ndz_error_msg(&e));
-	ndz_error_clear(&e);
-	pthread_mutex_init(&s.lock, NULL);
-	pthread_cond_init(&s.cond, NULL);
 	block_signals(&set);
-	if (pthread_create(&rt, NULL, receiver, &s) || pthread_create(&stt, NULL, sender, &s))
-		cli_die(EXIT_FAIL, "cannot start threads");
-	if (control && ndz_sessans_start(control, s.srv, &s.lock, &s.cond, &ctl, &e) != 0)
+	if (ndz_sdrive_start(s.drv, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
+	if (control && ndz_sessans_start(control, s.srv, ndz_sdrive_lock(s.drv),
+					 ndz_sdrive_wake(s.drv), &ctl, &e) != 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (cli_verbose)
 		cli_info("serving %s (%u chunks) on %s port %u at %.1f Mbit/s", so.name,
@@ -347,10 +282,7 @@ int main(int argc, char **argv)
 		int sig, idle_now;
 
 		if (announce) {
-			pthread_mutex_lock(&s.lock);
-			ndz_server_announce(s.srv, &rp);
-			pthread_mutex_unlock(&s.lock);
-			send_reply(&s, &rp);
+			ndz_sdrive_announce(s.drv);
 			announce--;
 		}
 		sig = sigtimedwait(&set, &si, &ts);
@@ -360,10 +292,8 @@ int main(int argc, char **argv)
 			continue;
 		/* under the lock a HOLD (the master sent a client) is taken under: once idle
 		 * is decided here, holds are refused, and a taken one defers it */
-		pthread_mutex_lock(&s.lock);
-		idle_now = ndz_server_idle(s.srv, ndz_now_ns());
-		ndz_error_copy(&e, &s.fatal);
-		pthread_mutex_unlock(&s.lock);
+		idle_now = ndz_sdrive_idle(s.drv);
+		ndz_sdrive_fatal(s.drv, &e);
 		if (e.code)
 			break;
 		if (idle_now) {
@@ -373,12 +303,7 @@ int main(int argc, char **argv)
 		}
 	}
 	ndz_sessans_stop(ctl);
-	atomic_store(&s.stop, 1);
-	pthread_mutex_lock(&s.lock);
-	pthread_cond_broadcast(&s.cond);
-	pthread_mutex_unlock(&s.lock);
-	pthread_join(rt, NULL);
-	pthread_join(stt, NULL);
+	ndz_sdrive_stop(s.drv);
 	if (e.code) {
 		cli_error("%s", ndz_error_msg(&e));
 		code = EXIT_FAIL;
@@ -391,10 +316,8 @@ int main(int argc, char **argv)
 		code = EXIT_FAIL;
 	}
 	ndz_server_free(s.srv);
-	free(s.batch);
-	ndz_net_free(s.net);
-	ndz_io_close(s.img);
-	pthread_mutex_destroy(&s.lock);
-	pthread_cond_destroy(&s.cond);
+	ndz_sdrive_free(s.drv);
+	ndz_net_free(s.io.net);
+	ndz_io_close(s.io.img);
 	return code;
 }

@@ -4,7 +4,7 @@ set -u
 PKGS="build-essential zlib1g-dev libzstd-dev libdeflate-dev libisal-dev libsodium-dev libssl-dev nettle-dev libcmocka-dev libext2fs-dev
       libmicrohttpd-dev chromium python3-prometheus-client
       ntfs-3g ntfs-3g-dev e2fsprogs makefs fdisk gdisk dosfstools exfatprogs exfat-fuse xfsprogs btrfs-progs lvm2 mtools
-      util-linux pigz iproute2 nftables
+      util-linux pigz iproute2 nftables ethtool iperf3
       valgrind time bc clang libclang-rt-14-dev partclone udpcast procps kmod
       qemu-system-x86 ipxe-qemu dnsmasq-base cpio
       dpkg-dev debhelper fakeroot lintian bash-completion systemd"

@@ -127,6 +127,39 @@ netns_shape() {
 		latency 50ms
 }
 
+# netns_mtu NAME MTU [PORT_MTU]: host NAME's interface takes MTU, its port on the
+# bridge PORT_MTU (default the same): a smaller PORT_MTU is a link on the way that
+# drops larger frames (the bridge forwards nothing past a port's MTU).
+netns_mtu() {
+	eval "_p=\$_port_$1"
+	ip -n "$NETNS_BR" link set dev "$_p" mtu "${3:-$2}" &&
+		in_ns "$1" ip link set dev eth0 mtu "$2"
+}
+
+# netns_nofrag NAME: drop IP fragments arriving at NAME, before reassembly: with a
+# smaller port MTU (netns_mtu) a link on the way that drops large datagrams, as a
+# switch does with jumbo frames (this bridge would cut them into fragments instead).
+netns_nofrag() {
+	in_ns "$1" nft -f - <<NFT
+table ip ndznofrag {
+	chain pre {
+		type filter hook prerouting priority -500; policy accept;
+		ip frag-off & 0x3fff != 0 drop
+	}
+}
+NFT
+}
+
+# netns_frag NAME: remove the rule of netns_nofrag.
+netns_frag() { in_ns "$1" nft delete table ip ndznofrag 2>/dev/null; true; }
+
+# netns_gro NAME on|off: generic receive offload on host NAME's interface (needs
+# ethtool; 1 when it cannot be set).
+netns_gro() {
+	command -v ethtool >/dev/null || return 1
+	in_ns "$1" ethtool -K eth0 gro "$2" >/dev/null 2>&1
+}
+
 # netns_tx_bytes NAME: bytes sent by NAME's interface so far.
 netns_tx_bytes() { in_ns "$1" cat /sys/class/net/eth0/statistics/tx_bytes; }
 netns_rx_packets() { in_ns "$1" cat /sys/class/net/eth0/statistics/rx_packets; }

@@ -15,6 +15,9 @@
 
 #define MS 1000000ull
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
+/* said we take large datagrams, and none came this long: say one block (a smaller
+ * MTU on the way) */
+#define STEP_DOWN_NS (700 * MS)
 
 struct ndz_client {
 	struct ndz_client_opts o;
@@ -51,6 +54,10 @@ struct ndz_client {
 	/* the image */
 	struct ndz_fetch *fetch;
 	unsigned repair;               /* NDZ_FEAT_* repairs the server announced */
+	uint32_t take;                 /* the payload we say we take (CAPS); 0: say nothing */
+	int server_blocks;             /* the server announced BLOCKS */
+	uint64_t caps_ns;              /* when we last said CAPS */
+	uint64_t multi_ns;             /* when a BLOCKS last came (or receiving began) */
 	uint32_t *ready;               /* complete chunks' slots, for the caller to check */
 	size_t ready_head, ready_len;
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns, next_look;
@@ -117,6 +124,8 @@ int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
 	if (!c->o.target)
 		c->o.target = "the target";
 	c->server = o->server;
+	if (o->max_payload >= NDZ_PKT_BLOCKS_LEN(2))
+		c->take = o->max_payload;
 	c->front = UINT32_MAX;
 	c->start_ns = c->clock = now_ns;
 	c->give_up_ns = (uint64_t)o->give_up_s * 1000 * MS;
@@ -168,15 +177,18 @@ const char *ndz_client_source(const struct ndz_client *c)
 /* Classify and count a packet; returns 1 when it is one to look at. */
 static int accept_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t from)
 {
-	if ((c->o.no_repair && (p->type == NDZ_PKT_FEATURES || p->type == NDZ_PKT_REPAIR ||
-				p->type == NDZ_PKT_RREQUEST)) ||
+	/* (a FEATURES of BLOCKS matters to a client without repairs that takes them) */
+	if ((c->o.no_repair && ((p->type == NDZ_PKT_FEATURES &&
+				 !((p->features & NDZ_FEAT_BLOCKS) && c->take)) ||
+				p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST)) ||
 	    (c->o.no_whole && ((p->type == NDZ_PKT_REPAIR && p->stripe == NDZ_FEC_WHOLE) ||
 			       (p->type == NDZ_PKT_RREQUEST && p->need[NDZ_FEC_WHOLE])))) {
 		c->st.bad++;           /* (what a client without (whole-chunk) repairs makes of those) */
 		return 0;
 	}
 	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
-	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES) && c->server &&
+	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
+	     p->type == NDZ_PKT_BLOCKS) && c->server &&
 	    from != c->server) {
 		c->st.foreign++;
 		return 0;
@@ -247,7 +259,7 @@ static void join_input(struct ndz_client *c, const struct ndz_pkt *p, uint32_t f
 	}
 	if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REQUEST ||
 	    p->type == NDZ_PKT_PREQUEST || p->type == NDZ_PKT_REPAIR ||
-	    p->type == NDZ_PKT_RREQUEST) {
+	    p->type == NDZ_PKT_RREQUEST || p->type == NDZ_PKT_BLOCKS) {
 		if (!c->traffic) {
 			n.what = NDZ_CLIENT_NOTE_TRAFFIC;
 			note(c, &n);
@@ -416,6 +428,8 @@ int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
  * the image) never answers: give up after -T (at most 10 s) with a message that
  * says so.
  */
+static void step_down(struct ndz_client *c, uint64_t now);
+
 static void manifest_tick(struct ndz_client *c, uint64_t now)
 {
 	if (c->index && (now - c->mlast > c->mwait || now >= c->mdeadline)) {
@@ -430,6 +444,7 @@ static void manifest_tick(struct ndz_client *c, uint64_t now)
 		fail(c);
 		return;
 	}
+	step_down(c, now);
 	if (now >= c->mnext) {
 		ndz_fetch_requests(c->mf, now, now - c->mlast > 200 * MS, emit_manifest, c);
 		c->mnext = now + 50 * MS;
@@ -464,15 +479,32 @@ static int index_grow(struct ndz_client *c)
 	return 0;
 }
 
+static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsigned block,
+			   const uint8_t *data, uint64_t now);
+
 static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
-	int slot;
-
-	if (p->type != NDZ_PKT_BLOCK || p->tag != c->tag || p->chunk < c->mbase ||
-	    p->chunk - c->mbase >= c->mchunks)
+	if ((p->type != NDZ_PKT_BLOCK && p->type != NDZ_PKT_BLOCKS) || p->tag != c->tag ||
+	    p->chunk < c->mbase || p->chunk - c->mbase >= c->mchunks)
 		return;
 	c->mlast = c->last_server_ns = now;
-	slot = ndz_fetch_block(c->mf, p->chunk - c->mbase, p->block, p->data, now);
+	if (p->type == NDZ_PKT_BLOCKS)
+		c->multi_ns = now;
+	if (p->type == NDZ_PKT_BLOCK) {
+		manifest_block(c, p, p->block, p->data, now);
+		return;
+	}
+	for (unsigned i = 0; i < p->count && (c->state == NDZ_CLIENT_MANIFEST ||
+					      c->state == NDZ_CLIENT_INDEX); i++)
+		manifest_block(c, p, p->block + i, p->data + (size_t)i * NDZ_BLOCK_SIZE, now);
+}
+
+/* One block of the manifest's (or index's) chunk p->chunk. */
+static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsigned block,
+			   const uint8_t *data, uint64_t now)
+{
+	int slot = ndz_fetch_block(c->mf, p->chunk - c->mbase, block, data, now);
+
 	if (slot < 0)
 		return;
 	if (ndz_fetch_buf(c->mf, slot))
@@ -633,7 +665,7 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 		ndz_fetch_set_repair(c->fetch, c->repair);  /* FEATURES heard before the start */
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
-	c->last_block_ns = c->accept_ns = now_ns;
+	c->last_block_ns = c->accept_ns = c->multi_ns = now_ns;
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;
 	c->next_look = now_ns + 5 * MS;
@@ -703,7 +735,8 @@ static void snoop_request(struct ndz_client *c, const struct ndz_pkt *p, uint64_
 	}
 }
 
-/* A block or repair of the image: a chunk complete is held for the caller's checks. */
+/* A block, run of blocks or repair of the image: a chunk complete is held for the
+ * caller's checks. */
 static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
 	const uint8_t *data = c->o.no_store ? NULL : p->data;
@@ -711,10 +744,16 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 
 	c->last_server_ns = now;
 	c->last_block_ns = now;
-	if (p->type == NDZ_PKT_REPAIR)
+	if (p->type == NDZ_PKT_REPAIR) {
 		slot = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index, data, now);
-	else
+	} else if (p->type == NDZ_PKT_BLOCKS) {
+		/* as that many blocks, with one copy when none is held */
+		c->st.multi++;
+		c->multi_ns = now;
+		slot = ndz_fetch_blocks(c->fetch, p->chunk, p->block, p->count, data, now);
+	} else {
 		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, data, now);
+	}
 	if (slot < 0)
 		return 0;
 	ndz_fetch_hold(c->fetch, slot);
@@ -730,6 +769,7 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	switch (p->type) {
 	case NDZ_PKT_BLOCK:
 	case NDZ_PKT_REPAIR:
+	case NDZ_PKT_BLOCKS:
 		if (!ours) {
 			c->st.foreign++;
 			return 0;
@@ -748,16 +788,59 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	return 0;
 }
 
+/* CAPS: the payload we take (stepped: after ms without BLOCKS, for the note). */
+static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
+{
+	struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_CAPS, .count = c->take,
+				     .ms = stepped_ms };
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_CAPS;
+	p.max_payload = c->take;
+	c->caps_ns = now;
+	if (send_pkt(c, &p) == 0)
+		note(c, &n);
+}
+
+/*
+ * We said we take large datagrams and the server sends them, yet none has come for
+ * a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way may
+ * drop them (a smaller MTU than ours). Say we take one block a datagram: the server
+ * falls back to BLOCKs for the group. (With an older client in the group none comes
+ * either, and the group is at one block already.) While fetching a manifest or an
+ * index, and while receiving the image.
+ */
+static void step_down(struct ndz_client *c, uint64_t now)
+{
+	if (c->take > NDZ_PKT_BLOCK_LEN && c->server_blocks &&
+	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
+		uint64_t ms = (now - c->multi_ns) / MS;
+
+		c->take = NDZ_PKT_BLOCK_LEN;
+		say_caps(c, now, ms);
+	}
+}
+
 /*
  * FEATURES from the server: the repairs it sends. Taken in every state after the
  * join (one that comes in the JOIN_REPLY's batch, or during the manifest, is kept
  * for the fetch that ndz_client_start makes).
  */
-static void features_input(struct ndz_client *c, const struct ndz_pkt *p)
+static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
 	unsigned f;
 
-	if (p->tag != c->tag || !(p->features & NDZ_FEAT_REPAIR) || c->o.no_repair)
+	if (p->tag != c->tag)
+		return;
+	if ((p->features & NDZ_FEAT_BLOCKS) && c->take) {
+		/* say what we take (again: a CAPS, like the FEATURES, may be lost) */
+		if (!c->server_blocks)
+			c->multi_ns = now;     /* BLOCKS may come from now on */
+		c->server_blocks = 1;
+		say_caps(c, now, 0);
+	}
+	if (!(p->features & NDZ_FEAT_REPAIR) || c->o.no_repair)
 		return;
 	f = p->features & (NDZ_FEAT_REPAIR | (c->o.no_whole ? 0 : NDZ_FEAT_WHOLE));
 	if (f != c->repair) {
@@ -778,7 +861,7 @@ int ndz_client_input_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t
 		return 0;
 	if (p->type == NDZ_PKT_FEATURES) {
 		if (c->state != NDZ_CLIENT_JOINING)
-			features_input(c, p);
+			features_input(c, p, now_ns);
 		return 0;
 	}
 	switch (c->state) {
@@ -859,6 +942,7 @@ static void receive_tick(struct ndz_client *c, uint64_t now)
 		fail(c);
 		return;
 	}
+	step_down(c, now);
 	if (now - c->last_block_ns > c->silence_wait_ns && now >= c->next_silence_ns) {
 		/* The server is silent: ask for everything again, backing off. */
 		struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_SILENT,

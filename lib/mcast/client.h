@@ -3,9 +3,9 @@
  * I/O: joining, the signed manifest's bytes, receiving chunks (blocks, repairs,
  * requests and their timing), giving up, leaving. It is fed the datagrams heard and
  * the time; it sends datagrams through a callback, tells what happens through
- * another, and hands out complete chunks for the caller to check and write. frisbee
- * drives it over sockets and threads, test_mcsim and test_client on a simulated
- * clock. It checks nothing of a chunk's content: that is the caller's trust policy.
+ * another, and hands out complete chunks for the caller to check and write. Its one
+ * driver is lib/mcast/cdrive (frisbee over sockets and threads, test_mcsim on a
+ * simulated LAN and clock); test_client calls it directly. It checks nothing of a chunk's content: that is the caller's trust policy.
  * Not thread-safe: the caller serializes every call.
  */
 #ifndef NDZ_CLIENT_H
@@ -44,6 +44,9 @@ enum ndz_client_what {
 	NDZ_CLIENT_NOTE_REQUEST,       /* a request for chunk was sent: count is 0 for the
 					  whole chunk, else the blocks missing; repairs set */
 	NDZ_CLIENT_NOTE_SILENT,        /* the server is silent for ms: asking again */
+	NDZ_CLIENT_NOTE_CAPS,          /* CAPS sent: count is the payload we take now; ms
+					  is not 0 when we stepped down after that long
+					  without a block (large datagrams lost on the way) */
 };
 
 struct ndz_client_note {
@@ -70,6 +73,10 @@ struct ndz_client_opts {
 	int no_store;                  /* keep no block data (simulations): chunks come out
 					  with a NULL buffer */
 	uint64_t room;                 /* what the target holds; UINT64_MAX: no bound */
+	uint32_t max_payload;          /* the largest UDP payload we take (the interface's
+					  MTU less 28), said in CAPS to a server that sends
+					  BLOCKS; below NDZ_PKT_BLOCKS_LEN(2): one block each,
+					  nothing said (as an older client) */
 	unsigned give_up_s;            /* -T: without the server, or without a chunk that
 					  checks out, this long (also the join's bound) */
 	size_t slots;                  /* chunk buffers (1 MiB each) */
@@ -98,6 +105,7 @@ struct ndz_client_stats {
 	uint64_t foreign;              /* of another server, image or session */
 	uint64_t crc_fail;             /* chunks that failed their checksum (ndz_client_verdict) */
 	uint64_t forged;               /* forged chunks and manifests */
+	uint64_t multi;                /* BLOCKS received (datagrams of several blocks) */
 	uint32_t held;                 /* chunks the target held (ndz_client_have) */
 };
 

@@ -542,6 +542,53 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	return (int)(s - f->slots);
 }
 
+int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsigned count,
+		     const uint8_t *data, uint64_t now_ns)
+{
+	struct slot *s = NULL;
+	uint32_t ref;
+	int fresh;
+
+	if (chunk >= f->o.chunks || first >= BLOCKS || !count || count > BLOCKS - first)
+		return -1;
+	/* the fast way only for a chunk filling, none of the run held or in doubt */
+	ref = is_done(f, chunk) ? NO_REF : h_get(f, chunk);
+	if (ref < f->o.slots && f->slots[ref].state == S_FILL)
+		s = &f->slots[ref];
+	fresh = s && (!data || s->buf);
+	for (unsigned b = first; fresh && b < first + count; b++)
+		fresh = !ndz_bit_test(s->have, b) && !ndz_bit_test(s->prev, b);
+	if (!fresh) {
+		int slot = -1;
+
+		for (unsigned i = 0; i < count; i++) {
+			int r = ndz_fetch_block(f, chunk, first + i,
+						data ? data + (size_t)i * NDZ_BLOCK_SIZE : NULL,
+						now_ns);
+
+			if (r >= 0)
+				slot = r;
+		}
+		return slot;
+	}
+	s = arrival(f, chunk, data != NULL, now_ns);   /* the filling slot: moved-on, time */
+	if (data)
+		memcpy(s->buf + (size_t)first * NDZ_BLOCK_SIZE, data, (size_t)count * NDZ_BLOCK_SIZE);
+	for (unsigned b = first; b < first + count; b++) {
+		ndz_bit_set(s->have, b);
+		s->sdata[ndz_fec_stripe(b)]++;
+	}
+	s->nhave += count;
+	f->st.blocks += count;
+	for (unsigned st = 0; st < STRIPES; st++)
+		if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)
+			decode_stripe(f, s, st);
+	try_whole(f, s);
+	if (s->nhave < BLOCKS)
+		return -1;
+	return (int)(s - f->slots);
+}
+
 int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned index,
 		     const uint8_t *data, uint64_t now_ns)
 {

@@ -83,6 +83,16 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		    uint64_t now_ns);
 
 /*
+ * ndz_fetch_blocks - count blocks from first on (a BLOCKS: first + count <= 1024),
+ * data count * NDZ_BLOCK_SIZE bytes (or NULL as for ndz_fetch_block), arrived at
+ * now_ns: the same as that many ndz_fetch_block calls, but that a run none of whose
+ * blocks is held, of a chunk already filling, is stored with one copy and one pass
+ * over its bits. Returns as ndz_fetch_block (at most one slot completes).
+ */
+int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsigned count,
+		     const uint8_t *data, uint64_t now_ns);
+
+/*
  * ndz_fetch_repair - repair index (< ndz_fec_repairs(set)) of set (a stripe, or
  * NDZ_FEC_WHOLE) of chunk arrived (data as for ndz_fetch_block). Once a stripe
  * holds as many blocks and repairs as it has data blocks its missing blocks are

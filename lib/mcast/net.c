@@ -24,12 +24,23 @@ struct ndz_net {
 	uint32_t local;
 	int rcvbuf;
 	int no_gso;                    /* the kernel refused UDP_SEGMENT: sendmmsg only */
+	int gro;                       /* the kernel took UDP_GRO */
+	uint8_t *arena;                /* ndz_net_recv_many's buffers: nslots of slot bytes */
+	size_t slot;
+	unsigned nslots;
 };
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#define GRO_SLOT 65536u                /* one coalesced buffer: up to 64 KiB */
+#define GRO_SLOTS 16u                  /* read at once with GRO (up to 64 datagrams each) */
+#define PLAIN_SLOTS 64u                /* read at once without it */
 #define GSO_MAX 60                     /* segments in one send: 60 BLOCKs stay under 64 KiB */
+#define GSO_BYTES 65000u               /* and their bytes (8 BLOCKSes of 8 blocks would not) */
 
 int ndz_net_addr(const char *s, uint32_t *out, struct ndz_error *e)
 {
@@ -133,6 +144,8 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_
 	mr.imr_ifindex = ifindex;
 	setsockopt(n->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	/* As root, exceed rmem_max; otherwise take what the system allows. */
+	/* GRO where offered: an older kernel refuses the option, and reads go one by one */
+	n->gro = o->gro && setsockopt(n->fd, IPPROTO_UDP, UDP_GRO, &one, sizeof(one)) == 0;
 	if (setsockopt(n->fd, SOL_SOCKET, SO_RCVBUFFORCE, &rb, sizeof(rb)) != 0)
 		setsockopt(n->fd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof(rb));
 	if (o->sndbuf > 0 &&
@@ -239,7 +252,16 @@ static int send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t
 	for (unsigned i = 1; i < count && same; i++)
 		same = lens[i] == lens[0];
 	while (same && count > 1 && !n->no_gso && done < count) {
-		unsigned k = count - done > GSO_MAX ? GSO_MAX : count - done;
+		/* one GSO send is one UDP datagram to the stack: at most 64 KiB in all */
+		unsigned most = lens[0] ? (unsigned)(GSO_BYTES / lens[0]) : GSO_MAX;
+		unsigned k = count - done;
+
+		if (most > GSO_MAX)
+			most = GSO_MAX;
+		if (most < 2)
+			break;
+		if (k > most)
+			k = most;
 		int r = send_gso(n, bufs + done, lens[0], k);
 
 		if (r < 0)
@@ -333,37 +355,81 @@ static int recv_one(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, ui
 	return (int)r;
 }
 
-/* What is waiting now, without blocking: the count, or -1 with errno. */
+/*
+ * What is waiting now, without blocking: the count, or -1 with errno. Each buffer
+ * read with GRO on holds datagrams of one length (the last may be shorter), the
+ * length the UDP_GRO control message tells; each becomes an entry pointing into it.
+ */
 static int drain(struct ndz_net *n, struct ndz_dgram *d, unsigned max)
 {
-	struct mmsghdr mh[64];
-	struct iovec iov[64];
-	struct sockaddr_in sin[64];
+	struct mmsghdr mh[PLAIN_SLOTS];
+	struct iovec iov[PLAIN_SLOTS];
+	struct sockaddr_in sin[PLAIN_SLOTS];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} ctl[PLAIN_SLOTS];
+	unsigned msgs = n->gro ? max / 64 : max, k = 0;
 	int r;
 
-	if (max > 64)
-		max = 64;
-	memset(mh, 0, sizeof(mh[0]) * max);
-	for (unsigned i = 0; i < max; i++) {
-		iov[i].iov_base = d[i].buf;
-		iov[i].iov_len = sizeof(d[i].buf);
+	if (!n->arena) {
+		n->slot = n->gro ? GRO_SLOT : NDZ_NET_DGRAM_MAX;
+		n->nslots = n->gro ? GRO_SLOTS : PLAIN_SLOTS;
+		if (!(n->arena = malloc(n->slot * n->nslots))) {
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	if (msgs < 1)
+		msgs = 1;
+	if (msgs > n->nslots)
+		msgs = n->nslots;
+	memset(mh, 0, sizeof(mh[0]) * msgs);
+	for (unsigned i = 0; i < msgs; i++) {
+		iov[i].iov_base = n->arena + (size_t)i * n->slot;
+		iov[i].iov_len = n->slot;
 		mh[i].msg_hdr.msg_iov = &iov[i];
 		mh[i].msg_hdr.msg_iovlen = 1;
 		mh[i].msg_hdr.msg_name = &sin[i];
 		mh[i].msg_hdr.msg_namelen = sizeof(sin[i]);
+		if (n->gro) {
+			mh[i].msg_hdr.msg_control = ctl[i].buf;
+			mh[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+		}
 	}
 	do {
-		r = recvmmsg(n->fd, mh, max, MSG_DONTWAIT, NULL);
+		r = recvmmsg(n->fd, mh, msgs, MSG_DONTWAIT, NULL);
 	} while (r < 0 && errno == EINTR);
 	if (r < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-	for (int i = 0; i < r; i++) {
-		d[i].from = sin[i].sin_addr.s_addr;
-		/* a truncated datagram (or an empty one) is reported as oversize */
-		d[i].len = (mh[i].msg_hdr.msg_flags & MSG_TRUNC) || mh[i].msg_len == 0 ?
-			   NDZ_NET_DGRAM_MAX + 1 : (int)mh[i].msg_len;
+	for (int i = 0; i < r && k < max; i++) {
+		const uint8_t *base = n->arena + (size_t)i * n->slot;
+		size_t len = mh[i].msg_len, seg = len;
+		struct cmsghdr *cm;
+
+		for (cm = n->gro ? CMSG_FIRSTHDR(&mh[i].msg_hdr) : NULL; cm;
+		     cm = CMSG_NXTHDR(&mh[i].msg_hdr, cm))
+			if (cm->cmsg_level == IPPROTO_UDP && cm->cmsg_type == UDP_GRO) {
+				int gs;
+
+				memcpy(&gs, CMSG_DATA(cm), sizeof(gs));
+				if (gs > 0 && (size_t)gs < len)
+					seg = (size_t)gs;
+			}
+		if ((mh[i].msg_hdr.msg_flags & MSG_TRUNC) || len == 0) {
+			/* a truncated datagram (or an empty one) is reported as oversize */
+			d[k].data = base;
+			d[k].len = NDZ_NET_DGRAM_MAX + 1;
+			d[k++].from = sin[i].sin_addr.s_addr;
+			continue;
+		}
+		for (size_t off = 0; off < len && k < max; off += seg) {
+			d[k].data = base + off;
+			d[k].len = (int)(len - off < seg ? len - off : seg);
+			d[k++].from = sin[i].sin_addr.s_addr;
+		}
 	}
-	return r;
+	return (int)k;
 }
 
 static int recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
@@ -432,9 +498,51 @@ int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int 
 	return failed(n, recv_many(n, d, max, timeout_ms, nap_us), e, "receive");
 }
 
+int ndz_net_gro(const struct ndz_net *n)
+{
+	return n->gro;
+}
+
 uint32_t ndz_net_local(const struct ndz_net *n)
 {
 	return n->local;
+}
+
+unsigned ndz_net_mtu(const struct ndz_net *n)
+{
+	struct sockaddr_in sin;
+	socklen_t sl = sizeof(sin);
+	struct ifaddrs *ifa, *i;
+	struct ifreq ifr;
+	uint32_t local = n->local;
+	unsigned mtu = 0;
+	int fd;
+
+	if (!local) {
+		/* the address the route to the group sends from names the interface */
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return 0;
+		if (connect(fd, (const struct sockaddr *)&n->group, sizeof(n->group)) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&sin, &sl) == 0)
+			local = sin.sin_addr.s_addr;
+		close(fd);
+	}
+	if (!local || getifaddrs(&ifa) != 0)
+		return 0;
+	memset(&ifr, 0, sizeof(ifr));
+	for (i = ifa; i; i = i->ifa_next) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)i->ifa_addr;
+
+		if (a && a->sin_family == AF_INET && a->sin_addr.s_addr == local) {
+			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	if (ifr.ifr_name[0] && ioctl(n->fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0)
+		mtu = (unsigned)ifr.ifr_mtu;
+	return mtu;
 }
 
 int ndz_net_rcvbuf(const struct ndz_net *n)
@@ -447,5 +555,6 @@ void ndz_net_free(struct ndz_net *n)
 	if (!n)
 		return;
 	close(n->fd);
+	free(n->arena);
 	free(n);
 }

@@ -17,6 +17,9 @@ struct ndz_net_opts {
 	int loop;                      /* deliver our own sends to sockets on this host */
 	int rcvbuf;                    /* socket receive buffer bytes; 0: 4 MiB */
 	int sndbuf;                    /* socket send buffer bytes; 0: system default */
+	int gro;                       /* receive with UDP GRO where the kernel offers it:
+					  datagrams of one sender coalesced into one buffer,
+					  one trip up the stack for many (ndz_net_recv_many) */
 };
 
 /*
@@ -62,28 +65,45 @@ int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, un
 int ndz_net_recv(struct ndz_net *n, void *buf, size_t cap, int timeout_ms, uint32_t *from,
 		 struct ndz_error *e);
 
-/* One received datagram of a batch (ndz_net_recv_many). */
-#define NDZ_NET_DGRAM_MAX 2048         /* larger datagrams are reported as oversize */
+/*
+ * One received datagram of a batch (ndz_net_recv_many): its bytes are the socket's,
+ * valid until the next receive on it (no copy: with GRO one buffer of the kernel's
+ * holds many datagrams, and each entry points into it).
+ */
+#define NDZ_NET_DGRAM_MAX 9216         /* larger datagrams are reported as oversize (the
+					  largest of ours, a BLOCKS of 8 blocks, is 8212) */
+#define NDZ_NET_BATCH_MAX 1024u        /* datagrams one ndz_net_recv_many gives at most */
 struct ndz_dgram {
+	const uint8_t *data;
 	int len;                       /* its length; > NDZ_NET_DGRAM_MAX: it was larger */
 	uint32_t from;                 /* sender's IPv4 address, network byte order */
-	uint8_t buf[NDZ_NET_DGRAM_MAX];
 };
 
 /*
  * ndz_net_recv_many - up to max datagrams into d[]: those already waiting, else
  * the first to arrive within timeout_ms (< 0: forever) and, after a pause of
  * nap_us (0: none) so that more can gather, all that are waiting then. One wake-up
- * and one call for many datagrams: at hundreds of Mbit/s a receiver that takes
- * them one at a time spends most of its time being woken. Returns how many (0 on
- * timeout) or NDZ_ENET. The pause must stay well below what the socket buffer
- * holds (ndz_net_rcvbuf) at the sender's rate.
+ * and one call (recvmmsg) for many datagrams: at hundreds of Mbit/s a receiver that
+ * takes them one at a time spends most of its time being woken. With GRO on, each
+ * buffer read may hold up to 64 datagrams (cut by the segment size the kernel
+ * tells), so max should be NDZ_NET_BATCH_MAX; without it, at most 64 are read.
+ * Returns how many (0 on timeout) or NDZ_ENET. The pause must stay well below what
+ * the socket buffer holds (ndz_net_rcvbuf) at the sender's rate.
  */
 int ndz_net_recv_many(struct ndz_net *n, struct ndz_dgram *d, unsigned max, int timeout_ms,
 		      unsigned nap_us, struct ndz_error *e);
 
 /* ndz_net_local - the sending interface's IPv4 address (network order), 0 if unknown. */
 uint32_t ndz_net_local(const struct ndz_net *n);
+
+/*
+ * ndz_net_mtu - the MTU of the interface the group is sent on (the one given, else
+ * the one the route to the group picks), or 0 when it cannot be told.
+ */
+unsigned ndz_net_mtu(const struct ndz_net *n);
+
+/* ndz_net_gro - whether the kernel took UDP GRO for the socket (ndz_net_opts.gro). */
+int ndz_net_gro(const struct ndz_net *n);
 
 /* ndz_net_rcvbuf - the receive buffer size the kernel granted. */
 int ndz_net_rcvbuf(const struct ndz_net *n);

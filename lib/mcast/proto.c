@@ -40,8 +40,10 @@ struct field {
 #define MAX_FIELDS 10                  /* JOIN_REPLY has the most */
 
 struct layout {
-	size_t len;                    /* the packet's exact length; 0: no such type */
-	uint8_t data_at;               /* BLOCK, REPAIR: where the NDZ_BLOCK_SIZE bytes start */
+	size_t len;                    /* the packet's exact length (BLOCKS: but its blocks);
+					  0: no such type */
+	uint8_t data_at;               /* BLOCK, REPAIR: where the NDZ_BLOCK_SIZE bytes start;
+					  BLOCKS: where its count blocks do */
 	uint8_t nfields;
 	struct field f[MAX_FIELDS];
 };
@@ -79,7 +81,23 @@ static const struct layout layouts[] = {
 		INT(8, client_id), INT(12, tag), INT(16, progress.chunks_done),
 		INT(20, progress.chunks_total), INT(24, progress.bytes_written),
 		INT(32, progress.elapsed_ms)) },
+	[NDZ_PKT_CAPS] = { NDZ_PKT_CAPS_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, max_payload)) },
+	[NDZ_PKT_BLOCKS] = { NDZ_PKT_BLOCKS_HDR, NDZ_PKT_BLOCKS_HDR, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, block), INT(18, count)) },
 };
+
+/* The bytes of data a packet carries after data_at. */
+static size_t data_len(const struct ndz_pkt *p)
+{
+	return p->type == NDZ_PKT_BLOCKS ? (size_t)p->count * NDZ_BLOCK_SIZE : NDZ_BLOCK_SIZE;
+}
+
+/* A packet's whole length on the wire. */
+static size_t total_len(const struct layout *l, const struct ndz_pkt *p)
+{
+	return p->type == NDZ_PKT_BLOCKS ? l->len + data_len(p) : l->len;
+}
 
 /* The layout of a packet type, or NULL for a type there is none of. */
 static const struct layout *layout_of(unsigned type)
@@ -98,7 +116,7 @@ static int zero(const uint8_t *b, size_t n)
 }
 
 /* Whether every byte of b that no field or data covers is zero (fields in wire order). */
-static int gaps_zero(const struct layout *l, const uint8_t *b)
+static int gaps_zero(const struct layout *l, const uint8_t *b, const struct ndz_pkt *p)
 {
 	size_t pos = NDZ_PROTO_HDR;
 
@@ -110,9 +128,9 @@ static int gaps_zero(const struct layout *l, const uint8_t *b)
 	if (l->data_at) {
 		if (!zero(b + pos, l->data_at - pos))
 			return 0;
-		pos = l->data_at + (size_t)NDZ_BLOCK_SIZE;
+		pos = l->data_at + data_len(p);
 	}
-	return zero(b + pos, l->len - pos);
+	return zero(b + pos, total_len(l, p) - pos);
 }
 
 static void put_field(uint8_t *b, const struct field *f, const struct ndz_pkt *p)
@@ -163,6 +181,11 @@ static int fields_valid(const struct ndz_pkt *p)
 		return p->progress.chunks_done <= p->progress.chunks_total;
 	case NDZ_PKT_BLOCK:
 		return p->block < BLOCKS;
+	case NDZ_PKT_BLOCKS:
+		return p->block < BLOCKS && p->count >= 1 && p->count <= NDZ_PKT_BLOCKS_MAX &&
+		       p->count <= BLOCKS - p->block;
+	case NDZ_PKT_CAPS:
+		return p->max_payload >= NDZ_PKT_BLOCK_LEN;
 	case NDZ_PKT_REQUEST:
 		return p->block < BLOCKS && p->count >= 1 && p->count <= BLOCKS - p->block;
 	case NDZ_PKT_PREQUEST:
@@ -191,11 +214,11 @@ static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 {
 	const struct layout *l = layout_of(p->type);
 
-	if (!l || cap < l->len || !fields_valid(p))
+	if (!l || !fields_valid(p) || cap < total_len(l, p))
 		return NDZ_EINVAL;
 	if (l->data_at && !p->data)
 		return NDZ_EINVAL;
-	memset(b, 0, l->len);
+	memset(b, 0, total_len(l, p));
 	memcpy(b, proto_magic, 4);
 	b[4] = NDZ_PROTO_VERSION;
 	b[5] = p->type;
@@ -203,8 +226,8 @@ static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
 	for (unsigned i = 0; i < l->nfields; i++)
 		put_field(b, &l->f[i], p);
 	if (l->data_at)
-		memcpy(b + l->data_at, p->data, NDZ_BLOCK_SIZE);
-	return (int)l->len;
+		memcpy(b + l->data_at, p->data, data_len(p));
+	return (int)total_len(l, p);
 }
 
 static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
@@ -216,15 +239,17 @@ static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 	if (b[4] != NDZ_PROTO_VERSION)
 		return NDZ_EPROTOVER;
 	l = layout_of(b[5]);
-	if (!l || len != l->len || get_le16(b + 6) != 0)
+	if (!l || len < l->len || get_le16(b + 6) != 0)
 		return NDZ_EPROTO;
 	memset(p, 0, sizeof(*p));
 	p->type = b[5];
 	for (unsigned i = 0; i < l->nfields; i++)
 		get_field(b, &l->f[i], p);
+	if (len != total_len(l, p) || !fields_valid(p))
+		return NDZ_EPROTO;
 	if (l->data_at)
 		p->data = b + l->data_at;
-	if (!gaps_zero(l, b))
+	if (!gaps_zero(l, b, p))
 		return NDZ_EPROTO;
 	if (p->type == NDZ_PKT_JOIN_REPLY && p->tag != ndz_image_tag(p->info.uuid))
 		return NDZ_EPROTO;

@@ -13,7 +13,7 @@
 #include "core/format.h"
 #include "fec.h"
 
-#define NDZ_PROTO_VERSION   1u
+#define NDZ_PROTO_VERSION   1u          /* BLOCKS and CAPS are of it: see PROTOCOL.md */
 #define NDZ_PKT_TYPE_OFFSET 5u          /* where the common header holds the type */
 #define NDZ_PROTO_HDR       8u          /* magic, version, type, flags */
 
@@ -28,11 +28,14 @@ enum ndz_pkt_type {
 	NDZ_PKT_REPAIR = 8,            /* server -> group: a repair block of a chunk's stripe */
 	NDZ_PKT_RREQUEST = 9,          /* client -> group: repair counts per stripe of a chunk */
 	NDZ_PKT_PROGRESS = 10,         /* client -> group: how far it is (about once a second) */
+	NDZ_PKT_CAPS = 11,             /* client -> group: the largest datagram it takes */
+	NDZ_PKT_BLOCKS = 12,           /* server -> group: a run of blocks of a chunk */
 };
 
 /* FEATURES bits; a receiver ignores bits it does not know. */
 #define NDZ_FEAT_REPAIR 0x1u           /* REPAIR and RREQUEST (lib/fec.h's code) */
 #define NDZ_FEAT_WHOLE  0x2u           /* whole-chunk repairs (set 8) too */
+#define NDZ_FEAT_BLOCKS 0x4u           /* takes CAPS, sends BLOCKS to groups that take them */
 
 /* Sizes of each packet type on the wire; every packet has exactly its size. */
 #define NDZ_PKT_JOIN_LEN       16u
@@ -45,7 +48,12 @@ enum ndz_pkt_type {
 #define NDZ_PKT_REPAIR_LEN     (20u + NDZ_BLOCK_SIZE)
 #define NDZ_PKT_RREQUEST_LEN   32u
 #define NDZ_PKT_PROGRESS_LEN   40u
-#define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet: a BLOCK */
+#define NDZ_PKT_CAPS_LEN       24u
+#define NDZ_PKT_BLOCKS_HDR     20u     /* a BLOCKS: this, then count blocks */
+#define NDZ_PKT_BLOCKS_MAX     8u      /* blocks in one BLOCKS at most (a 9000-byte MTU) */
+#define NDZ_PKT_BLOCKS_LEN(n)  (NDZ_PKT_BLOCKS_HDR + (n) * NDZ_BLOCK_SIZE)
+#define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet but a BLOCKS */
+#define NDZ_PKT_WIRE_MAX       NDZ_PKT_BLOCKS_LEN(NDZ_PKT_BLOCKS_MAX) /* the largest */
 
 /*
  * The block size is lib/format.h's; the wire sizes derived from it are fixed by
@@ -100,12 +108,14 @@ struct ndz_pkt {
 	uint32_t tag;                  /* image tag: all but JOIN */
 	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST, REPAIR, RREQUEST */
 	uint16_t block;                /* BLOCK: block; REQUEST: first block */
-	uint16_t count;                /* REQUEST: number of blocks, >= 1 */
-	const uint8_t *data;           /* BLOCK, REPAIR: NDZ_BLOCK_SIZE bytes (into the buffer) */
+	uint16_t count;                /* REQUEST, BLOCKS: number of blocks, >= 1 */
+	const uint8_t *data;           /* BLOCK, REPAIR: NDZ_BLOCK_SIZE bytes, BLOCKS: count
+					* times that (into the buffer) */
 	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h) */
 	uint8_t need[NDZ_FEC_SETS];    /* RREQUEST: repairs wanted per stripe (<= NDZ_FEC_K),
 					* then of the whole chunk */
 	uint32_t features;             /* FEATURES: NDZ_FEAT_* bits */
+	uint32_t max_payload;          /* CAPS: the largest UDP payload the client takes */
 	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
 	struct ndz_join_info info;     /* JOIN_REPLY */
 	struct ndz_leave_stats leave;  /* LEAVE */

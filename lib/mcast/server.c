@@ -39,6 +39,10 @@ struct ndz_server {
 	uint32_t ibase, ichunks;       /* chunks ibase.. carry the content index */
 	uint8_t *index;                /* ichunks * 1 MiB: its bytes, zero padded */
 	unsigned repair;
+	unsigned feat;                 /* NDZ_FEAT_* announced: repair, and BLOCKS */
+	unsigned own_blocks;           /* blocks a datagram of ours may carry (the MTU's) */
+	unsigned group_blocks;         /* what every client takes, as last planned */
+	uint64_t datagrams_sent;
 	uint64_t rate, burst;
 	int bursts;                    /* -b/-g: send each burst with one call */
 
@@ -122,6 +126,14 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	s->tag = ndz_image_tag(o->info.uuid);
 	s->nchunks = o->info.chunks;
 	s->repair = o->repair;
+	s->own_blocks = 1;
+	if (o->max_payload >= NDZ_PKT_BLOCKS_LEN(2)) {
+		s->own_blocks = (o->max_payload - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE;
+		if (s->own_blocks > NDZ_PKT_BLOCKS_MAX)
+			s->own_blocks = NDZ_PKT_BLOCKS_MAX;
+	}
+	s->group_blocks = 1;
+	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0);
 	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
 	s->cur = s->loaded = -1;
 	s->start_ns = s->last_activity_ns = now_ns;
@@ -284,12 +296,12 @@ static void reply(struct ndz_server *s, uint32_t client, struct ndz_server_reply
 	if (len > 0)
 		out->lens[out->count++] = (size_t)len;
 	/* beside the reply, not in it: clients without repairs refuse unknown fields */
-	if (!s->repair)
+	if (!s->feat)
 		return;
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_FEATURES;
 	p.tag = s->tag;
-	p.features = s->repair;
+	p.features = s->feat;
 	len = ndz_pkt_encode(&p, out->bufs[out->count], sizeof(out->bufs[0]), NULL);
 	if (len > 0)
 		out->lens[out->count++] = (size_t)len;
@@ -338,7 +350,8 @@ static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
 	} else if (r < 0) {
 		s->bad_packets++;
 	} else if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
-		   p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES) {
+		   p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
+		   p->type == NDZ_PKT_BLOCKS) {
 		/* another server's traffic (or ours looped back): not for us */
 	} else if (p->type == NDZ_PKT_RREQUEST &&
 		   (!s->repair || (p->need[NDZ_FEC_WHOLE] && !(s->repair & NDZ_FEAT_WHOLE)))) {
@@ -384,6 +397,10 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	case NDZ_PKT_PROGRESS:
 		progressed(c, &p->progress);
 		break;
+	case NDZ_PKT_CAPS:
+		if (c)
+			c->max_payload = p->max_payload;
+		break;
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
 		if (p->type == NDZ_PKT_PREQUEST && recent(s, p->chunk, now_ns)) {
@@ -409,6 +426,55 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	return woke ? 2 : 1;
 }
 
+/* Blocks a datagram carries at now: the fewest any client heard lately takes. */
+static unsigned blocks_now(struct ndz_server *s, uint64_t now)
+{
+	unsigned n = s->own_blocks;
+
+	for (size_t i = 0; i < s->nclients && n > 1; i++) {
+		const struct ndz_server_client *c = &s->clients[i];
+		unsigned take;
+
+		if (c->left || now - c->last_ns > s->lost_ns)
+			continue;      /* gone: what it takes no longer matters */
+		take = c->max_payload >= NDZ_PKT_BLOCKS_LEN(2) ?
+		       (c->max_payload - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE : 1;
+		if (take < n)
+			n = take;
+	}
+	return n;
+}
+
+/*
+ * The batch's datagrams: each run of consecutive blocks in one BLOCKS of at most
+ * blocks_now, each repair (and each lone block) in a datagram of its own, as an older
+ * client takes them; their wire bytes for the pacing.
+ */
+static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now)
+{
+	unsigned mb = s->group_blocks = blocks_now(s, now);
+	size_t at = 0;
+
+	b->ndgrams = 0;
+	b->wire_bytes = 0;
+	for (unsigned i = 0; i < b->count;) {
+		unsigned n = 1;
+
+		if (!b->items[i].repair)
+			while (n < mb && i + n < b->count && !b->items[i + n].repair &&
+			       b->items[i + n].block == b->items[i].block + n)
+				n++;
+		b->dg_first[b->ndgrams] = (uint8_t)i;
+		b->dg_n[b->ndgrams] = (uint8_t)n;
+		b->lens[b->ndgrams] = n > 1 ? NDZ_PKT_BLOCKS_LEN(n) : NDZ_PKT_BLOCK_LEN;
+		b->bufs[b->ndgrams] = (const uint8_t *)b->pkt + at;
+		at += b->lens[b->ndgrams];
+		b->wire_bytes += b->lens[b->ndgrams] + NDZ_SERVER_WIRE_OVERHEAD;
+		b->ndgrams++;
+		i += n;
+	}
+}
+
 enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 				     struct ndz_server_batch *b)
 {
@@ -416,6 +482,7 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 	unsigned max;
 
 	b->count = 0;
+	b->ndgrams = 0;
 	b->control = 0;
 	b->delay_ns = 0;
 	b->wire_bytes = 0;
@@ -439,7 +506,7 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 		}
 		b->chunk = (uint32_t)s->cur;
 		/* a client that missed the announcement learns of repairs within a second */
-		if (s->fresh && s->repair &&
+		if (s->fresh && s->feat &&
 		    (!s->featured || now_ns - s->features_ns > FEATURES_NS)) {
 			struct ndz_pkt p;
 			int len;
@@ -450,11 +517,12 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 			memset(&p, 0, sizeof(p));
 			p.type = NDZ_PKT_FEATURES;
 			p.tag = s->tag;
-			p.features = s->repair;
+			p.features = s->feat;
 			len = ndz_pkt_encode(&p, b->pkt[0], sizeof(b->pkt[0]), NULL);
 			if (len > 0) {
 				b->control = 1;
 				b->count = 1;
+				b->ndgrams = 1;
 				b->lens[0] = (size_t)len;
 				b->bufs[0] = b->pkt[0];
 				return NDZ_SERVER_SEND;
@@ -478,12 +546,10 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 			b->items[b->count].block = it.block;
 			b->items[b->count].set = it.stripe;
 			b->items[b->count].index = it.index;
-			b->lens[b->count] = NDZ_PKT_BLOCK_LEN;
-			b->bufs[b->count] = b->pkt[b->count];
 			b->count++;
 		}
 		if (b->count) {
-			b->wire_bytes = (uint64_t)b->count * PKT_WIRE;
+			group(s, b, now_ns);
 			b->delay_ns = ndz_pace_delay(&s->pace, b->wire_bytes, now_ns);
 			return NDZ_SERVER_SEND;
 		}
@@ -525,6 +591,8 @@ int ndz_server_check_chunk(struct ndz_server *s, uint32_t i, int r, struct ndz_e
 
 void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
 {
+	uint8_t *arena = (uint8_t *)b->pkt;
+	size_t at = 0;
 	struct ndz_pkt p;
 
 	if (b->control)
@@ -532,7 +600,8 @@ void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
 	memset(&p, 0, sizeof(p));
 	p.tag = s->tag;
 	p.chunk = b->chunk;
-	for (unsigned i = 0; i < b->count; i++) {
+	for (unsigned d = 0; d < b->ndgrams; d++) {
+		unsigned i = b->dg_first[d], n = b->dg_n[d];
 		int len;
 
 		if (b->items[i].repair) {
@@ -545,17 +614,21 @@ void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
 					       b->rep[i]);
 			p.type = NDZ_PKT_REPAIR;
 			p.block = 0;
+			p.count = 0;
 			p.stripe = (uint8_t)b->items[i].set;
 			p.index = (uint8_t)b->items[i].index;
 			p.data = b->rep[i];
 		} else {
-			p.type = NDZ_PKT_BLOCK;
+			/* a run of blocks is a run of the chunk's bytes: no copy but the one */
+			p.type = n > 1 ? NDZ_PKT_BLOCKS : NDZ_PKT_BLOCK;
 			p.block = (uint16_t)b->items[i].block;
+			p.count = n > 1 ? (uint16_t)n : 0;
 			p.data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
 		}
-		len = ndz_pkt_encode(&p, b->pkt[i], sizeof(b->pkt[i]), NULL);
-		b->lens[i] = len > 0 ? (size_t)len : 0;
-		b->bufs[i] = b->pkt[i];
+		len = ndz_pkt_encode(&p, arena + at, sizeof(b->pkt) - at, NULL);
+		b->lens[d] = len > 0 ? (size_t)len : 0;
+		b->bufs[d] = arena + at;
+		at += b->lens[d];
 	}
 }
 
@@ -569,8 +642,10 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 	s->empty_ns += s->wait_ns;
 	s->wait_ns = 0;
 	s->last_ns = now;
+	for (unsigned d = 0; d < b->ndgrams; d++)
+		s->bytes_sent += b->lens[d];
+	s->datagrams_sent += b->ndgrams;
 	for (unsigned i = 0; i < b->count; i++) {
-		s->bytes_sent += b->lens[i];
 		if (b->items[i].repair)
 			ndz_serve_repair_sent(s->serve, b->chunk, b->items[i].set, NULL);
 		else
@@ -677,8 +752,10 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->bad_chunk = s->bad_chunk;
 	secs = s->last_ns > s->first_ns ? (double)(s->last_ns - s->first_ns) / 1e9 : 0;
 	st->seconds_sending = secs;
-	st->rate_bps = secs > 0 ? (double)(s->bytes_sent + (ss.blocks_sent + ss.repairs_sent) *
+	st->rate_bps = secs > 0 ? (double)(s->bytes_sent + s->datagrams_sent *
 					   NDZ_SERVER_WIRE_OVERHEAD) * 8 / secs : 0;
+	st->datagrams_sent = s->datagrams_sent;
+	st->group_blocks = s->group_blocks;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -698,7 +775,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"joins\": %llu, \"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
-		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"seconds_sending\": %.3f, "
+		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
+		     "\"group_blocks\": %u, \"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 		     "\"bad_version\": %llu, "
@@ -709,7 +787,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->dropped_current, (unsigned long long)st->blocks_sent,
 		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
 		     (unsigned long long)st->whole_sent, st->resent_share,
-		     (unsigned long long)st->bytes_sent, st->seconds_sending, st->seconds_to_first,
+		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
+		     st->group_blocks, st->seconds_sending, st->seconds_to_first,
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);

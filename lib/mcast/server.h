@@ -4,7 +4,8 @@
  * from the clients' losses (lib/adapt) and the statistics. The caller feeds it the
  * datagrams it receives (bytes as received, with the sender's address) and the time,
  * and sends the batches of datagrams it yields after the delay it says. No sockets,
- * threads, clock or printing here: frisbeed and the simulations drive it alike.
+ * threads, clock or printing here: its one driver, lib/mcast/sdrive, runs it for
+ * frisbeed and for the simulation (test_mcsim) alike; test_server calls it directly.
  *
  * Not thread-safe: the caller serializes every call, with one exception made for a
  * sender that reads and encodes without holding its lock (frisbeed). The sender's
@@ -54,6 +55,9 @@ struct ndz_server_opts {
 	uint64_t gap_us;               /* between bursts */
 	uint32_t lost_ms;              /* a client silent this long before it left is lost;
 					* 0: NDZ_SERVER_LOST_MS */
+	uint32_t max_payload;          /* the largest UDP payload the interface carries (its
+					* MTU less 28); below NDZ_PKT_BLOCKS_LEN(2): BLOCKs only,
+					* else BLOCKS of as many blocks as every client takes */
 };
 
 #define NDZ_SERVER_LOST_MS 30000u      /* the default: 30 PROGRESS intervals */
@@ -75,6 +79,8 @@ struct ndz_server_client {
 	int reported;                  /* it sent a PROGRESS (or a LEAVE): progress is set */
 	struct ndz_progress progress;  /* its last PROGRESS (a LEAVE's figures after it) */
 	uint64_t rate_Bps;             /* bytes written per second, from its PROGRESS */
+	uint32_t max_payload;          /* the largest datagram it takes (CAPS); 0: unsaid,
+					* one block (an older client) */
 };
 
 /* What frisbeed's statistics line and --stats-json say. */
@@ -91,6 +97,8 @@ struct ndz_server_stats {
 	double seconds_empty;          /* while sending, with nothing asked for */
 	double rate_bps;               /* mean rate on the wire while sending */
 	uint64_t auto_rate_bps;        /* -W auto: the rate last chosen; 0 otherwise */
+	uint64_t datagrams_sent;       /* BLOCKs, BLOCKSes and REPAIRs */
+	unsigned group_blocks;         /* blocks a datagram carries now (1: BLOCKs) */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
@@ -109,13 +117,17 @@ enum ndz_server_step {
 
 /*
  * A batch of datagrams of one chunk, owned by the caller (about 66 KiB: keep one per
- * sender). ndz_server_plan fills chunk, count, items and delay_ns; ndz_server_build
- * fills bufs and lens. A control batch (a FEATURES every second while repairs are
+ * sender). ndz_server_plan fills chunk, count (blocks and repairs), items, ndgrams
+ * (the datagrams they go in: a run of blocks in one BLOCKS when the group takes
+ * them, else one each) and delay_ns; ndz_server_build fills bufs and lens (ndgrams
+ * of each). A control batch (a FEATURES every second while repairs or BLOCKS are
  * on) has control set and its one datagram built already: send it without waiting.
  */
 struct ndz_server_batch {
 	uint32_t chunk;
 	unsigned count;
+	unsigned ndgrams;
+	uint8_t dg_first[NDZ_SERVER_BATCH], dg_n[NDZ_SERVER_BATCH]; /* a datagram's items */
 	int control;
 	uint64_t delay_ns;             /* wait this long from the plan's now_ns, then send */
 	uint64_t wire_bytes;           /* the batch's bytes on the wire, for the pacing */
@@ -125,6 +137,8 @@ struct ndz_server_batch {
 	} items[NDZ_SERVER_BATCH];
 	const uint8_t *bufs[NDZ_SERVER_BATCH];
 	size_t lens[NDZ_SERVER_BATCH];
+	/* the datagrams' bytes, one after the other (each holds no more than its blocks
+	 * as BLOCKs would) */
 	uint8_t pkt[NDZ_SERVER_BATCH][NDZ_PKT_MAX];
 	uint8_t rep[NDZ_SERVER_BATCH][NDZ_BLOCK_SIZE];
 };

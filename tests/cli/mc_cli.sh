@@ -16,6 +16,8 @@ expect "frisbee --help" 0 "Usage: frisbee" "$FRISBEE" --help
 expect "frisbee --version" 0 "[0-9]" "$FRISBEE" --version
 expect "frisbeed without an image" 2 "expected one IMAGE" "$FRISBEED"
 expect "frisbee -z with --discard" 2 "exclude each other" "$FRISBEE" -z --discard -m 239.1.1.1 -p 5000 "$T/x"
+expect "frisbee --max-datagram past a UDP payload" 2 "max-datagram" "$FRISBEE" --max-datagram 70000 -m 239.1.1.1 -p 5000 "$T/x"
+expect "frisbeed --max-datagram not a number" 2 "max-datagram" "$FRISBEED" --max-datagram 9k x
 expect "frisbeed -W garbage" 2 "bad bandwidth" "$FRISBEED" -W 12q x
 expect "frisbeed -b without -g" 2 "go together" "$FRISBEED" -b 16 x
 expect "frisbeed -p out of range" 2 "-p" "$FRISBEED" -p 70000 x

@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ndz_pkt p;
-	uint8_t out[NDZ_PKT_MAX];
+	uint8_t out[NDZ_PKT_WIRE_MAX];   /* a BLOCKS is the largest */
 	int len;
 
 	if (ndz_pkt_decode(data, size, &p, NULL) != 0)

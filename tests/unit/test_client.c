@@ -500,6 +500,99 @@ static void test_features_before_start(void **state)
 	teardown_t(t);
 }
 
+/* FEATURES of bits at now from the server. */
+static void features(struct t *t, uint32_t bits, uint64_t now)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_FEATURES;
+	p.tag = TAG;
+	p.features = bits;
+	ndz_client_input_pkt(t->c, &p, SERVER, now);
+}
+
+/*
+ * BLOCKS and CAPS: a client that takes large datagrams says so to a server that
+ * announces BLOCKS, and only to one; a BLOCKS stores its blocks at their places; a
+ * client that has had no BLOCKS for 0.7 s while receiving says it takes one block a
+ * datagram (a link on the way drops them), once; one that takes one block says nothing.
+ */
+static void test_blocks_caps(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	struct ndz_pkt p;
+	uint8_t *buf;
+	uint32_t chunk;
+	int slot;
+
+	(void)state;
+	t->o.max_payload = 8972;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 0);         /* an older server */
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS, 1 * MS);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].max_payload, 8972);
+	assert_int_equal(t->sent[t->nsent - 1].tag, TAG);
+	assert_int_equal(ndz_client_start(t->c, 2 * MS, NULL), 0);
+	/* chunk 0 in runs of 8, but for blocks 8-15, which come alone */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_BLOCKS;
+	p.tag = TAG;
+	p.chunk = 0;
+	p.count = 8;
+	for (unsigned b = 0; b < BLOCKS; b += 8) {
+		if (b == 8) {
+			for (unsigned k = 8; k < 16; k++)
+				assert_int_equal(block(t, 0, k, 3 * MS), 0);
+			continue;
+		}
+		p.block = (uint16_t)b;
+		p.data = t->data[b];   /* t->data's blocks lie one after the other */
+		assert_int_equal(ndz_client_input_pkt(t->c, &p, SERVER, 3 * MS),
+				 b + 8 == BLOCKS);
+	}
+	slot = ndz_client_ready(t->c, &chunk, &buf);
+	assert_true(slot >= 0);
+	assert_int_equal(chunk, 0);
+	assert_memory_equal(buf, t->data, NDZ_CHUNK_SIZE);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.multi, 127);
+	assert_int_equal(st.fetch.blocks, BLOCKS);
+	/* a BLOCKS from another address is foreign */
+	p.chunk = 1;
+	p.block = 0;
+	ndz_client_input_pkt(t->c, &p, OTHER, 4 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.foreign, 1);
+	/* lone blocks keep coming, no BLOCKS: at 0.7 s it says 1044, once */
+	for (uint64_t ms = 5; ms < 700; ms += 5) {
+		block(t, 1, (unsigned)ms, ms * MS);
+		ndz_client_tick(t->c, ms * MS);
+	}
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	for (uint64_t ms = 700; ms < 1500; ms += 5) {
+		block(t, 1, (unsigned)ms % BLOCKS, ms * MS);
+		ndz_client_tick(t->c, ms * MS);
+	}
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 2);
+	for (unsigned i = t->nsent; i-- > 0;)
+		if (t->sent[i].type == NDZ_PKT_CAPS) {
+			assert_int_equal(t->sent[i].max_payload, NDZ_PKT_BLOCK_LEN);
+			break;
+		}
+	teardown_t(t);
+	/* one that takes one block a datagram says nothing */
+	t = setup(30);
+	t->o.max_payload = 1472;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_BLOCKS, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 0);
+	teardown_t(t);
+}
+
 /* -T while receiving: the server silent that long. */
 static void test_give_up_silence(void **state)
 {
@@ -857,6 +950,7 @@ int main(void)
 		cmocka_unit_test(test_loss_and_complete),
 		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_features_before_start),
+		cmocka_unit_test(test_blocks_caps),
 		cmocka_unit_test(test_give_up_silence),
 		cmocka_unit_test(test_give_up_no_chunk_checks_out),
 		cmocka_unit_test(test_index),

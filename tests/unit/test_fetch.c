@@ -106,6 +106,51 @@ static int whole(struct ndz_fetch *f, uint32_t chunk, uint64_t now)
 	return slot;
 }
 
+/*
+ * ndz_fetch_blocks: runs of blocks store what as many ndz_fetch_block calls would:
+ * every block's bytes at its place, the counts alike, a duplicate run counted per
+ * block, the chunk complete at its last run; runs out of range refused.
+ */
+static void test_blocks_runs(void **state)
+{
+	static uint8_t run[8 * NDZ_BLOCK_SIZE];
+	struct ndz_fetch *f = make(2, 2, 1, 1);
+	struct ndz_fetch_stats st;
+	uint8_t *buf;
+	int slot = -1;
+
+	(void)state;
+	assert_int_equal(ndz_fetch_blocks(f, 2, 0, 8, run, T0), -1);       /* past the image */
+	assert_int_equal(ndz_fetch_blocks(f, 0, 1020, 8, run, T0), -1);    /* past the chunk */
+	assert_int_equal(ndz_fetch_blocks(f, 0, 0, 0, run, T0), -1);
+	/* block 3 alone first: the run 0-7 then goes block by block, the rest by runs */
+	assert_int_equal(ndz_fetch_block(f, 0, 3, data_of(0, 3), T0), -1);
+	for (unsigned first = 0; first < NDZ_BLOCKS_PER_CHUNK; first += 8) {
+		int r;
+
+		for (unsigned i = 0; i < 8; i++)
+			memcpy(run + i * NDZ_BLOCK_SIZE, data_of(0, first + i), NDZ_BLOCK_SIZE);
+		r = ndz_fetch_blocks(f, 0, first, 8, run, T0 + first);
+		if (first + 8 < NDZ_BLOCKS_PER_CHUNK)
+			assert_int_equal(r, -1);
+		else
+			slot = r;
+	}
+	assert_true(slot >= 0);
+	buf = ndz_fetch_buf(f, slot);
+	for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		assert_memory_equal(buf + (size_t)b * NDZ_BLOCK_SIZE, data_of(0, b), NDZ_BLOCK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, NDZ_BLOCKS_PER_CHUNK);
+	assert_int_equal(st.dups, 1);          /* block 3 came twice */
+	ndz_fetch_accept(f, slot);
+	/* a run of a chunk complete and with the caller: duplicates, one each */
+	assert_int_equal(ndz_fetch_blocks(f, 0, 8, 8, run, T0 + MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 9);
+	ndz_fetch_free(f);
+}
+
 static void test_bad_options(void **state)
 {
 	struct ndz_fetch_opts o = { 0, 4, 2, REDELAY, 1, NULL };
@@ -1068,6 +1113,7 @@ int main(void)
 		cmocka_unit_test(test_repair_requests_add_up),
 		cmocka_unit_test(test_repair_many_lost),
 		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_blocks_runs),
 		cmocka_unit_test(test_request_ahead_and_order),
 		cmocka_unit_test(test_snoop_suppresses),
 		cmocka_unit_test(test_partial_request),

@@ -3,7 +3,9 @@
  * object (lib/mcast/server: admission, the client table, the work queue and its
  * merging, repairs, pacing) and many real clients (lib/mcast/client, the very
  * session frisbee runs: join, caches, request scheduling and timing, NAK
- * suppression), driven as frisbeed and frisbee drive them. Every datagram goes
+ * suppression), driven by the very drivers frisbeed and frisbee run
+ * (lib/mcast/sdrive, lib/mcast/cdrive) over a simulated LAN's I/O table, on the
+ * simulated clock, without threads. Every datagram goes
  * between them encoded, through a LAN that loses each one independently at each
  * client (the answers to a JOIN only when asked), and at the server when asked.
  * The server's chunks are real chunks (each passes ndz_server_check_chunk); the
@@ -23,8 +25,10 @@
 
 #include "core/err.h"
 #include "core/format.h"
+#include "mcast/cdrive.h"
 #include "mcast/client.h"
 #include "mcast/proto.h"
+#include "mcast/sdrive.h"
 #include "mcast/server.h"
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
@@ -66,26 +70,33 @@ struct dgram {
 	uint8_t buf[NDZ_PKT_MAX];
 };
 
+struct sim;
+
+/* A client: its driver, and the one datagram its receive takes next (its LAN port). */
 struct client {
-	struct ndz_client *cl;
+	struct sim *s;
+	unsigned i;
+	struct ndz_cdrive *d;
 	uint64_t start;
 	int started, finished;
+	const uint8_t *in;             /* the datagram waiting, or NULL */
+	size_t in_len;
+	uint32_t in_from;
 };
 
 struct sim {
 	struct sim_opts o;
 	struct ndz_server *srv;
-	struct ndz_server_batch *b;    /* the sender's batch */
-	int pending;                   /* b is planned, to go out at send_at */
-	uint64_t send_at;
-	int waiting, woken;            /* the sender waits for work: until woken or wake_at */
-	uint64_t wake_at;
+	struct ndz_sdrive *drv;        /* the server's driver */
+	const uint8_t *sin;            /* the datagram the server's receive takes next */
+	size_t sin_len;
+	uint32_t sin_from;
 	uint8_t *image;                /* o.chunks chunks, the file served */
 	struct client *c;
 	struct dgram *q;               /* datagrams on their way, in time order */
 	size_t qhead, qlen, qcap;
 	uint64_t rng, now, requests;
-	unsigned emitter, finished;
+	unsigned finished;
 };
 
 static uint64_t rnd(struct sim *s)
@@ -141,15 +152,18 @@ static void make_chunk(struct sim *s, uint8_t *c, uint32_t i)
 	assert_int_equal(ndz_hdr_encode(&h, c, NULL), 0);
 }
 
-/* A client's datagram to the group (ndz_client_opts.send): a JOIN, a request, a LEAVE. */
+/* ---- the clients' I/O table: the simulated LAN and clock ---- */
+
+/* A client's datagram to the group (its send): a JOIN, a request, a LEAVE. */
 static int sim_send(void *ctx, const uint8_t *d, size_t len)
 {
-	struct sim *s = ctx;
+	struct client *c = ctx;
+	struct sim *s = c->s;
 	struct ndz_pkt p;
 	struct dgram *g;
 
 	assert_int_equal(ndz_pkt_decode(d, len, &p, NULL), 0);
-	assert_int_equal(p.client_id, s->emitter + 1);
+	assert_int_equal(p.client_id, c->i + 1);
 	if (p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST ||
 	    p.type == NDZ_PKT_RREQUEST) {
 		assert_int_equal(p.tag, ndz_image_tag(uuid));
@@ -171,47 +185,95 @@ static int sim_send(void *ctx, const uint8_t *d, size_t len)
 	assert_true(len <= sizeof(s->q->buf));
 	g = &s->q[s->qhead + s->qlen++];
 	g->at = s->now + s->o.delay_ns;
-	g->from = s->emitter;
+	g->from = c->i;
 	g->len = len;
 	memcpy(g->buf, d, len);
 	return 0;
 }
 
+/* The client's receive: the datagram its LAN port holds, if any (never waits). */
+static int sim_recv(void *ctx, struct ndz_dgram *d, unsigned max, int timeout_ms,
+		    unsigned nap_us, struct ndz_error *e)
+{
+	struct client *c = ctx;
+
+	(void)timeout_ms;
+	(void)nap_us;
+	(void)e;
+	assert_true(max >= 1);
+	if (!c->in)
+		return 0;
+	d->data = c->in;               /* stays the sender's until the round is over */
+	d->len = (int)c->in_len;
+	d->from = c->in_from;
+	c->in = NULL;
+	return 1;
+}
+
+static uint64_t sim_now(void *ctx)
+{
+	return ((struct client *)ctx)->s->now;
+}
+
+/* The client's sink: its chunk checks pass, its writes are instant. */
+static enum ndz_verdict sim_check(void *ctx, uint8_t *buf, uint32_t chunk,
+				  struct ndz_chunk_hdr *h, int *why, int *intact)
+{
+	struct client *c = ctx;
+
+	(void)h;
+	(void)why;
+	(void)intact;
+	assert_true(chunk < c->s->o.chunks);
+	assert_null(buf);
+	return NDZ_VERDICT_ACCEPT;
+}
+
+static int sim_write(void *ctx, uint32_t chunk, uint8_t *buf, const struct ndz_chunk_hdr *h)
+{
+	(void)ctx;
+	(void)chunk;
+	(void)h;
+	assert_null(buf);
+	return 0;
+}
+
 /*
- * A datagram reaches client i, as frisbee feeds it: it starts receiving once it has
- * joined, and checks and writes what is complete (instantly, always good); once it
- * holds every chunk it says LEAVE and is gone.
+ * After client i's driver took a round: it starts receiving once it has joined (as
+ * frisbee does); once it holds every chunk it says LEAVE and is gone.
  */
+static void client_after(struct sim *s, unsigned i, int state)
+{
+	struct client *c = &s->c[i];
+	struct ndz_client *cl = ndz_cdrive_client(c->d);
+
+	if (state == NDZ_CLIENT_JOINED) {
+		assert_int_equal(ndz_client_info(cl)->chunks, s->o.chunks);
+		assert_int_equal(ndz_client_server(cl), SERVER);
+		assert_int_equal(ndz_cdrive_start(c->d, NULL), 0);
+	}
+	if (ndz_cdrive_state(c->d) == NDZ_CLIENT_COMPLETE) {
+		struct ndz_client_stats st;
+
+		ndz_cdrive_stats(c->d, &st);
+		assert_int_equal(st.fetch.done, s->o.chunks);
+		assert_int_equal(ndz_cdrive_leave(c->d, 0, NULL), 0);
+		c->finished = 1;
+		s->finished++;
+	}
+}
+
+/* A datagram reaches client i: its driver takes a round with it (and the time). */
 static void client_input(struct sim *s, unsigned i, const uint8_t *buf, size_t len,
 			 uint32_t from)
 {
 	struct client *c = &s->c[i];
-	uint8_t *data;
-	uint32_t got;
-	int slot;
 
-	s->emitter = i;
-	ndz_client_input(c->cl, buf, len, from, s->now);
-	if (ndz_client_state(c->cl) == NDZ_CLIENT_JOINED) {
-		assert_int_equal(ndz_client_info(c->cl)->chunks, s->o.chunks);
-		assert_int_equal(ndz_client_server(c->cl), SERVER);
-		assert_int_equal(ndz_client_start(c->cl, s->now, NULL), 0);
-	}
-	while ((slot = ndz_client_ready(c->cl, &got, &data)) >= 0) {
-		assert_true(got < s->o.chunks);
-		assert_null(data);
-		assert_int_equal(ndz_client_verdict(c->cl, slot, NDZ_VERDICT_ACCEPT, 0, 1, s->now), 0);
-		ndz_client_written(c->cl, slot);
-	}
-	if (ndz_client_state(c->cl) == NDZ_CLIENT_COMPLETE) {
-		struct ndz_client_stats st;
-
-		ndz_client_get_stats(c->cl, &st);
-		assert_int_equal(st.fetch.done, s->o.chunks);
-		assert_int_equal(ndz_client_leave(c->cl, 0, s->now, NULL), 0);
-		c->finished = 1;
-		s->finished++;
-	}
+	c->in = buf;
+	c->in_len = len;
+	c->in_from = from;
+	client_after(s, i, ndz_cdrive_step(c->d, 0, NULL));
+	assert_null(c->in);
 }
 
 /* A datagram of the server's goes out to the group: each client hears it, or not. */
@@ -222,15 +284,63 @@ static void to_clients(struct sim *s, const uint8_t *buf, size_t len, int lossle
 			client_input(s, i, buf, len, SERVER);
 }
 
+/* ---- the server's I/O table: the simulated LAN, the image in memory, the clock ---- */
+
+/* The server's receive: the datagram that just arrived, if any (never waits). */
+static int srv_recv(void *ctx, uint8_t *buf, size_t cap, int timeout_ms, uint32_t *from,
+		    struct ndz_error *e)
+{
+	struct sim *s = ctx;
+	size_t len = s->sin_len;
+
+	(void)timeout_ms;
+	(void)e;
+	if (!s->sin)
+		return 0;
+	assert_true(len <= cap);
+	memcpy(buf, s->sin, len);
+	*from = s->sin_from;
+	s->sin = NULL;
+	return (int)len;
+}
+
 /*
  * The answer to a JOIN (JOIN_REPLY, FEATURES), or the announcement: unless
  * lossy_join, every client hears it, so that the ratios measure the transfer, not
  * clients that missed the FEATURES and go without repairs until the next.
  */
-static void send_reply(struct sim *s, const struct ndz_server_reply *rp)
+static int srv_send(void *ctx, const uint8_t *d, size_t len)
 {
-	for (unsigned k = 0; k < rp->count; k++)
-		to_clients(s, rp->bufs[k], rp->lens[k], !s->o.lossy_join);
+	struct sim *s = ctx;
+
+	to_clients(s, d, len, !s->o.lossy_join);
+	return 0;
+}
+
+/* A batch of blocks and repairs (or a FEATURES): each lost at each client as the rest. */
+static int srv_send_many(void *ctx, const uint8_t *const *bufs, const size_t *lens,
+			 unsigned count, struct ndz_error *e)
+{
+	struct sim *s = ctx;
+
+	(void)e;
+	for (unsigned k = 0; k < count; k++)
+		to_clients(s, bufs[k], lens[k], 0);
+	return 0;
+}
+
+static int srv_read(void *ctx, uint8_t *buf, uint32_t chunk)
+{
+	struct sim *s = ctx;
+
+	assert_true(chunk < s->o.chunks);
+	memcpy(buf, s->image + (size_t)chunk * NDZ_CHUNK_SIZE, NDZ_CHUNK_SIZE);
+	return 0;
+}
+
+static uint64_t srv_now(void *ctx)
+{
+	return ((struct sim *)ctx)->now;
 }
 
 /* Datagrams that arrived by now: at the server and at every other client, each maybe lost. */
@@ -238,18 +348,18 @@ static void deliver(struct sim *s)
 {
 	while (s->qlen && s->q[s->qhead].at <= s->now) {
 		struct dgram g = s->q[s->qhead];
-		struct ndz_server_reply rp;
 
 		s->qhead++;
 		s->qlen--;
 		if (!(s->o.server_loss > 0 && lost_at(s, s->o.server_loss))) {
 			/* every one is admitted; one that may bring work wakes the sender */
-			int r = ndz_server_packet(s->srv, g.buf, g.len, addr_of(g.from), s->now, &rp,
-						  NULL);
+			int admitted = 0;
 
-			assert_true(r > 0);
-			s->woken |= r == 2;
-			send_reply(s, &rp);
+			s->sin = g.buf;
+			s->sin_len = g.len;
+			s->sin_from = addr_of(g.from);
+			assert_int_equal(ndz_sdrive_receive(s->drv, 0, &admitted, NULL), 1);
+			assert_true(admitted > 0);
 		}
 		for (unsigned i = 0; i < s->o.clients; i++) {
 			struct client *c = &s->c[i];
@@ -263,45 +373,23 @@ static void deliver(struct sim *s)
 }
 
 /*
- * The server's sender, as frisbeed runs it: plan; with nothing to send, wait until a
- * packet wakes it (or 200 ms pass); load a chunk the plan names from the image and
- * check it; send a batch once its delay on the simulated clock is over (the step's
- * granularity rounds it up), and say so.
+ * The server's sender, its driver's steps: load, build, send what is due by now (the
+ * step's granularity rounds a batch's delay up); idle or pacing, until a later step.
  */
 static void server_run(struct sim *s)
 {
-	if (s->waiting && !s->woken && s->now < s->wake_at)
-		return;
-	s->waiting = 0;
 	for (;;) {
-		if (!s->pending) {
-			struct ndz_error e = { 0 };
+		uint64_t at;
 
-			s->woken = 0;
-			switch (ndz_server_plan(s->srv, s->now, s->b)) {
-			case NDZ_SERVER_WAIT:
-				s->waiting = 1;
-				s->wake_at = s->now + 200 * MS;
-				return;
-			case NDZ_SERVER_LOAD:
-				assert_true(s->b->chunk < s->o.chunks);
-				memcpy(ndz_server_chunk_buf(s->srv),
-				       s->image + (size_t)s->b->chunk * NDZ_CHUNK_SIZE, NDZ_CHUNK_SIZE);
-				assert_int_equal(ndz_server_check_chunk(s->srv, s->b->chunk, 0, &e), 0);
-				continue;
-			case NDZ_SERVER_SEND:
-				s->pending = 1;
-				s->send_at = s->now + s->b->delay_ns;
-				break;
-			}
-		}
-		if (s->now < s->send_at && !s->b->control)
+		switch (ndz_sdrive_send_step(s->drv, &at)) {
+		case NDZ_SDRIVE_AGAIN:
+			continue;
+		case NDZ_SDRIVE_STOP:
+			fail_msg("a chunk of the image failed the server's check");
 			return;
-		ndz_server_build(s->srv, s->b);
-		for (unsigned k = 0; k < s->b->count; k++)
-			to_clients(s, s->b->bufs[k], s->b->lens[k], 0);
-		ndz_server_sent(s->srv, s->b, s->now);
-		s->pending = 0;
+		default:
+			return;
+		}
 	}
 }
 
@@ -309,18 +397,22 @@ static void server_run(struct sim *s)
 static void client_start(struct sim *s, unsigned i)
 {
 	const struct sim_opts *o = &s->o;
+	struct client *c = &s->c[i];
 	struct ndz_client_opts co = {
 		.id = i + 1, .no_repair = i < o->legacy,
 		.no_whole = i >= o->legacy && i < o->legacy + o->stripes_only,
 		.no_store = 1, .room = UINT64_MAX, .give_up_s = 30, .slots = 64,
 		.request_ahead = 2, .redelay_ns = 1000 * MS, .seed = o->seed * 7919u + i + 1,
-		.send = sim_send, .ctx = s,
 	};
-	struct client *c = &s->c[i];
+	struct ndz_cdrive_opts dopt = {
+		.io = { sim_recv, sim_send, sim_now, c },
+		.sink = { sim_check, sim_write, NULL, NULL, c },
+	};
 
-	assert_int_equal(ndz_client_create(&co, s->now, &c->cl, NULL), 0);
-	s->emitter = i;
-	assert_int_equal(ndz_client_tick(c->cl, s->now), NDZ_CLIENT_JOINING);
+	c->s = s;
+	c->i = i;
+	assert_int_equal(ndz_cdrive_create(&co, &dopt, &c->d, NULL), 0);
+	assert_int_equal(ndz_cdrive_step(c->d, 0, NULL), NDZ_CLIENT_JOINING);
 	c->started = 1;
 }
 
@@ -356,17 +448,17 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	uint64_t limit = 20 * clean * step + 30000 * MS;
 	struct ndz_server_opts so = { .name = "mcsim", .repair = o->repair,
 				      .rate_bps = o->rate_bps };
-	struct ndz_server_reply rp;
+	struct ndz_sdrive_opts dopt = {
+		.io = { srv_recv, srv_send, srv_send_many, srv_read, srv_now, NULL },
+	};
 	struct ndz_server_stats ss;
 
 	memset(&s, 0, sizeof(s));
 	s.o = *o;
 	s.rng = 0x9e3779b97f4a7c15ull ^ o->seed;
 	s.image = malloc((size_t)o->chunks * NDZ_CHUNK_SIZE);
-	s.b = malloc(sizeof(*s.b));
 	s.c = calloc(o->clients, sizeof(*s.c));
 	assert_non_null(s.image);
-	assert_non_null(s.b);
 	assert_non_null(s.c);
 	for (uint32_t i = 0; i < o->chunks; i++)
 		make_chunk(&s, s.image + (size_t)i * NDZ_CHUNK_SIZE, i);
@@ -377,9 +469,10 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	so.info.image_bytes = (uint64_t)o->chunks * NDZ_CHUNK_SIZE;
 	so.info.source_bytes = (uint64_t)o->chunks * SECTORS * NDZ_SECTOR_SIZE;
 	assert_int_equal(ndz_server_create(&so, 0, &s.srv, NULL), 0);
+	dopt.io.ctx = &s;
+	assert_int_equal(ndz_sdrive_create(s.srv, &dopt, &s.drv, NULL), 0);
 	/* frisbeed announces itself to clients already waiting: none yet */
-	ndz_server_announce(s.srv, &rp);
-	send_reply(&s, &rp);
+	ndz_sdrive_announce(s.drv);
 	for (unsigned i = 0; i < o->clients; i++)
 		s.c[i].start = o->jitter_ns ? rnd(&s) % o->jitter_ns : 0;
 	for (s.now = 0; s.finished < o->clients && s.now < limit; s.now += step) {
@@ -396,8 +489,7 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 				continue;
 			}
 			/* its time passes: what it asks for, and when, is its own */
-			s.emitter = i;
-			st = ndz_client_tick(c->cl, s.now);
+			st = ndz_cdrive_step(c->d, 0, NULL);
 			assert_true(st == NDZ_CLIENT_JOINING || st == NDZ_CLIENT_RECEIVING);
 		}
 		server_run(&s);
@@ -432,11 +524,11 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	assert_true(ss.bytes_sent >= res->sent * NDZ_PKT_BLOCK_LEN);
 	check_table(&s);
 	for (unsigned i = 0; i < o->clients; i++)
-		ndz_client_free(s.c[i].cl);
+		ndz_cdrive_free(s.c[i].d);
 	free(s.c);
 	free(s.q);
-	free(s.b);
 	free(s.image);
+	ndz_sdrive_free(s.drv);
 	ndz_server_free(s.srv);
 }
 static uint64_t last_requests;         /* of the last run_ratio */

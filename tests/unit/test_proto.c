@@ -145,6 +145,77 @@ static void test_roundtrip(void **state)
 	}
 }
 
+/*
+ * BLOCKS (a run of blocks of a chunk) and CAPS (what a client takes): their bytes at
+ * their places, little-endian; the length follows the count; every bound refused.
+ */
+static void test_blocks_caps(void **state)
+{
+	static uint8_t run[8 * 1024], buf[NDZ_PKT_WIRE_MAX + 1], buf2[NDZ_PKT_WIRE_MAX];
+	struct ndz_pkt p, q;
+	int len;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(run); i++)
+		run[i] = (uint8_t)(i * 13 + 5);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_BLOCKS;
+	p.tag = 0x55667788;
+	p.chunk = 0x01020304;
+	p.block = 1016;
+	p.count = 8;
+	p.data = run;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, NDZ_PKT_BLOCKS_LEN(8));
+	assert_int_equal(len, 8212);
+	assert_true(len + 28 <= 9000);          /* one datagram in a 9000-byte MTU */
+	assert_memory_equal(buf, "NDZP\x01\x0c\x00\x00", 8);
+	assert_memory_equal(buf + 8, "\x88\x77\x66\x55\x04\x03\x02\x01\xf8\x03\x08\x00", 12);
+	assert_memory_equal(buf + 20, run, sizeof(run));
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.type, NDZ_PKT_BLOCKS);
+	assert_int_equal(q.chunk, p.chunk);
+	assert_int_equal(q.block, 1016);
+	assert_int_equal(q.count, 8);
+	assert_ptr_equal(q.data, buf + 20);
+	assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2), NULL), len);
+	assert_memory_equal(buf, buf2, (size_t)len);
+	/* a block more or less than the count says, or a count past the chunk or 8 */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1024, &q, NULL), NDZ_EPROTO);
+	buf[len] = 0;
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len + 1, &q, NULL), NDZ_EPROTO);
+	buf[16] = 0xf9;                         /* 1017 + 8 > 1024 */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	buf[16] = 0xf8;
+	buf[18] = 9;                            /* 9 blocks: more than a BLOCKS holds */
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_BLOCKS_LEN(9), &q, NULL), NDZ_EPROTO);
+	buf[18] = 0;
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_BLOCKS_HDR, &q, NULL), NDZ_EPROTO);
+	p.count = 9;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.count = 2;
+	assert_int_equal(ndz_pkt_encode(&p, buf, NDZ_PKT_BLOCKS_LEN(2) - 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_PKT_BLOCKS_LEN(2));
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_CAPS;
+	p.client_id = 0x11223344;
+	p.tag = 0x55667788;
+	p.max_payload = 8972;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, NDZ_PKT_CAPS_LEN);
+	assert_memory_equal(buf, "NDZP\x01\x0b\x00\x00\x44\x33\x22\x11\x88\x77\x66\x55"
+			    "\x0c\x23\x00\x00\x00\x00\x00\x00", 24);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.max_payload, 8972);
+	assert_int_equal(q.client_id, p.client_id);
+	buf[20] = 1;                            /* reserved */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	p.max_payload = NDZ_PKT_BLOCK_LEN - 1;  /* less than a BLOCK: nothing could be sent */
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+}
+
 static void test_layout(void **state)
 {
 	struct ndz_pkt p = make(NDZ_PKT_REQUEST);
@@ -301,6 +372,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_blocks_caps),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_bits),
 	};

@@ -272,7 +272,7 @@ static enum ndz_server_step server_step(struct world *w, struct ndz_server_batch
 	case NDZ_SERVER_SEND:
 		w->now += b->delay_ns;
 		ndz_server_build(w->srv, b);
-		for (unsigned k = 0; k < b->count; k++)
+		for (unsigned k = 0; k < b->ndgrams; k++)
 			for (unsigned i = 0; i < CLIENTS; i++)
 				to_client(w, i, b->bufs[k], b->lens[k]);
 		ndz_server_sent(w->srv, b, w->now);
@@ -401,6 +401,109 @@ static int feed_pkt(struct ndz_server *s, const struct ndz_pkt *p)
 
 	assert_true(len > 0);
 	return feed(s, buf, (size_t)len);
+}
+
+/* The next batch of chunk 0 (loaded from the image when asked), built. */
+static void next_batch(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now)
+{
+	enum ndz_server_step st = ndz_server_plan(s, now, b);
+
+	/* (a FEATURES goes first with a new chunk) */
+	while (st == NDZ_SERVER_LOAD || (st == NDZ_SERVER_SEND && b->control)) {
+		if (st == NDZ_SERVER_LOAD) {
+			memcpy(ndz_server_chunk_buf(s),
+			       image + (size_t)b->chunk * NDZ_CHUNK_SIZE, NDZ_CHUNK_SIZE);
+			assert_int_equal(ndz_server_check_chunk(s, b->chunk, 0, NULL), 0);
+		}
+		st = ndz_server_plan(s, now, b);
+	}
+	assert_int_equal(st, NDZ_SERVER_SEND);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, now);
+}
+
+/*
+ * BLOCKS: a server whose interface takes 8972-byte datagrams sends runs of 8 blocks
+ * while every client said (CAPS) it takes them, one block a datagram as soon as a
+ * client that said nothing (an older one) is in the group, runs again once it left;
+ * FEATURES says so. Every block's bytes are the image's.
+ */
+static void test_blocks(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_reply rp;
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	struct ndz_pkt p, q;
+	unsigned next = 0;
+
+	(void)state;
+	assert_non_null(b);
+	o.rate_bps = 1000000000;               /* batches of 32 */
+	o.max_payload = 8972;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	ndz_server_announce(s, &rp);
+	assert_int_equal(rp.count, 2);
+	assert_int_equal(ndz_pkt_decode(rp.bufs[1], rp.lens[1], &q, NULL), 0);
+	assert_int_equal(q.type, NDZ_PKT_FEATURES);
+	assert_int_equal(q.features, NDZ_FEAT_BLOCKS);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN;
+	p.client_id = 1;
+	assert_int_equal(feed_pkt(s, &p), 1);
+	p.type = NDZ_PKT_CAPS;
+	p.tag = ndz_image_tag(uuid);
+	p.max_payload = 8972;
+	assert_int_equal(feed_pkt(s, &p), 1);
+	p.type = NDZ_PKT_REQUEST;
+	p.chunk = 0;
+	p.block = 0;
+	p.count = 1024;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	for (int round = 0; round < 3; round++) {
+		/* round 1: an older client joined; round 2: it left */
+		if (round == 1) {
+			memset(&p, 0, sizeof(p));
+			p.type = NDZ_PKT_JOIN;
+			p.client_id = 2;
+			assert_int_equal(feed_pkt(s, &p), 1);
+		} else if (round == 2) {
+			memset(&p, 0, sizeof(p));
+			p.type = NDZ_PKT_LEAVE;
+			p.client_id = 2;
+			p.tag = ndz_image_tag(uuid);
+			assert_int_equal(feed_pkt(s, &p), 1);
+		}
+		next_batch(s, b, 6 * MS + (uint64_t)round * MS);
+		assert_int_equal(b->count, 32);
+		assert_int_equal(b->ndgrams, round == 1 ? 32 : 4);
+		for (unsigned d = 0; d < b->ndgrams; d++) {
+			unsigned n = round == 1 ? 1 : 8;
+
+			assert_int_equal(ndz_pkt_decode(b->bufs[d], b->lens[d], &q, NULL), 0);
+			assert_int_equal(q.type, n == 1 ? NDZ_PKT_BLOCK : NDZ_PKT_BLOCKS);
+			assert_int_equal(q.chunk, 0);
+			assert_int_equal(q.block, next);
+			assert_int_equal(n == 1 ? 1 : q.count, n);
+			assert_memory_equal(q.data, image + (size_t)next * NDZ_BLOCK_SIZE,
+					    (size_t)n * NDZ_BLOCK_SIZE);
+			next += n;
+		}
+	}
+	ndz_server_get_stats(s, &st);
+	assert_int_equal(st.blocks_sent, 96);
+	assert_int_equal(st.datagrams_sent, 40);
+	assert_int_equal(st.group_blocks, 8);
+	assert_int_equal(st.bytes_sent, 8 * NDZ_PKT_BLOCKS_LEN(8) + 32 * NDZ_PKT_BLOCK_LEN);
+	ndz_server_free(s);
+	/* an interface of 1500 bytes: BLOCKs only, nothing announced */
+	o.max_payload = 1472;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	ndz_server_announce(s, &rp);
+	assert_int_equal(rp.count, 1);
+	ndz_server_free(s);
+	free(b);
 }
 
 /* Hostile and stray packets are counted and change nothing: no client, no work. */
@@ -927,6 +1030,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
+		cmocka_unit_test(test_blocks),
 		cmocka_unit_test(test_loss_repairs),
 		cmocka_unit_test(test_loss_no_repair),
 		cmocka_unit_test(test_auto_rate),

@@ -1,0 +1,169 @@
+#!/bin/sh
+# Datagrams of several blocks (doc/PROTOCOL.md, "BLOCKS and CAPS"): on a 9000-byte MTU
+# the group gets BLOCKS of 8 blocks, with GRO on and off; on 1500 one block each; a
+# client that takes one block (an older one, or --max-datagram 1044) makes the group
+# fall back; a path that drops large datagrams falls back, not stalls; 1% loss with
+# 8 clients. Every target byte-identical. NDZ_OLD_BIN=DIR (a frisbee and frisbeed of
+# the protocol before BLOCKS) adds old-against-new runs.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_require
+netns_clients 8
+mc_image a "$MC_MIB" 7 || { not_ok "make image"; done_testing; }
+
+# lan MTU [HOSTS...]: every host (and its port) at MTU
+lan() {
+	_m=$1
+	for _h in srv c1 c2 c3 c4 c5 c6 c7 c8; do netns_mtu "$_h" "$_m" || return 1; done
+}
+
+# run NAME N [SERVER OPTIONS...]: N clients (options in CLIENT_OPTS, binary CLIENT_BIN),
+# then the server (binary SERVER_BIN); counts the good targets into GOOD
+run() {
+	_name=$1 _cnt=$2; shift 2
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	_i=1
+	while [ $_i -le "$_cnt" ]; do
+		# shellcheck disable=SC2086
+		FRISBEE=${CLIENT_BIN:-$FRISBEE} mc_client "c$_i" "$T/out$_i" -T 15 -vv ${CLIENT_OPTS:-}
+		_i=$((_i + 1))
+	done
+	_i=1
+	while [ $_i -le "$_cnt" ]; do mc_joined "c$_i"; _i=$((_i + 1)); done
+	FRISBEED=${SERVER_BIN:-$FRISBEED} mc_server srv "${IMAGE:-$T/a.ndz}" -W "$MC_RATE" -T 30 \
+		--stats-json "$T/$_name.json" "$@"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	GOOD=0 _i=1
+	while [ $_i -le "$_cnt" ]; do
+		[ "$(mc_rc "c$_i")" = 0 ] && mc_same "$T/a.src" "$T/out$_i" && GOOD=$((GOOD + 1))
+		_i=$((_i + 1))
+	done
+}
+# dgrams NAME: datagrams the server sent; blocks NAME: blocks and repairs it sent
+dgrams() { json_num "$T/$1.json" datagrams_sent; }
+blocks() { echo $(( $(json_num "$T/$1.json" blocks_sent) + $(json_num "$T/$1.json" repairs_sent) )); }
+group() { json_num "$T/$1.json" group_blocks; }
+# multi NAME: the group took BLOCKS of 8: far fewer datagrams than blocks
+multi() { [ "$(dgrams "$1")" -lt $(( $(blocks "$1") / 4 )) ]; }
+# single NAME: one block a datagram throughout
+single() { [ "$(dgrams "$1")" = "$(blocks "$1")" ] && [ "$(group "$1")" = 1 ]; }
+skip() { ok "$* # SKIP"; }
+
+lan 9000 || { not_ok "MTU 9000 on the LAN"; done_testing; }
+for gro in off on; do
+	gro_ok=1
+	for h in c1 c2 c3; do netns_gro "$h" "$gro" || gro_ok=0; done
+	if [ "$gro" = on ] && [ "$gro_ok" = 0 ]; then
+		skip "GRO on: ethtool missing or refused"
+		continue
+	fi
+	opts=""
+	[ "$gro" = off ] && opts=--no-gro
+	CLIENT_OPTS=$opts run "j$gro" 3
+	check "MTU 9000, GRO $gro: 3 clients byte-identical ($GOOD good)" [ "$GOOD" = 3 ]
+	if [ "$gro" = on ]; then
+		check "MTU 9000, GRO on: the socket took UDP GRO" grep -q 'coalesced (UDP GRO)' "$T/c1.log"
+	else
+		check "MTU 9000, GRO off: the socket did not" sh -c "! grep -q 'coalesced' '$T/c1.log'"
+	fi
+	check "MTU 9000, GRO $gro: BLOCKS of 8 blocks ($(dgrams "j$gro") datagrams for $(blocks "j$gro") blocks)" \
+		multi "j$gro"
+	check "MTU 9000, GRO $gro: the clients received BLOCKS" grep -q 'told the server we take datagrams of 8972 bytes' "$T/c1.log"
+done
+
+# a signed and encrypted image, one client from the start and one that joins late
+if [ -x "$IMAGEZIP" ] && [ -z "$MC_RAW" ] &&
+	"$NDZ_BIN/imagekey" -q generate -o "$T/k" && "$NDZ_BIN/imagekey" -q generate -e -o "$T/ek" &&
+	"$IMAGEZIP" -q -r --sign "$T/k.sec" --encrypt "$T/ek.key" "$T/a.src" "$T/se.ndz"; then
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	mc_client c1 "$T/out1" -T 15 -vv --key "$T/k.pub" --key "$T/ek.key"
+	mc_joined c1
+	mc_server srv "$T/se.ndz" -W 60M -T 30 --stats-json "$T/se.json"
+	sleep 0.5
+	mc_client c2 "$T/out2" -T 15 -vv --key "$T/k.pub" --key "$T/ek.key"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "MTU 9000, signed and encrypted, one client late: both byte-identical" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2'"
+	check "MTU 9000, signed and encrypted: BLOCKS of 8 blocks" multi se
+else
+	skip "signed and encrypted: imagezip or imagekey unavailable"
+fi
+
+# -W auto finds the rate with BLOCKS as with BLOCKs
+run auto 2 -W auto:500M
+check "MTU 9000, -W auto: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+check "MTU 9000, -W auto: BLOCKS of 8 blocks" multi auto
+
+# a client that takes one block a datagram: the group falls back to BLOCKs
+CLIENT_OPTS="--max-datagram 1044" run old1 1
+check "one client --max-datagram 1044: byte-identical" [ "$GOOD" = 1 ]
+check "one client --max-datagram 1044: one block a datagram" single old1
+# and a server that sends one block a datagram: as before BLOCKS
+run srvold 2 --max-datagram 1044
+check "frisbeed --max-datagram 1044: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+check "frisbeed --max-datagram 1044: one block a datagram" single srvold
+check "frisbeed --max-datagram 1044: no CAPS asked for" sh -c "! grep -q 'told the server' '$T/c1.log'"
+
+# builds of the protocol before BLOCKS: each side old in turn. NDZ_OLD_BIN, or in
+# the plain build of a git checkout the last commit before BLOCKS, built here
+OLD_REV=a8964b5
+if [ -z "${NDZ_OLD_BIN:-}" ] && [ "${NDZ_SANITIZED:-0}" = 0 ] &&
+   git -C "$NDZ_TOP" cat-file -e "$OLD_REV^{commit}" 2>/dev/null; then
+	mkdir -p "$T/old"
+	if git -C "$NDZ_TOP" archive "$OLD_REV" | tar -x -C "$T/old" &&
+	   make -C "$T/old" -s -j2 build/bin/frisbee build/bin/frisbeed >"$T/old.log" 2>&1; then
+		NDZ_OLD_BIN="$T/old/build/bin"
+	else
+		echo "# building $OLD_REV failed: $(tail -3 "$T/old.log")"
+	fi
+fi
+if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
+	# an old client and a new one under a new server: the group falls back
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	FRISBEE="$NDZ_OLD_BIN/frisbee" mc_client c1 "$T/out1" -T 15 -vv
+	mc_client c2 "$T/out2" -T 15 -vv
+	mc_joined c1 c2
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/mixed.json"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "old frisbee and new frisbee, new frisbeed at 9000: both byte-identical" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2'"
+	check "old frisbee in the group: one block a datagram" [ "$(group mixed)" = 1 ]
+	SERVER_BIN="$NDZ_OLD_BIN/frisbeed" run oldsrv 2
+	check "new frisbee, old frisbeed: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+	check "new frisbee, old frisbeed: no CAPS sent to it" sh -c "! grep -q 'told the server' '$T/c1.log'"
+else
+	skip "old against new: no build of the protocol before BLOCKS (NDZ_OLD_BIN, or a git checkout holding $OLD_REV)"
+fi
+
+# a path that drops large datagrams: c2's interface says 9000, its link 1500 (with
+# the signed image when there is one: its manifest comes over that path first)
+netns_mtu c2 9000 1500 && netns_nofrag c2 || not_ok "a 1500-byte link to c2"
+if [ -e "$T/se.ndz" ]; then
+	ln -sf "$T/se.ndz" "$T/drop.ndz" && ln -sf "$T/se.ndz.manifest" "$T/drop.ndz.manifest"
+	CLIENT_OPTS="--key $T/k.pub --key $T/ek.key" IMAGE="$T/drop.ndz" run drop 2
+else
+	run drop 2
+fi
+check "a link that drops large datagrams: both clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+check "a link that drops large datagrams: that client stepped down" \
+	grep -q 'asking for one block a datagram' "$T/c2.log"
+check "a link that drops large datagrams: the group fell back" [ "$(group drop)" = 1 ]
+netns_mtu c2 9000
+netns_frag c2
+
+# 1% loss at 8 clients, on 9000
+for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_loss "$h" 1; done
+run loss 8
+check "MTU 9000, 1% loss, 8 clients: all byte-identical ($GOOD good)" [ "$GOOD" = 8 ]
+for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_noloss "$h"; done
+
+# on 1500: one block a datagram, as ever
+lan 1500
+for h in c1 c2; do netns_gro "$h" on; done
+run small 2
+check "MTU 1500: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+check "MTU 1500: one block a datagram" single small
+done_testing
