@@ -458,7 +458,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 		if (r->flags & NDZ_CTL_FLAG_TABLE)
 			ndz_lab_table(s->lab, now_ms, j);
 		else
-			ndz_lab_json(s->lab, now_ms, j);
+			ndz_lab_json(s->lab, now_ms, 0, j);
 		return 0;
 	case NDZ_CTL_OP_NODE_REMOVE:
 		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
@@ -504,7 +504,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 			return 0;
 		}
 		ndz_jbuf_printf(j, "{\"lab\":");
-		ndz_lab_json(s->lab, now_ms, j);
+		ndz_lab_json(s->lab, now_ms, 0, j);
 		ndz_jbuf_printf(j, ",\"master\":");
 		len = mlen;
 		if (!mjson || len == 0 || j->over || len + 2 >= j->cap - j->len) {
@@ -756,8 +756,13 @@ static size_t http_json(void *ctx, char *buf, size_t cap)
 	struct ndz_labsrv *s = ctx;
 	struct ndz_jbuf j;
 
-	ndz_jbuf_init(&j, buf, cap);
-	ndz_lab_json(s->lab, ndz_now_ms(), &j);
+	/* with each node's history; a lab too large for that without it */
+	for (size_t hist = NDZ_LAB_HISTORY;; hist = 0) {
+		ndz_jbuf_init(&j, buf, cap);
+		ndz_lab_json(s->lab, ndz_now_ms(), hist, &j);
+		if (!j.over || !hist)
+			break;
+	}
 	return j.over ? 0 : j.len;
 }
 
