@@ -17,6 +17,7 @@ struct ndz_lab {
 	struct ndz_lab_result hist[NDZ_LAB_NODES][NDZ_LAB_HISTORY];
 	uint8_t nhist[NDZ_LAB_NODES];
 	uint64_t window_ms, timeout_ms;
+	struct ndz_lab_stats st;
 	uint64_t origin_s;             /* ndz_lab_origin's: stamped on the tasks set next */
 	char origin_by[NDZ_LAB_BY_MAX + 1];
 	uint32_t batch;                /* the last batch given */
@@ -302,6 +303,24 @@ static int is_repeat(const struct ndz_lab_node *n, const struct ndz_lab_result *
 	return n->state == NDZ_LAB_FAILED && strcmp(why, last->reason) == 0;
 }
 
+const uint64_t ndz_lab_bucket_s[NDZ_LAB_BUCKETS] = { 10, 30, 60, 120, 300, 600, 1800, 3600 };
+
+static void count_result(struct ndz_lab_stats *st, const struct ndz_lab_result *r)
+{
+	st->results[r->task == NDZ_LAB_CAPTURE][r->ok]++;
+	if (r->task != NDZ_LAB_RELOAD || !r->ok)
+		return;
+	for (int b = 0; b < NDZ_LAB_BUCKETS; b++)
+		st->reload_le[b] += r->ms <= ndz_lab_bucket_s[b] * 1000;
+	st->reload_count++;
+	st->reload_ms_sum += r->ms;
+}
+
+const struct ndz_lab_stats *ndz_lab_stats(const struct ndz_lab *l)
+{
+	return &l->st;
+}
+
 int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab_report *r,
 		   uint64_t now_ms, uint64_t wall_s, struct ndz_error *e)
 {
@@ -343,6 +362,7 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 	res->wall_s = wall_s;
 	if (!res->ok)
 		clean_reason(res->reason, sizeof(res->reason), r->reason[0] ? r->reason : "no reason given");
+	count_result(&l->st, res);
 	n->bytes = n->total = n->skipped = 0;   /* the result holds them now */
 	if (res->ok)
 		set_task(n, NDZ_LAB_NONE, "", 0, 0, NULL);

@@ -84,7 +84,24 @@ struct ndz_lab_answer {
 	uint32_t wait_ms;              /* NDZ_LAB_WAIT: ask again after this */
 };
 
+/*
+ * What the lab's nodes reported since it was made (not kept in the state file):
+ * results by task (0 reload, 1 capture) and outcome (0 failed, 1 ok), and the
+ * durations (the node's own MS) of the reloads that succeeded as a histogram: of
+ * reload_count, reload_le[b] took at most ndz_lab_bucket_s[b] seconds.
+ */
+#define NDZ_LAB_BUCKETS 8
+extern const uint64_t ndz_lab_bucket_s[NDZ_LAB_BUCKETS];   /* 10 s ... 1 h */
+struct ndz_lab_stats {
+	uint64_t results[2][2];
+	uint64_t reload_le[NDZ_LAB_BUCKETS];
+	uint64_t reload_count, reload_ms_sum;
+};
+
 struct ndz_lab;
+
+/* ndz_lab_stats - the lab's figures so far; valid as long as l. */
+const struct ndz_lab_stats *ndz_lab_stats(const struct ndz_lab *l);
 
 /*
  * ndz_lab_create - an empty lab: a group waits at most window_ms for all its nodes

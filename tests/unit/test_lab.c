@@ -497,6 +497,21 @@ static void test_history(void **state)
 		assert_int_equal(r->bytes, NDZ_LAB_HISTORY + 2 - k);
 	}
 	assert_null(ndz_lab_history(l, (size_t)i, NDZ_LAB_HISTORY));
+	/* the figures for /metrics: 7 reloads ok (of 42 ms each), 4 failed, none captured */
+	{
+		const struct ndz_lab_stats *st = ndz_lab_stats(l);
+
+		assert_int_equal(st->results[0][1], 7);
+		assert_int_equal(st->results[0][0], 4);
+		assert_int_equal(st->results[1][0] + st->results[1][1], 0);
+		assert_int_equal(st->reload_count, 7);
+		assert_int_equal(st->reload_ms_sum, 7 * 42);
+		for (int b = 0; b < NDZ_LAB_BUCKETS; b++)
+			assert_int_equal(st->reload_le[b], 7);
+		/* a result sent again is not counted again */
+		assert_int_equal(report(l, M1, NDZ_LAB_OK, NDZ_LAB_HISTORY + 2, NULL, 99999), 1);
+		assert_int_equal(st->results[0][1], 7);
+	}
 	assert_ptr_equal(ndz_lab_history(l, (size_t)i, 0), ndz_lab_last(l, (size_t)i));
 	/* a group reload: the first to ask waits, 1 of 2; running says for how long */
 	ndz_lab_origin(l, 1800000000, "admin socket");
