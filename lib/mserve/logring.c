@@ -19,13 +19,15 @@ struct ndz_logring {
 	size_t next, n;                /* where the next goes; how many are kept */
 };
 
-struct ndz_logring *ndz_logring_new(void)
+int ndz_logring_new(struct ndz_logring **out, struct ndz_error *e)
 {
 	struct ndz_logring *r = calloc(1, sizeof(*r));
 
-	if (r)
-		pthread_mutex_init(&r->mu, NULL);
-	return r;
+	*out = r;
+	if (!r)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "log tail: %s", ndz_strerror(NDZ_ENOMEM));
+	pthread_mutex_init(&r->mu, NULL);
+	return 0;
 }
 
 void ndz_logring_free(struct ndz_logring *r)

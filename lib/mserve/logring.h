@@ -10,13 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/err.h"
+
 #define NDZ_LOGRING_LINES 200          /* lines kept; the oldest goes first */
 #define NDZ_LOGRING_TEXT 240           /* bytes of a line kept (longer ones are cut) */
 
 struct ndz_logring;
 
-/* ndz_logring_new - an empty ring, or NULL: no memory. ndz_logring_free accepts NULL. */
-struct ndz_logring *ndz_logring_new(void);
+/*
+ * ndz_logring_new - an empty ring: 0 and *out, or NDZ_ENOMEM with e set.
+ * ndz_logring_free accepts NULL.
+ */
+int ndz_logring_new(struct ndz_logring **out, struct ndz_error *e);
 void ndz_logring_free(struct ndz_logring *r);
 
 /*

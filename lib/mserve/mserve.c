@@ -541,8 +541,8 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	}
 	s->o = *o;
 	s->conf = conf;
-	if (!ring)
-		ring = ndz_logring_new();     /* none: no log tail, the rest as ever */
+	if (!ring && ndz_logring_new(&ring, NULL) != 0)
+		ring = NULL;                 /* no memory: no log tail, the rest as ever */
 	outer_refused = o->refused;
 	s->o.refused = ring_refused;
 	s->fd = s->tfd = -1;
