@@ -829,7 +829,7 @@ static int http_boot(void *ctx, const char *path, const struct ndz_http_conn *c,
 	if (strncmp(path, "/boot/", 6) != 0)
 		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
 	if (ndz_labcall_parse_mac(path + 6, mac, e) != 0) {
-		say(s, 1, "pxe: %s: refused GET %.80s: not a MAC address", peer, path);
+		refused(s, "pxe", peer, "pxe: GET %.80s: not a MAC address", path);
 		return NDZ_EINVAL;
 	}
 	ndz_labcall_format_mac(mac, m, sizeof(m));
@@ -879,7 +879,7 @@ static int http_file(void *ctx, const char *path, const struct ndz_http_conn *c,
 		ndz_error_set(&why, NDZ_ENOENT, 0, "no pxe-dir in the configuration");
 	fd = s->c->pxe_dir ? ndz_pxe_open(s->c->pxe_dir, path + 5, &r->size, &why) : -1;
 	if (fd < 0) {
-		say(s, 1, "pxe: %s: refused GET %.80s: %s", peer, path, ndz_error_msg(&why));
+		refused(s, "pxe", peer, "pxe: GET %.80s: %s", path, ndz_error_msg(&why));
 		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
 	}
 	r->fd = fd;

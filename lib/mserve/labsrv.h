@@ -119,7 +119,8 @@ void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now
  * script), GET /boot/MAC (the node's own script, lib/master/pxe, from
  * ndz_lab_peek: serving it changes nothing; a bad MAC is 400), GET /pxe/FILE (a
  * file of the configuration's pxe-dir, ndz_pxe_open; else 404). Every script
- * served and every file refused is told through the say hook.
+ * served is told through the say hook, every GET refused (a bad MAC, a file not
+ * served) through the refused hook.
  */
 #define NDZ_LABSRV_HTTP_EXTS 4
 struct ndz_http_ext;

@@ -553,8 +553,8 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 
 		rc = ndz_error_set(e, NDZ_EIO, 0, "run directory %s: %s%s", o->run_dir,
 				   strerror(err), err == EACCES || err == EROFS ? " (not ours to write: give one "
-				   "that is with -r DIR, or run the master as its service: systemctl "
-				   "start mfrisbeed)" : "");
+				   "that is with -r DIR, or run the master as its service: "
+				   "systemctl start mfrisbeed)" : "");
 		goto fail;
 	}
 	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s/sessions", o->run_dir) >=

@@ -84,6 +84,15 @@ for pm in "$D"/*.[1-8]; do
 done
 check "README names every manual page${missing:+; missing:$missing}" [ -z "$missing" ]
 
+# README says how to get the build dependencies, and names each of debian/control's
+deps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$NDZ_TOP/debian/control" | sed 's/^Build-Depends://' |
+	tr ',' '\n' | sed 's/[(].*//; s/^ *//; s/ *$//' | grep -v '^$' | grep -v '^Standards' |
+	grep -v '^debhelper-compat$\|^dh-sequence-')
+missing=""
+for d in $deps; do grep -q "$d" "$NDZ_TOP/README.md" || missing="$missing $d"; done
+check "README explains the build dependencies (apt-get build-dep, each of debian/control's)${missing:+; missing:$missing}" \
+	sh -c "grep -q 'apt-get build-dep' '$NDZ_TOP/README.md' && [ -z '$missing' ]"
+
 # PXE.md serves a package user as well as a source checkout: the installed builder,
 # the installed examples, next to make mfs and doc/pxe/
 check "PXE.md names the installed builder and examples, not only make mfs and doc/pxe/" \
