@@ -448,8 +448,9 @@ static enum MHD_Result ext_get(struct ndz_http *s, struct MHD_Connection *c, con
 	if (rc != 0) {
 		if (r.fd >= 0)
 			close(r.fd);
-		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ?
-			    MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
+		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ||
+			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			    ndz_error_msg(&e));
 	}
 	/* streamed from the file (sendfile where it can): the response owns fd */
 	if (!(resp = MHD_create_response_from_fd64(r.size, r.fd))) {

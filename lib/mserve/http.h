@@ -76,7 +76,8 @@ struct ndz_http_ext {
 	const char *prefix;            /* of the paths get answers ("/pxe/") */
 	/*
 	 * the GET of path (decoded, without its query) over c: 0 with r filled, or a
-	 * negative code with e saying why (NDZ_EINVAL: 400, NDZ_ENOENT: 404, else 500)
+	 * negative code with e saying why (NDZ_EINVAL: 400, NDZ_ENOENT/NDZ_ENOIMAGE:
+	 * 404, else 500)
 	 */
 	int (*get)(void *ctx, const char *path, const struct ndz_http_conn *c,
 		   struct ndz_http_reply *r, struct ndz_error *e);

@@ -42,6 +42,7 @@ idle-timeout 3
 image a $T/a.ndz allow 10.77.0.0/24 rate 4M
 group-window 60
 node-timeout 120
+wake-interface eth0
 http-listen 127.0.0.1:$HP
 token-file $T/token
 CONF
@@ -221,6 +222,42 @@ check "the master logged the refusal with the address" \
 	grep -q "127.0.0.1.*POST /lab: access denied" "$T/m.log"
 check "screenshots kept ($SHOTS)" sh -c "for f in 1-waiting 2-running 3-history; do
 	[ \"\$(head -c 8 '$SHOTS/'\$f.png | od -An -tx1 | tr -d ' ')\" = 89504e470d0a1a0a ] || exit 1; done"
+
+# the JSON API itself (doc/HTTP.md): what the page does not show
+ip netns exec "${NETNS_PFX}srv" $PY - "http://127.0.0.1:$HP" "$(cat "$T/token")" >"$T/api.out" 2>&1 <<'PY'
+import json, sys, urllib.request, urllib.error
+base, tok = sys.argv[1], sys.argv[2]
+def call(path, body=None, token=tok):
+    req = urllib.request.Request(base + path, data=None if body is None else
+                                 (body if isinstance(body, bytes) else json.dumps(body).encode()),
+                                 method="GET" if body is None else "POST")
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+out = []
+st, j = call("/image/a")
+out.append("info %d %s %s" % (st, j["name"], j["from"]))
+out.append("nope %d" % call("/image/nope")[0])
+st, j = call("/lab", {"op": "image-info", "image": "a"})
+out.append("post-info %d %s" % (st, j["info"]["name"]))
+st, j = call("/lab", {"op": "wake", "node": "room"})
+out.append("wake %d %s" % (st, j.get("woken")))
+out.append("bad-json %d" % call("/lab", b"{op: reload")[0])
+out.append("bad-op %d" % call("/lab", {"op": "format-disk", "node": "pc1"})[0])
+out.append("bad-key %d" % call("/lab", {"op": "cancel", "node": "pc1", "disk": "sda"})[0])
+out.append("no-node %d" % call("/lab", {"op": "cancel", "node": "pc9"})[0])
+out.append("no-image %d" % call("/lab", {"op": "reload", "node": "pc2", "image": "nope"})[0])
+out.append("taken %d" % call("/lab", {"op": "node-add", "mac": "52:54:00:00:00:09", "name": "pc1"})[0])
+out.append("no-token %d" % call("/lab", {"op": "cancel", "node": "pc1"}, token="")[0])
+print(" ".join(out))
+PY
+check "the JSON API: facts, wake, and its refusals ($(cat "$T/api.out"))" grep -qx \
+	"info 200 a image nope 404 post-info 200 a wake 200 3 bad-json 400 bad-op 400 bad-key 400 no-node 404 no-image 404 taken 409 no-token 403" \
+	"$T/api.out"
 
 # /metrics: the lab counted, parsed by a real Prometheus text parser
 ip netns exec "${NETNS_PFX}srv" $PY - "http://127.0.0.1:$HP/metrics" >"$T/metrics.out" 2>&1 <<'PY'
