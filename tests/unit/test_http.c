@@ -24,6 +24,7 @@
 
 #include "core/err.h"
 #include "mserve/http.h"
+#include "mserve/logring.h"
 #include "master/master.h"
 #include "master/mconf.h"
 
@@ -527,6 +528,49 @@ static void test_bytes_after_end(void **state)
 		NULL });
 }
 
+/* The log tail (logring.h): bounded, oldest first, levels named, lines cleaned and cut. */
+static void test_logring(void **state)
+{
+	static char buf[256 * 1024];
+	struct ndz_logring *r;
+	char line[400], want[64];
+
+	(void)state;
+	assert_int_equal(ndz_logring_new(&r, NULL), 0);
+	assert_int_equal(ndz_logring_json(r, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "[]");
+	for (int i = 0; i < NDZ_LOGRING_LINES + 5; i++) {
+		snprintf(line, sizeof(line), "line %d", i);
+		ndz_logring_add(r, i % 5 - 1, 1700000000 + (uint64_t)i, line);
+	}
+	assert_true(ndz_logring_json(r, buf, sizeof(buf)) > 0);
+	/* the first five went; the sixth is first */
+	assert_null(strstr(buf, "\"line 4\""));
+	assert_non_null(strstr(buf, "[{\"time\":1700000005,\"level\":\"warning\",\"text\":\"line 5\"}"));
+	snprintf(want, sizeof(want), "\"text\":\"line %d\"}]", NDZ_LOGRING_LINES + 4);
+	assert_non_null(strstr(buf, want));
+	assert_non_null(strstr(buf, "\"level\":\"refused\""));
+	assert_non_null(strstr(buf, "\"level\":\"info\""));
+	/* control characters, quotes, a long line */
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = 0;
+	memcpy(line, "a\tb\"c", 5);
+	ndz_logring_add(r, 0, 1, line);
+	assert_true(ndz_logring_json(r, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"level\":\"error\",\"text\":\"a?b\\\"c"));
+	{
+		const char *p = strstr(buf, "a?b\\\"c");
+		size_t n = strcspn(p + 6, "\"");
+
+		assert_int_equal(n, NDZ_LOGRING_TEXT - 5);   /* cut at NDZ_LOGRING_TEXT bytes */
+	}
+	/* too small a buffer: nothing, not a cut array */
+	assert_int_equal(ndz_logring_json(r, buf, 100), 0);
+	ndz_logring_add(NULL, 0, 0, "nothing");       /* no ring: nothing */
+	ndz_logring_free(r);
+	ndz_logring_free(NULL);
+}
+
 static void test_bind_fail(void **state)
 {
 	struct ndz_mconf_listen at = { htonl(INADDR_LOOPBACK), fx.port };
@@ -557,6 +601,7 @@ int main(void)
 		cmocka_unit_test(test_conf),
 		cmocka_unit_test(test_bind_fail),
 		cmocka_unit_test(test_bytes_after_end),
+		cmocka_unit_test(test_logring),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
