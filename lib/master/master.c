@@ -427,7 +427,12 @@ static struct ndz_master_sent *sent_entry(struct ndz_master *m, const char *imag
 			return &m->sent[i];
 	if (m->nsent == NDZ_MASTER_SENT_IMAGES)
 		return NULL;
-	snprintf(m->sent[m->nsent].image, sizeof(m->sent[0].image), "%s", image);
+	{
+		size_t n = strnlen(image, sizeof(m->sent[0].image) - 1);
+
+		memcpy(m->sent[m->nsent].image, image, n);   /* a session's name: never the same bytes */
+		m->sent[m->nsent].image[n] = 0;
+	}
 	m->sent[m->nsent].bytes = 0;
 	return &m->sent[m->nsent++];
 }
