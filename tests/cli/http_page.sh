@@ -177,9 +177,11 @@ async function msgAfter(page, sel) {   // click, then the action's answer
     const code = await frDone;
     check(code === 0, 'the real frisbee in n1 completes (' + code + ' ' + frErr.slice(-200) + ')');
     check(node('pc1', 'ok', String(total), '9000', '0') === 'ok', 'pc1 reports ok');
-    check(await until(page, () => !document.querySelector('#tasks tr') &&
+    check(await until(page, () => !document.querySelector('#tasks tr[id^="task-"]') &&
+      /^pc1reload adone.*9 s/.test(document.getElementById('done-pc1').textContent) &&
+      /^pc2reload adone/.test(document.getElementById('done-pc2').textContent) &&
       /1 result/.test(document.querySelector('#node-pc1 details summary').textContent)),
-      'the tasks list is empty, pc1 has its result');
+      'no task left; pc1 and pc2 listed done, with how long they took; pc1 has its result');
     // a second reload of pc1 and a failure: two results, newest first
     await type(page, '#rl-target', 'pc1');
     m = await msgAfter(page, '#rl-btn');
