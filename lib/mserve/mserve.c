@@ -82,7 +82,7 @@ static void ring_refused(const char *rule, const char *addr, const char *fmt, ..
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	snprintf(line, sizeof(line), "refused (%s) %s: %s", rule, addr, msg);
+	snprintf(line, sizeof(line), "(%s) %s: %s", rule, addr, msg);
 	ndz_logring_add(ring, 3, (uint64_t)time(NULL), line);
 	if (outer_refused)
 		outer_refused(rule, addr, "%s", msg);

@@ -196,7 +196,7 @@ async function msgAfter(page, sel) {   // click, then the action's answer
       tr.cells[3].textContent === 'no' && tr.cells[6].textContent === 'pc1, pc2'), E.T + '/a.ndz', 20000),
       'the images table: chunks, signed, the nodes that use it');
     // the log tail has the refusal with the address
-    check(await until(page, () => /refused \(admin token\) 127\.0\.0\.1: POST \/lab/.test(document.getElementById('log').textContent)),
+    check(await until(page, () => /refused: \(admin token\) 127\.0\.0\.1: POST \/lab/.test(document.getElementById('log').textContent)),
       "the page's log tail shows the refused action with its address");
     await page.evaluate(() => document.querySelectorAll('details').forEach(d => { d.open = true; }));
     await shot(page, '3-history');
