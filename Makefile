@@ -78,6 +78,9 @@ $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(ALL_CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
+# the page the master serves is built in (.incbin), so its object depends on it
+$(O)/lib/mserve/page.o: lib/mserve/page.html
+
 $(LIBNDZ): $(call obj,$(LIB_SRC))
 	$(QAR)rm -f $@ && ar rcs $@ $^
 $(LIBFS): $(call obj,$(FS_SRC))

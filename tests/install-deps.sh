@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and the tests need, when missing (root only).
 set -u
 PKGS="build-essential zlib1g-dev libzstd-dev libdeflate-dev libisal-dev libsodium-dev libssl-dev nettle-dev libcmocka-dev libext2fs-dev
-      libmicrohttpd-dev chromium python3-prometheus-client
+      libmicrohttpd-dev chromium python3-prometheus-client nodejs
       ntfs-3g ntfs-3g-dev e2fsprogs makefs fdisk gdisk dosfstools exfatprogs exfat-fuse xfsprogs btrfs-progs lvm2 mtools
       util-linux pigz iproute2 nftables ethtool iperf3
       valgrind time bc clang libclang-rt-14-dev partclone udpcast procps kmod
@@ -13,6 +13,8 @@ for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 		missing="$missing $p"
 done
+# npm drives the browser test (puppeteer-core); a nodejs that brings its own npm is kept
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "install-deps: missing packages:$missing (run as root to install them)" >&2

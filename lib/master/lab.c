@@ -12,8 +12,14 @@
 
 struct ndz_lab {
 	struct ndz_lab_node n[NDZ_LAB_NODES];
-	struct ndz_lab_result last[NDZ_LAB_NODES];
+	/* each node's results, newest first ([0] is its last result), at most
+	   NDZ_LAB_HISTORY; nhist of them set */
+	struct ndz_lab_result hist[NDZ_LAB_NODES][NDZ_LAB_HISTORY];
+	uint8_t nhist[NDZ_LAB_NODES];
 	uint64_t window_ms, timeout_ms;
+	struct ndz_lab_stats st;
+	uint64_t origin_s;             /* ndz_lab_origin's: stamped on the tasks set next */
+	char origin_by[NDZ_LAB_BY_MAX + 1];
 	uint32_t batch;                /* the last batch given */
 	int changed;
 };
@@ -100,7 +106,8 @@ int ndz_lab_node_add(struct ndz_lab *l, const uint8_t mac[6], const char *name,
 			return ndz_error_set(e, NDZ_ERANGE, 0, "node %s: the lab holds %d nodes",
 					     m, NDZ_LAB_NODES);
 		memset(&l->n[i], 0, sizeof(l->n[i]));
-		memset(&l->last[i], 0, sizeof(l->last[i]));
+		memset(l->hist[i], 0, sizeof(l->hist[i]));
+		l->nhist[i] = 0;
 		l->n[i].used = 1;
 		memcpy(l->n[i].mac, mac, 6);
 	}
@@ -117,14 +124,18 @@ int ndz_lab_node_remove(struct ndz_lab *l, const char *key, struct ndz_error *e)
 	if (i < 0)
 		return ndz_error_set(e, NDZ_ENOENT, 0, "node '%.64s': no such node", key);
 	memset(&l->n[i], 0, sizeof(l->n[i]));
-	memset(&l->last[i], 0, sizeof(l->last[i]));
+	memset(l->hist[i], 0, sizeof(l->hist[i]));
+	l->nhist[i] = 0;
 	l->changed = 1;
 	return 0;
 }
 
 static void set_task(struct ndz_lab_node *n, uint8_t task, const char *arg, uint8_t opts,
-		     uint32_t batch)
+		     uint32_t batch, const struct ndz_lab *l)
 {
+	n->set_s = l && task != NDZ_LAB_NONE ? l->origin_s : 0;
+	snprintf(n->by, sizeof(n->by), "%s", l && task != NDZ_LAB_NONE ? l->origin_by : "");
+	n->started_ms = 0;
 	n->task = task;
 	n->opts = task == NDZ_LAB_RELOAD ? opts : 0;
 	snprintf(n->arg, sizeof(n->arg), "%s", task == NDZ_LAB_NONE ? "" : arg);
@@ -156,7 +167,7 @@ int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char
 		if (task == NDZ_LAB_CAPTURE && i < 0)
 			return ndz_error_set(e, NDZ_EINVAL, 0, "group '%.64s': a capture names one node",
 					     target);
-		set_task(n, task, arg, opts, l->batch);
+		set_task(n, task, arg, opts, l->batch, l);
 		if (macs && (size_t)count < cap)
 			memcpy(macs[count], n->mac, 6);
 		count++;
@@ -179,7 +190,7 @@ size_t ndz_lab_image_tasks(struct ndz_lab *l, const char *image, const char *to)
 			continue;
 		count++;
 		if (to && !to[0])
-			set_task(n, NDZ_LAB_NONE, NULL, 0, 0);
+			set_task(n, NDZ_LAB_NONE, NULL, 0, 0, NULL);
 		else if (to)
 			snprintf(n->arg, sizeof(n->arg), "%s", to);
 	}
@@ -245,6 +256,8 @@ void ndz_lab_ask(struct ndz_lab *l, const uint8_t mac[6], uint32_t addr, uint64_
 	a->task = n->task;
 	a->opts = n->opts;
 	memcpy(a->arg, n->arg, sizeof(a->arg));
+	if (!n->started_ms)
+		n->started_ms = now_ms ? now_ms : 1;
 	n->state = NDZ_LAB_RUNNING;
 }
 
@@ -290,6 +303,24 @@ static int is_repeat(const struct ndz_lab_node *n, const struct ndz_lab_result *
 	return n->state == NDZ_LAB_FAILED && strcmp(why, last->reason) == 0;
 }
 
+const uint64_t ndz_lab_bucket_s[NDZ_LAB_BUCKETS] = { 10, 30, 60, 120, 300, 600, 1800, 3600 };
+
+static void count_result(struct ndz_lab_stats *st, const struct ndz_lab_result *r)
+{
+	st->results[r->task == NDZ_LAB_CAPTURE][r->ok]++;
+	if (r->task != NDZ_LAB_RELOAD || !r->ok)
+		return;
+	for (int b = 0; b < NDZ_LAB_BUCKETS; b++)
+		st->reload_le[b] += r->ms <= ndz_lab_bucket_s[b] * 1000;
+	st->reload_count++;
+	st->reload_ms_sum += r->ms;
+}
+
+const struct ndz_lab_stats *ndz_lab_stats(const struct ndz_lab *l)
+{
+	return &l->st;
+}
+
 int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab_report *r,
 		   uint64_t now_ms, uint64_t wall_s, struct ndz_error *e)
 {
@@ -301,7 +332,7 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 	ndz_labcall_format_mac(mac, m, sizeof(m));
 	if (r->kind > NDZ_LAB_FAIL)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "node %s: bad report kind %u", m, r->kind);
-	if (n && is_repeat(n, &l->last[i], r)) {
+	if (n && is_repeat(n, &l->hist[i][0], r)) {
 		n->heard_ms = now_ms;
 		return 1;
 	}
@@ -315,7 +346,11 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 		n->state = NDZ_LAB_RUNNING;
 		return 0;
 	}
-	res = &l->last[i];
+	/* the history moves down one; the oldest result beyond NDZ_LAB_HISTORY goes */
+	memmove(&l->hist[i][1], &l->hist[i][0], sizeof(l->hist[i][0]) * (NDZ_LAB_HISTORY - 1));
+	if (l->nhist[i] < NDZ_LAB_HISTORY)
+		l->nhist[i]++;
+	res = &l->hist[i][0];
 	memset(res, 0, sizeof(*res));
 	res->set = 1;
 	res->ok = r->kind == NDZ_LAB_OK;
@@ -327,9 +362,10 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 	res->wall_s = wall_s;
 	if (!res->ok)
 		clean_reason(res->reason, sizeof(res->reason), r->reason[0] ? r->reason : "no reason given");
+	count_result(&l->st, res);
 	n->bytes = n->total = n->skipped = 0;   /* the result holds them now */
 	if (res->ok)
-		set_task(n, NDZ_LAB_NONE, "", 0, 0);
+		set_task(n, NDZ_LAB_NONE, "", 0, 0, NULL);
 	else
 		n->state = NDZ_LAB_FAILED;
 	l->changed = 1;
@@ -372,7 +408,18 @@ const struct ndz_lab_node *ndz_lab_node(const struct ndz_lab *l, size_t i)
 
 const struct ndz_lab_result *ndz_lab_last(const struct ndz_lab *l, size_t i)
 {
-	return &l->last[i];
+	return &l->hist[i][0];
+}
+
+const struct ndz_lab_result *ndz_lab_history(const struct ndz_lab *l, size_t i, size_t k)
+{
+	return k < l->nhist[i] ? &l->hist[i][k] : NULL;
+}
+
+void ndz_lab_origin(struct ndz_lab *l, uint64_t wall_s, const char *by)
+{
+	l->origin_s = wall_s;
+	snprintf(l->origin_by, sizeof(l->origin_by), "%s", by ? by : "");
 }
 
 static const char *const states[] = { "idle", "pending", "running", "lost", "failed" };
@@ -384,14 +431,41 @@ const char *ndz_lab_strstate(unsigned state)
 
 static const char *const optnames[] = { "seed", "zero", "verify" };
 
-void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
+/* one result as JSON */
+static void result_json(const struct ndz_lab_result *r, struct ndz_jbuf *j)
+{
+	ndz_jbuf_printf(j, "{\"ok\":%s,\"task\":\"%s\",\"image\":", r->ok ? "true" : "false",
+			ndz_labcall_strtask(r->task));
+	ndz_jbuf_string(j, r->arg);
+	ndz_jbuf_printf(j, ",\"bytes\":%" PRIu64 ",\"ms\":%" PRIu64 ",\"skipped\":%" PRIu64
+			",\"time\":%" PRIu64 ",\"reason\":", r->bytes, r->ms, r->skipped, r->wall_s);
+	ndz_jbuf_string(j, r->reason);
+	ndz_jbuf_printf(j, "}");
+}
+
+/* Of n's batch (a reload not yet started): its pending nodes that asked, and all. */
+static void batch_count(const struct ndz_lab *l, uint32_t b, unsigned *asked, unsigned *of)
+{
+	*asked = *of = 0;
+	for (int k = 0; k < NDZ_LAB_NODES; k++) {
+		const struct ndz_lab_node *n = &l->n[k];
+
+		if (!n->used || n->batch != b || n->task != NDZ_LAB_RELOAD ||
+		    n->state != NDZ_LAB_PENDING)
+			continue;
+		++*of;
+		*asked += n->asked_ms != 0;
+	}
+}
+
+void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, size_t hist, struct ndz_jbuf *j)
 {
 	int first = 1;
 
 	ndz_jbuf_printf(j, "{\"nodes\":[");
 	for (int k = 0; k < NDZ_LAB_NODES; k++) {
 		const struct ndz_lab_node *n = &l->n[k];
-		const struct ndz_lab_result *r = &l->last[k];
+		const struct ndz_lab_result *r = &l->hist[k][0];
 		char m[18], a[INET_ADDRSTRLEN] = "";
 		struct in_addr in = { .s_addr = n->addr };
 
@@ -416,18 +490,32 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 				",\"skipped\":%" PRIu64 ",\"silent_ms\":%" PRIu64 ",\"last\":",
 				ndz_lab_strstate(n->state), n->bytes, n->total, n->skipped,
 				n->heard_ms && now_ms > n->heard_ms ? now_ms - n->heard_ms : 0);
-		if (!r->set) {
-			ndz_jbuf_printf(j, "null}");
-			continue;
+		if (r->set)
+			result_json(r, j);
+		else
+			ndz_jbuf_printf(j, "null");
+		ndz_jbuf_printf(j, ",\"set_time\":%" PRIu64 ",\"by\":", n->set_s);
+		ndz_jbuf_string(j, n->by);
+		ndz_jbuf_printf(j, ",\"running_ms\":%" PRIu64 ",\"waiting\":",
+				n->started_ms && now_ms > n->started_ms &&
+				(n->state == NDZ_LAB_RUNNING || n->state == NDZ_LAB_LOST) ?
+				now_ms - n->started_ms : 0);
+		if (n->task == NDZ_LAB_RELOAD && n->state == NDZ_LAB_PENDING && !n->go &&
+		    n->asked_ms) {
+			unsigned asked, of;
+
+			batch_count(l, n->batch, &asked, &of);
+			ndz_jbuf_printf(j, "{\"asked\":%u,\"of\":%u}", asked, of);
+		} else {
+			ndz_jbuf_printf(j, "null");
 		}
-		ndz_jbuf_printf(j, "{\"ok\":%s,\"task\":\"%s\",\"image\":", r->ok ? "true" : "false",
-				ndz_labcall_strtask(r->task));
-		ndz_jbuf_string(j, r->arg);
-		ndz_jbuf_printf(j, ",\"bytes\":%" PRIu64 ",\"ms\":%" PRIu64 ",\"skipped\":%" PRIu64
-				",\"time\":%" PRIu64 ",\"reason\":", r->bytes, r->ms, r->skipped,
-				r->wall_s);
-		ndz_jbuf_string(j, r->reason);
-		ndz_jbuf_printf(j, "}}");
+		ndz_jbuf_printf(j, ",\"history\":[");
+		for (unsigned h = 0; h < l->nhist[k] && h < hist; h++) {
+			if (h)
+				ndz_jbuf_printf(j, ",");
+			result_json(&l->hist[k][h], j);
+		}
+		ndz_jbuf_printf(j, "]}");
 	}
 	ndz_jbuf_printf(j, "]}");
 }
@@ -458,7 +546,7 @@ void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 			"TASK", "STATE", "PROGRESS", "LAST RESULT");
 	for (int k = 0; k < NDZ_LAB_NODES; k++) {
 		const struct ndz_lab_node *n = &l->n[k];
-		const struct ndz_lab_result *r = &l->last[k];
+		const struct ndz_lab_result *r = &l->hist[k][0];
 		char m[18], task[96], prog[48] = "-", last[320] = "-", h[24];
 
 		if (!n->used)
@@ -506,7 +594,8 @@ static void opts_text(uint8_t opts, char *buf, size_t cap)
 
 int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 {
-	size_t cap = 64 + (size_t)NDZ_LAB_NODES * 1024, len;  /* a line is at most ~800 */
+	/* a node's line is at most ~800 bytes, a result's ~400 */
+	size_t cap = 64 + (size_t)NDZ_LAB_NODES * (1024 + NDZ_LAB_HISTORY * 512), len;
 	char *buf = malloc(cap);
 	int rc;
 
@@ -515,7 +604,7 @@ int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 	len = (size_t)snprintf(buf, cap, HEADER);
 	for (int k = 0; k < NDZ_LAB_NODES && len < cap; k++) {
 		const struct ndz_lab_node *n = &l->n[k];
-		const struct ndz_lab_result *r = &l->last[k];
+		const struct ndz_lab_result *r = &l->hist[k][0];
 		char m[18], o[24];
 		uint8_t st = n->state == NDZ_LAB_RUNNING || n->state == NDZ_LAB_LOST ?
 			     NDZ_LAB_PENDING : n->state;
@@ -532,6 +621,15 @@ int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 					!r->set ? "-" : r->ok ? "ok" : "failed",
 					r->set ? ndz_labcall_strtask(r->task) : "-", dash(r->arg),
 					r->bytes, r->ms, r->skipped, r->wall_s, dash(r->reason));
+		/* the older results, newest first (doc/PROTOCOL.md) */
+		for (unsigned h = 1; h < l->nhist[k] && len < cap; h++) {
+			r = &l->hist[k][h];
+			len += (size_t)snprintf(buf + len, cap - len, "result %s %s %s %s %" PRIu64
+						" %" PRIu64 " %" PRIu64 " %" PRIu64 " %s\n", m,
+						r->ok ? "ok" : "failed", ndz_labcall_strtask(r->task),
+						dash(r->arg), r->bytes, r->ms, r->skipped, r->wall_s,
+						dash(r->reason));
+		}
 	}
 	rc = len < cap ? ndz_file_replace(path, buf, len, 0640, e) :
 	     ndz_error_set(e, NDZ_ERANGE, 0, "%s: the lab does not fit", path);
@@ -575,9 +673,46 @@ static int name_field(const char *s, char *dst)
 	return 0;
 }
 
+/*
+ * An older result of a node given above it ("result MAC ok|failed TASK IMAGE BYTES MS
+ * SKIPPED TIME REASON"), after those already read; -1 when it is not one of ours.
+ */
+static int parse_result(struct ndz_lab *l, char *line)
+{
+	char *f[9], *reason;
+	struct ndz_lab_result r = { .set = 1 };
+	uint8_t mac[6];
+	uint64_t v[4];
+	int i, ok, task;
+
+	if (ndz_fields_split(line, " ", 0, f, 9, &reason) != 9 || !reason ||
+	    strcmp(f[0], "result") != 0 || ndz_labcall_parse_mac(f[1], mac, NULL) ||
+	    (i = by_mac(l, mac)) < 0 || !l->nhist[i] || l->nhist[i] >= NDZ_LAB_HISTORY ||
+	    (ok = word(f[2], (const char *const[]){ "failed", "ok" }, 2)) < 0 ||
+	    ((task = task_word(f[3], 3)) != NDZ_LAB_RELOAD && task != NDZ_LAB_CAPTURE) ||
+	    name_field(f[4], r.arg))
+		return -1;
+	for (int k = 0; k < 4; k++)
+		if (u64_field(f[5 + k], &v[k]))
+			return -1;
+	r.ok = ok;
+	r.task = (uint8_t)task;
+	r.bytes = v[0];
+	r.ms = v[1];
+	r.skipped = v[2];
+	r.wall_s = v[3];
+	if (strcmp(reason, "-") != 0)
+		clean_reason(r.reason, sizeof(r.reason), reason);
+	l->hist[i][l->nhist[i]++] = r;
+	return 0;
+}
+
 /* One line (without its newline) into slot k; -1 when it is not one of ours. */
 static int parse_line(struct ndz_lab *l, char *line)
 {
+	if (strncmp(line, "result ", 7) == 0)
+		return parse_result(l, line);
+
 	char *f[15], *reason, *o[8];
 	struct ndz_lab_node n = { .used = 1 };
 	struct ndz_lab_result r = { 0 };
@@ -634,7 +769,8 @@ static int parse_line(struct ndz_lab *l, char *line)
 	if (k == NDZ_LAB_NODES)
 		return -1;
 	l->n[k] = n;
-	l->last[k] = r;
+	l->hist[k][0] = r;
+	l->nhist[k] = r.set;
 	if (n.batch > l->batch)
 		l->batch = n.batch;
 	return 0;

@@ -18,6 +18,8 @@
 
 #define NDZ_LAB_NODES 1024             /* table size */
 #define NDZ_LAB_REASON_MAX NDZ_CTL_TEXT_MAX  /* a failure's reason, bytes */
+#define NDZ_LAB_HISTORY 8              /* results kept per node, the last among them */
+#define NDZ_LAB_BY_MAX 47              /* who set a task ("admin socket", "http 10.0.0.5") */
 #define NDZ_LAB_TIMEOUT_MS 60000       /* a running node silent this long is lost */
 /*
  * A node told to wait asks again after at most this: it learns that its group
@@ -62,6 +64,9 @@ struct ndz_lab_node {
 	uint64_t asked_ms;             /* its first ask since the task was set; 0: none */
 	uint64_t heard_ms;             /* its last ask or report */
 	uint64_t bytes, total, skipped;   /* progress of the running task */
+	uint64_t set_s;                /* when the task was set, Unix seconds (ndz_lab_origin); 0 */
+	char by[NDZ_LAB_BY_MAX + 1];   /* by whom (ndz_lab_origin); "" */
+	uint64_t started_ms;           /* when it was told to start; 0: not yet */
 };
 
 /* A report from a node (doc/PROTOCOL.md, "Lab messages"). */
@@ -79,7 +84,24 @@ struct ndz_lab_answer {
 	uint32_t wait_ms;              /* NDZ_LAB_WAIT: ask again after this */
 };
 
+/*
+ * What the lab's nodes reported since it was made (not kept in the state file):
+ * results by task (0 reload, 1 capture) and outcome (0 failed, 1 ok), and the
+ * durations (the node's own MS) of the reloads that succeeded as a histogram: of
+ * reload_count, reload_le[b] took at most ndz_lab_bucket_s[b] seconds.
+ */
+#define NDZ_LAB_BUCKETS 8
+extern const uint64_t ndz_lab_bucket_s[NDZ_LAB_BUCKETS];   /* 10 s ... 1 h */
+struct ndz_lab_stats {
+	uint64_t results[2][2];
+	uint64_t reload_le[NDZ_LAB_BUCKETS];
+	uint64_t reload_count, reload_ms_sum;
+};
+
 struct ndz_lab;
+
+/* ndz_lab_stats - the lab's figures so far; valid as long as l. */
+const struct ndz_lab_stats *ndz_lab_stats(const struct ndz_lab *l);
 
 /*
  * ndz_lab_create - an empty lab: a group waits at most window_ms for all its nodes
@@ -183,6 +205,17 @@ void ndz_lab_copy(struct ndz_lab *dst, const struct ndz_lab *src);
 const struct ndz_lab_node *ndz_lab_node(const struct ndz_lab *l, size_t i);
 /* ndz_lab_last - the last result of slot i. */
 const struct ndz_lab_result *ndz_lab_last(const struct ndz_lab *l, size_t i);
+/*
+ * ndz_lab_history - the k-th result of slot i, newest first (k 0 is ndz_lab_last's),
+ * or NULL past the last kept: a node keeps its NDZ_LAB_HISTORY newest results (in
+ * the state file too); the oldest goes when a new one comes.
+ */
+const struct ndz_lab_result *ndz_lab_history(const struct ndz_lab *l, size_t i, size_t k);
+/*
+ * ndz_lab_origin - the tasks ndz_lab_task sets from now on were set at wall_s (Unix
+ * seconds) by by (NDZ_LAB_BY_MAX bytes kept; "" or NULL: not told). Not saved.
+ */
+void ndz_lab_origin(struct ndz_lab *l, uint64_t wall_s, const char *by);
 /* ndz_lab_find - the slot of the node key names (MAC or name), or -1. */
 int ndz_lab_find(const struct ndz_lab *l, const char *key);
 /* ndz_lab_count - nodes known. */
@@ -196,9 +229,13 @@ const char *ndz_lab_strstate(unsigned state);
  * ndz_lab_json - the lab as JSON into j: {"nodes":[{"mac":..,"name":..,"group":..,
  * "addr":..,"task":..,"image":..,"opts":[..],"state":..,"bytes":..,"total":..,
  * "skipped":..,"silent_ms":..,"last":{"ok":..,"task":..,"image":..,"bytes":..,
- * "ms":..,"skipped":..,"time":..,"reason":..}}]}. now_ms gives silent_ms.
+ * "ms":..,"skipped":..,"time":..,"reason":..},"set_time":..,"by":..,"running_ms":..,
+ * "waiting":{"asked":K,"of":N} or null,"history":[results as "last", newest first,
+ * at most hist of them]}]}.
+ * now_ms gives silent_ms and running_ms; waiting is set on a reload's node that asked
+ * and waits for its batch: K of the batch's N pending nodes asked.
  */
-void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j);
+void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, size_t hist, struct ndz_jbuf *j);
 
 /*
  * ndz_lab_table - the nodes as a table for people into j, one line each under a

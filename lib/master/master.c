@@ -33,6 +33,10 @@ struct ndz_master {
 	void *hold_ctx;
 	int hold_ask;                  /* 1: a GET asks the program (NDZ_MASTER_HOLD) */
 	int held_pid;                  /* told held (ndz_master_held), for the next GET */
+	uint64_t seen[NDZ_MASTER_SESSIONS];  /* each session's bytes sent, as last noted */
+	struct ndz_master_sent sent[NDZ_MASTER_SENT_IMAGES];  /* of ended sessions, by image */
+	size_t nsent;
+	uint64_t sent_other;           /* of images past the table's end */
 };
 
 int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct ndz_error *e)
@@ -398,6 +402,7 @@ void ndz_master_started(struct ndz_master *m, int slot, int pid, const uint8_t u
 	s->source_bytes = source_bytes;
 	s->started_ns = now_ns;
 	s->clients = 1;
+	m->seen[slot] = 0;
 	m->n.started++;
 	m->n.ok++;
 }
@@ -414,12 +419,74 @@ void ndz_master_served(struct ndz_master *m, int slot)
 	m->n.ok++;
 }
 
+/* The image's entry of the bytes-sent table, made when new; NULL: the table is full. */
+static struct ndz_master_sent *sent_entry(struct ndz_master *m, const char *image)
+{
+	for (size_t i = 0; i < m->nsent; i++)
+		if (strcmp(m->sent[i].image, image) == 0)
+			return &m->sent[i];
+	if (m->nsent == NDZ_MASTER_SENT_IMAGES)
+		return NULL;
+	{
+		size_t n = strnlen(image, sizeof(m->sent[0].image) - 1);
+
+		memcpy(m->sent[m->nsent].image, image, n);   /* a session's name: never the same bytes */
+		m->sent[m->nsent].image[n] = 0;
+	}
+	m->sent[m->nsent].bytes = 0;
+	return &m->sent[m->nsent++];
+}
+
+void ndz_master_note_sent(struct ndz_master *m, int slot, int pid, uint64_t bytes)
+{
+	if (slot < 0 || slot >= NDZ_MASTER_SESSIONS || pid <= 0 || m->s[slot].pid != pid)
+		return;
+	(void)sent_entry(m, m->s[slot].image);  /* listed from its first note on */
+	if (bytes > m->seen[slot])
+		m->seen[slot] = bytes;
+}
+
+/* The session in slot ends: what it sent stays with its image. */
+static void fold_sent(struct ndz_master *m, size_t slot)
+{
+	struct ndz_master_sent *e;
+
+	if (!m->seen[slot])
+		return;
+	if ((e = sent_entry(m, m->s[slot].image)))
+		e->bytes += m->seen[slot];
+	else
+		m->sent_other += m->seen[slot];
+	m->seen[slot] = 0;
+}
+
+size_t ndz_master_sent(const struct ndz_master *m, struct ndz_master_sent *out, size_t cap,
+		       uint64_t *other)
+{
+	size_t n = m->nsent < cap ? m->nsent : cap;
+
+	memcpy(out, m->sent, n * sizeof(*out));
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		if (m->s[i].pid <= 0 || !m->seen[i])
+			continue;
+		for (size_t k = 0; k < n; k++)
+			if (strcmp(out[k].image, m->s[i].image) == 0) {
+				out[k].bytes += m->seen[i];
+				break;
+			}
+	}
+	if (other)
+		*other = m->sent_other;
+	return n;
+}
+
 int ndz_master_end(struct ndz_master *m, int pid)
 {
 	if (pid <= 0)
 		return -1;
 	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++)
 		if (m->s[i].pid == pid) {
+			fold_sent(m, i);
 			memset(&m->s[i], 0, sizeof(m->s[i]));
 			m->n.ended++;
 			return (int)i;

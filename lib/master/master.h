@@ -226,6 +226,31 @@ void ndz_master_start_failed(struct ndz_master *m, int slot);
 /* ndz_master_served - one more GET reply names the running session in slot. */
 void ndz_master_served(struct ndz_master *m, int slot);
 
+/* Bytes sent for one image, by the sessions that served it (ndz_master_sent). */
+#define NDZ_MASTER_SENT_IMAGES 1024    /* images counted apart; more are counted together */
+struct ndz_master_sent {
+	char image[NDZ_CTL_NAME_MAX + 1];
+	uint64_t bytes;
+};
+
+/*
+ * ndz_master_note_sent - the running session in slot, frisbeed pid, has sent bytes
+ * in all (its own statistics, ndz_master_live's bytes_sent, asked by the program):
+ * kept as its image's when it ends. A smaller figure than noted before, or a slot
+ * no longer pid's, changes nothing.
+ */
+void ndz_master_note_sent(struct ndz_master *m, int slot, int pid, uint64_t bytes);
+
+/*
+ * ndz_master_sent - the bytes sent per image since the master started: the ended
+ * sessions' (as last noted) and the running ones' noted so far, a counter that
+ * never goes back while the master runs, whatever ends. Up to cap images into out,
+ * in the order first noted; returns how many. *other (may be NULL): bytes of images
+ * past NDZ_MASTER_SENT_IMAGES.
+ */
+size_t ndz_master_sent(const struct ndz_master *m, struct ndz_master_sent *out, size_t cap,
+		       uint64_t *other);
+
 /*
  * ndz_master_end - the frisbeed pid has left: its slot is freed. Returns the slot
  * it had, or -1 when no session has that pid.

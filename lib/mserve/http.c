@@ -42,91 +42,8 @@ struct post {
 	char body[NDZ_HTTP_BODY_MAX + 1];
 };
 
-static const char page[] =
-	"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-	"<title>mfrisbeed</title>\n<style>\n"
-	"body{font-family:sans-serif;margin:1em 2em}table{border-collapse:collapse;margin-bottom:1em}\n"
-	"td,th{border:1px solid #bbb;padding:.2em .6em;text-align:left}th{background:#eee}\n"
-	"#state{color:#666}\n</style></head><body>\n"
-	"<h1>mfrisbeed</h1><p id=\"state\">loading…</p>\n"
-	"<h2>Sessions</h2><table><thead><tr><th>image</th><th>group</th><th>port</th>"
-	"<th>clients</th><th>receivers</th><th>bytes sent</th><th>rate</th><th>age</th></tr>"
-	"</thead><tbody id=\"sessions\"></tbody></table>\n"
-	"<h2>Clients</h2><table><thead><tr><th>image</th><th>address</th><th>state</th>"
-	"<th>progress</th><th>written</th><th>rate</th><th>last heard</th></tr></thead>"
-	"<tbody id=\"clients\"></tbody></table>\n"
-	"<h2>Nodes</h2><table><thead><tr><th>MAC</th><th>name</th><th>group</th><th>task</th>"
-	"<th>state</th><th>progress</th><th>last result</th></tr></thead>"
-	"<tbody id=\"nodes\"></tbody></table>\n"
-	"<h2>Uploads</h2><table><thead><tr><th>image</th><th>from</th></tr></thead>"
-	"<tbody id=\"uploads\"></tbody></table>\n"
-	"<h2>Images</h2><table><thead><tr><th>name</th><th>path</th><th>rate</th></tr></thead>"
-	"<tbody id=\"images\"></tbody></table>\n"
-	"<h2>Counters</h2><table><tbody id=\"counters\"></tbody></table>\n"
-	"<div id=\"extra\"></div>\n"
-	"<script>\n"
-	"'use strict';\n"
-	"const last = {};\n"
-	"function fmt(n, unit) {\n"
-	"  const k = ['', 'k', 'M', 'G', 'T']; let i = 0;\n"
-	"  while (n >= 1000 && i < 4) { n /= 1000; i++; }\n"
-	"  return (i ? n.toFixed(1) : String(Math.round(n))) + ' ' + k[i] + unit;\n"
-	"}\n"
-	"function pct(a, b) { return b ? (100 * a / b).toFixed(1) + ' %' : ''; }\n"
-	"function fill(id, rows) {\n"
-	"  const tb = document.getElementById(id); tb.textContent = '';\n"
-	"  for (const r of rows) {\n"
-	"    const tr = document.createElement('tr');\n"
-	"    for (const c of r) { const td = document.createElement('td');"
-	" td.textContent = c; tr.appendChild(td); }\n"
-	"    tb.appendChild(tr);\n"
-	"  }\n"
-	"}\n"
-	"function show(s) {\n"
-	"  const now = Date.now();\n"
-	"  fill('sessions', (s.sessions || []).map(x => {\n"
-	"    const key = x.image + ' ' + x.group + ' ' + x.pid, p = last[key];\n"
-	"    const rate = p && now > p.t ? (x.bytes_sent - p.b) * 8000 / (now - p.t) : 0;\n"
-	"    last[key] = { t: now, b: x.bytes_sent };\n"
-	"    return [x.image, x.group, x.port, x.clients, x.receivers, fmt(x.bytes_sent, 'B'),"
-	" fmt(Math.max(rate, 0), 'bit/s'), x.age_s + ' s'];\n"
-	"  }));\n"
-	"  const cl = [];\n"
-	"  for (const x of s.sessions || [])\n"
-	"    for (const c of x.client_list || [])\n"
-	"      cl.push([x.image, c.address, c.state, pct(c.chunks_done, c.chunks_total),"
-	" fmt(c.bytes_written, 'B'), fmt(c.write_bps, 'bit/s'), c.age_s + ' s ago']);\n"
-	"  fill('clients', cl);\n"
-	"  fill('nodes', ((s.lab || {}).nodes || []).map(n => [n.mac, n.name, n.group,"
-	" n.task === 'none' ? '' : n.task + ' ' + n.image + (n.opts.length ? ' (' + n.opts.join(', ') + ')' : ''),"
-	" n.state, n.state === 'running' ? pct(n.bytes, n.total) : '',"
-	" n.last ? (n.last.ok ? 'ok: ' : 'failed: ') + n.last.task + ' ' + n.last.image +"
-	" (n.last.ok ? ', ' + fmt(n.last.bytes, 'B') + ' in ' + (n.last.ms / 1000).toFixed(1) + ' s'"
-	" : ': ' + n.last.reason) : '']));\n"
-	"  fill('uploads', (s.uploading || []).map(x => [x.image, x.from]));\n"
-	"  fill('images', (s.images || []).map(x => [x.name, x.path, fmt(x.rate_bps, 'bit/s')]));\n"
-	"  fill('counters', Object.entries(s.counters || {}));\n"
-	"  const ex = document.getElementById('extra'); ex.textContent = '';\n"
-	"  for (const k of Object.keys(s)) {\n"
-	"    if (['sessions', 'uploading', 'images', 'counters', 'max_sessions', 'pool_size', 'lab']"
-	".includes(k)) continue;\n"
-	"    const h = document.createElement('h2'); h.textContent = k; ex.appendChild(h);\n"
-	"    const pre = document.createElement('pre');"
-	" pre.textContent = JSON.stringify(s[k], null, 1); ex.appendChild(pre);\n"
-	"  }\n"
-	"  document.getElementById('state').textContent = (s.sessions || []).length +"
-	" ' sessions; updated ' + new Date(now).toLocaleTimeString();\n"
-	"}\n"
-	"async function tick() {\n"
-	"  try {\n"
-	"    const r = await fetch('status.json', { cache: 'no-store' });\n"
-	"    show(await r.json());\n"
-	"  } catch (err) {\n"
-	"    document.getElementById('state').textContent = 'no answer: ' + err;\n"
-	"  }\n"
-	"}\n"
-	"tick(); setInterval(tick, 2000);\n"
-	"</script></body></html>\n";
+/* The page (lib/mserve/page.html, built in by page.c). */
+extern const char ndz_http_page[], ndz_http_page_end[];
 
 static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const char *type,
 			      const char *body, size_t len, int copy)
@@ -142,8 +59,6 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned code, const cha
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
 		MHD_add_response_header(r, "Allow", "GET, HEAD, POST");
-	if (code == MHD_HTTP_UNAUTHORIZED)
-		MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"mfrisbeed\"");
 	rc = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return rc;
@@ -177,6 +92,36 @@ static struct ndz_session_lives *lives(struct ndz_http *s)
 	return l;
 }
 
+/* Under the lock: what the sessions told l they sent, noted in the master per image. */
+static void note_sent(struct ndz_http *s, struct ndz_session_lives *l)
+{
+	struct ndz_master_live *lv = malloc(sizeof(*lv));
+
+	for (size_t i = 0; lv && l && i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *ss = ndz_master_session(s->h.ms, i);
+
+		if (ss->pid <= 0)
+			continue;
+		memset(lv, 0, sizeof(*lv));
+		ndz_session_lives_find(l, ss, lv);
+		ndz_master_note_sent(s->h.ms, (int)i, ss->pid, lv->bytes_sent);
+	}
+	free(lv);
+}
+
+void ndz_http_note(struct ndz_http *s)
+{
+	struct ndz_session_lives *l;
+
+	if (!s)
+		return;
+	l = lives(s);
+	ndz_mlock_take(s->h.lock);
+	note_sent(s, l);
+	ndz_mlock_give(s->h.lock);
+	ndz_session_lives_free(l);
+}
+
 /* /status.json: the STATUS JSON with the extra sections spliced in before its last '}'. */
 static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 {
@@ -190,6 +135,7 @@ static enum MHD_Result status_json(struct ndz_http *s, struct MHD_Connection *c)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	l = lives(s);
 	ndz_mlock_take(s->h.lock);
+	note_sent(s, l);
 	/* not cut to a datagram's size as by UDP/TCP; the rest of the buffer for sections */
 	len = ndz_master_status_json(s->h.ms, ndz_now_ns(), ndz_session_lives_find, l, buf,
 				     JSON_MASTER);
@@ -316,6 +262,21 @@ int ndz_http_metrics(const struct ndz_master *m,
 						*(const uint64_t *)((const char *)n + c->off));
 		}
 	}
+	{
+		struct ndz_master_sent *sent = calloc(NDZ_MASTER_SENT_IMAGES, sizeof(*sent));
+		uint64_t other = 0;
+		size_t ns = sent ? ndz_master_sent(m, sent, NDZ_MASTER_SENT_IMAGES, &other) : 0;
+
+		metric(&j, "image_bytes_sent_total", "counter", "Bytes the sessions of an image "
+		       "have sent since the master started, ended sessions' included.");
+		for (size_t i = 0; i < ns; i++)   /* image names need no escaping (a name's rule) */
+			ndz_jbuf_printf(&j, "ndz_image_bytes_sent_total{image=\"%s\"} %llu\n",
+					sent[i].image, (unsigned long long)sent[i].bytes);
+		if (other)
+			ndz_jbuf_printf(&j, "ndz_image_bytes_sent_total{image=\"\"} %llu\n",
+					(unsigned long long)other);
+		free(sent);
+	}
 	metric(&j, "http_requests_total", "counter", "HTTP requests answered.");
 	counter(&j, "http_requests_total", "", http_requests);
 	free(lv);
@@ -337,8 +298,20 @@ static enum MHD_Result metrics(struct ndz_http *s, struct MHD_Connection *c)
 		return fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
 	l = lives(s);
 	ndz_mlock_take(s->h.lock);
+	note_sent(s, l);
 	len = ndz_http_metrics(s->h.ms, ndz_session_lives_find, l, atomic_load(&s->requests), buf,
 			       METRICS_CAP, &e);
+	for (size_t i = 0; len >= 0 && i < s->h.next; i++) {
+		const struct ndz_http_ext *x = &s->h.ext[i];
+		size_t n;
+
+		if (x->metrics && (size_t)len + 1 < METRICS_CAP &&
+		    (n = x->metrics(x->ctx, buf + len, METRICS_CAP - (size_t)len)) > 0 &&
+		    (size_t)len + n < METRICS_CAP)
+			len += (int)n;
+		else
+			buf[len] = 0;   /* a part that does not fit is left out */
+	}
 	ndz_mlock_give(s->h.lock);
 	ndz_session_lives_free(l);
 	rc = len < 0 ? fail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e)) :
@@ -371,10 +344,23 @@ int ndz_http_token_ok(const char *path, const char *auth)
 	return ok;
 }
 
+/* "ADDR" of the connection's client, "?" when not IPv4 */
+static const char *peer(struct MHD_Connection *c, char *a, size_t cap)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+		MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+
+	snprintf(a, cap, "?");
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, a,
+			  (socklen_t)cap);
+	return a;
+}
+
 static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, const char *url,
 			      const struct post *b)
 {
-	char out[16 * 1024];
+	char out[16 * 1024], a[INET_ADDRSTRLEN], by[INET_ADDRSTRLEN + 8];
 	struct ndz_error e = { 0 };
 	const struct ndz_http_ext *x = NULL;
 	int rc;
@@ -393,13 +379,14 @@ static enum MHD_Result action(struct ndz_http *s, struct MHD_Connection *c, cons
 	if (!x)
 		return fail(c, MHD_HTTP_NOT_FOUND, "no such action");
 	out[0] = 0;
+	snprintf(by, sizeof(by), "http %s", peer(c, a, sizeof(a)));
 	ndz_mlock_take(s->h.lock);
-	rc = x->post(x->ctx, b->body, b->len, out, sizeof(out), &e);
+	rc = x->post(x->ctx, b->body, b->len, by, out, sizeof(out), &e);
 	ndz_mlock_give(s->h.lock);
 	if (rc != 0)
 		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ||
-			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
-			    ndz_error_msg(&e));
+			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : rc == NDZ_EEXIST ?
+			    MHD_HTTP_CONFLICT : MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
 	if (!out[0])
 		return answer(c, MHD_HTTP_OK, "application/json", "{\"ok\": true}\n", 13, 0);
 	out[sizeof(out) - 1] = 0;
@@ -461,8 +448,9 @@ static enum MHD_Result ext_get(struct ndz_http *s, struct MHD_Connection *c, con
 	if (rc != 0) {
 		if (r.fd >= 0)
 			close(r.fd);
-		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ?
-			    MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR, ndz_error_msg(&e));
+		return fail(c, rc == NDZ_EINVAL ? MHD_HTTP_BAD_REQUEST : rc == NDZ_ENOENT ||
+			    rc == NDZ_ENOIMAGE ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+			    ndz_error_msg(&e));
 	}
 	/* streamed from the file (sendfile where it can): the response owns fd */
 	if (!(resp = MHD_create_response_from_fd64(r.size, r.fd))) {
@@ -490,13 +478,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		if (!b) {
 			/* refused before its body is read */
 			if (!authorised(s, c)) {
-				const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
-					MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-				char a[INET_ADDRSTRLEN] = "?";
+				char a[INET_ADDRSTRLEN];
 
-				if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-					inet_ntop(AF_INET, &((const struct sockaddr_in *)
-						  ci->client_addr)->sin_addr, a, sizeof(a));
+				peer(c, a, sizeof(a));
 				if (s->h.refused)
 					s->h.refused("admin token", a, "POST %.80s: access denied: %s",
 						     url, MHD_lookup_connection_value(c,
@@ -504,7 +488,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 						     "the token does not match token-file's" :
 						     "no admin token (Authorization: Bearer)");
 				atomic_fetch_add(&s->requests, 1);
-				return fail(c, MHD_HTTP_UNAUTHORIZED, "an admin token is needed");
+				return fail(c, MHD_HTTP_FORBIDDEN, "an admin token is needed "
+					    "(Authorization: Bearer TOKEN, the token-file's)");
 			}
 			if (!(b = calloc(1, sizeof(*b))))
 				return MHD_NO;
@@ -534,7 +519,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	if (!get)
 		return fail(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed");
 	if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0)
-		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", page, sizeof(page) - 1, 0);
+		return answer(c, MHD_HTTP_OK, "text/html; charset=utf-8", ndz_http_page,
+			      (size_t)(ndz_http_page_end - ndz_http_page), 0);
 	if (strcmp(url, "/status.json") == 0)
 		return status_json(s, c);
 	if (strcmp(url, "/metrics") == 0)

@@ -1,12 +1,14 @@
 /*
  * The master's HTTP endpoint (doc/mfrisbeed.conf.5, "http-listen"): a live view
  * and an API over libmicrohttpd, on its own thread, bound to the addresses the
- * configuration names. Read-only by default: GET / (a status page whose script
- * fetches /status.json every 2 s), GET /status.json (the master's STATUS JSON,
- * ndz_master_status_json, with any extra sections), GET /metrics (Prometheus
- * text format 0.0.4: the master's counters, names prefixed ndz_). A POST needs
- * "Authorization: Bearer TOKEN" matching the token-file's contents
- * (compared in constant time); POST /reload-config rereads the configuration.
+ * configuration names (doc/HTTP.md). GET / (the page an admin runs the lab from,
+ * lib/mserve/page.html, built in; its script fetches /status.json every 2 s), GET
+ * /status.json (the master's STATUS JSON, ndz_master_status_json, with any extra
+ * sections), GET /metrics (Prometheus text format 0.0.4: the master's counters, the
+ * bytes sent per image, the extensions' families; names prefixed ndz_). A POST
+ * needs "Authorization: Bearer TOKEN" matching the token-file's contents (compared
+ * in constant time), else 403 and the refusal told with the address; POST
+ * /reload-config rereads the configuration.
  * Other parts of the program add JSON sections, POST actions and GET paths (with
  * the connection's addresses: the PXE scripts of lib/master/pxe) through a table
  * of struct ndz_http_ext. The master's data is read under the caller's lock.
@@ -64,19 +66,24 @@ struct ndz_http_ext {
 	/* the section's JSON value into buf (cap bytes); its length (0: left out) */
 	size_t (*json)(void *ctx, char *buf, size_t cap);
 	/*
-	 * the action with the request's body (len bytes, NUL-terminated): 0 with a JSON
-	 * answer in out (cap bytes, NUL-terminated; "" for {"ok": true}), or a negative
-	 * code with e saying why (NDZ_EINVAL: 400, NDZ_ENOENT/NDZ_ENOIMAGE: 404, else 500)
+	 * the action with the request's body (len bytes, NUL-terminated), asked by by
+	 * ("http ADDR"): 0 with a JSON answer in out (cap bytes, NUL-terminated; "" for
+	 * {"ok": true}), or a negative code with e saying why (NDZ_EINVAL: 400,
+	 * NDZ_ENOENT/NDZ_ENOIMAGE: 404, NDZ_EEXIST: 409, else 500)
 	 */
-	int (*post)(void *ctx, const char *body, size_t len, char *out, size_t cap,
-		    struct ndz_error *e);
+	int (*post)(void *ctx, const char *body, size_t len, const char *by, char *out,
+		    size_t cap, struct ndz_error *e);
 	const char *prefix;            /* of the paths get answers ("/pxe/") */
 	/*
 	 * the GET of path (decoded, without its query) over c: 0 with r filled, or a
-	 * negative code with e saying why (NDZ_EINVAL: 400, NDZ_ENOENT: 404, else 500)
+	 * negative code with e saying why (NDZ_EINVAL: 400, NDZ_ENOENT/NDZ_ENOIMAGE:
+	 * 404, else 500)
 	 */
 	int (*get)(void *ctx, const char *path, const struct ndz_http_conn *c,
 		   struct ndz_http_reply *r, struct ndz_error *e);
+	/* more /metrics families (text format 0.0.4, whole lines) into buf (cap bytes):
+	   their length, 0 when they do not fit (left out) */
+	size_t (*metrics)(void *ctx, char *buf, size_t cap);
 };
 
 struct ndz_http_hooks {
@@ -112,6 +119,14 @@ int ndz_http_start(const struct ndz_mconf_listen *at, size_t n, const struct ndz
 /* ndz_http_port - the port the i-th address listens on (0 when there is none). */
 uint16_t ndz_http_port(const struct ndz_http *s, size_t i);
 
+/*
+ * ndz_http_note - ask the running sessions what they sent and note it in the master
+ * (ndz_master_note_sent), so that the bytes sent per image lose little when a
+ * session ends between two scrapes. Takes the lock (not held by the caller); s may
+ * be NULL.
+ */
+void ndz_http_note(struct ndz_http *s);
+
 /* ndz_http_requests - the requests answered so far. */
 uint64_t ndz_http_requests(const struct ndz_http *s);
 
@@ -121,7 +136,7 @@ void ndz_http_stop(struct ndz_http *s);
 /*
  * ndz_http_metrics - the Prometheus text (format 0.0.4) of the master's counters and
  * sessions into buf (cap bytes, NUL-terminated), live asked per session (may be
- * NULL: zeros), plus http_requests. The caller holds the lock. Returns its length,
+ * NULL: zeros), the bytes sent per image (ndz_master_sent), plus http_requests. The caller holds the lock. Returns its length,
  * or NDZ_ERANGE with e set when it does not fit.
  */
 int ndz_http_metrics(const struct ndz_master *m,

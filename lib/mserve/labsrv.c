@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <sodium.h>
 
 #include "master/hostlimit.h"
@@ -458,7 +459,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 		if (r->flags & NDZ_CTL_FLAG_TABLE)
 			ndz_lab_table(s->lab, now_ms, j);
 		else
-			ndz_lab_json(s->lab, now_ms, j);
+			ndz_lab_json(s->lab, now_ms, 0, j);
 		return 0;
 	case NDZ_CTL_OP_NODE_REMOVE:
 		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
@@ -504,7 +505,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 			return 0;
 		}
 		ndz_jbuf_printf(j, "{\"lab\":");
-		ndz_lab_json(s->lab, now_ms, j);
+		ndz_lab_json(s->lab, now_ms, 0, j);
 		ndz_jbuf_printf(j, ",\"master\":");
 		len = mlen;
 		if (!mjson || len == 0 || j->over || len + 2 >= j->cap - j->len) {
@@ -601,6 +602,27 @@ static int admin_saved(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r,
 			     "files did change): %s", s->state_path, ndz_error_msg(&why));
 }
 
+/*
+ * An admin request from by ("admin socket", "admin-listen ADDR", "http ADDR"), the
+ * one path of ndzctl's and the page's: the lab kept to undo, the request done, the
+ * change saved or undone; its text into j. A library code.
+ */
+static int admin_run(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const char *mjson,
+		     size_t mlen, const char *by, struct ndz_jbuf *j, struct ndz_error *e)
+{
+	int n;
+
+	ndz_lab_origin(s->lab, (uint64_t)time(NULL), by);
+	n = admin_change(s, r, e);
+	if (n == 0)
+		n = admin_do(s, r, mjson, mlen, ndz_now_ms(), j, e);
+	if (n == 0)
+		n = admin_saved(s, r, e);
+	ndz_lab_origin(s->lab, 0, NULL);
+	save_or_say(s);
+	return n;
+}
+
 /* One admin connection: its own thread when the hooks give a lock, else inline. */
 struct conn {
 	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
@@ -677,17 +699,20 @@ static void *serve_conn(void *arg)
 		refused(s, "admin token", a, "admin request over TCP (admin-listen): access "
 			"denied: the token does not match token-file's");
 	} else {
-		n = admin_change(s, &r, &e);
-		if (n == 0)
-			n = admin_do(s, &r, mjson, mlen, ndz_now_ms(), &j, &e);
-		if (n == 0)
-			n = admin_saved(s, &r, &e);
+		struct sockaddr_in peer = { 0 };
+		socklen_t pl = sizeof(peer);
+		char by[NDZ_LAB_BY_MAX + 1] = "admin socket", a[INET_ADDRSTRLEN];
+
+		if (c->tcp && getpeername(c->fd, (struct sockaddr *)&peer, &pl) == 0 &&
+		    peer.sin_family == AF_INET)
+			snprintf(by, sizeof(by), "admin-listen %s",
+				 inet_ntop(AF_INET, &peer.sin_addr, a, sizeof(a)));
+		n = admin_run(s, &r, mjson, mlen, by, &j, &e);
 		rep.status = (uint16_t)status_for(n);
 		if (n < 0) {
 			ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
 			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
 		}
-		save_or_say(s);
 	}
 	rep.type = NDZ_CTL_ADMIN;
 	rep.id = r.id;
@@ -756,8 +781,13 @@ static size_t http_json(void *ctx, char *buf, size_t cap)
 	struct ndz_labsrv *s = ctx;
 	struct ndz_jbuf j;
 
-	ndz_jbuf_init(&j, buf, cap);
-	ndz_lab_json(s->lab, ndz_now_ms(), &j);
+	/* with each node's history; a lab too large for that without it */
+	for (size_t hist = NDZ_LAB_HISTORY;; hist = 0) {
+		ndz_jbuf_init(&j, buf, cap);
+		ndz_lab_json(s->lab, ndz_now_ms(), hist, &j);
+		if (!j.over || !hist)
+			break;
+	}
 	return j.over ? 0 : j.len;
 }
 
@@ -857,12 +887,311 @@ static int http_file(void *ctx, const char *path, const struct ndz_http_conn *c,
 	return 0;
 }
 
+/* ---- the page's actions: POST /lab (doc/HTTP.md) ---- */
+
+/* The fields a POST /lab body may have. */
+struct jreq {
+	char op[24], node[NDZ_CTL_NAME_MAX + 1], mac[24], name[NDZ_CTL_NAME_MAX + 1];
+	char group[NDZ_CTL_NAME_MAX + 1], image[NDZ_CTL_NAME_MAX + 1];
+	char to[NDZ_CTL_NAME_MAX + 1];
+	uint8_t opts;
+	int wake, force;
+};
+
+static const char *skip_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+/* A JSON string at p (after its '"') into dst (cap bytes): past its closing quote, or NULL. */
+static const char *jstring(const char *p, char *dst, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *p && *p != '"'; p++) {
+		char c = *p;
+
+		if ((unsigned char)c < 0x20)
+			return NULL;
+		if (c == '\\') {
+			switch (*++p) {
+			case '"': case '\\': case '/': c = *p; break;
+			case 'n': c = '\n'; break;
+			case 't': c = '\t'; break;
+			default: return NULL;   /* names need no more */
+			}
+		}
+		if (n + 1 >= cap)
+			return NULL;
+		dst[n++] = c;
+	}
+	if (*p != '"')
+		return NULL;
+	dst[n] = 0;
+	return p + 1;
+}
+
+/* Body into q: one flat object of the known keys; 0, or NDZ_EINVAL with e saying why. */
+static int jparse(const char *body, struct jreq *q, struct ndz_error *e)
+{
+	static const char *const optn[] = { "seed", "zero", "verify" };
+	const char *p = skip_ws(body);
+	char key[16], val[NDZ_CTL_NAME_MAX + 1];
+
+	memset(q, 0, sizeof(*q));
+	if (*p++ != '{')
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the body is no JSON object");
+	p = skip_ws(p);
+	while (*p == '"') {
+		struct { const char *k; char *dst; size_t cap; } strs[] = {
+			{ "op", q->op, sizeof(q->op) }, { "node", q->node, sizeof(q->node) },
+			{ "target", q->node, sizeof(q->node) }, { "mac", q->mac, sizeof(q->mac) },
+			{ "name", q->name, sizeof(q->name) }, { "group", q->group, sizeof(q->group) },
+			{ "image", q->image, sizeof(q->image) }, { "to", q->to, sizeof(q->to) },
+		};
+		size_t k;
+
+		if (!(p = jstring(p + 1, key, sizeof(key))) || *(p = skip_ws(p)) != ':')
+			return ndz_error_set(e, NDZ_EINVAL, 0, "a bad key in the body");
+		p = skip_ws(p + 1);
+		for (k = 0; k < sizeof(strs) / sizeof(strs[0]) && strcmp(key, strs[k].k); k++)
+			;
+		if (k < sizeof(strs) / sizeof(strs[0])) {
+			if (*p != '"' || !(p = jstring(p + 1, strs[k].dst, strs[k].cap)))
+				return ndz_error_set(e, NDZ_EINVAL, 0, "\"%s\": a string of at most "
+						     "%zu bytes", key, strs[k].cap - 1);
+		} else if (!strcmp(key, "wake") || !strcmp(key, "force")) {
+			int v = strncmp(p, "true", 4) == 0;
+
+			if (!v && strncmp(p, "false", 5) != 0)
+				return ndz_error_set(e, NDZ_EINVAL, 0, "\"%s\": true or false", key);
+			*(key[0] == 'w' ? &q->wake : &q->force) = v;
+			p += v ? 4 : 5;
+		} else if (!strcmp(key, "opts")) {
+			if (*p != '[')
+				return ndz_error_set(e, NDZ_EINVAL, 0, "\"opts\": a list");
+			for (p = skip_ws(p + 1); *p == '"';) {
+				int b;
+
+				if (!(p = jstring(p + 1, val, sizeof(val))))
+					return ndz_error_set(e, NDZ_EINVAL, 0, "\"opts\": bad");
+				for (b = 0; b < 3 && strcmp(val, optn[b]); b++)
+					;
+				if (b == 3)
+					return ndz_error_set(e, NDZ_EINVAL, 0, "option '%s': seed, zero "
+							     "or verify", val);
+				q->opts |= (uint8_t)(1u << b);
+				p = skip_ws(p);
+				if (*p == ',')
+					p = skip_ws(p + 1);
+			}
+			if (*p++ != ']')
+				return ndz_error_set(e, NDZ_EINVAL, 0, "\"opts\": a list of strings");
+		} else {
+			return ndz_error_set(e, NDZ_EINVAL, 0, "unknown key \"%s\"", key);
+		}
+		p = skip_ws(p);
+		if (*p == ',')
+			p = skip_ws(p + 1);
+	}
+	if (*p++ != '}' || *skip_ws(p))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "the body is no flat JSON object");
+	return 0;
+}
+
+/* A node, or the nodes of a group: their MACs into macs; how many, or NDZ_ENOENT. */
+static int target_macs(const struct ndz_labsrv *s, const char *target, uint8_t (*macs)[6],
+		       struct ndz_error *e)
+{
+	int i = ndz_lab_find(s->lab, target), n = 0;
+
+	if (i >= 0) {
+		memcpy(macs[0], ndz_lab_node(s->lab, (size_t)i)->mac, 6);
+		return 1;
+	}
+	for (size_t k = 0; k < NDZ_LAB_NODES; k++) {
+		const struct ndz_lab_node *nd = ndz_lab_node(s->lab, k);
+
+		if (nd->used && target[0] && strcmp(nd->group, target) == 0)
+			memcpy(macs[n++], nd->mac, 6);
+	}
+	return n ? n : ndz_error_set(e, NDZ_ENOENT, 0, "'%s': no such node or group", target);
+}
+
+/* POST /lab: the body's op done as ndzctl's (admin_run), the answer as JSON. */
+static int http_post(void *ctx, const char *body, size_t len, const char *by, char *out,
+		     size_t cap, struct ndz_error *e)
+{
+	static const struct { const char *name; uint8_t op; } ops[] = {
+		{ "node-add", NDZ_CTL_OP_NODE_ADD }, { "node-remove", NDZ_CTL_OP_NODE_REMOVE },
+		{ "reload", NDZ_CTL_OP_RELOAD }, { "capture", NDZ_CTL_OP_CAPTURE },
+		{ "cancel", NDZ_CTL_OP_CANCEL }, { "image-info", NDZ_CTL_OP_IMAGE_INFO },
+		{ "image-remove", NDZ_CTL_OP_IMAGE_REMOVE },
+		{ "image-rename", NDZ_CTL_OP_IMAGE_RENAME },
+	};
+	struct ndz_labsrv *s = ctx;
+	struct ndz_ctl_labreq r = { .type = NDZ_CTL_ADMIN };
+	struct jreq q;
+	struct ndz_jbuf j, o;
+	char *text;
+	size_t k;
+	int n;
+
+	(void)len;
+	if ((n = jparse(body, &q, e)) != 0)
+		return n;
+	ndz_jbuf_init(&o, out, cap);
+	if (strcmp(q.op, "wake") == 0) {      /* Wake-on-LAN alone: no task set */
+		uint8_t (*macs)[6] = malloc(NDZ_LAB_NODES * sizeof(*macs));
+
+		if (!macs)
+			return ndz_error_set(e, NDZ_ENOMEM, 0, "wake: out of memory");
+		if ((n = target_macs(s, q.node, macs, e)) > 0)
+			n = ndz_wol_send(s->c->wake_iface, (const uint8_t(*)[6])macs, (size_t)n, 0, e);
+		free(macs);
+		if (n < 0)
+			return n;
+		say(s, 1, "%s: wake %s: %d woken", by, q.node, n);
+		ndz_jbuf_printf(&o, "{\"ok\": true, \"text\": \"wake %s: %d woken\", \"woken\": %d}",
+				q.node, n, n);
+		return 0;
+	}
+	for (k = 0; k < sizeof(ops) / sizeof(ops[0]) && strcmp(q.op, ops[k].name); k++)
+		;
+	if (k == sizeof(ops) / sizeof(ops[0]))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "\"op\": '%s' is none of node-add, "
+				     "node-remove, reload, capture, cancel, wake, image-info, "
+				     "image-remove, image-rename", q.op);
+	r.op = ops[k].op;
+	switch (r.op) {
+	case NDZ_CTL_OP_NODE_ADD:
+		snprintf(r.args[0], sizeof(r.args[0]), "%s", q.mac);
+		snprintf(r.args[1], sizeof(r.args[1]), "%s", q.name);
+		snprintf(r.args[2], sizeof(r.args[2]), "%s", q.group);
+		break;
+	case NDZ_CTL_OP_IMAGE_INFO:
+	case NDZ_CTL_OP_IMAGE_REMOVE:
+	case NDZ_CTL_OP_IMAGE_RENAME:
+		snprintf(r.args[0], sizeof(r.args[0]), "%s", q.image);
+		snprintf(r.args[1], sizeof(r.args[1]), "%s", q.to);
+		r.flags = q.force ? NDZ_CTL_FLAG_FORCE : 0;
+		break;
+	default:
+		snprintf(r.args[0], sizeof(r.args[0]), "%s", q.node);
+		snprintf(r.args[1], sizeof(r.args[1]), "%s", q.image);
+		r.flags = (uint8_t)(q.opts | (q.wake ? NDZ_CTL_FLAG_WAKE : 0));
+	}
+	if (!r.args[0][0])
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: \"%s\" is needed", q.op,
+				     r.op == NDZ_CTL_OP_NODE_ADD ? "mac" : r.op >= NDZ_CTL_OP_IMAGE_INFO ?
+				     "image" : "node");
+	if (!(text = malloc(NDZ_CTL_TEXT_BIG + 1)))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "lab: out of memory");
+	ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
+	if ((n = admin_run(s, &r, NULL, 0, by, &j, e)) == 0) {
+		say(s, 1, "%s: %s %s: %s", by, q.op, r.args[0], text);
+		if (r.op == NDZ_CTL_OP_IMAGE_INFO) {
+			ndz_jbuf_printf(&o, "{\"ok\": true, \"info\": ");
+			if (o.len + j.len + 2 < cap) {
+				memcpy(out + o.len, text, j.len);
+				o.len += j.len;
+				out[o.len] = 0;
+			} else {
+				o.over = 1;
+			}
+			ndz_jbuf_printf(&o, "}");
+		} else {
+			ndz_jbuf_printf(&o, "{\"ok\": true, \"text\": ");
+			ndz_jbuf_string(&o, text);
+			ndz_jbuf_printf(&o, "}");
+		}
+		if (o.over)
+			n = ndz_error_set(e, NDZ_ERANGE, 0, "%s: the answer does not fit", q.op);
+	}
+	free(text);
+	return n;
+}
+
+/* /metrics: the lab's nodes by state, its results, the reloads' durations. */
+static size_t http_metrics(void *ctx, char *buf, size_t cap)
+{
+	struct ndz_labsrv *s = ctx;
+	const struct ndz_lab_stats *st = ndz_lab_stats(s->lab);
+	uint64_t by_state[6] = { 0 };  /* idle, pending, running, lost, failed; waiting */
+	static const char *const tasks[] = { "reload", "capture" }, *const res[] = { "failed", "ok" };
+	struct ndz_jbuf j;
+
+	for (size_t k = 0; k < NDZ_LAB_NODES; k++) {
+		const struct ndz_lab_node *n = ndz_lab_node(s->lab, k);
+
+		if (!n->used)
+			continue;
+		if (n->state == NDZ_LAB_PENDING && n->asked_ms && !n->go &&
+		    n->task == NDZ_LAB_RELOAD)
+			by_state[5]++;
+		else if (n->state < 5)
+			by_state[n->state]++;
+	}
+	ndz_jbuf_init(&j, buf, cap);
+	ndz_jbuf_printf(&j, "# HELP ndz_lab_nodes Lab nodes by state (waiting: a reload's node "
+			"that asked, waiting for its group).\n# TYPE ndz_lab_nodes gauge\n");
+	for (unsigned k = 0; k < 6; k++)
+		ndz_jbuf_printf(&j, "ndz_lab_nodes{state=\"%s\"} %" PRIu64 "\n",
+				k < 5 ? ndz_lab_strstate(k) : "waiting", by_state[k]);
+	for (int t = 0; t < 2; t++) {
+		ndz_jbuf_printf(&j, "# HELP ndz_lab_%ss_total Lab %ss the nodes reported, by "
+				"result.\n# TYPE ndz_lab_%ss_total counter\n", tasks[t], tasks[t],
+				tasks[t]);
+		for (int o = 1; o >= 0; o--)
+			ndz_jbuf_printf(&j, "ndz_lab_%ss_total{result=\"%s\"} %" PRIu64 "\n",
+					tasks[t], res[o], st->results[t][o]);
+	}
+	ndz_jbuf_printf(&j, "# HELP ndz_lab_reload_duration_seconds How long the lab's "
+			"successful reloads took (the node's own figure).\n"
+			"# TYPE ndz_lab_reload_duration_seconds histogram\n");
+	for (int b = 0; b < NDZ_LAB_BUCKETS; b++)
+		ndz_jbuf_printf(&j, "ndz_lab_reload_duration_seconds_bucket{le=\"%" PRIu64 "\"} %"
+				PRIu64 "\n", ndz_lab_bucket_s[b], st->reload_le[b]);
+	ndz_jbuf_printf(&j, "ndz_lab_reload_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n"
+			"ndz_lab_reload_duration_seconds_sum %" PRIu64 ".%03u\n"
+			"ndz_lab_reload_duration_seconds_count %" PRIu64 "\n", st->reload_count,
+			st->reload_ms_sum / 1000, (unsigned)(st->reload_ms_sum % 1000),
+			st->reload_count);
+	return j.over ? 0 : j.len;
+}
+
+/* GET /image/NAME: the image's facts as ndzctl images info gives them (JSON). */
+static int http_image(void *ctx, const char *path, const struct ndz_http_conn *c,
+		      struct ndz_http_reply *r, struct ndz_error *e)
+{
+	struct ndz_labsrv *s = ctx;
+	struct ndz_images_ctx x = { s->c, s->h.ms, s->lab, NULL, NULL };
+	struct ndz_jbuf j;
+	int rc;
+
+	(void)c;
+	ndz_jbuf_init(&j, r->body, r->cap);
+	if ((rc = ndz_images_info(&x, path + strlen("/image/"), 0, &j, e)) != 0)
+		return rc;
+	if (j.over)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "image %s: the answer does not fit",
+				     path + strlen("/image/"));
+	r->len = j.len;
+	r->type = "application/json";
+	return 0;
+}
+
 const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s)
 {
-	s->http[0] = (struct ndz_http_ext){ .name = "lab", .ctx = s, .json = http_json };
+	s->http[0] = (struct ndz_http_ext){ .name = "lab", .ctx = s, .json = http_json,
+					    .post = http_post, .metrics = http_metrics };
 	s->http[1] = (struct ndz_http_ext){ .name = "boot", .ctx = s, .prefix = "/boot",
 					    .get = http_boot };
 	s->http[2] = (struct ndz_http_ext){ .name = "pxe", .ctx = s, .prefix = "/pxe/",
 					    .get = http_file };
+	s->http[3] = (struct ndz_http_ext){ .name = "image", .ctx = s, .prefix = "/image/",
+					    .get = http_image };
 	return s->http;
 }

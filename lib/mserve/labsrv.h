@@ -109,16 +109,20 @@ void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now
 /*
  * ndz_labsrv_http - the lab's part of the HTTP endpoint (lib/mserve/http.h), a table
  * of NDZ_LABSRV_HTTP_EXTS entries valid as long as s: the status section "lab" (the
- * nodes with their task, state, progress and last result as ndz_lab_json writes
- * them; left out when they do not fit), and network boot (doc/PXE.md): GET
- * /boot.ipxe (every node's first script), GET /boot/MAC (the node's own script,
- * lib/master/pxe, from ndz_lab_peek: serving it changes nothing; a bad MAC is 400),
- * GET /pxe/FILE (a file of the configuration's pxe-dir, ndz_pxe_open; else 404).
- * Every script served is told through the say hook, every GET refused (a bad MAC, a
- * file not served) through the refused hook. No
- * actions (those go over the admin socket).
+ * nodes with their task, state, progress, history as ndz_lab_json writes them;
+ * without the history when they do not fit with it), its /metrics families
+ * (ndz_lab_nodes by state, ndz_lab_reloads_total and ndz_lab_captures_total by
+ * result, ndz_lab_reload_duration_seconds), the actions POST /lab (doc/HTTP.md: a
+ * JSON object whose "op" is one of ndzctl's, done by the same code as the admin
+ * socket's, or "wake"), GET /image/NAME (ndz_images_info's JSON, as ndzctl images
+ * info), and network boot (doc/PXE.md): GET /boot.ipxe (every node's first
+ * script), GET /boot/MAC (the node's own script, lib/master/pxe, from
+ * ndz_lab_peek: serving it changes nothing; a bad MAC is 400), GET /pxe/FILE (a
+ * file of the configuration's pxe-dir, ndz_pxe_open; else 404). Every script
+ * served is told through the say hook, every GET refused (a bad MAC, a file not
+ * served) through the refused hook.
  */
-#define NDZ_LABSRV_HTTP_EXTS 3
+#define NDZ_LABSRV_HTTP_EXTS 4
 struct ndz_http_ext;
 const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s);
 

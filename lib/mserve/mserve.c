@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -26,6 +27,7 @@
 #include "ctl/ctl.h"
 #include "http.h"
 #include "labsrv.h"
+#include "logring.h"
 #include "mconn.h"
 #include "mlock.h"
 #include "mnet.h"
@@ -40,6 +42,7 @@
 
 #define DRAIN_S 5                      /* after a rejection, read what is in flight this long */
 #define HOLD_ASKS 4                    /* sessions asked to hold for one GET, at most */
+#define NOTE_MS 5000                   /* the sessions' bytes sent noted this often */
 
 struct ndz_mserve {
 	struct ndz_mserve_opts o;
@@ -55,13 +58,38 @@ struct ndz_mserve {
 	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 	struct ndz_http *http;         /* the HTTP endpoint, or NULL */
+	struct ndz_http_ext ext[NDZ_LABSRV_HTTP_EXTS + 1];  /* the lab's, and "log" */
+	uint64_t noted_ms;             /* the sessions' bytes sent last noted */
 };
 
-#define SAY(s, level, ...)                                                      \
-	do {                                                                    \
-		if ((level) <= (s)->o.verbose && (s)->o.say)                    \
-			(s)->o.say((s)->o.ctx, (level), __VA_ARGS__);           \
-	} while (0)
+/*
+ * The page's log tail: what the master says up to level 1 and every refusal, in a
+ * ring (logring.h). Refusals come through a hook without a context (lib/cli's
+ * cli_refusal), so the ring and the program's own hook are the process's: one
+ * service per process.
+ */
+static struct ndz_logring *ring;
+static void (*outer_refused)(const char *rule, const char *addr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void ring_refused(const char *rule, const char *addr, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void ring_refused(const char *rule, const char *addr, const char *fmt, ...)
+{
+	char msg[1024], line[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	snprintf(line, sizeof(line), "(%s) %s: %s", rule, addr, msg);
+	ndz_logring_add(ring, 3, (uint64_t)time(NULL), line);
+	if (outer_refused)
+		outer_refused(rule, addr, "%s", msg);
+}
+
+static void tell(void *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define SAY(s, level, ...) tell((s), (level), __VA_ARGS__)
 
 /* The state file, replaced whole: a restarted master adopts what it lists. */
 static void save_state(struct ndz_mserve *s)
@@ -384,20 +412,24 @@ static size_t status_json(void *ctx, char *buf, size_t cap)
 	return len;
 }
 
-/* The hooks' say, for the parts: as the program's, filtered by verbosity. */
-static void say(void *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(void *ctx, int level, const char *fmt, ...)
+/* The hooks' say, for the parts: as the program's, filtered by verbosity; up to
+ * level 1 also into the log tail. */
+static void tell(void *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void tell(void *ctx, int level, const char *fmt, ...)
 {
 	struct ndz_mserve *s = ctx;
 	char msg[1024];
 	va_list ap;
 
-	if (level > s->o.verbose || !s->o.say)
+	if ((level > s->o.verbose || !s->o.say) && (level > 1 || !ring))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	s->o.say(s->o.ctx, level, "%s", msg);
+	if (level <= 1)
+		ndz_logring_add(ring, level, (uint64_t)time(NULL), msg);
+	if (level <= s->o.verbose && s->o.say)
+		s->o.say(s->o.ctx, level, "%s", msg);
 }
 
 /* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
@@ -480,6 +512,22 @@ static void accept_upload(struct ndz_mserve *s)
 	s->nthreads++;
 }
 
+/* The HTTP status's "log" section: the ring's lines. */
+static size_t log_json(void *ctx, char *buf, size_t cap)
+{
+	(void)ctx;
+	return ring ? ndz_logring_json(ring, buf, cap) : 0;
+}
+
+/* The HTTP endpoint's extensions: the lab's, then the log tail. */
+static const struct ndz_http_ext *log_ext(struct ndz_mserve *s)
+{
+	memcpy(s->ext, ndz_labsrv_http(s->lab), NDZ_LABSRV_HTTP_EXTS * sizeof(s->ext[0]));
+	s->ext[NDZ_LABSRV_HTTP_EXTS] = (struct ndz_http_ext){ .name = "log", .ctx = s,
+							      .json = log_json };
+	return s->ext;
+}
+
 int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 		    struct ndz_mserve **out, struct ndz_error *e)
 {
@@ -493,6 +541,10 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	}
 	s->o = *o;
 	s->conf = conf;
+	if (!ring && ndz_logring_new(&ring, NULL) != 0)
+		ring = NULL;                 /* no memory: no log tail, the rest as ever */
+	outer_refused = o->refused;
+	s->o.refused = ring_refused;
 	s->fd = s->tfd = -1;
 	if ((rc = ndz_mlock_create(&s->lock, e)) != 0)
 		goto fail;
@@ -513,15 +565,15 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	if ((rc = ndz_mnet_listen(o->listen, &s->fd, &s->tfd, e)) != 0 ||
 	    (rc = ndz_master_create(s->conf, &s->ms, e)) != 0 ||
 	    (rc = ndz_labsrv_open(s->conf, o->run_dir, &(struct ndz_labsrv_hooks){ s, status_json,
-				  say, s->lock, s->ms, reload, o->refused }, &s->lab, e)) != 0)
+				  tell, s->lock, s->ms, reload, s->o.refused }, &s->lab, e)) != 0)
 		goto fail;
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
-				      say, o->refused };
+				      tell, s->o.refused };
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
-				 s->ms, s, session_live, reload, ndz_labsrv_http(s->lab),
-				 NDZ_LABSRV_HTTP_EXTS, o->refused }, &s->http, e)) != 0)
+				 s->ms, s, session_live, reload, log_ext(s),
+				 NDZ_LABSRV_HTTP_EXTS + 1, s->o.refused }, &s->http, e)) != 0)
 		goto fail;
 	ndz_updir_clean(s->conf->upload_dir, said_stale, s);
 	if (!s->o.server)
@@ -565,6 +617,10 @@ void ndz_mserve_run(struct ndz_mserve *s, volatile sig_atomic_t *stop,
 		ndz_mlock_give(s->lock);
 		if (s->o.tick)
 			s->o.tick(s->o.ctx);   /* "N more refused" once a flood's second is over */
+		if (s->http && ndz_now_ms() >= s->noted_ms + NOTE_MS) {
+			s->noted_ms = ndz_now_ms();
+			ndz_http_note(s->http);   /* the bytes sent per image, between scrapes */
+		}
 		if (poll(p, 2 + NDZ_LABSRV_FDS, 200) <= 0)
 			continue;
 		ndz_mlock_take(s->lock);

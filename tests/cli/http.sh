@@ -102,6 +102,31 @@ if cmd == "metrics":
     for f in fams.values():
         if not f.name.startswith("ndz_") or not f.documentation or f.type == "unknown":
             bad.append("no HELP/TYPE or prefix: " + f.name)
+    # the lab's families (Prometheus' conventions: a gauge by state, counters by
+    # result, a histogram in seconds) and the bytes sent per image
+    for name, typ in (("ndz_lab_nodes", "gauge"), ("ndz_lab_reloads", "counter"),
+                      ("ndz_lab_reload_duration_seconds", "histogram"),
+                      ("ndz_image_bytes_sent", "counter"), ("ndz_config_reloads", "counter")):
+        if name not in fams or fams[name].type != typ:
+            bad.append("%s: not a %s" % (name, typ))
+    nodes = j.get("lab", {}).get("nodes", [])
+    same("lab nodes", sum(val("ndz_lab_nodes", state=x) for x in
+                          ("idle", "pending", "waiting", "running", "lost", "failed")), len(nodes))
+    same("reload histogram +Inf", val("ndz_lab_reload_duration_seconds_bucket", le="+Inf"),
+         val("ndz_lab_reload_duration_seconds_count"))
+    for s in j["sessions"]:
+        b = val("ndz_image_bytes_sent_total", image=s["image"])
+        if not 0 < b <= s["bytes_sent"]:
+            bad.append("image bytes sent %s vs %s" % (b, s["bytes_sent"]))
+    if "after" in sys.argv[3:]:
+        # the sessions ended: what they sent is still counted, and no less than before
+        before = float(open(sys.argv[4]).read())
+        b = val("ndz_image_bytes_sent_total", image="a")
+        same("sessions after the end", val("ndz_sessions"), 0)
+        if not b >= before > 0:
+            bad.append("image a's bytes sent after the end: %s, before %s" % (b, before))
+    elif len(sys.argv) > 4:
+        open(sys.argv[4], "w").write("%d\n" % val("ndz_image_bytes_sent_total", image="a"))
     print("; ".join(bad) if bad else "ok %d families, %d sessions" % (len(fams), len(j["sessions"])))
 elif cmd == "actions":
     # POST without a token, with a bad one, with the right one
@@ -171,11 +196,12 @@ receiving() {
 }
 wait_until 10 receiving
 check "during the transfer /status.json shows the session with its receiver" receiving
-out=$(in_ns c2 $H metrics "$URL" 2>&1)
+out=$(in_ns c2 $H metrics "$URL" during "$T/sent" 2>&1)
 check "/metrics parses (prometheus_client) and agrees with /status.json: $out" \
 	sh -c "echo '$out' | grep -q '^ok .* 1 sessions'"
 st=$(in_ns c2 "$MFRISBEED" --status "$SRV")
 # the same keys at every level (values move on); the HTTP status adds the lab's section
+# and the log tail
 same_keys() {
 	python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -188,11 +214,13 @@ def shape(v):
 a = json.loads(sys.argv[1])
 b = json.loads(open(sys.argv[2]).read().split("\n")[1])
 b.pop("lab", None)
+b.pop("log", None)
 sys.exit(0 if shape(a) == shape(b) else 1)
 PY
 }
-status_same() { same_keys "$st" "$T/st.json" && grep -q '"lab": *{"nodes": *\[' "$T/st.json"; }
-check "/status.json is the STATUS JSON (the same keys; and the lab's section)" status_same
+status_same() { same_keys "$st" "$T/st.json" && grep -q '"lab": *{"nodes": *\[' "$T/st.json" &&
+	grep -q '"log": *\[{"time":' "$T/st.json"; }
+check "/status.json is the STATUS JSON (the same keys; and the lab's and the log's sections)" status_same
 
 # the hostile crowd, while the transfer goes on: a slow client, then 1,000 connections
 in_ns c4 $H slow "$URL" 12 >"$T/slow" 2>&1 &
@@ -212,8 +240,8 @@ check "the control port answers during the crowd (mfrisbeed --status)" grep -q '
 ( in_ns c2 "$FRISBEE" $MC_RAW -M "$SRV" -I a -T 20 "$T/out2" 2>"$T/c2.log"; echo $? >"$T/c2.rc" ) &
 C2=$!
 a=$(in_ns c2 $H actions "$URL" "$T/token" 2>&1)
-check "actions: 401 without a token, with a wrong one, one too long; 405 for DELETE; 200 with it ($a)" \
-	[ "$a" = "401 401 401 405 200" ]
+check "actions: 403 without a token, with a wrong one, one too long; 405 for DELETE; 200 with it ($a)" \
+	[ "$a" = "403 403 403 405 200" ]
 wait $C1 $C2
 check "a frisbee that began before the crowd completes byte-identical" \
 	sh -c "[ \"\$(cat '$T/c1.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/out1'" || cat "$T/c1.log"
@@ -231,9 +259,15 @@ check "after the crowd the endpoint answers the crowd's host again ($r samples)"
 in_ns c2 "$MFRISBEED" --status "$SRV" >"$T/st3.json"
 check "the one good action took: 1 reload, 0 bad ones" \
 	grep -q '"config_reloads": 1, "bad_config_reloads": 0,' "$T/st3.json"
+# the sessions end on their idle timeout (3 s): the bytes they sent stay counted
+ended() { in_ns c2 $H get "$URL" /metrics 2>/dev/null | grep -qx 'ndz_sessions 0'; }
+wait_until 30 ended
+out=$(in_ns c2 $H metrics "$URL" after "$T/sent" 2>&1)
+check "after the sessions' end /metrics parses and still counts image a's bytes sent: $out" \
+	sh -c "echo '$out' | grep -q '^ok .* 0 sessions'"
 check "the master is still running" kill -0 "$MPID"
 kill -TERM "$MPID"; wait "$MPID"
 check "mfrisbeed stops on SIGTERM with its HTTP endpoint" [ $? = 0 ]
 check "the master's log has no sanitizer report" \
-	sh -c "! grep -Eq 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' '$T/m.log'"
+	sh -c "! grep -Eq 'ERROR: AddressSanitizer|runtime error|LeakSanitizer|WARNING: ThreadSanitizer' '$T/m.log'"
 done_testing

@@ -3,7 +3,8 @@
 # during a real transfer in the namespace LAN: the DOM after the page's script ran
 # names the session's image, its group and its receiver (filled in from
 # /status.json: the static page has no table rows), the client's progress, the
-# lab's nodes with their task and last result, and a screenshot is taken.
+# lab's nodes with their task and last result (the client tied to its node by its
+# address), and a screenshot is taken.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
@@ -56,15 +57,16 @@ row=$(grep -o '<tr><td>a</td><td>239\.192\.8\.[0-9]*</td><td>[0-9]*</td><td>[0-9
 check "the page's script filled in the session: image a, its group, 1 client, 1 receiver ($row)" \
 	sh -c "echo '$row' | grep -q '<td>5500</td><td>1</td><td>1</td>\$'"
 check "... and the images table and the counters" \
-	sh -c "grep -q '<td>a</td><td>$T/a.ndz</td>' '$T/dom.html' && grep -q '<td>sessions_started</td><td>1</td>' '$T/dom.html'"
+	sh -c "grep -q '<tr><td>a</td><td>[0-9.]* [kM]*B (disk [0-9.]* [kM]*B)</td>.*<td>$T/a.ndz</td></tr>' '$T/dom.html' && grep -q '<td>sessions_started</td><td>1</td>' '$T/dom.html'"
 check "... and says it was updated ('1 sessions; updated')" grep -q '1 sessions; updated' "$T/dom.html"
-crow=$(grep -o '<tr><td>a</td><td>10\.77\.0\.11</td><td>[a-z]*</td><td>[0-9.]* %</td>' "$T/dom.html")
-check "... the client's row: its address, active, its progress ($crow)" \
-	sh -c "echo '$crow' | grep -q '<td>active</td><td>[0-9.]* %</td>\$'"
-check "... the node with a pending reload" grep -q \
-	"<tr><td>$M1</td><td>pc1</td><td>room</td><td>reload a (zero)</td><td>pending</td>" "$T/dom.html"
-check "... and the node's last result" grep -q \
-	"<tr><td>$M2</td><td>pc2</td><td>room</td><td></td><td>idle</td><td></td><td>ok: reload a, 8.4 MB in 2.0 s</td>" "$T/dom.html"
+# pc2 asked from c1's address: the client there is pc2's, its progress the node's
+crow=$(grep -o '<tr><td>a</td><td>10\.77\.0\.11</td><td>[^<]*</td><td>[a-z]*</td><td>[^<]*</td>' "$T/dom.html")
+check "... the client's row: its address, tied to node pc2, active, no second progress figure ($crow)" \
+	sh -c "echo '$crow' | grep -q '<td>pc2 (52:54:00:00:00:02)</td><td>active</td><td>as its node</td>\$'"
+check "... the node with a pending reload, in the tasks" grep -q \
+	"<tr id=\"task-pc1\"><td>pc1</td><td>reload a (zero)</td><td><span>pending (the node has not asked yet)</span></td>" "$T/dom.html"
+check "... and the node's last result, in the nodes and its history" sh -c "grep -q \
+	'<tr id=\"node-pc2\"><td>pc2</td><td>$M2</td><td>room</td><td>10.77.0.11</td><td><span>idle</span></td><td><span class=\"ok\">ok: reload a, 8.4 MB in 2 s</span></td><td><details><summary>1 result</summary>' '$T/dom.html'"
 ip netns exec "${NETNS_PFX}srv" python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$HP/', timeout=5).read().decode())" >"$T/static.html"
 check "the page as served has no table rows: they came from the script" \
 	sh -c "grep -q 'id=\"sessions\"' '$T/static.html' && ! grep -q '<td>' '$T/static.html'"

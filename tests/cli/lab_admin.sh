@@ -94,7 +94,7 @@ check "an admin request with a wrong token is logged with the address" \
 	wait_until 3 grep -q "refused: 10.77.0.11 admin request over TCP (admin-listen): access denied: the token does not match" "$T/m.log"
 code=$(in_ns n1 curl -s -o /dev/null -w '%{http_code}' -X POST -H 'Authorization: Bearer nottheone' \
 	http://$SRV:3680/reload-config)
-check "an HTTP action with a wrong token: 401 ($code)" test "$code" = 401
+check "an HTTP action with a wrong token: 403 ($code)" test "$code" = 403
 check "... logged with the address and the rule" \
 	wait_until 3 grep -q "refused: 10.77.0.11 POST /reload-config: access denied: the token does not match" "$T/m.log"
 in_ns n1 curl -s -o /dev/null -X POST http://$SRV:3680/reload-config

@@ -24,6 +24,7 @@
 
 #include "core/err.h"
 #include "mserve/http.h"
+#include "mserve/logring.h"
 #include "master/master.h"
 #include "master/mconf.h"
 
@@ -36,7 +37,7 @@ struct fix {
 	struct ndz_http *h;
 	uint16_t port;
 	int reloads, actions;
-	char body[256];
+	char body[256], by[64];
 };
 
 static void live(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out)
@@ -60,11 +61,12 @@ static size_t nodes_json(void *ctx, char *buf, size_t cap)
 	return (size_t)snprintf(buf, cap, "[{\"mac\": \"52:54:00:00:00:01\"}]");
 }
 
-static int nodes_post(void *ctx, const char *body, size_t len, char *out, size_t cap,
-		      struct ndz_error *e)
+static int nodes_post(void *ctx, const char *body, size_t len, const char *by, char *out,
+		      size_t cap, struct ndz_error *e)
 {
 	struct fix *f = ctx;
 
+	snprintf(f->by, sizeof(f->by), "%s", by);
 	if (len == 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "empty body");
 	f->actions++;
@@ -101,9 +103,17 @@ static int x_get(void *ctx, const char *path, const struct ndz_http_conn *c,
 	return 0;
 }
 
+static size_t nodes_metrics(void *ctx, char *buf, size_t cap)
+{
+	(void)ctx;
+	return (size_t)snprintf(buf, cap, "# HELP ndz_nodes_x Nodes.\n# TYPE ndz_nodes_x gauge\n"
+				"ndz_nodes_x 5\n");
+}
+
 static struct fix fx;
 static const struct ndz_http_ext ext[] = {
-	{ .name = "nodes", .ctx = &fx, .json = nodes_json, .post = nodes_post },
+	{ .name = "nodes", .ctx = &fx, .json = nodes_json, .post = nodes_post,
+	  .metrics = nodes_metrics },
 	{ .name = "x", .ctx = &fx, .prefix = "/x/", .get = x_get },
 };
 
@@ -196,6 +206,8 @@ static void test_page(void **state)
 	assert_non_null(strstr(r, "text/html"));
 	assert_non_null(strstr(r, "fetch('status.json'"));
 	assert_non_null(strstr(r, "id=\"sessions\""));
+	assert_non_null(strstr(r, "id=\"tasks\""));
+	assert_non_null(strstr(r, "</html>\n"));    /* whole: the built-in file's end */
 }
 
 /* r holds each string of the NULL-terminated want; else the test fails naming it. */
@@ -305,6 +317,10 @@ static void test_metrics(void **state)
 		"\nndz_replies_total{result=\"ok\"} 1\n",
 		"\nndz_failures_total{reason=\"denied\"} 0\n",
 		"\nndz_sessions_started_total 1\n",
+		"# TYPE ndz_image_bytes_sent_total counter\n"
+		"ndz_image_bytes_sent_total{image=\"a\"} 123456\n",
+		/* an extension's families follow */
+		"# TYPE ndz_nodes_x gauge\nndz_nodes_x 5\n",
 		NULL });
 	/* every sample's name has HELP and TYPE lines before it */
 	for (const char *l = strstr(r, "\r\n\r\n") + 4; *l; l = strchr(l, '\n') + 1) {
@@ -351,15 +367,15 @@ static void test_token(void **state)
 
 	(void)state;
 	r = post("/reload-config", NULL, "");
-	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	assert_non_null(strstr(r, "HTTP/1.1 403"));
 	r = post("/reload-config", "Bearer wrong", "");
-	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	assert_non_null(strstr(r, "HTTP/1.1 403"));
 	r = post("/reload-config", "Bearer s3cret-token-0123-and-more", "");
-	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	assert_non_null(strstr(r, "HTTP/1.1 403"));
 	r = post("/reload-config", "Basic s3cret-token-0123", "");
-	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	assert_non_null(strstr(r, "HTTP/1.1 403"));
 	r = post("/nodes", "Bearer wrong", "x");
-	assert_non_null(strstr(r, "HTTP/1.1 401"));
+	assert_non_null(strstr(r, "HTTP/1.1 403"));
 	assert_int_equal(fx.reloads, 0);
 	assert_int_equal(fx.actions, 0);
 	r = post("/reload-config", "Bearer s3cret-token-0123", "");
@@ -370,6 +386,7 @@ static void test_token(void **state)
 	assert_non_null(strstr(r, "HTTP/1.1 200"));
 	assert_non_null(strstr(r, "{\"done\": 1}"));
 	assert_string_equal(fx.body, "mac=52:54:00:00:00:01");
+	assert_string_equal(fx.by, "http 127.0.0.1");    /* who asked, for the task */
 	r = post("/nodes", "Bearer s3cret-token-0123", "");
 	assert_non_null(strstr(r, "HTTP/1.1 400"));
 	assert_non_null(strstr(r, "empty body"));
@@ -493,6 +510,67 @@ static void test_conf(void **state)
 	}
 }
 
+/* The bytes an image's sessions sent stay counted when the session ends. */
+static void test_bytes_after_end(void **state)
+{
+	const char *r;
+
+	(void)state;
+	ndz_mlock_take(lock);
+	assert_true(ndz_master_end(fx.m, 4242) >= 0);
+	assert_int_equal(ndz_master_live(fx.m), 0);
+	ndz_mlock_give(lock);
+	r = get("/metrics");
+	has_all(r, (const char *const[]){
+		"\nndz_sessions 0\n",
+		"\nndz_bytes_sent 0\n",
+		"\nndz_image_bytes_sent_total{image=\"a\"} 123456\n",
+		NULL });
+}
+
+/* The log tail (logring.h): bounded, oldest first, levels named, lines cleaned and cut. */
+static void test_logring(void **state)
+{
+	static char buf[256 * 1024];
+	struct ndz_logring *r;
+	char line[400], want[64];
+
+	(void)state;
+	assert_int_equal(ndz_logring_new(&r, NULL), 0);
+	assert_int_equal(ndz_logring_json(r, buf, sizeof(buf)), 2);
+	assert_string_equal(buf, "[]");
+	for (int i = 0; i < NDZ_LOGRING_LINES + 5; i++) {
+		snprintf(line, sizeof(line), "line %d", i);
+		ndz_logring_add(r, i % 5 - 1, 1700000000 + (uint64_t)i, line);
+	}
+	assert_true(ndz_logring_json(r, buf, sizeof(buf)) > 0);
+	/* the first five went; the sixth is first */
+	assert_null(strstr(buf, "\"line 4\""));
+	assert_non_null(strstr(buf, "[{\"time\":1700000005,\"level\":\"warning\",\"text\":\"line 5\"}"));
+	snprintf(want, sizeof(want), "\"text\":\"line %d\"}]", NDZ_LOGRING_LINES + 4);
+	assert_non_null(strstr(buf, want));
+	assert_non_null(strstr(buf, "\"level\":\"refused\""));
+	assert_non_null(strstr(buf, "\"level\":\"info\""));
+	/* control characters, quotes, a long line */
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = 0;
+	memcpy(line, "a\tb\"c", 5);
+	ndz_logring_add(r, 0, 1, line);
+	assert_true(ndz_logring_json(r, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"level\":\"error\",\"text\":\"a?b\\\"c"));
+	{
+		const char *p = strstr(buf, "a?b\\\"c");
+		size_t n = strcspn(p + 6, "\"");
+
+		assert_int_equal(n, NDZ_LOGRING_TEXT - 5);   /* cut at NDZ_LOGRING_TEXT bytes */
+	}
+	/* too small a buffer: nothing, not a cut array */
+	assert_int_equal(ndz_logring_json(r, buf, 100), 0);
+	ndz_logring_add(NULL, 0, 0, "nothing");       /* no ring: nothing */
+	ndz_logring_free(r);
+	ndz_logring_free(NULL);
+}
+
 static void test_bind_fail(void **state)
 {
 	struct ndz_mconf_listen at = { htonl(INADDR_LOOPBACK), fx.port };
@@ -522,6 +600,8 @@ int main(void)
 		cmocka_unit_test(test_token_ok),
 		cmocka_unit_test(test_conf),
 		cmocka_unit_test(test_bind_fail),
+		cmocka_unit_test(test_bytes_after_end),
+		cmocka_unit_test(test_logring),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -438,8 +438,8 @@ static void test_state_file(void **state)
 		n->heard_ms = 0;
 		n->asked_ms = 0;
 	}
-	ndz_lab_json(l, 100, &j1);
-	ndz_lab_json(m, 100, &j2);
+	ndz_lab_json(l, 100, NDZ_LAB_HISTORY, &j1);
+	ndz_lab_json(m, 100, NDZ_LAB_HISTORY, &j2);
 	assert_false(j1.over);
 	assert_string_equal(b1, b2);
 	assert_non_null(strstr(b1, "\"reason\":\"disk  too small\""));
@@ -447,6 +447,123 @@ static void test_state_file(void **state)
 	/* the group still starts together after the restart */
 	assert_int_equal(ask(m, M1, 1, NULL), NDZ_LAB_WAIT);
 	assert_int_equal(ask(m, M2, 2, NULL), NDZ_LAB_RELOAD);
+	unlink(path);
+	ndz_lab_free(l);
+	ndz_lab_free(m);
+}
+
+/*
+ * The history: a node keeps its NDZ_LAB_HISTORY newest results, newest first, in the
+ * JSON and through the state file; the task says when and by whom it was set and
+ * how long it runs; a node of a batch not started says k of n asked.
+ */
+static void test_history(void **state)
+{
+	struct ndz_lab *l = mk(5000, 0), *m = mk(5000, 0);
+	static char b1[65536], b2[65536];
+	struct ndz_jbuf j1, j2;
+	size_t skipped;
+	char want[64];
+	int i;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/test_lab_hist.%d", (int)getpid());
+	assert_int_equal(ndz_lab_node_add(l, M1, "a", "room", NULL), 0);
+	assert_int_equal(ndz_lab_node_add(l, M2, "b", "room", NULL), 0);
+	i = ndz_lab_find(l, "a");
+	assert_null(ndz_lab_history(l, (size_t)i, 0));
+	for (int k = 0; k < NDZ_LAB_HISTORY + 3; k++) {
+		char img[16];
+
+		snprintf(img, sizeof(img), "img%d", k);
+		ndz_lab_origin(l, 1700000000 + (uint64_t)k, "http 10.0.0.5");
+		assert_int_equal(ndz_lab_task(l, "a", NDZ_LAB_RELOAD, img, 0, NULL, 0, NULL), 1);
+		assert_int_equal(ndz_lab_node(l, (size_t)i)->set_s, 1700000000 + (uint64_t)k);
+		assert_string_equal(ndz_lab_node(l, (size_t)i)->by, "http 10.0.0.5");
+		assert_int_equal(ask(l, M1, 1000 * (uint64_t)k + 1, NULL), NDZ_LAB_RELOAD);
+		assert_int_equal(report(l, M1, k % 3 ? NDZ_LAB_OK : NDZ_LAB_FAIL, (uint64_t)k,
+					"bad disk", 1000 * (uint64_t)k + 2), 0);
+		if (!(k % 3))   /* failed: cancelled before the next */
+			assert_int_equal(ndz_lab_task(l, "a", NDZ_LAB_NONE, NULL, 0, NULL, 0, NULL), 1);
+	}
+	/* the newest NDZ_LAB_HISTORY, newest first; the oldest three are gone */
+	for (int k = 0; k < NDZ_LAB_HISTORY; k++) {
+		const struct ndz_lab_result *r = ndz_lab_history(l, (size_t)i, (size_t)k);
+		char img[16];
+
+		assert_non_null(r);
+		snprintf(img, sizeof(img), "img%d", NDZ_LAB_HISTORY + 2 - k);
+		assert_string_equal(r->arg, img);
+		assert_int_equal(r->bytes, NDZ_LAB_HISTORY + 2 - k);
+	}
+	assert_null(ndz_lab_history(l, (size_t)i, NDZ_LAB_HISTORY));
+	/* the figures for /metrics: 7 reloads ok (of 42 ms each), 4 failed, none captured */
+	{
+		const struct ndz_lab_stats *st = ndz_lab_stats(l);
+
+		assert_int_equal(st->results[0][1], 7);
+		assert_int_equal(st->results[0][0], 4);
+		assert_int_equal(st->results[1][0] + st->results[1][1], 0);
+		assert_int_equal(st->reload_count, 7);
+		assert_int_equal(st->reload_ms_sum, 7 * 42);
+		for (int b = 0; b < NDZ_LAB_BUCKETS; b++)
+			assert_int_equal(st->reload_le[b], 7);
+		/* a result sent again is not counted again */
+		assert_int_equal(report(l, M1, NDZ_LAB_OK, NDZ_LAB_HISTORY + 2, NULL, 99999), 1);
+		assert_int_equal(st->results[0][1], 7);
+	}
+	assert_ptr_equal(ndz_lab_history(l, (size_t)i, 0), ndz_lab_last(l, (size_t)i));
+	/* a group reload: the first to ask waits, 1 of 2; running says for how long */
+	ndz_lab_origin(l, 1800000000, "admin socket");
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_RELOAD, "ubuntu", 0, NULL, 0, NULL), 2);
+	assert_int_equal(ask(l, M2, 50000, NULL), NDZ_LAB_WAIT);
+	ndz_jbuf_init(&j1, b1, sizeof(b1));
+	ndz_lab_json(l, 50001, NDZ_LAB_HISTORY, &j1);
+	assert_false(j1.over);
+	assert_non_null(strstr(b1, "\"waiting\":{\"asked\":1,\"of\":2}"));
+	assert_non_null(strstr(b1, "\"set_time\":1800000000,\"by\":\"admin socket\""));
+	assert_int_equal(ask(l, M1, 51000, NULL), NDZ_LAB_RELOAD);
+	ndz_jbuf_init(&j1, b1, sizeof(b1));
+	ndz_lab_json(l, 52000, NDZ_LAB_HISTORY, &j1);
+	assert_non_null(strstr(b1, "\"running_ms\":1000,\"waiting\":null"));
+	snprintf(want, sizeof(want), "\"image\":\"img%d\"", NDZ_LAB_HISTORY + 2);
+	assert_non_null(strstr(b1, want));
+	assert_null(strstr(b1, "\"image\":\"img2\""));
+	/* through the state file: the same history */
+	assert_int_equal(ndz_lab_save(l, path, NULL), 0);
+	assert_int_equal(ndz_lab_load(m, path, &skipped, NULL), 0);
+	assert_int_equal(skipped, 0);
+	i = ndz_lab_find(m, "a");
+	for (int k = 0; k < NDZ_LAB_HISTORY; k++) {
+		const struct ndz_lab_result *r = ndz_lab_history(l, (size_t)ndz_lab_find(l, "a"),
+								 (size_t)k);
+		const struct ndz_lab_result *s = ndz_lab_history(m, (size_t)i, (size_t)k);
+
+		assert_non_null(s);
+		assert_string_equal(r->arg, s->arg);
+		assert_int_equal(r->ok, s->ok);
+		assert_int_equal(r->bytes, s->bytes);
+		assert_int_equal(r->wall_s, s->wall_s);
+		assert_string_equal(r->reason, s->reason);
+	}
+	assert_null(ndz_lab_history(m, (size_t)i, NDZ_LAB_HISTORY));
+	/* a result line for a node not given above it is skipped, not taken */
+	{
+		FILE *f = fopen(path, "a");
+
+		assert_non_null(f);
+		fputs("result 52:54:00:00:00:09 ok reload x 1 2 3 4 -\n"
+		      "result 52:54:00:00:00:01 maybe reload x 1 2 3 4 -\n", f);
+		assert_int_equal(fclose(f), 0);
+	}
+	ndz_lab_free(m);
+	m = mk(5000, 0);
+	assert_int_equal(ndz_lab_load(m, path, &skipped, NULL), 0);
+	assert_int_equal(skipped, 2);
+	ndz_jbuf_init(&j1, b1, sizeof(b1));
+	ndz_jbuf_init(&j2, b2, sizeof(b2));
+	ndz_lab_json(m, 1, NDZ_LAB_HISTORY, &j2);
+	assert_non_null(strstr(b2, want));
 	unlink(path);
 	ndz_lab_free(l);
 	ndz_lab_free(m);
@@ -464,7 +581,7 @@ static void test_copy(void **state)
 	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_RELOAD, "ubuntu", NDZ_LAB_ZERO, NULL, 0,
 				      NULL), 1);
 	ndz_jbuf_init(&j1, b1, sizeof(b1));
-	ndz_lab_json(l, 10, &j1);
+	ndz_lab_json(l, 10, 0, &j1);
 	assert_int_equal(ndz_lab_changed(l), 1);
 	ndz_lab_copy(undo, l);
 	assert_int_equal(ndz_lab_node_add(l, M2, "pc2", "room", NULL), 0);
@@ -472,7 +589,7 @@ static void test_copy(void **state)
 	assert_int_equal(ndz_lab_count(l), 2);
 	ndz_lab_copy(l, undo);
 	ndz_jbuf_init(&j2, b2, sizeof(b2));
-	ndz_lab_json(l, 10, &j2);
+	ndz_lab_json(l, 10, 0, &j2);
 	assert_int_equal(ndz_lab_count(l), 1);
 	assert_string_equal(b1, b2);
 	assert_int_equal(ndz_lab_changed(l), 0);  /* as it was when copied: already told */
@@ -510,7 +627,7 @@ static void test_full(void **state)
 	}
 	assert_int_equal(ndz_lab_node_add(l, M1, NULL, NULL, NULL), NDZ_ERANGE);
 	ndz_jbuf_init(&j, b, sizeof(b));
-	ndz_lab_json(l, 3, &j);
+	ndz_lab_json(l, 3, 0, &j);
 	assert_false(j.over);
 	ndz_jbuf_init(&j, b, sizeof(b));
 	ndz_lab_table(l, 3, &j);
@@ -524,8 +641,8 @@ static void test_full(void **state)
 		((struct ndz_lab_node *)ndz_lab_node(l, i))->addr = 0;
 	ndz_jbuf_init(&j, b, sizeof(b));
 	ndz_jbuf_init(&j2, b2, sizeof(b2));
-	ndz_lab_json(l, 0, &j);
-	ndz_lab_json(m, 0, &j2);
+	ndz_lab_json(l, 0, 0, &j);
+	ndz_lab_json(m, 0, 0, &j2);
 	assert_string_equal(b, b2);
 	unlink(path);
 	ndz_lab_free(l);
@@ -754,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_lost),
 		cmocka_unit_test(test_group_window),
 		cmocka_unit_test(test_state_file),
+		cmocka_unit_test(test_history),
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_random),
 		cmocka_unit_test(test_full),

@@ -236,6 +236,61 @@ static void test_get(void **state)
 	ndz_mconf_free(c);
 }
 
+/* the bytes-sent counter of image in out[0..n), or -1 when it is not listed */
+static long long sent_of(const struct ndz_master *m, const char *image)
+{
+	struct ndz_master_sent out[8];
+	size_t n = ndz_master_sent(m, out, 8, NULL);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(out[i].image, image) == 0)
+			return (long long)out[i].bytes;
+	return -1;
+}
+
+/*
+ * Bytes sent per image: what a session was last seen to have sent stays with its
+ * image when it ends, adds up over sessions, never goes back; a stale pid or a
+ * smaller figure changes nothing.
+ */
+static void test_sent(void **state)
+{
+	struct ndz_mconf *c = conf("%s", base_conf);
+	struct ndz_master *m = make(c);
+	int sa, sb;
+
+	(void)state;
+	assert_int_equal(sent_of(m, "a"), -1);
+	sa = start(m, "a", "10.0.0.1", 100);
+	sb = start(m, "b", "10.0.0.1", 101);
+	ndz_master_note_sent(m, sa, 100, 1000);
+	ndz_master_note_sent(m, sb, 101, 7);
+	assert_int_equal(sent_of(m, "a"), 1000);
+	ndz_master_note_sent(m, sa, 100, 500);      /* smaller: kept at 1000 */
+	ndz_master_note_sent(m, sa, 999, 5000);     /* not its pid */
+	ndz_master_note_sent(m, -1, 100, 5000);
+	ndz_master_note_sent(m, NDZ_MASTER_SESSIONS, 100, 5000);
+	assert_int_equal(sent_of(m, "a"), 1000);
+	ndz_master_note_sent(m, sa, 100, 1500);
+	/* the session ends: its bytes stay the image's */
+	assert_int_equal(ndz_master_end(m, 100), sa);
+	assert_int_equal(sent_of(m, "a"), 1500);
+	ndz_master_note_sent(m, sa, 100, 9999);     /* gone: nothing */
+	assert_int_equal(sent_of(m, "a"), 1500);
+	/* a new session of the same image counts on from there */
+	sa = start(m, "a", "10.0.0.2", 102);
+	assert_int_equal(sent_of(m, "a"), 1500);
+	ndz_master_note_sent(m, sa, 102, 200);
+	assert_int_equal(sent_of(m, "a"), 1700);
+	assert_int_equal(ndz_master_end(m, 102), sa);
+	assert_int_equal(ndz_master_end(m, 101), sb);
+	assert_int_equal(sent_of(m, "a"), 1700);
+	assert_int_equal(sent_of(m, "b"), 7);
+	assert_int_equal(sent_of(m, "c"), -1);
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
 static void test_pool(void **state)
 {
 	struct ndz_mconf *c = conf("pool 239.1.0.0/31\nports 5000-5009\nmax-sessions 8\n"
@@ -981,6 +1036,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get),
+		cmocka_unit_test(test_sent),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_hold_ask),
 		cmocka_unit_test(test_pool),
