@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "core/err.h"
+#include "core/fields.h"
 #include "core/io.h"
 #include "scan.h"
 #include "core/target.h"
@@ -195,13 +196,7 @@ static int parse_uuid(const char *s, uint8_t *uuid)
 
 		if (*s == '-')
 			continue;
-		if (*s >= '0' && *s <= '9')
-			v = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			v = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			v = *s - 'A' + 10;
-		else
+		if ((v = ndz_hexval((unsigned char)*s)) < 0)
 			return -1;
 		if (n == 32)
 			return -1;

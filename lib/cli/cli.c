@@ -12,6 +12,8 @@
 #include "cli.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/fields.h"
+#include "core/json.h"
 #include "core/io.h"
 #include "trust/key.h"
 
@@ -65,6 +67,15 @@ static void put_line(int prio, int named, const char *prefix, const char *msg)
 	fprintf(stderr, "%s%s%s%s%s\n", stamp, named ? cli_progname : "", named ? ": " : "",
 		prefix, msg);
 }
+
+/* msg (an array) as this variadic function's own fmt and arguments say */
+#define FORMAT(msg, fmt)                                   \
+	do {                                               \
+		va_list ap_;                               \
+		va_start(ap_, fmt);                        \
+		vsnprintf(msg, sizeof(msg), fmt, ap_);     \
+		va_end(ap_);                               \
+	} while (0)
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
@@ -192,14 +203,11 @@ void cli_flush_warnings(void)
 void cli_warn(const char *fmt, ...)
 {
 	char msg[sizeof(last_warn)];
-	va_list ap;
 	double now;
 
 	if (cli_quiet)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	now = cli_now();
 	pthread_mutex_lock(&warn_lock);
 	if (strcmp(msg, last_warn) == 0) {
@@ -218,13 +226,10 @@ void cli_warn(const char *fmt, ...)
 void cli_info(const char *fmt, ...)
 {
 	char msg[2048];
-	va_list ap;
 
 	if (cli_quiet)
 		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	cli_flush_warnings();
 	/* plain: as given (some programs' info lines are output); logged: named */
 	put_line(LOG_INFO, log_mode != CLI_LOG_PLAIN, "", msg);
@@ -233,11 +238,8 @@ void cli_info(const char *fmt, ...)
 void cli_log(const char *fmt, ...)
 {
 	char msg[2048];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	cli_flush_warnings();
 	put_line(LOG_INFO, 1, "", msg);
 }
@@ -289,7 +291,6 @@ void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
 	uint64_t second = ndz_now_ns() / 1000000000u;
 	char msg[1024], line[1200];
 	unsigned i, free_i = RULES;
-	va_list ap;
 
 	if (cli_quiet)
 		return;
@@ -312,9 +313,7 @@ void cli_refusal(const char *rule, const char *addr, const char *fmt, ...)
 		return;
 	}
 	rules[i].lines++;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	FORMAT(msg, fmt);
 	snprintf(line, sizeof(line), "refused: %s %s", addr, msg);
 	put_line(LOG_NOTICE, 1, "", line);
 	pthread_mutex_unlock(&refuse_lock);
@@ -360,43 +359,7 @@ void cli_common_option(int c, const char *help)
 
 int cli_parse_u64(const char *s, int binary, uint64_t *out)
 {
-	uint64_t mult = 1, base = binary ? 1024 : 1000;
-	unsigned long long v;
-	char *end;
-
-	/* strtoull would skip spaces and then accept a sign: " -5" is UINT64_MAX - 4 */
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case '\0':
-		break;
-	case 'k': case 'K':
-		mult = base;
-		end++;
-		break;
-	case 'm': case 'M':
-		mult = base * base;
-		end++;
-		break;
-	case 'g': case 'G':
-		mult = base * base * base;
-		end++;
-		break;
-	case 't': case 'T':
-		mult = base * base * base * base;
-		end++;
-		break;
-	default:
-		return -1;
-	}
-	if (*end != '\0' || (v && mult > UINT64_MAX / v))
-		return -1;
-	*out = (uint64_t)v * mult;
-	return 0;
+	return ndz_parse_u64(s, binary, out, NULL) == 0 ? 0 : -1;
 }
 
 int cli_parse_int(const char *s, const char *opt, int lo, int hi)
@@ -516,36 +479,6 @@ static void clock_text(double secs, char *buf, size_t len)
 		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
 }
 
-/* s as a JSON string: the names here are ours, but a program name comes from argv[0] */
-static int json_str(char *buf, size_t len, const char *s)
-{
-	size_t n = 0;
-
-#define PUT(c) do { if (n + 1 < len) buf[n] = (c); n++; } while (0)
-	PUT('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\') {
-			PUT('\\');
-			PUT((char)c);
-		} else if (c < 0x20) {
-			char u[8];
-
-			snprintf(u, sizeof(u), "\\u%04x", c);
-			for (int i = 0; u[i]; i++)
-				PUT(u[i]);
-		} else {
-			PUT((char)c);
-		}
-	}
-	PUT('"');
-#undef PUT
-	if (len)
-		buf[n < len ? n : len - 1] = '\0';
-	return (int)n;
-}
-
 /* snprintf appending at *n (which may run past len: the total length is kept) */
 static void add(char *buf, size_t len, int *n, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -576,7 +509,11 @@ int cli_progress_format(const struct cli_progress *p, double now, int json, char
 	if (len)
 		buf[0] = '\0';
 	if (json) {
-		json_str(name, sizeof(name), cli_progname);
+		struct ndz_jbuf j;
+
+		/* the names here are ours, but a program name comes from argv[0] */
+		ndz_jbuf_init(&j, name, sizeof(name));
+		ndz_jbuf_string(&j, cli_progname);
 		add(buf, len, &n, "{\"program\": %s, \"phase\": \"%s\", \"bytes\": %llu, "
 		    "\"bytes_total\": ", name, p->phase, (unsigned long long)p->bytes);
 		if (p->total)

@@ -101,8 +101,9 @@ void cli_common_option(int c, const char *help);
 	{ "version", no_argument, NULL, 'V' }
 
 /*
- * cli_parse_u64 - a decimal number with an optional suffix: k, M, G, T (powers of
- * 1024 when binary, else of 1000). Returns 0 or -1 when malformed or overflowing.
+ * cli_parse_u64 - a decimal number with an optional suffix: k, m, g, t in either case
+ * (powers of 1024 when binary, else of 1000), by ndz_parse_u64, the rule
+ * mfrisbeed.conf follows too. Returns 0 or -1 when malformed or overflowing.
  */
 int cli_parse_u64(const char *s, int binary, uint64_t *out);
 /* cli_parse_int - an int within [lo, hi]; usage error naming opt otherwise. */

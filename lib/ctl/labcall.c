@@ -10,29 +10,17 @@
 #include <sys/un.h>
 
 #include "core/clock.h"
+#include "core/fields.h"
 #include "labcall.h"
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int ndz_labcall_parse_mac(const char *s, uint8_t mac[6], struct ndz_error *e)
 {
 	if (strlen(s) != 17)
 		goto bad;
 	for (int i = 0; i < 6; i++) {
-		int h = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
-
-		if (h < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':' && s[3 * i + 2] != '-'))
+		if (ndz_hex_decode(s + 3 * i, &mac[i], 1, NULL) ||
+		    (i < 5 && s[3 * i + 2] != ':' && s[3 * i + 2] != '-'))
 			goto bad;
-		mac[i] = (uint8_t)(h << 4 | lo);
 	}
 	return 0;
 bad:

@@ -17,11 +17,93 @@
 #include "ctl.h"
 #include "sessctl.h"
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/le.h"
 
 #define HDR NDZ_CTL_REQ_HDR
 #define REPLY_FLAG 0x80
 #define ANSWER_MS 1000                 /* a peer has this long to send its request */
+
+const char *ndz_sessctl_state_name(unsigned state)
+{
+	static const char *const names[] = { "active", "done", "failed", "lost" };
+
+	return state < 4 ? names[state] : "unknown";
+}
+
+void ndz_sessctl_client_json(const struct ndz_sessctl_client *c, struct ndz_jbuf *j)
+{
+	char a[INET_ADDRSTRLEN];
+	struct in_addr in = { c->addr };
+
+	inet_ntop(AF_INET, &in, a, sizeof(a));
+	ndz_jbuf_printf(j, "{\"id\": %u, \"address\": \"%s\", \"state\": \"%s\", "
+			"\"chunks_done\": %u, \"chunks_total\": %u, \"bytes_written\": %llu, "
+			"\"write_bps\": %llu, \"age_s\": %.1f}", c->id, a,
+			ndz_sessctl_state_name(c->state), c->chunks_done, c->chunks_total,
+			(unsigned long long)c->bytes_written, (unsigned long long)c->write_bps,
+			(double)c->age_ns / 1e9);
+}
+
+/* A STATUS reply's states after its JSON: the counts, then the entries. */
+static size_t states_len(const struct ndz_sessctl_status *st)
+{
+	return st->states ? 34 + st->nclient * NDZ_SESSCTL_CLIENT_LEN : 0;
+}
+
+static void put_states(uint8_t *b, const struct ndz_sessctl_status *st)
+{
+	put_le64(b, st->active);
+	put_le64(b + 8, st->done);
+	put_le64(b + 16, st->failed);
+	put_le64(b + 24, st->lost);
+	put_le16(b + 32, (uint16_t)st->nclient);
+	b += 34;
+	for (size_t i = 0; i < st->nclient; i++, b += NDZ_SESSCTL_CLIENT_LEN) {
+		const struct ndz_sessctl_client *c = &st->client[i];
+
+		put_le32(b, c->id);
+		memcpy(b + 4, &c->addr, 4);            /* network order as it is */
+		b[8] = c->state;
+		put_le32(b + 9, c->chunks_done);
+		put_le32(b + 13, c->chunks_total);
+		put_le64(b + 17, c->bytes_written);
+		put_le64(b + 25, c->write_bps);
+		put_le64(b + 33, c->age_ns);
+	}
+}
+
+/* The states of n bytes at b (n > 0) into st; 0 or -1 when they are not well formed. */
+static int get_states(const uint8_t *b, size_t n, struct ndz_sessctl_status *st)
+{
+	if (n < 34)
+		return -1;
+	st->active = get_le64(b);
+	st->done = get_le64(b + 8);
+	st->failed = get_le64(b + 16);
+	st->lost = get_le64(b + 24);
+	st->nclient = get_le16(b + 32);
+	if (st->nclient > NDZ_SESSCTL_CLIENTS || n != states_len(&(struct ndz_sessctl_status){
+			.states = 1, .nclient = st->nclient }))
+		return -1;
+	b += 34;
+	for (size_t i = 0; i < st->nclient; i++, b += NDZ_SESSCTL_CLIENT_LEN) {
+		struct ndz_sessctl_client *c = &st->client[i];
+
+		c->id = get_le32(b);
+		memcpy(&c->addr, b + 4, 4);
+		c->state = b[8];
+		if (c->state > NDZ_SESSCTL_RX_LOST)
+			return -1;
+		c->chunks_done = get_le32(b + 9);
+		c->chunks_total = get_le32(b + 13);
+		c->bytes_written = get_le64(b + 17);
+		c->write_bps = get_le64(b + 25);
+		c->age_ns = get_le64(b + 33);
+	}
+	st->states = 1;
+	return 0;
+}
 
 static int type_ok(unsigned t)
 {
@@ -39,12 +121,15 @@ int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf,
 		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: bad type %u", m->type);
 	if (reply && ok && m->type == NDZ_SESSCTL_STATUS && jl > NDZ_SESSCTL_JSON_MAX)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: statistics too long");
+	if (reply && ok && m->type == NDZ_SESSCTL_STATUS && m->st.nclient > NDZ_SESSCTL_CLIENTS)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: %zu client entries, at "
+				     "most %d", m->st.nclient, NDZ_SESSCTL_CLIENTS);
 	if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY && pl > NDZ_SESSCTL_PATH_MAX)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "session control: image path too long");
 	if (!reply && m->type == NDZ_SESSCTL_RATE)
 		len += 8;
 	else if (reply && ok && m->type == NDZ_SESSCTL_STATUS)
-		len += 26 + jl;
+		len += 26 + jl + states_len(&m->st);
 	else if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY)
 		len += 34 + pl;
 	else if (reply && ok && m->type == NDZ_SESSCTL_HOLD)
@@ -65,6 +150,8 @@ int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf,
 		put_le64(buf + HDR + 16, m->st.rate_bps);
 		put_le16(buf + HDR + 24, (uint16_t)jl);
 		memcpy(buf + HDR + 26, m->st.json, jl);
+		if (m->st.states)
+			put_states(buf + HDR + 26 + jl, &m->st);
 	} else if (reply && ok && m->type == NDZ_SESSCTL_IDENTIFY) {
 		put_le32(buf + HDR, (uint32_t)m->who.pid);
 		memcpy(buf + HDR + 4, m->who.uuid, 16);
@@ -98,7 +185,9 @@ int ndz_sessctl_decode(const uint8_t *buf, size_t len, int reply, struct ndz_ses
 	if (!reply && m->type == NDZ_SESSCTL_RATE)
 		want += 8;
 	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_STATUS)
-		want += len >= HDR + 26 ? 26 + (size_t)get_le16(b + 24) : 26;
+		/* the states follow the JSON: what is there past it is theirs */
+		want = len >= HDR + 26 + (size_t)get_le16(b + 24) ? len : HDR + 26 +
+		       (len >= HDR + 26 ? (size_t)get_le16(b + 24) : 0);
 	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_IDENTIFY)
 		want += len >= HDR + 34 ? 34 + (size_t)get_le16(b + 32) : 34;
 	else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_HOLD)
@@ -116,6 +205,9 @@ int ndz_sessctl_decode(const uint8_t *buf, size_t len, int reply, struct ndz_ses
 		if (m->st.json_len > NDZ_SESSCTL_JSON_MAX)
 			return ndz_error_set(e, NDZ_EINVAL, 0, "session control: statistics too long");
 		memcpy(m->st.json, b + 26, m->st.json_len);
+		if (len > HDR + 26 + m->st.json_len &&
+		    get_states(b + 26 + m->st.json_len, len - HDR - 26 - m->st.json_len, &m->st))
+			return ndz_error_set(e, NDZ_EINVAL, 0, "session control: bad client states");
 	} else if (reply && m->status == NDZ_CTL_OK && m->type == NDZ_SESSCTL_IDENTIFY) {
 		size_t pl = get_le16(b + 32);
 

@@ -17,7 +17,8 @@
 
 /* Message types, beside enum ndz_ctl_type; on a session's unix socket only. */
 enum ndz_sessctl_type {
-	NDZ_SESSCTL_STATUS = 16,         /* -> clients, bytes sent, rate, JSON statistics */
+	NDZ_SESSCTL_STATUS = 16,         /* -> clients, bytes sent, rate, JSON statistics,
+					  * the clients' states: counts and a list */
 	NDZ_SESSCTL_RATE = 17,           /* rate_bps -> OK (the new cap is in force) */
 	NDZ_SESSCTL_IDENTIFY = 18,       /* -> pid, image uuid, chunks, bytes, path */
 	NDZ_SESSCTL_HOLD = 19,           /* -> held: 1 (idle clock reset), 0 (ending) */
@@ -25,7 +26,29 @@ enum ndz_sessctl_type {
 
 #define NDZ_SESSCTL_JSON_MAX 8000      /* a STATUS reply's JSON, at most */
 #define NDZ_SESSCTL_PATH_MAX 1024      /* an IDENTIFY reply's image path, at most */
-#define NDZ_SESSCTL_MSG_MAX (12 + 26 + NDZ_SESSCTL_JSON_MAX + NDZ_SESSCTL_PATH_MAX)
+#define NDZ_SESSCTL_CLIENTS 64         /* a STATUS reply's client entries, at most */
+#define NDZ_SESSCTL_CLIENT_LEN 41      /* one client entry's bytes on the wire */
+#define NDZ_SESSCTL_MSG_MAX (12 + 26 + NDZ_SESSCTL_JSON_MAX + 34 + \
+			     NDZ_SESSCTL_CLIENTS * NDZ_SESSCTL_CLIENT_LEN + NDZ_SESSCTL_PATH_MAX)
+
+/* A client's state as a session server tells it (lib/mcast's enum ndz_rx_state). */
+enum ndz_sessctl_rx {
+	NDZ_SESSCTL_RX_ACTIVE = 0,     /* heard lately, not left */
+	NDZ_SESSCTL_RX_DONE = 1,       /* left with the image complete */
+	NDZ_SESSCTL_RX_FAILED = 2,     /* left failed */
+	NDZ_SESSCTL_RX_LOST = 3,       /* silent too long without leaving */
+};
+
+/* One client of a session, as STATUS tells it. */
+struct ndz_sessctl_client {
+	uint32_t id;
+	uint32_t addr;                 /* network order */
+	uint8_t state;                 /* enum ndz_sessctl_rx */
+	uint32_t chunks_done, chunks_total;
+	uint64_t bytes_written;
+	uint64_t write_bps;
+	uint64_t age_ns;               /* since it was last heard */
+};
 
 struct ndz_sessctl_status {
 	uint64_t clients;              /* clients seen since it started */
@@ -33,7 +56,23 @@ struct ndz_sessctl_status {
 	uint64_t rate_bps;             /* its cap now */
 	char json[NDZ_SESSCTL_JSON_MAX + 1]; /* its statistics as frisbeed --stats-json */
 	size_t json_len;
+	int states;                    /* 1: the fields below were told (0: a frisbeed before them) */
+	uint64_t active, done, failed, lost;   /* its clients by state */
+	size_t nclient;                /* entries in client, the most recently heard first */
+	struct ndz_sessctl_client client[NDZ_SESSCTL_CLIENTS];
 };
+
+/* ndz_sessctl_state_name - "active", "done", "failed", "lost" ("unknown" past them). */
+const char *ndz_sessctl_state_name(unsigned state);
+
+struct ndz_jbuf;
+
+/*
+ * ndz_sessctl_client_json - c as the one JSON object of a client list entry ("id",
+ * "address", "state", "chunks_done", "chunks_total", "bytes_written", "write_bps",
+ * "age_s"), appended to j: frisbeed --stats-json and the master's status alike.
+ */
+void ndz_sessctl_client_json(const struct ndz_sessctl_client *c, struct ndz_jbuf *j);
 
 struct ndz_sessctl_identity {
 	int32_t pid;                   /* the answering process (filled in by the endpoint) */
@@ -67,8 +106,9 @@ struct ndz_sessctl_msg {
 
 /*
  * ndz_sessctl_encode - m as a request (reply 0) or a reply (reply 1) into buf (cap
- * bytes). Returns its length, or NDZ_EINVAL (a bad type, a JSON or path too long)
- * or NDZ_ERANGE (cap too small), with e set.
+ * bytes). Returns its length, or NDZ_EINVAL (a bad type, a JSON or path too long, too
+ * many client entries) or NDZ_ERANGE (cap too small), with e set. A STATUS reply with
+ * st.states 0 goes without the states (as a frisbeed before them sent it).
  */
 int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf, size_t cap,
 		       struct ndz_error *e);
@@ -76,7 +116,9 @@ int ndz_sessctl_encode(const struct ndz_sessctl_msg *m, int reply, uint8_t *buf,
 /*
  * ndz_sessctl_decode - a request (reply 0) or reply (reply 1) of len bytes into *m.
  * 0, or NDZ_EPROTO (not ours, or not that kind) / NDZ_EPROTOVER / NDZ_EINVAL (a
- * header of ours with a body that is not), with e set.
+ * header of ours with a body that is not), with e set. This is the one decoder of a
+ * STATUS reply's fields: the master reads a session's clients from st, never from
+ * its JSON.
  */
 int ndz_sessctl_decode(const uint8_t *buf, size_t len, int reply, struct ndz_sessctl_msg *m,
 		       struct ndz_error *e);

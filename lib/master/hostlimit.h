@@ -3,7 +3,8 @@
  * held in a small fixed table; when the table is full the host heard from least
  * recently gives its place up. A pure object over a clock (the time is passed in):
  * no sockets, no locking (the caller serialises). The lab's ASK and REPORT
- * datagrams go through one (lib/mserve/labsrv).
+ * datagrams go through one (lib/mserve/labsrv), the master's control requests and
+ * upload connections through another (ndz_master_host_ok).
  */
 #ifndef NDZ_HOSTLIMIT_H
 #define NDZ_HOSTLIMIT_H
@@ -13,7 +14,7 @@
 
 #include "mcast/pace.h"
 
-#define NDZ_HOSTLIMIT_SLOTS 256        /* hosts tracked at once */
+#define NDZ_HOSTLIMIT_SLOTS 1024       /* hosts tracked at once (the GET limiter had 1024) */
 
 struct ndz_hostlimit {
 	uint64_t rate_bps, burst;      /* the buckets' rate and depth (pace's units) */

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "jbuf.h"
+#include "core/json.h"
 #include "lab.h"
 #include "master.h"
 #include "mconf.h"

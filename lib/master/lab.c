@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 
 #include "lab.h"
+#include "core/fields.h"
 #include "core/file.h"
 
 struct ndz_lab {
@@ -545,15 +546,11 @@ static int word(const char *s, const char *const *list, int count)
 	return -1;
 }
 
+#define LOAD_MAX (16u << 20)              /* a lab file's bytes, at most */
+
 static int u64_field(const char *s, uint64_t *v)
 {
-	char *end;
-
-	if (!*s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	*v = strtoull(s, &end, 10);
-	return errno || *end ? -1 : 0;
+	return ndz_parse_dec(s, UINT64_MAX, v, NULL);
 }
 
 static int name_field(const char *s, char *dst)
@@ -571,17 +568,14 @@ static int name_field(const char *s, char *dst)
 /* One line (without its newline) into slot k; -1 when it is not one of ours. */
 static int parse_line(struct ndz_lab *l, char *line)
 {
-	char *f[15], *save = NULL, *reason;
+	char *f[15], *reason, *o[8];
 	struct ndz_lab_node n = { .used = 1 };
 	struct ndz_lab_result r = { 0 };
 	uint64_t batch, v[4];
 	int task, st, last, lt, k;
 
-	for (k = 0; k < 15; k++)
-		if (!(f[k] = strtok_r(k ? NULL : line, " ", &save)))
-			return -1;
-	reason = strtok_r(NULL, "", &save);
-	if (!reason || ndz_labcall_parse_mac(f[0], n.mac, NULL) || by_mac(l, n.mac) >= 0 ||
+	if (ndz_fields_split(line, " ", 0, f, 15, &reason) != 15 ||
+	    !reason || ndz_labcall_parse_mac(f[0], n.mac, NULL) || by_mac(l, n.mac) >= 0 ||
 	    name_field(f[1], n.name) || name_field(f[2], n.group) ||
 	    (n.name[0] && ndz_lab_find(l, n.name) >= 0) ||
 	    (task = task_word(f[3], 3)) < 0 || name_field(f[4], n.arg) ||
@@ -593,10 +587,12 @@ static int parse_line(struct ndz_lab *l, char *line)
 	    name_field(f[10], r.arg))
 		return -1;
 	if (strcmp(f[5], "-") != 0) {
-		char *o, *s2 = NULL;
+		int no = ndz_fields_split(f[5], ",", 0, o, 8, NULL);
 
-		for (o = strtok_r(f[5], ",", &s2); o; o = strtok_r(NULL, ",", &s2)) {
-			int b = word(o, optnames, 3);
+		if (no < 0)
+			return -1;
+		for (k = 0; k < no; k++) {
+			int b = word(o[k], optnames, 3);
 
 			if (b < 0 || task != NDZ_LAB_RELOAD)
 				return -1;
@@ -637,34 +633,45 @@ static int parse_line(struct ndz_lab *l, char *line)
 int ndz_lab_load(struct ndz_lab *l, const char *path, size_t *skipped, struct ndz_error *e)
 {
 	FILE *f = fopen(path, "r");
-	char line[1024];
-	size_t bad = 0;
+	char line[1023], *text = NULL;     /* a line is at most ~800 bytes */
+	size_t bad = 0, len = 0, cap = 0, n;
+	struct ndz_lines lines;
+	int r;
 
 	if (skipped)
 		*skipped = 0;
 	if (!f)
 		return errno == ENOENT ? 0 : ndz_error_set(e, NDZ_EIO, errno, "%s", path);
-	while (fgets(line, sizeof(line), f)) {
-		size_t len = strlen(line);
+	do {
+		if (len == cap) {
+			char *t = cap < LOAD_MAX ? realloc(text, cap += 65536) : NULL;
 
-		if (line[0] == '#')
-			continue;
-		if (!len || line[len - 1] != '\n') {
-			int c;
-
-			while ((c = fgetc(f)) != EOF && c != '\n')
-				;
-			bad++;
-			continue;
+			if (!t) {
+				free(text);
+				fclose(f);
+				return ndz_error_set(e, cap < LOAD_MAX ? NDZ_ENOMEM : NDZ_EINVAL, 0,
+						     "%s: %s", path, cap < LOAD_MAX ? "out of memory" :
+						     "larger than 16 MiB");
+			}
+			text = t;
 		}
-		line[len - 1] = 0;
-		bad += parse_line(l, line) != 0;
-	}
+		n = fread(text + len, 1, cap - len, f);
+		len += n;
+	} while (n);
 	if (ferror(f)) {
+		free(text);
 		fclose(f);
 		return ndz_error_set(e, NDZ_EIO, errno, "%s", path);
 	}
 	fclose(f);
+	/* a line too long, cut short by the file's end, or not one of ours is skipped */
+	ndz_lines_init(&lines, path, text, len);
+	while ((r = ndz_lines_next(&lines, line, sizeof(line), 0, NULL)) != 0) {
+		if (r > 0 && line[0] == '#')
+			continue;
+		bad += r < 0 || lines.unterminated || parse_line(l, line) != 0;
+	}
+	free(text);
 	if (skipped)
 		*skipped = bad;
 	return 0;

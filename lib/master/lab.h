@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "ctl/labcall.h"
-#include "jbuf.h"
+#include "core/json.h"
 #include "core/err.h"
 
 #define NDZ_LAB_NODES 1024             /* table size */

@@ -7,19 +7,12 @@
 #include <string.h>
 
 #include "admit.h"
-#include "jbuf.h"
+#include "hostlimit.h"
+#include "core/json.h"
 #include "master.h"
+#include "core/fields.h"
 #include "core/file.h"
-#include "mcast/pace.h"
 
-#define HOSTS 1024                     /* limiter slots, hashed by address */
-#define REQ_UNIT 3000                  /* one request, in the bucket's bytes (pace's least depth) */
-
-struct host {
-	uint32_t addr;
-	int used;
-	struct ndz_pace bucket;
-};
 
 struct upload {
 	int used;
@@ -31,7 +24,8 @@ struct ndz_master {
 	const struct ndz_mconf *conf;
 	struct ndz_master_session s[NDZ_MASTER_SESSIONS];
 	struct upload up[NDZ_MASTER_UPLOADS];
-	struct host hosts[HOSTS];
+	struct ndz_hostlimit limit;    /* host-rate, host-burst */
+	unsigned limit_rate, limit_burst;      /* what limit was last given */
 	struct ndz_master_counters n;
 	struct ndz_admit admit;        /* TCP connections before their first message */
 	uint32_t server;
@@ -50,6 +44,9 @@ int ndz_master_create(const struct ndz_mconf *c, struct ndz_master **out, struct
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "master: session table");
 	m->conf = c;
 	ndz_admit_init(&m->admit);
+	m->limit_rate = c->host_rate;
+	m->limit_burst = c->host_burst;
+	ndz_hostlimit_init(&m->limit, c->host_rate, c->host_burst);
 	*out = m;
 	return 0;
 }
@@ -90,22 +87,14 @@ const struct ndz_master_session *ndz_master_session(const struct ndz_master *m, 
 
 int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns)
 {
-	struct host *h = &m->hosts[(ntohl(addr) * 2654435761u) % HOSTS];
-	uint64_t rate = (uint64_t)m->conf->host_rate * REQ_UNIT * 8;
-	uint64_t burst = (uint64_t)m->conf->host_burst * REQ_UNIT;
+	const struct ndz_mconf *c = m->conf;
 
-	if (!h->used || h->addr != addr) {
-		h->used = 1;
-		h->addr = addr;
-		ndz_pace_init(&h->bucket, rate, burst, now_ns);
-	} else {
-		ndz_pace_set_rate(&h->bucket, rate, burst, now_ns);
+	if (c->host_rate != m->limit_rate || c->host_burst != m->limit_burst) {
+		m->limit_rate = c->host_rate;
+		m->limit_burst = c->host_burst;
+		ndz_hostlimit_set(&m->limit, c->host_rate, c->host_burst, now_ns);
 	}
-	/* host-rate is at least 1 (lib/master/mconf): the bucket always fills */
-	if (ndz_pace_delay(&h->bucket, REQ_UNIT, now_ns) > 0)
-		return 0;
-	ndz_pace_take(&h->bucket, REQ_UNIT, now_ns);
-	return 1;
+	return ndz_hostlimit_ok(&m->limit, addr, now_ns);
 }
 
 void ndz_master_set_server(struct ndz_master *m, uint32_t server)
@@ -493,94 +482,47 @@ int ndz_master_state(const struct ndz_master *m, char *buf, size_t cap, struct n
 	return (int)j.len;
 }
 
-/* A decimal number of at most max, the whole token. */
-static int parse_num(const char *t, size_t n, uint64_t max, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > 20 || (n > 1 && t[0] == '0'))
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (t[i] < '0' || t[i] > '9' || v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(t[i] - '0');
-	}
-	if (v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
+#define STATE_LINE_MAX 512                   /* a state line is under 200 bytes */
 
 int ndz_master_state_parse_line(const char *line, size_t len, struct ndz_master_session *s,
 				struct ndz_error *e)
 {
 	static const char *const what[] = { "pid", "image", "group", "port", "rate", "chunks",
 					    "source bytes", "uuid" };
-	const char *tok[8];
-	size_t tlen[8], k = 0, i = 0;
+	char buf[STATE_LINE_MAX], *tok[8];
 	uint64_t v;
-	char buf[NDZ_CTL_NAME_MAX + 1];
 
 	memset(s, 0, sizeof(*s));
 	/* eight fields, each separated by one space */
-	while (k < 8 && i < len) {
-		size_t start = i;
-
-		while (i < len && line[i] != ' ')
-			i++;
-		tok[k] = line + start;
-		tlen[k++] = i - start;
-		if (i < len)
-			i++;
-	}
-	if (k != 8 || i != len || (len && line[len - 1] == ' '))
+	if (len >= sizeof(buf) || memchr(line, 0, len))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: not eight fields");
-	for (k = 0; k < 8; k++)
-		if (!tlen[k])
+	memcpy(buf, line, len);
+	buf[len] = 0;
+	if (ndz_fields_split(buf, " ", 1, tok, 8, NULL) != 8)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: not eight fields");
+	for (int k = 0; k < 8; k++)
+		if (!*tok[k])
 			return ndz_error_set(e, NDZ_EINVAL, 0, "state line: empty %s", what[k]);
-	if (parse_num(tok[0], tlen[0], 0x7fffffff, &v) || v == 0)
+	if (ndz_parse_dec(tok[0], 0x7fffffff, &v, NULL) || v == 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad pid");
 	s->pid = (int)v;
-	if (tlen[1] > NDZ_CTL_NAME_MAX)
+	if (strlen(tok[1]) > NDZ_CTL_NAME_MAX || !ndz_ctl_valid_name(tok[1]))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad image name");
-	memcpy(s->image, tok[1], tlen[1]);
-	s->image[tlen[1]] = 0;
-	if (!ndz_ctl_valid_name(s->image))
-		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad image name");
-	if (tlen[2] > 15)
+	strcpy(s->image, tok[1]);
+	if (strlen(tok[2]) > 15 || inet_pton(AF_INET, tok[2], &s->group) != 1)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad group");
-	memcpy(buf, tok[2], tlen[2]);
-	buf[tlen[2]] = 0;
-	if (inet_pton(AF_INET, buf, &s->group) != 1)
-		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad group");
-	if (parse_num(tok[3], tlen[3], 65535, &v) || v == 0)
+	if (ndz_parse_dec(tok[3], 65535, &v, NULL) || v == 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad port");
 	s->port = (uint16_t)v;
-	if (parse_num(tok[4], tlen[4], UINT64_MAX, &s->rate))
+	if (ndz_parse_dec(tok[4], UINT64_MAX, &s->rate, NULL))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad rate");
-	if (parse_num(tok[5], tlen[5], UINT32_MAX, &v))
+	if (ndz_parse_dec(tok[5], UINT32_MAX, &v, NULL))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad chunks");
 	s->chunks = (uint32_t)v;
-	if (parse_num(tok[6], tlen[6], UINT64_MAX, &s->source_bytes))
+	if (ndz_parse_dec(tok[6], UINT64_MAX, &s->source_bytes, NULL))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad source bytes");
-	if (tlen[7] != 32)
+	if (strlen(tok[7]) != 32 || ndz_hex_decode(tok[7], s->uuid, 16, NULL))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad uuid");
-	for (int b = 0; b < 16; b++) {
-		int hi = hexval(tok[7][2 * b]), lo = hexval(tok[7][2 * b + 1]);
-
-		if (hi < 0 || lo < 0)
-			return ndz_error_set(e, NDZ_EINVAL, 0, "state line: bad uuid");
-		s->uuid[b] = (uint8_t)(hi << 4 | lo);
-	}
 	s->adopted = 1;
 	return 0;
 }
@@ -590,16 +532,18 @@ size_t ndz_master_adopt(struct ndz_master *m, const char *text, size_t len,
 			int (*current)(void *ctx, const char *image, uint8_t uuid[16]),
 			void *ctx, uint64_t now_ns)
 {
-	size_t adopted = 0, at = 0;
+	struct ndz_lines lines;
+	char line[STATE_LINE_MAX];
+	size_t adopted = 0;
+	int r;
 
-	while (at < len) {
-		const char *nl = memchr(text + at, '\n', len - at);
-		size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+	ndz_lines_init(&lines, "state", text, len);
+	while ((r = ndz_lines_next(&lines, line, sizeof(line), 0, NULL)) != 0) {
 		struct ndz_master_session s;
 		uint8_t now[16];
 		size_t i, free_slot = NDZ_MASTER_SESSIONS;
 
-		if (ndz_master_state_parse_line(text + at, n, &s, NULL) == 0) {
+		if (r > 0 && ndz_master_state_parse_line(line, strlen(line), &s, NULL) == 0) {
 			for (i = 0; i < NDZ_MASTER_SESSIONS; i++) {
 				if (m->s[i].pid && (m->s[i].group == s.group || m->s[i].pid == s.pid))
 					break;
@@ -617,7 +561,6 @@ size_t ndz_master_adopt(struct ndz_master *m, const char *text, size_t len,
 				adopted++;
 			}
 		}
-		at += n + (nl ? 1 : 0);
 	}
 	return adopted;
 }
@@ -773,22 +716,19 @@ static const struct {
 	const char *name;
 	size_t off;
 } counter_names[] = {
-#define COUNTER(name, field) { name, offsetof(struct ndz_master_counters, field) }
-	COUNTER("requests", requests), COUNTER("get", get), COUNTER("status", status),
-	COUNTER("ok", ok), COUNTER("unknown", unknown), COUNTER("denied", denied),
-	COUNTER("pool_exhausted", pool), COUNTER("too_many", too_many),
-	COUNTER("failed", failed), COUNTER("malformed", malformed),
-	COUNTER("dropped", dropped), COUNTER("rate_limited", rate_limited),
-	COUNTER("sessions_started", started), COUNTER("sessions_ended", ended),
-	COUNTER("reloads", reloads), COUNTER("bad_reloads", bad_reloads),
-	COUNTER("status_udp", status_udp), COUNTER("uploads", uploads),
-	COUNTER("uploads_stored", uploads_stored),
-	COUNTER("uploads_rejected", uploads_rejected),
-	COUNTER("uploads_refused", uploads_refused), COUNTER("tcp_denied", tcp_denied),
-	COUNTER("tcp_busy", tcp_busy), COUNTER("tcp_quiet", tcp_quiet),
-	COUNTER("lab_rate_limited", lab_rate_limited),
-#undef COUNTER
+#define NDZ_COUNTER(field, json, family, label, family2, label2) \
+	{ json, offsetof(struct ndz_master_counters, field) },
+#include "counters.def"
+#undef NDZ_COUNTER
 };
+
+const char *ndz_master_counter(const struct ndz_master_counters *n, size_t i, uint64_t *v)
+{
+	if (i >= sizeof(counter_names) / sizeof(counter_names[0]))
+		return NULL;
+	*v = *(const uint64_t *)(const void *)((const char *)n + counter_names[i].off);
+	return counter_names[i].name;
+}
 
 /* The STATUS JSON into j, each session's client list with it when clients is set. */
 static void status_json(const struct ndz_master *m, uint64_t now_ns,
@@ -799,6 +739,8 @@ static void status_json(const struct ndz_master *m, uint64_t now_ns,
 	const struct ndz_master_counters *n = &m->n;
 	const struct ndz_mconf *c = m->conf;
 	struct ndz_master_live *l = malloc(sizeof(*l));
+	const char *name;
+	uint64_t v;
 	int first = 1;
 
 	ndz_jbuf_printf(j, "{\"sessions\": [");
@@ -833,12 +775,8 @@ static void status_json(const struct ndz_master *m, uint64_t now_ns,
 		first = 0;
 	}
 	ndz_jbuf_printf(j, "], \"counters\": {");
-	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
-		const void *v = (const char *)n + counter_names[i].off;
-
-		ndz_jbuf_printf(j, "%s\"%s\": %llu", i ? ", " : "", counter_names[i].name,
-				(unsigned long long)*(const uint64_t *)v);
-	}
+	for (size_t i = 0; (name = ndz_master_counter(n, i, &v)); i++)
+		ndz_jbuf_printf(j, "%s\"%s\": %llu", i ? ", " : "", name, (unsigned long long)v);
 	ndz_jbuf_printf(j, "}, \"max_sessions\": %u, \"pool_size\": %u, \"uploading\": [",
 			c->max_sessions, c->pool_size);
 	first = 1;

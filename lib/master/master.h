@@ -38,13 +38,18 @@ struct ndz_master_session {
 	uint64_t started_ns;
 };
 
+/* The master's counters, one per line of counters.def (with their JSON and /metrics names). */
 struct ndz_master_counters {
-	uint64_t requests, get, status, ok, unknown, denied, pool, too_many, failed;
-	uint64_t malformed, dropped, rate_limited, started, ended, reloads, bad_reloads;
-	uint64_t uploads, uploads_stored, uploads_rejected, uploads_refused, status_udp;
-	uint64_t tcp_denied, tcp_busy, tcp_quiet;
-	uint64_t lab_rate_limited;     /* lab ASK/REPORT datagrams dropped (lib/mserve/labsrv) */
+#define NDZ_COUNTER(field, json, family, label, family2, label2) uint64_t field;
+#include "counters.def"
+#undef NDZ_COUNTER
 };
+
+/*
+ * ndz_master_counter - the i-th counter of counters.def in n: its name in the STATUS
+ * JSON (a static string) with *v its value, or NULL past the last.
+ */
+const char *ndz_master_counter(const struct ndz_master_counters *n, size_t i, uint64_t *v);
 
 struct ndz_master;
 
@@ -78,8 +83,10 @@ const struct ndz_master_session *ndz_master_session(const struct ndz_master *m, 
 
 /*
  * ndz_master_host_ok - the per-host request limiter (host-rate per second, bursts
- * of host-burst, a token bucket of lib/mcast/pace per host slot): 1 when a request
- * from addr (network order) at now_ns may be served (and counts), 0 when it is over.
+ * of host-burst; lib/master/hostlimit, the lab's datagram limiter, a bucket for each
+ * address): 1 when a request from addr (network order) at now_ns may be served (and
+ * counts), 0 when it is over. A new host-rate or host-burst of the configuration
+ * (ndz_master_set_conf) applies from the next call on.
  */
 int ndz_master_host_ok(struct ndz_master *m, uint32_t addr, uint64_t now_ns);
 

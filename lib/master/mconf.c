@@ -2,12 +2,14 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admit.h"
 #include "ctl/ctl.h"
+#include "core/fields.h"
 #include "core/image.h"
 #include "core/io.h"
 #include "mconf.h"
@@ -34,36 +36,14 @@ static int perr(struct parser *p, const char *what, const char *arg)
 			     arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
 }
 
-static int parse_rate(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (*s < '0' || *s > '9')
-		return NDZ_EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return NDZ_EINVAL;
-	switch (*end) {
-	case 0: break;
-	case 'k': mul = 1000ull; end++; break;
-	case 'M': mul = 1000000ull; end++; break;
-	case 'G': mul = 1000000000ull; end++; break;
-	case 'T': mul = 1000000000000ull; end++; break;
-	default: return NDZ_EINVAL;
-	}
-	if (*end || v == 0 || v > UINT64_MAX / mul)
-		return NDZ_EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
 int ndz_parse_rate(const char *s, uint64_t *out, struct ndz_error *e)
 {
-	if (parse_rate(s, out) != 0)
+	uint64_t v;
+
+	/* the options' rule (frisbeed -W 100m), so that the file means what they mean */
+	if (ndz_parse_u64(s, 0, &v, NULL) != 0 || v == 0)
 		return ndz_error_set(e, NDZ_EINVAL, 0, "bad rate '%s'", s);
+	*out = v;
 	return 0;
 }
 
@@ -342,58 +322,34 @@ static int parse_token_file(struct parser *p, const char *k, const char *val)
 }
 /* ---- token-file (end) ---- */
 
-/* The lab's keys: numbers, or strings kept as they are (given once). */
-static int parse_lab(struct parser *p, const char *k, const char *val)
-{
-	struct ndz_mconf *c = p->c;
-	char **str = strcmp(k, "wake-interface") == 0 ? &c->wake_iface :
-		     strcmp(k, "admin-socket") == 0 ? &c->admin_socket :
-		     strcmp(k, "admin-listen") == 0 ? &c->admin_listen :
-		     strcmp(k, "lab-state") == 0 ? &c->lab_state : NULL;
-	unsigned long v;
+/* The keywords whose value is a string kept as it is (given once), and where it goes. */
+static const struct str_key {
+	const char *key;
+	size_t off;                    /* of the char * in struct ndz_mconf */
+} str_keys[] = {
+	{ "wake-interface", offsetof(struct ndz_mconf, wake_iface) },
+	{ "admin-socket", offsetof(struct ndz_mconf, admin_socket) },
+	{ "admin-listen", offsetof(struct ndz_mconf, admin_listen) },
+	{ "lab-state", offsetof(struct ndz_mconf, lab_state) },
+	{ "pxe-dir", offsetof(struct ndz_mconf, pxe_dir) },   /* network boot (lib/master/pxe) */
+	{ "pxe-url", offsetof(struct ndz_mconf, pxe_url) },
+};
 
-	if (!str && strncmp(k, "lab-host-", 9) == 0) {   /* lab-host-rate, lab-host-burst */
-		if (parse_uint(val, 1, 100000, &v))
-			return perr(p, k[9] == 'r' ? "bad lab-host-rate (1 to 100000 a second)" :
-				    "bad lab-host-burst (1 to 100000)", val);
-		*(k[9] == 'r' ? &c->lab_host_rate : &c->lab_host_burst) = (unsigned)v;
-	} else if (!str && strcmp(k, "group-window") == 0) {
-		if (parse_uint(val, 0, 3600, &v))
-			return perr(p, "bad group-window (0 to 3600 seconds)", val);
-		c->group_window = (unsigned)v;
-	} else if (!str) {
-		if (parse_uint(val, 1, 86400, &v))
-			return perr(p, "bad node-timeout (1 to 86400 seconds)", val);
-		c->node_timeout = (unsigned)v;
-	} else if (*str) {
-		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
-				     p->line, k);
-	} else if (!(*str = strdup(val))) {
-		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
-	}
-	return 0;
+static char **str_field(struct ndz_mconf *c, const struct str_key *k)
+{
+	return (char **)(void *)((char *)c + k->off);
 }
 
-/* ---- network boot by the master (lib/master/pxe): pxe-dir, pxe-url, pxe-local, pxe-args ---- */
-
-static int parse_pxe(struct parser *p, const char *k, const char *val)
+static int parse_str_key(struct parser *p, const struct str_key *sk, const char *val)
 {
-	struct ndz_mconf *c = p->c;
-	char **str = strcmp(k, "pxe-dir") == 0 ? &c->pxe_dir :
-		     strcmp(k, "pxe-url") == 0 ? &c->pxe_url : NULL;
+	char **str = str_field(p->c, sk);
 
-	if (!str) {                    /* pxe-local */
-		if (strcmp(val, "exit") != 0 && strcmp(val, "sanboot") != 0)
-			return perr(p, "bad pxe-local (exit or sanboot)", val);
-		c->pxe_local = val[0] == 's' ? NDZ_PXE_SANBOOT : NDZ_PXE_EXIT;
-		return 0;
-	}
 	if (*str)
 		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: %s given twice", p->fname,
-				     p->line, k);
-	if (str == &c->pxe_dir && val[0] != '/')
+				     p->line, sk->key);
+	if (str == &p->c->pxe_dir && val[0] != '/')
 		return perr(p, "bad pxe-dir (an absolute path)", val);
-	if (str == &c->pxe_url && !ndz_pxe_url_ok(val))
+	if (str == &p->c->pxe_url && !ndz_pxe_url_ok(val))
 		return perr(p, "bad pxe-url (http://, https:// or tftp://, a host and a path of "
 			    "letters, digits and -._~:/@%+=,!*(); at most 512 bytes)", val);
 	if (!(*str = strdup(val)))
@@ -443,21 +399,59 @@ static int parse_pxe_args(struct parser *p, const char *val)
 
 /* ---- end of the pxe keys ---- */
 
+/* A keyword that takes one value has exactly one: 0, or the error. */
+static int one_value(struct parser *p, const char *k, int ntok)
+{
+	return ntok == 2 ? 0 : perr(p, ntok == 1 ? "missing value after" :
+				    "too many values after", k);
+}
+
+/* The keywords whose value is a whole number within bounds, and where it goes. */
+static const struct num_key {
+	const char *key;
+	unsigned long lo, hi;
+	const char *unit;              /* in the message: "(LO to HI UNIT)" */
+	size_t off;                    /* of the unsigned in struct ndz_mconf */
+} num_keys[] = {
+#define NUM(key, lo, hi, unit, field) { key, lo, hi, unit, offsetof(struct ndz_mconf, field) }
+	NUM("max-sessions", 1, 1024, "", max_sessions),
+	NUM("idle-timeout", 1, 86400, " seconds", idle_timeout),
+	NUM("upload-timeout", 1, 3600, " seconds", upload_timeout),
+	NUM("max-uploads", 1, 64, "", max_uploads),
+	NUM("request-timeout", 1, 60, " seconds", request_timeout),
+	NUM("max-pending", 1, NDZ_ADMIT_MAX, "", max_pending),
+	NUM("max-pending-host", 1, NDZ_ADMIT_MAX, "", max_pending_host),
+	NUM("host-rate", 1, 100000, " a second", host_rate),
+	NUM("host-burst", 1, 100000, "", host_burst),
+	NUM("group-window", 0, 3600, " seconds", group_window),
+	NUM("node-timeout", 1, 86400, " seconds", node_timeout),
+	NUM("lab-host-rate", 1, 100000, " a second", lab_host_rate),
+	NUM("lab-host-burst", 1, 100000, "", lab_host_burst),
+#undef NUM
+};
+
+static int parse_num_key(struct parser *p, const struct num_key *n, const char *val)
+{
+	unsigned long v;
+	char what[96];
+
+	if (parse_uint(val, n->lo, n->hi, &v)) {
+		snprintf(what, sizeof(what), "bad %s (%lu to %lu%s)", n->key, n->lo, n->hi,
+			 n->unit);
+		return perr(p, what, val);
+	}
+	*(unsigned *)(void *)((char *)p->c + n->off) = (unsigned)v;
+	return 0;
+}
+
 static int parse_line(struct parser *p, char **tok, int ntok)
 {
 	struct ndz_mconf *c = p->c;
 	const char *k = tok[0];
 	unsigned long v, w;
 
-	static const char *const keys[] = { "pool", "ports", "max-sessions", "idle-timeout",
-					    "rate", "total-rate", "quota", "upload-timeout",
-					    "max-uploads", "host-rate", "host-burst",
-					    "request-timeout", "max-pending", "max-pending-host",
+	static const char *const keys[] = { "pool", "ports", "rate", "total-rate", "quota",
 					    "http-listen", "http-token-file" };
-	static const char *const lab_keys[] = { "group-window", "node-timeout",
-						"wake-interface", "admin-socket",
-						"admin-listen", "token-file", "lab-state",
-						"lab-host-rate", "lab-host-burst" };
 	size_t i;
 
 	if (strcmp(k, "image") == 0 || strcmp(k, "imagedir") == 0)
@@ -466,20 +460,30 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 		return parse_image(p, tok, ntok, 2);
 	if ((strcmp(k, "token-file") == 0 || strcmp(k, "http-token-file") == 0) && ntok == 2)
 		return parse_token_file(p, k, tok[1]);
-	if (strcmp(k, "pxe-dir") == 0 || strcmp(k, "pxe-url") == 0 || strcmp(k, "pxe-local") == 0)
-		return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
-					"too many values after", k) : parse_pxe(p, k, tok[1]);
-	for (i = 0; i < sizeof(lab_keys) / sizeof(lab_keys[0]); i++)
-		if (strcmp(k, lab_keys[i]) == 0)
-			return ntok != 2 ? perr(p, ntok == 1 ? "missing value after" :
-						"too many values after", k) :
-					   parse_lab(p, k, tok[1]);
+	if (strcmp(k, "pxe-local") == 0) {
+		if (one_value(p, k, ntok))
+			return NDZ_EINVAL;
+		if (strcmp(tok[1], "exit") != 0 && strcmp(tok[1], "sanboot") != 0)
+			return perr(p, "bad pxe-local (exit or sanboot)", tok[1]);
+		c->pxe_local = tok[1][0] == 's' ? NDZ_PXE_SANBOOT : NDZ_PXE_EXIT;
+		return 0;
+	}
+	if (strcmp(k, "token-file") == 0)          /* with a value missing or too many */
+		return one_value(p, k, ntok);
+	for (i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++)
+		if (strcmp(k, str_keys[i].key) == 0)
+			return one_value(p, k, ntok) ? NDZ_EINVAL :
+			       parse_str_key(p, &str_keys[i], tok[1]);
+	for (i = 0; i < sizeof(num_keys) / sizeof(num_keys[0]); i++)
+		if (strcmp(k, num_keys[i].key) == 0)
+			return one_value(p, k, ntok) ? NDZ_EINVAL :
+			       parse_num_key(p, &num_keys[i], tok[1]);
 	for (i = 0; i < sizeof(keys) / sizeof(keys[0]) && strcmp(k, keys[i]) != 0; i++)
 		;
 	if (i == sizeof(keys) / sizeof(keys[0]))
 		return perr(p, "unknown keyword", k);
-	if (ntok != 2)
-		return perr(p, ntok == 1 ? "missing value after" : "too many values after", k);
+	if (one_value(p, k, ntok))
+		return NDZ_EINVAL;
 	if (strcmp(k, "pool") == 0) {
 		struct ndz_cidr cidr;
 
@@ -505,44 +509,14 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 			return perr(p, "bad port range (LOW-HIGH)", tok[1]);
 		c->port_lo = (uint16_t)v;
 		c->port_hi = (uint16_t)w;
-	} else if (strcmp(k, "max-sessions") == 0) {
-		if (parse_uint(tok[1], 1, 1024, &v))
-			return perr(p, "bad max-sessions (1 to 1024)", tok[1]);
-		c->max_sessions = (unsigned)v;
-	} else if (strcmp(k, "idle-timeout") == 0) {
-		if (parse_uint(tok[1], 1, 86400, &v))
-			return perr(p, "bad idle-timeout (1 to 86400 seconds)", tok[1]);
-		c->idle_timeout = (unsigned)v;
 	} else if (strcmp(k, "rate") == 0) {
 		if (ndz_parse_rate(tok[1], &c->rate, NULL) != 0 || c->rate < 8000)
 			return perr(p, "bad rate (bits/s, at least 8k)", tok[1]);
 	} else if (strcmp(k, "quota") == 0) {
 		if (ndz_parse_rate(tok[1], &c->quota, NULL) != 0)
 			return perr(p, "bad quota (bytes, k/M/G/T: powers of 1000)", tok[1]);
-	} else if (strcmp(k, "upload-timeout") == 0) {
-		if (parse_uint(tok[1], 1, 3600, &v))
-			return perr(p, "bad upload-timeout (1 to 3600 seconds)", tok[1]);
-		c->upload_timeout = (unsigned)v;
-	} else if (strcmp(k, "max-uploads") == 0) {
-		if (parse_uint(tok[1], 1, 64, &v))
-			return perr(p, "bad max-uploads (1 to 64)", tok[1]);
-		c->max_uploads = (unsigned)v;
-	} else if (strcmp(k, "request-timeout") == 0) {
-		if (parse_uint(tok[1], 1, 60, &v))
-			return perr(p, "bad request-timeout (1 to 60 seconds)", tok[1]);
-		c->request_timeout = (unsigned)v;
-	} else if (strcmp(k, "max-pending") == 0 || strcmp(k, "max-pending-host") == 0) {
-		if (parse_uint(tok[1], 1, NDZ_ADMIT_MAX, &v))
-			return perr(p, k[11] ? "bad max-pending-host (1 to 256)" :
-				    "bad max-pending (1 to 256)", tok[1]);
-		*(k[11] ? &c->max_pending_host : &c->max_pending) = (unsigned)v;
 	} else if (strcmp(k, "http-listen") == 0) {
 		return parse_http_listen(p, tok[1]);
-	} else if (strcmp(k, "host-rate") == 0 || strcmp(k, "host-burst") == 0) {
-		if (parse_uint(tok[1], 1, 100000, &v))
-			return perr(p, k[5] == 'r' ? "bad host-rate (1 to 100000 a second)" :
-				    "bad host-burst (1 to 100000)", tok[1]);
-		*(k[5] == 'r' ? &c->host_rate : &c->host_burst) = (unsigned)v;
 	} else {                       /* total-rate */
 		if (ndz_parse_rate(tok[1], &c->total_rate, NULL) != 0 || c->total_rate < 8000)
 			return perr(p, "bad total-rate (bits/s, at least 8k)", tok[1]);
@@ -579,7 +553,7 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 {
 	struct parser p = { .fname = fname, .e = e };
 	struct ndz_mconf *c = calloc(1, sizeof(*c));
-	const char *s = text, *end = text + len;
+	struct ndz_lines lines;
 	int rc = 0;
 
 	*out = NULL;
@@ -608,39 +582,24 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->node_timeout = 60;
 	c->lab_host_rate = 20;
 	c->lab_host_burst = 40;
-	while (rc == 0 && s < end) {
-		const char *nl = memchr(s, '\n', (size_t)(end - s));
-		size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
-		char buf[1024], *tok[MAX_TOKENS + 1], *save = NULL;
-		int ntok = 0;
+	ndz_lines_init(&lines, fname, text, len);
+	while (rc == 0) {
+		char buf[1024], *tok[MAX_TOKENS];
+		int ntok;
 
-		p.line++;
-		if (n >= sizeof(buf)) {
-			rc = perr(&p, "line too long", NULL);
+		rc = ndz_lines_next(&lines, buf, sizeof(buf), 1, e);
+		p.line = lines.line;
+		if (rc <= 0)
 			break;
-		}
-		memcpy(buf, s, n);
-		buf[n] = 0;
-		s += n + 1;
-		if (memchr(buf, 0, n)) {
-			rc = perr(&p, "NUL byte in line", NULL);
-			break;
-		}
-		if (strchr(buf, '#'))
-			*strchr(buf, '#') = 0;
+		rc = 0;
 		if (pxe_args_value(buf)) {     /* kernel parameters: not split into words */
 			rc = parse_pxe_args(&p, pxe_args_value(buf));
 			continue;
 		}
 		join_lists(buf);
-		for (char *t = strtok_r(buf, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
-			if (ntok == MAX_TOKENS) {
-				rc = perr(&p, "too many words", NULL);
-				break;
-			}
-			tok[ntok++] = t;
-		}
-		if (rc == 0 && ntok)
+		if ((ntok = ndz_fields_split(buf, " \t\r", 0, tok, MAX_TOKENS, NULL)) < 0)
+			rc = perr(&p, "too many words", NULL);
+		else if (ntok)
 			rc = parse_line(&p, tok, ntok);
 	}
 	if (rc == 0 && p.upload_line && !c->upload_dir) {
@@ -704,13 +663,9 @@ void ndz_mconf_free(struct ndz_mconf *c)
 	free(c->skipped);
 	free(c->upload_dir);
 	free(c->dir_upload);
-	free(c->wake_iface);
-	free(c->admin_socket);
-	free(c->admin_listen);
+	for (size_t i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++)
+		free(*str_field(c, &str_keys[i]));
 	free(c->token_file);
-	free(c->lab_state);
-	free(c->pxe_dir);
-	free(c->pxe_url);
 	free(c->pxe_args);
 	free(c);
 }

@@ -133,7 +133,8 @@ int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_
 			    char *path, size_t cap, struct ndz_error *e);
 
 /*
- * ndz_parse_rate - "100M", "1G", "8000": bits/s, k/M/G/T powers of 1000.
+ * ndz_parse_rate - "100M", "1g", "8000": bits/s, by ndz_parse_u64's rule (k/m/g/t in
+ * either case, powers of 1000), the one frisbeed -W follows.
  * 0 or NDZ_EINVAL (malformed, overflowing, or 0) with e (may be NULL) saying
  * "bad rate 'S'".
  */

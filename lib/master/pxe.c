@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "jbuf.h"
+#include "core/json.h"
 #include "pxe.h"
 
 static const char generic[] =

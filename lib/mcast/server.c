@@ -7,6 +7,8 @@
 
 #include "core/format.h"
 #include "core/image.h"
+#include "core/json.h"
+#include "ctl/sessctl.h"
 #include "core/orig.h"
 #include "fec.h"
 #include "pace.h"
@@ -21,6 +23,10 @@
 #define FEATURES_NS 1000000000ull      /* FEATURES again this often while sending */
 
 _Static_assert(NDZ_PKT_REPAIR_LEN == NDZ_PKT_BLOCK_LEN, "blocks and repairs pace alike");
+_Static_assert((int)NDZ_RX_ACTIVE == (int)NDZ_SESSCTL_RX_ACTIVE &&
+	       (int)NDZ_RX_DONE == (int)NDZ_SESSCTL_RX_DONE &&
+	       (int)NDZ_RX_FAILED == (int)NDZ_SESSCTL_RX_FAILED &&
+	       (int)NDZ_RX_LOST == (int)NDZ_SESSCTL_RX_LOST, "STATUS tells the states by these numbers");
 
 struct ndz_server {
 	char *name;
@@ -680,30 +686,15 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->auto_rate_bps = s->last_rate;
 }
 
-/* name as a JSON string's contents into buf (cap >= 1): quotes, backslashes, controls escaped. */
-static void json_str(const char *name, char *buf, size_t cap)
-{
-	size_t o = 0;
-
-	for (const unsigned char *c = (const unsigned char *)name; *c && o + 7 < cap; c++) {
-		if (*c == '"' || *c == '\\')
-			o += (size_t)snprintf(buf + o, cap - o, "\\%c", *c);
-		else if (*c < 0x20)
-			o += (size_t)snprintf(buf + o, cap - o, "\\u%04x", *c);
-		else
-			buf[o++] = (char)*c;
-	}
-	buf[o] = 0;
-}
-
 int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, char *buf,
 			  size_t cap, struct ndz_error *e)
 {
-	char esc[4096 * 6 + 8];
-	int n;
+	struct ndz_jbuf j;
 
-	json_str(name, esc, sizeof(esc));
-	n = snprintf(buf, cap, "{\"image\": \"%s\", \"chunks\": %u, \"clients\": %llu, "
+	ndz_jbuf_init(&j, buf, cap);
+	ndz_jbuf_printf(&j, "{\"image\": ");
+	ndz_jbuf_string(&j, name);
+	ndz_jbuf_printf(&j, ", \"chunks\": %u, \"clients\": %llu, "
 		     "\"joins\": %llu, \"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
@@ -712,7 +703,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 		     "\"bad_version\": %llu, "
 		     "\"wrong_image\": %llu, \"bad_chunk\": %llu}\n",
-		     esc, st->chunks, (unsigned long long)st->clients,
+		     st->chunks, (unsigned long long)st->clients,
 		     (unsigned long long)st->joins, (unsigned long long)st->leaves,
 		     (unsigned long long)st->requests, (unsigned long long)st->merged,
 		     (unsigned long long)st->dropped_current, (unsigned long long)st->blocks_sent,
@@ -722,10 +713,10 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);
-	if (n < 0 || (size_t)n >= cap)
+	if (j.over)
 		return ndz_error_set(e, NDZ_ERANGE, 0, "server statistics: %zu bytes do not hold "
 				     "the JSON", cap);
-	return n;
+	return (int)j.len;
 }
 
 size_t ndz_server_clients(const struct ndz_server *s)
@@ -755,33 +746,7 @@ enum ndz_rx_state ndz_server_client_state(const struct ndz_server *s,
 
 const char *ndz_server_client_state_name(enum ndz_rx_state st)
 {
-	switch (st) {
-	case NDZ_RX_ACTIVE: return "active";
-	case NDZ_RX_DONE:   return "done";
-	case NDZ_RX_FAILED: return "failed";
-	case NDZ_RX_LOST:   return "lost";
-	}
-	return "unknown";
-}
-
-/* One client_list entry; its length, or 0 when it does not fit in cap. */
-static size_t client_json(const struct ndz_server *s, const struct ndz_server_client *c,
-			  uint64_t now, int first, char *buf, size_t cap)
-{
-	char a[INET_ADDRSTRLEN];
-	struct in_addr in = { c->addr };
-	int n;
-
-	inet_ntop(AF_INET, &in, a, sizeof(a));
-	n = snprintf(buf, cap, "%s{\"id\": %u, \"address\": \"%s\", \"state\": \"%s\", "
-		     "\"chunks_done\": %u, \"chunks_total\": %u, \"bytes_written\": %llu, "
-		     "\"write_bps\": %llu, \"age_s\": %.1f}", first ? "" : ", ", c->id, a,
-		     ndz_server_client_state_name(ndz_server_client_state(s, c, now)),
-		     c->progress.chunks_done, c->reported ? c->progress.chunks_total : s->nchunks,
-		     (unsigned long long)c->progress.bytes_written,
-		     (unsigned long long)c->rate_Bps * 8,
-		     now > c->last_ns ? (double)(now - c->last_ns) / 1e9 : 0.0);
-	return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+	return ndz_sessctl_state_name(st);
 }
 
 /* Order of the client list: the most recently heard first. */
@@ -793,53 +758,90 @@ static int by_last_heard(const void *a, const void *b)
 	return x->last_ns < y->last_ns ? 1 : x->last_ns > y->last_ns ? -1 : 0;
 }
 
+size_t ndz_server_states(const struct ndz_server *s, uint64_t now_ns, uint64_t counts[4],
+			 struct ndz_sessctl_client *list, size_t max)
+{
+	const struct ndz_server_client **order;
+	size_t n = 0;
+
+	counts[0] = counts[1] = counts[2] = counts[3] = 0;
+	for (size_t i = 0; i < s->nclients; i++)
+		counts[ndz_server_client_state(s, &s->clients[i], now_ns)]++;
+	if (!max || !(order = malloc((s->nclients + 1) * sizeof(*order))))
+		return 0;
+	for (size_t i = 0; i < s->nclients; i++)
+		order[i] = &s->clients[i];
+	qsort(order, s->nclients, sizeof(*order), by_last_heard);
+	for (; n < s->nclients && n < max; n++) {
+		const struct ndz_server_client *c = order[n];
+
+		list[n] = (struct ndz_sessctl_client){
+			.id = c->id, .addr = c->addr,
+			.state = (uint8_t)ndz_server_client_state(s, c, now_ns),
+			.chunks_done = c->progress.chunks_done,
+			.chunks_total = c->reported ? c->progress.chunks_total : s->nchunks,
+			.bytes_written = c->progress.bytes_written,
+			.write_bps = c->rate_Bps * 8,
+			.age_ns = now_ns > c->last_ns ? now_ns - c->last_ns : 0,
+		};
+	}
+	free(order);
+	return n;
+}
+
 int ndz_server_status_json(const struct ndz_server *s, uint64_t now_ns, char *buf, size_t cap,
 			   struct ndz_error *e)
 {
 	static const size_t tail = 64;         /* the counts' room kept for the end */
-	const struct ndz_server_client **order;
+	struct ndz_sessctl_client *list = malloc((s->nclients + 1) * sizeof(*list));
 	struct ndz_server_stats st;
-	uint64_t n[4] = { 0, 0, 0, 0 };
+	struct ndz_jbuf j;
+	uint64_t n[4];
 	size_t len, listed = 0, k;
 	int r;
 
 	ndz_server_get_stats(s, &st);
 	r = ndz_server_stats_json(&st, s->name, buf, cap, e);
 	if (r < 0)
-		return r;
+		goto out;
 	len = (size_t)r;
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '}'))
 		len--;                          /* reopen the object */
-	for (size_t i = 0; i < s->nclients; i++)
-		n[ndz_server_client_state(s, &s->clients[i], now_ns)]++;
-	r = snprintf(buf + len, cap - len, ", \"receivers\": %llu, \"active\": %llu, "
-		     "\"done\": %llu, \"failed\": %llu, \"lost\": %llu, \"client_list\": [",
-		     (unsigned long long)n[0], (unsigned long long)n[0], (unsigned long long)n[1],
-		     (unsigned long long)n[2], (unsigned long long)n[3]);
-	if (r < 0 || (size_t)r + tail >= cap - len)
+	k = list ? ndz_server_states(s, now_ns, n, list, s->nclients) : 0;
+	if (!list)
+		ndz_server_states(s, now_ns, n, NULL, 0);
+	ndz_jbuf_init(&j, buf + len, cap - len);
+	ndz_jbuf_printf(&j, ", \"receivers\": %llu, \"active\": %llu, \"done\": %llu, "
+			"\"failed\": %llu, \"lost\": %llu, \"client_list\": [",
+			(unsigned long long)n[0], (unsigned long long)n[0], (unsigned long long)n[1],
+			(unsigned long long)n[2], (unsigned long long)n[3]);
+	if (j.over || j.len + tail >= j.cap)
 		goto range;
-	len += (size_t)r;
-	order = malloc((s->nclients + 1) * sizeof(*order));
-	if (order) {
-		for (size_t i = 0; i < s->nclients; i++)
-			order[i] = &s->clients[i];
-		qsort(order, s->nclients, sizeof(*order), by_last_heard);
-		for (size_t i = 0; i < s->nclients; i++) {
-			k = client_json(s, order[i], now_ns, !listed, buf + len, cap - len - tail);
-			if (!k)
-				break;
-			len += k;
-			listed++;
+	j.cap -= tail;                  /* whole entries, as many as fit */
+	for (size_t i = 0; i < k; i++) {
+		size_t at = j.len;
+
+		ndz_jbuf_printf(&j, "%s", listed ? ", " : "");
+		ndz_sessctl_client_json(&list[i], &j);
+		if (j.over) {
+			j.len = at;
+			j.p[at] = 0;
+			j.over = 0;
+			break;
 		}
-		free(order);
+		listed++;
 	}
-	r = snprintf(buf + len, cap - len, "], \"clients_listed\": %zu}\n", listed);
-	if (r < 0 || (size_t)r >= cap - len)
+	j.cap += tail;
+	ndz_jbuf_printf(&j, "], \"clients_listed\": %zu}\n", listed);
+	if (j.over)
 		goto range;
-	return (int)(len + (size_t)r);
+	r = (int)(len + j.len);
+	goto out;
 range:
-	return ndz_error_set(e, NDZ_ERANGE, 0, "server status: %zu bytes do not hold the JSON",
-			     cap);
+	r = ndz_error_set(e, NDZ_ERANGE, 0, "server status: %zu bytes do not hold the JSON", cap);
+out:
+	free(list);
+	return r;
 }
 
 const char *ndz_server_name(const struct ndz_server *s)

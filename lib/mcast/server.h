@@ -251,6 +251,17 @@ enum ndz_rx_state ndz_server_client_state(const struct ndz_server *s,
 /* ndz_server_client_state_name - "active", "done", "failed" or "lost". */
 const char *ndz_server_client_state_name(enum ndz_rx_state st);
 
+struct ndz_sessctl_client;
+
+/*
+ * ndz_server_states - its clients by state at now_ns into counts (indexed by enum
+ * ndz_rx_state, the same numbers as enum ndz_sessctl_rx) and up to max of them, the
+ * most recently heard first, into list (what STATUS carries). Returns the entries
+ * written (0 also when the list cannot be sorted for want of memory).
+ */
+size_t ndz_server_states(const struct ndz_server *s, uint64_t now_ns, uint64_t counts[4],
+			 struct ndz_sessctl_client *list, size_t max);
+
 /*
  * ndz_server_status_json - the session's status at now_ns as one line of JSON (with a
  * newline) into buf (cap bytes, NUL-terminated): ndz_server_stats_json's fields, then

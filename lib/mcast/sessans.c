@@ -21,14 +21,21 @@ static int server_status(void *ctx, struct ndz_sessctl_status *out)
 {
 	struct ndz_sessans *ss = ctx;
 	struct ndz_server_stats st;
+	uint64_t now = ndz_now_ns(), k[4];
 	int n;
 
 	pthread_mutex_lock(ss->lock);
 	ndz_server_get_stats(ss->srv, &st);
 	out->rate_bps = ndz_server_info(ss->srv)->rate_bps;
-	/* with the client list: per client its state and progress */
-	n = ndz_server_status_json(ss->srv, ndz_now_ns(), out->json, sizeof(out->json), NULL);
+	/* with the client list: per client its state and progress, as fields and as JSON */
+	out->nclient = ndz_server_states(ss->srv, now, k, out->client, NDZ_SESSCTL_CLIENTS);
+	n = ndz_server_status_json(ss->srv, now, out->json, sizeof(out->json), NULL);
 	pthread_mutex_unlock(ss->lock);
+	out->states = 1;
+	out->active = k[NDZ_SESSCTL_RX_ACTIVE];
+	out->done = k[NDZ_SESSCTL_RX_DONE];
+	out->failed = k[NDZ_SESSCTL_RX_FAILED];
+	out->lost = k[NDZ_SESSCTL_RX_LOST];
 	out->clients = st.clients;
 	out->bytes_sent = st.bytes_sent;
 	if (n < 0)

@@ -17,8 +17,8 @@
 
 #include "ctl/ctl.h"
 #include "http.h"
+#include "core/json.h"
 #include "session.h"
-#include "master/jbuf.h"
 #include "mcast/net.h"
 #include "core/clock.h"
 
@@ -229,54 +229,28 @@ static void counter(struct ndz_jbuf *j, const char *name, const char *label, uin
 	ndz_jbuf_printf(j, "ndz_%s%s %llu\n", name, label, (unsigned long long)v);
 }
 
-/*
- * The master's counters on /metrics, in order: a row with help starts a metric (its
- * HELP and TYPE lines), the rows after it without one add its other labels.
- */
+/* The /metrics families of the master's counters, in order, with their help. */
+static const struct {
+	const char *name, *help;
+} families[] = {
+	{ "requests_total", "Control requests (UDP and TCP) by type." },
+	{ "replies_total", "GET replies by result." },
+	{ "failures_total", "Requests and connections refused or dropped, by reason." },
+	{ "sessions_started_total", "Sessions started." },
+	{ "sessions_ended_total", "Sessions ended." },
+	{ "uploads_total", "Uploads by outcome." },
+	{ "reloads_total", "Configuration reloads by outcome." },
+};
+
+/* The counters' rows (lib/master/counters.def): up to two, family and label. */
 static const struct counter_row {
-	const char *name, *help, *label;
+	const char *family[2], *label[2];
 	size_t off;  /* of the value in struct ndz_master_counters */
 } counter_rows[] = {
-#define OFF(field) offsetof(struct ndz_master_counters, field)
-	{ "requests_total", "Control requests (UDP and TCP) by type.",
-	  "{type=\"all\"}", OFF(requests) },
-	{ "requests_total", NULL, "{type=\"get\"}", OFF(get) },
-	{ "requests_total", NULL, "{type=\"status\"}", OFF(status) },
-	{ "requests_total", NULL, "{type=\"status_udp\"}", OFF(status_udp) },
-	{ "replies_total", "GET replies by result.",
-	  "{result=\"ok\"}", OFF(ok) },
-	{ "replies_total", NULL, "{result=\"unknown\"}", OFF(unknown) },
-	{ "replies_total", NULL, "{result=\"denied\"}", OFF(denied) },
-	{ "replies_total", NULL, "{result=\"pool_exhausted\"}", OFF(pool) },
-	{ "replies_total", NULL, "{result=\"too_many\"}", OFF(too_many) },
-	{ "replies_total", NULL, "{result=\"failed\"}", OFF(failed) },
-	{ "failures_total", "Requests and connections refused or dropped, by reason.",
-	  "{reason=\"malformed\"}", OFF(malformed) },
-	{ "failures_total", NULL, "{reason=\"dropped\"}", OFF(dropped) },
-	{ "failures_total", NULL, "{reason=\"rate_limited\"}", OFF(rate_limited) },
-	{ "failures_total", NULL, "{reason=\"denied\"}", OFF(denied) },
-	{ "failures_total", NULL, "{reason=\"unknown_image\"}", OFF(unknown) },
-	{ "failures_total", NULL, "{reason=\"pool_exhausted\"}", OFF(pool) },
-	{ "failures_total", NULL, "{reason=\"too_many\"}", OFF(too_many) },
-	{ "failures_total", NULL, "{reason=\"start_failed\"}", OFF(failed) },
-	{ "failures_total", NULL, "{reason=\"tcp_denied\"}", OFF(tcp_denied) },
-	{ "failures_total", NULL, "{reason=\"tcp_busy\"}", OFF(tcp_busy) },
-	{ "failures_total", NULL, "{reason=\"tcp_quiet\"}", OFF(tcp_quiet) },
-	{ "failures_total", NULL, "{reason=\"bad_reload\"}", OFF(bad_reloads) },
-	{ "failures_total", NULL, "{reason=\"lab_rate_limited\"}", OFF(lab_rate_limited) },
-	{ "sessions_started_total", "Sessions started.",
-	  "", OFF(started) },
-	{ "sessions_ended_total", "Sessions ended.",
-	  "", OFF(ended) },
-	{ "uploads_total", "Uploads by outcome.",
-	  "{result=\"requested\"}", OFF(uploads) },
-	{ "uploads_total", NULL, "{result=\"stored\"}", OFF(uploads_stored) },
-	{ "uploads_total", NULL, "{result=\"rejected\"}", OFF(uploads_rejected) },
-	{ "uploads_total", NULL, "{result=\"refused\"}", OFF(uploads_refused) },
-	{ "reloads_total", "Configuration reloads by outcome.",
-	  "{result=\"ok\"}", OFF(reloads) },
-	{ "reloads_total", NULL, "{result=\"bad\"}", OFF(bad_reloads) },
-#undef OFF
+#define NDZ_COUNTER(field, json, family, label, family2, label2) \
+	{ { family, family2 }, { label, label2 }, offsetof(struct ndz_master_counters, field) },
+#include "master/counters.def"
+#undef NDZ_COUNTER
 };
 
 int ndz_http_metrics(const struct ndz_master *m,
@@ -311,39 +285,36 @@ int ndz_http_metrics(const struct ndz_master *m,
 	counter(&j, "bytes_sent", "", bytes);
 	metric(&j, "uploads_running", "gauge", "Uploads running.");
 	counter(&j, "uploads_running", "", ndz_master_uploads(m));
-	metric(&j, "session_receivers", "gauge", "Receivers of a running session.");
-	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m, i);
+	for (int k = 0; k < 3; k++) {          /* each a row per running session */
+		static const struct {
+			const char *name, *type, *help;
+		} per[] = {
+			{ "session_receivers", "gauge", "Receivers of a running session." },
+			{ "session_clients_total", "counter", "GET replies that named a session." },
+			{ "session_bytes_sent_total", "counter", "Bytes a running session has sent." },
+		};
 
-		if (s->pid > 0)
-			ndz_jbuf_printf(&j, "ndz_session_receivers{image=\"%s\",group=\"%s\"} %llu\n",
-					s->image, ndz_net_ntoa(s->group, a),
-					(unsigned long long)lv[i].receivers);
+		metric(&j, per[k].name, per[k].type, per[k].help);
+		for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+			const struct ndz_master_session *s = ndz_master_session(m, i);
+			uint64_t v = k == 0 ? lv[i].receivers : k == 1 ? s->clients : lv[i].bytes_sent;
+
+			if (s->pid > 0)
+				ndz_jbuf_printf(&j, "ndz_%s{image=\"%s\",group=\"%s\"} %llu\n",
+						per[k].name, s->image, ndz_net_ntoa(s->group, a),
+						(unsigned long long)v);
+		}
 	}
-	metric(&j, "session_clients_total", "counter", "GET replies that named a session.");
-	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m, i);
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+		metric(&j, families[f].name, "counter", families[f].help);
+		for (size_t i = 0; i < sizeof(counter_rows) / sizeof(counter_rows[0]); i++) {
+			const struct counter_row *c = &counter_rows[i];
 
-		if (s->pid > 0)
-			ndz_jbuf_printf(&j, "ndz_session_clients_total{image=\"%s\",group=\"%s\"} "
-					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
-					(unsigned long long)s->clients);
-	}
-	metric(&j, "session_bytes_sent_total", "counter", "Bytes a running session has sent.");
-	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
-		const struct ndz_master_session *s = ndz_master_session(m, i);
-
-		if (s->pid > 0)
-			ndz_jbuf_printf(&j, "ndz_session_bytes_sent_total{image=\"%s\",group=\"%s\"} "
-					"%llu\n", s->image, ndz_net_ntoa(s->group, a),
-					(unsigned long long)lv[i].bytes_sent);
-	}
-	for (size_t i = 0; i < sizeof(counter_rows) / sizeof(counter_rows[0]); i++) {
-		const struct counter_row *c = &counter_rows[i];
-
-		if (c->help)
-			metric(&j, c->name, "counter", c->help);
-		counter(&j, c->name, c->label, *(const uint64_t *)((const char *)n + c->off));
+			for (int k = 0; k < 2; k++)
+				if (c->family[k] && strcmp(c->family[k], families[f].name) == 0)
+					counter(&j, families[f].name, c->label[k],
+						*(const uint64_t *)((const char *)n + c->off));
+		}
 	}
 	metric(&j, "http_requests_total", "counter", "HTTP requests answered.");
 	counter(&j, "http_requests_total", "", http_requests);

@@ -20,7 +20,7 @@
 #include "master/hostlimit.h"
 #include "http.h"
 #include "master/images.h"
-#include "master/jbuf.h"
+#include "core/json.h"
 #include "labsrv.h"
 #include "master/pxe.h"
 #include "master/wol.h"

@@ -17,6 +17,8 @@
 #include "core/clock.h"
 #include "core/image.h"
 #include "core/io.h"
+#include "core/json.h"
+#include "core/pool.h"
 
 #define LIVES_ASKERS 16                /* sessions asked for their statistics at once */
 
@@ -168,49 +170,33 @@ int ndz_session_hold(const char *run_dir, const struct ndz_master_session *s)
 	}
 }
 
-/* The number after "key": in json (our frisbeed's); 0 when it is not there. */
-static int json_u64(const char *json, const char *key, uint64_t *v)
-{
-	char k[32];
-	const char *p;
-
-	snprintf(k, sizeof(k), "\"%s\": ", key);
-	if (!(p = strstr(json, k)))
-		return 0;
-	*v = strtoull(p + strlen(k), NULL, 10);
-	return 1;
-}
-
 /*
- * A frisbeed that tells its clients' states (ndz_server_status_json): the counts,
- * receivers the active ones, and the client list's entries, whole ones as fit.
+ * What a frisbeed's STATUS tells of its clients (its fields, decoded by lib/ctl/sessctl):
+ * the counts, receivers the active ones, and the entries as JSON, whole ones as fit.
  */
-static void live_states(const char *json, struct ndz_master_live *out)
+static void live_states(const struct ndz_sessctl_status *st, struct ndz_master_live *out)
 {
-	const char *a = strstr(json, "\"client_list\": ["), *b;
-	size_t n;
+	struct ndz_jbuf j;
 
-	if (!a || !json_u64(json, "active", &out->active))
-		return;
-	json_u64(json, "done", &out->done);
-	json_u64(json, "failed", &out->failed);
-	json_u64(json, "lost", &out->lost);
-	out->receivers = out->active;
+	if (!st->states)
+		return;                 /* a frisbeed before them: receivers stays "seen" */
+	out->active = st->active;
+	out->done = st->done;
+	out->failed = st->failed;
+	out->lost = st->lost;
+	out->receivers = st->active;
 	out->states = 1;
-	a += strlen("\"client_list\": [");
-	if (!(b = strstr(a, "], \"clients_listed\"")))
-		return;
-	n = (size_t)(b - a);
-	/* cut at an entry's end: "}, {" separates them, and none holds another brace */
-	while (n >= sizeof(out->clients)) {
-		const char *c = a + n - 1;
+	ndz_jbuf_init(&j, out->clients, sizeof(out->clients));
+	for (size_t i = 0; i < st->nclient; i++) {
+		size_t at = j.len;
 
-		while (c > a && !(c[-1] == '}' && c[0] == ','))
-			c--;
-		n = c > a ? (size_t)(c - a) : 0;
+		ndz_jbuf_printf(&j, "%s", i ? ", " : "");
+		ndz_sessctl_client_json(&st->client[i], &j);
+		if (j.over) {
+			out->clients[at] = 0;
+			break;
+		}
 	}
-	memcpy(out->clients, a, n);
-	out->clients[n] = 0;
 }
 
 void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
@@ -224,8 +210,7 @@ void ndz_session_live(const char *run_dir, const struct ndz_master_session *s,
 	if (st && path[0] && ndz_sessctl_status(path, NDZ_SESSION_ASK_MS, st, NULL) == 0) {
 		out->receivers = st->clients;
 		out->bytes_sent = st->bytes_sent;
-		st->json[st->json_len < NDZ_SESSCTL_JSON_MAX ? st->json_len : NDZ_SESSCTL_JSON_MAX] = 0;
-		live_states(st->json, out);
+		live_states(st, out);
 	}
 	free(st);
 }
@@ -296,7 +281,7 @@ int ndz_session_lives_list(const struct ndz_master *m, struct ndz_session_lives 
 	return 0;
 }
 
-/* One asker of ndz_session_lives_ask: the next session not yet taken, until none. */
+/* ndz_session_lives_ask's questions: each job asks the next session not yet asked. */
 struct asker {
 	struct ndz_session_lives *l;
 	void (*live)(void *ctx, const struct ndz_master_session *s, struct ndz_master_live *out);
@@ -304,13 +289,13 @@ struct asker {
 	atomic_size_t next;
 };
 
-static void *ask_lives(void *arg)
+static void ask_one(void *arg)
 {
 	struct asker *a = arg;
+	size_t i = atomic_fetch_add(&a->next, 1);
 
-	for (size_t i; (i = atomic_fetch_add(&a->next, 1)) < a->l->n;)
+	if (i < a->l->n)
 		a->live(a->ctx, &a->l->s[i], &a->l->lv[i]);
-	return NULL;
 }
 
 void ndz_session_lives_ask(struct ndz_session_lives *l,
@@ -318,21 +303,29 @@ void ndz_session_lives_ask(struct ndz_session_lives *l,
 					struct ndz_master_live *out), void *ctx)
 {
 	struct asker a = { l, live, ctx, 0 };
-	pthread_t t[LIVES_ASKERS];
-	size_t k = 0;
+	struct ndz_pool *p = NULL;
 	sigset_t all, old;
 
 	if (!l || !live)
 		return;
-	/* a few at once: slow sessions cost about one question's time, not one each */
+	/*
+	 * A few at once, on lib/core's pool: slow sessions cost about one question's
+	 * time, not one each. Its threads take no signals (they are the daemon's). A
+	 * pool that cannot be made leaves the questions to this thread, one by one.
+	 */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (k + 1 < LIVES_ASKERS && k + 1 < l->n && pthread_create(&t[k], NULL, ask_lives, &a) == 0)
-		k++;
+	if (ndz_pool_create(l->n > 1 ? (unsigned)(l->n < LIVES_ASKERS ? l->n : LIVES_ASKERS) : 0,
+			    (unsigned)l->n, &p, NULL) != 0)
+		p = NULL;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	ask_lives(&a);
-	while (k)
-		pthread_join(t[--k], NULL);
+	for (size_t i = 0; i < l->n; i++) {
+		if (p)
+			ndz_pool_add(p, ask_one, &a);
+		else
+			ask_one(&a);
+	}
+	ndz_pool_free(p);              /* every question answered (or timed out) */
 }
 
 void ndz_session_lives_find(void *arg, const struct ndz_master_session *s,

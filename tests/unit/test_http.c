@@ -229,6 +229,63 @@ static void test_status_json(void **state)
 		NULL });
 }
 
+/*
+ * One list of counters (lib/master/counters.def): each counter, set to its own value,
+ * is in the STATUS JSON under its name and on /metrics in each of its rows, and every
+ * family's HELP line comes once.
+ */
+static void test_counters_one_list(void **state)
+{
+	static const struct {
+		const char *json, *family[2], *label[2];
+	} list[] = {
+#define NDZ_COUNTER(field, json, family, label, family2, label2) \
+	{ json, { family, family2 }, { label, label2 } },
+#include "master/counters.def"
+#undef NDZ_COUNTER
+	};
+	static char buf[1 << 16];
+	struct ndz_mconf *c;
+	struct ndz_master *m;
+	struct ndz_master_counters *n;
+	const char *at;
+	uint64_t v = 1000;
+
+	(void)state;
+	assert_int_equal(ndz_mconf_parse("image a /a.ndz\n", 15, "x", &c, NULL), 0);
+	assert_int_equal(ndz_master_create(c, &m, NULL), 0);
+	n = ndz_master_counters(m);
+	assert_int_equal(sizeof(*n), sizeof(list) / sizeof(list[0]) * sizeof(uint64_t));
+#define NDZ_COUNTER(field, json, family, label, family2, label2) n->field = v++;
+#include "master/counters.def"
+#undef NDZ_COUNTER
+	assert_true(ndz_master_status_json(m, 1, NULL, NULL, buf, sizeof(buf)) > 0);
+	at = strstr(buf, "\"counters\": {");
+	assert_non_null(at);
+	for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "%s\"%s\": %zu", i ? ", " : "", list[i].json, 1000 + i);
+		if (!strstr(at, want))
+			fail_msg("status JSON lacks '%s'", want);
+	}
+	assert_true(ndz_http_metrics(m, NULL, NULL, 0, buf, sizeof(buf), NULL) > 0);
+	for (size_t i = 0; i < sizeof(list) / sizeof(list[0]); i++)
+		for (int k = 0; k < 2 && list[i].family[k]; k++) {
+			char want[160], help[96];
+
+			snprintf(want, sizeof(want), "\nndz_%s%s %zu\n", list[i].family[k],
+				 list[i].label[k], 1000 + i);
+			if (!strstr(buf, want))
+				fail_msg("/metrics lacks '%s'", want + 1);
+			snprintf(help, sizeof(help), "# HELP ndz_%s ", list[i].family[k]);
+			assert_non_null(strstr(buf, help));
+			assert_null(strstr(strstr(buf, help) + 1, help));
+		}
+	ndz_master_free(m);
+	ndz_mconf_free(c);
+}
+
 static void test_metrics(void **state)
 {
 	const char *r;
@@ -458,6 +515,7 @@ int main(void)
 		cmocka_unit_test(test_page),
 		cmocka_unit_test(test_status_json),
 		cmocka_unit_test(test_metrics),
+		cmocka_unit_test(test_counters_one_list),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_token),
 		cmocka_unit_test(test_ext_get),

@@ -14,6 +14,7 @@
 
 #include "hdrfix.h"
 
+#include "cli/cli.h"
 #include "core/err.h"
 #include "ctl/ctl.h"
 #include "master/mconf.h"
@@ -45,6 +46,19 @@ static uint32_t ip(const char *s)
 	return inet_addr(s);
 }
 
+/* c was read, and its sessions' settings are these */
+static void sessions_are(const struct ndz_mconf *c, uint32_t pool_base, uint32_t pool_size,
+			 unsigned max_sessions, uint64_t rate, uint64_t total_rate, unsigned idle)
+{
+	assert_non_null(c);
+	assert_int_equal(c->pool_base, pool_base);
+	assert_int_equal(c->pool_size, pool_size);
+	assert_int_equal(c->max_sessions, max_sessions);
+	assert_int_equal(c->rate, rate);
+	assert_int_equal(c->total_rate, total_rate);
+	assert_int_equal(c->idle_timeout, idle);
+}
+
 static void test_full(void **state)
 {
 	struct ndz_error e;
@@ -62,15 +76,9 @@ static void test_full(void **state)
 		  "idle-timeout 20\r\n"
 		  "image a /img/a.ndz allow 10.0.0.0/8,192.168.1.5 rate 10M\n"
 		  "\timage  b  /img/b.ndz\n", &e);
-	assert_non_null(c);
-	assert_int_equal(c->pool_base, 0xefc00700u);
-	assert_int_equal(c->pool_size, 4);
+	sessions_are(c, 0xefc00700u, 4, 3, 50000000, 1000000000, 20);
 	assert_int_equal(c->port_lo, 5000);
 	assert_int_equal(c->port_hi, 5003);
-	assert_int_equal(c->max_sessions, 3);
-	assert_int_equal(c->rate, 50000000);
-	assert_int_equal(c->total_rate, 1000000000);
-	assert_int_equal(c->idle_timeout, 20);
 	assert_int_equal(c->nimages, 2);
 	a = ndz_mconf_find(c, "a");
 	b = ndz_mconf_find(c, "b");
@@ -95,13 +103,7 @@ static void test_defaults(void **state)
 	struct ndz_mconf *c = parse("image x /x.ndz allow 0.0.0.0/0", &e);
 
 	(void)state;
-	assert_non_null(c);
-	assert_int_equal(c->pool_base, 0xefc00100u);
-	assert_int_equal(c->pool_size, 256);
-	assert_int_equal(c->max_sessions, 8);
-	assert_int_equal(c->rate, 100000000);
-	assert_int_equal(c->total_rate, 0);
-	assert_int_equal(c->idle_timeout, 60);
+	sessions_are(c, 0xefc00100u, 256, 8, 100000000, 0, 60);
 	assert_true(ndz_mconf_allows(&c->images[0], ip("1.2.3.4")));
 	ndz_mconf_free(c);
 	ndz_mconf_free(NULL);
@@ -407,6 +409,45 @@ static void test_rate(void **state)
 	assert_int_equal(ndz_parse_rate("99999999999999999T", &v, NULL), NDZ_EINVAL);
 }
 
+/*
+ * "rate 100m" in the file means what frisbeed -W 100m means: one suffix rule (lower-case
+ * m was refused here while the options took it). Also line-too-long by file:line.
+ */
+static void test_rate_suffix_as_options(void **state)
+{
+	static const char *const rates[] = { "100m", "100M", "1g", "8k", "2T", "123456" };
+	struct ndz_error e;
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+		struct ndz_mconf *c;
+		uint64_t w;
+
+		snprintf(text, sizeof(text), "rate %s\ntotal-rate %s\nquota %s\n"
+			 "image a /a.ndz allow 0.0.0.0/0 rate %s\n", rates[i], rates[i], rates[i],
+			 rates[i]);
+		assert_int_equal(cli_parse_u64(rates[i], 0, &w), 0);     /* frisbeed -W */
+		c = parse(text, &e);
+		if (!c)
+			fail_msg("rate %s: %s", rates[i], ndz_error_msg(&e));
+		assert_int_equal(c->rate, w);
+		assert_int_equal(c->total_rate, w);
+		assert_int_equal(c->quota, w);
+		assert_int_equal(c->images[0].rate, w);
+		ndz_mconf_free(c);
+	}
+	refused("rate 100mb\n", "m.conf:1: bad rate (bits/s, at least 8k) '100mb'");
+	memset(text, 'x', sizeof(text) - 1);
+	text[sizeof(text) - 1] = 0;
+	{
+		char big[2048];
+
+		snprintf(big, sizeof(big), "rate 1m\n# %s%s%s%s%s\n", text, text, text, text, text);
+		refused(big, "m.conf:2: line too long");
+	}
+}
+
 /* --check's verdict on one image: an image, one yet to be uploaded, neither. */
 static void test_image_check(void **state)
 {
@@ -449,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_pool_control_block),
 		cmocka_unit_test(test_imagedir),
 		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_rate_suffix_as_options),
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_skip_and_admission),
 		cmocka_unit_test(test_image_check),

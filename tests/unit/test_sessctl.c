@@ -22,6 +22,7 @@
 
 #include "core/err.h"
 #include "core/format.h"
+#include "core/json.h"
 #include "mcast/server.h"
 #include "ctl/ctl.h"
 #include "master/master.h"
@@ -33,76 +34,137 @@
 
 static char dir[] = "/tmp/test_sessctl.XXXXXX";
 
+/* The codec tests' messages and buffer (large: not on the stack). */
+static struct ndz_sessctl_msg cm, cd;
+static uint8_t buf[NDZ_SESSCTL_MSG_MAX];
+
 static void test_codec(void **state)
 {
-	static struct ndz_sessctl_msg m, d;
-	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
 	struct ndz_error e = { 0 };
 	int n;
 
 	(void)state;
 	/* RATE request: header and the rate */
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_RATE;
-	m.id = 0x01020304;
-	m.rate_bps = 123456789;
-	n = ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL);
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_RATE;
+	cm.id = 0x01020304;
+	cm.rate_bps = 123456789;
+	n = ndz_sessctl_encode(&cm, 0, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 20);
 	assert_int_equal(buf[5], NDZ_SESSCTL_RATE);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), 0);
-	assert_int_equal(d.rate_bps, 123456789);
-	assert_int_equal(d.id, 0x01020304);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), 0);
+	assert_int_equal(cd.rate_bps, 123456789);
+	assert_int_equal(cd.id, 0x01020304);
 	/* a request is no reply, and the length is exact */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), NDZ_EPROTO);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 0, &d, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 0, &cd, &e), NDZ_EINVAL);
 	assert_string_equal(ndz_error_msg(&e), "session control: 19 bytes, not 20");
 	buf[4] = 9;
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), NDZ_EPROTOVER);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), NDZ_EPROTOVER);
 	buf[4] = NDZ_CTL_VERSION;
 	buf[5] = 2;                    /* the master's STATUS: not a session's question */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), NDZ_EINVAL);
 	/* STATUS reply with its JSON */
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_STATUS;
-	m.st.clients = 5;
-	m.st.bytes_sent = 1ull << 40;
-	m.st.rate_bps = 8000;
-	strcpy(m.st.json, "{\"clients\": 5}");
-	m.st.json_len = strlen(m.st.json);
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(n, 12 + 26 + (int)m.st.json_len);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.st.clients, 5);
-	assert_int_equal(d.st.bytes_sent, 1ull << 40);
-	assert_string_equal(d.st.json, "{\"clients\": 5}");
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 1, &d, NULL), NDZ_EINVAL);
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 20, NULL), NDZ_ERANGE);
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_STATUS;
+	cm.st.clients = 5;
+	cm.st.bytes_sent = 1ull << 40;
+	cm.st.rate_bps = 8000;
+	strcpy(cm.st.json, "{\"clients\": 5}");
+	cm.st.json_len = strlen(cm.st.json);
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)cm.st.json_len);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.st.clients, 5);
+	assert_int_equal(cd.st.bytes_sent, 1ull << 40);
+	assert_string_equal(cd.st.json, "{\"clients\": 5}");
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 1, &cd, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, 20, NULL), NDZ_ERANGE);
+	assert_false(cd.st.states);     /* a frisbeed before the states: none told */
+	/* STATUS reply with the clients' states as fields after the JSON */
+	{
+		static const struct ndz_sessctl_status st = {
+			.clients = 5, .bytes_sent = 1ull << 40, .rate_bps = 8000,
+			.json = "{\"clients\": 5}", .json_len = 14,
+			.states = 1, .active = 2, .done = 1ull << 33, .failed = 3, .lost = 4,
+			.nclient = 2, .client = {
+				{ 7, 0, NDZ_SESSCTL_RX_DONE, 10, 12, 1ull << 35, 8000000, 1500000000 },
+				{ 0xfffffffe, 0, NDZ_SESSCTL_RX_LOST, 0, 0, 0, 0, 0 } },
+		};
+
+		cm.st = st;
+		cm.st.client[0].addr = htonl(0x0a000005);
+		cm.st.client[1].addr = htonl(0xc0a80001);
+	}
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)cm.st.json_len + 34 + 2 * 41);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_true(cd.st.states);
+	assert_string_equal(cd.st.json, "{\"clients\": 5}");
+	assert_int_equal(cd.st.active, 2);
+	assert_int_equal(cd.st.done, 1ull << 33);
+	assert_int_equal(cd.st.failed, 3);
+	assert_int_equal(cd.st.lost, 4);
+	assert_int_equal(cd.st.nclient, 2);
+	assert_memory_equal(&cd.st.client[0], &cm.st.client[0], sizeof(cm.st.client[0]));
+	assert_memory_equal(&cd.st.client[1], &cm.st.client[1], sizeof(cm.st.client[1]));
+	/* cut, or one entry short, or a byte more: refused */
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &cd, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 41, 1, &cd, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, 12 + 26 + cm.st.json_len + 33, 1, &cd, NULL),
+			 NDZ_EINVAL);
+	/* a state past "lost" */
+	buf[12 + 26 + cm.st.json_len + 34 + 8] = 4;
+	ndz_error_clear(&e);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, &e), NDZ_EINVAL);
+	assert_string_equal(ndz_error_msg(&e), "session control: bad client states");
+	/* more entries than a reply may carry */
+	cm.st.nclient = NDZ_SESSCTL_CLIENTS + 1;
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	cm.st.nclient = NDZ_SESSCTL_CLIENTS;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(n, 12 + 26 + (int)cm.st.json_len + 34 + NDZ_SESSCTL_CLIENTS * 41);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.st.nclient, NDZ_SESSCTL_CLIENTS);
+	/* one client entry as JSON, the same text frisbeed --stats-json writes */
+	{
+		char js[256];
+		struct ndz_jbuf j;
+
+		ndz_jbuf_init(&j, js, sizeof(js));
+		ndz_sessctl_client_json(&cm.st.client[0], &j);
+		assert_string_equal(js, "{\"id\": 7, \"address\": \"10.0.0.5\", \"state\": \"done\", "
+				    "\"chunks_done\": 10, \"chunks_total\": 12, "
+				    "\"bytes_written\": 34359738368, \"write_bps\": 8000000, "
+				    "\"age_s\": 1.5}");
+		assert_string_equal(ndz_sessctl_state_name(4), "unknown");
+	}
 	/* IDENTIFY reply */
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_IDENTIFY;
-	m.who.pid = 4242;
-	m.who.uuid[3] = 7;
-	m.who.chunks = 9;
-	m.who.source_bytes = 77;
-	strcpy(m.who.path, "/srv/a.ndz");
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.who.pid, 4242);
-	assert_int_equal(d.who.uuid[3], 7);
-	assert_int_equal(d.who.chunks, 9);
-	assert_int_equal(d.who.source_bytes, 77);
-	assert_string_equal(d.who.path, "/srv/a.ndz");
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_IDENTIFY;
+	cm.who.pid = 4242;
+	cm.who.uuid[3] = 7;
+	cm.who.chunks = 9;
+	cm.who.source_bytes = 77;
+	strcpy(cm.who.path, "/srv/a.ndz");
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.who.pid, 4242);
+	assert_int_equal(cd.who.uuid[3], 7);
+	assert_int_equal(cd.who.chunks, 9);
+	assert_int_equal(cd.who.source_bytes, 77);
+	assert_string_equal(cd.who.path, "/srv/a.ndz");
 	buf[12 + 34] = 0;              /* a NUL in the path */
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), NDZ_EINVAL);
 	/* a refusal is a header only */
-	m.status = NDZ_CTL_FAILED;
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL), 12);
-	assert_int_equal(ndz_sessctl_decode(buf, 12, 1, &d, NULL), 0);
-	assert_int_equal(d.status, NDZ_CTL_FAILED);
+	cm.status = NDZ_CTL_FAILED;
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL), 12);
+	assert_int_equal(ndz_sessctl_decode(buf, 12, 1, &cd, NULL), 0);
+	assert_int_equal(cd.status, NDZ_CTL_FAILED);
 	/* bad type */
-	m.type = 3;
-	assert_int_equal(ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL), NDZ_EINVAL);
-	assert_int_equal(ndz_sessctl_decode(buf, 3, 0, &d, NULL), NDZ_EPROTO);
+	cm.type = 3;
+	assert_int_equal(ndz_sessctl_encode(&cm, 0, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, 3, 0, &cd, NULL), NDZ_EPROTO);
 }
 
 static void test_path(void **state)
@@ -124,6 +186,7 @@ static void test_path(void **state)
 struct fake {
 	uint64_t rate;
 	int fail_status;
+	int states;                    /* tell the clients' states (a frisbeed of now) */
 };
 
 static int f_status(void *ctx, struct ndz_sessctl_status *out)
@@ -137,6 +200,18 @@ static int f_status(void *ctx, struct ndz_sessctl_status *out)
 	out->rate_bps = f->rate;
 	out->json_len = (size_t)snprintf(out->json, sizeof(out->json), "{\"rate\": %llu}",
 					 (unsigned long long)f->rate);
+	if (f->states) {               /* the JSON says nothing of them: the fields do */
+		out->states = 1;
+		out->active = 1;
+		out->done = 5;
+		out->nclient = 2;
+		out->client[0] = (struct ndz_sessctl_client){ 1, htonl(0x0a000001),
+							      NDZ_SESSCTL_RX_ACTIVE, 2, 9, 4096, 800,
+							      250000000 };
+		out->client[1] = (struct ndz_sessctl_client){ 2, htonl(0x0a000002),
+							      NDZ_SESSCTL_RX_DONE, 9, 9, 1 << 20, 0,
+							      3000000000ull };
+	}
 	return 0;
 }
 
@@ -173,45 +248,43 @@ static int f_hold(void *ctx)
 
 static void test_hold_codec(void **state)
 {
-	static struct ndz_sessctl_msg m, d;
-	uint8_t buf[NDZ_SESSCTL_MSG_MAX];
 	struct ndz_error e = { 0 };
 	int n;
 
 	(void)state;
-	memset(&m, 0, sizeof(m));
-	m.type = NDZ_SESSCTL_HOLD;
-	m.id = 7;
-	n = ndz_sessctl_encode(&m, 0, buf, sizeof(buf), NULL);
+	memset(&cm, 0, sizeof(cm));
+	cm.type = NDZ_SESSCTL_HOLD;
+	cm.id = 7;
+	n = ndz_sessctl_encode(&cm, 0, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 12);               /* the request: the header alone */
 	assert_int_equal(buf[5], 19);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &d, NULL), 0);
-	assert_int_equal(d.type, NDZ_SESSCTL_HOLD);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 0, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 0, &cd, NULL), 0);
+	assert_int_equal(cd.type, NDZ_SESSCTL_HOLD);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n + 1, 0, &cd, NULL), NDZ_EINVAL);
 	/* the reply: one byte, 1 held or 0 ending */
-	m.held = 1;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	cm.held = 1;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 13);
 	assert_int_equal(buf[5], 19 | 0x80);
 	assert_int_equal(buf[12], 1);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.held, 1);
-	assert_int_equal(d.id, 7);
-	m.held = 0;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.held, 0);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &d, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.held, 1);
+	assert_int_equal(cd.id, 7);
+	cm.held = 0;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.held, 0);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n - 1, 1, &cd, NULL), NDZ_EINVAL);
 	buf[12] = 2;
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, &e), NDZ_EINVAL);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, &e), NDZ_EINVAL);
 	assert_string_equal(ndz_error_msg(&e), "session control: bad hold answer 2");
 	/* a refusal is the header alone */
-	m.status = NDZ_CTL_FAILED;
-	n = ndz_sessctl_encode(&m, 1, buf, sizeof(buf), NULL);
+	cm.status = NDZ_CTL_FAILED;
+	n = ndz_sessctl_encode(&cm, 1, buf, sizeof(buf), NULL);
 	assert_int_equal(n, 12);
-	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &d, NULL), 0);
-	assert_int_equal(d.status, NDZ_CTL_FAILED);
-	assert_int_equal(ndz_sessctl_encode(&m, 1, buf, 11, NULL), NDZ_ERANGE);
+	assert_int_equal(ndz_sessctl_decode(buf, (size_t)n, 1, &cd, NULL), 0);
+	assert_int_equal(cd.status, NDZ_CTL_FAILED);
+	assert_int_equal(ndz_sessctl_encode(&cm, 1, buf, 11, NULL), NDZ_ERANGE);
 }
 
 /* HOLD through an endpoint: yes, no, a refusal; an endpoint without HOLD refuses it. */
@@ -219,7 +292,7 @@ static void test_hold_endpoint(void **state)
 {
 	static const struct ndz_sessctl_ops ops = { NULL, NULL, NULL, f_hold };
 	static const struct ndz_sessctl_ops old = { f_status, f_rate, f_identify, NULL };
-	struct fake f = { 100000000, 0 };
+	struct fake f = { 100000000, 0, 0 };
 	struct ndz_sessctl *s = NULL;
 	struct ndz_error e = { 0 };
 	char path[256];
@@ -246,7 +319,7 @@ static void test_endpoint(void **state)
 	static struct ndz_sessctl_status st;
 	struct ndz_sessctl_identity who;
 	struct ndz_sessctl *s = NULL;
-	struct fake f = { 100000000, 0 };
+	struct fake f = { 100000000, 0, 0 };
 	struct ndz_error e = { 0 };
 	struct stat sb;
 	char path[256];
@@ -333,6 +406,8 @@ static void test_server_endpoint(void **state)
 	assert_int_equal(st.clients, 0);
 	assert_int_equal(st.rate_bps, 50000000);
 	assert_non_null(strstr(st.json, "srv.ndz"));
+	assert_true(st.states);                /* no clients yet: counts 0, no entries */
+	assert_int_equal(st.nclient, 0);
 	/* a new cap is the server's at once; one it refuses changes nothing */
 	assert_int_equal(ndz_sessctl_rate(path, 20000000, 1000, NULL), 0);
 	assert_int_equal(ndz_server_info(srv)->rate_bps, 20000000);
@@ -353,7 +428,7 @@ static void test_server_endpoint(void **state)
 static void test_session(void **state)
 {
 	static const struct ndz_sessctl_ops ops = { f_status, f_rate, f_identify, NULL };
-	struct fake f = { 100000000, 0 };
+	struct fake f = { 100000000, 0, 0 };
 	struct ndz_sessctl *ep = NULL;
 	struct ndz_mconf *c = NULL;
 	struct ndz_master *m = NULL;
@@ -391,6 +466,22 @@ static void test_session(void **state)
 	ndz_session_live(dir, &s, &live);
 	assert_int_equal(live.receivers, 3);
 	assert_int_equal(live.bytes_sent, 1000);
+	assert_false(live.states);
+	/* the clients' states come from STATUS's fields, never from its JSON */
+	f.states = 1;
+	ndz_session_live(dir, &s, &live);
+	assert_true(live.states);
+	assert_int_equal(live.receivers, 1);
+	assert_int_equal(live.active, 1);
+	assert_int_equal(live.done, 5);
+	assert_string_equal(live.clients,
+			    "{\"id\": 1, \"address\": \"10.0.0.1\", \"state\": \"active\", "
+			    "\"chunks_done\": 2, \"chunks_total\": 9, \"bytes_written\": 4096, "
+			    "\"write_bps\": 800, \"age_s\": 0.2}, {\"id\": 2, \"address\": "
+			    "\"10.0.0.2\", \"state\": \"done\", \"chunks_done\": 9, "
+			    "\"chunks_total\": 9, \"bytes_written\": 1048576, \"write_bps\": 0, "
+			    "\"age_s\": 3.0}");
+	f.states = 0;
 	/* a second session halves the total: a is told 50M; b does not listen, asked again */
 	assert_int_equal(ndz_master_get(m, "b", htonl(0x0a000001), &p, NULL), 0);
 	ndz_master_started(m, p.slot, 999999, uuid, 1, 1, 0);

@@ -1,6 +1,11 @@
-/* A bounded JSON writer: text appended into a caller's buffer; past its end only noted. */
-#ifndef NDZ_JBUF_H
-#define NDZ_JBUF_H
+/*
+ * The suite's one JSON writer: text appended into a caller's buffer, past its end only
+ * noted. Every JSON producer (the master's HTTP and status replies, frisbeed's
+ * statistics, the programs' --progress=json) writes its strings through
+ * ndz_jbuf_string, so there is one escaping rule.
+ */
+#ifndef NDZ_JSON_H
+#define NDZ_JSON_H
 
 #include <stddef.h>
 
@@ -17,7 +22,11 @@ void ndz_jbuf_init(struct ndz_jbuf *j, char *buf, size_t cap);
 void ndz_jbuf_printf(struct ndz_jbuf *j, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* ndz_jbuf_string - append s as a JSON string, quoted, with '"', '\\' and controls escaped. */
+/*
+ * ndz_jbuf_string - append s as a JSON string: quoted, '"' and '\\' backslashed, bytes
+ * below 0x20 as \u00XX; every other byte (0x7f, and bytes of 0x80 and up, UTF-8 or not)
+ * as it is. All of it or nothing: a string that does not fit sets over.
+ */
 void ndz_jbuf_string(struct ndz_jbuf *j, const char *s);
 
 #endif
