@@ -1,0 +1,79 @@
+/*
+ * A site master's fetches from its parent master (doc/PROTOCOL.md, "Site fetch";
+ * doc/SITES.md): one SITE request over TCP to the parent's control port asks for
+ * an image's content index, its signed manifest, or a run of its chunks by number;
+ * the reply carries the bytes. The layouts are fixed little-endian, encoded and
+ * decoded only here; the client side of one fetch too.
+ */
+#ifndef NDZ_SITECALL_H
+#define NDZ_SITECALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl.h"
+#include "core/err.h"
+
+#define NDZ_SITE_REQ_FIXED (NDZ_CTL_REQ_HDR + 12)   /* before the name */
+#define NDZ_SITE_REQ_MAX   (NDZ_SITE_REQ_FIXED + NDZ_CTL_NAME_MAX)
+#define NDZ_SITE_REP_LEN   (NDZ_CTL_REP_HDR + 8)    /* before the bytes */
+#define NDZ_SITE_CHUNKS    16                       /* chunks one request asks for, at most */
+#define NDZ_SITE_BLOB_MAX  (1u << 30)               /* a reply's bytes, at most */
+
+/* What a SITE request asks for. */
+enum ndz_site_what {
+	NDZ_SITE_INDEX = 1,            /* IMAGE.index, whole */
+	NDZ_SITE_MANIFEST = 2,         /* IMAGE.manifest, whole (none: UNKNOWN) */
+	NDZ_SITE_CHUNKS_OF = 3,        /* chunks [first, first + count) of IMAGE */
+};
+
+struct ndz_site_req {
+	uint32_t id;
+	uint8_t what;                  /* enum ndz_site_what */
+	uint32_t first, count;         /* CHUNKS_OF: 1 to NDZ_SITE_CHUNKS; else 0 */
+	char name[NDZ_CTL_NAME_MAX + 1];
+};
+
+/*
+ * ndz_site_req_encode - the request r into buf (cap bytes): its length, or
+ * NDZ_EINVAL (a bad what, count or name) / NDZ_ERANGE (cap too small) with e set.
+ * ndz_site_req_decode - the request from len bytes: 0, or NDZ_EPROTO (not a SITE
+ * request) / NDZ_EINVAL (malformed: what encode refuses, trailing bytes) with e
+ * (may be NULL) set.
+ */
+int ndz_site_req_encode(const struct ndz_site_req *r, uint8_t *buf, size_t cap,
+			struct ndz_error *e);
+int ndz_site_req_decode(const uint8_t *buf, size_t len, struct ndz_site_req *r,
+			struct ndz_error *e);
+
+/*
+ * ndz_site_req_need - for reading the first message of a TCP connection to a master:
+ * a SITE request's whole length, else what ndz_ctl_req_need says (the other
+ * requests). ndz_site_is_req - 1 when the len bytes start a SITE request.
+ */
+int ndz_site_req_need(const uint8_t *buf, size_t have, struct ndz_error *e);
+int ndz_site_is_req(const uint8_t *buf, size_t len);
+
+/*
+ * ndz_site_rep_encode - the reply's fixed part (status: enum ndz_ctl_status; len:
+ * the bytes that follow, 0 unless OK) into buf (NDZ_SITE_REP_LEN bytes).
+ * ndz_site_rep_decode - the fixed part back: 0, or NDZ_EPROTO (not the reply to
+ * id; a length over NDZ_SITE_BLOB_MAX) with e set.
+ */
+void ndz_site_rep_encode(uint32_t id, uint16_t status, uint64_t len,
+			 uint8_t buf[NDZ_SITE_REP_LEN]);
+int ndz_site_rep_decode(const uint8_t buf[NDZ_SITE_REP_LEN], uint32_t id, uint16_t *status,
+			uint64_t *len, struct ndz_error *e);
+
+/*
+ * ndz_site_fetch - ask the parent at spec ("HOST[:PORT]", port NDZ_CTL_PORT by
+ * default) for r over one TCP connection, waiting at most wait_s seconds for the
+ * connection and for each read. 0 with the reply's bytes in *out (malloc'ed, the
+ * caller frees; NULL when none) and *len; NDZ_ENOIMAGE (the parent has no such
+ * image or file), NDZ_EREFUSED (another refusal: denied, malformed), or NDZ_ENET /
+ * NDZ_ETIMEDOUT / NDZ_ESHORTREAD / NDZ_EPROTO (the link), with e naming the parent.
+ */
+int ndz_site_fetch(const char *spec, const struct ndz_site_req *r, int wait_s, uint8_t **out,
+		   size_t *len, struct ndz_error *e);
+
+#endif
