@@ -32,6 +32,7 @@
 #include "mreply.h"
 #include "mserve.h"
 #include "session.h"
+#include "site.h"
 #include "master/images.h"
 #include "master/master.h"
 #include "master/updir.h"
@@ -55,6 +56,8 @@ struct ndz_mserve {
 	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 	struct ndz_http *http;         /* the HTTP endpoint, or NULL */
+	struct ndz_site *site;         /* sites (lib/mserve/site): a parent's answers, a
+					* site's fetches */
 };
 
 #define SAY(s, level, ...)                                                      \
@@ -318,7 +321,25 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 		started = start_session(s, &p) == 0;
 		ndz_master_answer(s->ms, &p, started ? 0 : -1, &rep);
 	}
-	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP && rep.status != NDZ_CTL_FAILED)
+	if (rep.type == NDZ_CTL_GET && rep.status == NDZ_CTL_OK)
+		ndz_site_used(s->site, req.name);
+	else if (rep.type == NDZ_CTL_GET && rep.status == NDZ_CTL_UNKNOWN &&
+		 ndz_mconf_site_allows(s->conf, addr)) {
+		/* a site master fetches what it does not hold from its parent (doc/SITES.md) */
+		int w;
+
+		ndz_error_clear(&e);
+		w = ndz_site_want(s->site, req.name, &e);
+
+		if (w == NDZ_SITE_FETCHING)
+			rep.status = NDZ_CTL_WAIT;
+		else if (w == NDZ_SITE_FAILED)
+			rep.status = NDZ_CTL_FAILED;
+		if (w == NDZ_SITE_FAILED)
+			SAY(s, 1, "%s asks for %s: %s", a, req.name, ndz_error_msg(&e));
+	}
+	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP &&
+	    rep.status != NDZ_CTL_FAILED && rep.status != NDZ_CTL_WAIT)
 		s->o.refused(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s: %s",
 			     req.type == NDZ_CTL_GET ? req.name : "the status",
 			     ndz_ctl_strstatus(rep.status), ndz_error_msg(&e));
@@ -401,6 +422,15 @@ static void say(void *ctx, int level, const char *fmt, ...)
 }
 
 /* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
+
+/* A site master's fetch from this one (lib/mserve/site), on its connection's thread. */
+static void site_serve(void *ctx, int fd, const uint8_t *buf, size_t len, uint32_t addr)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_site_serve(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say }, fd, buf, len,
+		       addr);
+}
 
 static void said_stale(void *ctx, const char *name)
 {
@@ -513,7 +543,10 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
-				      say, o->refused };
+				      say, o->refused, site_serve };
+	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say },
+				  &s->site, e)) != 0)
+		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, ndz_labsrv_http(s->lab),
 				 NDZ_LABSRV_HTTP_EXTS }, &s->http, e)) != 0)
@@ -529,6 +562,7 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	*out = s;
 	return 0;
 fail:
+	ndz_site_free(s->site);
 	ndz_labsrv_free(s->lab);
 	ndz_master_free(s->ms);
 	if (s->fd >= 0)
@@ -590,6 +624,8 @@ void ndz_mserve_end(struct ndz_mserve *s)
 {
 	/* uploads still running leave nothing behind; their uploaders see the end */
 	ndz_http_stop(s->http);
+	ndz_site_free(s->site);        /* its fetches stop between requests; files stay */
+	s->site = NULL;
 	ndz_mlock_take(s->lock);
 	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++)
 		if (s->tmp[i][0])

@@ -1,0 +1,579 @@
+/* Sites: the parent's answers to SITE requests, and a site's fetches of whole images. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "site.h"
+#include "ctl/sitecall.h"
+#include "master/images.h"
+#include "master/sitecache.h"
+#include "core/clock.h"
+#include "core/file.h"
+#include "core/format.h"
+#include "trust/index.h"
+#include "trust/verify.h"
+
+#define FETCHES 16                     /* images fetched at once, at most */
+#define BATCH 4                        /* chunks asked for at once (a lost reply costs these) */
+#define TRIES 3                        /* a chunk that fails its check is asked this often */
+#define WAIT_S 10                      /* a fetch's wait for the parent, each step */
+#define BACKOFF_MIN_MS 250             /* the pause after a lost link, doubling ... */
+#define BACKOFF_MAX_MS 8000            /* ... up to this */
+#define FAILED_S 10                    /* a failed fetch is told to GETs this long */
+
+/* The site's counters; one list (the JSON of ndz_site_status_json). */
+#define SITE_COUNTERS(X)                                                       \
+	X(fetched_chunks) X(fetched_bytes) X(refused_chunks) X(bad_chunks)     \
+	X(retries) X(fetches_done) X(evicted)
+
+struct fetch {
+	char name[NDZ_CTL_NAME_MAX + 1];
+	int state;                     /* enum below; under the lock */
+	uint64_t failed_ns;            /* FAILED: when */
+	char why[256];                 /* FAILED: the reason */
+	pthread_t th;
+	int joinable;
+	struct ndz_site *site;
+};
+
+enum { IDLE = 0, RUNNING, FAILED };
+
+struct ndz_site {
+	struct ndz_site_hooks h;
+	struct fetch f[FETCHES];
+	atomic_int stop;
+#define X(n) atomic_uint_fast64_t n;
+	SITE_COUNTERS(X)
+#undef X
+};
+
+#define SAY(h, level, ...)                                                      \
+	do {                                                                    \
+		if ((h)->say)                                                   \
+			(h)->say((h)->ctx, (level), __VA_ARGS__);               \
+	} while (0)
+
+int ndz_site_create(const struct ndz_site_hooks *h, struct ndz_site **out, struct ndz_error *e)
+{
+	struct ndz_site *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "site: %s", ndz_strerror(NDZ_ENOMEM));
+	s->h = *h;
+	*out = s;
+	return 0;
+}
+
+void ndz_site_free(struct ndz_site *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stop, 1);
+	for (size_t i = 0; i < FETCHES; i++)
+		if (s->f[i].joinable)
+			pthread_join(s->f[i].th, NULL);
+	free(s);
+}
+
+size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int k;
+
+	if (!cap)
+		return 0;
+	buf[0] = 0;
+	k = snprintf(buf, cap, "{");
+#define X(f) if (k >= 0 && (n += (size_t)k) < cap)                                   \
+		k = snprintf(buf + n, cap - n, "%s\"" #f "\": %llu", n > 1 ? ", " : "",     \
+			     (unsigned long long)atomic_load(&s->f));
+	SITE_COUNTERS(X)
+#undef X
+	if (k >= 0 && (n += (size_t)k) < cap)
+		k = snprintf(buf + n, cap - n, "}");
+	if (k >= 0)
+		n += (size_t)k;
+	return n < cap ? n : cap - 1;
+}
+
+/* ---- the parent's end ---- */
+
+/* All of len bytes onto fd: 0 or -1. */
+static int send_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len) {
+		ssize_t n = send(fd, b, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void refuse(int fd, uint32_t id, uint16_t status)
+{
+	uint8_t rep[NDZ_SITE_REP_LEN];
+
+	ndz_site_rep_encode(id, status, 0, rep);
+	send_all(fd, rep, sizeof(rep));
+}
+
+/* The bytes [off, off + len) of the file at path onto fd after the reply header. */
+static int send_file(int fd, uint32_t id, const char *path, uint64_t off, uint64_t len,
+		     int whole)
+{
+	uint8_t rep[NDZ_SITE_REP_LEN], *buf = malloc(NDZ_CHUNK_SIZE);
+	int in = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+	struct stat st;
+
+	if (in < 0 || fstat(in, &st) != 0 || !buf) {
+		refuse(fd, id, in < 0 && errno == ENOENT ? NDZ_CTL_UNKNOWN : NDZ_CTL_FAILED);
+		goto out;
+	}
+	if (whole) {
+		len = (uint64_t)st.st_size;
+		if (len > NDZ_SITE_BLOB_MAX) {
+			refuse(fd, id, NDZ_CTL_FAILED);
+			goto out;
+		}
+	} else if (off + len > (uint64_t)st.st_size) {
+		refuse(fd, id, NDZ_CTL_MALFORMED);  /* chunks past the image's end */
+		goto out;
+	}
+	ndz_site_rep_encode(id, NDZ_CTL_OK, len, rep);
+	if (send_all(fd, rep, sizeof(rep)) != 0)
+		goto out;
+	while (len) {
+		size_t want = len < NDZ_CHUNK_SIZE ? (size_t)len : NDZ_CHUNK_SIZE;
+		ssize_t n = pread(in, buf, want, (off_t)off);
+
+		if (n <= 0 || send_all(fd, buf, (size_t)n) != 0)
+			goto out;           /* the site sees a short reply and asks again */
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	rc = 0;
+out:
+	if (in >= 0)
+		close(in);
+	free(buf);
+	return rc;
+}
+
+void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+		    uint32_t addr)
+{
+	struct ndz_site_req r;
+	const struct ndz_mconf_image *im;
+	char path[PATH_MAX], file[PATH_MAX], a[INET_ADDRSTRLEN];
+	uint64_t off = 0, n = 0;
+	int ok;
+
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	if (ndz_site_req_decode(buf, len, &r, NULL) != 0) {
+		SAY(h, 1, "site %s: malformed request", a);
+		refuse(fd, r.id, NDZ_CTL_MALFORMED);
+		return;
+	}
+	ndz_mlock_take(h->lock);
+	im = ndz_mconf_find(ndz_master_conf(h->ms), r.name);
+	ok = im && ndz_mconf_allows(im, addr);
+	if (ok)
+		snprintf(path, sizeof(path), "%s", im->path);
+	ndz_mlock_give(h->lock);
+	if (!ok) {
+		SAY(h, 1, "site %s asks for %s: %s", a, r.name, im ? "access denied" :
+		    "unknown image");
+		refuse(fd, r.id, im ? NDZ_CTL_DENIED : NDZ_CTL_UNKNOWN);
+		return;
+	}
+	if (r.what == NDZ_SITE_CHUNKS_OF) {
+		snprintf(file, sizeof(file), "%s", path);
+		off = (uint64_t)r.first * NDZ_CHUNK_SIZE;
+		n = (uint64_t)r.count * NDZ_CHUNK_SIZE;
+	} else if (ndz_images_companion(path, r.what == NDZ_SITE_INDEX ? 1 : 0, file,
+					sizeof(file), NULL) != 0) {
+		refuse(fd, r.id, NDZ_CTL_FAILED);
+		return;
+	}
+	if (send_file(fd, r.id, file, off, n, r.what != NDZ_SITE_CHUNKS_OF) == 0 &&
+	    r.what == NDZ_SITE_CHUNKS_OF)
+		SAY(h, 1, "site %s: %s chunks %u-%u: %llu bytes served", a, r.name, r.first,
+		    r.first + r.count - 1, (unsigned long long)n);
+	else if (r.what != NDZ_SITE_CHUNKS_OF)
+		SAY(h, 2, "site %s: %s %s asked", a, r.name,
+		    r.what == NDZ_SITE_INDEX ? "index" : "manifest");
+}
+
+/* ---- the site's end ---- */
+
+/* One image on its way: what a fetch thread holds. */
+struct job {
+	struct ndz_site *s;
+	struct fetch *f;
+	char parent[300], dir[PATH_MAX];
+	char final[PATH_MAX], part[PATH_MAX];
+	struct ndz_index ix;
+	uint8_t *ixbuf, *mbuf;         /* the index's and the manifest's bytes (mbuf: or NULL) */
+	size_t ixlen, mlen;
+	struct ndz_sitefetch st;
+	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
+};
+
+/* Is chunk i (NDZ_CHUNK_SIZE bytes at b) chunk i of the image ix indexes, and sound? */
+static int check_chunk(const struct ndz_index *ix, uint32_t i, const uint8_t *b,
+		       struct ndz_error *e)
+{
+	struct ndz_chunk_hdr h;
+	int rc;
+
+	if ((rc = ndz_hdr_decode(b, &h, e)) != 0)
+		return rc;
+	if (h.index != i || memcmp(h.uuid, ix->uuid, 16) != 0 ||
+	    h.source_bytes != ix->source_bytes || h.first != ix->e[i].first ||
+	    h.last != ix->e[i].last)
+		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: not the chunk the index "
+				     "lists there", i);
+	return ndz_verify_stored(NULL, b, &h, e);
+}
+
+/* A pause of ms, cut short by a stop. */
+static void pause_ms(struct ndz_site *s, unsigned ms)
+{
+	for (unsigned k = 0; k < ms && !atomic_load(&s->stop); k += 50)
+		nanosleep(&(struct timespec){ 0, 50 * 1000000L }, NULL);
+}
+
+/* Under the lock: make room in the cache for need bytes (lib/master/sitecache). */
+static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
+{
+	const struct ndz_mconf *c = ndz_master_conf(j->s->h.ms);
+	struct ndz_sitecache_entry *ents = calloc(c->nimages + 1, sizeof(*ents));
+	size_t *out = calloc(c->nimages + 1, sizeof(*out)), n = 0, nout = 0, dl = strlen(j->dir);
+	int rc;
+
+	if (!ents || !out) {
+		free(ents);
+		free(out);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "site cache");
+	}
+	for (size_t i = 0; i < c->nimages; i++) {
+		const struct ndz_mconf_image *im = &c->images[i];
+		struct stat st;
+
+		if (strncmp(im->path, j->dir, dl) != 0 || im->path[dl] != '/' ||
+		    stat(im->path, &st) != 0)
+			continue;
+		ents[n] = (struct ndz_sitecache_entry){ im->name, (uint64_t)st.st_size,
+			(uint64_t)st.st_atim.tv_sec * 1000000000u + (uint64_t)st.st_atim.tv_nsec,
+			ndz_mconf_pinned(c, im->name),
+			ndz_master_serving(j->s->h.ms, im->name) > 0 };
+		n++;
+	}
+	rc = ndz_sitecache_evict(ents, n, need, c->site_cache_size, out, &nout, e);
+	for (size_t k = 0; rc == 0 && k < nout; k++) {
+		const struct ndz_mconf_image *im = ndz_mconf_find(c, ents[out[k]].name);
+		struct ndz_error why = { 0 };
+
+		if (im && ndz_images_unlink(im->path, &why) == 0) {
+			atomic_fetch_add(&j->s->evicted, 1);
+			SAY(&j->s->h, 1, "site cache: %s evicted (%llu bytes, least recently asked)",
+			    im->name, (unsigned long long)ents[out[k]].bytes);
+		} else if (im) {
+			SAY(&j->s->h, 0, "site cache: %s", ndz_error_msg(&why));
+		}
+	}
+	free(ents);
+	free(out);
+	if (rc != 0)
+		ndz_error_prefix(e, "site cache %s", j->dir);
+	return rc;
+}
+
+/* The index and manifest, and the fetch state from the partial file: 0 or the code. */
+static int begin(struct job *j, int *fd, struct ndz_error *e)
+{
+	struct ndz_site_req r = { .id = 1, .what = NDZ_SITE_INDEX };
+	uint8_t *b = malloc(NDZ_CHUNK_SIZE);
+	struct stat st;
+	uint64_t need;
+	int rc;
+
+	if (!b)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "fetch");
+	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
+	if (!j->ixbuf) {
+		if ((rc = ndz_site_fetch(j->parent, &r, WAIT_S, &j->ixbuf, &j->ixlen, e)) != 0)
+			goto out;
+		if ((rc = ndz_index_decode(j->ixbuf, j->ixlen, NULL, &j->ix, e)) != 0) {
+			free(j->ixbuf);
+			j->ixbuf = NULL;
+			ndz_error_prefix(e, "index of %s from %s", r.name, j->parent);
+			goto out;
+		}
+		r.what = NDZ_SITE_MANIFEST;
+		rc = ndz_site_fetch(j->parent, &r, WAIT_S, &j->mbuf, &j->mlen, e);
+		if (rc == NDZ_ENOIMAGE) {
+			ndz_error_clear(e);     /* an unsigned image: no manifest */
+		} else if (rc != 0) {
+			ndz_index_release(&j->ix);
+			free(j->ixbuf);
+			j->ixbuf = NULL;
+			goto out;
+		}
+	}
+	if (!j->st.chunks) {
+		if ((rc = ndz_sitefetch_init(&j->st, j->ix.chunks, e)) != 0)
+			goto out;
+		*fd = open(j->part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (*fd < 0) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+			goto out;
+		}
+		/* resume: what the partial file holds that passes the check stays */
+		if (fstat(*fd, &st) == 0)
+			for (uint32_t i = 0; i < j->ix.chunks &&
+			     (uint64_t)(i + 1) * NDZ_CHUNK_SIZE <= (uint64_t)st.st_size; i++)
+				if (pread(*fd, b, NDZ_CHUNK_SIZE, (off_t)i * NDZ_CHUNK_SIZE) ==
+				    NDZ_CHUNK_SIZE && check_chunk(&j->ix, i, b, NULL) == 0)
+					ndz_sitefetch_mark(&j->st, i);
+		if (j->st.have)
+			SAY(&j->s->h, 1, "site: %s: resuming with %u of %u chunks", r.name,
+			    j->st.have, j->st.chunks);
+	}
+	need = (uint64_t)(j->ix.chunks - j->st.have) * NDZ_CHUNK_SIZE + j->ixlen + j->mlen;
+	ndz_mlock_take(j->s->h.lock);
+	rc = make_room(j, need, e);
+	ndz_mlock_give(j->s->h.lock);
+out:
+	free(b);
+	return rc;
+}
+
+/*
+ * The missing chunks, run by run: 0 when all are here; NDZ_EDATACRC & co (a chunk
+ * that stayed bad: the fetch fails); else the link's code (asked again later).
+ */
+static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error *e)
+{
+	struct ndz_site_req r = { .what = NDZ_SITE_CHUNKS_OF };
+	uint32_t first = 0, n;
+	int rc;
+
+	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
+	while (!atomic_load(&j->s->stop) &&
+	       (n = ndz_sitefetch_next(&j->st, first, BATCH, &first)) > 0) {
+		uint8_t *b;
+		size_t len;
+
+		r.id++;
+		r.first = first;
+		r.count = n;
+		if ((rc = ndz_site_fetch(j->parent, &r, WAIT_S, &b, &len, e)) != 0)
+			return rc;
+		if (len != (size_t)n * NDZ_CHUNK_SIZE) {
+			free(b);
+			return ndz_error_set(e, NDZ_EPROTO, 0, "parent %s: %zu bytes for %u chunks",
+					     j->parent, len, n);
+		}
+		atomic_fetch_add(&j->s->fetched_bytes, len);
+		j->bytes += len;
+		j->asked += n;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t i = first + k;
+			const uint8_t *c = b + (size_t)k * NDZ_CHUNK_SIZE;
+			struct ndz_error why = { 0 };
+
+			atomic_fetch_add(&j->s->fetched_chunks, 1);
+			if ((rc = check_chunk(&j->ix, i, c, &why)) != 0) {
+				atomic_fetch_add(&j->s->refused_chunks, 1);
+				j->refused++;
+				SAY(&j->s->h, -1, "site: %s from %s: %s: refused (try %d of %d)",
+				    j->f->name, j->parent, ndz_error_msg(&why), tries[i] + 1, TRIES);
+				if (++tries[i] >= TRIES) {
+					atomic_fetch_add(&j->s->bad_chunks, 1);
+					free(b);
+					return ndz_error_set(e, rc, 0, "%s from %s: %s, %d times",
+							     j->f->name, j->parent,
+							     ndz_error_msg(&why), TRIES);
+				}
+				continue;
+			}
+			if (pwrite(fd, c, NDZ_CHUNK_SIZE, (off_t)i * NDZ_CHUNK_SIZE) !=
+			    NDZ_CHUNK_SIZE) {
+				free(b);
+				return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+			}
+			ndz_sitefetch_mark(&j->st, i);
+		}
+		free(b);
+		first += n;
+	}
+	return atomic_load(&j->s->stop) ? NDZ_ECANCELED : 0;
+}
+
+/* The whole image into place: synced, companions first, then the image. */
+static int finish(struct job *j, int fd, struct ndz_error *e)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if (ftruncate(fd, (off_t)j->ix.chunks * NDZ_CHUNK_SIZE) != 0 || fsync(fd) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+	if ((rc = ndz_images_companion(j->final, 1, path, sizeof(path), e)) != 0 ||
+	    (rc = ndz_file_replace(path, j->ixbuf, j->ixlen, 0644, e)) != 0)
+		return rc;
+	if (j->mbuf && ((rc = ndz_images_companion(j->final, 0, path, sizeof(path), e)) != 0 ||
+			(rc = ndz_file_replace(path, j->mbuf, j->mlen, 0644, e)) != 0))
+		return rc;
+	return ndz_file_commit(dup(fd), j->part, j->final, 0644, e);
+}
+
+static int is_link(int rc)
+{
+	return rc == NDZ_ENET || rc == NDZ_ETIMEDOUT || rc == NDZ_ESHORTREAD ||
+	       rc == NDZ_EPROTO;
+}
+
+static void *fetch_thread(void *arg)
+{
+	struct job *j = arg;
+	struct ndz_site *s = j->s;
+	struct ndz_error e = { 0 };
+	uint8_t *tries = NULL;
+	unsigned backoff = BACKOFF_MIN_MS;
+	uint64_t t0 = ndz_now_ns();
+	int fd = -1, rc;
+
+	SAY(&s->h, 1, "site: %s asked: fetching it from %s", j->f->name, j->parent);
+	for (;;) {
+		ndz_error_clear(&e);
+		rc = begin(j, &fd, &e);
+		if (rc == 0 && !tries && !(tries = calloc(j->ix.chunks, 1)))
+			rc = ndz_error_set(&e, NDZ_ENOMEM, 0, "fetch");
+		if (rc == 0)
+			rc = fetch_chunks(j, fd, tries, &e);
+		if (rc == 0)
+			rc = finish(j, fd, &e);
+		if (rc == 0 || !is_link(rc) || atomic_load(&s->stop))
+			break;
+		atomic_fetch_add(&s->retries, 1);
+		SAY(&s->h, -1, "site: %s: %s; again in %.2f s (%u of %u chunks here)", j->f->name,
+		    ndz_error_msg(&e), backoff / 1000.0, j->st.have, j->ix.chunks);
+		pause_ms(s, backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+	}
+	if (fd >= 0)
+		close(fd);
+	ndz_mlock_take(s->h.lock);
+	if (rc == 0) {
+		struct ndz_error why = { 0 };
+
+		atomic_fetch_add(&s->fetches_done, 1);
+		SAY(&s->h, 1, "site: %s fetched: %u chunks; %llu chunks, %llu bytes from the "
+		    "parent, %llu refused, in %.1f s; now served here", j->f->name, j->ix.chunks,
+		    (unsigned long long)j->asked, (unsigned long long)j->bytes,
+		    (unsigned long long)j->refused, (double)(ndz_now_ns() - t0) / 1e9);
+		if (s->h.reload(s->h.ctx, &why) != 0)
+			SAY(&s->h, 0, "site: %s fetched, but not served: %s", j->f->name,
+			    ndz_error_msg(&why));
+		j->f->state = IDLE;
+	} else {
+		SAY(&s->h, 0, "site: fetch of %s failed: %s", j->f->name, ndz_error_msg(&e));
+		snprintf(j->f->why, sizeof(j->f->why), "%s", ndz_error_msg(&e));
+		j->f->failed_ns = ndz_now_ns();
+		j->f->state = FAILED;
+	}
+	ndz_mlock_give(s->h.lock);
+	ndz_index_release(&j->ix);
+	ndz_sitefetch_release(&j->st);
+	free(j->ixbuf);
+	free(j->mbuf);
+	free(tries);
+	free(j);
+	return NULL;
+}
+
+int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
+{
+	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
+	struct fetch *f = NULL;
+	struct job *j;
+
+	if (!c->parent || !c->site_cache || !ndz_ctl_valid_name(name))
+		return NDZ_SITE_NOT_A_SITE;
+	for (size_t i = 0; i < FETCHES; i++)
+		if (s->f[i].state != IDLE && strcmp(s->f[i].name, name) == 0)
+			f = &s->f[i];
+	if (f && f->state == RUNNING)
+		return NDZ_SITE_FETCHING;
+	if (f && ndz_now_ns() - f->failed_ns < (uint64_t)FAILED_S * 1000000000u) {
+		ndz_error_set(e, NDZ_EIO, 0, "%s", f->why);
+		return NDZ_SITE_FAILED;
+	}
+	for (size_t i = 0; !f && i < FETCHES; i++)
+		if (s->f[i].state == IDLE)
+			f = &s->f[i];
+	if (!f) {
+		ndz_error_set(e, NDZ_EBUSY, 0, "site: %d images are on their way already", FETCHES);
+		return NDZ_SITE_FAILED;
+	}
+	if (f->joinable) {             /* its last thread has ended (its state says so) */
+		pthread_join(f->th, NULL);
+		f->joinable = 0;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		ndz_error_set(e, NDZ_ENOMEM, 0, "site: fetch of %s", name);
+		return NDZ_SITE_FAILED;
+	}
+	j->s = s;
+	j->f = f;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	snprintf(j->parent, sizeof(j->parent), "%s", c->parent);
+	snprintf(j->dir, sizeof(j->dir), "%s", c->site_cache);
+	if ((size_t)snprintf(j->final, sizeof(j->final), "%s/%s.ndz", c->site_cache, name) >=
+	    sizeof(j->final) ||
+	    (size_t)snprintf(j->part, sizeof(j->part), "%s.part", j->final) >= sizeof(j->part)) {
+		free(j);
+		ndz_error_set(e, NDZ_ERANGE, 0, "site-cache %s: path too long", c->site_cache);
+		return NDZ_SITE_FAILED;
+	}
+	f->state = RUNNING;
+	if (pthread_create(&f->th, NULL, fetch_thread, j) != 0) {
+		f->state = IDLE;
+		free(j);
+		ndz_error_set(e, NDZ_ENOMEM, errno, "site: fetch of %s: no thread", name);
+		return NDZ_SITE_FAILED;
+	}
+	f->joinable = 1;
+	return NDZ_SITE_FETCHING;
+}
+
+void ndz_site_used(struct ndz_site *s, const char *name)
+{
+	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
+	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
+	size_t dl = c->site_cache ? strlen(c->site_cache) : 0;
+	struct timespec ts[2] = { { 0, UTIME_NOW }, { 0, UTIME_OMIT } };
+
+	/* the last-asked time of a cached image: its file's access time */
+	if (im && dl && strncmp(im->path, c->site_cache, dl) == 0 && im->path[dl] == '/')
+		utimensat(AT_FDCWD, im->path, ts, 0);
+}

@@ -1,0 +1,78 @@
+/*
+ * Sites (doc/SITES.md): both ends of a site master's fetches from its parent.
+ * The parent's end answers SITE requests (lib/ctl/sitecall) on its TCP control
+ * port: an image's index, manifest, or chunks by number, to hosts its allow rules
+ * let have the image. The site's end (a configuration with "parent") fetches an
+ * image on the first GET for a name it does not hold: one thread per image, the
+ * chunks into IMAGE.ndz.part in the site-cache directory, each checked before it
+ * is kept; a chunk that fails its check is fetched again (three times), a lost
+ * link is retried with a growing pause, and the partial file is resumed, not
+ * restarted (its chunks that pass the check are kept). A whole image is renamed
+ * into place with its index and manifest, and the configuration reread: the cache
+ * directory is an imagedir, and the next GET starts a session as on any master.
+ * The cache is bounded (site-cache-size): the least recently asked images not
+ * pinned and not served go first (lib/master/sitecache decides).
+ */
+#ifndef NDZ_SITE_H
+#define NDZ_SITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "master/master.h"
+#include "mlock.h"
+#include "core/err.h"
+
+struct ndz_site;
+
+struct ndz_site_hooks {
+	struct ndz_mlock *lock;        /* the master's: guards ms and its configuration */
+	struct ndz_master *ms;
+	void *ctx;
+	/* under the lock: read the configuration anew */
+	int (*reload)(void *ctx, struct ndz_error *e);
+	/* tell people: level -1 a warning, 0 an error, 1 what happens, 2 more */
+	void (*say)(void *ctx, int level, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
+};
+
+/* ndz_site_create - the site's fetchers (none running). 0, or NDZ_ENOMEM with e. */
+int ndz_site_create(const struct ndz_site_hooks *h, struct ndz_site **out,
+		    struct ndz_error *e);
+
+/* ndz_site_free - stop the fetchers (they stop between requests) and free; NULL is fine. */
+void ndz_site_free(struct ndz_site *s);
+
+/* Under the lock: what a GET for an image this master does not hold is answered. */
+enum ndz_site_answer {
+	NDZ_SITE_NOT_A_SITE = 0,       /* no parent: answer as before (UNKNOWN) */
+	NDZ_SITE_FETCHING = 1,         /* on its way (a fetch started or running): WAIT */
+	NDZ_SITE_FAILED = 2,           /* the last fetch failed; e says why (FAILED) */
+};
+
+/*
+ * ndz_site_want - under the lock: image name is asked for at this master, which
+ * does not hold it. Starts its fetch unless one runs or failed less than a few
+ * seconds ago (then e says why). Returns an enum ndz_site_answer.
+ */
+int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e);
+
+/* ndz_site_used - under the lock: image name (held) was just asked for: its LRU time. */
+void ndz_site_used(struct ndz_site *s, const char *name);
+
+/*
+ * ndz_site_status_json - the site's counters as a JSON object into buf (cap bytes):
+ * {"fetched_chunks","fetched_bytes","refused_chunks","bad_chunks","retries",
+ * "fetches_done","evicted"}; its length. Any thread.
+ */
+size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap);
+
+/*
+ * ndz_site_serve - the parent's end: the SITE request in the len bytes of buf (the
+ * connection's first message) from addr (network order), answered on fd; the
+ * lock is taken to find the image. The connection stays the caller's.
+ */
+void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+		    uint32_t addr);
+
+#endif

@@ -1,0 +1,193 @@
+#!/bin/sh
+# Sites (doc/SITES.md): a parent master and two site masters on networks joined by a
+# router that forwards unicast and no multicast; each site fetches an image from the
+# parent on its clients' first ask, each chunk once, and serves it by multicast; a
+# link cut mid-fetch is resumed; a chunk corrupted at the parent is refused.
+. "$NDZ_TOP/tests/lib.sh"
+. "$NDZ_TOP/tests/netns.sh"
+netns_require tc
+MFRISBEED="$NDZ_BIN/mfrisbeed"
+PARENT=10.78.0.1
+at_exit netns_cleanup
+
+# ns NAME: a namespace of ours
+ns() {
+	ip netns add "$NETNS_PFX$1" || return 1
+	NETNS_LIST="$NETNS_PFX$1 $NETNS_LIST"
+	ip -n "$NETNS_PFX$1" link set lo up
+}
+_v=0
+# wire A IFA ADDRA B IFB [ADDRB]: a veth between namespaces A and B (B's end unaddressed
+# when ADDRB is empty: a bridge port)
+wire() {
+	_v=$((_v + 1))
+	ip link add "s$$v$_v" netns "$NETNS_PFX$1" type veth peer name "t$$v$_v" \
+		netns "$NETNS_PFX$4" || return 1
+	ip -n "$NETNS_PFX$1" link set "s$$v$_v" name "$2" &&
+		ip -n "$NETNS_PFX$4" link set "t$$v$_v" name "$5" &&
+		ip -n "$NETNS_PFX$1" addr add "$3" dev "$2" && ip -n "$NETNS_PFX$1" link set "$2" up &&
+		ip -n "$NETNS_PFX$4" link set "$5" up || return 1
+	if [ -n "${6:-}" ]; then
+		ip -n "$NETNS_PFX$4" addr add "$6" dev "$5" || return 1
+	else
+		ip -n "$NETNS_PFX$4" link set "$5" master br0
+	fi
+}
+# host NAME NET N: host 10.78.NET.N on site NET's bridge, routed by 10.78.NET.254
+host() {
+	ns "$1" && wire "$1" eth0 "10.78.$2.$3/24" "br$2" "p$3" &&
+		ip -n "$NETNS_PFX$1" route add default via "10.78.$2.254" &&
+		ip -n "$NETNS_PFX$1" route add 224.0.0.0/4 dev eth0
+}
+topology() {
+	ns rt && ns par || return 1
+	ip netns exec "${NETNS_PFX}rt" sysctl -qw net.ipv4.ip_forward=1 || return 1
+	# the router forwards unicast only: multicast stays inside each site
+	ip netns exec "${NETNS_PFX}rt" nft -f - <<NFT || return 1
+table inet nomc {
+	chain forward {
+		type filter hook forward priority 0; policy accept;
+		ip daddr 224.0.0.0/4 drop
+	}
+}
+NFT
+	wire par eth0 "$PARENT/24" rt eth0 10.78.0.254/24 &&
+		ip -n "${NETNS_PFX}par" route add default via 10.78.0.254 || return 1
+	for s in 1 2; do
+		ns "br$s" && ip -n "${NETNS_PFX}br$s" link add br0 type bridge mcast_snooping 0 &&
+			ip -n "${NETNS_PFX}br$s" link set br0 up &&
+			wire rt "eth$s" "10.78.$s.254/24" "br$s" "r$s" &&
+			host "m$s" "$s" 1 || return 1
+		for c in 1 2 3; do
+			host "c$s$c" "$s" "1$c" || return 1
+		done
+	done
+}
+topology || { not_ok "the namespaces: a parent net, two site nets, a router"; done_testing; }
+
+mkdir -p "$T/par" "$T/cache1" "$T/cache2" "$T/run0" "$T/run1" "$T/run2"
+for n in a big bad; do
+	mib=$MC_MIB
+	[ $n = big ] && mib=$(( MC_MIB * 2 ))
+	mc_image "$n" "$mib" "$n" || { not_ok "make image $n"; done_testing; }
+	mv "$T/$n.ndz" "$T/$n.ndz.index" "$T/par/" 2>/dev/null
+done
+[ -n "$MC_RAW" ] && skip_all "imagezip not built"
+chunks=$(( $(stat -c %s "$T/par/a.ndz") / 1048576 ))
+bchunks=$(( $(stat -c %s "$T/par/big.ndz") / 1048576 ))
+# bad: chunk 1's data corrupted at the parent, its index (made before) intact
+printf 'X' | dd of="$T/par/bad.ndz" bs=1 seek=$(( 1048576 + 4096 + 100 )) conv=notrunc 2>/dev/null
+
+cat >"$T/par.conf" <<CONF
+imagedir $T/par allow 10.78.0.0/16
+CONF
+for s in 1 2; do
+	cat >"$T/site$s.conf" <<CONF
+pool 239.192.$((40 + s)).0/29
+ports 5000-5007
+idle-timeout 2
+rate $MC_RATE
+imagedir $T/cache$s allow 10.78.$s.0/24
+parent $PARENT
+site-cache $T/cache$s
+site-allow 10.78.$s.0/24
+site-cache-size 1G
+CONF
+done
+# master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
+master() {
+	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v 2>>"$T/$1.log" &
+	eval "MPID_$1=$!"
+	wait_until 5 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '"
+}
+master par "$T/par.conf" "$T/run0" && master m1 "$T/site1.conf" "$T/run1" &&
+	master m2 "$T/site2.conf" "$T/run2" ||
+	{ not_ok "the three masters listen: $(cat "$T/par.log" "$T/m1.log" "$T/m2.log")"; done_testing; }
+at_exit 'kill $MPID_par $MPID_m1 $MPID_m2'
+
+# fclient HOST SITE IMAGE TARGET: frisbee -M the site's master, in the background
+fclient() {
+	( in_ns "$1" "$FRISBEE" -M "10.78.$2.1" -I "$3" -T 10 "$4" 2>>"$T/$1.log"
+	  echo $? >"$T/$1.rc" ) &
+	MC_PIDS="$MC_PIDS $!"
+}
+
+# 1. six clients, two sites, one image the sites do not hold yet
+for s in 1 2; do
+	for c in 1 2 3; do
+		fclient "c$s$c" "$s" a "$T/out$s$c"
+	done
+done
+mc_wait
+good=0
+for t in 11 12 13 21 22 23; do
+	[ "$(mc_rc "c$t")" = 0 ] && mc_same "$T/a.src" "$T/out$t" && good=$((good + 1))
+done
+check "six clients at two sites: 6 byte-identical targets ($good)" [ "$good" = 6 ]
+for s in 1 2; do
+	line=$(grep "site: a fetched:" "$T/m$s.log")
+	check "site $s fetched a once, each of its $chunks chunks once ($line)" \
+		sh -c "[ \$(grep -c 'site: a fetched:' '$T/m$s.log') = 1 ] &&
+		       echo '$line' | grep -q 'fetched: $chunks chunks; $chunks chunks, $(( chunks * 1048576 )) bytes from the parent, 0 refused'"
+	served=$(grep "site 10.78.$s.1: a chunks" "$T/par.log" | sed 's/.*: \([0-9]*\) bytes served/\1/' |
+		 awk '{ t += $1 } END { print t + 0 }')
+	check "the parent served site $s a's bytes once ($served of $(( chunks * 1048576 )))" \
+		[ "$served" = $(( chunks * 1048576 )) ]
+done
+check "the sites keep a with its index" \
+	sh -c "cmp -s '$T/par/a.ndz' '$T/cache1/a.ndz' && cmp -s '$T/par/a.ndz.index' '$T/cache2/a.ndz.index'"
+check "multicast stayed inside the sites: the parent's network saw no session traffic" \
+	sh -c "[ \$(ip netns exec '${NETNS_PFX}par' cat /sys/class/net/eth0/statistics/rx_packets) -lt $(( chunks * 1024 / 2 )) ]"
+
+# 2. asked again: served from the cache, nothing fetched
+fclient c12 1 a "$T/again"
+mc_wait
+check "asked again at site 1: identical, and not fetched again" \
+	sh -c "[ \"\$(cat '$T/c12.rc')\" = 0 ] && cmp -s '$T/a.src' '$T/again' &&
+	       [ \$(grep -c 'site: a fetched:' '$T/m1.log') = 1 ]" 
+
+# 3. a chunk corrupted at the parent: refused at the site, asked again, reported
+in_ns c11 "$FRISBEE" -M 10.78.1.1 -I bad -T 10 "$T/badout" 2>"$T/bad.err"; rc=$?
+check "a corrupted chunk from the parent: the client is refused ($rc: $(cat "$T/bad.err"))" \
+	sh -c "[ $rc != 0 ] && grep -q 'could not start a session' '$T/bad.err'"
+check "... the site refused chunk 1 three times and said why" \
+	sh -c "[ \$(grep -c 'site: bad from $PARENT: chunk 1: .*: refused (try [123] of 3)' '$T/m1.log') = 3 ] &&
+	       grep -q 'fetch of bad failed: .*3 times' '$T/m1.log'"
+check "... and keeps no image bad" sh -c "[ ! -e '$T/cache1/bad.ndz' ]"
+
+# 4. the link from site 2 to the parent cut mid-fetch and restored: resumed, identical
+ip netns exec "${NETNS_PFX}rt" tc qdisc replace dev eth2 root tbf rate 24mbit burst 32k latency 400ms
+for c in 1 2 3; do
+	fclient "c2$c" 2 big "$T/big$c"
+done
+# cut once the partial file holds some chunks
+wait_until 30 sh -c "[ \$(stat -c %s '$T/cache2/big.ndz.part' 2>/dev/null || echo 0) -ge $(( 5 * 1048576 )) ]"
+# the router resets site 2's connections to the parent for 3 s (a link that drops
+# quietly is found by the fetch's 10 s timeout the same way, only later)
+ip netns exec "${NETNS_PFX}rt" nft -f - <<NFT
+table inet cut {
+	chain forward {
+		type filter hook forward priority -1; policy accept;
+		ip saddr 10.78.2.0/24 ip daddr $PARENT tcp dport 3563 reject with tcp reset
+	}
+}
+NFT
+sleep 3
+ip netns exec "${NETNS_PFX}rt" nft delete table inet cut
+mc_wait
+good=0
+for c in 1 2 3; do
+	[ "$(mc_rc "c2$c")" = 0 ] && mc_same "$T/big.src" "$T/big$c" && good=$((good + 1))
+done
+check "a link cut mid-fetch and restored: 3 byte-identical targets ($good)" [ "$good" = 3 ]
+line=$(grep "site: big fetched:" "$T/m2.log")
+asked=$(echo "$line" | sed -n 's/.*; \([0-9]*\) chunks, .*/\1/p')
+check "... the fetch retried and resumed: $asked chunks asked for $bchunks ($line)" \
+	sh -c "grep -q 'site: big: .*again in .* ([1-9][0-9]* of $bchunks chunks here)' '$T/m2.log' &&
+	       [ -n '$asked' ] && [ '$asked' -ge $bchunks ] && [ '$asked' -le $(( bchunks + 4 )) ]"
+
+kill -TERM $MPID_par $MPID_m1 $MPID_m2
+wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?; wait $MPID_m2; r2=$?
+check "the masters stop on SIGTERM ($r0 $r1 $r2)" [ "$r0$r1$r2" = 000 ]
+[ -n "${SITES_KEEP:-}" ] && cp "$T"/*.log "$SITES_KEEP"/
+done_testing
