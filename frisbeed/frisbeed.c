@@ -33,7 +33,28 @@ struct session {
 	pthread_cond_t cond;           /* the sender waits here for work */
 	atomic_int stop;               /* set by main, read by both threads */
 	struct ndz_error fatal;        /* what stopped a thread (under lock) */
+	int growing;                   /* --growing: chunks may still be arriving */
 };
+
+#define GROWING_WAIT 12000             /* --growing: 50 ms rounds a chunk is waited for */
+
+/*
+ * Chunk i into buf; with --growing (a site master still fetching the image,
+ * doc/SITES.md), a chunk whose header is not written yet (it is written after its
+ * data) is read again until it is, for at most 10 minutes.
+ */
+static int load(struct session *s, uint8_t *buf, uint32_t i)
+{
+	uint64_t off = (uint64_t)i * NDZ_CHUNK_SIZE;
+	int r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, off, NULL, NULL);
+
+	for (int w = 0; s->growing && r == 0 && !(buf[0] | buf[1] | buf[2] | buf[3]) &&
+	     w < GROWING_WAIT && !atomic_load(&s->stop); w++) {
+		nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+		r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, off, NULL, NULL);
+	}
+	return r;
+}
 
 static const char usage_text[] =
 	"Usage: frisbeed [options] IMAGE\n"
@@ -60,6 +81,8 @@ static const char usage_text[] =
 	"  --control SOCKET         answer the image master's status, rate, identify and\n"
 	"                           hold questions on this unix socket (lib/ctl/sessctl)\n"
 	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
+	"  --growing                IMAGE is still arriving (a site master's fetch): wait\n"
+	"                           for a chunk not yet written, up to 10 minutes\n"
 	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
 	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
 	"  -q, --quiet              no statistics line at exit\n"
@@ -149,8 +172,7 @@ static void *sender(void *arg)
 		}
 		pthread_mutex_unlock(&s->lock);
 		if (st == NDZ_SERVER_LOAD) {
-			r = ndz_io_read_full(s->img, ndz_server_chunk_buf(s->srv), NDZ_CHUNK_SIZE,
-					     (uint64_t)b->chunk * NDZ_CHUNK_SIZE, NULL, NULL);
+			r = load(s, ndz_server_chunk_buf(s->srv), b->chunk);
 			pthread_mutex_lock(&s->lock);
 			if (ndz_server_check_chunk(s->srv, b->chunk, r, &e) < 0) {
 				ndz_error_set(&s->fatal, e.code, 0, "%s; stopping", ndz_error_msg(&e));
@@ -242,7 +264,7 @@ int main(int argc, char **argv)
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
 		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
-		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
+		{ "growing", no_argument, NULL, 0x105 }, CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
@@ -291,6 +313,7 @@ int main(int argc, char **argv)
 		case 'K': control = optarg; break;
 		case 0x111: case 0x112: cli_log_mode(c - 0x110); break;      /* 0x110 + CLI_LOG_* */
 		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
+		case 0x105: s.growing = 1; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}

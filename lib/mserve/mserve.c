@@ -245,7 +245,7 @@ static int start_session(struct ndz_mserve *s, const struct ndz_master_plan *p)
 	struct ndz_session_opts o = { s->o.frisbeed, s->o.run_dir, s->o.iface,
 				      s->o.idle_override ? s->o.idle_override :
 				      s->conf->idle_timeout, s->o.ttl, s->o.loop, s->o.verbose < 2,
-				      s->o.log, s->o.lost_s };
+				      s->o.log, s->o.lost_s, ndz_site_partial(p->image->path) };
 	struct ndz_error e = { 0 };
 	uint8_t uuid[16];
 	uint32_t chunks;

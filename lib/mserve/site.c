@@ -233,6 +233,8 @@ struct job {
 	struct ndz_index ix;
 	uint8_t *ixbuf, *mbuf;         /* the index's and the manifest's bytes (mbuf: or NULL) */
 	size_t ixlen, mlen;
+	char mark[PATH_MAX];           /* final.fetching: published, still arriving */
+	int published;                 /* part is final now */
 	struct ndz_sitefetch st;
 	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
 };
@@ -284,7 +286,7 @@ static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
 		ents[n] = (struct ndz_sitecache_entry){ im->name, (uint64_t)st.st_size,
 			(uint64_t)st.st_atim.tv_sec * 1000000000u + (uint64_t)st.st_atim.tv_nsec,
 			ndz_mconf_pinned(c, im->name),
-			ndz_master_serving(j->s->h.ms, im->name) > 0 };
+			ndz_master_serving(j->s->h.ms, im->name) > 0 || ndz_site_partial(im->path) };
 		n++;
 	}
 	rc = ndz_sitecache_evict(ents, n, need, c->site_cache_size, out, &nout, e);
@@ -357,6 +359,11 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 		if (j->st.have)
 			SAY(&j->s->h, 1, "site: %s: resuming with %u of %u chunks", r.name,
 			    j->st.have, j->st.chunks);
+		/* its full size now: what frisbeed --growing and the image reader expect */
+		if (ftruncate(*fd, (off_t)j->ix.chunks * NDZ_CHUNK_SIZE) != 0) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+			goto out;
+		}
 	}
 	need = (uint64_t)(j->ix.chunks - j->st.have) * NDZ_CHUNK_SIZE + j->ixlen + j->mlen;
 	ndz_mlock_take(j->s->h.lock);
@@ -371,15 +378,17 @@ out:
  * The missing chunks, run by run: 0 when all are here; NDZ_EDATACRC & co (a chunk
  * that stayed bad: the fetch fails); else the link's code (asked again later).
  */
-static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error *e)
+static int fetch_run(struct job *j, int fd, uint8_t *tries, uint32_t from, uint32_t batch,
+		     int once, struct ndz_error *e)
 {
 	struct ndz_site_req r = { .what = NDZ_SITE_CHUNKS_OF };
-	uint32_t first = 0, n;
+	uint32_t first = from, n;
 	int rc;
 
 	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
 	while (!atomic_load(&j->s->stop) &&
-	       (n = ndz_sitefetch_next(&j->st, first, BATCH, &first)) > 0) {
+	       (n = ndz_sitefetch_next(&j->st, first, batch, &first)) > 0 &&
+	       (!once || first == from)) {
 		uint8_t *b;
 		size_t len;
 
@@ -416,26 +425,42 @@ static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error 
 				}
 				continue;
 			}
-			if (pwrite(fd, c, NDZ_CHUNK_SIZE, (off_t)i * NDZ_CHUNK_SIZE) !=
-			    NDZ_CHUNK_SIZE) {
+			/* the data, then the header: a frisbeed --growing takes a header
+			   there as the whole chunk there */
+			if (pwrite(fd, c + NDZ_HDR_SIZE, NDZ_CHUNK_SIZE - NDZ_HDR_SIZE,
+				   (off_t)i * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE) !=
+			    NDZ_CHUNK_SIZE - NDZ_HDR_SIZE ||
+			    pwrite(fd, c, NDZ_HDR_SIZE, (off_t)i * NDZ_CHUNK_SIZE) != NDZ_HDR_SIZE) {
 				free(b);
 				return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
 			}
 			ndz_sitefetch_mark(&j->st, i);
 		}
 		free(b);
+		if (once && !ndz_sitefetch_has(&j->st, from))
+			continue;       /* refused: asked again, up to TRIES */
 		first += n;
 	}
 	return atomic_load(&j->s->stop) ? NDZ_ECANCELED : 0;
 }
 
-/* The whole image into place: synced, companions first, then the image. */
-static int finish(struct job *j, int fd, struct ndz_error *e)
+static void sync_dir(const struct job *j)
+{
+	int dfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+}
+
+/* Put the image in place beside its companions; with mark, still arriving. */
+static int publish(struct job *j, int fd, int mark, struct ndz_error *e)
 {
 	char path[PATH_MAX];
 	int rc;
 
-	if (ftruncate(fd, (off_t)j->ix.chunks * NDZ_CHUNK_SIZE) != 0 || fsync(fd) != 0)
+	if (fsync(fd) != 0)
 		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
 	if ((rc = ndz_images_companion(j->final, 1, path, sizeof(path), e)) != 0 ||
 	    (rc = ndz_file_replace(path, j->ixbuf, j->ixlen, 0644, e)) != 0)
@@ -443,7 +468,61 @@ static int finish(struct job *j, int fd, struct ndz_error *e)
 	if (j->mbuf && ((rc = ndz_images_companion(j->final, 0, path, sizeof(path), e)) != 0 ||
 			(rc = ndz_file_replace(path, j->mbuf, j->mlen, 0644, e)) != 0))
 		return rc;
-	return ndz_file_commit(dup(fd), j->part, j->final, 0644, e);
+	if (mark && (rc = ndz_file_replace(j->mark, "fetching\n", 9, 0644, e)) != 0)
+		return rc;
+	if (rename(j->part, j->final) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->final);
+	snprintf(j->part, sizeof(j->part), "%s", j->final);
+	j->published = 1;
+	sync_dir(j);
+	return 0;
+}
+
+/* Under the lock: reread the configuration (a published or finished image). */
+static void reread(struct job *j)
+{
+	struct ndz_error why = { 0 };
+
+	if (j->s->h.reload(j->s->h.ctx, &why) != 0)
+		SAY(&j->s->h, 0, "site: %s here, but not served: %s", j->f->name,
+		    ndz_error_msg(&why));
+}
+
+/*
+ * The chunks: the first and the last (what opening an image reads), then the image
+ * is published (a session may start), then the rest in order.
+ */
+static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error *e)
+{
+	uint32_t last = j->ix.chunks - 1;
+	int rc;
+
+	if ((rc = fetch_run(j, fd, tries, 0, 1, 1, e)) != 0 ||
+	    (rc = fetch_run(j, fd, tries, last, 1, 1, e)) != 0)
+		return rc;
+	if (!j->published && ndz_sitefetch_has(&j->st, 0) && ndz_sitefetch_has(&j->st, last)) {
+		if ((rc = publish(j, fd, 1, e)) != 0)
+			return rc;
+		ndz_mlock_take(j->s->h.lock);
+		reread(j);
+		ndz_mlock_give(j->s->h.lock);
+		SAY(&j->s->h, 1, "site: %s served while it arrives (%u of %u chunks here)",
+		    j->f->name, j->st.have, j->st.chunks);
+	}
+	return fetch_run(j, fd, tries, 0, BATCH, 0, e);
+}
+
+/* The whole image in place, synced, its marker gone. */
+static int finish(struct job *j, int fd, struct ndz_error *e)
+{
+	if (!j->published)
+		return publish(j, fd, 0, e);
+	if (fsync(fd) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->final);
+	if (unlink(j->mark) != 0 && errno != ENOENT)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->mark);
+	sync_dir(j);
+	return 0;
 }
 
 static int is_link(int rc)
@@ -496,6 +575,15 @@ static void *fetch_thread(void *arg)
 			    ndz_error_msg(&why));
 		j->f->state = IDLE;
 	} else {
+		struct ndz_error why = { 0 };
+
+		if (j->published && !atomic_load(&s->stop)) {
+			/* a bad chunk stays bad: not half an image with no way to finish it */
+			if (ndz_images_unlink(j->final, &why) != 0)
+				SAY(&s->h, 0, "site: %s", ndz_error_msg(&why));
+			unlink(j->mark);
+			reread(j);
+		}
 		SAY(&s->h, 0, "site: fetch of %s failed: %s", j->f->name, ndz_error_msg(&e));
 		snprintf(j->f->why, sizeof(j->f->why), "%s", ndz_error_msg(&e));
 		j->f->failed_ns = ndz_now_ns();
@@ -550,10 +638,16 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	snprintf(j->dir, sizeof(j->dir), "%s", c->site_cache);
 	if ((size_t)snprintf(j->final, sizeof(j->final), "%s/%s.ndz", c->site_cache, name) >=
 	    sizeof(j->final) ||
-	    (size_t)snprintf(j->part, sizeof(j->part), "%s.part", j->final) >= sizeof(j->part)) {
+	    (size_t)snprintf(j->part, sizeof(j->part), "%s.part", j->final) >= sizeof(j->part) ||
+	    (size_t)snprintf(j->mark, sizeof(j->mark), "%s.fetching", j->final) >=
+	    sizeof(j->mark)) {
 		free(j);
 		ndz_error_set(e, NDZ_ERANGE, 0, "site-cache %s: path too long", c->site_cache);
 		return NDZ_SITE_FAILED;
+	}
+	if (ndz_site_partial(j->final)) {      /* published by an earlier fetch: resumed */
+		snprintf(j->part, sizeof(j->part), "%s", j->final);
+		j->published = 1;
 	}
 	f->state = RUNNING;
 	if (pthread_create(&f->th, NULL, fetch_thread, j) != 0) {
@@ -574,6 +668,23 @@ void ndz_site_used(struct ndz_site *s, const char *name)
 	struct timespec ts[2] = { { 0, UTIME_NOW }, { 0, UTIME_OMIT } };
 
 	/* the last-asked time of a cached image: its file's access time */
-	if (im && dl && strncmp(im->path, c->site_cache, dl) == 0 && im->path[dl] == '/')
-		utimensat(AT_FDCWD, im->path, ts, 0);
+	if (!im || !dl || strncmp(im->path, c->site_cache, dl) != 0 || im->path[dl] != '/')
+		return;
+	utimensat(AT_FDCWD, im->path, ts, 0);
+	if (ndz_site_partial(im->path) && c->parent) {
+		int running = 0;
+
+		for (size_t i = 0; i < FETCHES; i++)
+			running |= s->f[i].state == RUNNING && strcmp(s->f[i].name, name) == 0;
+		if (!running)
+			ndz_site_want(s, name, &(struct ndz_error){ 0 });
+	}
+}
+
+int ndz_site_partial(const char *path)
+{
+	char m[PATH_MAX];
+
+	return (size_t)snprintf(m, sizeof(m), "%s.fetching", path) < sizeof(m) &&
+	       access(m, F_OK) == 0;
 }

@@ -5,7 +5,10 @@
  * let have the image. The site's end (a configuration with "parent") fetches an
  * image on the first GET for a name it does not hold: one thread per image, the
  * chunks into IMAGE.ndz.part in the site-cache directory, each checked before it
- * is kept; a chunk that fails its check is fetched again (three times), a lost
+ * is kept (its data written before its header, so a header there means a whole,
+ * checked chunk). Once the first and the last chunk are here the file is renamed
+ * IMAGE.ndz beside a marker IMAGE.ndz.fetching and the configuration reread: a
+ * session may start, its frisbeed waiting for chunks not yet written (--growing); a chunk that fails its check is fetched again (three times), a lost
  * link is retried with a growing pause, and the partial file is resumed, not
  * restarted (its chunks that pass the check are kept). A whole image is renamed
  * into place with its index and manifest, and the configuration reread: the cache
@@ -57,8 +60,19 @@ enum ndz_site_answer {
  */
 int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e);
 
-/* ndz_site_used - under the lock: image name (held) was just asked for: its LRU time. */
+/*
+ * ndz_site_used - under the lock: image name (held) was just asked for: its LRU time;
+ * and an image still arriving whose fetch is not running (a restarted site master)
+ * has its fetch resumed.
+ */
 void ndz_site_used(struct ndz_site *s, const char *name);
+
+/*
+ * ndz_site_partial - 1 when the image file at path is still arriving (a site's fetch
+ * published it once its first and last chunks were here: PATH.fetching exists), so
+ * that its sessions run frisbeed --growing; else 0.
+ */
+int ndz_site_partial(const char *path);
 
 /*
  * ndz_site_status_json - the site's counters as a JSON object into buf (cap bytes):

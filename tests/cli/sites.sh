@@ -96,7 +96,7 @@ CONF
 done
 # master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
 master() {
-	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v 2>>"$T/$1.log" &
+	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v --log-time 2>>"$T/$1.log" &
 	eval "MPID_$1=$!"
 	wait_until 5 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '"
 }
@@ -107,7 +107,7 @@ at_exit 'kill $MPID_par $MPID_m1 $MPID_m2'
 
 # fclient HOST SITE IMAGE TARGET: frisbee -M the site's master, in the background
 fclient() {
-	( in_ns "$1" "$FRISBEE" -M "10.78.$2.1" -I "$3" -T 10 "$4" 2>>"$T/$1.log"
+	( in_ns "$1" "$FRISBEE" -M "10.78.$2.1" -I "$3" -T 60 "$4" 2>>"$T/$1.log"
 	  echo $? >"$T/$1.rc" ) &
 	MC_PIDS="$MC_PIDS $!"
 }
@@ -160,8 +160,10 @@ ip netns exec "${NETNS_PFX}rt" tc qdisc replace dev eth2 root tbf rate 24mbit bu
 for c in 1 2 3; do
 	fclient "c2$c" 2 big "$T/big$c"
 done
-# cut once the partial file holds some chunks
-wait_until 30 sh -c "[ \$(stat -c %s '$T/cache2/big.ndz.part' 2>/dev/null || echo 0) -ge $(( 5 * 1048576 )) ]"
+# cut once the site serves big while it arrives (its first and last chunks here), and
+# a few more chunks came
+wait_until 30 grep -q 'site: big served while it arrives' "$T/m2.log"
+sleep 1.5
 # the router resets site 2's connections to the parent for 3 s (a link that drops
 # quietly is found by the fetch's 10 s timeout the same way, only later)
 ip netns exec "${NETNS_PFX}rt" nft -f - <<NFT
@@ -180,6 +182,10 @@ for c in 1 2 3; do
 	[ "$(mc_rc "c2$c")" = 0 ] && mc_same "$T/big.src" "$T/big$c" && good=$((good + 1))
 done
 check "a link cut mid-fetch and restored: 3 byte-identical targets ($good)" [ "$good" = 3 ]
+check "... the session started before the image was whole (frisbeed --growing)" \
+	sh -c "grep -q -- '--growing' '$T/run2/'* 2>/dev/null ||
+	       sed -n '/site: big served while/,/site: big fetched/p' '$T/m2.log' | grep -q 'session of big'"
+
 line=$(grep "site: big fetched:" "$T/m2.log")
 asked=$(echo "$line" | sed -n 's/.*; \([0-9]*\) chunks, .*/\1/p')
 check "... the fetch retried and resumed: $asked chunks asked for $bchunks ($line)" \
