@@ -31,11 +31,19 @@ else
 O ?= build
 endif
 
+# quiet unless V=1: one "CC file" line each; silent with make -s (the first word of
+# MAKEFLAGS holds the one-letter flags)
 ifneq ($(V),1)
 Q = @
+ifneq ($(findstring s,$(word 1,$(subst -, ,x$(MAKEFLAGS)))),)
+QCC = @
+QLD = @
+QAR = @
+else
 QCC = @printf '  CC      %s\n' $<;
 QLD = @printf '  LD      %s\n' $@;
 QAR = @printf '  AR      %s\n' $@;
+endif
 endif
 
 TOOLS    := imagezip imageunzip frisbeed frisbee mfrisbeed imagekey frisbee-upload ndzctl
@@ -117,7 +125,7 @@ demo:
 # The boot environment (doc/ndz-mfs.7): $(O)/mfs/vmlinuz and initramfs.cpio.gz, from
 # Debian's kernel and busybox-static (fetched with apt-get download) and our programs.
 mfs: all
-	$(Q)sh mfs/build.sh $(O)/bin $(O)/mfs
+	$(Q)sh mfs/build.sh -c $(O)/mfs/cache $(O)/bin $(O)/mfs
 
 # The slow virtual-machine cases (several VMs, failures); vm_reload.sh is in `make check`.
 check-vm: all tests

@@ -23,6 +23,7 @@
 #include "ctl/upload.h"
 #include "master/mconf.h"
 #include "mcast/net.h"
+#include "mserve/labsrv.h"
 #include "mserve/mserve.h"
 
 static volatile sig_atomic_t got_hup, got_stop;
@@ -33,10 +34,11 @@ static const char usage_text[] =
 	"Hand out images by name, starting one frisbeed per image on demand; take\n"
 	"uploads from frisbee-upload.\n\n"
 	"  -c, --config FILE        the configuration (see mfrisbeed.conf(5))\n"
-	"  -n, --check              check the configuration and exit\n"
+	"  -n, --check              check the configuration (images, lab state) and exit\n"
 	"  -l, --listen ADDR[:PORT] control address: UDP, and TCP for uploads and status\n"
 	"                           (default 0.0.0.0:3563)\n"
-	"  -r, --run-dir DIR        where the session state lives (default /run/mfrisbeed)\n"
+	"  -r, --run-dir DIR        where the session state lives (default /run/mfrisbeed,\n"
+	"                           the service's; run by hand as a user, give one)\n"
 	"  -F, --frisbeed PATH      the frisbeed to run (default: next to mfrisbeed)\n"
 	"  -i, --interface IFACE    interface for the sessions (frisbeed -i)\n"
 	"  -S, --server ADDR        the sessions' address told to clients (default: found)\n"
@@ -89,11 +91,13 @@ static void tick(void *ctx)
 
 /*
  * --check: every image's file is there and starts with a chunk header, and some
- * address may fetch it. Frees c; the exit status.
+ * address may fetch it (a warning when none may), and the lab state can be written.
+ * Frees c; the exit status.
  */
-static int check_images(struct ndz_mconf *c, const char *conf_path)
+static int check_images(struct ndz_mconf *c, const char *conf_path, const char *run_dir)
 {
-	size_t bad = 0;
+	struct ndz_error le = { 0 };
+	size_t bad = 0, allowed = 0;
 
 	for (size_t i = 0; i < c->nimages; i++) {
 		const struct ndz_mconf_image *im = &c->images[i];
@@ -106,13 +110,19 @@ static int check_images(struct ndz_mconf *c, const char *conf_path)
 			cli_error("image %s: %s", im->name, ndz_error_msg(&e));
 		if (!im->nallow)
 			cli_warn("image %s: no allow list: no address may fetch it", im->name);
+		allowed += im->nallow || im->nupload;
 	}
+	if (!allowed && !c->ndir_upload)
+		cli_warn("%s: serves nothing: no image any address may fetch or upload (add "
+			 "image, imagedir or upload-dir lines with allow or upload lists)", conf_path);
+	if (ndz_labsrv_check_state(c, run_dir, &le) != 0)
+		cli_error("%s", ndz_error_msg(&le));
 	if (bad)
 		cli_error("%s: %zu of %zu images cannot be served", conf_path, bad, c->nimages);
 	else if (cli_verbose)
 		cli_info("%s: %zu images", conf_path, c->nimages);
 	ndz_mconf_free(c);
-	return bad ? EXIT_FAIL : EXIT_OK;
+	return bad || le.code ? EXIT_FAIL : EXIT_OK;
 }
 
 /* --status: a master's STATUS over TCP, printed. */
@@ -184,7 +194,7 @@ int main(int argc, char **argv)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_mserve_tell_skipped(NULL, conf, say, NULL);
 	if (check)
-		return check_images(conf, o.conf_path);
+		return check_images(conf, o.conf_path, o.run_dir);
 	if (!o.frisbeed)
 		o.frisbeed = cli_sibling(exe, sizeof(exe), "frisbeed");
 	if (access(o.frisbeed, X_OK) != 0)

@@ -4,9 +4,13 @@
 #
 # The kernel (the package linux-image-amd64 depends on) and busybox-static are
 # fetched with `apt-get download` and unpacked with `dpkg-deb -x` into CACHE
-# (default OUTDIR/cache), never installed on this host; a second run reuses them.
-# NDZ_MFS_DEBS=DIR takes the .deb files from DIR instead of apt (offline builds).
-# Writes OUTDIR/vmlinuz and OUTDIR/initramfs.cpio.gz, and prints their sizes.
+# (default /var/cache/ndz/mfs for root, else ${XDG_CACHE_HOME:-~/.cache}/ndz/mfs;
+# `make mfs` gives build/mfs/cache), never installed on this host; a second run
+# reuses them. NDZ_MFS_DEBS=DIR takes the .deb files from DIR instead of apt
+# (offline builds). The initramfs tree is put together in a temporary directory,
+# removed at the end. Writes only OUTDIR/vmlinuz and OUTDIR/initramfs.cpio.gz, and
+# prints their sizes. BINDIR must hold frisbee, imageunzip, imagezip and ndzctl
+# (the lab's ask and report): a boot environment without one cannot do its work.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 cache=""
@@ -18,14 +22,28 @@ while getopts c: o; do
 done
 shift $((OPTIND - 1))
 [ $# = 2 ] || { echo "usage: mfs/build.sh [-c CACHE] BINDIR OUTDIR" >&2; exit 2; }
-bindir=$(cd "$1" && pwd)
+die() { echo "mfs/build.sh: $*" >&2; exit 1; }
+bindir=$(cd "$1" && pwd) || die "$1: no such directory (BINDIR: where the programs are)"
+# the programs the boot environment runs: checked before anything is fetched
+for p in frisbee imageunzip imagezip ndzctl; do
+	[ -x "$bindir/$p" ] && continue
+	case $p in
+	ndzctl) die "no ndzctl in $bindir: a boot environment without it cannot run a lab task (ndz.lab=1); it is in the package ndz (make all builds it)" ;;
+	*) die "no $p in $bindir (the package ndz; or make all first)" ;;
+	esac
+done
 mkdir -p "$2"
 out=$(cd "$2" && pwd)
-[ -n "$cache" ] || cache=$out/cache
+if [ -z "$cache" ]; then
+	if [ "$(id -u)" = 0 ]; then
+		cache=/var/cache/ndz/mfs
+	else
+		cache=${XDG_CACHE_HOME:-${HOME:?HOME is not set: give -c CACHE}/.cache}/ndz/mfs
+	fi
+fi
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
-
-die() { echo "mfs/build.sh: $*" >&2; exit 1; }
+case $cache/ in "$out"/*) echo "  MFS     note: the cache $cache is inside $out" ;; esac
 for t in dpkg-deb depmod cpio gzip ldd; do
 	command -v "$t" >/dev/null || die "$t is missing (apt-get install dpkg kmod cpio gzip libc-bin)"
 done
@@ -109,9 +127,10 @@ if [ ! -x "$bb/bin/busybox" ]; then
 fi
 [ -x "$bb/bin/busybox" ] || die "busybox-static has no bin/busybox"
 
-# the initramfs tree
-root=$out/root
-rm -rf "$root"
+# the initramfs tree, in a temporary directory removed however the build ends
+root=$(mktemp -d "${TMPDIR:-/tmp}/ndz-mfs.XXXXXX")
+trap 'rm -rf "$root"' EXIT
+trap 'exit 1' HUP INT TERM
 mkdir -p "$root/bin" "$root/sbin" "$root/etc" "$root/proc" "$root/sys" "$root/dev" \
 	"$root/tmp" "$root/run" "$root/lib/modules/$kver" "$root/usr/share/udhcpc"
 cp "$bb/bin/busybox" "$root/bin/busybox"
@@ -126,7 +145,6 @@ for p in frisbee imagezip imageunzip frisbee-upload ndzctl; do
 	cp "$bindir/$p" "$root/bin/$p"
 	progs="$progs $p"
 done
-case $progs in *frisbee*) ;; *) die "no frisbee in $bindir (make all first)" ;; esac
 # exactly the shared libraries ldd names, and the loader, at the paths it names
 for p in $progs; do
 	ldd "$bindir/$p" | sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p; s/^[[:space:]]*\(\/[^ ]*\) .*/\1/p'
@@ -140,6 +158,8 @@ cp "$kdir/vmlinuz" "$out/vmlinuz"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 	gzip -9 >"$out/initramfs.cpio.gz.tmp"
 mv "$out/initramfs.cpio.gz.tmp" "$out/initramfs.cpio.gz"
+# what an earlier builder left in OUTDIR (its tree; its cache, when it was the default)
+rm -rf "$out/root"
 printf '  MFS     %s: vmlinuz %s KiB, initramfs.cpio.gz %s KiB (%s KiB unpacked)\n' "$out" \
 	$(( $(wc -c <"$out/vmlinuz") / 1024 )) $(( $(wc -c <"$out/initramfs.cpio.gz") / 1024 )) \
 	"$(du -sk "$root" | cut -f1)"

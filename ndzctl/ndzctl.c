@@ -17,9 +17,9 @@ static const char usage_text[] =
 	"its nodes, their tasks and results.\n\n"
 	"Commands:\n"
 	"  nodes add MAC [NAME|- [GROUP]]    add a node (or rename, regroup it)\n"
-	"  nodes list                        the nodes, their tasks and last results\n"
+	"  nodes [list]                      the nodes, their tasks and last results\n"
 	"  nodes remove MAC|NAME             forget a node\n"
-	"  images list                       the master's images\n"
+	"  images [list]                     the master's images\n"
 	"  images info NAME                  chunks, size, signed, index, where from,\n"
 	"                                    the sessions serving it\n"
 	"  images remove NAME [--force]      delete an imagedir or upload-dir image's\n"
@@ -177,6 +177,20 @@ int main(int argc, char **argv)
 		if (strcmp(argv[optind], cmds[k].word) == 0 &&
 		    (!cmds[k].sub || (optind + 1 < argc && strcmp(argv[optind + 1], cmds[k].sub) == 0)))
 			cmd = &cmds[k];
+	/* a command word alone is its list ("nodes": nodes list); one with a subcommand
+	 * it does not know gets its subcommands named */
+	for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]) && !cmd; k++) {
+		if (!cmds[k].sub || strcmp(argv[optind], cmds[k].word) != 0)
+			continue;
+		if (optind + 1 < argc)
+			cli_usage_error("%s: unknown subcommand '%s' (%s)", cmds[k].word,
+					argv[optind + 1], strcmp(cmds[k].word, "nodes") == 0 ?
+					"add, list, remove" : "list, info, remove, rename");
+		if (strcmp(cmds[k].sub, "list") == 0) {
+			cmd = &cmds[k];
+			optind--;              /* as if "list" followed */
+		}
+	}
 	if (!cmd)
 		cli_usage_error("unknown command '%s%s%s'", argv[optind],
 				optind + 1 < argc ? " " : "", optind + 1 < argc ? argv[optind + 1] : "");

@@ -116,7 +116,16 @@ static int connect_to(const char *where, struct ndz_error *e)
 
 			if (fd >= 0)
 				close(fd);
-			return ndz_error_set(e, NDZ_ENET, err, "master's admin socket %s", where);
+			/* what an admin meets first: the master not running, or not in its group */
+			if (err != ENOENT && err != ECONNREFUSED && err != EACCES)
+				return ndz_error_set(e, NDZ_ENET, err, "master's admin socket %s",
+						     where);
+			return ndz_error_set(e, NDZ_ENET, 0, "master's admin socket %s: %s (%s)",
+					     where, strerror(err), err == EACCES ?
+					     "its owner and group may use it: run as root, or join "
+					     "the master's group, e.g. adduser USER ndz" :
+					     "is the master running? systemctl status mfrisbeed; or "
+					     "give -m");
 		}
 	}
 	return fd;

@@ -359,6 +359,12 @@ int ndz_lab_changed(struct ndz_lab *l)
 	return c;
 }
 
+void ndz_lab_copy(struct ndz_lab *dst, const struct ndz_lab *src)
+{
+	if (dst != src)
+		memcpy(dst, src, sizeof(*dst));
+}
+
 const struct ndz_lab_node *ndz_lab_node(const struct ndz_lab *l, size_t i)
 {
 	return &l->n[i];
@@ -460,6 +466,10 @@ void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 		ndz_labcall_format_mac(n->mac, m, sizeof(m));
 		snprintf(task, sizeof(task), "%s%s%s", n->task ? ndz_labcall_strtask(n->task) : "-",
 			 n->task ? " " : "", n->arg);
+		for (int b = 0; b < 3; b++)    /* the options as ndzctl reload takes them */
+			if (n->opts & (1u << b))
+				snprintf(task + strlen(task), sizeof(task) - strlen(task), " --%s",
+					 optnames[b]);
 		if (n->total && (n->state == NDZ_LAB_RUNNING || n->state == NDZ_LAB_LOST))
 			snprintf(prog, sizeof(prog), "%.0f%%", 100.0 * (double)n->bytes /
 				 (double)n->total);

@@ -173,6 +173,12 @@ size_t ndz_lab_tick(struct ndz_lab *l, uint64_t now_ms);
  */
 int ndz_lab_changed(struct ndz_lab *l);
 
+/*
+ * ndz_lab_copy - dst becomes what src is (nodes, results, times, the change mark):
+ * a copy taken before a change that may have to be undone.
+ */
+void ndz_lab_copy(struct ndz_lab *dst, const struct ndz_lab *src);
+
 /* ndz_lab_node - slot i (< NDZ_LAB_NODES); used is 0 when free. Valid as long as l. */
 const struct ndz_lab_node *ndz_lab_node(const struct ndz_lab *l, size_t i);
 /* ndz_lab_last - the last result of slot i. */

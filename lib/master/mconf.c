@@ -105,11 +105,20 @@ static int add_image(struct parser *p, const char *name, const char *path,
 {
 	struct ndz_mconf *c = p->c;
 	struct ndz_mconf_image *im, *grown;
+	const struct ndz_mconf_image *first;
 
 	if (!valid_name(name))
 		return perr(p, "bad image name (letters, digits, '.', '_', '-'; at most 64)", name);
-	if (ndz_mconf_find(c, name))
-		return perr(p, "image defined twice", name);
+	if ((first = ndz_mconf_find(c, name)) != NULL) {
+		static const char *const by[] = { "an image line", "a file of the imagedir",
+						  "a file of the upload-dir" };
+
+		/* where the first one is, so the admin knows which to change */
+		return ndz_error_set(p->e, NDZ_EINVAL, 0, "%s:%u: image defined twice '%s': %s, "
+				     "first defined as %s by %s at line %u", p->fname, p->line,
+				     name, path, first->path, by[first->from < 3 ? first->from : 0],
+				     first->line);
+	}
 	grown = realloc(c->images, (c->nimages + 1) * sizeof(*grown));
 	if (!grown)
 		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);

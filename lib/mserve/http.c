@@ -239,7 +239,7 @@ static const struct {
 	{ "sessions_started_total", "Sessions started." },
 	{ "sessions_ended_total", "Sessions ended." },
 	{ "uploads_total", "Uploads by outcome." },
-	{ "reloads_total", "Configuration reloads by outcome." },
+	{ "config_reloads_total", "Configuration reloads (SIGHUP, POST /reload-config) by outcome." },
 };
 
 /* The counters' rows (lib/master/counters.def): up to two, family and label. */
@@ -490,6 +490,19 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		if (!b) {
 			/* refused before its body is read */
 			if (!authorised(s, c)) {
+				const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c,
+					MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+				char a[INET_ADDRSTRLEN] = "?";
+
+				if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+					inet_ntop(AF_INET, &((const struct sockaddr_in *)
+						  ci->client_addr)->sin_addr, a, sizeof(a));
+				if (s->h.refused)
+					s->h.refused("admin token", a, "POST %.80s: access denied: %s",
+						     url, MHD_lookup_connection_value(c,
+						     MHD_HEADER_KIND, "Authorization") ?
+						     "the token does not match token-file's" :
+						     "no admin token (Authorization: Bearer)");
 				atomic_fetch_add(&s->requests, 1);
 				return fail(c, MHD_HTTP_UNAUTHORIZED, "an admin token is needed");
 			}

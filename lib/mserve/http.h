@@ -90,6 +90,10 @@ struct ndz_http_hooks {
 	int (*reload)(void *ctx, struct ndz_error *e);
 	const struct ndz_http_ext *ext; /* next entries, borrowed: extra sections, actions */
 	size_t next;
+	/* an action (POST) refused from addr by rule, always told (NULL: not told);
+	 * lib/cli's cli_refusal fits */
+	void (*refused)(const char *rule, const char *addr, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
 };
 
 struct ndz_http;

@@ -33,6 +33,7 @@
 
 struct ndz_labsrv {
 	struct ndz_lab *lab;
+	struct ndz_lab *undo;          /* the lab before an admin change, until it is saved */
 	const struct ndz_mconf *c;
 	struct ndz_labsrv_hooks h;
 	char state_path[PATH_MAX], sock_path[PATH_MAX];
@@ -60,6 +61,24 @@ static void say(const struct ndz_labsrv *s, int level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	s->h.say(s->h.ctx, level, "%s", msg);
+}
+
+/* A refusal: through the refused hook (always told), else said at level 0. */
+static void refused(const struct ndz_labsrv *s, const char *rule, const char *addr,
+		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void refused(const struct ndz_labsrv *s, const char *rule, const char *addr,
+		    const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (s->h.refused)
+		s->h.refused(rule, addr, "%s", msg);
+	else
+		say(s, 0, "refused: %s %s", addr, msg);
 }
 
 static void set_times(struct ndz_labsrv *s)
@@ -129,6 +148,38 @@ static int listen_tcp(struct ndz_labsrv *s, const char *spec, struct ndz_error *
 	return 0;
 }
 
+int ndz_labsrv_check_state(const struct ndz_mconf *c, const char *run_dir,
+			   struct ndz_error *e)
+{
+	char path[PATH_MAX], dir[PATH_MAX], *slash;
+	struct stat st;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s%s", c->lab_state ? c->lab_state : run_dir,
+			     c->lab_state ? "" : "/lab") >= sizeof(path))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab state %s: path too long", path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		slash[slash == dir] = 0;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab state %s: not a regular file", path);
+	if (stat(dir, &st) != 0) {
+		/* the run directory is made at start; any other is the administrator's */
+		if (!c->lab_state && errno == ENOENT)
+			return 0;
+		return ndz_error_set(e, NDZ_EIO, errno, "lab state %s: directory %s", path, dir);
+	}
+	if (!S_ISDIR(st.st_mode))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab state %s: %s is not a directory",
+				     path, dir);
+	if (access(dir, W_OK | X_OK) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "lab state %s: directory %s cannot be "
+				     "written", path, dir);
+	return 0;
+}
+
 int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 		    const struct ndz_labsrv_hooks *h, struct ndz_labsrv **out,
 		    struct ndz_error *e)
@@ -146,7 +197,8 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 	ndz_hostlimit_init(&s->limit, c->lab_host_rate, c->lab_host_burst);
 	if (h)
 		s->h = *h;
-	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0)
+	if ((rc = ndz_lab_create(0, 0, &s->lab, e)) != 0 ||
+	    (rc = ndz_lab_create(0, 0, &s->undo, e)) != 0)
 		goto fail;
 	set_times(s);
 	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s%s",
@@ -161,6 +213,12 @@ int ndz_labsrv_open(const struct ndz_mconf *c, const char *run_dir,
 		goto fail;
 	if (skipped)
 		say(s, 0, "%s: %zu lines skipped (not ours)", s->state_path, skipped);
+	/* written now: a state the master cannot keep is found at start, not at the
+	 * first change */
+	if ((rc = ndz_lab_save(s->lab, s->state_path, e)) != 0) {
+		ndz_error_prefix(e, "lab state (lab-state)");
+		goto fail;
+	}
 	if (strcmp(s->sock_path, "none") == 0)
 		s->sock_path[0] = 0;
 	else if ((rc = listen_unix(s, e)) != 0)
@@ -193,6 +251,7 @@ void ndz_labsrv_free(struct ndz_labsrv *s)
 		close(s->tfd);
 	sodium_memzero(s->token, sizeof(s->token));
 	ndz_lab_free(s->lab);
+	ndz_lab_free(s->undo);
 	free(s);
 }
 
@@ -280,9 +339,24 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 	rep.type = r.type;
 	rep.id = r.id;
 	if (n != 0) {
+		char a[INET_ADDRSTRLEN];
+
 		rep.status = NDZ_CTL_MALFORMED;
+		refused(s, "malformed", inet_ntop(AF_INET, &from->sin_addr, a, sizeof(a)),
+			"lab datagram of %zu bytes: malformed", len);
 	} else if (r.type == NDZ_CTL_ADMIN || !ndz_mconf_may_connect(s->c, addr)) {
+		char a[INET_ADDRSTRLEN], m[18];
+
 		rep.status = NDZ_CTL_DENIED;
+		inet_ntop(AF_INET, &from->sin_addr, a, sizeof(a));
+		ndz_labcall_format_mac(r.mac, m, sizeof(m));
+		if (r.type == NDZ_CTL_ADMIN)
+			refused(s, "access denied", a, "admin request over UDP: access denied: admin "
+				"requests come over the admin socket or admin-listen");
+		else
+			refused(s, "access denied", a, "lab %s of node %s: access denied: no allow or "
+				"upload rule of any image covers it", r.type == NDZ_CTL_ASK ? "ask" :
+				"report", m);
 	} else if (r.type == NDZ_CTL_ASK) {
 		struct ndz_lab_answer a;
 
@@ -469,6 +543,64 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 	}
 }
 
+/* Does r change the lab (0: no, 1: its tasks, 2: image files, and tasks with them)? */
+static int changes(const struct ndz_ctl_labreq *r)
+{
+	switch (r->op) {
+	case NDZ_CTL_OP_NODE_ADD:
+	case NDZ_CTL_OP_NODE_REMOVE:
+	case NDZ_CTL_OP_RELOAD:
+	case NDZ_CTL_OP_CAPTURE:
+	case NDZ_CTL_OP_CANCEL:
+		return 1;
+	case NDZ_CTL_OP_IMAGE_REMOVE:
+	case NDZ_CTL_OP_IMAGE_RENAME:
+		return 2;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Before a change: the lab as it is, to undo the change when it cannot be saved.
+ * An image's files cannot be put back, so before one of those the state must be
+ * writable now. 0, or the refusal in e.
+ */
+static int admin_change(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r,
+			struct ndz_error *e)
+{
+	int rc;
+
+	if (!changes(r))
+		return 0;
+	ndz_lab_copy(s->undo, s->lab);
+	if (changes(r) == 2 && (rc = ndz_lab_save(s->lab, s->state_path, e)) != 0) {
+		say(s, 0, "admin: refused: %s", ndz_error_msg(e));
+		ndz_error_prefix(e, "lab state %s cannot be saved, nothing changed",
+				 s->state_path);
+		return NDZ_EIO;
+	}
+	return 0;
+}
+
+/* After a change: saved, or undone and refused (the lab as before, e says why). */
+static int admin_saved(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r,
+		       struct ndz_error *e)
+{
+	struct ndz_error why = { 0 };
+
+	if (!changes(r) || save(s, &why) == 0)
+		return 0;
+	say(s, 0, "admin: refused, the lab state cannot be saved: %s", ndz_error_msg(&why));
+	if (changes(r) == 1) {
+		ndz_lab_copy(s->lab, s->undo);
+		return ndz_error_set(e, NDZ_EIO, why.sys, "lab state %s cannot be saved, the "
+				     "change was not made: %s", s->state_path, ndz_error_msg(&why));
+	}
+	return ndz_error_set(e, NDZ_EIO, why.sys, "lab state %s cannot be saved (the image's "
+			     "files did change): %s", s->state_path, ndz_error_msg(&why));
+}
+
 /* One admin connection: its own thread when the hooks give a lock, else inline. */
 struct conn {
 	struct ndz_labsrv *s;          /* touched only under lock: it may be gone before */
@@ -534,10 +666,23 @@ static void *serve_conn(void *arg)
 				"not an admin request");
 	} else if (c->tcp && sodium_memcmp(r.token, s->token, NDZ_CTL_TOKEN_MAX) != 0) {
 		rep.status = NDZ_CTL_DENIED;
+		struct sockaddr_in peer = { 0 };
+		socklen_t pl = sizeof(peer);
+		char a[INET_ADDRSTRLEN] = "?";
+
+		if (getpeername(c->fd, (struct sockaddr *)&peer, &pl) == 0 &&
+		    peer.sin_family == AF_INET)
+			inet_ntop(AF_INET, &peer.sin_addr, a, sizeof(a));
 		ndz_jbuf_printf(&j, "admin token does not match");
-		say(s, 0, "admin request over TCP refused: the token does not match");
+		refused(s, "admin token", a, "admin request over TCP (admin-listen): access "
+			"denied: the token does not match token-file's");
 	} else {
-		rep.status = (uint16_t)status_for(n = admin_do(s, &r, mjson, mlen, ndz_now_ms(), &j, &e));
+		n = admin_change(s, &r, &e);
+		if (n == 0)
+			n = admin_do(s, &r, mjson, mlen, ndz_now_ms(), &j, &e);
+		if (n == 0)
+			n = admin_saved(s, &r, &e);
+		rep.status = (uint16_t)status_for(n);
 		if (n < 0) {
 			ndz_jbuf_init(&j, text, NDZ_CTL_TEXT_BIG + 1);
 			ndz_jbuf_printf(&j, "%s", ndz_error_msg(&e));
@@ -654,7 +799,7 @@ static int http_boot(void *ctx, const char *path, const struct ndz_http_conn *c,
 	if (strncmp(path, "/boot/", 6) != 0)
 		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
 	if (ndz_labcall_parse_mac(path + 6, mac, e) != 0) {
-		say(s, 1, "pxe: %s: refused GET %.80s: not a MAC address", peer, path);
+		refused(s, "pxe", peer, "pxe: GET %.80s: not a MAC address", path);
 		return NDZ_EINVAL;
 	}
 	ndz_labcall_format_mac(mac, m, sizeof(m));
@@ -704,7 +849,7 @@ static int http_file(void *ctx, const char *path, const struct ndz_http_conn *c,
 		ndz_error_set(&why, NDZ_ENOENT, 0, "no pxe-dir in the configuration");
 	fd = s->c->pxe_dir ? ndz_pxe_open(s->c->pxe_dir, path + 5, &r->size, &why) : -1;
 	if (fd < 0) {
-		say(s, 1, "pxe: %s: refused GET %.80s: %s", peer, path, ndz_error_msg(&why));
+		refused(s, "pxe", peer, "pxe: GET %.80s: %s", path, ndz_error_msg(&why));
 		return ndz_error_set(e, NDZ_ENOENT, 0, "not found");
 	}
 	r->fd = fd;

@@ -43,16 +43,27 @@ struct ndz_labsrv_hooks {
 	 * (NULL: not reread) */
 	struct ndz_master *ms;
 	int (*reload)(void *ctx, struct ndz_error *e);
-	/* a node's datagram dropped by rule (the lab's per-host limit), always told (NULL:
-	 * said at level 1); lib/cli's cli_refusal fits */
+	/* a request refused by rule, always told: a node's datagram (the lab's per-host
+	 * limit, no allow rule, malformed), an admin request with a wrong token (NULL:
+	 * said at level 0); lib/cli's cli_refusal fits */
 	void (*refused)(const char *rule, const char *addr, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 };
 
 
 /*
+ * ndz_labsrv_check_state - may the lab's state file (c->lab_state, else
+ * run_dir/lab) be written by us: its directory there and writable, the file, if
+ * there, a regular one (a missing run directory is fine: the master makes it).
+ * Nothing is written. 0, or a negative code with e naming the path and the reason.
+ */
+int ndz_labsrv_check_state(const struct ndz_mconf *c, const char *run_dir,
+			   struct ndz_error *e);
+
+/*
  * ndz_labsrv_open - the lab of configuration c (borrowed, as ndz_labsrv_set_conf)
- * with its state file (c->lab_state, else run_dir/lab) loaded, its admin unix socket (c->admin_socket,
+ * with its state file (c->lab_state, else run_dir/lab) loaded and written back (so
+ * a state that cannot be saved fails here, not at the first change), its admin unix socket (c->admin_socket,
  * else run_dir/admin; "none": no socket) made with mode 0660, and c->admin_listen
  * opened when set (then c->token_file must hold a token: 16 to 64 printable bytes
  * on its first line). 0 and *out (free with ndz_labsrv_free), or a negative code
@@ -103,7 +114,8 @@ void ndz_labsrv_serve(struct ndz_labsrv *s, const struct pollfd *p, uint64_t now
  * /boot.ipxe (every node's first script), GET /boot/MAC (the node's own script,
  * lib/master/pxe, from ndz_lab_peek: serving it changes nothing; a bad MAC is 400),
  * GET /pxe/FILE (a file of the configuration's pxe-dir, ndz_pxe_open; else 404).
- * Every script served and every file refused is told through the say hook. No
+ * Every script served is told through the say hook, every GET refused (a bad MAC, a
+ * file not served) through the refused hook. No
  * actions (those go over the admin socket).
  */
 #define NDZ_LABSRV_HTTP_EXTS 3

@@ -527,7 +527,12 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	if ((rc = ndz_mlock_create(&s->lock, e)) != 0)
 		goto fail;
 	if (mkdir(o->run_dir, 0755) != 0 && errno != EEXIST) {
-		rc = ndz_error_set(e, NDZ_EIO, errno, "%s", o->run_dir);
+		int err = errno;
+
+		rc = ndz_error_set(e, NDZ_EIO, 0, "run directory %s: %s%s", o->run_dir,
+				   strerror(err), err == EACCES || err == EROFS ? " (not ours to write: give one "
+				   "that is with -r DIR, or run the master as its service: "
+				   "systemctl start mfrisbeed)" : "");
 		goto fail;
 	}
 	if ((size_t)snprintf(s->state_path, sizeof(s->state_path), "%s/sessions", o->run_dir) >=
@@ -549,7 +554,7 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, ndz_labsrv_http(s->lab),
-				 NDZ_LABSRV_HTTP_EXTS }, &s->http, e)) != 0)
+				 NDZ_LABSRV_HTTP_EXTS, o->refused }, &s->http, e)) != 0)
 		goto fail;
 	ndz_updir_clean(s->conf->upload_dir, said_stale, s);
 	if (!s->o.server)

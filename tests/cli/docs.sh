@@ -58,6 +58,49 @@ check "PXE.md, mfrisbeed(8), the unit and README agree on /etc/ndz/mfrisbeed.con
 		grep -q '@SYSCONFDIR@/ndz/mfrisbeed.conf' '$D/mfrisbeed.service.in' &&
 		grep -q /etc/ndz/mfrisbeed.conf '$NDZ_TOP/README.md'"
 
+# no man page loses text: a line starting with ' or . is a roff request, so one that
+# is prose (a quote, a file name) vanishes; every such line must be a known request
+# or macro. No control character but tab and newline; groff, when here, warns of nothing.
+REQ="TH SH SS TP PP P LP IP HP B I BR RB BI IB IR RI SM SB nf fi br sp RS RE PD in ti ad na ne EX EE UR UE MT ME ft ce hy nh ds de nr if ie el so TS TE ta"
+for pm in "$D"/*.[1-8]; do
+	bad=$(grep -n "^[.']" "$pm" | while IFS= read -r l; do
+		r=${l#*:}; r=${r#?}; r=${r%% *}
+		case $r in '\"'*) continue ;; esac
+		case " $REQ " in *" $r "*) ;; *) printf ' %s' "${l%%:*}" ;; esac
+	done)
+	check "${pm##*/}: every line starting with ' or . is a request${bad:+; not at lines:$bad}" [ -z "$bad" ]
+	check "${pm##*/}: no control characters (such as a form feed where a font escape was meant)" \
+		sh -c "! LC_ALL=C grep -q \"\$(printf '[\001-\010\013\014\016-\037]')\" '$pm'"
+	if command -v groff >/dev/null; then
+		w=$(groff -man -ww -z "$pm" 2>&1 | head -n 2 | tr '\n' ' ')
+		check "${pm##*/}: groff -ww warns of nothing${w:+ ($w)}" [ -z "$w" ]
+	fi
+done
+# README's list of manual pages (its paragraph "Manual pages: ...") names every page
+sed -n '/^Manual pages:/,/^$/p' "$NDZ_TOP/README.md" >"$T/manlist"
+missing=""
+for pm in "$D"/*.[1-8]; do
+	grep -q "\`doc/${pm##*/}\`" "$T/manlist" || missing="$missing ${pm##*/}"
+done
+check "README names every manual page${missing:+; missing:$missing}" [ -z "$missing" ]
+
+# README says how to get the build dependencies, and names each of debian/control's
+deps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$NDZ_TOP/debian/control" | sed 's/^Build-Depends://' |
+	tr ',' '\n' | sed 's/[(].*//; s/^ *//; s/ *$//' | grep -v '^$' | grep -v '^Standards' |
+	grep -v '^debhelper-compat$\|^dh-sequence-')
+missing=""
+for d in $deps; do grep -q "$d" "$NDZ_TOP/README.md" || missing="$missing $d"; done
+check "README explains the build dependencies (apt-get build-dep, each of debian/control's)${missing:+; missing:$missing}" \
+	sh -c "grep -q 'apt-get build-dep' '$NDZ_TOP/README.md' && [ -z '$missing' ]"
+
+# PXE.md serves a package user as well as a source checkout: the installed builder,
+# the installed examples, next to make mfs and doc/pxe/
+check "PXE.md names the installed builder and examples, not only make mfs and doc/pxe/" \
+	sh -c "grep -q '/usr/share/ndz/mfs/build.sh /usr/bin ' '$D/PXE.md' &&
+		grep -q '/usr/share/doc/ndz-mfs/pxe/' '$D/PXE.md' && grep -q 'make mfs' '$D/PXE.md'"
+check "PXE.md's commands copy examples from where the packages put them" \
+	sh -c "grep -q '^cp /usr/share/doc/ndz-mfs/pxe/dnsmasq-lab.conf ' '$D/PXE.md'"
+
 # the specs send implementation notes to IMPLEMENTATION.md, which is installed; the
 # README's layout names every room of lib/
 for f in FORMAT.md PROTOCOL.md; do

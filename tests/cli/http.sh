@@ -96,6 +96,7 @@ if cmd == "metrics":
     same("ok", val("ndz_replies_total", result="ok"), c["ok"])
     same("started", val("ndz_sessions_started_total"), c["sessions_started"])
     same("uploads", val("ndz_uploads_total", result="stored"), c["uploads_stored"])
+    same("config reloads", val("ndz_config_reloads_total", result="ok"), c["config_reloads"])
     for k in ("malformed", "dropped", "rate_limited", "denied", "tcp_denied", "tcp_busy"):
         same(k, val("ndz_failures_total", reason=k), c[k])
     for f in fams.values():
@@ -229,7 +230,7 @@ wait_until 15 crowd_host_answered
 check "after the crowd the endpoint answers the crowd's host again ($r samples)" crowd_host_answered
 in_ns c2 "$MFRISBEED" --status "$SRV" >"$T/st3.json"
 check "the one good action took: 1 reload, 0 bad ones" \
-	grep -q '"reloads": 1, "bad_reloads": 0,' "$T/st3.json"
+	grep -q '"config_reloads": 1, "bad_config_reloads": 0,' "$T/st3.json"
 check "the master is still running" kill -0 "$MPID"
 kill -TERM "$MPID"; wait "$MPID"
 check "mfrisbeed stops on SIGTERM with its HTTP endpoint" [ $? = 0 ]

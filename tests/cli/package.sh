@@ -35,6 +35,9 @@ if command -v lintian >/dev/null; then
 	lintian --fail-on error "$T/src/ndz_${V}_$arch.changes" >"$T/lintian" 2>&1
 	check "lintian finds no errors" sh -c "[ $? = 0 ] && ! grep -q '^E:' '$T/lintian'" ||
 		cat "$T/lintian"
+	# a man page line that groff takes for a request loses its text
+	check "lintian finds no groff warnings in the man pages" \
+		sh -c "! grep -E 'groff-message|manpage-has-errors' '$T/lintian'" || grep groff "$T/lintian"
 else
 	not_ok "lintian missing (tests/install-deps.sh installs it)"
 fi
@@ -46,13 +49,15 @@ done
 for d in "ndz_${V}_$arch" "ndz-server_${V}_$arch" "ndz-mfs_${V}_all"; do
 	dpkg-deb -c "$T/src/$d.deb" >"$T/$d.list"
 done
-check "ndz has the tools, their man pages and the format and protocol documents" \
+check "ndz has the tools (ndzctl too), their man pages and the format and protocol documents" \
 	sh -c "for f in usr/bin/imagezip usr/bin/imageunzip usr/bin/imagekey usr/bin/frisbee \
-		usr/bin/frisbee-upload usr/share/man/man1/imagezip.1.gz usr/share/man/man8/frisbee.8.gz \
+		usr/bin/frisbee-upload usr/bin/ndzctl usr/share/man/man8/ndzctl.8.gz \
+		usr/share/man/man1/imagezip.1.gz usr/share/man/man8/frisbee.8.gz \
 		usr/share/doc/ndz/FORMAT.md.gz usr/share/doc/ndz/PROTOCOL.md.gz; do
 		grep -q \" \./\$f\$\" '$T/ndz_${V}_$arch.list' || { echo \"missing \$f\"; exit 1; }; done"
-check "ndz-server has the servers, the unit, the user and /etc/ndz" \
+check "ndz-server has the servers, the unit, the user, /etc/ndz and the kept directories" \
 	sh -c "for f in usr/bin/frisbeed usr/bin/mfrisbeed lib/systemd/system/mfrisbeed.service \
+		var/lib/ndz/images/ var/lib/ndz/lab/ \
 		usr/lib/sysusers.d/ndz.conf etc/ndz/mfrisbeed.conf usr/share/man/man8/mfrisbeed.8.gz \
 		usr/share/man/man5/mfrisbeed.conf.5.gz; do
 		grep -q \" \./\$f\$\" '$T/ndz-server_${V}_$arch.list' || { echo \"missing \$f\"; exit 1; }; done"
@@ -60,24 +65,35 @@ check "ndz-mfs has the builder, its man page, PXE.md (compressed when over 4 KiB
 	sh -c "for f in usr/share/ndz/mfs/build.sh usr/share/ndz/mfs/init usr/share/man/man7/ndz-mfs.7.gz \
 		usr/share/doc/ndz-mfs/PXE.md usr/share/doc/ndz-mfs/pxe/boot.ipxe; do
 		grep -Eq \" \./\$f(\.gz)?\$\" '$T/ndz-mfs_${V}_all.list' || { echo \"missing \$f\"; exit 1; }; done"
+# ndz-mfs's builder runs ndzctl (a lab's ask and report) and needs it: the package
+# holding it is one ndz-mfs depends on, not one it only suggests
+holder=$(grep -l ' \./usr/bin/ndzctl$' "$T"/*.list | sed 's|.*/||; s|_.*||')
+dep=$(dpkg-deb -f "$T/src/ndz-mfs_${V}_all.deb" Depends)
+check "ndzctl's package ($holder) is a dependency of ndz-mfs ($dep)" \
+	sh -c "[ -n '$holder' ] && echo '$dep' | tr ',' '\n' | grep -q '^ *$holder\( \|\$\)'"
 dpkg-deb -e "$T/src/ndz-server_${V}_$arch.deb" "$T/ctl"
 check "/etc/ndz/mfrisbeed.conf is a conffile" grep -qx /etc/ndz/mfrisbeed.conf "$T/ctl/conffiles"
 check "the postinst creates the ndz user (systemd-sysusers)" grep -q 'systemd-sysusers.* ndz.conf' "$T/ctl/postinst"
+check "the postinst gives /var/lib/ndz/lab to ndz" grep -q 'chown ndz:ndz .*/var/lib/ndz/lab' "$T/ctl/postinst"
+check "the unit keeps the lab's state writable and across reboots (StateDirectory=... ndz/lab)" \
+	grep -q '^StateDirectory=.*ndz/lab' "$R/lib/systemd/system/mfrisbeed.service"
+check "the packaged configuration keeps the lab's state in /var/lib/ndz/lab" \
+	grep -q '^lab-state /var/lib/ndz/lab/' "$R/etc/ndz/mfrisbeed.conf"
 check "the unit runs the packaged master with /etc/ndz" \
 	grep -q '^ExecStart=/usr/bin/mfrisbeed -c /etc/ndz/mfrisbeed.conf ' "$R/lib/systemd/system/mfrisbeed.service"
 n=0
-for p in imagezip imageunzip imagekey frisbee frisbee-upload frisbeed mfrisbeed; do
+for p in imagezip imageunzip imagekey frisbee frisbee-upload frisbeed mfrisbeed ndzctl; do
 	[ -f "$R/usr/share/bash-completion/completions/$p" ] && n=$((n + 1))
 done
-check "bash completions for all 7 programs ($n)" [ "$n" = 7 ]
+check "bash completions for all 8 programs ($n)" [ "$n" = 8 ]
 
 # the installed programs at work
 B=$R/usr/bin
 check "every installed program runs" sh -c "for p in imagezip imageunzip imagekey frisbee \
-	frisbee-upload frisbeed mfrisbeed; do '$B/'\$p --version >/dev/null || exit 1; done"
-mkdir -p "$T/images"
+	frisbee-upload frisbeed mfrisbeed ndzctl; do '$B/'\$p --version >/dev/null || exit 1; done"
+mkdir -p "$T/images" "$T/lab"
 check "the installed configuration passes the installed mfrisbeed --check" \
-	sh -c "sed 's|/var/lib/ndz/images|$T/images|' '$R/etc/ndz/mfrisbeed.conf' >'$T/m.conf' && '$B/mfrisbeed' -n -c '$T/m.conf'"
+	sh -c "sed 's|/var/lib/ndz/images|$T/images|; s|/var/lib/ndz/lab|$T/lab|' '$R/etc/ndz/mfrisbeed.conf' >'$T/m.conf' && '$B/mfrisbeed' -n -c '$T/m.conf' -r '$T/run' 2>'$T/err'"
 IMAGEZIP=$B/imagezip IMAGEUNZIP=$B/imageunzip FRISBEED=$B/frisbeed FRISBEE=$B/frisbee
 mc_image a 4 1 || not_ok "the installed imagezip makes an image"
 "$IMAGEUNZIP" -q "$T/a.ndz" "$T/a.out"

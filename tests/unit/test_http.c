@@ -155,7 +155,7 @@ static int setup(void **state)
 	struct ndz_error e = { 0 };
 	char text[512];
 	int fd = mkstemp(tokpath);
-	struct ndz_http_hooks h = { NULL, NULL, &fx, live, reload, ext, 2 };
+	struct ndz_http_hooks h = { NULL, NULL, &fx, live, reload, ext, 2, NULL };
 
 	(void)state;
 	if (ndz_mlock_create(&lock, &e) != 0)
@@ -496,7 +496,7 @@ static void test_conf(void **state)
 static void test_bind_fail(void **state)
 {
 	struct ndz_mconf_listen at = { htonl(INADDR_LOOPBACK), fx.port };
-	struct ndz_http_hooks h = { lock, fx.m, &fx, live, reload, NULL, 0 };
+	struct ndz_http_hooks h = { lock, fx.m, &fx, live, reload, NULL, 0, NULL };
 	struct ndz_http *s = (struct ndz_http *)&h;
 	struct ndz_error e = { 0 };
 

@@ -452,6 +452,37 @@ static void test_state_file(void **state)
 	ndz_lab_free(m);
 }
 
+/* A copy taken before a change puts the lab back as it was (a change that could not be saved). */
+static void test_copy(void **state)
+{
+	struct ndz_lab *l = mk(0, 0), *undo = mk(0, 0);
+	struct ndz_jbuf j1, j2;
+	static char b1[8192], b2[8192];
+
+	(void)state;
+	assert_int_equal(ndz_lab_node_add(l, M1, "pc1", "room", NULL), 0);
+	assert_int_equal(ndz_lab_task(l, "pc1", NDZ_LAB_RELOAD, "ubuntu", NDZ_LAB_ZERO, NULL, 0,
+				      NULL), 1);
+	ndz_jbuf_init(&j1, b1, sizeof(b1));
+	ndz_lab_json(l, 10, &j1);
+	assert_int_equal(ndz_lab_changed(l), 1);
+	ndz_lab_copy(undo, l);
+	assert_int_equal(ndz_lab_node_add(l, M2, "pc2", "room", NULL), 0);
+	assert_int_equal(ndz_lab_task(l, "room", NDZ_LAB_NONE, "", 0, NULL, 0, NULL), 2);
+	assert_int_equal(ndz_lab_count(l), 2);
+	ndz_lab_copy(l, undo);
+	ndz_jbuf_init(&j2, b2, sizeof(b2));
+	ndz_lab_json(l, 10, &j2);
+	assert_int_equal(ndz_lab_count(l), 1);
+	assert_string_equal(b1, b2);
+	assert_int_equal(ndz_lab_changed(l), 0);  /* as it was when copied: already told */
+	assert_int_equal(ask(l, M1, 20, NULL), NDZ_LAB_RELOAD);
+	ndz_lab_copy(l, l);                       /* onto itself: nothing happens */
+	assert_int_equal(ndz_lab_count(l), 1);
+	ndz_lab_free(l);
+	ndz_lab_free(undo);
+}
+
 /* A full lab of long names and reasons: the JSON fits an admin reply, the state file reads back. */
 static void test_full(void **state)
 {
@@ -723,6 +754,7 @@ int main(void)
 		cmocka_unit_test(test_lost),
 		cmocka_unit_test(test_group_window),
 		cmocka_unit_test(test_state_file),
+		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_random),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_wol_packet),

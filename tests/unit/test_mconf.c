@@ -130,7 +130,8 @@ static void test_errors(void **state)
 	refused("image a /x allow 10.0.0.0/33\n", "m.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) '10.0.0.0/33'");
 	refused("image a /x allow 10.0.0.1,nope\n", "m.conf:1: bad address or prefix (ADDR or ADDR/LEN, e.g. 10.0.0.0/8) 'nope'");
 	refused("image a /x color red\n", "m.conf:1: unknown image option 'color'");
-	refused("image a /x\nimage a /y\n", "m.conf:2: image defined twice 'a'");
+	refused("image a /x\nimage a /y\n", "m.conf:2: image defined twice 'a': /y, first "
+		"defined as /x by an image line at line 1");
 	refused("imagedir\n", "m.conf:1: imagedir needs a directory");
 	refused("# nothing\n", "m.conf: no images");
 	refused("a b c d e f g h i j k l m n o p q\n", "m.conf:1: too many words");
@@ -189,7 +190,7 @@ static void test_pool_control_block(void **state)
 
 static void test_imagedir(void **state)
 {
-	char dir[] = "/tmp/test_mconf.XXXXXX", path[128], text[256];
+	char dir[] = "/tmp/test_mconf.XXXXXX", path[160], text[320];
 	struct ndz_error e;
 	struct ndz_mconf *c;
 	FILE *f;
@@ -218,7 +219,15 @@ static void test_imagedir(void **state)
 	/* an image of the directory named twice; a directory that is not there */
 	snprintf(text, sizeof(text), "image a /x\nimagedir %s\n", dir);
 	assert_null(parse(text, &e));
-	assert_string_equal(ndz_error_msg(&e), "m.conf:2: image defined twice 'a'");
+	snprintf(path, sizeof(path), "m.conf:2: image defined twice 'a': %s/a.ndz, first "
+		 "defined as /x by an image line at line 1", dir);
+	assert_string_equal(ndz_error_msg(&e), path);
+	/* the other way round: the first one is the directory's file, and says so */
+	snprintf(text, sizeof(text), "imagedir %s\nimage a /x\n", dir);
+	assert_null(parse(text, &e));
+	snprintf(path, sizeof(path), "m.conf:2: image defined twice 'a': /x, first defined "
+		 "as %s/a.ndz by a file of the imagedir at line 1", dir);
+	assert_string_equal(ndz_error_msg(&e), path);
 	snprintf(path, sizeof(path), "%s/config", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
