@@ -20,6 +20,7 @@
 #include "core/format.h"
 #include "ctl/sessctl.h"
 #include "mcast/sessans.h"
+#include "ctl/sitecall.h"
 #include "mcast/net.h"
 #include "mcast/pace.h"
 #include "mcast/server.h"
@@ -34,6 +35,7 @@ struct session {
 	atomic_int stop;               /* set by main, read by both threads */
 	struct ndz_error fatal;        /* what stopped a thread (under lock) */
 	int growing;                   /* --growing: chunks may still be arriving */
+	const char *name;              /* the image file */
 };
 
 #define GROWING_WAIT 12000             /* --growing: 50 ms rounds a chunk is waited for */
@@ -50,6 +52,8 @@ static int load(struct session *s, uint8_t *buf, uint32_t i)
 
 	for (int w = 0; s->growing && r == 0 && !(buf[0] | buf[1] | buf[2] | buf[3]) &&
 	     w < GROWING_WAIT && !atomic_load(&s->stop); w++) {
+		if (w == 0)             /* the fetcher brings this one next (IMAGE.want) */
+			ndz_site_want_write(s->name, i);
 		nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
 		r = ndz_io_read_full(s->img, buf, NDZ_CHUNK_SIZE, off, NULL, NULL);
 	}
@@ -326,6 +330,7 @@ int main(int argc, char **argv)
 	if (so.burst_pkts && so.auto_rate)
 		cli_usage_error("-W auto and -b/-g exclude each other");
 	so.name = argv[optind];
+	s.name = so.name;
 	so.info.idle_timeout = (uint32_t)idle;
 	if (ndz_io_open_file(so.name, NDZ_IO_READ, &s.img, &e) < 0 ||
 	    ndz_server_image(s.img, &so, &e) < 0 ||

@@ -477,7 +477,7 @@ int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, s
 	rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
 	for (uint64_t t0 = ndz_now_ns(); rc == 0 && rep->status == NDZ_CTL_WAIT &&
 	     ndz_now_ns() - t0 < (uint64_t)NDZ_CTL_WAIT_S * 1000000000u;) {
-		nanosleep(&(struct timespec){ 0, 500000000 }, NULL);
+		nanosleep(&(struct timespec){ 0, 250000000 }, NULL);
 		rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
 	}
 	if (rc == 0 && rep->status == NDZ_CTL_DENIED) {

@@ -175,7 +175,7 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
  * ndz_ctl_ask - ndz_ctl_query to the master at spec ("HOST[:PORT]", port
  * NDZ_CTL_PORT by default): four tries 700 ms apart, about 2.8 s in all; a WAIT
  * answer (a site master fetching the image from its parent) is asked again every
- * half second for up to NDZ_CTL_WAIT_S seconds. Returns 0
+ * quarter second for up to NDZ_CTL_WAIT_S seconds. Returns 0
  * with rep (status OK); NDZ_EINVAL (a bad spec or host); NDZ_EREFUSED with e saying
  * "master HOST:PORT: image 'NAME': unknown image" (GET) or "master HOST:PORT: access
  * denied" (STATUS), a denial naming this host's address toward the master ("no

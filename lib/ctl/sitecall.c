@@ -1,5 +1,8 @@
 /* A site master's fetches from its parent: the SITE request and reply, and one fetch. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -7,6 +10,7 @@
 
 #include "sitecall.h"
 #include "upload.h"
+#include "core/format.h"
 #include "core/le.h"
 
 #define REPLY_FLAG 0x80
@@ -127,23 +131,47 @@ static int read_full(int fd, uint8_t *p, size_t len)
 	return 0;
 }
 
-int ndz_site_fetch(const char *spec, const struct ndz_site_req *r, int wait_s, uint8_t **out,
-		   size_t *len, struct ndz_error *e)
+/*
+ * Send r to the parent at spec and read the reply's fixed part: the connection (its
+ * fd) with *n bytes to follow, or a negative code with e naming the parent.
+ */
+void ndz_site_link_init(struct ndz_site_link *l, const char *spec, int wait_s)
 {
-	uint8_t req[NDZ_SITE_REQ_MAX], rep[NDZ_SITE_REP_LEN], *b = NULL;
-	char host[256];
+	snprintf(l->spec, sizeof(l->spec), "%s", spec);
+	l->wait_s = wait_s;
+	l->fd = -1;
+}
+
+void ndz_site_link_close(struct ndz_site_link *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+}
+
+/*
+ * Send r to the parent on l (connected first when it is not) and read the reply's
+ * fixed part: 0 with *n bytes to follow on l->fd, or a negative code with e naming
+ * the parent (l closed when the link failed; a refusal leaves it open).
+ */
+static int ask(struct ndz_site_link *l, const struct ndz_site_req *r, uint64_t *n,
+	       char *host, size_t hcap, uint16_t *portp, struct ndz_error *e)
+{
+	uint8_t req[NDZ_SITE_REQ_MAX], rep[NDZ_SITE_REP_LEN];
 	uint16_t port, status;
-	uint64_t n;
 	int fd, rc, k;
 
-	*out = NULL;
-	*len = 0;
-	if (ndz_ctl_hostport(spec, NDZ_CTL_PORT, host, sizeof(host), &port, e) != 0)
+	if (ndz_ctl_hostport(l->spec, NDZ_CTL_PORT, host, hcap, &port, e) != 0)
 		return NDZ_EINVAL;
+	*portp = port;
 	if ((k = ndz_site_req_encode(r, req, sizeof(req), e)) < 0)
 		return k;
-	if ((fd = ndz_upload_dial(host, port, wait_s, e)) < 0)
-		return fd;
+	if (l->fd < 0 && (l->fd = ndz_upload_dial(host, port, l->wait_s, e)) < 0) {
+		rc = l->fd;
+		l->fd = -1;
+		return rc;
+	}
+	fd = l->fd;
 	for (size_t off = 0; off < (size_t)k;) {
 		ssize_t w = send(fd, req + off, (size_t)k - off, MSG_NOSIGNAL);
 
@@ -159,30 +187,119 @@ int ndz_site_fetch(const char *spec, const struct ndz_site_req *r, int wait_s, u
 		ndz_error_set(e, rc, 0, "parent %s:%u: no reply", host, port);
 		goto out;
 	}
-	if ((rc = ndz_site_rep_decode(rep, r->id, &status, &n, e)) != 0) {
+	if ((rc = ndz_site_rep_decode(rep, r->id, &status, n, e)) != 0) {
 		ndz_error_prefix(e, "parent %s:%u", host, port);
 		goto out;
 	}
-	if (status != NDZ_CTL_OK) {
-		rc = ndz_error_set(e, status == NDZ_CTL_UNKNOWN ? NDZ_ENOIMAGE : NDZ_EREFUSED, 0,
-				   "parent %s:%u: image '%s': %s", host, port, r->name,
-				   ndz_ctl_strstatus(status));
-		goto out;
-	}
+	if (status != NDZ_CTL_OK)
+		return ndz_error_set(e, status == NDZ_CTL_UNKNOWN ? NDZ_ENOIMAGE : NDZ_EREFUSED, 0,
+				     "parent %s:%u: image '%s': %s", host, port, r->name,
+				     ndz_ctl_strstatus(status));
+	return 0;
+out:
+	ndz_site_link_close(l);
+	return rc;
+}
+
+int ndz_site_fetch(struct ndz_site_link *l, const struct ndz_site_req *r, uint8_t **out,
+		   size_t *len, struct ndz_error *e)
+{
+	uint8_t *b = NULL;
+	char host[256];
+	uint16_t port;
+	uint64_t n;
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	if ((rc = ask(l, r, &n, host, sizeof(host), &port, e)) < 0)
+		return rc;
 	if (n && !(b = malloc(n))) {
-		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "parent %s:%u: %llu bytes", host, port,
-				   (unsigned long long)n);
-		goto out;
+		ndz_site_link_close(l);        /* its bytes are not read */
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "parent %s:%u: %llu bytes", host, port,
+				     (unsigned long long)n);
 	}
-	if (n && (rc = read_full(fd, b, n)) != 0) {
-		ndz_error_set(e, rc, 0, "parent %s:%u: image '%s': the reply ended early", host,
-			      port, r->name);
+	if (n && (rc = read_full(l->fd, b, n)) != 0) {
+		ndz_site_link_close(l);
 		free(b);
-		goto out;
+		return ndz_error_set(e, rc, 0, "parent %s:%u: image '%s': the reply ended early",
+				     host, port, r->name);
 	}
 	*out = b;
 	*len = n;
-out:
-	close(fd);
+	return 0;
+}
+
+
+
+int ndz_site_fetch_chunks(struct ndz_site_link *l, const struct ndz_site_req *r,
+			  int (*each)(void *arg, uint32_t k, const uint8_t *chunk),
+			  void *arg, struct ndz_error *e)
+{
+	uint8_t *b = NULL;
+	char host[256];
+	uint16_t port;
+	uint64_t n;
+	int rc;
+
+	if ((rc = ask(l, r, &n, host, sizeof(host), &port, e)) < 0)
+		return rc;
+	if (r->what != NDZ_SITE_CHUNKS_OF || n != (uint64_t)r->count * NDZ_CHUNK_SIZE) {
+		ndz_site_link_close(l);
+		return ndz_error_set(e, NDZ_EPROTO, 0, "parent %s:%u: %llu bytes for %u chunks",
+				     host, port, (unsigned long long)n, r->count);
+	}
+	if (!(b = malloc(NDZ_CHUNK_SIZE))) {
+		ndz_site_link_close(l);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "parent %s:%u: a chunk", host, port);
+	}
+	for (uint32_t k = 0; k < r->count && rc == 0; k++) {
+		if ((rc = read_full(l->fd, b, NDZ_CHUNK_SIZE)) != 0)
+			ndz_error_set(e, rc, 0, "parent %s:%u: image '%s': the reply ended early",
+				      host, port, r->name);
+		else
+			rc = each(arg, k, b);
+	}
+	if (rc != 0)                   /* the rest of the reply is not read */
+		ndz_site_link_close(l);
+	free(b);
 	return rc;
+}
+
+void ndz_site_want_write(const char *image, uint32_t chunk)
+{
+	char path[PATH_MAX], tmp[PATH_MAX], line[16];
+	int fd, n = snprintf(line, sizeof(line), "%u\n", chunk);
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.want", image) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s.want.%ld", image, (long)getpid()) >=
+	    sizeof(tmp))
+		return;
+	/* renamed into place: a reader sees a whole line or the one before */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+		return;
+	if (write(fd, line, (size_t)n) != n || close(fd) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
+uint32_t ndz_site_want_read(const char *image, uint32_t chunks)
+{
+	char path[PATH_MAX], line[16];
+	unsigned long v;
+	char *end;
+	ssize_t n;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.want", image) >= sizeof(path) ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return UINT32_MAX;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 1 || line[n - 1] != '\n')
+		return UINT32_MAX;
+	line[n - 1] = 0;
+	errno = 0;
+	v = strtoul(line, &end, 10);
+	return errno || *end || line[0] < '0' || line[0] > '9' || v >= chunks ? UINT32_MAX :
+	       (uint32_t)v;
 }

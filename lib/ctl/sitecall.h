@@ -66,14 +66,52 @@ int ndz_site_rep_decode(const uint8_t buf[NDZ_SITE_REP_LEN], uint32_t id, uint16
 			uint64_t *len, struct ndz_error *e);
 
 /*
- * ndz_site_fetch - ask the parent at spec ("HOST[:PORT]", port NDZ_CTL_PORT by
- * default) for r over one TCP connection, waiting at most wait_s seconds for the
- * connection and for each read. 0 with the reply's bytes in *out (malloc'ed, the
- * caller frees; NULL when none) and *len; NDZ_ENOIMAGE (the parent has no such
- * image or file), NDZ_EREFUSED (another refusal: denied, malformed), or NDZ_ENET /
- * NDZ_ETIMEDOUT / NDZ_ESHORTREAD / NDZ_EPROTO (the link), with e naming the parent.
+ * A site's connection to its parent: requests one after another on one TCP
+ * connection (the parent answers them in turn), made when first needed and made
+ * anew after a failure. ndz_site_link_init - none yet, to spec ("HOST[:PORT]", port
+ * NDZ_CTL_PORT by default), waiting at most wait_s seconds for the connection and
+ * each read. ndz_site_link_close - close it (it is made again when needed).
  */
-int ndz_site_fetch(const char *spec, const struct ndz_site_req *r, int wait_s, uint8_t **out,
+struct ndz_site_link {
+	char spec[300];
+	int wait_s;
+	int fd;                        /* -1: none */
+};
+void ndz_site_link_init(struct ndz_site_link *l, const char *spec, int wait_s);
+void ndz_site_link_close(struct ndz_site_link *l);
+
+/*
+ * ndz_site_fetch - ask the parent for r on l. 0 with the reply's bytes in *out
+ * (malloc'ed, the caller frees; NULL when none) and *len; NDZ_ENOIMAGE (the parent
+ * has no such image or file), NDZ_EREFUSED (another refusal: denied, malformed), or
+ * NDZ_ENET / NDZ_ETIMEDOUT / NDZ_ESHORTREAD / NDZ_EPROTO (the link: l is closed),
+ * with e naming the parent.
+ */
+int ndz_site_fetch(struct ndz_site_link *l, const struct ndz_site_req *r, uint8_t **out,
 		   size_t *len, struct ndz_error *e);
+
+/*
+ * ndz_site_fetch_chunks - as ndz_site_fetch for a CHUNKS_OF request, but each chunk
+ * is given to each(arg, k, chunk) as it arrives (k: its place in the request, chunk
+ * NDZ_CHUNK_SIZE bytes, valid during the call), so that what came whole before a
+ * lost link is kept. A negative return of each stops the fetch with that code. 0 once
+ * every chunk came, else a code as ndz_site_fetch's (NDZ_EPROTO: a reply of another
+ * length than the chunks asked), with e set.
+ */
+int ndz_site_fetch_chunks(struct ndz_site_link *l, const struct ndz_site_req *r,
+			  int (*each)(void *arg, uint32_t k, const uint8_t *chunk),
+			  void *arg, struct ndz_error *e);
+
+/*
+ * The chunk a session waits for: frisbeed --growing, serving an image a site master
+ * is still fetching, writes the number of a chunk it has to wait for into IMAGE.want
+ * (decimal, a line); the site's fetcher reads it before each request and fetches
+ * from there, so that chunks come in the order clients ask for them.
+ * ndz_site_want_write - best effort (nothing said when it cannot).
+ * ndz_site_want_read - the chunk, or UINT32_MAX when none is told or it is not below
+ * chunks.
+ */
+void ndz_site_want_write(const char *image, uint32_t chunk);
+uint32_t ndz_site_want_read(const char *image, uint32_t chunks);
 
 #endif

@@ -160,7 +160,13 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 	k = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_site_req_need, (int)tv.tv_sec * 1000,
 				NULL);
 	if (k > 0 && ndz_site_is_req(buf, (size_t)k) && c->site) {
-		c->site(c->ctx, fd, buf, (size_t)k, addr);   /* a site master fetches */
+		/* a site master fetches, request after request: past its first message
+		   it holds no place */
+		ndz_mlock_take(c->lock);
+		ndz_master_release(c->ms, addr);
+		ndz_mlock_give(c->lock);
+		*admitted = 0;
+		c->site(c->ctx, fd, buf, (size_t)k, addr);
 		return;
 	}
 	rc = k < 0 ? k : ndz_ctl_req_decode(buf, (size_t)k, &req, NULL);

@@ -423,13 +423,30 @@ static void say(void *ctx, int level, const char *fmt, ...)
 
 /* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
 
+/* Under the lock: a site's fetch of name failed once served: its sessions stop. */
+static void site_drop(void *ctx, const char *name)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_master_retire(s->ms, name);
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *ss = ndz_master_session(s->ms, i);
+
+		if (ss->pid > 0 && !ss->adopted && strcmp(ss->image, name) == 0) {
+			SAY(s, 0, "session of %s: frisbeed %d stopped: the image did not arrive "
+			    "whole", name, ss->pid);
+			kill(ss->pid, SIGTERM);
+		}
+	}
+}
+
 /* A site master's fetch from this one (lib/mserve/site), on its connection's thread. */
 static void site_serve(void *ctx, int fd, const uint8_t *buf, size_t len, uint32_t addr)
 {
 	struct ndz_mserve *s = ctx;
 
-	ndz_site_serve(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say }, fd, buf, len,
-		       addr);
+	ndz_site_serve(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say, site_drop }, fd,
+		       buf, len, addr);
 }
 
 static void said_stale(void *ctx, const char *name)
@@ -549,8 +566,8 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
 				      say, o->refused, site_serve };
-	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say },
-				  &s->site, e)) != 0)
+	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say,
+							     site_drop }, &s->site, e)) != 0)
 		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, ndz_labsrv_http(s->lab),

@@ -15,6 +15,7 @@
 
 #include "site.h"
 #include "ctl/sitecall.h"
+#include "ctl/upload.h"
 #include "master/images.h"
 #include "master/sitecache.h"
 #include "core/clock.h"
@@ -24,7 +25,8 @@
 #include "trust/verify.h"
 
 #define FETCHES 16                     /* images fetched at once, at most */
-#define BATCH 4                        /* chunks asked for at once (a lost reply costs these) */
+#define BATCH 2                        /* chunks asked for at once: a session waits for
+					* at most these before the one it asks */
 #define TRIES 3                        /* a chunk that fails its check is asked this often */
 #define WAIT_S 10                      /* a fetch's wait for the parent, each step */
 #define BACKOFF_MIN_MS 250             /* the pause after a lost link, doubling ... */
@@ -135,31 +137,39 @@ static void refuse(int fd, uint32_t id, uint16_t status)
 	send_all(fd, rep, sizeof(rep));
 }
 
-/* The bytes [off, off + len) of the file at path onto fd after the reply header. */
+/*
+ * The bytes [off, off + len) of the file at path onto fd after the reply header: 0
+ * when sent or refused (the connection goes on), -1 when the connection broke.
+ */
 static int send_file(int fd, uint32_t id, const char *path, uint64_t off, uint64_t len,
-		     int whole)
+		     int whole, uint64_t *sent)
 {
 	uint8_t rep[NDZ_SITE_REP_LEN], *buf = malloc(NDZ_CHUNK_SIZE);
 	int in = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
 	struct stat st;
 
+	*sent = 0;
 	if (in < 0 || fstat(in, &st) != 0 || !buf) {
 		refuse(fd, id, in < 0 && errno == ENOENT ? NDZ_CTL_UNKNOWN : NDZ_CTL_FAILED);
+		rc = 0;
 		goto out;
 	}
 	if (whole) {
 		len = (uint64_t)st.st_size;
 		if (len > NDZ_SITE_BLOB_MAX) {
 			refuse(fd, id, NDZ_CTL_FAILED);
+			rc = 0;
 			goto out;
 		}
 	} else if (off + len > (uint64_t)st.st_size) {
 		refuse(fd, id, NDZ_CTL_MALFORMED);  /* chunks past the image's end */
+		rc = 0;
 		goto out;
 	}
 	ndz_site_rep_encode(id, NDZ_CTL_OK, len, rep);
 	if (send_all(fd, rep, sizeof(rep)) != 0)
 		goto out;
+	*sent = len;
 	while (len) {
 		size_t want = len < NDZ_CHUNK_SIZE ? (size_t)len : NDZ_CHUNK_SIZE;
 		ssize_t n = pread(in, buf, want, (off_t)off);
@@ -177,20 +187,21 @@ out:
 	return rc;
 }
 
-void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
-		    uint32_t addr)
+/* One SITE request (the len bytes of buf) from a at addr, answered on fd: 0, or -1 when
+ * the connection is no longer fit for another. */
+static int serve_one(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+		     uint32_t addr, const char *a)
 {
 	struct ndz_site_req r;
 	const struct ndz_mconf_image *im;
-	char path[PATH_MAX], file[PATH_MAX], a[INET_ADDRSTRLEN];
+	char path[PATH_MAX], file[PATH_MAX];
 	uint64_t off = 0, n = 0;
-	int ok;
+	int ok, rc;
 
-	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	if (ndz_site_req_decode(buf, len, &r, NULL) != 0) {
 		SAY(h, 1, "site %s: malformed request", a);
 		refuse(fd, r.id, NDZ_CTL_MALFORMED);
-		return;
+		return -1;
 	}
 	ndz_mlock_take(h->lock);
 	im = ndz_mconf_find(ndz_master_conf(h->ms), r.name);
@@ -202,7 +213,7 @@ void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, 
 		SAY(h, 1, "site %s asks for %s: %s", a, r.name, im ? "access denied" :
 		    "unknown image");
 		refuse(fd, r.id, im ? NDZ_CTL_DENIED : NDZ_CTL_UNKNOWN);
-		return;
+		return 0;
 	}
 	if (r.what == NDZ_SITE_CHUNKS_OF) {
 		snprintf(file, sizeof(file), "%s", path);
@@ -211,15 +222,36 @@ void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, 
 	} else if (ndz_images_companion(path, r.what == NDZ_SITE_INDEX ? 1 : 0, file,
 					sizeof(file), NULL) != 0) {
 		refuse(fd, r.id, NDZ_CTL_FAILED);
-		return;
+		return 0;
 	}
-	if (send_file(fd, r.id, file, off, n, r.what != NDZ_SITE_CHUNKS_OF) == 0 &&
-	    r.what == NDZ_SITE_CHUNKS_OF)
+	rc = send_file(fd, r.id, file, off, n, r.what != NDZ_SITE_CHUNKS_OF, &n);
+	if (rc == 0 && n && r.what == NDZ_SITE_CHUNKS_OF)
 		SAY(h, 1, "site %s: %s chunks %u-%u: %llu bytes served", a, r.name, r.first,
 		    r.first + r.count - 1, (unsigned long long)n);
-	else if (r.what != NDZ_SITE_CHUNKS_OF)
+	else if (rc == 0)
 		SAY(h, 2, "site %s: %s %s asked", a, r.name,
 		    r.what == NDZ_SITE_INDEX ? "index" : "manifest");
+	return rc;
+}
+
+#define SITE_QUIET_MS 30000            /* a site's connection idle this long is closed */
+
+void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+		    uint32_t addr)
+{
+	uint8_t next[NDZ_SITE_REQ_MAX];
+	char a[INET_ADDRSTRLEN];
+	int k;
+
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	/* the site's requests, one after another, until it closes or goes quiet */
+	if (serve_one(h, fd, buf, len, addr, a) != 0)
+		return;
+	while ((k = ndz_upload_read_msg(fd, next, sizeof(next), ndz_site_req_need,
+					SITE_QUIET_MS, NULL)) > 0 &&
+	       ndz_site_is_req(next, (size_t)k) &&
+	       serve_one(h, fd, next, (size_t)k, addr, a) == 0)
+		;
 }
 
 /* ---- the site's end ---- */
@@ -234,6 +266,7 @@ struct job {
 	uint8_t *ixbuf, *mbuf;         /* the index's and the manifest's bytes (mbuf: or NULL) */
 	size_t ixlen, mlen;
 	char mark[PATH_MAX];           /* final.fetching: published, still arriving */
+	struct ndz_site_link link;     /* to the parent */
 	int published;                 /* part is final now */
 	struct ndz_sitefetch st;
 	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
@@ -322,7 +355,7 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "fetch");
 	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
 	if (!j->ixbuf) {
-		if ((rc = ndz_site_fetch(j->parent, &r, WAIT_S, &j->ixbuf, &j->ixlen, e)) != 0)
+		if ((rc = ndz_site_fetch(&j->link, &r, &j->ixbuf, &j->ixlen, e)) != 0)
 			goto out;
 		if ((rc = ndz_index_decode(j->ixbuf, j->ixlen, NULL, &j->ix, e)) != 0) {
 			free(j->ixbuf);
@@ -331,7 +364,7 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 			goto out;
 		}
 		r.what = NDZ_SITE_MANIFEST;
-		rc = ndz_site_fetch(j->parent, &r, WAIT_S, &j->mbuf, &j->mlen, e);
+		rc = ndz_site_fetch(&j->link, &r, &j->mbuf, &j->mlen, e);
 		if (rc == NDZ_ENOIMAGE) {
 			ndz_error_clear(e);     /* an unsigned image: no manifest */
 		} else if (rc != 0) {
@@ -378,70 +411,91 @@ out:
  * The missing chunks, run by run: 0 when all are here; NDZ_EDATACRC & co (a chunk
  * that stayed bad: the fetch fails); else the link's code (asked again later).
  */
+/* One request's chunks, as they arrive (ndz_site_fetch_chunks). */
+struct run {
+	struct job *j;
+	int fd;
+	uint8_t *tries;
+	uint32_t first;
+	struct ndz_error *e;
+};
+
+/* Chunk first + k: checked, then kept (0), or refused (0; asked again), or the code. */
+static int take(void *arg, uint32_t k, const uint8_t *c)
+{
+	struct run *u = arg;
+	struct job *j = u->j;
+	uint32_t i = u->first + k;
+	struct ndz_error why = { 0 };
+	int rc;
+
+	atomic_fetch_add(&j->s->fetched_chunks, 1);
+	atomic_fetch_add(&j->s->fetched_bytes, NDZ_CHUNK_SIZE);
+	j->bytes += NDZ_CHUNK_SIZE;
+	j->asked++;
+	if ((rc = check_chunk(&j->ix, i, c, &why)) != 0) {
+		atomic_fetch_add(&j->s->refused_chunks, 1);
+		j->refused++;
+		SAY(&j->s->h, -1, "site: %s from %s: %s: refused (try %d of %d)", j->f->name,
+		    j->parent, ndz_error_msg(&why), u->tries[i] + 1, TRIES);
+		if (++u->tries[i] < TRIES)
+			return 0;
+		atomic_fetch_add(&j->s->bad_chunks, 1);
+		return ndz_error_set(u->e, rc, 0, "%s from %s: %s, %d times", j->f->name,
+				     j->parent, ndz_error_msg(&why), TRIES);
+	}
+	/* the data, then the header: a frisbeed --growing takes a header there as the
+	   whole chunk there */
+	if (pwrite(u->fd, c + NDZ_HDR_SIZE, NDZ_CHUNK_SIZE - NDZ_HDR_SIZE,
+		   (off_t)i * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE) != NDZ_CHUNK_SIZE - NDZ_HDR_SIZE ||
+	    pwrite(u->fd, c, NDZ_HDR_SIZE, (off_t)i * NDZ_CHUNK_SIZE) != NDZ_HDR_SIZE)
+		return ndz_error_set(u->e, NDZ_EIO, errno, "%s", j->part);
+	ndz_sitefetch_mark(&j->st, i);
+	return 0;
+}
+
+/*
+ * The missing chunks from from on, batch at a time, each batch from where a session
+ * waits when one does (once: chunk from alone): 0 when none is left; a chunk that
+ * stayed bad (its check's code: the fetch fails); else the link's code.
+ */
 static int fetch_run(struct job *j, int fd, uint8_t *tries, uint32_t from, uint32_t batch,
 		     int once, struct ndz_error *e)
 {
 	struct ndz_site_req r = { .what = NDZ_SITE_CHUNKS_OF };
+	struct run u = { j, fd, tries, 0, e };
 	uint32_t first = from, n;
 	int rc;
 
 	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
-	while (!atomic_load(&j->s->stop) &&
-	       (n = ndz_sitefetch_next(&j->st, first, batch, &first)) > 0 &&
-	       (!once || first == from)) {
-		uint8_t *b;
-		size_t len;
+	for (;;) {
+		/* where a session waits (frisbeed --growing): from there */
+		uint32_t want = once ? UINT32_MAX : ndz_site_want_read(j->final, j->st.chunks);
 
+		if (want != UINT32_MAX && !ndz_sitefetch_has(&j->st, want))
+			first = want;
+		if (atomic_load(&j->s->stop) ||
+		    (n = ndz_sitefetch_next(&j->st, first, batch, &first)) == 0 ||
+		    (once && first != from))
+			break;
 		r.id++;
-		r.first = first;
+		r.first = u.first = first;
 		r.count = n;
-		if ((rc = ndz_site_fetch(j->parent, &r, WAIT_S, &b, &len, e)) != 0)
+		if ((rc = ndz_site_fetch_chunks(&j->link, &r, take, &u, e)) != 0)
 			return rc;
-		if (len != (size_t)n * NDZ_CHUNK_SIZE) {
-			free(b);
-			return ndz_error_set(e, NDZ_EPROTO, 0, "parent %s: %zu bytes for %u chunks",
-					     j->parent, len, n);
-		}
-		atomic_fetch_add(&j->s->fetched_bytes, len);
-		j->bytes += len;
-		j->asked += n;
-		for (uint32_t k = 0; k < n; k++) {
-			uint32_t i = first + k;
-			const uint8_t *c = b + (size_t)k * NDZ_CHUNK_SIZE;
-			struct ndz_error why = { 0 };
-
-			atomic_fetch_add(&j->s->fetched_chunks, 1);
-			if ((rc = check_chunk(&j->ix, i, c, &why)) != 0) {
-				atomic_fetch_add(&j->s->refused_chunks, 1);
-				j->refused++;
-				SAY(&j->s->h, -1, "site: %s from %s: %s: refused (try %d of %d)",
-				    j->f->name, j->parent, ndz_error_msg(&why), tries[i] + 1, TRIES);
-				if (++tries[i] >= TRIES) {
-					atomic_fetch_add(&j->s->bad_chunks, 1);
-					free(b);
-					return ndz_error_set(e, rc, 0, "%s from %s: %s, %d times",
-							     j->f->name, j->parent,
-							     ndz_error_msg(&why), TRIES);
-				}
-				continue;
-			}
-			/* the data, then the header: a frisbeed --growing takes a header
-			   there as the whole chunk there */
-			if (pwrite(fd, c + NDZ_HDR_SIZE, NDZ_CHUNK_SIZE - NDZ_HDR_SIZE,
-				   (off_t)i * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE) !=
-			    NDZ_CHUNK_SIZE - NDZ_HDR_SIZE ||
-			    pwrite(fd, c, NDZ_HDR_SIZE, (off_t)i * NDZ_CHUNK_SIZE) != NDZ_HDR_SIZE) {
-				free(b);
-				return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
-			}
-			ndz_sitefetch_mark(&j->st, i);
-		}
-		free(b);
-		if (once && !ndz_sitefetch_has(&j->st, from))
-			continue;       /* refused: asked again, up to TRIES */
-		first += n;
+		if (!once || ndz_sitefetch_has(&j->st, from))
+			first += n;     /* else refused: asked again, up to TRIES */
 	}
 	return atomic_load(&j->s->stop) ? NDZ_ECANCELED : 0;
+}
+
+/* The session's wishes (IMAGE.want) are moot once the image is whole or gone. */
+static void unlink_want(const struct job *j)
+{
+	char w[PATH_MAX + 8];
+
+	snprintf(w, sizeof(w), "%s.want", j->final);
+	unlink(w);
 }
 
 static void sync_dir(const struct job *j)
@@ -521,6 +575,7 @@ static int finish(struct job *j, int fd, struct ndz_error *e)
 		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->final);
 	if (unlink(j->mark) != 0 && errno != ENOENT)
 		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->mark);
+	unlink_want(j);
 	sync_dir(j);
 	return 0;
 }
@@ -539,6 +594,7 @@ static void *fetch_thread(void *arg)
 	uint8_t *tries = NULL;
 	unsigned backoff = BACKOFF_MIN_MS;
 	uint64_t t0 = ndz_now_ns();
+	uint32_t had = 0;
 	int fd = -1, rc;
 
 	SAY(&s->h, 1, "site: %s asked: fetching it from %s", j->f->name, j->parent);
@@ -553,6 +609,9 @@ static void *fetch_thread(void *arg)
 			rc = finish(j, fd, &e);
 		if (rc == 0 || !is_link(rc) || atomic_load(&s->stop))
 			break;
+		if (j->st.have > had)           /* it moved on since: a new outage */
+			backoff = BACKOFF_MIN_MS;
+		had = j->st.have;
 		atomic_fetch_add(&s->retries, 1);
 		SAY(&s->h, -1, "site: %s: %s; again in %.2f s (%u of %u chunks here)", j->f->name,
 		    ndz_error_msg(&e), backoff / 1000.0, j->st.have, j->ix.chunks);
@@ -561,6 +620,7 @@ static void *fetch_thread(void *arg)
 	}
 	if (fd >= 0)
 		close(fd);
+	ndz_site_link_close(&j->link);
 	ndz_mlock_take(s->h.lock);
 	if (rc == 0) {
 		struct ndz_error why = { 0 };
@@ -582,6 +642,9 @@ static void *fetch_thread(void *arg)
 			if (ndz_images_unlink(j->final, &why) != 0)
 				SAY(&s->h, 0, "site: %s", ndz_error_msg(&why));
 			unlink(j->mark);
+			unlink_want(j);
+			if (s->h.drop)
+				s->h.drop(s->h.ctx, j->f->name);
 			reread(j);
 		}
 		SAY(&s->h, 0, "site: fetch of %s failed: %s", j->f->name, ndz_error_msg(&e));
@@ -635,6 +698,7 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	j->f = f;
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	snprintf(j->parent, sizeof(j->parent), "%s", c->parent);
+	ndz_site_link_init(&j->link, c->parent, WAIT_S);
 	snprintf(j->dir, sizeof(j->dir), "%s", c->site_cache);
 	if ((size_t)snprintf(j->final, sizeof(j->final), "%s/%s.ndz", c->site_cache, name) >=
 	    sizeof(j->final) ||

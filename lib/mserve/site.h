@@ -37,6 +37,9 @@ struct ndz_site_hooks {
 	/* tell people: level -1 a warning, 0 an error, 1 what happens, 2 more */
 	void (*say)(void *ctx, int level, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
+	/* under the lock: image name's fetch failed after it was published: stop its
+	 * sessions (their frisbeeds wait for chunks that will not come); may be NULL */
+	void (*drop)(void *ctx, const char *name);
 };
 
 /* ndz_site_create - the site's fetchers (none running). 0, or NDZ_ENOMEM with e. */
