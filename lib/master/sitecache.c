@@ -76,8 +76,9 @@ int ndz_sitecache_evict(const struct ndz_sitecache_entry *ents, size_t n, uint64
 	if (!limit || held + need <= limit)
 		return 0;
 	if (keep + need > limit)
-		return ndz_error_set(e, NDZ_ECACHEFULL, 0, "%llu bytes wanted, %llu of %llu held "
-				     "by images pinned or in use", (unsigned long long)need,
+		return ndz_error_set(e, NDZ_ECACHEFULL, 0, "%s: %llu bytes wanted, %llu of %llu "
+				     "held by images pinned or in use", ndz_strerror(NDZ_ECACHEFULL),
+				     (unsigned long long)need,
 				     (unsigned long long)keep, (unsigned long long)limit);
 	/* the least recently used evictable one, again and again, until it fits */
 	while (held + need > limit) {

@@ -637,6 +637,8 @@ static void *fetch_thread(void *arg)
 	} else {
 		struct ndz_error why = { 0 };
 
+		if (!j->published && !atomic_load(&s->stop))
+			unlink(j->part);        /* no half image left to fill the cache */
 		if (j->published && !atomic_load(&s->stop)) {
 			/* a bad chunk stays bad: not half an image with no way to finish it */
 			if (ndz_images_unlink(j->final, &why) != 0)

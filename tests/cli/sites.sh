@@ -101,7 +101,7 @@ check "a corrupted chunk from the parent: the client fails ($rc: $(cat "$T/bad.e
 check "... the site refused chunk 1 three times and said why" \
 	sh -c "[ \$(grep -c 'site: bad from $PARENT: chunk 1: .*: refused (try [123] of 3)' '$T/m1.log') = 3 ] &&
 	       grep -q 'fetch of bad failed: .*3 times' '$T/m1.log'"
-check "... and keeps no image bad" sh -c "[ ! -e '$T/cache1/bad.ndz' ]"
+check "... and keeps no image bad" sh -c "[ ! -e '$T/cache1/bad.ndz' ] && [ ! -e '$T/cache1/bad.ndz.part' ]"
 
 # 4. the link from site 2 to the parent cut mid-fetch and restored: resumed, identical
 ip netns exec "${NETNS_PFX}rt" tc qdisc replace dev eth2 root tbf rate 24mbit burst 32k latency 400ms
@@ -139,6 +139,30 @@ asked=$(echo "$line" | sed -n 's/.*; \([0-9]*\) chunks, .*/\1/p')
 check "... the fetch retried and resumed: $asked chunks asked for $bchunks ($line)" \
 	sh -c "grep -q 'site: big: .*again in .* ([1-9][0-9]* of $bchunks chunks here)' '$T/m2.log' &&
 	       [ -n '$asked' ] && [ '$asked' -ge $bchunks ] && [ '$asked' -le $(( bchunks + 4 )) ]"
+
+# 5. the cache's bound: a (13 MiB) goes for big (25 MiB) under 30 MiB; pinned, big stays
+# and a does not fit
+wait_until 10 sh -c "[ \$(grep -c 'session of a ended' '$T/m1.log') -ge 2 ]"
+# hup1: site 1 rereads its configuration (one more "reloaded" line)
+hup1() {
+	_r=$(grep -c 'site1.conf reloaded' "$T/m1.log")
+	kill -HUP $MPID_m1
+	wait_until 5 sh -c "[ \$(grep -c 'site1.conf reloaded' '$T/m1.log') -gt $_r ]"
+}
+sed -i 's/^site-cache-size .*/site-cache-size 30M/' "$T/site1.conf"
+hup1
+fclient c13 1 big "$T/big13"
+mc_wait
+check "a bounded cache: big fetched at site 1, identical, a evicted (least recently asked)" \
+	sh -c "[ \"\$(cat '$T/c13.rc')\" = 0 ] && cmp -s '$T/big.src' '$T/big13' &&
+	       grep -q 'site cache: a evicted' '$T/m1.log' && [ ! -e '$T/cache1/a.ndz' ] &&
+	       [ ! -e '$T/cache1/a.ndz.index' ]"
+echo "pin big" >>"$T/site1.conf"
+hup1
+in_ns c11 "$FRISBEE" -M 10.78.1.1 -I a -T 10 "$T/a2" 2>"$T/a2.err"; rc=$?
+check "a pinned image is not evicted: a does not fit beside big, and says why ($rc)" \
+	sh -c "[ $rc != 0 ] && [ -e '$T/cache1/big.ndz' ] &&
+	       grep -q 'fetch of a failed: site cache .*: the site cache has no room' '$T/m1.log'"
 
 kill -TERM $MPID_par $MPID_m1 $MPID_m2
 wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?; wait $MPID_m2; r2=$?
