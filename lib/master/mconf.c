@@ -344,6 +344,7 @@ static const struct str_key {
 	{ "pxe-url", offsetof(struct ndz_mconf, pxe_url) },
 	{ "parent", offsetof(struct ndz_mconf, parent) },     /* a site master (doc/SITES.md) */
 	{ "site-cache", offsetof(struct ndz_mconf, site_cache) },
+	{ "site-key", offsetof(struct ndz_mconf, site_key) },
 };
 
 static char **str_field(struct ndz_mconf *c, const struct str_key *k)

@@ -22,6 +22,8 @@
 #include "core/file.h"
 #include "core/format.h"
 #include "trust/index.h"
+#include "trust/key.h"
+#include "trust/manifest.h"
 #include "trust/verify.h"
 
 #define FETCHES 16                     /* images fetched at once, at most */
@@ -263,6 +265,8 @@ struct job {
 	char parent[300], dir[PATH_MAX];
 	char final[PATH_MAX], part[PATH_MAX];
 	struct ndz_index ix;
+	char key[PATH_MAX];            /* site-key: the public key, or "" */
+	struct ndz_manifest m;         /* with a key: the checked manifest (m.hash) */
 	uint8_t *ixbuf, *mbuf;         /* the index's and the manifest's bytes (mbuf: or NULL) */
 	size_t ixlen, mlen;
 	char mark[PATH_MAX];           /* final.fetching: published, still arriving */
@@ -272,9 +276,12 @@ struct job {
 	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
 };
 
-/* Is chunk i (NDZ_CHUNK_SIZE bytes at b) chunk i of the image ix indexes, and sound? */
-static int check_chunk(const struct ndz_index *ix, uint32_t i, const uint8_t *b,
-		       struct ndz_error *e)
+/*
+ * Is chunk i (NDZ_CHUNK_SIZE bytes at b) chunk i of the image ix indexes, and sound:
+ * the one m signs (m->hash: a site-key), else by its own checksums?
+ */
+static int check_chunk(const struct ndz_index *ix, const struct ndz_manifest *m, uint32_t i,
+		       const uint8_t *b, struct ndz_error *e)
 {
 	struct ndz_chunk_hdr h;
 	int rc;
@@ -286,6 +293,8 @@ static int check_chunk(const struct ndz_index *ix, uint32_t i, const uint8_t *b,
 	    h.last != ix->e[i].last)
 		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: not the chunk the index "
 				     "lists there", i);
+	if (m->hash)
+		return ndz_manifest_check_chunk(m, b, &h, e);
 	return ndz_verify_stored(NULL, b, &h, e);
 }
 
@@ -346,6 +355,7 @@ static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
 static int begin(struct job *j, int *fd, struct ndz_error *e)
 {
 	struct ndz_site_req r = { .id = 1, .what = NDZ_SITE_INDEX };
+	struct ndz_key pub = { 0 };
 	uint8_t *b = malloc(NDZ_CHUNK_SIZE);
 	struct stat st;
 	uint64_t need;
@@ -357,7 +367,11 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 	if (!j->ixbuf) {
 		if ((rc = ndz_site_fetch(&j->link, &r, &j->ixbuf, &j->ixlen, e)) != 0)
 			goto out;
-		if ((rc = ndz_index_decode(j->ixbuf, j->ixlen, NULL, &j->ix, e)) != 0) {
+		if (j->key[0] &&
+		    (rc = ndz_key_load_as(j->key, NDZ_KEY_BIT(NDZ_KEY_SIGN_PUBLIC), &pub, e)) != 0)
+			goto out;
+		if ((rc = ndz_index_decode(j->ixbuf, j->ixlen, j->key[0] ? &pub : NULL, &j->ix,
+					   e)) != 0) {
 			free(j->ixbuf);
 			j->ixbuf = NULL;
 			ndz_error_prefix(e, "index of %s from %s", r.name, j->parent);
@@ -365,12 +379,28 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 		}
 		r.what = NDZ_SITE_MANIFEST;
 		rc = ndz_site_fetch(&j->link, &r, &j->mbuf, &j->mlen, e);
-		if (rc == NDZ_ENOIMAGE) {
+		if (rc == NDZ_ENOIMAGE && !j->key[0]) {
 			ndz_error_clear(e);     /* an unsigned image: no manifest */
-		} else if (rc != 0) {
+			rc = 0;
+		} else if (rc == NDZ_ENOIMAGE) {
+			ndz_error_clear(e);
+			rc = ndz_error_set(e, NDZ_EUNSIGNED, 0, "%s from %s: no manifest, and "
+					   "site-key wants one", r.name, j->parent);
+		} else if (rc == 0 && j->key[0]) {
+			if ((rc = ndz_manifest_open(j->mbuf, j->mlen, &pub, &j->m, e)) != 0)
+				ndz_error_prefix(e, "manifest of %s from %s", r.name, j->parent);
+			else if (j->m.chunks != j->ix.chunks ||
+				 memcmp(j->m.uuid, j->ix.uuid, 16) != 0)
+				rc = ndz_error_set(e, NDZ_EMISMATCH, 0, "%s from %s: the manifest "
+						   "and the index are of two images", r.name,
+						   j->parent);
+		}
+		if (rc != 0) {
+			ndz_manifest_release(&j->m);
 			ndz_index_release(&j->ix);
 			free(j->ixbuf);
-			j->ixbuf = NULL;
+			free(j->mbuf);
+			j->ixbuf = j->mbuf = NULL;
 			goto out;
 		}
 	}
@@ -387,7 +417,7 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 			for (uint32_t i = 0; i < j->ix.chunks &&
 			     (uint64_t)(i + 1) * NDZ_CHUNK_SIZE <= (uint64_t)st.st_size; i++)
 				if (pread(*fd, b, NDZ_CHUNK_SIZE, (off_t)i * NDZ_CHUNK_SIZE) ==
-				    NDZ_CHUNK_SIZE && check_chunk(&j->ix, i, b, NULL) == 0)
+				    NDZ_CHUNK_SIZE && check_chunk(&j->ix, &j->m, i, b, NULL) == 0)
 					ndz_sitefetch_mark(&j->st, i);
 		if (j->st.have)
 			SAY(&j->s->h, 1, "site: %s: resuming with %u of %u chunks", r.name,
@@ -433,7 +463,7 @@ static int take(void *arg, uint32_t k, const uint8_t *c)
 	atomic_fetch_add(&j->s->fetched_bytes, NDZ_CHUNK_SIZE);
 	j->bytes += NDZ_CHUNK_SIZE;
 	j->asked++;
-	if ((rc = check_chunk(&j->ix, i, c, &why)) != 0) {
+	if ((rc = check_chunk(&j->ix, &j->m, i, c, &why)) != 0) {
 		atomic_fetch_add(&j->s->refused_chunks, 1);
 		j->refused++;
 		SAY(&j->s->h, -1, "site: %s from %s: %s: refused (try %d of %d)", j->f->name,
@@ -656,6 +686,7 @@ static void *fetch_thread(void *arg)
 	}
 	ndz_mlock_give(s->h.lock);
 	ndz_index_release(&j->ix);
+	ndz_manifest_release(&j->m);
 	ndz_sitefetch_release(&j->st);
 	free(j->ixbuf);
 	free(j->mbuf);
@@ -701,6 +732,7 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	snprintf(j->parent, sizeof(j->parent), "%s", c->parent);
 	ndz_site_link_init(&j->link, c->parent, WAIT_S);
+	snprintf(j->key, sizeof(j->key), "%s", c->site_key ? c->site_key : "");
 	snprintf(j->dir, sizeof(j->dir), "%s", c->site_cache);
 	if ((size_t)snprintf(j->final, sizeof(j->final), "%s/%s.ndz", c->site_cache, name) >=
 	    sizeof(j->final) ||

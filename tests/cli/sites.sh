@@ -13,15 +13,23 @@ PARENT=10.78.0.1
 sites_net 2 || { not_ok "the namespaces: a parent net, two site nets, a router"; done_testing; }
 
 mkdir -p "$T/par" "$T/cache1" "$T/cache2" "$T/run0" "$T/run1" "$T/run2"
+# the images are signed; site 2 checks them against the key (site-key), site 1 does not
+{ "$NDZ_BIN/imagekey" generate -o "$T/k" && "$NDZ_BIN/imagekey" generate -o "$T/k2"; } >/dev/null 2>&1 ||
+	{ not_ok "imagekey generate"; done_testing; }
+MC_ZIP_OPTS="--sign $T/k.sec"
 for n in a big bad; do
 	mib=$MC_MIB
 	[ $n = big ] && mib=$(( MC_MIB * 2 ))
 	mc_image "$n" "$mib" "$n" || { not_ok "make image $n"; done_testing; }
-	mv "$T/$n.ndz" "$T/$n.ndz.index" "$T/par/" 2>/dev/null
+	mv "$T/$n.ndz" "$T/$n.ndz.index" "$T/$n.ndz.manifest" "$T/par/" 2>/dev/null
 done
 [ -n "$MC_RAW" ] && skip_all "imagezip not built"
 chunks=$(( $(stat -c %s "$T/par/a.ndz") / 1048576 ))
 bchunks=$(( $(stat -c %s "$T/par/big.ndz") / 1048576 ))
+# forged: a's bytes, signed by another key
+cp "$T/par/a.ndz" "$T/par/forged.ndz" && cp "$T/par/a.ndz.index" "$T/par/forged.ndz.index" &&
+	"$NDZ_BIN/imagekey" sign -k "$T/k2.sec" "$T/par/forged.ndz" >/dev/null 2>&1 ||
+	{ not_ok "sign forged"; done_testing; }
 # bad: chunk 1's data corrupted at the parent, its index (made before) intact
 printf 'X' | dd of="$T/par/bad.ndz" bs=1 seek=$(( 1048576 + 4096 + 100 )) conv=notrunc 2>/dev/null
 
@@ -41,6 +49,7 @@ site-allow 10.78.$s.0/24
 site-cache-size 1G
 CONF
 done
+echo "site-key $T/k.pub" >>"$T/site2.conf"
 # master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
 master() {
 	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v --log-time 2>>"$T/$1.log" &
@@ -81,8 +90,9 @@ for s in 1 2; do
 	check "the parent served site $s a's bytes once ($served of $(( chunks * 1048576 )))" \
 		[ "$served" = $(( chunks * 1048576 )) ]
 done
-check "the sites keep a with its index" \
-	sh -c "cmp -s '$T/par/a.ndz' '$T/cache1/a.ndz' && cmp -s '$T/par/a.ndz.index' '$T/cache2/a.ndz.index'"
+check "the sites keep a with its index and signed manifest" \
+	sh -c "cmp -s '$T/par/a.ndz' '$T/cache1/a.ndz' && cmp -s '$T/par/a.ndz.index' '$T/cache2/a.ndz.index' &&
+	       cmp -s '$T/par/a.ndz.manifest' '$T/cache2/a.ndz.manifest'"
 check "multicast stayed inside the sites: the parent's network saw no session traffic" \
 	sh -c "[ \$(ip netns exec '${NETNS_PFX}par' cat /sys/class/net/eth0/statistics/rx_packets) -lt $(( chunks * 1024 / 2 )) ]"
 
@@ -102,6 +112,12 @@ check "... the site refused chunk 1 three times and said why" \
 	sh -c "[ \$(grep -c 'site: bad from $PARENT: chunk 1: .*: refused (try [123] of 3)' '$T/m1.log') = 3 ] &&
 	       grep -q 'fetch of bad failed: .*3 times' '$T/m1.log'"
 check "... and keeps no image bad" sh -c "[ ! -e '$T/cache1/bad.ndz' ] && [ ! -e '$T/cache1/bad.ndz.part' ]"
+
+# 3b. signed by another key: refused at site 2, which checks the key
+in_ns c21 "$FRISBEE" -M 10.78.2.1 -I forged -T 10 "$T/forged" 2>"$T/forged.err"; rc=$?
+check "an image signed by another key: refused at the site with site-key ($rc)" \
+	sh -c "[ $rc != 0 ] && grep -q 'fetch of forged failed: index of forged from $PARENT: .*another key' '$T/m2.log' &&
+	       [ ! -e '$T/cache2/forged.ndz' ] && [ ! -e '$T/cache2/forged.ndz.part' ]"
 
 # 4. the link from site 2 to the parent cut mid-fetch and restored: resumed, identical
 ip netns exec "${NETNS_PFX}rt" tc qdisc replace dev eth2 root tbf rate 24mbit burst 32k latency 400ms
