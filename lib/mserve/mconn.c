@@ -237,6 +237,8 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		c->say(c->ctx, 1, "%s from %s %s as %s (%.1f s)", req.name, a, msg, final,
 		       (double)(ndz_now_ns() - t0) / 1e9);
 		ndz_mreply_done(fd, req.id, NDZ_CTL_OK, msg, NULL);
+		if (c->stored)
+			c->stored(c->ctx, req.name, final);
 		return;
 	}
 	if (rc == NDZ_ETIMEDOUT) {     /* "read error: Resource temporarily unavailable" */

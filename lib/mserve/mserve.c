@@ -423,6 +423,16 @@ static void say(void *ctx, int level, const char *fmt, ...)
 
 /* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
 
+/* An upload stored here: a site master sends it on to its parent. */
+static void site_stored(void *ctx, const char *name, const char *path)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_mlock_take(s->lock);
+	ndz_site_forward(s->site, name, path);
+	ndz_mlock_give(s->lock);
+}
+
 /* Under the lock: a site's fetch of name failed once served: its sessions stop. */
 static void site_drop(void *ctx, const char *name)
 {
@@ -565,7 +575,7 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
-				      say, o->refused, site_serve };
+				      say, o->refused, site_serve, site_stored };
 	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say,
 							     site_drop }, &s->site, e)) != 0)
 		goto fail;

@@ -38,7 +38,7 @@
 /* The site's counters; one list (the JSON of ndz_site_status_json). */
 #define SITE_COUNTERS(X)                                                       \
 	X(fetched_chunks) X(fetched_bytes) X(refused_chunks) X(bad_chunks)     \
-	X(retries) X(fetches_done) X(evicted)
+	X(retries) X(fetches_done) X(evicted) X(forwarded) X(forward_failed)
 
 struct fetch {
 	char name[NDZ_CTL_NAME_MAX + 1];
@@ -52,9 +52,19 @@ struct fetch {
 
 enum { IDLE = 0, RUNNING, FAILED };
 
+/* An upload on its way to the parent. */
+struct forward {
+	struct ndz_site *site;
+	char name[NDZ_CTL_NAME_MAX + 1], path[PATH_MAX], parent[300];
+	pthread_t th;
+	int joinable;
+	atomic_int done;
+};
+
 struct ndz_site {
 	struct ndz_site_hooks h;
 	struct fetch f[FETCHES];
+	struct forward fw[FETCHES];
 	atomic_int stop;
 #define X(n) atomic_uint_fast64_t n;
 	SITE_COUNTERS(X)
@@ -84,9 +94,12 @@ void ndz_site_free(struct ndz_site *s)
 	if (!s)
 		return;
 	atomic_store(&s->stop, 1);
-	for (size_t i = 0; i < FETCHES; i++)
+	for (size_t i = 0; i < FETCHES; i++) {
 		if (s->f[i].joinable)
 			pthread_join(s->f[i].th, NULL);
+		if (s->fw[i].joinable)
+			pthread_join(s->fw[i].th, NULL);
+	}
 	free(s);
 }
 
@@ -785,4 +798,80 @@ int ndz_site_partial(const char *path)
 
 	return (size_t)snprintf(m, sizeof(m), "%s.fetching", path) < sizeof(m) &&
 	       access(m, F_OK) == 0;
+}
+
+static void *forward_thread(void *arg)
+{
+	struct forward *w = arg;
+	struct ndz_site *s = w->site;
+	unsigned backoff = BACKOFF_MIN_MS;
+
+	SAY(&s->h, 1, "site: upload %s: sending it on to the parent %s", w->name, w->parent);
+	while (!atomic_load(&s->stop)) {
+		struct ndz_error e = { 0 };
+		struct stat st;
+		int refused = 0, rc, fd = open(w->path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			rc = ndz_error_set(&e, NDZ_EIO, errno, "%s", w->path);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			rc = ndz_upload_send(w->parent, w->name, fd, (uint64_t)st.st_size, WAIT_S,
+					     NULL, NULL, &refused, &e);
+			close(fd);
+		}
+		if (rc == 0) {
+			atomic_fetch_add(&s->forwarded, 1);
+			SAY(&s->h, 1, "site: upload %s stored at the parent %s", w->name, w->parent);
+			break;
+		}
+		if (!is_link(rc)) {
+			atomic_fetch_add(&s->forward_failed, 1);
+			SAY(&s->h, 0, "site: upload %s not taken by the parent %s: %s", w->name,
+			    w->parent, ndz_error_msg(&e));
+			break;
+		}
+		atomic_fetch_add(&s->retries, 1);
+		SAY(&s->h, -1, "site: upload %s to the parent: %s; again in %.2f s", w->name,
+		    ndz_error_msg(&e), backoff / 1000.0);
+		pause_ms(s, backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+	}
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+void ndz_site_forward(struct ndz_site *s, const char *name, const char *path)
+{
+	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
+	struct forward *w = NULL;
+
+	if (!c->parent)
+		return;
+	for (size_t i = 0; !w && i < FETCHES; i++) {
+		if (s->fw[i].joinable && atomic_load(&s->fw[i].done)) {
+			pthread_join(s->fw[i].th, NULL);
+			s->fw[i].joinable = 0;
+		}
+		if (!s->fw[i].joinable)
+			w = &s->fw[i];
+	}
+	if (!w) {
+		atomic_fetch_add(&s->forward_failed, 1);
+		SAY(&s->h, 0, "site: upload %s not sent on to the parent: %d uploads are on "
+		    "their way already", name, FETCHES);
+		return;
+	}
+	w->site = s;
+	atomic_store(&w->done, 0);
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	snprintf(w->parent, sizeof(w->parent), "%s", c->parent);
+	if (pthread_create(&w->th, NULL, forward_thread, w) != 0) {
+		atomic_fetch_add(&s->forward_failed, 1);
+		SAY(&s->h, 0, "site: upload %s not sent on to the parent: no thread", name);
+		return;
+	}
+	w->joinable = 1;
 }

@@ -71,6 +71,15 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e);
 void ndz_site_used(struct ndz_site *s, const char *name);
 
 /*
+ * ndz_site_forward - under the lock: image name, uploaded to this site master and
+ * stored at path (checked here), is sent on to the parent (ndz_upload_send; the
+ * parent checks it again), on a thread of its own: a lost link is retried with a
+ * growing pause, a refusal or rejection logged and counted. Nothing when this
+ * master has no parent.
+ */
+void ndz_site_forward(struct ndz_site *s, const char *name, const char *path);
+
+/*
  * ndz_site_partial - 1 when the image file at path is still arriving (a site's fetch
  * published it once its first and last chunks were here: PATH.fetching exists), so
  * that its sessions run frisbeed --growing; else 0.
@@ -80,7 +89,7 @@ int ndz_site_partial(const char *path);
 /*
  * ndz_site_status_json - the site's counters as a JSON object into buf (cap bytes):
  * {"fetched_chunks","fetched_bytes","refused_chunks","bad_chunks","retries",
- * "fetches_done","evicted"}; its length. Any thread.
+ * "fetches_done","evicted","forwarded","forward_failed"}; its length. Any thread.
  */
 size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap);
 

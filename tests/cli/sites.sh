@@ -33,8 +33,10 @@ cp "$T/par/a.ndz" "$T/par/forged.ndz" && cp "$T/par/a.ndz.index" "$T/par/forged.
 # bad: chunk 1's data corrupted at the parent, its index (made before) intact
 printf 'X' | dd of="$T/par/bad.ndz" bs=1 seek=$(( 1048576 + 4096 + 100 )) conv=notrunc 2>/dev/null
 
+mkdir -p "$T/pup" "$T/sup1"
 cat >"$T/par.conf" <<CONF
 imagedir $T/par allow 10.78.0.0/16
+upload-dir $T/pup allow 10.78.0.0/16 upload 10.78.1.1
 CONF
 for s in 1 2; do
 	cat >"$T/site$s.conf" <<CONF
@@ -50,6 +52,7 @@ site-cache-size 1G
 CONF
 done
 echo "site-key $T/k.pub" >>"$T/site2.conf"
+echo "upload-dir $T/sup1 allow 10.78.1.0/24 upload 10.78.1.0/24" >>"$T/site1.conf"
 # master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
 master() {
 	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v --log-time 2>>"$T/$1.log" &
@@ -155,6 +158,22 @@ asked=$(echo "$line" | sed -n 's/.*; \([0-9]*\) chunks, .*/\1/p')
 check "... the fetch retried and resumed: $asked chunks asked for $bchunks ($line)" \
 	sh -c "grep -q 'site: big: .*again in .* ([1-9][0-9]* of $bchunks chunks here)' '$T/m2.log' &&
 	       [ -n '$asked' ] && [ '$asked' -ge $bchunks ] && [ '$asked' -le $(( bchunks + 4 )) ]"
+
+# 4b. an upload at site 1: checked there, stored, sent on to the parent, checked again;
+# a corrupt one stops at the site
+MC_ZIP_OPTS= mc_image up1 2 up1 || not_ok "make image up1"
+cp "$T/up1.ndz" "$T/up2.ndz"
+printf 'X' | dd of="$T/up2.ndz" bs=1 seek=$(( 4096 + 100 )) conv=notrunc 2>/dev/null
+in_ns c11 "$NDZ_BIN/frisbee-upload" -M 10.78.1.1 -I up1 "$T/up1.ndz" 2>"$T/up1.err"; rc=$?
+wait_until 30 grep -q 'site: upload up1 stored at the parent' "$T/m1.log"
+check "an upload at a site is stored there and at the parent, identical ($rc)" \
+	sh -c "[ $rc = 0 ] && cmp -s '$T/up1.ndz' '$T/sup1/up1.ndz' && cmp -s '$T/up1.ndz' '$T/pup/up1.ndz' &&
+	       grep -q 'up1 from 10.78.1.1 stored' '$T/par.log'"
+in_ns c11 "$NDZ_BIN/frisbee-upload" -M 10.78.1.1 -I up2 "$T/up2.ndz" 2>"$T/up2.err"; rc=$?
+sleep 1
+check "a corrupt upload is rejected at the site and never reaches the parent ($rc)" \
+	sh -c "[ $rc != 0 ] && [ ! -e '$T/sup1/up2.ndz' ] && [ ! -e '$T/pup/up2.ndz' ] &&
+	       ! grep -q 'up2' '$T/par.log'"
 
 # 5. the cache's bound: a goes for big under a bound of big and half of a; pinned, big
 # stays and a does not fit
