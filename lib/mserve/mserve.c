@@ -334,7 +334,7 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 		if (w == NDZ_SITE_FETCHING)
 			rep.status = NDZ_CTL_WAIT;
 		else if (w == NDZ_SITE_FAILED)
-			rep.status = NDZ_CTL_FAILED;
+			rep.status = e.code == NDZ_ENOIMAGE ? NDZ_CTL_UNKNOWN : NDZ_CTL_FAILED;
 		if (w == NDZ_SITE_FAILED)
 			SAY(s, 1, "%s asks for %s: %s", a, req.name, ndz_error_msg(&e));
 	}

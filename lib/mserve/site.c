@@ -45,6 +45,7 @@ struct fetch {
 	int state;                     /* enum below; under the lock */
 	uint64_t failed_ns;            /* FAILED: when */
 	char why[256];                 /* FAILED: the reason */
+	int code;                      /* FAILED: its code */
 	pthread_t th;
 	int joinable;
 	struct ndz_site *site;
@@ -694,6 +695,7 @@ static void *fetch_thread(void *arg)
 		}
 		SAY(&s->h, 0, "site: fetch of %s failed: %s", j->f->name, ndz_error_msg(&e));
 		snprintf(j->f->why, sizeof(j->f->why), "%s", ndz_error_msg(&e));
+		j->f->code = e.code;
 		j->f->failed_ns = ndz_now_ns();
 		j->f->state = FAILED;
 	}
@@ -722,7 +724,7 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	if (f && f->state == RUNNING)
 		return NDZ_SITE_FETCHING;
 	if (f && ndz_now_ns() - f->failed_ns < (uint64_t)FAILED_S * 1000000000u) {
-		ndz_error_set(e, NDZ_EIO, 0, "%s", f->why);
+		ndz_error_set(e, f->code == NDZ_ENOIMAGE ? NDZ_ENOIMAGE : NDZ_EIO, 0, "%s", f->why);
 		return NDZ_SITE_FAILED;
 	}
 	for (size_t i = 0; !f && i < FETCHES; i++)

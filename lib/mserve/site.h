@@ -53,7 +53,8 @@ void ndz_site_free(struct ndz_site *s);
 enum ndz_site_answer {
 	NDZ_SITE_NOT_A_SITE = 0,       /* no parent: answer as before (UNKNOWN) */
 	NDZ_SITE_FETCHING = 1,         /* on its way (a fetch started or running): WAIT */
-	NDZ_SITE_FAILED = 2,           /* the last fetch failed; e says why (FAILED) */
+	NDZ_SITE_FAILED = 2,           /* the last fetch failed; e says why (FAILED; the
+					* parent has no such image: NDZ_ENOIMAGE, UNKNOWN) */
 };
 
 /*

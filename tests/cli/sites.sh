@@ -116,6 +116,11 @@ check "... the site refused chunk 1 three times and said why" \
 	       grep -q 'fetch of bad failed: .*3 times' '$T/m1.log'"
 check "... and keeps no image bad" sh -c "[ ! -e '$T/cache1/bad.ndz' ] && [ ! -e '$T/cache1/bad.ndz.part' ]"
 
+# 3a. an image the parent does not have either: unknown at the site too
+in_ns c11 "$FRISBEE" -M 10.78.1.1 -I nosuch -T 10 "$T/nosuch" 2>"$T/nosuch.err"; rc=$?
+check "an image the parent does not have: unknown image ($rc: $(cat "$T/nosuch.err"))" \
+	sh -c "[ $rc = 1 ] && grep -q \"image 'nosuch': unknown image\" '$T/nosuch.err'"
+
 # 3b. signed by another key: refused at site 2, which checks the key
 in_ns c21 "$FRISBEE" -M 10.78.2.1 -I forged -T 10 "$T/forged" 2>"$T/forged.err"; rc=$?
 check "an image signed by another key: refused at the site with site-key ($rc)" \
