@@ -20,6 +20,8 @@ static int what_ok(const struct ndz_site_req *r)
 	if (r->what == NDZ_SITE_CHUNKS_OF)
 		return r->count >= 1 && r->count <= NDZ_SITE_CHUNKS &&
 		       r->first <= UINT32_MAX - r->count;
+	if (r->what == NDZ_SITE_REPORT)
+		return r->count >= 4 && r->count <= NDZ_SITE_REPORT_MAX && !r->first;
 	return (r->what == NDZ_SITE_INDEX || r->what == NDZ_SITE_MANIFEST) && !r->first &&
 	       !r->count;
 }
@@ -264,6 +266,83 @@ int ndz_site_fetch_chunks(struct ndz_site_link *l, const struct ndz_site_req *r,
 		ndz_site_link_close(l);
 	free(b);
 	return rc;
+}
+
+int ndz_site_report_encode(const char *table, size_t tlen, const char *json, size_t jlen,
+			   uint8_t **out, size_t *len, struct ndz_error *e)
+{
+	*out = NULL;
+	*len = 0;
+	if (4 + tlen + jlen > NDZ_SITE_REPORT_MAX)
+		return ndz_error_set(e, NDZ_EINVAL, 0, "site report: %zu bytes, too long",
+				     4 + tlen + jlen);
+	if (!(*out = malloc(4 + tlen + jlen)))
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "site report");
+	put_le32(*out, (uint32_t)tlen);
+	memcpy(*out + 4, table, tlen);
+	memcpy(*out + 4 + tlen, json, jlen);
+	*len = 4 + tlen + jlen;
+	return 0;
+}
+
+int ndz_site_report_decode(const uint8_t *buf, size_t len, const char **table, size_t *tlen,
+			   const char **json, size_t *jlen, struct ndz_error *e)
+{
+	if (len < 4 || get_le32(buf) > len - 4)
+		return ndz_error_set(e, NDZ_EPROTO, 0, "site report: %zu bytes: malformed", len);
+	*tlen = get_le32(buf);
+	*table = (const char *)buf + 4;
+	*json = (const char *)buf + 4 + *tlen;
+	*jlen = len - 4 - *tlen;
+	if (memchr(*table, 0, *tlen) || memchr(*json, 0, *jlen))
+		return ndz_error_set(e, NDZ_EPROTO, 0, "site report: a NUL in its text");
+	return 0;
+}
+
+int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8_t *body,
+		    size_t body_len, struct ndz_error *e)
+{
+	uint8_t req[NDZ_SITE_REQ_MAX], rep[NDZ_SITE_REP_LEN];
+	char host[256];
+	uint16_t port, status;
+	uint64_t n;
+	int k, rc;
+
+	r->what = NDZ_SITE_REPORT;
+	r->first = 0;
+	r->count = (uint32_t)body_len;
+	if (ndz_ctl_hostport(l->spec, NDZ_CTL_PORT, host, sizeof(host), &port, e) != 0)
+		return NDZ_EINVAL;
+	if ((k = ndz_site_req_encode(r, req, sizeof(req), e)) < 0)
+		return k;
+	if (l->fd < 0 && (l->fd = ndz_upload_dial(host, port, l->wait_s, e)) < 0) {
+		rc = l->fd;
+		l->fd = -1;
+		return rc;
+	}
+	for (size_t off = 0; off < (size_t)k + body_len;) {
+		const uint8_t *p = off < (size_t)k ? req + off : body + (off - (size_t)k);
+		size_t want = off < (size_t)k ? (size_t)k - off : body_len - (off - (size_t)k);
+		ssize_t w = send(l->fd, p, want, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			ndz_site_link_close(l);
+			return ndz_error_set(e, NDZ_ENET, errno, "parent %s:%u: sending", host, port);
+		}
+		off += (size_t)w;
+	}
+	if ((rc = read_full(l->fd, rep, sizeof(rep))) != 0 ||
+	    (rc = ndz_site_rep_decode(rep, r->id, &status, &n, e)) != 0 || n) {
+		ndz_site_link_close(l);
+		return ndz_error_set(e, rc ? rc : NDZ_EPROTO, 0, "parent %s:%u: no reply to the "
+				     "report", host, port);
+	}
+	if (status != NDZ_CTL_OK)
+		return ndz_error_set(e, NDZ_EREFUSED, 0, "parent %s:%u: report: %s", host, port,
+				     ndz_ctl_strstatus(status));
+	return 0;
 }
 
 void ndz_site_want_write(const char *image, uint32_t chunk)

@@ -25,12 +25,17 @@ enum ndz_site_what {
 	NDZ_SITE_INDEX = 1,            /* IMAGE.index, whole */
 	NDZ_SITE_MANIFEST = 2,         /* IMAGE.manifest, whole (none: UNKNOWN) */
 	NDZ_SITE_CHUNKS_OF = 3,        /* chunks [first, first + count) of IMAGE */
+	NDZ_SITE_REPORT = 4,           /* the site's lab, count bytes after the request;
+					* name: the site's name */
 };
+
+#define NDZ_SITE_REPORT_MAX (2u * NDZ_CTL_TEXT_BIG + 4)  /* a REPORT's body, at most */
 
 struct ndz_site_req {
 	uint32_t id;
 	uint8_t what;                  /* enum ndz_site_what */
-	uint32_t first, count;         /* CHUNKS_OF: 1 to NDZ_SITE_CHUNKS; else 0 */
+	uint32_t first, count;         /* CHUNKS_OF: 1 to NDZ_SITE_CHUNKS; REPORT: the body's
+					* bytes (1 to NDZ_SITE_REPORT_MAX); else 0 */
 	char name[NDZ_CTL_NAME_MAX + 1];
 };
 
@@ -47,8 +52,20 @@ int ndz_site_req_decode(const uint8_t *buf, size_t len, struct ndz_site_req *r,
 			struct ndz_error *e);
 
 /*
+ * ndz_site_report_encode - a REPORT's body: the site's nodes as a table for people
+ * (tlen bytes) and as JSON (jlen bytes): u32 table length, the table, the JSON; into
+ * *out (malloc'ed) and *len. 0, or NDZ_EINVAL (too long) / NDZ_ENOMEM with e.
+ * ndz_site_report_decode - the two parts of len bytes, pointing into buf: 0, or
+ * NDZ_EPROTO with e.
+ */
+int ndz_site_report_encode(const char *table, size_t tlen, const char *json, size_t jlen,
+			   uint8_t **out, size_t *len, struct ndz_error *e);
+int ndz_site_report_decode(const uint8_t *buf, size_t len, const char **table, size_t *tlen,
+			   const char **json, size_t *jlen, struct ndz_error *e);
+
+/*
  * ndz_site_req_need - for reading the first message of a TCP connection to a master:
- * a SITE request's whole length, else what ndz_ctl_req_need says (the other
+ * a SITE request's whole length (a REPORT's body follows it, not counted), else what ndz_ctl_req_need says (the other
  * requests). ndz_site_is_req - 1 when the len bytes start a SITE request.
  */
 int ndz_site_req_need(const uint8_t *buf, size_t have, struct ndz_error *e);
@@ -89,6 +106,13 @@ void ndz_site_link_close(struct ndz_site_link *l);
  */
 int ndz_site_fetch(struct ndz_site_link *l, const struct ndz_site_req *r, uint8_t **out,
 		   size_t *len, struct ndz_error *e);
+
+/*
+ * ndz_site_report - send the REPORT r (its count set to body_len) and its body on l,
+ * and wait for the parent's reply. 0, or as ndz_site_fetch.
+ */
+int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8_t *body,
+		    size_t body_len, struct ndz_error *e);
 
 /*
  * ndz_site_fetch_chunks - as ndz_site_fetch for a CHUNKS_OF request, but each chunk

@@ -345,6 +345,7 @@ static const struct str_key {
 	{ "parent", offsetof(struct ndz_mconf, parent) },     /* a site master (doc/SITES.md) */
 	{ "site-cache", offsetof(struct ndz_mconf, site_cache) },
 	{ "site-key", offsetof(struct ndz_mconf, site_key) },
+	{ "site-name", offsetof(struct ndz_mconf, site_name) },
 };
 
 static char **str_field(struct ndz_mconf *c, const struct str_key *k)
@@ -367,6 +368,8 @@ static int parse_str_key(struct parser *p, const struct str_key *sk, const char 
 	if (str == &p->c->parent && ndz_ctl_hostport(val, NDZ_CTL_PORT, (char[256]){ 0 }, 256,
 						      &(uint16_t){ 0 }, NULL) != 0)
 		return perr(p, "bad parent (HOST[:PORT])", val);
+	if (str == &p->c->site_name && !ndz_ctl_valid_name(val))
+		return perr(p, "bad site-name (" NDZ_CTL_NAME_RULE ")", val);
 	if (str == &p->c->site_cache && val[0] != '/')
 		return perr(p, "bad site-cache (an absolute path)", val);
 	if (!(*str = strdup(val)))

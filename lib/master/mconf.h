@@ -83,6 +83,7 @@ struct ndz_mconf {
 	char *parent;                  /* HOST[:PORT] of the parent master; NULL: not a site */
 	char *site_cache;              /* where fetched images are kept (an imagedir's DIR) */
 	uint64_t site_cache_size;      /* bytes the cache may hold; 0: no bound */
+	char *site_name;               /* how the parent lists this site; NULL: "site" */
 	char *site_key;                /* a public signing key: fetched images must be signed
 					* by it (manifest, index, every chunk); NULL: no key */
 	char **pins;                   /* npins image names the cache never evicts */

@@ -459,6 +459,8 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 			ndz_lab_table(s->lab, now_ms, j);
 		else
 			ndz_lab_json(s->lab, now_ms, j);
+		if (s->h.sites)                /* a parent: its sites' nodes too */
+			s->h.sites(s->h.ctx, (r->flags & NDZ_CTL_FLAG_TABLE) != 0, j);
 		return 0;
 	case NDZ_CTL_OP_NODE_REMOVE:
 		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
@@ -865,4 +867,12 @@ const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s)
 	s->http[2] = (struct ndz_http_ext){ .name = "pxe", .ctx = s, .prefix = "/pxe/",
 					    .get = http_file };
 	return s->http;
+}
+
+void ndz_labsrv_nodes(struct ndz_labsrv *s, int table, struct ndz_jbuf *j)
+{
+	if (table)
+		ndz_lab_table(s->lab, ndz_now_ms(), j);
+	else
+		ndz_lab_json(s->lab, ndz_now_ms(), j);
 }

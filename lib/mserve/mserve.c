@@ -423,6 +423,22 @@ static void say(void *ctx, int level, const char *fmt, ...)
 
 /* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
 
+/* Under the lock: this master's nodes, for a site's reports to its parent. */
+static void site_nodes(void *ctx, int table, struct ndz_jbuf *j)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_labsrv_nodes(s->lab, table, j);
+}
+
+/* Under the lock: a parent's nodes list gets its sites' nodes. */
+static size_t site_list(void *ctx, int table, struct ndz_jbuf *j)
+{
+	struct ndz_mserve *s = ctx;
+
+	return s->site ? ndz_site_nodes(s->site, table, j) : 0;
+}
+
 /* An upload stored here: a site master sends it on to its parent. */
 static void site_stored(void *ctx, const char *name, const char *path)
 {
@@ -455,8 +471,7 @@ static void site_serve(void *ctx, int fd, const uint8_t *buf, size_t len, uint32
 {
 	struct ndz_mserve *s = ctx;
 
-	ndz_site_serve(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say, site_drop }, fd,
-		       buf, len, addr);
+	ndz_site_serve(s->site, fd, buf, len, addr);
 }
 
 static void said_stale(void *ctx, const char *name)
@@ -570,14 +585,16 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	if ((rc = ndz_mnet_listen(o->listen, &s->fd, &s->tfd, e)) != 0 ||
 	    (rc = ndz_master_create(s->conf, &s->ms, e)) != 0 ||
 	    (rc = ndz_labsrv_open(s->conf, o->run_dir, &(struct ndz_labsrv_hooks){ s, status_json,
-				  say, s->lock, s->ms, reload, o->refused }, &s->lab, e)) != 0)
+				  say, s->lock, s->ms, reload, o->refused,
+				  site_list }, &s->lab, e)) != 0)
 		goto fail;
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
 				      say, o->refused, site_serve, site_stored };
 	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say,
-							     site_drop }, &s->site, e)) != 0)
+							     site_drop, site_nodes }, &s->site,
+				  e)) != 0)
 		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, ndz_labsrv_http(s->lab),

@@ -62,8 +62,22 @@ struct forward {
 	atomic_int done;
 };
 
+#define SITES 32                       /* sites a parent lists, at most */
+#define REPORT_MS 2000                 /* a site reports its nodes this often */
+
+/* At a parent: a site's last report. */
+struct sitelab {
+	uint32_t addr;                 /* 0: free */
+	char name[NDZ_CTL_NAME_MAX + 1];
+	char *table, *json;
+	uint64_t heard_ms;
+};
+
 struct ndz_site {
 	struct ndz_site_hooks h;
+	struct sitelab sl[SITES];      /* under the lock */
+	pthread_t rep;                 /* the reporter (a site) */
+	int rep_joinable;
 	struct fetch f[FETCHES];
 	struct forward fw[FETCHES];
 	atomic_int stop;
@@ -78,6 +92,55 @@ struct ndz_site {
 			(h)->say((h)->ctx, (level), __VA_ARGS__);               \
 	} while (0)
 
+static void pause_ms(struct ndz_site *s, unsigned ms);
+
+/* A site: its nodes to the parent every REPORT_MS, on a connection kept open. */
+static void *report_thread(void *arg)
+{
+	struct ndz_site *s = arg;
+	struct ndz_site_link l;
+	char *tb = malloc(NDZ_CTL_TEXT_BIG), *js = malloc(NDZ_CTL_TEXT_BIG);
+	uint32_t id = 0;
+
+	ndz_site_link_init(&l, "", WAIT_S);
+	while (tb && js && !atomic_load(&s->stop)) {
+		struct ndz_site_req r = { 0 };
+		struct ndz_jbuf jt, jj;
+		struct ndz_error e = { 0 };
+		const struct ndz_mconf *c;
+		uint8_t *body;
+		size_t len;
+
+		pause_ms(s, REPORT_MS);
+		ndz_mlock_take(s->h.lock);
+		c = ndz_master_conf(s->h.ms);
+		if (!c->parent || !s->h.nodes || atomic_load(&s->stop)) {
+			ndz_mlock_give(s->h.lock);
+			continue;
+		}
+		if (strcmp(l.spec, c->parent) != 0) {
+			ndz_site_link_close(&l);
+			ndz_site_link_init(&l, c->parent, WAIT_S);
+		}
+		snprintf(r.name, sizeof(r.name), "%s", c->site_name ? c->site_name : "site");
+		ndz_jbuf_init(&jt, tb, NDZ_CTL_TEXT_BIG);
+		ndz_jbuf_init(&jj, js, NDZ_CTL_TEXT_BIG);
+		s->h.nodes(s->h.ctx, 1, &jt);
+		s->h.nodes(s->h.ctx, 0, &jj);
+		ndz_mlock_give(s->h.lock);
+		r.id = ++id;
+		if (ndz_site_report_encode(jt.p, jt.len, jj.p, jj.len, &body, &len, &e) == 0) {
+			if (ndz_site_report(&l, &r, body, len, &e) != 0)
+				SAY(&s->h, 2, "site: report to the parent: %s", ndz_error_msg(&e));
+			free(body);
+		}
+	}
+	ndz_site_link_close(&l);
+	free(tb);
+	free(js);
+	return NULL;
+}
+
 int ndz_site_create(const struct ndz_site_hooks *h, struct ndz_site **out, struct ndz_error *e)
 {
 	struct ndz_site *s = calloc(1, sizeof(*s));
@@ -86,6 +149,8 @@ int ndz_site_create(const struct ndz_site_hooks *h, struct ndz_site **out, struc
 	if (!s)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "site: %s", ndz_strerror(NDZ_ENOMEM));
 	s->h = *h;
+	if (pthread_create(&s->rep, NULL, report_thread, s) == 0)
+		s->rep_joinable = 1;
 	*out = s;
 	return 0;
 }
@@ -95,6 +160,12 @@ void ndz_site_free(struct ndz_site *s)
 	if (!s)
 		return;
 	atomic_store(&s->stop, 1);
+	if (s->rep_joinable)
+		pthread_join(s->rep, NULL);
+	for (size_t i = 0; i < SITES; i++) {
+		free(s->sl[i].table);
+		free(s->sl[i].json);
+	}
 	for (size_t i = 0; i < FETCHES; i++) {
 		if (s->f[i].joinable)
 			pthread_join(s->f[i].th, NULL);
@@ -205,9 +276,67 @@ out:
 
 /* One SITE request (the len bytes of buf) from a at addr, answered on fd: 0, or -1 when
  * the connection is no longer fit for another. */
-static int serve_one(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+/* A site's report (r, its body next on fd): kept, answered. 0, or -1 (connection broken). */
+static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
+		       uint32_t addr, const char *a)
+{
+	uint8_t *b = malloc(r->count), rep[NDZ_SITE_REP_LEN];
+	const char *t, *j;
+	size_t tl, jl, got = 0;
+	struct sitelab *sl = NULL;
+
+	while (b && got < r->count) {
+		ssize_t n = recv(fd, b + got, r->count - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (!b || got < r->count) {
+		free(b);
+		return -1;
+	}
+	if (ndz_site_report_decode(b, got, &t, &tl, &j, &jl, NULL) != 0) {
+		free(b);
+		SAY(&s->h, 1, "site %s: malformed report", a);
+		refuse(fd, r->id, NDZ_CTL_MALFORMED);
+		return -1;
+	}
+	ndz_mlock_take(s->h.lock);
+	if (!ndz_mconf_allows_any(ndz_master_conf(s->h.ms), addr)) {
+		ndz_mlock_give(s->h.lock);
+		free(b);
+		refuse(fd, r->id, NDZ_CTL_DENIED);
+		return 0;
+	}
+	for (size_t i = 0; i < SITES; i++)   /* its place, a free one, or the oldest */
+		if (s->sl[i].addr == addr)
+			sl = &s->sl[i];
+	for (size_t i = 0; !sl && i < SITES; i++)
+		if (!s->sl[i].addr)
+			sl = &s->sl[i];
+	for (size_t i = 0; !sl && i < SITES; i++)
+		if (i == 0 || s->sl[i].heard_ms < sl->heard_ms)
+			sl = &s->sl[i];
+	free(sl->table);
+	free(sl->json);
+	sl->table = strndup(t, tl);
+	sl->json = strndup(j, jl);
+	sl->addr = addr;
+	snprintf(sl->name, sizeof(sl->name), "%s", r->name);
+	sl->heard_ms = ndz_now_ms();
+	ndz_mlock_give(s->h.lock);
+	free(b);
+	ndz_site_rep_encode(r->id, NDZ_CTL_OK, 0, rep);
+	return send_all(fd, rep, sizeof(rep));
+}
+
+static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 		     uint32_t addr, const char *a)
 {
+	const struct ndz_site_hooks *h = &s->h;
 	struct ndz_site_req r;
 	const struct ndz_mconf_image *im;
 	char path[PATH_MAX], file[PATH_MAX];
@@ -219,6 +348,8 @@ static int serve_one(const struct ndz_site_hooks *h, int fd, const uint8_t *buf,
 		refuse(fd, r.id, NDZ_CTL_MALFORMED);
 		return -1;
 	}
+	if (r.what == NDZ_SITE_REPORT)
+		return take_report(s, fd, &r, addr, a);
 	ndz_mlock_take(h->lock);
 	im = ndz_mconf_find(ndz_master_conf(h->ms), r.name);
 	ok = im && ndz_mconf_allows(im, addr);
@@ -252,7 +383,7 @@ static int serve_one(const struct ndz_site_hooks *h, int fd, const uint8_t *buf,
 
 #define SITE_QUIET_MS 30000            /* a site's connection idle this long is closed */
 
-void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+void ndz_site_serve(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 		    uint32_t addr)
 {
 	uint8_t next[NDZ_SITE_REQ_MAX];
@@ -261,12 +392,12 @@ void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, 
 
 	inet_ntop(AF_INET, &addr, a, sizeof(a));
 	/* the site's requests, one after another, until it closes or goes quiet */
-	if (serve_one(h, fd, buf, len, addr, a) != 0)
+	if (serve_one(s, fd, buf, len, addr, a) != 0)
 		return;
 	while ((k = ndz_upload_read_msg(fd, next, sizeof(next), ndz_site_req_need,
 					SITE_QUIET_MS, NULL)) > 0 &&
 	       ndz_site_is_req(next, (size_t)k) &&
-	       serve_one(h, fd, next, (size_t)k, addr, a) == 0)
+	       serve_one(s, fd, next, (size_t)k, addr, a) == 0)
 		;
 }
 
@@ -876,4 +1007,61 @@ void ndz_site_forward(struct ndz_site *s, const char *name, const char *path)
 		return;
 	}
 	w->joinable = 1;
+}
+
+size_t ndz_site_nodes(struct ndz_site *s, int table, struct ndz_jbuf *j)
+{
+	uint64_t now = ndz_now_ms();
+	size_t n = 0;
+	char *own, *line, *save = NULL;
+
+	for (size_t i = 0; i < SITES; i++)
+		n += s->sl[i].addr && s->sl[i].table && s->sl[i].json;
+	if (!n || (table && !(own = strdup(j->p))))
+		return 0;
+	if (!table) {                  /* {"nodes":[...],...} gets "sites" before its end */
+		char *end = strrchr(j->p, '}');
+
+		if (!end)
+			return 0;
+		j->len = (size_t)(end - j->p);
+		j->p[j->len] = 0;
+		ndz_jbuf_printf(j, ", \"sites\": [");
+		for (size_t i = 0, k = 0; i < SITES; i++) {
+			const struct sitelab *sl = &s->sl[i];
+			char a[INET_ADDRSTRLEN];
+
+			if (!sl->addr || !sl->table || !sl->json)
+				continue;
+			inet_ntop(AF_INET, &sl->addr, a, sizeof(a));
+			ndz_jbuf_printf(j, "%s{\"site\": ", k++ ? ", " : "");
+			ndz_jbuf_string(j, sl->name);
+			ndz_jbuf_printf(j, ", \"addr\": \"%s\", \"age_s\": %llu, \"lab\": %s}", a,
+					(unsigned long long)((now - sl->heard_ms) / 1000), sl->json);
+		}
+		ndz_jbuf_printf(j, "]}");
+		return n;
+	}
+	/* the table again, each line after its SITE: "-" for the parent's own nodes */
+	j->len = 0;
+	j->p[0] = 0;
+	for (line = strtok_r(own, "\n", &save), n = 0; line; line = strtok_r(NULL, "\n", &save))
+		ndz_jbuf_printf(j, "%-12s  %s\n", n++ ? "-" : "SITE", line);
+	free(own);
+	n = 0;
+	for (size_t i = 0; i < SITES; i++) {
+		char *t;
+		int first = 1;
+
+		if (!s->sl[i].addr || !s->sl[i].table || !(t = strdup(s->sl[i].table)))
+			continue;
+		n++;
+		for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			if (!first)            /* its header is the parent's */
+				ndz_jbuf_printf(j, "%-12s  %s\n", s->sl[i].name, line);
+			first = 0;
+		}
+		free(t);
+	}
+	return n;
 }

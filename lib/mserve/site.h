@@ -13,7 +13,8 @@
  * restarted (its chunks that pass the check are kept). A whole image is renamed
  * into place with its index and manifest, and the configuration reread: the cache
  * directory is an imagedir, and the next GET starts a session as on any master.
- * The cache is bounded (site-cache-size): the least recently asked images not
+ * A site reports its lab's nodes to its parent every few seconds (REPORT), and the
+ * parent's nodes list shows them with a SITE column. The cache is bounded (site-cache-size): the least recently asked images not
  * pinned and not served go first (lib/master/sitecache decides).
  */
 #ifndef NDZ_SITE_H
@@ -25,6 +26,7 @@
 #include "master/master.h"
 #include "mlock.h"
 #include "core/err.h"
+#include "core/json.h"
 
 struct ndz_site;
 
@@ -40,6 +42,9 @@ struct ndz_site_hooks {
 	/* under the lock: image name's fetch failed after it was published: stop its
 	 * sessions (their frisbeeds wait for chunks that will not come); may be NULL */
 	void (*drop)(void *ctx, const char *name);
+	/* under the lock: this master's lab nodes into j, a table (1) or JSON (0), for
+	 * the reports a site sends its parent every few seconds; may be NULL */
+	void (*nodes)(void *ctx, int table, struct ndz_jbuf *j);
 };
 
 /* ndz_site_create - the site's fetchers (none running). 0, or NDZ_ENOMEM with e. */
@@ -95,11 +100,20 @@ int ndz_site_partial(const char *path);
 size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap);
 
 /*
+ * ndz_site_nodes - under the lock, at a parent: its sites' last reports added to the
+ * nodes list in j (the parent's own, as ndz_labsrv_nodes wrote it): as a table, every
+ * line after a SITE column ("-" for the parent's own nodes); as JSON, a "sites"
+ * member [{"site","addr","age_s","lab"}]. Returns how many sites reported (0: j as
+ * it was).
+ */
+size_t ndz_site_nodes(struct ndz_site *s, int table, struct ndz_jbuf *j);
+
+/*
  * ndz_site_serve - the parent's end: the SITE request in the len bytes of buf (the
  * connection's first message) from addr (network order), answered on fd; the
  * lock is taken to find the image. The connection stays the caller's.
  */
-void ndz_site_serve(const struct ndz_site_hooks *h, int fd, const uint8_t *buf, size_t len,
+void ndz_site_serve(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 		    uint32_t addr);
 
 #endif

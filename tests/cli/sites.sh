@@ -48,6 +48,7 @@ imagedir $T/cache$s allow 10.78.$s.0/24
 parent $PARENT
 site-cache $T/cache$s
 site-allow 10.78.$s.0/24
+site-name site$s
 site-cache-size 1G
 CONF
 done
@@ -98,6 +99,29 @@ check "the sites keep a with its index and signed manifest" \
 	       cmp -s '$T/par/a.ndz.manifest' '$T/cache2/a.ndz.manifest'"
 check "multicast stayed inside the sites: the parent's network saw no session traffic" \
 	sh -c "[ \$(ip netns exec '${NETNS_PFX}par' cat /sys/class/net/eth0/statistics/rx_packets) -lt $(( chunks * 1024 / 2 )) ]"
+
+# 1b. the parent sees the whole lab: each site's nodes (three a site, added as a lab's
+# admin would) in the parent's nodes list, with a SITE column
+for s in 1 2; do
+	for c in 1 2 3; do
+		"$NDZ_BIN/ndzctl" -m "$T/run$s/admin" nodes add "02:00:00:00:0$s:0$c" "node$s$c" >/dev/null ||
+			not_ok "ndzctl nodes add at site $s"
+	done
+done
+# all_six: the parent's list has the six nodes, each on its site's line
+all_six() {
+	"$NDZ_BIN/ndzctl" -m "$T/run0/admin" nodes list >"$T/nodes.txt" 2>&1 &&
+		[ "$(grep -cE '^site[12] +02:00:00:00:0[12]:0[123] +node[12][123] ' "$T/nodes.txt")" = 6 ] &&
+		! grep -E '^site1 .*node2|^site2 .*node1' "$T/nodes.txt" >/dev/null
+}
+wait_until 15 all_six
+check "the parent's ndzctl nodes list shows the six nodes of both sites with a SITE column" \
+	sh -c "head -1 '$T/nodes.txt' | grep -q '^SITE  *MAC' &&
+	       [ \$(grep -cE '^site[12] +02:00:00:00:0[12]:0[123] +node[12][123] ' '$T/nodes.txt') = 6 ]"
+"$NDZ_BIN/ndzctl" -m "$T/run0/admin" --json nodes list >"$T/nodes.json" 2>&1
+check "... and its JSON lists both sites with their labs" \
+	sh -c "grep -q '\"sites\": \[{\"site\": \"site[12]\", \"addr\": \"10.78.[12].1\"' '$T/nodes.json' &&
+	       [ \$(grep -o '\"name\":\"node[12][123]\"' '$T/nodes.json' | wc -l) = 6 ]"
 
 # 2. asked again: served from the cache, nothing fetched
 fclient c12 1 a "$T/again"
@@ -210,5 +234,5 @@ wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?; wait $MPID_m2; r2=$?
 check "the masters stop on SIGTERM ($r0 $r1 $r2)" [ "$r0$r1$r2" = 000 ]
 check "no sanitizer report in the masters' logs" \
 	sh -c "! grep -l 'Sanitizer\|runtime error' '$T/par.log' '$T/m1.log' '$T/m2.log'"
-[ -n "${SITES_KEEP:-}" ] && cp "$T"/*.log "$SITES_KEEP"/
+[ -n "${SITES_KEEP:-}" ] && cp "$T"/*.log "$T"/nodes.* "$SITES_KEEP"/
 done_testing
