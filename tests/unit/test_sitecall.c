@@ -3,7 +3,10 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -75,11 +78,70 @@ static void test_rep(void **state)
 	assert_int_equal(ndz_site_rep_decode(b, 42, &st, &len, NULL), NDZ_EPROTO);
 }
 
+static void test_report(void **state)
+{
+	struct ndz_site_req r = { .id = 9, .what = NDZ_SITE_REPORT, .count = 12, .name = "bldgB" },
+			    d;
+	uint8_t buf[NDZ_SITE_REQ_MAX], *body;
+	const char *t, *j;
+	size_t len, tl, jl;
+	int n;
+
+	(void)state;
+	/* the request: its body's length in count, the body not counted by need */
+	n = ndz_site_req_encode(&r, buf, sizeof(buf), NULL);
+	assert_int_equal(n, NDZ_SITE_REQ_FIXED + 5);
+	assert_int_equal(ndz_site_req_need(buf, 12, NULL), n);
+	assert_int_equal(ndz_site_req_decode(buf, (size_t)n, &d, NULL), 0);
+	assert_int_equal(d.what, NDZ_SITE_REPORT);
+	assert_int_equal(d.count, 12);
+	r.count = 3;                               /* shorter than its table length field */
+	assert_int_equal(ndz_site_req_encode(&r, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	r.count = NDZ_SITE_REPORT_MAX + 1;
+	assert_int_equal(ndz_site_req_encode(&r, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	/* the body: u32 table length, table, JSON */
+	assert_int_equal(ndz_site_report_encode("T\n", 2, "{}", 2, &body, &len, NULL), 0);
+	assert_int_equal(len, 8);
+	assert_int_equal(body[0], 2);
+	assert_int_equal(body[1] | body[2] | body[3], 0);
+	assert_int_equal(ndz_site_report_decode(body, len, &t, &tl, &j, &jl, NULL), 0);
+	assert_int_equal(tl, 2);
+	assert_memory_equal(t, "T\n", 2);
+	assert_int_equal(jl, 2);
+	assert_memory_equal(j, "{}", 2);
+	body[0] = 7;                               /* a table longer than the body */
+	assert_int_equal(ndz_site_report_decode(body, len, &t, &tl, &j, &jl, NULL), NDZ_EPROTO);
+	body[0] = 2;
+	body[5] = 0;                               /* a NUL in the table */
+	assert_int_equal(ndz_site_report_decode(body, len, &t, &tl, &j, &jl, NULL), NDZ_EPROTO);
+	free(body);
+}
+
+static void test_want(void **state)
+{
+	char path[] = "/tmp/ndz-want-XXXXXX";
+	int fd = mkstemp(path);
+	char w[64];
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(ndz_site_want_read(path, 10), UINT32_MAX);   /* none told */
+	ndz_site_want_write(path, 7);
+	assert_int_equal(ndz_site_want_read(path, 10), 7);
+	assert_int_equal(ndz_site_want_read(path, 7), UINT32_MAX);    /* past the image */
+	snprintf(w, sizeof(w), "%s.want", path);
+	unlink(w);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_req_roundtrip),
 		cmocka_unit_test(test_rep),
+		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_want),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
