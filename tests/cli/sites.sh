@@ -26,12 +26,19 @@ done
 [ -n "$MC_RAW" ] && skip_all "imagezip not built"
 chunks=$(( $(stat -c %s "$T/par/a.ndz") / 1048576 ))
 bchunks=$(( $(stat -c %s "$T/par/big.ndz") / 1048576 ))
+# flip FILE OFFSET: the byte at OFFSET made another (its complement)
+flip() {
+	_b=$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+	printf "\\$(printf %03o $((255 - _b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
 # forged: a's bytes, signed by another key
 cp "$T/par/a.ndz" "$T/par/forged.ndz" && cp "$T/par/a.ndz.index" "$T/par/forged.ndz.index" &&
 	"$NDZ_BIN/imagekey" sign -k "$T/k2.sec" "$T/par/forged.ndz" >/dev/null 2>&1 ||
 	{ not_ok "sign forged"; done_testing; }
 # bad: chunk 1's data corrupted at the parent, its index (made before) intact
-printf 'X' | dd of="$T/par/bad.ndz" bs=1 seek=$(( 1048576 + 4096 + 100 )) conv=notrunc 2>/dev/null
+cp "$T/par/bad.ndz" "$T/bad.orig"
+flip "$T/par/bad.ndz" $(( 1048576 + 4096 + 100 ))
+cmp -s "$T/bad.orig" "$T/par/bad.ndz" && not_ok "corrupt bad.ndz"
 
 mkdir -p "$T/pup" "$T/sup1"
 cat >"$T/par.conf" <<CONF
@@ -192,7 +199,7 @@ check "... the fetch retried and resumed: $asked chunks asked for $bchunks ($lin
 # a corrupt one stops at the site
 MC_ZIP_OPTS= mc_image up1 2 up1 || not_ok "make image up1"
 cp "$T/up1.ndz" "$T/up2.ndz"
-printf 'X' | dd of="$T/up2.ndz" bs=1 seek=$(( 4096 + 100 )) conv=notrunc 2>/dev/null
+flip "$T/up2.ndz" $(( 4096 + 100 ))
 in_ns c11 "$NDZ_BIN/frisbee-upload" -M 10.78.1.1 -I up1 "$T/up1.ndz" 2>"$T/up1.err"; rc=$?
 wait_until 30 grep -q 'site: upload up1 stored at the parent' "$T/m1.log"
 check "an upload at a site is stored there and at the parent, identical ($rc)" \
