@@ -300,7 +300,7 @@ int ndz_site_report_decode(const uint8_t *buf, size_t len, const char **table, s
 }
 
 int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8_t *body,
-		    size_t body_len, struct ndz_error *e)
+		    size_t body_len, uint8_t **tasks, size_t *tlen, struct ndz_error *e)
 {
 	uint8_t req[NDZ_SITE_REQ_MAX], rep[NDZ_SITE_REP_LEN];
 	char host[256];
@@ -308,6 +308,8 @@ int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8
 	uint64_t n;
 	int k, rc;
 
+	*tasks = NULL;
+	*tlen = 0;
 	r->what = NDZ_SITE_REPORT;
 	r->first = 0;
 	r->count = (uint32_t)body_len;
@@ -334,7 +336,8 @@ int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8
 		off += (size_t)w;
 	}
 	if ((rc = read_full(l->fd, rep, sizeof(rep))) != 0 ||
-	    (rc = ndz_site_rep_decode(rep, r->id, &status, &n, e)) != 0 || n) {
+	    (rc = ndz_site_rep_decode(rep, r->id, &status, &n, e)) != 0 ||
+	    n > NDZ_SITE_TASKS_MAX) {
 		ndz_site_link_close(l);
 		return ndz_error_set(e, rc ? rc : NDZ_EPROTO, 0, "parent %s:%u: no reply to the "
 				     "report", host, port);
@@ -342,6 +345,14 @@ int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8
 	if (status != NDZ_CTL_OK)
 		return ndz_error_set(e, NDZ_EREFUSED, 0, "parent %s:%u: report: %s", host, port,
 				     ndz_ctl_strstatus(status));
+	if (n && (!(*tasks = malloc(n)) || (rc = read_full(l->fd, *tasks, n)) != 0)) {
+		free(*tasks);
+		*tasks = NULL;
+		ndz_site_link_close(l);
+		return ndz_error_set(e, rc ? rc : NDZ_ENOMEM, 0, "parent %s:%u: the tasks "
+				     "ended early", host, port);
+	}
+	*tlen = n;
 	return 0;
 }
 

@@ -30,6 +30,7 @@ enum ndz_site_what {
 };
 
 #define NDZ_SITE_REPORT_MAX (2u * NDZ_CTL_TEXT_BIG + 4)  /* a REPORT's body, at most */
+#define NDZ_SITE_TASKS_MAX  (16u * NDZ_CTL_LAB_MAX)      /* a REPORT reply's tasks */
 
 struct ndz_site_req {
 	uint32_t id;
@@ -109,10 +110,12 @@ int ndz_site_fetch(struct ndz_site_link *l, const struct ndz_site_req *r, uint8_
 
 /*
  * ndz_site_report - send the REPORT r (its count set to body_len) and its body on l,
- * and wait for the parent's reply. 0, or as ndz_site_fetch.
+ * and wait for the parent's reply: the tasks the parent sends this site, admin
+ * requests (ndz_ctl_lab_encode's, one after another), into *tasks (malloc'ed, the
+ * caller frees; NULL when none) and *tlen. 0, or as ndz_site_fetch.
  */
 int ndz_site_report(struct ndz_site_link *l, struct ndz_site_req *r, const uint8_t *body,
-		    size_t body_len, struct ndz_error *e);
+		    size_t body_len, uint8_t **tasks, size_t *tlen, struct ndz_error *e);
 
 /*
  * ndz_site_fetch_chunks - as ndz_site_fetch for a CHUNKS_OF request, but each chunk

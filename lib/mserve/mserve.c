@@ -439,6 +439,25 @@ static size_t site_list(void *ctx, int table, struct ndz_jbuf *j)
 	return s->site ? ndz_site_nodes(s->site, table, j) : 0;
 }
 
+/* Under the lock, at a parent: a task for a node of a site goes to that site. */
+static int site_task(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		     struct ndz_error *e)
+{
+	struct ndz_mserve *s = ctx;
+
+	return s->site ? ndz_site_task(s->site, r, j, e) :
+	       ndz_error_set(e, NDZ_ENOENT, 0, "no site");
+}
+
+/* Under the lock, at a site: a task its parent sent, done as an admin request. */
+static int site_apply(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		      struct ndz_error *e)
+{
+	struct ndz_mserve *s = ctx;
+
+	return ndz_labsrv_admin(s->lab, r, j, e);
+}
+
 /* An upload stored here: a site master sends it on to its parent. */
 static void site_stored(void *ctx, const char *name, const char *path)
 {
@@ -586,14 +605,15 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	    (rc = ndz_master_create(s->conf, &s->ms, e)) != 0 ||
 	    (rc = ndz_labsrv_open(s->conf, o->run_dir, &(struct ndz_labsrv_hooks){ s, status_json,
 				  say, s->lock, s->ms, reload, o->refused,
-				  site_list }, &s->lab, e)) != 0)
+				  site_list, site_task }, &s->lab, e)) != 0)
 		goto fail;
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
 				      say, o->refused, site_serve, site_stored };
 	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, say,
-							     site_drop, site_nodes }, &s->site,
+							     site_drop, site_nodes, site_apply },
+				  &s->site,
 				  e)) != 0)
 		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,

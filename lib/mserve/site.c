@@ -71,6 +71,8 @@ struct sitelab {
 	char name[NDZ_CTL_NAME_MAX + 1];
 	char *table, *json;
 	uint64_t heard_ms;
+	uint8_t tasks[NDZ_SITE_TASKS_MAX];  /* admin requests for it, sent with the reply */
+	size_t ntasks;                 /* bytes */
 };
 
 struct ndz_site {
@@ -93,6 +95,33 @@ struct ndz_site {
 	} while (0)
 
 static void pause_ms(struct ndz_site *s, unsigned ms);
+
+/* A site: the tasks its parent sent (admin requests), done here. */
+static void apply_tasks(struct ndz_site *s, const uint8_t *b, size_t n, char *buf, size_t cap)
+{
+	for (size_t off = 0; off < n;) {
+		struct ndz_ctl_labreq r;
+		struct ndz_error e = { 0 };
+		struct ndz_jbuf j;
+		int k = ndz_ctl_lab_need(b + off, n - off, 0, NULL);
+
+		if (k <= 0 || (size_t)k > n - off || ndz_ctl_lab_decode(b + off, (size_t)k, &r,
+									NULL) != 0 ||
+		    r.type != NDZ_CTL_ADMIN) {
+			SAY(&s->h, 0, "site: the parent's tasks: malformed, the rest dropped");
+			return;
+		}
+		off += (size_t)k;
+		ndz_jbuf_init(&j, buf, cap);
+		ndz_mlock_take(s->h.lock);
+		if (s->h.apply && s->h.apply(s->h.ctx, &r, &j, &e) == 0)
+			SAY(&s->h, 1, "site: the parent's task for %s: %s", r.args[0], j.p);
+		else
+			SAY(&s->h, 0, "site: the parent's task for %s: %s", r.args[0],
+			    s->h.apply ? ndz_error_msg(&e) : "not done here");
+		ndz_mlock_give(s->h.lock);
+	}
+}
 
 /* A site: its nodes to the parent every REPORT_MS, on a connection kept open. */
 static void *report_thread(void *arg)
@@ -130,8 +159,14 @@ static void *report_thread(void *arg)
 		ndz_mlock_give(s->h.lock);
 		r.id = ++id;
 		if (ndz_site_report_encode(jt.p, jt.len, jj.p, jj.len, &body, &len, &e) == 0) {
-			if (ndz_site_report(&l, &r, body, len, &e) != 0)
+			uint8_t *tasks;
+			size_t tl;
+
+			if (ndz_site_report(&l, &r, body, len, &tasks, &tl, &e) != 0)
 				SAY(&s->h, 2, "site: report to the parent: %s", ndz_error_msg(&e));
+			else if (tl)
+				apply_tasks(s, tasks, tl, jt.p, NDZ_CTL_TEXT_BIG);
+			free(tasks);
 			free(body);
 		}
 	}
@@ -284,6 +319,7 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 	const char *t, *j;
 	size_t tl, jl, got = 0;
 	struct sitelab *sl = NULL;
+	int rc;
 
 	while (b && got < r->count) {
 		ssize_t n = recv(fd, b + got, r->count - got, 0);
@@ -320,6 +356,8 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 	for (size_t i = 0; !sl && i < SITES; i++)
 		if (i == 0 || s->sl[i].heard_ms < sl->heard_ms)
 			sl = &s->sl[i];
+	if (sl->addr != addr)
+		sl->ntasks = 0;        /* another site's place */
 	free(sl->table);
 	free(sl->json);
 	sl->table = strndup(t, tl);
@@ -327,10 +365,17 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 	sl->addr = addr;
 	snprintf(sl->name, sizeof(sl->name), "%s", r->name);
 	sl->heard_ms = ndz_now_ms();
+	ndz_site_rep_encode(r->id, NDZ_CTL_OK, sl->ntasks, rep);
+	rc = send_all(fd, rep, sizeof(rep));
+	if (rc == 0 && sl->ntasks)
+		rc = send_all(fd, sl->tasks, sl->ntasks);
+	if (rc == 0 && sl->ntasks)
+		SAY(&s->h, 1, "site %s (%s): its tasks sent", a, sl->name);
+	if (rc == 0)
+		sl->ntasks = 0;        /* sent: the site does them (a lost one: sent again) */
 	ndz_mlock_give(s->h.lock);
 	free(b);
-	ndz_site_rep_encode(r->id, NDZ_CTL_OK, 0, rep);
-	return send_all(fd, rep, sizeof(rep));
+	return rc;
 }
 
 static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
@@ -1064,4 +1109,51 @@ size_t ndz_site_nodes(struct ndz_site *s, int table, struct ndz_jbuf *j)
 		free(t);
 	}
 	return n;
+}
+
+/* Does the JSON lab of a site list target: a node's "name", "mac" or "group"? */
+static int lists(const char *json, const char *target)
+{
+	char needle[3 * NDZ_CTL_NAME_MAX + 16], q[2 * NDZ_CTL_NAME_MAX + 8];
+	static const char *const keys[] = { "name", "mac", "group" };
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, q, sizeof(q));
+	ndz_jbuf_string(&j, target);
+	for (size_t k = 0; k < 3; k++) {
+		snprintf(needle, sizeof(needle), "\"%s\":%s", keys[k], q);
+		if (k == 1 ? strcasestr(json, needle) != NULL : strstr(json, needle) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+int ndz_site_task(struct ndz_site *s, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		  struct ndz_error *e)
+{
+	for (size_t i = 0; i < SITES; i++) {
+		struct sitelab *sl = &s->sl[i];
+		struct ndz_ctl_labreq f = *r;
+		char a[INET_ADDRSTRLEN];
+		int n;
+
+		if (!sl->addr || !sl->json || !lists(sl->json, r->args[0]))
+			continue;
+		f.token[0] = 0;
+		n = ndz_ctl_lab_encode(&f, sl->tasks + sl->ntasks,
+				       sizeof(sl->tasks) - sl->ntasks, e);
+		if (n < 0)
+			return n == NDZ_ERANGE ? ndz_error_set(e, NDZ_EBUSY, 0, "site %s: too many "
+							      "tasks waiting", sl->name) : n;
+		sl->ntasks += (size_t)n;
+		inet_ntop(AF_INET, &sl->addr, a, sizeof(a));
+		ndz_jbuf_printf(j, "%s %s: sent to site %s (%s), which takes it at its next "
+				"report", r->op == NDZ_CTL_OP_RELOAD ? "reload" :
+				r->op == NDZ_CTL_OP_CAPTURE ? "capture" : "cancel", r->args[0],
+				sl->name, a);
+		SAY(&s->h, 1, "admin: %s", j->p);
+		return 0;
+	}
+	return ndz_error_set(e, NDZ_ENOENT, 0, "%s: no such node or group here or at a site",
+			     r->args[0]);
 }

@@ -27,6 +27,7 @@
 #include "mlock.h"
 #include "core/err.h"
 #include "core/json.h"
+#include "ctl/ctl.h"
 
 struct ndz_site;
 
@@ -45,6 +46,10 @@ struct ndz_site_hooks {
 	/* under the lock: this master's lab nodes into j, a table (1) or JSON (0), for
 	 * the reports a site sends its parent every few seconds; may be NULL */
 	void (*nodes)(void *ctx, int table, struct ndz_jbuf *j);
+	/* under the lock: a task the parent sent (an admin request), done here; may be
+	 * NULL */
+	int (*apply)(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		     struct ndz_error *e);
 };
 
 /* ndz_site_create - the site's fetchers (none running). 0, or NDZ_ENOMEM with e. */
@@ -107,6 +112,16 @@ size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap);
  * it was).
  */
 size_t ndz_site_nodes(struct ndz_site *s, int table, struct ndz_jbuf *j);
+
+/*
+ * ndz_site_task - under the lock, at a parent: the reload, capture or cancel r names
+ * a node or group of no node here; the site whose last report lists it (a node's
+ * name or MAC, a group) gets r with its next report's answer, and does it. 0 with
+ * what happened in j, or NDZ_ENOENT (no site lists it) / NDZ_EBUSY (that site has
+ * too many tasks waiting) with e.
+ */
+int ndz_site_task(struct ndz_site *s, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		  struct ndz_error *e);
 
 /*
  * ndz_site_serve - the parent's end: the SITE request in the len bytes of buf (the

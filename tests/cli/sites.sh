@@ -130,6 +130,22 @@ check "... and its JSON lists both sites with their labs" \
 	sh -c "grep -q '\"sites\": \[{\"site\": \"site[12]\", \"addr\": \"10.78.[12].1\"' '$T/nodes.json' &&
 	       [ \$(grep -o '\"name\":\"node[12][123]\"' '$T/nodes.json' | wc -l) = 6 ]"
 
+# 1c. the parent tasks a node of site 2: the site takes the task and reports it back
+out=$("$NDZ_BIN/ndzctl" -m "$T/run0/admin" reload node22 a 2>&1); rc=$?
+check "ndzctl reload at the parent for a node of site 2: sent there ($rc: $out)" \
+	sh -c "[ $rc = 0 ] && echo '$out' | grep -q 'sent to site site2 (10.78.2.1)'"
+# tasked: the site's own list, then the parent's, show node22's reload of a
+tasked() {
+	"$NDZ_BIN/ndzctl" -m "$T/run2/admin" nodes list 2>/dev/null | grep -qE '^02:00:00:00:02:02 +node22 +- +reload a ' &&
+		"$NDZ_BIN/ndzctl" -m "$T/run0/admin" nodes list 2>/dev/null |
+		grep -qE '^site2 +02:00:00:00:02:02 +node22 +- +reload a '
+}
+wait_until 15 tasked
+check "... site 2 has the task, and the parent's list shows it" tasked
+"$NDZ_BIN/ndzctl" -m "$T/run2/admin" cancel node22 >/dev/null 2>&1
+out=$("$NDZ_BIN/ndzctl" -m "$T/run0/admin" reload nosuchnode a 2>&1); rc=$?
+check "a node no site has: refused at the parent ($rc: $out)" [ "$rc" != 0 ]
+
 # 2. asked again: served from the cache, nothing fetched
 fclient c12 1 a "$T/again"
 mc_wait
