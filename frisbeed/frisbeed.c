@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "core/format.h"
 #include "ctl/sessctl.h"
 #include "mcast/sessans.h"
+#include "ctl/sitecall.h"
 #include "mcast/net.h"
 #include "mcast/sdrive.h"
 #include "mcast/server.h"
@@ -26,7 +28,34 @@ struct session {
 	struct ndz_server *srv;
 	struct ndz_sdrive *drv;        /* every call into srv goes through it, or its lock */
 	struct ndz_sdrive_net io;      /* the socket and the image */
+	int growing;                   /* --growing: chunks may still be arriving */
+	const char *name;              /* the image file */
+	atomic_int stopping;           /* set by main before the driver stops */
+	int (*read)(void *ctx, uint8_t *buf, uint32_t chunk);  /* the table's own */
 };
+
+#define GROWING_WAIT 12000             /* --growing: 50 ms rounds a chunk is waited for */
+
+static struct session *grow;           /* --growing: the one session of this process */
+
+/*
+ * The driver's read with --growing (a site master still fetching the image,
+ * doc/SITES.md): a chunk whose header is not written yet (it is written after its
+ * data) is read again until it is, for at most 10 minutes.
+ */
+static int growing_read(void *ctx, uint8_t *buf, uint32_t i)
+{
+	int r = grow->read(ctx, buf, i);
+
+	for (int w = 0; r == 0 && !(buf[0] | buf[1] | buf[2] | buf[3]) &&
+	     w < GROWING_WAIT && !atomic_load(&grow->stopping); w++) {
+		if (w == 0)             /* the fetcher brings this one next (IMAGE.want) */
+			ndz_site_want_write(grow->name, i);
+		nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+		r = grow->read(ctx, buf, i);
+	}
+	return r;
+}
 
 static const char usage_text[] =
 	"Usage: frisbeed [options] IMAGE\n"
@@ -57,6 +86,8 @@ static const char usage_text[] =
 	"  --control SOCKET         answer the image master's status, rate, identify and\n"
 	"                           hold questions on this unix socket (lib/ctl/sessctl)\n"
 	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
+	"  --growing                IMAGE is still arriving (a site master's fetch): wait\n"
+	"                           for a chunk not yet written, up to 10 minutes\n"
 	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
 	"  --syslog                 messages to syslog (facility daemon), not stderr\n"
 	"  -q, --quiet              no statistics line at exit\n"
@@ -167,7 +198,7 @@ int main(int argc, char **argv)
 		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
 		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
 		{ "max-datagram", required_argument, NULL, 0x105 },
-		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
+		{ "growing", no_argument, NULL, 0x106 }, CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
@@ -217,6 +248,7 @@ int main(int argc, char **argv)
 		case 0x111: case 0x112: cli_log_mode(c - 0x110); break;      /* 0x110 + CLI_LOG_* */
 		case 0x105: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
 		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
+		case 0x106: s.growing = 1; break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}
@@ -229,6 +261,7 @@ int main(int argc, char **argv)
 	if (so.burst_pkts && so.auto_rate)
 		cli_usage_error("-W auto and -b/-g exclude each other");
 	so.name = argv[optind];
+	s.name = so.name;
 	so.info.idle_timeout = (uint32_t)idle;
 	if (ndz_io_open_file(so.name, NDZ_IO_READ, &s.io.img, &e) < 0 ||
 	    ndz_server_image(s.io.img, &so, &e) < 0 ||
@@ -260,6 +293,11 @@ int main(int argc, char **argv)
 	free((void *)so.manifest);
 	free((void *)so.index);
 	dopt.io = ndz_sdrive_net_io(&s.io);
+	if (s.growing) {
+		grow = &s;
+		s.read = dopt.io.read;
+		dopt.io.read = growing_read;
+	}
 	if (cli_verbose)
 		dopt.warn = say_warn;
 	if (cli_verbose > 1)
@@ -303,6 +341,7 @@ int main(int argc, char **argv)
 		}
 	}
 	ndz_sessans_stop(ctl);
+	atomic_store(&s.stopping, 1);
 	ndz_sdrive_stop(s.drv);
 	if (e.code) {
 		cli_error("%s", ndz_error_msg(&e));

@@ -276,6 +276,7 @@ const char *ndz_ctl_strstatus(unsigned status)
 		[NDZ_CTL_USE_TCP] = "status is answered over TCP only",
 		[NDZ_CTL_CONNS] = "too many connections waiting to be heard",
 		[NDZ_CTL_NONODE] = "no such node or group, or no task",
+		[NDZ_CTL_WAIT] = "the image is on its way to this site",
 	};
 
 	return status < sizeof(msg) / sizeof(msg[0]) ? msg[status] : "unknown reply status";
@@ -475,6 +476,11 @@ int ndz_ctl_ask(const char *spec, const struct ndz_ctl_req *req, uint8_t *buf, s
 		return ndz_error_set(e, NDZ_EINVAL, 0, "'%s' is not a valid image name (%s)",
 				     req->name, NDZ_CTL_NAME_RULE);
 	rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
+	for (uint64_t t0 = ndz_now_ns(); rc == 0 && rep->status == NDZ_CTL_WAIT &&
+	     ndz_now_ns() - t0 < (uint64_t)NDZ_CTL_WAIT_S * 1000000000u;) {
+		nanosleep(&(struct timespec){ 0, 250000000 }, NULL);
+		rc = ndz_ctl_query(host, port, req, 4, 700, buf, cap, rep, e);
+	}
 	if (rc == 0 && rep->status == NDZ_CTL_DENIED) {
 		char me[64];
 

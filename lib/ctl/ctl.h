@@ -25,6 +25,7 @@ struct sockaddr_in;
 #define NDZ_CTL_JSON_MAX   16000       /* STATUS replies are cut to this */
 #define NDZ_CTL_REP_MAX    (NDZ_CTL_REP_HDR + 2 + NDZ_CTL_JSON_MAX)
 #define NDZ_CTL_MSG_MAX    512         /* DONE messages are cut to this */
+#define NDZ_CTL_WAIT_S     900         /* a GET answered WAIT is asked again this long */
 
 enum ndz_ctl_type {
 	NDZ_CTL_GET = 1,                 /* image name -> session */
@@ -34,6 +35,8 @@ enum ndz_ctl_type {
 	NDZ_CTL_ASK = 5,                 /* lab: a node asks what to do (ndz_ctl_lab_*) */
 	NDZ_CTL_REPORT = 6,              /* lab: a node reports progress or its result */
 	NDZ_CTL_ADMIN = 7,               /* lab: an admin request (unix socket or TCP) */
+	NDZ_CTL_SITE = 8,                /* TCP: a site master fetches from its parent
+					  * (lib/ctl/sitecall: encoded there) */
 };
 
 /* Reply status codes; on the wire as they are. */
@@ -53,6 +56,8 @@ enum ndz_ctl_status {
 	NDZ_CTL_USE_TCP = 12,            /* STATUS is answered over TCP only */
 	NDZ_CTL_CONNS = 13,              /* TCP: too many connections not yet heard */
 	NDZ_CTL_NONODE = 14,             /* lab: no such node or group, or no task */
+	NDZ_CTL_WAIT = 15,               /* GET at a site master: the image is on its way from
+					  * the parent (doc/SITES.md); ask again */
 };
 
 struct ndz_ctl_req {
@@ -169,7 +174,9 @@ int ndz_ctl_query(const char *host, uint16_t port, const struct ndz_ctl_req *req
 
 /*
  * ndz_ctl_ask - ndz_ctl_query to the master at spec ("HOST[:PORT]", port
- * NDZ_CTL_PORT by default): four tries 700 ms apart, about 2.8 s in all. Returns 0
+ * NDZ_CTL_PORT by default): four tries 700 ms apart, about 2.8 s in all; a WAIT
+ * answer (a site master fetching the image from its parent) is asked again every
+ * quarter second for up to NDZ_CTL_WAIT_S seconds. Returns 0
  * with rep (status OK); NDZ_EINVAL (a bad spec or host); NDZ_EREFUSED with e saying
  * "master HOST:PORT: image 'NAME': unknown image" (GET) or "master HOST:PORT: access
  * denied" (STATUS), a denial naming this host's address toward the master ("no

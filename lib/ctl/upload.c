@@ -149,6 +149,11 @@ static int dial(const char *host, uint16_t port, int wait_s, struct ndz_error *e
 }
 
 /* The address the connection fd goes from, dotted into buf. 0 or -1. */
+int ndz_upload_dial(const char *host, uint16_t port, int wait_s, struct ndz_error *e)
+{
+	return dial(host, port, wait_s, e);
+}
+
 static int local_addr(int fd, char *buf, size_t cap)
 {
 	struct sockaddr_in me;

@@ -27,6 +27,13 @@ int ndz_upload_read_msg(int fd, uint8_t *buf, size_t cap,
 			struct ndz_error *e);
 
 /*
+ * ndz_upload_dial - a TCP connection to host:port within wait_s seconds, blocking,
+ * its reads and writes timing out after wait_s (the uploader's and a site's fetches
+ * alike). The fd, or NDZ_ETIMEDOUT / NDZ_ENET / NDZ_EINVAL with e naming the master.
+ */
+int ndz_upload_dial(const char *host, uint16_t port, int wait_s, struct ndz_error *e);
+
+/*
  * ndz_upload_write_msg - the reply r, encoded, onto the stream fd (no SIGPIPE).
  * 0 or NDZ_ENET / the encoder's code, with e (may be NULL) set.
  */

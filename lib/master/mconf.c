@@ -342,6 +342,10 @@ static const struct str_key {
 	{ "lab-state", offsetof(struct ndz_mconf, lab_state) },
 	{ "pxe-dir", offsetof(struct ndz_mconf, pxe_dir) },   /* network boot (lib/master/pxe) */
 	{ "pxe-url", offsetof(struct ndz_mconf, pxe_url) },
+	{ "parent", offsetof(struct ndz_mconf, parent) },     /* a site master (doc/SITES.md) */
+	{ "site-cache", offsetof(struct ndz_mconf, site_cache) },
+	{ "site-key", offsetof(struct ndz_mconf, site_key) },
+	{ "site-name", offsetof(struct ndz_mconf, site_name) },
 };
 
 static char **str_field(struct ndz_mconf *c, const struct str_key *k)
@@ -361,8 +365,60 @@ static int parse_str_key(struct parser *p, const struct str_key *sk, const char 
 	if (str == &p->c->pxe_url && !ndz_pxe_url_ok(val))
 		return perr(p, "bad pxe-url (http://, https:// or tftp://, a host and a path of "
 			    "letters, digits and -._~:/@%+=,!*(); at most 512 bytes)", val);
+	if (str == &p->c->parent && ndz_ctl_hostport(val, NDZ_CTL_PORT, (char[256]){ 0 }, 256,
+						      &(uint16_t){ 0 }, NULL) != 0)
+		return perr(p, "bad parent (HOST[:PORT])", val);
+	if (str == &p->c->site_name && !ndz_ctl_valid_name(val))
+		return perr(p, "bad site-name (" NDZ_CTL_NAME_RULE ")", val);
+	if (str == &p->c->site_cache && val[0] != '/')
+		return perr(p, "bad site-cache (an absolute path)", val);
 	if (!(*str = strdup(val)))
 		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	return 0;
+}
+
+/* The site keys that are no plain string: "site-cache-size BYTES", "pin NAME". */
+static int parse_site_key(struct parser *p, const char *k, const char *val)
+{
+	struct ndz_mconf *c = p->c;
+	char **pins;
+
+	if (strcmp(k, "site-allow") == 0) {
+		struct ndz_cidr list[64];
+		size_t n = 0;
+		char v[1024];
+
+		snprintf(v, sizeof(v), "%s", val);
+		if (c->site_allow)
+			return perr(p, "site-allow given twice", NULL);
+		if (parse_list(p, v, list, &n) != 0)
+			return NDZ_EINVAL;
+		if (copy_cidrs(&c->site_allow, list, n) != 0)
+			return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+		c->nsite_allow = n;
+		return 0;
+	}
+	if (strcmp(k, "site-cache-size") == 0) {
+		if (ndz_parse_u64(val, 1, &c->site_cache_size, NULL) != 0)
+			return perr(p, "bad site-cache-size (bytes, k/M/G/T: powers of 1024)", val);
+		return 0;
+	}
+	if (!ndz_ctl_valid_name(val))
+		return perr(p, "bad pin (an image name: " NDZ_CTL_NAME_RULE ")", val);
+	if (!(pins = realloc(c->pins, (c->npins + 1) * sizeof(*pins))))
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	c->pins = pins;
+	if (!(pins[c->npins] = strdup(val)))
+		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
+	c->npins++;
+	return 0;
+}
+
+int ndz_mconf_pinned(const struct ndz_mconf *c, const char *name)
+{
+	for (size_t i = 0; i < c->npins; i++)
+		if (strcmp(c->pins[i], name) == 0)
+			return 1;
 	return 0;
 }
 
@@ -479,6 +535,9 @@ static int parse_line(struct parser *p, char **tok, int ntok)
 	}
 	if (strcmp(k, "token-file") == 0)          /* with a value missing or too many */
 		return one_value(p, k, ntok);
+	if (strcmp(k, "site-cache-size") == 0 || strcmp(k, "pin") == 0 ||
+	    strcmp(k, "site-allow") == 0)
+		return one_value(p, k, ntok) ? NDZ_EINVAL : parse_site_key(p, k, tok[1]);
 	for (i = 0; i < sizeof(str_keys) / sizeof(str_keys[0]); i++)
 		if (strcmp(k, str_keys[i].key) == 0)
 			return one_value(p, k, ntok) ? NDZ_EINVAL :
@@ -615,7 +674,10 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 		p.line = p.upload_line;
 		rc = perr(&p, "'upload' needs an upload-dir line (where uploads are written)", NULL);
 	}
-	if (rc == 0 && c->nimages == 0 && !c->upload_dir)
+	if (rc == 0 && (!c->parent) != (!c->site_cache))
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: a site master needs both parent and "
+				   "site-cache", fname);
+	if (rc == 0 && c->nimages == 0 && !c->upload_dir && !c->parent)  /* a site fetches */
 		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: no images", fname);
 	if (rc) {
 		ndz_mconf_free(c);
@@ -676,6 +738,10 @@ void ndz_mconf_free(struct ndz_mconf *c)
 		free(*str_field(c, &str_keys[i]));
 	free(c->token_file);
 	free(c->pxe_args);
+	for (size_t i = 0; i < c->npins; i++)
+		free(c->pins[i]);
+	free(c->pins);
+	free(c->site_allow);
 	free(c);
 }
 
@@ -739,8 +805,15 @@ int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_
 	return 0;
 }
 
+int ndz_mconf_site_allows(const struct ndz_mconf *c, uint32_t addr)
+{
+	return c->parent && in_list(c->site_allow, c->nsite_allow, addr);
+}
+
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)
 {
+	if (ndz_mconf_site_allows(c, addr))
+		return 1;
 	for (size_t i = 0; i < c->nimages; i++)
 		if (ndz_mconf_allows(&c->images[i], addr))
 			return 1;

@@ -79,6 +79,17 @@ struct ndz_mconf {
 	char *pxe_url;                 /* the files' base URL in scripts; NULL: this master's /pxe */
 	char *pxe_args;                /* more kernel parameters in scripts; NULL: none */
 	int pxe_local;                 /* how nodes boot local: enum ndz_pxe_local */
+	/* a site master (doc/SITES.md): images fetched on demand from a parent */
+	char *parent;                  /* HOST[:PORT] of the parent master; NULL: not a site */
+	char *site_cache;              /* where fetched images are kept (an imagedir's DIR) */
+	uint64_t site_cache_size;      /* bytes the cache may hold; 0: no bound */
+	char *site_name;               /* how the parent lists this site; NULL: "site" */
+	char *site_key;                /* a public signing key: fetched images must be signed
+					* by it (manifest, index, every chunk); NULL: no key */
+	char **pins;                   /* npins image names the cache never evicts */
+	size_t npins;
+	struct ndz_cidr *site_allow;   /* who may ask for an image not yet at the site */
+	size_t nsite_allow;
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };
@@ -97,6 +108,9 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 /* ndz_mconf_load - read the file path and parse it as ndz_mconf_parse. */
 int ndz_mconf_load(const char *path, struct ndz_mconf **out, struct ndz_error *e);
 
+/* ndz_mconf_pinned - 1 when a "pin" line names image name, else 0. */
+int ndz_mconf_pinned(const struct ndz_mconf *c, const char *name);
+
 /* ndz_mconf_free - accepts NULL. */
 void ndz_mconf_free(struct ndz_mconf *c);
 
@@ -106,7 +120,10 @@ const struct ndz_mconf_image *ndz_mconf_find(const struct ndz_mconf *c, const ch
 /* ndz_mconf_allows - 1 when addr (network order) may have im, else 0. */
 int ndz_mconf_allows(const struct ndz_mconf_image *im, uint32_t addr);
 
-/* ndz_mconf_allows_any - 1 when some image allows addr (network order). */
+/* ndz_mconf_site_allows - 1 when a site-allow line lets addr ask for images not here yet. */
+int ndz_mconf_site_allows(const struct ndz_mconf *c, uint32_t addr);
+
+/* ndz_mconf_allows_any - 1 when some image (or a site-allow line) allows addr. */
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr);
 
 /*

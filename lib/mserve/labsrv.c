@@ -460,6 +460,8 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 			ndz_lab_table(s->lab, now_ms, j);
 		else
 			ndz_lab_json(s->lab, now_ms, 0, j);
+		if (s->h.sites)                /* a parent: its sites' nodes too */
+			s->h.sites(s->h.ctx, (r->flags & NDZ_CTL_FLAG_TABLE) != 0, j);
 		return 0;
 	case NDZ_CTL_OP_NODE_REMOVE:
 		if ((n = ndz_lab_node_remove(s->lab, r->args[0], e)))
@@ -467,7 +469,8 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 		ndz_jbuf_printf(j, "node %s removed", r->args[0]);
 		return 0;
 	case NDZ_CTL_OP_RELOAD:
-		if (!ndz_mconf_find(s->c, r->args[1]))
+		/* a site master fetches what it does not hold (doc/SITES.md) */
+		if (!ndz_mconf_find(s->c, r->args[1]) && !s->c->parent)
 			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "image '%s': no such image",
 					     r->args[1]);
 		/* fall through */
@@ -479,7 +482,15 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 
 		if ((n = ndz_lab_task(s->lab, r->args[0], task, r->args[1],
 				      task == NDZ_LAB_RELOAD ? r->flags & NDZ_LAB_OPTS : 0, macs,
-				      NDZ_LAB_NODES, e)) < 0)
+				      NDZ_LAB_NODES, e)) == NDZ_ENOENT && s->h.forward) {
+			struct ndz_error why = { 0 };  /* a node of a site: its master does it */
+
+			if (s->h.forward(s->h.ctx, r, j, &why) == 0) {
+				ndz_error_clear(e);
+				return 0;
+			}
+		}
+		if (n < 0)
 			return n;
 		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
@@ -1194,4 +1205,24 @@ const struct ndz_http_ext *ndz_labsrv_http(struct ndz_labsrv *s)
 	s->http[3] = (struct ndz_http_ext){ .name = "image", .ctx = s, .prefix = "/image/",
 					    .get = http_image };
 	return s->http;
+}
+
+void ndz_labsrv_nodes(struct ndz_labsrv *s, int table, struct ndz_jbuf *j)
+{
+	if (table)
+		ndz_lab_table(s->lab, ndz_now_ms(), j);
+	else
+		ndz_lab_json(s->lab, ndz_now_ms(), 0, j);
+}
+
+int ndz_labsrv_admin(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		     struct ndz_error *e)
+{
+	int n = admin_change(s, r, e);
+
+	if (n == 0)
+		n = admin_do(s, r, NULL, 0, ndz_now_ms(), j, e);
+	if (n == 0)
+		n = admin_saved(s, r, e);
+	return n;
 }

@@ -20,6 +20,7 @@
 #include "master/mconf.h"
 #include "mlock.h"
 #include "core/err.h"
+#include "core/json.h"
 
 #define NDZ_LABSRV_FDS 2               /* pollfds ndz_labsrv_pollfds fills */
 
@@ -48,7 +49,30 @@ struct ndz_labsrv_hooks {
 	 * said at level 0); lib/cli's cli_refusal fits */
 	void (*refused)(const char *rule, const char *addr, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
+	/* under the lock: a parent's nodes list gets its sites' nodes (lib/mserve/site):
+	 * as a table, each line after a SITE column, or JSON, a "sites" member; the
+	 * lab's own text is in j already. Returns how many sites; NULL: none */
+	size_t (*sites)(void *ctx, int table, struct ndz_jbuf *j);
+	/* under the lock: a reload, capture or cancel for a node or group this lab does
+	 * not have, at a parent: sent to the site that has it. 0 with what happened in
+	 * j, or NDZ_ENOENT (no site has it either); NULL: none */
+	int (*forward)(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		       struct ndz_error *e);
 };
+
+/*
+ * ndz_labsrv_admin - under the lock: the admin request r, as if it came on the admin
+ * socket (a task a parent sent this site master): 0 with the outcome in j, or a
+ * negative code with e.
+ */
+int ndz_labsrv_admin(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		     struct ndz_error *e);
+
+/*
+ * ndz_labsrv_nodes - under the lock: the lab's nodes into j, as ndzctl nodes list
+ * shows them at this master alone (table 1) or as its JSON (table 0).
+ */
+void ndz_labsrv_nodes(struct ndz_labsrv *s, int table, struct ndz_jbuf *j);
 
 
 /*

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ctl/ctl.h"
+#include "ctl/sitecall.h"
 #include "mconn.h"
 #include "mreply.h"
 #include "master/updir.h"
@@ -137,7 +138,7 @@ static int store(const struct ndz_mconn *c, int fd, const struct ndz_ctl_req *re
 /* The connection; *admitted cleared once its place is given back for an upload slot. */
 static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitted)
 {
-	uint8_t buf[NDZ_CTL_REQ_MAX];
+	uint8_t buf[NDZ_SITE_REQ_MAX];
 	struct ndz_ctl_req req;
 	struct ndz_ctl_rep rep = { .type = NDZ_CTL_UPLOAD };
 	struct ndz_upload_stats stats = { 0 };
@@ -156,8 +157,18 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 	ndz_mlock_give(c->lock);
 	/* the first message comes at once or never: a few seconds, not upload-timeout */
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	k = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_ctl_req_need, (int)tv.tv_sec * 1000,
+	k = ndz_upload_read_msg(fd, buf, sizeof(buf), ndz_site_req_need, (int)tv.tv_sec * 1000,
 				NULL);
+	if (k > 0 && ndz_site_is_req(buf, (size_t)k) && c->site) {
+		/* a site master fetches, request after request: past its first message
+		   it holds no place */
+		ndz_mlock_take(c->lock);
+		ndz_master_release(c->ms, addr);
+		ndz_mlock_give(c->lock);
+		*admitted = 0;
+		c->site(c->ctx, fd, buf, (size_t)k, addr);
+		return;
+	}
 	rc = k < 0 ? k : ndz_ctl_req_decode(buf, (size_t)k, &req, NULL);
 	ndz_mlock_take(c->lock);
 	if (rc == 0 && req.type == NDZ_CTL_STATUS) {
@@ -226,6 +237,8 @@ static void serve(const struct ndz_mconn *c, int fd, uint32_t addr, int *admitte
 		c->say(c->ctx, 1, "%s from %s %s as %s (%.1f s)", req.name, a, msg, final,
 		       (double)(ndz_now_ns() - t0) / 1e9);
 		ndz_mreply_done(fd, req.id, NDZ_CTL_OK, msg, NULL);
+		if (c->stored)
+			c->stored(c->ctx, req.name, final);
 		return;
 	}
 	if (rc == NDZ_ETIMEDOUT) {     /* "read error: Resource temporarily unavailable" */

@@ -33,6 +33,12 @@ struct ndz_mconn {
 	 * then said at level 1); lib/cli's cli_refusal fits */
 	void (*refused)(const char *rule, const char *addr, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
+	/* without the lock: a SITE request (lib/ctl/sitecall), the len bytes of buf, from
+	 * a site master at addr, answered on fd (lib/mserve/site); NULL: refused */
+	void (*site)(void *ctx, int fd, const uint8_t *buf, size_t len, uint32_t addr);
+	/* without the lock: image name was uploaded and stored as path, and is served
+	 * (a site master sends it on to its parent: lib/mserve/site); may be NULL */
+	void (*stored)(void *ctx, const char *name, const char *path);
 };
 
 /*

@@ -34,6 +34,7 @@
 #include "mreply.h"
 #include "mserve.h"
 #include "session.h"
+#include "site.h"
 #include "master/images.h"
 #include "master/master.h"
 #include "master/updir.h"
@@ -60,6 +61,8 @@ struct ndz_mserve {
 	struct ndz_http *http;         /* the HTTP endpoint, or NULL */
 	struct ndz_http_ext ext[NDZ_LABSRV_HTTP_EXTS + 1];  /* the lab's, and "log" */
 	uint64_t noted_ms;             /* the sessions' bytes sent last noted */
+	struct ndz_site *site;         /* sites (lib/mserve/site): a parent's answers, a
+					* site's fetches */
 };
 
 /*
@@ -270,7 +273,7 @@ static int start_session(struct ndz_mserve *s, const struct ndz_master_plan *p)
 	struct ndz_session_opts o = { s->o.frisbeed, s->o.run_dir, s->o.iface,
 				      s->o.idle_override ? s->o.idle_override :
 				      s->conf->idle_timeout, s->o.ttl, s->o.loop, s->o.verbose < 2,
-				      s->o.log, s->o.lost_s };
+				      s->o.log, s->o.lost_s, ndz_site_partial(p->image->path) };
 	struct ndz_error e = { 0 };
 	uint8_t uuid[16];
 	uint32_t chunks;
@@ -346,7 +349,25 @@ static void handle(struct ndz_mserve *s, const uint8_t *buf, size_t len,
 		started = start_session(s, &p) == 0;
 		ndz_master_answer(s->ms, &p, started ? 0 : -1, &rep);
 	}
-	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP && rep.status != NDZ_CTL_FAILED)
+	if (rep.type == NDZ_CTL_GET && rep.status == NDZ_CTL_OK)
+		ndz_site_used(s->site, req.name);
+	else if (rep.type == NDZ_CTL_GET && rep.status == NDZ_CTL_UNKNOWN &&
+		 ndz_mconf_site_allows(s->conf, addr)) {
+		/* a site master fetches what it does not hold from its parent (doc/SITES.md) */
+		int w;
+
+		ndz_error_clear(&e);
+		w = ndz_site_want(s->site, req.name, &e);
+
+		if (w == NDZ_SITE_FETCHING)
+			rep.status = NDZ_CTL_WAIT;
+		else if (w == NDZ_SITE_FAILED)
+			rep.status = e.code == NDZ_ENOIMAGE ? NDZ_CTL_UNKNOWN : NDZ_CTL_FAILED;
+		if (w == NDZ_SITE_FAILED)
+			SAY(s, 1, "%s asks for %s: %s", a, req.name, ndz_error_msg(&e));
+	}
+	if (rep.status != NDZ_CTL_OK && rep.status != NDZ_CTL_USE_TCP &&
+	    rep.status != NDZ_CTL_FAILED && rep.status != NDZ_CTL_WAIT)
 		s->o.refused(ndz_ctl_strstatus(rep.status), a, "asks for %s: %s: %s",
 			     req.type == NDZ_CTL_GET ? req.name : "the status",
 			     ndz_ctl_strstatus(rep.status), ndz_error_msg(&e));
@@ -433,6 +454,76 @@ static void tell(void *ctx, int level, const char *fmt, ...)
 }
 
 /* ---- uploads and STATUS: one thread per TCP connection (lib/mserve/mconn) ---- */
+
+/* Under the lock: this master's nodes, for a site's reports to its parent. */
+static void site_nodes(void *ctx, int table, struct ndz_jbuf *j)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_labsrv_nodes(s->lab, table, j);
+}
+
+/* Under the lock: a parent's nodes list gets its sites' nodes. */
+static size_t site_list(void *ctx, int table, struct ndz_jbuf *j)
+{
+	struct ndz_mserve *s = ctx;
+
+	return s->site ? ndz_site_nodes(s->site, table, j) : 0;
+}
+
+/* Under the lock, at a parent: a task for a node of a site goes to that site. */
+static int site_task(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		     struct ndz_error *e)
+{
+	struct ndz_mserve *s = ctx;
+
+	return s->site ? ndz_site_task(s->site, r, j, e) :
+	       ndz_error_set(e, NDZ_ENOENT, 0, "no site");
+}
+
+/* Under the lock, at a site: a task its parent sent, done as an admin request. */
+static int site_apply(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		      struct ndz_error *e)
+{
+	struct ndz_mserve *s = ctx;
+
+	return ndz_labsrv_admin(s->lab, r, j, e);
+}
+
+/* An upload stored here: a site master sends it on to its parent. */
+static void site_stored(void *ctx, const char *name, const char *path)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_mlock_take(s->lock);
+	ndz_site_forward(s->site, name, path);
+	ndz_mlock_give(s->lock);
+}
+
+/* Under the lock: a site's fetch of name failed once served: its sessions stop. */
+static void site_drop(void *ctx, const char *name)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_master_retire(s->ms, name);
+	for (size_t i = 0; i < NDZ_MASTER_SESSIONS; i++) {
+		const struct ndz_master_session *ss = ndz_master_session(s->ms, i);
+
+		if (ss->pid > 0 && !ss->adopted && strcmp(ss->image, name) == 0) {
+			SAY(s, 0, "session of %s: frisbeed %d stopped: the image did not arrive "
+			    "whole", name, ss->pid);
+			kill(ss->pid, SIGTERM);
+		}
+	}
+}
+
+/* A site master's fetch from this one (lib/mserve/site), on its connection's thread. */
+static void site_serve(void *ctx, int fd, const uint8_t *buf, size_t len, uint32_t addr)
+{
+	struct ndz_mserve *s = ctx;
+
+	ndz_site_serve(s->site, fd, buf, len, addr);
+}
 
 static void said_stale(void *ctx, const char *name)
 {
@@ -565,12 +656,18 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	if ((rc = ndz_mnet_listen(o->listen, &s->fd, &s->tfd, e)) != 0 ||
 	    (rc = ndz_master_create(s->conf, &s->ms, e)) != 0 ||
 	    (rc = ndz_labsrv_open(s->conf, o->run_dir, &(struct ndz_labsrv_hooks){ s, status_json,
-				  tell, s->lock, s->ms, reload, s->o.refused }, &s->lab, e)) != 0)
+				  tell, s->lock, s->ms, reload, s->o.refused,
+				  site_list, site_task }, &s->lab, e)) != 0)
 		goto fail;
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);
 	s->conn = (struct ndz_mconn){ s->lock, s->ms, s->tmp, DRAIN_S, s, status_json, reload,
-				      tell, s->o.refused };
+				      tell, s->o.refused, site_serve, site_stored };
+	if ((rc = ndz_site_create(&(struct ndz_site_hooks){ s->lock, s->ms, s, reload, tell,
+							     site_drop, site_nodes, site_apply },
+				  &s->site,
+				  e)) != 0)
+		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, log_ext(s),
 				 NDZ_LABSRV_HTTP_EXTS + 1, s->o.refused }, &s->http, e)) != 0)
@@ -586,6 +683,7 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	*out = s;
 	return 0;
 fail:
+	ndz_site_free(s->site);
 	ndz_labsrv_free(s->lab);
 	ndz_master_free(s->ms);
 	if (s->fd >= 0)
@@ -651,6 +749,8 @@ void ndz_mserve_end(struct ndz_mserve *s)
 {
 	/* uploads still running leave nothing behind; their uploaders see the end */
 	ndz_http_stop(s->http);
+	ndz_site_free(s->site);        /* its fetches stop between requests; files stay */
+	s->site = NULL;
 	ndz_mlock_take(s->lock);
 	for (size_t i = 0; i < NDZ_MASTER_UPLOADS; i++)
 		if (s->tmp[i][0])

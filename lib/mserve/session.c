@@ -59,6 +59,8 @@ int ndz_session_start(const struct ndz_session_opts *o, const struct ndz_master_
 		argv[argc++] = "--lost-timeout";
 		argv[argc++] = lost;
 	}
+	if (o->growing)
+		argv[argc++] = "--growing";
 	argv[argc++] = "--";
 	argv[argc++] = path;
 	argv[argc] = NULL;

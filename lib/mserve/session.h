@@ -25,6 +25,7 @@ struct ndz_session_opts {
 	int ttl, loop, quiet;          /* -t, -L, -q */
 	int log;                       /* 1: --log-time, 2: --syslog (cli.h's CLI_LOG_*) */
 	unsigned lost_s;               /* --lost-timeout; 0: frisbeed's default */
+	int growing;                   /* --growing: the image is still arriving (a site's fetch) */
 };
 
 /*

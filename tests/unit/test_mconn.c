@@ -85,7 +85,7 @@ static struct fixture *make(void)
 	assert_int_equal(ndz_master_create(f->conf, &f->ms, NULL), 0);
 	assert_int_equal(ndz_mlock_create(&f->lock, NULL), 0);
 	f->c = (struct ndz_mconn){ f->lock, f->ms, f->tmp, 0, f, status_json, reload, say,
-				   NULL };
+				   NULL, NULL, NULL };
 	return f;
 }
 

@@ -494,7 +494,7 @@ static void test_session(void **state)
 	ndz_session_forget(dir, &s);
 	/* starting one: a program that is not there, one that is */
 	{
-		struct ndz_session_opts o = { "/nonexistent/frisbeed", dir, NULL, 5, 1, 0, 1, 0, 0 };
+		struct ndz_session_opts o = { "/nonexistent/frisbeed", dir, NULL, 5, 1, 0, 1, 0, 0, 0 };
 
 		assert_int_equal(ndz_session_start(&o, &s, "/a.ndz", &pid, &e), NDZ_EIO);
 		assert_string_equal(ndz_error_msg(&e), "cannot run /nonexistent/frisbeed: "

@@ -1,0 +1,1159 @@
+/* Sites: the parent's answers to SITE requests, and a site's fetches of whole images. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "site.h"
+#include "ctl/sitecall.h"
+#include "ctl/upload.h"
+#include "master/images.h"
+#include "master/sitecache.h"
+#include "core/clock.h"
+#include "core/file.h"
+#include "core/format.h"
+#include "trust/index.h"
+#include "trust/key.h"
+#include "trust/manifest.h"
+#include "trust/verify.h"
+
+#define FETCHES 16                     /* images fetched at once, at most */
+#define BATCH 2                        /* chunks asked for at once: a session waits for
+					* at most these before the one it asks */
+#define TRIES 3                        /* a chunk that fails its check is asked this often */
+#define WAIT_S 10                      /* a fetch's wait for the parent, each step */
+#define BACKOFF_MIN_MS 250             /* the pause after a lost link, doubling ... */
+#define BACKOFF_MAX_MS 8000            /* ... up to this */
+#define FAILED_S 10                    /* a failed fetch is told to GETs this long */
+
+/* The site's counters; one list (the JSON of ndz_site_status_json). */
+#define SITE_COUNTERS(X)                                                       \
+	X(fetched_chunks) X(fetched_bytes) X(refused_chunks) X(bad_chunks)     \
+	X(retries) X(fetches_done) X(evicted) X(forwarded) X(forward_failed)
+
+struct fetch {
+	char name[NDZ_CTL_NAME_MAX + 1];
+	int state;                     /* enum below; under the lock */
+	uint64_t failed_ns;            /* FAILED: when */
+	char why[256];                 /* FAILED: the reason */
+	int code;                      /* FAILED: its code */
+	pthread_t th;
+	int joinable;
+	struct ndz_site *site;
+};
+
+enum { IDLE = 0, RUNNING, FAILED };
+
+/* An upload on its way to the parent. */
+struct forward {
+	struct ndz_site *site;
+	char name[NDZ_CTL_NAME_MAX + 1], path[PATH_MAX], parent[300];
+	pthread_t th;
+	int joinable;
+	atomic_int done;
+};
+
+#define SITES 32                       /* sites a parent lists, at most */
+#define REPORT_MS 2000                 /* a site reports its nodes this often */
+
+/* At a parent: a site's last report. */
+struct sitelab {
+	uint32_t addr;                 /* 0: free */
+	char name[NDZ_CTL_NAME_MAX + 1];
+	char *table, *json;
+	uint64_t heard_ms;
+	uint8_t tasks[NDZ_SITE_TASKS_MAX];  /* admin requests for it, sent with the reply */
+	size_t ntasks;                 /* bytes */
+};
+
+struct ndz_site {
+	struct ndz_site_hooks h;
+	struct sitelab sl[SITES];      /* under the lock */
+	pthread_t rep;                 /* the reporter (a site) */
+	int rep_joinable;
+	struct fetch f[FETCHES];
+	struct forward fw[FETCHES];
+	atomic_int stop;
+#define X(n) atomic_uint_fast64_t n;
+	SITE_COUNTERS(X)
+#undef X
+};
+
+#define SAY(h, level, ...)                                                      \
+	do {                                                                    \
+		if ((h)->say)                                                   \
+			(h)->say((h)->ctx, (level), __VA_ARGS__);               \
+	} while (0)
+
+static void pause_ms(struct ndz_site *s, unsigned ms);
+
+/* A site: the tasks its parent sent (admin requests), done here. */
+static void apply_tasks(struct ndz_site *s, const uint8_t *b, size_t n, char *buf, size_t cap)
+{
+	for (size_t off = 0; off < n;) {
+		struct ndz_ctl_labreq r;
+		struct ndz_error e = { 0 };
+		struct ndz_jbuf j;
+		int k = ndz_ctl_lab_need(b + off, n - off, 0, NULL);
+
+		if (k <= 0 || (size_t)k > n - off || ndz_ctl_lab_decode(b + off, (size_t)k, &r,
+									NULL) != 0 ||
+		    r.type != NDZ_CTL_ADMIN) {
+			SAY(&s->h, 0, "site: the parent's tasks: malformed, the rest dropped");
+			return;
+		}
+		off += (size_t)k;
+		ndz_jbuf_init(&j, buf, cap);
+		ndz_mlock_take(s->h.lock);
+		if (s->h.apply && s->h.apply(s->h.ctx, &r, &j, &e) == 0)
+			SAY(&s->h, 1, "site: the parent's task for %s: %s", r.args[0], j.p);
+		else
+			SAY(&s->h, 0, "site: the parent's task for %s: %s", r.args[0],
+			    s->h.apply ? ndz_error_msg(&e) : "not done here");
+		ndz_mlock_give(s->h.lock);
+	}
+}
+
+/* A site: its nodes to the parent every REPORT_MS, on a connection kept open. */
+static void *report_thread(void *arg)
+{
+	struct ndz_site *s = arg;
+	struct ndz_site_link l;
+	char *tb = malloc(NDZ_CTL_TEXT_BIG), *js = malloc(NDZ_CTL_TEXT_BIG);
+	uint32_t id = 0;
+
+	ndz_site_link_init(&l, "", WAIT_S);
+	while (tb && js && !atomic_load(&s->stop)) {
+		struct ndz_site_req r = { 0 };
+		struct ndz_jbuf jt, jj;
+		struct ndz_error e = { 0 };
+		const struct ndz_mconf *c;
+		uint8_t *body;
+		size_t len;
+
+		pause_ms(s, REPORT_MS);
+		ndz_mlock_take(s->h.lock);
+		c = ndz_master_conf(s->h.ms);
+		if (!c->parent || !s->h.nodes || atomic_load(&s->stop)) {
+			ndz_mlock_give(s->h.lock);
+			continue;
+		}
+		if (strcmp(l.spec, c->parent) != 0) {
+			ndz_site_link_close(&l);
+			ndz_site_link_init(&l, c->parent, WAIT_S);
+		}
+		snprintf(r.name, sizeof(r.name), "%s", c->site_name ? c->site_name : "site");
+		ndz_jbuf_init(&jt, tb, NDZ_CTL_TEXT_BIG);
+		ndz_jbuf_init(&jj, js, NDZ_CTL_TEXT_BIG);
+		s->h.nodes(s->h.ctx, 1, &jt);
+		s->h.nodes(s->h.ctx, 0, &jj);
+		ndz_mlock_give(s->h.lock);
+		r.id = ++id;
+		if (ndz_site_report_encode(jt.p, jt.len, jj.p, jj.len, &body, &len, &e) == 0) {
+			uint8_t *tasks;
+			size_t tl;
+
+			if (ndz_site_report(&l, &r, body, len, &tasks, &tl, &e) != 0)
+				SAY(&s->h, 2, "site: report to the parent: %s", ndz_error_msg(&e));
+			else if (tl)
+				apply_tasks(s, tasks, tl, jt.p, NDZ_CTL_TEXT_BIG);
+			free(tasks);
+			free(body);
+		}
+	}
+	ndz_site_link_close(&l);
+	free(tb);
+	free(js);
+	return NULL;
+}
+
+int ndz_site_create(const struct ndz_site_hooks *h, struct ndz_site **out, struct ndz_error *e)
+{
+	struct ndz_site *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "site: %s", ndz_strerror(NDZ_ENOMEM));
+	s->h = *h;
+	if (pthread_create(&s->rep, NULL, report_thread, s) == 0)
+		s->rep_joinable = 1;
+	*out = s;
+	return 0;
+}
+
+void ndz_site_free(struct ndz_site *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stop, 1);
+	if (s->rep_joinable)
+		pthread_join(s->rep, NULL);
+	for (size_t i = 0; i < SITES; i++) {
+		free(s->sl[i].table);
+		free(s->sl[i].json);
+	}
+	for (size_t i = 0; i < FETCHES; i++) {
+		if (s->f[i].joinable)
+			pthread_join(s->f[i].th, NULL);
+		if (s->fw[i].joinable)
+			pthread_join(s->fw[i].th, NULL);
+	}
+	free(s);
+}
+
+size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	int k;
+
+	if (!cap)
+		return 0;
+	buf[0] = 0;
+	k = snprintf(buf, cap, "{");
+#define X(f) if (k >= 0 && (n += (size_t)k) < cap)                                   \
+		k = snprintf(buf + n, cap - n, "%s\"" #f "\": %llu", n > 1 ? ", " : "",     \
+			     (unsigned long long)atomic_load(&s->f));
+	SITE_COUNTERS(X)
+#undef X
+	if (k >= 0 && (n += (size_t)k) < cap)
+		k = snprintf(buf + n, cap - n, "}");
+	if (k >= 0)
+		n += (size_t)k;
+	return n < cap ? n : cap - 1;
+}
+
+/* ---- the parent's end ---- */
+
+/* All of len bytes onto fd: 0 or -1. */
+static int send_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	while (len) {
+		ssize_t n = send(fd, b, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		b += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void refuse(int fd, uint32_t id, uint16_t status)
+{
+	uint8_t rep[NDZ_SITE_REP_LEN];
+
+	ndz_site_rep_encode(id, status, 0, rep);
+	send_all(fd, rep, sizeof(rep));
+}
+
+/*
+ * The bytes [off, off + len) of the file at path onto fd after the reply header: 0
+ * when sent or refused (the connection goes on), -1 when the connection broke.
+ */
+static int send_file(int fd, uint32_t id, const char *path, uint64_t off, uint64_t len,
+		     int whole, uint64_t *sent)
+{
+	uint8_t rep[NDZ_SITE_REP_LEN], *buf = malloc(NDZ_CHUNK_SIZE);
+	int in = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+	struct stat st;
+
+	*sent = 0;
+	if (in < 0 || fstat(in, &st) != 0 || !buf) {
+		refuse(fd, id, in < 0 && errno == ENOENT ? NDZ_CTL_UNKNOWN : NDZ_CTL_FAILED);
+		rc = 0;
+		goto out;
+	}
+	if (whole) {
+		len = (uint64_t)st.st_size;
+		if (len > NDZ_SITE_BLOB_MAX) {
+			refuse(fd, id, NDZ_CTL_FAILED);
+			rc = 0;
+			goto out;
+		}
+	} else if (off + len > (uint64_t)st.st_size) {
+		refuse(fd, id, NDZ_CTL_MALFORMED);  /* chunks past the image's end */
+		rc = 0;
+		goto out;
+	}
+	ndz_site_rep_encode(id, NDZ_CTL_OK, len, rep);
+	if (send_all(fd, rep, sizeof(rep)) != 0)
+		goto out;
+	*sent = len;
+	while (len) {
+		size_t want = len < NDZ_CHUNK_SIZE ? (size_t)len : NDZ_CHUNK_SIZE;
+		ssize_t n = pread(in, buf, want, (off_t)off);
+
+		if (n <= 0 || send_all(fd, buf, (size_t)n) != 0)
+			goto out;           /* the site sees a short reply and asks again */
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	rc = 0;
+out:
+	if (in >= 0)
+		close(in);
+	free(buf);
+	return rc;
+}
+
+/* One SITE request (the len bytes of buf) from a at addr, answered on fd: 0, or -1 when
+ * the connection is no longer fit for another. */
+/* A site's report (r, its body next on fd): kept, answered. 0, or -1 (connection broken). */
+static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
+		       uint32_t addr, const char *a)
+{
+	uint8_t *b = malloc(r->count), rep[NDZ_SITE_REP_LEN];
+	const char *t, *j;
+	size_t tl, jl, got = 0;
+	struct sitelab *sl = NULL;
+	int rc;
+
+	while (b && got < r->count) {
+		ssize_t n = recv(fd, b + got, r->count - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (!b || got < r->count) {
+		free(b);
+		return -1;
+	}
+	if (ndz_site_report_decode(b, got, &t, &tl, &j, &jl, NULL) != 0) {
+		free(b);
+		SAY(&s->h, 1, "site %s: malformed report", a);
+		refuse(fd, r->id, NDZ_CTL_MALFORMED);
+		return -1;
+	}
+	ndz_mlock_take(s->h.lock);
+	if (!ndz_mconf_allows_any(ndz_master_conf(s->h.ms), addr)) {
+		ndz_mlock_give(s->h.lock);
+		free(b);
+		refuse(fd, r->id, NDZ_CTL_DENIED);
+		return 0;
+	}
+	for (size_t i = 0; i < SITES; i++)   /* its place, a free one, or the oldest */
+		if (s->sl[i].addr == addr)
+			sl = &s->sl[i];
+	for (size_t i = 0; !sl && i < SITES; i++)
+		if (!s->sl[i].addr)
+			sl = &s->sl[i];
+	for (size_t i = 0; !sl && i < SITES; i++)
+		if (i == 0 || s->sl[i].heard_ms < sl->heard_ms)
+			sl = &s->sl[i];
+	if (sl->addr != addr)
+		sl->ntasks = 0;        /* another site's place */
+	free(sl->table);
+	free(sl->json);
+	sl->table = strndup(t, tl);
+	sl->json = strndup(j, jl);
+	sl->addr = addr;
+	snprintf(sl->name, sizeof(sl->name), "%s", r->name);
+	sl->heard_ms = ndz_now_ms();
+	ndz_site_rep_encode(r->id, NDZ_CTL_OK, sl->ntasks, rep);
+	rc = send_all(fd, rep, sizeof(rep));
+	if (rc == 0 && sl->ntasks)
+		rc = send_all(fd, sl->tasks, sl->ntasks);
+	if (rc == 0 && sl->ntasks)
+		SAY(&s->h, 1, "site %s (%s): its tasks sent", a, sl->name);
+	if (rc == 0)
+		sl->ntasks = 0;        /* sent: the site does them (a lost one: sent again) */
+	ndz_mlock_give(s->h.lock);
+	free(b);
+	return rc;
+}
+
+static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
+		     uint32_t addr, const char *a)
+{
+	const struct ndz_site_hooks *h = &s->h;
+	struct ndz_site_req r;
+	const struct ndz_mconf_image *im;
+	char path[PATH_MAX], file[PATH_MAX];
+	uint64_t off = 0, n = 0;
+	int ok, rc;
+
+	if (ndz_site_req_decode(buf, len, &r, NULL) != 0) {
+		SAY(h, 1, "site %s: malformed request", a);
+		refuse(fd, r.id, NDZ_CTL_MALFORMED);
+		return -1;
+	}
+	if (r.what == NDZ_SITE_REPORT)
+		return take_report(s, fd, &r, addr, a);
+	ndz_mlock_take(h->lock);
+	im = ndz_mconf_find(ndz_master_conf(h->ms), r.name);
+	ok = im && ndz_mconf_allows(im, addr);
+	if (ok)
+		snprintf(path, sizeof(path), "%s", im->path);
+	ndz_mlock_give(h->lock);
+	if (!ok) {
+		SAY(h, 1, "site %s asks for %s: %s", a, r.name, im ? "access denied" :
+		    "unknown image");
+		refuse(fd, r.id, im ? NDZ_CTL_DENIED : NDZ_CTL_UNKNOWN);
+		return 0;
+	}
+	if (r.what == NDZ_SITE_CHUNKS_OF) {
+		snprintf(file, sizeof(file), "%s", path);
+		off = (uint64_t)r.first * NDZ_CHUNK_SIZE;
+		n = (uint64_t)r.count * NDZ_CHUNK_SIZE;
+	} else if (ndz_images_companion(path, r.what == NDZ_SITE_INDEX ? 1 : 0, file,
+					sizeof(file), NULL) != 0) {
+		refuse(fd, r.id, NDZ_CTL_FAILED);
+		return 0;
+	}
+	rc = send_file(fd, r.id, file, off, n, r.what != NDZ_SITE_CHUNKS_OF, &n);
+	if (rc == 0 && n && r.what == NDZ_SITE_CHUNKS_OF)
+		SAY(h, 1, "site %s: %s chunks %u-%u: %llu bytes served", a, r.name, r.first,
+		    r.first + r.count - 1, (unsigned long long)n);
+	else if (rc == 0)
+		SAY(h, 2, "site %s: %s %s asked", a, r.name,
+		    r.what == NDZ_SITE_INDEX ? "index" : "manifest");
+	return rc;
+}
+
+#define SITE_QUIET_MS 30000            /* a site's connection idle this long is closed */
+
+void ndz_site_serve(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
+		    uint32_t addr)
+{
+	uint8_t next[NDZ_SITE_REQ_MAX];
+	char a[INET_ADDRSTRLEN];
+	int k;
+
+	inet_ntop(AF_INET, &addr, a, sizeof(a));
+	/* the site's requests, one after another, until it closes or goes quiet */
+	if (serve_one(s, fd, buf, len, addr, a) != 0)
+		return;
+	while ((k = ndz_upload_read_msg(fd, next, sizeof(next), ndz_site_req_need,
+					SITE_QUIET_MS, NULL)) > 0 &&
+	       ndz_site_is_req(next, (size_t)k) &&
+	       serve_one(s, fd, next, (size_t)k, addr, a) == 0)
+		;
+}
+
+/* ---- the site's end ---- */
+
+/* One image on its way: what a fetch thread holds. */
+struct job {
+	struct ndz_site *s;
+	struct fetch *f;
+	char parent[300], dir[PATH_MAX];
+	char final[PATH_MAX], part[PATH_MAX];
+	struct ndz_index ix;
+	char key[PATH_MAX];            /* site-key: the public key, or "" */
+	struct ndz_manifest m;         /* with a key: the checked manifest (m.hash) */
+	uint8_t *ixbuf, *mbuf;         /* the index's and the manifest's bytes (mbuf: or NULL) */
+	size_t ixlen, mlen;
+	char mark[PATH_MAX];           /* final.fetching: published, still arriving */
+	struct ndz_site_link link;     /* to the parent */
+	int published;                 /* part is final now */
+	struct ndz_sitefetch st;
+	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
+};
+
+/*
+ * Is chunk i (NDZ_CHUNK_SIZE bytes at b) chunk i of the image ix indexes, and sound:
+ * the one m signs (m->hash: a site-key), else by its own checksums?
+ */
+static int check_chunk(const struct ndz_index *ix, const struct ndz_manifest *m, uint32_t i,
+		       const uint8_t *b, struct ndz_error *e)
+{
+	struct ndz_chunk_hdr h;
+	int rc;
+
+	if ((rc = ndz_hdr_decode(b, &h, e)) != 0)
+		return rc;
+	if (h.index != i || memcmp(h.uuid, ix->uuid, 16) != 0 ||
+	    h.source_bytes != ix->source_bytes || h.first != ix->e[i].first ||
+	    h.last != ix->e[i].last)
+		return ndz_error_set(e, NDZ_EMISMATCH, 0, "chunk %u: not the chunk the index "
+				     "lists there", i);
+	if (m->hash)
+		return ndz_manifest_check_chunk(m, b, &h, e);
+	return ndz_verify_stored(NULL, b, &h, e);
+}
+
+/* A pause of ms, cut short by a stop. */
+static void pause_ms(struct ndz_site *s, unsigned ms)
+{
+	for (unsigned k = 0; k < ms && !atomic_load(&s->stop); k += 50)
+		nanosleep(&(struct timespec){ 0, 50 * 1000000L }, NULL);
+}
+
+/* Under the lock: make room in the cache for need bytes (lib/master/sitecache). */
+static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
+{
+	const struct ndz_mconf *c = ndz_master_conf(j->s->h.ms);
+	struct ndz_sitecache_entry *ents = calloc(c->nimages + 1, sizeof(*ents));
+	size_t *out = calloc(c->nimages + 1, sizeof(*out)), n = 0, nout = 0, dl = strlen(j->dir);
+	int rc;
+
+	if (!ents || !out) {
+		free(ents);
+		free(out);
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "site cache");
+	}
+	for (size_t i = 0; i < c->nimages; i++) {
+		const struct ndz_mconf_image *im = &c->images[i];
+		struct stat st;
+
+		if (strncmp(im->path, j->dir, dl) != 0 || im->path[dl] != '/' ||
+		    stat(im->path, &st) != 0)
+			continue;
+		ents[n] = (struct ndz_sitecache_entry){ im->name, (uint64_t)st.st_size,
+			(uint64_t)st.st_atim.tv_sec * 1000000000u + (uint64_t)st.st_atim.tv_nsec,
+			ndz_mconf_pinned(c, im->name),
+			ndz_master_serving(j->s->h.ms, im->name) > 0 || ndz_site_partial(im->path) };
+		n++;
+	}
+	rc = ndz_sitecache_evict(ents, n, need, c->site_cache_size, out, &nout, e);
+	for (size_t k = 0; rc == 0 && k < nout; k++) {
+		const struct ndz_mconf_image *im = ndz_mconf_find(c, ents[out[k]].name);
+		struct ndz_error why = { 0 };
+
+		if (im && ndz_images_unlink(im->path, &why) == 0) {
+			atomic_fetch_add(&j->s->evicted, 1);
+			SAY(&j->s->h, 1, "site cache: %s evicted (%llu bytes, least recently asked)",
+			    im->name, (unsigned long long)ents[out[k]].bytes);
+		} else if (im) {
+			SAY(&j->s->h, 0, "site cache: %s", ndz_error_msg(&why));
+		}
+	}
+	free(ents);
+	free(out);
+	if (rc != 0)
+		ndz_error_prefix(e, "site cache %s", j->dir);
+	return rc;
+}
+
+/* The index and manifest, and the fetch state from the partial file: 0 or the code. */
+static int begin(struct job *j, int *fd, struct ndz_error *e)
+{
+	struct ndz_site_req r = { .id = 1, .what = NDZ_SITE_INDEX };
+	struct ndz_key pub = { 0 };
+	uint8_t *b = malloc(NDZ_CHUNK_SIZE);
+	struct stat st;
+	uint64_t need;
+	int rc;
+
+	if (!b)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "fetch");
+	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
+	if (!j->ixbuf) {
+		if ((rc = ndz_site_fetch(&j->link, &r, &j->ixbuf, &j->ixlen, e)) != 0)
+			goto out;
+		if (j->key[0] &&
+		    (rc = ndz_key_load_as(j->key, NDZ_KEY_BIT(NDZ_KEY_SIGN_PUBLIC), &pub, e)) != 0)
+			goto out;
+		if ((rc = ndz_index_decode(j->ixbuf, j->ixlen, j->key[0] ? &pub : NULL, &j->ix,
+					   e)) != 0) {
+			free(j->ixbuf);
+			j->ixbuf = NULL;
+			ndz_error_prefix(e, "index of %s from %s", r.name, j->parent);
+			goto out;
+		}
+		r.what = NDZ_SITE_MANIFEST;
+		rc = ndz_site_fetch(&j->link, &r, &j->mbuf, &j->mlen, e);
+		if (rc == NDZ_ENOIMAGE && !j->key[0]) {
+			ndz_error_clear(e);     /* an unsigned image: no manifest */
+			rc = 0;
+		} else if (rc == NDZ_ENOIMAGE) {
+			ndz_error_clear(e);
+			rc = ndz_error_set(e, NDZ_EUNSIGNED, 0, "%s from %s: no manifest, and "
+					   "site-key wants one", r.name, j->parent);
+		} else if (rc == 0 && j->key[0]) {
+			if ((rc = ndz_manifest_open(j->mbuf, j->mlen, &pub, &j->m, e)) != 0)
+				ndz_error_prefix(e, "manifest of %s from %s", r.name, j->parent);
+			else if (j->m.chunks != j->ix.chunks ||
+				 memcmp(j->m.uuid, j->ix.uuid, 16) != 0)
+				rc = ndz_error_set(e, NDZ_EMISMATCH, 0, "%s from %s: the manifest "
+						   "and the index are of two images", r.name,
+						   j->parent);
+		}
+		if (rc != 0) {
+			ndz_manifest_release(&j->m);
+			ndz_index_release(&j->ix);
+			free(j->ixbuf);
+			free(j->mbuf);
+			j->ixbuf = j->mbuf = NULL;
+			goto out;
+		}
+	}
+	if (!j->st.chunks) {
+		if ((rc = ndz_sitefetch_init(&j->st, j->ix.chunks, e)) != 0)
+			goto out;
+		*fd = open(j->part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (*fd < 0) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+			goto out;
+		}
+		/* resume: what the partial file holds that passes the check stays */
+		if (fstat(*fd, &st) == 0)
+			for (uint32_t i = 0; i < j->ix.chunks &&
+			     (uint64_t)(i + 1) * NDZ_CHUNK_SIZE <= (uint64_t)st.st_size; i++)
+				if (pread(*fd, b, NDZ_CHUNK_SIZE, (off_t)i * NDZ_CHUNK_SIZE) ==
+				    NDZ_CHUNK_SIZE && check_chunk(&j->ix, &j->m, i, b, NULL) == 0)
+					ndz_sitefetch_mark(&j->st, i);
+		if (j->st.have)
+			SAY(&j->s->h, 1, "site: %s: resuming with %u of %u chunks", r.name,
+			    j->st.have, j->st.chunks);
+		/* its full size now: what frisbeed --growing and the image reader expect */
+		if (ftruncate(*fd, (off_t)j->ix.chunks * NDZ_CHUNK_SIZE) != 0) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+			goto out;
+		}
+	}
+	need = (uint64_t)(j->ix.chunks - j->st.have) * NDZ_CHUNK_SIZE + j->ixlen + j->mlen;
+	ndz_mlock_take(j->s->h.lock);
+	rc = make_room(j, need, e);
+	ndz_mlock_give(j->s->h.lock);
+out:
+	free(b);
+	return rc;
+}
+
+/*
+ * The missing chunks, run by run: 0 when all are here; NDZ_EDATACRC & co (a chunk
+ * that stayed bad: the fetch fails); else the link's code (asked again later).
+ */
+/* One request's chunks, as they arrive (ndz_site_fetch_chunks). */
+struct run {
+	struct job *j;
+	int fd;
+	uint8_t *tries;
+	uint32_t first;
+	struct ndz_error *e;
+};
+
+/* Chunk first + k: checked, then kept (0), or refused (0; asked again), or the code. */
+static int take(void *arg, uint32_t k, const uint8_t *c)
+{
+	struct run *u = arg;
+	struct job *j = u->j;
+	uint32_t i = u->first + k;
+	struct ndz_error why = { 0 };
+	int rc;
+
+	atomic_fetch_add(&j->s->fetched_chunks, 1);
+	atomic_fetch_add(&j->s->fetched_bytes, NDZ_CHUNK_SIZE);
+	j->bytes += NDZ_CHUNK_SIZE;
+	j->asked++;
+	if ((rc = check_chunk(&j->ix, &j->m, i, c, &why)) != 0) {
+		atomic_fetch_add(&j->s->refused_chunks, 1);
+		j->refused++;
+		SAY(&j->s->h, -1, "site: %s from %s: %s: refused (try %d of %d)", j->f->name,
+		    j->parent, ndz_error_msg(&why), u->tries[i] + 1, TRIES);
+		if (++u->tries[i] < TRIES)
+			return 0;
+		atomic_fetch_add(&j->s->bad_chunks, 1);
+		return ndz_error_set(u->e, rc, 0, "%s from %s: %s, %d times", j->f->name,
+				     j->parent, ndz_error_msg(&why), TRIES);
+	}
+	/* the data, then the header: a frisbeed --growing takes a header there as the
+	   whole chunk there */
+	if (pwrite(u->fd, c + NDZ_HDR_SIZE, NDZ_CHUNK_SIZE - NDZ_HDR_SIZE,
+		   (off_t)i * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE) != NDZ_CHUNK_SIZE - NDZ_HDR_SIZE ||
+	    pwrite(u->fd, c, NDZ_HDR_SIZE, (off_t)i * NDZ_CHUNK_SIZE) != NDZ_HDR_SIZE)
+		return ndz_error_set(u->e, NDZ_EIO, errno, "%s", j->part);
+	ndz_sitefetch_mark(&j->st, i);
+	return 0;
+}
+
+/*
+ * The missing chunks from from on, batch at a time, each batch from where a session
+ * waits when one does (once: chunk from alone): 0 when none is left; a chunk that
+ * stayed bad (its check's code: the fetch fails); else the link's code.
+ */
+static int fetch_run(struct job *j, int fd, uint8_t *tries, uint32_t from, uint32_t batch,
+		     int once, struct ndz_error *e)
+{
+	struct ndz_site_req r = { .what = NDZ_SITE_CHUNKS_OF };
+	struct run u = { j, fd, tries, 0, e };
+	uint32_t first = from, n;
+	int rc;
+
+	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
+	for (;;) {
+		/* where a session waits (frisbeed --growing): from there */
+		uint32_t want = once ? UINT32_MAX : ndz_site_want_read(j->final, j->st.chunks);
+
+		if (want != UINT32_MAX && !ndz_sitefetch_has(&j->st, want))
+			first = want;
+		if (atomic_load(&j->s->stop) ||
+		    (n = ndz_sitefetch_next(&j->st, first, batch, &first)) == 0 ||
+		    (once && first != from))
+			break;
+		r.id++;
+		r.first = u.first = first;
+		r.count = n;
+		if ((rc = ndz_site_fetch_chunks(&j->link, &r, take, &u, e)) != 0)
+			return rc;
+		if (!once || ndz_sitefetch_has(&j->st, from))
+			first += n;     /* else refused: asked again, up to TRIES */
+	}
+	return atomic_load(&j->s->stop) ? NDZ_ECANCELED : 0;
+}
+
+/* The session's wishes (IMAGE.want) are moot once the image is whole or gone. */
+static void unlink_want(const struct job *j)
+{
+	char w[PATH_MAX + 8];
+
+	snprintf(w, sizeof(w), "%s.want", j->final);
+	unlink(w);
+}
+
+static void sync_dir(const struct job *j)
+{
+	int dfd = open(j->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+}
+
+/* Put the image in place beside its companions; with mark, still arriving. */
+static int publish(struct job *j, int fd, int mark, struct ndz_error *e)
+{
+	char path[PATH_MAX];
+	int rc;
+
+	if (fsync(fd) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+	if ((rc = ndz_images_companion(j->final, 1, path, sizeof(path), e)) != 0 ||
+	    (rc = ndz_file_replace(path, j->ixbuf, j->ixlen, 0644, e)) != 0)
+		return rc;
+	if (j->mbuf && ((rc = ndz_images_companion(j->final, 0, path, sizeof(path), e)) != 0 ||
+			(rc = ndz_file_replace(path, j->mbuf, j->mlen, 0644, e)) != 0))
+		return rc;
+	if (mark && (rc = ndz_file_replace(j->mark, "fetching\n", 9, 0644, e)) != 0)
+		return rc;
+	if (rename(j->part, j->final) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->final);
+	snprintf(j->part, sizeof(j->part), "%s", j->final);
+	j->published = 1;
+	sync_dir(j);
+	return 0;
+}
+
+/* Under the lock: reread the configuration (a published or finished image). */
+static void reread(struct job *j)
+{
+	struct ndz_error why = { 0 };
+
+	if (j->s->h.reload(j->s->h.ctx, &why) != 0)
+		SAY(&j->s->h, 0, "site: %s here, but not served: %s", j->f->name,
+		    ndz_error_msg(&why));
+}
+
+/*
+ * The chunks: the first and the last (what opening an image reads), then the image
+ * is published (a session may start), then the rest in order.
+ */
+static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error *e)
+{
+	uint32_t last = j->ix.chunks - 1;
+	int rc;
+
+	if ((rc = fetch_run(j, fd, tries, 0, 1, 1, e)) != 0 ||
+	    (rc = fetch_run(j, fd, tries, last, 1, 1, e)) != 0)
+		return rc;
+	if (!j->published && ndz_sitefetch_has(&j->st, 0) && ndz_sitefetch_has(&j->st, last)) {
+		if ((rc = publish(j, fd, 1, e)) != 0)
+			return rc;
+		ndz_mlock_take(j->s->h.lock);
+		reread(j);
+		ndz_mlock_give(j->s->h.lock);
+		SAY(&j->s->h, 1, "site: %s served while it arrives (%u of %u chunks here)",
+		    j->f->name, j->st.have, j->st.chunks);
+	}
+	return fetch_run(j, fd, tries, 0, BATCH, 0, e);
+}
+
+/* The whole image in place, synced, its marker gone. */
+static int finish(struct job *j, int fd, struct ndz_error *e)
+{
+	if (!j->published)
+		return publish(j, fd, 0, e);
+	if (fsync(fd) != 0)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->final);
+	if (unlink(j->mark) != 0 && errno != ENOENT)
+		return ndz_error_set(e, NDZ_EIO, errno, "%s", j->mark);
+	unlink_want(j);
+	sync_dir(j);
+	return 0;
+}
+
+static int is_link(int rc)
+{
+	return rc == NDZ_ENET || rc == NDZ_ETIMEDOUT || rc == NDZ_ESHORTREAD ||
+	       rc == NDZ_EPROTO;
+}
+
+static void *fetch_thread(void *arg)
+{
+	struct job *j = arg;
+	struct ndz_site *s = j->s;
+	struct ndz_error e = { 0 };
+	uint8_t *tries = NULL;
+	unsigned backoff = BACKOFF_MIN_MS;
+	uint64_t t0 = ndz_now_ns();
+	uint32_t had = 0;
+	int fd = -1, rc;
+
+	SAY(&s->h, 1, "site: %s asked: fetching it from %s", j->f->name, j->parent);
+	for (;;) {
+		ndz_error_clear(&e);
+		rc = begin(j, &fd, &e);
+		if (rc == 0 && !tries && !(tries = calloc(j->ix.chunks, 1)))
+			rc = ndz_error_set(&e, NDZ_ENOMEM, 0, "fetch");
+		if (rc == 0)
+			rc = fetch_chunks(j, fd, tries, &e);
+		if (rc == 0)
+			rc = finish(j, fd, &e);
+		if (rc == 0 || !is_link(rc) || atomic_load(&s->stop))
+			break;
+		if (j->st.have > had)           /* it moved on since: a new outage */
+			backoff = BACKOFF_MIN_MS;
+		had = j->st.have;
+		atomic_fetch_add(&s->retries, 1);
+		SAY(&s->h, -1, "site: %s: %s; again in %.2f s (%u of %u chunks here)", j->f->name,
+		    ndz_error_msg(&e), backoff / 1000.0, j->st.have, j->ix.chunks);
+		pause_ms(s, backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+	}
+	if (fd >= 0)
+		close(fd);
+	ndz_site_link_close(&j->link);
+	ndz_mlock_take(s->h.lock);
+	if (rc == 0) {
+		struct ndz_error why = { 0 };
+
+		atomic_fetch_add(&s->fetches_done, 1);
+		SAY(&s->h, 1, "site: %s fetched: %u chunks; %llu chunks, %llu bytes from the "
+		    "parent, %llu refused, in %.1f s; now served here", j->f->name, j->ix.chunks,
+		    (unsigned long long)j->asked, (unsigned long long)j->bytes,
+		    (unsigned long long)j->refused, (double)(ndz_now_ns() - t0) / 1e9);
+		if (s->h.reload(s->h.ctx, &why) != 0)
+			SAY(&s->h, 0, "site: %s fetched, but not served: %s", j->f->name,
+			    ndz_error_msg(&why));
+		j->f->state = IDLE;
+	} else {
+		struct ndz_error why = { 0 };
+
+		if (!j->published && !atomic_load(&s->stop))
+			unlink(j->part);        /* no half image left to fill the cache */
+		if (j->published && !atomic_load(&s->stop)) {
+			/* a bad chunk stays bad: not half an image with no way to finish it */
+			if (ndz_images_unlink(j->final, &why) != 0)
+				SAY(&s->h, 0, "site: %s", ndz_error_msg(&why));
+			unlink(j->mark);
+			unlink_want(j);
+			if (s->h.drop)
+				s->h.drop(s->h.ctx, j->f->name);
+			reread(j);
+		}
+		SAY(&s->h, 0, "site: fetch of %s failed: %s", j->f->name, ndz_error_msg(&e));
+		snprintf(j->f->why, sizeof(j->f->why), "%s", ndz_error_msg(&e));
+		j->f->code = e.code;
+		j->f->failed_ns = ndz_now_ns();
+		j->f->state = FAILED;
+	}
+	ndz_mlock_give(s->h.lock);
+	ndz_index_release(&j->ix);
+	ndz_manifest_release(&j->m);
+	ndz_sitefetch_release(&j->st);
+	free(j->ixbuf);
+	free(j->mbuf);
+	free(tries);
+	free(j);
+	return NULL;
+}
+
+int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
+{
+	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
+	struct fetch *f = NULL;
+	struct job *j;
+
+	if (!c->parent || !c->site_cache || !ndz_ctl_valid_name(name))
+		return NDZ_SITE_NOT_A_SITE;
+	for (size_t i = 0; i < FETCHES; i++)
+		if (s->f[i].state != IDLE && strcmp(s->f[i].name, name) == 0)
+			f = &s->f[i];
+	if (f && f->state == RUNNING)
+		return NDZ_SITE_FETCHING;
+	if (f && ndz_now_ns() - f->failed_ns < (uint64_t)FAILED_S * 1000000000u) {
+		ndz_error_set(e, f->code == NDZ_ENOIMAGE ? NDZ_ENOIMAGE : NDZ_EIO, 0, "%s", f->why);
+		return NDZ_SITE_FAILED;
+	}
+	for (size_t i = 0; !f && i < FETCHES; i++)
+		if (s->f[i].state == IDLE)
+			f = &s->f[i];
+	if (!f) {
+		ndz_error_set(e, NDZ_EBUSY, 0, "site: %d images are on their way already", FETCHES);
+		return NDZ_SITE_FAILED;
+	}
+	if (f->joinable) {             /* its last thread has ended (its state says so) */
+		pthread_join(f->th, NULL);
+		f->joinable = 0;
+	}
+	if (!(j = calloc(1, sizeof(*j)))) {
+		ndz_error_set(e, NDZ_ENOMEM, 0, "site: fetch of %s", name);
+		return NDZ_SITE_FAILED;
+	}
+	j->s = s;
+	j->f = f;
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	snprintf(j->parent, sizeof(j->parent), "%s", c->parent);
+	ndz_site_link_init(&j->link, c->parent, WAIT_S);
+	snprintf(j->key, sizeof(j->key), "%s", c->site_key ? c->site_key : "");
+	snprintf(j->dir, sizeof(j->dir), "%s", c->site_cache);
+	if ((size_t)snprintf(j->final, sizeof(j->final), "%s/%s.ndz", c->site_cache, name) >=
+	    sizeof(j->final) ||
+	    (size_t)snprintf(j->part, sizeof(j->part), "%s.part", j->final) >= sizeof(j->part) ||
+	    (size_t)snprintf(j->mark, sizeof(j->mark), "%s.fetching", j->final) >=
+	    sizeof(j->mark)) {
+		free(j);
+		ndz_error_set(e, NDZ_ERANGE, 0, "site-cache %s: path too long", c->site_cache);
+		return NDZ_SITE_FAILED;
+	}
+	if (ndz_site_partial(j->final)) {      /* published by an earlier fetch: resumed */
+		snprintf(j->part, sizeof(j->part), "%s", j->final);
+		j->published = 1;
+	}
+	f->state = RUNNING;
+	if (pthread_create(&f->th, NULL, fetch_thread, j) != 0) {
+		f->state = IDLE;
+		free(j);
+		ndz_error_set(e, NDZ_ENOMEM, errno, "site: fetch of %s: no thread", name);
+		return NDZ_SITE_FAILED;
+	}
+	f->joinable = 1;
+	return NDZ_SITE_FETCHING;
+}
+
+void ndz_site_used(struct ndz_site *s, const char *name)
+{
+	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
+	const struct ndz_mconf_image *im = ndz_mconf_find(c, name);
+	size_t dl = c->site_cache ? strlen(c->site_cache) : 0;
+	struct timespec ts[2] = { { 0, UTIME_NOW }, { 0, UTIME_OMIT } };
+
+	/* the last-asked time of a cached image: its file's access time */
+	if (!im || !dl || strncmp(im->path, c->site_cache, dl) != 0 || im->path[dl] != '/')
+		return;
+	utimensat(AT_FDCWD, im->path, ts, 0);
+	if (ndz_site_partial(im->path) && c->parent) {
+		int running = 0;
+
+		for (size_t i = 0; i < FETCHES; i++)
+			running |= s->f[i].state == RUNNING && strcmp(s->f[i].name, name) == 0;
+		if (!running)
+			ndz_site_want(s, name, &(struct ndz_error){ 0 });
+	}
+}
+
+int ndz_site_partial(const char *path)
+{
+	char m[PATH_MAX];
+
+	return (size_t)snprintf(m, sizeof(m), "%s.fetching", path) < sizeof(m) &&
+	       access(m, F_OK) == 0;
+}
+
+static void *forward_thread(void *arg)
+{
+	struct forward *w = arg;
+	struct ndz_site *s = w->site;
+	unsigned backoff = BACKOFF_MIN_MS;
+
+	SAY(&s->h, 1, "site: upload %s: sending it on to the parent %s", w->name, w->parent);
+	while (!atomic_load(&s->stop)) {
+		struct ndz_error e = { 0 };
+		struct stat st;
+		int refused = 0, rc, fd = open(w->path, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			rc = ndz_error_set(&e, NDZ_EIO, errno, "%s", w->path);
+			if (fd >= 0)
+				close(fd);
+		} else {
+			rc = ndz_upload_send(w->parent, w->name, fd, (uint64_t)st.st_size, WAIT_S,
+					     NULL, NULL, &refused, &e);
+			close(fd);
+		}
+		if (rc == 0) {
+			atomic_fetch_add(&s->forwarded, 1);
+			SAY(&s->h, 1, "site: upload %s stored at the parent %s", w->name, w->parent);
+			break;
+		}
+		if (!is_link(rc)) {
+			atomic_fetch_add(&s->forward_failed, 1);
+			SAY(&s->h, 0, "site: upload %s not taken by the parent %s: %s", w->name,
+			    w->parent, ndz_error_msg(&e));
+			break;
+		}
+		atomic_fetch_add(&s->retries, 1);
+		SAY(&s->h, -1, "site: upload %s to the parent: %s; again in %.2f s", w->name,
+		    ndz_error_msg(&e), backoff / 1000.0);
+		pause_ms(s, backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+	}
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+void ndz_site_forward(struct ndz_site *s, const char *name, const char *path)
+{
+	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
+	struct forward *w = NULL;
+
+	if (!c->parent)
+		return;
+	for (size_t i = 0; !w && i < FETCHES; i++) {
+		if (s->fw[i].joinable && atomic_load(&s->fw[i].done)) {
+			pthread_join(s->fw[i].th, NULL);
+			s->fw[i].joinable = 0;
+		}
+		if (!s->fw[i].joinable)
+			w = &s->fw[i];
+	}
+	if (!w) {
+		atomic_fetch_add(&s->forward_failed, 1);
+		SAY(&s->h, 0, "site: upload %s not sent on to the parent: %d uploads are on "
+		    "their way already", name, FETCHES);
+		return;
+	}
+	w->site = s;
+	atomic_store(&w->done, 0);
+	snprintf(w->name, sizeof(w->name), "%s", name);
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	snprintf(w->parent, sizeof(w->parent), "%s", c->parent);
+	if (pthread_create(&w->th, NULL, forward_thread, w) != 0) {
+		atomic_fetch_add(&s->forward_failed, 1);
+		SAY(&s->h, 0, "site: upload %s not sent on to the parent: no thread", name);
+		return;
+	}
+	w->joinable = 1;
+}
+
+size_t ndz_site_nodes(struct ndz_site *s, int table, struct ndz_jbuf *j)
+{
+	uint64_t now = ndz_now_ms();
+	size_t n = 0;
+	char *own, *line, *save = NULL;
+
+	for (size_t i = 0; i < SITES; i++)
+		n += s->sl[i].addr && s->sl[i].table && s->sl[i].json;
+	if (!n || (table && !(own = strdup(j->p))))
+		return 0;
+	if (!table) {                  /* {"nodes":[...],...} gets "sites" before its end */
+		char *end = strrchr(j->p, '}');
+
+		if (!end)
+			return 0;
+		j->len = (size_t)(end - j->p);
+		j->p[j->len] = 0;
+		ndz_jbuf_printf(j, ", \"sites\": [");
+		for (size_t i = 0, k = 0; i < SITES; i++) {
+			const struct sitelab *sl = &s->sl[i];
+			char a[INET_ADDRSTRLEN];
+
+			if (!sl->addr || !sl->table || !sl->json)
+				continue;
+			inet_ntop(AF_INET, &sl->addr, a, sizeof(a));
+			ndz_jbuf_printf(j, "%s{\"site\": ", k++ ? ", " : "");
+			ndz_jbuf_string(j, sl->name);
+			ndz_jbuf_printf(j, ", \"addr\": \"%s\", \"age_s\": %llu, \"lab\": %s}", a,
+					(unsigned long long)((now - sl->heard_ms) / 1000), sl->json);
+		}
+		ndz_jbuf_printf(j, "]}");
+		return n;
+	}
+	/* the table again, each line after its SITE: "-" for the parent's own nodes */
+	j->len = 0;
+	j->p[0] = 0;
+	for (line = strtok_r(own, "\n", &save), n = 0; line; line = strtok_r(NULL, "\n", &save))
+		ndz_jbuf_printf(j, "%-12s  %s\n", n++ ? "-" : "SITE", line);
+	free(own);
+	n = 0;
+	for (size_t i = 0; i < SITES; i++) {
+		char *t;
+		int first = 1;
+
+		if (!s->sl[i].addr || !s->sl[i].table || !(t = strdup(s->sl[i].table)))
+			continue;
+		n++;
+		for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			if (!first)            /* its header is the parent's */
+				ndz_jbuf_printf(j, "%-12s  %s\n", s->sl[i].name, line);
+			first = 0;
+		}
+		free(t);
+	}
+	return n;
+}
+
+/* Does the JSON lab of a site list target: a node's "name", "mac" or "group"? */
+static int lists(const char *json, const char *target)
+{
+	char needle[3 * NDZ_CTL_NAME_MAX + 16], q[2 * NDZ_CTL_NAME_MAX + 8];
+	static const char *const keys[] = { "name", "mac", "group" };
+	struct ndz_jbuf j;
+
+	ndz_jbuf_init(&j, q, sizeof(q));
+	ndz_jbuf_string(&j, target);
+	for (size_t k = 0; k < 3; k++) {
+		snprintf(needle, sizeof(needle), "\"%s\":%s", keys[k], q);
+		if (k == 1 ? strcasestr(json, needle) != NULL : strstr(json, needle) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+int ndz_site_task(struct ndz_site *s, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
+		  struct ndz_error *e)
+{
+	for (size_t i = 0; i < SITES; i++) {
+		struct sitelab *sl = &s->sl[i];
+		struct ndz_ctl_labreq f = *r;
+		char a[INET_ADDRSTRLEN];
+		int n;
+
+		if (!sl->addr || !sl->json || !lists(sl->json, r->args[0]))
+			continue;
+		f.token[0] = 0;
+		n = ndz_ctl_lab_encode(&f, sl->tasks + sl->ntasks,
+				       sizeof(sl->tasks) - sl->ntasks, e);
+		if (n < 0)
+			return n == NDZ_ERANGE ? ndz_error_set(e, NDZ_EBUSY, 0, "site %s: too many "
+							      "tasks waiting", sl->name) : n;
+		sl->ntasks += (size_t)n;
+		inet_ntop(AF_INET, &sl->addr, a, sizeof(a));
+		ndz_jbuf_printf(j, "%s %s: sent to site %s (%s), which takes it at its next "
+				"report", r->op == NDZ_CTL_OP_RELOAD ? "reload" :
+				r->op == NDZ_CTL_OP_CAPTURE ? "capture" : "cancel", r->args[0],
+				sl->name, a);
+		SAY(&s->h, 1, "admin: %s", j->p);
+		return 0;
+	}
+	return ndz_error_set(e, NDZ_ENOENT, 0, "%s: no such node or group here or at a site",
+			     r->args[0]);
+}
