@@ -8,12 +8,13 @@
  * packer's decisions depend only on the data, so the image is the same whatever
  * the thread count.
  * zstd works on a fixed grid of 1 MiB cells of the stream instead (see zstd_run):
- * each cell of a chunk is streamed into one frame whose history is the 1 MiB
- * before it in the same chunk; a chunk that starts inside a cell opens with a
- * frame to the cell's end and no history. From its second whole cell on, a
- * chunk's frames do not depend on where it starts, so they are made early, in
- * parallel, while the chunks before are filled. The frame that crosses a chunk's
- * end is cut at a 64 KiB flush point and the rest of the room filled with small
+ * each cell of a chunk is made into frames of 64 KiB (the grain of a piece of the
+ * content index), each with the up to 2 MiB of the same chunk before it as prefix,
+ * as the format's prefix rule offers; a chunk that starts inside a cell opens
+ * with frames to the cell's end, the first with no history. From its third whole
+ * cell on, a chunk's frames do not depend on where it starts, so they are made
+ * early, in parallel, while the chunks before are filled. At a chunk's end the
+ * cell's frames that fit are kept and the rest of the room filled with small
  * frames, up to the cell's end. Its segment workers are long jobs of the pool.
  */
 #include <errno.h>
@@ -835,8 +836,8 @@ static struct zkey want_key(const struct zip *z, uint64_t c)
 }
 
 /*
- * Cell c's frame in every chunk that starts a cell or more before it and does not
- * end inside it: the same whatever the chunk's start, so it may be made early.
+ * Cell c's frames in every chunk that starts SEG_PREFIX or more before it and does
+ * not end inside it: the same whatever the chunk's start, so made early.
  */
 static struct zkey grid_key(const struct zip *z, uint64_t c)
 {
