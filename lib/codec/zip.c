@@ -1002,8 +1002,12 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
 
 		/*
 		 * The prefix lies right before the input in memory: zstd then sees them
-		 * as one window (copied apart, the prefix would be a slower dict).
+		 * as one window (copied apart, the prefix would be a slower dict). A
+		 * frame of zeros takes none: it costs a few bytes either way, where
+		 * zstd would hash the whole prefix first (a raw image's empty space).
 		 */
+		if (all_zero(at + off, n))
+			plen = 0;
 		if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
 		    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, plen ? at + off - plen : NULL, plen)))
 			goto fail;
