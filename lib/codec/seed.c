@@ -1,15 +1,33 @@
 /* Seeded restores: does a target hold a chunk (hashed against the content index); patching it by pieces. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "core/format.h"
 #include "core/image.h"
 #include "core/orig.h"
+#include "core/pool.h"
 #include "seed.h"
 #include "unzip.h"
 
 #define SEED_BUF (1u << 20)
+#define BATCH        (8u << 20)          /* ndz_seed_patch: target bytes read at a time */
+#define BATCH_PIECES 128u                /* and pieces */
+#define HASH_THREADS 4u                  /* at most, hashing a batch's pieces */
+
+/* One piece of a batch: read from the target and hashed by a job of the pool. */
+struct pjob {
+	struct ndz_seed *s;
+	const struct ndz_index_entry *x;
+	const struct ndz_index_piece *p;
+	uint8_t *win;                    /* where its bytes go */
+	struct ndz_digest *d;
+	uint8_t got[NDZ_INDEX_DIGEST_LEN];
+	uint64_t bytes_read;
+	struct ndz_error e;
+	int rc;
+};
 
 struct ndz_seed {
 	struct ndz_io *target;
@@ -17,7 +35,10 @@ struct ndz_seed {
 	struct ndz_seed_opts o;
 	struct ndz_digest *d;
 	uint8_t *buf;
-	uint8_t *win;                    /* ndz_seed_patch: prefix and piece */
+	uint8_t *win;                    /* ndz_seed_patch: prefix and a batch of pieces */
+	struct pjob *jobs;               /* BATCH_PIECES, their digests made with win */
+	struct ndz_pool *pool;           /* NULL: one core, the pieces hashed in line */
+	int ready;                       /* win, jobs and pool made */
 	uint64_t bytes_read;
 	uint32_t miss_run;               /* chunks in a row that differed everywhere */
 };
@@ -53,6 +74,11 @@ void ndz_seed_free(struct ndz_seed *s)
 {
 	if (!s)
 		return;
+	ndz_pool_free(s->pool);
+	if (s->jobs)
+		for (unsigned k = 0; k < BATCH_PIECES; k++)
+			ndz_digest_free(s->jobs[k].d);
+	free(s->jobs);
 	ndz_digest_free(s->d);
 	free(s->win);
 	free(s->buf);
@@ -183,7 +209,7 @@ int ndz_seed_worth_checking(const struct ndz_seed *s, uint32_t i)
 /* ---- patching a chunk piece by piece ---- */
 
 #define WIN_PREFIX NDZ_INDEX_MAX_PIECE    /* the prefix rule's 2 MiB */
-#define WIN_SIZE   (WIN_PREFIX + NDZ_INDEX_MAX_PIECE)
+#define WIN_SIZE   (WIN_PREFIX + BATCH)
 
 /* The chunk's header from image (4096 bytes at its place) is the entry's. */
 static int patch_header(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
@@ -226,11 +252,13 @@ mismatch:
 
 /*
  * Piece p's bytes as they are on the target into win (dlen bytes; past the end of
- * the target, or past source_bytes, zeros), hashed into got. 0 or a negative code.
+ * the target, or past source_bytes, zeros), hashed with d into got, the bytes read
+ * added to *nread. 0 or a negative code. Pieces are read so on several threads at
+ * once: nothing of s is written.
  */
-static int patch_read(struct ndz_seed *s, const struct ndz_index_entry *x,
-		      const struct ndz_index_piece *p, uint8_t *win,
-		      uint8_t got[NDZ_INDEX_DIGEST_LEN], struct ndz_error *e)
+static int patch_read(const struct ndz_seed *s, const struct ndz_index_entry *x,
+		      const struct ndz_index_piece *p, uint8_t *win, struct ndz_digest *d,
+		      uint8_t got[NDZ_INDEX_DIGEST_LEN], uint64_t *nread, struct ndz_error *e)
 {
 	struct ndz_region r[NDZ_MAX_REGIONS];
 	uint32_t n = ndz_index_piece_ranges(x, p, r, NDZ_MAX_REGIONS), k;
@@ -254,13 +282,111 @@ static int patch_read(struct ndz_seed *s, const struct ndz_index_entry *x,
 				ndz_error_copy(e, &re);
 				return rc;
 			}
-			s->bytes_read += rc == 0 ? len : have;
-			if ((rc = ndz_digest_update(s->d, win + at, (size_t)len, e)) < 0)
+			*nread += rc == 0 ? len : have;
+			if ((rc = ndz_digest_update(d, win + at, (size_t)len, e)) < 0)
 				return rc;
 		}
 		at += (uint64_t)r[k].count * NDZ_SECTOR_SIZE;
 	}
-	return ndz_digest_final(s->d, got, e);
+	return ndz_digest_final(d, got, e);
+}
+
+static void pjob_run(void *arg)
+{
+	struct pjob *j = arg;
+
+	j->rc = patch_read(j->s, j->x, j->p, j->win, j->d, j->got, &j->bytes_read, &j->e);
+}
+
+/*
+ * The next batch of x's pieces from j0: as many as fit in BATCH bytes and
+ * BATCH_PIECES (one at least); the index past it.
+ */
+static uint32_t batch_end(const struct ndz_index_entry *x, uint32_t j0, size_t *bytes)
+{
+	uint32_t j = j0;
+
+	*bytes = 0;
+	while (j < x->npieces && j - j0 < BATCH_PIECES &&
+	       (j == j0 || *bytes + x->pieces[j].dlen <= BATCH))
+		*bytes += x->pieces[j++].dlen;
+	return j;
+}
+
+/*
+ * Pieces [j0, j1) of x read from the target end to end at win and hashed, on the
+ * pool: jobs[k] holds piece j0 + k's digest. 0 or the first error, in piece order.
+ */
+static int batch_read(struct ndz_seed *s, const struct ndz_index_entry *x, uint32_t j0,
+		      uint32_t j1, uint8_t *win, struct ndz_error *e)
+{
+	uint32_t j;
+	int rc = 0;
+
+	for (j = j0; j < j1; j++) {
+		struct pjob *q = &s->jobs[j - j0];
+
+		q->s = s;
+		q->x = x;
+		q->p = &x->pieces[j];
+		q->win = win;
+		q->bytes_read = 0;
+		q->rc = 0;
+		memset(&q->e, 0, sizeof(q->e));
+		win += x->pieces[j].dlen;
+		if (s->pool)
+			ndz_pool_add(s->pool, pjob_run, q);
+		else
+			pjob_run(q);
+	}
+	if (s->pool)
+		ndz_pool_wait(s->pool);
+	for (j = j0; j < j1; j++) {
+		struct pjob *q = &s->jobs[j - j0];
+
+		s->bytes_read += q->bytes_read;
+		if (q->rc < 0 && rc == 0) {
+			ndz_error_copy(e, &q->e);
+			rc = q->rc;
+		}
+	}
+	return rc;
+}
+
+/* Does some piece of [j0, j1), as batch_read left them, match its digest? */
+static int batch_any_held(const struct ndz_seed *s, const struct ndz_index_entry *x,
+			  uint32_t j0, uint32_t j1)
+{
+	uint32_t j;
+
+	for (j = j0; j < j1; j++)
+		if (!memcmp(s->jobs[j - j0].got, x->pieces[j].digest, NDZ_INDEX_DIGEST_LEN))
+			return 1;
+	return 0;
+}
+
+/* The batch buffer, its jobs' digests and the pool of hashing threads, once. */
+static int patch_setup(struct ndz_seed *s, struct ndz_error *e)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned k, threads = cores < 2 ? 0 : cores > HASH_THREADS ? HASH_THREADS : (unsigned)cores;
+
+	if (s->ready)
+		return 0;
+	if (!s->jobs && !(s->jobs = calloc(BATCH_PIECES, sizeof(*s->jobs))))
+		goto nomem;
+	if (!s->win && !(s->win = malloc(WIN_SIZE)))
+		goto nomem;
+	for (k = 0; k < BATCH_PIECES; k++)
+		if (!s->jobs[k].d && !(s->jobs[k].d = ndz_digest_create(NULL)))
+			goto nomem;
+	if (threads && !s->pool && ndz_pool_create(threads, BATCH_PIECES, &s->pool, NULL) < 0)
+		goto nomem;
+	s->ready = 1;
+	return 0;
+nomem:
+	return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: seed checker: %s", s->target->name,
+			     ndz_strerror(NDZ_ENOMEM));
 }
 
 /* The digest of piece p's bytes at buf, clipped to source_bytes as the index's is. */
@@ -334,8 +460,8 @@ int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32
 {
 	const struct ndz_index_entry *x;
 	uint8_t got[NDZ_INDEX_DIGEST_LEN], *c = NULL;
-	uint32_t j, wrote = 0;
-	size_t wpos = 0;               /* the current piece's place in s->win */
+	uint32_t j, j0, j1, wrote = 0;
+	size_t wpos = 0, bytes;        /* the current piece's place in s->win */
 	int rc, have_hdr = 0;
 
 	if (i >= s->ix->chunks)
@@ -348,32 +474,56 @@ int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32
 		return rc;
 	if (s->o.zero_fill && (rc = patch_gaps_zero(s, x, e)) <= 0)
 		return rc;
-	if (!s->win && !(s->win = malloc(WIN_SIZE)))
-		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: seed checker: %s", s->target->name,
-				     ndz_strerror(NDZ_ENOMEM));
-	/* First which pieces differ: all of them, and the chunk is better restored whole. */
-	for (j = 0; j < x->npieces; j++) {
-		if ((rc = patch_read(s, x, &x->pieces[j], s->win, got, e)) < 0)
+	if ((rc = patch_setup(s, e)) < 0)
+		return rc;
+	/*
+	 * The pieces are read and hashed a batch at a time, on the pool. First, which
+	 * differ: all of them, and the chunk is better restored whole. The first batch
+	 * stays at the window's start, where the patching begins.
+	 */
+	j1 = batch_end(x, 0, &bytes);
+	if ((rc = batch_read(s, x, 0, j1, s->win, e)) < 0)
+		return rc;
+	if (!batch_any_held(s, x, 0, j1)) {
+		uint32_t k = j1;
+		int held = 0;
+
+		while (k < x->npieces && !held) {
+			uint32_t k1 = batch_end(x, k, &bytes);
+
+			if ((rc = batch_read(s, x, k, k1, s->win + WIN_PREFIX, e)) < 0)
+				return rc;
+			held = batch_any_held(s, x, k, k1);
+			k = k1;
+		}
+		if (!held) {
+			s->miss_run++;
+			return NDZ_SEED_WHOLE;
+		}
+		if ((rc = batch_read(s, x, 0, j1, s->win, e)) < 0)
 			return rc;
-		if (!memcmp(got, x->pieces[j].digest, NDZ_INDEX_DIGEST_LEN))
-			break;
-	}
-	if (j == x->npieces) {
-		s->miss_run++;
-		return NDZ_SEED_WHOLE;
 	}
 	s->miss_run = 0;
-	for (j = 0; j < x->npieces; j++) {
-		const struct ndz_index_piece *p = &x->pieces[j];
-		size_t plen = p->doff < WIN_PREFIX ? (size_t)p->doff : WIN_PREFIX;
-
-		if (wpos + p->dlen > WIN_SIZE) {   /* keep the last 2 MiB as prefix */
-			memmove(s->win, s->win + wpos - WIN_PREFIX, WIN_PREFIX);
-			wpos = WIN_PREFIX;
+	/*
+	 * Then piece by piece, in order, each lacking one decoded after the last 2 MiB
+	 * of the chunk before it, as held or decoded, in the window right before it.
+	 */
+	for (j0 = 0; j0 < x->npieces; j0 = j1) {
+		if (j0) {
+			j1 = batch_end(x, j0, &bytes);
+			if (wpos + bytes > WIN_SIZE) {     /* keep the last 2 MiB as prefix */
+				memmove(s->win, s->win + wpos - WIN_PREFIX, WIN_PREFIX);
+				wpos = WIN_PREFIX;
+			}
+			if ((rc = batch_read(s, x, j0, j1, s->win + wpos, e)) < 0)
+				goto out;
 		}
-		if ((rc = patch_read(s, x, p, s->win + wpos, got, e)) < 0)
-			goto out;
-		if (memcmp(got, p->digest, NDZ_INDEX_DIGEST_LEN) != 0) {
+		for (j = j0; j < j1; wpos += x->pieces[j++].dlen) {
+			const struct ndz_index_piece *p = &x->pieces[j];
+			size_t plen = p->doff < WIN_PREFIX ? (size_t)p->doff : WIN_PREFIX;
+
+			if (!memcmp(s->jobs[j - j0].got, p->digest, NDZ_INDEX_DIGEST_LEN))
+				continue;
 			if (!have_hdr) {
 				c = malloc(NDZ_INDEX_MAX_PIECE > NDZ_HDR_SIZE ? NDZ_INDEX_MAX_PIECE :
 					   NDZ_HDR_SIZE);
@@ -412,7 +562,6 @@ int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32
 				goto out;
 			wrote++;
 		}
-		wpos += p->dlen;
 	}
 	if (wrote) {
 		st->chunks++;

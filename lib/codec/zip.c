@@ -8,12 +8,13 @@
  * packer's decisions depend only on the data, so the image is the same whatever
  * the thread count.
  * zstd works on a fixed grid of 1 MiB cells of the stream instead (see zstd_run):
- * each cell of a chunk is streamed into one frame whose history is the 1 MiB
- * before it in the same chunk; a chunk that starts inside a cell opens with a
- * frame to the cell's end and no history. From its second whole cell on, a
- * chunk's frames do not depend on where it starts, so they are made early, in
- * parallel, while the chunks before are filled. The frame that crosses a chunk's
- * end is cut at a 64 KiB flush point and the rest of the room filled with small
+ * each cell of a chunk is made into frames of 64 KiB (the grain of a piece of the
+ * content index), each with the up to 2 MiB of the same chunk before it as prefix,
+ * as the format's prefix rule offers; a chunk that starts inside a cell opens
+ * with frames to the cell's end, the first with no history. From its third whole
+ * cell on, a chunk's frames do not depend on where it starts, so they are made
+ * early, in parallel, while the chunks before are filled. At a chunk's end the
+ * cell's frames that fit are kept and the rest of the room filled with small
  * frames, up to the cell's end. Its segment workers are long jobs of the pool.
  */
 #include <errno.h>
@@ -29,7 +30,6 @@
 #include <zstd.h>
 
 #include "core/err.h"
-#include "core/le.h"
 #include "core/pool.h"
 #include "trust/index.h"
 #include "zip.h"
@@ -40,9 +40,10 @@
 #define MAX_THREADS 64
 
 /* zstd (doc/FORMAT.md, codec 2) */
-#define SEG_SIZE    (1u << 20)         /* input per segment frame */
-#define SEG_PREFIX  SEG_SIZE           /* history a frame uses (the format allows 2 MiB) */
-#define SEG_STEP    (64u * 1024)       /* input between flush points, where a frame may end */
+#define SEG_SIZE    (1u << 20)         /* input per segment (grid cell) */
+#define SEG_PREFIX  (2 * SEG_SIZE)     /* history a frame uses: all the format allows */
+#define SEG_BACK    ((SEG_PREFIX + SEG_SIZE - 1) / SEG_SIZE) /* cells a prefix may reach into */
+#define SEG_STEP    (64u * 1024)       /* input per frame: the grain of a piece */
 #define SEG_STEPS   (SEG_SIZE / SEG_STEP)
 #define SEG_WLOG    NDZ_ZSTD_WINDOW_LOG
 #define SEG_SLOTS   32                 /* grid cells in flight at most */
@@ -50,23 +51,23 @@
 
 #define SEG_FIT     0.25               /* a cell is handed out once this much is likely to fit */
 #define SEG_AHEAD   -1.0               /* next chunk's early frames: to its span + this, in cells */
-#define ZSTD_LAST_EMPTY 3              /* an empty last raw block: 01 00 00 ends a frame */
 
 enum { SEG_FREE, SEG_QUEUED, SEG_BUSY, SEG_DONE };
 enum { CD_EMPTY, CD_LOADING, CD_READY };
 
 /*
- * A zstd segment frame, in the slot of its grid cell: input [start, end) of the
- * stream, with plen bytes before it as prefix, streamed into out as one frame.
- * Those three decide its bytes (struct zkey).
+ * A zstd segment, in the slot of its grid cell: input [start, end) of the stream
+ * as frames of SEG_STEP (the last may be shorter) laid end to end in out, the
+ * first with plen bytes before it as prefix, each next one with SEG_STEP more,
+ * up to SEG_PREFIX. Those three decide its bytes (struct zkey).
  */
 struct zseg {
 	uint64_t cell;                 /* start / SEG_SIZE */
 	uint64_t start, end;
 	size_t plen;                   /* prefix bytes right before the input */
 	uint8_t *out;
-	size_t cp[SEG_STEPS + 1];      /* frame bytes after each flush point; cp[0] = 0 */
-	unsigned ncp;                  /* flush points reached */
+	size_t cp[SEG_STEPS + 1];      /* out bytes after each frame; cp[0] = 0 */
+	unsigned ncp;                  /* frames made */
 	int state;
 	int stop;                      /* no longer wanted: give up */
 	int whole;                     /* made to its end */
@@ -141,8 +142,9 @@ struct zip {
 	struct zseg *zs;
 	unsigned nzs;                  /* slots: cell c's frame is in zs[c % nzs] */
 	/*
-	 * The input, each cell read once: cell c at cells + SEG_SIZE * (1 + c % ncd),
-	 * right after cell c - 1 (for c % ncd == 0, after a copy of it in front).
+	 * The input, each cell read once: cell c at cells + SEG_SIZE * (SEG_BACK +
+	 * c % ncd), right after cells c - SEG_BACK to c - 1 (for c % ncd < SEG_BACK,
+	 * after copies of them in front).
 	 */
 	uint8_t *cells;
 	unsigned ncd;
@@ -799,33 +801,6 @@ static uint64_t zstd_fill(struct zip *z, uint64_t from, uint64_t to, double rati
 	return from;
 }
 
-/*
- * End the frame at f early, after size bytes of content: its header is made to
- * state that size, in the field zstd wrote (RFC 8878 3.1.1.1; a segment's frame
- * is begun with its whole length pledged), and to promise no checksum, which
- * only zstd's own end would add; the caller appends an empty last block. A frame
- * is cut after a whole flush step, so size is at least SEG_STEP: the field is
- * one of 2 (size less 256), 4 or 8 bytes. Returns 0, or -1 if size cannot be
- * written there.
- */
-static int zstd_cut_header(uint8_t *f, uint64_t size)
-{
-	unsigned fhd = f[4], flag = fhd >> 6, single = (fhd >> 5) & 1;
-	static const unsigned did_len[4] = { 0, 1, 2, 4 };
-	size_t at = 5 + !single + did_len[fhd & 3];
-
-	if (flag == 1 && size >= 256 && size - 256 <= UINT16_MAX)
-		put_le16(f + at, (uint16_t)(size - 256));    /* stored less 256 */
-	else if (flag == 2 && size <= UINT32_MAX)
-		put_le32(f + at, (uint32_t)size);
-	else if (flag == 3)
-		put_le64(f + at, size);
-	else
-		return -1;
-	f[4] = (uint8_t)(fhd & ~4u);
-	return 0;
-}
-
 /* ---- zstd: segments on a fixed grid ---- */
 
 /* What decides a segment frame's bytes: its input and how much prefix it uses. */
@@ -861,8 +836,8 @@ static struct zkey want_key(const struct zip *z, uint64_t c)
 }
 
 /*
- * Cell c's frame in every chunk that starts a cell or more before it and does not
- * end inside it: the same whatever the chunk's start, so it may be made early.
+ * Cell c's frames in every chunk that starts SEG_PREFIX or more before it and does
+ * not end inside it: the same whatever the chunk's start, so made early.
  */
 static struct zkey grid_key(const struct zip *z, uint64_t c)
 {
@@ -939,14 +914,14 @@ static size_t zseg_exact(struct zip *z, uint64_t c)
 /* Where cell c's input is (or goes) in memory. */
 static uint8_t *cell_data(const struct zip *z, uint64_t c)
 {
-	return z->cells + SEG_SIZE * (1 + c % z->ncd);
+	return z->cells + SEG_SIZE * (SEG_BACK + c % z->ncd);
 }
 
 /*
  * Have cell c's input in memory (lock held, released to read): read it unless
  * it is there or being read. Its place held a cell no frame in flight uses: the
- * frames in flight are those of the ncd - 2 cells from the next to place, which
- * use their own cells and the one before. Returns 0 or a negative code.
+ * frames in flight are those of the ncd - 1 - SEG_BACK cells from the next to
+ * place, which use their own cells and the SEG_BACK before. Returns 0 or a negative code.
  */
 static int cell_load(struct zip *z, uint64_t c)
 {
@@ -968,8 +943,8 @@ static int cell_load(struct zip *z, uint64_t c)
 	z->cd_state[i] = CD_LOADING;
 	pthread_mutex_unlock(&z->lock);
 	rc = read_stream(z, cell_data(z, c), off, n);
-	if (rc == 0 && i == z->ncd - 1)            /* the one before cell 0's place */
-		memcpy(z->cells, cell_data(z, c), n);
+	if (rc == 0 && i >= z->ncd - SEG_BACK)     /* those before cell 0's place */
+		memcpy(z->cells + SEG_SIZE * (i - (z->ncd - SEG_BACK)), cell_data(z, c), n);
 	pthread_mutex_lock(&z->lock);
 	z->cd_state[i] = rc < 0 ? CD_EMPTY : CD_READY;
 	pthread_cond_broadcast(&z->done_cv);
@@ -996,52 +971,51 @@ static int cell_prefetch(struct zip *z)
 }
 
 /*
- * Stream slot g's input into one frame, with its prefix, a flush every SEG_STEP
- * so that the packer may end the frame there. Stops early when told to, or when
- * the chunk being filled, if it reaches this frame, will certainly be cut inside
- * it: it is then only good for that chunk (cut_for).
+ * Compress slot g's input into frames of SEG_STEP, frame j with the chunk's
+ * min(SEG_PREFIX, plen + j * SEG_STEP) bytes before it as prefix: the last 2 MiB
+ * a reader offers (doc/FORMAT.md), which cells c - 2 to c hold in one run of
+ * memory. The packer may end the segment after any frame. Stops early when
+ * told to, or when the chunk being filled, if it reaches this segment, will
+ * certainly be cut inside it: it is then only good for that chunk (cut_for).
  */
 static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
 {
 	size_t len = (size_t)(g->end - g->start), cap = out_bound(SEG_SIZE) + 64 * SEG_STEPS;
-	size_t steps = (len + SEG_STEP - 1) / SEG_STEP;
-	ZSTD_outBuffer o = { g->out, cap, 0 };
+	size_t steps = (len + SEG_STEP - 1) / SEG_STEP, pos = 0;
 	uint8_t *at = cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE);
-	ZSTD_inBuffer in;
 	unsigned k;
-	int rc;
+	int rc = 0;
 
 	pthread_mutex_lock(&z->lock);
-	rc = g->start - g->plen < g->cell * SEG_SIZE ? cell_load(z, g->cell - 1) : 0;
+	for (k = SEG_BACK; k > 0 && rc == 0; k--)
+		if (g->cell >= k && g->start - g->plen < (g->cell - k + 1) * SEG_SIZE)
+			rc = cell_load(z, g->cell - k);
 	if (rc == 0)
 		rc = cell_load(z, g->cell);
 	pthread_mutex_unlock(&z->lock);
 	if (rc < 0)
 		return rc;
-	if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
-	    ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(zc, len)) ||
-	    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, g->plen ? at - g->plen : NULL, g->plen)))
-		goto fail;
-	/*
-	 * The input stays where it is, right after its prefix, and grows a step at a
-	 * time: zstd then reads it in place and sees prefix and input as one window
-	 * (copied into its own buffer, the prefix would be a separate, slower dict).
-	 */
-	in = (ZSTD_inBuffer){ at, 0, 0 };
 	for (k = 0; k < steps; k++) {
-		size_t n = len - k * (size_t)SEG_STEP < SEG_STEP ? len - k * (size_t)SEG_STEP :
-								    SEG_STEP;
-		size_t left, used;
+		size_t off = k * (size_t)SEG_STEP, n = len - off < SEG_STEP ? len - off : SEG_STEP;
+		size_t plen = g->plen + off < SEG_PREFIX ? g->plen + off : SEG_PREFIX, got, used;
 		int stop;
 
-		in.size += n;
-		do {
-			left = ZSTD_compressStream2(zc, &o, &in, in.size == len ? ZSTD_e_end :
-									      ZSTD_e_flush);
-			if (ZSTD_isError(left) || (left && o.pos == o.size))
-				goto fail;
-		} while (left || in.pos < in.size);
-		g->cp[k + 1] = o.pos;
+		/*
+		 * The prefix lies right before the input in memory: zstd then sees them
+		 * as one window (copied apart, the prefix would be a slower dict). A
+		 * frame of zeros takes none: it costs a few bytes either way, where
+		 * zstd would hash the whole prefix first (a raw image's empty space).
+		 */
+		if (all_zero(at + off, n))
+			plen = 0;
+		if (ZSTD_isError(ZSTD_CCtx_reset(zc, ZSTD_reset_session_only)) ||
+		    ZSTD_isError(ZSTD_CCtx_refPrefix(zc, plen ? at + off - plen : NULL, plen)))
+			goto fail;
+		got = zstd_frame(zc, g->out + pos, cap - pos, at + off, n);
+		if (!got)
+			goto fail;
+		pos += got;
+		g->cp[k + 1] = pos;
 		pthread_mutex_lock(&z->lock);
 		g->ncp = k + 1;
 		g->whole = k + 1 == steps;
@@ -1049,7 +1023,7 @@ static int zseg_compress(struct zip *z, ZSTD_CCtx *zc, struct zseg *g)
 		if (!stop && !g->whole && z->zc_open && g->cell >= z->zs_pack &&
 		    g->start < z->zc_lim && key_is(g, g->cell, want_key(z, g->cell))) {
 			used = zseg_lower(z, g->cell);
-			if (used <= z->cap && used + o.pos + ZSTD_LAST_EMPTY > z->cap) {
+			if (used <= z->cap && used + pos > z->cap) {
 				g->cut_for = z->zc_index;
 				stop = 1;
 			}
@@ -1159,7 +1133,7 @@ static int zseg_want(struct zip *z, uint64_t c)
  * need (at the previous chunk's ratio) is still free, then, early, grid frames of
  * the next chunk (lock held). Where the next chunk starts is known only when this
  * one is full; but once what is made overflows the room at cell h, the next chunk
- * starts in h or before, and its cells from h + 2 on are grid frames. The last
+ * starts in h or before, and its cells from h + 1 + SEG_BACK on are grid frames. The last
  * one it is expected to reach is left for later: a frame made for the chunk that
  * is being filled stops where the chunk ends. Where frames start is the format's
  * business only through the prefix rule; this is just speed.
@@ -1178,7 +1152,7 @@ static void zseg_dispatch(struct zip *z)
 
 		/* Likely to fit in part, or certain to start in this chunk. */
 		if (c > z->zs_pack && need + est * SEG_FIT >= (double)z->cap &&
-		    (before == SIZE_MAX || before + ZSTD_LAST_EMPTY >= z->cap))
+		    (before == SIZE_MAX || before >= z->cap))
 			break;
 		zseg_want(z, c);
 		if (key_is(g, c, k) && (g->whole || (double)g->cp[g->ncp] > est))
@@ -1186,12 +1160,12 @@ static void zseg_dispatch(struct zip *z)
 		need += est;
 	}
 	for (hmax = z->zs_pack; hmax < z->zc_lim / SEG_SIZE && hmax < win; hmax++)
-		if (zseg_lower(z, hmax + 1) + ZSTD_LAST_EMPTY > z->cap)
+		if (zseg_lower(z, hmax + 1) > z->cap)
 			break;
 	if (hmax >= win)
 		return;
 	span = (double)z->cap / (z->zs_ratio * SEG_SIZE + 1);     /* cells per chunk */
-	for (c = hmax + 2; c < win && c < ncells && (double)(c - hmax) < span + SEG_AHEAD; c++) {
+	for (c = hmax + 1 + SEG_BACK; c < win && c < ncells && (double)(c - hmax) < span + SEG_AHEAD; c++) {
 		struct zseg *g = zseg_of(z, c);
 
 		if (g->state == SEG_FREE || (g->cell < z->zs_pack && g->state != SEG_BUSY))
@@ -1200,48 +1174,38 @@ static void zseg_dispatch(struct zip *z)
 }
 
 /*
- * Place segment g in the chunk: whole when it fits, else cut at its last flush
- * point that fits and the room filled (the chunk is then full). Returns 1 when the
- * chunk is full, 0 when not, or a negative code.
+ * Place segment g in the chunk: whole when it fits, else its frames that fit and
+ * the room filled (the chunk is then full). Each frame is a piece of the content
+ * index. Returns 1 when the chunk is full, 0 when not, or a negative code.
  */
 static int zseg_place(struct zip *z, struct zseg *g)
 {
 	size_t room = z->cap - z->pos, full = (size_t)((g->end - g->start + SEG_STEP - 1) / SEG_STEP);
-	unsigned k = g->ncp;
+	const uint8_t *in = cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE);
+	unsigned k = g->ncp, j;
 	uint64_t reached;
 
-	if (k == full && g->cp[k] <= room) {       /* a whole frame, ended by zstd */
-		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
-		z->pos += g->cp[k];
-		zhash(z, g->start, cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE),
-		      (size_t)(g->end - g->start));
-		zpiece(z, z->pos - g->cp[k], g->cp[k], g->start, (size_t)(g->end - g->start));
+	while (k && g->cp[k] > room)
+		k--;
+	memcpy(z->chunk + z->pos, g->out, g->cp[k]);
+	for (j = 0; j < k; j++) {
+		size_t off = j * (size_t)SEG_STEP, n = (size_t)(g->end - g->start) - off;
+
+		if (n > SEG_STEP)
+			n = SEG_STEP;
+		zhash(z, g->start + off, in + off, n);
+		zpiece(z, z->pos + g->cp[j], g->cp[j + 1] - g->cp[j], g->start + off, n);
+	}
+	z->pos += g->cp[k];
+	if (k == full) {
 		z->cin_end = g->end;
 		return 0;
-	}
-	if (k == full)                             /* its end is not a flush point */
-		k--;
-	while (k && g->cp[k] + ZSTD_LAST_EMPTY > room)
-		k--;
-	if (k && zstd_cut_header(g->out, (uint64_t)k * SEG_STEP) < 0) {
-		set_err(z, NDZ_ECORRUPT, "chunk %u: unexpected zstd frame header", z->index);
-		return NDZ_ECORRUPT;
-	}
-	if (k) {
-		memcpy(z->chunk + z->pos, g->out, g->cp[k]);
-		memcpy(z->chunk + z->pos + g->cp[k], "\x01\x00\x00", ZSTD_LAST_EMPTY);
-		z->pos += g->cp[k] + ZSTD_LAST_EMPTY;
 	}
 	/*
 	 * The fill stops at the cell's end, so that the next chunk starts in this
 	 * cell or on the grid line after it, which zseg_dispatch counts on.
 	 */
 	z->cin_end = g->start + (uint64_t)k * SEG_STEP;
-	zhash(z, g->start, cell_data(z, g->cell) + (g->start - g->cell * SEG_SIZE),
-	      (size_t)k * SEG_STEP);
-	if (k)
-		zpiece(z, z->pos - g->cp[k] - ZSTD_LAST_EMPTY, g->cp[k] + ZSTD_LAST_EMPTY,
-		       g->start, (size_t)k * SEG_STEP);
 	reached = zstd_fill(z, z->cin_end, g->end, k < g->ncp ?
 			    (double)(g->cp[k + 1] - g->cp[k]) / SEG_STEP : 0.5);
 	if (zip_err(z) < 0)
@@ -1288,8 +1252,8 @@ static int zstd_run(struct zip *z, int threads)
 		if (!z->zs[i].out)
 			return NDZ_ENOMEM;
 	}
-	z->ncd = z->nzs + 2;
-	z->cells = malloc(SEG_SIZE * (size_t)(z->ncd + 1));
+	z->ncd = z->nzs + 1 + SEG_BACK;
+	z->cells = malloc(SEG_SIZE * (size_t)(z->ncd + SEG_BACK));
 	z->cd_cell = malloc(z->ncd * sizeof(*z->cd_cell));
 	z->cd_state = calloc(z->ncd, sizeof(*z->cd_state));
 	if (!z->cells || !z->cd_cell || !z->cd_state)
@@ -1338,7 +1302,7 @@ static int zstd_run(struct zip *z, int threads)
 			pthread_mutex_lock(&z->lock);
 			if (full < 0)
 				break;
-			g->state = SEG_FREE;               /* its header may be cut: never reused */
+			g->state = SEG_FREE;               /* placed: its cell is behind the packer */
 			z->zs_pack = z->cin_end / SEG_SIZE;
 			z->zs_placed = z->pos;
 			if (z->opts->progress) {

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "codec/seed.h"
+#include "codec/unzip.h"
 #include "codec/zip.h"
 #include "core/ranges.h"
 #include "core/err.h"
@@ -470,6 +471,97 @@ static int piece_differs(const struct ndz_index_entry *x, const struct ndz_index
 }
 
 /*
+ * ndz_seed_patch with imagezip's 64 KiB frames that reach 1.25 MiB back: the
+ * data repeats every 1.25 MiB (a byte changed each 8 KiB), so a piece's frame
+ * leans on pieces ~20 before it. Three pieces of one chunk are changed on the
+ * target, the others held: each changed piece is decoded with the 2 MiB before it,
+ * taken from the pieces held (read from the target) and the ones decoded, and the
+ * target ends up the source. Offered only 64 KiB, the last one fails to decode.
+ */
+static void test_patch_far(void **state)
+{
+	const size_t len = (size_t)10 << 20, per = (5u << 18) + 4096;
+	uint8_t *data = malloc(len), *t = malloc(len), *out = malloc(64u << 10);
+	struct collect col = { NULL, 0 };
+	struct ndz_seed_patch_stats ps = { 0 };
+	struct ndz_seed_opts so = { 0, 0, 0 };
+	struct ndz_region r[NDZ_MAX_REGIONS];
+	const struct ndz_index_entry *x = NULL;
+	const struct ndz_index_piece *p;
+	struct ndz_ranges alloc;
+	struct ndz_io *io, *img, *tio;
+	struct ndz_index ix;
+	struct ndz_zip_opts o;
+	struct ndz_seed *s;
+	struct ndz_error e = { 0 };
+	uint64_t st = 9;
+	uint32_t k, j, c = 0, pick[3];
+	size_t i;
+
+	(void)state;
+	assert_non_null(data);
+	assert_non_null(t);
+	assert_non_null(out);
+	for (i = 0; i < per; i++)
+		data[i] = (uint8_t)(fix_rnd(&st) >> 20) & 0x0f;
+	for (; i < len; i++)
+		data[i] = (uint8_t)(data[i - per] + (i % 8192 == 0));
+	ndz_ranges_init(&alloc);
+	assert_int_equal(ndz_ranges_add(&alloc, 0, len / SECT, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(data, len, 0, &io, NULL), 0);
+	ndz_zip_opts_init(&o);
+	o.codec = NDZ_CODEC_ZSTD;
+	o.threads = 3;
+	memset(&ix, 0, sizeof(ix));
+	o.index = &ix;
+	assert_int_equal(ndz_zip(io, len, &alloc, &o, keep_chunk, &col, NULL, NULL), 0);
+	assert_int_equal(ndz_io_open_mem(col.buf, col.n * NDZ_CHUNK_SIZE, 0, &img, NULL), 0);
+	for (k = 0; k < ix.chunks && !x; k++)
+		if (ix.e[k].npieces >= 40)
+			x = &ix.e[c = k];
+	if (!x)
+		fail_msg("no chunk of 40 pieces or more");
+	pick[0] = x->npieces - 2;
+	pick[1] = pick[0] - 5;
+	pick[2] = pick[0] - 17;
+	p = &x->pieces[pick[0]];
+	assert_true(p->doff >= (2u << 20));
+	memcpy(t, data, len);
+	for (j = 0; j < 3; j++) {
+		assert_true(ndz_index_piece_ranges(x, &x->pieces[pick[j]], r, NDZ_MAX_REGIONS) > 0);
+		t[r[0].start * SECT + 100 * j] ^= 0x21;
+	}
+	assert_int_equal(ndz_io_open_mem(t, len, 1, &tio, NULL), 0);
+	assert_int_equal(ndz_seed_create(tio, &ix, &so, &s, NULL), 0);
+	for (k = 0; k < ix.chunks; k++)
+		if (ndz_seed_patch(s, img, (uint64_t)k * NDZ_CHUNK_SIZE, k, &ps, &e) != 1)
+			fail_msg("chunk %u: %s", k, ndz_error_msg(&e));
+	assert_int_equal(ps.pieces_written, 3);
+	assert_int_equal(ps.chunks, 1);
+	assert_memory_equal(t, data, len);
+	/* the piece really leans on more than the piece before it */
+	assert_true(p->dlen <= (64u << 10));
+	i = (size_t)(x->regions[0].start * SECT + p->doff);      /* the piece on disk */
+	assert_true(ndz_unzip_piece(col.buf + (size_t)c * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE + p->coff,
+				    p->clen, data + i - (64u << 10), 64u << 10, out, p->dlen,
+				    NULL) < 0 || memcmp(out, data + i, p->dlen) != 0);
+	assert_int_equal(ndz_unzip_piece(col.buf + (size_t)c * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE +
+					 p->coff, p->clen, data + i - (2u << 20), 2u << 20, out,
+					 p->dlen, NULL), 0);
+	assert_memory_equal(out, data + i, p->dlen);
+	ndz_seed_free(s);
+	ndz_io_close(tio);
+	ndz_io_close(img);
+	ndz_index_release(&ix);
+	free(col.buf);
+	ndz_io_close(io);
+	ndz_ranges_release(&alloc);
+	free(out);
+	free(t);
+	free(data);
+}
+
+/*
  * ndz_seed_patch: a target with bytes changed in a few pieces (one at the very end,
  * past which nothing is written) gets exactly those pieces back, read from the
  * image (its header and their frames only) and decoded with their prefix from the
@@ -616,6 +708,7 @@ int main(void)
 		cmocka_unit_test(test_zip_index),
 		cmocka_unit_test(test_build),
 		cmocka_unit_test(test_patch),
+		cmocka_unit_test(test_patch_far),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

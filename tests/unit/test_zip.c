@@ -336,8 +336,10 @@ static void test_zstd_fill(void **state)
 /*
  * How imagezip lays out zstd frames (doc/FORMAT.md, codec 2), which lets it make
  * most of them before their chunk starts: no frame crosses a 1 MiB line of the
- * input, none leans on more than 1 MiB before it, and the image is the same with
- * 1, 3 and 8 threads.
+ * input; a frame holds 64 KiB (the grain of a piece), all but those in a chunk's
+ * first and last cells exactly that, on a 64 KiB line; they lean on the whole
+ * 2 MiB prefix the format offers (offered only 1 MiB, some chunk fails to
+ * decode); and the image is the same with 1, 3 and 8 threads.
  */
 static void test_zstd_grid(void **state)
 {
@@ -346,7 +348,7 @@ static void test_zstd_grid(void **state)
 	struct ndz_chunk_hdr h;
 	struct fix_image a;
 	uint64_t at = 0;
-	size_t i, mid = 0;
+	size_t i, mid = 0, whole = 0, short1m = 0;
 	char err[256];
 	int threads;
 
@@ -359,27 +361,38 @@ static void test_zstd_grid(void **state)
 	for (i = 0; i < a.n; i++) {
 		const uint8_t *c = fix_chunk(&a, i), *d = c + NDZ_HDR_SIZE;
 		size_t in = 0;
-		uint64_t f0 = at;
+		uint64_t f0 = at, end;
 
 		assert_int_equal(ndz_chunk_check(c, &h, NULL), 0);
+		end = at + ndz_hdr_data_bytes(c, &h);
 		mid += at % MiB != 0;
 		while (in < h.data_len) {
 			size_t fsz = ZSTD_findFrameCompressedSize(d + in, h.data_len - in);
 			unsigned long long n = ZSTD_getFrameContentSize(d + in, h.data_len - in);
 
 			assert_false(ZSTD_isError(fsz));
-			assert_true(n > 0 && n <= MiB);
+			assert_true(n > 0 && n <= 64 * 1024);
 			if (f0 / MiB != (f0 + n - 1) / MiB)
 				fail_msg("chunk %zu: a frame at %llu of %llu bytes crosses a 1 MiB line",
 					 i, (unsigned long long)f0, n);
+			if (f0 / MiB != at / MiB && f0 / MiB != (end - 1) / MiB) {
+				if (n != 64 * 1024 || f0 % (64 * 1024))
+					fail_msg("chunk %zu: a frame at %llu of %llu bytes, inside "
+						 "the chunk, is not 64 KiB on a 64 KiB line",
+						 i, (unsigned long long)f0, n);
+				whole++;
+			}
 			f0 += n;
 			in += fsz;
 		}
-		assert_int_equal(f0 - at, ndz_hdr_data_bytes(c, &h));
-		assert_int_equal(zstd_chunk_decode_prefix(out, 16 * MiB, d, h.data_len, MiB),
+		assert_int_equal(f0, end);
+		assert_int_equal(zstd_chunk_decode_prefix(out, 16 * MiB, d, h.data_len, 2 * MiB),
 				 (long long)(f0 - at));
+		short1m += zstd_chunk_decode_prefix(out, 16 * MiB, d, h.data_len, MiB) < 0;
 		at = f0;
 	}
+	assert_true(whole > 0);
+	assert_true(short1m > 0);                  /* frames reach more than 1 MiB back */
 	assert_int_equal(at, (len + 511) / 512 * 512);
 	assert_true(mid >= a.n / 2);               /* most chunks start inside a cell */
 	for (threads = 3; threads <= 8; threads += 5)
