@@ -84,7 +84,7 @@ printf '%-11s %5s %4s %12s %12s %8s %6s\n' tool mtu gro client_s/GiB server_s/Gi
 for link in $LINKS; do
 	MTU=${link%:*} gro=${link#*:}
 	netns_mtu srv "$MTU" && netns_mtu c1 "$MTU" || exit 1
-	netns_gro c1 "$gro" || gro="$gro?"
+	netns_gro_path c1 "$gro" || gro="$gro?"
 	for tool in $TOOLS; do
 		: >"$T/runs"
 		r=1; while [ $r -le "$REPS" ]; do one "$tool" >>"$T/runs"; r=$((r + 1)); done
@@ -93,5 +93,5 @@ for link in $LINKS; do
 			"$(cut -d' ' -f3 "$T/runs" | median)" \
 			"$(awk '{ s += $4 } END { print s }' "$T/runs")" "$REPS"
 	done
-	netns_gro c1 off
+	netns_gro_path c1 off
 done

@@ -8,7 +8,7 @@
 # and packets the server's interface received (control traffic).
 # Usage: bench/multicast.sh BUILD [REPS]   (root; env BENCH_MIB, BENCH_RATES, BENCH_LOSSES,
 # BENCH_CLIENTS, BENCH_TOOLS override the defaults; a rate of 0 is uncapped: frisbeed -W 100G,
-# udp-sender without --max-bitrate)
+# udp-sender without --max-bitrate; BENCH_MTU (default 1500) is every interface's MTU)
 set -u
 . "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-32}
@@ -21,6 +21,9 @@ command -v udp-sender >/dev/null || TOOLS=$(echo "$TOOLS" | sed 's/udpcast//')
 maxc=0; for n in $CLIENTS; do [ "$n" -gt $maxc ] && maxc=$n; done
 netns_lan && netns_host srv 1 || exit 1
 i=1; while [ $i -le $maxc ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i + 1)); done
+MTU=${BENCH_MTU:-1500}
+netns_mtu srv "$MTU" || exit 1
+i=1; while [ $i -le $maxc ]; do netns_mtu "c$i" "$MTU" || exit 1; i=$((i + 1)); done
 # frisbeed sends a batch as one UDP_SEGMENT buffer; a NIC cuts it into datagrams, but
 # veth and the bridge would carry it whole, and a client's loss rule would drop all of
 # its datagrams at once: cut it at the server's interface, so loss stays per datagram.
@@ -29,7 +32,7 @@ bench_out ndzbench
 bench_image || exit 1
 IMG="$T/img.ndz"
 IMGB=$(stat -c %s "$IMG")
-echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores"
+echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes); $REPS runs each; $(nproc) cores; MTU $MTU"
 
 counters() { echo "$(netns_tx_bytes srv) $(netns_rx_packets srv)"; }
 

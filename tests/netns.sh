@@ -281,3 +281,15 @@ frisbee_pid() {
 	done
 	return 1
 }
+
+# netns_gro_path NAME on|off: GRO that coalesces on host NAME: its interface's GRO (as
+# netns_gro) and, when on, TCP segmentation offload off on its port of the bridge. A
+# veth hands a frame to the receiving side's NAPI (where GRO runs) only when the sending
+# side has no TSO, or the frame still belongs to a local socket (not so once the bridge
+# forwarded it); otherwise every frame is delivered alone, GRO on or not (kernel 6.18).
+netns_gro_path() {
+	netns_gro "$1" "$2" || return 1
+	eval "_p=\$_port_$1"
+	_tso=on; [ "$2" = on ] && _tso=off
+	ip netns exec "$NETNS_BR" ethtool -K "$_p" tso "$_tso" >/dev/null 2>&1
+}

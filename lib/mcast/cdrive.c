@@ -9,12 +9,16 @@
 
 #define BATCH NDZ_NET_BATCH_MAX
 #define NAP_DGRAMS 32u                 /* a pause after a wake-up lets this many gather */
+#define NAP_MAX_US 1000u               /* but never longer (far less than the socket holds) */
+#define WIRE_EXTRA 42u                 /* Ethernet, IP and UDP bytes around a datagram */
 
 struct ndz_cdrive {
 	struct ndz_cdrive_opts o;
 	struct ndz_client *cl;         /* under lock */
 	struct ndz_dgram *dg;          /* a batch received (the caller's thread) */
 	unsigned batch, nap_us;
+	uint64_t rate_bps;             /* the server's cap (0: none) */
+	size_t big;                    /* the largest datagram received so far */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;           /* the checking thread waits here for chunks */
 	int failed, stop, abandon;     /* under lock */
@@ -28,6 +32,21 @@ static uint64_t now_of(const struct ndz_cdrive *d)
 }
 
 /* The session's way out (ndz_client_opts.send): the table's send. */
+/*
+ * The pause after a wake-up: about NAP_DGRAMS datagrams of the largest size seen
+ * at the server's rate. Sized by what arrives, so a group of BLOCKS datagrams (several
+ * blocks each) gathers as many datagrams a wake-up as one of single blocks.
+ */
+static void size_nap(struct ndz_cdrive *d)
+{
+	uint64_t nap;
+
+	if (!d->rate_bps)
+		return;
+	nap = (uint64_t)NAP_DGRAMS * (d->big + WIRE_EXTRA) * 8 * 1000000 / d->rate_bps;
+	d->nap_us = nap > NAP_MAX_US ? NAP_MAX_US : (unsigned)nap;
+}
+
 static int drive_send(void *ctx, const uint8_t *dgram, size_t len)
 {
 	struct ndz_cdrive *d = ctx;
@@ -160,9 +179,15 @@ int ndz_cdrive_step(struct ndz_cdrive *d, int timeout_ms, struct ndz_error *e)
 		return n;
 	now = now_of(d);
 	pthread_mutex_lock(&d->lock);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		ready += ndz_client_input(d->cl, d->dg[i].data, (size_t)d->dg[i].len,
 					  d->dg[i].from, now);
+		if (d->dg[i].len > 0 && d->dg[i].len <= NDZ_NET_DGRAM_MAX &&
+		    (size_t)d->dg[i].len > d->big) {
+			d->big = (size_t)d->dg[i].len;
+			size_nap(d);
+		}
+	}
 	ndz_client_tick(d->cl, now);
 	if (d->thread_on) {
 		if (ready)
@@ -207,17 +232,11 @@ int ndz_cdrive_start(struct ndz_cdrive *d, struct ndz_error *e)
 	pthread_mutex_lock(&d->lock);
 	r = ndz_client_start(d->cl, now_of(d), e);
 	info = ndz_client_info(d->cl);
-	/*
-	 * Pause after a wake-up for about 32 datagrams to gather at the server's rate
-	 * (at most 1 ms, far less than the socket buffer holds; 250 us when the server
-	 * has no cap).
-	 */
-	if (info->rate_bps) {
-		uint64_t nap = (uint64_t)NAP_DGRAMS * (NDZ_PKT_BLOCK_LEN + 42) * 8 * 1000000 /
-			       info->rate_bps;
-
-		d->nap_us = nap > 1000 ? 1000 : (unsigned)nap;
-	}
+	/* 250 us when the server has no cap; else by its rate, from one-block datagrams on */
+	d->rate_bps = info->rate_bps;
+	if (d->big < NDZ_PKT_BLOCK_LEN)
+		d->big = NDZ_PKT_BLOCK_LEN;
+	size_nap(d);
 	pthread_mutex_unlock(&d->lock);
 	if (r < 0 || !d->o.threaded)
 		return r;

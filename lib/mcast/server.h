@@ -31,7 +31,8 @@
 #include "adapt.h"
 #include "proto.h"
 
-#define NDZ_SERVER_BATCH 32u           /* datagrams of one batch at most (one GSO send) */
+#define NDZ_SERVER_BATCH 56u           /* blocks of one batch at most: 7 BLOCKS of 8 blocks
+                                          (57,484 bytes) or 56 BLOCKs, one GSO send */
 #define NDZ_SERVER_WIRE_OVERHEAD 28u   /* IPv4 + UDP headers, counted against the rate */
 #define NDZ_SERVER_MAX_CLIENTS 4096u   /* clients the table remembers (all are counted) */
 

@@ -440,8 +440,9 @@ static void test_blocks(void **state)
 
 	(void)state;
 	assert_non_null(b);
-	o.rate_bps = 1000000000;               /* batches of 32 */
+	o.rate_bps = 1000000000;               /* full batches (NDZ_SERVER_BATCH blocks) */
 	o.max_payload = 8972;
+	assert_int_equal(NDZ_SERVER_BATCH % 8, 0);
 	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
 	ndz_server_announce(s, &rp);
 	assert_int_equal(rp.count, 2);
@@ -476,8 +477,8 @@ static void test_blocks(void **state)
 			assert_int_equal(feed_pkt(s, &p), 1);
 		}
 		next_batch(s, b, 6 * MS + (uint64_t)round * MS);
-		assert_int_equal(b->count, 32);
-		assert_int_equal(b->ndgrams, round == 1 ? 32 : 4);
+		assert_int_equal(b->count, NDZ_SERVER_BATCH);
+		assert_int_equal(b->ndgrams, round == 1 ? NDZ_SERVER_BATCH : NDZ_SERVER_BATCH / 8);
 		for (unsigned d = 0; d < b->ndgrams; d++) {
 			unsigned n = round == 1 ? 1 : 8;
 
@@ -492,10 +493,11 @@ static void test_blocks(void **state)
 		}
 	}
 	ndz_server_get_stats(s, &st);
-	assert_int_equal(st.blocks_sent, 96);
-	assert_int_equal(st.datagrams_sent, 40);
+	assert_int_equal(st.blocks_sent, 3 * NDZ_SERVER_BATCH);
+	assert_int_equal(st.datagrams_sent, NDZ_SERVER_BATCH + 2 * (NDZ_SERVER_BATCH / 8));
 	assert_int_equal(st.group_blocks, 8);
-	assert_int_equal(st.bytes_sent, 8 * NDZ_PKT_BLOCKS_LEN(8) + 32 * NDZ_PKT_BLOCK_LEN);
+	assert_int_equal(st.bytes_sent, 2 * (NDZ_SERVER_BATCH / 8) * NDZ_PKT_BLOCKS_LEN(8) +
+			 NDZ_SERVER_BATCH * NDZ_PKT_BLOCK_LEN);
 	ndz_server_free(s);
 	/* an interface of 1500 bytes: BLOCKs only, nothing announced */
 	o.max_payload = 1472;
