@@ -43,10 +43,10 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 					   (unsigned long long)declared);
 			break;
 		}
-		if (ndz_write_all(out_fd, buf, NDZ_CHUNK_SIZE) != 0) {
-			rc = ndz_error_set(e, NDZ_EIO, errno, "writing chunk %u", h.index);
+		rc = ndz_write_all(out_fd, buf, NDZ_CHUNK_SIZE, NDZ_EIO, e, "writing chunk %u",
+				   h.index);
+		if (rc < 0)
 			break;
-		}
 		if (st->chunks == 0)
 			memcpy(st->uuid, h.uuid, 16);
 		st->bytes += NDZ_CHUNK_SIZE;
