@@ -92,9 +92,15 @@ can_loop_mount() {
 # exit it is unmounted and whatever still backs IMG detached, should the test
 # stop before loop_umount
 loop_mount() {
+	loop_mount_by "mount -t $1" "$2" "$3" "${4:-}"
+}
+
+# loop_mount_by CMD IMG DIR [OPTIONS]: loop_mount with the mount command CMD (split
+# into words, e.g. a FUSE helper) called as CMD [-o OPTIONS] DEVICE DIR
+loop_mount_by() {
 	_l=$(losetup -f --show "$2" 2>/dev/null) || return 1
 	mkdir -p "$3"
-	if ! mount -t "$1" ${4:+-o "$4"} "$_l" "$3" 2>/dev/null; then
+	if ! $1 ${4:+-o "$4"} "$_l" "$3" >/dev/null 2>&1; then
 		losetup -d "$_l"
 		return 1
 	fi

@@ -70,6 +70,14 @@ netns_host() {
 	ip -n "$_ns" link set dev eth0 gso_max_segs 1 2>/dev/null || true
 }
 
+# netns_lab: the lab tests' LAN: the master srv (SRV=10.77.0.1) and the nodes n1
+# (10.77.0.11) and n2 (10.77.0.12); the test ends when the LAN cannot be made.
+netns_lab() {
+	SRV=10.77.0.1
+	netns_lan && netns_host srv 1 && netns_host n1 11 && netns_host n2 12 ||
+		{ not_ok "namespace LAN"; done_testing; }
+}
+
 # netns_clients N: the LAN with the server srv (10.77.0.1) and clients c1..cN
 # (10.77.0.11 on); the test ends when the LAN or the server cannot be made.
 netns_clients() {

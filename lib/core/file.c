@@ -3,8 +3,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,30 +76,46 @@ int ndz_file_commit(int fd, const char *tmp, const char *path, mode_t mode,
 	return dir_sync(path, "renamed into place, but its directory", e);
 }
 
+int ndz_write_all(int fd, const void *buf, size_t len, int code, struct ndz_error *e,
+		  const char *fmt, ...)
+{
+	const uint8_t *p = buf;
+	va_list ap;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == ENOTSOCK)
+			n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			errno = ENOSPC;
+		if (n <= 0) {
+			va_start(ap, fmt);
+			ndz_error_vset(e, code, errno, fmt, ap);
+			va_end(ap);
+			return code;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int ndz_file_replace(const char *path, const void *buf, size_t len, mode_t mode,
 		     struct ndz_error *e)
 {
 	char tmp[PATH_MAX];
-	const char *p = buf;
-	size_t off = 0;
-	int fd = ndz_file_temp(path, tmp, sizeof(tmp), e);
+	int fd = ndz_file_temp(path, tmp, sizeof(tmp), e), rc;
 
 	if (fd < 0)
 		return fd;
-	while (off < len) {
-		ssize_t n = write(fd, p + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int rc = ndz_error_set(e, NDZ_EIO, n < 0 ? errno : ENOSPC,
-					       "%s: write error", tmp);
-
-			close(fd);
-			unlink(tmp);
-			return rc;
-		}
-		off += (size_t)n;
+	rc = ndz_write_all(fd, buf, len, NDZ_EIO, e, "%s: write error", tmp);
+	if (rc < 0) {
+		close(fd);
+		unlink(tmp);
+		return rc;
 	}
 	return ndz_file_commit(fd, tmp, path, mode, e);
 }

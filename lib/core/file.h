@@ -38,6 +38,16 @@ int ndz_file_replace(const char *path, const void *buf, size_t len, mode_t mode,
 		     struct ndz_error *e);
 
 /*
+ * ndz_write_all - the whole of len bytes onto fd: a socket is sent to without
+ * SIGPIPE (MSG_NOSIGNAL), anything else is written; EINTR is retried. On failure
+ * e gets code with the message from fmt (printf-style, naming what was written)
+ * and the failing call's errno (ENOSPC when nothing more could be written).
+ * Returns 0, or code with e set.
+ */
+int ndz_write_all(int fd, const void *buf, size_t len, int code, struct ndz_error *e,
+		  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/*
  * ndz_dir_sync - fsync the directory that holds path (its name made or changed
  * there is then on the disk). Returns 0, or NDZ_EIO with e set.
  */

@@ -13,29 +13,13 @@
 #include <arpa/inet.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 #include "core/format.h"
 #include "core/image.h"
 #include "core/orig.h"
 #include "upload.h"
 
 #define VERDICT_S 600                  /* the least wait for the verdict, seconds */
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0 && errno == ENOTSOCK)
-			n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 static int read_msg(int fd, uint8_t *buf, size_t cap,
 		    int (*need)(const uint8_t *buf, size_t have, struct ndz_error *e), int timeout_ms)
@@ -102,9 +86,7 @@ int ndz_upload_write_msg(int fd, const struct ndz_ctl_rep *r, struct ndz_error *
 
 	if (n < 0)
 		return n;
-	if (write_all(fd, out, (size_t)n) != 0)
-		return ndz_error_set(e, NDZ_ENET, errno, "sending a reply");
-	return 0;
+	return ndz_write_all(fd, out, (size_t)n, NDZ_ENET, e, "sending a reply");
 }
 
 static void set_timeouts(int fd, int wait_s)
@@ -259,10 +241,9 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 		free(buf);
 		return fd;
 	}
-	if (write_all(fd, msg, (size_t)n) != 0) {
-		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+	rc = ndz_write_all(fd, msg, (size_t)n, NDZ_ENET, e, "master %s:%u: send", host, port);
+	if (rc < 0)
 		goto out;
-	}
 	n = ndz_upload_read_msg(fd, msg, sizeof(msg), ndz_ctl_rep_need, -1, NULL);
 	if (n < 0 || ndz_ctl_rep_decode(msg, (size_t)n, &rep, NULL) != 0 ||
 	    (rep.type != NDZ_CTL_UPLOAD && rep.type != NDZ_CTL_DONE)) {
@@ -288,7 +269,7 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 					   port, name, ndz_ctl_strstatus(rep.status));
 		goto out;
 	}
-	if (head && write_all(fd, buf, head) != 0)
+	if (head && ndz_write_all(fd, buf, head, NDZ_ENET, NULL, NULL) != 0)
 		head = 0;              /* the master has answered: hear why below */
 	sent = head;
 	for (;;) {
@@ -312,7 +293,7 @@ int ndz_upload_send(const char *spec, const char *name, int in_fd, uint64_t size
 			rc = ndz_error_set(e, NDZ_EIO, errno, "reading the image");
 			goto out;
 		}
-		if (got == 0 || write_all(fd, buf, (size_t)got) != 0)
+		if (got == 0 || ndz_write_all(fd, buf, (size_t)got, NDZ_ENET, NULL, NULL) != 0)
 			break;
 		sent += (uint64_t)got;
 		if (progress)
@@ -346,10 +327,9 @@ int ndz_upload_status(const char *spec, int wait_s, uint8_t *buf, size_t cap,
 		return ndz_error_set(e, n, 0, "status request");
 	if ((fd = dial(host, port, wait_s, e)) < 0)
 		return fd;
-	if (write_all(fd, msg, (size_t)n) != 0) {
-		rc = ndz_error_set(e, NDZ_ENET, errno, "master %s:%u: send", host, port);
+	rc = ndz_write_all(fd, msg, (size_t)n, NDZ_ENET, e, "master %s:%u: send", host, port);
+	if (rc < 0)
 		goto out;
-	}
 	n = ndz_upload_read_msg(fd, buf, cap, ndz_ctl_rep_need, -1, NULL);
 	/* a refusal before the master read the request comes as an UPLOAD reply */
 	if (n < 0 || ndz_ctl_rep_decode(buf, (size_t)n, rep, NULL) != 0 ||

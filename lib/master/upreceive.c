@@ -4,26 +4,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/format.h"
 #include "core/image.h"
 #include "trust/verify.h"
 #include "upreceive.h"
-
-/* the whole of len bytes onto the file out_fd; 0 or -1 (errno) */
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
 		       struct ndz_upload_stats *st, struct ndz_error *e)
@@ -58,10 +43,10 @@ int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t d
 					   (unsigned long long)declared);
 			break;
 		}
-		if (write_all(out_fd, buf, NDZ_CHUNK_SIZE) != 0) {
-			rc = ndz_error_set(e, NDZ_EIO, errno, "writing chunk %u", h.index);
+		rc = ndz_write_all(out_fd, buf, NDZ_CHUNK_SIZE, NDZ_EIO, e, "writing chunk %u",
+				   h.index);
+		if (rc < 0)
 			break;
-		}
 		if (st->chunks == 0)
 			memcpy(st->uuid, h.uuid, 16);
 		st->bytes += NDZ_CHUNK_SIZE;

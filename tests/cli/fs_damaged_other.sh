@@ -118,15 +118,29 @@ hib "swap S1SUSPEND" 4086 'S1SUSPEND\0' "the kernel's"
 hib "swap LINHIB0001" 4086 'LINHIB0001' "the kernel's"
 hib "swap TuxOnIce" 0 '\355\303\002\351\230\126\345\014' "TuxOnIce's"
 
+# fat_image: $img, a fresh 32 MiB FAT16 file system (4 sectors a cluster) on a
+# dirty file; fat_tables_back: the restored disk $T/t.img given back the tables
+# of $T/f.orig (rs, fatsz: where they start and how long each is), then every
+# file on it copied out into $T/out (mcopy: it only reads the image)
+fat_image() {
+	img="$T/f.img"
+	dirty "$img" $((32 * MIB))
+	mkfs.fat -F 16 -s 4 "$img" >/dev/null 2>&1 || not_ok "mkfs.fat"
+}
+fat_tables_back() {
+	dd if="$T/f.orig" of="$T/t.img" bs=512 skip="$rs" seek="$rs" count=$((2 * fatsz)) \
+		conv=notrunc status=none
+	rm -rf "$T/out"; mkdir "$T/out"
+	mcopy -s -i "$T/t.img" ::/ "$T/out/" >/dev/null 2>&1
+}
+
 # ---- FAT: clusters in use that the table calls free ----
 # f2's whole chain (only its directory entry names it: the first cluster, then
 # the file's size laid out contiguously), the last 20 clusters of f5 (the chain
 # runs into a free entry before the size is covered), the directory d's only
 # cluster and the whole chain of f11 in it (reached through d alone). Each run
 # is longer than the 32 KiB of free space imagezip keeps anyway.
-img="$T/f.img"
-dirty "$img" $((32 * MIB))
-mkfs.fat -F 16 -s 4 "$img" >/dev/null 2>&1 || not_ok "mkfs.fat"
+fat_image
 for f in f1 f2 f3 f4 f5 f6 f7 f8; do mcopy -i "$img" "$T/src/$f" ::/; done
 mmd -i "$img" ::/d
 for f in f9 f10 f11 f12; do mcopy -i "$img" "$T/src/$f" ::/d/; done
@@ -156,11 +170,8 @@ if [ -n "$b2" ] && [ -n "$b5" ] && [ -n "$cd" ] && [ -n "$b11" ]; then
 	check "fat: fsck.fat finds the damage" sh -c "! fsck.fat -n '$img' >/dev/null 2>&1"
 	zip_unzip "fat" "$img" "$n clusters the allocation table calls free are reached by a chain or a directory entry (the first: cluster $a2); imaging them too"
 	# the damage undone on the restored disk: its tables from before
-	dd if="$T/f.orig" of="$T/t.img" bs=512 skip="$rs" seek="$rs" count=$((2 * fatsz)) \
-		conv=notrunc status=none
+	fat_tables_back
 	check "fat: tables put back, fsck.fat -n clean" quiet fsck.fat -n "$T/t.img"
-	rm -rf "$T/out"; mkdir "$T/out"
-	mcopy -s -i "$T/t.img" ::/ "$T/out/" >/dev/null 2>&1
 	check "fat: every file reads back identical (mcopy)" same_files "$T/src" "$T/out" \
 		f1 f2 f3 f4 f5 f6 f7 f8
 	check "fat: every file of the directory reads back identical (mcopy)" \
@@ -172,9 +183,7 @@ rm -f "$img" "$T/f.orig" "$T/t.img"
 
 # ---- FAT: the dirty bit set and the second table copy disagreeing with the first ----
 # (f2's chain freed in copy 0 alone): one line says both, the union of the copies
-img="$T/f.img"
-dirty "$img" $((32 * MIB))
-mkfs.fat -F 16 -s 4 "$img" >/dev/null 2>&1 || not_ok "mkfs.fat"
+fat_image
 for f in f1 f2 f3 f4; do mcopy -i "$img" "$T/src/$f" ::/; done
 cp "$img" "$T/f.orig"
 rs=$(od -An -t u2 -j 14 -N 2 "$img" | tr -d ' ')
@@ -193,10 +202,7 @@ if [ -n "$b2" ]; then
 	"$IMAGEZIP" -i "$img" >"$T/info" 2>/dev/null
 	check "fat dirty, copies differ: -i says it too" \
 		grep -q "fat \[.*(fat: not cleanly unmounted (dirty bit set); allocation table copy 1 differs" "$T/info"
-	dd if="$T/f.orig" of="$T/t.img" bs=512 skip="$rs" seek="$rs" count=$((2 * fatsz)) \
-		conv=notrunc status=none
-	rm -rf "$T/out"; mkdir "$T/out"
-	mcopy -s -i "$T/t.img" ::/ "$T/out/" >/dev/null 2>&1
+	fat_tables_back
 	check "fat dirty, copies differ: every file reads back identical (mcopy)" \
 		same_files "$T/src" "$T/out" f1 f2 f3 f4
 else

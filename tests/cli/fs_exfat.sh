@@ -9,23 +9,11 @@
 need mkfs.exfat fsck.exfat od dd
 
 # fmount IMG DIR [ro]: mount IMG on DIR through a loop device and exfat-fuse
+# (loop_umount unmounts it: exfat-fuse has written everything back by then)
 fmount() {
 	command -v mount.exfat-fuse >/dev/null 2>&1 || return 1
 	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || return 1
-	_l=$(losetup -f --show "$1" 2>/dev/null) || return 1
-	mkdir -p "$2"
-	if ! mount.exfat-fuse ${3:+-o "$3"} "$_l" "$2" >/dev/null 2>&1; then
-		losetup -d "$_l"
-		return 1
-	fi
-	# at exit only what still backs IMG: a loop device freed by fumount may be
-	# someone else's by then
-	at_exit "umount '$2'; for l in \$(losetup -n -O NAME -j '$1'); do losetup -d \$l; done"
-}
-# fumount IMG DIR: unmount (exfat-fuse has written everything back) and detach
-fumount() {
-	umount "$2" || return 1
-	for _l in $(losetup -n -O NAME -j "$1"); do losetup -d "$_l"; done
+	loop_mount_by mount.exfat-fuse "$1" "$2" "${3:-}"
 }
 
 size=$((64 * MIB))
@@ -37,7 +25,7 @@ if fmount "$img" "$T/m"; then
 	filled=1
 	for f in "$T"/src/*; do cp "$f" "$T/m/"; done
 	rm -f "$T/m/f3" "$T/m/f6" "$T/m/f9"
-	fumount "$img" "$T/m"
+	loop_umount "$img" "$T/m"
 	names="f1 f2 f4 f5 f7 f8 f10 f11 f12"
 else
 	filled=0
@@ -54,7 +42,7 @@ if [ $filled = 1 ]; then
 		# shellcheck disable=SC2086
 		check "every file reads back identical" same_files "$T/src" "$T/r" $names
 		check "deleted files stay deleted" test ! -e "$T/r/f3"
-		fumount "$T/t.img" "$T/r"
+		loop_umount "$T/t.img" "$T/r"
 	else
 		not_ok "restored volume mounts"
 	fi
@@ -87,7 +75,7 @@ if [ $filled = 1 ]; then
 	if fmount "$c" "$T/m"; then
 		cp "$T"/many/* "$T/m/"
 		rm -f "$T/m/g7" "$T/m/g30"
-		fumount "$c" "$T/m"
+		loop_umount "$c" "$T/m"
 		rm -f "$T/many/g7" "$T/many/g30"
 		check "chains: imagezip" "$IMAGEZIP" "$c" "$T/c.ndz"
 		"$IMAGEZIP" -i "$c" >"$T/info"
@@ -97,7 +85,7 @@ if [ $filled = 1 ]; then
 		check "chains: fsck.exfat -n clean" quiet fsck.exfat -n "$T/t.img"
 		if fmount "$T/t.img" "$T/r" ro; then
 			check "chains: every file reads back identical" diff -r "$T/many" "$T/r"
-			fumount "$T/t.img" "$T/r"
+			loop_umount "$T/t.img" "$T/r"
 		else
 			not_ok "chains: restored volume mounts"
 		fi
@@ -150,7 +138,7 @@ check "backup boot checksum: the restore is the source where it was imaged" sh -
 if [ $filled = 1 ] && fmount "$T/t.img" "$T/r" ro; then
 	# shellcheck disable=SC2086
 	check "backup boot checksum: every file reads back identical" same_files "$T/src" "$T/r" $names
-	fumount "$T/t.img" "$T/r"
+	loop_umount "$T/t.img" "$T/r"
 fi
 rm -f "$T/bad.ndz" "$T/t.img"
 

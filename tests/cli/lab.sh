@@ -20,10 +20,8 @@ check "ndzctl: no command, missing argument, misplaced option: exit 2 ($rc1, $rc
 check "ndzctl without a master: exit 1, says where it looked ($rc)" \
 	sh -c "[ $rc = 1 ] && grep -q \"admin socket $T/none\" '$T/err'"
 
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-SRV=10.77.0.1
-netns_lan && netns_host srv 1 && netns_host n1 11 && netns_host n2 12 ||
-	{ not_ok "namespace LAN"; done_testing; }
+netns_require
+netns_lab
 M1=52:54:00:00:00:01 M2=52:54:00:00:00:02 M3=52:54:00:00:00:03
 mkdir -p "$T/run"
 : >"$T/ubuntu.ndz"

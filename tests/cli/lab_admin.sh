@@ -47,10 +47,8 @@ fi
 check "ndzctl without a master: exit 1, the socket, the reason and what to check ($rc)" \
 	sh -c "[ $rc = 1 ] && grep -q 'admin socket $T/nomaster: No such file or directory (is the master running?' '$T/err'"
 
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-SRV=10.77.0.1
-netns_lan && netns_host srv 1 && netns_host n1 11 && netns_host n2 12 ||
-	{ not_ok "namespace LAN"; done_testing; }
+netns_require
+netns_lab
 M1=52:54:00:00:00:01 M2=52:54:00:00:00:02
 mkdir -p "$T/run" "$T/state"
 : >"$T/ubuntu.ndz"

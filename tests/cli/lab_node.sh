@@ -16,11 +16,9 @@ check "node without DISK: exit 2 ($rc)" test $rc = 2
 check "a node option with another command: exit 2 ($rc)" \
 	sh -c "[ $rc = 2 ] && grep -q 'go with node' '$T/err'"
 
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
+netns_require
 [ -x "$IMAGEZIP" ] || skip_all "imagezip not built"
-SRV=10.77.0.1
-netns_lan && netns_host srv 1 && netns_host n1 11 && netns_host n2 12 ||
-	{ not_ok "namespace LAN"; done_testing; }
+netns_lab
 M1=52:54:00:00:00:01 M2=52:54:00:00:00:02
 mkdir -p "$T/run" "$T/up"
 head -c $(( 2 * 1024 * 1024 )) /dev/urandom >"$T/src.r"

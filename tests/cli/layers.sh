@@ -17,24 +17,26 @@ tree() {
 	printf '#include "mcast/b.h"\n#include "p.h"\n' >"$1/prog/p.c"; : >"$1/prog/p.h"
 	: >"$1/other/o.h"
 }
+# fails NAME WHAT MESSAGE: the checker fails on the tree $T/NAME (exit 1) and its
+# output says MESSAGE
+fails() {
+	python3 "$L" "$T/$1" >"$T/$1.out"; _rc=$?
+	check "$2 fails (exit $_rc)" [ "$_rc" = 1 ]
+	check "... and names it" grep -q "$3" "$T/$1.out"
+}
+
 tree "$T/ok"
 check "a clean tree passes" python3 "$L" "$T/ok"
 
 tree "$T/up"; printf '#include "mcast/b.h"\n' >>"$T/up/lib/core/a.c"
-python3 "$L" "$T/up" >"$T/up.out"; rc=$?
-check "an include up a layer fails (exit $rc)" [ "$rc" = 1 ]
-check "... and names it" grep -q 'lib/core/a.c: includes lib/mcast/b.h: runs up a layer' "$T/up.out"
+fails up "an include up a layer" 'lib/core/a.c: includes lib/mcast/b.h: runs up a layer'
 
 tree "$T/circle"; printf '#include "c.h"\n' >>"$T/circle/lib/mcast/b.h"
 printf '#include "b.h"\n' >"$T/circle/lib/mcast/c.h"
-python3 "$L" "$T/circle" >"$T/circle.out"; rc=$?
-check "an include circle fails (exit $rc)" [ "$rc" = 1 ]
-check "... and names it" grep -q 'include circle: lib/mcast/b -> lib/mcast/c -> lib/mcast/b' "$T/circle.out"
+fails circle "an include circle" 'include circle: lib/mcast/b -> lib/mcast/c -> lib/mcast/b'
 
 tree "$T/cross"; printf '#include "../other/o.h"\n' >>"$T/cross/prog/p.c"
-python3 "$L" "$T/cross" >"$T/cross.out"; rc=$?
-check "a program including another's file fails (exit $rc)" [ "$rc" = 1 ]
-check "... and names it" grep -q "prog/p.c: includes other/o.h, another program's file" "$T/cross.out"
+fails cross "a program including another's file" "prog/p.c: includes other/o.h, another program's file"
 
 # the master's rooms: mfrisbeed may include them, a client may not
 rooms() {
@@ -49,19 +51,13 @@ rooms "$T/rooms"
 check "mfrisbeed including lib/mserve and lib/master passes" python3 "$L" "$T/rooms"
 
 rooms "$T/client"; printf '#include "master/d.h"\n' >>"$T/client/prog/p.c"
-python3 "$L" "$T/client" >"$T/client.out"; rc=$?
-check "a client program including lib/master fails (exit $rc)" [ "$rc" = 1 ]
-check "... and names it" grep -q 'prog/p.c: includes lib/master/d.h: a client includes lib/ctl, not lib/master' "$T/client.out"
+fails client "a client program including lib/master" 'prog/p.c: includes lib/master/d.h: a client includes lib/ctl, not lib/master'
 
 rooms "$T/client2"; printf '#include "mserve/s.h"\n' >>"$T/client2/prog/p.c"
-python3 "$L" "$T/client2" >"$T/client2.out"; rc=$?
-check "a client program including lib/mserve fails (exit $rc)" [ "$rc" = 1 ]
-check "... and names it" grep -q 'prog/p.c: includes lib/mserve/s.h: a client includes lib/ctl, not lib/mserve' "$T/client2.out"
+fails client2 "a client program including lib/mserve" 'prog/p.c: includes lib/mserve/s.h: a client includes lib/ctl, not lib/mserve'
 
 rooms "$T/ctlup"; printf '#include "mcast/b.h"\n' >>"$T/ctlup/lib/ctl/w.h"
-python3 "$L" "$T/ctlup" >"$T/ctlup.out"; rc=$?
-check "lib/ctl including more than lib/core fails (exit $rc)" [ "$rc" = 1 ]
-check "... and names it" grep -q 'lib/ctl/w.h: includes lib/mcast/b.h: runs up a layer' "$T/ctlup.out"
+fails ctlup "lib/ctl including more than lib/core" 'lib/ctl/w.h: includes lib/mcast/b.h: runs up a layer'
 
 python3 "$L" "$NDZ_TOP" >"$T/top.out"; rc=$?
 check "the project's tree keeps its layers$(sed 's/^/; /' "$T/top.out" | head -5 | tr -d '\n')" [ "$rc" = 0 ]

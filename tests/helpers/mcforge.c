@@ -26,7 +26,6 @@ int main(int argc, char **argv)
 	struct ndz_net *net;
 	struct ndz_pkt p;
 	struct ndz_pace pace;
-	struct ndz_error err = { 0 };
 	uint8_t buf[2048], *img;
 	uint32_t from, tag = 0, group, src = 0, nchunks;
 	uint64_t end;
@@ -66,13 +65,8 @@ int main(int argc, char **argv)
 		if (ndz_hdr_encode(&h, c, NULL) < 0)
 			return 1;
 	}
-	o.group = argv[1];
-	o.port = (uint16_t)atoi(argv[2]);
-	o.loop = 0;
-	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group, NULL) < 0) {
-		fprintf(stderr, "mcforge: %s\n", ndz_error_msg(&err));
+	if (pkt_join("mcforge", &o, argv[1], argv[2], &net, &group) < 0)
 		return 1;
-	}
 	raw = pkt_raw_open(argv[5], &src);
 	if (raw < 0) {
 		perror("mcforge: raw socket");

@@ -214,19 +214,13 @@ int main(int argc, char **argv)
 	uint64_t end;
 	unsigned long sent = 0;
 	int raw = -1, len;
-	struct ndz_error err = { 0 };
 
 	if (argc < 5) {
 		fprintf(stderr, "usage: mcrogue GROUP PORT SECONDS PPS [SPOOF_ADDR|- [hostile | announce CHUNKS BYTES]]\n");
 		return 2;
 	}
-	o.group = argv[1];
-	o.port = (uint16_t)atoi(argv[2]);
-	o.loop = 0;
-	if (ndz_net_open(&o, &net, &err) < 0 || ndz_net_addr(argv[1], &group, NULL) < 0) {
-		fprintf(stderr, "mcrogue: %s\n", ndz_error_msg(&err));
+	if (pkt_join("mcrogue", &o, argv[1], argv[2], &net, &group) < 0)
 		return 1;
-	}
 	srandom((unsigned)getpid());
 	signal(SIGTERM, on_term);
 	if (argc > 5 && strcmp(argv[5], "-") != 0) {

@@ -4,6 +4,8 @@
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/udp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -33,6 +35,21 @@ int pkt_learn(struct ndz_net *net, uint32_t client_id, unsigned ms, struct ndz_p
 			*reply = p;
 			return 1;
 		}
+	}
+	return 0;
+}
+
+int pkt_join(const char *prog, struct ndz_net_opts *o, const char *group, const char *port,
+	     struct ndz_net **net, uint32_t *addr)
+{
+	struct ndz_error err = { 0 };
+
+	o->group = group;
+	o->port = (uint16_t)atoi(port);
+	o->loop = 0;
+	if (ndz_net_open(o, net, &err) < 0 || ndz_net_addr(group, addr, NULL) < 0) {
+		fprintf(stderr, "%s: %s\n", prog, ndz_error_msg(&err));
+		return -1;
 	}
 	return 0;
 }

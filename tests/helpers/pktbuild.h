@@ -13,6 +13,14 @@
 #include "mcast/proto.h"
 
 /*
+ * pkt_join - fill *o for group:port (port a decimal string; our own datagrams not
+ * looped back), open *net on it and put the group's address (network order) in
+ * *addr. Returns 0, or -1 after printing "prog: why" on stderr.
+ */
+int pkt_join(const char *prog, struct ndz_net_opts *o, const char *group, const char *port,
+	     struct ndz_net **net, uint32_t *addr);
+
+/*
  * pkt_learn - send a JOIN as client_id every 300 ms on net until a JOIN_REPLY
  * comes, for at most ms. Returns 1 with the reply in *reply, 0 when none came.
  */

@@ -28,6 +28,7 @@
 #define DATA_OFF 16384u
 #define DATA_LEN 32768u
 
+#include "seedfile.h"                 /* write_seed */
 #include "volfix.h"                   /* vol: VOL bytes */
 
 static uint32_t size;                  /* of the filesystem: VOL, or 1 MiB for the seed */
@@ -409,27 +410,20 @@ static void test_unlisted(void **state)
 }
 
 /* NDZ_BTRFS_SEEDS=DIR: a 1 MiB variant, written up to its last tree block */
-static void write_seed(void)
+static void write_seeds(void)
 {
 	static const struct geo small = { 128u << 10, 192u << 10, 256u << 10, 64u << 10 };
 	const char *dir = getenv("NDZ_BTRFS_SEEDS");
-	char path[512];
-	FILE *f;
 
 	if (!dir)
 		return;
 	make_btrfs(&small, 1u << 20);
-	snprintf(path, sizeof(path), "%s/dup-3-leaves", dir);
-	f = fopen(path, "wb");
-	if (!f)
-		return;
-	fwrite(vol, 1, small.a1 + 3 * NODE, f);
-	fclose(f);
+	write_seed(dir, "dup-3-leaves", vol, small.a1 + 3 * NODE);
 }
 
 static int teardown(void **state)
 {
-	write_seed();
+	write_seeds();
 	return vol_teardown(state);
 }
 

@@ -16,6 +16,7 @@
 #include "core/le.h"
 #include "trust/index.h"
 #include "trust/key.h"
+#include "keyfix.h"
 
 /* Chunk i of a test image: 100 sectors, two regions, a digest of i's bytes. */
 static void set_chunk(struct ndz_index *ix, uint32_t i)
@@ -163,10 +164,8 @@ static void test_signed(void **state)
 	size_t len, ulen;
 
 	(void)state;
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL), 0);
-	assert_int_equal(ndz_key_public(&sec, &pub, NULL), 0);
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec2, NULL), 0);
-	assert_int_equal(ndz_key_public(&sec2, &pub2, NULL), 0);
+	key_pair(&sec, &pub);
+	key_pair(&sec2, &pub2);
 	make(&ix, 4);
 	assert_int_equal(ndz_index_encode(&ix, &pub, &b, &len, NULL), NDZ_EINVAL);
 	assert_null(b);
@@ -370,8 +369,7 @@ static void test_pieces(void **state)
 	ndz_index_release(&back);
 	free(b);
 	/* signed: a piece's digest changed breaks the signature */
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL), 0);
-	assert_int_equal(ndz_key_public(&sec, &pub, NULL), 0);
+	key_pair(&sec, &pub);
 	assert_int_equal(ndz_index_encode(&ix, &sec, &b, &len, NULL), 0);
 	assert_int_equal(ndz_index_decode(b, len, &pub, &back, NULL), 0);
 	ndz_index_release(&back);

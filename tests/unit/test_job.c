@@ -17,6 +17,7 @@
 #include "core/ranges.h"
 #include "trust/index.h"
 #include "trust/key.h"
+#include "keyfix.h"
 
 #define SECT 512u
 #define SRC_BYTES (5u * 1024 * 1024)
@@ -183,8 +184,7 @@ static void test_capture(void **state)
 	struct ndz_index ix;
 
 	(void)state;
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec, NULL), 0);
-	assert_int_equal(ndz_key_public(&sec, &pub, NULL), 0);
+	key_pair(&sec, &pub);
 	assert_int_equal(capture(&o, &s, &sec, &res, &e), 0);
 	s.events[s.n] = '\0';
 	assert_string_equal(s.events, "SPFE");

@@ -18,6 +18,7 @@
 #include "fs.h"
 #include "core/io.h"
 #include "core/le.h"
+#include "seedfile.h"                 /* write_seed */
 
 #define UUID "FmM2ok-67ab-Unwf-l2y4-B3yV-cJde-5mIhtK"
 #define EXT (16 * 1024u)               /* extent_size = 32 sectors */
@@ -442,19 +443,6 @@ static void test_module(void **state)
 	assert_string_equal(warned, "LV lvb: swap: holds TuxOnIce's hibernation image; "
 				    "taking the whole area");
 	free(d);
-}
-
-static void write_seed(const char *dir, const char *name, const void *p, size_t n)
-{
-	char path[512];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f)
-		return;
-	fwrite(p, 1, n, f);
-	fclose(f);
 }
 
 static int setup(void **state)

@@ -23,6 +23,7 @@
 #include "trust/seal.h"
 #include "trust/verify.h"
 #include "trustfix.h"
+#include "keyfix.h"
 
 /* A sound plain chunk of index i of the image uuid, with len bytes of data. */
 static uint8_t *make_chunk(uint32_t i, uint8_t uuid_byte, uint32_t len)
@@ -49,8 +50,7 @@ static void test_key_roundtrip(void **state)
 		assert_memory_equal(back.sk, k.sk, sizeof(k.sk));
 		assert_memory_equal(back.pk, k.pk, sizeof(k.pk));
 	}
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k, NULL), 0);
-	assert_int_equal(ndz_key_public(&k, &pub, NULL), 0);
+	key_pair(&k, &pub);
 	n = ndz_key_format(&pub, text, sizeof(text), NULL);
 	assert_true(n > 0);
 	assert_non_null(strstr(text, "type ed25519-public\n"));
@@ -94,8 +94,7 @@ static void test_key_files(void **state)
 	assert_non_null(mkdtemp(dir));
 	snprintf(sec, sizeof(sec), "%s/k.sec", dir);
 	snprintf(pubp, sizeof(pubp), "%s/k.pub", dir);
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k, NULL), 0);
-	assert_int_equal(ndz_key_public(&k, &pub, NULL), 0);
+	key_pair(&k, &pub);
 	assert_int_equal(ndz_key_save(sec, &k, &e), 0);
 	assert_int_equal(ndz_key_save(pubp, &pub, &e), 0);
 	/* never over an existing file */
@@ -175,10 +174,8 @@ static void test_manifest(void **state)
 	size_t len, i;
 
 	(void)state;
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k, NULL), 0);
-	assert_int_equal(ndz_key_public(&k, &pub, NULL), 0);
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &other, NULL), 0);
-	assert_int_equal(ndz_key_public(&other, &opub, NULL), 0);
+	key_pair(&k, &pub);
+	key_pair(&other, &opub);
 	buf = signed_manifest(&k, 3, &len);
 	assert_int_equal(len, ndz_manifest_size(3));
 	assert_int_equal(len, 64 + 3 * 32 + 64);
@@ -264,8 +261,7 @@ static void test_manifest_blake2b(void **state)
 	uint32_t i;
 
 	(void)state;
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k, NULL), 0);
-	assert_int_equal(ndz_key_public(&k, &pub, NULL), 0);
+	key_pair(&k, &pub);
 	assert_int_equal(ndz_manifest_init(&m, 2, NULL), 0);
 	memset(m.uuid, 0x42, 16);
 	m.codec = NDZ_CODEC_ZLIB;
@@ -531,8 +527,7 @@ static void test_image_build_verify(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k, NULL), 0);
-	assert_int_equal(ndz_key_public(&k, &pub, NULL), 0);
+	key_pair(&k, &pub);
 	assert_int_equal(ndz_io_open_mem(img, 2 * NDZ_CHUNK_SIZE, 0, &io, NULL), 0);
 	assert_int_equal(ndz_manifest_build(io, &m, &e), 0);
 	ndz_io_close(io);

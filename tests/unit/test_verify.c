@@ -20,6 +20,7 @@
 #include "trust/seal.h"
 #include "trust/verify.h"
 #include "trustfix.h"
+#include "keyfix.h"
 
 #define NCHUNKS 3
 
@@ -99,10 +100,8 @@ static struct keys *keys_new(void)
 	struct ndz_key sec2;
 
 	assert_non_null(k);
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &k->sec, NULL), 0);
-	assert_int_equal(ndz_key_public(&k->sec, &k->pub, NULL), 0);
-	assert_int_equal(ndz_key_generate(NDZ_KEY_SIGN_SECRET, &sec2, NULL), 0);
-	assert_int_equal(ndz_key_public(&sec2, &k->pub2, NULL), 0);
+	key_pair(&k->sec, &k->pub);
+	key_pair(&sec2, &k->pub2);
 	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &k->ck, NULL), 0);
 	assert_int_equal(ndz_key_generate(NDZ_KEY_CRYPT, &k->ck2, NULL), 0);
 	ndz_key_wipe(&sec2);

@@ -25,6 +25,7 @@
 #define LOG_BLOCKS 32u
 #define ROOT_AGBNO 56u
 
+#include "seedfile.h"                 /* write_seed */
 #include "volfix.h"                   /* vol: VOL bytes */
 
 
@@ -388,16 +389,8 @@ static void write_seeds(void)
 	if (!dir)
 		return;
 	for (size_t i = 0; i < 3; i++) {
-		char path[512];
-		FILE *f;
-
 		make_xfs(&seeds[i]);
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		f = fopen(path, "wb");
-		if (!f)
-			continue;
-		fwrite(vol, 1, (LOG_AGBNO + LOG_BLOCKS) * BS, f);
-		fclose(f);
+		write_seed(dir, names[i], vol, (LOG_AGBNO + LOG_BLOCKS) * BS);
 	}
 }
 
