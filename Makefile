@@ -141,11 +141,12 @@ fuzz:
 	$(Q)sh tests/fuzz/build.sh
 
 # Everything the man pages refer to: the programs, their man pages and bash completions,
-# the documents (FORMAT.md, PROTOCOL.md, PXE.md and doc/pxe/), the boot environment's
+# the documents (FORMAT.md, PROTOCOL.md, PXE.md, HTTP.md, SITES.md and doc/pxe/), the boot environment's
 # builder, the master's systemd unit and system user, and SYSCONFDIR/ndz with a commented
 # configuration (never overwritten: an administrator's edits stay). Enabling the unit is
 # the administrator's choice.
 DOCS   := README.md doc/FORMAT.md doc/PROTOCOL.md doc/IMPLEMENTATION.md doc/PXE.md doc/FILESYSTEMS.md \
+	  doc/HTTP.md doc/SITES.md \
 	  doc/mfrisbeed.conf.example
 MFS    := mfs/build.sh mfs/init mfs/udhcpc.script
 MANS   := $(wildcard doc/*.[1-8])

@@ -23,7 +23,7 @@ done
 for m in man5/mfrisbeed.conf.5 man7/ndz-mfs.7; do
 	check "$m installed" test -f "$P/share/man/$m"
 done
-for d in FORMAT.md PROTOCOL.md IMPLEMENTATION.md PXE.md FILESYSTEMS.md README.md mfrisbeed.conf.example \
+for d in FORMAT.md PROTOCOL.md IMPLEMENTATION.md PXE.md FILESYSTEMS.md HTTP.md SITES.md README.md mfrisbeed.conf.example \
 	pxe/boot.ipxe pxe/dnsmasq.conf pxe/dnsmasq-lab.conf pxe/pxelinux.cfg/default; do
 	check "doc $d installed" test -s "$P/share/doc/ndz/$d"
 done
