@@ -261,8 +261,11 @@ static int save(struct ndz_labsrv *s, struct ndz_error *e)
 {
 	int rc;
 
-	if (ndz_lab_changed(s->lab))
+	if (ndz_lab_changed(s->lab)) {
 		s->dirty = 1;
+		if (s->h.changed)
+			s->h.changed(s->h.ctx);
+	}
 	if (!s->dirty)
 		return 0;
 	if ((rc = ndz_lab_save(s->lab, s->state_path, e)) == 0)

@@ -58,6 +58,9 @@ struct ndz_labsrv_hooks {
 	 * j, or NDZ_ENOENT (no site has it either); NULL: none */
 	int (*forward)(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
 		       struct ndz_error *e);
+	/* under the lock: something the lab's state file keeps changed (a node's task,
+	 * state or result), so that a site reports it at once; NULL: none */
+	void (*changed)(void *ctx);
 };
 
 /*

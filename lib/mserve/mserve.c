@@ -471,6 +471,15 @@ static size_t site_list(void *ctx, int table, struct ndz_jbuf *j)
 	return s->site ? ndz_site_nodes(s->site, table, j) : 0;
 }
 
+/* Under the lock: the lab changed; a site tells its parent at once. */
+static void site_changed(void *ctx)
+{
+	struct ndz_mserve *s = ctx;
+
+	if (s->site)
+		ndz_site_changed(s->site);
+}
+
 /* Under the lock, at a parent: a task for a node of a site goes to that site. */
 static int site_task(void *ctx, const struct ndz_ctl_labreq *r, struct ndz_jbuf *j,
 		     struct ndz_error *e)
@@ -657,7 +666,7 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 	    (rc = ndz_master_create(s->conf, &s->ms, e)) != 0 ||
 	    (rc = ndz_labsrv_open(s->conf, o->run_dir, &(struct ndz_labsrv_hooks){ s, status_json,
 				  tell, s->lock, s->ms, reload, s->o.refused,
-				  site_list, site_task }, &s->lab, e)) != 0)
+				  site_list, site_task, site_changed }, &s->lab, e)) != 0)
 		goto fail;
 	ndz_labsrv_set_ctl(s->lab, s->fd); /* the boot scripts' ndz.master (issue 24, PXE) */
 	s->n = ndz_master_counters(s->ms);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -63,13 +64,21 @@ struct forward {
 };
 
 #define SITES 32                       /* sites a parent lists, at most */
-#define REPORT_MS 2000                 /* a site reports its nodes this often */
+#define REPORT_MS 2000                 /* a site reports its nodes this often (a heartbeat) */
+#define REPORT_GAP_MS 100              /* and on a change, at most this often */
+
+/* At a parent: a node of a site's report, as its JSON names it. */
+struct sitenode {
+	char name[NDZ_CTL_NAME_MAX + 1], mac[24], group[NDZ_CTL_NAME_MAX + 1];
+};
 
 /* At a parent: a site's last report. */
 struct sitelab {
 	uint32_t addr;                 /* 0: free */
 	char name[NDZ_CTL_NAME_MAX + 1];
 	char *table, *json;
+	struct sitenode *nodes;        /* decoded from json */
+	size_t nnodes;
 	uint64_t heard_ms;
 	uint8_t tasks[NDZ_SITE_TASKS_MAX];  /* admin requests for it, sent with the reply */
 	size_t ntasks;                 /* bytes */
@@ -83,6 +92,7 @@ struct ndz_site {
 	struct fetch f[FETCHES];
 	struct forward fw[FETCHES];
 	atomic_int stop;
+	atomic_int changed;            /* the lab changed since the last report */
 #define X(n) atomic_uint_fast64_t n;
 	SITE_COUNTERS(X)
 #undef X
@@ -139,8 +149,15 @@ static void *report_thread(void *arg)
 		const struct ndz_mconf *c;
 		uint8_t *body;
 		size_t len;
+		unsigned waited = 0;
 
-		pause_ms(s, REPORT_MS);
+		/* the heartbeat's time, or a change (not sooner than REPORT_GAP_MS) */
+		while (!atomic_load(&s->stop) && waited < REPORT_MS &&
+		       (waited < REPORT_GAP_MS || !atomic_load(&s->changed))) {
+			nanosleep(&(struct timespec){ 0, 20 * 1000000L }, NULL);
+			waited += 20;
+		}
+		atomic_store(&s->changed, 0);
 		ndz_mlock_take(s->h.lock);
 		c = ndz_master_conf(s->h.ms);
 		if (!c->parent || !s->h.nodes || atomic_load(&s->stop)) {
@@ -200,6 +217,7 @@ void ndz_site_free(struct ndz_site *s)
 	for (size_t i = 0; i < SITES; i++) {
 		free(s->sl[i].table);
 		free(s->sl[i].json);
+		free(s->sl[i].nodes);
 	}
 	for (size_t i = 0; i < FETCHES; i++) {
 		if (s->f[i].joinable)
@@ -309,8 +327,53 @@ out:
 	return rc;
 }
 
-/* One SITE request (the len bytes of buf) from a at addr, answered on fd: 0, or -1 when
- * the connection is no longer fit for another. */
+/*
+ * The nodes of a site's lab JSON ({"nodes":[{"mac","name","group",...}],...}, as
+ * ndz_lab_json writes it; other members ignored) into *out (malloc'ed) and *n: 0, or
+ * -1 when it is not that.
+ */
+static int decode_lab(const char *json, size_t len, struct sitenode **out, size_t *n)
+{
+	const char *arr, *e;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (!ndz_json_valid(json, len) || !(arr = ndz_json_member(json, "nodes")) ||
+	    *arr != '[')
+		return -1;
+	for (e = ndz_json_first(arr); e; e = ndz_json_after(e)) {
+		struct sitenode *x;
+		const char *v;
+
+		if (*n == cap) {
+			struct sitenode *t = realloc(*out, (cap = cap ? 2 * cap : 64) * sizeof(*t));
+
+			if (!t)
+				goto bad;
+			*out = t;
+		}
+		x = &(*out)[*n];
+		memset(x, 0, sizeof(*x));
+		if (*e != '{' || !(v = ndz_json_member(e, "mac")) ||
+		    !ndz_json_string(v, x->mac, sizeof(x->mac)))
+			goto bad;              /* every node has its MAC */
+		if ((v = ndz_json_member(e, "name")) && *v != 'n' &&
+		    !ndz_json_string(v, x->name, sizeof(x->name)))
+			goto bad;
+		if ((v = ndz_json_member(e, "group")) && *v != 'n' &&
+		    !ndz_json_string(v, x->group, sizeof(x->group)))
+			goto bad;
+		(*n)++;
+	}
+	return 0;
+bad:
+	free(*out);
+	*out = NULL;
+	*n = 0;
+	return -1;
+}
+
 /* A site's report (r, its body next on fd): kept, answered. 0, or -1 (connection broken). */
 static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 		       uint32_t addr, const char *a)
@@ -319,6 +382,8 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 	const char *t, *j;
 	size_t tl, jl, got = 0;
 	struct sitelab *sl = NULL;
+	struct sitenode *nodes = NULL;
+	size_t nn = 0;
 	int rc;
 
 	while (b && got < r->count) {
@@ -334,7 +399,8 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 		free(b);
 		return -1;
 	}
-	if (ndz_site_report_decode(b, got, &t, &tl, &j, &jl, NULL) != 0) {
+	if (ndz_site_report_decode(b, got, &t, &tl, &j, &jl, NULL) != 0 ||
+	    decode_lab(j, jl, &nodes, &nn) != 0) {
 		free(b);
 		SAY(&s->h, 1, "site %s: malformed report", a);
 		refuse(fd, r->id, NDZ_CTL_MALFORMED);
@@ -344,6 +410,7 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 	if (!ndz_mconf_allows_any(ndz_master_conf(s->h.ms), addr)) {
 		ndz_mlock_give(s->h.lock);
 		free(b);
+		free(nodes);
 		refuse(fd, r->id, NDZ_CTL_DENIED);
 		return 0;
 	}
@@ -360,8 +427,11 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 		sl->ntasks = 0;        /* another site's place */
 	free(sl->table);
 	free(sl->json);
+	free(sl->nodes);
 	sl->table = strndup(t, tl);
 	sl->json = strndup(j, jl);
+	sl->nodes = nodes;
+	sl->nnodes = nn;
 	sl->addr = addr;
 	snprintf(sl->name, sizeof(sl->name), "%s", r->name);
 	sl->heard_ms = ndz_now_ms();
@@ -970,6 +1040,11 @@ void ndz_site_used(struct ndz_site *s, const char *name)
 	}
 }
 
+void ndz_site_changed(struct ndz_site *s)
+{
+	atomic_store(&s->changed, 1);
+}
+
 int ndz_site_partial(const char *path)
 {
 	char m[PATH_MAX];
@@ -1111,20 +1186,14 @@ size_t ndz_site_nodes(struct ndz_site *s, int table, struct ndz_jbuf *j)
 	return n;
 }
 
-/* Does the JSON lab of a site list target: a node's "name", "mac" or "group"? */
-static int lists(const char *json, const char *target)
+/* Does a site's last report list target: a node's name or MAC (any case), or a group? */
+static int lists(const struct sitelab *sl, const char *target)
 {
-	char needle[3 * NDZ_CTL_NAME_MAX + 16], q[2 * NDZ_CTL_NAME_MAX + 8];
-	static const char *const keys[] = { "name", "mac", "group" };
-	struct ndz_jbuf j;
-
-	ndz_jbuf_init(&j, q, sizeof(q));
-	ndz_jbuf_string(&j, target);
-	for (size_t k = 0; k < 3; k++) {
-		snprintf(needle, sizeof(needle), "\"%s\":%s", keys[k], q);
-		if (k == 1 ? strcasestr(json, needle) != NULL : strstr(json, needle) != NULL)
+	for (size_t i = 0; target[0] && i < sl->nnodes; i++)
+		if (strcmp(sl->nodes[i].name, target) == 0 ||
+		    strcasecmp(sl->nodes[i].mac, target) == 0 ||
+		    strcmp(sl->nodes[i].group, target) == 0)
 			return 1;
-	}
 	return 0;
 }
 
@@ -1137,7 +1206,7 @@ int ndz_site_task(struct ndz_site *s, const struct ndz_ctl_labreq *r, struct ndz
 		char a[INET_ADDRSTRLEN];
 		int n;
 
-		if (!sl->addr || !sl->json || !lists(sl->json, r->args[0]))
+		if (!sl->addr || !sl->json || !lists(sl, r->args[0]))
 			continue;
 		f.token[0] = 0;
 		n = ndz_ctl_lab_encode(&f, sl->tasks + sl->ntasks,

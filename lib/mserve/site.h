@@ -91,6 +91,13 @@ void ndz_site_used(struct ndz_site *s, const char *name);
 void ndz_site_forward(struct ndz_site *s, const char *name, const char *path);
 
 /*
+ * ndz_site_changed - any thread: the lab changed (a node's task, state or result);
+ * a site master sends its report to the parent at once (within a tenth of a second
+ * of the last one), not only every few seconds. Nothing without a parent.
+ */
+void ndz_site_changed(struct ndz_site *s);
+
+/*
  * ndz_site_partial - 1 when the image file at path is still arriving (a site's fetch
  * published it once its first and last chunks were here: PATH.fetching exists), so
  * that its sessions run frisbeed --growing; else 0.
