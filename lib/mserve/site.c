@@ -39,7 +39,8 @@
 /* The site's counters; one list (the JSON of ndz_site_status_json). */
 #define SITE_COUNTERS(X)                                                       \
 	X(fetched_chunks) X(fetched_bytes) X(refused_chunks) X(bad_chunks)     \
-	X(retries) X(fetches_done) X(evicted) X(forwarded) X(forward_failed)
+	X(retries) X(fetches_done) X(evicted) X(forwarded) X(forward_failed)   \
+	X(reused_chunks) X(reuse_refused)
 
 struct fetch {
 	char name[NDZ_CTL_NAME_MAX + 1];
@@ -534,6 +535,7 @@ struct job {
 	int published;                 /* part is final now */
 	struct ndz_sitefetch st;
 	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
+	uint64_t reused;               /* this image's chunks rebuilt from held ones */
 };
 
 /*
@@ -609,6 +611,91 @@ static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
 	if (rc != 0)
 		ndz_error_prefix(e, "site cache %s", j->dir);
 	return rc;
+}
+
+/*
+ * The missing chunks that a complete image of the cache holds too (its index entry
+ * writes the same: lib/master/sitecache): each read from there, its header made this
+ * image's, then checked exactly as a fetched chunk (check_chunk: the signed manifest
+ * with a site-key, else the index and its own checksums) and kept only when it
+ * passes; the rest are fetched. b: NDZ_CHUNK_SIZE bytes to work in.
+ */
+#define REUSE_SOURCES 64               /* cached images looked at, at most */
+static void reuse(struct job *j, int fd, uint8_t *b)
+{
+	const struct ndz_mconf *c;
+	struct ndz_sitereuse *r = NULL;
+	struct ndz_index ixs[REUSE_SOURCES];
+	char *paths[REUSE_SOURCES];
+	int fds[REUSE_SOURCES];
+	size_t n = 0, dl = strlen(j->dir);
+	uint64_t refused = 0;
+
+	memset(ixs, 0, sizeof(ixs));
+	ndz_mlock_take(j->s->h.lock);
+	c = ndz_master_conf(j->s->h.ms);
+	for (size_t i = 0; i < c->nimages && n < REUSE_SOURCES; i++) {
+		const struct ndz_mconf_image *im = &c->images[i];
+
+		if (strncmp(im->path, j->dir, dl) == 0 && im->path[dl] == '/' &&
+		    strcmp(im->path, j->final) != 0 && !ndz_site_partial(im->path) &&
+		    (paths[n] = strdup(im->path)))
+			n++;
+	}
+	ndz_mlock_give(j->s->h.lock);
+	if (!n || ndz_sitereuse_create(&r, NULL) != 0)
+		goto out;
+	for (size_t k = 0; k < n; k++) {
+		char ip[PATH_MAX];
+
+		fds[k] = -1;
+		/* a hint only: what is taken from it is checked against this image */
+		if (ndz_images_companion(paths[k], 1, ip, sizeof(ip), NULL) != 0 ||
+		    ndz_index_load(ip, NULL, &ixs[k], NULL) != 0 ||
+		    ndz_sitereuse_add(r, &ixs[k], (uint32_t)k, NULL) != 0)
+			ndz_index_release(&ixs[k]);
+	}
+	for (uint32_t i = 0; i < j->ix.chunks && !atomic_load(&j->s->stop); i++) {
+		uint32_t src, at;
+		struct ndz_error why = { 0 };
+
+		if (ndz_sitefetch_has(&j->st, i) || !ndz_sitereuse_find(r, &j->ix.e[i], &src, &at))
+			continue;
+		if (fds[src] < 0 && (fds[src] = open(paths[src], O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if (pread(fds[src], b, NDZ_CHUNK_SIZE, (off_t)at * NDZ_CHUNK_SIZE) != NDZ_CHUNK_SIZE ||
+		    ndz_sitereuse_rebuild(b, i, i == j->ix.chunks - 1, j->ix.uuid, j->ix.source_bytes,
+					  &why) != 0 ||
+		    check_chunk(&j->ix, &j->m, i, b, &why) != 0) {
+			atomic_fetch_add(&j->s->reuse_refused, 1);
+			if (!refused++)
+				SAY(&j->s->h, -1, "site: %s: chunk %u from chunk %u of %s not used: %s; "
+				    "fetched", j->f->name, i, at, paths[src], why.code ? ndz_error_msg(&why) :
+				    "short read");
+			continue;
+		}
+		/* as take: the data, then the header */
+		if (pwrite(fd, b + NDZ_HDR_SIZE, NDZ_CHUNK_SIZE - NDZ_HDR_SIZE,
+			   (off_t)i * NDZ_CHUNK_SIZE + NDZ_HDR_SIZE) != NDZ_CHUNK_SIZE - NDZ_HDR_SIZE ||
+		    pwrite(fd, b, NDZ_HDR_SIZE, (off_t)i * NDZ_CHUNK_SIZE) != NDZ_HDR_SIZE)
+			break;                 /* fetched instead; the write fails there too */
+		ndz_sitefetch_mark(&j->st, i);
+		atomic_fetch_add(&j->s->reused_chunks, 1);
+		j->reused++;
+	}
+	if (j->reused || refused)
+		SAY(&j->s->h, 1, "site: %s: %llu of %u chunks taken from images held here, %llu "
+		    "refused", j->f->name, (unsigned long long)j->reused, j->ix.chunks,
+		    (unsigned long long)refused);
+	for (size_t k = 0; k < n; k++)
+		if (fds[k] >= 0)
+			close(fds[k]);
+out:
+	for (size_t k = 0; k < n; k++) {
+		ndz_index_release(&ixs[k]);
+		free(paths[k]);
+	}
+	ndz_sitereuse_free(r);
 }
 
 /* The index and manifest, and the fetch state from the partial file: 0 or the code. */
@@ -687,6 +774,7 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 			rc = ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
 			goto out;
 		}
+		reuse(j, *fd, b);
 	}
 	need = (uint64_t)(j->ix.chunks - j->st.have) * NDZ_CHUNK_SIZE + j->ixlen + j->mlen;
 	ndz_mlock_take(j->s->h.lock);
@@ -917,9 +1005,10 @@ static void *fetch_thread(void *arg)
 
 		atomic_fetch_add(&s->fetches_done, 1);
 		SAY(&s->h, 1, "site: %s fetched: %u chunks; %llu chunks, %llu bytes from the "
-		    "parent, %llu refused, in %.1f s; now served here", j->f->name, j->ix.chunks,
-		    (unsigned long long)j->asked, (unsigned long long)j->bytes,
-		    (unsigned long long)j->refused, (double)(ndz_now_ns() - t0) / 1e9);
+		    "parent, %llu refused, %llu reused, in %.1f s; now served here", j->f->name,
+		    j->ix.chunks, (unsigned long long)j->asked, (unsigned long long)j->bytes,
+		    (unsigned long long)j->refused, (unsigned long long)j->reused,
+		    (double)(ndz_now_ns() - t0) / 1e9);
 		if (s->h.reload(s->h.ctx, &why) != 0)
 			SAY(&s->h, 0, "site: %s fetched, but not served: %s", j->f->name,
 			    ndz_error_msg(&why));
