@@ -492,6 +492,7 @@ static const struct num_key {
 	NUM("node-timeout", 1, 86400, " seconds", node_timeout),
 	NUM("lab-host-rate", 1, 100000, " a second", lab_host_rate),
 	NUM("lab-host-burst", 1, 100000, "", lab_host_burst),
+	NUM("site-report", 1, 3600, " seconds", site_report),
 #undef NUM
 };
 
@@ -650,6 +651,7 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->node_timeout = 60;
 	c->lab_host_rate = 20;
 	c->lab_host_burst = 40;
+	c->site_report = 2;
 	ndz_lines_init(&lines, fname, text, len);
 	while (rc == 0) {
 		char buf[1024], *tok[MAX_TOKENS];

@@ -84,6 +84,7 @@ struct ndz_mconf {
 	char *site_cache;              /* where fetched images are kept (an imagedir's DIR) */
 	uint64_t site_cache_size;      /* bytes the cache may hold; 0: no bound */
 	char *site_name;               /* how the parent lists this site; NULL: "site" */
+	unsigned site_report;          /* seconds between reports when nothing changes */
 	char *site_key;                /* a public signing key: fetched images must be signed
 					* by it (manifest, index, every chunk); NULL: no key */
 	char **pins;                   /* npins image names the cache never evicts */

@@ -65,8 +65,7 @@ struct forward {
 };
 
 #define SITES 32                       /* sites a parent lists, at most */
-#define REPORT_MS 2000                 /* a site reports its nodes this often (a heartbeat) */
-#define REPORT_GAP_MS 100              /* and on a change, at most this often */
+#define REPORT_GAP_MS 100              /* a site reports a change at most this often */
 
 /* At a parent: a node of a site's report, as its JSON names it. */
 struct sitenode {
@@ -94,6 +93,7 @@ struct ndz_site {
 	struct forward fw[FETCHES];
 	atomic_int stop;
 	atomic_int changed;            /* the lab changed since the last report */
+	atomic_uint report_ms;         /* the heartbeat: site-report */
 #define X(n) atomic_uint_fast64_t n;
 	SITE_COUNTERS(X)
 #undef X
@@ -150,10 +150,11 @@ static void *report_thread(void *arg)
 		const struct ndz_mconf *c;
 		uint8_t *body;
 		size_t len;
-		unsigned waited = 0;
+		unsigned waited = 0, every = atomic_load(&s->report_ms);
 
-		/* the heartbeat's time, or a change (not sooner than REPORT_GAP_MS) */
-		while (!atomic_load(&s->stop) && waited < REPORT_MS &&
+		/* the heartbeat's time (site-report), or a change, not sooner than
+		   REPORT_GAP_MS after the last report */
+		while (!atomic_load(&s->stop) && waited < every &&
 		       (waited < REPORT_GAP_MS || !atomic_load(&s->changed))) {
 			nanosleep(&(struct timespec){ 0, 20 * 1000000L }, NULL);
 			waited += 20;
@@ -161,6 +162,7 @@ static void *report_thread(void *arg)
 		atomic_store(&s->changed, 0);
 		ndz_mlock_take(s->h.lock);
 		c = ndz_master_conf(s->h.ms);
+		atomic_store(&s->report_ms, c->site_report * 1000u);
 		if (!c->parent || !s->h.nodes || atomic_load(&s->stop)) {
 			ndz_mlock_give(s->h.lock);
 			continue;
@@ -202,6 +204,7 @@ int ndz_site_create(const struct ndz_site_hooks *h, struct ndz_site **out, struc
 	if (!s)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "site: %s", ndz_strerror(NDZ_ENOMEM));
 	s->h = *h;
+	atomic_store(&s->report_ms, 2000);
 	if (pthread_create(&s->rep, NULL, report_thread, s) == 0)
 		s->rep_joinable = 1;
 	*out = s;
