@@ -19,8 +19,10 @@
 #include "ctl/upload.h"
 #include "master/images.h"
 #include "master/sitecache.h"
+#include "codec/seed.h"
 #include "core/clock.h"
 #include "core/file.h"
+#include "core/io.h"
 #include "core/format.h"
 #include "trust/index.h"
 #include "trust/key.h"
@@ -452,6 +454,29 @@ static int take_report(struct ndz_site *s, int fd, const struct ndz_site_req *r,
 	return rc;
 }
 
+/*
+ * An image without its content index (an upload: only the image comes): the index
+ * made from its chunks (imagekey index's ndz_index_build, unsigned) and kept at
+ * file beside it, so that a site can fetch it as any other. 0, or the code with e.
+ */
+static int make_index(const char *path, const char *file, struct ndz_error *e)
+{
+	struct ndz_io *io = NULL;
+	struct ndz_index ix = { 0 };
+	uint8_t *b = NULL;
+	size_t bl = 0;
+	int rc;
+
+	if ((rc = ndz_io_open_file(path, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &io, e)) == 0 &&
+	    (rc = ndz_index_build(io, path, &ix, e)) == 0 &&
+	    (rc = ndz_index_encode(&ix, NULL, &b, &bl, e)) == 0)
+		rc = ndz_index_save(file, b, bl, e);
+	ndz_io_close(io);
+	ndz_index_release(&ix);
+	free(b);
+	return rc;
+}
+
 static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 		     uint32_t addr, const char *a)
 {
@@ -489,6 +514,17 @@ static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 					sizeof(file), NULL) != 0) {
 		refuse(fd, r.id, NDZ_CTL_FAILED);
 		return 0;
+	} else if (r.what == NDZ_SITE_INDEX && access(file, F_OK) != 0 && errno == ENOENT &&
+		   access(path, F_OK) == 0) {
+		struct ndz_error why = { 0 };
+
+		if (make_index(path, file, &why) != 0) {
+			SAY(h, 0, "site %s asks for %s's index: none, and none made: %s", a, r.name,
+			    ndz_error_msg(&why));
+			refuse(fd, r.id, NDZ_CTL_FAILED);
+			return 0;
+		}
+		SAY(h, 1, "site %s asks for %s's index: made from the image (%s)", a, r.name, file);
 	}
 	rc = send_file(fd, r.id, file, off, n, r.what != NDZ_SITE_CHUNKS_OF, &n);
 	if (rc == 0 && n && r.what == NDZ_SITE_CHUNKS_OF)
