@@ -168,6 +168,14 @@ check "a node added at site 1 shows at the parent with no heartbeat due" seen_at
 wait_until 20 seen_at_parent node12
 check "... and a second change too" seen_at_parent node12
 
+# 4b. the parent finds a node's site from the report's decoded fields: by name, by MAC
+out=$("$NDZ_BIN/ndzctl" -m "$T/run0/admin" reload node12 a 2>&1); rc=$?
+check "a reload at the parent for node12 goes to site 1 ($rc: $out)" \
+	sh -c "[ $rc = 0 ] && echo '$out' | grep -q 'sent to site site1 (10.78.1.1)'"
+out=$("$NDZ_BIN/ndzctl" -m "$T/run0/admin" reload 02:00:00:00:01:01 a 2>&1); rc=$?
+check "... and for node11 named by its MAC ($rc: $out)" \
+	sh -c "[ $rc = 0 ] && echo '$out' | grep -q 'sent to site site1'"
+
 # 5. a capture at site 2 (imagezip --upload to its master): checked there and at the
 # parent, then reloaded at site 1 (fetched from the parent, its index made there)
 head -c $(( MC_MIB * 262144 )) /dev/urandom >"$T/cap.src"
