@@ -143,6 +143,7 @@ static void *report_thread(void *arg)
 	struct ndz_site_link l;
 	char *tb = malloc(NDZ_CTL_TEXT_BIG), *js = malloc(NDZ_CTL_TEXT_BIG);
 	uint32_t id = 0;
+	unsigned backoff = 0;          /* after a failed report: its retry's pause */
 
 	ndz_site_link_init(&l, "", WAIT_S);
 	while (tb && js && !atomic_load(&s->stop)) {
@@ -153,6 +154,9 @@ static void *report_thread(void *arg)
 		uint8_t *body;
 		size_t len;
 		unsigned waited = 0, every = atomic_load(&s->report_ms);
+
+		if (backoff && backoff < every)
+			every = backoff;
 
 		/* the heartbeat's time (site-report), or a change, not sooner than
 		   REPORT_GAP_MS after the last report */
@@ -181,13 +185,26 @@ static void *report_thread(void *arg)
 		ndz_mlock_give(s->h.lock);
 		r.id = ++id;
 		if (ndz_site_report_encode(jt.p, jt.len, jj.p, jj.len, &body, &len, &e) == 0) {
-			uint8_t *tasks;
-			size_t tl;
+			uint8_t *tasks = NULL;
+			size_t tl = 0;
+			int had = l.fd >= 0, rc = ndz_site_report(&l, &r, body, len, &tasks, &tl, &e);
 
-			if (ndz_site_report(&l, &r, body, len, &tasks, &tl, &e) != 0)
+			/* the parent closes a connection idle for a while (a long heartbeat):
+			   made anew at once; a parent away: tried again after a growing pause */
+			if (rc != 0 && had && l.fd < 0) {
+				ndz_error_clear(&e);
+				r.id = ++id;
+				rc = ndz_site_report(&l, &r, body, len, &tasks, &tl, &e);
+			}
+			if (rc != 0) {
 				SAY(&s->h, 2, "site: report to the parent: %s", ndz_error_msg(&e));
-			else if (tl)
-				apply_tasks(s, tasks, tl, jt.p, NDZ_CTL_TEXT_BIG);
+				backoff = !backoff ? BACKOFF_MIN_MS : backoff * 2 > BACKOFF_MAX_MS ?
+					  BACKOFF_MAX_MS : backoff * 2;
+			} else {
+				backoff = 0;
+				if (tl)
+					apply_tasks(s, tasks, tl, jt.p, NDZ_CTL_TEXT_BIG);
+			}
 			free(tasks);
 			free(body);
 		}
