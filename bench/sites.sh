@@ -12,8 +12,14 @@
 #    its target (goal <= 2 s for the first block; a chunk is 1024 blocks), with the
 #    whole fetch's time beside it.
 # Usage: bench/sites.sh BUILD [REPS]   (root; env BENCH_MIB (default 64), BENCH_LINK
-# (Mbit/s, default 100))
+# (Mbit/s, default 100)). BENCH_PART=version|scale|report: the parts of
+# bench/sites-parts.sh instead (a new version's fetch, 2 sites x 8 clients against
+# unicast, 1,000 simulated nodes reporting through 4 sites).
 set -u
+case ${BENCH_PART:-} in
+"") ;;
+*) exec sh "$(dirname "$0")/sites-parts.sh" "$@" ;;
+esac
 . "$(dirname "$0")/netbench.sh"
 . "$NDZ_TOP/tests/sitesnet.sh"
 MIB=${BENCH_MIB:-64}
@@ -69,7 +75,7 @@ k=1; while [ $k -le "$REPS" ]; do
 	tx1=$(in_ns rt cat /sys/class/net/eth1/statistics/tx_bytes)
 	line=$(grep "site: i$k fetched" "$T/m1.log")
 	got=$(echo "$line" | sed -n 's/.* chunks, \([0-9]*\) bytes from the parent.*/\1/p')
-	secs=$(echo "$line" | sed -n 's/.* refused, in \([0-9.]*\) s.*/\1/p')
+	secs=$(echo "$line" | sed -n 's/.*, in \([0-9.]*\) s;.*/\1/p')
 	echo "$t1 - $t0" | bc -l >>"$T/first"
 	echo "($got + $IXB) / $IMGB" | bc -l >>"$T/ratio"
 	echo "($tx1 - $tx0) / $IMGB" | bc -l >>"$T/wire"

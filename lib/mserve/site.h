@@ -13,7 +13,10 @@
  * restarted (its chunks that pass the check are kept). A whole image is renamed
  * into place with its index and manifest, and the configuration reread: the cache
  * directory is an imagedir, and the next GET starts a session as on any master.
- * A site reports its lab's nodes to its parent every few seconds (REPORT), and the
+ * A new image's chunks that a complete cached image holds too (its content index
+ * says so) are rebuilt from there and checked as fetched ones before any is fetched.
+ * A site reports its lab's nodes to its parent on a change and every few seconds
+ * (REPORT), and the
  * parent's nodes list shows them with a SITE column. The cache is bounded (site-cache-size): the least recently asked images not
  * pinned and not served go first (lib/master/sitecache decides).
  */
@@ -44,7 +47,7 @@ struct ndz_site_hooks {
 	 * sessions (their frisbeeds wait for chunks that will not come); may be NULL */
 	void (*drop)(void *ctx, const char *name);
 	/* under the lock: this master's lab nodes into j, a table (1) or JSON (0), for
-	 * the reports a site sends its parent every few seconds; may be NULL */
+	 * the reports a site sends its parent; may be NULL */
 	void (*nodes)(void *ctx, int table, struct ndz_jbuf *j);
 	/* under the lock: a task the parent sent (an admin request), done here; may be
 	 * NULL */
@@ -107,7 +110,8 @@ int ndz_site_partial(const char *path);
 /*
  * ndz_site_status_json - the site's counters as a JSON object into buf (cap bytes):
  * {"fetched_chunks","fetched_bytes","refused_chunks","bad_chunks","retries",
- * "fetches_done","evicted","forwarded","forward_failed"}; its length. Any thread.
+ * "fetches_done","evicted","forwarded","forward_failed","reused_chunks",
+ * "reuse_refused"}; its length. Any thread.
  */
 size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap);
 
