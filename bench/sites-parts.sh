@@ -25,7 +25,8 @@ HZ=$(getconf CLK_TCK)
 LIBS=$(sed -n 's/^LIBS = //p' "$NDZ_TOP/Makefile")
 bench_out ndzsites2
 mkdir -p "$T/par" "$T/run0"
-echo "imagedir $T/par allow 10.78.0.0/16" >"$T/par.conf"
+# max-pending: the unicast part's 16 clients connect at once
+printf 'imagedir %s allow 10.78.0.0/16\nmax-pending 64\nmax-pending-host 8\n' "$T/par" >"$T/par.conf"
 
 # build PROG: bench/PROG.c against the build, as $T/PROG
 build() {
@@ -40,7 +41,8 @@ master() {
 	ip netns exec "$NETNS_PFX$1" "$NDZ_BIN/mfrisbeed" -c "$2" -r "$3" -v 2>"$T/$1.log" &
 	eval "MPID_$1=$!"
 	at_exit "kill $! 2>/dev/null"
-	wait_until 5 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '"
+	wait_until 10 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '" ||
+		{ echo "bench: the master in $1 does not start:" >&2; cat "$T/$1.log" >&2; return 1; }
 }
 # site S: site S's master (cache $T/cacheS), reporting as siteS
 site() {
@@ -126,16 +128,16 @@ scale_part() {
 			host "c$s$c" "$s" "1$c" || exit 1
 		done
 	done
-	bench_image || exit 1
 	build sitefetch
-	IMGB=$(stat -c %s "$T/img.ndz")
+	# each run an image of its own bytes: a site reuses the chunks of images it holds
 	k=1; while [ $k -le "$REPS" ]; do
-		for n in s u; do
-			ln "$T/img.ndz" "$T/par/$n$k.ndz" && ln "$T/img.ndz.index" "$T/par/$n$k.ndz.index" ||
-				exit 1
-		done
+		bench_image && mv "$T/src" "$T/src$k" &&
+			ln "$T/img.ndz" "$T/par/s$k.ndz" && ln "$T/img.ndz.index" "$T/par/s$k.ndz.index" &&
+			mv "$T/img.ndz" "$T/par/u$k.ndz" && mv "$T/img.ndz.index" "$T/par/u$k.ndz.index" ||
+			exit 1
 		k=$((k + 1))
 	done
+	IMGB=$(stat -c %s "$T/par/s1.ndz")
 	master par "$T/par.conf" "$T/run0" && site 1 && site 2 || exit 1
 	echo "# image: $((IMGB / 1048576)) chunks ($IMGB bytes, unsigned, random data); router ports into the sites ${LINK} Mbit/s each; 8 clients a site; $(nproc) cores; $REPS runs"
 	: >"$T/st"; : >"$T/sb"; : >"$T/ut"; : >"$T/ub"
@@ -156,7 +158,7 @@ scale_part() {
 		for p in $pids; do wait "$p" || bad=$((bad + 1)); done
 		t1=$(now)
 		b1=$(tx par eth0)
-		for f in "$OUT"/t*; do cmp -s "$f" "$T/src" || bad=$((bad + 1)); done
+		for f in "$OUT"/t*; do cmp -s "$f" "$T/src$k" || bad=$((bad + 1)); done
 		[ $bad = 0 ] || echo "run $k, sites: $bad clients failed or differ" >&2
 		echo "$t1 - $t0" | bc -l >>"$T/st"
 		echo "($b1 - $b0) / $IMGB" | bc -l >>"$T/sb"
@@ -177,7 +179,7 @@ scale_part() {
 		for p in $pids; do wait "$p" || bad=$((bad + 1)); done
 		t1=$(now)
 		b1=$(tx par eth0)
-		for f in "$OUT"/t*; do cmp -s "$f" "$T/src" || bad=$((bad + 1)); done
+		for f in "$OUT"/t*; do cmp -s "$f" "$T/src$k" || bad=$((bad + 1)); done
 		[ $bad = 0 ] || echo "run $k, unicast: $bad clients failed or differ" >&2
 		echo "$t1 - $t0" | bc -l >>"$T/ut"
 		echo "($b1 - $b0) / $IMGB" | bc -l >>"$T/ub"
@@ -199,10 +201,14 @@ report_part() {
 	sites_net 4 || exit 1
 	build labsim
 	: >"$T/lab.ndz"
+	: >"$T/par/lab.ndz"            # a parent needs an image of its own
 	master par "$T/par.conf" "$T/run0" || exit 1
 	for s in 1 2 3 4; do
+		# the simulated nodes share one address: no per-host limit
 		site "$s" "image lab $T/lab.ndz allow 10.78.$s.0/24
-node-timeout 60" || exit 1
+node-timeout 60
+lab-host-rate 100000
+lab-host-burst 100000" || exit 1
 	done
 	for s in 1 2 3 4; do
 		k=1
@@ -260,3 +266,5 @@ scale) scale_part ;;
 report) report_part ;;
 *) echo "bench: BENCH_PART: version, scale or report" >&2; exit 2 ;;
 esac
+[ -n "${BENCH_KEEP:-}" ] && cp "$T"/*.log "$BENCH_KEEP"/
+exit 0
