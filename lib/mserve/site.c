@@ -144,6 +144,7 @@ static void *report_thread(void *arg)
 	char *tb = malloc(NDZ_CTL_TEXT_BIG), *js = malloc(NDZ_CTL_TEXT_BIG);
 	uint32_t id = 0;
 	unsigned backoff = 0;          /* after a failed report: its retry's pause */
+	int said_big = 0;
 
 	ndz_site_link_init(&l, "", WAIT_S);
 	while (tb && js && !atomic_load(&s->stop)) {
@@ -183,6 +184,14 @@ static void *report_thread(void *arg)
 		s->h.nodes(s->h.ctx, 1, &jt);
 		s->h.nodes(s->h.ctx, 0, &jj);
 		ndz_mlock_give(s->h.lock);
+		if (jt.over || jj.over) {      /* cut JSON: the parent refuses it as malformed */
+			if (!said_big)
+				SAY(&s->h, 0, "site: the lab does not fit a report (%u bytes at most): "
+				    "not reported", NDZ_CTL_TEXT_BIG);
+			said_big = 1;
+			continue;
+		}
+		said_big = 0;
 		r.id = ++id;
 		if (ndz_site_report_encode(jt.p, jt.len, jj.p, jj.len, &body, &len, &e) == 0) {
 			uint8_t *tasks = NULL;
