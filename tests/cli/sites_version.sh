@@ -134,7 +134,7 @@ fclient c12 1 a2 "$T/b1"
 fclient c22 2 a2 "$T/b2"
 mc_wait
 for s in 1 2; do
-	check "a2 at site $s: a byte-identical target" \
+	check "a2 at site $s: a byte-identical target (frisbee: $(cat "$T/c${s}2.rc") $(tail -n 1 "$T/c${s}2.log" 2>/dev/null))" \
 		sh -c "[ \"\$(cat '$T/c${s}2.rc')\" = 0 ] && cmp -s '$T/a2.src' '$T/b$s'"
 	served "$s" a2 >"$T/got$s"
 	check "site $s fetched exactly a2's new chunks and the tampered one ($(tr '\n' ' ' <"$T/got$s")| $(tr '\n' ' ' <"$T/want$s"))" \
