@@ -1,5 +1,5 @@
 # Build, test and install the ndz disk imaging suite (imagezip, imageunzip, frisbeed, frisbee, mfrisbeed).
-VERSION   = 0.1.0
+VERSION   = 0.2.0
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
