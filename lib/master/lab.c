@@ -381,12 +381,18 @@ int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_a
 	return i;
 }
 
+/*
+ * A reason for people: control characters become '?', and '"' and '\\' (which JSON
+ * doubles) become '\'' and '/', so a reason is never longer in JSON than it is (a
+ * full lab's JSON fits an admin reply).
+ */
 static void clean_reason(char *dst, size_t cap, const char *src)
 {
 	size_t k = 0;
 
 	for (; src[k] && k + 1 < cap; k++)
-		dst[k] = (unsigned char)src[k] < 0x20 || src[k] == 0x7f ? '?' : src[k];
+		dst[k] = (unsigned char)src[k] < 0x20 || src[k] == 0x7f ? '?' :
+			 src[k] == '"' ? '\'' : src[k] == '\\' ? '/' : src[k];
 	dst[k] = 0;
 }
 
@@ -567,20 +573,19 @@ static void uuid_text(const uint8_t uuid[16], char out[33])
 			snprintf(out + 2 * k, 3, "%02x", uuid[k]);
 }
 
-/* what a disk holds as JSON */
+/*
+ * What a disk holds as JSON: its image and whether it is partial. Its lineage is
+ * the image's ("lineages"); its uuid is in the state file: a full lab's JSON fits
+ * an admin reply (NDZ_CTL_TEXT_BIG) only without them.
+ */
 static void disk_json(const struct ndz_lab_disk *d, struct ndz_jbuf *j)
 {
-	char u[33];
-
 	if (!d->set) {
 		ndz_jbuf_printf(j, "null");
 		return;
 	}
-	uuid_text(d->uuid, u);
 	ndz_jbuf_printf(j, "{\"image\":");
 	ndz_jbuf_string(j, d->image);
-	ndz_jbuf_printf(j, ",\"uuid\":\"%s\",\"lineage\":", u);
-	ndz_jbuf_string(j, d->lineage);
 	ndz_jbuf_printf(j, ",\"partial\":%s}", d->partial ? "true" : "false");
 }
 
@@ -660,7 +665,14 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, size_t hist, struct 
 		}
 		ndz_jbuf_printf(j, "]}");
 	}
-	ndz_jbuf_printf(j, "]}");
+	ndz_jbuf_printf(j, "],\"lineages\":{");
+	for (size_t k = 0; k < l->nlin; k++) {
+		ndz_jbuf_printf(j, "%s", k ? "," : "");
+		ndz_jbuf_string(j, l->lin[k].image);
+		ndz_jbuf_printf(j, ":");
+		ndz_jbuf_string(j, l->lin[k].lineage);
+	}
+	ndz_jbuf_printf(j, "}}");
 }
 
 static const char *dash(const char *s)

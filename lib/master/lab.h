@@ -288,8 +288,9 @@ const char *ndz_lab_strstate(unsigned state);
  * "ms":..,"skipped":..,"time":..,"reason":..},"set_time":..,"by":..,"running_ms":..,
  * "waiting":{"asked":K,"of":N} or null,"seed":"no"|"asked"|"lineage"|"full" (a
  * reload task's choice, ndz_lab_strwhy; "no" without one),"disk":{"image":..,
- * "uuid":.. ("" not known),"lineage":..,"partial":..} or null (not known),
- * "history":[results as "last", newest first, at most hist of them]}]}.
+ * "partial":..} or null (not known),"history":[results as "last", newest first, at
+ * most hist of them]}],"lineages":{IMAGE:LINEAGE, for the images whose lineage is
+ * not their name}}.
  * now_ms gives silent_ms and running_ms; waiting is set on a reload's node that asked
  * and waits for its batch: K of the batch's N pending nodes asked.
  */
