@@ -504,6 +504,22 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 			return n;
 		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
+		if (task == NDZ_LAB_RELOAD) {  /* those that seed because of what their disk holds */
+			int seeded = 0;
+
+			for (int k = 0; k < n && k < NDZ_LAB_NODES; k++) {
+				char m[18];
+				int i;
+
+				ndz_labcall_format_mac(macs[k], m, sizeof(m));
+				i = ndz_lab_find(s->lab, m);
+				seeded += i >= 0 && ndz_lab_node(s->lab, (size_t)i)->why ==
+					  NDZ_LAB_WHY_LINEAGE;
+			}
+			if (seeded)
+				ndz_jbuf_printf(j, " (%d seeded: %s the image's lineage)", seeded,
+						seeded == 1 ? "its disk holds" : "their disks hold");
+		}
 		if ((r->flags & NDZ_CTL_FLAG_WAKE) && task != NDZ_LAB_NONE) {
 			struct ndz_error we = { 0 };
 

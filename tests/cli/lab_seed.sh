@@ -91,6 +91,8 @@ wait_until 20 grep -q "session of lab ended" "$T/m.log" || not_ok "the session o
 mv "$T/lab.ndz" "$T/lab.v1" && cp "$T/v2.ndz.index" "$T/lab.ndz.index" &&
 	cp "$T/v2.ndz" "$T/lab.ndz" || not_ok "lab replaced by v2"
 out=$(ctl reload pc1 lab)
+check "reload pc1 lab says it seeds ($out)" \
+	test "$out" = "reload lab: 1 node (1 seeded: its disk holds the image's lineage)"
 check "reload pc1 lab: the task seeds by lineage ($(seed_of $M1))" test "$(seed_of $M1)" = lineage
 check "... nodes list shows it: --seed --verify (lineage), the disk" \
 	sh -c "'$CTL' -m '$T/run/admin' nodes list | grep '^$M1' | grep 'reload lab --seed --verify (lineage)' | grep -q ' lab '"
