@@ -28,9 +28,10 @@
  */
 #define NDZ_LAB_ASK_AGAIN_MS 200
 
-/* The tasks, reload options and report kinds are the wire's: lib/ctl/labcall.h. */
-
-/* NDZ_LAB_FULL, the admin's "never seed", too: lib/ctl/labcall.h. */
+/*
+ * The tasks, reload options (and NDZ_LAB_FULL, an admin's "never seed") and report
+ * kinds are the wire's: lib/ctl/labcall.h.
+ */
 
 /*
  * Why a reload task seeds or not (ndz_lab_task chooses; doc/ndzctl.8, "Seeding"):
@@ -213,10 +214,10 @@ int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_a
  * ndz_lab_report - the node mac reports r at now_ms (wall_s: the wall clock, kept
  * with a result). PROGRESS updates a running (or lost: running again) task; OK
  * clears the task and records the result; FAIL records the result with its reason
- * and marks the task failed. An ok reload or capture makes the node's disk hold its
- * image (whole; its uuid not known until ndz_lab_disk_uuid); a failed reload, part of
- * it; an ok capture gives the image the lineage of what the disk held (the new
- * version of the image the disk was reloaded with). 0; 1 when r is the node's last result sent again
+ * and marks the task failed. An ok reload or capture makes the node's disk hold
+ * its image (whole; its uuid not known until ndz_lab_disk_uuid); a failed reload,
+ * part of it; an ok capture gives the image the lineage of what the disk held (a
+ * new version of it). 0; 1 when r is the node's last result sent again
  * (the same outcome, figures and reason, the task still ended: its answer was
  * lost), which changes nothing; NDZ_ENOENT for an unknown node or one without a
  * task (a report nobody asked for), NDZ_EINVAL for a bad kind, e set.
