@@ -1022,6 +1022,8 @@ int ndz_io_direct(struct ndz_io *io, struct ndz_error *e)
 	struct ndz_io *f = file_under(io);
 	struct file_priv *p = f ? f->priv : NULL;
 	struct statx sx;
+	struct stat st;
+	unsigned pbsz;
 	int ssz;
 
 	if (!p)
@@ -1048,6 +1050,17 @@ int ndz_io_direct(struct ndz_io *io, struct ndz_error *e)
 		} else {
 			p->off_align = p->mem_align = 4096;    /* what any file system takes */
 		}
+		/*
+		 * Edges within the file system's block, or the device's physical one, go
+		 * buffered too: a direct write that covers part of one makes ext4 zero the
+		 * rest and wait (8x slower onto a new file here), a disk read-modify-write.
+		 */
+		if (p->off_align && f->is_regular && fstat(p->fd, &st) == 0 &&
+		    st.st_blksize > (blksize_t)p->off_align && st.st_blksize <= 65536)
+			p->off_align = (uint32_t)st.st_blksize;
+		if (p->off_align && f->is_blockdev && ioctl(p->fd, BLKPBSZGET, &pbsz) == 0 &&
+		    pbsz > p->off_align && pbsz <= 65536)
+			p->off_align = pbsz;
 		if (!p->off_align || !p->mem_align) {
 			close(p->dfd);
 			p->dfd = -1;
