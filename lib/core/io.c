@@ -1053,7 +1053,7 @@ int ndz_io_direct(struct ndz_io *io, struct ndz_error *e)
 		/*
 		 * Edges within the file system's block, or the device's physical one, go
 		 * buffered too: a direct write that covers part of one makes ext4 zero the
-		 * rest and wait (8x slower onto a new file here), a disk read-modify-write.
+		 * rest and serialise the writes, a disk read-modify-write.
 		 */
 		if (p->off_align && f->is_regular && fstat(p->fd, &st) == 0 &&
 		    st.st_blksize > (blksize_t)p->off_align && st.st_blksize <= 65536)
