@@ -19,7 +19,7 @@ WARNINGS = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Wcast-align
 ALL_CPPFLAGS = -D_GNU_SOURCE -DNDZ_VERSION='"$(VERSION)"' -Ilib -Ifs $(CPPFLAGS)
 ALL_CFLAGS   = -std=gnu11 $(WARNINGS) -pthread -MMD -MP $(CFLAGS)
-LIBS = -lmicrohttpd -lisal -lntfs-3g -lext2fs -lcom_err -lsodium -lnettle -lcrypto -lzstd -ldeflate -lz -lm -pthread
+LIBS = -lcurl -lmicrohttpd -lisal -lntfs-3g -lext2fs -lcom_err -lsodium -lnettle -lcrypto -lzstd -ldeflate -lz -lm -pthread
 
 # SANITIZE=address,undefined builds into build-san/ so both builds can coexist;
 # `make check` also builds O=build-tsan SANITIZE=thread.
