@@ -291,7 +291,7 @@ static int once_(struct ndz_s3 *s, const char *method, const char *key, uint64_t
 		 uint64_t len, int head, struct xfer *x, long *code, struct ndz_error *e)
 {
 	char url[1024], range[64], what[1200], s3c[64];
-	struct curl_slist *hd = NULL, *h2;
+	struct curl_slist *hd;
 	CURL *c = s->c;
 	CURLcode cr;
 	int n;
@@ -302,12 +302,10 @@ static int once_(struct ndz_s3 *s, const char *method, const char *key, uint64_t
 		return ndz_error_set(e, NDZ_EINVAL, 0, "%s: the address is too long", what);
 	curl_easy_reset(c);
 	x->c = c;
-	h2 = curl_slist_append(hd, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-	hd = h2 ? curl_slist_append(h2, "Expect:") : NULL;
-	if (!hd) {
-		curl_slist_free_all(h2);
+	/* curl signs the headers it is given: no "Expect:" to drop its 100-continue, which
+	   would be signed as sent and is not */
+	if (!(hd = curl_slist_append(NULL, "x-amz-content-sha256: UNSIGNED-PAYLOAD")))
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", what);
-	}
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_AWS_SIGV4, s->sigv4);
@@ -355,7 +353,7 @@ static int once_(struct ndz_s3 *s, const char *method, const char *key, uint64_t
 	if (!s3c[0])
 		snprintf(s3c, sizeof(s3c), "no S3 code");
 	if (*code == 404)
-		return ndz_error_set(e, NDZ_ENOIMAGE, 0, "%s: no such object (HTTP 404, %s)", what,
+		return ndz_error_set(e, NDZ_ENOIMAGE, 0, "%s: not found (HTTP 404, %s)", what,
 				     s3c);
 	if (*code == 403)
 		return ndz_error_set(e, NDZ_EDENIED, 0, "%s: refused (HTTP 403, %s: check the "
