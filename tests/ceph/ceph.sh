@@ -1,8 +1,10 @@
-# A real single-node Ceph for the object-store tests: one mon, one OSD (memstore),
-# radosgw (beast) speaking S3 on 127.0.0.1, all under one directory, no system files.
-# Sourced. ceph_start DIR: started, S3 user made; sets CEPH_S3 (http://127.0.0.1:PORT),
-# CEPH_KEY, CEPH_SECRET. ceph_stop: every daemon ended (by its pid), DIR removed.
-# A daemon that does not come up: ceph_start says which, with its log's tail, and fails.
+# A real single-node Ceph for the object-store tests: one mon and one OSD (memstore) on
+# 127.0.0.1, radosgw (beast) speaking S3, all under one directory, no system files; run
+# in the network namespace NS when given (the test's own), else in ours.
+# Sourced. ceph_start DIR [NS RGWADDR]: started, an S3 user made; sets CEPH_S3
+# (http://RGWADDR:7480, or 127.0.0.1 and a free port), CEPH_KEY, CEPH_SECRET. ceph_stop:
+# every daemon ended (by the pid it was started with), DIR removed. A daemon that does not
+# come up: ceph_start says which, with its log's tail, and fails.
 
 ceph_port() {   # a free TCP port on 127.0.0.1
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -14,12 +16,32 @@ ceph_fail() {
 	return 1
 }
 
+# ceph_run CMD...: CMD in the cluster's namespace
+ceph_run() {
+	if [ -n "$CEPH_NS" ]; then ip netns exec "$CEPH_NS" "$@"; else "$@"; fi
+}
+
+# ceph_daemon NAME CMD...: CMD in the foreground, in the background, its pid kept
+ceph_daemon() {
+	_name=$1; shift
+	if [ -n "$CEPH_NS" ]; then
+		ip netns exec "$CEPH_NS" "$@" -f >>"$CEPH_DIR/log/$_name.out" 2>&1 &
+	else
+		"$@" -f >>"$CEPH_DIR/log/$_name.out" 2>&1 &
+	fi
+	echo $! >>"$CEPH_DIR/pids"
+}
+
 ceph_start() {
-	CEPH_DIR=$1
+	CEPH_DIR=$1 CEPH_NS=${2:-}
 	mkdir -p "$CEPH_DIR/mon" "$CEPH_DIR/osd" "$CEPH_DIR/run" "$CEPH_DIR/log" || return 1
 	fsid=$(cat /proc/sys/kernel/random/uuid)
-	monport=$(ceph_port)
-	rgwport=$(ceph_port)
+	if [ -n "$CEPH_NS" ]; then
+		ceph_run ip link set lo up
+		monport=6789 rgwport=7480 rgwaddr=$3
+	else
+		monport=$(ceph_port) rgwport=$(ceph_port) rgwaddr=127.0.0.1
+	fi
 	CEPH_CONF=$CEPH_DIR/ceph.conf
 	export CEPH_CONF
 	cat > "$CEPH_CONF" <<CONF
@@ -62,7 +84,7 @@ osd crush update on start = true
 ms bind ipv4 = true
 ms bind ipv6 = false
 [client.rgw]
-rgw frontends = beast endpoint=127.0.0.1:$rgwport
+rgw frontends = beast endpoint=$rgwaddr:$rgwport
 rgw data = $CEPH_DIR/rgw
 rgw dns name = 127.0.0.1
 CONF
@@ -71,45 +93,43 @@ CONF
 		return $(ceph_fail "monmaptool failed")
 	ceph-mon --mkfs -i a --monmap "$CEPH_DIR/monmap" >"$CEPH_DIR/log/mkfs.out" 2>&1 ||
 		return $(ceph_fail "ceph-mon --mkfs failed" "$CEPH_DIR/log/mkfs.out")
-	ceph-mon -i a || return $(ceph_fail "ceph-mon did not start" "$CEPH_DIR/log/mon.a.log")
-	timeout 10 ceph -s >/dev/null 2>&1 || return $(ceph_fail "the mon does not answer" "$CEPH_DIR/log/mon.a.log")
-	osdid=$(timeout 20 ceph osd create) || return $(ceph_fail "ceph osd create failed")
+	ceph_daemon mon ceph-mon -i a
+	ceph_run timeout 20 ceph -s >/dev/null 2>&1 || return $(ceph_fail "the mon does not answer" "$CEPH_DIR/log/mon.a.log")
+	osdid=$(ceph_run timeout 20 ceph osd create) || return $(ceph_fail "ceph osd create failed")
 	mkdir -p "$CEPH_DIR/osd/osd.$osdid"
-	ceph-osd -i "$osdid" --mkfs >"$CEPH_DIR/log/osdmkfs.out" 2>&1 ||
+	ceph_run ceph-osd -i "$osdid" --mkfs >"$CEPH_DIR/log/osdmkfs.out" 2>&1 ||
 		return $(ceph_fail "ceph-osd --mkfs failed" "$CEPH_DIR/log/osdmkfs.out")
-	ceph-osd -i "$osdid" || return $(ceph_fail "ceph-osd did not start" "$CEPH_DIR/log/osd.$osdid.log")
+	ceph_daemon osd ceph-osd -i "$osdid"
 	n=0
-	until timeout 10 ceph osd stat 2>/dev/null | grep -q '1 up'; do
+	until ceph_run timeout 10 ceph osd stat 2>/dev/null | grep -q '1 up'; do
 		n=$((n + 1)); [ $n -lt 120 ] || return $(ceph_fail "osd.$osdid never came up" "$CEPH_DIR/log/osd.$osdid.log")
 		sleep 0.5
 	done
-	radosgw -n client.rgw || return $(ceph_fail "radosgw did not start" "$CEPH_DIR/log/client.rgw.log")
-	CEPH_S3=http://127.0.0.1:$rgwport
+	ceph_daemon rgw radosgw -n client.rgw
+	CEPH_S3=http://$rgwaddr:$rgwport
 	n=0
-	until curl -s -o /dev/null "$CEPH_S3/"; do
+	until ceph_run curl -s -o /dev/null "$CEPH_S3/"; do
 		n=$((n + 1)); [ $n -lt 240 ] || return $(ceph_fail "radosgw never answered on $CEPH_S3" "$CEPH_DIR/log/client.rgw.log")
 		sleep 0.5
 	done
 	CEPH_KEY=ndztestkey$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')
 	CEPH_SECRET=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-	timeout 60 radosgw-admin user create --uid=ndz --display-name=ndz --access-key="$CEPH_KEY" \
+	ceph_run timeout 60 radosgw-admin user create --uid=ndz --display-name=ndz --access-key="$CEPH_KEY" \
 		--secret-key="$CEPH_SECRET" >"$CEPH_DIR/log/user.out" 2>&1 ||
 		return $(ceph_fail "radosgw-admin user create failed" "$CEPH_DIR/log/user.out")
 	return 0
 }
 
 ceph_stop() {
-	[ -n "$CEPH_DIR" ] && [ -d "$CEPH_DIR" ] || return 0
-	for p in "$CEPH_DIR"/run/*.pid; do
-		[ -f "$p" ] || continue
-		pid=$(cat "$p")
+	[ -n "${CEPH_DIR:-}" ] && [ -d "$CEPH_DIR" ] || return 0
+	_pids=$(cat "$CEPH_DIR/pids" 2>/dev/null)
+	# radosgw first, the OSD, the mon last: each by the pid it was started with
+	for pid in $(echo "$_pids" | tac); do
 		kill "$pid" 2>/dev/null
-	done
-	for p in "$CEPH_DIR"/run/*.pid; do
-		[ -f "$p" ] || continue
-		pid=$(cat "$p"); n=0
-		while kill -0 "$pid" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.2; n=$((n + 1)); done
+		n=0
+		while kill -0 "$pid" 2>/dev/null && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
 		kill -9 "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
 	done
 	rm -rf "$CEPH_DIR"
 	CEPH_DIR=
