@@ -994,7 +994,7 @@ static void *forward_thread(void *arg)
 	unsigned backoff = BACKOFF_MIN_MS;
 
 	SAY(&s->h, 1, "site: upload %s: sending it on to %s%s", w->name,
-		    w->s3 ? "" : "the parent ", w->parent);
+	    w->s3 ? "" : "the parent ", w->parent);
 	while (!atomic_load(&s->stop)) {
 		struct ndz_error e = { 0 };
 		struct stat st;
@@ -1014,8 +1014,8 @@ static void *forward_thread(void *arg)
 		}
 		if (rc == 0) {
 			atomic_fetch_add(&s->forwarded, 1);
-			SAY(&s->h, 1, "site: upload %s stored at %s%s", w->name,
-		    w->s3 ? "" : "the parent ", w->parent);
+			SAY(&s->h, 1, "site: upload %s stored %s%s", w->name,
+			    w->s3 ? "in " : "at the parent ", w->parent);
 			break;
 		}
 		if (!is_link(rc)) {
