@@ -99,6 +99,15 @@ check "the site fetched a from the store once, each of its $chunks chunks once (
 	sh -c "[ \$(grep -c 'site: a fetched:' '$T/m1.log') = 1 ] &&
 	       echo '$line' | grep -q 'fetched: $chunks chunks; $chunks chunks, $(( chunks * 1048576 )) bytes from the parent, 0 refused' &&
 	       grep -q 'site: a asked: fetching it from store $CEPH_S3/ndz/lab/' '$T/m1.log'"
+# the store's own access log: a's bytes went to the site once (GETs by range, 206)
+served_a() {
+	grep '10.78.1.1 - ndz .*"GET /ndz/lab/a.ndz HTTP/1.1" 206 ' "$T/ceph/log/client.rgw.log" |
+		sed 's/.*" 206 \([0-9]*\) .*/\1/' | awk '{ t += $1 } END { print t + 0 }'
+}
+wait_until 10 sh -c "[ \$(grep -c 'GET /ndz/lab/a.ndz HTTP' '$T/ceph/log/client.rgw.log') -ge 1 ]"
+sleep 1
+check "radosgw's log: the store served a's $(( chunks * 1048576 )) bytes to the site once ($(served_a))" \
+	[ "$(served_a)" = $(( chunks * 1048576 )) ]
 check "... and keeps it with its index" \
 	sh -c "cmp -s '$T/a.ndz' '$T/cache1/a.ndz' && cmp -s '$T/a.index' '$T/cache1/a.ndz.index'"
 
