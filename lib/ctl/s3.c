@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@ struct ndz_s3 {
 	char endpoint[256], region[64], bucket[64], prefix[208];
 	char access[256], secret[256];
 	char sigv4[96];
+	uint64_t part;                 /* a multipart upload's part; an object over it is one */
 	char name[600];
 	int wait_s;
 };
@@ -159,6 +161,9 @@ int ndz_s3_open(const struct ndz_s3_conf *c, int wait_s, struct ndz_s3 **out,
 	snprintf(s->name, sizeof(s->name), "store %s/%s%s%s", s->endpoint, s->bucket,
 		 s->prefix[0] ? "/" : "", s->prefix);
 	s->wait_s = wait_s > 0 ? wait_s : 10;
+	s->part = c->part_bytes ? c->part_bytes : NDZ_S3_PART;
+	if (s->part < NDZ_S3_PART_MIN)
+		s->part = NDZ_S3_PART_MIN;
 	if ((rc = read_credentials(s, c->credentials, e)) != 0) {
 		ndz_s3_free(s);
 		return rc;
@@ -196,8 +201,11 @@ struct xfer {
 	char err[ERRBODY];             /* an error reply's body, cut */
 	size_t elen;
 	const uint8_t *up;             /* PUT: from memory ... */
-	int fd;                        /* ... or from fd (-1: memory) */
-	uint64_t upoff, uplen;
+	int fd;                        /* ... or from fd at base (-1: memory) */
+	uint64_t base, upoff, uplen;
+	const char *post;              /* POST: the body (postlen bytes) */
+	size_t postlen;
+	char etag[160];                /* the reply's ETag header */
 	int ioerr;
 };
 
@@ -251,7 +259,7 @@ static size_t on_read(char *p, size_t one, size_t n, void *arg)
 	if (x->fd < 0) {
 		memcpy(p, x->up + x->upoff, k);
 	} else {
-		ssize_t got = pread(x->fd, p, k, (off_t)x->upoff);
+		ssize_t got = pread(x->fd, p, k, (off_t)(x->base + x->upoff));
 
 		if (got <= 0) {
 			x->ioerr = got < 0 ? errno : EIO;
@@ -261,6 +269,40 @@ static size_t on_read(char *p, size_t one, size_t n, void *arg)
 	}
 	x->upoff += k;
 	return k;
+}
+
+/* A reply's header line: its ETag kept (a part's, for the multipart upload's end). */
+static size_t on_header(char *p, size_t one, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = n * one, k = 0;
+
+	if (len > 5 && strncasecmp(p, "etag:", 5) == 0) {
+		for (p += 5, len -= 5; len && (*p == ' ' || *p == '\t'); p++, len--)
+			;
+		while (k < len && k < sizeof(x->etag) - 1 && p[k] != '\r' && p[k] != '\n')
+			k++;
+		memcpy(x->etag, p, k);
+		x->etag[k] = 0;
+	}
+	return n * one;
+}
+
+/* The text between <tag> and </tag> in xml (NUL-ended), or "". */
+static void xml_value(const char *xml, const char *tag, char *out, size_t cap)
+{
+	char open[40], close[40];
+	const char *a, *b;
+	size_t n = 0;
+
+	snprintf(open, sizeof(open), "<%s>", tag);
+	snprintf(close, sizeof(close), "</%s>", tag);
+	if ((a = strstr(xml, open)) && (b = strstr(a, close))) {
+		a += strlen(open);
+		n = (size_t)(b - a) < cap - 1 ? (size_t)(b - a) : cap - 1;
+	}
+	memcpy(out, n ? a : "", n);
+	out[n] = 0;
 }
 
 /* The <Code> of an S3 error reply, or "". */
@@ -290,7 +332,7 @@ static int transient_http(long code)
 static int once_(struct ndz_s3 *s, const char *method, const char *key, uint64_t off,
 		 uint64_t len, int head, struct xfer *x, long *code, struct ndz_error *e)
 {
-	char url[1024], range[64], what[1200], s3c[64];
+	char url[2560], range[64], what[3200], s3c[64];
 	struct curl_slist *hd;
 	CURL *c = s->c;
 	CURLcode cr;
@@ -317,6 +359,8 @@ static int once_(struct ndz_s3 *s, const char *method, const char *key, uint64_t
 	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)s->wait_s);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (head)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
@@ -324,6 +368,13 @@ static int once_(struct ndz_s3 *s, const char *method, const char *key, uint64_t
 		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)off,
 			 (unsigned long long)(off + len - 1));
 		curl_easy_setopt(c, CURLOPT_RANGE, range);
+	}
+	if (strcmp(method, "POST") == 0) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, x->post);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)x->postlen);
+	} else if (strcmp(method, "DELETE") == 0) {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
 	}
 	if (strcmp(method, "PUT") == 0) {
 		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
@@ -384,6 +435,7 @@ static int request(struct ndz_s3 *s, const char *method, const char *key, uint64
 		x->err[0] = 0;
 		x->over = x->ioerr = 0;
 		x->upoff = 0;
+		x->etag[0] = 0;
 		rc = once_(s, method, key, off, len, head, x, &code, e);
 		if (rc != NDZ_ENET && rc != NDZ_ETIMEDOUT && rc != NDZ_ESHORTREAD)
 			break;
@@ -439,15 +491,112 @@ int ndz_s3_put(struct ndz_s3 *s, const char *key, const void *buf, size_t len,
 	return rc;
 }
 
+/* s with each byte but A-Z a-z 0-9 - . _ ~ as %XX (a query value, as SigV4 wants it). */
+static void uri_encode(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	for (; *s && n + 4 < cap; s++) {
+		if (isalnum_(*s) || strchr("-._~", *s))
+			out[n++] = *s;
+		else
+			n += (size_t)snprintf(out + n, cap - n, "%%%02X", (unsigned char)*s);
+	}
+	out[n] = 0;
+}
+
+/*
+ * A multipart upload: begun (POST ?uploads=), each part of s->part bytes PUT with its
+ * number, then completed with the parts' ETags (POST ?uploadId=); aborted (DELETE) when
+ * a step fails, so that no half object stays behind.
+ */
+static int put_multipart(struct ndz_s3 *s, const char *key, int fd, uint64_t size,
+			 struct ndz_error *e)
+{
+	uint32_t parts = (uint32_t)((size + s->part - 1) / s->part);
+	char q[2048], id[256], eid[768];
+	struct xfer x = { .fd = -1, .post = "", .max = 65536 };
+	size_t cap = 128 + (size_t)parts * 220, len = 0;
+	char *xml = malloc(cap);
+	int rc;
+
+	if (!xml)
+		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s", s->name);
+	snprintf(q, sizeof(q), "%s?uploads=", key);
+	if ((rc = request(s, "POST", q, 0, 0, 0, &x, e)) != 0)
+		goto out;
+	if (!x.b || !(x.b = realloc(x.b, x.len + 1))) {
+		rc = ndz_error_set(e, NDZ_EPROTO, 0, "%s: POST %s%s: no UploadId", s->name,
+				   s->prefix, q);
+		goto out;
+	}
+	x.b[x.len] = 0;
+	xml_value((char *)x.b, "UploadId", id, sizeof(id));
+	if (!id[0]) {
+		rc = ndz_error_set(e, NDZ_EPROTO, 0, "%s: POST %s%s: no UploadId", s->name,
+				   s->prefix, q);
+		goto out;
+	}
+	uri_encode(id, eid, sizeof(eid));
+	len = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+	for (uint32_t i = 0; rc == 0 && i < parts; i++) {
+		uint64_t off = (uint64_t)i * s->part;
+		struct xfer px = { .fd = fd, .base = off, .max = ERRBODY,
+				   .uplen = size - off < s->part ? size - off : s->part };
+
+		snprintf(q, sizeof(q), "%s?partNumber=%u&uploadId=%s", key, i + 1, eid);
+		rc = request(s, "PUT", q, 0, 0, 0, &px, e);
+		free(px.b);
+		if (rc == 0 && !px.etag[0])
+			rc = ndz_error_set(e, NDZ_EPROTO, 0, "%s: PUT %s%s part %u: no ETag",
+					   s->name, s->prefix, key, i + 1);
+		if (rc == 0)
+			len += (size_t)snprintf(xml + len, cap - len, "<Part><PartNumber>%u"
+						"</PartNumber><ETag>%s</ETag></Part>", i + 1,
+						px.etag);
+	}
+	if (rc == 0) {
+		len += (size_t)snprintf(xml + len, cap - len, "</CompleteMultipartUpload>");
+		snprintf(q, sizeof(q), "%s?uploadId=%s", key, eid);
+		free(x.b);
+		x = (struct xfer){ .fd = -1, .post = xml, .postlen = len, .max = 65536 };
+		rc = request(s, "POST", q, 0, 0, 0, &x, e);
+		/* a 200 whose body is an <Error> is a failure too (S3 says so) */
+		if (rc == 0 && x.b && (x.b = realloc(x.b, x.len + 1))) {
+			char code[64];
+
+			x.b[x.len] = 0;
+			xml_value((char *)x.b, "Code", code, sizeof(code));
+			if (strstr((char *)x.b, "<Error>"))
+				rc = ndz_error_set(e, NDZ_ENET, 0, "%s: POST %s%s: %s", s->name,
+						   s->prefix, q, code[0] ? code : "an error");
+		}
+	}
+	if (rc != 0) {
+		struct xfer d = { .fd = -1, .max = ERRBODY };
+
+		snprintf(q, sizeof(q), "%s?uploadId=%s", key, eid);
+		if (id[0])
+			once_(s, "DELETE", q, 0, 0, 0, &d, &(long){ 0 }, NULL);
+		free(d.b);
+	}
+out:
+	free(x.b);
+	free(xml);
+	return rc;
+}
+
 int ndz_s3_put_fd(struct ndz_s3 *s, const char *key, int fd, uint64_t size,
 		  struct ndz_error *e)
 {
 	struct xfer x = { .fd = fd, .uplen = size, .max = ERRBODY };
 	int rc;
 
-	if (size > NDZ_S3_PUT_MAX)
-		return ndz_error_set(e, NDZ_ERANGE, 0, "%s: PUT %s%s: %llu bytes, over one PUT's "
-				     "5 GiB", s->name, s->prefix, key, (unsigned long long)size);
+	if (size > s->part * 10000)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "%s: PUT %s%s: %llu bytes, over 10000 "
+				     "parts", s->name, s->prefix, key, (unsigned long long)size);
+	if (size > s->part)
+		return put_multipart(s, key, fd, size, e);
 	rc = request(s, "PUT", key, 0, 0, 0, &x, e);
 	free(x.b);
 	return rc;

@@ -13,7 +13,8 @@
 #include "core/err.h"
 
 #define NDZ_S3_TRIES 3                 /* a request that fails in passing is made this often */
-#define NDZ_S3_PUT_MAX (5ull << 30)    /* one PUT's bytes, at most (S3's own bound) */
+#define NDZ_S3_PART (64ull << 20)      /* an object over this is put in parts of it */
+#define NDZ_S3_PART_MIN (5ull << 20)   /* S3's smallest part (but the last) */
 
 /* Where the objects are: what mfrisbeed.conf's store lines say. */
 struct ndz_s3_conf {
@@ -22,6 +23,8 @@ struct ndz_s3_conf {
 	const char *bucket;
 	const char *prefix;            /* put before each key ("" or NULL: none), e.g. "ndz/" */
 	const char *credentials;       /* a file: "access-key KEY" and "secret-key SECRET" lines */
+	uint64_t part_bytes;           /* a multipart upload's part: 0 NDZ_S3_PART; at least
+					* NDZ_S3_PART_MIN */
 };
 
 struct ndz_s3;
@@ -64,8 +67,10 @@ int ndz_s3_head(struct ndz_s3 *s, const char *key, uint64_t *size, struct ndz_er
 
 /*
  * ndz_s3_put - the object key made (or replaced) with len bytes of buf. ndz_s3_put_fd - the
- * same with size bytes read from fd at offset 0 (at most NDZ_S3_PUT_MAX: NDZ_ERANGE).
- * 0, or codes as ndz_s3_get's.
+ * same with size bytes read from fd at offset 0: one PUT up to the part size, else a
+ * multipart upload (aborted when a step fails; at most 10000 parts: NDZ_ERANGE).
+ * 0, or codes as ndz_s3_get's (NDZ_EPROTO: a multipart reply without its UploadId or
+ * a part's ETag).
  */
 int ndz_s3_put(struct ndz_s3 *s, const char *key, const void *buf, size_t len,
 	       struct ndz_error *e);

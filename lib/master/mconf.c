@@ -828,8 +828,9 @@ int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_
 
 void ndz_mconf_s3(const struct ndz_mconf *c, struct ndz_s3_conf *out)
 {
-	*out = (struct ndz_s3_conf){ c->store, c->store_region, c->store_bucket, c->store_prefix,
-				     c->store_credentials };
+	*out = (struct ndz_s3_conf){ .endpoint = c->store, .region = c->store_region,
+				     .bucket = c->store_bucket, .prefix = c->store_prefix,
+				     .credentials = c->store_credentials };
 }
 
 int ndz_mconf_site_allows(const struct ndz_mconf *c, uint32_t addr)

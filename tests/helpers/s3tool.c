@@ -1,6 +1,7 @@
 /*
  * s3tool ENDPOINT BUCKET CREDENTIALS OP ...: the object store's client (lib/ctl/s3) for
- * the tests. OP: "mkbucket"; "put KEY FILE"; "get KEY [OFF LEN]" (to stdout); "head KEY"
+ * the tests. OP: "mkbucket"; "put KEY FILE [PART]" (PART: a multipart upload's part, bytes);
+ * "get KEY [OFF LEN]" (to stdout); "head KEY"
  * (prints the size). Exits 0, or 1 with the client's message on stderr.
  */
 #include <fcntl.h>
@@ -20,18 +21,20 @@ int main(int argc, char **argv)
 	int rc = NDZ_EINVAL;
 
 	if (argc < 5) {
-		fprintf(stderr, "usage: s3tool ENDPOINT BUCKET CREDENTIALS mkbucket|put KEY FILE|"
+		fprintf(stderr, "usage: s3tool ENDPOINT BUCKET CREDENTIALS mkbucket|put KEY FILE [PART]|"
 			"get KEY [OFF LEN]|head KEY\n");
 		return 2;
 	}
 	c.endpoint = argv[1];
 	c.bucket = argv[2];
 	c.credentials = argv[3];
+	if (argc == 8 && strcmp(argv[4], "put") == 0)
+		c.part_bytes = strtoull(argv[7], NULL, 0);
 	if (ndz_s3_open(&c, 10, &s, &e) != 0)
 		goto out;
 	if (strcmp(argv[4], "mkbucket") == 0) {
 		rc = ndz_s3_put(s, "", "", 0, &e);
-	} else if (strcmp(argv[4], "put") == 0 && argc == 7) {
+	} else if (strcmp(argv[4], "put") == 0 && (argc == 7 || argc == 8)) {
 		int fd = open(argv[6], O_RDONLY);
 		struct stat st;
 

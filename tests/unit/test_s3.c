@@ -60,7 +60,7 @@ static const char *cred(const char *name, const char *text, mode_t mode)
 
 static void test_credentials(void **state)
 {
-	struct ndz_s3_conf c = { "http://127.0.0.1:9", NULL, "bkt", "", NULL };
+	struct ndz_s3_conf c = { .endpoint = "http://127.0.0.1:9", .bucket = "bkt", .prefix = "" };
 	struct ndz_error e = { 0 };
 	struct ndz_s3 *s;
 
@@ -129,7 +129,7 @@ static struct ndz_s3 *serve(pthread_t *th, int n, ...)
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t al = sizeof(a);
 	char ep[64];
-	struct ndz_s3_conf c = { ep, "eu-1", "bkt", "lab/", NULL };
+	struct ndz_s3_conf c = { .endpoint = ep, .region = "eu-1", .bucket = "bkt", .prefix = "lab/" };
 	struct ndz_s3 *s;
 	va_list ap;
 
@@ -222,7 +222,7 @@ static void test_errors(void **state)
 
 static void test_unreachable(void **state)
 {
-	struct ndz_s3_conf c = { "http://127.0.0.1:1", NULL, "bkt", NULL, NULL };
+	struct ndz_s3_conf c = { .endpoint = "http://127.0.0.1:1", .bucket = "bkt" };
 	struct ndz_error e = { 0 };
 	struct ndz_s3 *s;
 	uint64_t size;
