@@ -491,6 +491,15 @@ int ndz_s3_put(struct ndz_s3 *s, const char *key, const void *buf, size_t len,
 	return rc;
 }
 
+int ndz_s3_delete(struct ndz_s3 *s, const char *key, struct ndz_error *e)
+{
+	struct xfer x = { .fd = -1, .max = ERRBODY };
+	int rc = request(s, "DELETE", key, 0, 0, 0, &x, e);
+
+	free(x.b);
+	return rc;
+}
+
 /* s with each byte but A-Z a-z 0-9 - . _ ~ as %XX (a query value, as SigV4 wants it). */
 static void uri_encode(const char *s, char *out, size_t cap)
 {

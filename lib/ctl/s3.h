@@ -77,4 +77,8 @@ int ndz_s3_put(struct ndz_s3 *s, const char *key, const void *buf, size_t len,
 int ndz_s3_put_fd(struct ndz_s3 *s, const char *key, int fd, uint64_t size,
 		  struct ndz_error *e);
 
+/* ndz_s3_delete - the object key gone (S3 answers 204 for one that was not there). 0, or
+ * codes as ndz_s3_get's. */
+int ndz_s3_delete(struct ndz_s3 *s, const char *key, struct ndz_error *e);
+
 #endif

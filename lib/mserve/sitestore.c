@@ -74,6 +74,10 @@ int ndz_sitestore_push(struct ndz_s3 *s3, const char *name, const char *path,
 	    (rc = ndz_sitesrc_key(name, NDZ_SITE_MANIFEST, key, sizeof(key), e)) != 0 ||
 	    (rc = put_file(s3, key, file, &none, e)) != 0)
 		return rc;
+	/* an unsigned image: no manifest of an older version may stay beside it */
+	if (none && (rc = ndz_s3_delete(s3, key, e)) != 0 && rc != NDZ_ENOIMAGE)
+		return rc;
+	ndz_error_clear(e);
 	if ((rc = ndz_images_companion(path, 1, file, sizeof(file), e)) != 0 ||
 	    (rc = ndz_sitesrc_key(name, NDZ_SITE_INDEX, key, sizeof(key), e)) != 0 ||
 	    (rc = put_file(s3, key, file, &none, e)) != 0)

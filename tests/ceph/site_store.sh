@@ -69,6 +69,8 @@ master par "$T/par.conf" "$T/run0" && master m1 "$T/site1.conf" "$T/run1" &&
 at_exit 'kill $MPID_par $MPID_m1 $MPID_m2 2>/dev/null'
 
 # 1. an upload at the parent's master: checked, stored, put in the store with an index
+# (made there) and without the manifest an older version left
+s3 put lab/a.ndz.manifest "$T/par.conf" 2>/dev/null || not_ok "an old manifest of a in the store"
 in_ns par "$NDZ_BIN/frisbee-upload" -M 10.78.0.1 -I a "$T/a.ndz" 2>"$T/up.err"; rc=$?
 wait_until 60 grep -q 'site: upload a stored in store' "$T/par.log"
 s3 get lab/a.ndz >"$T/a.store" 2>"$T/get.err"
@@ -76,6 +78,9 @@ s3 get lab/a.ndz.index >"$T/a.index" 2>>"$T/get.err"
 check "an upload at a master with a store: stored, and put in the store whole with an index ($rc: $(cat "$T/up.err" "$T/get.err"))" \
 	sh -c "[ $rc = 0 ] && cmp -s '$T/a.ndz' '$T/pup/a.ndz' && cmp -s '$T/a.ndz' '$T/a.store' &&
 	       [ -s '$T/a.index' ] && grep -q 'site: upload a stored in store $CEPH_S3/ndz/lab/' '$T/par.log'"
+s3 head lab/a.ndz.manifest >/dev/null 2>"$T/head.err"; rc=$?
+check "... and the old manifest is gone from the store ($rc: $(cat "$T/head.err"))" \
+	sh -c "[ $rc != 0 ] && grep -q 'HEAD lab/a.ndz.manifest: not found (HTTP 404' '$T/head.err'"
 
 # fclient HOST SITE IMAGE TARGET: frisbee -M the site's master, in the background
 fclient() {
