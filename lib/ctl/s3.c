@@ -514,6 +514,23 @@ static void uri_encode(const char *s, char *out, size_t cap)
 	out[n] = 0;
 }
 
+/* The reply's body as a string ("" when none or no memory). */
+static const char *nul_ended(struct xfer *x)
+{
+	uint8_t *b;
+
+	if (x->len < x->cap) {
+		x->b[x->len] = 0;
+		return (const char *)x->b;
+	}
+	if (!(b = realloc(x->b, x->len + 1)))
+		return "";
+	x->b = b;
+	x->cap = x->len + 1;
+	b[x->len] = 0;
+	return (const char *)b;
+}
+
 /*
  * A multipart upload: begun (POST ?uploads=), each part of s->part bytes PUT with its
  * number, then completed with the parts' ETags (POST ?uploadId=); aborted (DELETE) when
@@ -534,13 +551,7 @@ static int put_multipart(struct ndz_s3 *s, const char *key, int fd, uint64_t siz
 	snprintf(q, sizeof(q), "%s?uploads=", key);
 	if ((rc = request(s, "POST", q, 0, 0, 0, &x, e)) != 0)
 		goto out;
-	if (!x.b || !(x.b = realloc(x.b, x.len + 1))) {
-		rc = ndz_error_set(e, NDZ_EPROTO, 0, "%s: POST %s%s: no UploadId", s->name,
-				   s->prefix, q);
-		goto out;
-	}
-	x.b[x.len] = 0;
-	xml_value((char *)x.b, "UploadId", id, sizeof(id));
+	xml_value(nul_ended(&x), "UploadId", id, sizeof(id));
 	if (!id[0]) {
 		rc = ndz_error_set(e, NDZ_EPROTO, 0, "%s: POST %s%s: no UploadId", s->name,
 				   s->prefix, q);
@@ -571,12 +582,11 @@ static int put_multipart(struct ndz_s3 *s, const char *key, int fd, uint64_t siz
 		x = (struct xfer){ .fd = -1, .post = xml, .postlen = len, .max = 65536 };
 		rc = request(s, "POST", q, 0, 0, 0, &x, e);
 		/* a 200 whose body is an <Error> is a failure too (S3 says so) */
-		if (rc == 0 && x.b && (x.b = realloc(x.b, x.len + 1))) {
+		if (rc == 0) {
 			char code[64];
 
-			x.b[x.len] = 0;
-			xml_value((char *)x.b, "Code", code, sizeof(code));
-			if (strstr((char *)x.b, "<Error>"))
+			xml_value(nul_ended(&x), "Code", code, sizeof(code));
+			if (strstr(nul_ended(&x), "<Error>"))
 				rc = ndz_error_set(e, NDZ_ENET, 0, "%s: POST %s%s: %s", s->name,
 						   s->prefix, q, code[0] ? code : "an error");
 		}
