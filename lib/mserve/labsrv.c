@@ -479,7 +479,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 		return 0;
 	case NDZ_CTL_OP_RELOAD:
 		/* a site master fetches what it does not hold (doc/SITES.md) */
-		if (!ndz_mconf_find(s->c, r->args[1]) && !s->c->parent)
+		if (!ndz_mconf_find(s->c, r->args[1]) && !s->c->parent && !s->c->store)
 			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "image '%s': no such image",
 					     r->args[1]);
 		/* fall through */
