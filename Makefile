@@ -1,5 +1,5 @@
 # Build, test and install the ndz disk imaging suite (imagezip, imageunzip, frisbeed, frisbee, mfrisbeed).
-VERSION   = 0.1.0
+VERSION   = 0.2.0
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
@@ -19,7 +19,7 @@ WARNINGS = -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wformat=2 -Wvla -Wundef -Wcast-align
 ALL_CPPFLAGS = -D_GNU_SOURCE -DNDZ_VERSION='"$(VERSION)"' -Ilib -Ifs $(CPPFLAGS)
 ALL_CFLAGS   = -std=gnu11 $(WARNINGS) -pthread -MMD -MP $(CFLAGS)
-LIBS = -lmicrohttpd -lisal -lntfs-3g -lext2fs -lcom_err -lsodium -lnettle -lcrypto -lzstd -ldeflate -lz -lm -pthread
+LIBS = -lcurl -lmicrohttpd -lisal -lntfs-3g -lext2fs -lcom_err -lsodium -lnettle -lcrypto -lzstd -ldeflate -lz -lm -pthread
 
 # SANITIZE=address,undefined builds into build-san/ so both builds can coexist;
 # `make check` also builds O=build-tsan SANITIZE=thread.
@@ -70,7 +70,7 @@ HELPERS := $(patsubst tests/helpers/%.c,$(O)/tests/helpers/%,$(HELP_SRC))
 # Keep objects of the test programs between builds.
 .SECONDARY:
 
-.PHONY: all tests check check-fast demo install uninstall clean fuzz bench mfs check-vm
+.PHONY: all tests check check-fast demo install uninstall clean fuzz bench mfs check-vm check-ceph
 all: $(BINS)
 tests: $(UNITS) $(HELPERS)
 
@@ -133,6 +133,11 @@ mfs: all
 # The slow virtual-machine cases (several VMs, failures); vm_reload.sh is in `make check`.
 check-vm: all tests
 	$(Q)sh tests/vm/run.sh $(O)
+
+# The object store against a real single-node Ceph (mon, OSD, radosgw, started and removed
+# by the tests); tests/cli/site_store.sh, its short case, is in `make check`.
+check-ceph: all tests
+	$(Q)sh tests/ceph/run.sh $(O)
 
 bench: all
 	$(Q)sh bench/run.sh $(O)

@@ -45,6 +45,10 @@ static const char usage_text[] =
 	"  -T, --timeout SECONDS  give up after this long without the server, or without\n"
 	"                         a chunk that checks out (default 30)\n"
 	"  -r, --raw              store the image itself in TARGET instead of restoring it\n"
+	"      --direct           write past the page cache (O_DIRECT) on a file too\n"
+	"                         (default: on a block device only); a file system that\n"
+	"                         refuses it is written through the cache\n"
+	"      --no-direct        write through the page cache on a block device too\n"
 	"  -f, --force            write to TARGET even while it is in use (mounted, swap,\n"
 	"                         held, or the file behind a loop device in use)\n"
 	"  --no-repair            ask for lost blocks, never for repair blocks\n"
@@ -139,6 +143,8 @@ int main(int argc, char **argv)
 		{ "report-fd", required_argument, NULL, 0x1f4 },
 		{ "max-datagram", required_argument, NULL, 0x1f5 },
 		{ "no-gro", no_argument, NULL, 0x1f6 },
+		{ "direct", no_argument, NULL, 0x1f7 },
+		{ "no-direct", no_argument, NULL, 0x1f8 },
 		CLI_COMMON_LONGOPTS,
 		{ NULL, 0, NULL, 0 }
 	};
@@ -158,6 +164,7 @@ int main(int argc, char **argv)
 
 	cli_init(argv[0]);
 	memset(&c, 0, sizeof(c));
+	c.direct = -1;
 	c.co.request_ahead = 2;
 	c.give_up_s = 30;
 	c.co.redelay_ns = 1000 * MS;
@@ -191,6 +198,8 @@ int main(int argc, char **argv)
 		case 0x1f4: cli_report_open(optarg); break;
 		case 0x1f5: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
 		case 0x1f6: no.gro = 0; break;
+		case 0x1f7: c.direct = 1; break;
+		case 0x1f8: c.direct = 0; break;
 		default: cli_common_option(opt, usage_text); break;
 		}
 	}

@@ -29,6 +29,7 @@ struct client {
 	struct ndz_verify *verify;     /* the trust policy (lib/trust/verify.h) */
 	struct ndz_client_opts co;     /* the session's (lib/mcast/client.h) */
 	int seed, verify_after;        /* --seed, --verify */
+	int direct;                    /* --direct 1, --no-direct 0, else -1: devices only */
 
 	struct ndz_net *net;
 	struct ndz_cdrive *drv;        /* the session's driver (lib/mcast/cdrive) */

@@ -48,6 +48,10 @@ void open_target(struct client *c)
 		cli_die(EXIT_FAIL, "%s: %s (%llu bytes, the image needs %llu)", c->target_path,
 			ndz_strerror(NDZ_ETOOSMALL), (unsigned long long)c->target->size,
 			(unsigned long long)need);
+	/* past the page cache where the target takes it (a refusal is no error) */
+	if ((c->direct > 0 || (c->direct < 0 && c->target->is_blockdev)) &&
+	    ndz_io_direct(c->target, &e) < 0)
+		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (c->raw)
 		return;
 	ndz_unzip_opts_init(&uo);
@@ -66,6 +70,16 @@ void open_target(struct client *c)
 		cli_die(EXIT_FAIL, "%s: %s", c->target_path, ndz_strerror(r));
 }
 
+/* -v: how the writes went (past the page cache or through it) */
+static int said_writes(struct client *c, int rc)
+{
+	char s[200];
+
+	if (rc == 0 && cli_verbose)
+		cli_info("%s: %s", c->target_path, ndz_io_direct_describe(c->target, s, sizeof(s)));
+	return rc;
+}
+
 int finish(struct client *c)
 {
 	struct ndz_unzip_stats us;
@@ -78,6 +92,6 @@ int finish(struct client *c)
 		return ndz_error_copy(&c->err, &c->ferr);
 	}
 	if (c->raw)
-		return ndz_io_flush(c->target, &c->err);
-	return ndz_unzip_finish(c->unzip, &us, &c->err);
+		return said_writes(c, ndz_io_flush(c->target, &c->err));
+	return said_writes(c, ndz_unzip_finish(c->unzip, &us, &c->err));
 }

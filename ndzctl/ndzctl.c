@@ -49,6 +49,9 @@ static const char usage_text[] =
 	"                           /run/mfrisbeed/admin), or tcp:HOST:PORT\n"
 	"  -k, --token-file FILE    the admin token, for tcp:HOST:PORT\n"
 	"      --seed               reload, node -: keep what the disk already holds\n"
+	"                           (and verify); a reload seeds by default when the\n"
+	"                           node's disk holds an image of the same lineage\n"
+	"      --full               reload: never seed (write every chunk)\n"
 	"      --zero               reload, node -: zero what the image does not hold\n"
 	"      --verify             reload, node -: read every chunk back\n"
 	"      --wake               reload, capture: send Wake-on-LAN to the nodes\n"
@@ -158,6 +161,8 @@ static int node_command(const char *where, int n, char **a, uint8_t flags,
 		cli_usage_error("node: -m HOST[:PORT], the master's control port, not %s", where);
 	if (flags & (NDZ_CTL_FLAG_WAKE | NDZ_CTL_FLAG_FORCE))
 		cli_usage_error("--wake and --force do not go with node");
+	if (flags & NDZ_LAB_FULL)
+		cli_usage_error("--full goes with reload (a node without --seed is full)");
 	if (!given) {
 		if (!where)
 			cli_usage_error("node needs -m HOST[:PORT], the master's control port");
@@ -188,12 +193,13 @@ static int node_command(const char *where, int n, char **a, uint8_t flags,
 
 int main(int argc, char **argv)
 {
-	enum { O_SEED = 256, O_ZERO, O_VERIFY, O_WAKE, O_FORCE, O_IFACE, O_TIMEOUT, O_RETRIES,
+	enum { O_SEED = 256, O_FULL, O_ZERO, O_VERIFY, O_WAKE, O_FORCE, O_IFACE, O_TIMEOUT, O_RETRIES,
 	       O_DISCARD, O_OPTS, O_TASK, O_IMAGE, O_GROUP, O_PORT, O_SERVER };
 	static const struct option lopts[] = {
 		{ "master", required_argument, NULL, 'm' },
 		{ "token-file", required_argument, NULL, 'k' },
 		{ "seed", no_argument, NULL, O_SEED },
+		{ "full", no_argument, NULL, O_FULL },
 		{ "zero", no_argument, NULL, O_ZERO },
 		{ "verify", no_argument, NULL, O_VERIFY },
 		{ "wake", no_argument, NULL, O_WAKE },
@@ -231,6 +237,7 @@ int main(int argc, char **argv)
 		case 'k': token = optarg; break;
 		case 'j': json = 1; break;
 		case O_SEED: flags |= NDZ_LAB_SEED; break;
+		case O_FULL: flags |= NDZ_LAB_FULL; break;
 		case O_ZERO: flags |= NDZ_LAB_ZERO; break;
 		case O_VERIFY: flags |= NDZ_LAB_VERIFY; break;
 		case O_WAKE: flags |= NDZ_CTL_FLAG_WAKE; break;
@@ -312,8 +319,10 @@ int main(int argc, char **argv)
 				cmd->sub ? " " : "", cmd->sub ? cmd->sub : "",
 				cmd->min < cmd->max ? "1 to " : "", cmd->max ? (const char *[]){
 				"no", "1", "2", "3" }[cmd->max] : "no", cmd->max == 1 ? "" : "s", nargs);
-	if ((flags & NDZ_LAB_OPTS) && cmd->op != NDZ_CTL_OP_RELOAD)
-		cli_usage_error("--seed, --zero and --verify go with reload");
+	if ((flags & (NDZ_LAB_OPTS | NDZ_LAB_FULL)) && cmd->op != NDZ_CTL_OP_RELOAD)
+		cli_usage_error("--seed, --full, --zero and --verify go with reload");
+	if ((flags & NDZ_LAB_SEED) && (flags & NDZ_LAB_FULL))
+		cli_usage_error("--seed and --full: a reload seeds or is full, not both");
 	if ((flags & NDZ_CTL_FLAG_WAKE) && cmd->op != NDZ_CTL_OP_RELOAD &&
 	    cmd->op != NDZ_CTL_OP_CAPTURE)
 		cli_usage_error("--wake goes with reload or capture");

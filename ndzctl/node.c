@@ -218,9 +218,10 @@ static void frisbee_args(const struct task *t, const char **argv, size_t cap)
 		ARG("-z");
 	else if (o->discard)
 		ARG("--discard");
+	/* a seeded reload always ends verified: what it kept is read back too */
 	if (t->opts & NDZ_LAB_SEED)
 		ARG("--seed");
-	if (t->opts & NDZ_LAB_VERIFY)
+	if (t->opts & (NDZ_LAB_VERIFY | NDZ_LAB_SEED))
 		ARG("--verify");
 	for (int k = 0; k < o->nextra; k++)
 		ARG(o->extra[k]);
@@ -591,7 +592,7 @@ int node_run(const char *master, const char *mac, const char *disk,
 		sleep(RETRY_S);
 	}
 	if (rc == 0) {
-		char what[2 * NDZ_CTL_NAME_MAX + 64], held[64] = "";
+		char what[2 * NDZ_CTL_NAME_MAX + 64], held[80] = "";
 		uint64_t ms = ndz_now_ms() - t0;
 
 		report_result(&t, 1, ms);
@@ -602,6 +603,8 @@ int node_run(const char *master, const char *mac, const char *disk,
 		if (t.opts & NDZ_LAB_SEED)
 			snprintf(held, sizeof(held), ", %llu of %llu chunks skipped (held by the disk)",
 				 (unsigned long long)t.held, (unsigned long long)t.chunks_total);
+		if (t.kind == NDZ_LAB_RELOAD && (t.opts & (NDZ_LAB_SEED | NDZ_LAB_VERIFY)))
+			snprintf(held + strlen(held), sizeof(held) - strlen(held), ", verified");
 		if (t.kind == NDZ_LAB_RELOAD)
 			printf("NDZ-RESULT: ok: %s written to %s in %.1f s%s\n", what, disk,
 			       (double)ms / 1000, held);

@@ -2,7 +2,8 @@
 # Installs the Debian packages the build and the tests need, when missing (root only).
 set -u
 PKGS="build-essential zlib1g-dev libzstd-dev libdeflate-dev libisal-dev libsodium-dev libssl-dev nettle-dev libcmocka-dev libext2fs-dev
-      libmicrohttpd-dev chromium python3-prometheus-client nodejs
+      libmicrohttpd-dev libcurl4-openssl-dev chromium python3-prometheus-client nodejs
+      ceph-mon ceph-osd ceph-common radosgw curl
       ntfs-3g ntfs-3g-dev e2fsprogs makefs fdisk gdisk dosfstools exfatprogs exfat-fuse xfsprogs btrfs-progs lvm2 mtools
       util-linux pigz iproute2 nftables ethtool iperf3
       valgrind time bc clang libclang-rt-14-dev partclone udpcast procps kmod

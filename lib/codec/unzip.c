@@ -181,11 +181,12 @@ static int is_zero(const uint8_t *p, size_t n)
 static int write_pieces(struct ndz_unzip *u, const uint8_t *data, uint64_t off, uint64_t len,
 			struct ndz_error *e)
 {
-	uint64_t pos;
+	/* a direct write copies nothing, and waits for the device: the larger the better */
+	uint64_t pos, piece = ndz_io_is_direct(u->target) ? len : WRITE_PIECE;
 	int rc;
 
-	for (pos = 0; pos < len; pos += WRITE_PIECE) {
-		size_t n = len - pos < WRITE_PIECE ? (size_t)(len - pos) : WRITE_PIECE;
+	for (pos = 0; pos < len; pos += piece) {
+		size_t n = len - pos < piece ? (size_t)(len - pos) : (size_t)piece;
 
 		rc = ndz_io_write_full(u->target, data + pos, n, off + pos, e);
 		if (rc < 0)
@@ -904,9 +905,11 @@ int ndz_unzip_create(struct ndz_io *target, const struct ndz_unzip_opts *opts,
 		u->free_slots[u->nfree++] = i;
 	}
 	for (i = 0; i < u->njobs; i++) {
-		u->jobs[i].buf = malloc(u->job_buf);
-		if (!u->jobs[i].buf)
+		/* page-aligned: a direct write (ndz_io_direct) takes the data as it is */
+		if (posix_memalign((void **)&u->jobs[i].buf, 4096, u->job_buf) != 0) {
+			u->jobs[i].buf = NULL;
 			goto nomem;
+		}
 		u->free_jobs[u->nfree_jobs++] = i;
 	}
 	if (pthread_create(&u->writer, NULL, writer_main, u) != 0)

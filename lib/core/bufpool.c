@@ -56,7 +56,9 @@ static uint8_t *take(struct ndz_bufpool *p)
 		return p->free[--p->nfree];
 	if (p->allocated == p->max)
 		return NULL;
-	b = malloc(p->size);
+	/* page-aligned: a chunk written as it is may go O_DIRECT (frisbee -r) */
+	if (posix_memalign((void **)&b, 4096, p->size) != 0)
+		b = NULL;
 	if (b)
 		p->allocated++;
 	return b;

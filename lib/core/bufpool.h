@@ -29,7 +29,7 @@ int ndz_bufpool_create(size_t size, unsigned max, struct ndz_bufpool **out,
 void ndz_bufpool_free(struct ndz_bufpool *p);
 
 /*
- * ndz_bufpool_try_get - a buffer (size bytes, contents undefined) now: a free one,
+ * ndz_bufpool_try_get - a buffer (size bytes, contents undefined, page-aligned) now: a free one,
  * or a new one while fewer than max exist; NULL when all max are taken, or with e
  * (may be NULL) set to NDZ_ENOMEM when none could be allocated. The caller owns it
  * until ndz_bufpool_put.

@@ -2,12 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -81,7 +83,17 @@ static size_t clamp_read(const struct ndz_io *io, uint64_t off, size_t len)
 
 struct file_priv {
 	int fd;
+	/* direct writes (ndz_io_direct): dfd is an O_DIRECT descriptor of the same file */
+	int dfd;                       /* -1: none */
+	int direct;                    /* writes go through dfd (atomic: EINVAL turns it off) */
+	uint32_t off_align, mem_align;
+	uint64_t ndirect, nbounced, nbuffered;   /* bytes, counted atomically */
+	const char *off_why;
+	pthread_mutex_t bounce_lock;
+	uint8_t *bounce;               /* DIRECT_BOUNCE bytes, made on first need */
 };
+
+#define DIRECT_BOUNCE (1u << 20)
 
 static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off, int *sys)
 {
@@ -122,15 +134,100 @@ static ssize_t file_pread(struct ndz_io *io, void *buf, size_t len, uint64_t off
 	return n < 0 ? sys_fail(sys, errno) : n;
 }
 
+size_t ndz_io_direct_piece(uint64_t off, size_t len, const void *buf, uint32_t off_align,
+			   uint32_t mem_align, size_t bounce, enum ndz_direct_how *how)
+{
+	uint64_t head = off % off_align;
+	size_t n;
+
+	if (head) {
+		*how = NDZ_DIRECT_BUFFERED;
+		return off_align - head < len ? (size_t)(off_align - head) : len;
+	}
+	if (len < off_align) {
+		*how = NDZ_DIRECT_BUFFERED;
+		return len;
+	}
+	n = len - len % off_align;
+	if ((uintptr_t)buf % mem_align == 0) {
+		*how = NDZ_DIRECT_STRAIGHT;
+		return n;
+	}
+	*how = NDZ_DIRECT_BOUNCE;
+	bounce -= bounce % off_align;
+	return n < bounce ? n : bounce;
+}
+
+/* pwrite(2) retried on EINTR: bytes written, or -1 with errno. */
+static ssize_t pwrite_fd(int fd, const void *buf, size_t len, uint64_t off)
+{
+	ssize_t n;
+
+	do
+		n = pwrite(fd, buf, len, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/*
+ * A direct write's first piece: bytes written, -1 with errno, or -2 when the target
+ * refused it (EINVAL): direct writes are off then, and the caller writes buffered.
+ */
+static ssize_t direct_pwrite(struct file_priv *p, const void *buf, size_t len, uint64_t off)
+{
+	enum ndz_direct_how how;
+	size_t n = ndz_io_direct_piece(off, len, buf, p->off_align, p->mem_align, DIRECT_BOUNCE,
+				       &how);
+	ssize_t w;
+
+	if (how == NDZ_DIRECT_BUFFERED) {
+		w = pwrite_fd(p->fd, buf, n, off);
+		if (w > 0)
+			__atomic_add_fetch(&p->nbuffered, (uint64_t)w, __ATOMIC_RELAXED);
+		return w;
+	}
+	if (how == NDZ_DIRECT_STRAIGHT) {
+		w = pwrite_fd(p->dfd, buf, n, off);
+	} else {
+		pthread_mutex_lock(&p->bounce_lock);
+		if (!p->bounce && posix_memalign((void **)&p->bounce,
+						 p->mem_align > 4096 ? p->mem_align : 4096,
+						 DIRECT_BOUNCE) != 0)
+			p->bounce = NULL;
+		if (!p->bounce) {
+			pthread_mutex_unlock(&p->bounce_lock);
+			errno = ENOMEM;
+			return -1;
+		}
+		memcpy(p->bounce, buf, n);
+		w = pwrite_fd(p->dfd, p->bounce, n, off);
+		pthread_mutex_unlock(&p->bounce_lock);
+		if (w > 0)
+			__atomic_add_fetch(&p->nbounced, (uint64_t)w, __ATOMIC_RELAXED);
+	}
+	if (w < 0 && errno == EINVAL) {
+		__atomic_store_n(&p->direct, 0, __ATOMIC_RELAXED);
+		p->off_why = "the target refused a direct write (EINVAL)";
+		return -2;
+	}
+	if (w > 0)
+		__atomic_add_fetch(&p->ndirect, (uint64_t)w, __ATOMIC_RELAXED);
+	return w;
+}
+
 static ssize_t file_pwrite(struct ndz_io *io, const void *buf, size_t len, uint64_t off,
 			    int *sys)
 {
 	struct file_priv *p = io->priv;
-	ssize_t n;
+	ssize_t n = -2;
 
-	do
-		n = pwrite(p->fd, buf, len, (off_t)off);
-	while (n < 0 && errno == EINTR);
+	if (__atomic_load_n(&p->direct, __ATOMIC_RELAXED))
+		n = direct_pwrite(p, buf, len, off);
+	if (n == -2) {
+		n = pwrite_fd(p->fd, buf, len, off);
+		if (n > 0)
+			__atomic_add_fetch(&p->nbuffered, (uint64_t)n, __ATOMIC_RELAXED);
+	}
 	return n < 0 ? sys_fail(sys, errno) : n;
 }
 
@@ -152,7 +249,8 @@ static int write_all(struct ndz_io *io, const void *buf, size_t len, uint64_t of
 
 static int zero_by_writing(struct ndz_io *io, uint64_t off, uint64_t len, int *sys)
 {
-	static const uint8_t zeros[65536];
+	/* aligned, so that a direct write takes them as they are */
+	static const uint8_t zeros[65536] __attribute__((aligned(4096)));
 
 	while (len) {
 		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
@@ -251,6 +349,10 @@ static void file_close(struct ndz_io *io)
 
 	if (p->fd > 2)
 		close(p->fd);
+	if (p->dfd >= 0)
+		close(p->dfd);
+	pthread_mutex_destroy(&p->bounce_lock);
+	free(p->bounce);
 	free(p);
 }
 
@@ -266,6 +368,13 @@ static const struct ndz_io_ops file_ops = {
 	file_drop_cache,
 };
 
+/* The null device (1:3): a restore target that keeps nothing, for benchmarks. */
+#define NDZ_IO_NULL 0x100
+static int is_null_dev(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+}
+
 int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct ndz_error *e)
 {
 	struct file_priv *p;
@@ -278,7 +387,8 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct nd
 	if (flags & NDZ_IO_CREATE)
 		oflags |= O_CREAT;
 	/* Refuse fifos and the like before open() could block on them. */
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) &&
+	    !((flags & NDZ_IO_NULL) && is_null_dev(&st)))
 		return ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: not a regular file or block device",
 				     path);
 	fd = open(path, oflags | O_CLOEXEC, 0644);
@@ -289,7 +399,7 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct nd
 		close(fd);
 		return ndz_error_set(e, NDZ_EIO, saved, "%s", path);
 	}
-	p = malloc(sizeof(*p));
+	p = calloc(1, sizeof(*p));
 	io = p ? io_new(&file_ops, path) : NULL;
 	if (!io) {
 		free(p);
@@ -297,6 +407,8 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct nd
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "%s: %s", path, ndz_strerror(NDZ_ENOMEM));
 	}
 	p->fd = fd;
+	p->dfd = -1;
+	pthread_mutex_init(&p->bounce_lock, NULL);
 	io->priv = p;
 	if (S_ISBLK(st.st_mode)) {
 		uint64_t size;
@@ -314,6 +426,8 @@ int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct nd
 		io->is_regular = 1;
 		if (flags & NDZ_IO_SEQUENTIAL)
 			posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	} else if ((flags & NDZ_IO_NULL) && is_null_dev(&st)) {
+		io->size = INT64_MAX;  /* a sink: anything fits, nothing can be read back */
 	} else {
 		ndz_io_close(io);
 		return ndz_error_set(e, NDZ_ENOTSUP, 0, "%s: not a regular file or block device",
@@ -330,7 +444,7 @@ int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz
 	int rc;
 
 	*created = 0;
-	rc = ndz_io_open_file(path, NDZ_IO_WRITE, out, &mine);
+	rc = ndz_io_open_file(path, NDZ_IO_WRITE | NDZ_IO_NULL, out, &mine);
 	if (rc != NDZ_ENOENT)
 		return rc < 0 ? ndz_error_copy(e, &mine) : 0;
 	ndz_error_clear(&mine);
@@ -860,4 +974,142 @@ void ndz_io_drop_cache(struct ndz_io *io, uint64_t off, uint64_t len)
 {
 	if (io->ops->drop_cache && len)
 		io->ops->drop_cache(io, off, len);
+}
+
+/* ---- direct writes ---- */
+
+/* The file or block device under io (through windows and fault wrappers), or NULL. */
+static struct ndz_io *file_under(const struct ndz_io *io)
+{
+	while (io) {
+		if (io->ops == &file_ops)
+			return (struct ndz_io *)io;
+		if (io->ops == &sub_ops)
+			io = ((const struct sub_priv *)io->priv)->inner;
+		else if (io->ops == &fault_ops)
+			io = ((const struct fault_priv *)io->priv)->inner;
+		else
+			return NULL;
+	}
+	return NULL;
+}
+
+/* A second descriptor of f's file or device, O_DIRECT, write-only: fd, or -1 with errno. */
+static int open_direct(struct ndz_io *f, struct file_priv *p)
+{
+	struct stat a, b;
+	char proc[40];
+	int fd;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", p->fd);
+	fd = open(proc, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd >= 0 || errno != ENOENT)
+		return fd;
+	/* no /proc: the path again, and only when it still names what we have open */
+	fd = open(f->name, O_WRONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &a) == 0 && fstat(p->fd, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino && a.st_rdev == b.st_rdev)
+		return fd;
+	close(fd);
+	errno = ESTALE;
+	return -1;
+}
+
+int ndz_io_direct(struct ndz_io *io, struct ndz_error *e)
+{
+	struct ndz_io *f = file_under(io);
+	struct file_priv *p = f ? f->priv : NULL;
+	struct statx sx;
+	struct stat st;
+	unsigned pbsz;
+	int ssz;
+
+	if (!p)
+		return 0;
+	if (!f->is_regular && !f->is_blockdev) {
+		p->off_why = "not a file or block device";
+		return 0;
+	}
+	if (p->dfd < 0) {
+		p->dfd = open_direct(f, p);
+		if (p->dfd < 0 && errno == EINVAL) {
+			p->off_why = "its file system refuses O_DIRECT";
+			return 0;
+		}
+		if (p->dfd < 0)
+			return io_fail(f, NDZ_EIO, errno, e, "cannot open it for direct writes");
+		memset(&sx, 0, sizeof(sx));
+		if (statx(p->dfd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 &&
+		    (sx.stx_mask & STATX_DIOALIGN)) {
+			p->off_align = sx.stx_dio_offset_align;
+			p->mem_align = sx.stx_dio_mem_align;
+		} else if (f->is_blockdev && ioctl(p->fd, BLKSSZGET, &ssz) == 0 && ssz > 0) {
+			p->off_align = p->mem_align = (uint32_t)ssz;
+		} else {
+			p->off_align = p->mem_align = 4096;    /* what any file system takes */
+		}
+		/*
+		 * Edges within the file system's block, or the device's physical one, go
+		 * buffered too: a direct write that covers part of one makes ext4 zero the
+		 * rest and serialise the writes, a disk read-modify-write.
+		 */
+		if (p->off_align && f->is_regular && fstat(p->fd, &st) == 0 &&
+		    st.st_blksize > (blksize_t)p->off_align && st.st_blksize <= 65536)
+			p->off_align = (uint32_t)st.st_blksize;
+		if (p->off_align && f->is_blockdev && ioctl(p->fd, BLKPBSZGET, &pbsz) == 0 &&
+		    pbsz > p->off_align && pbsz <= 65536)
+			p->off_align = pbsz;
+		if (!p->off_align || !p->mem_align) {
+			close(p->dfd);
+			p->dfd = -1;
+			p->off_why = "its file system offers no direct I/O";
+			return 0;
+		}
+	}
+	p->off_why = NULL;
+	__atomic_store_n(&p->direct, 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+int ndz_io_is_direct(const struct ndz_io *io)
+{
+	struct ndz_io *f = file_under(io);
+
+	return f && __atomic_load_n(&((struct file_priv *)f->priv)->direct, __ATOMIC_RELAXED);
+}
+
+void ndz_io_direct_stats(const struct ndz_io *io, struct ndz_io_direct_stats *st)
+{
+	struct ndz_io *f = file_under(io);
+	struct file_priv *p = f ? f->priv : NULL;
+
+	memset(st, 0, sizeof(*st));
+	if (!p)
+		return;
+	st->on = __atomic_load_n(&p->direct, __ATOMIC_RELAXED);
+	st->off_align = p->off_align;
+	st->mem_align = p->mem_align;
+	st->direct = __atomic_load_n(&p->ndirect, __ATOMIC_RELAXED);
+	st->bounced = __atomic_load_n(&p->nbounced, __ATOMIC_RELAXED);
+	st->buffered = __atomic_load_n(&p->nbuffered, __ATOMIC_RELAXED);
+	st->off_why = p->off_why;
+}
+
+char *ndz_io_direct_describe(const struct ndz_io *io, char *buf, size_t len)
+{
+	struct ndz_io_direct_stats st;
+
+	ndz_io_direct_stats(io, &st);
+	if (st.direct)
+		snprintf(buf, len, "writes: %llu bytes direct (%u-byte blocks; %llu of them "
+			 "copied to align), %llu through the page cache%s%s",
+			 (unsigned long long)st.direct, st.off_align,
+			 (unsigned long long)st.bounced, (unsigned long long)st.buffered,
+			 st.off_why ? ": " : "", st.off_why ? st.off_why : "");
+	else
+		snprintf(buf, len, "writes through the page cache (%s)",
+			 st.off_why ? st.off_why : st.on ? "none direct" : "direct writes off");
+	return buf;
 }

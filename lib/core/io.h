@@ -64,9 +64,71 @@ struct ndz_io {
 int ndz_io_open_file(const char *path, int flags, struct ndz_io **out, struct ndz_error *e);
 
 /*
+ * Direct writes: a file or block device's writes past the page cache (O_DIRECT), so
+ * a restore does not pay for a copy into the cache and its writeback later. Reads
+ * stay buffered (they see every write: the kernel writes back and drops the cached
+ * pages a direct write covers), and so do the edges of a write that are not on the
+ * target's direct-I/O block (its logical block size); an aligned piece from memory
+ * that is not aligned goes through an aligned copy. The flush (fsync) is as before.
+ */
+
+/* How ndz_io_direct_piece says a piece goes. */
+enum ndz_direct_how {
+	NDZ_DIRECT_BUFFERED,           /* through the page cache: an unaligned edge */
+	NDZ_DIRECT_STRAIGHT,           /* O_DIRECT from the caller's memory */
+	NDZ_DIRECT_BOUNCE,             /* O_DIRECT through an aligned copy */
+};
+
+/*
+ * ndz_io_direct_piece - the first piece of a write of len (> 0) bytes at off from
+ * buf to a target whose direct writes need offsets and lengths in multiples of
+ * off_align and memory at multiples of mem_align (both at least 1): its length,
+ * and in *how how it goes. An offset off the block is written buffered up to the
+ * next block boundary; less than a block left, buffered too; else the whole blocks,
+ * straight from buf when it is aligned, else at most bounce bytes (a multiple of
+ * off_align, at least one block) through the copy.
+ */
+size_t ndz_io_direct_piece(uint64_t off, size_t len, const void *buf, uint32_t off_align,
+			   uint32_t mem_align, size_t bounce, enum ndz_direct_how *how);
+
+/* What a target's direct writes did (ndz_io_direct_stats). */
+struct ndz_io_direct_stats {
+	int on;                        /* writes go O_DIRECT now */
+	uint32_t off_align, mem_align; /* their alignment, when on (or was) */
+	uint64_t direct;               /* bytes written O_DIRECT */
+	uint64_t bounced;              /* of direct, bytes copied to aligned memory first */
+	uint64_t buffered;             /* bytes written through the page cache */
+	const char *off_why;           /* when off: why ("the file system refuses O_DIRECT") */
+};
+
+/*
+ * ndz_io_direct - from now on, write io (a file or block device, or a window or fault
+ * wrapper onto one) past the page cache where it allows. Returns 1 when on; 0 when
+ * the target cannot (not a file or device, its file system refuses O_DIRECT: EINVAL,
+ * as ramfs does), and the writes stay buffered (ndz_io_direct_stats says why); or
+ * NDZ_EIO or NDZ_ENOMEM with e set. A direct write that the target refuses with
+ * EINVAL later turns direct writes off and is written buffered instead.
+ */
+int ndz_io_direct(struct ndz_io *io, struct ndz_error *e);
+
+/* ndz_io_is_direct - 1 when io's writes go O_DIRECT now (through views too), else 0. */
+int ndz_io_is_direct(const struct ndz_io *io);
+
+/* ndz_io_direct_stats - io's direct-write counts (all 0 for an io without them). */
+void ndz_io_direct_stats(const struct ndz_io *io, struct ndz_io_direct_stats *st);
+
+/*
+ * ndz_io_direct_describe - the counts as a phrase for a summary line, in buf (len
+ * bytes): "writes: N bytes direct (B-byte blocks; C of them copied to align), M
+ * through the page cache", or "writes through the page cache (WHY)". Returns buf.
+ */
+char *ndz_io_direct_describe(const struct ndz_io *io, char *buf, size_t len);
+
+/*
  * ndz_io_open_target - open a restore target read-write; when the path does not
  * exist, create a regular file of size bytes (sparse: it reads as zeros, and
- * *created is set to 1, else 0). Returns 0 and *out, or a negative code with e
+ * *created is set to 1, else 0). The null device (/dev/null, 1:3) is taken too, as
+ * a sink of unbounded size that reads as empty (a benchmark's target). Returns 0 and *out, or a negative code with e
  * set; *out is NULL then and nothing is left behind.
  */
 int ndz_io_open_target(const char *path, uint64_t size, int *created, struct ndz_io **out,

@@ -26,6 +26,7 @@ enum ndz_lab_task {
 #define NDZ_LAB_ZERO   2u              /* zero what the image does not hold */
 #define NDZ_LAB_VERIFY 4u              /* read every chunk back */
 #define NDZ_LAB_OPTS   7u
+#define NDZ_LAB_FULL   0x10u           /* an admin's reload flag, never a node's option: no seed */
 
 /* A node's report (doc/PROTOCOL.md, "Lab messages"). */
 enum ndz_lab_report_kind { NDZ_LAB_PROGRESS = 0, NDZ_LAB_OK = 1, NDZ_LAB_FAIL = 2 };

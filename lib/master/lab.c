@@ -1,4 +1,5 @@
 /* The lab's nodes and tasks: asks, reports, the group start window, lost nodes, the state file. */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +23,11 @@ struct ndz_lab {
 	char origin_by[NDZ_LAB_BY_MAX + 1];
 	uint32_t batch;                /* the last batch given */
 	int changed;
+	/* images whose lineage is not their own name (ndz_lab_lineage), oldest first */
+	struct {
+		char image[NDZ_CTL_NAME_MAX + 1], lineage[NDZ_CTL_NAME_MAX + 1];
+	} lin[NDZ_LAB_LINEAGES];
+	size_t nlin;
 };
 
 int ndz_lab_create(uint64_t window_ms, uint64_t timeout_ms, struct ndz_lab **out,
@@ -133,6 +139,7 @@ int ndz_lab_node_remove(struct ndz_lab *l, const char *key, struct ndz_error *e)
 static void set_task(struct ndz_lab_node *n, uint8_t task, const char *arg, uint8_t opts,
 		     uint32_t batch, const struct ndz_lab *l)
 {
+	n->why = NDZ_LAB_WHY_NO;
 	n->set_s = l && task != NDZ_LAB_NONE ? l->origin_s : 0;
 	snprintf(n->by, sizeof(n->by), "%s", l && task != NDZ_LAB_NONE ? l->origin_by : "");
 	n->started_ms = 0;
@@ -146,6 +153,91 @@ static void set_task(struct ndz_lab_node *n, uint8_t task, const char *arg, uint
 	n->bytes = n->total = n->skipped = 0;
 }
 
+/* ---- lineage (doc/ndzctl.8, "Seeding") ---- */
+
+static int lin_find(const struct ndz_lab *l, const char *image)
+{
+	for (size_t k = 0; k < l->nlin; k++)
+		if (strcmp(l->lin[k].image, image) == 0)
+			return (int)k;
+	return -1;
+}
+
+const char *ndz_lab_lineage(const struct ndz_lab *l, const char *image)
+{
+	int k = lin_find(l, image);
+
+	return k >= 0 ? l->lin[k].lineage : image;
+}
+
+/* image's lineage is lineage from now on (its own name: the entry goes); the oldest goes when full */
+static void lin_set(struct ndz_lab *l, const char *image, const char *lineage)
+{
+	int k = lin_find(l, image);
+
+	if (k >= 0) {
+		memmove(&l->lin[k], &l->lin[k + 1], sizeof(l->lin[0]) * (l->nlin - (size_t)k - 1));
+		l->nlin--;
+	}
+	if (strcmp(image, lineage) == 0)
+		return;
+	if (l->nlin == NDZ_LAB_LINEAGES) {
+		memmove(&l->lin[0], &l->lin[1], sizeof(l->lin[0]) * (NDZ_LAB_LINEAGES - 1));
+		l->nlin--;
+	}
+	snprintf(l->lin[l->nlin].image, sizeof(l->lin[0].image), "%s", image);
+	snprintf(l->lin[l->nlin].lineage, sizeof(l->lin[0].lineage), "%s", lineage);
+	l->nlin++;
+}
+
+/* n's reload task (just set, opts as the admin gave them) seeds, or not, and why */
+static void choose_seed(const struct ndz_lab *l, struct ndz_lab_node *n, uint8_t opts)
+{
+	if (opts & NDZ_LAB_FULL)
+		n->why = NDZ_LAB_WHY_FULL;
+	else if (opts & NDZ_LAB_SEED)
+		n->why = NDZ_LAB_WHY_ASKED;
+	else if (n->disk.set && strcmp(n->disk.lineage, ndz_lab_lineage(l, n->arg)) == 0)
+		n->why = NDZ_LAB_WHY_LINEAGE;
+	else
+		n->why = NDZ_LAB_WHY_NO;
+	/* a seeded reload always ends verified: what it kept is read back too */
+	if (n->why == NDZ_LAB_WHY_ASKED || n->why == NDZ_LAB_WHY_LINEAGE)
+		n->opts |= NDZ_LAB_SEED | NDZ_LAB_VERIFY;
+}
+
+/* n's disk holds image now (partial: part of it), its uuid not known yet */
+static void disk_holds(const struct ndz_lab *l, struct ndz_lab_node *n, const char *image,
+		       int partial)
+{
+	memset(&n->disk, 0, sizeof(n->disk));
+	n->disk.set = 1;
+	n->disk.partial = partial;
+	snprintf(n->disk.image, sizeof(n->disk.image), "%s", image);
+	snprintf(n->disk.lineage, sizeof(n->disk.lineage), "%s", ndz_lab_lineage(l, image));
+}
+
+int ndz_lab_disk_uuid(struct ndz_lab *l, const uint8_t mac[6], const char *image,
+		      const uint8_t uuid[16])
+{
+	int i = by_mac(l, mac);
+	struct ndz_lab_node *n = i >= 0 ? &l->n[i] : NULL;
+
+	if (!n || !n->disk.set || strcmp(n->disk.image, image) != 0 ||
+	    memcmp(n->disk.uuid, uuid, 16) == 0)
+		return 0;
+	memcpy(n->disk.uuid, uuid, 16);
+	l->changed = 1;
+	return 1;
+}
+
+static const char *const whys[] = { "no", "asked", "lineage", "full" };
+
+const char *ndz_lab_strwhy(unsigned why)
+{
+	return why < 4 ? whys[why] : "?";
+}
+
 int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char *arg,
 		 uint8_t opts, uint8_t (*macs)[6], size_t cap, struct ndz_error *e)
 {
@@ -156,8 +248,10 @@ int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char
 	if (task != NDZ_LAB_NONE && (!arg || !ndz_ctl_valid_name(arg)))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "image name '%.64s': not " NDZ_CTL_NAME_RULE,
 				     arg ? arg : "");
-	if (opts & ~NDZ_LAB_OPTS || (task != NDZ_LAB_RELOAD && opts))
+	if (opts & ~(NDZ_LAB_OPTS | NDZ_LAB_FULL) || (task != NDZ_LAB_RELOAD && opts))
 		return ndz_error_set(e, NDZ_EINVAL, 0, "lab: options only go with a reload");
+	if ((opts & NDZ_LAB_SEED) && (opts & NDZ_LAB_FULL))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "lab: a reload seeds or is full, not both");
 	l->batch++;
 	for (int k = 0; k < NDZ_LAB_NODES; k++) {
 		struct ndz_lab_node *n = &l->n[k];
@@ -167,7 +261,9 @@ int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char
 		if (task == NDZ_LAB_CAPTURE && i < 0)
 			return ndz_error_set(e, NDZ_EINVAL, 0, "group '%.64s': a capture names one node",
 					     target);
-		set_task(n, task, arg, opts, l->batch, l);
+		set_task(n, task, arg, opts & NDZ_LAB_OPTS, l->batch, l);
+		if (task == NDZ_LAB_RELOAD)
+			choose_seed(l, n, opts);
 		if (macs && (size_t)count < cap)
 			memcpy(macs[count], n->mac, 6);
 		count++;
@@ -196,6 +292,15 @@ size_t ndz_lab_image_tasks(struct ndz_lab *l, const char *image, const char *to)
 	}
 	if (count && to)
 		l->changed = 1;
+	if (to && to[0] && strcmp(image, to) != 0) {
+		/* a rename: to is image's versions now, and the disks that held image hold to */
+		lin_set(l, to, ndz_lab_lineage(l, image));
+		lin_set(l, image, image);
+		for (size_t k = 0; k < NDZ_LAB_NODES; k++)
+			if (l->n[k].used && l->n[k].disk.set && strcmp(l->n[k].disk.image, image) == 0)
+				snprintf(l->n[k].disk.image, sizeof(l->n[k].disk.image), "%s", to);
+		l->changed = 1;
+	}
 	return count;
 }
 
@@ -276,12 +381,18 @@ int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_a
 	return i;
 }
 
+/*
+ * A reason for people: control characters become '?', and '"' and '\\' (which JSON
+ * doubles) become '\'' and '/', so a reason is never longer in JSON than it is (a
+ * full lab's JSON fits an admin reply).
+ */
 static void clean_reason(char *dst, size_t cap, const char *src)
 {
 	size_t k = 0;
 
 	for (; src[k] && k + 1 < cap; k++)
-		dst[k] = (unsigned char)src[k] < 0x20 || src[k] == 0x7f ? '?' : src[k];
+		dst[k] = (unsigned char)src[k] < 0x20 || src[k] == 0x7f ? '?' :
+			 src[k] == '"' ? '\'' : src[k] == '\\' ? '/' : src[k];
 	dst[k] = 0;
 }
 
@@ -363,6 +474,14 @@ int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab
 	if (!res->ok)
 		clean_reason(res->reason, sizeof(res->reason), r->reason[0] ? r->reason : "no reason given");
 	count_result(&l->st, res);
+	if (res->ok && n->task == NDZ_LAB_CAPTURE) {
+		/* a new version of what the disk held: its lineage */
+		if (n->disk.set)
+			lin_set(l, n->arg, n->disk.lineage);
+		disk_holds(l, n, n->arg, 0);
+	} else if (n->task == NDZ_LAB_RELOAD) {
+		disk_holds(l, n, n->arg, !res->ok);
+	}
 	n->bytes = n->total = n->skipped = 0;   /* the result holds them now */
 	if (res->ok)
 		set_task(n, NDZ_LAB_NONE, "", 0, 0, NULL);
@@ -443,6 +562,33 @@ static void result_json(const struct ndz_lab_result *r, struct ndz_jbuf *j)
 	ndz_jbuf_printf(j, "}");
 }
 
+/* the uuid as 32 lower-case hex digits, "" when not known (all zero) */
+static void uuid_text(const uint8_t uuid[16], char out[33])
+{
+	static const uint8_t zero[16];
+
+	out[0] = 0;
+	if (memcmp(uuid, zero, 16) != 0)
+		for (int k = 0; k < 16; k++)
+			snprintf(out + 2 * k, 3, "%02x", uuid[k]);
+}
+
+/*
+ * What a disk holds as JSON: its image and whether it is partial. Its lineage is
+ * the image's ("lineages"); its uuid is in the state file: a full lab's JSON fits
+ * an admin reply (NDZ_CTL_TEXT_BIG) only without them.
+ */
+static void disk_json(const struct ndz_lab_disk *d, struct ndz_jbuf *j)
+{
+	if (!d->set) {
+		ndz_jbuf_printf(j, "null");
+		return;
+	}
+	ndz_jbuf_printf(j, "{\"image\":");
+	ndz_jbuf_string(j, d->image);
+	ndz_jbuf_printf(j, ",\"partial\":%s}", d->partial ? "true" : "false");
+}
+
 /* Of n's batch (a reload not yet started): its pending nodes that asked, and all. */
 static void batch_count(const struct ndz_lab *l, uint32_t b, unsigned *asked, unsigned *of)
 {
@@ -509,6 +655,8 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, size_t hist, struct 
 		} else {
 			ndz_jbuf_printf(j, "null");
 		}
+		ndz_jbuf_printf(j, ",\"seed\":\"%s\",\"disk\":", ndz_lab_strwhy(n->why));
+		disk_json(&n->disk, j);
 		ndz_jbuf_printf(j, ",\"history\":[");
 		for (unsigned h = 0; h < l->nhist[k] && h < hist; h++) {
 			if (h)
@@ -517,7 +665,14 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, size_t hist, struct 
 		}
 		ndz_jbuf_printf(j, "]}");
 	}
-	ndz_jbuf_printf(j, "]}");
+	ndz_jbuf_printf(j, "],\"lineages\":{");
+	for (size_t k = 0; k < l->nlin; k++) {
+		ndz_jbuf_printf(j, "%s", k ? "," : "");
+		ndz_jbuf_string(j, l->lin[k].image);
+		ndz_jbuf_printf(j, ":");
+		ndz_jbuf_string(j, l->lin[k].lineage);
+	}
+	ndz_jbuf_printf(j, "}}");
 }
 
 static const char *dash(const char *s)
@@ -542,12 +697,12 @@ static const char *human(uint64_t b, char *buf, size_t cap)
 
 void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 {
-	ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %s\n", "MAC", "NAME", "GROUP",
-			"TASK", "STATE", "PROGRESS", "LAST RESULT");
+	ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %-12s  %s\n", "MAC", "NAME",
+			"GROUP", "TASK", "STATE", "PROGRESS", "DISK", "LAST RESULT");
 	for (int k = 0; k < NDZ_LAB_NODES; k++) {
 		const struct ndz_lab_node *n = &l->n[k];
 		const struct ndz_lab_result *r = &l->hist[k][0];
-		char m[18], task[96], prog[48] = "-", last[320] = "-", h[24];
+		char m[18], task[112], prog[48] = "-", last[320] = "-", h[24], disk[72] = "-";
 
 		if (!n->used)
 			continue;
@@ -558,6 +713,12 @@ void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 			if (n->opts & (1u << b))
 				snprintf(task + strlen(task), sizeof(task) - strlen(task), " --%s",
 					 optnames[b]);
+		if (n->task == NDZ_LAB_RELOAD && n->why == NDZ_LAB_WHY_LINEAGE)
+			snprintf(task + strlen(task), sizeof(task) - strlen(task), " (lineage)");
+		else if (n->task == NDZ_LAB_RELOAD && n->why == NDZ_LAB_WHY_FULL)
+			snprintf(task + strlen(task), sizeof(task) - strlen(task), " --full");
+		if (n->disk.set)
+			snprintf(disk, sizeof(disk), "%s%s", n->disk.partial ? "~" : "", n->disk.image);
 		if (n->total && (n->state == NDZ_LAB_RUNNING || n->state == NDZ_LAB_LOST))
 			snprintf(prog, sizeof(prog), "%.0f%%", 100.0 * (double)n->bytes /
 				 (double)n->total);
@@ -571,8 +732,9 @@ void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j)
 		else if (r->set)
 			snprintf(last, sizeof(last), "failed: %s %s: %s", ndz_labcall_strtask(r->task),
 				 r->arg, r->reason);
-		ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %s\n", m, dash(n->name),
-				dash(n->group), task, ndz_lab_strstate(n->state), prog, last);
+		ndz_jbuf_printf(j, "%-17s  %-12s  %-10s  %-20s  %-7s  %-8s  %-12s  %s\n", m,
+				dash(n->name), dash(n->group), task, ndz_lab_strstate(n->state), prog,
+				disk, last);
 	}
 }
 
@@ -595,7 +757,8 @@ static void opts_text(uint8_t opts, char *buf, size_t cap)
 int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 {
 	/* a node's line is at most ~800 bytes, a result's ~400 */
-	size_t cap = 64 + (size_t)NDZ_LAB_NODES * (1024 + NDZ_LAB_HISTORY * 512), len;
+	size_t cap = 64 + (size_t)NDZ_LAB_NODES * (1280 + NDZ_LAB_HISTORY * 512) +
+		     (size_t)NDZ_LAB_LINEAGES * 160, len;
 	char *buf = malloc(cap);
 	int rc;
 
@@ -630,7 +793,20 @@ int ndz_lab_save(const struct ndz_lab *l, const char *path, struct ndz_error *e)
 						dash(r->arg), r->bytes, r->ms, r->skipped, r->wall_s,
 						dash(r->reason));
 		}
+		/* what its disk holds, and why its reload seeds (doc/PROTOCOL.md) */
+		if ((n->disk.set || n->why != NDZ_LAB_WHY_NO) && len < cap) {
+			char u[33];
+
+			uuid_text(n->disk.uuid, u);
+			len += (size_t)snprintf(buf + len, cap - len, "disk %s %s %s %s %s %s\n", m,
+						ndz_lab_strwhy(n->why), dash(n->disk.image), dash(u),
+						dash(n->disk.lineage), !n->disk.set ? "-" :
+						n->disk.partial ? "partial" : "whole");
+		}
 	}
+	for (size_t k = 0; k < l->nlin && len < cap; k++)
+		len += (size_t)snprintf(buf + len, cap - len, "lineage %s %s\n", l->lin[k].image,
+					l->lin[k].lineage);
 	rc = len < cap ? ndz_file_replace(path, buf, len, 0640, e) :
 	     ndz_error_set(e, NDZ_ERANGE, 0, "%s: the lab does not fit", path);
 	free(buf);
@@ -674,36 +850,115 @@ static int name_field(const char *s, char *dst)
 }
 
 /*
+ * A result's fields, as a node's line and a result line both give them: LAST LTASK
+ * LIMAGE BYTES MS SKIPPED TIME (f[0..6]) and REASON into r. LAST "-" (none) only
+ * when none_ok; r->set is 0 then. 0, or -1 when they are not ours.
+ */
+static int result_fields(char **f, const char *reason, int none_ok, struct ndz_lab_result *r)
+{
+	uint64_t v[4];
+	int last, task;
+
+	memset(r, 0, sizeof(*r));
+	last = word(f[0], (const char *const[]){ "-", "ok", "failed" }, 3);
+	task = task_word(f[1], 3);
+	if (last < 0 || (!last && !none_ok) || name_field(f[2], r->arg))
+		return -1;
+	for (int k = 0; k < 4; k++)
+		if (u64_field(f[3 + k], &v[k]))
+			return -1;
+	if (!last)
+		return 0;
+	if (task != NDZ_LAB_RELOAD && task != NDZ_LAB_CAPTURE)
+		return -1;
+	r->set = 1;
+	r->ok = last == 1;
+	r->task = (uint8_t)task;
+	r->bytes = v[0];
+	r->ms = v[1];
+	r->skipped = v[2];
+	r->wall_s = v[3];
+	if (strcmp(reason, "-") != 0)
+		clean_reason(r->reason, sizeof(r->reason), reason);
+	return 0;
+}
+
+/*
  * An older result of a node given above it ("result MAC ok|failed TASK IMAGE BYTES MS
  * SKIPPED TIME REASON"), after those already read; -1 when it is not one of ours.
  */
 static int parse_result(struct ndz_lab *l, char *line)
 {
 	char *f[9], *reason;
-	struct ndz_lab_result r = { .set = 1 };
+	struct ndz_lab_result r;
 	uint8_t mac[6];
-	uint64_t v[4];
-	int i, ok, task;
+	int i;
 
 	if (ndz_fields_split(line, " ", 0, f, 9, &reason) != 9 || !reason ||
 	    strcmp(f[0], "result") != 0 || ndz_labcall_parse_mac(f[1], mac, NULL) ||
 	    (i = by_mac(l, mac)) < 0 || !l->nhist[i] || l->nhist[i] >= NDZ_LAB_HISTORY ||
-	    (ok = word(f[2], (const char *const[]){ "failed", "ok" }, 2)) < 0 ||
-	    ((task = task_word(f[3], 3)) != NDZ_LAB_RELOAD && task != NDZ_LAB_CAPTURE) ||
-	    name_field(f[4], r.arg))
+	    result_fields(f + 2, reason, 0, &r))
 		return -1;
-	for (int k = 0; k < 4; k++)
-		if (u64_field(f[5 + k], &v[k]))
-			return -1;
-	r.ok = ok;
-	r.task = (uint8_t)task;
-	r.bytes = v[0];
-	r.ms = v[1];
-	r.skipped = v[2];
-	r.wall_s = v[3];
-	if (strcmp(reason, "-") != 0)
-		clean_reason(r.reason, sizeof(r.reason), reason);
 	l->hist[i][l->nhist[i]++] = r;
+	return 0;
+}
+
+static int hex_uuid(const char *s, uint8_t uuid[16])
+{
+	if (strcmp(s, "-") == 0) {
+		memset(uuid, 0, 16);
+		return 0;
+	}
+	if (strlen(s) != 32)
+		return -1;
+	for (int k = 0; k < 16; k++) {
+		unsigned v;
+
+		if (!isxdigit((unsigned char)s[2 * k]) || !isxdigit((unsigned char)s[2 * k + 1]) ||
+		    sscanf(s + 2 * k, "%2x", &v) != 1)
+			return -1;
+		uuid[k] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/*
+ * What a node given above holds ("disk MAC WHY IMAGE UUID LINEAGE STATE"); -1 when it
+ * is not one of ours.
+ */
+static int parse_disk(struct ndz_lab *l, char *line)
+{
+	char *f[7];
+	struct ndz_lab_disk d = { 0 };
+	uint8_t mac[6];
+	int i, why, st;
+
+	if (ndz_fields_split(line, " ", 0, f, 7, NULL) != 7 || strcmp(f[0], "disk") != 0 ||
+	    ndz_labcall_parse_mac(f[1], mac, NULL) || (i = by_mac(l, mac)) < 0 ||
+	    (why = word(f[2], whys, 4)) < 0 ||
+	    (why != NDZ_LAB_WHY_NO && l->n[i].task != NDZ_LAB_RELOAD) ||
+	    name_field(f[3], d.image) || hex_uuid(f[4], d.uuid) || name_field(f[5], d.lineage) ||
+	    (st = word(f[6], (const char *const[]){ "-", "whole", "partial" }, 3)) < 0 ||
+	    (st != 0) != (d.image[0] != 0) || (st != 0) != (d.lineage[0] != 0) ||
+	    (!st && strcmp(f[4], "-") != 0))
+		return -1;
+	d.set = st != 0;
+	d.partial = st == 2;
+	l->n[i].why = (uint8_t)why;
+	l->n[i].disk = d;
+	return 0;
+}
+
+/* "lineage IMAGE LINEAGE": -1 when it is not one of ours */
+static int parse_lineage(struct ndz_lab *l, char *line)
+{
+	char *f[3], image[NDZ_CTL_NAME_MAX + 1], lineage[NDZ_CTL_NAME_MAX + 1];
+
+	if (ndz_fields_split(line, " ", 0, f, 3, NULL) != 3 || strcmp(f[0], "lineage") != 0 ||
+	    name_field(f[1], image) || name_field(f[2], lineage) || !image[0] || !lineage[0] ||
+	    lin_find(l, image) >= 0 || l->nlin == NDZ_LAB_LINEAGES)
+		return -1;
+	lin_set(l, image, lineage);
 	return 0;
 }
 
@@ -712,12 +967,16 @@ static int parse_line(struct ndz_lab *l, char *line)
 {
 	if (strncmp(line, "result ", 7) == 0)
 		return parse_result(l, line);
+	if (strncmp(line, "disk ", 5) == 0)
+		return parse_disk(l, line);
+	if (strncmp(line, "lineage ", 8) == 0)
+		return parse_lineage(l, line);
 
 	char *f[15], *reason, *o[8];
 	struct ndz_lab_node n = { .used = 1 };
-	struct ndz_lab_result r = { 0 };
-	uint64_t batch, v[4];
-	int task, st, last, lt, k;
+	struct ndz_lab_result r;
+	uint64_t batch;
+	int task, st, k;
 
 	if (ndz_fields_split(line, " ", 0, f, 15, &reason) != 15 ||
 	    !reason || ndz_labcall_parse_mac(f[0], n.mac, NULL) || by_mac(l, n.mac) >= 0 ||
@@ -727,9 +986,7 @@ static int parse_line(struct ndz_lab *l, char *line)
 	    (task != NDZ_LAB_NONE) != (n.arg[0] != 0) ||
 	    (st = word(f[6], states, 5)) < 0 || st == NDZ_LAB_RUNNING || st == NDZ_LAB_LOST ||
 	    (st == NDZ_LAB_IDLE) != (task == NDZ_LAB_NONE) || u64_field(f[7], &batch) ||
-	    batch > UINT32_MAX || (last = word(f[8], (const char *const[]){ "-", "ok", "failed" },
-					      3)) < 0 ||
-	    name_field(f[10], r.arg))
+	    batch > UINT32_MAX || result_fields(f + 8, reason, 1, &r))
 		return -1;
 	if (strcmp(f[5], "-") != 0) {
 		int no = ndz_fields_split(f[5], ",", 0, o, 8, NULL);
@@ -744,26 +1001,9 @@ static int parse_line(struct ndz_lab *l, char *line)
 			n.opts |= (uint8_t)(1u << b);
 		}
 	}
-	lt = task_word(f[9], 3);
-	for (k = 0; k < 4; k++)
-		if (u64_field(f[11 + k], &v[k]))
-			return -1;
-	if (last && lt != NDZ_LAB_RELOAD && lt != NDZ_LAB_CAPTURE)
-		return -1;
 	n.task = (uint8_t)task;
 	n.state = (uint8_t)st;
 	n.batch = (uint32_t)batch;
-	if (last) {
-		r.set = 1;
-		r.ok = last == 1;
-		r.task = (uint8_t)lt;
-		r.bytes = v[0];
-		r.ms = v[1];
-		r.skipped = v[2];
-		r.wall_s = v[3];
-		if (strcmp(reason, "-") != 0)
-			clean_reason(r.reason, sizeof(r.reason), reason);
-	}
 	for (k = 0; k < NDZ_LAB_NODES && l->n[k].used; k++)
 		;
 	if (k == NDZ_LAB_NODES)

@@ -28,7 +28,37 @@
  */
 #define NDZ_LAB_ASK_AGAIN_MS 200
 
-/* The tasks, reload options and report kinds are the wire's: lib/ctl/labcall.h. */
+/*
+ * The tasks, reload options (and NDZ_LAB_FULL, an admin's "never seed") and report
+ * kinds are the wire's: lib/ctl/labcall.h.
+ */
+
+/*
+ * Why a reload task seeds or not (ndz_lab_task chooses; doc/ndzctl.8, "Seeding"):
+ * a reload seeds (and verifies) by default when the node's disk holds an image of
+ * the task's image's lineage (ndz_lab_lineage).
+ */
+enum ndz_lab_seedwhy {
+	NDZ_LAB_WHY_NO = 0,            /* a full reload: the disk holds no image of its lineage */
+	NDZ_LAB_WHY_ASKED = 1,         /* the admin asked for seed */
+	NDZ_LAB_WHY_LINEAGE = 2,       /* the disk holds an image of its lineage: seed + verify */
+	NDZ_LAB_WHY_FULL = 3,          /* the admin asked for full: no seed */
+};
+
+#define NDZ_LAB_LINEAGES 256           /* images whose lineage is not their name, at most */
+
+/*
+ * What a node's disk holds: the image its last ok reload wrote or its last ok
+ * capture read (or a failed reload wrote part of: partial), that image's uuid
+ * when the master could read it, and its lineage.
+ */
+struct ndz_lab_disk {
+	int set;                       /* 0: not known */
+	int partial;                   /* a reload of it failed part-way */
+	char image[NDZ_CTL_NAME_MAX + 1];
+	uint8_t uuid[16];              /* all zero: not known */
+	char lineage[NDZ_CTL_NAME_MAX + 1];
+};
 
 enum ndz_lab_state {
 	NDZ_LAB_IDLE = 0,              /* no task */
@@ -67,6 +97,8 @@ struct ndz_lab_node {
 	uint64_t set_s;                /* when the task was set, Unix seconds (ndz_lab_origin); 0 */
 	char by[NDZ_LAB_BY_MAX + 1];   /* by whom (ndz_lab_origin); "" */
 	uint64_t started_ms;           /* when it was told to start; 0: not yet */
+	uint8_t why;                   /* a reload task: enum ndz_lab_seedwhy */
+	struct ndz_lab_disk disk;      /* what its disk holds (in the state file too) */
 };
 
 /* A report from a node (doc/PROTOCOL.md, "Lab messages"). */
@@ -137,10 +169,13 @@ int ndz_lab_node_remove(struct ndz_lab *l, const char *key, struct ndz_error *e)
  * ndz_lab_task - set a task (NDZ_LAB_RELOAD or NDZ_LAB_CAPTURE with image arg and
  * opts, or NDZ_LAB_NONE: cancel) for target: a node's MAC or name, or a group (all
  * its nodes). A reload is set on every node; a capture names one node only. Every
- * node of one call shares a batch (they start together). Returns the number of
+ * node of one call shares a batch (they start together). A reload seeds: with
+ * NDZ_LAB_SEED (asked), or without NDZ_LAB_FULL when the node's disk holds an image
+ * of arg's lineage (ndz_lab_lineage); it is then verified too (NDZ_LAB_VERIFY
+ * added), each node by its own disk (its why says which). Returns the number of
  * nodes set (>= 1), or NDZ_ENOENT (no such node or group), NDZ_EINVAL (a bad task,
- * arg or opts; a capture for a group) with e set. The nodes' MACs go to macs (at
- * most cap of them; may be NULL): for Wake-on-LAN.
+ * arg or opts; SEED with FULL; a capture for a group) with e set. The nodes' MACs
+ * go to macs (at most cap of them; may be NULL): for Wake-on-LAN.
  */
 int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char *arg,
 		 uint8_t opts, uint8_t (*macs)[6], size_t cap, struct ndz_error *e);
@@ -149,7 +184,8 @@ int ndz_lab_task(struct ndz_lab *l, const char *target, uint8_t task, const char
  * ndz_lab_image_tasks - the nodes whose reload task (pending, running, lost or
  * failed) names image: returns how many. to NULL: they are only counted; "": those
  * tasks are cancelled; else (an image name) they reload to instead, their state
- * kept. Capture tasks are left alone (they make an image, they do not read one).
+ * kept, and to takes image's lineage (the disks that held image hold to). Capture
+ * tasks are left alone (they make an image, they do not read one).
  */
 size_t ndz_lab_image_tasks(struct ndz_lab *l, const char *image, const char *to);
 
@@ -178,13 +214,34 @@ int ndz_lab_peek(const struct ndz_lab *l, const uint8_t mac[6], struct ndz_lab_a
  * ndz_lab_report - the node mac reports r at now_ms (wall_s: the wall clock, kept
  * with a result). PROGRESS updates a running (or lost: running again) task; OK
  * clears the task and records the result; FAIL records the result with its reason
- * and marks the task failed. 0; 1 when r is the node's last result sent again
+ * and marks the task failed. An ok reload or capture makes the node's disk hold
+ * its image (whole; its uuid not known until ndz_lab_disk_uuid); a failed reload,
+ * part of it; an ok capture gives the image the lineage of what the disk held (a
+ * new version of it). 0; 1 when r is the node's last result sent again
  * (the same outcome, figures and reason, the task still ended: its answer was
  * lost), which changes nothing; NDZ_ENOENT for an unknown node or one without a
  * task (a report nobody asked for), NDZ_EINVAL for a bad kind, e set.
  */
 int ndz_lab_report(struct ndz_lab *l, const uint8_t mac[6], const struct ndz_lab_report *r,
 		   uint64_t now_ms, uint64_t wall_s, struct ndz_error *e);
+
+/*
+ * ndz_lab_lineage - the lineage of image name: the one an ok capture (or a rename)
+ * gave it, else its own name. Two images are of one lineage when these are equal.
+ * A static or l's string, valid until l changes.
+ */
+const char *ndz_lab_lineage(const struct ndz_lab *l, const char *image);
+
+/*
+ * ndz_lab_disk_uuid - the node mac's disk holds image whose uuid is uuid (the
+ * master read it from the image's file after the result): kept when its disk holds
+ * that image, else nothing changes. Returns 1 when it was kept, else 0.
+ */
+int ndz_lab_disk_uuid(struct ndz_lab *l, const uint8_t mac[6], const char *image,
+		      const uint8_t uuid[16]);
+
+/* ndz_lab_strwhy - "no", "asked", "lineage", "full" (a static string). */
+const char *ndz_lab_strwhy(unsigned why);
 
 /* ndz_lab_tick - running nodes silent past the timeout become lost; returns how many. */
 size_t ndz_lab_tick(struct ndz_lab *l, uint64_t now_ms);
@@ -230,8 +287,11 @@ const char *ndz_lab_strstate(unsigned state);
  * "addr":..,"task":..,"image":..,"opts":[..],"state":..,"bytes":..,"total":..,
  * "skipped":..,"silent_ms":..,"last":{"ok":..,"task":..,"image":..,"bytes":..,
  * "ms":..,"skipped":..,"time":..,"reason":..},"set_time":..,"by":..,"running_ms":..,
- * "waiting":{"asked":K,"of":N} or null,"history":[results as "last", newest first,
- * at most hist of them]}]}.
+ * "waiting":{"asked":K,"of":N} or null,"seed":"no"|"asked"|"lineage"|"full" (a
+ * reload task's choice, ndz_lab_strwhy; "no" without one),"disk":{"image":..,
+ * "partial":..} or null (not known),"history":[results as "last", newest first, at
+ * most hist of them]}],"lineages":{IMAGE:LINEAGE, for the images whose lineage is
+ * not their name}}.
  * now_ms gives silent_ms and running_ms; waiting is set on a reload's node that asked
  * and waits for its batch: K of the batch's N pending nodes asked.
  */
@@ -239,7 +299,9 @@ void ndz_lab_json(const struct ndz_lab *l, uint64_t now_ms, size_t hist, struct 
 
 /*
  * ndz_lab_table - the nodes as a table for people into j, one line each under a
- * header: MAC, name, group, task and image, state, progress, last result.
+ * header: MAC, name, group, task and image (with its options; "(lineage)" when it
+ * seeds because the disk holds that lineage), state, progress, what the disk holds
+ * (its image, "~" before it when partial), last result.
  */
 void ndz_lab_table(const struct ndz_lab *l, uint64_t now_ms, struct ndz_jbuf *j);
 

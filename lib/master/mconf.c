@@ -346,6 +346,11 @@ static const struct str_key {
 	{ "site-cache", offsetof(struct ndz_mconf, site_cache) },
 	{ "site-key", offsetof(struct ndz_mconf, site_key) },
 	{ "site-name", offsetof(struct ndz_mconf, site_name) },
+	{ "store", offsetof(struct ndz_mconf, store) },       /* an object store (doc/SITES.md) */
+	{ "store-bucket", offsetof(struct ndz_mconf, store_bucket) },
+	{ "store-prefix", offsetof(struct ndz_mconf, store_prefix) },
+	{ "store-region", offsetof(struct ndz_mconf, store_region) },
+	{ "store-credentials", offsetof(struct ndz_mconf, store_credentials) },
 };
 
 static char **str_field(struct ndz_mconf *c, const struct str_key *k)
@@ -372,6 +377,15 @@ static int parse_str_key(struct parser *p, const struct str_key *sk, const char 
 		return perr(p, "bad site-name (" NDZ_CTL_NAME_RULE ")", val);
 	if (str == &p->c->site_cache && val[0] != '/')
 		return perr(p, "bad site-cache (an absolute path)", val);
+	if (str == &p->c->store && !ndz_s3_valid_endpoint(val))
+		return perr(p, "bad store (http://HOST[:PORT] or https://HOST[:PORT])", val);
+	if (str == &p->c->store_bucket && !ndz_s3_valid_bucket(val))
+		return perr(p, "bad store-bucket (3 to 63 of a-z, 0-9, '.', '-')", val);
+	if (str == &p->c->store_prefix && !ndz_s3_valid_prefix(val))
+		return perr(p, "bad store-prefix (at most 200 of letters, digits, '.', '_', '-', "
+			    "'/'; no leading '/', no '//')", val);
+	if (str == &p->c->store_credentials && val[0] != '/')
+		return perr(p, "bad store-credentials (an absolute path)", val);
 	if (!(*str = strdup(val)))
 		return ndz_error_set(p->e, NDZ_ENOMEM, 0, NULL);
 	return 0;
@@ -676,10 +690,17 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 		p.line = p.upload_line;
 		rc = perr(&p, "'upload' needs an upload-dir line (where uploads are written)", NULL);
 	}
-	if (rc == 0 && (!c->parent) != (!c->site_cache))
-		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: a site master needs both parent and "
-				   "site-cache", fname);
-	if (rc == 0 && c->nimages == 0 && !c->upload_dir && !c->parent)  /* a site fetches */
+	if (rc == 0 && (!c->parent && !c->store) != (!c->site_cache))
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: a site master needs both parent (or "
+				   "store) and site-cache", fname);
+	if (rc == 0 && (c->store_bucket || c->store_prefix || c->store_region ||
+			c->store_credentials) && !c->store)
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: store-... lines need a store line",
+				   fname);
+	if (rc == 0 && c->store && (!c->store_bucket || !c->store_credentials))
+		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: a store needs store-bucket and "
+				   "store-credentials", fname);
+	if (rc == 0 && c->nimages == 0 && !c->upload_dir && !c->parent && !c->store)
 		rc = ndz_error_set(e, NDZ_EINVAL, 0, "%s: no images", fname);
 	if (rc) {
 		ndz_mconf_free(c);
@@ -807,9 +828,16 @@ int ndz_mconf_upload_target(const struct ndz_mconf *c, const char *name, uint32_
 	return 0;
 }
 
+void ndz_mconf_s3(const struct ndz_mconf *c, struct ndz_s3_conf *out)
+{
+	*out = (struct ndz_s3_conf){ .endpoint = c->store, .region = c->store_region,
+				     .bucket = c->store_bucket, .prefix = c->store_prefix,
+				     .credentials = c->store_credentials };
+}
+
 int ndz_mconf_site_allows(const struct ndz_mconf *c, uint32_t addr)
 {
-	return c->parent && in_list(c->site_allow, c->nsite_allow, addr);
+	return (c->parent || c->store) && in_list(c->site_allow, c->nsite_allow, addr);
 }
 
 int ndz_mconf_allows_any(const struct ndz_mconf *c, uint32_t addr)

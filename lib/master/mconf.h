@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "ctl/s3.h"
 
 struct ndz_cidr {
 	uint32_t addr, mask;           /* host byte order */
@@ -91,6 +92,9 @@ struct ndz_mconf {
 	size_t npins;
 	struct ndz_cidr *site_allow;   /* who may ask for an image not yet at the site */
 	size_t nsite_allow;
+	/* an S3 object store the images are fetched from and uploads go to (doc/SITES.md) */
+	char *store;                   /* its endpoint, http(s)://HOST[:PORT]; NULL: none */
+	char *store_bucket, *store_prefix, *store_region, *store_credentials;
 	char **skipped;                /* files in an image directory whose name is no image */
 	size_t nskipped;               /* name ("Win 10.ndz"): left out, for the caller to tell */
 };
@@ -120,6 +124,12 @@ const struct ndz_mconf_image *ndz_mconf_find(const struct ndz_mconf *c, const ch
 
 /* ndz_mconf_allows - 1 when addr (network order) may have im, else 0. */
 int ndz_mconf_allows(const struct ndz_mconf_image *im, uint32_t addr);
+
+/*
+ * ndz_mconf_s3 - c's store lines as the object store's client takes them (out's strings
+ * point into c; out->endpoint NULL when there is no store).
+ */
+void ndz_mconf_s3(const struct ndz_mconf *c, struct ndz_s3_conf *out);
 
 /* ndz_mconf_site_allows - 1 when a site-allow line lets addr ask for images not here yet. */
 int ndz_mconf_site_allows(const struct ndz_mconf *c, uint32_t addr);

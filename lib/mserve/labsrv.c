@@ -393,6 +393,15 @@ int ndz_labsrv_udp(struct ndz_labsrv *s, int fd, const uint8_t *buf, size_t len,
 		if (rc < 0) {
 			rep.status = rc == NDZ_EINVAL ? NDZ_CTL_MALFORMED : NDZ_CTL_NONODE;
 		} else if (rc == 0) {       /* 1: the last result again, already told */
+			const struct ndz_mconf_image *im = ndz_mconf_find(s->c, image);
+			uint8_t uuid[16];
+			uint32_t chunks;
+			uint64_t src;
+
+			/* the uuid of what the disk holds now, from the image's file */
+			if (r.kind != NDZ_LAB_PROGRESS && im &&
+			    ndz_images_identity(im->path, uuid, &chunks, &src, NULL) == 0)
+				ndz_lab_disk_uuid(s->lab, r.mac, image, uuid);
 			tell_result(s, r.mac, &r, task, image);
 			save_or_say(s);
 		}
@@ -473,7 +482,7 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 		return 0;
 	case NDZ_CTL_OP_RELOAD:
 		/* a site master fetches what it does not hold (doc/SITES.md) */
-		if (!ndz_mconf_find(s->c, r->args[1]) && !s->c->parent)
+		if (!ndz_mconf_find(s->c, r->args[1]) && !s->c->parent && !s->c->store)
 			return ndz_error_set(e, NDZ_ENOIMAGE, 0, "image '%s': no such image",
 					     r->args[1]);
 		/* fall through */
@@ -484,7 +493,8 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 		int woke = 0;
 
 		if ((n = ndz_lab_task(s->lab, r->args[0], task, r->args[1],
-				      task == NDZ_LAB_RELOAD ? r->flags & NDZ_LAB_OPTS : 0, macs,
+				      task == NDZ_LAB_RELOAD ? r->flags & (NDZ_LAB_OPTS | NDZ_LAB_FULL) : 0,
+				      macs,
 				      NDZ_LAB_NODES, e)) == NDZ_ENOENT && s->h.forward) {
 			struct ndz_error why = { 0 };  /* a node of a site: its master does it */
 
@@ -497,6 +507,22 @@ static int admin_do(struct ndz_labsrv *s, const struct ndz_ctl_labreq *r, const 
 			return n;
 		ndz_jbuf_printf(j, "%s%s%s: %d node%s", task ? ndz_labcall_strtask(task) : "cancel",
 				task ? " " : "", task ? r->args[1] : "", n, n == 1 ? "" : "s");
+		if (task == NDZ_LAB_RELOAD) {  /* those that seed because of what their disk holds */
+			int seeded = 0;
+
+			for (int k = 0; k < n && k < NDZ_LAB_NODES; k++) {
+				char m[18];
+				int i;
+
+				ndz_labcall_format_mac(macs[k], m, sizeof(m));
+				i = ndz_lab_find(s->lab, m);
+				seeded += i >= 0 && ndz_lab_node(s->lab, (size_t)i)->why ==
+					  NDZ_LAB_WHY_LINEAGE;
+			}
+			if (seeded)
+				ndz_jbuf_printf(j, " (%d seeded: %s the image's lineage)", seeded,
+						seeded == 1 ? "its disk holds" : "their disks hold");
+		}
 		if ((r->flags & NDZ_CTL_FLAG_WAKE) && task != NDZ_LAB_NONE) {
 			struct ndz_error we = { 0 };
 
@@ -950,7 +976,8 @@ static const char *jstring(const char *p, char *dst, size_t cap)
 /* Body into q: one flat object of the known keys; 0, or NDZ_EINVAL with e saying why. */
 static int jparse(const char *body, struct jreq *q, struct ndz_error *e)
 {
-	static const char *const optn[] = { "seed", "zero", "verify" };
+	/* "full" is the admin's flag NDZ_LAB_FULL (0x10), not a node's option */
+	static const char *const optn[] = { "seed", "zero", "verify", "", "full" };
 	const char *p = skip_ws(body);
 	char key[16], val[NDZ_CTL_NAME_MAX + 1];
 
@@ -991,11 +1018,11 @@ static int jparse(const char *body, struct jreq *q, struct ndz_error *e)
 
 				if (!(p = jstring(p + 1, val, sizeof(val))))
 					return ndz_error_set(e, NDZ_EINVAL, 0, "\"opts\": bad");
-				for (b = 0; b < 3 && strcmp(val, optn[b]); b++)
+				for (b = 0; b < 5 && (!val[0] || strcmp(val, optn[b])); b++)
 					;
-				if (b == 3)
-					return ndz_error_set(e, NDZ_EINVAL, 0, "option '%s': seed, zero "
-							     "or verify", val);
+				if (b == 5)
+					return ndz_error_set(e, NDZ_EINVAL, 0, "option '%s': seed, zero, "
+							     "verify or full", val);
 				q->opts |= (uint8_t)(1u << b);
 				p = skip_ws(p);
 				if (*p == ',')

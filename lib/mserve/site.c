@@ -16,9 +16,11 @@
 
 #include "site.h"
 #include "ctl/sitecall.h"
+#include "ctl/sitesrc.h"
 #include "ctl/upload.h"
 #include "master/images.h"
 #include "master/sitecache.h"
+#include "sitestore.h"
 #include "codec/seed.h"
 #include "core/clock.h"
 #include "core/file.h"
@@ -61,6 +63,7 @@ enum { IDLE = 0, RUNNING, FAILED };
 struct forward {
 	struct ndz_site *site;
 	char name[NDZ_CTL_NAME_MAX + 1], path[PATH_MAX], parent[300];
+	struct ndz_s3 *s3;             /* the object store it goes to, or NULL: the parent */
 	pthread_t th;
 	int joinable;
 	atomic_int done;
@@ -596,7 +599,7 @@ struct job {
 	uint8_t *ixbuf, *mbuf;         /* the index's and the manifest's bytes (mbuf: or NULL) */
 	size_t ixlen, mlen;
 	char mark[PATH_MAX];           /* final.fetching: published, still arriving */
-	struct ndz_site_link link;     /* to the parent */
+	struct ndz_sitesrc src;        /* the parent or the object store (lib/ctl/sitesrc) */
 	int published;                 /* part is final now */
 	struct ndz_sitefetch st;
 	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
@@ -777,7 +780,7 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "fetch");
 	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
 	if (!j->ixbuf) {
-		if ((rc = ndz_site_fetch(&j->link, &r, &j->ixbuf, &j->ixlen, e)) != 0)
+		if ((rc = ndz_sitesrc_fetch(&j->src, &r, &j->ixbuf, &j->ixlen, e)) != 0)
 			goto out;
 		if (j->key[0] &&
 		    (rc = ndz_key_load_as(j->key, NDZ_KEY_BIT(NDZ_KEY_SIGN_PUBLIC), &pub, e)) != 0)
@@ -790,7 +793,7 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 			goto out;
 		}
 		r.what = NDZ_SITE_MANIFEST;
-		rc = ndz_site_fetch(&j->link, &r, &j->mbuf, &j->mlen, e);
+		rc = ndz_sitesrc_fetch(&j->src, &r, &j->mbuf, &j->mlen, e);
 		if (rc == NDZ_ENOIMAGE && !j->key[0]) {
 			ndz_error_clear(e);     /* an unsigned image: no manifest */
 			rc = 0;
@@ -924,7 +927,7 @@ static int fetch_run(struct job *j, int fd, uint8_t *tries, uint32_t from, uint3
 		r.id++;
 		r.first = u.first = first;
 		r.count = n;
-		if ((rc = ndz_site_fetch_chunks(&j->link, &r, take, &u, e)) != 0)
+		if ((rc = ndz_sitesrc_fetch_chunks(&j->src, &r, take, &u, e)) != 0)
 			return rc;
 		if (!once || ndz_sitefetch_has(&j->st, from))
 			first += n;     /* else refused: asked again, up to TRIES */
@@ -1063,7 +1066,7 @@ static void *fetch_thread(void *arg)
 	}
 	if (fd >= 0)
 		close(fd);
-	ndz_site_link_close(&j->link);
+	ndz_sitesrc_release(&j->src);
 	ndz_mlock_take(s->h.lock);
 	if (rc == 0) {
 		struct ndz_error why = { 0 };
@@ -1116,7 +1119,9 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	struct fetch *f = NULL;
 	struct job *j;
 
-	if (!c->parent || !c->site_cache || !ndz_ctl_valid_name(name))
+	struct ndz_s3_conf store;
+
+	if ((!c->parent && !c->store) || !c->site_cache || !ndz_ctl_valid_name(name))
 		return NDZ_SITE_NOT_A_SITE;
 	for (size_t i = 0; i < FETCHES; i++)
 		if (s->f[i].state != IDLE && strcmp(s->f[i].name, name) == 0)
@@ -1145,8 +1150,12 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	j->s = s;
 	j->f = f;
 	snprintf(f->name, sizeof(f->name), "%s", name);
-	snprintf(j->parent, sizeof(j->parent), "%s", c->parent);
-	ndz_site_link_init(&j->link, c->parent, WAIT_S);
+	ndz_mconf_s3(c, &store);
+	if (ndz_sitesrc_init(&j->src, c->parent, &store, WAIT_S, e) != 0) {
+		free(j);
+		return NDZ_SITE_FAILED;
+	}
+	snprintf(j->parent, sizeof(j->parent), "%.299s", j->src.name);
 	snprintf(j->key, sizeof(j->key), "%s", c->site_key ? c->site_key : "");
 	snprintf(j->dir, sizeof(j->dir), "%s", c->site_cache);
 	if ((size_t)snprintf(j->final, sizeof(j->final), "%s/%s.ndz", c->site_cache, name) >=
@@ -1184,7 +1193,7 @@ void ndz_site_used(struct ndz_site *s, const char *name)
 	if (!im || !dl || strncmp(im->path, c->site_cache, dl) != 0 || im->path[dl] != '/')
 		return;
 	utimensat(AT_FDCWD, im->path, ts, 0);
-	if (ndz_site_partial(im->path) && c->parent) {
+	if (ndz_site_partial(im->path) && (c->parent || c->store)) {
 		int running = 0;
 
 		for (size_t i = 0; i < FETCHES; i++)
@@ -1213,7 +1222,8 @@ static void *forward_thread(void *arg)
 	struct ndz_site *s = w->site;
 	unsigned backoff = BACKOFF_MIN_MS;
 
-	SAY(&s->h, 1, "site: upload %s: sending it on to the parent %s", w->name, w->parent);
+	SAY(&s->h, 1, "site: upload %s: sending it on to %s%s", w->name,
+	    w->s3 ? "" : "the parent ", w->parent);
 	while (!atomic_load(&s->stop)) {
 		struct ndz_error e = { 0 };
 		struct stat st;
@@ -1223,6 +1233,9 @@ static void *forward_thread(void *arg)
 			rc = ndz_error_set(&e, NDZ_EIO, errno, "%s", w->path);
 			if (fd >= 0)
 				close(fd);
+		} else if (w->s3) {
+			close(fd);
+			rc = ndz_sitestore_push(w->s3, w->name, w->path, &e);
 		} else {
 			rc = ndz_upload_send(w->parent, w->name, fd, (uint64_t)st.st_size, WAIT_S,
 					     NULL, NULL, &refused, &e);
@@ -1230,13 +1243,14 @@ static void *forward_thread(void *arg)
 		}
 		if (rc == 0) {
 			atomic_fetch_add(&s->forwarded, 1);
-			SAY(&s->h, 1, "site: upload %s stored at the parent %s", w->name, w->parent);
+			SAY(&s->h, 1, "site: upload %s stored %s%s", w->name,
+			    w->s3 ? "in " : "at the parent ", w->parent);
 			break;
 		}
 		if (!is_link(rc)) {
 			atomic_fetch_add(&s->forward_failed, 1);
-			SAY(&s->h, 0, "site: upload %s not taken by the parent %s: %s", w->name,
-			    w->parent, ndz_error_msg(&e));
+			SAY(&s->h, 0, "site: upload %s not taken by %s%s: %s", w->name,
+			    w->s3 ? "" : "the parent ", w->parent, ndz_error_msg(&e));
 			break;
 		}
 		atomic_fetch_add(&s->retries, 1);
@@ -1245,6 +1259,8 @@ static void *forward_thread(void *arg)
 		pause_ms(s, backoff);
 		backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
 	}
+	ndz_s3_free(w->s3);
+	w->s3 = NULL;
 	atomic_store(&w->done, 1);
 	return NULL;
 }
@@ -1253,9 +1269,19 @@ void ndz_site_forward(struct ndz_site *s, const char *name, const char *path)
 {
 	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
 	struct forward *w = NULL;
+	struct ndz_s3_conf store;
+	struct ndz_s3 *s3 = NULL;
+	struct ndz_error e = { 0 };
 
-	if (!c->parent)
+	if (!c->parent && !c->store)
 		return;
+	ndz_mconf_s3(c, &store);
+	if (c->store && ndz_s3_open(&store, WAIT_S, &s3, &e) != 0) {
+		atomic_fetch_add(&s->forward_failed, 1);
+		SAY(&s->h, 0, "site: upload %s not sent on to the store: %s", name,
+		    ndz_error_msg(&e));
+		return;
+	}
 	for (size_t i = 0; !w && i < FETCHES; i++) {
 		if (s->fw[i].joinable && atomic_load(&s->fw[i].done)) {
 			pthread_join(s->fw[i].th, NULL);
@@ -1268,14 +1294,18 @@ void ndz_site_forward(struct ndz_site *s, const char *name, const char *path)
 		atomic_fetch_add(&s->forward_failed, 1);
 		SAY(&s->h, 0, "site: upload %s not sent on to the parent: %d uploads are on "
 		    "their way already", name, FETCHES);
+		ndz_s3_free(s3);
 		return;
 	}
 	w->site = s;
 	atomic_store(&w->done, 0);
 	snprintf(w->name, sizeof(w->name), "%s", name);
 	snprintf(w->path, sizeof(w->path), "%s", path);
-	snprintf(w->parent, sizeof(w->parent), "%s", c->parent);
+	snprintf(w->parent, sizeof(w->parent), "%s", s3 ? ndz_s3_name(s3) : c->parent);
+	w->s3 = s3;
 	if (pthread_create(&w->th, NULL, forward_thread, w) != 0) {
+		ndz_s3_free(s3);
+		w->s3 = NULL;
 		atomic_fetch_add(&s->forward_failed, 1);
 		SAY(&s->h, 0, "site: upload %s not sent on to the parent: no thread", name);
 		return;

@@ -66,7 +66,7 @@ check "... the client's row: its address, tied to node pc2, active, no second pr
 check "... the node with a pending reload, in the tasks" grep -q \
 	"<tr id=\"task-pc1\"><td>pc1</td><td>reload a (zero)</td><td><span>pending (the node has not asked yet)</span></td>" "$T/dom.html"
 check "... and the node's last result, in the nodes and its history" sh -c "grep -q \
-	'<tr id=\"node-pc2\"><td>pc2</td><td>$M2</td><td>room</td><td>10.77.0.11</td><td><span>idle</span></td><td><span class=\"ok\">ok: reload a, 8.4 MB in 2 s</span></td><td><details><summary>1 result</summary>' '$T/dom.html'"
+	'<tr id=\"node-pc2\"><td>pc2</td><td>$M2</td><td>room</td><td>10.77.0.11</td><td><span>idle</span></td><td><span class=\"ok\">ok: reload a, 8.4 MB in 2 s</span></td><td>a</td><td><details><summary>1 result</summary>' '$T/dom.html'"
 ip netns exec "${NETNS_PFX}srv" python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$HP/', timeout=5).read().decode())" >"$T/static.html"
 check "the page as served has no table rows: they came from the script" \
 	sh -c "grep -q 'id=\"sessions\"' '$T/static.html' && ! grep -q '<td>' '$T/static.html'"

@@ -950,6 +950,166 @@ static void test_drop_cache(void **state)
 	free(p);
 }
 
+
+/* ---- direct writes ---- */
+
+/* The pieces of a direct write: unaligned edges buffered, blocks straight or copied. */
+static void test_direct_piece(void **state)
+{
+	static uint8_t mem[65536] __attribute__((aligned(4096)));
+	enum ndz_direct_how how;
+
+	(void)state;
+	/* aligned offset, length and memory: all of it straight */
+	assert_int_equal(ndz_io_direct_piece(8192, 65536, mem, 4096, 512, 1 << 20, &how), 65536);
+	assert_int_equal(how, NDZ_DIRECT_STRAIGHT);
+	/* an offset off the block: buffered up to the next boundary */
+	assert_int_equal(ndz_io_direct_piece(4096 + 1536, 65536, mem, 4096, 512, 1 << 20, &how),
+			 2560);
+	assert_int_equal(how, NDZ_DIRECT_BUFFERED);
+	/* ... or less, when the write ends first */
+	assert_int_equal(ndz_io_direct_piece(100, 50, mem, 512, 512, 1 << 20, &how), 50);
+	assert_int_equal(how, NDZ_DIRECT_BUFFERED);
+	/* aligned, but less than a block: buffered */
+	assert_int_equal(ndz_io_direct_piece(4096, 4095, mem, 4096, 512, 1 << 20, &how), 4095);
+	assert_int_equal(how, NDZ_DIRECT_BUFFERED);
+	/* a tail after whole blocks: the blocks now, the tail on the next call */
+	assert_int_equal(ndz_io_direct_piece(0, 3 * 4096 + 700, mem, 4096, 512, 1 << 20, &how),
+			 3 * 4096);
+	assert_int_equal(how, NDZ_DIRECT_STRAIGHT);
+	assert_int_equal(ndz_io_direct_piece(3 * 4096, 700, mem + 3 * 4096, 4096, 512, 1 << 20,
+					     &how), 700);
+	assert_int_equal(how, NDZ_DIRECT_BUFFERED);
+	/* memory off its alignment: through the copy, at most the copy's size */
+	assert_int_equal(ndz_io_direct_piece(0, 65536, mem + 8, 512, 512, 1 << 20, &how), 65536);
+	assert_int_equal(how, NDZ_DIRECT_BOUNCE);
+	assert_int_equal(ndz_io_direct_piece(0, 65536, mem + 8, 512, 512, 16384, &how), 16384);
+	assert_int_equal(how, NDZ_DIRECT_BOUNCE);
+	/* a copy size not a multiple of the block is cut to one */
+	assert_int_equal(ndz_io_direct_piece(0, 65536, mem + 8, 4096, 512, 10000, &how), 8192);
+	assert_int_equal(how, NDZ_DIRECT_BOUNCE);
+	/* memory aligned to what the target needs, not more: straight */
+	assert_int_equal(ndz_io_direct_piece(512, 1024, mem + 512, 512, 512, 1 << 20, &how), 1024);
+	assert_int_equal(how, NDZ_DIRECT_STRAIGHT);
+	assert_int_equal(ndz_io_direct_piece(512, 1024, mem + 4, 512, 4, 1 << 20, &how), 1024);
+	assert_int_equal(how, NDZ_DIRECT_STRAIGHT);
+}
+
+/*
+ * Writes to a file with direct writes on, at every kind of offset and from aligned and
+ * unaligned memory, through a window at an offset off the block too: what is read
+ * back (buffered, as the seeding and verifying reads are) is what was written, and
+ * the counts say which way each byte went.
+ */
+static void test_direct_file(void **state)
+{
+	enum { N = 8 << 20 };
+	uint8_t *model = calloc(1, N), *out = malloc(N), *src = NULL;
+	struct ndz_io_direct_stats st;
+	struct ndz_io *io, *win;
+	char *p = temp_path();
+	uint64_t total = 0;
+	int on;
+
+	(void)state;
+	assert_int_equal(posix_memalign((void **)&src, 4096, N), 0);
+	assert_non_null(model);
+	assert_non_null(out);
+	fill(src, N, 9);
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_WRITE, &io, NULL), 0);
+	assert_int_equal(ndz_io_set_size(io, N, NULL), 0);
+	/* read first, so that the page cache holds what a direct write must replace */
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL, NULL), 0);
+	on = ndz_io_direct(io, NULL);
+	assert_true(on == 0 || on == 1);
+	ndz_io_direct_stats(io, &st);
+	if (!on) {
+		/* a file system that refuses O_DIRECT (the test's TMPDIR): said why */
+		assert_non_null(st.off_why);
+		print_message("direct writes refused here: %s\n", st.off_why);
+	} else {
+		assert_int_equal(st.on, 1);
+		assert_int_equal(ndz_io_is_direct(io), 1);
+		assert_true(st.off_align >= 512 && st.mem_align >= 1);
+	}
+#define W(off, len, from) do { \
+		assert_int_equal(ndz_io_write_full(io, src + (from), (len), (off), NULL), 0); \
+		memcpy(model + (off), src + (from), (len)); total += (len); \
+	} while (0)
+	W(0, 1 << 20, 0);                          /* aligned: straight */
+	W(1 << 20, 65536, 8);                      /* memory off: through the copy */
+	W(3 << 20, (1 << 20) + 4096, 3);           /* more than the copy holds */
+	W((1 << 20) + 65536 + 100, 20000, 5);      /* both edges off the block */
+	W(2 << 20, 512, 0);                        /* less than a block */
+	W((2 << 20) + 1536, 300000, 4096);         /* a sector-aligned start inside a block */
+	W(N - 700, 700, 11);                       /* the file's unaligned end */
+	/* through a window at an offset off the block, as a partition may be */
+	assert_int_equal(ndz_io_open_sub(io, 1536, N - 4096, &win, NULL), 0);
+	assert_int_equal(ndz_io_is_direct(win), on);
+	assert_int_equal(ndz_io_write_full(win, src + 4096, 70000, (5 << 19) - 1536, NULL), 0);
+	memcpy(model + (5 << 19), src + 4096, 70000);
+	total += 70000;
+	/* zeros written through it too */
+	assert_int_equal(ndz_io_zero(win, 8192, 12800, NULL), 0);
+	memset(model + 1536 + 8192, 0, 12800);
+	ndz_io_close(win);
+#undef W
+	assert_int_equal(ndz_io_flush(io, NULL), 0);
+	memset(out, 0xee, N);
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL, NULL), 0);
+	assert_memory_equal(out, model, N);
+	ndz_io_direct_stats(io, &st);
+	if (on) {
+		assert_true(st.direct > 0);
+		assert_true(st.bounced > 0 && st.bounced <= st.direct);
+		assert_true(st.buffered > 0);
+		/* every byte once (zeros of a file are a punched hole: not counted) */
+		assert_int_equal(st.direct + st.buffered, total);
+	}
+	ndz_io_close(io);
+	/* and what reached the file is the same, read by another descriptor */
+	assert_int_equal(ndz_io_open_file(p, NDZ_IO_READ, &io, NULL), 0);
+	memset(out, 0xee, N);
+	assert_int_equal(ndz_io_read_full(io, out, N, 0, NULL, NULL), 0);
+	assert_memory_equal(out, model, N);
+	ndz_io_close(io);
+	unlink(p);
+	free(p);
+	free(src);
+	free(model);
+	free(out);
+}
+
+/* What cannot write direct says so and writes through the cache. */
+static void test_direct_refused(void **state)
+{
+	uint8_t buf[64] = { 0 };
+	struct ndz_io_direct_stats st;
+	struct ndz_io *io;
+	int created;
+
+	(void)state;
+	assert_int_equal(ndz_io_open_mem(buf, sizeof(buf), 1, &io, NULL), 0);
+	assert_int_equal(ndz_io_direct(io, NULL), 0);
+	assert_int_equal(ndz_io_is_direct(io), 0);
+	ndz_io_direct_stats(io, &st);
+	assert_int_equal(st.on, 0);
+	ndz_io_close(io);
+	/* the null device: a target that keeps nothing (benchmarks), never direct */
+	assert_int_equal(ndz_io_open_target("/dev/null", 1 << 20, &created, &io, NULL), 0);
+	assert_int_equal(created, 0);
+	assert_true(io->size >= (1ull << 40));
+	assert_int_equal(ndz_io_direct(io, NULL), 0);
+	ndz_io_direct_stats(io, &st);
+	assert_string_equal(st.off_why, "not a file or block device");
+	assert_int_equal(ndz_io_write_full(io, buf, sizeof(buf), 12345, NULL), 0);
+	assert_int_equal(ndz_io_flush(io, NULL), 0);
+	assert_string_equal(io->unsynced, "a character device");
+	ndz_io_close(io);
+	/* but only for writing a target: a source must be a file or device */
+	assert_int_equal(ndz_io_open_file("/dev/null", NDZ_IO_READ, &io, NULL), NDZ_ENOTSUP);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -976,6 +1136,9 @@ int main(void)
 		cmocka_unit_test(test_partial_transfers),
 		cmocka_unit_test(test_open_target),
 		cmocka_unit_test(test_drop_cache),
+		cmocka_unit_test(test_direct_piece),
+		cmocka_unit_test(test_direct_file),
+		cmocka_unit_test(test_direct_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

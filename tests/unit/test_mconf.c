@@ -137,6 +137,45 @@ static void test_errors(void **state)
 	refused("a b c d e f g h i j k l m n o p q\n", "m.conf:1: too many words");
 }
 
+/* The object store's lines (doc/SITES.md, "An object store"). */
+static void test_store(void **state)
+{
+	struct ndz_error e;
+	struct ndz_mconf *c;
+	struct ndz_s3_conf s3;
+	const char *ok = "site-cache /c\nstore http://10.0.0.1:7480\n"
+			 "store-bucket ndz\nstore-prefix lab/\nstore-credentials /etc/ndz/k\n";
+
+	(void)state;
+	c = parse(ok, &e);
+	assert_non_null(c);
+	ndz_mconf_s3(c, &s3);
+	assert_string_equal(s3.endpoint, "http://10.0.0.1:7480");
+	assert_string_equal(s3.bucket, "ndz");
+	assert_string_equal(s3.prefix, "lab/");
+	assert_null(s3.region);
+	assert_string_equal(s3.credentials, "/etc/ndz/k");
+	assert_true(ndz_mconf_site_allows(c, ip("10.0.0.1")) == 0);   /* no site-allow */
+	ndz_mconf_free(c);
+	/* a store alone fetches: no images here is fine */
+	c = parse("site-cache /c\nstore https://s3.example.org\nstore-bucket ndz\n"
+		  "store-credentials /k\nsite-allow 10.0.0.0/8\n", &e);
+	assert_non_null(c);
+	assert_true(ndz_mconf_site_allows(c, ip("10.0.0.1")));
+	ndz_mconf_free(c);
+	refused("store ftp://x\n", "m.conf:1: bad store (http://HOST[:PORT] or https://HOST[:PORT]) "
+		"'ftp://x'");
+	refused("store-bucket AB\n", "m.conf:1: bad store-bucket (3 to 63 of a-z, 0-9, '.', '-') 'AB'");
+	refused("store-prefix /x\n", "m.conf:1: bad store-prefix (at most 200 of letters, digits, "
+		"'.', '_', '-', '/'; no leading '/', no '//') '/x'");
+	refused("store-credentials k\n", "m.conf:1: bad store-credentials (an absolute path) 'k'");
+	refused("image a /x\nstore http://h\nstore-bucket ndz\nstore-credentials /k\n",
+		"m.conf: a site master needs both parent (or store) and site-cache");
+	refused("image a /x\nsite-cache /c\nstore http://h\nstore-credentials /k\n",
+		"m.conf: a store needs store-bucket and store-credentials");
+	refused("image a /x\nstore-bucket ndz\n", "m.conf: store-... lines need a store line");
+}
+
 /* "allow a, b" (issue 25): blanks next to a comma join the list; an empty entry is named */
 static void test_lists(void **state)
 {
@@ -503,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_upload),
 		cmocka_unit_test(test_skip_and_admission),
 		cmocka_unit_test(test_image_check),
+		cmocka_unit_test(test_store),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
