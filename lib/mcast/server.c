@@ -589,19 +589,20 @@ int ndz_server_check_chunk(struct ndz_server *s, uint32_t i, int r, struct ndz_e
 	return 0;
 }
 
-void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
+void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 {
-	uint8_t *arena = (uint8_t *)b->pkt;
-	size_t at = 0;
 	struct ndz_pkt p;
 
-	if (b->control)
+	if (b->control) {
+		b->out[0] = (struct ndz_net_out){ b->bufs[0], b->lens[0], NULL, 0 };
 		return;
+	}
 	memset(&p, 0, sizeof(p));
 	p.tag = s->tag;
 	p.chunk = b->chunk;
 	for (unsigned d = 0; d < b->ndgrams; d++) {
 		unsigned i = b->dg_first[d], n = b->dg_n[d];
+		const uint8_t *data;
 		int len;
 
 		if (b->items[i].repair) {
@@ -617,17 +618,36 @@ void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
 			p.count = 0;
 			p.stripe = (uint8_t)b->items[i].set;
 			p.index = (uint8_t)b->items[i].index;
-			p.data = b->rep[i];
+			data = b->rep[i];
 		} else {
-			/* a run of blocks is a run of the chunk's bytes: no copy but the one */
+			/* a run of blocks is a run of the chunk's bytes: sent from where it is */
 			p.type = n > 1 ? NDZ_PKT_BLOCKS : NDZ_PKT_BLOCK;
 			p.block = (uint16_t)b->items[i].block;
 			p.count = n > 1 ? (uint16_t)n : 0;
-			p.data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
+			data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
 		}
-		len = ndz_pkt_encode(&p, arena + at, sizeof(b->pkt) - at, NULL);
-		b->lens[d] = len > 0 ? (size_t)len : 0;
+		/* cannot fail: the fields are in range, the head's room is its size */
+		len = ndz_pkt_encode_head(&p, b->head[d], sizeof(b->head[d]));
+		b->out[d] = (struct ndz_net_out){ b->head[d], len > 0 ? (size_t)len : 0, data,
+						  len > 0 ? (size_t)n * NDZ_BLOCK_SIZE : 0 };
+	}
+}
+
+void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
+{
+	uint8_t *arena = (uint8_t *)b->pkt;
+	size_t at = 0;
+
+	ndz_server_build_vec(s, b);
+	if (b->control)
+		return;
+	for (unsigned d = 0; d < b->ndgrams; d++) {
+		const struct ndz_net_out *o = &b->out[d];
+
+		memcpy(arena + at, o->head, o->head_len);
+		memcpy(arena + at + o->head_len, o->body, o->body_len);
 		b->bufs[d] = arena + at;
+		b->lens[d] = o->head_len + o->body_len;
 		at += b->lens[d];
 	}
 }

@@ -29,10 +29,12 @@
 #include "core/err.h"
 #include "core/io.h"
 #include "adapt.h"
+#include "net.h"
 #include "proto.h"
 
 #define NDZ_SERVER_BATCH 56u           /* blocks of one batch at most: 7 BLOCKS of 8 blocks
                                           (57,484 bytes) or 56 BLOCKs, one GSO send */
+_Static_assert(NDZ_SERVER_BATCH <= NDZ_NET_SEND_MAX, "a batch is one ndz_net_send_vec");
 #define NDZ_SERVER_WIRE_OVERHEAD 28u   /* IPv4 + UDP headers, counted against the rate */
 #define NDZ_SERVER_MAX_CLIENTS 4096u   /* clients the table remembers (all are counted) */
 
@@ -138,6 +140,10 @@ struct ndz_server_batch {
 	} items[NDZ_SERVER_BATCH];
 	const uint8_t *bufs[NDZ_SERVER_BATCH];
 	size_t lens[NDZ_SERVER_BATCH];
+	/* ndz_server_build_vec: each datagram as its head and its data where they lie (the
+	 * chunk buffer's blocks, or rep), ndgrams of them */
+	struct ndz_net_out out[NDZ_SERVER_BATCH];
+	uint8_t head[NDZ_SERVER_BATCH][NDZ_PKT_DATA_AT];
 	/* the datagrams' bytes, one after the other (each holds no more than its blocks
 	 * as BLOCKs would) */
 	uint8_t pkt[NDZ_SERVER_BATCH][NDZ_PKT_MAX];
@@ -198,7 +204,16 @@ uint8_t *ndz_server_chunk_buf(struct ndz_server *s);
 int ndz_server_check_chunk(struct ndz_server *s, uint32_t chunk, int read_err,
 			   struct ndz_error *e);
 
-/* ndz_server_build - encode b's datagrams (repairs are computed here) into b. */
+/*
+ * ndz_server_build_vec - b's datagrams as b->out (ndgrams), repairs computed here:
+ * each one's head encoded into b->head, its data left where it lies, in the chunk
+ * buffer (valid until the next LOAD) or b->rep. For a sender that gathers
+ * (ndz_net_send_vec): the blocks are not copied. A control batch's one datagram is
+ * whole in out[0].
+ */
+void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b);
+
+/* ndz_server_build - ndz_server_build_vec, and each datagram whole in b->bufs, b->lens. */
 void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b);
 
 /* ndz_server_sent - b went out at now_ns: statistics, pacing and the rate controller. */
