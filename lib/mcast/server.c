@@ -42,6 +42,8 @@ struct ndz_server {
 	unsigned feat;                 /* NDZ_FEAT_* announced: repair, and BLOCKS */
 	unsigned own_blocks;           /* blocks a datagram of ours may carry (the MTU's) */
 	unsigned group_blocks;         /* what every client takes, as last planned */
+	int grouped;                   /* group_blocks was planned once */
+	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
 	uint64_t datagrams_sent;
 	uint64_t rate, burst;
 	int bursts;                    /* -b/-g: send each burst with one call */
@@ -452,8 +454,16 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
  */
 static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now)
 {
-	unsigned mb = s->group_blocks = blocks_now(s, now);
+	unsigned mb = blocks_now(s, now);
 	size_t at = 0;
+
+	/* an older client joined: one block a datagram; it left or was lost: back up */
+	if (s->grouped && mb > s->group_blocks)
+		s->group_up++;
+	else if (s->grouped && mb < s->group_blocks)
+		s->group_down++;
+	s->grouped = 1;
+	s->group_blocks = mb;
 
 	b->ndgrams = 0;
 	b->wire_bytes = 0;
@@ -776,6 +786,8 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 					   NDZ_SERVER_WIRE_OVERHEAD) * 8 / secs : 0;
 	st->datagrams_sent = s->datagrams_sent;
 	st->group_blocks = s->group_blocks;
+	st->group_up = s->group_up;
+	st->group_down = s->group_down;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -796,7 +808,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
-		     "\"group_blocks\": %u, \"seconds_sending\": %.3f, "
+		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
+		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 		     "\"bad_version\": %llu, "
@@ -808,7 +821,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
 		     (unsigned long long)st->whole_sent, st->resent_share,
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
-		     st->group_blocks, st->seconds_sending, st->seconds_to_first,
+		     st->group_blocks, (unsigned long long)st->group_up,
+		     (unsigned long long)st->group_down, st->seconds_sending, st->seconds_to_first,
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);

@@ -102,6 +102,8 @@ struct ndz_server_stats {
 	uint64_t auto_rate_bps;        /* -W auto: the rate last chosen; 0 otherwise */
 	uint64_t datagrams_sent;       /* BLOCKs, BLOCKSes and REPAIRs */
 	unsigned group_blocks;         /* blocks a datagram carries now (1: BLOCKs) */
+	uint64_t group_up, group_down; /* times that rose (the clients that took fewer left
+					* or were lost) and fell (one that takes fewer came) */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
