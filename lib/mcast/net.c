@@ -322,11 +322,14 @@ static unsigned gso_run(const struct ndz_net_out *d, unsigned count)
 	return k;
 }
 
-/* Runs of equal datagrams as GSO sends, the rest gathered into sendmmsg calls, in order. */
+/*
+ * Runs of equal datagrams as GSO sends, the rest gathered into sendmmsg calls, in
+ * order. The datagrams that went in GSO runs, or NDZ_ENET.
+ */
 static int send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned count)
 {
 	unsigned i = 0, lone = 0;      /* d[lone..i) wait for a sendmmsg */
-	int r;
+	int r, runs = 0;
 
 	if (count > NDZ_NET_SEND_MAX)
 		count = NDZ_NET_SEND_MAX;
@@ -348,8 +351,10 @@ static int send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned cou
 		}
 		i += k;
 		lone = i;
+		runs += (int)k;
 	}
-	return count > lone ? send_mmsg(n, d + lone, count - lone) : 0;
+	r = count > lone ? send_mmsg(n, d + lone, count - lone) : 0;
+	return r < 0 ? r : runs;
 }
 
 static int ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count)
@@ -537,7 +542,9 @@ int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_
 		count = NDZ_NET_SEND_MAX;
 	for (unsigned i = 0; i < count; i++)
 		d[i] = (struct ndz_net_out){ bufs[i], lens[i], NULL, 0 };
-	return failed(n, send_vec(n, d, count), e, "send");
+	int r = send_vec(n, d, count);
+
+	return r < 0 ? failed(n, r, e, "send") : 0;
 }
 
 int ndz_net_send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned count,

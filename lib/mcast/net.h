@@ -53,13 +53,14 @@ struct ndz_net_out {
  * be shorter) go as UDP segmentation offload sends (one buffer the kernel or the
  * NIC cuts into datagrams: one trip through the stack per run), the rest, and all
  * on a kernel without it, with sendmmsg. The receivers see the same datagrams
- * either way. 0 or NDZ_ENET (errno set); as with ndz_net_send, a full send queue
- * drops the rest rather than failing.
+ * either way. Returns how many went in offload runs (>= 0), or NDZ_ENET (errno
+ * set); as with ndz_net_send, a full send queue drops the rest rather than failing.
  */
 int ndz_net_send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned count,
 		     struct ndz_error *e);
 
-/* ndz_net_send_many - ndz_net_send_vec of count whole datagrams (bufs[i], lens[i] bytes). */
+/* ndz_net_send_many - ndz_net_send_vec of count whole datagrams (bufs[i], lens[i] bytes):
+ * 0 or NDZ_ENET. */
 int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
 		      unsigned count, struct ndz_error *e);
 

@@ -153,6 +153,7 @@ enum ndz_sdrive_next ndz_sdrive_send_step(struct ndz_sdrive *d, uint64_t *at)
 	pthread_mutex_unlock(&d->lock);
 	r = d->o.io.send_vec ? d->o.io.send_vec(d->o.io.ctx, b->out, b->ndgrams, &e) :
 			       d->o.io.send_many(d->o.io.ctx, b->bufs, b->lens, b->ndgrams, &e);
+	b->offloaded = r > 0 && d->o.io.send_vec ? (unsigned)r : 0;
 	if (r < 0 && d->o.warn)
 		d->o.warn(d->o.ctx, &e);
 	pthread_mutex_lock(&d->lock);

@@ -42,7 +42,8 @@ struct ndz_sdrive_io {
 	uint64_t (*now)(void *ctx);
 	void *ctx;
 	/* a batch's datagrams, each gathered from its head and its data (ndz_net_send_vec):
-	 * 0 or a code with e. May be NULL: send_many then gets them whole (a copy) */
+	 * how many went in offload runs (>= 0) or a code with e. May be NULL: send_many
+	 * then gets them whole (a copy) */
 	int (*send_vec)(void *ctx, const struct ndz_net_out *d, unsigned count,
 			struct ndz_error *e);
 };

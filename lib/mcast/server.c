@@ -42,9 +42,9 @@ struct ndz_server {
 	unsigned feat;                 /* NDZ_FEAT_* announced: repair, and BLOCKS */
 	unsigned own_blocks;           /* blocks a datagram of ours may carry (the MTU's) */
 	unsigned group_blocks;         /* what every client takes, as last planned */
-	int grouped;                   /* group_blocks was planned once */
+	unsigned last_blocks;          /* what group last planned (at first, own_blocks) */
 	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
-	uint64_t datagrams_sent;
+	uint64_t datagrams_sent, offloaded;
 	uint64_t rate, burst;
 	int bursts;                    /* -b/-g: send each burst with one call */
 
@@ -135,6 +135,7 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 			s->own_blocks = NDZ_PKT_BLOCKS_MAX;
 	}
 	s->group_blocks = 1;
+	s->last_blocks = s->own_blocks;
 	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0);
 	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
 	s->cur = s->loaded = -1;
@@ -458,12 +459,11 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 	size_t at = 0;
 
 	/* an older client joined: one block a datagram; it left or was lost: back up */
-	if (s->grouped && mb > s->group_blocks)
+	if (mb > s->last_blocks)
 		s->group_up++;
-	else if (s->grouped && mb < s->group_blocks)
+	else if (mb < s->last_blocks)
 		s->group_down++;
-	s->grouped = 1;
-	s->group_blocks = mb;
+	s->last_blocks = s->group_blocks = mb;
 
 	b->ndgrams = 0;
 	b->wire_bytes = 0;
@@ -494,6 +494,7 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 	b->count = 0;
 	b->ndgrams = 0;
 	b->control = 0;
+	b->offloaded = 0;
 	b->delay_ns = 0;
 	b->wire_bytes = 0;
 	for (;;) {
@@ -675,6 +676,7 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 	for (unsigned d = 0; d < b->ndgrams; d++)
 		s->bytes_sent += b->lens[d];
 	s->datagrams_sent += b->ndgrams;
+	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
 		if (b->items[i].repair)
 			ndz_serve_repair_sent(s->serve, b->chunk, b->items[i].set, NULL);
@@ -785,6 +787,7 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->rate_bps = secs > 0 ? (double)(s->bytes_sent + s->datagrams_sent *
 					   NDZ_SERVER_WIRE_OVERHEAD) * 8 / secs : 0;
 	st->datagrams_sent = s->datagrams_sent;
+	st->offloaded = s->offloaded;
 	st->group_blocks = s->group_blocks;
 	st->group_up = s->group_up;
 	st->group_down = s->group_down;
@@ -808,6 +811,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
+		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
@@ -821,6 +825,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
 		     (unsigned long long)st->whole_sent, st->resent_share,
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
+		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,
 		     (unsigned long long)st->group_down, st->seconds_sending, st->seconds_to_first,
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,

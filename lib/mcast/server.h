@@ -101,6 +101,7 @@ struct ndz_server_stats {
 	double rate_bps;               /* mean rate on the wire while sending */
 	uint64_t auto_rate_bps;        /* -W auto: the rate last chosen; 0 otherwise */
 	uint64_t datagrams_sent;       /* BLOCKs, BLOCKSes and REPAIRs */
+	uint64_t offloaded;            /* of them, sent in segmentation-offload runs (GSO) */
 	unsigned group_blocks;         /* blocks a datagram carries now (1: BLOCKs) */
 	uint64_t group_up, group_down; /* times that rose (the clients that took fewer left
 					* or were lost) and fell (one that takes fewer came) */
@@ -134,6 +135,8 @@ struct ndz_server_batch {
 	unsigned ndgrams;
 	uint8_t dg_first[NDZ_SERVER_BATCH], dg_n[NDZ_SERVER_BATCH]; /* a datagram's items */
 	int control;
+	unsigned offloaded;            /* the sender's: datagrams that went in offload runs
+					* (ndz_net_send_vec), for the statistics; plan sets 0 */
 	uint64_t delay_ns;             /* wait this long from the plan's now_ns, then send */
 	uint64_t wire_bytes;           /* the batch's bytes on the wire, for the pacing */
 	struct {
