@@ -17,6 +17,7 @@
 #include "core/io.h"
 #include "trust/index.h"
 #include "trust/manifest.h"
+#include "trust/verify.h"
 
 #define PKT_WIRE (NDZ_PKT_BLOCK_LEN + NDZ_SERVER_WIRE_OVERHEAD)
 #define RECENT_NS 250000000ull         /* a chunk sent this lately: requests tell of losses now */
@@ -50,6 +51,7 @@ struct ndz_server {
 
 	struct ndz_serve *serve;       /* the queue and what was sent */
 	struct ndz_fec *fec;           /* the repair code's tables (sender's part) */
+	struct ndz_verify *verify;     /* the clients' chunk check, without keys (sender's) */
 	uint8_t *chunk;                /* the loaded chunk's bytes (sender's part) */
 	int64_t cur;                   /* chunk being sent, -1: none */
 	int64_t loaded;                /* chunk in the buffer, -1: none */
@@ -194,6 +196,16 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 		if ((r = ndz_adapt_create(&ao, now_ns, &s->adapt, e)) < 0)
 			goto fail;
 	}
+	{
+		struct ndz_verify_opts vo = { .stored = 1, .name = s->name };
+		struct ndz_image_id id = { .source_bytes = s->info.source_bytes,
+					   .chunks = s->nchunks };
+
+		memcpy(id.uuid, s->info.uuid, 16);
+		if ((r = ndz_verify_create(&vo, &s->verify, e)) < 0 ||
+		    (r = ndz_verify_image(s->verify, &id, e)) < 0)
+			goto fail;
+	}
 	if ((r = ndz_serve_create(total, &s->serve, e)) < 0 ||
 	    (s->repair && (r = ndz_fec_create(&s->fec, e)) < 0) ||
 	    ((s->repair & NDZ_FEAT_WHOLE) && (r = ndz_fec_wprepare(s->fec, e)) < 0))
@@ -218,6 +230,7 @@ void ndz_server_free(struct ndz_server *s)
 		return;
 	ndz_serve_free(s->serve);
 	ndz_fec_free(s->fec);
+	ndz_verify_free(s->verify);
 	ndz_adapt_free(s->adapt);
 	free(s->sent_ns);
 	free(s->pass_ns);
@@ -575,19 +588,23 @@ uint8_t *ndz_server_chunk_buf(struct ndz_server *s)
 
 int ndz_server_check_chunk(struct ndz_server *s, uint32_t i, int r, struct ndz_error *e)
 {
+	struct ndz_error ve = { 0 };
 	struct ndz_chunk_hdr h;
-	struct ndz_orig_hdr oh;
+	int intact = 1;
 
-	/* an original image's chunk has no CRC: a sound header of the same version,
-	   at its place, and (V4) of the same image */
-	if (r == 0 && s->orig_version) {
-		r = ndz_orig_decode(s->chunk, &oh, NULL);
-		if (r == 0 && (oh.version != s->orig_version || oh.index != i ||
-			       (oh.version == 4 && memcmp(oh.imageid, s->info.uuid, 16) != 0)))
-			r = NDZ_EMISMATCH;
+	/*
+	 * The clients' own check (lib/trust/verify: header of either format, CRC, place,
+	 * image) with no keys, the chunk kept as it is. A version 1 chunk cannot be
+	 * judged alone (nor placed by a client, which refuses it and says why): it
+	 * need only still be one.
+	 */
+	if (r == 0 && s->orig_version == 1) {
+		r = ndz_orig_probe(s->chunk, NDZ_ORIG_HDR_AREA, NULL) == 1 ? 0 : NDZ_EMISMATCH;
 	} else if (r == 0) {
-		r = ndz_chunk_check(s->chunk, &h, NULL);
-		if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
+		if (ndz_verify_chunk(s->verify, s->chunk, i, &h, &intact, &ve) != NDZ_VERDICT_ACCEPT)
+			r = ve.code < 0 ? ve.code : NDZ_EMISMATCH;
+		/* an original chunk of another version: another image put in its place */
+		else if (s->orig_version && h.version != NDZ_ORIG_HVERSION(s->orig_version))
 			r = NDZ_EMISMATCH;
 	}
 	if (r < 0) {
