@@ -202,13 +202,14 @@ for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_loss "$h" 1; done
 run loss 8
 check "MTU 9000, 1% loss, 8 clients: all byte-identical ($GOOD good)" [ "$GOOD" = 8 ]
 echo "# loss: $(dgrams loss) datagrams, $(json_num "$T/loss.json" offloaded) offloaded, $(json_num "$T/loss.json" repairs_sent) repairs, $(json_num "$T/loss.json" blocks_sent) blocks"
-# repairs go in the same offload sends as the blocks beside them (runs of one size): all
-# but a lone datagram here and there went in runs (the loss rule cuts them per datagram:
-# gso_max_segs 1 at the server, so each is lost alone)
+# repairs go in offload sends (runs of one size) as the blocks do, not one by one: all
+# but a lone datagram here and there went in runs (the LAN cuts each run into datagrams
+# at the server's interface, netns.sh, so the loss rule still drops them one by one)
 check "MTU 9000, 1% loss, 8 clients: repairs sent ($(json_num "$T/loss.json" repairs_sent))" \
 	[ "$(json_num "$T/loss.json" repairs_sent)" -gt 0 ]
-check "MTU 9000, 1% loss: blocks and repairs in offload runs ($(json_num "$T/loss.json" offloaded) of $(dgrams loss) datagrams)" \
-	[ $(( $(json_num "$T/loss.json" offloaded) * 10 )) -ge $(( $(dgrams loss) * 9 )) ]
+off=$(json_num "$T/loss.json" offloaded)
+check "MTU 9000, 1% loss: blocks and repairs in offload runs ($off of $(dgrams loss) datagrams)" \
+	[ $(( ${off:-0} * 10 )) -ge $(( $(dgrams loss) * 9 )) -a "${off:-0}" -gt 0 ]
 for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_noloss "$h"; done
 
 # on 1500: one block a datagram, as ever
