@@ -269,9 +269,14 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap, struct ndz_e
 	return r;
 }
 
-int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *b, size_t cap)
+int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *b, size_t cap, struct ndz_error *e)
 {
-	return encode(p, b, cap, 1);
+	int r = encode(p, b, cap, 1);
+
+	if (r < 0)
+		ndz_error_set(e, r, 0, "packet of type %u: no data, a field out of range, or %zu "
+			      "bytes too small for its head", p->type, cap);
+	return r;
 }
 
 /* The hot path: e is usually NULL, and then nothing but the code is made. */

@@ -142,9 +142,10 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz
  * there, p->data not read. A sender that sends these bytes and then the data
  * (NDZ_BLOCK_SIZE bytes, a BLOCKS count times that) as one datagram sends what
  * ndz_pkt_encode makes, without copying the data. Returns the head's length
- * (NDZ_PKT_DATA_AT), or NDZ_EINVAL as ndz_pkt_encode, or for a type without data.
+ * (NDZ_PKT_DATA_AT), or NDZ_EINVAL as ndz_pkt_encode, or for a type without data,
+ * with e (may be NULL) saying so.
  */
-int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *buf, size_t cap);
+int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz_error *e);
 
 /*
  * ndz_pkt_decode - parse and validate len bytes: magic, version, type, exact

@@ -655,7 +655,7 @@ void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 			data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
 		}
 		/* cannot fail: the fields are in range, the head's room is its size */
-		len = ndz_pkt_encode_head(&p, b->head[d], sizeof(b->head[d]));
+		len = ndz_pkt_encode_head(&p, b->head[d], sizeof(b->head[d]), NULL);
 		b->out[d] = (struct ndz_net_out){ b->head[d], len > 0 ? (size_t)len : 0, data,
 						  len > 0 ? (size_t)n * NDZ_BLOCK_SIZE : 0 };
 	}

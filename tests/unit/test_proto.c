@@ -353,6 +353,7 @@ static void test_head(void **state)
 	static uint8_t big[NDZ_PKT_BLOCKS_MAX * 1024];
 	static const int kinds[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS };
 	uint8_t whole[NDZ_PKT_WIRE_MAX], head[NDZ_PKT_DATA_AT];
+	struct ndz_error e = { 0 };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(big); i++)
@@ -371,20 +372,21 @@ static void test_head(void **state)
 		dlen = kinds[t] == NDZ_PKT_BLOCKS ? (size_t)p.count * 1024 : 1024;
 		len = ndz_pkt_encode(&p, whole, sizeof(whole), NULL);
 		assert_int_equal(len, NDZ_PKT_DATA_AT + dlen);
-		assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head)), NDZ_PKT_DATA_AT);
+		assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head), NULL), NDZ_PKT_DATA_AT);
 		assert_memory_equal(head, whole, NDZ_PKT_DATA_AT);
 		assert_memory_equal(whole + NDZ_PKT_DATA_AT, big, dlen);
 		/* too small a room, a field out of range: refused as by ndz_pkt_encode */
-		assert_int_equal(ndz_pkt_encode_head(&p, head, NDZ_PKT_DATA_AT - 1), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode_head(&p, head, NDZ_PKT_DATA_AT - 1, &e), NDZ_EINVAL);
+		assert_int_equal(e.code, NDZ_EINVAL);
 		p.block = 1024;
 		p.stripe = NDZ_FEC_SETS;
-		assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head), NULL), NDZ_EINVAL);
 	}
 	/* a packet without data has no head of its own */
 	{
 		struct ndz_pkt p = make(NDZ_PKT_REQUEST);
 
-		assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head)), NDZ_EINVAL);
+		assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head), NULL), NDZ_EINVAL);
 	}
 }
 
