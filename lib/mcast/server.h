@@ -9,8 +9,8 @@
  *
  * Not thread-safe: the caller serializes every call, with one exception made for a
  * sender that reads and encodes without holding its lock (frisbeed). The sender's
- * calls (plan, chunk_buf, check_chunk, build, sent) come from one thread; of those,
- * ndz_server_chunk_buf, ndz_server_check_chunk and ndz_server_build touch only the
+ * calls (plan, chunk_buf, check_chunk, build or build_vec, sent) come from one thread;
+ * of those, ndz_server_chunk_buf, ndz_server_check_chunk and the builds touch only the
  * chunk buffer, the repair tables, the caller's batch and what no call of another
  * thread changes, so they may run beside the other calls without the lock.
  *
@@ -201,8 +201,10 @@ uint8_t *ndz_server_chunk_buf(struct ndz_server *s);
 /*
  * ndz_server_check_chunk - the chunk buffer holds chunk (as read from the image, or
  * read_err a negative NDZ_E* code when the read failed): check it as a client will,
- * whole, its header and data checksums, its place and the image's UUID (an original
- * image's chunk: its header's version, place and image id). A file cut or changed
+ * with the clients' verifier (lib/trust/verify, no keys): whole, its header and data
+ * checksums, its place and the image's UUID (an original image's chunk: its header,
+ * version, place and image id; version 1, which no client takes out of order, that
+ * it still is one). A file cut or changed
  * while served fails here and is never served. Returns 0, or the code with e saying
  * "NAME: chunk N: why (the file changed while served)".
  */
