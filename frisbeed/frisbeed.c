@@ -138,13 +138,14 @@ static void print_stats(struct session *s)
 
 	ndz_sdrive_stats(s->drv, &st);
 	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
-		"(%.1f%% re-sent), %llu repairs, %llu datagrams, %.1f Mbit/s over %.2f s, "
+		"(%.1f%% re-sent), %llu repairs, %llu datagrams (%llu in offload runs), "
+		"%.1f Mbit/s over %.2f s, "
 		"%llu bad packets dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,
 		(unsigned long long)st.repairs_sent, (unsigned long long)st.datagrams_sent,
-		st.rate_bps / 1e6, st.seconds_sending,
+		(unsigned long long)st.offloaded, st.rate_bps / 1e6, st.seconds_sending,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
 

@@ -192,41 +192,65 @@ static int net_send(struct ndz_net *n, const void *buf, size_t len)
 	return r == (ssize_t)len ? 0 : NDZ_ENET;
 }
 
-/*
- * count datagrams of len bytes each as one UDP_SEGMENT send: the kernel builds
- * one large buffer and cuts it into the datagrams only at the device (or the NIC
- * does), so a batch costs one trip through the stack and one device kick instead
- * of one each. 0, 1 (not supported here: use sendmmsg) or NDZ_ENET.
- */
-static int send_gso(struct ndz_net *n, const uint8_t *const *bufs, size_t len, unsigned count)
+/* The two parts of d as iovecs at iov (empty parts left out); how many. */
+static unsigned parts(const struct ndz_net_out *d, struct iovec *iov)
 {
-	struct iovec iov[GSO_MAX];
+	unsigned k = 0;
+
+	if (d->head_len) {
+		iov[k].iov_base = (void *)d->head;
+		iov[k++].iov_len = d->head_len;
+	}
+	if (d->body_len) {
+		iov[k].iov_base = (void *)d->body;
+		iov[k++].iov_len = d->body_len;
+	}
+	return k;
+}
+
+static size_t out_len(const struct ndz_net_out *d)
+{
+	return d->head_len + d->body_len;
+}
+
+/*
+ * count datagrams as one UDP_SEGMENT send: all of seg bytes but the last, which may
+ * be shorter. The kernel builds one large buffer straight from the parts (no copy of
+ * ours) and cuts it into the datagrams only at the device (or the NIC does), so a
+ * run costs one trip through the stack and one device kick instead of one each.
+ * 0, 1 (not supported here: use sendmmsg) or NDZ_ENET.
+ */
+static int send_gso(struct ndz_net *n, const struct ndz_net_out *d, size_t seg, unsigned count)
+{
+	struct iovec iov[2 * GSO_MAX];
 	union {
 		char buf[CMSG_SPACE(sizeof(uint16_t))];
 		struct cmsghdr align;
 	} ctl;
 	struct msghdr mh;
 	struct cmsghdr *cm;
-	uint16_t seg = (uint16_t)len;
+	uint16_t seg16 = (uint16_t)seg;
+	size_t total = 0;
+	unsigned niov = 0;
 	ssize_t r;
 
 	memset(&mh, 0, sizeof(mh));
 	memset(&ctl, 0, sizeof(ctl));
 	for (unsigned i = 0; i < count; i++) {
-		iov[i].iov_base = (void *)bufs[i];
-		iov[i].iov_len = len;
+		niov += parts(&d[i], iov + niov);
+		total += out_len(&d[i]);
 	}
 	mh.msg_name = &n->group;
 	mh.msg_namelen = sizeof(n->group);
 	mh.msg_iov = iov;
-	mh.msg_iovlen = count;
+	mh.msg_iovlen = niov;
 	mh.msg_control = ctl.buf;
 	mh.msg_controllen = sizeof(ctl.buf);
 	cm = CMSG_FIRSTHDR(&mh);
 	cm->cmsg_level = IPPROTO_UDP;
 	cm->cmsg_type = UDP_SEGMENT;
-	cm->cmsg_len = CMSG_LEN(sizeof(seg));
-	memcpy(CMSG_DATA(cm), &seg, sizeof(seg));
+	cm->cmsg_len = CMSG_LEN(sizeof(seg16));
+	memcpy(CMSG_DATA(cm), &seg16, sizeof(seg16));
 	do {
 		r = sendmsg(n->fd, &mh, 0);
 	} while (r < 0 && errno == EINTR);
@@ -237,47 +261,20 @@ static int send_gso(struct ndz_net *n, const uint8_t *const *bufs, size_t len, u
 		n->no_gso = 1;         /* an old kernel, or a device that cannot */
 		return 1;
 	}
-	return r == (ssize_t)(len * count) ? 0 : NDZ_ENET;
+	return r == (ssize_t)total ? 0 : NDZ_ENET;
 }
 
-static int send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
-		     unsigned count)
+/* count datagrams, one each, with sendmmsg (the parts gathered by the kernel). */
+static int send_mmsg(struct ndz_net *n, const struct ndz_net_out *d, unsigned count)
 {
-	struct mmsghdr mh[64];
-	struct iovec iov[64];
-	unsigned done = 0, same = 1;
+	struct mmsghdr mh[NDZ_NET_SEND_MAX];
+	struct iovec iov[2 * NDZ_NET_SEND_MAX];
+	unsigned done = 0;
 
-	if (count > 64)
-		count = 64;
-	for (unsigned i = 1; i < count && same; i++)
-		same = lens[i] == lens[0];
-	while (same && count > 1 && !n->no_gso && done < count) {
-		/* one GSO send is one UDP datagram to the stack: at most 64 KiB in all */
-		unsigned most = lens[0] ? (unsigned)(GSO_BYTES / lens[0]) : GSO_MAX;
-		unsigned k = count - done;
-
-		if (most > GSO_MAX)
-			most = GSO_MAX;
-		if (most < 2)
-			break;
-		if (k > most)
-			k = most;
-		int r = send_gso(n, bufs + done, lens[0], k);
-
-		if (r < 0)
-			return r;
-		if (r > 0)
-			break;         /* unsupported: the rest goes by sendmmsg */
-		done += k;
-	}
-	if (done == count)
-		return 0;
 	memset(mh, 0, sizeof(mh[0]) * count);
-	for (unsigned i = done; i < count; i++) {
-		iov[i].iov_base = (void *)bufs[i];
-		iov[i].iov_len = lens[i];
-		mh[i].msg_hdr.msg_iov = &iov[i];
-		mh[i].msg_hdr.msg_iovlen = 1;
+	for (unsigned i = 0; i < count; i++) {
+		mh[i].msg_hdr.msg_iov = &iov[2 * i];
+		mh[i].msg_hdr.msg_iovlen = parts(&d[i], &iov[2 * i]);
 		mh[i].msg_hdr.msg_name = &n->group;
 		mh[i].msg_hdr.msg_namelen = sizeof(n->group);
 	}
@@ -291,11 +288,73 @@ static int send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t
 		if (r <= 0)
 			return NDZ_ENET;
 		for (int i = 0; i < r; i++)
-			if (mh[done + (unsigned)i].msg_len != lens[done + (unsigned)i])
+			if (mh[done + (unsigned)i].msg_len != out_len(&d[done + (unsigned)i]))
 				return NDZ_ENET;
 		done += (unsigned)r;
 	}
 	return 0;
+}
+
+/*
+ * The longest run from d that one GSO send carries: datagrams of d[0]'s length, and
+ * then one shorter one (the kernel's last segment may be short), within GSO_MAX and
+ * GSO_BYTES. 1: no run.
+ */
+static unsigned gso_run(const struct ndz_net_out *d, unsigned count)
+{
+	size_t seg = out_len(d), total = seg;
+	unsigned k = 1;
+
+	if (!seg || GSO_BYTES / seg < 2)
+		return 1;
+	while (k < count && k < GSO_MAX && total + out_len(&d[k]) <= GSO_BYTES) {
+		size_t l = out_len(&d[k]);
+
+		if (l > seg || !l)
+			break;
+		total += l;
+		if (l < seg) {
+			k++;
+			break;         /* a short one ends the run */
+		}
+		k++;
+	}
+	return k;
+}
+
+/*
+ * Runs of equal datagrams as GSO sends, the rest gathered into sendmmsg calls, in
+ * order. The datagrams that went in GSO runs, or NDZ_ENET.
+ */
+static int send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned count)
+{
+	unsigned i = 0, lone = 0;      /* d[lone..i) wait for a sendmmsg */
+	int r, runs = 0;
+
+	if (count > NDZ_NET_SEND_MAX)
+		count = NDZ_NET_SEND_MAX;
+	while (i < count) {
+		unsigned k = n->no_gso ? 1 : gso_run(d + i, count - i);
+
+		if (k < 2) {
+			i++;
+			continue;
+		}
+		if (i > lone && (r = send_mmsg(n, d + lone, i - lone)) < 0)
+			return r;
+		r = send_gso(n, d + i, out_len(&d[i]), k);
+		if (r < 0)
+			return r;
+		if (r > 0) {           /* unsupported: this run and the rest by sendmmsg */
+			lone = i;
+			break;
+		}
+		i += k;
+		lone = i;
+		runs += (int)k;
+	}
+	r = count > lone ? send_mmsg(n, d + lone, count - lone) : 0;
+	return r < 0 ? r : runs;
 }
 
 static int ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count)
@@ -477,7 +536,21 @@ int ndz_net_send(struct ndz_net *n, const void *buf, size_t len, struct ndz_erro
 int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
 		      unsigned count, struct ndz_error *e)
 {
-	return failed(n, send_many(n, bufs, lens, count), e, "send");
+	struct ndz_net_out d[NDZ_NET_SEND_MAX];
+
+	if (count > NDZ_NET_SEND_MAX)
+		count = NDZ_NET_SEND_MAX;
+	for (unsigned i = 0; i < count; i++)
+		d[i] = (struct ndz_net_out){ bufs[i], lens[i], NULL, 0 };
+	int r = send_vec(n, d, count);
+
+	return r < 0 ? failed(n, r, e, "send") : 0;
+}
+
+int ndz_net_send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned count,
+		     struct ndz_error *e)
+{
+	return failed(n, send_vec(n, d, count), e, "send");
 }
 
 int ndz_net_ignore(struct ndz_net *n, unsigned offset, const uint8_t *values, unsigned count,

@@ -37,14 +37,30 @@ int ndz_net_open(const struct ndz_net_opts *o, struct ndz_net **out, struct ndz_
 /* ndz_net_send - one datagram to the group. 0 or NDZ_ENET (errno set). */
 int ndz_net_send(struct ndz_net *n, const void *buf, size_t len, struct ndz_error *e);
 
+/* One datagram to send as two parts, head then body (either may be empty). */
+struct ndz_net_out {
+	const uint8_t *head;
+	size_t head_len;
+	const uint8_t *body;
+	size_t body_len;
+};
+#define NDZ_NET_SEND_MAX 64u           /* datagrams of one ndz_net_send_vec at most */
+
 /*
- * ndz_net_send_many - count (at most 64) datagrams (bufs[i], lens[i] bytes) to the
- * group. Datagrams all of one length go as UDP segmentation offload sends (one
- * buffer the kernel or the NIC cuts into datagrams: one trip through the stack per
- * batch), others, and all on a kernel without it, with sendmmsg. The receivers see
- * the same datagrams either way. 0 or NDZ_ENET (errno set); as with ndz_net_send,
- * a full send queue drops the rest rather than failing.
+ * ndz_net_send_vec - count (at most NDZ_NET_SEND_MAX) datagrams to the group, each
+ * gathered from its two parts by the kernel (a header of ours and a chunk's bytes
+ * where they lie: no copy). Runs of datagrams of one length (the last of a run may
+ * be shorter) go as UDP segmentation offload sends (one buffer the kernel or the
+ * NIC cuts into datagrams: one trip through the stack per run), the rest, and all
+ * on a kernel without it, with sendmmsg. The receivers see the same datagrams
+ * either way. Returns how many went in offload runs (>= 0), or NDZ_ENET (errno
+ * set); as with ndz_net_send, a full send queue drops the rest rather than failing.
  */
+int ndz_net_send_vec(struct ndz_net *n, const struct ndz_net_out *d, unsigned count,
+		     struct ndz_error *e);
+
+/* ndz_net_send_many - ndz_net_send_vec of count whole datagrams (bufs[i], lens[i] bytes):
+ * 0 or NDZ_ENET. */
 int ndz_net_send_many(struct ndz_net *n, const uint8_t *const *bufs, const size_t *lens,
 		      unsigned count, struct ndz_error *e);
 

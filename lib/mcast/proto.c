@@ -210,24 +210,27 @@ static int fields_valid(const struct ndz_pkt *p)
 	}
 }
 
-static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap)
+/* The packet into b, or with head only the bytes before its data (a packet with data). */
+static int encode(const struct ndz_pkt *p, uint8_t *b, size_t cap, int head)
 {
 	const struct layout *l = layout_of(p->type);
+	size_t len;
 
-	if (!l || !fields_valid(p) || cap < total_len(l, p))
+	if (!l || !fields_valid(p) || (head && !l->data_at))
 		return NDZ_EINVAL;
-	if (l->data_at && !p->data)
+	len = head ? l->data_at : total_len(l, p);
+	if (cap < len || (l->data_at && !head && !p->data))
 		return NDZ_EINVAL;
-	memset(b, 0, total_len(l, p));
+	memset(b, 0, len);
 	memcpy(b, proto_magic, 4);
 	b[4] = NDZ_PROTO_VERSION;
 	b[5] = p->type;
 	/* b[6..7]: flags, zero in version 1 */
 	for (unsigned i = 0; i < l->nfields; i++)
 		put_field(b, &l->f[i], p);
-	if (l->data_at)
+	if (l->data_at && !head)
 		memcpy(b + l->data_at, p->data, data_len(p));
-	return (int)total_len(l, p);
+	return (int)len;
 }
 
 static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
@@ -258,11 +261,21 @@ static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 
 int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *b, size_t cap, struct ndz_error *e)
 {
-	int r = encode(p, b, cap);
+	int r = encode(p, b, cap, 0);
 
 	if (r < 0)
 		ndz_error_set(e, r, 0, "packet of type %u: a field out of range, or %zu bytes "
 			      "too small", p->type, cap);
+	return r;
+}
+
+int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *b, size_t cap, struct ndz_error *e)
+{
+	int r = encode(p, b, cap, 1);
+
+	if (r < 0)
+		ndz_error_set(e, r, 0, "packet of type %u: no data, a field out of range, or %zu "
+			      "bytes too small for its head", p->type, cap);
 	return r;
 }
 

@@ -50,6 +50,7 @@ enum ndz_pkt_type {
 #define NDZ_PKT_PROGRESS_LEN   40u
 #define NDZ_PKT_CAPS_LEN       24u
 #define NDZ_PKT_BLOCKS_HDR     20u     /* a BLOCKS: this, then count blocks */
+#define NDZ_PKT_DATA_AT        20u     /* BLOCK, BLOCKS, REPAIR: where their data start */
 #define NDZ_PKT_BLOCKS_MAX     8u      /* blocks in one BLOCKS at most (a 9000-byte MTU) */
 #define NDZ_PKT_BLOCKS_LEN(n)  (NDZ_PKT_BLOCKS_HDR + (n) * NDZ_BLOCK_SIZE)
 #define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet but a BLOCKS */
@@ -63,6 +64,9 @@ _Static_assert(NDZ_BLOCKS_PER_CHUNK % 8u == 0, "a chunk's bitmap is whole bytes"
 _Static_assert(NDZ_BLOCKS_PER_CHUNK <= 65535u, "REQUEST block and count are 16 bits");
 _Static_assert(NDZ_BITMAP_BYTES == 128u, "PREQUEST: 128-byte bitmap on the wire");
 _Static_assert(NDZ_PKT_BLOCK_LEN == 1044u, "BLOCK: 1044 bytes on the wire");
+_Static_assert(NDZ_PKT_BLOCK_LEN == NDZ_PKT_DATA_AT + NDZ_BLOCK_SIZE &&
+	       NDZ_PKT_REPAIR_LEN == NDZ_PKT_DATA_AT + NDZ_BLOCK_SIZE &&
+	       NDZ_PKT_BLOCKS_HDR == NDZ_PKT_DATA_AT, "data start at NDZ_PKT_DATA_AT");
 _Static_assert(NDZ_PKT_PREQUEST_LEN == 152u, "PREQUEST: 152 bytes on the wire");
 _Static_assert(NDZ_FEC_STRIPES == 8u && NDZ_FEC_SETS == 9u, "RREQUEST: 9 counts on the wire");
 _Static_assert(NDZ_PKT_MAX >= NDZ_PKT_REPAIR_LEN, "a REPAIR is no larger than a BLOCK");
@@ -131,6 +135,17 @@ uint32_t ndz_image_tag(const uint8_t uuid[16]);
  * saying so.
  */
 int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz_error *e);
+
+/*
+ * ndz_pkt_encode_head - of a packet that carries data (BLOCK, BLOCKS, REPAIR), only
+ * the bytes before the data into buf (cap bytes): what ndz_pkt_encode would write
+ * there, p->data not read. A sender that sends these bytes and then the data
+ * (NDZ_BLOCK_SIZE bytes, a BLOCKS count times that) as one datagram sends what
+ * ndz_pkt_encode makes, without copying the data. Returns the head's length
+ * (NDZ_PKT_DATA_AT), or NDZ_EINVAL as ndz_pkt_encode, or for a type without data,
+ * with e (may be NULL) saying so.
+ */
+int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz_error *e);
 
 /*
  * ndz_pkt_decode - parse and validate len bytes: magic, version, type, exact

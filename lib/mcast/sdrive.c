@@ -138,7 +138,10 @@ enum ndz_sdrive_next ndz_sdrive_send_step(struct ndz_sdrive *d, uint64_t *at)
 		}
 		/* encoding (and repairs) need not hold up the receiver (server.h) */
 		pthread_mutex_unlock(&d->lock);
-		ndz_server_build(d->srv, b);
+		if (d->o.io.send_vec)
+			ndz_server_build_vec(d->srv, b);
+		else
+			ndz_server_build(d->srv, b);
 		pthread_mutex_lock(&d->lock);
 		now = now_of(d);
 	}
@@ -148,7 +151,10 @@ enum ndz_sdrive_next ndz_sdrive_send_step(struct ndz_sdrive *d, uint64_t *at)
 		return NDZ_SDRIVE_PACE;
 	}
 	pthread_mutex_unlock(&d->lock);
-	if (d->o.io.send_many(d->o.io.ctx, b->bufs, b->lens, b->ndgrams, &e) < 0 && d->o.warn)
+	r = d->o.io.send_vec ? d->o.io.send_vec(d->o.io.ctx, b->out, b->ndgrams, &e) :
+			       d->o.io.send_many(d->o.io.ctx, b->bufs, b->lens, b->ndgrams, &e);
+	b->offloaded = r > 0 && d->o.io.send_vec ? (unsigned)r : 0;
+	if (r < 0 && d->o.warn)
 		d->o.warn(d->o.ctx, &e);
 	pthread_mutex_lock(&d->lock);
 	ndz_server_sent(d->srv, b, now_of(d));
@@ -323,6 +329,14 @@ static int net_send_many(void *ctx, const uint8_t *const *bufs, const size_t *le
 	return ndz_net_send_many(n->net, bufs, lens, count, e);
 }
 
+static int net_send_vec(void *ctx, const struct ndz_net_out *d, unsigned count,
+			struct ndz_error *e)
+{
+	struct ndz_sdrive_net *n = ctx;
+
+	return ndz_net_send_vec(n->net, d, count, e);
+}
+
 static int img_read(void *ctx, uint8_t *buf, uint32_t chunk)
 {
 	struct ndz_sdrive_net *n = ctx;
@@ -339,5 +353,6 @@ static uint64_t net_now(void *ctx)
 
 struct ndz_sdrive_io ndz_sdrive_net_io(struct ndz_sdrive_net *n)
 {
-	return (struct ndz_sdrive_io){ net_recv, net_send, net_send_many, img_read, net_now, n };
+	return (struct ndz_sdrive_io){ net_recv, net_send, net_send_many, img_read, net_now, n,
+				       net_send_vec };
 }

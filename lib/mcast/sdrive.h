@@ -41,6 +41,11 @@ struct ndz_sdrive_io {
 	/* the monotonic clock in nanoseconds (ndz_now_ns's with threads: pacing sleeps) */
 	uint64_t (*now)(void *ctx);
 	void *ctx;
+	/* a batch's datagrams, each gathered from its head and its data (ndz_net_send_vec):
+	 * how many went in offload runs (>= 0) or a code with e. May be NULL: send_many
+	 * then gets them whole (a copy) */
+	int (*send_vec)(void *ctx, const struct ndz_net_out *d, unsigned count,
+			struct ndz_error *e);
 };
 
 struct ndz_sdrive_opts {

@@ -17,6 +17,7 @@
 #include "core/io.h"
 #include "trust/index.h"
 #include "trust/manifest.h"
+#include "trust/verify.h"
 
 #define PKT_WIRE (NDZ_PKT_BLOCK_LEN + NDZ_SERVER_WIRE_OVERHEAD)
 #define RECENT_NS 250000000ull         /* a chunk sent this lately: requests tell of losses now */
@@ -42,12 +43,15 @@ struct ndz_server {
 	unsigned feat;                 /* NDZ_FEAT_* announced: repair, and BLOCKS */
 	unsigned own_blocks;           /* blocks a datagram of ours may carry (the MTU's) */
 	unsigned group_blocks;         /* what every client takes, as last planned */
-	uint64_t datagrams_sent;
+	unsigned last_blocks;          /* what group last planned (at first, own_blocks) */
+	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
+	uint64_t datagrams_sent, offloaded;
 	uint64_t rate, burst;
 	int bursts;                    /* -b/-g: send each burst with one call */
 
 	struct ndz_serve *serve;       /* the queue and what was sent */
 	struct ndz_fec *fec;           /* the repair code's tables (sender's part) */
+	struct ndz_verify *verify;     /* the clients' chunk check, without keys (sender's) */
 	uint8_t *chunk;                /* the loaded chunk's bytes (sender's part) */
 	int64_t cur;                   /* chunk being sent, -1: none */
 	int64_t loaded;                /* chunk in the buffer, -1: none */
@@ -133,6 +137,7 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 			s->own_blocks = NDZ_PKT_BLOCKS_MAX;
 	}
 	s->group_blocks = 1;
+	s->last_blocks = s->own_blocks;
 	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0);
 	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
 	s->cur = s->loaded = -1;
@@ -191,6 +196,16 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 		if ((r = ndz_adapt_create(&ao, now_ns, &s->adapt, e)) < 0)
 			goto fail;
 	}
+	{
+		struct ndz_verify_opts vo = { .stored = 1, .name = s->name };
+		struct ndz_image_id id = { .source_bytes = s->info.source_bytes,
+					   .chunks = s->nchunks };
+
+		memcpy(id.uuid, s->info.uuid, 16);
+		if ((r = ndz_verify_create(&vo, &s->verify, e)) < 0 ||
+		    (r = ndz_verify_image(s->verify, &id, e)) < 0)
+			goto fail;
+	}
 	if ((r = ndz_serve_create(total, &s->serve, e)) < 0 ||
 	    (s->repair && (r = ndz_fec_create(&s->fec, e)) < 0) ||
 	    ((s->repair & NDZ_FEAT_WHOLE) && (r = ndz_fec_wprepare(s->fec, e)) < 0))
@@ -215,6 +230,7 @@ void ndz_server_free(struct ndz_server *s)
 		return;
 	ndz_serve_free(s->serve);
 	ndz_fec_free(s->fec);
+	ndz_verify_free(s->verify);
 	ndz_adapt_free(s->adapt);
 	free(s->sent_ns);
 	free(s->pass_ns);
@@ -452,8 +468,15 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
  */
 static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now)
 {
-	unsigned mb = s->group_blocks = blocks_now(s, now);
+	unsigned mb = blocks_now(s, now);
 	size_t at = 0;
+
+	/* an older client joined: one block a datagram; it left or was lost: back up */
+	if (mb > s->last_blocks)
+		s->group_up++;
+	else if (mb < s->last_blocks)
+		s->group_down++;
+	s->last_blocks = s->group_blocks = mb;
 
 	b->ndgrams = 0;
 	b->wire_bytes = 0;
@@ -484,6 +507,7 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 	b->count = 0;
 	b->ndgrams = 0;
 	b->control = 0;
+	b->offloaded = 0;
 	b->delay_ns = 0;
 	b->wire_bytes = 0;
 	for (;;) {
@@ -564,19 +588,23 @@ uint8_t *ndz_server_chunk_buf(struct ndz_server *s)
 
 int ndz_server_check_chunk(struct ndz_server *s, uint32_t i, int r, struct ndz_error *e)
 {
+	struct ndz_error ve = { 0 };
 	struct ndz_chunk_hdr h;
-	struct ndz_orig_hdr oh;
+	int intact = 1;
 
-	/* an original image's chunk has no CRC: a sound header of the same version,
-	   at its place, and (V4) of the same image */
-	if (r == 0 && s->orig_version) {
-		r = ndz_orig_decode(s->chunk, &oh, NULL);
-		if (r == 0 && (oh.version != s->orig_version || oh.index != i ||
-			       (oh.version == 4 && memcmp(oh.imageid, s->info.uuid, 16) != 0)))
-			r = NDZ_EMISMATCH;
+	/*
+	 * The clients' own check (lib/trust/verify: header of either format, CRC, place,
+	 * image) with no keys, the chunk kept as it is. A version 1 chunk cannot be
+	 * judged alone (nor placed by a client, which refuses it and says why): it
+	 * need only still be one.
+	 */
+	if (r == 0 && s->orig_version == 1) {
+		r = ndz_orig_probe(s->chunk, NDZ_ORIG_HDR_AREA, NULL) == 1 ? 0 : NDZ_EMISMATCH;
 	} else if (r == 0) {
-		r = ndz_chunk_check(s->chunk, &h, NULL);
-		if (r == 0 && (h.index != i || memcmp(h.uuid, s->info.uuid, 16) != 0))
+		if (ndz_verify_chunk(s->verify, s->chunk, i, &h, &intact, &ve) != NDZ_VERDICT_ACCEPT)
+			r = ve.code < 0 ? ve.code : NDZ_EMISMATCH;
+		/* an original chunk of another version: another image put in its place */
+		else if (s->orig_version && h.version != NDZ_ORIG_HVERSION(s->orig_version))
 			r = NDZ_EMISMATCH;
 	}
 	if (r < 0) {
@@ -589,19 +617,20 @@ int ndz_server_check_chunk(struct ndz_server *s, uint32_t i, int r, struct ndz_e
 	return 0;
 }
 
-void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
+void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 {
-	uint8_t *arena = (uint8_t *)b->pkt;
-	size_t at = 0;
 	struct ndz_pkt p;
 
-	if (b->control)
+	if (b->control) {
+		b->out[0] = (struct ndz_net_out){ b->bufs[0], b->lens[0], NULL, 0 };
 		return;
+	}
 	memset(&p, 0, sizeof(p));
 	p.tag = s->tag;
 	p.chunk = b->chunk;
 	for (unsigned d = 0; d < b->ndgrams; d++) {
 		unsigned i = b->dg_first[d], n = b->dg_n[d];
+		const uint8_t *data;
 		int len;
 
 		if (b->items[i].repair) {
@@ -617,17 +646,36 @@ void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
 			p.count = 0;
 			p.stripe = (uint8_t)b->items[i].set;
 			p.index = (uint8_t)b->items[i].index;
-			p.data = b->rep[i];
+			data = b->rep[i];
 		} else {
-			/* a run of blocks is a run of the chunk's bytes: no copy but the one */
+			/* a run of blocks is a run of the chunk's bytes: sent from where it is */
 			p.type = n > 1 ? NDZ_PKT_BLOCKS : NDZ_PKT_BLOCK;
 			p.block = (uint16_t)b->items[i].block;
 			p.count = n > 1 ? (uint16_t)n : 0;
-			p.data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
+			data = s->chunk + (size_t)b->items[i].block * NDZ_BLOCK_SIZE;
 		}
-		len = ndz_pkt_encode(&p, arena + at, sizeof(b->pkt) - at, NULL);
-		b->lens[d] = len > 0 ? (size_t)len : 0;
+		/* cannot fail: the fields are in range, the head's room is its size */
+		len = ndz_pkt_encode_head(&p, b->head[d], sizeof(b->head[d]), NULL);
+		b->out[d] = (struct ndz_net_out){ b->head[d], len > 0 ? (size_t)len : 0, data,
+						  len > 0 ? (size_t)n * NDZ_BLOCK_SIZE : 0 };
+	}
+}
+
+void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b)
+{
+	uint8_t *arena = (uint8_t *)b->pkt;
+	size_t at = 0;
+
+	ndz_server_build_vec(s, b);
+	if (b->control)
+		return;
+	for (unsigned d = 0; d < b->ndgrams; d++) {
+		const struct ndz_net_out *o = &b->out[d];
+
+		memcpy(arena + at, o->head, o->head_len);
+		memcpy(arena + at + o->head_len, o->body, o->body_len);
 		b->bufs[d] = arena + at;
+		b->lens[d] = o->head_len + o->body_len;
 		at += b->lens[d];
 	}
 }
@@ -645,6 +693,7 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 	for (unsigned d = 0; d < b->ndgrams; d++)
 		s->bytes_sent += b->lens[d];
 	s->datagrams_sent += b->ndgrams;
+	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
 		if (b->items[i].repair)
 			ndz_serve_repair_sent(s->serve, b->chunk, b->items[i].set, NULL);
@@ -755,7 +804,10 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->rate_bps = secs > 0 ? (double)(s->bytes_sent + s->datagrams_sent *
 					   NDZ_SERVER_WIRE_OVERHEAD) * 8 / secs : 0;
 	st->datagrams_sent = s->datagrams_sent;
+	st->offloaded = s->offloaded;
 	st->group_blocks = s->group_blocks;
+	st->group_up = s->group_up;
+	st->group_down = s->group_down;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -776,7 +828,9 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
-		     "\"group_blocks\": %u, \"seconds_sending\": %.3f, "
+		     "\"offloaded\": %llu, "
+		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
+		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
 		     "\"bad_version\": %llu, "
@@ -788,7 +842,9 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
 		     (unsigned long long)st->whole_sent, st->resent_share,
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
-		     st->group_blocks, st->seconds_sending, st->seconds_to_first,
+		     (unsigned long long)st->offloaded,
+		     st->group_blocks, (unsigned long long)st->group_up,
+		     (unsigned long long)st->group_down, st->seconds_sending, st->seconds_to_first,
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);

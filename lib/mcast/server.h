@@ -9,8 +9,8 @@
  *
  * Not thread-safe: the caller serializes every call, with one exception made for a
  * sender that reads and encodes without holding its lock (frisbeed). The sender's
- * calls (plan, chunk_buf, check_chunk, build, sent) come from one thread; of those,
- * ndz_server_chunk_buf, ndz_server_check_chunk and ndz_server_build touch only the
+ * calls (plan, chunk_buf, check_chunk, build or build_vec, sent) come from one thread;
+ * of those, ndz_server_chunk_buf, ndz_server_check_chunk and the builds touch only the
  * chunk buffer, the repair tables, the caller's batch and what no call of another
  * thread changes, so they may run beside the other calls without the lock.
  *
@@ -29,10 +29,12 @@
 #include "core/err.h"
 #include "core/io.h"
 #include "adapt.h"
+#include "net.h"
 #include "proto.h"
 
 #define NDZ_SERVER_BATCH 56u           /* blocks of one batch at most: 7 BLOCKS of 8 blocks
                                           (57,484 bytes) or 56 BLOCKs, one GSO send */
+_Static_assert(NDZ_SERVER_BATCH <= NDZ_NET_SEND_MAX, "a batch is one ndz_net_send_vec");
 #define NDZ_SERVER_WIRE_OVERHEAD 28u   /* IPv4 + UDP headers, counted against the rate */
 #define NDZ_SERVER_MAX_CLIENTS 4096u   /* clients the table remembers (all are counted) */
 
@@ -99,7 +101,10 @@ struct ndz_server_stats {
 	double rate_bps;               /* mean rate on the wire while sending */
 	uint64_t auto_rate_bps;        /* -W auto: the rate last chosen; 0 otherwise */
 	uint64_t datagrams_sent;       /* BLOCKs, BLOCKSes and REPAIRs */
+	uint64_t offloaded;            /* of them, sent in segmentation-offload runs (GSO) */
 	unsigned group_blocks;         /* blocks a datagram carries now (1: BLOCKs) */
+	uint64_t group_up, group_down; /* times that rose (the clients that took fewer left
+					* or were lost) and fell (one that takes fewer came) */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
@@ -130,6 +135,8 @@ struct ndz_server_batch {
 	unsigned ndgrams;
 	uint8_t dg_first[NDZ_SERVER_BATCH], dg_n[NDZ_SERVER_BATCH]; /* a datagram's items */
 	int control;
+	unsigned offloaded;            /* the sender's: datagrams that went in offload runs
+					* (ndz_net_send_vec), for the statistics; plan sets 0 */
 	uint64_t delay_ns;             /* wait this long from the plan's now_ns, then send */
 	uint64_t wire_bytes;           /* the batch's bytes on the wire, for the pacing */
 	struct {
@@ -138,6 +145,10 @@ struct ndz_server_batch {
 	} items[NDZ_SERVER_BATCH];
 	const uint8_t *bufs[NDZ_SERVER_BATCH];
 	size_t lens[NDZ_SERVER_BATCH];
+	/* ndz_server_build_vec: each datagram as its head and its data where they lie (the
+	 * chunk buffer's blocks, or rep), ndgrams of them */
+	struct ndz_net_out out[NDZ_SERVER_BATCH];
+	uint8_t head[NDZ_SERVER_BATCH][NDZ_PKT_DATA_AT];
 	/* the datagrams' bytes, one after the other (each holds no more than its blocks
 	 * as BLOCKs would) */
 	uint8_t pkt[NDZ_SERVER_BATCH][NDZ_PKT_MAX];
@@ -190,15 +201,26 @@ uint8_t *ndz_server_chunk_buf(struct ndz_server *s);
 /*
  * ndz_server_check_chunk - the chunk buffer holds chunk (as read from the image, or
  * read_err a negative NDZ_E* code when the read failed): check it as a client will,
- * whole, its header and data checksums, its place and the image's UUID (an original
- * image's chunk: its header's version, place and image id). A file cut or changed
+ * with the clients' verifier (lib/trust/verify, no keys): whole, its header and data
+ * checksums, its place and the image's UUID (an original image's chunk: its header,
+ * version, place and image id; version 1, which no client takes out of order, that
+ * it still is one). A file cut or changed
  * while served fails here and is never served. Returns 0, or the code with e saying
  * "NAME: chunk N: why (the file changed while served)".
  */
 int ndz_server_check_chunk(struct ndz_server *s, uint32_t chunk, int read_err,
 			   struct ndz_error *e);
 
-/* ndz_server_build - encode b's datagrams (repairs are computed here) into b. */
+/*
+ * ndz_server_build_vec - b's datagrams as b->out (ndgrams), repairs computed here:
+ * each one's head encoded into b->head, its data left where it lies, in the chunk
+ * buffer (valid until the next LOAD) or b->rep. For a sender that gathers
+ * (ndz_net_send_vec): the blocks are not copied. A control batch's one datagram is
+ * whole in out[0].
+ */
+void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b);
+
+/* ndz_server_build - ndz_server_build_vec, and each datagram whole in b->bufs, b->lens. */
 void ndz_server_build(struct ndz_server *s, struct ndz_server_batch *b);
 
 /* ndz_server_sent - b went out at now_ns: statistics, pacing and the rate controller. */

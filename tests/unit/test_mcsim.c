@@ -329,6 +329,24 @@ static int srv_send_many(void *ctx, const uint8_t *const *bufs, const size_t *le
 	return 0;
 }
 
+/* The same gathered from its parts, as frisbeed's socket does (ndz_net_send_vec). */
+static int srv_send_vec(void *ctx, const struct ndz_net_out *d, unsigned count,
+			struct ndz_error *e)
+{
+	struct sim *s = ctx;
+	uint8_t buf[NDZ_PKT_WIRE_MAX];
+
+	(void)e;
+	for (unsigned k = 0; k < count; k++) {
+		assert_true(d[k].head_len + d[k].body_len <= sizeof(buf));
+		memcpy(buf, d[k].head, d[k].head_len);
+		if (d[k].body_len)
+			memcpy(buf + d[k].head_len, d[k].body, d[k].body_len);
+		to_clients(s, buf, d[k].head_len + d[k].body_len, 0);
+	}
+	return 0;
+}
+
 static int srv_read(void *ctx, uint8_t *buf, uint32_t chunk)
 {
 	struct sim *s = ctx;
@@ -449,7 +467,7 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	struct ndz_server_opts so = { .name = "mcsim", .repair = o->repair,
 				      .rate_bps = o->rate_bps };
 	struct ndz_sdrive_opts dopt = {
-		.io = { srv_recv, srv_send, srv_send_many, srv_read, srv_now, NULL },
+		.io = { srv_recv, srv_send, srv_send_many, srv_read, srv_now, NULL, srv_send_vec },
 	};
 	struct ndz_server_stats ss;
 

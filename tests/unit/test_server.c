@@ -483,6 +483,12 @@ static void test_blocks(void **state)
 			unsigned n = round == 1 ? 1 : 8;
 
 			assert_int_equal(ndz_pkt_decode(b->bufs[d], b->lens[d], &q, NULL), 0);
+			/* the gathered form: the same bytes, the blocks where the chunk has them */
+			assert_int_equal(b->out[d].head_len, NDZ_PKT_DATA_AT);
+			assert_int_equal(b->out[d].head_len + b->out[d].body_len, b->lens[d]);
+			assert_memory_equal(b->out[d].head, b->bufs[d], NDZ_PKT_DATA_AT);
+			assert_ptr_equal(b->out[d].body,
+					 ndz_server_chunk_buf(s) + (size_t)next * NDZ_BLOCK_SIZE);
 			assert_int_equal(q.type, n == 1 ? NDZ_PKT_BLOCK : NDZ_PKT_BLOCKS);
 			assert_int_equal(q.chunk, 0);
 			assert_int_equal(q.block, next);
@@ -496,6 +502,8 @@ static void test_blocks(void **state)
 	assert_int_equal(st.blocks_sent, 3 * NDZ_SERVER_BATCH);
 	assert_int_equal(st.datagrams_sent, NDZ_SERVER_BATCH + 2 * (NDZ_SERVER_BATCH / 8));
 	assert_int_equal(st.group_blocks, 8);
+	assert_int_equal(st.group_down, 1);
+	assert_int_equal(st.group_up, 1);
 	assert_int_equal(st.bytes_sent, 2 * (NDZ_SERVER_BATCH / 8) * NDZ_PKT_BLOCKS_LEN(8) +
 			 NDZ_SERVER_BATCH * NDZ_PKT_BLOCK_LEN);
 	ndz_server_free(s);
