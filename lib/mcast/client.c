@@ -19,6 +19,12 @@
  * MTU on the way) */
 #define STEP_DOWN_NS (700 * MS)
 
+/* A chunk the target holds but some pieces of: the blocks to receive. */
+struct want {
+	uint32_t chunk;
+	uint8_t bits[NDZ_BITMAP_BYTES];
+};
+
 struct ndz_client {
 	struct ndz_client_opts o;
 	int state;
@@ -50,6 +56,8 @@ struct ndz_client {
 	/* chunks the target holds (ndz_client_have) before the cache is made */
 	uint8_t *held;
 	uint32_t front;                /* a seed scan's (ndz_client_scan); UINT32_MAX: none */
+	struct want *wants;            /* chunks wanted in part (ndz_client_want), by chunk */
+	uint32_t nwants, wcap;
 
 	/* the image */
 	struct ndz_fetch *fetch;
@@ -145,6 +153,7 @@ void ndz_client_free(struct ndz_client *c)
 	ndz_fetch_free(c->fetch);
 	free(c->mbytes);
 	free(c->held);
+	free(c->wants);
 	free(c->ready);
 	free(c);
 }
@@ -618,6 +627,80 @@ int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
 	return 0;
 }
 
+/* The place of chunk in wants, or where it would go (*found 0). */
+static uint32_t want_find(const struct ndz_client *c, uint32_t chunk, int *found)
+{
+	uint32_t lo = 0, hi = c->nwants;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->wants[mid].chunk < chunk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < c->nwants && c->wants[lo].chunk == chunk;
+	return lo;
+}
+
+/* ndz_fetch_set_want's: the blocks of chunk wanted, or NULL for all of it */
+static const uint8_t *wanted(void *ctx, uint32_t chunk)
+{
+	const struct ndz_client *c = ctx;
+	int found;
+	uint32_t k = want_find(c, chunk, &found);
+
+	return found ? c->wants[k].bits : NULL;
+}
+
+int ndz_client_want(struct ndz_client *c, uint32_t chunk, const uint8_t *blocks)
+{
+	int found;
+	uint32_t k;
+
+	if (chunk >= c->info.chunks || c->state == NDZ_CLIENT_JOINING ||
+	    c->state == NDZ_CLIENT_FAILED || c->state == NDZ_CLIENT_COMPLETE ||
+	    !ndz_bit_count(blocks) || !ndz_client_needs(c, chunk))
+		return 0;
+	k = want_find(c, chunk, &found);
+	if (!found) {
+		if (c->nwants == c->wcap) {
+			uint32_t cap = c->wcap ? 2 * c->wcap : 64;
+			struct want *w = realloc(c->wants, (size_t)cap * sizeof(*w));
+
+			if (!w)
+				return 0;      /* fetched whole */
+			c->wants = w;
+			c->wcap = cap;
+		}
+		memmove(c->wants + k + 1, c->wants + k, (c->nwants - k) * sizeof(*c->wants));
+		c->nwants++;
+		c->wants[k].chunk = chunk;
+	}
+	memcpy(c->wants[k].bits, blocks, NDZ_BITMAP_BYTES);
+	if (c->fetch)
+		ndz_fetch_kick(c->fetch);
+	return 1;
+}
+
+const uint8_t *ndz_client_slot_want(const struct ndz_client *c, int slot)
+{
+	return ndz_fetch_slot_want(c->fetch, slot);
+}
+
+void ndz_client_whole(struct ndz_client *c, int slot)
+{
+	int found;
+	uint32_t k = want_find(c, ndz_fetch_slot_chunk(c->fetch, slot), &found);
+
+	if (found) {
+		memmove(c->wants + k, c->wants + k + 1, (c->nwants - k - 1) * sizeof(*c->wants));
+		c->nwants--;
+	}
+	ndz_fetch_whole(c->fetch, slot);
+}
+
 /* ndz_fetch_opts.defer: chunks the seed scan has not reached yet */
 static int defer_unscanned(void *ctx, uint32_t chunk)
 {
@@ -665,6 +748,7 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 		ndz_fetch_set_repair(c->fetch, c->repair);  /* FEATURES heard before the start */
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
+	ndz_fetch_set_want(c->fetch, wanted, c);
 	c->last_block_ns = c->accept_ns = c->multi_ns = now_ns;
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;
