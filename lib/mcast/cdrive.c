@@ -342,6 +342,8 @@ int ndz_cdrive_want(struct ndz_cdrive *d, uint32_t chunk, const uint8_t *blocks)
 
 	pthread_mutex_lock(&d->lock);
 	r = d->stop || d->failed ? 0 : ndz_client_want(d->cl, chunk, blocks);
+	if (r && d->thread_on)
+		pthread_cond_broadcast(&d->cond);  /* it may be complete now */
 	pthread_mutex_unlock(&d->lock);
 	return r;
 }

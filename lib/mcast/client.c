@@ -654,9 +654,11 @@ static const uint8_t *wanted(void *ctx, uint32_t chunk)
 	return found ? c->wants[k].bits : NULL;
 }
 
+static void queue_ready(struct ndz_client *c, int slot);
+
 int ndz_client_want(struct ndz_client *c, uint32_t chunk, const uint8_t *blocks)
 {
-	int found;
+	int found, slot;
 	uint32_t k;
 
 	if (chunk >= c->info.chunks || c->state == NDZ_CLIENT_JOINING ||
@@ -679,6 +681,8 @@ int ndz_client_want(struct ndz_client *c, uint32_t chunk, const uint8_t *blocks)
 		c->wants[k].chunk = chunk;
 	}
 	memcpy(c->wants[k].bits, blocks, NDZ_BITMAP_BYTES);
+	if (c->fetch && (slot = ndz_fetch_want(c->fetch, chunk, blocks)) >= 0)
+		queue_ready(c, slot);
 	if (c->fetch)
 		ndz_fetch_kick(c->fetch);
 	return 1;
@@ -840,10 +844,16 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	}
 	if (slot < 0)
 		return 0;
+	queue_ready(c, slot);
+	return 1;
+}
+
+/* The complete chunk in slot is held for the caller's checks (ndz_client_ready). */
+static void queue_ready(struct ndz_client *c, int slot)
+{
 	ndz_fetch_hold(c->fetch, slot);
 	c->ready[(c->ready_head + c->ready_len) % c->o.slots] = (uint32_t)slot;
 	c->ready_len++;
-	return 1;
 }
 
 static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)

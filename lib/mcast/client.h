@@ -235,9 +235,10 @@ void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns);
  * issue 32): receive only the blocks in blocks (NDZ_BITMAP_BYTES, copied) of it,
  * asked for by PREQUEST; it is handed out (ndz_client_ready) once those came, and
  * ndz_client_slot_want tells the caller to patch the target with them rather than
- * check and write a chunk. A chunk already on its way whole stays whole. From the
- * join on, before or after ndz_client_start. 1 when taken, 0 when not (no blocks,
- * out of range, done or with the caller, no memory: it comes whole).
+ * check and write a chunk. A chunk already filling as a whole one keeps the blocks
+ * it holds (ndz_fetch_want). From the join on, before or after ndz_client_start.
+ * 1 when taken, 0 when not (no blocks, out of range, done or with the caller, no
+ * memory: it comes whole).
  */
 int ndz_client_want(struct ndz_client *c, uint32_t chunk, const uint8_t *blocks);
 /* ndz_client_slot_want - of a slot ndz_client_ready gave: its wanted blocks, or NULL */

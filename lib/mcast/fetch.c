@@ -996,6 +996,30 @@ void ndz_fetch_set_want(struct ndz_fetch *f,
 	f->want_ctx = ctx;
 }
 
+int ndz_fetch_want(struct ndz_fetch *f, uint32_t chunk, const uint8_t *want)
+{
+	struct slot *s;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk) || !(s = filling(f, chunk)))
+		return -1;
+	/* blocks of it came before the scan reached it: keep those wanted */
+	s->partial = 1;
+	memcpy(s->want, want, sizeof(s->want));
+	s->nhave = 0;
+	memset(s->sdata, 0, sizeof(s->sdata));
+	for (unsigned b = 0; b < BLOCKS; b++) {
+		if (!ndz_bit_test(want, b))
+			ndz_bit_set(s->have, b);
+		if (ndz_bit_test(s->have, b)) {
+			s->nhave++;
+			s->sdata[ndz_fec_stripe(b)]++;
+		}
+	}
+	forget_repairs(s);             /* (their stripes hold bytes not the chunk's now) */
+	f->kick = 1;
+	return s->nhave == BLOCKS ? (int)(s - f->slots) : -1;
+}
+
 const uint8_t *ndz_fetch_slot_want(const struct ndz_fetch *f, int slot)
 {
 	return f->slots[slot].partial ? f->slots[slot].want : NULL;

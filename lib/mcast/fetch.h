@@ -209,6 +209,13 @@ void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t c
  */
 void ndz_fetch_set_want(struct ndz_fetch *f,
 			const uint8_t *(*want)(void *ctx, uint32_t chunk), void *ctx);
+/*
+ * ndz_fetch_want - chunk, already filling as a whole chunk, is wanted in part after
+ * all (want as want's answer, which must say so from now on): the blocks it holds
+ * are kept, the others not wanted count as held. Returns the slot when that
+ * completes it (as ndz_fetch_block), else -1 (also when chunk is not filling).
+ */
+int ndz_fetch_want(struct ndz_fetch *f, uint32_t chunk, const uint8_t *want);
 /* ndz_fetch_slot_want - the blocks slot's chunk was wanted for (f's), or NULL: whole. */
 const uint8_t *ndz_fetch_slot_want(const struct ndz_fetch *f, int slot);
 /*
