@@ -918,6 +918,8 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		avail += s->state == S_FREE;
 		if (s->state != S_FILL)
 			continue;
+		if (!s->partial && f->defer && f->defer(f->defer_ctx, s->chunk))
+			continue;      /* others' blocks of it came before a seed scan reached it */
 		if (silent || (s->moved_on && now >= s->ask_ns &&
 			       now - s->last_req > MOVED_ON_WAIT_NS) ||
 		    (now - s->last_block_ns > redelay && now - s->last_req > redelay)) {
