@@ -130,9 +130,14 @@ check "the pristine restore is clean and the image ($NCH chunks)" same "$T/prist
 # debugfs rewrites the
 # first block of another file in place (zap_block) and sets an inode's time
 change() {
-	mount -o loop "$1" "$MNT" || return 1
-	# (the file system made above, or nothing is changed)
-	mountpoint -q "$MNT" && [ -d "$MNT/d$2" ] || { umount "$MNT" 2>/dev/null; return 1; }
+	# loop devices are shared with whatever else runs: a busy one is tried again
+	_k=0
+	until mount -o loop "$1" "$MNT" 2>>"$T/mount.log" && mountpoint -q "$MNT" &&
+		[ -d "$MNT/d$2" ]; do
+		umount "$MNT" 2>/dev/null
+		_k=$((_k + 1)); [ $_k -lt 5 ] || return 1
+		sleep 0.5
+	done
 	f=$(( $2 % 6 + 1 )); g=$(( ($2 + 2) % 6 + 1 )); h=$(( ($2 + 4) % 6 + 1 ))
 	dd if=/dev/urandom of="$MNT/d$2/r$f" bs=4096 seek=$(( ($2 * 37 + $$) % 300 )) count=2 \
 		conv=notrunc 2>/dev/null
