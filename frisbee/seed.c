@@ -79,30 +79,32 @@ static int has_blocks(const uint8_t *bm, uint64_t a, uint64_t b)
 }
 
 /*
- * Chunk i, not held: when the target lacks only some of its pieces, ask for the
- * blocks of those pieces' frames and of the chunk's header (what ndz_seed_patch
- * reads), not the whole chunk. 0, or a negative code with e (a read error).
+ * Chunk i by its pieces (one pass over its bytes, hashed on the checker's pool): 1
+ * when the target holds every piece (so the chunk); else 0, and when it lacks only
+ * some, the blocks of those pieces' frames and of the chunk's header (what
+ * ndz_seed_patch reads) are asked for, not the whole chunk. A chunk without pieces
+ * is checked whole. Or a negative code with e (a read error).
  */
-static int scan_pieces(struct client *c, uint32_t i, uint8_t **lack, uint32_t *cap,
-		       struct ndz_error *e)
+static int scan_chunk(struct client *c, uint32_t i, uint8_t **lack, uint32_t *cap,
+		      struct ndz_error *e)
 {
 	const struct ndz_index_entry *x = &c->ix.e[i];
 	uint8_t bm[NDZ_BITMAP_BYTES];
 	int n;
 
 	if (x->npieces < 2)
-		return 0;
+		return ndz_seed_check(c->sd, i, e);
 	if ((x->npieces + 7) / 8 > *cap) {
 		uint8_t *l = realloc(*lack, (x->npieces + 7) / 8);
 
 		if (!l)
-			return 0;              /* fetched whole */
+			return ndz_seed_check(c->sd, i, e);
 		*lack = l;
 		*cap = (x->npieces + 7) / 8;
 	}
-	if ((n = ndz_seed_lacking(c->sd, i, *lack, e)) < 0)
-		return n;
-	if (n == 0 || (uint32_t)n >= x->npieces)
+	if ((n = ndz_seed_lacking(c->sd, i, *lack, e)) <= 0)
+		return n < 0 ? n : 1;
+	if ((uint32_t)n >= x->npieces)
 		return 0;                      /* whole: nothing to gain by pieces */
 	memset(bm, 0, sizeof(bm));
 	set_blocks(bm, 0, NDZ_HDR_SIZE);
@@ -177,9 +179,7 @@ static void *scan(void *arg)
 			break;         /* stopping, or failed */
 		if (!needs)
 			continue;      /* come from the server already (or coming whole) */
-		r = ndz_seed_check(c->sd, i, &e);
-		if (r == 0)
-			r = scan_pieces(c, i, &lack, &cap, &e);
+		r = scan_chunk(c, i, &lack, &cap, &e);
 		if (r < 0) {
 			cli_warn("seed scan of %s: %s; fetching the rest", c->target_path,
 				 ndz_error_msg(&e));
