@@ -52,6 +52,7 @@ struct ndz_client {
 	int index;
 	ndz_client_index_size isize;   /* the index's length from its first chunk */
 	uint64_t imax;
+	uint8_t iwant[NDZ_BITMAP_BYTES]; /* index_want's answer */
 
 	/* chunks the target holds (ndz_client_have) before the cache is made */
 	uint8_t *held;
@@ -387,9 +388,28 @@ static void index_none(struct ndz_client *c)
 	c->state = NDZ_CLIENT_JOINED;
 }
 
+/*
+ * ndz_fetch_set_want of the index's cache: of chunk k, only the blocks its bytes fill,
+ * not the zeros that pad it to whole chunks on the wire; the first block alone until
+ * its header tells the length.
+ */
+static const uint8_t *index_want(void *ctx, uint32_t chunk)
+{
+	struct ndz_client *c = ctx;
+	uint64_t lo = (uint64_t)chunk * NDZ_CHUNK_SIZE, end = c->mlen ? c->mlen : NDZ_BLOCK_SIZE;
+
+	if (end <= lo || end - lo >= NDZ_CHUNK_SIZE)
+		return NULL;
+	memset(c->iwant, 0, sizeof(c->iwant));
+	for (unsigned b = 0; (uint64_t)b * NDZ_BLOCK_SIZE < end - lo; b++)
+		ndz_bit_set(c->iwant, b);
+	return c->iwant;
+}
+
 static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
 {
 	struct ndz_fetch_opts fo = { 0 };
+	int r;
 
 	fo.chunks = c->mchunks;
 	fo.slots = c->mchunks < 4 ? c->mchunks : 4;
@@ -400,7 +420,10 @@ static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
 	c->mf = NULL;
 	c->mgot = 0;
 	c->mnext = 0;
-	return ndz_fetch_create(&fo, &c->mf, e);
+	r = ndz_fetch_create(&fo, &c->mf, e);
+	if (r == 0 && c->index)
+		ndz_fetch_set_want(c->mf, index_want, c);
+	return r;
 }
 
 int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
@@ -461,31 +484,29 @@ static void manifest_tick(struct ndz_client *c, uint64_t now)
 }
 
 /*
- * The index's first chunk came: its header says how long it is; fetch the rest (a
- * cache of that many chunks, the first done). 0, or -1: no index after all.
+ * The index's first block came: its header says how long it is; fetch the rest (a
+ * cache of that many chunks, each for the blocks the index fills). 0: that block
+ * holds it all; 1: fetching the rest; -1: no index after all.
  */
 static int index_grow(struct ndz_client *c)
 {
-	uint64_t len = c->isize(c->mbytes, NDZ_CHUNK_SIZE);
+	uint64_t len = c->isize(c->mbytes, NDZ_BLOCK_SIZE);
 	uint64_t m = (len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
 	uint8_t *b;
 
 	if (!len || len > c->imax || m > UINT32_MAX - c->mbase)
 		return -1;
 	c->mlen = (size_t)len;
-	if (m == 1)
+	if (len <= NDZ_BLOCK_SIZE)
 		return 0;
 	b = realloc(c->mbytes, (size_t)m * NDZ_CHUNK_SIZE);
 	if (!b)
 		return -1;
 	c->mbytes = b;
-	memset(b + NDZ_CHUNK_SIZE, 0, (size_t)(m - 1) * NDZ_CHUNK_SIZE);
 	c->mchunks = (uint32_t)m;
 	if (manifest_cache(c, NULL) < 0)
 		return -1;
-	ndz_fetch_have(c->mf, 0);
-	c->mgot = 1;
-	return 0;
+	return 1;
 }
 
 static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsigned block,
@@ -522,11 +543,11 @@ static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsign
 	ndz_fetch_accept(c->mf, slot);
 	ndz_fetch_done(c->mf, slot);
 	if (c->index && !c->mlen) {
-		if (index_grow(c) < 0) {
+		int r = index_grow(c);
+
+		if (r < 0)
 			index_none(c);
-			return;
-		}
-		if (c->mgot == 1)
+		if (r != 0)
 			return;
 	}
 	if (++c->mgot == c->mchunks)

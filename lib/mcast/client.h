@@ -186,9 +186,9 @@ typedef uint64_t (*ndz_client_index_size)(const uint8_t *first, size_t len);
 
 /*
  * ndz_client_fetch_index - in state JOINED: receive the image's content index (the
- * bytes the server serves from ndz_client_index_base on): its first chunk, whose
- * bytes size() tells the total length of (at most max bytes), then the rest (state
- * INDEX, then INDEX_READY). A server that serves none (an older frisbeed, or no
+ * bytes the server serves from ndz_client_index_base on): its first block, whose
+ * bytes size() tells the total length of (at most max bytes), then the blocks the
+ * index fills, not the padding of its last chunk (state INDEX, then INDEX_READY). A server that serves none (an older frisbeed, or no
  * index beside the image) never answers: after 2 s without a block of it (or -T,
  * if shorter), or first bytes that are not an index's, the session goes back to
  * JOINED without one (the caller restores in full). Returns 0, NDZ_EINVAL (not
