@@ -196,7 +196,7 @@ if [ "$ONLY" = wire ]; then
 	$PY pieces "$IDX" "$D/base.img" $args >"$D/pieces"
 	PU=$(sed -n 's/^union //p' "$D/pieces")
 	P1=$(sed -n '1s/.* blocks \([0-9]*\)$/\1/p' "$D/pieces")
-	IXB=$(( ($(stat -c %s "$IDX") + 1048575) / 1048576 * 1048576 ))
+	IXB=$(( ($(stat -c %s "$IDX") + 1023) / 1024 * 1024 ))
 	say "# the blocks of the pieces each client lacks (bench/seed.py pieces): $(head -n "$NCL" "$D/pieces" | tr '\n' ';')"
 	say "# client 1's last summary line, 1 client --seed: $(cat "$D/seed1.sum")"
 	say "# runs 1 client (s, server bytes, failed): full $(tr '\n' ';' <"$D/full") seed $(tr '\n' ';' <"$D/seed1")"
@@ -213,7 +213,7 @@ if [ "$ONLY" = wire ]; then
 	row "$NCL clients --seed, different changes: s ($MBAD clients failed)" "$(med multi.t)" "" ""
 	row "  server bytes vs union of the pieces they lack ($PU x 1 KiB blocks)" "$(med multi.b)" \
 		"$(ratio "$(med multi.b)" $((PU * 1024)))" "<=1.1"
-	row "  same, with the index ($IXB bytes, zero padded to whole chunks)" "" \
+	row "  same, with the index's blocks ($IXB bytes)" "" \
 		"$(ratio "$(med multi.b)" $((PU * 1024 + IXB)))" ""
 	say "# the whole bench: $(printf '%.0f' "$(echo "$(now) - $t0all" | bc)") s; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	exit 0
