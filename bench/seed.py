@@ -5,6 +5,12 @@
   change DIR SEED BYTES       rewrite, add and delete files under DIR: about BYTES
   bytes INDEX                 bytes the index's regions cover (what a scan reads)
   lacking INDEX REF DISK      chunks whose regions' bytes differ between REF and DISK
+  pieces INDEX REF DISK:LACK...  what a piece-grain reload of each DISK fetches (its
+                              chunks in the file LACK, from lacking): a chunk some of
+                              whose pieces differ, its header's 1 KiB blocks and those
+                              of those pieces' frames; all differ (or under 2 pieces):
+                              1024 blocks. A line a disk "written P partial C pblocks B
+                              whole W blocks N", then "union U" (blocks some disk needs)
   save INDEX DISK OUT CHUNKS  save DISK's [first, last) of CHUNKS (a file) to OUT
   load DISK SAVED             write them back
 """
@@ -111,6 +117,51 @@ def main():
                     break
             if diff:
                 print(i)
+    elif cmd == 'pieces':
+        b = open(a[0], 'rb').read()
+        assert struct.unpack_from('<H', b, 8)[0] == 2, 'a version 2 index (pieces)'
+        src, ents = index(a[0])
+        npc = struct.unpack_from('<I', b, 56)[0]
+        off = 64 + sum(56 + 12 * len(rg) for _, _, rg in ents)
+        pcs = {}
+        for k in range(npc):
+            c, coff, cl, dl, doff = struct.unpack_from('<IIIIQ', b, off + 64 * k)
+            pcs.setdefault(c, []).append((coff, cl, dl, doff))
+        fa = os.open(a[1], os.O_RDONLY)
+        union = set()
+        for arg in a[2:]:
+            disk, lack = arg.split(':')
+            fb = os.open(disk, os.O_RDONLY)
+            written = partial = pblocks = whole = 0
+            for c in [int(x) for x in open(lack).read().split()]:
+                rg, diff = ents[c][2], []
+                for coff, cl, dl, doff in pcs.get(c, []):
+                    lo, hi, base, dd = doff // 512, (doff + dl) // 512, 0, False
+                    for st, cnt in rg:
+                        x, y = max(lo, base), min(hi, base + cnt)
+                        if x < y and not dd:
+                            o = (st + x - base) * 512
+                            m = max(0, min((y - x) * 512, src - o))
+                            dd = os.pread(fa, m, o) != os.pread(fb, m, o)
+                        base += cnt
+                    if dd:
+                        diff.append((coff, cl))
+                blocks = set(range(4))
+                for coff, cl in diff:
+                    blocks.update(range((4096 + coff) // 1024, (4096 + coff + cl + 1023) // 1024))
+                if not diff:
+                    continue
+                if len(pcs.get(c, [])) < 2 or len(diff) == len(pcs[c]) or len(blocks) >= 1024:
+                    whole += 1
+                    blocks = set(range(1024))
+                else:
+                    partial += 1
+                    written += len(diff)
+                    pblocks += len(blocks)
+                union.update((c, k) for k in blocks)
+            print('written', written, 'partial', partial, 'pblocks', pblocks, 'whole', whole,
+                  'blocks', pblocks + 1024 * whole)
+        print('union', len(union))
     elif cmd == 'save':
         _, ents = index(a[0])
         fd = os.open(a[1], os.O_RDONLY)

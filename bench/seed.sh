@@ -21,7 +21,9 @@
 # Usage: bench/seed.sh BUILD [REPS]   (root; writes the figures to BENCH_OUT, default
 # bench/seed-results.txt; scratch in BENCH_DIR, default /var/tmp; BENCH_ONLY=multi: the set-up
 # and the N-client part only; BENCH_ONLY=local: no multicast, only 3 to 5 with a plain
-# restore onto client 1's disk beside them and imageunzip -v's count of pieces)
+# restore onto client 1's disk beside them and imageunzip -v's count of pieces; BENCH_ONLY=wire:
+# the set-up, 1 (full and --seed, client 1) and 2 only, with the blocks of the pieces each
+# client lacks, and their union, found by bench/seed.py pieces from the disks' bytes)
 set -u
 . "$(dirname "$0")/netbench.sh"
 IMAGEKEY="$NDZ_BIN/imagekey"
@@ -33,7 +35,8 @@ NCL=${BENCH_CLIENTS:-8}
 RATE=${BENCH_RATE:-100M}
 OUTF=${BENCH_OUT:-$NDZ_TOP/bench/seed-results.txt}
 PY="python3 $NDZ_TOP/bench/seed.py"
-command -v casync >/dev/null || { echo "bench: needs casync (apt-get install casync)" >&2; exit 1; }
+[ "${BENCH_ONLY:-}" = wire ] || command -v casync >/dev/null ||
+	{ echo "bench: needs casync (apt-get install casync)" >&2; exit 1; }
 command -v strace >/dev/null || { echo "bench: needs strace" >&2; exit 1; }
 D=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-seed.XXXXXX")
 at_exit "umount $D/mnt 2>/dev/null; rm -rf $D"
@@ -156,11 +159,16 @@ while [ $r -le "$REPS" ]; do
 	tgt=z name=full; drop; fris 1
 	undo 1; tgt=c name=seed1; drop; fris 1 --seed
 	[ $r = 1 ] && check "$D/c1.img" "frisbee --seed"
-	zero_z; tgt=z name=seedzero; drop; fris 1 --seed
-	[ $r = 1 ] && check "$D/z1.img" "frisbee --seed onto zeros"
+	if [ "$ONLY" != wire ]; then
+		zero_z; tgt=z name=seedzero; drop; fris 1 --seed
+		[ $r = 1 ] && check "$D/z1.img" "frisbee --seed onto zeros"
+	fi
 	r=$((r + 1))
 done
-if [ "$ONLY" != multi ] && [ "$ONLY" != local ]; then
+if [ "$ONLY" = wire ]; then
+	cut -d' ' -f1 "$D/full" >"$D/full.t"; cut -d' ' -f2 "$D/full" >"$D/full.b"
+	cut -d' ' -f1 "$D/seed1" >"$D/seed1.t"; cut -d' ' -f2 "$D/seed1" >"$D/seed1.b"
+elif [ "$ONLY" != multi ] && [ "$ONLY" != local ]; then
 	cut -d' ' -f1 "$D/full" >"$D/full.t"; cut -d' ' -f2 "$D/full" >"$D/full.b"
 	cut -d' ' -f1 "$D/seed1" >"$D/seed1.t"; cut -d' ' -f2 "$D/seed1" >"$D/seed1.b"
 	cut -d' ' -f1 "$D/seedzero" >"$D/seedzero.t"
@@ -180,6 +188,36 @@ say "# client 1's last summary line, $NCL clients --seed: $(cat "$D/multi.sum")"
 MBAD=$(awk '{ s += $3 } END { print s + 0 }' "$D/multi")
 fi
 row() { printf '%-64s %12s %10s %8s\n' "$1" "$2" "$3" "$4" | tee -a "$OUTF"; }
+if [ "$ONLY" = wire ]; then
+	# what each client's pieces need, from the disks' bytes (undo: the changed disks again)
+	i=1; args=
+	while [ $i -le "$NCL" ]; do undo $i; args="$args $D/c$i.img:$D/lack$i"; i=$((i + 1)); done
+	# shellcheck disable=SC2086
+	$PY pieces "$IDX" "$D/base.img" $args >"$D/pieces"
+	PU=$(sed -n 's/^union //p' "$D/pieces")
+	P1=$(sed -n '1s/.* blocks \([0-9]*\)$/\1/p' "$D/pieces")
+	IXB=$(( ($(stat -c %s "$IDX") + 1023) / 1024 * 1024 ))
+	say "# the blocks of the pieces each client lacks (bench/seed.py pieces): $(head -n "$NCL" "$D/pieces" | tr '\n' ';')"
+	say "# client 1's last summary line, 1 client --seed: $(cat "$D/seed1.sum")"
+	say "# runs 1 client (s, server bytes, failed): full $(tr '\n' ';' <"$D/full") seed $(tr '\n' ';' <"$D/seed1")"
+	say "# runs $NCL clients (s, server bytes, clients failed): $(tr '\n' ';' <"$D/multi")"
+	say ""
+	say "== seeded reloads over the wire, medians of $REPS; disk ${DISK_MB} MiB, $PCT% of used bytes changed"
+	printf '%-64s %12s %10s %8s\n' measure value ratio goal | tee -a "$OUTF"
+	row "frisbee full reload, 1 client, -W $RATE: s" "$(med full.t)" "" ""
+	row "frisbee --seed reload of client 1 (lacks $(wc -l <"$D/lack1") chunks): s" "$(med seed1.t)" \
+		"$(ratio "$(med seed1.t)" "$(med full.t)")" "<=0.10"
+	row "  server bytes, full / seed" "$(med full.b) / $(med seed1.b)" "" ""
+	row "  seed: server bytes vs its pieces' blocks ($P1 x 1 KiB) and the index ($IXB)" "" \
+		"$(ratio "$(med seed1.b)" $((P1 * 1024 + IXB)))" ""
+	row "$NCL clients --seed, different changes: s ($MBAD clients failed)" "$(med multi.t)" "" ""
+	row "  server bytes vs union of the pieces they lack ($PU x 1 KiB blocks)" "$(med multi.b)" \
+		"$(ratio "$(med multi.b)" $((PU * 1024)))" "<=1.1"
+	row "  same, with the index's blocks ($IXB bytes)" "" \
+		"$(ratio "$(med multi.b)" $((PU * 1024 + IXB)))" ""
+	say "# the whole bench: $(printf '%.0f' "$(echo "$(now) - $t0all" | bc)") s; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+	exit 0
+fi
 if [ "$ONLY" = multi ]; then
 	say "# runs (s, server bytes, clients failed): $(tr '\n' ';' <"$D/multi")"
 	row "$NCL clients --seed, different changes: s ($MBAD clients failed)" "$(med multi.t)" "" ""

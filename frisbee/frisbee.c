@@ -107,6 +107,13 @@ static void sink_refetch(void *ctx, uint32_t chunk, enum ndz_verdict how, int wh
 			 partial == 2 ? " (each block compared with this copy)" : "");
 }
 
+/* Patch the target with a chunk received in part (seed.c). */
+static int sink_patch(void *ctx, uint32_t chunk, const uint8_t *buf, const uint8_t *blocks,
+		      int *why)
+{
+	return seed_patch(ctx, chunk, buf, blocks, why);
+}
+
 /* The progress line follows the chunks. */
 static void sink_progress(void *ctx, const struct ndz_client_stats *st)
 {
@@ -152,7 +159,7 @@ int main(int argc, char **argv)
 	struct client c;
 	struct ndz_net_opts no = { .port = 0, .ttl = 5, .loop = 1, .gro = 1 };
 	struct ndz_cdrive_opts dopt = {
-		.sink = { sink_check, sink_write, sink_refetch, sink_progress, &c },
+		.sink = { sink_check, sink_write, sink_refetch, sink_progress, &c, sink_patch },
 		.threaded = 1,
 	};
 	int r;

@@ -54,6 +54,10 @@ struct client {
 	int created;                   /* open_target made the target file: nothing to seed */
 	struct ndz_seed *sd;           /* the scan's checker */
 	pthread_t scan_thread;
+	struct ndz_seed *psd;          /* the checking thread's: patches partial chunks */
+	struct ndz_seed_patch_stats pst; /* what it patched (the checking thread's) */
+	uint32_t partial;              /* chunks the scan asked for in part */
+	uint64_t partial_blocks;       /* and the blocks of those */
 };
 
 /* net_note - the session's notes (ndz_client_opts.note) as messages (notes.c). */
@@ -79,6 +83,12 @@ void seed_start(struct client *c);
 void seed_stop(struct client *c);
 int seed_verify(struct client *c);
 void seed_free(struct client *c);
+/*
+ * seed_patch - the driver's sink.patch (lib/mcast/cdrive.h): the target patched with
+ * the lacking pieces of chunk, received in part in buf (the blocks set in blocks).
+ */
+int seed_patch(struct client *c, uint32_t chunk, const uint8_t *buf, const uint8_t *blocks,
+	       int *why);
 
 /* notes.c: summary - the result line and the counts of what was dropped. */
 void summary(struct client *c, int code, const struct ndz_client_stats *st);

@@ -72,11 +72,13 @@ void summary(struct client *c, int code, const struct ndz_client_stats *st)
 		cli_drop_file();
 		cli_error("%s", ndz_error_msg(&c->err));
 	} else if (!cli_quiet) {
-		char rate[64], held[64] = "";
+		char rate[64], held[160] = "";
 
 		if (c->seed)
-			snprintf(held, sizeof(held), "; %u chunks skipped (held by the target)",
-				 st->held);
+			snprintf(held, sizeof(held), "; %u chunks skipped (held by the target), "
+				 "%u patched (%u pieces written, %llu blocks asked for them)",
+				 st->held, c->pst.chunks, c->pst.pieces_written,
+				 (unsigned long long)st->fetch.partial_blocks);
 		fprintf(stderr, "%s: %u chunks in %.2f s (%s), %llu blocks received, "
 			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent, "
 			"flushed in %.2f s%s\n", cli_progname, c->info.chunks,

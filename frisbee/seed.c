@@ -7,9 +7,12 @@
  * past the page cache.
  */
 #include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec/seed.h"
+#include "core/bits.h"
 #include "core/clock.h"
 #include "frisbee.h"
 
@@ -58,11 +61,114 @@ void seed_index(struct client *c)
 	ndz_client_index_done(c->cl, NULL);
 }
 
+/* The blocks [a, b) bytes of a chunk fall in, set in bm. */
+static void set_blocks(uint8_t *bm, uint64_t a, uint64_t b)
+{
+	for (uint64_t k = a / NDZ_BLOCK_SIZE; k * NDZ_BLOCK_SIZE < b && k < NDZ_BLOCKS_PER_CHUNK;
+	     k++)
+		ndz_bit_set(bm, (unsigned)k);
+}
+
+/* Do the blocks in bm hold all of [a, b) of a chunk? */
+static int has_blocks(const uint8_t *bm, uint64_t a, uint64_t b)
+{
+	for (uint64_t k = a / NDZ_BLOCK_SIZE; k * NDZ_BLOCK_SIZE < b; k++)
+		if (k >= NDZ_BLOCKS_PER_CHUNK || !ndz_bit_test(bm, (unsigned)k))
+			return 0;
+	return 1;
+}
+
+/*
+ * Chunk i by its pieces (one pass over its bytes, hashed on the checker's pool): 1
+ * when the target holds every piece (so the chunk); else 0, and when it lacks only
+ * some, the blocks of those pieces' frames and of the chunk's header (what
+ * ndz_seed_patch reads) are asked for, not the whole chunk. A chunk without pieces
+ * is checked whole. Or a negative code with e (a read error).
+ */
+static int scan_chunk(struct client *c, uint32_t i, uint8_t **lack, uint32_t *cap,
+		      struct ndz_error *e)
+{
+	const struct ndz_index_entry *x = &c->ix.e[i];
+	uint8_t bm[NDZ_BITMAP_BYTES];
+	int n;
+
+	if (x->npieces < 2)
+		return ndz_seed_check(c->sd, i, e);
+	if ((x->npieces + 7) / 8 > *cap) {
+		uint8_t *l = realloc(*lack, (x->npieces + 7) / 8);
+
+		if (!l)
+			return ndz_seed_check(c->sd, i, e);
+		*lack = l;
+		*cap = (x->npieces + 7) / 8;
+	}
+	if ((n = ndz_seed_lacking(c->sd, i, *lack, e)) <= 0)
+		return n < 0 ? n : 1;
+	if ((uint32_t)n >= x->npieces)
+		return 0;                      /* whole: nothing to gain by pieces */
+	memset(bm, 0, sizeof(bm));
+	set_blocks(bm, 0, NDZ_HDR_SIZE);
+	for (uint32_t j = 0; j < x->npieces; j++)
+		if (ndz_bit_test(*lack, j))
+			set_blocks(bm, NDZ_HDR_SIZE + (uint64_t)x->pieces[j].coff,
+				   NDZ_HDR_SIZE + (uint64_t)x->pieces[j].coff + x->pieces[j].clen);
+	if (ndz_bit_count(bm) < NDZ_BLOCKS_PER_CHUNK && ndz_cdrive_want(c->drv, i, bm)) {
+		c->partial++;
+		c->partial_blocks += ndz_bit_count(bm);
+	}
+	return 0;
+}
+
+int seed_patch(struct client *c, uint32_t chunk, const uint8_t *buf, const uint8_t *blocks,
+	       int *why)
+{
+	const struct ndz_index_entry *x = &c->ix.e[chunk];
+	struct ndz_error e = { 0 };
+	struct ndz_io *img = NULL;
+	uint8_t *avail;
+	int r;
+
+	if (chunk >= c->ix.chunks || !c->psd || !has_blocks(blocks, 0, NDZ_HDR_SIZE))
+		return NDZ_CDRIVE_PATCH_WHOLE;
+	if (!(avail = calloc(x->npieces / 8 + 1, 1)))
+		return NDZ_CDRIVE_PATCH_WHOLE;
+	for (uint32_t j = 0; j < x->npieces; j++)
+		if (has_blocks(blocks, NDZ_HDR_SIZE + (uint64_t)x->pieces[j].coff,
+			       NDZ_HDR_SIZE + (uint64_t)x->pieces[j].coff + x->pieces[j].clen))
+			ndz_bit_set(avail, j);
+	/* (the io only reads buf) */
+	r = ndz_io_open_mem((void *)(uintptr_t)buf, NDZ_CHUNK_SIZE, 0, &img, &e);
+	if (r == 0)
+		r = ndz_seed_patch_some(c->psd, img, 0, chunk, avail, &c->pst, &e);
+	ndz_io_close(img);
+	free(avail);
+	if (r == 1) {
+		/* written: the pipeline counts it as it counts a held one */
+		if (ndz_unzip_held(c->unzip, chunk, x->first, x->last, &e) < 0) {
+			ndz_error_copy(&c->serr, &e);
+			return -1;
+		}
+		return NDZ_CDRIVE_PATCHED;
+	}
+	if (r >= 0)
+		return NDZ_CDRIVE_PATCH_WHOLE;         /* the target is not as the scan saw */
+	if (r == NDZ_ECORRUPT || r == NDZ_EMISMATCH) {
+		if (cli_verbose)
+			cli_warn("%s", ndz_error_msg(&e));
+		*why = r;
+		return NDZ_CDRIVE_PATCH_BAD;
+	}
+	ndz_error_copy(&c->serr, &e);
+	return -1;
+}
+
 /* The scan: each chunk still to come, in order, checked on the target. */
 static void *scan(void *arg)
 {
 	struct client *c = arg;
 	struct ndz_error e = { 0 };
+	uint8_t *lack = NULL;
+	uint32_t cap = 0;
 
 	for (uint32_t i = 0; i < c->info.chunks; i++) {
 		int needs, r;
@@ -73,7 +179,7 @@ static void *scan(void *arg)
 			break;         /* stopping, or failed */
 		if (!needs)
 			continue;      /* come from the server already (or coming whole) */
-		r = ndz_seed_check(c->sd, i, &e);
+		r = scan_chunk(c, i, &lack, &cap, &e);
 		if (r < 0) {
 			cli_warn("seed scan of %s: %s; fetching the rest", c->target_path,
 				 ndz_error_msg(&e));
@@ -88,6 +194,7 @@ static void *scan(void *arg)
 		}
 	}
 	ndz_cdrive_scan(c->drv, UINT32_MAX);   /* every chunk may come now */
+	free(lack);
 	return NULL;
 }
 
@@ -99,7 +206,8 @@ void seed_start(struct client *c)
 
 	if (!c->seed || !c->have_index || c->created)
 		return;                /* (a file just made holds nothing of the image) */
-	if (ndz_seed_create(c->target, &c->ix, &so, &c->sd, &e) < 0)
+	if (ndz_seed_create(c->target, &c->ix, &so, &c->sd, &e) < 0 ||
+	    ndz_seed_create(c->target, &c->ix, &so, &c->psd, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	ndz_cdrive_scan(c->drv, 0);   /* no request runs ahead of the scan */
 	if (pthread_create(&c->scan_thread, NULL, scan, c))
@@ -115,6 +223,8 @@ void seed_stop(struct client *c)
 	c->scanning = 0;
 	ndz_seed_free(c->sd);
 	c->sd = NULL;
+	ndz_seed_free(c->psd);     /* (the checking thread has stopped) */
+	c->psd = NULL;
 }
 
 /*

@@ -455,8 +455,59 @@ static int patch_gaps_zero(struct ndz_seed *s, const struct ndz_index_entry *x,
 	return 1;
 }
 
+int ndz_seed_lacking(struct ndz_seed *s, uint32_t i, uint8_t *lack, struct ndz_error *e)
+{
+	const struct ndz_index_entry *x;
+	uint32_t j, j0, j1, n = 0;
+	size_t bytes;
+	int rc;
+
+	if (i >= s->ix->chunks)
+		return ndz_error_set(e, NDZ_ERANGE, 0, "chunk %u: past the index's %u chunks", i,
+				     s->ix->chunks);
+	x = &s->ix->e[i];
+	memset(lack, 0, (x->npieces + 7) / 8);
+	if (s->o.zero_fill && x->npieces && (rc = patch_gaps_zero(s, x, e)) <= 0) {
+		if (rc < 0)
+			return rc;
+		memset(lack, 0xff, (x->npieces + 7) / 8);  /* not by pieces: all of it */
+		return (int)x->npieces;
+	}
+	if ((rc = patch_setup(s, e)) < 0)
+		return rc;
+	for (j0 = 0; j0 < x->npieces; j0 = j1) {
+		j1 = batch_end(x, j0, &bytes);
+		if ((rc = batch_read(s, x, j0, j1, s->win, e)) < 0)
+			return rc;
+		for (j = j0; j < j1; j++)
+			if (memcmp(s->jobs[j - j0].got, x->pieces[j].digest, NDZ_INDEX_DIGEST_LEN)) {
+				lack[j / 8] |= (uint8_t)(1u << (j % 8));
+				n++;
+			}
+	}
+	return (int)n;
+}
+
+static int patch_pieces(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+			const uint8_t *avail, struct ndz_seed_patch_stats *st,
+			struct ndz_error *e);
+
 int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
 		   struct ndz_seed_patch_stats *st, struct ndz_error *e)
+{
+	return patch_pieces(s, image, at, i, NULL, st, e);
+}
+
+int ndz_seed_patch_some(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+			const uint8_t *avail, struct ndz_seed_patch_stats *st,
+			struct ndz_error *e)
+{
+	return patch_pieces(s, image, at, i, avail, st, e);
+}
+
+static int patch_pieces(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+			const uint8_t *avail, struct ndz_seed_patch_stats *st,
+			struct ndz_error *e)
 {
 	const struct ndz_index_entry *x;
 	uint8_t got[NDZ_INDEX_DIGEST_LEN], *c = NULL;
@@ -524,6 +575,10 @@ int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32
 
 			if (!memcmp(s->jobs[j - j0].got, p->digest, NDZ_INDEX_DIGEST_LEN))
 				continue;
+			if (avail && !((avail[j / 8] >> (j % 8)) & 1)) {
+				rc = NDZ_SEED_MORE;   /* its frame is not at hand */
+				goto out;
+			}
 			if (!have_hdr) {
 				c = malloc(NDZ_INDEX_MAX_PIECE > NDZ_HDR_SIZE ? NDZ_INDEX_MAX_PIECE :
 					   NDZ_HDR_SIZE);

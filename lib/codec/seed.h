@@ -91,6 +91,27 @@ int ndz_seed_patch(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32
 		   struct ndz_seed_patch_stats *st, struct ndz_error *e);
 
 /*
+ * ndz_seed_lacking - which pieces of chunk i the target lacks (their bytes read and
+ * hashed as ndz_seed_patch does): bit j of lack ((npieces + 7) / 8 bytes, the
+ * caller's) set for each piece j that differs. Returns how many do (0: every piece
+ * is held; npieces: all differ, or with zero_fill a gap is not zero, so the chunk
+ * is restored whole), or a negative code with e.
+ */
+int ndz_seed_lacking(struct ndz_seed *s, uint32_t i, uint8_t *lack, struct ndz_error *e);
+
+/*
+ * ndz_seed_patch_some - ndz_seed_patch of an image that holds only some frames of
+ * chunk i (a chunk received in part, issue 32): avail (a bit per piece, as
+ * ndz_seed_lacking's) says whose frames are there, beside the header. A lacking
+ * piece whose frame is not: NDZ_SEED_MORE (pieces before it may be written; fetch
+ * the rest and restore the chunk whole). Else as ndz_seed_patch.
+ */
+#define NDZ_SEED_MORE 3
+int ndz_seed_patch_some(struct ndz_seed *s, struct ndz_io *image, uint64_t at, uint32_t i,
+			const uint8_t *avail, struct ndz_seed_patch_stats *st,
+			struct ndz_error *e);
+
+/*
  * ndz_seed_worth_checking - whether to check chunk i at all, or restore it without
  * looking: 0 once the last few chunks checked differed everywhere (the target holds
  * nothing of the image, as a new disk), except every few chunks, so that a target

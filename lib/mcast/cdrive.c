@@ -55,6 +55,46 @@ static int drive_send(void *ctx, const uint8_t *dgram, size_t len)
 }
 
 /*
+ * A chunk received in part (ndz_client_want): the sink patches the target with it,
+ * which checks each piece against the content index. Lock held, as feed_one.
+ */
+static int feed_partial(struct ndz_cdrive *d, int slot, uint32_t chunk, const uint8_t *buf,
+			const uint8_t *want)
+{
+	const struct ndz_cdrive_sink *k = &d->o.sink;
+	uint8_t bits[NDZ_BITMAP_BYTES];
+	int r, why = 0;
+
+	memcpy(bits, want, sizeof(bits));      /* the session's may move meanwhile */
+	if (!k->patch) {
+		ndz_client_whole(d->cl, slot);
+		return 1;
+	}
+	pthread_mutex_unlock(&d->lock);
+	r = k->patch(k->ctx, chunk, buf, bits, &why);
+	pthread_mutex_lock(&d->lock);
+	switch (r) {
+	case NDZ_CDRIVE_PATCHED:
+		ndz_client_verdict(d->cl, slot, NDZ_VERDICT_ACCEPT, 0, 1, now_of(d));
+		ndz_client_written(d->cl, slot);
+		break;
+	case NDZ_CDRIVE_PATCH_WHOLE:
+		ndz_client_whole(d->cl, slot);
+		break;
+	case NDZ_CDRIVE_PATCH_BAD:
+		r = ndz_client_verdict(d->cl, slot, NDZ_VERDICT_DAMAGED, why, 1, now_of(d));
+		if (k->refetch)
+			k->refetch(k->ctx, chunk, NDZ_VERDICT_DAMAGED, why, r);
+		break;
+	default:
+		ndz_client_verdict(d->cl, slot, NDZ_VERDICT_FATAL, why, 1, now_of(d));
+		d->failed = 1;
+		break;
+	}
+	return 1;
+}
+
+/*
  * One complete chunk, if any, checked and (when good) written, each without the
  * lock; a chunk that fails is dropped and fetched again. Called and returns with the
  * lock held: 1 when there was one, 0 when none is ready.
@@ -66,10 +106,13 @@ static int feed_one(struct ndz_cdrive *d)
 	enum ndz_verdict how;
 	uint32_t chunk;
 	uint8_t *buf;
+	const uint8_t *want;
 	int slot, why = 0, intact = 1, r;
 
 	if ((slot = ndz_client_ready(d->cl, &chunk, &buf)) < 0)
 		return 0;
+	if ((want = ndz_client_slot_want(d->cl, slot)))
+		return feed_partial(d, slot, chunk, buf, want);
 	memset(&h, 0, sizeof(h));
 	pthread_mutex_unlock(&d->lock);
 	how = k->check(k->ctx, buf, chunk, &h, &why, &intact);
@@ -289,6 +332,18 @@ int ndz_cdrive_needs(struct ndz_cdrive *d, uint32_t chunk)
 
 	pthread_mutex_lock(&d->lock);
 	r = !d->stop && !d->failed ? ndz_client_needs(d->cl, chunk) : -1;
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ndz_cdrive_want(struct ndz_cdrive *d, uint32_t chunk, const uint8_t *blocks)
+{
+	int r;
+
+	pthread_mutex_lock(&d->lock);
+	r = d->stop || d->failed ? 0 : ndz_client_want(d->cl, chunk, blocks);
+	if (r && d->thread_on)
+		pthread_cond_broadcast(&d->cond);  /* it may be complete now */
 	pthread_mutex_unlock(&d->lock);
 	return r;
 }

@@ -62,7 +62,20 @@ struct ndz_cdrive_sink {
 	/* told the session's counts after each batch while receiving (may be NULL) */
 	void (*progress)(void *ctx, const struct ndz_client_stats *st);
 	void *ctx;
+	/*
+	 * patch the target with a chunk received in part (ndz_cdrive_want; may be NULL:
+	 * such a chunk is fetched whole): buf holds the chunk's blocks set in blocks (the
+	 * others are not its bytes). NDZ_CDRIVE_PATCHED: done, it counts as written;
+	 * NDZ_CDRIVE_PATCH_WHOLE: those blocks are not enough, receive the rest;
+	 * NDZ_CDRIVE_PATCH_BAD: they are damaged (*why), receive them again; another
+	 * value: the load fails (the sink keeps its reason).
+	 */
+	int (*patch)(void *ctx, uint32_t chunk, const uint8_t *buf, const uint8_t *blocks,
+		     int *why);
 };
+#define NDZ_CDRIVE_PATCHED 0
+#define NDZ_CDRIVE_PATCH_WHOLE 1
+#define NDZ_CDRIVE_PATCH_BAD 2
 
 struct ndz_cdrive_opts {
 	struct ndz_cdrive_io io;
@@ -127,6 +140,8 @@ void ndz_cdrive_scan(struct ndz_cdrive *d, uint32_t front);
 /* ndz_client_needs, or -1 when the load is stopping or failed */
 int ndz_cdrive_needs(struct ndz_cdrive *d, uint32_t chunk);
 int ndz_cdrive_have(struct ndz_cdrive *d, uint32_t chunk);
+/* ndz_client_want, or 0 when the load is stopping or failed */
+int ndz_cdrive_want(struct ndz_cdrive *d, uint32_t chunk, const uint8_t *blocks);
 /* ndz_cdrive_state, ndz_cdrive_stats - locked ndz_client_state, ndz_client_get_stats */
 int ndz_cdrive_state(struct ndz_cdrive *d);
 void ndz_cdrive_stats(struct ndz_cdrive *d, struct ndz_client_stats *st);

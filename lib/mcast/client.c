@@ -19,6 +19,12 @@
  * MTU on the way) */
 #define STEP_DOWN_NS (700 * MS)
 
+/* A chunk the target holds but some pieces of: the blocks to receive. */
+struct want {
+	uint32_t chunk;
+	uint8_t bits[NDZ_BITMAP_BYTES];
+};
+
 struct ndz_client {
 	struct ndz_client_opts o;
 	int state;
@@ -46,10 +52,13 @@ struct ndz_client {
 	int index;
 	ndz_client_index_size isize;   /* the index's length from its first chunk */
 	uint64_t imax;
+	uint8_t iwant[NDZ_BITMAP_BYTES]; /* index_want's answer */
 
 	/* chunks the target holds (ndz_client_have) before the cache is made */
 	uint8_t *held;
 	uint32_t front;                /* a seed scan's (ndz_client_scan); UINT32_MAX: none */
+	struct want *wants;            /* chunks wanted in part (ndz_client_want), by chunk */
+	uint32_t nwants, wcap;
 
 	/* the image */
 	struct ndz_fetch *fetch;
@@ -145,6 +154,7 @@ void ndz_client_free(struct ndz_client *c)
 	ndz_fetch_free(c->fetch);
 	free(c->mbytes);
 	free(c->held);
+	free(c->wants);
 	free(c->ready);
 	free(c);
 }
@@ -378,9 +388,28 @@ static void index_none(struct ndz_client *c)
 	c->state = NDZ_CLIENT_JOINED;
 }
 
+/*
+ * ndz_fetch_set_want of the index's cache: of chunk k, only the blocks its bytes fill,
+ * not the zeros that pad it to whole chunks on the wire; the first block alone until
+ * its header tells the length.
+ */
+static const uint8_t *index_want(void *ctx, uint32_t chunk)
+{
+	struct ndz_client *c = ctx;
+	uint64_t lo = (uint64_t)chunk * NDZ_CHUNK_SIZE, end = c->mlen ? c->mlen : NDZ_BLOCK_SIZE;
+
+	if (end <= lo || end - lo >= NDZ_CHUNK_SIZE)
+		return NULL;
+	memset(c->iwant, 0, sizeof(c->iwant));
+	for (unsigned b = 0; (uint64_t)b * NDZ_BLOCK_SIZE < end - lo; b++)
+		ndz_bit_set(c->iwant, b);
+	return c->iwant;
+}
+
 static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
 {
 	struct ndz_fetch_opts fo = { 0 };
+	int r;
 
 	fo.chunks = c->mchunks;
 	fo.slots = c->mchunks < 4 ? c->mchunks : 4;
@@ -391,7 +420,10 @@ static int manifest_cache(struct ndz_client *c, struct ndz_error *e)
 	c->mf = NULL;
 	c->mgot = 0;
 	c->mnext = 0;
-	return ndz_fetch_create(&fo, &c->mf, e);
+	r = ndz_fetch_create(&fo, &c->mf, e);
+	if (r == 0 && c->index)
+		ndz_fetch_set_want(c->mf, index_want, c);
+	return r;
 }
 
 int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
@@ -452,31 +484,29 @@ static void manifest_tick(struct ndz_client *c, uint64_t now)
 }
 
 /*
- * The index's first chunk came: its header says how long it is; fetch the rest (a
- * cache of that many chunks, the first done). 0, or -1: no index after all.
+ * The index's first block came: its header says how long it is; fetch the rest (a
+ * cache of that many chunks, each for the blocks the index fills). 0: that block
+ * holds it all; 1: fetching the rest; -1: no index after all.
  */
 static int index_grow(struct ndz_client *c)
 {
-	uint64_t len = c->isize(c->mbytes, NDZ_CHUNK_SIZE);
+	uint64_t len = c->isize(c->mbytes, NDZ_BLOCK_SIZE);
 	uint64_t m = (len + NDZ_CHUNK_SIZE - 1) / NDZ_CHUNK_SIZE;
 	uint8_t *b;
 
 	if (!len || len > c->imax || m > UINT32_MAX - c->mbase)
 		return -1;
 	c->mlen = (size_t)len;
-	if (m == 1)
+	if (len <= NDZ_BLOCK_SIZE)
 		return 0;
 	b = realloc(c->mbytes, (size_t)m * NDZ_CHUNK_SIZE);
 	if (!b)
 		return -1;
 	c->mbytes = b;
-	memset(b + NDZ_CHUNK_SIZE, 0, (size_t)(m - 1) * NDZ_CHUNK_SIZE);
 	c->mchunks = (uint32_t)m;
 	if (manifest_cache(c, NULL) < 0)
 		return -1;
-	ndz_fetch_have(c->mf, 0);
-	c->mgot = 1;
-	return 0;
+	return 1;
 }
 
 static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsigned block,
@@ -513,11 +543,11 @@ static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsign
 	ndz_fetch_accept(c->mf, slot);
 	ndz_fetch_done(c->mf, slot);
 	if (c->index && !c->mlen) {
-		if (index_grow(c) < 0) {
+		int r = index_grow(c);
+
+		if (r < 0)
 			index_none(c);
-			return;
-		}
-		if (c->mgot == 1)
+		if (r != 0)
 			return;
 	}
 	if (++c->mgot == c->mchunks)
@@ -618,6 +648,84 @@ int ndz_client_manifest_verdict(struct ndz_client *c, int good, uint64_t now_ns,
 	return 0;
 }
 
+/* The place of chunk in wants, or where it would go (*found 0). */
+static uint32_t want_find(const struct ndz_client *c, uint32_t chunk, int *found)
+{
+	uint32_t lo = 0, hi = c->nwants;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (c->wants[mid].chunk < chunk)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < c->nwants && c->wants[lo].chunk == chunk;
+	return lo;
+}
+
+/* ndz_fetch_set_want's: the blocks of chunk wanted, or NULL for all of it */
+static const uint8_t *wanted(void *ctx, uint32_t chunk)
+{
+	const struct ndz_client *c = ctx;
+	int found;
+	uint32_t k = want_find(c, chunk, &found);
+
+	return found ? c->wants[k].bits : NULL;
+}
+
+static void queue_ready(struct ndz_client *c, int slot);
+
+int ndz_client_want(struct ndz_client *c, uint32_t chunk, const uint8_t *blocks)
+{
+	int found, slot;
+	uint32_t k;
+
+	if (chunk >= c->info.chunks || c->state == NDZ_CLIENT_JOINING ||
+	    c->state == NDZ_CLIENT_FAILED || c->state == NDZ_CLIENT_COMPLETE ||
+	    !ndz_bit_count(blocks) || !ndz_client_needs(c, chunk))
+		return 0;
+	k = want_find(c, chunk, &found);
+	if (!found) {
+		if (c->nwants == c->wcap) {
+			uint32_t cap = c->wcap ? 2 * c->wcap : 64;
+			struct want *w = realloc(c->wants, (size_t)cap * sizeof(*w));
+
+			if (!w)
+				return 0;      /* fetched whole */
+			c->wants = w;
+			c->wcap = cap;
+		}
+		memmove(c->wants + k + 1, c->wants + k, (c->nwants - k) * sizeof(*c->wants));
+		c->nwants++;
+		c->wants[k].chunk = chunk;
+	}
+	memcpy(c->wants[k].bits, blocks, NDZ_BITMAP_BYTES);
+	if (c->fetch && (slot = ndz_fetch_want(c->fetch, chunk, blocks)) >= 0)
+		queue_ready(c, slot);
+	if (c->fetch)
+		ndz_fetch_kick(c->fetch);
+	return 1;
+}
+
+const uint8_t *ndz_client_slot_want(const struct ndz_client *c, int slot)
+{
+	return ndz_fetch_slot_want(c->fetch, slot);
+}
+
+void ndz_client_whole(struct ndz_client *c, int slot)
+{
+	int found;
+	uint32_t k = want_find(c, ndz_fetch_slot_chunk(c->fetch, slot), &found);
+
+	if (found) {
+		memmove(c->wants + k, c->wants + k + 1, (c->nwants - k - 1) * sizeof(*c->wants));
+		c->nwants--;
+	}
+	ndz_fetch_whole(c->fetch, slot);
+}
+
 /* ndz_fetch_opts.defer: chunks the seed scan has not reached yet */
 static int defer_unscanned(void *ctx, uint32_t chunk)
 {
@@ -665,6 +773,7 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 		ndz_fetch_set_repair(c->fetch, c->repair);  /* FEATURES heard before the start */
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
+	ndz_fetch_set_want(c->fetch, wanted, c);
 	c->last_block_ns = c->accept_ns = c->multi_ns = now_ns;
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;
@@ -756,10 +865,16 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	}
 	if (slot < 0)
 		return 0;
+	queue_ready(c, slot);
+	return 1;
+}
+
+/* The complete chunk in slot is held for the caller's checks (ndz_client_ready). */
+static void queue_ready(struct ndz_client *c, int slot)
+{
 	ndz_fetch_hold(c->fetch, slot);
 	c->ready[(c->ready_head + c->ready_len) % c->o.slots] = (uint32_t)slot;
 	c->ready_len++;
-	return 1;
 }
 
 static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)

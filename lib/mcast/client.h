@@ -186,9 +186,9 @@ typedef uint64_t (*ndz_client_index_size)(const uint8_t *first, size_t len);
 
 /*
  * ndz_client_fetch_index - in state JOINED: receive the image's content index (the
- * bytes the server serves from ndz_client_index_base on): its first chunk, whose
- * bytes size() tells the total length of (at most max bytes), then the rest (state
- * INDEX, then INDEX_READY). A server that serves none (an older frisbeed, or no
+ * bytes the server serves from ndz_client_index_base on): its first block, whose
+ * bytes size() tells the total length of (at most max bytes), then the blocks the
+ * index fills, not the padding of its last chunk (state INDEX, then INDEX_READY). A server that serves none (an older frisbeed, or no
  * index beside the image) never answers: after 2 s without a block of it (or -T,
  * if shorter), or first bytes that are not an index's, the session goes back to
  * JOINED without one (the caller restores in full). Returns 0, NDZ_EINVAL (not
@@ -229,6 +229,26 @@ int ndz_client_needs(const struct ndz_client *c, uint32_t chunk);
  * progress counts as the server's for the -T bound.
  */
 void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns);
+
+/*
+ * ndz_client_want - the target holds chunk but for some pieces (a seeded restore,
+ * issue 32): receive only the blocks in blocks (NDZ_BITMAP_BYTES, copied) of it,
+ * asked for by PREQUEST; it is handed out (ndz_client_ready) once those came, and
+ * ndz_client_slot_want tells the caller to patch the target with them rather than
+ * check and write a chunk. A chunk already filling as a whole one keeps the blocks
+ * it holds (ndz_fetch_want). From the join on, before or after ndz_client_start.
+ * 1 when taken, 0 when not (no blocks, out of range, done or with the caller, no
+ * memory: it comes whole).
+ */
+int ndz_client_want(struct ndz_client *c, uint32_t chunk, const uint8_t *blocks);
+/* ndz_client_slot_want - of a slot ndz_client_ready gave: its wanted blocks, or NULL */
+const uint8_t *ndz_client_slot_want(const struct ndz_client *c, int slot);
+/*
+ * ndz_client_whole - the chunk in slot, received in part, is needed whole after all
+ * (the target differs from what the scan saw): the blocks received are kept, the rest
+ * asked for at once, and it comes out again as a whole chunk.
+ */
+void ndz_client_whole(struct ndz_client *c, int slot);
 
 /*
  * ndz_client_start - in state JOINED: receive the image's chunks from now_ns on (-T

@@ -69,6 +69,11 @@ struct slot {
 	uint8_t *rbuf;                 /* repairs held: rcount blocks, their set and index */
 	uint8_t *rmeta;                /* 2 bytes a repair: set, index */
 	unsigned rcount, rcap;
+	/* a chunk wanted in part (ndz_fetch_set_want): only the blocks in want are
+	 * received, the others count as held from the start; no repairs (they need
+	 * every block of their set) */
+	int partial;
+	uint8_t want[NDZ_BITMAP_BYTES];
 };
 
 struct ask {
@@ -95,6 +100,8 @@ struct ndz_fetch {
 	struct ndz_fetch_stats st;
 	int (*defer)(void *ctx, uint32_t chunk); /* new chunks not asked for yet */
 	void *defer_ctx;
+	const uint8_t *(*want)(void *ctx, uint32_t chunk); /* chunks wanted in part */
+	void *want_ctx;
 };
 
 /* xorshift32: a private generator, so the order does not touch random()'s state */
@@ -331,6 +338,21 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	memset(s->prev, 0, sizeof(s->prev));
 	s->retries = 0;
 	s->last_req = 0;
+	s->partial = 0;
+	if (f->want) {
+		const uint8_t *w = f->want(f->want_ctx, chunk);
+
+		if (w) {
+			s->partial = 1;
+			memcpy(s->want, w, sizeof(s->want));
+			for (unsigned b = 0; b < BLOCKS; b++)
+				if (!ndz_bit_test(w, b)) {
+					ndz_bit_set(s->have, b);
+					s->nhave++;
+					s->sdata[ndz_fec_stripe(b)]++;
+				}
+		}
+	}
 	if (ref != NO_REF) {
 		s->last_req = f->asks[ref - f->o.slots].last_req;
 		ask_del(f, ref - (uint32_t)f->o.slots);
@@ -514,7 +536,7 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	if (ndz_bit_test(s->have, block)) {
 		/* the same block twice, different bytes: one of them is forged (or rebuilt
 		 * from a forged repair); should the chunk fail, that block is fetched again */
-		if (data && s->buf &&
+		if (data && s->buf && (!s->partial || ndz_bit_test(s->want, block)) &&
 		    memcmp(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE) != 0)
 			ndz_bit_set(s->contested, block);
 		f->st.dups++;
@@ -599,8 +621,8 @@ int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned
 		return -1;
 	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
 		return -1;
-	if (whole ? s->nhave == BLOCKS || ndz_bit_test(s->wbits, index) :
-		    s->sdata[set] == K || ndz_bit_test(s->repbits[set], index)) {
+	if (s->partial || (whole ? s->nhave == BLOCKS || ndz_bit_test(s->wbits, index) :
+		    s->sdata[set] == K || ndz_bit_test(s->repbits[set], index))) {
 		f->st.dups++;
 		return -1;
 	}
@@ -664,6 +686,10 @@ void ndz_fetch_accept(struct ndz_fetch *f, int slot)
 
 	s->state = S_QUEUED;
 	f->st.complete++;
+	if (s->partial) {
+		f->st.partial++;
+		f->st.partial_blocks += ndz_bit_count(s->want);
+	}
 	f->kick = 1;
 }
 
@@ -694,6 +720,9 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 	}
 	if (!n)
 		memcpy(doubt, s->have, sizeof(doubt));  /* all, each compared as it comes */
+	if (s->partial)
+		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+			doubt[i] &= s->want[i];    /* the others were never received */
 	/* drop those (kept in buf to compare) and every repair, ask for them again */
 	s->nhave = 0;
 	memset(s->sdata, 0, sizeof(s->sdata));
@@ -776,6 +805,7 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		     uint64_t now_ns)
 {
 	struct slot *s = NULL;
+	const uint8_t *w;
 	uint32_t ref;
 
 	if (chunk >= f->o.chunks || is_done(f, chunk))
@@ -786,8 +816,9 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 		if (s->state != S_FILL)
 			return;
 	}
+	w = !s && f->want ? f->want(f->want_ctx, chunk) : NULL;
 	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
-		uint8_t missing = s ? (uint8_t)~s->have[i] : 0xff;
+		uint8_t missing = s ? (uint8_t)~s->have[i] : w ? w[i] : 0xff;
 
 		if (missing & ~bitmap[i])
 			return;        /* does not cover all we lack */
@@ -847,7 +878,7 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
 	uint8_t mine[SETS];
 	struct slot *s;
 
-	if (chunk >= f->o.chunks || is_done(f, chunk) || !(s = filling(f, chunk)))
+	if (chunk >= f->o.chunks || is_done(f, chunk) || !(s = filling(f, chunk)) || s->partial)
 		return;        /* repairs heal a chunk only once some of it is here */
 	/* the server sends the most asked for per set: what all those heard ask for */
 	if (!s->seen_ns || now_ns - s->seen_ns > f->o.redelay_ns) {
@@ -887,12 +918,14 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		avail += s->state == S_FREE;
 		if (s->state != S_FILL)
 			continue;
+		if (!s->partial && f->defer && f->defer(f->defer_ctx, s->chunk))
+			continue;      /* others' blocks of it came before a seed scan reached it */
 		if (silent || (s->moved_on && now >= s->ask_ns &&
 			       now - s->last_req > MOVED_ON_WAIT_NS) ||
 		    (now - s->last_block_ns > redelay && now - s->last_req > redelay)) {
 			uint8_t missing[NDZ_BITMAP_BYTES], need[SETS];
 
-			if (f->repair && repairs_needed(f, s, need)) {
+			if (f->repair && !s->partial && repairs_needed(f, s, need)) {
 				emit(ctx, s->chunk, NULL, need);
 			} else {
 				for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)
@@ -914,7 +947,7 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		struct ask *a = &f->asks[j];
 
 		if (silent || now - a->last_req > redelay) {
-			emit(ctx, a->chunk, NULL, NULL);
+			emit(ctx, a->chunk, f->want ? f->want(f->want_ctx, a->chunk) : NULL, NULL);
 			a->last_req = now;
 			sent++;
 		}
@@ -941,7 +974,7 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 			f->lost++;     /* walk to it again later */
 			continue;
 		}
-		emit(ctx, ch, NULL, NULL);
+		emit(ctx, ch, f->want ? f->want(f->want_ctx, ch) : NULL, NULL);
 		if (!ask_add(f, ch, now, f->acap))
 			f->lost++;
 		sent++;
@@ -956,6 +989,67 @@ void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t c
 {
 	f->defer = defer;
 	f->defer_ctx = ctx;
+}
+
+void ndz_fetch_set_want(struct ndz_fetch *f,
+			const uint8_t *(*want)(void *ctx, uint32_t chunk), void *ctx)
+{
+	f->want = want;
+	f->want_ctx = ctx;
+}
+
+int ndz_fetch_want(struct ndz_fetch *f, uint32_t chunk, const uint8_t *want)
+{
+	struct slot *s;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk) || !(s = filling(f, chunk)))
+		return -1;
+	/* blocks of it came before the scan reached it: keep those wanted */
+	s->partial = 1;
+	memcpy(s->want, want, sizeof(s->want));
+	s->nhave = 0;
+	memset(s->sdata, 0, sizeof(s->sdata));
+	for (unsigned b = 0; b < BLOCKS; b++) {
+		if (!ndz_bit_test(want, b))
+			ndz_bit_set(s->have, b);
+		if (ndz_bit_test(s->have, b)) {
+			s->nhave++;
+			s->sdata[ndz_fec_stripe(b)]++;
+		}
+	}
+	forget_repairs(s);             /* (their stripes hold bytes not the chunk's now) */
+	f->kick = 1;
+	return s->nhave == BLOCKS ? (int)(s - f->slots) : -1;
+}
+
+const uint8_t *ndz_fetch_slot_want(const struct ndz_fetch *f, int slot)
+{
+	return f->slots[slot].partial ? f->slots[slot].want : NULL;
+}
+
+void ndz_fetch_whole(struct ndz_fetch *f, int slot)
+{
+	struct slot *s = &f->slots[slot];
+
+	if (!s->partial)
+		return;
+	s->partial = 0;
+	/* keep the blocks received; the others are asked for at once */
+	s->nhave = 0;
+	memset(s->sdata, 0, sizeof(s->sdata));
+	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		s->have[i] &= s->want[i];
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (ndz_bit_test(s->have, b)) {
+			s->nhave++;
+			s->sdata[ndz_fec_stripe(b)]++;
+		}
+	forget_repairs(s);
+	s->state = S_FILL;
+	s->moved_on = 1;
+	s->ask_ns = 0;
+	s->last_req = 1;
+	f->kick = 1;
 }
 
 void ndz_fetch_kick(struct ndz_fetch *f)

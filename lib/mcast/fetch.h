@@ -34,6 +34,8 @@ struct ndz_fetch_stats {
 	uint64_t repairs;              /* repair blocks stored */
 	uint64_t decoded;              /* blocks rebuilt from repairs */
 	uint32_t complete;             /* chunks accepted (handed on for writing) */
+	uint32_t partial;              /* of those, chunks wanted in part (ndz_fetch_set_want) */
+	uint64_t partial_blocks;       /* the blocks those wanted */
 	uint32_t done;                 /* chunks written (slots given back) */
 };
 
@@ -190,11 +192,40 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
 
 /*
  * ndz_fetch_set_defer - new chunks for which defer(ctx, chunk) returns 1 are not
- * asked for yet, but later (a seed scan has not reached them); NULL: none is
- * deferred (as at creation). defer must not call back.
+ * asked for yet, but later (a seed scan has not reached them), nor the rest of one
+ * whose blocks others asked for came meanwhile; NULL: none is deferred (as at
+ * creation). defer must not call back.
  */
 void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
 			 void *ctx);
+/*
+ * ndz_fetch_set_want - chunks wanted in part (a seeded restore that lacks only some
+ * pieces of a chunk, issue 32): want(ctx, chunk) returns the bitmap of the blocks to
+ * receive (NDZ_BITMAP_BYTES, valid until the next call into the cache), or NULL for
+ * the whole chunk. Such a chunk is asked for by those blocks (PREQUEST), never by
+ * repairs; its slot holds the others as if received (their bytes in the buffer are
+ * not the chunk's) and completes when those came; ndz_fetch_slot_want tells it apart.
+ * The answer for a chunk is taken when its slot is, so it must not change while the
+ * chunk is on its way. NULL: no chunk is (as at creation). want must not call back.
+ */
+void ndz_fetch_set_want(struct ndz_fetch *f,
+			const uint8_t *(*want)(void *ctx, uint32_t chunk), void *ctx);
+/*
+ * ndz_fetch_want - chunk, already filling as a whole chunk, is wanted in part after
+ * all (want as want's answer, which must say so from now on): the blocks it holds
+ * are kept, the others not wanted count as held. Returns the slot when that
+ * completes it (as ndz_fetch_block), else -1 (also when chunk is not filling).
+ */
+int ndz_fetch_want(struct ndz_fetch *f, uint32_t chunk, const uint8_t *want);
+/* ndz_fetch_slot_want - the blocks slot's chunk was wanted for (f's), or NULL: whole. */
+const uint8_t *ndz_fetch_slot_want(const struct ndz_fetch *f, int slot);
+/*
+ * ndz_fetch_whole - the chunk in slot, wanted in part and complete, is wanted whole
+ * after all (its blocks were not enough): the blocks received are kept, the others
+ * asked for at once; it completes again as a whole chunk. Nothing for a whole one.
+ */
+void ndz_fetch_whole(struct ndz_fetch *f, int slot);
+
 /* ndz_fetch_kick - requests are due at once (what the caller knows changed). */
 void ndz_fetch_kick(struct ndz_fetch *f);
 /* ndz_fetch_kicked - whether requests are due at once (the server moved on); clears it. */

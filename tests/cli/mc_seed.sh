@@ -6,6 +6,9 @@
 # reader of the index of our own), e2fsck is clean, and the server sent only chunks
 # some client lacked. Also: a server without an index (a full reload), a signed index
 # tampered with under --key (nothing skipped), and a reload killed and resumed.
+# Our loop mounts in a mount namespace of our own: one another test makes meanwhile
+# ("ip netns exec") would copy them and keep the file systems mounted after we unmount.
+[ -n "${NDZ_OWN_MNT_NS:-}" ] || exec env NDZ_OWN_MNT_NS=1 unshare -m --propagation private sh "$0" "$@"
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 IMAGEKEY="$NDZ_BIN/imagekey"

@@ -686,17 +686,31 @@ static void test_index(void **state)
 	from = t->nsent;
 	assert_int_equal(ndz_client_fetch_index(t->c, t_index_size, 1 << 30, 0, NULL), 0);
 	assert_int_equal(ndz_client_tick(t->c, 0), NDZ_CLIENT_INDEX);
-	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 1);
+	/* its first block alone, whose header says how long it is */
+	assert_int_equal(count(t, from, NDZ_PKT_PREQUEST), 1);
 	assert_int_equal(t->sent[from].chunk, 4);
-	for (unsigned b = 0; b < BLOCKS; b++)
-		block(t, 4, b, 10 * MS);
+	assert_int_equal(ndz_bit_count(t->sent[from].bitmap), 1);
+	assert_true(ndz_bit_test(t->sent[from].bitmap, 0));
+	block(t, 4, 0, 10 * MS);
 	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_INDEX);
+	/* then the blocks the index fills: chunk 4 whole, of chunk 5 the first (100 bytes),
+	 * not the zeros that pad it */
 	from = t->nsent;
 	ndz_client_tick(t->c, 11 * MS);
 	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 1);
-	assert_int_equal(t->sent[from].chunk, 5);
+	assert_int_equal(count(t, from, NDZ_PKT_PREQUEST), 1);
+	for (unsigned i = from; i < t->nsent; i++) {
+		if (t->sent[i].type == NDZ_PKT_REQUEST)
+			assert_int_equal(t->sent[i].chunk, 4);
+		if (t->sent[i].type == NDZ_PKT_PREQUEST) {
+			assert_int_equal(t->sent[i].chunk, 5);
+			assert_int_equal(ndz_bit_count(t->sent[i].bitmap), 1);
+		}
+	}
 	for (unsigned b = 0; b < BLOCKS; b++)
-		block(t, 5, b, 20 * MS);
+		block(t, 4, b, 12 * MS);
+	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_INDEX);
+	block(t, 5, 0, 20 * MS);
 	assert_int_equal(ndz_client_state(t->c), NDZ_CLIENT_INDEX_READY);
 	bytes = ndz_client_index(t->c, &len);
 	assert_int_equal(len, ilen);

@@ -308,6 +308,111 @@ static void test_partial_request(void **state)
 	ndz_fetch_free(f);
 }
 
+/* want of test_wanted: chunk 1 in part (blocks 0-3 and 100-109), the others whole */
+static uint8_t want_bits[NDZ_BITMAP_BYTES];
+static int want_calls;
+
+static const uint8_t *want_one(void *ctx, uint32_t chunk)
+{
+	(void)ctx;
+	want_calls++;
+	return chunk == 1 ? want_bits : NULL;
+}
+
+/*
+ * A chunk wanted in part (issue 32): asked for by its wanted blocks (PREQUEST) from
+ * the first request on; complete when they came (repairs ignored, the others
+ * duplicates, never compared); a retry doubts only those; ndz_fetch_whole asks for
+ * the rest and keeps what came; ndz_fetch_want turns a chunk filling whole into one
+ * wanted in part; the stats count it.
+ */
+static void test_wanted(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(3, 4, 3, 5);
+	struct ndz_fetch_stats st;
+	uint8_t rep[NDZ_BLOCK_SIZE] = { 0 };
+	uint64_t now = T0;
+	int slot;
+
+	(void)state;
+	memset(want_bits, 0, sizeof(want_bits));
+	for (unsigned b = 0; b < 4; b++)
+		ndz_bit_set(want_bits, b);
+	for (unsigned b = 100; b < 110; b++)
+		ndz_bit_set(want_bits, b);
+	ndz_fetch_set_want(f, want_one, NULL);
+	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
+	assert_int_equal(ask(f, &s, now, 0), 3);
+	for (unsigned i = 0; i < s.n; i++) {
+		assert_int_equal(s.partial[i], s.chunk[i] == 1);
+		if (s.chunk[i] == 1)
+			assert_memory_equal(s.missing[i], want_bits, NDZ_BITMAP_BYTES);
+	}
+	/* a repair of it is not taken; blocks outside the want are duplicates */
+	assert_int_equal(ndz_fetch_repair(f, 1, NDZ_FEC_WHOLE, 0, rep, now), -1);
+	assert_int_equal(deliver(f, 1, 0, 3, NULL, now), -1);
+	assert_int_equal(deliver(f, 1, 500, 510, NULL, now), -1);
+	/* lost: block 3 and 105; asked for again by those alone, never by repairs */
+	assert_int_equal(deliver(f, 1, 100, 105, NULL, now), -1);
+	assert_int_equal(deliver(f, 1, 106, 110, NULL, now), -1);
+	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), now), -1);  /* moved on */
+	now += REDELAY + MS;
+	ask(f, &s, now, 0);
+	for (unsigned i = 0; i < s.n; i++)
+		if (s.chunk[i] == 1) {
+			assert_true(s.partial[i]);
+			assert_false(s.repair[i]);
+			assert_int_equal(ndz_bit_count(s.missing[i]), 2);
+			assert_true(ndz_bit_test(s.missing[i], 3) && ndz_bit_test(s.missing[i], 105));
+		}
+	assert_int_equal(ndz_fetch_block(f, 1, 3, data_of(1, 3), now), -1);
+	slot = ndz_fetch_block(f, 1, 105, data_of(1, 105), now);
+	assert_true(slot >= 0);
+	assert_non_null(ndz_fetch_slot_want(f, slot));
+	assert_memory_equal(ndz_fetch_buf(f, slot) + 101 * NDZ_BLOCK_SIZE, data_of(1, 101),
+			    NDZ_BLOCK_SIZE);
+	ndz_fetch_hold(f, slot);
+	/* a failed patch: only the wanted blocks are asked for again */
+	assert_int_equal(ndz_fetch_retry(f, slot), 2);
+	now += MS;
+	ask(f, &s, now, 0);
+	for (unsigned i = 0; i < s.n; i++)
+		if (s.chunk[i] == 1)
+			assert_memory_equal(s.missing[i], want_bits, NDZ_BITMAP_BYTES);
+	slot = deliver(f, 1, 0, 4, NULL, now);
+	assert_int_equal(slot, -1);
+	slot = deliver(f, 1, 100, 110, NULL, now);
+	assert_true(slot >= 0);
+	/* the patch needs more after all: the rest of the chunk, what came kept */
+	ndz_fetch_hold(f, slot);
+	ndz_fetch_whole(f, slot);
+	assert_null(ndz_fetch_slot_want(f, slot));
+	now += MS;
+	ask(f, &s, now, 0);
+	for (unsigned i = 0; i < s.n; i++)
+		if (s.chunk[i] == 1)
+			assert_int_equal(ndz_bit_count(s.missing[i]), NDZ_BLOCKS_PER_CHUNK - 14);
+	slot = deliver(f, 1, 4, 100, NULL, now);
+	assert_int_equal(slot, -1);
+	slot = deliver(f, 1, 110, NDZ_BLOCKS_PER_CHUNK, NULL, now);
+	assert_true(slot >= 0);
+	ndz_fetch_accept(f, slot);
+	ndz_fetch_done(f, slot);
+	/* chunk 0, filling whole, then wanted in part: complete with what it has */
+	deliver(f, 0, 0, 200, NULL, now);
+	slot = ndz_fetch_want(f, 0, want_bits);
+	assert_true(slot >= 0);
+	assert_non_null(ndz_fetch_slot_want(f, slot));
+	ndz_fetch_accept(f, slot);
+	ndz_fetch_done(f, slot);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.partial, 1);
+	assert_int_equal(st.partial_blocks, 14);
+	assert_int_equal(ndz_fetch_want(f, 0, want_bits), -1);     /* done */
+	ndz_fetch_free(f);
+}
+
 /* A partly received chunk that stops arriving is asked for after the delay. */
 static void test_stalled_chunk(void **state)
 {
@@ -1117,6 +1222,7 @@ int main(void)
 		cmocka_unit_test(test_request_ahead_and_order),
 		cmocka_unit_test(test_snoop_suppresses),
 		cmocka_unit_test(test_partial_request),
+		cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_stalled_chunk),
 		cmocka_unit_test(test_silent),
 		cmocka_unit_test(test_reject),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "codec/seed.h"
+#include "core/bits.h"
 #include "codec/unzip.h"
 #include "codec/zip.h"
 #include "core/ranges.h"
@@ -656,6 +657,47 @@ static void test_patch(void **state)
 		frame[p->clen / 2] ^= 0x10;
 		assert_int_equal(ndz_seed_patch(s, img, NDZ_CHUNK_SIZE, 1, &ps, NULL), 1);
 		assert_memory_equal(t, data, src);
+	}
+	/*
+	 * ndz_seed_lacking names the pieces that differ; ndz_seed_patch_some patches
+	 * them from a chunk holding only its header and those frames (the rest garbage),
+	 * and wants the rest (NDZ_SEED_MORE) when another piece lacks too
+	 */
+	{
+		const struct ndz_index_entry *x = &ix.e[0];
+		uint8_t *part = malloc(NDZ_CHUNK_SIZE), lack[64];
+		struct ndz_region r[NDZ_MAX_REGIONS];
+		uint32_t a = x->npieces / 2, b = x->npieces - 1;
+		struct ndz_io *pio;
+
+		assert_non_null(part);
+		assert_true(x->npieces > 2 && x->npieces <= 8 * sizeof(lack));
+		assert_true(ndz_index_piece_ranges(x, &x->pieces[a], r, NDZ_MAX_REGIONS) > 0);
+		t[r[0].start * SECT + 1] ^= 0x21;
+		assert_int_equal(ndz_seed_lacking(s, 0, lack, NULL), 1);
+		assert_true(ndz_bit_test(lack, a));
+		memset(part, 0xee, NDZ_CHUNK_SIZE);
+		memcpy(part, col.buf, NDZ_HDR_SIZE);
+		memcpy(part + NDZ_HDR_SIZE + x->pieces[a].coff,
+		       col.buf + NDZ_HDR_SIZE + x->pieces[a].coff, x->pieces[a].clen);
+		assert_int_equal(ndz_io_open_mem(part, NDZ_CHUNK_SIZE, 0, &pio, NULL), 0);
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(ndz_seed_patch_some(s, pio, 0, 0, lack, &ps, &e), 1);
+		assert_memory_equal(t, data, src);
+		/* another piece lacking whose frame is not there */
+		assert_true(ndz_index_piece_ranges(x, &x->pieces[b], r, NDZ_MAX_REGIONS) > 0);
+		t[r[0].start * SECT] ^= 0x21;
+		assert_int_equal(ndz_seed_lacking(s, 0, lack, NULL), 1);
+		assert_true(ndz_bit_test(lack, b) && !ndz_bit_test(lack, a));
+		memset(lack, 0, sizeof(lack));
+		ndz_bit_set(lack, a);
+		assert_int_equal(ndz_seed_patch_some(s, pio, 0, 0, lack, &ps, NULL), NDZ_SEED_MORE);
+		assert_true(t[r[0].start * SECT] != data[r[0].start * SECT]);
+		assert_int_equal(ndz_seed_patch(s, img, 0, 0, &ps, NULL), 1);
+		assert_memory_equal(t, data, src);
+		assert_int_equal(ndz_seed_lacking(s, 0, lack, NULL), 0);
+		ndz_io_close(pio);
+		free(part);
 	}
 	/*
 	 * a target of zeros: every piece differs, the chunk is left to be restored
