@@ -85,7 +85,7 @@ zip c1 sealed "$T/disk" -r -q --encrypt "$T/ek.key"
 check "encrypted upload: exit 0, stored with no index ($rc: $(msg))" \
 	eval "[ $rc = 0 ] && [ -s '$T/up/sealed.ndz' ] && [ ! -e '$T/up/sealed.ndz.index' ]"
 check "... the master's log says why" \
-	grep -q "^mfrisbeed: sealed: stored with no content index: sealed: " "$T/m.log"
+	grep -q "^sealed: stored with no content index: sealed: an encrypted image" "$T/m.log"
 cp "$T/up/gold2.ndz.index" "$T/gold2.index"
 zip c1 gold2 "$T/disk" -r -q --encrypt "$T/ek.key"
 check "an encrypted image over one with an index: exit 0, the stale index removed ($rc)" \
