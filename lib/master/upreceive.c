@@ -1,5 +1,7 @@
 /* An upload's chunks checked as they arrive, before each is written out. */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -7,7 +9,10 @@
 #include "core/file.h"
 #include "core/format.h"
 #include "core/image.h"
+#include "codec/seed.h"
+#include "trust/index.h"
 #include "trust/verify.h"
+#include "updir.h"
 #include "upreceive.h"
 
 int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
@@ -64,4 +69,40 @@ out:
 	ndz_image_walk_free(w);
 	free(buf);
 	return rc < 0 ? rc : 0;
+}
+
+int ndz_upload_index(const char *image, const char *dir, const char *name, char *tmp,
+		     size_t cap, uint32_t *chunks, struct ndz_error *e)
+{
+	struct ndz_index ix = { 0 };
+	struct ndz_io *in = NULL;
+	char iname[NAME_MAX + 1];
+	uint8_t *enc = NULL;
+	size_t len = 0;
+	int fd = -1, rc;
+
+	tmp[0] = 0;
+	if ((size_t)snprintf(iname, sizeof(iname), "%s.index", name) >= sizeof(iname))
+		return ndz_error_set(e, NDZ_EINVAL, 0, "%s.index: name too long", name);
+	rc = ndz_io_open_file(image, NDZ_IO_READ | NDZ_IO_SEQUENTIAL, &in, e);
+	if (rc == 0)
+		rc = ndz_index_build(in, name, &ix, e);
+	ndz_io_close(in);
+	if (rc == 0)
+		rc = ndz_index_encode(&ix, NULL, &enc, &len, e);
+	*chunks = ix.chunks;
+	ndz_index_release(&ix);
+	if (rc == 0 && (fd = rc = ndz_updir_temp(dir, iname, tmp, cap, e)) >= 0) {
+		rc = ndz_write_all(fd, enc, len, NDZ_EIO, e, "writing %s", tmp);
+		if (rc == 0 && fsync(fd) != 0)
+			rc = ndz_error_set(e, NDZ_EIO, errno, "syncing %s", tmp);
+	}
+	free(enc);
+	if (rc < 0 && fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+	if (rc < 0)
+		tmp[0] = 0;
+	return rc < 0 ? rc : fd;
 }

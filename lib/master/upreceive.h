@@ -29,4 +29,18 @@ struct ndz_upload_stats {
 int ndz_upload_receive(struct ndz_io *in, int out_fd, uint64_t limit, uint64_t declared,
 		       struct ndz_upload_stats *st, struct ndz_error *e);
 
+/*
+ * ndz_upload_index - the content index (doc/FORMAT.md, "The content index") of the
+ * image received into the file image (its temporary file, read back whole: what
+ * imagekey index makes of it, version 2 pieces for zstd chunks, unsigned: the master
+ * holds no signing key), written and synced into a new temporary file of dir for
+ * name (ndz_updir_temp of "NAME.index"), whose path goes to tmp (cap bytes), to be
+ * committed beside the image when it is. Returns that file's descriptor (the
+ * caller's; *chunks: the index's), NDZ_ENOTSUP with e when the image can have none
+ * made from its bytes (encrypted or original format: tmp is ""), or another negative
+ * code with e (tmp "": nothing is left).
+ */
+int ndz_upload_index(const char *image, const char *dir, const char *name, char *tmp,
+		     size_t cap, uint32_t *chunks, struct ndz_error *e);
+
 #endif

@@ -19,6 +19,7 @@
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/io.h"
+#include "trust/index.h"
 
 /*
  * Under the lock, which it releases: STATUS over TCP, the same rules as by UDP; the
@@ -107,13 +108,64 @@ static int served(const struct ndz_mconn *c, const char *name, const char *final
 	return 0;
 }
 
+/*
+ * Without the lock: the content index of the image received into tmp (read back
+ * whole: the longest step after the transfer), into a temporary file of the same
+ * directory (its path in itmp) that index_beside puts in place. Its descriptor, or
+ * -1 (said why: an encrypted or original-format image has none to be made here).
+ */
+static int index_of(const struct ndz_mconn *c, const char *name, const char *tmp,
+		    char *itmp)
+{
+	struct ndz_error e = { 0 };
+	char dir[PATH_MAX];
+	const char *slash = strrchr(tmp, '/');
+	uint32_t chunks = 0;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - tmp) : 1, slash ? tmp : ".");
+	fd = ndz_upload_index(tmp, dir, name, itmp, PATH_MAX, &chunks, &e);
+	if (fd < 0)
+		c->say(c->ctx, fd == NDZ_ENOTSUP ? 1 : 0, "%s: stored with no content index: %s",
+		       name, ndz_error_msg(&e));
+	else
+		c->say(c->ctx, 2, "%s: content index of %u chunks made", name, chunks);
+	return fd;
+}
+
+/*
+ * Under the lock, the image just renamed to final: its index (ifd, at itmp) renamed
+ * to FINAL.index beside it, or, with none (ifd < 0), the one an earlier image of
+ * that name left removed: an index is of the image beside it or there is none.
+ */
+static void index_beside(const struct ndz_mconn *c, const char *final, int ifd,
+			 const char *itmp)
+{
+	struct ndz_error e = { 0 };
+	char path[PATH_MAX];
+
+	if (ndz_index_path(final, path, sizeof(path), &e) < 0) {
+		if (ifd >= 0) {
+			close(ifd);
+			unlink(itmp);
+		}
+	} else if (ifd >= 0) {
+		ndz_file_commit(ifd, itmp, path, 0644, &e);
+	} else if (unlink(path) != 0 && errno != ENOENT) {
+		ndz_error_set(&e, NDZ_EIO, errno, "removing %s", path);
+	}
+	if (e.code)
+		c->say(c->ctx, 0, "%s: no content index: %s", final, ndz_error_msg(&e));
+}
+
 /* The admitted upload in slot: its bytes into tfd, then into place. 0 once served. */
 static int store(const struct ndz_mconn *c, int fd, const struct ndz_ctl_req *req, int slot,
 		 int tfd, uint64_t limit, const char *final, struct ndz_upload_stats *stats,
 		 struct ndz_error *e)
 {
 	struct ndz_io *io = NULL;
-	int rc;
+	char itmp[PATH_MAX];
+	int rc, ifd;
 
 	if (ndz_io_open_stream(fd, "upload", &io, NULL) != 0)
 		return ndz_error_set(e, NDZ_ENET, errno, "connection lost");
@@ -124,9 +176,16 @@ static int store(const struct ndz_mconn *c, int fd, const struct ndz_ctl_req *re
 	/* past the image's checks, what fails is ours: NDZ_EIO (FAILED) */
 	if (fsync(tfd) != 0)          /* the long flush outside the lock */
 		return ndz_error_set(e, NDZ_EIO, errno, "syncing %s", c->tmp[slot]);
+	ifd = index_of(c, req->name, c->tmp[slot], itmp);
 	ndz_mlock_take(c->lock);
 	rc = ndz_file_commit(dup(tfd), c->tmp[slot], final, 0644, e);
 	c->tmp[slot][0] = 0;           /* renamed, or removed by the commit */
+	if (rc == 0)
+		index_beside(c, final, ifd, itmp);
+	else if (ifd >= 0) {
+		close(ifd);
+		unlink(itmp);
+	}
 	if (rc == 0)
 		ndz_master_upload_stored(c->ms, slot);
 	if (rc == 0)

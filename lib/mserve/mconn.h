@@ -3,7 +3,8 @@
  * work, on a thread of the caller's, from its first message to its verdict:
  * STATUS, or an upload admitted by lib/master/master, checked chunk by chunk
  * (lib/master/upreceive) into a temporary file of the upload directory, synced and
- * renamed into place only whole and sound, and reported stored once served.
+ * renamed into place only whole and sound, with the content index made from it
+ * beside it (IMAGE.index; none for an encrypted one), and reported stored once served.
  */
 #ifndef NDZ_MCONN_H
 #define NDZ_MCONN_H

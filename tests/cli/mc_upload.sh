@@ -1,6 +1,8 @@
 #!/bin/sh
 # Uploads to the image master: frisbee-upload then frisbee -M of what was uploaded;
-# corrupt, truncated, killed and stalled uploads leave nothing and replace nothing;
+# the master gives each its content index (IMAGE.index: what imagekey index makes of
+# it), so a frisbee --seed from it skips chunks; corrupt, truncated, killed and
+# stalled uploads leave nothing (no image, no index) and replace nothing;
 # a session of the old image keeps serving it; busy, denied and quota refusals.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
@@ -56,7 +58,7 @@ half_up() {
 	exec 3>"$T/fifo"
 	cat "$T/half" >&3
 }
-# only NAME.ndz files in the upload directory, no temporary file
+# only these files (NAME.ndz, NAME.ndz.index) in the upload directory, no temporary file
 only() { [ "$(ls -A "$T/up" | tr '\n' ' ')" = "$* " ]; }
 # gone: wait (at most 4 s) until no upload runs and no temporary file is left
 gone() {
@@ -76,7 +78,11 @@ cat "$T/b.ndz" >"$T/fifo" &
 up c1 gold - <"$T/fifo"
 check "upload through a pipe: exit 0, silent ($rc)" eval "[ $rc = 0 ] && [ ! -s '$T/err' ]"
 check "the stored image is the uploaded one, nothing else left" \
-	eval "cmp -s '$T/b.ndz' '$T/up/gold.ndz' && [ \"\$(ls -A '$T/up')\" = gold.ndz ]"
+	eval "cmp -s '$T/b.ndz' '$T/up/gold.ndz' && only gold.ndz gold.ndz.index"
+"$NDZ_BIN/imagekey" -q index -x "$T/b.index" "$T/up/gold.ndz" 2>/dev/null ||
+	not_ok "imagekey index of the stored image"
+check "... its content index, the very bytes imagekey index makes of it" \
+	cmp -s "$T/b.index" "$T/up/gold.ndz.index"
 fetch c2 gold "$T/out1"
 mc_wait
 check "frisbee -M of the uploaded image: byte-identical restore" \
@@ -94,12 +100,23 @@ check "status counts the session's bytes sent (${sent:-none}) and its client don
 	eval "[ \"${sent:-0}\" -ge \"$(stat -c %s "$T/b.ndz")\" ] &&
 	      grep -q '\"image\": \"gold\", [^]]*\"active\": 0, \"done\": 1, ' '$T/st.json'"
 
+if [ -z "$MC_RAW" ]; then            # a real image (imagezip built): seeded again
+	in_ns c2 "$FRISBEE" -M "$SRV" -I gold --seed -T 10 "$T/out1" 2>"$T/seed.log"; rc=$?
+	n=$(sed -n 's/.*; \([0-9]*\) chunks skipped (held by the target).*/\1/p' "$T/seed.log" |
+		tail -1)
+	check "frisbee --seed of it onto that restore: exit 0, ${n:-no} chunks skipped ($rc)" \
+		sh -c "[ $rc = 0 ] && cmp -s '$T/b.src' '$T/out1' && [ '${n:-0}' -gt 0 ]"
+fi
+
 # replaced while a session serves it: the session keeps the old image, new clients get the new
 rm -f "$T"/c*.rc
 fetch c2 gold "$T/out2"
 sleep 0.3
 up c1 gold "$T/a.ndz"
 check "upload of a file over a served image: exit 0 ($rc: $(msg))" [ "$rc" = 0 ]
+"$NDZ_BIN/imagekey" -q index -x "$T/a.index" "$T/up/gold.ndz" 2>/dev/null ||
+	not_ok "imagekey index of the new image"
+check "... the index replaced with the new image's" cmp -s "$T/a.index" "$T/up/gold.ndz.index"
 status >"$T/st1.json"
 check "the running session is marked replaced" grep -q '"image": "gold", .*"replaced": true' "$T/st1.json"
 fetch c3 gold "$T/out3"
@@ -114,25 +131,29 @@ printf '\377' | dd of="$T/flip.ndz" bs=1 seek=$(( size / 2 + 4097 )) conv=notrun
 up c1 gold - <"$T/flip.ndz"
 check "one byte flipped mid-stream: exit 1, rejected with the chunk named ($(msg))" \
 	eval "[ $rc = 1 ] && grep -Eq \"^frisbee-upload: master $SRV:3563: image 'gold': not a sound image: upload: chunk [0-9]+: bad data checksum\" '$T/err'"
-check "... nothing left, the old image kept" eval "only gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
+check "... nothing left, the old image kept" eval "only gold.ndz gold.ndz.index && cmp -s '$T/a.ndz' '$T/up/gold.ndz' &&
+	      cmp -s '$T/a.index' '$T/up/gold.ndz.index'"
 head -c $(( size / 2 )) "$T/b.ndz" >"$T/half"
 up c1 gold - <"$T/half"
 check "truncated upload: exit 1, rejected ($(msg))" \
 	eval "[ $rc = 1 ] && grep -q \"not a sound image: upload: chunk [0-9]*: truncated chunk\" '$T/err'"
-check "... nothing left, the old image kept" eval "only gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
+check "... nothing left, the old image kept" eval "only gold.ndz gold.ndz.index && cmp -s '$T/a.ndz' '$T/up/gold.ndz' &&
+	      cmp -s '$T/a.index' '$T/up/gold.ndz.index'"
 half_up "$T/err.k"
 wait_until 3 gold_uploading
 kill -9 "$upid"; wait "$upid" 2>/dev/null
 exec 3>&-
 check "killed uploader: nothing left, the old image kept" \
-	eval "gone gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
+	eval "gone gold.ndz gold.ndz.index && cmp -s '$T/a.ndz' '$T/up/gold.ndz' &&
+	      cmp -s '$T/a.index' '$T/up/gold.ndz.index'"
 half_up "$T/err"
 t1=$(date +%s)
 wait "$upid"; rc=$?
 exec 3>&-
 check "stalled uploader: cut off after $(( $(date +%s) - t1 )) s, exit 1 ($(msg))" \
 	eval "[ $rc = 1 ] && grep -q 'the upload went quiet for too long: nothing received for 2 s, after [0-9]* bytes$' '$T/err' && [ $(( $(date +%s) - t1 )) -le 20 ]"
-check "... nothing left, the old image kept" eval "gone gold.ndz && cmp -s '$T/a.ndz' '$T/up/gold.ndz'"
+check "... nothing left, the old image kept" eval "gone gold.ndz gold.ndz.index && cmp -s '$T/a.ndz' '$T/up/gold.ndz' &&
+	      cmp -s '$T/a.index' '$T/up/gold.ndz.index'"
 rm -f "$T/c2.rc"
 fetch c2 gold "$T/out4"
 mc_wait
@@ -161,10 +182,11 @@ wait "$upid"; rc1=$?
 check "two uploads to one name: the second is refused, exit 3 ($rc: $(msg))" \
 	eval "[ $rc = 3 ] && grep -q \"image 'gold': another upload to that image is running\" '$T/err'"
 check "... and the first wins: exit $rc1, the image is the new one" \
-	eval "[ $rc1 = 0 ] && cmp -s '$T/b.ndz' '$T/up/gold.ndz' && only gold.ndz"
+	eval "[ $rc1 = 0 ] && cmp -s '$T/b.ndz' '$T/up/gold.ndz' && only gold.ndz gold.ndz.index &&
+	      cmp -s '$T/b.index' '$T/up/gold.ndz.index'"
 
 # quota: checked against the declared size before, and during a stream of unknown size
-used=$(stat -c %s "$T/up/gold.ndz")
+used=$(cat "$T"/up/* | wc -c)
 echo "quota $(( used + size / 2 ))" >>"$T/m.conf"
 kill -HUP "$MPID"
 sleep 0.3
@@ -175,7 +197,7 @@ cat "$T/b.ndz" >"$T/fifo" &
 up c1 big - <"$T/fifo"
 check "quota exceeded mid-stream: exit 1, rejected ($(msg))" \
 	eval "[ $rc = 1 ] && grep -q \"image 'big': upload quota exceeded: upload: chunk [0-9]*: past the quota\" '$T/err'"
-check "... nothing left" only gold.ndz
+check "... nothing left" only gold.ndz gold.ndz.index
 status >"$T/st2.json"
 check "uploads are counted (3 stored, 5 rejected, 3 refused; far refused at connect)" grep -q \
 	'"uploads": 11, "uploads_stored": 3, "uploads_rejected": 5, "uploads_refused": 3, "tcp_denied": 1, ' "$T/st2.json"

@@ -221,10 +221,14 @@ wait_until 30 grep -q 'site: upload up1 stored at the parent' "$T/m1.log"
 check "an upload at a site is stored there and at the parent, identical ($rc)" \
 	sh -c "[ $rc = 0 ] && cmp -s '$T/up1.ndz' '$T/sup1/up1.ndz' && cmp -s '$T/up1.ndz' '$T/pup/up1.ndz' &&
 	       grep -q 'up1 from 10.78.1.1 stored' '$T/par.log'"
+check "... each with its content index, the one imagezip made beside the image" \
+	sh -c "cmp -s '$T/up1.ndz.index' '$T/sup1/up1.ndz.index' &&
+	       cmp -s '$T/up1.ndz.index' '$T/pup/up1.ndz.index'"
 in_ns c11 "$NDZ_BIN/frisbee-upload" -M 10.78.1.1 -I up2 "$T/up2.ndz" 2>"$T/up2.err"; rc=$?
 sleep 1
 check "a corrupt upload is rejected at the site and never reaches the parent ($rc)" \
 	sh -c "[ $rc != 0 ] && [ ! -e '$T/sup1/up2.ndz' ] && [ ! -e '$T/pup/up2.ndz' ] &&
+	       [ ! -e '$T/sup1/up2.ndz.index' ] && [ ! -e '$T/pup/up2.ndz.index' ] &&
 	       ! grep -q 'up2' '$T/par.log'"
 
 # 5. the cache's bound: a goes for big under a bound of big and half of a; pinned, big

@@ -31,6 +31,8 @@
 #include "mserve/mreply.h"
 #include "master/updir.h"
 #include "ctl/upload.h"
+#include "core/format.h"
+#include "trust/index.h"
 
 static char dir[] = "/tmp/test_mconn.XXXXXX";
 
@@ -239,7 +241,9 @@ static int temporaries(void)
 static void test_upload(void **state)
 {
 	struct fixture *f = make();
-	char msg[NDZ_CTL_MSG_MAX + 1], path[PATH_MAX + 16], want[128];
+	char msg[NDZ_CTL_MSG_MAX + 1], path[PATH_MAX + 16], ipath[PATH_MAX + 32], want[128];
+	struct ndz_index ix = { 0 };
+	struct ndz_chunk_hdr h;
 	size_t len;
 	uint8_t *img = image(&len), *back;
 	struct stat sb;
@@ -260,6 +264,14 @@ static void test_upload(void **state)
 	fclose(fp);
 	assert_memory_equal(back, img, len);
 	free(back);
+	/* its content index beside it, of this image, made before "stored" */
+	snprintf(ipath, sizeof(ipath), "%s.index", path);
+	assert_int_equal(ndz_index_load(ipath, NULL, &ix, NULL), 0);
+	assert_int_equal(ix.chunks, len / NDZ_CHUNK_SIZE);
+	assert_int_equal(ndz_hdr_decode(img, &h, NULL), 0);
+	assert_memory_equal(ix.uuid, h.uuid, 16);
+	assert_int_equal(ix.signed_, 0);
+	ndz_index_release(&ix);
 	assert_int_equal(temporaries(), 0);
 	assert_int_equal(ndz_master_counters(f->ms)->uploads_stored, 1);
 	assert_int_equal(f->reloads, 0);       /* a configured image: served as it is */
@@ -269,6 +281,7 @@ static void test_upload(void **state)
 	assert_non_null(strstr(msg, "chunk 1"));
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(sb.st_size, (off_t)len);
+	assert_int_equal(stat(ipath, &sb), 0);     /* and its index */
 	assert_int_equal(temporaries(), 0);
 	assert_int_equal(ndz_master_counters(f->ms)->uploads_rejected, 1);
 	/* refusals with their reason */
@@ -284,8 +297,11 @@ static void test_upload(void **state)
 	free(img);
 	drop(f);
 	unlink(path);
+	unlink(ipath);
 	snprintf(path, sizeof(path), "%s/new.ndz", dir);
 	unlink(path);
+	snprintf(ipath, sizeof(ipath), "%s.index", path);
+	unlink(ipath);
 }
 
 static void test_quiet(void **state)
