@@ -36,7 +36,10 @@ static int put_file(struct ndz_s3 *s3, const char *key, const char *path, int *n
 	return rc;
 }
 
-/* The content index of the image at path, made now, unsigned, into the store as key. */
+/*
+ * The content index of the image at path, made now, unsigned, into the store as key;
+ * an image that can have none (encrypted, original) has none there either.
+ */
 static int put_built_index(struct ndz_s3 *s3, const char *key, const char *name,
 			   const char *path, struct ndz_error *e)
 {
@@ -50,6 +53,16 @@ static int put_built_index(struct ndz_s3 *s3, const char *key, const char *name,
 		return rc;
 	rc = ndz_index_build(io, name, &ix, e);
 	ndz_io_close(io);
+	if (rc == NDZ_ENOTSUP) {   /* encrypted or original: no index, nor an older one's */
+		ndz_index_release(&ix);
+		ndz_error_clear(e);
+		rc = ndz_s3_delete(s3, key, e);
+		if (rc == NDZ_ENOIMAGE) {
+			ndz_error_clear(e);
+			rc = 0;
+		}
+		return rc;
+	}
 	if (rc == 0)
 		rc = ndz_index_encode(&ix, NULL, &b, &len, e);
 	if (rc == 0)
