@@ -14,23 +14,15 @@
   save INDEX DISK OUT CHUNKS  save DISK's [first, last) of CHUNKS (a file) to OUT
   load DISK SAVED             write them back
 """
-import os, random, shutil, struct, sys, pickle
+import os, random, shutil, sys, pickle
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'tests', 'tools'))
+import ndzindex  # noqa: E402
 
 
 def index(path):
-    b = open(path, 'rb').read()
-    n, r, src = struct.unpack_from('<IIQ', b, 40)
-    off, ents = 64, []
-    for _ in range(n):
-        first, last, cnt = struct.unpack_from('<QQI', b, off)
-        off += 56
-        regs = []
-        for _ in range(cnt):
-            s, c = struct.unpack_from('<QI', b, off)
-            off += 12
-            regs.append((s, c))
-        ents.append((first, last, regs))
-    return src, ents
+    ix = ndzindex.read(path)
+    return ix.source_bytes, ix.entries
 
 
 def spans(src, regs):
@@ -118,15 +110,8 @@ def main():
             if diff:
                 print(i)
     elif cmd == 'pieces':
-        b = open(a[0], 'rb').read()
-        assert struct.unpack_from('<H', b, 8)[0] == 2, 'a version 2 index (pieces)'
-        src, ents = index(a[0])
-        npc = struct.unpack_from('<I', b, 56)[0]
-        off = 64 + sum(56 + 12 * len(rg) for _, _, rg in ents)
-        pcs = {}
-        for k in range(npc):
-            c, coff, cl, dl, doff = struct.unpack_from('<IIIIQ', b, off + 64 * k)
-            pcs.setdefault(c, []).append((coff, cl, dl, doff))
+        ix = ndzindex.read(a[0])
+        assert ix.version == 2, 'a version 2 index (pieces)'
         fa = os.open(a[1], os.O_RDONLY)
         union = set()
         for arg in a[2:]:
@@ -134,26 +119,12 @@ def main():
             fb = os.open(disk, os.O_RDONLY)
             written = partial = pblocks = whole = 0
             for c in [int(x) for x in open(lack).read().split()]:
-                rg, diff = ents[c][2], []
-                for coff, cl, dl, doff in pcs.get(c, []):
-                    lo, hi, base, dd = doff // 512, (doff + dl) // 512, 0, False
-                    for st, cnt in rg:
-                        x, y = max(lo, base), min(hi, base + cnt)
-                        if x < y and not dd:
-                            o = (st + x - base) * 512
-                            m = max(0, min((y - x) * 512, src - o))
-                            dd = os.pread(fa, m, o) != os.pread(fb, m, o)
-                        base += cnt
-                    if dd:
-                        diff.append((coff, cl))
-                blocks = set(range(4))
-                for coff, cl in diff:
-                    blocks.update(range((4096 + coff) // 1024, (4096 + coff + cl + 1023) // 1024))
+                diff = ndzindex.lacking(ix, c, fa, fb)
                 if not diff:
                     continue
-                if len(pcs.get(c, [])) < 2 or len(diff) == len(pcs[c]) or len(blocks) >= 1024:
+                kind, blocks = ndzindex.blocks(ix, c, diff)
+                if kind == 'whole':
                     whole += 1
-                    blocks = set(range(1024))
                 else:
                     partial += 1
                     written += len(diff)

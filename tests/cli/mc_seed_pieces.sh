@@ -29,56 +29,28 @@ good() { [ "$(mc_rc "$1")" = 0 ] && same "$2"; }
 cat >"$T/wanted.py" <<'PY'
 # wanted.py INDEX BASE TARGET...: for each TARGET (a disk that held BASE's image and was
 # changed), what a seeded reload must fetch, worked out from the index's bytes as
-# doc/FORMAT.md lays them out and the two disks' bytes: a chunk none of whose pieces
-# differ is held; one whose pieces all differ (or that has fewer than 2) is fetched
-# whole (1024 blocks); else its header's blocks and those of the differing pieces'
-# frames (bytes 4096 + coff .. + clen of the chunk). One line per target:
+# doc/FORMAT.md lays them out and the two disks' bytes (tests/tools/ndzindex.py): a
+# chunk none of whose pieces differ is held; one whose pieces all differ (or that has
+# fewer than 2) is fetched whole (1024 blocks); else its header's blocks and those of
+# the differing pieces' frames. One line per target:
 #   "written PIECES partial CHUNKS pblocks BLOCKS whole CHUNKS blocks TOTAL"
 # then "union BLOCKS": the (chunk, block) pairs some target needs.
-import struct, sys
-ix = sys.argv[1]
-d = open(ix, 'rb').read()
-assert d[:8] == b'\x89NDZIDX\n' and struct.unpack_from('<H', d, 8)[0] == 2
-n, r, sb, p = struct.unpack_from('<IIQI', d, 40)
-at, regions = 64, []
-for i in range(n):
-    nr = struct.unpack_from('<I', d, at + 16)[0]
-    at += 56
-    regions.append([struct.unpack_from('<QI', d, at + 12 * j) for j in range(nr)])
-    at += 12 * nr
-pieces = {}
-for k in range(p):
-    c, coff, cl, dl, doff = struct.unpack_from('<IIIIQ', d, at + 64 * k)
-    pieces.setdefault(c, []).append((coff, cl, dl, doff))
-base = open(sys.argv[2], 'rb')
+import os, sys
+sys.path.insert(0, os.environ['NDZ_TOP'] + '/tests/tools')
+import ndzindex
+ix = ndzindex.read(sys.argv[1])
+base = os.open(sys.argv[2], os.O_RDONLY)
 union = set()
 for t in sys.argv[3:]:
-    T = open(t, 'rb')
+    T = os.open(t, os.O_RDONLY)
     written = partial = pblocks = whole = 0
-    for c in range(n):
-        diff = []
-        for coff, cl, dl, doff in pieces.get(c, []):
-            lo, hi, b0, dd = doff // 512, (doff + dl) // 512, 0, False
-            for s, cnt in regions[c]:
-                x, y = max(lo, b0), min(hi, b0 + cnt)
-                if x < y:
-                    o = (s + x - b0) * 512
-                    m = max(0, min((y - x) * 512, sb - o))
-                    base.seek(o); T.seek(o)
-                    if base.read(m) != T.read(m):
-                        dd = True
-                b0 += cnt
-            if dd:
-                diff.append((coff, cl))
-        np = len(pieces.get(c, []))
+    for c in range(len(ix.entries)):
+        diff = ndzindex.lacking(ix, c, base, T)
         if not diff:
             continue
-        blocks = set(range(4))
-        for coff, cl in diff:
-            blocks.update(range((4096 + coff) // 1024, (4096 + coff + cl + 1023) // 1024))
-        if np < 2 or len(diff) == np or len(blocks) >= 1024:
+        kind, blocks = ndzindex.blocks(ix, c, diff)
+        if kind == 'whole':
             whole += 1
-            blocks = set(range(1024))
         else:
             partial += 1
             written += len(diff)
