@@ -671,7 +671,8 @@ static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
 		ents[n] = (struct ndz_sitecache_entry){ im->name, (uint64_t)st.st_size,
 			(uint64_t)st.st_atim.tv_sec * 1000000000u + (uint64_t)st.st_atim.tv_nsec,
 			ndz_mconf_pinned(c, im->name),
-			ndz_master_serving(j->s->h.ms, im->name) > 0 || ndz_site_partial(im->path) };
+			ndz_master_serving(j->s->h.ms, im->name) > 0 || ndz_site_partial(im->path) ||
+			strcmp(im->path, j->final) == 0 };  /* an update's old version */
 		n++;
 	}
 	rc = ndz_sitecache_evict(ents, n, need, c->site_cache_size, out, &nout, e);
