@@ -16,13 +16,13 @@ sites_net 1 || { not_ok "the namespaces: a parent net, a site net, a router"; do
 
 mkdir -p "$T/par" "$T/new" "$T/cache1" "$T/run0" "$T/run1"
 "$NDZ_BIN/imagekey" generate -o "$T/k" >/dev/null 2>&1 || { not_ok "imagekey generate"; done_testing; }
-# x: the first version; x2: x with 200 KiB of its first MiBs and 100 KiB of its middle
+# x: the first version; x2: x with 200 KiB of its first MiBs and 100 KiB of its last
 # made other bytes
 MC_ZIP_OPTS="--sign $T/k.sec"
 mc_image x "$MC_MIB" x || { not_ok "make image x"; done_testing; }
 cp "$T/x.src" "$T/x2.src"
 head -c 204800 /dev/urandom | dd of="$T/x2.src" bs=1024 seek=1100 conv=notrunc 2>/dev/null
-head -c 102400 /dev/urandom | dd of="$T/x2.src" bs=1024 seek=$(( MC_MIB * 1024 + 500 )) conv=notrunc 2>/dev/null
+head -c 102400 /dev/urandom | dd of="$T/x2.src" bs=1024 seek=$(( MC_MIB * 1536 + 300 )) conv=notrunc 2>/dev/null
 "$IMAGEZIP" -q -r --sign "$T/k.sec" "$T/x2.src" "$T/new/x.ndz" || { not_ok "make image x2"; done_testing; }
 mv "$T/x.ndz" "$T/x.ndz.index" "$T/x.ndz.manifest" "$T/par/"
 chunks=$(( $(stat -c %s "$T/new/x.ndz") / 1048576 ))
@@ -66,8 +66,18 @@ get() {
 }
 # counter NAME: the site's counter NAME in its /status.json
 counter() {
-	in_ns m1 curl -s http://127.0.0.1:8080/status.json |
+	in_ns m1 curl -s -m 5 http://127.0.0.1:8080/status.json |
 		python3 -c "import json,sys; print(json.load(sys.stdin)['site']['$1'])" 2>/dev/null
+}
+# poll SECONDS CMD...: CMD every half second until it holds or SECONDS (wall clock)
+# have passed (CMD may take a while: wait_until counts its tries)
+poll() {
+	_end=$(( $(date +%s) + $1 ))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt "$_end" ] || return 1
+		sleep 0.5
+	done
 }
 # served FROM: the chunks of x the parent served the site, from line FROM of its log
 # on, one a line, sorted
@@ -97,11 +107,11 @@ sleep 1.5
 get c12 "$T/t2"
 check "the parent cut off: the client still gets v1, byte-identical" \
 	sh -c "[ \"\$(cat '$T/c12.rc')\" = 0 ] && cmp -s '$T/x.src' '$T/t2'"
-wait_until 30 grep -q "site: recheck of x: .*; the held images are served (said once)" "$T/m1.log"
+poll 30 grep -q "site: recheck of x: .*; the held images are served (said once)" "$T/m1.log"
 sleep 1.5
 get c13 "$T/t3"
 failed_ge2() { [ "$(counter recheck_failed)" -ge 2 ] 2>/dev/null; }
-wait_until 30 failed_ge2
+poll 30 failed_ge2
 nf=$(counter recheck_failed) said=$(grep -c 'site: recheck of x' "$T/m1.log")
 check "... again after another recheck (v1; $nf rechecks failed, said $said time)" \
 	sh -c "[ \"\$(cat '$T/c13.rc')\" = 0 ] && cmp -s '$T/x.src' '$T/t3' &&
@@ -118,7 +128,7 @@ from=$(( $(wc -l <"$T/par.log") + 1 ))
 get c11 "$T/t4"
 check "a GET at the site is answered (v1 or v2, whole)" \
 	sh -c "[ \"\$(cat '$T/c11.rc')\" = 0 ] && { cmp -s '$T/x.src' '$T/t4' || cmp -s '$T/x2.src' '$T/t4'; }"
-wait_until 30 grep -q "site: x updated: $chunks chunks" "$T/m1.log"
+poll 30 grep -q "site: x updated: $chunks chunks" "$T/m1.log"
 check "the site fetched x's new version from the parent: only its $nchanged changed chunks" \
 	grep -q "site: x updated: $chunks chunks; $nchanged chunks, $(( nchanged * 1048576 )) bytes from the parent, 0 refused, $(( chunks - nchanged )) reused" "$T/m1.log"
 served "$from" >"$T/got"
