@@ -619,12 +619,14 @@ static size_t log_json(void *ctx, char *buf, size_t cap)
 	return ring ? ndz_logring_json(ring, buf, cap) : 0;
 }
 
-/* The HTTP status's "site" section: the site's counters (doc/SITES.md). */
+/* The HTTP status's "site" section (under the lock): a site master's counters
+   (doc/SITES.md); none at a master without a parent or store. */
 static size_t site_json(void *ctx, char *buf, size_t cap)
 {
 	struct ndz_mserve *s = ctx;
+	const struct ndz_mconf *c = ndz_master_conf(s->ms);
 
-	return s->site ? ndz_site_status_json(s->site, buf, cap) : 0;
+	return s->site && (c->parent || c->store) ? ndz_site_status_json(s->site, buf, cap) : 0;
 }
 
 /* The HTTP endpoint's extensions: the lab's, the log tail, the site's counters. */
