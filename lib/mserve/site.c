@@ -1147,9 +1147,9 @@ static int recheck(struct job *j)
 		return 0;
 	}
 	atomic_fetch_add(&s->recheck_failed, 1);
-	if (!is_link(rc))
-		SAY(&s->h, -1, "site: recheck of %s at %s: %s; the held version is served",
-		    j->f->name, j->parent, ndz_error_msg(&e));
+	if (!is_link(rc))              /* gone upstream (an image made here): said at -vv */
+		SAY(&s->h, rc == NDZ_ENOIMAGE ? 2 : -1, "site: recheck of %s at %s: %s; the "
+		    "held version is served", j->f->name, j->parent, ndz_error_msg(&e));
 	else if (!atomic_exchange(&s->cut_said, 1))
 		SAY(&s->h, -1, "site: recheck of %s: %s; the held images are served (said once)",
 		    j->f->name, ndz_error_msg(&e));
