@@ -33,7 +33,7 @@ check "x2 differs from x in some chunks, not all ($nchanged of $chunks)" \
 	sh -c "[ $nchanged -ge 1 ] && [ $nchanged -lt $chunks ]"
 
 cat >"$T/par.conf" <<CONF
-imagedir $T/par allow 10.78.0.0/16
+upload-dir $T/par allow 10.78.0.0/16 upload 10.78.0.1
 CONF
 cat >"$T/site1.conf" <<CONF
 pool 239.192.41.0/29
@@ -139,6 +139,25 @@ check "... its copy is the parent's, byte for byte, and counted ($nu updates)" \
 get c12 "$T/t5"
 check "the next client gets v2, byte-identical" \
 	sh -c "[ \"\$(cat '$T/c12.rc')\" = 0 ] && cmp -s '$T/x2.src' '$T/t5'"
+
+# 4. an admin uploads x anew at the parent (the image alone, unsigned): the signed
+# index and manifest of the version it replaces go, the parent makes the new one's
+# index when asked, and the site gets the new version
+cp "$T/x2.src" "$T/x3.src"
+head -c 102400 /dev/urandom | dd of="$T/x3.src" bs=1024 seek=2000 conv=notrunc 2>/dev/null
+in_ns par "$IMAGEZIP" -q -r --upload 10.78.0.1:x "$T/x3.src" 2>"$T/up.err"; rc=$?
+check "x uploaded anew at the parent: its old index and manifest gone ($rc: $(cat "$T/up.err"))" \
+	sh -c "[ $rc = 0 ] && [ ! -e '$T/par/x.ndz.index' ] && [ ! -e '$T/par/x.ndz.manifest' ]"
+sleep 1.5
+get c13 "$T/t6"
+poll 30 sh -c "[ \"\$(grep -c 'site: x updated' '$T/m1.log')\" = 2 ]"
+n3=$(sed -n "s/.*site: x updated: $chunks chunks; \([0-9]*\) chunks, .*/\1/p" "$T/m1.log" | tail -n 1)
+check "the site fetched the uploaded version, not all of it ($n3 of $chunks chunks)" \
+	sh -c "[ -n '$n3' ] && [ '$n3' -ge 1 ] && [ '$n3' -lt $chunks ] &&
+	       cmp -s '$T/par/x.ndz' '$T/cache1/x.ndz'"
+get c11 "$T/t7"
+check "the next client gets it, byte-identical" \
+	sh -c "[ \"\$(cat '$T/c11.rc')\" = 0 ] && cmp -s '$T/x3.src' '$T/t7'"
 
 kill -TERM $MPID_par $MPID_m1
 wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?
