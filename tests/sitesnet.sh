@@ -60,3 +60,35 @@ NFT
 		done
 	done
 }
+
+# new_chunks OLD NEW: the chunks of NEW's content index whose entry (first, last, regions,
+# digest; pieces when both have them) no entry of OLD has (doc/FORMAT.md, "The content
+# index"), one number a line
+new_chunks() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+def entries(path):
+    b = open(path, 'rb').read()
+    ver, = struct.unpack_from('<H', b, 8)
+    n, r = struct.unpack_from('<II', b, 40)
+    p = struct.unpack_from('<I', b, 56)[0] if ver == 2 else 0
+    out, off = [], 64
+    for i in range(n):
+        first, last, cnt = struct.unpack_from('<QQI', b, off)
+        dig = b[off + 24:off + 56]
+        regs = b[off + 56:off + 56 + 12 * cnt]
+        out.append([first, last, regs, dig, []])
+        off += 56 + 12 * cnt
+    for k in range(p):
+        c, = struct.unpack_from('<I', b, off)
+        out[c][4].append(b[off + 4:off + 24] + b[off + 32:off + 64])
+        off += 64
+    return out
+def same(a, b):
+    return a[:4] == b[:4] and (not a[4] or not b[4] or a[4] == b[4])
+old, new = entries(sys.argv[1]), entries(sys.argv[2])
+for i, e in enumerate(new):
+    if not any(same(o, e) for o in old):
+        print(i)
+PY
+}

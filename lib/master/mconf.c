@@ -507,6 +507,7 @@ static const struct num_key {
 	NUM("lab-host-rate", 1, 100000, " a second", lab_host_rate),
 	NUM("lab-host-burst", 1, 100000, "", lab_host_burst),
 	NUM("site-report", 1, 3600, " seconds", site_report),
+	NUM("site-recheck", 0, 86400, " seconds", site_recheck),
 #undef NUM
 };
 
@@ -666,6 +667,7 @@ int ndz_mconf_parse(const char *text, size_t len, const char *fname, struct ndz_
 	c->lab_host_rate = 20;
 	c->lab_host_burst = 40;
 	c->site_report = 2;
+	c->site_recheck = 30;
 	ndz_lines_init(&lines, fname, text, len);
 	while (rc == 0) {
 		char buf[1024], *tok[MAX_TOKENS];

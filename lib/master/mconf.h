@@ -86,6 +86,8 @@ struct ndz_mconf {
 	uint64_t site_cache_size;      /* bytes the cache may hold; 0: no bound */
 	char *site_name;               /* how the parent lists this site; NULL: "site" */
 	unsigned site_report;          /* seconds between reports when nothing changes */
+	unsigned site_recheck;         /* seconds between asking upstream whether a cached
+					* image changed (on a GET); 0: every GET */
 	char *site_key;                /* a public signing key: fetched images must be signed
 					* by it (manifest, index, every chunk); NULL: no key */
 	char **pins;                   /* npins image names the cache never evicts */

@@ -13,6 +13,7 @@
 #include "ctl/sitecall.h"
 #include "mconn.h"
 #include "mreply.h"
+#include "master/images.h"
 #include "master/updir.h"
 #include "ctl/upload.h"
 #include "master/upreceive.h"
@@ -180,6 +181,14 @@ static int store(const struct ndz_mconn *c, int fd, const struct ndz_ctl_req *re
 	ndz_mlock_take(c->lock);
 	rc = ndz_file_commit(dup(tfd), c->tmp[slot], final, 0644, e);
 	c->tmp[slot][0] = 0;           /* renamed, or removed by the commit */
+	/* an upload is the image alone: an index or manifest beside an earlier one is
+	   that one's (a site comparing indexes would never see the new version) */
+	for (int k = 0; rc == 0 && k < NDZ_IMAGES_COMPANIONS; k++) {
+		char comp[PATH_MAX];
+
+		if (ndz_images_companion(final, k, comp, sizeof(comp), NULL) == 0)
+			unlink(comp);
+	}
 	if (rc == 0)
 		index_beside(c, final, ifd, itmp);
 	else if (ifd >= 0) {

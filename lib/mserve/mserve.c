@@ -59,7 +59,7 @@ struct ndz_mserve {
 	struct ndz_labsrv *lab;        /* nodes, tasks, admin requests */
 	uint64_t watched_ns;           /* adopted sessions last checked */
 	struct ndz_http *http;         /* the HTTP endpoint, or NULL */
-	struct ndz_http_ext ext[NDZ_LABSRV_HTTP_EXTS + 1];  /* the lab's, and "log" */
+	struct ndz_http_ext ext[NDZ_LABSRV_HTTP_EXTS + 2];  /* the lab's, "log", "site" */
 	uint64_t noted_ms;             /* the sessions' bytes sent last noted */
 	struct ndz_site *site;         /* sites (lib/mserve/site): a parent's answers, a
 					* site's fetches */
@@ -619,12 +619,24 @@ static size_t log_json(void *ctx, char *buf, size_t cap)
 	return ring ? ndz_logring_json(ring, buf, cap) : 0;
 }
 
-/* The HTTP endpoint's extensions: the lab's, then the log tail. */
+/* The HTTP status's "site" section (under the lock): a site master's counters
+   (doc/SITES.md); none at a master without a parent or store. */
+static size_t site_json(void *ctx, char *buf, size_t cap)
+{
+	struct ndz_mserve *s = ctx;
+	const struct ndz_mconf *c = ndz_master_conf(s->ms);
+
+	return s->site && (c->parent || c->store) ? ndz_site_status_json(s->site, buf, cap) : 0;
+}
+
+/* The HTTP endpoint's extensions: the lab's, the log tail, the site's counters. */
 static const struct ndz_http_ext *log_ext(struct ndz_mserve *s)
 {
 	memcpy(s->ext, ndz_labsrv_http(s->lab), NDZ_LABSRV_HTTP_EXTS * sizeof(s->ext[0]));
 	s->ext[NDZ_LABSRV_HTTP_EXTS] = (struct ndz_http_ext){ .name = "log", .ctx = s,
 							      .json = log_json };
+	s->ext[NDZ_LABSRV_HTTP_EXTS + 1] = (struct ndz_http_ext){ .name = "site", .ctx = s,
+								  .json = site_json };
 	return s->ext;
 }
 
@@ -679,7 +691,7 @@ int ndz_mserve_open(struct ndz_mconf *conf, const struct ndz_mserve_opts *o,
 		goto fail;
 	if ((rc = ndz_http_start(s->conf->http, s->conf->nhttp, &(struct ndz_http_hooks){ s->lock,
 				 s->ms, s, session_live, reload, log_ext(s),
-				 NDZ_LABSRV_HTTP_EXTS + 1, s->o.refused }, &s->http, e)) != 0)
+				 NDZ_LABSRV_HTTP_EXTS + 2, s->o.refused }, &s->http, e)) != 0)
 		goto fail;
 	ndz_updir_clean(s->conf->upload_dir, said_stale, s);
 	if (!s->o.server)

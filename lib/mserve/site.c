@@ -44,7 +44,16 @@
 #define SITE_COUNTERS(X)                                                       \
 	X(fetched_chunks) X(fetched_bytes) X(refused_chunks) X(bad_chunks)     \
 	X(retries) X(fetches_done) X(evicted) X(forwarded) X(forward_failed)   \
-	X(reused_chunks) X(reuse_refused)
+	X(reused_chunks) X(reuse_refused) X(site_rechecks) X(site_updates)      \
+	X(recheck_failed)
+
+#define CHECKS 64                      /* cached images whose last recheck is kept */
+
+/* When a cached image was last compared with upstream's (doc/SITES.md, "Updates"). */
+struct check {
+	char name[NDZ_CTL_NAME_MAX + 1];   /* "": free */
+	uint64_t at_ns;
+};
 
 struct fetch {
 	char name[NDZ_CTL_NAME_MAX + 1];
@@ -99,6 +108,8 @@ struct ndz_site {
 	atomic_int stop;
 	atomic_int changed;            /* the lab changed since the last report */
 	atomic_uint report_ms;         /* the heartbeat: site-report */
+	struct check chk[CHECKS];      /* under the lock */
+	atomic_int cut_said;           /* an unreachable upstream was logged (once) */
 #define X(n) atomic_uint_fast64_t n;
 	SITE_COUNTERS(X)
 #undef X
@@ -604,6 +615,8 @@ struct job {
 	struct ndz_sitefetch st;
 	uint64_t asked, bytes, refused; /* this image's: chunks and bytes fetched, refused */
 	uint64_t reused;               /* this image's chunks rebuilt from held ones */
+	int update;                    /* a recheck of an image held whole: final is the
+					* old version, served until the new one is whole */
 };
 
 /*
@@ -658,7 +671,8 @@ static int make_room(struct job *j, uint64_t need, struct ndz_error *e)
 		ents[n] = (struct ndz_sitecache_entry){ im->name, (uint64_t)st.st_size,
 			(uint64_t)st.st_atim.tv_sec * 1000000000u + (uint64_t)st.st_atim.tv_nsec,
 			ndz_mconf_pinned(c, im->name),
-			ndz_master_serving(j->s->h.ms, im->name) > 0 || ndz_site_partial(im->path) };
+			ndz_master_serving(j->s->h.ms, im->name) > 0 || ndz_site_partial(im->path) ||
+			strcmp(im->path, j->final) == 0 };  /* an update's old version */
 		n++;
 	}
 	rc = ndz_sitecache_evict(ents, n, need, c->site_cache_size, out, &nout, e);
@@ -706,7 +720,7 @@ static void reuse(struct job *j, int fd, uint8_t *b)
 		const struct ndz_mconf_image *im = &c->images[i];
 
 		if (strncmp(im->path, j->dir, dl) == 0 && im->path[dl] == '/' &&
-		    strcmp(im->path, j->final) != 0 && !ndz_site_partial(im->path) &&
+		    (j->update || strcmp(im->path, j->final) != 0) && !ndz_site_partial(im->path) &&
 		    (paths[n] = strdup(im->path)))
 			n++;
 	}
@@ -1000,7 +1014,8 @@ static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error 
 	if ((rc = fetch_run(j, fd, tries, 0, 1, 1, e)) != 0 ||
 	    (rc = fetch_run(j, fd, tries, last, 1, 1, e)) != 0)
 		return rc;
-	if (!j->published && ndz_sitefetch_has(&j->st, 0) && ndz_sitefetch_has(&j->st, last)) {
+	if (!j->published && !j->update && ndz_sitefetch_has(&j->st, 0) &&
+	    ndz_sitefetch_has(&j->st, last)) {
 		if ((rc = publish(j, fd, 1, e)) != 0)
 			return rc;
 		ndz_mlock_take(j->s->h.lock);
@@ -1012,9 +1027,29 @@ static int fetch_chunks(struct job *j, int fd, uint8_t *tries, struct ndz_error 
 	return fetch_run(j, fd, tries, 0, BATCH, 0, e);
 }
 
-/* The whole image in place, synced, its marker gone. */
+/*
+ * The whole image in place, synced, its marker gone. An update replaces the old
+ * version under the lock, so that a session starts on one version and its index:
+ * the running ones keep their open file and take no new clients (as after an upload).
+ */
 static int finish(struct job *j, int fd, struct ndz_error *e)
 {
+	if (j->update) {
+		char path[PATH_MAX];
+		int rc;
+
+		if (fsync(fd) != 0)
+			return ndz_error_set(e, NDZ_EIO, errno, "%s", j->part);
+		ndz_mlock_take(j->s->h.lock);
+		/* an unsigned new version: the old one's manifest would not be its */
+		if (!j->mbuf && ndz_images_companion(j->final, 0, path, sizeof(path), NULL) == 0)
+			unlink(path);
+		rc = publish(j, fd, 0, e);
+		if (rc == 0)
+			ndz_master_retire(j->s->h.ms, j->f->name);
+		ndz_mlock_give(j->s->h.lock);
+		return rc;
+	}
 	if (!j->published)
 		return publish(j, fd, 0, e);
 	if (fsync(fd) != 0)
@@ -1032,6 +1067,95 @@ static int is_link(int rc)
 	       rc == NDZ_EPROTO;
 }
 
+/* Under the lock: image name's recheck is now (a fetch of it has just ended, or begins). */
+static void checked(struct ndz_site *s, const char *name)
+{
+	struct check *k = NULL, *old = &s->chk[0];
+
+	for (size_t i = 0; i < CHECKS && !k; i++)
+		if (strcmp(s->chk[i].name, name) == 0)
+			k = &s->chk[i];
+		else if (s->chk[i].at_ns < old->at_ns)
+			old = &s->chk[i];   /* a free one is oldest (0) */
+	if (!k) {
+		k = old;
+		snprintf(k->name, sizeof(k->name), "%s", name);
+	}
+	k->at_ns = ndz_now_ns();
+}
+
+/* 1 when the file at path holds exactly the len bytes at b. */
+static int same_file(const char *path, const uint8_t *b, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), same = 0;
+	uint8_t *p = NULL;
+	struct stat st;
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size == len &&
+	    (p = malloc(len ? len : 1)) && pread(fd, p, len, 0) == (ssize_t)len)
+		same = memcmp(p, b, len) == 0;
+	free(p);
+	if (fd >= 0)
+		close(fd);
+	return same;
+}
+
+/*
+ * An update's first step: upstream's index of the image against the one held beside
+ * it (the index names the image's UUID and every chunk, and is what a fetch asks for
+ * first, from a parent old or new and from a store alike). 1: they differ, 0: the
+ * same, or the fetch's code with e.
+ */
+static int changed(struct job *j, struct ndz_error *e)
+{
+	struct ndz_site_req r = { .id = 1, .what = NDZ_SITE_INDEX };
+	char path[PATH_MAX];
+	uint8_t *b = NULL;
+	size_t len = 0;
+	int rc;
+
+	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
+	if ((rc = ndz_sitesrc_fetch(&j->src, &r, &b, &len, e)) != 0)
+		return rc;
+	rc = ndz_images_companion(j->final, 1, path, sizeof(path), NULL) != 0 ||
+	     !same_file(path, b, len);
+	free(b);
+	return rc;
+}
+
+/*
+ * A recheck (j->update): 1 when the image changed upstream (fetched next), else 0
+ * (the held version stays: the same upstream, or upstream not reached or without it;
+ * a lost upstream is said once until it answers again).
+ */
+static int recheck(struct job *j)
+{
+	struct ndz_site *s = j->s;
+	struct ndz_error e = { 0 };
+	int rc = changed(j, &e);
+
+	atomic_fetch_add(&s->site_rechecks, 1);
+	if (rc == 1) {
+		atomic_store(&s->cut_said, 0);
+		SAY(&s->h, 1, "site: %s changed at %s: fetching the new version (the held one "
+		    "is served until it is here)", j->f->name, j->parent);
+		return 1;
+	}
+	if (rc == 0) {
+		atomic_store(&s->cut_said, 0);
+		SAY(&s->h, 2, "site: %s: the same at %s", j->f->name, j->parent);
+		return 0;
+	}
+	atomic_fetch_add(&s->recheck_failed, 1);
+	if (!is_link(rc))              /* gone upstream (an image made here): said at -vv */
+		SAY(&s->h, rc == NDZ_ENOIMAGE ? 2 : -1, "site: recheck of %s at %s: %s; the "
+		    "held version is served", j->f->name, j->parent, ndz_error_msg(&e));
+	else if (!atomic_exchange(&s->cut_said, 1))
+		SAY(&s->h, -1, "site: recheck of %s: %s; the held images are served (said once)",
+		    j->f->name, ndz_error_msg(&e));
+	return 0;
+}
+
 static void *fetch_thread(void *arg)
 {
 	struct job *j = arg;
@@ -1043,7 +1167,16 @@ static void *fetch_thread(void *arg)
 	uint32_t had = 0;
 	int fd = -1, rc;
 
-	SAY(&s->h, 1, "site: %s asked: fetching it from %s", j->f->name, j->parent);
+	if (j->update && !recheck(j)) {
+		ndz_sitesrc_release(&j->src);
+		ndz_mlock_take(s->h.lock);
+		j->f->state = IDLE;
+		ndz_mlock_give(s->h.lock);
+		free(j);
+		return NULL;
+	}
+	if (!j->update)
+		SAY(&s->h, 1, "site: %s asked: fetching it from %s", j->f->name, j->parent);
 	for (;;) {
 		ndz_error_clear(&e);
 		rc = begin(j, &fd, &e);
@@ -1072,9 +1205,12 @@ static void *fetch_thread(void *arg)
 		struct ndz_error why = { 0 };
 
 		atomic_fetch_add(&s->fetches_done, 1);
-		SAY(&s->h, 1, "site: %s fetched: %u chunks; %llu chunks, %llu bytes from the "
+		if (j->update)
+			atomic_fetch_add(&s->site_updates, 1);
+		checked(s, j->f->name);
+		SAY(&s->h, 1, "site: %s %s: %u chunks; %llu chunks, %llu bytes from the "
 		    "parent, %llu refused, %llu reused, in %.1f s; now served here", j->f->name,
-		    j->ix.chunks, (unsigned long long)j->asked, (unsigned long long)j->bytes,
+		    j->update ? "updated" : "fetched", j->ix.chunks, (unsigned long long)j->asked, (unsigned long long)j->bytes,
 		    (unsigned long long)j->refused, (unsigned long long)j->reused,
 		    (double)(ndz_now_ns() - t0) / 1e9);
 		if (s->h.reload(s->h.ctx, &why) != 0)
@@ -1096,11 +1232,13 @@ static void *fetch_thread(void *arg)
 				s->h.drop(s->h.ctx, j->f->name);
 			reread(j);
 		}
-		SAY(&s->h, 0, "site: fetch of %s failed: %s", j->f->name, ndz_error_msg(&e));
+		SAY(&s->h, 0, "site: %s of %s failed: %s", j->update ? "update" : "fetch",
+		    j->f->name, ndz_error_msg(&e));
 		snprintf(j->f->why, sizeof(j->f->why), "%s", ndz_error_msg(&e));
 		j->f->code = e.code;
 		j->f->failed_ns = ndz_now_ns();
-		j->f->state = FAILED;
+		/* an update's failure leaves the held version: no GET waits for it */
+		j->f->state = j->update ? IDLE : FAILED;
 	}
 	ndz_mlock_give(s->h.lock);
 	ndz_index_release(&j->ix);
@@ -1113,7 +1251,15 @@ static void *fetch_thread(void *arg)
 	return NULL;
 }
 
+/* Under the lock: start image name's fetch (update: a recheck of the held one). */
+static int want(struct ndz_site *s, const char *name, int update, struct ndz_error *e);
+
 int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
+{
+	return want(s, name, 0, e);
+}
+
+static int want(struct ndz_site *s, const char *name, int update, struct ndz_error *e)
 {
 	const struct ndz_mconf *c = ndz_master_conf(s->h.ms);
 	struct fetch *f = NULL;
@@ -1149,6 +1295,7 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	}
 	j->s = s;
 	j->f = f;
+	j->update = update;
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	ndz_mconf_s3(c, &store);
 	if (ndz_sitesrc_init(&j->src, c->parent, &store, WAIT_S, e) != 0) {
@@ -1167,7 +1314,7 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 		ndz_error_set(e, NDZ_ERANGE, 0, "site-cache %s: path too long", c->site_cache);
 		return NDZ_SITE_FAILED;
 	}
-	if (ndz_site_partial(j->final)) {      /* published by an earlier fetch: resumed */
+	if (!update && ndz_site_partial(j->final)) {  /* published by an earlier fetch: resumed */
 		snprintf(j->part, sizeof(j->part), "%s", j->final);
 		j->published = 1;
 	}
@@ -1180,6 +1327,32 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e)
 	}
 	f->joinable = 1;
 	return NDZ_SITE_FETCHING;
+}
+
+/*
+ * Under the lock: a GET for image name, held whole: when its last recheck is older
+ * than site-recheck, one starts on a thread of its own (the GET is answered from
+ * the cache as it is); half the fetch slots at most go to rechecks.
+ */
+static void recheck_due(struct ndz_site *s, const struct ndz_mconf *c, const char *name)
+{
+	uint64_t now = ndz_now_ns(), every = (uint64_t)c->site_recheck * 1000000000u;
+	size_t busy = 0;
+
+	if (!c->parent && !c->store)
+		return;
+	for (size_t i = 0; i < FETCHES; i++) {
+		if (s->f[i].state == RUNNING && strcmp(s->f[i].name, name) == 0)
+			return;
+		busy += s->f[i].state == RUNNING;
+	}
+	for (size_t i = 0; i < CHECKS; i++)
+		if (strcmp(s->chk[i].name, name) == 0 && now - s->chk[i].at_ns < every)
+			return;
+	if (busy >= FETCHES / 2)
+		return;
+	checked(s, name);
+	want(s, name, 1, &(struct ndz_error){ 0 });
 }
 
 void ndz_site_used(struct ndz_site *s, const char *name)
@@ -1200,7 +1373,9 @@ void ndz_site_used(struct ndz_site *s, const char *name)
 			running |= s->f[i].state == RUNNING && strcmp(s->f[i].name, name) == 0;
 		if (!running)
 			ndz_site_want(s, name, &(struct ndz_error){ 0 });
+		return;
 	}
+	recheck_due(s, c, name);
 }
 
 void ndz_site_changed(struct ndz_site *s)

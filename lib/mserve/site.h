@@ -15,6 +15,12 @@
  * directory is an imagedir, and the next GET starts a session as on any master.
  * A new image's chunks that a complete cached image holds too (its content index
  * says so) are rebuilt from there and checked as fetched ones before any is fetched.
+ * A GET for an image held whole whose last check is older than site-recheck starts
+ * a recheck on a fetch thread (the GET is answered from the cache): upstream's index
+ * against the held one; another index fetches the new version into IMAGE.ndz.part
+ * (the old one among the images reused) and, once whole, puts it in place under the
+ * lock, its old sessions retired (they finish; new GETs start new ones). An upstream
+ * not reached leaves the held version, said once.
  * A site reports its lab's nodes to its parent on a change and every few seconds
  * (REPORT), and the
  * parent's nodes list shows them with a SITE column. The cache is bounded (site-cache-size): the least recently asked images not
@@ -79,8 +85,9 @@ int ndz_site_want(struct ndz_site *s, const char *name, struct ndz_error *e);
 
 /*
  * ndz_site_used - under the lock: image name (held) was just asked for: its LRU time;
- * and an image still arriving whose fetch is not running (a restarted site master)
- * has its fetch resumed.
+ * an image still arriving whose fetch is not running (a restarted site master) has
+ * its fetch resumed; an image held whole is rechecked upstream when its last check
+ * is older than site-recheck (on a thread: nothing waits here).
  */
 void ndz_site_used(struct ndz_site *s, const char *name);
 
@@ -111,7 +118,8 @@ int ndz_site_partial(const char *path);
  * ndz_site_status_json - the site's counters as a JSON object into buf (cap bytes):
  * {"fetched_chunks","fetched_bytes","refused_chunks","bad_chunks","retries",
  * "fetches_done","evicted","forwarded","forward_failed","reused_chunks",
- * "reuse_refused"}; its length. Any thread.
+ * "reuse_refused","site_rechecks","site_updates","recheck_failed"}; its length (the
+ * "site" section of the HTTP /status.json). Any thread.
  */
 size_t ndz_site_status_json(struct ndz_site *s, char *buf, size_t cap);
 

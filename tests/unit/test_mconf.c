@@ -105,8 +105,12 @@ static void test_defaults(void **state)
 	(void)state;
 	sessions_are(c, 0xefc00100u, 256, 8, 100000000, 0, 60);
 	assert_true(ndz_mconf_allows(&c->images[0], ip("1.2.3.4")));
+	assert_int_equal(c->site_recheck, 30);
 	ndz_mconf_free(c);
 	ndz_mconf_free(NULL);
+	c = parse("image x /x.ndz allow 0.0.0.0/0\nsite-recheck 0", &e);
+	assert_int_equal(c->site_recheck, 0);
+	ndz_mconf_free(c);
 }
 
 static void test_errors(void **state)
@@ -122,6 +126,7 @@ static void test_errors(void **state)
 	refused("bogus\n", "m.conf:1: unknown keyword 'bogus'");
 	refused("rate 7k\n", "m.conf:1: bad rate (bits/s, at least 8k) '7k'");
 	refused("total-rate 1X\n", "m.conf:1: bad total-rate (bits/s, at least 8k) '1X'");
+	refused("site-recheck 86401\n", "m.conf:1: bad site-recheck (0 to 86400 seconds) '86401'");
 	refused("idle-timeout -1\n", "m.conf:1: bad idle-timeout (1 to 86400 seconds) '-1'");
 	refused("image a\n", "m.conf:1: image needs a name and a path");
 	refused("image a/b /x\n",
