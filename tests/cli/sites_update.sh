@@ -141,13 +141,15 @@ check "the next client gets v2, byte-identical" \
 	sh -c "[ \"\$(cat '$T/c12.rc')\" = 0 ] && cmp -s '$T/x2.src' '$T/t5'"
 
 # 4. an admin uploads x anew at the parent (the image alone, unsigned): the signed
-# index and manifest of the version it replaces go, the parent makes the new one's
-# index when asked, and the site gets the new version
+# index and manifest of the version it replaces go (the parent makes the new one's
+# index as it stores the upload), and the site gets the new version
 cp "$T/x2.src" "$T/x3.src"
 head -c 102400 /dev/urandom | dd of="$T/x3.src" bs=1024 seek=2000 conv=notrunc 2>/dev/null
+cp "$T/par/x.ndz.index" "$T/x2.index"
 in_ns par "$IMAGEZIP" -q -r --upload 10.78.0.1:x "$T/x3.src" 2>"$T/up.err"; rc=$?
-check "x uploaded anew at the parent: its old index and manifest gone ($rc: $(cat "$T/up.err"))" \
-	sh -c "[ $rc = 0 ] && [ ! -e '$T/par/x.ndz.index' ] && [ ! -e '$T/par/x.ndz.manifest' ]"
+check "x uploaded anew at the parent: its old manifest gone, the index beside it its own ($rc: $(cat "$T/up.err"))" \
+	sh -c "[ $rc = 0 ] && [ ! -e '$T/par/x.ndz.manifest' ] && [ -s '$T/par/x.ndz.index' ] &&
+	       ! cmp -s '$T/x2.index' '$T/par/x.ndz.index'"
 sleep 1.5
 get c13 "$T/t6"
 poll 30 sh -c "[ \"\$(grep -c 'site: x updated' '$T/m1.log')\" = 2 ]"
