@@ -199,6 +199,14 @@ if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_
 		stepped_up beside
 	check "new frisbee beside an old one: the server counts the old one lost" \
 		[ "$(json_num "$T/beside.json" lost)" = 1 ]
+	# (the group also rises when the new client leaves: what shows the probe is that
+	# the client said the large size again after stepping down, and much of the rest
+	# went in BLOCKS: a probe fails while the old one is not yet lost, the next comes
+	# 4 s later)
+	check "new frisbee beside an old one: after stepping down it said 8972 bytes again" \
+		sh -c "sed -n '/asking for one block a datagram/,\$p' '$T/c2.log' | grep -q 'we take datagrams of 8972 bytes'"
+	check "new frisbee beside an old one, the old lost: the rest in BLOCKS ($(dgrams beside) datagrams for $(blocks beside) blocks)" \
+		[ $(( $(dgrams beside) * 10 )) -lt $(( $(blocks beside) * 8 )) ]
 else
 	skip "old against new: no build of the protocol before BLOCKS (NDZ_OLD_BIN, or a git checkout holding $OLD_REV)"
 fi
