@@ -18,6 +18,10 @@
 /* said we take large datagrams, and none came this long: say one block (a smaller
  * MTU on the way) */
 #define STEP_DOWN_NS (700 * MS)
+/* stepped down: say the large size again after this pause, doubled at each probe
+ * that brought no BLOCKS (an older client gone since, or a path that drops them) */
+#define PROBE_MIN_NS (2000 * MS)
+#define PROBE_MAX_NS (64000 * MS)
 
 /* A chunk the target holds but some pieces of: the blocks to receive. */
 struct want {
@@ -67,6 +71,10 @@ struct ndz_client {
 	int server_blocks;             /* the server announced BLOCKS */
 	uint64_t caps_ns;              /* when we last said CAPS */
 	uint64_t multi_ns;             /* when a BLOCKS last came (or receiving began) */
+	uint32_t full;                 /* the payload we take at most (take before a step down) */
+	uint64_t probe_ns;             /* stepped down: when to say full again */
+	uint64_t probe_wait;           /* the pause before it (0: never stepped down) */
+	uint64_t probe_at;             /* when we last said full again (0: never) */
 	uint32_t *ready;               /* complete chunks' slots, for the caller to check */
 	size_t ready_head, ready_len;
 	uint64_t last_server_ns, last_block_ns, silence_wait_ns, next_silence_ns, next_look;
@@ -134,7 +142,7 @@ int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
 		c->o.target = "the target";
 	c->server = o->server;
 	if (o->max_payload >= NDZ_PKT_BLOCKS_LEN(2))
-		c->take = o->max_payload;
+		c->take = c->full = o->max_payload;
 	c->front = UINT32_MAX;
 	c->start_ns = c->clock = now_ns;
 	c->give_up_ns = (uint64_t)o->give_up_s * 1000 * MS;
@@ -922,9 +930,10 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
  * We said we take large datagrams and the server sends them, yet none has come for
  * a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way may
  * drop them (a smaller MTU than ours). Say we take one block a datagram: the server
- * falls back to BLOCKs for the group. (With an older client in the group none comes
- * either, and the group is at one block already.) While fetching a manifest or an
- * index, and while receiving the image.
+ * falls back to BLOCKs for the group. With an older client in the group none comes
+ * either, though our path takes them: after a pause we probe (say the large size
+ * again), see below. While fetching a manifest or an index, and while receiving the
+ * image.
  */
 static void step_down(struct ndz_client *c, uint64_t now)
 {
@@ -932,8 +941,27 @@ static void step_down(struct ndz_client *c, uint64_t now)
 	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
 		uint64_t ms = (now - c->multi_ns) / MS;
 
+		/* the pause before we probe: doubled while probes bring nothing */
+		if (!c->probe_wait || (c->probe_at && c->multi_ns > c->probe_at))
+			c->probe_wait = PROBE_MIN_NS;
+		else if (c->probe_wait < PROBE_MAX_NS / 2)
+			c->probe_wait *= 2;
+		else
+			c->probe_wait = PROBE_MAX_NS;
+		c->probe_ns = now + c->probe_wait;
 		c->take = NDZ_PKT_BLOCK_LEN;
 		say_caps(c, now, ms);
+	} else if (c->take == NDZ_PKT_BLOCK_LEN && c->full > NDZ_PKT_BLOCK_LEN &&
+		   c->server_blocks && c->probe_wait && now >= c->probe_ns) {
+		/*
+		 * Probe: say the large size again. An older client that kept BLOCKS away
+		 * may have left (or be lost) since: BLOCKS come again and we stay up. On
+		 * a path that drops them none comes, and the test above steps down again
+		 * within STEP_DOWN_NS, to probe after twice the pause.
+		 */
+		c->take = c->full;
+		c->multi_ns = c->probe_at = now;
+		say_caps(c, now, 0);
 	}
 }
 

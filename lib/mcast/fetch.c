@@ -40,6 +40,8 @@
  */
 enum { S_FREE, S_FILL, S_QUEUED };
 #define NO_REF UINT32_MAX
+/* Slots that blocks of chunks a seed scan has not reached may fill (see take_slot). */
+#define DEFER_SLOTS(n) ((n) / 4 ? (n) / 4 : 1)
 /* Entries of asks that others' requests may take (the rest is kept for ours). */
 #define ASKS_OTHERS 256u
 
@@ -316,12 +318,23 @@ static void forget_repairs(struct slot *s)
 static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref, int store)
 {
 	struct slot *s = NULL;
+	size_t deferred = 0;
 
 	for (size_t i = 0; i < f->o.slots; i++)
 		if (f->slots[i].state == S_FREE) {
-			s = &f->slots[i];
-			break;
+			if (!s)
+				s = &f->slots[i];
+		} else if (f->defer && f->slots[i].state == S_FILL && !f->slots[i].partial &&
+			   f->defer(f->defer_ctx, f->slots[i].chunk)) {
+			deferred++;
 		}
+	/*
+	 * Others' blocks of a chunk a seed scan has not reached take at most
+	 * DEFER_SLOTS of the slots: the rest stay for the chunks the scan found
+	 * missing, whose blocks would otherwise be dropped and asked for again.
+	 */
+	if (s && f->defer && deferred >= DEFER_SLOTS(f->o.slots) && f->defer(f->defer_ctx, chunk))
+		return NULL;
 	if (s && store && !s->buf)
 		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool, NULL) : malloc(NDZ_CHUNK_SIZE);
 	if (!s || (store && !s->buf))

@@ -193,8 +193,9 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
 /*
  * ndz_fetch_set_defer - new chunks for which defer(ctx, chunk) returns 1 are not
  * asked for yet, but later (a seed scan has not reached them), nor the rest of one
- * whose blocks others asked for came meanwhile; NULL: none is deferred (as at
- * creation). defer must not call back.
+ * whose blocks others asked for came meanwhile; such blocks fill at most a quarter
+ * of the slots (the rest is dropped), so blocks of chunks that are needed find room.
+ * NULL: none is deferred (as at creation). defer must not call back.
  */
 void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
 			 void *ctx);

@@ -593,6 +593,70 @@ static void test_blocks_caps(void **state)
 	teardown_t(t);
 }
 
+/* The CAPS the client sent since from: their payloads in order, and how many. */
+static unsigned caps_seq(const struct t *t, unsigned from, uint32_t *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = from; i < t->nsent; i++)
+		if (t->sent[i].type == NDZ_PKT_CAPS && n < max)
+			out[n++] = t->sent[i].max_payload;
+	return n;
+}
+
+/*
+ * Stepped down (no BLOCKS for 0.7 s: an older client in the group, or a path that
+ * drops them), the client probes: it says the large size again after 2 s; with no
+ * BLOCKS then it steps down again and waits twice as long (4 s); a BLOCKS after a
+ * probe keeps it up.
+ */
+static void test_caps_probe(void **state)
+{
+	struct t *t = setup(60);
+	struct ndz_pkt p;
+	uint32_t seq[16];
+	unsigned n, from, i = 0;
+	uint64_t ms;
+
+	(void)state;
+	t->o.max_payload = 8972;
+	join(t, 30, 0);
+	features(t, NDZ_FEAT_BLOCKS, 1 * MS);
+	assert_int_equal(ndz_client_start(t->c, 2 * MS, NULL), 0);
+	from = t->nsent;
+	/* lone blocks only, for 7 s: down at 0.7, up at 2.7, down at 3.4, up at 7.4 */
+	for (ms = 10; ms <= 7000; ms += 10, i++) {
+		block(t, 1 + i / 1000, i % 1000, ms * MS);
+		ndz_client_tick(t->c, ms * MS);
+	}
+	n = caps_seq(t, from, seq, 16);
+	assert_int_equal(n, 3);
+	assert_int_equal(seq[0], NDZ_PKT_BLOCK_LEN);
+	assert_int_equal(seq[1], 8972);
+	assert_int_equal(seq[2], NDZ_PKT_BLOCK_LEN);
+	for (; ms <= 7600; ms += 10, i++) {
+		block(t, 1 + i / 1000, i % 1000, ms * MS);
+		ndz_client_tick(t->c, ms * MS);
+	}
+	n = caps_seq(t, from, seq, 16);
+	assert_int_equal(n, 4);
+	assert_int_equal(seq[3], 8972);    /* the second probe, 4 s after */
+	/* BLOCKS come now (the older client gone): it stays up */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_BLOCKS;
+	p.tag = TAG;
+	p.count = 8;
+	for (; ms <= 12000; ms += 10, i++) {
+		p.chunk = 5 + i / 128;
+		p.block = (uint16_t)(i % 128 * 8);
+		p.data = t->data[p.block];
+		ndz_client_input_pkt(t->c, &p, SERVER, ms * MS);
+		ndz_client_tick(t->c, ms * MS);
+	}
+	assert_int_equal(caps_seq(t, from, seq, 16), 4);
+	teardown_t(t);
+}
+
 /* -T while receiving: the server silent that long. */
 static void test_give_up_silence(void **state)
 {
@@ -965,6 +1029,7 @@ int main(void)
 		cmocka_unit_test(test_repair),
 		cmocka_unit_test(test_features_before_start),
 		cmocka_unit_test(test_blocks_caps),
+		cmocka_unit_test(test_caps_probe),
 		cmocka_unit_test(test_give_up_silence),
 		cmocka_unit_test(test_give_up_no_chunk_checks_out),
 		cmocka_unit_test(test_index),

@@ -555,6 +555,43 @@ static void test_full_cache(void **state)
 	ndz_fetch_free(f);
 }
 
+/* defer for the slots test: chunks at or past *front (a seed scan's) */
+static int defer_from(void *ctx, uint32_t chunk)
+{
+	return chunk >= *(const uint32_t *)ctx;
+}
+
+/*
+ * Others' blocks of chunks a seed scan has not reached fill at most a quarter of the
+ * slots: a block of a chunk the scan found missing still finds one (it was dropped,
+ * and asked for again, when they held them all).
+ */
+static void test_defer_slots(void **state)
+{
+	struct ndz_fetch *f = make(64, 8, 2, 3);
+	struct ndz_fetch_stats st;
+	uint32_t front = 8;
+
+	(void)state;
+	ndz_fetch_set_defer(f, defer_from, &front);
+	for (uint32_t c = 8; c < 16; c++)
+		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 6);           /* 2 of 8 slots taken, the rest dropped */
+	/* chunks below the scan's front take the other slots */
+	for (uint32_t c = 0; c < 6; c++)
+		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0 + MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 6);
+	assert_int_equal(st.blocks, 8);
+	/* the scan passes them: they are chunks like any other */
+	front = 64;
+	assert_int_equal(ndz_fetch_block(f, 20, 0, data_of(20, 0), T0 + 2 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 7);           /* all 8 slots taken now */
+	ndz_fetch_free(f);
+}
+
 /* Out-of-range blocks are refused without touching anything. */
 static void test_out_of_range(void **state)
 {
@@ -1238,6 +1275,7 @@ int main(void)
 		cmocka_unit_test(test_all_repairs_no_blocks),
 		cmocka_unit_test(test_check_join),
 		cmocka_unit_test(test_pool),
+		cmocka_unit_test(test_defer_slots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
