@@ -279,13 +279,16 @@ for i in range(n):
 EOF
 }
 
-# frisbee_pid TARGET: the pid of the frisbee writing TARGET (empty when none)
+# frisbee_pid TARGET: the pid of the frisbee writing TARGET (empty when none). pgrep
+# picks the candidates: a loop over every /proc entry in the shell took seconds on a
+# busy machine with many processes, and the transfer a test meant to interrupt was
+# over by then.
 frisbee_pid() {
 	_fx=$(readlink -f "$FRISBEE")
-	for _p in /proc/[0-9]*; do
-		[ "$(readlink "$_p/exe" 2>/dev/null)" = "$_fx" ] &&
-			tr '\0' ' ' <"$_p/cmdline" 2>/dev/null | grep -q " $1 \$" &&
-			{ echo "${_p#/proc/}"; return 0; }
+	for _p in $(pgrep -f -- " $1\$"); do
+		[ "$(readlink "/proc/$_p/exe" 2>/dev/null)" = "$_fx" ] &&
+			tr '\0' ' ' <"/proc/$_p/cmdline" 2>/dev/null | grep -q " $1 \$" &&
+			{ echo "$_p"; return 0; }
 	done
 	return 1
 }
