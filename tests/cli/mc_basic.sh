@@ -34,10 +34,11 @@ check "client prints a one-line summary, its rate labelled" grep -q 'chunks in .
 # at 0% loss each block goes out once whatever the number of clients
 sent=$(json_num "$T/stats8.json" blocks_sent) distinct=$(json_num "$T/stats8.json" distinct_blocks)
 check "8 clients, no loss: server sends each block about once ($sent sent, $distinct distinct)" \
-	[ "$sent" -le $(( distinct * 110 / 100 )) ]
-# (a guard against runaway re-sending: on a machine loaded several times over its cores a
-# client descheduled past the re-request delay asks again; bench/multicast.sh measures
-# the real figure, 1.000 on an idle machine)
+	[ "$sent" -le $(( distinct * 150 / 100 )) ]
+# (a guard against runaway re-sending, not a figure: on a machine loaded several times
+# over its cores a client descheduled past the re-request delay asks again (1.14 seen
+# under two suites at once, sanitized); bench/multicast.sh measures the real figure,
+# 1.000 on an idle machine)
 
 # a zstd image goes through frisbeed and frisbee like a zlib one
 if [ -z "${MC_FORCE_RAW:-}" ]; then

