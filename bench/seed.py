@@ -117,19 +117,9 @@ def main():
         for arg in a[2:]:
             disk, lack = arg.split(':')
             fb = os.open(disk, os.O_RDONLY)
-            written = partial = pblocks = whole = 0
-            for c in [int(x) for x in open(lack).read().split()]:
-                diff = ndzindex.lacking(ix, c, fa, fb)
-                if not diff:
-                    continue
-                kind, blocks = ndzindex.blocks(ix, c, diff)
-                if kind == 'whole':
-                    whole += 1
-                else:
-                    partial += 1
-                    written += len(diff)
-                    pblocks += len(blocks)
-                union.update((c, k) for k in blocks)
+            written, partial, pblocks, whole, need = ndzindex.plan(
+                ix, [int(x) for x in open(lack).read().split()], fa, fb)
+            union |= need
             print('written', written, 'partial', partial, 'pblocks', pblocks, 'whole', whole,
                   'blocks', pblocks + 1024 * whole)
         print('union', len(union))

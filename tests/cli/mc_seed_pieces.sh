@@ -43,19 +43,8 @@ base = os.open(sys.argv[2], os.O_RDONLY)
 union = set()
 for t in sys.argv[3:]:
     T = os.open(t, os.O_RDONLY)
-    written = partial = pblocks = whole = 0
-    for c in range(len(ix.entries)):
-        diff = ndzindex.lacking(ix, c, base, T)
-        if not diff:
-            continue
-        kind, blocks = ndzindex.blocks(ix, c, diff)
-        if kind == 'whole':
-            whole += 1
-        else:
-            partial += 1
-            written += len(diff)
-            pblocks += len(blocks)
-        union.update((c, b) for b in blocks)
+    written, partial, pblocks, whole, need = ndzindex.plan(ix, range(len(ix.entries)), base, T)
+    union |= need
     print('written', written, 'partial', partial, 'pblocks', pblocks, 'whole', whole,
           'blocks', pblocks + 1024 * whole)
 print('union', len(union))

@@ -81,3 +81,23 @@ def blocks(ix, chunk, diff):
     if np < 2 or len(diff) == np or len(b) >= BLOCKS:
         return 'whole', set(range(BLOCKS))
     return 'partial', b
+
+
+def plan(ix, chunks, fa, fb):
+    """What a piece-grain reload of disk fb (that held fa's image) fetches of chunks:
+    (pieces written, partial chunks, their blocks, whole chunks, {(chunk, block)})."""
+    written = partial = pblocks = whole = 0
+    need = set()
+    for c in chunks:
+        diff = lacking(ix, c, fa, fb)
+        if not diff:
+            continue
+        kind, b = blocks(ix, c, diff)
+        if kind == 'whole':
+            whole += 1
+        else:
+            partial += 1
+            written += len(diff)
+            pblocks += len(b)
+        need.update((c, k) for k in b)
+    return written, partial, pblocks, whole, need
