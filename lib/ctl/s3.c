@@ -24,6 +24,7 @@ struct ndz_s3 {
 	uint64_t part;                 /* a multipart upload's part; an object over it is one */
 	char name[600];
 	int wait_s;
+	char etag[160];                /* the last successful reply's ETag ("": none) */
 };
 
 static int isalnum_(char ch)
@@ -440,6 +441,10 @@ static int request(struct ndz_s3 *s, const char *method, const char *key, uint64
 		if (rc != NDZ_ENET && rc != NDZ_ETIMEDOUT && rc != NDZ_ESHORTREAD)
 			break;
 	}
+	if (rc == 0)
+		memcpy(s->etag, x->etag, sizeof(s->etag));
+	else
+		s->etag[0] = 0;
 	return rc;
 }
 
@@ -479,6 +484,11 @@ int ndz_s3_head(struct ndz_s3 *s, const char *key, uint64_t *size, struct ndz_er
 				     s->prefix, key);
 	*size = (uint64_t)n;
 	return 0;
+}
+
+const char *ndz_s3_etag(const struct ndz_s3 *s)
+{
+	return s->etag;
 }
 
 int ndz_s3_put(struct ndz_s3 *s, const char *key, const void *buf, size_t len,

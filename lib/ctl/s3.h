@@ -66,6 +66,13 @@ int ndz_s3_get(struct ndz_s3 *s, const char *key, uint64_t off, uint64_t len, ui
 int ndz_s3_head(struct ndz_s3 *s, const char *key, uint64_t *size, struct ndz_error *e);
 
 /*
+ * ndz_s3_etag - the ETag the last request on s answered with, as the store sent it
+ * (quotes and all; "" when it failed or sent none): a GET's or HEAD's tells whether an
+ * object changed since (a recheck, doc/SITES.md "Updates"). Valid until the next request.
+ */
+const char *ndz_s3_etag(const struct ndz_s3 *s);
+
+/*
  * ndz_s3_put - the object key made (or replaced) with len bytes of buf. ndz_s3_put_fd - the
  * same with size bytes read from fd at offset 0: one PUT up to the part size, else a
  * multipart upload (aborted when a step fails; at most 10000 parts: NDZ_ERANGE).

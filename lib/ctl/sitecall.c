@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "sitecall.h"
 #include "upload.h"
@@ -22,8 +25,8 @@ static int what_ok(const struct ndz_site_req *r)
 		       r->first <= UINT32_MAX - r->count;
 	if (r->what == NDZ_SITE_REPORT)
 		return r->count >= 4 && r->count <= NDZ_SITE_REPORT_MAX && !r->first;
-	return (r->what == NDZ_SITE_INDEX || r->what == NDZ_SITE_MANIFEST) && !r->first &&
-	       !r->count;
+	return (r->what == NDZ_SITE_INDEX || r->what == NDZ_SITE_MANIFEST ||
+		r->what == NDZ_SITE_IDENT) && !r->first && !r->count;
 }
 
 int ndz_site_req_encode(const struct ndz_site_req *r, uint8_t *buf, size_t cap,
@@ -193,6 +196,12 @@ static int ask(struct ndz_site_link *l, const struct ndz_site_req *r, uint64_t *
 		ndz_error_prefix(e, "parent %s:%u", host, port);
 		goto out;
 	}
+	if (status == NDZ_CTL_MALFORMED && r->what == NDZ_SITE_IDENT) {
+		/* an older parent, which closes after a request it cannot read */
+		ndz_site_link_close(l);
+		return ndz_error_set(e, NDZ_ENOTSUP, 0, "parent %s:%u: no identity requests (an "
+				     "older master)", host, port);
+	}
 	if (status != NDZ_CTL_OK)
 		return ndz_error_set(e, status == NDZ_CTL_UNKNOWN ? NDZ_ENOIMAGE : NDZ_EREFUSED, 0,
 				     "parent %s:%u: image '%s': %s", host, port, r->name,
@@ -232,7 +241,112 @@ int ndz_site_fetch(struct ndz_site_link *l, const struct ndz_site_req *r, uint8_
 	return 0;
 }
 
+void ndz_site_ident_encode(const struct ndz_site_ident *id, uint8_t buf[NDZ_SITE_IDENT_LEN])
+{
+	put_le64(buf, id->bytes);
+	put_le32(buf + 8, id->manifest ? 1 : 0);
+	put_le32(buf + 12, 0);
+	memcpy(buf + 16, id->index_sha, 32);
+	if (id->manifest)
+		memcpy(buf + 48, id->manifest_sha, 32);
+	else
+		memset(buf + 48, 0, 32);
+}
 
+int ndz_site_ident_decode(const uint8_t *buf, size_t len, struct ndz_site_ident *id,
+			  struct ndz_error *e)
+{
+	memset(id, 0, sizeof(*id));
+	if (len != NDZ_SITE_IDENT_LEN || get_le32(buf + 8) > 1 || get_le32(buf + 12))
+		return ndz_error_set(e, NDZ_EPROTO, 0, "site identity: %zu bytes: malformed", len);
+	id->bytes = get_le64(buf);
+	id->manifest = (int)get_le32(buf + 8);
+	memcpy(id->index_sha, buf + 16, 32);
+	memcpy(id->manifest_sha, buf + 48, 32);
+	return 0;
+}
+
+/* The SHA-256 of the file at path into out: 0, NDZ_ENOENT (none), or the code with e. */
+static int sha256_file(const char *path, uint8_t out[32], struct ndz_error *e)
+{
+	uint8_t b[65536];
+	EVP_MD_CTX *c;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return errno == ENOENT ? NDZ_ENOENT : ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+	if (!(c = EVP_MD_CTX_new()) || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: SHA-256", path);
+		goto out;
+	}
+	while ((n = read(fd, b, sizeof(b))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = ndz_error_set(e, NDZ_EIO, errno, "%s", path);
+			goto out;
+		}
+		if (EVP_DigestUpdate(c, b, (size_t)n) != 1) {
+			rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: SHA-256", path);
+			goto out;
+		}
+	}
+	if (EVP_DigestFinal_ex(c, out, NULL) != 1)
+		rc = ndz_error_set(e, NDZ_ENOMEM, 0, "%s: SHA-256", path);
+out:
+	EVP_MD_CTX_free(c);
+	close(fd);
+	return rc;
+}
+
+int ndz_site_ident_files(const char *image, const char *index, const char *manifest,
+			 struct ndz_site_ident *id, struct ndz_error *e)
+{
+	struct stat st;
+	int rc;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(image, &st) != 0)
+		return errno == ENOENT ? ndz_error_set(e, NDZ_ENOIMAGE, 0, "%s: none", image) :
+		       ndz_error_set(e, NDZ_EIO, errno, "%s", image);
+	id->bytes = (uint64_t)st.st_size;
+	if ((rc = sha256_file(index, id->index_sha, e)) == NDZ_ENOENT)
+		return ndz_error_set(e, NDZ_ENOIMAGE, 0, "%s: none", index);
+	if (rc != 0)
+		return rc;
+	if (!manifest || (rc = sha256_file(manifest, id->manifest_sha, e)) == NDZ_ENOENT)
+		return 0;
+	id->manifest = rc == 0;
+	return rc;
+}
+
+int ndz_site_ident_same(const struct ndz_site_ident *a, const struct ndz_site_ident *b)
+{
+	return a->bytes == b->bytes && a->manifest == b->manifest &&
+	       memcmp(a->index_sha, b->index_sha, 32) == 0 &&
+	       (!a->manifest || memcmp(a->manifest_sha, b->manifest_sha, 32) == 0);
+}
+
+int ndz_site_ident(struct ndz_site_link *l, const char *name, struct ndz_site_ident *id,
+		   struct ndz_error *e)
+{
+	struct ndz_site_req r = { .id = 1, .what = NDZ_SITE_IDENT };
+	uint8_t *b = NULL;
+	size_t len = 0;
+	int rc;
+
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	if ((rc = ndz_site_fetch(l, &r, &b, &len, e)) != 0)
+		return rc;
+	rc = ndz_site_ident_decode(b, len, id, e);
+	free(b);
+	if (rc != 0) {
+		ndz_site_link_close(l);
+		ndz_error_prefix(e, "parent %s", l->spec);
+	}
+	return rc;
+}
 
 int ndz_site_fetch_chunks(struct ndz_site_link *l, const struct ndz_site_req *r,
 			  int (*each)(void *arg, uint32_t k, const uint8_t *chunk),

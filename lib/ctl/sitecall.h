@@ -27,7 +27,39 @@ enum ndz_site_what {
 	NDZ_SITE_CHUNKS_OF = 3,        /* chunks [first, first + count) of IMAGE */
 	NDZ_SITE_REPORT = 4,           /* the site's lab, count bytes after the request;
 					* name: the site's name */
+	NDZ_SITE_IDENT = 5,            /* IMAGE's identity (NDZ_SITE_IDENT_LEN bytes): what a
+					* recheck asks instead of the index */
 };
+
+/*
+ * An image's identity, as a parent answers an IDENT request: the image's size and the
+ * SHA-256 of its content index and of its signed manifest. Any change of the image
+ * changes its index (its UUID, every chunk's entry), so two images with the same
+ * identity are the same image; a recheck (doc/SITES.md, "Updates") compares it with
+ * the identity of the files it holds and fetches the index only on a difference.
+ */
+#define NDZ_SITE_IDENT_LEN 80
+struct ndz_site_ident {
+	uint64_t bytes;                /* the image file's size */
+	int manifest;                  /* 1: it has a manifest (else manifest_sha is 0) */
+	uint8_t index_sha[32], manifest_sha[32];
+};
+
+/*
+ * ndz_site_ident_encode / _decode - the identity as an IDENT reply's bytes (fixed
+ * little-endian, doc/PROTOCOL.md "Site fetch"); decode: 0, or NDZ_EPROTO (not
+ * NDZ_SITE_IDENT_LEN bytes, a reserved bit set) with e (may be NULL) set.
+ * ndz_site_ident_files - the identity of an image file and its companions (index, and
+ * manifest: NULL or a missing file is none): 0, or NDZ_ENOIMAGE (no image or no index
+ * file), NDZ_EIO / NDZ_ENOMEM with e set.
+ * ndz_site_ident_same - 1 when a and b name the same image.
+ */
+void ndz_site_ident_encode(const struct ndz_site_ident *id, uint8_t buf[NDZ_SITE_IDENT_LEN]);
+int ndz_site_ident_decode(const uint8_t *buf, size_t len, struct ndz_site_ident *id,
+			  struct ndz_error *e);
+int ndz_site_ident_files(const char *image, const char *index, const char *manifest,
+			 struct ndz_site_ident *id, struct ndz_error *e);
+int ndz_site_ident_same(const struct ndz_site_ident *a, const struct ndz_site_ident *b);
 
 #define NDZ_SITE_REPORT_MAX (2u * NDZ_CTL_TEXT_BIG + 4)  /* a REPORT's body, at most */
 #define NDZ_SITE_TASKS_MAX  (16u * NDZ_CTL_LAB_MAX)      /* a REPORT reply's tasks */
@@ -107,6 +139,14 @@ void ndz_site_link_close(struct ndz_site_link *l);
  */
 int ndz_site_fetch(struct ndz_site_link *l, const struct ndz_site_req *r, uint8_t **out,
 		   size_t *len, struct ndz_error *e);
+
+/*
+ * ndz_site_ident - ask the parent for image name's identity on l: 0 with *id; NDZ_ENOTSUP
+ * (an older parent, which answers MALFORMED to what it does not know and closes: l is
+ * closed), else as ndz_site_fetch.
+ */
+int ndz_site_ident(struct ndz_site_link *l, const char *name, struct ndz_site_ident *id,
+		   struct ndz_error *e);
 
 /*
  * ndz_site_report - send the REPORT r (its count set to body_len) and its body on l,

@@ -53,6 +53,9 @@
 struct check {
 	char name[NDZ_CTL_NAME_MAX + 1];   /* "": free */
 	uint64_t at_ns;
+	char tag[200];                 /* from a store: its index object's "SIZE ETAG" when
+					* the held index was fetched or found the same ("": not
+					* known) */
 };
 
 struct fetch {
@@ -110,6 +113,9 @@ struct ndz_site {
 	atomic_uint report_ms;         /* the heartbeat: site-report */
 	struct check chk[CHECKS];      /* under the lock */
 	atomic_int cut_said;           /* an unreachable upstream was logged (once) */
+	atomic_int store_said;         /* a failing store left for the parent was logged (once) */
+	char noident[300];             /* a parent that has no IDENT (an older master: its
+					* rechecks ask for the index); under the lock */
 #define X(n) atomic_uint_fast64_t n;
 	SITE_COUNTERS(X)
 #undef X
@@ -517,6 +523,48 @@ static int make_index(const char *path, const char *file, struct ndz_error *e)
 	return rc;
 }
 
+/*
+ * An IDENT request for the image at path: its identity (lib/ctl/sitecall), its index
+ * made first when it has none (as for an INDEX request). 0, or -1: the link failed.
+ */
+static int serve_ident(struct ndz_site *s, int fd, const struct ndz_site_req *r,
+		       const char *path, const char *a)
+{
+	uint8_t rep[NDZ_SITE_REP_LEN + NDZ_SITE_IDENT_LEN];
+	char ip[PATH_MAX], mp[PATH_MAX];
+	struct ndz_site_ident id;
+	struct ndz_error why = { 0 };
+	int rc;
+
+	if (ndz_images_companion(path, 1, ip, sizeof(ip), NULL) != 0 ||
+	    ndz_images_companion(path, 0, mp, sizeof(mp), NULL) != 0) {
+		refuse(fd, r->id, NDZ_CTL_FAILED);
+		return 0;
+	}
+	if (access(ip, F_OK) != 0 && errno == ENOENT && access(path, F_OK) == 0) {
+		if (make_index(path, ip, &why) != 0) {
+			SAY(&s->h, 0, "site %s asks for %s's identity: no index, and none made: %s",
+			    a, r->name, ndz_error_msg(&why));
+			refuse(fd, r->id, NDZ_CTL_FAILED);
+			return 0;
+		}
+		SAY(&s->h, 1, "site %s asks for %s's identity: its index made from the image (%s)",
+		    a, r->name, ip);
+	}
+	if ((rc = ndz_site_ident_files(path, ip, mp, &id, &why)) != 0) {
+		SAY(&s->h, rc == NDZ_ENOIMAGE ? 2 : 0, "site %s asks for %s's identity: %s", a,
+		    r->name, ndz_error_msg(&why));
+		refuse(fd, r->id, rc == NDZ_ENOIMAGE ? NDZ_CTL_UNKNOWN : NDZ_CTL_FAILED);
+		return 0;
+	}
+	ndz_site_rep_encode(r->id, NDZ_CTL_OK, NDZ_SITE_IDENT_LEN, rep);
+	ndz_site_ident_encode(&id, rep + NDZ_SITE_REP_LEN);
+	if (send_all(fd, rep, sizeof(rep)) != 0)
+		return -1;
+	SAY(&s->h, 2, "site %s: %s identity: %d bytes served", a, r->name, NDZ_SITE_IDENT_LEN);
+	return 0;
+}
+
 static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 		     uint32_t addr, const char *a)
 {
@@ -546,6 +594,8 @@ static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 		refuse(fd, r.id, im ? NDZ_CTL_DENIED : NDZ_CTL_UNKNOWN);
 		return 0;
 	}
+	if (r.what == NDZ_SITE_IDENT)
+		return serve_ident(s, fd, &r, path, a);
 	if (r.what == NDZ_SITE_CHUNKS_OF) {
 		snprintf(file, sizeof(file), "%s", path);
 		off = (uint64_t)r.first * NDZ_CHUNK_SIZE;
@@ -570,9 +620,9 @@ static int serve_one(struct ndz_site *s, int fd, const uint8_t *buf, size_t len,
 	if (rc == 0 && n && r.what == NDZ_SITE_CHUNKS_OF)
 		SAY(h, 1, "site %s: %s chunks %u-%u: %llu bytes served", a, r.name, r.first,
 		    r.first + r.count - 1, (unsigned long long)n);
-	else if (rc == 0)
-		SAY(h, 2, "site %s: %s %s asked", a, r.name,
-		    r.what == NDZ_SITE_INDEX ? "index" : "manifest");
+	else if (rc == 0 && n)
+		SAY(h, 2, "site %s: %s %s: %llu bytes served", a, r.name,
+		    r.what == NDZ_SITE_INDEX ? "index" : "manifest", (unsigned long long)n);
 	return rc;
 }
 
@@ -617,6 +667,7 @@ struct job {
 	uint64_t reused;               /* this image's chunks rebuilt from held ones */
 	int update;                    /* a recheck of an image held whole: final is the
 					* old version, served until the new one is whole */
+	int left_said;                 /* the store left for the parent was said */
 };
 
 /*
@@ -780,6 +831,8 @@ out:
 	ndz_sitereuse_free(r);
 }
 
+static void note_source(struct job *j);
+
 /* The index and manifest, and the fetch state from the partial file: 0 or the code. */
 static int begin(struct job *j, int *fd, struct ndz_error *e)
 {
@@ -794,7 +847,9 @@ static int begin(struct job *j, int *fd, struct ndz_error *e)
 		return ndz_error_set(e, NDZ_ENOMEM, 0, "fetch");
 	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
 	if (!j->ixbuf) {
-		if ((rc = ndz_sitesrc_fetch(&j->src, &r, &j->ixbuf, &j->ixlen, e)) != 0)
+		rc = ndz_sitesrc_fetch(&j->src, &r, &j->ixbuf, &j->ixlen, e);
+		note_source(j);
+		if (rc != 0)
 			goto out;
 		if (j->key[0] &&
 		    (rc = ndz_key_load_as(j->key, NDZ_KEY_BIT(NDZ_KEY_SIGN_PUBLIC), &pub, e)) != 0)
@@ -1080,8 +1135,51 @@ static void checked(struct ndz_site *s, const char *name)
 	if (!k) {
 		k = old;
 		snprintf(k->name, sizeof(k->name), "%s", name);
+		k->tag[0] = 0;
 	}
 	k->at_ns = ndz_now_ns();
+}
+
+/* Image name's store tag (ndz_sitesrc tag) into out, or set (set: tag): under the lock. */
+static void store_tag(struct ndz_site *s, const char *name, char *out, size_t cap,
+		      const char *set)
+{
+	ndz_mlock_take(s->h.lock);
+	if (out)
+		out[0] = 0;
+	for (size_t i = 0; i < CHECKS; i++)
+		if (strcmp(s->chk[i].name, name) == 0) {
+			if (set)
+				snprintf(s->chk[i].tag, sizeof(s->chk[i].tag), "%s", set);
+			else
+				snprintf(out, cap, "%s", s->chk[i].tag);
+		}
+	ndz_mlock_give(s->h.lock);
+}
+
+/*
+ * After a call on j's source: when the store was left for the parent, the fetch names
+ * the parent from now on, and says why: an image the store lacks at -vv, a failing store
+ * once until it answers again. A call the store answered clears that once.
+ */
+static void note_source(struct job *j)
+{
+	struct ndz_site *s = j->s;
+
+	if (!j->src.via_parent) {
+		atomic_store(&s->store_said, 0);
+		return;
+	}
+	if (!j->src.left[0] || j->left_said)
+		return;
+	j->left_said = 1;
+	snprintf(j->parent, sizeof(j->parent), "%.299s", j->src.name);
+	if (j->src.left_code == NDZ_ENOIMAGE)
+		SAY(&s->h, 2, "site: %s: not in the store (%s); asking the parent %s", j->f->name,
+		    j->src.left, j->src.name);
+	else if (!atomic_exchange(&s->store_said, 1))
+		SAY(&s->h, -1, "site: %s: the store failed (%s); asking the parent %s (said once "
+		    "until the store answers)", j->f->name, j->src.left, j->src.name);
 }
 
 /* 1 when the file at path holds exactly the len bytes at b. */
@@ -1101,25 +1199,58 @@ static int same_file(const char *path, const uint8_t *b, size_t len)
 }
 
 /*
- * An update's first step: upstream's index of the image against the one held beside
- * it (the index names the image's UUID and every chunk, and is what a fetch asks for
- * first, from a parent old or new and from a store alike). 1: they differ, 0: the
- * same, or the fetch's code with e.
+ * An update's first step: has the image changed upstream? A parent answers its
+ * identity (IDENT: the image's size, its index's and manifest's SHA-256), compared with
+ * the held files'; a store the size and ETag of its index object (HEAD), compared with
+ * the tag its fetch left. Only when those cannot tell (an older parent without IDENT,
+ * said once; a store tag not known here, as after a restart) is upstream's index itself
+ * fetched and compared byte for byte with the one held beside the image (the index
+ * names the image's UUID and every chunk). 1: they differ, 0: the same, or the
+ * fetch's code with e.
  */
 static int changed(struct job *j, struct ndz_error *e)
 {
+	struct ndz_site *s = j->s;
 	struct ndz_site_req r = { .id = 1, .what = NDZ_SITE_INDEX };
-	char path[PATH_MAX];
+	struct ndz_sitesrc_ident up;
+	struct ndz_site_ident held;
+	char path[PATH_MAX], mpath[PATH_MAX], tag[200];
 	uint8_t *b = NULL;
 	size_t len = 0;
-	int rc;
+	int rc, old;
 
+	ndz_mlock_take(s->h.lock);
+	old = !j->src.s3 && strcmp(s->noident, j->src.link.spec) == 0;
+	ndz_mlock_give(s->h.lock);
+	store_tag(s, j->f->name, tag, sizeof(tag), NULL);
+	if (ndz_images_companion(j->final, 1, path, sizeof(path), NULL) != 0 ||
+	    ndz_images_companion(j->final, 0, mpath, sizeof(mpath), NULL) != 0)
+		return 1;
+	rc = old ? NDZ_ENOTSUP : ndz_sitesrc_ident(&j->src, j->f->name, &up, e);
+	note_source(j);
+	if (rc == NDZ_ENOTSUP && !old) {
+		ndz_mlock_take(s->h.lock);
+		snprintf(s->noident, sizeof(s->noident), "%s", j->src.link.spec);
+		ndz_mlock_give(s->h.lock);
+		SAY(&s->h, 1, "site: %s: %s; its rechecks ask for the whole index (said once)",
+		    j->f->name, ndz_error_msg(e));
+		ndz_error_clear(e);
+	} else if (rc != 0 && rc != NDZ_ENOTSUP) {
+		return rc;
+	} else if (rc == 0 && up.from_parent) {
+		return ndz_site_ident_files(j->final, path, mpath, &held, NULL) != 0 ||
+		       !ndz_site_ident_same(&held, &up.id);
+	} else if (rc == 0 && tag[0] && strcmp(tag, up.tag) == 0) {
+		return 0;
+	}
 	snprintf(r.name, sizeof(r.name), "%s", j->f->name);
 	if ((rc = ndz_sitesrc_fetch(&j->src, &r, &b, &len, e)) != 0)
 		return rc;
-	rc = ndz_images_companion(j->final, 1, path, sizeof(path), NULL) != 0 ||
-	     !same_file(path, b, len);
+	note_source(j);
+	rc = !same_file(path, b, len);
 	free(b);
+	if (!rc && !j->src.via_parent)  /* the next recheck asks the store's HEAD only */
+		store_tag(s, j->f->name, NULL, 0, j->src.tag);
 	return rc;
 }
 
@@ -1208,6 +1339,10 @@ static void *fetch_thread(void *arg)
 		if (j->update)
 			atomic_fetch_add(&s->site_updates, 1);
 		checked(s, j->f->name);
+		for (size_t i = 0; i < CHECKS; i++)  /* the held index's tag (store_tag, locked) */
+			if (strcmp(s->chk[i].name, j->f->name) == 0)
+				snprintf(s->chk[i].tag, sizeof(s->chk[i].tag), "%s",
+					 j->src.via_parent ? "" : j->src.tag);
 		SAY(&s->h, 1, "site: %s %s: %u chunks; %llu chunks, %llu bytes from the "
 		    "parent, %llu refused, %llu reused, in %.1f s; now served here", j->f->name,
 		    j->update ? "updated" : "fetched", j->ix.chunks, (unsigned long long)j->asked, (unsigned long long)j->bytes,

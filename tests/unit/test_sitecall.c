@@ -135,6 +135,73 @@ static void test_want(void **state)
 	unlink(path);
 }
 
+/* IDENT: the request, the reply's 80 bytes, and the identity of files. */
+static void test_ident(void **state)
+{
+	struct ndz_site_req r = { .id = 9, .what = NDZ_SITE_IDENT, .name = "x" }, d;
+	struct ndz_site_ident a = { .bytes = 0x0102030405060708ull, .manifest = 1 }, b, c;
+	uint8_t buf[NDZ_SITE_REQ_MAX], rep[NDZ_SITE_IDENT_LEN];
+	char dir[] = "/tmp/ndz-ident-XXXXXX", img[64], ix[64], mf[64];
+	FILE *f;
+	int n;
+
+	(void)state;
+	n = ndz_site_req_encode(&r, buf, sizeof(buf), NULL);
+	assert_int_equal(n, NDZ_SITE_REQ_FIXED + 1);
+	assert_int_equal(buf[12], 5);
+	assert_int_equal(ndz_site_req_decode(buf, (size_t)n, &d, NULL), 0);
+	assert_int_equal(d.what, NDZ_SITE_IDENT);
+	r.count = 1;                   /* an identity asks no count */
+	assert_int_equal(ndz_site_req_encode(&r, buf, sizeof(buf), NULL), NDZ_EINVAL);
+
+	memset(a.index_sha, 0xab, 32);
+	memset(a.manifest_sha, 0xcd, 32);
+	ndz_site_ident_encode(&a, rep);
+	assert_int_equal(rep[0], 8);
+	assert_int_equal(rep[7], 1);
+	assert_int_equal(rep[8], 1);
+	assert_int_equal(rep[16], 0xab);
+	assert_int_equal(rep[79], 0xcd);
+	assert_int_equal(ndz_site_ident_decode(rep, sizeof(rep), &b, NULL), 0);
+	assert_true(ndz_site_ident_same(&a, &b));
+	b.index_sha[31] ^= 1;
+	assert_false(ndz_site_ident_same(&a, &b));
+	assert_int_equal(ndz_site_ident_decode(rep, sizeof(rep) - 1, &b, NULL), NDZ_EPROTO);
+	rep[12] = 1;                   /* reserved */
+	assert_int_equal(ndz_site_ident_decode(rep, sizeof(rep), &b, NULL), NDZ_EPROTO);
+
+	/* files: an image, its index; a manifest added changes it, as does another index */
+	assert_non_null(mkdtemp(dir));
+	snprintf(img, sizeof(img), "%s/x.ndz", dir);
+	snprintf(ix, sizeof(ix), "%s/x.ndz.index", dir);
+	snprintf(mf, sizeof(mf), "%s/x.ndz.manifest", dir);
+	assert_int_equal(ndz_site_ident_files(img, ix, mf, &b, NULL), NDZ_ENOIMAGE);
+	assert_non_null(f = fopen(img, "w"));
+	assert_int_equal(fputs("image", f) >= 0 && fclose(f) == 0, 1);
+	assert_int_equal(ndz_site_ident_files(img, ix, mf, &b, NULL), NDZ_ENOIMAGE);
+	assert_non_null(f = fopen(ix, "w"));
+	assert_int_equal(fputs("abc", f) >= 0 && fclose(f) == 0, 1);
+	assert_int_equal(ndz_site_ident_files(img, ix, mf, &b, NULL), 0);
+	assert_int_equal(b.bytes, 5);
+	assert_false(b.manifest);
+	/* SHA-256("abc") */
+	assert_int_equal(b.index_sha[0], 0xba);
+	assert_int_equal(b.index_sha[31], 0xad);
+	assert_non_null(f = fopen(mf, "w"));
+	assert_int_equal(fputs("m", f) >= 0 && fclose(f) == 0, 1);
+	assert_int_equal(ndz_site_ident_files(img, ix, mf, &c, NULL), 0);
+	assert_true(c.manifest);
+	assert_false(ndz_site_ident_same(&b, &c));
+	assert_non_null(f = fopen(ix, "w"));
+	assert_int_equal(fputs("abd", f) >= 0 && fclose(f) == 0, 1);
+	assert_int_equal(ndz_site_ident_files(img, ix, mf, &b, NULL), 0);
+	assert_false(ndz_site_ident_same(&b, &c));
+	unlink(img);
+	unlink(ix);
+	unlink(mf);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -142,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_rep),
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_want),
+		cmocka_unit_test(test_ident),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
