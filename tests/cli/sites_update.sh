@@ -4,17 +4,19 @@
 # site-recheck interval is answered from the cache and makes the site ask the parent
 # for the image's index; a changed index fetches the new version (only the chunks the
 # site does not hold), which replaces the old one for new sessions. With the parent cut
-# off, the site keeps serving what it holds and says so once.
+# off, the site keeps serving what it holds and says so once. A recheck asks the
+# parent for the image's identity (80 bytes), the index only when it changed; an older
+# parent without that request is asked for the index, said once. A site with a store
+# and a parent asks the parent when the store fails.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_require nft python3 curl
-MFRISBEED="$NDZ_BIN/mfrisbeed"
 
 . "$NDZ_TOP/tests/sitesnet.sh"
 sites_net 1 || { not_ok "the namespaces: a parent net, a site net, a router"; done_testing; }
 [ -x "$IMAGEZIP" ] || skip_all "imagezip not built"
 
-mkdir -p "$T/par" "$T/new" "$T/cache1" "$T/run0" "$T/run1"
+mkdir -p "$T/par" "$T/new"
 "$NDZ_BIN/imagekey" generate -o "$T/k" >/dev/null 2>&1 || { not_ok "imagekey generate"; done_testing; }
 # x: the first version; x2: x with 200 KiB of its first MiBs and 100 KiB of its last
 # made other bytes
@@ -35,34 +37,17 @@ check "x2 differs from x in some chunks, not all ($nchanged of $chunks)" \
 cat >"$T/par.conf" <<CONF
 upload-dir $T/par allow 10.78.0.0/16 upload 10.78.0.1
 CONF
-cat >"$T/site1.conf" <<CONF
-pool 239.192.41.0/29
-ports 5000-5007
-idle-timeout 2
-rate $MC_RATE
-imagedir $T/cache1 allow 10.78.1.0/24
-parent $PARENT
-site-cache $T/cache1
-site-allow 10.78.1.0/24
-site-name site1
-site-report 3600
+site_conf 1 "parent $PARENT" "site-report 3600
 site-recheck 1
-http-listen 127.0.0.1:8080
-CONF
-# master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
-master() {
-	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -vv --log-time 2>>"$T/$1.log" &
-	eval "MPID_$1=$!"
-	wait_until 5 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '"
-}
-master par "$T/par.conf" "$T/run0" && master m1 "$T/site1.conf" "$T/run1" ||
-	{ not_ok "the masters listen: $(cat "$T/par.log" "$T/m1.log")"; done_testing; }
-at_exit 'kill $MPID_par $MPID_m1 2>/dev/null'
+http-listen 127.0.0.1:8080"
+SITES_V=-vv sites_start 1
 
-# get HOST TARGET: frisbee -M the site's master for x; its status in $T/HOST.rc
+# get HOST TARGET [IMAGE]: frisbee -M the site's master for x (or IMAGE); its status in
+# $T/HOST.rc
 get() {
 	rm -f "$T/$1.rc"
-	( in_ns "$1" "$FRISBEE" -M 10.78.1.1 -I x -T 60 "$2" 2>>"$T/$1.log"; echo $? >"$T/$1.rc" )
+	fclient "$1" 1 "${3:-x}" "$2"
+	mc_wait
 }
 # counter NAME: the site's counter NAME in its /status.json
 counter() {
@@ -79,30 +64,33 @@ poll() {
 		sleep 0.5
 	done
 }
-# served FROM: the chunks of x the parent served the site, from line FROM of its log
-# on, one a line, sorted
-served() {
-	tail -n +"$1" "$T/par.log" |
-		sed -n "s/.*site 10\.78\.1\.1: x chunks \([0-9]*\)-\([0-9]*\): [0-9]* bytes served/\1 \2/p" |
-		while read -r f l; do seq "$f" "$l"; done | sort -n
-}
+# asked WHAT FROM: the parent's log from line FROM on: how often it served x's WHAT
+# (identity, index) to the site
+asked() { tail -n +"$2" "$T/par.log" | grep -c "site 10\.78\.1\.1: x $1: [0-9]* bytes served"; }
+# said N PATTERN: the site's log has N lines matching PATTERN (grep)
+said() { [ "$(grep -c "$2" "$T/m1.log")" -ge "$1" ]; }
 
 # 1. the site fetches x and serves it
 get c11 "$T/t1"
 check "x at the site: a byte-identical target (v1)" \
 	sh -c "[ \"\$(cat '$T/c11.rc')\" = 0 ] && cmp -s '$T/x.src' '$T/t1'"
 
+# 1b. x unchanged: a GET after the interval makes the site recheck it, which costs the
+# image's identity (80 bytes), not its index
+sleep 1.5
+from=$(( $(wc -l <"$T/par.log") + 1 ))
+nsame=$(grep -c 'site: x: the same at' "$T/m1.log")
+get c12 "$T/t1b"
+poll 30 said $(( nsame + 1 )) 'site: x: the same at'
+ni=$(asked identity "$from") nx=$(asked index "$from")
+check "a recheck of x, unchanged: the parent sent its identity ($ni), not its index ($nx)" \
+	sh -c "[ \"\$(cat '$T/c12.rc')\" = 0 ] && cmp -s '$T/x.src' '$T/t1b' && [ '$ni' -ge 1 ] && [ '$nx' = 0 ] &&
+	       [ \$(grep -c 'site: x: the same at' '$T/m1.log') -gt $nsame ]"
+
 # 2. x replaced at the parent (same name), and the parent cut off: the site serves
 # what it holds, and says once that it could not ask
 mv "$T/new/x.ndz.index" "$T/new/x.ndz.manifest" "$T/new/x.ndz" "$T/par/"
-ip netns exec "${NETNS_PFX}rt" nft -f - <<NFT
-table inet cut {
-	chain forward {
-		type filter hook forward priority -1; policy accept;
-		ip saddr 10.78.1.0/24 ip daddr $PARENT tcp dport 3563 reject with tcp reset
-	}
-}
-NFT
+sites_cut 1
 sleep 1.5
 get c12 "$T/t2"
 check "the parent cut off: the client still gets v1, byte-identical" \
@@ -122,7 +110,7 @@ check "... and nothing was updated ($nu updates)" sh -c "[ '$nu' = 0 ] &&
 
 # 3. the link back: the next GET (answered from the cache) makes the site fetch the new
 # version, only its changed chunks; the next client gets v2
-ip netns exec "${NETNS_PFX}rt" nft delete table inet cut
+sites_uncut
 sleep 1.5
 from=$(( $(wc -l <"$T/par.log") + 1 ))
 get c11 "$T/t4"
@@ -131,8 +119,11 @@ check "a GET at the site is answered (v1 or v2, whole)" \
 poll 30 grep -q "site: x updated: $chunks chunks" "$T/m1.log"
 check "the site fetched x's new version from the parent: only its $nchanged changed chunks" \
 	grep -q "site: x updated: $chunks chunks; $nchanged chunks, $(( nchanged * 1048576 )) bytes from the parent, 0 refused, $(( chunks - nchanged )) reused" "$T/m1.log"
-served "$from" >"$T/got"
+served 1 x "$from" >"$T/got"
 check "... the parent served it exactly those chunks ($(tr '\n' ' ' <"$T/got"))" cmp -s "$T/got" "$T/changed"
+ni=$(asked identity "$from") nx=$(asked index "$from")
+check "... its identity told the change, then its index came ($ni identities, $nx indexes)" \
+	sh -c "[ '$ni' -ge 1 ] && [ '$nx' -ge 1 ]"
 nu=$(counter site_updates)
 check "... its copy is the parent's, byte for byte, and counted ($nu updates)" \
 	sh -c "cmp -s '$T/par/x.ndz' '$T/cache1/x.ndz' && [ '$nu' = 1 ]"
@@ -161,10 +152,97 @@ get c11 "$T/t7"
 check "the next client gets it, byte-identical" \
 	sh -c "[ \"\$(cat '$T/c11.rc')\" = 0 ] && cmp -s '$T/x3.src' '$T/t7'"
 
-kill -TERM $MPID_par $MPID_m1
-wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?
-check "the masters stop on SIGTERM ($r0 $r1)" [ "$r0$r1" = 00 ]
-check "no sanitizer report in the masters' logs" \
-	sh -c "! grep -l 'Sanitizer\|runtime error' '$T/par.log' '$T/m1.log'"
+# 5. an older parent, which knows no identity request (it answers MALFORMED and closes,
+# as a master before it did): the site asks it once, then for the index at each
+# recheck, and says so once. The older parent: the SITE requests it knew (index,
+# manifest, chunks) answered from $T/par by a script beside the parent, each logged
+cat >"$T/oldparent.py" <<'PY'
+import os, socket, struct, sys, threading
+d, log = sys.argv[1], open(sys.argv[2], 'a', buffering=1)
+def reply(c, rid, status, body=b''):
+    c.sendall(struct.pack('<IBBHIQ', 0x435a444e, 1, 0x88, status, rid, len(body)) + body)
+def serve(c):
+    with c:
+        while True:
+            h = b''
+            while len(h) < 24:
+                k = c.recv(24 - len(h))
+                if not k:
+                    return
+                h += k
+            magic, ver, typ, n, rid, what, _, first, count = struct.unpack('<IBBHIB3sII', h)
+            name = c.recv(n).decode()
+            log.write('%s %d\n' % (name, what))
+            path = os.path.join(d, name + '.ndz')
+            if what not in (1, 2, 3):      # a request it does not know: MALFORMED, closed
+                reply(c, rid, 5)
+                return
+            if what == 3:
+                with open(path, 'rb') as f:
+                    f.seek(first << 20)
+                    reply(c, rid, 0, f.read(count << 20))
+                continue
+            try:
+                reply(c, rid, 0, open(path + ('.index' if what == 1 else '.manifest'), 'rb').read())
+            except FileNotFoundError:
+                reply(c, rid, 1)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('10.78.0.1', 3564))
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+in_ns par python3 "$T/oldparent.py" "$T/par" "$T/old.log" 2>"$T/old.err" &
+OLDPID=$!
+at_exit "kill $OLDPID 2>/dev/null"
+wait_until 5 sh -c "ip netns exec '${NETNS_PFX}par' ss -ltn | grep -q '10.78.0.1:3564 '"
+sed -i "s/^parent .*/parent $PARENT:3564/" "$T/site1.conf"
+kill -HUP "$MPID_m1"
+wait_until 5 sh -c "[ \$(grep -c 'site1.conf reloaded' '$T/m1.log') -ge 1 ]"
+nsame=$(grep -c 'site: x: the same at' "$T/m1.log") mfrom=$(( $(wc -l <"$T/m1.log") + 1 ))
+for k in 1 2 3; do
+	sleep 1.5
+	get c12 "$T/t8"
+	poll 30 said $(( nsame + k )) 'site: x: the same at'
+done
+nident=$(grep -c '^x 5$' "$T/old.log") nindex=$(grep -c '^x 1$' "$T/old.log")
+nsaid=$(grep -c "site: x: parent $PARENT:3564: no identity requests (an older master); its rechecks ask for the whole index (said once)" "$T/m1.log")
+check "an older parent: asked its identity once ($nident), then the index at each of 3 rechecks ($nindex), said once ($nsaid)" \
+	sh -c "[ '$nident' = 1 ] && [ '$nindex' = 3 ] && [ '$nsaid' = 1 ] &&
+	       [ \$(grep -c 'site: x: the same at $PARENT:3564' '$T/m1.log') = 3 ]"
+check "... no error said, nothing updated, the client served" \
+	sh -c "! tail -n +$mfrom '$T/m1.log' | grep -q 'recheck of x\|x: .*again in' && [ \"\$(cat '$T/c12.rc')\" = 0 ] &&
+	       cmp -s '$T/x3.src' '$T/t8' && [ \$(grep -c 'site: x updated' '$T/m1.log') = 2 ]"
+kill "$OLDPID"
+
+# 6. a store and a parent: the store first, the parent when the store fails (here: no
+# store listens at its address); said once. y: a new image only the parent has
+MC_ZIP_OPTS= mc_image y 2 y || not_ok "make image y"
+mv "$T/y.ndz" "$T/par/"
+kill -HUP "$MPID_par"
+wait_until 5 sh -c "[ \$(grep -c 'par.conf reloaded' '$T/par.log') -ge 1 ]"
+printf 'access-key k\nsecret-key s\n' >"$T/cred" && chmod 600 "$T/cred"
+cat >>"$T/site1.conf" <<CONF
+store http://$PARENT:1
+store-bucket ndz
+store-credentials $T/cred
+CONF
+sed -i "s/^parent .*/parent $PARENT/" "$T/site1.conf"
+kill -HUP "$MPID_m1"
+wait_until 5 sh -c "[ \$(grep -c 'site1.conf reloaded' '$T/m1.log') -ge 2 ]"
+get c13 "$T/t9" y
+check "a store that fails and a parent: y from the parent, byte-identical" \
+	sh -c "[ \"\$(cat '$T/c13.rc')\" = 0 ] && cmp -s '$T/y.src' '$T/t9' &&
+	       grep -q 'site: y fetched: ' '$T/m1.log' && cmp -s '$T/par/y.ndz' '$T/cache1/y.ndz'"
+sleep 1.5
+get c11 "$T/t10" y
+poll 30 said 1 "site: y: the same at $PARENT\$"
+nsaid=$(grep -c "the store failed (store http://$PARENT:1/ndz: .*); asking the parent $PARENT (said once until the store answers)" "$T/m1.log")
+check "... and rechecked there; the store's failure said once ($nsaid)" \
+	sh -c "[ '$nsaid' = 1 ] && [ \"\$(cat '$T/c11.rc')\" = 0 ] && cmp -s '$T/y.src' '$T/t10'"
+
+sites_stop
 [ -n "${SITES_KEEP:-}" ] && cp "$T"/*.log "$SITES_KEEP"/
 done_testing
