@@ -6,13 +6,11 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_require tc
-MFRISBEED="$NDZ_BIN/mfrisbeed"
-PARENT=10.78.0.1
 
 . "$NDZ_TOP/tests/sitesnet.sh"
 sites_net 2 || { not_ok "the namespaces: a parent net, two site nets, a router"; done_testing; }
 
-mkdir -p "$T/par" "$T/cache1" "$T/cache2" "$T/run0" "$T/run1" "$T/run2"
+mkdir -p "$T/par"
 # the images are signed; site 2 checks them against the key (site-key), site 1 does not
 { "$NDZ_BIN/imagekey" generate -o "$T/k" && "$NDZ_BIN/imagekey" generate -o "$T/k2"; } >/dev/null 2>&1 ||
 	{ not_ok "imagekey generate"; done_testing; }
@@ -26,11 +24,6 @@ done
 [ -n "$MC_RAW" ] && skip_all "imagezip not built"
 chunks=$(( $(stat -c %s "$T/par/a.ndz") / 1048576 ))
 bchunks=$(( $(stat -c %s "$T/par/big.ndz") / 1048576 ))
-# flip FILE OFFSET: the byte at OFFSET made another (its complement)
-flip() {
-	_b=$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
-	printf "\\$(printf %03o $((255 - _b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
-}
 # forged: a's bytes, signed by another key
 cp "$T/par/a.ndz" "$T/par/forged.ndz" && cp "$T/par/a.ndz.index" "$T/par/forged.ndz.index" &&
 	"$NDZ_BIN/imagekey" sign -k "$T/k2.sec" "$T/par/forged.ndz" >/dev/null 2>&1 ||
@@ -45,39 +38,11 @@ cat >"$T/par.conf" <<CONF
 imagedir $T/par allow 10.78.0.0/16
 upload-dir $T/pup allow 10.78.0.0/16 upload 10.78.1.1
 CONF
-for s in 1 2; do
-	cat >"$T/site$s.conf" <<CONF
-pool 239.192.$((40 + s)).0/29
-ports 5000-5007
-idle-timeout 2
-rate $MC_RATE
-imagedir $T/cache$s allow 10.78.$s.0/24
-parent $PARENT
-site-cache $T/cache$s
-site-allow 10.78.$s.0/24
-site-name site$s
-site-cache-size 1G
-CONF
-done
-echo "site-key $T/k.pub" >>"$T/site2.conf"
-echo "upload-dir $T/sup1 allow 10.78.1.0/24 upload 10.78.1.0/24" >>"$T/site1.conf"
-# master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
-master() {
-	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v --log-time 2>>"$T/$1.log" &
-	eval "MPID_$1=$!"
-	wait_until 5 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '"
-}
-master par "$T/par.conf" "$T/run0" && master m1 "$T/site1.conf" "$T/run1" &&
-	master m2 "$T/site2.conf" "$T/run2" ||
-	{ not_ok "the three masters listen: $(cat "$T/par.log" "$T/m1.log" "$T/m2.log")"; done_testing; }
-at_exit 'kill $MPID_par $MPID_m1 $MPID_m2'
-
-# fclient HOST SITE IMAGE TARGET: frisbee -M the site's master, in the background
-fclient() {
-	( in_ns "$1" "$FRISBEE" -M "10.78.$2.1" -I "$3" -T 60 "$4" 2>>"$T/$1.log"
-	  echo $? >"$T/$1.rc" ) &
-	MC_PIDS="$MC_PIDS $!"
-}
+site_conf 1 "parent $PARENT" "site-cache-size 1G
+upload-dir $T/sup1 allow 10.78.1.0/24 upload 10.78.1.0/24"
+site_conf 2 "parent $PARENT" "site-cache-size 1G
+site-key $T/k.pub"
+sites_start 2
 
 # 1. six clients, two sites, one image the sites do not hold yet
 for s in 1 2; do
@@ -185,16 +150,9 @@ wait_until 30 grep -q 'site: big served while it arrives' "$T/m2.log"
 sleep 1.5
 # the router resets site 2's connections to the parent for 3 s (a link that drops
 # quietly is found by the fetch's 10 s timeout the same way, only later)
-ip netns exec "${NETNS_PFX}rt" nft -f - <<NFT
-table inet cut {
-	chain forward {
-		type filter hook forward priority -1; policy accept;
-		ip saddr 10.78.2.0/24 ip daddr $PARENT tcp dport 3563 reject with tcp reset
-	}
-}
-NFT
+sites_cut 2
 sleep 3
-ip netns exec "${NETNS_PFX}rt" nft delete table inet cut
+sites_uncut
 mc_wait
 good=0
 for c in 1 2 3; do
@@ -256,10 +214,6 @@ check "a pinned image is not evicted: a does not fit beside big, and says why ($
 	sh -c "[ $rc != 0 ] && [ -e '$T/cache1/big.ndz' ] &&
 	       grep -q 'fetch of a failed: site cache .*: the site cache has no room' '$T/m1.log'"
 
-kill -TERM $MPID_par $MPID_m1 $MPID_m2
-wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?; wait $MPID_m2; r2=$?
-check "the masters stop on SIGTERM ($r0 $r1 $r2)" [ "$r0$r1$r2" = 000 ]
-check "no sanitizer report in the masters' logs" \
-	sh -c "! grep -l 'Sanitizer\|runtime error' '$T/par.log' '$T/m1.log' '$T/m2.log'"
+sites_stop
 [ -n "${SITES_KEEP:-}" ] && cp "$T"/*.log "$T"/nodes.* "$SITES_KEEP"/
 done_testing

@@ -8,13 +8,12 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_require nft python3
-MFRISBEED="$NDZ_BIN/mfrisbeed"
 
 . "$NDZ_TOP/tests/sitesnet.sh"
 sites_net 2 || { not_ok "the namespaces: a parent net, two site nets, a router"; done_testing; }
 [ -x "$IMAGEZIP" ] || skip_all "imagezip not built"
 
-mkdir -p "$T/par" "$T/pup" "$T/cache1" "$T/cache2" "$T/sup2" "$T/run0" "$T/run1" "$T/run2"
+mkdir -p "$T/par" "$T/pup" "$T/sup2"
 "$NDZ_BIN/imagekey" generate -o "$T/k" >/dev/null 2>&1 || { not_ok "imagekey generate"; done_testing; }
 # a: the first version; a2: a with 200 KiB of its first MiBs made other bytes (a new
 # version, the rest as it was); both signed
@@ -37,44 +36,11 @@ cat >"$T/par.conf" <<CONF
 imagedir $T/par allow 10.78.0.0/16
 upload-dir $T/pup allow 10.78.0.0/16 upload 10.78.2.1
 CONF
-for s in 1 2; do
-	cat >"$T/site$s.conf" <<CONF
-pool 239.192.$((40 + s)).0/29
-ports 5000-5007
-idle-timeout 2
-rate $MC_RATE
-imagedir $T/cache$s allow 10.78.$s.0/24
-parent $PARENT
-site-cache $T/cache$s
-site-allow 10.78.$s.0/24
-site-name site$s
-site-report 3600
-CONF
-done
-echo "site-key $T/k.pub" >>"$T/site2.conf"
-echo "upload-dir $T/sup2 allow 10.78.2.0/24 upload 10.78.2.0/24" >>"$T/site2.conf"
-# master NS CONF RUN: mfrisbeed -v in NS, its log $T/NS.log, its pid in MPID_NS
-master() {
-	ip netns exec "$NETNS_PFX$1" "$MFRISBEED" -c "$2" -r "$3" -v --log-time 2>>"$T/$1.log" &
-	eval "MPID_$1=$!"
-	wait_until 5 sh -c "ip netns exec '$NETNS_PFX$1' ss -lun | grep -q ':3563 '"
-}
-master par "$T/par.conf" "$T/run0" && master m1 "$T/site1.conf" "$T/run1" &&
-	master m2 "$T/site2.conf" "$T/run2" ||
-	{ not_ok "the three masters listen: $(cat "$T/par.log" "$T/m1.log" "$T/m2.log")"; done_testing; }
-at_exit 'kill $MPID_par $MPID_m1 $MPID_m2 2>/dev/null'
-
-# fclient HOST SITE IMAGE TARGET: frisbee -M the site's master, in the background
-fclient() {
-	( in_ns "$1" "$FRISBEE" -M "10.78.$2.1" -I "$3" -T 60 "$4" 2>>"$T/$1.log"
-	  echo $? >"$T/$1.rc" ) &
-	MC_PIDS="$MC_PIDS $!"
-}
-# served SITE IMAGE: the chunks the parent served site SITE of IMAGE, one a line, sorted
-served() {
-	sed -n "s/.*site 10\.78\.$1\.1: $2 chunks \([0-9]*\)-\([0-9]*\): [0-9]* bytes served/\1 \2/p" \
-		"$T/par.log" | while read -r f l; do seq "$f" "$l"; done | sort -n
-}
+site_conf 1 "parent $PARENT" "site-report 3600"
+site_conf 2 "parent $PARENT" "site-report 3600
+site-key $T/k.pub
+upload-dir $T/sup2 allow 10.78.2.0/24 upload 10.78.2.0/24"
+sites_start 2
 
 # 1. each site fetches a, whole
 fclient c11 1 a "$T/a1"
@@ -89,10 +55,6 @@ check "a at both sites: byte-identical targets" \
 # is fetched; a site never serves it
 t1=$(seq 0 $(( chunks - 1 )) | grep -vxF -f "$T/changed" | tail -n 2 | head -n 1)
 t2=$(seq 0 $(( chunks - 1 )) | grep -vxF -f "$T/changed" | tail -n 3 | head -n 1)
-flip() {
-	_b=$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
-	printf "\\$(printf %03o $((255 - _b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
-}
 flip "$T/cache1/a.ndz" $(( t1 * 1048576 + 4096 + 300 ))
 flip "$T/cache2/a.ndz" $(( t2 * 1048576 + 4096 + 300 ))
 { cat "$T/changed"; echo "$t1"; } | sort -n >"$T/want1"
@@ -160,10 +122,6 @@ check "... and reloaded at site 1, byte-identical" \
 	sh -c "[ \"\$(cat '$T/c13.rc')\" = 0 ] && cmp -s '$T/cap.src' '$T/cap1' &&
 	       grep -q 'site: cap1 fetched' '$T/m1.log'"
 
-kill -TERM $MPID_par $MPID_m1 $MPID_m2
-wait $MPID_par; r0=$?; wait $MPID_m1; r1=$?; wait $MPID_m2; r2=$?
-check "the masters stop on SIGTERM ($r0 $r1 $r2)" [ "$r0$r1$r2" = 000 ]
-check "no sanitizer report in the masters' logs" \
-	sh -c "! grep -l 'Sanitizer\|runtime error' '$T/par.log' '$T/m1.log' '$T/m2.log'"
+sites_stop
 [ -n "${SITES_KEEP:-}" ] && cp "$T"/*.log "$SITES_KEEP"/
 done_testing
