@@ -181,6 +181,21 @@ if [ "${CEPH_SHORT:-0}" = 0 ]; then
 		       tail -c +10485761 '$T/big.bin' | head -c 1048576 | cmp -s - '$T/big.range' &&
 		       [ \$(grep -c '\"PUT /ndz/lab/big.bin?partNumber=[123]&uploadId=' '$T/ceph/log/client.rgw.log') = 3 ]"
 
+	# 5c. a put anew in the store (another image under the same name, its index last):
+	# the next recheck's HEAD finds another ETag, and site 1 fetches the new version
+	MC_ZIP_OPTS= mc_image a2 "$MC_MIB" a2 || not_ok "make image a2"
+	"$NDZ_BIN/imagekey" index "$T/a2.ndz" >/dev/null 2>&1 || [ -s "$T/a2.ndz.index" ] ||
+		not_ok "index of a2"
+	s3 put lab/a.ndz "$T/a2.ndz" && s3 put lab/a.ndz.index "$T/a2.ndz.index" ||
+		not_ok "put a anew in the store"
+	sleep 1.5
+	in_ns c13 "$FRISBEE" -M 10.78.1.1 -I a -T 60 "$T/a3" 2>"$T/a3.err"; rc=$?
+	wait_until 30 grep -q 'site: a updated' "$T/m1.log"
+	in_ns c13 "$FRISBEE" -M 10.78.1.1 -I a -T 60 "$T/a4" 2>"$T/a4.err"; rc2=$?
+	check "a put anew in the store reaches the site by its recheck: the next client gets it ($rc $rc2)" \
+		sh -c "[ $rc = 0 ] && [ $rc2 = 0 ] && grep -q 'site: a changed at store' '$T/m1.log' &&
+		       cmp -s '$T/a2.ndz' '$T/cache1/a.ndz' && cmp -s '$T/a2.src' '$T/a4'"
+
 	# 6. wrong credentials: said, with the store's own code
 	printf 'access-key %s\nsecret-key %s\n' "$CEPH_KEY" wrongsecret >"$T/cred"
 	in_ns c12 "$FRISBEE" -M 10.78.1.1 -I s -T 10 "$T/sout" 2>"$T/s.err"; rc=$?
