@@ -52,13 +52,14 @@ struct ndz_site_ident {
  * ndz_site_ident_files - the identity of an image file and its companions (index, and
  * manifest: NULL or a missing file is none): 0, or NDZ_ENOIMAGE (no image or no index
  * file), NDZ_EIO / NDZ_ENOMEM with e set.
- * ndz_site_ident_same - 1 when a and b name the same image.
  */
 void ndz_site_ident_encode(const struct ndz_site_ident *id, uint8_t buf[NDZ_SITE_IDENT_LEN]);
 int ndz_site_ident_decode(const uint8_t *buf, size_t len, struct ndz_site_ident *id,
 			  struct ndz_error *e);
 int ndz_site_ident_files(const char *image, const char *index, const char *manifest,
 			 struct ndz_site_ident *id, struct ndz_error *e);
+
+/* ndz_site_ident_same - 1 when a and b name the same image, else 0. */
 int ndz_site_ident_same(const struct ndz_site_ident *a, const struct ndz_site_ident *b);
 
 #define NDZ_SITE_REPORT_MAX (2u * NDZ_CTL_TEXT_BIG + 4)  /* a REPORT's body, at most */
