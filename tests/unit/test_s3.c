@@ -220,6 +220,33 @@ static void test_errors(void **state)
 	assert_int_equal(served, 5);
 }
 
+/* The ETag of the last reply: a HEAD's and a GET's; none after a failure. */
+static void test_etag(void **state)
+{
+	pthread_t th;
+	struct ndz_s3 *s = serve(&th, 3,
+		"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nETag: \"abc1\"\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nETag: \"def2\"\r\n\r\nxyz",
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+	struct ndz_error e = { 0 };
+	uint64_t size = 0;
+	uint8_t *b;
+	size_t n;
+
+	(void)state;
+	assert_string_equal(ndz_s3_etag(s), "");
+	assert_int_equal(ndz_s3_head(s, "x.ndz.index", &size, &e), 0);
+	assert_int_equal(size, 7);
+	assert_string_equal(ndz_s3_etag(s), "\"abc1\"");
+	assert_non_null(strstr(lastreq, "HEAD /bkt/lab/x.ndz.index HTTP/1.1\r\n"));
+	assert_int_equal(ndz_s3_get(s, "x.ndz.index", 0, 0, 100, &b, &n, &e), 0);
+	free(b);
+	assert_string_equal(ndz_s3_etag(s), "\"def2\"");
+	assert_int_equal(ndz_s3_head(s, "y.ndz.index", &size, &e), NDZ_ENOIMAGE);
+	assert_string_equal(ndz_s3_etag(s), "");
+	done(th, s);
+}
+
 static void test_unreachable(void **state)
 {
 	struct ndz_s3_conf c = { .endpoint = "http://127.0.0.1:1", .bucket = "bkt" };
@@ -242,6 +269,7 @@ int main(void)
 		cmocka_unit_test(test_credentials),
 		cmocka_unit_test(test_get_range_retried),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_etag),
 		cmocka_unit_test(test_unreachable),
 	};
 	int rc;
