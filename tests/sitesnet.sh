@@ -182,6 +182,24 @@ served() {
 		while read -r _f _l; do seq "$_f" "$_l"; done | sort -n
 }
 
+# identical SRC HOST:TARGET...: how many of the clients HOST ended with 0 and a TARGET
+# byte-identical to SRC
+identical() {
+	_src=$1 _good=0
+	shift
+	for _ht; do
+		[ "$(mc_rc "${_ht%%:*}")" = 0 ] && mc_same "$_src" "${_ht#*:}" && _good=$((_good + 1))
+	done
+	echo "$_good"
+}
+
+# changed_chunks OLD NEW: new_chunks of the two indexes into $T/changed, their count
+# into nchanged; the test ends there when they cannot be read
+changed_chunks() {
+	new_chunks "$1" "$2" >"$T/changed" || { not_ok "read the indexes"; done_testing; }
+	nchanged=$(wc -l <"$T/changed")
+}
+
 # sites_cut S: the router resets site S's connections to the parent's control port
 # (sites_uncut: no more)
 sites_cut() {

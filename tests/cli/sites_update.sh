@@ -28,9 +28,7 @@ head -c 102400 /dev/urandom | dd of="$T/x2.src" bs=1024 seek=$(( MC_MIB * 1536 +
 "$IMAGEZIP" -q -r --sign "$T/k.sec" "$T/x2.src" "$T/new/x.ndz" || { not_ok "make image x2"; done_testing; }
 mv "$T/x.ndz" "$T/x.ndz.index" "$T/x.ndz.manifest" "$T/par/"
 chunks=$(( $(stat -c %s "$T/new/x.ndz") / 1048576 ))
-new_chunks "$T/par/x.ndz.index" "$T/new/x.ndz.index" >"$T/changed" ||
-	{ not_ok "read the indexes"; done_testing; }
-nchanged=$(wc -l <"$T/changed")
+changed_chunks "$T/par/x.ndz.index" "$T/new/x.ndz.index"
 check "x2 differs from x in some chunks, not all ($nchanged of $chunks)" \
 	sh -c "[ $nchanged -ge 1 ] && [ $nchanged -lt $chunks ]"
 

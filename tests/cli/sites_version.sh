@@ -26,9 +26,7 @@ mv "$T/a.ndz" "$T/a.ndz.index" "$T/a.ndz.manifest" "$T/a2.ndz" "$T/a2.ndz.index"
 	"$T/a2.ndz.manifest" "$T/par/"
 chunks=$(( $(stat -c %s "$T/par/a2.ndz") / 1048576 ))
 
-new_chunks "$T/par/a.ndz.index" "$T/par/a2.ndz.index" >"$T/changed" ||
-	{ not_ok "read the indexes"; done_testing; }
-nchanged=$(wc -l <"$T/changed")
+changed_chunks "$T/par/a.ndz.index" "$T/par/a2.ndz.index"
 check "a2 differs from a in some chunks, not all ($nchanged of $chunks)" \
 	sh -c "[ $nchanged -ge 1 ] && [ $nchanged -lt $(( chunks - 2 )) ]"
 
