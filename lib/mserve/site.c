@@ -1230,10 +1230,12 @@ static int changed(struct job *j, struct ndz_error *e)
 	note_source(j);
 	if (rc == NDZ_ENOTSUP && !old) {
 		ndz_mlock_take(s->h.lock);
+		old = strcmp(s->noident, j->src.link.spec) == 0;  /* another recheck's news */
 		snprintf(s->noident, sizeof(s->noident), "%s", j->src.link.spec);
 		ndz_mlock_give(s->h.lock);
-		SAY(&s->h, 1, "site: %s: %s; its rechecks ask for the whole index (said once)",
-		    j->f->name, ndz_error_msg(e));
+		if (!old)
+			SAY(&s->h, 1, "site: %s: %s; its rechecks ask for the whole index (said "
+			    "once)", j->f->name, ndz_error_msg(e));
 		ndz_error_clear(e);
 	} else if (rc != 0 && rc != NDZ_ENOTSUP) {
 		return rc;
