@@ -143,7 +143,8 @@ sites_start() {
 # sites_stop: SIGTERM to the masters sites_start started; checks that each stops with 0
 # and that no sanitizer report is in their logs
 sites_stop() {
-	_pids=$MPID_par _logs="'$T/par.log'" _rcs= _want=0
+	# shellcheck disable=SC2154 # MPID_*: set by sites_master's eval
+	_pids=$MPID_par _logs="'$T/par.log'" _rcs='' _want=0
 	for _s in $(seq "$SITES_N"); do
 		eval "_pids=\"\$_pids \$MPID_m$_s\""
 		_logs="$_logs '$T/m$_s.log'"
@@ -197,6 +198,7 @@ identical() {
 # into nchanged; the test ends there when they cannot be read
 changed_chunks() {
 	new_chunks "$1" "$2" >"$T/changed" || { not_ok "read the indexes"; done_testing; }
+	# shellcheck disable=SC2034 # for the test that calls it
 	nchanged=$(wc -l <"$T/changed")
 }
 

@@ -217,7 +217,7 @@ kill "$OLDPID"
 
 # 6. a store and a parent: the store first, the parent when the store fails (here: no
 # store listens at its address); said once. y: a new image only the parent has
-MC_ZIP_OPTS= mc_image y 2 y || not_ok "make image y"
+MC_ZIP_OPTS='' mc_image y 2 y || not_ok "make image y"
 mv "$T/y.ndz" "$T/par/"
 kill -HUP "$MPID_par"
 wait_until 5 sh -c "[ \$(grep -c 'par.conf reloaded' '$T/par.log') -ge 1 ]"
