@@ -120,6 +120,10 @@ int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uin
  * some blocks of a chunk (a seeded reload) heals its losses in a range it wants without
  * the chunk's other blocks. A range: first < 1024, 1 <= count <= 1024 - first.
  */
+/* Block ranges of one chunk a server keeps range repairs wanted for at once; a client
+ * asks for repairs of no more at a time. */
+#define NDZ_FEC_RANGES_MAX 8u
+
 static inline int ndz_fec_range_ok(unsigned first, unsigned count)
 {
 	return first < NDZ_BLOCKS_PER_CHUNK && count >= 1 && count <= NDZ_BLOCKS_PER_CHUNK - first;

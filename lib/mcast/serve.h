@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "fec.h"
 
 struct ndz_serve;
 
@@ -44,7 +45,7 @@ struct ndz_serve_stats {
  * many block ranges have repairs wanted at once, each with its own count (merged by
  * the largest, as a set's) and next index; they go round robin with the sets'.
  */
-#define NDZ_SERVE_RANGES 8u
+#define NDZ_SERVE_RANGES NDZ_FEC_RANGES_MAX
 
 /* ndz_serve_create - a server state for an image of chunks (>= 1) chunks, queue empty,
  * nothing sent; NDZ_EINVAL for 0 chunks, NDZ_ENOMEM (e may be NULL). *out is NULL on
