@@ -77,8 +77,8 @@ void summary(struct client *c, int code, const struct ndz_client_stats *st)
 
 		if (c->seed)
 			snprintf(held, sizeof(held), "; %u chunks skipped (held by the target), "
-				 "%u patched (%u pieces written, %llu blocks asked for them, "
-				 "%llu range repairs, %llu blocks rebuilt from them)",
+				 "%u patched (%u pieces written, %llu blocks asked for them); "
+				 "%llu range repairs, %llu blocks rebuilt from them",
 				 st->held, c->pst.chunks, c->pst.pieces_written,
 				 (unsigned long long)st->fetch.partial_blocks,
 				 (unsigned long long)st->fetch.range_repairs,
