@@ -118,6 +118,9 @@ static void say_packet(void *ctx, const struct ndz_pkt *p, uint32_t from)
 			 p->type == NDZ_PKT_REQUEST ? p->count : ndz_bit_count(p->bitmap));
 	else if (p->type == NDZ_PKT_RREQUEST && cli_verbose > 2)
 		cli_info("repair request from %s: chunk %u", ndz_net_ntoa(from, a), p->chunk);
+	else if (p->type == NDZ_PKT_RANGE_RREQUEST && cli_verbose > 2)
+		cli_info("range repair request from %s: chunk %u, blocks %u+%u, %u repairs",
+			 ndz_net_ntoa(from, a), p->chunk, p->block, p->count, p->wanted);
 }
 
 /* A batch that could not be sent. */
