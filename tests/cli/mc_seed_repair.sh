@@ -168,4 +168,29 @@ check "forged RANGE_RREQUESTs: all $n refused and counted ($b bad packets)" [ "$
 FORGE=good forge --no-range-repair
 check "a RANGE_RREQUEST to frisbeed --no-range-repair: refused as an older server does ($b)" \
 	[ "$b" = 1 ]
+# An older frisbeed (the last commit before BLOCKS, built here in the plain build of a
+# git checkout, or NDZ_OLD_BIN): it announces no bit 5, so new clients send it no
+# RANGE_RREQUEST (it would count each as a bad packet) and reload by blocks as before.
+OLD_REV=a8964b5
+if [ -z "${NDZ_OLD_BIN:-}" ] && [ "${NDZ_SANITIZED:-0}" = 0 ] &&
+   git -C "$NDZ_TOP" cat-file -e "$OLD_REV^{commit}" 2>/dev/null; then
+	mkdir -p "$T/old"
+	if git -C "$NDZ_TOP" archive "$OLD_REV" | tar -x -C "$T/old" &&
+	   make -C "$T/old" -s -j2 build/bin/frisbeed >"$T/old.log" 2>&1; then
+		NDZ_OLD_BIN="$T/old/build/bin"
+	else
+		echo "# building $OLD_REV failed: $(tail -3 "$T/old.log")"
+	fi
+fi
+if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
+	NEW_FRISBEED=$FRISBEED
+	FRISBEED="$NDZ_OLD_BIN/frisbeed"
+	reload "old frisbeed"
+	FRISBEED=$NEW_FRISBEED
+	bp=$(json_num "$T/old frisbeed.json" bad_packets)
+	check "old frisbeed: no RANGE_RREQUEST sent to it ($bp bad packets), none rebuilt from range repairs ($REBUILT)" \
+		sh -c "[ '$bp' = 0 ] && [ '$REBUILT' = 0 ]"
+else
+	echo "# no older frisbeed (NDZ_OLD_BIN, or a plain build of a git checkout): skipped"
+fi
 done_testing
