@@ -53,6 +53,8 @@ static const char usage_text[] =
 	"                         held, or the file behind a loop device in use)\n"
 	"  --no-repair            ask for lost blocks, never for repair blocks\n"
 	"  --no-whole-repair      ask for repairs of stripes only, not of whole chunks\n"
+	"  --no-range-repair      with --seed, ask for the blocks lost of a piece, never\n"
+	"                         for repairs of its block range\n"
 	"  -k, --key FILE         a public key: accept only chunks the image's signed\n"
 	"                         manifest names (fetched from the server first);\n"
 	"                         an encryption key: decrypt (give both if need be)\n"
@@ -142,6 +144,7 @@ int main(int argc, char **argv)
 		{ "progress", optional_argument, NULL, 'o' },
 		{ "no-repair", no_argument, NULL, 0x100 },
 		{ "no-whole-repair", no_argument, NULL, 0x10a },
+		{ "no-range-repair", no_argument, NULL, 0x10f },
 		{ "key", required_argument, NULL, 'k' },
 		{ "manifest", required_argument, NULL, 'F' },
 		{ "orig-key", required_argument, NULL, 0x1f0 },
@@ -195,6 +198,7 @@ int main(int argc, char **argv)
 		case 'f': force = 1; break;
 		case 0x100: c.co.no_repair = 1; break;
 		case 0x10a: c.co.no_whole = 1; break;
+		case 0x10f: c.co.no_range = 1; break;
 		case 'o': c.progress = cli_progress_option(optarg); break;
 		case 'k': cli_add_key(optarg, &c.pub, &c.crypt); break;
 		case 'F': c.manifest_path = optarg; break;

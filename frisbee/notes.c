@@ -37,8 +37,9 @@ void net_note(void *ctx, const struct ndz_client_note *n)
 		break;
 	case NDZ_CLIENT_NOTE_REPAIR:
 		if (cli_verbose > 1)
-			cli_info("the server sends repair blocks%s",
-				 n->count & NDZ_FEAT_WHOLE ? " of stripes and whole chunks" : "");
+			cli_info("the server sends repair blocks%s%s",
+				 n->count & NDZ_FEAT_WHOLE ? " of stripes and whole chunks" : "",
+				 n->count & NDZ_FEAT_RANGE ? ", and of block ranges" : "");
 		break;
 	case NDZ_CLIENT_NOTE_REQUEST:
 		if (cli_verbose <= 2)
@@ -72,13 +73,16 @@ void summary(struct client *c, int code, const struct ndz_client_stats *st)
 		cli_drop_file();
 		cli_error("%s", ndz_error_msg(&c->err));
 	} else if (!cli_quiet) {
-		char rate[64], held[160] = "";
+		char rate[64], held[256] = "";
 
 		if (c->seed)
 			snprintf(held, sizeof(held), "; %u chunks skipped (held by the target), "
-				 "%u patched (%u pieces written, %llu blocks asked for them)",
+				 "%u patched (%u pieces written, %llu blocks asked for them); "
+				 "%llu range repairs, %llu blocks rebuilt from them",
 				 st->held, c->pst.chunks, c->pst.pieces_written,
-				 (unsigned long long)st->fetch.partial_blocks);
+				 (unsigned long long)st->fetch.partial_blocks,
+				 (unsigned long long)st->fetch.range_repairs,
+				 (unsigned long long)st->fetch.range_decoded);
 		fprintf(stderr, "%s: %u chunks in %.2f s (%s), %llu blocks received, "
 			"%llu repairs (%llu blocks rebuilt), %llu duplicates, %llu requests sent, "
 			"flushed in %.2f s%s\n", cli_progname, c->info.chunks,

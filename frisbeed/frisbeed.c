@@ -78,6 +78,8 @@ static const char usage_text[] =
 	"                           a datagram, as frisbeed before them\n"
 	"  --no-repair              send no repair blocks (clients ask for blocks)\n"
 	"  --no-whole-repair        send repairs of stripes only, none of whole chunks\n"
+	"  --no-range-repair        answer no repair requests of block ranges (frisbee\n"
+	"                           --seed then asks for the blocks it lost of a piece)\n"
 	"  --manifest FILE          serve this signed manifest of IMAGE (default\n"
 	"                           IMAGE.manifest when it exists), for frisbee --key\n"
 	"  --index FILE             serve this content index of IMAGE (default IMAGE.index\n"
@@ -116,6 +118,9 @@ static void say_packet(void *ctx, const struct ndz_pkt *p, uint32_t from)
 			 p->type == NDZ_PKT_REQUEST ? p->count : ndz_bit_count(p->bitmap));
 	else if (p->type == NDZ_PKT_RREQUEST && cli_verbose > 2)
 		cli_info("repair request from %s: chunk %u", ndz_net_ntoa(from, a), p->chunk);
+	else if (p->type == NDZ_PKT_RANGE_RREQUEST && cli_verbose > 2)
+		cli_info("range repair request from %s: chunk %u, blocks %u+%u, %u repairs",
+			 ndz_net_ntoa(from, a), p->chunk, p->block, p->count, p->wanted);
 }
 
 /* A batch that could not be sent. */
@@ -138,13 +143,15 @@ static void print_stats(struct session *s)
 
 	ndz_sdrive_stats(s->drv, &st);
 	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
-		"(%.1f%% re-sent), %llu repairs, %llu datagrams (%llu in offload runs), "
+		"(%.1f%% re-sent), %llu repairs, %llu range repairs, %llu datagrams "
+		"(%llu in offload runs), "
 		"%.1f Mbit/s over %.2f s, "
 		"%llu bad packets dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,
-		(unsigned long long)st.repairs_sent, (unsigned long long)st.datagrams_sent,
+		(unsigned long long)st.repairs_sent, (unsigned long long)st.range_sent,
+		(unsigned long long)st.datagrams_sent,
 		(unsigned long long)st.offloaded, st.rate_bps / 1e6, st.seconds_sending,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
@@ -194,6 +201,7 @@ int main(int argc, char **argv)
 		{ "idle-timeout", required_argument, NULL, 'T' },
 		{ "no-repair", no_argument, NULL, 'R' },
 		{ "no-whole-repair", no_argument, NULL, 0x101 },
+		{ "no-range-repair", no_argument, NULL, 0x107 },
 		{ "manifest", required_argument, NULL, 'F' }, { "index", required_argument, NULL, 'X' },
 		{ "stats-json", required_argument, NULL, 'J' },
 		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
@@ -203,10 +211,12 @@ int main(int argc, char **argv)
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
-	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS };
+	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS,
+					      NDZ_PKT_RANGE_REPAIR };
 	struct session s;
 	struct ndz_server_opts so = { .rate_bps = 100000000,
-				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };
+				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE |
+						NDZ_FEAT_RANGE };
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
 	const char *json = NULL, *manifest = NULL, *control = NULL, *index = NULL;
 	struct ndz_sessans *ctl = NULL;
@@ -243,6 +253,7 @@ int main(int argc, char **argv)
 		case 'J': json = optarg; break;
 		case 'R': so.repair = 0; break;
 		case 0x101: so.repair &= ~NDZ_FEAT_WHOLE; break;
+		case 0x107: so.repair &= ~NDZ_FEAT_RANGE; break;
 		case 'F': manifest = optarg; break;
 		case 'X': index = optarg; break;
 		case 'K': control = optarg; break;
@@ -281,7 +292,8 @@ int main(int argc, char **argv)
 	ndz_error_clear(&e);
 	if (ndz_net_open(&no, &s.io.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
-	if (ndz_net_ignore(s.io.net, NDZ_PKT_TYPE_OFFSET, data_types, 3, &e) < 0 && cli_verbose)
+	if (ndz_net_ignore(s.io.net, NDZ_PKT_TYPE_OFFSET, data_types,
+			   sizeof(data_types), &e) < 0 && cli_verbose)
 		cli_warn("no socket filter (%s): reading every block back", ndz_error_msg(&e));
 	ndz_error_clear(&e);
 	/* what we may send: the interface's MTU less the IPv4 and UDP headers */

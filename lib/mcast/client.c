@@ -204,9 +204,14 @@ static int accept_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t fr
 		c->st.bad++;           /* (what a client without (whole-chunk) repairs makes of those) */
 		return 0;
 	}
+	if ((c->o.no_repair || c->o.no_range) &&
+	    (p->type == NDZ_PKT_RANGE_REPAIR || p->type == NDZ_PKT_RANGE_RREQUEST)) {
+		c->st.bad++;           /* (as a client without range repairs: unknown types) */
+		return 0;
+	}
 	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
 	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
-	     p->type == NDZ_PKT_BLOCKS) && c->server &&
+	     p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_RANGE_REPAIR) && c->server &&
 	    from != c->server) {
 		c->st.foreign++;
 		return 0;
@@ -277,7 +282,8 @@ static void join_input(struct ndz_client *c, const struct ndz_pkt *p, uint32_t f
 	}
 	if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REQUEST ||
 	    p->type == NDZ_PKT_PREQUEST || p->type == NDZ_PKT_REPAIR ||
-	    p->type == NDZ_PKT_RREQUEST || p->type == NDZ_PKT_BLOCKS) {
+	    p->type == NDZ_PKT_RREQUEST || p->type == NDZ_PKT_BLOCKS ||
+	    p->type == NDZ_PKT_RANGE_REPAIR || p->type == NDZ_PKT_RANGE_RREQUEST) {
 		if (!c->traffic) {
 			n.what = NDZ_CLIENT_NOTE_TRAFFIC;
 			note(c, &n);
@@ -367,6 +373,29 @@ static void send_request(struct ndz_client *c, uint32_t chunk, const uint8_t *mi
 	}
 	if (send_pkt(c, &p) == 0)
 		c->st.requests++;
+	note(c, &n);
+}
+
+/* ndz_fetch_emit_range of the image's cache: a RANGE_RREQUEST (the server announced
+ * bit 5). */
+static void emit_range(void *ctx, uint32_t chunk, unsigned first, unsigned count,
+		       unsigned wanted)
+{
+	struct ndz_client *c = ctx;
+	struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_REQUEST, .chunk = chunk,
+				     .repairs = 1 };
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_RANGE_RREQUEST;
+	p.chunk = chunk;
+	p.block = (uint16_t)first;
+	p.count = (uint16_t)count;
+	p.wanted = (uint8_t)wanted;
+	if (send_pkt(c, &p) == 0) {
+		c->st.requests++;
+		c->st.range_requests++;
+	}
 	note(c, &n);
 }
 
@@ -779,6 +808,8 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 	}
 	if (c->repair)
 		ndz_fetch_set_repair(c->fetch, c->repair);  /* FEATURES heard before the start */
+	if (c->repair & NDZ_FEAT_RANGE)
+		ndz_fetch_set_range(c->fetch, emit_range, c);
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
 	ndz_fetch_set_want(c->fetch, wanted, c);
@@ -863,6 +894,9 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	c->last_block_ns = now;
 	if (p->type == NDZ_PKT_REPAIR) {
 		slot = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index, data, now);
+	} else if (p->type == NDZ_PKT_RANGE_REPAIR) {
+		slot = ndz_fetch_range_repair(c->fetch, p->chunk, p->block, p->count, p->index,
+					      data, now);
 	} else if (p->type == NDZ_PKT_BLOCKS) {
 		/* as that many blocks, with one copy when none is held */
 		c->st.multi++;
@@ -893,6 +927,7 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	case NDZ_PKT_BLOCK:
 	case NDZ_PKT_REPAIR:
 	case NDZ_PKT_BLOCKS:
+	case NDZ_PKT_RANGE_REPAIR:
 		if (!ours) {
 			c->st.foreign++;
 			return 0;
@@ -906,6 +941,11 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	case NDZ_PKT_RREQUEST:
 		if (ours)
 			ndz_fetch_snoop_repairs(c->fetch, p->chunk, p->need, now);
+		break;
+	case NDZ_PKT_RANGE_RREQUEST:
+		if (ours)
+			ndz_fetch_snoop_range(c->fetch, p->chunk, p->block, p->count, p->wanted,
+					      now);
 		break;
 	}
 	return 0;
@@ -985,13 +1025,16 @@ static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 	}
 	if (!(p->features & NDZ_FEAT_REPAIR) || c->o.no_repair)
 		return;
-	f = p->features & (NDZ_FEAT_REPAIR | (c->o.no_whole ? 0 : NDZ_FEAT_WHOLE));
+	f = p->features & (NDZ_FEAT_REPAIR | (c->o.no_whole ? 0 : NDZ_FEAT_WHOLE) |
+			   (c->o.no_range ? 0 : NDZ_FEAT_RANGE));
 	if (f != c->repair) {
 		struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_REPAIR, .count = f };
 
 		c->repair = f;
-		if (c->fetch)
+		if (c->fetch) {
 			ndz_fetch_set_repair(c->fetch, f);
+			ndz_fetch_set_range(c->fetch, f & NDZ_FEAT_RANGE ? emit_range : NULL, c);
+		}
 		note(c, &n);
 	}
 }

@@ -69,6 +69,7 @@ struct ndz_client_opts {
 					  UUID are dropped (NULL: any); stays the caller's */
 	int no_repair;                 /* behave as a client without repairs */
 	int no_whole;                  /* as one with stripe repairs only */
+	int no_range;                  /* as one without range repairs (never asks for them) */
 	int raw;                       /* the image itself goes to the target (room check) */
 	int no_store;                  /* keep no block data (simulations): chunks come out
 					  with a NULL buffer */
@@ -107,6 +108,7 @@ struct ndz_client_stats {
 	uint64_t forged;               /* forged chunks and manifests */
 	uint64_t multi;                /* BLOCKS received (datagrams of several blocks) */
 	uint32_t held;                 /* chunks the target held (ndz_client_have) */
+	uint64_t range_requests;       /* of requests, RANGE_RREQUESTs */
 };
 
 /*

@@ -191,14 +191,9 @@ int ndz_fec_wprepare(struct ndz_fec *c, struct ndz_error *err)
 	return 0;
 }
 
-int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out,
-		    struct ndz_error *err)
+/* The expanded table of whole-chunk repair index (< W), made on its first use. */
+static int wrow(struct ndz_fec *c, unsigned index, struct ndz_error *err)
 {
-	uint8_t *src[N];
-
-	if (index >= W)
-		return ndz_error_set(err, NDZ_EINVAL, 0, "whole-chunk repair %u: index out of range",
-				     index);
 	if (ndz_fec_wprepare(c, err) < 0)
 		return NDZ_ENOMEM;
 	if (!ndz_bit_test(c->wready, index)) {
@@ -209,6 +204,19 @@ int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uin
 		ec_init_tables(N, 1, row, c->wtbls + (size_t)index * 32 * N);
 		ndz_bit_set(c->wready, index);
 	}
+	return 0;
+}
+
+int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uint8_t *out,
+		    struct ndz_error *err)
+{
+	uint8_t *src[N];
+
+	if (index >= W)
+		return ndz_error_set(err, NDZ_EINVAL, 0, "whole-chunk repair %u: index out of range",
+				     index);
+	if (wrow(c, index, err) < 0)
+		return NDZ_ENOMEM;
 	for (unsigned j = 0; j < N; j++)
 		src[j] = (uint8_t *)chunk + (size_t)j * NDZ_BLOCK_SIZE;
 	gf_vect_dot_prod(NDZ_BLOCK_SIZE, N, c->wtbls + (size_t)index * 32 * N, src, out);
@@ -259,10 +267,15 @@ static int pick_rows(const uint8_t *set, const uint8_t *idx, unsigned nrep, cons
 	return got == e;
 }
 
+/*
+ * Solve for the missing blocks among columns [lo, hi) of the chunk (the whole chunk,
+ * or a range: then set is NULL and every repair is over that range, its coefficients
+ * the whole-chunk ones restricted to those columns).
+ */
 static int wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
-		   const uint8_t *const *rep, unsigned nrep)
+		   const uint8_t *const *rep, unsigned nrep, unsigned lo, unsigned hi)
 {
-	unsigned miss[N], e = 0, nsrc = 0;
+	unsigned miss[N], e = 0, nsrc = 0, nc = hi - lo;
 	uint8_t used[NDZ_FEC_SETS][(W + 7) / 8];
 	unsigned *pick = NULL, *lead = NULL;
 	uint8_t *basis = NULL, *a = NULL, *b = NULL, *d = NULL, *tbls = NULL;
@@ -278,7 +291,7 @@ static int wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint
 			return NDZ_EINVAL;
 		ndz_bit_set(used[st], idx[i]);
 	}
-	for (unsigned j = 0; j < N; j++)
+	for (unsigned j = lo; j < hi; j++)
 		if (!ndz_bit_test(have, j))
 			miss[e++] = j;
 	if (e == 0)
@@ -302,14 +315,14 @@ static int wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint
 		 */
 		a = malloc((size_t)e * e);
 		b = malloc((size_t)e * e);
-		d = malloc((size_t)e * N);
-		tbls = malloc((size_t)32 * N * e);
-		src = malloc(sizeof(*src) * N);
+		d = malloc((size_t)e * nc);
+		tbls = malloc((size_t)32 * nc * e);
+		src = malloc(sizeof(*src) * nc);
 		dst = malloc(sizeof(*dst) * e);
 		cp = malloc(sizeof(*cp) * e);
 		dp = malloc(sizeof(*dp) * e);
-		crow = malloc((size_t)e * N);
-		full = malloc((size_t)e * N);
+		crow = malloc((size_t)e * nc);
+		full = malloc((size_t)e * nc);
 		if (!a || !b || !d || !tbls || !src || !dst || !cp || !dp || !crow || !full)
 			goto out;
 		for (unsigned i = 0; i < e; i++)
@@ -322,30 +335,30 @@ static int wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint
 		}
 		/* D = B x C, C the picked repairs' coefficient rows: an e x e product of rows */
 		for (unsigned i = 0; i < e; i++) {
-			for (unsigned j = 0; j < N; j++)
-				crow[(size_t)i * N + j] =
+			for (unsigned j = lo; j < hi; j++)
+				crow[(size_t)i * nc + j - lo] =
 					coef_of(set ? set[pick[i]] : NDZ_FEC_WHOLE, idx[pick[i]], j);
-			cp[i] = crow + (size_t)i * N;
-			dp[i] = full + (size_t)i * N;
+			cp[i] = crow + (size_t)i * nc;
+			dp[i] = full + (size_t)i * nc;
 		}
 		ec_init_tables((int)e, (int)e, b, tbls);
-		ec_encode_data(N, (int)e, (int)e, tbls, cp, dp);
-		for (unsigned j = 0, m = 0; j < N; j++) {
+		ec_encode_data((int)nc, (int)e, (int)e, tbls, cp, dp);
+		for (unsigned j = lo, m = 0; j < hi; j++) {
 			if (m < e && miss[m] == j) {
 				dst[m++] = chunk + (size_t)j * NDZ_BLOCK_SIZE;
 				continue;
 			}
 			for (unsigned l = 0; l < e; l++)
-				d[(size_t)l * N + nsrc] = full[(size_t)l * N + j];
+				d[(size_t)l * nc + nsrc] = full[(size_t)l * nc + j - lo];
 			src[nsrc++] = chunk + (size_t)j * NDZ_BLOCK_SIZE;
 		}
 		for (unsigned i = 0; i < e; i++) {
 			for (unsigned l = 0; l < e; l++)
-				d[(size_t)l * N + nsrc] = b[l * e + i];
+				d[(size_t)l * nc + nsrc] = b[l * e + i];
 			src[nsrc++] = (uint8_t *)rep[pick[i]];
 		}
-		ec_init_tables(N, (int)e, d, tbls);
-		ec_encode_data(NDZ_BLOCK_SIZE, N, (int)e, tbls, src, dst);
+		ec_init_tables((int)nc, (int)e, d, tbls);
+		ec_encode_data(NDZ_BLOCK_SIZE, (int)nc, (int)e, tbls, src, dst);
 	}
 	for (unsigned l = 0; l < e; l++)
 		ndz_bit_set(have, miss[l]);
@@ -370,10 +383,46 @@ out:
 int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
 		    const uint8_t *const *rep, unsigned nrep, struct ndz_error *err)
 {
-	int r = wdecode(chunk, have, set, idx, rep, nrep);
+	int r = wdecode(chunk, have, set, idx, rep, nrep, 0, N);
 
 	if (r < 0)
 		ndz_error_set(err, r, 0, "a chunk's %u repairs: %s", nrep,
 			      r == NDZ_EINVAL ? "a bad or repeated index" : ndz_strerror(r));
+	return r;
+}
+
+/*
+ * Range repairs: the whole-chunk row restricted to columns [first, first + count).
+ * ISA-L's expanded table holds 32 bytes per column in column order, so the range's
+ * table is the whole row's from column first on: no table of its own.
+ */
+int ndz_fec_rencode(struct ndz_fec *c, const uint8_t *chunk, unsigned first, unsigned count,
+		    unsigned index, uint8_t *out, struct ndz_error *err)
+{
+	uint8_t *src[N];
+
+	if (!ndz_fec_range_ok(first, count) || index >= W)
+		return ndz_error_set(err, NDZ_EINVAL, 0, "range repair %u of blocks %u+%u: out "
+				     "of range", index, first, count);
+	if (wrow(c, index, err) < 0)
+		return NDZ_ENOMEM;
+	for (unsigned j = 0; j < count; j++)
+		src[j] = (uint8_t *)chunk + (size_t)(first + j) * NDZ_BLOCK_SIZE;
+	gf_vect_dot_prod(NDZ_BLOCK_SIZE, (int)count, c->wtbls + ((size_t)index * N + first) * 32,
+			 src, out);
+	return 0;
+}
+
+int ndz_fec_rdecode(uint8_t *chunk, uint8_t *have, unsigned first, unsigned count,
+		    const uint8_t *idx, const uint8_t *const *rep, unsigned nrep,
+		    struct ndz_error *err)
+{
+	int r = ndz_fec_range_ok(first, count) ?
+		wdecode(chunk, have, NULL, idx, rep, nrep, first, first + count) : NDZ_EINVAL;
+
+	if (r < 0)
+		ndz_error_set(err, r, 0, "blocks %u+%u of a chunk, %u range repairs: %s", first,
+			      count, nrep, r == NDZ_EINVAL ? "a bad range, or a bad or repeated "
+			      "index" : ndz_strerror(r));
 	return r;
 }

@@ -113,4 +113,41 @@ int ndz_fec_wencode(struct ndz_fec *c, const uint8_t *chunk, unsigned index, uin
 int ndz_fec_wdecode(uint8_t *chunk, uint8_t *have, const uint8_t *set, const uint8_t *idx,
 		    const uint8_t *const *rep, unsigned nrep, struct ndz_error *e);
 
+/*
+ * Range repairs (doc/PROTOCOL.md, "Range repairs"): repair r (< NDZ_FEC_WREPAIRS) over
+ * the blocks [first, first + count) of a chunk is the whole-chunk repair r with the
+ * coefficients of the blocks outside the range taken as 0. A client that receives only
+ * some blocks of a chunk (a seeded reload) heals its losses in a range it wants without
+ * the chunk's other blocks. A range: first < 1024, 1 <= count <= 1024 - first.
+ */
+/* Block ranges of one chunk a server keeps range repairs wanted for at once; a client
+ * asks for repairs of no more at a time. */
+#define NDZ_FEC_RANGES_MAX 8u
+
+static inline int ndz_fec_range_ok(unsigned first, unsigned count)
+{
+	return first < NDZ_BLOCKS_PER_CHUNK && count >= 1 && count <= NDZ_BLOCKS_PER_CHUNK - first;
+}
+
+/*
+ * ndz_fec_rencode - range repair index of blocks [first, first + count) of chunk into
+ * out (NDZ_BLOCK_SIZE bytes), with the whole-chunk repairs' tables (made on first use:
+ * ndz_fec_wprepare). Returns 0, NDZ_EINVAL for a bad range or index, NDZ_ENOMEM as
+ * ndz_fec_wencode (e may be NULL).
+ */
+int ndz_fec_rencode(struct ndz_fec *c, const uint8_t *chunk, unsigned first, unsigned count,
+		    unsigned index, uint8_t *out, struct ndz_error *e);
+
+/*
+ * ndz_fec_rdecode - as ndz_fec_wdecode with whole-chunk repairs only, for range repairs
+ * idx[0..nrep) of blocks [first, first + count): fills in the blocks of the range
+ * missing in have (blocks outside it are not looked at, nor read: their bytes may be
+ * anything). Returns 0 with the range's bits of have set, 1 when the repairs do not
+ * determine them yet, NDZ_EINVAL for a bad range or a bad or repeated index, NDZ_ENOMEM
+ * (e may be NULL). chunk NULL: only find out whether they would.
+ */
+int ndz_fec_rdecode(uint8_t *chunk, uint8_t *have, unsigned first, unsigned count,
+		    const uint8_t *idx, const uint8_t *const *rep, unsigned nrep,
+		    struct ndz_error *e);
+
 #endif

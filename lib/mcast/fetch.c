@@ -30,6 +30,13 @@
 #define MAX_DECODE_WHOLE (2 * MAX_ASK_WHOLE)
 #define SETS NDZ_FEC_SETS
 #define WHOLE NDZ_FEC_WHOLE
+/*
+ * Range repairs (a chunk wanted in part): a slot holds at most this many (a forger's
+ * cost a KiB each), asks for repairs of at most NDZ_FEC_RANGES_MAX runs at a time (what
+ * a server keeps), and past MAX_RANGE_ROUNDS rounds of asking asks for the blocks.
+ */
+#define MAX_RANGE_HELD (4 * NDZ_FEC_ASK_MAX)
+#define MAX_RANGE_ROUNDS 6u
 
 /*
  * Per chunk the cache keeps one bit (written); everything else is per chunk on
@@ -76,6 +83,18 @@ struct slot {
 	 * every block of their set) */
 	int partial;
 	uint8_t want[NDZ_BITMAP_BYTES];
+	/* range repairs held (partial only): xcount blocks in xbuf, their ranges in xmeta */
+	uint8_t *xbuf;
+	struct xrep {
+		uint16_t first, count;
+		uint8_t index;
+	} *xmeta;
+	unsigned xcount, xcap;
+	unsigned xrounds;              /* rounds of range requests sent */
+	struct xrep xseen[NDZ_FEC_RANGES_MAX]; /* range requests heard since xseen_ns:
+					* index holds the repairs asked for */
+	unsigned nxseen;
+	uint64_t xseen_ns;
 };
 
 struct ask {
@@ -104,6 +123,9 @@ struct ndz_fetch {
 	void *defer_ctx;
 	const uint8_t *(*want)(void *ctx, uint32_t chunk); /* chunks wanted in part */
 	void *want_ctx;
+	/* the server answers range repairs: ask for them by this (ndz_fetch_set_range) */
+	ndz_fetch_emit_range emit_range;
+	void *range_ctx;
 };
 
 /* xorshift32: a private generator, so the order does not touch random()'s state */
@@ -289,6 +311,8 @@ void ndz_fetch_free(struct ndz_fetch *f)
 			free(f->slots[i].buf);
 		free(f->slots[i].rbuf);
 		free(f->slots[i].rmeta);
+		free(f->slots[i].xbuf);
+		free(f->slots[i].xmeta);
 	}
 	ndz_fec_free(f->fec);
 	free(f->slots);
@@ -307,6 +331,10 @@ static void forget_repairs(struct slot *s)
 	s->wrep = 0;
 	memset(s->wbits, 0, sizeof(s->wbits));
 	s->rcount = 0;
+	s->xcount = 0;
+	s->xrounds = 0;
+	s->nxseen = 0;
+	s->xseen_ns = 0;
 	memset(s->contested, 0, sizeof(s->contested));
 	memset(s->decoded, 0, sizeof(s->decoded));
 }
@@ -494,6 +522,147 @@ static void try_whole(struct ndz_fetch *f, struct slot *s)
 		decode_whole(f, s);
 }
 
+/*
+ * Range repairs. A chunk wanted in part wants runs of blocks: the longest stretches
+ * of consecutive wanted blocks (the header's, each piece's frames, merged where they
+ * touch). The run of s holding block b: 1 and [*first, *first + *count), or 0 when b
+ * is not wanted.
+ */
+static int run_of(const struct slot *s, unsigned b, unsigned *first, unsigned *count)
+{
+	unsigned a = b, z = b;
+
+	if (b >= BLOCKS || !ndz_bit_test(s->want, b))
+		return 0;
+	while (a > 0 && ndz_bit_test(s->want, a - 1))
+		a--;
+	while (z + 1 < BLOCKS && ndz_bit_test(s->want, z + 1))
+		z++;
+	*first = a;
+	*count = z - a + 1;
+	return 1;
+}
+
+/* The blocks of [first, first + count) s lacks. */
+static unsigned run_missing(const struct slot *s, unsigned first, unsigned count)
+{
+	unsigned n = 0;
+
+	for (unsigned b = first; b < first + count; b++)
+		n += !ndz_bit_test(s->have, b);
+	return n;
+}
+
+/* The range repairs s holds of [first, first + count): their count; idx, rp filled
+ * when not NULL (room for MAX_RANGE_HELD). */
+static unsigned run_repairs(const struct slot *s, unsigned first, unsigned count, uint8_t *idx,
+			    const uint8_t **rp)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < s->xcount; i++)
+		if (s->xmeta[i].first == first && s->xmeta[i].count == count) {
+			if (idx)
+				idx[n] = s->xmeta[i].index;
+			if (rp)
+				rp[n] = s->xbuf ? s->xbuf + (size_t)i * NDZ_BLOCK_SIZE : NULL;
+			n++;
+		}
+	return n;
+}
+
+/*
+ * Rebuild the missing blocks of run [first, first + count) of s from its range
+ * repairs when it holds as many as the run lacks (bounded as try_whole is: a forger's
+ * repairs must not make every packet a large decode).
+ */
+static void try_range(struct ndz_fetch *f, struct slot *s, unsigned first, unsigned count)
+{
+	uint8_t idx[MAX_RANGE_HELD], before[NDZ_BITMAP_BYTES];
+	const uint8_t *rp[MAX_RANGE_HELD];
+	unsigned e = run_missing(s, first, count), n;
+
+	if (!e || e > MAX_DECODE_WHOLE || (n = run_repairs(s, first, count, idx, rp)) < e)
+		return;
+	memcpy(before, s->have, sizeof(before));
+	if (ndz_fec_rdecode(s->xbuf ? s->buf : NULL, s->have, first, count, idx, rp, n, NULL) != 0)
+		return;        /* not determined yet (dependent), or no memory: try again later */
+	for (unsigned b = first; b < first + count; b++)
+		if (ndz_bit_test(s->have, b) && !ndz_bit_test(before, b)) {
+			ndz_bit_set(s->decoded, b);
+			s->sdata[ndz_fec_stripe(b)]++;
+		}
+	s->nhave += e;
+	f->st.decoded += e;
+	f->st.range_decoded += e;
+}
+
+/* After blocks arrived in a chunk wanted in part that holds range repairs: the runs
+ * they heal now. */
+static void try_ranges(struct ndz_fetch *f, struct slot *s)
+{
+	for (unsigned i = 0; i < s->xcount && s->nhave < BLOCKS; i++) {
+		unsigned j = 0;
+
+		while (j < i && (s->xmeta[j].first != s->xmeta[i].first ||
+				 s->xmeta[j].count != s->xmeta[i].count))
+			j++;
+		if (j == i)    /* the first of its range */
+			try_range(f, s, s->xmeta[i].first, s->xmeta[i].count);
+	}
+}
+
+/* A range request of s: repairs (in index) of [first, first + count). */
+struct rask {
+	uint16_t first, count;
+	uint8_t wanted;
+};
+
+/*
+ * What s, a chunk wanted in part, asks for now with range repairs on: per run it
+ * lacks blocks of, as many range repairs as its held ones cannot rebuild (one when they
+ * could but do not determine them), as the whole-chunk requests count; the blocks
+ * themselves (into blocks, a bitmap, zeroed first) for a run that lacks more than
+ * NDZ_FEC_ASK_MAX, past NDZ_FEC_RANGES_MAX runs, or after MAX_RANGE_ROUNDS rounds.
+ * Returns the number of range requests in ra (room for NDZ_FEC_RANGES_MAX); *nblocks
+ * the blocks asked for.
+ */
+static unsigned range_plan(const struct ndz_fetch *f, const struct slot *s, struct rask *ra,
+			   uint8_t *blocks, unsigned *nblocks)
+{
+	unsigned n = 0;
+
+	memset(blocks, 0, NDZ_BITMAP_BYTES);
+	*nblocks = 0;
+	for (unsigned b = 0; b < BLOCKS;) {
+		unsigned first, count, e, u, need;
+
+		if (!run_of(s, b, &first, &count)) {
+			b++;
+			continue;
+		}
+		b = first + count;
+		if (!(e = run_missing(s, first, count)))
+			continue;
+		u = run_repairs(s, first, count, NULL, NULL);
+		need = e > u ? e - u : 1;
+		if (f->emit_range && n < NDZ_FEC_RANGES_MAX &&
+		    s->xrounds < MAX_RANGE_ROUNDS && need <= NDZ_FEC_ASK_MAX && need <= count &&
+		    u + need <= NDZ_FEC_WREPAIRS && e <= MAX_DECODE_WHOLE) {
+			ra[n].first = (uint16_t)first;
+			ra[n].count = (uint16_t)count;
+			ra[n++].wanted = (uint8_t)need;
+			continue;
+		}
+		for (unsigned k = first; k < first + count; k++)
+			if (!ndz_bit_test(s->have, k)) {
+				ndz_bit_set(blocks, k);
+				(*nblocks)++;
+			}
+	}
+	return n;
+}
+
 /* The slot chunk fills, or NULL (not started, complete, or written). */
 static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
 {
@@ -572,6 +741,12 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)
 		decode_stripe(f, s, st);
 	try_whole(f, s);
+	if (s->xcount) {
+		unsigned first, count;
+
+		if (run_of(s, block, &first, &count))
+			try_range(f, s, first, count);
+	}
 	if (s->nhave < BLOCKS)
 		return -1;
 	return (int)(s - f->slots);
@@ -619,6 +794,67 @@ int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsign
 		if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)
 			decode_stripe(f, s, st);
 	try_whole(f, s);
+	if (s->xcount)
+		try_ranges(f, s);
+	if (s->nhave < BLOCKS)
+		return -1;
+	return (int)(s - f->slots);
+}
+
+int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsigned count,
+			   unsigned index, const uint8_t *data, uint64_t now_ns)
+{
+	struct slot *s;
+	unsigned rf, rc;
+
+	if (chunk >= f->o.chunks || !ndz_fec_range_ok(first, count) || index >= NDZ_FEC_WREPAIRS)
+		return -1;
+	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
+		return -1;
+	/* of use only to a chunk wanted in part whose run it is, and not held yet */
+	if (!s->partial || !run_of(s, first, &rf, &rc) || rf != first || rc != count ||
+	    !run_missing(s, first, count) || (data && !s->buf)) {
+		f->st.dups++;
+		return -1;
+	}
+	for (unsigned i = 0; i < s->xcount; i++)
+		if (s->xmeta[i].first == first && s->xmeta[i].count == count &&
+		    s->xmeta[i].index == index) {
+			f->st.dups++;
+			return -1;
+		}
+	if (s->xcount == MAX_RANGE_HELD) {
+		f->st.no_room++;
+		return -1;
+	}
+	if (s->xcount == s->xcap) {
+		unsigned cap = s->xcap ? 2 * s->xcap : 8;
+		struct xrep *m = realloc(s->xmeta, (size_t)cap * sizeof(*m));
+		uint8_t *b = NULL;
+
+		if (m)
+			s->xmeta = m;
+		if (m && data && !(b = realloc(s->xbuf, (size_t)cap * NDZ_BLOCK_SIZE))) {
+			f->st.no_room++;
+			return -1;
+		}
+		if (!m) {
+			f->st.no_room++;
+			return -1;
+		}
+		if (b)
+			s->xbuf = b;
+		s->xcap = cap;
+	}
+	if (data)
+		memcpy(s->xbuf + (size_t)s->xcount * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
+	s->xmeta[s->xcount].first = (uint16_t)first;
+	s->xmeta[s->xcount].count = (uint16_t)count;
+	s->xmeta[s->xcount].index = (uint8_t)index;
+	s->xcount++;
+	f->st.repairs++;
+	f->st.range_repairs++;
+	try_range(f, s, first, count);
 	if (s->nhave < BLOCKS)
 		return -1;
 	return (int)(s - f->slots);
@@ -910,6 +1146,56 @@ void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t 
 	s->moved_on = 0;
 }
 
+void ndz_fetch_snoop_range(struct ndz_fetch *f, uint32_t chunk, unsigned first,
+			   unsigned count, unsigned wanted, uint64_t now_ns)
+{
+	struct rask ra[NDZ_FEC_RANGES_MAX];
+	uint8_t blocks[NDZ_BITMAP_BYTES];
+	unsigned n, nb, i;
+	struct slot *s;
+
+	if (chunk >= f->o.chunks || is_done(f, chunk) || !(s = filling(f, chunk)) || !s->partial)
+		return;
+	/* the server sends the most asked for per range: what those heard ask for */
+	if (!s->xseen_ns || now_ns - s->xseen_ns > f->o.redelay_ns) {
+		s->nxseen = 0;
+		s->xseen_ns = now_ns;
+	}
+	for (i = 0; i < s->nxseen; i++)
+		if (s->xseen[i].first == first && s->xseen[i].count == count)
+			break;
+	if (i == s->nxseen) {
+		if (s->nxseen == NDZ_FEC_RANGES_MAX)
+			return;
+		s->nxseen++;
+		s->xseen[i].first = (uint16_t)first;
+		s->xseen[i].count = (uint16_t)count;
+		s->xseen[i].index = 0;
+	}
+	if (wanted > s->xseen[i].index)
+		s->xseen[i].index = (uint8_t)wanted;
+	n = range_plan(f, s, ra, blocks, &nb);
+	if (nb || !n)
+		return;        /* we would ask for blocks: range repairs do not cover that */
+	for (unsigned k = 0; k < n; k++) {
+		unsigned j = 0;
+
+		while (j < s->nxseen && (s->xseen[j].first != ra[k].first ||
+					 s->xseen[j].count != ra[k].count))
+			j++;
+		if (j == s->nxseen || s->xseen[j].index < ra[k].wanted)
+			return;
+	}
+	s->last_req = now_ns;
+	s->moved_on = 0;
+}
+
+void ndz_fetch_set_range(struct ndz_fetch *f, ndz_fetch_emit_range emit_range, void *ctx)
+{
+	f->emit_range = emit_range;
+	f->range_ctx = ctx;
+}
+
 void ndz_fetch_set_repair(struct ndz_fetch *f, unsigned features)
 {
 	f->repair = features & (NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
@@ -940,6 +1226,16 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 
 			if (f->repair && !s->partial && repairs_needed(f, s, need)) {
 				emit(ctx, s->chunk, NULL, need);
+			} else if (s->partial && f->emit_range) {
+				struct rask ra[NDZ_FEC_RANGES_MAX];
+				unsigned nb, nr = range_plan(f, s, ra, missing, &nb);
+
+				for (unsigned k = 0; k < nr; k++)
+					f->emit_range(f->range_ctx, s->chunk, ra[k].first,
+						      ra[k].count, ra[k].wanted);
+				if (nb)
+					emit(ctx, s->chunk, missing, NULL);
+				s->xrounds += nr > 0;
 			} else {
 				for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)
 					missing[b] = (uint8_t)~s->have[b];

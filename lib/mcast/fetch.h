@@ -37,7 +37,17 @@ struct ndz_fetch_stats {
 	uint32_t partial;              /* of those, chunks wanted in part (ndz_fetch_set_want) */
 	uint64_t partial_blocks;       /* the blocks those wanted */
 	uint32_t done;                 /* chunks written (slots given back) */
+	uint64_t range_repairs;        /* of repairs, range repairs stored */
+	uint64_t range_decoded;        /* of decoded, blocks rebuilt from range repairs */
 };
+
+/*
+ * emit_range - called by ndz_fetch_requests for each range request to send (a
+ * RANGE_RREQUEST): wanted (1..NDZ_FEC_ASK_MAX, <= count) range repairs of blocks
+ * [first, first + count) of chunk.
+ */
+typedef void (*ndz_fetch_emit_range)(void *ctx, uint32_t chunk, unsigned first, unsigned count,
+				     unsigned wanted);
 
 /*
  * emit - called by ndz_fetch_requests for each request to send: the whole chunk
@@ -105,6 +115,17 @@ int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsign
 int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned index,
 		     const uint8_t *data, uint64_t now_ns);
 
+/*
+ * ndz_fetch_range_repair - range repair index (< NDZ_FEC_WREPAIRS) of blocks [first,
+ * first + count) of chunk arrived (data as for ndz_fetch_block): kept by a chunk wanted
+ * in part (ndz_fetch_set_want) when the range is one of its runs (a longest stretch of
+ * wanted blocks) that lacks blocks; once the run holds as many of its range repairs as
+ * it lacks blocks, those are rebuilt, if the repairs determine them. A slot keeps at
+ * most 128. Returns as ndz_fetch_block.
+ */
+int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsigned count,
+			   unsigned index, const uint8_t *data, uint64_t now_ns);
+
 /* ndz_fetch_buf, ndz_fetch_slot_chunk - a slot's 1 MiB buffer and its chunk. */
 uint8_t *ndz_fetch_buf(struct ndz_fetch *f, int slot);
 uint32_t ndz_fetch_slot_chunk(const struct ndz_fetch *f, int slot);
@@ -169,6 +190,24 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
  */
 void ndz_fetch_snoop_repairs(struct ndz_fetch *f, uint32_t chunk, const uint8_t *need,
 			     uint64_t now_ns);
+
+/*
+ * ndz_fetch_snoop_range - a range request for wanted repairs of [first, first + count)
+ * of chunk was seen at now_ns; as ndz_fetch_snoop_repairs, per range: when the range
+ * requests heard within the re-request delay ask, for each run we would ask repairs
+ * of, for at least as many, and we would ask for no blocks, we do not ask ourselves.
+ */
+void ndz_fetch_snoop_range(struct ndz_fetch *f, uint32_t chunk, unsigned first,
+			   unsigned count, unsigned wanted, uint64_t now_ns);
+
+/*
+ * ndz_fetch_set_range - the server answers range repairs (FEATURES bit 5): a chunk
+ * wanted in part asks for the blocks it lost of each run by range repairs
+ * (emit_range, with ctx), while the run lacks no more than NDZ_FEC_ASK_MAX (and at most
+ * NDZ_FEC_RANGES_MAX runs a round, 6 rounds a chunk), else by its blocks as before.
+ * NULL: never (as at creation).
+ */
+void ndz_fetch_set_range(struct ndz_fetch *f, ndz_fetch_emit_range emit_range, void *ctx);
 
 /*
  * ndz_fetch_set_repair - which repairs the server sends (NDZ_FEAT_REPAIR: stripes,

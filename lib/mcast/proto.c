@@ -85,6 +85,11 @@ static const struct layout layouts[] = {
 		INT(8, client_id), INT(12, tag), INT(16, max_payload)) },
 	[NDZ_PKT_BLOCKS] = { NDZ_PKT_BLOCKS_HDR, NDZ_PKT_BLOCKS_HDR, FIELDS(
 		INT(8, tag), INT(12, chunk), INT(16, block), INT(18, count)) },
+	[NDZ_PKT_RANGE_RREQUEST] = { NDZ_PKT_RANGE_RREQUEST_LEN, 0, FIELDS(
+		INT(8, client_id), INT(12, tag), INT(16, chunk), INT(20, block),
+		INT(22, count), INT(24, wanted)) },
+	[NDZ_PKT_RANGE_REPAIR] = { NDZ_PKT_RANGE_REPAIR_LEN, NDZ_PKT_RANGE_DATA_AT, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, block), INT(18, count), INT(20, index)) },
 };
 
 /* The bytes of data a packet carries after data_at. */
@@ -202,6 +207,12 @@ static int fields_valid(const struct ndz_pkt *p)
 		}
 		return (any | p->need[NDZ_FEC_WHOLE]) != 0;
 	}
+	case NDZ_PKT_RANGE_RREQUEST:
+		/* no client asks for more than NDZ_FEC_ASK_MAX, nor more than the blocks */
+		return ndz_fec_range_ok(p->block, p->count) && p->wanted >= 1 &&
+		       p->wanted <= NDZ_FEC_ASK_MAX && p->wanted <= p->count;
+	case NDZ_PKT_RANGE_REPAIR:
+		return ndz_fec_range_ok(p->block, p->count) && p->index < NDZ_FEC_WREPAIRS;
 	case NDZ_PKT_JOIN:
 	case NDZ_PKT_FEATURES:
 		return 1;

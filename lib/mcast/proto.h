@@ -30,12 +30,15 @@ enum ndz_pkt_type {
 	NDZ_PKT_PROGRESS = 10,         /* client -> group: how far it is (about once a second) */
 	NDZ_PKT_CAPS = 11,             /* client -> group: the largest datagram it takes */
 	NDZ_PKT_BLOCKS = 12,           /* server -> group: a run of blocks of a chunk */
+	NDZ_PKT_RANGE_RREQUEST = 15,   /* client -> group: repairs of a block range of a chunk */
+	NDZ_PKT_RANGE_REPAIR = 16,     /* server -> group: a repair of a block range */
 };
 
 /* FEATURES bits; a receiver ignores bits it does not know. */
 #define NDZ_FEAT_REPAIR 0x1u           /* REPAIR and RREQUEST (lib/fec.h's code) */
 #define NDZ_FEAT_WHOLE  0x2u           /* whole-chunk repairs (set 8) too */
 #define NDZ_FEAT_BLOCKS 0x4u           /* takes CAPS, sends BLOCKS to groups that take them */
+#define NDZ_FEAT_RANGE  0x20u          /* answers RANGE_RREQUEST with RANGE_REPAIRs */
 
 /* Sizes of each packet type on the wire; every packet has exactly its size. */
 #define NDZ_PKT_JOIN_LEN       16u
@@ -50,10 +53,14 @@ enum ndz_pkt_type {
 #define NDZ_PKT_PROGRESS_LEN   40u
 #define NDZ_PKT_CAPS_LEN       24u
 #define NDZ_PKT_BLOCKS_HDR     20u     /* a BLOCKS: this, then count blocks */
+#define NDZ_PKT_RANGE_RREQUEST_LEN 28u
+#define NDZ_PKT_RANGE_DATA_AT  24u     /* RANGE_REPAIR: where its data start */
+#define NDZ_PKT_RANGE_REPAIR_LEN (NDZ_PKT_RANGE_DATA_AT + NDZ_BLOCK_SIZE)
+#define NDZ_PKT_HEAD_MAX       NDZ_PKT_RANGE_DATA_AT /* the longest head before data */
 #define NDZ_PKT_DATA_AT        20u     /* BLOCK, BLOCKS, REPAIR: where their data start */
 #define NDZ_PKT_BLOCKS_MAX     8u      /* blocks in one BLOCKS at most (a 9000-byte MTU) */
 #define NDZ_PKT_BLOCKS_LEN(n)  (NDZ_PKT_BLOCKS_HDR + (n) * NDZ_BLOCK_SIZE)
-#define NDZ_PKT_MAX            NDZ_PKT_BLOCK_LEN  /* the largest packet but a BLOCKS */
+#define NDZ_PKT_MAX            NDZ_PKT_RANGE_REPAIR_LEN /* the largest packet but a BLOCKS */
 #define NDZ_PKT_WIRE_MAX       NDZ_PKT_BLOCKS_LEN(NDZ_PKT_BLOCKS_MAX) /* the largest */
 
 /*
@@ -69,7 +76,9 @@ _Static_assert(NDZ_PKT_BLOCK_LEN == NDZ_PKT_DATA_AT + NDZ_BLOCK_SIZE &&
 	       NDZ_PKT_BLOCKS_HDR == NDZ_PKT_DATA_AT, "data start at NDZ_PKT_DATA_AT");
 _Static_assert(NDZ_PKT_PREQUEST_LEN == 152u, "PREQUEST: 152 bytes on the wire");
 _Static_assert(NDZ_FEC_STRIPES == 8u && NDZ_FEC_SETS == 9u, "RREQUEST: 9 counts on the wire");
-_Static_assert(NDZ_PKT_MAX >= NDZ_PKT_REPAIR_LEN, "a REPAIR is no larger than a BLOCK");
+_Static_assert(NDZ_PKT_MAX >= NDZ_PKT_REPAIR_LEN && NDZ_PKT_MAX >= NDZ_PKT_BLOCK_LEN,
+	       "NDZ_PKT_MAX holds a BLOCK and a REPAIR");
+_Static_assert(NDZ_PKT_HEAD_MAX >= NDZ_PKT_DATA_AT, "every head fits NDZ_PKT_HEAD_MAX");
 _Static_assert(NDZ_PKT_MAX >= NDZ_PKT_JOIN_REPLY_LEN && NDZ_PKT_MAX >= NDZ_PKT_LEAVE_LEN &&
 	       NDZ_PKT_MAX >= NDZ_PKT_PREQUEST_LEN, "NDZ_PKT_MAX is the largest packet");
 
@@ -111,11 +120,13 @@ struct ndz_pkt {
 					* PROGRESS */
 	uint32_t tag;                  /* image tag: all but JOIN */
 	uint32_t chunk;                /* BLOCK, REQUEST, PREQUEST, REPAIR, RREQUEST */
-	uint16_t block;                /* BLOCK: block; REQUEST: first block */
-	uint16_t count;                /* REQUEST, BLOCKS: number of blocks, >= 1 */
+	uint16_t block;                /* BLOCK: block; REQUEST, BLOCKS, RANGE_*: first block */
+	uint16_t count;                /* REQUEST, BLOCKS, RANGE_*: number of blocks, >= 1 */
+	uint8_t wanted;                /* RANGE_RREQUEST: repairs wanted, 1..min(32, count) */
 	const uint8_t *data;           /* BLOCK, REPAIR: NDZ_BLOCK_SIZE bytes, BLOCKS: count
 					* times that (into the buffer) */
-	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h) */
+	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h);
+					* RANGE_REPAIR: index, < NDZ_FEC_WREPAIRS */
 	uint8_t need[NDZ_FEC_SETS];    /* RREQUEST: repairs wanted per stripe (<= NDZ_FEC_K),
 					* then of the whole chunk */
 	uint32_t features;             /* FEATURES: NDZ_FEAT_* bits */
@@ -142,7 +153,7 @@ int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz
  * there, p->data not read. A sender that sends these bytes and then the data
  * (NDZ_BLOCK_SIZE bytes, a BLOCKS count times that) as one datagram sends what
  * ndz_pkt_encode makes, without copying the data. Returns the head's length
- * (NDZ_PKT_DATA_AT), or NDZ_EINVAL as ndz_pkt_encode, or for a type without data,
+ * (NDZ_PKT_DATA_AT; NDZ_PKT_RANGE_DATA_AT for a RANGE_REPAIR), or NDZ_EINVAL as ndz_pkt_encode, or for a type without data,
  * with e (may be NULL) saying so.
  */
 int ndz_pkt_encode_head(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz_error *e);

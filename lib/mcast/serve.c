@@ -11,8 +11,19 @@
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define NONE UINT32_MAX                /* end of the queue */
 
+/*
+ * A block range of a chunk whose range repairs were asked for: the repairs wanted
+ * while the chunk is queued (want) and while it is being sent (cur), and the next
+ * index, kept while the range is (so that none is sent twice before all 255 were).
+ */
+struct range {
+	uint16_t first, count;         /* count 0: never used */
+	uint8_t want, cur, next;
+};
+
 struct entry {
 	uint8_t bits[NDZ_BITMAP_BYTES];
+	struct range ranges[NDZ_SERVE_RANGES];
 	uint8_t reps[NDZ_FEC_SETS];    /* repairs wanted, per set (stripes, whole chunk) */
 	uint8_t next_rep[NDZ_FEC_SETS]; /* per set: the next repair index to send */
 	uint32_t next;                 /* next entry in the queue, or NONE */
@@ -27,7 +38,8 @@ struct ndz_serve {
 	unsigned cur_pos;              /* next block the sender looks at */
 	uint8_t cur_bits[NDZ_BITMAP_BYTES];
 	uint8_t cur_reps[NDZ_FEC_SETS];
-	unsigned cur_rr;               /* the set whose repair goes next, round robin */
+	unsigned cur_rr;               /* the set (or range, past the sets) whose repair goes
+					* next, round robin */
 	uint8_t *ever;                 /* one bit per block ever sent */
 	struct ndz_serve_stats st;
 };
@@ -199,6 +211,65 @@ int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *asked,
 	return 1;
 }
 
+/* The range slot of q for [first, first + count): the same range, else an unused one,
+ * else one with nothing wanted (its next index forgotten); NULL when all are busy. */
+static struct range *range_slot(struct entry *q, unsigned first, unsigned count)
+{
+	struct range *idle = NULL;
+
+	for (unsigned i = 0; i < NDZ_SERVE_RANGES; i++) {
+		struct range *r = &q->ranges[i];
+
+		if (r->count == count && r->first == first)
+			return r;
+		if (!r->count || (!r->want && !r->cur && (!idle || idle->count)))
+			idle = r;
+	}
+	if (idle && (idle->first != first || idle->count != count)) {
+		idle->first = (uint16_t)first;
+		idle->count = (uint16_t)count;
+		idle->want = idle->cur = idle->next = 0;
+	}
+	return idle;
+}
+
+int ndz_serve_range(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count,
+		    unsigned asked, struct ndz_error *err)
+{
+	static const uint8_t no_bits[NDZ_BITMAP_BYTES], no_reps[NDZ_FEC_SETS];
+	struct entry *q;
+	struct range *r;
+	unsigned want = asked;
+	int cur;
+
+	if (chunk >= s->chunks)
+		return bad(s, err, chunk, "chunk out of range");
+	if (!ndz_fec_range_ok(first, count) || !asked)
+		return bad(s, err, chunk, "range repairs of blocks out of range, or none");
+	/* no client asks for more than NDZ_FEC_ASK_MAX, nor for more than the blocks */
+	if (want > NDZ_FEC_ASK_MAX)
+		want = NDZ_FEC_ASK_MAX;
+	if (want > count)
+		want = count;
+	q = &s->e[chunk];
+	if (!(r = range_slot(q, first, count)))
+		return bad(s, err, chunk, "repairs of too many block ranges at once");
+	s->st.requests++;
+	s->st.range_requests++;
+	cur = (int64_t)chunk == s->cur;
+	if (cur || q->queued) {
+		uint8_t *to = cur ? &r->cur : &r->want;
+
+		if (want > *to)
+			*to = (uint8_t)want;
+		s->st.merged++;
+		return 0;
+	}
+	r->want = (uint8_t)want;
+	append(s, chunk, no_bits, no_reps);
+	return 1;
+}
+
 int64_t ndz_serve_next_chunk(struct ndz_serve *s)
 {
 	struct entry *q;
@@ -217,6 +288,10 @@ int64_t ndz_serve_next_chunk(struct ndz_serve *s)
 	s->cur_pos = 0;
 	memcpy(s->cur_bits, q->bits, NDZ_BITMAP_BYTES);
 	memcpy(s->cur_reps, q->reps, NDZ_FEC_SETS);
+	for (unsigned i = 0; i < NDZ_SERVE_RANGES; i++) {
+		q->ranges[i].cur = q->ranges[i].want;
+		q->ranges[i].want = 0;
+	}
 	s->cur_rr = 0;
 	return chunk;
 }
@@ -232,21 +307,39 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it)
 
 		if (ndz_bit_test(s->cur_bits, b)) {
 			it->repair = 0;
+			it->first = it->count = 0;
 			it->block = b;
 			it->stripe = it->index = 0;
 			return 1;
 		}
 	}
 	q = &s->e[s->cur];
-	for (unsigned n = 0; n < NDZ_FEC_SETS; n++) {
-		unsigned st = (s->cur_rr + n) % NDZ_FEC_SETS;
+	for (unsigned n = 0; n < NDZ_FEC_SETS + NDZ_SERVE_RANGES; n++) {
+		unsigned st = (s->cur_rr + n) % (NDZ_FEC_SETS + NDZ_SERVE_RANGES);
 
+		if (st >= NDZ_FEC_SETS) {
+			struct range *r = &q->ranges[st - NDZ_FEC_SETS];
+
+			if (!r->cur)
+				continue;
+			r->cur--;
+			s->cur_rr = (st + 1) % (NDZ_FEC_SETS + NDZ_SERVE_RANGES);
+			it->repair = NDZ_SERVE_RANGE;
+			it->block = 0;
+			it->stripe = 0;
+			it->first = r->first;
+			it->count = r->count;
+			it->index = r->next;
+			r->next = (uint8_t)((r->next + 1u) % NDZ_FEC_WREPAIRS);
+			return 1;
+		}
 		if (!s->cur_reps[st])
 			continue;
 		s->cur_reps[st]--;
-		s->cur_rr = (st + 1) % NDZ_FEC_SETS;
+		s->cur_rr = (st + 1) % (NDZ_FEC_SETS + NDZ_SERVE_RANGES);
 		it->repair = 1;
 		it->block = 0;
+		it->first = it->count = 0;
 		it->stripe = st;
 		/* after the last index the first ones again: new to those who missed them */
 		it->index = q->next_rep[st];
@@ -281,6 +374,15 @@ int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe,
 				     "of range", stripe, chunk);
 	s->st.repairs_sent++;
 	s->st.whole_sent += stripe == NDZ_FEC_WHOLE;
+	return 0;
+}
+
+int ndz_serve_range_sent(struct ndz_serve *s, uint32_t chunk, struct ndz_error *err)
+{
+	if (chunk >= s->chunks)
+		return ndz_error_set(err, NDZ_EINVAL, 0, "range repair of chunk %u sent: out of "
+				     "range", chunk);
+	s->st.range_sent++;
 	return 0;
 }
 

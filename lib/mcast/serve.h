@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "core/err.h"
+#include "fec.h"
 
 struct ndz_serve;
 
@@ -35,7 +36,16 @@ struct ndz_serve_stats {
 	uint64_t repairs_sent;         /* repair blocks sent */
 	uint64_t whole_sent;           /* of which whole-chunk repairs */
 	uint64_t distinct_sent;        /* blocks sent at least once */
+	uint64_t range_requests;       /* of the requests, for range repairs */
+	uint64_t range_sent;           /* range repairs sent (not in repairs_sent) */
 };
+
+/*
+ * Range repairs (lib/fec.h, doc/PROTOCOL.md "Range repairs"): per chunk at most this
+ * many block ranges have repairs wanted at once, each with its own count (merged by
+ * the largest, as a set's) and next index; they go round robin with the sets'.
+ */
+#define NDZ_SERVE_RANGES NDZ_FEC_RANGES_MAX
 
 /* ndz_serve_create - a server state for an image of chunks (>= 1) chunks, queue empty,
  * nothing sent; NDZ_EINVAL for 0 chunks, NDZ_ENOMEM (e may be NULL). *out is NULL on
@@ -83,17 +93,30 @@ int ndz_serve_repairs(struct ndz_serve *s, uint32_t chunk, const uint8_t *need,
 		      struct ndz_error *e);
 
 /*
+ * ndz_serve_range - a RANGE_RREQUEST for asked more range repairs of blocks [first,
+ * first + count) of chunk, taken as at most NDZ_FEC_ASK_MAX and count. Merged as
+ * ndz_serve_repairs merges a set's count, per (chunk, range). NDZ_EINVAL (counted by
+ * the caller) for a chunk or range out of range, asked 0, or a chunk with repairs of
+ * NDZ_SERVE_RANGES other ranges wanted already. Returns as ndz_serve_request.
+ */
+int ndz_serve_range(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigned count,
+		    unsigned asked, struct ndz_error *e);
+
+/*
  * ndz_serve_next_chunk - the current chunk is done: take the queue's head as the
  * current chunk, its position at block 0. Returns that chunk (>= 0), or -1 when the
  * queue is empty (nothing current then).
  */
 int64_t ndz_serve_next_chunk(struct ndz_serve *s);
 
-/* What to send next: a data block, or repair index of set (stripe or NDZ_FEC_WHOLE). */
+/* What to send next: a data block, a repair index of set (stripe or NDZ_FEC_WHOLE),
+ * or (repair NDZ_SERVE_RANGE) range repair index of blocks [first, first + count). */
+#define NDZ_SERVE_RANGE 2
 struct ndz_serve_item {
-	int repair;
+	int repair;                    /* 0 data, 1 a set's repair, NDZ_SERVE_RANGE */
 	unsigned block;                /* data: the block */
-	unsigned stripe, index;        /* repair: its set and index */
+	unsigned stripe, index;        /* repair: its set and index; a range's: index */
+	unsigned first, count;         /* NDZ_SERVE_RANGE: the range */
 };
 
 /*
@@ -118,6 +141,10 @@ int ndz_serve_sent(struct ndz_serve *s, uint32_t chunk, unsigned block, struct n
  */
 int ndz_serve_repair_sent(struct ndz_serve *s, uint32_t chunk, unsigned stripe,
 			  struct ndz_error *e);
+
+/* ndz_serve_range_sent - a range repair of chunk went out: counts range_sent. 0, or
+ * NDZ_EINVAL out of range (e may be NULL). */
+int ndz_serve_range_sent(struct ndz_serve *s, uint32_t chunk, struct ndz_error *e);
 
 /*
  * ndz_serve_current - the current chunk, or -1; when there is one, *pos (if not

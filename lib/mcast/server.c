@@ -74,6 +74,7 @@ struct ndz_server {
 
 	uint64_t clients_seen, joins, leaves, bytes_sent;
 	uint64_t bad_packets, bad_version, wrong_image, bad_chunk;
+	uint64_t range_refused;        /* RANGE_RREQUESTs of a chunk with too many ranges */
 	uint64_t start_ns, first_ns, last_ns; /* creation, first and last datagram sent */
 	uint64_t empty_ns;             /* between them, nothing asked for */
 	uint64_t wait_ns, wait_from;   /* nothing asked for since the last batch, and since when */
@@ -129,7 +130,7 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	s->orig_version = o->orig_version;
 	s->tag = ndz_image_tag(o->info.uuid);
 	s->nchunks = o->info.chunks;
-	s->repair = o->repair;
+	s->repair = o->repair & NDZ_FEAT_REPAIR ? o->repair : 0; /* all repairs come with bit 0 */
 	s->own_blocks = 1;
 	if (o->max_payload >= NDZ_PKT_BLOCKS_LEN(2)) {
 		s->own_blocks = (o->max_payload - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE;
@@ -208,7 +209,8 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	}
 	if ((r = ndz_serve_create(total, &s->serve, e)) < 0 ||
 	    (s->repair && (r = ndz_fec_create(&s->fec, e)) < 0) ||
-	    ((s->repair & NDZ_FEAT_WHOLE) && (r = ndz_fec_wprepare(s->fec, e)) < 0))
+	    ((s->repair & (NDZ_FEAT_WHOLE | NDZ_FEAT_RANGE)) &&
+	     (r = ndz_fec_wprepare(s->fec, e)) < 0))
 		goto fail;
 	if (s->adapt) {
 		uint64_t rate = ndz_adapt_rate(s->adapt, now_ns);
@@ -367,15 +369,18 @@ static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
 		s->bad_packets++;
 	} else if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
 		   p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
-		   p->type == NDZ_PKT_BLOCKS) {
+		   p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_RANGE_REPAIR) {
 		/* another server's traffic (or ours looped back): not for us */
 	} else if (p->type == NDZ_PKT_RREQUEST &&
 		   (!s->repair || (p->need[NDZ_FEC_WHOLE] && !(s->repair & NDZ_FEAT_WHOLE)))) {
 		s->bad_packets++;      /* as a server without (whole-chunk) repairs would */
+	} else if (p->type == NDZ_PKT_RANGE_RREQUEST && !(s->repair & NDZ_FEAT_RANGE)) {
+		s->bad_packets++;      /* as a server without range repairs would */
 	} else if (p->type != NDZ_PKT_JOIN && p->tag != s->tag) {
 		s->wrong_image++;
 	} else if ((p->type == NDZ_PKT_REQUEST || p->type == NDZ_PKT_PREQUEST ||
-		    p->type == NDZ_PKT_RREQUEST) && p->chunk >= s->nchunks + s->mchunks &&
+		    p->type == NDZ_PKT_RREQUEST || p->type == NDZ_PKT_RANGE_RREQUEST) &&
+		   p->chunk >= s->nchunks + s->mchunks &&
 		   (p->chunk < s->ibase || p->chunk - s->ibase >= s->ichunks)) {
 		s->bad_chunk++;
 	} else {
@@ -438,6 +443,14 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		}
 		woke = ndz_serve_repairs(s->serve, p->chunk, p->need, NULL) > 0;
 		break;
+	case NDZ_PKT_RANGE_RREQUEST:
+		if (recent(s, p->chunk, now_ns))
+			report_lost(s, p->client_id, p->chunk, p->wanted, now_ns);
+		r = ndz_serve_range(s->serve, p->chunk, p->block, p->count, p->wanted, NULL);
+		if (r < 0)
+			s->range_refused++;    /* too many ranges of the chunk wanted at once */
+		woke = r > 0;
+		break;
 	}
 	return woke ? 2 : 1;
 }
@@ -489,7 +502,9 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 				n++;
 		b->dg_first[b->ndgrams] = (uint8_t)i;
 		b->dg_n[b->ndgrams] = (uint8_t)n;
-		b->lens[b->ndgrams] = n > 1 ? NDZ_PKT_BLOCKS_LEN(n) : NDZ_PKT_BLOCK_LEN;
+		b->lens[b->ndgrams] = n > 1 ? NDZ_PKT_BLOCKS_LEN(n) :
+				      b->items[i].repair == NDZ_SERVE_RANGE ?
+				      NDZ_PKT_RANGE_REPAIR_LEN : NDZ_PKT_BLOCK_LEN;
 		b->bufs[b->ndgrams] = (const uint8_t *)b->pkt + at;
 		at += b->lens[b->ndgrams];
 		b->wire_bytes += b->lens[b->ndgrams] + NDZ_SERVER_WIRE_OVERHEAD;
@@ -570,6 +585,8 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 			b->items[b->count].block = it.block;
 			b->items[b->count].set = it.stripe;
 			b->items[b->count].index = it.index;
+			b->items[b->count].first = it.first;
+			b->items[b->count].count = it.count;
 			b->count++;
 		}
 		if (b->count) {
@@ -633,7 +650,17 @@ void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 		const uint8_t *data;
 		int len;
 
-		if (b->items[i].repair) {
+		if (b->items[i].repair == NDZ_SERVE_RANGE) {
+			/* cannot fail: prepared at creation, range and index in range */
+			(void)ndz_fec_rencode(s->fec, s->chunk, b->items[i].first, b->items[i].count,
+					      b->items[i].index, b->rep[i], NULL);
+			p.type = NDZ_PKT_RANGE_REPAIR;
+			p.block = (uint16_t)b->items[i].first;
+			p.count = (uint16_t)b->items[i].count;
+			p.stripe = 0;
+			p.index = (uint8_t)b->items[i].index;
+			data = b->rep[i];
+		} else if (b->items[i].repair) {
 			if (b->items[i].set == NDZ_FEC_WHOLE)
 				/* cannot fail: prepared at creation, index in range */
 				(void)ndz_fec_wencode(s->fec, s->chunk, b->items[i].index, b->rep[i],
@@ -695,7 +722,9 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 	s->datagrams_sent += b->ndgrams;
 	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
-		if (b->items[i].repair)
+		if (b->items[i].repair == NDZ_SERVE_RANGE)
+			ndz_serve_range_sent(s->serve, b->chunk, NULL);
+		else if (b->items[i].repair)
 			ndz_serve_repair_sent(s->serve, b->chunk, b->items[i].set, NULL);
 		else
 			ndz_serve_sent(s->serve, b->chunk, b->items[i].block, NULL);
@@ -794,6 +823,9 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->distinct_sent = ss.distinct_sent;
 	st->repairs_sent = ss.repairs_sent;
 	st->whole_sent = ss.whole_sent;
+	st->range_requests = ss.range_requests;
+	st->range_sent = ss.range_sent;
+	st->range_refused = s->range_refused;
 	st->bytes_sent = s->bytes_sent;
 	st->bad_packets = s->bad_packets;
 	st->bad_version = s->bad_version;
@@ -827,6 +859,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"joins\": %llu, \"leaves\": %llu, \"requests\": %llu, \"merged\": %llu, "
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
+		     "\"range_requests\": %llu, \"range_repairs_sent\": %llu, "
+		     "\"range_refused\": %llu, "
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
@@ -840,7 +874,9 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->requests, (unsigned long long)st->merged,
 		     (unsigned long long)st->dropped_current, (unsigned long long)st->blocks_sent,
 		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
-		     (unsigned long long)st->whole_sent, st->resent_share,
+		     (unsigned long long)st->whole_sent, (unsigned long long)st->range_requests,
+		     (unsigned long long)st->range_sent, (unsigned long long)st->range_refused,
+		     st->resent_share,
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
 		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,

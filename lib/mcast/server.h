@@ -105,6 +105,9 @@ struct ndz_server_stats {
 	unsigned group_blocks;         /* blocks a datagram carries now (1: BLOCKs) */
 	uint64_t group_up, group_down; /* times that rose (the clients that took fewer left
 					* or were lost) and fell (one that takes fewer came) */
+	uint64_t range_requests;       /* RANGE_RREQUESTs taken (in requests too) */
+	uint64_t range_sent;           /* RANGE_REPAIRs sent (not in repairs_sent) */
+	uint64_t range_refused;        /* RANGE_RREQUESTs refused: too many ranges of a chunk */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
@@ -140,15 +143,16 @@ struct ndz_server_batch {
 	uint64_t delay_ns;             /* wait this long from the plan's now_ns, then send */
 	uint64_t wire_bytes;           /* the batch's bytes on the wire, for the pacing */
 	struct {
-		int repair;
+		int repair;            /* 0, 1, or NDZ_SERVE_RANGE */
 		unsigned block, set, index;
+		unsigned first, count; /* NDZ_SERVE_RANGE: the range */
 	} items[NDZ_SERVER_BATCH];
 	const uint8_t *bufs[NDZ_SERVER_BATCH];
 	size_t lens[NDZ_SERVER_BATCH];
 	/* ndz_server_build_vec: each datagram as its head and its data where they lie (the
 	 * chunk buffer's blocks, or rep), ndgrams of them */
 	struct ndz_net_out out[NDZ_SERVER_BATCH];
-	uint8_t head[NDZ_SERVER_BATCH][NDZ_PKT_DATA_AT];
+	uint8_t head[NDZ_SERVER_BATCH][NDZ_PKT_HEAD_MAX];
 	/* the datagrams' bytes, one after the other (each holds no more than its blocks
 	 * as BLOCKs would) */
 	uint8_t pkt[NDZ_SERVER_BATCH][NDZ_PKT_MAX];

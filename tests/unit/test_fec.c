@@ -334,6 +334,136 @@ static void test_wdecode_rank(void **state)
 	assert_true(fails <= 30);
 }
 
+/*
+ * Range repairs: repair r over blocks [first, first + count), byte by byte, is the sum
+ * of w(r, b) * block b over the range only (doc/PROTOCOL.md, "Range repairs").
+ */
+static void test_rencode_matches_formula(void **state)
+{
+	struct ndz_fec *c = make();
+	uint8_t *chunk = random_chunk(), out[NDZ_BLOCK_SIZE];
+	static const unsigned rg[][3] = { { 0, 1, 0 }, { 0, 1024, 5 }, { 4, 37, 254 },
+					  { 1000, 24, 77 }, { 1023, 1, 3 }, { 511, 2, 128 } };
+
+	(void)state;
+	for (size_t n = 0; n < sizeof(rg) / sizeof(rg[0]); n++) {
+		unsigned first = rg[n][0], count = rg[n][1], r = rg[n][2];
+
+		assert_int_equal(ndz_fec_rencode(c, chunk, first, count, r, out, NULL), 0);
+		for (unsigned i = 0; i < NDZ_BLOCK_SIZE; i += 61) {
+			uint8_t want = 0;
+
+			for (unsigned j = first; j < first + count; j++)
+				want ^= mul(wcoef(r, j), chunk[(size_t)j * NDZ_BLOCK_SIZE + i]);
+			assert_int_equal(out[i], want);
+		}
+	}
+	/* the whole range is the whole-chunk repair */
+	{
+		uint8_t w[NDZ_BLOCK_SIZE];
+
+		assert_int_equal(ndz_fec_rencode(c, chunk, 0, 1024, 9, out, NULL), 0);
+		assert_int_equal(ndz_fec_wencode(c, chunk, 9, w, NULL), 0);
+		assert_memory_equal(out, w, sizeof(w));
+	}
+	assert_int_equal(ndz_fec_rencode(c, chunk, 0, 0, 1, out, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_rencode(c, chunk, 1024, 1, 1, out, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_rencode(c, chunk, 1000, 25, 1, out, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_fec_rencode(c, chunk, 0, 8, NDZ_FEC_WREPAIRS, out, NULL),
+			 NDZ_EINVAL);
+	free(chunk);
+	ndz_fec_free(c);
+}
+
+/*
+ * Random ranges with e random losses in them, healed by e (rarely e + 1 or 2) range
+ * repairs of random indexes; the blocks outside the range are garbage the solver
+ * must not read (set to another pattern than the chunk's), and stay as they were.
+ */
+static void test_rdecode_random(void **state)
+{
+	struct ndz_fec *c = make();
+	uint8_t *chunk = random_chunk(), *copy = malloc(NDZ_CHUNK_SIZE);
+	static uint8_t reps[NDZ_FEC_WREPAIRS][NDZ_BLOCK_SIZE];
+	unsigned extra = 0, trials = 60;
+
+	(void)state;
+	assert_non_null(copy);
+	for (unsigned t = 0; t < trials; t++) {
+		unsigned count = 1 + rnd() % (t % 3 == 0 ? 1024 : 64);
+		unsigned first = rnd() % (1025 - count), e = 1 + rnd() % (count < 40 ? count : 40);
+		unsigned lost = 0, nrep;
+		uint8_t have[NDZ_BITMAP_BYTES], have2[NDZ_BITMAP_BYTES], idx[NDZ_FEC_WREPAIRS];
+		const uint8_t *rp[NDZ_FEC_WREPAIRS];
+		int rc;
+
+		memcpy(copy, chunk, NDZ_CHUNK_SIZE);
+		memset(have, 0, sizeof(have));
+		for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+			if (b < first || b >= first + count)
+				memset(copy + (size_t)b * NDZ_BLOCK_SIZE, 0xa5, NDZ_BLOCK_SIZE);
+			else
+				ndz_bit_set(have, b);
+		while (lost < e) {
+			unsigned b = first + rnd() % count;
+
+			if (!ndz_bit_test(have, b))
+				continue;
+			ndz_bit_clear(have, b);
+			memset(copy + (size_t)b * NDZ_BLOCK_SIZE, 0x5a, NDZ_BLOCK_SIZE);
+			lost++;
+		}
+		shuffle(idx, NDZ_FEC_WREPAIRS);
+		for (unsigned i = 0; i < NDZ_FEC_WREPAIRS; i++)
+			rp[i] = reps[i];
+		for (unsigned i = 0; i < e + 3; i++)
+			assert_int_equal(ndz_fec_rencode(c, chunk, first, count, idx[i], reps[i],
+							 NULL), 0);
+		memcpy(have2, have, sizeof(have));
+		if (e > 1)
+			assert_int_equal(ndz_fec_rdecode(copy, have, first, count, idx, rp, e - 1,
+							 NULL), 1);
+		for (nrep = e; nrep <= e + 3; nrep++) {
+			rc = ndz_fec_rdecode(NULL, have2, first, count, idx, rp, nrep, NULL);
+			assert_int_equal(ndz_fec_rdecode(copy, have, first, count, idx, rp, nrep,
+							 NULL), rc);
+			if (rc == 0)
+				break;
+			assert_int_equal(rc, 1);
+			extra++;
+		}
+		assert_true(nrep <= e + 3);
+		for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++) {
+			int in = b >= first && b < first + count;
+
+			assert_int_equal(ndz_bit_test(have, b) != 0, in);
+			if (in)
+				assert_memory_equal(copy + (size_t)b * NDZ_BLOCK_SIZE,
+						    chunk + (size_t)b * NDZ_BLOCK_SIZE, NDZ_BLOCK_SIZE);
+			else
+				assert_int_equal(copy[(size_t)b * NDZ_BLOCK_SIZE + 7], 0xa5);
+		}
+	}
+	/* dependent draws: about 1 in 255 a trial (small ranges a little more) */
+	assert_true(extra <= 6);
+	/* bad arguments: a range past the chunk, a repeated index */
+	{
+		uint8_t have[NDZ_BITMAP_BYTES], idx[2] = { 3, 3 };
+		const uint8_t *rp[2] = { reps[0], reps[1] };
+
+		memset(have, 0, sizeof(have));
+		assert_int_equal(ndz_fec_rdecode(copy, have, 1020, 5, idx, rp, 1, NULL),
+				 NDZ_EINVAL);
+		assert_int_equal(ndz_fec_rdecode(copy, have, 0, 0, idx, rp, 1, NULL), NDZ_EINVAL);
+		assert_int_equal(ndz_fec_rdecode(copy, have, 0, 2, idx, rp, 2, NULL), NDZ_EINVAL);
+		idx[1] = NDZ_FEC_WREPAIRS;
+		assert_int_equal(ndz_fec_rdecode(copy, have, 0, 2, idx, rp, 2, NULL), NDZ_EINVAL);
+	}
+	free(copy);
+	free(chunk);
+	ndz_fec_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +474,8 @@ int main(void)
 		cmocka_unit_test(test_wdecode_random),
 		cmocka_unit_test(test_wdecode_args),
 		cmocka_unit_test(test_wdecode_rank),
+		cmocka_unit_test(test_rencode_matches_formula),
+		cmocka_unit_test(test_rdecode_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1248,6 +1248,126 @@ static void test_pool(void **state)
 	ndz_bufpool_free(pool);
 }
 
+/* RANGE_RREQUESTs made (ndz_fetch_set_range's emitter). */
+struct rsent {
+	unsigned n;
+	uint32_t chunk[64];
+	unsigned first[64], count[64], wanted[64];
+};
+
+static void record_range(void *ctx, uint32_t chunk, unsigned first, unsigned count,
+			 unsigned wanted)
+{
+	struct rsent *r = ctx;
+
+	assert_true(r->n < 64);
+	r->chunk[r->n] = chunk;
+	r->first[r->n] = first;
+	r->count[r->n] = count;
+	r->wanted[r->n++] = wanted;
+}
+
+/*
+ * Range repairs (issue 32): a chunk wanted in part whose runs are [0, 4), [100, 110)
+ * and [300, 400) loses 1, 2 and 40 blocks of them; it asks for 1 and 2 range repairs
+ * of the first two runs and for the 40 blocks of the third (more than 32); others'
+ * range requests that cover it silence it; range repairs of its runs rebuild exactly
+ * the lost blocks, a range that is not one of its runs is not taken.
+ */
+static void test_range_repairs(void **state)
+{
+	static struct sent s;
+	static struct rsent rs;
+	struct ndz_fetch *f = make(3, 4, 3, 5);
+	struct ndz_fetch_stats st;
+	struct ndz_fec *fec = NULL;
+	uint8_t *w = whole_chunk(1), rep[3][NDZ_BLOCK_SIZE], lost[NDZ_BITMAP_BYTES];
+	uint64_t now = T0;
+	unsigned preq = 0;
+	int slot;
+
+	(void)state;
+	assert_int_equal(ndz_fec_create(&fec, NULL), 0);
+	memset(want_bits, 0, sizeof(want_bits));
+	memset(lost, 0, sizeof(lost));
+	for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		if (b < 4 || (b >= 100 && b < 110) || (b >= 300 && b < 400))
+			ndz_bit_set(want_bits, b);
+	ndz_bit_set(lost, 2);
+	ndz_bit_set(lost, 103);
+	ndz_bit_set(lost, 105);
+	for (unsigned b = 320; b < 360; b++)
+		ndz_bit_set(lost, b);
+	ndz_fetch_set_want(f, want_one, NULL);
+	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
+	ndz_fetch_set_range(f, record_range, &rs);
+	ask(f, &s, now, 0);
+	assert_int_equal(deliver(f, 1, 0, NDZ_BLOCKS_PER_CHUNK, lost, now), -1);
+	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), now), -1);  /* moved on */
+	now += REDELAY + MS;
+	rs.n = 0;
+	ask(f, &s, now, 0);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.chunk[0], 1);
+	assert_int_equal(rs.first[0], 0);
+	assert_int_equal(rs.count[0], 4);
+	assert_int_equal(rs.wanted[0], 1);
+	assert_int_equal(rs.first[1], 100);
+	assert_int_equal(rs.count[1], 10);
+	assert_int_equal(rs.wanted[1], 2);
+	for (unsigned i = 0; i < s.n; i++)
+		if (s.chunk[i] == 1) {
+			preq++;
+			assert_true(s.partial[i]);
+			assert_int_equal(ndz_bit_count(s.missing[i]), 40);
+			assert_true(ndz_bit_test(s.missing[i], 320) && ndz_bit_test(s.missing[i], 359));
+		}
+	assert_int_equal(preq, 1);
+	/* the 40 come; others ask for as many range repairs as we lack: we keep quiet */
+	assert_int_equal(deliver(f, 1, 320, 360, NULL, now), -1);
+	ndz_fetch_block(f, 2, 1, data_of(2, 1), now);          /* moved on again */
+	ndz_fetch_snoop_range(f, 1, 0, 4, 1, now);
+	ndz_fetch_snoop_range(f, 1, 100, 10, 1, now);
+	rs.n = 0;
+	ask(f, &s, now + 25 * MS, 0);                          /* not covered yet */
+	assert_int_equal(rs.n, 2);
+	now += 25 * MS;
+	ndz_fetch_block(f, 1, 0, data_of(1, 0), now);          /* (a duplicate) */
+	ndz_fetch_block(f, 2, 2, data_of(2, 2), now);          /* moved on again */
+	ndz_fetch_snoop_range(f, 1, 0, 4, 1, now);
+	ndz_fetch_snoop_range(f, 1, 100, 10, 2, now);
+	now += 30 * MS;
+	rs.n = 0;
+	ask(f, &s, now, 0);
+	assert_int_equal(rs.n, 0);
+	for (unsigned i = 0; i < s.n; i++)
+		assert_int_not_equal(s.chunk[i], 1);
+	/* range repairs: one of a range that is not a run is not taken */
+	assert_int_equal(ndz_fec_rencode(fec, w, 100, 5, 1, rep[0], NULL), 0);
+	assert_int_equal(ndz_fetch_range_repair(f, 1, 100, 5, 1, rep[0], now), -1);
+	assert_int_equal(ndz_fec_rencode(fec, w, 100, 10, 7, rep[0], NULL), 0);
+	assert_int_equal(ndz_fec_rencode(fec, w, 100, 10, 9, rep[1], NULL), 0);
+	assert_int_equal(ndz_fec_rencode(fec, w, 0, 4, 0, rep[2], NULL), 0);
+	assert_int_equal(ndz_fetch_range_repair(f, 1, 100, 10, 7, rep[0], now), -1);
+	assert_int_equal(ndz_fetch_range_repair(f, 1, 100, 10, 7, rep[0], now), -1); /* twice */
+	assert_int_equal(ndz_fetch_range_repair(f, 1, 100, 10, 9, rep[1], now), -1);
+	slot = ndz_fetch_range_repair(f, 1, 0, 4, 0, rep[2], now);
+	assert_true(slot >= 0);
+	assert_non_null(ndz_fetch_slot_want(f, slot));
+	for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		if (ndz_bit_test(want_bits, b))
+			assert_memory_equal(ndz_fetch_buf(f, slot) + (size_t)b * NDZ_BLOCK_SIZE,
+					    data_of(1, b), NDZ_BLOCK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.range_repairs, 3);
+	assert_int_equal(st.range_decoded, 3);
+	/* without the emitter (a server without bit 5): blocks, as before */
+	ndz_fetch_set_range(f, NULL, NULL);
+	ndz_fetch_free(f);
+	ndz_fec_free(fec);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1260,6 +1380,7 @@ int main(void)
 		cmocka_unit_test(test_snoop_suppresses),
 		cmocka_unit_test(test_partial_request),
 		cmocka_unit_test(test_wanted),
+		cmocka_unit_test(test_range_repairs),
 		cmocka_unit_test(test_stalled_chunk),
 		cmocka_unit_test(test_silent),
 		cmocka_unit_test(test_reject),

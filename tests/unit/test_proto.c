@@ -410,9 +410,122 @@ static void test_bits(void **state)
 	assert_int_equal(ndz_bit_count(bm), 2);
 }
 
+/*
+ * RANGE_RREQUEST and RANGE_REPAIR (doc/PROTOCOL.md, "Range repairs"): their bytes, a
+ * round trip, the head of a RANGE_REPAIR before its data, and every forged field
+ * refused: a range past the chunk, count 0, no repairs or more than 32 or than the
+ * range's blocks, an index past 254, a reserved byte set, a wrong length.
+ */
+static void test_range(void **state)
+{
+	static uint8_t blk[1024];
+	struct ndz_pkt p, q;
+	uint8_t buf[NDZ_PKT_MAX + 1], head[NDZ_PKT_HEAD_MAX];
+	int len;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(blk); i++)
+		blk[i] = (uint8_t)(i * 7 + 1);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_RANGE_RREQUEST;
+	p.client_id = 0x11223344;
+	p.tag = 0x55667788;
+	p.chunk = 0x0102;
+	p.block = 0x0304;
+	p.count = 0x00f0;
+	p.wanted = 9;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, 28);
+	assert_memory_equal(buf, "NDZP\x01\x0f\x00\x00\x44\x33\x22\x11\x88\x77\x66\x55"
+			    "\x02\x01\x00\x00\x04\x03\xf0\x00\x09\x00\x00\x00", 28);
+	assert_int_equal(ndz_pkt_decode(buf, 28, &q, NULL), 0);
+	assert_int_equal(q.type, NDZ_PKT_RANGE_RREQUEST);
+	assert_int_equal(q.client_id, p.client_id);
+	assert_int_equal(q.tag, p.tag);
+	assert_int_equal(q.chunk, p.chunk);
+	assert_int_equal(q.block, p.block);
+	assert_int_equal(q.count, p.count);
+	assert_int_equal(q.wanted, 9);
+	assert_int_equal(ndz_pkt_decode(buf, 27, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, 29, &q, NULL), NDZ_EPROTO);
+	{
+		/* forged: each field out of range, one at a time */
+		static const struct { unsigned at, val; } bad[] = {
+			{ 21, 0x04 },  /* first 1028 */
+			{ 22, 0 },     /* count 0 */
+			{ 23, 0x04 },  /* past the chunk: 772 + 0x4f0 */
+			{ 24, 0 },     /* no repairs */
+			{ 24, 33 },    /* more than NDZ_FEC_ASK_MAX */
+			{ 24, 255 },   /* a huge count */
+			{ 25, 1 }, { 27, 1 }, /* reserved */
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			uint8_t b2[28];
+
+			memcpy(b2, buf, 28);
+			b2[bad[i].at] = (uint8_t)bad[i].val;
+			assert_int_equal(ndz_pkt_decode(b2, 28, &q, NULL), NDZ_EPROTO);
+		}
+		p.count = 4;
+		p.wanted = 5;          /* more repairs than the range's blocks */
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+		p.count = 1024 - p.block;
+		p.wanted = 32;         /* the most, to the chunk's end */
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), 28);
+		assert_int_equal(ndz_pkt_decode(buf, 28, &q, NULL), 0);
+		p.count++;
+		assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	}
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_RANGE_REPAIR;
+	p.tag = 0x55667788;
+	p.chunk = 7;
+	p.block = 1000;
+	p.count = 24;
+	p.index = 254;
+	p.data = blk;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, NDZ_PKT_RANGE_REPAIR_LEN);
+	assert_int_equal(len, 1048);
+	assert_memory_equal(buf + 5, "\x10\x00\x00\x88\x77\x66\x55\x07\x00\x00\x00"
+			    "\xe8\x03\x18\x00\xfe\x00\x00\x00", 19);
+	assert_memory_equal(buf + 24, blk, 1024);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.block, 1000);
+	assert_int_equal(q.count, 24);
+	assert_int_equal(q.index, 254);
+	assert_ptr_equal(q.data, buf + 24);
+	assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head), NULL), 24);
+	assert_memory_equal(head, buf, 24);
+	assert_int_equal(ndz_pkt_encode_head(&p, head, 23, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1, &q, NULL), NDZ_EPROTO);
+	{
+		static const struct { unsigned at, val; } bad[] = {
+			{ 20, 255 },   /* index 255 */
+			{ 18, 25 },    /* past the chunk */
+			{ 18, 0 },     /* count 0 */
+			{ 17, 0x04 },  /* first 1256 */
+			{ 21, 1 }, { 23, 1 }, /* reserved */
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			uint8_t b2[NDZ_PKT_RANGE_REPAIR_LEN];
+
+			memcpy(b2, buf, sizeof(b2));
+			b2[bad[i].at] = (uint8_t)bad[i].val;
+			assert_int_equal(ndz_pkt_decode(b2, sizeof(b2), &q, NULL), NDZ_EPROTO);
+		}
+	}
+	p.data = NULL;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_blocks_caps),

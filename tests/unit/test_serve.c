@@ -769,6 +769,83 @@ static void test_whole_repairs(void **state)
 	ndz_serve_free(s);
 }
 
+/*
+ * Range repairs: merged per (chunk, range) by the largest count, capped at 32 and at
+ * the range's blocks, round robin with the sets' after the data, each range's indexes
+ * going on from where the last round stopped; at most NDZ_SERVE_RANGES ranges with
+ * repairs wanted a chunk; bad ranges refused.
+ */
+static void test_range_repairs(void **state)
+{
+	struct ndz_serve *s = make(4);
+	struct ndz_serve_item it;
+	struct ndz_serve_stats st;
+	uint8_t need[NDZ_FEC_SETS];
+	unsigned got[3] = { 0 }, stripes = 0, next0 = 0;
+
+	(void)state;
+	assert_int_equal(ndz_serve_range(s, 4, 0, 8, 1, NULL), NDZ_EINVAL);   /* chunk */
+	assert_int_equal(ndz_serve_range(s, 1, 1020, 5, 1, NULL), NDZ_EINVAL); /* past */
+	assert_int_equal(ndz_serve_range(s, 1, 0, 0, 1, NULL), NDZ_EINVAL);   /* empty */
+	assert_int_equal(ndz_serve_range(s, 1, 0, 8, 0, NULL), NDZ_EINVAL);   /* none */
+	assert_false(ndz_serve_busy(s));
+	/* queued with ranges only; merged: [4, 20) wants max(3, 5) = 5, [100, 103) at most 3 */
+	assert_int_equal(ndz_serve_range(s, 1, 4, 16, 3, NULL), 1);
+	assert_int_equal(ndz_serve_range(s, 1, 4, 16, 5, NULL), 0);
+	assert_int_equal(ndz_serve_range(s, 1, 100, 3, 200, NULL), 0);
+	assert_int_equal(ndz_serve_range(s, 1, 500, 524, 255, NULL), 0);     /* capped at 32 */
+	memset(need, 0, sizeof(need));
+	need[3] = 2;
+	assert_int_equal(ndz_serve_repairs(s, 1, need, NULL), 0);
+	assert_int_equal(ndz_serve_next_chunk(s), 1);
+	while (ndz_serve_next(s, &it)) {
+		assert_int_not_equal(it.repair, 0);
+		if (it.repair == 1) {
+			assert_int_equal(it.stripe, 3);
+			stripes++;
+			continue;
+		}
+		assert_int_equal(it.repair, NDZ_SERVE_RANGE);
+		if (it.first == 4) {
+			assert_int_equal(it.count, 16);
+			assert_int_equal(it.index, got[0]);
+			got[0]++;
+		} else if (it.first == 100) {
+			assert_int_equal(it.count, 3);
+			got[1]++;
+		} else {
+			assert_int_equal(it.first, 500);
+			assert_int_equal(it.count, 524);
+			got[2]++;
+		}
+	}
+	assert_int_equal(stripes, 2);
+	assert_int_equal(got[0], 5);
+	assert_int_equal(got[1], 3);
+	assert_int_equal(got[2], NDZ_FEC_ASK_MAX);
+	/* a second round of [4, 20): new indexes, from 5 on; while current, merged there */
+	assert_int_equal(ndz_serve_range(s, 1, 4, 16, 2, NULL), 1);
+	assert_int_equal(ndz_serve_next_chunk(s), 1);
+	assert_int_equal(ndz_serve_range(s, 1, 4, 16, 3, NULL), 0);
+	next0 = 5;
+	while (ndz_serve_next(s, &it)) {
+		assert_int_equal(it.repair, NDZ_SERVE_RANGE);
+		assert_int_equal(it.index, next0);
+		next0++;
+		assert_int_equal(ndz_serve_range_sent(s, 1, NULL), 0);
+	}
+	assert_int_equal(next0, 8);
+	/* NDZ_SERVE_RANGES ranges wanted at once, then a new one is refused */
+	for (unsigned r = 0; r < NDZ_SERVE_RANGES; r++)
+		assert_true(ndz_serve_range(s, 2, 10 * r, 5, 1, NULL) >= 0);
+	assert_int_equal(ndz_serve_range(s, 2, 900, 5, 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_serve_range(s, 2, 10, 5, 2, NULL), 0);           /* a known one */
+	ndz_serve_get_stats(s, &st);
+	assert_int_equal(st.range_sent, 3);
+	assert_int_equal(st.range_requests, 6 + NDZ_SERVE_RANGES + 1);
+	ndz_serve_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -781,6 +858,7 @@ int main(void)
 		cmocka_unit_test(test_random_against_model),
 		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_whole_repairs),
+		cmocka_unit_test(test_range_repairs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1036,10 +1036,98 @@ static void test_create_errors(void **state)
 	ndz_server_free(NULL);
 }
 
+/*
+ * Range repairs: a server with FEATURES bit 5 announces it, answers a RANGE_RREQUEST
+ * with that many RANGE_REPAIRs of the range (1048 bytes each, indexes 0, 1, 2, the
+ * bytes lib/fec computes over the chunk's blocks of the range), counts them; a
+ * request past the image is refused; a server without bit 5 does not announce it
+ * and refuses the request as malformed (as an older server does).
+ */
+static void test_range(void **state)
+{
+	struct ndz_server_opts o = opts(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE | NDZ_FEAT_RANGE, 0);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_reply rp;
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	struct ndz_fec *fec = NULL;
+	struct ndz_pkt p, q;
+	uint8_t want[NDZ_BLOCK_SIZE];
+	unsigned got = 0;
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(ndz_fec_create(&fec, NULL), 0);
+	for (int with = 1; with >= 0; with--) {
+		if (!with)
+			o.repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE;
+		assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_JOIN;
+		p.client_id = 9;
+		{
+			uint8_t buf[NDZ_PKT_MAX];
+			int len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+
+			assert_int_equal(ndz_server_packet(s, buf, (size_t)len, 1, MS, &rp, NULL), 1);
+		}
+		assert_int_equal(rp.count, 2);
+		assert_int_equal(ndz_pkt_decode(rp.bufs[1], rp.lens[1], &q, NULL), 0);
+		assert_int_equal(q.type, NDZ_PKT_FEATURES);
+		assert_int_equal((q.features & NDZ_FEAT_RANGE) != 0, with);
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_RANGE_RREQUEST;
+		p.client_id = 9;
+		p.tag = ndz_image_tag(uuid);
+		p.chunk = CHUNKS;                              /* past the image */
+		p.block = 100;
+		p.count = 10;
+		p.wanted = 3;
+		assert_int_equal(feed_pkt(s, &p), 0);
+		p.chunk = 1;
+		assert_int_equal(feed_pkt(s, &p), with ? 2 : 0);
+		ndz_server_get_stats(s, &st);
+		if (!with) {
+			assert_int_equal(st.bad_packets, 2);     /* both: malformed to it */
+			assert_int_equal(st.range_requests, 0);
+			assert_int_equal(ndz_server_plan(s, 2 * MS, b), NDZ_SERVER_WAIT);
+			ndz_server_free(s);
+			continue;
+		}
+		assert_int_equal(st.bad_chunk, 1);
+		assert_int_equal(st.range_requests, 1);
+		while (got < 3) {
+			next_batch(s, b, 2 * MS);
+			for (unsigned d = 0; d < b->ndgrams; d++, got++) {
+				assert_int_equal(b->lens[d], NDZ_PKT_RANGE_REPAIR_LEN);
+				assert_int_equal(ndz_pkt_decode(b->bufs[d], b->lens[d], &q, NULL), 0);
+				assert_int_equal(q.type, NDZ_PKT_RANGE_REPAIR);
+				assert_int_equal(q.chunk, 1);
+				assert_int_equal(q.block, 100);
+				assert_int_equal(q.count, 10);
+				assert_int_equal(q.index, got);
+				assert_int_equal(ndz_fec_rencode(fec, image + NDZ_CHUNK_SIZE, 100, 10,
+								 got, want, NULL), 0);
+				assert_memory_equal(q.data, want, NDZ_BLOCK_SIZE);
+			}
+		}
+		assert_int_equal(got, 3);
+		assert_int_equal(ndz_server_plan(s, 3 * MS, b), NDZ_SERVER_WAIT);
+		ndz_server_get_stats(s, &st);
+		assert_int_equal(st.range_sent, 3);
+		assert_int_equal(st.repairs_sent, 0);
+		assert_int_equal(st.datagrams_sent, 3);
+		ndz_server_free(s);
+	}
+	ndz_fec_free(fec);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_clean),
+		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_blocks),
 		cmocka_unit_test(test_loss_repairs),
 		cmocka_unit_test(test_loss_no_repair),
