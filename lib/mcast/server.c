@@ -44,6 +44,9 @@ struct ndz_server {
 	unsigned own_blocks;           /* blocks a datagram of ours may carry (the MTU's) */
 	unsigned group_blocks;         /* what every client takes, as last planned */
 	unsigned last_blocks;          /* what group last planned (at first, own_blocks) */
+	unsigned own_span;             /* bytes a SPAN of ours may carry (the MTU's); 0: none */
+	unsigned span_size;            /* what every client takes, as last planned; 0: no SPAN */
+	uint64_t spans_sent;
 	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
 	uint64_t datagrams_sent, offloaded;
 	uint64_t rate, burst;
@@ -138,7 +141,15 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	}
 	s->group_blocks = 1;
 	s->last_blocks = s->own_blocks;
-	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0);
+	/* a SPAN only where it carries more than a BLOCK does: from 1056 bytes on */
+	if (o->max_payload >= NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN)) {
+		s->own_span = (o->max_payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN *
+			      NDZ_PKT_SPAN_GRAIN;
+		if (s->own_span > NDZ_PKT_SPAN_MAX)
+			s->own_span = NDZ_PKT_SPAN_MAX;
+	}
+	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0) |
+		  (s->own_span ? NDZ_FEAT_SPAN : 0);
 	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
 	s->cur = s->loaded = -1;
 	s->start_ns = s->last_activity_ns = now_ns;
@@ -367,7 +378,7 @@ static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
 		s->bad_packets++;
 	} else if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
 		   p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
-		   p->type == NDZ_PKT_BLOCKS) {
+		   p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN) {
 		/* another server's traffic (or ours looped back): not for us */
 	} else if (p->type == NDZ_PKT_RREQUEST &&
 		   (!s->repair || (p->need[NDZ_FEC_WHOLE] && !(s->repair & NDZ_FEAT_WHOLE)))) {
@@ -414,8 +425,10 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		progressed(c, &p->progress);
 		break;
 	case NDZ_PKT_CAPS:
-		if (c)
+		if (c) {
 			c->max_payload = p->max_payload;
+			c->caps_flags = p->caps_flags;
+		}
 		break;
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
@@ -462,13 +475,56 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 }
 
 /*
- * The batch's datagrams: each run of consecutive blocks in one BLOCKS of at most
- * blocks_now, each repair (and each lone block) in a datagram of its own, as an older
- * client takes them; their wire bytes for the pacing.
+ * The bytes a SPAN carries at now: the fewest any client heard lately takes, when
+ * every one of them takes SPANs and that is more than a block; else 0 (no SPAN).
+ */
+static unsigned span_now(struct ndz_server *s, uint64_t now)
+{
+	unsigned n = s->own_span;
+
+	for (size_t i = 0; i < s->nclients && n; i++) {
+		const struct ndz_server_client *c = &s->clients[i];
+		unsigned take;
+
+		if (c->left || now - c->last_ns > s->lost_ns)
+			continue;      /* gone: what it takes no longer matters */
+		if (!(c->caps_flags & NDZ_CAPS_SPAN) ||
+		    c->max_payload < NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN))
+			return 0;
+		take = (c->max_payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN * NDZ_PKT_SPAN_GRAIN;
+		if (take < n)
+			n = take;
+	}
+	return n;
+}
+
+/* One datagram of b: items i.. (n of them), a SPAN of len bytes at off when len. */
+static void add_dgram(struct ndz_server_batch *b, size_t *at, unsigned i, unsigned n,
+		      uint32_t off, uint32_t len)
+{
+	unsigned d = b->ndgrams++;
+
+	b->dg_first[d] = (uint8_t)i;
+	b->dg_n[d] = (uint8_t)n;
+	b->dg_off[d] = off;
+	b->dg_len[d] = len;
+	b->lens[d] = len ? NDZ_PKT_SPAN_LEN(len) : n > 1 ? NDZ_PKT_BLOCKS_LEN(n) : NDZ_PKT_BLOCK_LEN;
+	b->bufs[d] = (const uint8_t *)b->pkt + *at;
+	*at += b->lens[d];
+	b->wire_bytes += b->lens[d] + NDZ_SERVER_WIRE_OVERHEAD;
+	b->spans += len != 0;
+}
+
+/*
+ * The batch's datagrams: each run of consecutive blocks cut into SPANs of span_now
+ * bytes (the last shorter) when the group takes them, else in one BLOCKS of at most
+ * blocks_now; each repair (and each lone block but in SPANs) in a datagram of its
+ * own, as an older client takes them; their wire bytes for the pacing. A SPAN
+ * carries more than a block, so there are never more datagrams than items.
  */
 static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now)
 {
-	unsigned mb = blocks_now(s, now);
+	unsigned mb = blocks_now(s, now), span = span_now(s, now);
 	size_t at = 0;
 
 	/* an older client joined: one block a datagram; it left or was lost: back up */
@@ -477,23 +533,28 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 	else if (mb < s->last_blocks)
 		s->group_down++;
 	s->last_blocks = s->group_blocks = mb;
+	s->span_size = span;
 
 	b->ndgrams = 0;
 	b->wire_bytes = 0;
+	b->spans = 0;
 	for (unsigned i = 0; i < b->count;) {
-		unsigned n = 1;
+		unsigned n = 1, most = span ? b->count : mb;
 
 		if (!b->items[i].repair)
-			while (n < mb && i + n < b->count && !b->items[i + n].repair &&
+			while (n < most && i + n < b->count && !b->items[i + n].repair &&
 			       b->items[i + n].block == b->items[i].block + n)
 				n++;
-		b->dg_first[b->ndgrams] = (uint8_t)i;
-		b->dg_n[b->ndgrams] = (uint8_t)n;
-		b->lens[b->ndgrams] = n > 1 ? NDZ_PKT_BLOCKS_LEN(n) : NDZ_PKT_BLOCK_LEN;
-		b->bufs[b->ndgrams] = (const uint8_t *)b->pkt + at;
-		at += b->lens[b->ndgrams];
-		b->wire_bytes += b->lens[b->ndgrams] + NDZ_SERVER_WIRE_OVERHEAD;
-		b->ndgrams++;
+		if (span && !b->items[i].repair) {
+			/* the run's bytes, straight from the chunk: spans of span bytes */
+			uint32_t off = b->items[i].block * NDZ_BLOCK_SIZE;
+			uint32_t end = off + n * NDZ_BLOCK_SIZE;
+
+			for (; off < end; off += span)
+				add_dgram(b, &at, i, n, off, end - off < span ? end - off : span);
+		} else {
+			add_dgram(b, &at, i, n, 0, 0);
+		}
 		i += n;
 	}
 }
@@ -508,6 +569,7 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 	b->ndgrams = 0;
 	b->control = 0;
 	b->offloaded = 0;
+	b->spans = 0;
 	b->delay_ns = 0;
 	b->wire_bytes = 0;
 	for (;;) {
@@ -633,6 +695,19 @@ void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 		const uint8_t *data;
 		int len;
 
+		if (b->dg_len[d]) {
+			/* a SPAN: its bytes of the chunk, where they are */
+			p.type = NDZ_PKT_SPAN;
+			p.block = 0;
+			p.count = 0;
+			p.offset = b->dg_off[d];
+			p.length = b->dg_len[d];
+			data = s->chunk + b->dg_off[d];
+			len = ndz_pkt_encode_head(&p, b->head[d], sizeof(b->head[d]), NULL);
+			b->out[d] = (struct ndz_net_out){ b->head[d], len > 0 ? (size_t)len : 0,
+							  data, len > 0 ? b->dg_len[d] : 0 };
+			continue;
+		}
 		if (b->items[i].repair) {
 			if (b->items[i].set == NDZ_FEC_WHOLE)
 				/* cannot fail: prepared at creation, index in range */
@@ -693,6 +768,7 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 	for (unsigned d = 0; d < b->ndgrams; d++)
 		s->bytes_sent += b->lens[d];
 	s->datagrams_sent += b->ndgrams;
+	s->spans_sent += b->spans;
 	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
 		if (b->items[i].repair)
@@ -808,6 +884,8 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->group_blocks = s->group_blocks;
 	st->group_up = s->group_up;
 	st->group_down = s->group_down;
+	st->spans_sent = s->spans_sent;
+	st->span_size = s->span_size;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -830,6 +908,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
+		     "\"spans_sent\": %llu, \"span_size\": %u, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
@@ -844,7 +923,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
 		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,
-		     (unsigned long long)st->group_down, st->seconds_sending, st->seconds_to_first,
+		     (unsigned long long)st->group_down, (unsigned long long)st->spans_sent,
+		     st->span_size, st->seconds_sending, st->seconds_to_first,
 		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);
