@@ -205,7 +205,7 @@ int main(int argc, char **argv)
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
 	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS,
-					      NDZ_PKT_SPAN };
+					      NDZ_PKT_SPAN, NDZ_PKT_REPAIRS };
 	struct session s;
 	struct ndz_server_opts so = { .rate_bps = 100000000,
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE };

@@ -70,6 +70,7 @@ struct ndz_client {
 	uint32_t take;                 /* the payload we say we take (CAPS); 0: say nothing */
 	int server_blocks;             /* the server announced BLOCKS (and we take them) */
 	int server_span;               /* it announced SPAN (and we take them) */
+	int server_repairs;            /* it announced REPAIRS (and we take them) */
 	uint64_t caps_ns;              /* when we last said CAPS */
 	uint64_t multi_ns;             /* when a BLOCKS or SPAN last came (or receiving began) */
 	uint32_t full;                 /* the payload we take at most (take before a step down) */
@@ -200,15 +201,18 @@ static int accept_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t fr
 	/* (a FEATURES of BLOCKS matters to a client without repairs that takes them) */
 	if ((c->o.no_repair && ((p->type == NDZ_PKT_FEATURES &&
 				 !((p->features & (NDZ_FEAT_BLOCKS | NDZ_FEAT_SPAN)) && c->take)) ||
-				p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST)) ||
-	    (c->o.no_whole && ((p->type == NDZ_PKT_REPAIR && p->stripe == NDZ_FEC_WHOLE) ||
+				p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST ||
+				p->type == NDZ_PKT_REPAIRS)) ||
+	    (c->o.no_whole && (((p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_REPAIRS) &&
+				p->stripe == NDZ_FEC_WHOLE) ||
 			       (p->type == NDZ_PKT_RREQUEST && p->need[NDZ_FEC_WHOLE])))) {
 		c->st.bad++;           /* (what a client without (whole-chunk) repairs makes of those) */
 		return 0;
 	}
 	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
 	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
-	     p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN) && c->server &&
+	     p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN || p->type == NDZ_PKT_REPAIRS) &&
+	    c->server &&
 	    from != c->server) {
 		c->st.foreign++;
 		return 0;
@@ -280,7 +284,7 @@ static void join_input(struct ndz_client *c, const struct ndz_pkt *p, uint32_t f
 	if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REQUEST ||
 	    p->type == NDZ_PKT_PREQUEST || p->type == NDZ_PKT_REPAIR ||
 	    p->type == NDZ_PKT_RREQUEST || p->type == NDZ_PKT_BLOCKS ||
-	    p->type == NDZ_PKT_SPAN) {
+	    p->type == NDZ_PKT_SPAN || p->type == NDZ_PKT_REPAIRS) {
 		if (!c->traffic) {
 			n.what = NDZ_CLIENT_NOTE_TRAFFIC;
 			note(c, &n);
@@ -880,6 +884,18 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	c->last_block_ns = now;
 	if (p->type == NDZ_PKT_REPAIR) {
 		slot = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index, data, now);
+	} else if (p->type == NDZ_PKT_REPAIRS) {
+		/* exactly as that many REPAIRs */
+		c->st.multi_repairs++;
+		c->multi_ns = now;
+		slot = -1;
+		for (unsigned k = 0; k < p->nrep; k++) {
+			int r = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index + k,
+						 data ? data + (size_t)k * NDZ_BLOCK_SIZE : NULL, now);
+
+			if (r >= 0)
+				slot = r;
+		}
 	} else if (p->type == NDZ_PKT_BLOCKS) {
 		/* as that many blocks, with one copy when none is held */
 		c->st.multi++;
@@ -916,6 +932,7 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	case NDZ_PKT_REPAIR:
 	case NDZ_PKT_BLOCKS:
 	case NDZ_PKT_SPAN:
+	case NDZ_PKT_REPAIRS:
 		if (!ours) {
 			c->st.foreign++;
 			return 0;
@@ -934,19 +951,25 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	return 0;
 }
 
+/* The CAPS flags: what the server announced that we take. */
+static uint32_t caps_flags(const struct ndz_client *c)
+{
+	return (c->server_span ? NDZ_CAPS_SPAN : 0) | (c->server_repairs ? NDZ_CAPS_REPAIRS : 0);
+}
+
 /* CAPS: the payload we take (stepped: after ms without BLOCKS, for the note). */
 static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 {
 	struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_CAPS, .count = c->take,
 				     .ms = stepped_ms,
-				     .repairs = c->server_span ? (int)NDZ_CAPS_SPAN : 0 };
+				     .repairs = (int)caps_flags(c) };
 	struct ndz_pkt p;
 
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_CAPS;
 	p.max_payload = c->take;
 	/* only to a server that announced SPAN: an older one wants this field zero */
-	p.caps_flags = c->server_span ? NDZ_CAPS_SPAN : 0;
+	p.caps_flags = caps_flags(c);
 	c->caps_ns = now;
 	if (send_pkt(c, &p) == 0)
 		note(c, &n);
@@ -1011,6 +1034,7 @@ static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 			c->multi_ns = now;     /* BLOCKS or SPANs may come from now on */
 		c->server_blocks = blocks;
 		c->server_span = span;
+		c->server_repairs = blocks && (p->features & NDZ_FEAT_REPAIRS) && !c->o.no_repair;
 		say_caps(c, now, 0);
 	}
 	if (!(p->features & NDZ_FEAT_REPAIR) || c->o.no_repair)

@@ -109,6 +109,7 @@ struct ndz_client_stats {
 	uint64_t forged;               /* forged chunks and manifests */
 	uint64_t multi;                /* BLOCKS received (datagrams of several blocks) */
 	uint64_t spans;                /* SPANs received */
+	uint64_t multi_repairs;        /* REPAIRSes received (datagrams of several repairs) */
 	uint32_t held;                 /* chunks the target held (ndz_client_have) */
 };
 

@@ -87,19 +87,23 @@ static const struct layout layouts[] = {
 		INT(8, tag), INT(12, chunk), INT(16, block), INT(18, count)) },
 	[NDZ_PKT_SPAN] = { NDZ_PKT_SPAN_HDR, NDZ_PKT_SPAN_HDR, FIELDS(
 		INT(8, tag), INT(12, chunk), INT(16, offset)) },
+	[NDZ_PKT_REPAIRS] = { NDZ_PKT_REPAIRS_HDR, NDZ_PKT_REPAIRS_HDR, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, stripe), INT(17, index), INT(18, nrep)) },
 };
 
 /* The bytes of data a packet carries after data_at. */
 static size_t data_len(const struct ndz_pkt *p)
 {
 	return p->type == NDZ_PKT_BLOCKS ? (size_t)p->count * NDZ_BLOCK_SIZE :
-	       p->type == NDZ_PKT_SPAN ? p->length : NDZ_BLOCK_SIZE;
+	       p->type == NDZ_PKT_SPAN ? p->length :
+	       p->type == NDZ_PKT_REPAIRS ? (size_t)p->nrep * NDZ_BLOCK_SIZE : NDZ_BLOCK_SIZE;
 }
 
 /* A packet's whole length on the wire. */
 static size_t total_len(const struct layout *l, const struct ndz_pkt *p)
 {
-	return p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN ? l->len + data_len(p) : l->len;
+	return p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN || p->type == NDZ_PKT_REPAIRS ?
+	       l->len + data_len(p) : l->len;
 }
 
 /* The layout of a packet type, or NULL for a type there is none of. */
@@ -192,7 +196,12 @@ static int fields_valid(const struct ndz_pkt *p)
 		       p->length >= 1 && p->length <= NDZ_PKT_SPAN_MAX &&
 		       p->offset <= NDZ_CHUNK_SIZE - p->length;
 	case NDZ_PKT_CAPS:
-		return p->max_payload >= NDZ_PKT_BLOCK_LEN && !(p->caps_flags & ~NDZ_CAPS_SPAN);
+		return p->max_payload >= NDZ_PKT_BLOCK_LEN &&
+		       !(p->caps_flags & ~(NDZ_CAPS_SPAN | NDZ_CAPS_REPAIRS));
+	case NDZ_PKT_REPAIRS:
+		return p->stripe < NDZ_FEC_SETS && p->nrep >= 1 && p->nrep <= NDZ_PKT_REPAIRS_MAX &&
+		       p->index < ndz_fec_repairs(p->stripe) &&
+		       p->nrep <= ndz_fec_repairs(p->stripe) - p->index;
 	case NDZ_PKT_REQUEST:
 		return p->block < BLOCKS && p->count >= 1 && p->count <= BLOCKS - p->block;
 	case NDZ_PKT_PREQUEST:

@@ -31,6 +31,7 @@ enum ndz_pkt_type {
 	NDZ_PKT_CAPS = 11,             /* client -> group: the largest datagram it takes */
 	NDZ_PKT_BLOCKS = 12,           /* server -> group: a run of blocks of a chunk */
 	NDZ_PKT_SPAN = 13,             /* server -> group: a run of a chunk's bytes */
+	NDZ_PKT_REPAIRS = 14,          /* server -> group: consecutive repairs of one set */
 };
 
 /* FEATURES bits; a receiver ignores bits it does not know. */
@@ -38,9 +39,11 @@ enum ndz_pkt_type {
 #define NDZ_FEAT_WHOLE  0x2u           /* whole-chunk repairs (set 8) too */
 #define NDZ_FEAT_BLOCKS 0x4u           /* takes CAPS, sends BLOCKS to groups that take them */
 #define NDZ_FEAT_SPAN   0x8u           /* sends SPAN to groups whose every client takes it */
+#define NDZ_FEAT_REPAIRS 0x10u         /* sends REPAIRS to groups whose every client takes it */
 
 /* CAPS flags; a client sets one only when its server announced the matching feature. */
 #define NDZ_CAPS_SPAN   0x1u           /* takes SPAN (NDZ_FEAT_SPAN) */
+#define NDZ_CAPS_REPAIRS 0x2u          /* takes REPAIRS (NDZ_FEAT_REPAIRS) */
 
 /* Sizes of each packet type on the wire; every packet has exactly its size. */
 #define NDZ_PKT_JOIN_LEN       16u
@@ -64,6 +67,9 @@ enum ndz_pkt_type {
 #define NDZ_PKT_SPAN_MAX       9184u   /* its bytes at most: a datagram of 9204 fits the
 					  9216 bytes a receiver reads (lib/net.h) */
 #define NDZ_PKT_SPAN_LEN(n)    (NDZ_PKT_SPAN_HDR + (n))
+#define NDZ_PKT_REPAIRS_HDR    20u     /* a REPAIRS: this, then count repairs */
+#define NDZ_PKT_REPAIRS_MAX    NDZ_PKT_BLOCKS_MAX /* repairs in one REPAIRS at most */
+#define NDZ_PKT_REPAIRS_LEN(n) (NDZ_PKT_REPAIRS_HDR + (n) * NDZ_BLOCK_SIZE)
 #define NDZ_PKT_WIRE_MAX       NDZ_PKT_SPAN_LEN(NDZ_PKT_SPAN_MAX) /* the largest */
 
 /*
@@ -132,7 +138,10 @@ struct ndz_pkt {
 	uint32_t length;               /* SPAN: its bytes (grains, > 0, offset + length <=
 					* NDZ_CHUNK_SIZE, <= NDZ_PKT_SPAN_MAX): the datagram's
 					* length less NDZ_PKT_SPAN_HDR */
-	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h) */
+	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h);
+					* REPAIRS: the set and the first repair's index */
+	uint8_t nrep;                  /* REPAIRS: how many (1 to NDZ_PKT_REPAIRS_MAX, their
+					* indexes within the set's) */
 	uint8_t need[NDZ_FEC_SETS];    /* RREQUEST: repairs wanted per stripe (<= NDZ_FEC_K),
 					* then of the whole chunk */
 	uint32_t features;             /* FEATURES: NDZ_FEAT_* bits */

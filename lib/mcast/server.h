@@ -110,6 +110,7 @@ struct ndz_server_stats {
 					* or were lost) and fell (one that takes fewer came) */
 	uint64_t spans_sent;           /* of datagrams_sent, SPANs */
 	unsigned span_size;            /* the bytes of a SPAN now (the group's); 0: none */
+	uint64_t multi_repairs_sent;   /* of datagrams_sent, REPAIRSes (several repairs) */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
@@ -143,6 +144,7 @@ struct ndz_server_batch {
 	 * it touches */
 	uint32_t dg_off[NDZ_SERVER_BATCH], dg_len[NDZ_SERVER_BATCH];
 	unsigned spans;                /* of ndgrams, SPANs */
+	unsigned multi_repairs;        /* of ndgrams, REPAIRSes */
 	int control;
 	unsigned offloaded;            /* the sender's: datagrams that went in offload runs
 					* (ndz_net_send_vec), for the statistics; plan sets 0 */

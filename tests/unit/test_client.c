@@ -695,6 +695,76 @@ static void test_span(void **state)
 	teardown_t(t);
 }
 
+/*
+ * REPAIRS: said (CAPS flag) only to a server that announces them beside BLOCKS, never
+ * by a client without repairs (which counts one as malformed); handled as that many
+ * REPAIRs: three lost blocks of a stripe rebuilt from one REPAIRS of 3.
+ */
+static void test_repairs(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	struct ndz_pkt p;
+	uint32_t chunk;
+	uint8_t *buf;
+
+	(void)state;
+	t->o.no_store = 1;
+	t->o.max_payload = 8972;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_REPAIRS, 0);     /* no BLOCKS: no CAPS */
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS | NDZ_FEAT_SPAN | NDZ_FEAT_REPAIRS, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, NDZ_CAPS_SPAN | NDZ_CAPS_REPAIRS);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (b != 2 && b != 10 && b != 18)      /* all but 3 of stripe 2 */
+			block(t, 0, b, 1 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.fetch.blocks, BLOCKS - 3);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(ndz_fec_stripe(2), 2);
+	assert_int_equal(ndz_fec_stripe(10), 2);
+	assert_int_equal(ndz_fec_stripe(18), 2);
+	p.type = NDZ_PKT_REPAIRS;
+	p.tag = TAG;
+	p.chunk = 0;
+	p.stripe = 2;
+	p.index = 10;
+	p.nrep = 3;
+	assert_int_equal(ndz_client_input_pkt(t->c, &p, SERVER, 2 * MS), 1);
+	assert_true(ndz_client_ready(t->c, &chunk, &buf) >= 0);
+	assert_int_equal(chunk, 0);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.fetch.repairs, 3);
+	assert_int_equal(st.fetch.decoded, 3);
+	assert_int_equal(st.multi_repairs, 1);
+	/* from another address: foreign */
+	p.chunk = 1;
+	ndz_client_input_pkt(t->c, &p, OTHER, 3 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.foreign, 1);
+	assert_int_equal(st.fetch.repairs, 3);
+	teardown_t(t);
+
+	/* a client without repairs: no flag, and a REPAIRS is malformed to it */
+	t = setup(30);
+	t->o.no_repair = 1;
+	t->o.max_payload = 8972;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS | NDZ_FEAT_REPAIRS, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, 0);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	p.chunk = 0;
+	ndz_client_input_pkt(t->c, &p, SERVER, 3 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.bad, 1);
+	assert_int_equal(st.fetch.repairs, 0);
+	teardown_t(t);
+}
+
 /* The CAPS the client sent since from: their payloads in order, and how many. */
 static unsigned caps_seq(const struct t *t, unsigned from, uint32_t *out, unsigned max)
 {
@@ -1133,6 +1203,7 @@ int main(void)
 		cmocka_unit_test(test_blocks_caps),
 		cmocka_unit_test(test_caps_probe),
 		cmocka_unit_test(test_span),
+		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_give_up_silence),
 		cmocka_unit_test(test_give_up_no_chunk_checks_out),
 		cmocka_unit_test(test_index),

@@ -523,7 +523,7 @@ static void test_blocks(void **state)
 	free(b);
 }
 
-/* CAPS of client id: it takes max bytes, SPANs when span. */
+/* CAPS of client id: it takes max bytes, SPANs when span (and REPAIRS when span is 2). */
 static void caps(struct ndz_server *s, uint32_t id, uint32_t max, int span)
 {
 	struct ndz_pkt p;
@@ -535,8 +535,87 @@ static void caps(struct ndz_server *s, uint32_t id, uint32_t max, int span)
 	p.type = NDZ_PKT_CAPS;
 	p.tag = ndz_image_tag(uuid);
 	p.max_payload = max;
-	p.caps_flags = span ? NDZ_CAPS_SPAN : 0;
+	p.caps_flags = (span ? NDZ_CAPS_SPAN : 0) | (span == 2 ? NDZ_CAPS_REPAIRS : 0);
 	assert_int_equal(feed_pkt(s, &p), 1);
+}
+
+/*
+ * REPAIRS: at 9000 a group whose every client takes them gets a set's consecutive
+ * repairs in one REPAIRS of at most 8 (the repairs of the stripe code), the rest
+ * alone; a client that does not take them and each goes in a REPAIR of its own.
+ */
+static void test_repairs(void **state)
+{
+	struct ndz_server_opts o = opts(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, 0);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_reply rp;
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	struct ndz_fec *fec;
+	struct ndz_pkt p, q;
+	uint8_t want[NDZ_BLOCK_SIZE];
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(ndz_fec_create(&fec, NULL), 0);
+	o.rate_bps = 1000000000;
+	o.max_payload = 8972;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	ndz_server_announce(s, &rp);
+	assert_int_equal(ndz_pkt_decode(rp.bufs[1], rp.lens[1], &q, NULL), 0);
+	assert_int_equal(q.features, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE | NDZ_FEAT_BLOCKS |
+			 NDZ_FEAT_SPAN | NDZ_FEAT_REPAIRS);
+	caps(s, 1, 8972, 2);
+	for (int round = 0; round < 2; round++) {
+		unsigned got[NDZ_FEC_STRIPES] = { 0 }, dgrams = 0, reps = 0;
+
+		if (round == 1)
+			caps(s, 2, 8972, 1);    /* SPANs, not REPAIRS */
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_RREQUEST;
+		p.client_id = 1;
+		p.tag = ndz_image_tag(uuid);
+		p.need[2] = 11;
+		p.need[5] = 3;
+		assert_int_equal(feed_pkt(s, &p), 2);
+		next_batch(s, b, (6 + (uint64_t)round) * MS);
+		assert_int_equal(b->count, 14);
+		for (unsigned d = 0; d < b->ndgrams; d++) {
+			unsigned n;
+
+			assert_int_equal(ndz_pkt_decode(b->bufs[d], b->lens[d], &q, NULL), 0);
+			assert_int_equal(q.type, round ? NDZ_PKT_REPAIR : NDZ_PKT_REPAIRS);
+			n = round ? 1 : q.nrep;
+			assert_true(q.stripe == 2 || q.stripe == 5);
+			for (unsigned k = 0; k < n; k++) {
+				/* each one's index the next of its set's: 0, 1, ... */
+				assert_int_equal(q.index + k, got[q.stripe]);
+				ndz_fec_encode(fec, image, q.stripe, q.index + k, want);
+				assert_memory_equal(q.data + (size_t)k * NDZ_BLOCK_SIZE, want,
+						    NDZ_BLOCK_SIZE);
+				got[q.stripe]++;
+			}
+			dgrams++;
+			reps += n;
+		}
+		assert_int_equal(got[2], 11);
+		assert_int_equal(got[5], 3);
+		assert_int_equal(reps, 14);
+		/* set 2: 8 and 3; set 5: 3; one by one with a client that takes none */
+		assert_int_equal(dgrams, round ? 14 : 3);
+		ndz_server_get_stats(s, &st);
+		assert_int_equal(st.multi_repairs_sent, round ? 0 : 3);
+		assert_int_equal(st.repairs_sent, 14);
+		assert_int_equal(st.datagrams_sent, dgrams);
+		/* the next round on a new session: the indexes from 0 again */
+		ndz_server_free(s);
+		if (round == 0) {
+			assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+			caps(s, 1, 8972, 2);
+		}
+	}
+	ndz_fec_free(fec);
+	free(b);
 }
 
 /*
@@ -1154,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_blocks),
 		cmocka_unit_test(test_span),
+		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_loss_repairs),
 		cmocka_unit_test(test_loss_no_repair),
 		cmocka_unit_test(test_auto_rate),
