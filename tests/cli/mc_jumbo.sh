@@ -259,9 +259,26 @@ echo "# loss: $(dgrams loss) datagrams, $(json_num "$T/loss.json" offloaded) off
 check "MTU 9000, 1% loss, 8 clients: repairs sent ($(json_num "$T/loss.json" repairs_sent))" \
 	[ "$(json_num "$T/loss.json" repairs_sent)" -gt 0 ]
 check "MTU 9000, 1% loss, 8 clients: SPANs" spans loss 8928
+check "MTU 9000, 1% loss, 8 clients: REPAIRS (several repairs a datagram: $(json_num "$T/loss.json" multi_repairs_sent))" \
+	[ "$(json_num "$T/loss.json" multi_repairs_sent)" -gt 0 ]
 off=$(json_num "$T/loss.json" offloaded)
 check "MTU 9000, 1% loss: blocks and repairs in offload runs ($off of $(dgrams loss) datagrams)" \
 	[ $(( ${off:-0} * 10 )) -ge $(( $(dgrams loss) * 9 )) -a "${off:-0}" -gt 0 ]
+if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ]; then
+	# an old client in the group at 1% loss: it gets REPAIRs, one a datagram
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	FRISBEE="$NDZ_OLD_BIN/frisbee" mc_client c1 "$T/out1" -T 15 -vv
+	mc_client c2 "$T/out2" -T 15 -vv
+	mc_client c3 "$T/out3" -T 15 -vv
+	mc_joined c1 c2 c3
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/lossold.json"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "MTU 9000, 1% loss, an old frisbee and two new: all byte-identical" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && [ \"$(mc_rc c3)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2' && cmp -s '$T/a.src' '$T/out3'"
+	check "MTU 9000, 1% loss, an old frisbee: REPAIRs ($(json_num "$T/lossold.json" repairs_sent)), no REPAIRS, no SPAN" \
+		sh -c "[ \"$(json_num "$T/lossold.json" repairs_sent)\" -gt 0 ] && [ \"$(json_num "$T/lossold.json" multi_repairs_sent)\" = 0 ] && [ \"$(json_num "$T/lossold.json" spans_sent)\" = 0 ]"
+fi
 for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_noloss "$h"; done
 
 # on 1500: SPANs of 1440 bytes, datagrams of 1460 (not BLOCKs of 1044), GRO on and off
