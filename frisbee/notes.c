@@ -57,7 +57,8 @@ void net_note(void *ctx, const struct ndz_client_note *n)
 				 "several blocks: a link on the way may drop large datagrams; "
 				 "asking for one block a datagram", (unsigned long long)n->ms);
 		else if (cli_verbose > 1)
-			cli_info("told the server we take datagrams of %u bytes", n->count);
+			cli_info("told the server we take datagrams of %u bytes%s", n->count,
+				 n->repairs & NDZ_CAPS_SPAN ? ", SPANs too" : "");
 		break;
 	case NDZ_CLIENT_NOTE_SILENT:
 		if (cli_verbose > 1)

@@ -143,15 +143,15 @@ static void print_stats(struct session *s)
 
 	ndz_sdrive_stats(s->drv, &st);
 	cli_log("%llu clients, %llu requests (%llu merged), %llu blocks sent "
-		"(%.1f%% re-sent), %llu repairs, %llu range repairs, %llu datagrams "
-		"(%llu in offload runs), "
+		"(%.1f%% re-sent), %llu repairs, %llu range repairs, %llu datagrams (%llu SPANs, "
+		"%llu in offload runs), "
 		"%.1f Mbit/s over %.2f s, "
 		"%llu bad packets dropped", (unsigned long long)st.clients,
 		(unsigned long long)st.requests,
 		(unsigned long long)(st.merged + st.dropped_current),
 		(unsigned long long)st.blocks_sent, st.resent_share * 100,
 		(unsigned long long)st.repairs_sent, (unsigned long long)st.range_sent,
-		(unsigned long long)st.datagrams_sent,
+		(unsigned long long)st.datagrams_sent, (unsigned long long)st.spans_sent,
 		(unsigned long long)st.offloaded, st.rate_bps / 1e6, st.seconds_sending,
 		(unsigned long long)(st.bad_packets + st.bad_version + st.wrong_image + st.bad_chunk));
 }
@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
 	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS,
-					      NDZ_PKT_RANGE_REPAIR };
+					      NDZ_PKT_SPAN, NDZ_PKT_REPAIRS, NDZ_PKT_RANGE_REPAIR };
 	struct session s;
 	struct ndz_server_opts so = { .rate_bps = 100000000,
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE |
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 	if (ndz_net_open(&no, &s.io.net, &e) < 0)
 		cli_die(EXIT_FAIL, "%s", ndz_error_msg(&e));
 	if (ndz_net_ignore(s.io.net, NDZ_PKT_TYPE_OFFSET, data_types,
-			   sizeof(data_types), &e) < 0 && cli_verbose)
+			   (unsigned)(sizeof(data_types) / sizeof(data_types[0])), &e) < 0 && cli_verbose)
 		cli_warn("no socket filter (%s): reading every block back", ndz_error_msg(&e));
 	ndz_error_clear(&e);
 	/* what we may send: the interface's MTU less the IPv4 and UDP headers */

@@ -68,9 +68,11 @@ struct ndz_client {
 	struct ndz_fetch *fetch;
 	unsigned repair;               /* NDZ_FEAT_* repairs the server announced */
 	uint32_t take;                 /* the payload we say we take (CAPS); 0: say nothing */
-	int server_blocks;             /* the server announced BLOCKS */
+	int server_blocks;             /* the server announced BLOCKS (and we take them) */
+	int server_span;               /* it announced SPAN (and we take them) */
+	int server_repairs;            /* it announced REPAIRS (and we take them) */
 	uint64_t caps_ns;              /* when we last said CAPS */
-	uint64_t multi_ns;             /* when a BLOCKS last came (or receiving began) */
+	uint64_t multi_ns;             /* when a BLOCKS or SPAN last came (or receiving began) */
 	uint32_t full;                 /* the payload we take at most (take before a step down) */
 	uint64_t probe_ns;             /* stepped down: when to say full again */
 	uint64_t probe_wait;           /* the pause before it (0: never stepped down) */
@@ -141,7 +143,8 @@ int ndz_client_create(const struct ndz_client_opts *o, uint64_t now_ns,
 	if (!c->o.target)
 		c->o.target = "the target";
 	c->server = o->server;
-	if (o->max_payload >= NDZ_PKT_BLOCKS_LEN(2))
+	/* a SPAN carries more than a BLOCK from 1076 bytes on, a BLOCKS from 2068 */
+	if (o->max_payload >= NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN))
 		c->take = c->full = o->max_payload;
 	c->front = UINT32_MAX;
 	c->start_ns = c->clock = now_ns;
@@ -197,9 +200,11 @@ static int accept_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t fr
 {
 	/* (a FEATURES of BLOCKS matters to a client without repairs that takes them) */
 	if ((c->o.no_repair && ((p->type == NDZ_PKT_FEATURES &&
-				 !((p->features & NDZ_FEAT_BLOCKS) && c->take)) ||
-				p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST)) ||
-	    (c->o.no_whole && ((p->type == NDZ_PKT_REPAIR && p->stripe == NDZ_FEC_WHOLE) ||
+				 !((p->features & (NDZ_FEAT_BLOCKS | NDZ_FEAT_SPAN)) && c->take)) ||
+				p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_RREQUEST ||
+				p->type == NDZ_PKT_REPAIRS)) ||
+	    (c->o.no_whole && (((p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_REPAIRS) &&
+				p->stripe == NDZ_FEC_WHOLE) ||
 			       (p->type == NDZ_PKT_RREQUEST && p->need[NDZ_FEC_WHOLE])))) {
 		c->st.bad++;           /* (what a client without (whole-chunk) repairs makes of those) */
 		return 0;
@@ -211,7 +216,8 @@ static int accept_pkt(struct ndz_client *c, const struct ndz_pkt *p, uint32_t fr
 	}
 	if ((p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
 	     p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
-	     p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_RANGE_REPAIR) && c->server &&
+	     p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN || p->type == NDZ_PKT_REPAIRS ||
+	     p->type == NDZ_PKT_RANGE_REPAIR) && c->server &&
 	    from != c->server) {
 		c->st.foreign++;
 		return 0;
@@ -283,6 +289,7 @@ static void join_input(struct ndz_client *c, const struct ndz_pkt *p, uint32_t f
 	if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_REQUEST ||
 	    p->type == NDZ_PKT_PREQUEST || p->type == NDZ_PKT_REPAIR ||
 	    p->type == NDZ_PKT_RREQUEST || p->type == NDZ_PKT_BLOCKS ||
+	    p->type == NDZ_PKT_SPAN || p->type == NDZ_PKT_REPAIRS ||
 	    p->type == NDZ_PKT_RANGE_REPAIR || p->type == NDZ_PKT_RANGE_RREQUEST) {
 		if (!c->traffic) {
 			n.what = NDZ_CLIENT_NOTE_TRAFFIC;
@@ -548,15 +555,24 @@ static int index_grow(struct ndz_client *c)
 
 static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsigned block,
 			   const uint8_t *data, uint64_t now);
+static void manifest_slot(struct ndz_client *c, int slot);
 
 static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
-	if ((p->type != NDZ_PKT_BLOCK && p->type != NDZ_PKT_BLOCKS) || p->tag != c->tag ||
-	    p->chunk < c->mbase || p->chunk - c->mbase >= c->mchunks)
+	if ((p->type != NDZ_PKT_BLOCK && p->type != NDZ_PKT_BLOCKS && p->type != NDZ_PKT_SPAN) ||
+	    p->tag != c->tag || p->chunk < c->mbase || p->chunk - c->mbase >= c->mchunks)
 		return;
 	c->mlast = c->last_server_ns = now;
-	if (p->type == NDZ_PKT_BLOCKS)
+	if (p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN)
 		c->multi_ns = now;
+	if (p->type == NDZ_PKT_SPAN) {
+		int slot = ndz_fetch_span(c->mf, p->chunk - c->mbase, p->offset, p->length,
+					  p->data, now);
+
+		if (slot >= 0)
+			manifest_slot(c, slot);
+		return;
+	}
 	if (p->type == NDZ_PKT_BLOCK) {
 		manifest_block(c, p, p->block, p->data, now);
 		return;
@@ -572,8 +588,13 @@ static void manifest_block(struct ndz_client *c, const struct ndz_pkt *p, unsign
 {
 	int slot = ndz_fetch_block(c->mf, p->chunk - c->mbase, block, data, now);
 
-	if (slot < 0)
-		return;
+	if (slot >= 0)
+		manifest_slot(c, slot);
+}
+
+/* A chunk of the manifest (or index) complete in slot of c->mf: into its bytes. */
+static void manifest_slot(struct ndz_client *c, int slot)
+{
 	if (ndz_fetch_buf(c->mf, slot))
 		memcpy(c->mbytes + (size_t)ndz_fetch_slot_chunk(c->mf, slot) * NDZ_CHUNK_SIZE,
 		       ndz_fetch_buf(c->mf, slot), NDZ_CHUNK_SIZE);
@@ -897,11 +918,28 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	} else if (p->type == NDZ_PKT_RANGE_REPAIR) {
 		slot = ndz_fetch_range_repair(c->fetch, p->chunk, p->block, p->count, p->index,
 					      data, now);
+	} else if (p->type == NDZ_PKT_REPAIRS) {
+		/* exactly as that many REPAIRs */
+		c->st.multi_repairs++;
+		c->multi_ns = now;
+		slot = -1;
+		for (unsigned k = 0; k < p->nrep; k++) {
+			int r = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index + k,
+						 data ? data + (size_t)k * NDZ_BLOCK_SIZE : NULL, now);
+
+			if (r >= 0)
+				slot = r;
+		}
 	} else if (p->type == NDZ_PKT_BLOCKS) {
 		/* as that many blocks, with one copy when none is held */
 		c->st.multi++;
 		c->multi_ns = now;
 		slot = ndz_fetch_blocks(c->fetch, p->chunk, p->block, p->count, data, now);
+	} else if (p->type == NDZ_PKT_SPAN) {
+		/* its whole blocks as a BLOCKS, its edges granule by granule */
+		c->st.spans++;
+		c->multi_ns = now;
+		slot = ndz_fetch_span(c->fetch, p->chunk, p->offset, p->length, data, now);
 	} else {
 		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, data, now);
 	}
@@ -928,6 +966,8 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	case NDZ_PKT_REPAIR:
 	case NDZ_PKT_BLOCKS:
 	case NDZ_PKT_RANGE_REPAIR:
+	case NDZ_PKT_SPAN:
+	case NDZ_PKT_REPAIRS:
 		if (!ours) {
 			c->st.foreign++;
 			return 0;
@@ -951,16 +991,25 @@ static int receive_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t
 	return 0;
 }
 
+/* The CAPS flags: what the server announced that we take. */
+static uint32_t caps_flags(const struct ndz_client *c)
+{
+	return (c->server_span ? NDZ_CAPS_SPAN : 0) | (c->server_repairs ? NDZ_CAPS_REPAIRS : 0);
+}
+
 /* CAPS: the payload we take (stepped: after ms without BLOCKS, for the note). */
 static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 {
 	struct ndz_client_note n = { .what = NDZ_CLIENT_NOTE_CAPS, .count = c->take,
-				     .ms = stepped_ms };
+				     .ms = stepped_ms,
+				     .repairs = (int)caps_flags(c) };
 	struct ndz_pkt p;
 
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_CAPS;
 	p.max_payload = c->take;
+	/* only to a server that announced SPAN: an older one wants this field zero */
+	p.caps_flags = caps_flags(c);
 	c->caps_ns = now;
 	if (send_pkt(c, &p) == 0)
 		note(c, &n);
@@ -977,7 +1026,7 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
  */
 static void step_down(struct ndz_client *c, uint64_t now)
 {
-	if (c->take > NDZ_PKT_BLOCK_LEN && c->server_blocks &&
+	if (c->take > NDZ_PKT_BLOCK_LEN && (c->server_blocks || c->server_span) &&
 	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
 		uint64_t ms = (now - c->multi_ns) / MS;
 
@@ -992,7 +1041,7 @@ static void step_down(struct ndz_client *c, uint64_t now)
 		c->take = NDZ_PKT_BLOCK_LEN;
 		say_caps(c, now, ms);
 	} else if (c->take == NDZ_PKT_BLOCK_LEN && c->full > NDZ_PKT_BLOCK_LEN &&
-		   c->server_blocks && c->probe_wait && now >= c->probe_ns) {
+		   (c->server_blocks || c->server_span) && c->probe_wait && now >= c->probe_ns) {
 		/*
 		 * Probe: say the large size again. An older client that kept BLOCKS away
 		 * may have left (or be lost) since: BLOCKS come again and we stay up. On
@@ -1013,14 +1062,19 @@ static void step_down(struct ndz_client *c, uint64_t now)
 static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
 {
 	unsigned f;
+	int blocks, span;
 
 	if (p->tag != c->tag)
 		return;
-	if ((p->features & NDZ_FEAT_BLOCKS) && c->take) {
+	blocks = (p->features & NDZ_FEAT_BLOCKS) && c->full >= NDZ_PKT_BLOCKS_LEN(2);
+	span = (p->features & NDZ_FEAT_SPAN) && c->full;
+	if (blocks || span) {
 		/* say what we take (again: a CAPS, like the FEATURES, may be lost) */
-		if (!c->server_blocks)
-			c->multi_ns = now;     /* BLOCKS may come from now on */
-		c->server_blocks = 1;
+		if (!c->server_blocks && !c->server_span)
+			c->multi_ns = now;     /* BLOCKS or SPANs may come from now on */
+		c->server_blocks = blocks;
+		c->server_span = span;
+		c->server_repairs = blocks && (p->features & NDZ_FEAT_REPAIRS) && !c->o.no_repair;
 		say_caps(c, now, 0);
 	}
 	if (!(p->features & NDZ_FEAT_REPAIR) || c->o.no_repair)

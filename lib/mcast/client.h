@@ -44,9 +44,10 @@ enum ndz_client_what {
 	NDZ_CLIENT_NOTE_REQUEST,       /* a request for chunk was sent: count is 0 for the
 					  whole chunk, else the blocks missing; repairs set */
 	NDZ_CLIENT_NOTE_SILENT,        /* the server is silent for ms: asking again */
-	NDZ_CLIENT_NOTE_CAPS,          /* CAPS sent: count is the payload we take now; ms
-					  is not 0 when we stepped down after that long
-					  without a block (large datagrams lost on the way) */
+	NDZ_CLIENT_NOTE_CAPS,          /* CAPS sent: count is the payload we take now,
+					  repairs its flags (NDZ_CAPS_*); ms is not 0 when we
+					  stepped down after that long without a block (large
+					  datagrams lost on the way) */
 };
 
 struct ndz_client_note {
@@ -76,7 +77,8 @@ struct ndz_client_opts {
 	uint64_t room;                 /* what the target holds; UINT64_MAX: no bound */
 	uint32_t max_payload;          /* the largest UDP payload we take (the interface's
 					  MTU less 28), said in CAPS to a server that sends
-					  BLOCKS; below NDZ_PKT_BLOCKS_LEN(2): one block each,
+					  BLOCKS or SPANs; below NDZ_PKT_BLOCKS_LEN(2): no
+					  BLOCKS; below NDZ_PKT_SPAN_LEN(1056): no SPAN either,
 					  nothing said (as an older client) */
 	unsigned give_up_s;            /* -T: without the server, or without a chunk that
 					  checks out, this long (also the join's bound) */
@@ -107,6 +109,8 @@ struct ndz_client_stats {
 	uint64_t crc_fail;             /* chunks that failed their checksum (ndz_client_verdict) */
 	uint64_t forged;               /* forged chunks and manifests */
 	uint64_t multi;                /* BLOCKS received (datagrams of several blocks) */
+	uint64_t spans;                /* SPANs received */
+	uint64_t multi_repairs;        /* REPAIRSes received (datagrams of several repairs) */
 	uint32_t held;                 /* chunks the target held (ndz_client_have) */
 	uint64_t range_requests;       /* of requests, RANGE_RREQUESTs */
 };

@@ -65,6 +65,10 @@ struct slot {
 	unsigned retries;              /* failed checks of this chunk in this slot */
 	unsigned nhave;
 	uint8_t have[NDZ_BITMAP_BYTES];
+	/* SPANs: per block not yet held, its 32-byte granules stored (bit g: bytes 32g..);
+	 * a block is held once all 32 are, and is missing everywhere until then. Looked
+	 * at only while the block's have bit is clear, so zeroed when such bits clear. */
+	uint32_t gmask[BLOCKS];
 	uint64_t last_block_ns;        /* when a block of it last arrived */
 	int moved_on;                  /* the server went on to another chunk */
 	uint64_t ask_ns;               /* moved on: ask not before (staggered) */
@@ -374,6 +378,7 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	s->seen_ns = 0;
 	memset(s->seen, 0, sizeof(s->seen));
 	memset(s->have, 0, sizeof(s->have));
+	memset(s->gmask, 0, sizeof(s->gmask));
 	memset(s->sdata, 0, sizeof(s->sdata));
 	forget_repairs(s);
 	memset(s->prev, 0, sizeof(s->prev));
@@ -673,8 +678,12 @@ static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
 	return &f->slots[ref];
 }
 
-/* The slot for a block or repair of chunk arriving at now (NULL: not wanted). */
-static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, uint64_t now_ns)
+/*
+ * The slot for a block or repair of chunk arriving at now (NULL: not wanted, and
+ * dups more duplicates counted when the chunk is complete or done).
+ */
+static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, unsigned dups,
+			    uint64_t now_ns)
 {
 	struct slot *s, *m;
 	uint32_t ref;
@@ -689,7 +698,7 @@ static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, uint
 	f->last_block_chunk = chunk;
 	ref = is_done(f, chunk) ? 0 : h_get(f, chunk);
 	if (is_done(f, chunk) || (ref < f->o.slots && f->slots[ref].state == S_QUEUED)) {
-		f->st.dups++;
+		f->st.dups += dups;
 		return NULL;
 	}
 	if (ref < f->o.slots) {
@@ -705,15 +714,38 @@ static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, uint
 	return s;
 }
 
+/* block of s is whole in its buffer now: held, and what that decodes. Returns as
+ * ndz_fetch_block. */
+static int landed(struct ndz_fetch *f, struct slot *s, unsigned block)
+{
+	unsigned st;
+
+	ndz_bit_set(s->have, block);
+	s->nhave++;
+	st = ndz_fec_stripe(block);
+	s->sdata[st]++;
+	if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)
+		decode_stripe(f, s, st);
+	try_whole(f, s);
+	if (s->xcount) {
+		unsigned first, count;
+
+		if (run_of(s, block, &first, &count))
+			try_range(f, s, first, count);
+	}
+	if (s->nhave < BLOCKS)
+		return -1;
+	return (int)(s - f->slots);
+}
+
 int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
 		    uint64_t now_ns)
 {
 	struct slot *s;
-	unsigned st;
 
 	if (chunk >= f->o.chunks || block >= BLOCKS)
 		return -1;
-	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
+	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns)))
 		return -1;
 	if (ndz_bit_test(s->have, block)) {
 		/* the same block twice, different bytes: one of them is forged (or rebuilt
@@ -734,22 +766,7 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	}
 	if (data && s->buf)
 		memcpy(s->buf + (size_t)block * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
-	ndz_bit_set(s->have, block);
-	s->nhave++;
-	st = ndz_fec_stripe(block);
-	s->sdata[st]++;
-	if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)
-		decode_stripe(f, s, st);
-	try_whole(f, s);
-	if (s->xcount) {
-		unsigned first, count;
-
-		if (run_of(s, block, &first, &count))
-			try_range(f, s, first, count);
-	}
-	if (s->nhave < BLOCKS)
-		return -1;
-	return (int)(s - f->slots);
+	return landed(f, s, block);
 }
 
 int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsigned count,
@@ -781,7 +798,7 @@ int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsign
 		}
 		return slot;
 	}
-	s = arrival(f, chunk, data != NULL, now_ns);   /* the filling slot: moved-on, time */
+	s = arrival(f, chunk, data != NULL, 1, now_ns); /* the filling slot: moved-on, time */
 	if (data)
 		memcpy(s->buf + (size_t)first * NDZ_BLOCK_SIZE, data, (size_t)count * NDZ_BLOCK_SIZE);
 	for (unsigned b = first; b < first + count; b++) {
@@ -809,7 +826,7 @@ int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, 
 
 	if (chunk >= f->o.chunks || !ndz_fec_range_ok(first, count) || index >= NDZ_FEC_WREPAIRS)
 		return -1;
-	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
+	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns)))
 		return -1;
 	/* of use only to a chunk wanted in part whose run it is, and not held yet */
 	if (!s->partial || !run_of(s, first, &rf, &rc) || rf != first || rc != count ||
@@ -860,6 +877,80 @@ int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, 
 	return (int)(s - f->slots);
 }
 
+/*
+ * The bytes from..to (granules) of block of chunk arrived (data: theirs; NULL as for
+ * ndz_fetch_block): stored into the block, which is held once all its granules are.
+ * A block held already, or a chunk complete, counts a duplicate only for the piece
+ * holding its first granule: a block cut into pieces counts once.
+ */
+static int piece(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsigned from,
+		 unsigned to, const uint8_t *data, uint64_t now_ns)
+{
+	uint32_t bits = (to - from == NDZ_BLOCK_SIZE ? 0xffffffffu :
+			 ((1u << ((to - from) / NDZ_PKT_SPAN_GRAIN)) - 1u)) <<
+			(from / NDZ_PKT_SPAN_GRAIN);
+	struct slot *s = arrival(f, chunk, data != NULL, from == 0, now_ns);
+	uint8_t *at;
+
+	if (!s)
+		return -1;
+	at = s->buf ? s->buf + (size_t)block * NDZ_BLOCK_SIZE + from : NULL;
+	if (ndz_bit_test(s->have, block)) {
+		/* as ndz_fetch_block: different bytes again cast doubt on the block */
+		if (data && at && (!s->partial || ndz_bit_test(s->want, block)) &&
+		    memcmp(at, data, to - from) != 0)
+			ndz_bit_set(s->contested, block);
+		f->st.dups += from == 0;
+		return -1;
+	}
+	if (data && at) {
+		/* a copy of a chunk that failed its check: compared as it comes */
+		if (ndz_bit_test(s->prev, block) && memcmp(at, data, to - from) != 0)
+			ndz_bit_set(s->contested, block);
+		memcpy(at, data, to - from);
+	}
+	s->gmask[block] |= bits;
+	if (s->gmask[block] != 0xffffffffu)
+		return -1;
+	s->gmask[block] = 0;
+	s->prev[block / 8] &= (uint8_t)~(1u << (block % 8));
+	f->st.blocks++;
+	return landed(f, s, block);
+}
+
+int ndz_fetch_span(struct ndz_fetch *f, uint32_t chunk, uint32_t off, uint32_t len,
+		   const uint8_t *data, uint64_t now_ns)
+{
+	uint32_t end = off + len, first, last;
+	int slot = -1, r;
+
+	if (chunk >= f->o.chunks || !len || off % NDZ_PKT_SPAN_GRAIN || len % NDZ_PKT_SPAN_GRAIN ||
+	    off > NDZ_CHUNK_SIZE || len > NDZ_CHUNK_SIZE - off)
+		return -1;
+	/* the blocks it covers whole: as a BLOCKS (one copy, no granules) */
+	first = (off + NDZ_BLOCK_SIZE - 1) / NDZ_BLOCK_SIZE;
+	last = end / NDZ_BLOCK_SIZE;
+	if (last > first &&
+	    (r = ndz_fetch_blocks(f, chunk, first, last - first,
+				  data ? data + ((size_t)first * NDZ_BLOCK_SIZE - off) : NULL,
+				  now_ns)) >= 0)
+		slot = r;
+	/* its edges: the part of a block before the first whole one, and after the last */
+	if (off % NDZ_BLOCK_SIZE) {
+		uint32_t b = off / NDZ_BLOCK_SIZE, to = end < (b + 1) * NDZ_BLOCK_SIZE ?
+			     end : (b + 1) * NDZ_BLOCK_SIZE;
+
+		if ((r = piece(f, chunk, b, off % NDZ_BLOCK_SIZE, to - b * NDZ_BLOCK_SIZE, data,
+			       now_ns)) >= 0)
+			slot = r;
+	}
+	if (end % NDZ_BLOCK_SIZE && last >= first &&   /* (else the edge above was it) */
+	    (r = piece(f, chunk, last, 0, end % NDZ_BLOCK_SIZE,
+		       data ? data + ((size_t)last * NDZ_BLOCK_SIZE - off) : NULL, now_ns)) >= 0)
+		slot = r;
+	return slot;
+}
+
 int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned index,
 		     const uint8_t *data, uint64_t now_ns)
 {
@@ -868,7 +959,7 @@ int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned
 
 	if (chunk >= f->o.chunks || set >= SETS || index >= ndz_fec_repairs(set))
 		return -1;
-	if (!(s = arrival(f, chunk, data != NULL, now_ns)))
+	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns)))
 		return -1;
 	if (s->partial || (whole ? s->nhave == BLOCKS || ndz_bit_test(s->wbits, index) :
 		    s->sdata[set] == K || ndz_bit_test(s->repbits[set], index))) {
@@ -979,6 +1070,7 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 		s->have[i] &= (uint8_t)~doubt[i];
 		s->prev[i] |= doubt[i];
 	}
+	memset(s->gmask, 0, sizeof(s->gmask));  /* every block was held: none in part */
 	for (unsigned b = 0; b < BLOCKS; b++)
 		if (ndz_bit_test(s->have, b)) {
 			s->nhave++;
@@ -1348,6 +1440,7 @@ void ndz_fetch_whole(struct ndz_fetch *f, int slot)
 	memset(s->sdata, 0, sizeof(s->sdata));
 	for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
 		s->have[i] &= s->want[i];
+	memset(s->gmask, 0, sizeof(s->gmask));  /* (pieces of the unwanted ones were kept out) */
 	for (unsigned b = 0; b < BLOCKS; b++)
 		if (ndz_bit_test(s->have, b)) {
 			s->nhave++;

@@ -105,6 +105,19 @@ int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsign
 		     const uint8_t *data, uint64_t now_ns);
 
 /*
+ * ndz_fetch_span - the len bytes at byte off of chunk (a SPAN: both multiples of 32,
+ * len > 0, off + len <= NDZ_CHUNK_SIZE), data those bytes (or NULL as for
+ * ndz_fetch_block), arrived at now_ns. The blocks it covers whole are taken as by
+ * ndz_fetch_blocks; of a block it covers in part the 32-byte granules are stored and
+ * noted, and the block is held (counted, seen by requests and repairs) once all of
+ * them are: until then it is missing, and a repair that rebuilds it overwrites it.
+ * A block held already counts one duplicate however it was cut. Returns as
+ * ndz_fetch_block; -1 for a span out of those bounds (nothing stored).
+ */
+int ndz_fetch_span(struct ndz_fetch *f, uint32_t chunk, uint32_t off, uint32_t len,
+		   const uint8_t *data, uint64_t now_ns);
+
+/*
  * ndz_fetch_repair - repair index (< ndz_fec_repairs(set)) of set (a stripe, or
  * NDZ_FEC_WHOLE) of chunk arrived (data as for ndz_fetch_block). Once a stripe
  * holds as many blocks and repairs as it has data blocks its missing blocks are

@@ -82,9 +82,13 @@ static const struct layout layouts[] = {
 		INT(20, progress.chunks_total), INT(24, progress.bytes_written),
 		INT(32, progress.elapsed_ms)) },
 	[NDZ_PKT_CAPS] = { NDZ_PKT_CAPS_LEN, 0, FIELDS(
-		INT(8, client_id), INT(12, tag), INT(16, max_payload)) },
+		INT(8, client_id), INT(12, tag), INT(16, max_payload), INT(20, caps_flags)) },
 	[NDZ_PKT_BLOCKS] = { NDZ_PKT_BLOCKS_HDR, NDZ_PKT_BLOCKS_HDR, FIELDS(
 		INT(8, tag), INT(12, chunk), INT(16, block), INT(18, count)) },
+	[NDZ_PKT_SPAN] = { NDZ_PKT_SPAN_HDR, NDZ_PKT_SPAN_HDR, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, offset)) },
+	[NDZ_PKT_REPAIRS] = { NDZ_PKT_REPAIRS_HDR, NDZ_PKT_REPAIRS_HDR, FIELDS(
+		INT(8, tag), INT(12, chunk), INT(16, stripe), INT(17, index), INT(18, nrep)) },
 	[NDZ_PKT_RANGE_RREQUEST] = { NDZ_PKT_RANGE_RREQUEST_LEN, 0, FIELDS(
 		INT(8, client_id), INT(12, tag), INT(16, chunk), INT(20, block),
 		INT(22, count), INT(24, wanted)) },
@@ -95,13 +99,16 @@ static const struct layout layouts[] = {
 /* The bytes of data a packet carries after data_at. */
 static size_t data_len(const struct ndz_pkt *p)
 {
-	return p->type == NDZ_PKT_BLOCKS ? (size_t)p->count * NDZ_BLOCK_SIZE : NDZ_BLOCK_SIZE;
+	return p->type == NDZ_PKT_BLOCKS ? (size_t)p->count * NDZ_BLOCK_SIZE :
+	       p->type == NDZ_PKT_SPAN ? p->length :
+	       p->type == NDZ_PKT_REPAIRS ? (size_t)p->nrep * NDZ_BLOCK_SIZE : NDZ_BLOCK_SIZE;
 }
 
 /* A packet's whole length on the wire. */
 static size_t total_len(const struct layout *l, const struct ndz_pkt *p)
 {
-	return p->type == NDZ_PKT_BLOCKS ? l->len + data_len(p) : l->len;
+	return p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN || p->type == NDZ_PKT_REPAIRS ?
+	       l->len + data_len(p) : l->len;
 }
 
 /* The layout of a packet type, or NULL for a type there is none of. */
@@ -189,8 +196,17 @@ static int fields_valid(const struct ndz_pkt *p)
 	case NDZ_PKT_BLOCKS:
 		return p->block < BLOCKS && p->count >= 1 && p->count <= NDZ_PKT_BLOCKS_MAX &&
 		       p->count <= BLOCKS - p->block;
+	case NDZ_PKT_SPAN:
+		return p->offset % NDZ_PKT_SPAN_GRAIN == 0 && p->length % NDZ_PKT_SPAN_GRAIN == 0 &&
+		       p->length >= 1 && p->length <= NDZ_PKT_SPAN_MAX &&
+		       p->offset <= NDZ_CHUNK_SIZE - p->length;
 	case NDZ_PKT_CAPS:
-		return p->max_payload >= NDZ_PKT_BLOCK_LEN;
+		return p->max_payload >= NDZ_PKT_BLOCK_LEN &&
+		       !(p->caps_flags & ~(NDZ_CAPS_SPAN | NDZ_CAPS_REPAIRS));
+	case NDZ_PKT_REPAIRS:
+		return p->stripe < NDZ_FEC_SETS && p->nrep >= 1 && p->nrep <= NDZ_PKT_REPAIRS_MAX &&
+		       p->index < ndz_fec_repairs(p->stripe) &&
+		       p->nrep <= ndz_fec_repairs(p->stripe) - p->index;
 	case NDZ_PKT_REQUEST:
 		return p->block < BLOCKS && p->count >= 1 && p->count <= BLOCKS - p->block;
 	case NDZ_PKT_PREQUEST:
@@ -259,6 +275,8 @@ static int decode(const uint8_t *b, size_t len, struct ndz_pkt *p)
 	p->type = b[5];
 	for (unsigned i = 0; i < l->nfields; i++)
 		get_field(b, &l->f[i], p);
+	if (p->type == NDZ_PKT_SPAN)
+		p->length = (uint32_t)(len - l->len);   /* its bytes are the rest */
 	if (len != total_len(l, p) || !fields_valid(p))
 		return NDZ_EPROTO;
 	if (l->data_at)

@@ -30,6 +30,8 @@ enum ndz_pkt_type {
 	NDZ_PKT_PROGRESS = 10,         /* client -> group: how far it is (about once a second) */
 	NDZ_PKT_CAPS = 11,             /* client -> group: the largest datagram it takes */
 	NDZ_PKT_BLOCKS = 12,           /* server -> group: a run of blocks of a chunk */
+	NDZ_PKT_SPAN = 13,             /* server -> group: a run of a chunk's bytes */
+	NDZ_PKT_REPAIRS = 14,          /* server -> group: consecutive repairs of one set */
 	NDZ_PKT_RANGE_RREQUEST = 15,   /* client -> group: repairs of a block range of a chunk */
 	NDZ_PKT_RANGE_REPAIR = 16,     /* server -> group: a repair of a block range */
 };
@@ -38,7 +40,13 @@ enum ndz_pkt_type {
 #define NDZ_FEAT_REPAIR 0x1u           /* REPAIR and RREQUEST (lib/fec.h's code) */
 #define NDZ_FEAT_WHOLE  0x2u           /* whole-chunk repairs (set 8) too */
 #define NDZ_FEAT_BLOCKS 0x4u           /* takes CAPS, sends BLOCKS to groups that take them */
+#define NDZ_FEAT_SPAN   0x8u           /* sends SPAN to groups whose every client takes it */
+#define NDZ_FEAT_REPAIRS 0x10u         /* sends REPAIRS to groups whose every client takes it */
 #define NDZ_FEAT_RANGE  0x20u          /* answers RANGE_RREQUEST with RANGE_REPAIRs */
+
+/* CAPS flags; a client sets one only when its server announced the matching feature. */
+#define NDZ_CAPS_SPAN   0x1u           /* takes SPAN (NDZ_FEAT_SPAN) */
+#define NDZ_CAPS_REPAIRS 0x2u          /* takes REPAIRS (NDZ_FEAT_REPAIRS) */
 
 /* Sizes of each packet type on the wire; every packet has exactly its size. */
 #define NDZ_PKT_JOIN_LEN       16u
@@ -60,8 +68,17 @@ enum ndz_pkt_type {
 #define NDZ_PKT_DATA_AT        20u     /* BLOCK, BLOCKS, REPAIR: where their data start */
 #define NDZ_PKT_BLOCKS_MAX     8u      /* blocks in one BLOCKS at most (a 9000-byte MTU) */
 #define NDZ_PKT_BLOCKS_LEN(n)  (NDZ_PKT_BLOCKS_HDR + (n) * NDZ_BLOCK_SIZE)
-#define NDZ_PKT_MAX            NDZ_PKT_RANGE_REPAIR_LEN /* the largest packet but a BLOCKS */
-#define NDZ_PKT_WIRE_MAX       NDZ_PKT_BLOCKS_LEN(NDZ_PKT_BLOCKS_MAX) /* the largest */
+#define NDZ_PKT_MAX            NDZ_PKT_RANGE_REPAIR_LEN /* the largest packet but a BLOCKS,
+							   SPAN or REPAIRS */
+#define NDZ_PKT_SPAN_HDR       20u     /* a SPAN: this, then its bytes */
+#define NDZ_PKT_SPAN_GRAIN     32u     /* a SPAN's offset and length are multiples of this */
+#define NDZ_PKT_SPAN_MAX       9184u   /* its bytes at most: a datagram of 9204 fits the
+					  9216 bytes a receiver reads (lib/net.h) */
+#define NDZ_PKT_SPAN_LEN(n)    (NDZ_PKT_SPAN_HDR + (n))
+#define NDZ_PKT_REPAIRS_HDR    20u     /* a REPAIRS: this, then count repairs */
+#define NDZ_PKT_REPAIRS_MAX    NDZ_PKT_BLOCKS_MAX /* repairs in one REPAIRS at most */
+#define NDZ_PKT_REPAIRS_LEN(n) (NDZ_PKT_REPAIRS_HDR + (n) * NDZ_BLOCK_SIZE)
+#define NDZ_PKT_WIRE_MAX       NDZ_PKT_SPAN_LEN(NDZ_PKT_SPAN_MAX) /* the largest */
 
 /*
  * The block size is lib/format.h's; the wire sizes derived from it are fixed by
@@ -74,6 +91,9 @@ _Static_assert(NDZ_PKT_BLOCK_LEN == 1044u, "BLOCK: 1044 bytes on the wire");
 _Static_assert(NDZ_PKT_BLOCK_LEN == NDZ_PKT_DATA_AT + NDZ_BLOCK_SIZE &&
 	       NDZ_PKT_REPAIR_LEN == NDZ_PKT_DATA_AT + NDZ_BLOCK_SIZE &&
 	       NDZ_PKT_BLOCKS_HDR == NDZ_PKT_DATA_AT, "data start at NDZ_PKT_DATA_AT");
+_Static_assert(NDZ_PKT_SPAN_HDR == NDZ_PKT_DATA_AT && NDZ_PKT_SPAN_MAX % NDZ_PKT_SPAN_GRAIN == 0 &&
+	       NDZ_PKT_SPAN_LEN(NDZ_PKT_SPAN_MAX) >= NDZ_PKT_BLOCKS_LEN(NDZ_PKT_BLOCKS_MAX) &&
+	       NDZ_BLOCK_SIZE / NDZ_PKT_SPAN_GRAIN == 32u, "SPAN: a block is 32 granules");
 _Static_assert(NDZ_PKT_PREQUEST_LEN == 152u, "PREQUEST: 152 bytes on the wire");
 _Static_assert(NDZ_FEC_STRIPES == 8u && NDZ_FEC_SETS == 9u, "RREQUEST: 9 counts on the wire");
 _Static_assert(NDZ_PKT_MAX >= NDZ_PKT_REPAIR_LEN && NDZ_PKT_MAX >= NDZ_PKT_BLOCK_LEN,
@@ -124,13 +144,21 @@ struct ndz_pkt {
 	uint16_t count;                /* REQUEST, BLOCKS, RANGE_*: number of blocks, >= 1 */
 	uint8_t wanted;                /* RANGE_RREQUEST: repairs wanted, 1..min(32, count) */
 	const uint8_t *data;           /* BLOCK, REPAIR: NDZ_BLOCK_SIZE bytes, BLOCKS: count
-					* times that (into the buffer) */
+					* times that, SPAN: length bytes (into the buffer) */
+	uint32_t offset;               /* SPAN: byte offset in the chunk (grains) */
+	uint32_t length;               /* SPAN: its bytes (grains, > 0, offset + length <=
+					* NDZ_CHUNK_SIZE, <= NDZ_PKT_SPAN_MAX): the datagram's
+					* length less NDZ_PKT_SPAN_HDR */
 	uint8_t stripe, index;         /* REPAIR: which repair of which set (lib/fec.h);
+					* REPAIRS: the set and the first repair's index;
 					* RANGE_REPAIR: index, < NDZ_FEC_WREPAIRS */
+	uint8_t nrep;                  /* REPAIRS: how many (1 to NDZ_PKT_REPAIRS_MAX, their
+					* indexes within the set's) */
 	uint8_t need[NDZ_FEC_SETS];    /* RREQUEST: repairs wanted per stripe (<= NDZ_FEC_K),
 					* then of the whole chunk */
 	uint32_t features;             /* FEATURES: NDZ_FEAT_* bits */
 	uint32_t max_payload;          /* CAPS: the largest UDP payload the client takes */
+	uint32_t caps_flags;           /* CAPS: NDZ_CAPS_* (0 to a server that announced none) */
 	uint8_t bitmap[NDZ_BITMAP_BYTES]; /* PREQUEST: bit b%8 of byte b/8 = block b */
 	struct ndz_join_info info;     /* JOIN_REPLY */
 	struct ndz_leave_stats leave;  /* LEAVE */
@@ -148,10 +176,10 @@ uint32_t ndz_image_tag(const uint8_t uuid[16]);
 int ndz_pkt_encode(const struct ndz_pkt *p, uint8_t *buf, size_t cap, struct ndz_error *e);
 
 /*
- * ndz_pkt_encode_head - of a packet that carries data (BLOCK, BLOCKS, REPAIR), only
+ * ndz_pkt_encode_head - of a packet that carries data (BLOCK, BLOCKS, REPAIR, SPAN), only
  * the bytes before the data into buf (cap bytes): what ndz_pkt_encode would write
  * there, p->data not read. A sender that sends these bytes and then the data
- * (NDZ_BLOCK_SIZE bytes, a BLOCKS count times that) as one datagram sends what
+ * (NDZ_BLOCK_SIZE bytes, a BLOCKS count times that, a SPAN length) as one datagram sends what
  * ndz_pkt_encode makes, without copying the data. Returns the head's length
  * (NDZ_PKT_DATA_AT; NDZ_PKT_RANGE_DATA_AT for a RANGE_REPAIR), or NDZ_EINVAL as ndz_pkt_encode, or for a type without data,
  * with e (may be NULL) saying so.

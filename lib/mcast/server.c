@@ -44,6 +44,9 @@ struct ndz_server {
 	unsigned own_blocks;           /* blocks a datagram of ours may carry (the MTU's) */
 	unsigned group_blocks;         /* what every client takes, as last planned */
 	unsigned last_blocks;          /* what group last planned (at first, own_blocks) */
+	unsigned own_span;             /* bytes a SPAN of ours may carry (the MTU's); 0: none */
+	unsigned span_size;            /* what every client takes, as last planned; 0: no SPAN */
+	uint64_t spans_sent, multi_repairs;
 	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
 	uint64_t datagrams_sent, offloaded;
 	uint64_t rate, burst;
@@ -139,7 +142,16 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 	}
 	s->group_blocks = 1;
 	s->last_blocks = s->own_blocks;
-	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0);
+	/* a SPAN only where it carries more than a BLOCK does: from 1056 bytes on */
+	if (o->max_payload >= NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN)) {
+		s->own_span = (o->max_payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN *
+			      NDZ_PKT_SPAN_GRAIN;
+		if (s->own_span > NDZ_PKT_SPAN_MAX)
+			s->own_span = NDZ_PKT_SPAN_MAX;
+	}
+	s->feat = s->repair | (s->own_blocks > 1 ? NDZ_FEAT_BLOCKS : 0) |
+		  (s->own_span ? NDZ_FEAT_SPAN : 0) |
+		  (s->repair && s->own_blocks > 1 ? NDZ_FEAT_REPAIRS : 0);
 	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
 	s->cur = s->loaded = -1;
 	s->start_ns = s->last_activity_ns = now_ns;
@@ -369,7 +381,8 @@ static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
 		s->bad_packets++;
 	} else if (p->type == NDZ_PKT_BLOCK || p->type == NDZ_PKT_JOIN_REPLY ||
 		   p->type == NDZ_PKT_REPAIR || p->type == NDZ_PKT_FEATURES ||
-		   p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_RANGE_REPAIR) {
+		   p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN ||
+		   p->type == NDZ_PKT_REPAIRS || p->type == NDZ_PKT_RANGE_REPAIR) {
 		/* another server's traffic (or ours looped back): not for us */
 	} else if (p->type == NDZ_PKT_RREQUEST &&
 		   (!s->repair || (p->need[NDZ_FEC_WHOLE] && !(s->repair & NDZ_FEAT_WHOLE)))) {
@@ -419,8 +432,10 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		progressed(c, &p->progress);
 		break;
 	case NDZ_PKT_CAPS:
-		if (c)
+		if (c) {
 			c->max_payload = p->max_payload;
+			c->caps_flags = p->caps_flags;
+		}
 		break;
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
@@ -475,13 +490,98 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 }
 
 /*
- * The batch's datagrams: each run of consecutive blocks in one BLOCKS of at most
- * blocks_now, each repair (and each lone block) in a datagram of its own, as an older
- * client takes them; their wire bytes for the pacing.
+ * The bytes a SPAN carries at now: the fewest any client heard lately takes, when
+ * every one of them takes SPANs and that is more than a block; else 0 (no SPAN).
+ */
+static unsigned span_now(struct ndz_server *s, uint64_t now)
+{
+	unsigned n = s->own_span;
+
+	for (size_t i = 0; i < s->nclients && n; i++) {
+		const struct ndz_server_client *c = &s->clients[i];
+		unsigned take;
+
+		if (c->left || now - c->last_ns > s->lost_ns)
+			continue;      /* gone: what it takes no longer matters */
+		if (!(c->caps_flags & NDZ_CAPS_SPAN) ||
+		    c->max_payload < NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN))
+			return 0;
+		take = (c->max_payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN * NDZ_PKT_SPAN_GRAIN;
+		if (take < n)
+			n = take;
+	}
+	return n;
+}
+
+/* Whether every client heard lately takes REPAIRS. */
+static int repairs_now(struct ndz_server *s, uint64_t now)
+{
+	if (!(s->feat & NDZ_FEAT_REPAIRS))
+		return 0;
+	for (size_t i = 0; i < s->nclients; i++) {
+		const struct ndz_server_client *c = &s->clients[i];
+
+		if (!c->left && now - c->last_ns <= s->lost_ns && !(c->caps_flags & NDZ_CAPS_REPAIRS))
+			return 0;
+	}
+	return 1;
+}
+
+/* Repair items of b in order of set, then index: a set's consecutive ones side by side. */
+static void sort_repairs(struct ndz_server_batch *b)
+{
+	for (unsigned i = 1; i < b->count; i++) {
+		unsigned j = i;
+
+		if (b->items[i].repair != 1)
+			continue;
+		while (j > 0 && b->items[j - 1].repair == 1 &&
+		       (b->items[j - 1].set > b->items[j].set ||
+			(b->items[j - 1].set == b->items[j].set &&
+			 b->items[j - 1].index > b->items[j].index))) {
+			__typeof__(b->items[0]) t = b->items[j];
+
+			b->items[j] = b->items[j - 1];
+			b->items[j - 1] = t;
+			j--;
+		}
+	}
+}
+
+/* One datagram of b: items i.. (n of them), a SPAN of len bytes at off when len. */
+static void add_dgram(struct ndz_server_batch *b, size_t *at, unsigned i, unsigned n,
+		      uint32_t off, uint32_t len)
+{
+	unsigned d = b->ndgrams++;
+
+	b->dg_first[d] = (uint8_t)i;
+	b->dg_n[d] = (uint8_t)n;
+	b->dg_off[d] = off;
+	b->dg_len[d] = len;
+	/* (a REPAIRS of n is as long as a BLOCKS of n) */
+	b->lens[d] = len ? NDZ_PKT_SPAN_LEN(len) : n > 1 ? NDZ_PKT_BLOCKS_LEN(n) :
+		     b->items[i].repair == NDZ_SERVE_RANGE ? NDZ_PKT_RANGE_REPAIR_LEN :
+		     NDZ_PKT_BLOCK_LEN;
+	b->bufs[d] = (const uint8_t *)b->pkt + *at;
+	*at += b->lens[d];
+	b->wire_bytes += b->lens[d] + NDZ_SERVER_WIRE_OVERHEAD;
+	b->spans += len != 0;
+	b->multi_repairs += b->items[i].repair && n > 1;
+}
+
+/*
+ * The batch's datagrams: each run of consecutive blocks cut into SPANs of span_now
+ * bytes (the last shorter) when the group takes them, else in one BLOCKS of at most
+ * blocks_now; a set's consecutive repairs in one REPAIRS of at most blocks_now when
+ * the group takes those; each other repair (and each lone block but in SPANs) in a
+ * datagram of its own, as an older client takes them; their wire bytes for the
+ * pacing. A SPAN carries more than a block, so there are never more datagrams than
+ * items.
  */
 static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now)
 {
-	unsigned mb = blocks_now(s, now);
+	unsigned mb = blocks_now(s, now), span = span_now(s, now);
+	unsigned mr = repairs_now(s, now) ? mb : 1;
 	size_t at = 0;
 
 	/* an older client joined: one block a datagram; it left or was lost: back up */
@@ -490,25 +590,37 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 	else if (mb < s->last_blocks)
 		s->group_down++;
 	s->last_blocks = s->group_blocks = mb;
+	s->span_size = span;
 
 	b->ndgrams = 0;
 	b->wire_bytes = 0;
+	b->spans = 0;
+	b->multi_repairs = 0;
+	if (mr > 1)
+		sort_repairs(b);
 	for (unsigned i = 0; i < b->count;) {
-		unsigned n = 1;
+		unsigned n = 1, most = span ? b->count : mb;
 
 		if (!b->items[i].repair)
-			while (n < mb && i + n < b->count && !b->items[i + n].repair &&
+			while (n < most && i + n < b->count && !b->items[i + n].repair &&
 			       b->items[i + n].block == b->items[i].block + n)
 				n++;
-		b->dg_first[b->ndgrams] = (uint8_t)i;
-		b->dg_n[b->ndgrams] = (uint8_t)n;
-		b->lens[b->ndgrams] = n > 1 ? NDZ_PKT_BLOCKS_LEN(n) :
-				      b->items[i].repair == NDZ_SERVE_RANGE ?
-				      NDZ_PKT_RANGE_REPAIR_LEN : NDZ_PKT_BLOCK_LEN;
-		b->bufs[b->ndgrams] = (const uint8_t *)b->pkt + at;
-		at += b->lens[b->ndgrams];
-		b->wire_bytes += b->lens[b->ndgrams] + NDZ_SERVER_WIRE_OVERHEAD;
-		b->ndgrams++;
+		else if (b->items[i].repair == 1) /* a set's consecutive repairs in one REPAIRS,
+						    * when all take those (not range repairs) */
+			while (n < mr && i + n < b->count && b->items[i + n].repair == 1 &&
+			       b->items[i + n].set == b->items[i].set &&
+			       b->items[i + n].index == b->items[i].index + n)
+				n++;
+		if (span && !b->items[i].repair) {
+			/* the run's bytes, straight from the chunk: spans of span bytes */
+			uint32_t off = b->items[i].block * NDZ_BLOCK_SIZE;
+			uint32_t end = off + n * NDZ_BLOCK_SIZE;
+
+			for (; off < end; off += span)
+				add_dgram(b, &at, i, n, off, end - off < span ? end - off : span);
+		} else {
+			add_dgram(b, &at, i, n, 0, 0);
+		}
 		i += n;
 	}
 }
@@ -523,6 +635,8 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 	b->ndgrams = 0;
 	b->control = 0;
 	b->offloaded = 0;
+	b->spans = 0;
+	b->multi_repairs = 0;
 	b->delay_ns = 0;
 	b->wire_bytes = 0;
 	for (;;) {
@@ -650,6 +764,22 @@ void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 		const uint8_t *data;
 		int len;
 
+		if (b->dg_len[d]) {
+			/* a SPAN: its bytes of the chunk, where they are */
+			p.type = NDZ_PKT_SPAN;
+			p.block = 0;
+			p.count = 0;
+			p.nrep = 0;
+			p.offset = b->dg_off[d];
+			p.length = b->dg_len[d];
+			data = s->chunk + b->dg_off[d];
+			len = ndz_pkt_encode_head(&p, b->head[d], sizeof(b->head[d]), NULL);
+			b->out[d] = (struct ndz_net_out){ b->head[d], len > 0 ? (size_t)len : 0,
+							  data, len > 0 ? b->dg_len[d] : 0 };
+			continue;
+		}
+		p.offset = 0;
+		p.length = 0;
 		if (b->items[i].repair == NDZ_SERVE_RANGE) {
 			/* cannot fail: prepared at creation, range and index in range */
 			(void)ndz_fec_rencode(s->fec, s->chunk, b->items[i].first, b->items[i].count,
@@ -659,20 +789,24 @@ void ndz_server_build_vec(struct ndz_server *s, struct ndz_server_batch *b)
 			p.count = (uint16_t)b->items[i].count;
 			p.stripe = 0;
 			p.index = (uint8_t)b->items[i].index;
+			p.nrep = 0;
 			data = b->rep[i];
 		} else if (b->items[i].repair) {
-			if (b->items[i].set == NDZ_FEC_WHOLE)
-				/* cannot fail: prepared at creation, index in range */
-				(void)ndz_fec_wencode(s->fec, s->chunk, b->items[i].index, b->rep[i],
-						      NULL);
-			else
-				ndz_fec_encode(s->fec, s->chunk, b->items[i].set, b->items[i].index,
-					       b->rep[i]);
-			p.type = NDZ_PKT_REPAIR;
+			/* n repairs of one set: side by side in rep, one REPAIRS */
+			for (unsigned k = i; k < i + n; k++)
+				if (b->items[k].set == NDZ_FEC_WHOLE)
+					/* cannot fail: prepared at creation, index in range */
+					(void)ndz_fec_wencode(s->fec, s->chunk, b->items[k].index,
+							      b->rep[k], NULL);
+				else
+					ndz_fec_encode(s->fec, s->chunk, b->items[k].set,
+						       b->items[k].index, b->rep[k]);
+			p.type = n > 1 ? NDZ_PKT_REPAIRS : NDZ_PKT_REPAIR;
 			p.block = 0;
 			p.count = 0;
 			p.stripe = (uint8_t)b->items[i].set;
 			p.index = (uint8_t)b->items[i].index;
+			p.nrep = n > 1 ? (uint8_t)n : 0;
 			data = b->rep[i];
 		} else {
 			/* a run of blocks is a run of the chunk's bytes: sent from where it is */
@@ -720,6 +854,8 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 	for (unsigned d = 0; d < b->ndgrams; d++)
 		s->bytes_sent += b->lens[d];
 	s->datagrams_sent += b->ndgrams;
+	s->spans_sent += b->spans;
+	s->multi_repairs += b->multi_repairs;
 	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
 		if (b->items[i].repair == NDZ_SERVE_RANGE)
@@ -840,6 +976,9 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->group_blocks = s->group_blocks;
 	st->group_up = s->group_up;
 	st->group_down = s->group_down;
+	st->spans_sent = s->spans_sent;
+	st->multi_repairs_sent = s->multi_repairs;
+	st->span_size = s->span_size;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -864,6 +1003,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
+		     "\"spans_sent\": %llu, \"span_size\": %u, \"multi_repairs_sent\": %llu, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
@@ -880,8 +1020,9 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
 		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,
-		     (unsigned long long)st->group_down, st->seconds_sending, st->seconds_to_first,
-		     st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
+		     (unsigned long long)st->group_down, (unsigned long long)st->spans_sent,
+		     st->span_size, (unsigned long long)st->multi_repairs_sent, st->seconds_sending,
+		     st->seconds_to_first, st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);
 	if (j.over)

@@ -60,7 +60,9 @@ struct ndz_server_opts {
 					* 0: NDZ_SERVER_LOST_MS */
 	uint32_t max_payload;          /* the largest UDP payload the interface carries (its
 					* MTU less 28); below NDZ_PKT_BLOCKS_LEN(2): BLOCKs only,
-					* else BLOCKS of as many blocks as every client takes */
+					* else BLOCKS of as many blocks as every client takes;
+					* one that carries more than a BLOCK (1076 on): SPANs to
+					* a group whose every client takes them */
 };
 
 #define NDZ_SERVER_LOST_MS 30000u      /* the default: 30 PROGRESS intervals */
@@ -84,6 +86,7 @@ struct ndz_server_client {
 	uint64_t rate_Bps;             /* bytes written per second, from its PROGRESS */
 	uint32_t max_payload;          /* the largest datagram it takes (CAPS); 0: unsaid,
 					* one block (an older client) */
+	uint32_t caps_flags;           /* NDZ_CAPS_* its last CAPS said */
 };
 
 /* What frisbeed's statistics line and --stats-json say. */
@@ -108,6 +111,9 @@ struct ndz_server_stats {
 	uint64_t range_requests;       /* RANGE_RREQUESTs taken (in requests too) */
 	uint64_t range_sent;           /* RANGE_REPAIRs sent (not in repairs_sent) */
 	uint64_t range_refused;        /* RANGE_RREQUESTs refused: too many ranges of a chunk */
+	uint64_t spans_sent;           /* of datagrams_sent, SPANs */
+	unsigned span_size;            /* the bytes of a SPAN now (the group's); 0: none */
+	uint64_t multi_repairs_sent;   /* of datagrams_sent, REPAIRSes (several repairs) */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
@@ -127,8 +133,8 @@ enum ndz_server_step {
 /*
  * A batch of datagrams of one chunk, owned by the caller (about 66 KiB: keep one per
  * sender). ndz_server_plan fills chunk, count (blocks and repairs), items, ndgrams
- * (the datagrams they go in: a run of blocks in one BLOCKS when the group takes
- * them, else one each) and delay_ns; ndz_server_build fills bufs and lens (ndgrams
+ * (the datagrams they go in: a run of blocks cut into SPANs when the group takes
+ * them, else in one BLOCKS when it takes those, else one each) and delay_ns; ndz_server_build fills bufs and lens (ndgrams
  * of each). A control batch (a FEATURES every second while repairs or BLOCKS are
  * on) has control set and its one datagram built already: send it without waiting.
  */
@@ -137,6 +143,11 @@ struct ndz_server_batch {
 	unsigned count;
 	unsigned ndgrams;
 	uint8_t dg_first[NDZ_SERVER_BATCH], dg_n[NDZ_SERVER_BATCH]; /* a datagram's items */
+	/* a SPAN's bytes of the chunk (dg_len 0: not a SPAN); dg_first, dg_n: the items
+	 * it touches */
+	uint32_t dg_off[NDZ_SERVER_BATCH], dg_len[NDZ_SERVER_BATCH];
+	unsigned spans;                /* of ndgrams, SPANs */
+	unsigned multi_repairs;        /* of ndgrams, REPAIRSes */
 	int control;
 	unsigned offloaded;            /* the sender's: datagrams that went in offload runs
 					* (ndz_net_send_vec), for the statistics; plan sets 0 */

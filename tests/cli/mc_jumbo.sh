@@ -1,10 +1,11 @@
 #!/bin/sh
-# Datagrams of several blocks (doc/PROTOCOL.md, "BLOCKS and CAPS"): on a 9000-byte MTU
-# the group gets BLOCKS of 8 blocks, with GRO on and off; on 1500 one block each; a
-# client that takes one block (an older one, or --max-datagram 1044) makes the group
-# fall back; a path that drops large datagrams falls back, not stalls; 1% loss with
-# 8 clients. Every target byte-identical. NDZ_OLD_BIN=DIR (a frisbee and frisbeed of
-# the protocol before BLOCKS) adds old-against-new runs.
+# Datagrams of several blocks (doc/PROTOCOL.md, "BLOCKS and CAPS", "SPAN"): on a
+# 9000-byte MTU the group gets SPANs of 8928 bytes, with GRO on and off; on 1500 SPANs
+# of 1440 (datagrams of 1460), GRO on and off; a client that takes one block (an older
+# one, or --max-datagram 1044) makes the group fall back to BLOCKs; a path that drops
+# large datagrams falls back, not stalls; 1% loss with 8 clients at 9000 and 4 at
+# 1500. Every target byte-identical. NDZ_OLD_BIN=DIR (a frisbee and frisbeed of the
+# protocol before BLOCKS) adds old-against-new runs.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 netns_require
@@ -51,6 +52,14 @@ multi() { [ "$(dgrams "$1")" -lt $(( $(blocks "$1") / 2 )) ]; }
 # single NAME: one block a datagram throughout
 single() { [ "$(dgrams "$1")" = "$(blocks "$1")" ] && [ "$(group "$1")" = 1 ]; }
 skip() { ok "$* # SKIP"; }
+# spans NAME SIZE: the server sent SPANs, of SIZE bytes at the end, in fewer datagrams
+# than blocks (a SPAN carries more than a block)
+spans() {
+	[ "$(json_num "$T/$1.json" spans_sent)" -gt 0 ] 2>/dev/null &&
+		[ "$(json_num "$T/$1.json" span_size)" = "$2" ] &&
+		[ "$(dgrams "$1")" -lt "$(blocks "$1")" ]
+}
+nospan() { [ "$(json_num "$T/$1.json" spans_sent)" = 0 ]; }
 # stepped_up NAME: the group fell to one block a datagram and rose again to 8 (the server's counts)
 stepped_up() {
 	[ "$(json_num "$T/$1.json" group_down)" -ge 1 ] 2>/dev/null &&
@@ -74,9 +83,11 @@ for gro in off on; do
 	else
 		check "MTU 9000, GRO off: the socket did not" sh -c "! grep -q 'coalesced' '$T/c1.log'"
 	fi
-	check "MTU 9000, GRO $gro: BLOCKS of 8 blocks ($(dgrams "j$gro") datagrams for $(blocks "j$gro") blocks)" \
+	check "MTU 9000, GRO $gro: large datagrams ($(dgrams "j$gro") datagrams for $(blocks "j$gro") blocks)" \
 		multi "j$gro"
-	check "MTU 9000, GRO $gro: the clients received BLOCKS" grep -q 'told the server we take datagrams of 8972 bytes' "$T/c1.log"
+	check "MTU 9000, GRO $gro: SPANs of 8928 bytes ($(json_num "$T/j$gro.json" spans_sent) sent)" \
+		spans "j$gro" 8928
+	check "MTU 9000, GRO $gro: the clients took SPANs" grep -q 'told the server we take datagrams of 8972 bytes, SPANs too' "$T/c1.log"
 done
 
 # a signed and encrypted image, one client from the start and one that joins late
@@ -93,7 +104,7 @@ if [ -x "$IMAGEZIP" ] && [ -z "$MC_RAW" ] &&
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 	check "MTU 9000, signed and encrypted, one client late: both byte-identical" \
 		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2'"
-	check "MTU 9000, signed and encrypted: BLOCKS of 8 blocks" multi se
+	check "MTU 9000, signed and encrypted: SPANs" spans se 8928
 else
 	skip "signed and encrypted: imagezip or imagekey unavailable"
 fi
@@ -101,12 +112,17 @@ fi
 # -W auto finds the rate with BLOCKS as with BLOCKs
 run auto 2 -W auto:500M
 check "MTU 9000, -W auto: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
-check "MTU 9000, -W auto: BLOCKS of 8 blocks" multi auto
+check "MTU 9000, -W auto: SPANs" spans auto 8928
 
 # a client that takes one block a datagram: the group falls back to BLOCKs
 CLIENT_OPTS="--max-datagram 1044" run old1 1
 check "one client --max-datagram 1044: byte-identical" [ "$GOOD" = 1 ]
 check "one client --max-datagram 1044: one block a datagram" single old1
+check "one client --max-datagram 1044: no SPAN" nospan old1
+# one that takes 1500-byte datagrams: SPANs of 1440 for the group
+CLIENT_OPTS="--max-datagram 1472" run mid1 1
+check "one client --max-datagram 1472 at 9000: byte-identical" [ "$GOOD" = 1 ]
+check "one client --max-datagram 1472 at 9000: SPANs of 1440" spans mid1 1440
 # and a server that sends one block a datagram: as before BLOCKS
 run srvold 2 --max-datagram 1044
 check "frisbeed --max-datagram 1044: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
@@ -138,6 +154,7 @@ if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_
 	check "old frisbee and new frisbee, new frisbeed at 9000: both byte-identical" \
 		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2'"
 	check "old frisbee in the group: one block a datagram" [ "$(group mixed)" = 1 ]
+	check "old frisbee in the group: no SPAN" nospan mixed
 	SERVER_BIN="$NDZ_OLD_BIN/frisbeed" run oldsrv 2
 	check "new frisbee, old frisbeed: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
 	check "new frisbee, old frisbeed: no CAPS sent to it" sh -c "! grep -q 'told the server' '$T/c1.log'"
@@ -226,6 +243,8 @@ check "a link that drops large datagrams: both clients byte-identical ($GOOD goo
 check "a link that drops large datagrams: that client stepped down" \
 	grep -q 'asking for one block a datagram' "$T/c2.log"
 check "a link that drops large datagrams: the group fell back" [ "$(group drop)" = 1 ]
+check "a link that drops large datagrams: the group fell back from SPANs ($(json_num "$T/drop.json" span_size))" \
+	[ "$(json_num "$T/drop.json" span_size)" = 0 ]
 netns_mtu c2 9000
 netns_frag c2
 
@@ -239,15 +258,76 @@ echo "# loss: $(dgrams loss) datagrams, $(json_num "$T/loss.json" offloaded) off
 # at the server's interface, netns.sh, so the loss rule still drops them one by one)
 check "MTU 9000, 1% loss, 8 clients: repairs sent ($(json_num "$T/loss.json" repairs_sent))" \
 	[ "$(json_num "$T/loss.json" repairs_sent)" -gt 0 ]
+check "MTU 9000, 1% loss, 8 clients: SPANs" spans loss 8928
+check "MTU 9000, 1% loss, 8 clients: REPAIRS (several repairs a datagram: $(json_num "$T/loss.json" multi_repairs_sent))" \
+	[ "$(json_num "$T/loss.json" multi_repairs_sent)" -gt 0 ]
 off=$(json_num "$T/loss.json" offloaded)
 check "MTU 9000, 1% loss: blocks and repairs in offload runs ($off of $(dgrams loss) datagrams)" \
 	[ $(( ${off:-0} * 10 )) -ge $(( $(dgrams loss) * 9 )) -a "${off:-0}" -gt 0 ]
+if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ]; then
+	# an old client in the group at 1% loss: it gets REPAIRs, one a datagram
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	FRISBEE="$NDZ_OLD_BIN/frisbee" mc_client c1 "$T/out1" -T 15 -vv
+	mc_client c2 "$T/out2" -T 15 -vv
+	mc_client c3 "$T/out3" -T 15 -vv
+	mc_joined c1 c2 c3
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/lossold.json"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "MTU 9000, 1% loss, an old frisbee and two new: all byte-identical" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && [ \"$(mc_rc c3)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2' && cmp -s '$T/a.src' '$T/out3'"
+	check "MTU 9000, 1% loss, an old frisbee: REPAIRs ($(json_num "$T/lossold.json" repairs_sent)), no REPAIRS, no SPAN" \
+		sh -c "[ \"$(json_num "$T/lossold.json" repairs_sent)\" -gt 0 ] && [ \"$(json_num "$T/lossold.json" multi_repairs_sent)\" = 0 ] && [ \"$(json_num "$T/lossold.json" spans_sent)\" = 0 ]"
+fi
 for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_noloss "$h"; done
 
-# on 1500: one block a datagram, as ever
+# on 1500: SPANs of 1440 bytes, datagrams of 1460 (not BLOCKs of 1044), GRO on and off
 lan 1500
-for h in c1 c2; do netns_gro "$h" on; done
-run small 2
-check "MTU 1500: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
-check "MTU 1500: one block a datagram" single small
+for gro in off on; do
+	gro_ok=1
+	for h in c1 c2; do netns_gro_path "$h" "$gro" || gro_ok=0; done
+	if [ "$gro" = on ] && [ "$gro_ok" = 0 ]; then
+		skip "MTU 1500, GRO on: ethtool missing or refused"
+		continue
+	fi
+	opts=""
+	[ "$gro" = off ] && opts=--no-gro
+	CLIENT_OPTS=$opts run "small$gro" 2
+	check "MTU 1500, GRO $gro: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+	check "MTU 1500, GRO $gro: SPANs of 1440 bytes ($(json_num "$T/small$gro.json" spans_sent) SPANs, $(dgrams "small$gro") datagrams for $(blocks "small$gro") blocks)" \
+		spans "small$gro" 1440
+	# every datagram but repairs and a run's last is 1460 bytes: the bytes say so
+	check "MTU 1500, GRO $gro: datagrams of 1460 bytes ($(json_num "$T/small$gro.json" bytes_sent) bytes in $(dgrams "small$gro"))" \
+		[ $(( $(json_num "$T/small$gro.json" bytes_sent) / $(dgrams "small$gro") )) -gt 1300 ]
+	check "MTU 1500, GRO $gro: the clients took SPANs" grep -q 'told the server we take datagrams of 1472 bytes, SPANs too' "$T/c1.log"
+done
+# a client that takes a BLOCK only: the group falls back to BLOCKs
+CLIENT_OPTS="--max-datagram 1044" run small1k 2
+check "MTU 1500, --max-datagram 1044: byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+check "MTU 1500, --max-datagram 1044: one block a datagram, no SPAN" sh -c "[ \"$(dgrams small1k)\" = \"$(blocks small1k)\" ] && [ \"$(json_num "$T/small1k.json" spans_sent)\" = 0 ]"
+if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
+	# an old client beside a new one at 1500: BLOCKs for the group; an old server
+	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
+	FRISBEE="$NDZ_OLD_BIN/frisbee" mc_client c1 "$T/out1" -T 15 -vv
+	mc_client c2 "$T/out2" -T 15 -vv
+	mc_joined c1 c2
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/mixed1500.json"
+	mc_wait
+	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
+	check "MTU 1500, old frisbee and new frisbee, new frisbeed: both byte-identical" \
+		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2'"
+	check "MTU 1500, old frisbee in the group: BLOCKs, no SPAN" nospan mixed1500
+	SERVER_BIN="$NDZ_OLD_BIN/frisbeed" run oldsrv1500 2
+	check "MTU 1500, new frisbee, old frisbeed: 2 clients byte-identical ($GOOD good)" [ "$GOOD" = 2 ]
+	check "MTU 1500, new frisbee, old frisbeed: no CAPS sent to it" sh -c "! grep -q 'told the server' '$T/c1.log'"
+else
+	skip "MTU 1500, old against new: no build of the protocol before BLOCKS"
+fi
+# 1% loss at 4 clients, on 1500
+for h in c1 c2 c3 c4; do netns_loss "$h" 1; done
+run loss1500 4
+check "MTU 1500, 1% loss, 4 clients: all byte-identical ($GOOD good)" [ "$GOOD" = 4 ]
+check "MTU 1500, 1% loss, 4 clients: SPANs of 1440 ($(json_num "$T/loss1500.json" spans_sent) SPANs, $(json_num "$T/loss1500.json" repairs_sent) repairs)" \
+	spans loss1500 1440
+for h in c1 c2 c3 c4; do netns_noloss "$h"; done
 done_testing

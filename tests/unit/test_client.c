@@ -518,6 +518,15 @@ static void features(struct t *t, uint32_t bits, uint64_t now)
  * client that has had no BLOCKS for 0.7 s while receiving says it takes one block a
  * datagram (a link on the way drops them), once; one that takes one block says nothing.
  */
+/* The payload the last CAPS sent said. */
+static uint32_t caps_last(const struct t *t)
+{
+	for (unsigned i = t->nsent; i-- > 0;)
+		if (t->sent[i].type == NDZ_PKT_CAPS)
+			return t->sent[i].max_payload;
+	return 0;
+}
+
 static void test_blocks_caps(void **state)
 {
 	struct t *t = setup(30);
@@ -590,6 +599,169 @@ static void test_blocks_caps(void **state)
 	join(t, 2, 0);
 	features(t, NDZ_FEAT_BLOCKS, 0);
 	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 0);
+	teardown_t(t);
+}
+
+/*
+ * SPAN: a client that takes more than a BLOCK says so, with the SPAN flag, only to a
+ * server that announced SPAN (to one of BLOCKS only without it); SPANs cut anywhere
+ * on granules fill the chunk byte for byte; forged ones (off a granule, empty, not
+ * in granules, past the chunk) are counted malformed and store nothing; with no SPAN
+ * for 0.7 s it steps down to a BLOCK, as for BLOCKS.
+ */
+static void test_span(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	static uint8_t dg[NDZ_PKT_WIRE_MAX];
+	struct ndz_pkt p;
+	uint8_t *buf;
+	uint32_t chunk;
+	int slot, len;
+
+	(void)state;
+	t->o.max_payload = 8972;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS, 0);      /* a server before SPAN */
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, 0);
+	teardown_t(t);
+
+	t = setup(30);
+	t->o.max_payload = 1472;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR, 0);
+	features(t, NDZ_FEAT_BLOCKS, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_SPAN, 1 * MS);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].max_payload, 1472);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, NDZ_CAPS_SPAN);
+	assert_int_equal(ndz_client_start(t->c, 2 * MS, NULL), 0);
+	/* chunk 0 in SPANs of 1440 bytes, as datagrams (t->data is the chunk's bytes) */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_SPAN;
+	p.tag = TAG;
+	for (uint32_t off = 0; off < NDZ_CHUNK_SIZE; off += 1440) {
+		p.offset = off;
+		p.length = NDZ_CHUNK_SIZE - off < 1440 ? NDZ_CHUNK_SIZE - off : 1440;
+		p.data = (const uint8_t *)t->data + off;
+		len = ndz_pkt_encode(&p, dg, sizeof(dg), NULL);
+		assert_int_equal(len, NDZ_PKT_SPAN_LEN(p.length));
+		assert_int_equal(ndz_client_input(t->c, dg, (size_t)len, SERVER, 3 * MS),
+				 off + p.length == NDZ_CHUNK_SIZE);
+	}
+	slot = ndz_client_ready(t->c, &chunk, &buf);
+	assert_true(slot >= 0);
+	assert_int_equal(chunk, 0);
+	assert_memory_equal(buf, t->data, NDZ_CHUNK_SIZE);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.spans, (NDZ_CHUNK_SIZE + 1439) / 1440);
+	assert_int_equal(st.fetch.blocks, BLOCKS);
+	assert_int_equal(st.bad, 0);
+	/* forged SPANs of chunk 1: malformed, nothing stored */
+	p.chunk = 1;
+	p.offset = 1024;
+	p.length = 1024;
+	p.data = t->data[0];
+	len = ndz_pkt_encode(&p, dg, sizeof(dg), NULL);
+	dg[16] = 0x10;                          /* offset 1040: off a granule */
+	assert_int_equal(ndz_client_input(t->c, dg, (size_t)len, SERVER, 4 * MS), 0);
+	dg[16] = 0x00;                          /* no bytes */
+	assert_int_equal(ndz_client_input(t->c, dg, NDZ_PKT_SPAN_HDR, SERVER, 4 * MS), 0);
+	/* 1000 bytes: not in granules */
+	assert_int_equal(ndz_client_input(t->c, dg, (size_t)len - 24, SERVER, 4 * MS), 0);
+	dg[17] = 0xfe;                          /* offset 1 MiB - 512: past the end */
+	dg[18] = 0x0f;
+	assert_int_equal(ndz_client_input(t->c, dg, (size_t)len, SERVER, 4 * MS), 0);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.bad, 4);
+	assert_int_equal(st.fetch.blocks, BLOCKS);
+	assert_int_equal(st.spans, (NDZ_CHUNK_SIZE + 1439) / 1440);
+	/* and a SPAN past the image, well formed: foreign */
+	p.chunk = 2;
+	len = ndz_pkt_encode(&p, dg, sizeof(dg), NULL);
+	assert_int_equal(ndz_client_input(t->c, dg, (size_t)len, SERVER, 4 * MS), 0);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.foreign, 1);
+	assert_int_equal(st.fetch.blocks, BLOCKS);
+	/* lone blocks, no SPAN for 0.7 s: it says it takes a BLOCK */
+	for (uint64_t ms = 5; ms < 800; ms += 5) {
+		block(t, 1, (unsigned)ms, ms * MS);
+		ndz_client_tick(t->c, ms * MS);
+	}
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 2);
+	assert_int_equal(caps_last(t), NDZ_PKT_BLOCK_LEN);
+	teardown_t(t);
+}
+
+/*
+ * REPAIRS: said (CAPS flag) only to a server that announces them beside BLOCKS, never
+ * by a client without repairs (which counts one as malformed); handled as that many
+ * REPAIRs: three lost blocks of a stripe rebuilt from one REPAIRS of 3.
+ */
+static void test_repairs(void **state)
+{
+	struct t *t = setup(30);
+	struct ndz_client_stats st;
+	struct ndz_pkt p;
+	uint32_t chunk;
+	uint8_t *buf;
+
+	(void)state;
+	t->o.no_store = 1;
+	t->o.max_payload = 8972;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_REPAIRS, 0);     /* no BLOCKS: no CAPS */
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS | NDZ_FEAT_SPAN | NDZ_FEAT_REPAIRS, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, NDZ_CAPS_SPAN | NDZ_CAPS_REPAIRS);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (b != 2 && b != 10 && b != 18)      /* all but 3 of stripe 2 */
+			block(t, 0, b, 1 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.fetch.blocks, BLOCKS - 3);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(ndz_fec_stripe(2), 2);
+	assert_int_equal(ndz_fec_stripe(10), 2);
+	assert_int_equal(ndz_fec_stripe(18), 2);
+	p.type = NDZ_PKT_REPAIRS;
+	p.tag = TAG;
+	p.chunk = 0;
+	p.stripe = 2;
+	p.index = 10;
+	p.nrep = 3;
+	assert_int_equal(ndz_client_input_pkt(t->c, &p, SERVER, 2 * MS), 1);
+	assert_true(ndz_client_ready(t->c, &chunk, &buf) >= 0);
+	assert_int_equal(chunk, 0);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.fetch.repairs, 3);
+	assert_int_equal(st.fetch.decoded, 3);
+	assert_int_equal(st.multi_repairs, 1);
+	/* from another address: foreign */
+	p.chunk = 1;
+	ndz_client_input_pkt(t->c, &p, OTHER, 3 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.foreign, 1);
+	assert_int_equal(st.fetch.repairs, 3);
+	teardown_t(t);
+
+	/* a client without repairs: no flag, and a REPAIRS is malformed to it */
+	t = setup(30);
+	t->o.no_repair = 1;
+	t->o.max_payload = 8972;
+	join(t, 2, 0);
+	features(t, NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS | NDZ_FEAT_REPAIRS, 0);
+	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, 0);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	p.chunk = 0;
+	ndz_client_input_pkt(t->c, &p, SERVER, 3 * MS);
+	ndz_client_get_stats(t->c, &st);
+	assert_int_equal(st.bad, 1);
+	assert_int_equal(st.fetch.repairs, 0);
 	teardown_t(t);
 }
 
@@ -1030,6 +1202,8 @@ int main(void)
 		cmocka_unit_test(test_features_before_start),
 		cmocka_unit_test(test_blocks_caps),
 		cmocka_unit_test(test_caps_probe),
+		cmocka_unit_test(test_span),
+		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_give_up_silence),
 		cmocka_unit_test(test_give_up_no_chunk_checks_out),
 		cmocka_unit_test(test_index),

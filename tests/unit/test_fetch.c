@@ -308,6 +308,109 @@ static void test_partial_request(void **state)
 	ndz_fetch_free(f);
 }
 
+static uint8_t *whole_chunk(uint32_t chunk);
+
+/* SPANs of w (chunk's bytes) from off to end, each of span bytes but the last: the
+ * slot the last completing one reported, or -1. */
+static int spans(struct ndz_fetch *f, uint32_t chunk, const uint8_t *w, uint32_t off,
+		 uint32_t end, uint32_t span, uint64_t now)
+{
+	int slot = -1;
+
+	for (; off < end; off += span) {
+		uint32_t len = end - off < span ? end - off : span;
+		int r = ndz_fetch_span(f, chunk, off, len, w + off, now);
+
+		if (r >= 0)
+			slot = r;
+	}
+	return slot;
+}
+
+/*
+ * SPANs: a chunk's bytes in runs cut anywhere on 32-byte granules. A block held in
+ * part is missing (asked for whole) until its last granule comes; overlapping spans
+ * store their bytes once more and count nothing twice; a block that comes again
+ * counts one duplicate however it is cut; a span out of bounds is refused, nothing
+ * stored. The chunk comes out byte for byte.
+ */
+static void test_spans(void **state)
+{
+	static struct sent s;
+	struct ndz_fetch *f = make(2, 4, 1, 99);
+	struct ndz_fetch_stats st;
+	uint8_t expect[NDZ_BITMAP_BYTES];
+	uint8_t *w;
+	uint32_t a, b;
+	uint64_t now = T0;
+	int slot;
+
+	(void)state;
+	/* refused: past the image, not on granules, empty, past the chunk */
+	w = whole_chunk(0);
+	assert_int_equal(ndz_fetch_span(f, 2, 0, 1024, w, now), -1);
+	assert_int_equal(ndz_fetch_span(f, 0, 16, 1024, w, now), -1);
+	assert_int_equal(ndz_fetch_span(f, 0, 0, 1000, w, now), -1);
+	assert_int_equal(ndz_fetch_span(f, 0, 0, 0, w, now), -1);
+	assert_int_equal(ndz_fetch_span(f, 0, NDZ_CHUNK_SIZE - 1024, 2048, w, now), -1);
+	assert_int_equal(ndz_fetch_span(f, 0, 0xffffffe0u, 64, w, now), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks + st.dups + st.no_room, 0);
+	free(w);
+
+	assert_int_equal(ask(f, &s, now, 0), 1);
+	a = s.chunk[0];
+	b = 1 - a;
+	w = whole_chunk(a);
+	/* block 5 up to granule 10 (spans of 1440 from 0 to 5440), block 6 from granule 2 on */
+	assert_int_equal(spans(f, a, w, 0, 5 * 1024 + 320, 1440, now), -1);
+	assert_int_equal(spans(f, a, w, 6 * 1024 + 64, NDZ_CHUNK_SIZE, 1440, now), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, NDZ_BLOCKS_PER_CHUNK - 2);
+	assert_int_equal(st.dups, 0);
+	/* the server moved on: blocks 5 and 6 are asked for, whole */
+	now += MS;
+	ndz_fetch_block(f, b, 0, data_of(b, 0), now);
+	now += 25 * MS;
+	ask(f, &s, now, 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.chunk[0], a);
+	assert_true(s.partial[0]);
+	memset(expect, 0, sizeof(expect));
+	ndz_bit_set(expect, 5);
+	ndz_bit_set(expect, 6);
+	assert_memory_equal(s.missing[0], expect, NDZ_BITMAP_BYTES);
+	/* one span over both, overlapping what each holds (granules 8-9 of 5, 2 of 6) */
+	slot = ndz_fetch_span(f, a, 5 * 1024 + 256, 864, w + 5 * 1024 + 256, now);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot), w, NDZ_CHUNK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, NDZ_BLOCKS_PER_CHUNK + 1);   /* and b's block 0 */
+	assert_int_equal(st.dups, 0);
+	ndz_fetch_accept(f, slot);
+	/* again, cut elsewhere: blocks 0, 1, 2 are one duplicate each */
+	assert_int_equal(spans(f, a, w, 0, 2880, 1440, now), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 3);
+	assert_int_equal(spans(f, a, w, 96, 992, 896, now), -1);    /* inside block 0 */
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 3);
+	free(w);
+
+	/* the other chunk, its blocks held in pieces only, and granule by granule */
+	w = whole_chunk(b);
+	/* (its block 0 came above) */
+	assert_int_equal(spans(f, b, w, 1024 + 32, 1024 * 1024, 8928, now), -1);
+	assert_int_equal(ndz_fetch_span(f, b, 0, NDZ_CHUNK_SIZE + 32, w, now), -1);  /* refused */
+	slot = spans(f, b, w, 1024, 1024 + 32, 32, now);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot), w, NDZ_CHUNK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 2 * NDZ_BLOCKS_PER_CHUNK);
+	free(w);
+	ndz_fetch_free(f);
+}
+
 /* want of test_wanted: chunk 1 in part (blocks 0-3 and 100-109), the others whole */
 static uint8_t want_bits[NDZ_BITMAP_BYTES];
 static int want_calls;
@@ -1376,6 +1479,7 @@ int main(void)
 		cmocka_unit_test(test_repair_many_lost),
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_blocks_runs),
+		cmocka_unit_test(test_spans),
 		cmocka_unit_test(test_request_ahead_and_order),
 		cmocka_unit_test(test_snoop_suppresses),
 		cmocka_unit_test(test_partial_request),

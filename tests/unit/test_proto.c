@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "core/err.h"
+#include "core/le.h"
 #include "mcast/proto.h"
 
 static uint8_t data[1024];
@@ -210,9 +211,171 @@ static void test_blocks_caps(void **state)
 	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
 	assert_int_equal(q.max_payload, 8972);
 	assert_int_equal(q.client_id, p.client_id);
-	buf[20] = 1;                            /* reserved */
+	buf[20] = 1;                            /* flags: takes SPAN */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.caps_flags, NDZ_CAPS_SPAN);
+	buf[20] = 3;                            /* and REPAIRS */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.caps_flags, NDZ_CAPS_SPAN | NDZ_CAPS_REPAIRS);
+	buf[20] = 4;                            /* a flag this version does not know */
 	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	buf[20] = 0;
+	buf[23] = 0x80;
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	p.caps_flags = NDZ_CAPS_SPAN;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_PKT_CAPS_LEN);
+	assert_int_equal(buf[20], 1);
+	p.caps_flags = 4;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.caps_flags = 0;
 	p.max_payload = NDZ_PKT_BLOCK_LEN - 1;  /* less than a BLOCK: nothing could be sent */
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+}
+
+/*
+ * SPAN: tag, chunk, byte offset, then the bytes (the datagram's length says how
+ * many); offset and length in 32-byte granules, within the chunk, not empty; the
+ * head alone is what the gathering sender sends before the chunk's bytes.
+ */
+static void test_span(void **state)
+{
+	static uint8_t run[NDZ_PKT_SPAN_MAX], buf[NDZ_PKT_WIRE_MAX + 64], buf2[NDZ_PKT_WIRE_MAX];
+	uint8_t head[NDZ_PKT_DATA_AT];
+	struct ndz_pkt p, q;
+	int len;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(run); i++)
+		run[i] = (uint8_t)(i * 7 + 3);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_SPAN;
+	p.tag = 0x55667788;
+	p.chunk = 0x01020304;
+	p.offset = 1440;
+	p.length = 1440;
+	p.data = run;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, 1460);            /* a full datagram at MTU 1500 */
+	assert_true(len + 28 <= 1500);
+	assert_memory_equal(buf, "NDZP\x01\x0d\x00\x00", 8);
+	assert_memory_equal(buf + 8, "\x88\x77\x66\x55\x04\x03\x02\x01\xa0\x05\x00\x00", 12);
+	assert_memory_equal(buf + 20, run, 1440);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.type, NDZ_PKT_SPAN);
+	assert_int_equal(q.tag, p.tag);
+	assert_int_equal(q.chunk, p.chunk);
+	assert_int_equal(q.offset, 1440);
+	assert_int_equal(q.length, 1440);
+	assert_ptr_equal(q.data, buf + 20);
+	assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2), NULL), len);
+	assert_memory_equal(buf, buf2, (size_t)len);
+	assert_int_equal(ndz_pkt_encode_head(&p, head, sizeof(head), NULL), NDZ_PKT_DATA_AT);
+	assert_memory_equal(head, buf, NDZ_PKT_DATA_AT);
+	/* shorter by a granule: the last span of a run */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 32, &q, NULL), 0);
+	assert_int_equal(q.length, 1408);
+	/* at 9000: 8928 bytes, and the largest, up to the chunk's end */
+	p.length = 8928;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), 8948);
+	p.offset = NDZ_CHUNK_SIZE - NDZ_PKT_SPAN_MAX;
+	p.length = NDZ_PKT_SPAN_MAX;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, NDZ_PKT_WIRE_MAX);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	/* refused: past the chunk's end, longer than the most, empty, not in granules */
+	put_le32(buf + 16, NDZ_CHUNK_SIZE - NDZ_PKT_SPAN_MAX + 32);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	put_le32(buf + 16, 0xffffffe0u);        /* (offset + length wraps) */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	put_le32(buf + 16, 0);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	buf[len] = 0;
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len + 32, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR + 1024 + 1, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR + 1024 + 16, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR - 1, &q, NULL), NDZ_EPROTO);
+	put_le32(buf + 16, 1040);               /* not a granule's start */
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR + 1024, &q, NULL), NDZ_EPROTO);
+	put_le32(buf + 16, 1056);
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR + 1024, &q, NULL), 0);
+	buf[6] = 1;                             /* flags of the common header */
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_SPAN_HDR + 1024, &q, NULL), NDZ_EPROTO);
+	/* and encode refuses the same */
+	p.offset = 16;
+	p.length = 1024;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.offset = 0;
+	p.length = 0;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.length = 1000;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.length = NDZ_PKT_SPAN_MAX + 32;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.offset = NDZ_CHUNK_SIZE - 1024;
+	p.length = 2048;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.length = 1024;
+	assert_int_equal(ndz_pkt_encode(&p, buf, NDZ_PKT_SPAN_LEN(1024) - 1, NULL), NDZ_EINVAL);
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_PKT_SPAN_LEN(1024));
+}
+
+/*
+ * REPAIRS: tag, chunk, set, first index, count, a reserved byte, then count repairs;
+ * the length follows the count; a count of 0, above 8, or past the set's repairs,
+ * a set above 8, the reserved byte set: refused.
+ */
+static void test_repairs(void **state)
+{
+	static uint8_t run[8 * 1024], buf[NDZ_PKT_WIRE_MAX + 1], buf2[NDZ_PKT_WIRE_MAX];
+	struct ndz_pkt p, q;
+	int len;
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(run); i++)
+		run[i] = (uint8_t)(i * 11 + 1);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REPAIRS;
+	p.tag = 0x55667788;
+	p.chunk = 0x01020304;
+	p.stripe = 3;
+	p.index = 120;
+	p.nrep = 7;                             /* 120-126: the stripe's last */
+	p.data = run;
+	len = ndz_pkt_encode(&p, buf, sizeof(buf), NULL);
+	assert_int_equal(len, NDZ_PKT_REPAIRS_LEN(7));
+	assert_memory_equal(buf, "NDZP\x01\x0e\x00\x00", 8);
+	assert_memory_equal(buf + 8, "\x88\x77\x66\x55\x04\x03\x02\x01\x03\x78\x07\x00", 12);
+	assert_memory_equal(buf + 20, run, 7 * 1024);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	assert_int_equal(q.type, NDZ_PKT_REPAIRS);
+	assert_int_equal(q.stripe, 3);
+	assert_int_equal(q.index, 120);
+	assert_int_equal(q.nrep, 7);
+	assert_ptr_equal(q.data, buf + 20);
+	assert_int_equal(ndz_pkt_encode(&q, buf2, sizeof(buf2), NULL), len);
+	assert_memory_equal(buf, buf2, (size_t)len);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1024, &q, NULL), NDZ_EPROTO);
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len - 1, &q, NULL), NDZ_EPROTO);
+	buf[17] = 121;                          /* 121 + 7 > 127 */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	buf[17] = 120;
+	buf[19] = 1;                            /* reserved */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	buf[19] = 0;
+	buf[16] = 9;                            /* no such set */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), NDZ_EPROTO);
+	buf[16] = 8;                            /* the whole chunk's: 255 of them */
+	assert_int_equal(ndz_pkt_decode(buf, (size_t)len, &q, NULL), 0);
+	buf[18] = 0;
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIRS_HDR, &q, NULL), NDZ_EPROTO);
+	buf[18] = 9;
+	assert_int_equal(ndz_pkt_decode(buf, NDZ_PKT_REPAIRS_LEN(9), &q, NULL), NDZ_EPROTO);
+	p.nrep = 0;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.nrep = 9;
+	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
+	p.nrep = 8;                             /* 120 + 8 > 127 */
 	assert_int_equal(ndz_pkt_encode(&p, buf, sizeof(buf), NULL), NDZ_EINVAL);
 }
 
@@ -529,6 +692,8 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_blocks_caps),
+		cmocka_unit_test(test_span),
+		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_bits),

@@ -448,7 +448,7 @@ static void test_blocks(void **state)
 	assert_int_equal(rp.count, 2);
 	assert_int_equal(ndz_pkt_decode(rp.bufs[1], rp.lens[1], &q, NULL), 0);
 	assert_int_equal(q.type, NDZ_PKT_FEATURES);
-	assert_int_equal(q.features, NDZ_FEAT_BLOCKS);
+	assert_int_equal(q.features, NDZ_FEAT_BLOCKS | NDZ_FEAT_SPAN);
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_JOIN;
 	p.client_id = 1;
@@ -507,12 +507,203 @@ static void test_blocks(void **state)
 	assert_int_equal(st.bytes_sent, 2 * (NDZ_SERVER_BATCH / 8) * NDZ_PKT_BLOCKS_LEN(8) +
 			 NDZ_SERVER_BATCH * NDZ_PKT_BLOCK_LEN);
 	ndz_server_free(s);
-	/* an interface of 1500 bytes: BLOCKs only, nothing announced */
+	/* an interface of 1500 bytes: no BLOCKS, SPANs announced; 1075: not even those */
 	o.max_payload = 1472;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	ndz_server_announce(s, &rp);
+	assert_int_equal(rp.count, 2);
+	assert_int_equal(ndz_pkt_decode(rp.bufs[1], rp.lens[1], &q, NULL), 0);
+	assert_int_equal(q.features, NDZ_FEAT_SPAN);
+	ndz_server_free(s);
+	o.max_payload = 1075;
 	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
 	ndz_server_announce(s, &rp);
 	assert_int_equal(rp.count, 1);
 	ndz_server_free(s);
+	free(b);
+}
+
+/* CAPS of client id: it takes max bytes, SPANs when span (and REPAIRS when span is 2). */
+static void caps(struct ndz_server *s, uint32_t id, uint32_t max, int span)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_JOIN;
+	p.client_id = id;
+	assert_int_equal(feed_pkt(s, &p), 1);
+	p.type = NDZ_PKT_CAPS;
+	p.tag = ndz_image_tag(uuid);
+	p.max_payload = max;
+	p.caps_flags = (span ? NDZ_CAPS_SPAN : 0) | (span == 2 ? NDZ_CAPS_REPAIRS : 0);
+	assert_int_equal(feed_pkt(s, &p), 1);
+}
+
+/*
+ * REPAIRS: at 9000 a group whose every client takes them gets a set's consecutive
+ * repairs in one REPAIRS of at most 8 (the repairs of the stripe code), the rest
+ * alone; a client that does not take them and each goes in a REPAIR of its own.
+ */
+static void test_repairs(void **state)
+{
+	struct ndz_server_opts o = opts(NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, 0);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_reply rp;
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	struct ndz_fec *fec;
+	struct ndz_pkt p, q;
+	uint8_t want[NDZ_BLOCK_SIZE];
+
+	(void)state;
+	assert_non_null(b);
+	assert_int_equal(ndz_fec_create(&fec, NULL), 0);
+	o.rate_bps = 1000000000;
+	o.max_payload = 8972;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	ndz_server_announce(s, &rp);
+	assert_int_equal(ndz_pkt_decode(rp.bufs[1], rp.lens[1], &q, NULL), 0);
+	assert_int_equal(q.features, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE | NDZ_FEAT_BLOCKS |
+			 NDZ_FEAT_SPAN | NDZ_FEAT_REPAIRS);
+	caps(s, 1, 8972, 2);
+	for (int round = 0; round < 2; round++) {
+		unsigned got[NDZ_FEC_STRIPES] = { 0 }, dgrams = 0, reps = 0;
+
+		if (round == 1)
+			caps(s, 2, 8972, 1);    /* SPANs, not REPAIRS */
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_RREQUEST;
+		p.client_id = 1;
+		p.tag = ndz_image_tag(uuid);
+		p.need[2] = 11;
+		p.need[5] = 3;
+		assert_int_equal(feed_pkt(s, &p), 2);
+		next_batch(s, b, (6 + (uint64_t)round) * MS);
+		assert_int_equal(b->count, 14);
+		for (unsigned d = 0; d < b->ndgrams; d++) {
+			unsigned n;
+
+			assert_int_equal(ndz_pkt_decode(b->bufs[d], b->lens[d], &q, NULL), 0);
+			assert_int_equal(q.type, round ? NDZ_PKT_REPAIR : NDZ_PKT_REPAIRS);
+			n = round ? 1 : q.nrep;
+			assert_true(q.stripe == 2 || q.stripe == 5);
+			for (unsigned k = 0; k < n; k++) {
+				/* each one's index the next of its set's: 0, 1, ... */
+				assert_int_equal(q.index + k, got[q.stripe]);
+				ndz_fec_encode(fec, image, q.stripe, q.index + k, want);
+				assert_memory_equal(q.data + (size_t)k * NDZ_BLOCK_SIZE, want,
+						    NDZ_BLOCK_SIZE);
+				got[q.stripe]++;
+			}
+			dgrams++;
+			reps += n;
+		}
+		assert_int_equal(got[2], 11);
+		assert_int_equal(got[5], 3);
+		assert_int_equal(reps, 14);
+		/* set 2: 8 and 3; set 5: 3; one by one with a client that takes none */
+		assert_int_equal(dgrams, round ? 14 : 3);
+		ndz_server_get_stats(s, &st);
+		assert_int_equal(st.multi_repairs_sent, round ? 0 : 3);
+		assert_int_equal(st.repairs_sent, 14);
+		assert_int_equal(st.datagrams_sent, dgrams);
+		/* the next round on a new session: the indexes from 0 again */
+		ndz_server_free(s);
+		if (round == 0) {
+			assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+			caps(s, 1, 8972, 2);
+		}
+	}
+	ndz_fec_free(fec);
+	free(b);
+}
+
+/*
+ * SPAN: at 1500 bytes, a group whose every client took SPANs gets each run of blocks
+ * cut into SPANs of 1440 bytes (datagrams of 1460), the last of a run shorter, every
+ * byte the chunk's and sent from it; one client that did not take them (or takes
+ * no more than a BLOCK) and the group gets BLOCKs; at 9000 SPANs of 8928 bytes.
+ */
+static void test_span(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	struct ndz_pkt p, q;
+	uint64_t spans = 0, dgrams = 0;
+
+	(void)state;
+	assert_non_null(b);
+	o.rate_bps = 1000000000;
+	for (int mtu = 0; mtu < 2; mtu++) {
+		unsigned span = mtu ? 8928 : 1440;
+		uint32_t next = 0;
+
+		spans = dgrams = 0;
+		o.max_payload = mtu ? 8972 : 1472;
+		assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+		caps(s, 1, o.max_payload, 1);
+		caps(s, 2, 9000, 1);            /* takes more than we send: ours it is */
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_REQUEST;
+		p.client_id = 1;
+		p.tag = ndz_image_tag(uuid);
+		p.count = 1024;
+		assert_int_equal(feed_pkt(s, &p), 2);
+		for (int round = 0; round < 4; round++) {
+			/* round 1: a client without SPAN; 2: one that takes a BLOCK only (a
+			 * stepped-down one); 3: both gone */
+			if (round == 1)
+				caps(s, 3, 8972, 0);
+			if (round == 2) {
+				memset(&p, 0, sizeof(p));
+				p.type = NDZ_PKT_LEAVE;
+				p.client_id = 3;
+				p.tag = ndz_image_tag(uuid);
+				assert_int_equal(feed_pkt(s, &p), 1);
+				caps(s, 4, NDZ_PKT_BLOCK_LEN, 1);
+			}
+			if (round == 3) {
+				p.client_id = 4;
+				assert_int_equal(feed_pkt(s, &p), 1);
+			}
+			next_batch(s, b, 6 * MS + (uint64_t)round * MS);
+			assert_int_equal(b->count, NDZ_SERVER_BATCH);
+			dgrams += b->ndgrams;
+			for (unsigned d = 0; d < b->ndgrams; d++) {
+				assert_int_equal(ndz_pkt_decode(b->bufs[d], b->lens[d], &q, NULL), 0);
+				assert_int_equal(b->out[d].head_len + b->out[d].body_len, b->lens[d]);
+				assert_ptr_equal(b->out[d].body, ndz_server_chunk_buf(s) + next);
+				if (round == 1 || round == 2) {
+					assert_int_equal(q.type, mtu && round == 1 ? NDZ_PKT_BLOCKS :
+							 NDZ_PKT_BLOCK);
+					next += (q.type == NDZ_PKT_BLOCKS ? q.count : 1) * NDZ_BLOCK_SIZE;
+					continue;
+				}
+				spans++;
+				assert_int_equal(q.type, NDZ_PKT_SPAN);
+				assert_int_equal(q.offset, next);
+				/* all but a run's last are full; the run is the batch's blocks */
+				if (d + 1 < b->ndgrams)
+					assert_int_equal(q.length, span);
+				else
+					assert_true(q.length <= span && q.length > 0);
+				assert_memory_equal(q.data, image + next, q.length);
+				next += q.length;
+			}
+			assert_int_equal(next % (NDZ_SERVER_BATCH * NDZ_BLOCK_SIZE), 0);
+			if (round == 0 || round == 3)
+				assert_int_equal(b->ndgrams, (NDZ_SERVER_BATCH * NDZ_BLOCK_SIZE + span - 1) /
+						 span);
+		}
+		ndz_server_get_stats(s, &st);
+		assert_int_equal(st.spans_sent, spans);
+		assert_int_equal(st.datagrams_sent, dgrams);
+		assert_int_equal(st.span_size, span);
+		assert_int_equal(st.blocks_sent, 4 * NDZ_SERVER_BATCH);
+		ndz_server_free(s);
+	}
 	free(b);
 }
 
@@ -1129,6 +1320,8 @@ int main(void)
 		cmocka_unit_test(test_clean),
 		cmocka_unit_test(test_range),
 		cmocka_unit_test(test_blocks),
+		cmocka_unit_test(test_span),
+		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_loss_repairs),
 		cmocka_unit_test(test_loss_no_repair),
 		cmocka_unit_test(test_auto_rate),
