@@ -130,12 +130,13 @@ demo:
 mfs: all
 	$(Q)sh mfs/build.sh -c $(O)/mfs/cache $(O)/bin $(O)/mfs
 
-# The slow virtual-machine cases (several VMs, failures); vm_reload.sh is in `make check`.
+# The slow virtual-machine cases (several VMs, failures); vm_reload.sh is in `make check`
+# (the plain build's; here in a sanitized one too).
 check-vm: all tests
 	$(Q)sh tests/vm/run.sh $(O)
 
 # The object store against a real single-node Ceph (mon, OSD, radosgw, started and removed
-# by the tests); tests/cli/site_store.sh, its short case, is in `make check`.
+# by the tests); tests/cli/site_store.sh, its short case, is in `make check` (plain build).
 check-ceph: all tests
 	$(Q)sh tests/ceph/run.sh $(O)
 
