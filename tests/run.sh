@@ -32,7 +32,7 @@ count() {	# count TAP lines of one log; a non-zero exit without "not ok" is a fa
 
 # Under ThreadSanitizer only the tests that drive the threaded code (compression,
 # restore pipeline, frisbee and frisbeed) run; a race is an error at once.
-TSAN_UNITS="test_zip test_unzip test_io test_pool"
+TSAN_UNITS="test_zip test_unzip test_io test_pool"	# the Makefile's TSAN_UNITS too
 TSAN_SCRIPTS="roundtrip corrupt mc_basic mc_loss mc_fail mc_upload mc_forge mc_master_hostile mc_hostile"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 
@@ -93,6 +93,12 @@ for b in "$@"; do
 			continue
 		fi
 		echo "($b: the threaded tests only: $TSAN_UNITS $TSAN_SCRIPTS)" >&4
+		# (make check builds only these unit tests there: one missing is a failure)
+		for u in $TSAN_UNITS; do
+			[ -x "$bdir/tests/$u" ] && continue
+			fail=$((fail + 1)) failed_names="$failed_names $b/$u"
+			printf 'FAIL %s/%s: not built\n' "$b" "$u" >&4
+		done
 	fi
 	for t in "$bdir"/tests/test_*; do
 		[ -x "$t" ] || continue
