@@ -42,12 +42,12 @@ picked() {	# picked NAME LIST: NAME is in LIST, or no subset applies
 	return 1
 }
 
-# Tests that assert no timing and make no network namespace (file work, fuzzing, parsers;
-# and package, whose one transfer at its end has minutes to spare in namespaces named
-# by its pid) run in a second lane beside the others, niced so the timed ones keep a
-# processor: on 2 processors the suite takes about the first lane's time. NDZ_LANES=1:
-# one lane.
-LANE2="test_zip test_unzip trust corrupt roundtrip orig fuzz_smoke package valgrind vectors errcheck
+# Tests that assert no timing and make no network namespace (file work, fuzzing, parsers)
+# run in a second lane beside the others, niced so the timed ones keep a processor: on
+# 2 processors the suite takes about the first lane's time. NDZ_LANES=1: one lane.
+# (Not package.sh: it checks the source tree is untouched while it runs, and a test
+# beside it may make tests/tools/__pycache__.)
+LANE2="test_zip test_unzip trust corrupt roundtrip orig fuzz_smoke valgrind vectors errcheck
 	layers docs fs_btrfs fs_damaged fs_damaged_ext fs_damaged_other fs_disk fs_exfat fs_ext
 	fs_fat fs_ffs fs_lvm fs_ntfs fs_swap fs_wholedisk fs_xfs"
 [ "${NDZ_LANES:-2}" = 1 ] && LANE2=""
