@@ -9,13 +9,15 @@ PKGS="build-essential zlib1g-dev libzstd-dev libdeflate-dev libisal-dev libsodiu
       valgrind time bc clang libclang-rt-14-dev partclone udpcast procps kmod
       qemu-system-x86 ipxe-qemu dnsmasq-base cpio
       dpkg-dev debhelper fakeroot lintian bash-completion systemd"
+# --build: only what compiling needs (make check installs the rest while it builds)
+[ "${1:-}" = --build ] && PKGS=$(echo $PKGS | tr ' ' '\n' | grep -E '^build-essential$|-dev$')
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 		missing="$missing $p"
 done
 # npm drives the browser test (puppeteer-core); a nodejs that brings its own npm is kept
-command -v npm >/dev/null 2>&1 || missing="$missing npm"
+[ "${1:-}" = --build ] || command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
 	echo "install-deps: missing packages:$missing (run as root to install them)" >&2

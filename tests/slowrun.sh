@@ -1,7 +1,8 @@
 #!/bin/sh
 # The runner of a slow group (tests/vm/run.sh, tests/ceph/run.sh: `make check-vm`,
 # `make check-ceph`): runs each SCRIPT against one build directory, with the same
-# environment as tests/run.sh, and ends with one line: N passed, N failed, N skipped.
+# environment as tests/run.sh and NDZ_SLOW=1 (a case `make check` runs in the plain build
+# only runs here in any build), and ends with one line: N passed, N failed, N skipped.
 # Usage: slowrun.sh BUILD PREFIX TIMEOUT_S SCRIPT...   (PREFIX names the logs: BUILD/PREFIXNAME)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +17,7 @@ pass=0 fail=0 skip=0
 for s in "$@"; do
 	name="$b/$prefix$(basename "$s" .sh)"; log="$logdir/$(echo "$name" | tr / _).log"
 	t0=$(date +%s)
-	NDZ_TOP="$top" NDZ_BIN="$bdir/bin" NDZ_BUILD="$bdir" NDZ_SANITIZED=$san \
+	NDZ_TOP="$top" NDZ_BIN="$bdir/bin" NDZ_BUILD="$bdir" NDZ_SANITIZED=$san NDZ_SLOW=1 \
 		timeout "$limit" sh "$s" </dev/null >"$log" 2>&1; rc=$?
 	secs=$(($(date +%s) - t0))
 	p=$(grep -c '^ok ' "$log") f=$(grep -c '^not ok ' "$log")

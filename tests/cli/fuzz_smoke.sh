@@ -18,21 +18,39 @@ clang -fsanitize=fuzzer,address,undefined -o "$T/probe" "$T/probe.c" >/dev/null 
 secs=${NDZ_FUZZ_SECONDS:-3}
 out="$T/fuzz"
 check "fuzzers build" sh "$NDZ_TOP/tests/fuzz/build.sh" --out "$out"
+# run1 NAME: one fuzzer its time, its exit status into $out/NAME.rc
+run1() {
+	extra=""
+	[ -f "$NDZ_TOP/tests/fuzz/$1.flags" ] && extra=$(cat "$NDZ_TOP/tests/fuzz/$1.flags")
+	mkdir -p "$out/corpus-$1"
+	seeds="$NDZ_TOP/tests/fuzz/corpus/$1"
+	[ -d "$seeds" ] && cp -f "$seeds"/* "$out/corpus-$1"/ 2>/dev/null
+	# shellcheck disable=SC2086
+	nice "$out/$1" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+		-artifact_prefix="$out/$1-" $extra "$out/corpus-$1" >"$out/$1.log" 2>&1
+	echo $? >"$out/$1.rc"
+}
+# as many at once as there are processors (each runs its full time on one)
+jobs=$(nproc 2>/dev/null || echo 1)
+names="" pids=""
 for f in "$NDZ_TOP"/tests/fuzz/fuzz_*.c; do
 	[ -f "$f" ] || continue
 	n=$(basename "$f" .c)
+	names="$names $n"
+	[ -x "$out/$n" ] || continue
+	run1 "$n" &
+	pids="$pids $!"
+	# shellcheck disable=SC2086
+	if [ "$(echo $pids | wc -w)" -ge "$jobs" ]; then wait $pids; pids=""; fi
+done
+# shellcheck disable=SC2086
+wait $pids
+for n in $names; do
 	if [ ! -x "$out/$n" ]; then
 		not_ok "$n: not built"
 		continue
 	fi
-	extra=""
-	[ -f "$NDZ_TOP/tests/fuzz/$n.flags" ] && extra=$(cat "$NDZ_TOP/tests/fuzz/$n.flags")
-	mkdir -p "$out/corpus-$n"
-	seeds="$NDZ_TOP/tests/fuzz/corpus/$n"
-	[ -d "$seeds" ] && cp -f "$seeds"/* "$out/corpus-$n"/ 2>/dev/null
-	# shellcheck disable=SC2086
-	if nice "$out/$n" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
-		-artifact_prefix="$out/$n-" $extra "$out/corpus-$n" >"$out/$n.log" 2>&1; then
+	if [ "$(cat "$out/$n.rc" 2>/dev/null)" = 0 ]; then
 		runs=$(sed -n 's/^#\([0-9][0-9]*\).*/\1/p' "$out/$n.log" | tail -n 1)
 		ok "$n: ${secs}s of fuzzing, $runs runs, no finding"
 	else

@@ -18,14 +18,14 @@ PY=python3
 [ -x /usr/bin/python3 ] && PY=/usr/bin/python3
 $PY -c 'import prometheus_client' 2>/dev/null ||
 	skip_all "python3-prometheus-client missing (tests/install-deps.sh)"
-# puppeteer-core once into the build's cache; never a browser download
-PUP="$NDZ_BUILD/test-cache/puppeteer"
-if ! [ -f "$PUP/node_modules/puppeteer-core/package.json" ]; then
-	mkdir -p "$PUP"
+# puppeteer-core once into the plain build's cache, for every build (one at a time:
+# flock); never a browser download
+PUP="$NDZ_TOP/build/test-cache/puppeteer"
+mkdir -p "$PUP" || skip_all "cannot make $PUP"
+PUP="$PUP" flock "$PUP" sh -c '[ -f "$PUP/node_modules/puppeteer-core/package.json" ] ||
 	( cd "$PUP" && PUPPETEER_SKIP_DOWNLOAD=1 timeout 300 npm install --no-audit --no-fund \
-		--loglevel=error puppeteer-core@25 ) >"$T/npm.log" 2>&1 ||
-		skip_all "npm cannot install puppeteer-core (registry unreachable?): $(tail -1 "$T/npm.log")"
-fi
+		--loglevel=error puppeteer-core@25 )' >"$T/npm.log" 2>&1 ||
+	skip_all "npm cannot install puppeteer-core (registry unreachable?): $(tail -1 "$T/npm.log")"
 SHOTS="$NDZ_BUILD/test-logs/http_page"
 rm -rf "$SHOTS" && mkdir -p "$SHOTS"
 MFRISBEED="$NDZ_BIN/mfrisbeed"

@@ -5,6 +5,10 @@
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
 . "$NDZ_TOP/tests/vm/vmlib.sh"
+# one real VM in `make check` is enough: the plain build's; the sanitized builds' run in
+# `make check-vm SANITIZE=...` (tests/vm/run.sh, NDZ_SLOW=1)
+[ "${NDZ_SANITIZED:-0}" = 1 ] && [ "${NDZ_SLOW:-0}" != 1 ] &&
+	skip_all "the VM runs once in make check, in the plain build (make check-vm SANITIZE=... runs it here)"
 vm_prepare
 ok "boot environment built ($(( $(wc -c <"$VM_MFS/initramfs.cpio.gz") / 1024 )) KiB initramfs; $VM_ACCEL)"
 vm_lan || { not_ok "namespace LAN"; done_testing; }

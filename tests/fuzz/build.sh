@@ -38,20 +38,24 @@ fi
 mkdir -p "$out/obj" || exit 1
 
 # The library once, instrumented for coverage, as an archive so each target
-# pulls in only what it uses.
-objs=""
+# pulls in only what it uses. NDZ_FUZZ_JOBS compilers at once (the processors).
+jobs=${NDZ_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+srcs=""
 for src in "$top"/lib/*/*.c "$top"/fs/*.c; do
 	case $src in "$top"/lib/cli/*) continue ;; esac	# the programs' own, not the library
 	[ -f "$src" ] || continue
-	rel=${src#"$top"/}
-	case $rel in lib/cli/*) continue ;; esac	# the programs' helpers, as in the Makefile
-	obj="$out/obj/$(echo "$rel" | tr / _ | sed 's/\.c$/.o/')"
-	# shellcheck disable=SC2086
-	nice $CC $CFLAGS $SAN -fsanitize=fuzzer-no-link $CPPFLAGS -c -o "$obj" "$src" || {
-		echo "fuzz: compiling $rel failed" >&2
-		exit 1
-	}
-	objs="$objs $obj"
+	srcs="$srcs ${src#"$top"/}"
+done
+# one compiler a source; a failure says which and makes xargs exit non-zero
+export CC CFLAGS SAN CPPFLAGS top out
+# shellcheck disable=SC2016,SC2086
+printf '%s\n' $srcs | xargs -r -P "$jobs" -I{} sh -c '
+	obj="$out/obj/$(echo "$1" | tr / _ | sed "s/\.c\$/.o/")"
+	nice $CC $CFLAGS $SAN -fsanitize=fuzzer-no-link $CPPFLAGS -c -o "$obj" "$top/$1" ||
+		{ echo "fuzz: compiling $1 failed" >&2; exit 1; }' sh {} || exit 1
+objs=""
+for rel in $srcs; do
+	objs="$objs $out/obj/$(echo "$rel" | tr / _ | sed 's/\.c$/.o/')"
 done
 rm -f "$out/libndzfuzz.a"
 # shellcheck disable=SC2086
@@ -71,15 +75,13 @@ fi
 [ -n "$targets" ] || { echo "fuzz: no targets" >&2; exit 1; }
 
 failed=""
-for n in $targets; do
-	printf '  FUZZ    %s\n' "$n"
-	# shellcheck disable=SC2086
-	nice $CC $CFLAGS $SAN -fsanitize=fuzzer $CPPFLAGS -o "$out/$n" \
-		"$top/tests/fuzz/$n.c" "$out/libndzfuzz.a" $LIBS || {
-		echo "fuzz: building $n failed" >&2
-		exit 1
-	}
-done
+export LIBS
+# shellcheck disable=SC2016,SC2086
+printf '%s\n' $targets | xargs -r -P "$jobs" -I{} sh -c '
+	printf "  FUZZ    %s\n" "$1"
+	nice $CC $CFLAGS $SAN -fsanitize=fuzzer $CPPFLAGS -o "$out/$1" \
+		"$top/tests/fuzz/$1.c" "$out/libndzfuzz.a" $LIBS ||
+		{ echo "fuzz: building $1 failed" >&2; exit 1; }' sh {} || exit 1
 [ -n "$run" ] || exit 0
 
 for n in $targets; do
