@@ -102,6 +102,8 @@ struct ndz_fetch {
 	struct ndz_fetch_stats st;
 	int (*defer)(void *ctx, uint32_t chunk); /* new chunks not asked for yet */
 	void *defer_ctx;
+	int64_t capped;                /* the last deferred chunk whose blocks the cap
+					  dropped (ndz_fetch_deferred); -1: none */
 	const uint8_t *(*want)(void *ctx, uint32_t chunk); /* chunks wanted in part */
 	void *want_ctx;
 };
@@ -274,6 +276,7 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out,
 	for (int i = 0; i < 3; i++)
 		f->order_key[i] = next_rand(&x);
 	f->last_block_chunk = -1;
+	f->capped = -1;
 	*out = f;
 	return 0;
 }
@@ -333,8 +336,10 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	 * DEFER_SLOTS of the slots: the rest stay for the chunks the scan found
 	 * missing, whose blocks would otherwise be dropped and asked for again.
 	 */
-	if (s && f->defer && deferred >= DEFER_SLOTS(f->o.slots) && f->defer(f->defer_ctx, chunk))
+	if (s && f->defer && deferred >= DEFER_SLOTS(f->o.slots) && f->defer(f->defer_ctx, chunk)) {
+		f->capped = chunk;
 		return NULL;
+	}
 	if (s && store && !s->buf)
 		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool, NULL) : malloc(NDZ_CHUNK_SIZE);
 	if (!s || (store && !s->buf))
@@ -995,6 +1000,31 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		avail--;
 	}
 	return sent;
+}
+
+int64_t ndz_fetch_deferred(struct ndz_fetch *f)
+{
+	const struct slot *best = NULL;
+
+	if (!f->defer)
+		return -1;
+	for (size_t i = 0; i < f->o.slots; i++) {
+		const struct slot *s = &f->slots[i];
+
+		if (s->state == S_FILL && !s->partial && f->defer(f->defer_ctx, s->chunk) &&
+		    (!best || s->nhave > best->nhave))
+			best = s;
+	}
+	if (best)
+		return best->chunk;
+	if (f->capped >= 0) {
+		int64_t k = f->capped;
+
+		f->capped = -1;
+		if (!is_done(f, (uint32_t)k) && f->defer(f->defer_ctx, (uint32_t)k))
+			return k;
+	}
+	return -1;
 }
 
 void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),

@@ -200,6 +200,13 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
 void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
 			 void *ctx);
 /*
+ * ndz_fetch_deferred - a deferred chunk others' blocks of came (a seed scan, told,
+ * can decide it next): of those filling a slot, the one holding the most blocks;
+ * else the last one the cap dropped blocks of, once, if still deferred and not done.
+ * -1 when none is (or nothing is deferred).
+ */
+int64_t ndz_fetch_deferred(struct ndz_fetch *f);
+/*
  * ndz_fetch_set_want - chunks wanted in part (a seeded restore that lacks only some
  * pieces of a chunk, issue 32): want(ctx, chunk) returns the bitmap of the blocks to
  * receive (NDZ_BITMAP_BYTES, valid until the next call into the cache), or NULL for

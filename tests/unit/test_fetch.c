@@ -592,6 +592,53 @@ static void test_defer_slots(void **state)
 	ndz_fetch_free(f);
 }
 
+/* defer for the next test: chunks at or past 8 not set in the bitmap ctx (decided) */
+static int defer_undecided(void *ctx, uint32_t chunk)
+{
+	return chunk >= 8 && !ndz_bit_test(ctx, chunk);
+}
+
+/*
+ * ndz_fetch_deferred names the deferred chunks others' blocks came for, the one with
+ * the most blocks first, then the last one the cap dropped blocks of (once), so that
+ * a seed scan decides them next; none once they are decided.
+ */
+static void test_deferred_next(void **state)
+{
+	struct ndz_fetch *f = make(64, 8, 2, 3);
+	uint8_t decided[8] = { 0 };
+	struct ndz_fetch_stats st;
+
+	(void)state;
+	assert_int_equal(ndz_fetch_deferred(f), -1);       /* nothing deferred */
+	ndz_fetch_set_defer(f, defer_undecided, decided);
+	assert_int_equal(ndz_fetch_deferred(f), -1);
+	/* a chunk below the front: not deferred, never named */
+	assert_int_equal(ndz_fetch_block(f, 3, 0, data_of(3, 0), T0), -1);
+	assert_int_equal(ndz_fetch_deferred(f), -1);
+	assert_int_equal(ndz_fetch_block(f, 12, 0, data_of(12, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 10, 0, data_of(10, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0), -1);
+	assert_int_equal(ndz_fetch_deferred(f), 10);
+	assert_int_equal(ndz_fetch_deferred(f), 10);       /* until it is decided */
+	/* the cap (2 of 8 slots) drops the blocks of 20 and 21 */
+	assert_int_equal(ndz_fetch_block(f, 20, 0, data_of(20, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 21, 0, data_of(21, 0), T0), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 2);
+	ndz_bit_set(decided, 10);
+	assert_int_equal(ndz_fetch_deferred(f), 12);
+	ndz_bit_set(decided, 12);
+	assert_int_equal(ndz_fetch_deferred(f), 21);       /* the last dropped, once */
+	assert_int_equal(ndz_fetch_deferred(f), -1);
+	/* decided: the kept blocks stay, the chunk fills like any other */
+	assert_int_equal(ndz_fetch_block(f, 10, 2, data_of(10, 2), T0 + MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 5);
+	assert_int_equal(st.dups, 0);
+	ndz_fetch_free(f);
+}
+
 /* Out-of-range blocks are refused without touching anything. */
 static void test_out_of_range(void **state)
 {
@@ -1276,6 +1323,7 @@ int main(void)
 		cmocka_unit_test(test_check_join),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_defer_slots),
+		cmocka_unit_test(test_deferred_next),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
