@@ -746,6 +746,19 @@ static int defer_unscanned(void *ctx, uint32_t chunk)
 	       !(c->scanned && ndz_bit_test(c->scanned, chunk));
 }
 
+/* Blocks held back for chunks now decided (ndz_fetch_release) go into their slots. */
+static void release_held(struct ndz_client *c, uint64_t now_ns)
+{
+	int64_t k;
+	int slot;
+
+	if (!c->fetch || c->state != NDZ_CLIENT_RECEIVING)
+		return;
+	while ((k = ndz_fetch_held_back(c->fetch)) >= 0)
+		if ((slot = ndz_fetch_release(c->fetch, (uint32_t)k, now_ns)) >= 0)
+			queue_ready(c, slot);
+}
+
 uint32_t ndz_client_scan_next(struct ndz_client *c)
 {
 	int64_t k;
@@ -769,6 +782,7 @@ int ndz_client_scanned(struct ndz_client *c, uint32_t chunk, uint64_t now_ns)
 			c->last_server_ns = now_ns;
 		ndz_fetch_kick(c->fetch);
 	}
+	release_held(c, now_ns);
 	return 1;
 }
 
@@ -781,6 +795,7 @@ void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
 		ndz_fetch_kick(c->fetch);
 	}
 	c->front = front;
+	release_held(c, now_ns);
 }
 
 int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)

@@ -37,6 +37,8 @@ struct ndz_fetch_stats {
 	uint32_t partial;              /* of those, chunks wanted in part (ndz_fetch_set_want) */
 	uint64_t partial_blocks;       /* the blocks those wanted */
 	uint32_t done;                 /* chunks written (slots given back) */
+	uint64_t held_back;            /* blocks of deferred chunks held back, not dropped
+					  (ndz_fetch_release) */
 };
 
 /*
@@ -206,6 +208,24 @@ void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t c
  * -1 when none is (or nothing is deferred).
  */
 int64_t ndz_fetch_deferred(struct ndz_fetch *f);
+/*
+ * Blocks of deferred chunks the cap refuses a slot are held back rather than dropped,
+ * in a store of the blocks alone: at most as many as the deferred slots hold (a
+ * quarter of the slots times NDZ_BLOCKS_PER_CHUNK blocks, 16 MiB for 64 slots), of
+ * at most 4 chunks a deferred slot; past that they are dropped. The store is made on
+ * first use.
+ *
+ * ndz_fetch_held_back - a chunk with blocks held back that is no longer deferred (or
+ * is done): for ndz_fetch_release; -1 when none is.
+ */
+int64_t ndz_fetch_held_back(struct ndz_fetch *f);
+/*
+ * ndz_fetch_release - the blocks held back of chunk go into its slot (one is taken),
+ * as if they came now; when it is done, or no slot is free, they are dropped
+ * (counted in no_room). Returns the slot when that completes it (as
+ * ndz_fetch_block), else -1. Call it once chunk is no longer deferred.
+ */
+int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns);
 /*
  * ndz_fetch_set_want - chunks wanted in part (a seeded restore that lacks only some
  * pieces of a chunk, issue 32): want(ctx, chunk) returns the bitmap of the blocks to

@@ -1014,6 +1014,39 @@ static void test_scan_next(void **state)
 }
 
 /*
+ * Blocks of undecided chunks past the slots the cap gives them (2 of 8) are held back,
+ * not dropped: once the scan decides such a chunk lacking, they fill its slot and
+ * only the rest is asked for; the chunk comes out with their bytes.
+ */
+static void test_scan_held_back(void **state)
+{
+	struct t *t = setup(30);
+	uint32_t chunk;
+	uint8_t *buf;
+	unsigned from;
+
+	(void)state;
+	join(t, 8, 0);
+	ndz_client_scan(t->c, 0, 0);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	for (uint32_t ch = 3; ch < 7; ch++)
+		for (unsigned b = 0; b < 10; b++)
+			block(t, ch, b, 5 * MS);
+	from = t->nsent;
+	assert_int_equal(ndz_client_scanned(t->c, 6, 3000 * MS), 1);
+	ndz_client_tick(t->c, 3001 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_PREQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 6);
+	assert_int_equal(ndz_bit_count(t->sent[from].bitmap), BLOCKS - 10);
+	for (unsigned b = 10; b < BLOCKS; b++)
+		block(t, 6, b, 3002 * MS);
+	assert_true(ndz_client_ready(t->c, &chunk, &buf) >= 0);
+	assert_int_equal(chunk, 6);
+	assert_memory_equal(buf, t->data[0], 10 * NDZ_BLOCK_SIZE);
+	teardown_t(t);
+}
+
+/*
  * Calls from two threads may come with times a little out of order (the seed scan
  * read the clock after the receive loop did, and took the lock first): a tick older
  * than the last scan is not "the server silent for ages" (an unsigned wrap once).
@@ -1091,6 +1124,7 @@ int main(void)
 		cmocka_unit_test(test_have_all),
 		cmocka_unit_test(test_scan_front),
 		cmocka_unit_test(test_scan_next),
+		cmocka_unit_test(test_scan_held_back),
 		cmocka_unit_test(test_time_out_of_order),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_bad_options),
