@@ -1227,6 +1227,7 @@ uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot)
 void ndz_client_written(struct ndz_client *c, int slot)
 {
 	ndz_fetch_done(c->fetch, slot);
+	release_held(c, c->clock);     /* a slot for blocks held back, if they wait */
 }
 
 int ndz_client_leave(struct ndz_client *c, int status, uint64_t now_ns, struct ndz_error *e)

@@ -115,7 +115,11 @@ struct ndz_fetch {
 	 * bitmap of its blocks here, and HB_BLOCKS blocks (and their bytes, unless the
 	 * cache stores none) in hb, in arrival order. Allocated on first use.
 	 */
-	struct hbchunk { uint32_t chunk, n; uint8_t have[NDZ_BITMAP_BYTES]; } *hbc;
+	struct hbchunk {
+		uint32_t chunk, n;
+		int waiting;           /* decided, no slot was free: kept until one is */
+		uint8_t have[NDZ_BITMAP_BYTES];
+	} *hbc;
 	uint32_t nhbc;
 	struct hblock { uint32_t chunk, block; } *hb;
 	uint8_t *hbdata;
@@ -570,6 +574,13 @@ static struct hbchunk *hb_find(const struct ndz_fetch *f, uint32_t chunk)
 	return NULL;
 }
 
+/* A slot is free again: held-back chunks waiting for one may take it. */
+static void hb_wake(struct ndz_fetch *f)
+{
+	for (uint32_t i = 0; i < f->nhbc; i++)
+		f->hbc[i].waiting = 0;
+}
+
 /* A block of a deferred chunk the cap refused a slot: held back, if there is room. */
 static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data)
 {
@@ -628,7 +639,7 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		return -1;
 	f->refused = 0;
 	if (!(s = arrival(f, chunk, data != NULL, now_ns))) {
-		if (f->refused)
+		if (f->refused || (f->nhbc && hb_find(f, chunk)))
 			hold_back(f, chunk, block, data);
 		return -1;
 	}
@@ -871,6 +882,7 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot)
 	h_del(f, s->chunk);
 	f->st.done++;
 	f->kick = 1;
+	hb_wake(f);
 }
 
 int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
@@ -888,6 +900,7 @@ int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
 		forget_repairs(s);
 		s->state = S_FREE;
 		h_del(f, chunk);
+		hb_wake(f);
 	} else if (ref != NO_REF) {
 		ask_del(f, ref - (uint32_t)f->o.slots);
 	}
@@ -1126,11 +1139,18 @@ int64_t ndz_fetch_deferred(struct ndz_fetch *f)
 
 int64_t ndz_fetch_held_back(struct ndz_fetch *f)
 {
-	for (uint32_t i = 0; i < f->nhbc; i++)
-		if (!f->defer || !f->defer(f->defer_ctx, f->hbc[i].chunk))
-			return f->hbc[i].chunk;
+	for (uint32_t i = 0; i < f->nhbc; i++) {
+		uint32_t ch = f->hbc[i].chunk;
+
+		if (f->defer && f->defer(f->defer_ctx, ch))
+			continue;
+		if (f->hbc[i].waiting && !is_done(f, ch) && h_get(f, ch) >= f->o.slots)
+			continue;      /* still no slot for it */
+		return ch;
+	}
 	return -1;
 }
+
 
 int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns)
 {
@@ -1152,10 +1172,12 @@ int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns)
 			s->ask_ns = now_ns;
 		}
 	}
-	if (is_done(f, chunk))
+	if (!s && !is_done(f, chunk)) {
+		r->waiting = 1;         /* kept until a slot is free (hb_wake) */
+		return -1;
+	}
+	if (!s)
 		f->st.dups += r->n;     /* held by the target, or come meanwhile */
-	else if (!s)
-		f->st.no_room += r->n;  /* no slot: dropped after all */
 	for (uint32_t i = 0; i < f->nhb; i++) {
 		if (f->hb[i].chunk != chunk) {
 			if (k != i) {

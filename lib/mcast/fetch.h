@@ -221,9 +221,10 @@ int64_t ndz_fetch_deferred(struct ndz_fetch *f);
 int64_t ndz_fetch_held_back(struct ndz_fetch *f);
 /*
  * ndz_fetch_release - the blocks held back of chunk go into its slot (one is taken),
- * as if they came now; when it is done, or no slot is free, they are dropped
- * (counted in no_room). Returns the slot when that completes it (as
- * ndz_fetch_block), else -1. Call it once chunk is no longer deferred.
+ * as if they came now; when it is done they are dropped (counted as dups); when no
+ * slot is free they are kept (and its blocks arriving meanwhile) until one is
+ * (ndz_fetch_held_back names it again then). Returns the slot when that completes
+ * it (as ndz_fetch_block), else -1. Call it once chunk is no longer deferred.
  */
 int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns);
 /*

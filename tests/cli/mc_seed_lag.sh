@@ -60,7 +60,7 @@ at_exit "echo '$MM 0' >$BLKT"
 
 mc_server srv "$T/img.ndz" -W 16M -T 30 --stats-json "$T/stats.json"
 mc_client c1 "$T/t1" --seed -T 30
-mc_client c2 "$LOOP" --seed -C 16 -T 30
+mc_client c2 "$LOOP" --seed -C 8 -T 30
 mc_wait
 kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 echo "$MM 0" >"$BLKT"

@@ -592,12 +592,23 @@ static void test_defer_slots(void **state)
 	assert_int_equal(ndz_fetch_block(f, 20, 0, data_of(20, 0), T0 + 2 * MS), -1);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.no_room, 1);           /* all 8 slots taken now */
-	/* held back, no slot to go to: dropped after all */
+	/* held back, no slot to go to: kept, with its blocks that come meanwhile */
 	assert_int_equal(ndz_fetch_held_back(f), 10);
 	assert_int_equal(ndz_fetch_release(f, 10, T0 + 3 * MS), -1);
+	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0 + 3 * MS), -1);
 	ndz_fetch_get_stats(f, &st);
-	assert_int_equal(st.no_room, 2);
-	assert_int_equal(ndz_fetch_held_back(f), 15);   /* (the last took its place) */
+	assert_int_equal(st.no_room, 1);
+	assert_int_equal(st.held_back, 7);
+	assert_int_equal(ndz_fetch_held_back(f), 11);   /* 10 waits for a slot */
+	/* a slot is free again: 10 takes it, with both blocks */
+	assert_int_equal(ndz_fetch_have(f, 0), 1);
+	assert_int_equal(ndz_fetch_held_back(f), 10);
+	assert_int_equal(ndz_fetch_release(f, 10, T0 + 4 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 10);
+	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0 + 4 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 1);
 	ndz_fetch_free(f);
 }
 
