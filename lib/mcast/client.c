@@ -747,7 +747,7 @@ static int defer_unscanned(void *ctx, uint32_t chunk)
 }
 
 /* Blocks held back for chunks now decided (ndz_fetch_release) go into their slots. */
-static void release_held(struct ndz_client *c, uint64_t now_ns)
+static void release_held(struct ndz_client *c)
 {
 	int64_t k;
 	int slot;
@@ -755,7 +755,7 @@ static void release_held(struct ndz_client *c, uint64_t now_ns)
 	if (!c->fetch || c->state != NDZ_CLIENT_RECEIVING)
 		return;
 	while ((k = ndz_fetch_held_back(c->fetch)) >= 0)
-		if ((slot = ndz_fetch_release(c->fetch, (uint32_t)k, now_ns)) >= 0)
+		if ((slot = ndz_fetch_release(c->fetch, (uint32_t)k)) >= 0)
 			queue_ready(c, slot);
 }
 
@@ -782,7 +782,7 @@ int ndz_client_scanned(struct ndz_client *c, uint32_t chunk, uint64_t now_ns)
 			c->last_server_ns = now_ns;
 		ndz_fetch_kick(c->fetch);
 	}
-	release_held(c, now_ns);
+	release_held(c);
 	return 1;
 }
 
@@ -795,7 +795,7 @@ void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
 		ndz_fetch_kick(c->fetch);
 	}
 	c->front = front;
-	release_held(c, now_ns);
+	release_held(c);
 }
 
 int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
@@ -1227,7 +1227,7 @@ uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot)
 void ndz_client_written(struct ndz_client *c, int slot)
 {
 	ndz_fetch_done(c->fetch, slot);
-	release_held(c, c->clock);     /* a slot for blocks held back, if they wait */
+	release_held(c);     /* a slot for blocks held back, if they wait */
 }
 
 int ndz_client_leave(struct ndz_client *c, int status, uint64_t now_ns, struct ndz_error *e)

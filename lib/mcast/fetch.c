@@ -118,6 +118,7 @@ struct ndz_fetch {
 	struct hbchunk {
 		uint32_t chunk, n;
 		int waiting;           /* decided, no slot was free: kept until one is */
+		uint64_t last_ns;      /* when a block of it last came */
 		uint8_t have[NDZ_BITMAP_BYTES];
 	} *hbc;
 	uint32_t nhbc;
@@ -582,7 +583,8 @@ static void hb_wake(struct ndz_fetch *f)
 }
 
 /* A block of a deferred chunk the cap refused a slot: held back, if there is room. */
-static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data)
+static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
+		      uint64_t now_ns)
 {
 	struct hbchunk *r;
 
@@ -610,6 +612,7 @@ static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const
 		memset(r, 0, sizeof(*r));
 		r->chunk = chunk;
 	}
+	r->last_ns = now_ns;
 	if (ndz_bit_test(r->have, block)) {
 		f->st.no_room--;       /* not dropped: held already */
 		f->st.dups++;
@@ -640,7 +643,7 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	f->refused = 0;
 	if (!(s = arrival(f, chunk, data != NULL, now_ns))) {
 		if (f->refused || (f->nhbc && hb_find(f, chunk)))
-			hold_back(f, chunk, block, data);
+			hold_back(f, chunk, block, data, now_ns);
 		return -1;
 	}
 	return put_block(f, s, block, data);
@@ -1152,7 +1155,7 @@ int64_t ndz_fetch_held_back(struct ndz_fetch *f)
 }
 
 
-int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns)
+int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk)
 {
 	struct hbchunk *r = hb_find(f, chunk);
 	struct slot *s = NULL;
@@ -1165,12 +1168,9 @@ int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns)
 		ref = h_get(f, chunk);
 		if (ref < f->o.slots)
 			s = f->slots[ref].state == S_FILL ? &f->slots[ref] : NULL;
-		else if ((s = take_slot(f, chunk, ref, f->hbdata != NULL)) != NULL) {
-			s->last_block_ns = now_ns;
-			/* asked for at the next look unless it is what the server sends now */
-			s->moved_on = f->last_block_chunk != (int64_t)chunk;
-			s->ask_ns = now_ns;
-		}
+		else if ((s = take_slot(f, chunk, ref, f->hbdata != NULL)) != NULL)
+			/* asked for as a slot whose last block came then */
+			s->last_block_ns = r->last_ns;
 	}
 	if (!s && !is_done(f, chunk)) {
 		r->waiting = 1;         /* kept until a slot is free (hb_wake) */

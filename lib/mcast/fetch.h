@@ -221,12 +221,12 @@ int64_t ndz_fetch_deferred(struct ndz_fetch *f);
 int64_t ndz_fetch_held_back(struct ndz_fetch *f);
 /*
  * ndz_fetch_release - the blocks held back of chunk go into its slot (one is taken),
- * as if they came now; when it is done they are dropped (counted as dups); when no
+ * as if they came when they did; when it is done they are dropped (counted as dups); when no
  * slot is free they are kept (and its blocks arriving meanwhile) until one is
  * (ndz_fetch_held_back names it again then). Returns the slot when that completes
  * it (as ndz_fetch_block), else -1. Call it once chunk is no longer deferred.
  */
-int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk, uint64_t now_ns);
+int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk);
 /*
  * ndz_fetch_set_want - chunks wanted in part (a seeded restore that lacks only some
  * pieces of a chunk, issue 32): want(ctx, chunk) returns the bitmap of the blocks to

@@ -594,7 +594,7 @@ static void test_defer_slots(void **state)
 	assert_int_equal(st.no_room, 1);           /* all 8 slots taken now */
 	/* held back, no slot to go to: kept, with its blocks that come meanwhile */
 	assert_int_equal(ndz_fetch_held_back(f), 10);
-	assert_int_equal(ndz_fetch_release(f, 10, T0 + 3 * MS), -1);
+	assert_int_equal(ndz_fetch_release(f, 10), -1);
 	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0 + 3 * MS), -1);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.no_room, 1);
@@ -603,7 +603,7 @@ static void test_defer_slots(void **state)
 	/* a slot is free again: 10 takes it, with both blocks */
 	assert_int_equal(ndz_fetch_have(f, 0), 1);
 	assert_int_equal(ndz_fetch_held_back(f), 10);
-	assert_int_equal(ndz_fetch_release(f, 10, T0 + 4 * MS), -1);
+	assert_int_equal(ndz_fetch_release(f, 10), -1);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.blocks, 10);
 	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0 + 4 * MS), -1);
@@ -665,7 +665,7 @@ static void test_deferred_next(void **state)
 	assert_int_equal(st.blocks, 5);
 	/* 21 decided: its blocks go into a slot of its own, as received */
 	assert_int_equal(ndz_fetch_held_back(f), 21);
-	assert_int_equal(ndz_fetch_release(f, 21, T0 + MS), -1);
+	assert_int_equal(ndz_fetch_release(f, 21), -1);
 	assert_int_equal(ndz_fetch_held_back(f), -1);      /* 20 is still deferred */
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.blocks, 7);
@@ -679,7 +679,7 @@ static void test_deferred_next(void **state)
 	ndz_bit_set(decided, 20);
 	assert_int_equal(ndz_fetch_have(f, 20), 1);
 	assert_int_equal(ndz_fetch_held_back(f), 20);
-	assert_int_equal(ndz_fetch_release(f, 20, T0 + 3 * MS), -1);
+	assert_int_equal(ndz_fetch_release(f, 20), -1);
 	assert_int_equal(ndz_fetch_held_back(f), -1);
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.dups, 4);
