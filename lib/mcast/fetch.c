@@ -637,12 +637,15 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 		    uint64_t now_ns)
 {
 	struct slot *s;
+	uint64_t nr;
 
 	if (chunk >= f->o.chunks || block >= BLOCKS)
 		return -1;
 	f->refused = 0;
+	nr = f->st.no_room;
 	if (!(s = arrival(f, chunk, data != NULL, now_ns))) {
-		if (f->refused || (f->nhbc && hb_find(f, chunk)))
+		/* no slot for it: held back when the cap refused it, or its chunk waits */
+		if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
 			hold_back(f, chunk, block, data, now_ns);
 		return -1;
 	}
