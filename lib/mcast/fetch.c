@@ -43,9 +43,11 @@ enum { S_FREE, S_FILL, S_QUEUED };
 /* Slots that blocks of chunks a seed scan has not reached may fill (see take_slot). */
 #define DEFER_SLOTS(n) ((n) / 4 ? (n) / 4 : 1)
 /* the held-back store's bounds (struct ndz_fetch): as many blocks again as the deferred
- * slots hold, in at most 4 chunks a deferred slot */
-#define HB_BLOCKS(f) ((uint32_t)DEFER_SLOTS((f)->o.slots) * BLOCKS)
-#define HB_CHUNKS(f) ((uint32_t)DEFER_SLOTS((f)->o.slots) * 4)
+ * slots hold, 8 MiB at least, of at most a chunk per 64 blocks */
+#define HB_MIN_BLOCKS 8192u
+#define HB_BLOCKS(f) ((uint32_t)DEFER_SLOTS((f)->o.slots) * BLOCKS > HB_MIN_BLOCKS ? \
+		      (uint32_t)DEFER_SLOTS((f)->o.slots) * BLOCKS : HB_MIN_BLOCKS)
+#define HB_CHUNKS(f) (HB_BLOCKS(f) / 64)
 /* Entries of asks that others' requests may take (the rest is kept for ours). */
 #define ASKS_OTHERS 256u
 

@@ -211,9 +211,9 @@ int64_t ndz_fetch_deferred(struct ndz_fetch *f);
 /*
  * Blocks of deferred chunks the cap refuses a slot are held back rather than dropped,
  * in a store of the blocks alone: at most as many as the deferred slots hold (a
- * quarter of the slots times NDZ_BLOCKS_PER_CHUNK blocks, 16 MiB for 64 slots), of
- * at most 4 chunks a deferred slot; past that they are dropped. The store is made on
- * first use.
+ * quarter of the slots times NDZ_BLOCKS_PER_CHUNK blocks, 16 MiB for 64 slots), 8 MiB
+ * at least, of at most a chunk per 64 of those blocks; past that they are dropped.
+ * The store is made on first use.
  *
  * ndz_fetch_held_back - a chunk with blocks held back that is no longer deferred (or
  * is done): for ndz_fetch_release; -1 when none is.

@@ -684,14 +684,39 @@ static void test_deferred_next(void **state)
 	ndz_fetch_get_stats(f, &st);
 	assert_int_equal(st.dups, 4);
 	assert_int_equal(st.no_room, 0);
-	/* the store's bound: 4 chunks a deferred slot (8), then blocks are dropped (30
-	 * and 31 take the 2 deferred slots, 32 to 39 are held back) */
+	/* 30 and 31 take the 2 deferred slots, 32 to 41 are held back */
 	for (uint32_t c = 30; c < 42; c++)
 		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0 + 4 * MS), -1);
 	ndz_fetch_get_stats(f, &st);
-	assert_int_equal(st.held_back, 3 + 8);
-	assert_int_equal(st.no_room, 2);
+	assert_int_equal(st.held_back, 3 + 10);
+	assert_int_equal(st.no_room, 0);
 	assert_int_equal(ndz_fetch_deferred(f), 30);
+	ndz_fetch_free(f);
+}
+
+/*
+ * The held-back store's bounds with 8 slots (2 deferred): 8192 blocks (its 8 MiB
+ * least), of 128 chunks at most; past either, blocks are dropped.
+ */
+static void test_held_back_bounds(void **state)
+{
+	struct ndz_fetch *f = make(512, 8, 2, 3);
+	uint8_t decided[64] = { 0 };
+	struct ndz_fetch_stats st;
+
+	(void)state;
+	ndz_fetch_set_defer(f, defer_undecided, decided);
+	for (uint32_t c = 8; c < 8 + 2 + 128 + 1; c++)
+		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, 128);
+	assert_int_equal(st.no_room, 1);          /* a chunk too many */
+	/* blocks of chunks held already, up to 8192 in all */
+	for (uint32_t c = 10; c < 18; c++)
+		deliver(f, c, 1, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, 8192);
+	assert_int_equal(st.no_room, 1 + 8 * 1023 - (8192 - 128));
 	ndz_fetch_free(f);
 }
 
@@ -1380,6 +1405,7 @@ int main(void)
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_defer_slots),
 		cmocka_unit_test(test_deferred_next),
+		cmocka_unit_test(test_held_back_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
