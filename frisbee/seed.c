@@ -1,8 +1,8 @@
 /*
  * frisbee --seed and --verify (issue 23): the image's content index fetched from the
  * server (lib/mcast/client) after the join, a scan thread that checks the target's
- * chunks in order (lib/codec/seed) beside the network and marks those it holds as
- * done, so they are never asked for or written (the session asks only for chunks
+ * chunks in order (lib/codec/seed), those the server is sending first, beside the
+ * network, and marks those it holds as done, so they are never asked for or written (the session asks only for chunks
  * the scan has passed while it runs); after the flush, every chunk checked again
  * past the page cache.
  */
@@ -162,39 +162,69 @@ int seed_patch(struct client *c, uint32_t chunk, const uint8_t *buf, const uint8
 	return -1;
 }
 
-/* The scan: each chunk still to come, in order, checked on the target. */
+/*
+ * Chunk i decided, if it is still to come: held (written as it is), lacking some
+ * pieces (their blocks wanted) or lacking all. 0, or -1: the scan stops (the load is
+ * stopping or failed, or a read error: the rest is fetched).
+ */
+static int decide(struct client *c, uint32_t i, uint8_t **lack, uint32_t *cap)
+{
+	struct ndz_error e = { 0 };
+	int needs, r;
+
+	if ((needs = ndz_cdrive_needs(c->drv, i)) < 0)
+		return -1;     /* stopping, or failed */
+	if (!needs)
+		return 0;      /* come from the server already (or coming whole) */
+	r = scan_chunk(c, i, lack, cap, &e);
+	if (r < 0) {
+		cli_warn("seed scan of %s: %s; fetching the rest", c->target_path,
+			 ndz_error_msg(&e));
+		return -1;
+	}
+	/* not taken when it came meanwhile: the network's copy is written */
+	if (r && ndz_cdrive_have(c->drv, i) &&
+	    ndz_unzip_held(c->unzip, i, c->ix.e[i].first, c->ix.e[i].last, &e) < 0) {
+		ndz_error_copy(&c->serr, &e);
+		ndz_cdrive_fail(c->drv);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The scan: each chunk still to come, in order, checked on the target; but a chunk
+ * past the front that others' blocks came for first is decided at once, out of
+ * order (ndz_cdrive_scan_next), so that those blocks are kept when the target lacks
+ * them rather than dropped and sent again (issue 32). Memory: a bit per chunk here
+ * and in the session.
+ */
 static void *scan(void *arg)
 {
 	struct client *c = arg;
-	struct ndz_error e = { 0 };
-	uint8_t *lack = NULL;
-	uint32_t cap = 0;
+	uint8_t *lack = NULL, *early = calloc(c->info.chunks / 8 + 1, 1);
+	uint32_t cap = 0, h;
 
 	for (uint32_t i = 0; i < c->info.chunks; i++) {
-		int needs, r;
-
 		/* those before i are decided: the session may ask for them */
 		ndz_cdrive_scan(c->drv, i);
-		if ((needs = ndz_cdrive_needs(c->drv, i)) < 0)
-			break;         /* stopping, or failed */
-		if (!needs)
-			continue;      /* come from the server already (or coming whole) */
-		r = scan_chunk(c, i, &lack, &cap, &e);
-		if (r < 0) {
-			cli_warn("seed scan of %s: %s; fetching the rest", c->target_path,
-				 ndz_error_msg(&e));
-			break;
+		/* (without the bitmap, none out of order: each only once) */
+		while (early && (h = ndz_cdrive_scan_next(c->drv)) != UINT32_MAX &&
+		       h > i && !ndz_bit_test(early, h)) {
+			ndz_bit_set(early, h);
+			if (decide(c, h, &lack, &cap) < 0)
+				goto out;
+			ndz_cdrive_scanned(c->drv, h);
 		}
-		/* not taken when it came meanwhile: the network's copy is written */
-		if (r && ndz_cdrive_have(c->drv, i) &&
-		    ndz_unzip_held(c->unzip, i, c->ix.e[i].first, c->ix.e[i].last, &e) < 0) {
-			ndz_error_copy(&c->serr, &e);
-			ndz_cdrive_fail(c->drv);
+		if (early && ndz_bit_test(early, i))
+			continue;
+		if (decide(c, i, &lack, &cap) < 0)
 			break;
-		}
 	}
+out:
 	ndz_cdrive_scan(c->drv, UINT32_MAX);   /* every chunk may come now */
 	free(lack);
+	free(early);
 	return NULL;
 }
 

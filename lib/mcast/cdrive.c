@@ -326,6 +326,26 @@ void ndz_cdrive_scan(struct ndz_cdrive *d, uint32_t front)
 	pthread_mutex_unlock(&d->lock);
 }
 
+uint32_t ndz_cdrive_scan_next(struct ndz_cdrive *d)
+{
+	uint32_t r;
+
+	pthread_mutex_lock(&d->lock);
+	r = !d->stop && !d->failed ? ndz_client_scan_next(d->cl) : UINT32_MAX;
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
+int ndz_cdrive_scanned(struct ndz_cdrive *d, uint32_t chunk)
+{
+	int r;
+
+	pthread_mutex_lock(&d->lock);
+	r = ndz_client_scanned(d->cl, chunk, now_of(d));
+	pthread_mutex_unlock(&d->lock);
+	return r;
+}
+
 int ndz_cdrive_needs(struct ndz_cdrive *d, uint32_t chunk)
 {
 	int r;

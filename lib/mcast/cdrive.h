@@ -137,6 +137,9 @@ void ndz_cdrive_fail(struct ndz_cdrive *d);
 
 /* Locked calls for the caller's other threads (a seed scan), as client.h's. */
 void ndz_cdrive_scan(struct ndz_cdrive *d, uint32_t front);
+/* ndz_client_scan_next, or UINT32_MAX when the load is stopping or failed */
+uint32_t ndz_cdrive_scan_next(struct ndz_cdrive *d);
+int ndz_cdrive_scanned(struct ndz_cdrive *d, uint32_t chunk);
 /* ndz_client_needs, or -1 when the load is stopping or failed */
 int ndz_cdrive_needs(struct ndz_cdrive *d, uint32_t chunk);
 int ndz_cdrive_have(struct ndz_cdrive *d, uint32_t chunk);

@@ -61,6 +61,8 @@ struct ndz_client {
 	/* chunks the target holds (ndz_client_have) before the cache is made */
 	uint8_t *held;
 	uint32_t front;                /* a seed scan's (ndz_client_scan); UINT32_MAX: none */
+	uint8_t *scanned;              /* chunks at or past front it decided out of order
+					  (ndz_client_scanned), a bit each; NULL: none yet */
 	struct want *wants;            /* chunks wanted in part (ndz_client_want), by chunk */
 	uint32_t nwants, wcap;
 
@@ -165,6 +167,7 @@ void ndz_client_free(struct ndz_client *c)
 	ndz_fetch_free(c->fetch);
 	free(c->mbytes);
 	free(c->held);
+	free(c->scanned);
 	free(c->wants);
 	free(c->ready);
 	free(c);
@@ -789,7 +792,48 @@ static int defer_unscanned(void *ctx, uint32_t chunk)
 {
 	const struct ndz_client *c = ctx;
 
-	return c->front != UINT32_MAX && chunk >= c->front;
+	return c->front != UINT32_MAX && chunk >= c->front &&
+	       !(c->scanned && ndz_bit_test(c->scanned, chunk));
+}
+
+/* Blocks held back for chunks now decided (ndz_fetch_release) go into their slots. */
+static void release_held(struct ndz_client *c)
+{
+	int64_t k;
+	int slot;
+
+	if (!c->fetch || c->state != NDZ_CLIENT_RECEIVING)
+		return;
+	while ((k = ndz_fetch_held_back(c->fetch)) >= 0)
+		if ((slot = ndz_fetch_release(c->fetch, (uint32_t)k)) >= 0)
+			queue_ready(c, slot);
+}
+
+uint32_t ndz_client_scan_next(struct ndz_client *c)
+{
+	int64_t k;
+
+	if (c->state != NDZ_CLIENT_RECEIVING || c->front == UINT32_MAX ||
+	    (k = ndz_fetch_deferred(c->fetch)) < 0)
+		return UINT32_MAX;
+	return (uint32_t)k;
+}
+
+int ndz_client_scanned(struct ndz_client *c, uint32_t chunk, uint64_t now_ns)
+{
+	now_ns = monotone(c, now_ns);
+	if (chunk >= c->info.chunks)
+		return 0;
+	if (!c->scanned && !(c->scanned = calloc(c->info.chunks / 8 + 1, 1)))
+		return 0;              /* decided when the front passes it, as before */
+	ndz_bit_set(c->scanned, chunk);
+	if (c->state == NDZ_CLIENT_RECEIVING) {
+		if (now_ns > c->last_server_ns)
+			c->last_server_ns = now_ns;
+		ndz_fetch_kick(c->fetch);
+	}
+	release_held(c);
+	return 1;
 }
 
 void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
@@ -801,6 +845,7 @@ void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns)
 		ndz_fetch_kick(c->fetch);
 	}
 	c->front = front;
+	release_held(c);
 }
 
 int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
@@ -1279,6 +1324,7 @@ uint8_t *ndz_client_take_buf(struct ndz_client *c, int slot)
 void ndz_client_written(struct ndz_client *c, int slot)
 {
 	ndz_fetch_done(c->fetch, slot);
+	release_held(c);     /* a slot for blocks held back, if they wait */
 }
 
 int ndz_client_leave(struct ndz_client *c, int status, uint64_t now_ns, struct ndz_error *e)

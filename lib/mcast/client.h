@@ -237,6 +237,22 @@ int ndz_client_needs(const struct ndz_client *c, uint32_t chunk);
 void ndz_client_scan(struct ndz_client *c, uint32_t front, uint64_t now_ns);
 
 /*
+ * ndz_client_scan_next - for a seed scan: a chunk at or past its front that others'
+ * blocks came for (ndz_fetch_deferred), to decide next, out of order, so that the
+ * blocks are kept when the target lacks them (not dropped, then asked for again);
+ * UINT32_MAX when there is none (or no scan, or not RECEIVING).
+ */
+uint32_t ndz_client_scan_next(struct ndz_client *c);
+/*
+ * ndz_client_scanned - the seed scan decided chunk out of order (after its
+ * ndz_client_have or ndz_client_want, if any): it is not deferred any longer, though
+ * at or past the front. The scan's progress counts as the server's, as
+ * ndz_client_scan. 1, or 0 (out of range, or no memory for the bitmap, chunks / 8
+ * bytes: it stays deferred until the front passes it).
+ */
+int ndz_client_scanned(struct ndz_client *c, uint32_t chunk, uint64_t now_ns);
+
+/*
  * ndz_client_want - the target holds chunk but for some pieces (a seeded restore,
  * issue 32): receive only the blocks in blocks (NDZ_BITMAP_BYTES, copied) of it,
  * asked for by PREQUEST; it is handed out (ndz_client_ready) once those came, and

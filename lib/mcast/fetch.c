@@ -49,6 +49,12 @@ enum { S_FREE, S_FILL, S_QUEUED };
 #define NO_REF UINT32_MAX
 /* Slots that blocks of chunks a seed scan has not reached may fill (see take_slot). */
 #define DEFER_SLOTS(n) ((n) / 4 ? (n) / 4 : 1)
+/* the held-back store's bounds (struct ndz_fetch): as many blocks again as the deferred
+ * slots hold, 8 MiB at least, of at most a chunk per 64 blocks */
+#define HB_MIN_BLOCKS 8192u
+#define HB_BLOCKS(f) ((uint32_t)DEFER_SLOTS((f)->o.slots) * BLOCKS > HB_MIN_BLOCKS ? \
+		      (uint32_t)DEFER_SLOTS((f)->o.slots) * BLOCKS : HB_MIN_BLOCKS)
+#define HB_CHUNKS(f) (HB_BLOCKS(f) / 64)
 /* Entries of asks that others' requests may take (the rest is kept for ours). */
 #define ASKS_OTHERS 256u
 
@@ -125,6 +131,25 @@ struct ndz_fetch {
 	struct ndz_fetch_stats st;
 	int (*defer)(void *ctx, uint32_t chunk); /* new chunks not asked for yet */
 	void *defer_ctx;
+	int64_t capped;                /* the last deferred chunk whose blocks the cap
+					  dropped (ndz_fetch_deferred); -1: none */
+	int refused;                   /* take_slot refused the last chunk for the cap */
+	/*
+	 * Blocks of deferred chunks the cap refused a slot, held back until the seed scan
+	 * decides them (ndz_fetch_release): HB_CHUNKS chunks at most, each with the
+	 * bitmap of its blocks here, and HB_BLOCKS blocks (and their bytes, unless the
+	 * cache stores none) in hb, in arrival order. Allocated on first use.
+	 */
+	struct hbchunk {
+		uint32_t chunk, n;
+		int waiting;           /* decided, no slot was free: kept until one is */
+		uint64_t last_ns;      /* when a block of it last came */
+		uint8_t have[NDZ_BITMAP_BYTES];
+	} *hbc;
+	uint32_t nhbc;
+	struct hblock { uint32_t chunk, block; } *hb;
+	uint8_t *hbdata;
+	uint32_t nhb;
 	const uint8_t *(*want)(void *ctx, uint32_t chunk); /* chunks wanted in part */
 	void *want_ctx;
 	/* the server answers range repairs: ask for them by this (ndz_fetch_set_range) */
@@ -300,6 +325,7 @@ int ndz_fetch_create(const struct ndz_fetch_opts *o, struct ndz_fetch **out,
 	for (int i = 0; i < 3; i++)
 		f->order_key[i] = next_rand(&x);
 	f->last_block_chunk = -1;
+	f->capped = -1;
 	*out = f;
 	return 0;
 }
@@ -319,6 +345,9 @@ void ndz_fetch_free(struct ndz_fetch *f)
 		free(f->slots[i].xmeta);
 	}
 	ndz_fec_free(f->fec);
+	free(f->hbc);
+	free(f->hb);
+	free(f->hbdata);
 	free(f->slots);
 	free(f->done);
 	free(f->asks);
@@ -365,8 +394,11 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	 * DEFER_SLOTS of the slots: the rest stay for the chunks the scan found
 	 * missing, whose blocks would otherwise be dropped and asked for again.
 	 */
-	if (s && f->defer && deferred >= DEFER_SLOTS(f->o.slots) && f->defer(f->defer_ctx, chunk))
+	if (s && f->defer && deferred >= DEFER_SLOTS(f->o.slots) && f->defer(f->defer_ctx, chunk)) {
+		f->capped = chunk;
+		f->refused = 1;
 		return NULL;
+	}
 	if (s && store && !s->buf)
 		s->buf = f->o.pool ? ndz_bufpool_try_get(f->o.pool, NULL) : malloc(NDZ_CHUNK_SIZE);
 	if (!s || (store && !s->buf))
@@ -738,15 +770,95 @@ static int landed(struct ndz_fetch *f, struct slot *s, unsigned block)
 	return (int)(s - f->slots);
 }
 
+/* The held-back store's record of chunk, or NULL. */
+static struct hbchunk *hb_find(const struct ndz_fetch *f, uint32_t chunk)
+{
+	for (uint32_t i = 0; i < f->nhbc; i++)
+		if (f->hbc[i].chunk == chunk)
+			return &f->hbc[i];
+	return NULL;
+}
+
+/* A slot is free again: held-back chunks waiting for one may take it. */
+static void hb_wake(struct ndz_fetch *f)
+{
+	for (uint32_t i = 0; i < f->nhbc; i++)
+		f->hbc[i].waiting = 0;
+}
+
+/* A block of a deferred chunk the cap refused a slot: held back, if there is room. */
+static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
+		      uint64_t now_ns)
+{
+	struct hbchunk *r;
+
+	if (!f->hb) {
+		f->hbc = calloc(HB_CHUNKS(f), sizeof(*f->hbc));
+		f->hb = calloc(HB_BLOCKS(f), sizeof(*f->hb));
+		if (data)
+			f->hbdata = malloc((size_t)HB_BLOCKS(f) * NDZ_BLOCK_SIZE);
+		if (!f->hbc || !f->hb || (data && !f->hbdata)) {
+			free(f->hbc);
+			free(f->hb);
+			free(f->hbdata);
+			f->hbc = NULL;
+			f->hb = NULL;
+			f->hbdata = NULL;
+			return;        /* no memory: dropped, as without the store */
+		}
+	}
+	if ((data != NULL) != (f->hbdata != NULL))
+		return;                /* (a cache stores bytes always, or never) */
+	if (!(r = hb_find(f, chunk))) {
+		if (f->nhbc == HB_CHUNKS(f) || f->nhb == HB_BLOCKS(f))
+			return;
+		r = &f->hbc[f->nhbc++];
+		memset(r, 0, sizeof(*r));
+		r->chunk = chunk;
+	}
+	r->last_ns = now_ns;
+	if (ndz_bit_test(r->have, block)) {
+		f->st.no_room--;       /* not dropped: held already */
+		f->st.dups++;
+		return;
+	}
+	if (f->nhb == HB_BLOCKS(f))
+		return;
+	f->hb[f->nhb].chunk = chunk;
+	f->hb[f->nhb].block = block;
+	if (f->hbdata && data)
+		memcpy(f->hbdata + (size_t)f->nhb * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
+	f->nhb++;
+	ndz_bit_set(r->have, block);
+	r->n++;
+	f->st.no_room--;               /* counted when take_slot refused it */
+	f->st.held_back++;
+}
+
+static int put_block(struct ndz_fetch *f, struct slot *s, unsigned block, const uint8_t *data);
+
 int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
 		    uint64_t now_ns)
 {
 	struct slot *s;
+	uint64_t nr;
 
 	if (chunk >= f->o.chunks || block >= BLOCKS)
 		return -1;
-	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns)))
+	f->refused = 0;
+	nr = f->st.no_room;
+	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns))) {
+		/* no slot for it: held back when the cap refused it, or its chunk waits */
+		if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
+			hold_back(f, chunk, block, data, now_ns);
 		return -1;
+	}
+	return put_block(f, s, block, data);
+}
+
+/* A block of s's chunk: stored (or found a duplicate). The slot when it completes s. */
+static int put_block(struct ndz_fetch *f, struct slot *s, unsigned block, const uint8_t *data)
+{
 	if (ndz_bit_test(s->have, block)) {
 		/* the same block twice, different bytes: one of them is forged (or rebuilt
 		 * from a forged repair); should the chunk fail, that block is fetched again */
@@ -1105,6 +1217,7 @@ void ndz_fetch_done(struct ndz_fetch *f, int slot)
 	h_del(f, s->chunk);
 	f->st.done++;
 	f->kick = 1;
+	hb_wake(f);
 }
 
 int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
@@ -1122,6 +1235,7 @@ int ndz_fetch_have(struct ndz_fetch *f, uint32_t chunk)
 		forget_repairs(s);
 		s->state = S_FREE;
 		h_del(f, chunk);
+		hb_wake(f);
 	} else if (ref != NO_REF) {
 		ask_del(f, ref - (uint32_t)f->o.slots);
 	}
@@ -1383,6 +1497,100 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 		avail--;
 	}
 	return sent;
+}
+
+int64_t ndz_fetch_deferred(struct ndz_fetch *f)
+{
+	int64_t best = -1;
+	uint32_t most = 0;
+
+	if (!f->defer)
+		return -1;
+	for (size_t i = 0; i < f->o.slots; i++) {
+		const struct slot *s = &f->slots[i];
+
+		if (s->state == S_FILL && !s->partial && f->defer(f->defer_ctx, s->chunk) &&
+		    (best < 0 || s->nhave > most)) {
+			best = s->chunk;
+			most = s->nhave;
+		}
+	}
+	for (uint32_t i = 0; i < f->nhbc; i++)
+		if (f->defer(f->defer_ctx, f->hbc[i].chunk) && (best < 0 || f->hbc[i].n > most)) {
+			best = f->hbc[i].chunk;
+			most = f->hbc[i].n;
+		}
+	if (best >= 0)
+		return best;
+	if (f->capped >= 0) {
+		int64_t k = f->capped;
+
+		f->capped = -1;
+		if (!is_done(f, (uint32_t)k) && f->defer(f->defer_ctx, (uint32_t)k))
+			return k;
+	}
+	return -1;
+}
+
+int64_t ndz_fetch_held_back(struct ndz_fetch *f)
+{
+	for (uint32_t i = 0; i < f->nhbc; i++) {
+		uint32_t ch = f->hbc[i].chunk;
+
+		if (f->defer && f->defer(f->defer_ctx, ch))
+			continue;
+		if (f->hbc[i].waiting && !is_done(f, ch) && h_get(f, ch) >= f->o.slots)
+			continue;      /* still no slot for it */
+		return ch;
+	}
+	return -1;
+}
+
+
+int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk)
+{
+	struct hbchunk *r = hb_find(f, chunk);
+	struct slot *s = NULL;
+	uint32_t ref, k = 0;
+	int slot = -1;
+
+	if (!r)
+		return -1;
+	if (!is_done(f, chunk)) {
+		ref = h_get(f, chunk);
+		if (ref < f->o.slots)
+			s = f->slots[ref].state == S_FILL ? &f->slots[ref] : NULL;
+		else if ((s = take_slot(f, chunk, ref, f->hbdata != NULL)) != NULL)
+			/* asked for as a slot whose last block came then */
+			s->last_block_ns = r->last_ns;
+	}
+	if (!s && !is_done(f, chunk)) {
+		r->waiting = 1;         /* kept until a slot is free (hb_wake) */
+		return -1;
+	}
+	if (!s)
+		f->st.dups += r->n;     /* held by the target, or come meanwhile */
+	for (uint32_t i = 0; i < f->nhb; i++) {
+		if (f->hb[i].chunk != chunk) {
+			if (k != i) {
+				f->hb[k] = f->hb[i];
+				if (f->hbdata)
+					memcpy(f->hbdata + (size_t)k * NDZ_BLOCK_SIZE,
+					       f->hbdata + (size_t)i * NDZ_BLOCK_SIZE, NDZ_BLOCK_SIZE);
+			}
+			k++;
+		} else if (s && s->state == S_FILL) {
+			int r2 = put_block(f, s, f->hb[i].block,
+					   f->hbdata ? f->hbdata + (size_t)i * NDZ_BLOCK_SIZE : NULL);
+
+			if (r2 >= 0)
+				slot = r2;
+		}
+	}
+	f->nhb = k;
+	*r = f->hbc[--f->nhbc];
+	f->kick = 1;
+	return slot;
 }
 
 void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),

@@ -39,6 +39,8 @@ struct ndz_fetch_stats {
 	uint32_t done;                 /* chunks written (slots given back) */
 	uint64_t range_repairs;        /* of repairs, range repairs stored */
 	uint64_t range_decoded;        /* of decoded, blocks rebuilt from range repairs */
+	uint64_t held_back;            /* blocks of deferred chunks held back, not dropped
+					  (ndz_fetch_release) */
 };
 
 /*
@@ -251,6 +253,32 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now_ns, int silent,
  */
 void ndz_fetch_set_defer(struct ndz_fetch *f, int (*defer)(void *ctx, uint32_t chunk),
 			 void *ctx);
+/*
+ * ndz_fetch_deferred - a deferred chunk others' blocks of came (a seed scan, told,
+ * can decide it next): of those filling a slot, the one holding the most blocks;
+ * else the last one the cap dropped blocks of, once, if still deferred and not done.
+ * -1 when none is (or nothing is deferred).
+ */
+int64_t ndz_fetch_deferred(struct ndz_fetch *f);
+/*
+ * Blocks of deferred chunks the cap refuses a slot are held back rather than dropped,
+ * in a store of the blocks alone: at most as many as the deferred slots hold (a
+ * quarter of the slots times NDZ_BLOCKS_PER_CHUNK blocks, 16 MiB for 64 slots), 8 MiB
+ * at least, of at most a chunk per 64 of those blocks; past that they are dropped.
+ * The store is made on first use.
+ *
+ * ndz_fetch_held_back - a chunk with blocks held back that is no longer deferred (or
+ * is done): for ndz_fetch_release; -1 when none is.
+ */
+int64_t ndz_fetch_held_back(struct ndz_fetch *f);
+/*
+ * ndz_fetch_release - the blocks held back of chunk go into its slot (one is taken),
+ * as if they came when they did; when it is done they are dropped (counted as dups); when no
+ * slot is free they are kept (and its blocks arriving meanwhile) until one is
+ * (ndz_fetch_held_back names it again then). Returns the slot when that completes
+ * it (as ndz_fetch_block), else -1. Call it once chunk is no longer deferred.
+ */
+int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk);
 /*
  * ndz_fetch_set_want - chunks wanted in part (a seeded restore that lacks only some
  * pieces of a chunk, issue 32): want(ctx, chunk) returns the bitmap of the blocks to

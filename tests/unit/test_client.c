@@ -1133,6 +1133,92 @@ static void test_scan_front(void **state)
 }
 
 /*
+ * Blocks of a chunk past the scan's front are kept in a slot and named to the scan
+ * (ndz_client_scan_next); once it decides the chunk out of order (lacking),
+ * the rest is asked for at once, the blocks that came are not asked for again.
+ */
+static void test_scan_next(void **state)
+{
+	struct t *t = setup(30);
+	unsigned from;
+
+	(void)state;
+	t->o.request_ahead = 4;
+	join(t, 8, 0);
+	ndz_client_scan(t->c, 0, 0);
+	assert_int_equal(ndz_client_scan_next(t->c), UINT32_MAX);  /* not receiving */
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	assert_int_equal(ndz_client_scan_next(t->c), UINT32_MAX);
+	for (unsigned b = 0; b < 100; b++)
+		block(t, 5, b, 5 * MS);
+	assert_int_equal(ndz_client_scan_next(t->c), 5);
+	from = t->nsent;
+	ndz_client_tick(t->c, 3000 * MS);
+	assert_int_equal(t->nsent, from);          /* deferred: nothing asked for */
+	assert_int_equal(ndz_client_scanned(t->c, 8, 3000 * MS), 0);   /* out of range */
+	assert_int_equal(ndz_client_scanned(t->c, 5, 3000 * MS), 1);
+	assert_int_equal(ndz_client_scan_next(t->c), UINT32_MAX);
+	ndz_client_tick(t->c, 3001 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_PREQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 5);
+	assert_int_equal(ndz_bit_count(t->sent[from].bitmap), BLOCKS - 100);
+	assert_false(ndz_bit_test(t->sent[from].bitmap, 99));
+	/* the rest comes: the chunk is whole, its first blocks were kept */
+	for (unsigned b = 100; b < BLOCKS; b++)
+		block(t, 5, b, 3002 * MS);
+	uint32_t chunk;
+	uint8_t *buf;
+	assert_true(ndz_client_ready(t->c, &chunk, &buf) >= 0);
+	assert_int_equal(chunk, 5);
+	assert_memory_equal(buf, t->data[0], NDZ_BLOCK_SIZE);
+	/* decided held out of order: its blocks are dropped, it is never asked for */
+	block(t, 6, 0, 3003 * MS);
+	assert_int_equal(ndz_client_scan_next(t->c), 6);
+	assert_int_equal(ndz_client_have(t->c, 6, 3004 * MS), 1);
+	ndz_client_scanned(t->c, 6, 3004 * MS);
+	assert_int_equal(ndz_client_scan_next(t->c), UINT32_MAX);
+	ndz_client_scan(t->c, UINT32_MAX, 3005 * MS);
+	from = t->nsent;
+	ndz_client_tick(t->c, 6000 * MS);
+	for (unsigned i = from; i < t->nsent; i++)
+		assert_true(t->sent[i].chunk != 6);
+	teardown_t(t);
+}
+
+/*
+ * Blocks of undecided chunks past the slots the cap gives them (2 of 8) are held back,
+ * not dropped: once the scan decides such a chunk lacking, they fill its slot and
+ * only the rest is asked for; the chunk comes out with their bytes.
+ */
+static void test_scan_held_back(void **state)
+{
+	struct t *t = setup(30);
+	uint32_t chunk;
+	uint8_t *buf;
+	unsigned from;
+
+	(void)state;
+	join(t, 8, 0);
+	ndz_client_scan(t->c, 0, 0);
+	assert_int_equal(ndz_client_start(t->c, 0, NULL), 0);
+	for (uint32_t ch = 3; ch < 7; ch++)
+		for (unsigned b = 0; b < 10; b++)
+			block(t, ch, b, 5 * MS);
+	from = t->nsent;
+	assert_int_equal(ndz_client_scanned(t->c, 6, 3000 * MS), 1);
+	ndz_client_tick(t->c, 3001 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_PREQUEST), 1);
+	assert_int_equal(t->sent[from].chunk, 6);
+	assert_int_equal(ndz_bit_count(t->sent[from].bitmap), BLOCKS - 10);
+	for (unsigned b = 10; b < BLOCKS; b++)
+		block(t, 6, b, 3002 * MS);
+	assert_true(ndz_client_ready(t->c, &chunk, &buf) >= 0);
+	assert_int_equal(chunk, 6);
+	assert_memory_equal(buf, t->data[0], 10 * NDZ_BLOCK_SIZE);
+	teardown_t(t);
+}
+
+/*
  * Calls from two threads may come with times a little out of order (the seed scan
  * read the clock after the receive loop did, and took the lock first): a tick older
  * than the last scan is not "the server silent for ages" (an unsigned wrap once).
@@ -1211,6 +1297,8 @@ int main(void)
 		cmocka_unit_test(test_have),
 		cmocka_unit_test(test_have_all),
 		cmocka_unit_test(test_scan_front),
+		cmocka_unit_test(test_scan_next),
+		cmocka_unit_test(test_scan_held_back),
 		cmocka_unit_test(test_time_out_of_order),
 		cmocka_unit_test(test_progress),
 		cmocka_unit_test(test_bad_options),

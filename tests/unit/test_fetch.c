@@ -680,18 +680,146 @@ static void test_defer_slots(void **state)
 	for (uint32_t c = 8; c < 16; c++)
 		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0), -1);
 	ndz_fetch_get_stats(f, &st);
-	assert_int_equal(st.no_room, 6);           /* 2 of 8 slots taken, the rest dropped */
+	/* 2 of 8 slots taken, the rest held back (not a slot each), none dropped */
+	assert_int_equal(st.no_room, 0);
+	assert_int_equal(st.held_back, 6);
+	assert_int_equal(st.blocks, 2);
 	/* chunks below the scan's front take the other slots */
 	for (uint32_t c = 0; c < 6; c++)
 		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0 + MS), -1);
 	ndz_fetch_get_stats(f, &st);
-	assert_int_equal(st.no_room, 6);
+	assert_int_equal(st.no_room, 0);
 	assert_int_equal(st.blocks, 8);
 	/* the scan passes them: they are chunks like any other */
 	front = 64;
 	assert_int_equal(ndz_fetch_block(f, 20, 0, data_of(20, 0), T0 + 2 * MS), -1);
 	ndz_fetch_get_stats(f, &st);
-	assert_int_equal(st.no_room, 7);           /* all 8 slots taken now */
+	assert_int_equal(st.no_room, 1);           /* all 8 slots taken now */
+	/* held back, no slot to go to: kept, with its blocks that come meanwhile */
+	assert_int_equal(ndz_fetch_held_back(f), 10);
+	assert_int_equal(ndz_fetch_release(f, 10), -1);
+	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0 + 3 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 1);
+	assert_int_equal(st.held_back, 7);
+	assert_int_equal(ndz_fetch_held_back(f), 11);   /* 10 waits for a slot */
+	/* a slot is free again: 10 takes it, with both blocks */
+	assert_int_equal(ndz_fetch_have(f, 0), 1);
+	assert_int_equal(ndz_fetch_held_back(f), 10);
+	assert_int_equal(ndz_fetch_release(f, 10), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 10);
+	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0 + 4 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 1);
+	ndz_fetch_free(f);
+}
+
+/* defer for the next test: chunks at or past 8 not set in the bitmap ctx (decided) */
+static int defer_undecided(void *ctx, uint32_t chunk)
+{
+	return chunk >= 8 && !ndz_bit_test(ctx, chunk);
+}
+
+/*
+ * ndz_fetch_deferred names the deferred chunks others' blocks came for, the one with
+ * the most blocks first, then the last one the cap dropped blocks of (once), so that
+ * a seed scan decides them next; none once they are decided.
+ */
+static void test_deferred_next(void **state)
+{
+	struct ndz_fetch *f = make(64, 8, 2, 3);
+	uint8_t decided[8] = { 0 };
+	struct ndz_fetch_stats st;
+	int slot;
+
+	(void)state;
+	assert_int_equal(ndz_fetch_deferred(f), -1);       /* nothing deferred */
+	ndz_fetch_set_defer(f, defer_undecided, decided);
+	assert_int_equal(ndz_fetch_deferred(f), -1);
+	/* a chunk below the front: not deferred, never named */
+	assert_int_equal(ndz_fetch_block(f, 3, 0, data_of(3, 0), T0), -1);
+	assert_int_equal(ndz_fetch_deferred(f), -1);
+	assert_int_equal(ndz_fetch_block(f, 12, 0, data_of(12, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 10, 0, data_of(10, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 10, 1, data_of(10, 1), T0), -1);
+	assert_int_equal(ndz_fetch_deferred(f), 10);
+	assert_int_equal(ndz_fetch_deferred(f), 10);       /* until it is decided */
+	/* the cap (2 of 8 slots) refuses 20 and 21 a slot: their blocks are held back */
+	assert_int_equal(ndz_fetch_block(f, 20, 0, data_of(20, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 21, 0, data_of(21, 0), T0), -1);
+	assert_int_equal(ndz_fetch_block(f, 21, 0, data_of(21, 0), T0), -1);   /* again */
+	assert_int_equal(ndz_fetch_block(f, 21, 1, data_of(21, 1), T0), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.no_room, 0);
+	assert_int_equal(st.held_back, 3);
+	assert_int_equal(st.dups, 1);
+	assert_int_equal(st.blocks, 4);
+	assert_int_equal(ndz_fetch_deferred(f), 10);       /* 2 blocks; 21 is not more */
+	ndz_bit_set(decided, 10);
+	assert_int_equal(ndz_fetch_deferred(f), 21);
+	ndz_bit_set(decided, 21);
+	assert_int_equal(ndz_fetch_deferred(f), 12);
+	ndz_bit_set(decided, 12);
+	assert_int_equal(ndz_fetch_deferred(f), 20);
+	/* decided: the kept blocks stay, the chunk fills like any other */
+	assert_int_equal(ndz_fetch_block(f, 10, 2, data_of(10, 2), T0 + MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 5);
+	/* 21 decided: its blocks go into a slot of its own, as received */
+	assert_int_equal(ndz_fetch_held_back(f), 21);
+	assert_int_equal(ndz_fetch_release(f, 21), -1);
+	assert_int_equal(ndz_fetch_held_back(f), -1);      /* 20 is still deferred */
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 7);
+	assert_int_equal(st.no_room, 0);
+	slot = deliver(f, 21, 0, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + 2 * MS);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot) + NDZ_BLOCK_SIZE, data_of(21, 1), NDZ_BLOCK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 3);                      /* 0 and 1 came before */
+	/* held by the target: what was held back of it is not needed */
+	ndz_bit_set(decided, 20);
+	assert_int_equal(ndz_fetch_have(f, 20), 1);
+	assert_int_equal(ndz_fetch_held_back(f), 20);
+	assert_int_equal(ndz_fetch_release(f, 20), -1);
+	assert_int_equal(ndz_fetch_held_back(f), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.dups, 4);
+	assert_int_equal(st.no_room, 0);
+	/* 30 and 31 take the 2 deferred slots, 32 to 41 are held back */
+	for (uint32_t c = 30; c < 42; c++)
+		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0 + 4 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, 3 + 10);
+	assert_int_equal(st.no_room, 0);
+	assert_int_equal(ndz_fetch_deferred(f), 30);
+	ndz_fetch_free(f);
+}
+
+/*
+ * The held-back store's bounds with 8 slots (2 deferred): 8192 blocks (its 8 MiB
+ * least), of 128 chunks at most; past either, blocks are dropped.
+ */
+static void test_held_back_bounds(void **state)
+{
+	struct ndz_fetch *f = make(512, 8, 2, 3);
+	uint8_t decided[64] = { 0 };
+	struct ndz_fetch_stats st;
+
+	(void)state;
+	ndz_fetch_set_defer(f, defer_undecided, decided);
+	for (uint32_t c = 8; c < 8 + 2 + 128 + 1; c++)
+		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, 128);
+	assert_int_equal(st.no_room, 1);          /* a chunk too many */
+	/* blocks of chunks held already, up to 8192 in all */
+	for (uint32_t c = 10; c < 18; c++)
+		deliver(f, c, 1, NDZ_BLOCKS_PER_CHUNK, NULL, T0 + MS);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, 8192);
+	assert_int_equal(st.no_room, 1 + 8 * 1023 - (8192 - 128));
 	ndz_fetch_free(f);
 }
 
@@ -1501,6 +1629,8 @@ int main(void)
 		cmocka_unit_test(test_check_join),
 		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_defer_slots),
+		cmocka_unit_test(test_deferred_next),
+		cmocka_unit_test(test_held_back_bounds),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
