@@ -147,7 +147,8 @@ struct ndz_fetch {
 		uint8_t have[NDZ_BITMAP_BYTES];
 	} *hbc;
 	uint32_t nhbc;
-	struct hblock { uint32_t chunk, block; } *hb;
+	struct hblock { uint32_t chunk, block, gmask; } *hb; /* gmask: its 32-byte granules
+							   held (a SPAN's edges) */
 	uint8_t *hbdata;
 	uint32_t nhb;
 	const uint8_t *(*want)(void *ctx, uint32_t chunk); /* chunks wanted in part */
@@ -786,11 +787,34 @@ static void hb_wake(struct ndz_fetch *f)
 		f->hbc[i].waiting = 0;
 }
 
-/* A block of a deferred chunk the cap refused a slot: held back, if there is room. */
-static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
-		      uint64_t now_ns)
+/* Granules from..to (bytes of a block, multiples of NDZ_PKT_SPAN_GRAIN) as a mask. */
+static uint32_t grain_bits(unsigned from, unsigned to)
+{
+	return (to - from == NDZ_BLOCK_SIZE ? 0xffffffffu :
+		((1u << ((to - from) / NDZ_PKT_SPAN_GRAIN)) - 1u)) << (from / NDZ_PKT_SPAN_GRAIN);
+}
+
+/* The entry of block of chunk a SPAN's edge began among the last few held, or NULL
+ * (a SPAN's next edge comes soon after its last: the search is short). */
+static struct hblock *hb_part(struct ndz_fetch *f, uint32_t chunk, unsigned block)
+{
+	for (uint32_t i = f->nhb, n = 0; i > 0 && n < 64; i--, n++)
+		if (f->hb[i - 1].chunk == chunk && f->hb[i - 1].block == block)
+			return &f->hb[i - 1];
+	return NULL;
+}
+
+/*
+ * Bytes from..to of a block of a deferred chunk the cap refused a slot (the whole
+ * block, or a SPAN's edge): held back, if there is room. A block counts as held (in
+ * its chunk's bitmap) once all its granules are.
+ */
+static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsigned from,
+		      unsigned to, const uint8_t *data, uint64_t now_ns)
 {
 	struct hbchunk *r;
+	struct hblock *h;
+	uint32_t bits = grain_bits(from, to);
 
 	if (!f->hb) {
 		f->hbc = calloc(HB_CHUNKS(f), sizeof(*f->hbc));
@@ -819,19 +843,25 @@ static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, const
 	r->last_ns = now_ns;
 	if (ndz_bit_test(r->have, block)) {
 		f->st.no_room--;       /* not dropped: held already */
-		f->st.dups++;
+		f->st.dups += from == 0;
 		return;
 	}
-	if (f->nhb == HB_BLOCKS(f))
-		return;
-	f->hb[f->nhb].chunk = chunk;
-	f->hb[f->nhb].block = block;
+	if (!(h = hb_part(f, chunk, block))) {
+		if (f->nhb == HB_BLOCKS(f))
+			return;
+		h = &f->hb[f->nhb++];
+		h->chunk = chunk;
+		h->block = block;
+		h->gmask = 0;
+	}
 	if (f->hbdata && data)
-		memcpy(f->hbdata + (size_t)f->nhb * NDZ_BLOCK_SIZE, data, NDZ_BLOCK_SIZE);
-	f->nhb++;
+		memcpy(f->hbdata + (size_t)(h - f->hb) * NDZ_BLOCK_SIZE + from, data, to - from);
+	h->gmask |= bits;
+	f->st.no_room--;               /* counted when take_slot refused it */
+	if (h->gmask != 0xffffffffu)
+		return;
 	ndz_bit_set(r->have, block);
 	r->n++;
-	f->st.no_room--;               /* counted when take_slot refused it */
 	f->st.held_back++;
 }
 
@@ -850,7 +880,7 @@ int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const u
 	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns))) {
 		/* no slot for it: held back when the cap refused it, or its chunk waits */
 		if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
-			hold_back(f, chunk, block, data, now_ns);
+			hold_back(f, chunk, block, 0, NDZ_BLOCK_SIZE, data, now_ns);
 		return -1;
 	}
 	return put_block(f, s, block, data);
@@ -995,18 +1025,13 @@ int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, 
  * A block held already, or a chunk complete, counts a duplicate only for the piece
  * holding its first granule: a block cut into pieces counts once.
  */
-static int piece(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsigned from,
-		 unsigned to, const uint8_t *data, uint64_t now_ns)
+/* Bytes from..to of block of s's chunk: stored (or found held). The slot when that
+ * completes s. */
+static int put_piece(struct ndz_fetch *f, struct slot *s, unsigned block, unsigned from,
+		     unsigned to, const uint8_t *data)
 {
-	uint32_t bits = (to - from == NDZ_BLOCK_SIZE ? 0xffffffffu :
-			 ((1u << ((to - from) / NDZ_PKT_SPAN_GRAIN)) - 1u)) <<
-			(from / NDZ_PKT_SPAN_GRAIN);
-	struct slot *s = arrival(f, chunk, data != NULL, from == 0, now_ns);
-	uint8_t *at;
+	uint8_t *at = s->buf ? s->buf + (size_t)block * NDZ_BLOCK_SIZE + from : NULL;
 
-	if (!s)
-		return -1;
-	at = s->buf ? s->buf + (size_t)block * NDZ_BLOCK_SIZE + from : NULL;
 	if (ndz_bit_test(s->have, block)) {
 		/* as ndz_fetch_block: different bytes again cast doubt on the block */
 		if (data && at && (!s->partial || ndz_bit_test(s->want, block)) &&
@@ -1021,13 +1046,31 @@ static int piece(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsigned f
 			ndz_bit_set(s->contested, block);
 		memcpy(at, data, to - from);
 	}
-	s->gmask[block] |= bits;
+	s->gmask[block] |= grain_bits(from, to);
 	if (s->gmask[block] != 0xffffffffu)
 		return -1;
 	s->gmask[block] = 0;
 	s->prev[block / 8] &= (uint8_t)~(1u << (block % 8));
 	f->st.blocks++;
 	return landed(f, s, block);
+}
+
+/* A SPAN's edge: bytes from..to of block of chunk, as ndz_fetch_block a block. */
+static int piece(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsigned from,
+		 unsigned to, const uint8_t *data, uint64_t now_ns)
+{
+	struct slot *s;
+	uint64_t nr;
+
+	f->refused = 0;
+	nr = f->st.no_room;
+	if (!(s = arrival(f, chunk, data != NULL, from == 0, now_ns))) {
+		/* no slot for it: held back when the cap refused it, or its chunk waits */
+		if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
+			hold_back(f, chunk, block, from, to, data, now_ns);
+		return -1;
+	}
+	return put_piece(f, s, block, from, to, data);
 }
 
 int ndz_fetch_span(struct ndz_fetch *f, uint32_t chunk, uint32_t off, uint32_t len,
@@ -1579,12 +1622,35 @@ int ndz_fetch_release(struct ndz_fetch *f, uint32_t chunk)
 					       f->hbdata + (size_t)i * NDZ_BLOCK_SIZE, NDZ_BLOCK_SIZE);
 			}
 			k++;
-		} else if (s && s->state == S_FILL) {
+		} else if (s && s->state == S_FILL && f->hb[i].gmask == 0xffffffffu) {
 			int r2 = put_block(f, s, f->hb[i].block,
 					   f->hbdata ? f->hbdata + (size_t)i * NDZ_BLOCK_SIZE : NULL);
 
 			if (r2 >= 0)
 				slot = r2;
+		} else if (s && s->state == S_FILL) {
+			/* a block held in part (SPAN edges): each run of its granules */
+			uint32_t m = f->hb[i].gmask;
+
+			for (unsigned g = 0; g < 32;) {
+				unsigned e;
+				int r2;
+
+				if (!(m & (1u << g))) {
+					g++;
+					continue;
+				}
+				for (e = g; e < 32 && (m & (1u << e)); e++)
+					;
+				r2 = put_piece(f, s, f->hb[i].block, g * NDZ_PKT_SPAN_GRAIN,
+					       e * NDZ_PKT_SPAN_GRAIN,
+					       f->hbdata ? f->hbdata +
+					       (size_t)i * NDZ_BLOCK_SIZE + g * NDZ_PKT_SPAN_GRAIN :
+					       NULL);
+				if (r2 >= 0)
+					slot = r2;
+				g = e;
+			}
 		}
 	}
 	f->nhb = k;

@@ -823,6 +823,44 @@ static void test_held_back_bounds(void **state)
 	ndz_fetch_free(f);
 }
 
+/*
+ * A deferred chunk the cap refused a slot, sent as SPANs of 1440 bytes (at MTU 1500
+ * most blocks come in two parts): its edges are held back too, granule by granule,
+ * and once the scan decides the chunk every block goes into a slot, byte for byte;
+ * nothing is dropped and asked for again.
+ */
+static void test_held_back_spans(void **state)
+{
+	struct ndz_fetch *f = make(64, 8, 2, 3);
+	struct ndz_fetch_stats st;
+	uint32_t front = 8;
+	uint8_t *w = whole_chunk(10);
+	int slot;
+
+	(void)state;
+	ndz_fetch_set_defer(f, defer_from, &front);
+	for (uint32_t c = 8; c < 10; c++)       /* the deferred slots, taken */
+		assert_int_equal(ndz_fetch_block(f, c, 0, data_of(c, 0), T0), -1);
+	assert_int_equal(spans(f, 10, w, 0, NDZ_CHUNK_SIZE, 1440, T0 + MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, NDZ_BLOCKS_PER_CHUNK);
+	assert_int_equal(st.no_room, 0);
+	/* the same bytes again, cut elsewhere: duplicates, nothing held twice */
+	assert_int_equal(spans(f, 10, w, 64, 64 + 2880, 1440, T0 + 2 * MS), -1);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.held_back, NDZ_BLOCKS_PER_CHUNK);
+	/* decided: it takes a slot with all its blocks, complete */
+	front = 64;
+	assert_int_equal(ndz_fetch_held_back(f), 10);
+	slot = ndz_fetch_release(f, 10);
+	assert_true(slot >= 0);
+	assert_memory_equal(ndz_fetch_buf(f, slot), w, NDZ_CHUNK_SIZE);
+	ndz_fetch_get_stats(f, &st);
+	assert_int_equal(st.blocks, 2 + NDZ_BLOCKS_PER_CHUNK);
+	free(w);
+	ndz_fetch_free(f);
+}
+
 /* Out-of-range blocks are refused without touching anything. */
 static void test_out_of_range(void **state)
 {
@@ -1631,6 +1669,7 @@ int main(void)
 		cmocka_unit_test(test_defer_slots),
 		cmocka_unit_test(test_deferred_next),
 		cmocka_unit_test(test_held_back_bounds),
+		cmocka_unit_test(test_held_back_spans),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
