@@ -35,7 +35,7 @@ NCL=${BENCH_CLIENTS:-8}
 RATE=${BENCH_RATE:-100M}
 OUTF=${BENCH_OUT:-$NDZ_TOP/bench/seed-results.txt}
 PY="python3 $NDZ_TOP/bench/seed.py"
-[ "${BENCH_ONLY:-}" = wire ] || command -v casync >/dev/null ||
+case ${BENCH_ONLY:-} in wire|multi) ;; *) false ;; esac || command -v casync >/dev/null ||
 	{ echo "bench: needs casync (apt-get install casync)" >&2; exit 1; }
 command -v strace >/dev/null || { echo "bench: needs strace" >&2; exit 1; }
 D=$(mktemp -d "${BENCH_DIR:-/var/tmp}/ndz-seed.XXXXXX")
