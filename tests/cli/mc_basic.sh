@@ -33,12 +33,15 @@ done
 check "client prints a one-line summary, its rate labelled" grep -q 'chunks in .* s (image .* MB/s received), .* blocks received, .* duplicates, .* requests sent' "$T/c1.log"
 # at 0% loss each block goes out once whatever the number of clients
 sent=$(json_num "$T/stats8.json" blocks_sent) distinct=$(json_num "$T/stats8.json" distinct_blocks)
-check "8 clients, no loss: server sends each block about once ($sent sent, $distinct distinct)" \
-	[ "$sent" -le $(( distinct * 150 / 100 )) ]
 # (a guard against runaway re-sending, not a figure: on a machine loaded several times
 # over its cores a client descheduled past the re-request delay asks again (1.14 seen
-# under two suites at once, sanitized); bench/multicast.sh measures the real figure,
-# 1.000 on an idle machine)
+# under two suites at once, sanitized; 2.14 under ThreadSanitizer, whose 8 clients on 2
+# cores drop what they cannot read in time); bench/multicast.sh measures the real
+# figure, 1.000 on an idle machine)
+most=150
+[ "${NDZ_SANITIZED:-0}" = 1 ] && most=400
+check "8 clients, no loss: server sends each block a bounded number of times ($sent sent, $distinct distinct, at most $most%)" \
+	[ "$sent" -le $(( distinct * most / 100 )) ]
 
 # a zstd image goes through frisbeed and frisbee like a zlib one
 if [ -z "${MC_FORCE_RAW:-}" ]; then
