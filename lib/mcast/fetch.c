@@ -867,23 +867,35 @@ static void hold_back(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsig
 
 static int put_block(struct ndz_fetch *f, struct slot *s, unsigned block, const uint8_t *data);
 
+/*
+ * The slot for bytes from..to of block of chunk arriving (arrival), or NULL: then, when
+ * the seed scan's cap refused the chunk a slot (or the chunk waits for one with blocks
+ * held back), those bytes are held back.
+ */
+static struct slot *slot_or_hold(struct ndz_fetch *f, uint32_t chunk, unsigned block,
+				 unsigned from, unsigned to, const uint8_t *data, uint64_t now_ns)
+{
+	uint64_t nr = f->st.no_room;
+	struct slot *s;
+
+	f->refused = 0;
+	if ((s = arrival(f, chunk, data != NULL, from == 0, now_ns)))
+		return s;
+	if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
+		hold_back(f, chunk, block, from, to, data, now_ns);
+	return NULL;
+}
+
+
 int ndz_fetch_block(struct ndz_fetch *f, uint32_t chunk, unsigned block, const uint8_t *data,
 		    uint64_t now_ns)
 {
 	struct slot *s;
-	uint64_t nr;
 
 	if (chunk >= f->o.chunks || block >= BLOCKS)
 		return -1;
-	f->refused = 0;
-	nr = f->st.no_room;
-	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns))) {
-		/* no slot for it: held back when the cap refused it, or its chunk waits */
-		if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
-			hold_back(f, chunk, block, 0, NDZ_BLOCK_SIZE, data, now_ns);
-		return -1;
-	}
-	return put_block(f, s, block, data);
+	s = slot_or_hold(f, chunk, block, 0, NDZ_BLOCK_SIZE, data, now_ns);
+	return s ? put_block(f, s, block, data) : -1;
 }
 
 /* A block of s's chunk: stored (or found a duplicate). The slot when it completes s. */
@@ -1019,12 +1031,6 @@ int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, 
 	return (int)(s - f->slots);
 }
 
-/*
- * The bytes from..to (granules) of block of chunk arrived (data: theirs; NULL as for
- * ndz_fetch_block): stored into the block, which is held once all its granules are.
- * A block held already, or a chunk complete, counts a duplicate only for the piece
- * holding its first granule: a block cut into pieces counts once.
- */
 /* Bytes from..to of block of s's chunk: stored (or found held). The slot when that
  * completes s. */
 static int put_piece(struct ndz_fetch *f, struct slot *s, unsigned block, unsigned from,
@@ -1055,22 +1061,18 @@ static int put_piece(struct ndz_fetch *f, struct slot *s, unsigned block, unsign
 	return landed(f, s, block);
 }
 
-/* A SPAN's edge: bytes from..to of block of chunk, as ndz_fetch_block a block. */
+/*
+ * A SPAN's edge: the bytes from..to (granules) of block of chunk (data: theirs; NULL as
+ * for ndz_fetch_block), stored into the block, which is held once all its granules
+ * are. A block held already, or a chunk complete, counts a duplicate only for the
+ * piece holding its first granule: a block cut into pieces counts once.
+ */
 static int piece(struct ndz_fetch *f, uint32_t chunk, unsigned block, unsigned from,
 		 unsigned to, const uint8_t *data, uint64_t now_ns)
 {
-	struct slot *s;
-	uint64_t nr;
+	struct slot *s = slot_or_hold(f, chunk, block, from, to, data, now_ns);
 
-	f->refused = 0;
-	nr = f->st.no_room;
-	if (!(s = arrival(f, chunk, data != NULL, from == 0, now_ns))) {
-		/* no slot for it: held back when the cap refused it, or its chunk waits */
-		if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
-			hold_back(f, chunk, block, from, to, data, now_ns);
-		return -1;
-	}
-	return put_piece(f, s, block, from, to, data);
+	return s ? put_piece(f, s, block, from, to, data) : -1;
 }
 
 int ndz_fetch_span(struct ndz_fetch *f, uint32_t chunk, uint32_t off, uint32_t len,
