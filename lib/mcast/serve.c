@@ -337,7 +337,7 @@ int ndz_serve_next(struct ndz_serve *s, struct ndz_serve_item *it)
 			continue;
 		s->cur_reps[st]--;
 		s->cur_rr = (st + 1) % (NDZ_FEC_SETS + NDZ_SERVE_RANGES);
-		it->repair = 1;
+		it->repair = NDZ_SERVE_SET;
 		it->block = 0;
 		it->first = it->count = 0;
 		it->stripe = st;

@@ -111,9 +111,10 @@ int64_t ndz_serve_next_chunk(struct ndz_serve *s);
 
 /* What to send next: a data block, a repair index of set (stripe or NDZ_FEC_WHOLE),
  * or (repair NDZ_SERVE_RANGE) range repair index of blocks [first, first + count). */
+#define NDZ_SERVE_SET   1
 #define NDZ_SERVE_RANGE 2
 struct ndz_serve_item {
-	int repair;                    /* 0 data, 1 a set's repair, NDZ_SERVE_RANGE */
+	int repair;                    /* 0 data, NDZ_SERVE_SET, NDZ_SERVE_RANGE */
 	unsigned block;                /* data: the block */
 	unsigned stripe, index;        /* repair: its set and index; a range's: index */
 	unsigned first, count;         /* NDZ_SERVE_RANGE: the range */

@@ -533,9 +533,9 @@ static void sort_repairs(struct ndz_server_batch *b)
 	for (unsigned i = 1; i < b->count; i++) {
 		unsigned j = i;
 
-		if (b->items[i].repair != 1)
+		if (b->items[i].repair != NDZ_SERVE_SET)
 			continue;
-		while (j > 0 && b->items[j - 1].repair == 1 &&
+		while (j > 0 && b->items[j - 1].repair == NDZ_SERVE_SET &&
 		       (b->items[j - 1].set > b->items[j].set ||
 			(b->items[j - 1].set == b->items[j].set &&
 			 b->items[j - 1].index > b->items[j].index))) {
@@ -605,9 +605,9 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 			while (n < most && i + n < b->count && !b->items[i + n].repair &&
 			       b->items[i + n].block == b->items[i].block + n)
 				n++;
-		else if (b->items[i].repair == 1) /* a set's consecutive repairs in one REPAIRS,
-						    * when all take those (not range repairs) */
-			while (n < mr && i + n < b->count && b->items[i + n].repair == 1 &&
+		else if (b->items[i].repair == NDZ_SERVE_SET) /* a set's consecutive repairs in
+								* one REPAIRS, when all take those */
+			while (n < mr && i + n < b->count && b->items[i + n].repair == NDZ_SERVE_SET &&
 			       b->items[i + n].set == b->items[i].set &&
 			       b->items[i + n].index == b->items[i].index + n)
 				n++;

@@ -154,7 +154,7 @@ struct ndz_server_batch {
 	uint64_t delay_ns;             /* wait this long from the plan's now_ns, then send */
 	uint64_t wire_bytes;           /* the batch's bytes on the wire, for the pacing */
 	struct {
-		int repair;            /* 0, 1, or NDZ_SERVE_RANGE */
+		int repair;            /* 0, NDZ_SERVE_SET or NDZ_SERVE_RANGE */
 		unsigned block, set, index;
 		unsigned first, count; /* NDZ_SERVE_RANGE: the range */
 	} items[NDZ_SERVER_BATCH];
