@@ -8,6 +8,7 @@
 # protocol before BLOCKS) adds old-against-new runs.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
+. "$NDZ_TOP/tests/oldbin.sh"
 netns_require
 netns_clients 8
 mc_image a "$MC_MIB" 7 || { not_ok "make image"; done_testing; }
@@ -130,18 +131,9 @@ check "frisbeed --max-datagram 1044: one block a datagram" single srvold
 check "frisbeed --max-datagram 1044: no CAPS asked for" sh -c "! grep -q 'told the server' '$T/c1.log'"
 
 # builds of the protocol before BLOCKS: each side old in turn. NDZ_OLD_BIN, or in
-# the plain build of a git checkout the last commit before BLOCKS, built here
+# the plain build of a git checkout the last commit before BLOCKS (tests/oldbin.sh)
 OLD_REV=a8964b5
-if [ -z "${NDZ_OLD_BIN:-}" ] && [ "${NDZ_SANITIZED:-0}" = 0 ] &&
-   git -C "$NDZ_TOP" cat-file -e "$OLD_REV^{commit}" 2>/dev/null; then
-	mkdir -p "$T/old"
-	if git -C "$NDZ_TOP" archive "$OLD_REV" | tar -x -C "$T/old" &&
-	   make -C "$T/old" -s -j2 build/bin/frisbee build/bin/frisbeed >"$T/old.log" 2>&1; then
-		NDZ_OLD_BIN="$T/old/build/bin"
-	else
-		echo "# building $OLD_REV failed: $(tail -3 "$T/old.log")"
-	fi
-fi
+old_bin "$OLD_REV"
 if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
 	# an old client and a new one under a new server: the group falls back
 	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
