@@ -11,15 +11,10 @@
 # reload); a reload killed and resumed fetches exactly what the killed run left.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
+. "$NDZ_TOP/tests/seedfs.sh"
 IMAGEKEY="$NDZ_BIN/imagekey"
 [ -x "$IMAGEZIP" ] && [ -x "$IMAGEKEY" ] || skip_all "imagezip or imagekey not built"
-command -v mkfs.ext4 >/dev/null && command -v e2fsck >/dev/null && command -v debugfs >/dev/null &&
-	command -v python3 >/dev/null || skip_all "mkfs.ext4, e2fsck, debugfs or python3 missing"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
-MNT="$T/mnt"
-mkdir -p "$MNT"
+seedfs_lan
 
 mc_chunks_py
 diffchunks() { python3 "$T/chunks.py" "$T/fs.ndz.index" "$1" "$2"; }
@@ -64,28 +59,8 @@ got() {
 		tail -1 | awk '{ print $1 + $2 }'
 }
 
-# in_mnt IMG SCRIPT [ARGS]: run sh SCRIPT with IMG's file system mounted on $MNT, in a
-# mount namespace of its own: a namespace another test makes meanwhile ("ip netns
-# exec") copies the mounts it sees, and a copy of ours would keep the file system
-# mounted (and write its superblock later) after we unmount it
-in_mnt() {
-	_img=$1; shift
-	unshare -m --propagation private sh -c 'mount -o loop "$1" "$2" || exit 1; shift 2
-		sh "$@"; r=$?; umount "$MNT" || r=1; exit $r' sh "$_img" "$MNT" "$@"
-}
-export MNT
 # The file system: 128 MiB, about 70 MiB of files (random and text), through a mount.
-cat >"$T/fill.sh" <<'EOF'
-for d in 1 2 3 4; do
-	mkdir "$MNT/d$d"
-	for f in 1 2 3 4 5 6; do
-		head -c $(( (f * 97 + d * 31) % 400 * 1024 + 1500 * 1024 )) /dev/urandom >"$MNT/d$d/r$f"
-		yes "seed pieces $d $f" | head -c 1200000 >"$MNT/d$d/t$f"
-	done
-done
-EOF
-truncate -s 128M "$T/fs.img" && mkfs.ext4 -q -F -b 4096 "$T/fs.img" &&
-	in_mnt "$T/fs.img" "$T/fill.sh" && [ -n "$(debugfs -R 'ls /d4' "$T/fs.img" 2>/dev/null | grep r6)" ] ||
+seedfs_make "$T/fs.img" 128 4 1500 400 1200000 "seed pieces" && [ -n "$(debugfs -R 'ls /d4' "$T/fs.img" 2>/dev/null | grep r6)" ] ||
 	{ not_ok "make and fill ext4"; done_testing; }
 "$IMAGEKEY" -q generate -o "$T/k" || not_ok "imagekey generate"
 "$IMAGEZIP" -q "$T/fs.img" "$T/fs.ndz" && [ -s "$T/fs.ndz.index" ] ||

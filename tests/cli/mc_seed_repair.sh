@@ -15,16 +15,11 @@
 # RANGE_RREQUESTs are refused and counted.
 . "$NDZ_TOP/tests/lib.sh"
 . "$NDZ_TOP/tests/netns.sh"
+. "$NDZ_TOP/tests/oldbin.sh"
+. "$NDZ_TOP/tests/seedfs.sh"
 [ -x "$IMAGEZIP" ] || skip_all "imagezip not built"
-command -v mkfs.ext4 >/dev/null && command -v e2fsck >/dev/null && command -v debugfs >/dev/null &&
-	command -v python3 >/dev/null || skip_all "mkfs.ext4, e2fsck, debugfs or python3 missing"
-netns_usable || skip_all "network namespaces, veth, bridge or nft unavailable (needs root)"
-netns_lan && netns_host srv 1 || { not_ok "namespace LAN"; done_testing; }
-for i in 1 2 3 4; do netns_host "c$i" $((10 + i)) || not_ok "host c$i"; done
-MNT="$T/mnt"
-mkdir -p "$MNT"
-export MNT
-LOSS=5
+seedfs_lan
+LOSS=5 RATE=4M
 
 mc_chunks_py
 # same TARGET: it holds v2 over the allocated ranges, and e2fsck finds it clean
@@ -38,25 +33,12 @@ rebuilt() {
 	_r=$(sed -n 's/.*; \([0-9]*\) range repairs, \([0-9]*\) blocks rebuilt from them.*/\2/p' "$1" | tail -1)
 	echo "${_r:-0}"
 }
-in_mnt() {
-	_img=$1; shift
-	unshare -m --propagation private sh -c 'mount -o loop "$1" "$2" || exit 1; shift 2
-		sh "$@"; r=$?; umount "$MNT" || r=1; exit $r' sh "$_img" "$MNT" "$@"
-}
-# v1: 96 MiB, about 40 MiB of files (random and text)
-cat >"$T/fill.sh" <<'EOF'
-for d in 1 2 3 4; do
-	mkdir "$MNT/d$d"
-	for f in 1 2 3 4 5 6; do
-		head -c $(( (f * 97 + d * 31) % 300 * 1024 + 800 * 1024 )) /dev/urandom >"$MNT/d$d/r$f"
-		yes "seed repair $d $f" | head -c 700000 >"$MNT/d$d/t$f"
-	done
-done
-EOF
+# v1: 64 MiB, about 20 MiB of files (random and text) in two directories
+seedfs_make "$T/fs.img" 64 2 800 300 700000 "seed repair" || { not_ok "make an ext4"; done_testing; }
 # v2: two 4 KiB blocks rewritten in the middle of every random file (pieces of many
 # chunks change, not whole chunks)
 cat >"$T/change.sh" <<'EOF'
-for d in 1 2 3 4; do
+for d in 1 2; do
 	for f in 1 2 3 4 5 6; do
 		dd if=/dev/urandom of="$MNT/d$d/r$f" bs=4096 seek=$(( (d * 37 + f * 11) % 150 )) \
 			count=1 conv=notrunc 2>/dev/null || exit 1
@@ -65,8 +47,7 @@ for d in 1 2 3 4; do
 	done
 done
 EOF
-truncate -s 96M "$T/fs.img" && mkfs.ext4 -q -F -b 4096 "$T/fs.img" &&
-	in_mnt "$T/fs.img" "$T/fill.sh" && "$IMAGEZIP" -q "$T/fs.img" "$T/v1.ndz" &&
+"$IMAGEZIP" -q "$T/fs.img" "$T/v1.ndz" &&
 	in_mnt "$T/fs.img" "$T/change.sh" && "$IMAGEZIP" -q "$T/fs.img" "$T/v2.ndz" &&
 	[ -s "$T/v2.ndz.index" ] || { not_ok "make v1 and v2 of an ext4"; done_testing; }
 "$IMAGEUNZIP" -q "$T/v1.ndz" "$T/v1ref" && "$IMAGEUNZIP" -q "$T/v2.ndz" "$T/v2ref" ||
@@ -87,7 +68,8 @@ set -- $w
 echo "# each target lacks: $1 chunks in part ($2 blocks), $3 whole; $4 blocks in all"
 check "v1 to v2 changes pieces of several chunks ($1 in part, $3 whole)" [ "${1:-0}" -ge 4 ]
 
-# reload NAME [FRISBEED OPTIONS]: four clients holding v1 reload v2 with --seed at LOSS%
+# reload NAME [FRISBEED OPTIONS]: four clients holding v1 reload v2 with --seed at LOSS%,
+# the server at RATE
 reload() {
 	_name=$1; shift
 	for i in 1 2 3 4; do
@@ -95,7 +77,7 @@ reload() {
 		: >"$T/c$i.log"
 		netns_noloss "c$i"
 	done
-	mc_server srv "$T/v2.ndz" -W 4M -T 20 --stats-json "$T/$_name.json" "$@"
+	mc_server srv "$T/v2.ndz" -W "$RATE" -T 20 --stats-json "$T/$_name.json" "$@"
 	for i in 1 2 3 4; do mc_client "c$i" "$T/t$i" --seed -T 15 -C 128 -v; done
 	# the loss from when each has the content index on: clients that lost blocks of
 	# the index would start late, and ask again for chunks the others had asked for
@@ -171,24 +153,19 @@ check "forged RANGE_RREQUESTs: all $n refused and counted ($b bad packets)" [ "$
 FORGE=good forge --no-range-repair
 check "a RANGE_RREQUEST to frisbeed --no-range-repair: refused as an older server does ($b)" \
 	[ "$b" = 1 ]
-# An older frisbeed (the last commit before BLOCKS, built here in the plain build of a
-# git checkout, or NDZ_OLD_BIN): it announces no bit 5, so new clients send it no
-# RANGE_RREQUEST (it would count each as a bad packet) and reload by blocks as before.
+# An older frisbeed (the last commit before BLOCKS, built in the plain build of a git
+# checkout, or NDZ_OLD_BIN: tests/oldbin.sh): it announces no bit 5, so new clients send
+# it no RANGE_RREQUEST (it would count each as a bad packet) and reload by blocks as before.
 OLD_REV=a8964b5
-if [ -z "${NDZ_OLD_BIN:-}" ] && [ "${NDZ_SANITIZED:-0}" = 0 ] &&
-   git -C "$NDZ_TOP" cat-file -e "$OLD_REV^{commit}" 2>/dev/null; then
-	mkdir -p "$T/old"
-	if git -C "$NDZ_TOP" archive "$OLD_REV" | tar -x -C "$T/old" &&
-	   make -C "$T/old" -s -j2 build/bin/frisbeed >"$T/old.log" 2>&1; then
-		NDZ_OLD_BIN="$T/old/build/bin"
-	else
-		echo "# building $OLD_REV failed: $(tail -3 "$T/old.log")"
-	fi
-fi
+old_bin "$OLD_REV"
 if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
 	NEW_FRISBEED=$FRISBEED
 	FRISBEED="$NDZ_OLD_BIN/frisbeed"
+	# (it sends the changed chunks whole: 10 times the blocks, at 10 times the rate;
+	# what the first requests merge into has no part in what is checked here)
+	RATE=40M
 	reload "old frisbeed"
+	RATE=4M
 	FRISBEED=$NEW_FRISBEED
 	bp=$(json_num "$T/old frisbeed.json" bad_packets)
 	check "old frisbeed: no RANGE_RREQUEST sent to it ($bp bad packets), none rebuilt from range repairs ($REBUILT)" \
