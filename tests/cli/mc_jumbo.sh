@@ -132,7 +132,6 @@ check "frisbeed --max-datagram 1044: no CAPS asked for" sh -c "! grep -q 'told t
 
 # builds of the protocol before BLOCKS: each side old in turn. NDZ_OLD_BIN, or in
 # the plain build of a git checkout the last commit before BLOCKS (tests/oldbin.sh)
-OLD_REV=a8964b5
 old_bin "$OLD_REV"
 if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
 	# an old client and a new one under a new server: the group falls back

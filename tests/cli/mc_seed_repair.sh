@@ -156,7 +156,6 @@ check "a RANGE_RREQUEST to frisbeed --no-range-repair: refused as an older serve
 # An older frisbeed (the last commit before BLOCKS, built in the plain build of a git
 # checkout, or NDZ_OLD_BIN: tests/oldbin.sh): it announces no bit 5, so new clients send
 # it no RANGE_RREQUEST (it would count each as a bad packet) and reload by blocks as before.
-OLD_REV=a8964b5
 old_bin "$OLD_REV"
 if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbeed" ]; then
 	NEW_FRISBEED=$FRISBEED
