@@ -707,6 +707,137 @@ static void test_span(void **state)
 	free(b);
 }
 
+static int feed_at(struct ndz_server *s, struct ndz_pkt *p, uint32_t id, uint32_t addr,
+		   uint64_t now);
+
+/* A CAPS from client id at now: max bytes, SPANs when span (no JOIN before it). */
+static void caps_at(struct ndz_server *s, uint32_t id, uint32_t max, int span, uint64_t now)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_CAPS;
+	p.max_payload = max;
+	p.caps_flags = span ? NDZ_CAPS_SPAN : 0;
+	assert_int_equal(feed_at(s, &p, id, 0x0100007fu, now), 1);
+}
+
+/* A PROGRESS from client id at now: done chunks of 12. */
+static void progress_at(struct ndz_server *s, uint32_t id, uint32_t done, uint64_t now)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_PROGRESS;
+	p.progress.chunks_done = done;
+	p.progress.chunks_total = 12;
+	p.progress.elapsed_ms = (uint32_t)(now / MS);
+	assert_int_equal(feed_at(s, &p, id, 0x0100007fu, now), 1);
+}
+
+/*
+ * The next batch of chunk 0 at now (all its blocks asked for again first): its
+ * datagrams' type and length, which must all be alike but a run's last SPAN.
+ */
+static unsigned batch_kind(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now,
+			   unsigned *len)
+{
+	struct ndz_pkt p, q;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.count = 1024;
+	feed_at(s, &p, 1, 0x0100007fu, now);
+	next_batch(s, b, now);
+	assert_true(b->ndgrams > 0);
+	assert_int_equal(ndz_pkt_decode(b->bufs[0], b->lens[0], &q, NULL), 0);
+	*len = (unsigned)b->lens[0];
+	for (unsigned d = 0; d + 1 < b->ndgrams; d++)
+		assert_int_equal(b->lens[d], *len);
+	return q.type;
+}
+
+/*
+ * The jumbo-drop step-down with SPAN (doc/PROTOCOL.md, "SPAN"): at 9000 a client
+ * that took SPANs of 8928 and steps down to one block makes the group's SPANs those
+ * of a 1500 MTU (1440 bytes, datagrams of 1460), not BLOCKs; its probe (the large
+ * size again) brings 8928 back, its step-down again 1440. Its PROGRESS rising keeps
+ * them past the trial; another client's not rising within it makes BLOCKs of it
+ * for the rest of its run. A client without SPAN that steps down gets BLOCKs, as
+ * does one that said one block from the first.
+ */
+static void test_span_step(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_stats st;
+	struct ndz_server *s;
+	unsigned len;
+
+	(void)state;
+	assert_non_null(b);
+	o.rate_bps = 1000000000;
+	o.max_payload = 8972;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	caps(s, 1, 8972, 1);
+	caps(s, 2, 8972, 1);
+	assert_int_equal(batch_kind(s, b, 10 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, NDZ_PKT_SPAN_LEN(8928));
+	caps_at(s, 2, NDZ_PKT_BLOCK_LEN, 1, 20 * MS);           /* stepped down */
+	assert_int_equal(batch_kind(s, b, 30 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, 1460);
+	caps_at(s, 2, NDZ_PKT_BLOCK_LEN, 1, 40 * MS);           /* again, at a FEATURES */
+	assert_int_equal(batch_kind(s, b, 50 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, 1460);
+	progress_at(s, 2, 3, 100 * MS);                         /* too soon: no mark */
+	progress_at(s, 2, 4, 400 * MS);                         /* the mark */
+	progress_at(s, 2, 6, 1400 * MS);                        /* it got chunks */
+	caps_at(s, 2, 8972, 1, 2000 * MS);                      /* its probe */
+	assert_int_equal(batch_kind(s, b, 2010 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, NDZ_PKT_SPAN_LEN(8928));
+	caps_at(s, 2, NDZ_PKT_BLOCK_LEN, 1, 2700 * MS);         /* it failed */
+	assert_int_equal(batch_kind(s, b, 5000 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, 1460);
+	ndz_server_get_stats(s, &st);
+	assert_int_equal(st.std_steps, 1);
+	assert_int_equal(st.std_failed, 0);
+	assert_int_equal(st.std_span_size, 1440);
+	assert_int_equal(st.span_size, 1440);
+	assert_true(st.std_spans_sent > 0 && st.std_spans_sent < st.spans_sent);
+
+	/* a client whose PROGRESS does not rise within the trial: BLOCKs, for good */
+	caps(s, 3, 8972, 1);
+	caps_at(s, 3, NDZ_PKT_BLOCK_LEN, 1, 6000 * MS);
+	assert_int_equal(batch_kind(s, b, 6010 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, 1460);
+	progress_at(s, 3, 0, 6500 * MS);
+	progress_at(s, 3, 0, 7500 * MS);
+	assert_int_equal(batch_kind(s, b, 9100 * MS, &len), NDZ_PKT_BLOCK);
+	caps_at(s, 3, 8972, 1, 9200 * MS);                      /* probe, and down again */
+	caps_at(s, 3, NDZ_PKT_BLOCK_LEN, 1, 9900 * MS);
+	assert_int_equal(batch_kind(s, b, 9910 * MS, &len), NDZ_PKT_BLOCK);
+	ndz_server_get_stats(s, &st);
+	assert_int_equal(st.std_steps, 2);
+	assert_int_equal(st.std_failed, 1);
+	assert_int_equal(st.span_size, 0);
+	ndz_server_free(s);
+
+	/* without SPAN a step-down is to BLOCKs; so is one block said from the first */
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+		caps(s, 1, 8972, 1);
+		caps(s, 2, k ? NDZ_PKT_BLOCK_LEN : 8972, k);
+		if (!k)
+			caps_at(s, 2, NDZ_PKT_BLOCK_LEN, 0, 20 * MS);
+		assert_int_equal(batch_kind(s, b, 30 * MS, &len), NDZ_PKT_BLOCK);
+		ndz_server_get_stats(s, &st);
+		assert_int_equal(st.std_steps, 0);
+		assert_int_equal(st.std_spans_sent, 0);
+		ndz_server_free(s);
+	}
+	free(b);
+}
+
 /* Hostile and stray packets are counted and change nothing: no client, no work. */
 static void test_admission(void **state)
 {
@@ -1333,6 +1464,7 @@ int main(void)
 		cmocka_unit_test(test_index_file),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_clients),
+		cmocka_unit_test(test_span_step),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_create_errors),
 	};
