@@ -318,9 +318,12 @@ static void progressed(struct ndz_server_client *c, const struct ndz_progress *p
  * A CAPS from c (doc/PROTOCOL.md, "SPAN"). A client that takes SPANs, said more than a
  * standard MTU's payload and now says one block has stepped down: its path drops our
  * large datagrams. Most such paths are of the standard 1500-byte MTU, so it is tried
- * at SPANs of that first (see span_now); only if its PROGRESS does not rise on them
+ * at SPANs of that first (payload_of); only if its PROGRESS does not rise on them
  * within NDZ_SERVER_STD_TRY_MS does it get BLOCKs, as an older server gives it, for
- * the rest of its run (its probes up and step-downs again do not try it anew).
+ * the rest of its run (its probes up and step-downs again do not try it anew). Once
+ * they got through, its probes (the large size again) change nothing: the path took
+ * 1460 bytes and dropped more (and our SPANs, which the client counts as large
+ * datagrams, would keep it from stepping down after a probe that fails).
  */
 static void caps(struct ndz_server *s, struct ndz_server_client *c, const struct ndz_pkt *p,
 		 uint64_t now)
@@ -339,11 +342,13 @@ static void caps(struct ndz_server *s, struct ndz_server_client *c, const struct
 /*
  * A PROGRESS from c while its standard-MTU SPANs are on trial: the first one from
  * 300 ms into it (the SPANs under way) sets the mark, a later one with more chunks
- * done shows they get through.
+ * done shows they get through; each only while the group gets SPANs of that size
+ * (not BLOCKs for another client: those would show nothing).
  */
-static void std_progress(struct ndz_server_client *c, const struct ndz_progress *pr, uint64_t now)
+static void std_progress(const struct ndz_server *s, struct ndz_server_client *c,
+			 const struct ndz_progress *pr, uint64_t now)
 {
-	if (c->std_step != NDZ_STD_TRY || now - c->std_ns < 300 * 1000000ull)
+	if (c->std_step != NDZ_STD_TRY || now - c->std_ns < 300 * 1000000ull || !s->std_capped)
 		return;
 	if (!c->std_seen) {
 		c->std_seen = 1;
@@ -476,7 +481,7 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	case NDZ_PKT_PROGRESS:
 		progressed(c, &p->progress);
 		if (c)
-			std_progress(c, &p->progress, now_ns);
+			std_progress(s, c, &p->progress, now_ns);
 		break;
 	case NDZ_PKT_CAPS:
 		if (c)
@@ -515,6 +520,19 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	return woke ? 2 : 1;
 }
 
+/*
+ * The payload c takes as far as the group's datagrams go: what its last CAPS said,
+ * but NDZ_SERVER_STD_PAYLOAD while its step-down to one block is on trial, and for
+ * good once that got through (caps).
+ */
+static uint32_t payload_of(const struct ndz_server_client *c)
+{
+	if (c->std_step == NDZ_STD_GOOD ||
+	    (c->std_step == NDZ_STD_TRY && c->max_payload <= NDZ_PKT_BLOCK_LEN))
+		return NDZ_SERVER_STD_PAYLOAD;
+	return c->max_payload;
+}
+
 /* Blocks a datagram carries at now: the fewest any client heard lately takes. */
 static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 {
@@ -526,8 +544,8 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 
 		if (c->left || now - c->last_ns > s->lost_ns)
 			continue;      /* gone: what it takes no longer matters */
-		take = c->max_payload >= NDZ_PKT_BLOCKS_LEN(2) ?
-		       (c->max_payload - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE : 1;
+		take = payload_of(c) >= NDZ_PKT_BLOCKS_LEN(2) ?
+		       (payload_of(c) - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE : 1;
 		if (take < n)
 			n = take;
 	}
@@ -537,9 +555,8 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 /*
  * The bytes a SPAN carries at now: the fewest any client heard lately takes, when
  * every one of them takes SPANs and that is more than a block; else 0 (no SPAN). A
- * client stepped down to one block whose standard-MTU SPANs are on trial or got
- * through (caps) takes NDZ_SERVER_STD_PAYLOAD; a trial past its time fails here.
- * Sets s->std_capped when such a client sets the size.
+ * client takes payload_of's; a trial past its time fails here. Sets s->std_capped
+ * when a client on the standard-MTU step sets the size.
  */
 static unsigned span_now(struct ndz_server *s, uint64_t now)
 {
@@ -548,7 +565,7 @@ static unsigned span_now(struct ndz_server *s, uint64_t now)
 	s->std_capped = 0;
 	for (size_t i = 0; i < s->nclients && n; i++) {
 		struct ndz_server_client *c = &s->clients[i];
-		uint32_t payload = c->max_payload;
+		uint32_t payload;
 		unsigned take;
 		int std;
 
@@ -559,13 +576,13 @@ static unsigned span_now(struct ndz_server *s, uint64_t now)
 			c->std_step = NDZ_STD_FAILED;
 			s->std_failed++;
 		}
-		std = (c->std_step == NDZ_STD_TRY || c->std_step == NDZ_STD_GOOD) &&
-		      payload <= NDZ_PKT_BLOCK_LEN;
-		if (std)
-			payload = NDZ_SERVER_STD_PAYLOAD;
+		payload = payload_of(c);
+		std = payload != c->max_payload;
 		if (!(c->caps_flags & NDZ_CAPS_SPAN) ||
-		    payload < NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN))
+		    payload < NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN)) {
+			s->std_capped = 0;
 			return 0;
+		}
 		take = (payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN * NDZ_PKT_SPAN_GRAIN;
 		if (take < n || (std && take == n)) {
 			n = take;

@@ -760,11 +760,12 @@ static unsigned batch_kind(struct ndz_server *s, struct ndz_server_batch *b, uin
 /*
  * The jumbo-drop step-down with SPAN (doc/PROTOCOL.md, "SPAN"): at 9000 a client
  * that took SPANs of 8928 and steps down to one block makes the group's SPANs those
- * of a 1500 MTU (1440 bytes, datagrams of 1460), not BLOCKs; its probe (the large
- * size again) brings 8928 back, its step-down again 1440. Its PROGRESS rising keeps
- * them past the trial; another client's not rising within it makes BLOCKs of it
- * for the rest of its run. A client without SPAN that steps down gets BLOCKs, as
- * does one that said one block from the first.
+ * of a 1500 MTU (1440 bytes, datagrams of 1460), not BLOCKs. Its PROGRESS rising on
+ * them keeps them past the trial, its probes (the large size again) notwithstanding.
+ * Another client's probe on trial brings 8928 back, its step-down again 1440; its
+ * PROGRESS not rising within the trial makes BLOCKs of it for the rest of its run
+ * (but for its probes). A client without SPAN that steps down gets BLOCKs, as does
+ * one that said one block from the first.
  */
 static void test_span_step(void **state)
 {
@@ -772,6 +773,7 @@ static void test_span_step(void **state)
 	struct ndz_server_batch *b = malloc(sizeof(*b));
 	struct ndz_server_stats st;
 	struct ndz_server *s;
+	struct ndz_pkt p;
 	unsigned len;
 
 	(void)state;
@@ -791,11 +793,11 @@ static void test_span_step(void **state)
 	assert_int_equal(len, 1460);
 	progress_at(s, 2, 3, 100 * MS);                         /* too soon: no mark */
 	progress_at(s, 2, 4, 400 * MS);                         /* the mark */
+	assert_int_equal(batch_kind(s, b, 900 * MS, &len), NDZ_PKT_SPAN);
 	progress_at(s, 2, 6, 1400 * MS);                        /* it got chunks */
-	caps_at(s, 2, 8972, 1, 2000 * MS);                      /* its probe */
+	caps_at(s, 2, 8972, 1, 2000 * MS);                      /* its probe: no change */
 	assert_int_equal(batch_kind(s, b, 2010 * MS, &len), NDZ_PKT_SPAN);
-	assert_int_equal(len, NDZ_PKT_SPAN_LEN(8928));
-	caps_at(s, 2, NDZ_PKT_BLOCK_LEN, 1, 2700 * MS);         /* it failed */
+	assert_int_equal(len, 1460);
 	assert_int_equal(batch_kind(s, b, 5000 * MS, &len), NDZ_PKT_SPAN);
 	assert_int_equal(len, 1460);
 	ndz_server_get_stats(s, &st);
@@ -805,15 +807,29 @@ static void test_span_step(void **state)
 	assert_int_equal(st.span_size, 1440);
 	assert_true(st.std_spans_sent > 0 && st.std_spans_sent < st.spans_sent);
 
-	/* a client whose PROGRESS does not rise within the trial: BLOCKs, for good */
+	/*
+	 * client 2 gone: client 3 steps down; its probe on trial brings 8928 back; its
+	 * PROGRESS does not rise within the trial: BLOCKs, for good, but for its probes
+	 */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_LEAVE;
+	assert_int_equal(feed_at(s, &p, 2, 0x0100007fu, 5500 * MS), 1);
 	caps(s, 3, 8972, 1);
 	caps_at(s, 3, NDZ_PKT_BLOCK_LEN, 1, 6000 * MS);
 	assert_int_equal(batch_kind(s, b, 6010 * MS, &len), NDZ_PKT_SPAN);
 	assert_int_equal(len, 1460);
-	progress_at(s, 3, 0, 6500 * MS);
-	progress_at(s, 3, 0, 7500 * MS);
+	caps_at(s, 3, 8972, 1, 6500 * MS);
+	assert_int_equal(batch_kind(s, b, 6510 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, NDZ_PKT_SPAN_LEN(8928));
+	caps_at(s, 3, NDZ_PKT_BLOCK_LEN, 1, 7200 * MS);
+	assert_int_equal(batch_kind(s, b, 7210 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, 1460);
+	progress_at(s, 3, 0, 7300 * MS);
+	progress_at(s, 3, 0, 8300 * MS);
 	assert_int_equal(batch_kind(s, b, 9100 * MS, &len), NDZ_PKT_BLOCK);
 	caps_at(s, 3, 8972, 1, 9200 * MS);                      /* probe, and down again */
+	assert_int_equal(batch_kind(s, b, 9210 * MS, &len), NDZ_PKT_SPAN);
+	assert_int_equal(len, NDZ_PKT_SPAN_LEN(8928));
 	caps_at(s, 3, NDZ_PKT_BLOCK_LEN, 1, 9900 * MS);
 	assert_int_equal(batch_kind(s, b, 9910 * MS, &len), NDZ_PKT_BLOCK);
 	ndz_server_get_stats(s, &st);
