@@ -47,10 +47,6 @@ struct ndz_server {
 	unsigned own_span;             /* bytes a SPAN of ours may carry (the MTU's); 0: none */
 	unsigned span_size;            /* what every client takes, as last planned; 0: no SPAN */
 	uint64_t spans_sent, multi_repairs;
-	uint64_t std_steps, std_failed; /* step-downs taken to standard-MTU SPANs, failed */
-	uint64_t std_spans;            /* SPANs sent while a stepped-down client sized them */
-	unsigned std_span_size;        /* the largest of those (bytes); 0: none */
-	int std_capped;                /* the last plan's SPANs were sized so */
 	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
 	uint64_t datagrams_sent, offloaded;
 	uint64_t rate, burst;
@@ -314,50 +310,6 @@ static void progressed(struct ndz_server_client *c, const struct ndz_progress *p
 	c->reported = 1;
 }
 
-/*
- * A CAPS from c (doc/PROTOCOL.md, "SPAN"). A client that takes SPANs, said more than a
- * standard MTU's payload and now says one block has stepped down: its path drops our
- * large datagrams. Most such paths are of the standard 1500-byte MTU, so it is tried
- * at SPANs of that first (payload_of); only if its PROGRESS does not rise on them
- * within NDZ_SERVER_STD_TRY_MS does it get BLOCKs, as an older server gives it, for
- * the rest of its run (its probes up and step-downs again do not try it anew). Once
- * they got through, its probes (the large size again) change nothing: the path took
- * 1460 bytes and dropped more (and our SPANs, which the client counts as large
- * datagrams, would keep it from stepping down after a probe that fails).
- */
-static void caps(struct ndz_server *s, struct ndz_server_client *c, const struct ndz_pkt *p,
-		 uint64_t now)
-{
-	if ((c->caps_flags & p->caps_flags & NDZ_CAPS_SPAN) && c->std_step == NDZ_STD_NONE &&
-	    c->max_payload > NDZ_SERVER_STD_PAYLOAD && p->max_payload <= NDZ_PKT_BLOCK_LEN) {
-		c->std_step = NDZ_STD_TRY;
-		c->std_ns = now;
-		c->std_seen = 0;
-		s->std_steps++;
-	}
-	c->max_payload = p->max_payload;
-	c->caps_flags = p->caps_flags;
-}
-
-/*
- * A PROGRESS from c while its standard-MTU SPANs are on trial: the first one from
- * 300 ms into it (the SPANs under way) sets the mark, a later one with more chunks
- * done shows they get through; each only while the group gets SPANs of that size
- * (not BLOCKs for another client: those would show nothing).
- */
-static void std_progress(const struct ndz_server *s, struct ndz_server_client *c,
-			 const struct ndz_progress *pr, uint64_t now)
-{
-	if (c->std_step != NDZ_STD_TRY || now - c->std_ns < 300 * 1000000ull || !s->std_capped)
-		return;
-	if (!c->std_seen) {
-		c->std_seen = 1;
-		c->std_done = pr->chunks_done;
-	} else if (pr->chunks_done > c->std_done) {
-		c->std_step = NDZ_STD_GOOD;
-	}
-}
-
 /* A packet of this server's to everyone: JOIN_REPLY (to client) and FEATURES. */
 static void reply(struct ndz_server *s, uint32_t client, struct ndz_server_reply *out)
 {
@@ -467,10 +419,8 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	switch (p->type) {
 	case NDZ_PKT_JOIN:
 		s->joins++;
-		if (c) {
+		if (c)
 			c->left = 0;   /* back again (a new run with the same id) */
-			c->std_step = NDZ_STD_NONE;
-		}
 		if (out)
 			reply(s, p->client_id, out);
 		break;
@@ -480,12 +430,12 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		break;
 	case NDZ_PKT_PROGRESS:
 		progressed(c, &p->progress);
-		if (c)
-			std_progress(s, c, &p->progress, now_ns);
 		break;
 	case NDZ_PKT_CAPS:
-		if (c)
-			caps(s, c, p, now_ns);
+		if (c) {
+			c->max_payload = p->max_payload;
+			c->caps_flags = p->caps_flags;
+		}
 		break;
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
@@ -520,19 +470,6 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 	return woke ? 2 : 1;
 }
 
-/*
- * The payload c takes as far as the group's datagrams go: what its last CAPS said,
- * but NDZ_SERVER_STD_PAYLOAD while its step-down to one block is on trial, and for
- * good once that got through (caps).
- */
-static uint32_t payload_of(const struct ndz_server_client *c)
-{
-	if (c->std_step == NDZ_STD_GOOD ||
-	    (c->std_step == NDZ_STD_TRY && c->max_payload <= NDZ_PKT_BLOCK_LEN))
-		return NDZ_SERVER_STD_PAYLOAD;
-	return c->max_payload;
-}
-
 /* Blocks a datagram carries at now: the fewest any client heard lately takes. */
 static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 {
@@ -544,8 +481,8 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 
 		if (c->left || now - c->last_ns > s->lost_ns)
 			continue;      /* gone: what it takes no longer matters */
-		take = payload_of(c) >= NDZ_PKT_BLOCKS_LEN(2) ?
-		       (payload_of(c) - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE : 1;
+		take = c->max_payload >= NDZ_PKT_BLOCKS_LEN(2) ?
+		       (c->max_payload - NDZ_PKT_BLOCKS_HDR) / NDZ_BLOCK_SIZE : 1;
 		if (take < n)
 			n = take;
 	}
@@ -554,40 +491,24 @@ static unsigned blocks_now(struct ndz_server *s, uint64_t now)
 
 /*
  * The bytes a SPAN carries at now: the fewest any client heard lately takes, when
- * every one of them takes SPANs and that is more than a block; else 0 (no SPAN). A
- * client takes payload_of's; a trial past its time fails here. Sets s->std_capped
- * when a client on the standard-MTU step sets the size.
+ * every one of them takes SPANs and that is more than a block; else 0 (no SPAN).
  */
 static unsigned span_now(struct ndz_server *s, uint64_t now)
 {
 	unsigned n = s->own_span;
 
-	s->std_capped = 0;
 	for (size_t i = 0; i < s->nclients && n; i++) {
-		struct ndz_server_client *c = &s->clients[i];
-		uint32_t payload;
+		const struct ndz_server_client *c = &s->clients[i];
 		unsigned take;
-		int std;
 
 		if (c->left || now - c->last_ns > s->lost_ns)
 			continue;      /* gone: what it takes no longer matters */
-		if (c->std_step == NDZ_STD_TRY &&
-		    now - c->std_ns > NDZ_SERVER_STD_TRY_MS * 1000000ull) {
-			c->std_step = NDZ_STD_FAILED;
-			s->std_failed++;
-		}
-		payload = payload_of(c);
-		std = payload != c->max_payload;
 		if (!(c->caps_flags & NDZ_CAPS_SPAN) ||
-		    payload < NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN)) {
-			s->std_capped = 0;
+		    c->max_payload < NDZ_PKT_SPAN_LEN(NDZ_BLOCK_SIZE + NDZ_PKT_SPAN_GRAIN))
 			return 0;
-		}
-		take = (payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN * NDZ_PKT_SPAN_GRAIN;
-		if (take < n || (std && take == n)) {
+		take = (c->max_payload - NDZ_PKT_SPAN_HDR) / NDZ_PKT_SPAN_GRAIN * NDZ_PKT_SPAN_GRAIN;
+		if (take < n)
 			n = take;
-			s->std_capped = std;
-		}
 	}
 	return n;
 }
@@ -934,11 +855,6 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 		s->bytes_sent += b->lens[d];
 	s->datagrams_sent += b->ndgrams;
 	s->spans_sent += b->spans;
-	if (s->std_capped && b->spans) {
-		s->std_spans += b->spans;
-		if (s->span_size > s->std_span_size)
-			s->std_span_size = s->span_size;
-	}
 	s->multi_repairs += b->multi_repairs;
 	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
@@ -1063,10 +979,6 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->spans_sent = s->spans_sent;
 	st->multi_repairs_sent = s->multi_repairs;
 	st->span_size = s->span_size;
-	st->std_steps = s->std_steps;
-	st->std_failed = s->std_failed;
-	st->std_spans_sent = s->std_spans;
-	st->std_span_size = s->std_span_size;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -1092,8 +1004,6 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
 		     "\"spans_sent\": %llu, \"span_size\": %u, \"multi_repairs_sent\": %llu, "
-		     "\"std_steps\": %llu, \"std_failed\": %llu, \"std_spans_sent\": %llu, "
-		     "\"std_span_size\": %u, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
@@ -1111,9 +1021,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,
 		     (unsigned long long)st->group_down, (unsigned long long)st->spans_sent,
-		     st->span_size, (unsigned long long)st->multi_repairs_sent,
-		     (unsigned long long)st->std_steps, (unsigned long long)st->std_failed,
-		     (unsigned long long)st->std_spans_sent, st->std_span_size, st->seconds_sending,
+		     st->span_size, (unsigned long long)st->multi_repairs_sent, st->seconds_sending,
 		     st->seconds_to_first, st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);

@@ -66,9 +66,6 @@ struct ndz_server_opts {
 };
 
 #define NDZ_SERVER_LOST_MS 30000u      /* the default: 30 PROGRESS intervals */
-#define NDZ_SERVER_STD_PAYLOAD 1472u   /* a standard 1500-byte MTU's UDP payload: where a
-					* SPAN client that stepped down from more is tried */
-#define NDZ_SERVER_STD_TRY_MS 3000u    /* ... until its PROGRESS shows it takes them */
 
 /* What the server makes of a client (ndz_server_client_state). */
 enum ndz_rx_state {
@@ -90,19 +87,6 @@ struct ndz_server_client {
 	uint32_t max_payload;          /* the largest datagram it takes (CAPS); 0: unsaid,
 					* one block (an older client) */
 	uint32_t caps_flags;           /* NDZ_CAPS_* its last CAPS said */
-	int std_step;                  /* it stepped down from above NDZ_SERVER_STD_PAYLOAD
-					* to one block, with SPAN: NDZ_STD_* below */
-	uint64_t std_ns;               /* when that try began */
-	uint32_t std_done;             /* chunks done at its first PROGRESS in the try */
-	int std_seen;                  /* that PROGRESS came */
-};
-
-/* A SPAN client's step-down (doc/PROTOCOL.md, "SPAN"): standard-MTU SPANs first. */
-enum {
-	NDZ_STD_NONE = 0,              /* not stepped down (or no SPAN) */
-	NDZ_STD_TRY = 1,               /* SPANs of a 1500 MTU's payload, on trial */
-	NDZ_STD_GOOD = 2,              /* its PROGRESS rose on them: kept */
-	NDZ_STD_FAILED = 3,            /* it did not within the trial: BLOCKs, as of old */
 };
 
 /* What frisbeed's statistics line and --stats-json say. */
@@ -129,10 +113,6 @@ struct ndz_server_stats {
 	uint64_t range_refused;        /* RANGE_RREQUESTs refused: too many ranges of a chunk */
 	uint64_t spans_sent;           /* of datagrams_sent, SPANs */
 	unsigned span_size;            /* the bytes of a SPAN now (the group's); 0: none */
-	uint64_t std_steps;            /* a client's step-down taken to standard-MTU SPANs */
-	uint64_t std_failed;           /* of them, trials that failed (BLOCKs instead) */
-	uint64_t std_spans_sent;       /* of spans_sent, sent while such a client set their size */
-	unsigned std_span_size;        /* the largest of those SPANs' bytes; 0: none */
 	uint64_t multi_repairs_sent;   /* of datagrams_sent, REPAIRSes (several repairs) */
 };
 
