@@ -1071,7 +1071,7 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
  * bytes, the most common smaller path takes them); when none of those comes either,
  * or to a server of BLOCKS only, say we take one block a datagram: the server falls
  * back to BLOCKs for the group. With an older client in the group none comes
- * either, though our path takes them: after a pause from the first step we probe
+ * either, though our path takes them: after a pause from the last step we probe
  * (say the large size again), see below. While fetching a manifest or an index, and
  * while receiving the image.
  */

@@ -46,7 +46,7 @@ struct ndz_server {
 	unsigned last_blocks;          /* what group last planned (at first, own_blocks) */
 	unsigned own_span;             /* bytes a SPAN of ours may carry (the MTU's); 0: none */
 	unsigned span_size;            /* what every client takes, as last planned; 0: no SPAN */
-	unsigned span_min;             /* the least of it SPANs were sent of; 0: none yet */
+	unsigned span_min;             /* the least span_size SPANs were sent at; 0: none */
 	uint64_t spans_sent, multi_repairs;
 	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
 	uint64_t datagrams_sent, offloaded;
@@ -1007,7 +1007,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
-		     "\"spans_sent\": %llu, \"span_size\": %u, \"span_min\": %u, \"multi_repairs_sent\": %llu, "
+		     "\"spans_sent\": %llu, \"span_size\": %u, \"span_min\": %u, "
+		     "\"multi_repairs_sent\": %llu, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
@@ -1025,7 +1026,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,
 		     (unsigned long long)st->group_down, (unsigned long long)st->spans_sent,
-		     st->span_size, st->span_min, (unsigned long long)st->multi_repairs_sent, st->seconds_sending,
+		     st->span_size, st->span_min, (unsigned long long)st->multi_repairs_sent,
+		     st->seconds_sending,
 		     st->seconds_to_first, st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);
