@@ -277,13 +277,19 @@ if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ]; then
 	mc_client c2 "$T/out2" -T 15 -vv
 	mc_client c3 "$T/out3" -T 15 -vv
 	mc_joined c1 c2 c3
-	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/lossold.json"
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 30 --stats-json "$T/lossold.json" -v
 	mc_wait
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
 	check "MTU 9000, 1% loss, an old frisbee and two new: all byte-identical" \
 		sh -c "[ \"$(mc_rc c1)\" = 0 ] && [ \"$(mc_rc c2)\" = 0 ] && [ \"$(mc_rc c3)\" = 0 ] && cmp -s '$T/a.src' '$T/out1' && cmp -s '$T/a.src' '$T/out2' && cmp -s '$T/a.src' '$T/out3'"
-	check "MTU 9000, 1% loss, an old frisbee: REPAIRs ($(json_num "$T/lossold.json" repairs_sent)), no REPAIRS, no SPAN" \
-		sh -c "[ \"$(json_num "$T/lossold.json" repairs_sent)\" -gt 0 ] && [ \"$(json_num "$T/lossold.json" multi_repairs_sent)\" = 0 ] && [ \"$(json_num "$T/lossold.json" spans_sent)\" = 0 ]"
+	# no REPAIRS nor SPAN while the old one (c1, 10.77.0.11) is in the group: when it
+	# left before the new ones were done, their last datagrams may be SPANs (a new
+	# client that stepped down to 1472 bytes takes them), so only when it left last
+	# must there be none
+	old_last=0
+	grep 'leave from' "$T/srv.log" | tail -1 | grep -q 'from 10\.77\.0\.11 ' && old_last=1
+	check "MTU 9000, 1% loss, an old frisbee: REPAIRs ($(json_num "$T/lossold.json" repairs_sent)), no REPAIRS, no SPAN ($(json_num "$T/lossold.json" multi_repairs_sent), $(json_num "$T/lossold.json" spans_sent); the old one left last: $old_last)" \
+		sh -c "[ \"$(json_num "$T/lossold.json" repairs_sent)\" -gt 0 ] && { [ $old_last = 0 ] || { [ \"$(json_num "$T/lossold.json" multi_repairs_sent)\" = 0 ] && [ \"$(json_num "$T/lossold.json" spans_sent)\" = 0 ]; }; }"
 fi
 for h in c1 c2 c3 c4 c5 c6 c7 c8; do netns_noloss "$h"; done
 
