@@ -52,7 +52,11 @@ void net_note(void *ctx, const struct ndz_client_note *n)
 			cli_info("request chunk %u", n->chunk);
 		break;
 	case NDZ_CLIENT_NOTE_CAPS:
-		if (n->ms)
+		if (n->ms && n->count > NDZ_PKT_BLOCK_LEN)
+			cli_warn("no large datagram for %llu ms though the server sends them: "
+				 "a link on the way may drop them; asking for datagrams of %u "
+				 "bytes (a 1500-byte MTU's)", (unsigned long long)n->ms, n->count);
+		else if (n->ms)
 			cli_warn("no block for %llu ms though the server sends datagrams of "
 				 "several blocks: a link on the way may drop large datagrams; "
 				 "asking for one block a datagram", (unsigned long long)n->ms);
@@ -98,7 +102,11 @@ void summary(struct client *c, int code, const struct ndz_client_stats *st)
 			 (unsigned long long)st->bad_version, (unsigned long long)st->foreign,
 			 (unsigned long long)st->fetch.no_room, (unsigned long long)st->crc_fail,
 			 (unsigned long long)st->forged);
-	else if (st->forged && !cli_quiet)
+	if (cli_verbose && (st->steps_std || st->steps_block))
+		cli_info("stepped down: %llu times to datagrams of %u bytes, %llu to one block "
+			 "a datagram", (unsigned long long)st->steps_std, NDZ_PKT_STD_PAYLOAD,
+			 (unsigned long long)st->steps_block);
+	if (!cli_verbose && st->forged && !cli_quiet)
 		cli_warn("%llu forged chunks discarded and fetched again",
 			 (unsigned long long)st->forged);
 }

@@ -15,11 +15,13 @@
 
 #define MS 1000000ull
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
-/* said we take large datagrams, and none came this long: say one block (a smaller
- * MTU on the way) */
+/* said we take large datagrams, and none came this long: say a standard MTU's
+ * payload to a server of SPANs, one block to any other or when those did not come
+ * either (a smaller MTU on the way) */
 #define STEP_DOWN_NS (700 * MS)
 /* stepped down: say the large size again after this pause, doubled at each probe
- * that brought no BLOCKS (an older client gone since, or a path that drops them) */
+ * that brought no large datagrams (an older client gone since, or a path that drops
+ * them) */
 #define PROBE_MIN_NS (2000 * MS)
 #define PROBE_MAX_NS (64000 * MS)
 
@@ -508,6 +510,7 @@ int ndz_client_fetch_manifest(struct ndz_client *c, size_t len, uint64_t now_ns,
  * says so.
  */
 static void step_down(struct ndz_client *c, uint64_t now);
+static void multi_came(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now);
 
 static void manifest_tick(struct ndz_client *c, uint64_t now)
 {
@@ -567,7 +570,7 @@ static void manifest_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 		return;
 	c->mlast = c->last_server_ns = now;
 	if (p->type == NDZ_PKT_BLOCKS || p->type == NDZ_PKT_SPAN)
-		c->multi_ns = now;
+		multi_came(c, p, now);
 	if (p->type == NDZ_PKT_SPAN) {
 		int slot = ndz_fetch_span(c->mf, p->chunk - c->mbase, p->offset, p->length,
 					  p->data, now);
@@ -966,7 +969,7 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	} else if (p->type == NDZ_PKT_REPAIRS) {
 		/* exactly as that many REPAIRs */
 		c->st.multi_repairs++;
-		c->multi_ns = now;
+		multi_came(c, p, now);
 		slot = -1;
 		for (unsigned k = 0; k < p->nrep; k++) {
 			int r = ndz_fetch_repair(c->fetch, p->chunk, p->stripe, p->index + k,
@@ -978,12 +981,12 @@ static int got_block(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now
 	} else if (p->type == NDZ_PKT_BLOCKS) {
 		/* as that many blocks, with one copy when none is held */
 		c->st.multi++;
-		c->multi_ns = now;
+		multi_came(c, p, now);
 		slot = ndz_fetch_blocks(c->fetch, p->chunk, p->block, p->count, data, now);
 	} else if (p->type == NDZ_PKT_SPAN) {
 		/* its whole blocks as a BLOCKS, its edges granule by granule */
 		c->st.spans++;
-		c->multi_ns = now;
+		multi_came(c, p, now);
 		slot = ndz_fetch_span(c->fetch, p->chunk, p->offset, p->length, data, now);
 	} else {
 		slot = ndz_fetch_block(c->fetch, p->chunk, p->block, data, now);
@@ -1063,11 +1066,14 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 /*
  * We said we take large datagrams and the server sends them, yet none has come for
  * a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way may
- * drop them (a smaller MTU than ours). Say we take one block a datagram: the server
- * falls back to BLOCKs for the group. With an older client in the group none comes
- * either, though our path takes them: after a pause we probe (say the large size
- * again), see below. While fetching a manifest or an index, and while receiving the
- * image.
+ * drop them (a smaller MTU than ours). Step down: to a server of SPANs say first a
+ * standard 1500-byte MTU's payload (NDZ_PKT_STD_PAYLOAD: it sends SPANs of 1440
+ * bytes, the most common smaller path takes them); when none of those comes either,
+ * or to a server of BLOCKS only, say we take one block a datagram: the server falls
+ * back to BLOCKs for the group. With an older client in the group none comes
+ * either, though our path takes them: after a pause from the last step we probe
+ * (say the large size again), see below. While fetching a manifest or an index, and
+ * while receiving the image.
  */
 static void step_down(struct ndz_client *c, uint64_t now)
 {
@@ -1075,18 +1081,28 @@ static void step_down(struct ndz_client *c, uint64_t now)
 	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
 		uint64_t ms = (now - c->multi_ns) / MS;
 
-		/* the pause before we probe: doubled while probes bring nothing */
-		if (!c->probe_wait || (c->probe_at && c->multi_ns > c->probe_at))
-			c->probe_wait = PROBE_MIN_NS;
-		else if (c->probe_wait < PROBE_MAX_NS / 2)
-			c->probe_wait *= 2;
-		else
-			c->probe_wait = PROBE_MAX_NS;
+		/* the pause before we probe, set at the full size's step: doubled
+		 * while probes bring nothing */
+		if (c->take == c->full) {
+			if (!c->probe_wait || (c->probe_at && c->multi_ns > c->probe_at))
+				c->probe_wait = PROBE_MIN_NS;
+			else if (c->probe_wait < PROBE_MAX_NS / 2)
+				c->probe_wait *= 2;
+			else
+				c->probe_wait = PROBE_MAX_NS;
+		}
 		c->probe_ns = now + c->probe_wait;
-		c->take = NDZ_PKT_BLOCK_LEN;
+		if (c->server_span && c->take > NDZ_PKT_STD_PAYLOAD) {
+			c->take = NDZ_PKT_STD_PAYLOAD;
+			c->multi_ns = now;     /* SPANs of that size may come from now on */
+			c->st.steps_std++;
+		} else {
+			c->take = NDZ_PKT_BLOCK_LEN;
+			c->st.steps_block++;
+		}
 		say_caps(c, now, ms);
-	} else if (c->take == NDZ_PKT_BLOCK_LEN && c->full > NDZ_PKT_BLOCK_LEN &&
-		   (c->server_blocks || c->server_span) && c->probe_wait && now >= c->probe_ns) {
+	} else if (c->take && c->take < c->full && (c->server_blocks || c->server_span) &&
+		   c->probe_wait && now >= c->probe_ns) {
 		/*
 		 * Probe: say the large size again. An older client that kept BLOCKS away
 		 * may have left (or be lost) since: BLOCKS come again and we stay up. On
@@ -1097,6 +1113,25 @@ static void step_down(struct ndz_client *c, uint64_t now)
 		c->multi_ns = c->probe_at = now;
 		say_caps(c, now, 0);
 	}
+}
+
+/*
+ * A datagram of several blocks (BLOCKS, SPAN, REPAIRS) came at now: large ones get
+ * through, unless we stepped down before and now say more than a standard MTU's
+ * payload (a probe) while this one is no longer than that: the SPANs the server
+ * sent while we said NDZ_PKT_STD_PAYLOAD are still on their way after the probe and
+ * show nothing about larger ones. (A client that never stepped down counts them:
+ * in a group with a member of a standard MTU every client gets those SPANs.)
+ */
+static void multi_came(struct ndz_client *c, const struct ndz_pkt *p, uint64_t now)
+{
+	uint32_t wire = p->type == NDZ_PKT_SPAN ? NDZ_PKT_SPAN_LEN(p->length) :
+			p->type == NDZ_PKT_REPAIRS ? NDZ_PKT_REPAIRS_LEN(p->nrep) :
+			NDZ_PKT_BLOCKS_LEN(p->count);
+
+	if (c->probe_wait && c->take > NDZ_PKT_STD_PAYLOAD && wire <= NDZ_PKT_STD_PAYLOAD)
+		return;
+	c->multi_ns = now;
 }
 
 /*

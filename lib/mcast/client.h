@@ -46,8 +46,9 @@ enum ndz_client_what {
 	NDZ_CLIENT_NOTE_SILENT,        /* the server is silent for ms: asking again */
 	NDZ_CLIENT_NOTE_CAPS,          /* CAPS sent: count is the payload we take now,
 					  repairs its flags (NDZ_CAPS_*); ms is not 0 when we
-					  stepped down after that long without a block (large
-					  datagrams lost on the way) */
+					  stepped down (to count: NDZ_PKT_STD_PAYLOAD, or one
+					  block) after that long without a large datagram
+					  (lost on the way) */
 };
 
 struct ndz_client_note {
@@ -113,6 +114,9 @@ struct ndz_client_stats {
 	uint64_t multi_repairs;        /* REPAIRSes received (datagrams of several repairs) */
 	uint32_t held;                 /* chunks the target held (ndz_client_have) */
 	uint64_t range_requests;       /* of requests, RANGE_RREQUESTs */
+	uint64_t steps_std;            /* step-downs to a standard MTU's payload (SPANs of
+					  1440 bytes; NDZ_PKT_STD_PAYLOAD) */
+	uint64_t steps_block;          /* step-downs to one block a datagram */
 };
 
 /*

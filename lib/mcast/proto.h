@@ -79,6 +79,8 @@ enum ndz_pkt_type {
 #define NDZ_PKT_REPAIRS_MAX    NDZ_PKT_BLOCKS_MAX /* repairs in one REPAIRS at most */
 #define NDZ_PKT_REPAIRS_LEN(n) (NDZ_PKT_REPAIRS_HDR + (n) * NDZ_BLOCK_SIZE)
 #define NDZ_PKT_WIRE_MAX       NDZ_PKT_SPAN_LEN(NDZ_PKT_SPAN_MAX) /* the largest */
+#define NDZ_PKT_STD_PAYLOAD    1472u   /* a standard 1500-byte MTU's UDP payload (less
+					  20 bytes of IPv4 and 8 of UDP) */
 
 /*
  * The block size is lib/format.h's; the wire sizes derived from it are fixed by

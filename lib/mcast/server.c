@@ -46,6 +46,7 @@ struct ndz_server {
 	unsigned last_blocks;          /* what group last planned (at first, own_blocks) */
 	unsigned own_span;             /* bytes a SPAN of ours may carry (the MTU's); 0: none */
 	unsigned span_size;            /* what every client takes, as last planned; 0: no SPAN */
+	unsigned span_min;             /* the least span_size SPANs were sent at; 0: none */
 	uint64_t spans_sent, multi_repairs;
 	uint64_t group_up, group_down; /* times it rose (a client that took fewer gone) and fell */
 	uint64_t datagrams_sent, offloaded;
@@ -855,6 +856,8 @@ void ndz_server_sent(struct ndz_server *s, const struct ndz_server_batch *b, uin
 		s->bytes_sent += b->lens[d];
 	s->datagrams_sent += b->ndgrams;
 	s->spans_sent += b->spans;
+	if (b->spans && (!s->span_min || s->span_size < s->span_min))
+		s->span_min = s->span_size;
 	s->multi_repairs += b->multi_repairs;
 	s->offloaded += b->offloaded;
 	for (unsigned i = 0; i < b->count; i++) {
@@ -979,6 +982,7 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->spans_sent = s->spans_sent;
 	st->multi_repairs_sent = s->multi_repairs;
 	st->span_size = s->span_size;
+	st->span_min = s->span_min;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -1003,7 +1007,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
-		     "\"spans_sent\": %llu, \"span_size\": %u, \"multi_repairs_sent\": %llu, "
+		     "\"spans_sent\": %llu, \"span_size\": %u, \"span_min\": %u, "
+		     "\"multi_repairs_sent\": %llu, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
@@ -1021,7 +1026,8 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->offloaded,
 		     st->group_blocks, (unsigned long long)st->group_up,
 		     (unsigned long long)st->group_down, (unsigned long long)st->spans_sent,
-		     st->span_size, (unsigned long long)st->multi_repairs_sent, st->seconds_sending,
+		     st->span_size, st->span_min, (unsigned long long)st->multi_repairs_sent,
+		     st->seconds_sending,
 		     st->seconds_to_first, st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,
 		     (unsigned long long)st->wrong_image, (unsigned long long)st->bad_chunk);

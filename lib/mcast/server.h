@@ -113,6 +113,7 @@ struct ndz_server_stats {
 	uint64_t range_refused;        /* RANGE_RREQUESTs refused: too many ranges of a chunk */
 	uint64_t spans_sent;           /* of datagrams_sent, SPANs */
 	unsigned span_size;            /* the bytes of a SPAN now (the group's); 0: none */
+	unsigned span_min;             /* the fewest of them any SPANs were sent at; 0: none */
 	uint64_t multi_repairs_sent;   /* of datagrams_sent, REPAIRSes (several repairs) */
 };
 

@@ -10,8 +10,13 @@
  * SECONDS sends, PPS packets a second, garbage, packets of another protocol version,
  * out-of-range requests and forged BLOCKs of random chunks; with SPOOF_ADDR the
  * forged BLOCKs carry that source address (a raw socket), so they pass the client's
- * source check and must be caught by the chunk checksum. With "hostile", 21 kinds
- * in turn (hostile_pkt), the server's own kinds spoofed from SPOOF_ADDR.
+ * source check and must be caught by the chunk checksum. With "hostile", 37 kinds
+ * in turn (hostile_pkt), the server's own kinds spoofed from SPOOF_ADDR: 0-20 of
+ * BLOCK, REPAIR, FEATURES, JOIN_REPLY and the requests, 21-34 of SPAN, REPAIRS and
+ * RANGE_REPAIR, 35-36 malformed CAPS and RANGE_RREQUESTs (for the server: its socket
+ * filter keeps the server's own kinds from it). MCROGUE_KINDS=MASK sends only the
+ * kinds of its set bits. The JOIN it learns the image by is followed by a LEAVE, so
+ * that it does not hold the group at one block a datagram (it sends no CAPS).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -20,10 +25,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/le.h"
 #include "mcast/net.h"
 #include "mcast/pace.h"
 #include "pktbuild.h"
 #include "mcast/proto.h"
+
+#define KINDS 37                /* hostile kinds (hostile_pkt) */
+#define HBUF 12288              /* the largest hostile datagram's room */
 
 /* SIGTERM ends the sending (and the count is printed): tests stop it when done. */
 static volatile sig_atomic_t stop;
@@ -34,9 +43,164 @@ static void on_term(int sig)
 	stop = 1;
 }
 
+/* A SPAN as the server would send it: len bytes of data at off of chunk into buf. */
+static int span_pkt(uint32_t tag, uint32_t chunk, uint32_t off, uint32_t len, const uint8_t *data,
+		    uint8_t *buf)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_SPAN;
+	p.tag = tag;
+	p.chunk = chunk;
+	p.offset = off;
+	p.length = len;
+	p.data = data;
+	return ndz_pkt_encode(&p, buf, HBUF, NULL);
+}
+
+/* A random 32-byte-granular span of a chunk: *off and *len, at most 1440 bytes. */
+static void any_span(uint32_t *off, uint32_t *len)
+{
+	*len = ((uint32_t)random() % 45 + 1) * NDZ_PKT_SPAN_GRAIN;
+	*off = (uint32_t)random() % ((NDZ_CHUNK_SIZE - *len) / NDZ_PKT_SPAN_GRAIN + 1) *
+	       NDZ_PKT_SPAN_GRAIN;
+}
+
 /*
- * Kind k (0-20) of the hostile mix into buf: returns its length (0: nothing) and
- * sets *spoof when it should carry the server's address.
+ * Kinds 21-34 of the hostile mix (SPAN, REPAIRS, RANGE_REPAIR), as hostile_pkt. The
+ * malformed ones are a valid packet with one field broken after encoding (the
+ * encoder refuses to make them): each must be dropped as malformed, nothing stored.
+ */
+static int hostile_new(int k, uint32_t tag, uint32_t chunks, uint8_t *buf, const uint8_t *data,
+		       int *spoof)
+{
+	uint32_t chunk = (uint32_t)random() % chunks, off, len;
+	struct ndz_pkt p;
+	int n;
+
+	*spoof = 1;
+	any_span(&off, &len);
+	switch (k) {
+	case 21:                        /* SPAN: offset off the grain */
+		n = span_pkt(tag, chunk, off, len, data, buf);
+		if (n > 0)
+			put_le32(buf + 16, off + (uint32_t)(random() % 31) + 1);
+		return n;
+	case 22:                        /* SPAN: length off the grain (a datagram cut) */
+		n = span_pkt(tag, chunk, off, len, data, buf);
+		return n > 0 ? n - (int)(random() % 31) - 1 : n;
+	case 23:                        /* SPAN: empty (the head alone) */
+		n = span_pkt(tag, chunk, off, len, data, buf);
+		return n > 0 ? (int)NDZ_PKT_SPAN_HDR : n;
+	case 24:                        /* SPAN: past the chunk's end */
+		n = span_pkt(tag, chunk, 0, 1440, data, buf);
+		if (n > 0)
+			put_le32(buf + 16, NDZ_CHUNK_SIZE - 32 * ((uint32_t)random() % 44 + 1));
+		return n;
+	case 25:                        /* SPAN: offset + length past 2^32 */
+		n = span_pkt(tag, chunk, 0, 64, data, buf);
+		if (n > 0)
+			put_le32(buf + 16, 0xffffffe0u - 32 * ((uint32_t)random() % 4));
+		return n;
+	case 26:                        /* SPAN: another image's tag, valid else */
+		return span_pkt(tag ^ 0x1234567, chunk, off, len, data, buf);
+	case 27:                        /* SPAN: forged bytes into chunk 0 (done first) */
+		return span_pkt(tag, 0, off, len, data, buf);
+	case 28:                        /* SPAN: forged bytes, any chunk, any span */
+		return span_pkt(tag, chunk, off, len, data, buf);
+	case 29:                        /* SPAN: longer than a SPAN may be (9216 bytes) */
+		*spoof = 0;     /* (larger than the raw socket's room; fragmented) */
+		n = span_pkt(tag, chunk, 0, NDZ_PKT_SPAN_MAX, data, buf);
+		return n > 0 ? n + 32 : n;
+	case 30:                        /* a SPAN head on a datagram larger than a receiver reads */
+		*spoof = 0;
+		n = span_pkt(tag, chunk, 0, 32, data, buf);
+		return n > 0 ? HBUF - 288 : n;
+	case 31:                        /* REPAIRS: forged, one repair (a valid packet) */
+	case 32:                        /* REPAIRS: malformed, in turn */
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_REPAIRS;
+		p.tag = tag;
+		p.chunk = chunk;
+		p.stripe = (uint8_t)(random() % NDZ_FEC_STRIPES);
+		p.index = (uint8_t)(random() % (NDZ_FEC_REPAIRS - 1));
+		p.nrep = 1;
+		p.data = data;
+		n = ndz_pkt_encode(&p, buf, HBUF, NULL);
+		if (n <= 0 || k == 31)
+			return n;
+		switch (random() % 5) {
+		case 0: buf[18] = 0; break;                     /* no repairs */
+		case 1: buf[18] = 9; break;                     /* more than 8 */
+		case 2: buf[16] = NDZ_FEC_SETS; break;          /* no such set */
+		case 3: buf[17] = NDZ_FEC_REPAIRS; break;       /* past the set's repairs */
+		default: buf[18] = 2; break;                    /* 2 said, 1 there */
+		}
+		return n;
+	case 35:                        /* CAPS: malformed, in turn */
+		*spoof = 0;
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_CAPS;
+		p.tag = tag;
+		p.client_id = (uint32_t)random();
+		p.max_payload = 1472;
+		p.caps_flags = NDZ_CAPS_SPAN;
+		n = ndz_pkt_encode(&p, buf, HBUF, NULL);
+		if (n <= 0)
+			return n;
+		if (random() % 2)
+			put_le32(buf + 16, NDZ_PKT_BLOCK_LEN - 1 - (uint32_t)(random() % 1000));
+		else
+			put_le32(buf + 20, 4u << (random() % 29));     /* an unknown flag */
+		return n;
+	case 36:                        /* RANGE_RREQUEST: malformed, in turn */
+		*spoof = 0;
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_RANGE_RREQUEST;
+		p.tag = tag;
+		p.client_id = (uint32_t)random();
+		p.chunk = chunk;
+		p.block = 0;
+		p.count = 16;
+		p.wanted = 4;
+		n = ndz_pkt_encode(&p, buf, HBUF, NULL);
+		if (n <= 0)
+			return n;
+		switch (random() % 4) {
+		case 0: put_le16(buf + 22, 0); break;           /* no blocks */
+		case 1: put_le16(buf + 20, 1020); break;        /* past block 1023 */
+		case 2: buf[24] = (uint8_t)(random() % 2 ? 0 : 33); break; /* 0, > 32 */
+		default: buf[26] = 1; break;                    /* reserved not zero */
+		}
+		return n;
+	case 33:                        /* RANGE_REPAIR: forged (a valid packet) */
+	default:                        /* RANGE_REPAIR: malformed, in turn */
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_RANGE_REPAIR;
+		p.tag = tag;
+		p.chunk = chunk;
+		p.block = (uint16_t)(random() % 1000);
+		p.count = (uint16_t)(random() % 16 + 1);
+		p.index = (uint8_t)(random() % NDZ_FEC_WREPAIRS);
+		p.data = data;
+		n = ndz_pkt_encode(&p, buf, HBUF, NULL);
+		if (n <= 0 || k == 33)
+			return n;
+		switch (random() % 4) {
+		case 0: put_le16(buf + 18, 0); break;           /* no blocks */
+		case 1: put_le16(buf + 16, 1020);               /* past block 1023 */
+			put_le16(buf + 18, 8); break;
+		case 2: buf[20] = 255; break;                   /* no such repair */
+		default: buf[22] = 1; break;                    /* reserved not zero */
+		}
+		return n;
+	}
+}
+
+/*
+ * Kind k (0-34) of the hostile mix into buf (HBUF bytes): returns its length (0:
+ * nothing) and sets *spoof when it should carry the server's address.
  */
 static int hostile_pkt(int k, uint32_t tag, const struct ndz_join_info *info,
 		       uint8_t *buf, const uint8_t *data, int *spoof)
@@ -49,6 +213,8 @@ static int hostile_pkt(int k, uint32_t tag, const struct ndz_join_info *info,
 	*spoof = 0;
 	p.tag = tag;
 	p.chunk = (uint32_t)random() % chunks;
+	if (k > 20)
+		return hostile_new(k, tag, chunks, buf, data, spoof);
 	switch (k) {
 	case 0:                         /* garbage */
 		len = (int)(random() % 1500) + 1;
@@ -143,7 +309,7 @@ static int hostile_pkt(int k, uint32_t tag, const struct ndz_join_info *info,
 		len = ndz_pkt_encode(&p, buf, 2048, NULL);
 		buf[4] = 99;
 		return len;
-	default:                        /* a valid BLOCK cut short */
+	default:                        /* (20) a valid BLOCK cut short */
 		p.type = NDZ_PKT_BLOCK;
 		p.data = data;
 		len = ndz_pkt_encode(&p, buf, 2048, NULL);
@@ -204,13 +370,13 @@ int main(int argc, char **argv)
 	struct ndz_net *net;
 	struct ndz_pkt p;
 	struct ndz_pace pace;
-	uint8_t buf[2048], data[1024];
+	static uint8_t buf[HBUF], data[NDZ_PKT_SPAN_MAX];
 	uint32_t tag = 0, chunks = 1, group, src = 0;
 	struct ndz_join_info info = { 0 };
 	int hostile = argc > 6 && !strcmp(argv[6], "hostile");
 	/* MCROGUE_KINDS: a mask of the hostile kinds to send (bench/hostile.sh), default all */
 	unsigned long kinds = getenv("MCROGUE_KINDS") ? strtoul(getenv("MCROGUE_KINDS"), NULL, 0) :
-			      0x1ffffful, turn = 0;
+			      (1ul << KINDS) - 1, turn = 0;
 	uint64_t end;
 	unsigned long sent = 0;
 	int raw = -1, len;
@@ -222,6 +388,8 @@ int main(int argc, char **argv)
 	if (pkt_join("mcrogue", &o, argv[1], argv[2], &net, &group) < 0)
 		return 1;
 	srandom((unsigned)getpid());
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)random();
 	signal(SIGTERM, on_term);
 	if (argc > 5 && strcmp(argv[5], "-") != 0) {
 		raw = pkt_raw_open(argv[5], &src);
@@ -235,7 +403,7 @@ int main(int argc, char **argv)
 		uint64_t until;
 
 		memset(data, 0, sizeof(data));
-		if (!bf || fread(data, 1, sizeof(data), bf) == 0 || !pkt_learn(net, 0xb10cb10c, 5000, &p)) {
+		if (!bf || fread(data, 1, NDZ_BLOCK_SIZE, bf) == 0 || !pkt_learn(net, 0xb10cb10c, 5000, &p)) {
 			fprintf(stderr, "mcrogue: %s: cannot read it, or no JOIN_REPLY\n", argv[7]);
 			return 1;
 		}
@@ -290,6 +458,14 @@ int main(int argc, char **argv)
 		tag = p.tag;
 		chunks = p.info.chunks;
 		info = p.info;
+		/* gone again: a client of ours without CAPS would hold the group at BLOCKs */
+		memset(&p, 0, sizeof(p));
+		p.type = NDZ_PKT_LEAVE;
+		p.client_id = 0xbadc0de;
+		p.tag = tag;
+		len = ndz_pkt_encode(&p, buf, HBUF, NULL);
+		if (len > 0)
+			ndz_net_send(net, buf, (size_t)len, NULL);
 	}
 	if (hostile && !tag) {
 		fprintf(stderr, "mcrogue: no JOIN_REPLY heard\n");
@@ -302,10 +478,10 @@ int main(int argc, char **argv)
 		int spoof, kind = (int)(random() % 8);
 
 		memset(&p, 0, sizeof(p));
-		for (size_t i = 0; i < sizeof(data); i++)
+		for (size_t i = 0; i < 1536; i++)
 			data[i] = (uint8_t)random();
 		if (hostile) {
-			int k = (int)(turn++ % 21);
+			int k = (int)(turn++ % KINDS);
 
 			if (!(kinds >> k & 1))
 				continue;

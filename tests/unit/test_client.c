@@ -37,6 +37,7 @@ struct t {
 	struct ndz_pkt progress[64];   /* the PROGRESS reports, apart */
 	unsigned nprogress;
 	int notes[16];                 /* how many of each NOTE */
+	struct ndz_client_note caps;   /* the last NOTE_CAPS */
 	int fail_send;                 /* the next sends fail with this errno */
 	uint8_t uuid[16];
 	uint8_t data[BLOCKS][NDZ_BLOCK_SIZE];
@@ -67,6 +68,8 @@ static void t_note(void *ctx, const struct ndz_client_note *n)
 
 	assert_true(n->what >= 0 && n->what < 16);
 	t->notes[n->what]++;
+	if (n->what == NDZ_CLIENT_NOTE_CAPS)
+		t->caps = *n;
 }
 
 /* How many datagrams of type were sent since from. */
@@ -829,6 +832,193 @@ static void test_caps_probe(void **state)
 	teardown_t(t);
 }
 
+/*
+ * The CAPS a run of traffic made the client send: their payloads and when (ms), in
+ * order, and how many; and i, the datagrams fed (their places in the image).
+ */
+struct steps {
+	uint32_t size[32];
+	uint64_t ms[32];
+	unsigned n, i;
+};
+
+enum { LONE, SPAN_STD, SPAN_JUMBO };   /* lone BLOCKs; SPANs of 1440 bytes, of 8928 */
+
+/*
+ * Every 10 ms from from_ms to to_ms (inclusive) one datagram of kind from the server,
+ * then a tick; the CAPS sent on the way go into st. SPANs of one chunk never fill it.
+ */
+static void feed(struct t *t, struct steps *st, uint64_t from_ms, uint64_t to_ms, int kind)
+{
+	struct ndz_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_SPAN;
+	p.tag = TAG;
+	for (uint64_t ms = from_ms; ms <= to_ms; ms += 10, st->i++) {
+		unsigned sent = t->nsent;
+
+		if (kind == LONE) {
+			block(t, 1 + st->i / 1000, st->i % 1000, ms * MS);
+		} else {
+			p.length = kind == SPAN_STD ? 1440 : 8928;
+			p.chunk = 5 + st->i / 100;
+			p.offset = st->i % 100 * p.length;
+			p.data = (const uint8_t *)t->data + p.offset;
+			ndz_client_input_pkt(t->c, &p, SERVER, ms * MS);
+		}
+		ndz_client_tick(t->c, ms * MS);
+		for (unsigned k = sent; k < t->nsent; k++)
+			if (t->sent[k].type == NDZ_PKT_CAPS && st->n < 32) {
+				st->size[st->n] = t->sent[k].max_payload;
+				st->ms[st->n++] = ms;
+			}
+	}
+}
+
+/* A client of 8972 bytes joined to a server of feats, receiving from 2 ms on. */
+static struct t *jumbo(uint32_t feats)
+{
+	struct t *t = setup(60);
+
+	t->o.max_payload = 8972;
+	join(t, 30, 0);
+	features(t, feats, 1 * MS);
+	assert_int_equal(caps_last(t), 8972);
+	assert_int_equal(ndz_client_start(t->c, 2 * MS, NULL), 0);
+	return t;
+}
+
+#define FEAT_ALL (NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS | NDZ_FEAT_SPAN)
+
+/*
+ * The step-down of a SPAN client (doc/PROTOCOL.md, "SPAN"): with no large datagram
+ * for 0.7 s it says a 1500-byte MTU's payload (1472) first; while the SPANs of 1440
+ * bytes (datagrams of 1460) that brings come, it stays there; when none comes for
+ * 0.7 s either, it says one block; 2 s after that it probes its full size. Its note
+ * and its stats say which size.
+ */
+static void test_span_step(void **state)
+{
+	struct t *t = jumbo(FEAT_ALL);
+	struct ndz_client_stats cs;
+	struct steps st = { .n = 0 };
+
+	(void)state;
+	feed(t, &st, 10, 700, LONE);
+	assert_int_equal(st.n, 0);
+	feed(t, &st, 710, 710, LONE);                   /* 0.7 s without a large one */
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.size[0], NDZ_PKT_STD_PAYLOAD);
+	assert_int_equal(t->caps.count, NDZ_PKT_STD_PAYLOAD);
+	assert_true(t->caps.ms >= 700);
+	assert_int_equal(t->caps.repairs, NDZ_CAPS_SPAN);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, NDZ_CAPS_SPAN);
+	feed(t, &st, 720, 1500, SPAN_STD);              /* they come: it stays */
+	assert_int_equal(st.n, 1);
+	feed(t, &st, 1510, 2200, LONE);                 /* none comes for 0.7 s */
+	assert_int_equal(st.n, 1);
+	feed(t, &st, 2210, 4200, LONE);
+	assert_int_equal(st.n, 2);
+	assert_int_equal(st.size[1], NDZ_PKT_BLOCK_LEN);
+	assert_int_equal(st.ms[1], 2210);
+	assert_int_equal(t->caps.count, NDZ_PKT_BLOCK_LEN);
+	assert_true(t->caps.ms >= 700);
+	feed(t, &st, 4210, 4210, LONE);                 /* the probe, 2 s after */
+	assert_int_equal(st.n, 3);
+	assert_int_equal(st.size[2], 8972);
+	assert_int_equal(t->caps.ms, 0);
+	ndz_client_get_stats(t->c, &cs);
+	assert_int_equal(cs.steps_std, 1);
+	assert_int_equal(cs.steps_block, 1);
+	teardown_t(t);
+}
+
+/*
+ * After a probe the SPANs of 1440 bytes sent while the client said 1472 are still
+ * on their way: they do not count as large ones. With only those coming it steps
+ * down again at 0.7 s (to 1472, where they count) and probes after twice the pause;
+ * large SPANs after that probe keep it up, and its next step-down probes after 2 s
+ * again.
+ */
+static void test_span_step_inflight(void **state)
+{
+	struct t *t = jumbo(FEAT_ALL);
+	struct ndz_client_stats cs;
+	struct steps st = { .n = 0 };
+	uint64_t probe;
+
+	(void)state;
+	feed(t, &st, 10, 1500, LONE);                   /* down to 1472, then 1044 */
+	assert_int_equal(st.n, 2);
+	assert_int_equal(st.size[1], NDZ_PKT_BLOCK_LEN);
+	feed(t, &st, 1510, st.ms[1] + 2000, LONE);      /* the probe */
+	assert_int_equal(st.n, 3);
+	assert_int_equal(st.size[2], 8972);
+	probe = st.ms[2];
+	feed(t, &st, probe + 10, probe + 3000, SPAN_STD);
+	assert_int_equal(st.n, 4);
+	assert_int_equal(st.size[3], NDZ_PKT_STD_PAYLOAD);
+	assert_true(st.ms[3] > probe + 700 && st.ms[3] <= probe + 720);
+	feed(t, &st, probe + 3010, st.ms[3] + 4000 - 10, SPAN_STD);
+	assert_int_equal(st.n, 4);                      /* twice the pause: 4 s */
+	feed(t, &st, st.ms[3] + 4000, st.ms[3] + 4000, SPAN_STD);
+	assert_int_equal(st.n, 5);
+	assert_int_equal(st.size[4], 8972);
+	probe = st.ms[4];
+	feed(t, &st, probe + 10, probe + 3000, SPAN_JUMBO);     /* large ones: up */
+	assert_int_equal(st.n, 5);
+	feed(t, &st, probe + 3010, probe + 3710, LONE);
+	assert_int_equal(st.n, 6);
+	assert_int_equal(st.size[5], NDZ_PKT_STD_PAYLOAD);
+	feed(t, &st, probe + 3720, st.ms[5] + 2000, SPAN_STD);  /* the pause: 2 s again */
+	assert_int_equal(st.n, 7);
+	assert_int_equal(st.size[6], 8972);
+	assert_int_equal(st.ms[6], st.ms[5] + 2000);
+	ndz_client_get_stats(t->c, &cs);
+	assert_int_equal(cs.steps_std, 3);
+	assert_int_equal(cs.steps_block, 1);
+	teardown_t(t);
+}
+
+/*
+ * A client that never stepped down, in a group with a member of a 1500-byte MTU,
+ * gets SPANs of 1440 bytes only: they count, it stays at its size.
+ */
+static void test_span_step_mixed(void **state)
+{
+	struct t *t = jumbo(FEAT_ALL);
+	struct ndz_client_stats cs;
+	struct steps st = { .n = 0 };
+
+	(void)state;
+	feed(t, &st, 10, 10000, SPAN_STD);
+	assert_int_equal(st.n, 0);
+	ndz_client_get_stats(t->c, &cs);
+	assert_int_equal(cs.steps_std + cs.steps_block, 0);
+	assert_int_equal(cs.spans, 1000);
+	teardown_t(t);
+}
+
+/* A server of BLOCKS without SPAN: the step-down is to one block, at once. */
+static void test_span_step_blocks(void **state)
+{
+	struct t *t = jumbo(NDZ_FEAT_REPAIR | NDZ_FEAT_BLOCKS);
+	struct ndz_client_stats cs;
+	struct steps st = { .n = 0 };
+
+	(void)state;
+	feed(t, &st, 10, 2000, LONE);
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.size[0], NDZ_PKT_BLOCK_LEN);
+	assert_int_equal(st.ms[0], 710);
+	assert_int_equal(t->sent[t->nsent - 1].caps_flags, 0);
+	ndz_client_get_stats(t->c, &cs);
+	assert_int_equal(cs.steps_std, 0);
+	assert_int_equal(cs.steps_block, 1);
+	teardown_t(t);
+}
+
 /* -T while receiving: the server silent that long. */
 static void test_give_up_silence(void **state)
 {
@@ -1288,6 +1478,10 @@ int main(void)
 		cmocka_unit_test(test_features_before_start),
 		cmocka_unit_test(test_blocks_caps),
 		cmocka_unit_test(test_caps_probe),
+		cmocka_unit_test(test_span_step),
+		cmocka_unit_test(test_span_step_inflight),
+		cmocka_unit_test(test_span_step_mixed),
+		cmocka_unit_test(test_span_step_blocks),
 		cmocka_unit_test(test_span),
 		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_give_up_silence),

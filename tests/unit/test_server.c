@@ -701,7 +701,25 @@ static void test_span(void **state)
 		assert_int_equal(st.spans_sent, spans);
 		assert_int_equal(st.datagrams_sent, dgrams);
 		assert_int_equal(st.span_size, span);
+		assert_int_equal(st.span_min, span);
 		assert_int_equal(st.blocks_sent, 4 * NDZ_SERVER_BATCH);
+		if (mtu) {
+			/* a client that says a 1500 MTU's payload (a stepped-down one): 1440 */
+			caps(s, 5, NDZ_PKT_STD_PAYLOAD, 1);
+			memset(&p, 0, sizeof(p));
+			p.type = NDZ_PKT_REQUEST;
+			p.client_id = 5;
+			p.tag = ndz_image_tag(uuid);
+			p.count = 1024;
+			assert_int_equal(feed_pkt(s, &p), 1);
+			next_batch(s, b, 20 * MS);
+			assert_int_equal(ndz_pkt_decode(b->bufs[0], b->lens[0], &q, NULL), 0);
+			assert_int_equal(q.type, NDZ_PKT_SPAN);
+			assert_int_equal(b->lens[0], 1460);
+			ndz_server_get_stats(s, &st);
+			assert_int_equal(st.span_min, 1440);
+			assert_int_equal(st.span_size, 1440);
+		}
 		ndz_server_free(s);
 	}
 	free(b);
