@@ -328,16 +328,6 @@ static void client_after(struct sim *s, unsigned i, int state)
 		struct ndz_client_stats st;
 
 		ndz_cdrive_stats(c->d, &st);
-		if (getenv("MCSIM_DEBUG") && c->want) {
-			uint64_t n = 0;
-
-			for (uint32_t ch = 0; ch < s->o.chunks; ch++)
-				n += ndz_bit_count(c->want + (size_t)ch * NDZ_BITMAP_BYTES);
-			printf("# client %u: wants %llu, partial %u blocks %llu held %u done %u dups %llu\n", i,
-			       (unsigned long long)n, st.fetch.partial,
-			       (unsigned long long)st.fetch.partial_blocks, st.held, st.fetch.done,
-			       (unsigned long long)st.fetch.dups);
-		}
 		assert_int_equal(st.fetch.done, s->o.chunks);
 		assert_int_equal(ndz_cdrive_leave(c->d, 0, NULL), 0);
 		c->finished = 1;
@@ -617,11 +607,6 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	res->sent = ss.blocks_sent + ss.repairs_sent + ss.range_sent;
 	res->repairs = ss.repairs_sent + ss.range_sent;
 	res->requests = s.requests;
-	if (getenv("MCSIM_DEBUG"))
-		printf("# debug: finished %u wanted %llu distinct %llu sent %llu repairs %llu\n",
-		       res->finished, (unsigned long long)res->wanted,
-		       (unsigned long long)ss.distinct_sent, (unsigned long long)res->sent,
-		       (unsigned long long)res->repairs);
 	/* every block went out at least once: the clients were served the whole image
 	 * (what they lacked of it) */
 	if (o->touched > 0)
@@ -893,6 +878,9 @@ static void test_seeded(void **state)
 	       (unsigned long long)r.wanted, (unsigned long long)r.sent,
 	       (unsigned long long)r.repairs);
 	assert_int_equal(r.finished, o.clients);
+	/* 9136b79 sent 6953 for 6824 wanted: 1358 range repairs, 1229 of them for
+	 * blocks never sent as themselves, asked for by clients that heard others' blocks
+	 * of a chunk and took the server's moving on for loss */
 	assert_int_equal(r.sent, r.wanted);
 	assert_int_equal(r.repairs, 0);
 	o.loss = 0.01;
@@ -902,6 +890,7 @@ static void test_seeded(void **state)
 	       (unsigned long long)r.wanted, (unsigned long long)r.sent,
 	       (unsigned long long)r.repairs);
 	assert_int_equal(r.finished, o.clients);
+	assert_true(r.sent * 100 <= r.wanted * 105);   /* 1.016 */
 }
 
 int main(void)
