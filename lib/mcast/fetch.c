@@ -89,6 +89,8 @@ struct slot {
 	 * the rest, which the interleaved requests of clients with different wants make
 	 * common (issue 32) */
 	uint8_t asked[NDZ_BITMAP_BYTES];
+	uint8_t ranged[NDZ_BITMAP_BYTES]; /* of those, asked for last by range repairs (they
+					* come at a pass's end, after its blocks) */
 	uint64_t pass_ns;
 	unsigned pass_first;           /* the first block of it heard (0 for a repair) */
 	int covered;
@@ -425,6 +427,7 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	s->covered = 0;
 	s->pass_ns = 0;
 	memset(s->asked, 0, sizeof(s->asked));
+	memset(s->ranged, 0, sizeof(s->ranged));
 	s->seen_ns = 0;
 	memset(s->seen, 0, sizeof(s->seen));
 	memset(s->have, 0, sizeof(s->have));
@@ -752,10 +755,11 @@ static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
  */
 static int covered(const struct slot *s)
 {
-	if (!s->last_req || s->pass_ns <= s->last_req)
+	if (!s->last_req || s->pass_ns < s->last_req)
 		return 0;
 	for (unsigned b = 0; b < BLOCKS; b++)
-		if (!ndz_bit_test(s->have, b) && ndz_bit_test(s->asked, b))
+		if (!ndz_bit_test(s->have, b) && ndz_bit_test(s->asked, b) &&
+		    !ndz_bit_test(s->ranged, b))
 			return s->pass_first <= b;
 	return 1;
 }
@@ -1385,8 +1389,10 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 	if (s) {
 		s->last_req = now_ns;
 		s->moved_on = 0;
-		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++)
+		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
 			s->asked[i] |= (uint8_t)~s->have[i];
+			s->ranged[i] = 0;
+		}
 	} else if (ref != NO_REF) {
 		f->asks[ref - f->o.slots].last_req = now_ns;
 	} else {
@@ -1557,12 +1563,15 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 						      ra[k].count, ra[k].wanted);
 					for (unsigned b = ra[k].first; b < ra[k].first + ra[k].count;
 					     b++)
-						ndz_bit_set(s->asked, b);
+						if (!ndz_bit_test(s->have, b))
+							ndz_bit_set(s->ranged, b);
 				}
 				if (nb) {
 					emit(ctx, s->chunk, missing, NULL);
-					for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)
+					for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++) {
 						s->asked[b] |= missing[b];
+						s->ranged[b] &= (uint8_t)~missing[b];
+					}
 				}
 				s->xrounds += nr > 0;
 			} else {
