@@ -907,5 +907,7 @@ int main(void)
 		cmocka_unit_test(test_lossy_join),
 	};
 
+	if (getenv("NDZ_MCSIM_ONLY"))  /* a pattern of the tests to run, to time one */
+		cmocka_set_test_filter(getenv("NDZ_MCSIM_ONLY"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
