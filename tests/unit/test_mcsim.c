@@ -38,6 +38,22 @@
 #define SERVER 0x0100000au             /* the server's address, network order */
 #define SECTORS 16u                    /* covered by each chunk */
 
+/*
+ * Under the sanitizers (ten times slower: 160 s for these tests under ASan) the
+ * runs whose bounds are loose (test_many_clients, test_lossy_join, a no-loss one)
+ * send a quarter of the chunks: the code they go through is the same, and their
+ * figures keep to the same bounds. The issue-10 goals (test_repair, test_whole) are
+ * tight functions of the chunks (clients joining late cost more of fewer): at half
+ * the chunks 100 clients' stripes sent 1.051 (goal 1.05) and 500 clients asked more
+ * than 0.6 requests a chunk, so those run in full.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SHRINK 4u
+#else
+#define SHRINK 1u
+#endif
+#define CH(n) ((n) / SHRINK)
+
 static const uint8_t uuid[16] = "mcsim-image-uuid";
 
 struct sim_opts {
@@ -683,7 +699,7 @@ static void test_no_loss(void **state)
 
 	(void)state;
 	assert_true(ratio_of(1, 0, 16, 0, 0, 1) == 1.0);
-	assert_true(ratio_of(50, 0, 16, 0, 0, 2) == 1.0);
+	assert_true(ratio_of(50, 0, CH(16), 0, 0, 2) == 1.0);
 	r = ratio_of(50, 0, 16, 10 * MS, 0, 2);
 	assert_true(r > 1.0 && r < 1.02);
 }
@@ -720,8 +736,8 @@ static void test_many_clients(void **state)
 	double r100, r500, r10;
 
 	(void)state;
-	r100 = ratio_of(100, 0.01, 16, 10 * MS, 0, 5);
-	r500 = ratio_of(500, 0.01, 8, 10 * MS, 0, 6);
+	r100 = ratio_of(100, 0.01, CH(16), 10 * MS, 0, 5);
+	r500 = ratio_of(500, 0.01, CH(8), 10 * MS, 0, 6);
 	r10 = ratio_of(8, 0.10, 32, 10 * MS, 0, 7);
 	/* the union of 100 (500) clients' losses is 63% (99%) of the blocks */
 	assert_true(r100 > 1.5 && r100 < 2.2);
@@ -839,7 +855,7 @@ static void test_whole_mixed(void **state)
 static void test_lossy_join(void **state)
 {
 	struct sim_opts o = {
-		.clients = 100, .loss = 0.01, .server_loss = 0.01, .lossy_join = 1, .chunks = 16,
+		.clients = 100, .loss = 0.01, .server_loss = 0.01, .lossy_join = 1, .chunks = CH(16),
 		.rate_bps = 100000000, .delay_ns = 200000, .jitter_ns = 10 * MS,
 		.repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, .legacy = 5, .stripes_only = 5,
 		.seed = 11,
