@@ -685,7 +685,9 @@ struct rask {
  * themselves (into blocks, a bitmap, zeroed first) for a run that lacks more than
  * NDZ_FEC_ASK_MAX, past NDZ_FEC_RANGES_MAX runs, or after MAX_RANGE_ROUNDS rounds.
  * Returns the number of range requests in ra (room for NDZ_FEC_RANGES_MAX); *nblocks
- * the blocks asked for.
+ * the blocks asked for. A run with blocks never asked for (s->asked) asks for those as
+ * blocks, and for the others it lacks too when lost; without lost (the blocks asked
+ * for may still come) a run asks for nothing else.
  */
 static unsigned range_plan(const struct ndz_fetch *f, const struct slot *s, struct rask *ra,
 			   uint8_t *blocks, unsigned *nblocks, int lost)
@@ -773,7 +775,6 @@ static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, unsigned block,
 {
 	struct slot *s, *m;
 	uint32_t ref;
-
 	int new_pass = f->last_block_chunk != (int64_t)chunk;
 
 	if (f->last_block_chunk >= 0 && new_pass &&
