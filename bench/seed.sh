@@ -23,7 +23,9 @@
 # and the N-client part only; BENCH_ONLY=local: no multicast, only 3 to 5 with a plain
 # restore onto client 1's disk beside them and imageunzip -v's count of pieces; BENCH_ONLY=wire:
 # the set-up, 1 (full and --seed, client 1) and 2 only, with the blocks of the pieces each
-# client lacks, and their union, found by bench/seed.py pieces from the disks' bytes)
+# client lacks, and their union, found by bench/seed.py pieces from the disks' bytes).
+# BENCH_OLD=DIR (a build directory: DIR/bin/frisbee, DIR/bin/frisbeed): the N-client part runs
+# with those too, in turn with BUILD's in each repetition, and its rows come side by side.
 set -u
 . "$(dirname "$0")/netbench.sh"
 IMAGEKEY="$NDZ_BIN/imagekey"
@@ -179,8 +181,18 @@ while [ $r -le "$REPS" ]; do
 	i=1; while [ $i -le "$NCL" ]; do undo $i; i=$((i + 1)); done
 	tgt=c name=multi; drop; fris "$NCL" --seed
 	if [ $r = 1 ]; then i=1; while [ $i -le "$NCL" ]; do check "$D/c$i.img" "client $i of $NCL"; i=$((i + 1)); done; fi
+	if [ -n "${BENCH_OLD:-}" ]; then
+		_nf=$FRISBEE _nfd=$FRISBEED
+		FRISBEE=$BENCH_OLD/bin/frisbee FRISBEED=$BENCH_OLD/bin/frisbeed
+		i=1; while [ $i -le "$NCL" ]; do undo $i; i=$((i + 1)); done
+		tgt=c name=multiold; drop; fris "$NCL" --seed
+		FRISBEE=$_nf FRISBEED=$_nfd
+	fi
 	r=$((r + 1))
 done
+if [ -n "${BENCH_OLD:-}" ]; then
+	cut -d' ' -f1 "$D/multiold" >"$D/multiold.t"; cut -d' ' -f2 "$D/multiold" >"$D/multiold.b"
+fi
 if [ "$ONLY" != local ]; then
 cut -d' ' -f1 "$D/multi" >"$D/multi.t"; cut -d' ' -f2 "$D/multi" >"$D/multi.b"
 [ "$ONLY" = multi ] || say "# client 1's last summary line, 1 client --seed: $(cat "$D/seed1.sum")"
@@ -215,6 +227,15 @@ if [ "$ONLY" = wire ]; then
 		"$(ratio "$(med multi.b)" $((PU * 1024)))" "<=1.1"
 	row "  same, with the index's blocks ($IXB bytes)" "" \
 		"$(ratio "$(med multi.b)" $((PU * 1024 + IXB)))" ""
+	if [ -n "${BENCH_OLD:-}" ]; then
+		say "# runs $NCL clients, BENCH_OLD=$BENCH_OLD (s, server bytes, clients failed): $(tr '\n' ';' <"$D/multiold")"
+		say "# client 1's last summary line, $NCL clients --seed, old build: $(cat "$D/multiold.sum")"
+		row "  old build ($BENCH_OLD): s" "$(med multiold.t)" "" ""
+		row "  old build: server bytes vs union of the pieces they lack" "$(med multiold.b)" \
+			"$(ratio "$(med multiold.b)" $((PU * 1024)))" "<=1.1"
+		row "  old build: same, with the index's blocks" "" \
+			"$(ratio "$(med multiold.b)" $((PU * 1024 + IXB)))" ""
+	fi
 	say "# the whole bench: $(printf '%.0f' "$(echo "$(now) - $t0all" | bc)") s; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 	exit 0
 fi

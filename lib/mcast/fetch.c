@@ -10,6 +10,8 @@
 
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
 #define MOVED_ON_WAIT_NS 20000000ull   /* after the server moved on, before asking */
+#define QUEUED_WAIT_NS 200000000ull    /* for blocks asked for that the server may have
+					* queued behind others' (a chunk wanted in part) */
 /* With repairs, each client waits a random part of this longer, so the first to ask
  * is heard by the others before they ask: their losses are often covered by then. */
 #define STAGGER_NS 16000000u
@@ -78,6 +80,20 @@ struct slot {
 	uint64_t last_block_ns;        /* when a block of it last arrived */
 	int moved_on;                  /* the server went on to another chunk */
 	uint64_t ask_ns;               /* moved on: ask not before (staggered) */
+	/* a chunk wanted in part: blocks asked for (by us, or by a request heard that
+	 * covered all we lacked) as of last_req; when the server's latest pass of the
+	 * chunk began (its first block or repair after another chunk's); whether the pass
+	 * the server moved on from began after last_req, so that it had every block asked
+	 * for (those missing are lost), or not: the server merges a request that finds the
+	 * chunk on its way into that pass only from the block it has reached, and queues
+	 * the rest, which the interleaved requests of clients with different wants make
+	 * common (issue 32) */
+	uint8_t asked[NDZ_BITMAP_BYTES];
+	uint8_t ranged[NDZ_BITMAP_BYTES]; /* of those, asked for last by range repairs (they
+					* come at a pass's end, after its blocks) */
+	uint64_t pass_ns;
+	unsigned pass_first;           /* the first block of it heard (0 for a repair) */
+	int covered;
 	uint8_t seen[SETS];            /* repairs others asked for since seen_ns, per set */
 	uint64_t seen_ns;
 	uint8_t sdata[STRIPES];        /* data blocks held (or decoded), per stripe */
@@ -408,6 +424,10 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	s->chunk = chunk;
 	s->nhave = 0;
 	s->moved_on = 0;
+	s->covered = 0;
+	s->pass_ns = 0;
+	memset(s->asked, 0, sizeof(s->asked));
+	memset(s->ranged, 0, sizeof(s->ranged));
 	s->seen_ns = 0;
 	memset(s->seen, 0, sizeof(s->seen));
 	memset(s->have, 0, sizeof(s->have));
@@ -433,7 +453,9 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 		}
 	}
 	if (ref != NO_REF) {
+		/* asked for (by us or others) before it started: every block we lack */
 		s->last_req = f->asks[ref - f->o.slots].last_req;
+		memset(s->asked, 0xff, sizeof(s->asked));
 		ask_del(f, ref - (uint32_t)f->o.slots);
 	}
 	h_put(f, chunk, (uint32_t)(s - f->slots));
@@ -663,17 +685,19 @@ struct rask {
  * themselves (into blocks, a bitmap, zeroed first) for a run that lacks more than
  * NDZ_FEC_ASK_MAX, past NDZ_FEC_RANGES_MAX runs, or after MAX_RANGE_ROUNDS rounds.
  * Returns the number of range requests in ra (room for NDZ_FEC_RANGES_MAX); *nblocks
- * the blocks asked for.
+ * the blocks asked for. A run with blocks never asked for (s->asked) asks for those as
+ * blocks, and for the others it lacks too when lost; without lost (the blocks asked
+ * for may still come) a run asks for nothing else.
  */
 static unsigned range_plan(const struct ndz_fetch *f, const struct slot *s, struct rask *ra,
-			   uint8_t *blocks, unsigned *nblocks)
+			   uint8_t *blocks, unsigned *nblocks, int lost)
 {
 	unsigned n = 0;
 
 	memset(blocks, 0, NDZ_BITMAP_BYTES);
 	*nblocks = 0;
 	for (unsigned b = 0; b < BLOCKS;) {
-		unsigned first, count, e, u, need;
+		unsigned first, count, e, u, need, fresh = 0;
 
 		if (!run_of(s, b, &first, &count)) {
 			b++;
@@ -682,6 +706,19 @@ static unsigned range_plan(const struct ndz_fetch *f, const struct slot *s, stru
 		b = first + count;
 		if (!(e = run_missing(s, first, count)))
 			continue;
+		for (unsigned k = first; k < first + count; k++)
+			fresh += !ndz_bit_test(s->have, k) && !ndz_bit_test(s->asked, k);
+		if (fresh || !lost) {
+			/* never asked for: the blocks themselves (others may want them too);
+			 * asked for and maybe on their way: none yet */
+			for (unsigned k = first; fresh && k < first + count; k++)
+				if (!ndz_bit_test(s->have, k) &&
+				    (lost || !ndz_bit_test(s->asked, k))) {
+					ndz_bit_set(blocks, k);
+					(*nblocks)++;
+				}
+			continue;
+		}
 		u = run_repairs(s, first, count, NULL, NULL);
 		need = e > u ? e - u : 1;
 		if (f->emit_range && n < NDZ_FEC_RANGES_MAX &&
@@ -712,20 +749,40 @@ static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
 }
 
 /*
+ * Whether the pass of s (wanted in part) the server just moved on from had every
+ * block asked for, so that those missing are lost: it began after the last request,
+ * with a block at or below the lowest of them (a request that found the chunk on its
+ * way, or already in a batch built, joined it from a later block, and the server
+ * queued the rest behind others' chunks).
+ */
+static int covered(const struct slot *s)
+{
+	if (!s->last_req || s->pass_ns < s->last_req)
+		return 0;
+	for (unsigned b = 0; b < BLOCKS; b++)
+		if (!ndz_bit_test(s->have, b) && ndz_bit_test(s->asked, b) &&
+		    !ndz_bit_test(s->ranged, b))
+			return s->pass_first <= b;
+	return 1;
+}
+
+/*
  * The slot for a block or repair of chunk arriving at now (NULL: not wanted, and
  * dups more duplicates counted when the chunk is complete or done).
  */
-static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, unsigned dups,
-			    uint64_t now_ns)
+static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, unsigned block, int store,
+			    unsigned dups, uint64_t now_ns)
 {
 	struct slot *s, *m;
 	uint32_t ref;
+	int new_pass = f->last_block_chunk != (int64_t)chunk;
 
-	if (f->last_block_chunk >= 0 && f->last_block_chunk != (int64_t)chunk &&
+	if (f->last_block_chunk >= 0 && new_pass &&
 	    (m = filling(f, (uint32_t)f->last_block_chunk))) {
 		if (!m->moved_on)
 			m->ask_ns = now_ns + (f->repair ? next_rand(&f->stagger) % STAGGER_NS : 0);
 		m->moved_on = 1;
+		m->covered = m->partial && covered(m);
 		f->kick = 1;
 	}
 	f->last_block_chunk = chunk;
@@ -744,6 +801,12 @@ static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, int store, unsi
 		}
 	}
 	s->last_block_ns = now_ns;
+	if (new_pass || !s->pass_ns) {
+		s->pass_ns = now_ns;
+		s->pass_first = block;
+		if (s->partial)
+			s->moved_on = 0;       /* the server came back to it */
+	}
 	return s;
 }
 
@@ -879,7 +942,7 @@ static struct slot *slot_or_hold(struct ndz_fetch *f, uint32_t chunk, unsigned b
 	struct slot *s;
 
 	f->refused = 0;
-	if ((s = arrival(f, chunk, data != NULL, from == 0, now_ns)))
+	if ((s = arrival(f, chunk, block, data != NULL, from == 0, now_ns)))
 		return s;
 	if (f->st.no_room != nr && (f->refused || (f->nhbc && hb_find(f, chunk))))
 		hold_back(f, chunk, block, from, to, data, now_ns);
@@ -952,7 +1015,7 @@ int ndz_fetch_blocks(struct ndz_fetch *f, uint32_t chunk, unsigned first, unsign
 		}
 		return slot;
 	}
-	s = arrival(f, chunk, data != NULL, 1, now_ns); /* the filling slot: moved-on, time */
+	s = arrival(f, chunk, 0, data != NULL, 1, now_ns); /* the filling slot: moved-on, time */
 	if (data)
 		memcpy(s->buf + (size_t)first * NDZ_BLOCK_SIZE, data, (size_t)count * NDZ_BLOCK_SIZE);
 	for (unsigned b = first; b < first + count; b++) {
@@ -980,7 +1043,7 @@ int ndz_fetch_range_repair(struct ndz_fetch *f, uint32_t chunk, unsigned first, 
 
 	if (chunk >= f->o.chunks || !ndz_fec_range_ok(first, count) || index >= NDZ_FEC_WREPAIRS)
 		return -1;
-	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns)))
+	if (!(s = arrival(f, chunk, 0, data != NULL, 1, now_ns)))
 		return -1;
 	/* of use only to a chunk wanted in part whose run it is, and not held yet */
 	if (!s->partial || !run_of(s, first, &rf, &rc) || rf != first || rc != count ||
@@ -1116,7 +1179,7 @@ int ndz_fetch_repair(struct ndz_fetch *f, uint32_t chunk, unsigned set, unsigned
 
 	if (chunk >= f->o.chunks || set >= SETS || index >= ndz_fec_repairs(set))
 		return -1;
-	if (!(s = arrival(f, chunk, data != NULL, 1, now_ns)))
+	if (!(s = arrival(f, chunk, 0, data != NULL, 1, now_ns)))
 		return -1;
 	if (s->partial || (whole ? s->nhave == BLOCKS || ndz_bit_test(s->wbits, index) :
 		    s->sdata[set] == K || ndz_bit_test(s->repbits[set], index))) {
@@ -1239,6 +1302,7 @@ int ndz_fetch_retry(struct ndz_fetch *f, int slot)
 	s->retries++;
 	s->state = S_FILL;
 	s->moved_on = 1;               /* ask for them at once */
+	s->covered = 1;                /* (as lost) */
 	s->ask_ns = 0;
 	s->last_req = 1;
 	f->kick = 1;
@@ -1326,6 +1390,10 @@ void ndz_fetch_snoop(struct ndz_fetch *f, uint32_t chunk, const uint8_t *bitmap,
 	if (s) {
 		s->last_req = now_ns;
 		s->moved_on = 0;
+		for (unsigned i = 0; i < NDZ_BITMAP_BYTES; i++) {
+			s->asked[i] |= (uint8_t)~s->have[i];
+			s->ranged[i] = 0;
+		}
 	} else if (ref != NO_REF) {
 		f->asks[ref - f->o.slots].last_req = now_ns;
 	} else {
@@ -1425,7 +1493,7 @@ void ndz_fetch_snoop_range(struct ndz_fetch *f, uint32_t chunk, unsigned first,
 	}
 	if (wanted > s->xseen[i].index)
 		s->xseen[i].index = (uint8_t)wanted;
-	n = range_plan(f, s, ra, blocks, &nb);
+	n = range_plan(f, s, ra, blocks, &nb, 1);
 	if (nb || !n)
 		return;        /* we would ask for blocks: range repairs do not cover that */
 	for (unsigned k = 0; k < n; k++) {
@@ -1478,14 +1546,34 @@ unsigned ndz_fetch_requests(struct ndz_fetch *f, uint64_t now, int silent,
 			if (f->repair && !s->partial && repairs_needed(f, s, need)) {
 				emit(ctx, s->chunk, NULL, need);
 			} else if (s->partial && f->emit_range) {
+				/* what was asked for is lost once a pass that had it is over, or
+				 * the server kept silent about it; else it may be on its way */
+				int lost = silent || s->covered || !s->moved_on;
 				struct rask ra[NDZ_FEC_RANGES_MAX];
-				unsigned nb, nr = range_plan(f, s, ra, missing, &nb);
+				unsigned nb, nr = range_plan(f, s, ra, missing, &nb, lost);
 
-				for (unsigned k = 0; k < nr; k++)
+				s->moved_on = 0;
+				if (!nr && !nb) {
+					/* all asked for may still come: lost if not by then */
+					s->moved_on = s->covered = 1;
+					s->ask_ns = now + QUEUED_WAIT_NS;
+					continue;
+				}
+				for (unsigned k = 0; k < nr; k++) {
 					f->emit_range(f->range_ctx, s->chunk, ra[k].first,
 						      ra[k].count, ra[k].wanted);
-				if (nb)
+					for (unsigned b = ra[k].first; b < ra[k].first + ra[k].count;
+					     b++)
+						if (!ndz_bit_test(s->have, b))
+							ndz_bit_set(s->ranged, b);
+				}
+				if (nb) {
 					emit(ctx, s->chunk, missing, NULL);
+					for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++) {
+						s->asked[b] |= missing[b];
+						s->ranged[b] &= (uint8_t)~missing[b];
+					}
+				}
 				s->xrounds += nr > 0;
 			} else {
 				for (unsigned b = 0; b < NDZ_BITMAP_BYTES; b++)

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "core/bits.h"
 #include "core/err.h"
 #include "core/format.h"
 #include "mcast/cdrive.h"
@@ -36,6 +37,22 @@
 #define WIRE_BYTES (NDZ_PKT_BLOCK_LEN + 28u + 14u)    /* BLOCK + IPv4/UDP + Ethernet */
 #define SERVER 0x0100000au             /* the server's address, network order */
 #define SECTORS 16u                    /* covered by each chunk */
+
+/*
+ * Under the sanitizers (ten times slower: 160 s for these tests under ASan) the
+ * runs whose bounds are loose (test_many_clients, test_lossy_join, a no-loss one)
+ * send a quarter of the chunks: the code they go through is the same, and their
+ * figures keep to the same bounds. The issue-10 goals (test_repair, test_whole) are
+ * tight functions of the chunks (clients joining late cost more of fewer): at half
+ * the chunks 100 clients' stripes sent 1.051 (goal 1.05) and 500 clients asked more
+ * than 0.6 requests a chunk, so those run in full.
+ */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SHRINK 4u
+#else
+#define SHRINK 1u
+#endif
+#define CH(n) ((n) / SHRINK)
 
 static const uint8_t uuid[16] = "mcsim-image-uuid";
 
@@ -52,6 +69,9 @@ struct sim_opts {
 	unsigned legacy;               /* clients 0..legacy-1 know nothing of repairs */
 	unsigned stripes_only;         /* the next ones know stripe repairs only */
 	uint32_t seed;
+	/* a seeded reload: each client lacks only some runs of blocks of some chunks
+	 * (a different change each, some runs shared), holds the rest (0: lacks all) */
+	double touched;                /* of the chunks, those a client lacks blocks of */
 };
 
 struct sim_result {
@@ -60,6 +80,7 @@ struct sim_result {
 	uint64_t requests;             /* requests the clients sent */
 	uint64_t elapsed_ns;
 	unsigned finished;             /* clients holding every chunk */
+	uint64_t wanted;               /* the union of the blocks the clients lacked */
 };
 
 /* A client's datagram on its way to the group, as sent. */
@@ -79,6 +100,7 @@ struct client {
 	struct ndz_cdrive *d;
 	uint64_t start;
 	int started, finished;
+	uint8_t *want;                 /* touched: per chunk, the blocks it lacks */
 	const uint8_t *in;             /* the datagram waiting, or NULL */
 	size_t in_len;
 	uint32_t in_from;
@@ -165,7 +187,7 @@ static int sim_send(void *ctx, const uint8_t *d, size_t len)
 	assert_int_equal(ndz_pkt_decode(d, len, &p, NULL), 0);
 	assert_int_equal(p.client_id, c->i + 1);
 	if (p.type == NDZ_PKT_REQUEST || p.type == NDZ_PKT_PREQUEST ||
-	    p.type == NDZ_PKT_RREQUEST) {
+	    p.type == NDZ_PKT_RREQUEST || p.type == NDZ_PKT_RANGE_RREQUEST) {
 		assert_int_equal(p.tag, ndz_image_tag(uuid));
 		s->requests++;
 	} else {
@@ -238,6 +260,62 @@ static int sim_write(void *ctx, uint32_t chunk, uint8_t *buf, const struct ndz_c
 	return 0;
 }
 
+/* A chunk received in part: the blocks asked for, and only those, came. */
+static int sim_patch(void *ctx, uint32_t chunk, const uint8_t *buf, const uint8_t *blocks,
+		     int *why)
+{
+	struct client *c = ctx;
+
+	(void)buf;
+	(void)why;
+	assert_non_null(c->want);
+	assert_memory_equal(blocks, c->want + (size_t)chunk * NDZ_BITMAP_BYTES,
+			    NDZ_BITMAP_BYTES);
+	return NDZ_CDRIVE_PATCHED;
+}
+
+/*
+ * Client i's change, as a seeded reload sees it (bench/seed.sh: files rewritten,
+ * deleted, added): in touched of the chunks, one to four runs of 1-48 blocks of its
+ * own, and a run every client of a quarter of them shares (the same file touched).
+ */
+static void make_wants(struct sim *s)
+{
+	uint8_t *shared = calloc(s->o.chunks, NDZ_BITMAP_BYTES);
+
+	assert_non_null(shared);
+	for (uint32_t ch = 0; ch < s->o.chunks; ch++) {
+		unsigned first = (unsigned)(rnd(s) % BLOCKS), len = 1 + (unsigned)(rnd(s) % 48);
+
+		for (unsigned b = first; b < first + len && b < BLOCKS; b++)
+			ndz_bit_set(shared + (size_t)ch * NDZ_BITMAP_BYTES, b);
+	}
+	for (unsigned i = 0; i < s->o.clients; i++) {
+		uint8_t *w = calloc(s->o.chunks, NDZ_BITMAP_BYTES);
+
+		assert_non_null(w);
+		s->c[i].want = w;
+		for (uint32_t ch = 0; ch < s->o.chunks; ch++) {
+			uint8_t *b = w + (size_t)ch * NDZ_BITMAP_BYTES;
+			unsigned runs = 1 + (unsigned)(rnd(s) % 4);
+
+			if (!lost_at(s, s->o.touched))
+				continue;
+			for (unsigned r = 0; r < runs; r++) {
+				unsigned first = (unsigned)(rnd(s) % BLOCKS);
+				unsigned len = 1 + (unsigned)(rnd(s) % 48);
+
+				for (unsigned k = first; k < first + len && k < BLOCKS; k++)
+					ndz_bit_set(b, k);
+			}
+			if (rnd(s) % 4 == 0)
+				for (unsigned k = 0; k < NDZ_BITMAP_BYTES; k++)
+					b[k] |= shared[(size_t)ch * NDZ_BITMAP_BYTES + k];
+		}
+	}
+	free(shared);
+}
+
 /*
  * After client i's driver took a round: it starts receiving once it has joined (as
  * frisbee does); once it holds every chunk it says LEAVE and is gone.
@@ -250,7 +328,17 @@ static void client_after(struct sim *s, unsigned i, int state)
 	if (state == NDZ_CLIENT_JOINED) {
 		assert_int_equal(ndz_client_info(cl)->chunks, s->o.chunks);
 		assert_int_equal(ndz_client_server(cl), SERVER);
-		assert_int_equal(ndz_cdrive_start(c->d, NULL), 0);
+		/* a seeded reload: it says what it holds and what it lacks before it starts */
+		for (uint32_t ch = 0; c->want && ch < s->o.chunks; ch++) {
+			const uint8_t *w = c->want + (size_t)ch * NDZ_BITMAP_BYTES;
+
+			if (ndz_bit_count(w))
+				assert_int_equal(ndz_cdrive_want(c->d, ch, w), 1);
+			else
+				assert_int_equal(ndz_cdrive_have(c->d, ch), 1);
+		}
+		if (ndz_cdrive_state(c->d) != NDZ_CLIENT_COMPLETE)
+			assert_int_equal(ndz_cdrive_start(c->d, NULL), 0);
 	}
 	if (ndz_cdrive_state(c->d) == NDZ_CLIENT_COMPLETE) {
 		struct ndz_client_stats st;
@@ -424,7 +512,7 @@ static void client_start(struct sim *s, unsigned i)
 	};
 	struct ndz_cdrive_opts dopt = {
 		.io = { sim_recv, sim_send, sim_now, c },
-		.sink = { sim_check, sim_write, NULL, NULL, c },
+		.sink = { sim_check, sim_write, NULL, NULL, c, sim_patch },
 	};
 
 	c->s = s;
@@ -480,6 +568,18 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	assert_non_null(s.c);
 	for (uint32_t i = 0; i < o->chunks; i++)
 		make_chunk(&s, s.image + (size_t)i * NDZ_CHUNK_SIZE, i);
+	res->wanted = clean;
+	if (o->touched > 0) {
+		make_wants(&s);
+		res->wanted = 0;
+		for (size_t k = 0; k < (size_t)o->chunks * NDZ_BITMAP_BYTES; k++) {
+			uint8_t u = 0;
+
+			for (unsigned i = 0; i < o->clients; i++)
+				u |= s.c[i].want[k];
+			res->wanted += (uint64_t)__builtin_popcount(u);
+		}
+	}
 	memcpy(so.info.uuid, uuid, 16);
 	so.info.chunks = o->chunks;
 	so.info.block_size = NDZ_BLOCK_SIZE;
@@ -520,11 +620,15 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 		deliver(&s);
 	}
 	ndz_server_get_stats(s.srv, &ss);
-	res->sent = ss.blocks_sent + ss.repairs_sent;
-	res->repairs = ss.repairs_sent;
+	res->sent = ss.blocks_sent + ss.repairs_sent + ss.range_sent;
+	res->repairs = ss.repairs_sent + ss.range_sent;
 	res->requests = s.requests;
-	/* every block went out at least once: the clients were served the whole image */
-	assert_int_equal(ss.distinct_sent, clean);
+	/* every block went out at least once: the clients were served the whole image
+	 * (what they lacked of it) */
+	if (o->touched > 0)
+		assert_true(ss.distinct_sent <= res->wanted);  /* some may come as range repairs */
+	else
+		assert_int_equal(ss.distinct_sent, res->wanted);
 	assert_int_equal(ss.chunks, o->chunks);
 	if (!o->repair)
 		assert_int_equal(ss.repairs_sent, 0);
@@ -541,8 +645,10 @@ static void run(const struct sim_opts *o, struct sim_result *res)
 	assert_int_equal(ss.bad_packets + ss.bad_version + ss.wrong_image + ss.bad_chunk, 0);
 	assert_true(ss.bytes_sent >= res->sent * NDZ_PKT_BLOCK_LEN);
 	check_table(&s);
-	for (unsigned i = 0; i < o->clients; i++)
+	for (unsigned i = 0; i < o->clients; i++) {
 		ndz_cdrive_free(s.c[i].d);
+		free(s.c[i].want);
+	}
 	free(s.c);
 	free(s.q);
 	free(s.image);
@@ -559,7 +665,7 @@ static double run_ratio(const struct sim_opts *o)
 
 	run(o, &r);
 	assert_int_equal(r.finished, o->clients);
-	ratio = (double)r.sent / ((double)o->chunks * BLOCKS);
+	ratio = (double)r.sent / (double)r.wanted;
 	last_requests = r.requests;
 	printf("# sim: %u clients%s, %.0f%% loss%s, %u chunks, repair %s: server sent %.3fx a "
 	       "clean transfer (%llu repairs), %llu requests, %.2f s simulated\n", o->clients,
@@ -593,7 +699,7 @@ static void test_no_loss(void **state)
 
 	(void)state;
 	assert_true(ratio_of(1, 0, 16, 0, 0, 1) == 1.0);
-	assert_true(ratio_of(50, 0, 16, 0, 0, 2) == 1.0);
+	assert_true(ratio_of(50, 0, CH(16), 0, 0, 2) == 1.0);
 	r = ratio_of(50, 0, 16, 10 * MS, 0, 2);
 	assert_true(r > 1.0 && r < 1.02);
 }
@@ -630,8 +736,8 @@ static void test_many_clients(void **state)
 	double r100, r500, r10;
 
 	(void)state;
-	r100 = ratio_of(100, 0.01, 16, 10 * MS, 0, 5);
-	r500 = ratio_of(500, 0.01, 8, 10 * MS, 0, 6);
+	r100 = ratio_of(100, 0.01, CH(16), 10 * MS, 0, 5);
+	r500 = ratio_of(500, 0.01, CH(8), 10 * MS, 0, 6);
 	r10 = ratio_of(8, 0.10, 32, 10 * MS, 0, 7);
 	/* the union of 100 (500) clients' losses is 63% (99%) of the blocks */
 	assert_true(r100 > 1.5 && r100 < 2.2);
@@ -749,7 +855,7 @@ static void test_whole_mixed(void **state)
 static void test_lossy_join(void **state)
 {
 	struct sim_opts o = {
-		.clients = 100, .loss = 0.01, .server_loss = 0.01, .lossy_join = 1, .chunks = 16,
+		.clients = 100, .loss = 0.01, .server_loss = 0.01, .lossy_join = 1, .chunks = CH(16),
 		.rate_bps = 100000000, .delay_ns = 200000, .jitter_ns = 10 * MS,
 		.repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE, .legacy = 5, .stripes_only = 5,
 		.seed = 11,
@@ -766,9 +872,47 @@ static void test_lossy_join(void **state)
 	assert_true(r > 1.0);
 }
 
+/*
+ * Seeded reloads (issue 32): 8 clients, each lacking different runs of blocks of
+ * about a third of the chunks, a few runs shared; the server sends the union of what
+ * they lack. Without loss each block goes out once and no repair at all, though the
+ * clients' requests interleave in the server's queue (a client that saw the server
+ * move on to another chunk took the blocks still queued for it as lost).
+ */
+static void test_seeded(void **state)
+{
+	struct sim_opts o = {
+		.clients = 8, .chunks = 48, .rate_bps = 100000000, .delay_ns = 200000,
+		.jitter_ns = 10 * MS, .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE | NDZ_FEAT_RANGE,
+		.seed = 13, .touched = 0.35,
+	};
+	struct sim_result r;
+
+	(void)state;
+	run(&o, &r);
+	printf("# seeded: %llu blocks wanted, %llu sent (%llu repairs)\n",
+	       (unsigned long long)r.wanted, (unsigned long long)r.sent,
+	       (unsigned long long)r.repairs);
+	assert_int_equal(r.finished, o.clients);
+	/* 9136b79 sent 6953 for 6824 wanted: 1358 range repairs, 1229 of them for
+	 * blocks never sent as themselves, asked for by clients that heard others' blocks
+	 * of a chunk and took the server's moving on for loss */
+	assert_int_equal(r.sent, r.wanted);
+	assert_int_equal(r.repairs, 0);
+	o.loss = 0.01;
+	o.seed = 14;
+	run(&o, &r);
+	printf("# seeded, 1%% loss: %llu blocks wanted, %llu sent (%llu repairs)\n",
+	       (unsigned long long)r.wanted, (unsigned long long)r.sent,
+	       (unsigned long long)r.repairs);
+	assert_int_equal(r.finished, o.clients);
+	assert_true(r.sent * 100 <= r.wanted * 105);   /* 1.016 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_seeded),
 		cmocka_unit_test(test_no_loss),
 		cmocka_unit_test(test_union_of_losses),
 		cmocka_unit_test(test_many_clients),
@@ -779,5 +923,7 @@ int main(void)
 		cmocka_unit_test(test_lossy_join),
 	};
 
+	if (getenv("NDZ_MCSIM_ONLY"))  /* a pattern of the tests to run, to time one */
+		cmocka_set_test_filter(getenv("NDZ_MCSIM_ONLY"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
