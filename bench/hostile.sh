@@ -1,12 +1,12 @@
 #!/bin/sh
-# Benchmark: three clients restoring one image while a hostile host sends 21 kinds of
-# datagrams (tests/helpers/mcrogue "hostile": garbage, forged BLOCKs and repairs and
-# FEATURES and JOIN_REPLYs carrying the server's address, requests of every kind)
+# Benchmark: three clients restoring one image while a hostile host sends 37 kinds of
+# datagrams (tests/helpers/mcrogue "hostile": garbage, forged BLOCKs, SPANs and repairs
+# and FEATURES and JOIN_REPLYs carrying the server's address, requests of every kind)
 # at PPS a second, against the same run without it. Reports the median time until the
 # last client is done (every target byte-identical, else the run counts as failed).
 # Usage: bench/hostile.sh BUILD [REPS]   (root; env BENCH_MIB (32), BENCH_RATE (100M),
-# BENCH_PPS (2000) override the defaults; MCROGUE_KINDS, a mask of the 21 kinds of
-# tests/helpers/mcrogue.c hostile_pkt, sends only those)
+# BENCH_PPS (2000) override the defaults; MCROGUE_KINDS, a mask of the 37 kinds of
+# tests/helpers/mcrogue.c hostile_pkt, sends only those; 0x1fffff: the 21 before SPAN)
 set -u
 . "$(dirname "$0")/netbench.sh"
 MIB=${BENCH_MIB:-32}
