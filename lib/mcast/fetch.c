@@ -758,7 +758,7 @@ static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
  * block asked for, so that those missing are lost: it began after the last request,
  * with a block at or below the lowest of them (a request that found the chunk on its
  * way, or already in a batch built, joined it from a later block, and the server
- * queued the rest behind others' chunks), and brought one of them (pass_hit).
+ * queued the rest behind others' chunks).
  */
 static int covered(const struct slot *s)
 {
