@@ -93,10 +93,6 @@ struct slot {
 					* come at a pass's end, after its blocks) */
 	uint64_t pass_ns;
 	unsigned pass_first;           /* the first block of it heard (0 for a repair) */
-	int pass_hit;                  /* the pass brought a block asked for: it had our
-					* request (one that brought none of them was, at a
-					* client reading its socket late, sent before our
-					* request got there, and their blocks are queued) */
 	int covered;
 	uint8_t seen[SETS];            /* repairs others asked for since seen_ns, per set */
 	uint64_t seen_ns;
@@ -430,7 +426,6 @@ static struct slot *take_slot(struct ndz_fetch *f, uint32_t chunk, uint32_t ref,
 	s->moved_on = 0;
 	s->covered = 0;
 	s->pass_ns = 0;
-	s->pass_hit = 0;
 	memset(s->asked, 0, sizeof(s->asked));
 	memset(s->ranged, 0, sizeof(s->ranged));
 	s->seen_ns = 0;
@@ -762,7 +757,7 @@ static struct slot *filling(struct ndz_fetch *f, uint32_t chunk)
  */
 static int covered(const struct slot *s)
 {
-	if (!s->last_req || s->pass_ns < s->last_req || !s->pass_hit)
+	if (!s->last_req || s->pass_ns < s->last_req)
 		return 0;
 	for (unsigned b = 0; b < BLOCKS; b++)
 		if (!ndz_bit_test(s->have, b) && ndz_bit_test(s->asked, b) &&
@@ -809,7 +804,6 @@ static struct slot *arrival(struct ndz_fetch *f, uint32_t chunk, unsigned block,
 	if (new_pass || !s->pass_ns) {
 		s->pass_ns = now_ns;
 		s->pass_first = block;
-		s->pass_hit = 0;
 		if (s->partial)
 			s->moved_on = 0;       /* the server came back to it */
 	}
@@ -824,7 +818,6 @@ static int landed(struct ndz_fetch *f, struct slot *s, unsigned block)
 
 	ndz_bit_set(s->have, block);
 	s->nhave++;
-	s->pass_hit |= ndz_bit_test(s->asked, block);
 	st = ndz_fec_stripe(block);
 	s->sdata[st]++;
 	if (s->srep[st] && s->sdata[st] < K && s->sdata[st] + s->srep[st] >= K)

@@ -1637,69 +1637,6 @@ static void test_range_repairs(void **state)
 	free(w);
 }
 
-/*
- * Issue 32: a pass of a chunk wanted in part that began after our request but brought
- * none of the blocks it asked for was sent before the request got to the server (a
- * client reading its socket late hears it after asking), so its blocks are queued, not
- * lost: no range repairs for them yet; only when they have not come QUEUED_WAIT later.
- */
-static void test_pass_without_ours(void **state)
-{
-	static struct sent s;
-	static struct rsent rs;
-	struct ndz_fetch *f = make(3, 4, 3, 5);
-	uint64_t now = T0;
-	unsigned preq = 0;
-
-	(void)state;
-	memset(want_bits, 0, sizeof(want_bits));
-	for (unsigned b = 0; b < 10; b++) {
-		ndz_bit_set(want_bits, b);
-		ndz_bit_set(want_bits, 300 + b);
-	}
-	ndz_fetch_set_want(f, want_one, NULL);
-	ndz_fetch_set_repair(f, NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE);
-	ndz_fetch_set_range(f, record_range, &rs);
-	/* others' request brings blocks 0-9 of chunk 1; the server moves on */
-	assert_int_equal(deliver(f, 1, 0, 10, NULL, now), -1);
-	assert_int_equal(ndz_fetch_block(f, 2, 0, data_of(2, 0), now), -1);
-	/* we ask for 300-309, blocks never asked for: the blocks themselves */
-	now += 25 * MS;
-	rs.n = 0;
-	ask(f, &s, now, 0);
-	assert_int_equal(rs.n, 0);
-	for (unsigned i = 0; i < s.n; i++)
-		if (s.chunk[i] == 1) {
-			preq++;
-			assert_true(s.partial[i]);
-			assert_int_equal(ndz_bit_count(s.missing[i]), 10);
-			assert_true(ndz_bit_test(s.missing[i], 300) && ndz_bit_test(s.missing[i], 309));
-		}
-	assert_int_equal(preq, 1);
-	/* a pass heard after it, with none of them (0-9 again), then another chunk */
-	now += 5 * MS;
-	assert_int_equal(deliver(f, 1, 0, 10, NULL, now), -1);
-	assert_int_equal(ndz_fetch_block(f, 2, 1, data_of(2, 1), now), -1);
-	now += 30 * MS;
-	rs.n = 0;
-	ask(f, &s, now, 0);
-	assert_int_equal(rs.n, 0);                              /* queued, not lost */
-	for (unsigned i = 0; i < s.n; i++)
-		assert_int_not_equal(s.chunk[i], 1);
-	/* they do not come: lost after all, asked for as range repairs */
-	now += 201 * MS;
-	rs.n = 0;
-	ask(f, &s, now, 0);
-	assert_int_equal(rs.n, 1);
-	assert_int_equal(rs.chunk[0], 1);
-	assert_int_equal(rs.first[0], 300);
-	assert_int_equal(rs.count[0], 10);
-	assert_int_equal(rs.wanted[0], 10);
-	/* they come: the chunk is complete */
-	assert_true(deliver(f, 1, 300, 310, NULL, now) >= 0);
-	ndz_fetch_free(f);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1714,7 +1651,6 @@ int main(void)
 		cmocka_unit_test(test_partial_request),
 		cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_range_repairs),
-		cmocka_unit_test(test_pass_without_ours),
 		cmocka_unit_test(test_stalled_chunk),
 		cmocka_unit_test(test_silent),
 		cmocka_unit_test(test_reject),
