@@ -118,8 +118,20 @@ unserve() { kill -TERM "$SPID"; wait "$SPID" 2>/dev/null; SPID=; }
 fris() {
 	_n=$1; shift
 	serve
+	# BENCH_PCAP=DIR (N-client runs): the first 200 bytes of the datagrams the server sends and
+	# gets (tcpdump in its namespace), the clients' start time, their -v logs and UDP drop counters, into DIR
+	_cap=
+	if [ -n "${BENCH_PCAP:-}" ] && [ "$_n" -gt 1 ]; then
+		mkdir -p "$BENCH_PCAP"; _cap=$BENCH_PCAP/$name.$r
+		for i in $(seq "$_n"); do in_ns "c$i" nstat -az UdpRcvbufErrors UdpInErrors >"$_cap.nstat0.c$i" 2>&1; done
+		# (a background job of sh ignores SIGINT: the pid of tcpdump itself, through exec)
+		sh -c 'echo $$ >"$1.tdpid"; exec ip netns exec "$2" tcpdump -i eth0 -s 200 -B 16384 \
+			-w "$1.pcap" udp' sh "$_cap" "${NETNS_PFX}srv" 2>"$_cap.tcpdump" &
+		_cpid=$!; sleep 1
+	fi
 	tx0=$(counters)
 	_t0=$(now)
+	[ -n "$_cap" ] && echo "$_t0" >"$_cap.t0"
 	pids=
 	i=1
 	while [ $i -le "$_n" ]; do
@@ -132,6 +144,14 @@ fris() {
 	for p in $pids; do wait "$p"; done
 	_t1=$(now)
 	unserve
+	if [ -n "$_cap" ]; then
+		sleep 0.5; kill -INT "$(cat "$_cap.tdpid")"; wait "$_cpid" 2>/dev/null
+		for i in $(seq "$_n"); do
+			cp "$D/fc$i.log" "$_cap.fc$i.log"
+			in_ns "c$i" nstat -az UdpRcvbufErrors UdpInErrors >"$_cap.nstat1.c$i" 2>&1
+		done
+		cp "$D/srv.log" "$_cap.srv.log"
+	fi
 	_bad=0
 	tail -1 "$D/fc1.log" >"$D/$name.sum"
 	i=1; while [ $i -le "$_n" ]; do
@@ -179,7 +199,7 @@ r=1
 [ "$ONLY" = local ] && r=$((REPS + 1))
 while [ $r -le "$REPS" ]; do
 	i=1; while [ $i -le "$NCL" ]; do undo $i; i=$((i + 1)); done
-	tgt=c name=multi; drop; fris "$NCL" --seed
+	tgt=c name=multi; drop; fris "$NCL" --seed ${BENCH_PCAP:+-v}
 	if [ $r = 1 ]; then i=1; while [ $i -le "$NCL" ]; do check "$D/c$i.img" "client $i of $NCL"; i=$((i + 1)); done; fi
 	if [ -n "${BENCH_OLD:-}" ]; then
 		_nf=$FRISBEE _nfd=$FRISBEED
