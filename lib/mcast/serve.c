@@ -239,7 +239,7 @@ int ndz_serve_range(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigne
 	static const uint8_t no_bits[NDZ_BITMAP_BYTES], no_reps[NDZ_FEC_SETS];
 	struct entry *q;
 	struct range *r;
-	unsigned want = asked;
+	unsigned want = asked, ahead;
 	int cur;
 
 	if (chunk >= s->chunks)
@@ -252,11 +252,34 @@ int ndz_serve_range(struct ndz_serve *s, uint32_t chunk, unsigned first, unsigne
 	if (want > count)
 		want = count;
 	q = &s->e[chunk];
+	cur = (int64_t)chunk == s->cur;
+	/*
+	 * Blocks of the range still to go out (the rest of this pass, the chunk's queue
+	 * entry) reach whoever lost them: repairs are wanted for the others only. The
+	 * asker lost want of the range's blocks; of those, at most the blocks not going
+	 * out again need a repair. (A client that reads late takes a pass that began
+	 * before its request for one that passed its blocks.)
+	 */
+	ahead = 0;
+	for (unsigned b = first; b < first + count; b++)
+		if ((cur && b >= s->cur_pos && ndz_bit_test(s->cur_bits, b)) ||
+		    (q->queued && ndz_bit_test(q->bits, b)))
+			ahead++;
+	if (want > count - ahead) {
+		s->st.range_cut += want - (count - ahead);
+		want = count - ahead;
+	}
+	if (!want) {
+		s->st.requests++;
+		s->st.range_requests++;
+		s->st.range_ahead++;
+		s->st.merged++;
+		return 0;
+	}
 	if (!(r = range_slot(q, first, count)))
 		return bad(s, err, chunk, "repairs of too many block ranges at once");
 	s->st.requests++;
 	s->st.range_requests++;
-	cur = (int64_t)chunk == s->cur;
 	if (cur || q->queued) {
 		uint8_t *to = cur ? &r->cur : &r->want;
 

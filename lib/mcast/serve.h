@@ -38,6 +38,9 @@ struct ndz_serve_stats {
 	uint64_t distinct_sent;        /* blocks sent at least once */
 	uint64_t range_requests;       /* of the requests, for range repairs */
 	uint64_t range_sent;           /* range repairs sent (not in repairs_sent) */
+	uint64_t range_ahead;          /* of range_requests, those whose blocks all still
+					* go out (this pass's rest or the queue): no repair */
+	uint64_t range_cut;            /* repairs not queued, their blocks still going out */
 };
 
 /*

@@ -965,6 +965,8 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->range_requests = ss.range_requests;
 	st->range_sent = ss.range_sent;
 	st->range_refused = s->range_refused;
+	st->range_ahead = ss.range_ahead;
+	st->range_cut = ss.range_cut;
 	st->bytes_sent = s->bytes_sent;
 	st->bad_packets = s->bad_packets;
 	st->bad_version = s->bad_version;
@@ -1003,7 +1005,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"dropped_current\": %llu, \"blocks_sent\": %llu, \"distinct_blocks\": %llu, "
 		     "\"repairs_sent\": %llu, \"whole_repairs_sent\": %llu, "
 		     "\"range_requests\": %llu, \"range_repairs_sent\": %llu, "
-		     "\"range_refused\": %llu, "
+		     "\"range_refused\": %llu, \"range_ahead\": %llu, \"range_repairs_cut\": %llu, "
 		     "\"resent_share\": %.4f, \"bytes_sent\": %llu, \"datagrams_sent\": %llu, "
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
@@ -1021,6 +1023,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     (unsigned long long)st->distinct_sent, (unsigned long long)st->repairs_sent,
 		     (unsigned long long)st->whole_sent, (unsigned long long)st->range_requests,
 		     (unsigned long long)st->range_sent, (unsigned long long)st->range_refused,
+		     (unsigned long long)st->range_ahead, (unsigned long long)st->range_cut,
 		     st->resent_share,
 		     (unsigned long long)st->bytes_sent, (unsigned long long)st->datagrams_sent,
 		     (unsigned long long)st->offloaded,

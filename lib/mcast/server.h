@@ -111,6 +111,8 @@ struct ndz_server_stats {
 	uint64_t range_requests;       /* RANGE_RREQUESTs taken (in requests too) */
 	uint64_t range_sent;           /* RANGE_REPAIRs sent (not in repairs_sent) */
 	uint64_t range_refused;        /* RANGE_RREQUESTs refused: too many ranges of a chunk */
+	uint64_t range_ahead;          /* RANGE_RREQUESTs whose blocks all still went out */
+	uint64_t range_cut;            /* range repairs not queued: their blocks still went out */
 	uint64_t spans_sent;           /* of datagrams_sent, SPANs */
 	unsigned span_size;            /* the bytes of a SPAN now (the group's); 0: none */
 	unsigned span_min;             /* the fewest of them any SPANs were sent at; 0: none */

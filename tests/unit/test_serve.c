@@ -846,6 +846,65 @@ static void test_range_repairs(void **state)
 	ndz_serve_free(s);
 }
 
+/*
+ * A range request's repairs are cut to the range's blocks not still going out: blocks
+ * of the rest of the pass being sent and of the chunk's queue entry reach whoever lost
+ * them. All of them going out: no repair queued (range_ahead); some: at most the others
+ * (range_cut counts what was cut). A block already passed counts as gone.
+ */
+static void test_range_ahead(void **state)
+{
+	struct ndz_serve *s = make(4);
+	struct ndz_serve_item it;
+	struct ndz_serve_stats st;
+	unsigned blocks = 0, reps = 0;
+
+	(void)state;
+	/* chunk 2 queued with blocks 10-19: a range of [10, 20) wanting 4 needs none */
+	assert_int_equal(ndz_serve_request(s, 2, 10, 10, NULL), 1);
+	assert_int_equal(ndz_serve_range(s, 2, 10, 10, 4, NULL), 0);
+	/* [16, 24): 16-19 go out again, 20-23 do not: 6 wanted, at most 4 */
+	assert_int_equal(ndz_serve_range(s, 2, 16, 8, 6, NULL), 0);
+	assert_int_equal(ndz_serve_next_chunk(s), 2);
+	/* being sent: 3 blocks of it out, then [10, 14) wants 4: 13 still goes out, so 3 */
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(ndz_serve_next(s, &it), 1);
+		assert_int_equal(it.repair, 0);
+		blocks++;
+	}
+	assert_int_equal(ndz_serve_range(s, 2, 10, 4, 4, NULL), 0);
+	/* a range of blocks the pass still carries, asked while it is sent: none */
+	assert_int_equal(ndz_serve_range(s, 2, 15, 5, 5, NULL), 0);
+	while (ndz_serve_next(s, &it)) {
+		if (!it.repair) {
+			blocks++;
+			continue;
+		}
+		assert_int_equal(it.repair, NDZ_SERVE_RANGE);
+		if (it.first == 16) {
+			assert_int_equal(it.count, 8);
+		} else {
+			assert_int_equal(it.first, 10);
+			assert_int_equal(it.count, 4);
+		}
+		reps++;
+	}
+	assert_int_equal(blocks, 10);
+	assert_int_equal(reps, 4 + 3);
+	ndz_serve_get_stats(s, &st);
+	assert_int_equal(st.range_requests, 4);
+	assert_int_equal(st.range_ahead, 2);
+	assert_int_equal(st.range_cut, 4 + 2 + 1 + 5);
+	/* nothing queued for chunk 3: a range's repairs all wanted */
+	assert_int_equal(ndz_serve_range(s, 3, 0, 8, 3, NULL), 1);
+	assert_int_equal(ndz_serve_next_chunk(s), 3);
+	reps = 0;
+	while (ndz_serve_next(s, &it))
+		reps += it.repair == NDZ_SERVE_RANGE;
+	assert_int_equal(reps, 3);
+	ndz_serve_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -859,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_whole_repairs),
 		cmocka_unit_test(test_range_repairs),
+		cmocka_unit_test(test_range_ahead),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
