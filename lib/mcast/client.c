@@ -1182,7 +1182,10 @@ static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 	if (blocks || span) {
 		/* say what we take (again: a CAPS, like the FEATURES, may be lost) */
 		if (!c->server_blocks && !c->server_span)
-			multi_reset(c, now);   /* BLOCKS or SPANs may come from now on */
+			/* BLOCKS or SPANs may come from now on, also for requests we sent
+			 * before it came (ndz_client_start asks at once, the FEATURES
+			 * that follows the JOIN_REPLY comes after): those still count */
+			c->multi_ns = now;
 		c->server_blocks = blocks;
 		c->server_span = span;
 		c->server_repairs = blocks && (p->features & NDZ_FEAT_REPAIRS) && !c->o.no_repair;

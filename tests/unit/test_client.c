@@ -1090,6 +1090,34 @@ static void test_span_step_idle(void **state)
 	teardown_t(t);
 }
 
+/*
+ * The FEATURES that follows the JOIN_REPLY comes after the start's requests: they
+ * count, though sent before it; the 0.7 s run from the FEATURES. (frisbee beside an
+ * older client that asks for everything asks nothing more itself for a while.)
+ */
+static void test_span_step_features_late(void **state)
+{
+	struct t *t = setup(60);
+	struct steps st = { .n = 0 };
+	unsigned from;
+
+	(void)state;
+	t->o.max_payload = 8972;
+	join(t, 30, 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 1 * MS, NULL), 0);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 1);
+	features(t, FEAT_ALL, 5 * MS);
+	assert_int_equal(caps_last(t), 8972);
+	feed(t, &st, 10, 705, LONE);
+	assert_int_equal(st.n, 0);
+	feed(t, &st, 710, 1000, LONE);
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.size[0], NDZ_PKT_STD_PAYLOAD);
+	assert_int_equal(st.ms[0], 710);
+	teardown_t(t);
+}
+
 /* -T while receiving: the server silent that long. */
 static void test_give_up_silence(void **state)
 {
@@ -1554,6 +1582,7 @@ int main(void)
 		cmocka_unit_test(test_span_step_mixed),
 		cmocka_unit_test(test_span_step_blocks),
 		cmocka_unit_test(test_span_step_idle),
+		cmocka_unit_test(test_span_step_features_late),
 		cmocka_unit_test(test_span),
 		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_give_up_silence),
