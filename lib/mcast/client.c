@@ -15,9 +15,9 @@
 
 #define MS 1000000ull
 #define BLOCKS NDZ_BLOCKS_PER_CHUNK
-/* said we take large datagrams, and none came this long: say a standard MTU's
- * payload to a server of SPANs, one block to any other or when those did not come
- * either (a smaller MTU on the way) */
+/* said we take large datagrams, and none came this long, nor since a request of
+ * ours: say a standard MTU's payload to a server of SPANs, one block to any other or
+ * when those did not come either (a smaller MTU on the way) */
 #define STEP_DOWN_NS (700 * MS)
 /* stepped down: say the large size again after this pause, doubled at each probe
  * that brought no large datagrams (an older client gone since, or a path that drops
@@ -77,6 +77,8 @@ struct ndz_client {
 	int server_repairs;            /* it announced REPAIRS (and we take them) */
 	uint64_t caps_ns;              /* when we last said CAPS */
 	uint64_t multi_ns;             /* when a BLOCKS or SPAN last came (or receiving began) */
+	uint64_t asked_ns;             /* our first request since multi_ns, if asked */
+	int asked;
 	uint32_t full;                 /* the payload we take at most (take before a step down) */
 	uint64_t probe_ns;             /* stepped down: when to say full again */
 	uint64_t probe_wait;           /* the pause before it (0: never stepped down) */
@@ -361,6 +363,25 @@ static void join_tick(struct ndz_client *c, uint64_t now)
 	}
 }
 
+/*
+ * We sent a request: large datagrams should answer it. The first since the last one
+ * that came starts the wait of step_down (an idle server's silence shows nothing).
+ */
+static void asked(struct ndz_client *c)
+{
+	if (!c->asked) {
+		c->asked = 1;
+		c->asked_ns = c->clock;
+	}
+}
+
+/* From now on large datagrams may come, and answer only requests sent from now on. */
+static void multi_reset(struct ndz_client *c, uint64_t now)
+{
+	c->multi_ns = now;
+	c->asked = 0;
+}
+
 /* Send one request for chunk (numbered on the wire from base on). */
 static void send_request(struct ndz_client *c, uint32_t chunk, const uint8_t *missing,
 			 const uint8_t *need)
@@ -383,8 +404,10 @@ static void send_request(struct ndz_client *c, uint32_t chunk, const uint8_t *mi
 		p.block = 0;
 		p.count = BLOCKS;
 	}
-	if (send_pkt(c, &p) == 0)
+	if (send_pkt(c, &p) == 0) {
 		c->st.requests++;
+		asked(c);
+	}
 	note(c, &n);
 }
 
@@ -407,6 +430,7 @@ static void emit_range(void *ctx, uint32_t chunk, unsigned first, unsigned count
 	if (send_pkt(c, &p) == 0) {
 		c->st.requests++;
 		c->st.range_requests++;
+		asked(c);
 	}
 	note(c, &n);
 }
@@ -882,7 +906,8 @@ int ndz_client_start(struct ndz_client *c, uint64_t now_ns, struct ndz_error *e)
 	/* -T runs from the JOIN_REPLY (or the manifest's last block) on */
 	ndz_fetch_set_defer(c->fetch, defer_unscanned, c);
 	ndz_fetch_set_want(c->fetch, wanted, c);
-	c->last_block_ns = c->accept_ns = c->multi_ns = now_ns;
+	c->last_block_ns = c->accept_ns = now_ns;
+	multi_reset(c, now_ns);
 	c->silence_wait_ns = 40 * MS;
 	c->next_silence_ns = now_ns + c->silence_wait_ns;
 	c->next_look = now_ns + 5 * MS;
@@ -1065,8 +1090,12 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 
 /*
  * We said we take large datagrams and the server sends them, yet none has come for
- * a while (lone BLOCKs and REPAIRs, which are small, may): a link on the way may
- * drop them (a smaller MTU than ours). Step down: to a server of SPANs say first a
+ * a while (lone BLOCKs and REPAIRs, which are small, may), nor since a request of
+ * ours sent that long ago: a link on the way may drop them (a smaller MTU than
+ * ours). (A server nobody asks anything, as while the clients' seed scans run, is
+ * silent on any path: that shows nothing. Other clients' requests are not counted:
+ * what answers one may be small by design, a lone block or REPAIRs, and a client
+ * whose path drops large datagrams soon asks itself.) Step down: to a server of SPANs say first a
  * standard 1500-byte MTU's payload (NDZ_PKT_STD_PAYLOAD: it sends SPANs of 1440
  * bytes, the most common smaller path takes them); when none of those comes either,
  * or to a server of BLOCKS only, say we take one block a datagram: the server falls
@@ -1078,7 +1107,8 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
 static void step_down(struct ndz_client *c, uint64_t now)
 {
 	if (c->take > NDZ_PKT_BLOCK_LEN && (c->server_blocks || c->server_span) &&
-	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4) {
+	    now - c->multi_ns > STEP_DOWN_NS && now - c->caps_ns > STEP_DOWN_NS / 4 &&
+	    c->asked && now - c->asked_ns > STEP_DOWN_NS) {
 		uint64_t ms = (now - c->multi_ns) / MS;
 
 		/* the pause before we probe, set at the full size's step: doubled
@@ -1094,7 +1124,7 @@ static void step_down(struct ndz_client *c, uint64_t now)
 		c->probe_ns = now + c->probe_wait;
 		if (c->server_span && c->take > NDZ_PKT_STD_PAYLOAD) {
 			c->take = NDZ_PKT_STD_PAYLOAD;
-			c->multi_ns = now;     /* SPANs of that size may come from now on */
+			multi_reset(c, now);   /* SPANs of that size may come from now on */
 			c->st.steps_std++;
 		} else {
 			c->take = NDZ_PKT_BLOCK_LEN;
@@ -1110,7 +1140,8 @@ static void step_down(struct ndz_client *c, uint64_t now)
 		 * within STEP_DOWN_NS, to probe after twice the pause.
 		 */
 		c->take = c->full;
-		c->multi_ns = c->probe_at = now;
+		c->probe_at = now;
+		multi_reset(c, now);
 		say_caps(c, now, 0);
 	}
 }
@@ -1131,7 +1162,7 @@ static void multi_came(struct ndz_client *c, const struct ndz_pkt *p, uint64_t n
 
 	if (c->probe_wait && c->take > NDZ_PKT_STD_PAYLOAD && wire <= NDZ_PKT_STD_PAYLOAD)
 		return;
-	c->multi_ns = now;
+	multi_reset(c, now);
 }
 
 /*
@@ -1151,7 +1182,10 @@ static void features_input(struct ndz_client *c, const struct ndz_pkt *p, uint64
 	if (blocks || span) {
 		/* say what we take (again: a CAPS, like the FEATURES, may be lost) */
 		if (!c->server_blocks && !c->server_span)
-			c->multi_ns = now;     /* BLOCKS or SPANs may come from now on */
+			/* BLOCKS or SPANs may come from now on, also for requests we sent
+			 * before it came (ndz_client_start asks at once, the FEATURES
+			 * that follows the JOIN_REPLY comes after): those still count */
+			c->multi_ns = now;
 		c->server_blocks = blocks;
 		c->server_span = span;
 		c->server_repairs = blocks && (p->features & NDZ_FEAT_REPAIRS) && !c->o.no_repair;

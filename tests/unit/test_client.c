@@ -27,7 +27,7 @@
 #define OTHER 0x0200000au
 #define TAG 0x7a6u
 #define ID 42u
-#define MAXSENT 4096
+#define MAXSENT 16384
 
 struct t {
 	struct ndz_client *c;
@@ -530,6 +530,15 @@ static uint32_t caps_last(const struct t *t)
 	return 0;
 }
 
+/* The flags the last CAPS sent said (requests may follow it in the same tick). */
+static uint32_t caps_flags_last(const struct t *t)
+{
+	for (unsigned i = t->nsent; i-- > 0;)
+		if (t->sent[i].type == NDZ_PKT_CAPS)
+			return t->sent[i].caps_flags;
+	return UINT32_MAX;
+}
+
 static void test_blocks_caps(void **state)
 {
 	struct t *t = setup(30);
@@ -537,6 +546,7 @@ static void test_blocks_caps(void **state)
 	struct ndz_pkt p;
 	uint8_t *buf;
 	uint32_t chunk;
+	unsigned from;
 	int slot;
 
 	(void)state;
@@ -579,13 +589,17 @@ static void test_blocks_caps(void **state)
 	ndz_client_input_pkt(t->c, &p, OTHER, 4 * MS);
 	ndz_client_get_stats(t->c, &st);
 	assert_int_equal(st.foreign, 1);
-	/* lone blocks keep coming, no BLOCKS: at 0.7 s it says 1044, once */
-	for (uint64_t ms = 5; ms < 700; ms += 5) {
+	/* a pause: it asks for chunk 1 again (the step-down counts from a request) */
+	from = t->nsent;
+	ndz_client_tick(t->c, 100 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 1);
+	/* lone blocks keep coming, no BLOCKS: 0.7 s after it says 1044, once */
+	for (uint64_t ms = 105; ms < 800; ms += 5) {
 		block(t, 1, (unsigned)ms, ms * MS);
 		ndz_client_tick(t->c, ms * MS);
 	}
 	assert_int_equal(count(t, 0, NDZ_PKT_CAPS), 1);
-	for (uint64_t ms = 700; ms < 1500; ms += 5) {
+	for (uint64_t ms = 800; ms < 1500; ms += 5) {
 		block(t, 1, (unsigned)ms % BLOCKS, ms * MS);
 		ndz_client_tick(t->c, ms * MS);
 	}
@@ -620,6 +634,7 @@ static void test_span(void **state)
 	struct ndz_pkt p;
 	uint8_t *buf;
 	uint32_t chunk;
+	unsigned from;
 	int slot, len;
 
 	(void)state;
@@ -688,8 +703,12 @@ static void test_span(void **state)
 	ndz_client_get_stats(t->c, &st);
 	assert_int_equal(st.foreign, 1);
 	assert_int_equal(st.fetch.blocks, BLOCKS);
-	/* lone blocks, no SPAN for 0.7 s: it says it takes a BLOCK */
-	for (uint64_t ms = 5; ms < 800; ms += 5) {
+	/* a pause: it asks for chunk 1 again; lone blocks, no SPAN for 0.7 s after: it
+	 * says it takes a BLOCK */
+	from = t->nsent;
+	ndz_client_tick(t->c, 100 * MS);
+	assert_int_equal(count(t, from, NDZ_PKT_REQUEST), 1);
+	for (uint64_t ms = 105; ms < 900; ms += 5) {
 		block(t, 1, (unsigned)ms, ms * MS);
 		ndz_client_tick(t->c, ms * MS);
 	}
@@ -795,6 +814,7 @@ static void test_caps_probe(void **state)
 
 	(void)state;
 	t->o.max_payload = 8972;
+	t->o.redelay_ns = 5 * MS;      /* it asks at every tick (see jumbo) */
 	join(t, 30, 0);
 	features(t, NDZ_FEAT_BLOCKS, 1 * MS);
 	assert_int_equal(ndz_client_start(t->c, 2 * MS, NULL), 0);
@@ -882,6 +902,8 @@ static struct t *jumbo(uint32_t feats)
 	struct t *t = setup(60);
 
 	t->o.max_payload = 8972;
+	t->o.redelay_ns = 5 * MS;      /* it asks at every tick (the step-down counts from
+					  a request) */
 	join(t, 30, 0);
 	features(t, feats, 1 * MS);
 	assert_int_equal(caps_last(t), 8972);
@@ -913,7 +935,7 @@ static void test_span_step(void **state)
 	assert_int_equal(t->caps.count, NDZ_PKT_STD_PAYLOAD);
 	assert_true(t->caps.ms >= 700);
 	assert_int_equal(t->caps.repairs, NDZ_CAPS_SPAN);
-	assert_int_equal(t->sent[t->nsent - 1].caps_flags, NDZ_CAPS_SPAN);
+	assert_int_equal(caps_flags_last(t), NDZ_CAPS_SPAN);
 	feed(t, &st, 720, 1500, SPAN_STD);              /* they come: it stays */
 	assert_int_equal(st.n, 1);
 	feed(t, &st, 1510, 2200, LONE);                 /* none comes for 0.7 s */
@@ -1012,10 +1034,87 @@ static void test_span_step_blocks(void **state)
 	assert_int_equal(st.n, 1);
 	assert_int_equal(st.size[0], NDZ_PKT_BLOCK_LEN);
 	assert_int_equal(st.ms[0], 710);
-	assert_int_equal(t->sent[t->nsent - 1].caps_flags, 0);
+	assert_int_equal(caps_flags_last(t), 0);
 	ndz_client_get_stats(t->c, &cs);
 	assert_int_equal(cs.steps_std, 0);
 	assert_int_equal(cs.steps_block, 1);
+	teardown_t(t);
+}
+
+/*
+ * A server nobody asked anything is silent on any path (a seeded start: the seed
+ * scan defers every request): no step-down after 0.7 s, 2 s, 10 s. Once the client
+ * asks and nothing large comes for 0.7 s, it steps down (to 1472, a server of SPANs).
+ */
+static void test_span_step_idle(void **state)
+{
+	struct t *t = setup(60);
+	struct ndz_client_stats cs;
+	unsigned from, sent, n = 0;
+	uint64_t ms, ask = 0;
+
+	(void)state;
+	t->o.max_payload = 8972;
+	join(t, 30, 0);
+	ndz_client_scan(t->c, 0, 0);            /* nothing decided yet: nothing asked */
+	features(t, FEAT_ALL, 1 * MS);
+	assert_int_equal(caps_last(t), 8972);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 2 * MS, NULL), 0);
+	for (ms = 10; ms <= 10000; ms += 10) {
+		assert_int_equal(ndz_client_tick(t->c, ms * MS), NDZ_CLIENT_RECEIVING);
+		if (ms == 710 || ms == 2000 || ms == 10000) {
+			assert_int_equal(t->nsent, from);       /* no request, no CAPS */
+			n++;
+		}
+	}
+	assert_int_equal(n, 3);
+	/* the scan passes chunk 0: it is asked for; nothing answers it */
+	ndz_client_scan(t->c, 1, 10000 * MS);
+	for (ms = 10005; ms <= 12000; ms += 5) {
+		sent = t->nsent;
+		ndz_client_tick(t->c, ms * MS);
+		if (!ask && count(t, sent, NDZ_PKT_REQUEST) + count(t, sent, NDZ_PKT_PREQUEST))
+			ask = ms;
+		if (count(t, sent, NDZ_PKT_CAPS))
+			break;
+	}
+	assert_int_equal(ask, 10005);
+	assert_int_equal(count(t, from, NDZ_PKT_CAPS), 1);
+	assert_int_equal(caps_last(t), NDZ_PKT_STD_PAYLOAD);
+	assert_true(ms > ask + 700 && ms <= ask + 710);
+	assert_true(t->caps.ms > 700);
+	ndz_client_get_stats(t->c, &cs);
+	assert_int_equal(cs.steps_std, 1);
+	assert_int_equal(cs.steps_block, 0);
+	teardown_t(t);
+}
+
+/*
+ * The FEATURES that follows the JOIN_REPLY comes after the start's requests: they
+ * count, though sent before it; the 0.7 s run from the FEATURES. (frisbee beside an
+ * older client that asks for everything asks nothing more itself for a while.)
+ */
+static void test_span_step_features_late(void **state)
+{
+	struct t *t = setup(60);
+	struct steps st = { .n = 0 };
+	unsigned from;
+
+	(void)state;
+	t->o.max_payload = 8972;
+	join(t, 30, 0);
+	from = t->nsent;
+	assert_int_equal(ndz_client_start(t->c, 1 * MS, NULL), 0);
+	assert_true(count(t, from, NDZ_PKT_REQUEST) >= 1);
+	features(t, FEAT_ALL, 5 * MS);
+	assert_int_equal(caps_last(t), 8972);
+	feed(t, &st, 10, 705, LONE);
+	assert_int_equal(st.n, 0);
+	feed(t, &st, 710, 1000, LONE);
+	assert_int_equal(st.n, 1);
+	assert_int_equal(st.size[0], NDZ_PKT_STD_PAYLOAD);
+	assert_int_equal(st.ms[0], 710);
 	teardown_t(t);
 }
 
@@ -1482,6 +1581,8 @@ int main(void)
 		cmocka_unit_test(test_span_step_inflight),
 		cmocka_unit_test(test_span_step_mixed),
 		cmocka_unit_test(test_span_step_blocks),
+		cmocka_unit_test(test_span_step_idle),
+		cmocka_unit_test(test_span_step_features_late),
 		cmocka_unit_test(test_span),
 		cmocka_unit_test(test_repairs),
 		cmocka_unit_test(test_give_up_silence),
