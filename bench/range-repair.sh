@@ -28,11 +28,8 @@ while [ $i -le "$NCL" ]; do netns_host "c$i" $((10 + i)) || exit 1; i=$((i + 1))
 MNT="$T/mnt"
 mkdir -p "$MNT"
 export MNT
-in_mnt() {
-	_img=$1; shift
-	unshare -m --propagation private sh -c 'mount -o loop "$1" "$2" || exit 1; shift 2
-		sh "$@"; r=$?; umount "$MNT" || r=1; exit $r' sh "$_img" "$MNT" "$@"
-}
+# in_mnt IMG SCRIPT: the tests' (a mount namespace of its own)
+. "$NDZ_TOP/tests/seedfs.sh"
 cat >"$T/fill.sh" <<'EOF'
 for d in 1 2 3 4 5 6; do
 	mkdir "$MNT/d$d"
