@@ -174,12 +174,16 @@ srcsize=$(stat -c %s "$T/src")
 check "the zstd image has 1 chunk" test "$(stat -c %s "$T/zstd.ndz")" -eq $C
 dlen=$(od -An -tu4 -j88 -N4 "$T/zstd.ndz" | tr -d ' ')
 sectors=$(((srcsize + 511) / 512))
+# zstd_truncated cuts one byte: the last frame (at least 9 bytes) keeps its magic, so the
+# reader must find it short. A cut of 100 bytes depended on the source text: when
+# lib/*/*.c left chunk 0 a last frame of 100-103 bytes, a 1-3 byte stub of it was left
+# ("no zstd frame at ...": right, but not this case's message).
 zcases="
 zstd_data_crc    ; flip 0 5000               ; chunk 0: bad data checksum                 ; 1; all
 zstd_no_frame    ; dataflip 0 1              ; chunk 0: corrupt compressed data: no zstd frame at data byte 0 ; 1; all
 zstd_bad_block   ; dataflip 0 $((dlen - 3000)) ; chunk 0: corrupt compressed data           ; 1; -
 zstd_checksum    ; dataflip 0 $((dlen - 2))  ; chunk 0: corrupt compressed data: .*checksum ; 1; -
-zstd_truncated   ; datalen 0 $((dlen - 100)) ; chunk 0: corrupt compressed data: zstd frame at data byte [0-9]+: ; 1; all
+zstd_truncated   ; datalen 0 $((dlen - 1))   ; chunk 0: corrupt compressed data: zstd frame at data byte [0-9]+: ; 1; all
 zstd_trailing    ; datalen 0 $((dlen + 7))   ; chunk 0: corrupt compressed data: no zstd frame at data byte $dlen ; 1; all
 zstd_oversized   ; region 0 0 0 $((sectors - 1)) ; chunk 0: decompressed length does not match the regions: zstd frames hold more ; 1; all
 zstd_short       ; region 0 0 0 $((sectors + 1)) ; chunk 0: (decompressed length|region outside) ; 1; all
