@@ -120,6 +120,7 @@ fris() {
 	serve
 	# BENCH_PCAP=DIR (N-client runs): the first 200 bytes of the datagrams the server sends and
 	# gets (tcpdump in its namespace), the clients' start time, their -v logs and UDP drop counters, into DIR
+	# (bench/seed-pcap.py breaks a capture down)
 	_cap=
 	if [ -n "${BENCH_PCAP:-}" ] && [ "$_n" -gt 1 ]; then
 		mkdir -p "$BENCH_PCAP"; _cap=$BENCH_PCAP/$name.$r
