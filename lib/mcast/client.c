@@ -1095,14 +1095,14 @@ static void say_caps(struct ndz_client *c, uint64_t now, uint64_t stepped_ms)
  * ours). (A server nobody asks anything, as while the clients' seed scans run, is
  * silent on any path: that shows nothing. Other clients' requests are not counted:
  * what answers one may be small by design, a lone block or REPAIRs, and a client
- * whose path drops large datagrams soon asks itself.) Step down: to a server of SPANs say first a
- * standard 1500-byte MTU's payload (NDZ_PKT_STD_PAYLOAD: it sends SPANs of 1440
- * bytes, the most common smaller path takes them); when none of those comes either,
- * or to a server of BLOCKS only, say we take one block a datagram: the server falls
- * back to BLOCKs for the group. With an older client in the group none comes
- * either, though our path takes them: after a pause from the last step we probe
- * (say the large size again), see below. While fetching a manifest or an index, and
- * while receiving the image.
+ * whose path drops large datagrams soon asks itself.) Step down: to a server of
+ * SPANs say first a standard 1500-byte MTU's payload (NDZ_PKT_STD_PAYLOAD: it sends
+ * SPANs of 1440 bytes, the most common smaller path takes them); when none of those
+ * comes either, or to a server of BLOCKS only, say we take one block a datagram: the
+ * server falls back to BLOCKs for the group. With an older client in the group none
+ * comes either, though our path takes them: after a pause from the last step we
+ * probe (say the large size again), see below. While fetching a manifest or an
+ * index, and while receiving the image.
  */
 static void step_down(struct ndz_client *c, uint64_t now)
 {
