@@ -88,6 +88,10 @@ static const char usage_text[] =
 	"  --control SOCKET         answer the image master's status, rate, identify and\n"
 	"                           hold questions on this unix socket (lib/ctl/sessctl)\n"
 	"  --lost-timeout SECONDS   a client silent this long is lost (default 30)\n"
+	"  --gather MS              after a quiet spell (nothing sent for half a second),\n"
+	"                           wait MS from the first request before sending, so that\n"
+	"                           clients started together share one pass (default 100,\n"
+	"                           0: send at once)\n"
 	"  --growing                IMAGE is still arriving (a site master's fetch): wait\n"
 	"                           for a chunk not yet written, up to 10 minutes\n"
 	"  --log-time               begin each message line with its ISO 8601 UTC time\n"
@@ -207,14 +211,15 @@ int main(int argc, char **argv)
 		{ "control", required_argument, NULL, 'K' }, { "log-time", no_argument, NULL, 0x111 },
 		{ "syslog", no_argument, NULL, 0x112 }, { "lost-timeout", required_argument, NULL, 0x104 },
 		{ "max-datagram", required_argument, NULL, 0x105 },
-		{ "growing", no_argument, NULL, 0x106 }, CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
+		{ "growing", no_argument, NULL, 0x106 }, { "gather", required_argument, NULL, 0x108 },
+		CLI_COMMON_LONGOPTS, { NULL, 0, NULL, 0 }
 	};
 	/* our own blocks, looped back (-L) or another server's, are never read: dropping
 	 * them in the kernel spares the receiver a wake-up each */
 	static const uint8_t data_types[] = { NDZ_PKT_BLOCK, NDZ_PKT_REPAIR, NDZ_PKT_BLOCKS,
 					      NDZ_PKT_SPAN, NDZ_PKT_REPAIRS, NDZ_PKT_RANGE_REPAIR };
 	struct session s;
-	struct ndz_server_opts so = { .rate_bps = 100000000,
+	struct ndz_server_opts so = { .rate_bps = 100000000, .gather_ms = NDZ_SERVER_GATHER_MS,
 				      .repair = NDZ_FEAT_REPAIR | NDZ_FEAT_WHOLE |
 						NDZ_FEAT_RANGE };
 	struct ndz_net_opts no = { .group = "239.192.0.1", .port = 3564, .ttl = 5 };
@@ -261,6 +266,7 @@ int main(int argc, char **argv)
 		case 0x105: max_dgram = cli_parse_int(optarg, "--max-datagram", 0, 65507); break;
 		case 0x104: so.lost_ms = 1000u * (uint32_t)cli_parse_int(optarg, "--lost-timeout", 1, 86400); break;
 		case 0x106: s.growing = 1; break;
+		case 0x108: so.gather_ms = (uint32_t)cli_parse_int(optarg, "--gather", 0, 10000); break;
 		default: cli_common_option(c, usage_text); break;
 		}
 	}

@@ -115,9 +115,10 @@ enum ndz_sdrive_next ndz_sdrive_send_step(struct ndz_sdrive *d, uint64_t *at)
 	if (!d->pending) {
 		d->woken = 0;
 		switch (ndz_server_plan(d->srv, now, b)) {
-		case NDZ_SERVER_WAIT:
+		case NDZ_SERVER_WAIT:     /* until woken, or the plan's time (a gather's end) */
 			d->idle = 1;
-			*at = d->idle_until = now + IDLE_NS;
+			*at = d->idle_until = now + (b->delay_ns && b->delay_ns < IDLE_NS ?
+						     b->delay_ns : IDLE_NS);
 			pthread_mutex_unlock(&d->lock);
 			return NDZ_SDRIVE_IDLE;
 		case NDZ_SERVER_LOAD:
@@ -207,7 +208,8 @@ static void *sender(void *arg)
 		if (n == NDZ_SDRIVE_PACE) {
 			ndz_pace_sleep_until(at);
 		} else if (n == NDZ_SDRIVE_IDLE) {
-			uint64_t t = ndz_wall_ns() + IDLE_NS;
+			uint64_t now = now_of(d), w = at <= now ? 0 : at - now < IDLE_NS ? at - now : IDLE_NS;
+			uint64_t t = ndz_wall_ns() + w;
 			struct timespec ts = { (time_t)(t / 1000000000u), (long)(t % 1000000000u) };
 
 			pthread_mutex_lock(&d->lock);

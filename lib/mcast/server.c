@@ -82,6 +82,9 @@ struct ndz_server {
 	uint64_t start_ns, first_ns, last_ns; /* creation, first and last datagram sent */
 	uint64_t empty_ns;             /* between them, nothing asked for */
 	uint64_t wait_ns, wait_from;   /* nothing asked for since the last batch, and since when */
+	uint64_t gather_ns;            /* opts' gather_ms */
+	uint64_t gather_until;         /* sending held until then (0: not holding) */
+	uint64_t gathers;
 	uint64_t last_rate;            /* -W auto: the rate last chosen */
 };
 
@@ -154,6 +157,7 @@ int ndz_server_create(const struct ndz_server_opts *o, uint64_t now_ns, struct n
 		  (s->own_span ? NDZ_FEAT_SPAN : 0) |
 		  (s->repair && s->own_blocks > 1 ? NDZ_FEAT_REPAIRS : 0);
 	s->lost_ns = (uint64_t)(o->lost_ms ? o->lost_ms : NDZ_SERVER_LOST_MS) * 1000000u;
+	s->gather_ns = (uint64_t)o->gather_ms * 1000000u;
 	s->cur = s->loaded = -1;
 	s->start_ns = s->last_activity_ns = now_ns;
 	if (o->burst_pkts) {
@@ -626,6 +630,34 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 	}
 }
 
+/*
+ * The gather: the first request after a quiet spell (nothing sent yet, or nothing for
+ * NDZ_SERVER_QUIET_MS) holds the sending gather_ns, so that the requests of clients
+ * started together (a lab's reload, each client a few tens of milliseconds after the
+ * others) join one pass instead of the later ones asking again for what went out
+ * before they listened. 1 while holding, with b->delay_ns the time left.
+ */
+static int gathering(struct ndz_server *s, uint64_t now, struct ndz_server_batch *b)
+{
+	if (!s->gather_ns || !ndz_serve_busy(s->serve))
+		return 0;
+	if (!s->gather_until && (!s->first_ns || (s->wait_from &&
+						  now - s->wait_from >= NDZ_SERVER_QUIET_MS * 1000000ull))) {
+		s->gather_until = now + s->gather_ns;
+		s->gathers++;
+		if (s->wait_from) {    /* from here something is asked for: not empty */
+			s->wait_ns += now - s->wait_from;
+			s->wait_from = 0;
+		}
+	}
+	if (s->gather_until && now < s->gather_until) {
+		b->delay_ns = s->gather_until - now;
+		return 1;
+	}
+	s->gather_until = 0;
+	return 0;
+}
+
 enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 				     struct ndz_server_batch *b)
 {
@@ -641,6 +673,8 @@ enum ndz_server_step ndz_server_plan(struct ndz_server *s, uint64_t now_ns,
 	b->delay_ns = 0;
 	b->wire_bytes = 0;
 	for (;;) {
+		if (s->cur < 0 && gathering(s, now_ns, b))
+			return NDZ_SERVER_WAIT;
 		if (s->cur < 0) {
 			s->cur = ndz_serve_next_chunk(s->serve);
 			if (s->cur < 0) {
@@ -985,6 +1019,7 @@ void ndz_server_get_stats(const struct ndz_server *s, struct ndz_server_stats *s
 	st->multi_repairs_sent = s->multi_repairs;
 	st->span_size = s->span_size;
 	st->span_min = s->span_min;
+	st->gathers = s->gathers;
 	st->resent_share = ss.blocks_sent ?
 			   (double)(ss.blocks_sent - ss.distinct_sent) / (double)ss.blocks_sent : 0;
 	st->seconds_to_first = s->first_ns ? (double)(s->first_ns - s->start_ns) / 1e9 : 0;
@@ -1010,7 +1045,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     "\"offloaded\": %llu, "
 		     "\"group_blocks\": %u, \"group_up\": %llu, \"group_down\": %llu, "
 		     "\"spans_sent\": %llu, \"span_size\": %u, \"span_min\": %u, "
-		     "\"multi_repairs_sent\": %llu, "
+		     "\"multi_repairs_sent\": %llu, \"gathers\": %llu, "
 		     "\"seconds_sending\": %.3f, "
 		     "\"seconds_to_first\": %.3f, \"seconds_empty\": %.3f, "
 		     "\"rate_bps\": %.0f, \"auto_rate_bps\": %llu, \"bad_packets\": %llu, "
@@ -1030,6 +1065,7 @@ int ndz_server_stats_json(const struct ndz_server_stats *st, const char *name, c
 		     st->group_blocks, (unsigned long long)st->group_up,
 		     (unsigned long long)st->group_down, (unsigned long long)st->spans_sent,
 		     st->span_size, st->span_min, (unsigned long long)st->multi_repairs_sent,
+		     (unsigned long long)st->gathers,
 		     st->seconds_sending,
 		     st->seconds_to_first, st->seconds_empty, st->rate_bps, (unsigned long long)st->auto_rate_bps,
 		     (unsigned long long)st->bad_packets, (unsigned long long)st->bad_version,

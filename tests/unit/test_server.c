@@ -910,6 +910,70 @@ static void test_manifest(void **state)
 	free(b);
 }
 
+/*
+ * The gather: the first request holds the sending gather_ms, telling the time left;
+ * requests in it join the pass; once sending, the next request goes out at once, and
+ * one after a quiet spell (NDZ_SERVER_QUIET_MS without sending) gathers again.
+ */
+static void test_gather(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_stats st;
+	struct ndz_pkt p;
+	uint64_t quiet;
+
+	(void)state;
+	assert_non_null(b);
+	o.manifest = image;                    /* served from memory: no LOAD */
+	o.manifest_len = NDZ_CHUNK_SIZE;
+	o.gather_ms = 100;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.client_id = 9;
+	p.tag = ndz_image_tag(uuid);
+	p.chunk = CHUNKS;
+	p.block = 0;
+	p.count = 4;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	assert_int_equal(ndz_server_plan(s, 10 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(b->delay_ns, 100 * MS);
+	p.client_id = 10;                      /* a client 60 ms later: the same pass */
+	p.block = 4;
+	assert_int_equal(feed_pkt(s, &p), 1);  /* joined to the queued one: no wake */
+	assert_int_equal(ndz_server_plan(s, 70 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(b->delay_ns, 40 * MS);
+	assert_int_equal(ndz_server_plan(s, 110 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(b->count, 8);         /* both requests' blocks, in one pass */
+	assert_int_equal(b->items[0].block, 0);
+	assert_int_equal(b->items[7].block, 7);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, 110 * MS);
+	assert_int_equal(ndz_server_plan(s, 111 * MS, b), NDZ_SERVER_WAIT);
+	/* 0.4 s later, not quiet long enough: at once */
+	p.block = 8;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	assert_int_equal(ndz_server_plan(s, 510 * MS, b), NDZ_SERVER_SEND);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, 510 * MS);
+	assert_int_equal(ndz_server_plan(s, 511 * MS, b), NDZ_SERVER_WAIT);
+	/* quiet from 511 ms: a request after NDZ_SERVER_QUIET_MS gathers again */
+	quiet = 511 * MS + NDZ_SERVER_QUIET_MS * MS;
+	p.block = 12;
+	assert_int_equal(feed_pkt(s, &p), 2);
+	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_WAIT);
+	assert_int_equal(b->delay_ns, 100 * MS);
+	assert_int_equal(ndz_server_plan(s, quiet + 100 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(b->items[0].block, 12);
+	ndz_server_get_stats(s, &st);
+	assert_int_equal(st.gathers, 2);
+	assert_true(st.seconds_empty < 0.95);  /* the gathers are not "nothing asked for" */
+	ndz_server_free(s);
+	free(b);
+}
+
 /* One index-served block of chunk and block: its bytes in *p, or the plan's answer. */
 static void index_block(struct ndz_server *s, struct ndz_server_batch *b, uint32_t chunk,
 			unsigned block, struct ndz_pkt *p)
@@ -1350,6 +1414,7 @@ int main(void)
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_index_file),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_gather),
 		cmocka_unit_test(test_clients),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_create_errors),
