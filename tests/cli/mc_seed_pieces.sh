@@ -146,6 +146,9 @@ sent=$(json_num "$T/stats4.json" blocks_sent)
 echo "# four clients: the server sent $sent blocks, $d distinct; the union they need: $UNION and $IXB of the index"
 check "four clients: the server sent exactly the union of the blocks they need ($d = $UNION + $IXB)" \
 	[ "$d" = $(( UNION + IXB )) ]
+g=$(json_num "$T/stats4.json" gathers)
+check "four clients: the server held its first sending for their requests (--gather: $g holds)" \
+	[ "${g:-0}" -ge 1 ]
 for i in 1 2 3 4; do : >"$T/c$i.log"; done
 
 # 3. --key: a signed image; its index with one piece digest changed is refused (its
