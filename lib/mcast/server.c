@@ -285,6 +285,12 @@ static struct ndz_server_client *note_client(struct ndz_server *s, uint32_t id, 
 	return c;
 }
 
+static void asked(struct ndz_server_client *c, uint64_t now)
+{
+	if (c)
+		c->asked_ns = now;
+}
+
 static void left(struct ndz_server_client *c, const struct ndz_pkt *p)
 {
 	if (!c)
@@ -444,6 +450,7 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		break;
 	case NDZ_PKT_REQUEST:
 	case NDZ_PKT_PREQUEST:
+		asked(c, now_ns);
 		if (p->type == NDZ_PKT_PREQUEST && recent(s, p->chunk, now_ns)) {
 			/* blocks sent before and asked for again: lost */
 			for (unsigned b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
@@ -456,6 +463,7 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 			ndz_serve_prequest(s->serve, p->chunk, p->bitmap, NULL)) > 0;
 		break;
 	case NDZ_PKT_RREQUEST:
+		asked(c, now_ns);
 		if (recent(s, p->chunk, now_ns)) {
 			for (unsigned i = 0; i < NDZ_FEC_SETS; i++)
 				lost += p->need[i];
@@ -464,6 +472,7 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 		woke = ndz_serve_repairs(s->serve, p->chunk, p->need, NULL) > 0;
 		break;
 	case NDZ_PKT_RANGE_RREQUEST:
+		asked(c, now_ns);
 		if (recent(s, p->chunk, now_ns))
 			report_lost(s, p->client_id, p->chunk, p->wanted, now_ns);
 		r = ndz_serve_range(s->serve, p->chunk, p->block, p->count, p->wanted, NULL);
@@ -631,11 +640,31 @@ static void group(struct ndz_server *s, struct ndz_server_batch *b, uint64_t now
 }
 
 /*
+ * After something was sent: every client still with us (not left, heard lately, all
+ * of them in the table) asked for something since the last send, so a hold would
+ * wait for nobody. (Before the first send a client's JOIN may be on its way still.)
+ */
+static int all_asked(const struct ndz_server *s, uint64_t now)
+{
+	if (!s->first_ns || s->clients_seen > s->nclients)
+		return 0;
+	for (size_t i = 0; i < s->nclients; i++) {
+		const struct ndz_server_client *c = &s->clients[i];
+
+		if (!c->left && now - c->last_ns < s->lost_ns && c->asked_ns <= s->last_ns)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * The gather: the first request after a quiet spell (nothing sent yet, or nothing for
  * NDZ_SERVER_QUIET_MS) holds the sending gather_ns, so that the requests of clients
  * started together (a lab's reload, each client a few tens of milliseconds after the
  * others) join one pass instead of the later ones asking again for what went out
- * before they listened. 1 while holding, with b->delay_ns the time left.
+ * before they listened. After the first send the hold ends, or is not taken, once
+ * every client the server knows has asked (all_asked: one client alone waits for
+ * nothing). 1 while holding, with b->delay_ns the time left.
  */
 static int gathering(struct ndz_server *s, uint64_t now, struct ndz_server_batch *b)
 {
@@ -643,6 +672,8 @@ static int gathering(struct ndz_server *s, uint64_t now, struct ndz_server_batch
 		return 0;
 	if (!s->gather_until && (!s->first_ns || (s->wait_from &&
 						  now - s->wait_from >= NDZ_SERVER_QUIET_MS * 1000000ull))) {
+		if (all_asked(s, now))
+			return 0;
 		s->gather_until = now + s->gather_ns;
 		s->gathers++;
 		if (s->wait_from) {    /* from here something is asked for: not empty */
@@ -650,7 +681,7 @@ static int gathering(struct ndz_server *s, uint64_t now, struct ndz_server_batch
 			s->wait_from = 0;
 		}
 	}
-	if (s->gather_until && now < s->gather_until) {
+	if (s->gather_until && now < s->gather_until && !all_asked(s, now)) {
 		b->delay_ns = s->gather_until - now;
 		return 1;
 	}

@@ -86,6 +86,7 @@ struct ndz_server_client {
 	uint32_t id;                   /* its client id */
 	uint32_t addr;                 /* IPv4 address it last sent from, network order */
 	uint64_t first_ns, last_ns;    /* when first and last heard */
+	uint64_t asked_ns;             /* when it last asked for something (0: never) */
 	int left;                      /* it sent a LEAVE: 1 complete, 2 failed; 0 not yet */
 	int reported;                  /* it sent a PROGRESS (or a LEAVE): progress is set */
 	struct ndz_progress progress;  /* its last PROGRESS (a LEAVE's figures after it) */

@@ -910,10 +910,26 @@ static void test_manifest(void **state)
 	free(b);
 }
 
+/* A packet from client id at addr (network order) at now. */
+static int feed_at(struct ndz_server *s, struct ndz_pkt *p, uint32_t id, uint32_t addr,
+		   uint64_t now)
+{
+	uint8_t buf[NDZ_PKT_MAX];
+	int len;
+
+	p->client_id = id;
+	if (p->type != NDZ_PKT_JOIN)
+		p->tag = ndz_image_tag(uuid);
+	len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
+	assert_true(len > 0);
+	return ndz_server_packet(s, buf, (size_t)len, addr, now, NULL, NULL);
+}
+
 /*
  * The gather: the first request holds the sending gather_ms, telling the time left;
  * requests in it join the pass; once sending, the next request goes out at once, and
- * one after a quiet spell (NDZ_SERVER_QUIET_MS without sending) gathers again.
+ * one after a quiet spell (NDZ_SERVER_QUIET_MS without sending) gathers again, until
+ * every client the server knows has asked (at once when it is the only one).
  */
 static void test_gather(void **state)
 {
@@ -959,17 +975,49 @@ static void test_gather(void **state)
 	ndz_server_build(s, b);
 	ndz_server_sent(s, b, 510 * MS);
 	assert_int_equal(ndz_server_plan(s, 511 * MS, b), NDZ_SERVER_WAIT);
-	/* quiet from 511 ms: a request after NDZ_SERVER_QUIET_MS gathers again */
+	/* quiet from 511 ms: a request after NDZ_SERVER_QUIET_MS gathers again, here
+	 * for client 9 (10 asked, 9 not yet) ... */
 	quiet = 511 * MS + NDZ_SERVER_QUIET_MS * MS;
 	p.block = 12;
-	assert_int_equal(feed_pkt(s, &p), 2);
+	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet), 2);
 	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_WAIT);
 	assert_int_equal(b->delay_ns, 100 * MS);
 	assert_int_equal(ndz_server_plan(s, quiet + 100 * MS, b), NDZ_SERVER_SEND);
 	assert_int_equal(b->items[0].block, 12);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, quiet + 100 * MS);
+	assert_int_equal(ndz_server_plan(s, quiet + 100 * MS, b), NDZ_SERVER_WAIT);
+	/* ... and ends as soon as both asked */
+	quiet += 100 * MS + NDZ_SERVER_QUIET_MS * MS;
+	p.block = 16;
+	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet), 2);
+	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_WAIT);
+	p.client_id = 9;
+	p.block = 20;
+	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet + 10 * MS), 1);
+	assert_int_equal(ndz_server_plan(s, quiet + 10 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(b->count, 8);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, quiet + 10 * MS);
+	assert_int_equal(ndz_server_plan(s, quiet + 10 * MS, b), NDZ_SERVER_WAIT);
+	/* one client gone (LEAVE): the other alone holds nothing back */
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_LEAVE;
+	p.client_id = 9;
+	p.tag = ndz_image_tag(uuid);
+	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet + 20 * MS), 1);
+	quiet += 20 * MS + NDZ_SERVER_QUIET_MS * MS;
+	p.type = NDZ_PKT_REQUEST;
+	p.client_id = 10;
+	p.chunk = CHUNKS;
+	p.block = 24;
+	p.count = 4;
+	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet), 2);
+	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_SEND);
 	ndz_server_get_stats(s, &st);
-	assert_int_equal(st.gathers, 2);
-	assert_true(st.seconds_empty < 0.95);  /* the gathers are not "nothing asked for" */
+	assert_int_equal(st.gathers, 3);
+	/* the quiet spells (0.399 + 0.5 + 0.5 s), not the holds: something was asked for */
+	assert_true(st.seconds_empty > 1.398 && st.seconds_empty < 1.400);
 	ndz_server_free(s);
 	free(b);
 }
@@ -1135,21 +1183,6 @@ static void test_json(void **state)
 	assert_int_equal(ndz_server_stats_json(&st, "x", buf, 40, &e), NDZ_ERANGE);
 	assert_int_equal(e.code, NDZ_ERANGE);
 	ndz_server_free(s);
-}
-
-/* A packet from client id at addr (network order) at now. */
-static int feed_at(struct ndz_server *s, struct ndz_pkt *p, uint32_t id, uint32_t addr,
-		   uint64_t now)
-{
-	uint8_t buf[NDZ_PKT_MAX];
-	int len;
-
-	p->client_id = id;
-	if (p->type != NDZ_PKT_JOIN)
-		p->tag = ndz_image_tag(uuid);
-	len = ndz_pkt_encode(p, buf, sizeof(buf), NULL);
-	assert_true(len > 0);
-	return ndz_server_packet(s, buf, (size_t)len, addr, now, NULL, NULL);
 }
 
 static enum ndz_rx_state state_of(const struct ndz_server *s, uint32_t id, uint64_t now,
