@@ -413,6 +413,8 @@ static int admit(struct ndz_server *s, int r, const struct ndz_pkt *p)
 	return 0;
 }
 
+static void gather_meta(struct ndz_server *s, const struct ndz_pkt *p, uint64_t now);
+
 int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint32_t addr,
 		      uint64_t now_ns, struct ndz_server_reply *out, struct ndz_pkt *pp)
 {
@@ -458,6 +460,7 @@ int ndz_server_packet(struct ndz_server *s, const uint8_t *buf, size_t len, uint
 					ndz_serve_ever(s->serve, p->chunk, b);
 			report_lost(s, p->client_id, p->chunk, lost, now_ns);
 		}
+		gather_meta(s, p, now_ns);
 		woke = (p->type == NDZ_PKT_REQUEST ?
 			ndz_serve_request(s->serve, p->chunk, p->block, p->count, NULL) :
 			ndz_serve_prequest(s->serve, p->chunk, p->bitmap, NULL)) > 0;
@@ -655,6 +658,36 @@ static int all_asked(const struct ndz_server *s, uint64_t now)
 			return 0;
 	}
 	return 1;
+}
+
+/*
+ * A request for blocks of the manifest's or the index's chunks that were never sent,
+ * while nothing is being sent: every client asks for those at the same point of its
+ * start (the rest of the index as it reads the index's first block, which says how
+ * long it is), each some tens of milliseconds after the others on a loaded host, so
+ * this gathers too (until every client asked, at most gather_ns). Later askers of
+ * blocks already sent (a client that joined late) hold nothing back.
+ */
+static void gather_meta(struct ndz_server *s, const struct ndz_pkt *p, uint64_t now)
+{
+	unsigned b;
+
+	if (!s->gather_ns || s->gather_until || !s->first_ns || s->cur >= 0 ||
+	    p->chunk < s->nchunks)
+		return;
+	for (b = 0; b < NDZ_BLOCKS_PER_CHUNK; b++)
+		if ((p->type == NDZ_PKT_REQUEST ? b >= p->block && b - p->block < p->count :
+						  ndz_bit_test(p->bitmap, b)) &&
+		    !ndz_serve_ever(s->serve, p->chunk, b))
+			break;
+	if (b == NDZ_BLOCKS_PER_CHUNK)
+		return;
+	s->gather_until = now + s->gather_ns;
+	s->gathers++;
+	if (s->wait_from) {    /* from here something is asked for: not empty */
+		s->wait_ns += now - s->wait_from;
+		s->wait_from = 0;
+	}
 }
 
 /*

@@ -925,6 +925,20 @@ static int feed_at(struct ndz_server *s, struct ndz_pkt *p, uint32_t id, uint32_
 	return ndz_server_packet(s, buf, (size_t)len, addr, now, NULL, NULL);
 }
 
+/* ndz_server_plan, the chunk loaded from the image when it asks (LOAD) */
+static enum ndz_server_step plan_loaded(struct ndz_server *s, uint64_t now,
+					struct ndz_server_batch *b)
+{
+	enum ndz_server_step st;
+
+	while ((st = ndz_server_plan(s, now, b)) == NDZ_SERVER_LOAD) {
+		memcpy(ndz_server_chunk_buf(s), image + (size_t)b->chunk * NDZ_CHUNK_SIZE,
+		       NDZ_CHUNK_SIZE);
+		assert_int_equal(ndz_server_check_chunk(s, b->chunk, 0, NULL), 0);
+	}
+	return st;
+}
+
 /*
  * The gather: the first request holds the sending gather_ms, telling the time left;
  * requests in it join the pass; once sending, the next request goes out at once, and
@@ -942,64 +956,62 @@ static void test_gather(void **state)
 
 	(void)state;
 	assert_non_null(b);
-	o.manifest = image;                    /* served from memory: no LOAD */
-	o.manifest_len = NDZ_CHUNK_SIZE;
 	o.gather_ms = 100;
 	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_REQUEST;
 	p.client_id = 9;
 	p.tag = ndz_image_tag(uuid);
-	p.chunk = CHUNKS;
+	p.chunk = 0;
 	p.block = 0;
 	p.count = 4;
 	assert_int_equal(feed_pkt(s, &p), 2);
-	assert_int_equal(ndz_server_plan(s, 10 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, 10 * MS, b), NDZ_SERVER_WAIT);
 	assert_int_equal(b->delay_ns, 100 * MS);
 	p.client_id = 10;                      /* a client 60 ms later: the same pass */
 	p.block = 4;
 	assert_int_equal(feed_pkt(s, &p), 1);  /* joined to the queued one: no wake */
-	assert_int_equal(ndz_server_plan(s, 70 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, 70 * MS, b), NDZ_SERVER_WAIT);
 	assert_int_equal(b->delay_ns, 40 * MS);
-	assert_int_equal(ndz_server_plan(s, 110 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(plan_loaded(s, 110 * MS, b), NDZ_SERVER_SEND);
 	assert_int_equal(b->count, 8);         /* both requests' blocks, in one pass */
 	assert_int_equal(b->items[0].block, 0);
 	assert_int_equal(b->items[7].block, 7);
 	ndz_server_build(s, b);
 	ndz_server_sent(s, b, 110 * MS);
-	assert_int_equal(ndz_server_plan(s, 111 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, 111 * MS, b), NDZ_SERVER_WAIT);
 	/* 0.4 s later, not quiet long enough: at once */
 	p.block = 8;
 	assert_int_equal(feed_pkt(s, &p), 2);
-	assert_int_equal(ndz_server_plan(s, 510 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(plan_loaded(s, 510 * MS, b), NDZ_SERVER_SEND);
 	ndz_server_build(s, b);
 	ndz_server_sent(s, b, 510 * MS);
-	assert_int_equal(ndz_server_plan(s, 511 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, 511 * MS, b), NDZ_SERVER_WAIT);
 	/* quiet from 511 ms: a request after NDZ_SERVER_QUIET_MS gathers again, here
 	 * for client 9 (10 asked, 9 not yet) ... */
 	quiet = 511 * MS + NDZ_SERVER_QUIET_MS * MS;
 	p.block = 12;
 	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet), 2);
-	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, quiet, b), NDZ_SERVER_WAIT);
 	assert_int_equal(b->delay_ns, 100 * MS);
-	assert_int_equal(ndz_server_plan(s, quiet + 100 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(plan_loaded(s, quiet + 100 * MS, b), NDZ_SERVER_SEND);
 	assert_int_equal(b->items[0].block, 12);
 	ndz_server_build(s, b);
 	ndz_server_sent(s, b, quiet + 100 * MS);
-	assert_int_equal(ndz_server_plan(s, quiet + 100 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, quiet + 100 * MS, b), NDZ_SERVER_WAIT);
 	/* ... and ends as soon as both asked */
 	quiet += 100 * MS + NDZ_SERVER_QUIET_MS * MS;
 	p.block = 16;
 	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet), 2);
-	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, quiet, b), NDZ_SERVER_WAIT);
 	p.client_id = 9;
 	p.block = 20;
 	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet + 10 * MS), 1);
-	assert_int_equal(ndz_server_plan(s, quiet + 10 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(plan_loaded(s, quiet + 10 * MS, b), NDZ_SERVER_SEND);
 	assert_int_equal(b->count, 8);
 	ndz_server_build(s, b);
 	ndz_server_sent(s, b, quiet + 10 * MS);
-	assert_int_equal(ndz_server_plan(s, quiet + 10 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(plan_loaded(s, quiet + 10 * MS, b), NDZ_SERVER_WAIT);
 	/* one client gone (LEAVE): the other alone holds nothing back */
 	memset(&p, 0, sizeof(p));
 	p.type = NDZ_PKT_LEAVE;
@@ -1009,15 +1021,72 @@ static void test_gather(void **state)
 	quiet += 20 * MS + NDZ_SERVER_QUIET_MS * MS;
 	p.type = NDZ_PKT_REQUEST;
 	p.client_id = 10;
-	p.chunk = CHUNKS;
+	p.chunk = 0;
 	p.block = 24;
 	p.count = 4;
 	assert_int_equal(feed_at(s, &p, p.client_id, 0x0100007fu, quiet), 2);
-	assert_int_equal(ndz_server_plan(s, quiet, b), NDZ_SERVER_SEND);
+	assert_int_equal(plan_loaded(s, quiet, b), NDZ_SERVER_SEND);
 	ndz_server_get_stats(s, &st);
 	assert_int_equal(st.gathers, 3);
 	/* the quiet spells (0.399 + 0.5 + 0.5 s), not the holds: something was asked for */
 	assert_true(st.seconds_empty > 1.398 && st.seconds_empty < 1.400);
+	ndz_server_free(s);
+	free(b);
+}
+
+/*
+ * The manifest's and the index's chunks: a request for blocks of them never sent,
+ * between passes, gathers too (every client asks for the rest of the index as it
+ * reads its first block), until every client asked; blocks sent before do not.
+ */
+static void test_gather_meta(void **state)
+{
+	struct ndz_server_opts o = opts(0, 0);
+	struct ndz_server *s;
+	struct ndz_server_batch *b = malloc(sizeof(*b));
+	struct ndz_server_stats st;
+	struct ndz_pkt p;
+
+	(void)state;
+	assert_non_null(b);
+	o.manifest = image;                    /* served from memory: no LOAD */
+	o.manifest_len = NDZ_CHUNK_SIZE;
+	o.gather_ms = 100;
+	assert_int_equal(ndz_server_create(&o, 0, &s, NULL), 0);
+	memset(&p, 0, sizeof(p));
+	p.type = NDZ_PKT_REQUEST;
+	p.chunk = CHUNKS;
+	p.block = 0;
+	p.count = 1;
+	/* both ask for its first block: the start's gather (in full: before the first
+	 * send another client's JOIN may be on its way) */
+	assert_int_equal(feed_at(s, &p, 9, 0x0100007fu, 1 * MS), 2);
+	assert_int_equal(feed_at(s, &p, 10, 0x0100007fu, 2 * MS), 1);
+	assert_int_equal(ndz_server_plan(s, 50 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(ndz_server_plan(s, 150 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(b->count, 1);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, 150 * MS);
+	assert_int_equal(ndz_server_plan(s, 150 * MS, b), NDZ_SERVER_WAIT);
+	/* 9 asks for the rest at once: held for 10, who asks 30 ms later: one pass */
+	p.block = 1;
+	p.count = 7;
+	assert_int_equal(feed_at(s, &p, 9, 0x0100007fu, 160 * MS), 2);
+	assert_int_equal(ndz_server_plan(s, 160 * MS, b), NDZ_SERVER_WAIT);
+	assert_int_equal(b->delay_ns, 100 * MS);
+	assert_int_equal(feed_at(s, &p, 10, 0x0100007fu, 190 * MS), 1);
+	assert_int_equal(ndz_server_plan(s, 190 * MS, b), NDZ_SERVER_SEND);
+	assert_int_equal(b->count, 7);
+	ndz_server_build(s, b);
+	ndz_server_sent(s, b, 190 * MS);
+	assert_int_equal(ndz_server_plan(s, 190 * MS, b), NDZ_SERVER_WAIT);
+	/* blocks sent before, asked for again (a late client): at once */
+	assert_int_equal(feed_at(s, &p, 11, 0x0100007fu, 200 * MS), 2);
+	assert_int_equal(ndz_server_plan(s, 200 * MS, b), NDZ_SERVER_SEND);
+	ndz_server_get_stats(s, &st);
+	assert_int_equal(st.gathers, 2);
+	assert_int_equal(st.distinct_sent, 8);
+	assert_int_equal(st.blocks_sent, 8);   /* the one just planned not sent yet */
 	ndz_server_free(s);
 	free(b);
 }
@@ -1448,6 +1517,7 @@ int main(void)
 		cmocka_unit_test(test_index_file),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_gather),
+		cmocka_unit_test(test_gather_meta),
 		cmocka_unit_test(test_clients),
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_create_errors),
