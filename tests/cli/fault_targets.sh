@@ -67,6 +67,11 @@ refused "the same file through a symbolic link: refused" \
 check "imageunzip --force onto the mounted device: exit 0 ($(head -c 200 "$T/err"))" [ $rc = 0 ]
 restored "imageunzip --force: the image is on the device" "$L1"
 umount "$T/m"
+# the kernel lets the device go when the last holder does: a copy of the mount in a
+# mount namespace another test (or ip netns exec) made meanwhile, udev's probe after
+# the unmount; wait for an exclusive open before asking imageunzip for one
+free_dev() { python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL))' "$1" 2>/dev/null; }
+wait_until 60 free_dev "$L1" || echo "# $L1 still held 60 s after the unmount"
 dd if=/dev/zero of="$L1" bs=1M count=4 conv=fsync status=none
 "$IMAGEUNZIP" "$T/img.ndz" "$L1" 2>"$T/err"; rc=$?
 check "an unmounted loop device is still accepted ($(head -c 200 "$T/err"))" [ $rc = 0 ]
@@ -103,6 +108,11 @@ refused "imageunzip -s 1 into a loop device over the disk's, partition mounted: 
 umount "$T/m2"
 losetup -d "$LR"
 losetup -d "$LQ"
+# a detach the kernel defers while something still has the device open (udev's probe
+# after the unmount, on a loaded machine) leaves it backed by $LD a while: wait
+detached() { [ ! -e "/sys/block/${1#/dev/}/loop/backing_file" ]; }
+wait_until 60 detached "$LR" && wait_until 60 detached "$LQ" && wait_until 60 free_dev "$LD" ||
+	echo "# $LR or $LQ still attached, or $LD held, after 60 s"
 "$IMAGEUNZIP" -s 1 "$T/p1.ndz" "$LD" 2>"$T/err"; rc=$?
 check "imageunzip -s 1 once the partition is unmounted: exit 0 ($(head -c 200 "$T/err"))" \
 	[ $rc = 0 ]
