@@ -31,6 +31,14 @@ wait_until() {
 		sleep 0.1
 	done
 }
+# python3 through a pyenv shim (a script asking pyenv which one to run) took 0.7 s a
+# call on a loaded machine, and tests call it dozens of times, some in wait_until
+# loops: the interpreter the shim would run here, found once, goes first in PATH
+case $(command -v python3 2>/dev/null) in
+*/shims/python3)
+	_py=$(pyenv which python3 2>/dev/null) && [ -x "$_py" ] &&
+		PATH="$(dirname "$_py"):$PATH" && export PATH ;;
+esac
 IMAGEZIP="$NDZ_BIN/imagezip"
 IMAGEUNZIP="$NDZ_BIN/imageunzip"
 FRISBEED="$NDZ_BIN/frisbeed"

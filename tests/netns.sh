@@ -293,6 +293,18 @@ frisbee_pid() {
 	return 1
 }
 
+# strace_release PID: end at once the hold of a system call that "strace -D ... -e
+# inject=CALL:delay_enter=..." keeps process PID in: its tracer (strace -D: not PID's
+# parent, so PID lives on) killed, the kernel lets the call go on. A test holds a call
+# for as long as a loaded machine may need and releases it when done, not waiting the
+# hold out.
+strace_release() {
+	_tp=$(sed -n 's/^TracerPid:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$_tp" ] && [ "$_tp" != 0 ] &&
+		[ "$(basename "$(readlink "/proc/$_tp/exe" 2>/dev/null)")" = strace ] &&
+		kill -KILL "$_tp"
+}
+
 # netns_gro_path NAME on|off: GRO that coalesces on host NAME: its interface's GRO (as
 # netns_gro) and, when on, TCP segmentation offload off on its port of the bridge. A
 # veth hands a frame to the receiving side's NAPI (where GRO runs) only when the sending

@@ -76,9 +76,10 @@ else
 		dev=$(losetup -n -O NAME -j "$T/ext4.img" | head -n 1)
 		fresh
 		mc_server srv "$T/a.ndz" -W 50M -T 60 -v
-		# strace holds fsync at its entry for 20 s; leaks are not looked for under it
-		( in_ns c1 env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -qq \
-			-o /dev/null -e trace=fsync -e inject=fsync:delay_enter=20s \
+		# strace -D holds fsync at its entry for up to 60 s, released (strace_release)
+		# once the file system turned read-only; leaks are not looked for under it
+		( in_ns c1 env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -D -f -qq \
+			-o /dev/null -e trace=fsync -e inject=fsync:delay_enter=60s \
 			"$FRISBEE" -m "$MC_GROUP" -p "$MC_PORT" -T 30 "$T/m/out" \
 			2>>"$T/c1.log"; echo $? >"$T/c1.rc" ) &
 		MC_PIDS="$MC_PIDS $!"
@@ -91,8 +92,9 @@ else
 		else
 			not_ok "ro: frisbee reached its flush"
 		fi
+		[ -n "$FPID" ] && strace_release "$FPID"
 		mc_wait
-		sleep 0.5
+		wait_until 10 grep -q 'leave from 10.77.0.11' "$T/srv.log"
 		server_stop
 		check "ro: frisbee exits 1 (exit $(mc_rc c1))" [ "$(mc_rc c1)" = 1 ]
 		check "ro: it says the flush failed, and why" \

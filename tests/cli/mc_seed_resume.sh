@@ -30,7 +30,7 @@ print(start * 512 + count * 256)" "$T/a.ndz.index" "$1"
 skipped() { sed -n 's/.*; \([0-9]*\) chunks skipped (held by the target).*/\1/p' "$1" | tail -1; }
 received() { sed -n 's/.*), \([0-9]*\) blocks received.*/\1/p' "$1" | tail -1; }
 stop() { mc_wait; kill -TERM "$MC_SRV_PID" 2>/dev/null; wait "$MC_SRV_PID"; }
-fresh() { for h in c1 c2 c3; do rm -f "$T/$h.log" "$T/$h.rc"; done; }
+fresh() { for h in c1 c2; do rm -f "$T/$h.log" "$T/$h.rc"; done; }
 
 # The image: random and text-like data, a raw image (every byte is in a chunk)
 mc_image a "$MC_MIB" 7 || { not_ok "make the image"; done_testing; }
@@ -38,8 +38,20 @@ mc_image a "$MC_MIB" 7 || { not_ok "make the image"; done_testing; }
 NCH=$(python3 -c "import struct,sys; print(struct.unpack_from('<I', open(sys.argv[1],'rb').read(), 40)[0])" "$T/a.ndz.index")
 SIZE=$(stat -c %s "$T/a.src")
 
-# 1. --verify: the flush held at its entry (strace, 8 s), a byte of chunk 2 changed
-# then; frisbee must say chunk 2 differs. The same run untouched exits 0.
+# The short seed target of 2. (c3): refused only when its -T runs out, so it runs from
+# here on, beside 1., against a server of its own on the next port
+head -c $((SIZE / 3)) "$T/a.src" >"$T/s3"
+cp "$T/s3" "$T/s3.was"
+port0=$MC_PORT pids0=$MC_PIDS
+MC_PORT=$((MC_PORT + 1)) MC_PIDS=""
+mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 60
+mc_client c3 "$T/s3" --seed -v -T 10
+SRV3=$MC_SRV_PID C3=${MC_PIDS# }
+MC_PORT=$port0 MC_PIDS=$pids0
+
+# 1. --verify: the flush held at its entry (strace -D, up to 60 s, released once the
+# test is done with it), a byte of chunk 2 changed then; frisbee must say chunk 2
+# differs. The same run untouched exits 0.
 if [ "$(uname -m)" != x86_64 ] || ! command -v strace >/dev/null; then
 	echo "# skipped: holding frisbee's flush needs strace on x86_64 (fsync is call 74)"
 else
@@ -48,8 +60,8 @@ else
 		fresh
 		rm -f "$T/v"
 		mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 20
-		( in_ns c1 env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -f -qq \
-			-o /dev/null -e trace=fsync -e inject=fsync:delay_enter=8s \
+		( in_ns c1 env ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" strace -D -f -qq \
+			-o /dev/null -e trace=fsync -e inject=fsync:delay_enter=60s \
 			"$FRISBEE" -m "$MC_GROUP" -p "$MC_PORT" --verify -T 20 "$T/v" \
 			2>>"$T/c1.log"; echo $? >"$T/c1.rc" ) &
 		MC_PIDS="$MC_PIDS $!"
@@ -63,6 +75,7 @@ else
 		else
 			not_ok "verify: frisbee reached its flush (pid ${FPID:-none})"
 		fi
+		[ -n "$FPID" ] && strace_release "$FPID"
 		stop
 		if [ $change = no ]; then
 			check "--verify, the target untouched: exit 0 (exit $(mc_rc c1))" \
@@ -85,15 +98,12 @@ cp "$T/a.src" "$T/s1"
 head -c $((SIZE / 12)) /dev/urandom |
 	dd of="$T/s1" bs=4096 seek=$((SIZE / 8 / 4096)) conv=notrunc 2>/dev/null
 head -c "$SIZE" /dev/urandom >"$T/s2"
-head -c $((SIZE / 3)) "$T/a.src" >"$T/s3"
-cp "$T/s3" "$T/s3.was"
 # shellcheck disable=SC2034 # h2 is read through eval below
 h1=$((NCH - $(ndiff "$T/s1"))) h2=$((NCH - $(ndiff "$T/s2")))
 # (c1 alone: with a client that lacks everything, a chunk may come over the wire
 # before c1's scan reaches it, and is then written, not skipped)
 mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 20
 mc_client c1 "$T/s1" --seed -v -T 10
-mc_client c3 "$T/s3" --seed -v -T 10
 stop
 mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 20
 mc_client c2 "$T/s2" --seed -v -T 10
@@ -108,6 +118,9 @@ for i in 1 2; do
 done
 check "another image held some chunks and lacked some ($h1 of $NCH held)" \
 	[ "$h1" -gt 0 ] && [ "$h1" -lt "$NCH" ]
+wait "$C3"
+kill -TERM "$SRV3" 2>/dev/null
+wait "$SRV3"
 check "seed target shorter than the image: refused, untouched (exit $(mc_rc c3))" \
 	sh -c "[ \"$(mc_rc c3)\" = 1 ] && grep -q 'target too small' '$T/c3.log' &&
 	       cmp -s '$T/s3' '$T/s3.was'"
@@ -122,12 +135,18 @@ for seed in 11 23 37; do
 	rm -f "$T/k"
 	mc_server srv "$T/a.ndz" -W 16M -T 20
 	mc_client c1 "$T/k" -T 10
-	wait_until 60 sh -c "[ \$(python3 '$T/chunks.py' '$T/a.ndz.index' '$T/a.src' '$T/k' | wc -l) -le $((NCH - n)) ]"
+	# (the target there first: our reader prints nothing for a file it cannot open)
+	wait_until 60 sh -c "[ -e '$T/k' ] &&
+		[ \$(python3 '$T/chunks.py' '$T/a.ndz.index' '$T/a.src' '$T/k' | wc -l) -le $((NCH - n)) ]"
 	FPID=$(frisbee_pid "$T/k")
 	[ -n "$FPID" ] && kill -KILL "$FPID"
 	mc_wait
 	miss=$(ndiff "$T/k")
 	rm -f "$T/c1.log" "$T/c1.rc"
+	# (the slow rate was for the kill to land; the resume goes at the usual one)
+	kill -TERM "$MC_SRV_PID" 2>/dev/null
+	wait "$MC_SRV_PID"
+	mc_server srv "$T/a.ndz" -W "$MC_RATE" -T 20
 	mc_client c1 "$T/k" --seed -v -T 10
 	stop
 	sk=$(skipped "$T/c1.log") got=$(received "$T/c1.log")
