@@ -187,18 +187,22 @@ if [ -n "${NDZ_OLD_BIN:-}" ] && [ -x "$NDZ_OLD_BIN/frisbee" ] && [ -x "$NDZ_OLD_
 	check "old frisbee lost: the group stepped back up to BLOCKS of 8" stepped_up lost
 	check "old frisbee lost: the server counts it lost" [ "$(json_num "$T/lost.json" lost)" = 1 ]
 
-	# a new client beside the old one from the start: having had no BLOCKS for 0.7 s
+	# a new client beside an old one: having had no BLOCKS for 0.7 s after a request
 	# it tells the server it takes one block (as for a path that drops large ones);
 	# the old one killed and lost, its probes (the large size again after 2 s, 4 s,
 	# ...) bring the group back up to BLOCKS of 8 (issue #36)
+	# (the old one receiving first, the new one joining it: the new one's requests
+	# are answered by one-block datagrams for as long as the old one is there, which
+	# is until the new one stepped down; started together, which of them the server
+	# heard first decided whether it had to, and once it did not)
 	rm -f "$T"/c*.rc "$T"/out* "$T"/c*.log "$T/srv.log"
-	FRISBEE="$NDZ_OLD_BIN/frisbee" mc_client c1 "$T/out1" -T 15 -vv
-	mc_client c2 "$T/out2" -T 15 -vv
-	mc_joined c1 c2
 	mc_server srv "$T/a.ndz" -W 4M -T 30 --lost-timeout 1 --stats-json "$T/beside.json"
+	FRISBEE="$NDZ_OLD_BIN/frisbee" mc_client c1 "$T/out1" -T 15 -vv
 	OLDPID=""
 	wait_until 20 sh -c "[ \$(du -k '$T/out1' 2>/dev/null | cut -f1) -gt 0 ]" &&
 		OLDPID=$(FRISBEE="$NDZ_OLD_BIN/frisbee" frisbee_pid "$T/out1")
+	mc_client c2 "$T/out2" -T 15 -vv
+	wait_until 20 grep -q 'asking for one block a datagram' "$T/c2.log"
 	[ -n "$OLDPID" ] && kill -KILL "$OLDPID"
 	mc_wait
 	kill -TERM "$MC_SRV_PID"; wait "$MC_SRV_PID"
