@@ -69,6 +69,16 @@ t0=$(date +%s)
 fclient c1 a "$T/out1"; fclient c2 a "$T/out2"
 fclient c3 b "$T/out3"; fclient c4 b "$T/out4"
 fclient c5 c "$T/out5"; fclient c6 c "$T/out6"
+# the status while all three run, each with its two clients (read after the transfers,
+# it lacked a session whose clients had finished 2 s before the others': its idle
+# timeout)
+three() {
+	status c1 >"$T/st1.json" && [ "$(nsessions "$T/st1.json")" = 3 ] || return 1
+	for _x in a b c; do
+		grep -q "\"image\": \"$_x\", .*\"clients\": 2" "$T/st1.json" || return 1
+	done
+}
+wait_until 60 three
 mc_wait
 good=0
 for i in 1 2 3 4 5 6; do
@@ -76,7 +86,6 @@ for i in 1 2 3 4 5 6; do
 	[ "$(mc_rc "c$i")" = 0 ] && mc_same "$T/$img.src" "$T/out$i" && good=$((good + 1))
 done
 check "six clients, three images, all at once: 6 byte-identical targets ($good)" [ "$good" = 6 ]
-status c1 >"$T/st1.json"
 check "exactly three sessions were started" grep -q '"sessions_started": 3,' "$T/st1.json"
 check "status lists clients of the sessions" grep -q '"image": "a", .*"clients": 2' "$T/st1.json"
 # the total cap, divided among the running sessions: three get 2/3 of the per-image rate each
