@@ -660,6 +660,17 @@ static int all_asked(const struct ndz_server *s, uint64_t now)
 	return 1;
 }
 
+/* A gather begins: the sending held gather_ns from now. */
+static void hold(struct ndz_server *s, uint64_t now)
+{
+	s->gather_until = now + s->gather_ns;
+	s->gathers++;
+	if (s->wait_from) {    /* from here something is asked for: not empty */
+		s->wait_ns += now - s->wait_from;
+		s->wait_from = 0;
+	}
+}
+
 /*
  * A request for blocks of the manifest's or the index's chunks that were never sent,
  * while nothing is being sent: every client asks for those at the same point of its
@@ -680,14 +691,8 @@ static void gather_meta(struct ndz_server *s, const struct ndz_pkt *p, uint64_t 
 						  ndz_bit_test(p->bitmap, b)) &&
 		    !ndz_serve_ever(s->serve, p->chunk, b))
 			break;
-	if (b == NDZ_BLOCKS_PER_CHUNK)
-		return;
-	s->gather_until = now + s->gather_ns;
-	s->gathers++;
-	if (s->wait_from) {    /* from here something is asked for: not empty */
-		s->wait_ns += now - s->wait_from;
-		s->wait_from = 0;
-	}
+	if (b < NDZ_BLOCKS_PER_CHUNK)
+		hold(s, now);
 }
 
 /*
@@ -707,12 +712,7 @@ static int gathering(struct ndz_server *s, uint64_t now, struct ndz_server_batch
 						  now - s->wait_from >= NDZ_SERVER_QUIET_MS * 1000000ull))) {
 		if (all_asked(s, now))
 			return 0;
-		s->gather_until = now + s->gather_ns;
-		s->gathers++;
-		if (s->wait_from) {    /* from here something is asked for: not empty */
-			s->wait_ns += now - s->wait_from;
-			s->wait_from = 0;
-		}
+		hold(s, now);
 	}
 	if (s->gather_until && now < s->gather_until && !all_asked(s, now)) {
 		b->delay_ns = s->gather_until - now;
