@@ -208,8 +208,8 @@ static void *sender(void *arg)
 		if (n == NDZ_SDRIVE_PACE) {
 			ndz_pace_sleep_until(at);
 		} else if (n == NDZ_SDRIVE_IDLE) {
-			uint64_t now = now_of(d), w = at <= now ? 0 : at - now < IDLE_NS ? at - now : IDLE_NS;
-			uint64_t t = ndz_wall_ns() + w;
+			uint64_t now = now_of(d);      /* at: IDLE_NS at most from the plan */
+			uint64_t t = ndz_wall_ns() + (at > now ? at - now : 0);
 			struct timespec ts = { (time_t)(t / 1000000000u), (long)(t % 1000000000u) };
 
 			pthread_mutex_lock(&d->lock);

@@ -59,9 +59,11 @@ struct ndz_server_opts {
 	uint32_t lost_ms;              /* a client silent this long before it left is lost;
 					* 0: NDZ_SERVER_LOST_MS */
 	uint32_t gather_ms;            /* after a quiet spell (nothing sent for
-					* NDZ_SERVER_QUIET_MS, or nothing yet), wait this long
-					* from the first request before sending, so that clients
-					* that start together share one pass; 0: send at once */
+					* NDZ_SERVER_QUIET_MS, or nothing yet), and on a first
+					* request for never-sent blocks of the manifest or index,
+					* wait this long (or until every client asked) before
+					* sending, so that clients that start together share one
+					* pass; 0: send at once */
 	uint32_t max_payload;          /* the largest UDP payload the interface carries (its
 					* MTU less 28); below NDZ_PKT_BLOCKS_LEN(2): BLOCKs only,
 					* else BLOCKS of as many blocks as every client takes;
@@ -124,7 +126,7 @@ struct ndz_server_stats {
 	unsigned span_size;            /* the bytes of a SPAN now (the group's); 0: none */
 	unsigned span_min;             /* the fewest of them any SPANs were sent at; 0: none */
 	uint64_t multi_repairs_sent;   /* of datagrams_sent, REPAIRSes (several repairs) */
-	uint64_t gathers;              /* sending held gather_ms after a quiet spell */
+	uint64_t gathers;              /* holds of gather_ms (a quiet spell's, the index's) */
 };
 
 /* Control datagrams to send now, unpaced (a JOIN_REPLY and a FEATURES at most). */
